@@ -1,0 +1,16 @@
+"""The learners: ``agents.make(name, env=..., **params)`` and ``agents.available()``."""
+
+from agents.base import Agent, BanditObs, PrivacyClaim, no_privacy
+from agents.registry import AgentSpec, available, make, register, spec
+
+__all__ = [
+    "Agent",
+    "AgentSpec",
+    "BanditObs",
+    "PrivacyClaim",
+    "available",
+    "make",
+    "no_privacy",
+    "register",
+    "spec",
+]

@@ -1,0 +1,281 @@
+"""The agent contract shared by every learner.
+
+An agent plays B = ``num_envs`` independent runs at once (batch-first state with a leading run
+axis). The loop is bsuite-small::
+
+    obs, info = env.reset(seed=0)
+    while True:
+        action = agent.act(obs)          # learns from the feedback in obs, then chooses
+        obs, reward, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            break
+
+Agents see observations only, never ``info``. Run ``b`` of an agent seeded ``s`` draws exactly the
+random numbers of a single agent seeded ``s + b`` (see :mod:`dp_experts_env.batch_rng`), so a batch
+reproduces B separate runs bit for bit.
+
+Subclasses implement three hooks: ``_init_state`` (allocate arrays for B runs), ``_learn(obs)``
+(the feedback of the round just played) and ``_choose(obs)`` (actions for the next round). The
+clock ``self.t`` counts completed rounds: it is 0 in the first ``_choose`` and ``_learn`` is called
+with the feedback of round ``self.t``.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dp_experts_env._validation import check_choice, check_int
+from dp_experts_env.batch_rng import BatchRNG, run_seeds
+
+__all__ = ["Agent", "BanditObs", "PrivacyClaim", "no_privacy", "AGENT_STREAM"]
+
+AGENT_STREAM = 7  # the agents' BatchRNG stream id: never the env's streams for the same seed
+
+NEIGHBOURING = "replace one round's loss vector"
+
+
+@dataclass(frozen=True)
+class PrivacyClaim:
+    """What an agent promises, and on whose authority.
+
+    Attributes:
+        epsilon: privacy parameter (``inf`` for non-private learners).
+        delta: approximate-DP slack (0 for pure DP).
+        neighbouring: the neighbouring relation of datasets the claim is about.
+        feedback: ``"full"`` or ``"bandit"``: what the learner reads each round.
+        model: ``"central"`` (the curator adds noise), ``"local"`` (each round's datum is
+            privatised before use) or ``"none"``.
+        certified: False when the agent knowingly departs from a correct accounting (for example
+            ``mode="paper"`` reproducing a paper's erratum).
+        accountant: the theorem or composition rule the numbers come from.
+        holds_against: the strongest adversary the claim covers: ``"adaptive"`` (losses may react
+            to past actions) or ``"oblivious"``.
+        notes: anything a reader of the claim must know.
+    """
+
+    epsilon: float
+    delta: float = 0.0
+    neighbouring: str = NEIGHBOURING
+    feedback: str = "full"
+    model: str = "central"
+    certified: bool = True
+    accountant: str = ""
+    holds_against: str = "adaptive"
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        if not (self.epsilon > 0):
+            raise ValueError(f"epsilon must be > 0 (inf for no privacy), got {self.epsilon}")
+        if not (0.0 <= self.delta < 1.0):
+            raise ValueError(f"delta must lie in [0, 1), got {self.delta}")
+        check_choice("feedback", self.feedback, ("full", "bandit"))
+        check_choice("model", self.model, ("central", "local", "none"))
+        check_choice("holds_against", self.holds_against, ("adaptive", "oblivious"))
+
+    @property
+    def is_private(self) -> bool:
+        """True when the claim bounds privacy loss (finite epsilon)."""
+        return math.isfinite(self.epsilon)
+
+    def summary(self) -> str:
+        """One line: '(1, 0)-DP central, adaptive, certified [basic composition]'."""
+        if not self.is_private:
+            return "not private"
+        kind = f"({self.epsilon:g}, {self.delta:g})-DP" if self.delta else f"{self.epsilon:g}-DP"
+        cert = "certified" if self.certified else "UNCERTIFIED"
+        return f"{kind} {self.model}, vs {self.holds_against}, {cert} [{self.accountant}]"
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain dict (for result rows and JSON)."""
+        return asdict(self)
+
+
+def no_privacy(feedback: str = "full") -> PrivacyClaim:
+    """The claim of a non-private learner."""
+    return PrivacyClaim(
+        epsilon=math.inf,
+        feedback=feedback,
+        model="none",
+        accountant="none",
+        notes="non-private baseline",
+    )
+
+
+@dataclass
+class BanditObs:
+    """A batch of bandit-with-advice observations.
+
+    Attributes:
+        advice: (B, N, K) advice for the round about to be played (public).
+        last_action: (B,) arm played last round (0 before the first round).
+        last_loss: (B,) loss of that arm (0 before the first round).
+    """
+
+    advice: np.ndarray
+    last_action: np.ndarray
+    last_loss: np.ndarray
+
+
+class Agent(ABC):
+    """Base class of all learners.
+
+    Args:
+        n_experts: N.
+        horizon: T (learners that are horizon-free may ignore it).
+        num_envs: B, the number of runs played in lockstep.
+        seed: an int (run ``b`` uses ``seed + b``), a sequence of B ints, or None for fresh
+            entropy.
+        n_arms: K, for bandit-feedback learners.
+
+    Class attributes:
+        name: registry name.
+        feedback: ``"full"`` or ``"bandit"``: the feedback the learner needs.
+    """
+
+    name: ClassVar[str] = ""
+    feedback: ClassVar[str] = "full"
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+        n_arms: int | None = None,
+    ) -> None:
+        self.n_experts = check_int("n_experts", n_experts, minimum=1)
+        self.horizon = check_int("horizon", horizon, minimum=1)
+        self.num_envs = check_int("num_envs", num_envs, minimum=1)
+        if self.feedback == "bandit":
+            self.n_arms: int | None = check_int("n_arms", n_arms, minimum=2)
+        else:
+            self.n_arms = None if n_arms is None else check_int("n_arms", n_arms, minimum=1)
+        self._seed = seed
+        self.rng: BatchRNG
+        self.t = 0
+        self.last_actions = np.zeros(self.num_envs, dtype=np.int64)
+        # Subclasses finish their own validation, then call self.reset(seed) themselves.
+
+    # ----------------------------------------------------------------- the contract
+    @property
+    @abstractmethod
+    def privacy(self) -> PrivacyClaim:
+        """The agent's privacy claim (frozen)."""
+
+    def reset(self, seed: int | Sequence[int] | None = None) -> None:
+        """Start a new episode for all runs.
+
+        With a seed, the random streams restart from it; with None, they continue (a new episode
+        of the same agent sees fresh randomness) unless the agent was never seeded.
+        """
+        if seed is not None or not hasattr(self, "rng"):
+            seeds = run_seeds(seed if seed is not None else self._seed, self.num_envs)
+            self.rng = BatchRNG(seeds, stream=AGENT_STREAM)
+        self.t = 0
+        self.last_actions = np.zeros(self.num_envs, dtype=np.int64)
+        self._init_state()
+
+    def act(self, obs: Any) -> Any:
+        """Learn from the feedback in ``obs`` (if any round was played), then pick actions.
+
+        A single observation returns a Python ``int``; a batch of B returns a (B,) int64 array.
+        """
+        batch, single = self._parse_obs(obs)
+        if self.t > 0:
+            self._learn(batch)
+        actions = np.asarray(self._choose(batch), dtype=np.int64)
+        self.t += 1
+        self.last_actions = actions
+        return int(actions[0]) if single else actions
+
+    def predict(
+        self,
+        observation: Any,
+        state: Any = None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = False,
+    ) -> tuple[np.ndarray, Any]:
+        """Stable-Baselines3-style prediction, so ``evaluate_policy(agent, vec_env)`` works.
+
+        ``episode_start`` all True resets every run (random streams continue). Runs share one
+        round clock, so a mixed ``episode_start`` (some runs restarting alone) is refused; our
+        environments have a fixed horizon, so all runs restart together. ``deterministic`` is
+        ignored on purpose: a private learner's randomness is part of its privacy guarantee.
+        """
+        if episode_start is not None:
+            starts = np.asarray(episode_start, dtype=bool).reshape(-1)
+            if starts.all():
+                self.reset()
+            elif starts.any():
+                raise ValueError(
+                    "episode_start must be all True or all False: the agent's runs share one "
+                    "round clock (our environments have a fixed horizon, so they end together)"
+                )
+        actions = self.act(observation)
+        return np.atleast_1d(np.asarray(actions, dtype=np.int64)), state
+
+    # ----------------------------------------------------------------- subclass hooks
+    @abstractmethod
+    def _init_state(self) -> None:
+        """Allocate per-episode state for ``num_envs`` runs."""
+
+    @abstractmethod
+    def _learn(self, obs: Any) -> None:
+        """Update from round ``self.t``'s feedback: (B, N) losses or a :class:`BanditObs`."""
+
+    @abstractmethod
+    def _choose(self, obs: Any) -> np.ndarray:
+        """Return (B,) actions for round ``self.t + 1``."""
+
+    # ----------------------------------------------------------------- observation parsing
+    def _parse_obs(self, obs: Any) -> tuple[Any, bool]:
+        if self.feedback == "bandit":
+            return self._parse_bandit(obs)
+        return self._parse_full(obs)
+
+    def _parse_full(self, obs: Any) -> tuple[np.ndarray, bool]:
+        if isinstance(obs, Mapping):
+            raise TypeError(
+                f"agent {self.name!r} needs full-information observations (loss vectors); "
+                "got a dict observation (a bandit env?)"
+            )
+        arr = np.asarray(obs, dtype=np.float64)
+        single = arr.ndim == 1
+        if single:
+            arr = arr[None, :]
+        if arr.shape != (self.num_envs, self.n_experts):
+            want = (
+                f"({self.n_experts},) or ({self.num_envs}, {self.n_experts})"
+                if self.num_envs == 1
+                else f"({self.num_envs}, {self.n_experts})"
+            )
+            raise ValueError(f"obs must have shape {want}, got {np.shape(obs)}")
+        if single and self.num_envs != 1:
+            raise ValueError(f"obs must be a batch of {self.num_envs} observations")
+        return arr, single
+
+    def _parse_bandit(self, obs: Any) -> tuple[BanditObs, bool]:
+        if not isinstance(obs, Mapping) or not {"advice", "last_action", "last_loss"} <= set(obs):
+            raise TypeError(
+                f"agent {self.name!r} needs bandit observations: a dict with keys 'advice', "
+                f"'last_action' and 'last_loss'; got {type(obs).__name__}"
+            )
+        n, k = self.n_experts, self.n_arms
+        advice = np.asarray(obs["advice"], dtype=np.float64)
+        single = advice.ndim == 1
+        advice = advice.reshape(-1, n, k) if advice.size == self.num_envs * n * k else None
+        if advice is None or advice.shape[0] != self.num_envs:
+            raise ValueError(
+                f"obs['advice'] must hold {self.num_envs} x {n * k} values (N={n}, K={k}), "
+                f"got shape {np.shape(obs['advice'])}"
+            )
+        last_action = np.asarray(obs["last_action"], dtype=np.int64).reshape(self.num_envs)
+        last_loss = np.asarray(obs["last_loss"], dtype=np.float64).reshape(self.num_envs)
+        return BanditObs(advice, last_action, last_loss), single

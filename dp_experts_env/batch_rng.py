@@ -1,0 +1,145 @@
+"""Per-run random streams for batched simulation.
+
+Every batched object (adversary, agent, mechanism) holds state with a leading run axis of length
+B. To make run ``b`` of a batch behave bit for bit like a single run seeded with ``seeds[b]``,
+each run owns its own :class:`numpy.random.Generator`. Drawing from B generators every round would
+be a Python loop over runs in the hot path, so :class:`BatchRNG` draws uniforms for all runs in
+chunks (one loop over runs per chunk, not per call) and serves them from a ``(B, chunk)`` buffer
+with a shared cursor.
+
+Contract that keeps batches and single runs identical: every call consumes the same number of
+uniforms from every run, and that number depends only on the call's shape, never on another run's
+data. Code written batch-first satisfies this naturally (draw for all runs, then mask).
+
+Only uniforms are buffered; other laws are derived by inverse transforms, so a run's stream is
+the same whatever the chunk size: round ``t``'s draws are a pure function of (seed, draws made
+before), which is what lets adversaries regenerate round ``t`` from (seed, t) in chunks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["BatchRNG", "run_seeds"]
+
+# About 4 M doubles (32 MB) buffered across all runs at most; at least 64 per run.
+_BUFFER_DOUBLES = 1 << 22
+_MIN_CHUNK = 64
+
+
+def run_seeds(seed: int | Sequence[int] | None, num_runs: int) -> list[int]:
+    """Expand a seed into one integer seed per run.
+
+    An integer ``s`` gives runs ``s, s+1, ..., s+B-1`` (Gymnasium's vector-env convention, so run
+    ``b`` of a batch matches a single object seeded ``s+b``). A sequence is used as is. ``None``
+    draws fresh entropy from the operating system.
+    """
+    if seed is None:
+        base = int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(2))
+        return [base + b for b in range(num_runs)]
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        if seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed}")
+        return [int(seed) + b for b in range(num_runs)]
+    if isinstance(seed, Sequence) or isinstance(seed, np.ndarray):
+        seeds = [int(s) for s in seed]
+        if len(seeds) != num_runs:
+            raise ValueError(f"seed must hold one seed per run ({num_runs}), got {len(seeds)}")
+        if any(s < 0 for s in seeds):
+            raise ValueError("seed values must be non-negative integers")
+        return seeds
+    raise TypeError(f"seed must be None, an int or a sequence of ints, got {type(seed).__name__}")
+
+
+class BatchRNG:
+    """B independent uniform streams, served batch-first.
+
+    Args:
+        seeds: one non-negative integer per run.
+        stream: a small integer naming the purpose of the stream (data, structure, agent, ...), so
+            one seed can feed several independent streams without overlap.
+    """
+
+    def __init__(self, seeds: Sequence[int], stream: int = 0) -> None:
+        seeds = [int(s) for s in seeds]
+        if not seeds:
+            raise ValueError("seeds must hold at least one seed")
+        self.num_runs = len(seeds)
+        self.seeds = tuple(seeds)
+        self.stream = int(stream)
+        self._generators = [
+            np.random.Generator(np.random.PCG64(np.random.SeedSequence([s, self.stream])))
+            for s in seeds
+        ]
+        self._chunk = max(_MIN_CHUNK, _BUFFER_DOUBLES // self.num_runs)
+        self._buffer = np.empty((self.num_runs, 0))
+        self._cursor = 0
+
+    def _take(self, count: int) -> np.ndarray:
+        """Return the next ``count`` uniforms of every run as a (B, count) array."""
+        available = self._buffer.shape[1] - self._cursor
+        if count > available:
+            need = count - available
+            size = max(self._chunk, need)
+            fresh = np.stack([g.random(size) for g in self._generators])
+            self._buffer = np.concatenate([self._buffer[:, self._cursor :], fresh], axis=1)
+            self._cursor = 0
+        out = self._buffer[:, self._cursor : self._cursor + count]
+        self._cursor += count
+        return out
+
+    def random(self, shape: tuple[int, ...] = ()) -> np.ndarray:
+        """Uniforms on [0, 1) of shape ``(B, *shape)``."""
+        shape = tuple(int(s) for s in shape)
+        count = int(np.prod(shape, dtype=np.int64))
+        return self._take(count).reshape((self.num_runs, *shape))
+
+    def open_uniform(self, shape: tuple[int, ...] = ()) -> np.ndarray:
+        """Uniforms on the open interval (0, 1): safe for logarithms at both ends."""
+        u = self.random(shape)
+        # 2**-54 keeps both 0 and 1 - 2**-53 strictly inside (0, 1) after the shift.
+        return np.clip(u, 2.0**-54, 1.0 - 2.0**-54)
+
+    def gumbel(self, shape: tuple[int, ...] = ()) -> np.ndarray:
+        """Standard Gumbel variates of shape ``(B, *shape)``."""
+        return -np.log(-np.log(self.open_uniform(shape)))
+
+    def exponential(self, shape: tuple[int, ...] = ()) -> np.ndarray:
+        """Standard exponential variates of shape ``(B, *shape)``."""
+        return -np.log(self.open_uniform(shape))
+
+    def laplace(self, scale: float | np.ndarray, shape: tuple[int, ...] = ()) -> np.ndarray:
+        """Laplace(0, scale) variates by inverse CDF (simulation-grade floating point)."""
+        u = self.open_uniform(shape) - 0.5
+        return -np.asarray(scale) * np.sign(u) * np.log1p(-2.0 * np.abs(u))
+
+    def normal(self, shape: tuple[int, ...] = ()) -> np.ndarray:
+        """Standard normal variates by Box-Muller (two uniforms per variate, fixed count)."""
+        u1 = self.open_uniform(shape)
+        u2 = self.random(shape)
+        return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+
+    def bernoulli(self, p: np.ndarray | float, shape: tuple[int, ...] = ()) -> np.ndarray:
+        """0/1 float variates with success probability ``p`` (broadcast to ``(B, *shape)``)."""
+        return (self.random(shape) < p).astype(np.float64)
+
+    def integers(self, high: int | np.ndarray, shape: tuple[int, ...] = ()) -> np.ndarray:
+        """Uniform integers in ``[0, high)`` (``high`` may vary per run, broadcast)."""
+        high_arr = np.asarray(high)
+        draws = np.floor(self.random(shape) * high_arr).astype(np.int64)
+        # Guards the measure-zero rounding case u * high == high.
+        return np.minimum(draws, high_arr - 1)
+
+    def categorical(self, probs: np.ndarray) -> np.ndarray:
+        """One draw per run from the rows of ``probs`` (shape (B, K)); returns (B,) int64.
+
+        Inverse-CDF sampling with one uniform per run. Rows need not be normalised exactly;
+        they are scaled by their sum.
+        """
+        probs = np.asarray(probs, dtype=np.float64)
+        cdf = np.cumsum(probs, axis=-1)
+        u = self.random(probs.shape[:-1])[..., None] * cdf[..., -1:]
+        idx = np.sum(cdf <= u, axis=-1)
+        return np.minimum(idx, probs.shape[-1] - 1).astype(np.int64)

@@ -1,0 +1,131 @@
+"""Exact, batched, online regret bookkeeping.
+
+All quantities are prefix values after round ``t`` for B runs at once:
+
+* ``static_regret``      = L_t - min_j sum_{s<=t} l_s(j)
+* ``dynamic_regret``     = L_t - OPT_t(S), the best comparator sequence with at most S switches,
+  computed exactly by the O(N*S) dynamic programme of brief 000 §6.6
+* ``per_round_best_regret`` = L_t - sum_{s<=t} min_j l_s(j)  (S unlimited)
+* ``pseudo_regret``      = sum_{s<=t} (mu_s(J_s) - min_j mu_s(j)), when the means are known
+
+The dynamic programme keeps ``M[b, c, j]`` = least loss of a sequence ending at expert ``j`` with at
+most ``c`` switches. Memory is O(B * (S+1) * N), independent of T. When S >= T - 1 the comparator is
+unconstrained, so the table is not kept and the per-round best is used (exactly the same value).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dp_experts_env._validation import check_int
+
+__all__ = ["RegretTracker"]
+
+
+class RegretTracker:
+    """Online regret of B runs against N experts with a comparator switch budget S.
+
+    Args:
+        num_runs: B, the number of independent runs tracked together.
+        n_experts: N.
+        n_switches: S, the most switches the dynamic comparator may make.
+        horizon: T, used only to skip the table when S >= T - 1 (optional).
+    """
+
+    def __init__(
+        self, num_runs: int, n_experts: int, n_switches: int, horizon: int | None = None
+    ) -> None:
+        self.num_runs = check_int("num_runs", num_runs, minimum=1)
+        self.n_experts = check_int("n_experts", n_experts, minimum=1)
+        self.n_switches = check_int("n_switches", n_switches, minimum=0)
+        self.horizon = None if horizon is None else check_int("horizon", horizon, minimum=1)
+        self._unconstrained = self.horizon is not None and self.n_switches >= self.horizon - 1
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget all rounds."""
+        b, n = self.num_runs, self.n_experts
+        self.round = 0
+        self.cumulative_loss = np.zeros(b)
+        self._cum_expert = np.zeros((b, n))  # row c = 0 of the table: fixed-expert losses
+        self._per_round_best = np.zeros(b)
+        self._pseudo = np.zeros(b)
+        self._has_means = False
+        levels = 0 if self._unconstrained else self.n_switches
+        # Levels c = 1..S of the table; c = 0 is _cum_expert.
+        self._table = np.zeros((b, levels, n))
+        self._scratch = np.empty((b, levels + 1))
+
+    def update(
+        self,
+        expert_losses: np.ndarray,
+        learner_loss: np.ndarray,
+        expert_means: np.ndarray | None = None,
+        learner_mean: np.ndarray | None = None,
+    ) -> None:
+        """Record one round.
+
+        Args:
+            expert_losses: (B, N) losses of the experts this round (for bandits with advice,
+                ``<advice_j, l_t>``).
+            learner_loss: (B,) loss the learner was charged.
+            expert_means: (B, N) expected expert losses this round, if known.
+            learner_mean: (B,) expected loss of the learner's chosen action, if known.
+        """
+        losses = expert_losses
+        if self._table.shape[1]:
+            # Best value per level from the previous round; level c may switch from level c-1.
+            best = self._scratch
+            best[:, 0] = self._cum_expert.min(axis=1)
+            best[:, 1:] = self._table.min(axis=2)
+            np.minimum(self._table, best[:, :-1, None], out=self._table)
+            # Round 1 works unchanged: every row starts at zero, so min(0, 0) + l_1 = l_1.
+            self._table += losses[:, None, :]
+        self._cum_expert += losses
+        self._per_round_best += losses.min(axis=1)
+        self.cumulative_loss += learner_loss
+        if expert_means is not None and learner_mean is not None:
+            self._has_means = True
+            self._pseudo += learner_mean - expert_means.min(axis=1)
+        self.round += 1
+
+    @property
+    def static_regret(self) -> np.ndarray:
+        """(B,) regret against the best fixed expert so far."""
+        return self.cumulative_loss - self._cum_expert.min(axis=1)
+
+    @property
+    def comparator_loss(self) -> np.ndarray:
+        """(B,) loss of the best sequence with at most S switches on the rounds so far."""
+        if self._unconstrained:
+            return self._per_round_best.copy()
+        if self.n_switches == 0:
+            return self._cum_expert.min(axis=1)
+        return self._table[:, -1, :].min(axis=1)
+
+    @property
+    def dynamic_regret(self) -> np.ndarray:
+        """(B,) regret against the best comparator with at most S switches."""
+        return self.cumulative_loss - self.comparator_loss
+
+    @property
+    def per_round_best_regret(self) -> np.ndarray:
+        """(B,) regret against the best expert of every round."""
+        return self.cumulative_loss - self._per_round_best
+
+    @property
+    def pseudo_regret(self) -> np.ndarray | None:
+        """(B,) pseudo-regret, or ``None`` when means were never supplied."""
+        return self._pseudo.copy() if self._has_means else None
+
+    def state_nbytes(self) -> int:
+        """Bytes held by the tracker's arrays (bounded, independent of T)."""
+        arrays = (
+            self.cumulative_loss,
+            self._cum_expert,
+            self._per_round_best,
+            self._pseudo,
+            self._table,
+            self._scratch,
+        )
+        return int(sum(a.nbytes for a in arrays))
