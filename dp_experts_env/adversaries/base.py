@@ -75,6 +75,10 @@ class Adversary(ABC):
         oblivious: True when losses never depend on the learner's actions.
         knows_means: True when rounds carry ``means`` (pseudo-regret is then reported).
         has_segments: True when rounds carry ``segment``/``shift``.
+
+    Instance attributes every subclass must keep meaningful:
+        default_switches: the comparator switch budget S an env uses when the user gives none
+            (the number of change points / planted switches of the model; 0 for stationary ones).
     """
 
     feedback: ClassVar[str] = "full"
@@ -89,6 +93,7 @@ class Adversary(ABC):
             self.n_arms: int | None = check_int("n_arms", n_arms, minimum=2)
         else:
             self.n_arms = None
+        self.default_switches = 0
         self.num_runs = 0
         self.t = 0
         self._neighbor: Neighbor | None = None
