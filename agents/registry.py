@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -70,15 +71,24 @@ def _game_of(env: Any) -> dict[str, Any]:
         "n_arms": getattr(base, "n_arms", None),
         "feedback": base.feedback,
         "num_envs": getattr(env, "num_envs", getattr(base, "num_envs", 1)),
+        "n_switches": getattr(base, "n_switches", None),
     }
+
+
+def _accepts(cls: type[Agent], keyword: str) -> bool:
+    """True when the learner's constructor takes ``keyword``."""
+    return keyword in inspect.signature(cls.__init__).parameters
 
 
 def make(name: str, env: Any = None, **params: Any) -> Agent:
     """Build learner ``name``.
 
     With ``env``, N, T, K and B (``num_envs``) are read from it, and a learner that cannot use
-    the env's feedback is refused. Without it, pass ``n_experts=``, ``horizon=`` (and ``n_arms=``).
-    Every other keyword goes to the learner (``epsilon``, ``seed``, ``mode``, ...).
+    the env's feedback is refused. Learners tuned for a switch budget (those whose constructor
+    takes ``n_switches``) receive the env's comparator budget S unless it is given: S is public
+    in the tracking-the-best-expert setting (brief 000 §1.2). Without ``env``, pass
+    ``n_experts=``, ``horizon=`` (and ``n_arms=``). Every other keyword goes to the learner
+    (``epsilon``, ``seed``, ``mode``, ...).
     """
     entry = spec(name)
     if env is not None:
@@ -90,6 +100,9 @@ def make(name: str, env: Any = None, **params: Any) -> Agent:
                 f"{feedback} feedback; pick a {feedback}-feedback agent "
                 f"({', '.join(s.name for s in _REGISTRY.values() if s.feedback == feedback)})"
             )
+        switches = game.pop("n_switches")
+        if switches is not None and _accepts(entry.cls, "n_switches"):
+            params.setdefault("n_switches", switches)
         for key, value in game.items():
             if key in params and params[key] != value:
                 raise ValueError(f"{key}={params[key]} contradicts the env's {key}={value}")
