@@ -1,0 +1,320 @@
+"""The ``dp-experts`` command (also ``python -m dp_experts_env``).
+
+Subcommands: ``list``, ``run``, ``compare``, ``plot``, ``audit``. ``dp-experts compare`` with no
+arguments runs the default comparison; ``dp-experts <command> --help`` explains each one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main", "build_parser"]
+
+_EPILOG = """examples:
+  dp-experts list                                  what environments and learners exist
+  dp-experts compare                               the default comparison (a few minutes)
+  dp-experts compare grid.toml --out results/mine  your own grid (docs/grid.md)
+  dp-experts compare --backend ray                 the same grid on Ray (RAY_ADDRESS for a cluster)
+  dp-experts run svt-restart --epsilon 1 --seeds 5 --set window_grid=dyadic
+  dp-experts plot results/default                  redraw figures from a results folder
+  dp-experts audit noisy-clipped-hedge --epsilon 1 test a privacy claim empirically
+
+A killed compare resumes where it stopped: re-run the same command with the same --out.
+"""
+
+
+def _parse_assignments(items: Sequence[str] | None, what: str) -> dict[str, Any]:
+    """``key=value`` pairs; values are read as JSON when they parse, else kept as strings."""
+    out: dict[str, Any] = {}
+    for item in items or ():
+        if "=" not in item:
+            raise ValueError(f"{what} must look like key=value, got {item!r}")
+        key, raw = item.split("=", 1)
+        try:
+            out[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key.strip()] = raw
+    return out
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", default=None, help="results folder (resumable; default results/<cmd>)")
+    p.add_argument(
+        "--backend",
+        choices=("local", "serial", "ray"),
+        default="local",
+        help="where cells run: local process pool (default), serial, or ray",
+    )
+    p.add_argument("--jobs", type=int, default=None, help="worker processes for --backend local")
+    p.add_argument("--address", default=None, help="Ray cluster address (default RAY_ADDRESS)")
+    p.add_argument(
+        "--metric",
+        default="dynamic_regret",
+        choices=("dynamic_regret", "static_regret", "per_round_best_regret", "pseudo_regret"),
+        help="regret used for the ranking and figures",
+    )
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--no-figures", action="store_true", help="skip writing figures")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for tests and documentation)."""
+    parser = argparse.ArgumentParser(
+        prog="dp-experts",
+        description="Private online learning with expert advice: environments, learners, "
+        "comparisons across seeds and privacy levels, figures, and privacy audits.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="command")
+
+    sub.add_parser("list", help="environment ids with their families; learners with claims")
+
+    run = sub.add_parser(
+        "run",
+        help="one learner on one environment for n seeds",
+        description="Run one learner on one environment and print a summary.",
+    )
+    run.add_argument("agent", help="learner name (see `dp-experts list`)")
+    run.add_argument("--env", default="DPExperts-Shift-v0", help="environment id")
+    run.add_argument("--seeds", type=int, default=5, help="number of seeds (default 5)")
+    run.add_argument(
+        "--epsilon",
+        type=float,
+        action="append",
+        default=None,
+        help="privacy level; repeat for several (private learners only)",
+    )
+    run.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="learner parameter, e.g. --set window_grid=dyadic",
+    )
+    run.add_argument(
+        "--env-set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="environment parameter, e.g. --env-set horizon=5000",
+    )
+    _add_run_options(run)
+
+    cmp_ = sub.add_parser(
+        "compare",
+        help="a grid of learners x envs x epsilons x seeds (default comparison with no grid)",
+        description="Run a grid and write results, a ranked table and figures. Without a grid "
+        "file: DPExperts-Shift-v0 (N=10, T=10,000, 4 shifts), the baselines and every private "
+        "full-information learner, epsilon in {0.5, 1, 2}, 10 seeds.",
+    )
+    cmp_.add_argument("grid", nargs="?", default=None, help="grid TOML file (docs/grid.md)")
+    cmp_.add_argument("--seeds", type=int, default=None, help="override the number of seeds")
+    cmp_.add_argument(
+        "--horizon", type=int, default=None, help="default grid only: horizon T (default 10000)"
+    )
+    cmp_.add_argument(
+        "--epsilons", type=float, nargs="+", default=None, help="override the privacy levels"
+    )
+    cmp_.add_argument(
+        "--agents", nargs="+", default=None, help="default grid only: restrict to these learners"
+    )
+    _add_run_options(cmp_)
+
+    plot = sub.add_parser("plot", help="redraw figures from a results folder")
+    plot.add_argument("results", help="results folder written by run/compare")
+    plot.add_argument("--metric", default="dynamic_regret")
+
+    audit = sub.add_parser(
+        "audit",
+        help="empirical lower bound on a learner's epsilon (privacy audit)",
+        description="Run the learner many times on two neighbouring loss sequences and report a "
+        "Clopper-Pearson lower bound on epsilon; it fails when the bound exceeds the claim.",
+    )
+    audit.add_argument("agent", help="learner name")
+    audit.add_argument("--epsilon", type=float, default=1.0)
+    audit.add_argument("--n-experts", type=int, default=4)
+    audit.add_argument("--horizon", type=int, default=8)
+    audit.add_argument("--n-runs", type=int, default=20_000)
+    audit.add_argument("--alpha", type=float, default=1e-3)
+    audit.add_argument("--seed", type=int, default=0)
+    audit.add_argument("--set", action="append", metavar="KEY=VALUE", help="learner parameter")
+    return parser
+
+
+def _cmd_list() -> int:
+    import gymnasium as gym
+
+    import agents
+    import dp_experts_env  # noqa: F401 - registers the env ids
+    from dp_experts_env.adversaries import families
+    from dp_experts_env.registration import ENV_TABLE
+
+    print("Environments (gym.make(id, **kwargs)):")
+    for env_id, entry in ENV_TABLE.items():
+        gym.spec(env_id)
+        fams = ", ".join(families(entry.kind))
+        print(f"  {env_id:28s} kind={entry.kind:13s} families: {fams}")
+    print("\nLearners (agents.make(name, env=env, ...)):")
+    for item in agents.available():
+        claim = "private" if item["private"] else "non-private"
+        print(f"  {item['name']:36s} {item['feedback']:6s} {claim:11s} {item['summary']}")
+    return 0
+
+
+def _finish(frame: Any, out: Path, metric: str, figures: bool) -> None:
+    import pandas as pd
+
+    from dp_experts_env.evaluation import make_figures, summarize
+
+    if metric not in frame.columns:
+        raise ValueError(f"metric {metric!r} is not reported by these environments")
+    table = summarize(frame, metric)
+    table.to_csv(out / "summary.csv", index=False)
+    shown = table.copy()
+    shown["epsilon"] = shown["epsilon"].map(lambda e: "-" if not math.isfinite(e) else f"{e:g}")
+    with pd.option_context(
+        "display.width", 200, "display.max_columns", 20, "display.float_format", "{:.2f}".format
+    ):
+        print(shown.drop(columns=["certified"]).to_string(index=False))
+    uncertified = table[~table["certified"]]
+    if len(uncertified):
+        print(
+            "\nUNCERTIFIED privacy claims (mode='paper' reproductions):",
+            ", ".join(sorted(uncertified["agent"].unique())),
+        )
+    if figures:
+        paths = make_figures(frame, out / "figures", metric)
+        print(f"\n{len(paths)} figure files in {out / 'figures'}")
+    print(f"results: {out / 'results.csv'}  table: {out / 'summary.csv'}")
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from dp_experts_env.evaluation import AgentEntry, EnvEntry, Grid, run_grid
+
+    agent = AgentEntry(args.agent, _parse_assignments(args.set, "--set"))
+    env = EnvEntry(args.env, _parse_assignments(args.env_set, "--env-set"))
+    grid = Grid(agents=[agent], envs=[env], epsilons=args.epsilon or [1.0], n_seeds=args.seeds)
+    out = Path(args.out or f"results/run-{args.agent}")
+    frame = run_grid(
+        grid,
+        out,
+        backend=args.backend,
+        n_jobs=args.jobs,
+        address=args.address,
+        progress=not args.no_progress,
+    )
+    _finish(frame, out, args.metric, not args.no_figures)
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from dp_experts_env.evaluation import Grid, default_grid, run_grid
+
+    if args.grid:
+        if args.horizon is not None or args.agents is not None:
+            raise ValueError("--horizon and --agents apply to the default grid only; edit the file")
+        grid = Grid.from_toml(args.grid)
+        if args.seeds is not None:
+            grid.n_seeds = args.seeds
+        if args.epsilons is not None:
+            grid.epsilons = list(args.epsilons)
+        grid.__post_init__()
+        out = Path(args.out or f"results/{Path(args.grid).stem}")
+    else:
+        kwargs: dict[str, Any] = {}
+        if args.horizon is not None:
+            kwargs["horizon"] = args.horizon
+        if args.seeds is not None:
+            kwargs["seeds"] = args.seeds
+        if args.epsilons is not None:
+            kwargs["epsilons"] = args.epsilons
+        grid = default_grid(agents=args.agents, **kwargs)
+        out = Path(args.out or "results/default")
+    frame = run_grid(
+        grid,
+        out,
+        backend=args.backend,
+        n_jobs=args.jobs,
+        address=args.address,
+        progress=not args.no_progress,
+    )
+    _finish(frame, out, args.metric, not args.no_figures)
+    return 0
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from dp_experts_env.evaluation import CellStore, make_figures
+
+    folder = Path(args.results)
+    rows = CellStore(folder).all_rows()
+    if not rows:
+        raise ValueError(
+            f"no finished cells under {str(folder)!r} (expected {folder}/cells/*.json)"
+        )
+    paths = make_figures(pd.DataFrame(rows), folder / "figures", args.metric)
+    print(f"{len(paths)} figure files in {folder / 'figures'}")
+    return 0
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from dp_experts_env.privacy.audit import audit_agent
+
+    # A public, fixed loss sequence and its worst-case neighbour: the middle round's vector
+    # replaced by its complement (every coordinate moves by the full loss range).
+    rng = np.random.default_rng(12345)
+    losses = rng.integers(0, 2, size=(args.horizon, args.n_experts)).astype(float)
+    neighbor = losses.copy()
+    neighbor[args.horizon // 2] = 1.0 - neighbor[args.horizon // 2]
+    params = _parse_assignments(args.set, "--set")
+    result = audit_agent(
+        args.agent,
+        losses,
+        neighbor,
+        n_runs=args.n_runs,
+        alpha=args.alpha,
+        seed=args.seed,
+        epsilon=args.epsilon,
+        **params,
+    )
+    verdict = "PASSED" if result.passed else "FAILED"
+    print(
+        f"{args.agent}: claimed epsilon {result.claimed_epsilon:g}, empirical lower bound "
+        f"{result.epsilon_lower_bound:.3f} at confidence {1 - args.alpha:g} -> {verdict}"
+    )
+    print(f"event: {result.event}")
+    return 0 if result.passed else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        if args.command == "list":
+            return _cmd_list()
+        if args.command == "run":
+            return _cmd_run(args)
+        if args.command == "compare":
+            return _cmd_compare(args)
+        if args.command == "plot":
+            return _cmd_plot(args)
+        return _cmd_audit(args)
+    except (ValueError, TypeError) as err:
+        print(f"dp-experts {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""The default comparison: what ``dp-experts compare`` runs with no arguments.
+
+DPExperts-Shift-v0 with N = 10 experts, T = 10,000 rounds and 4 shifts (comparator budget S = 4);
+the non-private baselines and every private full-information learner that is registered; epsilon
+in {0.5, 1, 2}; 10 seeds. Every agent and epsilon faces the same 10 loss sequences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dp_experts_env.evaluation.grid import AgentEntry, EnvEntry, Grid
+
+__all__ = ["BASELINES", "AGENT_DEFAULTS", "default_grid", "default_agents"]
+
+#: Non-private full-information references, in the order a reader expects them.
+BASELINES = ("uniform", "follow-the-leader", "hedge", "fixed-share", "shrinking-dartboard")
+
+#: Per-learner settings that make the default grid practical at T = 10^4 without touching privacy
+#: (window grids and restart caps are data-independent choices).
+AGENT_DEFAULTS: dict[str, dict[str, object]] = {
+    "svt-restart": {"window_grid": "dyadic"},
+}
+
+
+def default_agents() -> list[AgentEntry]:
+    """Baselines, then every registered private full-information learner."""
+    import agents
+
+    listing = agents.available()
+    names = {a["name"] for a in listing}
+    entries = [AgentEntry(n, AGENT_DEFAULTS.get(n, {})) for n in BASELINES if n in names]
+    for item in listing:
+        if item["private"] and item["feedback"] == "full":
+            entries.append(AgentEntry(item["name"], AGENT_DEFAULTS.get(item["name"], {})))
+    return entries
+
+
+def default_grid(
+    *,
+    horizon: int = 10_000,
+    n_experts: int = 10,
+    n_shifts: int = 4,
+    seeds: int = 10,
+    epsilons: Sequence[float] = (0.5, 1.0, 2.0),
+    agents: Sequence[str] | None = None,
+) -> Grid:
+    """The default grid (parameters shrink it for smoke tests)."""
+    env = EnvEntry(
+        "DPExperts-Shift-v0",
+        {"n_experts": n_experts, "horizon": horizon, "n_shifts": n_shifts},
+    )
+    chosen = default_agents()
+    if agents is not None:
+        wanted = list(agents)
+        chosen = [a for a in chosen if a.name in wanted]
+        missing = sorted(set(wanted) - {a.name for a in chosen})
+        if missing:
+            raise ValueError(f"agents {missing} are not full-information learners in the suite")
+    return Grid(agents=chosen, envs=[env], epsilons=list(epsilons), n_seeds=seeds)

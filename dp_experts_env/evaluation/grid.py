@@ -1,0 +1,358 @@
+"""Experiment grids: agents x envs x epsilons x seeds, as a list of independent cells.
+
+A :class:`Cell` is one (agent, env, epsilon) combination over a block of seed indices. Its runs
+are played as one batch (B = number of seeds in the block), so a cell costs one batched episode,
+not B Python loops. Seeds come from :class:`numpy.random.SeedSequence` keyed by the cell:
+
+* the adversary stream of seed index ``i`` depends on (base seed, env key, i) only, so every
+  agent and every epsilon faces exactly the same losses (common random numbers);
+* the agent stream depends on (base seed, agent key, epsilon, i).
+
+Grids are built in Python (:class:`Grid`) or read from a TOML file (:meth:`Grid.from_toml`; the
+format is documented in docs/grid.md). Everything is validated before any cell runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dp_experts_env._validation import check_epsilon, check_int
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+__all__ = ["AgentEntry", "EnvEntry", "Cell", "Grid", "derive_seed", "record_rounds"]
+
+
+def _canonical(params: Mapping[str, Any]) -> str:
+    return json.dumps(dict(params), sort_keys=True, separators=(",", ":"), default=str)
+
+
+def derive_seed(base_seed: int, *key: Any) -> int:
+    """A 63-bit seed from the base seed and a key (stable across processes and machines)."""
+    words = [int(base_seed)]
+    for part in key:
+        if isinstance(part, (int, np.integer)) and not isinstance(part, bool):
+            words.append(int(part))
+        else:
+            words.append(zlib.crc32(str(part).encode()))
+    state = np.random.SeedSequence(words).generate_state(1, np.uint64)[0]
+    return int(state >> np.uint64(1))
+
+
+def record_rounds(horizon: int, n_points: int = 64) -> np.ndarray:
+    """Log-spaced rounds 1..T at which curves are kept (always including T)."""
+    horizon = check_int("horizon", horizon, minimum=1)
+    n_points = check_int("n_points", n_points, minimum=2)
+    rounds = np.unique(np.round(np.geomspace(1, horizon, n_points)).astype(np.int64))
+    return np.union1d(rounds, [horizon])
+
+
+@dataclass(frozen=True)
+class AgentEntry:
+    """An agent in a grid: registry name, keyword parameters and a display label."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+    @property
+    def key(self) -> str:
+        """Stable identity of the entry (name + parameters)."""
+        return f"{self.name}{_canonical(self.params)}" if self.params else self.name
+
+    @property
+    def display(self) -> str:
+        """The label, or the name with its parameters."""
+        if self.label:
+            return self.label
+        if not self.params:
+            return self.name
+        inner = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        return f"{self.name}[{inner}]"
+
+
+@dataclass(frozen=True)
+class EnvEntry:
+    """An environment in a grid: registered id, constructor keywords and a display label."""
+
+    id: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+    @property
+    def key(self) -> str:
+        """Stable identity of the entry (id + parameters)."""
+        return f"{self.id}{_canonical(self.params)}"
+
+    @property
+    def display(self) -> str:
+        """The label, or the id with its parameters."""
+        if self.label:
+            return self.label
+        if not self.params:
+            return self.id
+        inner = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        return f"{self.id}[{inner}]"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One unit of work: an agent on an env at one epsilon over a block of seed indices."""
+
+    agent: AgentEntry
+    env: EnvEntry
+    epsilon: float | None
+    seed_indices: tuple[int, ...]
+    base_seed: int = 0
+    n_record: int = 64
+
+    def env_seeds(self) -> list[int]:
+        """Adversary seeds: keyed by (env, seed index) only, shared by every agent and epsilon."""
+        return [derive_seed(self.base_seed, "env", self.env.key, i) for i in self.seed_indices]
+
+    def agent_seeds(self) -> list[int]:
+        """Agent seeds: keyed by (agent, epsilon, seed index)."""
+        eps = "none" if self.epsilon is None else repr(float(self.epsilon))
+        return [
+            derive_seed(self.base_seed, "agent", self.agent.key, eps, i) for i in self.seed_indices
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description (stored next to the cell's results)."""
+        return {
+            "agent": {
+                "name": self.agent.name,
+                "params": dict(self.agent.params),
+                "label": self.agent.label,
+            },
+            "env": {"id": self.env.id, "params": dict(self.env.params), "label": self.env.label},
+            "epsilon": self.epsilon,
+            "seed_indices": list(self.seed_indices),
+            "base_seed": self.base_seed,
+            "n_record": self.n_record,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Cell:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            agent=AgentEntry(
+                data["agent"]["name"], dict(data["agent"]["params"]), data["agent"].get("label", "")
+            ),
+            env=EnvEntry(
+                data["env"]["id"], dict(data["env"]["params"]), data["env"].get("label", "")
+            ),
+            epsilon=data["epsilon"],
+            seed_indices=tuple(int(i) for i in data["seed_indices"]),
+            base_seed=int(data["base_seed"]),
+            n_record=int(data.get("n_record", 64)),
+        )
+
+    @property
+    def cell_id(self) -> str:
+        """Content hash naming the cell's result file."""
+        digest = hashlib.sha1(_canonical(self.to_dict()).encode()).hexdigest()[:16]
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in self.agent.name)
+        eps = "np" if self.epsilon is None else f"e{self.epsilon:g}"
+        return f"{safe}-{eps}-{digest}"
+
+
+_GRID_KEYS = {
+    "agent",
+    "env",
+    "epsilons",
+    "seeds",
+    "base_seed",
+    "seeds_per_cell",
+    "n_record",
+    "output",
+}
+
+
+@dataclass
+class Grid:
+    """agents x envs x epsilons x seeds.
+
+    Args:
+        agents: agent entries (or plain names).
+        envs: env entries (or plain ids).
+        epsilons: privacy levels; non-private agents run once per seed, not once per epsilon.
+        n_seeds: seeds per (agent, env, epsilon).
+        base_seed: root of every derived seed.
+        seeds_per_cell: seeds batched into one cell (None: all of them).
+        n_record: log-spaced rounds kept per curve.
+    """
+
+    agents: Sequence[AgentEntry | str]
+    envs: Sequence[EnvEntry | str]
+    epsilons: Sequence[float] = (1.0,)
+    n_seeds: int = 10
+    base_seed: int = 0
+    seeds_per_cell: int | None = None
+    n_record: int = 64
+
+    def __post_init__(self) -> None:
+        self.agents = [a if isinstance(a, AgentEntry) else AgentEntry(a) for a in self.agents]
+        self.envs = [e if isinstance(e, EnvEntry) else EnvEntry(e) for e in self.envs]
+        if not self.agents:
+            raise ValueError("agents must list at least one agent")
+        if not self.envs:
+            raise ValueError("envs must list at least one environment")
+        for a in self.agents:
+            if not isinstance(a.name, str):
+                raise TypeError(f"agent name must be a string, got {a.name!r}")
+            if not isinstance(a.params, Mapping):
+                raise TypeError(f"parameters of agent {a.name!r} must be a table/dict")
+        if isinstance(self.epsilons, (int, float)):
+            self.epsilons = [self.epsilons]
+        self.epsilons = [check_epsilon("epsilons", e) for e in self.epsilons]
+        if not self.epsilons:
+            raise ValueError("epsilons must list at least one value")
+        self.n_seeds = check_int("seeds", self.n_seeds, minimum=1)
+        self.base_seed = check_int("base_seed", self.base_seed, minimum=0)
+        if self.seeds_per_cell is not None:
+            self.seeds_per_cell = check_int("seeds_per_cell", self.seeds_per_cell, minimum=1)
+        self.n_record = check_int("n_record", self.n_record, minimum=2)
+        labels = [a.display for a in self.agents]
+        dupes = {x for x in labels if labels.count(x) > 1}
+        if dupes:
+            raise ValueError(f"agent entries must be distinct; give a label to: {sorted(dupes)}")
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Grid:
+        """Build from a mapping with the TOML layout (see docs/grid.md)."""
+        unknown = set(data) - _GRID_KEYS
+        if unknown:
+            raise ValueError(
+                f"unknown grid key(s) {sorted(unknown)}; allowed: {sorted(_GRID_KEYS)}"
+            )
+        agents_raw = data.get("agent")
+        envs_raw = data.get("env")
+        if not agents_raw or not isinstance(agents_raw, list):
+            raise ValueError("grid needs at least one [[agent]] table with a 'name'")
+        if not envs_raw or not isinstance(envs_raw, list):
+            raise ValueError("grid needs at least one [[env]] table with an 'id'")
+        agents = []
+        for i, entry in enumerate(agents_raw):
+            if not isinstance(entry, Mapping) or "name" not in entry:
+                raise ValueError(f"[[agent]] number {i + 1} needs a 'name'")
+            params = {k: v for k, v in entry.items() if k not in ("name", "label")}
+            agents.append(AgentEntry(entry["name"], params, entry.get("label", "")))
+        envs = []
+        for i, entry in enumerate(envs_raw):
+            if not isinstance(entry, Mapping) or "id" not in entry:
+                raise ValueError(f"[[env]] number {i + 1} needs an 'id'")
+            params = {k: v for k, v in entry.items() if k not in ("id", "label")}
+            envs.append(EnvEntry(entry["id"], params, entry.get("label", "")))
+        return cls(
+            agents=agents,
+            envs=envs,
+            epsilons=data.get("epsilons", [1.0]),
+            n_seeds=data.get("seeds", 10),
+            base_seed=data.get("base_seed", 0),
+            seeds_per_cell=data.get("seeds_per_cell"),
+            n_record=data.get("n_record", 64),
+        )
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> Grid:
+        """Read a grid file; syntax errors and unknown keys name the file and the problem."""
+        path = Path(path)
+        if not path.is_file():
+            raise ValueError(f"grid file {str(path)!r} does not exist")
+        try:
+            data = tomllib.loads(path.read_text())
+        except tomllib.TOMLDecodeError as err:
+            raise ValueError(f"grid file {str(path)!r} is not valid TOML: {err}") from err
+        try:
+            return cls.from_dict(data)
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"grid file {str(path)!r}: {err}") from err
+
+    # ----------------------------------------------------------------- use
+    def cells(self) -> list[Cell]:
+        """Every cell of the grid, in a stable order."""
+        from agents import spec  # evaluation sits on top: it may see agents
+
+        block = self.seeds_per_cell or self.n_seeds
+        blocks = [
+            tuple(range(start, min(start + block, self.n_seeds)))
+            for start in range(0, self.n_seeds, block)
+        ]
+        out = []
+        for env in self.envs:
+            for agent in self.agents:
+                private = spec(agent.name).private and "epsilon" not in agent.params
+                epsilons: list[float | None] = list(self.epsilons) if private else [None]
+                for eps in epsilons:
+                    for seeds in blocks:
+                        out.append(Cell(agent, env, eps, seeds, self.base_seed, self.n_record))
+        return out
+
+    def validate(self) -> None:
+        """Fail before any cell runs: unknown names, incompatible feedback, bad parameters.
+
+        Each (agent, env) pair is built once at its real size with one run, which runs every
+        constructor check without playing a round.
+        """
+        import gymnasium as gym
+
+        import agents as agents_pkg
+
+        for env in self.envs:
+            try:
+                gym.spec(env.id)
+            except gym.error.Error as err:
+                ids = sorted(i for i in gym.registry if i.startswith("DPExperts"))
+                raise ValueError(f"unknown env id {env.id!r}; registered: {ids}") from err
+            try:
+                instance = gym.make(env.id, **dict(env.params))
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"env {env.display}: {err}") from err
+            for agent in self.agents:
+                agents_pkg.spec(agent.name)  # unknown name -> ValueError listing the names
+                params = dict(agent.params)
+                if agents_pkg.spec(agent.name).private:
+                    params.setdefault("epsilon", self.epsilons[0])
+                try:
+                    agents_pkg.make(agent.name, env=instance, seed=0, **params)
+                except (TypeError, ValueError) as err:
+                    raise ValueError(f"agent {agent.display} on {env.display}: {err}") from err
+            instance.close()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The TOML layout as a dict (written next to results)."""
+        return {
+            "agent": [
+                {"name": a.name, **dict(a.params), **({"label": a.label} if a.label else {})}
+                for a in self.agents
+            ],
+            "env": [
+                {"id": e.id, **dict(e.params), **({"label": e.label} if e.label else {})}
+                for e in self.envs
+            ],
+            "epsilons": list(self.epsilons),
+            "seeds": self.n_seeds,
+            "base_seed": self.base_seed,
+            "n_record": self.n_record,
+            **({"seeds_per_cell": self.seeds_per_cell} if self.seeds_per_cell else {}),
+        }
+
+
+def epsilon_label(epsilon: float | None) -> float:
+    """Epsilon as stored in rows: ``inf`` for non-private agents."""
+    return math.inf if epsilon is None else float(epsilon)

@@ -1,0 +1,206 @@
+"""Figures a paper would use, drawn from tidy result rows (matplotlib, PNG and PDF).
+
+* :func:`plot_regret_vs_round` -- mean regret curve per agent with a bootstrap confidence band,
+  one panel per epsilon (non-private agents appear in every panel as references).
+* :func:`plot_regret_vs_epsilon` -- the privacy-utility trade-off: final regret against epsilon
+  per private agent; non-private agents as horizontal dashed lines.
+* :func:`plot_regret_vs_horizon` -- final regret against T on log-log axes with the fitted slope
+  of each agent and a theory slope drawn beside for reference.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg", force=False)
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from dp_experts_env.evaluation.stats import fit_loglog_slope  # noqa: E402
+
+__all__ = [
+    "plot_regret_vs_round",
+    "plot_regret_vs_epsilon",
+    "plot_regret_vs_horizon",
+    "make_figures",
+    "save_figure",
+]
+
+_NICE = {
+    "dynamic_regret": "dynamic regret",
+    "static_regret": "static regret",
+    "per_round_best_regret": "per-round-best regret",
+    "pseudo_regret": "pseudo-regret",
+}
+
+
+def _curve_band(matrix: np.ndarray, confidence: float, n_boot: int, seed: int):
+    """Mean over seeds (axis 1) with a percentile bootstrap band, vectorised over rounds."""
+    n_seeds = matrix.shape[1]
+    mean = matrix.mean(axis=1)
+    if n_seeds < 2:
+        return mean, mean, mean
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n_seeds, size=(n_boot, n_seeds))
+    boots = matrix[:, idx].mean(axis=2)  # (rounds, n_boot)
+    tail = (1 - confidence) / 2
+    lo, hi = np.quantile(boots, [tail, 1 - tail], axis=1)
+    return mean, lo, hi
+
+
+def _eps_text(eps: float) -> str:
+    return "non-private" if not math.isfinite(eps) else f"ε = {eps:g}"
+
+
+def plot_regret_vs_round(
+    frame: pd.DataFrame,
+    env: str,
+    metric: str = "dynamic_regret",
+    *,
+    confidence: float = 0.95,
+    n_boot: int = 500,
+) -> Figure:
+    """Regret against round for every agent on ``env``; one panel per epsilon."""
+    data = frame[frame["env"] == env]
+    if data.empty:
+        raise ValueError(f"no rows for env {env!r}")
+    epsilons = sorted(e for e in data["epsilon"].unique() if math.isfinite(e)) or [math.inf]
+    fig, axes = plt.subplots(
+        1, len(epsilons), figsize=(5.2 * len(epsilons), 4.2), squeeze=False, sharey=True
+    )
+    for ax, eps in zip(axes[0], epsilons, strict=True):
+        panel = data[(data["epsilon"] == eps) | ~np.isfinite(data["epsilon"])]
+        for agent, group in panel.groupby("agent", sort=True):
+            table = group.pivot_table(index="round", columns="seed", values=metric)
+            mean, lo, hi = _curve_band(table.to_numpy(), confidence, n_boot, seed=0)
+            private = np.isfinite(group["epsilon"].iloc[0])
+            (line,) = ax.plot(table.index, mean, label=agent, linestyle="-" if private else "--")
+            ax.fill_between(table.index, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+        ax.set_xscale("log")
+        ax.set_xlabel("round t")
+        ax.set_title(_eps_text(eps))
+        ax.grid(True, alpha=0.3)
+    axes[0][0].set_ylabel(_NICE.get(metric, metric))
+    axes[0][-1].legend(fontsize=7, loc="upper left", frameon=False)
+    fig.suptitle(f"{_NICE.get(metric, metric)} on {env} (mean, {confidence:.0%} bootstrap band)")
+    fig.tight_layout()
+    return fig
+
+
+def plot_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str = "dynamic_regret") -> Figure:
+    """Final regret against epsilon per private agent (privacy-utility curve)."""
+    data = frame[frame["env"] == env]
+    if data.empty:
+        raise ValueError(f"no rows for env {env!r}")
+    last = data.groupby(["agent", "epsilon", "seed"])["round"].transform("max")
+    final = data[data["round"] == last]
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for agent, group in final.groupby("agent", sort=True):
+        stats = group.groupby("epsilon")[metric].agg(["mean", "sem"])
+        if np.isfinite(stats.index).all():
+            ax.errorbar(
+                stats.index,
+                stats["mean"],
+                yerr=1.96 * stats["sem"].fillna(0),
+                marker="o",
+                capsize=3,
+                label=agent,
+            )
+        else:
+            ax.axhline(
+                stats["mean"].iloc[0], linestyle="--", linewidth=1, label=f"{agent} (non-private)"
+            )
+    ax.set_xscale("log")
+    ax.set_xlabel("privacy parameter ε (log scale)")
+    ax.set_ylabel(f"final {_NICE.get(metric, metric)}")
+    ax.set_title(f"privacy-utility on {env}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def plot_regret_vs_horizon(
+    frame: pd.DataFrame,
+    env_id: str,
+    metric: str = "dynamic_regret",
+    *,
+    theory_slope: float | Mapping[str, float] = 0.5,
+) -> Figure:
+    """Final regret against T on log-log axes with fitted slopes (needs >= 2 horizons)."""
+    data = frame[frame["env_id"] == env_id]
+    last = data.groupby(["env", "agent", "epsilon", "seed"])["round"].transform("max")
+    final = data[data["round"] == last]
+    if final["horizon"].nunique() < 2:
+        raise ValueError(f"regret vs T needs at least two horizons for {env_id!r}")
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for (agent, eps), group in final.groupby(["agent", "epsilon"], sort=True):
+        means = group.groupby("horizon")[metric].mean()
+        label = agent if not math.isfinite(eps) else f"{agent} ε={eps:g}"
+        positive = means[means > 0]
+        if len(positive) >= 2:
+            slope, intercept = fit_loglog_slope(positive.index, positive.to_numpy())
+            label += f" (slope {slope:.2f})"
+        (line,) = ax.plot(means.index, means.to_numpy(), marker="o", label=label)
+        reference = (
+            theory_slope.get(agent, 0.5) if isinstance(theory_slope, Mapping) else theory_slope
+        )
+        if len(positive):
+            t0, r0 = positive.index[0], positive.iloc[0]
+            ts = np.asarray(means.index, dtype=float)
+            ax.plot(
+                ts, r0 * (ts / t0) ** reference, linestyle=":", color=line.get_color(), linewidth=1
+            )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("horizon T")
+    ax.set_ylabel(f"final {_NICE.get(metric, metric)}")
+    ax.set_title(f"regret vs T on {env_id} (dotted: theory slope)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def save_figure(fig: Figure, path_stem: str | Path) -> list[Path]:
+    """Save as PNG and PDF; returns both paths."""
+    stem = Path(path_stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
+    for path in paths:
+        fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return paths
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:80]
+
+
+def make_figures(
+    frame: pd.DataFrame, out_dir: str | Path, metric: str = "dynamic_regret"
+) -> list[Path]:
+    """Every figure the rows support, written under ``out_dir``."""
+    out = Path(out_dir)
+    paths: list[Path] = []
+    for env in sorted(frame["env"].unique()):
+        paths += save_figure(plot_regret_vs_round(frame, env, metric), out / f"round_{_slug(env)}")
+        if (
+            frame[frame["env"] == env]["epsilon"].map(math.isfinite).sum()
+            and frame[frame["env"] == env]["epsilon"].nunique() > 1
+        ):
+            paths += save_figure(
+                plot_regret_vs_epsilon(frame, env, metric), out / f"epsilon_{_slug(env)}"
+            )
+    for env_id in sorted(frame["env_id"].unique()):
+        if frame[frame["env_id"] == env_id]["horizon"].nunique() >= 2:
+            paths += save_figure(
+                plot_regret_vs_horizon(frame, env_id, metric), out / f"horizon_{_slug(env_id)}"
+            )
+    return paths
