@@ -1,0 +1,72 @@
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from dp_experts_env.evaluation.stats import (
+    aggregate,
+    bootstrap_ci,
+    fit_loglog_slope,
+    iqm,
+    stratified_bootstrap_ci,
+)
+
+
+def test_iqm_known_answers():
+    # n divisible by 4: plain mean of the middle half.
+    assert iqm([1, 2, 3, 4, 5, 6, 7, 8]) == pytest.approx(4.5)
+    assert iqm([10, 0, 0, 0, 0, 0, 0, 100]) == pytest.approx(0.0)
+    # n = 5: weights 0.25,1,1,1,0.25 of [1..5] over 2.5 -> 3.
+    assert iqm([5, 1, 4, 2, 3]) == pytest.approx(3.0)
+    # n = 6 on [0,0,0,1,1,100]: weights (0, 1/12, 1/6, 1/6, 1/12, 0) over 1/2 -> 0.5.
+    assert iqm([0, 0, 0, 1, 1, 100]) == pytest.approx(0.5)
+
+
+def test_iqm_matches_scipy_trim_mean_when_exact():
+    x = np.random.default_rng(0).normal(size=400)
+    assert iqm(x) == pytest.approx(sps.trim_mean(x, 0.25))
+
+
+def test_aggregate_names_and_errors():
+    assert aggregate([1, 2, 3], "median") == 2
+    with pytest.raises(ValueError, match="statistic"):
+        aggregate([1, 2], "mode")
+    with pytest.raises(ValueError, match="empty"):
+        aggregate([], "mean")
+
+
+def test_bootstrap_ci_covers_and_is_reproducible():
+    x = np.random.default_rng(1).normal(loc=3.0, size=200)
+    est, lo, hi = bootstrap_ci(x, "mean", seed=7)
+    assert est == pytest.approx(x.mean())
+    assert lo < est < hi
+    # Half-width close to the normal-theory 1.96 * sem (within 20%).
+    half = (hi - lo) / 2
+    assert half == pytest.approx(1.96 * x.std(ddof=1) / np.sqrt(x.size), rel=0.2)
+    assert bootstrap_ci(x, "mean", seed=7) == (est, lo, hi)
+
+
+def test_stratified_bootstrap_keeps_group_sizes():
+    # One group constant 0 (size 10), one constant 1 (size 30): every stratified resample has
+    # mean exactly 0.75, so the interval collapses; an unstratified bootstrap would not.
+    est, lo, hi = stratified_bootstrap_ci([np.zeros(10), np.ones(30)], "mean", n_boot=300)
+    assert est == lo == hi == pytest.approx(0.75)
+    with pytest.raises(ValueError):
+        stratified_bootstrap_ci([[]])
+    with pytest.raises(ValueError, match="confidence"):
+        bootstrap_ci([1.0, 2.0], confidence=1.5)
+
+
+def test_iqm_bootstrap_runs():
+    est, lo, hi = bootstrap_ci(np.arange(20.0), "iqm", n_boot=200)
+    assert lo <= est <= hi
+
+
+def test_loglog_slope_recovers_known_slope():
+    t = np.array([1e2, 1e3, 1e4, 1e5])
+    slope, intercept = fit_loglog_slope(t, 3.0 * t**0.5)
+    assert slope == pytest.approx(0.5, abs=1e-12)
+    assert np.exp(intercept) == pytest.approx(3.0)
+    noisy = 2.0 * t ** (1 / 3) * np.exp(np.random.default_rng(0).normal(scale=0.01, size=4))
+    assert fit_loglog_slope(t, noisy)[0] == pytest.approx(1 / 3, abs=0.02)
+    with pytest.raises(ValueError, match="positive"):
+        fit_loglog_slope([1, 2], [0.0, 1.0])
