@@ -140,6 +140,7 @@ class BatchRNG:
         """
         probs = np.asarray(probs, dtype=np.float64)
         cdf = np.cumsum(probs, axis=-1)
-        u = self.random(probs.shape[:-1])[..., None] * cdf[..., -1:]
+        # probs.shape[0] is the run axis, which self.random adds itself.
+        u = self.random(probs.shape[1:-1])[..., None] * cdf[..., -1:]
         idx = np.sum(cdf <= u, axis=-1)
         return np.minimum(idx, probs.shape[-1] - 1).astype(np.int64)
