@@ -1,0 +1,398 @@
+"""Parameter choices for the private bandit learners of brief 004.
+
+Source paper: "Faster Rates for Private Adversarial Bandits".
+
+Everything here is a pure function of public quantities -- the number of arms or experts, the
+horizon T, epsilon and delta -- never of losses (brief 004 P17). Two tunings:
+
+* ``"paper"`` -- the theorem's parameters. For the batched conversion (Alg. 1, Thm 7) the base
+  learner's constants are the lemma-level formulas evaluated at its real horizon
+  ``T_B = floor(T / tau)`` and noise level ``lam = 1 / (epsilon tau)`` (brief 004 §2.3 "exact"
+  column, P1, P24); the paper's closed forms substitute ``epsilon T`` and 1 for them. When the
+  theorem's parameters are not valid (``tau > T``, ``gamma > 1``, ``eta >= 1``) a ``ValueError``
+  says why.
+* ``"calibrated"`` -- minimise the proof-level regret bound over a grid (brief 004 §5.5):
+  ``tau <= max(1, T // 10)`` and ``gamma <= 1``. The grid search never looks at data.
+
+Logarithms that can be tiny or non-positive (``log(K T_B)``, ``log(N T)``, ``log T_B``) are
+guarded with ``max(log x, 1)`` (P5); ``log N`` uses ``max(N, 2)`` so that a single expert does
+not produce a zero learning rate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "BASES",
+    "COMPOSITIONS",
+    "BatchedBanditTuning",
+    "Exp4Tuning",
+    "glog",
+    "paper_tau",
+    "base_parameters",
+    "base_noisy_regret",
+    "tune_batched_bandit",
+    "tune_ldp_exp4",
+    "ldp_exp4_bound",
+    "batched_exp4_noise_constant",
+    "batched_exp4_bound",
+    "tune_batched_exp4",
+]
+
+BASES = ("tsallis-inf", "exp3", "ftpl-gr")
+COMPOSITIONS = ("advanced", "pure")
+
+
+def glog(x: float) -> float:
+    """Guarded natural log ``max(log x, 1)`` for the log terms of the bounds (P5)."""
+    return max(math.log(x), 1.0) if x > 0 else 1.0
+
+
+def _log_experts(n: int) -> float:
+    """``log N`` with N = 1 treated as 2 (a single expert has nothing to learn)."""
+    return math.log(max(n, 2))
+
+
+@dataclass(frozen=True)
+class BatchedBanditTuning:
+    """Parameters of Alg. 1 (or Thm 7) with a base learner over ``m`` arms.
+
+    Attributes:
+        base: the base learner (``"tsallis-inf"``, ``"exp3"`` or ``"ftpl-gr"``).
+        tau: batch length.
+        n_batches: ``floor(T / tau)``: the base learner's horizon and number of updates.
+        lam: Laplace scale of the released batch mean, ``1 / (epsilon tau)`` (before any
+            lattice slack of the noise backend).
+        params: the base learner's constants (``sigma``; ``eta``, ``gamma``; ``eta``,
+            ``resample_cap``).
+        bound: the proof-level regret bound ``tau * R~_B(T_B, m, lam) + tau`` at these values
+            (may exceed T: the theory is vacuous at small T).
+    """
+
+    base: str
+    tau: int
+    n_batches: int
+    lam: float
+    params: dict[str, float] = field(default_factory=dict)
+    bound: float = math.inf
+
+
+@dataclass(frozen=True)
+class Exp4Tuning:
+    """Parameters of LDP-EXP4 (Alg. 6) or private batched EXP4 (Alg. 2).
+
+    Attributes:
+        eta: learning rate of the multiplicative weights over experts.
+        gamma: uniform exploration mixed into the action distribution (``Q_t >= gamma / K``).
+        tau: batch length (1 for Alg. 6).
+        bound: the proof-level regret bound at these values.
+    """
+
+    eta: float
+    gamma: float
+    tau: int = 1
+    bound: float = math.inf
+
+
+# ---------------------------------------------------------------------------- Alg. 1 / Thm 7
+def paper_tau(epsilon: float, horizon: int) -> int:
+    """``tau = ceil(1 / epsilon)`` of Thm 1 / Cor. 2 / Cor. 8; refuses ``epsilon < 1 / T`` (P3).
+
+    For ``epsilon >= 1`` this is 1 (outside the theorems' range ``epsilon <= 1``, but the
+    Laplace mechanism is still ``epsilon``-DP).
+    """
+    tau = math.ceil(1.0 / epsilon - 1e-12)
+    if tau > horizon:
+        raise ValueError(
+            f"tuning='paper' needs epsilon >= 1/T (Cor. 2, 8, 24): tau = ceil(1/epsilon) = {tau} "
+            f"exceeds the horizon T = {horizon}, so the base learner would never be updated; "
+            "use tuning='calibrated' or pass tau explicitly"
+        )
+    return max(1, tau)
+
+
+def base_parameters(base: str, m: int, n_batches: int, lam: float) -> dict[str, float]:
+    """The base learner's constants at horizon ``n_batches`` and noise ``lam`` (brief 004 §2.3).
+
+    * ``tsallis-inf`` (HTINF, alpha = 2): ``sigma = sqrt(2 + 4 lam^2)`` (P24).
+    * ``exp3`` (Cor. 22, lemma level): ``eta = sqrt(log m / (2 T_B m (1 + 10 max(lam^2, lam)
+      log^2(m T_B))))`` and ``gamma = 4 eta lam m log(m T_B)``.
+    * ``ftpl-gr`` (Lemma 25 at T_B): ``M = ceil(sqrt(m T_B))`` and ``eta = min(sqrt(log m /
+      (m T_B (1 + 10 lam^2 log^2(m T_B)))), 1 / (M (1 + 4 lam log T_B)))`` (P12d: lam, not eta).
+    """
+    tb = max(1, n_batches)
+    if base == "tsallis-inf":
+        return {"sigma": math.sqrt(2.0 + 4.0 * lam * lam)}
+    if base == "exp3":
+        lg = glog(m * tb)
+        eta = math.sqrt(math.log(m) / (2.0 * tb * m * (1.0 + 10.0 * max(lam * lam, lam) * lg**2)))
+        return {"eta": eta, "gamma": 4.0 * eta * lam * m * lg}
+    if base == "ftpl-gr":
+        lg = glog(m * tb)
+        cap = math.ceil(math.sqrt(m * tb))
+        eta = min(
+            math.sqrt(math.log(m) / (m * tb * (1.0 + 10.0 * lam * lam * lg**2))),
+            1.0 / (cap * (1.0 + 4.0 * lam * glog(tb))),
+        )
+        return {"eta": eta, "resample_cap": float(cap)}
+    raise ValueError(f"base must be one of {BASES}, got {base!r}")
+
+
+def base_noisy_regret(base: str, m: int, n_batches: int, lam: float) -> float:
+    """Upper bound on ``R~_B(T_B, m, lam)`` with the constants of :func:`base_parameters`.
+
+    HTINF: Thm 21 with the heavy-tail moment of ``l + Lap(lam)``; EXP3: proof of Cor. 22
+    (``inf`` when ``gamma > 1``, where the proof does not apply); FTPL-GR: Lemma 25.
+    """
+    tb = max(1, n_batches)
+    if base == "tsallis-inf":
+        return 30.0 * math.sqrt((2.0 + 4.0 * lam * lam) * m * (tb + 1))
+    if base == "exp3":
+        if base_parameters(base, m, tb, lam)["gamma"] > 1.0:
+            return math.inf
+        lg = glog(m * tb)
+        return 2.0 * math.sqrt(2.0 * tb * m * math.log(m) * (1 + 10 * max(lam**2, lam) * lg**2)) + 1
+    if base == "ftpl-gr":
+        root = math.sqrt(m * tb)
+        return 11.0 * lam * root * math.log(m) * glog(m * tb) + 10.0 * root
+    raise ValueError(f"base must be one of {BASES}, got {base!r}")
+
+
+def _tau_grid(horizon: int, extra: int | None = None) -> np.ndarray:
+    top = max(1, horizon // 10)
+    grid = np.unique(np.round(np.geomspace(1.0, top, num=min(top, 400))).astype(np.int64))
+    if extra is not None and 1 <= extra <= top:
+        grid = np.union1d(grid, [extra])
+    return grid
+
+
+def tune_batched_bandit(
+    base: str,
+    n_arms: int,
+    horizon: int,
+    epsilon: float,
+    tuning: str,
+    tau: int | None = None,
+) -> BatchedBanditTuning:
+    """Batch length and base-learner constants for Alg. 1 over ``n_arms`` (meta-)arms.
+
+    Args:
+        base: base learner name.
+        n_arms: m, the arms the base learner plays (K for Alg. 1, N for Thm 7).
+        horizon: T.
+        epsilon: privacy parameter.
+        tuning: ``"paper"`` (``tau = ceil(1/epsilon)``) or ``"calibrated"`` (``tau``
+            minimising the proof-level bound ``tau R~_B(T_B, m, 1/(epsilon tau)) + tau`` over a
+            grid with ``tau <= T // 10``).
+        tau: a batch length fixed by the user (the base constants still follow ``tuning``'s
+            formulas at this tau).
+
+    Raises:
+        ValueError: for ``tuning="paper"`` when the theorem's parameters are not valid.
+    """
+    if base not in BASES:
+        raise ValueError(f"base must be one of {BASES}, got {base!r}")
+
+    def bound_at(t: int) -> float:
+        nb = horizon // t
+        lam = 1.0 / (epsilon * t)
+        return t * base_noisy_regret(base, n_arms, nb, lam) + t
+
+    if tau is None:
+        if tuning == "paper":
+            tau = paper_tau(epsilon, horizon)
+        else:
+            grid = _tau_grid(horizon, extra=math.ceil(1.0 / epsilon - 1e-12))
+            bounds = np.array([bound_at(int(t)) for t in grid])
+            if not np.isfinite(bounds).any():
+                raise ValueError(
+                    f"tuning='calibrated' found no batch length with a valid {base} bound "
+                    f"(gamma <= 1) for m={n_arms}, T={horizon}, epsilon={epsilon}; pass tau, "
+                    "eta and gamma explicitly"
+                )
+            tau = int(grid[int(np.argmin(bounds))])
+    n_batches = horizon // tau
+    lam = 1.0 / (epsilon * tau)
+    params = base_parameters(base, n_arms, n_batches, lam)
+    if tuning == "paper" and base == "exp3" and params["gamma"] > 1.0:
+        raise ValueError(
+            f"tuning='paper' gives EXP3 mixing gamma = {params['gamma']:.3g} > 1 (Cor. 22's "
+            f"gamma = 4 eta lam K log(K T_B) with T_B = {n_batches}, lam = {lam:.3g}); the "
+            "horizon is too short for the theorem. Use tuning='calibrated' or pass gamma"
+        )
+    return BatchedBanditTuning(base, int(tau), n_batches, lam, params, bound_at(int(tau)))
+
+
+# ---------------------------------------------------------------------------- Alg. 6
+def ldp_exp4_bound(n: int, k: int, horizon: int, epsilon: float, eta: float, gamma: float) -> float:
+    """Proof-level bound of Thm 9 at any (eta, gamma) (``inf`` where the proof does not apply).
+
+    ``log N / eta + gamma T + 2 eta K T (1 + 10 lam^2 log^2(K T)) + 1`` with ``lam = 1/epsilon``,
+    valid when ``gamma >= 4 eta K lam log(K T)`` (so that ``eta |l'| <= 1`` on the good event)
+    and ``gamma <= 1``.
+    """
+    lam = 1.0 / epsilon
+    lg = glog(k * horizon)
+    if gamma > 1.0 or gamma < 4.0 * eta * k * lam * lg * (1 - 1e-12) or eta <= 0:
+        return math.inf
+    return (
+        _log_experts(n) / eta
+        + gamma * horizon
+        + 2.0 * eta * k * horizon * (1.0 + 10.0 * lam * lam * lg * lg)
+        + 1.0
+    )
+
+
+def tune_ldp_exp4(n: int, k: int, horizon: int, epsilon: float, tuning: str) -> Exp4Tuning:
+    """Learning rate and exploration of LDP-EXP4 (Alg. 6).
+
+    ``"paper"``: Thm 9, ``eta = sqrt(log N / (3 T K (1 + 10 log^2(KT) / epsilon^2)))`` and
+    ``gamma = 4 eta K log(KT) / epsilon``; refuses ``gamma > 1``. ``"calibrated"``: the exact
+    minimiser of :func:`ldp_exp4_bound` with ``gamma = 4 eta K lam log(KT)``, capped so that
+    ``gamma <= 1``.
+    """
+    lam = 1.0 / epsilon
+    lg = glog(k * horizon)
+    logn = _log_experts(n)
+    if tuning == "paper":
+        eta = math.sqrt(logn / (3.0 * horizon * k * (1.0 + 10.0 * lg * lg / epsilon**2)))
+        gamma = 4.0 * eta * k * lg / epsilon
+        if gamma > 1.0:
+            raise ValueError(
+                f"tuning='paper' gives gamma = 4 eta K log(KT)/epsilon = {gamma:.3g} > 1 "
+                f"(Thm 9) for N={n}, K={k}, T={horizon}, epsilon={epsilon}: Q_t would not be a "
+                "distribution. The theorem needs roughly T > 256 K log N log^2(KT)/epsilon^2; "
+                "use tuning='calibrated' or pass eta and gamma"
+            )
+        return Exp4Tuning(eta, gamma, 1, ldp_exp4_bound(n, k, horizon, epsilon, eta, gamma))
+    slope = 4.0 * k * lam * lg + 2.0 * k * (1.0 + 10.0 * lam * lam * lg * lg)
+    eta = min(math.sqrt(logn / (horizon * slope)), 1.0 / (4.0 * k * lam * lg))
+    gamma = min(1.0, 4.0 * eta * k * lam * lg)
+    return Exp4Tuning(eta, gamma, 1, ldp_exp4_bound(n, k, horizon, epsilon, eta, gamma))
+
+
+# ---------------------------------------------------------------------------- Alg. 2
+def batched_exp4_noise_constant(n: int, k: int, delta: float, composition: str) -> float:
+    """``s`` in the Laplace scale ``s / (gamma tau epsilon)`` of Alg. 2.
+
+    ``"advanced"`` (paper): ``3 K sqrt(N log(1/delta))`` per coordinate, advanced composition
+    over the N coordinates. ``"pure"`` ([implementer], P7): ``N K``, the L1 sensitivity of the
+    N-vector, giving pure epsilon-DP.
+    """
+    if composition == "advanced":
+        return 3.0 * k * math.sqrt(n * math.log(1.0 / delta))
+    if composition == "pure":
+        return float(n * k)
+    raise ValueError(f"composition must be one of {COMPOSITIONS}, got {composition!r}")
+
+
+def batched_exp4_bound(
+    n: int,
+    k: int,
+    horizon: int,
+    epsilon: float,
+    noise_constant: float,
+    tau: int,
+    eta: float,
+    gamma: float,
+) -> float:
+    """Proof-level bound of Thm 10 at any (tau, eta, gamma) (``inf`` where it does not apply).
+
+    ``tau log N / eta + gamma T + eta T K + 10 eta T lam^2 log^2(NT) + 2 tau`` with
+    ``lam = s / (gamma tau epsilon)``; valid for ``eta < 1``, ``gamma <= 1`` and
+    ``gamma >= 4 eta s log(NT) / (tau epsilon)`` (with the paper's s this is its
+    ``12 eta K sqrt(N L) log(NT) / (epsilon tau)``).
+    """
+    lg = glog(n * horizon)
+    if not (0 < eta < 1) or gamma > 1.0:
+        return math.inf
+    if gamma < 4.0 * eta * noise_constant * lg / (tau * epsilon) * (1 - 1e-12):
+        return math.inf
+    lam = noise_constant / (gamma * tau * epsilon)
+    return (
+        tau * _log_experts(n) / eta
+        + gamma * horizon
+        + eta * horizon * k
+        + 10.0 * eta * horizon * lam * lam * lg * lg
+        + 2.0 * tau
+    )
+
+
+def tune_batched_exp4(
+    n: int,
+    k: int,
+    horizon: int,
+    epsilon: float,
+    delta: float,
+    tuning: str,
+    composition: str = "advanced",
+    *,
+    max_gamma: float = 1.0,
+    tau: int | None = None,
+    eta: float | None = None,
+) -> Exp4Tuning:
+    """Batch length, learning rate and exploration of private batched EXP4 (Alg. 2).
+
+    ``"paper"``: Thm 10's formulas with ``L = log(1/delta)``; tau is rounded to an integer in
+    ``[1, T]`` (P4) and gamma is computed from the rounded tau. Refuses ``gamma > 1`` (Q_t
+    would not be a distribution, brief 004 §5.5) and ``eta >= 1``. ``"calibrated"``: grid over
+    (tau, eta) with ``tau <= T // 10``; for each pair the bound-minimising gamma
+    ``(2 A / T)^(1/3)`` is clipped into ``[4 eta s log(NT)/(tau epsilon), max_gamma]``.
+    A ``tau`` or ``eta`` given by the user is kept and the others are chosen around it.
+    """
+    s = batched_exp4_noise_constant(n, k, delta, composition)
+    lg = glog(n * horizon)
+    logn = _log_experts(n)
+    if tuning == "paper":
+        if composition != "advanced":
+            raise ValueError(
+                "tuning='paper' is Thm 10's recipe for composition='advanced'; use "
+                "tuning='calibrated' with composition='pure'"
+            )
+        big_l = math.log(1.0 / delta)
+        if eta is None:
+            eta = (n * big_l) ** (1 / 6) * lg ** (1 / 3) * logn ** (1 / 3)
+            eta /= horizon ** (1 / 3) * math.sqrt(k) * epsilon ** (1 / 3)
+        if tau is None:
+            tau_real = (n * big_l) ** (1 / 3) * lg ** (2 / 3) * horizon ** (1 / 3)
+            tau_real /= epsilon ** (2 / 3) * logn ** (1 / 3)
+            tau = max(1, min(horizon, round(tau_real)))
+        gamma = max(
+            eta ** (1 / 3)
+            * n ** (1 / 3)
+            * k ** (2 / 3)
+            * lg ** (2 / 3)
+            / (epsilon ** (2 / 3) * tau ** (2 / 3)),
+            12.0 * eta * k * math.sqrt(n * big_l) * lg / (epsilon * tau),
+        )
+        if gamma > 1.0 or eta >= 1.0:
+            raise ValueError(
+                f"tuning='paper' gives Thm 10's gamma = {gamma:.3g} and eta = {eta:.3g} for "
+                f"N={n}, K={k}, T={horizon}, epsilon={epsilon}, delta={delta}; the theorem "
+                "needs gamma <= 1 and eta < 1 (at practical horizons its recipe gives gamma > 1, "
+                "brief 004 §5.5). Use tuning='calibrated' or pass tau, eta and gamma"
+            )
+        return Exp4Tuning(
+            eta, gamma, tau, batched_exp4_bound(n, k, horizon, epsilon, s, tau, eta, gamma)
+        )
+    taus = (_tau_grid(horizon) if tau is None else np.array([tau])).astype(np.float64)[:, None]
+    etas = (np.geomspace(1e-7, 0.99, 240) if eta is None else np.array([eta]))[None, :]
+    # Noise term A / gamma^2 with A = 10 eta T (s / (tau eps))^2 log^2(NT); the unconstrained
+    # minimiser of gamma T + A / gamma^2 is (2 A / T)^(1/3).
+    a = 10.0 * etas * horizon * (s / (taus * epsilon)) ** 2 * lg * lg
+    g_min = 4.0 * etas * s * lg / (taus * epsilon)
+    gamma = np.minimum(np.maximum((2.0 * a / horizon) ** (1 / 3), g_min), max_gamma)
+    bound = taus * logn / etas + gamma * horizon + etas * horizon * k + a / gamma**2 + 2 * taus
+    bound = np.where((g_min <= max_gamma) & (etas < 1.0), bound, np.inf)
+    if not np.isfinite(bound).any():
+        raise ValueError(
+            f"tuning='calibrated' found no (tau, eta, gamma <= {max_gamma}) satisfying Thm 10's "
+            f"condition gamma >= 4 eta lam log(NT) for N={n}, K={k}, T={horizon}, "
+            f"epsilon={epsilon}; pass tau, eta and gamma"
+        )
+    i, j = np.unravel_index(int(np.argmin(bound)), bound.shape)
+    return Exp4Tuning(float(etas[0, j]), float(gamma[i, j]), int(taus[i, 0]), float(bound[i, j]))

@@ -1,0 +1,419 @@
+"""EXP4-type private learners for bandits with expert advice (brief 004 Alg. 6 and Alg. 2).
+
+Both keep exponential weights over the N experts in log space (P13), mix the experts' advice
+into an action distribution ``Q_t = (1 - gamma) P A_t + gamma / K`` recomputed every round from
+the current (public) advice (P10), and learn from the importance-weighted expert losses
+``mu_t^j(I_t) l_t(I_t) / Q_t(I_t)``. They differ in where the Laplace noise goes:
+
+* ``ldp-exp4`` (Alg. 6): on every observed loss, ``Lap(1/epsilon)``, before anything else
+  touches it -- local DP.
+* ``private-batched-exp4`` (Alg. 2): on the N-vector of per-expert batch-mean estimates, once per
+  batch of tau rounds; the weights P are frozen inside a batch -- central (epsilon, delta)-DP.
+
+Losses are clipped to [0, 1] before use (P9), so the sensitivities hold whatever the env sends.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from agents.base import BanditObs, PrivacyClaim
+from agents.private import PrivateAgent
+from agents.private_bandit_tuning import (
+    COMPOSITIONS,
+    batched_exp4_bound,
+    batched_exp4_noise_constant,
+    ldp_exp4_bound,
+    tune_batched_exp4,
+    tune_ldp_exp4,
+)
+from agents.registry import register
+from dp_experts_env._validation import check_choice, check_float, check_int
+from dp_experts_env.privacy.noise import NoiseBackend
+
+__all__ = ["LDPExp4", "PrivateBatchedExp4", "drv_epsilon", "paper_composition_epsilon"]
+
+
+def drv_epsilon(eps0: float, k: int, delta: float) -> float:
+    """Advanced composition (Dwork, Rothblum & Vadhan 2010; Dwork & Roth 2014, Thm 3.20).
+
+    k adaptively composed ``eps0``-DP mechanisms are ``(eps', delta)``-DP with
+    ``eps' = sqrt(2 k log(1/delta)) eps0 + k eps0 (e^eps0 - 1)``.
+    """
+    return math.sqrt(2.0 * k * math.log(1.0 / delta)) * eps0 + k * eps0 * math.expm1(eps0)
+
+
+def paper_composition_epsilon(eps0: float, k: int, delta: float) -> float:
+    """Advanced composition as printed in the paper (Lemma 15).
+
+    ``eps' = 1.5 k eps0^2 + sqrt(6 k eps0^2 log(1/delta))``.
+    """
+    return 1.5 * k * eps0**2 + math.sqrt(6.0 * k * eps0**2 * math.log(1.0 / delta))
+
+
+class _Exp4Core(PrivateAgent):
+    """Shared state of the EXP4-type learners: log-weights, the mixed distribution, sampling."""
+
+    feedback = "bandit"
+
+    def _init_weights(self) -> None:
+        b, n = self.num_envs, self.n_experts
+        self.log_weights = np.zeros((b, n))
+        self.expert_probs = np.full((b, n), 1.0 / n)
+        self.action_probs = np.full((b, self.n_arms), 1.0 / self.n_arms)
+        self._mu_played = np.zeros((b, n))  # mu_t^j(I_t) for every expert j
+        self._q_played = np.ones(b)  # Q_t(I_t)
+        self.n_updates = 0
+
+    def _refresh_expert_probs(self) -> None:
+        # Softmax with max-subtraction: noisy losses can be large and negative (P13).
+        z = self.log_weights - self.log_weights.max(axis=1, keepdims=True)
+        w = np.exp(z)
+        self.expert_probs = w / w.sum(axis=1, keepdims=True)
+
+    def _sample(self, advice: np.ndarray) -> np.ndarray:
+        """Mix the advice with the expert weights, draw I_t, keep what the estimator needs."""
+        mixed = np.einsum("bn,bnk->bk", self.expert_probs, advice)
+        q = (1.0 - self.gamma) * mixed + self.gamma / self.n_arms
+        self.action_probs = q
+        actions = self.rng.categorical(q)
+        rows = np.arange(self.num_envs)
+        self._mu_played = advice[rows, :, actions]
+        self._q_played = q[rows, actions]
+        return actions
+
+    def _observed_loss(self, obs: BanditObs) -> np.ndarray:
+        # P9: the sensitivity bounds assume losses in [0, 1].
+        return np.clip(obs.last_loss, 0.0, 1.0)
+
+    def _estimates(self, loss: np.ndarray) -> np.ndarray:
+        """(B, N) importance-weighted expert losses ``mu^j(I_t) loss / Q_t(I_t)``."""
+        return self._mu_played * (loss / self._q_played)[:, None]
+
+
+@register(
+    "ldp-exp4",
+    private=True,
+    summary="local-DP EXP4 (brief 004 Alg. 6): Laplace(1/eps) on every observed loss",
+)
+class LDPExp4(_Exp4Core):
+    """Locally private EXP4: EXP4 fed ``l_t(I_t) + Lap(1/epsilon)``.
+
+    Source: brief 004 §2.6; Algorithm 6 and Theorem 9 of "Faster Rates for Private Adversarial
+    Bandits" (bandits with expert advice, N experts, K arms).
+
+    Each round: ``P_t`` = softmax of the log-weights, ``Q_t = (1 - gamma) P_t A_t + gamma/K``,
+    draw ``I_t ~ Q_t``; after observing ``l_t(I_t)`` release ``l' = l_t(I_t) + Z_t`` with
+    ``Z_t ~ Lap(1/epsilon)`` and update
+    ``log w(j) -= eta mu_t^j(I_t) l' / Q_t(I_t)`` for every expert.
+
+    Privacy claim: ``epsilon``-DP, and in fact ``epsilon``-local DP (``model="local"``): every
+    loss is privatised by the Laplace mechanism (sensitivity 1 for a loss in [0, 1]) before the
+    learner uses it, and each loss is used exactly once. Advice is public (P19). Holds against
+    adaptive adversaries.
+
+    Modes: ``"strict"`` and ``"paper"`` coincide (the paper's noise scale is correct; P8: one
+    draw per round for the observed loss, scale ``1/epsilon``, not ``2/epsilon``).
+
+    Tuning:
+        * ``"paper"``: Theorem 9, ``eta = sqrt(log N / (3 T K (1 + 10 log^2(KT)/epsilon^2)))``,
+          ``gamma = 4 eta K log(KT)/epsilon``; a ``ValueError`` when ``gamma > 1`` (short
+          horizons). Theorem 9 assumes ``epsilon <= 1``; larger epsilon keeps the privacy claim
+          but is outside the regret theorem.
+        * ``"calibrated"``: the exact minimiser over eta of the proof-level bound
+          ``log N/eta + gamma T + 2 eta K T (1 + 10 lam^2 log^2 KT) + 1`` with
+          ``gamma = 4 eta K lam log(KT)`` and ``lam = 1/epsilon``, capped so ``gamma <= 1``.
+        * ``eta=``/``gamma=`` override (public constants; privacy does not depend on them).
+
+    Deviations: ``log N`` uses ``max(N, 2)`` and ``log(KT)`` is ``max(log KT, 1)`` (P5); weights in
+    log space with max-subtraction (P13); losses clipped to [0, 1] (P9).
+
+    Per-round cost: O(N K) for ``Q_t``, O(N) for the update, one Laplace draw per run.
+
+    Attributes:
+        eta, gamma: the constants used. noise_scale: the Laplace scale used (``1/epsilon`` with
+        the fast backend). bound: the proof-level regret bound at these constants.
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        n_arms: int | None = None,
+        epsilon: float = 1.0,
+        delta: float | None = None,
+        mode: str = "strict",
+        tuning: str = "paper",
+        noise: str | NoiseBackend = "fast",
+        eta: float | None = None,
+        gamma: float | None = None,
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+    ) -> None:
+        super().__init__(
+            n_experts,
+            horizon,
+            epsilon=epsilon,
+            delta=delta,
+            mode=mode,
+            tuning=tuning,
+            noise=noise,
+            num_envs=num_envs,
+            seed=seed,
+            n_arms=n_arms,
+        )
+        n, k, t = self.n_experts, self.n_arms, self.horizon
+        if eta is None or gamma is None:
+            tuned = tune_ldp_exp4(n, k, t, self.epsilon, self.tuning)
+            eta = tuned.eta if eta is None else eta
+            gamma = tuned.gamma if gamma is None else gamma
+        self.eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
+        self.gamma = check_probability_open("gamma", gamma, allow_zero=True)
+        self.noise_scale = self.noise.effective_sensitivity(1.0, dim=1) / self.epsilon
+        self.bound = ldp_exp4_bound(n, k, t, self.epsilon, self.eta, self.gamma)
+        self._noiseless = False  # test hook: the non-private EXP4 this learner privatises
+        self.reset(seed)
+
+    @property
+    def privacy(self) -> PrivacyClaim:
+        """Pure epsilon local DP (Theorem 9)."""
+        notes = "advice treated as public (P19)"
+        if self.epsilon > 1:
+            notes += "; epsilon > 1 lies outside Theorem 9's regret guarantee"
+        return PrivacyClaim(
+            epsilon=self.epsilon,
+            delta=0.0,
+            feedback="bandit",
+            model="local",
+            accountant=(
+                "Laplace mechanism on each observed loss (sensitivity 1), each loss used once "
+                "(Thm 9 / Lemma 3 with tau = 1)"
+            ),
+            holds_against="adaptive",
+            notes=notes,
+        )
+
+    def _init_state(self) -> None:
+        self._init_weights()
+
+    def _learn(self, obs: BanditObs) -> None:
+        loss = self._observed_loss(obs)
+        if not self._noiseless:
+            loss = self.noise.add_laplace(self.rng, loss, self.noise_scale)
+        self.log_weights -= self.eta * self._estimates(loss)
+        self.log_weights -= self.log_weights.max(axis=1, keepdims=True)
+        self.n_updates += 1
+
+    def _choose(self, obs: BanditObs) -> np.ndarray:
+        self._refresh_expert_probs()
+        return self._sample(obs.advice)
+
+
+@register(
+    "private-batched-exp4",
+    private=True,
+    summary="private batched EXP4 (brief 004 Alg. 2): Laplace on per-expert batch losses",
+)
+class PrivateBatchedExp4(_Exp4Core):
+    """Private batched EXP4: expert weights frozen per batch, noisy per-expert batch losses.
+
+    Source: brief 004 §2.7; Algorithm 2 and Theorem 10 of "Faster Rates for Private Adversarial
+    Bandits".
+
+    Rounds are cut into batches of tau. At a batch start ``P_r`` = softmax of the log-weights
+    and is kept for the whole batch; every round ``Q_t = (1 - gamma) P_r A_t + gamma/K`` is
+    recomputed from that round's advice (P10), ``I_t ~ Q_t``, and
+    ``Acc(j) += mu_t^j(I_t) l_t(I_t) / Q_t(I_t)``. At the batch end the vector
+    ``Acc / tau + Z`` (``Z`` i.i.d. Laplace per expert) is released and
+    ``log w -= eta * release``. The trailing ``T mod tau`` rounds are played with the last
+    weights and never released or learned from, so they cost no privacy.
+
+    Privacy claim (central): because ``Q_t >= gamma/K`` and the batch's actions are fixed by
+    earlier releases, public advice and fresh coins, replacing one round's loss moves each
+    coordinate of ``Acc / tau`` by at most ``K/(gamma tau)`` (and the whole vector by at most
+    ``N K/(gamma tau)`` in L1). Batches are disjoint; actions are post-processing.
+
+    * ``composition="advanced"`` (paper): per-coordinate ``Lap(3 K sqrt(N log(1/delta)) /
+      (gamma tau epsilon))``, i.e. ``eps0 = epsilon / (3 sqrt(N log(1/delta)))`` per expert,
+      composed over the N coordinates with advanced composition: (epsilon, delta)-DP.
+    * ``composition="pure"`` ([implementer], P7, not from the paper): ``Lap(N K/(gamma tau
+      epsilon))`` per coordinate from the L1 sensitivity: pure epsilon-DP (delta = 0). Less
+      noise than the paper's when ``N < 9 log(1/delta)``.
+
+    Modes:
+        * ``"strict"`` (default): the advanced-composition claim is checked with the
+          Dwork-Rothblum-Vadhan theorem; a ``delta`` so large that the paper's noise does not
+          give (epsilon, delta) raises ``ValueError`` (P7).
+        * ``"paper"``: same noise, no check; ``certified`` is False when the check fails.
+
+    Tuning (the noise always uses the gamma and tau actually used, P6):
+        * ``"paper"``: Theorem 10's eta, tau, gamma (tau rounded into [1, T], P4). At practical
+          horizons this recipe gives ``gamma > 1`` (brief 004 §5.5) and a ``ValueError`` says so.
+        * ``"calibrated"``: grid minimisation of the proof-level bound
+          ``tau log N/eta + gamma T + eta T K + 10 eta T lam^2 log^2(NT) + 2 tau`` under
+          ``gamma >= 4 eta lam log(NT)`` (the proof's good event), ``tau <= T // 10`` and
+          ``gamma <= max_gamma`` (default 1/2, the practical cap of P6, so that the learner
+          never degenerates to uniform play).
+        * ``tau=``/``eta=``/``gamma=`` override (public constants).
+
+    Deviations: log guards (P5); log-space weights (P13); losses clipped to [0, 1] (P9);
+    trailing partial batch as described above (P2).
+
+    Per-round cost: O(N K) for ``Q_t`` and O(N) accumulation; O(N) noise per batch.
+
+    Attributes:
+        tau, eta, gamma: the constants used. n_batches: ``floor(T / tau)`` (number of updates).
+        noise_scale: per-coordinate Laplace scale used. bound: proof-level regret bound.
+        composed_epsilon: the epsilon the accountant certifies for the noise used.
+    """
+
+    default_delta = 1e-6
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        n_arms: int | None = None,
+        epsilon: float = 1.0,
+        delta: float | None = None,
+        mode: str = "strict",
+        tuning: str = "paper",
+        noise: str | NoiseBackend = "fast",
+        composition: str = "advanced",
+        tau: int | None = None,
+        eta: float | None = None,
+        gamma: float | None = None,
+        max_gamma: float = 0.5,
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+    ) -> None:
+        self.composition = check_choice("composition", composition, COMPOSITIONS)
+        if composition == "pure" and delta is None:
+            delta = 0.0
+        super().__init__(
+            n_experts,
+            horizon,
+            epsilon=epsilon,
+            delta=delta,
+            mode=mode,
+            tuning=tuning,
+            noise=noise,
+            num_envs=num_envs,
+            seed=seed,
+            n_arms=n_arms,
+        )
+        n, k, t = self.n_experts, self.n_arms, self.horizon
+        if composition == "advanced" and self.delta <= 0.0:
+            raise ValueError(
+                "delta must be > 0 for composition='advanced' ((epsilon, delta)-DP); use "
+                "composition='pure' for delta = 0"
+            )
+        self.max_gamma = check_float(
+            "max_gamma", max_gamma, minimum=0.0, maximum=1.0, min_inclusive=False
+        )
+        if tau is not None:
+            tau = check_int("tau", tau, minimum=1, maximum=t)
+        if tau is None or eta is None or gamma is None:
+            tuned = tune_batched_exp4(
+                n,
+                k,
+                t,
+                self.epsilon,
+                self.delta,
+                self.tuning,
+                composition,
+                max_gamma=self.max_gamma,
+                tau=tau,
+                eta=eta,
+            )
+            tau = tuned.tau if tau is None else tau
+            eta = tuned.eta if eta is None else eta
+            gamma = tuned.gamma if gamma is None else gamma
+        self.tau = tau
+        self.n_batches = t // tau
+        self.eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
+        self.gamma = check_probability_open("gamma", gamma, allow_zero=False)
+        s = batched_exp4_noise_constant(n, k, self.delta, composition)
+        # Per-coordinate sensitivity K/(gamma tau) (L1: N K/(gamma tau)) relies on Q_t >= gamma/K.
+        if composition == "advanced":
+            sens = self.noise.effective_sensitivity(k / (self.gamma * tau), dim=1)
+            self.noise_scale = sens * 3.0 * math.sqrt(n * math.log(1.0 / self.delta)) / self.epsilon
+            eps0 = sens / self.noise_scale
+            self.composed_epsilon = drv_epsilon(eps0, n, self.delta)
+        else:
+            sens = self.noise.effective_sensitivity(n * k / (self.gamma * tau), dim=n)
+            self.noise_scale = sens / self.epsilon
+            self.composed_epsilon = self.epsilon
+        self._certified = self.composed_epsilon <= self.epsilon * (1 + 1e-12)
+        if self.mode == "strict" and not self._certified:
+            raise ValueError(
+                f"delta={self.delta} is too large for the paper's noise: advanced composition "
+                f"over N={n} coordinates gives epsilon' = {self.composed_epsilon:.4g} > "
+                f"epsilon = {self.epsilon} (P7). Use a smaller delta (e.g. 1e-6), "
+                "composition='pure', or mode='paper' to run uncertified"
+            )
+        self.bound = batched_exp4_bound(n, k, t, self.epsilon, s, tau, self.eta, self.gamma)
+        self._noiseless = False  # test hook: the non-private batched EXP4
+        self.reset(seed)
+
+    @property
+    def privacy(self) -> PrivacyClaim:
+        """(epsilon, delta)-DP (advanced) or epsilon-DP (pure), central model."""
+        if self.composition == "advanced":
+            accountant = (
+                "Laplace per expert on the batch-mean estimates (sensitivity K/(gamma tau) per "
+                "coordinate as Q_t >= gamma/K) + advanced composition over the N coordinates "
+                "(Dwork-Rothblum-Vadhan); disjoint batches (Thm 10)"
+            )
+            delta = self.delta
+        else:
+            accountant = (
+                "Laplace mechanism on the N-vector of batch-mean estimates, L1 sensitivity "
+                "N K/(gamma tau); disjoint batches ([implementer] pure variant, P7)"
+            )
+            delta = 0.0
+        notes = "advice treated as public (P19)"
+        if not self._certified:
+            notes += f"; advanced composition only certifies epsilon'={self.composed_epsilon:.4g}"
+        return PrivacyClaim(
+            epsilon=self.epsilon,
+            delta=delta,
+            feedback="bandit",
+            model="central",
+            certified=self._certified,
+            accountant=accountant,
+            holds_against="adaptive",
+            notes=notes,
+        )
+
+    def _init_state(self) -> None:
+        self._init_weights()
+        self._acc = np.zeros((self.num_envs, self.n_experts))
+
+    def _learn(self, obs: BanditObs) -> None:
+        if self.t > self.n_batches * self.tau:
+            return  # trailing partial batch: never released, never learned from (P2)
+        self._acc += self._estimates(self._observed_loss(obs))
+        if self.t % self.tau == 0:
+            release = self._acc / self.tau
+            if not self._noiseless:
+                release = self.noise.add_laplace(self.rng, release, self.noise_scale)
+            self.log_weights -= self.eta * release
+            self.log_weights -= self.log_weights.max(axis=1, keepdims=True)
+            self._acc[:] = 0.0
+            self.n_updates += 1
+
+    def _choose(self, obs: BanditObs) -> np.ndarray:
+        if self.t % self.tau == 0:
+            self._refresh_expert_probs()  # P_r frozen for the batch that starts now
+        return self._sample(obs.advice)
+
+
+def check_probability_open(name: str, value: float, *, allow_zero: bool) -> float:
+    """A mixing weight in (0, 1] (or [0, 1] when ``allow_zero``)."""
+    return check_float(name, value, minimum=0.0, maximum=1.0, min_inclusive=allow_zero)
