@@ -4,3 +4,25 @@ Importing the package registers every environment id with Gymnasium.
 """
 
 __version__ = "0.1.0"
+
+from dp_experts_env.envs import (  # noqa: E402
+    BanditAdviceEnv,
+    BanditAdviceVectorEnv,
+    ExpertsEnv,
+    ExpertsVectorEnv,
+)
+from dp_experts_env.registration import ENV_IDS, ENVS, env_entry, register_envs  # noqa: E402
+
+register_envs()
+
+__all__ = [
+    "__version__",
+    "ExpertsEnv",
+    "BanditAdviceEnv",
+    "ExpertsVectorEnv",
+    "BanditAdviceVectorEnv",
+    "ENV_IDS",
+    "ENVS",
+    "env_entry",
+    "register_envs",
+]

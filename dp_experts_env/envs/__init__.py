@@ -1,0 +1,22 @@
+"""Gymnasium mechanics: spaces, the step protocol, validation, single and vector envs."""
+
+from dp_experts_env.envs.core import INFO_KEYS, MEANS_KEYS, SEGMENT_KEYS, GameCore
+from dp_experts_env.envs.factory import KINDS, Game, KindSpec, build_game, feedback_of
+from dp_experts_env.envs.single import BanditAdviceEnv, ExpertsEnv
+from dp_experts_env.envs.vector import BanditAdviceVectorEnv, ExpertsVectorEnv
+
+__all__ = [
+    "ExpertsEnv",
+    "BanditAdviceEnv",
+    "ExpertsVectorEnv",
+    "BanditAdviceVectorEnv",
+    "GameCore",
+    "INFO_KEYS",
+    "MEANS_KEYS",
+    "SEGMENT_KEYS",
+    "KINDS",
+    "KindSpec",
+    "Game",
+    "build_game",
+    "feedback_of",
+]

@@ -1,0 +1,110 @@
+"""Pieces shared by the single and the vector environments: construction, spaces, options."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from dp_experts_env._validation import check_choice
+from dp_experts_env.adversaries import Adversary, Neighbor
+from dp_experts_env.adversaries.registry import ENV_KINDS
+from dp_experts_env.envs.core import GameCore
+from dp_experts_env.envs.factory import KINDS, build_game
+
+__all__ = ["GameSetup", "RESET_OPTIONS", "parse_options", "SEED_HIGH"]
+
+#: The only reset option.
+RESET_OPTIONS = ("neighbor",)
+
+#: Episode seeds drawn by ``reset(seed=None)`` lie in [0, SEED_HIGH).
+SEED_HIGH = 2**63 - 1
+
+# Keyword documentation shared by the env docstrings.
+SHARED_KEYWORDS_DOC = """
+    Keywords shared by every environment (DESIGN §2); all default to the kind's defaults:
+        n_experts: N, the number of experts (full information: also the number of actions).
+        horizon: T, the number of rounds; ``terminated`` is True after round T.
+        n_switches: S, the switch budget of the ``dynamic_regret`` comparator (default: the
+            adversary's number of change points / planted switches).
+        family: the loss model, one of ``dp_experts_env.adversaries.families(kind)``.
+        n_shifts: number of change points (families that take it).
+        gap: the family's gap parameter (families that take it).
+        losses: a (T, N) loss matrix, ``.npy`` or ``.csv`` path (oblivious env, family
+            ``"replay"``, selected automatically); its shape sets N and T.
+        adversary: an :class:`~dp_experts_env.adversaries.Adversary` instance (any env, used as
+            is after checking it fits), or for the adaptive env a family name or a policy object.
+        n_arms: K, the number of arms (bandit envs only).
+        render_mode: must be None (nothing to render).
+        **family_kwargs: the chosen family's own keywords (see its docstring); a keyword the
+            family does not take raises an error listing the ones it does.
+"""
+
+
+class GameSetup:
+    """Mixin: builds the core from constructor keywords and exposes the public attributes.
+
+    Attributes (on single and vector envs alike):
+        n_experts, horizon, n_arms (None for full information), feedback (``"full"`` or
+        ``"bandit"``), kind, family, n_switches, and ``core`` (the :class:`GameCore`).
+    """
+
+    feedback_kinds: tuple[str, ...] = ENV_KINDS
+
+    def _setup(
+        self, kind: str, num_runs: int, render_mode: str | None, params: dict[str, Any]
+    ) -> tuple[spaces.Space, spaces.Discrete]:
+        check_choice("kind", kind, self.feedback_kinds)
+        if render_mode is not None:
+            raise ValueError(
+                f"render_mode must be None (these envs render nothing), got {render_mode!r}"
+            )
+        game = build_game(kind, **params)
+        self.core = GameCore(game.adversary, game.n_switches, num_runs)
+        self.kind = kind
+        self.family = game.family
+        self.n_switches = game.n_switches
+        adv: Adversary = game.adversary
+        self.n_experts = adv.n_experts
+        self.horizon = adv.horizon
+        self.n_arms = adv.n_arms
+        self.feedback = KINDS[kind].feedback
+        return self._single_spaces()
+
+    def _single_spaces(self) -> tuple[spaces.Space, spaces.Discrete]:
+        n = self.n_experts
+        if self.feedback == "bandit":
+            k = self.n_arms
+            assert k is not None
+            obs = spaces.Dict(
+                {
+                    "advice": spaces.Box(0.0, 1.0, shape=(n * k,), dtype=np.float64),
+                    "last_action": spaces.Discrete(k),
+                    "last_loss": spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float64),
+                }
+            )
+            return obs, spaces.Discrete(k)
+        return spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float64), spaces.Discrete(n)
+
+
+def parse_options(options: Any, core: GameCore) -> Neighbor | None:
+    """Validate ``reset`` options; returns the neighbour (or None)."""
+    if options is None:
+        return None
+    if not isinstance(options, Mapping):
+        raise TypeError(
+            f"options must be a dict (keys: {list(RESET_OPTIONS)}) or None, got "
+            f"{type(options).__name__}"
+        )
+    unknown = sorted(set(options) - set(RESET_OPTIONS))
+    if unknown:
+        raise ValueError(
+            f"unknown reset option(s) {unknown}; the only option is 'neighbor': "
+            "{'round': t (1..T), 'loss': vector}"
+        )
+    spec = options.get("neighbor")
+    if spec is None:
+        return None
+    return core.adversary.check_neighbor(spec)

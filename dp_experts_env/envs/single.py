@@ -1,0 +1,150 @@
+"""Single Gymnasium environments: the batched core with B = 1."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from dp_experts_env._validation import check_int
+from dp_experts_env.envs.common import SEED_HIGH, SHARED_KEYWORDS_DOC, GameSetup, parse_options
+
+__all__ = ["ExpertsEnv", "BanditAdviceEnv"]
+
+
+class _SingleEnv(GameSetup, gym.Env):
+    """Common single-env protocol (B = 1 over :class:`~dp_experts_env.envs.core.GameCore`)."""
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(
+        self,
+        kind: str | None = None,
+        *,
+        n_experts: int | None = None,
+        horizon: int | None = None,
+        n_switches: int | None = None,
+        family: str | None = None,
+        n_shifts: int | None = None,
+        gap: float | None = None,
+        losses: Any = None,
+        adversary: Any = None,
+        n_arms: int | None = None,
+        render_mode: str | None = None,
+        **family_kwargs: Any,
+    ) -> None:
+        params = dict(
+            n_experts=n_experts,
+            horizon=horizon,
+            n_switches=n_switches,
+            family=family,
+            n_shifts=n_shifts,
+            gap=gap,
+            losses=losses,
+            adversary=adversary,
+            n_arms=n_arms,
+            **family_kwargs,
+        )
+        kind = self.feedback_kinds[0] if kind is None else kind
+        self.observation_space, self.action_space = self._setup(kind, 1, render_mode, params)
+        self.render_mode = None
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Start an episode.
+
+        Args:
+            seed: the adversary's run seed; None draws a fresh one from the env's ``np_random``
+                (so successive episodes differ but reproduce from the first seed).
+            options: ``{"neighbor": {"round": t, "loss": vector}}`` replays the same game with
+                round t's datum (loss vector; arm losses for bandit envs) replaced.
+
+        Returns:
+            (observation, {}): all-zero losses (full information) or round 1's advice (bandit).
+        """
+        if seed is not None:
+            seed = check_int("seed", seed, minimum=0)
+        neighbor = parse_options(options, self.core)
+        super().reset(seed=seed)
+        run_seed = seed if seed is not None else int(self.np_random.integers(SEED_HIGH))
+        obs = self.core.reset([run_seed], neighbor)
+        return self._unbatch_obs(obs), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """Play one round: charge round t's loss of ``action`` and reveal the feedback."""
+        batch = np.array([self._scalar_action(action)], dtype=np.int64)
+        obs, charged, info = self.core.step(batch)
+        reward = 0.0 - float(charged[0])
+        terminated = self.core.t >= self.horizon
+        return (
+            self._unbatch_obs(obs),
+            reward,
+            terminated,
+            False,
+            {k: v[0].item() for k, v in info.items()},
+        )
+
+    def _scalar_action(self, action: Any) -> int:
+        hi = self.core.n_actions - 1
+        value: Any = action
+        if isinstance(action, np.ndarray) and action.size == 1 and action.ndim <= 1:
+            value = action.reshape(-1)[0]
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise ValueError(
+                f"action must be an integer in [0, {hi}]; got {action!r} ({type(action).__name__})"
+            )
+        a = int(value)
+        if not 0 <= a <= hi:
+            raise ValueError(f"action must lie in [0, {hi}], got {a}")
+        return a
+
+    def _unbatch_obs(self, obs: Any) -> Any:
+        if isinstance(obs, dict):
+            return {
+                "advice": obs["advice"][0],
+                "last_action": np.int64(obs["last_action"][0]),
+                "last_loss": obs["last_loss"][0],
+            }
+        return obs[0]
+
+
+class ExpertsEnv(_SingleEnv):
+    """Prediction with expert advice under full information.
+
+    Serves the kinds shift, stochastic, oblivious and adaptive.
+
+    Each round the learner picks an expert ``a`` (``Discrete(N)``); the env charges ``l_t[a]`` and
+    reveals the whole loss vector ``l_t`` (``Box(0, 1, (N,), float64)``); ``reward = -l_t[a]``;
+    ``terminated`` after round T. ``reset`` returns zeros. ``info`` holds ``round, loss,
+    cumulative_loss, static_regret, dynamic_regret, per_round_best_regret`` and, when the loss
+    model knows them, ``pseudo_regret, segment, shift``. Agents must not read ``info``.
+
+    Args:
+        kind: ``"shift"``, ``"stochastic"``, ``"oblivious"`` or ``"adaptive"`` (set by the id).
+    """
+
+    feedback_kinds = ("shift", "stochastic", "oblivious", "adaptive")
+
+
+class BanditAdviceEnv(_SingleEnv):
+    """Bandits with expert advice (kinds bandit_advice and bandit).
+
+    Each round N experts advise distributions over K arms; the learner pulls an arm
+    (``Discrete(K)``) and sees only that arm's loss. Observation: ``Dict(advice: Box(0, 1, (N*K,)),
+    last_action: Discrete(K), last_loss: Box(0, 1, (1,)))`` where ``advice[j*K + i]`` is expert j's
+    probability of arm i *for the round about to be played*, and ``last_action``/``last_loss`` are
+    the previous round's arm and loss (zeros after ``reset``; advice is zeros after the last
+    round). ``reward = -l_t[a]``. Regret compares with the experts, whose losses are
+    ``<advice_j, l_t>``. The ``bandit`` kind has the K identity experts (N = K).
+
+    Args:
+        kind: ``"bandit_advice"`` or ``"bandit"`` (set by the id).
+    """
+
+    feedback_kinds = ("bandit_advice", "bandit")
+
+
+ExpertsEnv.__doc__ = (ExpertsEnv.__doc__ or "") + SHARED_KEYWORDS_DOC
+BanditAdviceEnv.__doc__ = (BanditAdviceEnv.__doc__ or "") + SHARED_KEYWORDS_DOC

@@ -1,0 +1,152 @@
+"""Native vector environments: the batched core with B = ``num_envs``.
+
+Run ``b`` of a vector env reset with seed ``s`` is, bit for bit, the single env reset with seed
+``s + b`` (and so are the episodes that follow ``reset(seed=None)``): every run keeps its own
+episode-seed generator, exactly as a single env keeps its ``np_random``.
+
+All runs share one round clock and end together after T rounds. Autoreset follows Gymnasium's
+``NEXT_STEP`` mode: the ``step`` after the last round ignores its actions, starts new episodes
+(fresh seeds from each run's generator, no neighbour) and returns the reset observations with zero
+rewards and an empty ``info``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from dp_experts_env._validation import check_int
+from dp_experts_env.batch_rng import run_seeds
+from dp_experts_env.envs.common import SEED_HIGH, SHARED_KEYWORDS_DOC, GameSetup, parse_options
+
+__all__ = ["ExpertsVectorEnv", "BanditAdviceVectorEnv"]
+
+
+class _VectorEnv(GameSetup, VectorEnv):
+    """Common vector-env protocol over :class:`~dp_experts_env.envs.core.GameCore`."""
+
+    metadata: dict[str, Any] = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        kind: str | None = None,
+        *,
+        n_experts: int | None = None,
+        horizon: int | None = None,
+        n_switches: int | None = None,
+        family: str | None = None,
+        n_shifts: int | None = None,
+        gap: float | None = None,
+        losses: Any = None,
+        adversary: Any = None,
+        n_arms: int | None = None,
+        render_mode: str | None = None,
+        **family_kwargs: Any,
+    ) -> None:
+        self.num_envs = check_int("num_envs", num_envs, minimum=1)
+        params = dict(
+            n_experts=n_experts,
+            horizon=horizon,
+            n_switches=n_switches,
+            family=family,
+            n_shifts=n_shifts,
+            gap=gap,
+            losses=losses,
+            adversary=adversary,
+            n_arms=n_arms,
+            **family_kwargs,
+        )
+        kind = self.feedback_kinds[0] if kind is None else kind
+        single_obs, single_act = self._setup(kind, self.num_envs, render_mode, params)
+        self.single_observation_space = single_obs
+        self.single_action_space = single_act
+        self.observation_space = batch_space(single_obs, self.num_envs)
+        self.action_space = batch_space(single_act, self.num_envs)
+        self.render_mode = None
+        self._run_rngs: list[np.random.Generator] | None = None
+        self._needs_autoreset = False
+
+    def reset(
+        self,
+        *,
+        seed: int | Sequence[int] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[Any, dict[str, Any]]:
+        """Start B episodes.
+
+        Args:
+            seed: an int ``s`` (runs get ``s, s+1, ..., s+B-1``), a sequence of B ints, or None
+                (each run draws a fresh seed from its own generator).
+            options: ``{"neighbor": {"round": t, "loss": vector}}`` replaces round t's datum in
+                every run.
+
+        Returns:
+            (batched observation, {}).
+        """
+        neighbor = parse_options(options, self.core)
+        if seed is None:
+            if self._run_rngs is None:
+                self._run_rngs = [seeding.np_random(s)[0] for s in run_seeds(None, self.num_envs)]
+            seeds = [int(g.integers(SEED_HIGH)) for g in self._run_rngs]
+        else:
+            seeds = run_seeds(seed, self.num_envs)
+            self._run_rngs = [seeding.np_random(s)[0] for s in seeds]
+            self._np_random_seed = seeds[0]
+        self._np_random = self._run_rngs[0]
+        self._needs_autoreset = False
+        return self.core.reset(seeds, neighbor), {}
+
+    def step(
+        self, actions: Any
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """Play one round in every run; (B,) actions, batched returns."""
+        b = self.num_envs
+        if self._needs_autoreset:
+            obs, info = self.reset()
+            return obs, np.zeros(b), np.zeros(b, dtype=bool), np.zeros(b, dtype=bool), info
+        obs, charged, info = self.core.step(actions)
+        done = self.core.t >= self.horizon
+        self._needs_autoreset = done
+        for key in list(info):
+            # Gymnasium's vector-info convention: a mask per key saying which runs report it.
+            info[f"_{key}"] = np.ones(b, dtype=bool)
+        return obs, 0.0 - charged, np.full(b, done), np.zeros(b, dtype=bool), info
+
+
+class ExpertsVectorEnv(_VectorEnv):
+    """Vector version of :class:`~dp_experts_env.envs.ExpertsEnv` (full information).
+
+    Observations are (B, N) loss vectors; actions (B,) ints; rewards, terminations and
+    truncations (B,) arrays; every ``info`` value is a (B,) array (plus Gymnasium's ``_key``
+    masks, all True).
+
+    Args:
+        num_envs: B, the number of runs played in lockstep.
+        kind: ``"shift"``, ``"stochastic"``, ``"oblivious"`` or ``"adaptive"`` (set by the id).
+    """
+
+    feedback_kinds = ("shift", "stochastic", "oblivious", "adaptive")
+
+
+class BanditAdviceVectorEnv(_VectorEnv):
+    """Vector version of :class:`~dp_experts_env.envs.BanditAdviceEnv` (bandit feedback).
+
+    Observations are dicts of batched arrays: ``advice`` (B, N*K), ``last_action`` (B,),
+    ``last_loss`` (B, 1).
+
+    Args:
+        num_envs: B, the number of runs played in lockstep.
+        kind: ``"bandit_advice"`` or ``"bandit"`` (set by the id).
+    """
+
+    feedback_kinds = ("bandit_advice", "bandit")
+
+
+ExpertsVectorEnv.__doc__ = (ExpertsVectorEnv.__doc__ or "") + SHARED_KEYWORDS_DOC
+BanditAdviceVectorEnv.__doc__ = (BanditAdviceVectorEnv.__doc__ or "") + SHARED_KEYWORDS_DOC
