@@ -1,0 +1,37 @@
+"""Privacy: noise backends, mechanisms, accounting and audits.
+
+Imports nothing from envs or agents (the audit imports agents lazily, inside the function).
+"""
+
+from dp_experts_env.privacy.guarantee import Guarantee, Release
+from dp_experts_env.privacy.mechanisms import (
+    AboveThreshold,
+    TreeCounter,
+    exponential_mechanism,
+    exponential_mechanism_probabilities,
+    laplace_mechanism,
+    report_noisy_min,
+)
+from dp_experts_env.privacy.noise import (
+    BACKENDS,
+    FastBackend,
+    GridBackend,
+    NoiseBackend,
+    get_backend,
+)
+
+__all__ = [
+    "BACKENDS",
+    "AboveThreshold",
+    "FastBackend",
+    "GridBackend",
+    "Guarantee",
+    "NoiseBackend",
+    "Release",
+    "TreeCounter",
+    "exponential_mechanism",
+    "exponential_mechanism_probabilities",
+    "get_backend",
+    "laplace_mechanism",
+    "report_noisy_min",
+]

@@ -1,0 +1,501 @@
+"""Differentially private mechanisms, written once and batched over runs.
+
+Every mechanism draws its randomness from ``rng``:
+
+* a :class:`~dp_experts_env.batch_rng.BatchRNG` of B runs -- inputs carry a leading run axis of
+  length B (a leading axis of length 1 is broadcast to all runs) and outputs have shape
+  ``(B, ...)``. Each call consumes the same number of uniforms from every run, whatever the
+  data, so run ``b`` of a batch equals a single run seeded ``seeds[b]``.
+* a :class:`numpy.random.Generator` -- one unbatched run: inputs and outputs have no run axis.
+
+Noise comes from a backend (``noise="fast"`` | ``"grid"`` or a backend object, see
+:mod:`dp_experts_env.privacy.noise`); sensitivities are passed through the backend's
+``effective_sensitivity`` so the grid backend's rounding slack is paid for.
+
+One-shot mechanisms return a :class:`~dp_experts_env.privacy.guarantee.Release`
+``(value, guarantee)``; the stateful ones (:class:`AboveThreshold`, :class:`TreeCounter`) expose
+a ``guarantee`` property. Scores are LOSSES throughout: selection mechanisms pick small scores
+(brief 000, P1).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dp_experts_env._validation import check_delta, check_epsilon, check_float, check_int
+from dp_experts_env.batch_rng import BatchRNG
+from dp_experts_env.privacy.guarantee import Guarantee, Release
+from dp_experts_env.privacy.noise import NoiseBackend, get_backend
+
+__all__ = [
+    "Guarantee",
+    "Release",
+    "laplace_mechanism",
+    "report_noisy_min",
+    "exponential_mechanism",
+    "exponential_mechanism_probabilities",
+    "AboveThreshold",
+    "TreeCounter",
+]
+
+RandomSource = BatchRNG | np.random.Generator
+
+
+# --------------------------------------------------------------------------- shared helpers
+def _check_rng(rng: object) -> None:
+    if not isinstance(rng, (BatchRNG, np.random.Generator)):
+        raise TypeError(
+            f"rng must be a BatchRNG (batched runs) or a numpy.random.Generator (one run), "
+            f"got {type(rng).__name__}"
+        )
+
+
+def _num_runs(rng: RandomSource) -> int:
+    return rng.num_runs if isinstance(rng, BatchRNG) else 1
+
+
+def _batched(name: str, values: object, rng: RandomSource, min_dims: int) -> np.ndarray:
+    """Return ``values`` as a float64 array with a leading run axis of length B.
+
+    ``min_dims`` is the number of axes a single run's value has (0 for scalars, 1 for vectors).
+    With a Generator the run axis (length 1) is added here and removed again by the caller.
+    """
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name} must be a numeric array, got {type(values).__name__}") from err
+    if isinstance(rng, np.random.Generator):
+        if arr.ndim != min_dims:
+            raise ValueError(
+                f"{name} must have {min_dims} dimension(s) for an unbatched run (numpy "
+                f"Generator), got shape {arr.shape}"
+            )
+        return arr[None]
+    b = rng.num_runs
+    if arr.ndim != min_dims + 1:
+        raise ValueError(
+            f"{name} must have shape (B, ...) with B = {b} runs and {min_dims + 1} dimension(s), "
+            f"got shape {arr.shape}"
+        )
+    if arr.shape[0] == 1 and b != 1:
+        return np.broadcast_to(arr, (b, *arr.shape[1:])).copy()
+    if arr.shape[0] != b:
+        raise ValueError(
+            f"{name} must have a leading run axis of length {b} (or 1, broadcast), "
+            f"got shape {arr.shape}"
+        )
+    return arr
+
+
+def _unbatch(arr: np.ndarray, rng: RandomSource) -> np.ndarray:
+    return arr[0] if isinstance(rng, np.random.Generator) else arr
+
+
+def _laplace(
+    backend: NoiseBackend, rng: RandomSource, scale: float, shape: tuple[int, ...]
+) -> np.ndarray:
+    """Laplace noise of shape ``(B, *shape)`` from either kind of source."""
+    if isinstance(rng, BatchRNG):
+        return backend.laplace(rng, scale, shape)
+    return backend.laplace(rng, scale, (1, *shape))
+
+
+def _gumbel(backend: NoiseBackend, rng: RandomSource, shape: tuple[int, ...]) -> np.ndarray:
+    if isinstance(rng, BatchRNG):
+        return backend.gumbel(rng, shape)
+    return backend.gumbel(rng, (1, *shape))
+
+
+def _sensitivity(name: str, value: object) -> float:
+    return check_float(name, value, minimum=0.0, min_inclusive=False)
+
+
+# --------------------------------------------------------------------------- Laplace
+def laplace_mechanism(
+    values: object,
+    *,
+    l1_sensitivity: float,
+    epsilon: float,
+    rng: RandomSource,
+    noise: str | NoiseBackend = "fast",
+) -> Release:
+    """Release ``values + Lap(l1_sensitivity / epsilon)`` coordinatewise (Dwork–Roth Thm 3.6).
+
+    Args:
+        values: ``(B, *shape)`` query values (a BatchRNG) or ``shape`` (a Generator). Each run's
+            whole array is one query; its L1 sensitivity is ``l1_sensitivity``.
+        l1_sensitivity: max over neighbours of ``||f(x) - f(x')||_1`` for one run's array (> 0).
+        epsilon: privacy parameter (> 0).
+        rng: a BatchRNG or a numpy Generator.
+        noise: ``"fast"``, ``"grid"`` or a backend object.
+
+    Returns:
+        ``Release(noisy_values, Guarantee(epsilon))`` -- pure epsilon-DP.
+    """
+    _check_rng(rng)
+    sens = _sensitivity("l1_sensitivity", l1_sensitivity)
+    eps = check_epsilon("epsilon", epsilon)
+    backend = get_backend(noise)
+    arr = np.asarray(values, dtype=np.float64)
+    if isinstance(rng, BatchRNG) and arr.ndim == 0:
+        raise ValueError("values must have a leading run axis (shape (B, ...)) with a BatchRNG")
+    arr = _batched("values", arr, rng, arr.ndim - (1 if isinstance(rng, BatchRNG) else 0))
+    dim = int(np.prod(arr.shape[1:], dtype=np.int64))
+    scale = backend.effective_sensitivity(sens, dim) / eps
+    noisy = backend.add_laplace(rng, arr, scale)
+    return Release(
+        _unbatch(noisy, rng),
+        Guarantee(eps, 0.0, f"Laplace mechanism, L1 sensitivity {sens:g}, scale {scale:g}"),
+    )
+
+
+# --------------------------------------------------------------------------- selection
+def report_noisy_min(
+    scores: object,
+    *,
+    sensitivity: float,
+    epsilon: float,
+    rng: RandomSource,
+    noise: str | NoiseBackend = "fast",
+    monotone: bool = False,
+) -> Release:
+    """Index of the smallest ``score + Lap(2 * sensitivity / epsilon)`` (Dwork–Roth Claim 3.9).
+
+    Report-noisy-max on negated losses. ``monotone=True`` (all scores move the same way between
+    neighbours, e.g. counts) halves the noise to ``Lap(sensitivity / epsilon)``.
+
+    Args:
+        scores: ``(B, N)`` losses (BatchRNG) or ``(N,)`` (Generator).
+        sensitivity: max change of any single score between neighbours (> 0).
+        epsilon: privacy parameter (> 0).
+        rng: a BatchRNG or a numpy Generator.
+        noise: noise backend.
+        monotone: whether the scores are monotone (see above).
+
+    Returns:
+        ``Release(indices, Guarantee(epsilon))``: ``(B,)`` int64 (BatchRNG) or an int64 scalar.
+    """
+    _check_rng(rng)
+    sens = _sensitivity("sensitivity", sensitivity)
+    eps = check_epsilon("epsilon", epsilon)
+    backend = get_backend(noise)
+    arr = _batched("scores", scores, rng, 1)
+    factor = 1.0 if monotone else 2.0
+    scale = factor * backend.effective_sensitivity(sens, 1) / eps
+    noisy = backend.add_laplace(rng, arr, scale)
+    idx = np.argmin(noisy, axis=-1).astype(np.int64)
+    kind = "monotone " if monotone else ""
+    return Release(
+        _unbatch(idx, rng),
+        Guarantee(eps, 0.0, f"report-noisy-min, {kind}sensitivity {sens:g}, Laplace {scale:g}"),
+    )
+
+
+def _temperature(sensitivity: float, epsilon: float, monotone: bool) -> float:
+    return epsilon / ((1.0 if monotone else 2.0) * sensitivity)
+
+
+def exponential_mechanism_probabilities(
+    scores: object, *, sensitivity: float, epsilon: float, monotone: bool = False
+) -> np.ndarray:
+    """Exact output law of :func:`exponential_mechanism`: ``softmax(-eps * score / (2 sens))``.
+
+    Args:
+        scores: array whose last axis indexes the candidates (any leading shape).
+        sensitivity: max change of any single score between neighbours (> 0).
+        epsilon: privacy parameter (> 0).
+        monotone: use ``eps / sens`` instead of ``eps / (2 sens)``.
+
+    Returns:
+        Probabilities of the same shape as ``scores`` (rows sum to 1).
+    """
+    sens = _sensitivity("sensitivity", sensitivity)
+    eps = check_epsilon("epsilon", epsilon)
+    arr = np.asarray(scores, dtype=np.float64)
+    if arr.ndim < 1 or arr.shape[-1] < 1:
+        raise ValueError(f"scores must have a candidate axis, got shape {arr.shape}")
+    logits = -_temperature(sens, eps, monotone) * arr
+    logits -= logits.max(axis=-1, keepdims=True)
+    w = np.exp(logits)
+    return w / w.sum(axis=-1, keepdims=True)
+
+
+def exponential_mechanism(
+    scores: object,
+    *,
+    sensitivity: float,
+    epsilon: float,
+    rng: RandomSource,
+    monotone: bool = False,
+    noise: str | NoiseBackend = "fast",
+) -> Release:
+    """Sample ``i`` with probability proportional to ``exp(-eps * score_i / (2 sens))``.
+
+    The exponential mechanism (McSherry–Talwar; Dwork–Roth Thm 3.10) for losses, sampled by
+    Gumbel-max: ``argmax_i(-eps * score_i / (2 sens) + G_i)``. ``monotone=True`` uses
+    ``eps / sens``. One Gumbel per candidate per run, so draw counts never depend on the data.
+
+    Args:
+        scores: ``(B, N)`` losses (BatchRNG) or ``(N,)`` (Generator).
+        sensitivity: max change of any single score between neighbours (> 0).
+        epsilon: privacy parameter (> 0).
+        rng: a BatchRNG or a numpy Generator.
+        monotone: whether the scores are monotone.
+        noise: noise backend (both current backends draw float Gumbels; the released value is
+            an index, not a float).
+
+    Returns:
+        ``Release(indices, Guarantee(epsilon))``.
+    """
+    _check_rng(rng)
+    sens = _sensitivity("sensitivity", sensitivity)
+    eps = check_epsilon("epsilon", epsilon)
+    backend = get_backend(noise)
+    arr = _batched("scores", scores, rng, 1)
+    logits = -_temperature(sens, eps, monotone) * arr
+    idx = np.argmax(logits + _gumbel(backend, rng, arr.shape[1:]), axis=-1).astype(np.int64)
+    kind = "monotone " if monotone else ""
+    return Release(
+        _unbatch(idx, rng),
+        Guarantee(eps, 0.0, f"exponential mechanism, {kind}sensitivity {sens:g}"),
+    )
+
+
+# --------------------------------------------------------------------------- sparse vector
+class AboveThreshold:
+    """Sparse vector technique, batched over runs (Dwork–Roth Alg. 1 and 2).
+
+    One instance answers a stream of queries per run and halts (per run) after ``max_tops`` TOP
+    answers. With ``c = max_tops`` and query sensitivity ``Delta``:
+
+    * ``sigma = 2 c Delta / epsilon`` (pure DP), or, when ``delta > 0`` and it is smaller,
+      ``sigma = sqrt(32 c ln(1/delta)) Delta / epsilon`` (advanced composition over the c
+      segments; Dwork–Roth Thm 3.26);
+    * threshold noise ``Lap(sigma)`` drawn once per run at start and redrawn after each TOP;
+    * query noise ``Lap(2 sigma)`` drawn fresh for every query.
+
+    For ``c = 1`` this is AboveThreshold: threshold ``Lap(2 Delta / eps)``, query
+    ``Lap(4 Delta / eps)``. A halted run answers False to everything until :meth:`restart`.
+    Noise is drawn for every run on every call (halted runs discard theirs), so the draw count
+    never depends on other runs.
+
+    Args:
+        epsilon: privacy parameter of the instance (> 0).
+        sensitivity: sensitivity of each query (> 0).
+        rng: a BatchRNG (B runs) or a numpy Generator (one run, scalar queries and answers).
+        threshold: public threshold, a float or a (B,) array.
+        max_tops: c, the number of TOP answers before a run halts.
+        delta: 0 for pure DP; > 0 allows the advanced-composition calibration for c > 1.
+        noise: noise backend.
+
+    Attributes:
+        halted: (B,) bool, runs that have used up their TOPs.
+        n_tops: (B,) int, TOP answers given since the last restart.
+        sigma: the threshold noise scale (query noise is ``2 * sigma``).
+    """
+
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        sensitivity: float,
+        rng: RandomSource,
+        threshold: float | np.ndarray = 0.0,
+        max_tops: int = 1,
+        delta: float = 0.0,
+        noise: str | NoiseBackend = "fast",
+    ) -> None:
+        _check_rng(rng)
+        self.epsilon = check_epsilon("epsilon", epsilon)
+        self.sensitivity = _sensitivity("sensitivity", sensitivity)
+        self.max_tops = check_int("max_tops", max_tops, minimum=1)
+        delta = check_delta("delta", delta)
+        self.rng = rng
+        self.backend = get_backend(noise)
+        self.num_runs = _num_runs(rng)
+        c = self.max_tops
+        sens = self.backend.effective_sensitivity(self.sensitivity, 1)
+        sigma = 2.0 * c * sens / self.epsilon
+        self.delta = 0.0
+        if delta > 0.0:
+            sigma_adv = math.sqrt(32.0 * c * math.log(1.0 / delta)) * sens / self.epsilon
+            if sigma_adv < sigma:
+                sigma, self.delta = sigma_adv, delta
+        self.sigma = sigma
+        self._threshold = self._thresholds(threshold)
+        self.halted = np.zeros(self.num_runs, dtype=bool)
+        self.n_tops = np.zeros(self.num_runs, dtype=np.int64)
+        self._noisy_threshold = self._draw_threshold()
+
+    def _thresholds(self, threshold: float | np.ndarray) -> np.ndarray:
+        arr = np.asarray(threshold, dtype=np.float64)
+        if arr.ndim == 0:
+            arr = np.full(self.num_runs, float(arr))
+        if arr.shape != (self.num_runs,) or not np.all(np.isfinite(arr)):
+            raise ValueError(
+                f"threshold must be a finite float or a ({self.num_runs},) array, got shape "
+                f"{arr.shape}"
+            )
+        return arr.copy()
+
+    def _draw_threshold(self) -> np.ndarray:
+        return self.backend.add_laplace(self.rng, self._threshold, self.sigma)
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """Privacy of one instance (per run) until it halts or is restarted."""
+        how = "advanced" if self.delta else "basic"
+        return Guarantee(
+            self.epsilon,
+            self.delta,
+            f"sparse vector, {self.max_tops} TOP(s) ({how} composition of AboveThreshold), "
+            f"query sensitivity {self.sensitivity:g}, threshold noise Lap({self.sigma:g}), "
+            f"query noise Lap({2 * self.sigma:g})",
+        )
+
+    def test(self, queries: float | np.ndarray) -> np.ndarray | bool:
+        """Answer one query per run: True (TOP) when ``query + noise >= noisy threshold``.
+
+        Args:
+            queries: (B,) query values (BatchRNG) or a scalar (Generator). Values of halted runs
+                are ignored.
+
+        Returns:
+            (B,) bool (or a bool for a Generator); halted runs answer False.
+        """
+        q = np.asarray(queries, dtype=np.float64)
+        if isinstance(self.rng, np.random.Generator):
+            if q.ndim != 0:
+                raise ValueError(f"queries must be a scalar for one run, got shape {q.shape}")
+            q = q[None]
+        elif q.shape != (self.num_runs,):
+            raise ValueError(f"queries must have shape ({self.num_runs},), got shape {q.shape}")
+        noisy = self.backend.add_laplace(self.rng, q, 2.0 * self.sigma)
+        top = (noisy >= self._noisy_threshold) & ~self.halted
+        if top.any():
+            self.n_tops += top
+            self.halted |= self.n_tops >= self.max_tops
+        if self.max_tops > 1:
+            # Sparse redraws the threshold after each TOP; draw for all runs, keep where TOP.
+            fresh = self._draw_threshold()
+            self._noisy_threshold = np.where(top, fresh, self._noisy_threshold)
+        if isinstance(self.rng, np.random.Generator):
+            return bool(top[0])
+        return top
+
+    def restart(
+        self, mask: np.ndarray | None = None, threshold: float | np.ndarray | None = None
+    ) -> None:
+        """Start a fresh instance for the runs in ``mask`` (all runs when None).
+
+        Fresh threshold noise is drawn for every run (same draw count for all) and kept only
+        where ``mask`` is True; those runs' TOP count and halt flag are cleared. A new public
+        ``threshold`` (float or (B,)) may be given; it applies to the restarted runs.
+        Each restart begins a new instance whose privacy composes with the previous ones.
+        """
+        if mask is None:
+            m = np.ones(self.num_runs, dtype=bool)
+        else:
+            m = np.asarray(mask, dtype=bool).reshape(-1)
+            if m.shape != (self.num_runs,):
+                raise ValueError(f"mask must have shape ({self.num_runs},), got {np.shape(mask)}")
+        if threshold is not None:
+            self._threshold = np.where(m, self._thresholds(threshold), self._threshold)
+        fresh = self._draw_threshold()
+        self._noisy_threshold = np.where(m, fresh, self._noisy_threshold)
+        self.n_tops = np.where(m, 0, self.n_tops)
+        self.halted = self.halted & ~m
+
+
+# --------------------------------------------------------------------------- tree counter
+class TreeCounter:
+    """Binary-tree counter for running sums (Dwork et al. 2010; Chan, Shi & Song 2011).
+
+    Releases the running sums ``S_t = x_1 + ... + x_t`` of (B, d) vectors for t = 1..T. Each
+    dyadic block of time steps is a tree node whose exact partial sum is released once, with
+    Laplace noise, when the block completes; ``S_t`` is the sum of the noisy nodes given by the
+    binary digits of t. An item lies in at most ``levels = T.bit_length()`` nodes, so per-node
+    noise ``Lap(levels * Delta_1 / epsilon)`` makes the whole output stream epsilon-DP (basic
+    composition over the levels). Memory is O(d log T) per run.
+
+    Args:
+        horizon: T, the number of items.
+        dim: d, the length of each item vector.
+        l1_sensitivity: max L1 change of one item between neighbours (> 0).
+        epsilon: privacy parameter (> 0); ``math.inf`` switches noise off (exact sums, no draws).
+        rng: a BatchRNG (B runs, items (B, d)) or a numpy Generator (one run, items (d,)).
+        noise: noise backend.
+
+    Attributes:
+        t: items added so far.
+        levels: number of tree levels (``horizon.bit_length()``).
+        node_scale: Laplace scale of each node's noise (0 with noise off).
+    """
+
+    def __init__(
+        self,
+        horizon: int,
+        dim: int = 1,
+        *,
+        l1_sensitivity: float,
+        epsilon: float,
+        rng: RandomSource,
+        noise: str | NoiseBackend = "fast",
+    ) -> None:
+        _check_rng(rng)
+        self.horizon = check_int("horizon", horizon, minimum=1)
+        self.dim = check_int("dim", dim, minimum=1)
+        self.l1_sensitivity = _sensitivity("l1_sensitivity", l1_sensitivity)
+        self.epsilon = check_epsilon("epsilon", epsilon, allow_inf=True)
+        self.rng = rng
+        self.backend = get_backend(noise)
+        self.num_runs = _num_runs(rng)
+        self.levels = self.horizon.bit_length()
+        if math.isinf(self.epsilon):
+            self.node_scale = 0.0
+        else:
+            sens = self.backend.effective_sensitivity(self.l1_sensitivity, self.dim)
+            self.node_scale = self.levels * sens / self.epsilon
+        shape = (self.num_runs, self.levels, self.dim)
+        self._exact = np.zeros(shape)  # exact partial sums of the open/closed dyadic blocks
+        self._noisy = np.zeros(shape)  # their noisy releases
+        self.t = 0
+        self._value = np.zeros((self.num_runs, self.dim))
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """Privacy of the whole stream of running sums."""
+        return Guarantee(
+            self.epsilon,
+            0.0,
+            f"binary-tree counter, {self.levels} levels, L1 sensitivity "
+            f"{self.l1_sensitivity:g}, Laplace {self.node_scale:g} per node",
+        )
+
+    @property
+    def value(self) -> np.ndarray:
+        """The current (noisy) running sum: (B, d), or (d,) for a Generator."""
+        return _unbatch(self._value, self.rng).copy()
+
+    def add(self, values: object) -> np.ndarray:
+        """Add item ``x_t`` for every run and return the released running sum ``S_t``."""
+        if self.t >= self.horizon:
+            raise ValueError(f"TreeCounter holds at most horizon={self.horizon} items")
+        x = _batched("values", values, self.rng, 1)
+        if x.shape[1] != self.dim:
+            raise ValueError(f"values must have {self.dim} coordinate(s), got shape {x.shape}")
+        self.t += 1
+        t = self.t
+        level = (t & -t).bit_length() - 1  # lowest set bit: the block completing now
+        node = self._exact[:, :level].sum(axis=1) + x
+        self._exact[:, level] = node
+        self._exact[:, :level] = 0.0
+        if self.node_scale > 0.0:
+            self._noisy[:, level] = self.backend.add_laplace(self.rng, node, self.node_scale)
+        else:
+            self._noisy[:, level] = node
+        bits = [j for j in range(self.levels) if (t >> j) & 1]
+        self._value = self._noisy[:, bits].sum(axis=1)
+        return self.value
