@@ -1,0 +1,610 @@
+"""Bandit models: K-armed adversarial bandits and bandits with N experts' advice.
+
+Brief 004 §1 (setting), §5.1 (environment) and §5.3 (generators). Each round ``t``:
+
+* the public advice ``A_t`` (B, N, K), rows = experts' distributions over the K arms, is drawn
+  from the ADVICE stream (public coins) or fixed at reset (STRUCTURE stream); it is the advice of
+  the round about to be played;
+* the protected datum is the arm-loss vector ``l_t`` (B, K) in [0, 1], drawn from the DATA stream
+  with K uniforms per round (Bernoulli families) or none (deterministic families); it never depends
+  on any action (oblivious models), and a neighbouring game replaces exactly this vector while the
+  advice stays the same (advice is public, brief 004 P19).
+
+``Round.losses`` are the arm losses, ``Round.advice`` the advice, ``Round.means`` the arm means
+given the round's public draws (so pseudo-regret is exact), ``segment``/``shift`` for the shifting
+and switching families. Expert ``j``'s loss is ``<A_t[j], l_t>``.
+
+Kinds and families (constructors ``f(n_experts, horizon, n_arms, **knobs)``):
+
+* ``"bandit_advice"``: ``planted_expert`` (default), ``shifting_planted_expert``, ``policy_class``,
+  ``duplicated_experts``, ``lemma11_switch``.
+* ``"bandit"`` (identity experts, N = K; ``n_experts`` may be omitted): ``bernoulli_gap``
+  (default), ``shifting_bernoulli``, ``lemma11_switch``, ``periodic_swap``. Identity advice is a
+  read-only broadcast view of one K x K identity (no per-round allocation).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dp_experts_env._validation import check_choice, check_float, check_int
+from dp_experts_env.adversaries.base import (
+    ADVICE_STREAM,
+    DATA_STREAM,
+    STRUCTURE_STREAM,
+    Adversary,
+    Round,
+)
+from dp_experts_env.adversaries.registry import register_family
+from dp_experts_env.batch_rng import BatchRNG
+
+__all__ = [
+    "AdviceAdversary",
+    "PlantedExpert",
+    "ShiftingPlantedExpert",
+    "DuplicatedExperts",
+    "PolicyClass",
+    "Lemma11Switch",
+    "BernoulliGap",
+    "ShiftingBernoulli",
+    "PeriodicSwap",
+    "SCHEDULES",
+    "MAX_POLICY_CLASS_EXPERTS",
+    "change_points",
+]
+
+SCHEDULES = ("even", "geometric")
+MAX_POLICY_CLASS_EXPERTS = 1 << 20  # K^C experts; each round materialises (B, N, K) advice
+
+
+def change_points(horizon: int, n_shifts: int, schedule: str = "even") -> np.ndarray:
+    """First rounds (1-based) of segments 2..S+1: a deterministic, public schedule.
+
+    ``"even"``: ``floor(k T / (S+1)) + 1``; ``"geometric"``: ``floor(T / 2^(S+1-k)) + 1`` (segment
+    lengths double, the last segment is the second half), k = 1..S.
+    """
+    horizon = check_int("horizon", horizon, minimum=1)
+    n_shifts = check_int("n_shifts", n_shifts, minimum=0)
+    check_choice("schedule", schedule, SCHEDULES)
+    k = np.arange(1, n_shifts + 1, dtype=np.int64)
+    if schedule == "even":
+        starts = (k * horizon) // (n_shifts + 1) + 1
+    else:
+        starts = np.array([horizon // (1 << (n_shifts + 1 - int(i))) + 1 for i in k], np.int64)
+    if n_shifts and (starts[0] < 2 or starts[-1] > horizon or np.any(np.diff(starts) <= 0)):
+        need = "horizon >= n_shifts + 1" if schedule == "even" else "horizon >= 2**n_shifts"
+        raise ValueError(
+            f"n_shifts={n_shifts} does not fit horizon={horizon} with schedule={schedule!r} "
+            f"(needs {need})"
+        )
+    return starts
+
+
+def _check_gap(gap: Any) -> float:
+    return check_float("gap", gap, minimum=0.0, maximum=0.5, min_inclusive=False)
+
+
+def _one_hot(rec: np.ndarray, n_arms: int, mix: np.ndarray | float = 0.0) -> np.ndarray:
+    """Advice (B, N, K): ``(1 - mix) * onehot(rec) + mix / K`` (rows sum to 1)."""
+    mix_arr = np.asarray(mix, dtype=np.float64)
+    out = np.empty((*rec.shape, n_arms))
+    out[...] = (mix_arr / n_arms)[..., None] if mix_arr.ndim else mix_arr / n_arms
+    hot = np.take_along_axis(out, rec[..., None], axis=-1) + (1.0 - mix_arr)[..., None]
+    np.put_along_axis(out, rec[..., None], hot, axis=-1)
+    return out
+
+
+def _check_identity_experts(n_experts: Any, n_arms: Any) -> int:
+    n_arms = check_int("n_arms", n_arms, minimum=2)
+    if n_experts is None:
+        return n_arms
+    n_experts = check_int("n_experts", n_experts, minimum=1)
+    if n_experts != n_arms:
+        raise ValueError(
+            f"the bandit kind uses identity experts: n_experts must equal n_arms ({n_arms}) or be "
+            f"omitted, got n_experts={n_experts}"
+        )
+    return n_experts
+
+
+class AdviceAdversary(Adversary):
+    """Base of the bandit models: public advice, protected arm losses, known arm means.
+
+    Subclasses implement ``_public(t)`` (draw the round's public randomness from ``self._coins``
+    with a fixed count and return the arm means (B, K)) and ``_advice(t)``; ``_setup(rng)`` draws
+    per-episode structure from the STRUCTURE stream. ``stochastic_losses`` says whether the datum
+    is Bernoulli(means) (K data uniforms per round) or the means themselves.
+    """
+
+    feedback = "bandit"
+    oblivious = True
+    knows_means = True
+    stochastic_losses: ClassVar[bool] = True
+
+    def __init__(self, n_experts: int, horizon: int, n_arms: int) -> None:
+        super().__init__(n_experts, horizon, n_arms)
+        self.n_arms: int = int(n_arms)  # validated by Adversary
+        self._starts = np.zeros(0, dtype=np.int64)
+        self._means: np.ndarray | None = None
+
+    def _reset(self, seeds: list[int]) -> None:
+        self._data = BatchRNG(seeds, DATA_STREAM)
+        self._coins = BatchRNG(seeds, ADVICE_STREAM)
+        self._setup(BatchRNG(seeds, STRUCTURE_STREAM))
+
+    def _setup(self, rng: BatchRNG) -> None:
+        """Draw per-episode structure (planted experts, mean tables)."""
+        return None
+
+    @abstractmethod
+    def _public(self, t: int) -> np.ndarray:
+        """Draw round ``t``'s public randomness; return the arm means (B, K)."""
+
+    @abstractmethod
+    def _advice(self, t: int) -> np.ndarray:
+        """Round ``t``'s advice (B, N, K) (after ``_public(t)``)."""
+
+    def _segment(self, t: int) -> tuple[int, bool]:
+        """(segment index, first round of a new segment) of round ``t``."""
+        seg = int(np.searchsorted(self._starts, t, side="right"))
+        return seg, bool(seg > 0 and self._starts[seg - 1] == t)
+
+    def _draw(self, t: int) -> np.ndarray:
+        self._means = self._public(t)
+        if self.stochastic_losses:
+            return (self._data.random((self.n_arms,)) < self._means).astype(np.float64)
+        return np.array(self._means, dtype=np.float64, copy=True)
+
+    def _finish(self, t: int, z: np.ndarray) -> Round:
+        advice = self._advice(t)
+        if not self.has_segments:
+            return Round(losses=z, means=self._means, advice=advice)
+        seg, shift = self._segment(t)
+        return Round(
+            losses=z,
+            means=self._means,
+            advice=advice,
+            segment=np.full(self.num_runs, seg, dtype=np.int64),
+            shift=np.full(self.num_runs, shift, dtype=bool),
+        )
+
+    def _identity_advice(self) -> np.ndarray:
+        """Identity experts as a read-only (B, K, K) view of one K x K matrix."""
+        return np.broadcast_to(np.eye(self.n_arms), (self.num_runs, self.n_arms, self.n_arms))
+
+
+# --------------------------------------------------------------------------- planted experts
+class PlantedExpert(AdviceAdversary):
+    """Planted expert, stochastic (brief 004 §5.3 item 1).
+
+    Each round a good arm ``g_t`` is uniform on [K]; arm losses are Bernoulli(1/2 - gap*1{i=g_t}).
+    Each expert independently recommends ``g_t`` with probability ``rho`` (``rho_star`` for the
+    planted expert ``j*``, uniform on [N] at reset) and otherwise a uniform arm. Advice is one-hot,
+    mixed with the uniform distribution by ``smoothing`` (choice: a deterministic mixture stands
+    in for the brief's Dirichlet smoothing). Expected per-round gap between an expert and ``j*``:
+    ``gap (rho_star - rho)(1 - 1/K)(1 - smoothing)``.
+
+    Knobs: ``gap`` in (0, 1/2] (default 0.1), ``rho_star`` (default 0.9) and ``rho`` (default 0.5)
+    with 0 <= rho < rho_star <= 1, ``smoothing`` in [0, 1) (default 0).
+    Public draws per round: 1 + 2N uniforms (ADVICE stream); data: K uniforms.
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        n_arms: int,
+        *,
+        gap: float = 0.1,
+        rho_star: float = 0.9,
+        rho: float = 0.5,
+        smoothing: float = 0.0,
+    ) -> None:
+        super().__init__(n_experts, horizon, n_arms)
+        self.gap = _check_gap(gap)
+        self.rho_star = check_float("rho_star", rho_star, minimum=0.0, maximum=1.0)
+        self.rho = check_float("rho", rho, minimum=0.0, maximum=1.0)
+        if not self.rho < self.rho_star:
+            raise ValueError(f"rho must be < rho_star ({self.rho_star}), got rho={self.rho}")
+        self.smoothing = check_float(
+            "smoothing", smoothing, minimum=0.0, maximum=1.0, max_inclusive=False
+        )
+        self._n_behaviours = self.n_experts
+        self._n_segments = 1
+
+    def _behaviour_of_expert(self) -> np.ndarray | None:
+        """Behaviour index of each expert (None: expert j is behaviour j)."""
+        return None
+
+    def _setup(self, rng: BatchRNG) -> None:
+        # Planted behaviour of each segment: uniform, then uniform among the others.
+        d = self._n_behaviours
+        first = rng.integers(d)
+        steps = rng.integers(max(d - 1, 1), (self._n_segments - 1,))
+        seq = np.empty((self.num_runs, self._n_segments), dtype=np.int64)
+        seq[:, 0] = first
+        for s in range(1, self._n_segments):
+            seq[:, s] = (seq[:, s - 1] + 1 + steps[:, s - 1]) % d
+        self._planted_seq = seq
+        self._mix: np.ndarray | float = self.smoothing
+
+    @property
+    def planted(self) -> np.ndarray:
+        """The planted behaviour of the current round, (B,) (an expert index unless duplicated)."""
+        seg = self._segment(max(self.t, 1))[0]
+        return self._planted_seq[:, seg]
+
+    def _public(self, t: int) -> np.ndarray:
+        d, k = self._n_behaviours, self.n_arms
+        good = self._coins.integers(k)  # (B,)
+        follow_u = self._coins.random((d,))
+        random_arm = self._coins.integers(k, (d,))
+        rho = np.full((self.num_runs, d), self.rho)
+        seg = self._segment(t)[0]
+        rho[np.arange(self.num_runs), self._planted_seq[:, seg]] = self.rho_star
+        self._rec = np.where(follow_u < rho, good[:, None], random_arm)  # (B, D)
+        means = np.full((self.num_runs, k), 0.5)
+        means[np.arange(self.num_runs), good] -= self.gap
+        return means
+
+    def _advice(self, t: int) -> np.ndarray:
+        beh = self._behaviour_of_expert()
+        rec = self._rec if beh is None else self._rec[:, beh]
+        return _one_hot(rec, self.n_arms, self._mix)
+
+
+class ShiftingPlantedExpert(PlantedExpert):
+    """Shifting planted expert (brief 004 §5.3 item 2): ``j*`` changes at S public change points.
+
+    Knobs: those of :class:`PlantedExpert`, plus ``n_shifts`` = S (>= 0, default 1; needs N >= 2
+    when S >= 1) and ``schedule`` ("even" default, or "geometric"; see :func:`change_points`).
+    The new planted expert is uniform among the other N - 1. ``default_switches = S``.
+    """
+
+    has_segments = True
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        n_arms: int,
+        *,
+        n_shifts: int = 1,
+        schedule: str = "even",
+        **knobs: Any,
+    ) -> None:
+        super().__init__(n_experts, horizon, n_arms, **knobs)
+        self._starts = change_points(self.horizon, n_shifts, schedule)
+        self.n_shifts = len(self._starts)
+        self.schedule = schedule
+        if self.n_shifts and self._n_behaviours < 2:
+            raise ValueError("n_shifts >= 1 needs at least 2 experts (the planted one changes)")
+        self._n_segments = self.n_shifts + 1
+        self.default_switches = self.n_shifts
+
+
+class DuplicatedExperts(PlantedExpert):
+    """Duplicated experts (brief 004 §5.3 item 4): D behaviours, each copied about N/D times.
+
+    Behaviours follow the planted-expert law (one planted behaviour with ``rho_star``, the others
+    ``rho``). Expert ``j`` copies behaviour ``j mod D`` and mixes it with the uniform distribution
+    by its own weight ``xi_j ~ U[0, perturbation)`` drawn at reset (the "tiny perturbation"; the
+    best expert is the planted behaviour's copy with the smallest ``xi``). Memory O(B N).
+
+    Knobs: ``n_behaviours`` = D in [1, N] (default ``min(4, N)``), ``perturbation`` in [0, 1)
+    (default 0.05), ``gap``, ``rho_star``, ``rho`` as in :class:`PlantedExpert`.
+    Public draws per round: 1 + 2D uniforms.
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        n_arms: int,
+        *,
+        n_behaviours: int | None = None,
+        perturbation: float = 0.05,
+        gap: float = 0.1,
+        rho_star: float = 0.9,
+        rho: float = 0.5,
+    ) -> None:
+        super().__init__(n_experts, horizon, n_arms, gap=gap, rho_star=rho_star, rho=rho)
+        if n_behaviours is None:
+            n_behaviours = min(4, self.n_experts)
+        self._n_behaviours = check_int(
+            "n_behaviours", n_behaviours, minimum=1, maximum=self.n_experts
+        )
+        self.n_behaviours = self._n_behaviours
+        self.perturbation = check_float(
+            "perturbation", perturbation, minimum=0.0, maximum=1.0, max_inclusive=False
+        )
+        self._beh = np.arange(self.n_experts) % self._n_behaviours
+
+    def _behaviour_of_expert(self) -> np.ndarray | None:
+        return self._beh
+
+    def _setup(self, rng: BatchRNG) -> None:
+        super()._setup(rng)
+        self._mix = self.perturbation * rng.random((self.n_experts,))
+
+    @property
+    def best_expert(self) -> np.ndarray:
+        """The planted behaviour's least perturbed copy, (B,)."""
+        planted = self.planted
+        mix = np.where(self._beh[None, :] == planted[:, None], self._mix, np.inf)
+        return np.argmin(mix, axis=1)
+
+
+# ------------------------------------------------------------------------------ policy class
+class PolicyClass(AdviceAdversary):
+    """Policy-class (contextual) experts (brief 004 §5.3 item 3): N = K^C deterministic maps.
+
+    Each round a public context ``c_t`` is uniform on [C]; expert ``j`` recommends digit ``c_t``
+    of ``j`` in base K (computed on the fly: O(N) integers per run and round, no N x C table).
+    Arm losses are Bernoulli(m(c_t, i)) with a mean table drawn at reset: a best arm ``b(c)``
+    uniform on [K] with mean ``1/2 - gap``, the other arms ``1/2 + spread * U/2``, U ~ U[0, 1)
+    [choice: the brief leaves the table's law open; this keeps a margin of at least ``gap``]. The
+    best expert is ``sum_c b(c) K^c`` (attribute ``best_expert``).
+
+    Knobs: ``n_contexts`` = C (default: derived from ``n_experts = K^C``; ``n_experts`` may then be
+    omitted), ``gap`` in (0, 1/2] (default 0.1), ``spread`` in [0, 1] (default 0.5).
+    N must not exceed ``MAX_POLICY_CLASS_EXPERTS``. Public draws per round: 1 uniform.
+    """
+
+    def __init__(
+        self,
+        n_experts: int | None,
+        horizon: int,
+        n_arms: int,
+        *,
+        n_contexts: int | None = None,
+        gap: float = 0.1,
+        spread: float = 0.5,
+    ) -> None:
+        k = check_int("n_arms", n_arms, minimum=2)
+        if n_contexts is None:
+            if n_experts is None:
+                raise ValueError("policy_class needs n_contexts (C) or n_experts (= n_arms**C)")
+            n = check_int("n_experts", n_experts, minimum=1)
+            c = 0
+            while k**c < n:
+                c += 1
+            if k**c != n:
+                raise ValueError(
+                    f"policy_class needs n_experts = n_arms**n_contexts; {n} is not a power of "
+                    f"n_arms={k} (pass n_contexts)"
+                )
+            n_contexts = max(c, 1)
+        n_contexts = check_int("n_contexts", n_contexts, minimum=1)
+        if k**n_contexts > MAX_POLICY_CLASS_EXPERTS:
+            raise ValueError(
+                f"policy_class has n_arms**n_contexts = {k}**{n_contexts} experts, more than "
+                f"MAX_POLICY_CLASS_EXPERTS={MAX_POLICY_CLASS_EXPERTS}"
+            )
+        if n_experts is not None and check_int("n_experts", n_experts, minimum=1) != k**n_contexts:
+            raise ValueError(
+                f"policy_class needs n_experts = n_arms**n_contexts = {k**n_contexts}, "
+                f"got n_experts={n_experts}"
+            )
+        super().__init__(k**n_contexts, horizon, k)
+        self.n_contexts = n_contexts
+        self.gap = _check_gap(gap)
+        self.spread = check_float("spread", spread, minimum=0.0, maximum=1.0)
+        self._powers = (k ** np.arange(n_contexts)).astype(np.int64)
+
+    def _setup(self, rng: BatchRNG) -> None:
+        c, k = self.n_contexts, self.n_arms
+        best = rng.integers(k, (c,))  # (B, C)
+        table = 0.5 + 0.5 * self.spread * rng.random((c, k))
+        np.put_along_axis(table, best[..., None], 0.5 - self.gap, axis=-1)
+        self._best_arm = best
+        self._table = table
+
+    @property
+    def best_expert(self) -> np.ndarray:
+        """Index of the expert mapping every context to its best arm, (B,)."""
+        return (self._best_arm * self._powers).sum(axis=1)
+
+    def _public(self, t: int) -> np.ndarray:
+        self.context = self._coins.integers(self.n_contexts)  # (B,)
+        return self._table[np.arange(self.num_runs), self.context]
+
+    def recommendations(self) -> np.ndarray:
+        """Arms recommended by every expert for the current context, (B, N) int64."""
+        expert = np.arange(self.n_experts, dtype=np.int64)
+        return (expert[None, :] // self._powers[self.context][:, None]) % self.n_arms
+
+    def _advice(self, t: int) -> np.ndarray:
+        return _one_hot(self.recommendations(), self.n_arms)
+
+
+# ---------------------------------------------------------------- deterministic instances
+class Lemma11Switch(AdviceAdversary):
+    """Lemma-11 switch instance (brief 004 §2.9 and §5.3 item 5a), deterministic losses.
+
+    Arm 0 has loss 1/2 every round; arm 1 has loss 1 before ``switch_round`` and 0 from it on;
+    any further arm (K > 2, an extension) has loss 1. Experts: the K identity experts followed by
+    N - K distractors that always recommend arm 0 (needs N >= K). The arm-1 expert is best in
+    hindsight iff ``switch_round - 1 < T/2``; the per-round best switches once.
+
+    Knobs: ``switch_round`` = t0 in [1, T+1] (default ``T // 4 + 1``; T+1 means never).
+    ``default_switches`` is 1 when 2 <= t0 <= T, else 0. No random draws at all.
+    """
+
+    stochastic_losses = False
+    has_segments = True
+
+    def __init__(
+        self, n_experts: int, horizon: int, n_arms: int, *, switch_round: int | None = None
+    ) -> None:
+        super().__init__(n_experts, horizon, n_arms)
+        if self.n_experts < self.n_arms:
+            raise ValueError(
+                f"lemma11_switch needs n_experts >= n_arms ({self.n_arms}: identity experts plus "
+                f"distractors), got n_experts={self.n_experts}"
+            )
+        if switch_round is None:
+            switch_round = self.horizon // 4 + 1
+        self.switch_round = check_int(
+            "switch_round", switch_round, minimum=1, maximum=self.horizon + 1
+        )
+        inside = 2 <= self.switch_round <= self.horizon
+        self._starts = np.array([self.switch_round] if inside else [], dtype=np.int64)
+        self.default_switches = int(inside)
+        advice = np.zeros((self.n_experts, self.n_arms))
+        advice[np.arange(self.n_arms), np.arange(self.n_arms)] = 1.0
+        advice[self.n_arms :, 0] = 1.0
+        advice.setflags(write=False)
+        self._advice_matrix = advice
+
+    def _public(self, t: int) -> np.ndarray:
+        row = np.ones(self.n_arms)
+        row[0] = 0.5
+        row[1] = 0.0 if t >= self.switch_round else 1.0
+        return np.broadcast_to(row, (self.num_runs, self.n_arms)).copy()
+
+    def _segment(self, t: int) -> tuple[int, bool]:
+        if self.switch_round == 1:
+            return 1, False
+        return super()._segment(t)
+
+    def _advice(self, t: int) -> np.ndarray:
+        return np.broadcast_to(self._advice_matrix, (self.num_runs, self.n_experts, self.n_arms))
+
+
+class PeriodicSwap(AdviceAdversary):
+    """Batch-aliasing periodic losses (brief 004 §5.3 item 5b), identity experts.
+
+    Arms 0 and 1 swap which one has loss 0 every ``period`` rounds (arm 0 first); the other has
+    loss 1, as has every further arm. Static regret is mild, but a learner committing for ``tau``
+    rounds pays when ``period`` is near ``tau``. ``default_switches = ceil(T/period) - 1`` (the
+    per-round best switches at every swap; the env's switch-budgeted comparator costs O(N S)).
+
+    Knobs: ``period`` >= 1 (default 100). No random draws.
+    """
+
+    stochastic_losses = False
+    has_segments = True
+
+    def __init__(
+        self, n_experts: int | None, horizon: int, n_arms: int, *, period: int = 100
+    ) -> None:
+        super().__init__(_check_identity_experts(n_experts, n_arms), horizon, n_arms)
+        self.period = check_int("period", period, minimum=1)
+        self.default_switches = -(-self.horizon // self.period) - 1
+
+    def _segment(self, t: int) -> tuple[int, bool]:
+        # Arithmetic, not a table of change points: O(1) memory for any T.
+        seg = (t - 1) // self.period
+        return seg, bool(seg > 0 and (t - 1) % self.period == 0)
+
+    def _public(self, t: int) -> np.ndarray:
+        row = np.ones(self.n_arms)
+        row[self._segment(t)[0] % 2] = 0.0
+        return np.broadcast_to(row, (self.num_runs, self.n_arms)).copy()
+
+    def _advice(self, t: int) -> np.ndarray:
+        return self._identity_advice()
+
+
+class BernoulliGap(AdviceAdversary):
+    """Stochastic K-armed bandit with a gap (identity experts).
+
+    Arm losses are Bernoulli(1/2) except the best arm, Bernoulli(1/2 - gap). The best arm is
+    uniform on [K] at reset (or ``best_arm``). Knobs: ``gap`` in (0, 1/2] (default 0.1),
+    ``best_arm`` in [0, K) or None.
+    """
+
+    def __init__(
+        self,
+        n_experts: int | None,
+        horizon: int,
+        n_arms: int,
+        *,
+        gap: float = 0.1,
+        best_arm: int | None = None,
+    ) -> None:
+        n_experts = _check_identity_experts(n_experts, n_arms)
+        super().__init__(n_experts, horizon, n_arms)
+        self.gap = _check_gap(gap)
+        self.best_arm = None
+        if best_arm is not None:
+            self.best_arm = check_int("best_arm", best_arm, minimum=0, maximum=self.n_arms - 1)
+        self._n_segments = 1
+
+    def _setup(self, rng: BatchRNG) -> None:
+        k = self.n_arms
+        first = rng.integers(k)
+        if self.best_arm is not None:
+            first = np.full(self.num_runs, self.best_arm, dtype=np.int64)
+        steps = rng.integers(k - 1, (self._n_segments - 1,))
+        seq = np.empty((self.num_runs, self._n_segments), dtype=np.int64)
+        seq[:, 0] = first
+        for s in range(1, self._n_segments):
+            seq[:, s] = (seq[:, s - 1] + 1 + steps[:, s - 1]) % k
+        self._best_seq = seq
+
+    @property
+    def best(self) -> np.ndarray:
+        """The best arm of the current round, (B,)."""
+        return self._best_seq[:, self._segment(max(self.t, 1))[0]]
+
+    def _public(self, t: int) -> np.ndarray:
+        means = np.full((self.num_runs, self.n_arms), 0.5)
+        means[np.arange(self.num_runs), self._best_seq[:, self._segment(t)[0]]] -= self.gap
+        return means
+
+    def _advice(self, t: int) -> np.ndarray:
+        return self._identity_advice()
+
+
+class ShiftingBernoulli(BernoulliGap):
+    """:class:`BernoulliGap` whose best arm changes at S public change points.
+
+    Knobs: ``gap``, ``best_arm`` (the first segment's best arm), ``n_shifts`` = S >= 0 (default 1),
+    ``schedule`` ("even" or "geometric", :func:`change_points`). Each new best arm is uniform among
+    the other K - 1. ``default_switches = S``.
+    """
+
+    has_segments = True
+
+    def __init__(
+        self,
+        n_experts: int | None,
+        horizon: int,
+        n_arms: int,
+        *,
+        n_shifts: int = 1,
+        schedule: str = "even",
+        **knobs: Any,
+    ) -> None:
+        super().__init__(n_experts, horizon, n_arms, **knobs)
+        self._starts = change_points(self.horizon, n_shifts, schedule)
+        self.n_shifts = len(self._starts)
+        self.schedule = schedule
+        self._n_segments = self.n_shifts + 1
+        self.default_switches = self.n_shifts
+
+
+# ------------------------------------------------------------------------------ registration
+register_family("bandit_advice", "planted_expert")(PlantedExpert)
+register_family("bandit_advice", "shifting_planted_expert")(ShiftingPlantedExpert)
+register_family("bandit_advice", "policy_class")(PolicyClass)
+register_family("bandit_advice", "duplicated_experts")(DuplicatedExperts)
+register_family("bandit_advice", "lemma11_switch")(Lemma11Switch)
+
+register_family("bandit", "bernoulli_gap")(BernoulliGap)
+register_family("bandit", "shifting_bernoulli")(ShiftingBernoulli)
+register_family("bandit", "periodic_swap")(PeriodicSwap)
+
+
+@register_family("bandit", "lemma11_switch")
+def lemma11_bandit(
+    n_experts: int | None, horizon: int, n_arms: int, *, switch_round: int | None = None
+) -> Lemma11Switch:
+    """Lemma-11 switch instance with identity experts only (N = K)."""
+    n_experts = _check_identity_experts(n_experts, n_arms)
+    return Lemma11Switch(n_experts, horizon, n_arms, switch_round=switch_round)
