@@ -1,0 +1,378 @@
+"""Non-private bandit baselines: EXP3, Tsallis-INF (HTINF), FTPL-GR and EXP4.
+
+The learners read :class:`~agents.base.BanditObs` (advice (B, N, K) for the round about to be
+played, the last arm and its loss) and wrap the batched cores of :mod:`agents.bandit_core`
+(whose module docstring documents the core API the private bandit learners reuse).
+
+K-armed learners (``exp3``, ``tsallis-inf``, ``ftpl-gr``) take ``over``:
+
+* ``over="arms"`` (default): the learner plays the K arms and ignores the advice. On
+  ``DPExperts-Bandit-v0`` (identity advice) this is the textbook algorithm; on
+  ``DPExperts-BanditAdvice-v0`` it is the advice-blind baseline (it competes with the best arm,
+  and its regret is still measured against the best expert).
+* ``over="experts"``: the N experts are meta-arms (brief 004 Alg. 5, App. F.1): the core picks an
+  expert J, the learner plays ``I ~ advice[J]`` (one extra uniform per round) and feeds the loss
+  of I back as expert J's loss. Its regret against the best expert is the core's bandit regret
+  over N arms (brief 004 Thm 6).
+
+All learners check that ``obs["last_action"]`` is the arm they played: a mismatch means the
+agent and env are out of step (for instance the env was reset without ``agent.reset()``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from agents.bandit_core import (
+    BanditCore,
+    Exp3Core,
+    Exp4Core,
+    FtplGRCore,
+    TsallisInfCore,
+    default_exp3_eta,
+)
+from agents.base import Agent, BanditObs, PrivacyClaim, no_privacy
+from agents.registry import register
+from dp_experts_env._validation import check_choice, check_float, check_int, check_probability
+
+__all__ = ["Exp3", "TsallisInf", "FtplGR", "Exp4", "OVER"]
+
+OVER = ("arms", "experts")
+RATES = ("fixed", "anytime")
+
+
+class _BanditBaseline(Agent):
+    """Shared plumbing of the non-private bandit learners."""
+
+    feedback = "bandit"
+    _CLAIM = no_privacy("bandit")
+
+    @property
+    def privacy(self) -> PrivacyClaim:
+        """Not private: ``epsilon = inf``, model ``none``."""
+        return self._CLAIM
+
+    def _check_step(self, obs: BanditObs) -> None:
+        if not np.array_equal(obs.last_action, self.last_actions):
+            raise ValueError(
+                f"obs['last_action'] {obs.last_action.tolist()} differs from the arms this agent "
+                f"played {self.last_actions.tolist()}; a bandit learner needs the loss of its own "
+                "arm (reset the agent whenever the env is reset)"
+            )
+
+
+class _CoreBandit(_BanditBaseline):
+    """A K-armed core played over the arms or over the experts (meta-arms)."""
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        over: str,
+        num_envs: int,
+        seed: int | Sequence[int] | None,
+        n_arms: int | None,
+    ) -> None:
+        super().__init__(n_experts, horizon, num_envs=num_envs, seed=seed, n_arms=n_arms)
+        self.over = check_choice("over", over, OVER)
+
+    @property
+    def n_core_arms(self) -> int:
+        """m: K when playing arms, N when playing experts as meta-arms."""
+        return self.n_arms if self.over == "arms" else self.n_experts
+
+    def _make_core(self) -> BanditCore:
+        raise NotImplementedError
+
+    def _init_state(self) -> None:
+        self.core = self._make_core()
+        self.core_choices = np.zeros(self.num_envs, dtype=np.int64)
+        self._last_law: np.ndarray | None = None
+
+    def _learn(self, obs: BanditObs) -> None:
+        self._check_step(obs)
+        self.core.update(self.core_choices, obs.last_loss)
+
+    def _choose(self, obs: BanditObs) -> np.ndarray:
+        self.core_choices = self.core.sample()
+        if self.over == "arms":
+            return self.core_choices
+        advice = obs.advice[np.arange(self.num_envs), self.core_choices]  # (B, K)
+        if not isinstance(self.core, FtplGRCore):  # FTPL has no closed-form law
+            self._last_law = np.einsum("bn,bnk->bk", self.core.distribution(), obs.advice)
+        return self.rng.categorical(advice)
+
+    def action_distribution(self) -> np.ndarray:
+        """(B, K) law of the last action (``over="arms"``: also before the first act)."""
+        if self.over == "arms":
+            return self.core.distribution()
+        if self._last_law is None:
+            raise RuntimeError("over='experts': the arm law needs advice; call act() first")
+        return self._last_law
+
+
+@register(
+    "exp3",
+    private=False,
+    summary="EXP3 over arms (or experts as meta-arms), rate sqrt(2 ln K/(TK)), mixing gamma",
+)
+class Exp3(_CoreBandit):
+    """EXP3 with mixing.
+
+    Source: Auer, Cesa-Bianchi, Freund & Schapire 2002; the private-bandit paper's Alg. 3 (brief
+    004 S2). Round t plays ``I ~ p_t = (1 - gamma) softmax(-eta_t Lhat) + gamma / m`` and adds
+    ``l_t / p_t(I)`` to ``Lhat(I)``. Core: :class:`~agents.bandit_core.Exp3Core`.
+
+    Args:
+        n_experts: N.
+        horizon: T.
+        n_arms: K (>= 2).
+        eta: fixed rate (``rate="fixed"`` only); default ``sqrt(2 ln m / (T m))``, which gives
+            expected regret <= ``sqrt(2 T m ln m)`` with gamma = 0 (m = K, or N with
+            ``over="experts"``).
+        rate: ``"fixed"`` (default) or ``"anytime"``: ``eta_t = sqrt(ln m / (t m))``
+            (Bubeck & Cesa-Bianchi 2012, Thm 3.1: regret <= ``2 sqrt(T m ln m)``).
+        gamma: uniform mixing in [0, 1], default 0 (not needed for losses in [0, 1]).
+        over: ``"arms"`` (default, ignores the advice) or ``"experts"`` (module docstring).
+        num_envs: B.
+        seed: int (run b uses seed + b), sequence of B ints, or None.
+
+    Per-round cost: O(m) per run (plus O(N K) with ``over="experts"`` for the reported arm law).
+    Memory O(m) per run.
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        n_arms: int | None = None,
+        eta: float | None = None,
+        rate: str = "fixed",
+        gamma: float = 0.0,
+        over: str = "arms",
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+    ) -> None:
+        super().__init__(n_experts, horizon, over=over, num_envs=num_envs, seed=seed, n_arms=n_arms)
+        self.rate = check_choice("rate", rate, RATES)
+        if eta is not None and self.rate == "anytime":
+            raise ValueError("eta applies to rate='fixed' only; rate='anytime' uses its schedule")
+        m = self.n_core_arms
+        self.eta = default_exp3_eta(m, horizon) if eta is None else _positive("eta", eta)
+        self.gamma = check_probability("gamma", gamma)
+        self.reset(seed)
+
+    def _make_core(self) -> BanditCore:
+        m = self.n_core_arms
+        if self.rate == "anytime":
+            log_m = math.log(m) if m > 1 else 1.0
+
+            def schedule(n: np.ndarray) -> np.ndarray:
+                return np.sqrt(log_m / (n * m))
+
+            return Exp3Core(self.rng, m, eta=schedule, gamma=self.gamma)
+        return Exp3Core(self.rng, m, eta=self.eta, gamma=self.gamma)
+
+
+@register(
+    "tsallis-inf",
+    private=False,
+    summary="Tsallis-INF / HTINF (alpha=2, Newton-normalised), over arms or experts",
+)
+class TsallisInf(_CoreBandit):
+    """1/2-Tsallis-INF with HTINF's skipping (the base learner of brief 004 Cor. 2 and Cor. 8).
+
+    Source: Huang, Dai & Huang 2022, Alg. 1 (HTINF) with alpha = 2, as reconstructed in brief 004
+    S3 (the private-bandit paper quotes only its guarantee, Thm 21; P11). Round t plays
+    ``x_t = argmin_x <Lhat, x> - 2 sigma sqrt(t) sum_i sqrt(x_i)``, solved in closed form up to a
+    scalar normaliser found by monotone Newton iterations; feedback larger in absolute value than
+    ``(1 - 2^(-1/3)) sigma sqrt(t) sqrt(x_t(I))`` is skipped (replaced by 0), the rest enters as
+    ``y / x_t(I)``. Core: :class:`~agents.bandit_core.TsallisInfCore`.
+
+    Args:
+        n_experts: N.
+        horizon: T (the learner is horizon-free; T is only validated).
+        n_arms: K (>= 2).
+        sigma: heavy-tail scale, default 1 (losses in [0, 1] are (2, 1)-heavy-tailed); HTINF's
+            bound is ``30 sigma sqrt(m (T + 1))``.
+        skip: apply the skipping threshold (default True). ``skip=False`` is Zimmert & Seldin's
+            1/2-Tsallis-INF with rate ``2 / (sigma sqrt(t))`` and importance weighting.
+        over: ``"arms"`` (default) or ``"experts"`` (module docstring).
+        num_envs: B.
+        seed: int (run b uses seed + b), sequence of B ints, or None.
+
+    Deviation: reconstruction of an algorithm the source paper does not print (brief 004 P11);
+    skipping also discards early large losses of clean [0, 1] feedback when sigma is small.
+
+    Per-round cost: O(m * n_newton) per run (n_newton ~ 5-30). Memory O(m) per run.
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        n_arms: int | None = None,
+        sigma: float = 1.0,
+        skip: bool = True,
+        over: str = "arms",
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+    ) -> None:
+        super().__init__(n_experts, horizon, over=over, num_envs=num_envs, seed=seed, n_arms=n_arms)
+        self.sigma = _positive("sigma", sigma)
+        if not isinstance(skip, bool):
+            raise TypeError(f"skip must be a bool, got {type(skip).__name__}")
+        self.skip = skip
+        self.reset(seed)
+
+    def _make_core(self) -> BanditCore:
+        return TsallisInfCore(self.rng, self.n_core_arms, sigma=self.sigma, skip=self.skip)
+
+
+@register(
+    "ftpl-gr",
+    private=False,
+    summary="bandit FTPL with Laplace perturbations and geometric resampling (Neu-Bartok)",
+)
+class FtplGR(_CoreBandit):
+    """Follow the perturbed leader with geometric resampling.
+
+    Source: Neu & Bartók 2016; the private-bandit paper's Alg. 4 (brief 004 S4) with the P12
+    fixes (argmin in the resampling loop, ``M_t = M`` when no redraw matches, resampling with the
+    pre-update estimates). Core: :class:`~agents.bandit_core.FtplGRCore`.
+
+    Args:
+        n_experts: N.
+        horizon: T.
+        n_arms: K (>= 2).
+        eta: perturbation rate (Laplace scale ``1 / eta``); default Lemma 25 at lambda = 0:
+            ``min(sqrt(ln m / (m T)), 1 / M)``.
+        max_resamples: M; default ``ceil(sqrt(m T))``.
+        over: ``"arms"`` (default) or ``"experts"`` (module docstring).
+        num_envs: B.
+        seed: int (run b uses seed + b), sequence of B ints, or None.
+
+    Per-round cost: O(M m) per run (all M redraws are drawn so runs stay aligned; memory
+    O(256 m) per run for the chunked redraws). Expensive for large T: M grows like sqrt(m T).
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        n_arms: int | None = None,
+        eta: float | None = None,
+        max_resamples: int | None = None,
+        over: str = "arms",
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+    ) -> None:
+        super().__init__(n_experts, horizon, over=over, num_envs=num_envs, seed=seed, n_arms=n_arms)
+        m = self.n_core_arms
+        self.max_resamples = (
+            math.ceil(math.sqrt(m * horizon))
+            if max_resamples is None
+            else check_int("max_resamples", max_resamples, minimum=1)
+        )
+        default_eta = min(
+            math.sqrt(max(math.log(m), 1e-12) / (m * horizon)), 1 / self.max_resamples
+        )
+        self.eta = default_eta if eta is None else _positive("eta", eta)
+        self.reset(seed)
+
+    def _make_core(self) -> BanditCore:
+        return FtplGRCore(
+            self.rng, self.n_core_arms, eta=self.eta, max_resamples=self.max_resamples
+        )
+
+    def action_distribution(self) -> np.ndarray:
+        """Not available for FTPL (no closed-form law)."""
+        return self.core.distribution()  # raises NotImplementedError with an explanation
+
+
+@register(
+    "exp4",
+    private=False,
+    summary="EXP4: exponential weights over experts mixed through the advice",
+)
+class Exp4(_BanditBaseline):
+    """EXP4 (exponential weights for bandits with expert advice).
+
+    Source: Auer, Cesa-Bianchi, Freund & Schapire 2002; brief 004 S5. Round t mixes the expert
+    weights ``P_t = softmax(-eta_t Lhat)`` through the advice ``A_t`` into the arm law
+    ``Q_t = (1 - gamma) P_t A_t + gamma / K``, plays ``I ~ Q_t`` and adds
+    ``A_t[j, I] l_t(I) / Q_t(I)`` to every expert's ``Lhat(j)``. Core:
+    :class:`~agents.bandit_core.Exp4Core`.
+
+    Args:
+        n_experts: N.
+        horizon: T.
+        n_arms: K (>= 2).
+        eta: fixed rate (``rate="fixed"`` only); default ``sqrt(2 ln N / (T K))``, which gives
+            expected regret <= ``sqrt(2 T K ln N)`` against the best expert with gamma = 0.
+        rate: ``"fixed"`` (default) or ``"anytime"``: ``eta_t = sqrt(ln N / (t K))``.
+        gamma: uniform mixing over arms in [0, 1], default 0.
+        num_envs: B.
+        seed: int (run b uses seed + b), sequence of B ints, or None.
+
+    Per-round cost: O(N K) per run (the mixture Q). Memory O(N) per run.
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        n_arms: int | None = None,
+        eta: float | None = None,
+        rate: str = "fixed",
+        gamma: float = 0.0,
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+    ) -> None:
+        super().__init__(n_experts, horizon, num_envs=num_envs, seed=seed, n_arms=n_arms)
+        self.rate = check_choice("rate", rate, RATES)
+        if eta is not None and self.rate == "anytime":
+            raise ValueError("eta applies to rate='fixed' only; rate='anytime' uses its schedule")
+        log_n = math.log(n_experts) if n_experts > 1 else 1.0
+        default_eta = math.sqrt(2.0 * log_n / (horizon * self.n_arms))
+        self.eta = default_eta if eta is None else _positive("eta", eta)
+        self.gamma = check_probability("gamma", gamma)
+        self.reset(seed)
+
+    def _init_state(self) -> None:
+        if self.rate == "anytime":
+            log_n = math.log(self.n_experts) if self.n_experts > 1 else 1.0
+            k = self.n_arms
+
+            def schedule(n: np.ndarray) -> np.ndarray:
+                return np.sqrt(log_n / (n * k))
+
+            eta = schedule
+        else:
+            eta = self.eta
+        self.core = Exp4Core(self.rng, self.n_experts, self.n_arms, eta=eta, gamma=self.gamma)
+
+    def _learn(self, obs: BanditObs) -> None:
+        self._check_step(obs)
+        self.core.update(self.core.estimate(obs.last_loss))
+
+    def _choose(self, obs: BanditObs) -> np.ndarray:
+        return self.core.sample(obs.advice)
+
+    def action_distribution(self) -> np.ndarray:
+        """(B, K) law of the last action."""
+        if self.core.last_q is None:
+            raise RuntimeError("the arm law needs advice; call act() first")
+        return self.core.last_q
+
+
+def _positive(name: str, value: float) -> float:
+    return check_float(name, value, minimum=0.0, min_inclusive=False)

@@ -1,0 +1,386 @@
+"""Non-private full-information baselines: uniform, FTL, Hedge, Fixed-Share, shrinking dartboard.
+
+Every learner plays B = ``num_envs`` runs at once: its state is a (B, N) array, its randomness
+comes only from ``self.rng`` (a :class:`~dp_experts_env.batch_rng.BatchRNG`) and every round draws
+the same number of uniforms in every run, so run ``b`` of a learner seeded ``s`` equals a single
+learner seeded ``s + b``. Weights are kept as cumulative losses or log-weights and normalised by a
+max-subtracted softmax, so nothing under- or overflows however long the game.
+
+Each learner exposes ``action_distribution()``: the (B, N) law of the action returned by the last
+:meth:`~agents.base.Agent.act` (before the first ``act``: the law of the first action). The
+evaluation may use it for pseudo-regret. For the shrinking dartboard it is the *marginal* law
+(Hedge's), not the law conditional on the previous action.
+
+Privacy: none of these learners is private; their claim is :func:`~agents.base.no_privacy`.
+Rate tunings are the textbook ones (brief 000 P24: the papers give no constants for baselines).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from agents._simplex import log_mix_uniform, log_softmax, softmax, uniform_among
+from agents.base import Agent, PrivacyClaim, no_privacy
+from agents.registry import register
+from dp_experts_env._validation import check_choice, check_float, check_int, check_probability
+
+__all__ = [
+    "Uniform",
+    "FollowTheLeader",
+    "Hedge",
+    "FixedShare",
+    "ShrinkingDartboard",
+    "hedge_eta",
+    "fixed_share_tuning",
+]
+
+RATES = ("fixed", "anytime")
+
+
+def hedge_eta(n_experts: int, horizon: int) -> float:
+    """Hedge's fixed rate ``sqrt(8 ln N / T)``: regret <= sqrt(T ln N / 2) for losses in [0, 1]."""
+    return math.sqrt(8.0 * math.log(n_experts) / horizon)
+
+
+def fixed_share_tuning(n_experts: int, horizon: int, n_switches: int) -> tuple[float, float]:
+    """The standard Fixed-Share tuning for at most S switches (Cesa-Bianchi & Lugosi 2006, §5.2).
+
+    ``alpha = S / (T - 1)`` and ``eta = sqrt(8 C / T)`` with
+    ``C = (S + 1) ln N + S ln(e (T - 1) / S)`` (``C = ln N`` when S = 0), which minimises
+    ``C / eta + eta T / 8`` and gives S-switch (tracking) regret <= ``sqrt(T C / 2)``.
+
+    Returns:
+        ``(alpha, eta)``.
+    """
+    s, t = n_switches, horizon
+    if s == 0 or t == 1:
+        return 0.0, hedge_eta(n_experts, horizon)
+    c = (s + 1) * math.log(n_experts) + s * math.log(math.e * (t - 1) / s)
+    return s / (t - 1), math.sqrt(8.0 * c / t)
+
+
+class _FullInfoBaseline(Agent):
+    """Shared plumbing: no privacy, full-information feedback, cumulative losses."""
+
+    feedback = "full"
+    _CLAIM = no_privacy("full")
+
+    @property
+    def privacy(self) -> PrivacyClaim:
+        """Not private: ``epsilon = inf``, model ``none``."""
+        return self._CLAIM
+
+    def action_distribution(self) -> np.ndarray:
+        """The (B, N) law the last action was drawn from (the first action's law before any)."""
+        return self._distribution(max(self.t, 1))
+
+    def _distribution(self, round_index: int) -> np.ndarray:
+        """(B, N) law of the action of 1-indexed round ``round_index`` given what was learned."""
+        raise NotImplementedError
+
+    def _init_state(self) -> None:
+        self.cum_loss = np.zeros((self.num_envs, self.n_experts))
+
+    def _learn(self, obs: np.ndarray) -> None:
+        self.cum_loss += obs
+
+
+def _positive_eta(eta: float) -> float:
+    return check_float("eta", eta, minimum=0.0, min_inclusive=False)
+
+
+@register("uniform", private=False, summary="uniformly random expert every round (floor)")
+class Uniform(_FullInfoBaseline):
+    """Play a uniformly random expert every round, ignoring all feedback.
+
+    Source: the trivial baseline; its expected static regret is linear unless all experts tie.
+
+    Args:
+        n_experts: N.
+        horizon: T (unused beyond validation).
+        num_envs: B.
+        seed: int (run b uses seed + b), sequence of B ints, or None.
+        n_arms: ignored (accepted so that every learner shares one signature).
+
+    Per-round cost: O(1) per run (one uniform). Memory O(N) per run (the cumulative losses,
+    kept only so that every baseline has the same state).
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+        n_arms: int | None = None,
+    ) -> None:
+        super().__init__(n_experts, horizon, num_envs=num_envs, seed=seed, n_arms=n_arms)
+        self.reset(seed)
+
+    def _distribution(self, round_index: int) -> np.ndarray:
+        return np.full((self.num_envs, self.n_experts), 1.0 / self.n_experts)
+
+    def _learn(self, obs: np.ndarray) -> None:
+        pass  # uniform play learns nothing
+
+    def _choose(self, obs: np.ndarray) -> np.ndarray:
+        return self.rng.integers(self.n_experts)
+
+
+@register(
+    "follow-the-leader",
+    private=False,
+    summary="FTL: argmin of cumulative loss, uniform tie-break (linear regret on the FTL trap)",
+)
+class FollowTheLeader(_FullInfoBaseline):
+    """Follow the leader: play an expert with the least cumulative loss so far.
+
+    Source: the classic FTL (Cesa-Bianchi & Lugosi 2006, §3.2); brief 002 §3.3 and brief 003 §5
+    use it as the non-private reference on stochastic losses (regret O(log N / gap) there) and
+    brief 000 §6.3's ``ftl_trap`` shows its linear worst case.
+
+    Ties are broken uniformly at random among the minimisers (one uniform per run per round).
+    Two cumulative losses count as tied when they differ by at most ``16 * eps64 * t`` (the
+    rounding error of sums of t numbers in [0, 1]), so equal sums added in a different order
+    still tie.
+
+    Args:
+        n_experts: N.
+        horizon: T (unused beyond validation).
+        num_envs: B.
+        seed: int (run b uses seed + b), sequence of B ints, or None.
+        n_arms: ignored.
+
+    Per-round cost: O(N) per run. Memory O(N) per run.
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+        n_arms: int | None = None,
+    ) -> None:
+        super().__init__(n_experts, horizon, num_envs=num_envs, seed=seed, n_arms=n_arms)
+        self.reset(seed)
+
+    def _leaders(self, round_index: int) -> np.ndarray:
+        tol = 16.0 * np.finfo(np.float64).eps * max(round_index - 1, 1)
+        return self.cum_loss <= self.cum_loss.min(axis=1, keepdims=True) + tol
+
+    def _distribution(self, round_index: int) -> np.ndarray:
+        leaders = self._leaders(round_index)
+        return leaders / leaders.sum(axis=1, keepdims=True)
+
+    def _choose(self, obs: np.ndarray) -> np.ndarray:
+        return uniform_among(self._leaders(self.t + 1), self.rng.random())
+
+
+@register(
+    "hedge",
+    private=False,
+    summary="Hedge / exponential weights, rate fixed sqrt(8 ln N/T) or anytime sqrt(8 ln N/t)",
+)
+class Hedge(_FullInfoBaseline):
+    """Hedge (exponential weights): play expert j with probability ∝ exp(-eta_t L_{t-1}(j)).
+
+    Source: Freund & Schapire 1997; Cesa-Bianchi & Lugosi 2006, Thm 2.2 (fixed rate) and Thm 2.3
+    (anytime rate). Brief 000 §3.5, brief 002 §2.5, brief 004 S1.
+
+    Args:
+        n_experts: N.
+        horizon: T.
+        eta: the fixed learning rate (``rate="fixed"`` only). Default ``sqrt(8 ln N / T)``, which
+            gives expected static regret <= ``sqrt(T ln N / 2)`` on losses in [0, 1].
+        rate: ``"fixed"`` (default) or ``"anytime"``: round t uses ``eta_t = sqrt(8 ln N / t)``
+            (regret <= ``2 sqrt(T ln N / 2) + sqrt(ln N / 8)``, no knowledge of T needed).
+        num_envs: B.
+        seed: int (run b uses seed + b), sequence of B ints, or None.
+        n_arms: ignored.
+
+    Deviation: the brief 002 form ``(1 - eta)^L`` is replaced by ``exp(-eta L)`` (the textbook
+    parametrisation; same algorithm up to the map ``eta -> -ln(1 - eta)``).
+
+    Per-round cost: O(N) per run (one softmax, one uniform). Memory O(N) per run.
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        eta: float | None = None,
+        rate: str = "fixed",
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+        n_arms: int | None = None,
+    ) -> None:
+        super().__init__(n_experts, horizon, num_envs=num_envs, seed=seed, n_arms=n_arms)
+        self.rate = check_choice("rate", rate, RATES)
+        if eta is not None and self.rate == "anytime":
+            raise ValueError(
+                "eta applies to rate='fixed' only; rate='anytime' uses eta_t = sqrt(8 ln N / t)"
+            )
+        self.eta = hedge_eta(n_experts, horizon) if eta is None else _positive_eta(eta)
+        self.reset(seed)
+
+    def rate_at(self, round_index: int) -> float:
+        """The learning rate of 1-indexed round ``round_index``."""
+        if self.rate == "anytime":
+            return math.sqrt(8.0 * math.log(self.n_experts) / round_index)
+        return self.eta
+
+    def _distribution(self, round_index: int) -> np.ndarray:
+        return softmax(-self.rate_at(round_index) * self.cum_loss)
+
+    def _choose(self, obs: np.ndarray) -> np.ndarray:
+        return self.rng.categorical(self._distribution(self.t + 1))
+
+
+@register(
+    "fixed-share",
+    private=False,
+    summary="Fixed-Share (Herbster-Warmuth) tuned for S switches: alpha=S/(T-1)",
+)
+class FixedShare(_FullInfoBaseline):
+    """Fixed-Share: Hedge followed by mixing a fraction alpha of the mass uniformly.
+
+    Source: Herbster & Warmuth 1998, in the form of Cesa-Bianchi & Lugosi 2006, §5.2 (brief 000
+    §3.5). With w_1 uniform, after the loss vector l_t::
+
+        v_t(j)     = w_t(j) exp(-eta l_t(j)) / sum_k w_t(k) exp(-eta l_t(k))
+        w_{t+1}(j) = (1 - alpha) v_t(j) + alpha / N
+
+    and round t plays J_t ~ w_t. Kept as log-weights (log-sum-exp normalisation, log-space mix).
+
+    Args:
+        n_experts: N.
+        horizon: T.
+        n_switches: S, the comparator's switch budget the tuning targets (default 1;
+            :func:`agents.make` fills in the env's budget). Must be in [0, T - 1].
+        alpha: mixing rate; default ``S / (T - 1)`` (0 when T = 1).
+        eta: learning rate; default ``sqrt(8 C / T)`` with
+            ``C = (S + 1) ln N + S ln(e (T - 1) / S)`` (``C = ln N`` when S = 0, i.e. Hedge), so
+            that the S-switch regret is at most ``sqrt(T C / 2)`` (see :func:`fixed_share_tuning`).
+        num_envs: B.
+        seed: int (run b uses seed + b), sequence of B ints, or None.
+        n_arms: ignored.
+
+    Deviation: the mixed mass goes to all N experts (the C-B&L convention) rather than to the
+    N - 1 others (Herbster-Warmuth's original); the bound above is for this convention.
+
+    Per-round cost: O(N) per run. Memory O(N) per run.
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        n_switches: int = 1,
+        alpha: float | None = None,
+        eta: float | None = None,
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+        n_arms: int | None = None,
+    ) -> None:
+        super().__init__(n_experts, horizon, num_envs=num_envs, seed=seed, n_arms=n_arms)
+        self.n_switches = check_int("n_switches", n_switches, minimum=0, maximum=horizon - 1)
+        default_alpha, default_eta = fixed_share_tuning(n_experts, horizon, self.n_switches)
+        self.alpha = default_alpha if alpha is None else check_probability("alpha", alpha)
+        self.eta = default_eta if eta is None else _positive_eta(eta)
+        self.reset(seed)
+
+    def _init_state(self) -> None:
+        self.log_weights = np.full((self.num_envs, self.n_experts), -math.log(self.n_experts))
+
+    def _learn(self, obs: np.ndarray) -> None:
+        posterior = log_softmax(self.log_weights - self.eta * obs)
+        self.log_weights = log_mix_uniform(posterior, self.alpha)
+
+    def _distribution(self, round_index: int) -> np.ndarray:
+        return softmax(self.log_weights)
+
+    def _choose(self, obs: np.ndarray) -> np.ndarray:
+        return self.rng.categorical(self._distribution(self.t + 1))
+
+
+@register(
+    "shrinking-dartboard",
+    private=False,
+    summary="lazy Hedge (Geulen-Voecking-Winkler): Hedge's marginals, few switches",
+)
+class ShrinkingDartboard(_FullInfoBaseline):
+    """The shrinking dartboard: a lazy sampler whose marginal law is exactly Hedge's.
+
+    Source: Geulen, Vöcking & Winkler 2010 ("Regret minimization for online buffering
+    problems"), in the exponential-weights form of brief 001 §2.6 (D1-unnorm with p = 0 and no
+    budget); brief 002 §2.1 is the same with ``(1 - eta)^l``. With the unnormalised weights
+    ``w_t(j) = exp(-eta L_{t-1}(j))``: round 1 draws J_1 ~ uniform; round t >= 2 keeps
+    ``J_{t-1}`` with probability ``w_t(J_{t-1}) / w_{t-1}(J_{t-1}) = exp(-eta l_{t-1}(J_{t-1}))``
+    and otherwise draws afresh from Hedge's ``p_t ∝ w_t``. Then ``law(J_t) = p_t`` exactly, while
+    the expected number of switches is at most ``eta * E[cumulative loss] <= eta T``.
+
+    Args:
+        n_experts: N.
+        horizon: T.
+        eta: learning rate (> 0); default ``sqrt(8 ln N / T)``, Hedge's fixed rate, so the
+            marginals equal ``agents.make("hedge")``'s and the static regret bound is Hedge's
+            ``sqrt(T ln N / 2)``. Only a fixed rate is offered: with a decreasing rate the weight
+            ratio could exceed 1.
+        num_envs: B.
+        seed: int (run b uses seed + b), sequence of B ints, or None.
+        n_arms: ignored.
+
+    Losses must be non-negative (the stay probability must not exceed 1); a negative loss raises
+    ``ValueError``. The counter ``switches`` (B,) counts rounds whose action differs from the
+    previous one. Randomness: one uniform in round 1, then two per round (stay coin and fresh
+    draw, both always drawn so that runs stay aligned).
+
+    Per-round cost: O(N) per run (cumulative losses and one softmax for the fresh draw). Memory
+    O(N) per run.
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        eta: float | None = None,
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+        n_arms: int | None = None,
+    ) -> None:
+        super().__init__(n_experts, horizon, num_envs=num_envs, seed=seed, n_arms=n_arms)
+        self.eta = hedge_eta(n_experts, horizon) if eta is None else _positive_eta(eta)
+        self.reset(seed)
+
+    def _init_state(self) -> None:
+        super()._init_state()
+        self.stay_probability = np.ones(self.num_envs)
+        self.switches = np.zeros(self.num_envs, dtype=np.int64)
+
+    def _learn(self, obs: np.ndarray) -> None:
+        if np.any(obs < 0.0):
+            raise ValueError("shrinking-dartboard needs losses >= 0 (the stay probability is <= 1)")
+        rows = np.arange(self.num_envs)
+        self.stay_probability = np.exp(-self.eta * obs[rows, self.last_actions])
+        self.cum_loss += obs
+
+    def _distribution(self, round_index: int) -> np.ndarray:
+        return softmax(-self.eta * self.cum_loss)
+
+    def _choose(self, obs: np.ndarray) -> np.ndarray:
+        if self.t == 0:
+            return self.rng.categorical(self._distribution(1))
+        stay = self.rng.random() < self.stay_probability
+        fresh = self.rng.categorical(self._distribution(self.t + 1))
+        actions = np.where(stay, self.last_actions, fresh)
+        self.switches += actions != self.last_actions
+        return actions
