@@ -1,6 +1,9 @@
 """The learners: ``agents.make(name, env=..., **params)`` and ``agents.available()``."""
 
 # Learner modules register themselves on import.
+import agents.limited_updates  # noqa: F401  (private full-information, brief 000)
+import agents.noisy_clipped_hedge  # noqa: F401
+import agents.svt_restart  # noqa: F401
 from agents import bandit, full_info  # noqa: E402,F401  (non-private baselines)
 from agents.base import Agent, BanditObs, PrivacyClaim, no_privacy
 from agents.registry import AgentSpec, available, make, register, spec

@@ -1,0 +1,159 @@
+"""Limited updates: switch expert only at t = 2^m, picking privately from a disjoint window.
+
+Source: brief 000 §3.1 (Algorithm 1 of Asi, Raman & Saha 2025, the lazy report-noisy-max
+algorithm of Asi, Feldman, Koren & Talwar 2023) and brief 002 §2.3 (Algorithm 2 of the latter,
+with the exponential mechanism as the private selector).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from agents.base import PrivacyClaim
+from agents.private import PrivateAgent
+from agents.registry import register
+from dp_experts_env._validation import check_choice
+from dp_experts_env.batch_rng import BatchRNG
+from dp_experts_env.privacy.mechanisms import exponential_mechanism, report_noisy_min
+from dp_experts_env.privacy.noise import NoiseBackend
+
+__all__ = ["LimitedUpdates", "SELECTORS", "private_select", "selection_scale"]
+
+SELECTORS = ("rnm", "em")
+
+
+def selection_scale(selector: str, epsilon: float, noise: NoiseBackend) -> float:
+    """Noise scale of one epsilon-DP selection over window sums (each score 1-sensitive).
+
+    ``"rnm"``: Laplace report-noisy-min, scale ``2 D / epsilon`` (scores are not monotone, so the
+    factor 2 is needed; brief 000 Lemma 2.3), ``D`` the backend's effective sensitivity of a
+    1-sensitive score (1 for the float backend). ``"em"``: the exponential mechanism
+    ``P(j) ~ exp(-epsilon S(j) / 2)``, whose Gumbel-max form has Gumbel scale ``2 / epsilon``.
+    Recorded by the agents; the mechanisms compute the same value themselves.
+    """
+    check_choice("selector", selector, SELECTORS)
+    if selector == "em":
+        return 2.0 / epsilon
+    return 2.0 * noise.effective_sensitivity(1.0, dim=1) / epsilon
+
+
+def private_select(
+    rng: BatchRNG, scores: np.ndarray, selector: str, epsilon: float, noise: NoiseBackend
+) -> np.ndarray:
+    """Private argmin of (B, N) 1-sensitive loss sums: report-noisy-min or exponential mechanism.
+
+    Both mechanisms draw N variates per run on every call (fixed consumption), so batches match
+    single runs.
+    """
+    mechanism = report_noisy_min if selector == "rnm" else exponential_mechanism
+    return mechanism(scores, sensitivity=1.0, epsilon=epsilon, rng=rng, noise=noise).value
+
+
+def is_power_of_two(x: np.ndarray | int) -> np.ndarray | bool:
+    """True where ``x >= 2`` is a power of two (the update times 2, 4, 8, ...)."""
+    x = np.asarray(x, dtype=np.int64)
+    return (x >= 2) & ((x & (x - 1)) == 0)
+
+
+@register(
+    "limited-updates",
+    private=True,
+    summary="lazy private selection at t = 2^m on disjoint doubling windows (brief 000 Alg. 1)",
+)
+class LimitedUpdates(PrivateAgent):
+    """Plays one expert between the update times t = 2, 4, 8, ...; selects privately at each.
+
+    Source: brief 000 §3.1 (Algorithm 1, Theorem 3.1 of Asi, Raman & Saha 2025) and brief 002
+    §2.3 (Algorithm 2, Theorem 7 / Corollary 8 of Asi, Feldman, Koren & Talwar 2023). Built for
+    stochastic (i.i.d.) losses; it never switches between update times, so it is an easy target
+    for adaptive adversaries (it is still private against them).
+
+    Round 1 plays a uniformly random expert (data-independent, P2). At round ``t = 2^m``
+    (m >= 1) it selects privately from the window sums ``S(j) = sum_{s=t/2}^{t-1} l_s(j)`` and plays
+    the choice until the next update time. Windows are disjoint, and losses after the last power
+    of two are never used.
+
+    Selectors (``selector=``):
+        * ``"rnm"`` (default, brief 000): report-noisy-min, ``argmin_j S(j) + Lap(2/epsilon)``
+          (the paper prints argmax; with losses that picks the worst expert, P1).
+        * ``"em"`` (brief 002 §2.3 [CHOICE]): exponential mechanism, ``P(j) ~ exp(-epsilon S(j)/2)``
+          via Gumbel-max.
+
+    Privacy claim: pure ``epsilon``-DP against adaptive adversaries. Accountant: each selection is
+    an epsilon-DP selection over 1-sensitive scores (one replaced loss vector moves every window
+    sum by at most 1); every loss lies in at most one window (parallel composition); the plays
+    are post-processing of the selections.
+
+    Modes and tunings: the algorithm has no erratum that affects privacy and no tunable constant,
+    so ``mode`` and ``tuning`` change nothing (both values are accepted for a uniform interface).
+    ``mode="paper"`` still uses argmin: reproducing the printed argmax would be a typo, not the
+    paper's algorithm (its proof uses argmin).
+
+    Per-round cost: O(N) time (add the loss to the window), O(N) memory per run.
+
+    Attributes:
+        selection_scale: the Laplace (rnm) or Gumbel (em) scale ``2/epsilon`` used per selection.
+        selection_epsilon: epsilon spent on each selection (= epsilon).
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        epsilon: float = 1.0,
+        delta: float | None = None,
+        mode: str = "strict",
+        tuning: str = "paper",
+        noise: str | NoiseBackend = "fast",
+        selector: str = "rnm",
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+    ) -> None:
+        super().__init__(
+            n_experts,
+            horizon,
+            epsilon=epsilon,
+            delta=delta,
+            mode=mode,
+            tuning=tuning,
+            noise=noise,
+            num_envs=num_envs,
+            seed=seed,
+        )
+        self.selector = check_choice("selector", selector, SELECTORS)
+        self.selection_epsilon = self.epsilon
+        self.selection_scale = selection_scale(self.selector, self.epsilon, self.noise)
+        self.reset(seed)
+
+    @property
+    def privacy(self) -> PrivacyClaim:
+        """Pure epsilon-DP, parallel composition over the disjoint doubling windows."""
+        mech = "report-noisy-min Lap(2/eps)" if self.selector == "rnm" else "exponential mechanism"
+        return PrivacyClaim(
+            epsilon=self.epsilon,
+            accountant=f"{mech} per update, 1-sensitive window sums; parallel composition over "
+            "disjoint doubling windows (brief 000 Alg. 1 / brief 002 Alg. 2)",
+            holds_against="adaptive",
+        )
+
+    def _init_state(self) -> None:
+        b, n = self.num_envs, self.n_experts
+        self._window = np.zeros((b, n))
+        self._expert = np.zeros(b, dtype=np.int64)
+
+    def _learn(self, obs: np.ndarray) -> None:
+        self._window += np.clip(obs, 0.0, 1.0)  # sensitivity 1 needs losses in [0, 1]
+
+    def _choose(self, obs: np.ndarray) -> np.ndarray:
+        rnd = self.t + 1  # the round about to be played (same for every run)
+        if rnd == 1:
+            self._expert = self.rng.integers(self.n_experts)
+        elif is_power_of_two(rnd):
+            self._expert = private_select(
+                self.rng, self._window, self.selector, self.selection_epsilon, self.noise
+            )
+            self._window[:] = 0.0
+        return self._expert.copy()

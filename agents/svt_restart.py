@@ -1,0 +1,366 @@
+"""Limited updates restarted by a sparse-vector shift detector (shifting-stochastic losses).
+
+Source: brief 000 §3.2, Algorithm 2 and Theorem 3.6 of Asi, Raman & Saha 2025, "Tracking the
+Best Expert Privately".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from agents.base import PrivacyClaim
+from agents.limited_updates import SELECTORS, is_power_of_two, private_select, selection_scale
+from agents.private import PrivateAgent
+from agents.registry import register
+from dp_experts_env._validation import check_choice, check_float, check_int
+from dp_experts_env.privacy.mechanisms import AboveThreshold
+from dp_experts_env.privacy.noise import NoiseBackend
+
+__all__ = ["SVTRestart", "WINDOW_GRIDS", "DYADIC_STARTS"]
+
+WINDOW_GRIDS = ("dyadic", "all")
+#: window starts kept per dyadic level: the last DYADIC_STARTS multiples of 2^k
+DYADIC_STARTS = 8
+#: refuse window_grid="all" when its prefix-sum history would exceed this many bytes
+_ALL_GRID_MAX_BYTES = 1 << 30
+
+
+@register(
+    "svt-restart",
+    private=True,
+    summary="limited updates + sparse-vector restarts on detected shifts (brief 000 Alg. 2)",
+)
+class SVTRestart(PrivateAgent):
+    """Limited updates (eps/2) restarted whenever AboveThreshold (eps/2) detects window regret.
+
+    Source: brief 000 §3.2 (Algorithm 2, Lemmas 3.4–3.5, Theorem 3.6 of Asi, Raman & Saha 2025).
+    Built for shifting-stochastic adversaries (i.i.d. losses between change points).
+
+    An epoch runs a fresh :class:`~agents.limited_updates.LimitedUpdates` instance on a local
+    clock (uniform first expert, private selections at local times 2, 4, 8, ... at budget
+    ``epsilon/2``) together with a fresh AboveThreshold instance at budget ``epsilon/2``. After
+    every round ``t`` the detector asks AboveThreshold (threshold 0) one query,
+
+        Q_t = max over windows [u+1, t] inside the epoch of
+              (learner's window loss - min_j expert j's window loss) - threshold_scale * slack(n),
+        slack(n) = Reg(n - 1) + alpha + 1,   n = t - u the window length.
+
+    When it fires, both parts restart: a new limited-updates instance and a new detector with a
+    fresh noisy threshold. ``max_restarts`` caps restarts; after the cap the last epoch's
+    limited-updates instance continues with no detector (P10).
+
+    Privacy claim: pure ``epsilon``-DP against adaptive adversaries. Accountant: selections are
+    report-noisy-min / exponential mechanism at ``epsilon/2`` on disjoint windows; the detector is
+    AboveThreshold at ``epsilon/2`` with threshold noise ``Lap(2 D/(eps/2))`` and query noise
+    ``Lap(4 D/(eps/2))`` for queries of sensitivity ``D = 2`` (P6: one replaced loss vector moves
+    the learner's window loss by 1 and the min term by 1, so every window query, and hence their
+    maximum Q_t, moves by at most 2; the plays inside the queries are released outputs of the
+    selection half, adaptive composition); epochs are data-disjoint (the new epoch
+    starts at ``t + 1``, P7) with boundaries that are released outputs, so each loss meets one
+    selection and one detector instance; basic composition of the two halves.
+
+    Modes (privacy):
+        * ``mode="strict"`` (default): D = 2 and the next epoch starts at ``t + 1`` (P6, P7);
+          the inner bound Reg uses the inner budget ``epsilon/2`` and alpha is computed from the
+          detector's own parameters (P4, P5).
+        * ``mode="paper"``: D = 1 and the next epoch starts at ``t`` (round t reused by the next
+          selection and detector), with the paper's Reg (``epsilon``) and alpha. Not certified:
+          the sensitivity-1 noise is really an ``epsilon``-DP detector instead of ``epsilon/2``,
+          and a restart round can meet two detectors (up to ``2 epsilon`` total).
+
+    Thresholds (never affect privacy; P11), with ``beta`` (default ``1/T``), ``eps1 = epsilon/2``
+    (strict) or ``epsilon`` (paper), ``k = T`` the number of queries one detector may answer and
+    ``W`` the number of (window, round) pairs it may examine:
+        * ``tuning="paper"``: Theorem 3.1 / Algorithm 2 constants,
+          ``Reg(w) = 16 log(NT/beta)/eps1 + 9 sqrt(w log(TN/beta))``; ``alpha =
+          8 D (log k + log(2 T/beta))/(eps/2)`` (strict: Lemma 2.4 with the detector's own
+          parameters, P5) or ``16 (2 log T + log(2/beta))/eps`` (paper, as printed).
+        * ``tuning="calibrated"``: each term of the slack is the tail bound, at level beta, of
+          the quantity it must cover while losses are stationary, with no loose constants:
+          ``Reg(w) = sqrt(2 (w+1) log(N W/beta)) + 2 s1 log(N J/beta)`` -- Hoeffding for the
+          [-1, 1]-valued window differences with a union bound over the N W (expert, window)
+          pairs, plus the largest noise advantage ``2 s1 log(N J/beta)`` report-noisy-min (scale
+          ``s1``) can give a worse expert in one of the ``J = floor(log2 T)`` selections of an
+          epoch -- and ``alpha = sq log(k/(2 beta)) + sr log(1/(2 beta))``, the Laplace tails of
+          the query noise (scale ``sq``, k queries) and of the threshold noise (scale ``sr``).
+          A heuristic tightening of Theorem 3.1 (whose proof chains more events), from
+          (N, T, epsilon) only; detection still needs a window regret of about ``alpha``, i.e.
+          roughly ``alpha / gap`` rounds after a shift.
+        * ``threshold_scale`` multiplies the slack (default 1 = as derived).
+
+    Window grids (``window_grid=``):
+        * ``"dyadic"`` (default; a deviation from the paper, P9): windows start at the last
+          ``DYADIC_STARTS`` = 8 multiples of ``2^k`` (local time) for every level k, i.e. at most
+          8 (log2 T + 1) queries per round with O(N log T) memory; any window inside the epoch
+          contains a tested window of at least about 3/4 of its length. Makes T = 10^5 practical.
+        * ``"all"``: every window ``w = 0..t - t_i`` as in the paper; O(N t) time per round and
+          O(N T) memory per run (refused above 1 GiB).
+
+    Deviations: one AboveThreshold query per round, the maximum of the window queries, instead of
+    one query per window with fresh noise each (P9's loop): the maximum of 2-sensitive queries is
+    2-sensitive, so privacy is unchanged and the detector answers k = T queries instead of
+    ~T^2/2, which lowers alpha; argmin, not argmax (P1); play before receiving the loss and run
+    all T rounds (P8); a new epoch's first expert is uniform (P2); losses are clipped to [0, 1]
+    before use; the dyadic grid (above) is the default.
+
+    Per-round cost: O(N log T) (dyadic) or O(N t) (all) time per run.
+
+    Attributes (the parameters actually used):
+        selection_scale, query_sensitivity, threshold_noise_scale, query_noise_scale, alpha,
+        beta, queries_per_instance (k), windows_per_round, detector (the AboveThreshold),
+        restarts (B,), epoch_start (B,) (the global round of the current epoch's local round 1).
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        epsilon: float = 1.0,
+        delta: float | None = None,
+        mode: str = "strict",
+        tuning: str = "paper",
+        noise: str | NoiseBackend = "fast",
+        selector: str = "rnm",
+        threshold_scale: float = 1.0,
+        window_grid: str = "dyadic",
+        max_restarts: int | None = None,
+        beta: float | None = None,
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+    ) -> None:
+        super().__init__(
+            n_experts,
+            horizon,
+            epsilon=epsilon,
+            delta=delta,
+            mode=mode,
+            tuning=tuning,
+            noise=noise,
+            num_envs=num_envs,
+            seed=seed,
+        )
+        n, t_max = self.n_experts, self.horizon
+        self.selector = check_choice("selector", selector, SELECTORS)
+        self.window_grid = check_choice("window_grid", window_grid, WINDOW_GRIDS)
+        self.threshold_scale = check_float(
+            "threshold_scale", threshold_scale, minimum=0.0, min_inclusive=False
+        )
+        self.max_restarts = (
+            None if max_restarts is None else check_int("max_restarts", max_restarts, minimum=0)
+        )
+        self.beta = (
+            1.0 / t_max
+            if beta is None
+            else check_float("beta", beta, minimum=0.0, maximum=1.0, min_inclusive=False)
+        )
+        if self.beta >= 1.0:
+            self.beta = 0.5  # T = 1: any beta < 1 works; log(1/beta) must stay positive
+        if self.window_grid == "all":
+            need = self.num_envs * (t_max + 1) * (n + 1) * 8
+            if need > _ALL_GRID_MAX_BYTES:
+                raise ValueError(
+                    f"window_grid='all' needs {need / 2**30:.1f} GiB of prefix sums for "
+                    f"num_envs={self.num_envs}, horizon={t_max}, n_experts={n} (limit 1 GiB); "
+                    "use window_grid='dyadic'"
+                )
+
+        # --- privacy parameters (the only ones that matter for the claim)
+        self.selection_epsilon = self.epsilon / 2.0
+        self.detector_epsilon = self.epsilon / 2.0
+        self.selection_scale = selection_scale(self.selector, self.selection_epsilon, self.noise)
+        self.query_sensitivity = 2.0 if self.mode == "strict" else 1.0
+        d_eff = self.noise.effective_sensitivity(self.query_sensitivity, dim=1)
+        self.threshold_noise_scale = 2.0 * d_eff / self.detector_epsilon
+        self.query_noise_scale = 4.0 * d_eff / self.detector_epsilon
+
+        # --- the query grid
+        self._levels = max(1, math.ceil(math.log2(t_max)) + 1) if t_max > 1 else 1
+        self._pow2 = 2 ** np.arange(self._levels, dtype=np.int64)
+        self.queries_per_instance = t_max
+        if self.window_grid == "dyadic":
+            self.windows_per_round = self._levels * DYADIC_STARTS
+            self._windows_per_instance = t_max * self.windows_per_round
+        else:
+            self.windows_per_round = t_max
+            self._windows_per_instance = t_max * (t_max + 1) // 2
+
+        # --- thresholds (public constants)
+        self._set_thresholds()
+        self.reset(seed)
+
+    # ----------------------------------------------------------------- thresholds
+    def _set_thresholds(self) -> None:
+        n, t_max, beta = self.n_experts, self.horizon, self.beta
+        k = self.queries_per_instance
+        eps = self.epsilon
+        log = math.log
+        if self.tuning == "paper":
+            eps1 = self.selection_epsilon if self.mode == "strict" else eps
+            reg_const = 16.0 * log(n * t_max / beta) / eps1
+            reg_coef = 9.0 * math.sqrt(log(t_max * n / beta))
+            if self.mode == "strict":
+                beta_svt = beta / t_max
+                self.alpha = (
+                    8.0 * self.query_sensitivity * (log(k) + log(2.0 / beta_svt))
+                ) / self.detector_epsilon
+            else:
+                self.alpha = 16.0 * (2.0 * log(t_max) + log(2.0 / beta)) / eps
+            self._reg = (reg_const, reg_coef, 0.0)  # Reg(w) = c0 + c1 sqrt(w + shift)
+        else:
+            s1 = self.selection_scale
+            selections = max(1, int(math.log2(t_max)))  # selections one epoch can make
+            reg_const = 2.0 * s1 * log(n * selections / beta)
+            reg_coef = math.sqrt(2.0 * log(n * self._windows_per_instance / beta))
+            self.alpha = self.query_noise_scale * log(k / (2.0 * beta))
+            self.alpha += self.threshold_noise_scale * log(1.0 / (2.0 * beta))
+            self._reg = (reg_const, reg_coef, 1.0)
+
+    def slack(self, length: np.ndarray | int) -> np.ndarray:
+        """``threshold_scale * (Reg(n - 1) + alpha + 1)`` for windows of ``length`` n rounds."""
+        c0, c1, shift = self._reg
+        w = np.asarray(length, dtype=np.float64) - 1.0
+        return self.threshold_scale * (c0 + c1 * np.sqrt(w + shift) + self.alpha + 1.0)
+
+    # ----------------------------------------------------------------- claim
+    @property
+    def privacy(self) -> PrivacyClaim:
+        """Pure epsilon-DP: eps/2 selections + eps/2 AboveThreshold, data-disjoint epochs."""
+        if self.mode == "paper":
+            return PrivacyClaim(
+                epsilon=self.epsilon,
+                accountant="paper: eps/2 selections + eps/2 AboveThreshold with 1-sensitive "
+                "queries, restart round reused (brief 000 Alg. 2)",
+                certified=False,
+                holds_against="adaptive",
+                notes="P6: queries have sensitivity 2, so the detector spends eps, not eps/2; "
+                "P7: the restart round is reused by the next epoch (one loss can meet two "
+                "detectors); certified only up to 2*epsilon",
+            )
+        return PrivacyClaim(
+            epsilon=self.epsilon,
+            accountant="basic composition: eps/2 report-noisy-min on disjoint windows + eps/2 "
+            "AboveThreshold (query sensitivity 2), parallel over data-disjoint epochs "
+            "(brief 000 Alg. 2 with P6, P7)",
+            holds_against="adaptive",
+        )
+
+    # ----------------------------------------------------------------- state
+    def _init_state(self) -> None:
+        b, n = self.num_envs, self.n_experts
+        self._window = np.zeros((b, n))
+        self._expert = np.zeros(b, dtype=np.int64)
+        self._cum = np.zeros((b, n + 1))  # running sums since round 1: experts, then learner
+        self.epoch_start = np.ones(b, dtype=np.int64)
+        self.restarts = np.zeros(b, dtype=np.int64)
+        self._active = np.ones(b, dtype=bool) if self.max_restarts != 0 else np.zeros(b, bool)
+        if self.window_grid == "dyadic":
+            shape = (b, self._levels, DYADIC_STARTS)
+            self._snaps = np.zeros((*shape, n + 1))
+            self._snap_time = np.zeros(shape, dtype=np.int64)
+            self._snap_count = np.zeros((b, self._levels), dtype=np.int64)
+            self._reset_windows(np.ones(b, dtype=bool), self._cum, np.zeros(b, dtype=np.int64))
+        else:
+            self._prefix = np.zeros((b, self.horizon + 1, n + 1))
+        self.detector = AboveThreshold(
+            epsilon=self.detector_epsilon,
+            sensitivity=self.query_sensitivity,
+            rng=self.rng,
+            threshold=0.0,
+            noise=self.noise,
+        )
+
+    def _push_snapshots(self, tau: np.ndarray, mask: np.ndarray, t: int) -> None:
+        """Record the running sums after global round ``t`` (local time ``tau``) as window starts.
+
+        A start is kept at every level k with ``tau % 2^k == 0`` (runs in ``mask`` only).
+        """
+        levels = mask[:, None] & (tau[:, None] % self._pow2[None, :] == 0)
+        runs, lev = np.nonzero(levels)
+        slot = self._snap_count[runs, lev] % DYADIC_STARTS
+        self._snaps[runs, lev, slot] = self._cum[runs]
+        self._snap_time[runs, lev, slot] = t
+        self._snap_count[runs, lev] += 1
+
+    # ----------------------------------------------------------------- detector
+    def _window_regret(self, t: int) -> tuple[np.ndarray, np.ndarray]:
+        """(B, Q) window regrets and window lengths at global round ``t`` (invalid: -inf)."""
+        n = self.n_experts
+        if self.window_grid == "dyadic":
+            diff = self._cum[:, None, None, :] - self._snaps  # (B, L, m, N+1)
+            regret = diff[..., n] - diff[..., :n].min(axis=-1)
+            length = t - self._snap_time
+            valid = np.arange(DYADIC_STARTS)[None, None, :] < self._snap_count[:, :, None]
+            regret = np.where(valid, regret, -np.inf).reshape(self.num_envs, -1)
+            return regret, length.reshape(self.num_envs, -1)
+        starts = np.arange(self.horizon)  # u = 0..T-1; window [u+1, t]
+        diff = self._cum[:, None, :] - self._prefix[:, : self.horizon, :]
+        regret = diff[..., n] - diff[..., :n].min(axis=-1)
+        valid = (starts[None, :] < t) & (starts[None, :] >= self.epoch_start[:, None] - 1)
+        regret = np.where(valid, regret, -np.inf)
+        return regret, np.broadcast_to(t - starts[None, :], regret.shape)
+
+    # ----------------------------------------------------------------- hooks
+    def _learn(self, obs: np.ndarray) -> None:
+        t = self.t  # the round just played (1-based)
+        b_idx = np.arange(self.num_envs)
+        losses = np.clip(obs, 0.0, 1.0)  # sensitivity bounds need losses in [0, 1]
+        before = self._cum.copy()
+        self._cum[:, :-1] += losses
+        self._cum[:, -1] += losses[b_idx, self.last_actions]
+        self._window += losses
+        tau = t - self.epoch_start + 1
+
+        # One AboveThreshold query per run: the largest window query (2-sensitive, like each).
+        regret, length = self._window_regret(t)
+        query = (regret - self.slack(np.maximum(length, 1))).max(axis=1)
+        top = self.detector.test(np.where(np.isfinite(query), query, -1e300))
+        fired = top & self._active
+        if self.window_grid == "dyadic":
+            self._push_snapshots(tau, ~fired, t)
+        else:
+            self._prefix[:, t] = self._cum
+        # Restart draws fresh threshold noise for every run each round (fixed consumption).
+        self.detector.restart(fired)
+        if fired.any():
+            self._restart(fired, t, losses, before)
+
+    def _restart(self, fired: np.ndarray, t: int, losses: np.ndarray, before: np.ndarray) -> None:
+        """New limited-updates instance for the runs in ``fired`` (the detector restarted)."""
+        self.restarts += fired
+        if self.max_restarts is not None:
+            self._active &= self.restarts < self.max_restarts
+        if self.mode == "strict":
+            # P7: the new epoch starts at t + 1 and never sees l_t.
+            self.epoch_start[fired] = t + 1
+            self._window[fired] = 0.0
+            if self.window_grid == "dyadic":
+                self._reset_windows(fired, self._cum, np.full(self.num_envs, t))
+        else:
+            # Paper: the new epoch starts at t, so l_t is its local round 1.
+            self.epoch_start[fired] = t
+            self._window[fired] = losses[fired]
+            if self.window_grid == "dyadic":
+                self._reset_windows(fired, before, np.full(self.num_envs, t - 1))
+                self._push_snapshots(np.ones(self.num_envs, dtype=np.int64), fired, t)
+
+    def _reset_windows(self, mask: np.ndarray, origin: np.ndarray, origin_time: np.ndarray) -> None:
+        """Dyadic grid: runs in ``mask`` keep one window start, ``origin`` at ``origin_time``."""
+        self._snap_count[mask] = 1
+        self._snaps[mask, :, 0, :] = origin[mask][:, None, :]
+        self._snap_time[mask, :, 0] = origin_time[mask][:, None]
+
+    def _choose(self, obs: np.ndarray) -> np.ndarray:
+        tau_next = self.t + 1 - self.epoch_start + 1  # local time of the round about to be played
+        # Draw for every run every round (fixed consumption), then mask.
+        chosen = private_select(
+            self.rng, self._window, self.selector, self.selection_epsilon, self.noise
+        )
+        fresh = self.rng.integers(self.n_experts)
+        select = is_power_of_two(tau_next)
+        self._expert = np.where(tau_next == 1, fresh, np.where(select, chosen, self._expert))
+        self._window[select] = 0.0
+        return self._expert.copy()
