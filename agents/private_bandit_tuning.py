@@ -265,8 +265,8 @@ def tune_ldp_exp4(n: int, k: int, horizon: int, epsilon: float, tuning: str) -> 
             raise ValueError(
                 f"tuning='paper' gives gamma = 4 eta K log(KT)/epsilon = {gamma:.3g} > 1 "
                 f"(Thm 9) for N={n}, K={k}, T={horizon}, epsilon={epsilon}: Q_t would not be a "
-                "distribution. The theorem needs roughly T > 256 K log N log^2(KT)/epsilon^2; "
-                "use tuning='calibrated' or pass eta and gamma"
+                "distribution. The recipe needs T >= 16 K log N log^2(KT) / (3 (epsilon^2 + "
+                "10 log^2(KT))); use tuning='calibrated' or pass eta and gamma"
             )
         return Exp4Tuning(eta, gamma, 1, ldp_exp4_bound(n, k, horizon, epsilon, eta, gamma))
     slope = 4.0 * k * lam * lg + 2.0 * k * (1.0 + 10.0 * lam * lam * lg * lg)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from agents.bandit_core import Exp4Core
 from agents.base import BanditObs, PrivacyClaim
 from agents.private import PrivateAgent
 from agents.private_bandit_tuning import (
@@ -54,44 +55,39 @@ def paper_composition_epsilon(eps0: float, k: int, delta: float) -> float:
     return 1.5 * k * eps0**2 + math.sqrt(6.0 * k * eps0**2 * math.log(1.0 / delta))
 
 
-class _Exp4Core(PrivateAgent):
-    """Shared state of the EXP4-type learners: log-weights, the mixed distribution, sampling."""
+class _PrivateExp4Base(PrivateAgent):
+    """Shared plumbing: an :class:`~agents.bandit_core.Exp4Core` plus what its estimator needs."""
 
     feedback = "bandit"
 
     def _init_weights(self) -> None:
-        b, n = self.num_envs, self.n_experts
-        self.log_weights = np.zeros((b, n))
-        self.expert_probs = np.full((b, n), 1.0 / n)
-        self.action_probs = np.full((b, self.n_arms), 1.0 / self.n_arms)
-        self._mu_played = np.zeros((b, n))  # mu_t^j(I_t) for every expert j
-        self._q_played = np.ones(b)  # Q_t(I_t)
-        self.n_updates = 0
+        # A fresh core per episode: the core holds the (possibly replaced) self.rng.
+        self.core = Exp4Core(self.rng, self.n_experts, self.n_arms, eta=self.eta, gamma=self.gamma)
+        self.action_probs = np.full((self.num_envs, self.n_arms), 1.0 / self.n_arms)
 
-    def _refresh_expert_probs(self) -> None:
-        # Softmax with max-subtraction: noisy losses can be large and negative (P13).
-        z = self.log_weights - self.log_weights.max(axis=1, keepdims=True)
-        w = np.exp(z)
-        self.expert_probs = w / w.sum(axis=1, keepdims=True)
+    @property
+    def expert_probs(self) -> np.ndarray:
+        """(B, N) the current weights over experts."""
+        return self.core.expert_distribution()
+
+    @property
+    def n_updates(self) -> int:
+        """Number of weight updates so far (the same for every run)."""
+        return int(self.core.n_updates[0])
 
     def _sample(self, advice: np.ndarray) -> np.ndarray:
-        """Mix the advice with the expert weights, draw I_t, keep what the estimator needs."""
-        mixed = np.einsum("bn,bnk->bk", self.expert_probs, advice)
-        q = (1.0 - self.gamma) * mixed + self.gamma / self.n_arms
-        self.action_probs = q
-        actions = self.rng.categorical(q)
-        rows = np.arange(self.num_envs)
-        self._mu_played = advice[rows, :, actions]
-        self._q_played = q[rows, actions]
+        actions = self.core.sample(advice)
+        self.action_probs = self.core.last_q
         return actions
-
-    def _observed_loss(self, obs: BanditObs) -> np.ndarray:
-        # P9: the sensitivity bounds assume losses in [0, 1].
-        return np.clip(obs.last_loss, 0.0, 1.0)
 
     def _estimates(self, loss: np.ndarray) -> np.ndarray:
         """(B, N) importance-weighted expert losses ``mu^j(I_t) loss / Q_t(I_t)``."""
-        return self._mu_played * (loss / self._q_played)[:, None]
+        return self.core.estimate(loss)
+
+    @staticmethod
+    def _observed_loss(obs: BanditObs) -> np.ndarray:
+        # P9: the sensitivity bounds assume losses in [0, 1].
+        return np.clip(obs.last_loss, 0.0, 1.0)
 
 
 @register(
@@ -99,7 +95,7 @@ class _Exp4Core(PrivateAgent):
     private=True,
     summary="local-DP EXP4 (brief 004 Alg. 6): Laplace(1/eps) on every observed loss",
 )
-class LDPExp4(_Exp4Core):
+class LDPExp4(_PrivateExp4Base):
     """Locally private EXP4: EXP4 fed ``l_t(I_t) + Lap(1/epsilon)``.
 
     Source: brief 004 §2.6; Algorithm 6 and Theorem 9 of "Faster Rates for Private Adversarial
@@ -204,12 +200,9 @@ class LDPExp4(_Exp4Core):
         loss = self._observed_loss(obs)
         if not self._noiseless:
             loss = self.noise.add_laplace(self.rng, loss, self.noise_scale)
-        self.log_weights -= self.eta * self._estimates(loss)
-        self.log_weights -= self.log_weights.max(axis=1, keepdims=True)
-        self.n_updates += 1
+        self.core.update(self._estimates(loss))
 
     def _choose(self, obs: BanditObs) -> np.ndarray:
-        self._refresh_expert_probs()
         return self._sample(obs.advice)
 
 
@@ -218,7 +211,7 @@ class LDPExp4(_Exp4Core):
     private=True,
     summary="private batched EXP4 (brief 004 Alg. 2): Laplace on per-expert batch losses",
 )
-class PrivateBatchedExp4(_Exp4Core):
+class PrivateBatchedExp4(_PrivateExp4Base):
     """Private batched EXP4: expert weights frozen per batch, noisy per-expert batch losses.
 
     Source: brief 004 §2.7; Algorithm 2 and Theorem 10 of "Faster Rates for Private Adversarial
@@ -403,14 +396,12 @@ class PrivateBatchedExp4(_Exp4Core):
             release = self._acc / self.tau
             if not self._noiseless:
                 release = self.noise.add_laplace(self.rng, release, self.noise_scale)
-            self.log_weights -= self.eta * release
-            self.log_weights -= self.log_weights.max(axis=1, keepdims=True)
+            self.core.update(release)
             self._acc[:] = 0.0
-            self.n_updates += 1
 
     def _choose(self, obs: BanditObs) -> np.ndarray:
-        if self.t % self.tau == 0:
-            self._refresh_expert_probs()  # P_r frozen for the batch that starts now
+        # The core's weights change only at batch ends, so P_r is frozen within a batch while
+        # Q_t follows each round's advice (P10).
         return self._sample(obs.advice)
 
 

@@ -1,0 +1,325 @@
+"""Batch-and-Laplace private bandit learners (brief 004 Alg. 1 and Thm 7 / Alg. 5).
+
+One idea does the work: play one choice for tau rounds, release the batch-mean loss plus
+``Lap(1/(tau epsilon))``, and feed the released number to a non-private base learner that
+tolerates noisy, negative feedback. Batching divides the sensitivity -- and so the noise -- by tau.
+
+* ``private-batched-bandit`` (Alg. 1, Cor. 2 / 22 / 24): the base learner plays the K arms.
+* ``private-bandit-over-experts`` (Thm 7 / Cor. 8 = Alg. 5 over Alg. 1): the base learner plays
+  the N experts as meta-arms; each round the learner follows the chosen expert's advice.
+
+Base learners (``base=``): ``"tsallis-inf"`` (HTINF, alpha = 2, with skipping), ``"exp3"`` (EXP3
+with mixing) and ``"ftpl-gr"`` (FTPL with geometric resampling, :mod:`agents.ftpl_gr`). The base
+learner's clock is its own update counter (the batch index, P1), and its horizon is the number of
+batches ``floor(T / tau)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from agents.bandit_core import BanditCore, Exp3Core, FtplGRCore, TsallisInfCore
+from agents.base import BanditObs, PrivacyClaim
+from agents.private import PrivateAgent
+from agents.private_bandit_tuning import BASES, BatchedBanditTuning, tune_batched_bandit
+from agents.registry import register
+from dp_experts_env._validation import check_choice, check_float, check_int
+from dp_experts_env.privacy.noise import NoiseBackend
+
+__all__ = ["PrivateBatchedBandit", "PrivateBanditOverExperts", "TAILS"]
+
+TAILS = ("hold", "sample")
+
+# Which constructor overrides each base learner understands.
+_BASE_KEYS = {
+    "tsallis-inf": ("sigma",),
+    "exp3": ("eta", "gamma"),
+    "ftpl-gr": ("eta", "resample_cap"),
+}
+
+
+class _BatchedConversion(PrivateAgent):
+    """Alg. 1 over ``m`` choices; subclasses say what a choice is and how it is played."""
+
+    feedback = "bandit"
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        n_arms: int | None = None,
+        epsilon: float = 1.0,
+        delta: float | None = None,
+        mode: str = "strict",
+        tuning: str = "paper",
+        noise: str | NoiseBackend = "fast",
+        base: str = "tsallis-inf",
+        tau: int | None = None,
+        eta: float | None = None,
+        gamma: float | None = None,
+        sigma: float | None = None,
+        resample_cap: int | None = None,
+        tail: str = "hold",
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+    ) -> None:
+        super().__init__(
+            n_experts,
+            horizon,
+            epsilon=epsilon,
+            delta=delta,
+            mode=mode,
+            tuning=tuning,
+            noise=noise,
+            num_envs=num_envs,
+            seed=seed,
+            n_arms=n_arms,
+        )
+        if self.delta != 0.0:
+            raise ValueError(f"delta must be 0 for this pure epsilon-DP learner, got {self.delta}")
+        self.base = check_choice("base", base, BASES)
+        self.tail = check_choice("tail", tail, TAILS)
+        overrides = {"eta": eta, "gamma": gamma, "sigma": sigma, "resample_cap": resample_cap}
+        for key, value in overrides.items():
+            if value is not None and key not in _BASE_KEYS[self.base]:
+                raise ValueError(
+                    f"{key} does not apply to base={self.base!r} (it takes "
+                    f"{', '.join(_BASE_KEYS[self.base])})"
+                )
+        m = self._n_choices()
+        if tau is not None:
+            tau = check_int("tau", tau, minimum=1, maximum=self.horizon)
+        self.tuned: BatchedBanditTuning = tune_batched_bandit(
+            self.base, m, self.horizon, self.epsilon, self.tuning, tau=tau
+        )
+        self.tau = self.tuned.tau
+        self.n_batches = self.tuned.n_batches
+        params: dict[str, Any] = dict(self.tuned.params)
+        params.update({k: v for k, v in overrides.items() if v is not None})
+        self.base_params = self._check_base_params(params)
+        # Sensitivity of a batch mean of losses in [0, 1] when one loss is replaced: 1/tau.
+        sens = self.noise.effective_sensitivity(1.0 / self.tau, dim=1)
+        self.noise_scale = sens / self.epsilon
+        self._noiseless = False  # test hook: the non-private batched base learner
+        self.reset(seed)
+
+    # ----------------------------------------------------------------- set-up
+    def _n_choices(self) -> int:
+        raise NotImplementedError
+
+    def _check_base_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.base == "tsallis-inf":
+            out["sigma"] = check_float("sigma", params["sigma"], minimum=0.0, min_inclusive=False)
+        elif self.base == "exp3":
+            out["eta"] = check_float("eta", params["eta"], minimum=0.0, min_inclusive=False)
+            out["gamma"] = check_float("gamma", params["gamma"], minimum=0.0, maximum=1.0)
+        else:
+            out["eta"] = check_float("eta", params["eta"], minimum=0.0, min_inclusive=False)
+            out["resample_cap"] = check_int("resample_cap", int(params["resample_cap"]), minimum=1)
+        return out
+
+    @property
+    def bound(self) -> float:
+        """Proof-level regret bound ``tau R~_B(T_B, m, 1/(epsilon tau)) + tau``.
+
+        Evaluated at the tuned constants (user overrides of the base constants are not
+        reflected).
+        """
+        return self.tuned.bound
+
+    @property
+    def privacy(self) -> PrivacyClaim:
+        """Pure epsilon-DP, central (Lemma 3 / Thm 7)."""
+        notes = self._claim_notes()
+        if self.epsilon > 1:
+            notes += "; epsilon > 1 lies outside the paper's theorems (privacy still holds)"
+        return PrivacyClaim(
+            epsilon=self.epsilon,
+            delta=0.0,
+            feedback="bandit",
+            model="central",
+            accountant=(
+                "Laplace mechanism on each batch-mean loss (sensitivity 1/tau), disjoint "
+                "batches (parallel composition), actions are post-processing (Lemma 3)"
+            ),
+            holds_against="adaptive",
+            notes=notes,
+        )
+
+    def _claim_notes(self) -> str:
+        return "trailing partial batch never released"
+
+    # ----------------------------------------------------------------- episode
+    def _init_state(self) -> None:
+        # A fresh core per episode: the core holds the (possibly replaced) self.rng.
+        p, m = self.base_params, self._n_choices()
+        self.base_learner: BanditCore
+        if self.base == "tsallis-inf":
+            self.base_learner = TsallisInfCore(self.rng, m, sigma=p["sigma"])
+        elif self.base == "exp3":
+            self.base_learner = Exp3Core(self.rng, m, eta=p["eta"], gamma=p["gamma"])
+        else:
+            self.base_learner = FtplGRCore(
+                self.rng, m, eta=p["eta"], max_resamples=p["resample_cap"]
+            )
+        self.choice = np.zeros(self.num_envs, dtype=np.int64)
+        self._batch_sum = np.zeros(self.num_envs)
+
+    def _learn(self, obs: BanditObs) -> None:
+        if self.t > self.n_batches * self.tau:
+            return  # trailing partial batch: never released, never learned from (P2)
+        # P9: the sensitivity 1/tau assumes losses in [0, 1].
+        self._batch_sum += np.clip(obs.last_loss, 0.0, 1.0)
+        if self.t % self.tau == 0:
+            release = self._batch_sum / self.tau
+            if not self._noiseless:
+                release = self.noise.add_laplace(self.rng, release, self.noise_scale)
+            self.base_learner.update(self.choice, release)
+            self._batch_sum[:] = 0.0
+
+    def _choose(self, obs: BanditObs) -> np.ndarray:
+        if self.t % self.tau == 0:
+            in_batches = self.t < self.n_batches * self.tau
+            if in_batches or self.tail == "sample":
+                self.choice = self.base_learner.sample()
+        return self._play(obs)
+
+    def _play(self, obs: BanditObs) -> np.ndarray:
+        raise NotImplementedError
+
+
+@register(
+    "private-batched-bandit",
+    private=True,
+    summary="private batched bandit (brief 004 Alg. 1): batch mean + Laplace fed to a base learner",
+)
+class PrivateBatchedBandit(_BatchedConversion):
+    """Non-private-to-private conversion for adversarial K-armed bandits.
+
+    Source: brief 004 §2.2-2.3; Algorithm 1, Lemma 3, Theorem 1 and Corollaries 2 (HTINF),
+    22 (EXP3) and 24 (FTPL-GR) of "Faster Rates for Private Adversarial Bandits".
+
+    Rounds are cut into batches of tau. At a batch start the base learner draws an arm
+    ``I_j``; it is played for the whole batch; at the batch end the learner releases
+    ``mean loss of the batch + Lap(1/(tau epsilon))`` and feeds it to the base learner as the
+    loss of ``I_j``. Built for oblivious adversaries (static regret against the best arm); it
+    ignores expert advice, so on a bandit-with-advice env it competes with the best *arm*.
+    Per-round cost: O(1) (an O(K) base-learner update, plus O(K M) for FTPL-GR, per batch).
+
+    Privacy claim: pure ``epsilon``-DP, central model, against adaptive adversaries (the
+    paper's privacy argument does not use obliviousness). Accountant: Lemma 3 -- replacing one
+    round's loss vector moves one batch mean by at most 1/tau, released with
+    ``Lap(1/(tau epsilon))``; batches are disjoint and everything the learner does is
+    post-processing of the releases and fresh coins. Holds for every tau >= 1, every base learner
+    and every base constant. The trailing ``T mod tau`` rounds are played (``tail="hold"``: the
+    last batch's choice, P2; ``tail="sample"``: a fresh draw from the base learner) but their
+    losses are never released or learned from, so they cost no privacy.
+
+    Modes: ``"strict"`` (default) and ``"paper"`` coincide: the paper's noise is correct. The
+    FTPL-GR errata of the printed pseudo-code (argmax, ``M_t = 0`` on failure) harm only the
+    regret, and both modes use the fixed version (P12).
+
+    Tuning (the noise always follows the tau actually used):
+        * ``"paper"``: ``tau = ceil(1/epsilon)`` (Thm 1); a ``ValueError`` when
+          ``epsilon < 1/T`` (tau > T, P3). Base constants are the lemma-level formulas at the
+          base learner's real horizon ``T_B = floor(T/tau)`` and noise ``lam = 1/(epsilon tau)``
+          (brief 004 §2.3 "exact" column, P1): HTINF ``sigma = sqrt(2 + 4 lam^2)`` (P24);
+          EXP3 Cor. 22's eta and ``gamma = 4 eta lam m log(m T_B)`` (``ValueError`` if
+          gamma > 1); FTPL-GR Lemma 25's ``M = ceil(sqrt(m T_B))`` and eta.
+        * ``"calibrated"``: tau minimises ``tau R~_B(T_B, m, 1/(epsilon tau)) + tau`` over a
+          log grid with ``tau <= T // 10``; base constants as above at that tau.
+        * ``tau=``, ``sigma=``, ``eta=``, ``gamma=``, ``resample_cap=`` override (public
+          constants; privacy does not depend on them).
+
+    Deviations: epsilon > 1 is allowed (tau = 1) although the theorems assume epsilon <= 1;
+    the paper's closed-form constants are replaced by the lemma-level ones (P1); log guards
+    (P5); losses are clipped to [0, 1] (P9).
+
+    Attributes:
+        tau, n_batches: batch length and number of base-learner updates ``floor(T / tau)``.
+        noise_scale: the Laplace scale used (``1/(tau epsilon)`` with the fast backend).
+        base_params: the base learner's constants. tuned: the full tuning record.
+        base_learner: the batched base learner (its ``n_updates`` counts releases).
+        choice: (B,) the arm (or expert) of the current batch.
+    """
+
+    def _n_choices(self) -> int:
+        return int(self.n_arms)
+
+    def _play(self, obs: BanditObs) -> np.ndarray:
+        return self.choice
+
+
+@register(
+    "private-bandit-over-experts",
+    private=True,
+    summary="private bandit-over-experts (brief 004 Thm 7): experts as meta-arms of Alg. 1",
+)
+class PrivateBanditOverExperts(_BatchedConversion):
+    """Private bandit over experts: Alg. 5 (experts as meta-arms) applied to Alg. 1.
+
+    Source: brief 004 §2.4-2.5; Algorithm 5, Theorems 6-7 and Corollary 8 of "Faster Rates for
+    Private Adversarial Bandits".
+
+    The base learner plays the N experts. At a batch start it draws an expert ``J_r``, held for
+    the batch; every round the learner draws ``I_t ~ mu_t^{J_r}`` (only the chosen expert's
+    advice is sampled, P15: same law, O(K) per round) and plays it. The batch mean of the
+    observed losses plus ``Lap(1/(tau epsilon))`` is the released loss of ``J_r``. Built for
+    oblivious adversaries and small N (N <= K); static regret against the best expert.
+    The claim also covers sensitive advice (changing one round's advice and loss moves one
+    batch mean, Thm 7's remark). Per-round cost: O(K); per batch O(N) (HTINF: O(N n_newton)).
+
+    Privacy claim: pure ``epsilon``-DP, central model, against adaptive adversaries (the
+    paper's privacy argument does not use obliviousness). Accountant: Lemma 3 -- replacing one
+    round's loss vector moves one batch mean by at most 1/tau, released with
+    ``Lap(1/(tau epsilon))``; batches are disjoint and everything the learner does is
+    post-processing of the releases and fresh coins. Holds for every tau >= 1, every base learner
+    and every base constant. The trailing ``T mod tau`` rounds are played (``tail="hold"``: the
+    last batch's choice, P2; ``tail="sample"``: a fresh draw from the base learner) but their
+    losses are never released or learned from, so they cost no privacy.
+
+    Modes: ``"strict"`` (default) and ``"paper"`` coincide: the paper's noise is correct. The
+    FTPL-GR errata of the printed pseudo-code (argmax, ``M_t = 0`` on failure) harm only the
+    regret, and both modes use the fixed version (P12).
+
+    Tuning (the noise always follows the tau actually used):
+        * ``"paper"``: ``tau = ceil(1/epsilon)`` (Thm 1); a ``ValueError`` when
+          ``epsilon < 1/T`` (tau > T, P3). Base constants are the lemma-level formulas at the
+          base learner's real horizon ``T_B = floor(T/tau)`` and noise ``lam = 1/(epsilon tau)``
+          (brief 004 §2.3 "exact" column, P1): HTINF ``sigma = sqrt(2 + 4 lam^2)`` (P24);
+          EXP3 Cor. 22's eta and ``gamma = 4 eta lam m log(m T_B)`` (``ValueError`` if
+          gamma > 1); FTPL-GR Lemma 25's ``M = ceil(sqrt(m T_B))`` and eta.
+        * ``"calibrated"``: tau minimises ``tau R~_B(T_B, m, 1/(epsilon tau)) + tau`` over a
+          log grid with ``tau <= T // 10``; base constants as above at that tau.
+        * ``tau=``, ``sigma=``, ``eta=``, ``gamma=``, ``resample_cap=`` override (public
+          constants; privacy does not depend on them).
+
+    Deviations: epsilon > 1 is allowed (tau = 1) although the theorems assume epsilon <= 1;
+    the paper's closed-form constants are replaced by the lemma-level ones (P1); log guards
+    (P5); losses are clipped to [0, 1] (P9).
+
+    Attributes:
+        tau, n_batches: batch length and number of base-learner updates ``floor(T / tau)``.
+        noise_scale: the Laplace scale used (``1/(tau epsilon)`` with the fast backend).
+        base_params: the base learner's constants. tuned: the full tuning record.
+        base_learner: the batched base learner (its ``n_updates`` counts releases).
+        choice: (B,) the arm (or expert) of the current batch.
+    """
+
+    def _n_choices(self) -> int:
+        return int(self.n_experts)
+
+    def _claim_notes(self) -> str:
+        return (
+            "trailing partial batch never released; also private with respect to the advice "
+            "(Thm 7 remark)"
+        )
+
+    def _play(self, obs: BanditObs) -> np.ndarray:
+        rows = np.arange(self.num_envs)
+        return self.rng.categorical(obs.advice[rows, self.choice])
