@@ -558,3 +558,164 @@ def test_registering_twice_does_not_warn():
 def test_unknown_id_lookup():
     with pytest.raises(ValueError, match="env id must be one of"):
         dp_experts_env.env_entry("DPExperts-Nope-v0")
+
+
+# ----------------------------------------------------------------------------- registered families
+def _episode(env_id, actions, seed=3, **kwargs):
+    env = gym.make(env_id, horizon=len(actions), **kwargs)
+    env.reset(seed=seed)
+    return play(env, actions)
+
+
+@pytest.mark.parametrize("env_id", OBLIVIOUS_IDS)
+def test_registered_oblivious_ids_ignore_the_actions(env_id):
+    horizon = 40
+    n = gym.make(env_id, horizon=horizon).action_space.n
+    rng = np.random.default_rng(0)
+    first, second = (list(map(int, rng.integers(n, size=horizon))) for _ in range(2))
+    a, b = _episode(env_id, first), _episode(env_id, second)
+    for t, (x, y) in enumerate(zip(a, b, strict=True)):
+        if isinstance(x[0], dict):  # bandit: advice and the shared arms' losses agree
+            assert np.array_equal(x[0]["advice"], y[0]["advice"])
+            if first[t] == second[t]:
+                assert x[1] == y[1]
+        else:
+            assert np.array_equal(x[0], y[0])
+
+
+def test_registered_adaptive_id_reacts_to_past_actions_only():
+    horizon, t_change = 30, 10
+    base = [int(a) for a in np.random.default_rng(1).integers(10, size=horizon)]
+    changed = list(base)
+    changed[t_change - 1] = (base[t_change - 1] + 1) % 10
+    for kwargs in ({}, {"base": "zeros"}):
+        a = _episode("DPExperts-Adaptive-v0", base, **kwargs)
+        b = _episode("DPExperts-Adaptive-v0", changed, **kwargs)
+        losses_a, losses_b = np.stack([x[0] for x in a]), np.stack([x[0] for x in b])
+        assert np.array_equal(losses_a[:t_change], losses_b[:t_change])
+    # Zero base losses: round t+1 charges exactly the expert played at round t.
+    assert np.flatnonzero(losses_a[t_change]).tolist() == [base[t_change - 1]]
+    assert np.flatnonzero(losses_b[t_change]).tolist() == [changed[t_change - 1]]
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_state_is_bounded_for_a_million_rounds(env_id):
+    n = 100
+    kwargs = {"n_experts": n} if env_id != "DPExperts-Bandit-v0" else {"n_arms": n}
+    sizes = {}
+    for horizon in (10**3, 10**6):
+        env = gym.make(env_id, horizon=horizon, **kwargs)
+        base = env.unwrapped
+        assert base.n_experts == n
+        env.reset(seed=0)
+        for _ in range(2_000 if horizon > 10**3 else 500):
+            env.step(env.action_space.sample())
+        sizes[horizon] = base.core.state_nbytes()
+    # Nothing of size T is held: the state at T = 10^6 is that of T = 10^3 (up to O(log T)
+    # schedules) and small in absolute terms.
+    assert sizes[10**6] <= sizes[10**3] + 64 * 1024, sizes
+    assert sizes[10**6] < 4 * 2**20, sizes
+
+
+def test_family_keywords_reach_the_family_and_unknown_ones_are_named():
+    env = gym.make("DPExperts-Adaptive-v0", family="punish_frequent", window=5, n_punished=2)
+    assert env.unwrapped.family == "punish_frequent"
+    assert env.unwrapped.core.adversary.policy.n_punished == 2
+    with pytest.raises(
+        TypeError, match=r"'colour' is not a parameter of family 'punish_last'.*'k'"
+    ):
+        gym.make("DPExperts-Adaptive-v0", colour="red")
+    with pytest.raises(TypeError, match="'n_shifts' is not a parameter"):
+        gym.make("DPExperts-BanditAdvice-v0", n_shifts=2)
+    env = gym.make("DPExperts-BanditAdvice-v0", family="shifting_planted_expert", n_shifts=2)
+    assert env.unwrapped.n_switches == 2
+    with pytest.raises(TypeError, match="'colour' is not a parameter of family"):
+        gym.make("DPExperts-BanditAdvice-v0", family="shifting_planted_expert", colour=1)
+    with pytest.raises(ValueError, match="family must be one of"):
+        gym.make("DPExperts-Adaptive-v0", family="no_such_family")
+    with pytest.raises(ValueError, match="gap"):
+        gym.make("DPExperts-Bandit-v0", gap=2.0)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"n_experts": 0}, ValueError, "n_experts must be >= 1"),
+        ({"n_experts": 2.5}, TypeError, "n_experts must be an integer"),
+        ({"horizon": 0}, ValueError, "horizon must be >= 1"),
+        ({"horizon": "10"}, TypeError, "horizon must be an integer"),
+        ({"n_switches": -2}, ValueError, "n_switches must be >= 0"),
+        ({"family": 3}, TypeError, "family must be a string"),
+        ({"n_arms": 2}, ValueError, "n_arms applies to bandit"),
+    ],
+)
+def test_bad_shared_keywords_on_a_registered_id(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        gym.make("DPExperts-Adaptive-v0", **kwargs)
+
+
+def test_bandit_sizes():
+    env = gym.make("DPExperts-Bandit-v0", n_experts=4).unwrapped
+    assert env.n_experts == env.n_arms == 4
+    env = gym.make("DPExperts-Bandit-v0", n_arms=3).unwrapped
+    assert env.n_experts == env.n_arms == 3
+    with pytest.raises(ValueError, match="n_experts must equal n_arms"):
+        gym.make("DPExperts-Bandit-v0", n_experts=4, n_arms=3)
+    env = gym.make("DPExperts-BanditAdvice-v0", n_experts=7, n_arms=3).unwrapped
+    assert (env.n_experts, env.n_arms) == (7, 3)
+    assert env.observation_space["advice"].shape == (21,)
+    with pytest.raises(ValueError, match="n_arms must be >= 2"):
+        gym.make("DPExperts-BanditAdvice-v0", n_arms=1)
+
+
+def test_adaptive_env_takes_a_family_name_or_a_policy_object():
+    from dp_experts_env.adversaries.adaptive import PunishLastPolicy
+
+    env = gym.make("DPExperts-Adaptive-v0", adversary="punish_frequent")
+    assert env.unwrapped.family == "punish_frequent"
+    with pytest.raises(ValueError, match="name different families"):
+        gym.make("DPExperts-Adaptive-v0", adversary="punish_frequent", family="punish_last")
+    policy = PunishLastPolicy(2)
+    env = gym.make("DPExperts-Adaptive-v0", adversary=policy, n_experts=3, horizon=20, base="zeros")
+    assert env.unwrapped.family == "policy" and env.unwrapped.n_experts == 3
+    env.reset(seed=0)
+    obs = [env.step(a)[0] for a in (0, 1, 2, 0)]
+    assert np.array_equal(obs[2], [1.0, 1.0, 0.0])  # rounds 1 and 2 played experts 0 and 1
+    with pytest.raises(TypeError, match="policy must be an AdaptivePolicy"):
+        gym.make("DPExperts-Adaptive-v0", adversary=object())
+    with pytest.raises(TypeError, match="'colour' is not a parameter of PolicyAdversary"):
+        gym.make("DPExperts-Adaptive-v0", adversary=policy, colour=1)
+
+
+def test_registered_family_objects_keep_their_family_name():
+    from dp_experts_env.adversaries.advice import BernoulliGap
+
+    env = gym.make("DPExperts-Bandit-v0", adversary=BernoulliGap(None, 50, 3, gap=0.2))
+    assert env.unwrapped.family == "bernoulli_gap" and env.unwrapped.n_arms == 3
+
+
+def test_make_vec_gives_the_native_vector_env_with_public_attributes():
+    venv = gym.make_vec(
+        "DPExperts-BanditAdvice-v0", num_envs=4, vectorization_mode="vector_entry_point"
+    )
+    assert isinstance(venv, BanditAdviceVectorEnv) and venv.num_envs == 4
+    assert (venv.n_experts, venv.n_arms, venv.horizon, venv.feedback) == (20, 5, 1000, "bandit")
+    assert venv.single_observation_space["advice"].shape == (100,)
+    venv = gym.make_vec("DPExperts-Shift-v0", num_envs=2, vectorization_mode="vector_entry_point")
+    assert isinstance(venv, ExpertsVectorEnv) and venv.n_arms is None
+
+
+def test_agents_read_the_game_from_single_and_vector_envs():
+    import agents
+
+    env = gym.make("DPExperts-Shift-v0", n_experts=6, horizon=50)
+    agent = agents.make("hedge", env=env, seed=0)
+    assert (agent.n_experts, agent.horizon, agent.num_envs) == (6, 50, 1)
+    venv = gym.make_vec(
+        "DPExperts-Bandit-v0", num_envs=3, vectorization_mode="vector_entry_point", n_arms=4
+    )
+    agent = agents.make("exp3", env=venv, seed=0)
+    assert (agent.n_arms, agent.num_envs) == (4, 3)
+    obs, _ = venv.reset(seed=0)
+    for _ in range(50):
+        obs, *_ = venv.step(agent.act(obs))

@@ -219,15 +219,28 @@ def _identity_sizes(sizes: dict[str, Any]) -> None:
 
 
 def _parameters(factory: Any) -> tuple[dict[str, inspect.Parameter], bool]:
-    """A factory's keyword parameters and whether it takes ``**kwargs``."""
-    params = dict(inspect.signature(factory).parameters)
-    var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    named = {
-        k: p
-        for k, p in params.items()
-        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    }
-    return named, var_kw
+    """A factory's keyword parameters and whether it takes arbitrary further keywords.
+
+    For a class whose ``__init__`` forwards ``**kwargs`` to its base class (a common pattern for
+    family variants), the base classes' parameters are followed, so the accepted set is exact.
+    """
+    keyword_kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    chain = (
+        [c.__init__ for c in factory.__mro__ if "__init__" in vars(c) and c is not object]
+        if isinstance(factory, type)
+        else [factory]
+    )
+    named: dict[str, inspect.Parameter] = {}
+    for func in chain:
+        params = inspect.signature(func).parameters
+        for key, param in params.items():
+            if param.kind in keyword_kinds and key != "self":
+                named.setdefault(key, param)
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            return named, False
+        if func is chain[-1] or not isinstance(factory, type):
+            break
+    return named, True
 
 
 def _call_with(
@@ -325,6 +338,8 @@ def _wrap_policy(
         ) from err
     if family is not None:
         raise ValueError(f"family={family!r} has no effect when adversary is a policy object")
+
+    policy = copy.deepcopy(policy)  # the env's own copy, as for Adversary objects
 
     def factory(n_experts: int, horizon: int, **kw: Any) -> Adversary:
         return PolicyAdversary(n_experts, horizon, policy=policy, **kw)
