@@ -1,0 +1,358 @@
+"""Oblivious loss sequences (brief 000 §6.3, brief 003 §5.5): fixed before play, never reactive.
+
+None of these models reads the learner's actions (``record`` is the base no-op), and none holds a
+T x N matrix except ``replay``, whose matrix the user supplies. Round ``t`` is generated when it is
+played, as a pure function of (seed, t).
+
+Families of the ``"oblivious"`` environment (keyword-only knobs):
+
+* ``anti_lazy`` (default; ``n_shifts`` = every available point, ``best_loss=0.0``,
+  ``other_loss=1.0``): the best expert switches at ``t = 2^m + 1``, just after the
+  data-independent update times ``2^m`` of lazy learners (brief 000 Algorithms 1 and 2). The
+  planted best has loss ``best_loss``, every other expert ``other_loss``; the new best is uniform
+  over the other experts. With ``n_shifts = k`` only the k largest points are used.
+* ``switching_deterministic`` (``n_shifts=min(4, T-1)``, ``change_points="even"``,
+  ``min_length``, ``best_loss=0.0``, ``other_loss=1.0``): the same 0/1 structure on any
+  change-point schedule (sanity check: dynamic regret should be small).
+* ``ftl_trap`` (no knobs): ``l_1 = (1/2, 0)``, then ``(0, 1)``, ``(1, 0)``, ... alternating;
+  Follow-the-Leader loses almost every round. Experts beyond the first two (when N > 2) have loss
+  1 every round; pass ``n_experts=2`` for the textbook sequence.
+* ``dyadic_alternating`` (``best_loss=0.0``, ``other_loss=1.0``): on the dyadic block
+  ``[2^r, 2^(r+1) - 1]`` expert ``r mod 2`` has ``best_loss`` and the other ``other_loss``
+  (brief 003 §5.5: defeats block-lazy learners such as RPS). Extra experts (N > 2) get
+  ``other_loss``.
+* ``sampled_stochastic`` (``model="bernoulli_gap"`` plus that shift family's knobs): one
+  realisation of a shifting-stochastic model, played as a fixed sequence. Reports the model's
+  means and segments.
+* ``replay`` (``losses=`` array, ``.npy`` or ``.csv`` path; ``rescale=False``): the user's
+  (T, N) matrix, validated (2-D, non-empty, finite, in [0, 1]; never clipped) and copied.
+  ``rescale=True`` maps the matrix affinely onto [0, 1] first (explicit opt-in).
+
+``default_switches`` is the number of planted switches (0 for ``ftl_trap`` and ``replay``).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dp_experts_env._validation import check_float, check_int, check_loss_array
+from dp_experts_env.adversaries.base import Adversary, Round
+from dp_experts_env.adversaries.changepoints import dyadic_capacity
+from dp_experts_env.adversaries.registry import family_factory, register_family
+from dp_experts_env.adversaries.shifting import ChangePoints, PlantedModel, SegmentModel
+from dp_experts_env.batch_rng import BatchRNG
+
+__all__ = [
+    "SwitchingDeterministic",
+    "AntiLazy",
+    "FtlTrap",
+    "DyadicAlternating",
+    "SampledStochastic",
+    "Replay",
+    "load_losses",
+]
+
+
+def _check_levels(best_loss: float, other_loss: float) -> tuple[float, float]:
+    best = check_float("best_loss", best_loss, minimum=0.0, maximum=1.0)
+    other = check_float("other_loss", other_loss, minimum=0.0, maximum=1.0)
+    if best >= other:
+        raise ValueError(
+            f"best_loss must be < other_loss so that the planted expert is best; got "
+            f"best_loss={best}, other_loss={other}"
+        )
+    return best, other
+
+
+@register_family("oblivious", "switching_deterministic")
+class SwitchingDeterministic(PlantedModel):
+    """Oblivious family ``switching_deterministic``: a 0/1 sequence with K planted switches.
+
+    Args:
+        n_experts: N (>= 2).
+        horizon: T.
+        n_shifts: K (default ``min(4, T - 1)``).
+        change_points: schedule mode or explicit list (default ``"even"``).
+        min_length: least segment length for ``change_points="min_gap"``.
+        best_loss: loss of the planted expert, in [0, 1). Default 0.
+        other_loss: loss of every other expert, in (best_loss, 1]. Default 1.
+    """
+
+    knows_means = False
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        n_shifts: int | None = None,
+        change_points: ChangePoints = "even",
+        min_length: int | None = None,
+        best_loss: float = 0.0,
+        other_loss: float = 1.0,
+    ) -> None:
+        super().__init__(
+            n_experts,
+            horizon,
+            n_shifts=n_shifts,
+            change_points=change_points,
+            min_length=min_length,
+        )
+        self.best_loss, self.other_loss = _check_levels(best_loss, other_loss)
+
+    def _segment_values(self, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return np.full(lengths.shape, self.best_loss), np.full(lengths.shape, self.other_loss)
+
+    def _sample(self, rng: BatchRNG, params: np.ndarray) -> np.ndarray:
+        return params.copy()  # deterministic given the structure: no data uniforms
+
+
+@register_family("oblivious", "anti_lazy")
+class AntiLazy(SwitchingDeterministic):
+    """Oblivious family ``anti_lazy``: the best expert switches just after every ``t = 2^m``.
+
+    Args:
+        n_experts: N (>= 2).
+        horizon: T.
+        n_shifts: how many of the rounds ``2^m + 1 <= T`` (m >= 1) carry a switch; the largest
+            ones are kept. Default: all of them (``floor(log2(T - 1))``).
+        best_loss: loss of the planted expert. Default 0.
+        other_loss: loss of every other expert. Default 1.
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        n_shifts: int | None = None,
+        best_loss: float = 0.0,
+        other_loss: float = 1.0,
+    ) -> None:
+        horizon = check_int("horizon", horizon, minimum=1)
+        PlantedModel.__init__(
+            self,
+            n_experts,
+            horizon,
+            n_shifts=n_shifts,
+            change_points="anti_doubling",
+            default_shifts=dyadic_capacity(horizon),
+        )
+        self.best_loss, self.other_loss = _check_levels(best_loss, other_loss)
+
+
+@register_family("oblivious", "dyadic_alternating")
+class DyadicAlternating(SegmentModel):
+    """Oblivious family ``dyadic_alternating``: expert ``r mod 2`` is perfect on block r.
+
+    Blocks are ``B_r = [2^r, 2^(r+1) - 1]`` (r >= 0), so the switches fall at ``t = 2^r``, r >= 1.
+
+    Args:
+        n_experts: N (>= 2; experts 2..N-1 always get ``other_loss``).
+        horizon: T.
+        best_loss: loss of expert ``r mod 2`` on block r. Default 0.
+        other_loss: loss of the other experts. Default 1.
+    """
+
+    knows_means = False
+
+    def __init__(
+        self, n_experts: int, horizon: int, *, best_loss: float = 0.0, other_loss: float = 1.0
+    ) -> None:
+        horizon = check_int("horizon", horizon, minimum=1)
+        points = [1 << r for r in range(1, horizon.bit_length()) if (1 << r) <= horizon]
+        super().__init__(n_experts, horizon, change_points=points)
+        self.best_loss, self.other_loss = _check_levels(best_loss, other_loss)
+
+    def _build(self, rng: BatchRNG, change_points: np.ndarray) -> None:
+        return None
+
+    def _rows(self, segment: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        loss = np.full((segment.size, self.n_experts), self.other_loss)
+        loss[np.arange(segment.size), segment % 2] = self.best_loss
+        return loss, loss
+
+    def _sample(self, rng: BatchRNG, params: np.ndarray) -> np.ndarray:
+        return params.copy()
+
+
+@register_family("oblivious", "ftl_trap")
+class FtlTrap(Adversary):
+    """Oblivious family ``ftl_trap``: ``(1/2, 0)``, then ``(0, 1)``, ``(1, 0)``, ``(0, 1)``, ...
+
+    Follow-the-Leader always picks the expert about to lose: loss about T against about T/2 for
+    either expert. No randomness, no knobs.
+
+    Args:
+        n_experts: N (>= 2; experts 2..N-1 have loss 1 every round).
+        horizon: T.
+    """
+
+    def __init__(self, n_experts: int, horizon: int) -> None:
+        super().__init__(n_experts, horizon)
+        if self.n_experts < 2:
+            raise ValueError(f"n_experts must be >= 2 for ftl_trap, got {self.n_experts}")
+
+    def _reset(self, seeds: list[int]) -> None:
+        return None
+
+    def _draw(self, t: int) -> np.ndarray:
+        row = np.ones(self.n_experts)
+        if t == 1:
+            row[:2] = (0.5, 0.0)
+        elif t % 2 == 0:
+            row[:2] = (0.0, 1.0)
+        else:
+            row[:2] = (1.0, 0.0)
+        return np.repeat(row[None, :], self.num_runs, axis=0)
+
+
+@register_family("oblivious", "sampled_stochastic")
+class SampledStochastic(Adversary):
+    """Oblivious family ``sampled_stochastic``: a shifting-stochastic model played as a sequence.
+
+    The sequence is one realisation of the shift family ``model``; it is generated round by round
+    (never stored whole) and does not depend on the learner. Rounds carry the model's means and
+    segments.
+
+    Args:
+        n_experts: N.
+        horizon: T.
+        model: a shift family name (default ``"bernoulli_gap"``).
+        **knobs: that family's keywords (``n_shifts``, ``change_points``, ``gap``, ...).
+    """
+
+    knows_means = True
+    has_segments = True
+
+    def __init__(
+        self, n_experts: int, horizon: int, *, model: str = "bernoulli_gap", **knobs: Any
+    ) -> None:
+        super().__init__(n_experts, horizon)
+        inner = family_factory("shift", model)(self.n_experts, self.horizon, **knobs)
+        if not isinstance(inner, SegmentModel):
+            raise ValueError(f"model must name a shifting-stochastic family, got {model!r}")
+        self.model = model
+        self.inner = inner
+        self.default_switches = inner.default_switches
+
+    def _reset(self, seeds: list[int]) -> None:
+        self.inner.reset(seeds)  # the neighbour, if any, is applied by this wrapper
+
+    def _draw(self, t: int) -> np.ndarray:
+        self.inner.t = t
+        return self.inner._draw(t)
+
+    def _finish(self, t: int, z: np.ndarray) -> Round:
+        return self.inner._finish(t, z)
+
+    @property
+    def change_points(self) -> np.ndarray:
+        """(B, K) change rounds of the sampled model (after reset)."""
+        return self.inner.change_points
+
+    def segment_means(self) -> np.ndarray:
+        """(B, K + 1, N) means of the sampled model (after reset)."""
+        return self.inner.segment_means()
+
+
+def _read_csv(path: Path) -> np.ndarray:
+    """Numbers separated by commas, one row per round; one header line is tolerated."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # numpy warns on an empty file
+        try:
+            return np.loadtxt(path, delimiter=",", ndmin=2, dtype=np.float64)
+        except ValueError as first:
+            try:
+                return np.loadtxt(path, delimiter=",", ndmin=2, dtype=np.float64, skiprows=1)
+            except ValueError:
+                raise ValueError(
+                    f"losses file {str(path)!r} is not a numeric CSV (numbers separated by "
+                    f"commas, one row per round, optionally one header line): {first}"
+                ) from first
+
+
+def load_losses(losses: Any, *, rescale: bool = False) -> np.ndarray:
+    """Read and validate a user loss matrix: a (T, N) float64 copy with values in [0, 1].
+
+    Args:
+        losses: an array-like, or a path (``str``/``PathLike``) to a ``.npy`` or ``.csv`` file.
+        rescale: map the matrix affinely onto [0, 1] (min to 0, max to 1) before the range check.
+
+    Raises:
+        ValueError: missing or unreadable file, unknown extension, wrong dimension, empty matrix,
+            non-finite values, or values outside [0, 1] (never clipped).
+        TypeError: a non-numeric array.
+    """
+    if isinstance(losses, (str, os.PathLike)):
+        path = Path(losses)
+        if not path.is_file():
+            raise ValueError(f"losses file {str(path)!r} does not exist")
+        suffix = path.suffix.lower()
+        if suffix == ".npy":
+            try:
+                losses = np.load(path, allow_pickle=False)
+            except (ValueError, OSError) as err:
+                raise ValueError(f"losses file {str(path)!r} is not a readable .npy file") from err
+        elif suffix == ".csv":
+            losses = _read_csv(path)
+        else:
+            raise ValueError(
+                f"losses file must end in .npy or .csv, got {str(path)!r} (or pass an array)"
+            )
+    if losses is None:
+        raise ValueError("family 'replay' needs losses=: a (T, N) array, .npy path or .csv path")
+    if rescale:
+        arr = check_loss_array("losses", losses, ndim=2, low=-np.inf, high=np.inf)
+        low, high = arr.min(), arr.max()
+        arr = (arr - low) / (high - low) if high > low else np.zeros_like(arr)
+        return check_loss_array("losses", arr, ndim=2)
+    return check_loss_array("losses", losses, ndim=2)
+
+
+@register_family("oblivious", "replay")
+class Replay(Adversary):
+    """Oblivious family ``replay``: play a user's (T, N) loss matrix row by row.
+
+    Args:
+        n_experts: N, or None to take it from the matrix (if given, it must match).
+        horizon: T, or None to take it from the matrix (if given, it must match).
+        losses: the matrix: array-like, ``.npy`` path or ``.csv`` path. It is copied, so later
+            changes to the user's array do not change the game.
+        rescale: map the matrix affinely onto [0, 1] first (explicit opt-in). Default False:
+            values outside [0, 1] are an error.
+    """
+
+    def __init__(
+        self,
+        n_experts: int | None = None,
+        horizon: int | None = None,
+        *,
+        losses: Any = None,
+        rescale: bool = False,
+    ) -> None:
+        if not isinstance(rescale, bool):
+            raise TypeError(f"rescale must be True or False, got {rescale!r}")
+        matrix = load_losses(losses, rescale=rescale)
+        rows, cols = matrix.shape
+        for name, value, actual in (("horizon", horizon, rows), ("n_experts", n_experts, cols)):
+            if value is not None and check_int(name, value, minimum=1) != actual:
+                raise ValueError(
+                    f"{name}={value} disagrees with the losses matrix of shape {matrix.shape} "
+                    f"(T={rows} rows, N={cols} columns); leave {name} unset or make them agree"
+                )
+        super().__init__(cols, rows)
+        matrix.flags.writeable = False
+        self.losses = matrix
+        self.rescale = rescale
+
+    def _reset(self, seeds: list[int]) -> None:
+        return None
+
+    def _draw(self, t: int) -> np.ndarray:
+        return np.repeat(self.losses[t - 1][None, :], self.num_runs, axis=0)

@@ -1,0 +1,505 @@
+"""Shifting-stochastic loss models (brief 000 §6.2): K change points, i.i.d. losses per segment.
+
+Every model here is a :class:`SegmentModel`: at reset it draws, from the structure stream, the
+change points (:mod:`~dp_experts_env.adversaries.changepoints`) and each segment's law; per round it
+draws the loss vector from the data stream with a fixed number of uniforms, so round ``t`` is a
+pure function of (seed, t) whatever the chunking and whatever the learner does. Rounds carry the
+segment means (``knows_means``), the segment index and the shift flag (``has_segments``). The
+default comparator budget is S = K (brief 000 P13). Memory is O(B (K + 1) N) at most, never O(T).
+
+Families of the ``"shift"`` environment (keyword-only knobs; all take ``n_shifts`` = K, default
+``min(4, T - 1)``, ``change_points`` = a mode of :class:`ChangePointSchedule` or a list of rounds,
+default ``"even"``, and ``min_length`` for mode ``"min_gap"``):
+
+* ``bernoulli_gap`` (``gap=0.1``, ``base=0.5``): in segment k expert ``b_k`` has mean
+  ``base - gap``, every other expert ``base``; losses are independent Bernoulli. ``b_0`` is uniform
+  and ``b_k`` is uniform over the experts other than ``b_{k-1}``, so the best expert really changes
+  at every shift. ``gap="hard"`` uses ``gap_k = min(base, sqrt(ln N / L_k))`` with L_k the length
+  of segment k.
+* ``uniform_means`` (``low=0.0``, ``high=1.0``, ``distribution="bernoulli"``,
+  ``concentration=10.0``): every segment draws fresh means ``mu_k(j) ~ U(low, high)``; losses are
+  Bernoulli(mu) or, with ``distribution="beta"``, Beta(c mu, c (1 - mu)) with ``c = concentration``
+  (inverse CDF, one uniform per expert). No gap is promised.
+* ``correlated`` (``gap=0.1``, ``base=0.5``, ``common_scale=0.1``, ``idio_scale=0.1``): the planted
+  structure of ``bernoulli_gap`` as *locations* m_k; losses
+  ``clip(m_k(j) + common_scale g_t + idio_scale g_t(j), 0, 1)`` with standard normal g (a shared
+  shock makes the coordinates dependent). The reported means are the exact expectations of the
+  clipped variables, not the locations.
+* ``disjoint_pools`` (``gap=0.1``, ``base=0.5``, ``pool_size=floor(N / (K + 1))``,
+  ``outside_loss=1.0``): the experts are split at random into K + 1 disjoint pools; in segment k
+  only pool k is active and behaves like ``bernoulli_gap`` inside the pool, every other expert
+  has loss ``outside_loss`` (the skeleton of the S log(N/S)/eps lower bound). Needs
+  ``(K + 1) * pool_size <= N``.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from scipy import special
+
+from dp_experts_env._validation import check_choice, check_float, check_int
+from dp_experts_env.adversaries.base import DATA_STREAM, STRUCTURE_STREAM, Adversary, Round
+from dp_experts_env.adversaries.changepoints import (
+    ChangePointSchedule,
+    SegmentClock,
+    segment_lengths,
+)
+from dp_experts_env.adversaries.registry import register_family
+from dp_experts_env.batch_rng import BatchRNG
+
+__all__ = [
+    "SegmentModel",
+    "PlantedModel",
+    "BernoulliGap",
+    "UniformMeans",
+    "Correlated",
+    "DisjointPools",
+    "GapSpec",
+    "bernoulli_losses",
+    "clipped_normal_mean",
+    "plant_best",
+]
+
+ChangePoints = str | Sequence[int] | np.ndarray
+
+
+# ----------------------------------------------------------------------------- shared helpers
+class GapSpec:
+    """A gap that is either a fixed number in (0, cap] or ``"hard"``: ``min(cap, sqrt(ln N / L))``.
+
+    Args:
+        gap: the user's value.
+        cap: the largest gap the family's means allow.
+        name: parameter name for messages.
+    """
+
+    def __init__(self, gap: float | str, cap: float, name: str = "gap") -> None:
+        self.cap = cap
+        if isinstance(gap, str):
+            self.value: float | str = check_choice(name, gap, ("hard",))
+        else:
+            self.value = check_float(name, gap, minimum=0.0, maximum=cap, min_inclusive=False)
+
+    def values(self, lengths: np.ndarray, n_experts: int) -> np.ndarray:
+        """Gap per run and segment, shape of ``lengths`` (segment lengths in rounds)."""
+        if self.value == "hard":
+            return np.minimum(self.cap, np.sqrt(math.log(n_experts) / lengths))
+        return np.full(lengths.shape, float(self.value))
+
+
+def plant_best(rng: BatchRNG, n_segments: int, n_experts: int) -> np.ndarray:
+    """(B, n_segments) planted best experts; each differs from the previous segment's.
+
+    ``b_0`` is uniform; ``b_k = (b_{k-1} + d_k) mod N`` with ``d_k`` uniform in ``{1..N-1}``, i.e.
+    uniform over the other experts. Consumes ``n_segments`` uniforms per run.
+    """
+    first = rng.integers(n_experts, (1,))
+    if n_segments == 1:
+        return first
+    steps = 1 + rng.integers(n_experts - 1, (n_segments - 1,))
+    return np.concatenate([first, first + np.cumsum(steps, axis=1)], axis=1) % n_experts
+
+
+def bernoulli_losses(rng: BatchRNG, means: np.ndarray) -> np.ndarray:
+    """Independent Bernoulli(means) losses: N uniforms per run."""
+    return (rng.random(means.shape[1:]) < means).astype(np.float64)
+
+
+def clipped_normal_mean(loc: np.ndarray, sigma: float) -> np.ndarray:
+    """E[clip(loc + sigma Z, 0, 1)] for standard normal Z (elementwise, exact)."""
+    loc = np.asarray(loc, dtype=np.float64)
+    if sigma == 0.0:
+        return np.clip(loc, 0.0, 1.0)
+    a = (0.0 - loc) / sigma
+    b = (1.0 - loc) / sigma
+    pdf_a = np.exp(-0.5 * a * a) / math.sqrt(2.0 * math.pi)
+    pdf_b = np.exp(-0.5 * b * b) / math.sqrt(2.0 * math.pi)
+    cdf_a, cdf_b = special.ndtr(a), special.ndtr(b)
+    # P(Y > 1) * 1 + E[Y; 0 < Y < 1] with Y = loc + sigma Z.
+    return (1.0 - cdf_b) + loc * (cdf_b - cdf_a) + sigma * (pdf_a - pdf_b)
+
+
+# ----------------------------------------------------------------------------- base classes
+class SegmentModel(Adversary):
+    """A piecewise-stationary loss model: change points, one law per segment, i.i.d. rounds.
+
+    Subclasses implement :meth:`_build` (draw the segment laws at reset), :meth:`_rows` (the
+    current segment's sampling parameters and means for every run) and :meth:`_sample` (one
+    round's losses from the data stream, a fixed number of uniforms per round).
+
+    Args:
+        n_experts: N (>= 2).
+        horizon: T.
+        n_shifts: K (default ``min(default_shifts, capacity of the mode)``).
+        change_points: schedule mode or explicit list of rounds (see
+            :class:`~dp_experts_env.adversaries.changepoints.ChangePointSchedule`).
+        min_length: least segment length for ``change_points="min_gap"``.
+        default_shifts: K when ``n_shifts`` is None.
+    """
+
+    knows_means = True
+    has_segments = True
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        n_shifts: int | None = None,
+        change_points: ChangePoints = "even",
+        min_length: int | None = None,
+        default_shifts: int = 4,
+    ) -> None:
+        super().__init__(n_experts, horizon)
+        if self.n_experts < 2:
+            raise ValueError(f"n_experts must be >= 2 for this loss model, got {self.n_experts}")
+        self.schedule = ChangePointSchedule(
+            self.horizon,
+            n_shifts,
+            change_points,
+            min_length=min_length,
+            default_shifts=default_shifts,
+        )
+        self.n_shifts = self.schedule.n_shifts
+        self.default_switches = self.n_shifts
+
+    # -- hooks ------------------------------------------------------------------------------
+    @abstractmethod
+    def _build(self, rng: BatchRNG, change_points: np.ndarray) -> None:
+        """Draw and store the laws of the K + 1 segments of every run (structure stream)."""
+
+    @abstractmethod
+    def _rows(self, segment: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(params, means), each (B, N), of segment ``segment[b]`` of run ``b``."""
+
+    @abstractmethod
+    def _sample(self, rng: BatchRNG, params: np.ndarray) -> np.ndarray:
+        """One round's (B, N) losses; must consume a fixed number of uniforms."""
+
+    # -- protocol ---------------------------------------------------------------------------
+    def _reset(self, seeds: list[int]) -> None:
+        b = len(seeds)
+        self._run_index = np.arange(b)
+        structure = BatchRNG(seeds, STRUCTURE_STREAM)
+        self.change_points = self.schedule.draw(structure)
+        self._build(structure, self.change_points)
+        self._data = BatchRNG(seeds, DATA_STREAM)
+        self._clock = SegmentClock(self.change_points, self.horizon)
+        self._segment = np.zeros(b, np.int64)
+        self._shift = np.zeros(b, bool)
+        self._params, self._means = self._current(self._segment)
+
+    def _current(self, segment: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        params, means = self._rows(segment)
+        means = np.array(means, dtype=np.float64)
+        means.flags.writeable = False  # shared by every round of the segment
+        return params, means
+
+    def _draw(self, t: int) -> np.ndarray:
+        segment, shift = self._clock.advance(t)
+        if shift.any():
+            self._params, self._means = self._current(segment)
+        self._segment, self._shift = segment, shift
+        return self._sample(self._data, self._params)
+
+    def _finish(self, t: int, z: np.ndarray) -> Round:
+        return Round(
+            losses=z,
+            means=self._means if self.knows_means else None,
+            segment=self._segment,
+            shift=self._shift,
+        )
+
+    # -- inspection -------------------------------------------------------------------------
+    def segment_means(self) -> np.ndarray:
+        """(B, K + 1, N) expected losses of every segment of every run (after reset)."""
+        if self.num_runs == 0:
+            raise RuntimeError("call reset() before segment_means()")
+        rows = [
+            self._rows(np.full(self.num_runs, k, np.int64))[1] for k in range(self.n_shifts + 1)
+        ]
+        return np.stack(rows, axis=1)
+
+    def state_nbytes(self) -> int:
+        """Bytes held in arrays, including the clock (bounded independently of T)."""
+        total = super().state_nbytes()
+        clock = getattr(self, "_clock", None)
+        if clock is not None:
+            total += sum(v.nbytes for v in vars(clock).values() if isinstance(v, np.ndarray))
+        return int(total)
+
+
+class PlantedModel(SegmentModel):
+    """One planted best expert per segment, changing at every shift.
+
+    In segment k expert ``b_k`` has value ``best_value`` and the others ``rest_value``;
+    subclasses give the two values per segment through :meth:`_segment_values`.
+    """
+
+    def _build(self, rng: BatchRNG, change_points: np.ndarray) -> None:
+        self._best = self._plant(rng)
+        lengths = segment_lengths(change_points, self.horizon)
+        best, rest = self._segment_values(lengths)
+        self._best_value = np.broadcast_to(best, lengths.shape).astype(np.float64)
+        self._rest_value = np.broadcast_to(rest, lengths.shape).astype(np.float64)
+
+    def _plant(self, rng: BatchRNG) -> np.ndarray:
+        """(B, K + 1) best expert of every segment (structure stream)."""
+        return plant_best(rng, self.n_shifts + 1, self.n_experts)
+
+    @abstractmethod
+    def _segment_values(self, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(best value, rest value), each broadcastable to (B, K + 1)."""
+
+    def _location(self, segment: np.ndarray) -> np.ndarray:
+        rows = self._run_index
+        loc = np.repeat(self._rest_value[rows, segment][:, None], self.n_experts, axis=1)
+        loc[rows, self._best[rows, segment]] = self._best_value[rows, segment]
+        return loc
+
+    def _rows(self, segment: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        loc = self._location(segment)
+        return loc, loc
+
+    def _sample(self, rng: BatchRNG, params: np.ndarray) -> np.ndarray:
+        return bernoulli_losses(rng, params)
+
+    def best_experts(self) -> np.ndarray:
+        """(B, K + 1) planted best expert of every segment (after reset)."""
+        return self._best.copy()
+
+
+class _BaseGap(PlantedModel):
+    """Planted model with ``rest = base`` and ``best = base - gap`` (brief 000 convention)."""
+
+    def _init_gap(self, gap: float | str, base: float) -> None:
+        self.base = check_float("base", base, minimum=0.0, maximum=1.0, min_inclusive=False)
+        self.gap = GapSpec(gap, self.base)
+
+    def _segment_values(self, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        gaps = self.gap.values(lengths, self.n_experts)
+        return self.base - gaps, np.full(lengths.shape, self.base)
+
+
+# ----------------------------------------------------------------------------- families
+@register_family("shift", "bernoulli_gap")
+class BernoulliGap(_BaseGap):
+    """Shift family ``bernoulli_gap``: one planted best expert per segment, Bernoulli losses.
+
+    Args:
+        n_experts: N (>= 2).
+        horizon: T.
+        n_shifts: K change points (default ``min(4, T - 1)``).
+        change_points: ``"even"`` (default), ``"uniform"``, ``"min_gap"``, ``"anti_doubling"`` or
+            an explicit increasing list of rounds in 2..T.
+        min_length: least segment length for ``"min_gap"`` (default ``T // (4 (K + 1))``).
+        gap: Delta in (0, base], or ``"hard"`` (``min(base, sqrt(ln N / L_k))``). Default 0.1.
+        base: mean loss of the non-best experts, in (0, 1]. Default 0.5.
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        n_shifts: int | None = None,
+        change_points: ChangePoints = "even",
+        min_length: int | None = None,
+        gap: float | str = 0.1,
+        base: float = 0.5,
+    ) -> None:
+        super().__init__(
+            n_experts,
+            horizon,
+            n_shifts=n_shifts,
+            change_points=change_points,
+            min_length=min_length,
+        )
+        self._init_gap(gap, base)
+
+
+@register_family("shift", "uniform_means")
+class UniformMeans(SegmentModel):
+    """Shift family ``uniform_means``: fresh uniform means in every segment.
+
+    Args:
+        n_experts, horizon, n_shifts, change_points, min_length: as for :class:`BernoulliGap`.
+        low, high: means are drawn uniformly from (low, high), ``0 <= low < high <= 1``.
+        distribution: ``"bernoulli"`` (default) or ``"beta"`` (Beta with the same mean).
+        concentration: c > 0 of the Beta law (``a = c mu``, ``b = c (1 - mu)``). Default 10.
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        n_shifts: int | None = None,
+        change_points: ChangePoints = "even",
+        min_length: int | None = None,
+        low: float = 0.0,
+        high: float = 1.0,
+        distribution: str = "bernoulli",
+        concentration: float = 10.0,
+    ) -> None:
+        super().__init__(
+            n_experts,
+            horizon,
+            n_shifts=n_shifts,
+            change_points=change_points,
+            min_length=min_length,
+        )
+        self.low = check_float("low", low, minimum=0.0, maximum=1.0)
+        self.high = check_float("high", high, minimum=0.0, maximum=1.0)
+        if self.high <= self.low:
+            raise ValueError(f"high must be > low, got low={self.low}, high={self.high}")
+        self.distribution = check_choice("distribution", distribution, ("bernoulli", "beta"))
+        self.concentration = check_float(
+            "concentration", concentration, minimum=0.0, min_inclusive=False
+        )
+
+    def _build(self, rng: BatchRNG, change_points: np.ndarray) -> None:
+        # Open interval: Beta parameters c mu and c (1 - mu) must stay positive.
+        u = rng.open_uniform((self.n_shifts + 1, self.n_experts))
+        self._table = self.low + (self.high - self.low) * u
+
+    def _rows(self, segment: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        mu = self._table[self._run_index, segment]
+        return mu, mu
+
+    def _sample(self, rng: BatchRNG, params: np.ndarray) -> np.ndarray:
+        if self.distribution == "bernoulli":
+            return bernoulli_losses(rng, params)
+        u = rng.random(params.shape[1:])
+        c = self.concentration
+        return special.betaincinv(c * params, c * (1.0 - params), u)
+
+
+class _CorrelatedMixin:
+    """Shared-shock clipped Gaussian losses around planted locations."""
+
+    n_experts: int
+    _location: Callable[[np.ndarray], np.ndarray]
+
+    def _init_scales(self, common_scale: float, idio_scale: float) -> None:
+        self.common_scale = check_float("common_scale", common_scale, minimum=0.0)
+        self.idio_scale = check_float("idio_scale", idio_scale, minimum=0.0)
+        self.sigma = math.hypot(self.common_scale, self.idio_scale)
+
+    def _rows(self, segment: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        loc = self._location(segment)
+        return loc, clipped_normal_mean(loc, self.sigma)
+
+    def _sample(self, rng: BatchRNG, params: np.ndarray) -> np.ndarray:
+        g = rng.normal((self.n_experts + 1,))  # 2 (N + 1) uniforms per round
+        x = params + self.common_scale * g[:, :1] + self.idio_scale * g[:, 1:]
+        return np.clip(x, 0.0, 1.0)
+
+
+@register_family("shift", "correlated")
+class Correlated(_CorrelatedMixin, _BaseGap):
+    """Shift family ``correlated``: dependent coordinates through a shared Gaussian shock.
+
+    Args:
+        n_experts, horizon, n_shifts, change_points, min_length, gap, base: as for
+            :class:`BernoulliGap` (here ``base``/``base - gap`` are locations before clipping).
+        common_scale: weight of the shock shared by all experts (>= 0). Default 0.1.
+        idio_scale: weight of each expert's own noise (>= 0). Default 0.1.
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        n_shifts: int | None = None,
+        change_points: ChangePoints = "even",
+        min_length: int | None = None,
+        gap: float | str = 0.1,
+        base: float = 0.5,
+        common_scale: float = 0.1,
+        idio_scale: float = 0.1,
+    ) -> None:
+        _BaseGap.__init__(
+            self,
+            n_experts,
+            horizon,
+            n_shifts=n_shifts,
+            change_points=change_points,
+            min_length=min_length,
+        )
+        self._init_gap(gap, base)
+        self._init_scales(common_scale, idio_scale)
+
+
+@register_family("shift", "disjoint_pools")
+class DisjointPools(_BaseGap):
+    """Shift family ``disjoint_pools``: segment k activates its own pool of experts.
+
+    Args:
+        n_experts, horizon, n_shifts, change_points, min_length, gap, base: as for
+            :class:`BernoulliGap`.
+        pool_size: experts per pool, ``1 <= pool_size`` and ``(K + 1) * pool_size <= N``
+            (default ``N // (K + 1)``).
+        outside_loss: loss of every inactive expert, in [base, 1]. Default 1.0.
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        n_shifts: int | None = None,
+        change_points: ChangePoints = "even",
+        min_length: int | None = None,
+        gap: float | str = 0.1,
+        base: float = 0.5,
+        pool_size: int | None = None,
+        outside_loss: float = 1.0,
+    ) -> None:
+        super().__init__(
+            n_experts,
+            horizon,
+            n_shifts=n_shifts,
+            change_points=change_points,
+            min_length=min_length,
+        )
+        self._init_gap(gap, base)
+        pools = self.n_shifts + 1
+        if pools > self.n_experts:
+            raise ValueError(
+                f"disjoint_pools needs n_shifts + 1 <= n_experts (one pool per segment); got "
+                f"n_shifts={self.n_shifts}, n_experts={self.n_experts}"
+            )
+        self.pool_size = (
+            self.n_experts // pools
+            if pool_size is None
+            else check_int("pool_size", pool_size, minimum=1, maximum=self.n_experts // pools)
+        )
+        self.outside_loss = check_float("outside_loss", outside_loss, minimum=self.base, maximum=1)
+
+    def _plant(self, rng: BatchRNG) -> np.ndarray:
+        # Pool k is slots [k m, (k+1) m) of a random permutation; its best is one of them, so the
+        # best expert changes at every shift because pools are disjoint.
+        self._perm = np.argsort(rng.random((self.n_experts,)), axis=1)
+        m, segs = self.pool_size, self.n_shifts + 1
+        slots = np.arange(segs) * m + rng.integers(m, (segs,))
+        return np.take_along_axis(self._perm, slots, axis=1)
+
+    def _location(self, segment: np.ndarray) -> np.ndarray:
+        rows = self._run_index
+        m = self.pool_size
+        loc = np.full((rows.size, self.n_experts), self.outside_loss)
+        members = np.take_along_axis(self._perm, segment[:, None] * m + np.arange(m), axis=1)
+        loc[rows[:, None], members] = self._rest_value[rows, segment][:, None]
+        loc[rows, self._best[rows, segment]] = self._best_value[rows, segment]
+        return loc
+
+    def pools(self) -> np.ndarray:
+        """(B, K + 1, pool_size) members of each segment's pool (after reset)."""
+        m = self.pool_size
+        return self._perm[:, : (self.n_shifts + 1) * m].reshape(self.num_runs, -1, m).copy()

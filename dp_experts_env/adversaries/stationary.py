@@ -1,0 +1,277 @@
+"""Stationary i.i.d. loss models with gaps (brief 003 §5.3): shifting models with K = 0.
+
+Every family here is a :class:`~dp_experts_env.adversaries.shifting.SegmentModel` with no change
+point: the law is drawn once per run at reset (structure stream) and every round is an i.i.d.
+draw from the data stream with a fixed number of uniforms. Rounds carry the means
+(``knows_means``); there are no segments to report and the default comparator budget is S = 0.
+The best expert is unique and its index is drawn uniformly per run (no index-0 bias).
+
+Families of the ``"stochastic"`` environment (keyword-only knobs):
+
+* ``one_vs_rest`` (``gap=0.1``, ``center=0.5``; E1, the default): best mean
+  ``center - gap/2``, all others ``center + gap/2``, independent Bernoulli losses. ``gap="hard"``
+  uses ``sqrt(ln N / T)`` (capped by the room around ``center``).
+* ``privacy_dominated`` (E2): ``one_vs_rest`` with default ``gap=0.5`` (means 0.25 / 0.75).
+* ``statistics_dominated`` (E3): ``one_vs_rest`` with default ``gap=0.05``.
+* ``geometric_gaps`` (``gap=0.1``, ``best_mean=0.25``; E4): the k-th best expert (k = 2..N) has
+  mean ``min(1, best_mean + gap 2^(k-2))``; Bernoulli losses; labels shuffled per run.
+* ``mixed_gaps`` (``gap=0.05``, ``large_gap=0.4``, ``best_mean=0.25``; E5): ``ceil((N-1)/2)``
+  suboptimal experts at ``best_mean + gap``, the rest at ``best_mean + large_gap``.
+* ``comonotone`` (``gap=0.1``, ``center=0.5``; E6): the means of ``one_vs_rest`` but one shared
+  uniform per round, ``X_j = 1{U_t < mu_j}``: maximally dependent coordinates.
+* ``correlated`` (``gap``, ``base``, ``common_scale``, ``idio_scale``; E6 with a shared factor):
+  the shift family ``correlated`` with K = 0.
+* ``uniform_means`` (``low``, ``high``, ``distribution``, ``concentration``): the shift family
+  ``uniform_means`` with K = 0 (no gap promised).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+
+import numpy as np
+
+from dp_experts_env._validation import check_float
+from dp_experts_env.adversaries.registry import register_family
+from dp_experts_env.adversaries.shifting import (
+    Correlated,
+    GapSpec,
+    PlantedModel,
+    SegmentModel,
+    UniformMeans,
+    bernoulli_losses,
+)
+from dp_experts_env.batch_rng import BatchRNG
+
+__all__ = [
+    "OneVsRest",
+    "PrivacyDominated",
+    "StatisticsDominated",
+    "GeometricGaps",
+    "MixedGaps",
+    "Comonotone",
+    "StationaryCorrelated",
+    "StationaryUniformMeans",
+]
+
+
+@register_family("stochastic", "one_vs_rest")
+class OneVsRest(PlantedModel):
+    """Stochastic family ``one_vs_rest`` (brief 003 E1): one best expert, all gaps equal.
+
+    Args:
+        n_experts: N (>= 2).
+        horizon: T.
+        gap: Delta in (0, 2 min(center, 1 - center)], or ``"hard"`` (``sqrt(ln N / T)``, capped).
+            Default 0.1.
+        center: midpoint of the two means, in (0, 1). Default 0.5.
+    """
+
+    has_segments = False
+
+    def __init__(
+        self, n_experts: int, horizon: int, *, gap: float | str = 0.1, center: float = 0.5
+    ) -> None:
+        super().__init__(n_experts, horizon, n_shifts=0)
+        self.center = check_float(
+            "center", center, minimum=0.0, maximum=1.0, min_inclusive=False, max_inclusive=False
+        )
+        self.gap = GapSpec(gap, 2.0 * min(self.center, 1.0 - self.center))
+
+    def _segment_values(self, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        half = 0.5 * self.gap.values(lengths, self.n_experts)
+        return self.center - half, self.center + half
+
+
+@register_family("stochastic", "privacy_dominated")
+class PrivacyDominated(OneVsRest):
+    """Stochastic family ``privacy_dominated`` (E2): ``one_vs_rest`` with default gap 0.5."""
+
+    def __init__(
+        self, n_experts: int, horizon: int, *, gap: float | str = 0.5, center: float = 0.5
+    ) -> None:
+        super().__init__(n_experts, horizon, gap=gap, center=center)
+
+
+@register_family("stochastic", "statistics_dominated")
+class StatisticsDominated(OneVsRest):
+    """Stochastic family ``statistics_dominated`` (E3): ``one_vs_rest`` with default gap 0.05."""
+
+    def __init__(
+        self, n_experts: int, horizon: int, *, gap: float | str = 0.05, center: float = 0.5
+    ) -> None:
+        super().__init__(n_experts, horizon, gap=gap, center=center)
+
+
+@register_family("stochastic", "comonotone")
+class Comonotone(OneVsRest):
+    """Stochastic family ``comonotone`` (E6): ``one_vs_rest`` means, one shared uniform per round.
+
+    Args:
+        n_experts, horizon, gap, center: as for :class:`OneVsRest`.
+    """
+
+    def _sample(self, rng: BatchRNG, params: np.ndarray) -> np.ndarray:
+        return (rng.random((1,)) < params).astype(np.float64)
+
+
+class _RankedProfile(SegmentModel):
+    """Sorted mean profile (best first) assigned to experts by a random permutation per run."""
+
+    has_segments = False
+
+    def __init__(self, n_experts: int, horizon: int) -> None:
+        super().__init__(n_experts, horizon, n_shifts=0)
+
+    @abstractmethod
+    def _profile(self) -> np.ndarray:
+        """(N,) means sorted from the best expert to the worst."""
+
+    def _build(self, rng: BatchRNG, change_points: np.ndarray) -> None:
+        # Expert order[b, r] gets the r-th smallest mean.
+        order = np.argsort(rng.random((self.n_experts,)), axis=1)
+        means = np.empty(order.shape)
+        np.put_along_axis(means, order, np.broadcast_to(self._profile(), order.shape), axis=1)
+        self._mu = means
+
+    def _rows(self, segment: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self._mu, self._mu
+
+    def _sample(self, rng: BatchRNG, params: np.ndarray) -> np.ndarray:
+        return bernoulli_losses(rng, params)
+
+
+@register_family("stochastic", "geometric_gaps")
+class GeometricGaps(_RankedProfile):
+    """Stochastic family ``geometric_gaps`` (E4): gaps Delta, 2 Delta, 4 Delta, ... capped at 1.
+
+    Args:
+        n_experts: N (>= 2).
+        horizon: T.
+        gap: smallest gap Delta, in (0, 1 - best_mean]. Default 0.1.
+        best_mean: mean of the best expert, in [0, 1). Default 0.25.
+    """
+
+    def __init__(
+        self, n_experts: int, horizon: int, *, gap: float = 0.1, best_mean: float = 0.25
+    ) -> None:
+        super().__init__(n_experts, horizon)
+        self.best_mean = check_float(
+            "best_mean", best_mean, minimum=0.0, maximum=1.0, max_inclusive=False
+        )
+        self.gap = check_float(
+            "gap", gap, minimum=0.0, maximum=1.0 - self.best_mean, min_inclusive=False
+        )
+
+    def _profile(self) -> np.ndarray:
+        k = np.arange(self.n_experts - 1, dtype=np.float64)
+        rest = np.minimum(1.0, self.best_mean + self.gap * 2.0**k)
+        return np.concatenate([[self.best_mean], rest])
+
+
+@register_family("stochastic", "mixed_gaps")
+class MixedGaps(_RankedProfile):
+    """Stochastic family ``mixed_gaps`` (E5): half the suboptimal experts near, half far.
+
+    Args:
+        n_experts: N (>= 2).
+        horizon: T.
+        gap: the small gap, in (0, large_gap]. Default 0.05.
+        large_gap: the large gap, with ``best_mean + large_gap <= 1``. Default 0.4.
+        best_mean: mean of the best expert, in [0, 1). Default 0.25.
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        gap: float = 0.05,
+        large_gap: float = 0.4,
+        best_mean: float = 0.25,
+    ) -> None:
+        super().__init__(n_experts, horizon)
+        self.best_mean = check_float(
+            "best_mean", best_mean, minimum=0.0, maximum=1.0, max_inclusive=False
+        )
+        self.large_gap = check_float(
+            "large_gap", large_gap, minimum=0.0, maximum=1.0 - self.best_mean, min_inclusive=False
+        )
+        self.gap = check_float("gap", gap, minimum=0.0, maximum=self.large_gap, min_inclusive=False)
+
+    def _profile(self) -> np.ndarray:
+        n_rest = self.n_experts - 1
+        n_small = (n_rest + 1) // 2
+        return np.concatenate(
+            [
+                [self.best_mean],
+                np.full(n_small, self.best_mean + self.gap),
+                np.full(n_rest - n_small, self.best_mean + self.large_gap),
+            ]
+        )
+
+
+@register_family("stochastic", "correlated")
+class StationaryCorrelated(Correlated):
+    """Stochastic family ``correlated``: the shift family ``correlated`` with no change point.
+
+    Args:
+        n_experts, horizon: N, T.
+        gap, base, common_scale, idio_scale: as for
+            :class:`~dp_experts_env.adversaries.shifting.Correlated` (``gap="hard"`` uses L = T).
+    """
+
+    has_segments = False
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        gap: float | str = 0.1,
+        base: float = 0.5,
+        common_scale: float = 0.1,
+        idio_scale: float = 0.1,
+    ) -> None:
+        super().__init__(
+            n_experts,
+            horizon,
+            n_shifts=0,
+            gap=gap,
+            base=base,
+            common_scale=common_scale,
+            idio_scale=idio_scale,
+        )
+
+
+@register_family("stochastic", "uniform_means")
+class StationaryUniformMeans(UniformMeans):
+    """Stochastic family ``uniform_means``: the shift family ``uniform_means`` with K = 0.
+
+    Args:
+        n_experts, horizon: N, T.
+        low, high, distribution, concentration: as for
+            :class:`~dp_experts_env.adversaries.shifting.UniformMeans`.
+    """
+
+    has_segments = False
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        low: float = 0.0,
+        high: float = 1.0,
+        distribution: str = "bernoulli",
+        concentration: float = 10.0,
+    ) -> None:
+        super().__init__(
+            n_experts,
+            horizon,
+            n_shifts=0,
+            low=low,
+            high=high,
+            distribution=distribution,
+            concentration=concentration,
+        )
