@@ -3,6 +3,7 @@
 Imports nothing from envs or agents (the audit imports agents lazily, inside the function).
 """
 
+from dp_experts_env.privacy import exact_accountants  # noqa: F401  (briefs 001/002)
 from dp_experts_env.privacy.guarantee import Guarantee, Release
 from dp_experts_env.privacy.mechanisms import (
     AboveThreshold,
