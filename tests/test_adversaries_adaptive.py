@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from dp_experts_env import batch_rng
 from dp_experts_env.adversaries import (
     ActionHistory,
     AdaptivePolicy,
@@ -21,6 +22,13 @@ from dp_experts_env.adversaries.base import ADVICE_STREAM, DATA_STREAM
 from dp_experts_env.batch_rng import BatchRNG
 
 ADAPTIVE = families("adaptive")
+
+
+@pytest.fixture(autouse=True)
+def _small_rng_chunks(monkeypatch):
+    # A stream does not depend on BatchRNG's chunk size (its documented contract); small chunks
+    # keep these many short games fast (each fresh stream otherwise fills a 4M-double buffer).
+    monkeypatch.setattr(batch_rng, "_BUFFER_DOUBLES", 1 << 10)
 
 
 def actions_for(seeds, t, n_experts):

@@ -356,9 +356,9 @@ class PolicyClass(AdviceAdversary):
 
     def __init__(
         self,
-        n_experts: int | None,
-        horizon: int,
-        n_arms: int,
+        n_experts: int | None = None,
+        horizon: int | None = None,
+        n_arms: int | None = None,
         *,
         n_contexts: int | None = None,
         gap: float = 0.1,
@@ -490,7 +490,12 @@ class PeriodicSwap(AdviceAdversary):
     has_segments = True
 
     def __init__(
-        self, n_experts: int | None, horizon: int, n_arms: int, *, period: int = 100
+        self,
+        n_experts: int | None = None,
+        horizon: int | None = None,
+        n_arms: int | None = None,
+        *,
+        period: int = 100,
     ) -> None:
         super().__init__(_check_identity_experts(n_experts, n_arms), horizon, n_arms)
         self.period = check_int("period", period, minimum=1)
@@ -520,9 +525,9 @@ class BernoulliGap(AdviceAdversary):
 
     def __init__(
         self,
-        n_experts: int | None,
-        horizon: int,
-        n_arms: int,
+        n_experts: int | None = None,
+        horizon: int | None = None,
+        n_arms: int | None = None,
         *,
         gap: float = 0.1,
         best_arm: int | None = None,
@@ -573,9 +578,9 @@ class ShiftingBernoulli(BernoulliGap):
 
     def __init__(
         self,
-        n_experts: int | None,
-        horizon: int,
-        n_arms: int,
+        n_experts: int | None = None,
+        horizon: int | None = None,
+        n_arms: int | None = None,
         *,
         n_shifts: int = 1,
         schedule: str = "even",
@@ -603,7 +608,11 @@ register_family("bandit", "periodic_swap")(PeriodicSwap)
 
 @register_family("bandit", "lemma11_switch")
 def lemma11_bandit(
-    n_experts: int | None, horizon: int, n_arms: int, *, switch_round: int | None = None
+    n_experts: int | None = None,
+    horizon: int | None = None,
+    n_arms: int | None = None,
+    *,
+    switch_round: int | None = None,
 ) -> Lemma11Switch:
     """Lemma-11 switch instance with identity experts only (N = K)."""
     n_experts = _check_identity_experts(n_experts, n_arms)
