@@ -41,6 +41,15 @@ _BASE_KEYS = {
 }
 
 
+def _check_own_action(obs: BanditObs, played: np.ndarray) -> None:
+    """The feedback must be the loss of the arm this learner played (not another run's)."""
+    if not np.array_equal(obs.last_action, played):
+        raise ValueError(
+            f"obs['last_action'] {obs.last_action.tolist()} differs from the arms this agent "
+            f"played {played.tolist()}; reset the agent whenever the env is reset"
+        )
+
+
 class _BatchedConversion(PrivateAgent):
     """Alg. 1 over ``m`` choices; subclasses say what a choice is and how it is played."""
 
@@ -94,7 +103,13 @@ class _BatchedConversion(PrivateAgent):
         if tau is not None:
             tau = check_int("tau", tau, minimum=1, maximum=self.horizon)
         self.tuned: BatchedBanditTuning = tune_batched_bandit(
-            self.base, m, self.horizon, self.epsilon, self.tuning, tau=tau
+            self.base,
+            m,
+            self.horizon,
+            self.epsilon,
+            self.tuning,
+            tau=tau,
+            gamma_given=gamma is not None,
         )
         self.tau = self.tuned.tau
         self.n_batches = self.tuned.n_batches
@@ -171,6 +186,7 @@ class _BatchedConversion(PrivateAgent):
         self._batch_sum = np.zeros(self.num_envs)
 
     def _learn(self, obs: BanditObs) -> None:
+        _check_own_action(obs, self.last_actions)
         if self.t > self.n_batches * self.tau:
             return  # trailing partial batch: never released, never learned from (P2)
         # P9: the sensitivity 1/tau assumes losses in [0, 1].

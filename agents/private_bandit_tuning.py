@@ -163,8 +163,11 @@ def base_noisy_regret(base: str, m: int, n_batches: int, lam: float) -> float:
 
 
 def _tau_grid(horizon: int, extra: int | None = None) -> np.ndarray:
+    # Every integer up to 2000 (the bounds are cheap), then a fine log grid.
     top = max(1, horizon // 10)
-    grid = np.unique(np.round(np.geomspace(1.0, top, num=min(top, 400))).astype(np.int64))
+    grid = np.arange(1, min(top, 2000) + 1)
+    if top > 2000:
+        grid = np.union1d(grid, np.round(np.geomspace(2000, top, 2000)).astype(np.int64))
     if extra is not None and 1 <= extra <= top:
         grid = np.union1d(grid, [extra])
     return grid
@@ -177,6 +180,7 @@ def tune_batched_bandit(
     epsilon: float,
     tuning: str,
     tau: int | None = None,
+    gamma_given: bool = False,
 ) -> BatchedBanditTuning:
     """Batch length and base-learner constants for Alg. 1 over ``n_arms`` (meta-)arms.
 
@@ -190,6 +194,7 @@ def tune_batched_bandit(
             grid with ``tau <= T // 10``).
         tau: a batch length fixed by the user (the base constants still follow ``tuning``'s
             formulas at this tau).
+        gamma_given: the user fixes EXP3's gamma, so the formula's gamma need not be <= 1.
 
     Raises:
         ValueError: for ``tuning="paper"`` when the theorem's parameters are not valid.
@@ -218,7 +223,7 @@ def tune_batched_bandit(
     n_batches = horizon // tau
     lam = 1.0 / (epsilon * tau)
     params = base_parameters(base, n_arms, n_batches, lam)
-    if tuning == "paper" and base == "exp3" and params["gamma"] > 1.0:
+    if tuning == "paper" and base == "exp3" and params["gamma"] > 1.0 and not gamma_given:
         raise ValueError(
             f"tuning='paper' gives EXP3 mixing gamma = {params['gamma']:.3g} > 1 (Cor. 22's "
             f"gamma = 4 eta lam K log(K T_B) with T_B = {n_batches}, lam = {lam:.3g}); the "

@@ -84,8 +84,12 @@ class _PrivateExp4Base(PrivateAgent):
         """(B, N) importance-weighted expert losses ``mu^j(I_t) loss / Q_t(I_t)``."""
         return self.core.estimate(loss)
 
-    @staticmethod
-    def _observed_loss(obs: BanditObs) -> np.ndarray:
+    def _observed_loss(self, obs: BanditObs) -> np.ndarray:
+        if not np.array_equal(obs.last_action, self.last_actions):
+            raise ValueError(
+                f"obs['last_action'] {obs.last_action.tolist()} differs from the arms this agent "
+                f"played {self.last_actions.tolist()}; reset the agent whenever the env is reset"
+            )
         # P9: the sensitivity bounds assume losses in [0, 1].
         return np.clip(obs.last_loss, 0.0, 1.0)
 

@@ -1,0 +1,327 @@
+"""Batch-and-Laplace private bandits (brief 004 Alg. 1 ``private-batched-bandit`` and Thm 7
+``private-bandit-over-experts``).
+
+Known answers (tau = 1 and no noise = EXP3; identity experts = the base learner), batching and
+update counts, the trailing partial batch, noise scales, tuning formulas, batch = single runs
+and bad input.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import agents
+from agents.bandit_core import Exp3Core, TsallisInfCore, tsallis_inf_weights
+from agents.base import AGENT_STREAM
+from agents.private_bandit import PrivateBanditOverExperts, PrivateBatchedBandit
+from agents.private_bandit_tuning import base_noisy_regret, base_parameters, tune_batched_bandit
+from dp_experts_env.batch_rng import BatchRNG, run_seeds
+
+K, T = 3, 50
+BASES = ("tsallis-inf", "exp3", "ftpl-gr")
+
+
+def make_game(horizon=T, n=K, k=K, seed=0, identity=True):
+    rng = np.random.default_rng(seed)
+    advice = np.broadcast_to(np.eye(k), (horizon, k, k)) if identity else None
+    if not identity:
+        advice = rng.dirichlet(np.ones(k), size=(horizon, n))
+    return np.asarray(advice), rng.random((horizon, k))
+
+
+def drive(agent, advice, losses, record=None, flush=False):
+    """Play ``agent`` (B runs, same game in every run); return (T, B) actions.
+
+    ``flush`` hands the agent round T's feedback with one more ``act`` (an env loop never does:
+    round T's loss cannot influence any action), so a batch ending at T is released too.
+    """
+    horizon, n, k = advice.shape
+    b = agent.num_envs
+    last_a, last_l = np.zeros(b, np.int64), np.zeros(b)
+    out = np.zeros((horizon, b), np.int64)
+    for t in range(horizon + int(flush)):
+        obs = {
+            "advice": np.broadcast_to(advice[min(t, horizon - 1)].reshape(-1), (b, n * k)),
+            "last_action": last_a,
+            "last_loss": last_l,
+        }
+        a = np.atleast_1d(agent.act(obs))
+        if t == horizon:
+            break
+        if record is not None:
+            record(t, agent)
+        out[t] = a
+        last_a, last_l = a, losses[t, a]
+    return out
+
+
+def capture_releases(agent):
+    """Wrap the base learner's update to record (choices, released feedback) per batch."""
+    seen = []
+    core = agent.base_learner
+    update = core.update
+
+    def spy(arms, feedback, mask=None):
+        seen.append((np.array(arms), np.array(feedback), core.distribution().copy()))
+        update(arms, feedback, mask)
+
+    core.update = spy
+    return seen
+
+
+# ------------------------------------------------------------------ known answers
+def test_tau_one_noise_off_exp3_base_equals_textbook_exp3():
+    advice, losses = make_game()
+    eta, gamma = 0.4, 0.1
+    agent = PrivateBatchedBandit(K, T, n_arms=K, base="exp3", tau=1, eta=eta, gamma=gamma, seed=4)
+    agent._noiseless = True
+    acts = drive(agent, advice, losses)[:, 0]
+    rng = BatchRNG(run_seeds(4, 1), stream=AGENT_STREAM)
+    cum = np.zeros(K)
+    for t in range(T):
+        w = np.exp(-eta * (cum - cum.min()))
+        p = (1 - gamma) * w / w.sum() + gamma / K
+        a = int(rng.categorical(p[None])[0])
+        assert a == acts[t]
+        cum[a] += losses[t, a] / p[a]
+
+
+def test_tau_one_noise_off_equals_registered_exp3_baseline():
+    advice, losses = make_game()
+    base = agents.make("exp3", n_experts=K, horizon=T, n_arms=K, eta=0.4, gamma=0.1, seed=9)
+    mine = PrivateBatchedBandit(K, T, n_arms=K, base="exp3", tau=1, eta=0.4, gamma=0.1, seed=9)
+    mine._noiseless = True
+    np.testing.assert_array_equal(drive(mine, advice, losses), drive(base, advice, losses))
+
+
+@pytest.mark.parametrize("base", ["tsallis-inf", "exp3"])
+def test_over_identity_experts_reproduces_the_base_learner(base):
+    # Alg. 5 with identity experts plays exactly the chosen meta-arm, and its base learner sees
+    # the same releases, hence has the same law, as Alg. 1's base learner forced to the same arms.
+    advice, losses = make_game(horizon=40)
+    kw = {"n_arms": K, "base": base, "tau": 3, "seed": 2, "num_envs": 4}
+    over = PrivateBanditOverExperts(K, 40, **kw)
+    over._noiseless = True
+    choices = []
+    acts = drive(over, advice, losses, record=lambda t, a: choices.append(a.choice.copy()))
+    np.testing.assert_array_equal(acts, np.array(choices))
+
+    over = PrivateBanditOverExperts(K, 40, **kw)
+    over._noiseless = True
+    seen_over = capture_releases(over)
+    drive(over, advice, losses, flush=True)
+    plain = PrivateBatchedBandit(K, 40, **kw)
+    plain._noiseless = True
+    forced = iter([arms for arms, _, _ in seen_over])
+    plain.base_learner.sample = lambda: next(forced)
+    seen_plain = capture_releases(plain)
+    drive(plain, advice, losses, flush=True)
+    assert len(seen_over) == len(seen_plain) == 40 // 3
+    for (a1, y1, p1), (a2, y2, p2) in zip(seen_over, seen_plain, strict=True):
+        np.testing.assert_array_equal(a1, a2)
+        np.testing.assert_array_equal(y1, y2)
+        np.testing.assert_allclose(p1, p2, rtol=0, atol=1e-15)
+
+
+def test_over_experts_samples_only_the_chosen_experts_advice():
+    advice, losses = make_game(horizon=30, n=4, k=K, identity=False)
+    advice[:, 1] = np.eye(K)[2]  # expert 1 always says arm 2
+    agent = PrivateBanditOverExperts(4, 30, n_arms=K, tau=5, epsilon=1.0, num_envs=64, seed=0)
+    choices = []
+    acts = drive(agent, advice, losses, record=lambda t, a: choices.append(a.choice.copy()))
+    choices = np.array(choices)
+    assert np.all(acts[choices == 1] == 2)
+    for start in range(0, 30, 5):  # the expert is held for the whole batch
+        assert np.all(choices[start : start + 5] == choices[start])
+
+
+def test_htinf_solver_on_negative_cumulative_losses():
+    rng = np.random.default_rng(1)
+    cum = -np.abs(rng.normal(0, 50, size=(200, 6))) * rng.random((200, 1))
+    cum[0] = [-1e4, -1e4 + 1e-9, 0, 3, -7, 1e3]  # near-ties and a wide spread
+    beta = rng.uniform(0.1, 30, size=200)
+    x = tsallis_inf_weights(cum, beta)
+    assert np.all(x > 0)
+    np.testing.assert_allclose(x.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    # Stationarity: beta / sqrt(x_i) - L_i is the same nu for every arm.
+    nu = beta[:, None] / np.sqrt(x) - cum
+    assert np.max(np.ptp(nu, axis=1) / np.maximum(1, np.abs(nu).max(axis=1))) < 1e-9
+    # Inside the agent, after large negative noisy releases.
+    agent = PrivateBatchedBandit(K, T, n_arms=K, tau=1, epsilon=0.05, sigma=1.0, num_envs=3)
+    agent.base_learner.cum_estimate[:] = [[-500.0, -499.0, 0.0]] * 3
+    np.testing.assert_allclose(agent.base_learner.distribution().sum(axis=1), 1, atol=1e-12)
+
+
+# ------------------------------------------------------------------ batching
+@pytest.mark.parametrize("tau", [1, 2, 3, 7, 50])
+@pytest.mark.parametrize("cls", [PrivateBatchedBandit, PrivateBanditOverExperts])
+def test_base_learner_updated_floor_t_over_tau_times(cls, tau):
+    advice, losses = make_game()
+    agent = cls(K, T, n_arms=K, tau=tau, base="exp3", epsilon=0.5, num_envs=5, seed=1)
+    choices = []
+    acts = drive(agent, advice, losses, lambda t, a: choices.append(a.choice.copy()), flush=True)
+    assert np.all(agent.base_learner.n_updates == T // tau)
+    choices = np.array(choices)
+    if cls is PrivateBatchedBandit:
+        np.testing.assert_array_equal(acts, choices)
+    for start in range(0, T, tau):  # one choice per batch; the tail holds the last one (P2)
+        block = choices[start : start + tau]
+        assert np.all(block == block[0])
+    tail = T - (T // tau) * tau
+    if tail:
+        assert np.all(choices[-tail:] == choices[-tail - 1])
+
+
+def test_tail_sample_draws_a_fresh_choice_without_learning():
+    advice, losses = make_game()
+    agent = PrivateBatchedBandit(K, T, n_arms=K, tau=7, tail="sample", num_envs=400, seed=0)
+    choices = []
+    drive(agent, advice, losses, lambda t, a: choices.append(a.choice.copy()), flush=True)
+    choices = np.array(choices)
+    assert np.all(agent.base_learner.n_updates == T // 7)
+    assert np.all(choices[49] == choices[-1])  # rounds 50..51 (1-based) form the tail
+    assert np.mean(choices[49] != choices[48]) > 0.2  # a fresh draw, not the held arm
+
+
+# ------------------------------------------------------------------ noise
+@pytest.mark.parametrize(
+    ("kwargs", "tau"),
+    [
+        ({"epsilon": 0.1}, 10),  # paper: tau = ceil(1/epsilon)
+        ({"epsilon": 0.3}, 4),
+        ({"epsilon": 2.0}, 1),
+        ({"epsilon": 0.1, "tau": 6}, 6),
+    ],
+)
+def test_noise_scale_is_one_over_tau_epsilon(kwargs, tau):
+    agent = PrivateBatchedBandit(K, 1000, n_arms=K, **kwargs)
+    assert agent.tau == tau
+    assert agent.noise_scale == pytest.approx(1 / (tau * kwargs["epsilon"]), rel=1e-15)
+    grid = PrivateBatchedBandit(K, 1000, n_arms=K, noise="grid", **kwargs)
+    assert grid.noise_scale == pytest.approx((1 / tau + 2.0**-20) / kwargs["epsilon"], rel=1e-15)
+    cal = PrivateBatchedBandit(K, 1000, n_arms=K, tuning="calibrated", epsilon=kwargs["epsilon"])
+    assert cal.noise_scale == pytest.approx(1 / (cal.tau * kwargs["epsilon"]), rel=1e-15)
+
+
+@pytest.mark.parametrize("cls", [PrivateBatchedBandit, PrivateBanditOverExperts])
+def test_released_batch_means_carry_the_claimed_laplace_noise(cls):
+    tau, b = 4, 5000
+    advice = np.broadcast_to(np.eye(K), (tau, K, K))
+    losses = np.full((tau, K), 0.25)
+    agent = cls(K, tau, n_arms=K, tau=tau, epsilon=0.5, base="exp3", gamma=0.1, num_envs=b)
+    seen = capture_releases(agent)
+    drive(agent, advice, losses, flush=True)
+    ((_, released, _),) = seen
+    noise = released - 0.25
+    # E|Lap(s)| = s; the mean of 5000 draws has a 1.4 % standard error: allow 5 %.
+    assert np.mean(np.abs(noise)) == pytest.approx(agent.noise_scale, rel=0.05)
+    assert agent.noise_scale == pytest.approx(1 / (tau * 0.5))
+    assert abs(np.median(noise)) < 0.05 * agent.noise_scale
+
+
+# ------------------------------------------------------------------ tuning
+def test_paper_tuning_uses_lemma_level_constants_at_the_base_horizon():
+    horizon, eps = 10_000, 0.1
+    for base in BASES:
+        tuned = tune_batched_bandit(base, 4, horizon, eps, "paper")
+        assert tuned.tau == 10 and tuned.n_batches == 1000 and tuned.lam == pytest.approx(1.0)
+    lg = math.log(4 * 1000)
+    eta = math.sqrt(math.log(4) / (2 * 1000 * 4 * (1 + 10 * lg**2)))
+    exp3 = base_parameters("exp3", 4, 1000, 1.0)
+    assert exp3["eta"] == pytest.approx(eta) and exp3["gamma"] == pytest.approx(4 * eta * 4 * lg)
+    ftpl = base_parameters("ftpl-gr", 4, 1000, 1.0)
+    assert ftpl["resample_cap"] == math.ceil(math.sqrt(4000))
+    assert ftpl["eta"] == pytest.approx(
+        min(
+            math.sqrt(math.log(4) / (4000 * (1 + 10 * lg**2))),
+            1 / (ftpl["resample_cap"] * (1 + 4 * math.log(1000))),
+        )
+    )
+    assert base_parameters("tsallis-inf", 4, 1000, 0.5)["sigma"] == pytest.approx(math.sqrt(3))
+
+
+def test_calibrated_tau_minimises_the_bound_over_all_batch_lengths():
+    horizon, eps, m = 3000, 0.05, 4
+    for base in BASES:
+        tuned = tune_batched_bandit(base, m, horizon, eps, "calibrated")
+        bounds = [
+            t * base_noisy_regret(base, m, horizon // t, 1 / (eps * t)) + t
+            for t in range(1, horizon // 10 + 1)
+        ]
+        assert tuned.bound == pytest.approx(min(bounds))
+        assert tuned.tau <= horizon // 10
+    # HTINF's bound is minimised near tau = sqrt(2)/epsilon.
+    assert abs(tune_batched_bandit("tsallis-inf", 4, 10**6, 0.01, "calibrated").tau - 141) <= 2
+
+
+def test_paper_tuning_refuses_invalid_theorem_parameters():
+    with pytest.raises(ValueError, match=r"epsilon >= 1/T"):
+        PrivateBatchedBandit(K, 100, n_arms=K, epsilon=0.001)
+    with pytest.raises(ValueError, match="EXP3 mixing gamma"):
+        PrivateBatchedBandit(8, 10, n_arms=8, epsilon=1.0, base="exp3")
+
+
+# ------------------------------------------------------------------ claims, batches, errors
+@pytest.mark.parametrize("name", ["private-batched-bandit", "private-bandit-over-experts"])
+def test_claim(name):
+    agent = agents.make(name, n_experts=K, horizon=T, n_arms=K, epsilon=0.5)
+    claim = agent.privacy
+    assert (claim.epsilon, claim.delta, claim.model, claim.feedback) == (
+        0.5,
+        0,
+        "central",
+        "bandit",
+    )
+    assert claim.certified and "Lemma 3" in claim.accountant
+    assert agents.spec(name).private
+
+
+@pytest.mark.parametrize("name", ["private-batched-bandit", "private-bandit-over-experts"])
+@pytest.mark.parametrize(("base", "noise"), [(b, "fast") for b in BASES] + [("exp3", "grid")])
+def test_batch_equals_single_runs(name, base, noise):
+    advice, losses = make_game(horizon=40, n=4, identity=False)
+    params = {"n_experts": 4, "horizon": 40, "n_arms": K, "epsilon": 0.5, "tau": 3}
+    params |= {"base": base, "noise": noise, "tuning": "calibrated"}
+    batch = drive(agents.make(name, num_envs=3, seed=7, **params), advice, losses)
+    for b in range(3):
+        single = drive(agents.make(name, seed=7 + b, **params), advice, losses)
+        np.testing.assert_array_equal(batch[:, b], single[:, 0])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"base": "ucb"}, "base must be one of"),
+        ({"tau": 0}, "tau must be >= 1"),
+        ({"tau": T + 1}, f"tau must be <= {T}"),
+        ({"tail": "drop"}, "tail must be one of"),
+        ({"gamma": 0.1}, "gamma does not apply to base='tsallis-inf'"),
+        ({"base": "exp3", "sigma": 1.0}, "sigma does not apply to base='exp3'"),
+        ({"base": "exp3", "gamma": 1.5}, "gamma must be <= 1"),
+        ({"base": "ftpl-gr", "resample_cap": 0}, "resample_cap must be >= 1"),
+        ({"sigma": -1.0}, "sigma must be > 0"),
+        ({"delta": 1e-6}, "delta must be 0"),
+        ({"epsilon": -1.0}, "epsilon must be > 0"),
+        ({"tuning": "magic"}, "tuning must be one of"),
+        ({"mode": "lax"}, "mode must be one of"),
+    ],
+)
+def test_bad_parameters(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        PrivateBatchedBandit(K, T, n_arms=K, **kwargs)
+
+
+def test_feedback_of_another_arm_is_refused():
+    agent = PrivateBatchedBandit(K, T, n_arms=K, tau=2)
+    obs = {"advice": np.eye(K).reshape(-1), "last_action": 0, "last_loss": 0.0}
+    a = agent.act(obs)
+    with pytest.raises(ValueError, match="differs from the arms this agent played"):
+        agent.act({**obs, "last_action": (a + 1) % K})
+
+
+def test_exp3_core_and_tsallis_core_are_the_bases_used():
+    assert isinstance(PrivateBatchedBandit(K, T, n_arms=K, base="exp3").base_learner, Exp3Core)
+    assert isinstance(PrivateBatchedBandit(K, T, n_arms=K).base_learner, TsallisInfCore)
