@@ -1,0 +1,182 @@
+"""BatchRNG: batch == single runs, chunking invariance, distributions (KS / chi-square)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dp_experts_env.batch_rng import BatchRNG, run_seeds
+
+# Statistical tests use fixed seeds, so each is deterministic; the threshold only guards against
+# a wrong law (a correct one passes with probability 1 - 1e-3 over seeds).
+P_MIN = 1e-3
+N_DRAWS = 20_000
+
+
+def _pattern(rng: BatchRNG, probs: np.ndarray) -> list[np.ndarray]:
+    """A mixed sequence of calls touching every method."""
+    return [
+        rng.random((3,)),
+        rng.open_uniform((2, 2)),
+        rng.laplace(1.5, (4,)),
+        rng.normal((3,)),
+        rng.gumbel((2,)),
+        rng.exponential(()),
+        rng.bernoulli(0.3, (5,)),
+        rng.integers(7, (2,)),
+        rng.categorical(probs),
+        rng.random((70,)),  # crosses small chunk boundaries
+        rng.normal((1,)),
+    ]
+
+
+def test_run_b_equals_single_run() -> None:
+    seeds = [5, 9, 11, 0]
+    probs = np.array([[0.1, 0.2, 0.7], [0.5, 0.5, 0.0], [1.0, 1.0, 2.0], [0.0, 0.0, 1.0]])
+    batch = _pattern(BatchRNG(seeds, stream=3), probs)
+    for b, seed in enumerate(seeds):
+        single = _pattern(BatchRNG([seed], stream=3), probs[b : b + 1])
+        for got, want in zip(batch, single, strict=True):
+            np.testing.assert_array_equal(got[b : b + 1], want)
+
+
+def test_shapes_are_batch_first() -> None:
+    rng = BatchRNG([1, 2, 3])
+    assert rng.random().shape == (3,)
+    assert rng.random((4, 5)).shape == (3, 4, 5)
+    assert rng.normal((2,)).shape == (3, 2)
+    assert rng.categorical(np.ones((3, 6))).shape == (3,)
+    assert rng.integers(4, (2, 2)).dtype == np.int64
+
+
+def test_streams_are_independent_and_seeded() -> None:
+    a = BatchRNG([7], stream=0).random((50,))
+    b = BatchRNG([7], stream=1).random((50,))
+    c = BatchRNG([7], stream=0).random((50,))
+    np.testing.assert_array_equal(a, c)
+    assert not np.array_equal(a, b)
+
+
+def _with_chunk(seeds: list[int], chunk: int) -> BatchRNG:
+    rng = BatchRNG(seeds)
+    # The buffer length is an implementation detail that must not change any number drawn.
+    rng._chunk = chunk
+    return rng
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 7, 64, 1000])
+def test_chunk_size_does_not_change_draws(chunk: int) -> None:
+    probs = np.array([[0.2, 0.3, 0.5], [0.6, 0.2, 0.2]])
+    reference = _pattern(BatchRNG([4, 8]), probs)
+    chunked = _pattern(_with_chunk([4, 8], chunk), probs)
+    for got, want in zip(chunked, reference, strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_split_calls_give_the_same_uniforms() -> None:
+    whole = BatchRNG([3, 4]).random((100,))
+    rng = _with_chunk([3, 4], 9)
+    parts = [rng.random((n,)) for n in (1, 13, 40, 0, 46)]
+    np.testing.assert_array_equal(np.concatenate(parts, axis=1), whole)
+    # Elementwise laws consume one uniform per variate, so they split the same way.
+    whole_lap = BatchRNG([3, 4]).laplace(2.0, (30,))
+    rng = _with_chunk([3, 4], 5)
+    split_lap = np.concatenate([rng.laplace(2.0, (n,)) for n in (10, 20)], axis=1)
+    np.testing.assert_allclose(split_lap, whole_lap, rtol=0, atol=0)
+
+
+def test_returned_arrays_survive_later_draws() -> None:
+    rng = _with_chunk([1], 4)
+    first = rng.random((3,))
+    kept = first.copy()
+    rng.random((50,))
+    np.testing.assert_array_equal(first, kept)
+
+
+# ----------------------------------------------------------------------------- distributions
+def _draws(method: str, *args: object) -> np.ndarray:
+    rng = BatchRNG([123, 456])
+    return getattr(rng, method)(*args).ravel()
+
+
+@pytest.mark.parametrize(
+    ("method", "args", "law"),
+    [
+        ("random", ((N_DRAWS,),), stats.uniform()),
+        ("open_uniform", ((N_DRAWS,),), stats.uniform()),
+        ("laplace", (1.5, (N_DRAWS,)), stats.laplace(scale=1.5)),
+        ("laplace", (0.2, (N_DRAWS,)), stats.laplace(scale=0.2)),
+        ("gumbel", ((N_DRAWS,),), stats.gumbel_r()),
+        ("normal", ((N_DRAWS,),), stats.norm()),
+        ("exponential", ((N_DRAWS,),), stats.expon()),
+    ],
+)
+def test_continuous_laws_ks(method: str, args: tuple, law: object) -> None:
+    x = _draws(method, *args)
+    assert x.size == 2 * N_DRAWS
+    assert stats.kstest(x, law.cdf).pvalue > P_MIN
+
+
+def test_laplace_per_run_scale() -> None:
+    rng = BatchRNG([10, 20])
+    x = rng.laplace(np.array([[0.5], [3.0]]), (N_DRAWS,))
+    assert stats.kstest(x[0], stats.laplace(scale=0.5).cdf).pvalue > P_MIN
+    assert stats.kstest(x[1], stats.laplace(scale=3.0).cdf).pvalue > P_MIN
+
+
+def test_open_uniform_never_hits_the_ends() -> None:
+    x = _draws("open_uniform", (N_DRAWS,))
+    assert np.all((x > 0.0) & (x < 1.0))
+
+
+def test_categorical_chi_square() -> None:
+    probs = np.array([0.1, 0.0, 0.25, 0.4, 0.25])
+    rng = BatchRNG(list(range(N_DRAWS // 4)))
+    draws = np.concatenate([rng.categorical(np.tile(probs, (rng.num_runs, 1))) for _ in range(4)])
+    counts = np.bincount(draws, minlength=probs.size)
+    assert counts[1] == 0  # zero-probability category never drawn
+    keep = probs > 0
+    expected = probs[keep] * draws.size
+    assert stats.chisquare(counts[keep], expected).pvalue > P_MIN
+
+
+def test_categorical_unnormalised_rows() -> None:
+    rng = BatchRNG([2, 3])
+    weights = np.array([[2.0, 6.0], [5.0, 5.0]])
+    draws = np.stack([rng.categorical(weights) for _ in range(4000)])
+    assert stats.binomtest(int(draws[:, 0].sum()), 4000, 0.75).pvalue > P_MIN
+    assert stats.binomtest(int(draws[:, 1].sum()), 4000, 0.5).pvalue > P_MIN
+
+
+def test_bernoulli_and_integers() -> None:
+    x = _draws("bernoulli", 0.3, (N_DRAWS,))
+    assert set(np.unique(x)) <= {0.0, 1.0}
+    assert stats.binomtest(int(x.sum()), x.size, 0.3).pvalue > P_MIN
+    k = _draws("integers", 6, (N_DRAWS,))
+    counts = np.bincount(k, minlength=6)
+    assert counts.size == 6
+    assert stats.chisquare(counts).pvalue > P_MIN
+
+
+# ----------------------------------------------------------------------------- run_seeds
+def test_run_seeds() -> None:
+    assert run_seeds(5, 3) == [5, 6, 7]
+    assert run_seeds(np.int64(2), 2) == [2, 3]
+    assert run_seeds([9, 1], 2) == [9, 1]
+    fresh = run_seeds(None, 4)
+    assert len(fresh) == 4 and fresh == list(range(fresh[0], fresh[0] + 4))
+
+
+@pytest.mark.parametrize(
+    ("seed", "error"),
+    [(-1, ValueError), ([1, 2, 3], ValueError), ([1, -2], ValueError), (2.5, TypeError)],
+)
+def test_run_seeds_errors(seed: object, error: type) -> None:
+    with pytest.raises(error):
+        run_seeds(seed, 2)
+
+
+def test_empty_seeds_rejected() -> None:
+    with pytest.raises(ValueError):
+        BatchRNG([])
