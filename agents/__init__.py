@@ -1,7 +1,9 @@
 """The learners: ``agents.make(name, env=..., **params)`` and ``agents.available()``."""
 
 # Learner modules register themselves on import.
-import agents.limited_updates  # noqa: F401  (private full-information, brief 000)
+import agents.dp_ftrl  # noqa: F401  (private full-information, brief 000 + DP-FTRL)
+import agents.limited_updates  # noqa: F401
+import agents.meta_expert  # noqa: F401
 import agents.noisy_clipped_hedge  # noqa: F401
 import agents.private_bandit  # noqa: F401  (private bandit learners, brief 004)
 import agents.private_exp4  # noqa: F401

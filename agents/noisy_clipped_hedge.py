@@ -15,6 +15,7 @@ from agents.base import PrivacyClaim
 from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_float, check_int
+from dp_experts_env.privacy.mechanisms import laplace_mechanism
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = ["NoisyClippedHedge", "clip_project"]
@@ -87,11 +88,11 @@ class NoisyClippedHedge(PrivateAgent):
         * ``tuning="paper"``: Theorem 5.2, ``eta = (1/b) sqrt(S_eff / (T log(NT)))``; with the
           paper's ``b = 1/epsilon`` this is ``epsilon sqrt(S/(T log NT))``, with the strict
           ``b = N/epsilon`` it is P15's ``epsilon sqrt(S/(T log NT)) / N``.
-        * ``tuning="calibrated"``: minimises the proof-level bound of Theorem B.2,
-          ``2 S log(NT)/eta + eta T M^2`` with ``M = 1 + sqrt(10) b log(NT)`` (the bound on
-          ``||l~_t||_inf`` used in the proof), giving ``eta = sqrt(2 S_eff log(NT) / T) / M``.
-          Unlike the paper's formula it does not grow without bound as epsilon grows: it tends
-          to the non-private Lu–Zhang rate. Depends on (N, T, S, epsilon) only.
+        * ``tuning="calibrated"``: minimises the Theorem B.2 bound
+          ``2 S log(NT)/eta + eta T E||l~_t||^2`` with the stability term in its second-moment
+          form, ``E[l~_t(j)^2] <= 1 + 2 b^2``, giving ``eta = sqrt(2 S_eff log(NT) / (T (1 + 2
+          b^2)))``. Unlike the paper's formula it does not grow without bound as epsilon grows:
+          it tends to the non-private Lu–Zhang rate. Depends on (N, T, S, epsilon) only.
         * ``eta=`` overrides both (a public constant; privacy does not depend on it).
 
     Deviations: ``S_eff = max(S, 1)`` in ``eta`` and in the clip level (P16: S = 0 would give
@@ -108,6 +109,7 @@ class NoisyClippedHedge(PrivateAgent):
         (others: see :class:`~agents.private.PrivateAgent`).
 
     Attributes:
+        noise_sensitivity: the L1 sensitivity the noise is calibrated to (N strict, 1 paper).
         noise_scale: the Laplace scale b used per coordinate.
         eta: the learning rate used.
         clip_level: a.
@@ -143,8 +145,9 @@ class NoisyClippedHedge(PrivateAgent):
         n, t = self.n_experts, self.horizon
         self.n_switches = check_int("n_switches", n_switches, minimum=0, maximum=t)
         s_eff = max(self.n_switches, 1)
-        sensitivity = float(n) if self.mode == "strict" else 1.0
-        dim_sens = self.noise.effective_sensitivity(sensitivity, dim=n)
+        # The L1 sensitivity the noise is calibrated to: N (strict) or the paper's 1 (P15).
+        self.noise_sensitivity = float(n) if self.mode == "strict" else 1.0
+        dim_sens = self.noise.effective_sensitivity(self.noise_sensitivity, dim=n)
         self.noise_scale = dim_sens / self.epsilon
         self.effective_epsilon = (
             self.noise.effective_sensitivity(float(n), dim=n) / self.noise_scale
@@ -156,8 +159,8 @@ class NoisyClippedHedge(PrivateAgent):
         elif self.tuning == "paper":
             self.eta = math.sqrt(s_eff / (t * log_nt)) / self.noise_scale
         else:
-            m = 1.0 + math.sqrt(10.0) * self.noise_scale * log_nt
-            self.eta = math.sqrt(2.0 * s_eff * log_nt / t) / m
+            second_moment = 1.0 + 2.0 * self.noise_scale**2
+            self.eta = math.sqrt(2.0 * s_eff * log_nt / (t * second_moment))
         self.reset(seed)
 
     @property
@@ -190,7 +193,13 @@ class NoisyClippedHedge(PrivateAgent):
 
     def _learn(self, obs: np.ndarray) -> None:
         losses = np.clip(obs, 0.0, 1.0)  # the sensitivity bound assumes losses in [0, 1]
-        noisy = self.noise.add_laplace(self.rng, losses, self.noise_scale)
+        noisy = laplace_mechanism(
+            losses,
+            l1_sensitivity=self.noise_sensitivity,
+            epsilon=self.epsilon,
+            rng=self.rng,
+            noise=self.noise,
+        ).value
         w = clip_project(self._log_w - self.eta * noisy, self.clip_level)
         self._log_w = np.log(w)
 

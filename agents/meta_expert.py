@@ -1,0 +1,381 @@
+"""Dynamic-to-static reduction: a static private learner over meta-experts (switching sequences).
+
+Source: brief 000 §3.3, Theorem 4.1 of Asi, Raman & Saha 2025, "Tracking the Best Expert
+Privately" (oblivious adversaries), with the structured O(N S) form of Hedge over meta-experts
+derived in brief 000 §3.3 [NOT IN PAPER].
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy.special import gammaln
+
+from agents.base import Agent, PrivacyClaim
+from agents.private import PrivateAgent
+from agents.registry import make, register, spec
+from dp_experts_env._validation import check_choice, check_float, check_int
+from dp_experts_env.privacy.mechanisms import laplace_mechanism
+from dp_experts_env.privacy.noise import NoiseBackend
+
+__all__ = ["MetaExpertReduction", "METHODS", "count_meta_experts", "log_count_meta_experts"]
+
+METHODS = ("structured", "enumerate")
+NOISY_HEDGE = "noisy-hedge"
+
+
+def count_meta_experts(n_experts: int, horizon: int, n_switches: int) -> int:
+    """|E| = sum_{c=0}^{S} C(T-1, c) N^(c+1): switch points in {2..T}, labels in [N] (P14).
+
+    Consecutive labels may coincide (the paper's counting), so a sequence with fewer real
+    switches is represented several times.
+    """
+    s = min(n_switches, horizon - 1)
+    return sum(math.comb(horizon - 1, c) * n_experts ** (c + 1) for c in range(s + 1))
+
+
+def log_count_meta_experts(n_experts: int, horizon: int, n_switches: int) -> float:
+    """Natural log of :func:`count_meta_experts`, computed without forming huge integers."""
+    s = min(n_switches, horizon - 1)
+    c = np.arange(s + 1)
+    terms = _log_comb(horizon - 1, c) + (c + 1) * math.log(n_experts)
+    return float(_lse(terms, axis=0))
+
+
+def _log_comb(n: int | np.ndarray, k: np.ndarray) -> np.ndarray:
+    return gammaln(np.asarray(n) + 1.0) - gammaln(k + 1.0) - gammaln(np.asarray(n) - k + 1.0)
+
+
+def _lse(x: np.ndarray, axis: int) -> np.ndarray:
+    """log-sum-exp that returns -inf (without warnings) where every entry is -inf."""
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return np.squeeze(out, axis=axis)
+
+
+@register(
+    "meta-expert-reduction",
+    private=True,
+    summary="dynamic-to-static reduction over switching meta-experts (brief 000 Thm 4.1)",
+)
+class MetaExpertReduction(PrivateAgent):
+    """A static private learner run over all expert sequences with at most S switches.
+
+    Source: brief 000 §3.3 (Theorem 4.1 of Asi, Raman & Saha 2025). Built for oblivious
+    adversaries. A meta-expert ``e`` is a map [T] -> [N] with at most S switch points in
+    ``{2..T}`` (half-open segments, P14); there are ``|E| = sum_c C(T-1, c) N^(c+1)`` of them.
+    The learner picks a meta-expert ``E_t`` with a static learner over E and plays
+    ``J_t = E_t(t)``; the meta-loss of ``e`` at round t is ``l_t(e(t))``.
+
+    Methods (``method=``):
+        * ``"structured"`` (default): the static learner is Hedge over E on Laplace-noised base
+          losses, computed exactly in O(N S) per round (brief 000 §3.3):
+          ``P(J_t = j) ~ sum_c F_t(j, c) G_t(c)`` with the forward sums
+          ``F_{t+1}(j, c) = F_t(j, c) e^{-eta l^_t(j)} + sum_k F_t(k, c-1) e^{-eta l^_t(k)}`` and
+          the suffix counts ``G_t(c) = sum_{c' <= S-c} C(T-t, c') N^{c'}`` (log space). Each
+          round samples afresh from this marginal, exactly as Hedge over E samples a fresh
+          meta-expert.
+        * ``"enumerate"``: lists E explicitly (refused when ``|E| > max_meta_experts``) and runs
+          ``inner`` over it. ``inner="noisy-hedge"`` (default) is the same Hedge on noisy base
+          losses (same law as "structured", O(|E| S) per round); any other registered private
+          full-information learner name runs that learner with ``n_experts = |E|`` on the exact
+          meta-loss vectors (``inner_params`` are passed to it).
+
+    Privacy claim:
+        * noisy Hedge (structured, or enumerate with "noisy-hedge"): pure ``epsilon``-DP against
+          adaptive adversaries. Accountant: Laplace mechanism on each round's base loss vector
+          with L1 sensitivity N, each vector released once; the meta-losses, the Hedge weights
+          and the plays are post-processing (Theorem 4.1's argument).
+        * another inner learner: that learner's claim (epsilon, delta, adversary, certified) —
+          neighbouring loss sequences give meta-loss sequences differing in one round, and
+          ``J_t = E_t(t)`` is post-processing (Theorem 4.1).
+
+    Modes: ``mode="strict"`` (default) uses noise ``Lap(N/epsilon)`` per base coordinate;
+    ``mode="paper"`` uses ``Lap(1/epsilon)`` (the sensitivity-1 accounting brief 000 P15 warns
+    about; uncertified, ``effective_epsilon = N epsilon``). For another inner learner the mode is
+    passed on to it.
+
+    Tuning (noisy Hedge; ``b`` the noise scale used): ``eta = sqrt(log K / (T (1 + 2 b^2)))``,
+    the minimiser of the second-moment Hedge bound ``log K / eta + eta T E[l^^2]`` with
+    ``E[l^^2] <= 1 + 2 b^2``. ``tuning="paper"`` uses the paper's size bound
+    ``log K = max(log N, 2 S log(NT))`` (Corollary 4.1.1's ``|E| <= (NT)^{2S}``);
+    ``tuning="calibrated"`` uses the exact ``log |E|``. ``eta=`` overrides both.
+
+    Not the paper's rate: Corollary 4.1.1 instantiates the static learner with the lazy
+    algorithm of Asi, Koren, Liu & Talwar 2024 (not described in the paper); noisy Hedge pays
+    the noise in every round and does NOT reach ``S T^{1/3} log(T/delta) log(NT)/eps^{2/3}``.
+    It is a tractable, exactly private stand-in for the reduction.
+
+    Deviations: switch points in ``{2..T}`` (``C(T-1, c)`` tuples instead of the paper's
+    ``C(T, c)``; P14); ``S`` above ``T - 1`` is treated as ``T - 1``; losses are clipped to
+    [0, 1] before use.
+
+    Per-round cost: O(N S) (structured) or O(|E| S) (enumerate) time per run.
+
+    Args:
+        n_switches: S (public; ``agents.make`` passes the env's).
+        method: ``"structured"`` or ``"enumerate"``.
+        inner: ``"noisy-hedge"`` or a registered private full-information learner (enumerate).
+        inner_params: extra keywords for the inner learner.
+        max_meta_experts: enumeration guard.
+        eta: learning-rate override for noisy Hedge.
+
+    Attributes:
+        n_meta_experts: |E|. log_meta_experts: log |E|. noise_scale, noise_sensitivity, eta,
+        effective_epsilon (noisy Hedge only). inner_agent (another inner learner only).
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        epsilon: float = 1.0,
+        delta: float | None = None,
+        mode: str = "strict",
+        tuning: str = "paper",
+        noise: str | NoiseBackend = "fast",
+        n_switches: int = 1,
+        method: str = "structured",
+        inner: str = NOISY_HEDGE,
+        inner_params: dict[str, Any] | None = None,
+        max_meta_experts: int = 100_000,
+        eta: float | None = None,
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+    ) -> None:
+        super().__init__(
+            n_experts,
+            horizon,
+            epsilon=epsilon,
+            delta=delta,
+            mode=mode,
+            tuning=tuning,
+            noise=noise,
+            num_envs=num_envs,
+            seed=seed,
+        )
+        n, t_max = self.n_experts, self.horizon
+        self.n_switches = check_int("n_switches", n_switches, minimum=0)
+        self._s = min(self.n_switches, t_max - 1)
+        self.method = check_choice("method", method, METHODS)
+        self.max_meta_experts = check_int("max_meta_experts", max_meta_experts, minimum=1)
+        self.log_meta_experts = log_count_meta_experts(n, t_max, self._s)
+        self.n_meta_experts = count_meta_experts(n, t_max, self._s)
+        self._inner_name = self._check_inner(inner)
+        self._inner_params = dict(inner_params or {})
+        self._delta_given = delta
+        if self._inner_name != NOISY_HEDGE and self.method != "enumerate":
+            raise ValueError(
+                f"inner={inner!r} needs method='enumerate'; method='structured' is Hedge on "
+                f"noisy losses only (inner='{NOISY_HEDGE}')"
+            )
+        if self.method == "enumerate":
+            if self.n_meta_experts > self.max_meta_experts:
+                raise ValueError(
+                    f"method='enumerate' would list |E| = {self.n_meta_experts:.3g} meta-experts "
+                    f"for n_experts={n}, horizon={t_max}, n_switches={self._s}, above "
+                    f"max_meta_experts={self.max_meta_experts}; use method='structured' or "
+                    "raise max_meta_experts"
+                )
+            self._switch_times, self._labels = self._enumerate()
+        self.inner_agent: Agent | None = None
+
+        # Noisy-Hedge parameters (public constants).
+        self.noise_sensitivity = float(n) if self.mode == "strict" else 1.0
+        self.noise_scale = (
+            self.noise.effective_sensitivity(self.noise_sensitivity, n) / self.epsilon
+        )
+        self.effective_epsilon = self.noise.effective_sensitivity(float(n), n) / self.noise_scale
+        if eta is not None:
+            self.eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
+        else:
+            if self.tuning == "paper":
+                log_k = max(math.log(n), 2.0 * self._s * math.log(n * t_max)) if n > 1 else 1.0
+            else:
+                log_k = max(self.log_meta_experts, 1e-12)
+            self.eta = math.sqrt(log_k / (t_max * (1.0 + 2.0 * self.noise_scale**2)))
+        self.reset(seed)
+
+    # ----------------------------------------------------------------- set-up
+    def _check_inner(self, inner: str) -> str:
+        if not isinstance(inner, str):
+            raise TypeError(f"inner must be a learner name (str), got {type(inner).__name__}")
+        if inner == NOISY_HEDGE:
+            return inner
+        entry = spec(inner)  # unknown names raise ValueError listing the names
+        if not entry.private or entry.feedback != "full" or inner == self.name:
+            raise ValueError(
+                f"inner must be '{NOISY_HEDGE}' or a private full-information learner other than "
+                f"{self.name!r}, got {inner!r}"
+            )
+        return inner
+
+    def _enumerate(self) -> tuple[np.ndarray, np.ndarray]:
+        """Switch times (|E|, S), padded with T+1, and labels (|E|, S+1) of every meta-expert."""
+        n, t_max, s = self.n_experts, self.horizon, self._s
+        times, labels = [], []
+        for c in range(s + 1):
+            combos = list(itertools.combinations(range(2, t_max + 1), c))
+            combos = np.array(combos, dtype=np.int64).reshape(len(combos), c)
+            labs = np.indices((n,) * (c + 1)).reshape(c + 1, -1).T
+            rows = combos.shape[0] * labs.shape[0]
+            tm = np.full((rows, s), t_max + 1, dtype=np.int64)
+            tm[:, :c] = np.repeat(combos, labs.shape[0], axis=0)
+            lb = np.zeros((rows, s + 1), dtype=np.int64)
+            lb[:, : c + 1] = np.tile(labs, (combos.shape[0], 1))
+            times.append(tm)
+            labels.append(lb)
+        return np.concatenate(times), np.concatenate(labels)
+
+    def meta_plays(self, t: int) -> np.ndarray:
+        """(|E|,) the expert each enumerated meta-expert plays at round ``t`` (1-based)."""
+        seg = (self._switch_times <= t).sum(axis=1)
+        return self._labels[np.arange(self._labels.shape[0]), seg]
+
+    def reset(self, seed: int | Sequence[int] | None = None) -> None:
+        """Start a new episode; an inner learner restarts on the same per-run seeds."""
+        fresh = seed is not None or not hasattr(self, "rng")
+        super().reset(seed)
+        if self._inner_name == NOISY_HEDGE:
+            return
+        if self.inner_agent is None:
+            params = dict(self._inner_params)
+            if self._delta_given is not None:
+                params.setdefault("delta", self._delta_given)
+            params.setdefault("mode", self.mode)
+            params.setdefault("noise", self.noise)
+            self.inner_agent = make(
+                self._inner_name,
+                n_experts=self.n_meta_experts,
+                horizon=self.horizon,
+                epsilon=self.epsilon,
+                num_envs=self.num_envs,
+                seed=list(self.rng.seeds),
+                **params,
+            )
+        else:
+            self.inner_agent.reset(list(self.rng.seeds) if fresh else None)
+        self._pending = np.zeros((self.num_envs, self.n_meta_experts))
+
+    # ----------------------------------------------------------------- claim
+    @property
+    def privacy(self) -> PrivacyClaim:
+        """Noisy Hedge: Laplace (L1 sensitivity N) + post-processing; else the inner's claim."""
+        if self._inner_name != NOISY_HEDGE:
+            assert self.inner_agent is not None
+            inner = self.inner_agent.privacy
+            return PrivacyClaim(
+                epsilon=inner.epsilon,
+                delta=inner.delta,
+                certified=inner.certified,
+                holds_against=inner.holds_against,
+                accountant=f"Thm 4.1: post-processing of {self._inner_name} on meta-loss vectors "
+                f"[{inner.accountant}]",
+                notes=inner.notes,
+            )
+        if self.mode == "paper":
+            return PrivacyClaim(
+                epsilon=self.epsilon,
+                accountant="paper-style: Lap(1/eps) per base coordinate treated as sensitivity 1",
+                certified=False,
+                holds_against="adaptive",
+                notes=f"P15: the L1 sensitivity of a loss vector is N; the noise used certifies "
+                f"only epsilon = {self.effective_epsilon:g}",
+            )
+        return PrivacyClaim(
+            epsilon=self.epsilon,
+            accountant="Laplace mechanism per round on the base loss vector (L1 sensitivity N), "
+            "each released once; Hedge over meta-experts is post-processing (brief 000 Thm 4.1)",
+            holds_against="adaptive",
+        )
+
+    # ----------------------------------------------------------------- state
+    def _init_state(self) -> None:
+        b, n = self.num_envs, self.n_experts
+        if self._inner_name != NOISY_HEDGE:
+            return
+        if self.method == "structured":
+            self._log_f = np.full((b, n, self._s + 1), -np.inf)
+            self._log_f[:, :, 0] = 0.0
+        else:
+            self._log_w = np.zeros((b, self.n_meta_experts))
+
+    def _log_suffix_counts(self, t: int) -> np.ndarray:
+        """(S+1,) log G_t(c): completions of rounds t+1..T with at most S - c switch points."""
+        s = self._s
+        c = np.arange(s + 1)
+        rest = max(self.horizon - t, 0)
+        terms = _log_comb(rest, c) + c * math.log(self.n_experts)
+        terms = np.where(c <= rest, terms, -np.inf)
+        # G(c) sums terms[0 .. S - c]
+        mask = c[None, :] <= (s - c)[:, None]
+        return _lse(np.where(mask, terms[None, :], -np.inf), axis=1)
+
+    def play_distribution(self) -> np.ndarray:
+        """(B, N) law of the action the last ``act`` returned (noisy Hedge only).
+
+        Derived from noisy losses only, so it is covered by the privacy claim.
+        """
+        if self._inner_name != NOISY_HEDGE:
+            raise ValueError(f"play_distribution needs inner='{NOISY_HEDGE}'")
+        return self._play_distribution(max(self.t, 1))
+
+    def _play_distribution(self, rnd: int) -> np.ndarray:
+        """(B, N) law of the play at round ``rnd`` given the losses learned so far."""
+        if self.method == "structured":
+            logits = _lse(self._log_f + self._log_suffix_counts(rnd)[None, None, :], axis=2)
+            p = np.exp(logits - logits.max(axis=1, keepdims=True))
+            return p / p.sum(axis=1, keepdims=True)
+        w = np.exp(self._log_w - self._log_w.max(axis=1, keepdims=True))
+        w /= w.sum(axis=1, keepdims=True)
+        plays = self.meta_plays(rnd)
+        out = np.zeros((self.num_envs, self.n_experts))
+        for j in range(self.n_experts):  # loop over experts (not runs), for tests and users
+            out[:, j] = w[:, plays == j].sum(axis=1)
+        return out
+
+    def _noisy(self, losses: np.ndarray) -> np.ndarray:
+        return laplace_mechanism(
+            losses,
+            l1_sensitivity=self.noise_sensitivity,
+            epsilon=self.epsilon,
+            rng=self.rng,
+            noise=self.noise,
+        ).value
+
+    def _learn(self, obs: np.ndarray) -> None:
+        losses = np.clip(obs, 0.0, 1.0)  # the sensitivity bound assumes losses in [0, 1]
+        t = self.t
+        if self._inner_name != NOISY_HEDGE:
+            self._pending = losses[:, self.meta_plays(t)]
+            return
+        step = self.eta * self._noisy(losses)
+        if self.method == "enumerate":
+            self._log_w -= step[:, self.meta_plays(t)]
+            return
+        a = self._log_f - step[:, :, None]  # (B, N, S+1)
+        new = a.copy()
+        if self._s > 0:
+            # A switch point at t+1 may come from any expert at level c-1 and pick any label.
+            switched = _lse(a[:, :, :-1], axis=1)  # (B, S)
+            new[:, :, 1:] = np.logaddexp(a[:, :, 1:], switched[:, None, :])
+        self._log_f = new
+
+    def _choose(self, obs: np.ndarray) -> np.ndarray:
+        rnd = self.t + 1
+        if self._inner_name != NOISY_HEDGE:
+            assert self.inner_agent is not None
+            meta = np.atleast_1d(self.inner_agent.act(self._pending))
+            return self.meta_plays(rnd)[meta]
+        if self.method == "structured":
+            return self.rng.categorical(self._play_distribution(rnd))
+        w = np.exp(self._log_w - self._log_w.max(axis=1, keepdims=True))
+        meta = self.rng.categorical(w)
+        return self.meta_plays(rnd)[meta]
