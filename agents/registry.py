@@ -56,23 +56,40 @@ def spec(name: str) -> AgentSpec:
     return _REGISTRY[name]
 
 
+_GAME_ATTRS = ("n_experts", "horizon", "feedback", "n_arms", "n_switches")
+
+
 def _game_of(env: Any) -> dict[str, Any]:
-    """Read N, T, K, feedback and B from a single or vector env without importing envs."""
+    """Read N, T, K, feedback and B from a single or vector env without importing envs.
+
+    Accepts our single and native vector envs (attributes on the env or its ``unwrapped``), and
+    wrappers that hold several of our envs and expose ``get_attr`` and ``num_envs``
+    (Gymnasium's ``SyncVectorEnv``/``AsyncVectorEnv``, Stable-Baselines3's ``DummyVecEnv``/
+    ``SubprocVecEnv``); their sub-environments must agree on every attribute.
+    """
     base = getattr(env, "unwrapped", env)
+    if all(hasattr(base, a) for a in ("n_experts", "horizon", "feedback")):
+        game = {a: getattr(base, a, None) for a in _GAME_ATTRS}
+        game["num_envs"] = getattr(env, "num_envs", getattr(base, "num_envs", 1))
+        return game
+    if callable(getattr(env, "get_attr", None)) and hasattr(env, "num_envs"):
+        game = {}
+        for attr in _GAME_ATTRS:
+            try:
+                values = list(env.get_attr(attr))
+            except AttributeError:
+                values = [None]
+            if any(v != values[0] for v in values):
+                raise ValueError(f"the sub-environments of env differ in {attr}: {values}")
+            game[attr] = values[0]
+        if all(game[a] is not None for a in ("n_experts", "horizon", "feedback")):
+            game["num_envs"] = int(env.num_envs)
+            return game
     missing = [a for a in ("n_experts", "horizon", "feedback") if not hasattr(base, a)]
-    if missing:
-        raise TypeError(
-            f"env must be a dp-experts-env environment (missing {missing}); pass n_experts=, "
-            "horizon= (and n_arms= for bandit learners) instead"
-        )
-    return {
-        "n_experts": base.n_experts,
-        "horizon": base.horizon,
-        "n_arms": getattr(base, "n_arms", None),
-        "feedback": base.feedback,
-        "num_envs": getattr(env, "num_envs", getattr(base, "num_envs", 1)),
-        "n_switches": getattr(base, "n_switches", None),
-    }
+    raise TypeError(
+        f"env must be a dp-experts-env environment (missing {missing}); pass n_experts=, "
+        "horizon= (and n_arms= for bandit learners) instead"
+    )
 
 
 def _accepts(cls: type[Agent], keyword: str) -> bool:
@@ -111,9 +128,27 @@ def make(name: str, env: Any = None, **params: Any) -> Agent:
     return entry.cls(**params)
 
 
+def _claim_of(entry: AgentSpec) -> str:
+    """The kind of privacy claim a learner makes (its exact numbers need its parameters)."""
+    if not entry.private:
+        return "none (not private)"
+    return getattr(entry.cls, "claim_summary", "") or "DP (see agent.privacy once built)"
+
+
 def available() -> list[dict[str, Any]]:
-    """Registered learners: name, feedback, whether private, one-line summary."""
+    """Registered learners: name, feedback, whether private, the kind of claim, one-line summary.
+
+    ``claim`` is ``"none (not private)"`` for baselines; private learners may describe their
+    claim with a class attribute ``claim_summary`` (the exact epsilon/delta depend on the
+    parameters: read ``agent.privacy`` of a built agent).
+    """
     return [
-        {"name": s.name, "feedback": s.feedback, "private": s.private, "summary": s.summary}
+        {
+            "name": s.name,
+            "feedback": s.feedback,
+            "private": s.private,
+            "claim": _claim_of(s),
+            "summary": s.summary,
+        }
         for s in sorted(_REGISTRY.values(), key=lambda s: (s.private, s.feedback, s.name))
     ]

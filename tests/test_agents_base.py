@@ -1,0 +1,200 @@
+"""The agent contract (act/predict/reset, PrivacyClaim) and the registry (make/available/spec)."""
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import agents
+import dp_experts_env  # noqa: F401  (registers the env ids)
+from agents import registry
+from agents.base import Agent, PrivacyClaim, no_privacy
+
+BASELINES = {
+    "uniform": "full",
+    "follow-the-leader": "full",
+    "hedge": "full",
+    "fixed-share": "full",
+    "shrinking-dartboard": "full",
+    "exp3": "bandit",
+    "tsallis-inf": "bandit",
+    "ftpl-gr": "bandit",
+    "exp4": "bandit",
+}
+
+
+# ----------------------------------------------------------------------------- PrivacyClaim
+def test_privacy_claim_validation_and_summary():
+    claim = PrivacyClaim(epsilon=1.0, delta=1e-6, accountant="basic composition")
+    assert claim.is_private and claim.summary().startswith("(1, 1e-06)-DP central")
+    assert "certified [basic composition]" in claim.summary()
+    assert PrivacyClaim(epsilon=0.5, certified=False).summary().startswith("0.5-DP")
+    assert "UNCERTIFIED" in PrivacyClaim(epsilon=0.5, certified=False).summary()
+    none = no_privacy("bandit")
+    assert not none.is_private and none.summary() == "not private"
+    assert none.as_dict()["feedback"] == "bandit" and none.as_dict()["model"] == "none"
+    for bad, match in [
+        ({"epsilon": 0.0}, "epsilon must be > 0"),
+        ({"epsilon": 1.0, "delta": 1.0}, "delta must lie in"),
+        ({"epsilon": 1.0, "feedback": "partial"}, "feedback must be one of"),
+        ({"epsilon": 1.0, "model": "shuffle"}, "model must be one of"),
+        ({"epsilon": 1.0, "holds_against": "nobody"}, "holds_against must be one of"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            PrivacyClaim(**bad)
+    with pytest.raises(AttributeError):
+        claim.epsilon = 2.0  # frozen
+
+
+# ----------------------------------------------------------------------------- act / predict
+class Recorder(Agent):
+    """A minimal learner that records what the hooks receive."""
+
+    def __init__(self, n_experts, horizon, **kw):
+        super().__init__(n_experts, horizon, **kw)
+        self.reset(kw.get("seed"))
+
+    @property
+    def privacy(self):
+        return no_privacy()
+
+    def _init_state(self):
+        self.seen = []
+
+    def _learn(self, obs):
+        self.seen.append(obs.copy())
+
+    def _choose(self, obs):
+        return self.rng.integers(self.n_experts)
+
+
+def test_act_learns_from_the_second_call_and_counts_rounds():
+    agent = Recorder(3, 10, num_envs=2, seed=0)
+    agent.act(np.full((2, 3), 0.5))  # the reset observation: nothing learned
+    assert agent.seen == [] and agent.t == 1
+    agent.act(np.ones((2, 3)))
+    assert len(agent.seen) == 1 and agent.t == 2
+    np.testing.assert_array_equal(agent.seen[0], np.ones((2, 3)))
+
+
+def test_single_obs_returns_int_and_batch_returns_array():
+    single = agents.make("hedge", n_experts=4, horizon=10, seed=0)
+    assert isinstance(single.act(np.zeros(4)), int)
+    batch = agents.make("hedge", n_experts=4, horizon=10, num_envs=3, seed=0)
+    actions = batch.act(np.zeros((3, 4)))
+    assert actions.shape == (3,) and actions.dtype == np.int64
+
+
+def test_predict_follows_sb3_and_resets_on_episode_start():
+    agent = agents.make("hedge", n_experts=3, horizon=10, num_envs=2, seed=0)
+    obs = np.zeros((2, 3))
+    actions, state = agent.predict(obs, state="s", episode_start=np.array([True, True]))
+    assert actions.shape == (2,) and state == "s" and agent.t == 1
+    agent.predict(np.ones((2, 3)), episode_start=np.array([False, False]))
+    assert agent.t == 2
+    agent.predict(obs, episode_start=np.array([True, True]))
+    assert agent.t == 1 and np.all(agent.cum_loss == 0)
+    with pytest.raises(ValueError, match="episode_start must be all True or all False"):
+        agent.predict(obs, episode_start=np.array([True, False]))
+    one = agents.make("hedge", n_experts=3, horizon=10, seed=0)
+    actions, _ = one.predict(np.zeros(3))
+    assert actions.shape == (1,)  # predict always returns an array
+
+
+def test_reset_without_seed_continues_the_streams():
+    agent = agents.make("uniform", n_experts=50, horizon=10, seed=3)
+    first = [agent.act(np.zeros(50)) for _ in range(5)]
+    agent.reset()
+    second = [agent.act(np.zeros(50)) for _ in range(5)]
+    agent.reset(seed=3)
+    third = [agent.act(np.zeros(50)) for _ in range(5)]
+    assert first != second and first == third
+
+
+def test_seed_sequences_and_bad_seeds():
+    a = agents.make("uniform", n_experts=9, horizon=5, num_envs=2, seed=[4, 9])
+    b = agents.make("uniform", n_experts=9, horizon=5, num_envs=1, seed=9)
+    assert a.act(np.zeros((2, 9)))[1] == b.act(np.zeros(9))
+    with pytest.raises(ValueError, match="one seed per run"):
+        agents.make("uniform", n_experts=3, horizon=5, num_envs=2, seed=[1])
+    with pytest.raises(ValueError, match="non-negative"):
+        agents.make("uniform", n_experts=3, horizon=5, seed=-1)
+    with pytest.raises(TypeError, match="seed must be"):
+        agents.make("uniform", n_experts=3, horizon=5, seed=1.5)
+
+
+# ----------------------------------------------------------------------------- registry
+def test_available_lists_every_baseline_with_feedback_and_claim():
+    listed = {row["name"]: row for row in agents.available()}
+    for name, feedback in BASELINES.items():
+        row = listed[name]
+        assert row["feedback"] == feedback and row["private"] is False
+        assert row["claim"] == "none (not private)" and row["summary"]
+    assert set(next(iter(listed.values()))) == {"name", "feedback", "private", "claim", "summary"}
+
+
+@pytest.mark.parametrize("name", sorted(BASELINES))
+def test_every_baseline_claim_matches_its_feedback(name):
+    agent = agents.make(name, n_experts=3, horizon=10, n_arms=3, seed=0)
+    assert agent.privacy == no_privacy(BASELINES[name])
+    assert agents.spec(name).cls is type(agent) and agent.name == name
+
+
+def test_unknown_and_malformed_names():
+    with pytest.raises(ValueError, match=r"unknown agent 'hegde'; available: \["):
+        agents.make("hegde", n_experts=2, horizon=5)
+    with pytest.raises(TypeError, match="agent name must be a string"):
+        agents.spec(3)
+
+
+def test_register_refuses_duplicates(monkeypatch):
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register("hedge", private=False, summary="again")(Recorder)
+
+
+def test_make_reads_the_game_from_single_and_native_vector_envs():
+    env = gym.make("DPExperts-Shift-v0", n_experts=6, horizon=40, n_switches=3)
+    agent = agents.make("fixed-share", env=env, seed=0)
+    assert (agent.n_experts, agent.horizon, agent.num_envs, agent.n_switches) == (6, 40, 1, 3)
+    venv = gym.make_vec(
+        "DPExperts-BanditAdvice-v0",
+        num_envs=3,
+        vectorization_mode="vector_entry_point",
+        n_experts=7,
+        n_arms=3,
+        horizon=30,
+    )
+    bandit = agents.make("exp4", env=venv, seed=0)
+    assert (bandit.n_experts, bandit.n_arms, bandit.horizon, bandit.num_envs) == (7, 3, 30, 3)
+    with pytest.raises(ValueError, match="num_envs=2 contradicts the env's num_envs=3"):
+        agents.make("exp4", env=venv, num_envs=2)
+
+
+def test_make_reads_wrapper_vector_envs():
+    sync = gym.vector.SyncVectorEnv(
+        [lambda: gym.make("DPExperts-Shift-v0", n_experts=5, horizon=20) for _ in range(2)]
+    )
+    agent = agents.make("hedge", env=sync, seed=0)
+    assert (agent.n_experts, agent.horizon, agent.num_envs) == (5, 20, 2)
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    dummy = DummyVecEnv([lambda: gym.make("DPExperts-BanditAdvice-v0", horizon=20)] * 2)
+    bandit = agents.make("exp3", env=dummy, seed=0)
+    assert (bandit.num_envs, bandit.n_arms, bandit.horizon) == (2, 5, 20)
+
+
+def test_make_refuses_feedback_mismatch_and_foreign_envs():
+    bandit_env = gym.make("DPExperts-BanditAdvice-v0")
+    with pytest.raises(ValueError, match="'hedge' needs full-information feedback but the env"):
+        agents.make("hedge", env=bandit_env)
+    full_env = gym.make("DPExperts-Shift-v0")
+    with pytest.raises(ValueError, match="'exp3' needs bandit-information feedback"):
+        agents.make("exp3", env=full_env)
+    with pytest.raises(TypeError, match="env must be a dp-experts-env environment"):
+        agents.make("hedge", env=gym.make("CartPole-v1"))
+    with pytest.raises(ValueError, match="n_experts=4 contradicts the env's n_experts=10"):
+        agents.make("hedge", env=full_env, n_experts=4)
+    assert math.isinf(agents.make("hedge", env=full_env).privacy.epsilon)
