@@ -4,6 +4,14 @@ Imports nothing from envs or agents (the audit imports agents lazily, inside the
 """
 
 from dp_experts_env.privacy import exact_accountants  # noqa: F401  (briefs 001/002)
+from dp_experts_env.privacy.audit import (
+    AuditResult,
+    audit_agent,
+    audit_mechanism,
+    audit_samples,
+    clopper_pearson,
+    epsilon_lower_bound,
+)
 from dp_experts_env.privacy.guarantee import Guarantee, Release
 from dp_experts_env.privacy.mechanisms import (
     AboveThreshold,
@@ -24,12 +32,18 @@ from dp_experts_env.privacy.noise import (
 __all__ = [
     "BACKENDS",
     "AboveThreshold",
+    "AuditResult",
     "FastBackend",
     "GridBackend",
     "Guarantee",
     "NoiseBackend",
     "Release",
     "TreeCounter",
+    "audit_agent",
+    "audit_mechanism",
+    "audit_samples",
+    "clopper_pearson",
+    "epsilon_lower_bound",
     "exponential_mechanism",
     "exponential_mechanism_probabilities",
     "get_backend",
