@@ -7,7 +7,7 @@ import pytest
 
 from dp_experts_env import batch_rng
 from dp_experts_env.adversaries import families, make_adversary
-from dp_experts_env.adversaries.advice import MAX_POLICY_CLASS_EXPERTS, change_points
+from dp_experts_env.adversaries.advice import MAX_POLICY_CLASS_EXPERTS
 from dp_experts_env.adversaries.base import DATA_STREAM
 from dp_experts_env.batch_rng import BatchRNG
 
@@ -193,8 +193,7 @@ def test_shifting_planted_expert_changes_at_change_points():
     )
     assert adv.default_switches == shifts and adv.has_segments
     adv.reset([4, 5])
-    starts = change_points(horizon, shifts)
-    assert starts.tolist() == [1001, 2001]
+    starts = np.array([1001, 2001])  # "even": floor(k T / (S + 1)) + 1
     planted, segs, shift = [], [], []
     advice, means = [], []
     for _ in range(horizon):
@@ -326,7 +325,12 @@ def test_bernoulli_gap_best_arm_is_best():
 
 def test_shifting_bernoulli_changes_best_arm():
     adv = make_adversary(
-        "bandit", "shifting_bernoulli", horizon=64, n_arms=3, n_shifts=3, schedule="geometric"
+        "bandit",
+        "shifting_bernoulli",
+        horizon=64,
+        n_arms=3,
+        n_shifts=3,
+        change_points="anti_doubling",
     )
     assert adv.default_switches == 3
     adv.reset([1, 2])
@@ -336,23 +340,9 @@ def test_shifting_bernoulli_changes_best_arm():
         best.append(np.argmin(r.means, axis=1))
         adv.record(np.zeros(2, dtype=np.int64))
     best = np.array(best)
-    starts = change_points(64, 3, "geometric")
-    assert starts.tolist() == [9, 17, 33]
+    starts = np.array([9, 17, 33])  # geometric spacing 2^m + 1: the last three dyadic blocks
     changed = best[1:] != best[:-1]
     np.testing.assert_array_equal(changed, np.isin(np.arange(2, 65), starts)[:, None].repeat(2, 1))
-
-
-def test_change_points_known_answers_and_errors():
-    assert change_points(10, 1).tolist() == [6]
-    assert change_points(10, 4).tolist() == [3, 5, 7, 9]
-    assert change_points(16, 3, "geometric").tolist() == [3, 5, 9]
-    assert change_points(5, 0).tolist() == []
-    with pytest.raises(ValueError, match="n_shifts"):
-        change_points(3, 3)
-    with pytest.raises(ValueError, match="n_shifts"):
-        change_points(7, 3, "geometric")
-    with pytest.raises(ValueError, match="schedule"):
-        change_points(10, 1, "random")
 
 
 # -------------------------------------------------------------------------------- memory
@@ -383,7 +373,9 @@ def test_memory_does_not_grow_with_horizon(kind, family):
         ("bandit_advice", "planted_expert", {"horizon": 0}, ValueError, "horizon"),
         ("bandit_advice", "planted_expert", {"colour": 1}, TypeError, "colour"),
         ("bandit_advice", "shifting_planted_expert", {"n_shifts": 50}, ValueError, "n_shifts"),
-        ("bandit_advice", "shifting_planted_expert", {"schedule": "x"}, ValueError, "schedule"),
+        ("bandit_advice", "shifting_planted_expert", {"change_points": "x"}, ValueError, "change_"),
+        ("bandit_advice", "shifting_planted_expert", {"change_points": [5, 3]}, ValueError, "incr"),
+        ("bandit", "shifting_bernoulli", {"min_length": 3}, ValueError, "min_length"),
         ("bandit_advice", "shifting_planted_expert", {"n_experts": 1}, ValueError, "2 experts"),
         ("bandit_advice", "duplicated_experts", {"n_behaviours": 9}, ValueError, "n_behaviours"),
         ("bandit_advice", "duplicated_experts", {"perturbation": -0.1}, ValueError, "perturb"),
@@ -421,3 +413,38 @@ def test_policy_class_needs_contexts_or_experts():
     with pytest.raises(ValueError, match="n_contexts"):
         make_adversary("bandit_advice", "policy_class", n_experts=None, horizon=5, n_arms=2)
     assert MAX_POLICY_CLASS_EXPERTS >= 4096
+
+
+def test_random_change_points_differ_per_run_and_drive_the_planted_expert():
+    adv = make_adversary(
+        "bandit_advice",
+        "shifting_planted_expert",
+        n_experts=5,
+        horizon=60,
+        n_arms=2,
+        n_shifts=3,
+        change_points="uniform",
+    )
+    adv.reset([0, 1, 2])
+    planted, shifts = [], []
+    for _ in range(60):
+        r = adv.next_round()
+        planted.append(adv.planted.copy())
+        shifts.append(r.shift)
+        adv.record(np.zeros(3, dtype=np.int64))
+    planted, shifts = np.array(planted), np.array(shifts)
+    assert np.all(shifts.sum(axis=0) == 3)
+    assert len({shifts[:, b].tobytes() for b in range(3)}) > 1  # per-run schedules
+    np.testing.assert_array_equal(planted[1:] != planted[:-1], shifts[1:])
+
+
+def test_explicit_change_points_and_best_arm():
+    adv = make_adversary(
+        "bandit", "shifting_bernoulli", horizon=10, n_arms=4, change_points=[3, 8], best_arm=1
+    )
+    assert adv.default_switches == 2
+    rounds = play(adv, [0, 1])
+    best = np.array([np.argmin(r.means, axis=1) for r in rounds])
+    assert np.all(best[:2] == 1)
+    assert np.all(best[2] != best[1]) and np.all(best[7] != best[6])
+    assert [bool(r.shift[0]) for r in rounds] == [t in (3, 8) for t in range(1, 11)]

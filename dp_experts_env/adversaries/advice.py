@@ -26,11 +26,12 @@ Kinds and families (constructors ``f(n_experts, horizon, n_arms, **knobs)``):
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
-from dp_experts_env._validation import check_choice, check_float, check_int
+from dp_experts_env._validation import check_float, check_int
 from dp_experts_env.adversaries.base import (
     ADVICE_STREAM,
     DATA_STREAM,
@@ -38,7 +39,9 @@ from dp_experts_env.adversaries.base import (
     Adversary,
     Round,
 )
+from dp_experts_env.adversaries.changepoints import ChangePointSchedule, SegmentClock
 from dp_experts_env.adversaries.registry import register_family
+from dp_experts_env.adversaries.shifting import plant_best
 from dp_experts_env.batch_rng import BatchRNG
 
 __all__ = [
@@ -51,36 +54,10 @@ __all__ = [
     "BernoulliGap",
     "ShiftingBernoulli",
     "PeriodicSwap",
-    "SCHEDULES",
     "MAX_POLICY_CLASS_EXPERTS",
-    "change_points",
 ]
 
-SCHEDULES = ("even", "geometric")
 MAX_POLICY_CLASS_EXPERTS = 1 << 20  # K^C experts; each round materialises (B, N, K) advice
-
-
-def change_points(horizon: int, n_shifts: int, schedule: str = "even") -> np.ndarray:
-    """First rounds (1-based) of segments 2..S+1: a deterministic, public schedule.
-
-    ``"even"``: ``floor(k T / (S+1)) + 1``; ``"geometric"``: ``floor(T / 2^(S+1-k)) + 1`` (segment
-    lengths double, the last segment is the second half), k = 1..S.
-    """
-    horizon = check_int("horizon", horizon, minimum=1)
-    n_shifts = check_int("n_shifts", n_shifts, minimum=0)
-    check_choice("schedule", schedule, SCHEDULES)
-    k = np.arange(1, n_shifts + 1, dtype=np.int64)
-    if schedule == "even":
-        starts = (k * horizon) // (n_shifts + 1) + 1
-    else:
-        starts = np.array([horizon // (1 << (n_shifts + 1 - int(i))) + 1 for i in k], np.int64)
-    if n_shifts and (starts[0] < 2 or starts[-1] > horizon or np.any(np.diff(starts) <= 0)):
-        need = "horizon >= n_shifts + 1" if schedule == "even" else "horizon >= 2**n_shifts"
-        raise ValueError(
-            f"n_shifts={n_shifts} does not fit horizon={horizon} with schedule={schedule!r} "
-            f"(needs {need})"
-        )
-    return starts
 
 
 def _check_gap(gap: Any) -> float:
@@ -116,7 +93,10 @@ class AdviceAdversary(Adversary):
     Subclasses implement ``_public(t)`` (draw the round's public randomness from ``self._coins``
     with a fixed count and return the arm means (B, K)) and ``_advice(t)``; ``_setup(rng)`` draws
     per-episode structure from the STRUCTURE stream. ``stochastic_losses`` says whether the datum
-    is Bernoulli(means) (K data uniforms per round) or the means themselves.
+    is Bernoulli(means) (K data uniforms per round) or the means themselves. Segmented models set
+    ``self._schedule`` (a :class:`~dp_experts_env.adversaries.changepoints.ChangePointSchedule`,
+    drawn per run at reset from the STRUCTURE stream) or override ``_advance_segment``; the
+    current segment of every run is ``self._seg`` (B,).
     """
 
     feedback = "bandit"
@@ -127,13 +107,33 @@ class AdviceAdversary(Adversary):
     def __init__(self, n_experts: int, horizon: int, n_arms: int) -> None:
         super().__init__(n_experts, horizon, n_arms)
         self.n_arms: int = int(n_arms)  # validated by Adversary
-        self._starts = np.zeros(0, dtype=np.int64)
+        self._schedule: ChangePointSchedule | None = None
+        self._clock: SegmentClock | None = None
         self._means: np.ndarray | None = None
 
     def _reset(self, seeds: list[int]) -> None:
         self._data = BatchRNG(seeds, DATA_STREAM)
         self._coins = BatchRNG(seeds, ADVICE_STREAM)
-        self._setup(BatchRNG(seeds, STRUCTURE_STREAM))
+        structure = BatchRNG(seeds, STRUCTURE_STREAM)
+        self._seg = np.zeros(self.num_runs, dtype=np.int64)
+        self._shift = np.zeros(self.num_runs, dtype=bool)
+        self._clock = None
+        if self._schedule is not None:
+            self._clock = SegmentClock(self._schedule.draw(structure), self.horizon)
+        self._setup(structure)
+
+    @property
+    def n_segments(self) -> int:
+        """Number of stationary segments (change points + 1) of a scheduled model."""
+        return 1 if self._schedule is None else self._schedule.n_shifts + 1
+
+    def _use_schedule(self, n_shifts: Any, change_points: Any, min_length: Any) -> None:
+        """Adopt a change-point schedule (same knobs as the shift env's families)."""
+        self._schedule = ChangePointSchedule(
+            self.horizon, n_shifts, change_points, min_length=min_length, default_shifts=1
+        )
+        self.n_shifts = self._schedule.n_shifts
+        self.default_switches = self.n_shifts
 
     def _setup(self, rng: BatchRNG) -> None:
         """Draw per-episode structure (planted experts, mean tables)."""
@@ -147,12 +147,13 @@ class AdviceAdversary(Adversary):
     def _advice(self, t: int) -> np.ndarray:
         """Round ``t``'s advice (B, N, K) (after ``_public(t)``)."""
 
-    def _segment(self, t: int) -> tuple[int, bool]:
-        """(segment index, first round of a new segment) of round ``t``."""
-        seg = int(np.searchsorted(self._starts, t, side="right"))
-        return seg, bool(seg > 0 and self._starts[seg - 1] == t)
+    def _advance_segment(self, t: int) -> None:
+        """Enter round ``t``: update ``self._seg`` and ``self._shift`` (B,)."""
+        if self._clock is not None:
+            self._seg, self._shift = self._clock.advance(t)
 
     def _draw(self, t: int) -> np.ndarray:
+        self._advance_segment(t)
         self._means = self._public(t)
         if self.stochastic_losses:
             return (self._data.random((self.n_arms,)) < self._means).astype(np.float64)
@@ -162,13 +163,12 @@ class AdviceAdversary(Adversary):
         advice = self._advice(t)
         if not self.has_segments:
             return Round(losses=z, means=self._means, advice=advice)
-        seg, shift = self._segment(t)
         return Round(
             losses=z,
             means=self._means,
             advice=advice,
-            segment=np.full(self.num_runs, seg, dtype=np.int64),
-            shift=np.full(self.num_runs, shift, dtype=bool),
+            segment=self._seg.copy(),
+            shift=self._shift.copy(),
         )
 
     def _identity_advice(self) -> np.ndarray:
@@ -213,7 +213,6 @@ class PlantedExpert(AdviceAdversary):
             "smoothing", smoothing, minimum=0.0, maximum=1.0, max_inclusive=False
         )
         self._n_behaviours = self.n_experts
-        self._n_segments = 1
 
     def _behaviour_of_expert(self) -> np.ndarray | None:
         """Behaviour index of each expert (None: expert j is behaviour j)."""
@@ -221,21 +220,13 @@ class PlantedExpert(AdviceAdversary):
 
     def _setup(self, rng: BatchRNG) -> None:
         # Planted behaviour of each segment: uniform, then uniform among the others.
-        d = self._n_behaviours
-        first = rng.integers(d)
-        steps = rng.integers(max(d - 1, 1), (self._n_segments - 1,))
-        seq = np.empty((self.num_runs, self._n_segments), dtype=np.int64)
-        seq[:, 0] = first
-        for s in range(1, self._n_segments):
-            seq[:, s] = (seq[:, s - 1] + 1 + steps[:, s - 1]) % d
-        self._planted_seq = seq
+        self._planted_seq = plant_best(rng, self.n_segments, self._n_behaviours)
         self._mix: np.ndarray | float = self.smoothing
 
     @property
     def planted(self) -> np.ndarray:
         """The planted behaviour of the current round, (B,) (an expert index unless duplicated)."""
-        seg = self._segment(max(self.t, 1))[0]
-        return self._planted_seq[:, seg]
+        return self._planted_seq[np.arange(self.num_runs), self._seg]
 
     def _public(self, t: int) -> np.ndarray:
         d, k = self._n_behaviours, self.n_arms
@@ -243,8 +234,7 @@ class PlantedExpert(AdviceAdversary):
         follow_u = self._coins.random((d,))
         random_arm = self._coins.integers(k, (d,))
         rho = np.full((self.num_runs, d), self.rho)
-        seg = self._segment(t)[0]
-        rho[np.arange(self.num_runs), self._planted_seq[:, seg]] = self.rho_star
+        rho[np.arange(self.num_runs), self.planted] = self.rho_star
         self._rec = np.where(follow_u < rho, good[:, None], random_arm)  # (B, D)
         means = np.full((self.num_runs, k), 0.5)
         means[np.arange(self.num_runs), good] -= self.gap
@@ -259,9 +249,14 @@ class PlantedExpert(AdviceAdversary):
 class ShiftingPlantedExpert(PlantedExpert):
     """Shifting planted expert (brief 004 §5.3 item 2): ``j*`` changes at S public change points.
 
-    Knobs: those of :class:`PlantedExpert`, plus ``n_shifts`` = S (>= 0, default 1; needs N >= 2
-    when S >= 1) and ``schedule`` ("even" default, or "geometric"; see :func:`change_points`).
-    The new planted expert is uniform among the other N - 1. ``default_switches = S``.
+    Knobs: those of :class:`PlantedExpert`, plus the shift env's schedule knobs: ``n_shifts`` = S
+    (>= 0; default None = 1, or the length of an explicit list; needs N >= 2 when S >= 1),
+    ``change_points`` ("even" default, "uniform",
+    "min_gap", "anti_doubling" = geometric spacing 2^m + 1, or an explicit list of rounds) and
+    ``min_length`` (mode "min_gap"); see
+    :class:`~dp_experts_env.adversaries.changepoints.ChangePointSchedule`. Random schedules differ
+    per run (STRUCTURE stream). The new planted expert is uniform among the other N - 1.
+    ``default_switches = S``.
     """
 
     has_segments = True
@@ -272,18 +267,15 @@ class ShiftingPlantedExpert(PlantedExpert):
         horizon: int,
         n_arms: int,
         *,
-        n_shifts: int = 1,
-        schedule: str = "even",
+        n_shifts: int | None = None,
+        change_points: str | Sequence[int] | np.ndarray = "even",
+        min_length: int | None = None,
         **knobs: Any,
     ) -> None:
         super().__init__(n_experts, horizon, n_arms, **knobs)
-        self._starts = change_points(self.horizon, n_shifts, schedule)
-        self.n_shifts = len(self._starts)
-        self.schedule = schedule
+        self._use_schedule(n_shifts, change_points, min_length)
         if self.n_shifts and self._n_behaviours < 2:
             raise ValueError("n_shifts >= 1 needs at least 2 experts (the planted one changes)")
-        self._n_segments = self.n_shifts + 1
-        self.default_switches = self.n_shifts
 
 
 class DuplicatedExperts(PlantedExpert):
@@ -451,9 +443,8 @@ class Lemma11Switch(AdviceAdversary):
         self.switch_round = check_int(
             "switch_round", switch_round, minimum=1, maximum=self.horizon + 1
         )
-        inside = 2 <= self.switch_round <= self.horizon
-        self._starts = np.array([self.switch_round] if inside else [], dtype=np.int64)
-        self.default_switches = int(inside)
+        self._switches = 2 <= self.switch_round <= self.horizon
+        self.default_switches = int(self._switches)
         advice = np.zeros((self.n_experts, self.n_arms))
         advice[np.arange(self.n_arms), np.arange(self.n_arms)] = 1.0
         advice[self.n_arms :, 0] = 1.0
@@ -466,10 +457,13 @@ class Lemma11Switch(AdviceAdversary):
         row[1] = 0.0 if t >= self.switch_round else 1.0
         return np.broadcast_to(row, (self.num_runs, self.n_arms)).copy()
 
-    def _segment(self, t: int) -> tuple[int, bool]:
-        if self.switch_round == 1:
-            return 1, False
-        return super()._segment(t)
+    def _advance_segment(self, t: int) -> None:
+        # Segment 1 from the switch on; a switch at round 1 or T+1 is no switch at all.
+        if self._switches and t == self.switch_round:
+            self._seg = np.ones(self.num_runs, dtype=np.int64)
+            self._shift = np.ones(self.num_runs, dtype=bool)
+        else:
+            self._shift = np.zeros(self.num_runs, dtype=bool)
 
     def _advice(self, t: int) -> np.ndarray:
         return np.broadcast_to(self._advice_matrix, (self.num_runs, self.n_experts, self.n_arms))
@@ -501,14 +495,15 @@ class PeriodicSwap(AdviceAdversary):
         self.period = check_int("period", period, minimum=1)
         self.default_switches = -(-self.horizon // self.period) - 1
 
-    def _segment(self, t: int) -> tuple[int, bool]:
+    def _advance_segment(self, t: int) -> None:
         # Arithmetic, not a table of change points: O(1) memory for any T.
         seg = (t - 1) // self.period
-        return seg, bool(seg > 0 and (t - 1) % self.period == 0)
+        self._seg = np.full(self.num_runs, seg, dtype=np.int64)
+        self._shift = np.full(self.num_runs, seg > 0 and (t - 1) % self.period == 0)
 
     def _public(self, t: int) -> np.ndarray:
         row = np.ones(self.n_arms)
-        row[self._segment(t)[0] % 2] = 0.0
+        row[((t - 1) // self.period) % 2] = 0.0
         return np.broadcast_to(row, (self.num_runs, self.n_arms)).copy()
 
     def _advice(self, t: int) -> np.ndarray:
@@ -538,28 +533,23 @@ class BernoulliGap(AdviceAdversary):
         self.best_arm = None
         if best_arm is not None:
             self.best_arm = check_int("best_arm", best_arm, minimum=0, maximum=self.n_arms - 1)
-        self._n_segments = 1
 
     def _setup(self, rng: BatchRNG) -> None:
-        k = self.n_arms
-        first = rng.integers(k)
+        seq = plant_best(rng, self.n_segments, self.n_arms)
         if self.best_arm is not None:
-            first = np.full(self.num_runs, self.best_arm, dtype=np.int64)
-        steps = rng.integers(k - 1, (self._n_segments - 1,))
-        seq = np.empty((self.num_runs, self._n_segments), dtype=np.int64)
-        seq[:, 0] = first
-        for s in range(1, self._n_segments):
-            seq[:, s] = (seq[:, s - 1] + 1 + steps[:, s - 1]) % k
+            # Shift the whole sequence so segment 0 starts at best_arm; later arms stay uniform
+            # among the others (same draws, so the stream does not depend on best_arm).
+            seq = (seq - seq[:, :1] + self.best_arm) % self.n_arms
         self._best_seq = seq
 
     @property
     def best(self) -> np.ndarray:
         """The best arm of the current round, (B,)."""
-        return self._best_seq[:, self._segment(max(self.t, 1))[0]]
+        return self._best_seq[np.arange(self.num_runs), self._seg]
 
     def _public(self, t: int) -> np.ndarray:
         means = np.full((self.num_runs, self.n_arms), 0.5)
-        means[np.arange(self.num_runs), self._best_seq[:, self._segment(t)[0]]] -= self.gap
+        means[np.arange(self.num_runs), self.best] -= self.gap
         return means
 
     def _advice(self, t: int) -> np.ndarray:
@@ -569,9 +559,10 @@ class BernoulliGap(AdviceAdversary):
 class ShiftingBernoulli(BernoulliGap):
     """:class:`BernoulliGap` whose best arm changes at S public change points.
 
-    Knobs: ``gap``, ``best_arm`` (the first segment's best arm), ``n_shifts`` = S >= 0 (default 1),
-    ``schedule`` ("even" or "geometric", :func:`change_points`). Each new best arm is uniform among
-    the other K - 1. ``default_switches = S``.
+    Knobs: ``gap``, ``best_arm`` (the first segment's best arm), and the schedule knobs of
+    :class:`ShiftingPlantedExpert`: ``n_shifts`` = S >= 0 (default None = 1),
+    ``change_points`` (default "even"), ``min_length``. Each new best arm is uniform among the
+    other K - 1. ``default_switches = S``.
     """
 
     has_segments = True
@@ -582,16 +573,13 @@ class ShiftingBernoulli(BernoulliGap):
         horizon: int | None = None,
         n_arms: int | None = None,
         *,
-        n_shifts: int = 1,
-        schedule: str = "even",
+        n_shifts: int | None = None,
+        change_points: str | Sequence[int] | np.ndarray = "even",
+        min_length: int | None = None,
         **knobs: Any,
     ) -> None:
         super().__init__(n_experts, horizon, n_arms, **knobs)
-        self._starts = change_points(self.horizon, n_shifts, schedule)
-        self.n_shifts = len(self._starts)
-        self.schedule = schedule
-        self._n_segments = self.n_shifts + 1
-        self.default_switches = self.n_shifts
+        self._use_schedule(n_shifts, change_points, min_length)
 
 
 # ------------------------------------------------------------------------------ registration
