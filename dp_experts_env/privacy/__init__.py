@@ -4,6 +4,16 @@ Imports nothing from envs or agents (the audit imports agents lazily, inside the
 """
 
 from dp_experts_env.privacy import exact_accountants  # noqa: F401  (briefs 001/002)
+from dp_experts_env.privacy.accounting import (
+    advanced_composition,
+    advanced_composition_heterogeneous,
+    basic_composition,
+    compose,
+    has_dp_accounting,
+    parallel_composition,
+    per_step_epsilon,
+    pld_laplace_composition,
+)
 from dp_experts_env.privacy.audit import (
     AuditResult,
     audit_agent,
@@ -39,6 +49,14 @@ __all__ = [
     "NoiseBackend",
     "Release",
     "TreeCounter",
+    "advanced_composition",
+    "advanced_composition_heterogeneous",
+    "basic_composition",
+    "compose",
+    "has_dp_accounting",
+    "parallel_composition",
+    "per_step_epsilon",
+    "pld_laplace_composition",
     "audit_agent",
     "audit_mechanism",
     "audit_samples",

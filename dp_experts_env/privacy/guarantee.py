@@ -17,13 +17,14 @@ class Guarantee:
         epsilon: privacy loss bound (> 0; ``inf`` means no privacy, e.g. noise switched off).
         delta: approximate-DP slack in [0, 1) (0 for pure DP).
         accountant: the theorem or composition rule behind the numbers.
-        neighbouring: what the two neighbouring inputs may differ in (informative only).
+        neighbouring: what the two neighbouring inputs may differ in, when it needs saying
+            (informative only; the sensitivity in ``accountant`` usually says it).
     """
 
     epsilon: float
     delta: float = 0.0
     accountant: str = ""
-    neighbouring: str = "inputs whose query values differ by at most the stated sensitivity"
+    neighbouring: str = ""
 
     def __post_init__(self) -> None:
         eps = float(self.epsilon)

@@ -1,0 +1,282 @@
+"""Composition rules: how per-step privacy adds up over a run.
+
+In-house (no dependencies):
+
+* :func:`basic_composition` -- epsilons and deltas add (Dwork–Roth Thm 3.16).
+* :func:`advanced_composition` -- k adaptive eps-DP steps are
+  ``(sqrt(2k ln(1/delta')) eps + k eps (e^eps - 1), delta' + k delta)``-DP
+  (Dwork, Rothblum & Vadhan 2010; Dwork–Roth Thm 3.20), and its heterogeneous form
+  :func:`advanced_composition_heterogeneous`.
+* :func:`compose` -- the better of the two for k identical steps.
+* :func:`parallel_composition` -- mechanisms on disjoint parts of the data (e.g. disjoint windows
+  of rounds): the worst of them.
+* :func:`per_step_epsilon` -- the inverse: the largest per-step epsilon whose k-fold composition
+  stays within a target (bisection).
+
+Optional (``pip install dp-experts-env[accounting]``): :func:`pld_laplace_composition` wraps
+Google's ``dp-accounting`` privacy-loss-distribution accountant for a tight epsilon of k Laplace
+steps. Two traps, both handled here:
+
+1. ``delta = 0``: the PLD accountant returns ``inf`` (it cannot certify pure DP), so the wrapper
+   refuses ``delta = 0``; use :func:`basic_composition` for pure DP.
+2. Neighbouring relation: our neighbours REPLACE one round's datum, and the sensitivities we pass
+   are measured for that relation. dp-accounting's ``REPLACE_ONE`` would re-derive the sensitivity
+   from an add/remove one (doubling it for Gaussian, refusing Laplace). The right call is
+   ``ADD_OR_REMOVE_ONE`` with ``noise_multiplier = scale / replace_one_sensitivity``: the
+   Laplace privacy-loss distribution depends only on the shift, not on how it arose.
+
+The exact per-step accountants derived in the briefs (002 §5, 001 §2.6) live in
+``exact_accountants.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from dp_experts_env._validation import check_choice, check_delta, check_epsilon, check_int
+from dp_experts_env.privacy.guarantee import Guarantee
+
+__all__ = [
+    "basic_composition",
+    "advanced_composition",
+    "advanced_composition_heterogeneous",
+    "compose",
+    "parallel_composition",
+    "per_step_epsilon",
+    "has_dp_accounting",
+    "pld_laplace_composition",
+]
+
+
+def _epsilons(name: str, values: float | Sequence[float]) -> np.ndarray:
+    arr = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty sequence of numbers, got shape {arr.shape}")
+    for v in arr:
+        check_epsilon(name, float(v))
+    return arr
+
+
+def _deltas(name: str, values: float | Sequence[float], k: int) -> np.ndarray:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim == 0:
+        arr = np.full(k, float(arr))
+    if arr.shape != (k,):
+        raise ValueError(f"{name} must be a number or a sequence of {k} numbers, got {arr.shape}")
+    for v in arr:
+        check_delta(name, float(v))
+    return arr
+
+
+def _total_delta(delta: float) -> float:
+    if delta >= 1.0:
+        raise ValueError(f"the composed delta {delta:g} is >= 1: no privacy left to claim")
+    return delta
+
+
+def basic_composition(
+    epsilons: float | Sequence[float], deltas: float | Sequence[float] = 0.0
+) -> Guarantee:
+    """Sequential (adaptive) composition: ``(sum eps_i, sum delta_i)``.
+
+    Args:
+        epsilons: per-step epsilons (each > 0).
+        deltas: per-step deltas (a number applies to every step).
+    """
+    eps = _epsilons("epsilons", epsilons)
+    dl = _deltas("deltas", deltas, eps.size)
+    return Guarantee(
+        float(eps.sum()),
+        _total_delta(float(dl.sum())),
+        f"basic composition of {eps.size} steps",
+    )
+
+
+def advanced_composition(
+    epsilon: float, k: int, delta_prime: float, delta: float = 0.0
+) -> Guarantee:
+    """Advanced composition of k adaptive (epsilon, delta)-DP steps (Dwork–Roth Thm 3.20).
+
+    ``eps' = sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1)``, total delta ``delta' + k delta``.
+    The result can exceed ``k * epsilon`` for large epsilon; :func:`compose` takes the better.
+
+    Args:
+        epsilon: per-step epsilon (> 0).
+        k: number of steps (>= 1).
+        delta_prime: the slack of the composition theorem, in (0, 1).
+        delta: per-step delta.
+    """
+    eps = check_epsilon("epsilon", epsilon)
+    k = check_int("k", k, minimum=1)
+    dp = check_delta("delta_prime", delta_prime)
+    if dp <= 0.0:
+        raise ValueError("delta_prime must be > 0 for advanced composition (use basic for 0)")
+    d = check_delta("delta", delta)
+    total = math.sqrt(2.0 * k * math.log(1.0 / dp)) * eps + k * eps * math.expm1(eps)
+    return Guarantee(total, _total_delta(dp + k * d), f"advanced composition (DRV) of {k} steps")
+
+
+def advanced_composition_heterogeneous(
+    epsilons: Sequence[float], delta_prime: float, deltas: float | Sequence[float] = 0.0
+) -> Guarantee:
+    """Advanced composition with per-step epsilons.
+
+    ``eps' = sqrt(2 ln(1/delta') sum eps_i^2) + sum eps_i (e^eps_i - 1)``, total delta
+    ``delta' + sum delta_i`` (the DRV bound with heterogeneous steps; Kairouz, Oh & Viswanath
+    2015, Thm 3.5 give the same leading terms).
+    """
+    eps = _epsilons("epsilons", epsilons)
+    dp = check_delta("delta_prime", delta_prime)
+    if dp <= 0.0:
+        raise ValueError("delta_prime must be > 0 for advanced composition (use basic for 0)")
+    dl = _deltas("deltas", deltas, eps.size)
+    total = math.sqrt(2.0 * math.log(1.0 / dp) * float(np.sum(eps**2))) + float(
+        np.sum(eps * np.expm1(eps))
+    )
+    return Guarantee(
+        total,
+        _total_delta(dp + float(dl.sum())),
+        f"advanced composition (DRV, heterogeneous) of {eps.size} steps",
+    )
+
+
+def compose(epsilon: float, k: int, *, delta: float = 0.0, delta_prime: float = 0.0) -> Guarantee:
+    """Compose k identical adaptive steps: basic, or advanced composition when smaller.
+
+    Args:
+        epsilon: per-step epsilon.
+        k: number of steps.
+        delta: per-step delta.
+        delta_prime: slack allowed for advanced composition (0: basic only, pure when delta=0).
+    """
+    eps = check_epsilon("epsilon", epsilon)
+    k = check_int("k", k, minimum=1)
+    d = check_delta("delta", delta)
+    basic = Guarantee(k * eps, _total_delta(k * d), f"basic composition of {k} steps")
+    if check_delta("delta_prime", delta_prime) == 0.0:
+        return basic
+    adv = advanced_composition(eps, k, delta_prime, d)
+    return adv if adv.epsilon < basic.epsilon else basic
+
+
+def parallel_composition(guarantees: Sequence[Guarantee]) -> Guarantee:
+    """Mechanisms applied to disjoint parts of the data: ``(max eps_i, max delta_i)``.
+
+    Under event-level neighbours (one round's datum replaced), mechanisms that each read a
+    disjoint window of rounds compose in parallel: the replaced round lies in one window only.
+    The caller vouches for disjointness, and that each mechanism's choice of window does not
+    depend on the data it protects.
+    """
+    gs = list(guarantees)
+    if not gs or not all(isinstance(g, Guarantee) for g in gs):
+        raise TypeError("guarantees must be a non-empty sequence of Guarantee objects")
+    return Guarantee(
+        max(g.epsilon for g in gs),
+        max(g.delta for g in gs),
+        f"parallel composition over {len(gs)} disjoint parts",
+    )
+
+
+def per_step_epsilon(
+    total_epsilon: float,
+    k: int,
+    *,
+    delta_prime: float = 0.0,
+    delta: float = 0.0,
+    method: str = "best",
+    tol: float = 1e-12,
+) -> float:
+    """Largest per-step epsilon whose k-fold composition is at most ``total_epsilon``.
+
+    Args:
+        total_epsilon: the target epsilon of the whole run (> 0).
+        k: number of steps.
+        delta_prime: slack for advanced composition (needed for ``method="advanced"``).
+        delta: per-step delta (only checked: deltas add up regardless of the method).
+        method: ``"basic"`` (``total / k``), ``"advanced"`` (invert the DRV bound by bisection)
+            or ``"best"`` (the larger of the two, i.e. invert :func:`compose`).
+        tol: relative bisection tolerance.
+
+    Returns:
+        The per-step epsilon (never above the exact inverse: bisection keeps the feasible end).
+    """
+    target = check_epsilon("total_epsilon", total_epsilon)
+    k = check_int("k", k, minimum=1)
+    check_delta("delta", delta)
+    check_choice("method", method, ("basic", "advanced", "best"))
+    basic = target / k
+    if method == "basic":
+        return basic
+    if check_delta("delta_prime", delta_prime) == 0.0:
+        raise ValueError(f"delta_prime must be > 0 for method={method!r}")
+
+    def advanced(e: float) -> float:
+        return math.sqrt(2.0 * k * math.log(1.0 / delta_prime)) * e + k * e * math.expm1(e)
+
+    lo, hi = 0.0, target  # advanced(target) >= target, so the root lies in (0, target]
+    while hi - lo > tol * hi:
+        mid = 0.5 * (lo + hi)
+        if advanced(mid) <= target:
+            lo = mid
+        else:
+            hi = mid
+    return lo if method == "advanced" else max(lo, basic)
+
+
+# --------------------------------------------------------------------------- dp-accounting
+def has_dp_accounting() -> bool:
+    """True when the optional ``dp-accounting`` package can be imported."""
+    try:
+        import dp_accounting  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def pld_laplace_composition(
+    epsilon: float, k: int, delta: float, *, discretization: float = 1e-4
+) -> Guarantee:
+    """Tight epsilon of k adaptive Laplace steps, each epsilon-DP, via dp-accounting's PLD.
+
+    Each step is a Laplace mechanism with noise scale ``sensitivity / epsilon`` for our
+    replace-one neighbours, i.e. ``LaplaceDpEvent(noise_multiplier=1/epsilon)`` under
+    ``ADD_OR_REMOVE_ONE`` (see the module docstring for why not ``REPLACE_ONE``). The result is
+    never worse than basic composition (the smaller epsilon is reported).
+
+    Args:
+        epsilon: per-step epsilon (> 0).
+        k: number of steps.
+        delta: target delta, in (0, 1): the PLD accountant cannot certify delta = 0.
+        discretization: PLD value discretization (smaller is tighter and slower).
+
+    Raises:
+        ImportError: dp-accounting is not installed (``pip install dp-experts-env[accounting]``).
+    """
+    eps = check_epsilon("epsilon", epsilon)
+    k = check_int("k", k, minimum=1)
+    d = check_delta("delta", delta)
+    if d == 0.0:
+        raise ValueError(
+            "delta must be > 0: dp-accounting's PLD accountant returns inf at delta = 0; use "
+            "basic_composition for pure DP"
+        )
+    try:
+        import dp_accounting
+        from dp_accounting.pld import pld_privacy_accountant
+    except ImportError as err:
+        raise ImportError(
+            "pld_laplace_composition needs the optional dp-accounting package: "
+            "pip install 'dp-experts-env[accounting]'"
+        ) from err
+    accountant = pld_privacy_accountant.PLDAccountant(
+        dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        value_discretization_interval=discretization,
+    )
+    accountant.compose(dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(1 / eps), k))
+    tight = float(accountant.get_epsilon(d))
+    return Guarantee(
+        min(tight, k * eps), d, f"dp-accounting PLD, {k} Laplace steps (add/remove = shift)"
+    )
