@@ -714,7 +714,9 @@ def sign_estimation(
     ``p = floor(N/2)`` columns; expert ``e`` = (column ``e // 2``, sign -1 if e even else +1);
     an odd leftover expert has loss 1 during the hard phase (pitfall 22). Round ``t <= T_hard``:
     loss 1 on burned columns, else ``(1 - sigma X[i_t, j]) / 2``; afterwards all losses are 0.
-    Some untouched consensus column always has loss 0, so regret = the learner's total loss.
+    When more consensus columns exist than hard rounds (``p - n_fingerprint > T_hard``, e.g.
+    p >= 11 with the defaults), an untouched consensus column keeps loss 0, so the regret equals
+    the learner's total loss.
 
     Knobs:
         n_users: n, rows of X (default ``floor(m / ln m)`` with ``m = sqrt(p / 1000)``, at least
