@@ -273,3 +273,22 @@ def test_bad_observations():
         agent.act(np.zeros((2, 4)))
     with pytest.raises(TypeError, match="full-information"):
         agent.act({"advice": np.zeros(6), "last_action": 0, "last_loss": 0.0})
+
+
+# ----------------------------------------------------------------------------- example
+def test_compare_baselines_example_runs_every_baseline():
+    import runpy
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "compare_baselines.py"
+    results = runpy.run_path(str(example))["main"](horizon=60, seeds=2, seed=0)
+    played = {key[1].split("(")[0] for key in results}
+    assert played == set(FULL) | {"exp3", "tsallis-inf", "ftpl-gr", "exp4"}
+    for value in results.values():
+        assert value["static"].shape == (2,) and np.all(np.isfinite(value["dynamic"]))
+        assert np.all(value["dynamic"] >= value["static"] - 1e-9)  # S-switch comparator is better
+    # Identity advice: EXP4 is EXP3 on the same random stream.
+    bandit = "DPExperts-Bandit-v0"
+    np.testing.assert_array_equal(
+        results[bandit, "exp4"]["static"], results[bandit, "exp3"]["static"]
+    )
