@@ -24,8 +24,10 @@ import numpy as np
 
 __all__ = ["BatchRNG", "run_seeds"]
 
-# About 4 M doubles (32 MB) buffered across all runs at most; at least 64 per run.
+# Refill size per run: at most 4096 doubles (32 KB, so a single run starts cheaply), at most
+# 4 M doubles (32 MB) across a batch, at least 64 per run. The stream does not depend on it.
 _BUFFER_DOUBLES = 1 << 22
+_MAX_CHUNK = 4096
 _MIN_CHUNK = 64
 
 
@@ -73,7 +75,7 @@ class BatchRNG:
             np.random.Generator(np.random.PCG64(np.random.SeedSequence([s, self.stream])))
             for s in seeds
         ]
-        self._chunk = max(_MIN_CHUNK, _BUFFER_DOUBLES // self.num_runs)
+        self._chunk = max(_MIN_CHUNK, min(_MAX_CHUNK, _BUFFER_DOUBLES // self.num_runs))
         self._buffer = np.empty((self.num_runs, 0))
         self._cursor = 0
 
