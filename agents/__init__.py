@@ -6,7 +6,10 @@ import agents.limited_updates  # noqa: F401
 import agents.meta_expert  # noqa: F401
 import agents.noisy_clipped_hedge  # noqa: F401
 import agents.private_bandit  # noqa: F401  (private bandit learners, brief 004)
+import agents.private_dartboard  # noqa: F401  (briefs 001-003: lazy private learners, RPS)
 import agents.private_exp4  # noqa: F401
+import agents.private_lazy_hedge  # noqa: F401
+import agents.randomized_prefix  # noqa: F401
 import agents.svt_restart  # noqa: F401
 from agents import bandit, full_info  # noqa: E402,F401  (non-private baselines)
 from agents.base import Agent, BanditObs, PrivacyClaim, no_privacy

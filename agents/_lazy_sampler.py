@@ -1,0 +1,96 @@
+"""Batched core shared by the private shrinking-dartboard family (lazy exponential weights).
+
+The learners of brief 002 Alg. 1 (private shrinking dartboard, weights ``(1 - eta)^L``), its
+batched variant (Thm 5) and brief 001 §2.6 (private lazy Hedge, weights ``exp(-beta L)``) are one
+mechanism with weights ``exp(-c L)``, ``c = ln(1/(1 - eta))`` or ``beta``:
+
+* round 1 plays a uniformly random expert (no data, no budget);
+* at each decision point (every round, or every block of ``batch`` rounds) the held expert is kept
+  when two coins agree: a data-free coin with probability ``1 - p`` and a stay coin with
+  probability ``exp(-c g)``, ``g`` the held expert's (block-averaged) loss since the last
+  decision; otherwise a fresh expert is drawn from ``P(i) ∝ exp(-c L(i))`` (the exponential
+  mechanism over cumulative block-averaged losses) while the resample budget lasts, and the learner
+  stays put for good once it is spent.
+
+With no budget the law of the played expert is exactly ``P`` at every decision (the dartboard
+identity), whatever ``p``. Every decision draws two uniforms and N Gumbels in every run (then
+masks), so a batch of B runs equals B single runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agents.private import PrivateAgent
+from dp_experts_env.privacy.mechanisms import exponential_mechanism
+
+__all__ = ["LazySampler"]
+
+
+class LazySampler(PrivateAgent):
+    """Private lazy exponential weights, batched over runs (see the module docstring).
+
+    Subclasses set, before calling ``self.reset(seed)``:
+
+    * ``inverse_temperature`` -- ``c`` of the weights ``exp(-c L)`` (also the stay coin's rate);
+    * ``p`` -- the forced-resample probability of each decision;
+    * ``max_resamples`` -- the most data-dependent resamples a run may make;
+    * ``batch`` -- rounds per decision block (1: a decision every round).
+
+    Attributes (per episode, shape (B,)):
+        resamples: fresh draws made so far (each counts against ``max_resamples``).
+        switches: rounds whose expert differs from the previous round's.
+    """
+
+    inverse_temperature: float
+    p: float
+    max_resamples: int
+    batch: int = 1
+
+    def _init_state(self) -> None:
+        b, n = self.num_envs, self.n_experts
+        self.cum_loss = np.zeros((b, n))  # sum of block-averaged losses (private state)
+        self._block_sum = np.zeros((b, n))
+        self._held_loss = np.zeros(b)
+        self._expert = np.zeros(b, dtype=np.int64)
+        self.resamples = np.zeros(b, dtype=np.int64)
+        self.switches = np.zeros(b, dtype=np.int64)
+
+    def _learn(self, obs: np.ndarray) -> None:
+        # Sensitivity 1 (1/batch after averaging) needs losses in [0, 1].
+        losses = np.clip(obs, 0.0, 1.0)
+        if self.batch == 1:
+            block = losses
+        else:
+            self._block_sum += losses
+            if self.t % self.batch:
+                return
+            block = self._block_sum / self.batch
+            self._block_sum = np.zeros_like(self._block_sum)
+        self.cum_loss += block
+        self._held_loss = block[np.arange(self.num_envs), self._expert]
+
+    def _choose(self, obs: np.ndarray) -> np.ndarray:
+        if self.t == 0:
+            self._expert = self.rng.integers(self.n_experts)
+            return self._expert
+        if self.t % self.batch:
+            return self._expert
+        c = self.inverse_temperature
+        coins = self.rng.random((2,))
+        attempt = (coins[:, 0] < self.p) | (coins[:, 1] >= np.exp(-c * self._held_loss))
+        # Exponential mechanism with scores L (sensitivity 1/batch) at epsilon 2c/batch: the
+        # law exp(-c L), and the per-resample privacy cost the accountants charge.
+        fresh = exponential_mechanism(
+            self.cum_loss,
+            sensitivity=1.0 / self.batch,
+            epsilon=2.0 * c / self.batch,
+            rng=self.rng,
+            noise=self.noise,
+        ).value
+        move = attempt & (self.resamples < self.max_resamples)
+        self.resamples += move
+        new = np.where(move, fresh, self._expert)
+        self.switches += new != self._expert
+        self._expert = new
+        return new

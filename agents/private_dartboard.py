@@ -1,0 +1,453 @@
+"""Private shrinking dartboard (brief 002 Alg. 1) and its batched variant (Thm 5 / Cor. 6).
+
+Source: Asi, Feldman, Koren & Talwar 2023, "Private Online Prediction from Experts: Separations
+and Faster Rates", Algorithm 1, Theorem 2, Corollaries 3-4, Theorem 5, Corollary 6 (brief 002
+§2.1-§2.2, §5, Pitfalls 1-14). The mechanism is the shared core of :mod:`agents._lazy_sampler`
+with weights ``(1 - eta)^L = exp(-lam L)``, ``lam = ln(1/(1 - eta))``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from agents._lazy_sampler import LazySampler
+from agents.base import PrivacyClaim
+from agents.registry import register
+from dp_experts_env._validation import check_float, check_int
+from dp_experts_env.privacy.exact_accountants import (
+    calibrate,
+    dartboard_budget,
+    dartboard_epsilon,
+    dartboard_paper_epsilon,
+    dartboard_regret_bound,
+)
+from dp_experts_env.privacy.noise import NoiseBackend
+
+__all__ = [
+    "BatchedPrivateShrinkingDartboard",
+    "DartboardParameters",
+    "PrivateShrinkingDartboard",
+    "balanced_batch_size",
+    "dartboard_parameters",
+    "paper_batch_size",
+]
+
+P_MAX = 0.45  # derived forced-switch probabilities stay inside the theorems' p < 1/2
+_P_GRID = 64  # candidate p values of tuning="calibrated"
+_SLACK = 1e-9  # relative float slack when comparing a spend with its target
+
+
+@dataclass(frozen=True)
+class DartboardParameters:
+    """Parameters of a (batched) private shrinking dartboard and what they spend.
+
+    Attributes:
+        eta: step size (weights ``(1 - eta)^L``).
+        p: forced-switch probability per decision.
+        budget: the paper's K; the learner makes at most ``K - 1`` resamples (k starts at 1).
+        batch: rounds per block (1 for Alg. 1).
+        epsilon_exact: epsilon of the exact accountant (brief 002 §5) charging ``K - 1``
+            resamples.
+        epsilon_paper: the paper's closed form (Thm 2 / Thm 5; derived pure analogue for
+            batch > 1) with ``K = 4 T p / B``.
+        regret_bound: Thm 2 / Thm 5 bound ``eta T + B ln(d)/eta + 2 T exp(-T p / (3 B))``.
+    """
+
+    eta: float
+    p: float
+    budget: int
+    batch: int
+    epsilon_exact: float
+    epsilon_paper: float
+    regret_bound: float
+
+
+def _ln_inv(delta: float) -> float:
+    return math.log(1.0 / delta)
+
+
+def paper_batch_size(n_experts: int, horizon: int, epsilon: float, delta: float) -> int:
+    """Corollary 6's printed batch ``ln^{2/5}(1/delta) ln^{3/5}(d) / (T^{1/5} eps^{3/5})``.
+
+    Rounded to the nearest integer and clipped to [1, T].
+    """
+    b = _ln_inv(delta) ** 0.4 * math.log(n_experts) ** 0.6 / (horizon**0.2 * epsilon**0.6)
+    return int(min(max(round(b), 1), horizon))
+
+
+def balanced_batch_size(n_experts: int, horizon: int, epsilon: float, delta: float) -> int:
+    """The batch that balances Cor. 6's two regret terms (brief 002 §2.2, Pitfall 9).
+
+    ``B* = (400 ln^{2/3}(1/delta) ln(d) / (T^{1/3} eps^2))^{3/5}``, rounded, clipped to [1, T].
+    """
+    b = (
+        400.0 * _ln_inv(delta) ** (2 / 3) * math.log(n_experts) / (horizon ** (1 / 3) * epsilon**2)
+    ) ** 0.6
+    return int(min(max(round(b), 1), horizon))
+
+
+def _paper_p(horizon: int, delta: float, batch: int) -> float:
+    """Corollary 3 / 4 / 6's forced-switch probability."""
+    if delta == 0:
+        return (batch / horizon) ** 0.5  # Cor. 4 (batch 1); its batched analogue otherwise
+    return (batch / (horizon * _ln_inv(delta))) ** (1 / 3)
+
+
+def _spend(mode: str, eta, p, k, horizon: int, delta: float, batch: int):
+    """Epsilon spent under the mode's accountant (``k`` = the paper's K)."""
+    if mode == "paper":
+        return dartboard_paper_epsilon(eta, p, horizon, delta, batch)
+    return dartboard_epsilon(eta, p, np.maximum(np.asarray(k) - 1, 0), delta, batch)
+
+
+def dartboard_parameters(
+    n_experts: int,
+    horizon: int,
+    epsilon: float,
+    delta: float,
+    *,
+    tuning: str = "paper",
+    mode: str = "strict",
+    batch: int = 1,
+    eta: float | None = None,
+    p: float | None = None,
+    budget: int | None = None,
+) -> DartboardParameters:
+    """Step size, forced-switch probability and budget from (N, T, epsilon, delta) alone.
+
+    ``tuning="paper"``: Corollary 3 (``delta > 0``) or Corollary 4 (``delta = 0``) for
+    ``batch = 1``; Corollary 6's ``p = (B / (T ln(1/delta)))^{1/3}``, ``eta = B p eps / 40`` for
+    ``batch > 1`` (approximate DP only). The corollaries assume ``epsilon <= 1``; larger targets
+    run at ``epsilon = 1`` (Pitfall 5). ``tuning="calibrated"``: for each ``p`` on a geometric grid
+    the largest ``eta <= min(p, sqrt(B ln d / T))`` whose spend under the mode's accountant
+    (exact for ``"strict"``, the paper's closed form for ``"paper"``) is at most epsilon
+    (bisection), keeping the ``p`` with the smallest regret bound.
+
+    Explicit ``eta``, ``p`` or ``budget`` override the derived values.
+
+    Raises:
+        ValueError: on parameters outside the theorems' range (``0 < eta <= p < 1/2``) or that
+            spend more than ``epsilon`` under the exact accountant.
+    """
+    d, t = n_experts, horizon
+    blocks = math.ceil(t / batch)
+    if p is not None:
+        p = check_float("p", p, minimum=0.0, maximum=0.5, min_inclusive=False, max_inclusive=False)
+    if eta is not None:
+        eta = check_float(
+            "eta", eta, minimum=0.0, maximum=0.5, min_inclusive=False, max_inclusive=False
+        )
+    if budget is not None:
+        budget = check_int("budget", budget, minimum=1)
+    if tuning == "paper":
+        eps = min(epsilon, 1.0)
+        p_paper = _paper_p(t, delta, batch)
+        if batch == 1 and delta > 0:  # Corollary 3
+            eps0 = min(eps / 2, _ln_inv(delta) ** (1 / 3) * t ** (-1 / 6) * math.sqrt(math.log(d)))
+            scale = (eps0 if eps0 > 0 else eps / 2) / 20  # d = 1: nothing to learn
+        elif batch == 1:  # Corollary 4
+            scale = eps / 20
+        elif delta > 0:  # Corollary 6
+            scale = batch * eps / 40
+        else:
+            raise ValueError(
+                "the batched dartboard's paper tuning (Theorem 5 / Corollary 6) is approximate DP "
+                "only: pass delta > 0, or tuning='calibrated' for the derived pure-DP accountant"
+            )
+        p = min(p_paper, P_MAX) if p is None else p
+        # eta <= p (Pitfall 4); Cor. 6 can ask for eta > p when B > 40/eps.
+        eta = min(p * scale, p, P_MAX) if eta is None else eta
+    elif p is None:
+        # Corollary 3/4/6's p is a candidate, so calibrating never does worse than the paper.
+        grid = np.geomspace(min(P_MAX, 1.0 / blocks), P_MAX, _P_GRID)
+        grid = np.unique(np.append(grid, min(_paper_p(t, delta, batch), P_MAX)))
+        ks = dartboard_budget(grid, t, batch) if budget is None else np.full(grid.shape, budget)
+        etas = (
+            _calibrated_eta(d, t, epsilon, delta, mode, batch, grid, ks)
+            if eta is None
+            else np.full(grid.shape, eta)
+        )
+        bounds = dartboard_regret_bound(etas, grid, t, d, batch)
+        best = int(np.argmin(bounds))
+        p, eta = float(grid[best]), float(etas[best])
+    elif eta is None:
+        k = dartboard_budget(p, t, batch) if budget is None else budget
+        eta = float(
+            _calibrated_eta(d, t, epsilon, delta, mode, batch, np.array([p]), np.array([k]))[0]
+        )
+    k = dartboard_budget(p, t, batch) if budget is None else budget
+    if eta > p:
+        raise ValueError(f"eta must be <= p (brief 002 Pitfall 4), got eta={eta:g} > p={p:g}")
+    exact = float(_spend("strict", eta, p, k, t, delta, batch))
+    if exact > epsilon * (1 + _SLACK):
+        raise ValueError(
+            f"eta={eta:g}, p={p:g}, budget={k} spend epsilon {exact:.6g} > epsilon={epsilon:g} "
+            "(exact accountant); lower eta or budget, or raise epsilon"
+        )
+    return DartboardParameters(
+        eta=float(eta),
+        p=float(p),
+        budget=int(k),
+        batch=batch,
+        epsilon_exact=exact,
+        epsilon_paper=float(_spend("paper", eta, p, k, t, delta, batch)),
+        regret_bound=float(dartboard_regret_bound(eta, p, t, d, batch)),
+    )
+
+
+def _calibrated_eta(
+    d: int, t: int, epsilon: float, delta: float, mode: str, batch: int, ps: np.ndarray, ks
+) -> np.ndarray:
+    """Largest eta per p (<= p and <= the non-private optimum) spending at most epsilon."""
+    upper = np.minimum(np.minimum(ps, P_MAX), max(math.sqrt(batch * math.log(d) / t), 1e-12))
+    return np.asarray(
+        calibrate(lambda x: _spend(mode, x, ps, ks, t, delta, batch), epsilon, upper * 1e-12, upper)
+    ).reshape(ps.shape)
+
+
+@register(
+    "private-shrinking-dartboard",
+    private=True,
+    summary="lazy Hedge with forced resamples and a switch budget (Asi et al. 2023 Alg. 1)",
+)
+class PrivateShrinkingDartboard(LazySampler):
+    """Private shrinking dartboard: Hedge's marginals, few data-dependent switches.
+
+    Source: brief 002 §2.1 (Asi, Feldman, Koren & Talwar 2023, Algorithm 1, Theorem 2,
+    Corollaries 3 and 4). Built for oblivious (and stochastic) adversaries: the regret bound
+    ``eta T + ln(d)/eta + 2 T exp(-T p / 3)`` holds against them only.
+
+    Algorithm: round 1 plays a uniform expert. Each later round keeps the held expert ``x`` with
+    probability ``(1 - p)(1 - eta)^{l(x)}`` (``l`` the previous round's loss), and otherwise draws
+    afresh from ``P(i) ∝ (1 - eta)^{L(i)}`` (exponential mechanism on cumulative losses) while
+    ``k < K``; ``k`` starts at 1 (Pitfall 1), so at most ``K - 1`` resamples; once the budget is
+    spent the expert is frozen (Pitfall 2). Resampling may return the same expert and still
+    counts (Pitfall 15).
+
+    Privacy claim: ``(epsilon, delta)``-DP (pure when ``delta = 0``) of the action sequence under
+    replace-one-round neighbours, against adaptive adversaries (brief 002 §1: the paper's
+    Definition 1 is adaptive DP; the per-step costs condition on the released past, and the
+    budget caps the resamples). Accountant (``mode="strict"``): the exact per-step accountant of
+    brief 002 §5 -- switch coin ``max(lam, ln((1 - (1-p)(1-eta))/p))`` plus ``K - 1`` resamples of
+    ``2 lam`` each, basic composition (pure) or the better of basic and advanced composition
+    (``delta > 0``). ``mode="paper"``: Theorem 2's closed form is the accountant used to
+    calibrate and is reported as ``epsilon_paper``; the exact accountant still certifies.
+
+    Tuning: ``"paper"`` -- Corollary 3 (``delta > 0``: ``p = (T ln(1/delta))^{-1/3}``,
+    ``eta = p eps0 / 20``) or Corollary 4 (``delta = 0``: ``p = T^{-1/2}``, ``eta = p eps / 20``),
+    ``K = max(1, floor(4 T p))``, at ``min(epsilon, 1)`` (Pitfall 5). ``"calibrated"`` -- grid over
+    p, bisection on eta under the mode's accountant, smallest Theorem-2 bound (brief 002 §5).
+
+    Args:
+        n_experts: d.
+        horizon: T (needed in advance, Pitfall 24).
+        epsilon: target epsilon.
+        delta: target delta; default 1e-6 (approximate DP, Corollary 3); 0 for pure DP.
+        mode: ``"strict"`` or ``"paper"`` (which accountant calibrates; see above).
+        tuning: ``"paper"`` or ``"calibrated"``.
+        noise: noise backend (both draw float Gumbels for the exponential mechanism).
+        eta, p, budget: explicit overrides of the derived step size, forced-switch probability
+            and K; must satisfy ``0 < eta <= p < 1/2`` and spend at most epsilon.
+        num_envs: B runs. seed: int, sequence or None. n_arms: ignored.
+
+    Deviations: ``K`` is an integer ``max(1, floor(4 T p))`` (Pitfall 3); derived ``p`` is capped
+    at 0.45 and ``eta`` at ``p`` so tiny horizons stay inside the theorem's range; losses are
+    clipped to [0, 1].
+
+    Attributes:
+        eta, p, budget: the parameters in use; ``max_resamples = budget - 1``.
+        epsilon_spent: the exact accountant's epsilon (<= epsilon).
+        epsilon_paper: Theorem 2's closed form at these parameters.
+        regret_bound: Theorem 2's bound at these parameters.
+        inverse_temperature: ``lam = ln(1/(1 - eta))`` used by the sampler and the stay coin.
+
+    Per-round cost: O(N) per run (cumulative losses, N Gumbels for the candidate draw).
+    """
+
+    default_delta = 1e-6
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        epsilon: float = 1.0,
+        delta: float | None = None,
+        mode: str = "strict",
+        tuning: str = "paper",
+        noise: str | NoiseBackend = "fast",
+        eta: float | None = None,
+        p: float | None = None,
+        budget: int | None = None,
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+        n_arms: int | None = None,
+    ) -> None:
+        super().__init__(
+            n_experts,
+            horizon,
+            epsilon=epsilon,
+            delta=delta,
+            mode=mode,
+            tuning=tuning,
+            noise=noise,
+            num_envs=num_envs,
+            seed=seed,
+            n_arms=n_arms,
+        )
+        self._configure(self._batch_size(), eta, p, budget)
+        self.reset(seed)
+
+    def _batch_size(self) -> int:
+        return 1
+
+    def _configure(
+        self, batch: int, eta: float | None, p: float | None, budget: int | None
+    ) -> None:
+        params = dartboard_parameters(
+            self.n_experts,
+            self.horizon,
+            self.epsilon,
+            self.delta,
+            tuning=self.tuning,
+            mode=self.mode,
+            batch=batch,
+            eta=eta,
+            p=p,
+            budget=budget,
+        )
+        self.parameters = params
+        self.batch = params.batch
+        self.eta, self.p, self.budget = params.eta, params.p, params.budget
+        self.max_resamples = self.budget - 1
+        self.inverse_temperature = -math.log1p(-self.eta)
+        self.epsilon_spent = params.epsilon_exact
+        self.epsilon_paper = params.epsilon_paper
+        self.regret_bound = params.regret_bound
+
+    def _paper_rule(self) -> str:
+        return "Theorem 2 closed form"
+
+    @property
+    def privacy(self) -> PrivacyClaim:
+        """Exact per-step accountant (brief 002 §5); adaptive DP, oblivious-only regret."""
+        which = "exact per-step" if self.mode == "strict" else self._paper_rule()
+        comp = "basic composition" if self.delta == 0 else "min(basic, advanced) composition"
+        notes = (
+            f"eta={self.eta:.4g}, p={self.p:.4g}, K={self.budget}, batch={self.batch}; spends "
+            f"{self.epsilon_spent:.4g} by the exact accountant, {self.epsilon_paper:.4g} by the "
+            f"{self._paper_rule()}; regret guarantee against oblivious losses only"
+        )
+        return PrivacyClaim(
+            epsilon=self.epsilon,
+            delta=self.delta,
+            certified=self.epsilon_spent <= self.epsilon * (1 + _SLACK),
+            accountant=f"{which} accountant of brief 002 §5 (switch coin + K-1 resamples, {comp})"
+            if self.mode == "strict"
+            else f"{which}; certified by the exact accountant of brief 002 §5",
+            holds_against="adaptive",
+            notes=notes,
+        )
+
+
+@register(
+    "batched-private-shrinking-dartboard",
+    private=True,
+    summary="private shrinking dartboard on blocks of B rounds (Asi et al. 2023 Thm 5 / Cor. 6)",
+)
+class BatchedPrivateShrinkingDartboard(PrivateShrinkingDartboard):
+    """The private shrinking dartboard run on block-averaged losses, one expert per block.
+
+    Source: brief 002 §2.2 (Asi, Feldman, Koren & Talwar 2023, Section 3.1.1, Theorem 5,
+    Corollary 6). Built for oblivious adversaries in the high-privacy regime (small epsilon).
+
+    Algorithm: rounds are cut into disjoint blocks of ``B`` rounds (Pitfall 10); Algorithm 1 runs
+    on the block averages ``(1/B) sum l_t`` (horizon ``ceil(T/B)``,
+    ``K = max(1, floor(4 T p / B))``) and its choice is played for the whole next block. A short
+    final block is never used.
+
+    Batch size (``batch_size=``): ``"balanced"`` (default) -- the size that balances Cor. 6's two
+    regret terms, ``B* = (400 ln^{2/3}(1/delta) ln d / (T^{1/3} eps^2))^{3/5}`` (brief 002 §2.2,
+    Pitfall 9); ``"paper"`` -- Cor. 6's printed ``B ∝ eps^{-3/5}``; or an integer in [1, T].
+    Both formulas use ``min(epsilon, 1)``.
+
+    Privacy claim: as :class:`PrivateShrinkingDartboard` with per-step costs ``e_sw =
+    max(lam/B, ln((1 - (1-p)(1-eta)^{1/B})/p))`` and ``e_rs = 2 lam / B`` (brief 002 §5).
+    ``mode="paper"`` calibrates with Theorem 5's closed form (``delta > 0``) or the derived pure
+    analogue ``eta/(Bp) + 16 T p eta / B^2`` (Pitfall 11). Theorem 5's printed sqrt(12) makes that
+    closed form exceed epsilon at Corollary 6's parameters (Pitfall 8); the exact accountant
+    certifies them, and the claim says which is which.
+
+    Tuning: ``"paper"`` -- Corollary 6's ``p = (B/(T ln(1/delta)))^{1/3}``, ``eta = B p eps/40``
+    (capped at p), approximate DP only (``delta = 0`` raises); ``"calibrated"`` -- as the
+    unbatched learner, at the chosen B.
+
+    Args:
+        batch_size: ``"balanced"``, ``"paper"`` or an int in [1, T].
+        (others as :class:`PrivateShrinkingDartboard`; default delta 1e-6.)
+
+    Deviations: integer block size and K; derived p capped at 0.45; eta capped at p.
+
+    Per-round cost: O(N) per run (block sum); one O(N) decision per block.
+    """
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        epsilon: float = 1.0,
+        delta: float | None = None,
+        mode: str = "strict",
+        tuning: str = "paper",
+        noise: str | NoiseBackend = "fast",
+        batch_size: int | str = "balanced",
+        eta: float | None = None,
+        p: float | None = None,
+        budget: int | None = None,
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+        n_arms: int | None = None,
+    ) -> None:
+        self._batch_request = batch_size
+        super().__init__(
+            n_experts,
+            horizon,
+            epsilon=epsilon,
+            delta=delta,
+            mode=mode,
+            tuning=tuning,
+            noise=noise,
+            eta=eta,
+            p=p,
+            budget=budget,
+            num_envs=num_envs,
+            seed=seed,
+            n_arms=n_arms,
+        )
+
+    def _batch_size(self) -> int:
+        req = self._batch_request
+        if isinstance(req, str):
+            if req not in ("balanced", "paper"):
+                raise ValueError(
+                    f"batch_size must be 'balanced', 'paper' or an integer in [1, {self.horizon}], "
+                    f"got {req!r}"
+                )
+            if self.delta == 0:
+                raise ValueError(
+                    f"batch_size={req!r} needs delta > 0 (Corollary 6 is approximate DP); pass an "
+                    "integer batch_size for pure DP"
+                )
+            rule = balanced_batch_size if req == "balanced" else paper_batch_size
+            return rule(self.n_experts, self.horizon, min(self.epsilon, 1.0), self.delta)
+        return check_int("batch_size", req, minimum=1, maximum=self.horizon)
+
+    def _paper_rule(self) -> str:
+        if self.delta == 0:
+            return "derived pure analogue of Theorem 5 (Pitfall 11)"
+        return "Theorem 5 closed form"

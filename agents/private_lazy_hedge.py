@@ -1,0 +1,253 @@
+"""Private lazy Hedge: the discrete (experts) form of P-COMW, brief 001 §2.6 (D1-unnorm).
+
+Source: Agarwal, Kale, Singh & Thakurta, "Improved Differentially Private and Lazy Online Convex
+Optimization", Algorithm 1 (P-COMW) specialised to N experts by brief 001 §2.6 [DERIVED]: on a
+finite set the strong-convexity term is constant, the Gibbs law is Hedge's ``exp(-beta L)``, and
+the rejection step becomes the Geulen-Voecking-Winkler dartboard with forced resampling and a
+switch budget. The mechanism is :mod:`agents._lazy_sampler` with inverse temperature ``beta``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from agents._lazy_sampler import LazySampler
+from agents.base import PrivacyClaim
+from agents.registry import register
+from dp_experts_env._validation import check_float
+from dp_experts_env.privacy.exact_accountants import (
+    calibrate,
+    lazy_hedge_budget,
+    lazy_hedge_epsilon,
+    lazy_hedge_regret_bound,
+)
+from dp_experts_env.privacy.noise import NoiseBackend
+
+__all__ = ["LazyHedgeParameters", "PrivateLazyHedge", "lazy_hedge_parameters"]
+
+_P_GRID = 64
+_SLACK = 1e-9
+
+
+@dataclass(frozen=True)
+class LazyHedgeParameters:
+    """Parameters of private lazy Hedge and what they spend.
+
+    Attributes:
+        beta: inverse temperature.
+        p: forced-switch probability per round.
+        budget: real switch budget B (the learner switches while ``b < B``: ``ceil(B)`` at most).
+        composition_delta: the delta the composition is charged with (``delta`` in strict mode,
+            ``delta / 2`` in paper mode).
+        epsilon_spent: the accountant's epsilon.
+        regret_bound: ``ln(N)/beta + beta T/8 + 2 T exp(-ptilde T)``.
+    """
+
+    beta: float
+    p: float
+    budget: float
+    composition_delta: float
+    epsilon_spent: float
+    regret_bound: float
+
+
+def lazy_hedge_parameters(
+    n_experts: int,
+    horizon: int,
+    epsilon: float,
+    delta: float,
+    *,
+    tuning: str = "paper",
+    mode: str = "strict",
+    beta: float | None = None,
+    p: float | None = None,
+    budget: float | None = None,
+) -> LazyHedgeParameters:
+    """Beta, p and budget of private lazy Hedge from (N, T, epsilon, delta) alone.
+
+    ``tuning="paper"`` is brief 001 §2.6's recipe: ``p = (6T)^{-1/3}``, beta by bisection on the
+    accountant, then ``beta <- min(beta, sqrt(8 ln N / T))`` (Hedge's non-private rate), budget
+    ``3 ptilde T``. ``tuning="calibrated"`` also searches ``p`` on a geometric grid for the
+    smallest regret bound. ``mode="paper"`` charges the composition with ``delta/2`` (the
+    paper's Theorem DP split, used in the brief's §5.4 table); ``"strict"`` uses the full delta,
+    which is valid because every per-step delta is 0.
+
+    Raises:
+        ValueError: if explicit parameters spend more than ``epsilon``.
+    """
+    n, t = n_experts, horizon
+    cdelta = delta / 2 if mode == "paper" else delta
+    if p is not None:
+        p = check_float("p", p, minimum=0.0, maximum=1.0, min_inclusive=False)
+    if beta is not None:
+        beta = check_float("beta", beta, minimum=0.0, min_inclusive=False)
+    if budget is not None:
+        budget = check_float("budget", budget, minimum=0.0)
+    cap = math.sqrt(8.0 * math.log(n) / t) if n > 1 else 1.0
+
+    def spend(b, ps):
+        k = lazy_hedge_budget(b, ps, t) if budget is None else budget
+        return lazy_hedge_epsilon(b, ps, k, cdelta)
+
+    def best_beta(ps: np.ndarray) -> np.ndarray:
+        found = calibrate(lambda b: spend(b, ps), epsilon, np.full(ps.shape, 1e-15), 50.0)
+        return np.minimum(np.asarray(found).reshape(ps.shape), cap)
+
+    if p is None and tuning == "calibrated":
+        # The recipe's p is a candidate, so calibrating never does worse than the recipe.
+        grid = np.geomspace(min(0.5, 1.0 / t), 0.5, _P_GRID)
+        grid = np.unique(np.append(grid, (6.0 * t) ** (-1.0 / 3.0)))
+        betas = best_beta(grid) if beta is None else np.full(grid.shape, beta)
+        bounds = _bound(betas, grid, t, n, budget)
+        i = int(np.argmin(bounds))
+        p, beta = float(grid[i]), float(betas[i])
+    else:
+        p = (6.0 * t) ** (-1.0 / 3.0) if p is None else p
+        beta = float(best_beta(np.array([p]))[0]) if beta is None else beta
+    b = float(lazy_hedge_budget(beta, p, t)) if budget is None else budget
+    spent = float(lazy_hedge_epsilon(beta, p, b, cdelta))
+    if spent > epsilon * (1 + _SLACK):
+        raise ValueError(
+            f"beta={beta:g}, p={p:g}, budget={b:g} spend epsilon {spent:.6g} > epsilon="
+            f"{epsilon:g}; lower beta or budget, or raise epsilon"
+        )
+    return LazyHedgeParameters(
+        beta=beta,
+        p=p,
+        budget=b,
+        composition_delta=cdelta,
+        epsilon_spent=spent,
+        regret_bound=float(_bound(beta, p, t, n, budget)),
+    )
+
+
+def _bound(beta, p, t: int, n: int, budget: float | None):
+    """Regret bound; with a user budget the tail uses ptilde = budget / (3T) when smaller."""
+    rate = np.asarray(p) + (1 - np.asarray(p)) * -np.expm1(-np.asarray(beta))
+    if budget is not None:
+        rate = np.minimum(rate, budget / (3.0 * t))
+    return lazy_hedge_regret_bound(beta, p, t, n, switch_rate=np.clip(rate, 0.0, 1.0))
+
+
+@register(
+    "private-lazy-hedge",
+    private=True,
+    summary="Hedge sampled lazily with forced resamples and a budget (P-COMW on experts, 001)",
+)
+class PrivateLazyHedge(LazySampler):
+    """Private lazy Hedge (D1-unnorm): exponential weights, resampled rarely.
+
+    Source: brief 001 §2.6 (discrete form of Algorithm 1, P-COMW, of Agarwal, Kale, Singh &
+    Thakurta; same mechanism as brief 002's private shrinking dartboard with ``e^{-beta l}`` in
+    place of ``(1 - eta)^l``). Built for oblivious (and stochastic) adversaries: the regret bound
+    ``ln(N)/beta + beta T/8 + 2 T exp(-ptilde T)`` holds against them only.
+
+    Algorithm: ``I_1`` uniform, ``b = 0``. After round t: ``L += g_t``; switch when ``b < B`` and
+    (``U' < p`` or ``U >= exp(-beta g_t(I_t))``); a switch sets ``b += 1`` and draws
+    ``I_{t+1} ~ softmax(-beta L)`` (exponential mechanism); otherwise ``I_{t+1} = I_t``. With
+    ``B = inf`` the law of ``I_t`` is exactly Hedge's.
+
+    Privacy claim: ``(epsilon, delta)``-DP of the action sequence (pure when ``delta = 0``),
+    replace-one-round neighbours, against adaptive adversaries (the paper's footnote 3: adaptive
+    composition). Accountant (brief 001 §2.6): ``beta/p`` for the coin reading the changed loss,
+    ``2 beta`` per later resample (at most ``ceil(B)``); composed by
+    ``1.5 S2 + sqrt(6 S2 ln(1/delta'))``, ``S2 = (beta/p)^2 + 4 beta^2 ceil(B)``, or by basic
+    composition when that is smaller (always when ``delta = 0``).
+
+    Modes: ``"strict"`` -- ``delta' = delta`` (valid: all per-step deltas are 0); ``"paper"`` --
+    ``delta' = delta/2``, the Theorem "DP" split the brief's §5.4 numbers use. Tuning:
+    ``"paper"`` -- ``p = (6T)^{-1/3}``, beta by bisection, capped at ``sqrt(8 ln N / T)``;
+    ``"calibrated"`` -- also picks p on a grid, smallest regret bound.
+
+    Args:
+        n_experts: N. horizon: T (needed in advance).
+        epsilon: target epsilon. delta: target delta; default 1e-6; 0 for pure DP.
+        mode, tuning: see above. noise: noise backend (float Gumbels either way).
+        beta, p, budget: explicit overrides (must spend at most epsilon); ``budget`` is the real
+            switch budget B (default ``3 ptilde T``, ``ptilde = p + (1 - p)(1 - e^{-beta})``).
+        num_envs: B runs. seed: int, sequence or None. n_arms: ignored.
+
+    Deviations: the D1-unnorm derivation itself is the brief's, not the paper's (the paper has
+    no experts algorithm); losses are clipped to [0, 1] (P14).
+
+    Attributes:
+        beta, p, budget: parameters in use; ``max_resamples = ceil(budget)``.
+        epsilon_spent: the accountant's epsilon (<= epsilon). regret_bound: the bound above.
+        inverse_temperature: ``beta``.
+
+    Per-round cost: O(N) per run.
+    """
+
+    default_delta = 1e-6
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        epsilon: float = 1.0,
+        delta: float | None = None,
+        mode: str = "strict",
+        tuning: str = "paper",
+        noise: str | NoiseBackend = "fast",
+        beta: float | None = None,
+        p: float | None = None,
+        budget: float | None = None,
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+        n_arms: int | None = None,
+    ) -> None:
+        super().__init__(
+            n_experts,
+            horizon,
+            epsilon=epsilon,
+            delta=delta,
+            mode=mode,
+            tuning=tuning,
+            noise=noise,
+            num_envs=num_envs,
+            seed=seed,
+            n_arms=n_arms,
+        )
+        params = lazy_hedge_parameters(
+            self.n_experts,
+            self.horizon,
+            self.epsilon,
+            self.delta,
+            tuning=self.tuning,
+            mode=self.mode,
+            beta=beta,
+            p=p,
+            budget=budget,
+        )
+        self.parameters = params
+        self.beta, self.p, self.budget = params.beta, params.p, params.budget
+        self.batch = 1
+        self.max_resamples = math.ceil(self.budget)
+        self.inverse_temperature = self.beta
+        self.epsilon_spent = params.epsilon_spent
+        self.regret_bound = params.regret_bound
+        self.reset(seed)
+
+    @property
+    def privacy(self) -> PrivacyClaim:
+        """Brief 001 §2.6 accountant; adaptive DP, oblivious-only regret."""
+        comp = (
+            "basic composition"
+            if self.delta == 0
+            else f"min(basic, 1.5 S2 + sqrt(6 S2 ln(1/{self.parameters.composition_delta:g})))"
+        )
+        return PrivacyClaim(
+            epsilon=self.epsilon,
+            delta=self.delta,
+            certified=self.epsilon_spent <= self.epsilon * (1 + _SLACK),
+            accountant=f"exact per-step accountant of brief 001 §2.6 (coin beta/p + ceil(B) "
+            f"resamples of 2 beta, {comp})",
+            holds_against="adaptive",
+            notes=f"beta={self.beta:.4g}, p={self.p:.4g}, B={self.budget:.4g}; spends "
+            f"{self.epsilon_spent:.4g}; regret guarantee against oblivious losses only",
+        )
