@@ -262,8 +262,9 @@ class FixedShare(_FullInfoBaseline):
     Args:
         n_experts: N.
         horizon: T.
-        n_switches: S, the comparator's switch budget the tuning targets (default 1;
-            :func:`agents.make` fills in the env's budget). Must be in [0, T - 1].
+        n_switches: S >= 0, the comparator's switch budget the tuning targets (default 1;
+            :func:`agents.make` fills in the env's budget). S >= T - 1 is tuned as S = T - 1
+            (both mean an unconstrained comparator).
         alpha: mixing rate; default ``S / (T - 1)`` (0 when T = 1).
         eta: learning rate; default ``sqrt(8 C / T)`` with
             ``C = (S + 1) ln N + S ln(e (T - 1) / S)`` (``C = ln N`` when S = 0, i.e. Hedge), so
@@ -291,8 +292,10 @@ class FixedShare(_FullInfoBaseline):
         n_arms: int | None = None,
     ) -> None:
         super().__init__(n_experts, horizon, num_envs=num_envs, seed=seed, n_arms=n_arms)
-        self.n_switches = check_int("n_switches", n_switches, minimum=0, maximum=horizon - 1)
-        default_alpha, default_eta = fixed_share_tuning(n_experts, horizon, self.n_switches)
+        self.n_switches = check_int("n_switches", n_switches, minimum=0)
+        # S >= T - 1 is the unconstrained comparator, the same as S = T - 1.
+        tuned_for = min(self.n_switches, horizon - 1)
+        default_alpha, default_eta = fixed_share_tuning(n_experts, horizon, tuned_for)
         self.alpha = default_alpha if alpha is None else check_probability("alpha", alpha)
         self.eta = default_eta if eta is None else _positive_eta(eta)
         self.reset(seed)

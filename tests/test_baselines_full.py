@@ -78,8 +78,11 @@ def test_fixed_share_default_tuning():
     assert eta == pytest.approx(1.052406, abs=1e-6)
     agent = agents.make("fixed-share", n_experts=4, horizon=101, n_switches=2)
     assert (agent.alpha, agent.eta) == (alpha, eta)
-    # S = 0 is Hedge.
+    # S = 0 is Hedge; S >= T - 1 is tuned as T - 1 (alpha = 1: the unconstrained comparator).
     assert fixed_share_tuning(4, 101, 0) == (0.0, hedge_eta(4, 101))
+    big = agents.make("fixed-share", n_experts=4, horizon=101, n_switches=500)
+    assert (big.alpha, big.eta) == fixed_share_tuning(4, 101, 100) and big.alpha == 1.0
+    assert agents.make("fixed-share", n_experts=4, horizon=1).alpha == 0.0
 
 
 def test_ftl_plays_leader_and_breaks_ties_uniformly():
@@ -254,7 +257,7 @@ def test_long_game_no_overflow():
         ("hedge", {"eta": 0.1, "rate": "anytime"}, ValueError, "rate='fixed' only"),
         ("hedge", {"rate": "sometimes"}, ValueError, "rate must be one of"),
         ("fixed-share", {"alpha": 1.5}, ValueError, "alpha must be <= 1"),
-        ("fixed-share", {"n_switches": 30}, ValueError, "n_switches must be <= 19"),
+        ("fixed-share", {"n_switches": -1}, ValueError, "n_switches must be >= 0"),
         ("fixed-share", {"n_switches": 1.5}, TypeError, "n_switches must be an integer"),
         ("shrinking-dartboard", {"eta": 0.0}, ValueError, "eta must be > 0"),
         ("hedge", {"n_experts": 0}, ValueError, "n_experts must be >= 1"),
