@@ -45,7 +45,9 @@ def run_seeds(seed: int | Sequence[int] | None, num_runs: int) -> list[int]:
         if seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {seed}")
         return [int(seed) + b for b in range(num_runs)]
-    if isinstance(seed, Sequence) or isinstance(seed, np.ndarray):
+    if isinstance(seed, (Sequence, np.ndarray)) and not isinstance(seed, (str, bytes)):
+        if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in seed):
+            raise TypeError("seed must be None, an int or a sequence of ints")
         seeds = [int(s) for s in seed]
         if len(seeds) != num_runs:
             raise ValueError(f"seed must hold one seed per run ({num_runs}), got {len(seeds)}")

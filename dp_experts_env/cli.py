@@ -108,9 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_ = sub.add_parser(
         "compare",
         help="a grid of learners x envs x epsilons x seeds (default comparison with no grid)",
-        description="Run a grid and write results, a ranked table and figures. Without a grid "
-        "file: DPExperts-Shift-v0 (N=10, T=10,000, 4 shifts), the baselines and every private "
-        "full-information learner, epsilon in {0.5, 1, 2}, 10 seeds.",
+        description="Run a grid and write results, a ranked table and figures. With no grid "
+        "file, run the default comparison: DPExperts-Shift-v0 (N=10, T=10,000, 4 shifts), "
+        "the baselines and every private full-information learner, epsilon in {0.5, 1, 2}, 10 seeds.",
     )
     cmp_.add_argument("grid", nargs="?", default=None, help="grid TOML file (docs/grid.md)")
     cmp_.add_argument("--seeds", type=int, default=None, help="override the number of seeds")
@@ -152,13 +152,13 @@ def _cmd_list() -> int:
     import agents
     import dp_experts_env  # noqa: F401 - registers the env ids
     from dp_experts_env.adversaries import families
-    from dp_experts_env.registration import ENV_TABLE
+    from dp_experts_env.registration import ENVS
 
     print("Environments (gym.make(id, **kwargs)):")
-    for env_id, entry in ENV_TABLE.items():
-        gym.spec(env_id)
+    for entry in ENVS:
+        gym.spec(entry.id)
         fams = ", ".join(families(entry.kind))
-        print(f"  {env_id:28s} kind={entry.kind:13s} families: {fams}")
+        print(f"  {entry.id:26s} {entry.feedback:6s} feedback; families: {fams}")
     print("\nLearners (agents.make(name, env=env, ...)):")
     for item in agents.available():
         claim = "private" if item["private"] else "non-private"

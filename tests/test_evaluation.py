@@ -1,0 +1,267 @@
+"""Grid, episode loop, resumable store, backends, figures and the compare command."""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dp_experts_env  # noqa: F401 - registers the env ids
+from dp_experts_env import cli
+from dp_experts_env.evaluation import (
+    AgentEntry,
+    CellStore,
+    EnvEntry,
+    Grid,
+    plot_regret_vs_epsilon,
+    plot_regret_vs_horizon,
+    plot_regret_vs_round,
+    run_grid,
+    run_one,
+    summarize,
+)
+from dp_experts_env.evaluation import backends as backends_mod
+
+SMALL_ENV = EnvEntry("DPExperts-Shift-v0", {"n_experts": 4, "horizon": 60, "n_shifts": 2})
+
+
+def small_grid(**kw):
+    defaults = dict(
+        agents=["uniform", "hedge"], envs=[SMALL_ENV], epsilons=[1.0], n_seeds=3, n_record=8
+    )
+    defaults.update(kw)
+    return Grid(**defaults)
+
+
+def test_common_random_numbers_across_agents():
+    cells = small_grid().cells()
+    assert len(cells) == 2
+    assert cells[0].env_seeds() == cells[1].env_seeds()
+    assert cells[0].agent_seeds() != cells[1].agent_seeds()
+    rows = [pd.DataFrame(run_one(c)) for c in cells]
+    # The comparator's loss depends on the losses only: identical for both agents, seed by seed.
+    comp = [r["cumulative_loss"] - r["dynamic_regret"] for r in rows]
+    np.testing.assert_array_equal(comp[0].to_numpy(), comp[1].to_numpy())
+    # ... while the agents' own losses differ.
+    assert not np.array_equal(rows[0]["cumulative_loss"], rows[1]["cumulative_loss"])
+
+
+def test_run_one_is_pure_and_records_log_spaced_rounds():
+    cell = small_grid().cells()[1]
+    first, second = run_one(cell), run_one(cell)
+    assert first == second
+    rounds = sorted({r["round"] for r in first})
+    assert rounds[0] == 1 and rounds[-1] == 60 and len(rounds) <= 8
+    assert {r["seed"] for r in first} == {0, 1, 2}
+
+
+def test_resume_runs_only_missing_cells_and_keeps_finished_files(tmp_path, monkeypatch):
+    grid = small_grid(agents=["uniform", "hedge", "follow-the-leader"], seeds_per_cell=1)
+    calls = []
+    real = backends_mod.run_one
+
+    def flaky(cell):
+        if len(calls) == 4:
+            raise KeyboardInterrupt  # the sweep is killed while running its fifth cell
+        calls.append(cell.cell_id)
+        return real(cell)
+
+    monkeypatch.setattr(backends_mod, "run_one", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        run_grid(grid, tmp_path, backend="serial", progress=False)
+    store = CellStore(tmp_path)
+    finished = sorted(store.cells_dir.glob("*.json"))
+    assert len(finished) == 4
+    before = {p.name: p.read_bytes() for p in finished}
+    # Corrupt one finished file (a partial write from an older version, say).
+    victim = finished[0]
+    victim.write_text(victim.read_text()[:50])
+    calls.clear()
+    monkeypatch.setattr(
+        backends_mod, "run_one", lambda cell: (calls.append(cell.cell_id), real(cell))[1]
+    )
+    frame = run_grid(grid, tmp_path, backend="serial", progress=False)
+    # 9 cells in all: 5 never ran + 1 corrupt are re-run, the 3 intact ones are not.
+    assert len(calls) == 6
+    assert victim.stem in calls
+    for name, content in before.items():
+        if name != victim.name:
+            assert (store.cells_dir / name).read_bytes() == content
+    assert len(frame) == 9 * 8
+    assert not list(store.cells_dir.glob(".tmp-*"))
+
+
+def test_local_pool_and_serial_give_identical_rows(tmp_path):
+    grid = small_grid()
+    a = run_grid(grid, tmp_path / "a", backend="serial", progress=False)
+    b = run_grid(grid, tmp_path / "b", backend="local", n_jobs=2, progress=False)
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_ray_backend_matches_local(tmp_path):
+    pytest.importorskip("ray")
+    grid = small_grid(n_seeds=2)
+    a = run_grid(grid, tmp_path / "a", backend="serial", progress=False)
+    b = run_grid(grid, tmp_path / "b", backend="ray", progress=False)
+    pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("seeds = 2\n[[env]]\nid='DPExperts-Shift-v0'\n", "agent"),
+        ("[[agent]]\nname='hedge'\n", "env"),
+        ("[[agent]]\nname='no-such-agent'\n[[env]]\nid='DPExperts-Shift-v0'\n", "no-such-agent"),
+        ("[[agent]]\nname='hedge'\n[[env]]\nid='DPExperts-Nope-v0'\n", "DPExperts-Nope-v0"),
+        ("colour = 'red'\n[[agent]]\nname='hedge'\n[[env]]\nid='DPExperts-Shift-v0'\n", "colour"),
+        ("[[agent]]\nname='hedge'\n[[env]]\nid='DPExperts-Shift-v0'\nn_experts=-3\n", "n_experts"),
+        ("[[agent]]\nname='hedge'\nbogus_rate=3\n[[env]]\nid='DPExperts-Shift-v0'\n", "bogus"),
+        ("epsilons=[0]\n[[agent]]\nname='hedge'\n[[env]]\nid='DPExperts-Shift-v0'\n", "epsilon"),
+        ("[[agent]\nname='hedge'\n", "TOML"),
+    ],
+)
+def test_bad_grid_files_fail_before_any_cell(tmp_path, text, match):
+    path = tmp_path / "grid.toml"
+    path.write_text(text)
+    out = tmp_path / "out"
+    with pytest.raises((ValueError, TypeError), match=match):
+        run_grid(Grid.from_toml(path), out, backend="serial", progress=False)
+    assert not (out / "cells").exists()
+
+
+def test_feedback_mismatch_is_caught_up_front(tmp_path):
+    grid = Grid(agents=["hedge"], envs=["DPExperts-BanditAdvice-v0"], n_seeds=1)
+    with pytest.raises(ValueError, match="feedback"):
+        run_grid(grid, tmp_path, backend="serial", progress=False)
+
+
+def test_toml_round_trip(tmp_path):
+    path = tmp_path / "g.toml"
+    path.write_text(
+        "seeds = 2\nepsilons = [0.5, 2]\n[[env]]\nid = 'DPExperts-Shift-v0'\nhorizon = 50\n"
+        "[[agent]]\nname = 'hedge'\nlabel = 'H'\n[[agent]]\nname = 'uniform'\n"
+    )
+    grid = Grid.from_toml(path)
+    assert grid.n_seeds == 2 and grid.epsilons == [0.5, 2.0]
+    assert grid.agents[0] == AgentEntry("hedge", {}, "H")
+    assert grid.envs[0].params == {"horizon": 50}
+
+
+@pytest.fixture(scope="module")
+def sweep_frame(tmp_path_factory):
+    envs = [
+        EnvEntry("DPExperts-Shift-v0", {"n_experts": 4, "horizon": h, "n_shifts": 2})
+        for h in (40, 160)
+    ]
+    private = [
+        a["name"]
+        for a in __import__("agents").available()
+        if a["private"] and a["feedback"] == "full"
+    ][:1]
+    grid = Grid(
+        agents=["uniform", "hedge", *private], envs=envs, epsilons=[0.5, 2.0], n_seeds=3, n_record=8
+    )
+    return run_grid(grid, tmp_path_factory.mktemp("sweep"), backend="serial", progress=False)
+
+
+def test_summary_table_ranks_and_scores(sweep_frame):
+    table = summarize(sweep_frame, "dynamic_regret", n_boot=200)
+    uniform = table[table["agent"] == "uniform"]
+    assert np.allclose(uniform["score_vs_uniform"], 0.0)
+    for _, env_table in table.groupby("env"):
+        assert list(env_table["rank"]) == list(range(1, len(env_table) + 1))
+        assert env_table["dynamic_regret_mean"].is_monotonic_increasing
+    assert (table["ci_low"] <= table["dynamic_regret_mean"]).all()
+    assert (table["dynamic_regret_mean"] <= table["ci_high"]).all()
+
+
+def test_figures_have_one_line_per_agent(sweep_frame):
+    env = sorted(sweep_frame["env"].unique())[0]
+    fig = plot_regret_vs_round(sweep_frame, env)
+    agents_on_env = sweep_frame[sweep_frame["env"] == env]["agent"].unique()
+    for ax in fig.axes:
+        labels = [line.get_label() for line in ax.get_lines()]
+        assert sorted(labels) == sorted(agents_on_env)
+        assert all(len(line.get_xdata()) > 1 for line in ax.get_lines())
+    assert len(fig.axes) == 2  # one panel per epsilon
+    fig = plot_regret_vs_epsilon(sweep_frame, env)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    assert len(ax.get_legend().get_texts()) == len(agents_on_env)
+    fig = plot_regret_vs_horizon(sweep_frame, "DPExperts-Shift-v0")
+    ax = fig.axes[0]
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    assert any("slope" in t.get_text() for t in ax.get_legend().get_texts())
+
+
+def test_compare_command_end_to_end(tmp_path, capsys):
+    out = tmp_path / "cmp"
+    code = cli.main(
+        [
+            "compare",
+            "--horizon",
+            "200",
+            "--seeds",
+            "2",
+            "--epsilons",
+            "1",
+            "2",
+            "--out",
+            str(out),
+            "--backend",
+            "serial",
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "rank" in printed and "hedge" in printed
+    table = pd.read_csv(out / "summary.csv")
+    assert {"uniform", "hedge", "fixed-share"} <= set(table["agent"])
+    figures = sorted(p.name for p in (out / "figures").iterdir())
+    assert any(n.startswith("round_") and n.endswith(".png") for n in figures)
+    assert any(n.startswith("epsilon_") and n.endswith(".pdf") for n in figures)
+    grid = json.loads((out / "grid.json").read_text())
+    assert grid["env"][0]["horizon"] == 200
+    # Every private full-information learner joined the default comparison.
+    private = {
+        a["name"]
+        for a in __import__("agents").available()
+        if a["private"] and a["feedback"] == "full"
+    }
+    assert private <= set(table["agent"].str.split("[").str[0])
+    assert set(table["epsilon"][table["agent"] == "hedge"]) == {math.inf}
+    # Re-plotting from the folder works.
+    assert cli.main(["plot", str(out)]) == 0
+
+
+def test_cli_list_and_help(capsys):
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "DPExperts-Shift-v0" in out and "hedge" in out
+    with pytest.raises(SystemExit):
+        cli.main(["compare", "--help"])
+    assert "default comparison" in capsys.readouterr().out
+
+
+def test_cli_reports_bad_input_cleanly(tmp_path, capsys):
+    assert cli.main(["compare", str(tmp_path / "missing.toml")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert cli.main(["run", "hedge", "--set", "nonsense"]) == 2
+    assert "key=value" in capsys.readouterr().err
+
+
+def test_python_module_entry_point():
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "dp_experts_env", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "compare" in proc.stdout
+    assert Path(cli.__file__).name == "cli.py"
