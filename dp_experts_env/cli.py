@@ -110,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="a grid of learners x envs x epsilons x seeds (default comparison with no grid)",
         description="Run a grid and write results, a ranked table and figures. With no grid "
         "file, run the default comparison: DPExperts-Shift-v0 (N=10, T=10,000, 4 shifts), "
-        "the baselines and every private full-information learner, epsilon in {0.5, 1, 2}, 10 seeds.",
+        "the baselines and every private full-information learner, epsilon in {0.5, 1, 2}, "
+        "10 seeds.",
     )
     cmp_.add_argument("grid", nargs="?", default=None, help="grid TOML file (docs/grid.md)")
     cmp_.add_argument("--seeds", type=int, default=None, help="override the number of seeds")
