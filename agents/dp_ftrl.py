@@ -7,12 +7,13 @@ tree (binary) mechanism of Dwork, Naor, Pitassi & Rothblum 2010 / Chan, Shi & So
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
+from agents._simplex import softmax
 from agents.base import PrivacyClaim
+from agents.full_info import hedge_eta
 from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_float
@@ -51,10 +52,11 @@ class DPFTRLTree(PrivateAgent):
 
     Modes: there is no erratum to reproduce; ``mode`` is accepted and ignored.
 
-    Tuning: ``eta = sqrt(8 log N / T)``, the minimiser of the Hedge bound
-    ``log N / eta + eta T / 8``, for both ``tuning="paper"`` and ``tuning="calibrated"``: in the
-    FTRL analyses above the tree noise is paid additively (a term that does not depend on eta),
-    so the bound's minimiser is the non-private rate, and the briefs give no other constant.
+    Tuning: ``eta = sqrt(8 log N / T)`` (:func:`agents.full_info.hedge_eta`), the minimiser of the
+    Hedge bound ``log N / eta + eta T / 8``, for both ``tuning="paper"`` and
+    ``tuning="calibrated"``: in the FTRL analyses above the tree noise is paid additively (a term
+    that does not depend on eta), so the bound's minimiser is the non-private rate, and the
+    briefs give no other constant.
     ``eta=`` overrides it (a public constant; privacy does not depend on it).
 
     Deviations: losses are clipped to [0, 1] before use; the regret constants of the cited
@@ -94,11 +96,10 @@ class DPFTRLTree(PrivateAgent):
         n, t_max = self.n_experts, self.horizon
         self.levels = t_max.bit_length()
         self.node_scale = self.levels * self.noise.effective_sensitivity(float(n), n) / self.epsilon
-        log_n = math.log(n) if n > 1 else 1.0
         if eta is not None:
             self.eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
         else:
-            self.eta = math.sqrt(8.0 * log_n / t_max)
+            self.eta = hedge_eta(n, t_max) if n > 1 else 1.0
         self.reset(seed)
 
     @property
@@ -125,11 +126,12 @@ class DPFTRLTree(PrivateAgent):
     def _learn(self, obs: np.ndarray) -> None:
         self._noisy_sums = self.tree.add(np.clip(obs, 0.0, 1.0))
 
-    def play_distribution(self) -> np.ndarray:
-        """(B, N) Hedge weights on the noisy sums (post-processing of the tree releases)."""
-        logits = -self.eta * self._noisy_sums
-        p = np.exp(logits - logits.max(axis=1, keepdims=True))
-        return p / p.sum(axis=1, keepdims=True)
+    def action_distribution(self) -> np.ndarray:
+        """(B, N) law of the action the last ``act`` returned: Hedge on the noisy sums.
+
+        A post-processing of the tree releases, so it is covered by the privacy claim.
+        """
+        return softmax(-self.eta * self._noisy_sums)
 
     def _choose(self, obs: np.ndarray) -> np.ndarray:
-        return self.rng.categorical(self.play_distribution())
+        return self.rng.categorical(self.action_distribution())

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from scipy.special import gammaln
 
+from agents._simplex import softmax
 from agents.base import Agent, PrivacyClaim
 from agents.private import PrivateAgent
 from agents.registry import make, register, spec
@@ -318,23 +319,21 @@ class MetaExpertReduction(PrivateAgent):
         mask = c[None, :] <= (s - c)[:, None]
         return _lse(np.where(mask, terms[None, :], -np.inf), axis=1)
 
-    def play_distribution(self) -> np.ndarray:
+    def action_distribution(self) -> np.ndarray:
         """(B, N) law of the action the last ``act`` returned (noisy Hedge only).
 
         Derived from noisy losses only, so it is covered by the privacy claim.
         """
         if self._inner_name != NOISY_HEDGE:
-            raise ValueError(f"play_distribution needs inner='{NOISY_HEDGE}'")
+            raise ValueError(f"action_distribution needs inner='{NOISY_HEDGE}'")
         return self._play_distribution(max(self.t, 1))
 
     def _play_distribution(self, rnd: int) -> np.ndarray:
         """(B, N) law of the play at round ``rnd`` given the losses learned so far."""
         if self.method == "structured":
             logits = _lse(self._log_f + self._log_suffix_counts(rnd)[None, None, :], axis=2)
-            p = np.exp(logits - logits.max(axis=1, keepdims=True))
-            return p / p.sum(axis=1, keepdims=True)
-        w = np.exp(self._log_w - self._log_w.max(axis=1, keepdims=True))
-        w /= w.sum(axis=1, keepdims=True)
+            return softmax(logits)
+        w = softmax(self._log_w)
         plays = self.meta_plays(rnd)
         out = np.zeros((self.num_envs, self.n_experts))
         for j in range(self.n_experts):  # loop over experts (not runs), for tests and users

@@ -182,9 +182,11 @@ class NoisyClippedHedge(PrivateAgent):
             )
         return PrivacyClaim(epsilon=self.epsilon, accountant=accountant, holds_against="adaptive")
 
-    @property
-    def weights(self) -> np.ndarray:
-        """(B, N) the current play distribution w_t (derived from noisy losses only)."""
+    def action_distribution(self) -> np.ndarray:
+        """(B, N) law ``w_t`` of the action the last ``act`` returned (uniform before any).
+
+        Derived from noisy losses only, so it is covered by the privacy claim.
+        """
         return np.exp(self._log_w)
 
     def _init_state(self) -> None:
