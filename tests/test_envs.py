@@ -719,3 +719,29 @@ def test_agents_read_the_game_from_single_and_vector_envs():
     obs, _ = venv.reset(seed=0)
     for _ in range(50):
         obs, *_ = venv.step(agent.act(obs))
+
+
+@pytest.mark.parametrize("case", ["shift", "advice"])
+def test_render_modes(case):
+    cls, _, kind, factory = CASES[case]
+    env = cls(kind, adversary=factory(), render_mode="ansi")
+    env.reset(seed=0)
+    assert env.render().startswith("round 0/12")
+    env.step(1)
+    text = env.render()
+    assert text.startswith("round 1/12  action 1") and "dynamic regret" in text
+    env = cls(kind, adversary=factory(), render_mode="rgb_array")
+    env.reset(seed=0)
+    frame = env.render()
+    assert frame.dtype == np.uint8 and frame.shape == (64, 8 * env.action_space.n, 3)
+    assert (frame == 255).all()
+    obs, *_ = env.step(1)
+    frame = env.render()
+    played = frame[:, 8:16]
+    loss = obs[1] if case == "shift" else obs["last_loss"][0]
+    assert (played[:, 1] != 255).any() == (round(loss * 63) > 0)
+    if case == "advice":  # bandit feedback: nothing drawn for the arms not played
+        assert (frame[:, :8] == 255).all()
+    assert make_single(case).render() is None
+    with pytest.raises(ValueError, match="render_mode must be None"):
+        make_vector(case, 2).__class__(2, kind, adversary=factory(), render_mode="ansi")

@@ -37,7 +37,8 @@ SHARED_KEYWORDS_DOC = """
         adversary: an :class:`~dp_experts_env.adversaries.Adversary` instance (any env, used as
             is after checking it fits), or for the adaptive env a family name or a policy object.
         n_arms: K, the number of arms (bandit envs only).
-        render_mode: must be None (nothing to render).
+        render_mode: None, or for single envs ``"ansi"`` (a text line) or ``"rgb_array"`` (bars
+            of the last revealed losses); vector envs render nothing.
         **family_kwargs: the chosen family's own keywords (see its docstring); a keyword the
             family does not take raises an error listing the ones it does.
 """
@@ -57,10 +58,9 @@ class GameSetup:
         self, kind: str, num_runs: int, render_mode: str | None, params: dict[str, Any]
     ) -> tuple[spaces.Space, spaces.Discrete]:
         check_choice("kind", kind, self.feedback_kinds)
-        if render_mode is not None:
-            raise ValueError(
-                f"render_mode must be None (these envs render nothing), got {render_mode!r}"
-            )
+        modes = self.metadata.get("render_modes", [])
+        if render_mode is not None and render_mode not in modes:
+            raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")
         game = build_game(kind, **params)
         self.core = GameCore(game.adversary, game.n_switches, num_runs)
         self.kind = kind

@@ -9,7 +9,8 @@ constructor keywords (``n_experts``, ``horizon``, ``n_switches``, ``family``, ``
 Rules:
 
 * A family receives only the keywords the user gave, plus the kind's default ``n_experts``,
-  ``horizon`` (and ``n_arms``) when its constructor requires them and the user gave none. A
+  ``horizon`` (and ``n_arms``) when its constructor requires them (no default, or a default of
+  None) and the user gave none; a family with its own default size keeps it. A
   keyword the family does not accept is an error naming the keyword, the family and the keywords
   it accepts: nothing is silently dropped.
 * ``adversary`` may be an :class:`Adversary` instance (any kind; used as is after checking that
@@ -253,8 +254,9 @@ def _call_with(
         return key in named or var_kw
 
     def requires(key: str) -> bool:
+        # A size without a default, or defaulting to None, is the env's to fill in.
         if key in named:
-            return named[key].default is inspect.Parameter.empty
+            return named[key].default in (inspect.Parameter.empty, None)
         return var_kw
 
     for key in given:

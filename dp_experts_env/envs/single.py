@@ -9,6 +9,7 @@ import numpy as np
 
 from dp_experts_env._validation import check_int
 from dp_experts_env.envs.common import SEED_HIGH, SHARED_KEYWORDS_DOC, GameSetup, parse_options
+from dp_experts_env.envs.render import RENDER_MODES, render_ansi, render_rgb
 
 __all__ = ["ExpertsEnv", "BanditAdviceEnv"]
 
@@ -16,7 +17,7 @@ __all__ = ["ExpertsEnv", "BanditAdviceEnv"]
 class _SingleEnv(GameSetup, gym.Env):
     """Common single-env protocol (B = 1 over :class:`~dp_experts_env.envs.core.GameCore`)."""
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": 30}
 
     def __init__(
         self,
@@ -48,7 +49,8 @@ class _SingleEnv(GameSetup, gym.Env):
         )
         kind = self.feedback_kinds[0] if kind is None else kind
         self.observation_space, self.action_space = self._setup(kind, 1, render_mode, params)
-        self.render_mode = None
+        self.render_mode = render_mode
+        self._last: dict[str, Any] | None = None
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -70,6 +72,7 @@ class _SingleEnv(GameSetup, gym.Env):
         super().reset(seed=seed)
         run_seed = seed if seed is not None else int(self.np_random.integers(SEED_HIGH))
         obs = self.core.reset([run_seed], neighbor)
+        self._last = None
         return self._unbatch_obs(obs), {}
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
@@ -78,13 +81,27 @@ class _SingleEnv(GameSetup, gym.Env):
         obs, charged, info = self.core.step(batch)
         reward = 0.0 - float(charged[0])
         terminated = self.core.t >= self.horizon
-        return (
-            self._unbatch_obs(obs),
-            reward,
-            terminated,
-            False,
-            {k: v[0].item() for k, v in info.items()},
-        )
+        info_1 = {k: v[0].item() for k, v in info.items()}
+        obs_1 = self._unbatch_obs(obs)
+        if self.render_mode is not None:
+            self._remember(int(batch[0]), obs_1, info_1)
+        return obs_1, reward, terminated, False, info_1
+
+    def render(self) -> str | np.ndarray | None:
+        """The last round as text (``"ansi"``) or bars (``"rgb_array"``); None without a mode."""
+        if self.render_mode == "ansi":
+            return render_ansi(self.horizon, self._last)
+        if self.render_mode == "rgb_array":
+            return render_rgb(self.core.n_actions, self._last)
+        return None
+
+    def _remember(self, action: int, obs: Any, info: dict[str, Any]) -> None:
+        if isinstance(obs, dict):
+            feedback = np.full(self.core.n_actions, np.nan)
+            feedback[action] = obs["last_loss"][0]
+        else:
+            feedback = np.array(obs)
+        self._last = {"action": action, "feedback": feedback, "info": info}
 
     def _scalar_action(self, action: Any) -> int:
         hi = self.core.n_actions - 1
