@@ -33,6 +33,7 @@ __all__ = [
     "PrivateShrinkingDartboard",
     "balanced_batch_size",
     "dartboard_parameters",
+    "max_resamples",
     "paper_batch_size",
 ]
 
@@ -50,8 +51,8 @@ class DartboardParameters:
         p: forced-switch probability per decision.
         budget: the paper's K; the learner makes at most ``K - 1`` resamples (k starts at 1).
         batch: rounds per block (1 for Alg. 1).
-        epsilon_exact: epsilon of the exact accountant (brief 002 §5) charging ``K - 1``
-            resamples.
+        epsilon_exact: epsilon of the exact accountant (brief 002 §5) charging
+            :func:`max_resamples` resamples (``K - 1``, at most the number of decisions).
         epsilon_paper: the paper's closed form (Thm 2 / Thm 5; derived pure analogue for
             batch > 1) with ``K = 4 T p / B``.
         regret_bound: Thm 2 / Thm 5 bound ``eta T + B ln(d)/eta + 2 T exp(-T p / (3 B))``.
@@ -101,7 +102,16 @@ def _spend(mode: str, eta, p, k, horizon: int, delta: float, batch: int):
     """Epsilon spent under the mode's accountant (``k`` = the paper's K)."""
     if mode == "paper":
         return dartboard_paper_epsilon(eta, p, horizon, delta, batch)
-    return dartboard_epsilon(eta, p, np.maximum(np.asarray(k) - 1, 0), delta, batch)
+    return dartboard_epsilon(eta, p, max_resamples(k, horizon, batch), delta, batch)
+
+
+def max_resamples(budget, horizon: int, batch: int = 1):
+    """Resamples a run can make: ``K - 1`` (k starts at 1), and never more than the decisions.
+
+    There are ``ceil(T / B) - 1`` decision points after the first block, so a budget beyond that
+    never binds and is not charged.
+    """
+    return np.minimum(np.maximum(np.asarray(budget) - 1, 0), math.ceil(horizon / batch) - 1)
 
 
 def dartboard_parameters(
@@ -259,7 +269,7 @@ class PrivateShrinkingDartboard(LazySampler):
     clipped to [0, 1].
 
     Attributes:
-        eta, p, budget: the parameters in use; ``max_resamples = budget - 1``.
+        eta, p, budget: the parameters in use; ``max_resamples = min(K - 1, decisions)``.
         epsilon_spent: the exact accountant's epsilon (<= epsilon).
         epsilon_paper: Theorem 2's closed form at these parameters.
         regret_bound: Theorem 2's bound at these parameters.
@@ -323,7 +333,7 @@ class PrivateShrinkingDartboard(LazySampler):
         self.parameters = params
         self.batch = params.batch
         self.eta, self.p, self.budget = params.eta, params.p, params.budget
-        self.max_resamples = self.budget - 1
+        self.max_resamples = int(max_resamples(self.budget, self.horizon, self.batch))
         self.inverse_temperature = -math.log1p(-self.eta)
         self.epsilon_spent = params.epsilon_exact
         self.epsilon_paper = params.epsilon_paper

@@ -91,7 +91,8 @@ def lazy_hedge_parameters(
 
     def spend(b, ps):
         k = lazy_hedge_budget(b, ps, t) if budget is None else budget
-        return lazy_hedge_epsilon(b, ps, k, cdelta)
+        # At most T - 1 switches can happen, whatever the budget: no more are charged.
+        return lazy_hedge_epsilon(b, ps, np.minimum(k, t - 1), cdelta)
 
     def best_beta(ps: np.ndarray) -> np.ndarray:
         found = calibrate(lambda b: spend(b, ps), epsilon, np.full(ps.shape, 1e-15), 50.0)
@@ -109,7 +110,7 @@ def lazy_hedge_parameters(
         p = (6.0 * t) ** (-1.0 / 3.0) if p is None else p
         beta = float(best_beta(np.array([p]))[0]) if beta is None else beta
     b = float(lazy_hedge_budget(beta, p, t)) if budget is None else budget
-    spent = float(lazy_hedge_epsilon(beta, p, b, cdelta))
+    spent = float(spend(beta, p))
     if spent > epsilon * (1 + _SLACK):
         raise ValueError(
             f"beta={beta:g}, p={p:g}, budget={b:g} spend epsilon {spent:.6g} > epsilon="
@@ -175,7 +176,7 @@ class PrivateLazyHedge(LazySampler):
     no experts algorithm); losses are clipped to [0, 1] (P14).
 
     Attributes:
-        beta, p, budget: parameters in use; ``max_resamples = ceil(budget)``.
+        beta, p, budget: parameters in use; ``max_resamples = min(ceil(budget), T - 1)``.
         epsilon_spent: the accountant's epsilon (<= epsilon). regret_bound: the bound above.
         inverse_temperature: ``beta``.
 
@@ -227,7 +228,7 @@ class PrivateLazyHedge(LazySampler):
         self.parameters = params
         self.beta, self.p, self.budget = params.beta, params.p, params.budget
         self.batch = 1
-        self.max_resamples = math.ceil(self.budget)
+        self.max_resamples = min(math.ceil(self.budget), self.horizon - 1)
         self.inverse_temperature = self.beta
         self.epsilon_spent = params.epsilon_spent
         self.regret_bound = params.regret_bound
