@@ -261,20 +261,37 @@ class SampledStochastic(Adversary):
         return self.inner.segment_means()
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _read_csv(path: Path) -> np.ndarray:
     """Numbers separated by commas, one row per round; one header line is tolerated."""
+
+    def fail(err: Exception) -> ValueError:
+        return ValueError(
+            f"losses file {str(path)!r} is not a numeric CSV (numbers separated by commas, one "
+            f"row per round, optionally one header line): {err}"
+        )
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # numpy warns on an empty file
         try:
             return np.loadtxt(path, delimiter=",", ndmin=2, dtype=np.float64)
         except ValueError as first:
+            with open(path) as handle:
+                header = handle.readline()
+            if any(_is_number(cell) for cell in header.split(",")):
+                raise fail(first) from first  # the first line is data: the error is real
+            # A first line without any number is a header: skip it.
             try:
                 return np.loadtxt(path, delimiter=",", ndmin=2, dtype=np.float64, skiprows=1)
-            except ValueError:
-                raise ValueError(
-                    f"losses file {str(path)!r} is not a numeric CSV (numbers separated by "
-                    f"commas, one row per round, optionally one header line): {first}"
-                ) from first
+            except ValueError as second:
+                raise fail(second) from second
 
 
 def load_losses(losses: Any, *, rescale: bool = False) -> np.ndarray:
