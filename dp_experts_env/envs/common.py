@@ -14,7 +14,7 @@ from dp_experts_env.adversaries.registry import ENV_KINDS
 from dp_experts_env.envs.core import GameCore
 from dp_experts_env.envs.factory import KINDS, build_game
 
-__all__ = ["GameSetup", "RESET_OPTIONS", "parse_options", "SEED_HIGH"]
+__all__ = ["GameSetup", "RESET_OPTIONS", "parse_options", "SEED_HIGH", "families_doc"]
 
 #: The only reset option.
 RESET_OPTIONS = ("neighbor",)
@@ -42,6 +42,29 @@ SHARED_KEYWORDS_DOC = """
         **family_kwargs: the chosen family's own keywords (see its docstring); a keyword the
             family does not take raises an error listing the ones it does.
 """
+
+
+def families_doc(kinds: tuple[str, ...]) -> str:
+    """Docstring section listing each kind's families, their knobs and summaries.
+
+    Built when the env module is imported, so it lists the families registered by then (all
+    built-in ones); ``dp_experts_env.adversaries.families(kind)`` is always current.
+    """
+    from dp_experts_env.adversaries import families, family_factory
+    from dp_experts_env.envs.factory import _parameters
+
+    lines = ["", "    Families (``family=``; knobs are further keywords):"]
+    for kind in kinds:
+        default = KINDS[kind].family
+        lines.append(f"        kind {kind!r} (default {default!r}):")
+        for name in families(kind):
+            factory = family_factory(kind, name)
+            named, _ = _parameters(factory)
+            knobs = [k for k in named if k not in ("n_experts", "horizon", "n_arms")]
+            doc = (getattr(factory, "__doc__", None) or "").strip().splitlines()
+            summary = doc[0].strip() if doc else ""
+            lines.append(f"            {name}({', '.join(knobs)}): {summary}")
+    return "\n".join(lines) + "\n"
 
 
 class GameSetup:

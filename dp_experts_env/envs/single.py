@@ -8,7 +8,13 @@ import gymnasium as gym
 import numpy as np
 
 from dp_experts_env._validation import check_int
-from dp_experts_env.envs.common import SEED_HIGH, SHARED_KEYWORDS_DOC, GameSetup, parse_options
+from dp_experts_env.envs.common import (
+    SEED_HIGH,
+    SHARED_KEYWORDS_DOC,
+    GameSetup,
+    families_doc,
+    parse_options,
+)
 from dp_experts_env.envs.render import RENDER_MODES, render_ansi, render_rgb
 
 __all__ = ["ExpertsEnv", "BanditAdviceEnv"]
@@ -163,5 +169,11 @@ class BanditAdviceEnv(_SingleEnv):
     feedback_kinds = ("bandit_advice", "bandit")
 
 
-ExpertsEnv.__doc__ = (ExpertsEnv.__doc__ or "") + SHARED_KEYWORDS_DOC
-BanditAdviceEnv.__doc__ = (BanditAdviceEnv.__doc__ or "") + SHARED_KEYWORDS_DOC
+ExpertsEnv.__doc__ = (
+    (ExpertsEnv.__doc__ or "") + SHARED_KEYWORDS_DOC + families_doc(ExpertsEnv.feedback_kinds)
+)
+BanditAdviceEnv.__doc__ = (
+    (BanditAdviceEnv.__doc__ or "")
+    + SHARED_KEYWORDS_DOC
+    + families_doc(BanditAdviceEnv.feedback_kinds)
+)

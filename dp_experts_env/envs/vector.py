@@ -22,7 +22,13 @@ from gymnasium.vector.utils import batch_space
 
 from dp_experts_env._validation import check_int
 from dp_experts_env.batch_rng import run_seeds
-from dp_experts_env.envs.common import SEED_HIGH, SHARED_KEYWORDS_DOC, GameSetup, parse_options
+from dp_experts_env.envs.common import (
+    SEED_HIGH,
+    SHARED_KEYWORDS_DOC,
+    GameSetup,
+    families_doc,
+    parse_options,
+)
 
 __all__ = ["ExpertsVectorEnv", "BanditAdviceVectorEnv"]
 
@@ -148,5 +154,13 @@ class BanditAdviceVectorEnv(_VectorEnv):
     feedback_kinds = ("bandit_advice", "bandit")
 
 
-ExpertsVectorEnv.__doc__ = (ExpertsVectorEnv.__doc__ or "") + SHARED_KEYWORDS_DOC
-BanditAdviceVectorEnv.__doc__ = (BanditAdviceVectorEnv.__doc__ or "") + SHARED_KEYWORDS_DOC
+ExpertsVectorEnv.__doc__ = (
+    (ExpertsVectorEnv.__doc__ or "")
+    + SHARED_KEYWORDS_DOC
+    + families_doc(ExpertsVectorEnv.feedback_kinds)
+)
+BanditAdviceVectorEnv.__doc__ = (
+    (BanditAdviceVectorEnv.__doc__ or "")
+    + SHARED_KEYWORDS_DOC
+    + families_doc(BanditAdviceVectorEnv.feedback_kinds)
+)
