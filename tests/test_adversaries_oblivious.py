@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import tracemalloc
 
 import numpy as np
@@ -234,6 +235,16 @@ def test_replay_from_array_npy_and_csv(tmp_path) -> None:
         np.testing.assert_array_equal(data["losses"][:, 1], MATRIX)
     # Sizes may be given when they agree with the matrix.
     assert Replay(5, 40, losses=MATRIX).horizon == 40
+
+
+def test_replay_sizes_default_to_the_matrix() -> None:
+    for adv in (Replay(losses=MATRIX), Replay(None, None, losses=MATRIX)):
+        assert (adv.horizon, adv.n_experts) == (40, 5)
+    # Environments fill sizes whose default is None (or missing) with their own defaults, so
+    # replay's defaults must be neither: its sizes come from the matrix.
+    params = inspect.signature(Replay).parameters
+    for name in ("n_experts", "horizon"):
+        assert params[name].default not in (None, inspect.Parameter.empty)
 
 
 def test_replay_copies_the_user_array() -> None:

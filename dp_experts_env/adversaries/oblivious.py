@@ -33,6 +33,7 @@ Families of the ``"oblivious"`` environment (keyword-only knobs):
 
 from __future__ import annotations
 
+import inspect
 import os
 import warnings
 from pathlib import Path
@@ -53,6 +54,7 @@ __all__ = [
     "FtlTrap",
     "DyadicAlternating",
     "SampledStochastic",
+    "sampled_stochastic",
     "Replay",
     "load_losses",
 ]
@@ -212,7 +214,6 @@ class FtlTrap(Adversary):
         return np.repeat(row[None, :], self.num_runs, axis=0)
 
 
-@register_family("oblivious", "sampled_stochastic")
 class SampledStochastic(Adversary):
     """Oblivious family ``sampled_stochastic``: a shifting-stochastic model played as a sequence.
 
@@ -234,7 +235,19 @@ class SampledStochastic(Adversary):
         self, n_experts: int, horizon: int, *, model: str = "bernoulli_gap", **knobs: Any
     ) -> None:
         super().__init__(n_experts, horizon)
-        inner = family_factory("shift", model)(self.n_experts, self.horizon, **knobs)
+        factory = family_factory("shift", model)
+        accepted = [
+            name
+            for name, p in inspect.signature(factory).parameters.items()
+            if p.kind is inspect.Parameter.KEYWORD_ONLY
+        ]
+        unknown = sorted(set(knobs) - set(accepted))
+        if unknown:
+            raise TypeError(
+                f"{unknown} are not parameters of shift family {model!r} (sampled_stochastic "
+                f"model); it accepts {accepted}"
+            )
+        inner = factory(self.n_experts, self.horizon, **knobs)
         if not isinstance(inner, SegmentModel):
             raise ValueError(f"model must name a shifting-stochastic family, got {model!r}")
         self.model = model
@@ -259,6 +272,18 @@ class SampledStochastic(Adversary):
     def segment_means(self) -> np.ndarray:
         """(B, K + 1, N) means of the sampled model (after reset)."""
         return self.inner.segment_means()
+
+
+@register_family("oblivious", "sampled_stochastic")
+def sampled_stochastic(
+    n_experts: int, horizon: int, *, model: str = "bernoulli_gap", **knobs: Any
+) -> SampledStochastic:
+    """Oblivious family ``sampled_stochastic``: build a :class:`SampledStochastic`.
+
+    Registered as a function because its ``**knobs`` go to the shift family ``model``, not to a
+    base class (environments inspect the signature to route keywords).
+    """
+    return SampledStochastic(n_experts, horizon, model=model, **knobs)
 
 
 def _is_number(text: str) -> bool:
@@ -332,13 +357,27 @@ def load_losses(losses: Any, *, rescale: bool = False) -> np.ndarray:
     return check_loss_array("losses", losses, ndim=2)
 
 
+class _FromLosses:
+    """Default size of ``replay``: read from the matrix.
+
+    A distinct sentinel rather than None, so that an environment that fills sizes defaulting to
+    None with its own defaults leaves these alone.
+    """
+
+    def __repr__(self) -> str:
+        return "FROM_LOSSES"
+
+
+FROM_LOSSES = _FromLosses()
+
+
 @register_family("oblivious", "replay")
 class Replay(Adversary):
     """Oblivious family ``replay``: play a user's (T, N) loss matrix row by row.
 
     Args:
-        n_experts: N, or None to take it from the matrix (if given, it must match).
-        horizon: T, or None to take it from the matrix (if given, it must match).
+        n_experts: N; unset (or None) takes it from the matrix; if given, it must match.
+        horizon: T; unset (or None) takes it from the matrix; if given, it must match.
         losses: the matrix: array-like, ``.npy`` path or ``.csv`` path. It is copied, so later
             changes to the user's array do not change the game.
         rescale: map the matrix affinely onto [0, 1] first (explicit opt-in). Default False:
@@ -347,8 +386,8 @@ class Replay(Adversary):
 
     def __init__(
         self,
-        n_experts: int | None = None,
-        horizon: int | None = None,
+        n_experts: int | None | _FromLosses = FROM_LOSSES,
+        horizon: int | None | _FromLosses = FROM_LOSSES,
         *,
         losses: Any = None,
         rescale: bool = False,
@@ -358,7 +397,9 @@ class Replay(Adversary):
         matrix = load_losses(losses, rescale=rescale)
         rows, cols = matrix.shape
         for name, value, actual in (("horizon", horizon, rows), ("n_experts", n_experts, cols)):
-            if value is not None and check_int(name, value, minimum=1) != actual:
+            if value is FROM_LOSSES or value is None:
+                continue
+            if check_int(name, value, minimum=1) != actual:
                 raise ValueError(
                     f"{name}={value} disagrees with the losses matrix of shape {matrix.shape} "
                     f"(T={rows} rows, N={cols} columns); leave {name} unset or make them agree"
