@@ -745,3 +745,43 @@ def test_render_modes(case):
     assert make_single(case).render() is None
     with pytest.raises(ValueError, match="render_mode must be None"):
         make_vector(case, 2).__class__(2, kind, adversary=factory(), render_mode="ansi")
+
+
+def test_oblivious_env_replays_a_user_matrix(tmp_path):
+    matrix = np.random.default_rng(0).random((7, 3))
+    np.save(tmp_path / "m.npy", matrix)
+    np.savetxt(tmp_path / "m.csv", matrix, delimiter=",")
+    for source in (matrix, str(tmp_path / "m.npy"), tmp_path / "m.csv"):
+        env = gym.make("DPExperts-Oblivious-v0", losses=source)
+        base = env.unwrapped
+        assert (base.family, base.n_experts, base.horizon) == ("replay", 3, 7)
+        env.reset(seed=0)
+        rows = [env.step(t % 3)[0] for t in range(7)]
+        assert np.allclose(rows, matrix, rtol=0, atol=1e-15)
+    assert gym.make("DPExperts-Oblivious-v0", losses=matrix, n_experts=3).unwrapped.horizon == 7
+    with pytest.raises(ValueError, match="n_experts=4 disagrees"):
+        gym.make("DPExperts-Oblivious-v0", losses=matrix, n_experts=4)
+    with pytest.raises(ValueError, match=r"values must lie in \[0.0, 1.0\]"):
+        gym.make("DPExperts-Oblivious-v0", losses=matrix * 2)
+    with pytest.raises(TypeError, match="'losses' is not a parameter of family 'anti_lazy'"):
+        gym.make("DPExperts-Oblivious-v0", losses=matrix, family="anti_lazy")
+    with pytest.raises(TypeError, match="'losses' is not a parameter of family 'punish_last'"):
+        gym.make("DPExperts-Adaptive-v0", losses=matrix)
+
+
+def test_keywords_forwarded_through_a_family_reach_their_destination():
+    env = gym.make("DPExperts-Oblivious-v0", family="sampled_stochastic", n_shifts=3, horizon=90)
+    assert env.unwrapped.n_switches == 3
+    with pytest.raises(TypeError, match="colour"):
+        gym.make("DPExperts-Oblivious-v0", family="sampled_stochastic", colour=1)
+
+
+def test_shift_env_defaults_and_segments():
+    env = gym.make("DPExperts-Shift-v0", horizon=200, n_shifts=3)
+    base = env.unwrapped
+    assert (base.n_experts, base.n_switches, base.family) == (10, 3, "bernoulli_gap")
+    env.reset(seed=0)
+    infos = [env.step(0)[-1] for _ in range(200)]
+    assert sum(i["shift"] for i in infos) == 3
+    assert [i["segment"] for i in infos][-1] == 3
+    assert gym.make("DPExperts-Shift-v0").unwrapped.n_switches == 4

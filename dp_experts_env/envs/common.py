@@ -59,7 +59,7 @@ def families_doc(kinds: tuple[str, ...]) -> str:
         lines.append(f"        kind {kind!r} (default {default!r}):")
         for name in families(kind):
             factory = family_factory(kind, name)
-            named, _ = _parameters(factory)
+            named, _ = _parameters(factory, follow_bases=True)
             knobs = [k for k in named if k not in ("n_experts", "horizon", "n_arms")]
             doc = (getattr(factory, "__doc__", None) or "").strip().splitlines()
             summary = doc[0].strip() if doc else ""

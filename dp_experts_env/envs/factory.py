@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -186,7 +187,7 @@ def build_game(
             family = adversary
         if family is None:
             family = "replay" if (kind == "oblivious" and losses is not None) else spec.family
-        adv = _make_family(spec, family, sizes, given)
+        adv = _make_family(spec, family, sizes, given, fill_sizes=losses is None)
         family_name = family
 
     s = adv.default_switches if n_switches is None else n_switches
@@ -220,11 +221,14 @@ def _identity_sizes(sizes: dict[str, Any]) -> None:
     sizes["n_experts"] = sizes["n_arms"] = k if k is not None else n
 
 
-def _parameters(factory: Any) -> tuple[dict[str, inspect.Parameter], bool]:
+def _parameters(
+    factory: Any, follow_bases: bool = False
+) -> tuple[dict[str, inspect.Parameter], bool]:
     """A factory's keyword parameters and whether it takes arbitrary further keywords.
 
-    For a class whose ``__init__`` forwards ``**kwargs`` to its base class (a common pattern for
-    family variants), the base classes' parameters are followed, so the accepted set is exact.
+    With ``follow_bases``, a class whose ``__init__`` takes ``**kwargs`` also lists its base
+    classes' parameters (the usual destination of forwarded keywords). That list is a best guess
+    used for messages and docs only; acceptance of forwarded keywords is left to the call.
     """
     keyword_kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     chain = (
@@ -233,23 +237,43 @@ def _parameters(factory: Any) -> tuple[dict[str, inspect.Parameter], bool]:
         else [factory]
     )
     named: dict[str, inspect.Parameter] = {}
-    for func in chain:
+    var_kw = False
+    for depth, func in enumerate(chain):
         params = inspect.signature(func).parameters
         for key, param in params.items():
             if param.kind in keyword_kinds and key != "self":
                 named.setdefault(key, param)
-        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-            return named, False
-        if func is chain[-1] or not isinstance(factory, type):
+        takes_more = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+        if depth == 0:
+            var_kw = takes_more
+        if not (takes_more and follow_bases):
             break
-    return named, True
+    return named, var_kw
+
+
+_UNEXPECTED = re.compile(r"unexpected keyword argument '(\w+)'")
 
 
 def _call_with(
-    spec: KindSpec, label: str, factory: Any, sizes: dict[str, Any], given: dict[str, Any]
+    spec: KindSpec,
+    label: str,
+    factory: Any,
+    sizes: dict[str, Any],
+    given: dict[str, Any],
+    fill_sizes: bool = True,
 ) -> Adversary:
-    """Call a family factory with the user's keywords plus the default sizes it requires."""
+    """Call a family factory with the user's keywords plus the default sizes it requires.
+
+    ``fill_sizes=False`` (a user loss matrix) passes only the sizes the user gave.
+    """
     named, var_kw = _parameters(factory)
+    listed = sorted(_parameters(factory, follow_bases=True)[0])
+
+    def unknown(key: str) -> TypeError:
+        return TypeError(
+            f"{key!r} is not a parameter of {label} of the {spec.kind!r} environment; it "
+            f"accepts {listed} (plus the env keywords n_switches, family, adversary)"
+        )
 
     def accepts(key: str) -> bool:
         return key in named or var_kw
@@ -262,10 +286,7 @@ def _call_with(
 
     for key in given:
         if not accepts(key):
-            raise TypeError(
-                f"{key!r} is not a parameter of {label} of the {spec.kind!r} environment; "
-                f"it accepts {sorted(named)} (plus the env keywords n_switches, family, adversary)"
-            )
+            raise unknown(key)
     kwargs = dict(given)
     implied = {}  # sizes the family fixes itself: checked against the built adversary
     for key in _SIZE_KEYS:
@@ -275,25 +296,36 @@ def _call_with(
                 kwargs[key] = value
             else:
                 implied[key] = value
-        elif default is not None and requires(key):
+        elif fill_sizes and default is not None and requires(key):
             kwargs[key] = default
-    adv = factory(**kwargs)
+    try:
+        adv = factory(**kwargs)
+    except TypeError as err:
+        # Keywords forwarded through **kwargs are only refused by the callee: name the family.
+        match = _UNEXPECTED.search(str(err))
+        if match is None:
+            raise
+        raise unknown(match.group(1)) from err
     if not isinstance(adv, Adversary):
         raise TypeError(f"{label} built a {type(adv).__name__}, not an Adversary")
     for key, value in implied.items():
         if getattr(adv, key) != value:
             raise ValueError(
                 f"{key}={value} contradicts {label}, which fixes {key}={getattr(adv, key)} "
-                f"(it does not take {key!r}; its parameters are {sorted(named)})"
+                f"(it does not take {key!r}; its parameters are {listed})"
             )
     return adv
 
 
 def _make_family(
-    spec: KindSpec, family: str, sizes: dict[str, Any], given: dict[str, Any]
+    spec: KindSpec,
+    family: str,
+    sizes: dict[str, Any],
+    given: dict[str, Any],
+    fill_sizes: bool = True,
 ) -> Adversary:
     factory = family_factory(spec.kind, family)
-    adv = _call_with(spec, f"family {family!r}", factory, sizes, given)
+    adv = _call_with(spec, f"family {family!r}", factory, sizes, given, fill_sizes)
     _check_fits(spec, adv, f"family {family!r}")
     return adv
 
