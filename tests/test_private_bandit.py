@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import math
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
 import agents
+import dp_experts_env  # noqa: F401  (registers the env ids)
 from agents.bandit_core import Exp3Core, TsallisInfCore, tsallis_inf_weights
 from agents.base import AGENT_STREAM
 from agents.private_bandit import PrivateBanditOverExperts, PrivateBatchedBandit
 from agents.private_bandit_tuning import base_noisy_regret, base_parameters, tune_batched_bandit
 from dp_experts_env.batch_rng import BatchRNG, run_seeds
+from dp_experts_env.privacy.audit import audit_agent
 
 K, T = 3, 50
 BASES = ("tsallis-inf", "exp3", "ftpl-gr")
@@ -325,3 +328,107 @@ def test_feedback_of_another_arm_is_refused():
 def test_exp3_core_and_tsallis_core_are_the_bases_used():
     assert isinstance(PrivateBatchedBandit(K, T, n_arms=K, base="exp3").base_learner, Exp3Core)
     assert isinstance(PrivateBatchedBandit(K, T, n_arms=K).base_learner, TsallisInfCore)
+
+
+# ------------------------------------------------------------------ privacy audits
+# Brief 004 §2.9 / Fig. 1 pair (K = 2): arm 2 has loss 0 in round 1 on one side, 1 on the other;
+# every other loss is 1. Agents are built by factories so the noise can be removed (mutants).
+FIG1 = np.ones((12, 2))
+FIG1[0, 1] = 0.0
+FIG1_NEIGHBOUR = np.ones((12, 2))
+ADVICE3 = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])  # N = 3 experts over K = 2 arms
+# Fast-reacting constants make a leak visible; privacy holds for any constants.
+LOUD = {"base": "exp3", "tau": 1, "eta": 3.0, "gamma": 0.05, "epsilon": 0.5}
+
+
+def factory(cls, n_experts=2, noise_factor=1.0, **kw):
+    def build(num_envs, seed):
+        agent = cls(n_experts, 12, n_arms=2, num_envs=num_envs, seed=seed, **kw)
+        if noise_factor == 0:
+            agent._noiseless = True
+        agent.noise_scale *= noise_factor
+        return agent
+
+    return build
+
+
+@pytest.mark.parametrize(
+    ("cls", "n_experts", "advice"),
+    [(PrivateBatchedBandit, 2, None), (PrivateBanditOverExperts, 3, ADVICE3)],
+)
+def test_audit_passes_and_catches_the_noise_removed(cls, n_experts, advice):
+    kw = {"n_runs": 10_000, "seed": 3, "advice": advice}
+    ok = audit_agent(factory(cls, n_experts, **LOUD), FIG1, FIG1_NEIGHBOUR, **kw)
+    assert ok.passed, ok.summary()
+    assert ok.claimed_epsilon == 0.5
+    bad = audit_agent(factory(cls, n_experts, 0.0, **LOUD), FIG1, FIG1_NEIGHBOUR, **kw)
+    assert not bad.passed and bad.epsilon_lower_bound > 2.0, bad.summary()
+    # Noise ten times too small (true epsilon 5) is caught as well.
+    weak = audit_agent(factory(cls, n_experts, 0.1, **LOUD), FIG1, FIG1_NEIGHBOUR, **kw)
+    assert not weak.passed, weak.summary()
+
+
+@pytest.mark.parametrize("base", BASES)
+def test_audit_passes_with_the_default_tuning(base):
+    res = audit_agent(
+        "private-batched-bandit", FIG1, FIG1_NEIGHBOUR, n_runs=10_000, epsilon=0.5, base=base
+    )
+    assert res.passed, res.summary()
+
+
+def test_plain_exp3_is_caught_on_the_fig1_pair():
+    class ClaimedExp3(agents.spec("exp3").cls):
+        @property
+        def privacy(self):
+            return agents.PrivacyClaim(epsilon=1.0, feedback="bandit", accountant="none (mutant)")
+
+    def build(num_envs, seed):
+        return ClaimedExp3(2, 12, n_arms=2, eta=3.0, gamma=0.05, num_envs=num_envs, seed=seed)
+
+    res = audit_agent(build, FIG1, FIG1_NEIGHBOUR, n_runs=10_000, seed=3)
+    assert not res.passed and res.epsilon_lower_bound > 2.0, res.summary()
+
+
+# ------------------------------------------------------------------ utility on the envs
+HORIZON = 4000
+
+
+def final_regret(env_id, name, seed=0, **params):
+    """Mean final static regret over 8 runs (name None: uniform play), fixed seeds."""
+    env_kw = {"n_arms": 4, "gap": 0.3} if env_id == "DPExperts-Bandit-v0" else {}
+    if env_id == "DPExperts-BanditAdvice-v0":  # planted expert, brief 004 §5.3 item 1
+        env_kw = {"n_arms": 2, "n_experts": 8, "gap": 0.4, "rho": 0.0}
+    env = gym.make_vec(
+        env_id, num_envs=8, vectorization_mode="vector_entry_point", horizon=HORIZON, **env_kw
+    )
+    obs, _ = env.reset(seed=seed)
+    coins = np.random.default_rng(seed + 100)
+    agent = None if name is None else agents.make(name, env=env, seed=seed + 100, **params)
+    for _ in range(HORIZON):
+        act = coins.integers(env_kw["n_arms"], size=8) if agent is None else agent.act(obs)
+        obs, _, _, _, info = env.step(act)
+    env.close()
+    return float(np.mean(info["static_regret"]))
+
+
+def test_batched_bandit_utility_on_the_k_armed_bandit():
+    # Alg. 1 ignores advice and competes with the best arm, so its home is DPExperts-Bandit-v0.
+    uniform = final_regret("DPExperts-Bandit-v0", None)
+    for base in BASES:
+        kw = {"base": base, "tuning": "calibrated"}
+        low = final_regret("DPExperts-Bandit-v0", "private-batched-bandit", epsilon=0.5, **kw)
+        high = final_regret("DPExperts-Bandit-v0", "private-batched-bandit", epsilon=16.0, **kw)
+        assert high < 0.9 * uniform and high < low - 50 and low < uniform, (
+            base,
+            uniform,
+            low,
+            high,
+        )
+
+
+def test_bandit_over_experts_utility_on_the_planted_expert():
+    env_id, name = "DPExperts-BanditAdvice-v0", "private-bandit-over-experts"
+    uniform = final_regret(env_id, None)
+    low = final_regret(env_id, name, epsilon=0.5, tuning="calibrated")
+    high = final_regret(env_id, name, epsilon=16.0, tuning="calibrated")
+    assert high < 0.5 * uniform and high < low - 100 and low < 0.9 * uniform, (uniform, low, high)
