@@ -211,7 +211,7 @@ def test_sampled_stochastic_is_the_shift_model() -> None:
         np.testing.assert_array_equal(got["segment"][t - 1], segment_at(adv.change_points, t))
     pools = build("sampled_stochastic", n_experts=6, horizon=50, model="disjoint_pools")
     assert play(pools, [0])["losses"].shape == (50, 1, 6)
-    with pytest.raises(ValueError, match="family must be one of"):
+    with pytest.raises(ValueError, match="model must be one of"):
         build("sampled_stochastic", model="nope")
     with pytest.raises(TypeError):
         build("sampled_stochastic", bogus_knob=1)

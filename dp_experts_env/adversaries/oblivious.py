@@ -44,7 +44,7 @@ import numpy as np
 from dp_experts_env._validation import check_float, check_int, check_loss_array
 from dp_experts_env.adversaries.base import Adversary, Round
 from dp_experts_env.adversaries.changepoints import dyadic_capacity
-from dp_experts_env.adversaries.registry import family_factory, register_family
+from dp_experts_env.adversaries.registry import families, family_factory, register_family
 from dp_experts_env.adversaries.shifting import ChangePoints, PlantedModel, SegmentModel
 from dp_experts_env.batch_rng import BatchRNG
 
@@ -235,6 +235,10 @@ class SampledStochastic(Adversary):
         self, n_experts: int, horizon: int, *, model: str = "bernoulli_gap", **knobs: Any
     ) -> None:
         super().__init__(n_experts, horizon)
+        if model not in families("shift"):
+            raise ValueError(
+                f"model must be one of the shift families {families('shift')}, got {model!r}"
+            )
         factory = family_factory("shift", model)
         accepted = [
             name
