@@ -163,14 +163,14 @@ def dartboard_parameters(
             scale = eps / 20
         elif delta > 0:  # Corollary 6
             scale = batch * eps / 40
-        else:
+        elif eta is None:
             raise ValueError(
                 "the batched dartboard's paper tuning (Theorem 5 / Corollary 6) is approximate DP "
                 "only: pass delta > 0, or tuning='calibrated' for the derived pure-DP accountant"
             )
         p = min(p_paper, P_MAX) if p is None else p
-        # eta <= p (Pitfall 4); Cor. 6 can ask for eta > p when B > 40/eps.
-        eta = min(p * scale, p, P_MAX) if eta is None else eta
+        if eta is None:  # eta <= p (Pitfall 4); Cor. 6 can ask for eta > p when B > 40/eps.
+            eta = min(p * scale, p, P_MAX)
     elif p is None:
         # Corollary 3/4/6's p is a candidate, so calibrating never does worse than the paper.
         grid = np.geomspace(min(P_MAX, 1.0 / blocks), P_MAX, _P_GRID)

@@ -1,0 +1,324 @@
+"""private-shrinking-dartboard and its batched variant (brief 002 Alg. 1, Thm 5 / Cor. 6)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import agents
+from agents.private_dartboard import (
+    BatchedPrivateShrinkingDartboard,
+    PrivateShrinkingDartboard,
+    balanced_batch_size,
+    paper_batch_size,
+)
+from dp_experts_env.privacy.audit import audit_agent
+
+PSD = "private-shrinking-dartboard"
+BPSD = "batched-private-shrinking-dartboard"
+
+
+def play(agent, losses, record=None):
+    """Feed (T, B, N) losses; return (T, B) actions (and per-round ``record(agent)`` values)."""
+    t_max, b, n = losses.shape
+    acts = np.empty((t_max, b), dtype=np.int64)
+    extra = []
+    obs = np.zeros((b, n))
+    for t in range(t_max):
+        acts[t] = agent.act(obs)
+        if record is not None:
+            extra.append(record(agent))
+        obs = losses[t]
+    return (acts, np.array(extra)) if record is not None else acts
+
+
+def softmax(z):
+    z = z - z.max(axis=-1, keepdims=True)
+    w = np.exp(z)
+    return w / w.sum(axis=-1, keepdims=True)
+
+
+def binomial_ok(emp, p, n, sigmas=5.0):
+    return np.all(np.abs(emp - p) <= sigmas * np.sqrt(p * (1 - p) / n) + 1e-12)
+
+
+# --------------------------------------------------------------------------- parameters
+def test_paper_tuning_reproduces_corollaries_3_and_4():
+    a = PrivateShrinkingDartboard(100, 10_000, epsilon=1.0, delta=1e-6)
+    assert (round(a.p, 4), round(a.eta, 5), a.budget) == (0.0193, 0.00048, 773)
+    assert a.max_resamples == 772  # k starts at 1 (Pitfall 1)
+    assert round(a.epsilon_paper, 2) == 0.63 and round(a.epsilon_spent, 2) == 0.17
+    assert a.inverse_temperature == pytest.approx(-math.log1p(-a.eta))
+    pure = PrivateShrinkingDartboard(100, 10_000, epsilon=1.0, delta=0.0)
+    assert (pure.p, pure.eta, pure.budget) == (0.01, 0.0005, 400)
+    assert pure.epsilon_paper == pytest.approx(0.85) and pure.privacy.delta == 0
+    claim = a.privacy
+    assert claim.certified and claim.holds_against == "adaptive" and claim.epsilon == 1.0
+    assert "brief 002 §5" in claim.accountant
+    # Corollaries assume eps <= 1 (Pitfall 5): a larger target runs at 1.
+    assert PrivateShrinkingDartboard(100, 10_000, epsilon=5.0).eta == a.eta
+
+
+def test_calibrated_tuning_spends_the_budget_and_beats_the_brief():
+    a = PrivateShrinkingDartboard(100, 10_000, epsilon=1.0, delta=1e-6, tuning="calibrated")
+    assert a.epsilon_spent == pytest.approx(1.0, rel=1e-6) and a.epsilon_spent <= 1.0
+    assert a.regret_bound <= 1.42e3  # brief 002 §5: 1.4e3 with p = (8 T ln(1/delta))^{-1/3}
+    assert a.eta <= a.p < 0.5
+    pure = PrivateShrinkingDartboard(100, 10_000, epsilon=1.0, delta=0.0, tuning="calibrated")
+    assert pure.regret_bound <= 2.36e3  # brief: 2.4e3 at p = 1/sqrt(8T)
+    paper_mode = PrivateShrinkingDartboard(
+        100, 10_000, epsilon=1.0, mode="paper", tuning="calibrated"
+    )
+    assert paper_mode.epsilon_paper == pytest.approx(1.0, rel=1e-6)
+    assert paper_mode.epsilon_spent < 0.5  # the exact accountant is much tighter
+
+
+def test_batched_batch_sizes_and_corollary6():
+    args = (100, 1_000_000, 0.1, 1e-6)
+    assert (paper_batch_size(*args), balanced_batch_size(*args)) == (2, 260)
+    a = BatchedPrivateShrinkingDartboard(100, 1_000_000, epsilon=0.1)
+    b = BatchedPrivateShrinkingDartboard(100, 1_000_000, epsilon=0.1, batch_size="paper")
+    assert (a.batch, b.batch) == (260, 2)
+    assert round(a.regret_bound, -3) == 87_000 and round(b.regret_bound, -4) == 350_000
+    # Pitfall 8: Theorem 5's closed form exceeds epsilon at Cor. 6's parameters; the exact
+    # accountant certifies them.
+    assert a.epsilon_paper > 0.1 and a.epsilon_spent < 0.1 and a.privacy.certified
+    assert "Theorem 5" in a.privacy.notes
+    pure = BatchedPrivateShrinkingDartboard(
+        100, 100_000, epsilon=0.5, delta=0.0, batch_size=10, tuning="calibrated"
+    )
+    assert pure.batch == 10 and pure.epsilon_spent <= 0.5 and pure.privacy.delta == 0
+    one = BatchedPrivateShrinkingDartboard(10, 1000, epsilon=1.0, batch_size=1, eta=0.002, p=0.05)
+    two = PrivateShrinkingDartboard(10, 1000, epsilon=1.0, eta=0.002, p=0.05)
+    assert one.epsilon_spent == two.epsilon_spent
+
+
+# --------------------------------------------------------------------------- exact marginals
+def test_marginal_equals_hedge_without_budget_cap():
+    # Lemma 14: with K = T + 1 the law of x_t is exactly P^t ∝ (1 - eta)^{L_{t-1}}.
+    b, n, t_max = 20_000, 3, 8
+    seq = np.random.default_rng(5).random((t_max, n))
+    a = PrivateShrinkingDartboard(
+        n, t_max, epsilon=10.0, delta=0.0, eta=0.25, p=0.3, budget=t_max + 1, num_envs=b, seed=3
+    )
+    hedge = agents.make("hedge", n_experts=n, horizon=t_max, eta=a.inverse_temperature, num_envs=1)
+    acts = play(a, np.broadcast_to(seq[:, None, :], (t_max, b, n)))
+    obs = np.zeros((1, n))
+    for t in range(t_max):
+        hedge.act(obs)
+        law = hedge.action_distribution()[0]
+        np.testing.assert_allclose(law, softmax(-a.inverse_temperature * seq[:t].sum(0)))
+        emp = np.bincount(acts[t], minlength=n) / b
+        assert binomial_ok(emp, law, b), (t, emp, law)
+        obs = seq[t][None]
+    assert a.resamples.max() <= a.max_resamples == t_max - 1
+
+
+def test_batched_marginal_uses_block_averages():
+    b, n, t_max, batch = 20_000, 3, 9, 2
+    seq = np.random.default_rng(6).random((t_max, n))
+    a = BatchedPrivateShrinkingDartboard(
+        n,
+        t_max,
+        epsilon=10.0,
+        delta=0.0,
+        batch_size=batch,
+        eta=0.3,
+        p=0.3,
+        budget=20,
+        num_envs=b,
+        seed=4,
+    )
+    acts = play(a, np.broadcast_to(seq[:, None, :], (t_max, b, n)))
+    lam = a.inverse_temperature
+    for start in range(0, t_max, batch):  # 0-based first round of each block
+        blocks = start // batch
+        avg = seq[: blocks * batch].reshape(blocks, batch, n).mean(axis=1).sum(0) if blocks else 0
+        law = softmax(-lam * (np.zeros(n) + avg))
+        emp = np.bincount(acts[start], minlength=n) / b
+        assert binomial_ok(emp, law, b), (start, emp, law)
+        end = min(start + batch, t_max)
+        assert np.all(acts[start:end] == acts[start])  # one expert per block
+
+
+# --------------------------------------------------------------------------- coins and budget
+@pytest.mark.parametrize(("loss", "name"), [(0.0, "forced only"), (1.0, "forced + data")])
+def test_switch_probability_uses_the_parameters_in_use(loss, name):
+    b, n = 20_000, 2
+    a = PrivateShrinkingDartboard(
+        n, 10, epsilon=20.0, delta=0.0, eta=0.2, p=0.25, budget=11, num_envs=b, seed=7
+    )
+    a.act(np.zeros((b, n)))
+    a.act(np.full((b, n), loss))  # round 2's decision reads round 1's loss of the held expert
+    want = a.p + (1 - a.p) * (1 - (1 - a.eta) ** loss)
+    assert binomial_ok(np.mean(a.resamples == 1), want, b), name
+
+
+def test_switches_never_exceed_the_budget_and_freeze_after():
+    b, n, t_max = 2000, 4, 60
+    a = PrivateShrinkingDartboard(
+        n, t_max, epsilon=20.0, delta=0.0, eta=0.3, p=0.4, budget=4, num_envs=b, seed=1
+    )
+    acts, used = play(
+        a, np.random.default_rng(2).random((t_max, b, n)), lambda ag: ag.resamples.copy()
+    )
+    assert a.max_resamples == 3
+    assert used.max() == 3 and np.all(used <= 3)
+    changes = np.count_nonzero(acts[1:] != acts[:-1], axis=0)
+    assert np.all(changes <= used[-1]) and np.array_equal(a.switches, changes)
+    frozen = used == 3
+    first = np.argmax(frozen, axis=0)
+    for run in range(0, b, 97):
+        assert np.all(acts[first[run] :, run] == acts[first[run], run])
+    tuned = PrivateShrinkingDartboard(10, 3000, num_envs=50, seed=0, tuning="calibrated")
+    play(tuned, np.random.default_rng(3).random((3000, 50, 10)))
+    assert tuned.resamples.max() <= tuned.max_resamples
+
+
+# --------------------------------------------------------------------------- batch = single
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        (PSD, {}),
+        (PSD, {"tuning": "calibrated", "delta": 0.0}),
+        (BPSD, {"batch_size": 3, "tuning": "calibrated"}),
+        (BPSD, {"epsilon": 0.05}),
+    ],
+)
+def test_batch_equals_single_runs(name, params):
+    b, n, t_max = 3, 4, 80
+    losses = np.random.default_rng(9).random((t_max, b, n))
+    batch = play(
+        agents.make(name, n_experts=n, horizon=t_max, num_envs=b, seed=11, **params), losses
+    )
+    for i in range(b):
+        single = agents.make(name, n_experts=n, horizon=t_max, seed=11 + i, **params)
+        assert np.array_equal(play(single, losses[:, i : i + 1]), batch[:, i : i + 1])
+
+
+# --------------------------------------------------------------------------- privacy audits
+def neighbours(t_max):
+    x = np.zeros((t_max, 2))
+    x[0] = [0.0, 1.0]
+    xp = x.copy()
+    xp[0] = [1.0, 0.0]
+    return x, xp
+
+
+@pytest.mark.parametrize(
+    ("name", "t_max", "params"),
+    [
+        (PSD, 6, {}),
+        (PSD, 6, {"delta": 0.0, "tuning": "calibrated"}),
+        (BPSD, 12, {"batch_size": 2, "delta": 0.0, "tuning": "calibrated"}),
+    ],
+)
+def test_audit_passes(name, t_max, params):
+    x, xp = neighbours(t_max)
+    result = audit_agent(name, x, xp, n_runs=8000, seed=1, epsilon=1.0, **params)
+    assert result.passed, result.summary()
+
+
+@pytest.mark.parametrize(("name", "t_max", "extra"), [(PSD, 6, {}), (BPSD, 12, {"batch_size": 2})])
+def test_audit_catches_a_tenfold_temperature_mutant(name, t_max, extra):
+    x, xp = neighbours(t_max)
+
+    def mutant(num_envs, seed):
+        a = agents.make(
+            name,
+            n_experts=2,
+            horizon=t_max,
+            epsilon=1.0,
+            delta=0.0,
+            tuning="calibrated",
+            num_envs=num_envs,
+            seed=seed,
+            **extra,
+        )
+        assert a.epsilon_spent == pytest.approx(1.0)
+        a.inverse_temperature *= 10  # the claim still says epsilon = 1
+        return a
+
+    result = audit_agent(mutant, x, xp, n_runs=12_000, seed=1)
+    assert not result.passed, result.summary()
+    assert result.epsilon_lower_bound > 1.3
+
+
+# --------------------------------------------------------------------------- utility
+def static_regret(acts, losses):
+    t_max, b, n = losses.shape
+    paid = np.take_along_axis(losses, acts[:, :, None], axis=2)[:, :, 0].sum(0)
+    return paid - losses.sum(0).min(axis=1)
+
+
+@pytest.mark.parametrize(("name", "params"), [(PSD, {}), (BPSD, {"batch_size": 4})])
+def test_static_regret_on_an_oblivious_sequence_is_below_the_bound(name, params):
+    b, n, t_max = 100, 4, 2000
+    rng = np.random.default_rng(12)
+    means = np.array([0.6, 0.4, 0.6, 0.6])
+    seq = (rng.random((t_max, n)) < means).astype(float)
+    seq[t_max // 2 :, [1, 3]] = seq[t_max // 2 :, [3, 1]]  # the sequence changes its leader
+    losses = np.broadcast_to(seq[:, None, :], (t_max, b, n))
+    a = agents.make(
+        name,
+        n_experts=n,
+        horizon=t_max,
+        epsilon=8.0,
+        tuning="calibrated",
+        num_envs=b,
+        seed=2,
+        **params,
+    )
+    reg = static_regret(play(a, losses), losses)
+    assert a.regret_bound < 0.5 * t_max  # a non-vacuous bound
+    assert reg.mean() + 3 * reg.std() / math.sqrt(b) < a.regret_bound
+
+
+@pytest.mark.parametrize(("name", "params"), [(PSD, {}), (BPSD, {"batch_size": 4})])
+def test_regret_falls_as_epsilon_grows(name, params):
+    b, n, t_max = 100, 4, 2000
+    means = np.array([0.7, 0.3, 0.7, 0.7])
+    losses = (np.random.default_rng(13).random((t_max, b, n)) < means).astype(float)
+    regrets = []
+    for eps in (0.3, 1.0, 2.0):  # below the non-private cap on eta
+        a = agents.make(
+            name,
+            n_experts=n,
+            horizon=t_max,
+            epsilon=eps,
+            tuning="calibrated",
+            num_envs=b,
+            seed=4,
+            **params,
+        )
+        regrets.append(((means - means.min())[play(a, losses)]).sum(0).mean())
+    assert regrets[0] > 1.2 * regrets[1] > 1.2 * 1.2 * regrets[2], regrets
+
+
+# --------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    ("cls", "params", "error", "match"),
+    [
+        (PrivateShrinkingDartboard, {"eta": 0.3, "p": 0.2}, ValueError, "eta must be <= p"),
+        (PrivateShrinkingDartboard, {"p": 0.5}, ValueError, "p must be"),
+        (PrivateShrinkingDartboard, {"eta": 0.0}, ValueError, "eta"),
+        (PrivateShrinkingDartboard, {"budget": 0}, ValueError, "budget"),
+        (PrivateShrinkingDartboard, {"eta": 0.2, "p": 0.3}, ValueError, "spend epsilon"),
+        (PrivateShrinkingDartboard, {"tuning": "auto"}, ValueError, "tuning"),
+        (PrivateShrinkingDartboard, {"mode": "loose"}, ValueError, "mode"),
+        (PrivateShrinkingDartboard, {"delta": 1.0}, ValueError, "delta"),
+        (BatchedPrivateShrinkingDartboard, {"batch_size": 0}, ValueError, "batch_size"),
+        (BatchedPrivateShrinkingDartboard, {"batch_size": "big"}, ValueError, "batch_size"),
+        (BatchedPrivateShrinkingDartboard, {"batch_size": 2.5}, TypeError, "batch_size"),
+        (BatchedPrivateShrinkingDartboard, {"delta": 0.0}, ValueError, "delta > 0"),
+        (
+            BatchedPrivateShrinkingDartboard,
+            {"delta": 0.0, "batch_size": 5},
+            ValueError,
+            "approximate",
+        ),
+    ],
+)
+def test_bad_parameters_raise(cls, params, error, match):
+    with pytest.raises(error, match=match):
+        cls(10, 1000, **params)
