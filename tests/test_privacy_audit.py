@@ -1,0 +1,265 @@
+"""Audit machinery: Clopper–Pearson known answers, event families, agent-level audits."""
+
+import math
+
+import numpy as np
+import pytest
+
+import agents.registry as registry
+from agents.base import Agent, PrivacyClaim
+from dp_experts_env.privacy import (
+    audit_agent,
+    audit_samples,
+    clopper_pearson,
+    epsilon_lower_bound,
+    laplace_mechanism,
+    report_noisy_min,
+)
+
+
+# --------------------------------------------------------------------------- statistics
+def test_clopper_pearson_known_answers():
+    lo, up = clopper_pearson(0, 10, 0.05)
+    assert lo == 0.0 and up == pytest.approx(1 - 0.05 ** (1 / 10))
+    lo, up = clopper_pearson(10, 10, 0.05)
+    assert up == 1.0 and lo == pytest.approx(0.05 ** (1 / 10))
+    lo, up = clopper_pearson(np.array([30, 50]), 100, 0.025)
+    assert np.all(lo < [0.3, 0.5]) and np.all(up > [0.3, 0.5])
+
+
+def test_epsilon_lower_bound_formula_and_delta():
+    n, alpha = 1000, 1e-3
+    lb = float(epsilon_lower_bound(500, 50, n, alpha=alpha))
+    lo, _ = clopper_pearson(500, n, alpha / 2)
+    _, up = clopper_pearson(50, n, alpha / 2)
+    assert lb == pytest.approx(math.log(lo / up))
+    assert 1.5 < lb < math.log(10)
+    assert float(epsilon_lower_bound(500, 50, n, alpha=alpha, delta=0.1)) < lb
+    assert float(epsilon_lower_bound(50, 500, n, alpha=alpha)) == 0.0  # wrong direction
+    assert float(epsilon_lower_bound(10, 5, n, alpha=alpha, delta=0.5)) == 0.0
+
+
+# --------------------------------------------------------------------------- event families
+def test_identical_laws_give_no_evidence():
+    rng = np.random.default_rng(0)
+    for kind, draw in [
+        ("real", lambda: rng.normal(size=4000)),
+        ("discrete", lambda: rng.integers(0, 5, 4000)),
+        ("sequence", lambda: rng.integers(0, 3, (4000, 6))),
+    ]:
+        res = audit_samples(draw(), draw(), claimed_epsilon=0.1, output=kind)
+        assert res.epsilon_lower_bound < 0.1 and res.passed, (kind, res.summary())
+
+
+def test_block_event_found_when_marginals_barely_differ():
+    rng = np.random.default_rng(1)
+    n, t = 8000, 8
+
+    def draw(p_block):
+        seq = rng.integers(0, 2, (n, t))
+        seq[rng.random(n) < p_block] = 0
+        return seq
+
+    res = audit_samples(draw(0.3), draw(0.03), claimed_epsilon=1.0)
+    assert "for all rounds" in res.event
+    assert res.epsilon_lower_bound > 1.5 and not res.passed
+
+
+def test_switch_event_found_when_blocks_and_marginals_are_blind():
+    rng = np.random.default_rng(2)
+    n, t = 6000, 8
+    alternating = (np.arange(t)[None, :] + rng.integers(0, 2, (n, 1))) % 2
+    iid = rng.integers(0, 2, (n, t))
+    res = audit_samples(alternating, iid, claimed_epsilon=1.0)
+    assert "switches" in res.event, res.summary()
+    assert res.epsilon_lower_bound > 3.0
+
+
+def test_real_outputs_use_threshold_events_and_delta_weakens_the_bound():
+    rng = np.random.default_rng(3)
+    a, b = rng.laplace(0, 0.5, 10_000), rng.laplace(1, 0.5, 10_000)  # true epsilon 2
+    res = audit_samples(a, b, claimed_epsilon=1.0)
+    assert ">" in res.event and 1.2 < res.epsilon_lower_bound <= 2.0
+    loose = audit_samples(a, b, claimed_epsilon=1.0, claimed_delta=0.2)
+    assert loose.epsilon_lower_bound < res.epsilon_lower_bound
+    assert res.n_heldout == 5000 and res.n_runs == 10_000 and sum(res.counts) > 0
+
+
+def test_audit_samples_validation():
+    with pytest.raises(ValueError, match="same shape"):
+        audit_samples(np.zeros(10), np.zeros(12), claimed_epsilon=1.0)
+    with pytest.raises(ValueError, match="claimed_epsilon must be > 0"):
+        audit_samples(np.zeros(10), np.zeros(10), claimed_epsilon=0.0)
+    with pytest.raises(ValueError, match="output must be one of"):
+        audit_samples(np.zeros(10), np.zeros(10), claimed_epsilon=1.0, output="vector")
+    with pytest.raises(ValueError, match="alpha must be"):
+        audit_samples(np.zeros(10), np.zeros(10), claimed_epsilon=1.0, alpha=0.0)
+
+
+# --------------------------------------------------------------------------- test agents
+class OneShotNoisyMin(Agent):
+    """Plays expert 0 until the last round, then report-noisy-min on the cumulative losses.
+
+    The cumulative losses move by at most 1 per coordinate when one round is replaced, and they
+    are used once: epsilon-DP with Lap(2 / epsilon). ``noise=False`` is the broken mutant.
+    """
+
+    def __init__(self, n_experts, horizon, *, epsilon=1.0, noise=True, num_envs=1, seed=None):
+        super().__init__(n_experts, horizon, num_envs=num_envs, seed=seed)
+        self.epsilon, self.noise = epsilon, noise
+        self.reset(seed)
+
+    @property
+    def privacy(self):
+        return PrivacyClaim(epsilon=self.epsilon, accountant="report-noisy-min once")
+
+    def _init_state(self):
+        self.cum = np.zeros((self.num_envs, self.n_experts))
+
+    def _learn(self, obs):
+        self.cum += obs
+
+    def _choose(self, obs):
+        if self.t < self.horizon - 1:
+            return np.zeros(self.num_envs, dtype=np.int64)
+        if not self.noise:
+            return np.argmin(self.cum, axis=1)
+        return report_noisy_min(self.cum, sensitivity=1.0, epsilon=self.epsilon, rng=self.rng)[0]
+
+
+class OneShotBandit(Agent):
+    """Bandit: plays arm 0, then arm 1 iff the noisy loss seen (sensitivity 1) exceeds 1/2."""
+
+    feedback = "bandit"
+
+    def __init__(
+        self, n_experts, horizon, *, n_arms, epsilon=1.0, noise=True, num_envs=1, seed=None
+    ):
+        super().__init__(n_experts, horizon, num_envs=num_envs, seed=seed, n_arms=n_arms)
+        self.epsilon, self.noise = epsilon, noise
+        self.reset(seed)
+
+    @property
+    def privacy(self):
+        return PrivacyClaim(epsilon=self.epsilon, feedback="bandit", accountant="Laplace once")
+
+    def _init_state(self):
+        self.choice = np.zeros(self.num_envs, dtype=np.int64)
+
+    def _learn(self, obs):
+        assert obs.advice.shape == (self.num_envs, self.n_experts, self.n_arms)
+        if self.t == 1:
+            assert np.all(obs.last_action == 0)
+            seen = obs.last_loss[:, None]
+            if self.noise:
+                seen = laplace_mechanism(
+                    seen, l1_sensitivity=1, epsilon=self.epsilon, rng=self.rng
+                )[0]
+            self.choice = (seen[:, 0] > 0.5).astype(np.int64)
+
+    def _choose(self, obs):
+        return self.choice
+
+
+def rnm_factory(n, t, **kw):
+    return lambda num_envs, seed: OneShotNoisyMin(n, t, num_envs=num_envs, seed=seed, **kw)
+
+
+def neighbours(t=4, n=6, row=1):
+    """Flat losses except one row: expert 0 best there on x, worst there on x'."""
+    x = np.full((t, n), 0.5)
+    x[row] = 1.0
+    x[row, 0] = 0.0
+    xp = x.copy()
+    xp[row] = 1.0 - x[row]
+    return x, xp
+
+
+# --------------------------------------------------------------------------- agent audits
+def test_private_agent_passes_and_no_noise_mutant_is_caught():
+    x, xp = neighbours()
+    ok = audit_agent(rnm_factory(6, 4), x, xp, n_runs=10_000)
+    assert ok.passed and ok.claimed_epsilon == 1.0, ok.summary()
+    assert "J_3" in ok.event or "switches" in ok.event or "all rounds" in ok.event
+    bad = audit_agent(rnm_factory(6, 4, noise=False), x, xp, n_runs=2000)
+    assert not bad.passed and bad.epsilon_lower_bound > 3.0, bad.summary()
+
+
+def test_seeded_audits_are_reproducible_and_seeds_differ():
+    x, xp = neighbours()
+    a = audit_agent(rnm_factory(6, 4), x, xp, n_runs=2000, seed=3)
+    b = audit_agent(rnm_factory(6, 4), x, xp, n_runs=2000, seed=3)
+    c = audit_agent(rnm_factory(6, 4), x, xp, n_runs=2000, seed=4)
+    assert a == b
+    assert a.counts != c.counts
+
+
+def test_registered_name_path_passes_params(monkeypatch):
+    spec = registry.AgentSpec("test-one-shot-rnm", OneShotNoisyMin, "full", True, "test")
+    monkeypatch.setitem(registry._REGISTRY, "test-one-shot-rnm", spec)
+    x, xp = neighbours()
+    res = audit_agent("test-one-shot-rnm", x, xp, n_runs=2000, epsilon=0.5)
+    assert res.claimed_epsilon == 0.5 and res.passed
+    bad = audit_agent("test-one-shot-rnm", x, xp, n_runs=2000, noise=False)
+    assert not bad.passed
+
+
+def test_bandit_agent_reads_the_played_arm_loss_and_advice():
+    x = np.zeros((3, 2))
+    xp = x.copy()
+    xp[0, 0] = 1.0  # only arm 0's loss in round 0 changes: the arm the agent played
+
+    def factory(noise, n_experts=2):
+        return lambda num_envs, seed: OneShotBandit(
+            n_experts, 3, n_arms=2, noise=noise, num_envs=num_envs, seed=seed
+        )
+
+    assert audit_agent(factory(True), x, xp, n_runs=4000).passed
+    bad = audit_agent(factory(False), x, xp, n_runs=2000)
+    assert not bad.passed and bad.counts in ((0, 1000), (1000, 0))
+    advice = np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]])
+    with_advice = audit_agent(factory(False, n_experts=3), x, xp, n_runs=2000, advice=advice)
+    assert not with_advice.passed
+    # A change in an arm never played is invisible.
+    xq = x.copy()
+    xq[0, 1] = 1.0
+    assert audit_agent(factory(False), x, xq, n_runs=2000).epsilon_lower_bound == 0.0
+
+
+def test_change_in_last_round_cannot_be_seen():
+    x, xp = neighbours(row=3)
+    res = audit_agent(rnm_factory(6, 4, noise=False), x, xp, n_runs=400)
+    assert res.epsilon_lower_bound == 0.0 and res.passed and res.event.startswith("none")
+
+
+@pytest.mark.parametrize(
+    ("change", "err", "match"),
+    [
+        (lambda x, xp: (x, x.copy()), ValueError, "differ in exactly one row"),
+        (lambda x, xp: (x, np.zeros_like(x)), ValueError, "differ in exactly one row"),
+        (lambda x, xp: (x, xp[:, :3]), ValueError, "neighbor_losses must have shape"),
+        (lambda x, xp: (x * 2, xp), ValueError, r"losses values must lie in \[0.0, 1.0\]"),
+        (lambda x, xp: (x[0], xp[0]), ValueError, "must have 2 dimension"),
+    ],
+)
+def test_audit_agent_rejects_bad_inputs(change, err, match):
+    x, xp = neighbours()
+    a, b = change(x, xp)
+    with pytest.raises(err, match=match):
+        audit_agent(rnm_factory(6, 4), a, b, n_runs=400)
+
+
+def test_audit_agent_rejects_bad_parameters():
+    x, xp = neighbours()
+    with pytest.raises(ValueError, match="n_runs must be >= 200"):
+        audit_agent(rnm_factory(6, 4), x, xp, n_runs=10)
+    with pytest.raises(ValueError, match="alpha must be"):
+        audit_agent(rnm_factory(6, 4), x, xp, n_runs=400, alpha=0.7)
+    with pytest.raises(TypeError, match="only accepted with a registered agent name"):
+        audit_agent(rnm_factory(6, 4), x, xp, n_runs=400, epsilon=2.0)
+    with pytest.raises(TypeError, match="registered name or a factory"):
+        audit_agent(42, x, xp, n_runs=400)
+    with pytest.raises(ValueError, match="advice is only for bandit agents"):
+        audit_agent(rnm_factory(6, 4), x, xp, n_runs=400, advice=np.eye(6))
+    with pytest.raises(ValueError, match="experts but losses have"):
+        audit_agent(rnm_factory(5, 4), x, xp, n_runs=400)
