@@ -1,0 +1,293 @@
+"""svt-restart (brief 000 Alg. 2): restarts, epochs, window grid, scales, privacy, utility."""
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import agents
+import dp_experts_env  # noqa: F401  (registers the env ids)
+from agents.svt_restart import DYADIC_STARTS, SVTRestart
+from dp_experts_env.privacy.audit import audit_agent
+from dp_experts_env.privacy.mechanisms import AboveThreshold
+
+
+def play(agent, losses):
+    """Feed (T, B, N) losses; return the (T, B) actions."""
+    t_max, b, n = losses.shape
+    obs, actions = np.zeros((b, n)), []
+    for t in range(t_max):
+        actions.append(np.atleast_1d(agent.act(obs)))
+        obs = losses[t]
+    return np.array(actions)
+
+
+def punish_played(agent, rounds, losses_of_others):
+    """Adaptive feed: the expert just played gets loss 1, the others ``losses_of_others``.
+
+    Returns actions (rounds, B) and the epoch start recorded after each act.
+    """
+    b, n = agent.num_envs, agent.n_experts
+    obs = np.zeros((b, n))
+    actions, starts, windows = [], [], []
+    for _ in range(rounds):
+        a = np.atleast_1d(agent.act(obs))
+        actions.append(a)
+        starts.append(agent.epoch_start.copy())
+        windows.append(agent._window.copy())
+        obs = np.tile(np.asarray(losses_of_others, float), (b, 1))
+        obs[np.arange(b), a] = 1.0
+    return np.array(actions), np.array(starts), np.array(windows)
+
+
+# ----------------------------------------------------------------------------- restarts
+def test_strict_restart_resets_both_parts_and_next_epoch_starts_at_t_plus_1():
+    # Tiny slack and huge epsilon: the detector fires after every round (regret 1 > 0).
+    agent = SVTRestart(3, 12, epsilon=1e9, threshold_scale=1e-12, num_envs=400, seed=0)
+    actions, starts, windows = punish_played(agent, 12, [0.2, 0.6, 0.4])
+    # After act at round r (which learned round r-1 and restarted), the epoch starts at r.
+    for r in range(2, 13):
+        assert np.all(starts[r - 1] == r)
+    assert np.all(agent.restarts == 11)
+    assert np.all(windows[1:] == 0.0)  # the new limited-updates instance never saw l_t
+    assert not agent.detector.halted.any()  # a fresh detector after each TOP
+    # Every new epoch begins with a uniform expert, the punished one included.
+    follow = actions[1:].ravel()
+    assert np.all(np.abs(np.bincount(follow, minlength=3) / follow.size - 1 / 3) < 0.03)
+
+
+def test_paper_restart_reuses_round_t():
+    agent = SVTRestart(3, 12, epsilon=1e9, threshold_scale=1e-12, mode="paper", num_envs=50, seed=0)
+    actions, starts, _ = punish_played(agent, 12, [0.2, 0.6, 0.4])
+    for r in range(2, 13):
+        assert np.all(starts[r - 1] == r - 1)  # the epoch that fired at r-1 restarts at r-1
+    # l_{r-1} is the new instance's local round 1, so round r selects argmin l_{r-1}.
+    prev, nxt = actions[:-1], actions[1:]
+    want = np.where(prev == 0, 2, 0)  # cheapest of the others: 0 (0.2) unless 0 was punished
+    np.testing.assert_array_equal(nxt, want)
+
+
+def test_threshold_noise_is_redrawn_only_for_fired_runs():
+    agent = SVTRestart(2, 50, epsilon=1.0, num_envs=4, seed=0)
+    before = agent.detector._noisy_threshold.copy()
+    agent.act(np.zeros((4, 2)))
+    agent.act(np.zeros((4, 2)))  # no regret: nothing fires
+    assert not agent.restarts.any()
+    np.testing.assert_array_equal(agent.detector._noisy_threshold, before)
+
+
+def test_max_restarts_caps_and_then_only_limited_updates_remain():
+    agent = SVTRestart(3, 64, epsilon=1e9, threshold_scale=1e-12, max_restarts=2, num_envs=8)
+    actions, _, _ = punish_played(agent, 64, [0.2, 0.6, 0.4])
+    assert np.all(agent.restarts == 2)
+    last_start = agent.epoch_start  # = 3: the third epoch runs to the end
+    local = np.arange(1, 65)[:, None] - last_start[None, :] + 1
+    switched = np.vstack([np.zeros((1, 8), bool), actions[1:] != actions[:-1]])
+    after = local >= 2
+    assert np.all(~switched[after] | ((local[after] & (local[after] - 1)) == 0))
+
+
+def test_without_restarts_it_switches_only_at_local_powers_of_two():
+    rng = np.random.default_rng(1)
+    losses = rng.random((200, 8, 4))
+    agent = SVTRestart(4, 200, epsilon=1.0, max_restarts=0, num_envs=8, seed=2)
+    actions = play(agent, losses)
+    rounds = np.flatnonzero(np.any(actions[1:] != actions[:-1], axis=1)) + 2
+    assert len(rounds) and all(r & (r - 1) == 0 for r in rounds)
+
+
+# ----------------------------------------------------------------------------- the detector
+def test_recorded_scales_follow_the_parameters():
+    strict = SVTRestart(10, 1000, epsilon=2.0)
+    assert strict.selection_epsilon == strict.detector_epsilon == 1.0
+    assert strict.selection_scale == pytest.approx(2.0)  # Lap(2 / (eps/2))
+    assert strict.query_sensitivity == 2.0  # P6
+    assert strict.threshold_noise_scale == pytest.approx(4.0)  # Lap(2 D / (eps/2))
+    assert strict.query_noise_scale == pytest.approx(8.0)  # Lap(4 D / (eps/2))
+    assert strict.detector.sigma == pytest.approx(strict.threshold_noise_scale)
+    paper = SVTRestart(10, 1000, epsilon=2.0, mode="paper")
+    assert paper.query_sensitivity == 1.0 and paper.query_noise_scale == pytest.approx(4.0)
+    assert paper.detector.sigma == pytest.approx(2.0)
+    grid = SVTRestart(10, 1000, epsilon=2.0, noise="grid")
+    assert grid.detector.sigma == pytest.approx(2 * (2 + 2.0**-20))
+
+
+def test_paper_constants_reproduce_brief_p11():
+    # N = 10, T = 1e4, eps = 1, beta = 1/T: alpha ~ 453, Reg(0) ~ 332 (brief 000 P11).
+    agent = SVTRestart(10, 10_000, epsilon=1.0, mode="paper")
+    assert agent.alpha == pytest.approx(16 * (2 * math.log(1e4) + math.log(2e4)))
+    assert agent.alpha == pytest.approx(453.2, abs=0.1)
+    reg0 = agent.slack(1) - agent.alpha - 1
+    assert reg0 == pytest.approx(16 * math.log(1e5 * 1e4), rel=1e-12)
+    assert reg0 == pytest.approx(331.6, abs=0.1)
+    strict = SVTRestart(10, 10_000, epsilon=1.0)
+    k, beta_svt = 10_000, 1e-4 / 1e4
+    assert strict.alpha == pytest.approx(8 * 2 * (math.log(k) + math.log(2 / beta_svt)) / 0.5)
+    assert strict.slack(1) - strict.alpha - 1 == pytest.approx(16 * math.log(1e9) / 0.5)
+
+
+def test_threshold_scale_scales_the_slack_not_the_noise():
+    a = SVTRestart(5, 500, epsilon=1.0, tuning="calibrated")
+    b = SVTRestart(5, 500, epsilon=1.0, tuning="calibrated", threshold_scale=0.25)
+    np.testing.assert_allclose(b.slack(np.arange(1, 50)), 0.25 * a.slack(np.arange(1, 50)))
+    assert a.query_noise_scale == b.query_noise_scale and a.alpha == b.alpha
+    assert a.alpha < SVTRestart(5, 500, epsilon=1.0).alpha  # calibrated is less conservative
+
+
+def test_dyadic_starts_cover_every_window_by_three_quarters():
+    agent = SVTRestart(3, 3000, epsilon=1.0, max_restarts=0, seed=0)
+    obs = np.zeros((1, 3))
+    worst = 1.0
+    for tau in range(1, 3000):
+        agent.act(obs)
+        obs = np.random.default_rng(tau).random((1, 3))
+        if tau % 7 and tau > 40:
+            continue
+        valid = np.arange(DYADIC_STARTS)[None, :] < agent._snap_count[0][:, None]
+        starts = np.unique(agent._snap_time[0][valid])  # window [u+1, tau], u < tau
+        assert starts.max() < tau
+        for u in range(0, tau, max(1, tau // 50)):
+            best = starts[starts >= u].min()
+            worst = min(worst, (tau - best) / (tau - u))
+    assert worst > 0.75
+
+
+def test_dyadic_windows_are_a_subset_of_all_windows():
+    rng = np.random.default_rng(3)
+    losses = rng.random((120, 2, 4))
+    kw = dict(epsilon=1e9, threshold_scale=1e9, num_envs=2, seed=5)  # never fires
+    dyadic, full = SVTRestart(4, 120, **kw), SVTRestart(4, 120, window_grid="all", **kw)
+    obs = np.zeros((2, 4))
+    for t in range(120):
+        np.testing.assert_array_equal(dyadic.act(obs), full.act(obs))  # same draws
+        obs = losses[t]
+        if t:
+            r_d, len_d = dyadic._window_regret(t)
+            r_a, len_a = full._window_regret(t)
+            r_d = np.where(len_d > 0, r_d, -np.inf)
+            assert np.all(r_a.max(axis=1) >= r_d.max(axis=1) - 1e-9)
+            for b in range(2):  # every dyadic window is one of the "all" windows
+                ok = np.isfinite(r_d[b]) & (len_d[b] > 0)  # u = t is pushed after the query
+                fin = np.isfinite(r_a[b])
+                lookup = dict(zip(len_a[b][fin], r_a[b][fin], strict=True))
+                for length, reg in zip(len_d[b][ok], r_d[b][ok], strict=True):
+                    assert lookup[length] == pytest.approx(reg)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"mode": "paper"}, {"window_grid": "all"}, {"selector": "em", "noise": "grid"}],
+)
+def test_batch_equals_single_runs(params):
+    rng = np.random.default_rng(4)
+    losses = (rng.random((60, 3, 3)) < 0.5).astype(float)
+    kw = dict(epsilon=2.0, threshold_scale=0.01, **params)
+    batch_agent = SVTRestart(3, 60, num_envs=3, seed=20, **kw)
+    batch = play(batch_agent, losses)
+    assert batch_agent.restarts.sum() > 0  # restarts happen, at different rounds per run
+    for b in range(3):
+        single = play(SVTRestart(3, 60, seed=20 + b, **kw), losses[:, b : b + 1])
+        np.testing.assert_array_equal(batch[:, b], single[:, 0])
+
+
+def test_claims_and_bad_input():
+    strict = agents.make("svt-restart", n_experts=3, horizon=10, epsilon=1.0).privacy
+    assert strict.certified and strict.holds_against == "adaptive" and strict.delta == 0
+    assert "AboveThreshold" in strict.accountant
+    paper = SVTRestart(3, 10, mode="paper").privacy
+    assert not paper.certified and "P6" in paper.notes and "P7" in paper.notes
+    with pytest.raises(ValueError, match="window_grid"):
+        SVTRestart(3, 10, window_grid="every")
+    with pytest.raises(ValueError, match="threshold_scale"):
+        SVTRestart(3, 10, threshold_scale=0.0)
+    with pytest.raises(ValueError, match="max_restarts"):
+        SVTRestart(3, 10, max_restarts=-1)
+    with pytest.raises(ValueError, match="window_grid='all' needs"):
+        SVTRestart(1000, 1_000_000, window_grid="all")
+
+
+# ----------------------------------------------------------------------------- privacy audits
+def planted_row(t_max, n, row):
+    """A row where every expert but the last loses 1 vs a row of all ones; zeros elsewhere."""
+    x = np.zeros((t_max, n))
+    xp = x.copy()
+    x[row], xp[row] = 1.0, 1.0
+    x[row, n - 1] = 0.0
+    return x, xp
+
+
+def target_scale(n, t_max, level=0.5):
+    """threshold_scale putting the slack at ``level`` (thresholds never affect privacy)."""
+    return level / float(SVTRestart(n, t_max, epsilon=1.0).slack(1))
+
+
+@pytest.mark.parametrize(
+    "a,b", [([0.0, 0.0], [1.0, 1.0]), ([0.0, 1.0], [1.0, 0.0]), ([0.0, 0.0], [1.0, 0.0])]
+)
+def test_audit_strict_passes(a, b):
+    x = np.full((6, 2), 0.5)
+    xp = x.copy()
+    x[1], xp[1] = a, b
+    res = audit_agent(
+        "svt-restart", x, xp, n_runs=3000, seed=1, epsilon=1.0, threshold_scale=target_scale(2, 6)
+    )
+    assert res.passed, res.summary()
+
+
+def test_audit_strict_detector_passes_on_planted_row():
+    x, xp = planted_row(8, 8, 2)
+    res = audit_agent(
+        "svt-restart", x, xp, n_runs=3000, seed=3, epsilon=1.0, threshold_scale=target_scale(8, 8)
+    )
+    assert res.passed, res.summary()
+
+
+def test_audit_catches_detector_without_noise():
+    x, xp = planted_row(8, 8, 2)
+    scale = target_scale(8, 8)
+
+    def weakened(num_envs, seed):
+        agent = SVTRestart(8, 8, epsilon=1.0, threshold_scale=scale, num_envs=num_envs, seed=seed)
+        agent.detector = AboveThreshold(  # noise / 1000, claim unchanged
+            epsilon=agent.detector_epsilon * 1000, sensitivity=2.0, rng=agent.rng
+        )
+        return agent
+
+    res = audit_agent(weakened, x, xp, n_runs=3000, seed=2)
+    assert not res.passed and res.epsilon_lower_bound > 1.0, res.summary()
+
+
+# ----------------------------------------------------------------------------- utility
+def run_env(name, env_id, epsilon, seeds=3, metric="dynamic_regret", agent_kw=None, **env_kw):
+    env = gym.make_vec(env_id, num_envs=seeds, vectorization_mode="vector_entry_point", **env_kw)
+    agent = agents.make(name, env=env, epsilon=epsilon, seed=0, **(agent_kw or {}))
+    obs, _ = env.reset(seed=list(range(seeds)))
+    while True:
+        obs, _, terminated, _, info = env.step(agent.act(obs))
+        if np.all(terminated):
+            break
+    env.close()
+    return np.asarray(info[metric]), agent
+
+
+@pytest.mark.slow
+def test_svt_beats_limited_updates_on_shifts():
+    # 4 shifts, T = 20 000, epsilon = 2, calibrated (data-independent) thresholds. The gap is
+    # 0.25: with the default 0.1 neither detector fires inside 4 000-round segments at eps = 2
+    # (detection needs a window regret of about alpha ~ 190 plus the sampling slack).
+    env_kw = dict(horizon=20_000, n_shifts=4, gap=0.25)
+    lu, _ = run_env("limited-updates", "DPExperts-Shift-v0", 2.0, **env_kw)
+    svt, agent = run_env(
+        "svt-restart", "DPExperts-Shift-v0", 2.0, agent_kw={"tuning": "calibrated"}, **env_kw
+    )
+    assert agent.restarts.min() >= 1
+    assert svt.mean() < 0.75 * lu.mean(), (svt, lu)
+
+
+def test_regret_falls_as_epsilon_grows():
+    env_kw = dict(n_experts=10, horizon=3000, n_shifts=2, gap=0.3)
+    kw = {"agent_kw": {"tuning": "calibrated"}, "seeds": 4}
+    low, _ = run_env("svt-restart", "DPExperts-Shift-v0", 0.2, **kw, **env_kw)
+    high, _ = run_env("svt-restart", "DPExperts-Shift-v0", 20.0, **kw, **env_kw)
+    assert high.mean() < 0.7 * low.mean(), (high, low)
