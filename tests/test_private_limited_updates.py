@@ -2,10 +2,12 @@
 
 import math
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
 import agents
+import dp_experts_env  # noqa: F401  (registers the env ids)
 from agents.limited_updates import LimitedUpdates
 from dp_experts_env.privacy.audit import audit_agent
 from dp_experts_env.privacy.mechanisms import exponential_mechanism_probabilities
@@ -147,3 +149,26 @@ def test_audit_catches_weakened_selection():
 
     res = audit_agent(weakened, x, xp, n_runs=3000, seed=2)
     assert not res.passed and res.epsilon_lower_bound > 1.0, res.summary()
+
+
+# ----------------------------------------------------------------------------- utility
+def test_regret_falls_as_epsilon_grows():
+    def static_regret(epsilon):
+        env = gym.make_vec(
+            "DPExperts-Stochastic-v0",
+            num_envs=6,
+            vectorization_mode="vector_entry_point",
+            n_experts=10,
+            horizon=2000,
+        )
+        agent = agents.make("limited-updates", env=env, epsilon=epsilon, seed=0)
+        obs, _ = env.reset(seed=list(range(6)))
+        while True:
+            obs, _, terminated, _, info = env.step(agent.act(obs))
+            if np.all(terminated):
+                break
+        env.close()
+        return np.asarray(info["static_regret"])
+
+    low, high = static_regret(0.2), static_regret(20.0)
+    assert high.mean() < 0.6 * low.mean(), (high, low)
