@@ -35,7 +35,13 @@ from agents.registry import register
 from dp_experts_env._validation import check_choice, check_float, check_int
 from dp_experts_env.privacy.noise import NoiseBackend
 
-__all__ = ["LDPExp4", "PrivateBatchedExp4", "drv_epsilon", "paper_composition_epsilon"]
+__all__ = [
+    "LDPExp4",
+    "PrivateBatchedExp4",
+    "drv_epsilon",
+    "max_composable_epsilon",
+    "paper_composition_epsilon",
+]
 
 
 def drv_epsilon(eps0: float, k: int, delta: float) -> float:
@@ -53,6 +59,15 @@ def paper_composition_epsilon(eps0: float, k: int, delta: float) -> float:
     ``eps' = 1.5 k eps0^2 + sqrt(6 k eps0^2 log(1/delta))``.
     """
     return 1.5 * k * eps0**2 + math.sqrt(6.0 * k * eps0**2 * math.log(1.0 / delta))
+
+
+def max_composable_epsilon(epsilon: float, k: int, delta: float) -> float:
+    """Largest per-mechanism eps0 whose k-fold advanced composition (DRV) is <= epsilon."""
+    lo, hi = 0.0, epsilon  # drv_epsilon(epsilon, k, delta) >= epsilon for k >= 1
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if drv_epsilon(mid, k, delta) <= epsilon else (lo, mid)
+    return lo
 
 
 class _PrivateExp4Base(PrivateAgent):
@@ -243,9 +258,12 @@ class PrivateBatchedExp4(_PrivateExp4Base):
 
     Modes:
         * ``"strict"`` (default): the advanced-composition claim is checked with the
-          Dwork-Rothblum-Vadhan theorem; a ``delta`` so large that the paper's noise does not
-          give (epsilon, delta) raises ``ValueError`` (P7).
-        * ``"paper"``: same noise, no check; ``certified`` is False when the check fails.
+          Dwork-Rothblum-Vadhan theorem. Where the paper's ``eps0`` does not compose to epsilon
+          (large epsilon, P7) the largest ``eps0`` that does is used instead, i.e. more noise
+          than printed; elsewhere the noise is exactly the paper's.
+        * ``"paper"``: the printed noise always; ``certified`` is False where it does not
+          compose to epsilon.
+        Both modes require ``delta <= 1/e`` (``log(1/delta) >= 1``, P7).
 
     Tuning (the noise always uses the gamma and tau actually used, P6):
         * ``"paper"``: Theorem 10's eta, tau, gamma (tau rounded into [1, T], P4). At practical
@@ -265,6 +283,7 @@ class PrivateBatchedExp4(_PrivateExp4Base):
     Attributes:
         tau, eta, gamma: the constants used. n_batches: ``floor(T / tau)`` (number of updates).
         noise_scale: per-coordinate Laplace scale used. bound: proof-level regret bound.
+        per_expert_epsilon: eps0, the privacy of each coordinate's Laplace release.
         composed_epsilon: the epsilon the accountant certifies for the noise used.
     """
 
@@ -305,9 +324,10 @@ class PrivateBatchedExp4(_PrivateExp4Base):
             n_arms=n_arms,
         )
         n, k, t = self.n_experts, self.n_arms, self.horizon
-        if composition == "advanced" and self.delta <= 0.0:
+        if composition == "advanced" and not 0.0 < self.delta <= 1.0 / math.e:
             raise ValueError(
-                "delta must be > 0 for composition='advanced' ((epsilon, delta)-DP); use "
+                f"delta must lie in (0, 1/e] for composition='advanced' ((epsilon, delta)-DP "
+                f"with log(1/delta) >= 1, P7), got {self.delta}; typical: 1e-6 or T^-1.1. Use "
                 "composition='pure' for delta = 0"
             )
         self.max_gamma = check_float(
@@ -339,21 +359,22 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         # Per-coordinate sensitivity K/(gamma tau) (L1: N K/(gamma tau)) relies on Q_t >= gamma/K.
         if composition == "advanced":
             sens = self.noise.effective_sensitivity(k / (self.gamma * tau), dim=1)
-            self.noise_scale = sens * 3.0 * math.sqrt(n * math.log(1.0 / self.delta)) / self.epsilon
-            eps0 = sens / self.noise_scale
-            self.composed_epsilon = drv_epsilon(eps0, n, self.delta)
+            eps0 = self.epsilon / (3.0 * math.sqrt(n * math.log(1.0 / self.delta)))  # paper
+            self._certified = drv_epsilon(eps0, n, self.delta) <= self.epsilon * (1 + 1e-12)
+            if self.mode == "strict" and not self._certified:
+                # P7: at large epsilon the paper's eps0 no longer composes to epsilon; use the
+                # largest eps0 that does (more noise), so the claim stays true.
+                eps0 = max_composable_epsilon(self.epsilon, n, self.delta)
+                self._certified = True
+            self.per_expert_epsilon = eps0
+            self.noise_scale = sens / eps0
+            self.composed_epsilon = drv_epsilon(sens / self.noise_scale, n, self.delta)
         else:
             sens = self.noise.effective_sensitivity(n * k / (self.gamma * tau), dim=n)
             self.noise_scale = sens / self.epsilon
+            self.per_expert_epsilon = self.epsilon
             self.composed_epsilon = self.epsilon
-        self._certified = self.composed_epsilon <= self.epsilon * (1 + 1e-12)
-        if self.mode == "strict" and not self._certified:
-            raise ValueError(
-                f"delta={self.delta} is too large for the paper's noise: advanced composition "
-                f"over N={n} coordinates gives epsilon' = {self.composed_epsilon:.4g} > "
-                f"epsilon = {self.epsilon} (P7). Use a smaller delta (e.g. 1e-6), "
-                "composition='pure', or mode='paper' to run uncertified"
-            )
+            self._certified = True
         self.bound = batched_exp4_bound(n, k, t, self.epsilon, s, tau, self.eta, self.gamma)
         self._noiseless = False  # test hook: the non-private batched EXP4
         self.reset(seed)

@@ -175,13 +175,18 @@ def test_advanced_composition_certifies_the_paper_noise():
     assert adv.privacy.model == "central" and adv.privacy.feedback == "bandit"
 
 
-def test_strict_refuses_a_delta_the_paper_noise_cannot_certify():
-    with pytest.raises(ValueError, match="delta=0.9 is too large"):
-        PrivateBatchedExp4(2, 100, n_arms=2, epsilon=1.0, delta=0.9, tau=5, eta=0.1, gamma=0.5)
-    paper = PrivateBatchedExp4(
-        2, 100, n_arms=2, epsilon=1.0, delta=0.9, tau=5, eta=0.1, gamma=0.5, mode="paper"
-    )
-    assert not paper.privacy.certified
+def test_strict_adds_noise_where_the_paper_noise_does_not_compose():
+    kw = {"n_arms": 4, "tau": 5, "eta": 0.1, "gamma": 0.5, "delta": 1e-6}
+    paper_scale = 3 * 4 * math.sqrt(64 * math.log(1e6)) / (0.5 * 5 * 64.0)
+    strict = PrivateBatchedExp4(64, 100, epsilon=64.0, **kw)
+    assert strict.privacy.certified
+    assert strict.composed_epsilon == pytest.approx(64.0, rel=1e-9)
+    assert strict.noise_scale > paper_scale
+    paper = PrivateBatchedExp4(64, 100, epsilon=64.0, mode="paper", **kw)
+    assert paper.noise_scale == pytest.approx(paper_scale)
+    assert not paper.privacy.certified and paper.composed_epsilon > 64.0
+    with pytest.raises(ValueError, match=r"delta must lie in \(0, 1/e\]"):
+        PrivateBatchedExp4(2, 100, epsilon=1.0, **(kw | {"delta": 0.5}))
 
 
 def test_ldp_claim_is_local():
@@ -244,7 +249,7 @@ def test_batch_equals_single_runs(name, noise):
         ({"tau": T + 1}, f"tau must be <= {T}"),
         ({"eta": -1.0}, "eta must be > 0"),
         ({"composition": "basic"}, "composition must be one of"),
-        ({"delta": 0.0}, "delta must be > 0 for composition='advanced'"),
+        ({"delta": 0.0}, r"delta must lie in \(0, 1/e\] for composition='advanced'"),
         ({"epsilon": 0.0}, "epsilon must be > 0"),
     ],
 )
