@@ -1,0 +1,124 @@
+"""Memory and long-horizon cost: a T = 10^6 episode's peak RSS, and svt-restart at T = 10^5.
+
+1. ``episode``: one DPExperts-Shift-v0 episode with N = 100 experts and T = 10^6 rounds (single
+   env, ``gym.make`` with default wrappers) played by a uniformly random policy, in a fresh
+   subprocess so the measurement is clean. Reports the child's peak RSS (``ru_maxrss``), its RSS
+   after construction and reset (before any step), and the wall time. Target: peak < 200 MB.
+2. ``svt``: ``svt-restart`` with ``window_grid="dyadic"`` (epsilon = 1) on DPExperts-Shift-v0
+   with N = 100, T = 10^5, B = 1 (native vector env, the evaluation loop's path), in a fresh
+   subprocess. Reports wall time (target < 60 s) and peak RSS.
+
+``--quick`` divides both horizons by 10 (the targets are then not checked). Run
+``python benchmarks/memory.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import parse_args, target_line, target_record, write_json  # noqa: E402
+
+EPISODE_CHILD = r"""
+import json, resource, sys, time
+import gymnasium as gym
+import numpy as np
+import dp_experts_env
+
+n, horizon = int(sys.argv[1]), int(sys.argv[2])
+rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+env = gym.make("DPExperts-Shift-v0", n_experts=n, horizon=horizon)
+env.reset(seed=0)
+after_reset = rss()
+policy = np.random.default_rng(0)
+actions = policy.integers(0, n, size=horizon)
+start = time.perf_counter()
+for t in range(horizon):
+    _, _, terminated, _, info = env.step(int(actions[t]))
+seconds = time.perf_counter() - start
+assert terminated and info["round"] == horizon
+print(json.dumps({"peak_rss_mb": rss(), "rss_after_reset_mb": after_reset, "seconds": seconds,
+                  "steps_per_s": horizon / seconds, "dynamic_regret": info["dynamic_regret"]}))
+"""
+
+SVT_CHILD = r"""
+import json, resource, sys, time
+import gymnasium as gym
+import agents
+import dp_experts_env
+from dp_experts_env.evaluation.episode import play
+from dp_experts_env.evaluation.grid import record_rounds
+
+n, horizon = int(sys.argv[1]), int(sys.argv[2])
+rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+start = time.perf_counter()
+env = gym.make_vec("DPExperts-Shift-v0", num_envs=1, vectorization_mode="vector_entry_point",
+                   n_experts=n, horizon=horizon)
+agent = agents.make("svt-restart", env=env, epsilon=1.0, seed=0, window_grid="dyadic")
+curves = play(env, agent, [0], record_rounds(horizon))
+seconds = time.perf_counter() - start
+print(json.dumps({"seconds": seconds, "peak_rss_mb": rss(),
+                  "final_dynamic_regret": float(curves["dynamic_regret"][-1, 0])}))
+"""
+
+
+def _child(code: str, *args: int) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"benchmark child failed:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(__doc__.splitlines()[0], argv)
+    if args.smoke:
+        episode_t, svt_t, full = 300, 300, False
+    elif args.quick:
+        episode_t, svt_t, full = 10**5, 10**4, False
+    else:
+        episode_t, svt_t, full = 10**6, 10**5, True
+    n = 100
+
+    episode = _child(EPISODE_CHILD, n, episode_t)
+    print(
+        f"episode N={n} T={episode_t:,}: peak RSS {episode['peak_rss_mb']:.0f} MB "
+        f"(after reset {episode['rss_after_reset_mb']:.0f} MB), {episode['seconds']:.1f} s, "
+        f"{episode['steps_per_s']:,.0f} steps/s",
+        flush=True,
+    )
+    svt = _child(SVT_CHILD, n, svt_t)
+    print(
+        f"svt-restart dyadic N={n} T={svt_t:,}: {svt['seconds']:.1f} s, peak RSS "
+        f"{svt['peak_rss_mb']:.0f} MB"
+    )
+
+    targets = {}
+    if full:
+        targets["episode_peak_rss_mb"] = target_record(
+            episode["peak_rss_mb"], 200.0, at_least=False
+        )
+        targets["svt_seconds"] = target_record(svt["seconds"], 60.0, at_least=False)
+        print(
+            target_line("T=1e6 episode peak RSS (MB)", episode["peak_rss_mb"], 200, at_least=False)
+        )
+        print(target_line("svt-restart T=1e5 wall time (s)", svt["seconds"], 60, at_least=False))
+    else:
+        print("(targets are checked only on the full run: T = 10^6 and T = 10^5)")
+    payload = {
+        "episode": {"n_experts": n, "horizon": episode_t, **episode},
+        "svt": {"n_experts": n, "horizon": svt_t, "window_grid": "dyadic", **svt},
+        "targets": targets,
+    }
+    path = write_json("memory", payload, args.out)
+    print(f"\nwrote {path}")
+    return payload
+
+
+if __name__ == "__main__":
+    main()
