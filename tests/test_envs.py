@@ -654,6 +654,29 @@ def test_bad_shared_keywords_on_a_registered_id(kwargs, error, match):
         gym.make("DPExperts-Adaptive-v0", **kwargs)
 
 
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"n_shifts": -1}, ValueError, "n_shifts must be >= 0"),
+        ({"n_shifts": 1.5}, TypeError, "n_shifts must be an integer"),
+        ({"n_shifts": 5000}, ValueError, "n_shifts must be <="),
+        ({"gap": -0.1}, ValueError, "gap must be > 0"),
+        ({"adversary": "punish_last"}, TypeError, "family="),
+    ],
+)
+def test_bad_family_keywords_on_the_shift_id(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        gym.make("DPExperts-Shift-v0", **kwargs)
+
+
+def test_bad_num_envs():
+    for bad, error in ((0, ValueError), (2.0, TypeError)):
+        with pytest.raises(error, match="num_envs"):
+            gym.make_vec(
+                "DPExperts-Shift-v0", num_envs=bad, vectorization_mode="vector_entry_point"
+            )
+
+
 def test_bandit_sizes():
     env = gym.make("DPExperts-Bandit-v0", n_experts=4).unwrapped
     assert env.n_experts == env.n_arms == 4
