@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from dp_experts_env.privacy import exact_accountants as ea
+from dp_experts_env.privacy.accounting import compose
 
 
 def sig(x: float, digits: int) -> float:
@@ -85,6 +86,16 @@ def test_dartboard_costs_closed_forms():
     assert ea.dartboard_epsilon(eta, p, 10) == pytest.approx(
         ea.dartboard_switch_cost(eta, p) + 10 * 2 * lam
     )
+
+
+@pytest.mark.parametrize(
+    ("eta", "p", "k", "delta"),
+    [(0.01, 0.05, 10, 0.0), (0.003, 0.02, 500, 1e-6), (0.2, 0.3, 40, 1e-3), (1e-4, 0.01, 5, 1e-9)],
+)
+def test_composition_agrees_with_the_scalar_accounting_module(eta, p, k, delta):
+    e_rs = ea.dartboard_resample_cost(eta)
+    want = ea.dartboard_switch_cost(eta, p) + compose(e_rs, k, delta_prime=delta).epsilon
+    assert ea.dartboard_epsilon(eta, p, k, delta) == pytest.approx(want, rel=1e-12)
 
 
 # --------------------------------------------------------------------------- brief 001 §5.4

@@ -26,7 +26,9 @@ Sources:
 * Continuous P-COMW (brief 001 §2.2 and §5.4, Theorem "DP"): :func:`pcomw_account`,
   :func:`pcomw_theorem41_kappa`, :func:`pcomw_regret_bound`.
 
-Composition rules used (both valid for adaptively chosen steps):
+Composition rules used (both valid for adaptively chosen steps; written here in vectorised form
+so calibration can bisect over whole parameter grids -- the scalar versions are
+:func:`dp_experts_env.privacy.accounting.compose`, and the tests check the two agree):
 
 * ``advanced``: ``k`` steps of ``e`` each give ``sqrt(2 k ln(1/delta)) e + k e (e^e - 1)``
   (Dwork, Rothblum, Vadhan 2010; Dwork & Roth Thm 3.20), never worse than basic ``k e`` here
