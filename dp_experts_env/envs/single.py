@@ -67,7 +67,8 @@ class _SingleEnv(GameSetup, gym.Env):
             seed: the adversary's run seed; None draws a fresh one from the env's ``np_random``
                 (so successive episodes differ but reproduce from the first seed).
             options: ``{"neighbor": {"round": t, "loss": vector}}`` replays the same game with
-                round t's datum (loss vector; arm losses for bandit envs) replaced.
+                round t's protected datum replaced: the loss vector (full information), the
+                arm losses (bandit envs), the base losses an adaptive policy reacts to.
 
         Returns:
             (observation, {}): all-zero losses (full information) or round 1's advice (bandit).

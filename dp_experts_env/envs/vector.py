@@ -89,8 +89,8 @@ class _VectorEnv(GameSetup, VectorEnv):
         Args:
             seed: an int ``s`` (runs get ``s, s+1, ..., s+B-1``), a sequence of B ints, or None
                 (each run draws a fresh seed from its own generator).
-            options: ``{"neighbor": {"round": t, "loss": vector}}`` replaces round t's datum in
-                every run.
+            options: ``{"neighbor": {"round": t, "loss": vector}}`` replaces round t's protected
+                datum in every run (as for the single env).
 
         Returns:
             (batched observation, {}).
