@@ -1,0 +1,237 @@
+"""meta-expert-reduction (brief 000 Thm 4.1): counting, structured = enumerated Hedge, privacy."""
+
+import itertools
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import agents
+import dp_experts_env  # noqa: F401  (registers the env ids)
+from agents.meta_expert import (
+    MetaExpertReduction,
+    count_meta_experts,
+    log_count_meta_experts,
+)
+from dp_experts_env.privacy.audit import audit_agent
+
+
+def play(agent, losses, laws=False):
+    """Feed (T, B, N) losses; return the (T, B) actions (and the laws of each round)."""
+    t_max, b, n = losses.shape
+    obs, actions, dists = np.zeros((b, n)), [], []
+    for t in range(t_max):
+        actions.append(np.atleast_1d(agent.act(obs)))
+        if laws:
+            dists.append(agent.action_distribution().copy())
+        obs = losses[t]
+    return (np.array(actions), np.array(dists)) if laws else np.array(actions)
+
+
+# ----------------------------------------------------------------------------- counting
+def test_meta_expert_counts_known_answers():
+    # Switch points in {2..T} (P14): C(T-1, c), not the paper's C(T, c) (183 and 79,204).
+    assert count_meta_experts(3, 20, 1) == 3 + 19 * 9 == 174
+    assert count_meta_experts(4, 50, 2) == 4 + 49 * 16 + math.comb(49, 2) * 64 == 76052
+    assert count_meta_experts(5, 30, 0) == 5
+    assert count_meta_experts(2, 3, 9) == count_meta_experts(2, 3, 2)  # S capped at T - 1
+    assert log_count_meta_experts(10, 1000, 3) == pytest.approx(
+        math.log(count_meta_experts(10, 1000, 3)), rel=1e-12
+    )
+
+
+def test_enumeration_lists_every_meta_expert_once():
+    n, t_max, s = 3, 6, 2
+    agent = MetaExpertReduction(n, t_max, n_switches=s, method="enumerate")
+    assert agent.n_meta_experts == count_meta_experts(n, t_max, s)
+    seqs = np.stack([agent.meta_plays(t) for t in range(1, t_max + 1)], axis=1)  # (|E|, T)
+    keys = {
+        (tuple(tm), tuple(lb)) for tm, lb in zip(agent._switch_times, agent._labels, strict=True)
+    }
+    assert len(keys) == agent.n_meta_experts
+    # Brute force: the distinct sequences are exactly those with at most S real switches.
+    distinct = {tuple(row) for row in seqs}
+    want = {
+        seq
+        for seq in itertools.product(range(n), repeat=t_max)
+        if sum(a != b for a, b in itertools.pairwise(seq)) <= s
+    }
+    assert distinct == want
+
+
+def test_enumeration_guard():
+    with pytest.raises(ValueError, match="max_meta_experts") as err:
+        MetaExpertReduction(10, 100, n_switches=2, method="enumerate")
+    assert "method='structured'" in str(err.value)
+    MetaExpertReduction(10, 100, n_switches=2)  # structured is fine
+
+
+# ----------------------------------------------------------------------------- structured form
+def brute_force_hedge_laws(losses, s, eta):
+    """Hedge over explicitly built meta-experts (full sequences), marginal law of each play."""
+    t_max, n = losses.shape
+    seqs = []
+    for c in range(min(s, t_max - 1) + 1):
+        for points in itertools.combinations(range(2, t_max + 1), c):
+            for labels in itertools.product(range(n), repeat=c + 1):
+                bounds = (1, *points, t_max + 1)
+                seq = np.concatenate(
+                    [np.full(bounds[k + 1] - bounds[k], labels[k]) for k in range(c + 1)]
+                )
+                seqs.append(seq)
+    seqs = np.array(seqs)  # (|E|, T)
+    meta_losses = losses[np.arange(t_max)[None, :], seqs]  # (|E|, T)
+    laws = []
+    for t in range(t_max):
+        logw = -eta * meta_losses[:, :t].sum(axis=1)
+        w = np.exp(logw - logw.max())
+        laws.append(np.bincount(seqs[:, t], weights=w / w.sum(), minlength=n))
+    return np.array(laws)
+
+
+@pytest.mark.parametrize("s", [0, 1, 2])
+def test_structured_equals_brute_force_hedge_over_meta_experts(s):
+    n, t_max, eta = 3, 7, 1.3
+    losses = np.random.default_rng(s).random((t_max, n))
+    want = brute_force_hedge_laws(losses, s, eta)
+    for method in ("structured", "enumerate"):
+        # Epsilon huge: the released noisy losses equal the losses to ~1e-9.
+        agent = MetaExpertReduction(n, t_max, epsilon=1e12, n_switches=s, eta=eta, method=method)
+        _, laws = play(agent, losses[:, None, :], laws=True)
+        np.testing.assert_allclose(laws[:, 0], want, atol=1e-9)
+
+
+def test_structured_sampling_follows_its_law():
+    runs = 20000
+    agent = MetaExpertReduction(3, 5, epsilon=1e12, n_switches=1, eta=2.0, num_envs=runs, seed=0)
+    agent.act(np.zeros((runs, 3)))
+    second = agent.act(np.tile([0.0, 1.0, 0.5], (runs, 1)))
+    law = agent.action_distribution()[0]
+    freq = np.bincount(second, minlength=3) / runs
+    assert np.all(np.abs(freq - law) < 4 * np.sqrt(law * (1 - law) / runs))
+
+
+# ----------------------------------------------------------------------------- parameters
+def test_noise_and_eta_follow_the_parameters():
+    n, t_max, s, eps = 6, 500, 2, 0.5
+    strict = MetaExpertReduction(n, t_max, epsilon=eps, n_switches=s)
+    b = n / eps
+    assert strict.noise_sensitivity == n and strict.noise_scale == pytest.approx(b)
+    log_k = 2 * s * math.log(n * t_max)  # Corollary 4.1.1's size bound
+    assert strict.eta == pytest.approx(math.sqrt(log_k / (t_max * (1 + 2 * b * b))))
+    cal = MetaExpertReduction(n, t_max, epsilon=eps, n_switches=s, tuning="calibrated")
+    exact = log_count_meta_experts(n, t_max, s)
+    assert cal.eta == pytest.approx(math.sqrt(exact / (t_max * (1 + 2 * b * b))))
+    paper = MetaExpertReduction(n, t_max, epsilon=eps, mode="paper")
+    assert paper.noise_scale == pytest.approx(1 / eps)
+    assert not paper.privacy.certified and paper.effective_epsilon == pytest.approx(n * eps)
+
+
+def test_released_noise_has_the_recorded_scale():
+    # S = 0 is Hedge on noisy losses: log-weight differences recover Z_0 - Z_1 / eta.
+    runs, eta = 20000, 1e-6
+    agent = MetaExpertReduction(3, 4, epsilon=2.0, n_switches=0, eta=eta, num_envs=runs, seed=3)
+    agent.act(np.zeros((runs, 3)))
+    agent.act(np.zeros((runs, 3)))
+    p = agent.action_distribution()
+    diff = -(np.log(p[:, 0]) - np.log(p[:, 1])) / eta
+    assert np.var(diff) == pytest.approx(4 * agent.noise_scale**2, rel=0.05)
+
+
+def test_generic_inner_learner_inherits_its_claim():
+    agent = MetaExpertReduction(
+        2, 6, epsilon=0.8, n_switches=1, method="enumerate", inner="limited-updates"
+    )
+    inner = agent.inner_agent
+    assert inner is not None and inner.n_experts == agent.n_meta_experts == 2 + 5 * 4
+    claim = agent.privacy
+    assert claim.epsilon == 0.8 and claim.certified and "limited-updates" in claim.accountant
+    actions = play(agent, np.random.default_rng(0).random((6, 1, 2)))
+    assert actions.shape == (6, 1) and set(actions.ravel()) <= {0, 1}
+    with pytest.raises(ValueError, match="method='enumerate'"):
+        MetaExpertReduction(2, 6, inner="limited-updates")
+    with pytest.raises(ValueError, match="private full-information"):
+        MetaExpertReduction(2, 6, method="enumerate", inner="hedge")
+    with pytest.raises(ValueError, match="unknown agent"):
+        MetaExpertReduction(2, 6, method="enumerate", inner="nope")
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"n_switches": 2},
+        {"n_switches": 1, "method": "enumerate"},
+        {"n_switches": 1, "method": "enumerate", "inner": "limited-updates"},
+        {"n_switches": 0, "noise": "grid"},
+    ],
+)
+def test_batch_equals_single_runs(params):
+    losses = np.random.default_rng(4).random((15, 3, 3))
+    batch = play(MetaExpertReduction(3, 15, num_envs=3, seed=9, eta=1.0, **params), losses)
+    for b in range(3):
+        single = MetaExpertReduction(3, 15, seed=9 + b, eta=1.0, **params)
+        np.testing.assert_array_equal(batch[:, b], play(single, losses[:, b : b + 1])[:, 0])
+
+
+def test_claim():
+    claim = agents.make("meta-expert-reduction", n_experts=3, horizon=10).privacy
+    assert claim.certified and claim.holds_against == "adaptive" and claim.delta == 0
+    assert "Thm 4.1" in claim.accountant
+
+
+# ----------------------------------------------------------------------------- privacy audits
+@pytest.mark.parametrize(
+    "a,b",
+    [([0.0, 1.0], [1.0, 0.0]), ([0.0, 0.0], [1.0, 1.0]), ([0.0, 0.0], [1.0, 0.0])],
+)
+def test_audit_strict_passes(a, b):
+    x = np.full((10, 2), 0.5)
+    xp = x.copy()
+    x[0], xp[0] = a, b
+    res = audit_agent(
+        "meta-expert-reduction", x, xp, n_runs=3000, seed=1, epsilon=1.0, eta=5.0, n_switches=1
+    )
+    assert res.passed, res.summary()
+
+
+def test_audit_catches_noise_divided_by_ten():
+    x = np.full((10, 2), 0.5)
+    xp = x.copy()
+    x[0], xp[0] = [0.0, 1.0], [1.0, 0.0]
+
+    def weakened(num_envs, seed):
+        agent = MetaExpertReduction(2, 10, epsilon=1.0, eta=5.0, num_envs=num_envs, seed=seed)
+        agent.noise_sensitivity /= 10  # scale / 10, claim unchanged
+        return agent
+
+    res = audit_agent(weakened, x, xp, n_runs=3000, seed=2)
+    assert not res.passed and res.epsilon_lower_bound > 1.0, res.summary()
+
+
+# ----------------------------------------------------------------------------- utility
+def test_regret_falls_as_epsilon_grows():
+    def dynamic_regret(epsilon):
+        env = gym.make_vec(
+            "DPExperts-Shift-v0",
+            num_envs=4,
+            vectorization_mode="vector_entry_point",
+            n_experts=4,
+            horizon=2000,
+            n_shifts=2,
+            gap=0.3,
+        )
+        agent = agents.make(
+            "meta-expert-reduction", env=env, epsilon=epsilon, seed=0, tuning="calibrated"
+        )
+        assert agent.n_switches == 2  # the env's comparator budget
+        obs, _ = env.reset(seed=list(range(4)))
+        while True:
+            obs, _, terminated, _, info = env.step(agent.act(obs))
+            if np.all(terminated):
+                break
+        env.close()
+        return np.asarray(info["dynamic_regret"])
+
+    low, high = dynamic_regret(0.2), dynamic_regret(20.0)
+    assert high.mean() < 0.6 * low.mean(), (high, low)
