@@ -1,0 +1,132 @@
+"""dp-ftrl-tree (prior-work baseline): tree noise, Hedge on noisy sums, privacy, utility."""
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import agents
+import dp_experts_env  # noqa: F401  (registers the env ids)
+from agents.dp_ftrl import DPFTRLTree
+from agents.full_info import hedge_eta
+from dp_experts_env.privacy.audit import audit_agent
+
+
+def play(agent, losses):
+    """Feed (T, B, N) losses; return the (T, B) actions."""
+    t_max, b, n = losses.shape
+    obs, actions = np.zeros((b, n)), []
+    for t in range(t_max):
+        actions.append(np.atleast_1d(agent.act(obs)))
+        obs = losses[t]
+    return np.array(actions)
+
+
+def test_tree_parameters_follow_the_parameters():
+    agent = DPFTRLTree(5, 100, epsilon=0.5)
+    assert agent.levels == 7 == (100).bit_length()
+    assert agent.node_scale == pytest.approx(7 * 5 / 0.5)  # levels * L1 sensitivity N / eps
+    assert agent.tree.node_scale == pytest.approx(agent.node_scale)
+    assert agent.tree.l1_sensitivity == 5 and agent.tree.epsilon == 0.5
+    assert agent.eta == pytest.approx(hedge_eta(5, 100))
+    assert DPFTRLTree(5, 100, tuning="calibrated").eta == agent.eta
+    assert DPFTRLTree(5, 100, eta=0.2).eta == 0.2
+    grid = DPFTRLTree(5, 100, epsilon=0.5, noise="grid")
+    assert grid.node_scale == pytest.approx(7 * (5 + 5 * 2.0**-20) / 0.5)
+
+
+def test_noisy_sums_are_exact_sums_plus_popcount_nodes_of_noise():
+    # After t rounds the released sum holds popcount(t) noisy nodes: variance 2 s^2 popcount(t).
+    runs = 20000
+    losses = np.random.default_rng(0).random((7, 3))
+    agent = DPFTRLTree(3, 8, epsilon=1.0, num_envs=runs, seed=1)
+    obs = np.zeros((runs, 3))
+    for t in range(8):
+        agent.act(obs)
+        if t:
+            err = agent._noisy_sums - losses[:t].sum(axis=0)
+            want = 2 * agent.node_scale**2 * bin(t).count("1")
+            assert np.var(err) == pytest.approx(want, rel=0.05), t
+            assert abs(np.mean(err)) < 5 * math.sqrt(want / (3 * runs))
+        obs = np.tile(losses[t], (runs, 1)) if t < 7 else obs
+
+
+def test_plays_hedge_on_the_released_sums():
+    losses = np.random.default_rng(2).random((20, 4))
+    agent = DPFTRLTree(4, 20, epsilon=1e12, eta=0.7, seed=0)  # noise ~ 1e-11
+    obs = np.zeros(4)
+    for t in range(20):
+        agent.act(obs)
+        logits = -0.7 * losses[:t].sum(axis=0)
+        want = np.exp(logits - logits.max())
+        np.testing.assert_allclose(agent.action_distribution()[0], want / want.sum(), atol=1e-9)
+        obs = losses[t]
+
+
+@pytest.mark.parametrize("params", [{}, {"noise": "grid"}])
+def test_batch_equals_single_runs(params):
+    losses = np.random.default_rng(3).random((33, 3, 4))
+    batch = play(DPFTRLTree(4, 33, num_envs=3, seed=5, eta=2.0, **params), losses)
+    for b in range(3):
+        single = play(DPFTRLTree(4, 33, seed=5 + b, eta=2.0, **params), losses[:, b : b + 1])
+        np.testing.assert_array_equal(batch[:, b], single[:, 0])
+
+
+def test_claim_and_bad_input():
+    claim = agents.make("dp-ftrl-tree", n_experts=3, horizon=10, epsilon=0.4).privacy
+    assert claim.epsilon == 0.4 and claim.certified and claim.holds_against == "adaptive"
+    assert "binary-tree" in claim.accountant
+    with pytest.raises(ValueError, match="eta"):
+        DPFTRLTree(3, 10, eta=-1.0)
+    with pytest.raises(ValueError, match="tuning"):
+        DPFTRLTree(3, 10, tuning="tuned")
+
+
+@pytest.mark.parametrize(
+    "a,b",
+    [([0.0, 1.0], [1.0, 0.0]), ([0.0, 0.0], [1.0, 1.0]), ([0.0, 0.0], [1.0, 0.0])],
+)
+def test_audit_strict_passes(a, b):
+    x = np.full((10, 2), 0.5)
+    xp = x.copy()
+    x[0], xp[0] = a, b
+    res = audit_agent("dp-ftrl-tree", x, xp, n_runs=3000, seed=1, epsilon=1.0, eta=5.0)
+    assert res.passed, res.summary()
+
+
+def test_audit_catches_noise_divided_by_ten():
+    x = np.full((10, 2), 0.5)
+    xp = x.copy()
+    x[0], xp[0] = [0.0, 1.0], [1.0, 0.0]
+
+    def weakened(num_envs, seed):
+        agent = DPFTRLTree(2, 10, epsilon=1.0, eta=5.0, num_envs=num_envs, seed=seed)
+        agent.tree.node_scale /= 10  # scale / 10, claim unchanged
+        return agent
+
+    res = audit_agent(weakened, x, xp, n_runs=3000, seed=2)
+    assert not res.passed and res.epsilon_lower_bound > 1.0, res.summary()
+
+
+def test_regret_falls_as_epsilon_grows():
+    def static_regret(epsilon):
+        env = gym.make_vec(
+            "DPExperts-Stochastic-v0",
+            num_envs=4,
+            vectorization_mode="vector_entry_point",
+            n_experts=4,
+            horizon=2000,
+            gap=0.3,
+        )
+        agent = agents.make("dp-ftrl-tree", env=env, epsilon=epsilon, seed=0)
+        obs, _ = env.reset(seed=list(range(4)))
+        while True:
+            obs, _, terminated, _, info = env.step(agent.act(obs))
+            if np.all(terminated):
+                break
+        env.close()
+        return np.asarray(info["static_regret"])
+
+    low, high = static_regret(0.2), static_regret(20.0)
+    assert high.mean() < 0.5 * low.mean(), (high, low)
