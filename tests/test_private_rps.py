@@ -237,6 +237,33 @@ def test_regret_falls_as_epsilon_grows():
     assert regrets[0] > 1.5 * regrets[1] > 1.5 * 1.5 * regrets[2], regrets
 
 
+def test_restarts_recover_from_a_shift_that_plain_rps_misses():
+    b, t_max, half = 100, 4096, 2048
+    before = np.array([0.3, 0.7, 0.7, 0.7])
+    after = before[::-1].copy()  # expert 3 becomes the best at round half + 1
+    rng = np.random.default_rng(7)
+    losses = np.concatenate(
+        [bernoulli_losses(rng, half, b, before), bernoulli_losses(rng, half, b, after)]
+    )
+    regret = {}
+    for restarts, window in (("none", None), ("periodic", half), ("capped", 256)):
+        a = RandomizedPrefixSoftmax(
+            4, t_max, epsilon=1.0, restarts=restarts, window=window, num_envs=b, seed=3
+        )
+        acts = play(a, losses)
+        gaps = np.concatenate(
+            [
+                np.broadcast_to(before - before.min(), (half, 4)),
+                np.broadcast_to(after - after.min(), (half, 4)),
+            ]
+        )
+        regret[restarts] = np.take_along_axis(gaps, acts, axis=1).sum(0).mean()
+    # Plain RPS plays block 11 (rounds 2048..4095) with a pre-shift pick: regret ~ 0.4 * 2048.
+    assert regret["none"] > 600
+    assert regret["periodic"] < 0.25 * regret["none"]
+    assert regret["capped"] < 0.5 * regret["none"]
+
+
 # --------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize(
     ("params", "error", "match"),
