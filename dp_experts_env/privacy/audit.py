@@ -51,6 +51,7 @@ __all__ = [
 
 _N_CUTS = 120  # threshold events tried for real outputs
 _MAX_GRID = 17  # time points delimiting blocks of rounds in agent audits
+_CHUNK = 1 << 22  # elements per temporary when counting per-round events
 
 
 # --------------------------------------------------------------------------- statistics
@@ -221,8 +222,13 @@ class _RoundValue(_Family):
         self.size = rounds * k
 
     def counts(self, samples: np.ndarray) -> np.ndarray:
-        flat = (np.arange(self.rounds) * self.k)[None, :] + samples.astype(np.int64)
-        return np.bincount(flat.ravel(), minlength=self.size)
+        out = np.zeros(self.size, dtype=np.int64)
+        step = max(1, _CHUNK // max(samples.shape[0], 1))  # bounded temporaries for long games
+        for start in range(0, self.rounds, step):
+            block = samples[:, start : start + step].astype(np.int64)
+            flat = (np.arange(start, start + block.shape[1]) * self.k)[None, :] + block
+            out += np.bincount(flat.ravel(), minlength=self.size)
+        return out
 
     def indicator(self, samples: np.ndarray, i: int) -> np.ndarray:
         t, j = divmod(i, self.k)
