@@ -47,14 +47,15 @@ class RegretTracker:
         b, n = self.num_runs, self.n_experts
         self.round = 0
         self.cumulative_loss = np.zeros(b)
-        self._cum_expert = np.zeros((b, n))  # row c = 0 of the table: fixed-expert losses
         self._per_round_best = np.zeros(b)
         self._pseudo = np.zeros(b)
         self._has_means = False
         levels = 0 if self._unconstrained else self.n_switches
-        # Levels c = 1..S of the table; c = 0 is _cum_expert.
-        self._table = np.zeros((b, levels, n))
-        self._scratch = np.empty((b, levels + 1))
+        # One (B, S+1, N) table: level 0 is the fixed-expert losses, levels c = 1..S the
+        # switching comparators, so one reduction per round serves every level.
+        self._table = np.zeros((b, levels + 1, n))
+        self._cum_expert = self._table[:, 0, :]  # a view: row c = 0 of the table
+        self._best = np.empty((b, levels + 1))
 
     def update(
         self,
@@ -73,15 +74,18 @@ class RegretTracker:
             learner_mean: (B,) expected loss of the learner's chosen action, if known.
         """
         losses = expert_losses
-        if self._table.shape[1]:
+        table = self._table
+        if table.shape[1] > 1:
             # Best value per level from the previous round; level c may switch from level c-1.
-            best = self._scratch
-            best[:, 0] = self._cum_expert.min(axis=1)
-            best[:, 1:] = self._table.min(axis=2)
-            np.minimum(self._table, best[:, :-1, None], out=self._table)
+            # Minima are exact, so the order of these operations never changes a value.
+            best = self._best
+            np.min(table, axis=2, out=best)
+            upper = table[:, 1:, :]
+            np.minimum(upper, best[:, :-1, None], out=upper)
             # Round 1 works unchanged: every row starts at zero, so min(0, 0) + l_1 = l_1.
-            self._table += losses[:, None, :]
-        self._cum_expert += losses
+            np.add(table, losses[:, None, :], out=table)
+        else:
+            np.add(self._cum_expert, losses, out=self._cum_expert)
         self._per_round_best += losses.min(axis=1)
         self.cumulative_loss += learner_loss
         if expert_means is not None and learner_mean is not None:
@@ -122,10 +126,9 @@ class RegretTracker:
         """Bytes held by the tracker's arrays (bounded, independent of T)."""
         arrays = (
             self.cumulative_loss,
-            self._cum_expert,
             self._per_round_best,
             self._pseudo,
             self._table,
-            self._scratch,
+            self._best,
         )
         return int(sum(a.nbytes for a in arrays))
