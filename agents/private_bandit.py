@@ -256,6 +256,18 @@ class PrivateBatchedBandit(_BatchedConversion):
     the paper's closed-form constants are replaced by the lemma-level ones (P1); log guards
     (P5); losses are clipped to [0, 1] (P9).
 
+    Args:
+        n_experts: N (the env's; for Alg. 1 it only sizes the advice it ignores).
+        horizon: T.
+        n_arms: K (>= 2).
+        epsilon: privacy parameter (> 0); delta must be 0 (pure DP).
+        mode, tuning, noise, num_envs, seed: see :class:`~agents.private.PrivateAgent`.
+        base: ``"tsallis-inf"`` (default), ``"exp3"`` or ``"ftpl-gr"``.
+        tau: batch length in [1, T] (default from ``tuning``).
+        sigma: HTINF heavy-tail scale (``tsallis-inf`` only).
+        eta, gamma: EXP3 rate and mixing (``exp3``); eta, resample_cap: FTPL-GR rate and M.
+        tail: ``"hold"`` (default) or ``"sample"``, the play of the trailing partial batch.
+
     Attributes:
         tau, n_batches: batch length and number of base-learner updates ``floor(T / tau)``.
         noise_scale: the Laplace scale used (``1/(tau epsilon)`` with the fast backend).
@@ -318,6 +330,18 @@ class PrivateBanditOverExperts(_BatchedConversion):
     Deviations: epsilon > 1 is allowed (tau = 1) although the theorems assume epsilon <= 1;
     the paper's closed-form constants are replaced by the lemma-level ones (P1); log guards
     (P5); losses are clipped to [0, 1] (P9).
+
+    Args:
+        n_experts: N (the env's; for Alg. 1 it only sizes the advice it ignores).
+        horizon: T.
+        n_arms: K (>= 2).
+        epsilon: privacy parameter (> 0); delta must be 0 (pure DP).
+        mode, tuning, noise, num_envs, seed: see :class:`~agents.private.PrivateAgent`.
+        base: ``"tsallis-inf"`` (default), ``"exp3"`` or ``"ftpl-gr"``.
+        tau: batch length in [1, T] (default from ``tuning``).
+        sigma: HTINF heavy-tail scale (``tsallis-inf`` only).
+        eta, gamma: EXP3 rate and mixing (``exp3``); eta, resample_cap: FTPL-GR rate and M.
+        tail: ``"hold"`` (default) or ``"sample"``, the play of the trailing partial batch.
 
     Attributes:
         tau, n_batches: batch length and number of base-learner updates ``floor(T / tau)``.

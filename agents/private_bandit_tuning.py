@@ -77,7 +77,7 @@ class BatchedBanditTuning:
     tau: int
     n_batches: int
     lam: float
-    params: dict[str, float] = field(default_factory=dict)
+    params: dict[str, float | int] = field(default_factory=dict)
     bound: float = math.inf
 
 
@@ -115,7 +115,7 @@ def paper_tau(epsilon: float, horizon: int) -> int:
     return max(1, tau)
 
 
-def base_parameters(base: str, m: int, n_batches: int, lam: float) -> dict[str, float]:
+def base_parameters(base: str, m: int, n_batches: int, lam: float) -> dict[str, float | int]:
     """The base learner's constants at horizon ``n_batches`` and noise ``lam`` (brief 004 §2.3).
 
     * ``tsallis-inf`` (HTINF, alpha = 2): ``sigma = sqrt(2 + 4 lam^2)`` (P24).
@@ -138,7 +138,7 @@ def base_parameters(base: str, m: int, n_batches: int, lam: float) -> dict[str, 
             math.sqrt(math.log(m) / (m * tb * (1.0 + 10.0 * lam * lam * lg**2))),
             1.0 / (cap * (1.0 + 4.0 * lam * glog(tb))),
         )
-        return {"eta": eta, "resample_cap": float(cap)}
+        return {"eta": eta, "resample_cap": cap}
     raise ValueError(f"base must be one of {BASES}, got {base!r}")
 
 

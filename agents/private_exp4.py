@@ -148,6 +148,12 @@ class LDPExp4(_PrivateExp4Base):
 
     Per-round cost: O(N K) for ``Q_t``, O(N) for the update, one Laplace draw per run.
 
+    Args:
+        n_experts: N. horizon: T. n_arms: K (>= 2).
+        epsilon: privacy parameter (> 0); delta is not used (pure DP).
+        mode, tuning, noise, num_envs, seed: see :class:`~agents.private.PrivateAgent`.
+        eta: learning rate (> 0), gamma: uniform mixing in [0, 1] (default from ``tuning``).
+
     Attributes:
         eta, gamma: the constants used. noise_scale: the Laplace scale used (``1/epsilon`` with
         the fast backend). bound: the proof-level regret bound at these constants.
@@ -267,7 +273,8 @@ class PrivateBatchedExp4(_PrivateExp4Base):
 
     Tuning (the noise always uses the gamma and tau actually used, P6):
         * ``"paper"``: Theorem 10's eta, tau, gamma (tau rounded into [1, T], P4). At practical
-          horizons this recipe gives ``gamma > 1`` (brief 004 §5.5) and a ``ValueError`` says so.
+          horizons this recipe gives ``gamma > 1`` (brief 004 §5.5) and a ``ValueError`` says so,
+          which is why ``"calibrated"`` is this learner's default.
         * ``"calibrated"``: grid minimisation of the proof-level bound
           ``tau log N/eta + gamma T + eta T K + 10 eta T lam^2 log^2(NT) + 2 tau`` under
           ``gamma >= 4 eta lam log(NT)`` (the proof's good event), ``tau <= T // 10`` and
@@ -279,6 +286,16 @@ class PrivateBatchedExp4(_PrivateExp4Base):
     trailing partial batch as described above (P2).
 
     Per-round cost: O(N K) for ``Q_t`` and O(N) accumulation; O(N) noise per batch.
+
+    Args:
+        n_experts: N. horizon: T. n_arms: K (>= 2).
+        epsilon: privacy parameter (> 0). delta: in (0, 1/e] (default 1e-6; 0 with ``pure``).
+        mode, noise, num_envs, seed: see :class:`~agents.private.PrivateAgent`.
+        tuning: ``"calibrated"`` (default) or ``"paper"``.
+        composition: ``"advanced"`` (default, the paper's) or ``"pure"``.
+        tau: batch length in [1, T]; eta: rate (> 0); gamma: mixing in (0, 1] (defaults from
+            ``tuning``).
+        max_gamma: cap on the calibrated gamma (default 0.5).
 
     Attributes:
         tau, eta, gamma: the constants used. n_batches: ``floor(T / tau)`` (number of updates).
@@ -298,7 +315,7 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         epsilon: float = 1.0,
         delta: float | None = None,
         mode: str = "strict",
-        tuning: str = "paper",
+        tuning: str = "calibrated",
         noise: str | NoiseBackend = "fast",
         composition: str = "advanced",
         tau: int | None = None,

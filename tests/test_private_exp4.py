@@ -173,6 +173,10 @@ def test_advanced_composition_certifies_the_paper_noise():
     assert adv.composed_epsilon <= 1.0
     assert adv.privacy.certified and adv.privacy.delta == 1e-6
     assert adv.privacy.model == "central" and adv.privacy.feedback == "bandit"
+    # Thm 10's recipe is invalid below T ~ 1e9, so the default tuning is the calibrated one.
+    assert agents.make("private-batched-exp4", n_experts=64, horizon=10_000, n_arms=4).tuning == (
+        "calibrated"
+    )
 
 
 def test_strict_adds_noise_where_the_paper_noise_does_not_compose():
