@@ -13,8 +13,9 @@ mechanism with weights ``exp(-c L)``, ``c = ln(1/(1 - eta))`` or ``beta``:
   stays put for good once it is spent.
 
 With no budget the law of the played expert is exactly ``P`` at every decision (the dartboard
-identity), whatever ``p``. Every decision draws two uniforms and N Gumbels in every run (then
-masks), so a batch of B runs equals B single runs.
+identity), whatever ``p``. Every decision draws three uniforms in every run (forced coin, stay
+coin, and the inverse-CDF draw of the fresh sample, used only by the runs that move), so a batch of
+B runs equals B single runs, and a decision costs O(B) plus O(N) per run that actually moves.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from agents.private import PrivateAgent
-from dp_experts_env.privacy.mechanisms import exponential_mechanism
+from dp_experts_env.privacy.mechanisms import exponential_mechanism_probabilities
 
 __all__ = ["LazySampler"]
 
@@ -77,20 +78,23 @@ class LazySampler(PrivateAgent):
         if self.t % self.batch:
             return self._expert
         c = self.inverse_temperature
-        coins = self.rng.random((2,))
-        attempt = (coins[:, 0] < self.p) | (coins[:, 1] >= np.exp(-c * self._held_loss))
-        # Exponential mechanism with scores L (sensitivity 1/batch) at epsilon 2c/batch: the
-        # law exp(-c L), and the per-resample privacy cost the accountants charge.
-        fresh = exponential_mechanism(
-            self.cum_loss,
-            sensitivity=1.0 / self.batch,
-            epsilon=2.0 * c / self.batch,
-            rng=self.rng,
-            noise=self.noise,
-        ).value
+        # Three uniforms per run and decision, whatever the data: forced coin, stay coin, draw.
+        u = self.rng.random((3,))
+        attempt = (u[:, 0] < self.p) | (u[:, 1] >= np.exp(-c * self._held_loss))
         move = attempt & (self.resamples < self.max_resamples)
         self.resamples += move
-        new = np.where(move, fresh, self._expert)
+        new = self._expert.copy()
+        rows = np.flatnonzero(move)
+        if rows.size:
+            # Exponential mechanism on scores L (sensitivity 1/batch) at epsilon 2c/batch: the law
+            # exp(-c L), at the per-resample cost the accountants charge. Sampled by inverse CDF
+            # with the run's own uniform, only for the runs that move (resamples are rare).
+            probs = exponential_mechanism_probabilities(
+                self.cum_loss[rows], sensitivity=1.0 / self.batch, epsilon=2.0 * c / self.batch
+            )
+            cdf = np.cumsum(probs, axis=1)
+            draw = np.sum(cdf <= u[rows, 2:3] * cdf[:, -1:], axis=1)
+            new[rows] = np.minimum(draw, self.n_experts - 1)
         self.switches += new != self._expert
         self._expert = new
         return new

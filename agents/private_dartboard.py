@@ -259,7 +259,8 @@ class PrivateShrinkingDartboard(LazySampler):
         delta: target delta; default 1e-6 (approximate DP, Corollary 3); 0 for pure DP.
         mode: ``"strict"`` or ``"paper"`` (which accountant calibrates; see above).
         tuning: ``"paper"`` or ``"calibrated"``.
-        noise: noise backend (both draw float Gumbels for the exponential mechanism).
+        noise: noise backend (accepted for a uniform interface; sampling is float inverse-CDF
+            either way, simulation-grade).
         eta, p, budget: explicit overrides of the derived step size, forced-switch probability
             and K; must satisfy ``0 < eta <= p < 1/2`` and spend at most epsilon.
         num_envs: B runs. seed: int, sequence or None. n_arms: ignored.
@@ -275,7 +276,7 @@ class PrivateShrinkingDartboard(LazySampler):
         regret_bound: Theorem 2's bound at these parameters.
         inverse_temperature: ``lam = ln(1/(1 - eta))`` used by the sampler and the stay coin.
 
-    Per-round cost: O(N) per run (cumulative losses, N Gumbels for the candidate draw).
+    Per-round cost: O(N) per run to add the losses, O(1) for the coins, O(N) per resample.
     """
 
     default_delta = 1e-6
