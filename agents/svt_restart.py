@@ -95,7 +95,7 @@ class SVTRestart(PrivateAgent):
         * ``"dyadic"`` (default; a deviation from the paper, P9): windows start at the last
           ``DYADIC_STARTS`` = 8 multiples of ``2^k`` (local time) for every level k, i.e. at most
           8 (log2 T + 1) queries per round with O(N log T) memory; any window inside the epoch
-          contains a tested window of at least about 3/4 of its length. Makes T = 10^5 practical.
+          contains a tested window of more than 3/4 of its length. Makes T = 10^5 practical.
         * ``"all"``: every window ``w = 0..t - t_i`` as in the paper; O(N t) time per round and
           O(N T) memory per run (refused above 1 GiB).
 
@@ -152,13 +152,13 @@ class SVTRestart(PrivateAgent):
         self.max_restarts = (
             None if max_restarts is None else check_int("max_restarts", max_restarts, minimum=0)
         )
-        self.beta = (
-            1.0 / t_max
-            if beta is None
-            else check_float("beta", beta, minimum=0.0, maximum=1.0, min_inclusive=False)
-        )
-        if self.beta >= 1.0:
-            self.beta = 0.5  # T = 1: any beta < 1 works; log(1/beta) must stay positive
+        if beta is None:
+            # Theorem 3.6's beta = 1/T; T = 1 would give log(1/beta) = 0, so cap it at 1/2.
+            self.beta = min(1.0 / t_max, 0.5)
+        else:
+            self.beta = check_float(
+                "beta", beta, minimum=0.0, maximum=1.0, min_inclusive=False, max_inclusive=False
+            )
         if self.window_grid == "all":
             need = self.num_envs * (t_max + 1) * (n + 1) * 8
             if need > _ALL_GRID_MAX_BYTES:
