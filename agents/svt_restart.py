@@ -69,7 +69,8 @@ class SVTRestart(PrivateAgent):
         * ``mode="paper"``: D = 1 and the next epoch starts at ``t`` (round t reused by the next
           selection and detector), with the paper's Reg (``epsilon``) and alpha. Not certified:
           the sensitivity-1 noise is really an ``epsilon``-DP detector instead of ``epsilon/2``,
-          and a restart round can meet two detectors (up to ``2 epsilon`` total).
+          and a restart round's loss meets the old detector, the new one and the new epoch's
+          first selection: ``eps + eps + eps/2``, so only ``2.5 epsilon`` is certified.
 
     Thresholds (never affect privacy; P11), with ``beta`` (default ``1/T``), ``eps1 = epsilon/2``
     (strict) or ``epsilon`` (paper), ``k = T`` the number of queries one detector may answer and
@@ -237,8 +238,8 @@ class SVTRestart(PrivateAgent):
                 certified=False,
                 holds_against="adaptive",
                 notes="P6: queries have sensitivity 2, so the detector spends eps, not eps/2; "
-                "P7: the restart round is reused by the next epoch (one loss can meet two "
-                "detectors); certified only up to 2*epsilon",
+                "P7: the restart round is reused by the next epoch (its loss meets two "
+                "detectors and one selection); certified only up to 2.5*epsilon",
             )
         return PrivacyClaim(
             epsilon=self.epsilon,
