@@ -21,6 +21,10 @@ from dp_experts_env._validation import check_int
 
 __all__ = ["RegretTracker"]
 
+# The ufunc reduction itself: the same values as ndarray.min, without its Python wrapper layers
+# (they dominate at B = 1, where every env step calls it several times).
+_min_reduce = np.minimum.reduce
+
 
 class RegretTracker:
     """Online regret of B runs against N experts with a comparator switch budget S.
@@ -79,24 +83,24 @@ class RegretTracker:
             # Best value per level from the previous round; level c may switch from level c-1.
             # Minima are exact, so the order of these operations never changes a value.
             best = self._best
-            np.min(table, axis=2, out=best)
+            _min_reduce(table, axis=2, out=best)
             upper = table[:, 1:, :]
             np.minimum(upper, best[:, :-1, None], out=upper)
             # Round 1 works unchanged: every row starts at zero, so min(0, 0) + l_1 = l_1.
             np.add(table, losses[:, None, :], out=table)
         else:
             np.add(self._cum_expert, losses, out=self._cum_expert)
-        self._per_round_best += losses.min(axis=1)
+        self._per_round_best += _min_reduce(losses, axis=1)
         self.cumulative_loss += learner_loss
         if expert_means is not None and learner_mean is not None:
             self._has_means = True
-            self._pseudo += learner_mean - expert_means.min(axis=1)
+            self._pseudo += learner_mean - _min_reduce(expert_means, axis=1)
         self.round += 1
 
     @property
     def static_regret(self) -> np.ndarray:
         """(B,) regret against the best fixed expert so far."""
-        return self.cumulative_loss - self._cum_expert.min(axis=1)
+        return self.cumulative_loss - _min_reduce(self._cum_expert, axis=1)
 
     @property
     def comparator_loss(self) -> np.ndarray:
@@ -104,8 +108,8 @@ class RegretTracker:
         if self._unconstrained:
             return self._per_round_best.copy()
         if self.n_switches == 0:
-            return self._cum_expert.min(axis=1)
-        return self._table[:, -1, :].min(axis=1)
+            return _min_reduce(self._cum_expert, axis=1)
+        return _min_reduce(self._table[:, -1, :], axis=1)
 
     @property
     def dynamic_regret(self) -> np.ndarray:

@@ -259,6 +259,10 @@ class SegmentClock:
         self._rows = np.arange(runs)
         self.segment = np.zeros(runs, np.int64)
         self._next = self._cps[:, 0].copy()
+        # The earliest pending change over all runs: rounds before it need no comparison.
+        self._soonest = int(self._next.min())
+        #: True when the last :meth:`advance` started a new segment in some run.
+        self.shifted = False
 
     def advance(self, t: int) -> tuple[np.ndarray, np.ndarray]:
         """Enter round ``t`` (called for t = 1, 2, ... in order).
@@ -267,8 +271,13 @@ class SegmentClock:
             (segment, shift): fresh (B,) arrays; ``shift`` is True where round ``t`` starts a new
             segment.
         """
+        if t < self._soonest:
+            self.shifted = False
+            return self.segment.copy(), np.zeros(self.segment.shape, bool)
         shift = self._next == t
-        if shift.any():
+        self.shifted = bool(shift.any())
+        if self.shifted:
             self.segment = self.segment + shift
             self._next = self._cps[self._rows, self.segment]
+            self._soonest = int(self._next.min())
         return self.segment.copy(), shift

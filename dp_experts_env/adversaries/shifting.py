@@ -201,7 +201,7 @@ class SegmentModel(Adversary):
 
     def _draw(self, t: int) -> np.ndarray:
         segment, shift = self._clock.advance(t)
-        if shift.any():
+        if self._clock.shifted:
             self._params, self._means = self._current(segment)
         self._segment, self._shift = segment, shift
         return self._sample(self._data, self._params)
