@@ -1,0 +1,52 @@
+"""Smoke test of the benchmark scripts: each runs its smallest configuration and writes JSON.
+
+No timing is asserted (numbers on a shared machine are not test material); only that every script
+runs end to end and reports the keys the README's table is built from.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+EXPECTED = {
+    "env_throughput": {"rows", "single_env", "targets", "machine", "budget_seconds"},
+    "agent_throughput": {"rows", "batch", "target_speedup", "missed", "machine"},
+    "end_to_end": {"n_cells", "run_grid_seconds", "peak_rss_mb", "per_agent", "per_cell"},
+    "memory": {"episode", "svt", "targets", "machine"},
+}
+ROW_KEYS = {
+    "env_throughput": {"N", "S", "B", "native_steps_per_s", "sync_steps_per_s",
+                       "kernel_steps_per_s", "native_over_sync", "native_over_kernel"},
+    "agent_throughput": {"agent", "feedback", "rounds_per_s_B1", "rounds_per_s_batched",
+                         "speedup", "target_met"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_script_smoke(name: str, tmp_path: Path) -> None:
+    out = tmp_path / f"{name}.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), "--smoke", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert data["benchmark"] == name
+    assert EXPECTED[name] <= set(data)
+    for row in data.get("rows", []):
+        assert ROW_KEYS[name] <= set(row)
+        assert all(v > 0 for k, v in row.items() if k.endswith("_per_s") or k.startswith("rounds"))
+    if name == "memory":
+        assert data["episode"]["peak_rss_mb"] > 0 and data["svt"]["seconds"] > 0
+    if name == "end_to_end":
+        assert data["n_cells"] == len(data["per_cell"]) >= 1
