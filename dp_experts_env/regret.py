@@ -58,8 +58,16 @@ class RegretTracker:
         # One (B, S+1, N) table: level 0 is the fixed-expert losses, levels c = 1..S the
         # switching comparators, so one reduction per round serves every level.
         self._table = np.zeros((b, levels + 1, n))
-        self._cum_expert = self._table[:, 0, :]  # a view: row c = 0 of the table
         self._best = np.empty((b, levels + 1))
+
+    @property
+    def _cum_expert(self) -> np.ndarray:
+        """Level 0 of the table (fixed-expert losses), as a view.
+
+        Derived on access rather than stored: a stored view would not survive pickling (pickle
+        copies the two arrays separately and the alias is lost).
+        """
+        return self._table[:, 0, :]
 
     def update(
         self,
@@ -89,7 +97,8 @@ class RegretTracker:
             # Round 1 works unchanged: every row starts at zero, so min(0, 0) + l_1 = l_1.
             np.add(table, losses[:, None, :], out=table)
         else:
-            np.add(self._cum_expert, losses, out=self._cum_expert)
+            cum = self._cum_expert
+            np.add(cum, losses, out=cum)
         self._per_round_best += _min_reduce(losses, axis=1)
         self.cumulative_loss += learner_loss
         if expert_means is not None and learner_mean is not None:
