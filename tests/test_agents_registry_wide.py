@@ -1,0 +1,75 @@
+"""Every registered learner on every registered env id it can play (new ones are covered
+automatically): the loop runs, actions are valid, the claim is well formed, and a batch of B runs
+equals B single runs seeded s+b."""
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import agents
+import dp_experts_env
+from dp_experts_env.registration import ENVS
+
+HORIZON = 40
+SIZES = {"full": {"n_experts": 4}, "bandit": {"n_arms": 3}}
+PAIRS = [(a["name"], e.id) for a in agents.available() for e in ENVS if e.feedback == a["feedback"]]
+
+
+def make_env(env_id, num_envs=None):
+    kwargs = {"horizon": HORIZON, **SIZES[dp_experts_env.env_entry(env_id).feedback]}
+    if env_id == "DPExperts-BanditAdvice-v0":
+        kwargs["n_experts"] = 6
+    if num_envs is None:
+        return gym.make(env_id, **kwargs)
+    return gym.make_vec(
+        env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs
+    )
+
+
+def play(env, agent, seed):
+    obs, _ = env.reset(seed=seed)
+    actions, losses = [], []
+    for _ in range(HORIZON):
+        action = agent.act(obs)
+        actions.append(np.copy(action))
+        obs, reward, terminated, truncated, info = env.step(action)
+        losses.append(-np.asarray(reward, dtype=float))
+        if np.all(terminated):
+            break
+    return np.array(actions), np.array(losses), info
+
+
+def test_every_agent_is_paired_with_some_env():
+    names = {a["name"] for a in agents.available()}
+    assert names == {name for name, _ in PAIRS}
+
+
+@pytest.mark.parametrize(("name", "env_id"), PAIRS)
+def test_agent_plays_every_compatible_env(name, env_id):
+    single = make_env(env_id)
+    private = agents.spec(name).private
+    extra = {"epsilon": 1.0} if private else {}
+    agent = agents.make(name, env=single, seed=3, **extra)
+    claim = agent.privacy
+    assert claim.feedback == agents.spec(name).feedback
+    assert claim.is_private == private
+    assert (claim.model == "none") == (not private)
+    assert math.isinf(claim.epsilon) or claim.epsilon <= 1.0 + 1e-12
+    if private:
+        assert claim.accountant, "a private claim must name its accountant"
+    actions, losses, info = play(single, agent, seed=11)
+    limit = single.unwrapped.n_arms or single.unwrapped.n_experts
+    assert actions.dtype.kind == "i" and actions.min() >= 0 and actions.max() < limit
+    assert info["round"] == HORIZON
+    assert np.isfinite(info["dynamic_regret"])
+
+    # Batch of 3 == three single runs seeded 3, 4, 5 on env seeds 11, 12, 13.
+    venv = make_env(env_id, num_envs=3)
+    batched = agents.make(name, env=venv, seed=3, **extra)
+    b_actions, _, _ = play(venv, batched, seed=11)
+    for b in range(3):
+        solo = agents.make(name, env=single, seed=3 + b, **extra)
+        s_actions, _, _ = play(single, solo, seed=11 + b)
+        np.testing.assert_array_equal(b_actions[:, b], s_actions.reshape(-1))
