@@ -16,11 +16,9 @@ __all__ = ["BASELINES", "AGENT_DEFAULTS", "default_grid", "default_agents"]
 #: Non-private full-information references, in the order a reader expects them.
 BASELINES = ("uniform", "follow-the-leader", "hedge", "fixed-share", "shrinking-dartboard")
 
-#: Per-learner settings that make the default grid practical at T = 10^4 without touching privacy
-#: (window grids and restart caps are data-independent choices).
-AGENT_DEFAULTS: dict[str, dict[str, object]] = {
-    "svt-restart": {"window_grid": "dyadic"},
-}
+#: Per-learner settings for the default grid (data-independent choices only; none needed now:
+#: every learner's own defaults are practical at T = 10^4, e.g. svt-restart's dyadic windows).
+AGENT_DEFAULTS: dict[str, dict[str, object]] = {}
 
 
 def default_agents() -> list[AgentEntry]:
