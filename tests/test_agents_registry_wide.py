@@ -73,3 +73,17 @@ def test_agent_plays_every_compatible_env(name, env_id):
         solo = agents.make(name, env=single, seed=3 + b, **extra)
         s_actions, _, _ = play(single, solo, seed=11 + b)
         np.testing.assert_array_equal(b_actions[:, b], s_actions.reshape(-1))
+
+
+def test_every_agent_has_a_row_in_the_algorithms_table():
+    from pathlib import Path
+
+    table = (Path(__file__).resolve().parents[1] / "docs" / "algorithms.md").read_text()
+    missing = [a["name"] for a in agents.available() if f"| `{a['name']}` |" not in table]
+    assert not missing, f"docs/algorithms.md lacks rows for {missing}"
+
+
+@pytest.mark.parametrize("name", [a["name"] for a in agents.available()])
+def test_every_agent_docstring_names_its_source(name):
+    doc = agents.spec(name).cls.__doc__ or ""
+    assert "Source" in doc or "source" in doc, f"{name}'s docstring must name its source"
