@@ -1,0 +1,35 @@
+"""The project's own promises: README's two set-up commands are the ones CI and users run."""
+
+import re
+import sys
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def readme_command(heading: str) -> str:
+    match = re.search(heading + r".*?```bash\n(.*?)\n```", README, re.S)
+    assert match, f"README must give the command after {heading!r}"
+    return match.group(1).strip()
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    command = readme_command("Run the tests")
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert command in [line.strip() for line in ci]
+
+
+def test_main_job_command_uses_the_declared_entry_point():
+    command = readme_command("Run the main job")
+    assert command == "pip install -e . && dp-experts compare"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["scripts"]["dp-experts"] == "dp_experts_env.cli:main"
+    # A core install never pulls torch: Stable-Baselines3 sits behind the sb3 extra.
+    assert not any("stable-baselines3" in d or "torch" in d for d in project["dependencies"])
+    assert any("stable-baselines3" in d for d in project["optional-dependencies"]["sb3"])
