@@ -53,11 +53,18 @@ def derive_seed(base_seed: int, *key: Any) -> int:
 
 
 def record_rounds(horizon: int, n_points: int = 64) -> np.ndarray:
-    """Log-spaced rounds 1..T at which curves are kept (always including T)."""
+    """Rounds 1..T at which curves are kept: log-spaced plus evenly spaced, always T.
+
+    Log spacing resolves the early rounds; the evenly spaced half keeps change points visible
+    on a linear round axis. At most ``n_points`` rounds (fewer when T is small).
+    """
     horizon = check_int("horizon", horizon, minimum=1)
     n_points = check_int("n_points", n_points, minimum=2)
-    rounds = np.unique(np.round(np.geomspace(1, horizon, n_points)).astype(np.int64))
-    return np.union1d(rounds, [horizon])
+    half = max(1, n_points // 2)
+    log_part = np.round(np.geomspace(1, horizon, n_points - half))
+    even_part = np.round(np.linspace(horizon / half, horizon, half))
+    rounds = np.union1d(log_part, even_part).astype(np.int64)
+    return np.union1d(rounds[(rounds >= 1) & (rounds <= horizon)], [horizon])
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import matplotlib
 
 matplotlib.use("Agg", force=False)
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
@@ -58,6 +59,24 @@ def _eps_text(eps: float) -> str:
     return "non-private" if not math.isfinite(eps) else f"ε = {eps:g}"
 
 
+def _colours(agents: list[str]) -> dict[str, tuple]:
+    """One colour per agent, stable across the figures of a frame (up to 20 distinct)."""
+    cmap = matplotlib.colormaps["tab20"]
+    return {agent: cmap(i % 20) for i, agent in enumerate(sorted(agents))}
+
+
+def _title(env: str) -> str:
+    """Env label on two lines when it carries parameters (long labels get cut otherwise)."""
+    return env.replace("[", "\n[", 1) if "[" in env else env
+
+
+def _legend_outside(fig: Figure, ax) -> None:
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(
+        handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False
+    )
+
+
 def plot_regret_vs_round(
     frame: pd.DataFrame,
     env: str,
@@ -71,24 +90,37 @@ def plot_regret_vs_round(
     if data.empty:
         raise ValueError(f"no rows for env {env!r}")
     epsilons = sorted(e for e in data["epsilon"].unique() if math.isfinite(e)) or [math.inf]
+    colours = _colours(list(data["agent"].unique()))
     fig, axes = plt.subplots(
-        1, len(epsilons), figsize=(5.2 * len(epsilons), 4.2), squeeze=False, sharey=True
+        1, len(epsilons), figsize=(4.6 * len(epsilons), 4.2), squeeze=False, sharey=True
     )
     for ax, eps in zip(axes[0], epsilons, strict=True):
         panel = data[(data["epsilon"] == eps) | ~np.isfinite(data["epsilon"])]
         for agent, group in panel.groupby("agent", sort=True):
             table = group.pivot_table(index="round", columns="seed", values=metric)
             mean, lo, hi = _curve_band(table.to_numpy(), confidence, n_boot, seed=0)
-            private = np.isfinite(group["epsilon"].iloc[0])
-            (line,) = ax.plot(table.index, mean, label=agent, linestyle="-" if private else "--")
-            ax.fill_between(table.index, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
-        ax.set_xscale("log")
+            private = bool(np.isfinite(group["epsilon"].iloc[0]))
+            colour = colours[agent]
+            ax.plot(
+                table.index,
+                mean,
+                label=agent,
+                color=colour,
+                linestyle="-" if private else "--",
+                linewidth=1.6 if private else 1.2,
+            )
+            ax.fill_between(table.index, lo, hi, color=colour, alpha=0.15, linewidth=0)
+        ax.set_xlim(0, data["round"].max())
         ax.set_xlabel("round t")
         ax.set_title(_eps_text(eps))
         ax.grid(True, alpha=0.3)
     axes[0][0].set_ylabel(_NICE.get(metric, metric))
-    axes[0][-1].legend(fontsize=7, loc="upper left", frameon=False)
-    fig.suptitle(f"{_NICE.get(metric, metric)} on {env} (mean, {confidence:.0%} bootstrap band)")
+    _legend_outside(fig, axes[0][-1])
+    fig.suptitle(
+        f"{_NICE.get(metric, metric)} on {_title(env)}\n"
+        f"mean over seeds, {confidence:.0%} bootstrap band; dashed = non-private",
+        fontsize=10,
+    )
     fig.tight_layout()
     return fig
 
@@ -100,6 +132,7 @@ def plot_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str = "dynamic
         raise ValueError(f"no rows for env {env!r}")
     last = data.groupby(["agent", "epsilon", "seed"])["round"].transform("max")
     final = data[data["round"] == last]
+    colours = _colours(list(final["agent"].unique()))
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     for agent, group in final.groupby("agent", sort=True):
         stats = group.groupby("epsilon")[metric].agg(["mean", "sem"])
@@ -111,17 +144,26 @@ def plot_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str = "dynamic
                 marker="o",
                 capsize=3,
                 label=agent,
+                color=colours[agent],
             )
         else:
             ax.axhline(
-                stats["mean"].iloc[0], linestyle="--", linewidth=1, label=f"{agent} (non-private)"
+                stats["mean"].iloc[0],
+                linestyle="--",
+                linewidth=1.2,
+                color=colours[agent],
+                label=f"{agent} (non-private)",
             )
+    epsilons = sorted(e for e in final["epsilon"].unique() if math.isfinite(e))
     ax.set_xscale("log")
+    if epsilons:
+        ax.set_xticks(epsilons, [f"{e:g}" for e in epsilons])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("privacy parameter ε (log scale)")
     ax.set_ylabel(f"final {_NICE.get(metric, metric)}")
-    ax.set_title(f"privacy-utility on {env}")
+    ax.set_title(f"privacy-utility on {_title(env)}\nmean ± 95% CI over seeds", fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, frameon=False)
+    _legend_outside(fig, ax)
     fig.tight_layout()
     return fig
 
@@ -161,9 +203,9 @@ def plot_regret_vs_horizon(
     ax.set_yscale("log")
     ax.set_xlabel("horizon T")
     ax.set_ylabel(f"final {_NICE.get(metric, metric)}")
-    ax.set_title(f"regret vs T on {env_id} (dotted: theory slope)")
+    ax.set_title(f"regret vs T on {env_id}\ndotted: reference slope", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, frameon=False)
+    _legend_outside(fig, ax)
     fig.tight_layout()
     return fig
 
@@ -174,7 +216,8 @@ def save_figure(fig: Figure, path_stem: str | Path) -> list[Path]:
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
     for path in paths:
-        fig.savefig(path, dpi=130)
+        # "tight" keeps the legend placed outside the axes inside the saved image.
+        fig.savefig(path, dpi=130, bbox_inches="tight")
     plt.close(fig)
     return paths
 
