@@ -135,7 +135,8 @@ class Agent(ABC):
 
     Class attributes:
         name: registry name.
-        feedback: ``"full"`` or ``"bandit"``: the feedback the learner needs.
+        feedback: ``"full"`` or ``"bandit"``: the feedback the learner needs (``"any"`` for a
+            learner that plays on both; its claim then reports the env's feedback).
     """
 
     name: ClassVar[str] = ""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -92,22 +93,31 @@ def _positive_eta(eta: float) -> float:
     return check_float("eta", eta, minimum=0.0, min_inclusive=False)
 
 
-@register("uniform", private=False, summary="uniformly random expert every round (floor)")
+@register(
+    "uniform",
+    private=False,
+    summary="uniformly random expert (full information) or arm (bandits) every round (floor)",
+)
 class Uniform(_FullInfoBaseline):
-    """Play a uniformly random expert every round, ignoring all feedback.
+    """Play a uniformly random action every round, ignoring all feedback.
 
     Source: the trivial baseline; its expected static regret is linear unless all experts tie.
+    It is the reference of every comparison's normalised score, so it plays on both kinds of
+    env (``feedback = "any"``): a uniform expert under full information, a uniform arm under
+    bandit feedback (when ``n_arms`` is given, as ``agents.make`` does on a bandit env).
 
     Args:
         n_experts: N.
         horizon: T (unused beyond validation).
         num_envs: B.
         seed: int (run b uses seed + b), sequence of B ints, or None.
-        n_arms: ignored (accepted so that every learner shares one signature).
+        n_arms: K on a bandit env (actions are then arms), None under full information.
 
-    Per-round cost: O(1) per run (one uniform). Memory O(N) per run (the cumulative losses,
-    kept only so that every baseline has the same state).
+    Per-round cost: O(1) per run (one uniform). Memory O(N) per run under full information (the
+    cumulative losses, kept only so that every baseline has the same state).
     """
+
+    feedback = "any"
 
     def __init__(
         self,
@@ -119,16 +129,30 @@ class Uniform(_FullInfoBaseline):
         n_arms: int | None = None,
     ) -> None:
         super().__init__(n_experts, horizon, num_envs=num_envs, seed=seed, n_arms=n_arms)
+        self._bandit = self.n_arms is not None
+        self._claim = no_privacy("bandit" if self._bandit else "full")
         self.reset(seed)
 
-    def _distribution(self, round_index: int) -> np.ndarray:
-        return np.full((self.num_envs, self.n_experts), 1.0 / self.n_experts)
+    @property
+    def privacy(self) -> PrivacyClaim:
+        """Not private; the feedback is the env's."""
+        return self._claim
 
-    def _learn(self, obs: np.ndarray) -> None:
+    def _parse_obs(self, obs: Any) -> tuple[Any, bool]:
+        return self._parse_bandit(obs) if self._bandit else self._parse_full(obs)
+
+    def _n_actions(self) -> int:
+        return self.n_arms if self._bandit else self.n_experts
+
+    def _distribution(self, round_index: int) -> np.ndarray:
+        k = self._n_actions()
+        return np.full((self.num_envs, k), 1.0 / k)
+
+    def _learn(self, obs: Any) -> None:
         pass  # uniform play learns nothing
 
-    def _choose(self, obs: np.ndarray) -> np.ndarray:
-        return self.rng.integers(self.n_experts)
+    def _choose(self, obs: Any) -> np.ndarray:
+        return self.rng.integers(self._n_actions())
 
 
 @register(

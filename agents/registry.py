@@ -111,7 +111,7 @@ def make(name: str, env: Any = None, **params: Any) -> Agent:
     if env is not None:
         game = _game_of(env)
         feedback = game.pop("feedback")
-        if feedback != entry.feedback:
+        if entry.feedback not in (feedback, "any"):
             raise ValueError(
                 f"agent {name!r} needs {entry.feedback}-information feedback but the env gives "
                 f"{feedback} feedback; pick a {feedback}-feedback agent "
