@@ -299,8 +299,10 @@ class PrivateBanditOverExperts(_BatchedConversion):
     advice is sampled, P15: same law, O(K) per round) and plays it. The batch mean of the
     observed losses plus ``Lap(1/(tau epsilon))`` is the released loss of ``J_r``. Built for
     oblivious adversaries and small N (N <= K); static regret against the best expert.
-    The claim also covers sensitive advice (changing one round's advice and loss moves one
-    batch mean, Thm 7's remark). Per-round cost: O(K); per batch O(N) (HTINF: O(N n_newton)).
+    Advice is public (P19). Thm 7's remark (privacy also for sensitive advice) covers only the
+    sequence of chosen experts ``J_r``: the played arm is drawn from that round's advice, so
+    changing one round's advice can change that round's arm with certainty. Per-round cost:
+    O(K); per batch O(N) (HTINF: O(N n_newton)).
 
     Privacy claim: pure ``epsilon``-DP, central model, against adaptive adversaries (the
     paper's privacy argument does not use obliviousness). Accountant: Lemma 3 -- replacing one
@@ -356,8 +358,9 @@ class PrivateBanditOverExperts(_BatchedConversion):
 
     def _claim_notes(self) -> str:
         return (
-            "trailing partial batch never released; also private with respect to the advice "
-            "(Thm 7 remark)"
+            "trailing partial batch never released; advice treated as public (P19): the chosen "
+            "experts are also private with respect to the advice (Thm 7 remark), but the played "
+            "arms are not, since each is drawn from that round's advice"
         )
 
     def _play(self, obs: BanditObs) -> np.ndarray:

@@ -282,6 +282,22 @@ def test_claim(name):
     assert agents.spec(name).private
 
 
+def test_over_experts_claim_does_not_extend_advice_privacy_to_the_played_arms():
+    # Every expert recommends arm 0, except at round 5 where every expert recommends arm 1: the
+    # played arm at round 5 follows the advice with certainty, so the actions are not private
+    # with respect to the advice (only the chosen experts are, Thm 7's remark).
+    n, b = 3, 64
+    adv = np.broadcast_to(np.eye(K)[0], (T, n, K)).copy()
+    adv_changed = adv.copy()
+    adv_changed[5] = np.eye(K)[1]
+    _, losses = make_game()
+    acts = drive(PrivateBanditOverExperts(n, T, n_arms=K, num_envs=b, seed=0), adv, losses)
+    agent = PrivateBanditOverExperts(n, T, n_arms=K, num_envs=b, seed=0)
+    acts_changed = drive(agent, adv_changed, losses)
+    assert np.all(acts[5] == 0) and np.all(acts_changed[5] == 1)
+    assert "played arms are not" in agent.privacy.notes
+
+
 @pytest.mark.parametrize("name", ["private-batched-bandit", "private-bandit-over-experts"])
 @pytest.mark.parametrize(("base", "noise"), [(b, "fast") for b in BASES] + [("exp3", "grid")])
 def test_batch_equals_single_runs(name, base, noise):
