@@ -267,3 +267,31 @@ def test_python_module_entry_point():
     )
     assert "compare" in proc.stdout
     assert Path(cli.__file__).name == "cli.py"
+
+
+@pytest.mark.parametrize(
+    "path", sorted((Path(__file__).resolve().parents[1] / "examples" / "grids").glob("*.toml"))
+)
+def test_example_grid_files_are_valid(path):
+    grid = Grid.from_toml(path)
+    grid.validate()
+    assert grid.cells()
+
+
+def test_audit_command_passes_a_true_claim(capsys):
+    code = cli.main(
+        [
+            "audit",
+            "limited-updates",
+            "--epsilon",
+            "1",
+            "--n-runs",
+            "4000",
+            "--horizon",
+            "8",
+            "--n-experts",
+            "3",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and "PASSED" in out and "lower bound" in out
