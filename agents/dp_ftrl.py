@@ -62,7 +62,8 @@ class DPFTRLTree(PrivateAgent):
     Deviations: losses are clipped to [0, 1] before use; the regret constants of the cited
     papers are not reproduced (their exact learning-rate constants are not in the briefs).
 
-    Per-round cost: O(N) amortised (O(N log T) worst case) time, O(N log T) memory per run.
+    Per-round cost: O(N log T) time (each round sums the popcount(t) <= log2 T + 1 noisy
+    nodes of t's binary expansion), O(N log T) memory per run.
 
     Attributes:
         eta, node_scale (Laplace scale per node coordinate), levels, tree (the TreeCounter).

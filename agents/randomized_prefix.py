@@ -115,8 +115,8 @@ class RandomizedPrefixSoftmax(PrivateAgent):
         window: the restart period or block cap (None for ``restarts="none"``).
         block_index: the current block r within the epoch. prefix_length: (B,) current M_r.
 
-    Per-round cost: O(N) per run on the rounds inside the prefix (about 3/4 of them), O(1)
-    otherwise, plus one O(N) pick per block (about log2 T picks).
+    Per-round cost: O(N) per run (the loss is added under a mask that is zero outside the
+    prefix), plus one O(N) pick per block (about log2 T picks).
     """
 
     default_delta = 0.0
