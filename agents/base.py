@@ -277,6 +277,13 @@ class Agent(ABC):
                 f"obs['advice'] must hold {self.num_envs} x {n * k} values (N={n}, K={k}), "
                 f"got shape {np.shape(obs['advice'])}"
             )
+        # Privacy claims of advice learners bound sensitivities with advice entries in [0, 1]
+        # and rows on the simplex; a hand-fed observation that breaks this must not pass.
+        if advice.min() < 0.0 or advice.max() > 1.0 or np.abs(advice.sum(-1) - 1.0).max() > 1e-6:
+            raise ValueError(
+                "obs['advice'] rows must be probability distributions over the K arms "
+                "(entries in [0, 1] summing to 1)"
+            )
         last_action = np.asarray(obs["last_action"], dtype=np.int64).reshape(self.num_envs)
         last_loss = np.asarray(obs["last_loss"], dtype=np.float64).reshape(self.num_envs)
         return BanditObs(advice, last_action, last_loss), single

@@ -92,3 +92,16 @@ def test_every_agent_has_a_row_in_the_algorithms_table():
 def test_every_agent_docstring_names_its_source(name):
     doc = agents.spec(name).cls.__doc__ or ""
     assert "Source" in doc or "source" in doc, f"{name}'s docstring must name its source"
+
+
+@pytest.mark.parametrize(
+    "name", [a["name"] for a in agents.available() if a["feedback"] == "bandit"]
+)
+def test_bandit_learners_refuse_advice_off_the_simplex(name):
+    extra = {"epsilon": 1.0} if agents.spec(name).private else {}
+    agent = agents.make(name, n_experts=3, horizon=20, n_arms=2, seed=0, **extra)
+    good = {"advice": np.full(6, 0.5), "last_action": 0, "last_loss": np.zeros(1)}
+    agent.act(good)
+    for advice in (np.full(6, 0.7), np.tile([1.5, -0.5], 3)):
+        with pytest.raises(ValueError, match="advice"):
+            agent.act({**good, "advice": advice, "last_action": agent.last_actions[0]})
