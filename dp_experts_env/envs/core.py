@@ -132,10 +132,7 @@ class GameCore:
             (observation batch, charged losses (B,), info dict of (B,) arrays). The arrays are
             fresh every call: callers may keep them.
         """
-        if self.done:
-            raise RuntimeError(
-                "the episode is over (all rounds played) or never started; call reset()"
-            )
+        self._check_live()
         a = self.check_actions(actions)
         rnd = self._round
         assert rnd is not None
@@ -159,8 +156,52 @@ class GameCore:
             obs = full_obs
         return obs, charged, info
 
+    def step_one(self, action: int) -> tuple[Any, float, dict[str, Any]]:
+        """:meth:`step` for B = 1 with an already validated action in [0, n_actions).
+
+        The same values as ``step`` run by run, unbatched: the observation of the single run
+        (fresh arrays), the charged loss as a Python float and ``info`` as Python scalars (the
+        ``.item()`` of each (1,) array ``step`` would return). It skips the (B,) arrays that
+        ``step`` builds only to be unbatched again, which dominate a step at B = 1.
+        """
+        self._check_live()
+        if self.num_runs != 1:
+            raise RuntimeError(f"step_one needs a core with one run, this one has {self.num_runs}")
+        a = np.array([action], dtype=np.int64)
+        rnd = self._round
+        assert rnd is not None
+        # A basic-indexing view of the (1,) column: the same values as the fancy-indexed copy
+        # ``step`` makes, read only before the next fetch may reuse the adversary's buffer.
+        charged = rnd.losses[:, action]
+        self._update_regret(rnd, action, charged)
+        self.t += 1
+        loss = charged.item(0)
+        info = self._info_one(rnd, loss)
+        bandit = self.feedback == "bandit"
+        full_obs = None if bandit else np.array(rnd.losses[0], dtype=np.float64)
+        last_loss = charged.copy() if bandit else None
+        self.adversary.record(a)
+        self._round = self.adversary.next_round() if self.t < self.horizon else None
+        if bandit:
+            obs: Any = {
+                "advice": self._advice_obs(self._round)[0],
+                "last_action": np.int64(action),
+                "last_loss": last_loss,
+            }
+        else:
+            obs = full_obs
+        return obs, loss, info
+
     # ----------------------------------------------------------------- internals
-    def _update_regret(self, rnd: Round, a: np.ndarray, charged: np.ndarray) -> None:
+    def _check_live(self) -> None:
+        if self.done:
+            raise RuntimeError(
+                "the episode is over (all rounds played) or never started; call reset()"
+            )
+
+    def _update_regret(self, rnd: Round, a: np.ndarray | int, charged: np.ndarray) -> None:
+        # ``a`` is the (B,) actions (fancy indexing) or, at B = 1, the action as an int (a basic
+        # column view): either way ``means[:, a]`` per run holds the same values.
         means = rnd.means if self.adversary.knows_means else None
         if self.feedback == "bandit":
             advice = rnd.advice
@@ -177,7 +218,9 @@ class GameCore:
         else:
             expert_losses = rnd.losses
             expert_means = means
-        learner_mean = None if means is None else means[self._rows, a]
+        learner_mean = (
+            None if means is None else (means[:, a] if isinstance(a, int) else means[self._rows, a])
+        )
         if self.adversary.knows_means and means is None:
             raise RuntimeError(
                 f"{type(self.adversary).__name__} declares knows_means but gave no means"
@@ -213,6 +256,34 @@ class GameCore:
                 )
             info["segment"] = np.array(rnd.segment, dtype=np.int64)
             info["shift"] = np.array(rnd.shift, dtype=bool)
+        return info
+
+    def _info_one(self, rnd: Round, loss: float) -> dict[str, Any]:
+        """``_info`` of a one-run core as Python scalars (each value ``v[0].item()``)."""
+        tr = self.tracker
+        info: dict[str, Any] = {
+            "round": self.t,
+            "loss": loss,
+            "cumulative_loss": tr.cumulative_loss.item(0),
+            "static_regret": tr.static_regret.item(0),
+            "dynamic_regret": tr.dynamic_regret.item(0),
+            "per_round_best_regret": tr.per_round_best_regret.item(0),
+        }
+        if self.adversary.knows_means:
+            pseudo = tr.pseudo_regret
+            if pseudo is None:
+                raise RuntimeError(
+                    f"{type(self.adversary).__name__} declares knows_means but gave no means"
+                )
+            info["pseudo_regret"] = pseudo.item(0)
+        if self.adversary.has_segments:
+            if rnd.segment is None or rnd.shift is None:
+                raise RuntimeError(
+                    f"{type(self.adversary).__name__} declares has_segments but gave no "
+                    "segment/shift"
+                )
+            info["segment"] = int(np.int64(rnd.segment[0]))
+            info["shift"] = bool(rnd.shift[0])
         return info
 
     def state_nbytes(self) -> int:

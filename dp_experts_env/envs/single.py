@@ -84,14 +84,12 @@ class _SingleEnv(GameSetup, gym.Env):
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """Play one round: charge round t's loss of ``action`` and reveal the feedback."""
-        batch = np.array([self._scalar_action(action)], dtype=np.int64)
-        obs, charged, info = self.core.step(batch)
-        reward = 0.0 - float(charged[0])
+        a = self._scalar_action(action)
+        obs_1, loss, info_1 = self.core.step_one(a)
+        reward = 0.0 - loss
         terminated = self.core.t >= self.horizon
-        info_1 = {k: v[0].item() for k, v in info.items()}
-        obs_1 = self._unbatch_obs(obs)
         if self.render_mode is not None:
-            self._remember(int(batch[0]), obs_1, info_1)
+            self._remember(a, obs_1, info_1)
         return obs_1, reward, terminated, False, info_1
 
     def render(self) -> str | np.ndarray | None:
