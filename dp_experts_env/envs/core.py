@@ -41,6 +41,11 @@ MEANS_KEYS = ("pseudo_regret",)
 #: Added when the adversary has stationary segments.
 SEGMENT_KEYS = ("segment", "shift")
 
+# The ufunc reductions themselves: the same values as ndarray.min/max without their Python
+# wrapper layers, which cost more than the reduction at small B.
+_min_reduce = np.minimum.reduce
+_max_reduce = np.maximum.reduce
+
 
 class GameCore:
     """B runs of one experts game, stepped together.
@@ -116,7 +121,7 @@ class GameCore:
                 f"action must be an integer array of shape ({self.num_runs},) with values in "
                 f"[0, {hi}]; got dtype {arr.dtype} and shape {arr.shape}"
             )
-        if arr.min() < 0 or arr.max() > hi:
+        if _min_reduce(arr) < 0 or _max_reduce(arr) > hi:
             bad = int(np.argmax((arr < 0) | (arr > hi)))
             what = "arms" if self.feedback == "bandit" else "experts"
             raise ValueError(
@@ -238,8 +243,10 @@ class GameCore:
 
     def _info(self, rnd: Round, charged: np.ndarray) -> dict[str, np.ndarray]:
         tr = self.tracker
+        rounds = np.empty(self.num_runs, dtype=np.int64)
+        rounds.fill(self.t)  # np.full without its Python layer
         info = {
-            "round": np.full(self.num_runs, self.t, dtype=np.int64),
+            "round": rounds,
             "loss": charged.copy(),
             "cumulative_loss": tr.cumulative_loss.copy(),
             "static_regret": tr.static_regret,

@@ -119,9 +119,12 @@ class _VectorEnv(GameSetup, VectorEnv):
         obs, charged, info = self.core.step(actions)
         done = self.core.t >= self.horizon
         self._needs_autoreset = done
-        for key in list(info):
-            # Gymnasium's vector-info convention: a mask per key saying which runs report it.
-            info[f"_{key}"] = np.ones(b, dtype=bool)
+        # Gymnasium's vector-info convention: a mask per key saying which runs report it. One
+        # fresh all-True block per step, a row per key: still fresh, writable arrays the caller
+        # may keep, for one allocation instead of one per key.
+        masks = np.ones((len(info), b), dtype=bool)
+        for key, mask in zip(list(info), masks, strict=True):
+            info[f"_{key}"] = mask
         return obs, 0.0 - charged, np.full(b, done), np.zeros(b, dtype=bool), info
 
 
