@@ -1,5 +1,6 @@
 """private-shrinking-dartboard and its batched variant (brief 002 Alg. 1, Thm 5 / Cor. 6)."""
 
+import itertools
 import math
 
 import numpy as np
@@ -242,6 +243,76 @@ def test_audit_catches_a_tenfold_temperature_mutant(name, t_max, extra):
     result = audit_agent(mutant, x, xp, n_runs=12_000, seed=1)
     assert not result.passed, result.summary()
     assert result.epsilon_lower_bound > 1.3
+
+
+def exact_action_law(losses, c, p, cap):
+    """Exact law of the whole action sequence of the lazy sampler (brief 002 Alg. 1 with
+    weights exp(-c L), forced-switch probability p, at most ``cap`` resamples), by enumeration.
+
+    Returns a dict {action tuple: probability}. Built from the brief's pseudo-code, not the code.
+    """
+    t_max, n = losses.shape
+    states = {((i,), 0): 1.0 / n for i in range(n)}
+    for t in range(1, t_max):
+        cum = losses[:t].sum(axis=0)
+        fresh = np.exp(-c * (cum - cum.min()))
+        fresh /= fresh.sum()
+        nxt = {}
+        for (seq, k), pr in states.items():
+            x = seq[-1]
+            move = p + (1 - p) * -math.expm1(-c * losses[t - 1, x]) if k < cap else 0.0
+            nxt[(seq + (x,), k)] = nxt.get((seq + (x,), k), 0.0) + pr * (1 - move)
+            if move:
+                for j in range(n):
+                    key = (seq + (j,), k + 1)
+                    nxt[key] = nxt.get(key, 0.0) + pr * move * fresh[j]
+        states = nxt
+    law = {}
+    for (seq, _), pr in states.items():
+        law[seq] = law.get(seq, 0.0) + pr
+    return law
+
+
+def exact_privacy_loss(agent, t_max=5):
+    """Largest |log P(seq) / P'(seq)| over 2-expert loss sequences with 0/1 entries and every
+    neighbour replacing one round by its complement (the last round's loss is never read)."""
+    c, p, cap = agent.inverse_temperature, agent.p, agent.max_resamples
+    worst = 0.0
+    for rows in itertools.product([(0.0, 1.0), (1.0, 0.0), (0.0, 0.0), (1.0, 1.0)], repeat=t_max):
+        a = np.array(rows)
+        law_a = exact_action_law(a, c, p, cap)
+        for r in range(t_max - 1):
+            b = a.copy()
+            b[r] = 1.0 - a[r]
+            law_b = exact_action_law(b, c, p, cap)
+            worst = max(worst, max(abs(math.log(law_a[s] / law_b[s])) for s in law_a))
+    return worst
+
+
+@pytest.mark.parametrize(
+    "params", [dict(eta=0.3, p=0.35, budget=2), dict(eta=0.2, p=0.2, budget=3)]
+)
+def test_exact_action_law_matches_and_its_privacy_loss_is_within_the_accountant(params):
+    # The exact accountant (coin + K-1 redraws) must bound the true worst-case privacy loss of
+    # the action sequence; dropping the coin term (epsilon - e_sw) must not (it would be wrong).
+    agent = PrivateShrinkingDartboard(2, 5, epsilon=50.0, delta=0.0, **params)
+    loss = exact_privacy_loss(agent)
+    e_rs = 2.0 * agent.inverse_temperature
+    assert loss <= agent.epsilon_spent + 1e-12
+    assert loss > agent.max_resamples * e_rs  # the coin's share is really spent
+    # The agent samples exactly this law (20k runs, 5-sigma binomial tolerance).
+    losses = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 0.0], [0.0, 0.0], [0.0, 1.0]])
+    b = 20_000
+    runs = PrivateShrinkingDartboard(2, 5, epsilon=50.0, delta=0.0, num_envs=b, seed=3, **params)
+    acts = play(runs, np.broadcast_to(losses[:, None, :], (5, b, 2)).copy())
+    law = exact_action_law(losses, agent.inverse_temperature, agent.p, agent.max_resamples)
+    seqs = list(law)
+    codes = (acts.T * (2 ** np.arange(5)[::-1])).sum(axis=1)
+    emp = np.bincount(codes, minlength=32) / b
+    probs = np.zeros(32)
+    for s in seqs:
+        probs[int("".join(map(str, s)), 2)] = law[s]
+    assert binomial_ok(emp, probs, b)
 
 
 # --------------------------------------------------------------------------- utility

@@ -148,6 +148,19 @@ def test_audit_catches_a_tenfold_temperature_mutant():
     assert result.epsilon_lower_bound > 1.3
 
 
+def test_exact_privacy_loss_is_within_the_accountant():
+    # Exact enumeration of the action-sequence law (shared with the dartboard tests: same lazy
+    # sampler, weights exp(-beta L)); the accountant beta/p + 2 beta ceil(B) must bound it, and
+    # charging one resample fewer must not.
+    from test_private_dartboard import exact_privacy_loss
+
+    agent = PrivateLazyHedge(2, 5, epsilon=50.0, delta=0.0, beta=1.0, p=0.9, budget=1)
+    loss = exact_privacy_loss(agent)
+    assert agent.max_resamples == 1
+    assert loss <= agent.epsilon_spent + 1e-12
+    assert loss > agent.epsilon_spent - 2.0 * agent.beta
+
+
 # --------------------------------------------------------------------------- utility
 def test_static_regret_on_an_oblivious_sequence_is_below_the_bound():
     b, n, t_max = 100, 4, 2000
