@@ -268,12 +268,15 @@ class GameCore:
     def _info_one(self, rnd: Round, loss: float) -> dict[str, Any]:
         """``_info`` of a one-run core as Python scalars (each value ``v[0].item()``)."""
         tr = self.tracker
+        cumulative = tr.cumulative_loss.item(0)
         info: dict[str, Any] = {
             "round": self.t,
             "loss": loss,
-            "cumulative_loss": tr.cumulative_loss.item(0),
+            "cumulative_loss": cumulative,
             "static_regret": tr.static_regret.item(0),
-            "dynamic_regret": tr.dynamic_regret.item(0),
+            # The float64 subtraction ``dynamic_regret`` does, on Python floats (the same IEEE
+            # result), saving one ufunc call.
+            "dynamic_regret": cumulative - tr.comparator_loss.item(0),
             "per_round_best_regret": tr.per_round_best_regret.item(0),
         }
         if self.adversary.knows_means:
@@ -289,7 +292,7 @@ class GameCore:
                     f"{type(self.adversary).__name__} declares has_segments but gave no "
                     "segment/shift"
                 )
-            info["segment"] = int(np.int64(rnd.segment[0]))
+            info["segment"] = int(rnd.segment[0])
             info["shift"] = bool(rnd.shift[0])
         return info
 
