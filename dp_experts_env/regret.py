@@ -60,10 +60,24 @@ class RegretTracker:
         # add on a contiguous block are about twice as fast as on a strided view of one table.
         self._table = np.zeros((b, levels, n))
         self._scratch = np.empty((b, levels + 1))
+        self._make_views()
+
+    _VIEWS = ("_best_fixed", "_best_levels", "_best_below")
+
+    def _make_views(self) -> None:
         # Views made once, not every round (their creation dominates at B = 1).
         self._best_fixed = self._scratch[:, 0]
         self._best_levels = self._scratch[:, 1:]
         self._best_below = self._scratch[:, :-1, None]
+
+    def __getstate__(self) -> dict:
+        # Pickle copies arrays separately, so stored views would lose their alias to _scratch;
+        # drop them and rebuild on load.
+        return {k: v for k, v in self.__dict__.items() if k not in self._VIEWS}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._make_views()
 
     def update(
         self,

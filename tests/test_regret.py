@@ -213,3 +213,19 @@ def test_state_nbytes_independent_of_horizon() -> None:
 def test_bad_arguments(args: tuple, error: type) -> None:
     with pytest.raises(error):
         RegretTracker(*args)
+
+
+def test_pickled_tracker_continues_exactly():
+    import pickle
+
+    rng = np.random.default_rng(5)
+    losses = rng.integers(0, 9, size=(30, 2, 4)) / 8
+    a = RegretTracker(2, 4, 3)
+    for t in range(10):
+        a.update(losses[t], losses[t, :, 0])
+    b = pickle.loads(pickle.dumps(a))
+    for t in range(10, 30):
+        a.update(losses[t], losses[t, :, 0])
+        b.update(losses[t], losses[t, :, 0])
+    np.testing.assert_array_equal(a.dynamic_regret, b.dynamic_regret)
+    np.testing.assert_array_equal(a.static_regret, b.static_regret)
