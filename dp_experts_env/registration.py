@@ -15,14 +15,14 @@ import gymnasium as gym
 
 from dp_experts_env.envs.factory import KINDS
 
-__all__ = ["EnvEntry", "ENVS", "ENV_IDS", "register_envs", "env_entry"]
+__all__ = ["RegisteredEnv", "ENVS", "ENV_IDS", "register_envs", "env_entry"]
 
 _FULL = ("dp_experts_env.envs:ExpertsEnv", "dp_experts_env.envs:ExpertsVectorEnv")
 _BANDIT = ("dp_experts_env.envs:BanditAdviceEnv", "dp_experts_env.envs:BanditAdviceVectorEnv")
 
 
 @dataclass(frozen=True)
-class EnvEntry:
+class RegisteredEnv:
     """One registered environment.
 
     Attributes:
@@ -50,7 +50,7 @@ class EnvEntry:
         return KINDS[self.kind].summary
 
 
-def _entry(env_id: str, kind: str) -> EnvEntry:
+def _entry(env_id: str, kind: str) -> RegisteredEnv:
     spec = KINDS[kind]
     single, vector = _BANDIT if spec.feedback == "bandit" else _FULL
     defaults: dict[str, Any] = {
@@ -60,10 +60,10 @@ def _entry(env_id: str, kind: str) -> EnvEntry:
     }
     if spec.n_arms is not None:
         defaults["n_arms"] = spec.n_arms
-    return EnvEntry(env_id, kind, single, vector, defaults)
+    return RegisteredEnv(env_id, kind, single, vector, defaults)
 
 
-ENVS: tuple[EnvEntry, ...] = (
+ENVS: tuple[RegisteredEnv, ...] = (
     _entry("DPExperts-Shift-v0", "shift"),
     _entry("DPExperts-Stochastic-v0", "stochastic"),
     _entry("DPExperts-Oblivious-v0", "oblivious"),
@@ -75,7 +75,7 @@ ENVS: tuple[EnvEntry, ...] = (
 ENV_IDS: tuple[str, ...] = tuple(e.id for e in ENVS)
 
 
-def env_entry(env_id: str) -> EnvEntry:
+def env_entry(env_id: str) -> RegisteredEnv:
     """The table row of ``env_id``."""
     for entry in ENVS:
         if entry.id == env_id:
