@@ -7,6 +7,7 @@ family.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import pickle
 import warnings
@@ -808,3 +809,16 @@ def test_shift_env_defaults_and_segments():
     assert sum(i["shift"] for i in infos) == 3
     assert [i["segment"] for i in infos][-1] == 3
     assert gym.make("DPExperts-Shift-v0").unwrapped.n_switches == 4
+
+
+@pytest.mark.parametrize("env_id", ["DPExperts-Shift-v0", "DPExperts-BanditAdvice-v0"])
+def test_vector_env_returns_fresh_arrays_that_later_steps_do_not_mutate(env_id):
+    venv = gym.make_vec(env_id, num_envs=3, vectorization_mode="vector_entry_point", horizon=20)
+    obs, _ = venv.reset(seed=1)
+    actions = np.zeros(3, dtype=np.int64)
+    first = venv.step(actions)
+    snapshot = copy.deepcopy(first)
+    for _ in range(3):
+        venv.step(actions + 1)
+    for kept, copied in zip(first, snapshot, strict=True):
+        assert_same(kept, copied)
