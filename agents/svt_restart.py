@@ -260,9 +260,14 @@ class SVTRestart(PrivateAgent):
         self._active = np.ones(b, dtype=bool) if self.max_restarts != 0 else np.zeros(b, bool)
         if self.window_grid == "dyadic":
             shape = (b, self._levels, DYADIC_STARTS)
-            self._snaps = np.zeros((*shape, n + 1))
+            # Expert sums with the expert axis before the window axis, so the min over experts
+            # is an elementwise minimum of rows (fast at large B) rather than a reduction over a
+            # short trailing axis; the learner's sums apart. Values are those of self._cum.
+            self._snap_experts = np.zeros((b, n, self._levels, DYADIC_STARTS))
+            self._snap_learner = np.zeros(shape)
             self._snap_time = np.zeros(shape, dtype=np.int64)
             self._snap_count = np.zeros((b, self._levels), dtype=np.int64)
+            self._diff_buf = np.empty((b, n, self._levels * DYADIC_STARTS))
             self._reset_windows(np.ones(b, dtype=bool), self._cum, np.zeros(b, dtype=np.int64))
         else:
             self._prefix = np.zeros((b, self.horizon + 1, n + 1))
@@ -282,7 +287,8 @@ class SVTRestart(PrivateAgent):
         levels = mask[:, None] & (tau[:, None] % self._pow2[None, :] == 0)
         runs, lev = np.nonzero(levels)
         slot = self._snap_count[runs, lev] % DYADIC_STARTS
-        self._snaps[runs, lev, slot] = self._cum[runs]
+        self._snap_experts[runs, :, lev, slot] = self._cum[runs, :-1]
+        self._snap_learner[runs, lev, slot] = self._cum[runs, -1]
         self._snap_time[runs, lev, slot] = t
         self._snap_count[runs, lev] += 1
 
@@ -291,12 +297,19 @@ class SVTRestart(PrivateAgent):
         """(B, Q) window regrets and window lengths at global round ``t`` (invalid: -inf)."""
         n = self.n_experts
         if self.window_grid == "dyadic":
-            diff = self._cum[:, None, None, :] - self._snaps  # (B, L, m, N+1)
-            regret = diff[..., n] - diff[..., :n].min(axis=-1)
+            b, q = self.num_envs, self._levels * DYADIC_STARTS
+            # Same arithmetic as (cum - snapshot) per expert and for the learner, then the min
+            # over experts: every value is the same float as in a (B, Q, N+1) difference tensor.
+            diff = np.subtract(
+                self._cum[:, :n, None], self._snap_experts.reshape(b, n, q), out=self._diff_buf
+            )
+            best = np.minimum.reduce(diff, axis=1)  # (B, Q)
+            regret = self._cum[:, n, None] - self._snap_learner.reshape(b, q)
+            regret -= best
             length = t - self._snap_time
             valid = np.arange(DYADIC_STARTS)[None, None, :] < self._snap_count[:, :, None]
-            regret = np.where(valid, regret, -np.inf).reshape(self.num_envs, -1)
-            return regret, length.reshape(self.num_envs, -1)
+            regret[~valid.reshape(b, q)] = -np.inf
+            return regret, length.reshape(b, q)
         starts = np.arange(self.horizon)  # u = 0..T-1; window [u+1, t]
         diff = self._cum[:, None, :] - self._prefix[:, : self.horizon, :]
         regret = diff[..., n] - diff[..., :n].min(axis=-1)
@@ -351,7 +364,8 @@ class SVTRestart(PrivateAgent):
     def _reset_windows(self, mask: np.ndarray, origin: np.ndarray, origin_time: np.ndarray) -> None:
         """Dyadic grid: runs in ``mask`` keep one window start, ``origin`` at ``origin_time``."""
         self._snap_count[mask] = 1
-        self._snaps[mask, :, 0, :] = origin[mask][:, None, :]
+        self._snap_experts[mask, :, :, 0] = origin[mask][:, :-1, None]
+        self._snap_learner[mask, :, 0] = origin[mask][:, -1:]
         self._snap_time[mask, :, 0] = origin_time[mask][:, None]
 
     def _choose(self, obs: np.ndarray) -> np.ndarray:
