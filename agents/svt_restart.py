@@ -24,6 +24,8 @@ __all__ = ["SVTRestart", "WINDOW_GRIDS", "DYADIC_STARTS"]
 WINDOW_GRIDS = ("dyadic", "all")
 #: window starts kept per dyadic level: the last DYADIC_STARTS multiples of 2^k
 DYADIC_STARTS = 8
+# The de-duplicated dyadic storage below relies on ring slot parity = parity of u / 2^k.
+assert DYADIC_STARTS % 2 == 0
 #: refuse window_grid="all" when its prefix-sum history would exceed this many bytes
 _ALL_GRID_MAX_BYTES = 1 << 30
 
@@ -181,6 +183,7 @@ class SVTRestart(PrivateAgent):
         # --- the query grid
         self._levels = max(1, math.ceil(math.log2(t_max)) + 1) if t_max > 1 else 1
         self._pow2 = 2 ** np.arange(self._levels, dtype=np.int64)
+        self._dedup_grid()
         self.queries_per_instance = t_max
         if self.window_grid == "dyadic":
             self.windows_per_round = self._levels * DYADIC_STARTS
@@ -192,6 +195,23 @@ class SVTRestart(PrivateAgent):
         # --- thresholds (public constants)
         self._set_thresholds()
         self.reset(seed)
+
+    def _dedup_grid(self) -> None:
+        """Which (level, slot) window starts get their sums stored and queried.
+
+        Level k's ring slot ``c % DYADIC_STARTS`` holds the start ``u = c 2^k`` (local time), so
+        an even slot holds a multiple of ``2^(k+1)``, which level k+1 also holds (its ring spans
+        twice the time) with the same snapshot. Below the top level only the odd slots are new;
+        querying them plus the whole top level covers the same windows with the same values,
+        about half of ``levels * DYADIC_STARTS``.
+        """
+        top, half = self._levels - 1, DYADIC_STARTS // 2
+        index = np.full((self._levels, DYADIC_STARTS), -1, dtype=np.int64)
+        index[:top, 1::2] = np.arange(top * half).reshape(top, half)
+        index[top] = top * half + np.arange(DYADIC_STARTS)
+        self._store_index = index  # (L, m) -> column of the stored sums, -1 = not stored
+        self._stored_level, self._stored_slot = np.nonzero(index >= 0)  # row-major = columns
+        self._stored = top * half + DYADIC_STARTS
 
     # ----------------------------------------------------------------- thresholds
     def _set_thresholds(self) -> None:
@@ -263,11 +283,13 @@ class SVTRestart(PrivateAgent):
             # Expert sums with the expert axis before the window axis, so the min over experts
             # is an elementwise minimum of rows (fast at large B) rather than a reduction over a
             # short trailing axis; the learner's sums apart. Values are those of self._cum.
-            self._snap_experts = np.zeros((b, n, self._levels, DYADIC_STARTS))
-            self._snap_learner = np.zeros(shape)
+            # Only the de-duplicated starts (_dedup_grid) keep sums; _snap_time and _snap_count
+            # still describe every (level, slot) start.
+            self._snap_experts = np.zeros((b, n, self._stored))
+            self._snap_learner = np.zeros((b, self._stored))
             self._snap_time = np.zeros(shape, dtype=np.int64)
             self._snap_count = np.zeros((b, self._levels), dtype=np.int64)
-            self._diff_buf = np.empty((b, n, self._levels * DYADIC_STARTS))
+            self._diff_buf = np.empty((b, n, self._stored))
             self._reset_windows(np.ones(b, dtype=bool), self._cum, np.zeros(b, dtype=np.int64))
         else:
             self._prefix = np.zeros((b, self.horizon + 1, n + 1))
@@ -287,8 +309,11 @@ class SVTRestart(PrivateAgent):
         levels = mask[:, None] & (tau[:, None] % self._pow2[None, :] == 0)
         runs, lev = np.nonzero(levels)
         slot = self._snap_count[runs, lev] % DYADIC_STARTS
-        self._snap_experts[runs, :, lev, slot] = self._cum[runs, :-1]
-        self._snap_learner[runs, lev, slot] = self._cum[runs, -1]
+        col = self._store_index[lev, slot]
+        keep = col >= 0
+        runs_kept, col = runs[keep], col[keep]
+        self._snap_experts[runs_kept, :, col] = self._cum[runs_kept, :-1]
+        self._snap_learner[runs_kept, col] = self._cum[runs_kept, -1]
         self._snap_time[runs, lev, slot] = t
         self._snap_count[runs, lev] += 1
 
@@ -297,19 +322,17 @@ class SVTRestart(PrivateAgent):
         """(B, Q) window regrets and window lengths at global round ``t`` (invalid: -inf)."""
         n = self.n_experts
         if self.window_grid == "dyadic":
-            b, q = self.num_envs, self._levels * DYADIC_STARTS
             # Same arithmetic as (cum - snapshot) per expert and for the learner, then the min
             # over experts: every value is the same float as in a (B, Q, N+1) difference tensor.
-            diff = np.subtract(
-                self._cum[:, :n, None], self._snap_experts.reshape(b, n, q), out=self._diff_buf
-            )
+            # Columns: the de-duplicated starts of _dedup_grid (duplicates add no new window).
+            lev, slot = self._stored_level, self._stored_slot
+            diff = np.subtract(self._cum[:, :n, None], self._snap_experts, out=self._diff_buf)
             best = np.minimum.reduce(diff, axis=1)  # (B, Q)
-            regret = self._cum[:, n, None] - self._snap_learner.reshape(b, q)
+            regret = self._cum[:, n, None] - self._snap_learner
             regret -= best
-            length = t - self._snap_time
-            valid = np.arange(DYADIC_STARTS)[None, None, :] < self._snap_count[:, :, None]
-            regret[~valid.reshape(b, q)] = -np.inf
-            return regret, length.reshape(b, q)
+            length = t - self._snap_time[:, lev, slot]
+            regret[self._snap_count[:, lev] <= slot] = -np.inf
+            return regret, length
         starts = np.arange(self.horizon)  # u = 0..T-1; window [u+1, t]
         diff = self._cum[:, None, :] - self._prefix[:, : self.horizon, :]
         regret = diff[..., n] - diff[..., :n].min(axis=-1)
@@ -364,8 +387,9 @@ class SVTRestart(PrivateAgent):
     def _reset_windows(self, mask: np.ndarray, origin: np.ndarray, origin_time: np.ndarray) -> None:
         """Dyadic grid: runs in ``mask`` keep one window start, ``origin`` at ``origin_time``."""
         self._snap_count[mask] = 1
-        self._snap_experts[mask, :, :, 0] = origin[mask][:, :-1, None]
-        self._snap_learner[mask, :, 0] = origin[mask][:, -1:]
+        col = self._store_index[-1, 0]  # only the top level stores its slot 0
+        self._snap_experts[mask, :, col] = origin[mask][:, :-1]
+        self._snap_learner[mask, col] = origin[mask][:, -1]
         self._snap_time[mask, :, 0] = origin_time[mask][:, None]
 
     def _choose(self, obs: np.ndarray) -> np.ndarray:
