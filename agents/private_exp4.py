@@ -33,6 +33,7 @@ from agents.private_bandit_tuning import (
 )
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_float, check_int
+from dp_experts_env.privacy.accounting import advanced_composition
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = [
@@ -48,9 +49,10 @@ def drv_epsilon(eps0: float, k: int, delta: float) -> float:
     """Advanced composition (Dwork, Rothblum & Vadhan 2010; Dwork & Roth 2014, Thm 3.20).
 
     k adaptively composed ``eps0``-DP mechanisms are ``(eps', delta)``-DP with
-    ``eps' = sqrt(2 k log(1/delta)) eps0 + k eps0 (e^eps0 - 1)``.
+    ``eps' = sqrt(2 k log(1/delta)) eps0 + k eps0 (e^eps0 - 1)``; computed by the privacy core's
+    :func:`~dp_experts_env.privacy.accounting.advanced_composition`.
     """
-    return math.sqrt(2.0 * k * math.log(1.0 / delta)) * eps0 + k * eps0 * math.expm1(eps0)
+    return advanced_composition(eps0, k, delta).epsilon
 
 
 def paper_composition_epsilon(eps0: float, k: int, delta: float) -> float:
