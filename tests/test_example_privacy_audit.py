@@ -1,0 +1,17 @@
+"""examples/privacy_audit.py: correct claims pass, the P15 and float-attack claims are caught."""
+
+import runpy
+from pathlib import Path
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "privacy_audit.py"
+
+
+def test_privacy_audit_example_verdicts():
+    verdicts = runpy.run_path(str(EXAMPLE))["main"](n_runs=10_000)
+    assert verdicts == {
+        "limited-updates (correct)": True,
+        "vector Laplace, L-inf scale 1 (P15)": False,
+        "vector Laplace, L1 scale N (strict)": True,
+        "low-order bits, noise='fast'": False,
+        "low-order bits, noise='grid'": True,
+    }
