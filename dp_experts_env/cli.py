@@ -267,8 +267,15 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 def _cmd_audit(args: argparse.Namespace) -> int:
     import numpy as np
 
+    import agents
     from dp_experts_env.privacy.audit import audit_agent
 
+    if not agents.spec(args.agent).private:  # unknown names raise, listing the learners
+        private = [item["name"] for item in agents.available() if item["private"]]
+        raise ValueError(
+            f"agent {args.agent!r} is non-private, so it has no epsilon to audit; "
+            f"pick a private learner: {', '.join(private)}"
+        )
     # A public, fixed loss sequence and its worst-case neighbour: the middle round's vector
     # replaced by its complement (every coordinate moves by the full loss range).
     rng = np.random.default_rng(12345)

@@ -255,6 +255,20 @@ def test_cli_reports_bad_input_cleanly(tmp_path, capsys):
     assert "key=value" in capsys.readouterr().err
 
 
+def test_cli_names_a_foreign_learner_parameter_and_lists_the_accepted_ones(tmp_path, capsys):
+    code = cli.main(["run", "hedge", "--set", "windw=3", "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "'windw' is not a parameter of agent 'hedge'" in err and "'eta'" in err
+    assert not (tmp_path / "r" / "cells").exists()  # refused before any cell ran
+
+
+def test_cli_audit_refuses_a_non_private_learner(capsys):
+    assert cli.main(["audit", "hedge", "--n-runs", "200"]) == 2
+    err = capsys.readouterr().err
+    assert "non-private" in err and "noisy-clipped-hedge" in err
+
+
 def test_python_module_entry_point():
     import subprocess
     import sys

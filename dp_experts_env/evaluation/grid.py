@@ -177,6 +177,25 @@ class Cell:
         return f"{safe}-{eps}-{digest}"
 
 
+def _check_agent_keywords(name: str, params: Mapping[str, Any]) -> None:
+    """Name a misspelt or foreign learner parameter and list the ones the learner takes."""
+    import inspect
+
+    import agents as agents_pkg
+
+    signature = inspect.signature(agents_pkg.spec(name).cls.__init__)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()):
+        return
+    accepted = sorted(k for k in signature.parameters if k != "self")
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise ValueError(
+            f"{', '.join(map(repr, unknown))} "
+            f"{'is not a parameter' if len(unknown) == 1 else 'are not parameters'} "
+            f"of agent {name!r}; it accepts {accepted}"
+        )
+
+
 _GRID_KEYS = {
     "agent",
     "env",
@@ -335,6 +354,7 @@ class Grid:
                 params = dict(agent.params)
                 if agents_pkg.spec(agent.name).private:
                     params.setdefault("epsilon", self.epsilons[0])
+                _check_agent_keywords(agent.name, agent.params)
                 try:
                     agents_pkg.make(agent.name, env=instance, seed=0, **params)
                 except (TypeError, ValueError) as err:
