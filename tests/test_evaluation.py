@@ -192,6 +192,15 @@ def test_figures_have_one_line_per_agent(sweep_frame):
     assert ax.get_xscale() == "log"
     assert len(fig.legends[0].get_texts()) == len(agents_on_env)
     assert len(ax.get_lines()) >= len(agents_on_env)
+    # The error bars are the table's bootstrap interval, not a normal approximation.
+    table = summarize(sweep_frame[sweep_frame["env"] == env], "dynamic_regret")
+    private = table[np.isfinite(table["epsilon"].astype(float))].sort_values(["agent", "epsilon"])
+    bars = [
+        seg for c in ax.containers for seg in c.lines[2][0].get_segments()
+    ]  # (x, low) -> (x, high) per point
+    got = sorted((round(b[0][1], 9), round(b[1][1], 9)) for b in bars)
+    want = sorted(zip(private["ci_low"].round(9), private["ci_high"].round(9), strict=True))
+    assert got == want
     fig = plot_regret_vs_horizon(sweep_frame, "DPExperts-Shift-v0")
     ax = fig.axes[0]
     assert ax.get_xscale() == ax.get_yscale() == "log"

@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from dp_experts_env.evaluation.stats import fit_loglog_slope  # noqa: E402
+from dp_experts_env.evaluation.stats import bootstrap_ci, fit_loglog_slope  # noqa: E402
 
 __all__ = [
     "plot_regret_vs_round",
@@ -134,13 +134,23 @@ def plot_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str = "dynamic
     final = data[data["round"] == last]
     colours = _colours(list(final["agent"].unique()))
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    private = sorted(a for a, g in final.groupby("agent") if np.isfinite(g["epsilon"]).all())
+    # Learners sit side by side around each epsilon (a small log-x offset) so that their error
+    # bars do not hide one another.
+    step = min(0.02, 0.12 / max(len(private) - 1, 1))
     for agent, group in final.groupby("agent", sort=True):
-        stats = group.groupby("epsilon")[metric].agg(["mean", "sem"])
+        stats = group.groupby("epsilon")[metric].agg(["mean"])
         if np.isfinite(stats.index).all():
+            # The same percentile bootstrap interval as summary.csv (ci_low, ci_high).
+            cis = np.array(
+                [bootstrap_ci(g[metric].to_numpy())[1:] for _, g in group.groupby("epsilon")]
+            )
+            means = stats["mean"].to_numpy()
+            shift = 10.0 ** ((private.index(agent) - (len(private) - 1) / 2) * step)
             ax.errorbar(
-                stats.index,
-                stats["mean"],
-                yerr=1.96 * stats["sem"].fillna(0),
+                np.asarray(stats.index, dtype=float) * shift,
+                means,
+                yerr=np.vstack([means - cis[:, 0], cis[:, 1] - means]),
                 marker="o",
                 capsize=3,
                 label=agent,
@@ -161,7 +171,10 @@ def plot_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str = "dynamic
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("privacy parameter ε (log scale)")
     ax.set_ylabel(f"final {_NICE.get(metric, metric)}")
-    ax.set_title(f"privacy-utility on {_title(env)}\nmean ± 95% CI over seeds", fontsize=10)
+    ax.set_title(
+        f"privacy-utility on {_title(env)}\nmean over seeds, 95% bootstrap CI (as in summary.csv)",
+        fontsize=10,
+    )
     ax.grid(True, alpha=0.3)
     _legend_outside(fig, ax)
     fig.tight_layout()
