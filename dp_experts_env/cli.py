@@ -44,7 +44,12 @@ def _parse_assignments(items: Sequence[str] | None, what: str) -> dict[str, Any]
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default=None, help="results folder (resumable; default results/<cmd>)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="results folder, resumable (default: results/default for compare, the grid file's "
+        "'output' or results/<grid name> for compare GRID, results/run-<agent> for run)",
+    )
     p.add_argument(
         "--backend",
         choices=("local", "serial", "ray"),
@@ -225,7 +230,16 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         if args.epsilons is not None:
             grid.epsilons = list(args.epsilons)
         grid.__post_init__()
-        out = Path(args.out or f"results/{Path(args.grid).stem}")
+        try:
+            import tomllib
+        except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+            import tomli as tomllib
+
+        # The file may name its own results folder; --out still wins.
+        declared = tomllib.loads(Path(args.grid).read_text()).get("output")
+        if declared is not None and not isinstance(declared, str):
+            raise ValueError(f"grid key 'output' must be a folder path string, got {declared!r}")
+        out = Path(args.out or declared or f"results/{Path(args.grid).stem}")
     else:
         kwargs: dict[str, Any] = {}
         if args.horizon is not None:

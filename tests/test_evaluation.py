@@ -272,6 +272,21 @@ def test_cli_names_a_foreign_learner_parameter_and_lists_the_accepted_ones(tmp_p
     assert not (tmp_path / "r" / "cells").exists()  # refused before any cell ran
 
 
+def test_compare_uses_the_grid_files_output_folder_unless_out_is_given(tmp_path, capsys):
+    grid = tmp_path / "g.toml"
+    body = '[[env]]\nid = "DPExperts-Shift-v0"\nhorizon = 30\n[[agent]]\nname = "uniform"\n'
+    grid.write_text(f'seeds = 1\noutput = "{(tmp_path / "declared").as_posix()}"\n{body}')
+    assert cli.main(["compare", str(grid), "--no-progress", "--no-figures"]) == 0
+    assert (tmp_path / "declared" / "results.csv").is_file()
+    args = ["compare", str(grid), "--no-progress", "--no-figures", "--out", str(tmp_path / "o")]
+    assert cli.main(args) == 0
+    assert (tmp_path / "o" / "results.csv").is_file()
+    grid.write_text(f"seeds = 1\noutput = 3\n{body}")
+    capsys.readouterr()
+    assert cli.main(["compare", str(grid)]) == 2
+    assert "'output'" in capsys.readouterr().err
+
+
 def test_cli_audit_refuses_a_non_private_learner(capsys):
     assert cli.main(["audit", "hedge", "--n-runs", "200"]) == 2
     err = capsys.readouterr().err
