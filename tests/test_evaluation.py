@@ -287,6 +287,12 @@ def test_compare_uses_the_grid_files_output_folder_unless_out_is_given(tmp_path,
     assert "'output'" in capsys.readouterr().err
 
 
+def test_compare_agents_typo_lists_the_learners_of_the_default_grid(capsys):
+    assert cli.main(["compare", "--agents", "hedgee", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "'hedgee'" in err and "'hedge'" in err and "'svt-restart'" in err
+
+
 def test_cli_audit_refuses_a_non_private_learner(capsys):
     assert cli.main(["audit", "hedge", "--n-runs", "200"]) == 2
     err = capsys.readouterr().err

@@ -54,5 +54,8 @@ def default_grid(
         chosen = [a for a in chosen if a.name in wanted]
         missing = sorted(set(wanted) - {a.name for a in chosen})
         if missing:
-            raise ValueError(f"agents {missing} are not full-information learners in the suite")
+            raise ValueError(
+                f"agents {missing} are not full-information learners in the suite; "
+                f"pick from {sorted({a.name for a in default_agents()})}"
+            )
     return Grid(agents=chosen, envs=[env], epsilons=list(epsilons), n_seeds=seeds)
