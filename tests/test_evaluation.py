@@ -15,6 +15,7 @@ from dp_experts_env.evaluation import (
     CellStore,
     EnvEntry,
     Grid,
+    make_figures,
     plot_regret_vs_epsilon,
     plot_regret_vs_horizon,
     plot_regret_vs_round,
@@ -291,6 +292,15 @@ def test_compare_agents_typo_lists_the_learners_of_the_default_grid(capsys):
     assert cli.main(["compare", "--agents", "hedgee", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "'hedgee'" in err and "'hedge'" in err and "'svt-restart'" in err
+
+
+def test_figure_files_of_envs_with_long_labels_do_not_collide(sweep_frame, tmp_path):
+    frame = sweep_frame[sweep_frame["env"] == sorted(sweep_frame["env"].unique())[0]]
+    long = "DPExperts-BanditAdvice-v0[family=planted_expert,horizon=5000,n_arms=4,n_experts="
+    both = pd.concat([frame.assign(env=long + "32]"), frame.assign(env=long + "64]")])
+    names = {p.name for p in make_figures(both, tmp_path)}
+    assert len({n for n in names if n.startswith("round_")}) == 4  # 2 envs x (png, pdf)
+    assert all(len(n) <= 100 for n in names)
 
 
 def test_cli_audit_refuses_a_non_private_learner(capsys):

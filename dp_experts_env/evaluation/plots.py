@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -236,7 +237,15 @@ def save_figure(fig: Figure, path_stem: str | Path) -> list[Path]:
 
 
 def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:80]
+    """File-name-safe label, at most 80 characters.
+
+    A long label is cut and tagged with a hash of the whole label, so two envs that differ only
+    past the cut (say n_experts=32 and 64) do not overwrite each other's figures.
+    """
+    slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+    if len(slug) <= 80:
+        return slug
+    return f"{slug[:71]}_{hashlib.sha1(text.encode()).hexdigest()[:8]}"
 
 
 def make_figures(
