@@ -200,8 +200,11 @@ def _finish(frame: Any, out: Path, metric: str, figures: bool) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from dp_experts_env._validation import check_epsilon
     from dp_experts_env.evaluation import AgentEntry, EnvEntry, Grid, run_grid
 
+    for eps in args.epsilon or ():
+        check_epsilon("--epsilon", eps)  # names the flag the user typed, not the grid field
     agent = AgentEntry(args.agent, _parse_assignments(args.set, "--set"))
     env = EnvEntry(args.env, _parse_assignments(args.env_set, "--env-set"))
     grid = Grid(agents=[agent], envs=[env], epsilons=args.epsilon or [1.0], n_seeds=args.seeds)

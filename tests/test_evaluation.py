@@ -263,6 +263,8 @@ def test_cli_reports_bad_input_cleanly(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
     assert cli.main(["run", "hedge", "--set", "nonsense"]) == 2
     assert "key=value" in capsys.readouterr().err
+    assert cli.main(["run", "svt-restart", "--epsilon", "0"]) == 2
+    assert "--epsilon must be > 0" in capsys.readouterr().err
 
 
 def test_cli_names_a_foreign_learner_parameter_and_lists_the_accepted_ones(tmp_path, capsys):
