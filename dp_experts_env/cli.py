@@ -133,7 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     plot = sub.add_parser("plot", help="redraw figures from a results folder")
     plot.add_argument("results", help="results folder written by run/compare")
-    plot.add_argument("--metric", default="dynamic_regret")
+    plot.add_argument(
+        "--metric",
+        default="dynamic_regret",
+        choices=("dynamic_regret", "static_regret", "per_round_best_regret", "pseudo_regret"),
+        help="regret drawn (default dynamic_regret)",
+    )
 
     audit = sub.add_parser(
         "audit",
@@ -141,13 +146,20 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the learner many times on two neighbouring loss sequences and report a "
         "Clopper-Pearson lower bound on epsilon; it fails when the bound exceeds the claim.",
     )
-    audit.add_argument("agent", help="learner name")
-    audit.add_argument("--epsilon", type=float, default=1.0)
-    audit.add_argument("--n-experts", type=int, default=4)
-    audit.add_argument("--horizon", type=int, default=8)
-    audit.add_argument("--n-runs", type=int, default=20_000)
-    audit.add_argument("--alpha", type=float, default=1e-3)
-    audit.add_argument("--seed", type=int, default=0)
+    audit.add_argument("agent", help="private learner name (see `dp-experts list`)")
+    audit.add_argument("--epsilon", type=float, default=1.0, help="claimed epsilon (default 1)")
+    audit.add_argument("--n-experts", type=int, default=4, help="experts N (default 4)")
+    audit.add_argument("--horizon", type=int, default=8, help="rounds T (default 8)")
+    audit.add_argument(
+        "--n-runs",
+        type=int,
+        default=20_000,
+        help="runs per side; more runs give a tighter bound (default 20000, at least 200)",
+    )
+    audit.add_argument(
+        "--alpha", type=float, default=1e-3, help="1 - confidence of the bound (default 0.001)"
+    )
+    audit.add_argument("--seed", type=int, default=0, help="seed of the learner's runs")
     audit.add_argument("--set", action="append", metavar="KEY=VALUE", help="learner parameter")
     return parser
 

@@ -256,6 +256,12 @@ def test_cli_list_and_help(capsys):
     with pytest.raises(SystemExit):
         cli.main(["compare", "--help"])
     assert "default comparison" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli.main(["audit", "--help"])
+    assert "claimed epsilon" in capsys.readouterr().out
+    with pytest.raises(SystemExit):  # argparse lists the metrics instead of a late KeyError
+        cli.main(["plot", "somewhere", "--metric", "regret"])
+    assert "pseudo_regret" in capsys.readouterr().err
 
 
 def test_cli_reports_bad_input_cleanly(tmp_path, capsys):
