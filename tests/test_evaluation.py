@@ -311,6 +311,28 @@ def test_figure_files_of_envs_with_long_labels_do_not_collide(sweep_frame, tmp_p
     assert all(len(n) <= 100 for n in names)
 
 
+def test_local_backend_explains_a_dead_worker(tmp_path, monkeypatch):
+    from concurrent.futures.process import BrokenProcessPool
+
+    class DeadPool:  # what a pool looks like when its spawned workers die at start-up
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def submit(self, *args, **kwargs):
+            raise BrokenProcessPool("A child process terminated abruptly")
+
+    monkeypatch.setattr(backends_mod, "ProcessPoolExecutor", DeadPool)
+    grid = Grid(["uniform"], ["DPExperts-Shift-v0"], n_seeds=2, seeds_per_cell=1)
+    with pytest.raises(RuntimeError, match="__main__.*serial"):
+        run_grid(grid, tmp_path / "out", n_jobs=2, progress=False)
+
+
 def test_cli_audit_refuses_a_non_private_learner(capsys):
     assert cli.main(["audit", "hedge", "--n-runs", "200"]) == 2
     err = capsys.readouterr().err

@@ -12,6 +12,7 @@ import multiprocessing
 import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from dp_experts_env._validation import check_choice, check_int
@@ -30,18 +31,29 @@ def _serial(cells: Sequence[Cell]) -> Iterator[Result]:
         yield cell, run_one(cell)
 
 
+_BROKEN_POOL = (
+    "a worker process of backend='local' died. Workers are started with 'spawn', which re-imports "
+    'the calling script: a script that calls run_grid needs an `if __name__ == "__main__":` '
+    "guard. Otherwise the worker ran out of memory or crashed; backend='serial' runs the cells in "
+    "this process and shows the error"
+)
+
+
 def _local(cells: Sequence[Cell], n_jobs: int) -> Iterator[Result]:
     # "spawn" keeps workers free of the parent's threads and state (numpy/BLAS, matplotlib).
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=n_jobs, mp_context=context) as pool:
-        futures = {pool.submit(run_one, cell): cell for cell in cells}
-        try:
-            for future in as_completed(futures):
-                yield futures[future], future.result()
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+    try:
+        with ProcessPoolExecutor(max_workers=n_jobs, mp_context=context) as pool:
+            futures = {pool.submit(run_one, cell): cell for cell in cells}
+            try:
+                for future in as_completed(futures):
+                    yield futures[future], future.result()
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
+    except BrokenProcessPool as err:
+        raise RuntimeError(_BROKEN_POOL) from err
 
 
 def _ray(cells: Sequence[Cell], address: str | None) -> Iterator[Result]:
