@@ -133,6 +133,13 @@ def test_bad_grid_files_fail_before_any_cell(tmp_path, text, match):
     assert not (out / "cells").exists()
 
 
+def test_misspelt_env_keyword_is_named_without_gymnasium_internals(tmp_path):
+    grid = Grid(["hedge"], [EnvEntry("DPExperts-Shift-v0", {"horizn": 100})], n_seeds=1)
+    with pytest.raises(ValueError, match="'horizn' is not a parameter") as info:
+        run_grid(grid, tmp_path, backend="serial", progress=False)
+    assert "'horizon'" in str(info.value) and "environment creator" not in str(info.value)
+
+
 def test_feedback_mismatch_is_caught_up_front(tmp_path):
     grid = Grid(agents=["hedge"], envs=["DPExperts-BanditAdvice-v0"], n_seeds=1)
     with pytest.raises(ValueError, match="feedback"):

@@ -348,7 +348,10 @@ class Grid:
             try:
                 instance = gym.make(env.id, **dict(env.params))
             except (TypeError, ValueError) as err:
-                raise ValueError(f"env {env.display}: {err}") from err
+                # gymnasium re-raises a creator's TypeError with its internal kwargs appended;
+                # the creator's own message already names the keyword and the accepted ones.
+                cause = err.__cause__ if isinstance(err.__cause__, TypeError) else err
+                raise ValueError(f"env {env.display}: {cause}") from err
             for agent in self.agents:
                 agents_pkg.spec(agent.name)  # unknown name -> ValueError listing the names
                 params = dict(agent.params)
