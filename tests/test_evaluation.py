@@ -209,6 +209,18 @@ def test_figures_have_one_line_per_agent(sweep_frame):
     got = sorted((round(b[0][1], 9), round(b[1][1], 9)) for b in bars)
     want = sorted(zip(private["ci_low"].round(9), private["ci_high"].round(9), strict=True))
     assert got == want
+    # A reference line just above the private error bars: matplotlib's axhline does not rescale
+    # when the line is already inside the view, which left it on the frame's top edge.
+    frame = sweep_frame[sweep_frame["env"] == env].copy()
+    table = summarize(frame, "dynamic_regret")
+    private_rows = np.isfinite(table["epsilon"].astype(float))
+    others = table[~private_rows & (table["agent"] != "uniform")]["dynamic_regret_mean"]
+    top = table[private_rows]["ci_high"].max()
+    bottom = min(table[private_rows]["ci_low"].min(), others.min())
+    reference = top + 0.04 * (top - bottom)
+    frame.loc[frame["agent"] == "uniform", "dynamic_regret"] = reference
+    low, high = plot_regret_vs_epsilon(frame, env).axes[0].get_ylim()
+    assert high - reference > 0.02 * (high - low)
     fig = plot_regret_vs_horizon(sweep_frame, "DPExperts-Shift-v0")
     ax = fig.axes[0]
     assert ax.get_xscale() == ax.get_yscale() == "log"

@@ -139,6 +139,7 @@ def plot_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str = "dynamic
     # Learners sit side by side around each epsilon (a small log-x offset) so that their error
     # bars do not hide one another.
     step = min(0.02, 0.12 / max(len(private) - 1, 1))
+    references: list[float] = []
     for agent, group in final.groupby("agent", sort=True):
         stats = group.groupby("epsilon")[metric].agg(["mean"])
         if np.isfinite(stats.index).all():
@@ -165,6 +166,12 @@ def plot_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str = "dynamic
                 color=colours[agent],
                 label=f"{agent} (non-private)",
             )
+            references.append(float(stats["mean"].iloc[0]))
+    if references:
+        # Keep the reference lines off the frame: autoscaling adds no margin beyond them.
+        low, high = ax.get_ylim()
+        pad = 0.05 * (max(high, *references) - min(low, *references) or 1.0)
+        ax.set_ylim(min(low, min(references) - pad), max(high, max(references) + pad))
     epsilons = sorted(e for e in final["epsilon"].unique() if math.isfinite(e))
     ax.set_xscale("log")
     if epsilons:
