@@ -221,6 +221,14 @@ def test_figures_have_one_line_per_agent(sweep_frame):
     frame.loc[frame["agent"] == "uniform", "dynamic_regret"] = reference
     low, high = plot_regret_vs_epsilon(frame, env).axes[0].get_ylim()
     assert high - reference > 0.02 * (high - low)
+    # One epsilon, two private learners: the offsets stay small next to the axis range.
+    one = sweep_frame[(sweep_frame["env"] == env) & (sweep_frame["epsilon"] != 2.0)]
+    private_one = one[np.isfinite(one["epsilon"])]
+    two = pd.concat([one, private_one.assign(agent=private_one["agent"] + "-copy")])
+    ax = plot_regret_vs_epsilon(two, env).axes[0]
+    xs = [seg[0][0] for c in ax.containers for seg in c.lines[2][0].get_segments()]
+    left, right = np.log10(ax.get_xlim())
+    assert left + 0.05 < np.log10(min(xs)) and np.log10(max(xs)) < right - 0.05
     fig = plot_regret_vs_horizon(sweep_frame, "DPExperts-Shift-v0")
     ax = fig.axes[0]
     assert ax.get_xscale() == ax.get_yscale() == "log"

@@ -177,6 +177,10 @@ def plot_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str = "dynamic
     if epsilons:
         ax.set_xticks(epsilons, [f"{e:g}" for e in epsilons])
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        # Room for the side-by-side offsets plus a margin; with one epsilon the autoscaled axis
+        # would span only the offsets and push the points to the frame.
+        reach = 10.0 ** (step * max(len(private) - 1, 0) / 2 + 0.1)
+        ax.set_xlim(epsilons[0] / reach, epsilons[-1] * reach)
     ax.set_xlabel("privacy parameter ε (log scale)")
     ax.set_ylabel(f"final {_NICE.get(metric, metric)}")
     ax.set_title(
