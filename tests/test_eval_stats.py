@@ -15,15 +15,22 @@ def test_iqm_known_answers():
     # n divisible by 4: plain mean of the middle half.
     assert iqm([1, 2, 3, 4, 5, 6, 7, 8]) == pytest.approx(4.5)
     assert iqm([10, 0, 0, 0, 0, 0, 0, 100]) == pytest.approx(0.0)
-    # n = 5: weights 0.25,1,1,1,0.25 of [1..5] over 2.5 -> 3.
+    # rliable's IQM is trim_mean(x, 0.25): floor(n/4) values cut from each end.
+    # n = 5: cut 1 each side of [1..5] -> mean(2, 3, 4) = 3.
     assert iqm([5, 1, 4, 2, 3]) == pytest.approx(3.0)
-    # n = 6 on [0,0,0,1,1,100]: weights (0, 1/12, 1/6, 1/6, 1/12, 0) over 1/2 -> 0.5.
-    assert iqm([0, 0, 0, 1, 1, 100]) == pytest.approx(0.5)
+    # n = 10 (the default seed count): cut 2 each side -> mean of the 3rd..8th smallest.
+    # Sorted: 0 1 2 3 4 5 6 7 8 90 -> mean(2..7) = 4.5 (fractional quartile weights gave 4.5 too
+    # only by symmetry; the next case separates the two definitions).
+    assert iqm([90, 1, 2, 3, 4, 5, 6, 7, 8, 0]) == pytest.approx(4.5)
+    # n = 6 on [0, 0, 0, 1, 10, 100]: cut 1 each side -> mean(0, 0, 1, 10) = 2.75
+    # (the fractional-weight IQM would give (0/12 + 0/6 + 1/6 + 10/12) / (1/2) = 2.0).
+    assert iqm([0, 0, 0, 1, 10, 100]) == pytest.approx(2.75)
 
 
-def test_iqm_matches_scipy_trim_mean_when_exact():
-    x = np.random.default_rng(0).normal(size=400)
-    assert iqm(x) == pytest.approx(sps.trim_mean(x, 0.25))
+@pytest.mark.parametrize("n", [5, 6, 7, 10, 13, 400])
+def test_iqm_is_scipy_trim_mean_for_every_size(n):
+    x = np.random.default_rng(n).normal(size=n)
+    assert iqm(x) == pytest.approx(sps.trim_mean(x, 0.25), abs=1e-15)
 
 
 def test_aggregate_names_and_errors():

@@ -1,16 +1,35 @@
-"""Summary statistics over seeds: mean, median, IQM, bootstrap confidence intervals, slopes.
+"""Summary statistics over seeds, following rliable's definitions, on numpy and scipy.
 
-The interquartile mean and the stratified bootstrap follow Agarwal et al. (2021, "Deep RL at the
-edge of the statistical precipice"): the IQM discards the lowest and highest quarter of the runs
-(with fractional weights at the cut points, as ``scipy.stats.trim_mean`` does not); the bootstrap
-resamples runs *within* each task (environment) so that tasks keep their weight.
+The definitions are those of Agarwal et al. (2021, "Deep RL at the edge of the statistical
+precipice") as implemented by the ``rliable`` package, so numbers computed here can be put next
+to numbers computed with it:
+
+* **IQM** (interquartile mean): ``scipy.stats.trim_mean(x, 0.25)`` of all runs (of all tasks):
+  ``floor(n / 4)`` values are cut from each end and the rest averaged.
+* **Stratified bootstrap**: each replicate resamples runs with replacement *within* each task
+  (environment), so tasks keep their number of runs; intervals are percentile intervals.
+* **Aggregate across tasks**: scores are first normalised per task (here ``1 - regret /
+  regret_ref`` with ``regret_ref`` the mean regret of a reference learner on that task, so 1 is
+  no regret and 0 is the reference), then pooled as a (runs, tasks) matrix.
+* **Probability of improvement** P(X > Y): per task the Mann-Whitney U statistic of X's runs
+  against Y's runs divided by ``n_x * n_y`` (ties count one half; 0.5 when both are identical),
+  averaged over tasks; its interval resamples X's and Y's runs independently within each task.
+* **Performance profile**: the fraction of runs (over all tasks) whose score is strictly above
+  each threshold tau, with a stratified-bootstrap band.
+
+Two deliberate differences, kept for the suite's single-task tables: :func:`aggregate` with
+``"median"`` is the median of the pooled runs (rliable's ``aggregate_median`` is the median of
+the per-task means, which for one task is the mean); and matrices here may hold tasks with
+different numbers of runs (a list of per-task arrays), which rliable does not accept.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
+from scipy import stats as sps
 
 from dp_experts_env._validation import check_float, check_int
 
@@ -19,26 +38,26 @@ __all__ = [
     "aggregate",
     "bootstrap_ci",
     "stratified_bootstrap_ci",
+    "probability_of_improvement",
+    "probability_of_improvement_ci",
+    "performance_profile",
+    "normalized_scores",
+    "aggregate_scores",
     "fit_loglog_slope",
     "AGGREGATES",
 ]
 
 
 def iqm(values: Sequence[float] | np.ndarray) -> float:
-    """Interquartile mean: the mean of the middle 50% of the values.
+    """Interquartile mean as rliable defines it: ``scipy.stats.trim_mean(values, 0.25)``.
 
-    Values are sorted and each is given the weight of its overlap with the quantile interval
-    [0.25, 0.75] of the empirical distribution, so the result is exact for any sample size
-    (for n divisible by 4 it is the plain mean of the middle n/2 values).
+    ``floor(n / 4)`` values are cut from each end of the sorted sample and the rest averaged
+    (for n = 10, the mean of the 3rd to 8th smallest values).
     """
-    x = np.sort(np.asarray(values, dtype=np.float64).ravel())
-    n = x.size
-    if n == 0:
+    x = np.asarray(values, dtype=np.float64).ravel()
+    if x.size == 0:
         raise ValueError("values must not be empty")
-    edges = np.arange(n + 1) / n
-    lo, hi = 0.25, 0.75
-    weights = np.clip(np.minimum(edges[1:], hi) - np.maximum(edges[:-1], lo), 0.0, None)
-    return float(np.dot(weights, x) / (hi - lo))
+    return float(sps.trim_mean(x, 0.25))
 
 
 AGGREGATES: dict[str, Callable[[np.ndarray], float]] = {
@@ -48,29 +67,68 @@ AGGREGATES: dict[str, Callable[[np.ndarray], float]] = {
 }
 
 
-def aggregate(values: Sequence[float] | np.ndarray, statistic: str = "mean") -> float:
-    """Apply a named aggregate (``mean``, ``median`` or ``iqm``)."""
+def _rowwise(statistic: str, matrix: np.ndarray) -> np.ndarray:
+    """The statistic of every row of a (n_boot, n) matrix, vectorised."""
+    if statistic == "mean":
+        return matrix.mean(axis=1)
+    if statistic == "median":
+        return np.median(matrix, axis=1)
+    return sps.trim_mean(matrix, 0.25, axis=1)
+
+
+def _check_statistic(statistic: str) -> Callable[[np.ndarray], float]:
     if statistic not in AGGREGATES:
         raise ValueError(f"statistic must be one of {sorted(AGGREGATES)}, got {statistic!r}")
+    return AGGREGATES[statistic]
+
+
+def aggregate(values: Sequence[float] | np.ndarray, statistic: str = "mean") -> float:
+    """Apply a named aggregate (``mean``, ``median`` or ``iqm``) to pooled values."""
+    fn = _check_statistic(statistic)
     x = np.asarray(values, dtype=np.float64).ravel()
     if x.size == 0:
         raise ValueError("values must not be empty")
-    return AGGREGATES[statistic](x)
+    return fn(x)
+
+
+def _groups(groups: Any, name: str = "groups") -> list[np.ndarray]:
+    """Per-task 1-D arrays from a list of arrays or a (runs, tasks) matrix."""
+    if isinstance(groups, np.ndarray) and groups.ndim == 2:
+        arrays = [np.asarray(groups[:, j], dtype=np.float64) for j in range(groups.shape[1])]
+    else:
+        arrays = [np.asarray(g, dtype=np.float64).ravel() for g in groups]
+    if not arrays or any(a.size == 0 for a in arrays):
+        raise ValueError(f"{name} must be a non-empty list of non-empty arrays (one per task)")
+    return arrays
+
+
+def _percentile_interval(samples: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(samples, [tail, 1.0 - tail], axis=0)
+    return low, high
+
+
+def _check_boot(confidence: float, n_boot: int) -> tuple[float, int]:
+    confidence = check_float(
+        "confidence", confidence, minimum=0.0, maximum=1.0, min_inclusive=False, max_inclusive=False
+    )
+    return confidence, check_int("n_boot", n_boot, minimum=1)
 
 
 def stratified_bootstrap_ci(
-    groups: Sequence[Sequence[float] | np.ndarray],
+    groups: Sequence[Sequence[float] | np.ndarray] | np.ndarray,
     statistic: str = "mean",
     *,
     confidence: float = 0.95,
     n_boot: int = 2000,
     seed: int = 0,
 ) -> tuple[float, float, float]:
-    """Point estimate and percentile bootstrap interval, resampling runs within each group.
+    """Point estimate and percentile bootstrap interval, resampling runs within each task.
 
     Args:
-        groups: one array of per-run values per task (e.g. per environment); the statistic is
-            computed on the pooled resample, so every task keeps its number of runs.
+        groups: one array of per-run values per task (e.g. per environment), or a
+            (runs, tasks) matrix as rliable takes; the statistic is computed on the pooled
+            resample, so every task keeps its number of runs.
         statistic: ``mean``, ``median`` or ``iqm``.
         confidence: coverage of the two-sided percentile interval.
         n_boot: number of bootstrap resamples.
@@ -79,29 +137,15 @@ def stratified_bootstrap_ci(
     Returns:
         (estimate, lower, upper).
     """
-    confidence = check_float(
-        "confidence", confidence, minimum=0.0, maximum=1.0, min_inclusive=False, max_inclusive=False
-    )
-    n_boot = check_int("n_boot", n_boot, minimum=1)
-    arrays = [np.asarray(g, dtype=np.float64).ravel() for g in groups]
-    if not arrays or any(a.size == 0 for a in arrays):
-        raise ValueError("groups must be a non-empty list of non-empty arrays")
-    fn = AGGREGATES.get(statistic)
-    if fn is None:
-        raise ValueError(f"statistic must be one of {sorted(AGGREGATES)}, got {statistic!r}")
+    confidence, n_boot = _check_boot(confidence, n_boot)
+    fn = _check_statistic(statistic)
+    arrays = _groups(groups)
     estimate = fn(np.concatenate(arrays))
     rng = np.random.default_rng(seed)
     # Resample indices for all bootstrap replicates of a group at once: (n_boot, n_g).
     resampled = [a[rng.integers(0, a.size, size=(n_boot, a.size))] for a in arrays]
-    pooled = np.concatenate(resampled, axis=1)
-    if statistic == "mean":
-        stats = pooled.mean(axis=1)
-    elif statistic == "median":
-        stats = np.median(pooled, axis=1)
-    else:
-        stats = np.array([iqm(row) for row in pooled])
-    tail = (1.0 - confidence) / 2.0
-    lower, upper = np.quantile(stats, [tail, 1.0 - tail])
+    boots = _rowwise(statistic, np.concatenate(resampled, axis=1))
+    lower, upper = _percentile_interval(boots, confidence)
     return float(estimate), float(lower), float(upper)
 
 
@@ -117,6 +161,196 @@ def bootstrap_ci(
     return stratified_bootstrap_ci(
         [values], statistic, confidence=confidence, n_boot=n_boot, seed=seed
     )
+
+
+def _poi_task(x: np.ndarray, y: np.ndarray) -> float:
+    """P(X > Y) + P(X = Y) / 2 for one task: the normalised Mann-Whitney U of x against y."""
+    if x.shape == y.shape and np.array_equal(x, y):
+        return 0.5
+    # Counting pairs directly equals mannwhitneyu(x, y).statistic / (n_x n_y) and is vectorised.
+    diff = x[:, None] - y[None, :]
+    return float(((diff > 0).sum() + 0.5 * (diff == 0).sum()) / diff.size)
+
+
+def probability_of_improvement(
+    scores_x: Sequence[Sequence[float] | np.ndarray] | np.ndarray,
+    scores_y: Sequence[Sequence[float] | np.ndarray] | np.ndarray,
+) -> float:
+    """Probability that a run of X scores higher than a run of Y, averaged over tasks.
+
+    Args:
+        scores_x: X's runs, one array per task or a (runs, tasks) matrix (higher is better:
+            pass minus the regret, or a normalised score).
+        scores_y: Y's runs on the same tasks (its number of runs may differ from X's).
+
+    Returns:
+        The mean over tasks of U / (n_x n_y), U the Mann-Whitney statistic (ties count 1/2).
+    """
+    xs, ys = _groups(scores_x, "scores_x"), _groups(scores_y, "scores_y")
+    if len(xs) != len(ys):
+        raise ValueError(
+            f"scores_x and scores_y must cover the same tasks, got {len(xs)} and {len(ys)}"
+        )
+    return float(np.mean([_poi_task(x, y) for x, y in zip(xs, ys, strict=True)]))
+
+
+def probability_of_improvement_ci(
+    scores_x: Sequence[Sequence[float] | np.ndarray] | np.ndarray,
+    scores_y: Sequence[Sequence[float] | np.ndarray] | np.ndarray,
+    *,
+    confidence: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """:func:`probability_of_improvement` with a percentile interval.
+
+    As rliable's ``StratifiedIndependentBootstrap``: each replicate resamples X's runs and Y's
+    runs independently, within each task.
+
+    Returns:
+        (estimate, lower, upper).
+    """
+    confidence, n_boot = _check_boot(confidence, n_boot)
+    estimate = probability_of_improvement(scores_x, scores_y)
+    xs, ys = _groups(scores_x, "scores_x"), _groups(scores_y, "scores_y")
+    rng = np.random.default_rng(seed)
+    per_task = []
+    for x, y in zip(xs, ys, strict=True):
+        bx = x[rng.integers(0, x.size, size=(n_boot, x.size))]
+        by = y[rng.integers(0, y.size, size=(n_boot, y.size))]
+        diff = bx[:, :, None] - by[:, None, :]  # (n_boot, n_x, n_y)
+        per_task.append((diff > 0).mean(axis=(1, 2)) + 0.5 * (diff == 0).mean(axis=(1, 2)))
+    lower, upper = _percentile_interval(np.mean(per_task, axis=0), confidence)
+    return estimate, float(lower), float(upper)
+
+
+def performance_profile(
+    groups: Sequence[Sequence[float] | np.ndarray] | np.ndarray,
+    taus: Sequence[float] | np.ndarray,
+    *,
+    confidence: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Run-score distribution: fraction of runs with score > tau, for each tau, with a band.
+
+    Args:
+        groups: one array of per-run scores per task, or a (runs, tasks) matrix.
+        taus: thresholds.
+        confidence: coverage of the stratified-bootstrap percentile band.
+        n_boot: number of bootstrap resamples.
+        seed: seed of the bootstrap's generator.
+
+    Returns:
+        (fraction, lower, upper), each of shape (len(taus),). With equal runs per task the
+        fraction is rliable's ``np.mean(scores > tau)``; with unequal runs, runs are pooled.
+    """
+    confidence, n_boot = _check_boot(confidence, n_boot)
+    arrays = _groups(groups)
+    tau = np.asarray(taus, dtype=np.float64).ravel()
+    if tau.size == 0:
+        raise ValueError("taus must not be empty")
+    pooled = np.concatenate(arrays)
+    fraction = (pooled[:, None] > tau[None, :]).mean(axis=0)
+    rng = np.random.default_rng(seed)
+    resampled = np.concatenate(
+        [a[rng.integers(0, a.size, size=(n_boot, a.size))] for a in arrays], axis=1
+    )
+    # Fraction above tau per replicate via a sorted search: (n_boot, len(taus)) without the
+    # (n_boot, runs, taus) boolean cube.
+    resampled.sort(axis=1)
+    above = np.stack(
+        [resampled.shape[1] - np.searchsorted(row, tau, side="right") for row in resampled]
+    )
+    lower, upper = _percentile_interval(above / resampled.shape[1], confidence)
+    return fraction, lower, upper
+
+
+def normalized_scores(
+    final: Any,
+    metric: str = "dynamic_regret",
+    *,
+    reference: str = "uniform",
+    task: str = "env",
+) -> dict[tuple[str, float], list[np.ndarray]]:
+    """Per-learner per-task normalised scores from final-round result rows.
+
+    The score of a run is ``1 - regret / ref``, ``ref`` the mean final regret of ``reference``
+    on that task (a fixed per-task constant, as rliable normalises by per-task reference
+    scores): 1 = no regret, 0 = as much regret as the reference, negative = worse. Higher is
+    better, so rliable's conventions (IQM, profiles, P(X > Y)) read the right way round.
+
+    Args:
+        final: a pandas frame of final-round rows with columns ``agent``, ``epsilon``, ``task``
+            and ``metric``.
+        metric: the regret column.
+        reference: the learner whose mean regret is 0 on the normalised scale.
+        task: the column that names a task.
+
+    Returns:
+        ``{(agent, epsilon): [scores on task 1, scores on task 2, ...]}`` over the tasks on
+        which the reference ran with a positive mean regret; a learner missing a task is left
+        out (rliable needs every task for every learner).
+    """
+    for column in ("agent", "epsilon", task, metric):
+        if column not in final.columns:
+            raise ValueError(f"final rows lack the column {column!r} (metric={metric!r})")
+    ref = final[final["agent"] == reference].groupby(task)[metric].mean()
+    if ref.empty:
+        raise ValueError(f"reference learner {reference!r} is not in the rows")
+    tasks = sorted(t for t, v in ref.items() if v > 0)
+    if not tasks:
+        raise ValueError(f"reference learner {reference!r} has no positive mean {metric}")
+    out: dict[tuple[str, float], list[np.ndarray]] = {}
+    for (agent, eps), group in final.groupby(["agent", "epsilon"], sort=True):
+        by_task = {t: g[metric].to_numpy(dtype=np.float64) for t, g in group.groupby(task)}
+        if all(t in by_task for t in tasks):
+            out[(str(agent), float(eps))] = [1.0 - by_task[t] / ref[t] for t in tasks]
+    return out
+
+
+def aggregate_scores(
+    scores: Mapping[tuple[str, float], list[np.ndarray]],
+    *,
+    confidence: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """IQM and mean of normalised scores across tasks, each with a stratified-bootstrap CI.
+
+    Args:
+        scores: the output of :func:`normalized_scores`.
+        confidence: interval coverage.
+        n_boot: bootstrap resamples.
+        seed: bootstrap seed (the same for every learner).
+
+    Returns:
+        One record per learner: agent, epsilon, tasks, runs, iqm, iqm_low, iqm_high, mean,
+        mean_low, mean_high, sorted by IQM (best first).
+    """
+    records = []
+    for (agent, eps), groups in scores.items():
+        i, i_lo, i_hi = stratified_bootstrap_ci(
+            groups, "iqm", confidence=confidence, n_boot=n_boot, seed=seed
+        )
+        m, m_lo, m_hi = stratified_bootstrap_ci(
+            groups, "mean", confidence=confidence, n_boot=n_boot, seed=seed
+        )
+        records.append(
+            {
+                "agent": agent,
+                "epsilon": eps,
+                "tasks": len(groups),
+                "runs": int(sum(len(g) for g in groups)),
+                "iqm": i,
+                "iqm_low": i_lo,
+                "iqm_high": i_hi,
+                "mean": m,
+                "mean_low": m_lo,
+                "mean_high": m_hi,
+            }
+        )
+    return sorted(records, key=lambda r: -r["iqm"])
 
 
 def fit_loglog_slope(horizons: Sequence[float], regrets: Sequence[float]) -> tuple[float, float]:
