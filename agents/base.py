@@ -205,22 +205,55 @@ class Agent(ABC):
     ) -> tuple[np.ndarray, Any]:
         """Stable-Baselines3-style prediction, so ``evaluate_policy(agent, vec_env)`` works.
 
-        ``episode_start`` all True resets every run (random streams continue). Runs share one
-        round clock, so a mixed ``episode_start`` (some runs restarting alone) is refused; our
-        environments have a fixed horizon, so all runs restart together. ``deterministic`` is
-        ignored on purpose: a private learner's randomness is part of its privacy guarantee.
+        Works for any ``n_eval_episodes`` of ``evaluate_policy`` on a VecEnv of ``num_envs``
+        sub-envs. A new episode starts for every run when ``episode_start`` is all True or when
+        the agent has played its T rounds (our environments have a fixed horizon, so all runs
+        end together); random streams continue. ``evaluate_policy`` leaves the flag of a
+        sub-env that finished its quota of episodes at True while the others play on: such a
+        stale flag is ignored, but a run that restarts alone in mid-episode (a wrapper that
+        truncates episodes early) is refused, because the runs share one round clock.
+        ``deterministic`` is ignored on purpose: a private learner's randomness is part of its
+        privacy guarantee.
+
+        Raises:
+            ValueError: the observation holds another number of runs than ``num_envs``, or a
+                run restarts alone.
         """
+        batch = self._batch_of(observation)
+        if batch != self.num_envs:
+            raise ValueError(
+                f"observation holds {batch} run(s) but agent {self.name!r} was built for "
+                f"num_envs={self.num_envs}: build it from the VecEnv it plays "
+                f"(agents.make(name, env=vec_env) reads num_envs) or pass num_envs={batch}"
+            )
+        starts = None
         if episode_start is not None:
             starts = np.asarray(episode_start, dtype=bool).reshape(-1)
-            if starts.all():
-                self.reset()
-            elif starts.any():
+        previous = getattr(self, "_episode_starts", None)
+        if self.t >= self.horizon or (starts is not None and starts.all()):
+            self.reset()
+        elif starts is not None and previous is not None and self.t > 0:
+            # A flag that turns True in mid-episode is a real restart (a stale flag stays True).
+            fresh = starts & ~previous
+            if fresh.any():
                 raise ValueError(
-                    "episode_start must be all True or all False: the agent's runs share one "
-                    "round clock (our environments have a fixed horizon, so they end together)"
+                    f"episode_start: runs {np.flatnonzero(fresh).tolist()} restarted alone at "
+                    f"round {self.t} of {self.horizon}; the agent's runs share one round clock, "
+                    "so every sub-env must end its episodes together after T rounds (no "
+                    "wrapper that truncates episodes early)"
                 )
+        self._episode_starts = starts
         actions = self.act(observation)
         return np.atleast_1d(np.asarray(actions, dtype=np.int64)), state
+
+    def _batch_of(self, observation: Any) -> int:
+        """Number of runs in an observation (1 for a single unbatched observation)."""
+        if isinstance(observation, Mapping):
+            if "advice" not in observation:
+                return self.num_envs  # malformed: act() reports it with the expected keys
+            observation = observation["advice"]
+        shape = np.shape(observation)
+        return 1 if len(shape) <= 1 else int(shape[0])
 
     # ----------------------------------------------------------------- subclass hooks
     @abstractmethod

@@ -1,0 +1,205 @@
+"""Stable-Baselines3 on the native vector env: :class:`SB3VecEnv` and :func:`make_sb3_vec_env`.
+
+Our vector envs are Gymnasium ``VectorEnv`` objects (five return values, ``NEXT_STEP`` autoreset,
+one ``info`` dict of (B,) arrays). Stable-Baselines3 expects its own ``VecEnv`` protocol: four
+return values, ``terminal_observation`` in a list of per-env info dicts, and a reset observation
+returned on the step that ends an episode. The adapter converts one into the other without a
+Python loop over the game itself, so PPO, ``VecMonitor`` and ``evaluate_policy`` run on the
+batched core (several times the step rate of ``DummyVecEnv`` over single envs; see
+docs/environments.md).
+
+Example::
+
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecMonitor
+    from dp_experts_env.sb3 import make_sb3_vec_env
+
+    venv = VecMonitor(make_sb3_vec_env("DPExperts-Shift-v0", num_envs=8, horizon=500))
+    PPO("MlpPolicy", venv).learn(10_000)
+
+Seeding follows SB3: ``venv.seed(s)`` makes the next ``reset`` play run ``b`` with seed ``s + b``,
+which is the game ``DummyVecEnv`` plays after the same call (sub-env ``b`` seeded ``s + b``).
+All runs of our envs end together (fixed horizon), so every episode boundary resets all runs.
+
+Importing this module needs the ``sb3`` extra (``pip install -e ".[sb3]"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3.common.vec_env.base_vec_env import (
+    VecEnv,
+    VecEnvIndices,
+    VecEnvObs,
+    VecEnvStepReturn,
+)
+
+__all__ = ["SB3VecEnv", "make_sb3_vec_env"]
+
+
+class SB3VecEnv(VecEnv):
+    """A Gymnasium vector env seen through Stable-Baselines3's ``VecEnv`` interface.
+
+    Args:
+        env: a native vector env (``gym.make_vec(id, vectorization_mode="vector_entry_point")``),
+            optionally wrapped in Gymnasium vector wrappers (such as
+            :class:`dp_experts_env.wrappers.LossStatistics`). Its runs must end their episodes
+            together, as every env of the suite does.
+
+    Raises:
+        TypeError: ``env`` is not a Gymnasium ``VectorEnv``.
+    """
+
+    def __init__(self, env: gym.vector.VectorEnv) -> None:
+        if not isinstance(env, gym.vector.VectorEnv):
+            raise TypeError(
+                "env must be a Gymnasium VectorEnv (gym.make_vec(id, num_envs=B, "
+                f"vectorization_mode='vector_entry_point')), got {type(env).__name__}"
+            )
+        self.venv = env
+        super().__init__(env.num_envs, env.single_observation_space, env.single_action_space)
+        self._actions: np.ndarray | None = None
+
+    # ------------------------------------------------------------------ stepping
+    def reset(self) -> VecEnvObs:
+        """Reset every run; uses the seeds and options set by ``seed``/``set_options`` once."""
+        seeds = None if all(s is None for s in self._seeds) else self._seeds
+        if seeds is not None and any(s is None for s in seeds):
+            raise ValueError("seeds must be given for all runs or for none")
+        options = self._options[0] if self._options else {}
+        if any(o != options for o in self._options):
+            # One adversary core plays all runs: a neighbouring-dataset option applies to all.
+            raise ValueError("options must be the same for every run of a native vector env")
+        obs, info = self.venv.reset(seed=seeds, options=options or None)
+        self.reset_infos = self._split_info(info)
+        self._reset_seeds()
+        self._reset_options()
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Store the (B,) actions for :meth:`step_wait`."""
+        self._actions = np.asarray(actions)
+
+    def step_wait(self) -> VecEnvStepReturn:
+        """Play one round in every run; on the last round, return the next episode's obs."""
+        if self._actions is None:
+            raise RuntimeError("step_wait called without step_async")
+        obs, reward, terminated, truncated, info = self.venv.step(self._actions)
+        self._actions = None
+        dones = np.logical_or(terminated, truncated)
+        infos = self._split_info(info)
+        for i in range(self.num_envs):
+            infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+        if dones.any():
+            if not dones.all():
+                raise RuntimeError(
+                    "runs of a native vector env must end their episodes together (fixed "
+                    f"horizon); runs {np.flatnonzero(dones).tolist()} ended alone"
+                )
+            for i in range(self.num_envs):
+                infos[i]["terminal_observation"] = _row(obs, i)
+            # SB3 returns the first observation of the next episode on the terminal step.
+            # Resetting here (seed None: each run draws its next seed from its own generator)
+            # is exactly what the env's NEXT_STEP autoreset would do on the following step.
+            obs, reset_info = self.venv.reset()
+            self.reset_infos = self._split_info(reset_info)
+        return obs, np.asarray(reward, dtype=np.float32), dones, infos
+
+    def close(self) -> None:
+        """Close the wrapped vector env."""
+        self.venv.close()
+
+    # ------------------------------------------------------------------ attributes
+    def _indices(self, indices: VecEnvIndices) -> list[int]:
+        return list(self._get_indices(indices))
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """The attribute of the game (one value shared by all runs), once per index."""
+        target = self.venv.unwrapped
+        if attr_name == "render_mode":
+            value = getattr(target, "render_mode", None)
+        else:
+            value = getattr(target, attr_name)
+        return [value for _ in self._indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        """Set an attribute of the game; runs share it, so only all indices at once."""
+        if len(self._indices(indices)) != self.num_envs:
+            raise ValueError("indices: the runs of a native vector env share their attributes")
+        setattr(self.venv.unwrapped, attr_name, value)
+
+    def env_method(
+        self,
+        method_name: str,
+        *method_args: Any,
+        indices: VecEnvIndices = None,
+        **method_kwargs: Any,
+    ) -> list[Any]:
+        """Call a method of the vector env once (it acts on all runs); its result per index."""
+        result = getattr(self.venv, method_name)(*method_args, **method_kwargs)
+        return [result for _ in self._indices(indices)]
+
+    def env_is_wrapped(
+        self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None
+    ) -> list[bool]:
+        """False: runs are not single Gymnasium envs, so no per-env wrapper can be present."""
+        return [False for _ in self._indices(indices)]
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        """No rendering of vector runs."""
+        return [None for _ in range(self.num_envs)]
+
+    # ------------------------------------------------------------------ helpers
+    def _split_info(self, info: dict[str, Any]) -> list[dict[str, Any]]:
+        """Gymnasium's dict of (B,) arrays with ``_key`` masks -> SB3's list of B dicts."""
+        out: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        for key, values in info.items():
+            if key.startswith("_"):
+                continue
+            mask = info.get(f"_{key}")
+            arr = np.asarray(values)
+            for i in range(self.num_envs):
+                if mask is None or mask[i]:
+                    out[i][key] = arr[i].item() if arr[i].ndim == 0 else arr[i]
+        return out
+
+
+def _row(obs: Any, i: int) -> Any:
+    """Run i's observation (dict observations keep their keys)."""
+    if isinstance(obs, dict):
+        return {k: np.array(v[i]) for k, v in obs.items()}
+    return np.array(obs[i])
+
+
+def make_sb3_vec_env(
+    env_id: str,
+    num_envs: int = 1,
+    *,
+    wrappers: Iterable[Any] = (),
+    **env_kwargs: Any,
+) -> SB3VecEnv:
+    """Build the native vector env of ``env_id`` and adapt it for Stable-Baselines3.
+
+    Args:
+        env_id: a registered ``DPExperts-*`` id.
+        num_envs: B, runs played in lockstep.
+        wrappers: callables ``venv -> venv`` applied in order to the Gymnasium vector env before
+            the adaptation (e.g. ``LossStatistics`` for RL policies on full-information envs).
+        **env_kwargs: the env's constructor keywords (``n_experts``, ``horizon``, ...).
+
+    Returns:
+        An SB3 ``VecEnv``; wrap it in ``VecMonitor`` so that ``evaluate_policy`` and the logger
+        read episode returns.
+    """
+    import dp_experts_env  # noqa: F401 - registers the ids
+
+    venv = gym.make_vec(
+        env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **env_kwargs
+    )
+    for wrap in wrappers:
+        venv = wrap(venv)
+    return SB3VecEnv(venv)
