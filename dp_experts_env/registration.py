@@ -41,12 +41,16 @@ class RegisteredEnv:
 
     @property
     def feedback(self) -> str:
-        """``"full"`` or ``"bandit"``."""
+        """``"full"``, ``"bandit"`` or ``"oco"`` (continuous actions, gradient feedback)."""
+        if self.kind == "oco":
+            return "oco"
         return KINDS[self.kind].feedback
 
     @property
     def summary(self) -> str:
         """One line describing the loss model."""
+        if self.kind == "oco":
+            return _OCO_SUMMARY
         return KINDS[self.kind].summary
 
 
@@ -63,6 +67,17 @@ def _entry(env_id: str, kind: str) -> RegisteredEnv:
     return RegisteredEnv(env_id, kind, single, vector, defaults)
 
 
+_OCO_SUMMARY = (
+    "online linear optimisation on a box or ball: Box actions, losses <g_t, x>, ||g_t|| <= G"
+)
+_OCO = RegisteredEnv(
+    "DPExperts-OCO-v0",
+    "oco",
+    "dp_experts_env.envs.oco:OCOEnv",
+    "dp_experts_env.envs.oco:OCOVectorEnv",
+    {"family": "stochastic", "dim": 5, "horizon": 1000, "body": "box"},
+)
+
 ENVS: tuple[RegisteredEnv, ...] = (
     _entry("DPExperts-Shift-v0", "shift"),
     _entry("DPExperts-Stochastic-v0", "stochastic"),
@@ -70,6 +85,7 @@ ENVS: tuple[RegisteredEnv, ...] = (
     _entry("DPExperts-Adaptive-v0", "adaptive"),
     _entry("DPExperts-BanditAdvice-v0", "bandit_advice"),
     _entry("DPExperts-Bandit-v0", "bandit"),
+    _OCO,
 )
 
 ENV_IDS: tuple[str, ...] = tuple(e.id for e in ENVS)

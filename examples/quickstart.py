@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> dict[str, dict]:
     print(header + f"  {'dynamic, mean of 8 runs':>24s}")
     results = {}
     for env_id in dp_experts_env.ENV_IDS:
+        if dp_experts_env.env_entry(env_id).feedback == "oco":
+            print(f"{env_id:28s} continuous actions: see examples/oco_pcomw.py")
+            continue
         info = play_single(env_id, args.horizon, args.seed)
         batch = play_vector(env_id, args.horizon, args.seed)
         base = gym.make(env_id, horizon=args.horizon).unwrapped

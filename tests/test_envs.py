@@ -27,7 +27,12 @@ from dp_experts_env import (
 )
 from dp_experts_env.envs import INFO_KEYS, build_game
 
-IDS = [i for i in gym.registry if i.startswith("DPExperts")]
+# Experts ids only: the continuous DPExperts-OCO-v0 is covered by tests/test_oco_env.py.
+IDS = [
+    i
+    for i in gym.registry
+    if i.startswith("DPExperts") and dp_experts_env.env_entry(i).feedback != "oco"
+]
 FULL_IDS = [i for i in IDS if dp_experts_env.env_entry(i).feedback == "full"]
 OBLIVIOUS_IDS = [i for i in IDS if dp_experts_env.env_entry(i).kind != "adaptive"]
 

@@ -1,0 +1,291 @@
+"""Gradient models for online linear optimisation on a convex body (the OCO environment).
+
+Round t charges ``l_t(x) = <g_t, x>`` for a point ``x`` of a body ``K`` (the box ``[-R, R]^d`` or
+the Euclidean ball of radius R) with ``||g_t||_2 <= G``. This module holds the *data* side only:
+pure, seeded, batched over B runs (leading axis), no Gymnasium inside.
+
+Families (``family=``):
+
+* ``"stochastic"`` -- i.i.d. gradients ``g_t = mu + (1 - gap) G xi_t / sqrt(d)`` with a fixed mean
+  ``mu = gap G v`` (``v`` a unit direction drawn from the seed) and ``xi_t`` uniform random signs:
+  the mean is exactly ``mu`` and ``||g_t|| <= G`` always.
+* ``"shifting"`` -- the same with the mean direction redrawn at ``n_shifts`` evenly spaced change
+  points (``n_shifts + 1`` segments).
+* ``"anti_ftl"`` -- oblivious hard sequence along ``e_1``: ``g_1 = -G/2 e_1``, then ``+G e_1`` on
+  even rounds and ``-G e_1`` on odd ones. Follow-the-leader without regularisation pays linear
+  regret on it; deterministic.
+* ``"rademacher"`` -- oblivious ``g_t = G s_t 1/sqrt(d)``, ``s_t`` a fair random sign: zero mean,
+  the classical ``Omega(sqrt(T))`` lower-bound sequence.
+* ``"replay"`` -- a user (T, d) gradient matrix (array, ``.npy`` or ``.csv``); every row must
+  satisfy ``||g_t|| <= G`` (checked, never clipped).
+* ``"adaptive"`` -- reacts to the learner's past plays (never the current one):
+  ``g_t = G (gap u_t + (1 - gap) xi_t / sqrt(d))`` with ``u_t`` the unit direction of the mean of
+  the points played in rounds ``1..t-1`` (0 before any play) and ``xi_t`` random signs, so a learner
+  that keeps playing the same region is charged for it.
+
+Seeding: round t's data is a pure function of (run seed, t): each family consumes a fixed number of
+uniforms per round from its own :class:`~dp_experts_env.batch_rng.BatchRNG` stream, generated in
+chunks of rounds, so T = 10^6 runs in O(chunk * d) memory. Run b of a batch equals a single run
+seeded with ``seeds[b]``.
+
+Neighbours: ``reset(seeds, neighbor=(t, g))`` plays the same game with round t's gradient replaced
+by ``g`` (checked against the same norm bound), the neighbouring dataset of event-level privacy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dp_experts_env._validation import check_choice, check_float, check_int
+from dp_experts_env.batch_rng import BatchRNG
+
+__all__ = [
+    "BODIES",
+    "OCO_FAMILIES",
+    "OCOAdversary",
+    "best_point",
+    "dual_norm",
+    "load_gradients",
+]
+
+BODIES = ("box", "ball")
+OCO_FAMILIES = ("stochastic", "shifting", "anti_ftl", "rademacher", "replay", "adaptive")
+_DATA_STREAM = 21  # per-round randomness
+_STRUCTURE_STREAM = 22  # mean directions drawn at reset
+_CHUNK_ELEMENTS = 1 << 16  # doubles per run per generated chunk
+_NORM_SLACK = 1e-9
+
+
+def dual_norm(v: np.ndarray, body: str) -> np.ndarray:
+    """``max_{x in K} <v, x> / R`` along the last axis: L1 norm (box) or L2 norm (ball)."""
+    if body == "box":
+        return np.abs(v).sum(axis=-1)
+    return np.sqrt(np.einsum("...i,...i->...", v, v))
+
+
+def best_point(s: np.ndarray, body: str, radius: float) -> np.ndarray:
+    """The minimiser of ``<s, x>`` over the body: ``-R sign(s)`` (box), ``-R s/||s||`` (ball).
+
+    Coordinates (box) or vectors (ball) with ``s = 0`` get 0 (every point is optimal there).
+    """
+    s = np.asarray(s, dtype=np.float64)
+    if body == "box":
+        return -radius * np.sign(s)
+    norm = np.sqrt(np.einsum("...i,...i->...", s, s))[..., None]
+    safe = np.where(norm > 0, norm, 1.0)
+    return np.where(norm > 0, -radius * s / safe, 0.0)
+
+
+def load_gradients(data: Any) -> np.ndarray:
+    """A (T, d) float array from an array-like, a ``.npy`` or a ``.csv`` path (checked finite)."""
+    if isinstance(data, (str, Path)):
+        path = Path(data)
+        if not path.is_file():
+            raise ValueError(f"gradients file {str(path)!r} does not exist")
+        if path.suffix == ".npy":
+            arr = np.load(path, allow_pickle=False)
+        elif path.suffix == ".csv":
+            arr = np.loadtxt(path, delimiter=",", ndmin=2)
+        else:
+            raise ValueError(f"gradients file must be .npy or .csv, got {path.suffix!r}")
+    else:
+        try:
+            arr = np.asarray(data, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"gradients must be a (T, d) numeric array, got {data!r:.80}") from err
+    arr = np.asarray(arr, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
+        raise ValueError(f"gradients must be a non-empty (T, d) array, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("gradients must be finite (no NaN or inf)")
+    return arr
+
+
+def _check_norms(name: str, g: np.ndarray, bound: float) -> None:
+    norms = np.sqrt(np.einsum("...i,...i->...", g, g))
+    worst = float(norms.max()) if norms.size else 0.0
+    if worst > bound * (1 + _NORM_SLACK):
+        raise ValueError(
+            f"{name} must have Euclidean norm <= grad_bound={bound:g} in every round, got a row "
+            f"of norm {worst:.6g}; pass a larger grad_bound (values are never clipped)"
+        )
+
+
+class OCOAdversary:
+    """B runs of one gradient model (see the module docstring for the families).
+
+    Args:
+        family: one of :data:`OCO_FAMILIES`.
+        dim: d (ignored for ``"replay"``, whose matrix fixes it; a contradicting value raises).
+        horizon: T (same rule).
+        body: ``"box"`` or ``"ball"`` (only the adaptive family and the regret need it).
+        radius: R > 0.
+        grad_bound: G > 0, the bound on ``||g_t||_2`` (also the neighbours' bound).
+        gap: the mean's share of G (stochastic, shifting; default 0.3) or the reacting share
+            (adaptive; default 0.5), in [0, 1].
+        n_shifts: change points of ``"shifting"`` (default 3; < T).
+        gradients: the (T, d) matrix of ``"replay"``.
+        num_runs: B.
+    """
+
+    def __init__(
+        self,
+        family: str,
+        dim: int | None,
+        horizon: int | None,
+        *,
+        body: str = "box",
+        radius: float = 1.0,
+        grad_bound: float = 1.0,
+        gap: float | None = None,
+        n_shifts: int | None = None,
+        gradients: Any = None,
+        num_runs: int = 1,
+    ) -> None:
+        self.family = check_choice("family", family, OCO_FAMILIES)
+        self.body = check_choice("body", body, BODIES)
+        self.radius = check_float("radius", radius, minimum=0.0, min_inclusive=False)
+        self.grad_bound = check_float("grad_bound", grad_bound, minimum=0.0, min_inclusive=False)
+        self.num_runs = check_int("num_runs", num_runs, minimum=1)
+        if self.family == "replay":
+            if gradients is None:
+                raise ValueError("family='replay' needs gradients= (a (T, d) matrix or file)")
+            mat = load_gradients(gradients)
+            _check_norms("gradients", mat, self.grad_bound)
+            for name, value, got in (
+                ("horizon", horizon, mat.shape[0]),
+                ("dim", dim, mat.shape[1]),
+            ):
+                if value is not None and check_int(name, value, minimum=1) != got:
+                    raise ValueError(f"{name}={value} contradicts the gradient matrix ({got})")
+            self._matrix = mat
+            self.horizon, self.dim = mat.shape
+        else:
+            if gradients is not None:
+                raise ValueError(f"gradients= is only for family='replay', not {family!r}")
+            self.dim = check_int("dim", 5 if dim is None else dim, minimum=1)
+            self.horizon = check_int("horizon", 1000 if horizon is None else horizon, minimum=1)
+            self._matrix = None
+        default_gap = 0.5 if self.family == "adaptive" else 0.3
+        if gap is not None and self.family not in ("stochastic", "shifting", "adaptive"):
+            raise ValueError(f"gap= applies to stochastic, shifting and adaptive, not {family!r}")
+        self.gap = check_float("gap", default_gap if gap is None else gap, minimum=0.0, maximum=1.0)
+        if n_shifts is not None and self.family != "shifting":
+            raise ValueError(f"n_shifts= applies to family='shifting' only, not {family!r}")
+        self.n_shifts = 0
+        if self.family == "shifting":
+            self.n_shifts = check_int(
+                "n_shifts",
+                3 if n_shifts is None else n_shifts,
+                minimum=0,
+                maximum=self.horizon - 1,
+            )
+        self.oblivious = self.family != "adaptive"
+        self.knows_means = self.family in ("stochastic", "shifting", "rademacher", "anti_ftl")
+        self.has_segments = self.family == "shifting"
+        # Uniforms drawn per round per run (fixed, so round t is a pure function of (seed, t)).
+        self._per_round = {"stochastic": self.dim, "shifting": self.dim, "adaptive": self.dim,
+                           "rademacher": 1}.get(self.family, 0)  # fmt: skip
+        self._chunk = max(1, min(self.horizon, _CHUNK_ELEMENTS // max(1, self.dim)))
+        self._seeds: tuple[int, ...] | None = None
+
+    # ------------------------------------------------------------------ episode
+    def reset(self, seeds: Sequence[int], neighbor: tuple[int, np.ndarray] | None = None) -> None:
+        """Start B runs with the given seeds; ``neighbor = (t, g)`` replaces round t's gradient."""
+        seeds = [int(s) for s in seeds]
+        if len(seeds) != self.num_runs:
+            raise ValueError(f"reset needs {self.num_runs} seeds, got {len(seeds)}")
+        self._seeds = tuple(seeds)
+        if neighbor is not None:
+            t, g = neighbor
+            t = check_int("neighbor round", t, minimum=1, maximum=self.horizon)
+            g = np.asarray(g, dtype=np.float64)
+            if g.shape != (self.dim,) or not np.all(np.isfinite(g)):
+                raise ValueError(
+                    f"neighbor loss must be a finite gradient of shape ({self.dim},), got "
+                    f"shape {g.shape}"
+                )
+            _check_norms("neighbor loss", g, self.grad_bound)
+            self._neighbor: tuple[int, np.ndarray] | None = (t, g.copy())
+        else:
+            self._neighbor = None
+        b, d = self.num_runs, self.dim
+        self._data_rng = BatchRNG(seeds, stream=_DATA_STREAM)
+        if self.family in ("stochastic", "shifting"):
+            structure = BatchRNG(seeds, stream=_STRUCTURE_STREAM)
+            z = structure.normal((self.n_shifts + 1, d))
+            norms = np.linalg.norm(z, axis=-1, keepdims=True)
+            self._directions = z / np.where(norms > 0, norms, 1.0)  # (B, n_shifts + 1, d)
+        self._play_sum = np.zeros((b, d))
+        self._buffer = np.zeros((b, 0, max(1, self._per_round)))
+        self._buffer_start = 1
+        self.t = 0
+
+    def segment_of(self, t: int) -> int:
+        """Index of the segment holding round t (shifting family; 0 otherwise)."""
+        if self.n_shifts == 0:
+            return 0
+        return min(self.n_shifts, (t - 1) * (self.n_shifts + 1) // self.horizon)
+
+    def _uniforms(self, t: int) -> np.ndarray:
+        """(B, per_round) uniforms of round t (chunked, sequential)."""
+        end = self._buffer_start + self._buffer.shape[1]
+        if t >= end:
+            count = min(self._chunk, self.horizon - end + 1)
+            self._buffer = self._data_rng.random((count, self._per_round))
+            self._buffer_start = end
+        return self._buffer[:, t - self._buffer_start]
+
+    def means(self, t: int) -> np.ndarray | None:
+        """(B, d) expected gradient of round t (None for families without known means)."""
+        b, d = self.num_runs, self.dim
+        if self.family in ("stochastic", "shifting"):
+            return self.gap * self.grad_bound * self._directions[:, self.segment_of(t)]
+        if self.family == "rademacher":
+            return np.zeros((b, d))
+        if self.family == "anti_ftl":
+            return self._anti_ftl(t)
+        return None
+
+    def _anti_ftl(self, t: int) -> np.ndarray:
+        g = np.zeros((self.num_runs, self.dim))
+        g[:, 0] = -0.5 * self.grad_bound if t == 1 else self.grad_bound * (1 if t % 2 == 0 else -1)
+        return g
+
+    def gradient(self, t: int) -> np.ndarray:
+        """(B, d) gradient of round t; call once per round, in order, before the action is read."""
+        if self._seeds is None:
+            raise RuntimeError("call reset before gradient")
+        if t != self.t + 1:
+            raise RuntimeError(f"rounds must be fetched in order: expected {self.t + 1}, got {t}")
+        self.t = t
+        d, big_g = self.dim, self.grad_bound
+        u = self._uniforms(t) if self._per_round else None
+        fam = self.family
+        if fam in ("stochastic", "shifting"):
+            signs = np.where(u < 0.5, -1.0, 1.0)
+            g = self.means(t) + (1.0 - self.gap) * big_g * signs / math.sqrt(d)
+        elif fam == "rademacher":
+            g = np.where(u < 0.5, -1.0, 1.0) * (big_g / math.sqrt(d)) * np.ones(d)
+        elif fam == "anti_ftl":
+            g = self._anti_ftl(t)
+        elif fam == "replay":
+            g = np.broadcast_to(self._matrix[t - 1], (self.num_runs, d)).copy()
+        else:  # adaptive: the mean of the past plays only
+            norm = np.linalg.norm(self._play_sum, axis=-1, keepdims=True)
+            unit = np.where(norm > 0, self._play_sum / np.where(norm > 0, norm, 1.0), 0.0)
+            signs = np.where(u < 0.5, -1.0, 1.0)
+            g = big_g * (self.gap * unit + (1.0 - self.gap) * signs / math.sqrt(d))
+        if self._neighbor is not None and self._neighbor[0] == t:
+            g = np.broadcast_to(self._neighbor[1], g.shape).copy()
+        return g
+
+    def record(self, actions: np.ndarray) -> None:
+        """The points played in the round just charged (adaptive family reads them later)."""
+        if self.family == "adaptive":
+            self._play_sum += actions

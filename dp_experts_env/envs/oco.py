@@ -1,0 +1,333 @@
+"""Online linear optimisation on a convex body: ``DPExperts-OCO-v0`` (single and vector env).
+
+The continuous-action setting of Agarwal, Kale, Singh & Thakurta, "Improved Differentially
+Private and Lazy Online Convex Optimization" (§2): each round the learner plays a point ``x_t`` of
+a body ``K`` -- the box ``[-R, R]^d`` (default) or the Euclidean ball of radius R -- then the env
+charges the linear loss ``l_t(x_t) = <g_t, x_t>`` with ``||g_t||_2 <= G`` and reveals ``g_t`` (the
+whole loss function: full information).
+
+Protocol: ``action_space = Box(-R, R, (d,), float32)`` (for the ball, its bounding box: a point of
+the box outside the ball is played at its radial projection ``R x / ||x||``; actions outside the
+box raise ``ValueError``). ``observation_space = Box(-G, G, (d,), float64)``: the gradient of the
+round just played (zeros after ``reset``). ``reward = -<g_t, x_t>`` (a Python float),
+``terminated`` after round T, never ``truncated``. Round t's gradient is fixed before round t's
+action is read (adaptive family: from the past plays only).
+
+``info`` (scalars; for evaluation, never for agents):
+
+* ``round``, ``loss`` (``<g_t, x_t>``), ``cumulative_loss``;
+* ``static_regret`` -- exact, against the best fixed point of the body in hindsight. For linear
+  losses the best point is closed form: ``-R sign(S_t)`` on the box (value ``-R ||S_t||_1``) and
+  ``-R S_t / ||S_t||`` on the ball (value ``-R ||S_t||_2``), ``S_t = g_1 + ... + g_t``;
+* ``per_round_best_regret`` -- exact dynamic regret against the best point of every round
+  (a comparator that may move every round): ``sum_s <g_s, x_s> + R sum_s ||g_s||_*``;
+* ``pseudo_regret`` -- where the family knows its means ``m_s`` (stochastic, shifting, rademacher,
+  anti_ftl): ``sum_s <m_s, x_s> + R ||m_1 + ... + m_t||_*``;
+* ``segment`` -- shifting family: index of the current mean segment.
+
+Not reported: the S-switch ``dynamic_regret`` of the experts envs. Over a continuous body the best
+comparator with at most S switches needs the best partition of the rounds into S + 1 blocks (block
+value ``R ||block sum||_*``), which is not additive over rounds and has no exact online recursion
+(an offline search costs O(S T^2)); the env leaves the key out rather than report an approximation.
+
+Seeding and neighbours as in the experts envs: round t's data is a pure function of (reset seed,
+t), generated in chunks; ``reset(seed=s, options={"neighbor": {"round": t, "loss": g}})`` replays
+the same game with round t's gradient replaced by ``g`` (``||g|| <= G`` is checked).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from dp_experts_env._validation import check_int
+from dp_experts_env.adversaries.oco import OCOAdversary, dual_norm
+from dp_experts_env.batch_rng import run_seeds
+
+__all__ = ["OCOCore", "OCOEnv", "OCOVectorEnv", "OCO_INFO_KEYS"]
+
+SEED_HIGH = 2**63 - 1
+OCO_INFO_KEYS = ("round", "loss", "cumulative_loss", "static_regret", "per_round_best_regret")
+_ACTION_SLACK = 1e-6  # relative: float32 actions round R by up to 6e-8
+
+
+class OCOCore:
+    """B runs of one OCO game stepped in lockstep (batch-first, no Python loop over runs)."""
+
+    def __init__(self, adversary: OCOAdversary) -> None:
+        self.adversary = adversary
+        self.num_runs = adversary.num_runs
+        self.dim = adversary.dim
+        self.horizon = adversary.horizon
+        self.body = adversary.body
+        self.radius = adversary.radius
+        self.grad_bound = adversary.grad_bound
+        self.info_keys = (
+            OCO_INFO_KEYS
+            + (("pseudo_regret",) if adversary.knows_means else ())
+            + (("segment",) if adversary.has_segments else ())
+        )
+        self.t = 0
+
+    def reset(self, seeds: Sequence[int], neighbor: tuple[int, np.ndarray] | None) -> np.ndarray:
+        """Start B runs (one seed each); returns the all-zero first observations (B, d)."""
+        b, d = self.num_runs, self.dim
+        self.adversary.reset(seeds, neighbor)
+        self.t = 0
+        self._grad_sum = np.zeros((b, d))
+        self._mean_sum = np.zeros((b, d))
+        self._cum_loss = np.zeros(b)
+        self._cum_mean_loss = np.zeros(b)
+        self._best_each = np.zeros(b)
+        self._current = self.adversary.gradient(1)
+        return np.zeros((b, d))
+
+    def check_actions(self, actions: Any) -> np.ndarray:
+        """(B, d) float64 points of the body from the caller's actions (raises when outside)."""
+        b, d, r = self.num_runs, self.dim, self.radius
+        try:
+            x = np.asarray(actions, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise ValueError(
+                f"action must be a real vector of length {d}, got {actions!r}"
+            ) from err
+        if x.size != b * d:
+            shape = f"({d},)" if b == 1 else f"({b}, {d})"
+            raise ValueError(f"action must have shape {shape}, got shape {np.shape(actions)}")
+        x = x.reshape(b, d)
+        if not np.all(np.isfinite(x)):
+            raise ValueError("action must be finite")
+        worst = float(np.abs(x).max())
+        if worst > r * (1 + _ACTION_SLACK):
+            raise ValueError(f"action coordinates must lie in [-{r:g}, {r:g}], got {worst:.6g}")
+        x = np.clip(x, -r, r)  # only removes the rounding slack allowed above
+        if self.body == "ball":
+            norm = np.sqrt(np.einsum("bi,bi->b", x, x))[:, None]
+            x = np.where(norm > r, x * (r / np.where(norm > 0, norm, 1.0)), x)
+        return x
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """Charge round t, then fetch round t + 1; returns (obs g_t, losses, info)."""
+        if self.t >= self.horizon:
+            raise RuntimeError("the episode is over: call reset")
+        x = self.check_actions(actions)
+        adv, r = self.adversary, self.radius
+        t = self.t + 1
+        g = self._current
+        loss = np.einsum("bi,bi->b", g, x)
+        self._cum_loss += loss
+        self._grad_sum += g
+        self._best_each += r * dual_norm(g, self.body)
+        info: dict[str, np.ndarray] = {
+            "round": np.full(self.num_runs, t, dtype=np.int64),
+            "loss": loss,
+            "cumulative_loss": self._cum_loss.copy(),
+            "static_regret": self._cum_loss + r * dual_norm(self._grad_sum, self.body),
+            "per_round_best_regret": self._cum_loss + self._best_each,
+        }
+        if adv.knows_means:
+            m = adv.means(t)
+            self._mean_sum += m
+            self._cum_mean_loss += np.einsum("bi,bi->b", m, x)
+            info["pseudo_regret"] = self._cum_mean_loss + r * dual_norm(self._mean_sum, self.body)
+        if adv.has_segments:
+            info["segment"] = np.full(self.num_runs, adv.segment_of(t), dtype=np.int64)
+        adv.record(x)
+        self.t = t
+        if t < self.horizon:
+            self._current = adv.gradient(t + 1)
+        return g.copy(), loss, info
+
+
+def _parse_neighbor(options: Any, dim: int) -> tuple[int, np.ndarray] | None:
+    if options is None:
+        return None
+    if not isinstance(options, dict):
+        raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+    unknown = set(options) - {"neighbor"}
+    if unknown:
+        raise ValueError(f"unknown reset options {sorted(unknown)}; allowed: ['neighbor']")
+    nb = options.get("neighbor")
+    if nb is None:
+        return None
+    if not isinstance(nb, dict) or set(nb) != {"round", "loss"}:
+        raise ValueError('options["neighbor"] must be {"round": t, "loss": gradient}')
+    return nb["round"], np.asarray(nb["loss"], dtype=np.float64).reshape(-1)
+
+
+class _OCOSetup:
+    """Constructor shared by the single and the vector env."""
+
+    kind = "oco"
+    feedback = "oco"
+    n_arms = None
+    n_switches = None
+
+    def _build(self, num_runs: int, params: dict[str, Any]) -> None:
+        kind = params.pop("kind", "oco")
+        if kind != "oco":
+            raise ValueError(f"kind must be 'oco' for the OCO env, got {kind!r}")
+        losses, gradients = params.pop("losses", None), params.pop("gradients", None)
+        if losses is not None and gradients is not None:
+            raise ValueError("pass the replay matrix once: losses= or gradients=, not both")
+        gradients = gradients if gradients is not None else losses
+        family = params.pop("family", None)
+        if family is None:
+            family = "replay" if gradients is not None else "stochastic"
+        unknown = set(params) - {"dim", "horizon", "body", "radius", "grad_bound", "gap",
+                                 "n_shifts"}  # fmt: skip
+        if unknown:
+            raise TypeError(
+                f"DPExperts-OCO-v0 got unexpected keyword(s) {sorted(unknown)}; it accepts dim, "
+                "horizon, family, body, radius, grad_bound, gap, n_shifts, losses/gradients"
+            )
+        params = {k: v for k, v in params.items() if v is not None}
+        adversary = OCOAdversary(
+            family,
+            params.pop("dim", None),
+            params.pop("horizon", None),
+            gradients=gradients,
+            num_runs=num_runs,
+            **params,
+        )
+        self.core = OCOCore(adversary)
+        self.family = adversary.family
+        self.dim = self.n_experts = adversary.dim
+        self.horizon = adversary.horizon
+        self.body, self.radius, self.grad_bound = (
+            adversary.body,
+            adversary.radius,
+            adversary.grad_bound,
+        )
+        r, big_g, d = self.radius, self.grad_bound, self.dim
+        # float32 actions (Stable-Baselines3's recommendation); the env computes in float64.
+        bound = np.full(d, r, dtype=np.float32)
+        self._single_action = spaces.Box(-bound, bound, (d,), np.float32)
+        self._single_obs = spaces.Box(-big_g, big_g, (d,), np.float64)
+
+
+class OCOEnv(_OCOSetup, gym.Env):
+    """Online linear optimisation over a box or a ball (``DPExperts-OCO-v0``).
+
+    See :mod:`dp_experts_env.envs.oco` for the protocol, ``info`` and what is not reported.
+
+    Keywords:
+        dim: d (default 5). horizon: T (default 1000).
+        family: ``"stochastic"`` (default), ``"shifting"``, ``"anti_ftl"``, ``"rademacher"``,
+            ``"replay"`` (default when a matrix is given) or ``"adaptive"``
+            (:mod:`dp_experts_env.adversaries.oco`).
+        body: ``"box"`` (default) or ``"ball"``. radius: R (default 1). grad_bound: G (default 1).
+        gap: mean share of G (stochastic/shifting, default 0.3) or reacting share (adaptive, 0.5).
+        n_shifts: change points of the shifting family (default 3).
+        losses / gradients: the (T, d) matrix (array, .npy or .csv) for ``family="replay"``.
+        render_mode: ``"ansi"`` or None.
+
+    Attributes: ``dim`` (also ``n_experts``, the observation length, for shared tooling),
+    ``horizon``, ``body``, ``radius``, ``grad_bound``, ``family``, ``feedback = "oco"``.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 30}
+
+    def __init__(self, render_mode: str | None = None, **params: Any) -> None:
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self._build(1, dict(params))
+        self.render_mode = render_mode
+        self.action_space = self._single_action
+        self.observation_space = self._single_obs
+        self._last_info: dict[str, Any] | None = None
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start an episode (seed: the adversary's run seed; options: the neighbour)."""
+        if seed is not None:
+            seed = check_int("seed", seed, minimum=0)
+        neighbor = _parse_neighbor(options, self.dim)
+        super().reset(seed=seed)
+        run_seed = seed if seed is not None else int(self.np_random.integers(SEED_HIGH))
+        obs = self.core.reset([run_seed], neighbor)
+        self._last_info = None
+        return obs[0], {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Play one round: charge ``<g_t, action>`` and reveal ``g_t``."""
+        obs, loss, info = self.core.step(action)
+        out = {k: (int(v[0]) if v.dtype.kind == "i" else float(v[0])) for k, v in info.items()}
+        self._last_info = out
+        return obs[0], 0.0 - float(loss[0]), self.core.t >= self.horizon, False, out
+
+    def render(self) -> str | None:
+        """The last round's info as text (``"ansi"``); None without a mode."""
+        if self.render_mode != "ansi":
+            return None
+        if self._last_info is None:
+            return f"OCO {self.body} d={self.dim} R={self.radius:g}: round 0/{self.horizon}\n"
+        info = self._last_info
+        return (
+            f"round {info['round']}/{self.horizon}  loss {info['loss']:+.4f}  "
+            f"static regret {info['static_regret']:.4f}\n"
+        )
+
+
+class OCOVectorEnv(_OCOSetup, VectorEnv):
+    """Native vector version of :class:`OCOEnv`: B runs in lockstep, run b == single seed s+b.
+
+    Actions (B, d); observations (B, d); rewards, terminations, truncations (B,); ``info`` values
+    (B,) arrays with Gymnasium's ``_key`` masks. Autoreset: ``NEXT_STEP`` (the step after the last
+    round ignores its actions and starts new episodes from each run's own seed generator).
+    """
+
+    metadata: dict[str, Any] = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(self, num_envs: int = 1, render_mode: str | None = None, **params: Any) -> None:
+        self.num_envs = check_int("num_envs", num_envs, minimum=1)
+        if render_mode is not None:
+            raise ValueError("the OCO vector env does not render (render_mode must be None)")
+        self._build(self.num_envs, dict(params))
+        self.single_action_space = self._single_action
+        self.single_observation_space = self._single_obs
+        self.action_space = batch_space(self._single_action, self.num_envs)
+        self.observation_space = batch_space(self._single_obs, self.num_envs)
+        self.render_mode = None
+        self._run_rngs: list[np.random.Generator] | None = None
+        self._needs_autoreset = False
+
+    def reset(
+        self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start B episodes (an int s seeds runs s..s+B-1; a sequence gives one seed per run)."""
+        neighbor = _parse_neighbor(options, self.dim)
+        if seed is None:
+            if self._run_rngs is None:
+                self._run_rngs = [seeding.np_random(s)[0] for s in run_seeds(None, self.num_envs)]
+            seeds = [int(g.integers(SEED_HIGH)) for g in self._run_rngs]
+        else:
+            seeds = run_seeds(seed, self.num_envs)
+            self._run_rngs = [seeding.np_random(s)[0] for s in seeds]
+            self._np_random_seed = seeds[0]
+        self._np_random = self._run_rngs[0]
+        self._needs_autoreset = False
+        return self.core.reset(seeds, neighbor), {}
+
+    def step(
+        self, actions: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """Play one round in every run."""
+        b = self.num_envs
+        if self._needs_autoreset:
+            obs, info = self.reset()
+            return obs, np.zeros(b), np.zeros(b, dtype=bool), np.zeros(b, dtype=bool), info
+        obs, loss, info = self.core.step(actions)
+        done = self.core.t >= self.horizon
+        self._needs_autoreset = done
+        for key in list(info):
+            info[f"_{key}"] = np.ones(b, dtype=bool)
+        return obs, 0.0 - loss, np.full(b, done), np.zeros(b, dtype=bool), info

@@ -1,0 +1,213 @@
+"""DPExperts-OCO-v0: checkers on every family and body, exact regret, seeding, neighbours, the
+native vector env, validation, and Stable-Baselines3 training on it."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env as gym_check_env
+
+import dp_experts_env  # noqa: F401  (registers the ids)
+from dp_experts_env.adversaries.oco import OCO_FAMILIES
+
+ID = "DPExperts-OCO-v0"
+FAMILIES = [f for f in OCO_FAMILIES if f != "replay"]
+REPLAY = np.random.default_rng(0).uniform(-0.5, 0.5, (30, 3))
+
+
+def make(**kw):
+    return gym.make(ID, **kw)
+
+
+def kwargs_of(family):
+    return {"losses": REPLAY} if family == "replay" else {"family": family, "horizon": 40}
+
+
+@pytest.mark.parametrize(("family", "body"), itertools.product(OCO_FAMILIES, ["box", "ball"]))
+def test_both_checkers_pass_without_warnings(family, body):
+    sb3 = pytest.importorskip("stable_baselines3.common.env_checker")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env = make(body=body, **kwargs_of(family))
+        gym_check_env(env.unwrapped)
+        sb3.check_env(make(body=body, **kwargs_of(family)))
+
+
+def play(env, actions, seed=0, options=None):
+    env.reset(seed=seed, options=options)
+    obs_list, infos = [], []
+    for a in actions:
+        obs, reward, terminated, truncated, info = env.step(a)
+        assert reward == -info["loss"] and isinstance(reward, float) and not truncated
+        obs_list.append(obs)
+        infos.append(info)
+    assert terminated
+    return np.array(obs_list), infos
+
+
+@pytest.mark.parametrize("body", ["box", "ball"])
+@pytest.mark.parametrize("family", OCO_FAMILIES)
+def test_static_regret_is_exact_against_brute_force(family, body):
+    env = make(body=body, radius=0.8, grad_bound=1.5, **kwargs_of(family))
+    t, d = env.unwrapped.horizon, env.unwrapped.dim
+    rng = np.random.default_rng(1)
+    actions = rng.uniform(-0.35, 0.35, (t, d)).astype(np.float32)  # inside both bodies
+    grads, infos = play(env, actions, seed=3)
+    assert np.all(np.linalg.norm(grads, axis=1) <= 1.5 + 1e-12)
+    played = actions.astype(np.float64)
+    total = np.einsum("ti,ti->", grads, played)
+    s = grads.sum(axis=0)
+    if body == "box":  # the best point is a vertex: enumerate them
+        vertices = 0.8 * np.array(list(itertools.product([-1, 1], repeat=d)))
+        best = (vertices @ s).min()
+        best_each = (grads @ vertices.T).min(axis=1).sum()
+    else:  # the best point is on the sphere: a fine search over directions does no better
+        u = np.random.default_rng(2).normal(size=(200_000, d))
+        u = 0.8 * u / np.linalg.norm(u, axis=1, keepdims=True)
+        assert (u @ s).min() >= -0.8 * np.linalg.norm(s) - 1e-12
+        best = -0.8 * np.linalg.norm(s)
+        best_each = -0.8 * np.linalg.norm(grads, axis=1).sum()
+    assert infos[-1]["cumulative_loss"] == pytest.approx(total, abs=1e-9)
+    assert infos[-1]["static_regret"] == pytest.approx(total - best, abs=1e-9)
+    assert infos[-1]["per_round_best_regret"] == pytest.approx(total - best_each, abs=1e-9)
+    assert "dynamic_regret" not in infos[-1]  # not exactly computable online (documented)
+
+
+def test_pseudo_regret_uses_the_exact_means():
+    env = make(family="shifting", horizon=60, n_shifts=2, gap=0.5, dim=2)
+    adv = env.unwrapped.core.adversary
+    x = np.full((60, 2), 0.25, dtype=np.float32)
+    _, infos = play(env, x, seed=4)
+    means = np.stack([adv.means(t)[0] for t in range(1, 61)])
+    assert np.allclose(np.linalg.norm(means, axis=1), 0.5)
+    expected = (means @ np.full(2, 0.25)).sum() + np.abs(means.sum(0)).sum()
+    assert infos[-1]["pseudo_regret"] == pytest.approx(expected, abs=1e-9)
+    assert [i["segment"] for i in infos][::20] == [0, 1, 2]
+
+
+def test_round_data_is_a_pure_function_of_seed_and_round():
+    zeros = np.zeros((50, 4), dtype=np.float32)
+    short, _ = play(make(horizon=50, dim=4), zeros, seed=9)
+    long_env = make(horizon=5000, dim=4)
+    long_env.reset(seed=9)
+    long = np.array([long_env.step(np.zeros(4, np.float32))[0] for _ in range(50)])
+    assert np.array_equal(short, long)
+    other, _ = play(make(horizon=50, dim=4), zeros, seed=10)
+    assert not np.array_equal(short, other)
+
+
+def test_chunked_generation_spans_chunk_boundaries():
+    from dp_experts_env.adversaries.oco import OCOAdversary
+
+    a = OCOAdversary("stochastic", 3, 50, num_runs=2)
+    a._chunk = 7  # tiny chunks: same stream
+    b = OCOAdversary("stochastic", 3, 50, num_runs=2)
+    a.reset([1, 2])
+    b.reset([1, 2])
+    for t in range(1, 51):
+        assert np.array_equal(a.gradient(t), b.gradient(t))
+
+
+@pytest.mark.parametrize("family", ["stochastic", "adaptive", "anti_ftl"])
+def test_neighbor_replaces_exactly_one_round(family):
+    x = np.random.default_rng(0).uniform(-1, 1, (30, 3)).astype(np.float32)
+    g, _ = play(make(family=family, horizon=30, dim=3), x, seed=5)
+    swap = np.array([0.6, -0.6, 0.0])
+    opts = {"neighbor": {"round": 7, "loss": swap}}
+    g2, _ = play(make(family=family, horizon=30, dim=3), x, seed=5, options=opts)
+    assert np.array_equal(g2[6], swap)
+    differ = np.flatnonzero(np.any(g != g2, axis=1))
+    assert differ.tolist() == [6]  # the adaptive family reacts to plays, which are the same
+    with pytest.raises(ValueError, match="grad_bound"):
+        make(horizon=30, dim=3).reset(seed=0, options={"neighbor": {"round": 2, "loss": [2, 0, 0]}})
+
+
+def test_adaptive_family_never_reads_the_current_action():
+    env = make(family="adaptive", horizon=20, dim=2)
+    rng = np.random.default_rng(3)
+    base = rng.uniform(-1, 1, (20, 2)).astype(np.float32)
+    g1, _ = play(env, base, seed=1)
+    changed = base.copy()
+    changed[10] = -changed[10]
+    g2, _ = play(env, changed, seed=1)
+    assert np.array_equal(g1[:11], g2[:11]) and not np.array_equal(g1[11:], g2[11:])
+
+
+def test_ball_projects_points_of_the_bounding_box_radially():
+    env = make(body="ball", horizon=5, dim=2, family="replay", losses=np.ones((5, 2)) * 0.5)
+    env.reset(seed=0)
+    _, reward, *_ = env.step(np.array([1.0, 1.0], np.float32))
+    assert reward == pytest.approx(-np.sqrt(2) * 0.5)  # played (1, 1)/sqrt(2)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"family": "nope"}, ValueError, "family"),
+        ({"body": "simplex"}, ValueError, "body"),
+        ({"radius": 0.0}, ValueError, "radius"),
+        ({"losses": np.full((4, 2), 1.0)}, ValueError, "grad_bound"),
+        ({"losses": np.full((4, 2), np.nan)}, ValueError, "finite"),
+        ({"losses": REPLAY, "horizon": 7}, ValueError, "contradicts"),
+        ({"n_experts": 3}, TypeError, "unexpected keyword"),
+        ({"n_shifts": 2}, ValueError, "shifting"),
+    ],
+)
+def test_bad_parameters_raise(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        make(**kwargs)
+
+
+def test_bad_actions_raise():
+    env = make(horizon=5, dim=2)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"\[-1, 1\]"):
+        env.unwrapped.step(np.array([1.5, 0.0]))
+    with pytest.raises(ValueError, match="shape"):
+        env.unwrapped.step(np.zeros(3))
+    with pytest.raises(ValueError, match="finite"):
+        env.unwrapped.step(np.array([np.nan, 0.0]))
+
+
+def test_vector_env_matches_sync_and_single_runs():
+    kw = {"horizon": 12, "family": "adaptive", "dim": 3}
+    native = gym.make_vec(ID, num_envs=3, vectorization_mode="vector_entry_point", **kw)
+    sync = gym.make_vec(ID, num_envs=3, vectorization_mode="sync", **kw)
+    assert native.single_action_space == sync.single_action_space
+    on, _ = native.reset(seed=30)
+    osy, _ = sync.reset(seed=30)
+    assert np.array_equal(on, osy)
+    native.action_space.seed(0)
+    for _ in range(2 * 12 + 1):
+        actions = native.action_space.sample()
+        out_n, out_s = native.step(actions), sync.step(actions)
+        for x, y in zip(out_n, out_s, strict=True):
+            if isinstance(x, dict):
+                assert x.keys() == y.keys()
+                for key in x:
+                    assert np.array_equal(np.asarray(x[key]), np.asarray(y[key])), key
+            else:
+                assert np.array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_render_ansi():
+    env = make(horizon=3, render_mode="ansi")
+    env.reset(seed=0)
+    env.step(np.zeros(5, np.float32))
+    assert "round 1/3" in env.render()
+
+
+@pytest.mark.parametrize("algo", ["PPO", "SAC"])
+def test_stable_baselines3_trains_on_it(algo):
+    sb3 = pytest.importorskip("stable_baselines3")
+    env = make(horizon=32, dim=2)
+    cls = getattr(sb3, algo)
+    extra = {"n_steps": 64, "batch_size": 32} if algo == "PPO" else {"learning_starts": 16}
+    model = cls("MlpPolicy", env, seed=0, device="cpu", **extra)
+    model.learn(total_timesteps=96)
+    action, _ = model.predict(np.zeros(2), deterministic=True)
+    assert action.shape == (2,) and np.all(np.abs(action) <= 1.0)
