@@ -187,8 +187,14 @@ class Agent(ABC):
         """Learn from the feedback in ``obs`` (if any round was played), then pick actions.
 
         A single observation returns a Python ``int``; a batch of B returns a (B,) int64 array.
+
+        Raises:
+            ValueError: the agent already played its ``horizon`` rounds (call ``reset()``), or
+                an observation value is NaN, infinite or outside the env's range (the message
+                names the round).
         """
         batch, single = self._parse_obs(obs)
+        self._check_round(batch)
         if self.t > 0:
             self._learn(batch)
         actions = np.asarray(self._choose(batch), dtype=np.int64)
@@ -267,6 +273,44 @@ class Agent(ABC):
     @abstractmethod
     def _choose(self, obs: Any) -> np.ndarray:
         """Return (B,) actions for round ``self.t + 1``."""
+
+    # ----------------------------------------------------------------- boundary checks
+    def _check_round(self, batch: Any) -> None:
+        """Refuse a round past the horizon and observation values outside the env's spaces.
+
+        Every learner acts through :meth:`act`, so this one check covers all of them: a NaN loss
+        would otherwise poison a learner's weights for the rest of the episode (argmax over NaN
+        picks expert 0), and a round past T lies outside the privacy claim and tuning made for T.
+        NaN fails every comparison, so the range tests below also catch it.
+        """
+        if self.t >= self.horizon:
+            raise ValueError(
+                f"agent {self.name!r} has played its horizon={self.horizon} rounds: act() for "
+                f"round {self.t + 1} is outside its privacy claim and tuning; call reset() to "
+                "start a new episode (or build the agent with a longer horizon)"
+            )
+        where = f"obs for round {self.t + 1} (feedback of round {self.t})"
+        if isinstance(batch, BanditObs):
+            if not np.isfinite(batch.advice).all():
+                raise ValueError(f"{where}: obs['advice'] must be finite, found NaN or inf")
+            k = self.n_arms if self.n_arms is not None else batch.advice.shape[-1]
+            if not (batch.last_action.min() >= 0 and batch.last_action.max() < k):
+                raise ValueError(
+                    f"{where}: obs['last_action'] must be an arm in [0, {k}), got "
+                    f"{batch.last_action.tolist()}"
+                )
+            if not (batch.last_loss.min() >= 0.0 and batch.last_loss.max() <= 1.0):
+                raise ValueError(
+                    f"{where}: obs['last_loss'] must be finite and lie in [0, 1], got "
+                    f"{batch.last_loss.tolist()}"
+                )
+            return
+        if not (batch.min() >= 0.0 and batch.max() <= 1.0):
+            bad = np.argwhere(~((batch >= 0.0) & (batch <= 1.0)))[0]
+            raise ValueError(
+                f"{where}: losses must be finite and lie in [0, 1]; found "
+                f"{batch[tuple(bad)]} at run {bad[0]}, expert {bad[1]}"
+            )
 
     # ----------------------------------------------------------------- observation parsing
     def _parse_obs(self, obs: Any) -> tuple[Any, bool]:

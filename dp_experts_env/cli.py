@@ -188,11 +188,12 @@ def _finish(frame: Any, out: Path, metric: str, figures: bool) -> None:
     import pandas as pd
 
     from dp_experts_env.evaluation import make_figures, summarize
+    from dp_experts_env.evaluation.store import write_atomic
 
     if metric not in frame.columns:
         raise ValueError(f"metric {metric!r} is not reported by these environments")
     table = summarize(frame, metric)
-    table.to_csv(out / "summary.csv", index=False)
+    write_atomic(out / "summary.csv", lambda fh: table.to_csv(fh, index=False))
     shown = table.copy()
     shown["epsilon"] = shown["epsilon"].map(lambda e: "-" if not math.isfinite(e) else f"{e:g}")
     with pd.option_context(
@@ -278,17 +279,15 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    from dp_experts_env.evaluation import CellStore, make_figures
+    from dp_experts_env.evaluation import make_figures
+    from dp_experts_env.evaluation.store import load_results
 
     folder = Path(args.results)
-    rows = CellStore(folder).all_rows()
-    if not rows:
-        raise ValueError(
-            f"no finished cells under {str(folder)!r} (expected {folder}/cells/*.json)"
-        )
-    paths = make_figures(pd.DataFrame(rows), folder / "figures", args.metric)
+    # Exactly the runs of the folder's manifest: never an earlier grid's or a temporary file.
+    frame = load_results(folder)
+    if args.metric not in frame.columns:
+        raise ValueError(f"metric {args.metric!r} is not reported by these environments")
+    paths = make_figures(frame, folder / "figures", args.metric)
     print(f"{len(paths)} figure files in {folder / 'figures'}")
     return 0
 
@@ -297,8 +296,11 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     import numpy as np
 
     import agents
+    from dp_experts_env._validation import check_int
     from dp_experts_env.privacy.audit import audit_agent
 
+    check_int("--horizon", args.horizon, minimum=1)  # the neighbour differs in round T // 2
+    check_int("--n-experts", args.n_experts, minimum=2)
     if not agents.spec(args.agent).private:  # unknown names raise, listing the learners
         private = [item["name"] for item in agents.available() if item["private"]]
         raise ValueError(
@@ -351,6 +353,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError) as err:
         print(f"dp-experts {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as err:
+        # A sweep's interrupt says what was saved and how to resume; anything else says little.
+        print(f"\ndp-experts {args.command}: {err or 'interrupted'}", file=sys.stderr)
+        return 130
+    except OSError as err:
+        # Full disk, read-only or missing folder: one line, not a traceback.
+        print(f"dp-experts {args.command}: error: {err}", file=sys.stderr)
+        return 1
+    except RuntimeError as err:
+        from dp_experts_env.evaluation.store import SweepError
+
+        if not isinstance(err, SweepError):
+            raise
+        print(f"dp-experts {args.command}: error: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -82,12 +82,14 @@ def test_resume_runs_only_missing_cells_and_keeps_finished_files(tmp_path, monke
     victim.write_text(victim.read_text()[:50])
     calls.clear()
     monkeypatch.setattr(
-        backends_mod, "run_one", lambda cell: (calls.append(cell.cell_id), real(cell))[1]
+        backends_mod,
+        "run_one",
+        lambda cell: (calls.extend(r[2] for r in store.runs(cell)), real(cell))[1],
     )
     frame = run_grid(grid, tmp_path, backend="serial", progress=False)
     # 9 cells in all: 5 never ran + 1 corrupt are re-run, the 3 intact ones are not.
     assert len(calls) == 6
-    assert victim.stem in calls
+    assert victim.stem in calls  # one file per (cell, seed), named by its run id
     for name, content in before.items():
         if name != victim.name:
             assert (store.cells_dir / name).read_bytes() == content

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -18,6 +21,7 @@ from typing import Any
 from dp_experts_env._validation import check_choice, check_int
 from dp_experts_env.evaluation.episode import run_one
 from dp_experts_env.evaluation.grid import Cell
+from dp_experts_env.evaluation.store import SweepError
 
 __all__ = ["BACKENDS", "execute"]
 
@@ -39,11 +43,35 @@ _BROKEN_POOL = (
 )
 
 
+def _watch_parent(parent_pid: int, interval: float = 0.5) -> None:
+    """Exit this worker as soon as its parent is gone (a daemon thread polls the parent id).
+
+    Without it a worker of a killed sweep plays its cell to the end as an orphan (a pool worker
+    notices the lost parent only when it next reads its task queue).
+    """
+    while True:
+        time.sleep(interval)
+        if os.getppid() != parent_pid:
+            os._exit(1)
+
+
+def _init_worker(parent_pid: int) -> None:
+    # Ctrl-C reaches the whole process group; the parent reports it and stops the workers, so
+    # the workers ignore it instead of each printing a KeyboardInterrupt traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
+
+
 def _local(cells: Sequence[Cell], n_jobs: int) -> Iterator[Result]:
     # "spawn" keeps workers free of the parent's threads and state (numpy/BLAS, matplotlib).
     context = multiprocessing.get_context("spawn")
     try:
-        with ProcessPoolExecutor(max_workers=n_jobs, mp_context=context) as pool:
+        with ProcessPoolExecutor(
+            max_workers=n_jobs,
+            mp_context=context,
+            initializer=_init_worker,
+            initargs=(os.getpid(),),
+        ) as pool:
             futures = {pool.submit(run_one, cell): cell for cell in cells}
             try:
                 for future in as_completed(futures):
@@ -51,9 +79,13 @@ def _local(cells: Sequence[Cell], n_jobs: int) -> Iterator[Result]:
             except BaseException:
                 for future in futures:
                     future.cancel()
+                # Running cells cannot be cancelled; without this the pool's exit would wait
+                # for them (a Ctrl-C that hangs until the slowest cell ends).
+                for process in list(getattr(pool, "_processes", {}).values()):
+                    process.terminate()
                 raise
     except BrokenProcessPool as err:
-        raise RuntimeError(_BROKEN_POOL) from err
+        raise SweepError(_BROKEN_POOL) from err
 
 
 def _ray(cells: Sequence[Cell], address: str | None) -> Iterator[Result]:

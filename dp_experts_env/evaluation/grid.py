@@ -17,10 +17,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import numbers
 import sys
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,36 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 __all__ = ["AgentEntry", "EnvEntry", "Cell", "Grid", "derive_seed", "record_rounds"]
 
 
+def _plain(value: Any) -> Any:
+    """``value`` with numpy scalars turned into Python ones (recursively through containers).
+
+    A grid built with ``np.arange``/``astype(int)`` must give the same keys, seeds and JSON as
+    the same grid written with Python numbers; arrays (a replay loss matrix) are kept as arrays.
+    """
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    return value
+
+
+def _json_default(value: Any) -> Any:
+    # An array's str() elides its middle, so two different loss matrices would share a key:
+    # use its content hash instead.
+    if isinstance(value, np.ndarray):
+        digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
+        return {"array_sha256": digest, "shape": list(value.shape), "dtype": str(value.dtype)}
+    if isinstance(value, np.generic):
+        return value.item()
+    return str(value)
+
+
 def _canonical(params: Mapping[str, Any]) -> str:
-    return json.dumps(dict(params), sort_keys=True, separators=(",", ":"), default=str)
+    return json.dumps(
+        _plain(dict(params)), sort_keys=True, separators=(",", ":"), default=_json_default
+    )
 
 
 def derive_seed(base_seed: int, *key: Any) -> int:
@@ -75,6 +104,10 @@ class AgentEntry:
     params: Mapping[str, Any] = field(default_factory=dict)
     label: str = ""
 
+    def __post_init__(self) -> None:
+        if isinstance(self.params, Mapping):
+            object.__setattr__(self, "params", _plain(self.params))
+
     @property
     def key(self) -> str:
         """Stable identity of the entry (name + parameters)."""
@@ -98,6 +131,13 @@ class EnvEntry:
     id: str
     params: Mapping[str, Any] = field(default_factory=dict)
     label: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str):
+            raise TypeError(f"env id must be a string, got {self.id!r}")
+        if not isinstance(self.params, Mapping):
+            raise TypeError(f"parameters of env {self.id!r} must be a table/dict")
+        object.__setattr__(self, "params", _plain(self.params))
 
     @property
     def key(self) -> str:
@@ -125,6 +165,10 @@ class Cell:
     seed_indices: tuple[int, ...]
     base_seed: int = 0
     n_record: int = 64
+
+    def with_seeds(self, seed_indices: Sequence[int]) -> Cell:
+        """The same cell over other seed indices (a seed's rows do not depend on its batch)."""
+        return replace(self, seed_indices=tuple(int(i) for i in seed_indices))
 
     def env_seeds(self) -> list[int]:
         """Adversary seeds: keyed by (env, seed index) only, shared by every agent and epsilon."""
@@ -242,7 +286,7 @@ class Grid:
                 raise TypeError(f"agent name must be a string, got {a.name!r}")
             if not isinstance(a.params, Mapping):
                 raise TypeError(f"parameters of agent {a.name!r} must be a table/dict")
-        if isinstance(self.epsilons, (int, float)):
+        if isinstance(self.epsilons, numbers.Real):
             self.epsilons = [self.epsilons]
         self.epsilons = [check_epsilon("epsilons", e) for e in self.epsilons]
         if not self.epsilons:
@@ -340,6 +384,13 @@ class Grid:
         import agents as agents_pkg
 
         for env in self.envs:
+            if "render_mode" in env.params:
+                # Cells play the native vector env, which does not render: without this check
+                # the single env built below accepts the keyword and the first cell fails.
+                raise ValueError(
+                    f"env {env.display}: render_mode is not a grid parameter (cells run vector "
+                    "envs, which do not render); remove it"
+                )
             try:
                 gym.spec(env.id)
             except gym.error.Error as err:

@@ -239,7 +239,9 @@ def save_figure(fig: Figure, path_stem: str | Path) -> list[Path]:
     """Save as PNG and PDF; returns both paths."""
     stem = Path(path_stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
+    # Append the suffix: with_suffix() would replace whatever follows the stem's last "." (an
+    # env label "gap=0.1" and "gap=0.2" would both be saved as "...gap=0.png").
+    paths = [stem.parent / f"{stem.name}.png", stem.parent / f"{stem.name}.pdf"]
     for path in paths:
         # "tight" keeps the legend placed outside the axes inside the saved image.
         fig.savefig(path, dpi=130, bbox_inches="tight")
@@ -248,35 +250,50 @@ def save_figure(fig: Figure, path_stem: str | Path) -> list[Path]:
 
 
 def _slug(text: str) -> str:
-    """File-name-safe label, at most 80 characters.
+    """File-name-safe label, at most 64 characters, distinct for distinct labels.
 
-    A long label is cut and tagged with a hash of the whole label, so two envs that differ only
-    past the cut (say n_experts=32 and 64) do not overwrite each other's figures.
+    A label that had to be changed (characters replaced, or cut) is tagged with a hash of the
+    whole label, so two envs that differ only in a replaced character or past the cut (say
+    n_experts=32 and 64, or "a b" and "a_b") do not overwrite each other's figures. 64 keeps the
+    longest file name (kind, metric, label, suffix) within 100 characters.
     """
     slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
-    if len(slug) <= 80:
+    if slug == text and len(slug) <= 64:
         return slug
-    return f"{slug[:71]}_{hashlib.sha1(text.encode()).hexdigest()[:8]}"
+    return f"{slug[:55]}_{hashlib.sha1(text.encode()).hexdigest()[:8]}"
+
+
+def figure_stem(kind: str, metric: str, label: str) -> str:
+    """File stem of a figure: one per (kind, metric, env label), so nothing overwrites."""
+    return f"{kind}_{metric}_{_slug(label)}"
 
 
 def make_figures(
     frame: pd.DataFrame, out_dir: str | Path, metric: str = "dynamic_regret"
 ) -> list[Path]:
-    """Every figure the rows support, written under ``out_dir``."""
+    """Every figure the rows support, written under ``out_dir``.
+
+    Files are named ``<kind>_<metric>_<env label>.png|pdf`` (:func:`figure_stem`), so figures of
+    different envs or metrics never overwrite one another.
+    """
     out = Path(out_dir)
     paths: list[Path] = []
     for env in sorted(frame["env"].unique()):
-        paths += save_figure(plot_regret_vs_round(frame, env, metric), out / f"round_{_slug(env)}")
+        paths += save_figure(
+            plot_regret_vs_round(frame, env, metric), out / figure_stem("round", metric, env)
+        )
         if (
             frame[frame["env"] == env]["epsilon"].map(math.isfinite).sum()
             and frame[frame["env"] == env]["epsilon"].nunique() > 1
         ):
             paths += save_figure(
-                plot_regret_vs_epsilon(frame, env, metric), out / f"epsilon_{_slug(env)}"
+                plot_regret_vs_epsilon(frame, env, metric),
+                out / figure_stem("epsilon", metric, env),
             )
     for env_id in sorted(frame["env_id"].unique()):
         if frame[frame["env_id"] == env_id]["horizon"].nunique() >= 2:
             paths += save_figure(
-                plot_regret_vs_horizon(frame, env_id, metric), out / f"horizon_{_slug(env_id)}"
+                plot_regret_vs_horizon(frame, env_id, metric),
+                out / figure_stem("horizon", metric, env_id),
             )
     return paths

@@ -1,97 +1,490 @@
-"""One result file per cell, written atomically, verified on read.
+"""The results folder: one file per (cell, seed), keyed by everything that determines its rows.
 
-A sweep that is killed leaves finished cells' files complete (each is written to a temporary
-file and renamed into place) and nothing else. On resume, a file that does not parse, belongs to
-another cell, or fails its checksum is reported and re-run; a valid file is never rewritten.
+Cache key
+    A run -- one seed index of one (agent, env, epsilon) cell -- is stored under a key made of
+    the cell (agent name and parameters, env id and parameters, epsilon, base seed, recorded
+    rounds, seed index), the package version, a SHA-256 of the source of the learner's and the
+    env's modules (and every project module they import, see :func:`code_fingerprint`), and the
+    SHA-256 of the content of every data file a parameter names (a replay ``losses`` path). A
+    changed key is a different file name, so the run is played again; an old file is ignored.
+
+Per-seed files
+    Cells are still played as one batch of seeds, but each seed's rows are stored in their own
+    file. Raising ``seeds`` from 4 to 6 therefore plays seeds 4 and 5 only. A seed's rows do not
+    depend on the other seeds of its batch (seeds are keyed by seed index), so they are the same
+    whether the seed ran in a 4-seed or a 6-seed grid.
+
+Manifest
+    ``manifest.json`` lists the run files of the grid last run in the folder; the results table,
+    the summary and ``dp-experts plot`` read exactly those files, never other ``cells/*.json``
+    (an earlier grid's, a stale key's) or temporary files.
+
+Every file is written to a temporary file in the same folder and renamed into place (atomic on
+POSIX and Windows), with the mode the umask asks for. A run file that does not parse, belongs to
+another key or fails its checksum is reported and re-run; a valid file is never rewritten.
 """
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import functools
 import hashlib
+import importlib.util
 import json
 import os
+import sys
 import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from dp_experts_env.evaluation.grid import Cell
+import pandas as pd
 
-__all__ = ["CellStore", "FORMAT_VERSION"]
+from dp_experts_env.evaluation.grid import Cell, _canonical, _json_default, _plain
 
-FORMAT_VERSION = 1
+__all__ = [
+    "CellStore",
+    "FORMAT_VERSION",
+    "MANIFEST",
+    "ResultsFolderBusy",
+    "SweepError",
+    "code_fingerprint",
+    "data_fingerprint",
+    "load_results",
+    "read_manifest",
+    "write_atomic",
+]
+
+#: Version of the run-file layout and of the key's fields; bump it when the episode loop or the
+#: seed derivation changes meaning in a way the code hash would not see.
+FORMAT_VERSION = 2
+MANIFEST = "manifest.json"
 
 
+class SweepError(RuntimeError):
+    """A sweep could not proceed for a reason outside the grid (folder busy, workers died)."""
+
+
+class ResultsFolderBusy(SweepError):
+    """Another process holds the results folder's lock."""
+
+
+# ----------------------------------------------------------------------------- file writing
+def _umask() -> int:
+    # os.umask can only be read by setting it; restore it at once.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(path: str | Path, writer: Callable[[Any], None], *, text: bool = True) -> Path:
+    """Write a file via a temporary file in the same folder and an atomic rename.
+
+    Args:
+        path: the destination.
+        writer: called with the open temporary file.
+        text: open in text mode (else binary).
+
+    A full disk or a kill leaves the previous file (or none) in place, never a truncated one. The
+    file gets the mode an ordinary ``open`` would give it (0666 minus the umask), not mkstemp's
+    0600.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    try:
+        with os.fdopen(fd, "w" if text else "wb", **({"newline": ""} if text else {})) as fh:
+            writer(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _write_json(path: Path, data: Any) -> Path:
+    return write_atomic(
+        path,
+        lambda fh: json.dump(
+            data, fh, separators=(",", ":"), allow_nan=True, default=_json_default
+        ),
+    )
+
+
+# ----------------------------------------------------------------------------- fingerprints
+# Aggregating package __init__ modules import every learner / env; following them would make
+# every key depend on every module. Evaluation code other than the episode loop (tables, plots,
+# CLI) does not change rows.
+_UNFOLLOWED = ("agents", "dp_experts_env", "dp_experts_env.cli", "dp_experts_env.__main__")
+
+
+def _project_module(name: str) -> bool:
+    if name in _UNFOLLOWED:
+        return False
+    if name.startswith("dp_experts_env.evaluation"):
+        return name == "dp_experts_env.evaluation.episode"
+    return name.startswith(("agents.", "dp_experts_env."))
+
+
+@functools.cache
+def _module_source(name: str) -> tuple[str | None, bytes]:
+    """(origin path, source bytes) of a module, without importing it."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None, b""
+    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+        return None, b""
+    return spec.origin, Path(spec.origin).read_bytes()
+
+
+@functools.cache
+def _imports(name: str) -> tuple[str, ...]:
+    """Project modules a module imports anywhere in its source (lazy imports included)."""
+    origin, source = _module_source(name)
+    if origin is None:
+        return ()
+    is_package = os.path.basename(origin) == "__init__.py"
+    package = name if is_package else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - node.level + 1]
+                base = ".".join(p for p in [*parts, base] if p)
+            found.add(base)
+            for alias in node.names:  # `from pkg import submodule`
+                candidate = f"{base}.{alias.name}"
+                if _module_source(candidate)[0] is not None:
+                    found.add(candidate)
+    return tuple(sorted(n for n in found if _project_module(n)))
+
+
+def _closure(roots: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    stack = [r for r in roots if _project_module(r)]
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        stack.extend(_imports(name))
+    return sorted(seen)
+
+
+def _hash_modules(names: Iterable[str]) -> str:
+    digest = hashlib.sha256()
+    for name in sorted(names):
+        digest.update(name.encode() + b"\0" + _module_source(name)[1] + b"\0")
+    return digest.hexdigest()
+
+
+def _package_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("dp-experts-env")
+    except Exception:  # not installed (source checkout on sys.path)
+        import dp_experts_env
+
+        return str(getattr(dp_experts_env, "__version__", "unknown"))
+
+
+@functools.cache
+def code_fingerprint(agent_name: str, env_id: str) -> dict[str, str]:
+    """Package version and source hashes of the code that produces a cell's rows.
+
+    The learner's hash covers the modules of its class and base classes and every project module
+    they import (transitively; the privacy mechanisms, the batch RNG); the env's covers the
+    modules of its single and vector entry points and their imports (the adversary families, the
+    regret bookkeeping), plus the episode loop. Hashes are of the source files, so editing a
+    learner's learning rate changes its key even when the version number does not move.
+    """
+    import gymnasium as gym
+
+    import agents as agents_pkg
+    import dp_experts_env  # noqa: F401 - registers the ids
+
+    cls = agents_pkg.spec(agent_name).cls
+    agent_roots = {c.__module__ for c in cls.__mro__ if c.__module__ != "builtins"}
+    spec = gym.spec(env_id)
+    env_roots = {"dp_experts_env.evaluation.episode"}
+    for entry in (spec.entry_point, spec.vector_entry_point):
+        if isinstance(entry, str):
+            env_roots.add(entry.partition(":")[0])
+        elif entry is not None:
+            env_roots.update(c.__module__ for c in getattr(entry, "__mro__", [entry]))
+    # An env's package (dp_experts_env.envs) re-exports its classes; the adversary families are
+    # found through the factory's imports.
+    env_roots |= {m.rpartition(".")[0] for m in list(env_roots) if m.count(".") > 1}
+    return {
+        "package": _package_version(),
+        "agent": _hash_modules(_closure(agent_roots)),
+        "env": _hash_modules(_closure(env_roots)),
+    }
+
+
+def forget_fingerprints() -> None:
+    """Drop the cached source hashes (each sweep hashes the files as they are on disk now)."""
+    for cached in (_module_source, _imports, code_fingerprint):
+        cached.cache_clear()
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def data_fingerprint(params: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """SHA-256 of every file a parameter names (``{"env.losses": digest}``).
+
+    A string or path parameter that names an existing file (relative to the working directory,
+    as the env reads it) is a data file: replacing its content changes the key even though the
+    parameter (the path) does not change. Nested tables are searched too.
+    """
+    out: dict[str, str] = {}
+    for key, value in params.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(data_fingerprint(value, prefix=f"{name}."))
+        elif isinstance(value, (str, os.PathLike)):
+            try:
+                path = Path(value)
+                if path.is_file():
+                    out[name] = _file_digest(path)
+            except (OSError, ValueError):  # not a usable path (too long, NUL): not a file
+                continue
+    return out
+
+
+# ----------------------------------------------------------------------------- the store
 def _digest(rows: list[dict[str, Any]]) -> str:
     payload = json.dumps(rows, sort_keys=True, separators=(",", ":"), allow_nan=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
 class CellStore:
-    """The ``cells/`` folder of a results directory."""
+    """The ``cells/`` folder of a results directory: one file per (cell, seed index)."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         self.cells_dir = self.root / "cells"
 
-    def path(self, cell: Cell) -> Path:
-        """Where the cell's rows live."""
-        return self.cells_dir / f"{cell.cell_id}.json"
+    # ---------------------------------------------------------------- keys
+    @staticmethod
+    def key(cell: Cell, seed_index: int) -> dict[str, Any]:
+        """Everything that determines the rows of one seed of a cell (JSON-ready)."""
+        description = cell.to_dict()
+        description.pop("seed_indices")
+        key = {
+            "format": FORMAT_VERSION,
+            **description,
+            "seed": int(seed_index),
+            "code": code_fingerprint(cell.agent.name, cell.env.id),
+            "data": {
+                **data_fingerprint(cell.env.params, "env."),
+                **data_fingerprint(cell.agent.params, "agent."),
+            },
+        }
+        return json.loads(_canonical(key))
 
-    def load(self, cell: Cell) -> list[dict[str, Any]] | None:
-        """The cell's rows if a complete, matching file exists; otherwise None."""
-        path = self.path(cell)
+    @staticmethod
+    def run_id(cell: Cell, key: Mapping[str, Any]) -> str:
+        """File stem of a run: readable prefix plus the key's hash."""
+        digest = hashlib.sha256(_canonical(key).encode()).hexdigest()[:20]
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in cell.agent.name)
+        eps = "np" if cell.epsilon is None else f"e{cell.epsilon:g}"
+        return f"{safe}-{eps}-s{key['seed']}-{digest}"
+
+    def runs(self, cell: Cell) -> list[tuple[int, dict[str, Any], str]]:
+        """(seed index, key, run id) of every seed of the cell."""
+        out = []
+        for i in cell.seed_indices:
+            key = self.key(cell, i)
+            out.append((int(i), key, self.run_id(cell, key)))
+        return out
+
+    def path(self, run_id: str) -> Path:
+        """Where a run's rows live."""
+        return self.cells_dir / f"{run_id}.json"
+
+    # ---------------------------------------------------------------- reading
+    def check(self, run_id: str, key: Mapping[str, Any]) -> tuple[list[dict] | None, str]:
+        """(rows, "") for a valid file; (None, reason) otherwise (reason "missing" if absent)."""
+        path = self.path(run_id)
         if not path.is_file():
-            return None
+            return None, "missing"
         try:
             data = json.loads(path.read_text())
             rows = data["rows"]
-            ok = (
-                data.get("version") == FORMAT_VERSION
-                and data.get("cell") == json.loads(json.dumps(cell.to_dict()))
-                and data.get("checksum") == _digest(rows)
-                and isinstance(rows, list)
-                and len(rows) > 0
-            )
-        except (OSError, ValueError, KeyError, TypeError):
-            ok = False
-        return rows if ok else None
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            return None, f"unreadable ({type(err).__name__})"
+        if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
+            return None, "written by another format version"
+        if data.get("key") != json.loads(_canonical(key)):
+            return None, "belongs to another cell or code version"
+        if not isinstance(rows, list) or not rows or data.get("checksum") != _digest(rows):
+            return None, "checksum mismatch"
+        return rows, ""
 
-    def is_done(self, cell: Cell) -> bool:
-        """True when a valid result file exists for the cell."""
-        return self.load(cell) is not None
-
-    def save(self, cell: Cell, rows: list[dict[str, Any]]) -> Path:
-        """Write the rows atomically (temporary file + rename in the same folder)."""
-        self.cells_dir.mkdir(parents=True, exist_ok=True)
-        path = self.path(cell)
-        data = {
-            "version": FORMAT_VERSION,
-            "cell": cell.to_dict(),
-            "checksum": _digest(rows),
-            "rows": rows,
-        }
-        fd, tmp = tempfile.mkstemp(dir=self.cells_dir, prefix=".tmp-", suffix=".json")
+    def load_run(self, run_id: str) -> list[dict[str, Any]] | None:
+        """Rows of a run file if it parses and passes its checksum (key not re-derived)."""
         try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump(data, fh, separators=(",", ":"), allow_nan=True)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+            data = json.loads(self.path(run_id).read_text())
+            rows = data["rows"]
+            if data.get("version") == FORMAT_VERSION and data.get("checksum") == _digest(rows):
+                return rows
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        return None
 
-    def all_rows(self) -> list[dict[str, Any]]:
-        """Rows of every valid cell file in the folder (for re-plotting a results folder)."""
-        rows: list[dict[str, Any]] = []
-        if not self.cells_dir.is_dir():
-            return rows
-        for path in sorted(self.cells_dir.glob("*.json")):
-            try:
-                data = json.loads(path.read_text())
-                if data.get("checksum") == _digest(data["rows"]):
-                    rows.extend(data["rows"])
-            except (OSError, ValueError, KeyError, TypeError):
+    # ---------------------------------------------------------------- writing
+    def save_cell(self, cell: Cell, rows: list[dict[str, Any]]) -> list[Path]:
+        """Split a played cell's rows by seed and write one file per seed."""
+        self.cells_dir.mkdir(parents=True, exist_ok=True)
+        by_seed: dict[int, list[dict[str, Any]]] = {}
+        for row in rows:
+            by_seed.setdefault(int(row["seed"]), []).append(row)
+        paths = []
+        for seed, key, run_id in self.runs(cell):
+            seed_rows = by_seed.get(seed)
+            if not seed_rows:
+                raise RuntimeError(f"cell {cell.cell_id} returned no rows for seed {seed}")
+            data = {
+                "version": FORMAT_VERSION,
+                "key": key,
+                "checksum": _digest(seed_rows),
+                "rows": seed_rows,
+            }
+            paths.append(_write_json(self.path(run_id), data))
+        return paths
+
+    def remove_temporary(self) -> int:
+        """Delete leftovers of killed writes (only safe while holding the folder lock)."""
+        count = 0
+        for folder in (self.root, self.cells_dir):
+            if folder.is_dir():
+                for tmp in folder.glob(".tmp-*"):
+                    tmp.unlink(missing_ok=True)
+                    count += 1
+        return count
+
+    # ---------------------------------------------------------------- manifest
+    def write_manifest(self, grid_dict: Mapping[str, Any], run_ids: list[str]) -> Path:
+        """Record which run files make up the folder's current grid."""
+        return _write_json(
+            self.root / MANIFEST,
+            {"version": FORMAT_VERSION, "grid": _plain(dict(grid_dict)), "runs": run_ids},
+        )
+
+    def frame(self, run_ids: Iterable[str]) -> pd.DataFrame:
+        """The rows of the listed runs as one DataFrame, in manifest order.
+
+        Rows are read one run file at a time and turned into a compact frame at once, so the
+        process never holds every row as a Python dict. Raises ValueError naming how many runs
+        are missing or damaged.
+        """
+        parts: list[pd.DataFrame] = []
+        missing: list[str] = []
+        for run_id in run_ids:
+            rows = self.load_run(run_id)
+            if rows is None:
+                missing.append(run_id)
                 continue
-        return rows
+            part = pd.DataFrame(rows)
+            for col in part.columns:
+                if part[col].dtype == object:
+                    # One string object per distinct label, not one per row.
+                    part[col] = part[col].map(lambda v: sys.intern(v) if isinstance(v, str) else v)
+            parts.append(part)
+        if missing:
+            raise ValueError(
+                f"{len(missing)} of {len(missing) + len(parts)} runs listed in "
+                f"{self.root / MANIFEST} are missing or damaged (first: {missing[0]}.json); run "
+                "the same compare/run command again to complete the folder"
+            )
+        if not parts:
+            return pd.DataFrame()
+        return pd.concat(parts, ignore_index=True)
+
+
+def read_manifest(folder: str | Path) -> dict[str, Any]:
+    """The folder's manifest; ValueError when there is none or it is damaged."""
+    path = Path(folder) / MANIFEST
+    if not path.is_file():
+        raise ValueError(
+            f"no {MANIFEST} in {str(folder)!r}: not a results folder written by "
+            "`dp-experts compare`/`run` (or written by an older version; run compare again)"
+        )
+    try:
+        data = json.loads(path.read_text())
+        runs = data["runs"]
+        if data.get("version") != FORMAT_VERSION or not isinstance(runs, list):
+            raise ValueError("unknown manifest version")
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{path} is damaged ({err}); run compare again to rewrite it") from err
+    return data
+
+
+def load_results(folder: str | Path) -> pd.DataFrame:
+    """Exactly the rows of the grid last run in ``folder`` (per its manifest)."""
+    manifest = read_manifest(folder)
+    frame = CellStore(folder).frame(manifest["runs"])
+    if frame.empty:
+        raise ValueError(f"the manifest of {str(folder)!r} lists no runs")
+    return frame
+
+
+# ----------------------------------------------------------------------------- the lock
+@contextlib.contextmanager
+def folder_lock(folder: str | Path) -> Iterator[None]:
+    """Hold an exclusive lock on a results folder (``.lock``) for the duration of a sweep.
+
+    A second sweep into the same folder fails at once with :class:`ResultsFolderBusy` instead of
+    racing the first one. The lock is an OS lock on an open file, so it is released when its
+    process dies, even by ``kill -9``; a stale ``.lock`` file does not block anything.
+    """
+    path = Path(folder) / ".lock"
+    fh = path.open("a+")
+    try:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            import msvcrt
+
+            try:
+                msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)
+            except OSError as err:
+                raise ResultsFolderBusy(_busy(folder, "")) from err
+            yield
+            return
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            fh.seek(0)
+            raise ResultsFolderBusy(_busy(folder, fh.read().strip())) from err
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        yield
+    finally:
+        fh.close()
+
+
+def _busy(folder: str | Path, pid: str) -> str:
+    who = f"process {pid}" if pid else "another process"
+    return (
+        f"results folder {str(folder)!r} is in use by {who} (another compare/run writing to it); "
+        "wait for it to finish or choose another --out"
+    )

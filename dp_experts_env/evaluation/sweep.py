@@ -3,7 +3,8 @@
 Folder layout::
 
     OUT/grid.json          the grid that was asked for
-    OUT/cells/<id>.json    one file per finished cell (see store.py)
+    OUT/manifest.json      the run files of that grid: what the table, summary and plot read
+    OUT/cells/<id>.json    one file per finished (cell, seed), keyed by cell + code + data
     OUT/results.csv        every row (tidy; curves at log-spaced rounds)
     OUT/summary.csv        final-round table: mean, IQM, bootstrap CI, score vs uniform
     OUT/figures/*.png|pdf  figures (see plots.py)
@@ -22,11 +23,23 @@ import numpy as np
 import pandas as pd
 
 from dp_experts_env.evaluation.backends import execute
-from dp_experts_env.evaluation.grid import Grid
+from dp_experts_env.evaluation.grid import Grid, _json_default
 from dp_experts_env.evaluation.stats import bootstrap_ci, iqm
-from dp_experts_env.evaluation.store import CellStore
+from dp_experts_env.evaluation.store import (
+    CellStore,
+    folder_lock,
+    forget_fingerprints,
+    write_atomic,
+)
 
-__all__ = ["run_grid", "summarize", "final_rows", "Progress"]
+__all__ = [
+    "run_grid",
+    "summarize",
+    "final_rows",
+    "Progress",
+    "SweepInterrupted",
+    "SweepWriteError",
+]
 
 
 class Progress:
@@ -65,6 +78,14 @@ class Progress:
         self.stream.flush()
 
 
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a sweep; the message says what was saved and how to resume."""
+
+
+class SweepWriteError(OSError):
+    """A file of the results folder could not be written (full disk, permissions)."""
+
+
 def run_grid(
     grid: Grid,
     out_dir: str | Path,
@@ -73,31 +94,106 @@ def run_grid(
     n_jobs: int | None = None,
     address: str | None = None,
     progress: bool = True,
+    log: TextIO | None = None,
 ) -> pd.DataFrame:
-    """Run every cell not already finished in ``out_dir`` and return all rows.
+    """Run every (cell, seed) not already stored in ``out_dir`` and return the grid's rows.
 
-    The grid is validated first, so a bad name or parameter fails before any cell runs. Finished
-    cells (valid files) are never re-run or rewritten; corrupt or partial files are re-run.
+    The grid is validated first, so a bad name or parameter fails before any cell runs. Stored
+    runs whose key matches (same cell, code and data; see :mod:`~dp_experts_env.evaluation.store`)
+    are reused and never rewritten; missing seeds of a cell are played as one batch; a damaged
+    file is reported on ``log`` and re-run. ``manifest.json`` is written before anything runs and
+    lists exactly this grid's runs; ``results.csv`` is written atomically at the end.
+
+    Raises:
+        ResultsFolderBusy: another sweep holds the folder's lock.
+        SweepInterrupted: Ctrl-C (a KeyboardInterrupt whose message counts the saved runs).
+        SweepWriteError: a file could not be written (an OSError naming it, with the count).
     """
     grid.validate()
+    log = log if log is not None else sys.stderr
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "grid.json").write_text(json.dumps(grid.to_dict(), indent=2, default=str))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / ".lock").touch(exist_ok=True)
+    except OSError as err:
+        raise _write_error(f"cannot use results folder {str(out)!r}: {err}", err) from err
+    with folder_lock(out):
+        return _run_locked(grid, out, backend, n_jobs, address, progress, log)
+
+
+def _write_error(message: str, cause: OSError) -> SweepWriteError:
+    error = SweepWriteError(message)
+    error.errno = cause.errno  # (filename left unset: it would replace the message in str())
+    return error
+
+
+def _run_locked(
+    grid: Grid,
+    out: Path,
+    backend: str,
+    n_jobs: int | None,
+    address: str | None,
+    progress: bool,
+    log: TextIO,
+) -> pd.DataFrame:
     store = CellStore(out)
-    cells = grid.cells()
-    todo = [c for c in cells if not store.is_done(c)]
-    bar = Progress(len(todo), enabled=progress)
-    for cell, rows in execute(todo, backend=backend, n_jobs=n_jobs, address=address):
-        store.save(cell, rows)
-        bar.advance()
-    rows: list[dict[str, Any]] = []
-    for cell in cells:
-        cell_rows = store.load(cell)
-        if cell_rows is None:  # pragma: no cover - only if a file vanished mid-run
-            raise RuntimeError(f"result of cell {cell.cell_id} is missing after the run")
-        rows.extend(cell_rows)
-    frame = pd.DataFrame(rows)
-    frame.to_csv(out / "results.csv", index=False)
+    forget_fingerprints()  # code edited since the last sweep in this process must count
+    counts = {"saved": 0, "todo": 0, "before": 0}
+
+    def resume_hint() -> str:
+        return (
+            f"{counts['saved']} of {counts['todo']} cells of this session saved in {out} "
+            f"({counts['before']} seed runs were stored before); run the same command again to "
+            "resume"
+        )
+
+    def io(action: Any, *args: Any) -> Any:
+        # Only the folder's own files: an OSError raised inside a cell is the cell's error.
+        try:
+            return action(*args)
+        except OSError as err:
+            where = f" {err.filename}" if err.filename else ""
+            raise _write_error(
+                f"cannot write{where} ({err.strerror or err}): {resume_hint()}", err
+            ) from err
+
+    try:
+        io(store.remove_temporary)  # we hold the lock: any .tmp-* is a killed writer's leftover
+        io(
+            write_atomic,
+            out / "grid.json",
+            lambda fh: json.dump(grid.to_dict(), fh, indent=2, default=_json_default),
+        )
+        run_ids: list[str] = []
+        todo = []
+        for cell in grid.cells():
+            missing = []
+            for seed, key, run_id in store.runs(cell):
+                run_ids.append(run_id)
+                _, problem = store.check(run_id, key)
+                if problem == "":
+                    counts["before"] += 1
+                    continue
+                if problem != "missing":
+                    print(
+                        f"cell {cell.cell_id} seed {seed}: stored result {run_id}.json is "
+                        f"{problem}; re-running it",
+                        file=log,
+                    )
+                missing.append(seed)
+            if missing:
+                todo.append(cell.with_seeds(missing))
+        counts["todo"] = len(todo)
+        io(store.write_manifest, grid.to_dict(), run_ids)
+        bar = Progress(len(todo), enabled=progress)
+        for cell, rows in execute(todo, backend=backend, n_jobs=n_jobs, address=address):
+            io(store.save_cell, cell, rows)
+            counts["saved"] += 1
+            bar.advance()
+        frame = store.frame(run_ids)
+        io(write_atomic, out / "results.csv", lambda fh: frame.to_csv(fh, index=False))
+    except KeyboardInterrupt:
+        raise SweepInterrupted(f"interrupted: {resume_hint()}") from None
     return frame
 
 
