@@ -758,6 +758,51 @@ def hidden_sign_vector(
     return _sign_game(n_experts, horizon, 1, 0.0, hard_rounds, epsilon)
 
 
+class _FamilyBlocks:
+    """Builds each block's adversary from a family name.
+
+    A class rather than a closure so that an env with a block-restart adversary pickles (sent
+    to a worker process, copied by a vector env).
+    """
+
+    def __init__(self, family: str, n_experts: int, knobs: dict[str, Any]) -> None:
+        self.family = family
+        self.n_experts = n_experts
+        self.knobs = knobs
+
+    def __call__(self, block: int, length: int) -> PolicyAdversary:
+        return family_factory("adaptive", self.family)(self.n_experts, length, **self.knobs)
+
+
+class _CallableBlocks:
+    """Builds each block's adversary from a user's ``inner(block) -> AdaptivePolicy``.
+
+    Picklable whenever that callable is.
+    """
+
+    def __init__(
+        self,
+        inner: Callable[[int], AdaptivePolicy],
+        n_experts: int,
+        base: str | BaseLosses,
+        base_mean: float | np.ndarray | None,
+    ) -> None:
+        self.inner = inner
+        self.n_experts = n_experts
+        self.base = base
+        self.base_mean = base_mean
+
+    def __call__(self, block: int, length: int) -> PolicyAdversary:
+        policy = self.inner(block)
+        if not isinstance(policy, AdaptivePolicy):
+            raise TypeError(
+                f"inner(block) must return an AdaptivePolicy, got {type(policy).__name__}"
+            )
+        return PolicyAdversary(
+            self.n_experts, length, policy=policy, base=self.base, base_mean=self.base_mean
+        )
+
+
 @register_family("adaptive", "block_restart")
 def block_restart(
     n_experts: int,
@@ -797,29 +842,15 @@ def block_restart(
             )
         if inner_knobs is not None and not isinstance(inner_knobs, Mapping):
             raise TypeError(f"inner_knobs must be a dict, got {type(inner_knobs).__name__}")
-        knobs = dict(inner_knobs or {})
-        factory = family_factory("adaptive", inner)
-
-        def build(block: int, length: int) -> PolicyAdversary:
-            return factory(n_experts, length, **knobs)
-
+        build: Callable[[int, int], PolicyAdversary] = _FamilyBlocks(
+            inner, n_experts, dict(inner_knobs or {})
+        )
     elif callable(inner):
         if inner_knobs is not None:
             raise ValueError("inner_knobs applies only when inner is a family name")
         base_spec = "bernoulli" if base is None else base
         _make_base(base_spec, n_experts, base_mean)  # validate now, not at the first block
-        policy_factory = inner
-
-        def build(block: int, length: int) -> PolicyAdversary:
-            policy = policy_factory(block)
-            if not isinstance(policy, AdaptivePolicy):
-                raise TypeError(
-                    f"inner(block) must return an AdaptivePolicy, got {type(policy).__name__}"
-                )
-            return PolicyAdversary(
-                n_experts, length, policy=policy, base=base_spec, base_mean=base_mean
-            )
-
+        build = _CallableBlocks(inner, n_experts, base_spec, base_mean)
     else:
         raise TypeError(
             "inner must be an adaptive family name or a callable inner(block) -> AdaptivePolicy; "

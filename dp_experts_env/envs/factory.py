@@ -116,6 +116,11 @@ class Game:
 # Keywords the env itself consumes; everything else goes to the family.
 _SIZE_KEYS = ("n_experts", "horizon", "n_arms")
 
+#: Largest horizon an env accepts. Change points and schedules compute k * T in int64, which
+#: overflows near 2**63; 2**31 rounds is far beyond anything playable (hours per run at 10^5
+#: rounds per second), so a larger value is a typo to report, not a game to build.
+MAX_HORIZON = 2**31
+
 
 def build_game(
     kind: str,
@@ -154,6 +159,8 @@ def build_game(
     spec = KINDS[check_choice("kind", kind, ENV_KINDS)]
     if family is not None:
         check_choice("family", family, _family_names(kind))
+    if horizon is not None:
+        check_int("horizon", horizon, minimum=1, maximum=MAX_HORIZON)
     sizes = {"n_experts": n_experts, "horizon": horizon, "n_arms": n_arms}
     if spec.feedback == "full" and n_arms is not None:
         raise ValueError(

@@ -41,13 +41,13 @@ def play(env: Any, agent: Any, env_seeds: list[int], rounds: np.ndarray) -> dict
     obs, _ = env.reset(seed=list(env_seeds))
     agent.reset()
     horizon = int(env.unwrapped.horizon)
-    keep = np.zeros(horizon + 1, dtype=bool)
-    keep[rounds] = True
+    # A set, not a length-T mask: memory must not grow with the horizon.
+    keep = {int(r) for r in rounds}
     curves: dict[str, list[np.ndarray]] = {}
     for t in range(1, horizon + 1):
         action = agent.act(obs)
         obs, _, terminated, truncated, info = env.step(action)
-        if keep[t]:
+        if t in keep:
             for key in METRICS:
                 if key in info:
                     curves.setdefault(key, []).append(np.asarray(info[key], dtype=np.float64))
