@@ -57,6 +57,10 @@ class PrivacyClaim:
         holds_against: the strongest adversary the claim covers: ``"adaptive"`` (losses may react
             to past actions) or ``"oblivious"``.
         notes: anything a reader of the claim must know.
+        noise_backend: the noise backend that ran (``"fast"``, ``"grid"``; ``"none"`` without
+            noise).
+        requested_epsilon: the epsilon the learner was asked for (``epsilon`` is what the
+            accountant certifies for the parameters actually used; it may be smaller).
     """
 
     epsilon: float
@@ -68,6 +72,8 @@ class PrivacyClaim:
     accountant: str = ""
     holds_against: str = "adaptive"
     notes: str = ""
+    noise_backend: str = "none"
+    requested_epsilon: float = math.nan
 
     def __post_init__(self) -> None:
         if not (self.epsilon > 0):
@@ -89,7 +95,13 @@ class PrivacyClaim:
             return "not private"
         kind = f"({self.epsilon:g}, {self.delta:g})-DP" if self.delta else f"{self.epsilon:g}-DP"
         cert = "certified" if self.certified else "UNCERTIFIED"
-        return f"{kind} {self.model}, vs {self.holds_against}, {cert} [{self.accountant}]"
+        asked = ""
+        if math.isfinite(self.requested_epsilon) and self.requested_epsilon != self.epsilon:
+            asked = f" (requested epsilon {self.requested_epsilon:g})"
+        return (
+            f"{kind}{asked} {self.model}, vs {self.holds_against}, {cert} "
+            f"[{self.accountant}; noise: {self.noise_backend}]"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict (for result rows and JSON)."""

@@ -77,7 +77,7 @@ class DPFTRLTree(PrivateAgent):
         epsilon: float = 1.0,
         delta: float | None = None,
         mode: str = "strict",
-        tuning: str = "paper",
+        tuning: str | None = None,
         noise: str | NoiseBackend = "fast",
         eta: float | None = None,
         num_envs: int = 1,

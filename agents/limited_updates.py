@@ -109,7 +109,7 @@ class LimitedUpdates(PrivateAgent):
         epsilon: float = 1.0,
         delta: float | None = None,
         mode: str = "strict",
-        tuning: str = "paper",
+        tuning: str | None = None,
         noise: str | NoiseBackend = "fast",
         selector: str = "rnm",
         num_envs: int = 1,

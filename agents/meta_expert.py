@@ -17,9 +17,11 @@ from scipy.special import gammaln
 
 from agents._simplex import softmax
 from agents.base import Agent, PrivacyClaim
+from agents.noisy_clipped_hedge import laplace_epsilon
 from agents.private import PrivateAgent
 from agents.registry import make, register, spec
 from dp_experts_env._validation import check_choice, check_float, check_int
+from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.mechanisms import laplace_mechanism
 from dp_experts_env.privacy.noise import NoiseBackend
 
@@ -98,14 +100,16 @@ class MetaExpertReduction(PrivateAgent):
           ``J_t = E_t(t)`` is post-processing (Theorem 4.1).
 
     Modes: ``mode="strict"`` (default) uses noise ``Lap(N/epsilon)`` per base coordinate;
-    ``mode="paper"`` uses ``Lap(1/epsilon)`` (the sensitivity-1 accounting brief 000 P15 warns
+    ``mode="paper"`` uses ``Lap(1/epsilon)`` (the sensitivity-1 accounting erratum E-ARS-15 warns
     about; uncertified, ``effective_epsilon = N epsilon``). For another inner learner the mode is
     passed on to it.
 
-    Tuning (noisy Hedge; ``b`` the noise scale used): ``eta = sqrt(log K / (T (1 + 2 b^2)))``,
-    the minimiser of the second-moment Hedge bound ``log K / eta + eta T E[l^^2]`` with
-    ``E[l^^2] <= 1 + 2 b^2``. ``tuning="paper"`` uses the paper's size bound
-    ``log K = max(log N, 2 S log(NT))`` (Corollary 4.1.1's ``|E| <= (NT)^{2S}``);
+    Tuning (noisy Hedge; ``b`` the noise scale used): ``eta = sqrt(log K / (T (1/8 + b^2)))``
+    (capped at ``1/(2b)``), the minimiser of ``log K / eta + eta T (1/8 + b^2)``: Hoeffding's
+    ``eta^2/8`` for the [0, 1] loss plus the Laplace log-MGF ``<= (4/3) eta^2 b^2`` (see
+    :func:`agents.noisy_clipped_hedge.calibrated_eta`); at ``epsilon = inf`` it is Hedge over
+    the meta-experts with the textbook rate ``sqrt(8 log K / T)``. ``tuning="paper"`` uses the
+    paper's size bound ``log K = max(log N, 2 S log(NT))`` (Corollary 4.1.1's ``|E| <= (NT)^{2S}``);
     ``tuning="calibrated"`` uses the exact ``log |E|``. ``eta=`` overrides both.
 
     Not the paper's rate: Corollary 4.1.1 instantiates the static learner with the lazy
@@ -140,7 +144,7 @@ class MetaExpertReduction(PrivateAgent):
         epsilon: float = 1.0,
         delta: float | None = None,
         mode: str = "strict",
-        tuning: str = "paper",
+        tuning: str | None = None,
         noise: str | NoiseBackend = "fast",
         n_switches: int = 1,
         method: str = "structured",
@@ -193,7 +197,9 @@ class MetaExpertReduction(PrivateAgent):
         self.noise_scale = (
             self.noise.effective_sensitivity(self.noise_sensitivity, n) / self.epsilon
         )
-        self.effective_epsilon = self.noise.effective_sensitivity(float(n), n) / self.noise_scale
+        self.effective_epsilon = laplace_epsilon(
+            self.noise.effective_sensitivity(float(n), n), self.noise_scale
+        )
         if eta is not None:
             self.eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
         else:
@@ -201,7 +207,11 @@ class MetaExpertReduction(PrivateAgent):
                 log_k = max(math.log(n), 2.0 * self._s * math.log(n * t_max)) if n > 1 else 1.0
             else:
                 log_k = max(self.log_meta_experts, 1e-12)
-            self.eta = math.sqrt(log_k / (t_max * (1.0 + 2.0 * self.noise_scale**2)))
+            # Hedge on [0, 1] losses plus Laplace(b) noise: log-MGF eta^2/8 + (4/3) eta^2 b^2
+            # (see noisy_clipped_hedge.calibrated_eta); capped at 1/(2b).
+            self.eta = math.sqrt(log_k / (t_max * (0.125 + self.noise_scale**2)))
+            if self.noise_scale > 0:
+                self.eta = min(self.eta, 0.5 / self.noise_scale)
         self.reset(seed)
 
     # ----------------------------------------------------------------- set-up
@@ -281,21 +291,25 @@ class MetaExpertReduction(PrivateAgent):
                 f"[{inner.accountant}]",
                 notes=inner.notes,
             )
-        if self.mode == "paper":
-            return PrivacyClaim(
-                epsilon=self.epsilon,
-                accountant="paper-style: Lap(1/eps) per base coordinate treated as sensitivity 1",
-                certified=False,
-                holds_against="adaptive",
-                notes=f"P15: the L1 sensitivity of a loss vector is N; the noise used certifies "
-                f"only epsilon = {self.effective_epsilon:g}",
-            )
-        return PrivacyClaim(
-            epsilon=self.epsilon,
-            accountant="Laplace mechanism per round on the base loss vector (L1 sensitivity N), "
-            "each released once; Hedge over meta-experts is post-processing (brief 000 Thm 4.1)",
-            holds_against="adaptive",
+        n = self.n_experts
+        certified = Guarantee(
+            self.effective_epsilon,
+            0.0,
+            f"Laplace mechanism per round on the base loss vector (L1 sensitivity {n}, scale "
+            f"{self.noise_scale:g}), each released once; Hedge over meta-experts is "
+            "post-processing (Asi, Raman & Saha 2025, Thm 4.1)",
         )
+        if self.mode == "paper":
+            stated = Guarantee(
+                self.epsilon, 0.0, "paper-style: Lap(1/eps) per base coordinate, sensitivity 1"
+            )
+            return self._claim(
+                stated,
+                certified=False,
+                notes=f"erratum E-ARS-15: the L1 sensitivity of a loss vector is N; the noise "
+                f"used certifies only epsilon = {self.effective_epsilon:g}",
+            )
+        return self._claim(certified)
 
     # ----------------------------------------------------------------- state
     def _init_state(self) -> None:

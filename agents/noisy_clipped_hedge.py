@@ -15,10 +15,47 @@ from agents.base import PrivacyClaim
 from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_float, check_int
+from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.mechanisms import laplace_mechanism
 from dp_experts_env.privacy.noise import NoiseBackend
 
-__all__ = ["NoisyClippedHedge", "clip_project"]
+__all__ = ["NoisyClippedHedge", "clip_project", "calibrated_eta", "laplace_epsilon"]
+
+
+def laplace_epsilon(l1_sensitivity: float, scale: float) -> float:
+    """Epsilon that Laplace noise of ``scale`` certifies for a query of ``l1_sensitivity``.
+
+    ``inf`` at scale 0 (the noise removed).
+    """
+    return math.inf if scale == 0.0 else l1_sensitivity / scale
+
+
+def tracking_complexity(n_experts: int, horizon: int, n_switches: int) -> float:
+    """``C = (S + 1) ln N + S ln(e (T - 1) / S)``: the log-size of the S-switch comparator class.
+
+    The same constant Fixed-Share is tuned with (Cesa-Bianchi & Lugosi 2006, §5.2), so that the
+    private trackers reduce to the textbook tracking rate when the noise is removed.
+    """
+    s, t = n_switches, horizon
+    if s == 0 or t <= 1:
+        return math.log(n_experts) if n_experts > 1 else 1.0
+    return (s + 1) * math.log(n_experts) + s * math.log(math.e * (t - 1) / s)
+
+
+def calibrated_eta(n_experts: int, horizon: int, n_switches: int, noise_scale: float) -> float:
+    """Hedge rate for losses in [0, 1] plus independent Laplace(b) noise, S switches.
+
+    Exponential weights pay ``C / eta`` for the comparator (``C`` from
+    :func:`tracking_complexity`) plus, per round, the log-moment-generating function of the
+    loss it is fed: ``eta^2 / 8`` for a loss in [0, 1] (Hoeffding's lemma) and
+    ``-log(1 - eta^2 b^2) <= (4/3) eta^2 b^2`` for Laplace(b) noise when ``eta b <= 1/2``.
+    Minimising ``C / eta + eta T (1/8 + b^2)`` gives ``eta = sqrt(C / (T (1/8 + b^2)))``, capped
+    at ``1 / (2 b)`` where the noise's moment bound needs it. At ``b = 0`` this is Fixed-Share's
+    rate ``sqrt(8 C / T)``; it falls smoothly as the noise grows. Public quantities only.
+    """
+    c = tracking_complexity(n_experts, horizon, n_switches)
+    eta = math.sqrt(c / (horizon * (0.125 + noise_scale**2)))
+    return min(eta, 0.5 / noise_scale) if noise_scale > 0 else eta
 
 
 def clip_project(log_v: np.ndarray, floor: float) -> np.ndarray:
@@ -87,12 +124,16 @@ class NoisyClippedHedge(PrivateAgent):
     actually used:
         * ``tuning="paper"``: Theorem 5.2, ``eta = (1/b) sqrt(S_eff / (T log(NT)))``; with the
           paper's ``b = 1/epsilon`` this is ``epsilon sqrt(S/(T log NT))``, with the strict
-          ``b = N/epsilon`` it is P15's ``epsilon sqrt(S/(T log NT)) / N``.
-        * ``tuning="calibrated"``: minimises the Theorem B.2 bound
-          ``2 S log(NT)/eta + eta T E||l~_t||^2`` with the stability term in its second-moment
-          form, ``E[l~_t(j)^2] <= 1 + 2 b^2``, giving ``eta = sqrt(2 S_eff log(NT) / (T (1 + 2
-          b^2)))``. Unlike the paper's formula it does not grow without bound as epsilon grows:
-          it tends to the non-private Lu–Zhang rate. Depends on (N, T, S, epsilon) only.
+          ``b = N/epsilon`` it is P15's ``epsilon sqrt(S/(T log NT)) / N``. It grows without
+          bound with epsilon (regret rises again at large epsilon); at ``epsilon = inf`` the
+          theorem has no rate and the calibrated one is used.
+        * ``tuning="calibrated"`` (default): :func:`calibrated_eta`,
+          ``eta = sqrt(C / (T (1/8 + b^2)))`` with ``C`` Fixed-Share's S-switch complexity:
+          exponential weights fed a [0, 1] loss (log-MGF ``eta^2/8``, Hoeffding) plus independent
+          Laplace(b) noise (log-MGF ``<= (4/3) eta^2 b^2`` for ``eta b <= 1/2``; the cap is
+          applied). The earlier ``1 + 2 b^2`` counted the bounded part 8 times too large and the
+          noise twice. At ``epsilon = inf`` it is Fixed-Share's rate, so the learner becomes
+          Hedge on the clipped simplex. Depends on (N, T, S, epsilon) only.
         * ``eta=`` overrides both (a public constant; privacy does not depend on it).
 
     Deviations: ``S_eff = max(S, 1)`` in ``eta`` and in the clip level (P16: S = 0 would give
@@ -124,7 +165,7 @@ class NoisyClippedHedge(PrivateAgent):
         epsilon: float = 1.0,
         delta: float | None = None,
         mode: str = "strict",
-        tuning: str = "paper",
+        tuning: str | None = None,
         noise: str | NoiseBackend = "fast",
         n_switches: int = 1,
         eta: float | None = None,
@@ -148,39 +189,51 @@ class NoisyClippedHedge(PrivateAgent):
         # The L1 sensitivity the noise is calibrated to: N (strict) or the paper's 1 (P15).
         self.noise_sensitivity = float(n) if self.mode == "strict" else 1.0
         dim_sens = self.noise.effective_sensitivity(self.noise_sensitivity, dim=n)
-        self.noise_scale = dim_sens / self.epsilon
-        self.effective_epsilon = (
-            self.noise.effective_sensitivity(float(n), dim=n) / self.noise_scale
+        self.noise_scale = dim_sens / self.epsilon  # 0 at epsilon = inf
+        self.effective_epsilon = laplace_epsilon(
+            self.noise.effective_sensitivity(float(n), dim=n), self.noise_scale
         )
         self.clip_level = s_eff / (n * t)
         log_nt = math.log(n * t) if n * t > 1 else 1.0
         if eta is not None:
             self.eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
         elif self.tuning == "paper":
-            self.eta = math.sqrt(s_eff / (t * log_nt)) / self.noise_scale
+            # Theorem 5.2's rate is 1/b times a constant: it grows without bound with epsilon,
+            # and at epsilon = inf (b = 0) the theorem gives no rate; use the calibrated one.
+            self.eta = (
+                math.sqrt(s_eff / (t * log_nt)) / self.noise_scale
+                if self.noise_scale > 0
+                else calibrated_eta(n, t, s_eff, 0.0)
+            )
         else:
-            second_moment = 1.0 + 2.0 * self.noise_scale**2
-            self.eta = math.sqrt(2.0 * s_eff * log_nt / (t * second_moment))
+            self.eta = calibrated_eta(n, t, s_eff, self.noise_scale)
         self.reset(seed)
 
     @property
     def privacy(self) -> PrivacyClaim:
         """Pure epsilon-DP against adaptive adversaries (uncertified in paper mode, P15)."""
-        accountant = (
-            "Laplace mechanism per round (L1 sensitivity N, scale b = N/eps), each loss vector "
-            "released once; plays are post-processing (brief 000 Alg. 3, P15)"
+        n = self.n_experts
+        certified = Guarantee(
+            self.effective_epsilon,
+            0.0,
+            f"Laplace mechanism per round (L1 sensitivity {n}, scale b = {self.noise_scale:g}), "
+            "each loss vector released once (parallel composition over rounds); plays are "
+            "post-processing (Asi, Raman & Saha 2025, Alg. 3, with erratum E-ARS-15)",
         )
         if self.mode == "paper":
-            return PrivacyClaim(
-                epsilon=self.epsilon,
-                accountant="paper: Lap(1/eps) per coordinate treated as sensitivity 1 "
-                "(brief 000 Alg. 3)",
-                certified=False,
-                holds_against="adaptive",
-                notes=f"P15: the L1 sensitivity of a loss vector is N, so the noise used "
-                f"certifies only epsilon = {self.effective_epsilon:g}",
+            stated = Guarantee(
+                self.epsilon,
+                0.0,
+                "paper: Lap(1/eps) per coordinate treated as sensitivity 1 (Asi, Raman & Saha "
+                "2025, Alg. 3)",
             )
-        return PrivacyClaim(epsilon=self.epsilon, accountant=accountant, holds_against="adaptive")
+            return self._claim(
+                stated,
+                certified=False,
+                notes=f"erratum E-ARS-15: the L1 sensitivity of a loss vector is N, so the noise "
+                f"used certifies only epsilon = {self.effective_epsilon:g}",
+            )
+        return self._claim(certified)
 
     def action_distribution(self) -> np.ndarray:
         """(B, N) law ``w_t`` of the action the last ``act`` returned (uniform before any).

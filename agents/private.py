@@ -2,20 +2,25 @@
 
 Every private learner takes the same keywords, validated here once:
 
-* ``epsilon`` (> 0) and ``delta`` (in [0, 1)) -- the target privacy of the whole run.
+* ``epsilon`` (> 0, or ``math.inf``) and ``delta`` (in [0, 1)) -- the target privacy of the whole
+  run. ``epsilon=math.inf`` runs the same algorithm with its noise removed (its claim says "not
+  private"): the right end of a privacy-utility curve.
 * ``mode`` -- ``"strict"`` (default: privacy-correct noise and sensitivities) or ``"paper"``
   (reproduces the paper as printed; the claim says ``certified=False`` where the paper is wrong).
-* ``tuning`` -- ``"paper"`` (the theorem's constants) or ``"calibrated"`` (picked from
-  (N, T, epsilon, delta) alone, never from the losses being protected).
+* ``tuning`` -- ``"paper"`` (the theorem's constants) or ``"calibrated"`` (the default: picked
+  from public quantities (N, K, T, S, epsilon, delta) alone, never from the losses being
+  protected; each learner's derivation is in docs/algorithms.md).
 * ``noise`` -- the noise backend, ``"fast"`` (simulation-grade floats) or ``"grid"`` (lattice).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
-from agents.base import Agent
+from agents.base import Agent, PrivacyClaim
 from dp_experts_env._validation import check_choice, check_delta, check_epsilon
+from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.noise import NoiseBackend, get_backend
 
 __all__ = ["PrivateAgent", "MODES", "TUNINGS"]
@@ -36,6 +41,8 @@ class PrivateAgent(Agent):
     default_delta: float = 0.0
     #: tunings the learner supports (subclasses may narrow this).
     tunings: tuple[str, ...] = TUNINGS
+    #: the tuning used when ``tuning`` is not given.
+    default_tuning: str = "calibrated"
 
     def __init__(
         self,
@@ -45,15 +52,60 @@ class PrivateAgent(Agent):
         epsilon: float = 1.0,
         delta: float | None = None,
         mode: str = "strict",
-        tuning: str = "paper",
+        tuning: str | None = None,
         noise: str | NoiseBackend = "fast",
         num_envs: int = 1,
         seed: int | Sequence[int] | None = None,
         n_arms: int | None = None,
     ) -> None:
         super().__init__(n_experts, horizon, num_envs=num_envs, seed=seed, n_arms=n_arms)
-        self.epsilon = check_epsilon("epsilon", epsilon)
+        self.epsilon = check_epsilon("epsilon", epsilon, allow_inf=True)
         self.delta = check_delta("delta", self.default_delta if delta is None else delta)
         self.mode = check_choice("mode", mode, MODES)
-        self.tuning = check_choice("tuning", tuning, self.tunings)
+        default = self.default_tuning if self.default_tuning in self.tunings else self.tunings[0]
+        self.tuning = check_choice("tuning", default if tuning is None else tuning, self.tunings)
         self.noise = get_backend(noise)
+
+    @property
+    def is_private(self) -> bool:
+        """False at ``epsilon = inf`` (the noise is removed)."""
+        return math.isfinite(self.epsilon)
+
+    def _claim(
+        self,
+        guarantee: Guarantee,
+        *,
+        certified: bool = True,
+        holds_against: str = "adaptive",
+        model: str = "central",
+        feedback: str | None = None,
+        notes: str = "",
+    ) -> PrivacyClaim:
+        """The learner's claim, read off the guarantee its accountant composed.
+
+        The epsilon and delta are those of ``guarantee`` (never the requested values restated),
+        so a claim cannot say more than the noise added certifies. At ``epsilon = inf`` the
+        claim is "not private". The noise backend is recorded.
+        """
+        feedback = feedback or ("bandit" if self.feedback == "bandit" else "full")
+        if not self.is_private or math.isinf(guarantee.epsilon):
+            return PrivacyClaim(
+                epsilon=math.inf,
+                feedback=feedback,
+                model="none",
+                accountant="none: epsilon=inf removes the noise",
+                noise_backend="none",
+                notes="the learner's algorithm with its noise removed (the non-private limit)",
+            )
+        return PrivacyClaim(
+            epsilon=guarantee.epsilon,
+            delta=guarantee.delta,
+            feedback=feedback,
+            model=model,
+            certified=certified,
+            accountant=guarantee.accountant,
+            holds_against=holds_against,
+            noise_backend=self.noise.name,
+            requested_epsilon=self.epsilon,
+            notes=notes,
+        )

@@ -64,7 +64,7 @@ class _BatchedConversion(PrivateAgent):
         epsilon: float = 1.0,
         delta: float | None = None,
         mode: str = "strict",
-        tuning: str = "paper",
+        tuning: str | None = None,
         noise: str | NoiseBackend = "fast",
         base: str = "tsallis-inf",
         tau: int | None = None,

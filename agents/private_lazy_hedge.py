@@ -25,6 +25,7 @@ from dp_experts_env.privacy.exact_accountants import (
     lazy_hedge_epsilon,
     lazy_hedge_regret_bound,
 )
+from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = ["LazyHedgeParameters", "PrivateLazyHedge", "lazy_hedge_parameters"]
@@ -88,6 +89,18 @@ def lazy_hedge_parameters(
     if budget is not None:
         budget = check_float("budget", budget, minimum=0.0)
     cap = math.sqrt(8.0 * math.log(n) / t) if n > 1 else 1.0
+    if math.isinf(epsilon):
+        # No privacy: Hedge's rate, no forced resamples, a budget that never binds -- exactly
+        # the non-private lazy Hedge (shrinking dartboard with exp(-beta l) weights).
+        beta = cap if beta is None else beta
+        return LazyHedgeParameters(
+            beta=beta,
+            p=0.0 if p is None else p,
+            budget=float(t) if budget is None else budget,
+            composition_delta=cdelta,
+            epsilon_spent=math.inf,
+            regret_bound=math.log(n) / beta + beta * t / 8.0,
+        )
 
     def spend(b, ps):
         k = lazy_hedge_budget(b, ps, t) if budget is None else budget
@@ -193,7 +206,7 @@ class PrivateLazyHedge(LazySampler):
         epsilon: float = 1.0,
         delta: float | None = None,
         mode: str = "strict",
-        tuning: str = "paper",
+        tuning: str | None = None,
         noise: str | NoiseBackend = "fast",
         beta: float | None = None,
         p: float | None = None,
@@ -242,13 +255,11 @@ class PrivateLazyHedge(LazySampler):
             if self.delta == 0
             else f"min(basic, 1.5 S2 + sqrt(6 S2 ln(1/{self.parameters.composition_delta:g})))"
         )
-        return PrivacyClaim(
-            epsilon=self.epsilon,
-            delta=self.delta,
-            certified=self.epsilon_spent <= self.epsilon * (1 + _SLACK),
-            accountant=f"exact per-step accountant of brief 001 §2.6 (coin beta/p + ceil(B) "
-            f"resamples of 2 beta, {comp})",
-            holds_against="adaptive",
+        accountant = (
+            f"exact per-step accountant (coin beta/p + ceil(B) resamples of 2 beta, {comp})"
+        )
+        return self._claim(
+            Guarantee(self.epsilon_spent, self.delta, accountant),
             notes=f"beta={self.beta:.4g}, p={self.p:.4g}, B={self.budget:.4g}; spends "
             f"{self.epsilon_spent:.4g}; regret guarantee against oblivious losses only",
         )

@@ -129,7 +129,7 @@ class RandomizedPrefixSoftmax(PrivateAgent):
         epsilon: float = 1.0,
         delta: float | None = None,
         mode: str = "strict",
-        tuning: str = "paper",
+        tuning: str | None = None,
         noise: str | NoiseBackend = "fast",
         eta_cap: float = 0.125,
         prefix: str = "random",

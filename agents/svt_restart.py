@@ -16,16 +16,20 @@ from agents.limited_updates import SELECTORS, is_power_of_two, private_select, s
 from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_float, check_int
+from dp_experts_env.privacy.accounting import combine
+from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.mechanisms import AboveThreshold
 from dp_experts_env.privacy.noise import NoiseBackend
 
-__all__ = ["SVTRestart", "WINDOW_GRIDS", "DYADIC_STARTS"]
+__all__ = ["SVTRestart", "WINDOW_GRIDS", "DYADIC_STARTS", "DEFAULT_FALSE_ALARM"]
 
 WINDOW_GRIDS = ("dyadic", "all")
 #: window starts kept per dyadic level: the last DYADIC_STARTS multiples of 2^k
 DYADIC_STARTS = 8
 # The de-duplicated dyadic storage below relies on ring slot parity = parity of u / 2^k.
 assert DYADIC_STARTS % 2 == 0
+#: calibrated tuning's false-alarm level: the chance that a run restarts on stationary data
+DEFAULT_FALSE_ALARM = 0.05
 #: refuse window_grid="all" when its prefix-sum history would exceed this many bytes
 _ALL_GRID_MAX_BYTES = 1 << 30
 
@@ -125,7 +129,7 @@ class SVTRestart(PrivateAgent):
         epsilon: float = 1.0,
         delta: float | None = None,
         mode: str = "strict",
-        tuning: str = "paper",
+        tuning: str | None = None,
         noise: str | NoiseBackend = "fast",
         selector: str = "rnm",
         threshold_scale: float = 1.0,
@@ -155,9 +159,11 @@ class SVTRestart(PrivateAgent):
         self.max_restarts = (
             None if max_restarts is None else check_int("max_restarts", max_restarts, minimum=0)
         )
-        if beta is None:
+        if beta is None and self.tuning == "paper":
             # Theorem 3.6's beta = 1/T; T = 1 would give log(1/beta) = 0, so cap it at 1/2.
             self.beta = min(1.0 / t_max, 0.5)
+        elif beta is None:
+            self.beta = DEFAULT_FALSE_ALARM
         else:
             self.beta = check_float(
                 "beta", beta, minimum=0.0, maximum=1.0, min_inclusive=False, max_inclusive=False
@@ -250,23 +256,31 @@ class SVTRestart(PrivateAgent):
     @property
     def privacy(self) -> PrivacyClaim:
         """Pure epsilon-DP: eps/2 selections + eps/2 AboveThreshold, data-disjoint epochs."""
+        mech = "report-noisy-min" if self.selector == "rnm" else "exponential mechanism"
+        selections = Guarantee(
+            self.selection_epsilon,
+            0.0,
+            f"{mech} per update (scale {self.selection_scale:g}), 1-sensitive window sums, "
+            "parallel over disjoint windows",
+        )
+        detector = self.detector.guarantee
         if self.mode == "paper":
-            return PrivacyClaim(
-                epsilon=self.epsilon,
-                accountant="paper: eps/2 selections + eps/2 AboveThreshold with 1-sensitive "
-                "queries, restart round reused (brief 000 Alg. 2)",
+            stated = combine([selections, detector], "basic", "selections + detector")
+            return self._claim(
+                Guarantee(self.epsilon, 0.0, "paper: " + stated.accountant),
                 certified=False,
-                holds_against="adaptive",
-                notes="P6: queries have sensitivity 2, so the detector spends eps, not eps/2; "
-                "P7: the restart round is reused by the next epoch (its loss meets two "
-                "detectors and one selection); certified only up to 2.5*epsilon",
+                notes="erratum E-ARS-6: queries have sensitivity 2, so the detector spends eps, "
+                "not eps/2; erratum E-ARS-7: the restart round is reused by the next epoch (its "
+                "loss meets two detectors and one selection); certified only up to 2.5*epsilon",
             )
-        return PrivacyClaim(
-            epsilon=self.epsilon,
-            accountant="basic composition: eps/2 report-noisy-min on disjoint windows + eps/2 "
-            "AboveThreshold (query sensitivity 2), parallel over data-disjoint epochs "
-            "(brief 000 Alg. 2 with P6, P7)",
-            holds_against="adaptive",
+        total = combine([selections, detector], "basic", "selections + detector")
+        return self._claim(
+            Guarantee(
+                total.epsilon,
+                total.delta,
+                total.accountant + "; parallel over data-disjoint epochs (Asi, Raman & Saha "
+                "2025, Alg. 2 with errata E-ARS-6, E-ARS-7)",
+            )
         )
 
     # ----------------------------------------------------------------- state

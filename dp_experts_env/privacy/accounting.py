@@ -45,6 +45,7 @@ __all__ = [
     "advanced_composition_heterogeneous",
     "compose",
     "parallel_composition",
+    "combine",
     "per_step_epsilon",
     "has_dp_accounting",
     "pld_laplace_composition",
@@ -115,7 +116,10 @@ def advanced_composition(
     if dp <= 0.0:
         raise ValueError("delta_prime must be > 0 for advanced composition (use basic for 0)")
     d = check_delta("delta", delta)
-    total = math.sqrt(2.0 * k * math.log(1.0 / dp)) * eps + k * eps * math.expm1(eps)
+    # e^eps overflows a float past eps ~ 709; the bound is useless long before (compose() then
+    # falls back to basic composition), so report it as unbounded instead of raising.
+    drift = k * eps * math.expm1(eps) if eps < 700.0 else math.inf
+    total = math.sqrt(2.0 * k * math.log(1.0 / dp)) * eps + drift
     return Guarantee(total, _total_delta(dp + k * d), f"advanced composition (DRV) of {k} steps")
 
 
@@ -133,9 +137,11 @@ def advanced_composition_heterogeneous(
     if dp <= 0.0:
         raise ValueError("delta_prime must be > 0 for advanced composition (use basic for 0)")
     dl = _deltas("deltas", deltas, eps.size)
-    total = math.sqrt(2.0 * math.log(1.0 / dp) * float(np.sum(eps**2))) + float(
-        np.sum(eps * np.expm1(eps))
-    )
+    with np.errstate(over="ignore"):
+        drift = float(np.sum(eps * np.expm1(np.minimum(eps, 700.0))))
+    if np.any(eps >= 700.0):
+        drift = math.inf
+    total = math.sqrt(2.0 * math.log(1.0 / dp) * float(np.sum(eps**2))) + drift
     return Guarantee(
         total,
         _total_delta(dp + float(dl.sum())),
@@ -160,6 +166,29 @@ def compose(epsilon: float, k: int, *, delta: float = 0.0, delta_prime: float = 
         return basic
     adv = advanced_composition(eps, k, delta_prime, d)
     return adv if adv.epsilon < basic.epsilon else basic
+
+
+def combine(parts: Sequence[Guarantee], rule: str = "basic", what: str = "") -> Guarantee:
+    """Compose a learner's mechanisms into one guarantee whose text lists the parts.
+
+    ``rule="basic"``: the parts all read the same data (adaptively), so epsilons and deltas add.
+    ``rule="parallel"``: each part reads a disjoint set of rounds, so the worst part counts.
+    An ``inf`` part (noise removed) makes the whole unbounded. ``what`` names the composition
+    (e.g. "selections + detector") in the accountant text.
+    """
+    check_choice("rule", rule, ("basic", "parallel"))
+    gs = list(parts)
+    if not gs or not all(isinstance(g, Guarantee) for g in gs):
+        raise TypeError("parts must be a non-empty sequence of Guarantee objects")
+    if rule == "basic":
+        eps = float(sum(g.epsilon for g in gs))
+        delta = _total_delta(float(sum(g.delta for g in gs)))
+    else:
+        eps = max(g.epsilon for g in gs)
+        delta = max(g.delta for g in gs)
+    inner = "; ".join(g.accountant for g in gs)
+    label = f"{rule} composition" + (f" of {what}" if what else "")
+    return Guarantee(eps, delta, f"{label}: {inner}")
 
 
 def parallel_composition(guarantees: Sequence[Guarantee]) -> Guarantee:

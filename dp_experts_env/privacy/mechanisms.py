@@ -108,6 +108,16 @@ def _gumbel(backend: NoiseBackend, rng: RandomSource, shape: tuple[int, ...]) ->
     return backend.gumbel(rng, (1, *shape))
 
 
+def _argmin_random_ties(scores: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Row-wise argmin of ``scores`` with ties broken by the i.i.d. continuous ``keys``.
+
+    The epsilon -> inf limit of every selection mechanism here: the exact minimiser, uniformly
+    random among equal scores (the keys are the draws the finite-epsilon mechanism would use).
+    """
+    tied = scores == scores.min(axis=-1, keepdims=True)
+    return np.argmin(np.where(tied, keys, np.inf), axis=-1).astype(np.int64)
+
+
 def _sensitivity(name: str, value: object) -> float:
     return check_float(name, value, minimum=0.0, min_inclusive=False)
 
@@ -127,7 +137,7 @@ def laplace_mechanism(
         values: ``(B, *shape)`` query values (a BatchRNG) or ``shape`` (a Generator). Each run's
             whole array is one query; its L1 sensitivity is ``l1_sensitivity``.
         l1_sensitivity: max over neighbours of ``||f(x) - f(x')||_1`` for one run's array (> 0).
-        epsilon: privacy parameter (> 0).
+        epsilon: privacy parameter (> 0); ``math.inf`` releases the exact values (no privacy).
         rng: a BatchRNG or a numpy Generator.
         noise: ``"fast"``, ``"grid"`` or a backend object.
 
@@ -136,7 +146,7 @@ def laplace_mechanism(
     """
     _check_rng(rng)
     sens = _sensitivity("l1_sensitivity", l1_sensitivity)
-    eps = check_epsilon("epsilon", epsilon)
+    eps = check_epsilon("epsilon", epsilon, allow_inf=True)
     backend = get_backend(noise)
     arr = np.asarray(values, dtype=np.float64)
     if isinstance(rng, BatchRNG) and arr.ndim == 0:
@@ -144,7 +154,9 @@ def laplace_mechanism(
     arr = _batched("values", arr, rng, arr.ndim - (1 if isinstance(rng, BatchRNG) else 0))
     dim = int(np.prod(arr.shape[1:], dtype=np.int64))
     scale = backend.effective_sensitivity(sens, dim) / eps
-    noisy = backend.add_laplace(rng, arr, scale)
+    # epsilon = inf releases the exact values and draws nothing (every run of a batch has the
+    # same epsilon, so batches still equal single runs).
+    noisy = arr.copy() if scale == 0.0 else backend.add_laplace(rng, arr, scale)
     return Release(
         _unbatch(noisy, rng),
         Guarantee(eps, 0.0, f"Laplace mechanism, L1 sensitivity {sens:g}, scale {scale:g}"),
@@ -169,7 +181,8 @@ def report_noisy_min(
     Args:
         scores: ``(B, N)`` losses (BatchRNG) or ``(N,)`` (Generator).
         sensitivity: max change of any single score between neighbours (> 0).
-        epsilon: privacy parameter (> 0).
+        epsilon: privacy parameter (> 0); ``math.inf`` is the limit, an exact argmin with
+            uniformly random tie-breaking (same draw count).
         rng: a BatchRNG or a numpy Generator.
         noise: noise backend.
         monotone: whether the scores are monotone (see above).
@@ -179,13 +192,15 @@ def report_noisy_min(
     """
     _check_rng(rng)
     sens = _sensitivity("sensitivity", sensitivity)
-    eps = check_epsilon("epsilon", epsilon)
+    eps = check_epsilon("epsilon", epsilon, allow_inf=True)
     backend = get_backend(noise)
     arr = _batched("scores", scores, rng, 1)
     factor = 1.0 if monotone else 2.0
     scale = factor * backend.effective_sensitivity(sens, 1) / eps
-    noisy = backend.add_laplace(rng, arr, scale)
-    idx = np.argmin(noisy, axis=-1).astype(np.int64)
+    if scale == 0.0:
+        idx = _argmin_random_ties(arr, backend.laplace(rng, 1.0, arr.shape[1:]))
+    else:
+        idx = np.argmin(backend.add_laplace(rng, arr, scale), axis=-1).astype(np.int64)
     kind = "monotone " if monotone else ""
     return Release(
         _unbatch(idx, rng),
@@ -212,10 +227,13 @@ def exponential_mechanism_probabilities(
         Probabilities of the same shape as ``scores`` (rows sum to 1).
     """
     sens = _sensitivity("sensitivity", sensitivity)
-    eps = check_epsilon("epsilon", epsilon)
+    eps = check_epsilon("epsilon", epsilon, allow_inf=True)
     arr = np.asarray(scores, dtype=np.float64)
     if arr.ndim < 1 or arr.shape[-1] < 1:
         raise ValueError(f"scores must have a candidate axis, got shape {arr.shape}")
+    if math.isinf(eps):  # the limit: uniform over the minimisers
+        best = arr == arr.min(axis=-1, keepdims=True)
+        return best / best.sum(axis=-1, keepdims=True)
     logits = -_temperature(sens, eps, monotone) * arr
     logits -= logits.max(axis=-1, keepdims=True)
     w = np.exp(logits)
@@ -251,11 +269,15 @@ def exponential_mechanism(
     """
     _check_rng(rng)
     sens = _sensitivity("sensitivity", sensitivity)
-    eps = check_epsilon("epsilon", epsilon)
+    eps = check_epsilon("epsilon", epsilon, allow_inf=True)
     backend = get_backend(noise)
     arr = _batched("scores", scores, rng, 1)
-    logits = -_temperature(sens, eps, monotone) * arr
-    idx = np.argmax(logits + _gumbel(backend, rng, arr.shape[1:]), axis=-1).astype(np.int64)
+    gumbel = _gumbel(backend, rng, arr.shape[1:])
+    if math.isinf(eps):  # the limit: exact argmin, uniformly random among ties
+        idx = _argmin_random_ties(arr, gumbel)
+    else:
+        logits = -_temperature(sens, eps, monotone) * arr
+        idx = np.argmax(logits + gumbel, axis=-1).astype(np.int64)
     kind = "monotone " if monotone else ""
     return Release(
         _unbatch(idx, rng),
@@ -282,7 +304,7 @@ class AboveThreshold:
     never depends on other runs.
 
     Args:
-        epsilon: privacy parameter of the instance (> 0).
+        epsilon: privacy parameter of the instance (> 0; ``math.inf``: exact comparisons).
         sensitivity: sensitivity of each query (> 0).
         rng: a BatchRNG (B runs) or a numpy Generator (one run, scalar queries and answers).
         threshold: public threshold, a float or a (B,) array.
@@ -308,7 +330,7 @@ class AboveThreshold:
         noise: str | NoiseBackend = "fast",
     ) -> None:
         _check_rng(rng)
-        self.epsilon = check_epsilon("epsilon", epsilon)
+        self.epsilon = check_epsilon("epsilon", epsilon, allow_inf=True)
         self.sensitivity = _sensitivity("sensitivity", sensitivity)
         self.max_tops = check_int("max_tops", max_tops, minimum=1)
         delta = check_delta("delta", delta)
@@ -319,7 +341,7 @@ class AboveThreshold:
         sens = self.backend.effective_sensitivity(self.sensitivity, 1)
         sigma = 2.0 * c * sens / self.epsilon
         self.delta = 0.0
-        if delta > 0.0:
+        if delta > 0.0 and math.isfinite(self.epsilon):
             sigma_adv = math.sqrt(32.0 * c * math.log(1.0 / delta)) * sens / self.epsilon
             if sigma_adv < sigma:
                 sigma, self.delta = sigma_adv, delta
