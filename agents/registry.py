@@ -56,7 +56,10 @@ def spec(name: str) -> AgentSpec:
     return _REGISTRY[name]
 
 
-_GAME_ATTRS = ("n_experts", "horizon", "feedback", "n_arms", "n_switches")
+# body, radius, grad_bound: the public geometry of DPExperts-OCO-v0 (None on the experts envs).
+_GAME_ATTRS = (
+    "n_experts", "horizon", "feedback", "n_arms", "n_switches", "body", "radius", "grad_bound",
+)  # fmt: skip
 
 
 def _game_of(env: Any) -> dict[str, Any]:
@@ -111,7 +114,8 @@ def make(name: str, env: Any = None, **params: Any) -> Agent:
     if env is not None:
         game = _game_of(env)
         feedback = game.pop("feedback")
-        if entry.feedback not in (feedback, "any"):
+        # "any" learners play Discrete actions: never on the continuous-action OCO env.
+        if entry.feedback != feedback and (entry.feedback != "any" or feedback == "oco"):
             raise ValueError(
                 f"agent {name!r} needs {entry.feedback}-information feedback but the env gives "
                 f"{feedback} feedback; pick a {feedback}-feedback agent "

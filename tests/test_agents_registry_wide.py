@@ -13,12 +13,13 @@ import dp_experts_env
 from dp_experts_env.registration import ENVS
 
 HORIZON = 40
-SIZES = {"full": {"n_experts": 4}, "bandit": {"n_arms": 3}}
+SIZES = {"full": {"n_experts": 4}, "bandit": {"n_arms": 3}, "oco": {"dim": 3}}
+# "any" learners play Discrete actions, so they never meet the continuous-action OCO env.
 PAIRS = [
     (a["name"], e.id)
     for a in agents.available()
     for e in ENVS
-    if a["feedback"] in (e.feedback, "any")
+    if a["feedback"] == e.feedback or (a["feedback"] == "any" and e.feedback != "oco")
 ]
 
 
@@ -58,17 +59,23 @@ def test_agent_plays_every_compatible_env(name, env_id):
     extra = {"epsilon": 1.0} if private else {}
     agent = agents.make(name, env=single, seed=3, **extra)
     claim = agent.privacy
-    assert claim.feedback == single.unwrapped.feedback
+    oco = single.unwrapped.feedback == "oco"  # continuous actions, full-information gradients
+    assert claim.feedback == ("full" if oco else single.unwrapped.feedback)
     assert claim.is_private == private
     assert (claim.model == "none") == (not private)
     assert math.isinf(claim.epsilon) or claim.epsilon <= 1.0 + 1e-12
     if private:
         assert claim.accountant, "a private claim must name its accountant"
     actions, losses, info = play(single, agent, seed=11)
-    limit = single.unwrapped.n_arms or single.unwrapped.n_experts
-    assert actions.dtype.kind == "i" and actions.min() >= 0 and actions.max() < limit
     assert info["round"] == HORIZON
-    assert np.isfinite(info["dynamic_regret"])
+    if oco:
+        assert actions.dtype.kind == "f" and actions.shape == (HORIZON, single.unwrapped.dim)
+        assert np.all(np.abs(actions) <= single.unwrapped.radius)
+        assert np.isfinite(info["static_regret"])
+    else:
+        limit = single.unwrapped.n_arms or single.unwrapped.n_experts
+        assert actions.dtype.kind == "i" and actions.min() >= 0 and actions.max() < limit
+        assert np.isfinite(info["dynamic_regret"])
 
     # Batch of 3 == three single runs seeded 3, 4, 5 on env seeds 11, 12, 13.
     venv = make_env(env_id, num_envs=3)
@@ -77,7 +84,7 @@ def test_agent_plays_every_compatible_env(name, env_id):
     for b in range(3):
         solo = agents.make(name, env=single, seed=3 + b, **extra)
         s_actions, _, _ = play(single, solo, seed=11 + b)
-        np.testing.assert_array_equal(b_actions[:, b], s_actions.reshape(-1))
+        np.testing.assert_array_equal(b_actions[:, b].reshape(-1), s_actions.reshape(-1))
 
 
 def test_every_agent_has_a_row_in_the_algorithms_table():

@@ -1,0 +1,442 @@
+"""P-COMW: Gibbs sampling with lazy rejection over a convex body (private and lazy OCO).
+
+Source: Agarwal, Kale, Singh & Thakurta, "Improved Differentially Private and Lazy Online Convex
+Optimization", Algorithm 1 (printed "P-OCMW" in its caption, "P-COMW" in the text), with the
+parameters of Theorem 4.1 (DP-OCO) and Theorem 4.2 (lazy OCO) and the privacy accounting of
+the paper's Theorem "DP" (Appendix D, Claim D.1 composed with Lemma A.1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from agents._oco import OCOAgent, ball_sample, box_sample, log_normaliser, project
+from agents.base import PrivacyClaim, no_privacy
+from agents.registry import register
+from dp_experts_env._validation import check_choice, check_delta, check_epsilon, check_float
+from dp_experts_env.privacy.exact_accountants import calibrate, pcomw_account
+
+__all__ = ["PCOMW", "PCOMWParameters", "pcomw_parameters", "paper_epsilon"]
+
+SETTINGS = ("dp", "lazy")
+_SLACK = 1e-9
+_MAX_TRIES = 100_000
+
+
+@dataclass(frozen=True)
+class PCOMWParameters:
+    """What P-COMW runs with and what it spends.
+
+    Attributes:
+        beta: inverse temperature. lam: regulariser lambda. kappa: ``beta G^2 / lambda``.
+        log_phi: ``ln Phi`` of the stay coin's clip. p: forced-resample probability.
+        budget: real resample budget B (``inf`` in the lazy setting).
+        epsilon: certified epsilon (``inf`` when not private). delta: certified delta.
+        certified: False when the accounting reproduces a paper erratum (``mode="paper"``).
+        expected_switches: ``(1 - Phi^{-2} + p) T`` capped by ``ceil(B)``: the switch bound.
+        regret_bound: the paper's regret bound at these parameters.
+    """
+
+    beta: float
+    lam: float
+    kappa: float
+    log_phi: float
+    p: float
+    budget: float
+    epsilon: float
+    delta: float
+    certified: bool
+    expected_switches: float
+    regret_bound: float
+
+
+def paper_epsilon(kappa: float, horizon: float, delta: float) -> tuple[float, float, float]:
+    """Theorem "DP" as printed: ``(eps, delta_out, ln Phi)`` with the simplified S2.
+
+    ``S2 = 7 T^{2/3} ln^2 Phi + 12 ln^3 Phi T + 11 kappa^{2/3} ln^{4/3} Phi T`` (erratum E-AKST-2:
+    the constant 7 is too small) and ``delta_out = delta + 3 T exp(-(1 - Phi^{-2}) T)``
+    (erratum E-AKST-3: vacuous at small T).
+    """
+    acc = pcomw_account(kappa, horizon, delta)
+    lp, t = acc.log_phi, float(horizon)
+    s2 = 7 * t ** (2 / 3) * lp**2 + 12 * lp**3 * t + 11 * kappa ** (2 / 3) * lp ** (4 / 3) * t
+    eps = 1.5 * s2 + math.sqrt(6 * s2 * math.log(2 / delta))
+    dlt = delta + 3 * t * math.exp(math.expm1(-2 * lp) * t)
+    return eps, dlt, lp
+
+
+def _spend(kappa: float, horizon: int, delta: float, mode: str) -> float:
+    if mode == "paper":
+        return paper_epsilon(kappa, horizon, delta)[0]
+    return pcomw_account(kappa, horizon, delta).epsilon
+
+
+def _regret(lam, beta, big_g, dd, d, t, tail) -> float:
+    """``lam D^2/2 + G^2 T/lam + d ln(T)/beta + G D + tail`` (the paper's Theorem "regret")."""
+    return lam * dd**2 / 2 + big_g**2 * t / lam + d * math.log(t) / beta + big_g * dd + tail
+
+
+def pcomw_parameters(
+    setting: str,
+    dim: int,
+    horizon: int,
+    *,
+    diameter: float,
+    grad_bound: float,
+    epsilon: float = 1.0,
+    delta: float = 1e-5,
+    switch_budget: float | None = None,
+    tuning: str = "calibrated",
+    mode: str = "strict",
+    kappa: float | None = None,
+) -> PCOMWParameters:
+    """Parameters of P-COMW from public quantities only (d, D, G, T, epsilon, delta, S).
+
+    ``setting="dp"``: ``tuning="paper"`` is Theorem 4.1 (lambda from the max of three terms, beta
+    from the min of two; ``lambda_1 = sqrt(2T)``, or the printed ``1/(2 sqrt T)`` in
+    ``mode="paper"``, erratum E-AKST-1); ``tuning="calibrated"`` bisects ``kappa`` so the
+    accountant's epsilon meets the target, then takes the regret-optimal
+    ``lambda = (G/D) sqrt(2T + 2 d ln(T)/kappa)``, ``beta = kappa lambda / G^2``
+    (docs/algorithms.md). ``kappa=`` overrides the choice (it must spend at most epsilon).
+    ``p``, ``Phi`` and ``B`` follow Theorem "DP" at that ``kappa``.
+
+    ``setting="lazy"`` (non-private, ``p = 0``, ``B = inf``): ``tuning="paper"`` is Theorem 4.2
+    for switch budget S; ``tuning="calibrated"`` picks ``Phi`` with ``(1 - Phi^{-2}) T = S``
+    (the exact switch bound spends the budget), ``kappa`` from Theorem 4.2's ``Phi`` formula
+    and the regret-optimal lambda as above.
+    """
+    setting = check_choice("setting", setting, SETTINGS)
+    t, d, dd, big_g = horizon, dim, diameter, grad_bound
+    if t < 2:
+        raise ValueError(f"P-COMW needs horizon >= 2 (its parameters use ln T), got {t}")
+    if setting == "lazy":
+        if switch_budget is None:
+            switch_budget = math.sqrt(d * t)
+        s = check_float(
+            "switch_budget", switch_budget, minimum=0.0, maximum=t - 1, min_inclusive=False
+        )
+        dc = 2.0 / t**2  # a closeness level of the analysis, not a privacy parameter
+        if tuning == "paper":
+            lam = max(
+                big_g * math.sqrt(2 * t) / dd, math.sqrt(512 * d) * big_g * math.log(t) / dd * t / s
+            )
+            beta = lam / (256 * big_g**2 * math.log(t)) * s**2 / t**2
+            kap = beta * big_g**2 / lam
+            bound = (
+                big_g * dd * math.sqrt(2 * t)
+                + 16 * big_g * dd * math.log(t) * math.sqrt(d) * t / s
+                + 13 * big_g * dd
+            )
+        else:
+            target = -0.5 * math.log1p(-s / t)
+            c = math.sqrt(8 * math.log(2 / dc))
+            root = (-c + math.sqrt(c * c + 8 * target)) / 4
+            kap = root * root
+            lam = big_g / dd * math.sqrt(2 * t + 2 * d * math.log(t) / kap)
+            beta = kap * lam / big_g**2
+            bound = 0.0
+        log_phi = 2 * kap + math.sqrt(8 * kap * math.log(2 / dc))
+        if tuning != "paper":
+            bound = _regret(lam, beta, big_g, dd, d, t, 6 * big_g * dd * dc * t**2)
+        return PCOMWParameters(
+            beta,
+            lam,
+            kap,
+            log_phi,
+            0.0,
+            math.inf,
+            math.inf,
+            0.0,
+            True,
+            -math.expm1(-2 * log_phi) * t,
+            bound,
+        )
+    eps = check_epsilon("epsilon", epsilon)
+    dl = check_delta("delta", delta)
+    if not 0 < dl <= 0.5:
+        raise ValueError(f"delta must lie in (0, 1/2] for P-COMW's accountant, got {dl}")
+    lg = math.log(t / dl)
+    if kappa is not None:
+        kap = check_float("kappa", kappa, minimum=0.0, min_inclusive=False)
+        lam = big_g / dd * math.sqrt(2 * t + 2 * d * math.log(t) / kap)
+    elif tuning == "paper":
+        lam1 = 1 / (2 * math.sqrt(t)) if mode == "paper" else math.sqrt(2 * t)
+        lam = (
+            big_g
+            / dd
+            * max(
+                lam1,
+                1e3 * t ** (1 / 3) * math.sqrt(d) * lg / eps,
+                1e3 * t ** (3 / 8) * math.sqrt(d) * lg / eps**0.75,
+            )
+        )
+        beta = lam / (1e5 * big_g**2 * lg**2) * min(eps**2 / t ** (2 / 3), eps**1.5 / t**0.75)
+        kap = beta * big_g**2 / lam
+    else:
+        spend = np.vectorize(lambda k: _spend(float(k), t, dl, mode))
+        kap = float(calibrate(spend, eps, 1e-30, 1e3))
+        lam = big_g / dd * math.sqrt(2 * t + 2 * d * math.log(t) / kap)
+    beta = kap * lam / big_g**2
+    acc = pcomw_account(kap, t, dl)
+    if mode == "paper":
+        spent, dlt, _ = paper_epsilon(kap, t, dl)
+        dlt = min(dlt, math.nextafter(1.0, 0.0))
+    else:
+        spent, dlt = acc.epsilon, acc.delta
+    if kappa is not None and spent > eps * (1 + _SLACK):
+        raise ValueError(f"kappa={kap:g} spends epsilon {spent:.6g} > epsilon={eps:g}")
+    p_tilde = min(1.0, acc.p - math.expm1(-2 * acc.log_phi))
+    closeness = dl / (60 * t**2)
+    tail = 2 * big_g * dd * t * (math.exp(-p_tilde * t) + 3 * closeness * t)
+    return PCOMWParameters(
+        beta=beta,
+        lam=lam,
+        kappa=kap,
+        log_phi=acc.log_phi,
+        p=acc.p,
+        budget=acc.budget,
+        epsilon=spent,
+        delta=dlt,
+        certified=mode == "strict",
+        expected_switches=min(p_tilde * t, math.ceil(acc.budget)),
+        regret_bound=_regret(lam, beta, big_g, dd, d, t, tail),
+    )
+
+
+@register(
+    "p-comw",
+    private=True,
+    summary="P-COMW (001): Gibbs sampling on a box/ball with lazy rejection; dp or lazy setting",
+)
+class PCOMW(OCOAgent):
+    """P-COMW on ``DPExperts-OCO-v0``: exact Gibbs samples, resampled rarely.
+
+    Source: Agarwal, Kale, Singh & Thakurta, "Improved Differentially Private and Lazy Online
+    Convex Optimization", Algorithm 1 with Theorem 4.1 (``setting="dp"``) or Theorem 4.2
+    (``setting="lazy"``).
+
+    Algorithm (per run): the target of round t is the Gibbs law
+    ``mu_t ∝ exp(-beta(<L_{t-1}, x> + lambda/2 ||x||^2))`` on the body, i.e. the Gaussian
+    ``N(-L_{t-1}/lambda, (beta lambda)^{-1} I)`` conditioned on the body (sampled exactly:
+    truncated normals on the box, rejection on the ball; never a projected Gaussian). Round 1
+    plays ``x_1 ~ mu_1`` with ``b = 0`` (erratum E-AKST-4: the paper leaves both blank). After
+    round t the learner keeps ``x_t`` unless a forced coin (probability p) fires or the stay coin
+    ``Ber(Pi(r_t / Phi))`` fails, where ``r_t = mu_{t+1}(x_t) / mu_t(x_t)`` is the ratio of the
+    *normalised* densities (exact: ``log r_t = -beta <g_t, x_t> - ln Z_{t+1}/Z_t``, closed-form
+    normalisers) and ``Pi(z) = min(1, max(Phi^{-2}, z))``; a switch draws a fresh independent
+    ``x_{t+1} ~ mu_{t+1}`` and costs one unit of the budget B; with the budget spent the point is
+    frozen.
+
+    Privacy claim (``setting="dp"``): ``(epsilon_out, delta_out)``-DP of the whole sequence of
+    played points (and switch flags), replace-one-gradient neighbours with ``||g|| <= G``, against
+    adaptive adversaries (adaptive composition; the regret bound needs oblivious losses).
+    ``epsilon_out`` is certified directly from the pre-simplified sum of squared per-step costs
+    ``S2 = 4 ln^2 Phi / p^2 + 2 ceil(B) ln^2 Phi + 8 kappa^2 T / p^2`` and
+    ``1.5 S2 + sqrt(6 S2 ln(2/delta))``; ``delta_out = delta/2 + T(4 d' + 9 T d' +
+    3 exp(-ptilde T))``, ``d' = delta/(60 T^2)``
+    (:func:`dp_experts_env.privacy.exact_accountants.pcomw_account`). The claim's epsilon is
+    that certified value (<= the requested epsilon). ``epsilon=math.inf`` removes the noise: the
+    learner plays the regularised leader ``Proj_K(-L/lambda)`` with ``lambda = (G/D) sqrt(2T)``
+    every round (= ``ftrl-oco``; claim: not private). ``setting="lazy"`` is non-private.
+
+    Modes (errata in docs/errata.md): ``"strict"`` (default) -- ``lambda_1 = sqrt(2T)``
+    (E-AKST-1), S2 computed directly (E-AKST-2), the tight delta (E-AKST-3); ``"paper"`` --
+    the printed ``lambda_1 = 1/(2 sqrt T)``, the printed simplified S2 and delta; the claim then
+    says ``certified=False``.
+
+    Tuning: ``"calibrated"`` (default) -- see :func:`pcomw_parameters` and docs/algorithms.md
+    (public quantities d, R, G, T, epsilon, delta, S only); ``"paper"`` -- the theorems'
+    constants (Theorem 4.1's are designed for ``epsilon <= 1``, ``T >= 12 ln(1/delta)``; the
+    claim reports what the accountant certifies for them).
+
+    Args:
+        n_experts / dim: d. horizon: T (>= 2). body, radius, grad_bound: the env's K and G
+            (read from the env by ``agents.make``).
+        setting: ``"dp"`` (default) or ``"lazy"``.
+        epsilon, delta: privacy target (dp; default delta 1e-5, must be in (0, 1/2]).
+        switch_budget: S (lazy; default ``sqrt(d T)``, the paper's ``sqrt(T)`` regime boundary).
+        mode, tuning: see above. kappa: explicit ``beta G^2/lambda`` (dp; must fit epsilon).
+        noise: accepted for interface uniformity; the sampler is exact float inverse-CDF /
+            rejection (simulation-grade, see docs/privacy.md on floating point).
+        num_envs, seed: as for every agent.
+
+    Deviations: only linear losses (the env's), for which sampling and normalisers are exact;
+    a gradient longer than G raises instead of being clipped.
+
+    Attributes:
+        parameters (:class:`PCOMWParameters`), beta, lam, p, budget, log_phi; per episode
+        ``resamples`` and ``switches`` (B,).
+
+    Per-round cost: O(d) per run (box; plus O(d) per resample), the ball adds a noncentral
+    chi-square CDF per run and a rejection loop per resample.
+    """
+
+    def __init__(
+        self,
+        n_experts: int | None = None,
+        horizon: int | None = None,
+        *,
+        dim: int | None = None,
+        body: str = "box",
+        radius: float = 1.0,
+        grad_bound: float = 1.0,
+        setting: str = "dp",
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        switch_budget: float | None = None,
+        mode: str = "strict",
+        tuning: str | None = None,
+        kappa: float | None = None,
+        noise: str = "fast",
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+        n_arms: int | None = None,
+    ) -> None:
+        super().__init__(
+            n_experts,
+            horizon,
+            dim=dim,
+            body=body,
+            radius=radius,
+            grad_bound=grad_bound,
+            num_envs=num_envs,
+            seed=seed,
+            n_arms=n_arms,
+        )
+        self.setting = check_choice("setting", setting, SETTINGS)
+        self.mode = check_choice("mode", mode, ("strict", "paper"))
+        self.tuning = check_choice("tuning", tuning or "calibrated", ("calibrated", "paper"))
+        self.epsilon = check_epsilon("epsilon", epsilon, allow_inf=True)
+        self.delta = check_delta("delta", delta)
+        check_choice("noise", noise, ("fast",))
+        if self.setting == "lazy" and (kappa is not None):
+            raise ValueError("kappa= is a dp-setting override; setting='lazy' takes switch_budget")
+        if self.setting == "dp" and switch_budget is not None:
+            raise ValueError("switch_budget= is for setting='lazy'; the dp budget B is derived")
+        self.leader_only = self.setting == "dp" and math.isinf(self.epsilon)
+        if self.leader_only:  # noise removed: FTRL with the same regulariser
+            lam = self.grad_bound / self.diameter * math.sqrt(2 * self.horizon)
+            self.parameters = PCOMWParameters(
+                math.inf,
+                lam,
+                math.inf,
+                0.0,
+                1.0,
+                math.inf,
+                math.inf,
+                0.0,
+                True,
+                float(self.horizon - 1),
+                self.grad_bound * self.diameter * math.sqrt(2 * self.horizon),
+            )
+        else:
+            self.parameters = pcomw_parameters(
+                self.setting,
+                self.dim,
+                self.horizon,
+                diameter=self.diameter,
+                grad_bound=self.grad_bound,
+                epsilon=self.epsilon,
+                delta=self.delta,
+                switch_budget=switch_budget,
+                tuning=self.tuning,
+                mode=self.mode,
+                kappa=kappa,
+            )
+        prm = self.parameters
+        self.beta, self.lam, self.p, self.budget = prm.beta, prm.lam, prm.p, prm.budget
+        self.log_phi = prm.log_phi
+        self.scale = 0.0 if self.leader_only else 1.0 / math.sqrt(self.beta * self.lam)
+        self.reset(seed)
+
+    # ------------------------------------------------------------------ claim
+    @property
+    def privacy(self) -> PrivacyClaim:
+        """Theorem "DP" accountant (dp setting); not private in the lazy setting or at eps=inf."""
+        if self.setting == "lazy" or self.leader_only:
+            return no_privacy("full")
+        prm = self.parameters
+        how = (
+            "pre-simplified S2 (E-AKST-2), delta/2 + T(4d' + 9Td' + 3e^{-ptilde T}) (E-AKST-3)"
+            if self.mode == "strict"
+            else "S2 and delta as printed (errata E-AKST-2, E-AKST-3: not certified)"
+        )
+        return PrivacyClaim(
+            epsilon=prm.epsilon,
+            delta=prm.delta,
+            neighbouring="replace one round's gradient g_t (||g_t|| <= G)",
+            feedback="full",
+            certified=prm.certified and prm.epsilon <= self.epsilon * (1 + _SLACK),
+            accountant=f"P-COMW Theorem DP (Agarwal-Kale-Singh-Thakurta): 1.5 S2 + "
+            f"sqrt(6 S2 ln(2/delta)), {how}",
+            holds_against="adaptive",
+            notes=f"kappa={prm.kappa:.4g}, ln Phi={prm.log_phi:.4g}, p={prm.p:.4g}, "
+            f"B={prm.budget:.4g}; requested epsilon={self.epsilon:g}; regret bound vs oblivious "
+            "losses only",
+        )
+
+    # ------------------------------------------------------------------ hooks
+    def _init_state(self) -> None:
+        b, d = self.num_envs, self.dim
+        self.cum = np.zeros((b, d))
+        self.point = np.zeros((b, d))
+        self.resamples = np.zeros(b, dtype=np.int64)
+        self.switches = np.zeros(b, dtype=np.int64)
+        self._log_z = None
+        self._log_r = np.zeros(b)
+
+    def _log_z_of(self, cum: np.ndarray) -> np.ndarray:
+        return log_normaliser(self.body, cum, self.beta, self.lam, self.radius)
+
+    def _sample(self, rows: np.ndarray, u: np.ndarray | None) -> np.ndarray:
+        """Fresh exact draws from the current Gibbs law for the given runs."""
+        mean = -self.cum[rows] / self.lam
+        if self.body == "box":
+            return box_sample(mean, self.scale, self.radius, u[rows])
+        return (
+            np.stack(
+                [
+                    ball_sample(mean[i], self.scale, self.radius, self._sampler_gens[r], _MAX_TRIES)
+                    for i, r in enumerate(rows)
+                ]
+            )
+            if rows.size
+            else np.zeros((0, self.dim))
+        )
+
+    def _learn(self, g: np.ndarray) -> None:
+        if self.leader_only:
+            self.cum += g
+            return
+        new_cum = self.cum + g
+        if self._log_z is None:
+            self._log_z = self._log_z_of(self.cum)
+        new_log_z = self._log_z_of(new_cum)
+        self._log_r = -self.beta * np.einsum("bi,bi->b", g, self.point) - (new_log_z - self._log_z)
+        self.cum, self._log_z = new_cum, new_log_z
+
+    def _choose(self, g: np.ndarray) -> np.ndarray:
+        if self.leader_only:
+            self.point = project(-self.cum / self.lam, self.body, self.radius)
+            return self.point
+        # Fixed draws per round and run, whatever the data: 2 coins (+ d uniforms on the box).
+        coins = self.rng.random((2,))
+        u = self.rng.random((self.dim,)) if self.body == "box" else None
+        all_rows = np.arange(self.num_envs)
+        if self.t == 0:
+            self.point = self._sample(all_rows, u)
+            return self.point
+        log_stay = np.clip(self._log_r - self.log_phi, -2.0 * self.log_phi, 0.0)
+        attempt = (coins[:, 0] < self.p) | (coins[:, 1] >= np.exp(log_stay))
+        move = attempt & (self.resamples < self.budget)
+        rows = np.flatnonzero(move)
+        if rows.size:
+            self.point = self.point.copy()
+            self.point[rows] = self._sample(rows, u)
+            self.resamples[rows] += 1
+            self.switches[rows] += 1
+        return self.point

@@ -1,0 +1,297 @@
+"""Learners of DPExperts-OCO-v0: exact samplers and normalisers (known answers), P-COMW's
+marginal and switching, the dp accountant, regret rates of the baselines, batch == single runs."""
+
+from __future__ import annotations
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+import agents
+import dp_experts_env  # noqa: F401
+from agents._oco import (
+    ball_log_normaliser,
+    ball_sample,
+    box_log_normaliser,
+    box_sample,
+    log_ncx2_cdf,
+    log_ndtr_diff,
+)
+from agents.p_comw import PCOMW, paper_epsilon, pcomw_parameters
+from dp_experts_env.privacy.exact_accountants import pcomw_account
+
+ID = "DPExperts-OCO-v0"
+
+
+def run(agent, env, seed=0):
+    obs, _ = env.reset(seed=seed)
+    points = []
+    for _ in range(env.unwrapped.horizon):
+        x = agent.act(obs)
+        points.append(x)
+        obs, _, _, _, info = env.step(x)
+    return np.array(points), info
+
+
+def venv(num_envs, **kw):
+    return gym.make_vec(ID, num_envs=num_envs, vectorization_mode="vector_entry_point", **kw)
+
+
+# --------------------------------------------------------------------------- samplers
+@pytest.mark.parametrize(("a", "b"), [(-1.0, 2.0), (3.0, 3.5), (-40.0, -39.0), (30.0, 31.0)])
+def test_log_ndtr_diff_in_both_tails(a, b):
+    # Reference by quadrature of the density in log space around the interval.
+    shift = -0.5 * min(a * a, b * b) if a * b > 0 else 0.0
+    val, _ = integrate.quad(lambda x: math.exp(-0.5 * x * x - shift), a, b)
+    assert log_ndtr_diff(a, b) == pytest.approx(math.log(val / math.sqrt(2 * math.pi)) + shift)
+
+
+@pytest.mark.parametrize("cum", [[0.0, 0.0], [3.0, -1.0], [300.0, 5.0]])
+def test_box_normaliser_matches_quadrature(cum):
+    beta, lam, r = 0.7, 2.0, 1.3
+    cum = np.array(cum)
+    want = 0.0
+    for c in cum:
+        top = beta * abs(c) * r  # factor out the largest exponent
+        val, _ = integrate.quad(
+            lambda x, c=c, top=top: math.exp(-beta * (c * x + lam * x * x / 2) - top), -r, r
+        )
+        want += math.log(val) + top
+    assert box_log_normaliser(cum, beta, lam, r) == pytest.approx(want, rel=1e-10)
+
+
+@pytest.mark.parametrize("cum", [[1.0, 2.0], [0.0, 0.0], [-4.0, 0.5]])
+def test_ball_normaliser_matches_quadrature(cum):
+    beta, lam, r = 0.5, 1.0, 0.9
+    c = np.array(cum)
+
+    def f(rho, th):
+        x = rho * np.array([math.cos(th), math.sin(th)])
+        return rho * math.exp(-beta * (c @ x + lam * (x @ x) / 2))
+
+    val, _ = integrate.dblquad(f, 0, 2 * math.pi, 0, r)
+    assert ball_log_normaliser(c, beta, lam, r, 2) == pytest.approx(math.log(val), rel=1e-8)
+
+
+def test_noncentral_chi2_series_agrees_with_scipy_and_survives_underflow():
+    for x, nc in [(1.0, 5.0), (100.0, 50.0), (0.001, 100.0), (3.0, 30.0), (10.0, 0.0)]:
+        assert log_ncx2_cdf(x, 10, np.array(nc)) == pytest.approx(stats.ncx2.logcdf(x, 10, nc))
+    deep = log_ncx2_cdf(0.01, 10, np.array([400.0, 1400.0]))
+    assert np.all(np.isfinite(deep)) and deep[1] < deep[0] < -200
+
+
+def test_box_sampler_has_the_truncated_normal_moments():
+    rng = np.random.default_rng(0)
+    mean = np.array([0.3, -2.5, 4.0])
+    s, r, n = 0.8, 1.0, 200_000
+    x = box_sample(np.broadcast_to(mean, (n, 3)), s, r, rng.random((n, 3)))
+    a, b = (-r - mean) / s, (r - mean) / s
+    exact_mean = stats.truncnorm.mean(a, b, loc=mean, scale=s)
+    exact_var = stats.truncnorm.var(a, b, loc=mean, scale=s)
+    assert np.all(np.abs(x) <= r)
+    se = np.sqrt(exact_var / n)
+    assert np.all(np.abs(x.mean(0) - exact_mean) < 5 * se)
+    assert np.allclose(x.var(0), exact_var, rtol=0.02)
+
+
+@pytest.mark.parametrize(
+    ("mean", "scale"), [([0.2, 0.1], 0.3), ([3.0, 0.0], 0.5), ([0.5, 0.5], 3.0)]
+)
+def test_ball_sampler_matches_the_conditioned_gaussian(mean, scale):
+    # Known answer: E[x] under N(m, s^2 I) conditioned on the unit disc, by 2-D quadrature.
+    m, r = np.array(mean), 1.0
+    gen = np.random.default_rng(1)
+    xs = np.array([ball_sample(m, scale, r, gen, 10_000) for _ in range(20_000)])
+    assert np.all(np.linalg.norm(xs, axis=1) <= r + 1e-12)
+
+    def dens(rho, th, k):
+        x = rho * np.array([math.cos(th), math.sin(th)])
+        w = rho * math.exp(-((x - m) @ (x - m)) / (2 * scale**2))
+        return w * (1.0 if k < 0 else x[k])
+
+    z = integrate.dblquad(lambda p, t: dens(p, t, -1), 0, 2 * math.pi, 0, r)[0]
+    for k in range(2):
+        ek = integrate.dblquad(lambda p, t, k=k: dens(p, t, k), 0, 2 * math.pi, 0, r)[0] / z
+        assert abs(xs[:, k].mean() - ek) < 5 * xs[:, k].std() / math.sqrt(len(xs)) + 1e-3
+
+
+# --------------------------------------------------------------------------- P-COMW mechanics
+@pytest.mark.parametrize("body", ["box", "ball"])
+def test_marginal_is_the_gibbs_law_without_budget(body):
+    # Lazy setting (B = inf): the law of x_t is exactly mu_t (the paper's Lemma C.1 with
+    # closeness 0, here ensured by a Phi large enough that the clip never binds). Checked on the
+    # mean of x_t against the truncated-normal mean of mu_t at the final round.
+    t_max, n = 12, 6000
+    grads = np.tile([0.9, -0.3], (t_max, 1)) / 1.0
+    agent = PCOMW(2, t_max, body=body, setting="lazy", switch_budget=6, num_envs=n, seed=5)
+    obs = np.zeros((n, 2))
+    for t in range(t_max):
+        x = agent.act(obs)
+        obs = np.broadcast_to(grads[t], (n, 2))
+    mean_now = -agent.cum[0] / agent.lam
+    if body == "box":
+        a, b = (-1 - mean_now) / agent.scale, (1 - mean_now) / agent.scale
+        want = stats.truncnorm.mean(a, b, loc=mean_now, scale=agent.scale)
+    else:
+        gen = np.random.default_rng(9)
+        ref = np.array([ball_sample(mean_now, agent.scale, 1.0, gen, 10_000) for _ in range(n)])
+        want = ref.mean(0)
+    se = x.std(0) / math.sqrt(n)
+    assert np.all(np.abs(x.mean(0) - want) < 5 * se * (1 if body == "box" else math.sqrt(2)))
+
+
+def test_lazy_switches_at_most_the_budget_in_expectation_seeded():
+    t_max, budget = 400, 40
+    env = venv(32, horizon=t_max, dim=3)
+    for tuning in ("calibrated", "paper"):
+        agent = agents.make(
+            "p-comw", env=env, setting="lazy", switch_budget=budget, tuning=tuning, seed=0
+        )
+        run(agent, env, seed=0)
+        mean = agent.switches.mean()
+        assert agent.parameters.expected_switches <= budget + 1e-9
+        assert mean <= budget, (tuning, mean)
+    assert mean > 0.2 * budget  # the budget is actually used
+
+
+def test_lazy_regret_falls_with_the_switch_budget():
+    t_max = 1000
+    regrets = []
+    for s in (20, 200, 800):
+        env = venv(8, horizon=t_max, dim=3)
+        agent = agents.make("p-comw", env=env, setting="lazy", switch_budget=s, seed=1)
+        _, info = run(agent, env, seed=1)
+        regrets.append(info["static_regret"].mean())
+    assert regrets[0] > regrets[1] > regrets[2]
+
+
+def test_dp_budget_caps_resamples_and_the_point_freezes():
+    agent = PCOMW(2, 200, epsilon=1.0, num_envs=16, seed=0)
+    agent.budget = 3  # a smaller cap than the accountant's (spends less): freezing is visible
+    obs = np.zeros((16, 2))
+    pts = []
+    for _ in range(200):
+        pts.append(agent.act(obs))
+        obs = np.full((16, 2), 0.5)
+    assert agent.resamples.max() <= 3
+    pts = np.array(pts)
+    moved = np.any(pts[1:] != pts[:-1], axis=2).sum(axis=0)
+    assert np.array_equal(moved, agent.resamples)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"setting": "lazy", "switch_budget": 10}, {"body": "ball"}, {"epsilon": math.inf}],
+)
+def test_batch_equals_single_runs(params):
+    t_max, b = 30, 3
+    env = venv(b, horizon=t_max, dim=3, body=params.get("body", "box"))
+    batch = agents.make("p-comw", env=env, seed=7, **params)
+    bx, _ = run(batch, env, seed=2)
+    for i in range(b):
+        single_env = gym.make(ID, horizon=t_max, dim=3, body=params.get("body", "box"))
+        single = agents.make("p-comw", env=single_env, seed=7 + i, **params)
+        sx, _ = run(single, single_env, seed=2 + i)
+        assert np.array_equal(bx[:, i], sx)
+
+
+# --------------------------------------------------------------------------- accountant
+@pytest.mark.parametrize("t_max", [1000, 10_000, 100_000])
+@pytest.mark.parametrize("eps", [0.5, 1.0, 4.0])
+def test_dp_certified_epsilon_meets_the_target(t_max, eps):
+    p = pcomw_parameters("dp", 5, t_max, diameter=2 * math.sqrt(5), grad_bound=1.0, epsilon=eps)
+    acc = pcomw_account(p.kappa, t_max, 1e-5)
+    assert p.epsilon == acc.epsilon <= eps * (1 + 1e-9) and p.epsilon > 0.99 * eps
+    assert p.delta == acc.delta < 1e-5
+    lam = 1.0 / (2 * math.sqrt(5)) * math.sqrt(2 * t_max + 2 * 5 * math.log(t_max) / p.kappa)
+    assert p.lam == pytest.approx(lam) and p.beta == pytest.approx(p.kappa * lam)
+
+
+def test_theorem_41_constants_certify_below_epsilon_and_paper_mode_is_uncertified():
+    env = gym.make(ID, horizon=10_000, dim=10)
+    strict = agents.make("p-comw", env=env, tuning="paper", epsilon=1.0)
+    assert 0.2 < strict.privacy.epsilon < 0.35 and strict.privacy.certified
+    paper = agents.make("p-comw", env=env, tuning="paper", mode="paper", epsilon=1.0)
+    assert not paper.privacy.certified
+    eps_printed, delta_printed, _ = paper_epsilon(paper.parameters.kappa, 10_000, 1e-5)
+    assert paper.privacy.epsilon == eps_printed < strict.privacy.epsilon  # E-AKST-2
+    assert delta_printed > 1e-5 > strict.privacy.delta  # E-AKST-3
+
+
+def test_claims():
+    env = gym.make(ID, horizon=100, dim=2)
+    claim = agents.make("p-comw", env=env, epsilon=1.0).privacy
+    assert claim.is_private and claim.delta < 1e-5 and "Theorem DP" in claim.accountant
+    assert not agents.make("p-comw", env=env, setting="lazy").privacy.is_private
+    assert not agents.make("p-comw", env=env, epsilon=math.inf).privacy.is_private
+    tree = agents.make("dp-ftrl-oco", env=env, epsilon=0.5).privacy
+    assert tree.epsilon == 0.5 and tree.delta == 0
+
+
+# --------------------------------------------------------------------------- regret
+def _slope(name, horizons, seeds=8, **params):
+    finals = []
+    for t_max in horizons:
+        env = venv(seeds, horizon=t_max, dim=3, family="stochastic", gap=0.0)
+        agent = agents.make(name, env=env, seed=0, **params)
+        _, info = run(agent, env, seed=100)
+        finals.append(info["static_regret"].mean())
+    return np.polyfit(np.log(horizons), np.log(finals), 1)[0]
+
+
+@pytest.mark.parametrize("name", ["ogd", "ftrl-oco"])
+def test_regret_grows_like_sqrt_t_on_the_stochastic_family(name):
+    # Zero-mean i.i.d. gradients: the best fixed point in hindsight earns ~sqrt(T), and the
+    # learners' regret grows at that rate.
+    slope = _slope(name, [250, 1000, 4000])
+    assert 0.35 < slope < 0.65, slope
+
+
+def test_dp_regret_falls_with_epsilon_and_reaches_ftrl():
+    t_max = 2000
+    regret = {}
+    for eps in (1.0, 100.0, 1e4, math.inf):
+        env = venv(8, horizon=t_max, dim=3, family="stochastic", gap=0.3)
+        agent = agents.make("p-comw", env=env, epsilon=eps, seed=0)
+        _, info = run(agent, env, seed=3)
+        regret[eps] = info["static_regret"].mean()
+    env = venv(8, horizon=t_max, dim=3, family="stochastic", gap=0.3)
+    _, ftrl = run(agents.make("ftrl-oco", env=env), env, seed=3)
+    vals = list(regret.values())
+    assert all(a > b for a, b in zip(vals, vals[1:], strict=False)), regret
+    assert regret[math.inf] == pytest.approx(ftrl["static_regret"].mean())
+
+
+def test_dp_ftrl_oco_regret_falls_with_epsilon():
+    t_max = 1000
+    vals = []
+    for eps in (0.3, 3.0, math.inf):
+        env = venv(8, horizon=t_max, dim=3, family="stochastic", gap=0.3)
+        _, info = run(agents.make("dp-ftrl-oco", env=env, epsilon=eps, seed=0), env, seed=4)
+        vals.append(info["static_regret"].mean())
+    assert vals[0] > vals[1] > vals[2]
+
+
+@pytest.mark.parametrize(
+    ("params", "error", "match"),
+    [
+        ({"setting": "nope"}, ValueError, "setting"),
+        ({"delta": 0.7}, ValueError, "delta"),
+        ({"setting": "lazy", "switch_budget": 0}, ValueError, "switch_budget"),
+        ({"switch_budget": 5}, ValueError, "lazy"),
+        ({"kappa": 1.0}, ValueError, "spends epsilon"),
+    ],
+)
+def test_bad_parameters_raise(params, error, match):
+    with pytest.raises(error, match=match):
+        PCOMW(2, 100, **params)
+
+
+def test_gradients_longer_than_g_are_refused():
+    agent = PCOMW(2, 10, grad_bound=1.0)
+    agent.act(np.zeros(2))
+    with pytest.raises(ValueError, match="grad_bound"):
+        agent.act(np.array([1.0, 1.0]))
