@@ -124,6 +124,11 @@ def make(name: str, env: Any = None, **params: Any) -> Agent:
         switches = game.pop("n_switches")
         if switches is not None and _accepts(entry.cls, "n_switches"):
             params.setdefault("n_switches", switches)
+        if _accepts(entry.cls, "env_spec"):
+            # Learners that train on simulated episodes (the PPO baseline) need the env's id
+            # and keywords; online learners never see them.
+            base = getattr(env, "unwrapped", env)
+            params.setdefault("env_spec", getattr(env, "spec", None) or getattr(base, "spec", None))
         for key, value in game.items():
             if key in params and params[key] != value:
                 raise ValueError(f"{key}={params[key]} contradicts the env's {key}={value}")

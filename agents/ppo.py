@@ -1,0 +1,147 @@
+"""PPO as a non-private RL baseline that takes part in comparisons (``agents.make("ppo", ...)``).
+
+Unlike every other learner of the suite, this one learns *across* episodes: before it plays, it
+trains a PPO policy (Stable-Baselines3) on simulated episodes of the same env description (id
+and keywords: the public protocol) with training seeds of its own, then plays the evaluation
+episodes with that policy frozen, feeding it the loss statistics of the rounds seen so far
+(:class:`dp_experts_env.wrappers.LossFeatures`). It therefore knows the *distribution* of the
+adversary, which the online learners do not: read it as "what a learner tuned to this class of
+environments reaches", not as an online algorithm. It is not private.
+
+Layering: agents normally never touch environments; this baseline imports the env layer (and
+the ``sb3`` extra) lazily, when it is built, because training on the env is what it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from agents.base import Agent, PrivacyClaim, no_privacy
+from agents.registry import register
+
+__all__ = ["PPOBaseline"]
+
+# Trained policies by their full training description: grid cells of the same learner and env
+# (other seeds) reuse the policy trained in the same process instead of training again.
+_TRAINED: dict[tuple, Any] = {}
+_SPEC_NOISE = ("num_envs", "vectorization_mode", "render_mode")
+
+
+@register(
+    "ppo",
+    private=False,
+    summary="PPO (Stable-Baselines3) trained on simulated episodes of the env, then frozen; "
+    "non-private RL baseline (needs the sb3 extra)",
+)
+class PPOBaseline(Agent):
+    """PPO trained on the env's public description, playing with a per-expert scoring policy.
+
+    Source: Schulman et al. (2017), "Proximal Policy Optimization Algorithms", as implemented by
+    Stable-Baselines3, with :class:`dp_experts_env.rl.ExpertScorePolicy` (one shared scorer per
+    expert) on :class:`dp_experts_env.wrappers.LossFeatures` observations. Privacy claim: none.
+
+    Args:
+        n_experts: N.
+        horizon: T.
+        num_envs: B.
+        seed: seeds the action sampling (run b uses seed + b).
+        n_arms: unused (full information only).
+        env_spec: the env's Gymnasium spec (``agents.make(..., env=env)`` passes it): id and
+            keywords of the episodes to train on.
+        env_id: instead of ``env_spec``: the env id to train on.
+        env_kwargs: with ``env_id``: its keywords.
+        timesteps: training steps (rounds over all parallel training runs).
+        train_seed: seeds training (PPO and the training episodes). The policy is a fixed
+            function of (env description, timesteps, train_seed, features), shared by all runs;
+            vary ``train_seed`` across grid entries to see training variance.
+        windows: recent-window lengths of the features.
+        deterministic: play the highest-scoring expert instead of sampling the policy.
+
+    Per-round cost: one forward pass of a (B*N, groups) x 32 network plus O(N * len(windows))
+    feature updates per run; training costs ``timesteps`` env steps (about 10k steps/s).
+    """
+
+    feedback: ClassVar[str] = "full"
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+        n_arms: int | None = None,
+        env_spec: Any = None,
+        env_id: str | None = None,
+        env_kwargs: Mapping[str, Any] | None = None,
+        timesteps: int = 100_000,
+        train_seed: int = 0,
+        windows: Sequence[int] = (16, 128),
+        deterministic: bool = False,
+    ) -> None:
+        super().__init__(n_experts, horizon, num_envs=num_envs, seed=seed, n_arms=n_arms)
+        if env_id is None:
+            if env_spec is None:
+                raise ValueError(
+                    "env_id: the PPO baseline trains on the env before playing; build it with "
+                    "agents.make('ppo', env=env) or pass env_id= (and env_kwargs=)"
+                )
+            env_id = env_spec.id
+            spec_kwargs = {k: v for k, v in env_spec.kwargs.items() if k not in _SPEC_NOISE}
+            env_kwargs = {**spec_kwargs, **dict(env_kwargs or {})}
+        if not isinstance(env_id, str):
+            raise TypeError(f"env_id must be a string, got {type(env_id).__name__}")
+        if not isinstance(deterministic, bool):
+            raise TypeError(f"deterministic must be a bool, got {deterministic!r}")
+        self.env_id = env_id
+        self.env_kwargs = dict(env_kwargs or {})
+        self.deterministic = deterministic
+        self.model, self.features = self._trained(
+            env_id, self.env_kwargs, int(timesteps), int(train_seed), tuple(windows)
+        )
+        if (self.features.n_experts, self.features.horizon) != (self.n_experts, self.horizon):
+            raise ValueError(
+                f"env_kwargs: the training env has N={self.features.n_experts}, "
+                f"T={self.features.horizon} but the agent plays N={self.n_experts}, "
+                f"T={self.horizon}"
+            )
+        self.reset(seed)
+
+    @staticmethod
+    def _trained(
+        env_id: str, env_kwargs: dict[str, Any], timesteps: int, train_seed: int, windows: tuple
+    ) -> tuple[Any, Any]:
+        from dp_experts_env.rl import train_ppo  # the sb3 extra, only when a PPO agent is built
+
+        key = (env_id, repr(sorted(env_kwargs.items())), timesteps, train_seed, windows)
+        if key not in _TRAINED:
+            _TRAINED[key] = train_ppo(
+                env_id, env_kwargs, timesteps=timesteps, seed=train_seed, windows=windows
+            )
+        return _TRAINED[key]
+
+    @property
+    def privacy(self) -> PrivacyClaim:
+        """Not private."""
+        return no_privacy("full")
+
+    def _init_state(self) -> None:
+        self._obs = self.features.reset(self.num_envs)
+
+    def _learn(self, obs: np.ndarray) -> None:
+        self._obs = self.features.update(obs)
+
+    def _choose(self, obs: np.ndarray) -> np.ndarray:
+        import torch
+
+        with torch.no_grad():
+            tensor = torch.as_tensor(self._obs, dtype=torch.float32)
+            dist = self.model.policy.get_distribution(tensor).distribution
+            logits = dist.logits.numpy().astype(np.float64)
+        if self.deterministic:
+            return np.argmax(logits, axis=1)
+        # Gumbel-max with the agent's own per-run streams: run b is reproducible from seed + b.
+        return np.argmax(logits + self.rng.gumbel((self.n_experts,)), axis=1)
