@@ -128,7 +128,10 @@ def make(name: str, env: Any = None, **params: Any) -> Agent:
             # Learners that train on simulated episodes (the PPO baseline) need the env's id
             # and keywords; online learners never see them.
             base = getattr(env, "unwrapped", env)
-            params.setdefault("env_spec", getattr(env, "spec", None) or getattr(base, "spec", None))
+            found = getattr(env, "spec", None) or getattr(base, "spec", None)
+            if found is None and callable(getattr(env, "get_attr", None)):
+                found = env.get_attr("spec")[0]  # SB3 DummyVecEnv / SubprocVecEnv
+            params.setdefault("env_spec", found)
         for key, value in game.items():
             if key in params and params[key] != value:
                 raise ValueError(f"{key}={params[key]} contradicts the env's {key}={value}")

@@ -64,6 +64,11 @@ class SB3VecEnv(VecEnv):
         super().__init__(env.num_envs, env.single_observation_space, env.single_action_space)
         self._actions: np.ndarray | None = None
 
+    @property
+    def spec(self) -> Any:
+        """The Gymnasium spec of the wrapped env (id and keywords), or None."""
+        return getattr(self.venv, "spec", None) or getattr(self.venv.unwrapped, "spec", None)
+
     # ------------------------------------------------------------------ stepping
     def reset(self) -> VecEnvObs:
         """Reset every run; uses the seeds and options set by ``seed``/``set_options`` once."""
