@@ -1,0 +1,118 @@
+"""Action-level privacy audits of the OCO learners (events on the released points) and P-COMW's
+per-step costs against its accountant."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from agents.oco_baselines import DPFTRLOCO
+from agents.p_comw import PCOMW
+from dp_experts_env.privacy.audit_oco import audit_oco_agent, encode_points
+
+
+def neighbours(horizon, dim=1):
+    x = np.zeros((horizon, dim))
+    x[0, 0] = 1.0
+    xn = x.copy()
+    xn[0, 0] = -1.0
+    return x, xn
+
+
+def test_encode_points():
+    pts = np.array([[[0.5], [0.5], [-0.2]]])
+    assert encode_points(pts, np.array([1.0])).tolist() == [[1, 1, 2]]
+
+
+# --------------------------------------------------------------------------- DP-FTRL (tree)
+# T = 3: the gradient of round 1 enters both tree nodes released before the last play, so the
+# whole claimed epsilon is visible in the points; the audit then has the power to see a noise
+# scale halved (true epsilon 2 against a claim of 1).
+def tree_agent(scale_factor):
+    def factory(num_envs, seed):
+        agent = DPFTRLOCO(1, 3, epsilon=1.0, num_envs=num_envs, seed=seed)
+        agent.tree.node_scale *= scale_factor  # the claim still says epsilon = 1
+        return agent
+
+    return factory
+
+
+def test_dp_ftrl_oco_passes_the_audit():
+    x, xn = neighbours(3)
+    result = audit_oco_agent(tree_agent(1.0), x, xn, n_runs=20_000, seed=1)
+    assert result.passed, result.summary()
+    assert result.epsilon_lower_bound > 0.5  # the audit sees most of the claim
+
+
+def test_dp_ftrl_oco_half_noise_mutant_is_caught():
+    x, xn = neighbours(3)
+    result = audit_oco_agent(tree_agent(0.5), x, xn, n_runs=20_000, seed=1)
+    assert not result.passed, result.summary()
+    assert result.epsilon_lower_bound > 1.2
+
+
+# --------------------------------------------------------------------------- P-COMW
+T_PCOMW = 128  # long enough that the certified delta is small (delta_out ~ 6.5e-6)
+
+
+class _ClaimKept(PCOMW):
+    """A mutant keeps the claim of the correct learner."""
+
+    @property
+    def privacy(self):
+        return self._kept
+
+
+def pcomw_mutant(beta_factor=1.0, leader=False):
+    def factory(num_envs, seed):
+        agent = _ClaimKept(1, T_PCOMW, epsilon=1.0, num_envs=num_envs, seed=seed)
+        agent._kept = PCOMW.privacy.fget(agent)
+        if leader:  # noise removed: plays the regularised leader
+            agent.leader_only = True
+        agent.beta *= beta_factor
+        agent.scale = 1.0 / math.sqrt(agent.beta * agent.lam)
+        return agent
+
+    return factory
+
+
+def test_p_comw_passes_the_audit():
+    x, xn = neighbours(T_PCOMW)
+    result = audit_oco_agent("p-comw", x, xn, n_runs=10_000, seed=1, epsilon=1.0)
+    assert result.claimed_delta < 1e-5
+    assert result.passed, result.summary()
+
+
+def test_p_comw_noise_free_mutant_is_caught():
+    x, xn = neighbours(T_PCOMW)
+    result = audit_oco_agent(pcomw_mutant(leader=True), x, xn, n_runs=10_000, seed=1)
+    assert not result.passed and result.epsilon_lower_bound > 3.0, result.summary()
+
+
+def _coin_switch_probability(agent, g, x):
+    """Exact switch probability of the round-1 coin at point x after gradient g (d = 1)."""
+    from agents._oco import log_normaliser
+
+    cum0 = np.zeros((1, 1))
+    log_r = -agent.beta * g * x - (
+        log_normaliser("box", cum0 + g, agent.beta, agent.lam, 1.0)
+        - log_normaliser("box", cum0, agent.beta, agent.lam, 1.0)
+    )
+    stay = np.exp(np.clip(log_r - agent.log_phi, -2 * agent.log_phi, 0.0))
+    return agent.p + (1 - agent.p) * (1 - stay)
+
+
+@pytest.mark.parametrize(("epsilon", "kappa"), [(1.0, None), (2000.0, 1e-4)])
+def test_p_comw_round_t0_coin_costs_at_most_its_charge(epsilon, kappa):
+    # Claim D.1: the coin reading the changed gradient costs at most 2 ln(Phi)/p (both outcomes,
+    # every point x, every pair of gradients of norm <= G). Checked exactly on a grid of points
+    # for the extreme pair g = +G, g' = -G.
+    agent = PCOMW(1, T_PCOMW, epsilon=epsilon, kappa=kappa)
+    xs = np.linspace(-1, 1, 401)
+    sw_a = np.array([_coin_switch_probability(agent, 1.0, x) for x in xs]).ravel()
+    sw_b = np.array([_coin_switch_probability(agent, -1.0, x) for x in xs]).ravel()
+    loss = np.max(np.abs(np.r_[np.log(sw_a / sw_b), np.log((1 - sw_a) / (1 - sw_b))]))
+    charge = 2 * agent.log_phi / agent.p
+    assert 0 < loss <= charge
