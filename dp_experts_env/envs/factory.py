@@ -116,10 +116,12 @@ class Game:
 # Keywords the env itself consumes; everything else goes to the family.
 _SIZE_KEYS = ("n_experts", "horizon", "n_arms")
 
-#: Largest horizon an env accepts. Change points and schedules compute k * T in int64, which
-#: overflows near 2**63; 2**31 rounds is far beyond anything playable (hours per run at 10^5
-#: rounds per second), so a larger value is a typo to report, not a game to build.
+#: Largest horizon, number of experts and number of arms an env accepts. Change points and
+#: schedules compute k * T in int64, which overflows near 2**63, and numpy refuses arrays that
+#: large with a message naming no parameter; 2**31 rounds (or experts) is far beyond anything
+#: playable, so a larger value is a typo to report, not a game to build.
 MAX_HORIZON = 2**31
+MAX_SIZE = 2**31
 
 
 def build_game(
@@ -161,6 +163,9 @@ def build_game(
         check_choice("family", family, _family_names(kind))
     if horizon is not None:
         check_int("horizon", horizon, minimum=1, maximum=MAX_HORIZON)
+    for name, value in (("n_experts", n_experts), ("n_arms", n_arms)):
+        if value is not None:
+            check_int(name, value, minimum=1, maximum=MAX_SIZE)
     sizes = {"n_experts": n_experts, "horizon": horizon, "n_arms": n_arms}
     if spec.feedback == "full" and n_arms is not None:
         raise ValueError(

@@ -288,6 +288,12 @@ class Grid:
                 raise TypeError(f"parameters of agent {a.name!r} must be a table/dict")
         if isinstance(self.epsilons, numbers.Real):
             self.epsilons = [self.epsilons]
+        if isinstance(self.epsilons, (str, bytes, Mapping)) or not hasattr(
+            self.epsilons, "__iter__"
+        ):
+            raise TypeError(
+                f"epsilons must be a number or a list of numbers, got {self.epsilons!r}"
+            )
         self.epsilons = [check_epsilon("epsilons", e) for e in self.epsilons]
         if not self.epsilons:
             raise ValueError("epsilons must list at least one value")
@@ -310,6 +316,9 @@ class Grid:
             raise ValueError(
                 f"unknown grid key(s) {sorted(unknown)}; allowed: {sorted(_GRID_KEYS)}"
             )
+        output = data.get("output")
+        if output is not None and not isinstance(output, str):
+            raise ValueError(f"grid key 'output' must be a folder path string, got {output!r}")
         agents_raw = data.get("agent")
         envs_raw = data.get("env")
         if not agents_raw or not isinstance(agents_raw, list):
