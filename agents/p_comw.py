@@ -210,7 +210,7 @@ def pcomw_parameters(
 @register(
     "p-comw",
     private=True,
-    summary="P-COMW (001): Gibbs sampling on a box/ball with lazy rejection; dp or lazy setting",
+    summary="P-COMW (Agarwal-Kale-Singh-Thakurta): Gibbs sampling on a box/ball, lazy rejection",
 )
 class PCOMW(OCOAgent):
     """P-COMW on ``DPExperts-OCO-v0``: exact Gibbs samples, resampled rarely.

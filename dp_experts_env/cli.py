@@ -175,7 +175,11 @@ def _cmd_list() -> int:
     print("Environments (gym.make(id, **kwargs)):")
     for entry in ENVS:
         gym.spec(entry.id)
-        fams = ", ".join(families(entry.kind))
+        if entry.kind == "oco":  # continuous actions: its families live with its own adversary
+            from dp_experts_env.adversaries.oco import OCO_FAMILIES as fam_names
+        else:
+            fam_names = families(entry.kind)
+        fams = ", ".join(fam_names)
         print(f"  {entry.id:26s} {entry.feedback:6s} feedback; families: {fams}")
     print("\nLearners (agents.make(name, env=env, ...)):")
     for item in agents.available():
@@ -190,6 +194,10 @@ def _finish(frame: Any, out: Path, metric: str, figures: bool) -> None:
     from dp_experts_env.evaluation import make_figures, summarize
     from dp_experts_env.evaluation.store import write_atomic
 
+    if metric == "dynamic_regret" and metric not in frame.columns and "static_regret" in frame:
+        # DPExperts-OCO-v0 has no exact S-switch dynamic regret (docs/environments.md).
+        print("dynamic_regret is not reported by these environments: using static_regret")
+        metric = "static_regret"
     if metric not in frame.columns:
         raise ValueError(f"metric {metric!r} is not reported by these environments")
     table = summarize(frame, metric)
@@ -314,6 +322,15 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     neighbor = losses.copy()
     neighbor[args.horizon // 2] = 1.0 - neighbor[args.horizon // 2]
     params = _parse_assignments(args.set, "--set")
+    if agents.spec(args.agent).feedback == "oco":
+        # Continuous actions: d = --n-experts, gradients +-1/sqrt(d) per coordinate (||g|| = 1),
+        # the middle one negated; events on half-spaces of the played points.
+        from dp_experts_env.privacy.audit_oco import audit_oco_agent
+
+        audit_agent = audit_oco_agent  # noqa: F811
+        losses = (2.0 * losses - 1.0) / np.sqrt(args.n_experts)
+        neighbor = losses.copy()
+        neighbor[args.horizon // 2] *= -1.0
     result = audit_agent(
         args.agent,
         losses,
