@@ -421,7 +421,10 @@ class PCOMW(OCOAgent):
 
     def _choose(self, g: np.ndarray) -> np.ndarray:
         if self.leader_only:
-            self.point = project(-self.cum / self.lam, self.body, self.radius)
+            new = project(-self.cum / self.lam, self.body, self.radius)
+            if self.t > 0:
+                self.switches += np.any(new != self.point, axis=1)
+            self.point = new
             return self.point
         # Fixed draws per round and run, whatever the data: 2 coins (+ d uniforms on the box).
         coins = self.rng.random((2,))
