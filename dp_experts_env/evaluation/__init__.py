@@ -15,7 +15,7 @@ from dp_experts_env.evaluation.stats import (
     iqm,
     stratified_bootstrap_ci,
 )
-from dp_experts_env.evaluation.store import CellStore
+from dp_experts_env.evaluation.store import CellStore, ResultsFolderBusy, load_results
 from dp_experts_env.evaluation.sweep import final_rows, run_grid, summarize
 
 __all__ = [
@@ -24,11 +24,13 @@ __all__ = [
     "CellStore",
     "EnvEntry",
     "Grid",
+    "ResultsFolderBusy",
     "bootstrap_ci",
     "default_grid",
     "final_rows",
     "fit_loglog_slope",
     "iqm",
+    "load_results",
     "make_figures",
     "play",
     "plot_regret_vs_epsilon",

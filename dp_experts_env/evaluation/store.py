@@ -232,12 +232,26 @@ def code_fingerprint(agent_name: str, env_id: str) -> dict[str, str]:
 
 
 def forget_fingerprints() -> None:
-    """Drop the cached source hashes (each sweep hashes the files as they are on disk now)."""
+    """Drop the cached hashes (each sweep hashes the files as they are on disk now)."""
     for cached in (_module_source, _imports, code_fingerprint):
         cached.cache_clear()
+    _FILE_DIGESTS.clear()
+
+
+# (resolved path, size, mtime) -> digest: every seed of every cell names the same data file, and
+# hashing a large replay matrix once per seed would dominate the planning of a sweep.
+_FILE_DIGESTS: dict[tuple[str, int, int], str] = {}
 
 
 def _file_digest(path: Path) -> str:
+    info = path.stat()
+    memo = (str(path.resolve()), info.st_size, info.st_mtime_ns)
+    if memo not in _FILE_DIGESTS:
+        _FILE_DIGESTS[memo] = _hash_file(path)
+    return _FILE_DIGESTS[memo]
+
+
+def _hash_file(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
