@@ -4,16 +4,23 @@
   one panel per epsilon (non-private agents appear in every panel as references).
 * :func:`plot_regret_vs_epsilon` -- the privacy-utility trade-off: final regret against epsilon
   per private agent; non-private agents as horizontal dashed lines.
-* :func:`plot_regret_vs_horizon` -- final regret against T on log-log axes with the fitted slope
-  of each agent and a theory slope drawn beside for reference.
+* :func:`plot_regret_vs_horizon` -- final regret against T on log-log axes: bootstrap error bars,
+  each learner's fitted power law (slope in the legend) and a reference slope.
+
+Styling is for papers: figures are :data:`COLUMN_WIDTH` (one panel) or :data:`FULL_WIDTH` wide
+with 7-8 pt text, PDFs embed TrueType (Type 42) fonts, and every learner keeps one colour and
+marker across all figures drawn from the same rows (:func:`learner_styles`; colour-blind-safe
+hues). Uniform play, the reference of every score, is a black dashed line; other non-private
+learners are dashed, private ones solid.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -27,6 +34,11 @@ from matplotlib.figure import Figure  # noqa: E402
 from dp_experts_env.evaluation.stats import bootstrap_ci, fit_loglog_slope  # noqa: E402
 
 __all__ = [
+    "COLUMN_WIDTH",
+    "FULL_WIDTH",
+    "PALETTE",
+    "STYLE",
+    "learner_styles",
     "plot_regret_vs_round",
     "plot_regret_vs_epsilon",
     "plot_regret_vs_horizon",
@@ -60,10 +72,94 @@ def _eps_text(eps: float) -> str:
     return "non-private" if not math.isfinite(eps) else f"ε = {eps:g}"
 
 
-def _colours(agents: list[str]) -> dict[str, tuple]:
-    """One colour per agent, stable across the figures of a frame (up to 20 distinct)."""
-    cmap = matplotlib.colormaps["tab20"]
-    return {agent: cmap(i % 20) for i, agent in enumerate(sorted(agents))}
+#: Width in inches of one column of a two-column paper, and of the full text width.
+COLUMN_WIDTH = 3.5
+FULL_WIDTH = 7.0
+
+#: Matplotlib settings of every figure (applied with ``plt.rc_context`` while drawing and saving).
+STYLE: dict[str, Any] = {
+    # TrueType (Type 42) fonts in PDF/PS: publishers' checkers reject Type 3 bitmap fonts.
+    "pdf.fonttype": 42,
+    "ps.fonttype": 42,
+    "font.size": 8,
+    "axes.titlesize": 8,
+    "axes.labelsize": 8,
+    "legend.fontsize": 7,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+    "lines.linewidth": 1.3,
+    "lines.markersize": 3.5,
+    "axes.linewidth": 0.6,
+    "grid.linewidth": 0.4,
+    "grid.alpha": 0.35,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "savefig.dpi": 300,
+}
+
+#: Colour-blind-safe qualitative colours: the Okabe & Ito (2008) set without black (kept for the
+#: uniform reference) and yellow (too pale on white), then Paul Tol's "muted" colours for larger
+#: comparisons. No two are light and dark shades of one hue (CIE76 distance >= 20 for every
+#: pair); learners past the 14th reuse colours with another marker.
+PALETTE = (
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # bluish green
+    "#CC79A7",  # reddish purple
+    "#D55E00",  # vermillion
+    "#56B4E9",  # sky blue
+    "#332288",  # indigo
+    "#999933",  # olive
+    "#882255",  # wine
+    "#DDCC77",  # sand
+    "#AA4499",  # purple
+    "#117733",  # green
+    "#CC6677",  # rose
+    "#777777",  # grey (Tol's teal sat too close to Okabe-Ito's bluish green)
+)
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
+_REFERENCE = "uniform"
+
+
+def _is_reference(label: str) -> bool:
+    return label.split("[", 1)[0] == _REFERENCE
+
+
+def learner_styles(labels: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """One colour and marker per learner label, the same in every figure of the same rows.
+
+    Uniform play (the reference of every score) is black; the others take :data:`PALETTE` in
+    sorted order, with a marker cycle that keeps learners apart when colours repeat (more than
+    14 learners) and in greyscale print.
+    """
+    styles: dict[str, dict[str, Any]] = {}
+    i = 0
+    for label in sorted(set(labels)):
+        if _is_reference(label):
+            styles[label] = {"color": "black", "marker": None}
+        else:
+            styles[label] = {
+                "color": PALETTE[i % len(PALETTE)],
+                "marker": _MARKERS[i % len(_MARKERS)],
+            }
+            i += 1
+    return styles
+
+
+def _line_kwargs(style: dict[str, Any], label: str, private: bool) -> dict[str, Any]:
+    """Line style of a learner: private solid, non-private dashed, the reference black dashed."""
+    if _is_reference(label):
+        return {"color": "black", "linestyle": (0, (5, 2)), "linewidth": 1.6, "zorder": 3}
+    return {
+        "color": style["color"],
+        "linestyle": "-" if private else (0, (4, 1.5)),
+        "linewidth": 1.3 if private else 1.5,
+    }
+
+
+def _round_label(value: float, _pos: int) -> str:
+    """Tick label of a round: 2500 -> '2.5k'."""
+    return f"{value / 1000:g}k" if abs(value) >= 1000 else f"{value:g}"
 
 
 def _title(env: str) -> str:
@@ -71,10 +167,22 @@ def _title(env: str) -> str:
     return env.replace("[", "\n[", 1) if "[" in env else env
 
 
-def _legend_outside(fig: Figure, ax) -> None:
+def _legend_below(fig: Figure, ax, width: float) -> None:
+    """One legend under the axes, as many columns as the figure width holds."""
     handles, labels = ax.get_legend_handles_labels()
+    longest = max((len(label) for label in labels), default=10)
+    # About 0.055 in per character at 7 pt plus the handle.
+    ncol = max(1, min(len(labels), int(width // (0.055 * longest + 0.45))))
     fig.legend(
-        handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False
+        handles,
+        labels,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=ncol,
+        frameon=False,
+        handlelength=2.6,
+        columnspacing=1.0,
+        labelspacing=0.3,
     )
 
 
@@ -86,55 +194,67 @@ def plot_regret_vs_round(
     confidence: float = 0.95,
     n_boot: int = 500,
 ) -> Figure:
-    """Regret against round for every agent on ``env``; one panel per epsilon."""
+    """Regret against round for every agent on ``env``; one panel per epsilon.
+
+    One panel is :data:`COLUMN_WIDTH` wide, several share :data:`FULL_WIDTH`; the legend sits
+    below the panels.
+    """
     data = frame[frame["env"] == env]
     if data.empty:
         raise ValueError(f"no rows for env {env!r}")
     epsilons = sorted(e for e in data["epsilon"].unique() if math.isfinite(e)) or [math.inf]
-    colours = _colours(list(data["agent"].unique()))
-    fig, axes = plt.subplots(
-        1, len(epsilons), figsize=(4.6 * len(epsilons), 4.2), squeeze=False, sharey=True
-    )
-    for ax, eps in zip(axes[0], epsilons, strict=True):
-        panel = data[(data["epsilon"] == eps) | ~np.isfinite(data["epsilon"])]
-        for agent, group in panel.groupby("agent", sort=True):
-            table = group.pivot_table(index="round", columns="seed", values=metric)
-            mean, lo, hi = _curve_band(table.to_numpy(), confidence, n_boot, seed=0)
-            private = bool(np.isfinite(group["epsilon"].iloc[0]))
-            colour = colours[agent]
-            ax.plot(
-                table.index,
-                mean,
-                label=agent,
-                color=colour,
-                linestyle="-" if private else "--",
-                linewidth=1.6 if private else 1.2,
-            )
-            ax.fill_between(table.index, lo, hi, color=colour, alpha=0.15, linewidth=0)
-        ax.set_xlim(0, data["round"].max())
-        ax.set_xlabel("round t")
-        ax.set_title(_eps_text(eps))
-        ax.grid(True, alpha=0.3)
-    axes[0][0].set_ylabel(_NICE.get(metric, metric))
-    _legend_outside(fig, axes[0][-1])
-    fig.suptitle(
-        f"{_NICE.get(metric, metric)} on {_title(env)}\n"
-        f"mean over seeds, {confidence:.0%} bootstrap band; dashed = non-private",
-        fontsize=10,
-    )
-    fig.tight_layout()
+    styles = learner_styles(frame["agent"].unique())  # the whole frame: same colours everywhere
+    width = COLUMN_WIDTH if len(epsilons) == 1 else FULL_WIDTH
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, len(epsilons), figsize=(width, 2.4), squeeze=False, sharey=True)
+        for ax, eps in zip(axes[0], epsilons, strict=True):
+            panel = data[(data["epsilon"] == eps) | ~np.isfinite(data["epsilon"])]
+            for agent, group in panel.groupby("agent", sort=True):
+                table = group.pivot_table(index="round", columns="seed", values=metric)
+                mean, lo, hi = _curve_band(table.to_numpy(), confidence, n_boot, seed=0)
+                private = bool(np.isfinite(group["epsilon"].iloc[0]))
+                line = _line_kwargs(styles[agent], agent, private)
+                ax.plot(
+                    table.index,
+                    mean,
+                    label=agent,
+                    marker=styles[agent]["marker"],
+                    markevery=max(1, len(mean) // 6),
+                    **line,
+                )
+                ax.fill_between(table.index, lo, hi, color=line["color"], alpha=0.15, lw=0)
+            ax.set_xlim(0, data["round"].max())
+            # Few, short round labels (10k, not 10000) so that neighbouring panels' last and
+            # first labels do not run into each other at full width.
+            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(nbins=4))
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_round_label))
+            ax.set_xlabel("round t")
+            ax.set_title(_eps_text(eps))
+            ax.grid(True)
+        axes[0][0].set_ylabel(_NICE.get(metric, metric))
+        fig.suptitle(
+            f"{env}: mean over seeds, {confidence:.0%} bootstrap band; dashed: non-private",
+            fontsize=8,
+        )
+        fig.tight_layout()
+        _legend_below(fig, axes[0][0], width)
     return fig
 
 
 def plot_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str = "dynamic_regret") -> Figure:
-    """Final regret against epsilon per private agent (privacy-utility curve)."""
+    """Final regret against epsilon per private agent (privacy-utility curve), column width."""
+    with plt.rc_context(STYLE):
+        return _draw_regret_vs_epsilon(frame, env, metric)
+
+
+def _draw_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str) -> Figure:
     data = frame[frame["env"] == env]
     if data.empty:
         raise ValueError(f"no rows for env {env!r}")
     last = data.groupby(["agent", "epsilon", "seed"])["round"].transform("max")
     final = data[data["round"] == last]
-    colours = _colours(list(final["agent"].unique()))
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    styles = learner_styles(frame["agent"].unique())
+    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 2.6))
     private = sorted(a for a, g in final.groupby("agent") if np.isfinite(g["epsilon"]).all())
     # Learners sit side by side around each epsilon (a small log-x offset) so that their error
     # bars do not hide one another.
@@ -153,18 +273,16 @@ def plot_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str = "dynamic
                 np.asarray(stats.index, dtype=float) * shift,
                 means,
                 yerr=np.vstack([means - cis[:, 0], cis[:, 1] - means]),
-                marker="o",
-                capsize=3,
+                marker=styles[agent]["marker"] or "o",
+                capsize=2,
                 label=agent,
-                color=colours[agent],
+                color=styles[agent]["color"],
             )
         else:
             ax.axhline(
                 stats["mean"].iloc[0],
-                linestyle="--",
-                linewidth=1.2,
-                color=colours[agent],
-                label=f"{agent} (non-private)",
+                label=agent,
+                **_line_kwargs(styles[agent], agent, private=False),
             )
             references.append(float(stats["mean"].iloc[0]))
     if references:
@@ -183,13 +301,10 @@ def plot_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str = "dynamic
         ax.set_xlim(epsilons[0] / reach, epsilons[-1] * reach)
     ax.set_xlabel("privacy parameter ε (log scale)")
     ax.set_ylabel(f"final {_NICE.get(metric, metric)}")
-    ax.set_title(
-        f"privacy-utility on {_title(env)}\nmean over seeds, 95% bootstrap CI (as in summary.csv)",
-        fontsize=10,
-    )
-    ax.grid(True, alpha=0.3)
-    _legend_outside(fig, ax)
+    ax.set_title(f"{_title(env)}\nmean over seeds, 95% bootstrap CI; dashed: non-private")
+    ax.grid(True)
     fig.tight_layout()
+    _legend_below(fig, ax, COLUMN_WIDTH)
     return fig
 
 
@@ -200,38 +315,75 @@ def plot_regret_vs_horizon(
     *,
     theory_slope: float | Mapping[str, float] = 0.5,
 ) -> Figure:
-    """Final regret against T on log-log axes with fitted slopes (needs >= 2 horizons)."""
+    """Final regret against T on log-log axes (needs >= 2 horizons).
+
+    Each learner (and epsilon) shows its mean final regret per T with the 95% bootstrap
+    interval of summary.csv as error bars, and its least-squares power law ``c T^slope`` as a
+    line (slope in the legend). ``theory_slope`` draws a grey dotted reference line (one value)
+    or, given per learner, a dotted line in the learner's colour.
+    """
     data = frame[frame["env_id"] == env_id]
     last = data.groupby(["env", "agent", "epsilon", "seed"])["round"].transform("max")
     final = data[data["round"] == last]
     if final["horizon"].nunique() < 2:
         raise ValueError(f"regret vs T needs at least two horizons for {env_id!r}")
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    for (agent, eps), group in final.groupby(["agent", "epsilon"], sort=True):
-        means = group.groupby("horizon")[metric].mean()
-        label = agent if not math.isfinite(eps) else f"{agent} ε={eps:g}"
-        positive = means[means > 0]
-        if len(positive) >= 2:
-            slope, intercept = fit_loglog_slope(positive.index, positive.to_numpy())
-            label += f" (slope {slope:.2f})"
-        (line,) = ax.plot(means.index, means.to_numpy(), marker="o", label=label)
-        reference = (
-            theory_slope.get(agent, 0.5) if isinstance(theory_slope, Mapping) else theory_slope
-        )
-        if len(positive):
-            t0, r0 = positive.index[0], positive.iloc[0]
-            ts = np.asarray(means.index, dtype=float)
-            ax.plot(
-                ts, r0 * (ts / t0) ** reference, linestyle=":", color=line.get_color(), linewidth=1
+    styles = learner_styles(frame["agent"].unique())
+    eps_dashes = {}
+    for eps in sorted(e for e in final["epsilon"].unique() if math.isfinite(e)):
+        eps_dashes[eps] = ("-", (0, (1, 1)), (0, (3, 1, 1, 1)), (0, (6, 2)))[len(eps_dashes) % 4]
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 2.8))
+        anchors = []
+        for (agent, eps), group in final.groupby(["agent", "epsilon"], sort=True):
+            per_t = {t: g[metric].to_numpy() for t, g in group.groupby("horizon")}
+            ts = np.array(sorted(per_t), dtype=float)
+            cis = np.array([bootstrap_ci(per_t[t]) for t in sorted(per_t)])  # est, lo, hi
+            means = cis[:, 0]
+            label = agent if not math.isfinite(eps) else f"{agent} ε={eps:g}"
+            line = _line_kwargs(styles[agent], agent, math.isfinite(eps))
+            if math.isfinite(eps):
+                line["linestyle"] = eps_dashes[eps]
+            positive = means > 0
+            if positive.sum() >= 2:
+                slope, intercept = fit_loglog_slope(ts[positive], means[positive])
+                label += f": slope {slope:.2f}"
+                grid_t = np.geomspace(ts[positive][0], ts[positive][-1], 50)
+                ax.plot(grid_t, np.exp(intercept) * grid_t**slope, **line)
+                anchors.append((ts[positive][0], means[positive][0]))
+            ax.errorbar(
+                ts,
+                means,
+                yerr=np.vstack([means - cis[:, 1], cis[:, 2] - means]),
+                linestyle="none",
+                marker=styles[agent]["marker"] or "o",
+                color=line["color"],
+                capsize=2,
+                label=label,
             )
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("horizon T")
-    ax.set_ylabel(f"final {_NICE.get(metric, metric)}")
-    ax.set_title(f"regret vs T on {env_id}\ndotted: reference slope", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    _legend_outside(fig, ax)
-    fig.tight_layout()
+            if isinstance(theory_slope, Mapping) and agent in theory_slope and positive.any():
+                t0, r0 = ts[positive][0], means[positive][0]
+                ax.plot(ts, r0 * (ts / t0) ** theory_slope[agent], ":", color=line["color"], lw=1)
+        if not isinstance(theory_slope, Mapping) and anchors:
+            # One reference line through the geometric middle of the smallest-T points.
+            t0 = min(a[0] for a in anchors)
+            r0 = float(np.exp(np.mean([np.log(a[1]) for a in anchors])))
+            ts = np.asarray(sorted(final["horizon"].unique()), dtype=float)
+            ax.plot(
+                ts,
+                r0 * (ts / t0) ** float(theory_slope),
+                ":",
+                color="0.45",
+                lw=1.2,
+                label=f"reference slope {float(theory_slope):g}",
+            )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("horizon T")
+        ax.set_ylabel(f"final {_NICE.get(metric, metric)}")
+        ax.set_title(f"{env_id}: mean, 95% bootstrap CI, fitted power law")
+        ax.grid(True, which="both")
+        fig.tight_layout()
+        _legend_below(fig, ax, COLUMN_WIDTH)
     return fig
 
 
@@ -242,9 +394,10 @@ def save_figure(fig: Figure, path_stem: str | Path) -> list[Path]:
     # Append the suffix: with_suffix() would replace whatever follows the stem's last "." (an
     # env label "gap=0.1" and "gap=0.2" would both be saved as "...gap=0.png").
     paths = [stem.parent / f"{stem.name}.png", stem.parent / f"{stem.name}.pdf"]
-    for path in paths:
-        # "tight" keeps the legend placed outside the axes inside the saved image.
-        fig.savefig(path, dpi=130, bbox_inches="tight")
+    with plt.rc_context(STYLE):  # fonttype is read when the PDF is written
+        for path in paths:
+            # "tight" keeps the legend placed below the axes inside the saved image.
+            fig.savefig(path, dpi=300, bbox_inches="tight")
     plt.close(fig)
     return paths
 
@@ -282,10 +435,10 @@ def make_figures(
         paths += save_figure(
             plot_regret_vs_round(frame, env, metric), out / figure_stem("round", metric, env)
         )
-        if (
-            frame[frame["env"] == env]["epsilon"].map(math.isfinite).sum()
-            and frame[frame["env"] == env]["epsilon"].nunique() > 1
-        ):
+        # A privacy-utility curve needs two privacy levels: non-private rows (epsilon = inf)
+        # do not count, so a one-epsilon grid draws no epsilon figure.
+        finite = [e for e in frame[frame["env"] == env]["epsilon"].unique() if math.isfinite(e)]
+        if len(finite) >= 2:
             paths += save_figure(
                 plot_regret_vs_epsilon(frame, env, metric),
                 out / figure_stem("epsilon", metric, env),

@@ -1,0 +1,171 @@
+"""Paper-ready figures: sizes, embedded font type, one colour per learner, references, slopes."""
+
+import itertools
+
+import matplotlib
+import matplotlib.colors as mcolors
+import numpy as np
+import pandas as pd
+import pytest
+
+from dp_experts_env.evaluation.plots import (
+    COLUMN_WIDTH,
+    FULL_WIDTH,
+    PALETTE,
+    learner_styles,
+    make_figures,
+    plot_regret_vs_epsilon,
+    plot_regret_vs_horizon,
+    plot_regret_vs_round,
+    save_figure,
+)
+from dp_experts_env.evaluation.stats import fit_loglog_slope
+
+matplotlib.use("Agg")
+
+ENV_ID = "DPExperts-Shift-v0"
+
+
+def _rows(horizons=(100, 400, 1600), epsilons=(0.5, 2.0), seeds=4):
+    """Synthetic result rows: regret = c * T^a * (1 + noise) along 5 recorded rounds."""
+    rng = np.random.default_rng(0)
+    learners = [("uniform", np.inf, 0.9, 1.0), ("hedge", np.inf, 0.5, 0.5)]
+    learners += [("priv-a", e, 1.0 / e, 0.5) for e in epsilons]
+    learners += [("priv-b", e, 2.0 / e, 0.6) for e in epsilons]
+    rows = []
+    for t_max in horizons:
+        env = f"{ENV_ID}[horizon={t_max}]"
+        for name, eps, c, a in learners:
+            for seed in range(seeds):
+                noise = 1 + 0.05 * rng.normal()
+                for r in np.linspace(t_max / 5, t_max, 5).astype(int):
+                    rows.append(
+                        dict(
+                            agent=name,
+                            agent_name=name,
+                            env=env,
+                            env_id=ENV_ID,
+                            horizon=t_max,
+                            n_experts=10,
+                            epsilon=eps,
+                            private=bool(np.isfinite(eps)),
+                            certified=True,
+                            seed=seed,
+                            round=int(r),
+                            dynamic_regret=c * r**a * noise,
+                            static_regret=0.0,
+                        )
+                    )
+    return pd.DataFrame(rows)
+
+
+def _line_colours(fig):
+    out = {}
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            label = line.get_label()
+            if not label.startswith("_"):
+                out[label.split(" ε=")[0].split(":")[0]] = mcolors.to_hex(line.get_color())
+    for legend in fig.legends:
+        for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True):
+            colour = handle.get_color() if hasattr(handle, "get_color") else None
+            if colour is not None and not isinstance(colour, np.ndarray):
+                out.setdefault(
+                    text.get_text().split(" ε=")[0].split(":")[0], mcolors.to_hex(colour)
+                )
+    return out
+
+
+def test_sizes_are_column_and_full_width():
+    frame = _rows()
+    env = f"{ENV_ID}[horizon=400]"
+    several = plot_regret_vs_round(frame, env)
+    assert several.get_size_inches()[0] == pytest.approx(FULL_WIDTH)
+    one = plot_regret_vs_round(frame[frame["epsilon"] != 2.0], env)
+    assert one.get_size_inches()[0] == pytest.approx(COLUMN_WIDTH)
+    assert plot_regret_vs_epsilon(frame, env).get_size_inches()[0] == pytest.approx(COLUMN_WIDTH)
+    assert plot_regret_vs_horizon(frame, ENV_ID).get_size_inches()[0] == pytest.approx(COLUMN_WIDTH)
+    # Text is set for print (8 pt body, 7 pt ticks and legend), not matplotlib's 10 pt.
+    ax = several.axes[0]
+    assert ax.xaxis.label.get_fontsize() == 8
+    assert several.legends[0].get_texts()[0].get_fontsize() == 7
+
+
+def test_pdf_embeds_truetype_not_type3_fonts(tmp_path):
+    frame = _rows()
+    paths = save_figure(plot_regret_vs_round(frame, f"{ENV_ID}[horizon=100]"), tmp_path / "f")
+    pdf = next(p for p in paths if p.suffix == ".pdf").read_bytes()
+    assert b"/Type3" not in pdf and b"/FontType 3" not in pdf
+    assert b"/CIDFontType2" in pdf or b"/TrueType" in pdf  # Type 42 = TrueType outlines
+
+
+def test_one_colour_per_learner_across_every_figure():
+    frame = _rows()
+    env = f"{ENV_ID}[horizon=400]"
+    figures = [
+        plot_regret_vs_round(frame, env),
+        plot_regret_vs_epsilon(frame, env),
+        plot_regret_vs_horizon(frame, ENV_ID),
+    ]
+    expected = {k: mcolors.to_hex(v["color"]) for k, v in learner_styles(frame["agent"]).items()}
+    for fig in figures:
+        seen = _line_colours(fig)
+        for learner, colour in seen.items():
+            if learner in expected:
+                assert colour == expected[learner], (learner, fig)
+    assert expected["uniform"] == "#000000"  # the reference is black in every figure
+    others = [c for k, c in expected.items() if k != "uniform"]
+    assert len(set(others)) == len(others)
+
+
+def test_reference_lines_are_dark_and_dashed():
+    frame = _rows()
+    fig = plot_regret_vs_round(frame, f"{ENV_ID}[horizon=400]")
+    uniform = [line for line in fig.axes[0].get_lines() if line.get_label() == "uniform"][0]
+    assert mcolors.to_hex(uniform.get_color()) == "#000000"
+    assert uniform.get_linestyle() != "-" and uniform.get_linewidth() >= 1.5
+    hedge = [line for line in fig.axes[0].get_lines() if line.get_label() == "hedge"][0]
+    assert hedge.get_linestyle() != "-"
+    assert mcolors.to_rgba(hedge.get_color())[3] == 1.0  # not pale
+
+
+def _lab(colour):
+    rgb = np.array(mcolors.to_rgb(colour))
+    lin = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    m = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]])
+    xyz = m @ lin / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def test_palette_colours_are_far_apart():
+    # CIE76 colour distance >= 18 for every pair (tab20's light/dark pairs are about 10-15).
+    gaps = [np.linalg.norm(_lab(a) - _lab(b)) for a, b in itertools.combinations(PALETTE, 2)]
+    assert min(gaps) >= 18
+    assert len(PALETTE) >= 13
+
+
+def test_horizon_figure_has_error_bars_and_fitted_lines():
+    frame = _rows()
+    fig = plot_regret_vs_horizon(frame, ENV_ID)
+    ax = fig.axes[0]
+    n_curves = 2 + 2 * 2  # two non-private learners, two private ones at two epsilons
+    assert len(ax.containers) == n_curves  # one errorbar container per learner and epsilon
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert sum("slope" in t for t in texts) == n_curves + 1  # + the reference line
+    # The fitted line of hedge is the least-squares power law of its mean final regrets.
+    final = frame[(frame["agent"] == "hedge") & (frame["round"] == frame["horizon"])]
+    means = final.groupby("horizon")["dynamic_regret"].mean()
+    slope, _ = fit_loglog_slope(means.index, means.to_numpy())
+    assert any(t.startswith(f"hedge: slope {slope:.2f}") for t in texts)
+    assert 0.45 < slope < 0.55
+
+
+def test_no_epsilon_figure_for_a_one_epsilon_grid(tmp_path):
+    frame = _rows(horizons=(100,), epsilons=(1.0,))
+    names = [p.name for p in make_figures(frame, tmp_path / "one")]
+    assert not any(n.startswith("epsilon") for n in names)
+    assert any(n.startswith("round") for n in names)
+    frame = _rows(horizons=(100,), epsilons=(0.5, 1.0))
+    names = [p.name for p in make_figures(frame, tmp_path / "two")]
+    assert sum(n.startswith("epsilon") for n in names) == 2  # png + pdf
