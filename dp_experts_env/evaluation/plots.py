@@ -344,21 +344,31 @@ def plot_regret_vs_horizon(
             if math.isfinite(eps):
                 line["linestyle"] = eps_dashes[eps]
             positive = means > 0
-            if positive.sum() >= 2:
+            marker = styles[agent]["marker"] or "o"
+            fitted = positive.sum() >= 2
+            if fitted:
                 slope, intercept = fit_loglog_slope(ts[positive], means[positive])
-                label += f": slope {slope:.2f}"
                 grid_t = np.geomspace(ts[positive][0], ts[positive][-1], 50)
-                ax.plot(grid_t, np.exp(intercept) * grid_t**slope, **line)
+                # The legend entry is the fitted line (its dash tells epsilons apart) with the
+                # learner's marker; markevery=[] keeps the marker off the line itself.
+                ax.plot(
+                    grid_t,
+                    np.exp(intercept) * grid_t**slope,
+                    marker=marker,
+                    markevery=[],
+                    label=f"{label}: slope {slope:.2f}",
+                    **line,
+                )
                 anchors.append((ts[positive][0], means[positive][0]))
             ax.errorbar(
                 ts,
                 means,
                 yerr=np.vstack([means - cis[:, 1], cis[:, 2] - means]),
                 linestyle="none",
-                marker=styles[agent]["marker"] or "o",
+                marker=marker,
                 color=line["color"],
                 capsize=2,
-                label=label,
+                label="_nolegend_" if fitted else label,
             )
             if isinstance(theory_slope, Mapping) and agent in theory_slope and positive.any():
                 t0, r0 = ts[positive][0], means[positive][0]
@@ -371,9 +381,9 @@ def plot_regret_vs_horizon(
             ax.plot(
                 ts,
                 r0 * (ts / t0) ** float(theory_slope),
-                ":",
-                color="0.45",
-                lw=1.2,
+                linestyle=(0, (1, 1.5)),
+                color="0.55",
+                lw=1.0,
                 label=f"reference slope {float(theory_slope):g}",
             )
         ax.set_xscale("log")
