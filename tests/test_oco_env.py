@@ -194,14 +194,45 @@ def test_vector_env_matches_sync_and_single_runs():
                 assert np.array_equal(np.asarray(x), np.asarray(y))
 
 
-def test_render_ansi():
+def test_render_ansi_and_rgb():
     env = make(horizon=3, render_mode="ansi")
     env.reset(seed=0)
     env.step(np.zeros(5, np.float32))
     assert "round 1/3" in env.render()
+    env = make(horizon=3, render_mode="rgb_array", dim=2)
+    env.reset(seed=0)
+    env.step(np.array([1.0, -1.0], np.float32))
+    frame = env.render()
+    assert frame.shape == (64, 32, 3) and frame.dtype == np.uint8
+    assert (frame[0, 2:14] != 255).any() and (frame[:62, 18:30] == 255).all()
 
 
-@pytest.mark.parametrize("algo", ["PPO", "SAC"])
+def test_pickles_mid_episode():
+    import pickle
+
+    env = make(horizon=20, family="adaptive")
+    env.reset(seed=0)
+    env.step(np.full(5, 0.3, np.float32))
+    copy = pickle.loads(pickle.dumps(env))
+    a = np.full(5, -0.2, np.float32)
+    assert np.array_equal(env.step(a)[0], copy.step(a)[0])
+
+
+def test_sb3_evaluate_policy_with_an_oco_learner():
+    sb3 = pytest.importorskip("stable_baselines3")
+    from stable_baselines3.common.env_util import make_vec_env
+
+    import agents
+
+    venv = make_vec_env(ID, n_envs=2, env_kwargs={"horizon": 20})
+    agent = agents.make("ogd", env=venv, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "not wrapped with a Monitor"
+        mean, _ = sb3.common.evaluation.evaluate_policy(agent, venv, n_eval_episodes=4)
+    assert np.isfinite(mean) and agent.num_envs == 2
+
+
+@pytest.mark.parametrize("algo", ["PPO", pytest.param("SAC", marks=pytest.mark.slow)])
 def test_stable_baselines3_trains_on_it(algo):
     sb3 = pytest.importorskip("stable_baselines3")
     env = make(horizon=32, dim=2)

@@ -233,16 +233,19 @@ class OCOEnv(_OCOSetup, gym.Env):
     ``horizon``, ``body``, ``radius``, ``grad_bound``, ``family``, ``feedback = "oco"``.
     """
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 30}
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 30}
 
     def __init__(self, render_mode: str | None = None, **params: Any) -> None:
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        if render_mode not in (None, "ansi", "rgb_array"):
+            raise ValueError(
+                f"render_mode must be None, 'ansi' or 'rgb_array', got {render_mode!r}"
+            )
         self._build(1, dict(params))
         self.render_mode = render_mode
         self.action_space = self._single_action
         self.observation_space = self._single_obs
         self._last_info: dict[str, Any] | None = None
+        self._last_point = np.zeros(self.dim)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -262,10 +265,22 @@ class OCOEnv(_OCOSetup, gym.Env):
         obs, loss, info = self.core.step(action)
         out = {k: (int(v[0]) if v.dtype.kind == "i" else float(v[0])) for k, v in info.items()}
         self._last_info = out
+        if self.render_mode is not None:
+            self._last_point = self.core.check_actions(action)[0]
         return obs[0], 0.0 - float(loss[0]), self.core.t >= self.horizon, False, out
 
-    def render(self) -> str | None:
-        """The last round's info as text (``"ansi"``); None without a mode."""
+    def render(self) -> str | np.ndarray | None:
+        """The last round as text (``"ansi"``) or as bars (``"rgb_array"``); None without a mode.
+
+        ``"rgb_array"``: a (64, 16 d, 3) uint8 frame, one bar per coordinate of the last point,
+        of height proportional to ``(x_i + R) / 2R``.
+        """
+        if self.render_mode == "rgb_array":
+            frame = np.full((64, 16 * self.dim, 3), 255, dtype=np.uint8)
+            heights = np.rint((self._last_point + self.radius) / (2 * self.radius) * 63)
+            for i, h in enumerate(heights.astype(int)):
+                frame[63 - h :, 16 * i + 2 : 16 * i + 14] = (40, 90, 200)
+            return frame
         if self.render_mode != "ansi":
             return None
         if self._last_info is None:
