@@ -17,6 +17,7 @@ from agents.full_info import hedge_eta
 from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_float
+from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.mechanisms import TreeCounter
 from dp_experts_env.privacy.noise import NoiseBackend
 
@@ -106,11 +107,9 @@ class DPFTRLTree(PrivateAgent):
     @property
     def privacy(self) -> PrivacyClaim:
         """Pure epsilon-DP: binary-tree mechanism with L1 sensitivity N, plays post-processed."""
-        return PrivacyClaim(
-            epsilon=self.epsilon,
-            accountant=f"binary-tree mechanism: {self.levels} levels, L1 sensitivity N per "
-            f"node, Laplace {self.node_scale:g} per node coordinate; plays are post-processing",
-            holds_against="adaptive",
+        tree = self.tree.guarantee
+        return self._claim(
+            Guarantee(tree.epsilon, tree.delta, tree.accountant + "; plays are post-processing")
         )
 
     def _init_state(self) -> None:

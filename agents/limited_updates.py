@@ -16,6 +16,7 @@ from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_choice
 from dp_experts_env.batch_rng import BatchRNG
+from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.mechanisms import exponential_mechanism, report_noisy_min
 from dp_experts_env.privacy.noise import NoiseBackend
 
@@ -135,11 +136,14 @@ class LimitedUpdates(PrivateAgent):
     def privacy(self) -> PrivacyClaim:
         """Pure epsilon-DP, parallel composition over the disjoint doubling windows."""
         mech = "report-noisy-min Lap(2/eps)" if self.selector == "rnm" else "exponential mechanism"
-        return PrivacyClaim(
-            epsilon=self.epsilon,
-            accountant=f"{mech} per update, 1-sensitive window sums; parallel composition over "
-            "disjoint doubling windows (brief 000 Alg. 1 / brief 002 Alg. 2)",
-            holds_against="adaptive",
+        return self._claim(
+            Guarantee(
+                self.selection_epsilon,
+                0.0,
+                f"{mech} per update, 1-sensitive window sums; parallel composition over "
+                "disjoint doubling windows (Asi, Raman & Saha 2025, Alg. 1; Asi, Feldman, Koren "
+                "& Talwar 2023, Alg. 2)",
+            )
         )
 
     def _init_state(self) -> None:

@@ -27,6 +27,7 @@ from agents.private import PrivateAgent
 from agents.private_bandit_tuning import BASES, BatchedBanditTuning, tune_batched_bandit
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_float, check_int
+from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = ["PrivateBatchedBandit", "PrivateBanditOverExperts", "TAILS"]
@@ -153,16 +154,15 @@ class _BatchedConversion(PrivateAgent):
         notes = self._claim_notes()
         if self.epsilon > 1:
             notes += "; epsilon > 1 lies outside the paper's theorems (privacy still holds)"
-        return PrivacyClaim(
-            epsilon=self.epsilon,
-            delta=0.0,
-            feedback="bandit",
-            model="central",
-            accountant=(
-                "Laplace mechanism on each batch-mean loss (sensitivity 1/tau), disjoint "
-                "batches (parallel composition), actions are post-processing (Lemma 3)"
+        return self._claim(
+            Guarantee(
+                self.epsilon,
+                0.0,
+                "Laplace mechanism on each batch-mean loss (sensitivity 1/tau, scale "
+                "1/(epsilon tau)), disjoint batches (parallel composition), actions are "
+                "post-processing (Lemma 3)",
             ),
-            holds_against="adaptive",
+            feedback="bandit",
             notes=notes,
         )
 

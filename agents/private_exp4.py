@@ -22,6 +22,7 @@ import numpy as np
 
 from agents.bandit_core import Exp4Core
 from agents.base import BanditObs, PrivacyClaim
+from agents.noisy_clipped_hedge import laplace_epsilon
 from agents.private import PrivateAgent
 from agents.private_bandit_tuning import (
     COMPOSITIONS,
@@ -34,6 +35,7 @@ from agents.private_bandit_tuning import (
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_float, check_int
 from dp_experts_env.privacy.accounting import advanced_composition
+from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = [
@@ -190,6 +192,10 @@ class LDPExp4(_PrivateExp4Base):
             n_arms=n_arms,
         )
         n, k, t = self.n_experts, self.n_arms, self.horizon
+        if not self.is_private:
+            # No privacy: EXP4 itself (its rate sqrt(2 ln N / (T K)), no extra exploration).
+            eta = math.sqrt(2.0 * math.log(max(n, 2)) / (t * k)) if eta is None else eta
+            gamma = 0.0 if gamma is None else gamma
         if eta is None or gamma is None:
             tuned = tune_ldp_exp4(n, k, t, self.epsilon, self.tuning)
             eta = tuned.eta if eta is None else eta
@@ -197,28 +203,28 @@ class LDPExp4(_PrivateExp4Base):
         self.eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
         self.gamma = check_probability_open("gamma", gamma, allow_zero=True)
         self.noise_scale = self.noise.effective_sensitivity(1.0, dim=1) / self.epsilon
-        self.bound = ldp_exp4_bound(n, k, t, self.epsilon, self.eta, self.gamma)
-        self._noiseless = False  # test hook: the non-private EXP4 this learner privatises
+        self.bound = (
+            ldp_exp4_bound(n, k, t, self.epsilon, self.eta, self.gamma)
+            if self.is_private
+            else math.nan
+        )
+        # also a test hook: True runs the non-private EXP4 this learner privatises
+        self._noiseless = not self.is_private
         self.reset(seed)
 
     @property
     def privacy(self) -> PrivacyClaim:
         """Pure epsilon local DP (Theorem 9)."""
-        notes = "advice treated as public (P19)"
+        notes = "advice treated as public (erratum E-PAB-19)"
         if self.epsilon > 1:
             notes += "; epsilon > 1 lies outside Theorem 9's regret guarantee"
-        return PrivacyClaim(
-            epsilon=self.epsilon,
-            delta=0.0,
-            feedback="bandit",
-            model="local",
-            accountant=(
-                "Laplace mechanism on each observed loss (sensitivity 1), each loss used once "
-                "(Thm 9 / Lemma 3 with tau = 1)"
-            ),
-            holds_against="adaptive",
-            notes=notes,
+        guarantee = Guarantee(
+            laplace_epsilon(self.noise.effective_sensitivity(1.0, dim=1), self.noise_scale),
+            0.0,
+            f"Laplace mechanism on each observed loss (sensitivity 1, scale {self.noise_scale:g}),"
+            " each loss used once (Thm 9 / Lemma 3 with tau = 1)",
         )
+        return self._claim(guarantee, model="local", feedback="bandit", notes=notes)
 
     def _init_state(self) -> None:
         self._init_weights()
@@ -354,6 +360,11 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         )
         if tau is not None:
             tau = check_int("tau", tau, minimum=1, maximum=t)
+        if not self.is_private:
+            # No privacy: EXP4 itself, one round per batch and no extra exploration.
+            tau = 1 if tau is None else tau
+            eta = math.sqrt(2.0 * math.log(max(n, 2)) / (t * k)) if eta is None else eta
+            gamma = 0.0 if gamma is None else gamma
         if tau is None or eta is None or gamma is None:
             tuned = tune_batched_exp4(
                 n,
@@ -373,21 +384,36 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         self.tau = tau
         self.n_batches = t // tau
         self.eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
-        self.gamma = check_probability_open("gamma", gamma, allow_zero=False)
+        self.gamma = check_probability_open("gamma", gamma, allow_zero=not self.is_private)
         s = batched_exp4_noise_constant(n, k, self.delta, composition)
+        self.composition_used = composition
+        if not self.is_private:
+            self.per_expert_epsilon = self.composed_epsilon = math.inf
+            self.noise_scale, self._certified, self.bound = 0.0, True, math.nan
+            self._noiseless = True
+            self.reset(seed)
+            return
         # Per-coordinate sensitivity K/(gamma tau) (L1: N K/(gamma tau)) relies on Q_t >= gamma/K.
+        self.composition_used = composition
         if composition == "advanced":
             sens = self.noise.effective_sensitivity(k / (self.gamma * tau), dim=1)
             eps0 = self.epsilon / (3.0 * math.sqrt(n * math.log(1.0 / self.delta)))  # paper
             self._certified = drv_epsilon(eps0, n, self.delta) <= self.epsilon * (1 + 1e-12)
-            if self.mode == "strict" and not self._certified:
-                # P7: at large epsilon the paper's eps0 no longer composes to epsilon; use the
-                # largest eps0 that does (more noise), so the claim stays true.
-                eps0 = max_composable_epsilon(self.epsilon, n, self.delta)
+            if self.mode == "strict":
+                # Spend the whole budget with the least noise: the largest eps0 whose N-fold
+                # advanced composition is epsilon (the paper's 3 sqrt(N log 1/delta) leaves most
+                # of it unspent), or basic composition (eps0 = epsilon / N, pure) when that is
+                # larger, as it is at large epsilon (erratum E-PAB-7).
+                eps0 = max(max_composable_epsilon(self.epsilon, n, self.delta), 0.0)
+                if self.epsilon / n >= eps0:
+                    eps0, self.composition_used = self.epsilon / n, "basic"
                 self._certified = True
             self.per_expert_epsilon = eps0
             self.noise_scale = sens / eps0
-            self.composed_epsilon = drv_epsilon(sens / self.noise_scale, n, self.delta)
+            if self.composition_used == "basic":
+                self.composed_epsilon = n * sens / self.noise_scale
+            else:
+                self.composed_epsilon = drv_epsilon(sens / self.noise_scale, n, self.delta)
         else:
             sens = self.noise.effective_sensitivity(n * k / (self.gamma * tau), dim=n)
             self.noise_scale = sens / self.epsilon
@@ -401,30 +427,37 @@ class PrivateBatchedExp4(_PrivateExp4Base):
     @property
     def privacy(self) -> PrivacyClaim:
         """(epsilon, delta)-DP (advanced) or epsilon-DP (pure), central model."""
-        if self.composition == "advanced":
+        if self.composition_used == "advanced":
             accountant = (
                 "Laplace per expert on the batch-mean estimates (sensitivity K/(gamma tau) per "
-                "coordinate as Q_t >= gamma/K) + advanced composition over the N coordinates "
-                "(Dwork-Rothblum-Vadhan); disjoint batches (Thm 10)"
+                f"coordinate as Q_t >= gamma/K, scale {self.noise_scale:g}) + advanced "
+                "composition over the N coordinates (Dwork-Rothblum-Vadhan); disjoint batches "
+                "(Thm 10)"
             )
             delta = self.delta
         else:
             accountant = (
                 "Laplace mechanism on the N-vector of batch-mean estimates, L1 sensitivity "
-                "N K/(gamma tau); disjoint batches ([implementer] pure variant, P7)"
+                f"N K/(gamma tau), scale {self.noise_scale:g}; disjoint batches (pure variant, "
+                "erratum E-PAB-7)"
             )
             delta = 0.0
-        notes = "advice treated as public (P19)"
+        if self.composition_used == "basic" and self.composition == "advanced":
+            accountant = (
+                "Laplace per expert on the batch-mean estimates (sensitivity K/(gamma tau) per "
+                f"coordinate, scale {self.noise_scale:g}) + basic composition over the N "
+                "coordinates (less noise than advanced composition at this epsilon); disjoint "
+                "batches (Thm 10, erratum E-PAB-7)"
+            )
+            delta = 0.0
+        notes = "advice treated as public (erratum E-PAB-19)"
+        stated = self.composed_epsilon if self._certified else self.epsilon
         if not self._certified:
             notes += f"; advanced composition only certifies epsilon'={self.composed_epsilon:.4g}"
-        return PrivacyClaim(
-            epsilon=self.epsilon,
-            delta=delta,
+        return self._claim(
+            Guarantee(min(stated, self.epsilon) if self._certified else stated, delta, accountant),
             feedback="bandit",
-            model="central",
             certified=self._certified,
-            accountant=accountant,
-            holds_against="adaptive",
             notes=notes,
         )
 

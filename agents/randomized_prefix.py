@@ -17,6 +17,7 @@ from agents.base import PrivacyClaim
 from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_float, check_int
+from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.mechanisms import (
     exponential_mechanism,
     exponential_mechanism_probabilities,
@@ -181,11 +182,13 @@ class RandomizedPrefixSoftmax(PrivateAgent):
     @property
     def privacy(self) -> PrivacyClaim:
         """Pure DP: exponential mechanism per block, each loss in one block (Prop. 1)."""
-        return PrivacyClaim(
-            epsilon=self.epsilon,
-            delta=0.0,
-            accountant="exponential mechanism per block pick on 1-sensitive prefix sums "
-            "(2 eta-DP, Lemma 3); each loss vector feeds one pick (Proposition 1 factorisation)",
+        return self._claim(
+            Guarantee(
+                self.epsilon_spent,
+                0.0,
+                "exponential mechanism per block pick on 1-sensitive prefix sums (2 eta-DP, "
+                "Lemma 3); each loss vector feeds one pick (Proposition 1 factorisation)",
+            ),
             holds_against="oblivious",
             notes=f"eta={self.eta:.4g}, spends 2 eta = {self.epsilon_spent:.4g}; restarts="
             f"{self.restarts}, window={self.window}; privacy proven for fixed loss sequences; "

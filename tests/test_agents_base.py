@@ -28,7 +28,7 @@ BASELINES = {
 def test_privacy_claim_validation_and_summary():
     claim = PrivacyClaim(epsilon=1.0, delta=1e-6, accountant="basic composition")
     assert claim.is_private and claim.summary().startswith("(1, 1e-06)-DP central")
-    assert "certified [basic composition]" in claim.summary()
+    assert "certified [basic composition; noise: none]" in claim.summary()
     assert PrivacyClaim(epsilon=0.5, certified=False).summary().startswith("0.5-DP")
     assert "UNCERTIFIED" in PrivacyClaim(epsilon=0.5, certified=False).summary()
     none = no_privacy("bandit")

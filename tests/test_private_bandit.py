@@ -38,7 +38,7 @@ def make_game(horizon=T, n=K, k=K, seed=0, identity=True):
 def drive(agent, advice, losses, record=None, flush=False):
     """Play ``agent`` (B runs, same game in every run); return (T, B) actions.
 
-    ``flush`` hands the agent round T's feedback with one more ``act`` (an env loop never does:
+    ``flush`` hands the agent round T's feedback after the last ``act`` (an env loop never does:
     round T's loss cannot influence any action), so a batch ending at T is released too.
     """
     horizon, n, k = advice.shape
@@ -51,9 +51,11 @@ def drive(agent, advice, losses, record=None, flush=False):
             "last_action": last_a,
             "last_loss": last_l,
         }
-        a = np.atleast_1d(agent.act(obs))
         if t == horizon:
+            # act() refuses a round past the horizon, so hand over round T's feedback alone.
+            agent._learn(agent._parse_obs(obs)[0])
             break
+        a = np.atleast_1d(agent.act(obs))
         if record is not None:
             record(t, agent)
         out[t] = a
@@ -200,10 +202,10 @@ def test_tail_sample_draws_a_fresh_choice_without_learning():
     ],
 )
 def test_noise_scale_is_one_over_tau_epsilon(kwargs, tau):
-    agent = PrivateBatchedBandit(K, 1000, n_arms=K, **kwargs)
+    agent = PrivateBatchedBandit(K, 1000, n_arms=K, tuning="paper", **kwargs)
     assert agent.tau == tau
     assert agent.noise_scale == pytest.approx(1 / (tau * kwargs["epsilon"]), rel=1e-15)
-    grid = PrivateBatchedBandit(K, 1000, n_arms=K, noise="grid", **kwargs)
+    grid = PrivateBatchedBandit(K, 1000, n_arms=K, noise="grid", tuning="paper", **kwargs)
     assert grid.noise_scale == pytest.approx((1 / tau + 2.0**-20) / kwargs["epsilon"], rel=1e-15)
     cal = PrivateBatchedBandit(K, 1000, n_arms=K, tuning="calibrated", epsilon=kwargs["epsilon"])
     assert cal.noise_scale == pytest.approx(1 / (cal.tau * kwargs["epsilon"]), rel=1e-15)
@@ -262,9 +264,9 @@ def test_calibrated_tau_minimises_the_bound_over_all_batch_lengths():
 
 def test_paper_tuning_refuses_invalid_theorem_parameters():
     with pytest.raises(ValueError, match=r"epsilon >= 1/T"):
-        PrivateBatchedBandit(K, 100, n_arms=K, epsilon=0.001)
+        PrivateBatchedBandit(K, 100, n_arms=K, epsilon=0.001, tuning="paper")
     with pytest.raises(ValueError, match="EXP3 mixing gamma"):
-        PrivateBatchedBandit(8, 10, n_arms=8, epsilon=1.0, base="exp3")
+        PrivateBatchedBandit(8, 10, n_arms=8, epsilon=1.0, base="exp3", tuning="paper")
 
 
 # ------------------------------------------------------------------ claims, batches, errors

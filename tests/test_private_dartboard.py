@@ -45,19 +45,21 @@ def binomial_ok(emp, p, n, sigmas=5.0):
 
 # --------------------------------------------------------------------------- parameters
 def test_paper_tuning_reproduces_corollaries_3_and_4():
-    a = PrivateShrinkingDartboard(100, 10_000, epsilon=1.0, delta=1e-6)
+    a = PrivateShrinkingDartboard(100, 10_000, epsilon=1.0, delta=1e-6, tuning="paper")
     assert (round(a.p, 4), round(a.eta, 5), a.budget) == (0.0193, 0.00048, 773)
     assert a.max_resamples == 772  # k starts at 1 (Pitfall 1)
     assert round(a.epsilon_paper, 2) == 0.63 and round(a.epsilon_spent, 2) == 0.17
     assert a.inverse_temperature == pytest.approx(-math.log1p(-a.eta))
-    pure = PrivateShrinkingDartboard(100, 10_000, epsilon=1.0, delta=0.0)
+    pure = PrivateShrinkingDartboard(100, 10_000, epsilon=1.0, delta=0.0, tuning="paper")
     assert (pure.p, pure.eta, pure.budget) == (0.01, 0.0005, 400)
     assert pure.epsilon_paper == pytest.approx(0.85) and pure.privacy.delta == 0
     claim = a.privacy
-    assert claim.certified and claim.holds_against == "adaptive" and claim.epsilon == 1.0
-    assert "brief 002 §5" in claim.accountant
+    # The claim is what the exact accountant certifies (0.17), not the requested 1.0.
+    assert claim.certified and claim.holds_against == "adaptive"
+    assert claim.epsilon == a.epsilon_spent and claim.requested_epsilon == 1.0
+    assert "exact per-step accountant" in claim.accountant
     # Corollaries assume eps <= 1 (Pitfall 5): a larger target runs at 1.
-    assert PrivateShrinkingDartboard(100, 10_000, epsilon=5.0).eta == a.eta
+    assert PrivateShrinkingDartboard(100, 10_000, epsilon=5.0, tuning="paper").eta == a.eta
 
 
 def test_calibrated_tuning_spends_the_budget_and_beats_the_brief():
@@ -77,8 +79,10 @@ def test_calibrated_tuning_spends_the_budget_and_beats_the_brief():
 def test_batched_batch_sizes_and_corollary6():
     args = (100, 1_000_000, 0.1, 1e-6)
     assert (paper_batch_size(*args), balanced_batch_size(*args)) == (2, 260)
-    a = BatchedPrivateShrinkingDartboard(100, 1_000_000, epsilon=0.1)
-    b = BatchedPrivateShrinkingDartboard(100, 1_000_000, epsilon=0.1, batch_size="paper")
+    a = BatchedPrivateShrinkingDartboard(100, 1_000_000, epsilon=0.1, tuning="paper")
+    b = BatchedPrivateShrinkingDartboard(
+        100, 1_000_000, epsilon=0.1, batch_size="paper", tuning="paper"
+    )
     assert (a.batch, b.batch) == (260, 2)
     assert round(a.regret_bound, -3) == 87_000 and round(b.regret_bound, -4) == 350_000
     # Pitfall 8: Theorem 5's closed form exceeds epsilon at Cor. 6's parameters; the exact
@@ -384,7 +388,7 @@ def test_regret_falls_as_epsilon_grows(name, params):
         (BatchedPrivateShrinkingDartboard, {"delta": 0.0}, ValueError, "delta > 0"),
         (
             BatchedPrivateShrinkingDartboard,
-            {"delta": 0.0, "batch_size": 5},
+            {"delta": 0.0, "batch_size": 5, "tuning": "paper"},
             ValueError,
             "approximate",
         ),

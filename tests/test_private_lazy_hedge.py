@@ -37,19 +37,19 @@ def binomial_ok(emp, p, n, sigmas=5.0):
 )
 def test_recipe_reproduces_the_reality_check_table(t, eps, beta, budget, bound):
     # Brief 001 §5.4: N = 10, delta = 1e-5, composition at delta/2 (mode="paper").
-    a = PrivateLazyHedge(10, t, epsilon=eps, delta=1e-5, mode="paper")
+    a = PrivateLazyHedge(10, t, epsilon=eps, delta=1e-5, mode="paper", tuning="paper")
     assert a.p == pytest.approx((6 * t) ** (-1 / 3))
     assert a.beta == pytest.approx(beta, rel=1e-3)
     assert round(a.budget) == budget and round(a.regret_bound) == bound
     assert a.epsilon_spent <= eps and a.parameters.composition_delta == 5e-6
     assert a.inverse_temperature == a.beta and a.max_resamples == math.ceil(a.budget)
-    strict = PrivateLazyHedge(10, t, epsilon=eps, delta=1e-5)  # the full delta is valid
+    strict = PrivateLazyHedge(10, t, epsilon=eps, delta=1e-5, tuning="paper")  # full delta
     assert strict.beta > a.beta and strict.regret_bound < a.regret_bound
     calibrated = PrivateLazyHedge(10, t, epsilon=eps, delta=1e-5, tuning="calibrated")
     assert calibrated.regret_bound <= strict.regret_bound
     claim = strict.privacy
     assert claim.certified and claim.holds_against == "adaptive" and claim.delta == 1e-5
-    assert "brief 001 §2.6" in claim.accountant
+    assert "exact per-step accountant" in claim.accountant
 
 
 def test_beta_is_capped_at_hedges_rate_and_pure_dp_uses_basic_composition():

@@ -142,11 +142,20 @@ def test_audit_strict_passes(pair, selector):
 def test_audit_catches_weakened_selection():
     x, xp = neighbours(2, 2, 0, *PAIRS["swap"])
 
+    class Weakened(LimitedUpdates):
+        @property
+        def privacy(self):  # a false claim: the correct learner's, whatever the noise
+            return LimitedUpdates(2, 2, epsilon=1.0).privacy
+
     def weakened(num_envs, seed):
-        agent = LimitedUpdates(2, 2, epsilon=1.0, num_envs=num_envs, seed=seed)
-        agent.selection_epsilon *= 10  # noise scale / 10, claim unchanged
+        agent = Weakened(2, 2, epsilon=1.0, num_envs=num_envs, seed=seed)
+        agent.selection_epsilon *= 10  # noise scale / 10
         return agent
 
+    # The learner's own claim follows the noise it adds: it cannot under-report silently.
+    honest = LimitedUpdates(2, 2, epsilon=1.0)
+    honest.selection_epsilon *= 10
+    assert honest.privacy.epsilon == 10.0
     res = audit_agent(weakened, x, xp, n_runs=3000, seed=2)
     assert not res.passed and res.epsilon_lower_bound > 1.0, res.summary()
 

@@ -46,18 +46,24 @@ def test_clip_project_without_floor_is_softmax_and_survives_huge_logits():
 # ----------------------------------------------------------------------------- parameters
 def test_noise_scale_eta_and_clip_level_follow_the_parameters():
     n, t, s, eps = 8, 1000, 3, 0.5
-    strict = NoisyClippedHedge(n, t, epsilon=eps, n_switches=s)
+    strict = NoisyClippedHedge(n, t, epsilon=eps, n_switches=s, tuning="paper")
     assert strict.noise_sensitivity == n and strict.noise_scale == pytest.approx(n / eps)
     assert strict.effective_epsilon == pytest.approx(eps)
     assert strict.clip_level == pytest.approx(s / (n * t))
     assert strict.eta == pytest.approx(math.sqrt(s / (t * math.log(n * t))) / (n / eps))
-    paper = NoisyClippedHedge(n, t, epsilon=eps, n_switches=s, mode="paper")
+    paper = NoisyClippedHedge(n, t, epsilon=eps, n_switches=s, mode="paper", tuning="paper")
     assert paper.noise_scale == pytest.approx(1 / eps)
     assert paper.effective_epsilon == pytest.approx(n * eps)
     assert paper.eta == pytest.approx(eps * math.sqrt(s / (t * math.log(n * t))))  # Thm 5.2
     cal = NoisyClippedHedge(n, t, epsilon=eps, n_switches=s, tuning="calibrated")
     b = n / eps
-    assert cal.eta == pytest.approx(math.sqrt(2 * s * math.log(n * t) / (t * (1 + 2 * b * b))))
+    c = (s + 1) * math.log(n) + s * math.log(math.e * (t - 1) / s)  # Fixed-Share's C
+    assert cal.eta == pytest.approx(min(math.sqrt(c / (t * (0.125 + b * b))), 0.5 / b))
+    assert NoisyClippedHedge(n, t, epsilon=eps, n_switches=s).eta == cal.eta  # the default
+    # epsilon = inf: Fixed-Share's rate sqrt(8 C / T), no noise, not private.
+    free = NoisyClippedHedge(n, t, epsilon=math.inf, n_switches=s)
+    assert free.eta == pytest.approx(math.sqrt(8 * c / t)) and free.noise_scale == 0.0
+    assert not free.privacy.is_private
     assert NoisyClippedHedge(n, t, eta=0.3).eta == 0.3
     grid = NoisyClippedHedge(n, t, epsilon=eps, noise="grid")
     assert grid.noise_scale == pytest.approx((n + n * 2.0**-20) / eps)
@@ -109,9 +115,9 @@ def test_batch_equals_single_runs(params):
 def test_claims_and_bad_input():
     strict = agents.make("noisy-clipped-hedge", n_experts=4, horizon=10).privacy
     assert strict.certified and strict.holds_against == "adaptive" and strict.delta == 0
-    assert "L1 sensitivity N" in strict.accountant
+    assert "L1 sensitivity 4" in strict.accountant
     paper = NoisyClippedHedge(4, 10, mode="paper").privacy
-    assert not paper.certified and "P15" in paper.notes and "4" in paper.notes
+    assert not paper.certified and "E-ARS-15" in paper.notes and "4" in paper.notes
     with pytest.raises(ValueError, match="n_switches"):
         NoisyClippedHedge(4, 10, n_switches=11)
     with pytest.raises(ValueError, match="eta"):
@@ -209,5 +215,7 @@ def test_adaptive_separation_on_punish_last():
         per_round[name] = np.asarray(info["cumulative_loss"]).mean() / 1500
     assert per_round["limited-updates"] > 0.95, per_round
     assert per_round["svt-restart"] > 0.9, per_round
-    base = 0.5  # mean of the base losses
-    assert abs(per_round["noisy-clipped-hedge"] - (base + (1 - base) / 10)) < 0.05, per_round
+    # At epsilon = 1 the noise (b = N) makes the calibrated weights wander, so it repeats its
+    # expert more often than uniform play (0.55) would, but stays clearly below the lazy ones.
+    lazy = min(per_round["limited-updates"], per_round["svt-restart"])
+    assert per_round["noisy-clipped-hedge"] < lazy - 0.1, per_round

@@ -115,14 +115,14 @@ def test_structured_sampling_follows_its_law():
 # ----------------------------------------------------------------------------- parameters
 def test_noise_and_eta_follow_the_parameters():
     n, t_max, s, eps = 6, 500, 2, 0.5
-    strict = MetaExpertReduction(n, t_max, epsilon=eps, n_switches=s)
+    strict = MetaExpertReduction(n, t_max, epsilon=eps, n_switches=s, tuning="paper")
     b = n / eps
     assert strict.noise_sensitivity == n and strict.noise_scale == pytest.approx(b)
     log_k = 2 * s * math.log(n * t_max)  # Corollary 4.1.1's size bound
-    assert strict.eta == pytest.approx(math.sqrt(log_k / (t_max * (1 + 2 * b * b))))
+    assert strict.eta == pytest.approx(min(math.sqrt(log_k / (t_max * (0.125 + b * b))), 0.5 / b))
     cal = MetaExpertReduction(n, t_max, epsilon=eps, n_switches=s, tuning="calibrated")
     exact = log_count_meta_experts(n, t_max, s)
-    assert cal.eta == pytest.approx(math.sqrt(exact / (t_max * (1 + 2 * b * b))))
+    assert cal.eta == pytest.approx(min(math.sqrt(exact / (t_max * (0.125 + b * b))), 0.5 / b))
     paper = MetaExpertReduction(n, t_max, epsilon=eps, mode="paper")
     assert paper.noise_scale == pytest.approx(1 / eps)
     assert not paper.privacy.certified and paper.effective_epsilon == pytest.approx(n * eps)

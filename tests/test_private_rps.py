@@ -40,7 +40,9 @@ def test_temperature_and_claim_follow_epsilon(eps, eta):
     assert a.eta == eta
     assert a.epsilon_spent == pytest.approx(min(eps, 0.25))
     claim = a.privacy
-    assert claim.epsilon == eps and claim.delta == 0 and claim.certified
+    # The claim certifies 2 eta (the cap stops spending at 0.25), never the requested value.
+    assert claim.epsilon == min(eps, 0.25) and claim.delta == 0 and claim.certified
+    assert claim.requested_epsilon == eps
     assert claim.holds_against == "oblivious" and "Lemma 3" in claim.accountant
     assert agents.make(NAME, n_experts=3, horizon=9, epsilon=4.0, eta_cap=math.inf).eta == 2.0
 

@@ -115,13 +115,13 @@ def test_recorded_scales_follow_the_parameters():
 
 def test_paper_constants_reproduce_brief_p11():
     # N = 10, T = 1e4, eps = 1, beta = 1/T: alpha ~ 453, Reg(0) ~ 332 (brief 000 P11).
-    agent = SVTRestart(10, 10_000, epsilon=1.0, mode="paper")
+    agent = SVTRestart(10, 10_000, epsilon=1.0, mode="paper", tuning="paper")
     assert agent.alpha == pytest.approx(16 * (2 * math.log(1e4) + math.log(2e4)))
     assert agent.alpha == pytest.approx(453.2, abs=0.1)
     reg0 = agent.slack(1) - agent.alpha - 1
     assert reg0 == pytest.approx(16 * math.log(1e5 * 1e4), rel=1e-12)
     assert reg0 == pytest.approx(331.6, abs=0.1)
-    strict = SVTRestart(10, 10_000, epsilon=1.0)
+    strict = SVTRestart(10, 10_000, epsilon=1.0, tuning="paper")
     k, beta_svt = 10_000, 1e-4 / 1e4
     assert strict.alpha == pytest.approx(8 * 2 * (math.log(k) + math.log(2 / beta_svt)) / 0.5)
     assert strict.slack(1) - strict.alpha - 1 == pytest.approx(16 * math.log(1e9) / 0.5)
@@ -132,7 +132,7 @@ def test_threshold_scale_scales_the_slack_not_the_noise():
     b = SVTRestart(5, 500, epsilon=1.0, tuning="calibrated", threshold_scale=0.25)
     np.testing.assert_allclose(b.slack(np.arange(1, 50)), 0.25 * a.slack(np.arange(1, 50)))
     assert a.query_noise_scale == b.query_noise_scale and a.alpha == b.alpha
-    assert a.alpha < SVTRestart(5, 500, epsilon=1.0).alpha  # calibrated is less conservative
+    assert a.alpha < SVTRestart(5, 500, epsilon=1.0, tuning="paper").alpha  # less conservative
 
 
 def test_dyadic_starts_cover_every_window_by_three_quarters():
@@ -196,7 +196,7 @@ def test_claims_and_bad_input():
     assert strict.certified and strict.holds_against == "adaptive" and strict.delta == 0
     assert "AboveThreshold" in strict.accountant
     paper = SVTRestart(3, 10, mode="paper").privacy
-    assert not paper.certified and "P6" in paper.notes and "P7" in paper.notes
+    assert not paper.certified and "E-ARS-6" in paper.notes and "E-ARS-7" in paper.notes
     with pytest.raises(ValueError, match="window_grid"):
         SVTRestart(3, 10, window_grid="every")
     with pytest.raises(ValueError, match="threshold_scale"):
@@ -247,12 +247,20 @@ def test_audit_catches_detector_without_noise():
     x, xp = planted_row(8, 8, 2)
     scale = target_scale(8, 8)
 
+    class Weakened(SVTRestart):
+        @property
+        def privacy(self):  # a false claim: the correct learner's, whatever the noise
+            return SVTRestart(8, 8, epsilon=1.0, threshold_scale=scale).privacy
+
     def weakened(num_envs, seed):
-        agent = SVTRestart(8, 8, epsilon=1.0, threshold_scale=scale, num_envs=num_envs, seed=seed)
-        agent.detector = AboveThreshold(  # noise / 1000, claim unchanged
+        agent = Weakened(8, 8, epsilon=1.0, threshold_scale=scale, num_envs=num_envs, seed=seed)
+        agent.detector = AboveThreshold(  # noise / 1000
             epsilon=agent.detector_epsilon * 1000, sensitivity=2.0, rng=agent.rng
         )
         return agent
+
+    # The learner's own claim is composed from its detector: it reports the weaker noise.
+    assert SVTRestart.privacy.fget(weakened(1, 0)).epsilon == pytest.approx(500.5)
 
     res = audit_agent(weakened, x, xp, n_runs=3000, seed=2)
     assert not res.passed and res.epsilon_lower_bound > 1.0, res.summary()
