@@ -114,9 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
         "compare",
         help="a grid of learners x envs x epsilons x seeds (default comparison with no grid)",
         description="Run a grid and write results, a ranked table and figures. With no grid "
-        "file, run the default comparison: DPExperts-Shift-v0 (N=10, T=10,000, 4 shifts), "
-        "the baselines and every private full-information learner, epsilon in {0.5, 1, 2}, "
-        "10 seeds.",
+        "file, run the default comparison: DPExperts-Shift-v0 (N=10, T=10,000, 4 shifts, gap "
+        "0.3), the baselines and every private full-information learner, epsilon in "
+        "{0.5, 2, 8, 32, inf}, 10 seeds.",
     )
     cmp_.add_argument("grid", nargs="?", default=None, help="grid TOML file (docs/grid.md)")
     cmp_.add_argument("--seeds", type=int, default=None, help="override the number of seeds")
@@ -181,11 +181,66 @@ def _cmd_list() -> int:
             fam_names = families(entry.kind)
         fams = ", ".join(fam_names)
         print(f"  {entry.id:26s} {entry.feedback:6s} feedback; families: {fams}")
-    print("\nLearners (agents.make(name, env=env, ...)):")
+    print("\nLearners (agents.make(name, env=env, ...)); privacy claims as built at epsilon = 1:")
     for item in agents.available():
-        claim = "private" if item["private"] else "non-private"
-        print(f"  {item['name']:36s} {item['feedback']:6s} {claim:11s} {item['summary']}")
+        print(f"  {item['name']:36s} {item['feedback']:6s} {_claim_line(item)}")
+        print(f"  {'':36s} {'':6s} {item['summary']}")
     return 0
+
+
+def _claim_line(item: dict[str, Any]) -> str:
+    """A learner's privacy claim: what ``agent.privacy.summary()`` says for a small default game.
+
+    The exact claim depends on the parameters (epsilon, delta, mode, accountant), so private
+    learners are built at epsilon = 1 on N = 4 experts (K = 3 arms), T = 1000; a learner that
+    needs more to be built falls back to the registry's description of its claim.
+    """
+    import agents
+
+    if not item["private"]:
+        return "not private"
+    game: dict[str, Any] = {"n_experts": 4, "horizon": 1000, "epsilon": 1.0, "seed": 0}
+    if item["feedback"] == "bandit":
+        game["n_arms"] = 3
+    try:
+        line = agents.make(item["name"], **game).privacy.summary()
+    except (TypeError, ValueError):
+        return str(item["claim"])
+    # The accountant's full derivation is in agent.privacy; a listing keeps its start.
+    return line if len(line) <= 110 else line[:106].rstrip() + "...]"
+
+
+def _write_aggregate(frame: Any, out: Path, metric: str) -> None:
+    """With several envs and uniform play in the grid: aggregate.csv, one row per learner.
+
+    The IQM and mean over all runs of all envs of the normalised score 1 - regret / (uniform's
+    mean regret on that env), each with a stratified-bootstrap 95% interval (rliable's
+    definitions; see dp_experts_env.evaluation.stats).
+    """
+    import pandas as pd
+
+    from dp_experts_env.evaluation import final_rows
+    from dp_experts_env.evaluation.stats import aggregate_scores, normalized_scores
+    from dp_experts_env.evaluation.store import write_atomic
+
+    if frame["env"].nunique() < 2 or "uniform" not in set(frame["agent"]):
+        return
+    try:
+        scores = normalized_scores(final_rows(frame), metric, reference="uniform")
+    except ValueError:  # uniform has no positive regret anywhere: nothing to normalise by
+        return
+    table = pd.DataFrame(aggregate_scores(scores))
+    write_atomic(out / "aggregate.csv", lambda fh: table.to_csv(fh, index=False))
+    shown = table.copy()
+    shown["epsilon"] = shown["epsilon"].map(lambda e: "-" if not math.isfinite(e) else f"{e:g}")
+    print(f"\nacross {frame['env'].nunique()} envs: normalised score 1 - {metric} / uniform's")
+    with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
+        print(shown.to_string(index=False))
+
+
+def _show_progress(args: argparse.Namespace) -> bool:
+    """The redrawn progress bar is for terminals: in a log file every redraw would be a line."""
+    return not args.no_progress and sys.stderr.isatty()
 
 
 def _finish(frame: Any, out: Path, metric: str, figures: bool) -> None:
@@ -204,16 +259,21 @@ def _finish(frame: Any, out: Path, metric: str, figures: bool) -> None:
     write_atomic(out / "summary.csv", lambda fh: table.to_csv(fh, index=False))
     shown = table.copy()
     shown["epsilon"] = shown["epsilon"].map(lambda e: "-" if not math.isfinite(e) else f"{e:g}")
+    # A column with no value (the score when uniform play is not in the grid) says nothing.
+    empty = [c for c in shown.columns if shown[c].isna().all()]
     with pd.option_context(
         "display.width", 200, "display.max_columns", 20, "display.float_format", "{:.2f}".format
     ):
-        print(shown.drop(columns=["certified"]).to_string(index=False))
+        print(shown.drop(columns=["certified", *empty]).to_string(index=False))
+    if any(c.startswith("score_vs_") for c in empty):
+        print("(no score column: add uniform to the grid to score learners against it)")
     uncertified = table[~table["certified"]]
     if len(uncertified):
         print(
             "\nUNCERTIFIED privacy claims (mode='paper' reproductions):",
             ", ".join(sorted(uncertified["agent"].unique())),
         )
+    _write_aggregate(frame, out, metric)
     if figures:
         paths = make_figures(frame, out / "figures", metric)
         print(f"\n{len(paths)} figure files in {out / 'figures'}")
@@ -221,11 +281,18 @@ def _finish(frame: Any, out: Path, metric: str, figures: bool) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    import agents
     from dp_experts_env._validation import check_epsilon
     from dp_experts_env.evaluation import AgentEntry, EnvEntry, Grid, run_grid
 
     for eps in args.epsilon or ():
-        check_epsilon("--epsilon", eps)  # names the flag the user typed, not the grid field
+        # names the flag the user typed, not the grid field; inf = the noise removed
+        check_epsilon("--epsilon", eps, allow_inf=True)
+    if args.epsilon and not agents.spec(args.agent).private:
+        raise ValueError(
+            f"--epsilon: {args.agent!r} is non-private, so it has no privacy level to set; "
+            "drop --epsilon or pick a private learner (dp-experts list)"
+        )
     agent = AgentEntry(args.agent, _parse_assignments(args.set, "--set"))
     env = EnvEntry(args.env, _parse_assignments(args.env_set, "--env-set"))
     grid = Grid(agents=[agent], envs=[env], epsilons=args.epsilon or [1.0], n_seeds=args.seeds)
@@ -236,7 +303,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         backend=args.backend,
         n_jobs=args.jobs,
         address=args.address,
-        progress=not args.no_progress,
+        progress=_show_progress(args),
     )
     _finish(frame, out, args.metric, not args.no_figures)
     return 0
@@ -280,7 +347,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         backend=args.backend,
         n_jobs=args.jobs,
         address=args.address,
-        progress=not args.no_progress,
+        progress=_show_progress(args),
     )
     _finish(frame, out, args.metric, not args.no_figures)
     return 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 import time
 from pathlib import Path
@@ -203,6 +204,11 @@ def final_rows(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[frame["round"] == last]
 
 
+def _natural_key(text: str) -> list[Any]:
+    """Sort key that compares runs of digits as numbers: 'T=4000' < 'T=16000'."""
+    return [(0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text)]
+
+
 def summarize(
     frame: pd.DataFrame,
     metric: str = "dynamic_regret",
@@ -213,7 +219,9 @@ def summarize(
 ) -> pd.DataFrame:
     """Final-round table per (env, agent, epsilon), ranked by mean ``metric`` within each env.
 
-    Columns: mean, IQM, bootstrap CI of the mean, median, static regret mean, and ``score`` =
+    Columns: mean with its bootstrap CI (``ci_low``, ``ci_high``), IQM (rliable's 25% trimmed
+    mean) with its bootstrap CI (``iqm_low``, ``iqm_high``), median, static regret mean, and
+    ``score`` =
     1 - metric / metric(``baseline``) averaged over seeds (common random numbers pair the seeds;
     1 is zero regret, 0 is the baseline's), NaN when the baseline is not in the grid.
     """
@@ -225,6 +233,7 @@ def summarize(
     for (env, agent, eps), group in final.groupby(["env", "agent", "epsilon"], dropna=False):
         values = group[metric].to_numpy()
         est, lo, hi = bootstrap_ci(values, "mean", confidence=confidence, n_boot=n_boot)
+        _, iqm_lo, iqm_hi = bootstrap_ci(values, "iqm", confidence=confidence, n_boot=n_boot)
         ref = base.reindex(pd.MultiIndex.from_arrays([group["env"], group["seed"]]))
         ref = ref.to_numpy()
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -240,6 +249,8 @@ def summarize(
                 "ci_low": lo,
                 "ci_high": hi,
                 f"{metric}_iqm": iqm(values),
+                "iqm_low": iqm_lo,
+                "iqm_high": iqm_hi,
                 f"{metric}_median": float(np.median(values)),
                 "static_regret_mean": float(group["static_regret"].mean()),
                 f"score_vs_{baseline}": score,
@@ -247,6 +258,10 @@ def summarize(
             }
         )
     table = pd.DataFrame(records)
-    table = table.sort_values(["env", f"{metric}_mean"], kind="stable").reset_index(drop=True)
+    # Envs in natural order (T = 1000, 4000, 16000; not the string order 1000, 16000, 4000).
+    order = {env: i for i, env in enumerate(sorted(table["env"].unique(), key=_natural_key))}
+    table = table.assign(_order=table["env"].map(order))
+    table = table.sort_values(["_order", f"{metric}_mean"], kind="stable").drop(columns="_order")
+    table = table.reset_index(drop=True)
     table.insert(1, "rank", table.groupby("env").cumcount() + 1)
     return table
