@@ -374,8 +374,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from dp_experts_env._validation import check_int
     from dp_experts_env.privacy.audit import audit_agent
 
-    check_int("--horizon", args.horizon, minimum=1)  # the neighbour differs in round T // 2
-    check_int("--n-experts", args.n_experts, minimum=2)
+    # The neighbour differs in round T // 2; the audit holds n_runs x T actions and a T x N loss
+    # matrix in memory, so the upper limits keep a typo from asking for terabytes.
+    check_int("--horizon", args.horizon, minimum=1, maximum=1_000_000)
+    check_int("--n-experts", args.n_experts, minimum=2, maximum=10_000)
     if not agents.spec(args.agent).private:  # unknown names raise, listing the learners
         private = [item["name"] for item in agents.available() if item["private"]]
         raise ValueError(

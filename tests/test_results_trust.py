@@ -311,9 +311,13 @@ def test_huge_horizon_is_a_value_error():
         gym.make("DPExperts-Shift-v0", horizon=2**63)
 
 
-def test_audit_horizon_zero_is_reported(capsys):
-    assert cli.main(["audit", "noisy-clipped-hedge", "--horizon", "0", "--n-runs", "200"]) == 2
-    assert "--horizon" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--horizon", "0"), ("--horizon", "100000000000"), ("--n-experts", "1")]
+)
+def test_audit_sizes_out_of_range_are_reported_by_flag(capsys, flag, value):
+    assert cli.main(["audit", "noisy-clipped-hedge", flag, value, "--n-runs", "200"]) == 2
+    err = capsys.readouterr().err
+    assert flag in err and err.count("\n") == 1
 
 
 def test_block_restart_env_pickles():
