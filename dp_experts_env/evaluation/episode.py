@@ -89,6 +89,7 @@ def run_one(cell: Cell) -> list[dict[str, Any]]:
                 "n_experts": int(env.unwrapped.n_experts),
                 "epsilon": eps,
                 "private": claim.is_private,
+                "epsilon_certified": float(claim.epsilon),
                 "certified": claim.certified,
                 "seed": int(seed_index),
                 "round": int(rnd),

@@ -294,7 +294,8 @@ class Grid:
             raise TypeError(
                 f"epsilons must be a number or a list of numbers, got {self.epsilons!r}"
             )
-        self.epsilons = [check_epsilon("epsilons", e) for e in self.epsilons]
+        # inf runs a private learner with its noise removed (the right end of its curve).
+        self.epsilons = [check_epsilon("epsilons", e, allow_inf=True) for e in self.epsilons]
         if not self.epsilons:
             raise ValueError("epsilons must list at least one value")
         self.n_seeds = check_int("seeds", self.n_seeds, minimum=1)

@@ -255,22 +255,27 @@ def _draw_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str) -> Figur
     final = data[data["round"] == last]
     styles = learner_styles(frame["agent"].unique())
     fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 2.6))
-    private = sorted(a for a, g in final.groupby("agent") if np.isfinite(g["epsilon"]).all())
+    # A private learner has at least one finite epsilon; its epsilon = inf run (noise removed)
+    # is the right end of its curve, drawn at an "inf" tick past the largest finite epsilon.
+    private = sorted(a for a, g in final.groupby("agent") if np.isfinite(g["epsilon"]).any())
+    epsilons = sorted(e for e in final["epsilon"].unique() if math.isfinite(e))
+    x_inf = (epsilons[-1] * 4.0) if epsilons else 1.0
     # Learners sit side by side around each epsilon (a small log-x offset) so that their error
     # bars do not hide one another.
     step = min(0.02, 0.12 / max(len(private) - 1, 1))
     references: list[float] = []
     for agent, group in final.groupby("agent", sort=True):
         stats = group.groupby("epsilon")[metric].agg(["mean"])
-        if np.isfinite(stats.index).all():
+        if agent in private:
             # The same percentile bootstrap interval as summary.csv (ci_low, ci_high).
             cis = np.array(
                 [bootstrap_ci(g[metric].to_numpy())[1:] for _, g in group.groupby("epsilon")]
             )
             means = stats["mean"].to_numpy()
             shift = 10.0 ** ((private.index(agent) - (len(private) - 1) / 2) * step)
+            xs = np.asarray(stats.index, dtype=float)
             ax.errorbar(
-                np.asarray(stats.index, dtype=float) * shift,
+                np.where(np.isfinite(xs), xs, x_inf) * shift,
                 means,
                 yerr=np.vstack([means - cis[:, 0], cis[:, 1] - means]),
                 marker=styles[agent]["marker"] or "o",
@@ -290,15 +295,16 @@ def _draw_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str) -> Figur
         low, high = ax.get_ylim()
         pad = 0.05 * (max(high, *references) - min(low, *references) or 1.0)
         ax.set_ylim(min(low, min(references) - pad), max(high, max(references) + pad))
-    epsilons = sorted(e for e in final["epsilon"].unique() if math.isfinite(e))
     ax.set_xscale("log")
     if epsilons:
-        ax.set_xticks(epsilons, [f"{e:g}" for e in epsilons])
+        has_inf = bool((~np.isfinite(final[final["agent"].isin(private)]["epsilon"])).any())
+        ticks = epsilons + ([x_inf] if has_inf else [])
+        ax.set_xticks(ticks, [f"{e:g}" for e in epsilons] + (["∞"] if has_inf else []))
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         # Room for the side-by-side offsets plus a margin; with one epsilon the autoscaled axis
         # would span only the offsets and push the points to the frame.
         reach = 10.0 ** (step * max(len(private) - 1, 0) / 2 + 0.1)
-        ax.set_xlim(epsilons[0] / reach, epsilons[-1] * reach)
+        ax.set_xlim(epsilons[0] / reach, ticks[-1] * reach)
     ax.set_xlabel("privacy parameter ε (log scale)")
     ax.set_ylabel(f"final {_NICE.get(metric, metric)}")
     ax.set_title(f"{_title(env)}\nmean over seeds, 95% bootstrap CI; dashed: non-private")
