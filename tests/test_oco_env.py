@@ -74,7 +74,47 @@ def test_static_regret_is_exact_against_brute_force(family, body):
     assert infos[-1]["cumulative_loss"] == pytest.approx(total, abs=1e-9)
     assert infos[-1]["static_regret"] == pytest.approx(total - best, abs=1e-9)
     assert infos[-1]["per_round_best_regret"] == pytest.approx(total - best_each, abs=1e-9)
-    assert "dynamic_regret" not in infos[-1]  # not exactly computable online (documented)
+    assert ("dynamic_regret" in infos[-1]) == (body == "box")  # exact on boxes only
+
+
+def _best_partition(grads, n_switches, norm):
+    """Brute force: max over partitions into <= S + 1 blocks of sum of block-sum norms."""
+    t = len(grads)
+    best = 0.0
+    for k in range(n_switches + 1):
+        for cuts in itertools.combinations(range(1, t), k):
+            edges = [0, *cuts, t]
+            value = sum(norm(grads[a:b].sum(0)) for a, b in zip(edges, edges[1:], strict=False))
+            best = max(best, value)
+    return best
+
+
+@pytest.mark.parametrize(("body", "dim"), [("box", 1), ("box", 2), ("box", 3), ("ball", 1)])
+@pytest.mark.parametrize("n_switches", [0, 1, 3])
+def test_dynamic_regret_is_exact_where_computable(body, dim, n_switches):
+    env = make(
+        body=body, dim=dim, horizon=9, family="rademacher", n_switches=n_switches, radius=0.7
+    )
+    x = np.random.default_rng(0).uniform(-0.4, 0.4, (9, dim)).astype(np.float32)
+    grads, infos = play(env, x, seed=2)
+    for t in (3, 9):
+        g = grads[:t]
+        want = infos[t - 1]["cumulative_loss"] + 0.7 * _best_partition(
+            g, n_switches, lambda v: np.abs(v).sum()
+        )
+        assert infos[t - 1]["dynamic_regret"] == pytest.approx(want, abs=1e-9)
+    last = infos[-1]
+    assert last["static_regret"] - 1e-9 <= last["dynamic_regret"]
+    assert last["dynamic_regret"] <= last["per_round_best_regret"] + 1e-9
+    if n_switches == 0:
+        assert last["dynamic_regret"] == pytest.approx(last["static_regret"])
+
+
+def test_dynamic_regret_is_left_out_where_not_exact():
+    assert "dynamic_regret" not in play(make(body="ball", dim=2, horizon=3), np.zeros((3, 2)))[1][0]
+    big = make(dim=14, horizon=3, n_switches=3)  # (S + 1) d 2^d above the work cap
+    assert "dynamic_regret" not in play(big, np.zeros((3, 14), np.float32))[1][0]
+    assert make(family="shifting", n_shifts=2).unwrapped.n_switches == 2
 
 
 def test_pseudo_regret_uses_the_exact_means():

@@ -23,12 +23,16 @@ action is read (adaptive family: from the past plays only).
   (a comparator that may move every round): ``sum_s <g_s, x_s> + R sum_s ||g_s||_*``;
 * ``pseudo_regret`` -- where the family knows its means ``m_s`` (stochastic, shifting, rademacher,
   anti_ftl): ``sum_s <m_s, x_s> + R ||m_1 + ... + m_t||_*``;
-* ``segment`` -- shifting family: index of the current mean segment.
-
-Not reported: the S-switch ``dynamic_regret`` of the experts envs. Over a continuous body the best
-comparator with at most S switches needs the best partition of the rounds into S + 1 blocks (block
-value ``R ||block sum||_*``), which is not additive over rounds and has no exact online recursion
-(an offline search costs O(S T^2)); the env leaves the key out rather than report an approximation.
+* ``segment`` -- shifting family: index of the current mean segment;
+* ``dynamic_regret`` -- against the best comparator with at most S switches (``n_switches``,
+  default: the number of change points, 0 for unshifted families), exact where it is computable:
+  on the box ``R ||v||_1 = max over the 2^d sign vectors sigma of <sigma, v>``, so the best
+  partition of rounds 1..t into at most S + 1 blocks (block value ``R ||block sum||_1``) follows
+  an online recursion of O(S d 2^d) per round (:meth:`OCOCore._best_switching`); the key is
+  reported when ``(S + 1) d 2^d <= 65536``. On a ball of dimension >= 2 the block value
+  ``R ||block sum||_2`` is a maximum over infinitely many directions, no such finite recursion
+  exists, and the key is left out rather than approximated (a 1-D ball is an interval and is
+  exact).
 
 Seeding and neighbours as in the experts envs: round t's data is a pure function of (reset seed,
 t), generated in chunks; ``reset(seed=s, options={"neighbor": {"round": t, "loss": g}})`` replays
@@ -55,22 +59,31 @@ __all__ = ["OCOCore", "OCOEnv", "OCOVectorEnv", "OCO_INFO_KEYS"]
 
 SEED_HIGH = 2**63 - 1
 OCO_INFO_KEYS = ("round", "loss", "cumulative_loss", "static_regret", "per_round_best_regret")
+_DYN_WORK = 1 << 16  # (S + 1) d 2^d per run and round: above it dynamic regret is left out
 _ACTION_SLACK = 1e-6  # relative: float32 actions round R by up to 6e-8
 
 
 class OCOCore:
     """B runs of one OCO game stepped in lockstep (batch-first, no Python loop over runs)."""
 
-    def __init__(self, adversary: OCOAdversary) -> None:
+    def __init__(self, adversary: OCOAdversary, n_switches: int = 0) -> None:
         self.adversary = adversary
+        self.n_switches = int(n_switches)
         self.num_runs = adversary.num_runs
         self.dim = adversary.dim
         self.horizon = adversary.horizon
         self.body = adversary.body
         self.radius = adversary.radius
         self.grad_bound = adversary.grad_bound
+        d, s = self.dim, self.n_switches
+        # S-switch dynamic regret is exact on a box (and on a 1-D ball, an interval): see below.
+        self.exact_dynamic = (self.body == "box" or d == 1) and (s + 1) * d * 2**d <= _DYN_WORK
+        if self.exact_dynamic:
+            corners = np.array(np.meshgrid(*[[-1.0, 1.0]] * d, indexing="ij"))
+            self._signs = corners.reshape(d, -1).T  # (2^d, d): the box's dual-norm maximisers
         self.info_keys = (
             OCO_INFO_KEYS
+            + (("dynamic_regret",) if self.exact_dynamic else ())
             + (("pseudo_regret",) if adversary.knows_means else ())
             + (("segment",) if adversary.has_segments else ())
         )
@@ -86,6 +99,9 @@ class OCOCore:
         self._cum_loss = np.zeros(b)
         self._cum_mean_loss = np.zeros(b)
         self._best_each = np.zeros(b)
+        if self.exact_dynamic:
+            # M[j, sigma] = max over b <= t of F_j(b) - <sigma, S_b>, with F_j(0) = 0 at S_0 = 0.
+            self._dyn_m = np.zeros((b, self.n_switches + 1, len(self._signs)))
         self._current = self.adversary.gradient(1)
         return np.zeros((b, d))
 
@@ -132,6 +148,8 @@ class OCOCore:
             "static_regret": self._cum_loss + r * dual_norm(self._grad_sum, self.body),
             "per_round_best_regret": self._cum_loss + self._best_each,
         }
+        if self.exact_dynamic:
+            info["dynamic_regret"] = self._cum_loss + r * self._best_switching()
         if adv.knows_means:
             m = adv.means(t)
             self._mean_sum += m
@@ -144,6 +162,26 @@ class OCOCore:
         if t < self.horizon:
             self._current = adv.gradient(t + 1)
         return g.copy(), loss, info
+
+    def _best_switching(self) -> np.ndarray:
+        """``F_S(t)``, the value of the best comparator with at most S switches, divided by -R.
+
+        ``F_S(t)`` is the max over partitions of rounds 1..t into <= S + 1 blocks of the sum of
+        the blocks' ``||block sum||_1`` (the best S-switch comparator pays ``-R F_S(t)``).
+
+        ``||v||_1 = max_sigma <sigma, v>`` over the 2^d sign vectors, so
+        ``F_j(t) = max_sigma [<sigma, S_t> + max_{b<t} (F_{j-1}(b) - <sigma, S_b>)]``: an exact
+        O(S d 2^d) recursion per round, the continuous analogue of the experts envs' O(N S) one.
+        """
+        proj = self._grad_sum @ self._signs.T  # (B, 2^d)
+        m = self._dyn_m
+        f = np.empty(m.shape[:2])
+        f[:, 0] = proj.max(axis=1)
+        if self.n_switches:
+            f[:, 1:] = (proj[:, None, :] + m[:, :-1, :]).max(axis=2)
+        np.maximum.accumulate(f, axis=1, out=f)  # at most j switches
+        np.maximum(m, f[:, :, None] - proj[:, None, :], out=m)
+        return f[:, -1]
 
 
 def _parse_neighbor(options: Any, dim: int) -> tuple[int, np.ndarray] | None:
@@ -168,7 +206,6 @@ class _OCOSetup:
     kind = "oco"
     feedback = "oco"
     n_arms = None
-    n_switches = None
 
     def _build(self, num_runs: int, params: dict[str, Any]) -> None:
         kind = params.pop("kind", "oco")
@@ -181,12 +218,14 @@ class _OCOSetup:
         family = params.pop("family", None)
         if family is None:
             family = "replay" if gradients is not None else "stochastic"
+        n_switches = params.pop("n_switches", None)
         unknown = set(params) - {"dim", "horizon", "body", "radius", "grad_bound", "gap",
                                  "n_shifts"}  # fmt: skip
         if unknown:
             raise TypeError(
                 f"DPExperts-OCO-v0 got unexpected keyword(s) {sorted(unknown)}; it accepts dim, "
-                "horizon, family, body, radius, grad_bound, gap, n_shifts, losses/gradients"
+                "horizon, family, body, radius, grad_bound, gap, n_shifts, n_switches, "
+                "losses/gradients"
             )
         params = {k: v for k, v in params.items() if v is not None}
         adversary = OCOAdversary(
@@ -197,7 +236,10 @@ class _OCOSetup:
             num_runs=num_runs,
             **params,
         )
-        self.core = OCOCore(adversary)
+        if n_switches is None:
+            n_switches = adversary.n_shifts
+        self.n_switches = check_int("n_switches", n_switches, minimum=0)
+        self.core = OCOCore(adversary, self.n_switches)
         self.family = adversary.family
         self.dim = self.n_experts = adversary.dim
         self.horizon = adversary.horizon
