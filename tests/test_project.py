@@ -33,3 +33,10 @@ def test_main_job_command_uses_the_declared_entry_point():
     # A core install never pulls torch: Stable-Baselines3 sits behind the sb3 extra.
     assert not any("stable-baselines3" in d or "torch" in d for d in project["dependencies"])
     assert any("stable-baselines3" in d for d in project["optional-dependencies"]["sb3"])
+
+
+def test_ci_installs_every_extra_a_test_depends_on():
+    # Optional-dependency tests skip when their extra is missing; CI must not skip them.
+    command = (ROOT / ".ci" / "run").read_text()
+    for extra in ("sb3", "ray", "accounting", "test"):
+        assert re.search(r'pip install -e "\.\[[^\]]*\b' + extra + r"\b", command), extra
