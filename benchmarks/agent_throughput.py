@@ -31,6 +31,9 @@ TARGET = 20.0
 
 def _observations(feedback: str, b: int, seed: int) -> list:
     rng = np.random.default_rng(seed)
+    if feedback == "oco":  # gradients of norm <= G = 1 for the continuous-action learners
+        g = rng.standard_normal((POOL, b, N_EXPERTS))
+        return list(g / np.maximum(1.0, np.linalg.norm(g, axis=2, keepdims=True)))
     if feedback == "full":
         return [rng.random((b, N_EXPERTS)) for _ in range(POOL)]
     pool = []
@@ -86,7 +89,7 @@ def main(argv: list[str] | None = None) -> dict:
     for item in listing:
         name, feedback = item["name"], item["feedback"]
         # A learner that plays on both feedbacks ("any") is timed on loss vectors.
-        feedback = "bandit" if feedback == "bandit" else "full"
+        feedback = feedback if feedback in ("bandit", "oco") else "full"
         one = agent_rate(name, feedback, 1, budget)
         many = agent_rate(name, feedback, big, budget)
         rows.append(
