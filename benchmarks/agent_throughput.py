@@ -49,6 +49,11 @@ def agent_rate(name: str, feedback: str, b: int, budget: float) -> float:
     params = {"n_experts": N_EXPERTS, "horizon": HORIZON, "num_envs": b, "seed": 0}
     if feedback == "bandit":
         params["n_arms"] = N_ARMS
+    if name == "ppo":
+        # The RL baseline trains on the env before it plays; a short training suffices to time
+        # its play (the policy's size does not depend on the training length).
+        env_kwargs = {"n_experts": N_EXPERTS, "horizon": HORIZON}
+        params.update(env_id="DPExperts-Shift-v0", env_kwargs=env_kwargs, timesteps=2048)
     try:
         agent = agents.make(name, **params)
     except ValueError:
