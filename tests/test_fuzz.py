@@ -373,8 +373,33 @@ def test_grid_files_are_valid_or_refused_by_name(tmp_path, top, agent_tables, en
         named += ["grid", "epsilon", "seed", "n_record", "id", "name", "horizon", "n_shifts"]
         assert_names(err, named)
         return
-    for value in [*top.values(), *(v for t in agent_tables + env_tables for v in t.values())]:
+    tables = [*top.items(), *(kv for t in agent_tables + env_tables for kv in t.items())]
+    for key, value in tables:
         values = value if isinstance(value, list) else [value]
-        assert not any(non_finite(v) for v in values), f"accepted a grid with {value}"
+        # epsilon = inf is the documented non-private end of a privacy-utility curve.
+        allowed = key in ("epsilons", "epsilon") and all(v == math.inf for v in values)
+        assert allowed or not any(non_finite(v) for v in values), f"accepted {key} = {value}"
     assert all(e > 0 for e in grid.epsilons)
     assert grid.n_seeds >= 1 and grid.n_record >= 2
+
+
+@FUZZ
+@given(
+    where=st.sampled_from(["top", "agent", "env"]),
+    key=st.sampled_from(
+        ["seeds", "epsilons", "base_seed", "seeds_per_cell", "n_record", "eta", "epsilon"]
+        + ["horizon", "n_experts", "n_shifts", "gap"]
+    ),
+    value=st.one_of(TOML_SCALAR, st.lists(TOML_SCALAR, min_size=1, max_size=2)),
+)
+def test_a_valid_grid_with_one_fuzzed_key(tmp_path, where, key, value):
+    # One bad value in an otherwise valid grid reaches the deep checks (every agent x env pair
+    # is constructed) instead of failing on the first of several bad keys.
+    top = {"seeds": 2, "epsilons": [1.0]}
+    agent = {"name": "hedge"}
+    private = {"name": "noisy-clipped-hedge"}
+    env = {"id": "DPExperts-Shift-v0", "horizon": 20, "n_experts": 3}
+    {"top": top, "agent": agent, "env": env}[where][key] = value
+    test_grid_files_are_valid_or_refused_by_name.hypothesis.inner_test(
+        tmp_path, top, [agent, private], [env]
+    )
