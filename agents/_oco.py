@@ -27,12 +27,13 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import special, stats
 
-from agents.base import Agent
+from agents.base import Agent, PrivacyClaim
 from dp_experts_env._validation import check_choice, check_float, check_int
 from dp_experts_env.batch_rng import run_seeds
 
 __all__ = [
     "OCOAgent",
+    "claim",
     "ball_log_normaliser",
     "ball_sample",
     "box_log_normaliser",
@@ -215,6 +216,16 @@ def ball_sample(
 
 
 # --------------------------------------------------------------------------- agent contract
+def claim(**fields: Any) -> PrivacyClaim:
+    """A :class:`PrivacyClaim` from the fields this version of the claim has.
+
+    Optional fields (e.g. the noise backend, the requested epsilon) are passed when the claim
+    type defines them and dropped otherwise, so the OCO learners follow the claim's evolution.
+    """
+    known = set(getattr(PrivacyClaim, "__dataclass_fields__", fields))
+    return PrivacyClaim(**{k: v for k, v in fields.items() if k in known})
+
+
 class OCOAgent(Agent):
     """An agent for ``DPExperts-OCO-v0``: points of a box or a ball from gradient feedback.
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agents._oco import OCOAgent, project
+from agents._oco import OCOAgent, claim, project
 from agents.base import PrivacyClaim, no_privacy
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_epsilon, check_float
@@ -143,7 +143,8 @@ class DPFTRLOCO(OCOAgent):
     like FTRL whose sums carry extra zero-mean noise of per-coordinate variance about
     ``levels * 2 b^2`` (b the node scale), so lambda is set as for gradients of squared norm
     ``G^2 + 2 d levels b^2 / T``: ``lambda = sqrt(2 T G^2 + 4 d levels b^2) / D``
-    (``lam=`` overrides). Noise: ``"fast"`` or ``"grid"`` backend.
+    (``lam=`` overrides). Noise: ``"fast"`` or ``"grid"`` backend. ``mode`` is accepted for
+    interface uniformity and has no effect (no erratum); ``delta`` is ignored (pure DP).
     """
 
     def __init__(
@@ -186,7 +187,7 @@ class DPFTRLOCO(OCOAgent):
         """Pure epsilon-DP from the tree counter; not private at epsilon = inf."""
         if math.isinf(self.epsilon):
             return no_privacy("full")
-        return PrivacyClaim(
+        return claim(
             epsilon=self.tree.guarantee.epsilon,
             neighbouring="replace one round's gradient g_t (||g_t|| <= G)",
             feedback="full",
@@ -194,6 +195,8 @@ class DPFTRLOCO(OCOAgent):
             f"{self.l1_sensitivity:g}, Laplace {self.node_scale:g} per node coordinate, basic "
             "composition; plays are post-processing",
             holds_against="adaptive",
+            noise_backend=getattr(self.noise, "name", "fast"),
+            requested_epsilon=self.epsilon,
         )
 
     def _init_state(self) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agents._oco import OCOAgent, ball_sample, box_sample, log_normaliser, project
+from agents._oco import OCOAgent, ball_sample, box_sample, claim, log_normaliser, project
 from agents.base import PrivacyClaim, no_privacy
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_delta, check_epsilon, check_float
@@ -365,7 +365,7 @@ class PCOMW(OCOAgent):
             if self.mode == "strict"
             else "S2 and delta as printed (errata E-AKST-2, E-AKST-3: not certified)"
         )
-        return PrivacyClaim(
+        return claim(
             epsilon=prm.epsilon,
             delta=prm.delta,
             neighbouring="replace one round's gradient g_t (||g_t|| <= G)",
@@ -374,6 +374,8 @@ class PCOMW(OCOAgent):
             accountant=f"P-COMW Theorem DP (Agarwal-Kale-Singh-Thakurta): 1.5 S2 + "
             f"sqrt(6 S2 ln(2/delta)), {how}",
             holds_against="adaptive",
+            noise_backend="fast",
+            requested_epsilon=self.epsilon,
             notes=f"kappa={prm.kappa:.4g}, ln Phi={prm.log_phi:.4g}, p={prm.p:.4g}, "
             f"B={prm.budget:.4g}; requested epsilon={self.epsilon:g}; regret bound vs oblivious "
             "losses only",
