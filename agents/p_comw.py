@@ -445,3 +445,25 @@ class PCOMW(OCOAgent):
             self.resamples[rows] += 1
             self.switches[rows] += 1
         return self.point
+
+
+@register(
+    "p-comw-lazy",
+    private=False,
+    summary="P-COMW lazy setting (Thm 4.2): Gibbs sampling with at most S switches in expectation",
+)
+class PCOMWLazy(PCOMW):
+    """P-COMW in its lazy, non-private setting: ``p-comw`` with ``setting="lazy"``.
+
+    Source: Agarwal, Kale, Singh & Thakurta, "Improved Differentially Private and Lazy Online
+    Convex Optimization", Algorithm 1 with Theorem 4.2 (see :class:`PCOMW`). Registered under
+    its own name so that grids and listings treat it as the non-private learner it is (it runs
+    once per seed, not once per epsilon). Takes ``switch_budget`` (S, default ``sqrt(d T)``),
+    ``tuning`` and the env's geometry; ``epsilon`` and ``delta`` are ignored.
+    """
+
+    def __init__(self, n_experts: int | None = None, horizon: int | None = None, **kwargs):
+        kwargs.pop("setting", None)
+        kwargs.pop("epsilon", None)
+        kwargs.pop("delta", None)
+        super().__init__(n_experts, horizon, setting="lazy", **kwargs)
