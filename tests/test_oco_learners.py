@@ -314,3 +314,26 @@ def test_gradients_longer_than_g_are_refused():
     agent.act(np.zeros(2))
     with pytest.raises(ValueError, match="grad_bound"):
         agent.act(np.array([1.0, 1.0]))
+
+
+def test_paper_mode_reproduces_the_printed_lambda_1():
+    # E-AKST-1: with a huge epsilon the 1e3 terms vanish and lambda_1 binds: sqrt(2T) (strict)
+    # against the printed 1/(2 sqrt T) (paper mode).
+    kw = {"diameter": 2.0, "grad_bound": 1.0, "epsilon": 1e12, "tuning": "paper"}
+    strict = pcomw_parameters("dp", 1, 400, **kw)
+    paper = pcomw_parameters("dp", 1, 400, mode="paper", **kw)
+    assert strict.lam == pytest.approx(0.5 * math.sqrt(800))
+    assert paper.lam == pytest.approx(0.5 / (2 * math.sqrt(400)))
+    assert strict.certified and not paper.certified
+
+
+def test_samplers_stay_exact_far_in_the_tails():
+    # Mean 50 standard deviations outside the box: the truncated normal piles up at the face
+    # like an exponential of rate (m - R)/s^2 (its exact tail limit).
+    u = np.random.default_rng(2).random((50_000, 1))
+    x = box_sample(np.full((50_000, 1), 6.0), 0.1, 1.0, u)
+    rate = (6.0 - 1.0) / 0.01
+    assert np.all(x <= 1.0) and abs((1.0 - x).mean() - 1 / rate) < 0.03 / rate
+    gen = np.random.default_rng(3)
+    y = np.array([ball_sample(np.array([6.0, 0.0]), 0.1, 1.0, gen, 100_000) for _ in range(3000)])
+    assert np.all(np.linalg.norm(y, axis=1) <= 1.0) and y[:, 0].mean() > 0.97
