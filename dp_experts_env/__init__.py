@@ -10,6 +10,8 @@ from dp_experts_env.envs import (  # noqa: E402
     BanditAdviceVectorEnv,
     ExpertsEnv,
     ExpertsVectorEnv,
+    OCOEnv,
+    OCOVectorEnv,
 )
 from dp_experts_env.registration import ENV_IDS, ENVS, env_entry, register_envs  # noqa: E402
 
@@ -21,6 +23,8 @@ __all__ = [
     "BanditAdviceEnv",
     "ExpertsVectorEnv",
     "BanditAdviceVectorEnv",
+    "OCOEnv",
+    "OCOVectorEnv",
     "ENV_IDS",
     "ENVS",
     "env_entry",

@@ -282,3 +282,14 @@ def test_stable_baselines3_trains_on_it(algo):
     model.learn(total_timesteps=96)
     action, _ = model.predict(np.zeros(2), deterministic=True)
     assert action.shape == (2,) and np.all(np.abs(action) <= 1.0)
+
+
+def test_defaults_match_the_registration_table():
+    entry = dp_experts_env.env_entry(ID)
+    base = gym.make(ID).unwrapped
+    assert isinstance(base, dp_experts_env.OCOEnv) and entry.feedback == base.feedback == "oco"
+    for key, value in entry.defaults.items():
+        assert getattr(base, key) == value
+    assert (base.radius, base.grad_bound, base.n_switches) == (1.0, 1.0, 0)
+    venv = gym.make_vec(ID, num_envs=2, vectorization_mode="vector_entry_point")
+    assert isinstance(venv.unwrapped, dp_experts_env.OCOVectorEnv)

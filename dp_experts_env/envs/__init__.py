@@ -2,6 +2,7 @@
 
 from dp_experts_env.envs.core import INFO_KEYS, MEANS_KEYS, SEGMENT_KEYS, GameCore
 from dp_experts_env.envs.factory import KINDS, Game, KindSpec, build_game, feedback_of
+from dp_experts_env.envs.oco import OCOEnv, OCOVectorEnv
 from dp_experts_env.envs.single import BanditAdviceEnv, ExpertsEnv
 from dp_experts_env.envs.vector import BanditAdviceVectorEnv, ExpertsVectorEnv
 
@@ -10,6 +11,8 @@ __all__ = [
     "BanditAdviceEnv",
     "ExpertsVectorEnv",
     "BanditAdviceVectorEnv",
+    "OCOEnv",
+    "OCOVectorEnv",
     "GameCore",
     "INFO_KEYS",
     "MEANS_KEYS",
