@@ -174,6 +174,11 @@ class MetaExpertReduction(PrivateAgent):
         self.log_meta_experts = log_count_meta_experts(n, t_max, self._s)
         self.n_meta_experts = count_meta_experts(n, t_max, self._s)
         self._inner_name = self._check_inner(inner)
+        if inner_params is not None and not isinstance(inner_params, dict):
+            raise TypeError(
+                "inner_params must be a dict of keywords for the inner learner, got "
+                f"{type(inner_params).__name__}"
+            )
         self._inner_params = dict(inner_params or {})
         self._delta_given = delta
         if self._inner_name != NOISY_HEDGE and self.method != "enumerate":

@@ -391,6 +391,9 @@ def tune_batched_exp4(
     a = 10.0 * etas * horizon * (s / (taus * epsilon)) ** 2 * lg * lg
     g_min = 4.0 * etas * s * lg / (taus * epsilon)
     gamma = np.minimum(np.maximum((2.0 * a / horizon) ** (1 / 3), g_min), max_gamma)
+    # At astronomically large epsilon the noise term underflows to 0 and so would gamma (0/0
+    # below); a floor keeps Q_t a valid mixture without changing any practical tuning.
+    gamma = np.maximum(gamma, 1e-12)
     bound = taus * logn / etas + gamma * horizon + etas * horizon * k + a / gamma**2 + 2 * taus
     bound = np.where((g_min <= max_gamma) & (etas < 1.0), bound, np.inf)
     if not np.isfinite(bound).any():

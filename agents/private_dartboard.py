@@ -86,8 +86,10 @@ def balanced_batch_size(n_experts: int, horizon: int, epsilon: float, delta: flo
 
     ``B* = (400 ln^{2/3}(1/delta) ln(d) / (T^{1/3} eps^2))^{3/5}``, rounded, clipped to [1, T].
     """
+    # Past eps ~ 1e150 eps**2 overflows a float; such budgets all give a block of 1.
+    eps = min(epsilon, 1e100)
     b = (
-        400.0 * _ln_inv(delta) ** (2 / 3) * math.log(n_experts) / (horizon ** (1 / 3) * epsilon**2)
+        400.0 * _ln_inv(delta) ** (2 / 3) * math.log(n_experts) / (horizon ** (1 / 3) * eps**2)
     ) ** 0.6
     return int(min(max(round(b), 1), horizon))
 

@@ -360,6 +360,8 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         )
         if tau is not None:
             tau = check_int("tau", tau, minimum=1, maximum=t)
+        if eta is not None:
+            eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
         if not self.is_private:
             # No privacy: EXP4 itself, one round per batch and no extra exploration.
             tau = 1 if tau is None else tau

@@ -165,6 +165,8 @@ class RandomizedPrefixSoftmax(PrivateAgent):
         self.reset(seed)
 
     def _window(self, window: int | None, switches: int) -> int | None:
+        if window is not None:  # refused even when restarts="none" would ignore it
+            check_int("window", window, minimum=1)
         if self.restarts == "none":
             return None
         span = self.horizon / (switches + 1)

@@ -226,13 +226,7 @@ _SKIP = {"self", "n_experts", "horizon", "num_envs", "seed", "n_arms", "env"}
 
 #: (learner, parameter): defects in learners found by this fuzzing, pinned by the strict xfail
 #: test below until the learner validates the parameter; remove an entry when it passes.
-KNOWN_PARAMETER_DEFECTS = {
-    ("randomized-prefix-softmax", "window", math.nan),
-    ("randomized-prefix-softmax", "window", math.inf),
-    ("meta-expert-reduction", "inner_params", 1.5),
-    ("private-batched-exp4", "eta", "x"),
-    ("batched-private-shrinking-dartboard", "epsilon", 1e300),
-}
+KNOWN_PARAMETER_DEFECTS: set[tuple[str, str, object]] = set()  # none known today
 _KNOWN_PARAMS = {(name, param) for name, param, _ in KNOWN_PARAMETER_DEFECTS}
 
 
