@@ -66,7 +66,7 @@ def _run(name: str, epsilon: float, *, horizon: int, runs: int, seed: int = 0, *
 
 # ----------------------------------------------------------------------------- the limit
 @pytest.mark.parametrize("name", PRIVATE)
-@pytest.mark.parametrize("epsilon", [math.inf, 1e-3, 1e9])
+@pytest.mark.parametrize("epsilon", [math.inf, 1e-3, 1e9, 1e300])
 def test_every_learner_plays_at_extreme_epsilons(name: str, epsilon: float) -> None:
     agent, curves = _run(name, epsilon, horizon=120, runs=2)
     assert all(np.isfinite(v).all() for v in curves.values())
