@@ -193,7 +193,8 @@ def test_ball_projects_points_of_the_bounding_box_radially():
         ({"losses": np.full((4, 2), 1.0)}, ValueError, "grad_bound"),
         ({"losses": np.full((4, 2), np.nan)}, ValueError, "finite"),
         ({"losses": REPLAY, "horizon": 7}, ValueError, "contradicts"),
-        ({"n_experts": 3}, TypeError, "unexpected keyword"),
+        ({"n_arms": 3}, TypeError, "unexpected keyword"),
+        ({"n_experts": 3, "dim": 4}, ValueError, "contradicts"),
         ({"n_shifts": 2}, ValueError, "shifting"),
     ],
 )
@@ -282,6 +283,10 @@ def test_stable_baselines3_trains_on_it(algo):
     model.learn(total_timesteps=96)
     action, _ = model.predict(np.zeros(2), deterministic=True)
     assert action.shape == (2,) and np.all(np.abs(action) <= 1.0)
+
+
+def test_n_experts_is_an_alias_of_dim():
+    assert make(n_experts=3).unwrapped.dim == 3
 
 
 def test_defaults_match_the_registration_table():

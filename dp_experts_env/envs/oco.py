@@ -219,6 +219,11 @@ class _OCOSetup:
         if family is None:
             family = "replay" if gradients is not None else "stochastic"
         n_switches = params.pop("n_switches", None)
+        alias = params.pop("n_experts", None)  # the shared size keyword: here the dimension d
+        if alias is not None:
+            if params.get("dim") is not None and params["dim"] != alias:
+                raise ValueError(f"n_experts={alias} contradicts dim={params['dim']} (both are d)")
+            params["dim"] = alias
         unknown = set(params) - {"dim", "horizon", "body", "radius", "grad_bound", "gap",
                                  "n_shifts"}  # fmt: skip
         if unknown:
@@ -261,7 +266,8 @@ class OCOEnv(_OCOSetup, gym.Env):
     See :mod:`dp_experts_env.envs.oco` for the protocol, ``info`` and what is not reported.
 
     Keywords:
-        dim: d (default 5). horizon: T (default 1000).
+        dim: d (default 5; ``n_experts`` is accepted as an alias, the suite's shared size
+            keyword). horizon: T (default 1000). n_switches: S of ``dynamic_regret``.
         family: ``"stochastic"`` (default), ``"shifting"``, ``"anti_ftl"``, ``"rademacher"``,
             ``"replay"`` (default when a matrix is given) or ``"adaptive"``
             (:mod:`dp_experts_env.adversaries.oco`).
