@@ -298,3 +298,12 @@ def test_defaults_match_the_registration_table():
     assert (base.radius, base.grad_bound, base.n_switches) == (1.0, 1.0, 0)
     venv = gym.make_vec(ID, num_envs=2, vectorization_mode="vector_entry_point")
     assert isinstance(venv.unwrapped, dp_experts_env.OCOVectorEnv)
+
+
+def test_memory_is_bounded_for_long_horizons_and_big_batches():
+    from dp_experts_env.adversaries.oco import OCOAdversary
+
+    adv = OCOAdversary("stochastic", 8, 10**6, num_runs=512)
+    adv.reset(range(512))
+    adv.gradient(1)
+    assert adv._buffer.nbytes <= 8 * (1 << 22)  # one chunk: <= 32 MB, never T x d

@@ -57,7 +57,8 @@ BODIES = ("box", "ball")
 OCO_FAMILIES = ("stochastic", "shifting", "anti_ftl", "rademacher", "replay", "adaptive")
 _DATA_STREAM = 21  # per-round randomness
 _STRUCTURE_STREAM = 22  # mean directions drawn at reset
-_CHUNK_ELEMENTS = 1 << 16  # doubles per run per generated chunk
+_CHUNK_ELEMENTS = 1 << 16  # doubles per run per generated chunk ...
+_CHUNK_TOTAL = 1 << 22  # ... and at most 4 M doubles (32 MB) across the batch
 _NORM_SLACK = 1e-9
 
 
@@ -191,7 +192,8 @@ class OCOAdversary:
         # Uniforms drawn per round per run (fixed, so round t is a pure function of (seed, t)).
         self._per_round = {"stochastic": self.dim, "shifting": self.dim, "adaptive": self.dim,
                            "rademacher": 1}.get(self.family, 0)  # fmt: skip
-        self._chunk = max(1, min(self.horizon, _CHUNK_ELEMENTS // max(1, self.dim)))
+        per_run = min(_CHUNK_ELEMENTS, _CHUNK_TOTAL // self.num_runs)
+        self._chunk = max(1, min(self.horizon, per_run // max(1, self._per_round)))
         self._seeds: tuple[int, ...] | None = None
 
     # ------------------------------------------------------------------ episode
