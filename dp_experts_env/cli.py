@@ -210,8 +210,8 @@ def _claim_line(item: dict[str, Any]) -> str:
     return line if len(line) <= 110 else line[:106].rstrip() + "...]"
 
 
-def _write_aggregate(frame: Any, out: Path, metric: str) -> None:
-    """With several envs and uniform play in the grid: aggregate.csv, one row per learner.
+def _print_aggregate(table: Any, n_envs: int, metric: str) -> None:
+    """The aggregate.csv table (several envs and uniform play in the grid), if there is one.
 
     The IQM and mean over all runs of all envs of the normalised score 1 - regret / (uniform's
     mean regret on that env), each with a stratified-bootstrap 95% interval (rliable's
@@ -219,21 +219,11 @@ def _write_aggregate(frame: Any, out: Path, metric: str) -> None:
     """
     import pandas as pd
 
-    from dp_experts_env.evaluation import final_rows
-    from dp_experts_env.evaluation.stats import aggregate_scores, normalized_scores
-    from dp_experts_env.evaluation.store import write_atomic
-
-    if frame["env"].nunique() < 2 or "uniform" not in set(frame["agent"]):
+    if table is None:
         return
-    try:
-        scores = normalized_scores(final_rows(frame), metric, reference="uniform")
-    except ValueError:  # uniform has no positive regret anywhere: nothing to normalise by
-        return
-    table = pd.DataFrame(aggregate_scores(scores))
-    write_atomic(out / "aggregate.csv", lambda fh: table.to_csv(fh, index=False))
     shown = table.copy()
     shown["epsilon"] = shown["epsilon"].map(lambda e: "-" if not math.isfinite(e) else f"{e:g}")
-    print(f"\nacross {frame['env'].nunique()} envs: normalised score 1 - {metric} / uniform's")
+    print(f"\nacross {n_envs} envs: normalised score 1 - {metric} / uniform's")
     with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
         print(shown.to_string(index=False))
 
@@ -246,17 +236,12 @@ def _show_progress(args: argparse.Namespace) -> bool:
 def _finish(frame: Any, out: Path, metric: str, figures: bool) -> None:
     import pandas as pd
 
-    from dp_experts_env.evaluation import make_figures, summarize
-    from dp_experts_env.evaluation.store import write_atomic
+    from dp_experts_env.evaluation.report import write_report
 
-    if metric == "dynamic_regret" and metric not in frame.columns and "static_regret" in frame:
-        # DPExperts-OCO-v0 has no exact S-switch dynamic regret (docs/environments.md).
-        print("dynamic_regret is not reported by these environments: using static_regret")
-        metric = "static_regret"
-    if metric not in frame.columns:
-        raise ValueError(f"metric {metric!r} is not reported by these environments")
-    table = summarize(frame, metric)
-    write_atomic(out / "summary.csv", lambda fh: table.to_csv(fh, index=False))
+    report = write_report(frame, out, metric, figures=figures)
+    if report["metric"] != metric:
+        print(f"{metric} is not reported by these environments: using {report['metric']}")
+    metric, table = report["metric"], report["summary"]
     shown = table.copy()
     shown["epsilon"] = shown["epsilon"].map(lambda e: "-" if not math.isfinite(e) else f"{e:g}")
     # A column with no value (the score when uniform play is not in the grid) says nothing.
@@ -273,10 +258,9 @@ def _finish(frame: Any, out: Path, metric: str, figures: bool) -> None:
             "\nUNCERTIFIED privacy claims (mode='paper' reproductions):",
             ", ".join(sorted(uncertified["agent"].unique())),
         )
-    _write_aggregate(frame, out, metric)
+    _print_aggregate(report["aggregate"], frame["env"].nunique(), metric)
     if figures:
-        paths = make_figures(frame, out / "figures", metric)
-        print(f"\n{len(paths)} figure files in {out / 'figures'}")
+        print(f"\n{len(report['figures'])} figure files in {out / 'figures'}")
     print(f"results: {out / 'results.csv'}  table: {out / 'summary.csv'}")
 
 
@@ -304,6 +288,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         n_jobs=args.jobs,
         address=args.address,
         progress=_show_progress(args),
+        report=False,  # _finish writes the report for the chosen --metric
     )
     _finish(frame, out, args.metric, not args.no_figures)
     return 0
@@ -348,6 +333,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         n_jobs=args.jobs,
         address=args.address,
         progress=_show_progress(args),
+        report=False,  # _finish writes the report for the chosen --metric
     )
     _finish(frame, out, args.metric, not args.no_figures)
     return 0

@@ -90,3 +90,22 @@ def test_compare_writes_the_aggregate_across_envs(tmp_path, capsys):
     assert uniform["mean"] == pytest.approx(0.0, abs=1e-12)  # the reference scores 0 on average
     assert (agg["iqm_low"] <= agg["iqm"]).all() and (agg["iqm"] <= agg["iqm_high"]).all()
     assert set(agg["tasks"]) == {2} and set(agg["runs"]) == {6}
+
+
+def test_python_run_grid_writes_the_summary_and_on_request_figures(tmp_path):
+    from dp_experts_env.evaluation import AgentEntry, EnvEntry, Grid, run_grid
+
+    grid = Grid(
+        agents=[AgentEntry("uniform"), AgentEntry("hedge")],
+        envs=[EnvEntry("DPExperts-Shift-v0", {"horizon": 30})],
+        epsilons=[1.0],
+        n_seeds=2,
+    )
+    run_grid(grid, tmp_path / "a", backend="serial", progress=False)
+    table = pd.read_csv(tmp_path / "a" / "summary.csv")
+    assert set(table["agent"]) == {"uniform", "hedge"}
+    assert not (tmp_path / "a" / "figures").exists()  # figures only when asked (they are slow)
+    run_grid(grid, tmp_path / "b", backend="serial", progress=False, figures=True)
+    assert any((tmp_path / "b" / "figures").glob("round_*.png"))
+    run_grid(grid, tmp_path / "c", backend="serial", progress=False, report=False)
+    assert not (tmp_path / "c" / "summary.csv").exists()

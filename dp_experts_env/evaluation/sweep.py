@@ -96,8 +96,14 @@ def run_grid(
     address: str | None = None,
     progress: bool = True,
     log: TextIO | None = None,
+    report: bool = True,
+    figures: bool = False,
 ) -> pd.DataFrame:
     """Run every (cell, seed) not already stored in ``out_dir`` and return the grid's rows.
+
+    With ``report`` (default) the folder also gets ``summary.csv`` and, for several envs,
+    ``aggregate.csv`` (:func:`~dp_experts_env.evaluation.report.write_report`, dynamic regret);
+    ``figures=True`` draws the figures too, as ``dp-experts compare`` does.
 
     The grid is validated first, so a bad name or parameter fails before any cell runs. Stored
     runs whose key matches (same cell, code and data; see :mod:`~dp_experts_env.evaluation.store`)
@@ -119,7 +125,12 @@ def run_grid(
     except OSError as err:
         raise _write_error(f"cannot use results folder {str(out)!r}: {err}", err) from err
     with folder_lock(out):
-        return _run_locked(grid, out, backend, n_jobs, address, progress, log)
+        frame = _run_locked(grid, out, backend, n_jobs, address, progress, log)
+        if report or figures:
+            from dp_experts_env.evaluation.report import write_report  # it imports this module
+
+            write_report(frame, out, figures=figures)
+        return frame
 
 
 def _write_error(message: str, cause: OSError) -> SweepWriteError:

@@ -1,0 +1,89 @@
+"""The files a finished sweep leaves next to its rows: summary, aggregate across envs, figures.
+
+:func:`write_report` is what both ``run_grid`` (Python) and ``dp-experts compare``/``run`` (the
+command line) call, so a results folder looks the same whichever way it was produced.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dp_experts_env.evaluation.stats import aggregate_scores, normalized_scores
+from dp_experts_env.evaluation.store import write_atomic
+from dp_experts_env.evaluation.sweep import final_rows, summarize
+
+__all__ = ["Report", "resolve_metric", "aggregate_table", "write_report"]
+
+
+class Report(dict):
+    """What :func:`write_report` wrote.
+
+    Keys: ``metric``, ``summary`` (frame), ``aggregate`` (frame or None), ``figures`` (paths).
+    """
+
+
+def resolve_metric(frame: pd.DataFrame, metric: str = "dynamic_regret") -> str:
+    """The regret column to report: ``metric``, or static regret where dynamic is not reported.
+
+    Raises:
+        ValueError: the rows have neither.
+    """
+    if metric == "dynamic_regret" and metric not in frame.columns and "static_regret" in frame:
+        # DPExperts-OCO-v0 has no exact S-switch dynamic regret (docs/environments.md).
+        return "static_regret"
+    if metric not in frame.columns:
+        raise ValueError(f"metric {metric!r} is not reported by these environments")
+    return metric
+
+
+def aggregate_table(
+    frame: pd.DataFrame, metric: str = "dynamic_regret", *, reference: str = "uniform"
+) -> pd.DataFrame | None:
+    """IQM and mean of reference-normalised scores across envs (None: one env or no reference).
+
+    See :func:`~dp_experts_env.evaluation.stats.normalized_scores` and
+    :func:`~dp_experts_env.evaluation.stats.aggregate_scores`.
+    """
+    if frame["env"].nunique() < 2 or reference not in set(frame["agent"]):
+        return None
+    try:
+        scores = normalized_scores(final_rows(frame), metric, reference=reference)
+    except ValueError:  # the reference has no positive regret anywhere: nothing to divide by
+        return None
+    return pd.DataFrame(aggregate_scores(scores))
+
+
+def write_report(
+    frame: pd.DataFrame,
+    out_dir: str | Path,
+    metric: str = "dynamic_regret",
+    *,
+    figures: bool = False,
+) -> Report:
+    """Write ``summary.csv``, ``aggregate.csv`` (several envs) and, if asked, the figures.
+
+    Args:
+        frame: the rows of a sweep (``run_grid``'s return value).
+        out_dir: the results folder.
+        metric: the regret to rank and draw (static regret where dynamic is not reported).
+        figures: also draw every figure the rows support under ``out_dir/figures``.
+
+    Returns:
+        A :class:`Report` with the metric used, the tables and the figure paths.
+    """
+    out = Path(out_dir)
+    metric = resolve_metric(frame, metric)
+    table = summarize(frame, metric)
+    write_atomic(out / "summary.csv", lambda fh: table.to_csv(fh, index=False))
+    aggregate = aggregate_table(frame, metric)
+    if aggregate is not None:
+        write_atomic(out / "aggregate.csv", lambda fh: aggregate.to_csv(fh, index=False))
+    paths: list[Any] = []
+    if figures:
+        from dp_experts_env.evaluation.plots import make_figures
+
+        paths = make_figures(frame, out / "figures", metric)
+    return Report(metric=metric, summary=table, aggregate=aggregate, figures=paths)
