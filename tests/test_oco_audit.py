@@ -116,3 +116,11 @@ def test_p_comw_round_t0_coin_costs_at_most_its_charge(epsilon, kappa):
     loss = np.max(np.abs(np.r_[np.log(sw_a / sw_b), np.log((1 - sw_a) / (1 - sw_b))]))
     charge = 2 * agent.log_phi / agent.p
     assert 0 < loss <= charge
+
+
+def test_dp_ftrl_oco_gaussian_passes_the_audit():
+    x, xn = neighbours(3)
+    result = audit_oco_agent(
+        "dp-ftrl-oco", x, xn, n_runs=10_000, seed=2, epsilon=1.0, law="gaussian"
+    )
+    assert result.passed and result.claimed_delta == 1e-5, result.summary()

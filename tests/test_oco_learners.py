@@ -337,3 +337,28 @@ def test_samplers_stay_exact_far_in_the_tails():
     gen = np.random.default_rng(3)
     y = np.array([ball_sample(np.array([6.0, 0.0]), 0.1, 1.0, gen, 100_000) for _ in range(3000)])
     assert np.all(np.linalg.norm(y, axis=1) <= 1.0) and y[:, 0].mean() > 0.97
+
+
+def test_dp_ftrl_oco_gaussian_tree():
+    # zCDP: rho solved so that rho + 2 sqrt(rho ln(1/delta)) = epsilon exactly.
+    agent = agents.make("dp-ftrl-oco", dim=5, horizon=1000, epsilon=1.0, law="gaussian")
+    rho = agent.levels * 4.0 / (2 * agent.node_scale**2)
+    assert rho + 2 * math.sqrt(rho * math.log(1e5)) == pytest.approx(1.0)
+    assert agent.privacy.epsilon == pytest.approx(1.0) and agent.privacy.delta == 1e-5
+    with pytest.raises(ValueError, match="delta > 0"):
+        agents.make("dp-ftrl-oco", dim=2, horizon=10, law="gaussian", delta=0.0)
+    # Batch == single runs; and less noise than Laplace's L1 calibration in d = 5.
+    env = venv(3, horizon=40, dim=3)
+    bx, _ = run(agents.make("dp-ftrl-oco", env=env, law="gaussian", seed=4), env, seed=1)
+    for i in range(3):
+        one = gym.make(ID, horizon=40, dim=3)
+        sx, _ = run(
+            agents.make("dp-ftrl-oco", env=one, law="gaussian", seed=4 + i), one, seed=1 + i
+        )
+        assert np.array_equal(bx[:, i], sx)
+    regret = {}
+    for law in ("laplace", "gaussian"):
+        env = venv(8, horizon=1000, dim=5, gap=0.3)
+        _, info = run(agents.make("dp-ftrl-oco", env=env, law=law, seed=0), env, seed=5)
+        regret[law] = info["static_regret"].mean()
+    assert regret["gaussian"] < regret["laplace"]
