@@ -2,9 +2,9 @@
 
 SB3 drives ``agent.predict(obs, state, episode_start, deterministic)`` on an SB3 ``VecEnv``. We use
 ``DummyVecEnv`` over ``gym.make(...)`` envs (wrapped in ``Monitor`` so SB3 reads true episode
-returns). Our native vector env is a Gymnasium ``VectorEnv``, not an SB3 ``VecEnv`` (SB3's step
-returns four values and auto-resets differently), so it is driven by our own evaluation loop
-instead; the test below checks that both paths play the same game.
+returns). Our native vector env is a Gymnasium ``VectorEnv``; ``dp_experts_env.sb3`` adapts it
+to SB3's ``VecEnv`` (tests/test_sb3_vec.py). The test below checks that the DummyVecEnv path and
+our own evaluation loop on the native vector env play the same game.
 """
 
 import warnings

@@ -119,3 +119,11 @@ def test_adapter_rejects_non_vector_env_and_uneven_options():
     venv.set_options([{}, {"neighbor": {"round": 1, "loss": np.zeros(10)}}])
     with pytest.raises(ValueError, match="options must be the same"):
         venv.reset()
+
+
+def test_bandit_agents_evaluate_on_the_adapter_with_dict_observations():
+    venv = VecMonitor(make_sb3_vec_env("DPExperts-BanditAdvice-v0", num_envs=2, horizon=H))
+    venv.seed(0)
+    agent = agents.make("exp4", env=venv, seed=0)
+    rewards, lengths = evaluate_policy(agent, venv, n_eval_episodes=3, return_episode_rewards=True)
+    assert lengths == [H] * 3 and all(-H <= r <= 0 for r in rewards)
