@@ -229,8 +229,8 @@ def _print_aggregate(table: Any, n_envs: int, metric: str) -> None:
 
 
 def _show_progress(args: argparse.Namespace) -> bool:
-    """The redrawn progress bar is for terminals: in a log file every redraw would be a line."""
-    return not args.no_progress and sys.stderr.isatty()
+    """Progress unless --no-progress (off a terminal it is a line per tenth, not a redraw)."""
+    return not args.no_progress
 
 
 def _finish(frame: Any, out: Path, metric: str, figures: bool) -> None:

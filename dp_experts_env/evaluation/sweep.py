@@ -44,7 +44,11 @@ __all__ = [
 
 
 class Progress:
-    """A dependency-free progress bar on stderr (silent when disabled)."""
+    """A dependency-free progress bar on stderr (silent when disabled).
+
+    On a terminal the bar is redrawn in place. Elsewhere (a log file, CI) a redraw would be a new
+    line per finished cell, so a plain line is written only at each further tenth of the work.
+    """
 
     def __init__(
         self,
@@ -60,6 +64,9 @@ class Progress:
         self.stream = stream or sys.stderr
         self.label = label
         self.start = time.monotonic()
+        isatty = getattr(self.stream, "isatty", None)
+        self.interactive = bool(isatty()) if callable(isatty) else False
+        self._tenths = 0
 
     def advance(self, n: int = 1) -> None:
         """Count finished work and redraw."""
@@ -69,6 +76,16 @@ class Progress:
         frac = self.done / self.total
         elapsed = time.monotonic() - self.start
         eta = elapsed / frac - elapsed if frac > 0 else float("nan")
+        if not self.interactive:
+            tenths = int(10 * min(frac, 1.0))
+            if tenths > self._tenths:
+                self._tenths = tenths
+                self.stream.write(
+                    f"{self.done}/{self.total} {self.label}  {elapsed:.1f}s elapsed, "
+                    f"~{eta:.1f}s left\n"
+                )
+                self.stream.flush()
+            return
         bar = "#" * int(30 * frac)
         self.stream.write(
             f"\r[{bar:<30}] {self.done}/{self.total} {self.label}  "
