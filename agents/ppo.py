@@ -96,19 +96,36 @@ class PPOBaseline(Agent):
             raise TypeError(f"env_id must be a string, got {type(env_id).__name__}")
         if not isinstance(deterministic, bool):
             raise TypeError(f"deterministic must be a bool, got {deterministic!r}")
+        from dp_experts_env.wrappers import LossFeatures
+
         self.env_id = env_id
         self.env_kwargs = dict(env_kwargs or {})
         self.deterministic = deterministic
-        self.model, self.features = self._trained(
-            env_id, self.env_kwargs, int(timesteps), int(train_seed), tuple(windows)
-        )
-        if (self.features.n_experts, self.features.horizon) != (self.n_experts, self.horizon):
-            raise ValueError(
-                f"env_kwargs: the training env has N={self.features.n_experts}, "
-                f"T={self.features.horizon} but the agent plays N={self.n_experts}, "
-                f"T={self.horizon}"
-            )
+        self.timesteps, self.train_seed = int(timesteps), int(train_seed)
+        self.features = LossFeatures(self.n_experts, self.horizon, windows=tuple(windows))
+        # Training waits for the first action: building the learner (as a grid's up-front
+        # validation does) stays cheap, and a process trains each policy once (cache below).
+        self.model: Any = None
         self.reset(seed)
+
+    def train(self) -> Any:
+        """Train (or fetch from this process's cache) the policy; returns the SB3 model.
+
+        Raises:
+            ValueError: the training env's N or T differs from the agent's.
+        """
+        if self.model is None:
+            model, features = self._trained(
+                self.env_id, self.env_kwargs, self.timesteps, self.train_seed, self.features.windows
+            )
+            if (features.n_experts, features.horizon) != (self.n_experts, self.horizon):
+                raise ValueError(
+                    f"env_kwargs: the training env has N={features.n_experts}, "
+                    f"T={features.horizon} but the agent plays N={self.n_experts}, "
+                    f"T={self.horizon}"
+                )
+            self.model = model
+        return self.model
 
     @staticmethod
     def _trained(
@@ -137,9 +154,10 @@ class PPOBaseline(Agent):
     def _choose(self, obs: np.ndarray) -> np.ndarray:
         import torch
 
+        model = self.train()
         with torch.no_grad():
             tensor = torch.as_tensor(self._obs, dtype=torch.float32)
-            dist = self.model.policy.get_distribution(tensor).distribution
+            dist = model.policy.get_distribution(tensor).distribution
             logits = dist.logits.numpy().astype(np.float64)
         if self.deterministic:
             return np.argmax(logits, axis=1)

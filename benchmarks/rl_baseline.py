@@ -4,8 +4,8 @@ For each env (DPExperts-Shift-v0 and DPExperts-Stochastic-v0, N = 10, T = 1000, 
 otherwise) it trains the suite's PPO baseline (``agents.make("ppo")``: loss-statistics features,
 per-expert shared scorer) and SB3's default ``MlpPolicy`` PPO on the raw observation, each for
 the same number of steps on training seeds, then plays 32 held-out episodes (env seeds 1..32,
-the same for every learner) with: the trained baseline, the same architecture untrained (one
-training step), raw PPO, uniform, Hedge, Fixed-Share and follow-the-leader. It reports the mean
+the same for every learner) with: the trained baseline, the same architecture untrained (a
+single PPO update on one 2048-step rollout), raw PPO, uniform, Hedge, Fixed-Share and follow-the-leader. It reports the mean
 final pseudo-regret with a 95% bootstrap interval, the IQM, and the probability that the trained
 baseline has lower regret than each other learner on an episode (rliable's definitions).
 

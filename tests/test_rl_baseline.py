@@ -122,6 +122,19 @@ def test_ppo_baseline_is_non_private_and_needs_the_env():
     agent = agents.make("ppo", env=gym.make("DPExperts-Shift-v0", horizon=20), timesteps=64)
     assert not agent.privacy.is_private and agent.privacy.model == "none"
     assert not agents.spec("ppo").private
+    assert agent.model is None  # building is cheap: training waits for the first action
+    agent.act(np.zeros(10))
+    assert agent.model is not None
+    wrong = agents.make(
+        "ppo",
+        n_experts=10,
+        horizon=20,
+        env_id="DPExperts-Shift-v0",
+        env_kwargs={"horizon": 30},
+        timesteps=64,
+    )
+    with pytest.raises(ValueError, match="env_kwargs: the training env has N=10, T=30"):
+        wrong.act(np.zeros(10))
 
 
 @needs_sb3
