@@ -5,9 +5,10 @@ otherwise) it trains the suite's PPO baseline (``agents.make("ppo")``: loss-stat
 per-expert shared scorer) and SB3's default ``MlpPolicy`` PPO on the raw observation, each for
 the same number of steps on training seeds, then plays 32 held-out episodes (env seeds 1..32,
 the same for every learner) with: the trained baseline, the same architecture untrained (a
-single PPO update on one 2048-step rollout), raw PPO, uniform, Hedge, Fixed-Share and follow-the-leader. It reports the mean
-final pseudo-regret with a 95% bootstrap interval, the IQM, and the probability that the trained
-baseline has lower regret than each other learner on an episode (rliable's definitions).
+single PPO update on one 2048-step rollout), raw PPO, uniform, Hedge, Fixed-Share and
+follow-the-leader. It reports the mean final pseudo-regret with a 95% bootstrap interval, the
+IQM, and the probability that the trained baseline has lower regret than each other learner on
+an episode (rliable's definitions).
 
 "Learns" means: the trained baseline's interval lies below both the untrained policy's and
 uniform play's (``learns`` in the JSON). Not a test (it takes a few minutes); the suite's tests
