@@ -171,8 +171,9 @@ def _legend_below(fig: Figure, ax, width: float) -> None:
     """One legend under the axes, as many columns as the figure width holds."""
     handles, labels = ax.get_legend_handles_labels()
     longest = max((len(label) for label in labels), default=10)
-    # About 0.055 in per character at 7 pt plus the handle.
-    ncol = max(1, min(len(labels), int(width // (0.055 * longest + 0.45))))
+    # About 0.05 in per character at 7 pt (measured on the default comparison's legend) plus
+    # 0.45 in for the handle and the spacing.
+    ncol = max(1, min(len(labels), int(width // (0.05 * longest + 0.45))))
     fig.legend(
         handles,
         labels,
@@ -307,7 +308,7 @@ def _draw_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str) -> Figur
         ax.set_xlim(epsilons[0] / reach, ticks[-1] * reach)
     ax.set_xlabel("privacy parameter ε (log scale)")
     ax.set_ylabel(f"final {_NICE.get(metric, metric)}")
-    ax.set_title(f"{_title(env)}\nmean over seeds, 95% bootstrap CI; dashed: non-private")
+    ax.set_title(f"{_title(env)}\nmean, 95% bootstrap CI; dashed: non-private")
     ax.grid(True)
     fig.tight_layout()
     _legend_below(fig, ax, COLUMN_WIDTH)
