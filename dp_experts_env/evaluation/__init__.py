@@ -9,10 +9,16 @@ from dp_experts_env.evaluation.plots import (
     plot_regret_vs_horizon,
     plot_regret_vs_round,
 )
+from dp_experts_env.evaluation.report import write_report
 from dp_experts_env.evaluation.stats import (
+    aggregate_scores,
     bootstrap_ci,
     fit_loglog_slope,
     iqm,
+    normalized_scores,
+    performance_profile,
+    probability_of_improvement,
+    probability_of_improvement_ci,
     stratified_bootstrap_ci,
 )
 from dp_experts_env.evaluation.store import CellStore, ResultsFolderBusy, load_results
@@ -25,6 +31,7 @@ __all__ = [
     "EnvEntry",
     "Grid",
     "ResultsFolderBusy",
+    "aggregate_scores",
     "bootstrap_ci",
     "default_grid",
     "final_rows",
@@ -32,13 +39,18 @@ __all__ = [
     "iqm",
     "load_results",
     "make_figures",
+    "normalized_scores",
+    "performance_profile",
     "play",
     "plot_regret_vs_epsilon",
     "plot_regret_vs_horizon",
     "plot_regret_vs_round",
+    "probability_of_improvement",
+    "probability_of_improvement_ci",
     "record_rounds",
     "run_grid",
     "run_one",
     "stratified_bootstrap_ci",
     "summarize",
+    "write_report",
 ]
