@@ -169,3 +169,21 @@ def test_no_epsilon_figure_for_a_one_epsilon_grid(tmp_path):
     frame = _rows(horizons=(100,), epsilons=(0.5, 1.0))
     names = [p.name for p in make_figures(frame, tmp_path / "two")]
     assert sum(n.startswith("epsilon") for n in names) == 2  # png + pdf
+
+
+def test_saved_figures_keep_their_width(tmp_path):
+    # bbox_inches="tight" grows a figure to fit its titles and legend: check the saved PNG.
+    from PIL import Image
+
+    frame = _rows()
+    env = f"{ENV_ID}[horizon=400]"
+    cases = {
+        "several": (plot_regret_vs_round(frame, env), FULL_WIDTH),
+        "one": (plot_regret_vs_round(frame[frame["epsilon"] != 2.0], env), COLUMN_WIDTH),
+        "epsilon": (plot_regret_vs_epsilon(frame, env), COLUMN_WIDTH),
+        "horizon": (plot_regret_vs_horizon(frame, ENV_ID), COLUMN_WIDTH),
+    }
+    for name, (fig, width) in cases.items():
+        png = next(p for p in save_figure(fig, tmp_path / name) if p.suffix == ".png")
+        inches = Image.open(png).size[0] / 300
+        assert inches <= width * 1.03, (name, inches)

@@ -233,10 +233,10 @@ def plot_regret_vs_round(
             ax.set_title(_eps_text(eps))
             ax.grid(True)
         axes[0][0].set_ylabel(_NICE.get(metric, metric))
-        fig.suptitle(
-            f"{env}: mean over seeds, {confidence:.0%} bootstrap band; dashed: non-private",
-            fontsize=8,
-        )
+        note = f"mean over seeds, {confidence:.0%} bootstrap band; dashed: non-private"
+        # One line across the page; wrapped in a column, where it would widen the figure.
+        title = f"{env}: {note}" if width > COLUMN_WIDTH else f"{_title(env)}\n{note}"
+        fig.suptitle(title, fontsize=8)
         fig.tight_layout()
         _legend_below(fig, axes[0][0], width)
     return fig
@@ -397,7 +397,7 @@ def plot_regret_vs_horizon(
         ax.set_yscale("log")
         ax.set_xlabel("horizon T")
         ax.set_ylabel(f"final {_NICE.get(metric, metric)}")
-        ax.set_title(f"{env_id}: mean, 95% bootstrap CI, fitted power law")
+        ax.set_title(f"{env_id}\nmean, 95% bootstrap CI; lines: fitted power laws")
         ax.grid(True, which="both")
         fig.tight_layout()
         _legend_below(fig, ax, COLUMN_WIDTH)
