@@ -187,3 +187,21 @@ def test_saved_figures_keep_their_width(tmp_path):
         png = next(p for p in save_figure(fig, tmp_path / name) if p.suffix == ".png")
         inches = Image.open(png).size[0] / 300
         assert inches <= width * 1.03, (name, inches)
+
+
+def test_aggregate_figure_for_several_envs_only(tmp_path):
+    from dp_experts_env.evaluation.plots import plot_aggregate
+    from dp_experts_env.evaluation.report import aggregate_table
+
+    frame = _rows()
+    fig = plot_aggregate(frame)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    table = aggregate_table(frame)
+    assert len(labels) == len(table) == 6  # 2 non-private + 2 private x 2 epsilons
+    assert labels[0] == "uniform"  # worst at the bottom (normalised score about 0)
+    names = [p.name for p in make_figures(frame, tmp_path / "many")]
+    assert sum(n.startswith("aggregate_") for n in names) == 2
+    one_env = frame[frame["horizon"] == 100]
+    assert plot_aggregate(one_env) is None
+    names = [p.name for p in make_figures(one_env, tmp_path / "one")]
+    assert not any(n.startswith("aggregate_") for n in names)

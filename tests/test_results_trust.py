@@ -165,9 +165,10 @@ def test_figure_names_keep_dotted_labels_and_metrics_apart(tmp_path):
     first = make_figures(both, tmp_path / "f", "dynamic_regret")
     second = make_figures(both, tmp_path / "f", "static_regret")
     names = [p.name for p in first + second]
-    assert len(names) == len(set(names)) == 12  # 3 envs x 2 metrics x (png, pdf)
+    # 3 envs x 2 metrics x (png, pdf), plus the across-env aggregate figure per metric.
+    assert len(names) == len(set(names)) == 16
     assert all(p.is_file() for p in first + second)
-    assert len(list((tmp_path / "f").iterdir())) == 12
+    assert len(list((tmp_path / "f").iterdir())) == 16
 
 
 def test_figure_slugs_differing_only_in_replaced_characters_do_not_collide(tmp_path):

@@ -42,6 +42,7 @@ __all__ = [
     "plot_regret_vs_round",
     "plot_regret_vs_epsilon",
     "plot_regret_vs_horizon",
+    "plot_aggregate",
     "make_figures",
     "save_figure",
 ]
@@ -404,6 +405,43 @@ def plot_regret_vs_horizon(
     return fig
 
 
+def plot_aggregate(frame: pd.DataFrame, metric: str = "dynamic_regret") -> Figure | None:
+    """IQM of uniform-normalised scores across envs per learner, with 95% CIs (aggregate.csv).
+
+    rliable's interval-estimate plot: one row per learner (and epsilon), best on top, the IQM
+    as a point and its stratified-bootstrap interval as a bar; the mean as a hollow marker.
+    None when the rows hold one env or no uniform play.
+    """
+    from dp_experts_env.evaluation.report import aggregate_table
+
+    table = aggregate_table(frame, metric, reference=_REFERENCE)
+    if table is None or table.empty:
+        return None
+    styles = learner_styles(frame["agent"].unique())
+    table = table.iloc[::-1].reset_index(drop=True)  # best at the top
+    labels = [
+        a if not math.isfinite(e) else f"{a} ε={e:g}"
+        for a, e in zip(table["agent"], table["epsilon"], strict=True)
+    ]
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 0.8 + 0.17 * len(table)))
+        for i, row in table.iterrows():
+            colour = styles[row["agent"]]["color"]
+            ax.plot([row["iqm_low"], row["iqm_high"]], [i, i], color=colour, lw=2.5, alpha=0.6)
+            ax.plot(row["iqm"], i, "o", color=colour, ms=4)
+            ax.plot(row["mean"], i, "o", mfc="none", mec=colour, ms=4)
+        ax.axvline(0.0, color="black", linestyle=(0, (5, 2)), lw=1.0)
+        ax.set_yticks(range(len(table)), labels)
+        ax.set_ylim(-0.6, len(table) - 0.4)
+        ax.set_xlabel(f"normalised score 1 - {_NICE.get(metric, metric)} / uniform's")
+        ax.set_title(
+            f"IQM over {frame['env'].nunique()} envs (filled), mean (hollow), 95% CIs",
+        )
+        ax.grid(True, axis="x")
+        fig.tight_layout()
+    return fig
+
+
 def save_figure(fig: Figure, path_stem: str | Path) -> list[Path]:
     """Save as PNG and PDF; returns both paths."""
     stem = Path(path_stem)
@@ -466,4 +504,8 @@ def make_figures(
                 plot_regret_vs_horizon(frame, env_id, metric),
                 out / figure_stem("horizon", metric, env_id),
             )
+    if frame["env"].nunique() >= 2 and _REFERENCE in set(frame["agent"]):
+        fig = plot_aggregate(frame, metric)
+        if fig is not None:
+            paths += save_figure(fig, out / figure_stem("aggregate", metric, "all-envs"))
     return paths
