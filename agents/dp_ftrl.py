@@ -60,7 +60,9 @@ class DPFTRLTree(PrivateAgent):
     briefs give no other constant.
     ``eta=`` overrides it (a public constant; privacy does not depend on it).
 
-    Deviations: losses are clipped to [0, 1] before use; the regret constants of the cited
+    ``epsilon=math.inf`` uses the exact running sums, i.e. Hedge (claim: not private); the claim is
+    the tree counter's guarantee. Deviations: losses are clipped to [0, 1] before use; the regret
+    constants of the cited
     papers are not reproduced (their exact learning-rate constants are not in the briefs).
 
     Per-round cost: O(N log T) time (each round sums the popcount(t) <= log2 T + 1 noisy

@@ -92,6 +92,7 @@ class LimitedUpdates(PrivateAgent):
     ``mode="paper"`` still uses argmin: reproducing the printed argmax would be a typo, not the
     paper's algorithm (its proof uses argmin).
 
+    ``epsilon=math.inf`` selects the exact window argmin, random tie-break (claim: not private).
     Deviations: argmin instead of the printed argmax (P1); a uniform first expert (P2); losses
     are clipped to [0, 1] before use, so the 1-sensitivity holds whatever the observation.
 

@@ -16,18 +16,10 @@ from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_float, check_int
 from dp_experts_env.privacy.guarantee import Guarantee
-from dp_experts_env.privacy.mechanisms import laplace_mechanism
+from dp_experts_env.privacy.mechanisms import laplace_epsilon, laplace_mechanism
 from dp_experts_env.privacy.noise import NoiseBackend
 
-__all__ = ["NoisyClippedHedge", "clip_project", "calibrated_eta", "laplace_epsilon"]
-
-
-def laplace_epsilon(l1_sensitivity: float, scale: float) -> float:
-    """Epsilon that Laplace noise of ``scale`` certifies for a query of ``l1_sensitivity``.
-
-    ``inf`` at scale 0 (the noise removed).
-    """
-    return math.inf if scale == 0.0 else l1_sensitivity / scale
+__all__ = ["NoisyClippedHedge", "clip_project", "calibrated_eta"]
 
 
 def tracking_complexity(n_experts: int, horizon: int, n_switches: int) -> float:
@@ -114,7 +106,7 @@ class NoisyClippedHedge(PrivateAgent):
     the plays are post-processing of the noisy losses and independent coins.
 
     Modes:
-        * ``mode="strict"`` (default): noise ``Lap(N / epsilon)`` per coordinate (brief P15).
+        * ``mode="strict"`` (default): noise ``Lap(N / epsilon)`` per coordinate (erratum E-ARS-15).
         * ``mode="paper"``: noise ``Lap(1 / epsilon)`` as printed. The paper counts each loss
           vector as sensitivity 1, but its L1 sensitivity is N, so the run is really
           ``(N * epsilon)``-DP: the claim is marked ``certified=False`` and

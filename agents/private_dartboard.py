@@ -300,10 +300,14 @@ class PrivateShrinkingDartboard(LazySampler):
     (``delta > 0``). ``mode="paper"``: Theorem 2's closed form is the accountant used to
     calibrate and is reported as ``epsilon_paper``; the exact accountant still certifies.
 
-    Tuning: ``"paper"`` -- Corollary 3 (``delta > 0``: ``p = (T ln(1/delta))^{-1/3}``,
-    ``eta = p eps0 / 20``) or Corollary 4 (``delta = 0``: ``p = T^{-1/2}``, ``eta = p eps / 20``),
-    ``K = max(1, floor(4 T p))``, at ``min(epsilon, 1)`` (Pitfall 5). ``"calibrated"`` -- grid over
-    p, bisection on eta under the mode's accountant, smallest Theorem-2 bound (brief 002 §5).
+    Tuning: ``"calibrated"`` (default) -- grid over p, bisection on eta under the mode's
+    accountant with eta capped at Hedge's rate ``sqrt(8 ln d / T)``, smallest
+    :func:`selection_bound` (Theorem 2's bound with Hoeffding's 1/8). ``"paper"`` -- Corollary 3
+    (``delta > 0``: ``p = (T ln(1/delta))^{-1/3}``, ``eta = p eps0 / 20``) or Corollary 4
+    (``delta = 0``: ``p = T^{-1/2}``, ``eta = p eps / 20``), ``K = max(1, floor(4 T p))``, at
+    ``min(epsilon, 1)`` (Pitfall 5). The claim states the exact accountant's epsilon, which is
+    below the requested one once eta reaches Hedge's rate. ``epsilon=math.inf``: ``p = 0``, an
+    unlimited budget and Hedge's rate, i.e. the non-private shrinking dartboard.
 
     Args:
         n_experts: d.
@@ -311,7 +315,7 @@ class PrivateShrinkingDartboard(LazySampler):
         epsilon: target epsilon.
         delta: target delta; default 1e-6 (approximate DP, Corollary 3); 0 for pure DP.
         mode: ``"strict"`` or ``"paper"`` (which accountant calibrates; see above).
-        tuning: ``"paper"`` or ``"calibrated"``.
+        tuning: ``"calibrated"`` (default) or ``"paper"``.
         noise: noise backend (accepted for a uniform interface; sampling is float inverse-CDF
             either way, simulation-grade).
         eta, p, budget: explicit overrides of the derived step size, forced-switch probability
@@ -433,7 +437,10 @@ class BatchedPrivateShrinkingDartboard(PrivateShrinkingDartboard):
     Batch size (``batch_size=``): ``"balanced"`` (default) -- the size that balances Cor. 6's two
     regret terms, ``B* = (400 ln^{2/3}(1/delta) ln d / (T^{1/3} eps^2))^{3/5}`` (brief 002 §2.2,
     Pitfall 9); ``"paper"`` -- Cor. 6's printed ``B ∝ eps^{-3/5}``; or an integer in [1, T].
-    Both formulas use ``min(epsilon, 1)``.
+    Under ``tuning="paper"`` both formulas use ``min(epsilon, 1)``. Under the default
+    ``tuning="calibrated"``, ``"balanced"`` picks the power of two up to 4x the balance (at the
+    requested epsilon) with the smallest :func:`selection_bound`; the block shrinks to 1 as
+    privacy stops binding (and is 1 at ``epsilon=math.inf``).
 
     Privacy claim: as :class:`PrivateShrinkingDartboard` with per-step costs ``e_sw =
     max(lam/B, ln((1 - (1-p)(1-eta)^{1/B})/p))`` and ``e_rs = 2 lam / B`` (brief 002 §5).
@@ -443,8 +450,8 @@ class BatchedPrivateShrinkingDartboard(PrivateShrinkingDartboard):
     certifies them, and the claim says which is which.
 
     Tuning: ``"paper"`` -- Corollary 6's ``p = (B/(T ln(1/delta)))^{1/3}``, ``eta = B p eps/40``
-    (capped at p), approximate DP only (``delta = 0`` raises); ``"calibrated"`` -- as the
-    unbatched learner, at the chosen B.
+    (capped at p), approximate DP only (``delta = 0`` raises); ``"calibrated"`` (default) -- as
+    the unbatched learner, at the chosen B.
 
     Args:
         batch_size: ``"balanced"``, ``"paper"`` or an int in [1, T].

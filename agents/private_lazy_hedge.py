@@ -173,9 +173,12 @@ class PrivateLazyHedge(LazySampler):
     composition when that is smaller (always when ``delta = 0``).
 
     Modes: ``"strict"`` -- ``delta' = delta`` (valid: all per-step deltas are 0); ``"paper"`` --
-    ``delta' = delta/2``, the Theorem "DP" split the brief's §5.4 numbers use. Tuning:
-    ``"paper"`` -- ``p = (6T)^{-1/3}``, beta by bisection, capped at ``sqrt(8 ln N / T)``;
-    ``"calibrated"`` -- also picks p on a grid, smallest regret bound.
+    ``delta' = delta/2``, the split of the paper's Theorem "DP". Tuning:
+    ``"calibrated"`` (default) -- also picks p on a grid, smallest regret bound; ``"paper"`` --
+    ``p = (6T)^{-1/3}``, beta by bisection, capped at ``sqrt(8 ln N / T)``. The claim states the
+    accountant's epsilon (below the requested one once beta reaches that cap).
+    ``epsilon=math.inf``: ``p = 0``, an unlimited budget and Hedge's rate (non-private lazy
+    Hedge).
 
     Args:
         n_experts: N. horizon: T (needed in advance).

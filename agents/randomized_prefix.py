@@ -107,7 +107,9 @@ class RandomizedPrefixSoftmax(PrivateAgent):
         noise: noise backend (Gumbel-max sampling is the same in both).
         num_envs: B runs. seed: int, sequence or None. n_arms: ignored.
 
-    Deviations: the prefix length is drawn at the start of each block (§2.5, equal in law);
+    The claim certifies ``2 eta = min(epsilon, 2 eta_cap)``, not the requested epsilon when the cap
+    binds; ``epsilon=math.inf`` with ``eta_cap=math.inf`` is FTL on the random prefix. Deviations:
+    the prefix length is drawn at the start of each block (§2.5, equal in law);
     losses are clipped to [0, 1] (P9); restarts and the full-prefix ablation are the brief's, not
     the paper's.
 

@@ -78,15 +78,16 @@ class SVTRestart(PrivateAgent):
           and a restart round's loss meets the old detector, the new one and the new epoch's
           first selection: ``eps + eps + eps/2``, so only ``2.5 epsilon`` is certified.
 
-    Thresholds (never affect privacy; P11), with ``beta`` (default ``1/T``), ``eps1 = epsilon/2``
+    Thresholds (never affect privacy; P11), with ``beta`` (default ``1/T`` for the paper tuning,
+    the stated false-alarm level 0.05 for the calibrated one), ``eps1 = epsilon/2``
     (strict) or ``epsilon`` (paper), ``k = T`` the number of queries one detector may answer and
     ``W`` the number of (window, round) pairs it may examine:
         * ``tuning="paper"``: Theorem 3.1 / Algorithm 2 constants,
           ``Reg(w) = 16 log(NT/beta)/eps1 + 9 sqrt(w log(TN/beta))``; ``alpha =
           8 D (log k + log(2 T/beta))/(eps/2)`` (strict: Lemma 2.4 with the detector's own
           parameters, P5) or ``16 (2 log T + log(2/beta))/eps`` (paper, as printed).
-        * ``tuning="calibrated"``: each term of the slack is the tail bound, at level beta, of
-          the quantity it must cover while losses are stationary, with no loose constants:
+        * ``tuning="calibrated"`` (default): each term of the slack is the tail bound, at level
+          beta, of the quantity it must cover while losses are stationary (no loose constants):
           ``Reg(w) = sqrt(2 (w+1) log(N W/beta)) + 2 s1 log(N J/beta)`` -- Hoeffding for the
           [-1, 1]-valued window differences with a union bound over the N W (expert, window)
           pairs, plus the largest noise advantage ``2 s1 log(N J/beta)`` report-noisy-min (scale
@@ -97,6 +98,10 @@ class SVTRestart(PrivateAgent):
           (N, T, epsilon) only; detection still needs a window regret of about ``alpha``, i.e.
           roughly ``alpha / gap`` rounds after a shift.
         * ``threshold_scale`` multiplies the slack (default 1 = as derived).
+
+    ``epsilon=math.inf``: both mechanisms lose their noise (exact argmin, exact threshold
+    comparison); the claim is "not private". Otherwise the claim is the basic composition of
+    the selections' and the detector's guarantees (docs/algorithms.md, Calibration).
 
     Window grids (``window_grid=``):
         * ``"dyadic"`` (default; a deviation from the paper, P9): windows start at the last
