@@ -17,12 +17,11 @@ from scipy.special import gammaln
 
 from agents._simplex import softmax
 from agents.base import Agent, PrivacyClaim
-from agents.noisy_clipped_hedge import laplace_epsilon
 from agents.private import PrivateAgent
 from agents.registry import make, register, spec
 from dp_experts_env._validation import check_choice, check_float, check_int
 from dp_experts_env.privacy.guarantee import Guarantee
-from dp_experts_env.privacy.mechanisms import laplace_mechanism
+from dp_experts_env.privacy.mechanisms import laplace_epsilon, laplace_mechanism
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = ["MetaExpertReduction", "METHODS", "count_meta_experts", "log_count_meta_experts"]

@@ -162,7 +162,6 @@ class _BatchedConversion(PrivateAgent):
                 "1/(epsilon tau)), disjoint batches (parallel composition), actions are "
                 "post-processing (Lemma 3)",
             ),
-            feedback="bandit",
             notes=notes,
         )
 
@@ -252,7 +251,8 @@ class PrivateBatchedBandit(_BatchedConversion):
         * ``tau=``, ``sigma=``, ``eta=``, ``gamma=``, ``resample_cap=`` override (public
           constants; privacy does not depend on them).
 
-    Deviations: epsilon > 1 is allowed (tau = 1) although the theorems assume epsilon <= 1;
+    ``epsilon=math.inf`` feeds the exact batch means (claim: not private). Deviations: epsilon > 1
+    is allowed (tau = 1) although the theorems assume epsilon <= 1;
     the paper's closed-form constants are replaced by the lemma-level ones (P1); log guards
     (P5); losses are clipped to [0, 1] (P9).
 
@@ -329,7 +329,8 @@ class PrivateBanditOverExperts(_BatchedConversion):
         * ``tau=``, ``sigma=``, ``eta=``, ``gamma=``, ``resample_cap=`` override (public
           constants; privacy does not depend on them).
 
-    Deviations: epsilon > 1 is allowed (tau = 1) although the theorems assume epsilon <= 1;
+    ``epsilon=math.inf`` feeds the exact batch means (claim: not private). Deviations: epsilon > 1
+    is allowed (tau = 1) although the theorems assume epsilon <= 1;
     the paper's closed-form constants are replaced by the lemma-level ones (P1); log guards
     (P5); losses are clipped to [0, 1] (P9).
 

@@ -22,7 +22,6 @@ import numpy as np
 
 from agents.bandit_core import Exp4Core
 from agents.base import BanditObs, PrivacyClaim
-from agents.noisy_clipped_hedge import laplace_epsilon
 from agents.private import PrivateAgent
 from agents.private_bandit_tuning import (
     COMPOSITIONS,
@@ -36,6 +35,7 @@ from agents.registry import register
 from dp_experts_env._validation import check_choice, check_float, check_int
 from dp_experts_env.privacy.accounting import advanced_composition
 from dp_experts_env.privacy.guarantee import Guarantee
+from dp_experts_env.privacy.mechanisms import laplace_epsilon
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = [
@@ -147,7 +147,8 @@ class LDPExp4(_PrivateExp4Base):
           ``gamma = 4 eta K lam log(KT)`` and ``lam = 1/epsilon``, capped so ``gamma <= 1``.
         * ``eta=``/``gamma=`` override (public constants; privacy does not depend on them).
 
-    Deviations: ``log N`` uses ``max(N, 2)`` and ``log(KT)`` is ``max(log KT, 1)`` (P5); weights in
+    ``epsilon=math.inf`` runs EXP4 itself (no noise, gamma = 0; claim: not private). Deviations:
+    ``log N`` uses ``max(N, 2)`` and ``log(KT)`` is ``max(log KT, 1)`` (P5); weights in
     log space with max-subtraction (P13); losses clipped to [0, 1] (P9).
 
     Per-round cost: O(N K) for ``Q_t``, O(N) for the update, one Laplace draw per run.
@@ -224,7 +225,7 @@ class LDPExp4(_PrivateExp4Base):
             f"Laplace mechanism on each observed loss (sensitivity 1, scale {self.noise_scale:g}),"
             " each loss used once (Thm 9 / Lemma 3 with tau = 1)",
         )
-        return self._claim(guarantee, model="local", feedback="bandit", notes=notes)
+        return self._claim(guarantee, model="local", notes=notes)
 
     def _init_state(self) -> None:
         self._init_weights()
@@ -290,7 +291,8 @@ class PrivateBatchedExp4(_PrivateExp4Base):
           never degenerates to uniform play).
         * ``tau=``/``eta=``/``gamma=`` override (public constants).
 
-    Deviations: log guards (P5); log-space weights (P13); losses clipped to [0, 1] (P9);
+    ``epsilon=math.inf`` runs EXP4 itself (no noise, gamma = 0; claim: not private). Deviations: log
+    guards (P5); log-space weights (P13); losses clipped to [0, 1] (P9);
     trailing partial batch as described above (P2).
 
     Per-round cost: O(N K) for ``Q_t`` and O(N) accumulation; O(N) noise per batch.
@@ -396,7 +398,6 @@ class PrivateBatchedExp4(_PrivateExp4Base):
             self.reset(seed)
             return
         # Per-coordinate sensitivity K/(gamma tau) (L1: N K/(gamma tau)) relies on Q_t >= gamma/K.
-        self.composition_used = composition
         if composition == "advanced":
             sens = self.noise.effective_sensitivity(k / (self.gamma * tau), dim=1)
             eps0 = self.epsilon / (3.0 * math.sqrt(n * math.log(1.0 / self.delta)))  # paper
@@ -453,14 +454,13 @@ class PrivateBatchedExp4(_PrivateExp4Base):
             )
             delta = 0.0
         notes = "advice treated as public (erratum E-PAB-19)"
-        stated = self.composed_epsilon if self._certified else self.epsilon
+        # Certified: what the composition gives (never above the request, float slack aside);
+        # paper mode where it does not compose: the printed epsilon, marked uncertified.
+        stated = min(self.composed_epsilon, self.epsilon) if self._certified else self.epsilon
         if not self._certified:
             notes += f"; advanced composition only certifies epsilon'={self.composed_epsilon:.4g}"
         return self._claim(
-            Guarantee(min(stated, self.epsilon) if self._certified else stated, delta, accountant),
-            feedback="bandit",
-            certified=self._certified,
-            notes=notes,
+            Guarantee(stated, delta, accountant), certified=self._certified, notes=notes
         )
 
     def _init_state(self) -> None:

@@ -33,6 +33,7 @@ __all__ = [
     "Guarantee",
     "Release",
     "laplace_mechanism",
+    "laplace_epsilon",
     "report_noisy_min",
     "exponential_mechanism",
     "exponential_mechanism_probabilities",
@@ -123,6 +124,15 @@ def _sensitivity(name: str, value: object) -> float:
 
 
 # --------------------------------------------------------------------------- Laplace
+def laplace_epsilon(l1_sensitivity: float, scale: float) -> float:
+    """Epsilon that Laplace noise of ``scale`` certifies for a query of ``l1_sensitivity``.
+
+    ``inf`` at scale 0 (the noise removed). Learners that hold a scale (rather than calling
+    :func:`laplace_mechanism` with an epsilon) read their certified epsilon from here.
+    """
+    return math.inf if scale == 0.0 else l1_sensitivity / scale
+
+
 def laplace_mechanism(
     values: object,
     *,
