@@ -108,18 +108,13 @@ def play_shared(
                 )
             else:
                 actions = np.concatenate(
-                    [
-                        agent.act(obs[lo:hi])
-                        for agent, (lo, hi) in zip(agents, bounds, strict=True)
-                    ]
+                    [agent.act(obs[lo:hi]) for agent, (lo, hi) in zip(agents, bounds, strict=True)]
                 )
             obs, _, _, _, info = env.step(actions)
             if t in keep:
                 for key in METRICS:
                     if key in info:
-                        curves.setdefault(key, []).append(
-                            np.asarray(info[key], dtype=np.float64)
-                        )
+                        curves.setdefault(key, []).append(np.asarray(info[key], dtype=np.float64))
     finally:
         if lean:
             base.info_rounds = previous
