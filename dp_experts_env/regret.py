@@ -79,7 +79,11 @@ class RegretTracker:
         # Levels c = 1..S of the table, kept contiguous apart from level 0: in-place minimum and
         # add on a contiguous block are about twice as fast as on a strided view of one table.
         self._table = np.zeros((b, levels, n))
-        self._scratch = np.empty((b, levels + 1))
+        # Per-level minima over the experts of the current table (column 0: the fixed-expert
+        # sums). Kept with a flag saying whether they describe the current state: the next
+        # update needs them, and so does info after this one, so each is computed once a round.
+        self._scratch = np.zeros((b, levels + 1))  # all zero: the minima of the empty game
+        self._best_current = True
         self._make_views()
 
     _VIEWS = ("_best_fixed", "_best_levels", "_best_below")
@@ -119,8 +123,8 @@ class RegretTracker:
         table = self._table
         if table.shape[1]:
             # Best value per level from the previous round; level c may switch from level c-1.
-            _min_reduce(self._cum_expert, axis=1, out=self._best_fixed)
-            _min_reduce(table, axis=2, out=self._best_levels)
+            if not self._best_current:
+                self._refresh_best()
             np.minimum(table, self._best_below, out=table)
             # Round 1 works unchanged: every row starts at zero, so min(0, 0) + l_1 = l_1.
             np.add(table, losses[:, None, :], out=table)
@@ -134,7 +138,15 @@ class RegretTracker:
                 self._pseudo += learner_mean - least
             else:
                 self._pseudo += self._minus_stream(learner_mean, least)
+        self._best_current = False
         self.round += 1
+
+    def _refresh_best(self) -> None:
+        """Minima over the experts of the current sums, per level (once per state)."""
+        _min_reduce(self._cum_expert, axis=1, out=self._best_fixed)
+        if self._table.shape[1]:
+            _min_reduce(self._table, axis=2, out=self._best_levels)
+        self._best_current = True
 
     def _minus_stream(self, per_run: np.ndarray, per_stream: np.ndarray) -> np.ndarray:
         """(B,) ``per_run[r] - per_stream[r % streams]``: one subtraction per run, as alone."""
@@ -147,14 +159,16 @@ class RegretTracker:
         """(streams,) loss of the best sequence with at most S switches (a fresh array)."""
         if self._unconstrained:
             return self._per_round_best.copy()
-        if self.n_switches == 0:
-            return _min_reduce(self._cum_expert, axis=1)
-        return _min_reduce(self._table[:, -1, :], axis=1)
+        if not self._best_current:
+            self._refresh_best()
+        return self._scratch[:, -1].copy()  # level S (the fixed experts when S = 0)
 
     @property
     def static_regret(self) -> np.ndarray:
         """(B,) regret against the best fixed expert so far."""
-        return self._minus_stream(self.cumulative_loss, _min_reduce(self._cum_expert, axis=1))
+        if not self._best_current:
+            self._refresh_best()
+        return self._minus_stream(self.cumulative_loss, self._best_fixed)
 
     @property
     def comparator_loss(self) -> np.ndarray:

@@ -92,12 +92,27 @@ class _VectorEnv(GameSetup, VectorEnv):
         self.num_streams = self.num_envs // copies
         self.single_observation_space = single_obs
         self.single_action_space = single_act
-        self.observation_space = batch_space(single_obs, self.num_envs)
+        self._observation_space: Any = None  # built on first access (see observation_space)
         self.action_space = batch_space(single_act, self.num_envs)
         self.render_mode = None
         self._run_rngs: list[np.random.Generator] | None = None
         self._needs_autoreset = False
         self._info_rounds: frozenset[int] | None = None
+
+    @property
+    def observation_space(self) -> Any:
+        """The batched observation space, built on first access.
+
+        Gymnasium's batched Box stores bounds of the full (B, ...) shape: for the bandit envs
+        that is four (B, N*K) arrays (8.6 GB at K = 1000, B = 256), which playing never reads.
+        """
+        if self._observation_space is None:
+            self._observation_space = batch_space(self.single_observation_space, self.num_envs)
+        return self._observation_space
+
+    @observation_space.setter
+    def observation_space(self, space: Any) -> None:
+        self._observation_space = space
 
     @property
     def info_rounds(self) -> frozenset[int] | None:
