@@ -42,6 +42,7 @@ __all__ = ["Exp3", "TsallisInf", "FtplGR", "Exp4", "OVER"]
 
 OVER = ("arms", "experts")
 RATES = ("fixed", "anytime")
+_any_true = np.logical_or.reduce
 
 
 class _BanditBaseline(Agent):
@@ -56,7 +57,9 @@ class _BanditBaseline(Agent):
         return self._CLAIM
 
     def _check_step(self, obs: BanditObs) -> None:
-        if not np.array_equal(obs.last_action, self.last_actions):
+        # The (B,) arrays have the same shape (act parsed obs for num_envs runs): one comparison
+        # and one reduction decide what np.array_equal would, without its Python layers.
+        if _any_true(np.not_equal(obs.last_action, self.last_actions)):
             raise ValueError(
                 f"obs['last_action'] {obs.last_action.tolist()} differs from the arms this agent "
                 f"played {self.last_actions.tolist()}; a bandit learner needs the loss of its own "

@@ -220,19 +220,52 @@ class MetaExpertReduction(PrivateAgent):
         self.effective_epsilon = laplace_epsilon(
             self.noise.effective_sensitivity(float(n), n), self.noise_scale
         )
+        self._eta_given = eta is not None
         if eta is not None:
             self.eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
         else:
-            if self.tuning == "paper":
-                log_k = max(math.log(n), 2.0 * self._s * math.log(n * t_max)) if n > 1 else 1.0
-            else:
-                log_k = max(self.log_meta_experts, 1e-12)
-            # Hedge on [0, 1] losses plus Laplace(b) noise: log-MGF eta^2/8 + (4/3) eta^2 b^2
-            # (see noisy_clipped_hedge.calibrated_eta); capped at 1/(2b).
-            self.eta = math.sqrt(log_k / (t_max * (0.125 + self.noise_scale**2)))
-            if self.noise_scale > 0:
-                self.eta = min(self.eta, 0.5 / self.noise_scale)
+            self.eta = self._default_eta(self.noise_scale)
+        # The epsilon each run's noise is drawn at: self.epsilon, or a (B, 1) column of
+        # per-run values after set_run_epsilons (an evaluation batching hook).
+        self._run_epsilon: float | np.ndarray = self.epsilon
         self.reset(seed)
+
+    def _default_eta(self, noise_scale: float) -> float:
+        """The noisy-Hedge rate for Laplace noise of scale ``noise_scale`` (see the class doc)."""
+        n, t_max = self.n_experts, self.horizon
+        if self.tuning == "paper":
+            log_k = max(math.log(n), 2.0 * self._s * math.log(n * t_max)) if n > 1 else 1.0
+        else:
+            log_k = max(self.log_meta_experts, 1e-12)
+        # Hedge on [0, 1] losses plus Laplace(b) noise: log-MGF eta^2/8 + (4/3) eta^2 b^2
+        # (see noisy_clipped_hedge.calibrated_eta); capped at 1/(2b).
+        eta = math.sqrt(log_k / (t_max * (0.125 + noise_scale**2)))
+        if noise_scale > 0:
+            eta = min(eta, 0.5 / noise_scale)
+        return eta
+
+    def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
+        """Give each run its own finite epsilon (noisy Hedge only); True when applied.
+
+        Run b then draws exactly what an agent built with ``epsilon=epsilons[b]`` and the same
+        seed draws (noise scale and default rate per run, the same floats), so an evaluation
+        can play one learner's epsilons as one batch. The privacy claim of such an agent is
+        per run: :attr:`privacy` refuses to state one; build an agent at each epsilon to read
+        its claim. Returns False (and changes nothing) for another inner learner, or when an
+        epsilon is infinite (no noise is drawn at all then, so the runs would not match).
+        """
+        eps = np.asarray(epsilons, dtype=np.float64).reshape(-1)
+        if eps.shape != (self.num_envs,):
+            raise ValueError(f"epsilons must hold one value per run ({self.num_envs}), got {eps}")
+        if self._inner_name != NOISY_HEDGE or not np.all(np.isfinite(eps) & (eps > 0)):
+            return False
+        values = [float(e) for e in eps]
+        sensitivity = self.noise.effective_sensitivity(self.noise_sensitivity, self.n_experts)
+        self._run_epsilon = eps[:, None]
+        if not self._eta_given:
+            etas = {e: self._default_eta(sensitivity / e) for e in set(values)}
+            self.eta = np.array([etas[e] for e in values])[:, None]
+        return True
 
     # ----------------------------------------------------------------- set-up
     def _check_inner(self, inner: str) -> str:
@@ -299,6 +332,11 @@ class MetaExpertReduction(PrivateAgent):
     @property
     def privacy(self) -> PrivacyClaim:
         """Noisy Hedge: Laplace (L1 sensitivity N) + post-processing; else the inner's claim."""
+        if not isinstance(self._run_epsilon, float) and np.ptp(self._run_epsilon) > 0:
+            raise ValueError(
+                "this agent plays several epsilons (set_run_epsilons): each run has its own "
+                "claim; build an agent at each epsilon to read it"
+            )
         if self._inner_name != NOISY_HEDGE:
             assert self.inner_agent is not None
             inner = self.inner_agent.privacy
@@ -394,8 +432,8 @@ class MetaExpertReduction(PrivateAgent):
         # epsilon): the scale and backend call laplace_mechanism makes, without re-validating
         # the same public parameters every round.
         sensitivity = self.noise.effective_sensitivity(self.noise_sensitivity, self.n_experts)
-        scale = sensitivity / self.epsilon
-        if scale == 0.0:
+        scale = sensitivity / self._run_epsilon  # a float, or (B, 1) per-run scales
+        if isinstance(scale, float) and scale == 0.0:
             return losses.copy()
         return self.noise.add_laplace(self.rng, losses, scale)
 

@@ -182,9 +182,7 @@ def main(argv: list[str] | None = None) -> dict:
                 )
         rows_check = None
         if known.against:
-            rows_check = compare_rows(
-                runs["HEAD"][0]["results"], runs[known.against][0]["results"]
-            )
+            rows_check = compare_rows(runs["HEAD"][0]["results"], runs[known.against][0]["results"])
     finally:
         for name_runs in runs.values():
             for run in name_runs:

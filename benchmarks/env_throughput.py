@@ -28,6 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import gymnasium as gym  # noqa: E402
+import numpy as np  # noqa: E402
 from _common import (  # noqa: E402  (puts the repository root on sys.path first)
     interleaved_rates,
     median,
@@ -39,9 +41,6 @@ from _common import (  # noqa: E402  (puts the repository root on sys.path first
     target_record,
     write_json,
 )
-
-import gymnasium as gym  # noqa: E402
-import numpy as np  # noqa: E402
 
 import dp_experts_env  # noqa: E402, F401  (registers the ids)
 

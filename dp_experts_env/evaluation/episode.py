@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -175,6 +176,61 @@ def _make_agent(cell: Cell, env_view: Any) -> Any:
     return agents_pkg.make(cell.agent.name, env=env_view, seed=cell.agent_seeds(), **params)
 
 
+def _batched_learner(cells: list[Cell], env: Any, num_runs: int) -> tuple[Any, list[Any]] | None:
+    """One agent playing several epsilons of one learner, with each epsilon's claim; or None.
+
+    Learners that offer ``set_run_epsilons`` (a batching hook: run b behaves exactly as an agent
+    built at its own epsilon with its own seed) play their finite epsilons as one batch of
+    ``len(cells) * num_runs`` runs: one ``act`` per round instead of one per epsilon. The claims
+    are read from one agent per epsilon built on the side (a claim depends on the parameters,
+    never on the data).
+    """
+    first = cells[0]
+    if not callable(getattr(agents_pkg.spec(first.agent.name).cls, "set_run_epsilons", None)):
+        return None
+    params = dict(first.agent.params)
+    seeds = [seed for cell in cells for seed in cell.agent_seeds()]
+    agent = agents_pkg.make(
+        first.agent.name,
+        env=_as_seen_alone(env, num_runs * len(cells)),
+        seed=seeds,
+        epsilon=first.epsilon,
+        **params,
+    )
+    epsilons = [cell.epsilon for cell in cells for _ in range(num_runs)]
+    if not agent.set_run_epsilons(epsilons):
+        return None
+    probe = _as_seen_alone(env, 1)
+    claims = [
+        agents_pkg.make(first.agent.name, env=probe, seed=0, epsilon=cell.epsilon, **params).privacy
+        for cell in cells
+    ]
+    return agent, claims
+
+
+def _plan_agents(cells: list[Cell], env: Any, num_runs: int) -> list[tuple[Any, list[tuple]]]:
+    """Agents for the cells, in play order: ``(agent, [(cell, claim or None), ...])``.
+
+    A learner's cells at finite epsilons share one agent where the learner supports it (see
+    :func:`_batched_learner`); every other cell gets its own agent (claim None: read it from
+    the agent after play, as always).
+    """
+    view = env if len(cells) == 1 else _as_seen_alone(env, num_runs)
+    by_learner: dict[str, list[Cell]] = {}
+    for cell in cells:
+        by_learner.setdefault(cell.agent.key, []).append(cell)
+    plan: list[tuple[Any, list[tuple]]] = []
+    for group in by_learner.values():
+        finite = [c for c in group if c.epsilon is not None and math.isfinite(c.epsilon)]
+        batched = _batched_learner(finite, env, num_runs) if len(finite) > 1 else None
+        if batched is not None:
+            agent, claims = batched
+            plan.append((agent, list(zip(finite, claims, strict=True))))
+            group = [c for c in group if c not in finite]
+        plan.extend((_make_agent(cell, view), [(cell, None)]) for cell in group)
+    return plan
+
+
 def _rows(
     cell: Cell, base: Any, claim: Any, curves: dict[str, np.ndarray], rounds: np.ndarray
 ) -> list[dict[str, Any]]:
@@ -226,17 +282,20 @@ def run_cells(cells: Sequence[Cell]) -> list[tuple[Cell, list[dict[str, Any]]]]:
     except SharedStreamError:
         return [pair for cell in cells for pair in run_cells([cell])]
     try:
-        view = env if copies == 1 else _as_seen_alone(env, num_runs)
-        agents = [_make_agent(cell, view) for cell in cells]
+        plan = _plan_agents(cells, env, num_runs)
         rounds = record_rounds(int(env.unwrapped.horizon), first.n_record)
-        curves = play_shared(env, agents, env_seeds, rounds)
+        curves = play_shared(env, [agent for agent, _ in plan], env_seeds, rounds)
     finally:
         env.close()
-    out = []
-    for k, (cell, agent) in enumerate(zip(cells, agents, strict=True)):
-        own = {key: values[:, k * num_runs : (k + 1) * num_runs] for key, values in curves.items()}
-        out.append((cell, _rows(cell, env.unwrapped, agent.privacy, own, rounds)))
-    return out
+    rows: dict[int, list[dict[str, Any]]] = {}
+    k = 0  # the slice of runs of the next cell
+    for agent, members in plan:
+        for cell, claim in members:
+            own = {key: v[:, k * num_runs : (k + 1) * num_runs] for key, v in curves.items()}
+            claim = agent.privacy if claim is None else claim
+            rows[id(cell)] = _rows(cell, env.unwrapped, claim, own, rounds)
+            k += 1
+    return [(cell, rows[id(cell)]) for cell in cells]
 
 
 def run_one(cell: Cell) -> list[dict[str, Any]]:
