@@ -33,6 +33,8 @@ assert DYADIC_STARTS % 2 == 0
 DEFAULT_FALSE_ALARM = 0.05
 #: refuse window_grid="all" when its prefix-sum history would exceed this many bytes
 _ALL_GRID_MAX_BYTES = 1 << 30
+# ndarray.max without its Python wrapper layers (the same values).
+_max_reduce = np.maximum.reduce
 #: uniforms buffered per run by the selection streams (refilled per run when used up)
 _SELECTION_CHUNK = 256
 
@@ -470,7 +472,7 @@ class SVTRestart(PrivateAgent):
 
         # One AboveThreshold query per run: the largest window query (2-sensitive, like each).
         regret, length = self._window_regret(t)
-        query = (regret - self._slack_table(t)[np.maximum(length, 1)]).max(axis=1)
+        query = _max_reduce(regret - self._slack_table(t)[np.maximum(length, 1)], axis=1)
         top = self.detector.test(np.where(np.isfinite(query), query, -1e300))
         fired = top & self._active
         if self.window_grid == "dyadic":

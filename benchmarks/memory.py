@@ -7,6 +7,10 @@
 2. ``svt``: ``svt-restart`` with ``window_grid="dyadic"`` (epsilon = 1) on DPExperts-Shift-v0
    with N = 100, T = 10^5, B = 1 (native vector env, the evaluation loop's path), in a fresh
    subprocess. Reports wall time (target < 60 s) and peak RSS.
+3. ``bandit``: ``DPExperts-Bandit-v0`` (identity advice) with B = 256 runs and K in
+   {10, 100, 1000} arms, 20 rounds with uniformly random arms, each in a fresh subprocess: peak
+   RSS of the env alone, then with the ``exp3`` learner playing it. O(B K) memory per run means
+   the env's peak grows by about B K doubles per K step, not B K^2 (2 GB at K = 1000).
 
 ``--quick`` divides both horizons by 10 (the targets are then not checked). Run
 ``python benchmarks/memory.py [--quick]``.
@@ -21,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import parse_args, target_line, target_record, write_json  # noqa: E402
+from _common import child_env, parse_args, target_line, target_record, write_json  # noqa: E402
 
 EPISODE_CHILD = r"""
 import json, resource, sys, time
@@ -66,9 +70,44 @@ print(json.dumps({"seconds": seconds, "peak_rss_mb": rss(),
 """
 
 
+BANDIT_CHILD = r"""
+import json, resource, sys
+import gymnasium as gym
+import numpy as np
+import agents
+import dp_experts_env
+
+k, b, rounds = (int(x) for x in sys.argv[1:4])
+rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def play(with_agent):
+    env = gym.make_vec("DPExperts-Bandit-v0", num_envs=b, vectorization_mode="vector_entry_point",
+                       n_arms=k, horizon=rounds)
+    agent = agents.make("exp3", env=env, seed=0) if with_agent else None
+    obs, _ = env.reset(seed=0)
+    policy = np.random.default_rng(0)
+    for t in range(rounds):
+        action = agent.act(obs) if agent is not None else policy.integers(k, size=b)
+        obs, *_ = env.step(action)
+    return env.unwrapped.core.state_nbytes() / 2**20
+
+
+# The env alone first (the high-water mark only grows), then with the learner.
+state = play(False)
+env_only = rss()
+play(True)
+print(json.dumps({"peak_rss_mb": env_only, "env_state_mb": state, "peak_rss_with_exp3_mb": rss()}))
+"""
+
+
 def _child(code: str, *args: int) -> dict:
     proc = subprocess.run(
-        [sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, check=False
+        [sys.executable, "-c", code, *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=child_env(),
     )
     if proc.returncode != 0:
         raise RuntimeError(f"benchmark child failed:\n{proc.stderr}")
@@ -79,10 +118,13 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_args(__doc__.splitlines()[0], argv)
     if args.smoke:
         episode_t, svt_t, full = 300, 300, False
+        arms, bandit_b, bandit_t = (10,), 4, 5
     elif args.quick:
         episode_t, svt_t, full = 10**5, 10**4, False
+        arms, bandit_b, bandit_t = (10, 100, 1000), 256, 20
     else:
         episode_t, svt_t, full = 10**6, 10**5, True
+        arms, bandit_b, bandit_t = (10, 100, 1000), 256, 20
     n = 100
 
     episode = _child(EPISODE_CHILD, n, episode_t)
@@ -97,6 +139,16 @@ def main(argv: list[str] | None = None) -> dict:
         f"svt-restart dyadic N={n} T={svt_t:,}: {svt['seconds']:.1f} s, peak RSS "
         f"{svt['peak_rss_mb']:.0f} MB"
     )
+
+    bandit = []
+    for k in arms:
+        row = _child(BANDIT_CHILD, k, bandit_b, bandit_t)
+        bandit.append({"K": k, "B": bandit_b, "rounds": bandit_t, **row})
+        print(
+            f"Bandit-v0 K={k} B={bandit_b}: peak RSS {row['peak_rss_mb']:.0f} MB (env state "
+            f"{row['env_state_mb']:.1f} MB), with exp3 {row['peak_rss_with_exp3_mb']:.0f} MB",
+            flush=True,
+        )
 
     targets = {}
     if full:
@@ -113,6 +165,7 @@ def main(argv: list[str] | None = None) -> dict:
     payload = {
         "episode": {"n_experts": n, "horizon": episode_t, **episode},
         "svt": {"n_experts": n, "horizon": svt_t, "window_grid": "dyadic", **svt},
+        "bandit": bandit,
         "targets": targets,
     }
     path = write_json("memory", payload, args.out)

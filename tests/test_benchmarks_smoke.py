@@ -16,16 +16,28 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
-    "env_throughput": {"rows", "single_env", "targets", "machine", "budget_seconds"},
+    "env_throughput": {"rows", "single_env", "bandit", "targets", "machine", "budget_seconds"},
     "agent_throughput": {"rows", "batch", "target_speedup", "missed", "machine"},
-    "end_to_end": {"n_cells", "run_grid_seconds", "peak_rss_mb", "per_agent", "per_cell"},
-    "memory": {"episode", "svt", "targets", "machine"},
+    "end_to_end": {
+        "n_cells",
+        "command_cpu_seconds",
+        "peak_rss_mb",
+        "per_agent",
+        "per_cell",
+        "trees",
+        "against",
+    },
+    "memory": {"episode", "svt", "bandit", "targets", "machine"},
+    "bandit_baseline": {"rows", "reference", "targets", "machine"},
 }
 ROW_KEYS = {
-    "env_throughput": {"N", "S", "B", "native_steps_per_s", "sync_steps_per_s",
-                       "kernel_steps_per_s", "native_over_sync", "native_over_kernel"},
+    "env_throughput": {"N", "S", "B", "native_steps_per_s", "lean_steps_per_s",
+                       "sync_steps_per_s", "kernel_steps_per_s", "native_over_sync",
+                       "native_over_kernel"},
     "agent_throughput": {"agent", "feedback", "rounds_per_s_B1", "rounds_per_s_batched",
                          "speedup", "target_met"},
+    "bandit_baseline": {"repetitions", "ours_steps_per_s", "numpy_steps_per_s",
+                        "ours_over_reference"},
 }  # fmt: skip
 
 
@@ -48,5 +60,7 @@ def test_script_smoke(name: str, tmp_path: Path) -> None:
         assert all(v > 0 for k, v in row.items() if k.endswith("_per_s") or k.startswith("rounds"))
     if name == "memory":
         assert data["episode"]["peak_rss_mb"] > 0 and data["svt"]["seconds"] > 0
+        assert all(row["peak_rss_mb"] > 0 for row in data["bandit"])
     if name == "end_to_end":
         assert data["n_cells"] == len(data["per_cell"]) >= 1
+        assert data["command_cpu_seconds"] > 0

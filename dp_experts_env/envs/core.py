@@ -62,6 +62,14 @@ _min_reduce = np.minimum.reduce
 _max_reduce = np.maximum.reduce
 
 
+def _held(array: np.ndarray) -> int:
+    """Bytes of memory an array spans: a broadcast view (a zero stride) spans its base only."""
+    if 0 in array.strides and array.size:
+        low, high = np.lib.array_utils.byte_bounds(array)
+        return int(high - low)
+    return int(array.nbytes)
+
+
 class SharedStreamError(ValueError):
     """``copies`` > 1 was asked of an adversary whose losses react to the learner's actions."""
 
@@ -386,11 +394,11 @@ class GameCore:
 
     def state_nbytes(self) -> int:
         """Bytes held in arrays by the core, its adversary and its tracker (independent of T)."""
-        own = sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray))
+        own = sum(_held(v) for v in vars(self).values() if isinstance(v, np.ndarray))
         rnd = self._round
         if rnd is not None:
             own += sum(
-                x.nbytes
+                _held(x)
                 for x in (rnd.losses, rnd.means, rnd.advice, rnd.segment, rnd.shift)
                 if isinstance(x, np.ndarray)
             )

@@ -155,6 +155,11 @@ class _VectorEnv(GameSetup, VectorEnv):
                 self._run_rngs = [seeding.np_random(s)[0] for s in run_seeds(None, streams)]
             seeds = [int(g.integers(SEED_HIGH)) for g in self._run_rngs]
         else:
+            if self.copies > 1 and isinstance(seed, Sequence) and len(seed) != streams:
+                raise ValueError(
+                    f"seed must hold one seed per stream: {streams} (num_envs {self.num_envs} / "
+                    f"copies {self.copies}), got {len(seed)}"
+                )
             seeds = run_seeds(seed, streams)
             self._run_rngs = [seeding.np_random(s)[0] for s in seeds]
             self._np_random_seed = seeds[0]
