@@ -163,6 +163,26 @@ class RegretTracker:
             self._refresh_best()
         return self._scratch[:, -1].copy()  # level S (the fixed experts when S = 0)
 
+    def run_values(self, run: int = 0) -> tuple[float, float, float, float]:
+        """Run ``run``'s cumulative loss and static, dynamic and per-round-best regrets.
+
+        Python floats, each the same double as the run's entry of the (B,) properties (a float
+        subtraction is the same IEEE operation on Python floats), without building (B,) arrays:
+        the single env's step reads one run.
+        """
+        if not self._best_current:
+            self._refresh_best()
+        stream = run % self.num_streams
+        cumulative = self.cumulative_loss.item(run)
+        best = self._per_round_best.item(stream)
+        comparator = best if self._unconstrained else self._scratch.item(stream, -1)
+        return (
+            cumulative,
+            cumulative - self._scratch.item(stream, 0),
+            cumulative - comparator,
+            cumulative - best,
+        )
+
     @property
     def static_regret(self) -> np.ndarray:
         """(B,) regret against the best fixed expert so far."""

@@ -120,6 +120,23 @@ def test_regret_tracker_with_copies_equals_one_tracker_per_run():
         assert_same(shared.comparator_loss, alone.comparator_loss)
 
 
+@pytest.mark.parametrize(("n_switches", "horizon", "copies"), [(0, 30, 1), (2, 30, 2), (40, 30, 1)])
+def test_run_values_are_the_properties_entries(n_switches, horizon, copies):
+    rng = np.random.default_rng(5)
+    tracker = RegretTracker(2 * copies, 3, n_switches, horizon, copies=copies)
+    for _ in range(horizon):
+        tracker.update(rng.random((2, 3)), rng.random(2 * copies))
+        for run in range(2 * copies):
+            values = tracker.run_values(run)
+            want = (
+                tracker.cumulative_loss[run],
+                tracker.static_regret[run],
+                tracker.dynamic_regret[run],
+                tracker.per_round_best_regret[run],
+            )
+            assert [v.hex() for v in values] == [float(w).hex() for w in want]
+
+
 # ----------------------------------------------------------------------------- info on demand
 def test_info_rounds_build_info_only_there_and_change_nothing_else():
     kwargs = {"n_experts": 4, "horizon": 12, "n_shifts": 2}

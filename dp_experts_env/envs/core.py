@@ -364,16 +364,14 @@ class GameCore:
     def _info_one(self, rnd: Round, loss: float) -> dict[str, Any]:
         """``_info`` of a one-run core as Python scalars (each value ``v[0].item()``)."""
         tr = self.tracker
-        cumulative = tr.cumulative_loss.item(0)
+        cumulative, static, dynamic, per_round_best = tr.run_values(0)
         info: dict[str, Any] = {
             "round": self.t,
             "loss": loss,
             "cumulative_loss": cumulative,
-            "static_regret": tr.static_regret.item(0),
-            # The float64 subtraction ``dynamic_regret`` does, on Python floats (the same IEEE
-            # result), saving one ufunc call.
-            "dynamic_regret": cumulative - tr.comparator_loss.item(0),
-            "per_round_best_regret": tr.per_round_best_regret.item(0),
+            "static_regret": static,
+            "dynamic_regret": dynamic,
+            "per_round_best_regret": per_round_best,
         }
         if self.adversary.knows_means:
             pseudo = tr.pseudo_regret
