@@ -404,6 +404,10 @@ class SVTRestart(PrivateAgent):
             self._snap_learner = np.zeros((b, self._stored))
             self._snap_time = np.zeros(shape, dtype=np.int64)
             self._snap_count = np.zeros((b, self._levels), dtype=np.int64)
+            # Per stored column: its snapshot's time and whether it holds one yet (what the
+            # (level, slot) tables say, kept per column so a query reads them directly).
+            self._col_time = np.zeros((b, self._stored), dtype=np.int64)
+            self._col_empty = np.ones((b, self._stored), dtype=bool)
             self._diff_buf = np.empty((b, n, self._stored))
             self._reset_windows(np.ones(b, dtype=bool), self._cum, np.zeros(b, dtype=np.int64))
         else:
@@ -433,6 +437,8 @@ class SVTRestart(PrivateAgent):
         runs_kept, col = runs[keep], col[keep]
         self._snap_experts[runs_kept, :, col] = self._cum[runs_kept, :-1]
         self._snap_learner[runs_kept, col] = self._cum[runs_kept, -1]
+        self._col_time[runs_kept, col] = t
+        self._col_empty[runs_kept, col] = False
         self._snap_time[runs, lev, slot] = t
         self._snap_count[runs, lev] += 1
 
@@ -444,13 +450,12 @@ class SVTRestart(PrivateAgent):
             # Same arithmetic as (cum - snapshot) per expert and for the learner, then the min
             # over experts: every value is the same float as in a (B, Q, N+1) difference tensor.
             # Columns: the de-duplicated starts of _dedup_grid (duplicates add no new window).
-            lev, slot = self._stored_level, self._stored_slot
             diff = np.subtract(self._cum[:, :n, None], self._snap_experts, out=self._diff_buf)
             best = np.minimum.reduce(diff, axis=1)  # (B, Q)
             regret = self._cum[:, n, None] - self._snap_learner
             regret -= best
-            length = t - self._snap_time[:, lev, slot]
-            regret[self._snap_count[:, lev] <= slot] = -np.inf
+            length = t - self._col_time
+            np.putmask(regret, self._col_empty, -np.inf)
             return regret, length
         starts = np.arange(self.horizon)  # u = 0..T-1; window [u+1, t]
         diff = self._cum[:, None, :] - self._prefix[:, : self.horizon, :]
@@ -512,6 +517,9 @@ class SVTRestart(PrivateAgent):
         self._snap_experts[mask, :, col] = origin[mask][:, :-1]
         self._snap_learner[mask, col] = origin[mask][:, -1]
         self._snap_time[mask, :, 0] = origin_time[mask][:, None]
+        self._col_empty[mask] = True
+        self._col_empty[mask, col] = False
+        self._col_time[mask, col] = origin_time[mask]
 
     def _choose(self, obs: np.ndarray) -> np.ndarray:
         rnd = self.t + 1  # the round about to be played

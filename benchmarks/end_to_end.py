@@ -14,8 +14,9 @@ median over pairs of CPU(HEAD) / CPU(REV), both measured minutes apart at most. 
 trees wrote (``results.csv``) are compared exactly: which learners' rows are bit for bit equal
 and which differ (a learner whose random stream changed on purpose).
 
-Without ``--against`` it also times each learner's cells alone, in this process (CPU time per
-learner, its own loss stream included), for the table of where the time goes.
+Without ``--against`` it also times each learner's cells as one unit, in this process (CPU
+time per learner, one loss stream for its epsilons included), for the table of where the time
+goes.
 
 ``--quick``: T = 1000, 3 seeds. ``--smoke``: T = 100, 2 seeds, hedge only, no figures.
 ``--breakdown`` / ``--no-breakdown`` force the per-learner table on or off.
@@ -126,7 +127,8 @@ def remove_worktree(path: Path) -> None:
 
 
 def breakdown(args: argparse.Namespace) -> tuple[list[dict], list[dict]]:
-    """CPU seconds per learner: each learner's cells played alone, in this process."""
+    """CPU seconds per learner: each learner's cells as one unit (its epsilons sharing one loss
+    stream, batched where the learner allows), in this process."""
     from dp_experts_env.evaluation import default_grid
     from dp_experts_env.evaluation.episode import run_cells
 
@@ -137,12 +139,18 @@ def breakdown(args: argparse.Namespace) -> tuple[list[dict], list[dict]]:
     else:
         grid = default_grid()
     per_cell, by_agent = [], {}
+    learners: dict[str, list] = {}
     for cell in grid.cells():
+        learners.setdefault(cell.agent.display, []).append(cell)
+    for name, cells in learners.items():
         start = time.process_time()
-        run_cells([cell])
+        run_cells(cells)
         seconds = time.process_time() - start
-        per_cell.append({"agent": cell.agent.display, "epsilon": cell.epsilon, "seconds": seconds})
-        by_agent[cell.agent.display] = by_agent.get(cell.agent.display, 0.0) + seconds
+        for cell in cells:
+            per_cell.append(
+                {"agent": name, "epsilon": cell.epsilon, "seconds": seconds / len(cells)}
+            )
+        by_agent[name] = seconds
     total = sum(by_agent.values())
     rows = sorted(
         ({"agent": a, "cpu_seconds": s, "share": s / total} for a, s in by_agent.items()),
