@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> dict:
     per_agent, per_cell = [], []
     if want_breakdown:
         per_agent, per_cell = breakdown(args)
-        print("\nper learner, each alone in this process (CPU seconds):")
+        print("\nper learner, its cells as one unit in this process (CPU seconds):")
         print(table(per_agent, ["agent", "cpu_seconds", "share"]))
 
     payload = {
