@@ -182,7 +182,9 @@ def main(argv: list[str] | None = None) -> None:
         if key not in reference_cache:
             reference_cache[key] = measure(target.counterpart, target, None, runs)[:2]
         if (target.env_id, "uniform") not in reference_cache:
-            reference_cache[(target.env_id, "uniform")] = measure("uniform", target, None, runs)[:2]
+            reference_cache[(target.env_id, "uniform")] = measure("uniform", target, None, runs)[
+                :2
+            ]
         ref_mean, _ = reference_cache[key]
         uni_mean, _ = reference_cache[(target.env_id, "uniform")]
         rows = []
@@ -190,7 +192,9 @@ def main(argv: list[str] | None = None) -> None:
             params = target.inf_params if math.isinf(eps) else {}
             mean, se, agent = measure(name, target, eps, runs, params)
             claim = agent.privacy
-            rows.append({"epsilon": eps, "mean": mean, "se": se, "certified": claim.epsilon})
+            rows.append(
+                {"epsilon": eps, "mean": mean, "se": se, "certified": claim.epsilon}
+            )
         monotone = all(
             later["mean"] <= earlier["mean"] + 2 * math.hypot(later["se"], earlier["se"])
             for earlier, later in zip(rows, rows[1:], strict=False)
