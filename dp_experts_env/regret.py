@@ -17,12 +17,19 @@ Shared loss streams (``copies`` > 1): when several learners play the same oblivi
 fixed-expert sums, the per-round best, the least mean -- is kept once per *stream*, and only the
 learner's own sums once per *run*. Run ``r`` plays stream ``r % streams``. Every reported value is
 the same float a tracker of that run alone would report (the same operations on the same numbers).
+
+With the optional ``fast`` extra (numba), large trackers (at least 65,536 table entries) run the
+update as one compiled pass per stream (:mod:`dp_experts_env._regret_kernel`), the same floats;
+``DP_EXPERTS_NUMBA=0`` keeps the numpy path.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from dp_experts_env._regret_kernel import compiled_update
 from dp_experts_env._validation import check_int
 
 __all__ = ["RegretTracker"]
@@ -64,7 +71,13 @@ class RegretTracker:
             )
         self.num_streams = self.num_runs // self.copies
         self._unconstrained = self.horizon is not None and self.n_switches >= self.horizon - 1
+        self._compiled = self._choose_kernel()
         self.reset()
+
+    def _choose_kernel(self) -> Any:
+        """The compiled update for large tables when numba is installed (else None: numpy)."""
+        levels = 0 if self._unconstrained else self.n_switches
+        return compiled_update(self.num_streams * (levels + 1) * self.n_experts)
 
     def reset(self) -> None:
         """Forget all rounds."""
@@ -86,7 +99,7 @@ class RegretTracker:
         self._best_current = True
         self._make_views()
 
-    _VIEWS = ("_best_fixed", "_best_levels", "_best_below")
+    _VIEWS = ("_best_fixed", "_best_levels", "_best_below", "_compiled")
 
     def _make_views(self) -> None:
         # Views made once, not every round (their creation dominates at B = 1).
@@ -102,6 +115,7 @@ class RegretTracker:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._make_views()
+        self._compiled = self._choose_kernel()
 
     def update(
         self,
@@ -121,15 +135,28 @@ class RegretTracker:
         """
         losses = expert_losses
         table = self._table
-        if table.shape[1]:
-            # Best value per level from the previous round; level c may switch from level c-1.
-            if not self._best_current:
-                self._refresh_best()
-            np.minimum(table, self._best_below, out=table)
-            # Round 1 works unchanged: every row starts at zero, so min(0, 0) + l_1 = l_1.
-            np.add(table, losses[:, None, :], out=table)
-        np.add(self._cum_expert, losses, out=self._cum_expert)
-        self._per_round_best += _min_reduce(losses, axis=1)
+        if self._compiled is not None and losses.dtype == np.float64:
+            # The same arithmetic in one pass per stream (dp_experts_env._regret_kernel).
+            self._compiled(
+                self._cum_expert,
+                table,
+                self._scratch,
+                losses,
+                self._per_round_best,
+                self._best_current,
+            )
+            fresh_minima = True
+        else:
+            if table.shape[1]:
+                # Best value per level from the previous round; level c may switch from c-1.
+                if not self._best_current:
+                    self._refresh_best()
+                np.minimum(table, self._best_below, out=table)
+                # Round 1 works unchanged: every row starts at zero, so min(0, 0) + l_1 = l_1.
+                np.add(table, losses[:, None, :], out=table)
+            np.add(self._cum_expert, losses, out=self._cum_expert)
+            self._per_round_best += _min_reduce(losses, axis=1)
+            fresh_minima = False
         self.cumulative_loss += learner_loss
         if expert_means is not None and learner_mean is not None:
             self._has_means = True
@@ -138,7 +165,7 @@ class RegretTracker:
                 self._pseudo += learner_mean - least
             else:
                 self._pseudo += self._minus_stream(learner_mean, least)
-        self._best_current = False
+        self._best_current = fresh_minima
         self.round += 1
 
     def _refresh_best(self) -> None:

@@ -137,6 +137,40 @@ def test_run_values_are_the_properties_entries(n_switches, horizon, copies):
             assert [v.hex() for v in values] == [float(w).hex() for w in want]
 
 
+@pytest.mark.parametrize(("n_switches", "copies"), [(0, 1), (1, 1), (3, 2), (50, 1)])
+def test_compiled_regret_update_equals_the_numpy_update(monkeypatch, n_switches, copies):
+    pytest.importorskip("numba")
+    from dp_experts_env import _regret_kernel
+
+    monkeypatch.setattr(_regret_kernel, "MIN_ELEMENTS", 1)  # compile even for a small table
+    compiled = RegretTracker(4 * copies, 5, n_switches, 40, copies=copies)
+    monkeypatch.setenv("DP_EXPERTS_NUMBA", "0")
+    reference = RegretTracker(4 * copies, 5, n_switches, 40, copies=copies)
+    assert compiled._compiled is not None and reference._compiled is None
+    rng = np.random.default_rng(11)
+    for t in range(40):
+        # Coarse values: many ties and zeros, where an order-dependent minimum would show.
+        losses = rng.integers(0, 3, size=(4, 5)) / 2.0
+        means = rng.random((4, 5))
+        charged, mean = rng.random(4 * copies), rng.random(4 * copies)
+        for tracker in (compiled, reference):
+            tracker.update(losses, charged, means, mean)
+        if t % 3 == 0:  # read between updates too (the minima are then computed on demand)
+            for name in ("static_regret", "dynamic_regret", "per_round_best_regret"):
+                assert_same(getattr(compiled, name), getattr(reference, name))
+    for name in ("static_regret", "dynamic_regret", "per_round_best_regret", "pseudo_regret"):
+        assert_same(getattr(compiled, name), getattr(reference, name))
+    assert_same(compiled._table, reference._table)
+
+
+def test_small_trackers_and_a_missing_numba_use_the_numpy_update(monkeypatch):
+    from dp_experts_env import _regret_kernel
+
+    assert RegretTracker(10, 10, 4)._compiled is None  # 500 entries: never worth numba
+    monkeypatch.setattr(_regret_kernel, "_COMPILED", False)  # as if numba were not installed
+    assert RegretTracker(1024, 100, 4)._compiled is None
+
+
 # ----------------------------------------------------------------------------- info on demand
 def test_info_rounds_build_info_only_there_and_change_nothing_else():
     kwargs = {"n_experts": 4, "horizon": 12, "n_shifts": 2}
