@@ -89,7 +89,7 @@ def play_shared(
     lean = hasattr(type(base), "info_rounds")
     previous = base.info_rounds if lean else None
     if lean:
-        base.info_rounds = keep
+        base.info_rounds = {r for r in keep if 1 <= r <= horizon}
     try:
         obs, _ = env.reset(seed=list(env_seeds))
         for agent in agents:
