@@ -33,9 +33,10 @@ def test_encode_points():
 # scale halved (true epsilon 2 against a claim of 1).
 def tree_agent(scale_factor):
     def factory(num_envs, seed):
-        agent = DPFTRLOCO(1, 3, epsilon=1.0, num_envs=num_envs, seed=seed)
-        agent.tree.node_scale *= scale_factor  # the claim still says epsilon = 1
-        return agent
+        # noise_multiplier scales the node noise; the claim still says epsilon = 1
+        return DPFTRLOCO(
+            1, 3, epsilon=1.0, num_envs=num_envs, seed=seed, noise_multiplier=scale_factor
+        )
 
     return factory
 

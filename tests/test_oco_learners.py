@@ -266,6 +266,10 @@ def test_claims():
     assert mutant.epsilon == claim.epsilon and not mutant.certified and "MUTANT" in mutant.notes
     tree = agents.make("dp-ftrl-oco", env=env, epsilon=0.5).privacy
     assert tree.epsilon == 0.5 and tree.delta == 0
+    for law in ("laplace", "gaussian"):
+        good = agents.make("dp-ftrl-oco", env=env, epsilon=0.5, law=law)
+        bad = agents.make("dp-ftrl-oco", env=env, epsilon=0.5, law=law, noise_multiplier=0.5)
+        assert bad.privacy.epsilon == good.privacy.epsilon and not bad.privacy.certified
 
 
 # --------------------------------------------------------------------------- regret
