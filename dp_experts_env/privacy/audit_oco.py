@@ -17,9 +17,9 @@ audited at confidence ``1 - alpha/2`` (a union bound keeps the pair at ``1 - alp
   density is the learner's true one; a wrong density only costs power, never validity.
 
 The result also states the audit's power: ``detectable_epsilon`` is the smallest true epsilon
-(on the final event, at its observed base rate and this run count) that the test would have
+that one of the two final events (at its observed base rate and this run count) would have
 flagged as a violation of the claim -- so a pass reads "no violation found (could detect
-eps > X)"; ``inf`` means the event could not reveal any violation.
+eps > X)"; ``inf`` means neither event could reveal any violation.
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ class OCOAuditResult(AuditResult):
     """An :class:`~dp_experts_env.privacy.audit.AuditResult` with the audit's power.
 
     Attributes:
-        detectable_epsilon: smallest true epsilon the final event would have flagged (``inf``:
-            none); see :func:`detectable_epsilon`.
+        detectable_epsilon: smallest true epsilon one of the final events would have flagged
+            (``inf``: none); see :func:`detectable_epsilon`.
         statistic: ``"likelihood ratio"`` or ``"sequence"``: which reduction gave the result.
     """
 
@@ -163,9 +163,9 @@ def audit_oco_agent(
         **agent_params: passed to ``agents.make`` with a registered name (e.g. ``epsilon=1.0``).
 
     Returns:
-        An :class:`OCOAuditResult` (the union bound makes the pair valid at ``1 - alpha``): on a
-        violation the reduction with the larger lower bound, otherwise the one whose event has
-        the most power; with that power.
+        An :class:`OCOAuditResult` (the union bound makes the pair valid at ``1 - alpha``): the
+        event of the reduction with the larger lower bound, and as power the smaller
+        ``detectable_epsilon`` of the two reductions' final events.
     """
     n, alpha, seed = _check_common(n_runs, alpha, seed)
     x = np.asarray(gradients, dtype=np.float64)
@@ -229,10 +229,12 @@ def audit_oco_agent(
         lr = _with_power(lr, "likelihood ratio")
         event = f"{lr.event.replace('output', 'log-likelihood ratio')}"
         lr = OCOAuditResult(**{**lr.__dict__, "event": event})
-        # A violation: the larger bound. Both pass: the more powerful event.
-        if not (lr.passed and best.passed):
-            if lr.epsilon_lower_bound > best.epsilon_lower_bound:
-                best = lr
-        elif lr.detectable_epsilon < best.detectable_epsilon:
+        # The larger bound is the result; the power is the better of the two final events'.
+        power = min(lr.detectable_epsilon, best.detectable_epsilon)
+        if lr.epsilon_lower_bound > best.epsilon_lower_bound or (
+            lr.epsilon_lower_bound == best.epsilon_lower_bound
+            and lr.detectable_epsilon < best.detectable_epsilon
+        ):
             best = lr
+        best = OCOAuditResult(**{**best.__dict__, "detectable_epsilon": power})
     return OCOAuditResult(**{**best.__dict__, "alpha": alpha})
