@@ -10,7 +10,7 @@ says how far the certificate is from the truth on this pair.
 
 Usage::
 
-    python benchmarks/oco_audit.py           # T in {2, 3, 4, 8, 32, 128}, 60,000 runs a side
+    python benchmarks/oco_audit.py           # T in {2, 3, 4, 8, 32, 128}, 60,000 runs (~3 min)
     python benchmarks/oco_audit.py --quick   # T in {2, 4, 8}, 20,000 runs
     python benchmarks/oco_audit.py --smoke
 

@@ -17,7 +17,7 @@ Measures what the P-COMW issue asks for, on the box ``[-1, 1]^d`` (d = 5, ``||g|
 
 Usage::
 
-    python benchmarks/oco_regret.py            # the full tables (~10 minutes on 2 cores)
+    python benchmarks/oco_regret.py            # the full tables (~5 minutes on 2 cores)
     python benchmarks/oco_regret.py --quick    # T <= 10^4, 4 runs
     python benchmarks/oco_regret.py --smoke    # tiny T, 2 runs
 

@@ -439,3 +439,15 @@ def test_noise_multiplier_scales_the_gibbs_spread_only():
     assert PCOMW(2, 50, noise_multiplier=0.0).leader_only
     with pytest.raises(ValueError, match="noise_multiplier"):
         PCOMW(2, 50, noise_multiplier=-1.0)
+
+
+def test_lazy_calibrated_picks_the_smaller_bound():
+    # Width scheme (exact S switches, no clipping) for small d; Theorem 4.2's concentration
+    # formula once sqrt(d) ln T T/S beats d ln T T/S by its constant (d ~ 128 and above).
+    small = pcomw_parameters("lazy", 3, 1000, diameter=2 * math.sqrt(3), grad_bound=1.0,
+                             switch_budget=50)  # fmt: skip
+    assert small.clip_free and small.log_phi == pytest.approx(-math.log1p(-50 / 999))
+    assert small.beta * 2 * math.sqrt(3) == pytest.approx(small.log_phi)
+    big = pcomw_parameters("lazy", 200, 1000, diameter=2 * math.sqrt(200), grad_bound=1.0,
+                           switch_budget=50)  # fmt: skip
+    assert not big.clip_free and -math.expm1(-2 * big.log_phi) * 1000 == pytest.approx(50)
