@@ -140,6 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="regret drawn (default dynamic_regret)",
     )
 
+    from dp_experts_env.evaluation.reproduce import add_parser as add_reproduce_parser
+
+    add_reproduce_parser(sub)
+
     audit = sub.add_parser(
         "audit",
         help="empirical lower bound on a learner's epsilon (privacy audit)",
@@ -421,6 +425,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_compare(args)
         if args.command == "plot":
             return _cmd_plot(args)
+        if args.command == "reproduce":
+            from dp_experts_env.evaluation.reproduce import cmd_reproduce
+
+            return cmd_reproduce(args)
         return _cmd_audit(args)
     except (ValueError, TypeError) as err:
         print(f"dp-experts {args.command}: error: {err}", file=sys.stderr)
