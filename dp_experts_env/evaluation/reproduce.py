@@ -175,12 +175,12 @@ def run_claims(
                 file=log,
                 flush=True,
             )
-    write_outputs(*_with_earlier(claims, results, out), data, out, quick=quick)
+    write_outputs(*_with_earlier(claims, results, out, quick), data, out, quick=quick)
     return results
 
 
 def _with_earlier(
-    claims: Sequence[Claim], results: list[dict[str, Any]], out: Path
+    claims: Sequence[Claim], results: list[dict[str, Any]], out: Path, quick: bool
 ) -> tuple[list[Claim], list[dict[str, Any]]]:
     """The claims and rows of this call plus those an earlier call wrote to ``out``.
 
@@ -195,13 +195,13 @@ def _with_earlier(
     done = {c.name for c in claims}
     with open(path, newline="") as handle:
         earlier = [r for r in csv.DictReader(handle) if r.get("claim") not in done]
-    registry = {c.name: c for c in get_claims()}
+    registry = {c.name: c for c in get_claims(quick=quick)}
     kept = [r for r in earlier if r.get("claim") in registry]
     for r in kept:
         for key in ("predicted", "tolerance", "measured", "ci_low", "ci_high", "seconds"):
             r[key] = float(r[key])
     merged = {c.name: c for c in [*(registry[r["claim"]] for r in kept), *claims]}
-    order = [c for c in get_claims() if c.name in merged]
+    order = [merged[name] for name in registry if name in merged]
     order += [c for c in claims if c.name not in registry]
     by_name = {r["claim"]: r for r in [*kept, *results]}
     return order, [by_name[c.name] for c in order]
@@ -321,8 +321,7 @@ def report_text(
         r = by_name.get(c.name)
         if r is None:
             continue
-        band = {"at_most": "<= ", "at_least": ">= ", "two_sided": ""}[c.kind]
-        pred = f"{band}{c.predicted:g}" + (f" +- {c.tolerance:g}" if c.tolerance else "")
+        pred = _band(c)
         lines.append(
             f"| {c.name} | {c.paper} | {c.source} | {pred} | {r['measured']:.3g} "
             f"[{r['ci_low']:.3g}, {r['ci_high']:.3g}] | **{r['verdict']}** |"
@@ -345,8 +344,7 @@ def report_text(
         lines.append("")
         lines.append(
             f"Measured {c.quantity}: {r['measured']:.3g} (95% CI [{r['ci_low']:.3g}, "
-            f"{r['ci_high']:.3g}]) against the predicted {c.predicted:g} "
-            f"({c.kind.replace('_', ' ')}, tolerance {c.tolerance:g}): **{r['verdict']}**. "
+            f"{r['ci_high']:.3g}]) against the predicted band {_band(c)}: **{r['verdict']}**. "
             f"{r['detail']}."
         )
         if c.notes:
@@ -354,6 +352,15 @@ def report_text(
         lines += ["", f"![{c.name}](figures/{c.name}.png)"]
     lines.append("")
     return "\n".join(lines)
+
+
+def _band(c: Claim) -> str:
+    """The predicted band as a reader checks it: ``<= 0.6``, ``>= 0.9`` or ``0 +- 0.1``."""
+    if c.kind == "at_most":
+        return f"<= {c.predicted + c.tolerance:.3g}"
+    if c.kind == "at_least":
+        return f">= {c.predicted - c.tolerance:.3g}"
+    return f"{c.predicted:.3g} +- {c.tolerance:.3g}"
 
 
 def results_key(config: Mapping[str, Any], agent: str, env_id: str) -> str:
