@@ -27,6 +27,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+# The code next to this script, not another installed copy; then the benchmark helpers.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import write_json  # noqa: E402
