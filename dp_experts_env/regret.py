@@ -6,10 +6,19 @@ All quantities are prefix values after round ``t`` for B runs at once:
 * ``dynamic_regret``     = L_t - OPT_t(S), the best comparator sequence with at most S switches,
   computed exactly by the O(N*S) dynamic programme of brief 000 §6.6
 * ``per_round_best_regret`` = L_t - sum_{s<=t} min_j l_s(j)  (S unlimited)
-* ``pseudo_regret``      = sum_{s<=t} (mu_s(J_s) - min_j mu_s(j)), when the means are known
+
+and, when the means are known (mu_s(j) the expected loss of expert j in round s, J_s the action):
+
+* ``static_pseudo_regret`` = sum_{s<=t} mu_s(J_s) - min_j sum_{s<=t} mu_s(j): against the best
+  FIXED expert in expectation, the regret the papers bound;
+* ``per_round_best_pseudo_regret`` = sum_{s<=t} (mu_s(J_s) - min_j mu_s(j)): against the best
+  expert in expectation of EVERY round. It equals the static one when one expert is best in every
+  round (stationary models), and is a switching comparator on shifting ones; where the best
+  expert changes from round to round (advice drawn afresh each round) it is an oracle no learner
+  can approach.
 
 The dynamic programme keeps ``M[b, c, j]`` = least loss of a sequence ending at expert ``j`` with at
-most ``c`` switches. Memory is O(B * (S+1) * N), independent of T. When S >= T - 1 the comparator is
+most ``c`` switches. Memory is O(B * (S+2) * N), independent of T. When S >= T - 1 the comparator is
 unconstrained, so the table is not kept and the per-round best is used (exactly the same value).
 """
 
@@ -52,7 +61,9 @@ class RegretTracker:
         self.round = 0
         self.cumulative_loss = np.zeros(b)
         self._per_round_best = np.zeros(b)
-        self._pseudo = np.zeros(b)
+        self._pseudo = np.zeros(b)  # per-round-best pseudo-regret
+        self._learner_mean_sum = np.zeros(b)
+        self._expert_mean_sum = np.zeros((b, n))
         self._has_means = False
         levels = 0 if self._unconstrained else self.n_switches
         self._cum_expert = np.zeros((b, n))  # row c = 0 of the table: fixed-expert losses
@@ -110,6 +121,8 @@ class RegretTracker:
         if expert_means is not None and learner_mean is not None:
             self._has_means = True
             self._pseudo += learner_mean - _min_reduce(expert_means, axis=1)
+            self._learner_mean_sum += learner_mean
+            np.add(self._expert_mean_sum, expert_means, out=self._expert_mean_sum)
         self.round += 1
 
     @property
@@ -137,8 +150,21 @@ class RegretTracker:
         return self.cumulative_loss - self._per_round_best
 
     @property
-    def pseudo_regret(self) -> np.ndarray | None:
-        """(B,) pseudo-regret, or ``None`` when means were never supplied."""
+    def static_pseudo_regret(self) -> np.ndarray | None:
+        """(B,) pseudo-regret against the best fixed expert in expectation, or ``None``.
+
+        ``sum_s mu_s(J_s) - min_j sum_s mu_s(j)``; ``None`` when means were never supplied.
+        """
+        if not self._has_means:
+            return None
+        return self._learner_mean_sum - _min_reduce(self._expert_mean_sum, axis=1)
+
+    @property
+    def per_round_best_pseudo_regret(self) -> np.ndarray | None:
+        """(B,) pseudo-regret against the best expert in expectation of every round, or ``None``.
+
+        ``sum_s (mu_s(J_s) - min_j mu_s(j))``; ``None`` when means were never supplied.
+        """
         return self._pseudo.copy() if self._has_means else None
 
     def state_nbytes(self) -> int:
@@ -148,6 +174,8 @@ class RegretTracker:
             self._cum_expert,
             self._per_round_best,
             self._pseudo,
+            self._learner_mean_sum,
+            self._expert_mean_sum,
             self._table,
             self._scratch,
         )
