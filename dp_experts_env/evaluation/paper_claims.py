@@ -416,7 +416,7 @@ rps_horizon_free = Claim(
     source="Thm 1, eq. (1)",
     statement="Randomized prefix softmax's regret on i.i.d. losses with a unique best expert is "
     "bounded independently of T (1 + 800 log K / gap + 16 log K / eta).",
-    quantity="log-log slope of pseudo-regret in T (gap 0.2, epsilon = 1)",
+    quantity="log-log slope of (static) pseudo-regret in T (gap 0.2, epsilon = 1)",
     predicted=0.0,
     tolerance=0.1,
     kind="two_sided",
@@ -427,10 +427,10 @@ rps_horizon_free = Claim(
             "DPExperts-Stochastic-v0",
             _points(RPS_T, lambda t: _gap_env(0.2, int(t)), 1.0),
             _points(RPS_T_QUICK, lambda t: _gap_env(0.2, int(t)), 1.0),
-            metric="pseudo_regret",
+            metric="static_pseudo_regret",
         ),
     ),
-    analyse=_slope_of("randomized-prefix-softmax", "pseudo_regret"),
+    analyse=_slope_of("randomized-prefix-softmax", "static_pseudo_regret"),
     x_label="T",
 )
 
@@ -440,7 +440,7 @@ rps_eps = Claim(
     source="Thm 1, eq. (2): log K / epsilon term",
     statement="In the privacy-dominated regime (large gap, small epsilon) the regret is "
     "proportional to log K / epsilon.",
-    quantity="log-log slope of pseudo-regret in epsilon (gap 0.5, T = 10^4)",
+    quantity="log-log slope of (static) pseudo-regret in epsilon (gap 0.5, T = 10^4)",
     predicted=-1.0,
     tolerance=0.2,
     kind="two_sided",
@@ -450,10 +450,10 @@ rps_eps = Claim(
             "randomized-prefix-softmax",
             "DPExperts-Stochastic-v0",
             _eps_points((0.02, 0.04, 0.08, 0.16), _gap_env(0.5)),
-            metric="pseudo_regret",
+            metric="static_pseudo_regret",
         ),
     ),
-    analyse=_slope_of("randomized-prefix-softmax", "pseudo_regret"),
+    analyse=_slope_of("randomized-prefix-softmax", "static_pseudo_regret"),
     x_label="epsilon",
 )
 
@@ -463,7 +463,7 @@ rps_gap = Claim(
     source="Thm 1, eq. (2): log K / gap term",
     statement="In the statistics-dominated regime (gap well below eta = 1/8, epsilon >= 1/4) "
     "the regret is proportional to log K / gap.",
-    quantity="log-log slope of pseudo-regret in the gap (epsilon = 1, T = 5 x 10^4)",
+    quantity="log-log slope of (static) pseudo-regret in the gap (epsilon = 1, T = 5 x 10^4)",
     predicted=-1.0,
     tolerance=0.25,
     kind="two_sided",
@@ -473,10 +473,10 @@ rps_gap = Claim(
             "randomized-prefix-softmax",
             "DPExperts-Stochastic-v0",
             _points((0.0125, 0.025, 0.05), lambda g: _gap_env(g, 50_000), 1.0),
-            metric="pseudo_regret",
+            metric="static_pseudo_regret",
         ),
     ),
-    analyse=_slope_of("randomized-prefix-softmax", "pseudo_regret"),
+    analyse=_slope_of("randomized-prefix-softmax", "static_pseudo_regret"),
     x_label="gap",
     notes="Gaps above eta = 1/8 put the learner in the regime where the 16 log K / eta term "
     "(constant in the gap) dominates; T = 5 x 10^4 is long enough for the smallest gap's "
@@ -552,6 +552,55 @@ ldp_eps = Claim(
 )
 
 
+ADVICE_T = (1_000, 4_000, 16_000, 64_000)
+ADVICE_T_QUICK = (1_000, 4_000, 16_000)
+
+
+def _advice_claim(name: str, agent: str, source: str, rate: str, predicted: float) -> Claim:
+    return Claim(
+        name=name,
+        paper=FRPAB,
+        source=source,
+        statement=f"With expert advice (N experts, K arms) the learner's regret against the "
+        f"best fixed expert is O~({rate}) at fixed epsilon: growth in T at most "
+        f"T^{predicted:.3g}.",
+        quantity="log-log slope in T of the static pseudo-regret (regret against the best fixed "
+        "expert in expectation) on the planted-expert env (N = 20, K = 5, epsilon = 1)",
+        predicted=predicted,
+        tolerance=0.1,
+        kind="at_most",
+        sweeps=(
+            Sweep(
+                agent,
+                agent,
+                "DPExperts-BanditAdvice-v0",
+                _points(ADVICE_T, lambda t: {"horizon": int(t)}, 1.0),
+                _points(ADVICE_T_QUICK, lambda t: {"horizon": int(t)}, 1.0),
+                metric="static_pseudo_regret",
+            ),
+        ),
+        analyse=_slope_of(agent, "static_pseudo_regret"),
+        x_label="T",
+        notes="The tolerance 0.1 absorbs the bounds' log factors over this range of T. A "
+        "measured exponent above the band means the learner is still in its burn-in at these "
+        "horizons (near uniform play, its regret nearly linear): the bound's constants and log "
+        "factors make it exceed the trivial regret there, so the asymptotic rate is not "
+        "confirmed at this scale rather than contradicted.",
+    )
+
+
+ldp_advice = _advice_claim(
+    "frpab-advice-ldp-exp4-vs-T", "ldp-exp4", "Thm 9 (LDP-EXP4)", "sqrt(T K log N)/epsilon", 0.5
+)
+batched_advice = _advice_claim(
+    "frpab-advice-batched-exp4-vs-T",
+    "private-batched-exp4",
+    "Thm 10 (private batched EXP4)",
+    "N^(1/6) K^(1/2) T^(2/3) / epsilon^(1/3)",
+    2 / 3,
+)
+
+
 def _registry(quick_collapse: bool = False) -> list[Claim]:
     return [
         svt_vs_t,
@@ -569,6 +618,8 @@ def _registry(quick_collapse: bool = False) -> list[Claim]:
         rps_gap,
         htinf_sqrt,
         ldp_eps,
+        ldp_advice,
+        batched_advice,
     ]
 
 
