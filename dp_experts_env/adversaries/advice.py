@@ -20,7 +20,8 @@ Kinds and families (constructors ``f(n_experts, horizon, n_arms, **knobs)``):
   ``duplicated_experts``, ``lemma11_switch``.
 * ``"bandit"`` (identity experts, N = K; ``n_experts`` may be omitted): ``bernoulli_gap``
   (default), ``shifting_bernoulli``, ``lemma11_switch``, ``periodic_swap``. Identity advice is a
-  read-only broadcast view of one K x K identity (no per-round allocation).
+  read-only broadcast view of one K x K identity made once per adversary (no per-round work), and
+  these models set ``identity_advice`` so the env skips the (B, K, K) advice product altogether.
 """
 
 from __future__ import annotations
@@ -103,6 +104,9 @@ class AdviceAdversary(Adversary):
     oblivious = True
     knows_means = True
     stochastic_losses: ClassVar[bool] = True
+    #: True when every round's advice is the K identity experts (N = K): the env then reads
+    #: expert j's loss as arm j's loss, which is the same number as <e_j, l_t>.
+    identity_advice: bool = False
 
     def __init__(self, n_experts: int, horizon: int, n_arms: int) -> None:
         super().__init__(n_experts, horizon, n_arms)
@@ -172,8 +176,13 @@ class AdviceAdversary(Adversary):
         )
 
     def _identity_advice(self) -> np.ndarray:
-        """Identity experts as a read-only (B, K, K) view of one K x K matrix."""
-        return np.broadcast_to(np.eye(self.n_arms), (self.num_runs, self.n_arms, self.n_arms))
+        """Identity experts as a read-only (B, K, K) view of one K x K matrix made once."""
+        eye = getattr(self, "_eye", None)
+        if eye is None:
+            eye = np.eye(self.n_arms)
+            eye.setflags(write=False)
+            self._eye = eye
+        return np.broadcast_to(eye, (self.num_runs, self.n_arms, self.n_arms))
 
 
 # --------------------------------------------------------------------------- planted experts
@@ -455,6 +464,7 @@ class Lemma11Switch(AdviceAdversary):
         advice[self.n_arms :, 0] = 1.0
         advice.setflags(write=False)
         self._advice_matrix = advice
+        self.identity_advice = self.n_experts == self.n_arms  # no distractors: the identity
 
     def _public(self, t: int) -> np.ndarray:
         row = np.ones(self.n_arms)
@@ -487,6 +497,7 @@ class PeriodicSwap(AdviceAdversary):
 
     stochastic_losses = False
     has_segments = True
+    identity_advice = True
 
     def __init__(
         self,
@@ -522,6 +533,8 @@ class BernoulliGap(AdviceAdversary):
     uniform on [K] at reset (or ``best_arm``). Knobs: ``gap`` in (0, 1/2] (default 0.1),
     ``best_arm`` in [0, K) or None.
     """
+
+    identity_advice = True
 
     def __init__(
         self,

@@ -124,8 +124,10 @@ class _SingleEnv(GameSetup, gym.Env):
 
     def _unbatch_obs(self, obs: Any) -> Any:
         if isinstance(obs, dict):
+            advice = obs["advice"][0]
             return {
-                "advice": obs["advice"][0],
+                # Fresh data on every call (a vector env's identity advice is a shared view).
+                "advice": advice.copy() if self.core.identity_advice else advice,
                 "last_action": np.int64(obs["last_action"][0]),
                 "last_loss": obs["last_loss"][0],
             }
