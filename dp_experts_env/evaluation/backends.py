@@ -94,18 +94,29 @@ def _init_worker(parent_pid: int) -> None:
 
 
 def _local(units: Sequence[list[Cell]], n_jobs: int) -> Iterator[Result]:
+    """``n_jobs`` processes play the units: this one and ``n_jobs - 1`` pool workers.
+
+    A spawned worker pays its interpreter start and imports (about 2 s of CPU) before its first
+    cell; this process has paid them already, so it plays the first unit itself while the
+    workers play the others, then takes over any unit no worker has started.
+    """
     # "spawn" keeps workers free of the parent's threads and state (numpy/BLAS, matplotlib).
     context = multiprocessing.get_context("spawn")
+    own, rest = units[0], list(units[1:])
     try:
         with ProcessPoolExecutor(
-            max_workers=n_jobs,
+            max_workers=max(1, min(n_jobs - 1, len(rest))),
             mp_context=context,
             initializer=_init_worker,
             initargs=(os.getpid(),),
         ) as pool:
-            futures = [pool.submit(run_cells, unit) for unit in units]
+            futures = [pool.submit(run_cells, unit) for unit in rest]
             try:
-                for future in as_completed(futures):
+                yield from run_cells(own)
+                for future, unit in zip(futures, rest, strict=True):
+                    if future.cancel():  # not started by a worker yet: play it here
+                        yield from run_cells(unit)
+                for future in as_completed([f for f in futures if not f.cancelled()]):
                     yield from future.result()
             except BaseException:
                 for future in futures:
