@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXPECTED = {
     "env_throughput": {"rows", "single_env", "targets", "machine", "budget_seconds"},
     "agent_throughput": {"rows", "batch", "target_speedup", "missed", "machine"},
-    "end_to_end": {"n_cells", "run_grid_seconds", "peak_rss_mb", "per_agent", "per_cell"},
+    "end_to_end": {"n_cells", "command_cpu_seconds", "peak_rss_mb", "per_agent", "per_cell"},
     "memory": {"episode", "svt", "targets", "machine"},
     "bandit_separation": {"rows", "env", "env_params", "seeds", "machine"},
 }
