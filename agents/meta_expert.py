@@ -21,7 +21,7 @@ from agents.private import PrivateAgent
 from agents.registry import make, register, spec
 from dp_experts_env._validation import check_choice, check_float, check_int
 from dp_experts_env.privacy.guarantee import Guarantee
-from dp_experts_env.privacy.mechanisms import laplace_epsilon, laplace_mechanism
+from dp_experts_env.privacy.mechanisms import laplace_epsilon
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = ["MetaExpertReduction", "METHODS", "count_meta_experts", "log_count_meta_experts"]
@@ -52,13 +52,29 @@ def _log_comb(n: int | np.ndarray, k: np.ndarray) -> np.ndarray:
     return gammaln(np.asarray(n) + 1.0) - gammaln(k + 1.0) - gammaln(np.asarray(n) - k + 1.0)
 
 
+# The ufunc reductions behind np.max / np.sum: the same values without their Python wrappers,
+# which cost more than the arithmetic on these small arrays (three calls per round).
+_max_reduce = np.maximum.reduce
+_min_reduce = np.minimum.reduce
+_add_reduce = np.add.reduce
+
+
 def _lse(x: np.ndarray, axis: int) -> np.ndarray:
     """log-sum-exp that returns -inf (without warnings) where every entry is -inf."""
-    m = np.max(x, axis=axis, keepdims=True)
+    m = _max_reduce(x, axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
-        out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    total = _add_reduce(np.exp(x - m), axis=axis, keepdims=True)
+    if _min_reduce(total, axis=None) > 0.0:
+        out = np.log(total)
+    else:  # some slice is all -inf: log(0) = -inf, without the divide warning
+        with np.errstate(divide="ignore"):
+            out = np.log(total)
+    out += m
     return np.squeeze(out, axis=axis)
+
+
+#: rounds of suffix counts computed together (a (chunk, S+1) table, refilled as t advances)
+_SUFFIX_CHUNK = 512
 
 
 @register(
@@ -327,15 +343,28 @@ class MetaExpertReduction(PrivateAgent):
             self._log_w = np.zeros((b, self.n_meta_experts))
 
     def _log_suffix_counts(self, t: int) -> np.ndarray:
-        """(S+1,) log G_t(c): completions of rounds t+1..T with at most S - c switch points."""
+        """(S+1,) log G_t(c): completions of rounds t+1..T with at most S - c switch points.
+
+        A function of (t, T, N, S) only: rows for ``_SUFFIX_CHUNK`` rounds are computed at once
+        and kept (O(chunk * S) memory), each row the same floats as computed alone.
+        """
+        start = getattr(self, "_suffix_start", None)
+        if start is None or not start <= t < start + self._suffix.shape[0]:
+            self._suffix = self._suffix_rows(np.arange(t, t + _SUFFIX_CHUNK))
+            self._suffix_start = t
+            start = t
+        return self._suffix[t - start]
+
+    def _suffix_rows(self, rounds: np.ndarray) -> np.ndarray:
+        """(len(rounds), S+1) log G_t(c) for each t in ``rounds`` (elementwise, as one t)."""
         s = self._s
         c = np.arange(s + 1)
-        rest = max(self.horizon - t, 0)
+        rest = np.maximum(self.horizon - rounds, 0)[:, None]  # (R, 1)
         terms = _log_comb(rest, c) + c * math.log(self.n_experts)
-        terms = np.where(c <= rest, terms, -np.inf)
+        terms = np.where(c <= rest, terms, -np.inf)  # (R, S+1)
         # G(c) sums terms[0 .. S - c]
-        mask = c[None, :] <= (s - c)[:, None]
-        return _lse(np.where(mask, terms[None, :], -np.inf), axis=1)
+        mask = c[None, :] <= (s - c)[:, None]  # (S+1, S+1)
+        return _lse(np.where(mask, terms[:, None, :], -np.inf), axis=2)
 
     def action_distribution(self) -> np.ndarray:
         """(B, N) law of the action the last ``act`` returned (noisy Hedge only).
@@ -349,8 +378,10 @@ class MetaExpertReduction(PrivateAgent):
     def _play_distribution(self, rnd: int) -> np.ndarray:
         """(B, N) law of the play at round ``rnd`` given the losses learned so far."""
         if self.method == "structured":
-            logits = _lse(self._log_f + self._log_suffix_counts(rnd)[None, None, :], axis=2)
-            return softmax(logits)
+            logits = _lse(self._log_f + self._log_suffix_counts(rnd), axis=2)
+            # softmax(logits), through the ufunc reductions (the same floats)
+            e = np.exp(logits - _max_reduce(logits, axis=-1, keepdims=True))
+            return e / _add_reduce(e, axis=-1, keepdims=True)
         w = softmax(self._log_w)
         plays = self.meta_plays(rnd)
         out = np.zeros((self.num_envs, self.n_experts))
@@ -359,13 +390,14 @@ class MetaExpertReduction(PrivateAgent):
         return out
 
     def _noisy(self, losses: np.ndarray) -> np.ndarray:
-        return laplace_mechanism(
-            losses,
-            l1_sensitivity=self.noise_sensitivity,
-            epsilon=self.epsilon,
-            rng=self.rng,
-            noise=self.noise,
-        ).value
+        # The Laplace mechanism (L1 sensitivity noise_sensitivity over the N coordinates, at
+        # epsilon): the scale and backend call laplace_mechanism makes, without re-validating
+        # the same public parameters every round.
+        sensitivity = self.noise.effective_sensitivity(self.noise_sensitivity, self.n_experts)
+        scale = sensitivity / self.epsilon
+        if scale == 0.0:
+            return losses.copy()
+        return self.noise.add_laplace(self.rng, losses, scale)
 
     def _learn(self, obs: np.ndarray) -> None:
         losses = np.clip(obs, 0.0, 1.0)  # the sensitivity bound assumes losses in [0, 1]
@@ -377,13 +409,12 @@ class MetaExpertReduction(PrivateAgent):
         if self.method == "enumerate":
             self._log_w -= step[:, self.meta_plays(t)]
             return
-        a = self._log_f - step[:, :, None]  # (B, N, S+1)
-        new = a.copy()
+        a = self._log_f - step[:, :, None]  # (B, N, S+1), a fresh array
         if self._s > 0:
             # A switch point at t+1 may come from any expert at level c-1 and pick any label.
-            switched = _lse(a[:, :, :-1], axis=1)  # (B, S)
-            new[:, :, 1:] = np.logaddexp(a[:, :, 1:], switched[:, None, :])
-        self._log_f = new
+            switched = _lse(a[:, :, :-1], axis=1)  # (B, S), read before a is updated
+            np.logaddexp(a[:, :, 1:], switched[:, None, :], out=a[:, :, 1:])
+        self._log_f = a
 
     def _choose(self, obs: np.ndarray) -> np.ndarray:
         rnd = self.t + 1

@@ -11,11 +11,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agents.base import PrivacyClaim
+from agents.base import AGENT_STREAM, PrivacyClaim
 from agents.limited_updates import SELECTORS, is_power_of_two, private_select, selection_scale
 from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_float, check_int
+from dp_experts_env.batch_rng import BatchRNG
 from dp_experts_env.privacy.accounting import combine
 from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.mechanisms import AboveThreshold
@@ -32,6 +33,74 @@ assert DYADIC_STARTS % 2 == 0
 DEFAULT_FALSE_ALARM = 0.05
 #: refuse window_grid="all" when its prefix-sum history would exceed this many bytes
 _ALL_GRID_MAX_BYTES = 1 << 30
+#: uniforms buffered per run by the selection streams (refilled per run when used up)
+_SELECTION_CHUNK = 256
+
+
+class _SelectionStreams:
+    """One uniform stream per run, read only by the runs that select this round.
+
+    A selection (or an epoch's uniform first expert) happens at run-dependent rounds, about
+    log2(T) times per epoch, so drawing its noise every round for every run (to keep the draw
+    count the same for all runs of a batch) wasted most of it. Here each run owns a stream
+    (seeded from its agent seed, apart from the agent's main stream) with its own cursor: a
+    draw consumes uniforms from the runs that draw only, so run b of a batch still matches a
+    single run seeded ``seeds[b]``, without any draw on the rounds nobody selects.
+    """
+
+    def __init__(self, seeds: Sequence[int]) -> None:
+        self._generators = [
+            np.random.Generator(np.random.PCG64(np.random.SeedSequence([s, AGENT_STREAM, 1])))
+            for s in seeds
+        ]
+        self._buffer = np.empty((len(self._generators), _SELECTION_CHUNK))
+        for row, g in zip(self._buffer, self._generators, strict=True):
+            g.random(out=row)
+        self._cursor = np.zeros(len(self._generators), dtype=np.int64)
+
+    def take(self, runs: np.ndarray, count: int) -> np.ndarray:
+        """The next ``count`` uniforms of each run in ``runs`` (distinct indices): (len, count)."""
+        width = self._buffer.shape[1]
+        short = runs[self._cursor[runs] + count > width]
+        if len(short):
+            if count > width:  # a larger draw than the buffer: widen it (every row keeps place)
+                wider = np.empty((len(self._generators), count + _SELECTION_CHUNK))
+                wider[:, :width] = self._buffer
+                for row, g in zip(wider, self._generators, strict=True):
+                    g.random(out=row[width:])
+                self._buffer, width = wider, wider.shape[1]
+                short = runs[self._cursor[runs] + count > width]
+            for r in short:  # runs that used up their buffer: keep the rest, refill behind it
+                cur = self._cursor[r]
+                row = self._buffer[r]
+                left = width - cur
+                row[:left] = row[cur:].copy()
+                self._generators[r].random(out=row[left:])
+                self._cursor[r] = 0
+        cols = self._cursor[runs][:, None] + np.arange(count)
+        self._cursor[runs] += count
+        return self._buffer[runs[:, None], cols]
+
+    def view(self, runs: np.ndarray) -> BatchRNG:
+        """A :class:`BatchRNG` of ``len(runs)`` runs reading these runs' streams."""
+        return _RunsView(self, runs)
+
+
+class _RunsView(BatchRNG):
+    """The runs ``runs`` of a :class:`_SelectionStreams` as a BatchRNG (for the mechanisms).
+
+    Every BatchRNG law (Laplace, Gumbel, integers, ...) is a transform of ``_take``, so the
+    mechanisms draw exactly as from a BatchRNG, only from these runs' selection streams.
+    """
+
+    def __init__(self, streams: _SelectionStreams, runs: np.ndarray) -> None:  # noqa: D107
+        # No BatchRNG.__init__: the uniforms come from ``streams``, not from own generators.
+        self.num_runs = len(runs)
+        self._streams = streams
+        self._runs = runs
+
+    def _take(self, count: int) -> np.ndarray:
+        return self._streams.take(self._runs, count)
 
 
 @register(
@@ -117,6 +186,12 @@ class SVTRestart(PrivateAgent):
     ~T^2/2, which lowers alpha; argmin, not argmax (P1); play before receiving the loss and run
     all T rounds (P8); a new epoch's first expert is uniform (P2); losses are clipped to [0, 1]
     before use; the dyadic grid (above) is the default.
+
+    Randomness: the detector's query and threshold noise come from the agent's main stream
+    every round; a selection's noise (and an epoch's uniform first expert) comes from a second
+    per-run stream that is read only when that run selects, about log2(T) times per epoch
+    (:class:`_SelectionStreams`). The noise laws, and so the privacy claim, are those of the
+    mechanisms; only which uniforms feed them differs from drawing a selection every round.
 
     Per-round cost: O(N log T) (dyadic) or O(N t) (all) time per run.
 
@@ -257,6 +332,20 @@ class SVTRestart(PrivateAgent):
         w = np.asarray(length, dtype=np.float64) - 1.0
         return self.threshold_scale * (c0 + c1 * np.sqrt(w + shift) + self.alpha + 1.0)
 
+    def _slack_table(self, t: int) -> np.ndarray:
+        """``slack(n)`` for n = 0..>=t (entry 0 unused), grown by doubling up to T.
+
+        The slack depends on the window length only, so it is computed once per length, not
+        for every window every round: the same floats as :meth:`slack`, elementwise.
+        """
+        table = getattr(self, "_slack_cache", None)
+        if table is None or table.shape[0] <= t:
+            size = min(max(2 * (t + 1), 64), self.horizon + 1)
+            table = np.zeros(size)
+            table[1:] = self.slack(np.arange(1, size))
+            self._slack_cache = table
+        return table
+
     # ----------------------------------------------------------------- claim
     @property
     def privacy(self) -> PrivacyClaim:
@@ -295,6 +384,11 @@ class SVTRestart(PrivateAgent):
         self._expert = np.zeros(b, dtype=np.int64)
         self._cum = np.zeros((b, n + 1))  # running sums since round 1: experts, then learner
         self.epoch_start = np.ones(b, dtype=np.int64)
+        self._run_index = np.arange(b)
+        # Global round of each run's next possible selection (or epoch start); a lower bound
+        # is enough (rounds before the earliest one skip the selection bookkeeping).
+        self._next_event = np.ones(b, dtype=np.int64)
+        self._next_min = 1
         self.restarts = np.zeros(b, dtype=np.int64)
         self._active = np.ones(b, dtype=bool) if self.max_restarts != 0 else np.zeros(b, bool)
         if self.window_grid == "dyadic":
@@ -312,6 +406,10 @@ class SVTRestart(PrivateAgent):
             self._reset_windows(np.ones(b, dtype=bool), self._cum, np.zeros(b, dtype=np.int64))
         else:
             self._prefix = np.zeros((b, self.horizon + 1, n + 1))
+        if getattr(self, "_selection_of", None) is not self.rng:
+            # New streams with a new main stream (a seeded reset); a reset(None) continues both.
+            self._selection = _SelectionStreams(self.rng.seeds)
+            self._selection_of = self.rng
         self.detector = AboveThreshold(
             epsilon=self.detector_epsilon,
             sensitivity=self.query_sensitivity,
@@ -362,17 +460,17 @@ class SVTRestart(PrivateAgent):
     # ----------------------------------------------------------------- hooks
     def _learn(self, obs: np.ndarray) -> None:
         t = self.t  # the round just played (1-based)
-        b_idx = np.arange(self.num_envs)
         losses = np.clip(obs, 0.0, 1.0)  # sensitivity bounds need losses in [0, 1]
-        before = self._cum.copy()
+        # The sums before this round: only a paper-mode restart (epoch starting at t) needs them.
+        before = self._cum.copy() if self.mode == "paper" else self._cum
         self._cum[:, :-1] += losses
-        self._cum[:, -1] += losses[b_idx, self.last_actions]
+        self._cum[:, -1] += losses[self._run_index, self.last_actions]
         self._window += losses
         tau = t - self.epoch_start + 1
 
         # One AboveThreshold query per run: the largest window query (2-sensitive, like each).
         regret, length = self._window_regret(t)
-        query = (regret - self.slack(np.maximum(length, 1))).max(axis=1)
+        query = (regret - self._slack_table(t)[np.maximum(length, 1)]).max(axis=1)
         top = self.detector.test(np.where(np.isfinite(query), query, -1e300))
         fired = top & self._active
         if self.window_grid == "dyadic":
@@ -386,6 +484,8 @@ class SVTRestart(PrivateAgent):
 
     def _restart(self, fired: np.ndarray, t: int, losses: np.ndarray, before: np.ndarray) -> None:
         """New limited-updates instance for the runs in ``fired`` (the detector restarted)."""
+        self._next_event[fired] = t + 1  # a new epoch: its first expert or selection is next
+        self._next_min = t + 1
         self.restarts += fired
         if self.max_restarts is not None:
             self._active &= self.restarts < self.max_restarts
@@ -412,13 +512,29 @@ class SVTRestart(PrivateAgent):
         self._snap_time[mask, :, 0] = origin_time[mask][:, None]
 
     def _choose(self, obs: np.ndarray) -> np.ndarray:
-        tau_next = self.t + 1 - self.epoch_start + 1  # local time of the round about to be played
-        # Draw for every run every round (fixed consumption), then mask.
-        chosen = private_select(
-            self.rng, self._window, self.selector, self.selection_epsilon, self.noise
-        )
-        fresh = self.rng.integers(self.n_experts)
+        rnd = self.t + 1  # the round about to be played
+        if rnd < self._next_min:  # no run starts an epoch or selects now
+            return self._expert.copy()
+        tau_next = rnd - self.epoch_start + 1  # local time of the round about to be played
+        due = self._next_event <= rnd
+        # The next local time that is 1 or a power of two >= 2, after tau_next.
+        tau_due = tau_next[due]
+        following = np.exp2(np.ceil(np.log2(tau_due + 1.0))).astype(np.int64)
+        self._next_event[due] = self.epoch_start[due] + following - 1
+        self._next_min = int(self._next_event.min())
+        # Only the runs that start an epoch or select draw, from their own selection streams.
+        first = np.flatnonzero(tau_next == 1)
+        if len(first):
+            self._expert[first] = self._selection.view(first).integers(self.n_experts)
         select = is_power_of_two(tau_next)
-        self._expert = np.where(tau_next == 1, fresh, np.where(select, chosen, self._expert))
-        self._window[select] = 0.0
+        runs = np.flatnonzero(select)
+        if len(runs):
+            self._expert[runs] = private_select(
+                self._selection.view(runs),
+                self._window[runs],
+                self.selector,
+                self.selection_epsilon,
+                self.noise,
+            )
+            self._window[runs] = 0.0
         return self._expert.copy()

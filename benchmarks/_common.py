@@ -1,7 +1,17 @@
-"""Helpers shared by the benchmark scripts: time-boxed rate measurement, tables, JSON output.
+"""Helpers shared by the benchmark scripts: CPU-time rates measured interleaved, tables, JSON.
 
 Not a test module: nothing here asserts on time. Every script writes its numbers to
 ``benchmarks/results/<name>.json`` (git-ignored) and prints a table.
+
+How things are timed (the machine is shared, so wall-clock numbers move with other people's
+jobs): every rate is CPU time of this process (``time.process_time``), and methods that are
+compared run *interleaved* -- a short slice of each in turn, repeated, in a rotating order --
+so a load change hits all of them alike. A ratio is the median of the per-slice ratios of the
+same round, never a ratio of numbers taken minutes apart.
+
+Importing this module puts the repository root first on ``sys.path``: a script measures the
+code of the tree it lives in (a worktree or an older checkout), not whatever copy of the
+package is installed. Child processes get the same root through :func:`child_env`.
 """
 
 from __future__ import annotations
@@ -10,15 +20,27 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path[:1]:
+    sys.path.insert(0, str(ROOT))
+
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def child_env(root: Path = ROOT) -> dict[str, str]:
+    """Environment for a child Python process that must import the code under ``root``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])
+    return env
 
 
 def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -38,24 +60,72 @@ def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.
 def rate(
     step: Callable[[], Any], budget: float, *, min_calls: int = 3, max_calls: int | None = None
 ) -> tuple[float, int, float]:
-    """Call ``step`` repeatedly for about ``budget`` seconds (after one warm-up call).
+    """Call ``step`` repeatedly for about ``budget`` CPU seconds (after one warm-up call).
 
     Returns:
-        (calls per second, calls timed, seconds elapsed).
+        (calls per CPU second, calls timed, CPU seconds used).
     """
     step()  # warm-up: first-call allocations and caches are not what we measure
     calls = 0
-    start = time.perf_counter()
+    clock = time.process_time
+    start = clock()
     while True:
         step()
         calls += 1
-        elapsed = time.perf_counter() - start
+        elapsed = clock() - start
         if (elapsed >= budget and calls >= min_calls) or (max_calls and calls >= max_calls):
-            return calls / elapsed, calls, elapsed
+            return calls / max(elapsed, 1e-9), calls, elapsed
+
+
+def interleaved_rates(
+    steps: Mapping[str, Callable[[], Any]],
+    budget: float,
+    *,
+    rounds: int = 5,
+    min_calls: int = 3,
+) -> dict[str, list[float]]:
+    """CPU-time rates (calls/s) of several methods, measured in alternation.
+
+    Each of ``rounds`` rounds gives every method a slice of ``budget / rounds`` CPU seconds, in
+    an order that rotates from round to round (so no method always runs first or last). Every
+    method is warmed up once before the first round.
+
+    Returns:
+        name -> the per-round rates (same order as the rounds, so ratios can be paired).
+    """
+    names = list(steps)
+    for name in names:
+        steps[name]()
+    out: dict[str, list[float]] = {name: [] for name in names}
+    piece = budget / rounds
+    for r in range(rounds):
+        order = names[r % len(names) :] + names[: r % len(names)]
+        for name in order:
+            step = steps[name]
+            calls = 0
+            start = time.process_time()
+            while True:
+                step()
+                calls += 1
+                elapsed = time.process_time() - start
+                if elapsed >= piece and calls >= min_calls:
+                    break
+            out[name].append(calls / max(elapsed, 1e-9))
+    return out
+
+
+def paired_ratio(numerator: Sequence[float], denominator: Sequence[float]) -> float:
+    """Median over rounds of ``numerator[r] / denominator[r]`` (rates measured side by side)."""
+    return float(statistics.median(a / b for a, b in zip(numerator, denominator, strict=True)))
+
+
+def median(values: Sequence[float]) -> float:
+    """The median of ``values`` (a float)."""
+    return float(statistics.median(values))
 
 
 def machine() -> dict[str, Any]:
-    """What the numbers were measured on."""
+    """What the numbers were measured on (and that rates are CPU time, interleaved)."""
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
     return {
         "python": sys.version.split()[0],
@@ -64,6 +134,8 @@ def machine() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "loadavg_at_start": [round(x, 2) for x in load],
         "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "clock": "process CPU time (time.process_time); compared methods interleaved",
+        "root": str(ROOT),
     }
 
 

@@ -16,6 +16,15 @@ from typing import Any
 
 __all__ = ["main", "build_parser"]
 
+#: Regrets a report can rank and draw (the pseudo-regrets where the env knows its means).
+_METRICS = (
+    "dynamic_regret",
+    "static_regret",
+    "per_round_best_regret",
+    "static_pseudo_regret",
+    "per_round_best_pseudo_regret",
+)
+
 _EPILOG = """examples:
   dp-experts list                                  what environments and learners exist
   dp-experts compare                               the default comparison (a few minutes)
@@ -61,7 +70,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--metric",
         default="dynamic_regret",
-        choices=("dynamic_regret", "static_regret", "per_round_best_regret", "pseudo_regret"),
+        choices=_METRICS,
         help="regret used for the ranking and figures",
     )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -136,9 +145,13 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument(
         "--metric",
         default="dynamic_regret",
-        choices=("dynamic_regret", "static_regret", "per_round_best_regret", "pseudo_regret"),
+        choices=_METRICS,
         help="regret drawn (default dynamic_regret)",
     )
+
+    from dp_experts_env.evaluation.reproduce import add_parser as add_reproduce_parser
+
+    add_reproduce_parser(sub)
 
     audit = sub.add_parser(
         "audit",
@@ -421,6 +434,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_compare(args)
         if args.command == "plot":
             return _cmd_plot(args)
+        if args.command == "reproduce":
+            from dp_experts_env.evaluation.reproduce import cmd_reproduce
+
+            return cmd_reproduce(args)
         return _cmd_audit(args)
     except (ValueError, TypeError) as err:
         print(f"dp-experts {args.command}: error: {err}", file=sys.stderr)

@@ -4,13 +4,28 @@ All quantities are prefix values after round ``t`` for B runs at once:
 
 * ``static_regret``      = L_t - min_j sum_{s<=t} l_s(j)
 * ``dynamic_regret``     = L_t - OPT_t(S), the best comparator sequence with at most S switches,
-  computed exactly by the O(N*S) dynamic programme of brief 000 §6.6
+  computed exactly by an O(N*S) dynamic programme over (switches used, current expert)
 * ``per_round_best_regret`` = L_t - sum_{s<=t} min_j l_s(j)  (S unlimited)
-* ``pseudo_regret``      = sum_{s<=t} (mu_s(J_s) - min_j mu_s(j)), when the means are known
+
+and, when the means are known (mu_s(j) the expected loss of expert j in round s, J_s the action):
+
+* ``static_pseudo_regret`` = sum_{s<=t} mu_s(J_s) - min_j sum_{s<=t} mu_s(j): against the best
+  FIXED expert in expectation, the regret the papers bound;
+* ``per_round_best_pseudo_regret`` = sum_{s<=t} (mu_s(J_s) - min_j mu_s(j)): against the best
+  expert in expectation of EVERY round. It equals the static one when one expert is best in every
+  round (stationary models), and is a switching comparator on shifting ones; where the best
+  expert changes from round to round (advice drawn afresh each round) it is an oracle no learner
+  can approach.
 
 The dynamic programme keeps ``M[b, c, j]`` = least loss of a sequence ending at expert ``j`` with at
-most ``c`` switches. Memory is O(B * (S+1) * N), independent of T. When S >= T - 1 the comparator is
+most ``c`` switches. Memory is O(B * (S+2) * N), independent of T. When S >= T - 1 the comparator is
 unconstrained, so the table is not kept and the per-round best is used (exactly the same value).
+
+Shared loss streams (``copies`` > 1): when several learners play the same oblivious loss sequence
+(common random numbers), everything that depends on the experts' losses only -- the table, the
+fixed-expert sums, the per-round best, the least mean -- is kept once per *stream*, and only the
+learner's own sums once per *run*. Run ``r`` plays stream ``r % streams``. Every reported value is
+the same float a tracker of that run alone would report (the same operations on the same numbers).
 """
 
 from __future__ import annotations
@@ -34,32 +49,52 @@ class RegretTracker:
         n_experts: N.
         n_switches: S, the most switches the dynamic comparator may make.
         horizon: T, used only to skip the table when S >= T - 1 (optional).
+        copies: runs per loss stream (default 1): ``num_runs`` must be a multiple of it, and the
+            experts' losses and means given to :meth:`update` have ``num_runs // copies`` rows,
+            one per stream (run ``r`` plays stream ``r % streams``).
     """
 
     def __init__(
-        self, num_runs: int, n_experts: int, n_switches: int, horizon: int | None = None
+        self,
+        num_runs: int,
+        n_experts: int,
+        n_switches: int,
+        horizon: int | None = None,
+        copies: int = 1,
     ) -> None:
         self.num_runs = check_int("num_runs", num_runs, minimum=1)
         self.n_experts = check_int("n_experts", n_experts, minimum=1)
         self.n_switches = check_int("n_switches", n_switches, minimum=0)
         self.horizon = None if horizon is None else check_int("horizon", horizon, minimum=1)
+        self.copies = check_int("copies", copies, minimum=1)
+        if self.num_runs % self.copies:
+            raise ValueError(
+                f"num_runs ({self.num_runs}) must be a multiple of copies ({self.copies})"
+            )
+        self.num_streams = self.num_runs // self.copies
         self._unconstrained = self.horizon is not None and self.n_switches >= self.horizon - 1
         self.reset()
 
     def reset(self) -> None:
         """Forget all rounds."""
-        b, n = self.num_runs, self.n_experts
+        b, n = self.num_streams, self.n_experts
         self.round = 0
-        self.cumulative_loss = np.zeros(b)
+        self.cumulative_loss = np.zeros(self.num_runs)
         self._per_round_best = np.zeros(b)
-        self._pseudo = np.zeros(b)
+        self._pseudo = np.zeros(self.num_runs)  # per-round-best pseudo-regret
+        self._learner_mean_sum = np.zeros(self.num_runs)
+        self._expert_mean_sum = np.zeros((b, n))  # per stream: the experts' means only
         self._has_means = False
         levels = 0 if self._unconstrained else self.n_switches
         self._cum_expert = np.zeros((b, n))  # row c = 0 of the table: fixed-expert losses
         # Levels c = 1..S of the table, kept contiguous apart from level 0: in-place minimum and
         # add on a contiguous block are about twice as fast as on a strided view of one table.
         self._table = np.zeros((b, levels, n))
-        self._scratch = np.empty((b, levels + 1))
+        # Per-level minima over the experts of the current table (column 0: the fixed-expert
+        # sums). Kept with a flag saying whether they describe the current state: the next
+        # update needs them, and so does info after this one, so each is computed once a round.
+        self._scratch = np.zeros((b, levels + 1))  # all zero: the minima of the empty game
+        self._best_current = True
         self._make_views()
 
     _VIEWS = ("_best_fixed", "_best_levels", "_best_below")
@@ -89,18 +124,18 @@ class RegretTracker:
         """Record one round.
 
         Args:
-            expert_losses: (B, N) losses of the experts this round (for bandits with advice,
-                ``<advice_j, l_t>``).
+            expert_losses: (streams, N) losses of the experts this round (for bandits with advice,
+                ``<advice_j, l_t>``); streams = B unless ``copies`` > 1.
             learner_loss: (B,) loss the learner was charged.
-            expert_means: (B, N) expected expert losses this round, if known.
+            expert_means: (streams, N) expected expert losses this round, if known.
             learner_mean: (B,) expected loss of the learner's chosen action, if known.
         """
         losses = expert_losses
         table = self._table
         if table.shape[1]:
             # Best value per level from the previous round; level c may switch from level c-1.
-            _min_reduce(self._cum_expert, axis=1, out=self._best_fixed)
-            _min_reduce(table, axis=2, out=self._best_levels)
+            if not self._best_current:
+                self._refresh_best()
             np.minimum(table, self._best_below, out=table)
             # Round 1 works unchanged: every row starts at zero, so min(0, 0) + l_1 = l_1.
             np.add(table, losses[:, None, :], out=table)
@@ -109,36 +144,79 @@ class RegretTracker:
         self.cumulative_loss += learner_loss
         if expert_means is not None and learner_mean is not None:
             self._has_means = True
-            self._pseudo += learner_mean - _min_reduce(expert_means, axis=1)
+            least = _min_reduce(expert_means, axis=1)
+            if self.copies == 1:
+                self._pseudo += learner_mean - least
+            else:
+                self._pseudo += self._minus_stream(learner_mean, least)
+            self._learner_mean_sum += learner_mean
+            np.add(self._expert_mean_sum, expert_means, out=self._expert_mean_sum)
+        self._best_current = False
         self.round += 1
+
+    def _refresh_best(self) -> None:
+        """Minima over the experts of the current sums, per level (once per state)."""
+        _min_reduce(self._cum_expert, axis=1, out=self._best_fixed)
+        if self._table.shape[1]:
+            _min_reduce(self._table, axis=2, out=self._best_levels)
+        self._best_current = True
+
+    def _minus_stream(self, per_run: np.ndarray, per_stream: np.ndarray) -> np.ndarray:
+        """(B,) ``per_run[r] - per_stream[r % streams]``: one subtraction per run, as alone."""
+        if self.copies == 1:
+            return per_run - per_stream
+        shaped = per_run.reshape(self.copies, self.num_streams)
+        return np.subtract(shaped, per_stream).reshape(self.num_runs)
+
+    def _comparator_streams(self) -> np.ndarray:
+        """(streams,) loss of the best sequence with at most S switches (a fresh array)."""
+        if self._unconstrained:
+            return self._per_round_best.copy()
+        if not self._best_current:
+            self._refresh_best()
+        return self._scratch[:, -1].copy()  # level S (the fixed experts when S = 0)
 
     @property
     def static_regret(self) -> np.ndarray:
         """(B,) regret against the best fixed expert so far."""
-        return self.cumulative_loss - _min_reduce(self._cum_expert, axis=1)
+        if not self._best_current:
+            self._refresh_best()
+        return self._minus_stream(self.cumulative_loss, self._best_fixed)
 
     @property
     def comparator_loss(self) -> np.ndarray:
         """(B,) loss of the best sequence with at most S switches on the rounds so far."""
-        if self._unconstrained:
-            return self._per_round_best.copy()
-        if self.n_switches == 0:
-            return _min_reduce(self._cum_expert, axis=1)
-        return _min_reduce(self._table[:, -1, :], axis=1)
+        best = self._comparator_streams()
+        return best if self.copies == 1 else np.tile(best, self.copies)
 
     @property
     def dynamic_regret(self) -> np.ndarray:
         """(B,) regret against the best comparator with at most S switches."""
-        return self.cumulative_loss - self.comparator_loss
+        return self._minus_stream(self.cumulative_loss, self._comparator_streams())
 
     @property
     def per_round_best_regret(self) -> np.ndarray:
         """(B,) regret against the best expert of every round."""
-        return self.cumulative_loss - self._per_round_best
+        return self._minus_stream(self.cumulative_loss, self._per_round_best)
 
     @property
-    def pseudo_regret(self) -> np.ndarray | None:
-        """(B,) pseudo-regret, or ``None`` when means were never supplied."""
+    def static_pseudo_regret(self) -> np.ndarray | None:
+        """(B,) pseudo-regret against the best fixed expert in expectation, or ``None``.
+
+        ``sum_s mu_s(J_s) - min_j sum_s mu_s(j)``; ``None`` when means were never supplied.
+        """
+        if not self._has_means:
+            return None
+        return self._minus_stream(
+            self._learner_mean_sum, _min_reduce(self._expert_mean_sum, axis=1)
+        )
+
+    @property
+    def per_round_best_pseudo_regret(self) -> np.ndarray | None:
+        """(B,) pseudo-regret against the best expert in expectation of every round, or ``None``.
+
+        ``sum_s (mu_s(J_s) - min_j mu_s(j))``; ``None`` when means were never supplied.
+        """
         return self._pseudo.copy() if self._has_means else None
 
     def state_nbytes(self) -> int:
@@ -148,6 +226,8 @@ class RegretTracker:
             self._cum_expert,
             self._per_round_best,
             self._pseudo,
+            self._learner_mean_sum,
+            self._expert_mean_sum,
             self._table,
             self._scratch,
         )

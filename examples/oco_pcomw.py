@@ -55,7 +55,7 @@ def play(name: str, params: dict, horizon: int, seeds: int, seed: int, dim: int)
     switches = getattr(agent, "switches", None)
     return {
         "static_regret": info["static_regret"],
-        "pseudo_regret": info["pseudo_regret"],
+        "static_pseudo_regret": info["static_pseudo_regret"],
         "switches": None if switches is None else switches.astype(float),
         "claim": agent.privacy,
     }

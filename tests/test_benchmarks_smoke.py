@@ -18,14 +18,17 @@ ROOT = Path(__file__).resolve().parents[1]
 EXPECTED = {
     "env_throughput": {"rows", "single_env", "targets", "machine", "budget_seconds"},
     "agent_throughput": {"rows", "batch", "target_speedup", "missed", "machine"},
-    "end_to_end": {"n_cells", "run_grid_seconds", "peak_rss_mb", "per_agent", "per_cell"},
+    "end_to_end": {"n_cells", "command_cpu_seconds", "peak_rss_mb", "per_agent", "per_cell"},
     "memory": {"episode", "svt", "targets", "machine"},
+    "bandit_separation": {"rows", "env", "env_params", "seeds", "machine"},
 }
 ROW_KEYS = {
     "env_throughput": {"N", "S", "B", "native_steps_per_s", "sync_steps_per_s",
                        "kernel_steps_per_s", "native_over_sync", "native_over_kernel"},
     "agent_throughput": {"agent", "feedback", "rounds_per_s_B1", "rounds_per_s_batched",
                          "speedup", "target_met"},
+    "bandit_separation": {"learner", "epsilon", "static_pseudo_regret", "ci_low", "ci_high",
+                          "over_uniform", "static_regret"},
 }  # fmt: skip
 
 

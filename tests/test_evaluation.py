@@ -62,20 +62,21 @@ def test_run_one_is_pure_and_records_log_spaced_rounds():
 def test_resume_runs_only_missing_cells_and_keeps_finished_files(tmp_path, monkeypatch):
     grid = small_grid(agents=["uniform", "hedge", "follow-the-leader"], seeds_per_cell=1)
     calls = []
-    real = backends_mod.run_one
+    real = backends_mod.run_cells
 
-    def flaky(cell):
-        if len(calls) == 4:
-            raise KeyboardInterrupt  # the sweep is killed while running its fifth cell
-        calls.append(cell.cell_id)
-        return real(cell)
+    def flaky(cells):
+        # A unit is one seed block: its three learners share one loss stream.
+        if len(calls) == 6:
+            raise KeyboardInterrupt  # the sweep is killed while running its third unit
+        calls.extend(cell.cell_id for cell in cells)
+        return real(cells)
 
-    monkeypatch.setattr(backends_mod, "run_one", flaky)
+    monkeypatch.setattr(backends_mod, "run_cells", flaky)
     with pytest.raises(KeyboardInterrupt):
         run_grid(grid, tmp_path, backend="serial", progress=False)
     store = CellStore(tmp_path)
     finished = sorted(store.cells_dir.glob("*.json"))
-    assert len(finished) == 4
+    assert len(finished) == 6
     before = {p.name: p.read_bytes() for p in finished}
     # Corrupt one finished file (a partial write from an older version, say).
     victim = finished[0]
@@ -83,12 +84,15 @@ def test_resume_runs_only_missing_cells_and_keeps_finished_files(tmp_path, monke
     calls.clear()
     monkeypatch.setattr(
         backends_mod,
-        "run_one",
-        lambda cell: (calls.extend(r[2] for r in store.runs(cell)), real(cell))[1],
+        "run_cells",
+        lambda cells: (
+            calls.extend(r[2] for cell in cells for r in store.runs(cell)),
+            real(cells),
+        )[1],
     )
     frame = run_grid(grid, tmp_path, backend="serial", progress=False)
-    # 9 cells in all: 5 never ran + 1 corrupt are re-run, the 3 intact ones are not.
-    assert len(calls) == 6
+    # 9 cells in all: 3 never ran + 1 corrupt are re-run, the 5 intact ones are not.
+    assert len(calls) == 4
     assert victim.stem in calls  # one file per (cell, seed), named by its run id
     for name, content in before.items():
         if name != victim.name:

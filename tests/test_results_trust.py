@@ -51,13 +51,13 @@ def run(g: Grid, out: Path, **kw) -> pd.DataFrame:
 def played(monkeypatch):
     """Record the (agent, seed indices) of every cell actually played."""
     calls: list[tuple[str, tuple[int, ...]]] = []
-    real = backends_mod.run_one
+    real = backends_mod.run_cells
 
-    def spy(cell):
-        calls.append((cell.agent.name, cell.seed_indices))
-        return real(cell)
+    def spy(cells):
+        calls.extend((cell.agent.name, cell.seed_indices) for cell in cells)
+        return real(cells)
 
-    monkeypatch.setattr(backends_mod, "run_one", spy)
+    monkeypatch.setattr(backends_mod, "run_cells", spy)
     return calls
 
 
@@ -228,22 +228,23 @@ def test_second_sweep_on_a_locked_folder_fails_at_once(tmp_path, capsys):
 
 
 def test_ctrl_c_reports_what_was_saved_and_how_to_resume(tmp_path, monkeypatch, capsys):
-    real = backends_mod.run_one
+    real = backends_mod.run_cells
     count = []
 
-    def interrupted(cell):
+    def interrupted(cells):
         count.append(1)
         if len(count) == 2:
             raise KeyboardInterrupt
-        return real(cell)
+        return real(cells)
 
-    monkeypatch.setattr(backends_mod, "run_one", interrupted)
+    monkeypatch.setattr(backends_mod, "run_cells", interrupted)
+    # Two units of work (one cell per seed block); the second is interrupted.
     with pytest.raises(SweepInterrupted, match="1 of 2 cells .* run the same command again"):
-        run(grid(), tmp_path)
+        run(grid(agents=["hedge"], seeds_per_cell=1), tmp_path)
     count.clear()
     args = ["run", "hedge", "--seeds", "1", "--out", str(tmp_path / "c"), "--no-progress"]
     monkeypatch.setattr(
-        backends_mod, "run_one", lambda cell: (_ for _ in ()).throw(KeyboardInterrupt)
+        backends_mod, "run_cells", lambda cells: (_ for _ in ()).throw(KeyboardInterrupt)
     )
     assert cli.main(args) == 130
     err = capsys.readouterr().err.strip()

@@ -78,14 +78,19 @@ class GameSetup:
     feedback_kinds: tuple[str, ...] = ENV_KINDS
 
     def _setup(
-        self, kind: str, num_runs: int, render_mode: str | None, params: dict[str, Any]
+        self,
+        kind: str,
+        num_runs: int,
+        render_mode: str | None,
+        params: dict[str, Any],
+        copies: int = 1,
     ) -> tuple[spaces.Space, spaces.Discrete]:
         check_choice("kind", kind, self.feedback_kinds)
         modes = self.metadata.get("render_modes", [])
         if render_mode is not None and render_mode not in modes:
             raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")
         game = build_game(kind, **params)
-        self.core = GameCore(game.adversary, game.n_switches, num_runs)
+        self.core = GameCore(game.adversary, game.n_switches, num_runs, copies)
         self.kind = kind
         self.family = game.family
         self.n_switches = game.n_switches

@@ -13,7 +13,24 @@ own round.
 
 Regret inputs per round: full information charges ``l_t[a]`` and the experts' losses are ``l_t``;
 bandit with advice charges the played arm's loss and the experts' losses are ``<advice_j, l_t>``.
-Pseudo-regret uses the means the same way (expert means ``<advice_j, mu_t>`` for bandits).
+Pseudo-regrets use the means the same way (expert means ``<advice_j, mu_t>`` for bandits):
+``static_pseudo_regret`` against the best fixed expert in expectation (the papers' regret) and
+``per_round_best_pseudo_regret`` against the best expert in expectation of every round.
+
+Two things a caller may switch on for speed, neither changing a single value:
+
+* ``info=False`` in :meth:`GameCore.step` skips building ``info`` (nine fresh arrays and three
+  regret reductions) on rounds nobody reads; the regret itself is always updated.
+* ``copies`` > 1 plays every loss stream of an *oblivious* adversary with several runs (common
+  random numbers for several learners): the adversary draws ``num_runs // copies`` streams once,
+  the experts' side of the regret is kept once per stream, and run ``r`` plays stream
+  ``r % streams``. Each run sees exactly the observations, losses and ``info`` it would see alone
+  with its stream's seed.
+
+Identity advice (``DPExperts-Bandit-v0``, adversaries with ``identity_advice``): expert j's loss
+is arm j's loss, which is exactly ``<e_j, l_t>`` (a sum of one product by 1 and zeros), so the
+(B, K, K) product is never formed and the advice observation is a read-only broadcast view of one
+flattened K x K identity: O(K) work and memory per run and round.
 """
 
 from __future__ import annotations
@@ -25,7 +42,7 @@ import numpy as np
 from dp_experts_env.adversaries import Adversary, Neighbor, Round
 from dp_experts_env.regret import RegretTracker
 
-__all__ = ["GameCore", "INFO_KEYS", "MEANS_KEYS", "SEGMENT_KEYS"]
+__all__ = ["GameCore", "INFO_KEYS", "MEANS_KEYS", "SEGMENT_KEYS", "SharedStreamError"]
 
 #: Keys of every step's ``info``, in order.
 INFO_KEYS = (
@@ -37,7 +54,7 @@ INFO_KEYS = (
     "per_round_best_regret",
 )
 #: Added when the adversary knows its means.
-MEANS_KEYS = ("pseudo_regret",)
+MEANS_KEYS = ("static_pseudo_regret", "per_round_best_pseudo_regret")
 #: Added when the adversary has stationary segments.
 SEGMENT_KEYS = ("segment", "shift")
 
@@ -47,6 +64,10 @@ _min_reduce = np.minimum.reduce
 _max_reduce = np.maximum.reduce
 
 
+class SharedStreamError(ValueError):
+    """``copies`` > 1 was asked of an adversary whose losses react to the learner's actions."""
+
+
 class GameCore:
     """B runs of one experts game, stepped together.
 
@@ -54,45 +75,76 @@ class GameCore:
         adversary: the loss model (owned by the core from now on).
         n_switches: the comparator's switch budget S for ``dynamic_regret``.
         num_runs: B.
+        copies: runs per loss stream (default 1). With ``copies`` = C > 1 the adversary plays
+            B / C streams (``reset`` takes one seed per stream) and run ``r`` plays stream
+            ``r % (B / C)``; it must be oblivious (:class:`SharedStreamError` otherwise).
     """
 
-    def __init__(self, adversary: Adversary, n_switches: int, num_runs: int) -> None:
+    def __init__(
+        self, adversary: Adversary, n_switches: int, num_runs: int, copies: int = 1
+    ) -> None:
         if not isinstance(adversary, Adversary):
             raise TypeError(f"adversary must be an Adversary, got {type(adversary).__name__}")
         self.adversary = adversary
         self.num_runs = int(num_runs)
+        self.copies = int(copies)
+        if self.copies < 1 or self.num_runs % self.copies:
+            raise ValueError(
+                f"copies must be a positive divisor of num_envs ({self.num_runs}), got {copies}"
+            )
+        if self.copies > 1 and not adversary.oblivious:
+            raise SharedStreamError(
+                f"copies={self.copies} shares one loss stream between several runs, which needs "
+                f"an oblivious adversary; {type(adversary).__name__} reacts to the actions played"
+            )
+        self.num_streams = self.num_runs // self.copies
         self.n_experts = adversary.n_experts
         self.horizon = adversary.horizon
         self.n_arms = adversary.n_arms
         self.feedback = adversary.feedback
         self.n_switches = int(n_switches)
-        self.tracker = RegretTracker(self.num_runs, self.n_experts, self.n_switches, self.horizon)
+        self.tracker = RegretTracker(
+            self.num_runs, self.n_experts, self.n_switches, self.horizon, copies=self.copies
+        )
         self.n_actions = self.n_arms if self.feedback == "bandit" else self.n_experts
         self.info_keys = (
             INFO_KEYS
             + (MEANS_KEYS if adversary.knows_means else ())
             + (SEGMENT_KEYS if adversary.has_segments else ())
         )
-        b, n = self.num_runs, self.n_experts
-        self._rows = np.arange(b)
-        if self.feedback == "bandit":
+        streams, n = self.num_streams, self.n_experts
+        # Run r's row in the adversary's (streams, ...) arrays; arange(B) without copies.
+        self._rows = np.tile(np.arange(streams), self.copies)
+        self.identity_advice = self.feedback == "bandit" and bool(
+            getattr(adversary, "identity_advice", False)
+        )
+        self._flat_identity: np.ndarray | None = None
+        if self.identity_advice:
+            if self.n_experts != self.n_arms:
+                raise ValueError(
+                    f"identity advice needs n_experts == n_arms, got {self.n_experts} and "
+                    f"{self.n_arms}"
+                )
+        elif self.feedback == "bandit":
             # Scratch for <advice_j, l_t>: a product then a last-axis sum, whose rounding
             # depends on K only (never on B), so batches match single runs bit for bit.
-            self._product = np.empty((b, n, self.n_arms))
-            self._expert_losses = np.empty((b, n))
-            self._expert_means = np.empty((b, n))
+            self._product = np.empty((streams, n, self.n_arms))
+            self._expert_losses = np.empty((streams, n))
+            self._expert_means = np.empty((streams, n))
         self._round: Round | None = None
         self.t = 0
         self.started = False
 
     # ----------------------------------------------------------------- protocol
     def reset(self, seeds: list[int], neighbor: Neighbor | dict | None = None) -> Any:
-        """Start B new games (run b from ``seeds[b]``) and return the batched first observation.
+        """Start the games (stream s from ``seeds[s]``) and return the batched first observation.
 
-        ``neighbor`` replaces one round's datum in every run (validated by the adversary).
+        Without copies there is one stream per run (run b from ``seeds[b]``). ``neighbor``
+        replaces one round's datum in every run (validated by the adversary).
         """
-        if len(seeds) != self.num_runs:
-            raise ValueError(f"seeds must hold {self.num_runs} seeds, got {len(seeds)}")
+        if len(seeds) != self.num_streams:
+            what = "seeds" if self.copies == 1 else f"seeds (one per stream, copies={self.copies})"
+            raise ValueError(f"{what} must hold {self.num_streams} seeds, got {len(seeds)}")
         self.adversary.reset(seeds, neighbor)
         self.tracker.reset()
         self.t = 0
@@ -130,12 +182,20 @@ class GameCore:
             )
         return arr.astype(np.int64, copy=False)
 
-    def step(self, actions: Any) -> tuple[Any, np.ndarray, dict[str, np.ndarray]]:
+    def step(
+        self, actions: Any, info: bool = True
+    ) -> tuple[Any, np.ndarray, dict[str, np.ndarray]]:
         """Play the current round with ``actions`` (B,).
+
+        Args:
+            actions: (B,) integer actions.
+            info: False skips building ``info`` (an empty dict is returned); the regret is
+                updated all the same, so a later round's ``info`` is unchanged.
 
         Returns:
             (observation batch, charged losses (B,), info dict of (B,) arrays). The arrays are
-            fresh every call: callers may keep them.
+            fresh every call: callers may keep them (identity advice is a read-only view of a
+            constant, equally safe to keep).
         """
         self._check_live()
         a = self.check_actions(actions)
@@ -146,9 +206,11 @@ class GameCore:
         self.t += 1
         # Everything read from this round's arrays is copied before the next fetch, which may
         # reuse the adversary's buffers.
-        info = self._info(rnd, charged)
-        full_obs = None if self.feedback == "bandit" else np.array(rnd.losses, dtype=np.float64)
-        self.adversary.record(a)
+        info_dict = self._info(rnd, charged) if info else {}
+        full_obs = None if self.feedback == "bandit" else self._loss_obs(rnd.losses)
+        if self.copies == 1:
+            # Oblivious adversaries ignore actions; shared streams are oblivious by construction.
+            self.adversary.record(a)
         # Fetched after record(): round t+1 may depend on actions 1..t, never on its own.
         self._round = self.adversary.next_round() if self.t < self.horizon else None
         if self.feedback == "bandit":
@@ -159,7 +221,7 @@ class GameCore:
             }
         else:
             obs = full_obs
-        return obs, charged, info
+        return obs, charged, info_dict
 
     def step_one(self, action: int) -> tuple[Any, float, dict[str, Any]]:
         """:meth:`step` for B = 1 with an already validated action in [0, n_actions).
@@ -188,8 +250,11 @@ class GameCore:
         self.adversary.record(a)
         self._round = self.adversary.next_round() if self.t < self.horizon else None
         if bandit:
+            advice = self._advice_obs(self._round)[0]
             obs: Any = {
-                "advice": self._advice_obs(self._round)[0],
+                # A single env returns fresh arrays (Gymnasium's check_env asks for it even for
+                # constants), so the shared identity view is copied here: O(K^2) for one run.
+                "advice": advice.copy() if self.identity_advice else advice,
                 "last_action": np.int64(action),
                 "last_loss": last_loss,
             }
@@ -204,11 +269,21 @@ class GameCore:
                 "the episode is over (all rounds played) or never started; call reset()"
             )
 
+    def _loss_obs(self, losses: np.ndarray) -> np.ndarray:
+        """Fresh (B, N) full-information observation: each run's stream's loss vector."""
+        if self.copies == 1:
+            return np.array(losses, dtype=np.float64)
+        return np.tile(np.asarray(losses, dtype=np.float64), (self.copies, 1))
+
     def _update_regret(self, rnd: Round, a: np.ndarray | int, charged: np.ndarray) -> None:
         # ``a`` is the (B,) actions (fancy indexing) or, at B = 1, the action as an int (a basic
         # column view): either way ``means[:, a]`` per run holds the same values.
         means = rnd.means if self.adversary.knows_means else None
-        if self.feedback == "bandit":
+        if self.identity_advice:
+            # Expert j is arm j: <e_j, l_t> is l_t(j) exactly (1 * l and zeros add nothing).
+            expert_losses = rnd.losses
+            expert_means = means
+        elif self.feedback == "bandit":
             advice = rnd.advice
             if advice is None:
                 raise RuntimeError("a bandit adversary must give advice every round")
@@ -235,11 +310,26 @@ class GameCore:
     def _advice_obs(self, rnd: Round | None) -> np.ndarray:
         """Flattened advice (B, N*K) of the round about to be played (zeros after the last)."""
         b, size = self.num_runs, self.n_experts * self.n_arms
+        if self.identity_advice:
+            # The same values as a copy of the (B, K, K) identity, as a read-only view of one
+            # flattened identity made once: O(1) per round instead of O(B K^2).
+            if rnd is None:
+                return np.broadcast_to(np.zeros(size), (b, size))
+            if self._flat_identity is None:
+                flat = np.eye(self.n_arms).reshape(size)
+                flat.setflags(write=False)
+                self._flat_identity = flat
+            return np.broadcast_to(self._flat_identity, (b, size))
         if rnd is None:
             return np.zeros((b, size))
         if rnd.advice is None:
             raise RuntimeError("a bandit adversary must give advice every round")
-        return np.array(rnd.advice, dtype=np.float64).reshape(b, size)
+        advice = np.array(rnd.advice, dtype=np.float64).reshape(self.num_streams, size)
+        return advice if self.copies == 1 else np.tile(advice, (self.copies, 1))
+
+    def _per_run(self, per_stream: np.ndarray) -> np.ndarray:
+        """A (streams,) array as (B,): each run gets its stream's value (a fresh array)."""
+        return per_stream if self.copies == 1 else np.tile(per_stream, self.copies)
 
     def _info(self, rnd: Round, charged: np.ndarray) -> dict[str, np.ndarray]:
         tr = self.tracker
@@ -254,15 +344,16 @@ class GameCore:
             "per_round_best_regret": tr.per_round_best_regret,
         }
         if self.adversary.knows_means:
-            info["pseudo_regret"] = tr.pseudo_regret
+            info["static_pseudo_regret"] = tr.static_pseudo_regret
+            info["per_round_best_pseudo_regret"] = tr.per_round_best_pseudo_regret
         if self.adversary.has_segments:
             if rnd.segment is None or rnd.shift is None:
                 raise RuntimeError(
                     f"{type(self.adversary).__name__} declares has_segments but gave no "
                     "segment/shift"
                 )
-            info["segment"] = np.array(rnd.segment, dtype=np.int64)
-            info["shift"] = np.array(rnd.shift, dtype=bool)
+            info["segment"] = self._per_run(np.array(rnd.segment, dtype=np.int64))
+            info["shift"] = self._per_run(np.array(rnd.shift, dtype=bool))
         return info
 
     def _info_one(self, rnd: Round, loss: float) -> dict[str, Any]:
@@ -280,12 +371,13 @@ class GameCore:
             "per_round_best_regret": tr.per_round_best_regret.item(0),
         }
         if self.adversary.knows_means:
-            pseudo = tr.pseudo_regret
-            if pseudo is None:
+            static, per_round = tr.static_pseudo_regret, tr.per_round_best_pseudo_regret
+            if static is None or per_round is None:
                 raise RuntimeError(
                     f"{type(self.adversary).__name__} declares knows_means but gave no means"
                 )
-            info["pseudo_regret"] = pseudo.item(0)
+            info["static_pseudo_regret"] = static.item(0)
+            info["per_round_best_pseudo_regret"] = per_round.item(0)
         if self.adversary.has_segments:
             if rnd.segment is None or rnd.shift is None:
                 raise RuntimeError(

@@ -8,11 +8,22 @@ All runs share one round clock and end together after T rounds. Autoreset follow
 ``NEXT_STEP`` mode: the ``step`` after the last round ignores its actions, starts new episodes
 (fresh seeds from each run's generator, no neighbour) and returns the reset observations with zero
 rewards and an empty ``info``.
+
+Two keywords for callers that play many runs for an evaluation (neither changes any value):
+
+* ``copies=C`` (constructor): the ``num_envs`` runs share ``num_envs // C`` loss streams, run
+  ``r`` playing stream ``r % (num_envs // C)`` -- common random numbers for C learners, each
+  given its own slice of runs, with the stream drawn once and the experts' side of the regret
+  kept once per stream. ``reset`` then takes one seed per stream. Needs an oblivious adversary
+  (:class:`~dp_experts_env.envs.core.SharedStreamError` otherwise).
+* ``info_rounds`` (attribute): None (default) builds ``info`` on every step, as Gymnasium
+  expects; a set of rounds builds it only when the round just played is in the set and returns
+  an empty ``info`` otherwise, which saves the per-round info arrays.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -53,9 +64,16 @@ class _VectorEnv(GameSetup, VectorEnv):
         adversary: Any = None,
         n_arms: int | None = None,
         render_mode: str | None = None,
+        copies: int = 1,
         **family_kwargs: Any,
     ) -> None:
         self.num_envs = check_int("num_envs", num_envs, minimum=1)
+        copies = check_int("copies", copies, minimum=1)
+        if self.num_envs % copies:
+            raise ValueError(
+                f"copies must divide num_envs: {self.num_envs} runs cannot share streams in "
+                f"groups of {copies}"
+            )
         params = dict(
             n_experts=n_experts,
             horizon=horizon,
@@ -69,14 +87,48 @@ class _VectorEnv(GameSetup, VectorEnv):
             **family_kwargs,
         )
         kind = self.feedback_kinds[0] if kind is None else kind
-        single_obs, single_act = self._setup(kind, self.num_envs, render_mode, params)
+        single_obs, single_act = self._setup(kind, self.num_envs, render_mode, params, copies)
+        self.copies = copies
+        self.num_streams = self.num_envs // copies
         self.single_observation_space = single_obs
         self.single_action_space = single_act
-        self.observation_space = batch_space(single_obs, self.num_envs)
+        self._observation_space: Any = None  # built on first access (see observation_space)
         self.action_space = batch_space(single_act, self.num_envs)
         self.render_mode = None
         self._run_rngs: list[np.random.Generator] | None = None
         self._needs_autoreset = False
+        self._info_rounds: frozenset[int] | None = None
+
+    @property
+    def observation_space(self) -> Any:
+        """The batched observation space, built on first access.
+
+        Gymnasium's batched Box stores bounds of the full (B, ...) shape: for the bandit envs
+        that is four (B, N*K) arrays (8.6 GB at K = 1000, B = 256), which playing never reads.
+        """
+        if self._observation_space is None:
+            self._observation_space = batch_space(self.single_observation_space, self.num_envs)
+        return self._observation_space
+
+    @observation_space.setter
+    def observation_space(self, space: Any) -> None:
+        self._observation_space = space
+
+    @property
+    def info_rounds(self) -> frozenset[int] | None:
+        """Rounds after which ``step`` builds ``info`` (None: every round, the default)."""
+        return self._info_rounds
+
+    @info_rounds.setter
+    def info_rounds(self, rounds: Iterable[int] | None) -> None:
+        if rounds is None:
+            self._info_rounds = None
+            return
+        if isinstance(rounds, (str, bytes)) or not hasattr(rounds, "__iter__"):
+            raise TypeError(f"info_rounds must be None or a collection of rounds, got {rounds!r}")
+        self._info_rounds = frozenset(
+            check_int("info_rounds", r, minimum=1, maximum=self.horizon) for r in rounds
+        )
 
     def reset(
         self,
@@ -88,7 +140,8 @@ class _VectorEnv(GameSetup, VectorEnv):
 
         Args:
             seed: an int ``s`` (runs get ``s, s+1, ..., s+B-1``), a sequence of B ints, or None
-                (each run draws a fresh seed from its own generator).
+                (each run draws a fresh seed from its own generator). With ``copies`` these
+                are the seeds of the ``num_envs // copies`` streams.
             options: ``{"neighbor": {"round": t, "loss": vector}}`` replaces round t's protected
                 datum in every run (as for the single env).
 
@@ -96,12 +149,13 @@ class _VectorEnv(GameSetup, VectorEnv):
             (batched observation, {}).
         """
         neighbor = parse_options(options, self.core)
+        streams = self.num_streams
         if seed is None:
             if self._run_rngs is None:
-                self._run_rngs = [seeding.np_random(s)[0] for s in run_seeds(None, self.num_envs)]
+                self._run_rngs = [seeding.np_random(s)[0] for s in run_seeds(None, streams)]
             seeds = [int(g.integers(SEED_HIGH)) for g in self._run_rngs]
         else:
-            seeds = run_seeds(seed, self.num_envs)
+            seeds = run_seeds(seed, streams)
             self._run_rngs = [seeding.np_random(s)[0] for s in seeds]
             self._np_random_seed = seeds[0]
         self._np_random = self._run_rngs[0]
@@ -116,15 +170,17 @@ class _VectorEnv(GameSetup, VectorEnv):
         if self._needs_autoreset:
             obs, info = self.reset()
             return obs, np.zeros(b), np.zeros(b, dtype=bool), np.zeros(b, dtype=bool), info
-        obs, charged, info = self.core.step(actions)
+        rounds = self._info_rounds
+        obs, charged, info = self.core.step(actions, rounds is None or self.core.t + 1 in rounds)
         done = self.core.t >= self.horizon
         self._needs_autoreset = done
         # Gymnasium's vector-info convention: a mask per key saying which runs report it. One
         # fresh all-True block per step, a row per key: still fresh, writable arrays the caller
         # may keep, for one allocation instead of one per key.
-        masks = np.ones((len(info), b), dtype=bool)
-        for key, mask in zip(list(info), masks, strict=True):
-            info[f"_{key}"] = mask
+        if info:
+            masks = np.ones((len(info), b), dtype=bool)
+            for key, mask in zip(list(info), masks, strict=True):
+                info[f"_{key}"] = mask
         return obs, 0.0 - charged, np.full(b, done), np.zeros(b, dtype=bool), info
 
 

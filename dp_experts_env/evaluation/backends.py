@@ -1,9 +1,11 @@
 """Where cells run: in this process, a local process pool, or a Ray cluster.
 
-Every backend maps the pure function :func:`~dp_experts_env.evaluation.episode.run_one` over
-cells and yields ``(cell, rows)`` as cells finish; the caller stores each result as it arrives,
-so an interrupted sweep keeps every finished cell. Results do not depend on the backend: a cell's
-seeds come from the cell itself.
+Every backend maps the pure function :func:`~dp_experts_env.evaluation.episode.run_cells` over
+*units* of work and yields ``(cell, rows)`` as units finish; the caller stores each result as it
+arrives, so an interrupted sweep keeps every finished unit. A unit is a list of cells that play
+one episode together (same env, seeds and recorded rounds: :func:`plan_units`), so a loss stream
+is simulated once per unit, not once per cell. Results do not depend on the backend nor on how
+cells are grouped: a cell's seeds come from the cell itself.
 """
 
 from __future__ import annotations
@@ -19,20 +21,49 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from dp_experts_env._validation import check_choice, check_int
-from dp_experts_env.evaluation.episode import run_one
+from dp_experts_env.evaluation.episode import group_key, run_cells
 from dp_experts_env.evaluation.grid import Cell
 from dp_experts_env.evaluation.store import SweepError
 
-__all__ = ["BACKENDS", "execute"]
+__all__ = ["BACKENDS", "execute", "plan_units"]
 
 BACKENDS = ("local", "serial", "ray")
 
 Result = tuple[Cell, list[dict[str, Any]]]
 
 
-def _serial(cells: Sequence[Cell]) -> Iterator[Result]:
+def plan_units(cells: Sequence[Cell], n_units: int = 1) -> list[list[Cell]]:
+    """Group cells that can share one episode, split so there are about ``n_units`` units.
+
+    Cells with the same env, seed indices and recorded rounds form a group (in the order they
+    first appear). Each group is one unit, unless fewer groups than ``n_units`` exist: then the
+    largest groups are split (each part simulates the loss stream again, so splitting buys
+    parallel workers with a little extra work). A split keeps a learner's cells together and
+    deals learners out to the parts in turn, heaviest first (private learners have one cell per
+    epsilon).
+    """
+    groups: dict[Any, list[Cell]] = {}
     for cell in cells:
-        yield cell, run_one(cell)
+        groups.setdefault(group_key(cell), []).append(cell)
+    units = list(groups.values())
+    while len(units) < n_units:
+        largest = max(units, key=len)
+        learners: dict[str, list[Cell]] = {}
+        for cell in largest:
+            learners.setdefault(cell.agent.key, []).append(cell)
+        if len(learners) < 2:
+            break
+        parts: list[list[Cell]] = [[], []]
+        for block in sorted(learners.values(), key=len, reverse=True):
+            min(parts, key=len).extend(block)
+        units.remove(largest)
+        units.extend(parts)
+    return units
+
+
+def _serial(units: Sequence[list[Cell]]) -> Iterator[Result]:
+    for unit in units:
+        yield from run_cells(unit)
 
 
 _BROKEN_POOL = (
@@ -62,20 +93,31 @@ def _init_worker(parent_pid: int) -> None:
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
 
 
-def _local(cells: Sequence[Cell], n_jobs: int) -> Iterator[Result]:
+def _local(units: Sequence[list[Cell]], n_jobs: int) -> Iterator[Result]:
+    """``n_jobs`` processes play the units: this one and ``n_jobs - 1`` pool workers.
+
+    A spawned worker pays its interpreter start and imports (about 2 s of CPU) before its first
+    cell; this process has paid them already, so it plays the first unit itself while the
+    workers play the others, then takes over any unit no worker has started.
+    """
     # "spawn" keeps workers free of the parent's threads and state (numpy/BLAS, matplotlib).
     context = multiprocessing.get_context("spawn")
+    own, rest = units[0], list(units[1:])
     try:
         with ProcessPoolExecutor(
-            max_workers=n_jobs,
+            max_workers=max(1, min(n_jobs - 1, len(rest))),
             mp_context=context,
             initializer=_init_worker,
             initargs=(os.getpid(),),
         ) as pool:
-            futures = {pool.submit(run_one, cell): cell for cell in cells}
+            futures = [pool.submit(run_cells, unit) for unit in rest]
             try:
-                for future in as_completed(futures):
-                    yield futures[future], future.result()
+                yield from run_cells(own)
+                for future, unit in zip(futures, rest, strict=True):
+                    if future.cancel():  # not started by a worker yet: play it here
+                        yield from run_cells(unit)
+                for future in as_completed([f for f in futures if not f.cancelled()]):
+                    yield from future.result()
             except BaseException:
                 for future in futures:
                     future.cancel()
@@ -88,7 +130,7 @@ def _local(cells: Sequence[Cell], n_jobs: int) -> Iterator[Result]:
         raise SweepError(_BROKEN_POOL) from err
 
 
-def _ray(cells: Sequence[Cell], address: str | None) -> Iterator[Result]:
+def _ray(units: Sequence[list[Cell]], address: str | None) -> Iterator[Result]:
     try:
         import ray
     except ImportError as err:  # pragma: no cover - depends on the extra
@@ -105,14 +147,14 @@ def _ray(cells: Sequence[Cell], address: str | None) -> Iterator[Result]:
                 log_to_driver=False,
                 ignore_reinit_error=True,
             )
-    remote = ray.remote(run_one)
-    pending = {remote.remote(cell): cell for cell in cells}
+    remote = ray.remote(run_cells)
+    pending = {remote.remote(unit): unit for unit in units}
     try:
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
-                cell = pending.pop(ref)
-                yield cell, ray.get(ref)
+                pending.pop(ref)
+                yield from ray.get(ref)
     finally:
         for ref in pending:
             ray.cancel(ref)
@@ -127,7 +169,7 @@ def execute(
     n_jobs: int | None = None,
     address: str | None = None,
 ) -> Iterator[Result]:
-    """Run cells on a backend, yielding results as they finish.
+    """Run cells on a backend, yielding ``(cell, rows)`` as their units finish.
 
     Args:
         cells: the cells to run.
@@ -139,10 +181,11 @@ def execute(
     if not cells:
         return iter(())
     if backend == "serial":
-        return _serial(cells)
+        return _serial(plan_units(cells))
     if backend == "ray":
-        return _ray(cells, address)
+        return _ray(plan_units(cells, os.cpu_count() or 1), address)
     jobs = (os.cpu_count() or 1) if n_jobs is None else check_int("n_jobs", n_jobs, minimum=1)
-    if jobs == 1 or len(cells) == 1:
-        return _serial(cells)
-    return _local(cells, min(jobs, len(cells)))
+    units = plan_units(cells, jobs)
+    if jobs == 1 or len(units) == 1:
+        return _serial(units)
+    return _local(units, min(jobs, len(units)))

@@ -1,27 +1,42 @@
-"""The episode loop: one batched agent against one native vector env.
+"""The episode loop: batched agents against one native vector env.
 
-Only observations reach the agent; ``info`` is read here, by the evaluation, at log-spaced
-rounds. All seeds of a cell play in one batch, so there is no Python loop over runs.
+Only observations reach the agents; ``info`` is read here, by the evaluation, at log-spaced
+rounds (the env builds it on those rounds only). All seeds of a cell play in one batch, so there
+is no Python loop over runs.
+
+Cells that differ only in the learner (same env, seeds and recorded rounds) play *one* episode
+together when the env's losses ignore the actions (an oblivious adversary): the env is built with
+``copies`` = number of cells, draws each seed's loss stream once and keeps the experts' side of
+the regret once per stream, and every learner plays its own slice of runs
+(:func:`run_cells`). A learner sees exactly the observations it would see alone, so every row is
+the same float as :func:`run_one` of its cell gives (common random numbers were already the rule:
+adversary seeds depend on the env and the seed index only).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 import agents as agents_pkg
+from dp_experts_env.envs.core import SharedStreamError
 from dp_experts_env.evaluation.grid import Cell, epsilon_label, record_rounds
 
-__all__ = ["METRICS", "run_one", "play"]
+__all__ = ["METRICS", "run_one", "run_cells", "play", "play_shared", "group_key"]
 
 METRICS = (
     "cumulative_loss",
     "static_regret",
     "dynamic_regret",
     "per_round_best_regret",
-    "pseudo_regret",
+    "static_pseudo_regret",
+    "per_round_best_pseudo_regret",
 )
 
 
@@ -36,46 +51,135 @@ def play(env: Any, agent: Any, env_seeds: list[int], rounds: np.ndarray) -> dict
 
     Returns:
         metric name -> array of shape (len(rounds), B); metrics the env does not report are left
-        out (pseudo-regret is reported only where the env knows the means).
+        out (pseudo-regrets are reported only where the env knows the means).
     """
-    obs, _ = env.reset(seed=list(env_seeds))
-    agent.reset()
-    horizon = int(env.unwrapped.horizon)
+    return play_shared(env, [agent], env_seeds, rounds)
+
+
+def play_shared(
+    env: Any, agents: Sequence[Any], env_seeds: list[int], rounds: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Play one episode of a vector env whose runs are split between several batched agents.
+
+    Agent ``k`` plays the next ``agents[k].num_envs`` runs (consecutive slices, in order); the
+    slices must cover the env's runs. With several agents the env normally shares its loss
+    streams (built with ``copies``), so each agent faces the same losses.
+
+    Args:
+        env: a native vector env.
+        agents: batched agents; their ``num_envs`` add up to ``env.num_envs``.
+        env_seeds: the seeds ``env.reset`` takes (one per stream).
+        rounds: sorted rounds at which to keep the metrics.
+
+    Returns:
+        metric name -> array of shape (len(rounds), env.num_envs).
+    """
+    base = env.unwrapped
+    horizon = int(base.horizon)
     # A set, not a length-T mask: memory must not grow with the horizon.
     keep = {int(r) for r in rounds}
-    curves: dict[str, list[np.ndarray]] = {}
-    for t in range(1, horizon + 1):
-        action = agent.act(obs)
-        obs, _, terminated, truncated, info = env.step(action)
-        if t in keep:
-            for key in METRICS:
-                if key in info:
-                    curves.setdefault(key, []).append(np.asarray(info[key], dtype=np.float64))
-        if np.all(terminated) or np.all(truncated):
-            break
+    bounds, start = [], 0
+    for agent in agents:
+        bounds.append((start, start + int(agent.num_envs)))
+        start += int(agent.num_envs)
+    if start != env.num_envs:
+        raise ValueError(f"the agents play {start} runs but the env has {env.num_envs}")
+    # Ask the env for info on the recorded rounds only (an env without the switch builds it
+    # every round; only the recorded ones are read either way).
+    lean = hasattr(type(base), "info_rounds")
+    previous = base.info_rounds if lean else None
+    if lean:
+        base.info_rounds = keep
+    try:
+        obs, _ = env.reset(seed=list(env_seeds))
+        for agent in agents:
+            agent.reset()
+        curves: dict[str, list[np.ndarray]] = {}
+        single = len(agents) == 1
+        bandit = isinstance(obs, dict)
+        for t in range(1, horizon + 1):
+            if single:
+                actions = agents[0].act(obs)
+            elif bandit:
+                actions = np.concatenate(
+                    [
+                        agent.act({key: value[lo:hi] for key, value in obs.items()})
+                        for agent, (lo, hi) in zip(agents, bounds, strict=True)
+                    ]
+                )
+            else:
+                actions = np.concatenate(
+                    [agent.act(obs[lo:hi]) for agent, (lo, hi) in zip(agents, bounds, strict=True)]
+                )
+            obs, _, _, _, info = env.step(actions)
+            if t in keep:
+                for key in METRICS:
+                    if key in info:
+                        curves.setdefault(key, []).append(np.asarray(info[key], dtype=np.float64))
+    finally:
+        if lean:
+            base.info_rounds = previous
     return {key: np.stack(values) for key, values in curves.items()}
 
 
-def run_one(cell: Cell) -> list[dict[str, Any]]:
-    """Run a cell and return its tidy rows (one per seed and recorded round). Pure."""
-    env_seeds = cell.env_seeds()
-    num_runs = len(env_seeds)
-    env = gym.make_vec(
+def group_key(cell: Cell) -> tuple[Any, ...]:
+    """Cells with the same key can play one episode together (same env, seeds and rounds)."""
+    return (cell.env.key, cell.seed_indices, cell.base_seed, cell.n_record)
+
+
+def _make_env(cell: Cell, num_runs: int, copies: int) -> Any:
+    kwargs = dict(cell.env.params)
+    if copies > 1:
+        kwargs["copies"] = copies
+    return gym.make_vec(
         cell.env.id,
         num_envs=num_runs,
         vectorization_mode="vector_entry_point",
-        **dict(cell.env.params),
+        **kwargs,
     )
+
+
+def _shares_streams(env_id: str) -> bool:
+    """True when the env id's vector env takes ``copies`` (the experts envs do, OCO does not)."""
+    from gymnasium.envs.registration import load_env_creator
+
+    entry = gym.spec(env_id).vector_entry_point
+    if entry is None:
+        return False
+    creator = entry if callable(entry) else load_env_creator(entry)
+    try:
+        return "copies" in inspect.signature(creator).parameters
+    except (TypeError, ValueError):  # pragma: no cover - a creator without a signature
+        return False
+
+
+def _as_seen_alone(env: Any, num_runs: int) -> Any:
+    """What ``agents.make(env=...)`` reads, as if the env had ``num_runs`` runs and no copies.
+
+    A learner built from a slice of a shared env must be built exactly as from its own env:
+    same N, T, K, S and feedback, its own B, and (for learners that train on the env) the spec
+    of the env it would have had.
+    """
+    spec = getattr(env, "spec", None)
+    if spec is not None:
+        kwargs = {k: v for k, v in spec.kwargs.items() if k != "copies"}
+        if "num_envs" in kwargs:
+            kwargs["num_envs"] = num_runs
+        spec = dataclasses.replace(spec, kwargs=kwargs)
+    return SimpleNamespace(unwrapped=env.unwrapped, num_envs=num_runs, spec=spec)
+
+
+def _make_agent(cell: Cell, env_view: Any) -> Any:
     params = dict(cell.agent.params)
     if cell.epsilon is not None:
         params["epsilon"] = cell.epsilon
-    agent = agents_pkg.make(cell.agent.name, env=env, seed=cell.agent_seeds(), **params)
-    rounds = record_rounds(int(env.unwrapped.horizon), cell.n_record)
-    try:
-        curves = play(env, agent, env_seeds, rounds)
-    finally:
-        env.close()
-    claim = agent.privacy
+    return agents_pkg.make(cell.agent.name, env=env_view, seed=cell.agent_seeds(), **params)
+
+
+def _rows(
+    cell: Cell, base: Any, claim: Any, curves: dict[str, np.ndarray], rounds: np.ndarray
+) -> list[dict[str, Any]]:
+    """The cell's tidy rows from its (len(rounds), B) curves."""
     eps = epsilon_label(cell.epsilon)
     rows = []
     for r_idx, rnd in enumerate(rounds[: next(iter(curves.values())).shape[0]]):
@@ -85,8 +189,8 @@ def run_one(cell: Cell) -> list[dict[str, Any]]:
                 "agent_name": cell.agent.name,
                 "env": cell.env.display,
                 "env_id": cell.env.id,
-                "horizon": int(env.unwrapped.horizon),
-                "n_experts": int(env.unwrapped.n_experts),
+                "horizon": int(base.horizon),
+                "n_experts": int(base.n_experts),
                 "epsilon": eps,
                 "private": claim.is_private,
                 "epsilon_certified": float(claim.epsilon),
@@ -98,3 +202,44 @@ def run_one(cell: Cell) -> list[dict[str, Any]]:
                 row[key] = float(values[r_idx, b])
             rows.append(row)
     return rows
+
+
+def run_cells(cells: Sequence[Cell]) -> list[tuple[Cell, list[dict[str, Any]]]]:
+    """Run cells of one group (same :func:`group_key`) and return ``(cell, rows)`` pairs. Pure.
+
+    With an oblivious adversary the cells share one env whose loss streams are drawn once
+    (``copies``); otherwise (an adaptive adversary, an env without shared streams) each cell
+    plays its own episode. The rows are the same either way.
+    """
+    cells = list(cells)
+    if not cells:
+        return []
+    first = cells[0]
+    if any(group_key(c) != group_key(first) for c in cells):
+        raise ValueError("run_cells needs cells with the same env, seed indices and rounds")
+    env_seeds = first.env_seeds()
+    num_runs = len(env_seeds)
+    copies = len(cells)
+    if copies > 1 and not _shares_streams(first.env.id):
+        return [pair for cell in cells for pair in run_cells([cell])]
+    try:
+        env = _make_env(first, num_runs * copies, copies)
+    except SharedStreamError:
+        return [pair for cell in cells for pair in run_cells([cell])]
+    try:
+        view = env if copies == 1 else _as_seen_alone(env, num_runs)
+        agents = [_make_agent(cell, view) for cell in cells]
+        rounds = record_rounds(int(env.unwrapped.horizon), first.n_record)
+        curves = play_shared(env, agents, env_seeds, rounds)
+    finally:
+        env.close()
+    out = []
+    for k, (cell, agent) in enumerate(zip(cells, agents, strict=True)):
+        own = {key: values[:, k * num_runs : (k + 1) * num_runs] for key, values in curves.items()}
+        out.append((cell, _rows(cell, env.unwrapped, agent.privacy, own, rounds)))
+    return out
+
+
+def run_one(cell: Cell) -> list[dict[str, Any]]:
+    """Run a cell and return its tidy rows (one per seed and recorded round). Pure."""
+    return run_cells([cell])[0][1]
