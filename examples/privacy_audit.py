@@ -19,7 +19,8 @@ import argparse
 
 import numpy as np
 
-from dp_experts_env.privacy import audit_agent, audit_mechanism, laplace_mechanism
+from dp_experts_env.evaluation.audit import audit_agent
+from dp_experts_env.privacy import audit_mechanism, laplace_mechanism
 
 N = 16
 
