@@ -49,6 +49,8 @@ from dp_experts_env.privacy.audit import (
 from dp_experts_env.privacy.noise import RecordingBackend, ScaledBackend, get_backend
 
 __all__ = [
+    "DEFAULT_RUNS",
+    "MAX_RELEASES",
     "RELEASING",
     "AuditReport",
     "Scenario",
@@ -74,10 +76,15 @@ RELEASING = frozenset(
 )
 
 _TEST_SEED_OFFSET = 500_000_000_000  # test runs' seeds start here (selection runs below it)
+#: test runs per side when neither the caller nor the chosen scenario says otherwise
+DEFAULT_RUNS = 100_000
+#: Laplace releases kept per run after the changed row (tree nodes holding the first of 2^16
+#: items, batch means, noisy loss vectors of the next rounds); later ones are not recorded.
+MAX_RELEASES = 16
 
 
 # --------------------------------------------------------------------------- scenarios
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Scenario:
     """A neighbouring pair of games and the public parameters to play them with.
 
@@ -89,6 +96,8 @@ class Scenario:
         params: public hyper-parameters passed to the learner (privacy must hold for all).
         keyed: adaptive adversary (see the module docstring).
         advice: bandit learners: (N, K) advice (default: the identity, N = K).
+        runs: test runs per side if this scenario is chosen (None: :data:`DEFAULT_RUNS`); cheap
+            scenarios whose evidence sits close to the claim ask for more.
     """
 
     label: str
@@ -97,6 +106,7 @@ class Scenario:
     params: Mapping[str, Any] = field(default_factory=dict)
     keyed: bool = False
     advice: np.ndarray | None = None
+    runs: int | None = None
 
     @property
     def changed_round(self) -> int:
@@ -121,6 +131,10 @@ def _differing_row(losses: np.ndarray, neighbor: np.ndarray) -> int:
 
 
 # --------------------------------------------------------------------------- playing
+class ScenarioRefused(ValueError):
+    """The learner cannot be built with a scenario's parameters (the search skips it)."""
+
+
 @dataclass(frozen=True)
 class Outputs:
     """What one side of a scenario produced.
@@ -197,14 +211,15 @@ def _play(
     horizon, width = losses.shape
     dtype = np.int16 if width < 2**15 else np.int64
     actions = np.empty((n, horizon), dtype=dtype)
-    start = None
+    if recorder is not None:
+        recorder.enabled = False  # releases before the change have the same law on both sides
     prev = np.zeros(n, dtype=np.int64)
     bandit = agent.feedback == "bandit"
     last_loss = np.zeros(n)
     obs: Any = np.zeros((n, width))
     for t in range(horizon):
         if t == changed + 1 and recorder is not None:
-            start = len(recorder.releases)
+            recorder.enabled = True
         if bandit:
             adv = advice if advice.ndim == 2 else advice[t]
             obs = {
@@ -223,7 +238,7 @@ def _play(
         prev = a
     releases = None
     if recorder is not None:
-        calls = recorder.releases[start:] if start is not None else []
+        calls = recorder.releases
         if calls:
             exact = np.concatenate([c[0].reshape(n, -1) for c in calls], axis=1)
             noisy = np.concatenate([c[1].reshape(n, -1) for c in calls], axis=1)
@@ -274,7 +289,7 @@ def _noise_for(
     backend: Any = get_backend(out.pop("noise", "fast"))
     if multiplier != 1.0:
         backend = ScaledBackend(backend, multiplier)
-    recorder = RecordingBackend(backend) if record else None
+    recorder = RecordingBackend(backend, max_calls=MAX_RELEASES) if record else None
     out["noise"] = recorder if recorder is not None else backend
     return out, recorder
 
@@ -288,13 +303,15 @@ def play_scenario(
     seed: int,
     multiplier: float = 1.0,
     record: bool = False,
+    refusable: bool = False,
 ) -> Outputs:
     """Play one side (0: ``losses``, 1: ``neighbor``) of a scenario with ``n_runs`` runs.
 
     Run ``b`` uses agent seed ``seed + b``. Keyed scenarios return their actions as
     :func:`relative_actions`. ``multiplier`` weakens (or strengthens) the noise
     through a :class:`ScaledBackend`; ``record`` keeps the Laplace releases made after the changed
-    row was fed.
+    row was fed. With ``refusable``, a learner that cannot be built with the scenario's
+    parameters raises :class:`ScenarioRefused` (the search skips the scenario).
     """
     losses = scenario.losses if side == 0 else scenario.neighbor
     horizon, width = losses.shape
@@ -302,7 +319,12 @@ def play_scenario(
     params, recorder = _noise_for(agent, scenario.params, multiplier, record)
     n_experts = advice.shape[-2] if advice is not None else width
     began = time.perf_counter()
-    built = _build(agent, n_runs, seed, {"n": n_experts, "t": horizon, "k": width}, params)
+    try:
+        built = _build(agent, n_runs, seed, {"n": n_experts, "t": horizon, "k": width}, params)
+    except (ValueError, TypeError) as err:
+        if not refusable:
+            raise
+        raise ScenarioRefused(f"{scenario.label}: {err}") from err
     if built.feedback == "bandit":
         if advice is None:
             advice = np.eye(width)
@@ -396,7 +418,7 @@ def audit_agent(
 
 
 # --------------------------------------------------------------------------- the search
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Candidate:
     """A scenario scored on selection runs: its best event per view."""
 
@@ -430,7 +452,9 @@ class AuditReport:
         claim: the learner's claim in the chosen scenario.
         selection_runs: runs per side and scenario in the search. test_runs: runs per side in
             the test.
-        scenarios_total: scenarios available; ``len(candidates)`` were searched within the budget.
+        scenarios_total: scenarios available; :meth:`searched` of them were scored within the
+            budget.
+        skipped: scenarios the learner refused to be built with (and why).
         time_budget: seconds allowed for the search. seconds: wall time of search and test.
     """
 
@@ -443,6 +467,7 @@ class AuditReport:
     selection_runs: int
     test_runs: int
     scenarios_total: int
+    skipped: list[str]
     time_budget: float
     seconds: float
 
@@ -474,6 +499,8 @@ class AuditReport:
             f"{self.selection_runs} selection runs per side within a {self.time_budget:g} s "
             f"budget; {self.seconds:.1f} s in all"
         )
+        if self.skipped:
+            lines.append(f"  skipped {len(self.skipped)} scenario(s): {self.skipped[0]}")
         if self.multiplier != 1.0:
             lines.append(f"  mutant: noise x{self.multiplier:g}, claim unchanged")
         return "\n".join(lines)
@@ -500,6 +527,7 @@ def _score_scenario(
             seed=seed + s * n_sel,
             multiplier=multiplier,
             record=record,
+            refusable=True,
         )
         for s in (0, 1)
     ]
@@ -532,7 +560,7 @@ def audit_learner(
     params: Mapping[str, Any] | None = None,
     multiplier: float = 1.0,
     scenarios: Sequence[Scenario] | None = None,
-    runs: int = 20_000,
+    runs: int | None = None,
     selection_runs: int = 4_000,
     pairs: int | None = None,
     time_budget: float = 120.0,
@@ -546,13 +574,15 @@ def audit_learner(
         agent: a registered private learner.
         epsilon: the epsilon the learner is built with (its claim is what its accountant
             certifies at the parameters of each scenario).
-        params: extra learner parameters (``mode``, ``noise``, ...), applied to every scenario
-            (a scenario's own public hyper-parameters win over these? no: these win, so a user
-            can pin a parameter the search would otherwise vary).
+        params: extra learner parameters (``mode``, ``noise``, ...), applied to every scenario;
+            they win over a scenario's own settings, so a user can pin a parameter the search
+            would otherwise vary (scenarios the learner then refuses are skipped and reported).
         multiplier: noise factor of an audit mutant (0.5 halves the noise, 0 removes it; the
             claim is unchanged). 1 audits the learner as built.
         scenarios: candidate scenarios, in search order (default :func:`default_scenarios`).
-        runs: test runs per side (>= 200).
+        runs: test runs per side (>= 200) for every scenario (default: the chosen scenario's
+            ``runs``, else :data:`DEFAULT_RUNS`). Each scenario is scored by the bound a test of
+            its own size is predicted to give.
         selection_runs: runs per side for scoring each scenario (>= 200).
         pairs: search at most this many scenarios (default all).
         time_budget: seconds for the search; scenarios left when it is spent are skipped (the
@@ -570,7 +600,7 @@ def audit_learner(
     entry = agents.spec(agent)  # unknown names raise, listing the learners
     if not entry.private:
         raise ValueError(f"agent {agent!r} is non-private, so it has no claim to audit")
-    n_test = check_int("runs", runs, minimum=200)
+    fixed = None if runs is None else check_int("runs", runs, minimum=200)
     n_sel = check_int("selection_runs", selection_runs, minimum=200)
     alpha = check_float("alpha", alpha, minimum=0.0, maximum=0.5, min_inclusive=False)
     seed = check_int("seed", seed, minimum=0)
@@ -581,7 +611,7 @@ def audit_learner(
     if scenarios is None:
         scenarios = default_scenarios(agent, epsilon=float(user["epsilon"]), mode=user.get("mode"))
     scenarios = [
-        Scenario(s.label, s.losses, s.neighbor, {**s.params, **user}, s.keyed, s.advice)
+        Scenario(s.label, s.losses, s.neighbor, {**s.params, **user}, s.keyed, s.advice, s.runs)
         for s in scenarios
     ]
     total = len(scenarios)
@@ -591,28 +621,34 @@ def audit_learner(
     base = seed * 2 * _TEST_SEED_OFFSET
     began = time.perf_counter()
     candidates: list[Candidate] = []
-    claims: dict[int, Any] = {}
+    skipped: list[str] = []
     for i, scenario in enumerate(scenarios):
-        if i and time.perf_counter() - began > budget:
+        if candidates and time.perf_counter() - began > budget:
             break
-        found, claim = _score_scenario(
-            agent,
-            scenario,
-            n_sel=n_sel,
-            n_test=n_test,
-            seed=base + 2 * i * n_sel,
-            multiplier=mult,
-            record=record,
-            alpha=alpha,
-        )
+        try:
+            found, claim = _score_scenario(
+                agent,
+                scenario,
+                n_sel=n_sel,
+                n_test=fixed or scenario.runs or DEFAULT_RUNS,
+                seed=base + 2 * i * n_sel,
+                multiplier=mult,
+                record=record,
+                alpha=alpha,
+            )
+        except ScenarioRefused as err:  # e.g. a user parameter the scenario's settings refuse
+            skipped.append(str(err))
+            continue
         if not math.isfinite(claim.epsilon):
             raise ValueError(
                 f"{agent} claims no privacy in scenario {scenario.label!r} (epsilon = inf); "
                 "there is nothing to audit"
             )
-        claims[id(scenario)] = claim
         candidates += found
+    if not candidates:
+        raise ValueError(f"no scenario could be played with {agent}: " + "; ".join(skipped[:3]))
     best = max(candidates, key=lambda c: c.margin)
+    n_test = fixed or best.scenario.runs or DEFAULT_RUNS
     test_seed = base + _TEST_SEED_OFFSET
     sides = [
         play_scenario(
@@ -647,6 +683,7 @@ def audit_learner(
         selection_runs=n_sel,
         test_runs=n_test,
         scenarios_total=total,
+        skipped=skipped,
         time_budget=budget,
         seconds=time.perf_counter() - began,
     )
@@ -701,6 +738,7 @@ def _scenario(
     *,
     keyed: bool = False,
     advice: np.ndarray | None = None,
+    runs: int | None = None,
 ) -> Scenario:
     x, xp = pair
     shown = ", ".join(
@@ -711,30 +749,31 @@ def _scenario(
     where = f"{label}, {size}, T={t}, changed round {_differing_row(x, xp)}"
     where += ", keyed to the previous action" if keyed else ""
     where += f"; {shown}" if shown else ""
-    return Scenario(where, x, xp, dict(params or {}), keyed=keyed, advice=advice)
+    return Scenario(where, x, xp, dict(params or {}), keyed=keyed, advice=advice, runs=runs)
 
 
 def _lazy(agent: str) -> list[Scenario]:
-    # One data-dependent resample (the coin that reads the changed loss, then one draw from
-    # the exponential mechanism), pure DP: the accountant's charge is then nearly tight.
+    # Budget for one data-dependent resample, pure DP: the accountant charges the coin that
+    # reads the changed loss and one draw of the exponential mechanism, and both are then
+    # nearly tight (many rivals make the draw's normaliser move by e^{lam}). The evidence sits
+    # close to the claim, and these learners are cheap to play: large test runs.
     budget = {"private-lazy-hedge": 1}.get(agent, 2)
+    top = 0.7 if agent == "private-lazy-hedge" else 0.45  # the dartboards need p < 1/2
     out = []
     batches = (1, 2) if agent == "batched-private-shrinking-dartboard" else (None,)
-    for n, p in ((16, 0.3), (4, 0.2), (8, 0.3), (16, 0.5), (4, 0.45)):
+    for n, p in ((32, top), (16, 0.3), (4, 0.2), (16, top), (4, 0.45)):
         for b in batches:
             params: dict[str, Any] = {"p": p, "budget": budget, "delta": 0.0}
             t = 3
             if b is not None:
                 params["batch_size"] = b
                 t = 2 * b + 1
-            out.append(_scenario("rival", rival_pair(t, n, 0), params))
+            out.append(_scenario("rival", rival_pair(t, n, 0), params, runs=200_000))
+    keyed: dict[str, Any] = {"p": 0.3, "budget": budget, "delta": 0.0}
+    if agent == "batched-private-shrinking-dartboard":
+        keyed["batch_size"] = 1
     out.append(
-        _scenario(
-            "rival",
-            rival_pair(4, 8, 1, target=1),
-            {"p": 0.3, "budget": budget, "delta": 0.0},
-            keyed=True,
-        )
+        _scenario("rival", rival_pair(4, 8, 1, target=1), keyed, keyed=True, runs=200_000)
     )
     return out
 
@@ -805,7 +844,7 @@ def _per_learner(agent: str) -> list[Scenario]:
                 {"tau": 1, "gamma": 0.98, "max_gamma": 0.99, "composition": c},
                 advice=agree,
             )
-            for c in ("pure", "advanced")
+            for c in ("advanced", "pure")
         ] + [_scenario("flip", flip_pair(2, 2, 0), {"tau": 1}, advice=np.eye(2))]
     return []
 

@@ -337,6 +337,36 @@ class _RoundValue(_Family):
         return f"J_{t + self.first + self.offset} == {j}"
 
 
+class _Moves(_RoundValue):
+    """{J_t = j and J_t != J_{t-1}} (a switch into j at round t) and {J_t == J_{t-1}} (a stay).
+
+    Counted as values of the move sequence ``M_t = J_t if J_t != J_{t-1} else k``.
+    """
+
+    def __init__(self, rounds: int, k: int, first: int, offset: int) -> None:
+        super().__init__(rounds, k + 1, max(first, 1), offset)
+        self.symbols = k
+
+    @staticmethod
+    def moves(samples: np.ndarray, k: int) -> np.ndarray:
+        out = samples.astype(np.int64)
+        out[:, 1:] = np.where(samples[:, 1:] != samples[:, :-1], out[:, 1:], k)
+        return out
+
+    def counts(self, samples: np.ndarray) -> np.ndarray:
+        return super().counts(self.moves(samples, self.symbols))
+
+    def indicator(self, samples: np.ndarray, i: int) -> np.ndarray:
+        return super().indicator(self.moves(samples, self.symbols), i)
+
+    def describe(self, i: int) -> str:
+        t, j = divmod(i, self.k)
+        t += self.first + self.offset
+        if j == self.symbols:
+            return f"J_{t} == J_{t - 1} (a stay)"
+        return f"a switch into {j} at J_{t}"
+
+
 class _Blocks(_Family):
     """{J_t = j for every t in [a, b)} for blocks between grid points of the rounds >= first."""
 
@@ -422,7 +452,8 @@ def sequence_families(
     Rounds before ``first`` cannot depend on the differing datum; they still enter joint events
     (a window starting before ``first`` conditions on the state the change meets).
 
-    * ``{J_t = j}`` for each round ``t >= first``;
+    * ``{J_t = j}`` for each round ``t >= first``; a switch into ``j`` at round ``t``
+      (``J_t = j != J_{t-1}``) and a stay (``J_t = J_{t-1}``);
     * ``{J_t = j for every t in a block}`` (blocks between up to 17 grid points);
     * joint windows: ``{(J_s, ..., J_{s+L-1}) in S}`` for windows starting at ``first - 2``,
       ``first - 1`` and ``first``, S a single tuple or the tuples most favoured by one side in
@@ -438,6 +469,8 @@ def sequence_families(
     if rounds - first <= 0:
         return fams
     fams += [_RoundValue(rounds, k, first, offset), _Blocks(rounds, k, first, offset)]
+    if rounds > max(first, 1):
+        fams.append(_Moves(rounds, k, first, offset))
     codes = min(_MAX_CODES, sel_a.shape[0] // _RUNS_PER_CODE)
     length = int(math.floor(math.log(max(codes, 1)) / math.log(max(k, 2)) + 1e-9))
     for start in sorted({max(first - 2, 0), max(first - 1, 0), first}):
@@ -465,8 +498,9 @@ class _LaplaceContrast(_Family):
     """Thresholds on the Laplace likelihood-ratio statistic of recorded releases.
 
     Samples have shape ``(n, 2, D)``: each release coordinate's exact input and noisy output.
-    Fitted on the selection runs only: the centres ``c_a``, ``c_b`` (medians of the exact inputs
-    on each side) and the noise scale ``b`` (mean absolute noise) of every coordinate. The
+    Fitted on the selection runs only: the centres ``c_a``, ``c_b`` (means of the exact inputs
+    on each side: inputs that depend on earlier plays are mixtures, and a mean moves whenever
+    the mixture does) and the noise scale ``b`` (mean absolute noise) of every coordinate. The
     statistic ``sum_i sign(c_a - c_b) clip(y_i - (c_a + c_b)/2, +-|c_a - c_b|/2) / b_i`` is the
     log-likelihood ratio of independent Laplace releases centred at ``c_a`` vs ``c_b`` (up to a
     constant), the most powerful statistic when the noise is Laplace; for any other law it is
@@ -474,7 +508,7 @@ class _LaplaceContrast(_Family):
     """
 
     def __init__(self, sel_a: np.ndarray, sel_b: np.ndarray) -> None:
-        ca, cb = np.median(sel_a[:, 0], axis=0), np.median(sel_b[:, 0], axis=0)
+        ca, cb = np.mean(sel_a[:, 0], axis=0), np.mean(sel_b[:, 0], axis=0)
         noise = np.concatenate([sel_a[:, 1] - sel_a[:, 0], sel_b[:, 1] - sel_b[:, 0]])
         diff = ca - cb
         self.keep = np.flatnonzero(diff != 0)

@@ -228,17 +228,22 @@ class RecordingBackend:
     """Audit-only: ``base`` unchanged, keeping every ``add_laplace`` output and its inputs.
 
     ``releases`` holds one ``(values, noisy)`` pair of float64 arrays per call, each with the run
-    axis first (shape ``(B, ...)`` for a BatchRNG). Only learners whose claim covers these values
-    as releases (the Laplace releases of their accountant, not the internal noisy scores of a
-    selection or a sparse-vector test) may be audited on them; the audit driver keeps that list.
+    axis first (shape ``(B, ...)`` for a BatchRNG), while ``enabled`` is True and fewer than
+    ``max_calls`` calls are kept (memory stays bounded however long the game). Only learners
+    whose claim covers these values as releases (the Laplace releases of their accountant, not
+    the internal noisy scores of a selection or a sparse-vector test) may be audited on them; the
+    audit driver keeps that list.
 
     Args:
         base: the backend to record (a name or a backend object, possibly a ScaledBackend).
+        max_calls: the most calls kept.
     """
 
-    def __init__(self, base: str | NoiseBackend = "fast") -> None:
+    def __init__(self, base: str | NoiseBackend = "fast", max_calls: int = 1 << 30) -> None:
         self.base = get_backend(base)
         self.name = self.base.name
+        self.max_calls = check_int("max_calls", max_calls, minimum=0)
+        self.enabled = True
         self.releases: list[tuple[np.ndarray, np.ndarray]] = []
 
     @property
@@ -255,8 +260,9 @@ class RecordingBackend:
     ) -> np.ndarray:
         """The base's release, recorded with its exact input."""
         out = self.base.add_laplace(rng, values, scale, batch_axes)
-        exact = np.broadcast_to(np.asarray(values, dtype=np.float64), np.shape(out))
-        self.releases.append((exact.copy(), np.array(out, dtype=np.float64)))
+        if self.enabled and len(self.releases) < self.max_calls:
+            exact = np.broadcast_to(np.asarray(values, dtype=np.float64), np.shape(out))
+            self.releases.append((exact.copy(), np.array(out, dtype=np.float64)))
         return out
 
     def gumbel(self, rng: RandomSource, shape: tuple[int, ...]) -> np.ndarray:
