@@ -510,8 +510,15 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     if args.n_experts is not None or args.horizon is not None:
         # One given pair: the neighbour differs in round T // 2; the audit holds runs x T
         # actions and a T x N loss matrix, so the limits keep a typo from asking for terabytes.
-        horizon = check_int("--horizon", args.horizon or 8, minimum=2, maximum=1_000_000)
-        width = check_int("--n-experts", args.n_experts or 4, minimum=2, maximum=10_000)
+        horizon = check_int(
+            "--horizon", 8 if args.horizon is None else args.horizon, minimum=2, maximum=1_000_000
+        )
+        width = check_int(
+            "--n-experts",
+            4 if args.n_experts is None else args.n_experts,
+            minimum=2,
+            maximum=10_000,
+        )
         pair = complement_pair(horizon, width, horizon // 2)
         advice = np.eye(width) if agents.spec(args.agent).feedback == "bandit" else None
         scenarios = [_scenario("complement of a random row", pair, advice=advice)]
@@ -537,8 +544,12 @@ def _audit_oco(args: argparse.Namespace, params: dict[str, Any]) -> int:
     from dp_experts_env._validation import check_int
     from dp_experts_env.privacy.audit_oco import audit_oco_agent
 
-    horizon = check_int("--horizon", args.horizon or 8, minimum=1, maximum=1_000_000)
-    dim = check_int("--n-experts", args.n_experts or 4, minimum=2, maximum=10_000)
+    horizon = check_int(
+        "--horizon", 8 if args.horizon is None else args.horizon, minimum=1, maximum=1_000_000
+    )
+    dim = check_int(
+        "--n-experts", 4 if args.n_experts is None else args.n_experts, minimum=2, maximum=10_000
+    )
     if args.multiplier != 1.0:
         raise ValueError("--multiplier is not available for OCO learners")
     rng = np.random.default_rng(12345)

@@ -289,3 +289,18 @@ def test_importing_agents_loads_no_audit():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_reduction_over_another_learner_keeps_the_inner_claim_fields():
+    agent = agents.make(
+        "meta-expert-reduction",
+        n_experts=2,
+        horizon=4,
+        method="enumerate",
+        inner="limited-updates",
+        noise="grid",
+        epsilon=0.5,
+    )
+    claim = agent.privacy
+    assert claim.noise_backend == "grid" and claim.requested_epsilon == 0.5
+    assert claim.model == "central" and claim.accountant.startswith("Thm 4.1")
