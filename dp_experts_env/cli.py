@@ -244,8 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--n-runs",
         dest="runs",
         type=int,
-        default=50_000,
-        help="test runs per side: more runs detect smaller violations (default 50000)",
+        default=None,
+        help="test runs per side: more runs detect smaller violations (default: the chosen "
+        "scenario's, 100000, or 200000 for the lazy learners' three-round games)",
     )
     audit.add_argument(
         "--selection-runs",

@@ -772,9 +772,7 @@ def _lazy(agent: str) -> list[Scenario]:
     keyed: dict[str, Any] = {"p": 0.3, "budget": budget, "delta": 0.0}
     if agent == "batched-private-shrinking-dartboard":
         keyed["batch_size"] = 1
-    out.append(
-        _scenario("rival", rival_pair(4, 8, 1, target=1), keyed, keyed=True, runs=200_000)
-    )
+    out.append(_scenario("rival", rival_pair(4, 8, 1, target=1), keyed, keyed=True, runs=200_000))
     return out
 
 
@@ -843,6 +841,7 @@ def _per_learner(agent: str) -> list[Scenario]:
                 flip_pair(2, 2, 0),
                 {"tau": 1, "gamma": 0.98, "max_gamma": 0.99, "composition": c},
                 advice=agree,
+                runs=200_000,  # half the runs play the other arm: the evidence is diluted
             )
             for c in ("advanced", "pure")
         ] + [_scenario("flip", flip_pair(2, 2, 0), {"tau": 1}, advice=np.eye(2))]
