@@ -18,7 +18,6 @@ PRIVATE = sorted(d["name"] for d in agents.available() if d["private"] and d["fe
 # Runs per side (test, selection) for an x0.5 mutant: enough for its margin at the fixed seed.
 HALF_RUNS = {
     "dp-ftrl-tree": (20_000, 2000),
-    "private-batched-exp4": (20_000, 2000),
     "private-shrinking-dartboard": (20_000, 2000),
     "batched-private-shrinking-dartboard": (20_000, 2000),
     "private-lazy-hedge": (100_000, 4000),  # evidence within ~0.15 of the claim

@@ -140,9 +140,10 @@ def test_releases_are_recorded_from_the_changed_round_on():
     x, xp = flip_pair(4, 2, 1)
     scenario = Scenario("t", x, xp, {"epsilon": 1.0, "tau": 1})
     out = play_scenario("private-batched-bandit", scenario, side=1, n_runs=50, seed=0, record=True)
-    # One batch mean per round; the release of round 1 is made at round 2, then round 2's.
-    assert out.releases.shape == (50, 2, 2)
-    assert np.all(out.releases[:, 0, 0] == 1.0)  # the exact batch mean of the changed round
+    # Column 0: the arm of the changed round; then one batch mean per round from round 1 on.
+    assert out.releases.shape == (50, 2, 3)
+    assert np.array_equal(out.releases[:, 0, 0], out.actions[:, 1])
+    assert np.all(out.releases[:, 0, 1] == 1.0)  # the exact batch mean of the changed round
     off = play_scenario(
         "private-batched-bandit", scenario, side=1, n_runs=50, seed=0, record=True, multiplier=0.0
     )

@@ -141,8 +141,9 @@ class Outputs:
 
     Attributes:
         actions: (n, T) actions.
-        releases: (n, 2, D) exact inputs and noisy outputs of the Laplace releases made after the
-            changed row was fed (None when not recorded).
+        releases: (n, 2, 1 + D): column 0 the action of the changed round (on both channels),
+            then the exact inputs (channel 0) and noisy outputs (channel 1) of the Laplace
+            releases made after the changed row was fed (None when not recorded).
         claim: the learner's privacy claim.
         seconds: wall time of the play.
     """
@@ -238,13 +239,16 @@ def _play(
         prev = a
     releases = None
     if recorder is not None:
+        # Column 0: the action of the changed round (the release families may fit their
+        # centres per action: a bandit learner's release reads the loss of the arm it played).
+        key = np.repeat(actions[:, changed, None, None].astype(np.float64), 2, axis=1)
         calls = recorder.releases
         if calls:
             exact = np.concatenate([c[0].reshape(n, -1) for c in calls], axis=1)
             noisy = np.concatenate([c[1].reshape(n, -1) for c in calls], axis=1)
-            releases = np.stack([exact, noisy], axis=1)
+            releases = np.concatenate([key, np.stack([exact, noisy], axis=1)], axis=2)
         else:
-            releases = np.zeros((n, 2, 0))
+            releases = key
     return actions, releases
 
 
@@ -843,7 +847,7 @@ def _per_learner(agent: str) -> list[Scenario]:
                 advice=agree,
                 runs=200_000,  # half the runs play the other arm: the evidence is diluted
             )
-            for c in ("advanced", "pure")
+            for c in ("pure", "advanced")
         ] + [_scenario("flip", flip_pair(2, 2, 0), {"tau": 1}, advice=np.eye(2))]
     return []
 

@@ -497,33 +497,60 @@ def sequence_families(
 class _LaplaceContrast(_Family):
     """Thresholds on the Laplace likelihood-ratio statistic of recorded releases.
 
-    Samples have shape ``(n, 2, D)``: each release coordinate's exact input and noisy output.
-    Fitted on the selection runs only: the centres ``c_a``, ``c_b`` (means of the exact inputs
-    on each side: inputs that depend on earlier plays are mixtures, and a mean moves whenever
-    the mixture does) and the noise scale ``b`` (mean absolute noise) of every coordinate. The
-    statistic ``sum_i sign(c_a - c_b) clip(y_i - (c_a + c_b)/2, +-|c_a - c_b|/2) / b_i`` is the
+    Samples have shape ``(n, 2, 1 + D)``: column 0 holds a discrete key on both channels (the
+    driver puts the action of the changed round there), columns 1.. each release coordinate's
+    exact input (channel 0) and noisy output (channel 1). Fitted on the selection runs only:
+    the centres ``c_a``, ``c_b`` (means of the exact inputs on each side) and the noise scale
+    ``b`` (mean absolute noise) of every coordinate. The statistic
+    ``sum_i sign(c_a - c_b) clip(y_i - (c_a + c_b)/2, +-|c_a - c_b|/2) / b_i`` is the
     log-likelihood ratio of independent Laplace releases centred at ``c_a`` vs ``c_b`` (up to a
     constant), the most powerful statistic when the noise is Laplace; for any other law it is
     just another event, and the test stays valid.
+
+    With ``grouped``, the centres are fitted per key: a bandit learner's release reads the loss
+    of the arm it played, so its exact input is a mixture over arms, and the key (an output
+    the claim covers) separates the components. Keys seen fewer than 20 times on a side add
+    nothing.
     """
 
-    def __init__(self, sel_a: np.ndarray, sel_b: np.ndarray) -> None:
-        ca, cb = np.mean(sel_a[:, 0], axis=0), np.mean(sel_b[:, 0], axis=0)
-        noise = np.concatenate([sel_a[:, 1] - sel_a[:, 0], sel_b[:, 1] - sel_b[:, 0]])
+    def __init__(self, sel_a: np.ndarray, sel_b: np.ndarray, *, grouped: bool = False) -> None:
+        keys = np.concatenate([sel_a[:, 0, 0], sel_b[:, 0, 0]])
+        self.groups = np.unique(keys) if grouped else np.zeros(1)
+        if len(self.groups) > 64:  # too many keys to fit centres per key
+            self.groups = np.zeros(1)
+        self.grouped = len(self.groups) > 1 or grouped
+        g_a, g_b = self._group(sel_a), self._group(sel_b)
+        xa, xb = sel_a[:, :, 1:], sel_b[:, :, 1:]
+        dim, n_g = xa.shape[-1], len(self.groups) + 1  # the last group: unseen keys
+        ca, cb = np.zeros((n_g, dim)), np.zeros((n_g, dim))
+        for g in range(n_g - 1):
+            in_a, in_b = g_a == g, g_b == g
+            if in_a.sum() >= 20 and in_b.sum() >= 20:
+                ca[g], cb[g] = xa[in_a, 0].mean(axis=0), xb[in_b, 0].mean(axis=0)
         diff = ca - cb
-        self.keep = np.flatnonzero(diff != 0)
-        self.mid = 0.5 * (ca + cb)[self.keep]
-        self.half = 0.5 * np.abs(diff[self.keep])
-        self.sign = np.sign(diff[self.keep])
-        scale = np.mean(np.abs(noise[:, self.keep]), axis=0) if len(self.keep) else np.ones(0)
-        self.scale = np.maximum(scale, 1e-12 * np.maximum(self.half, 1e-300))
+        self.keep = np.flatnonzero(np.any(diff != 0, axis=0))
+        self.mid = 0.5 * (ca + cb)[:, self.keep]
+        self.half = 0.5 * np.abs(diff[:, self.keep])
+        self.sign = np.sign(diff[:, self.keep])
+        noise = np.concatenate([xa[:, 1] - xa[:, 0], xb[:, 1] - xb[:, 0]])[:, self.keep]
+        scale = np.mean(np.abs(noise), axis=0) if len(self.keep) else np.ones(0)
+        self.scale = np.maximum(scale, 1e-12 * np.maximum(self.half.max(axis=0), 1e-300))
         pooled = np.concatenate([self.statistic(sel_a), self.statistic(sel_b)])[:, None]
-        self._cuts = _Thresholds(pooled, 1, "Laplace likelihood-ratio statistic of the releases")
+        label = "Laplace likelihood-ratio statistic of the releases"
+        if grouped:
+            label += " (centres fitted per action of the changed round)"
+        self._cuts = _Thresholds(pooled, 1, label)
         self.size = self._cuts.size if len(self.keep) else 0
 
+    def _group(self, samples: np.ndarray) -> np.ndarray:
+        keys = samples[:, 0, 0]
+        pos = np.clip(np.searchsorted(self.groups, keys), 0, len(self.groups) - 1)
+        return np.where(self.groups[pos] == keys, pos, len(self.groups))
+
     def statistic(self, samples: np.ndarray) -> np.ndarray:
-        y = samples[:, 1][:, self.keep]
-        z = np.clip(y - self.mid, -self.half, self.half) * self.sign / self.scale
+        g = self._group(samples)
+        y = samples[:, 1, 1:][:, self.keep]
+        z = np.clip(y - self.mid[g], -self.half[g], self.half[g]) * self.sign[g] / self.scale
         return z.sum(axis=1)
 
     def counts(self, samples: np.ndarray) -> np.ndarray:
@@ -537,11 +564,15 @@ class _LaplaceContrast(_Family):
 
 
 def release_families(sel_a: np.ndarray, sel_b: np.ndarray) -> list[_Family]:
-    """Candidate events over recorded releases ``(n, 2, D)`` (exact input, noisy output)."""
-    if sel_a.shape[-1] == 0:
+    """Candidate events over recorded releases ``(n, 2, 1 + D)`` (see :class:`_LaplaceContrast`).
+
+    The likelihood-ratio statistic with one pair of centres per coordinate, and with centres
+    fitted per value of the key in column 0.
+    """
+    if sel_a.shape[-1] <= 1:
         return []
-    fam = _LaplaceContrast(sel_a, sel_b)
-    return [fam] if fam.size else []
+    fams = [_LaplaceContrast(sel_a, sel_b), _LaplaceContrast(sel_a, sel_b, grouped=True)]
+    return [f for f in fams if f.size]
 
 
 def _families(kind: str, sel_a: np.ndarray, sel_b: np.ndarray, **info: Any) -> list[_Family]:
