@@ -305,3 +305,18 @@ def test_reduction_over_another_learner_keeps_the_inner_claim_fields():
     claim = agent.privacy
     assert claim.noise_backend == "grid" and claim.requested_epsilon == 0.5
     assert claim.model == "central" and claim.accountant.startswith("Thm 4.1")
+
+
+def test_keyed_pairs_are_refused_for_oblivious_claims():
+    x, xp = rival_pair(4, 8, 1)
+    with pytest.raises(ValueError, match="oblivious adversaries only"):
+        from dp_experts_env.evaluation.audit import audit_agent
+
+        audit_agent("randomized-prefix-softmax", x, xp, n_runs=400, keyed=True)
+    rep = audit_learner(
+        "randomized-prefix-softmax",
+        scenarios=[Scenario("keyed", x, xp, keyed=True), Scenario("plain", x, xp)],
+        runs=1000,
+        selection_runs=400,
+    )
+    assert rep.skipped and "oblivious" in rep.skipped[0] and rep.searched() == 1

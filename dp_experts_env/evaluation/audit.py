@@ -403,6 +403,10 @@ def audit_agent(
         for s in (0, 1)
     ]
     claim = sides[0].claim
+    try:
+        _check_adversary(scenario, claim)
+    except ScenarioRefused as err:
+        raise ValueError(str(err)) from None
     k = int(scenario.losses.shape[1])
     half = n // 2
     a, b = sides[0].actions, sides[1].actions
@@ -510,6 +514,15 @@ class AuditReport:
         return "\n".join(lines)
 
 
+def _check_adversary(scenario: Scenario, claim: Any) -> None:
+    """A keyed (adaptive) pair is outside a claim that holds against oblivious adversaries."""
+    if scenario.keyed and getattr(claim, "holds_against", "adaptive") == "oblivious":
+        raise ScenarioRefused(
+            f"{scenario.label}: a keyed pair is an adaptive adversary, and the claim holds "
+            "against oblivious adversaries only"
+        )
+
+
 def _score_scenario(
     agent: str,
     scenario: Scenario,
@@ -536,6 +549,7 @@ def _score_scenario(
         for s in (0, 1)
     ]
     claim = sides[0].claim
+    _check_adversary(scenario, claim)
     delta = float(claim.delta)
     # Families are fitted (window values, likelihood orders, release centres) on one half of
     # the selection runs and scored on the other: scoring on the runs that ordered them would
