@@ -221,11 +221,11 @@ def build_parser() -> argparse.ArgumentParser:
     audit = sub.add_parser(
         "audit",
         help="empirical lower bound on a learner's epsilon (privacy audit)",
-        description="Search neighbouring loss sequences and public settings for the strongest "
-        "evidence against a learner's privacy claim, then test the best event once on fresh "
-        "runs: a Clopper-Pearson lower bound on epsilon. Exit code 1 on a violation (bound > "
-        "claim); a pass says how large a violation the test could have detected "
-        "(docs/privacy.md §4).",
+        description="Search neighbouring loss sequences and public settings for the strongest\n"
+        "evidence against a learner's privacy claim, then test the best event once on fresh\n"
+        "runs: a Clopper-Pearson lower bound on epsilon. Exit code 1 on a violation (bound >\n"
+        "claim); a pass says how large a violation the test could have detected\n"
+        "(docs/privacy.md section 4).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
         "  dp-experts audit limited-updates\n"
