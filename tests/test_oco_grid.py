@@ -39,5 +39,4 @@ def test_cli_list_run_and_audit(tmp_path, capsys):
     code = cli.main(
         ["audit", "dp-ftrl-oco", "--horizon", "5", "--n-experts", "2", "--n-runs", "1000"]
     )
-    out = capsys.readouterr().out  # the verdict's wording is the main audit's
-    assert code == 0 and ("PASSED" in out or "no violation found" in out), out
+    assert code == 0 and "no violation found (" in capsys.readouterr().out

@@ -21,7 +21,7 @@ from agents.base import AGENT_STREAM
 from agents.private_bandit import PrivateBanditOverExperts, PrivateBatchedBandit
 from agents.private_bandit_tuning import base_noisy_regret, base_parameters, tune_batched_bandit
 from dp_experts_env.batch_rng import BatchRNG, run_seeds
-from dp_experts_env.privacy.audit import audit_agent
+from dp_experts_env.evaluation.audit import audit_agent
 
 K, T = 3, 50
 BASES = ("tsallis-inf", "exp3", "ftpl-gr")

@@ -19,7 +19,7 @@ from agents.base import AGENT_STREAM
 from agents.private_bandit_tuning import tune_batched_exp4, tune_ldp_exp4
 from agents.private_exp4 import LDPExp4, PrivateBatchedExp4, drv_epsilon
 from dp_experts_env.batch_rng import BatchRNG, run_seeds
-from dp_experts_env.privacy.audit import audit_agent
+from dp_experts_env.evaluation.audit import audit_agent
 
 N, K, T = 5, 3, 60
 
