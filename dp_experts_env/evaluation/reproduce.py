@@ -77,7 +77,11 @@ def sweep_rows(
     if sweep.custom is not None:
         return _custom_rows(claim, sweep, out, points, seeds)
     params = dict(sweep.agent_params)
-    if noise is not None and agents.spec(sweep.agent).private:
+    spec = agents.spec(sweep.agent)
+    allowed = getattr(spec.cls, "noise_backends", None)
+    # Learners that refuse a backend (the lazy samplers draw no Laplace noise) keep their own,
+    # as `compare --noise` does.
+    if noise is not None and spec.private and (allowed is None or noise in allowed):
         params["noise"] = noise
     by_eps: dict[float | None, list] = {}
     for p in points:
