@@ -16,14 +16,24 @@ With no budget the law of the played expert is exactly ``P`` at every decision (
 identity), whatever ``p``. Every decision draws three uniforms in every run (forced coin, stay
 coin, and the inverse-CDF draw of the fresh sample, used only by the runs that move), so a batch of
 B runs equals B single runs, and a decision costs O(B) plus O(N) per run that actually moves.
+
+No Laplace noise is drawn: the coins and the inverse-CDF draw are the mechanism, so these learners
+accept only the ``fast`` backend (floats). An audit's ``ScaledBackend`` (see
+:mod:`dp_experts_env.privacy.noise`) reaches them through its multiplier ``m``: the stay coin
+``exp(-c g)`` is ``1{E / c > g}`` with ``E ~ Exp(1)`` and the fresh draw is Gumbel-max on
+``-c L``, so scaling that noise by ``m`` is the rate ``c / m`` in both (``m = 0``: stay exactly
+when ``g = 0``, draw the exact argmin); the data-free forced coin is unchanged.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from agents.private import PrivateAgent
 from dp_experts_env.privacy.mechanisms import exponential_mechanism_probabilities
+from dp_experts_env.privacy.noise import noise_multiplier
 
 __all__ = ["LazySampler"]
 
@@ -47,6 +57,18 @@ class LazySampler(PrivateAgent):
     p: float
     max_resamples: int
     batch: int = 1
+    noise_backends = ("fast",)
+    noise_refusal = (
+        "its privacy comes from sampling probabilities (two coins and an exponential-mechanism "
+        "draw by float inverse CDF), not from a Laplace release, so the lattice backend has "
+        "nothing to replace"
+    )
+
+    def _rate(self) -> float:
+        """Inverse temperature in use: ``c``, divided by an audit wrapper's noise multiplier."""
+        m = noise_multiplier(self.noise)
+        c = self.inverse_temperature
+        return c if m == 1.0 else (c / m if m > 0.0 else math.inf)
 
     def _init_state(self) -> None:
         b, n = self.num_envs, self.n_experts
@@ -77,10 +99,14 @@ class LazySampler(PrivateAgent):
             return self._expert
         if self.t % self.batch:
             return self._expert
-        c = self.inverse_temperature
+        c = self._rate()
         # Three uniforms per run and decision, whatever the data: forced coin, stay coin, draw.
         u = self.rng.random((3,))
-        attempt = (u[:, 0] < self.p) | (u[:, 1] >= np.exp(-c * self._held_loss))
+        if math.isinf(c):  # noise removed (audit mutant): exp(-inf * 0) would be nan
+            stay = np.where(self._held_loss > 0.0, 0.0, 1.0)
+        else:
+            stay = np.exp(-c * self._held_loss)
+        attempt = (u[:, 0] < self.p) | (u[:, 1] >= stay)
         move = attempt & (self.resamples < self.max_resamples)
         self.resamples += move
         new = self._expert.copy()

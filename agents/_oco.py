@@ -95,12 +95,24 @@ def box_log_normaliser(cum: np.ndarray, beta: float, lam: float, radius: float) 
 def box_sample(mean: np.ndarray, scale: float, radius: float, u: np.ndarray) -> np.ndarray:
     """Inverse-CDF draws of ``N(mean, scale^2)`` truncated to ``[-R, R]`` per coordinate.
 
-    ``u`` holds one uniform per coordinate (same shape as ``mean``); scipy's ``truncnorm.ppf``
-    is accurate in both tails. The result is clipped to the box (rounding only).
+    ``u`` holds one uniform per coordinate (same shape as ``mean``). The inverse CDF is taken in
+    log space (``log_ndtr`` and ``ndtri_exp``), with intervals in the right tail reflected into
+    the left one, so it stays accurate however far the mean lies outside the box. The result is
+    clipped to the box (rounding only).
     """
+    mean = np.asarray(mean, dtype=np.float64)
     a = (-radius - mean) / scale
     b = (radius - mean) / scale
-    x = stats.truncnorm.ppf(u, a, b, loc=mean, scale=scale)
+    flip = a > 0  # both limits in the right tail: sample the mirror image in the left one
+    lo = np.where(flip, -b, a)
+    hi = np.where(flip, -a, b)
+    v = np.where(flip, 1.0 - u, u)  # keeps the map increasing in u after the mirror
+    log_lo, log_hi = special.log_ndtr(lo), special.log_ndtr(hi)
+    gap = log_lo - log_hi  # <= 0
+    with np.errstate(divide="ignore"):
+        target = log_hi + np.log(np.exp(gap) - v * np.expm1(gap))
+    z = np.clip(special.ndtri_exp(target), lo, hi)
+    x = mean + scale * np.where(flip, -z, z)
     return np.clip(x, -radius, radius)
 
 

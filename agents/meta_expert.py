@@ -7,6 +7,7 @@ derived in brief 000 §3.3 [NOT IN PAPER].
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Sequence
@@ -340,14 +341,12 @@ class MetaExpertReduction(PrivateAgent):
         if self._inner_name != NOISY_HEDGE:
             assert self.inner_agent is not None
             inner = self.inner_agent.privacy
-            return PrivacyClaim(
-                epsilon=inner.epsilon,
-                delta=inner.delta,
-                certified=inner.certified,
-                holds_against=inner.holds_against,
+            # Every field of the inner claim (model, noise backend, requested epsilon, ...)
+            # carries over; only the accountant says how it was reached.
+            return dataclasses.replace(
+                inner,
                 accountant=f"Thm 4.1: post-processing of {self._inner_name} on meta-loss vectors "
                 f"[{inner.accountant}]",
-                notes=inner.notes,
             )
         n = self.n_experts
         certified = Guarantee(

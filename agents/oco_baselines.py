@@ -152,6 +152,9 @@ class DPFTRLOCO(OCOAgent):
     ``G^2 + 2 d levels b^2 / T``: ``lambda = sqrt(2 T G^2 + 4 d levels b^2) / D``
     (``lam=`` overrides). Noise: ``"fast"`` or ``"grid"`` backend. ``mode`` is accepted for
     interface uniformity and has no effect (no erratum); ``delta`` is ignored (pure DP).
+    ``noise_multiplier`` (audit-only, default 1) scales the node noise while the claim keeps the
+    epsilon of the unscaled learner (marked uncertified): the weakened learners an audit must
+    catch (0 removes the noise).
     """
 
     def __init__(
@@ -166,6 +169,7 @@ class DPFTRLOCO(OCOAgent):
         noise: str | NoiseBackend = "fast",
         law: str = "laplace",
         lam: float | None = None,
+        noise_multiplier: float = 1.0,
         num_envs: int = 1,
         seed: int | Sequence[int] | None = None,
         **kwargs,
@@ -182,6 +186,7 @@ class DPFTRLOCO(OCOAgent):
         self.mode = check_choice("mode", mode, ("strict", "paper"))
         self.tuning = check_choice("tuning", tuning or "calibrated", ("calibrated", "paper"))
         self.noise = get_backend(noise)
+        self.noise_multiplier = check_float("noise_multiplier", noise_multiplier, minimum=0.0)
         self.levels = self.horizon.bit_length()
         self.l1_sensitivity = 2.0 * self.grad_bound * math.sqrt(self.dim)
         self.rho = math.inf
@@ -207,6 +212,16 @@ class DPFTRLOCO(OCOAgent):
         """Pure epsilon-DP from the tree counter; not private at epsilon = inf."""
         if math.isinf(self.epsilon):
             return no_privacy("full")
+        mutant = self.noise_multiplier != 1.0
+        extra = (
+            {
+                "certified": False,
+                "notes": f"AUDIT MUTANT: node noise x{self.noise_multiplier:g}, the epsilon is "
+                "that of the unscaled learner",
+            }
+            if mutant
+            else {}
+        )
         if self.law == "gaussian":
             rho = self.levels * (2.0 * self.grad_bound) ** 2 / (2.0 * self.node_scale**2)
             eps = rho + 2.0 * math.sqrt(rho * math.log(1.0 / self.delta))
@@ -221,6 +236,7 @@ class DPFTRLOCO(OCOAgent):
                 holds_against="adaptive",
                 noise_backend="fast",
                 requested_epsilon=self.epsilon,
+                **extra,
             )
         return claim(
             epsilon=self.tree.guarantee.epsilon,
@@ -232,6 +248,7 @@ class DPFTRLOCO(OCOAgent):
             holds_against="adaptive",
             noise_backend=getattr(self.noise, "name", "fast"),
             requested_epsilon=self.epsilon,
+            **extra,
         )
 
     def _init_state(self) -> None:
@@ -248,6 +265,7 @@ class DPFTRLOCO(OCOAgent):
             rng=self.rng,
             noise=self.noise,
         )
+        self.tree.node_scale *= self.noise_multiplier  # the claim reads the guarantee, not this
         self.noisy_sum = np.zeros((self.num_envs, self.dim))
 
     def _learn(self, g: np.ndarray) -> None:
@@ -263,7 +281,7 @@ class DPFTRLOCO(OCOAgent):
         self._exact[:, level] = node
         self._exact[:, :level] = 0.0
         z = self.rng.normal((self.dim,))
-        self._noisy[:, level] = node + self.node_scale * z
+        self._noisy[:, level] = node + self.noise_multiplier * self.node_scale * z
         bits = [j for j in range(self.levels) if (t >> j) & 1]
         self.noisy_sum = self._noisy[:, bits].sum(axis=1)
 

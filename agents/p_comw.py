@@ -14,10 +14,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agents._oco import OCOAgent, ball_sample, box_sample, claim, log_normaliser, project
+from agents._oco import (
+    OCOAgent,
+    _log1mexp,
+    ball_sample,
+    box_sample,
+    claim,
+    log_normaliser,
+    project,
+)
 from agents.base import PrivacyClaim, no_privacy
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_delta, check_epsilon, check_float
+from dp_experts_env.privacy.accountant_oco import (
+    pcomw_best_p,
+    pcomw_calibrated,
+    pcomw_rdp_account,
+)
 from dp_experts_env.privacy.exact_accountants import calibrate, pcomw_account
 
 __all__ = ["PCOMW", "PCOMWParameters", "pcomw_parameters", "paper_epsilon"]
@@ -37,8 +50,13 @@ class PCOMWParameters:
         budget: real resample budget B (``inf`` in the lazy setting).
         epsilon: certified epsilon (``inf`` when not private). delta: certified delta.
         certified: False when the accounting reproduces a paper erratum (``mode="paper"``).
-        expected_switches: ``(1 - Phi^{-2} + p) T`` capped by ``ceil(B)``: the switch bound.
-        regret_bound: the paper's regret bound at these parameters.
+        expected_switches: bound on the expected number of switches (exact when ``clip_free``).
+        regret_bound: the paper's regret bound (Theorem "regret") at these parameters.
+        accountant: which accountant certified epsilon: ``"renyi"``
+            (:mod:`dp_experts_env.privacy.accountant_oco`), ``"theorem-dp"`` (the paper's, with
+            errata E-AKST-2/3 fixed), ``"printed"`` (as printed, not certified) or ``""``.
+        clip_free: ``ln Phi >= beta G D``: the clip never binds for linear losses, so the
+            played point follows the Gibbs law exactly while budget is left.
     """
 
     beta: float
@@ -52,6 +70,8 @@ class PCOMWParameters:
     certified: bool
     expected_switches: float
     regret_bound: float
+    accountant: str = ""
+    clip_free: bool = False
 
 
 def paper_epsilon(kappa: float, horizon: float, delta: float) -> tuple[float, float, float]:
@@ -69,15 +89,81 @@ def paper_epsilon(kappa: float, horizon: float, delta: float) -> tuple[float, fl
     return eps, dlt, lp
 
 
-def _spend(kappa: float, horizon: int, delta: float, mode: str) -> float:
-    if mode == "paper":
-        return paper_epsilon(kappa, horizon, delta)[0]
-    return pcomw_account(kappa, horizon, delta).epsilon
-
-
 def _regret(lam, beta, big_g, dd, d, t, tail) -> float:
     """``lam D^2/2 + G^2 T/lam + d ln(T)/beta + G D + tail`` (the paper's Theorem "regret")."""
     return lam * dd**2 / 2 + big_g**2 * t / lam + d * math.log(t) / beta + big_g * dd + tail
+
+
+def _switch_rate(p: float, log_phi: float, clip_free: bool) -> float:
+    """Per-round switch probability given the Gibbs law.
+
+    Exact ``p + (1-p)(1 - 1/Phi)`` when the clip never binds (the stay probability then averages
+    ``(1-p)/Phi`` under the Gibbs law), else the bound ``p + (1-p)(1 - Phi^{-2})``.
+    """
+    return p - (1 - p) * math.expm1(-(1.0 if clip_free else 2.0) * log_phi)
+
+
+def _lazy(t, d, dd, big_g, s, tuning) -> PCOMWParameters:
+    """Theorem 4.2 (``tuning="paper"``) or the calibrated lazy setting (docs/algorithms.md)."""
+    dc = 2.0 / t**2  # a closeness level of the analysis, not a privacy parameter
+    if tuning == "paper":
+        lam = max(
+            big_g * math.sqrt(2 * t) / dd, math.sqrt(512 * d) * big_g * math.log(t) / dd * t / s
+        )
+        beta = lam / (256 * big_g**2 * math.log(t)) * s**2 / t**2
+        kap = beta * big_g**2 / lam
+        log_phi = 2 * kap + math.sqrt(8 * kap * math.log(2 / dc))
+        bound = (
+            big_g * dd * math.sqrt(2 * t)
+            + 16 * big_g * dd * math.log(t) * math.sqrt(d) * t / s
+            + 13 * big_g * dd
+        )
+        switches = -math.expm1(-2 * log_phi) * t
+        return PCOMWParameters(
+            beta, lam, kap, log_phi, 0.0, math.inf, math.inf, 0.0, True, switches, bound
+        )
+    # (a) Width: |ln r_t| <= beta G D for linear losses, so ln Phi = beta G D never clips and
+    # the expected number of switches is exactly (T - 1)(1 - 1/Phi); set it to S.
+    lp_w = -math.log1p(-s / (t - 1))
+    beta_w = lp_w / (big_g * dd)
+    lam_w = big_g * math.sqrt(2 * t) / dd
+    width = PCOMWParameters(
+        beta_w,
+        lam_w,
+        beta_w * big_g**2 / lam_w,
+        lp_w,
+        0.0,
+        math.inf,
+        math.inf,
+        0.0,
+        True,
+        s,
+        _regret(lam_w, beta_w, big_g, dd, d, t, 0.0),
+        clip_free=True,
+    )
+    # (b) Concentration (Theorem 4.2's Phi formula): (1 - Phi^{-2}) T = S, kappa solves
+    # ln Phi = 2 kappa + sqrt(8 kappa ln(2/dc)), then the regret-optimal lambda.
+    lp_c = -0.5 * math.log1p(-s / t)
+    c = math.sqrt(8 * math.log(2 / dc))
+    root = (-c + math.sqrt(c * c + 8 * lp_c)) / 4
+    kap = root * root
+    lam_c = big_g / dd * math.sqrt(2 * t + 2 * d * math.log(t) / kap)
+    beta_c = kap * lam_c / big_g**2
+    conc = PCOMWParameters(
+        beta_c,
+        lam_c,
+        kap,
+        lp_c,
+        0.0,
+        math.inf,
+        math.inf,
+        0.0,
+        True,
+        s,
+        _regret(lam_c, beta_c, big_g, dd, d, t, 6 * big_g * dd * dc * t**2),
+        clip_free=lp_c >= beta_c * big_g * dd,
+    )
+    return width if width.regret_bound <= conc.regret_bound else conc
 
 
 def pcomw_parameters(
@@ -96,18 +182,24 @@ def pcomw_parameters(
 ) -> PCOMWParameters:
     """Parameters of P-COMW from public quantities only (d, D, G, T, epsilon, delta, S).
 
-    ``setting="dp"``: ``tuning="paper"`` is Theorem 4.1 (lambda from the max of three terms, beta
-    from the min of two; ``lambda_1 = sqrt(2T)``, or the printed ``1/(2 sqrt T)`` in
-    ``mode="paper"``, erratum E-AKST-1); ``tuning="calibrated"`` bisects ``kappa`` so the
-    accountant's epsilon meets the target, then takes the regret-optimal
-    ``lambda = (G/D) sqrt(2T + 2 d ln(T)/kappa)``, ``beta = kappa lambda / G^2``
-    (docs/algorithms.md). ``kappa=`` overrides the choice (it must spend at most epsilon).
-    ``p``, ``Phi`` and ``B`` follow Theorem "DP" at that ``kappa``.
+    ``setting="dp"``, ``mode="strict"``: ``tuning="calibrated"`` (default) takes
+    ``ln Phi = beta G D`` (the clip never binds for linear losses),
+    ``lambda = (G/D) sqrt(2T + 2 d ln(T)/kappa)``, ``beta = kappa lambda / G^2`` and the largest
+    kappa (with its best p) that the Renyi accountant
+    (:func:`~dp_experts_env.privacy.accountant_oco.pcomw_rdp_account`) certifies within
+    epsilon; ``kappa=`` fixes kappa instead (it must fit epsilon). ``tuning="paper"`` is
+    Theorem 4.1 with ``lambda_1 = sqrt(2T)`` (E-AKST-1) and Theorem "DP"'s Phi, p, B; its claim
+    is the smaller of the Renyi and the (corrected) Theorem "DP" certificates, both valid.
+
+    ``mode="paper"`` reproduces the printed formulas (``lambda_1 = 1/(2 sqrt T)``, the printed
+    S2 and delta; ``tuning="calibrated"`` then bisects kappa on the printed S2 with Theorem
+    "DP"'s Phi and p): not certified.
 
     ``setting="lazy"`` (non-private, ``p = 0``, ``B = inf``): ``tuning="paper"`` is Theorem 4.2
-    for switch budget S; ``tuning="calibrated"`` picks ``Phi`` with ``(1 - Phi^{-2}) T = S``
-    (the exact switch bound spends the budget), ``kappa`` from Theorem 4.2's ``Phi`` formula
-    and the regret-optimal lambda as above.
+    for switch budget S; ``tuning="calibrated"`` takes the better (smaller regret bound) of
+    (a) ``ln Phi = -ln(1 - S/(T-1))``, ``beta = ln Phi/(G D)``, ``lambda = G sqrt(2T)/D``
+    (exactly S expected switches, no clipping) and (b) ``(1 - Phi^{-2}) T = S`` with Theorem
+    4.2's concentration formula for Phi and the regret-optimal lambda.
     """
     setting = check_choice("setting", setting, SETTINGS)
     t, d, dd, big_g = horizon, dim, diameter, grad_bound
@@ -119,46 +211,13 @@ def pcomw_parameters(
         s = check_float(
             "switch_budget", switch_budget, minimum=0.0, maximum=t - 1, min_inclusive=False
         )
-        dc = 2.0 / t**2  # a closeness level of the analysis, not a privacy parameter
-        if tuning == "paper":
-            lam = max(
-                big_g * math.sqrt(2 * t) / dd, math.sqrt(512 * d) * big_g * math.log(t) / dd * t / s
-            )
-            beta = lam / (256 * big_g**2 * math.log(t)) * s**2 / t**2
-            kap = beta * big_g**2 / lam
-            bound = (
-                big_g * dd * math.sqrt(2 * t)
-                + 16 * big_g * dd * math.log(t) * math.sqrt(d) * t / s
-                + 13 * big_g * dd
-            )
-        else:
-            target = -0.5 * math.log1p(-s / t)
-            c = math.sqrt(8 * math.log(2 / dc))
-            root = (-c + math.sqrt(c * c + 8 * target)) / 4
-            kap = root * root
-            lam = big_g / dd * math.sqrt(2 * t + 2 * d * math.log(t) / kap)
-            beta = kap * lam / big_g**2
-            bound = 0.0
-        log_phi = 2 * kap + math.sqrt(8 * kap * math.log(2 / dc))
-        if tuning != "paper":
-            bound = _regret(lam, beta, big_g, dd, d, t, 6 * big_g * dd * dc * t**2)
-        return PCOMWParameters(
-            beta,
-            lam,
-            kap,
-            log_phi,
-            0.0,
-            math.inf,
-            math.inf,
-            0.0,
-            True,
-            -math.expm1(-2 * log_phi) * t,
-            bound,
-        )
+        return _lazy(t, d, dd, big_g, s, tuning)
     eps = check_epsilon("epsilon", epsilon)
     dl = check_delta("delta", delta)
     if not 0 < dl <= 0.5:
         raise ValueError(f"delta must lie in (0, 1/2] for P-COMW's accountant, got {dl}")
+    if mode == "strict" and (tuning == "calibrated" or kappa is not None):
+        return _dp_renyi(t, d, dd, big_g, eps, dl, kappa)
     lg = math.log(t / dl)
     if kappa is not None:
         kap = check_float("kappa", kappa, minimum=0.0, min_inclusive=False)
@@ -176,8 +235,8 @@ def pcomw_parameters(
         )
         beta = lam / (1e5 * big_g**2 * lg**2) * min(eps**2 / t ** (2 / 3), eps**1.5 / t**0.75)
         kap = beta * big_g**2 / lam
-    else:
-        spend = np.vectorize(lambda k: _spend(float(k), t, dl, mode))
+    else:  # mode="paper", calibrated: bisection on the printed S2
+        spend = np.vectorize(lambda k: paper_epsilon(float(k), t, dl)[0])
         kap = float(calibrate(spend, eps, 1e-30, 1e3))
         lam = big_g / dd * math.sqrt(2 * t + 2 * d * math.log(t) / kap)
     beta = kap * lam / big_g**2
@@ -185,13 +244,19 @@ def pcomw_parameters(
     if mode == "paper":
         spent, dlt, _ = paper_epsilon(kap, t, dl)
         dlt = min(dlt, math.nextafter(1.0, 0.0))
+        accountant = "printed"
     else:
-        spent, dlt = acc.epsilon, acc.delta
+        rdp = pcomw_rdp_account(kap, t, dl, p=acc.p, log_phi=acc.log_phi, beta_gd=beta * big_g * dd)
+        if rdp.epsilon <= acc.epsilon:
+            spent, dlt, accountant = rdp.epsilon, rdp.delta, "renyi"
+        else:
+            spent, dlt, accountant = acc.epsilon, acc.delta, "theorem-dp"
     if kappa is not None and spent > eps * (1 + _SLACK):
         raise ValueError(f"kappa={kap:g} spends epsilon {spent:.6g} > epsilon={eps:g}")
     p_tilde = min(1.0, acc.p - math.expm1(-2 * acc.log_phi))
     closeness = dl / (60 * t**2)
     tail = 2 * big_g * dd * t * (math.exp(-p_tilde * t) + 3 * closeness * t)
+    clip_free = acc.log_phi >= beta * big_g * dd
     return PCOMWParameters(
         beta=beta,
         lam=lam,
@@ -202,8 +267,45 @@ def pcomw_parameters(
         epsilon=spent,
         delta=dlt,
         certified=mode == "strict",
-        expected_switches=min(p_tilde * t, math.ceil(acc.budget)),
+        expected_switches=min(
+            _switch_rate(acc.p, acc.log_phi, clip_free) * (t - 1), math.ceil(acc.budget)
+        ),
         regret_bound=_regret(lam, beta, big_g, dd, d, t, tail),
+        accountant=accountant,
+        clip_free=clip_free,
+    )
+
+
+def _dp_renyi(t, d, dd, big_g, eps, dl, kappa) -> PCOMWParameters:
+    """The calibrated dp setting (strict): Renyi accountant, ``ln Phi = beta G D``."""
+    if kappa is None:
+        kap, p = pcomw_calibrated(t, d, eps, dl)
+    else:
+        kap = check_float("kappa", kappa, minimum=0.0, min_inclusive=False)
+        p = pcomw_best_p(kap, t, d, dl)
+    lam = big_g / dd * math.sqrt(2 * t + 2 * d * math.log(t) / kap)
+    beta = kap * lam / big_g**2
+    log_phi = beta * big_g * dd
+    rdp = pcomw_rdp_account(kap, t, dl, p=p, log_phi=log_phi, beta_gd=log_phi)
+    if kappa is not None and rdp.epsilon > eps * (1 + _SLACK):
+        raise ValueError(f"kappa={kap:g} spends epsilon {rdp.epsilon:.6g} > epsilon={eps:g}")
+    p_tilde = min(1.0, p - math.expm1(-2 * log_phi))
+    budget = 3.0 * p_tilde * t
+    tail = 2 * big_g * dd * t * math.exp(-p_tilde * t)
+    return PCOMWParameters(
+        beta=beta,
+        lam=lam,
+        kappa=kap,
+        log_phi=log_phi,
+        p=p,
+        budget=budget,
+        epsilon=rdp.epsilon,
+        delta=rdp.delta,
+        certified=True,
+        expected_switches=min(_switch_rate(p, log_phi, True) * (t - 1), math.ceil(budget)),
+        regret_bound=_regret(lam, beta, big_g, dd, d, t, tail),
+        accountant="renyi",
+        clip_free=True,
     )
 
 
@@ -231,27 +333,26 @@ class PCOMW(OCOAgent):
     ``x_{t+1} ~ mu_{t+1}`` and costs one unit of the budget B; with the budget spent the point is
     frozen.
 
-    Privacy claim (``setting="dp"``): ``(epsilon_out, delta_out)``-DP of the whole sequence of
+    Privacy claim (``setting="dp"``): ``(epsilon_out, delta)``-DP of the whole sequence of
     played points (and switch flags), replace-one-gradient neighbours with ``||g|| <= G``, against
     adaptive adversaries (adaptive composition; the regret bound needs oblivious losses).
-    ``epsilon_out`` is certified directly from the pre-simplified sum of squared per-step costs
-    ``S2 = 4 ln^2 Phi / p^2 + 2 ceil(B) ln^2 Phi + 8 kappa^2 T / p^2`` and
-    ``1.5 S2 + sqrt(6 S2 ln(2/delta))``; ``delta_out = delta/2 + T(4 d' + 9 T d' +
-    3 exp(-ptilde T))``, ``d' = delta/(60 T^2)``
-    (:func:`dp_experts_env.privacy.exact_accountants.pcomw_account`). The claim's epsilon is
-    that certified value (<= the requested epsilon). ``epsilon=math.inf`` removes the noise: the
-    learner plays the regularised leader ``Proj_K(-L/lambda)`` with ``lambda = (G/D) sqrt(2T)``
-    every round (= ``ftrl-oco``; claim: not private). ``setting="lazy"`` is non-private.
+    ``epsilon_out`` is what the Renyi accountant for linear losses certifies
+    (:func:`dp_experts_env.privacy.accountant_oco.pcomw_rdp_account`: exact per-round Renyi
+    bounds of the coin and the fresh sample, composed and converted at the requested delta); with
+    ``tuning="paper"`` the smaller of that and the paper's Theorem "DP" certificate (pre-
+    simplified S2, erratum E-AKST-2; delta of E-AKST-3). The claim names the accountant used.
+    ``epsilon=math.inf`` removes the noise: the learner plays the regularised leader
+    ``Proj_K(-L/lambda)`` with ``lambda = (G/D) sqrt(2T)`` every round (= ``ftrl-oco``; claim:
+    not private). ``setting="lazy"`` is non-private.
 
     Modes (errata in docs/errata.md): ``"strict"`` (default) -- ``lambda_1 = sqrt(2T)``
-    (E-AKST-1), S2 computed directly (E-AKST-2), the tight delta (E-AKST-3); ``"paper"`` --
-    the printed ``lambda_1 = 1/(2 sqrt T)``, the printed simplified S2 and delta; the claim then
-    says ``certified=False``.
+    (E-AKST-1), certified accountants; ``"paper"`` -- the printed ``lambda_1 = 1/(2 sqrt T)``,
+    the printed simplified S2 and delta; the claim then says ``certified=False``.
 
     Tuning: ``"calibrated"`` (default) -- see :func:`pcomw_parameters` and docs/algorithms.md
     (public quantities d, R, G, T, epsilon, delta, S only); ``"paper"`` -- the theorems'
     constants (Theorem 4.1's are designed for ``epsilon <= 1``, ``T >= 12 ln(1/delta)``; the
-    claim reports what the accountant certifies for them).
+    claim reports what the accountants certify for them).
 
     Args:
         n_experts / dim: d. horizon: T (>= 2). body, radius, grad_bound: the env's K and G
@@ -259,9 +360,14 @@ class PCOMW(OCOAgent):
         setting: ``"dp"`` (default) or ``"lazy"``.
         epsilon, delta: privacy target (dp; default delta 1e-5, must be in (0, 1/2]).
         switch_budget: S (lazy; default ``sqrt(d T)``, the paper's ``sqrt(T)`` regime boundary).
-        mode, tuning: see above. kappa: explicit ``beta G^2/lambda`` (dp; must fit epsilon).
+        mode, tuning: see above. kappa: explicit ``beta G^2/lambda`` (dp; must fit epsilon;
+            strict mode then uses the calibrated geometry and its best p).
         noise: accepted for interface uniformity; the sampler is exact float inverse-CDF /
             rejection (simulation-grade, see docs/privacy.md on floating point).
+        noise_multiplier: audit-only knob (default 1): scales the Gibbs law's spread
+            ``(beta lambda)^{-1/2}`` (beta divided by its square; 0 plays the regularised leader)
+            while the claim keeps the epsilon of the unscaled learner (marked uncertified). It
+            builds the weakened learners an audit must catch.
         num_envs, seed: as for every agent.
 
     Deviations: only linear losses (the env's), for which sampling and normalisers are exact;
@@ -292,6 +398,7 @@ class PCOMW(OCOAgent):
         tuning: str | None = None,
         kappa: float | None = None,
         noise: str = "fast",
+        noise_multiplier: float = 1.0,
         num_envs: int = 1,
         seed: int | Sequence[int] | None = None,
         n_arms: int | None = None,
@@ -313,6 +420,7 @@ class PCOMW(OCOAgent):
         self.epsilon = check_epsilon("epsilon", epsilon, allow_inf=True)
         self.delta = check_delta("delta", delta)
         check_choice("noise", noise, ("fast",))
+        self.noise_multiplier = check_float("noise_multiplier", noise_multiplier, minimum=0.0)
         if self.setting == "lazy" and (kappa is not None):
             raise ValueError("kappa= is a dp-setting override; setting='lazy' takes switch_budget")
         if self.setting == "dp" and switch_budget is not None:
@@ -350,36 +458,100 @@ class PCOMW(OCOAgent):
         prm = self.parameters
         self.beta, self.lam, self.p, self.budget = prm.beta, prm.lam, prm.p, prm.budget
         self.log_phi = prm.log_phi
+        if self.noise_multiplier == 0.0:
+            self.leader_only = True
+        elif not self.leader_only:
+            self.beta = prm.beta / self.noise_multiplier**2
         self.scale = 0.0 if self.leader_only else 1.0 / math.sqrt(self.beta * self.lam)
         self.reset(seed)
 
     # ------------------------------------------------------------------ claim
     @property
     def privacy(self) -> PrivacyClaim:
-        """Theorem "DP" accountant (dp setting); not private in the lazy setting or at eps=inf."""
-        if self.setting == "lazy" or self.leader_only:
+        """The accountant's certificate (dp); not private in the lazy setting or at eps=inf."""
+        if self.setting == "lazy" or (math.isinf(self.epsilon) and self.setting == "dp"):
             return no_privacy("full")
         prm = self.parameters
-        how = (
-            "pre-simplified S2 (E-AKST-2), delta/2 + T(4d' + 9Td' + 3e^{-ptilde T}) (E-AKST-3)"
-            if self.mode == "strict"
-            else "S2 and delta as printed (errata E-AKST-2, E-AKST-3: not certified)"
+        how = {
+            "renyi": "Renyi accountant for linear losses (exact per-round coin and Gibbs-sample "
+            "bounds, composed, converted at delta)",
+            "theorem-dp": "Theorem DP (Agarwal-Kale-Singh-Thakurta): 1.5 S2 + sqrt(6 S2 "
+            "ln(2/delta)), pre-simplified S2 (E-AKST-2), delta/2 + T(4d' + 9Td' + "
+            "3e^{-ptilde T}) (E-AKST-3)",
+            "printed": "Theorem DP as printed (errata E-AKST-2, E-AKST-3: not certified)",
+        }[prm.accountant]
+        mutant = self.noise_multiplier != 1.0
+        notes = (
+            f"kappa={prm.kappa:.4g}, ln Phi={prm.log_phi:.4g}, p={prm.p:.4g}, B={prm.budget:.4g}; "
+            f"requested epsilon={self.epsilon:g}; regret bound vs oblivious losses only"
         )
+        if mutant:
+            notes += (
+                f"; AUDIT MUTANT: Gibbs spread x{self.noise_multiplier:g}, the epsilon is that of "
+                "the unscaled learner"
+            )
         return claim(
             epsilon=prm.epsilon,
             delta=prm.delta,
             neighbouring="replace one round's gradient g_t (||g_t|| <= G)",
             feedback="full",
-            certified=prm.certified and prm.epsilon <= self.epsilon * (1 + _SLACK),
-            accountant=f"P-COMW Theorem DP (Agarwal-Kale-Singh-Thakurta): 1.5 S2 + "
-            f"sqrt(6 S2 ln(2/delta)), {how}",
+            certified=prm.certified and not mutant and prm.epsilon <= self.epsilon * (1 + _SLACK),
+            accountant=how,
             holds_against="adaptive",
             noise_backend="fast",
             requested_epsilon=self.epsilon,
-            notes=f"kappa={prm.kappa:.4g}, ln Phi={prm.log_phi:.4g}, p={prm.p:.4g}, "
-            f"B={prm.budget:.4g}; requested epsilon={self.epsilon:g}; regret bound vs oblivious "
-            "losses only",
+            notes=notes,
         )
+
+    # ------------------------------------------------------------------ likelihood
+    def path_log_likelihood(self, points: np.ndarray, gradients: np.ndarray) -> np.ndarray:
+        """Log-density of released paths under a gradient sequence (this learner's parameters).
+
+        The law of a path ``x_1..x_T`` is ``mu_1(x_1)`` times, for each round t < T, the stay
+        probability ``q_t(x_t)`` when ``x_{t+1} = x_t`` or ``(1 - q_t(x_t)) mu_{t+1}(x_{t+1})``
+        when the point moved (a fresh draw equals the old point with probability 0), with the
+        budget enforced. Audits use the difference between two neighbouring gradient sequences
+        as their statistic (a post-processing of the released points, valid whatever its
+        accuracy; the most powerful one when it is exact).
+
+        Args:
+            points: (n, T, d) released paths (or (T, d)).
+            gradients: (T, d) gradients; row t is ``g_{t+1}`` (the last row is never read).
+
+        Returns:
+            (n,) log-densities (``-inf`` for paths the learner cannot produce).
+        """
+        if self.leader_only:
+            raise ValueError("the regularised leader (noise removed) has no path density")
+        x = np.asarray(points, dtype=np.float64)
+        x = x[None] if x.ndim == 2 else x
+        g = np.asarray(gradients, dtype=np.float64)
+        n, horizon, d = x.shape
+        if g.shape != (horizon, d) or d != self.dim:
+            raise ValueError(f"points (n, T, {self.dim}) and gradients (T, {self.dim}) must "
+                             f"match, got {x.shape} and {g.shape}")  # fmt: skip
+        cum = np.vstack([np.zeros((1, d)), np.cumsum(g, axis=0)])  # cum[t] = L_t
+        log_z = self._log_z_of(cum)  # (T + 1,)
+
+        def log_density(t: int, y: np.ndarray) -> np.ndarray:  # log mu_{t+1}(y), L_t
+            quad = self.beta * (y @ cum[t] + self.lam / 2 * np.einsum("ni,ni->n", y, y))
+            return -quad - log_z[t]
+
+        total = log_density(0, x[:, 0])
+        used = np.zeros(n)
+        for t in range(horizon - 1):
+            log_r = -self.beta * (x[:, t] @ g[t]) - (log_z[t + 1] - log_z[t])
+            log_stay = math.log1p(-self.p) + np.clip(log_r - self.log_phi, -2.0 * self.log_phi, 0.0)
+            moved = np.any(x[:, t + 1] != x[:, t], axis=1)
+            left = used < self.budget
+            with np.errstate(divide="ignore"):
+                stay = np.where(left, log_stay, 0.0)
+                move = np.where(
+                    left, _log1mexp(log_stay) + log_density(t + 1, x[:, t + 1]), -np.inf
+                )
+            total = total + np.where(moved, move, stay)
+            used = used + moved
+        return total
 
     # ------------------------------------------------------------------ hooks
     def _init_state(self) -> None:

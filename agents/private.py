@@ -11,6 +11,11 @@ Every private learner takes the same keywords, validated here once:
   from public quantities (N, K, T, S, epsilon, delta) alone, never from the losses being
   protected; each learner's derivation is in docs/algorithms.md).
 * ``noise`` -- the noise backend, ``"fast"`` (simulation-grade floats) or ``"grid"`` (lattice).
+  A learner lists the backends it can use in ``noise_backends`` and refuses the others: one whose
+  privacy comes from sampling probabilities alone (no Laplace release) has nothing for the
+  lattice to replace, and a claim naming a backend that never ran would mislead. The audit-only
+  wrappers of :mod:`dp_experts_env.privacy.noise` (ScaledBackend, RecordingBackend) are accepted
+  over any listed backend.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from collections.abc import Sequence
 from agents.base import Agent, PrivacyClaim
 from dp_experts_env._validation import check_choice, check_delta, check_epsilon
 from dp_experts_env.privacy.guarantee import Guarantee
-from dp_experts_env.privacy.noise import NoiseBackend, get_backend
+from dp_experts_env.privacy.noise import BACKENDS, NoiseBackend, get_backend, root_backend
 
 __all__ = ["PrivateAgent", "MODES", "TUNINGS"]
 
@@ -43,6 +48,10 @@ class PrivateAgent(Agent):
     tunings: tuple[str, ...] = TUNINGS
     #: the tuning used when ``tuning`` is not given.
     default_tuning: str = "calibrated"
+    #: noise backends the learner draws from (others are refused, see the module docstring).
+    noise_backends: tuple[str, ...] = BACKENDS
+    #: why a backend outside ``noise_backends`` is refused (for the error message).
+    noise_refusal: str = ""
 
     def __init__(
         self,
@@ -65,6 +74,12 @@ class PrivateAgent(Agent):
         default = self.default_tuning if self.default_tuning in self.tunings else self.tunings[0]
         self.tuning = check_choice("tuning", default if tuning is None else tuning, self.tunings)
         self.noise = get_backend(noise)
+        kind = getattr(root_backend(self.noise), "name", "")
+        if kind in BACKENDS and kind not in self.noise_backends:
+            raise ValueError(
+                f"noise={kind!r} does not apply to {getattr(self, 'name', type(self).__name__)}"
+                f" (it accepts {', '.join(map(repr, self.noise_backends))}): {self.noise_refusal}"
+            )
 
     @property
     def is_private(self) -> bool:

@@ -28,6 +28,7 @@ from agents.private_bandit_tuning import BASES, BatchedBanditTuning, tune_batche
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_float, check_int
 from dp_experts_env.privacy.guarantee import Guarantee
+from dp_experts_env.privacy.mechanisms import laplace_calibration, laplace_mechanism
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = ["PrivateBatchedBandit", "PrivateBanditOverExperts", "TAILS"]
@@ -118,8 +119,10 @@ class _BatchedConversion(PrivateAgent):
         params.update({k: v for k, v in overrides.items() if v is not None})
         self.base_params = self._check_base_params(params)
         # Sensitivity of a batch mean of losses in [0, 1] when one loss is replaced: 1/tau.
-        sens = self.noise.effective_sensitivity(1.0 / self.tau, dim=1)
-        self.noise_scale = sens / self.epsilon
+        self.noise_scale, self._release = laplace_calibration(
+            1.0 / self.tau, self.epsilon, noise=self.noise
+        )
+        self._release_epsilon = self.epsilon  # what the releases spend (tests weaken it)
         self._noiseless = False  # test hook: the non-private batched base learner
         self.reset(seed)
 
@@ -156,11 +159,10 @@ class _BatchedConversion(PrivateAgent):
             notes += "; epsilon > 1 lies outside the paper's theorems (privacy still holds)"
         return self._claim(
             Guarantee(
-                self.epsilon,
+                self._release.epsilon,
                 0.0,
-                "Laplace mechanism on each batch-mean loss (sensitivity 1/tau, scale "
-                "1/(epsilon tau)), disjoint batches (parallel composition), actions are "
-                "post-processing (Lemma 3)",
+                f"{self._release.accountant} on each batch-mean loss (sensitivity 1/tau), "
+                "disjoint batches (parallel composition), actions are post-processing (Lemma 3)",
             ),
             notes=notes,
         )
@@ -193,7 +195,13 @@ class _BatchedConversion(PrivateAgent):
         if self.t % self.tau == 0:
             release = self._batch_sum / self.tau
             if not self._noiseless:
-                release = self.noise.add_laplace(self.rng, release, self.noise_scale)
+                release = laplace_mechanism(
+                    release,
+                    l1_sensitivity=1.0 / self.tau,
+                    epsilon=self._release_epsilon,
+                    rng=self.rng,
+                    noise=self.noise,
+                ).value
             self.base_learner.update(self.choice, release)
             self._batch_sum[:] = 0.0
 

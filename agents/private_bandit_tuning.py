@@ -1,9 +1,7 @@
-"""Parameter choices for the private bandit learners of brief 004.
-
-Source paper: "Faster Rates for Private Adversarial Bandits".
+"""Parameters of the private bandit learners ("Faster Rates for Private Adversarial Bandits").
 
 Everything here is a pure function of public quantities -- the number of arms or experts, the
-horizon T, epsilon and delta -- never of losses (brief 004 P17). Two tunings:
+horizon T, epsilon, delta and the Laplace scale those imply -- never of losses. Two tunings:
 
 * ``"paper"`` -- the theorem's parameters. For the batched conversion (Alg. 1, Thm 7) the base
   learner's constants are the lemma-level formulas evaluated at its real horizon
@@ -11,8 +9,12 @@ horizon T, epsilon and delta -- never of losses (brief 004 P17). Two tunings:
   column, P1, P24); the paper's closed forms substitute ``epsilon T`` and 1 for them. When the
   theorem's parameters are not valid (``tau > T``, ``gamma > 1``, ``eta >= 1``) a ``ValueError``
   says why.
-* ``"calibrated"`` -- minimise the proof-level regret bound over a grid (brief 004 §5.5):
-  ``tau <= max(1, T // 10)`` and ``gamma <= 1``. The grid search never looks at data.
+* ``"calibrated"`` -- minimise a regret bound over a grid (``tau <= max(1, T // 10)``,
+  ``gamma <= 1``) that never looks at data. Where the paper's proof charges the squared noisy
+  loss by its high-probability maximum (the ``10 lam^2 log^2`` factors), the calibrated bound
+  charges its second moment, ``E (l + Z)^2 <= 1 + 2 lam^2`` for ``Z ~ Lap(lam)``, and keeps the
+  maximum only where it is needed: the exploration that keeps the importance-weighted
+  estimates above ``-1/eta`` (docs/algorithms.md, "Calibration").
 
 Logarithms that can be tiny or non-positive (``log(K T_B)``, ``log(N T)``, ``log T_B``) are
 guarded with ``max(log x, 1)`` (P5); ``log N`` uses ``max(N, 2)`` so that a single expert does
@@ -41,6 +43,9 @@ __all__ = [
     "batched_exp4_noise_constant",
     "batched_exp4_bound",
     "tune_batched_exp4",
+    "second_moment_bound",
+    "second_moment_exp3",
+    "calibrated_batched_exp4_grid",
 ]
 
 BASES = ("tsallis-inf", "exp3", "ftpl-gr")
@@ -55,6 +60,45 @@ def glog(x: float) -> float:
 def _log_experts(n: int) -> float:
     """``log N`` with N = 1 treated as 2 (a single expert has nothing to learn)."""
     return math.log(max(n, 2))
+
+
+def second_moment_bound(
+    n: int, k: int, horizon: int, lam: float, eta: float, gamma: float
+) -> float:
+    """Calibrated regret bound of EXP4 fed ``l + Lap(lam)`` (EXP3: ``n = k``, identity experts).
+
+    ``log N / eta + eta T K (1/2 + 2 lam^2) + gamma T + 1``: exponential weights pay
+    ``eta/2`` times the second moment of the bounded part of the importance-weighted estimate
+    (at most K per round) and, for the noise part, which can be negative, ``eta`` times its
+    second moment ``2 lam^2 K``; the exploration ``gamma`` keeps every estimate above
+    ``-1/eta`` while ``|Z| <= lam log(KT)``, which needs ``gamma >= eta K lam log(KT)``
+    (``inf`` where that or ``gamma <= 1`` fails).
+    """
+    if eta <= 0 or gamma > 1.0 or gamma < eta * k * lam * glog(k * horizon) * (1 - 1e-12):
+        return math.inf
+    return (
+        _log_experts(n) / eta + eta * horizon * k * (0.5 + 2.0 * lam * lam) + gamma * horizon + 1.0
+    )
+
+
+def second_moment_exp3(
+    n: int, k: int, horizon: int, lam: float, max_gamma: float = 0.5
+) -> tuple[float, float]:
+    """``(eta, gamma)`` minimising :func:`second_moment_bound` (gamma at its lower limit).
+
+    With ``gamma = eta K lam log(KT)`` the bound is ``log N / eta + eta T (K (1/2 + 2 lam^2) +
+    K lam log(KT))``, minimised at ``eta = sqrt(log N / (T (...)))``; gamma is capped at
+    ``max_gamma`` (then eta shrinks with it). At ``lam = 0`` this is EXP4's
+    ``sqrt(2 log N / (T K))`` with no exploration.
+    """
+    lg = glog(k * horizon)
+    slope = k * (0.5 + 2.0 * lam * lam) + k * lam * lg
+    eta = math.sqrt(_log_experts(n) / (horizon * slope))
+    gamma = eta * k * lam * lg
+    if gamma > max_gamma:
+        gamma = max_gamma
+        eta = max_gamma / (k * lam * lg)
+    return eta, gamma
 
 
 @dataclass(frozen=True)
@@ -115,8 +159,13 @@ def paper_tau(epsilon: float, horizon: int) -> int:
     return max(1, tau)
 
 
-def base_parameters(base: str, m: int, n_batches: int, lam: float) -> dict[str, float | int]:
-    """The base learner's constants at horizon ``n_batches`` and noise ``lam`` (brief 004 §2.3).
+def base_parameters(
+    base: str, m: int, n_batches: int, lam: float, tuning: str = "paper"
+) -> dict[str, float | int]:
+    """The base learner's constants at horizon ``n_batches`` and noise ``lam``.
+
+    With ``tuning="calibrated"`` EXP3 uses the second-moment rate of
+    :func:`second_moment_exp3` instead of Cor. 22's; the other bases are the same in both.
 
     * ``tsallis-inf`` (HTINF, alpha = 2): ``sigma = sqrt(2 + 4 lam^2)`` (P24).
     * ``exp3`` (Cor. 22, lemma level): ``eta = sqrt(log m / (2 T_B m (1 + 10 max(lam^2, lam)
@@ -127,6 +176,9 @@ def base_parameters(base: str, m: int, n_batches: int, lam: float) -> dict[str, 
     tb = max(1, n_batches)
     if base == "tsallis-inf":
         return {"sigma": math.sqrt(2.0 + 4.0 * lam * lam)}
+    if base == "exp3" and tuning == "calibrated":
+        eta, gamma = second_moment_exp3(m, m, tb, lam)
+        return {"eta": eta, "gamma": gamma}
     if base == "exp3":
         lg = glog(m * tb)
         eta = math.sqrt(math.log(m) / (2.0 * tb * m * (1.0 + 10.0 * max(lam * lam, lam) * lg**2)))
@@ -142,13 +194,20 @@ def base_parameters(base: str, m: int, n_batches: int, lam: float) -> dict[str, 
     raise ValueError(f"base must be one of {BASES}, got {base!r}")
 
 
-def base_noisy_regret(base: str, m: int, n_batches: int, lam: float) -> float:
+def base_noisy_regret(
+    base: str, m: int, n_batches: int, lam: float, tuning: str = "paper"
+) -> float:
     """Upper bound on ``R~_B(T_B, m, lam)`` with the constants of :func:`base_parameters`.
 
     HTINF: Thm 21 with the heavy-tail moment of ``l + Lap(lam)``; EXP3: proof of Cor. 22
-    (``inf`` when ``gamma > 1``, where the proof does not apply); FTPL-GR: Lemma 25.
+    (``inf`` when ``gamma > 1``, where the proof does not apply), or with
+    ``tuning="calibrated"`` the second-moment bound :func:`second_moment_bound`; FTPL-GR:
+    Lemma 25.
     """
     tb = max(1, n_batches)
+    if base == "exp3" and tuning == "calibrated":
+        eta, gamma = second_moment_exp3(m, m, tb, lam)
+        return second_moment_bound(m, m, tb, lam, eta, gamma)
     if base == "tsallis-inf":
         return 30.0 * math.sqrt((2.0 + 4.0 * lam * lam) * m * (tb + 1))
     if base == "exp3":
@@ -205,7 +264,7 @@ def tune_batched_bandit(
     def bound_at(t: int) -> float:
         nb = horizon // t
         lam = 1.0 / (epsilon * t)
-        return t * base_noisy_regret(base, n_arms, nb, lam) + t
+        return t * base_noisy_regret(base, n_arms, nb, lam, tuning) + t
 
     if tau is None:
         if tuning == "paper":
@@ -222,7 +281,7 @@ def tune_batched_bandit(
             tau = int(grid[int(np.argmin(bounds))])
     n_batches = horizon // tau
     lam = 1.0 / (epsilon * tau)
-    params = base_parameters(base, n_arms, n_batches, lam)
+    params = base_parameters(base, n_arms, n_batches, lam, tuning)
     if tuning == "paper" and base == "exp3" and params["gamma"] > 1.0 and not gamma_given:
         raise ValueError(
             f"tuning='paper' gives EXP3 mixing gamma = {params['gamma']:.3g} > 1 (Cor. 22's "
@@ -252,13 +311,16 @@ def ldp_exp4_bound(n: int, k: int, horizon: int, epsilon: float, eta: float, gam
     )
 
 
-def tune_ldp_exp4(n: int, k: int, horizon: int, epsilon: float, tuning: str) -> Exp4Tuning:
+def tune_ldp_exp4(
+    n: int, k: int, horizon: int, epsilon: float, tuning: str, noise_scale: float | None = None
+) -> Exp4Tuning:
     """Learning rate and exploration of LDP-EXP4 (Alg. 6).
 
     ``"paper"``: Thm 9, ``eta = sqrt(log N / (3 T K (1 + 10 log^2(KT) / epsilon^2)))`` and
-    ``gamma = 4 eta K log(KT) / epsilon``; refuses ``gamma > 1``. ``"calibrated"``: the exact
-    minimiser of :func:`ldp_exp4_bound` with ``gamma = 4 eta K lam log(KT)``, capped so that
-    ``gamma <= 1``.
+    ``gamma = 4 eta K log(KT) / epsilon``; refuses ``gamma > 1``; ``bound`` is Thm 9's.
+    ``"calibrated"``: :func:`second_moment_exp3` at the Laplace scale actually used
+    (``noise_scale``, default ``1/epsilon``), gamma capped at 1/2; ``bound`` is
+    :func:`second_moment_bound`.
     """
     lam = 1.0 / epsilon
     lg = glog(k * horizon)
@@ -274,10 +336,9 @@ def tune_ldp_exp4(n: int, k: int, horizon: int, epsilon: float, tuning: str) -> 
                 "10 log^2(KT))); use tuning='calibrated' or pass eta and gamma"
             )
         return Exp4Tuning(eta, gamma, 1, ldp_exp4_bound(n, k, horizon, epsilon, eta, gamma))
-    slope = 4.0 * k * lam * lg + 2.0 * k * (1.0 + 10.0 * lam * lam * lg * lg)
-    eta = min(math.sqrt(logn / (horizon * slope)), 1.0 / (4.0 * k * lam * lg))
-    gamma = min(1.0, 4.0 * eta * k * lam * lg)
-    return Exp4Tuning(eta, gamma, 1, ldp_exp4_bound(n, k, horizon, epsilon, eta, gamma))
+    lam = lam if noise_scale is None else noise_scale
+    eta, gamma = second_moment_exp3(n, k, horizon, lam)
+    return Exp4Tuning(eta, gamma, 1, second_moment_bound(n, k, horizon, lam, eta, gamma))
 
 
 # ---------------------------------------------------------------------------- Alg. 2
@@ -339,15 +400,18 @@ def tune_batched_exp4(
     max_gamma: float = 1.0,
     tau: int | None = None,
     eta: float | None = None,
+    coordinate_scale: float | None = None,
 ) -> Exp4Tuning:
     """Batch length, learning rate and exploration of private batched EXP4 (Alg. 2).
 
     ``"paper"``: Thm 10's formulas with ``L = log(1/delta)``; tau is rounded to an integer in
     ``[1, T]`` (P4) and gamma is computed from the rounded tau. Refuses ``gamma > 1`` (Q_t
-    would not be a distribution, brief 004 §5.5) and ``eta >= 1``. ``"calibrated"``: grid over
-    (tau, eta) with ``tau <= T // 10``; for each pair the bound-minimising gamma
-    ``(2 A / T)^(1/3)`` is clipped into ``[4 eta s log(NT)/(tau epsilon), max_gamma]``.
-    A ``tau`` or ``eta`` given by the user is kept and the others are chosen around it.
+    would not be a distribution) and ``eta >= 1``. ``"calibrated"``: the minimiser of
+    :func:`calibrated_batched_exp4_grid` over ``tau <= T // 10`` and ``gamma`` in
+    ``[1e-4, max_gamma]`` at the per-coordinate Laplace scale the learner will actually add,
+    ``coordinate_scale / (gamma tau)`` (default: the paper's ``s / epsilon``; the strict learner
+    passes ``K / eps0`` for the per-expert epsilon it really uses). A ``tau`` or ``eta`` given by
+    the user is kept and the others are chosen around it.
     """
     s = batched_exp4_noise_constant(n, k, delta, composition)
     lg = glog(n * horizon)
@@ -384,23 +448,57 @@ def tune_batched_exp4(
         return Exp4Tuning(
             eta, gamma, tau, batched_exp4_bound(n, k, horizon, epsilon, s, tau, eta, gamma)
         )
-    taus = (_tau_grid(horizon) if tau is None else np.array([tau])).astype(np.float64)[:, None]
-    etas = (np.geomspace(1e-7, 0.99, 240) if eta is None else np.array([eta]))[None, :]
-    # Noise term A / gamma^2 with A = 10 eta T (s / (tau eps))^2 log^2(NT); the unconstrained
-    # minimiser of gamma T + A / gamma^2 is (2 A / T)^(1/3).
-    a = 10.0 * etas * horizon * (s / (taus * epsilon)) ** 2 * lg * lg
-    g_min = 4.0 * etas * s * lg / (taus * epsilon)
-    gamma = np.minimum(np.maximum((2.0 * a / horizon) ** (1 / 3), g_min), max_gamma)
-    # At astronomically large epsilon the noise term underflows to 0 and so would gamma (0/0
-    # below); a floor keeps Q_t a valid mixture without changing any practical tuning.
-    gamma = np.maximum(gamma, 1e-12)
-    bound = taus * logn / etas + gamma * horizon + etas * horizon * k + a / gamma**2 + 2 * taus
-    bound = np.where((g_min <= max_gamma) & (etas < 1.0), bound, np.inf)
+    c = s / epsilon if coordinate_scale is None else coordinate_scale
+    taus = (_tau_grid(horizon) if tau is None else np.array([tau])).astype(np.float64)
+    gammas = np.geomspace(1e-4, max_gamma, 64)
+    bound, etas = calibrated_batched_exp4_grid(n, k, horizon, c, taus, gammas, eta)
     if not np.isfinite(bound).any():
         raise ValueError(
-            f"tuning='calibrated' found no (tau, eta, gamma <= {max_gamma}) satisfying Thm 10's "
-            f"condition gamma >= 4 eta lam log(NT) for N={n}, K={k}, T={horizon}, "
-            f"epsilon={epsilon}; pass tau, eta and gamma"
+            f"tuning='calibrated' found no (tau, eta, gamma <= {max_gamma}) for N={n}, K={k}, "
+            f"T={horizon}, epsilon={epsilon}; pass tau, eta and gamma"
         )
     i, j = np.unravel_index(int(np.argmin(bound)), bound.shape)
-    return Exp4Tuning(float(etas[0, j]), float(gamma[i, j]), int(taus[i, 0]), float(bound[i, j]))
+    return Exp4Tuning(float(etas[i, j]), float(gammas[j]), int(taus[i]), float(bound[i, j]))
+
+
+def calibrated_batched_exp4_grid(
+    n: int,
+    k: int,
+    horizon: int,
+    coordinate_scale: float,
+    taus: np.ndarray,
+    gammas: np.ndarray,
+    eta: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Calibrated bound of private batched EXP4 on a (tau, gamma) grid, with its best eta.
+
+    The released per-expert batch mean is ``Acc_j / tau + Z_j`` with
+    ``Z_j ~ Lap(lam)``, ``lam = coordinate_scale / (gamma tau)``. Exponential weights over the
+    ``T / tau`` batches, scaled back to rounds, pay ``tau log N / eta`` plus ``eta T`` times
+    ``(1 + K / ((1 - gamma) tau)) / 2 + 2 lam^2``: half the second moment of the bounded batch
+    mean (its square mean at most 1, its variance at most ``K / ((1 - gamma) tau)`` in the
+    weights' average since ``Q_t >= (1 - gamma) P A_t``, and at most ``K / (gamma tau)``) and
+    the whole second moment of the noise; then ``gamma T`` for exploration and ``2 tau`` for the
+    partial batches. The noise stays above ``-1/eta`` while ``eta lam log(N T / tau) <= 1``;
+    eta is the bound's minimiser capped there (or the given ``eta``, infeasible grid points
+    getting ``inf``).
+
+    Returns:
+        ``(bound, eta)`` arrays of shape ``(len(taus), len(gammas))``.
+    """
+    tau = np.asarray(taus, dtype=np.float64)[:, None]
+    gamma = np.asarray(gammas, dtype=np.float64)[None, :]
+    lam = coordinate_scale / (gamma * tau)
+    # sum_i (P A)(i) / Q(i) <= K min(1/(1 - gamma), 1/gamma) as Q >= (1 - gamma) P A, gamma/K.
+    spread = k * np.minimum(1.0 / np.maximum(1.0 - gamma, 1e-300), 1.0 / gamma)
+    v = 0.5 * (1.0 + spread / tau) + 2.0 * lam * lam
+    lg = np.maximum(np.log(n * np.maximum(horizon // tau, 1.0)), 1.0)
+    cap = 1.0 / np.maximum(lam * lg, 1e-300)
+    if eta is None:
+        eta_arr = np.minimum(np.sqrt(tau * _log_experts(n) / (horizon * v)), cap)
+        eta_arr = np.minimum(eta_arr, 0.99)
+    else:
+        eta_arr = np.broadcast_to(np.float64(eta), v.shape).copy()
+    bound = tau * _log_experts(n) / eta_arr + eta_arr * horizon * v + gamma * horizon + 2 * tau
+    feasible = (eta_arr <= cap * (1 + 1e-12)) & (gamma <= 1.0)
+    return np.where(feasible, bound, np.inf), eta_arr

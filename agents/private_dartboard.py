@@ -316,8 +316,8 @@ class PrivateShrinkingDartboard(LazySampler):
         delta: target delta; default 1e-6 (approximate DP, Corollary 3); 0 for pure DP.
         mode: ``"strict"`` or ``"paper"`` (which accountant calibrates; see above).
         tuning: ``"calibrated"`` (default) or ``"paper"``.
-        noise: noise backend (accepted for a uniform interface; sampling is float inverse-CDF
-            either way, simulation-grade).
+        noise: ``"fast"`` only (sampling is float inverse-CDF, simulation-grade; ``"grid"`` is
+            refused because no Laplace noise is drawn for it to replace).
         eta, p, budget: explicit overrides of the derived step size, forced-switch probability
             and K; must satisfy ``0 < eta <= p < 1/2`` and spend at most epsilon.
         num_envs: B runs. seed: int, sequence or None. n_arms: ignored.

@@ -27,15 +27,17 @@ from agents.private_bandit_tuning import (
     COMPOSITIONS,
     batched_exp4_bound,
     batched_exp4_noise_constant,
+    calibrated_batched_exp4_grid,
     ldp_exp4_bound,
+    second_moment_bound,
     tune_batched_exp4,
     tune_ldp_exp4,
 )
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_float, check_int
-from dp_experts_env.privacy.accounting import advanced_composition
+from dp_experts_env.privacy.accounting import advanced_composition, combine
 from dp_experts_env.privacy.guarantee import Guarantee
-from dp_experts_env.privacy.mechanisms import laplace_epsilon
+from dp_experts_env.privacy.mechanisms import laplace_calibration, laplace_mechanism
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = [
@@ -142,9 +144,12 @@ class LDPExp4(_PrivateExp4Base):
           ``gamma = 4 eta K log(KT)/epsilon``; a ``ValueError`` when ``gamma > 1`` (short
           horizons). Theorem 9 assumes ``epsilon <= 1``; larger epsilon keeps the privacy claim
           but is outside the regret theorem.
-        * ``"calibrated"``: the exact minimiser over eta of the proof-level bound
-          ``log N/eta + gamma T + 2 eta K T (1 + 10 lam^2 log^2 KT) + 1`` with
-          ``gamma = 4 eta K lam log(KT)`` and ``lam = 1/epsilon``, capped so ``gamma <= 1``.
+        * ``"calibrated"`` (default): the minimiser of a second-moment bound
+          ``log N/eta + eta T K (1/2 + 2 lam^2) + gamma T`` with ``gamma = eta K lam log(KT)``
+          (what keeps the noisy estimates above ``-1/eta``), ``lam`` the Laplace scale used,
+          gamma capped at 1/2. Theorem 9's bound charges the squared noisy loss by its
+          maximum, ``10 lam^2 log^2(KT)``, and kept the learner near uniform play up to
+          epsilon ~ 32 at T = 10^4 (docs/algorithms.md, "Calibration").
         * ``eta=``/``gamma=`` override (public constants; privacy does not depend on them).
 
     ``epsilon=math.inf`` runs EXP4 itself (no noise, gamma = 0; claim: not private). Deviations:
@@ -161,7 +166,8 @@ class LDPExp4(_PrivateExp4Base):
 
     Attributes:
         eta, gamma: the constants used. noise_scale: the Laplace scale used (``1/epsilon`` with
-        the fast backend). bound: the proof-level regret bound at these constants.
+        the fast backend). bound: the regret bound the tuning minimised (Theorem 9's for
+        ``"paper"``, the second-moment one for ``"calibrated"``) at these constants.
     """
 
     def __init__(
@@ -193,22 +199,25 @@ class LDPExp4(_PrivateExp4Base):
             n_arms=n_arms,
         )
         n, k, t = self.n_experts, self.n_arms, self.horizon
+        # One Laplace release per round of the observed loss in [0, 1] (L1 sensitivity 1).
+        self.noise_scale, self._release = laplace_calibration(1.0, self.epsilon, noise=self.noise)
+        self._release_epsilon = self.epsilon  # what the releases spend (tests weaken it)
         if not self.is_private:
             # No privacy: EXP4 itself (its rate sqrt(2 ln N / (T K)), no extra exploration).
             eta = math.sqrt(2.0 * math.log(max(n, 2)) / (t * k)) if eta is None else eta
             gamma = 0.0 if gamma is None else gamma
         if eta is None or gamma is None:
-            tuned = tune_ldp_exp4(n, k, t, self.epsilon, self.tuning)
+            tuned = tune_ldp_exp4(n, k, t, self.epsilon, self.tuning, self.noise_scale)
             eta = tuned.eta if eta is None else eta
             gamma = tuned.gamma if gamma is None else gamma
         self.eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
         self.gamma = check_probability_open("gamma", gamma, allow_zero=True)
-        self.noise_scale = self.noise.effective_sensitivity(1.0, dim=1) / self.epsilon
-        self.bound = (
-            ldp_exp4_bound(n, k, t, self.epsilon, self.eta, self.gamma)
-            if self.is_private
-            else math.nan
-        )
+        if not self.is_private:
+            self.bound = math.nan
+        elif self.tuning == "paper":
+            self.bound = ldp_exp4_bound(n, k, t, self.epsilon, self.eta, self.gamma)
+        else:
+            self.bound = second_moment_bound(n, k, t, self.noise_scale, self.eta, self.gamma)
         # also a test hook: True runs the non-private EXP4 this learner privatises
         self._noiseless = not self.is_private
         self.reset(seed)
@@ -220,10 +229,10 @@ class LDPExp4(_PrivateExp4Base):
         if self.epsilon > 1:
             notes += "; epsilon > 1 lies outside Theorem 9's regret guarantee"
         guarantee = Guarantee(
-            laplace_epsilon(self.noise.effective_sensitivity(1.0, dim=1), self.noise_scale),
+            self._release.epsilon,
             0.0,
-            f"Laplace mechanism on each observed loss (sensitivity 1, scale {self.noise_scale:g}),"
-            " each loss used once (Thm 9 / Lemma 3 with tau = 1)",
+            f"{self._release.accountant} on each observed loss, each loss used once "
+            "(Thm 9 / Lemma 3 with tau = 1)",
         )
         return self._claim(guarantee, model="local", notes=notes)
 
@@ -233,7 +242,13 @@ class LDPExp4(_PrivateExp4Base):
     def _learn(self, obs: BanditObs) -> None:
         loss = self._observed_loss(obs)
         if not self._noiseless:
-            loss = self.noise.add_laplace(self.rng, loss, self.noise_scale)
+            loss = laplace_mechanism(
+                loss,
+                l1_sensitivity=1.0,
+                epsilon=self._release_epsilon,
+                rng=self.rng,
+                noise=self.noise,
+            ).value
         self.core.update(self._estimates(loss))
 
     def _choose(self, obs: BanditObs) -> np.ndarray:
@@ -284,11 +299,14 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         * ``"paper"``: Theorem 10's eta, tau, gamma (tau rounded into [1, T], P4). At practical
           horizons this recipe gives ``gamma > 1`` (brief 004 §5.5) and a ``ValueError`` says so,
           which is why ``"calibrated"`` is this learner's default.
-        * ``"calibrated"``: grid minimisation of the proof-level bound
-          ``tau log N/eta + gamma T + eta T K + 10 eta T lam^2 log^2(NT) + 2 tau`` under
-          ``gamma >= 4 eta lam log(NT)`` (the proof's good event), ``tau <= T // 10`` and
-          ``gamma <= max_gamma`` (default 1/2, the practical cap of P6, so that the learner
-          never degenerates to uniform play).
+        * ``"calibrated"`` (default): grid minimisation over (tau, gamma) of a second-moment
+          bound ``tau log N/eta + eta T ((1 + K/((1 - gamma) tau))/2 + 2 lam^2) + gamma T +
+          2 tau`` at the per-coordinate Laplace scale ``lam`` the learner really adds (strict
+          mode's eps0, not the paper's), with eta its minimiser capped by
+          ``eta lam log(N T/tau) <= 1``, ``tau <= T // 10`` and ``gamma <= max_gamma``
+          (default 1/2, so that the learner never degenerates to uniform play). Theorem 10's
+          ``10 lam^2 log^2(NT)`` and the paper's noise constant kept it at uniform play up to
+          epsilon ~ 100 at T = 10^4 (docs/algorithms.md, "Calibration").
         * ``tau=``/``eta=``/``gamma=`` override (public constants).
 
     ``epsilon=math.inf`` runs EXP4 itself (no noise, gamma = 0; claim: not private). Deviations: log
@@ -309,7 +327,9 @@ class PrivateBatchedExp4(_PrivateExp4Base):
 
     Attributes:
         tau, eta, gamma: the constants used. n_batches: ``floor(T / tau)`` (number of updates).
-        noise_scale: per-coordinate Laplace scale used. bound: proof-level regret bound.
+        noise_scale: per-coordinate Laplace scale used. bound: the regret bound the tuning
+            minimised (Theorem 10's for ``"paper"``, the second-moment one for
+            ``"calibrated"``).
         per_expert_epsilon: eps0, the privacy of each coordinate's Laplace release.
         composed_epsilon: the epsilon the accountant certifies for the noise used.
     """
@@ -364,42 +384,13 @@ class PrivateBatchedExp4(_PrivateExp4Base):
             tau = check_int("tau", tau, minimum=1, maximum=t)
         if eta is not None:
             eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
-        if not self.is_private:
-            # No privacy: EXP4 itself, one round per batch and no extra exploration.
-            tau = 1 if tau is None else tau
-            eta = math.sqrt(2.0 * math.log(max(n, 2)) / (t * k)) if eta is None else eta
-            gamma = 0.0 if gamma is None else gamma
-        if tau is None or eta is None or gamma is None:
-            tuned = tune_batched_exp4(
-                n,
-                k,
-                t,
-                self.epsilon,
-                self.delta,
-                self.tuning,
-                composition,
-                max_gamma=self.max_gamma,
-                tau=tau,
-                eta=eta,
-            )
-            tau = tuned.tau if tau is None else tau
-            eta = tuned.eta if eta is None else eta
-            gamma = tuned.gamma if gamma is None else gamma
-        self.tau = tau
-        self.n_batches = t // tau
-        self.eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
-        self.gamma = check_probability_open("gamma", gamma, allow_zero=not self.is_private)
-        s = batched_exp4_noise_constant(n, k, self.delta, composition)
+        # The privacy split comes first: it depends only on (epsilon, N, delta, mode), and the
+        # calibrated tuning must see the noise the learner will really add.
         self.composition_used = composition
+        self._certified = True
         if not self.is_private:
-            self.per_expert_epsilon = self.composed_epsilon = math.inf
-            self.noise_scale, self._certified, self.bound = 0.0, True, math.nan
-            self._noiseless = True
-            self.reset(seed)
-            return
-        # Per-coordinate sensitivity K/(gamma tau) (L1: N K/(gamma tau)) relies on Q_t >= gamma/K.
-        if composition == "advanced":
-            sens = self.noise.effective_sensitivity(k / (self.gamma * tau), dim=1)
+            self.per_expert_epsilon = math.inf
+        elif composition == "advanced":
             eps0 = self.epsilon / (3.0 * math.sqrt(n * math.log(1.0 / self.delta)))  # paper
             self._certified = drv_epsilon(eps0, n, self.delta) <= self.epsilon * (1 + 1e-12)
             if self.mode == "strict":
@@ -412,56 +403,110 @@ class PrivateBatchedExp4(_PrivateExp4Base):
                     eps0, self.composition_used = self.epsilon / n, "basic"
                 self._certified = True
             self.per_expert_epsilon = eps0
-            self.noise_scale = sens / eps0
-            if self.composition_used == "basic":
-                self.composed_epsilon = n * sens / self.noise_scale
-            else:
-                self.composed_epsilon = drv_epsilon(sens / self.noise_scale, n, self.delta)
         else:
-            sens = self.noise.effective_sensitivity(n * k / (self.gamma * tau), dim=n)
-            self.noise_scale = sens / self.epsilon
             self.per_expert_epsilon = self.epsilon
-            self.composed_epsilon = self.epsilon
-            self._certified = True
-        self.bound = batched_exp4_bound(n, k, t, self.epsilon, s, tau, self.eta, self.gamma)
+        if not self.is_private:
+            # No privacy: EXP4 itself, one round per batch and no extra exploration.
+            tau = 1 if tau is None else tau
+            eta = math.sqrt(2.0 * math.log(max(n, 2)) / (t * k)) if eta is None else eta
+            gamma = 0.0 if gamma is None else gamma
+        # Per-coordinate Laplace scale at gamma tau = 1: K / eps0 per expert, or N K / epsilon
+        # for the pure L1 release (sensitivities K/(gamma tau) and N K/(gamma tau)).
+        per_unit = (
+            k / self.per_expert_epsilon if composition == "advanced" else n * k / self.epsilon
+        )
+        if tau is None or eta is None or gamma is None:
+            tuned = tune_batched_exp4(
+                n,
+                k,
+                t,
+                self.epsilon,
+                self.delta,
+                self.tuning,
+                composition,
+                max_gamma=self.max_gamma,
+                tau=tau,
+                eta=eta,
+                coordinate_scale=per_unit,
+            )
+            tau = tuned.tau if tau is None else tau
+            eta = tuned.eta if eta is None else eta
+            gamma = tuned.gamma if gamma is None else gamma
+        self.tau = tau
+        self.n_batches = t // tau
+        self.eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
+        self.gamma = check_probability_open("gamma", gamma, allow_zero=not self.is_private)
+        if not self.is_private:
+            self.composed_epsilon, self.noise_scale, self.bound = math.inf, 0.0, math.nan
+            self._noiseless = True
+            self.reset(seed)
+            return
+        # Per-coordinate sensitivity K/(gamma tau) (L1: N K/(gamma tau)) relies on Q_t >= gamma/K.
+        if composition == "advanced":
+            self._release_sensitivity = k / (self.gamma * tau)
+            self._release_epsilon = self.per_expert_epsilon
+        else:
+            self._release_sensitivity = n * k / (self.gamma * tau)
+            self._release_epsilon = self.epsilon
+        self.noise_scale, self._release = laplace_calibration(
+            self._release_sensitivity,
+            self._release_epsilon,
+            noise=self.noise,
+            dim=1 if composition == "advanced" else n,
+        )
+        self.composed_epsilon = self._composed().epsilon
+        if self.tuning == "paper":
+            s = batched_exp4_noise_constant(n, k, self.delta, composition)
+            self.bound = batched_exp4_bound(n, k, t, self.epsilon, s, tau, self.eta, self.gamma)
+        else:
+            self.bound = float(
+                calibrated_batched_exp4_grid(
+                    n, k, t, per_unit, np.array([tau]), np.array([self.gamma]), self.eta
+                )[0][0, 0]
+            )
         self._noiseless = False  # test hook: the non-private batched EXP4
         self.reset(seed)
 
+    def _composed(self) -> Guarantee:
+        """The batch release's guarantee, composed over the N coordinates where it is per expert.
+
+        Batches are disjoint (each loss enters one release), so a batch's guarantee is the
+        learner's.
+        """
+        n = self.n_experts
+        if self.composition_used == "advanced":
+            return advanced_composition(self._release.epsilon, n, self.delta)
+        if self.composition_used == "basic":
+            return combine([self._release] * n, "basic", "the N per-expert releases")
+        return self._release
+
     @property
     def privacy(self) -> PrivacyClaim:
-        """(epsilon, delta)-DP (advanced) or epsilon-DP (pure), central model."""
-        if self.composition_used == "advanced":
-            accountant = (
-                "Laplace per expert on the batch-mean estimates (sensitivity K/(gamma tau) per "
-                f"coordinate as Q_t >= gamma/K, scale {self.noise_scale:g}) + advanced "
-                "composition over the N coordinates (Dwork-Rothblum-Vadhan); disjoint batches "
-                "(Thm 10)"
-            )
-            delta = self.delta
-        else:
-            accountant = (
-                "Laplace mechanism on the N-vector of batch-mean estimates, L1 sensitivity "
-                f"N K/(gamma tau), scale {self.noise_scale:g}; disjoint batches (pure variant, "
-                "erratum E-PAB-7)"
-            )
-            delta = 0.0
-        if self.composition_used == "basic" and self.composition == "advanced":
-            accountant = (
-                "Laplace per expert on the batch-mean estimates (sensitivity K/(gamma tau) per "
-                f"coordinate, scale {self.noise_scale:g}) + basic composition over the N "
-                "coordinates (less noise than advanced composition at this epsilon); disjoint "
-                "batches (Thm 10, erratum E-PAB-7)"
-            )
-            delta = 0.0
+        """(epsilon, delta)-DP (advanced) or epsilon-DP (pure/basic), central model."""
+        if not self.is_private:
+            return self._claim(Guarantee(math.inf, 0.0, "noise removed"))
+        composed = self._composed()
+        what = {
+            "advanced": "per expert on the batch-mean estimates (sensitivity K/(gamma tau) per "
+            "coordinate as Q_t >= gamma/K) + advanced composition over the N coordinates "
+            "(Dwork-Rothblum-Vadhan); disjoint batches (Thm 10)",
+            "basic": "per expert on the batch-mean estimates (sensitivity K/(gamma tau) per "
+            "coordinate) + basic composition over the N coordinates (less noise than advanced "
+            "composition at this epsilon); disjoint batches (Thm 10, erratum E-PAB-7)",
+            "pure": "on the N-vector of batch-mean estimates (L1 sensitivity N K/(gamma tau)); "
+            "disjoint batches (pure variant, erratum E-PAB-7)",
+        }[self.composition_used]
+        accountant = f"{self._release.accountant} {what}: {composed.accountant}"
         notes = "advice treated as public (erratum E-PAB-19)"
-        # Certified: what the composition gives (never above the request, float slack aside);
-        # paper mode where it does not compose: the printed epsilon, marked uncertified.
-        stated = min(self.composed_epsilon, self.epsilon) if self._certified else self.epsilon
         if not self._certified:
-            notes += f"; advanced composition only certifies epsilon'={self.composed_epsilon:.4g}"
-        return self._claim(
-            Guarantee(stated, delta, accountant), certified=self._certified, notes=notes
-        )
+            # Paper mode where the printed noise does not compose: the printed epsilon, marked
+            # uncertified, with what the composition does give.
+            notes += f"; advanced composition only certifies epsilon'={composed.epsilon:.4g}"
+            stated = Guarantee(self.epsilon, self.delta, "paper: " + accountant)
+            return self._claim(stated, certified=False, notes=notes)
+        # Never above the request (float slack of the bisection aside).
+        certified = Guarantee(min(composed.epsilon, self.epsilon), composed.delta, accountant)
+        return self._claim(certified, notes=notes)
 
     def _init_state(self) -> None:
         self._init_weights()
@@ -474,7 +519,14 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         if self.t % self.tau == 0:
             release = self._acc / self.tau
             if not self._noiseless:
-                release = self.noise.add_laplace(self.rng, release, self.noise_scale)
+                release = laplace_mechanism(
+                    release,
+                    l1_sensitivity=self._release_sensitivity,
+                    epsilon=self._release_epsilon,
+                    rng=self.rng,
+                    noise=self.noise,
+                    per_coordinate=self.composition == "advanced",
+                ).value
             self.core.update(release)
             self._acc[:] = 0.0
 

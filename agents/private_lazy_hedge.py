@@ -183,7 +183,8 @@ class PrivateLazyHedge(LazySampler):
     Args:
         n_experts: N. horizon: T (needed in advance).
         epsilon: target epsilon. delta: target delta; default 1e-6; 0 for pure DP.
-        mode, tuning: see above. noise: noise backend (float inverse-CDF sampling either way).
+        mode, tuning: see above. noise: ``"fast"`` only (the sampler is float inverse-CDF;
+            ``"grid"`` is refused).
         beta, p, budget: explicit overrides (must spend at most epsilon); ``budget`` is the real
             switch budget B (default ``3 ptilde T``, ``ptilde = p + (1 - p)(1 - e^{-beta})``).
         num_envs: B runs. seed: int, sequence or None. n_arms: ignored.

@@ -104,7 +104,8 @@ class RandomizedPrefixSoftmax(PrivateAgent):
             theorem void).
         restarts: ``"none"``, ``"periodic"`` or ``"capped"``. window: see above.
         n_switches: the public comparator switch budget S (sets the default window).
-        noise: noise backend (Gumbel-max sampling is the same in both).
+        noise: noise backend; ``"fast"`` only (Gumbel-max sampling is float under every
+            backend, so ``"grid"`` is refused rather than named in a claim it would not change).
         num_envs: B runs. seed: int, sequence or None. n_arms: ignored.
 
     The claim certifies ``2 eta = min(epsilon, 2 eta_cap)``, not the requested epsilon when the cap
@@ -123,6 +124,11 @@ class RandomizedPrefixSoftmax(PrivateAgent):
     """
 
     default_delta = 0.0
+    noise_backends = ("fast",)
+    noise_refusal = (
+        "its only noise is the Gumbel noise of the exponential mechanism, float under every "
+        "backend, so noise='grid' would run the same draws under another name"
+    )
 
     def __init__(
         self,

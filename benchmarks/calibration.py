@@ -57,6 +57,8 @@ class Target:
     counterpart: str
     counterpart_params: dict[str, Any] = field(default_factory=dict)
     inf_params: dict[str, Any] = field(default_factory=dict)  # extra learner params at eps=inf
+    params: dict[str, Any] = field(default_factory=dict)  # learner params at every epsilon
+    learner: str = ""  # the registered name when the row's label differs (a variant)
 
 
 def _shift(horizon: int) -> dict[str, Any]:
@@ -88,6 +90,14 @@ def targets(horizon: int) -> dict[str, Target]:
         ),
         "private-bandit-over-experts": Target(
             "DPExperts-Bandit-v0", bandit, "static_regret", "tsallis-inf"
+        ),
+        "private-batched-bandit[base=exp3]": Target(
+            "DPExperts-Bandit-v0",
+            bandit,
+            "static_regret",
+            "exp3",
+            params={"base": "exp3"},
+            learner="private-batched-bandit",
         ),
         "ldp-exp4": Target("DPExperts-Bandit-v0", bandit, "static_regret", "exp4"),
         "private-batched-exp4": Target("DPExperts-Bandit-v0", bandit, "static_regret", "exp4"),
@@ -189,8 +199,8 @@ def main(argv: list[str] | None = None) -> None:
         uni_mean, _ = reference_cache[(target.env_id, "uniform")]
         rows = []
         for eps in eps_grid:
-            params = target.inf_params if math.isinf(eps) else {}
-            mean, se, agent = measure(name, target, eps, runs, params)
+            params = {**target.params, **(target.inf_params if math.isinf(eps) else {})}
+            mean, se, agent = measure(target.learner or name, target, eps, runs, params)
             claim = agent.privacy
             rows.append(
                 {"epsilon": eps, "mean": mean, "se": se, "certified": claim.epsilon}

@@ -14,7 +14,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "build_parser"]
+import numpy as np
+
+__all__ = ["main", "build_parser", "add_noise_option", "apply_noise"]
+
+#: Regrets a report can rank and draw (the pseudo-regrets where the env knows its means).
+_METRICS = (
+    "dynamic_regret",
+    "static_regret",
+    "per_round_best_regret",
+    "static_pseudo_regret",
+    "per_round_best_pseudo_regret",
+)
 
 _EPILOG = """examples:
   dp-experts list                                  what environments and learners exist
@@ -24,6 +35,7 @@ _EPILOG = """examples:
   dp-experts run svt-restart --epsilon 1 --seeds 5 --set window_grid=dyadic
   dp-experts plot results/default                  redraw figures from a results folder
   dp-experts audit noisy-clipped-hedge --epsilon 1 test a privacy claim empirically
+  dp-experts compare --noise grid                  the default comparison on the lattice noise
 
 A killed compare resumes where it stopped: re-run the same command with the same --out.
 """
@@ -41,6 +53,80 @@ def _parse_assignments(items: Sequence[str] | None, what: str) -> dict[str, Any]
         except json.JSONDecodeError:
             out[key.strip()] = raw
     return out
+
+
+def add_noise_option(p: argparse.ArgumentParser) -> None:
+    """``--noise {fast,grid}``: the noise backend of every private learner of a grid.
+
+    Shared by the commands that run grids (``run``, ``compare``, and any later one) so the option
+    has one name and one meaning; apply it with :func:`apply_noise`.
+    """
+    from dp_experts_env.privacy.noise import BACKENDS
+
+    p.add_argument(
+        "--noise",
+        choices=BACKENDS,
+        default=None,
+        help="noise backend of every private learner: 'fast' (float, simulation-grade) or "
+        "'grid' (lattice Laplace, docs/privacy.md §1); learners whose privacy comes from "
+        "sampling alone keep 'fast' and are named (default: each learner's own, 'fast')",
+    )
+
+
+def apply_noise(grid: Any, noise: str | None) -> list[str]:
+    """Set ``noise`` on every private learner of ``grid`` that draws from a backend.
+
+    Learners that refuse the backend (``noise_backends`` of the class: the lazy samplers and
+    randomized-prefix softmax draw no Laplace noise) keep their own and are returned, so the
+    caller can say so; a learner whose grid entry already sets another ``noise`` is an error.
+    Non-private learners are left alone.
+
+    Args:
+        grid: an :class:`~dp_experts_env.evaluation.Grid` (its agent entries are replaced).
+        noise: ``"fast"``, ``"grid"`` or None (leave the grid as it is).
+
+    Returns:
+        Names of the private learners left on their own backend.
+    """
+    import inspect
+
+    import agents
+    from dp_experts_env.evaluation import AgentEntry
+
+    if noise is None:
+        return []
+    kept: list[str] = []
+    entries = []
+    for entry in grid.agents:
+        spec = agents.spec(entry.name)
+        accepts = "noise" in inspect.signature(spec.cls.__init__).parameters
+        allowed = getattr(spec.cls, "noise_backends", None)
+        if not spec.private or not accepts:
+            entries.append(entry)
+            continue
+        if allowed is not None and noise not in allowed:
+            kept.append(entry.name)
+            entries.append(entry)
+            continue
+        given = entry.params.get("noise", noise)
+        if given != noise:
+            raise ValueError(
+                f"--noise {noise}: the grid sets noise={given!r} for {entry.name!r}; "
+                "drop one of them"
+            )
+        entries.append(AgentEntry(entry.name, {**entry.params, "noise": noise}, entry.label))
+    grid.agents = entries
+    grid.__post_init__()
+    return kept
+
+
+def _say_noise(noise: str | None, kept: list[str]) -> None:
+    if noise is not None and kept:
+        print(
+            f"--noise {noise}: {', '.join(sorted(set(kept)))} keep their own sampler (their "
+            "privacy comes from sampling probabilities, not a Laplace release; their claims say "
+            "noise: fast)"
+        )
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -61,11 +147,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--metric",
         default="dynamic_regret",
-        choices=("dynamic_regret", "static_regret", "per_round_best_regret", "pseudo_regret"),
+        choices=_METRICS,
         help="regret used for the ranking and figures",
     )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--no-figures", action="store_true", help="skip writing figures")
+    add_noise_option(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -136,30 +223,90 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument(
         "--metric",
         default="dynamic_regret",
-        choices=("dynamic_regret", "static_regret", "per_round_best_regret", "pseudo_regret"),
+        choices=_METRICS,
         help="regret drawn (default dynamic_regret)",
     )
+
+    from dp_experts_env.evaluation.reproduce import add_parser as add_reproduce_parser
+
+    add_reproduce_parser(sub)
 
     audit = sub.add_parser(
         "audit",
         help="empirical lower bound on a learner's epsilon (privacy audit)",
-        description="Run the learner many times on two neighbouring loss sequences and report a "
-        "Clopper-Pearson lower bound on epsilon; it fails when the bound exceeds the claim.",
+        description="Search neighbouring loss sequences and public settings for the strongest\n"
+        "evidence against a learner's privacy claim, then test the best event once on fresh\n"
+        "runs: a Clopper-Pearson lower bound on epsilon. Exit code 1 on a violation (bound >\n"
+        "claim); a pass says how large a violation the test could have detected\n"
+        "(docs/privacy.md section 4).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        "  dp-experts audit limited-updates\n"
+        "  dp-experts audit noisy-clipped-hedge --mode paper --epsilon 2\n"
+        "  dp-experts audit dp-ftrl-tree --multiplier 0.5   a weakened mutant (must be caught)\n",
     )
     audit.add_argument("agent", help="private learner name (see `dp-experts list`)")
-    audit.add_argument("--epsilon", type=float, default=1.0, help="claimed epsilon (default 1)")
-    audit.add_argument("--n-experts", type=int, default=4, help="experts N (default 4)")
-    audit.add_argument("--horizon", type=int, default=8, help="rounds T (default 8)")
     audit.add_argument(
+        "--epsilon", type=float, default=1.0, help="epsilon the learner is built with"
+    )
+    audit.add_argument(
+        "--mode", choices=("strict", "paper"), default=None, help="learner mode (default strict)"
+    )
+    audit.add_argument(
+        "--runs",
         "--n-runs",
+        dest="runs",
         type=int,
-        default=20_000,
-        help="runs per side; more runs give a tighter bound (default 20000, at least 200)",
+        default=None,
+        help="test runs per side: more runs detect smaller violations (default: the chosen "
+        "scenario's, 100000, or 200000 for the lazy learners' three-round games)",
+    )
+    audit.add_argument(
+        "--selection-runs",
+        type=int,
+        default=4_000,
+        help="runs per side for scoring each candidate scenario (default 4000)",
+    )
+    audit.add_argument(
+        "--pairs",
+        type=int,
+        default=None,
+        help="search at most this many candidate scenarios (neighbouring pair x public "
+        "settings; default all)",
+    )
+    audit.add_argument(
+        "--time-budget",
+        type=float,
+        default=120.0,
+        help="seconds for the search; the test of the best event always runs (default 120)",
     )
     audit.add_argument(
         "--alpha", type=float, default=1e-3, help="1 - confidence of the bound (default 0.001)"
     )
-    audit.add_argument("--seed", type=int, default=0, help="seed of the learner's runs")
+    audit.add_argument("--seed", type=int, default=0, help="audit seed (selection and test runs)")
+    audit.add_argument(
+        "--multiplier",
+        type=float,
+        default=1.0,
+        help="audit a mutant: every noise draw times this factor, claim unchanged (0.5 halves "
+        "the noise, 0 removes it)",
+    )
+    audit.add_argument(
+        "--noise",
+        choices=("fast", "grid"),
+        default=None,
+        help="noise backend the learner runs with (default its own, 'fast')",
+    )
+    audit.add_argument(
+        "--n-experts",
+        type=int,
+        default=None,
+        help="one given pair instead of the search: N experts (arms), a random 0/1 sequence and "
+        "its neighbour with the middle row complemented (OCO learners: the dimension, default 4)",
+    )
+    audit.add_argument(
+        "--horizon", type=int, default=None, help="with --n-experts: rounds T (default 8)"
+    )
     audit.add_argument("--set", action="append", metavar="KEY=VALUE", help="learner parameter")
     return parser
 
@@ -280,6 +427,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     agent = AgentEntry(args.agent, _parse_assignments(args.set, "--set"))
     env = EnvEntry(args.env, _parse_assignments(args.env_set, "--env-set"))
     grid = Grid(agents=[agent], envs=[env], epsilons=args.epsilon or [1.0], n_seeds=args.seeds)
+    _say_noise(args.noise, apply_noise(grid, args.noise))
     out = Path(args.out or f"results/run-{args.agent}")
     frame = run_grid(
         grid,
@@ -326,6 +474,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             kwargs["epsilons"] = args.epsilons
         grid = default_grid(agents=args.agents, **kwargs)
         out = Path(args.out or "results/default")
+    _say_noise(args.noise, apply_noise(grid, args.noise))
     frame = run_grid(
         grid,
         out,
@@ -354,54 +503,86 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    import numpy as np
-
     import agents
     from dp_experts_env._validation import check_int
-    from dp_experts_env.privacy.audit import audit_agent
 
-    # The neighbour differs in round T // 2; the audit holds n_runs x T actions and a T x N loss
-    # matrix in memory, so the upper limits keep a typo from asking for terabytes.
-    check_int("--horizon", args.horizon, minimum=1, maximum=1_000_000)
-    check_int("--n-experts", args.n_experts, minimum=2, maximum=10_000)
     if not agents.spec(args.agent).private:  # unknown names raise, listing the learners
         private = [item["name"] for item in agents.available() if item["private"]]
         raise ValueError(
             f"agent {args.agent!r} is non-private, so it has no epsilon to audit; "
             f"pick a private learner: {', '.join(private)}"
         )
-    # A public, fixed loss sequence and its worst-case neighbour: the middle round's vector
-    # replaced by its complement (every coordinate moves by the full loss range).
-    rng = np.random.default_rng(12345)
-    losses = rng.integers(0, 2, size=(args.horizon, args.n_experts)).astype(float)
-    neighbor = losses.copy()
-    neighbor[args.horizon // 2] = 1.0 - neighbor[args.horizon // 2]
     params = _parse_assignments(args.set, "--set")
+    for key, value in (("mode", args.mode), ("noise", args.noise)):
+        if value is not None:
+            params[key] = value
     if agents.spec(args.agent).feedback == "oco":
-        # Continuous actions: d = --n-experts, gradients +-1/sqrt(d) per coordinate (||g|| = 1),
-        # the middle one negated; events on half-spaces of the played points.
-        from dp_experts_env.privacy.audit_oco import audit_oco_agent
+        return _audit_oco(args, params)
+    from dp_experts_env.evaluation.audit import _scenario, audit_learner, complement_pair
 
-        audit_agent = audit_oco_agent  # noqa: F811
-        losses = (2.0 * losses - 1.0) / np.sqrt(args.n_experts)
-        neighbor = losses.copy()
-        neighbor[args.horizon // 2] *= -1.0
-    result = audit_agent(
+    scenarios = None
+    if args.n_experts is not None or args.horizon is not None:
+        # One given pair: the neighbour differs in round T // 2; the audit holds runs x T
+        # actions and a T x N loss matrix, so the limits keep a typo from asking for terabytes.
+        horizon = check_int(
+            "--horizon", 8 if args.horizon is None else args.horizon, minimum=2, maximum=1_000_000
+        )
+        width = check_int(
+            "--n-experts",
+            4 if args.n_experts is None else args.n_experts,
+            minimum=2,
+            maximum=10_000,
+        )
+        pair = complement_pair(horizon, width, horizon // 2)
+        advice = np.eye(width) if agents.spec(args.agent).feedback == "bandit" else None
+        scenarios = [_scenario("complement of a random row", pair, advice=advice)]
+    report = audit_learner(
         args.agent,
-        losses,
+        epsilon=args.epsilon,
+        params=params,
+        multiplier=args.multiplier,
+        scenarios=scenarios,
+        runs=args.runs,
+        selection_runs=args.selection_runs,
+        pairs=args.pairs,
+        time_budget=args.time_budget,
+        alpha=args.alpha,
+        seed=args.seed,
+    )
+    print(report.summary())
+    return 1 if report.violation else 0
+
+
+def _audit_oco(args: argparse.Namespace, params: dict[str, Any]) -> int:
+    """Continuous actions: d = --n-experts, gradients +-1/sqrt(d) (||g|| = 1), one negated."""
+    from dp_experts_env._validation import check_int
+    from dp_experts_env.privacy.audit_oco import audit_oco_agent
+
+    horizon = check_int(
+        "--horizon", 8 if args.horizon is None else args.horizon, minimum=1, maximum=1_000_000
+    )
+    dim = check_int(
+        "--n-experts", 4 if args.n_experts is None else args.n_experts, minimum=2, maximum=10_000
+    )
+    if args.multiplier != 1.0:
+        raise ValueError("--multiplier is not available for OCO learners")
+    rng = np.random.default_rng(12345)
+    signs = rng.integers(0, 2, size=(horizon, dim)).astype(float)
+    gradients = (2.0 * signs - 1.0) / np.sqrt(dim)
+    neighbor = gradients.copy()
+    neighbor[horizon // 2] *= -1.0
+    result = audit_oco_agent(
+        args.agent,
+        gradients,
         neighbor,
-        n_runs=args.n_runs,
+        n_runs=args.runs,
         alpha=args.alpha,
         seed=args.seed,
         epsilon=args.epsilon,
         **params,
     )
-    verdict = "PASSED" if result.passed else "FAILED"
-    print(
-        f"{args.agent}: claimed epsilon {result.claimed_epsilon:g}, empirical lower bound "
-        f"{result.epsilon_lower_bound:.3f} at confidence {1 - args.alpha:g} -> {verdict}"
-    )
-    print(f"event: {result.event}")
+    print(f"{args.agent}: {result.verdict}")
+    print(f"  {result.summary()}")
     return 0 if result.passed else 1
 
 
@@ -421,6 +602,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_compare(args)
         if args.command == "plot":
             return _cmd_plot(args)
+        if args.command == "reproduce":
+            from dp_experts_env.evaluation.reproduce import cmd_reproduce
+
+            return cmd_reproduce(args)
         return _cmd_audit(args)
     except (ValueError, TypeError) as err:
         print(f"dp-experts {args.command}: error: {err}", file=sys.stderr)

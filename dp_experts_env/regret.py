@@ -6,10 +6,19 @@ All quantities are prefix values after round ``t`` for B runs at once:
 * ``dynamic_regret``     = L_t - OPT_t(S), the best comparator sequence with at most S switches,
   computed exactly by an O(N*S) dynamic programme over (switches used, current expert)
 * ``per_round_best_regret`` = L_t - sum_{s<=t} min_j l_s(j)  (S unlimited)
-* ``pseudo_regret``      = sum_{s<=t} (mu_s(J_s) - min_j mu_s(j)), when the means are known
+
+and, when the means are known (mu_s(j) the expected loss of expert j in round s, J_s the action):
+
+* ``static_pseudo_regret`` = sum_{s<=t} mu_s(J_s) - min_j sum_{s<=t} mu_s(j): against the best
+  FIXED expert in expectation, the regret the papers bound;
+* ``per_round_best_pseudo_regret`` = sum_{s<=t} (mu_s(J_s) - min_j mu_s(j)): against the best
+  expert in expectation of EVERY round. It equals the static one when one expert is best in every
+  round (stationary models), and is a switching comparator on shifting ones; where the best
+  expert changes from round to round (advice drawn afresh each round) it is an oracle no learner
+  can approach.
 
 The dynamic programme keeps ``M[b, c, j]`` = least loss of a sequence ending at expert ``j`` with at
-most ``c`` switches. Memory is O(B * (S+1) * N), independent of T. When S >= T - 1 the comparator is
+most ``c`` switches. Memory is O(B * (S+2) * N), independent of T. When S >= T - 1 the comparator is
 unconstrained, so the table is not kept and the per-round best is used (exactly the same value).
 
 Shared loss streams (``copies`` > 1): when several learners play the same oblivious loss sequence
@@ -85,7 +94,9 @@ class RegretTracker:
         self.round = 0
         self.cumulative_loss = np.zeros(self.num_runs)
         self._per_round_best = np.zeros(b)
-        self._pseudo = np.zeros(self.num_runs)
+        self._pseudo = np.zeros(self.num_runs)  # per-round-best pseudo-regret
+        self._learner_mean_sum = np.zeros(self.num_runs)
+        self._expert_mean_sum = np.zeros((b, n))  # per stream: the experts' means only
         self._has_means = False
         levels = 0 if self._unconstrained else self.n_switches
         self._cum_expert = np.zeros((b, n))  # row c = 0 of the table: fixed-expert losses
@@ -165,6 +176,8 @@ class RegretTracker:
                 self._pseudo += learner_mean - least
             else:
                 self._pseudo += self._minus_stream(learner_mean, least)
+            self._learner_mean_sum += learner_mean
+            np.add(self._expert_mean_sum, expert_means, out=self._expert_mean_sum)
         self._best_current = fresh_minima
         self.round += 1
 
@@ -234,8 +247,23 @@ class RegretTracker:
         return self._minus_stream(self.cumulative_loss, self._per_round_best)
 
     @property
-    def pseudo_regret(self) -> np.ndarray | None:
-        """(B,) pseudo-regret, or ``None`` when means were never supplied."""
+    def static_pseudo_regret(self) -> np.ndarray | None:
+        """(B,) pseudo-regret against the best fixed expert in expectation, or ``None``.
+
+        ``sum_s mu_s(J_s) - min_j sum_s mu_s(j)``; ``None`` when means were never supplied.
+        """
+        if not self._has_means:
+            return None
+        return self._minus_stream(
+            self._learner_mean_sum, _min_reduce(self._expert_mean_sum, axis=1)
+        )
+
+    @property
+    def per_round_best_pseudo_regret(self) -> np.ndarray | None:
+        """(B,) pseudo-regret against the best expert in expectation of every round, or ``None``.
+
+        ``sum_s (mu_s(J_s) - min_j mu_s(j))``; ``None`` when means were never supplied.
+        """
         return self._pseudo.copy() if self._has_means else None
 
     def state_nbytes(self) -> int:
@@ -245,6 +273,8 @@ class RegretTracker:
             self._cum_expert,
             self._per_round_best,
             self._pseudo,
+            self._learner_mean_sum,
+            self._expert_mean_sum,
             self._table,
             self._scratch,
         )

@@ -1,12 +1,15 @@
 """Catch a false privacy claim with the audit.
 
-Three audits, each running a mechanism or learner many times on two neighbouring inputs and
-turning event counts into a Clopper-Pearson lower bound on epsilon (docs/privacy.md):
+Each audit runs a mechanism or learner many times on two neighbouring inputs and turns event
+counts into a Clopper-Pearson lower bound on epsilon (docs/privacy.md §4):
 
-1. A correct learner passes: ``limited-updates`` on a worst-case neighbouring pair.
+1. The search of ``dp-experts audit`` finds no violation for the correct ``limited-updates`` and
+   says how large a violation it could have seen; the same learner with half its noise (an audit
+   mutant: ``ScaledBackend``, the claim unchanged) is caught.
 2. A classic accounting error is caught: Laplace noise on a loss *vector* calibrated to the
-   per-coordinate sensitivity 1 instead of the L1 sensitivity N (the erratum P15 of brief 000,
-   which ``noisy-clipped-hedge`` reproduces in ``mode="paper"``). The correct scale passes.
+   per-coordinate sensitivity 1 instead of the L1 sensitivity N (erratum E-ARS-15 in
+   docs/errata.md, which ``noisy-clipped-hedge`` reproduces in ``mode="paper"``). The correct
+   scale shows no violation.
 3. Floating point is caught: textbook float Laplace (``noise="fast"``) leaks its input through
    the low-order bits of the output; the lattice backend (``noise="grid"``) does not.
 
@@ -19,22 +22,23 @@ import argparse
 
 import numpy as np
 
-from dp_experts_env.privacy import audit_agent, audit_mechanism, laplace_mechanism
+from dp_experts_env.evaluation.audit import audit_learner
+from dp_experts_env.privacy import audit_mechanism, laplace_mechanism
 
 N = 16
 
 
 def main(n_runs: int = 20_000) -> dict[str, bool]:
-    """Run the three audits, print their verdicts and return ``{name: passed}``."""
+    """Run the audits, print their verdicts and return ``{name: no violation found}``."""
     verdicts = {}
 
-    # 1. A correct claim. Worst case for one round: a loss vector replaced by its complement.
-    rng = np.random.default_rng(0)
-    losses = rng.integers(0, 2, size=(8, 4)).astype(float)
-    neighbour = losses.copy()
-    neighbour[3] = 1.0 - neighbour[3]
-    result = audit_agent("limited-updates", losses, neighbour, n_runs=n_runs, epsilon=1.0)
-    verdicts["limited-updates (correct)"] = result.passed
+    # 1. The search (its first two scenarios here, to stay quick) on the learner and a mutant.
+    for label, multiplier in (("correct", 1.0), ("noise x0.5", 0.5)):
+        report = audit_learner(
+            "limited-updates", multiplier=multiplier, runs=n_runs, selection_runs=2000, pairs=2
+        )
+        print(report.summary())
+        verdicts[f"limited-updates ({label})"] = not report.violation
 
     # 2. Vector Laplace: the contrast sum_j s_j (x_j + Z_j) reads all N coordinates at once.
     signs = np.where(np.arange(N) % 2 == 0, 1.0, -1.0)
@@ -52,7 +56,7 @@ def main(n_runs: int = 20_000) -> dict[str, bool]:
 
         return fn
 
-    for label, sensitivity in (("L-inf scale 1 (P15)", 1.0), ("L1 scale N (strict)", float(N))):
+    for label, sensitivity in (("L-inf scale 1 (E-ARS-15)", 1.0), ("L1 scale N", float(N))):
         result = audit_mechanism(
             vector_release(sensitivity), x, x_neighbour, n_runs=n_runs, claimed_epsilon=1.0
         )
@@ -77,9 +81,9 @@ def main(n_runs: int = 20_000) -> dict[str, bool]:
         verdicts[f"low-order bits, noise={noise!r}"] = result.passed
 
     width = max(len(k) for k in verdicts)
-    print("claim epsilon = 1 in every audit; FAILED means the audit proved the claim false")
-    for name, passed in verdicts.items():
-        print(f"  {name:<{width}}  {'passed' if passed else 'FAILED'}")
+    print("\nclaim epsilon = 1 in every audit; VIOLATION means the audit proved the claim false")
+    for name, clean in verdicts.items():
+        print(f"  {name:<{width}}  {'no violation found' if clean else 'VIOLATION'}")
     return verdicts
 
 

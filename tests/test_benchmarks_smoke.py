@@ -29,6 +29,7 @@ EXPECTED = {
     },
     "memory": {"episode", "svt", "bandit", "targets", "machine"},
     "bandit_baseline": {"rows", "reference", "targets", "machine"},
+    "bandit_separation": {"rows", "env", "env_params", "seeds", "machine"},
 }
 ROW_KEYS = {
     "env_throughput": {"N", "S", "B", "native_steps_per_s", "lean_steps_per_s",
@@ -38,6 +39,8 @@ ROW_KEYS = {
                          "speedup", "target_met"},
     "bandit_baseline": {"repetitions", "ours_steps_per_s", "numpy_steps_per_s",
                         "ours_over_reference"},
+    "bandit_separation": {"learner", "epsilon", "static_pseudo_regret", "ci_low", "ci_high",
+                          "over_uniform", "static_regret"},
 }  # fmt: skip
 
 

@@ -25,7 +25,7 @@ from dp_experts_env import (
     ExpertsVectorEnv,
     register_envs,
 )
-from dp_experts_env.envs import INFO_KEYS, build_game
+from dp_experts_env.envs import INFO_KEYS, MEANS_KEYS, build_game
 
 # Experts ids only: the continuous DPExperts-OCO-v0 is covered by tests/test_oco_env.py.
 IDS = [
@@ -102,7 +102,7 @@ def test_full_information_protocol():
         assert type(reward) is float and reward == -losses[a]
         assert type(terminated) is bool and terminated == (t == 12)
         assert truncated is False
-        assert list(info) == [*INFO_KEYS, "pseudo_regret", "segment", "shift"]
+        assert list(info) == [*INFO_KEYS, *MEANS_KEYS, "segment", "shift"]
         assert type(info["round"]) is int and info["round"] == t
         assert info["loss"] == losses[a]
         assert type(info["segment"]) is int and type(info["shift"]) is bool
@@ -414,12 +414,15 @@ def test_full_information_regret_matches_brute_force(n_switches):
     mu = env.core.adversary.mu[0]
     segs = (np.arange(1, 9) > env.core.adversary.tau).astype(int)
     pseudo = np.cumsum([mu[s, a] - mu[s].min() for s, a in zip(segs, actions, strict=True)])
+    played = np.cumsum([mu[s, a] for s, a in zip(segs, actions, strict=True)])
+    static_pseudo = played - np.cumsum(mu[segs], axis=0).min(axis=1)
     for t, (_, _, _, info) in enumerate(steps):
         assert info["cumulative_loss"] == pytest.approx(charged[: t + 1].sum(), abs=1e-12)
         assert info["static_regret"] == pytest.approx(static[t], abs=1e-12)
         assert info["dynamic_regret"] == pytest.approx(dynamic[t], abs=1e-12)
         assert info["per_round_best_regret"] == pytest.approx(per_round[t], abs=1e-12)
-        assert info["pseudo_regret"] == pytest.approx(pseudo[t], abs=1e-12)
+        assert info["per_round_best_pseudo_regret"] == pytest.approx(pseudo[t], abs=1e-12)
+        assert info["static_pseudo_regret"] == pytest.approx(static_pseudo[t], abs=1e-12)
         assert info["segment"] == segs[t]
 
 
@@ -444,11 +447,13 @@ def test_bandit_regret_uses_advice_weighted_expert_losses(case):
     mu = twin.mu[0]
     expert_means = advice @ mu
     pseudo = np.cumsum(mu[actions] - expert_means.min(axis=1))
+    static_pseudo = np.cumsum(mu[actions]) - np.cumsum(expert_means, axis=0).min(axis=1)
     for t, (_, _, _, info) in enumerate(steps):
         assert info["static_regret"] == pytest.approx(static[t], abs=1e-12)
         assert info["dynamic_regret"] == pytest.approx(dynamic[t], abs=1e-12)
         assert info["per_round_best_regret"] == pytest.approx(per_round[t], abs=1e-12)
-        assert info["pseudo_regret"] == pytest.approx(pseudo[t], abs=1e-12)
+        assert info["per_round_best_pseudo_regret"] == pytest.approx(pseudo[t], abs=1e-12)
+        assert info["static_pseudo_regret"] == pytest.approx(static_pseudo[t], abs=1e-12)
 
 
 # ----------------------------------------------------------------------------- validation

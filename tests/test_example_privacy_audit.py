@@ -1,4 +1,5 @@
-"""examples/privacy_audit.py: correct claims pass, the P15 and float-attack claims are caught."""
+"""examples/privacy_audit.py: correct claims show no violation; a mutant, the E-ARS-15 vector
+Laplace and the float attack are caught."""
 
 import runpy
 from pathlib import Path
@@ -10,8 +11,9 @@ def test_privacy_audit_example_verdicts():
     verdicts = runpy.run_path(str(EXAMPLE))["main"](n_runs=10_000)
     assert verdicts == {
         "limited-updates (correct)": True,
-        "vector Laplace, L-inf scale 1 (P15)": False,
-        "vector Laplace, L1 scale N (strict)": True,
+        "limited-updates (noise x0.5)": False,
+        "vector Laplace, L-inf scale 1 (E-ARS-15)": False,
+        "vector Laplace, L1 scale N": True,
         "low-order bits, noise='fast'": False,
         "low-order bits, noise='grid'": True,
     }

@@ -10,7 +10,8 @@ import pytest
 
 from agents.oco_baselines import DPFTRLOCO
 from agents.p_comw import PCOMW
-from dp_experts_env.privacy.audit_oco import audit_oco_agent, encode_points
+from dp_experts_env.privacy.audit import epsilon_lower_bound
+from dp_experts_env.privacy.audit_oco import audit_oco_agent, detectable_epsilon, encode_points
 
 
 def neighbours(horizon, dim=1):
@@ -32,9 +33,10 @@ def test_encode_points():
 # scale halved (true epsilon 2 against a claim of 1).
 def tree_agent(scale_factor):
     def factory(num_envs, seed):
-        agent = DPFTRLOCO(1, 3, epsilon=1.0, num_envs=num_envs, seed=seed)
-        agent.tree.node_scale *= scale_factor  # the claim still says epsilon = 1
-        return agent
+        # noise_multiplier scales the node noise; the claim still says epsilon = 1
+        return DPFTRLOCO(
+            1, 3, epsilon=1.0, num_envs=num_envs, seed=seed, noise_multiplier=scale_factor
+        )
 
     return factory
 
@@ -54,41 +56,73 @@ def test_dp_ftrl_oco_half_noise_mutant_is_caught():
 
 
 # --------------------------------------------------------------------------- P-COMW
-T_PCOMW = 128  # long enough that the certified delta is small (delta_out ~ 6.5e-6)
+T_PCOMW = 128
 
 
-class _ClaimKept(PCOMW):
-    """A mutant keeps the claim of the correct learner."""
-
-    @property
-    def privacy(self):
-        return self._kept
-
-
-def pcomw_mutant(beta_factor=1.0, leader=False):
-    def factory(num_envs, seed):
-        agent = _ClaimKept(1, T_PCOMW, epsilon=1.0, num_envs=num_envs, seed=seed)
-        agent._kept = PCOMW.privacy.fget(agent)
-        if leader:  # noise removed: plays the regularised leader
-            agent.leader_only = True
-        agent.beta *= beta_factor
-        agent.scale = 1.0 / math.sqrt(agent.beta * agent.lam)
-        return agent
-
-    return factory
+# T = 2, d = 1, g_1 = +1 vs -1: the whole leak is the round-1 coin and one fresh Gibbs sample,
+# where the Renyi certificate is within about 2x of the exact epsilon
+# (tests/test_oco_accountant.py), so a learner with half the sampling noise shows more than
+# its claim on the likelihood-ratio events.
+def test_p_comw_passes_the_audit_with_power():
+    x, xn = neighbours(2)
+    result = audit_oco_agent("p-comw", x, xn, n_runs=20_000, seed=2, epsilon=1.0)
+    assert result.passed and result.claimed_epsilon == pytest.approx(1.0), result.summary()
+    assert result.detectable_epsilon < 1.5  # the event could have shown a 50% violation
+    assert "no violation found (could detect eps > 1." in result.summary()
 
 
-def test_p_comw_passes_the_audit():
-    x, xn = neighbours(T_PCOMW)
-    result = audit_oco_agent("p-comw", x, xn, n_runs=10_000, seed=1, epsilon=1.0)
-    assert result.claimed_delta < 1e-5
-    assert result.passed, result.summary()
+def test_p_comw_half_noise_mutant_is_caught():
+    x, xn = neighbours(2)
+    result = audit_oco_agent(
+        "p-comw", x, xn, n_runs=20_000, seed=2, epsilon=1.0, noise_multiplier=0.5
+    )
+    assert not result.passed and result.epsilon_lower_bound > 1.2, result.summary()
+    assert result.statistic == "likelihood ratio" and "VIOLATION" in result.summary()
+
+
+@pytest.mark.slow
+def test_p_comw_half_noise_mutant_at_t_4():
+    # Four rounds: three coins and up to three samples. With 60,000 runs a side the mutant's
+    # bound sits at the claim (1.34 with this event selection; 0.98 with a stricter one), so only
+    # what does not depend on the selection is pinned: the correct learner passes with power,
+    # and the mutant shows far more than it.
+    x, xn = neighbours(4)
+    ok = audit_oco_agent("p-comw", x, xn, n_runs=60_000, seed=1, epsilon=1.0)
+    assert ok.passed and ok.detectable_epsilon < 1.3, ok.summary()
+    bad = audit_oco_agent("p-comw", x, xn, n_runs=60_000, seed=1, epsilon=1.0,
+                          noise_multiplier=0.5)  # fmt: skip
+    assert bad.epsilon_lower_bound > ok.epsilon_lower_bound + 0.7, bad.summary()
 
 
 def test_p_comw_noise_free_mutant_is_caught():
     x, xn = neighbours(T_PCOMW)
-    result = audit_oco_agent(pcomw_mutant(leader=True), x, xn, n_runs=10_000, seed=1)
+    result = audit_oco_agent(
+        "p-comw", x, xn, n_runs=10_000, seed=1, epsilon=1.0, noise_multiplier=0.0
+    )
     assert not result.passed and result.epsilon_lower_bound > 3.0, result.summary()
+    assert result.statistic == "sequence"  # the leader has no path density
+
+
+def test_p_comw_passes_at_a_longer_horizon():
+    x, xn = neighbours(T_PCOMW)
+    result = audit_oco_agent("p-comw", x, xn, n_runs=10_000, seed=1, epsilon=1.0)
+    assert result.passed and result.claimed_delta == 1e-5, result.summary()
+
+
+def test_detectable_epsilon():
+    # Known answers: with the favoured side's count fixed, the power is the ratio at which the
+    # other side's count puts the bound exactly at the claim; more runs, more power; an event
+    # seen 10 times in 10,000 runs cannot show any violation of epsilon = 1.
+    kw = {"claimed_epsilon": 1.0, "delta": 1e-5, "alpha": 1e-3}
+    strong = detectable_epsilon(3000, 10_000, **kw)
+    weak = detectable_epsilon(300, 1_000, **kw)
+    assert 1.0 < strong < weak < math.inf
+    for x, above in ((strong + 0.01, True), (strong - 0.01, False)):
+        k_lo = 10_000 * (0.3 - 1e-5) * math.exp(-x)
+        lb = float(epsilon_lower_bound(3000, k_lo, 10_000, alpha=1e-3, delta=1e-5))
+        assert (lb > 1.0) == above
+    assert detectable_epsilon(10, 10_000, **kw) == math.inf
+    assert detectable_epsilon(3000, 10_000, **{**kw, "claimed_epsilon": math.inf}) == math.inf
 
 
 def _coin_switch_probability(agent, g, x):
@@ -116,6 +150,9 @@ def test_p_comw_round_t0_coin_costs_at_most_its_charge(epsilon, kappa):
     loss = np.max(np.abs(np.r_[np.log(sw_a / sw_b), np.log((1 - sw_a) / (1 - sw_b))]))
     charge = 2 * agent.log_phi / agent.p
     assert 0 < loss <= charge
+    # The Renyi accountant's round-t0 stay bound: min(2 ln Phi, 2 beta G D).
+    stay = np.max(np.abs(np.log(1 - sw_a) - np.log(1 - sw_b)))
+    assert stay <= min(2 * agent.log_phi, 2 * agent.beta * agent.diameter) + 1e-12
 
 
 def test_dp_ftrl_oco_gaussian_passes_the_audit():

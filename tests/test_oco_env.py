@@ -117,7 +117,7 @@ def test_dynamic_regret_is_left_out_where_not_exact():
     assert make(family="shifting", n_shifts=2).unwrapped.n_switches == 2
 
 
-def test_pseudo_regret_uses_the_exact_means():
+def test_static_pseudo_regret_uses_the_exact_means():
     env = make(family="shifting", horizon=60, n_shifts=2, gap=0.5, dim=2)
     adv = env.unwrapped.core.adversary
     x = np.full((60, 2), 0.25, dtype=np.float32)
@@ -125,7 +125,7 @@ def test_pseudo_regret_uses_the_exact_means():
     means = np.stack([adv.means(t)[0] for t in range(1, 61)])
     assert np.allclose(np.linalg.norm(means, axis=1), 0.5)
     expected = (means @ np.full(2, 0.25)).sum() + np.abs(means.sum(0)).sum()
-    assert infos[-1]["pseudo_regret"] == pytest.approx(expected, abs=1e-9)
+    assert infos[-1]["static_pseudo_regret"] == pytest.approx(expected, abs=1e-9)
     assert [i["segment"] for i in infos][::20] == [0, 1, 2]
 
 

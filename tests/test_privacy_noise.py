@@ -140,3 +140,62 @@ def test_fast_backend_leaks_through_low_bits_and_grid_does_not():
     grid = audit_mechanism(_low_bits_event("grid"), 0, 1, n_runs=4000, claimed_epsilon=1.0)
     assert grid.epsilon_lower_bound == 0.0  # every grid output is a lattice point
     assert grid.passed
+
+
+# --------------------------------------------------------------------------- audit wrappers
+@pytest.mark.parametrize("base", ["fast", "grid"])
+@pytest.mark.parametrize("multiplier", [0.0, 0.5, 3.0])
+def test_scaled_backend_is_the_base_noise_times_the_multiplier(base, multiplier):
+    from dp_experts_env.privacy import ScaledBackend
+
+    scaled = ScaledBackend(base, multiplier)
+    plain = get_backend(base)
+    # The same uniforms, so the draws are comparable one by one.
+    lap = scaled.laplace(BatchRNG(run_seeds(5, 30)), 2.0, (4,))
+    ref = plain.laplace(BatchRNG(run_seeds(5, 30)), 2.0 * multiplier, (4,))
+    assert np.array_equal(lap, ref)
+    gum = scaled.gumbel(BatchRNG(run_seeds(6, 30)), (4,))
+    assert np.allclose(gum, multiplier * plain.gumbel(BatchRNG(run_seeds(6, 30)), (4,)))
+    values = np.linspace(0.0, 1.0, 30)[:, None] * np.ones((1, 4))
+    out = scaled.add_laplace(BatchRNG(run_seeds(7, 30)), values, 1.0)
+    ref = plain.add_laplace(BatchRNG(run_seeds(7, 30)), values, multiplier)
+    assert np.array_equal(out, ref)
+    # Calibration (hence the claim) is the base's; only the noise changes.
+    assert scaled.effective_sensitivity(2.0, 3) == plain.effective_sensitivity(2.0, 3)
+    assert scaled.name.startswith(base) and "audit mutant" in scaled.name
+
+
+def test_scaled_backend_removes_noise_and_composes():
+    from dp_experts_env.privacy import ScaledBackend
+    from dp_experts_env.privacy.noise import noise_multiplier, root_backend
+
+    off = ScaledBackend("fast", 0.0)
+    assert np.all(off.laplace(np.random.default_rng(0), 5.0, (100,)) == 0.0)
+    twice = ScaledBackend(ScaledBackend("grid", 0.5), 0.5)
+    assert twice.multiplier == 0.25 and noise_multiplier(twice) == 0.25
+    assert root_backend(twice).name == "grid" and noise_multiplier(get_backend("fast")) == 1.0
+    with pytest.raises(ValueError, match="multiplier must be a finite number >= 0"):
+        ScaledBackend("fast", -1.0)
+    with pytest.raises(TypeError, match="multiplier must be a number"):
+        ScaledBackend("fast", "half")
+
+
+def test_recording_backend_keeps_releases_without_changing_them():
+    from dp_experts_env.privacy import RecordingBackend, ScaledBackend
+
+    rec = RecordingBackend(ScaledBackend("fast", 0.5), max_calls=2)
+    values = np.arange(12.0).reshape(3, 4)
+    outs = [rec.add_laplace(BatchRNG(run_seeds(s, 3)), values, 1.0) for s in range(3)]
+    ref = FastBackend().add_laplace(BatchRNG(run_seeds(0, 3)), values, 0.5)
+    assert np.array_equal(outs[0], ref) and rec.multiplier == 0.5 and rec.name.startswith("fast")
+    assert len(rec.releases) == 2  # max_calls
+    exact, noisy = rec.releases[1]
+    assert np.array_equal(exact, values) and np.array_equal(noisy, outs[1])
+    rec.enabled = False
+    rec.releases.clear()
+    rec.add_laplace(BatchRNG(run_seeds(9, 3)), values, 1.0)
+    assert rec.releases == []
+    # laplace() is raw noise, not a release.
+    rec.enabled = True
+    rec.laplace(BatchRNG(run_seeds(9, 3)), 1.0, (2,))
+    assert rec.releases == []

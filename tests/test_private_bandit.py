@@ -21,7 +21,7 @@ from agents.base import AGENT_STREAM
 from agents.private_bandit import PrivateBanditOverExperts, PrivateBatchedBandit
 from agents.private_bandit_tuning import base_noisy_regret, base_parameters, tune_batched_bandit
 from dp_experts_env.batch_rng import BatchRNG, run_seeds
-from dp_experts_env.privacy.audit import audit_agent
+from dp_experts_env.evaluation.audit import audit_agent
 
 K, T = 3, 50
 BASES = ("tsallis-inf", "exp3", "ftpl-gr")
@@ -253,7 +253,7 @@ def test_calibrated_tau_minimises_the_bound_over_all_batch_lengths():
     for base in BASES:
         tuned = tune_batched_bandit(base, m, horizon, eps, "calibrated")
         bounds = [
-            t * base_noisy_regret(base, m, horizon // t, 1 / (eps * t)) + t
+            t * base_noisy_regret(base, m, horizon // t, 1 / (eps * t), "calibrated") + t
             for t in range(1, horizon // 10 + 1)
         ]
         assert tuned.bound == pytest.approx(min(bounds))
@@ -364,7 +364,9 @@ def factory(cls, n_experts=2, noise_factor=1.0, **kw):
         agent = cls(n_experts, 12, n_arms=2, num_envs=num_envs, seed=seed, **kw)
         if noise_factor == 0:
             agent._noiseless = True
-        agent.noise_scale *= noise_factor
+        else:
+            # A mutant that releases with less noise than its (unchanged) claim accounts for.
+            agent._release_epsilon /= noise_factor
         return agent
 
     return build

@@ -13,7 +13,7 @@ from agents.private_dartboard import (
     balanced_batch_size,
     paper_batch_size,
 )
-from dp_experts_env.privacy.audit import audit_agent
+from dp_experts_env.evaluation.audit import audit_agent
 
 PSD = "private-shrinking-dartboard"
 BPSD = "batched-private-shrinking-dartboard"

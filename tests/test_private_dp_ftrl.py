@@ -10,7 +10,7 @@ import agents
 import dp_experts_env  # noqa: F401  (registers the env ids)
 from agents.dp_ftrl import DPFTRLTree
 from agents.full_info import hedge_eta
-from dp_experts_env.privacy.audit import audit_agent
+from dp_experts_env.evaluation.audit import audit_agent
 
 
 def play(agent, losses):

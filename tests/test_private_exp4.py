@@ -19,7 +19,7 @@ from agents.base import AGENT_STREAM
 from agents.private_bandit_tuning import tune_batched_exp4, tune_ldp_exp4
 from agents.private_exp4 import LDPExp4, PrivateBatchedExp4, drv_epsilon
 from dp_experts_env.batch_rng import BatchRNG, run_seeds
-from dp_experts_env.privacy.audit import audit_agent
+from dp_experts_env.evaluation.audit import audit_agent
 
 N, K, T = 5, 3, 60
 
@@ -296,10 +296,12 @@ ADVICE3 = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
 LOUD = {"eta": 3.0, "gamma": 0.05, "epsilon": 0.5}  # fast reactions make leaks visible
 
 
-def factory(cls, noiseless=False, **kw):
+def factory(cls, noiseless=False, weaken=1.0, **kw):
     def build(num_envs, seed):
         agent = cls(3, 12, n_arms=2, num_envs=num_envs, seed=seed, **kw)
         agent._noiseless = noiseless
+        # A mutant whose releases spend `weaken` times the epsilon its (unchanged) claim states.
+        agent._release_epsilon *= weaken
         return agent
 
     return build
@@ -315,6 +317,12 @@ def test_audit_passes_and_catches_the_noise_removed(cls, extra):
     assert ok.claimed_epsilon == 0.5 and ok.claimed_delta <= extra.get("delta", 0.0)
     bad = audit_agent(factory(cls, True, **LOUD, **extra), FIG1, FIG1_NEIGHBOUR, **kw)
     assert not bad.passed and bad.epsilon_lower_bound > 2.0, bad.summary()
+    if cls is LDPExp4:
+        # Noise ten times too small (the releases spend 10x the claim) is caught as well. (The
+        # batched learner's weakened mutant needs the audit's event search: at gamma tau = 0.05
+        # its per-expert noise stays at scale 24 and single-round events do not see it.)
+        weak = audit_agent(factory(cls, weaken=10.0, **LOUD, **extra), FIG1, FIG1_NEIGHBOUR, **kw)
+        assert not weak.passed, weak.summary()
 
 
 @pytest.mark.parametrize(

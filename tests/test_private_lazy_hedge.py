@@ -8,7 +8,7 @@ import pytest
 
 import agents
 from agents.private_lazy_hedge import PrivateLazyHedge
-from dp_experts_env.privacy.audit import audit_agent
+from dp_experts_env.evaluation.audit import audit_agent
 
 NAME = "private-lazy-hedge"
 

@@ -10,7 +10,8 @@ from scipy import optimize
 import agents
 import dp_experts_env  # noqa: F401  (registers the env ids)
 from agents.noisy_clipped_hedge import NoisyClippedHedge, clip_project
-from dp_experts_env.privacy.audit import audit_agent, audit_mechanism
+from dp_experts_env.evaluation.audit import audit_agent
+from dp_experts_env.privacy.audit import audit_mechanism
 
 
 def play(agent, losses):

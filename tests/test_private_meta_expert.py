@@ -14,7 +14,7 @@ from agents.meta_expert import (
     count_meta_experts,
     log_count_meta_experts,
 )
-from dp_experts_env.privacy.audit import audit_agent
+from dp_experts_env.evaluation.audit import audit_agent
 
 
 def play(agent, losses, laws=False):

@@ -8,7 +8,7 @@ import pytest
 
 import agents
 from agents.randomized_prefix import RandomizedPrefixSoftmax, selection_law
-from dp_experts_env.privacy.audit import audit_agent
+from dp_experts_env.evaluation.audit import audit_agent
 
 NAME = "randomized-prefix-softmax"
 

@@ -9,7 +9,7 @@ import pytest
 import agents
 import dp_experts_env  # noqa: F401  (registers the env ids)
 from agents.svt_restart import DYADIC_STARTS, SVTRestart
-from dp_experts_env.privacy.audit import audit_agent
+from dp_experts_env.evaluation.audit import audit_agent
 from dp_experts_env.privacy.mechanisms import AboveThreshold
 
 

@@ -46,7 +46,8 @@ def test_known_answer_alternating(n_switches: int, comparator: float) -> None:
     assert tracker.per_round_best_regret[0] == 4.0  # some expert has loss 0 every round
     assert tracker.comparator_loss[0] == comparator
     assert tracker.dynamic_regret[0] == 4.0 - comparator
-    assert tracker.pseudo_regret is None
+    assert tracker.static_pseudo_regret is None
+    assert tracker.per_round_best_pseudo_regret is None
 
 
 def test_known_answer_prefix_values() -> None:
@@ -68,7 +69,7 @@ def test_known_answer_prefix_values() -> None:
         assert tracker.per_round_best_regret[0] == per_round
 
 
-def test_pseudo_regret_formula() -> None:
+def test_per_round_best_pseudo_regret_formula() -> None:
     rng = np.random.default_rng(3)
     b, n, t_max = 3, 4, 20
     tracker = RegretTracker(b, n, 2)
@@ -80,10 +81,40 @@ def test_pseudo_regret_formula() -> None:
         rows = np.arange(b)
         tracker.update(losses, losses[rows, a], means, means[rows, a])
         expected += means[rows, a] - means.min(axis=1)
-        np.testing.assert_array_equal(tracker.pseudo_regret, expected)
+        np.testing.assert_array_equal(tracker.per_round_best_pseudo_regret, expected)
     # A copy: changing it does not change the tracker.
-    tracker.pseudo_regret[:] = -1.0
-    np.testing.assert_array_equal(tracker.pseudo_regret, expected)
+    tracker.per_round_best_pseudo_regret[:] = -1.0
+    np.testing.assert_array_equal(tracker.per_round_best_pseudo_regret, expected)
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_static_pseudo_regret_matches_brute_force(case: int) -> None:
+    # Against every fixed expert, summed round by round: the least of N brute-force totals.
+    rng = np.random.default_rng(4000 + case)
+    b, n, t_max = 2, int(rng.integers(1, 6)), int(rng.integers(1, 25))
+    means = rng.integers(0, 9, size=(t_max, b, n)) / 8.0  # dyadic: sums are exact, so ==
+    actions = rng.integers(0, n, size=(t_max, b))
+    rows = np.arange(b)
+    tracker = RegretTracker(b, n, int(rng.integers(0, 3)))
+    for t in range(t_max):
+        learner_mean = means[t, rows, actions[t]]
+        tracker.update(means[t], learner_mean, means[t], learner_mean)
+        played = means[: t + 1][np.arange(t + 1)[:, None], rows, actions[: t + 1]].sum(axis=0)
+        fixed = np.array([[means[: t + 1, r, j].sum() for j in range(n)] for r in range(b)])
+        np.testing.assert_array_equal(tracker.static_pseudo_regret, played - fixed.min(axis=1))
+        # The per-round best is at least as good as any fixed expert, so its regret is larger.
+        assert np.all(tracker.per_round_best_pseudo_regret >= tracker.static_pseudo_regret)
+
+
+def test_static_and_per_round_best_pseudo_regret_differ_when_the_best_expert_moves() -> None:
+    # Expert 0 is best in round 1, expert 1 in round 2; the learner plays expert 0 twice.
+    tracker = RegretTracker(1, 2, 0)
+    for means, a in (([0.0, 0.5], 0), ([1.0, 0.25], 0)):
+        mu = np.array([means])
+        tracker.update(mu, mu[:, a], mu, mu[:, a])
+    # Fixed experts total 1.0 and 0.75; the per-round best totals 0.25.
+    assert tracker.static_pseudo_regret[0] == 1.0 - 0.75
+    assert tracker.per_round_best_pseudo_regret[0] == 1.0 - 0.25
 
 
 def test_reset_forgets_everything() -> None:
@@ -91,7 +122,7 @@ def test_reset_forgets_everything() -> None:
     tracker.update(np.ones((2, 3)), np.ones(2), np.ones((2, 3)), np.ones(2))
     tracker.reset()
     assert tracker.round == 0
-    assert tracker.pseudo_regret is None
+    assert tracker.static_pseudo_regret is None and tracker.per_round_best_pseudo_regret is None
     np.testing.assert_array_equal(tracker.dynamic_regret, np.zeros(2))
     np.testing.assert_array_equal(tracker.static_regret, np.zeros(2))
 
@@ -177,7 +208,13 @@ def test_batch_equals_single_trackers(n_switches: int) -> None:
         for i, single in enumerate(singles):
             sl = slice(i, i + 1)
             single.update(losses[t, sl], learner[t, sl], means[t, sl], learner_means[t, sl])
-        for name in ("static_regret", "dynamic_regret", "per_round_best_regret", "pseudo_regret"):
+        for name in (
+            "static_regret",
+            "dynamic_regret",
+            "per_round_best_regret",
+            "static_pseudo_regret",
+            "per_round_best_pseudo_regret",
+        ):
             got = getattr(batch, name)
             want = np.concatenate([getattr(single, name) for single in singles])
             np.testing.assert_array_equal(got, want)
@@ -194,8 +231,8 @@ def test_state_nbytes_independent_of_horizon() -> None:
         short.update(losses, losses[:, 0])
         long.update(losses, losses[:, 0], losses, losses[:, 0])
     assert long.state_nbytes() == before
-    # O(B (S + 1) N) numbers at most, whatever T.
-    assert before <= 8 * 2 * (3 + 2) * 7 + 8 * 2 * 8
+    # O(B (S + 2) N) numbers at most (the table, the fixed experts' losses and means), whatever T.
+    assert before <= 8 * 2 * (3 + 2) * 7 + 8 * 2 * 9
     # S >= T - 1 skips the table.
     assert RegretTracker(2, 7, 9, horizon=10).state_nbytes() < long.state_nbytes()
 

@@ -91,7 +91,7 @@ def _pseudo_regret(name, env_id, horizon, **params):
     obs, _ = venv.reset(seed=1)
     for _ in range(horizon):
         obs, _, _, _, info = venv.step(agent.act(obs))
-    return float(np.mean(info["pseudo_regret"]))
+    return float(np.mean(info["per_round_best_pseudo_regret"]))
 
 
 @needs_sb3

@@ -32,6 +32,8 @@ __all__ = [
 ]
 
 # Stochastic, shifting and oblivious families register themselves on import.
+from dp_experts_env.adversaries import advice_minimax as _advice_minimax  # noqa: E402,F401
+from dp_experts_env.adversaries import advice_replay as _advice_replay  # noqa: E402,F401
 from dp_experts_env.adversaries import oblivious as _oblivious  # noqa: E402,F401
 from dp_experts_env.adversaries import shifting as _shifting  # noqa: E402,F401
 from dp_experts_env.adversaries import stationary as _stationary  # noqa: E402,F401

@@ -13,7 +13,9 @@ own round.
 
 Regret inputs per round: full information charges ``l_t[a]`` and the experts' losses are ``l_t``;
 bandit with advice charges the played arm's loss and the experts' losses are ``<advice_j, l_t>``.
-Pseudo-regret uses the means the same way (expert means ``<advice_j, mu_t>`` for bandits).
+Pseudo-regrets use the means the same way (expert means ``<advice_j, mu_t>`` for bandits):
+``static_pseudo_regret`` against the best fixed expert in expectation (the papers' regret) and
+``per_round_best_pseudo_regret`` against the best expert in expectation of every round.
 
 Two things a caller may switch on for speed, neither changing a single value:
 
@@ -52,7 +54,7 @@ INFO_KEYS = (
     "per_round_best_regret",
 )
 #: Added when the adversary knows its means.
-MEANS_KEYS = ("pseudo_regret",)
+MEANS_KEYS = ("static_pseudo_regret", "per_round_best_pseudo_regret")
 #: Added when the adversary has stationary segments.
 SEGMENT_KEYS = ("segment", "shift")
 
@@ -350,7 +352,8 @@ class GameCore:
             "per_round_best_regret": tr.per_round_best_regret,
         }
         if self.adversary.knows_means:
-            info["pseudo_regret"] = tr.pseudo_regret
+            info["static_pseudo_regret"] = tr.static_pseudo_regret
+            info["per_round_best_pseudo_regret"] = tr.per_round_best_pseudo_regret
         if self.adversary.has_segments:
             if rnd.segment is None or rnd.shift is None:
                 raise RuntimeError(
@@ -374,12 +377,13 @@ class GameCore:
             "per_round_best_regret": per_round_best,
         }
         if self.adversary.knows_means:
-            pseudo = tr.pseudo_regret
-            if pseudo is None:
+            static, per_round = tr.static_pseudo_regret, tr.per_round_best_pseudo_regret
+            if static is None or per_round is None:
                 raise RuntimeError(
                     f"{type(self.adversary).__name__} declares knows_means but gave no means"
                 )
-            info["pseudo_regret"] = pseudo.item(0)
+            info["static_pseudo_regret"] = static.item(0)
+            info["per_round_best_pseudo_regret"] = per_round.item(0)
         if self.adversary.has_segments:
             if rnd.segment is None or rnd.shift is None:
                 raise RuntimeError(

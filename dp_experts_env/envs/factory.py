@@ -16,7 +16,8 @@ Rules:
 * ``adversary`` may be an :class:`Adversary` instance (any kind; used as is after checking that
   it fits the kind; the env plays on its own deep copy), or, for the adaptive kind, a family
   name or a policy object (wrapped in ``PolicyAdversary``).
-* ``losses`` on the oblivious kind selects the ``"replay"`` family unless another is named.
+* ``losses`` selects the ``"replay"`` family (oblivious and bandit kinds) unless another is
+  named.
 """
 
 from __future__ import annotations
@@ -150,7 +151,9 @@ def build_game(
         family: family name of the kind (default: the kind's default family).
         n_shifts: number of change points (families that take it).
         gap: the families' gap parameter (families that take it).
-        losses: a (T, N) loss matrix, ``.npy`` or ``.csv`` path (oblivious ``"replay"``).
+        losses: a (T, N) loss matrix, ``.npy`` or ``.csv`` path (oblivious ``"replay"``), or
+            a (T, K) arm-loss matrix (bandit kinds' ``"replay"``; BanditAdvice also needs
+            ``advice=``).
         adversary: an Adversary instance, or (adaptive kind) a family name or policy object.
         n_arms: K (bandit kinds only).
         **family_kwargs: further keywords of the chosen family.
@@ -198,7 +201,8 @@ def build_game(
                 )
             family = adversary
         if family is None:
-            family = "replay" if (kind == "oblivious" and losses is not None) else spec.family
+            replays = losses is not None and "replay" in families(kind)
+            family = "replay" if replays else spec.family
         adv = _make_family(spec, family, sizes, given, fill_sizes=losses is None)
         family_name = family
 

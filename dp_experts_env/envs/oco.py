@@ -21,8 +21,9 @@ action is read (adaptive family: from the past plays only).
   ``-R S_t / ||S_t||`` on the ball (value ``-R ||S_t||_2``), ``S_t = g_1 + ... + g_t``;
 * ``per_round_best_regret`` -- exact dynamic regret against the best point of every round
   (a comparator that may move every round): ``sum_s <g_s, x_s> + R sum_s ||g_s||_*``;
-* ``pseudo_regret`` -- where the family knows its means ``m_s`` (stochastic, shifting, rademacher,
-  anti_ftl): ``sum_s <m_s, x_s> + R ||m_1 + ... + m_t||_*``;
+* ``static_pseudo_regret`` -- where the family knows its means ``m_s`` (stochastic, shifting,
+  rademacher, anti_ftl): against the best fixed point in expectation,
+  ``sum_s <m_s, x_s> + R ||m_1 + ... + m_t||_*`` (the experts envs' key of the same name);
 * ``segment`` -- shifting family: index of the current mean segment;
 * ``dynamic_regret`` -- against the best comparator with at most S switches (``n_switches``,
   default: the number of change points, 0 for unshifted families), exact where it is computable:
@@ -84,7 +85,7 @@ class OCOCore:
         self.info_keys = (
             OCO_INFO_KEYS
             + (("dynamic_regret",) if self.exact_dynamic else ())
-            + (("pseudo_regret",) if adversary.knows_means else ())
+            + (("static_pseudo_regret",) if adversary.knows_means else ())
             + (("segment",) if adversary.has_segments else ())
         )
         self.t = 0
@@ -154,7 +155,8 @@ class OCOCore:
             m = adv.means(t)
             self._mean_sum += m
             self._cum_mean_loss += np.einsum("bi,bi->b", m, x)
-            info["pseudo_regret"] = self._cum_mean_loss + r * dual_norm(self._mean_sum, self.body)
+            best_fixed = r * dual_norm(self._mean_sum, self.body)
+            info["static_pseudo_regret"] = self._cum_mean_loss + best_fixed
         if adv.has_segments:
             info["segment"] = np.full(self.num_runs, adv.segment_of(t), dtype=np.int64)
         adv.record(x)

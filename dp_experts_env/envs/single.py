@@ -143,7 +143,8 @@ class ExpertsEnv(_SingleEnv):
     reveals the whole loss vector ``l_t`` (``Box(0, 1, (N,), float64)``); ``reward = -l_t[a]``;
     ``terminated`` after round T. ``reset`` returns zeros. ``info`` holds ``round, loss,
     cumulative_loss, static_regret, dynamic_regret, per_round_best_regret`` and, when the loss
-    model knows them, ``pseudo_regret, segment, shift``. Agents must not read ``info``.
+    model knows them, ``static_pseudo_regret, per_round_best_pseudo_regret, segment, shift``.
+    Agents must not read ``info``.
 
     Args:
         kind: ``"shift"``, ``"stochastic"``, ``"oblivious"`` or ``"adaptive"`` (set by the id).

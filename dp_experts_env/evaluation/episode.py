@@ -36,7 +36,8 @@ METRICS = (
     "static_regret",
     "dynamic_regret",
     "per_round_best_regret",
-    "pseudo_regret",
+    "static_pseudo_regret",
+    "per_round_best_pseudo_regret",
 )
 
 
@@ -51,7 +52,7 @@ def play(env: Any, agent: Any, env_seeds: list[int], rounds: np.ndarray) -> dict
 
     Returns:
         metric name -> array of shape (len(rounds), B); metrics the env does not report are left
-        out (pseudo-regret is reported only where the env knows the means).
+        out (pseudo-regrets are reported only where the env knows the means).
     """
     return play_shared(env, [agent], env_seeds, rounds)
 

@@ -51,7 +51,8 @@ _NICE = {
     "dynamic_regret": "dynamic regret",
     "static_regret": "static regret",
     "per_round_best_regret": "per-round-best regret",
-    "pseudo_regret": "pseudo-regret",
+    "static_pseudo_regret": "static pseudo-regret",
+    "per_round_best_pseudo_regret": "per-round-best pseudo-regret",
 }
 
 

@@ -34,6 +34,12 @@ def resolve_metric(frame: pd.DataFrame, metric: str = "dynamic_regret") -> str:
     if metric == "dynamic_regret" and metric not in frame.columns and "static_regret" in frame:
         # DPExperts-OCO-v0 has no exact S-switch dynamic regret (docs/environments.md).
         return "static_regret"
+    if metric == "pseudo_regret" and metric not in frame.columns:
+        raise ValueError(
+            "metric 'pseudo_regret' was split in two: 'static_pseudo_regret' (against the best "
+            "fixed expert in expectation, the papers' regret) and 'per_round_best_pseudo_regret' "
+            "(against the best expert of every round, the former 'pseudo_regret')"
+        )
     if metric not in frame.columns:
         raise ValueError(f"metric {metric!r} is not reported by these environments")
     return metric

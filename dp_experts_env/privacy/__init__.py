@@ -1,7 +1,11 @@
-"""Privacy: noise backends, mechanisms, accounting and audits.
+"""Privacy: noise backends, mechanisms, accounting and the statistics of audits.
 
-Imports nothing from envs or agents (the audit imports agents lazily, inside the function).
+Imports nothing from envs, agents or evaluation. The audit statistics (:mod:`.audit`, which needs
+``scipy.stats``) load on first use of one of their names, so importing a learner stays light; the
+driver that plays learners in an audit is :mod:`dp_experts_env.evaluation.audit`.
 """
+
+from typing import Any
 
 from dp_experts_env.privacy import exact_accountants  # noqa: F401  (briefs 001/002)
 from dp_experts_env.privacy.accounting import (
@@ -13,14 +17,6 @@ from dp_experts_env.privacy.accounting import (
     parallel_composition,
     per_step_epsilon,
     pld_laplace_composition,
-)
-from dp_experts_env.privacy.audit import (
-    AuditResult,
-    audit_agent,
-    audit_mechanism,
-    audit_samples,
-    clopper_pearson,
-    epsilon_lower_bound,
 )
 from dp_experts_env.privacy.guarantee import Guarantee, Release
 from dp_experts_env.privacy.mechanisms import (
@@ -36,8 +32,28 @@ from dp_experts_env.privacy.noise import (
     FastBackend,
     GridBackend,
     NoiseBackend,
+    RecordingBackend,
+    ScaledBackend,
     get_backend,
 )
+
+_AUDIT_NAMES = (
+    "AuditResult",
+    "audit_mechanism",
+    "audit_samples",
+    "clopper_pearson",
+    "detectable_epsilon",
+    "epsilon_lower_bound",
+)
+
+
+def __getattr__(name: str) -> Any:
+    """Load the audit statistics on first use (they import scipy.stats)."""
+    if name in _AUDIT_NAMES:
+        from dp_experts_env.privacy import audit
+
+        return getattr(audit, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "BACKENDS",
@@ -47,7 +63,9 @@ __all__ = [
     "GridBackend",
     "Guarantee",
     "NoiseBackend",
+    "RecordingBackend",
     "Release",
+    "ScaledBackend",
     "TreeCounter",
     "advanced_composition",
     "advanced_composition_heterogeneous",
@@ -57,10 +75,10 @@ __all__ = [
     "parallel_composition",
     "per_step_epsilon",
     "pld_laplace_composition",
-    "audit_agent",
     "audit_mechanism",
     "audit_samples",
     "clopper_pearson",
+    "detectable_epsilon",
     "epsilon_lower_bound",
     "exponential_mechanism",
     "exponential_mechanism_probabilities",

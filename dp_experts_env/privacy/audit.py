@@ -1,23 +1,26 @@
 """Empirical privacy audits: a statistically valid LOWER bound on a mechanism's epsilon.
 
-Method (DESIGN §4). Run the mechanism (or a batched agent) ``n_runs`` times on an input ``x`` and
-``n_runs`` times on a neighbour ``x'`` with independent seeds. Split each side's runs in two
-halves. On the *selection* half, search a family of candidate events E (and their complements,
-in both directions) for the one with the largest lower bound. On the *held-out* half, count E on
-each side and turn the counts into one-sided Clopper–Pearson bounds at confidence ``1 - alpha``
-(``alpha / 2`` per side, union bound)::
+Method (docs/privacy.md §4). Draw outputs of the mechanism on an input ``x`` and on a neighbour
+``x'`` with independent seeds. On one set of runs (the *selection* runs) search a family of
+candidate events E (and their complements, in both directions) for the one that promises the
+largest bound; on a second, independent set (the *test* runs) count E on each side and turn the
+counts into one-sided Clopper–Pearson bounds at confidence ``1 - alpha`` (``alpha / 2`` per side,
+union bound)::
 
     epsilon_lower_bound = log((p_hi_lower - delta) / p_lo_upper)
 
 where ``p_hi`` is the probability of E on the side where it is more likely. An
 (epsilon, delta)-DP mechanism satisfies ``P(E | x) <= e^epsilon P(E | x') + delta`` for every E,
 so with probability at least ``1 - alpha`` the bound does not exceed the true epsilon. Because E
-is chosen on data the test never reuses, no multiple-testing correction is needed.
+is fixed before the test runs are looked at, no multiple-testing correction is needed.
 
-Reading a result: ``passed`` means the runs found no evidence against the claim (it does not
-prove the claim); a failed audit of a correct mechanism happens with probability at most
-``alpha``. Power depends on the neighbouring inputs: pick the pair that makes the mechanism's
-worst case visible.
+Reading a result: a bound above the claim is a violation (wrong at most with probability
+``alpha``). A bound below it proves nothing; :func:`detectable_epsilon` says how large a true
+epsilon the chosen event could have revealed at the run count used (the audit's power).
+
+This module works on outputs only (arrays of indices, reals, action sequences, recorded
+releases); the driver that plays learners on loss sequences lives in
+:mod:`dp_experts_env.evaluation.audit`.
 """
 
 from __future__ import annotations
@@ -36,22 +39,29 @@ from dp_experts_env._validation import (
     check_epsilon,
     check_float,
     check_int,
-    check_loss_array,
 )
 from dp_experts_env.batch_rng import BatchRNG, run_seeds
 
 __all__ = [
     "AuditResult",
-    "audit_agent",
+    "Selection",
     "audit_mechanism",
     "audit_samples",
     "clopper_pearson",
+    "detectable_epsilon",
     "epsilon_lower_bound",
+    "release_families",
+    "select_event",
+    "sequence_families",
+    "evaluate_event",
 ]
 
 _N_CUTS = 120  # threshold events tried for real outputs
 _MAX_GRID = 17  # time points delimiting blocks of rounds in agent audits
 _CHUNK = 1 << 22  # elements per temporary when counting per-round events
+_MAX_CODES = 4096  # largest alphabet of a window of joint actions (k ** length)
+_RUNS_PER_CODE = 16  # selection runs per side per joint-window value (fewer: the order is noise)
+_SELECTION_ALPHA = 0.05  # per-candidate shrinkage when ranking events on selection runs
 
 
 # --------------------------------------------------------------------------- statistics
@@ -59,7 +69,7 @@ def clopper_pearson(count: Any, n: int, alpha: float) -> tuple[np.ndarray, np.nd
     """One-sided Clopper–Pearson bounds for a binomial proportion.
 
     Args:
-        count: successes (scalar or array).
+        count: successes (scalar or array; real counts are accepted, for projections).
         n: trials.
         alpha: error probability of EACH one-sided bound.
 
@@ -89,6 +99,48 @@ def epsilon_lower_bound(
     return np.maximum(lb, 0.0)
 
 
+def detectable_epsilon(
+    count_hi: int, n: int, *, alpha: float, claimed_epsilon: float, delta: float = 0.0
+) -> float:
+    """Power of a test: the smallest true epsilon its event would have shown above the claim.
+
+    The event was seen ``count_hi`` times in ``n`` runs on its favoured side. Had the other side
+    seen it ``n (p - delta) e^{-eps}`` times (``p = count_hi / n``: a mechanism exactly
+    ``eps``-DP on this event), the bound would exceed ``claimed_epsilon`` for every ``eps``
+    above the returned value. ``inf`` when no count on the other side (not even 0) would: the
+    event is too rare for this run count to show any violation.
+    """
+    if not math.isfinite(claimed_epsilon):
+        return math.inf
+
+    def bound(k_lo: float) -> float:
+        return float(epsilon_lower_bound(count_hi, k_lo, n, alpha=alpha, delta=delta))
+
+    if bound(0.0) <= claimed_epsilon:
+        return math.inf
+    lo, hi = 0.0, float(count_hi)  # bound(lo) > claim >= bound(hi) (bound(count_hi) is ~0)
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if bound(mid) > claimed_epsilon else (lo, mid)
+    p_hi = count_hi / n - delta
+    if lo <= 0.0 or p_hi <= 0.0:
+        return math.inf
+    return max(math.log(p_hi * n / lo), claimed_epsilon)
+
+
+def _predicted_bound(
+    hi: np.ndarray, lo: np.ndarray, n_sel: int, n_test: int, *, alpha: float, delta: float
+) -> np.ndarray:
+    """What a test on ``n_test`` runs can be expected to show for events seen hi/lo in n_sel.
+
+    The selection proportions are shrunk to their Clopper–Pearson bounds at level 0.05 (so an
+    event seen 3 times against 0 does not look infinite) and projected to the test size.
+    """
+    p_hi, _ = clopper_pearson(hi, n_sel, _SELECTION_ALPHA)
+    _, p_lo = clopper_pearson(lo, n_sel, _SELECTION_ALPHA)
+    return epsilon_lower_bound(p_hi * n_test, p_lo * n_test, n_test, alpha=alpha, delta=delta)
+
+
 # --------------------------------------------------------------------------- result
 @dataclass(frozen=True)
 class AuditResult:
@@ -99,12 +151,14 @@ class AuditResult:
             confidence ``1 - alpha`` (0 when the counts show nothing).
         claimed_epsilon: the claim under test.
         claimed_delta: the delta of the claim (enters the bound).
-        passed: ``epsilon_lower_bound <= claimed_epsilon``.
+        passed: ``epsilon_lower_bound <= claimed_epsilon`` (no violation found; not a proof).
         event: the selected event, in words, and which side it favours.
-        counts: held-out occurrences of the event on (input, neighbour).
-        n_heldout: held-out runs per side (the denominators of ``counts``).
+        counts: test-run occurrences of the event on (input, neighbour).
+        n_heldout: test runs per side (the denominators of ``counts``).
         n_runs: runs per side.
         alpha: error probability of the bound.
+        detectable_epsilon: power: the smallest true epsilon this event, at this run count,
+            would have shown above the claim (:func:`detectable_epsilon`; ``inf``: none).
     """
 
     epsilon_lower_bound: float
@@ -116,14 +170,31 @@ class AuditResult:
     n_heldout: int
     n_runs: int
     alpha: float
+    detectable_epsilon: float = math.inf
+
+    @property
+    def verdict(self) -> str:
+        """``"VIOLATION ..."`` or ``"no violation found (could detect eps > X)"``."""
+        if not self.passed:
+            return (
+                f"VIOLATION: epsilon >= {self.epsilon_lower_bound:.3f} > claimed "
+                f"{self.claimed_epsilon:g} (confidence {1 - self.alpha:g})"
+            )
+        if math.isinf(self.detectable_epsilon):
+            power = "this event could not show any violation at this run count"
+        else:
+            power = f"could detect eps > {self.detectable_epsilon:.3g}"
+        return f"no violation found ({power})"
 
     def summary(self) -> str:
         """One line for logs and the CLI."""
-        verdict = "passed" if self.passed else "FAILED"
+        bound = ""
+        if self.passed:
+            lb, claim = self.epsilon_lower_bound, self.claimed_epsilon
+            bound = f"; epsilon >= {lb:.3f} vs claimed {claim:g}"
         return (
-            f"audit {verdict}: epsilon >= {self.epsilon_lower_bound:.3f} (confidence "
-            f"{1 - self.alpha:g}) vs claimed {self.claimed_epsilon:g}; event {self.event}; "
-            f"counts {self.counts[0]}/{self.n_heldout} vs {self.counts[1]}/{self.n_heldout}"
+            f"{self.verdict}{bound}; event {self.event}; counts {self.counts[0]}/"
+            f"{self.n_heldout} vs {self.counts[1]}/{self.n_heldout}"
         )
 
 
@@ -144,11 +215,12 @@ class _Family:
 
 
 class _Values(_Family):
-    """{out = v} for each value v seen in the selection half (1-D discrete outputs)."""
+    """{out = v} for each value v seen in the selection runs (1-D discrete outputs)."""
 
-    def __init__(self, values: np.ndarray) -> None:
+    def __init__(self, values: np.ndarray, label: str = "output") -> None:
         self.values = np.unique(values)
         self.size = len(self.values)
+        self.label = label
 
     def counts(self, samples: np.ndarray) -> np.ndarray:
         pos = np.clip(np.searchsorted(self.values, samples), 0, self.size - 1)
@@ -159,11 +231,11 @@ class _Values(_Family):
         return samples == self.values[i]
 
     def describe(self, i: int) -> str:
-        return f"output == {self.values[i]:g}"
+        return f"{self.label} == {self.values[i]:g}"
 
 
 class _RatioSets(_Family):
-    """{out in S_k}: the k values most favoured by one side on the selection half."""
+    """{out in S_k}: the k values most favoured by one side in the selection runs."""
 
     def __init__(self, values: _Values, sel_a: np.ndarray, sel_b: np.ndarray) -> None:
         ca, cb = values.counts(sel_a), values.counts(sel_b)
@@ -183,13 +255,13 @@ class _RatioSets(_Family):
     def describe(self, i: int) -> str:
         shown = ", ".join(f"{v:g}" for v in self.ordered[: min(i + 1, 8)])
         more = ", ..." if i + 1 > 8 else ""
-        return f"output in {{{shown}{more}}} ({i + 1} values)"
+        return f"{self._values.label} in {{{shown}{more}}} ({i + 1} values)"
 
 
 class _Thresholds(_Family):
-    """{out[:, col] > c} for cut points at quantiles of the pooled selection half."""
+    """{out[:, col] > c} for cut points at quantiles of the pooled selection runs."""
 
-    def __init__(self, pooled: np.ndarray, columns: int) -> None:
+    def __init__(self, pooled: np.ndarray, columns: int, label: str = "output") -> None:
         tail = np.logspace(-3.5, math.log10(0.5), _N_CUTS // 2)
         levels = np.unique(np.concatenate([tail, 1.0 - tail]))
         cuts = [np.unique(np.quantile(pooled[:, c], levels)) for c in range(columns)]
@@ -197,6 +269,7 @@ class _Thresholds(_Family):
         self.cut = np.concatenate(cuts)
         self.columns = columns
         self.size = len(self.cut)
+        self.label = label
 
     def counts(self, samples: np.ndarray) -> np.ndarray:
         out = np.empty(self.size, dtype=np.int64)
@@ -210,86 +283,296 @@ class _Thresholds(_Family):
         return samples[:, self.col[i]] > self.cut[i]
 
     def describe(self, i: int) -> str:
-        where = f"output[{self.col[i]}]" if self.columns > 1 else "output"
+        where = f"{self.label}[{self.col[i]}]" if self.columns > 1 else self.label
         return f"{where} > {self.cut[i]:.6g}"
 
 
-class _RoundValue(_Family):
-    """{J_t = j} for each round t and value j (sequence outputs, values in [0, k))."""
+class _Mapped(_Family):
+    """A family over a per-run statistic ``fn(samples)`` (post-processing of the output)."""
 
-    def __init__(self, rounds: int, k: int, offset: int) -> None:
-        self.rounds, self.k, self.offset = rounds, k, offset
-        self.size = rounds * k
+    def __init__(self, fn: Callable[[np.ndarray], np.ndarray], inner: _Family) -> None:
+        self.fn, self.inner, self.size = fn, inner, inner.size
+
+    def counts(self, samples: np.ndarray) -> np.ndarray:
+        return self.inner.counts(self.fn(samples))
+
+    def indicator(self, samples: np.ndarray, i: int) -> np.ndarray:
+        return self.inner.indicator(self.fn(samples), i)
+
+    def describe(self, i: int) -> str:
+        return self.inner.describe(i)
+
+
+def _discrete(
+    fn: Callable[[np.ndarray], np.ndarray], sel_a: np.ndarray, sel_b: np.ndarray, label: str
+) -> list[_Family]:
+    """{stat = v} and likelihood-ordered unions of values, for a discrete per-run statistic."""
+    fa, fb = fn(sel_a), fn(sel_b)
+    values = _Values(np.concatenate([fa, fb]), label)
+    return [_Mapped(fn, values), _Mapped(fn, _RatioSets(values, fa, fb))]
+
+
+class _RoundValue(_Family):
+    """{J_t = j} for each round t >= first and value j (sequence outputs, values in [0, k))."""
+
+    def __init__(self, rounds: int, k: int, first: int, offset: int) -> None:
+        self.rounds, self.k, self.first, self.offset = rounds - first, k, first, offset
+        self.size = self.rounds * k
 
     def counts(self, samples: np.ndarray) -> np.ndarray:
         out = np.zeros(self.size, dtype=np.int64)
         step = max(1, _CHUNK // max(samples.shape[0], 1))  # bounded temporaries for long games
         for start in range(0, self.rounds, step):
-            block = samples[:, start : start + step].astype(np.int64)
+            block = samples[:, self.first + start : self.first + start + step].astype(np.int64)
             flat = (np.arange(start, start + block.shape[1]) * self.k)[None, :] + block
             out += np.bincount(flat.ravel(), minlength=self.size)
         return out
 
     def indicator(self, samples: np.ndarray, i: int) -> np.ndarray:
         t, j = divmod(i, self.k)
-        return samples[:, t] == j
+        return samples[:, self.first + t] == j
 
     def describe(self, i: int) -> str:
         t, j = divmod(i, self.k)
-        return f"J_{t + self.offset} == {j} (round index from 0)"
+        return f"J_{t + self.first + self.offset} == {j}"
+
+
+class _Moves(_RoundValue):
+    """{J_t = j and J_t != J_{t-1}} (a switch into j at round t) and {J_t == J_{t-1}} (a stay).
+
+    Counted as values of the move sequence ``M_t = J_t if J_t != J_{t-1} else k``.
+    """
+
+    def __init__(self, rounds: int, k: int, first: int, offset: int) -> None:
+        super().__init__(rounds, k + 1, max(first, 1), offset)
+        self.symbols = k
+
+    @staticmethod
+    def moves(samples: np.ndarray, k: int) -> np.ndarray:
+        out = samples.astype(np.int64)
+        out[:, 1:] = np.where(samples[:, 1:] != samples[:, :-1], out[:, 1:], k)
+        return out
+
+    def counts(self, samples: np.ndarray) -> np.ndarray:
+        return super().counts(self.moves(samples, self.symbols))
+
+    def indicator(self, samples: np.ndarray, i: int) -> np.ndarray:
+        return super().indicator(self.moves(samples, self.symbols), i)
+
+    def describe(self, i: int) -> str:
+        t, j = divmod(i, self.k)
+        t += self.first + self.offset
+        if j == self.symbols:
+            return f"J_{t} == J_{t - 1} (a stay)"
+        return f"a switch into {j} at J_{t}"
 
 
 class _Blocks(_Family):
-    """{J_t = j for every t in [a, b)} for blocks between grid points of the rounds."""
+    """{J_t = j for every t in [a, b)} for blocks between grid points of the rounds >= first."""
 
-    def __init__(self, rounds: int, k: int, offset: int) -> None:
-        grid = np.unique(np.linspace(0, rounds, min(rounds + 1, _MAX_GRID)).round().astype(int))
+    def __init__(self, rounds: int, k: int, first: int, offset: int) -> None:
+        n = rounds - first
+        grid = np.unique(np.linspace(0, n, min(n + 1, _MAX_GRID)).round().astype(int))
         pairs = [(a, b) for i, a in enumerate(grid) for b in grid[i + 1 :] if b - a >= 2]
         self.pairs = np.array(pairs, dtype=np.int64).reshape(-1, 2)
-        self.grid, self.k, self.offset = grid, k, offset
+        self.k, self.first, self.offset = k, first, offset
         self.size = len(self.pairs) * k
 
     def counts(self, samples: np.ndarray) -> np.ndarray:
         out = np.zeros((self.k, len(self.pairs)), dtype=np.int64)
         if not len(self.pairs):
             return out.ravel()
+        seq = samples[:, self.first :]
         a, b = self.pairs[:, 0], self.pairs[:, 1]
         for j in range(self.k):
-            c = np.zeros((samples.shape[0], samples.shape[1] + 1), dtype=np.int32)
-            np.cumsum(samples == j, axis=1, out=c[:, 1:])
+            c = np.zeros((seq.shape[0], seq.shape[1] + 1), dtype=np.int32)
+            np.cumsum(seq == j, axis=1, out=c[:, 1:])
             out[j] = ((c[:, b] - c[:, a]) == (b - a)[None, :]).sum(axis=0)
         return out.ravel()
 
     def indicator(self, samples: np.ndarray, i: int) -> np.ndarray:
         j, p = divmod(i, len(self.pairs))
-        a, b = self.pairs[p]
+        a, b = self.pairs[p] + self.first
         return np.all(samples[:, a:b] == j, axis=1)
 
     def describe(self, i: int) -> str:
         j, p = divmod(i, len(self.pairs))
-        a, b = self.pairs[p] + self.offset
-        return f"J_t == {j} for all rounds t in [{a}, {b}) (round index from 0)"
+        a, b = self.pairs[p] + self.first + self.offset
+        return f"J_t == {j} for all rounds t in [{a}, {b})"
 
 
-class _Switches(_Family):
-    """{number of switches >= s} for s = 1 .. rounds - 1."""
+class _AtLeast(_Family):
+    """{stat >= c} for c = 1 .. top, for an integer per-run statistic."""
 
-    def __init__(self, rounds: int) -> None:
-        self.size = max(rounds - 1, 0)
-
-    @staticmethod
-    def _switches(samples: np.ndarray) -> np.ndarray:
-        return np.count_nonzero(samples[:, 1:] != samples[:, :-1], axis=1)
+    def __init__(self, top: int, label: str) -> None:
+        self.size, self.label = max(top, 0), label
 
     def counts(self, samples: np.ndarray) -> np.ndarray:
-        hist = np.bincount(self._switches(samples), minlength=self.size + 1)
+        hist = np.bincount(np.clip(samples, 0, self.size), minlength=self.size + 1)
         return np.cumsum(hist[::-1])[::-1][1 : self.size + 1]
 
     def indicator(self, samples: np.ndarray, i: int) -> np.ndarray:
-        return self._switches(samples) >= i + 1
+        return samples >= i + 1
 
     def describe(self, i: int) -> str:
-        return f"number of switches >= {i + 1}"
+        return f"{self.label} >= {i + 1}"
+
+
+def _switch_count(first: int) -> Callable[[np.ndarray], np.ndarray]:
+    lo = max(first - 1, 0)
+    return lambda s: np.count_nonzero(s[:, lo + 1 :] != s[:, lo:-1], axis=1)
+
+
+def _play_count(first: int, j: int) -> Callable[[np.ndarray], np.ndarray]:
+    return lambda s: np.count_nonzero(s[:, first:] == j, axis=1)
+
+
+def _first_switch(first: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Index of the first round t >= first with J_t != J_{t-1} (T if none)."""
+
+    def fn(s: np.ndarray) -> np.ndarray:
+        lo = max(first, 1)
+        moved = s[:, lo:] != s[:, lo - 1 : -1]
+        any_move = moved.any(axis=1)
+        return np.where(any_move, lo + np.argmax(moved, axis=1), s.shape[1])
+
+    return fn
+
+
+def _window_code(start: int, length: int, k: int) -> Callable[[np.ndarray], np.ndarray]:
+    weights = k ** np.arange(length, dtype=np.int64)
+    return lambda s: s[:, start : start + length].astype(np.int64) @ weights
+
+
+def sequence_families(
+    sel_a: np.ndarray, sel_b: np.ndarray, *, k: int, first: int, offset: int = 0
+) -> list[_Family]:
+    """Candidate events over action sequences ``(n, T)`` with values in ``[0, k)``.
+
+    Rounds before ``first`` cannot depend on the differing datum; they still enter joint events
+    (a window starting before ``first`` conditions on the state the change meets).
+
+    * ``{J_t = j}`` for each round ``t >= first``; a switch into ``j`` at round ``t``
+      (``J_t = j != J_{t-1}``) and a stay (``J_t = J_{t-1}``);
+    * ``{J_t = j for every t in a block}`` (blocks between up to 17 grid points);
+    * joint windows: ``{(J_s, ..., J_{s+L-1}) in S}`` for windows starting at ``first - 2``,
+      ``first - 1`` and ``first``, S a single tuple or the tuples most favoured by one side in
+      the selection runs; ``k^L`` is at most 4096 and at most ``n / 16`` for ``n`` selection
+      runs per side (with fewer runs per tuple the likelihood order is noise);
+    * counts: number of switches, plays of each value after ``first`` (``>= c``), and the round
+      of the first switch at or after ``first``.
+
+    ``offset`` is added to round indices in the descriptions (the global index of column 0).
+    """
+    rounds = sel_a.shape[1]
+    fams: list[_Family] = []
+    if rounds - first <= 0:
+        return fams
+    fams += [_RoundValue(rounds, k, first, offset), _Blocks(rounds, k, first, offset)]
+    if rounds > max(first, 1):
+        fams.append(_Moves(rounds, k, first, offset))
+    codes = min(_MAX_CODES, sel_a.shape[0] // _RUNS_PER_CODE)
+    length = int(math.floor(math.log(max(codes, 1)) / math.log(max(k, 2)) + 1e-9))
+    for start in sorted({max(first - 2, 0), max(first - 1, 0), first}):
+        span = min(length, rounds - start)
+        if span < 2 or start + span <= first:
+            continue
+        label = f"(J_{start + offset}..J_{start + span - 1 + offset}) as base-{k} digits"
+        fams += _discrete(_window_code(start, span, k), sel_a, sel_b, label)
+    span = rounds - max(first - 1, 0) - 1
+    fams.append(_Mapped(_switch_count(first), _AtLeast(span, "number of switches")))
+    for j in range(k):
+        fams.append(
+            _Mapped(
+                _play_count(first, j),
+                _AtLeast(rounds - first, f"plays of {j} from round {first + offset}"),
+            )
+        )
+    fams += _discrete(
+        _first_switch(first), sel_a, sel_b, f"first switch at or after round {first + offset}"
+    )
+    return fams
+
+
+class _LaplaceContrast(_Family):
+    """Thresholds on the Laplace likelihood-ratio statistic of recorded releases.
+
+    Samples have shape ``(n, 2, 1 + D)``: column 0 holds a discrete key on both channels (the
+    driver puts the action of the changed round there), columns 1.. each release coordinate's
+    exact input (channel 0) and noisy output (channel 1). Fitted on the selection runs only:
+    the centres ``c_a``, ``c_b`` (means of the exact inputs on each side) and the noise scale
+    ``b`` (mean absolute noise) of every coordinate. The statistic
+    ``sum_i sign(c_a - c_b) clip(y_i - (c_a + c_b)/2, +-|c_a - c_b|/2) / b_i`` is the
+    log-likelihood ratio of independent Laplace releases centred at ``c_a`` vs ``c_b`` (up to a
+    constant), the most powerful statistic when the noise is Laplace; for any other law it is
+    just another event, and the test stays valid.
+
+    With ``grouped``, the centres are fitted per key: a bandit learner's release reads the loss
+    of the arm it played, so its exact input is a mixture over arms, and the key (an output
+    the claim covers) separates the components. Keys seen fewer than 20 times on a side add
+    nothing.
+    """
+
+    def __init__(self, sel_a: np.ndarray, sel_b: np.ndarray, *, grouped: bool = False) -> None:
+        keys = np.concatenate([sel_a[:, 0, 0], sel_b[:, 0, 0]])
+        self.groups = np.unique(keys) if grouped else np.zeros(1)
+        if len(self.groups) > 64:  # too many keys to fit centres per key
+            self.groups = np.zeros(1)
+        self.grouped = len(self.groups) > 1 or grouped
+        g_a, g_b = self._group(sel_a), self._group(sel_b)
+        xa, xb = sel_a[:, :, 1:], sel_b[:, :, 1:]
+        dim, n_g = xa.shape[-1], len(self.groups) + 1  # the last group: unseen keys
+        ca, cb = np.zeros((n_g, dim)), np.zeros((n_g, dim))
+        for g in range(n_g - 1):
+            in_a, in_b = g_a == g, g_b == g
+            if in_a.sum() >= 20 and in_b.sum() >= 20:
+                ca[g], cb[g] = xa[in_a, 0].mean(axis=0), xb[in_b, 0].mean(axis=0)
+        diff = ca - cb
+        self.keep = np.flatnonzero(np.any(diff != 0, axis=0))
+        self.mid = 0.5 * (ca + cb)[:, self.keep]
+        self.half = 0.5 * np.abs(diff[:, self.keep])
+        self.sign = np.sign(diff[:, self.keep])
+        noise = np.concatenate([xa[:, 1] - xa[:, 0], xb[:, 1] - xb[:, 0]])[:, self.keep]
+        scale = np.mean(np.abs(noise), axis=0) if len(self.keep) else np.ones(0)
+        self.scale = np.maximum(scale, 1e-12 * np.maximum(self.half.max(axis=0), 1e-300))
+        pooled = np.concatenate([self.statistic(sel_a), self.statistic(sel_b)])[:, None]
+        label = "Laplace likelihood-ratio statistic of the releases"
+        if grouped:
+            label += " (centres fitted per action of the changed round)"
+        self._cuts = _Thresholds(pooled, 1, label)
+        self.size = self._cuts.size if len(self.keep) else 0
+
+    def _group(self, samples: np.ndarray) -> np.ndarray:
+        keys = samples[:, 0, 0]
+        pos = np.clip(np.searchsorted(self.groups, keys), 0, len(self.groups) - 1)
+        return np.where(self.groups[pos] == keys, pos, len(self.groups))
+
+    def statistic(self, samples: np.ndarray) -> np.ndarray:
+        g = self._group(samples)
+        y = samples[:, 1, 1:][:, self.keep]
+        z = np.clip(y - self.mid[g], -self.half[g], self.half[g]) * self.sign[g] / self.scale
+        return z.sum(axis=1)
+
+    def counts(self, samples: np.ndarray) -> np.ndarray:
+        return self._cuts.counts(self.statistic(samples)[:, None])
+
+    def indicator(self, samples: np.ndarray, i: int) -> np.ndarray:
+        return self._cuts.indicator(self.statistic(samples)[:, None], i)
+
+    def describe(self, i: int) -> str:
+        return f"{self._cuts.describe(i)} ({len(self.keep)} released coordinates)"
+
+
+def release_families(sel_a: np.ndarray, sel_b: np.ndarray) -> list[_Family]:
+    """Candidate events over recorded releases ``(n, 2, 1 + D)`` (see :class:`_LaplaceContrast`).
+
+    The likelihood-ratio statistic with one pair of centres per coordinate, and with centres
+    fitted per value of the key in column 0.
+    """
+    if sel_a.shape[-1] <= 1:
+        return []
+    fams = [_LaplaceContrast(sel_a, sel_b), _LaplaceContrast(sel_a, sel_b, grouped=True)]
+    return [f for f in fams if f.size]
 
 
 def _families(kind: str, sel_a: np.ndarray, sel_b: np.ndarray, **info: Any) -> list[_Family]:
@@ -299,11 +582,126 @@ def _families(kind: str, sel_a: np.ndarray, sel_b: np.ndarray, **info: Any) -> l
     if kind == "discrete":
         values = _Values(np.concatenate([sel_a, sel_b]))
         return [values, _RatioSets(values, sel_a, sel_b)]
-    rounds, k, offset = sel_a.shape[1], info["k"], info["offset"]
-    return [_RoundValue(rounds, k, offset), _Blocks(rounds, k, offset), _Switches(rounds)]
+    return sequence_families(
+        sel_a, sel_b, k=info["k"], first=info.get("first", 0), offset=info.get("offset", 0)
+    )
 
 
-# --------------------------------------------------------------------------- core audit
+# --------------------------------------------------------------------------- select and test
+@dataclass(frozen=True)
+class Selection:
+    """An event chosen on selection runs, ready to be counted on test runs.
+
+    Attributes:
+        family: the event family. index: the event within it. complement: use its complement.
+        a_over_b: the event is more likely on the input (else on the neighbour).
+        score: the bound a test of ``n_test`` runs was predicted to give.
+        description: the event in words, with the side it favours.
+    """
+
+    family: _Family
+    index: int
+    complement: bool
+    a_over_b: bool
+    score: float
+    description: str
+
+    def indicator(self, samples: np.ndarray) -> np.ndarray:
+        """(n,) bool: whether each run's output is in the event."""
+        hit = self.family.indicator(samples, self.index)
+        return ~hit if self.complement else hit
+
+
+def select_event(
+    families: list[_Family],
+    sel_a: np.ndarray,
+    sel_b: np.ndarray,
+    *,
+    n_test: int,
+    alpha: float,
+    delta: float = 0.0,
+) -> Selection | None:
+    """The event (or complement, either direction) with the best predicted test bound.
+
+    Every candidate is scored by :func:`_predicted_bound` at the test size ``n_test``. When no
+    candidate promises a positive bound, the one with the largest smoothed log-ratio is kept
+    (the test will then show what it can). ``None`` when the families are empty.
+    """
+    n_sel = sel_a.shape[0]
+    cand = [(f, i) for f, fam in enumerate(families) for i in range(fam.size)]
+    if not cand:
+        return None
+    ca = np.concatenate([fam.counts(sel_a) for fam in families]).astype(np.float64)
+    cb = np.concatenate([fam.counts(sel_b) for fam in families]).astype(np.float64)
+    # Each candidate event, its complement, and both directions (a over b, b over a).
+    hi = np.concatenate([ca, n_sel - ca, cb, n_sel - cb])
+    lo = np.concatenate([cb, n_sel - cb, ca, n_sel - ca])
+    scores = _predicted_bound(hi, lo, n_sel, n_test, alpha=alpha, delta=delta)
+    if scores.max() > 0:
+        best = int(np.argmax(scores))
+    else:
+        best = int(np.argmax(np.log((hi + 1.0) / (lo + 1.0))))
+    quarter, which = divmod(best, len(cand))
+    complement, a_over_b = quarter % 2 == 1, quarter < 2
+    f, i = cand[which]
+    desc = families[f].describe(i)
+    desc = f"not ({desc})" if complement else desc
+    side = "input" if a_over_b else "neighbour"
+    return Selection(
+        families[f],
+        i,
+        complement,
+        a_over_b,
+        float(scores[best]),
+        f"{desc} [more likely on the {side}]",
+    )
+
+
+def evaluate_event(
+    selection: Selection | None,
+    out_a: np.ndarray,
+    out_b: np.ndarray,
+    *,
+    alpha: float,
+    claimed_epsilon: float,
+    claimed_delta: float = 0.0,
+    n_runs: int | None = None,
+) -> AuditResult:
+    """Count a selected event on test runs and bound epsilon (with the test's power)."""
+    m = out_a.shape[0]
+    if selection is None:
+        return AuditResult(
+            0.0,
+            claimed_epsilon,
+            claimed_delta,
+            True,
+            "none: no output depends on the differing datum",
+            (0, 0),
+            m,
+            n_runs or m,
+            alpha,
+        )
+    k_a = int(selection.indicator(out_a).sum())
+    k_b = int(selection.indicator(out_b).sum())
+    k_hi, k_lo = (k_a, k_b) if selection.a_over_b else (k_b, k_a)
+    lb = float(epsilon_lower_bound(k_hi, k_lo, m, alpha=alpha, delta=claimed_delta))
+    power = detectable_epsilon(
+        k_hi, m, alpha=alpha, claimed_epsilon=claimed_epsilon, delta=claimed_delta
+    )
+    return AuditResult(
+        lb,
+        claimed_epsilon,
+        claimed_delta,
+        lb <= claimed_epsilon,
+        selection.description,
+        (k_a, k_b),
+        m,
+        n_runs or m,
+        alpha,
+        power,
+    )
+
+
 def _select_and_test(
     a: np.ndarray,
     b: np.ndarray,
@@ -318,58 +716,22 @@ def _select_and_test(
     n = a.shape[0]
     half = n // 2
     sel_a, sel_b, out_a, out_b = a[:half], b[:half], a[half:], b[half:]
-    if kind == "sequence" and a.shape[1] == 0:
-        return AuditResult(
-            0.0,
-            claimed_epsilon,
-            claimed_delta,
-            True,
-            "none: no output depends on the differing datum",
-            (0, 0),
-            n - half,
-            n,
-            alpha,
-        )
     shaped = (lambda s: s) if kind != "real" else (lambda s: s.reshape(len(s), -1))
-    families = _families(kind, shaped(sel_a), shaped(sel_b), **info)
-    cand: list[tuple[int, int]] = [
-        (f, i) for f, fam in enumerate(families) for i in range(fam.size)
-    ]
-    ca = np.concatenate([fam.counts(shaped(sel_a)) for fam in families]).astype(np.float64)
-    cb = np.concatenate([fam.counts(shaped(sel_b)) for fam in families]).astype(np.float64)
-    # Each candidate event, its complement, and both directions (a over b, b over a).
-    hi = np.concatenate([ca, half - ca, cb, half - cb])
-    lo = np.concatenate([cb, half - cb, ca, half - ca])
-    scores = epsilon_lower_bound(hi, lo, half, alpha=alpha, delta=claimed_delta)
-    if scores.max() > 0:
-        best = int(np.argmax(scores))
-    else:  # nothing significant on the selection half: take the largest smoothed ratio
-        best = int(np.argmax(np.log((hi + 1.0) / (lo + 1.0))))
-    quarter, which = divmod(best, len(cand))
-    complement, a_over_b = quarter % 2 == 1, quarter < 2
-    f, i = cand[which]
-    fam = families[f]
-    hit_a = fam.indicator(shaped(out_a), i)
-    hit_b = fam.indicator(shaped(out_b), i)
-    if complement:
-        hit_a, hit_b = ~hit_a, ~hit_b
-    k_a, k_b = int(hit_a.sum()), int(hit_b.sum())
-    m = n - half
-    k_hi, k_lo = (k_a, k_b) if a_over_b else (k_b, k_a)
-    lb = float(epsilon_lower_bound(k_hi, k_lo, m, alpha=alpha, delta=claimed_delta))
-    desc = fam.describe(i)
-    desc = f"not ({desc})" if complement else desc
-    side = "input" if a_over_b else "neighbour"
-    return AuditResult(
-        lb,
-        claimed_epsilon,
-        claimed_delta,
-        lb <= claimed_epsilon,
-        f"{desc} [more likely on the {side}]",
-        (k_a, k_b),
-        m,
-        n,
-        alpha,
+    if kind == "sequence" and a.shape[1] == 0:
+        families: list[_Family] = []
+    else:
+        families = _families(kind, shaped(sel_a), shaped(sel_b), **info)
+    selection = select_event(
+        families, shaped(sel_a), shaped(sel_b), n_test=n - half, alpha=alpha, delta=claimed_delta
+    )
+    return evaluate_event(
+        selection,
+        shaped(out_a),
+        shaped(out_b),
+        alpha=alpha,
+        claimed_epsilon=claimed_epsilon,
+        claimed_delta=claimed_delta,
+        n_runs=n,
     )
 
 
@@ -391,6 +753,8 @@ def audit_samples(
 ) -> AuditResult:
     """Audit from outputs already drawn: ``samples`` on x, ``neighbor_samples`` on x'.
 
+    The first half of each side's runs selects the event, the second half tests it.
+
     Args:
         samples: (n,) or (n, m) outputs of n independent runs on the input.
         neighbor_samples: the same on the neighbour (same shape).
@@ -398,8 +762,8 @@ def audit_samples(
         claimed_delta: delta of the claim.
         alpha: error probability of the lower bound.
         output: ``"discrete"`` (indices, booleans; 1-D), ``"real"`` (threshold events per
-            column), ``"sequence"`` (integer sequences (n, T) with values in [0, k): per-round,
-            block and switch-count events) or ``"auto"`` (bool/int 1-D -> discrete, int 2-D ->
+            column), ``"sequence"`` (integer sequences (n, T) with values in [0, k): the events
+            of :func:`sequence_families`) or ``"auto"`` (bool/int 1-D -> discrete, int 2-D ->
             sequence, float -> real).
     """
     eps = check_epsilon("claimed_epsilon", claimed_epsilon, allow_inf=True)
@@ -423,7 +787,7 @@ def audit_samples(
     elif output == "sequence":
         if a.ndim != 2 or not discrete or min(a.min(), b.min()) < 0:
             raise ValueError("sequence outputs must be non-negative integers of shape (n, T)")
-        info = {"k": int(max(a.max(), b.max())) + 1, "offset": 0}
+        info = {"k": int(max(a.max(), b.max())) + 1, "first": 0, "offset": 0}
     else:
         a, b = a.astype(np.float64), b.astype(np.float64)
         if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
@@ -489,160 +853,4 @@ def audit_mechanism(
         claimed_delta=claimed_delta,
         alpha=alpha,
         output=output,
-    )
-
-
-# --------------------------------------------------------------------------- agents
-def _differing_row(losses: np.ndarray, neighbor: np.ndarray) -> int:
-    rows = np.flatnonzero(np.any(losses != neighbor, axis=1))
-    if len(rows) != 1:
-        raise ValueError(
-            "losses and neighbor_losses must differ in exactly one row (one round's loss "
-            f"vector: event-level neighbours); they differ in {len(rows)} rows"
-            + (f" ({rows[:10].tolist()})" if len(rows) else "")
-        )
-    return int(rows[0])
-
-
-def _build_agent(agent: Any, n: int, seed: int, shape: dict[str, int], params: dict) -> Any:
-    if isinstance(agent, str):
-        import agents  # lazy: privacy must not import agents at module level
-
-        kw = {"n_experts": shape["n"], "horizon": shape["t"], "num_envs": n, "seed": seed}
-        if agents.spec(agent).feedback == "bandit":
-            kw["n_arms"] = shape["k"]
-        return agents.make(agent, **kw, **params)
-    if params:
-        raise TypeError(
-            f"agent parameters {sorted(params)} are only accepted with a registered agent name; "
-            "a factory f(num_envs, seed) must bind its own parameters"
-        )
-    if not callable(agent):
-        raise TypeError(
-            f"agent must be a registered name or a factory f(num_envs, seed), got "
-            f"{type(agent).__name__}"
-        )
-    return agent(n, seed)
-
-
-def _play(agent: Any, losses: np.ndarray, advice: np.ndarray | None, n: int, k: int) -> np.ndarray:
-    """Feed the agent the game directly; return its (n, T) actions."""
-    horizon, width = losses.shape
-    dtype = np.int16 if k < 2**15 else np.int64
-    actions = np.empty((n, horizon), dtype=dtype)
-    if agent.feedback == "bandit":
-        last_action = np.zeros(n, dtype=np.int64)
-        last_loss = np.zeros(n)
-        for t in range(horizon):
-            adv = advice if advice.ndim == 2 else advice[t]
-            obs = {
-                "advice": np.broadcast_to(adv, (n, *adv.shape)),
-                "last_action": last_action,
-                "last_loss": last_loss,
-            }
-            a = _check_actions(agent.act(obs), n, k)
-            actions[:, t] = a
-            last_action, last_loss = a, losses[t, a]
-    else:
-        obs = np.zeros((n, width))
-        for t in range(horizon):
-            a = _check_actions(agent.act(obs), n, k)
-            actions[:, t] = a
-            obs = np.broadcast_to(losses[t], (n, width)).copy()
-    return actions
-
-
-def _check_actions(actions: Any, n: int, k: int) -> np.ndarray:
-    a = np.asarray(actions, dtype=np.int64).reshape(-1)
-    if a.shape != (n,) or a.min() < 0 or a.max() >= k:
-        raise ValueError(f"agent returned actions outside [0, {k}) or of the wrong shape {a.shape}")
-    return a
-
-
-def audit_agent(
-    agent: str | Callable[[int, int], Any],
-    losses: Any,
-    neighbor_losses: Any,
-    *,
-    n_runs: int = 20_000,
-    alpha: float = 1e-3,
-    seed: int = 0,
-    advice: Any = None,
-    **agent_params: Any,
-) -> AuditResult:
-    """Audit a learner's privacy claim on a pair of neighbouring loss sequences.
-
-    One batched agent of ``n_runs`` runs plays each side (agent seeds ``2 k n`` and
-    ``(2k + 1) n`` for ``seed = k``, ``n = n_runs``: sides and audit seeds never share runs).
-    Observations are fed directly, without an env: full-information agents get the previous
-    round's loss vector (zeros before round 0); bandit agents get the advice for the round, the
-    arm they played and its loss read from the matrix. The recorded (n_runs, T) action
-    sequences are audited with per-round, block and switch-count events, restricted to the
-    rounds after the differing one (earlier actions cannot depend on it).
-
-    Args:
-        agent: a registered agent name (built with ``agents.make(name, n_experts=N, horizon=T,
-            num_envs=n_runs, seed=..., **agent_params)``) or a factory ``f(num_envs, seed)``.
-        losses: (T, N) losses in [0, 1] (bandit agents: (T, K) losses of the arms).
-        neighbor_losses: the same with exactly one row changed.
-        n_runs: runs per side (>= 200).
-        alpha: error probability of the lower bound.
-        seed: first agent seed.
-        advice: bandit agents only: (N, K) or (T, N, K) expert advice (rows are distributions);
-            default the identity (N = K).
-        **agent_params: passed to ``agents.make`` (e.g. ``epsilon=1.0``).
-
-    Returns:
-        An :class:`AuditResult` for the agent's ``privacy`` claim.
-    """
-    n, alpha, seed = _check_common(n_runs, alpha, seed)
-    x = check_loss_array("losses", losses, ndim=2)
-    xp = check_loss_array("neighbor_losses", neighbor_losses, ndim=2, shape=x.shape)
-    row = _differing_row(x, xp)
-    horizon, width = x.shape
-    adv = None
-    if advice is not None:
-        adv = np.asarray(advice, dtype=np.float64)
-        if (
-            adv.ndim not in (2, 3)
-            or adv.shape[-1] != width
-            or (adv.ndim == 3 and adv.shape[0] != horizon)
-        ):
-            raise ValueError(
-                f"advice must have shape (N, K) or (T, N, K) with K = {width} arms and "
-                f"T = {horizon}, got {adv.shape}"
-            )
-        if np.any(adv < 0) or not np.allclose(adv.sum(axis=-1), 1.0):
-            raise ValueError("advice rows must be probability distributions over the arms")
-    n_experts = adv.shape[-2] if adv is not None else width
-    shape = {"n": n_experts, "t": horizon, "k": width}
-    results = []
-    for data, first in ((x, 2 * seed * n), (xp, (2 * seed + 1) * n)):
-        ag = _build_agent(agent, n, first, shape, dict(agent_params))
-        if getattr(ag, "num_envs", n) != n:
-            raise ValueError(f"the factory built {ag.num_envs} runs, expected num_envs={n}")
-        if ag.feedback == "bandit":
-            if adv is None:
-                adv = np.eye(width)
-            k = width
-        else:
-            if advice is not None:
-                raise ValueError("advice is only for bandit agents")
-            if ag.n_experts != width:
-                raise ValueError(f"agent has {ag.n_experts} experts but losses have {width}")
-            k = width
-        results.append((_play(ag, data, adv, n, k), ag))
-    claim = results[0][1].privacy
-    actions_x, actions_xp = results[0][0], results[1][0]
-    # Actions at index <= row were chosen before the differing loss was fed.
-    a, b = actions_x[:, row + 1 :], actions_xp[:, row + 1 :]
-    return _select_and_test(
-        a,
-        b,
-        kind="sequence",
-        alpha=alpha,
-        claimed_epsilon=float(claim.epsilon),
-        claimed_delta=float(claim.delta),
-        k=k,
-        offset=row + 1,
     )

@@ -33,6 +33,7 @@ __all__ = [
     "Guarantee",
     "Release",
     "laplace_mechanism",
+    "laplace_calibration",
     "laplace_epsilon",
     "report_noisy_min",
     "exponential_mechanism",
@@ -133,6 +134,37 @@ def laplace_epsilon(l1_sensitivity: float, scale: float) -> float:
     return math.inf if scale == 0.0 else l1_sensitivity / scale
 
 
+def laplace_calibration(
+    l1_sensitivity: float,
+    epsilon: float,
+    *,
+    noise: str | NoiseBackend = "fast",
+    dim: int = 1,
+) -> tuple[float, Guarantee]:
+    """The Laplace scale :func:`laplace_mechanism` uses for a query, and what it certifies.
+
+    One function computes both, so a learner that states its claim before releasing anything
+    (its ``privacy`` property) states exactly what its releases will cost.
+
+    Args:
+        l1_sensitivity: the query's L1 sensitivity (> 0).
+        epsilon: privacy parameter (> 0); ``math.inf`` gives scale 0 (no noise, no privacy).
+        noise: ``"fast"``, ``"grid"`` or a backend object (the grid backend's rounding slack
+            is added to the sensitivity).
+        dim: number of coordinates of one run's query (for the backend's slack).
+
+    Returns:
+        ``(scale, Guarantee(epsilon, 0))``.
+    """
+    sens = _sensitivity("l1_sensitivity", l1_sensitivity)
+    eps = check_epsilon("epsilon", epsilon, allow_inf=True)
+    dim = check_int("dim", dim, minimum=1)
+    scale = get_backend(noise).effective_sensitivity(sens, dim) / eps
+    return scale, Guarantee(
+        eps, 0.0, f"Laplace mechanism, L1 sensitivity {sens:g}, scale {scale:g}"
+    )
+
+
 def laplace_mechanism(
     values: object,
     *,
@@ -140,37 +172,38 @@ def laplace_mechanism(
     epsilon: float,
     rng: RandomSource,
     noise: str | NoiseBackend = "fast",
+    per_coordinate: bool = False,
 ) -> Release:
     """Release ``values + Lap(l1_sensitivity / epsilon)`` coordinatewise (Dwork–Roth Thm 3.6).
 
     Args:
         values: ``(B, *shape)`` query values (a BatchRNG) or ``shape`` (a Generator). Each run's
             whole array is one query; its L1 sensitivity is ``l1_sensitivity``.
-        l1_sensitivity: max over neighbours of ``||f(x) - f(x')||_1`` for one run's array (> 0).
+        l1_sensitivity: max over neighbours of ``||f(x) - f(x')||_1`` for one run's array (> 0);
+            with ``per_coordinate=True``, of each coordinate's change.
         epsilon: privacy parameter (> 0); ``math.inf`` releases the exact values (no privacy).
         rng: a BatchRNG or a numpy Generator.
         noise: ``"fast"``, ``"grid"`` or a backend object.
+        per_coordinate: treat every coordinate as its own query (each one
+            ``epsilon``-DP); composing them is the caller's business (basic or advanced
+            composition over the coordinates).
 
     Returns:
-        ``Release(noisy_values, Guarantee(epsilon))`` -- pure epsilon-DP.
+        ``Release(noisy_values, Guarantee(epsilon))`` -- pure epsilon-DP (per coordinate when
+        ``per_coordinate``).
     """
     _check_rng(rng)
-    sens = _sensitivity("l1_sensitivity", l1_sensitivity)
-    eps = check_epsilon("epsilon", epsilon, allow_inf=True)
     backend = get_backend(noise)
     arr = np.asarray(values, dtype=np.float64)
     if isinstance(rng, BatchRNG) and arr.ndim == 0:
         raise ValueError("values must have a leading run axis (shape (B, ...)) with a BatchRNG")
     arr = _batched("values", arr, rng, arr.ndim - (1 if isinstance(rng, BatchRNG) else 0))
-    dim = int(np.prod(arr.shape[1:], dtype=np.int64))
-    scale = backend.effective_sensitivity(sens, dim) / eps
+    dim = 1 if per_coordinate else int(np.prod(arr.shape[1:], dtype=np.int64))
+    scale, guarantee = laplace_calibration(l1_sensitivity, epsilon, noise=backend, dim=max(dim, 1))
     # epsilon = inf releases the exact values and draws nothing (every run of a batch has the
     # same epsilon, so batches still equal single runs).
     noisy = arr.copy() if scale == 0.0 else backend.add_laplace(rng, arr, scale)
-    return Release(
-        _unbatch(noisy, rng),
-        Guarantee(eps, 0.0, f"Laplace mechanism, L1 sensitivity {sens:g}, scale {scale:g}"),
-    )
+    return Release(_unbatch(noisy, rng), guarantee)
 
 
 # --------------------------------------------------------------------------- selection

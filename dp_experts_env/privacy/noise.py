@@ -14,6 +14,15 @@ have shape ``(B, *shape)``) or from a plain :class:`numpy.random.Generator` (res
   see ``GridBackend._geometric``). The rounding can move a value by half a
   lattice step, so the effective L1 sensitivity grows by at most ``dim * 2**-k``; the backend adds
   that to the sensitivity it is told (see :meth:`NoiseBackend.effective_sensitivity`).
+
+Two wrappers exist for audits only (``dp-experts audit``, docs/privacy.md §4); neither is a noise
+source of its own, and neither changes the sensitivity a learner calibrates to, so a learner
+built with one states the same claim while drawing different noise:
+
+* :class:`ScaledBackend` -- multiplies every noise draw of a base backend by a constant (0.5
+  halves it, 0 removes it): the weakened "mutants" an audit must catch.
+* :class:`RecordingBackend` -- keeps every value a learner releases through ``add_laplace``, so an
+  audit can test the releases themselves and not only the actions computed from them.
 """
 
 from __future__ import annotations
@@ -25,7 +34,17 @@ import numpy as np
 from dp_experts_env._validation import check_choice, check_int
 from dp_experts_env.batch_rng import BatchRNG
 
-__all__ = ["NoiseBackend", "FastBackend", "GridBackend", "get_backend", "BACKENDS"]
+__all__ = [
+    "BACKENDS",
+    "FastBackend",
+    "GridBackend",
+    "NoiseBackend",
+    "RecordingBackend",
+    "ScaledBackend",
+    "get_backend",
+    "noise_multiplier",
+    "root_backend",
+]
 
 RandomSource = BatchRNG | np.random.Generator
 
@@ -159,6 +178,117 @@ class GridBackend:
     def effective_sensitivity(self, sensitivity: float, dim: int = 1) -> float:
         """True sensitivity plus the rounding slack: each coordinate moves by <= step/2 per side."""
         return float(sensitivity) + dim * self.step
+
+
+class ScaledBackend:
+    """Audit-only: the noise of ``base`` multiplied by ``multiplier`` (the claim is unchanged).
+
+    Every Laplace scale (``laplace``, ``add_laplace``) and every Gumbel variate is multiplied by
+    ``multiplier``; ``effective_sensitivity`` is the base's, so a learner calibrates exactly as
+    with ``base`` and states the same claim. Halving the Gumbel noise of a Gumbel-max sampler
+    doubles its inverse temperature, so 0.5 weakens selections as it weakens Laplace releases.
+    Learners that sample without a backend (the lazy samplers) read :func:`noise_multiplier`
+    and scale their inverse temperature by ``1 / multiplier``. ``multiplier = 0`` removes the
+    noise (uniforms are still consumed, so runs stay aligned with the base backend's draws).
+
+    Args:
+        base: the backend to weaken (``"fast"``, ``"grid"`` or a backend object).
+        multiplier: noise factor, >= 0 (1 is the base backend itself).
+    """
+
+    def __init__(self, base: str | NoiseBackend, multiplier: float) -> None:
+        inner = get_backend(base)
+        try:
+            m = float(multiplier)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"multiplier must be a number, got {multiplier!r}") from err
+        if not (m >= 0.0 and np.isfinite(m)):
+            raise ValueError(f"multiplier must be a finite number >= 0, got {multiplier!r}")
+        if isinstance(inner, ScaledBackend):  # scaling twice multiplies the factors
+            m, inner = m * inner.multiplier, inner.base
+        self.base = inner
+        self.multiplier = m
+        self.name = f"{root_backend(self.base).name} x{self.multiplier:g} (audit mutant)"
+
+    def laplace(self, rng: RandomSource, scale: float, shape: tuple[int, ...]) -> np.ndarray:
+        """The base's Laplace noise at ``multiplier * scale``."""
+        return self.base.laplace(rng, scale * self.multiplier, shape)
+
+    def add_laplace(
+        self, rng: RandomSource, values: np.ndarray, scale: float, batch_axes: int = 1
+    ) -> np.ndarray:
+        """The base's release at ``multiplier * scale``."""
+        return self.base.add_laplace(rng, values, scale * self.multiplier, batch_axes)
+
+    def gumbel(self, rng: RandomSource, shape: tuple[int, ...]) -> np.ndarray:
+        """``multiplier`` times the base's Gumbel noise."""
+        return self.multiplier * self.base.gumbel(rng, shape)
+
+    def effective_sensitivity(self, sensitivity: float, dim: int = 1) -> float:
+        """The base's: calibration (and so the claim) is that of the unweakened learner."""
+        return self.base.effective_sensitivity(sensitivity, dim)
+
+
+class RecordingBackend:
+    """Audit-only: ``base`` unchanged, keeping every ``add_laplace`` output and its inputs.
+
+    ``releases`` holds one ``(values, noisy)`` pair of float64 arrays per call, each with the run
+    axis first (shape ``(B, ...)`` for a BatchRNG), while ``enabled`` is True and fewer than
+    ``max_calls`` calls are kept (memory stays bounded however long the game). Only learners
+    whose claim covers these values as releases (the Laplace releases of their accountant, not
+    the internal noisy scores of a selection or a sparse-vector test) may be audited on them; the
+    audit driver keeps that list.
+
+    Args:
+        base: the backend to record (a name or a backend object, possibly a ScaledBackend).
+        max_calls: the most calls kept.
+    """
+
+    def __init__(self, base: str | NoiseBackend = "fast", max_calls: int = 1 << 30) -> None:
+        self.base = get_backend(base)
+        self.name = self.base.name
+        self.max_calls = check_int("max_calls", max_calls, minimum=0)
+        self.enabled = True
+        self.releases: list[tuple[np.ndarray, np.ndarray]] = []
+
+    @property
+    def multiplier(self) -> float:
+        """The base's noise multiplier (1 unless it is a :class:`ScaledBackend`)."""
+        return noise_multiplier(self.base)
+
+    def laplace(self, rng: RandomSource, scale: float, shape: tuple[int, ...]) -> np.ndarray:
+        """The base's Laplace noise (not a release: nothing is recorded)."""
+        return self.base.laplace(rng, scale, shape)
+
+    def add_laplace(
+        self, rng: RandomSource, values: np.ndarray, scale: float, batch_axes: int = 1
+    ) -> np.ndarray:
+        """The base's release, recorded with its exact input."""
+        out = self.base.add_laplace(rng, values, scale, batch_axes)
+        if self.enabled and len(self.releases) < self.max_calls:
+            exact = np.broadcast_to(np.asarray(values, dtype=np.float64), np.shape(out))
+            self.releases.append((exact.copy(), np.array(out, dtype=np.float64)))
+        return out
+
+    def gumbel(self, rng: RandomSource, shape: tuple[int, ...]) -> np.ndarray:
+        """The base's Gumbel noise."""
+        return self.base.gumbel(rng, shape)
+
+    def effective_sensitivity(self, sensitivity: float, dim: int = 1) -> float:
+        """The base's."""
+        return self.base.effective_sensitivity(sensitivity, dim)
+
+
+def root_backend(backend: NoiseBackend) -> NoiseBackend:
+    """The noise source under any audit wrappers (ScaledBackend, RecordingBackend)."""
+    while isinstance(backend, (ScaledBackend, RecordingBackend)):
+        backend = backend.base
+    return backend
+
+
+def noise_multiplier(backend: NoiseBackend) -> float:
+    """The factor an audit wrapper applies to the noise (1.0 for ``fast`` and ``grid``)."""
+    return float(getattr(backend, "multiplier", 1.0))
 
 
 BACKENDS = ("fast", "grid")

@@ -1,0 +1,200 @@
+"""Replay of a user's bandit game: a (T, K) arm-loss matrix and the experts' advice.
+
+Family ``replay`` of both bandit kinds. The arm losses are the user's matrix, row ``t`` in round
+``t`` (deterministic: the round's means are the matrix row, so the pseudo-regrets equal the
+realised regrets; as for the other deterministic families, a neighbouring game changes the losses
+and keeps the means of the original matrix). The advice of the ``bandit_advice`` kind is one of
+
+* ``"identity"``: the K identity experts (N = K), i.e. the plain K-armed bandit;
+* an (N, K) matrix: the same advice every round;
+* a (T, N, K) tensor (array or ``.npy`` path): round ``t``'s advice is ``advice[t - 1]``;
+* a rule: a function ``rule(t) -> (N, K) array`` of the round ``t`` (1-based) alone, called once
+  per round while the game is played (and once at construction, to read N). It must be a pure
+  function of ``t`` for the game to be oblivious and reproducible; the env cannot check that.
+  (A rule that is a lambda or a local function makes the env unpicklable.)
+
+Every advice row must be a distribution over the K arms (values in [0, 1], row sums within
+``ADVICE_SUM_TOLERANCE`` of 1); rows are checked, never renormalised. Advice is public: a
+neighbouring game (``reset(neighbor=...)``) replaces one round's arm-loss vector and leaves the
+advice unchanged. The ``bandit`` kind's ``replay`` is the ``"identity"`` case.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dp_experts_env._validation import check_int, check_loss_array
+from dp_experts_env.adversaries.advice import AdviceAdversary
+from dp_experts_env.adversaries.oblivious import load_losses
+from dp_experts_env.adversaries.registry import register_family
+
+__all__ = ["BanditReplay", "ADVICE_SUM_TOLERANCE", "bandit_replay"]
+
+#: Largest accepted |sum of an advice row - 1| (rows are checked, never renormalised).
+ADVICE_SUM_TOLERANCE = 1e-9
+
+_ADVICE_FORMS = (
+    "advice must be 'identity', an (N, K) matrix, a (T, N, K) tensor (array or .npy path) or a "
+    "rule t -> (N, K) array"
+)
+
+
+def check_advice(name: str, value: Any, shape: tuple[int | None, ...]) -> np.ndarray:
+    """A float64 copy of advice rows, each a distribution over the arms (checked, not fixed)."""
+    arr = check_loss_array(name, value, ndim=len(shape), shape=shape)
+    sums = arr.sum(axis=-1)
+    bad = np.abs(sums - 1.0) > ADVICE_SUM_TOLERANCE
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(
+            f"{name} rows must be distributions over the arms (sum 1 within "
+            f"{ADVICE_SUM_TOLERANCE}); the row at index {idx} sums to {float(sums[idx])!r} "
+            "(advice is never renormalised silently)"
+        )
+    return arr
+
+
+def _read_advice(advice: Any) -> Any:
+    """A ``.npy`` path becomes its array; anything else is returned as is."""
+    if not isinstance(advice, (str, os.PathLike)) or advice == "identity":
+        return advice
+    path = Path(advice)
+    if path.suffix.lower() != ".npy" or not path.is_file():
+        raise ValueError(f"{_ADVICE_FORMS}; got {str(advice)!r} (not 'identity' nor a .npy file)")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as err:
+        raise ValueError(f"advice file {str(path)!r} is not a readable .npy file") from err
+
+
+class BanditReplay(AdviceAdversary):
+    """Replay a user (T, K) arm-loss matrix with user advice (identity, matrix, tensor or rule).
+
+    Args:
+        n_experts: N; unset (None) takes it from the advice; if given, it must match.
+        horizon: T; unset takes it from the matrix; if given, it must match.
+        n_arms: K; unset takes it from the matrix; if given, it must match.
+        losses: the (T, K) arm losses in [0, 1]: array-like, ``.npy`` or ``.csv`` path (copied).
+        advice: ``"identity"``, an (N, K) matrix, a (T, N, K) tensor (array or ``.npy`` path) or
+            a rule ``t -> (N, K)``; see the module docstring.
+        rescale: map the loss matrix affinely onto [0, 1] first (explicit opt-in).
+    """
+
+    stochastic_losses = False
+
+    def __init__(
+        self,
+        n_experts: int | None = None,
+        horizon: int | None = None,
+        n_arms: int | None = None,
+        *,
+        losses: Any = None,
+        advice: Any = None,
+        rescale: bool = False,
+    ) -> None:
+        if not isinstance(rescale, bool):
+            raise TypeError(f"rescale must be True or False, got {rescale!r}")
+        if losses is None:
+            raise ValueError(
+                "family 'replay' needs losses=: a (T, K) arm-loss matrix (array, .npy or .csv "
+                "path), row t = the K arm losses of round t"
+            )
+        matrix = load_losses(losses, rescale=rescale)
+        rows, cols = matrix.shape
+        if cols < 2:
+            raise ValueError(
+                f"losses must have at least 2 columns (arms), got shape {matrix.shape}"
+            )
+        self._rule: Callable[[int], Any] | None = None
+        self._fixed: np.ndarray | None = None
+        self._tensor: np.ndarray | None = None
+        self.identity = False
+        advice = _read_advice(advice)
+        if advice is None:
+            raise ValueError(
+                f"family 'replay' of the BanditAdvice env needs advice=: {_ADVICE_FORMS}"
+            )
+        if isinstance(advice, str):
+            if advice != "identity":
+                raise ValueError(f"{_ADVICE_FORMS}; got {advice!r}")
+            self.identity = True
+            n = cols
+        elif callable(advice):
+            self._rule = advice
+            n = self._call_rule(1, None, cols).shape[0]
+        else:
+            arr = np.asarray(advice) if not isinstance(advice, np.ndarray) else advice
+            if arr.ndim == 2:
+                self._fixed = check_advice("advice", arr, (None, cols))
+                n = self._fixed.shape[0]
+            elif arr.ndim == 3:
+                self._tensor = check_advice("advice", arr, (rows, None, cols))
+                n = self._tensor.shape[1]
+            else:
+                raise ValueError(f"{_ADVICE_FORMS}; got an array of shape {arr.shape}")
+        for name, value, actual in (
+            ("horizon", horizon, rows),
+            ("n_arms", n_arms, cols),
+            ("n_experts", n_experts, n),
+        ):
+            if value is not None and check_int(name, value, minimum=1) != actual:
+                source = "the advice" if name == "n_experts" else f"losses of shape {matrix.shape}"
+                raise ValueError(
+                    f"{name}={value} disagrees with {source} ({name} = {actual}); leave {name} "
+                    "unset or make them agree"
+                )
+        super().__init__(n, rows, cols)
+        for arr in (matrix, self._fixed, self._tensor):
+            if arr is not None:
+                arr.flags.writeable = False
+        self.losses = matrix
+        self.rescale = rescale
+
+    def _call_rule(self, t: int, n: int | None, k: int) -> np.ndarray:
+        assert self._rule is not None
+        try:
+            out = self._rule(t)
+        except Exception as err:
+            raise ValueError(f"the advice rule failed at round {t}: {err!r}") from err
+        return check_advice(f"advice rule output at round {t}", out, (n, k))
+
+    def _public(self, t: int) -> np.ndarray:
+        return np.broadcast_to(self.losses[t - 1], (self.num_runs, self.n_arms))
+
+    def _advice(self, t: int) -> np.ndarray:
+        if self.identity:
+            return self._identity_advice()
+        shape = (self.num_runs, self.n_experts, self.n_arms)
+        if self._fixed is not None:
+            return np.broadcast_to(self._fixed, shape)
+        if self._tensor is not None:
+            return np.broadcast_to(self._tensor[t - 1], shape)
+        return np.broadcast_to(self._call_rule(t, self.n_experts, self.n_arms), shape)
+
+
+register_family("bandit_advice", "replay")(BanditReplay)
+
+
+@register_family("bandit", "replay")
+def bandit_replay(
+    n_experts: int | None = None,
+    horizon: int | None = None,
+    n_arms: int | None = None,
+    *,
+    losses: Any = None,
+    rescale: bool = False,
+) -> BanditReplay:
+    """Replay a user (T, K) arm-loss matrix with the K identity experts (N = K)."""
+    if n_experts is not None and n_arms is not None and n_experts != n_arms:
+        raise ValueError(
+            f"the bandit kind uses identity experts: n_experts must equal n_arms, got "
+            f"n_experts={n_experts}, n_arms={n_arms}"
+        )
+    return BanditReplay(
+        n_experts, horizon, n_arms, losses=losses, advice="identity", rescale=rescale
+    )

@@ -1,0 +1,911 @@
+"""Privacy audits of learners: play them on neighbouring loss sequences, search, test.
+
+The statistics (events, Clopper–Pearson bounds, power) are :mod:`dp_experts_env.privacy.audit`;
+this module plays learners. Two entry points:
+
+* :func:`audit_agent` -- one neighbouring pair, one set of public parameters: half of each side's
+  runs select the event, the other half tests it (the primitive; used by unit tests).
+* :func:`audit_learner` -- the search behind ``dp-experts audit``: candidate *scenarios*
+  (neighbouring pair x public hyper-parameters x game size) from :func:`default_scenarios`, each
+  played on *selection* runs and scored by the bound its best event promises; the best
+  (scenario, event) is then counted on fresh *test* runs with independent seeds, once, so the
+  bound is valid at confidence ``1 - alpha`` whatever the search looked at. The report states
+  the budget, what was searched and the power of the final event.
+
+Learners are fed observations directly (no env): full-information learners see the previous
+round's loss vector (zeros before round 0); bandit learners see the round's advice, the arm they
+played and its loss. A *keyed* scenario is an adaptive adversary: round t's loss vector is the
+protected row ``z_t`` rotated so that ``z_t[0]`` lands on the action played at round ``t - 1``
+(the same function on both sides of the pair, so the pair differs in one datum; only for learners
+whose claim holds against adaptive adversaries).
+
+Weakened learners ("mutants") are built with an audit-only noise wrapper
+(:class:`~dp_experts_env.privacy.noise.ScaledBackend`): the claim is that of the correct
+learner, the noise is ``multiplier`` times smaller or larger. Learners whose claim covers Laplace
+*releases* (noisy losses, tree nodes, batch means: :data:`RELEASING`) are also audited on those
+releases, recorded by :class:`~dp_experts_env.privacy.noise.RecordingBackend`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dp_experts_env._validation import check_float, check_int, check_loss_array
+from dp_experts_env.privacy.audit import (
+    AuditResult,
+    Selection,
+    _check_common,
+    evaluate_event,
+    release_families,
+    select_event,
+    sequence_families,
+)
+from dp_experts_env.privacy.noise import RecordingBackend, ScaledBackend, get_backend
+
+__all__ = [
+    "DEFAULT_RUNS",
+    "MAX_RELEASES",
+    "RELEASING",
+    "AuditReport",
+    "Scenario",
+    "audit_agent",
+    "audit_learner",
+    "default_scenarios",
+    "play_scenario",
+]
+
+#: learners whose claim covers the values they pass to ``add_laplace`` as releases (their
+#: accountant is the Laplace mechanism on those values; actions are post-processing). Internal
+#: noisy scores of report-noisy-min or sparse-vector tests are not releases and are never audited.
+RELEASING = frozenset(
+    {
+        "noisy-clipped-hedge",
+        "meta-expert-reduction",
+        "dp-ftrl-tree",
+        "ldp-exp4",
+        "private-batched-bandit",
+        "private-bandit-over-experts",
+        "private-batched-exp4",
+    }
+)
+
+_TEST_SEED_OFFSET = 500_000_000_000  # test runs' seeds start here (selection runs below it)
+#: test runs per side when neither the caller nor the chosen scenario says otherwise
+DEFAULT_RUNS = 100_000
+#: Laplace releases kept per run after the changed row (tree nodes holding the first of 2^16
+#: items, batch means, noisy loss vectors of the next rounds); later ones are not recorded.
+MAX_RELEASES = 16
+
+
+# --------------------------------------------------------------------------- scenarios
+@dataclass(frozen=True, eq=False)
+class Scenario:
+    """A neighbouring pair of games and the public parameters to play them with.
+
+    Attributes:
+        label: the scenario in words (pair, changed round, parameters).
+        losses: (T, W) protected rows ``z_t`` on the input (W = N experts, or K arms for bandit
+            learners), values in [0, 1].
+        neighbor: the same with exactly one row replaced.
+        params: public hyper-parameters passed to the learner (privacy must hold for all).
+        keyed: adaptive adversary (see the module docstring).
+        advice: bandit learners: (N, K) advice (default: the identity, N = K).
+        runs: test runs per side if this scenario is chosen (None: :data:`DEFAULT_RUNS`); cheap
+            scenarios whose evidence sits close to the claim ask for more.
+    """
+
+    label: str
+    losses: np.ndarray
+    neighbor: np.ndarray
+    params: Mapping[str, Any] = field(default_factory=dict)
+    keyed: bool = False
+    advice: np.ndarray | None = None
+    runs: int | None = None
+
+    @property
+    def changed_round(self) -> int:
+        """The index of the row in which the pair differs."""
+        return _differing_row(self.losses, self.neighbor)
+
+    @property
+    def horizon(self) -> int:
+        """T."""
+        return int(self.losses.shape[0])
+
+
+def _differing_row(losses: np.ndarray, neighbor: np.ndarray) -> int:
+    rows = np.flatnonzero(np.any(losses != neighbor, axis=1))
+    if len(rows) != 1:
+        raise ValueError(
+            "losses and neighbor_losses must differ in exactly one row (one round's loss "
+            f"vector: event-level neighbours); they differ in {len(rows)} rows"
+            + (f" ({rows[:10].tolist()})" if len(rows) else "")
+        )
+    return int(rows[0])
+
+
+# --------------------------------------------------------------------------- playing
+class ScenarioRefused(ValueError):
+    """The learner cannot be built with a scenario's parameters (the search skips it)."""
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """What one side of a scenario produced.
+
+    Attributes:
+        actions: (n, T) actions.
+        releases: (n, 2, 1 + D): column 0 the action of the changed round (on both channels),
+            then the exact inputs (channel 0) and noisy outputs (channel 1) of the Laplace
+            releases made after the changed row was fed (None when not recorded).
+        claim: the learner's privacy claim.
+        seconds: wall time of the play.
+    """
+
+    actions: np.ndarray
+    releases: np.ndarray | None
+    claim: Any
+    seconds: float
+
+
+def _build(agent: Any, n: int, seed: int, game: dict[str, int], params: Mapping[str, Any]) -> Any:
+    if isinstance(agent, str):
+        import agents  # the evaluation layer may import learners; privacy may not
+
+        kw: dict[str, Any] = {
+            "n_experts": game["n"],
+            "horizon": game["t"],
+            "num_envs": n,
+            "seed": seed,
+        }
+        if agents.spec(agent).feedback == "bandit":
+            kw["n_arms"] = game["k"]
+        return agents.make(agent, **kw, **params)
+    if params:
+        raise TypeError(
+            f"agent parameters {sorted(params)} are only accepted with a registered agent name; "
+            "a factory f(num_envs, seed) must bind its own parameters"
+        )
+    if not callable(agent):
+        raise TypeError(
+            f"agent must be a registered name or a factory f(num_envs, seed), got "
+            f"{type(agent).__name__}"
+        )
+    built = agent(n, seed)
+    if getattr(built, "num_envs", n) != n:
+        raise ValueError(f"the factory built {built.num_envs} runs, expected num_envs={n}")
+    return built
+
+
+def _check_actions(actions: Any, n: int, k: int) -> np.ndarray:
+    a = np.asarray(actions, dtype=np.int64).reshape(-1)
+    if a.shape != (n,) or a.min() < 0 or a.max() >= k:
+        raise ValueError(f"agent returned actions outside [0, {k}) or of the wrong shape {a.shape}")
+    return a
+
+
+def _row(z: np.ndarray, key: np.ndarray | None, n: int) -> np.ndarray:
+    """(n, W) losses of a round: ``z`` for every run, or rotated onto each run's key."""
+    if key is None:
+        return np.broadcast_to(z, (n, z.shape[0]))
+    width = z.shape[0]
+    return z[(np.arange(width)[None, :] - key[:, None]) % width]
+
+
+def _play(
+    agent: Any,
+    losses: np.ndarray,
+    advice: np.ndarray | None,
+    n: int,
+    *,
+    keyed: bool,
+    recorder: RecordingBackend | None,
+    changed: int,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Feed the agent the game directly; return its (n, T) actions and recorded releases."""
+    horizon, width = losses.shape
+    dtype = np.int16 if width < 2**15 else np.int64
+    actions = np.empty((n, horizon), dtype=dtype)
+    if recorder is not None:
+        recorder.enabled = False  # releases before the change have the same law on both sides
+    prev = np.zeros(n, dtype=np.int64)
+    bandit = agent.feedback == "bandit"
+    last_loss = np.zeros(n)
+    obs: Any = np.zeros((n, width))
+    for t in range(horizon):
+        if t == changed + 1 and recorder is not None:
+            recorder.enabled = True
+        if bandit:
+            adv = advice if advice.ndim == 2 else advice[t]
+            obs = {
+                "advice": np.broadcast_to(adv, (n, *adv.shape)),
+                "last_action": prev,
+                "last_loss": last_loss,
+            }
+        a = _check_actions(agent.act(obs), n, width)
+        actions[:, t] = a
+        # Keyed rows are rotated onto the action of round t - 1 (the adversary never sees a_t).
+        row = _row(losses[t], prev if keyed else None, n)
+        if bandit:
+            last_loss = row[np.arange(n), a]
+        else:
+            obs = np.array(row)
+        prev = a
+    releases = None
+    if recorder is not None:
+        # Column 0: the action of the changed round (the release families may fit their
+        # centres per action: a bandit learner's release reads the loss of the arm it played).
+        key = np.repeat(actions[:, changed, None, None].astype(np.float64), 2, axis=1)
+        calls = recorder.releases
+        if calls:
+            exact = np.concatenate([c[0].reshape(n, -1) for c in calls], axis=1)
+            noisy = np.concatenate([c[1].reshape(n, -1) for c in calls], axis=1)
+            releases = np.concatenate([key, np.stack([exact, noisy], axis=1)], axis=2)
+        else:
+            releases = key
+    return actions, releases
+
+
+def relative_actions(actions: np.ndarray, k: int) -> np.ndarray:
+    """``(J_0, J_1 - J_0, J_2 - J_1, ...) mod k``: a keyed scenario's actions in its own frame.
+
+    A keyed adversary places each row relative to the previous action, so events about moves
+    (``J_t - J_{t-1}``) are the natural ones; the map is a bijection (post-processing).
+    """
+    rel = actions.astype(np.int64)
+    rel[:, 1:] = (rel[:, 1:] - rel[:, :-1]) % k
+    return rel.astype(actions.dtype)
+
+
+def _check_advice(advice: Any, horizon: int, width: int) -> np.ndarray | None:
+    if advice is None:
+        return None
+    adv = np.asarray(advice, dtype=np.float64)
+    if (
+        adv.ndim not in (2, 3)
+        or adv.shape[-1] != width
+        or (adv.ndim == 3 and adv.shape[0] != horizon)
+    ):
+        raise ValueError(
+            f"advice must have shape (N, K) or (T, N, K) with K = {width} arms and "
+            f"T = {horizon}, got {adv.shape}"
+        )
+    if np.any(adv < 0) or not np.allclose(adv.sum(axis=-1), 1.0):
+        raise ValueError("advice rows must be probability distributions over the arms")
+    return adv
+
+
+def _noise_for(
+    agent: Any, params: Mapping[str, Any], multiplier: float, record: bool
+) -> tuple[dict[str, Any], RecordingBackend | None]:
+    """Learner parameters with the (weakened, recorded) noise backend in place."""
+    out = dict(params)
+    if multiplier == 1.0 and not record:
+        return out, None
+    if not isinstance(agent, str):
+        raise TypeError("multiplier and release recording need a registered agent name")
+    backend: Any = get_backend(out.pop("noise", "fast"))
+    if multiplier != 1.0:
+        backend = ScaledBackend(backend, multiplier)
+    recorder = RecordingBackend(backend, max_calls=MAX_RELEASES) if record else None
+    out["noise"] = recorder if recorder is not None else backend
+    return out, recorder
+
+
+def play_scenario(
+    agent: str | Callable[[int, int], Any],
+    scenario: Scenario,
+    *,
+    side: int,
+    n_runs: int,
+    seed: int,
+    multiplier: float = 1.0,
+    record: bool = False,
+    refusable: bool = False,
+) -> Outputs:
+    """Play one side (0: ``losses``, 1: ``neighbor``) of a scenario with ``n_runs`` runs.
+
+    Run ``b`` uses agent seed ``seed + b``. Keyed scenarios return their actions as
+    :func:`relative_actions`. ``multiplier`` weakens (or strengthens) the noise
+    through a :class:`ScaledBackend`; ``record`` keeps the Laplace releases made after the changed
+    row was fed. With ``refusable``, a learner that cannot be built with the scenario's
+    parameters raises :class:`ScenarioRefused` (the search skips the scenario).
+    """
+    losses = scenario.losses if side == 0 else scenario.neighbor
+    horizon, width = losses.shape
+    advice = _check_advice(scenario.advice, horizon, width)
+    params, recorder = _noise_for(agent, scenario.params, multiplier, record)
+    n_experts = advice.shape[-2] if advice is not None else width
+    began = time.perf_counter()
+    try:
+        built = _build(agent, n_runs, seed, {"n": n_experts, "t": horizon, "k": width}, params)
+    except (ValueError, TypeError) as err:
+        if not refusable:
+            raise
+        raise ScenarioRefused(f"{scenario.label}: {err}") from err
+    if built.feedback == "bandit":
+        if advice is None:
+            advice = np.eye(width)
+    else:
+        if scenario.advice is not None:
+            raise ValueError("advice is only for bandit agents")
+        if built.n_experts != width:
+            raise ValueError(f"agent has {built.n_experts} experts but losses have {width}")
+    actions, releases = _play(
+        built,
+        losses,
+        advice,
+        n_runs,
+        keyed=scenario.keyed,
+        recorder=recorder,
+        changed=scenario.changed_round,
+    )
+    if scenario.keyed:
+        actions = relative_actions(actions, width)
+    return Outputs(actions, releases, built.privacy, time.perf_counter() - began)
+
+
+# --------------------------------------------------------------------------- one pair
+def audit_agent(
+    agent: str | Callable[[int, int], Any],
+    losses: Any,
+    neighbor_losses: Any,
+    *,
+    n_runs: int = 20_000,
+    alpha: float = 1e-3,
+    seed: int = 0,
+    advice: Any = None,
+    keyed: bool = False,
+    multiplier: float = 1.0,
+    **agent_params: Any,
+) -> AuditResult:
+    """Audit a learner's privacy claim on one pair of neighbouring loss sequences.
+
+    One batched agent of ``n_runs`` runs plays each side (agent seeds ``2 k n`` and
+    ``(2k + 1) n`` for ``seed = k``, ``n = n_runs``: sides and audit seeds never share runs).
+    The first half of each side's runs selects the event (the families of
+    :func:`~dp_experts_env.privacy.audit.sequence_families`: per-round, block, joint-window,
+    switch and play-count events over the rounds after the differing one, windows reaching one
+    or two rounds back), the second half tests it.
+
+    Args:
+        agent: a registered agent name (built with ``agents.make(name, n_experts=N, horizon=T,
+            num_envs=n_runs, seed=..., **agent_params)``) or a factory ``f(num_envs, seed)``.
+        losses: (T, N) losses in [0, 1] (bandit agents: (T, K) losses of the arms).
+        neighbor_losses: the same with exactly one row changed.
+        n_runs: runs per side (>= 200).
+        alpha: error probability of the lower bound.
+        seed: first agent seed.
+        advice: bandit agents only: (N, K) or (T, N, K) expert advice (rows are distributions);
+            default the identity (N = K).
+        keyed: rows are rotated onto the previous action (an adaptive adversary).
+        multiplier: noise factor of an audit mutant (1: the learner as built).
+        **agent_params: passed to ``agents.make`` (e.g. ``epsilon=1.0``).
+
+    Returns:
+        An :class:`AuditResult` for the agent's ``privacy`` claim.
+    """
+    n, alpha, seed = _check_common(n_runs, alpha, seed)
+    x = check_loss_array("losses", losses, ndim=2)
+    xp = check_loss_array("neighbor_losses", neighbor_losses, ndim=2, shape=x.shape)
+    scenario = Scenario("given pair", x, xp, agent_params, keyed=keyed, advice=advice)
+    row = scenario.changed_round
+    sides = [
+        play_scenario(
+            agent, scenario, side=s, n_runs=n, seed=(2 * seed + s) * n, multiplier=multiplier
+        )
+        for s in (0, 1)
+    ]
+    claim = sides[0].claim
+    try:
+        _check_adversary(scenario, claim)
+    except ScenarioRefused as err:
+        raise ValueError(str(err)) from None
+    k = int(scenario.losses.shape[1])
+    half = n // 2
+    a, b = sides[0].actions, sides[1].actions
+    fams = sequence_families(a[:half], b[:half], k=k, first=row + 1)
+    selection = select_event(
+        fams, a[:half], b[:half], n_test=n - half, alpha=alpha, delta=float(claim.delta)
+    )
+    return evaluate_event(
+        selection,
+        a[half:],
+        b[half:],
+        alpha=alpha,
+        claimed_epsilon=float(claim.epsilon),
+        claimed_delta=float(claim.delta),
+        n_runs=n,
+    )
+
+
+# --------------------------------------------------------------------------- the search
+@dataclass(frozen=True, eq=False)
+class Candidate:
+    """A scenario scored on selection runs: its best event per view."""
+
+    scenario: Scenario
+    view: str  # "actions" or "releases"
+    selection: Selection | None
+    seconds: float
+    claimed_epsilon: float
+
+    @property
+    def score(self) -> float:
+        """The bound a test was predicted to give (0 when nothing separates the sides)."""
+        return self.selection.score if self.selection is not None else 0.0
+
+    @property
+    def margin(self) -> float:
+        """Predicted bound minus the claim: how far the evidence is expected to reach past it."""
+        return self.score - self.claimed_epsilon
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """What :func:`audit_learner` searched, chose and found.
+
+    Attributes:
+        agent: the learner audited (name, or the factory's repr).
+        multiplier: noise factor (1 for the learner as built; 0.5, 0 for mutants).
+        result: the test of the chosen event on fresh runs (bound, counts, power).
+        chosen: the candidate tested (scenario and view).
+        candidates: every candidate scored, in search order.
+        claim: the learner's claim in the chosen scenario.
+        selection_runs: runs per side and scenario in the search. test_runs: runs per side in
+            the test.
+        scenarios_total: scenarios available; :meth:`searched` of them were scored within the
+            budget.
+        skipped: scenarios the learner refused to be built with (and why).
+        time_budget: seconds allowed for the search. seconds: wall time of search and test.
+    """
+
+    agent: str
+    multiplier: float
+    result: AuditResult
+    chosen: Candidate | None
+    candidates: list[Candidate]
+    claim: Any
+    selection_runs: int
+    test_runs: int
+    scenarios_total: int
+    skipped: list[str]
+    time_budget: float
+    seconds: float
+
+    @property
+    def violation(self) -> bool:
+        """True when the test's lower bound exceeds the claim."""
+        return not self.result.passed
+
+    def searched(self) -> int:
+        """Scenarios scored (each over every view the learner offers)."""
+        return len({id(c.scenario) for c in self.candidates})
+
+    def summary(self) -> str:
+        """A few lines for the CLI: verdict, bound, event, scenario, budget."""
+        res = self.result
+        lines = [
+            f"{self.agent}: {res.verdict}",
+            f"  claim: {self.claim.summary() if self.claim is not None else 'none'}",
+            f"  test: epsilon >= {res.epsilon_lower_bound:.3f} (confidence {1 - res.alpha:g}) on "
+            f"{res.n_heldout} fresh runs per side; counts {res.counts[0]} vs {res.counts[1]}",
+        ]
+        if self.chosen is not None:
+            lines += [
+                f"  event ({self.chosen.view}): {res.event}",
+                f"  scenario: {self.chosen.scenario.label}",
+            ]
+        lines.append(
+            f"  search: {self.searched()} of {self.scenarios_total} scenarios x "
+            f"{self.selection_runs} selection runs per side within a {self.time_budget:g} s "
+            f"budget; {self.seconds:.1f} s in all"
+        )
+        if self.skipped:
+            lines.append(f"  skipped {len(self.skipped)} scenario(s): {self.skipped[0]}")
+        if self.multiplier != 1.0:
+            lines.append(f"  mutant: noise x{self.multiplier:g}, claim unchanged")
+        return "\n".join(lines)
+
+
+def _check_adversary(scenario: Scenario, claim: Any) -> None:
+    """A keyed (adaptive) pair is outside a claim that holds against oblivious adversaries."""
+    if scenario.keyed and getattr(claim, "holds_against", "adaptive") == "oblivious":
+        raise ScenarioRefused(
+            f"{scenario.label}: a keyed pair is an adaptive adversary, and the claim holds "
+            "against oblivious adversaries only"
+        )
+
+
+def _score_scenario(
+    agent: str,
+    scenario: Scenario,
+    *,
+    n_sel: int,
+    n_test: int,
+    seed: int,
+    multiplier: float,
+    record: bool,
+    alpha: float,
+) -> tuple[list[Candidate], Any]:
+    began = time.perf_counter()
+    sides = [
+        play_scenario(
+            agent,
+            scenario,
+            side=s,
+            n_runs=n_sel,
+            seed=seed + s * n_sel,
+            multiplier=multiplier,
+            record=record,
+            refusable=True,
+        )
+        for s in (0, 1)
+    ]
+    claim = sides[0].claim
+    _check_adversary(scenario, claim)
+    delta = float(claim.delta)
+    # Families are fitted (window values, likelihood orders, release centres) on one half of
+    # the selection runs and scored on the other: scoring on the runs that ordered them would
+    # reward noise.
+    fit, score = slice(0, n_sel // 2), slice(n_sel // 2, n_sel)
+    a, b = sides[0].actions, sides[1].actions
+    k = int(scenario.losses.shape[1])
+    first = scenario.changed_round + 1
+    out = []
+    fams = sequence_families(a[fit], b[fit], k=k, first=first)
+    sel = select_event(fams, a[score], b[score], n_test=n_test, alpha=alpha, delta=delta)
+    seconds = time.perf_counter() - began
+    out.append(Candidate(scenario, "actions", sel, seconds, float(claim.epsilon)))
+    if record and sides[0].releases is not None:
+        ra, rb = sides[0].releases, sides[1].releases
+        fams = release_families(ra[fit], rb[fit])
+        rel = select_event(fams, ra[score], rb[score], n_test=n_test, alpha=alpha, delta=delta)
+        out.append(Candidate(scenario, "releases", rel, seconds, float(claim.epsilon)))
+    return out, claim
+
+
+def audit_learner(
+    agent: str,
+    *,
+    epsilon: float = 1.0,
+    params: Mapping[str, Any] | None = None,
+    multiplier: float = 1.0,
+    scenarios: Sequence[Scenario] | None = None,
+    runs: int | None = None,
+    selection_runs: int = 4_000,
+    pairs: int | None = None,
+    time_budget: float = 120.0,
+    alpha: float = 1e-3,
+    seed: int = 0,
+    releases: bool | None = None,
+) -> AuditReport:
+    """Search scenarios for the strongest evidence against a learner's claim, then test it once.
+
+    Args:
+        agent: a registered private learner.
+        epsilon: the epsilon the learner is built with (its claim is what its accountant
+            certifies at the parameters of each scenario).
+        params: extra learner parameters (``mode``, ``noise``, ...), applied to every scenario;
+            they win over a scenario's own settings, so a user can pin a parameter the search
+            would otherwise vary (scenarios the learner then refuses are skipped and reported).
+        multiplier: noise factor of an audit mutant (0.5 halves the noise, 0 removes it; the
+            claim is unchanged). 1 audits the learner as built.
+        scenarios: candidate scenarios, in search order (default :func:`default_scenarios`).
+        runs: test runs per side (>= 200) for every scenario (default: the chosen scenario's
+            ``runs``, else :data:`DEFAULT_RUNS`). Each scenario is scored by the bound a test of
+            its own size is predicted to give.
+        selection_runs: runs per side for scoring each scenario (>= 200).
+        pairs: search at most this many scenarios (default all).
+        time_budget: seconds for the search; scenarios left when it is spent are skipped (the
+            report says how many were searched). The test always runs.
+        alpha: error probability of the final bound.
+        seed: audit seed; selection and test runs use disjoint seed ranges derived from it.
+        releases: audit recorded Laplace releases as well as actions (default: for learners
+            in :data:`RELEASING`).
+
+    Returns:
+        An :class:`AuditReport`; ``report.violation`` is the verdict.
+    """
+    import agents
+
+    entry = agents.spec(agent)  # unknown names raise, listing the learners
+    if not entry.private:
+        raise ValueError(f"agent {agent!r} is non-private, so it has no claim to audit")
+    fixed = None if runs is None else check_int("runs", runs, minimum=200)
+    n_sel = check_int("selection_runs", selection_runs, minimum=200)
+    alpha = check_float("alpha", alpha, minimum=0.0, maximum=0.5, min_inclusive=False)
+    seed = check_int("seed", seed, minimum=0)
+    budget = check_float("time_budget", time_budget, minimum=0.0)
+    mult = check_float("multiplier", multiplier, minimum=0.0)
+    user = dict(params or {})
+    user.setdefault("epsilon", epsilon)
+    if scenarios is None:
+        scenarios = default_scenarios(agent, epsilon=float(user["epsilon"]), mode=user.get("mode"))
+    scenarios = [
+        Scenario(s.label, s.losses, s.neighbor, {**s.params, **user}, s.keyed, s.advice, s.runs)
+        for s in scenarios
+    ]
+    total = len(scenarios)
+    if pairs is not None:
+        scenarios = scenarios[: check_int("pairs", pairs, minimum=1)]
+    record = agent in RELEASING if releases is None else bool(releases)
+    base = seed * 2 * _TEST_SEED_OFFSET
+    began = time.perf_counter()
+    candidates: list[Candidate] = []
+    skipped: list[str] = []
+    for i, scenario in enumerate(scenarios):
+        if candidates and time.perf_counter() - began > budget:
+            break
+        try:
+            found, claim = _score_scenario(
+                agent,
+                scenario,
+                n_sel=n_sel,
+                n_test=fixed or scenario.runs or DEFAULT_RUNS,
+                seed=base + 2 * i * n_sel,
+                multiplier=mult,
+                record=record,
+                alpha=alpha,
+            )
+        except ScenarioRefused as err:  # e.g. a user parameter the scenario's settings refuse
+            skipped.append(str(err))
+            continue
+        if not math.isfinite(claim.epsilon):
+            raise ValueError(
+                f"{agent} claims no privacy in scenario {scenario.label!r} (epsilon = inf); "
+                "there is nothing to audit"
+            )
+        candidates += found
+    if not candidates:
+        raise ValueError(f"no scenario could be played with {agent}: " + "; ".join(skipped[:3]))
+    best = max(candidates, key=lambda c: c.margin)
+    n_test = fixed or best.scenario.runs or DEFAULT_RUNS
+    test_seed = base + _TEST_SEED_OFFSET
+    sides = [
+        play_scenario(
+            agent,
+            best.scenario,
+            side=s,
+            n_runs=n_test,
+            seed=test_seed + s * n_test,
+            multiplier=mult,
+            record=best.view == "releases",
+        )
+        for s in (0, 1)
+    ]
+    claim = sides[0].claim
+    view = (lambda o: o.releases) if best.view == "releases" else (lambda o: o.actions)
+    result = evaluate_event(
+        best.selection,
+        view(sides[0]),
+        view(sides[1]),
+        alpha=alpha,
+        claimed_epsilon=float(claim.epsilon),
+        claimed_delta=float(claim.delta),
+        n_runs=n_test,
+    )
+    return AuditReport(
+        agent=agent,
+        multiplier=mult,
+        result=result,
+        chosen=best,
+        candidates=candidates,
+        claim=claim,
+        selection_runs=n_sel,
+        test_runs=n_test,
+        scenarios_total=total,
+        skipped=skipped,
+        time_budget=budget,
+        seconds=time.perf_counter() - began,
+    )
+
+
+# --------------------------------------------------------------------------- pairs
+def rival_pair(
+    horizon: int, width: int, row: int, *, target: int = 0, background: float = 0.5
+) -> tuple[np.ndarray, np.ndarray]:
+    """One candidate gains while all its rivals lose: the worst case of a private selection.
+
+    Every row is ``background`` except ``row``: on the input the target's loss is 1 and its
+    rivals' 0; on the neighbour the target's is 0 and its rivals' 1 (every coordinate moves by
+    the whole loss range, so an L1-calibrated release is tested at its sensitivity).
+    """
+    x = np.full((horizon, width), float(background))
+    x[row] = 0.0
+    x[row, target] = 1.0
+    xp = x.copy()
+    xp[row] = 1.0 - x[row]
+    return x, xp
+
+
+def flip_pair(
+    horizon: int, width: int, row: int, *, background: float = 0.5
+) -> tuple[np.ndarray, np.ndarray]:
+    """Row ``row`` all zeros on the input, all ones on the neighbour.
+
+    Whatever arm is played, its loss moves by 1: the worst case of a bandit learner's release.
+    """
+    x = np.full((horizon, width), float(background))
+    x[row] = 0.0
+    xp = x.copy()
+    xp[row] = 1.0
+    return x, xp
+
+
+def complement_pair(
+    horizon: int, width: int, row: int, *, seed: int = 12345
+) -> tuple[np.ndarray, np.ndarray]:
+    """A random public 0/1 sequence and its neighbour with row ``row`` complemented."""
+    x = np.random.default_rng(seed).integers(0, 2, size=(horizon, width)).astype(float)
+    xp = x.copy()
+    xp[row] = 1.0 - xp[row]
+    return x, xp
+
+
+def _scenario(
+    label: str,
+    pair: tuple[np.ndarray, np.ndarray],
+    params: Mapping[str, Any] | None = None,
+    *,
+    keyed: bool = False,
+    advice: np.ndarray | None = None,
+    runs: int | None = None,
+) -> Scenario:
+    x, xp = pair
+    shown = ", ".join(
+        f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in (params or {}).items()
+    )
+    n, t = x.shape[1], x.shape[0]
+    size = f"K={n}" if advice is not None else f"N={n}"
+    where = f"{label}, {size}, T={t}, changed round {_differing_row(x, xp)}"
+    where += ", keyed to the previous action" if keyed else ""
+    where += f"; {shown}" if shown else ""
+    return Scenario(where, x, xp, dict(params or {}), keyed=keyed, advice=advice, runs=runs)
+
+
+def _lazy(agent: str) -> list[Scenario]:
+    # Budget for one data-dependent resample, pure DP: the accountant charges the coin that
+    # reads the changed loss and one draw of the exponential mechanism, and both are then
+    # nearly tight (many rivals make the draw's normaliser move by e^{lam}). The evidence sits
+    # close to the claim, and these learners are cheap to play: large test runs.
+    budget = {"private-lazy-hedge": 1}.get(agent, 2)
+    top = 0.7 if agent == "private-lazy-hedge" else 0.45  # the dartboards need p < 1/2
+    out = []
+    batches = (1, 2) if agent == "batched-private-shrinking-dartboard" else (None,)
+    for n, p in ((32, top), (16, 0.3), (4, 0.2), (16, top), (4, 0.45)):
+        for b in batches:
+            params: dict[str, Any] = {"p": p, "budget": budget, "delta": 0.0}
+            t = 3
+            if b is not None:
+                params["batch_size"] = b
+                t = 2 * b + 1
+            out.append(_scenario("rival", rival_pair(t, n, 0), params, runs=200_000))
+    keyed: dict[str, Any] = {"p": 0.3, "budget": budget, "delta": 0.0}
+    if agent == "batched-private-shrinking-dartboard":
+        keyed["batch_size"] = 1
+    out.append(_scenario("rival", rival_pair(4, 8, 1, target=1), keyed, keyed=True, runs=200_000))
+    return out
+
+
+def _per_learner(agent: str) -> list[Scenario]:
+    """Tuned candidates: the pairs and public settings where each learner is most exposed."""
+    big_eta = {"eta": 100.0}
+    if agent == "limited-updates":
+        return [
+            _scenario("rival", rival_pair(4, 8, 0)),
+            _scenario("rival", rival_pair(4, 16, 0)),
+            _scenario("rival", rival_pair(4, 16, 0), {"selector": "em"}),
+            _scenario("rival before an update", rival_pair(8, 8, 2)),
+        ]
+    if agent == "svt-restart":
+        return [
+            _scenario("rival", rival_pair(4, 16, 0)),
+            _scenario("rival", rival_pair(4, 16, 0), {"selector": "em"}),
+            _scenario("rival", rival_pair(4, 8, 0), {"threshold_scale": 1e-3}),
+            _scenario("rival before an update", rival_pair(8, 8, 2), {"threshold_scale": 1e-3}),
+        ]
+    if agent in ("noisy-clipped-hedge", "meta-expert-reduction"):
+        switches = {"n_switches": 0} if agent == "meta-expert-reduction" else {}
+        return [
+            _scenario("rival", rival_pair(3, 2, 0), switches),
+            _scenario("rival", rival_pair(3, 4, 0), switches),
+            _scenario(
+                "rival", rival_pair(64 if not switches else 8, 16, 0), {**switches, **big_eta}
+            ),
+        ]
+    if agent == "dp-ftrl-tree":
+        # T = 2^m + 1: the first loss enters all m + 1 tree nodes released before the last play.
+        return [
+            _scenario("rival", rival_pair(5, 2, 0)),
+            _scenario("rival", rival_pair(9, 2, 0)),
+            _scenario("rival", rival_pair(5, 16, 0), big_eta),
+        ]
+    if agent in (
+        "private-lazy-hedge",
+        "private-shrinking-dartboard",
+        "batched-private-shrinking-dartboard",
+    ):
+        return _lazy(agent)
+    if agent == "randomized-prefix-softmax":
+        uncapped = {"eta_cap": math.inf}
+        return [
+            _scenario("rival", rival_pair(4, 16, 0), uncapped),
+            _scenario("rival", rival_pair(4, 32, 0), uncapped),
+            _scenario("rival", rival_pair(4, 8, 0), uncapped),
+            _scenario("rival in block 1", rival_pair(5, 16, 1), uncapped),
+            _scenario("rival", rival_pair(4, 16, 0)),
+        ]
+    if agent in ("ldp-exp4", "private-batched-bandit", "private-bandit-over-experts"):
+        batch = {} if agent == "ldp-exp4" else {"tau": 1}
+        return [
+            _scenario("flip", flip_pair(2, 2, 0), batch, advice=np.eye(2)),
+            _scenario("flip", flip_pair(3, 2, 0), batch, advice=np.eye(2)),
+            _scenario("flip", flip_pair(3, 4, 0), batch, advice=np.eye(4)),
+        ]
+    if agent == "private-batched-exp4":
+        # Every expert recommends arm 0 and exploration is nearly uniform: the importance weights
+        # 1/Q(arm 0) then come close to the bound K/gamma the noise is calibrated to.
+        agree = np.array([[1.0, 0.0], [1.0, 0.0]])
+        return [
+            _scenario(
+                "flip, all experts on arm 0",
+                flip_pair(2, 2, 0),
+                {"tau": 1, "gamma": 0.98, "max_gamma": 0.99, "composition": c},
+                advice=agree,
+                runs=200_000,  # half the runs play the other arm: the evidence is diluted
+            )
+            for c in ("pure", "advanced")
+        ] + [_scenario("flip", flip_pair(2, 2, 0), {"tau": 1}, advice=np.eye(2))]
+    return []
+
+
+def _generic(agent: str) -> list[Scenario]:
+    """Candidates for every learner.
+
+    The first round, an update boundary, a leader flip after a long identical run, the last
+    used round, the complement of a random row.
+    """
+    import agents
+
+    bandit = agents.spec(agent).feedback == "bandit"
+    if bandit:
+        eye = np.eye(2)
+        return [
+            _scenario("flip", flip_pair(4, 2, 0), advice=eye),
+            _scenario("flip, middle", flip_pair(8, 2, 4), advice=eye),
+            _scenario("rival", rival_pair(8, 2, 3), advice=eye),
+        ]
+    # Expert 0 leads every round; in round 7 of the neighbour it alone loses (a leader flip).
+    lead = np.full((16, 8), 0.5)
+    lead[:, 0] = 0.0
+    flipped = lead.copy()
+    flipped[7] = 0.0
+    flipped[7, 0] = 1.0
+    return [
+        _scenario("rival", rival_pair(4, 2, 0)),
+        _scenario("rival", rival_pair(4, 8, 0)),
+        _scenario("rival before an update", rival_pair(8, 8, 6)),
+        _scenario("leader flip after a long identical run", (lead, flipped)),
+        _scenario("rival, last used round", rival_pair(8, 4, 6)),
+        _scenario("complement of a random row", complement_pair(8, 4, 4)),
+    ]
+
+
+def default_scenarios(
+    agent: str, *, epsilon: float = 1.0, mode: str | None = None
+) -> list[Scenario]:
+    """The default search of ``dp-experts audit`` for ``agent``: tuned candidates, then generic.
+
+    The tuned candidates (docs/privacy.md §4 says why each) come first so that a short budget
+    still tries them; the generic ones (first round, an update boundary, a leader flip after a
+    long identical run, the last used round, a random row's complement) follow. ``epsilon`` and
+    ``mode`` are accepted for learners whose candidates depend on them (none at present).
+    """
+    return _per_learner(agent) + _generic(agent)

@@ -1,0 +1,647 @@
+"""The registry of the papers' claims that ``dp-experts reproduce`` checks.
+
+None of the five papers has an experiment: what they claim are rates (upper bounds, lower
+bounds, dependences on T, S, epsilon, the gap). Each entry turns one of them into a measurable
+quantity on this suite's environments (an exponent, a ratio, a spread) with a tolerance and a
+direction. Upper bounds are one-sided (``at_most``): a learner may do better than its bound.
+Where the rate is the learner's exact behaviour on a construction built for it (a horizon-free
+bound, a 1/epsilon dependence, the sqrt(KT/epsilon) scaling on its matching env) the claim is
+two-sided. The choices of sizes and of the measured quantity are documented in docs/reproduce.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from dp_experts_env.evaluation.claims import (
+    Claim,
+    Measurement,
+    Point,
+    Sweep,
+    excess_loglog_slope,
+    loglog_slope,
+    mean_with_ci,
+    spread_of_normalised_gain,
+)
+
+__all__ = ["CLAIMS", "claim_names", "get_claims"]
+
+ARS = 'Asi, Raman & Saha 2025, "Tracking the Best Expert Privately"'
+AKST = 'Agarwal, Kale, Singh & Thakurta, "Improved Differentially Private and Lazy OCO"'
+AFKT = 'Asi, Feldman, Koren & Talwar 2023, "Private Online Prediction from Experts"'
+CC = 'Cesari & Colomboni 2026, "Optimal Gap-Dependent Regret for Private Stochastic DTOL"'
+FRPAB = '"Faster Rates for Private Adversarial Bandits" (2025)'
+
+
+def _slope_of(key: str, metric: str) -> object:
+    def analyse(rows: Mapping[str, pd.DataFrame]) -> Measurement:
+        return loglog_slope(rows[key], metric)
+
+    return analyse
+
+
+def _points(values: tuple[float, ...], make: object, epsilon: float | None = None) -> tuple:
+    return tuple(Point(float(v), make(v), epsilon) for v in values)  # type: ignore[operator]
+
+
+def _eps_points(values: tuple[float, ...], env: Mapping[str, object]) -> tuple:
+    return tuple(Point(float(v), dict(env), float(v)) for v in values)
+
+
+# ----------------------------------------------------------------------------- paper 000
+def _shift(**kw: object) -> dict[str, object]:
+    return {"n_experts": 10, "n_shifts": 4, "gap": 0.3, **kw}
+
+
+SHIFT_T = (2_500, 5_000, 10_000, 20_000, 40_000)
+SHIFT_T_QUICK = (2_500, 5_000, 10_000)
+
+svt_vs_t = Claim(
+    name="ars-shift-dr-vs-T",
+    paper=ARS,
+    source="Table 1 (shifting stochastic row), Thm 3.6",
+    statement="The private tracker's dynamic regret on a shifting stochastic sequence is "
+    "O(sqrt(S T log N) + S log N / epsilon): at most sqrt(T) growth in T for fixed S.",
+    quantity="log-log slope of dynamic regret in T (S = 4, gap 0.3, epsilon = 8)",
+    predicted=0.5,
+    tolerance=0.1,
+    kind="at_most",
+    sweeps=(
+        Sweep(
+            "svt-restart",
+            "svt-restart",
+            "DPExperts-Shift-v0",
+            _points(SHIFT_T, lambda t: _shift(horizon=int(t)), 8.0),
+            _points(SHIFT_T_QUICK, lambda t: _shift(horizon=int(t)), 8.0),
+        ),
+    ),
+    analyse=_slope_of("svt-restart", "dynamic_regret"),
+    x_label="T",
+    notes="A shift detector with a fixed false-alarm level needs a number of rounds that "
+    "depends on the gap, not on T, so its regret per shift is roughly constant in T.",
+)
+
+svt_vs_s = Claim(
+    name="ars-shift-dr-vs-S",
+    paper=ARS,
+    source="Table 1 (shifting stochastic row), Thm 3.6",
+    statement="The dynamic regret grows at most linearly in the number of shifts S "
+    "(sqrt(S T log N) + S log N / epsilon).",
+    quantity="log-log slope of dynamic regret in S (T = 10^4, gap 0.3, epsilon = 8)",
+    predicted=1.0,
+    tolerance=0.1,
+    kind="at_most",
+    sweeps=(
+        Sweep(
+            "svt-restart",
+            "svt-restart",
+            "DPExperts-Shift-v0",
+            _points((1, 2, 4, 8), lambda s: _shift(horizon=10_000, n_shifts=int(s)), 8.0),
+        ),
+    ),
+    analyse=_slope_of("svt-restart", "dynamic_regret"),
+    x_label="S (shifts)",
+)
+
+nch_vs_t = Claim(
+    name="ars-oblivious-dr-vs-T",
+    paper=ARS,
+    source="Table 1 (oblivious row), Thm 5.2",
+    statement="Against an oblivious sequence the Laplace tracker's dynamic regret is "
+    "O(sqrt(S T log N) + S T^(1/3) log N / epsilon^(2/3)): at most sqrt(T) growth.",
+    quantity="log-log slope of dynamic regret in T (S = 4, gap 0.3, epsilon = 32)",
+    predicted=0.5,
+    tolerance=0.1,
+    kind="at_most",
+    sweeps=(
+        Sweep(
+            "noisy-clipped-hedge",
+            "noisy-clipped-hedge",
+            "DPExperts-Shift-v0",
+            _points(SHIFT_T, lambda t: _shift(horizon=int(t)), 32.0),
+            _points(SHIFT_T_QUICK, lambda t: _shift(horizon=int(t)), 32.0),
+        ),
+    ),
+    analyse=_slope_of("noisy-clipped-hedge", "dynamic_regret"),
+    x_label="T",
+)
+
+COLLAPSE_T = (1_000, 10_000, 100_000)
+COLLAPSE_T_QUICK = (2_500, 10_000)
+COLLAPSE_X = (3.0, 10.0, 30.0, 100.0)
+
+
+def _collapse_sweeps(horizons: tuple[int, ...], quick: bool) -> tuple[Sweep, ...]:
+    out = []
+    for t in horizons:
+        env = _shift(horizon=t)
+        scale = 10 * math.sqrt(4 / t)  # N sqrt(S / T)
+        pts = tuple(Point(x, env, x * scale) for x in COLLAPSE_X)
+        ref = (Point(0.0, env, None),)
+        out += [
+            Sweep(f"nch-T{t}", "noisy-clipped-hedge", "DPExperts-Shift-v0", pts, pts, seeds=8),
+            Sweep(f"uniform-T{t}", "uniform", "DPExperts-Shift-v0", ref, ref, seeds=8),
+            Sweep(f"fixed-share-T{t}", "fixed-share", "DPExperts-Shift-v0", ref, ref, seeds=8),
+        ]
+    return tuple(out)
+
+
+def _collapse(rows: Mapping[str, pd.DataFrame]) -> Measurement:
+    ts = sorted({int(k.rpartition("T")[2]) for k in rows})
+    return spread_of_normalised_gain(
+        {f"T={t}": rows[f"nch-T{t}"] for t in ts},
+        {f"T={t}": rows[f"uniform-T{t}"] for t in ts},
+        {f"T={t}": rows[f"fixed-share-T{t}"] for t in ts},
+        "dynamic_regret",
+    )
+
+
+def _collapse_claim(quick_horizons: bool) -> Claim:
+    horizons = COLLAPSE_T_QUICK if quick_horizons else COLLAPSE_T
+    return Claim(
+        name="ars-threshold-collapse",
+        paper=ARS,
+        source="Sect. 4.6 regimes; Thm 5.1 (threshold epsilon ~ sqrt(S/T))",
+        statement="The privacy transition of tracking happens at epsilon ~ sqrt(S/T): plotted "
+        "against x = epsilon / (N sqrt(S/T)) (N for the strict noise of the L1 release), the "
+        "normalised gain (R_uniform - R) / (R_uniform - R_fixed-share) is the same curve for "
+        "every T.",
+        quantity="largest spread across T of the normalised gain at equal x",
+        predicted=0.0,
+        tolerance=0.25,
+        kind="at_most",
+        sweeps=_collapse_sweeps(horizons, quick_horizons),
+        analyse=_collapse,
+        x_label="x = epsilon / (N sqrt(S/T))",
+        notes="The learner is noisy-clipped-hedge (the Laplace tracker, strict noise). The "
+        "spread statistic is a maximum over x, so its bootstrap interval is conservative.",
+    )
+
+
+ADAPTIVE_T = (1_000, 2_000, 4_000, 8_000, 16_000)
+ADAPTIVE_T_QUICK = (1_000, 2_000, 4_000)
+
+lazy_adaptive = Claim(
+    name="ars-lazy-linear-on-adaptive",
+    paper=ARS,
+    source="Sect. 5 (oblivious/adaptive separation); Thm B.1's converse",
+    statement="A learner whose play depends on its own past draws (a lazy sampler) can be "
+    "forced into linear regret by an adaptive adversary that punishes its last action.",
+    quantity="log-log slope of static regret in T on punish_last (epsilon = 8)",
+    predicted=1.0,
+    tolerance=0.1,
+    kind="at_least",
+    sweeps=(
+        Sweep(
+            "private-lazy-hedge",
+            "private-lazy-hedge",
+            "DPExperts-Adaptive-v0",
+            _points(ADAPTIVE_T, lambda t: {"horizon": int(t)}, 8.0),
+            _points(ADAPTIVE_T_QUICK, lambda t: {"horizon": int(t)}, 8.0),
+            metric="static_regret",
+        ),
+    ),
+    analyse=_slope_of("private-lazy-hedge", "static_regret"),
+    x_label="T",
+)
+
+
+def _per_round_at_largest(key: str, metric: str) -> object:
+    def analyse(rows: Mapping[str, pd.DataFrame]) -> Measurement:
+        frame = rows[key]
+        last = frame[frame["x"] == frame["x"].max()].copy()
+        last["per_round"] = last[metric] / last["x"]
+        m = mean_with_ci(last, "per_round")
+        return Measurement(m.value, m.ci_low, m.ci_high, f"{m.detail} at T = {last['x'].max():g}")
+
+    return analyse
+
+
+hedge_adaptive = Claim(
+    name="ars-hedge-sublinear-on-adaptive",
+    paper=ARS,
+    source="Thm B.1 (folklore): plays that depend on past losses only",
+    statement="A learner whose law at t depends on past losses only (Hedge) has the same regret "
+    "against adaptive adversaries as against oblivious ones, sublinear on punish_last, where "
+    "a lazy sampler's regret per round stays near 1/2.",
+    quantity="Hedge's static regret per round at the largest T on punish_last",
+    predicted=0.05,
+    tolerance=0.0,
+    kind="at_most",
+    sweeps=(
+        Sweep(
+            "hedge",
+            "hedge",
+            "DPExperts-Adaptive-v0",
+            _points(ADAPTIVE_T, lambda t: {"horizon": int(t)}),
+            _points(ADAPTIVE_T_QUICK, lambda t: {"horizon": int(t)}),
+            metric="static_regret",
+        ),
+    ),
+    analyse=_per_round_at_largest("hedge", "static_regret"),
+    x_label="T",
+    notes="Hedge's regret here is tens of rounds and of either sign, so a log-log slope would "
+    "measure noise; the per-round regret at the largest T is the quantity that separates it "
+    "from the lazy learner (about 0.45 per round in ars-lazy-linear-on-adaptive).",
+)
+
+
+# ----------------------------------------------------------------------------- paper 001
+def _count_switches(sweep: Sweep, points: tuple[Point, ...], seeds: int) -> pd.DataFrame:
+    """Play the lazy learner and read its switch counter (rows: x, seed, switches / S)."""
+    import gymnasium as gym
+
+    import agents
+    from dp_experts_env.evaluation.episode import play
+    from dp_experts_env.evaluation.grid import derive_seed
+
+    out = []
+    for p in points:
+        env = gym.make_vec(
+            sweep.env_id, num_envs=seeds, vectorization_mode="vector_entry_point", **p.env_params
+        )
+        agent = agents.make(sweep.agent, env=env, seed=derive_seed(0, "switches", p.x))
+        env_seeds = [derive_seed(0, "switch-env", p.x, i) for i in range(seeds)]
+        play(env, agent, env_seeds, np.array([int(env.unwrapped.horizon)]))
+        # The learner's bound on its expected switches at the parameters used; the calibrated
+        # lazy tuning makes it exactly the switch budget S = sqrt(d T).
+        budget = float(agent.parameters.expected_switches)
+        for i, s in enumerate(np.asarray(agent.switches)):
+            out.append({"x": p.x, "seed": i, "switches_over_budget": float(s) / budget})
+        env.close()
+    return pd.DataFrame(out)
+
+
+OCO_T = (1_000, 4_000, 16_000)
+OCO_T_QUICK = (1_000, 4_000)
+
+lazy_switches = Claim(
+    name="akst-lazy-switches",
+    paper=AKST,
+    source="Thm 4.2 (lazy OCO)",
+    statement="P-COMW in its lazy setting switches at most S times in expectation.",
+    quantity="mean switches / S over T and seeds (S = sqrt(d T), d = 5)",
+    predicted=1.0,
+    tolerance=0.0,
+    kind="at_most",
+    sweeps=(
+        Sweep(
+            "p-comw-lazy",
+            "p-comw-lazy",
+            "DPExperts-OCO-v0",
+            _points(OCO_T, lambda t: {"horizon": int(t)}),
+            _points(OCO_T_QUICK, lambda t: {"horizon": int(t)}),
+            metric="switches_over_budget",
+            custom=_count_switches,
+        ),
+    ),
+    analyse=lambda rows: mean_with_ci(rows["p-comw-lazy"], "switches_over_budget"),
+    x_label="T",
+)
+
+lazy_regret = Claim(
+    name="akst-lazy-regret-vs-T",
+    paper=AKST,
+    source="Thm 4.2 (lazy OCO)",
+    statement="With S = sqrt(d T) switches, lazy P-COMW's regret is "
+    "O(G D sqrt(T) + G D sqrt(d) log(T) T / S) = O~(sqrt(T)).",
+    quantity="log-log slope of static regret in T (stochastic gradients, d = 5)",
+    predicted=0.5,
+    tolerance=0.15,
+    kind="at_most",
+    sweeps=(
+        Sweep(
+            "p-comw-lazy",
+            "p-comw-lazy",
+            "DPExperts-OCO-v0",
+            _points(OCO_T, lambda t: {"horizon": int(t)}),
+            _points(OCO_T_QUICK, lambda t: {"horizon": int(t)}),
+            metric="static_regret",
+        ),
+    ),
+    analyse=_slope_of("p-comw-lazy", "static_regret"),
+    x_label="T",
+    notes="Not confirmed at these horizons, and not expected to be: with S = sqrt(d T) the "
+    "bound's second term is 16 G D sqrt(d) ln(T) T / S = 16 G D ln(T) sqrt(T), which exceeds "
+    "the trivial regret G D T until T is about 10^6, so at T <= 1.6 x 10^4 the theorem does not "
+    "constrain the slope and the measured growth is close to linear. The tolerance 0.15 absorbs "
+    "the log factor where the bound does bind.",
+)
+
+
+# ----------------------------------------------------------------------------- paper 002
+DART_T = (1_000, 4_000, 16_000, 64_000)
+DART_T_QUICK = (1_000, 4_000, 16_000)
+
+dartboard_t = Claim(
+    name="afkt-dartboard-regret-vs-T",
+    paper=AFKT,
+    source="Thm 2 / Cor. 3 (private shrinking dartboard, oblivious adversaries)",
+    statement="The private shrinking dartboard's static regret against oblivious sequences is "
+    "O(sqrt(T log d) + T^(1/3) log d / epsilon^(2/3)): at most sqrt(T) growth.",
+    quantity="log-log slope of static regret in T (anti_lazy sequence, epsilon = 1)",
+    predicted=0.5,
+    tolerance=0.1,
+    kind="at_most",
+    sweeps=(
+        Sweep(
+            "private-shrinking-dartboard",
+            "private-shrinking-dartboard",
+            "DPExperts-Oblivious-v0",
+            _points(DART_T, lambda t: {"horizon": int(t)}, 1.0),
+            _points(DART_T_QUICK, lambda t: {"horizon": int(t)}, 1.0),
+            metric="static_regret",
+        ),
+    ),
+    analyse=_slope_of("private-shrinking-dartboard", "static_regret"),
+    x_label="T",
+)
+
+DART_EPS = (0.25, 0.5, 1.0, 2.0)
+_dart_env = {"horizon": 16_000}
+
+
+def _dart_excess(rows: Mapping[str, pd.DataFrame]) -> Measurement:
+    return excess_loglog_slope(rows["private"], rows["epsilon=inf"], "static_regret")
+
+
+dartboard_eps = Claim(
+    name="afkt-dartboard-cost-vs-epsilon",
+    paper=AFKT,
+    source="Thm 2 / Cor. 3 (privacy term T^(1/3) log d / epsilon^(2/3))",
+    statement="The cost of privacy (regret above the same learner without noise) is bounded by "
+    "C T^(1/3) log d / epsilon^(2/3): it falls at least as fast as epsilon^(-2/3).",
+    quantity="log-log slope in epsilon of regret(epsilon) - regret(inf) (T = 16,000, anti_lazy)",
+    predicted=-2 / 3,
+    tolerance=0.25,
+    kind="at_most",
+    sweeps=(
+        Sweep(
+            "private",
+            "private-shrinking-dartboard",
+            "DPExperts-Oblivious-v0",
+            _eps_points(DART_EPS, _dart_env),
+            metric="static_regret",
+        ),
+        Sweep(
+            "epsilon=inf",
+            "private-shrinking-dartboard",
+            "DPExperts-Oblivious-v0",
+            (Point(math.inf, _dart_env, math.inf),),
+            metric="static_regret",
+        ),
+    ),
+    analyse=_dart_excess,
+    x_label="epsilon",
+    notes="The calibrated default (docs/algorithms.md, Calibration) is used, not Corollary 3's "
+    "constants, which keep the learner at uniform play at this horizon.",
+)
+
+
+# ----------------------------------------------------------------------------- paper 003
+def _gap_env(gap: float, t: int = 10_000) -> dict[str, object]:
+    return {"family": "one_vs_rest", "gap": float(gap), "horizon": int(t)}
+
+
+RPS_T = (1_000, 4_000, 16_000, 64_000)
+RPS_T_QUICK = (1_000, 4_000, 16_000)
+
+rps_horizon_free = Claim(
+    name="cc-horizon-free",
+    paper=CC,
+    source="Thm 1, eq. (1)",
+    statement="Randomized prefix softmax's regret on i.i.d. losses with a unique best expert is "
+    "bounded independently of T (1 + 800 log K / gap + 16 log K / eta).",
+    quantity="log-log slope of (static) pseudo-regret in T (gap 0.2, epsilon = 1)",
+    predicted=0.0,
+    tolerance=0.1,
+    kind="two_sided",
+    sweeps=(
+        Sweep(
+            "randomized-prefix-softmax",
+            "randomized-prefix-softmax",
+            "DPExperts-Stochastic-v0",
+            _points(RPS_T, lambda t: _gap_env(0.2, int(t)), 1.0),
+            _points(RPS_T_QUICK, lambda t: _gap_env(0.2, int(t)), 1.0),
+            metric="static_pseudo_regret",
+        ),
+    ),
+    analyse=_slope_of("randomized-prefix-softmax", "static_pseudo_regret"),
+    x_label="T",
+)
+
+rps_eps = Claim(
+    name="cc-one-over-epsilon",
+    paper=CC,
+    source="Thm 1, eq. (2): log K / epsilon term",
+    statement="In the privacy-dominated regime (large gap, small epsilon) the regret is "
+    "proportional to log K / epsilon.",
+    quantity="log-log slope of (static) pseudo-regret in epsilon (gap 0.5, T = 10^4)",
+    predicted=-1.0,
+    tolerance=0.2,
+    kind="two_sided",
+    sweeps=(
+        Sweep(
+            "randomized-prefix-softmax",
+            "randomized-prefix-softmax",
+            "DPExperts-Stochastic-v0",
+            _eps_points((0.02, 0.04, 0.08, 0.16), _gap_env(0.5)),
+            metric="static_pseudo_regret",
+        ),
+    ),
+    analyse=_slope_of("randomized-prefix-softmax", "static_pseudo_regret"),
+    x_label="epsilon",
+)
+
+rps_gap = Claim(
+    name="cc-one-over-gap",
+    paper=CC,
+    source="Thm 1, eq. (2): log K / gap term",
+    statement="In the statistics-dominated regime (gap well below eta = 1/8, epsilon >= 1/4) "
+    "the regret is proportional to log K / gap.",
+    quantity="log-log slope of (static) pseudo-regret in the gap (epsilon = 1, T = 5 x 10^4)",
+    predicted=-1.0,
+    tolerance=0.25,
+    kind="two_sided",
+    sweeps=(
+        Sweep(
+            "randomized-prefix-softmax",
+            "randomized-prefix-softmax",
+            "DPExperts-Stochastic-v0",
+            _points((0.0125, 0.025, 0.05), lambda g: _gap_env(g, 50_000), 1.0),
+            metric="static_pseudo_regret",
+        ),
+    ),
+    analyse=_slope_of("randomized-prefix-softmax", "static_pseudo_regret"),
+    x_label="gap",
+    notes="Gaps above eta = 1/8 put the learner in the regime where the 16 log K / eta term "
+    "(constant in the gap) dominates; T = 5 x 10^4 is long enough for the smallest gap's "
+    "log K / gap^2 exploration to finish.",
+)
+
+
+# ----------------------------------------------------------------------------- paper 004
+def _sqrt_points(k: int, pairs: tuple[tuple[int, float], ...]) -> tuple[Point, ...]:
+    """Points (T, epsilon) on the gap 4 sqrt(K / (epsilon T)); x = sqrt(K T / epsilon)."""
+    out = []
+    for t, eps in pairs:
+        gap = min(0.5, 4 * math.sqrt(k / (eps * t)))
+        x = math.sqrt(k * t / eps)
+        out.append(Point(x, {"n_arms": k, "horizon": t, "gap": gap}, eps))
+    return tuple(out)
+
+
+_SQRT_PAIRS = ((4_000, 1.0), (4_000, 0.25), (16_000, 0.25), (16_000, 0.0625), (64_000, 0.0625))
+_SQRT_PAIRS_QUICK = ((4_000, 1.0), (4_000, 0.25), (16_000, 0.25))
+
+htinf_sqrt = Claim(
+    name="frpab-central-sqrt-KT-over-eps",
+    paper=FRPAB,
+    source="Thm 1 / Cor. 2 (Alg. 1 with HTINF)",
+    statement="The batched private bandit's regret is O(sqrt(K T / epsilon)): on the bandit "
+    "whose gap is 4 sqrt(K / (epsilon T)) (the scale at which that rate is tight) it grows "
+    "linearly in sqrt(K T / epsilon).",
+    quantity="log-log slope of static regret in sqrt(K T / epsilon) (K = 5)",
+    predicted=1.0,
+    tolerance=0.2,
+    kind="two_sided",
+    sweeps=(
+        Sweep(
+            "private-batched-bandit",
+            "private-batched-bandit",
+            "DPExperts-Bandit-v0",
+            _sqrt_points(5, _SQRT_PAIRS),
+            _sqrt_points(5, _SQRT_PAIRS_QUICK),
+            metric="static_regret",
+        ),
+    ),
+    analyse=_slope_of("private-batched-bandit", "static_regret"),
+    x_label="sqrt(K T / epsilon)",
+)
+
+ldp_eps = Claim(
+    name="frpab-local-dp-one-over-eps",
+    paper=FRPAB,
+    source="Thm 9 (local DP: O(sqrt(T K log N) log(KT) / epsilon))",
+    statement="Locally private EXP4's regret is bounded by C sqrt(T K log N) log(KT) / epsilon: "
+    "as epsilon falls it grows no faster than 1/epsilon.",
+    quantity="log-log slope of static regret in epsilon (ldp-exp4, K = 5, T = 16,000, gap 0.5)",
+    predicted=-1.0,
+    tolerance=0.0,
+    kind="at_least",
+    sweeps=(
+        Sweep(
+            "ldp-exp4",
+            "ldp-exp4",
+            "DPExperts-Bandit-v0",
+            _eps_points((1.0, 2.0, 4.0, 8.0), {"n_arms": 5, "horizon": 16_000, "gap": 0.5}),
+            metric="static_regret",
+        ),
+    ),
+    analyse=_slope_of("ldp-exp4", "static_regret"),
+    x_label="epsilon",
+    notes="The calibrated learner's regret grows more slowly than the bound's 1/epsilon in "
+    "this range (about epsilon^-0.45): its exploration term sqrt(K lam log(KT)) dominates "
+    "until lam = 1/epsilon exceeds log(KT)/2, i.e. epsilon < ~0.2 here, where the learner "
+    "is already at uniform play. The central learner's sqrt(KT/epsilon) scaling is "
+    "frpab-central-sqrt-KT-over-eps.",
+)
+
+
+ADVICE_T = (1_000, 4_000, 16_000, 64_000)
+ADVICE_T_QUICK = (1_000, 4_000, 16_000)
+
+
+def _advice_claim(name: str, agent: str, source: str, rate: str, predicted: float) -> Claim:
+    return Claim(
+        name=name,
+        paper=FRPAB,
+        source=source,
+        statement=f"With expert advice (N experts, K arms) the learner's regret against the "
+        f"best fixed expert is O~({rate}) at fixed epsilon: growth in T at most "
+        f"T^{predicted:.3g}.",
+        quantity="log-log slope in T of the static pseudo-regret (regret against the best fixed "
+        "expert in expectation) on the planted-expert env (N = 20, K = 5, epsilon = 1)",
+        predicted=predicted,
+        tolerance=0.1,
+        kind="at_most",
+        sweeps=(
+            Sweep(
+                agent,
+                agent,
+                "DPExperts-BanditAdvice-v0",
+                _points(ADVICE_T, lambda t: {"horizon": int(t)}, 1.0),
+                _points(ADVICE_T_QUICK, lambda t: {"horizon": int(t)}, 1.0),
+                metric="static_pseudo_regret",
+            ),
+        ),
+        analyse=_slope_of(agent, "static_pseudo_regret"),
+        x_label="T",
+        notes="The tolerance 0.1 absorbs the bounds' log factors over this range of T. A "
+        "measured exponent above the band means the learner is still in its burn-in at these "
+        "horizons (near uniform play, its regret nearly linear): the bound's constants and log "
+        "factors make it exceed the trivial regret there, so the asymptotic rate is not "
+        "confirmed at this scale rather than contradicted.",
+    )
+
+
+ldp_advice = _advice_claim(
+    "frpab-advice-ldp-exp4-vs-T", "ldp-exp4", "Thm 9 (LDP-EXP4)", "sqrt(T K log N)/epsilon", 0.5
+)
+batched_advice = _advice_claim(
+    "frpab-advice-batched-exp4-vs-T",
+    "private-batched-exp4",
+    "Thm 10 (private batched EXP4)",
+    "N^(1/6) K^(1/2) T^(2/3) / epsilon^(1/3)",
+    2 / 3,
+)
+
+
+def _registry(quick_collapse: bool = False) -> list[Claim]:
+    return [
+        svt_vs_t,
+        svt_vs_s,
+        nch_vs_t,
+        _collapse_claim(quick_collapse),
+        lazy_adaptive,
+        hedge_adaptive,
+        lazy_switches,
+        lazy_regret,
+        dartboard_t,
+        dartboard_eps,
+        rps_horizon_free,
+        rps_eps,
+        rps_gap,
+        htinf_sqrt,
+        ldp_eps,
+        ldp_advice,
+        batched_advice,
+    ]
+
+
+CLAIMS: tuple[Claim, ...] = tuple(_registry())
+
+
+def claim_names() -> list[str]:
+    """Every registered claim's name, in report order."""
+    return [c.name for c in CLAIMS]
+
+
+def get_claims(names: list[str] | None = None, *, quick: bool = False) -> list[Claim]:
+    """The named claims (all when ``names`` is empty), in report order.
+
+    Raises:
+        ValueError: for a name that is not registered, listing the registered ones.
+    """
+    registry = _registry(quick_collapse=quick)
+    if not names:
+        return registry
+    known = {c.name for c in registry}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"unknown claim(s) {unknown}; registered: {sorted(known)}")
+    return [c for c in registry if c.name in names]

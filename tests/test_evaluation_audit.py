@@ -1,0 +1,322 @@
+"""The audit driver: playing learners on pairs, keyed rows, recorded releases, the search, the CLI,
+noise backends (mutants leave the claim alone; every learner uses its backend or refuses it)."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import agents
+from agents.base import Agent, PrivacyClaim
+from dp_experts_env.cli import apply_noise, main
+from dp_experts_env.evaluation import AgentEntry, Grid
+from dp_experts_env.evaluation.audit import (
+    RELEASING,
+    Scenario,
+    audit_learner,
+    default_scenarios,
+    flip_pair,
+    play_scenario,
+    relative_actions,
+    rival_pair,
+)
+from dp_experts_env.privacy.noise import ScaledBackend
+
+PRIVATE = sorted(d["name"] for d in agents.available() if d["private"] and d["feedback"] != "oco")
+
+
+def _game(name, n=3, t=40):
+    kw = {"n_experts": n, "horizon": t, "num_envs": 64, "seed": 11}
+    if agents.spec(name).feedback == "bandit":
+        kw["n_arms"] = n
+    return kw
+
+
+def _actions(agent, t=40, n=3):
+    rng = np.random.default_rng(0)
+    losses = rng.random((t, n))
+    obs = np.zeros((agent.num_envs, n))
+    out = []
+    if agent.feedback == "bandit":
+        last = np.zeros(agent.num_envs, dtype=np.int64)
+        loss = np.zeros(agent.num_envs)
+        for r in range(t):
+            a = agent.act(
+                {
+                    "advice": np.broadcast_to(np.eye(n), (agent.num_envs, n, n)),
+                    "last_action": last,
+                    "last_loss": loss,
+                }
+            )
+            out.append(a)
+            last, loss = a, losses[r, a]
+    else:
+        for r in range(t):
+            out.append(agent.act(obs))
+            obs = np.broadcast_to(losses[r], obs.shape).copy()
+    return np.stack(out, axis=1)
+
+
+# --------------------------------------------------------------------------- backends
+@pytest.mark.parametrize("name", PRIVATE)
+def test_every_learner_uses_its_noise_backend_or_refuses_it(name):
+    try:
+        grid = agents.make(name, **_game(name), noise="grid")
+    except ValueError as err:
+        assert "noise='grid' does not apply" in str(err)
+        assert agents.spec(name).cls.noise_backends == ("fast",)
+        return
+    fast = agents.make(name, **_game(name))
+    assert grid.privacy.noise_backend == "grid" and fast.privacy.noise_backend == "fast"
+    # The lattice sampler draws other variates: a backend that is really used changes the play.
+    assert not np.array_equal(_actions(grid), _actions(fast))
+
+
+@pytest.mark.parametrize("name", PRIVATE)
+def test_a_mutant_keeps_the_claim_and_changes_the_noise(name):
+    fast = agents.make(name, **_game(name))
+    off = agents.make(name, **_game(name), noise=ScaledBackend("fast", 0.0))
+    a, b = fast.privacy, off.privacy
+    assert (a.epsilon, a.delta, a.accountant) == (b.epsilon, b.delta, b.accountant)
+    assert b.noise_backend == "fast x0 (audit mutant)"
+    # Every learner's privacy noise goes through the backend (or its multiplier).
+    assert not np.array_equal(_actions(fast), _actions(off))
+
+
+def test_lazy_samplers_read_the_multiplier_as_a_rate():
+    base = agents.make("private-shrinking-dartboard", n_experts=4, horizon=8)
+    half = agents.make(
+        "private-shrinking-dartboard", n_experts=4, horizon=8, noise=ScaledBackend("fast", 0.5)
+    )
+    off = agents.make(
+        "private-shrinking-dartboard", n_experts=4, horizon=8, noise=ScaledBackend("fast", 0.0)
+    )
+    assert base._rate() == base.inverse_temperature
+    assert half._rate() == pytest.approx(2 * base.inverse_temperature)
+    assert off._rate() == np.inf
+
+
+# --------------------------------------------------------------------------- playing
+class _Echo(Agent):
+    """Plays (previous loss of expert 0 > 0.5) -- deterministic, to check what the driver feeds."""
+
+    def __init__(self, n_experts, horizon, *, num_envs=1, seed=None):
+        super().__init__(n_experts, horizon, num_envs=num_envs, seed=seed)
+        self.reset(seed)
+
+    @property
+    def privacy(self):
+        return PrivacyClaim(epsilon=1.0, accountant="test")
+
+    def _init_state(self):
+        self.seen = np.zeros((self.num_envs, self.n_experts))
+
+    def _learn(self, obs):
+        self.seen = obs.copy()
+
+    def _choose(self, obs):
+        return (self.seen[:, 0] > 0.5).astype(np.int64) + (self.t % 2)
+
+
+def test_keyed_rows_follow_the_previous_action_and_are_reported_as_moves():
+    # Row 1 rotated onto J_0: its loss 1 lands on expert J_0, which _Echo reads at index 0 only
+    # when J_0 = 0.
+    x = np.zeros((4, 3))
+    x[1] = [1.0, 0.0, 0.0]
+    xp = x.copy()
+    xp[1] = [0.0, 1.0, 0.0]
+    scenario = Scenario("t", x, xp, keyed=True)
+    out = play_scenario(
+        lambda n, s: _Echo(3, 4, num_envs=n, seed=s), scenario, side=0, n_runs=8, seed=0
+    )
+    assert out.actions.shape == (8, 4)
+    raw = np.array([[0, 1, 1, 1]])  # J_0 = 0 (t=0), J_1 = 1 (t odd), J_2 = 1 (saw 1 at 0), J_3 = 1
+    assert np.array_equal(out.actions[:1], relative_actions(raw, 3))
+    assert np.array_equal(relative_actions(np.array([[2, 0, 0, 1]]), 3), [[2, 1, 0, 1]])
+
+
+def test_releases_are_recorded_from_the_changed_round_on():
+    x, xp = flip_pair(4, 2, 1)
+    scenario = Scenario("t", x, xp, {"epsilon": 1.0, "tau": 1})
+    out = play_scenario("private-batched-bandit", scenario, side=1, n_runs=50, seed=0, record=True)
+    # Column 0: the arm of the changed round; then one batch mean per round from round 1 on.
+    assert out.releases.shape == (50, 2, 3)
+    assert np.array_equal(out.releases[:, 0, 0], out.actions[:, 1])
+    assert np.all(out.releases[:, 0, 1] == 1.0)  # the exact batch mean of the changed round
+    off = play_scenario(
+        "private-batched-bandit", scenario, side=1, n_runs=50, seed=0, record=True, multiplier=0.0
+    )
+    assert np.array_equal(off.releases[:, 0], off.releases[:, 1])  # no noise
+    assert set(RELEASING) <= set(PRIVATE)
+
+
+# --------------------------------------------------------------------------- the search
+def test_search_report_states_budget_choice_and_power():
+    x, xp = rival_pair(4, 8, 0)
+    scenarios = [Scenario("easy", x, xp), Scenario("same", x, xp, {"selector": "em"})]
+    rep = audit_learner(
+        "limited-updates", scenarios=scenarios, runs=4000, selection_runs=1000, seed=3
+    )
+    text = rep.summary()
+    assert not rep.violation and "no violation found (could detect eps > " in text
+    assert "search: 2 of 2 scenarios x 1000 selection runs" in text
+    assert rep.result.n_heldout == 4000 and rep.chosen.scenario.label in ("easy", "same")
+    again = audit_learner(
+        "limited-updates", scenarios=scenarios, runs=4000, selection_runs=1000, seed=3
+    )
+    assert again.result == rep.result  # seeds reproduce the audit
+    one = audit_learner(
+        "limited-updates", scenarios=scenarios, runs=4000, selection_runs=1000, pairs=1
+    )
+    assert one.searched() == 1 and "1 of 2 scenarios" in one.summary()
+    # A budget of 0 s still scores one scenario and runs the test.
+    assert (
+        audit_learner(
+            "limited-updates", scenarios=scenarios, runs=1000, selection_runs=400, time_budget=0.0
+        ).searched()
+        == 1
+    )
+
+
+def test_search_skips_scenarios_the_learner_refuses_and_rejects_bad_input():
+    x, xp = rival_pair(3, 4, 0)
+    good = Scenario("ok", x, xp, {"p": 0.3, "budget": 2, "delta": 0.0})
+    bad = Scenario("p too large", x, xp, {"p": 0.7, "budget": 2, "delta": 0.0})
+    rep = audit_learner(
+        "private-shrinking-dartboard", scenarios=[bad, good], runs=1000, selection_runs=400
+    )
+    assert rep.skipped and "p must be < 0.5" in rep.skipped[0] and rep.searched() == 1
+    with pytest.raises(ValueError, match="no scenario could be played"):
+        audit_learner("private-shrinking-dartboard", scenarios=[bad], runs=1000, selection_runs=400)
+    with pytest.raises(ValueError, match="non-private"):
+        audit_learner("hedge")
+    with pytest.raises(ValueError, match="claims no privacy"):
+        audit_learner(
+            "limited-updates",
+            epsilon=np.inf,
+            scenarios=[Scenario("plain", x, xp)],
+            runs=1000,
+            selection_runs=400,
+            params={},
+        )
+
+
+@pytest.mark.parametrize("name", PRIVATE)
+def test_default_scenarios_build_for_every_learner(name):
+    scenarios = default_scenarios(name)
+    assert len(scenarios) >= 3
+    for s in scenarios:
+        assert 0 <= s.changed_round < s.horizon - 1  # a later action can see the change
+        built = agents.make(
+            name,
+            n_experts=(s.advice.shape[0] if s.advice is not None else s.losses.shape[1]),
+            horizon=s.horizon,
+            **({"n_arms": s.losses.shape[1]} if agents.spec(name).feedback == "bandit" else {}),
+            **s.params,
+        )
+        assert np.isfinite(built.privacy.epsilon)
+
+
+# --------------------------------------------------------------------------- the CLI
+def test_cli_audit_exit_codes(capsys):
+    common = ["--runs", "6000", "--selection-runs", "1000", "--pairs", "1"]
+    assert main(["audit", "limited-updates", *common]) == 0
+    out = capsys.readouterr().out
+    assert "no violation found (could detect eps >" in out and "PASSED" not in out
+    assert main(["audit", "limited-updates", "--multiplier", "0", *common]) == 1
+    assert "VIOLATION: epsilon >=" in capsys.readouterr().out
+    assert main(["audit", "limited-updates", "--n-experts", "4", "--horizon", "6", *common]) == 0
+    assert "complement of a random row, N=4, T=6, changed round 3" in capsys.readouterr().out
+    assert main(["audit", "hedge"]) == 2
+    assert "non-private" in capsys.readouterr().err
+
+
+def test_noise_option_sets_every_learner_that_draws_from_a_backend(capsys):
+    grid = Grid(
+        agents=[
+            "hedge",
+            "noisy-clipped-hedge",
+            "private-lazy-hedge",
+            AgentEntry("limited-updates", {"selector": "em"}),
+        ],
+        envs=["DPExperts-Shift-v0"],
+    )
+    kept = apply_noise(grid, "grid")
+    params = {a.name: dict(a.params) for a in grid.agents}
+    assert params["noisy-clipped-hedge"] == {"noise": "grid"}
+    assert params["limited-updates"] == {"selector": "em", "noise": "grid"}
+    assert params["hedge"] == {} and params["private-lazy-hedge"] == {}
+    assert kept == ["private-lazy-hedge"]
+    assert apply_noise(grid, None) == []
+    clash = Grid(
+        agents=[AgentEntry("dp-ftrl-tree", {"noise": "fast"})], envs=["DPExperts-Shift-v0"]
+    )
+    with pytest.raises(ValueError, match="--noise grid: the grid sets noise='fast'"):
+        apply_noise(clash, "grid")
+
+
+def test_run_with_noise_grid_records_the_lattice_backend(tmp_path, capsys):
+    code = main(
+        [
+            "run",
+            "noisy-clipped-hedge",
+            "--seeds",
+            "2",
+            "--env-set",
+            "horizon=50",
+            "--noise",
+            "grid",
+            "--backend",
+            "serial",
+            "--no-progress",
+            "--no-figures",
+            "--out",
+            str(tmp_path / "r"),
+        ]
+    )
+    assert code == 0
+    import pandas as pd
+
+    frame = pd.read_csv(tmp_path / "r" / "results.csv")
+    assert frame["agent"].str.contains("noise=grid").all()
+
+
+def test_importing_agents_loads_no_audit():
+    code = (
+        "import sys, agents; "
+        "bad = [m for m in ('dp_experts_env.privacy.audit', 'dp_experts_env.evaluation.audit', "
+        "'dp_experts_env.evaluation') if m in sys.modules]; print(bad)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_reduction_over_another_learner_keeps_the_inner_claim_fields():
+    agent = agents.make(
+        "meta-expert-reduction",
+        n_experts=2,
+        horizon=4,
+        method="enumerate",
+        inner="limited-updates",
+        noise="grid",
+        epsilon=0.5,
+    )
+    claim = agent.privacy
+    assert claim.noise_backend == "grid" and claim.requested_epsilon == 0.5
+    assert claim.model == "central" and claim.accountant.startswith("Thm 4.1")
+
+
+def test_keyed_pairs_are_refused_for_oblivious_claims():
+    x, xp = rival_pair(4, 8, 1)
+    with pytest.raises(ValueError, match="oblivious adversaries only"):
+        from dp_experts_env.evaluation.audit import audit_agent
+
+        audit_agent("randomized-prefix-softmax", x, xp, n_runs=400, keyed=True)
+    rep = audit_learner(
+        "randomized-prefix-softmax",
+        scenarios=[Scenario("keyed", x, xp, keyed=True), Scenario("plain", x, xp)],
+        runs=1000,
+        selection_runs=400,
+    )
+    assert rep.skipped and "oblivious" in rep.skipped[0] and rep.searched() == 1

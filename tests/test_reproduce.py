@@ -1,0 +1,246 @@
+"""`dp-experts reproduce`: the analyses on synthetic rows with known answers, the verdict rule,
+the claims registry, and the pipeline (outputs, resume) on a tiny configuration."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import agents
+from dp_experts_env.cli import main
+from dp_experts_env.evaluation.claims import (
+    Claim,
+    Measurement,
+    Point,
+    Sweep,
+    excess_loglog_slope,
+    loglog_slope,
+    mean_with_ci,
+    spread_of_normalised_gain,
+    verdict,
+)
+from dp_experts_env.evaluation.paper_claims import CLAIMS, claim_names, get_claims
+from dp_experts_env.evaluation.reproduce import COLUMNS, run_claims
+
+
+def _rows(xs, fn, seeds=12, noise=0.05, seed=0):
+    rng = np.random.default_rng(seed)
+    out = [
+        {"x": float(x), "seed": s, "r": fn(x) * math.exp(noise * rng.standard_normal())}
+        for x in xs
+        for s in range(seeds)
+    ]
+    return pd.DataFrame(out)
+
+
+def _claim(kind, predicted=1.0, tolerance=0.1):
+    return Claim("c", "p", "s", "st", "q", predicted, tolerance, kind, (), lambda rows: None)
+
+
+# ----------------------------------------------------------------------------- verdicts
+@pytest.mark.parametrize(
+    ("kind", "interval", "expected"),
+    [
+        ("two_sided", (0.95, 1.05), "holds"),
+        ("two_sided", (1.2, 1.3), "fails"),
+        ("two_sided", (0.7, 0.8), "fails"),
+        ("two_sided", (1.05, 1.2), "inconclusive"),
+        ("at_most", (0.2, 1.1), "holds"),
+        ("at_most", (1.0, 1.2), "inconclusive"),
+        ("at_most", (1.11, 1.2), "fails"),
+        ("at_least", (0.9, 3.0), "holds"),
+        ("at_least", (0.5, 0.95), "inconclusive"),
+        ("at_least", (0.2, 0.8), "fails"),
+        ("two_sided", (math.nan, 1.0), "inconclusive"),
+    ],
+)
+def test_verdict_compares_the_interval_with_the_band(kind, interval, expected):
+    m = Measurement(sum(interval) / 2, *interval)
+    assert verdict(_claim(kind), m) == expected
+
+
+def test_claim_rejects_an_unknown_kind_and_duplicate_sweeps():
+    with pytest.raises(ValueError, match="kind must be one of"):
+        _claim("roughly")
+    s = Sweep("a", "hedge", "DPExperts-Shift-v0", (Point(1.0, {}),))
+    with pytest.raises(ValueError, match="sweep keys must be distinct"):
+        Claim("c", "p", "s", "st", "q", 1.0, 0.1, "at_most", (s, s), lambda rows: None)
+
+
+# ----------------------------------------------------------------------------- analyses
+@pytest.mark.parametrize("exponent", [0.5, 0.0, -1.0, 1.0])
+def test_loglog_slope_recovers_a_known_exponent(exponent):
+    rows = _rows([100, 400, 1600, 6400], lambda x: 3.0 * x**exponent)
+    m = loglog_slope(rows, "r")
+    assert m.value == pytest.approx(exponent, abs=0.03)
+    assert m.ci_low < exponent < m.ci_high
+    assert m.ci_high - m.ci_low < 0.1  # 12 seeds at 5% noise pin it down
+
+
+def test_loglog_slope_interval_widens_with_noise_and_refuses_one_point():
+    quiet = loglog_slope(_rows([1, 2, 4], lambda x: x, noise=0.01), "r")
+    loud = loglog_slope(_rows([1, 2, 4], lambda x: x, noise=0.3), "r")
+    assert loud.ci_high - loud.ci_low > 5 * (quiet.ci_high - quiet.ci_low)
+    with pytest.raises(ValueError, match="two x values"):
+        loglog_slope(_rows([1], lambda x: x), "r")
+    flat = loglog_slope(_rows([1, 2], lambda x: 0.0, noise=0.0), "r")
+    assert math.isnan(flat.value) and "no log-log fit" in flat.detail
+
+
+def test_excess_slope_removes_the_baseline():
+    base = _rows([math.inf], lambda x: 50.0, seed=1)
+    rows = _rows([0.5, 1, 2, 4], lambda e: 50.0 + 20.0 * e ** (-2 / 3), seed=2, noise=0.01)
+    m = excess_loglog_slope(rows, base, "r")
+    assert m.value == pytest.approx(-2 / 3, abs=0.05)
+    # The raw regret's slope is much flatter: the baseline would hide the rate.
+    assert loglog_slope(rows, "r").value > -0.4
+
+
+def test_spread_of_normalised_gain_is_zero_for_a_collapse_and_the_gap_otherwise():
+    def series(gain_at, lo=100.0, hi=20.0, seed=0):
+        curve = _rows([1, 10, 100], lambda x: lo - gain_at(x) * (lo - hi), noise=0.001, seed=seed)
+        low = _rows([0], lambda x: lo, noise=0.001, seed=seed + 1)
+        high = _rows([0], lambda x: hi, noise=0.001, seed=seed + 2)
+        return curve, low, high
+
+    gain = {1.0: 0.1, 10.0: 0.5, 100.0: 0.9}
+    a = series(lambda x: gain[x])
+    b = series(lambda x: gain[x], lo=400.0, hi=50.0, seed=5)  # another T: other scale, same gain
+    same = spread_of_normalised_gain(
+        {"a": a[0], "b": b[0]}, {"a": a[1], "b": b[1]}, {"a": a[2], "b": b[2]}, "r"
+    )
+    assert same.value < 0.01 and same.ci_high < 0.02
+    c = series(lambda x: gain[x] * 0.5, seed=9)
+    apart = spread_of_normalised_gain(
+        {"a": a[0], "c": c[0]}, {"a": a[1], "c": c[1]}, {"a": a[2], "c": c[2]}, "r"
+    )
+    assert apart.value == pytest.approx(0.45, abs=0.01)
+
+
+def test_mean_with_ci_brackets_the_mean():
+    rows = _rows([1], lambda x: 0.5, seeds=200, noise=0.1)
+    m = mean_with_ci(rows, "r")
+    assert m.ci_low < m.value < m.ci_high and m.value == pytest.approx(0.5, rel=0.03)
+
+
+# ----------------------------------------------------------------------------- registry
+def test_registry_covers_every_paper_with_distinct_runnable_claims():
+    assert len(CLAIMS) >= 12
+    assert len(set(claim_names())) == len(CLAIMS)
+    assert len({c.paper for c in CLAIMS}) == 5  # all five papers
+    import gymnasium as gym
+
+    import dp_experts_env  # noqa: F401
+
+    for claim in CLAIMS:
+        for sweep in claim.sweeps:
+            agents.spec(sweep.agent)  # raises for an unknown learner
+            gym.spec(sweep.env_id)
+            assert sweep.points and all(isinstance(p, Point) for p in sweep.points)
+            assert len(sweep.chosen(True)[0]) <= len(sweep.points)
+
+
+def test_get_claims_names_the_unknown_claim():
+    with pytest.raises(ValueError, match="unknown claim.*registered"):
+        get_claims(["no-such-claim"])
+    assert [c.name for c in get_claims(["cc-horizon-free"])] == ["cc-horizon-free"]
+
+
+def test_cli_reports_an_unknown_claim(capsys):
+    assert main(["reproduce", "no-such-claim", "--out", "unused"]) == 2
+    assert "unknown claim" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- pipeline
+def _tiny_claim() -> Claim:
+    env = {"n_experts": 3, "n_shifts": 1, "gap": 0.3}
+    pts = tuple(Point(float(t), {**env, "horizon": t}) for t in (60, 120, 240))
+    sweep = Sweep("hedge", "hedge", "DPExperts-Shift-v0", pts, pts[:2], seeds=3, quick_seeds=2)
+    return Claim(
+        "tiny-hedge",
+        "textbook",
+        "Hedge",
+        "Hedge's regret grows at most like sqrt(T).",
+        "slope",
+        0.5,
+        0.5,
+        "at_most",
+        (sweep,),
+        lambda rows: loglog_slope(rows["hedge"], "dynamic_regret"),
+        x_label="T",
+    )
+
+
+def test_pipeline_writes_the_outputs_and_resumes_without_rerunning(tmp_path):
+    claim = _tiny_claim()
+    rows = run_claims([claim], tmp_path, quick=True, backend="serial")
+    assert [r["claim"] for r in rows] == ["tiny-hedge"]
+    with open(tmp_path / "claims.csv") as f:
+        table = list(csv.DictReader(f))
+    assert list(table[0]) == list(COLUMNS)
+    assert table[0]["verdict"] in ("holds", "fails", "inconclusive")
+    assert (tmp_path / "figures" / "tiny-hedge.png").stat().st_size > 1000
+    report = (tmp_path / "report.md").read_text()
+    assert "## tiny-hedge" in report and "figures/tiny-hedge.png" in report
+    assert "2 seeds" in report  # the quick configuration is what the report describes
+    runs = sorted(p for p in (tmp_path / "runs").rglob("*.json") if "cells" in p.parts)
+    stamps = {p: p.stat().st_mtime_ns for p in runs}
+    again = run_claims([claim], tmp_path, quick=True, backend="serial")
+    assert again[0]["measured"] == rows[0]["measured"]  # same stored runs, same number
+    assert {p: p.stat().st_mtime_ns for p in runs} == stamps  # nothing was re-run
+    full = run_claims([claim], tmp_path, quick=False, backend="serial")
+    assert full[0]["detail"].count(":") == 3  # three points (x = 60, 120, 240) now
+
+
+def test_custom_sweeps_are_stored_with_their_code_fingerprint(tmp_path):
+    calls = []
+
+    def count(sweep, points, seeds):
+        calls.append(len(points))
+        return pd.DataFrame({"x": [p.x for p in points], "seed": 0, "v": 1.0})
+
+    pts = (Point(1.0, {"horizon": 10}),)
+    sweep = Sweep("s", "hedge", "DPExperts-Shift-v0", pts, metric="v", custom=count)
+    claim = Claim(
+        "custom",
+        "p",
+        "s",
+        "st",
+        "q",
+        1.0,
+        0.0,
+        "at_most",
+        (sweep,),
+        lambda rows: mean_with_ci(rows["s"], "v"),
+    )
+    first = run_claims([claim], tmp_path)
+    second = run_claims([claim], tmp_path)
+    assert calls == [1] and first[0]["measured"] == second[0]["measured"] == 1.0
+
+
+def test_rerunning_one_claim_keeps_the_other_rows(tmp_path, monkeypatch):
+    import dataclasses
+
+    from dp_experts_env.evaluation import paper_claims
+
+    tiny = _tiny_claim()
+    other = dataclasses.replace(tiny, name="tiny-hedge-2")
+    registry = [tiny, other]
+    monkeypatch.setattr(paper_claims, "get_claims", lambda names=None, quick=False: registry)
+    first = run_claims([tiny, other], tmp_path, quick=True, backend="serial")
+    run_claims([other], tmp_path, quick=True, backend="serial")
+    with open(tmp_path / "claims.csv") as f:
+        table = list(csv.DictReader(f))
+    assert [r["claim"] for r in table] == ["tiny-hedge", "tiny-hedge-2"]
+    assert float(table[0]["measured"]) == pytest.approx(first[0]["measured"], rel=1e-5)
+    report = (tmp_path / "report.md").read_text()
+    assert "## tiny-hedge\n" in report and "## tiny-hedge-2" in report
+    # A claim no longer registered is dropped rather than reported from stale rows.
+    registry.pop(0)
+    run_claims([other], tmp_path, quick=True, backend="serial")
+    with open(tmp_path / "claims.csv") as f:
+        assert [r["claim"] for r in csv.DictReader(f)] == ["tiny-hedge-2"]
