@@ -5,8 +5,8 @@ horizon T, epsilon, delta and the Laplace scale those imply -- never of losses. 
 
 * ``"paper"`` -- the theorem's parameters. For the batched conversion (Alg. 1, Thm 7) the base
   learner's constants are the lemma-level formulas evaluated at its real horizon
-  ``T_B = floor(T / tau)`` and noise level ``lam = 1 / (epsilon tau)`` (brief 004 §2.3 "exact"
-  column, P1, P24); the paper's closed forms substitute ``epsilon T`` and 1 for them. When the
+  ``T_B = floor(T / tau)`` and noise level ``lam = 1 / (epsilon tau)`` (the lemma-level
+  formulas); the paper's closed forms substitute ``epsilon T`` and 1 for them. When the
   theorem's parameters are not valid (``tau > T``, ``gamma > 1``, ``eta >= 1``) a ``ValueError``
   says why.
 * ``"calibrated"`` -- minimise a regret bound over a grid (``tau <= max(1, T // 10)``,
@@ -17,7 +17,7 @@ horizon T, epsilon, delta and the Laplace scale those imply -- never of losses. 
   estimates above ``-1/eta`` (docs/algorithms.md, "Calibration").
 
 Logarithms that can be tiny or non-positive (``log(K T_B)``, ``log(N T)``, ``log T_B``) are
-guarded with ``max(log x, 1)`` (P5); ``log N`` uses ``max(N, 2)`` so that a single expert does
+guarded with ``max(log x, 1)`` (guarded); ``log N`` uses ``max(N, 2)`` so that a single expert does
 not produce a zero learning rate.
 """
 
@@ -53,7 +53,7 @@ COMPOSITIONS = ("advanced", "pure")
 
 
 def glog(x: float) -> float:
-    """Guarded natural log ``max(log x, 1)`` for the log terms of the bounds (P5)."""
+    """Guarded natural log ``max(log x, 1)`` for the log terms of the bounds (guarded)."""
     return max(math.log(x), 1.0) if x > 0 else 1.0
 
 
@@ -144,7 +144,7 @@ class Exp4Tuning:
 
 # ---------------------------------------------------------------------------- Alg. 1 / Thm 7
 def paper_tau(epsilon: float, horizon: int) -> int:
-    """``tau = ceil(1 / epsilon)`` of Thm 1 / Cor. 2 / Cor. 8; refuses ``epsilon < 1 / T`` (P3).
+    """``tau = ceil(1 / epsilon)`` of Thm 1 / Cor. 2 / Cor. 8; refuses ``epsilon < 1 / T``.
 
     For ``epsilon >= 1`` this is 1 (outside the theorems' range ``epsilon <= 1``, but the
     Laplace mechanism is still ``epsilon``-DP).
@@ -167,11 +167,11 @@ def base_parameters(
     With ``tuning="calibrated"`` EXP3 uses the second-moment rate of
     :func:`second_moment_exp3` instead of Cor. 22's; the other bases are the same in both.
 
-    * ``tsallis-inf`` (HTINF, alpha = 2): ``sigma = sqrt(2 + 4 lam^2)`` (P24).
+    * ``tsallis-inf`` (HTINF, alpha = 2): ``sigma = sqrt(2 + 4 lam^2)``.
     * ``exp3`` (Cor. 22, lemma level): ``eta = sqrt(log m / (2 T_B m (1 + 10 max(lam^2, lam)
       log^2(m T_B))))`` and ``gamma = 4 eta lam m log(m T_B)``.
     * ``ftpl-gr`` (Lemma 25 at T_B): ``M = ceil(sqrt(m T_B))`` and ``eta = min(sqrt(log m /
-      (m T_B (1 + 10 lam^2 log^2(m T_B)))), 1 / (M (1 + 4 lam log T_B)))`` (P12d: lam, not eta).
+      (m T_B (1 + 10 lam^2 log^2(m T_B)))), 1 / (M (1 + 4 lam log T_B)))`` (lam, not eta).
     """
     tb = max(1, n_batches)
     if base == "tsallis-inf":
@@ -346,7 +346,7 @@ def batched_exp4_noise_constant(n: int, k: int, delta: float, composition: str) 
     """``s`` in the Laplace scale ``s / (gamma tau epsilon)`` of Alg. 2.
 
     ``"advanced"`` (paper): ``3 K sqrt(N log(1/delta))`` per coordinate, advanced composition
-    over the N coordinates. ``"pure"`` ([implementer], P7): ``N K``, the L1 sensitivity of the
+    over the N coordinates. ``"pure"`` (an addition, erratum E-PAB-7): ``N K``, the L1 sensitivity of the
     N-vector, giving pure epsilon-DP.
     """
     if composition == "advanced":
@@ -405,7 +405,7 @@ def tune_batched_exp4(
     """Batch length, learning rate and exploration of private batched EXP4 (Alg. 2).
 
     ``"paper"``: Thm 10's formulas with ``L = log(1/delta)``; tau is rounded to an integer in
-    ``[1, T]`` (P4) and gamma is computed from the rounded tau. Refuses ``gamma > 1`` (Q_t
+    ``[1, T]`` and gamma is computed from the rounded tau. Refuses ``gamma > 1`` (Q_t
     would not be a distribution) and ``eta >= 1``. ``"calibrated"``: the minimiser of
     :func:`calibrated_batched_exp4_grid` over ``tau <= T // 10`` and ``gamma`` in
     ``[1e-4, max_gamma]`` at the per-coordinate Laplace scale the learner will actually add,
@@ -442,8 +442,8 @@ def tune_batched_exp4(
             raise ValueError(
                 f"tuning='paper' gives Thm 10's gamma = {gamma:.3g} and eta = {eta:.3g} for "
                 f"N={n}, K={k}, T={horizon}, epsilon={epsilon}, delta={delta}; the theorem "
-                "needs gamma <= 1 and eta < 1 (at practical horizons its recipe gives gamma > 1, "
-                "brief 004 §5.5). Use tuning='calibrated' or pass tau, eta and gamma"
+                "needs gamma <= 1 and eta < 1 (at practical horizons its recipe gives gamma > 1). "
+                "Use tuning='calibrated' or pass tau, eta and gamma"
             )
         return Exp4Tuning(
             eta, gamma, tau, batched_exp4_bound(n, k, horizon, epsilon, s, tau, eta, gamma)

@@ -1,8 +1,8 @@
-"""EXP4-type private learners for bandits with expert advice (brief 004 Alg. 6 and Alg. 2).
+"""EXP4-type private learners for bandits with expert advice ("Faster Rates for Private Adversarial Bandits", Algorithms 6 and 2).
 
-Both keep exponential weights over the N experts in log space (P13), mix the experts' advice
+Both keep exponential weights over the N experts in log space (numerically stable), mix the experts' advice
 into an action distribution ``Q_t = (1 - gamma) P A_t + gamma / K`` recomputed every round from
-the current (public) advice (P10), and learn from the importance-weighted expert losses
+the current (public) advice (advice is public), and learn from the importance-weighted expert losses
 ``mu_t^j(I_t) l_t(I_t) / Q_t(I_t)``. They differ in where the Laplace noise goes:
 
 * ``ldp-exp4`` (Alg. 6): on every observed loss, ``Lap(1/epsilon)``, before anything else
@@ -10,7 +10,7 @@ the current (public) advice (P10), and learn from the importance-weighted expert
 * ``private-batched-exp4`` (Alg. 2): on the N-vector of per-expert batch-mean estimates, once per
   batch of tau rounds; the weights P are frozen inside a batch -- central (epsilon, delta)-DP.
 
-Losses are clipped to [0, 1] before use (P9), so the sensitivities hold whatever the env sends.
+Losses are clipped to [0, 1] before use (so the sensitivities hold), so the sensitivities hold whatever the env sends.
 """
 
 from __future__ import annotations
@@ -111,19 +111,19 @@ class _PrivateExp4Base(PrivateAgent):
                 f"obs['last_action'] {obs.last_action.tolist()} differs from the arms this agent "
                 f"played {self.last_actions.tolist()}; reset the agent whenever the env is reset"
             )
-        # P9: the sensitivity bounds assume losses in [0, 1].
+        # the sensitivity bounds assume losses in [0, 1].
         return np.clip(obs.last_loss, 0.0, 1.0)
 
 
 @register(
     "ldp-exp4",
     private=True,
-    summary="local-DP EXP4 (brief 004 Alg. 6): Laplace(1/eps) on every observed loss",
+    summary="local-DP EXP4 (Faster Rates for Private Adversarial Bandits, Alg. 6): Laplace(1/eps) on every observed loss",
 )
 class LDPExp4(_PrivateExp4Base):
     """Locally private EXP4: EXP4 fed ``l_t(I_t) + Lap(1/epsilon)``.
 
-    Source: brief 004 §2.6; Algorithm 6 and Theorem 9 of "Faster Rates for Private Adversarial
+    Source: Algorithm 6 and Theorem 9 of "Faster Rates for Private Adversarial
     Bandits" (bandits with expert advice, N experts, K arms).
 
     Each round: ``P_t`` = softmax of the log-weights, ``Q_t = (1 - gamma) P_t A_t + gamma/K``,
@@ -133,10 +133,10 @@ class LDPExp4(_PrivateExp4Base):
 
     Privacy claim: ``epsilon``-DP, and in fact ``epsilon``-local DP (``model="local"``): every
     loss is privatised by the Laplace mechanism (sensitivity 1 for a loss in [0, 1]) before the
-    learner uses it, and each loss is used exactly once. Advice is public (P19). Holds against
+    learner uses it, and each loss is used exactly once. Advice is public (erratum E-PAB-19). Holds against
     adaptive adversaries.
 
-    Modes: ``"strict"`` and ``"paper"`` coincide (the paper's noise scale is correct; P8: one
+    Modes: ``"strict"`` and ``"paper"`` coincide (the paper's noise scale is correct; one
     draw per round for the observed loss, scale ``1/epsilon``, not ``2/epsilon``).
 
     Tuning:
@@ -153,8 +153,8 @@ class LDPExp4(_PrivateExp4Base):
         * ``eta=``/``gamma=`` override (public constants; privacy does not depend on them).
 
     ``epsilon=math.inf`` runs EXP4 itself (no noise, gamma = 0; claim: not private). Deviations:
-    ``log N`` uses ``max(N, 2)`` and ``log(KT)`` is ``max(log KT, 1)`` (P5); weights in
-    log space with max-subtraction (P13); losses clipped to [0, 1] (P9).
+    ``log N`` uses ``max(N, 2)`` and ``log(KT)`` is ``max(log KT, 1)`` (guarded); weights in
+    log space with max-subtraction (numerically stable); losses clipped to [0, 1] (so the sensitivities hold).
 
     Per-round cost: O(N K) for ``Q_t``, O(N) for the update, one Laplace draw per run.
 
@@ -258,17 +258,17 @@ class LDPExp4(_PrivateExp4Base):
 @register(
     "private-batched-exp4",
     private=True,
-    summary="private batched EXP4 (brief 004 Alg. 2): Laplace on per-expert batch losses",
+    summary="private batched EXP4 (Faster Rates for Private Adversarial Bandits, Alg. 2): Laplace on per-expert batch losses",
 )
 class PrivateBatchedExp4(_PrivateExp4Base):
     """Private batched EXP4: expert weights frozen per batch, noisy per-expert batch losses.
 
-    Source: brief 004 §2.7; Algorithm 2 and Theorem 10 of "Faster Rates for Private Adversarial
+    Source: Algorithm 2 and Theorem 10 of "Faster Rates for Private Adversarial
     Bandits".
 
     Rounds are cut into batches of tau. At a batch start ``P_r`` = softmax of the log-weights
     and is kept for the whole batch; every round ``Q_t = (1 - gamma) P_r A_t + gamma/K`` is
-    recomputed from that round's advice (P10), ``I_t ~ Q_t``, and
+    recomputed from that round's advice (advice is public), ``I_t ~ Q_t``, and
     ``Acc(j) += mu_t^j(I_t) l_t(I_t) / Q_t(I_t)``. At the batch end the vector
     ``Acc / tau + Z`` (``Z`` i.i.d. Laplace per expert) is released and
     ``log w -= eta * release``. The trailing ``T mod tau`` rounds are played with the last
@@ -282,22 +282,22 @@ class PrivateBatchedExp4(_PrivateExp4Base):
     * ``composition="advanced"`` (paper): per-coordinate ``Lap(3 K sqrt(N log(1/delta)) /
       (gamma tau epsilon))``, i.e. ``eps0 = epsilon / (3 sqrt(N log(1/delta)))`` per expert,
       composed over the N coordinates with advanced composition: (epsilon, delta)-DP.
-    * ``composition="pure"`` ([implementer], P7, not from the paper): ``Lap(N K/(gamma tau
+    * ``composition="pure"`` (an addition, erratum E-PAB-7, not from the paper): ``Lap(N K/(gamma tau
       epsilon))`` per coordinate from the L1 sensitivity: pure epsilon-DP (delta = 0). Less
       noise than the paper's when ``N < 9 log(1/delta)``.
 
     Modes:
         * ``"strict"`` (default): the advanced-composition claim is checked with the
           Dwork-Rothblum-Vadhan theorem. Where the paper's ``eps0`` does not compose to epsilon
-          (large epsilon, P7) the largest ``eps0`` that does is used instead, i.e. more noise
+          (large epsilon, erratum E-PAB-7) the largest ``eps0`` that does is used instead, i.e. more noise
           than printed; elsewhere the noise is exactly the paper's.
         * ``"paper"``: the printed noise always; ``certified`` is False where it does not
           compose to epsilon.
-        Both modes require ``delta <= 1/e`` (``log(1/delta) >= 1``, P7).
+        Both modes require ``delta <= 1/e`` (``log(1/delta) >= 1``, erratum E-PAB-7).
 
-    Tuning (the noise always uses the gamma and tau actually used, P6):
-        * ``"paper"``: Theorem 10's eta, tau, gamma (tau rounded into [1, T], P4). At practical
-          horizons this recipe gives ``gamma > 1`` (brief 004 §5.5) and a ``ValueError`` says so,
+    Tuning (the noise always uses the gamma and tau actually used):
+        * ``"paper"``: Theorem 10's eta, tau, gamma (tau rounded into [1, T]). At practical
+          horizons this recipe gives ``gamma > 1`` and a ``ValueError`` says so,
           which is why ``"calibrated"`` is this learner's default.
         * ``"calibrated"`` (default): grid minimisation over (tau, gamma) of a second-moment
           bound ``tau log N/eta + eta T ((1 + K/((1 - gamma) tau))/2 + 2 lam^2) + gamma T +
@@ -310,8 +310,8 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         * ``tau=``/``eta=``/``gamma=`` override (public constants).
 
     ``epsilon=math.inf`` runs EXP4 itself (no noise, gamma = 0; claim: not private). Deviations: log
-    guards (P5); log-space weights (P13); losses clipped to [0, 1] (P9);
-    trailing partial batch as described above (P2).
+    guards (guarded); log-space weights (numerically stable); losses clipped to [0, 1] (so the sensitivities hold);
+    trailing partial batch as described above (never released).
 
     Per-round cost: O(N K) for ``Q_t`` and O(N) accumulation; O(N) noise per batch.
 
@@ -374,7 +374,7 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         if composition == "advanced" and not 0.0 < self.delta <= 1.0 / math.e:
             raise ValueError(
                 f"delta must lie in (0, 1/e] for composition='advanced' ((epsilon, delta)-DP "
-                f"with log(1/delta) >= 1, P7), got {self.delta}; typical: 1e-6 or T^-1.1. Use "
+                f"with log(1/delta) >= 1, erratum E-PAB-7), got {self.delta}; typical: 1e-6 or T^-1.1. Use "
                 "composition='pure' for delta = 0"
             )
         self.max_gamma = check_float(
@@ -514,7 +514,7 @@ class PrivateBatchedExp4(_PrivateExp4Base):
 
     def _learn(self, obs: BanditObs) -> None:
         if self.t > self.n_batches * self.tau:
-            return  # trailing partial batch: never released, never learned from (P2)
+            return  # trailing partial batch: never released, never learned from (never released)
         self._acc += self._estimates(self._observed_loss(obs))
         if self.t % self.tau == 0:
             release = self._acc / self.tau
@@ -532,7 +532,7 @@ class PrivateBatchedExp4(_PrivateExp4Base):
 
     def _choose(self, obs: BanditObs) -> np.ndarray:
         # The core's weights change only at batch ends, so P_r is frozen within a batch while
-        # Q_t follows each round's advice (P10).
+        # Q_t follows each round's advice (advice is public).
         return self._sample(obs.advice)
 
 

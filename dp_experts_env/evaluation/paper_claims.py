@@ -44,6 +44,19 @@ def _slope_of(key: str, metric: str) -> object:
     return analyse
 
 
+def _slope_experiment(
+    agent: str,
+    env_id: str,
+    points: tuple[Point, ...],
+    quick_points: tuple[Point, ...] = (),
+    *,
+    metric: str = "dynamic_regret",
+) -> dict[str, object]:
+    """One learner over a series of points, judged by its log-log slope (``Claim`` keywords)."""
+    sweep = Sweep(agent, agent, env_id, points, quick_points, metric=metric)
+    return {"sweeps": (sweep,), "analyse": _slope_of(agent, metric)}
+
+
 def _points(values: tuple[float, ...], make: object, epsilon: float | None = None) -> tuple:
     return tuple(Point(float(v), make(v), epsilon) for v in values)  # type: ignore[operator]
 
@@ -70,16 +83,13 @@ svt_vs_t = Claim(
     predicted=0.5,
     tolerance=0.1,
     kind="at_most",
-    sweeps=(
-        Sweep(
-            "svt-restart",
-            "svt-restart",
-            "DPExperts-Shift-v0",
-            _points(SHIFT_T, lambda t: _shift(horizon=int(t)), 8.0),
-            _points(SHIFT_T_QUICK, lambda t: _shift(horizon=int(t)), 8.0),
-        ),
+    **_slope_experiment(
+        "svt-restart",
+        "DPExperts-Shift-v0",
+        _points(SHIFT_T, lambda t: _shift(horizon=int(t)), 8.0),
+        _points(SHIFT_T_QUICK, lambda t: _shift(horizon=int(t)), 8.0),
+        metric="dynamic_regret",
     ),
-    analyse=_slope_of("svt-restart", "dynamic_regret"),
     x_label="T",
     notes="A shift detector with a fixed false-alarm level needs a number of rounds that "
     "depends on the gap, not on T, so its regret per shift is roughly constant in T.",
@@ -95,15 +105,12 @@ svt_vs_s = Claim(
     predicted=1.0,
     tolerance=0.1,
     kind="at_most",
-    sweeps=(
-        Sweep(
-            "svt-restart",
-            "svt-restart",
-            "DPExperts-Shift-v0",
-            _points((1, 2, 4, 8), lambda s: _shift(horizon=10_000, n_shifts=int(s)), 8.0),
-        ),
+    **_slope_experiment(
+        "svt-restart",
+        "DPExperts-Shift-v0",
+        _points((1, 2, 4, 8), lambda s: _shift(horizon=10_000, n_shifts=int(s)), 8.0),
+        metric="dynamic_regret",
     ),
-    analyse=_slope_of("svt-restart", "dynamic_regret"),
     x_label="S (shifts)",
 )
 
@@ -117,16 +124,13 @@ nch_vs_t = Claim(
     predicted=0.5,
     tolerance=0.1,
     kind="at_most",
-    sweeps=(
-        Sweep(
-            "noisy-clipped-hedge",
-            "noisy-clipped-hedge",
-            "DPExperts-Shift-v0",
-            _points(SHIFT_T, lambda t: _shift(horizon=int(t)), 32.0),
-            _points(SHIFT_T_QUICK, lambda t: _shift(horizon=int(t)), 32.0),
-        ),
+    **_slope_experiment(
+        "noisy-clipped-hedge",
+        "DPExperts-Shift-v0",
+        _points(SHIFT_T, lambda t: _shift(horizon=int(t)), 32.0),
+        _points(SHIFT_T_QUICK, lambda t: _shift(horizon=int(t)), 32.0),
+        metric="dynamic_regret",
     ),
-    analyse=_slope_of("noisy-clipped-hedge", "dynamic_regret"),
     x_label="T",
 )
 
@@ -195,17 +199,13 @@ lazy_adaptive = Claim(
     predicted=1.0,
     tolerance=0.1,
     kind="at_least",
-    sweeps=(
-        Sweep(
-            "private-lazy-hedge",
-            "private-lazy-hedge",
-            "DPExperts-Adaptive-v0",
-            _points(ADAPTIVE_T, lambda t: {"horizon": int(t)}, 8.0),
-            _points(ADAPTIVE_T_QUICK, lambda t: {"horizon": int(t)}, 8.0),
-            metric="static_regret",
-        ),
+    **_slope_experiment(
+        "private-lazy-hedge",
+        "DPExperts-Adaptive-v0",
+        _points(ADAPTIVE_T, lambda t: {"horizon": int(t)}, 8.0),
+        _points(ADAPTIVE_T_QUICK, lambda t: {"horizon": int(t)}, 8.0),
+        metric="static_regret",
     ),
-    analyse=_slope_of("private-lazy-hedge", "static_regret"),
     x_label="T",
 )
 
@@ -313,17 +313,13 @@ lazy_regret = Claim(
     predicted=0.5,
     tolerance=0.15,
     kind="at_most",
-    sweeps=(
-        Sweep(
-            "p-comw-lazy",
-            "p-comw-lazy",
-            "DPExperts-OCO-v0",
-            _points(OCO_T, lambda t: {"horizon": int(t)}),
-            _points(OCO_T_QUICK, lambda t: {"horizon": int(t)}),
-            metric="static_regret",
-        ),
+    **_slope_experiment(
+        "p-comw-lazy",
+        "DPExperts-OCO-v0",
+        _points(OCO_T, lambda t: {"horizon": int(t)}),
+        _points(OCO_T_QUICK, lambda t: {"horizon": int(t)}),
+        metric="static_regret",
     ),
-    analyse=_slope_of("p-comw-lazy", "static_regret"),
     x_label="T",
     notes="Not confirmed at these horizons, and not expected to be: with S = sqrt(d T) the "
     "bound's second term is 16 G D sqrt(d) ln(T) T / S = 16 G D ln(T) sqrt(T), which exceeds "
@@ -347,17 +343,13 @@ dartboard_t = Claim(
     predicted=0.5,
     tolerance=0.1,
     kind="at_most",
-    sweeps=(
-        Sweep(
-            "private-shrinking-dartboard",
-            "private-shrinking-dartboard",
-            "DPExperts-Oblivious-v0",
-            _points(DART_T, lambda t: {"horizon": int(t)}, 1.0),
-            _points(DART_T_QUICK, lambda t: {"horizon": int(t)}, 1.0),
-            metric="static_regret",
-        ),
+    **_slope_experiment(
+        "private-shrinking-dartboard",
+        "DPExperts-Oblivious-v0",
+        _points(DART_T, lambda t: {"horizon": int(t)}, 1.0),
+        _points(DART_T_QUICK, lambda t: {"horizon": int(t)}, 1.0),
+        metric="static_regret",
     ),
-    analyse=_slope_of("private-shrinking-dartboard", "static_regret"),
     x_label="T",
 )
 
@@ -420,17 +412,13 @@ rps_horizon_free = Claim(
     predicted=0.0,
     tolerance=0.1,
     kind="two_sided",
-    sweeps=(
-        Sweep(
-            "randomized-prefix-softmax",
-            "randomized-prefix-softmax",
-            "DPExperts-Stochastic-v0",
-            _points(RPS_T, lambda t: _gap_env(0.2, int(t)), 1.0),
-            _points(RPS_T_QUICK, lambda t: _gap_env(0.2, int(t)), 1.0),
-            metric="static_pseudo_regret",
-        ),
+    **_slope_experiment(
+        "randomized-prefix-softmax",
+        "DPExperts-Stochastic-v0",
+        _points(RPS_T, lambda t: _gap_env(0.2, int(t)), 1.0),
+        _points(RPS_T_QUICK, lambda t: _gap_env(0.2, int(t)), 1.0),
+        metric="static_pseudo_regret",
     ),
-    analyse=_slope_of("randomized-prefix-softmax", "static_pseudo_regret"),
     x_label="T",
 )
 
@@ -444,16 +432,12 @@ rps_eps = Claim(
     predicted=-1.0,
     tolerance=0.2,
     kind="two_sided",
-    sweeps=(
-        Sweep(
-            "randomized-prefix-softmax",
-            "randomized-prefix-softmax",
-            "DPExperts-Stochastic-v0",
-            _eps_points((0.02, 0.04, 0.08, 0.16), _gap_env(0.5)),
-            metric="static_pseudo_regret",
-        ),
+    **_slope_experiment(
+        "randomized-prefix-softmax",
+        "DPExperts-Stochastic-v0",
+        _eps_points((0.02, 0.04, 0.08, 0.16), _gap_env(0.5)),
+        metric="static_pseudo_regret",
     ),
-    analyse=_slope_of("randomized-prefix-softmax", "static_pseudo_regret"),
     x_label="epsilon",
 )
 
@@ -467,16 +451,12 @@ rps_gap = Claim(
     predicted=-1.0,
     tolerance=0.25,
     kind="two_sided",
-    sweeps=(
-        Sweep(
-            "randomized-prefix-softmax",
-            "randomized-prefix-softmax",
-            "DPExperts-Stochastic-v0",
-            _points((0.0125, 0.025, 0.05), lambda g: _gap_env(g, 50_000), 1.0),
-            metric="static_pseudo_regret",
-        ),
+    **_slope_experiment(
+        "randomized-prefix-softmax",
+        "DPExperts-Stochastic-v0",
+        _points((0.0125, 0.025, 0.05), lambda g: _gap_env(g, 50_000), 1.0),
+        metric="static_pseudo_regret",
     ),
-    analyse=_slope_of("randomized-prefix-softmax", "static_pseudo_regret"),
     x_label="gap",
     notes="Gaps above eta = 1/8 put the learner in the regime where the 16 log K / eta term "
     "(constant in the gap) dominates; T = 5 x 10^4 is long enough for the smallest gap's "
@@ -509,17 +489,13 @@ htinf_sqrt = Claim(
     predicted=1.0,
     tolerance=0.2,
     kind="two_sided",
-    sweeps=(
-        Sweep(
-            "private-batched-bandit",
-            "private-batched-bandit",
-            "DPExperts-Bandit-v0",
-            _sqrt_points(5, _SQRT_PAIRS),
-            _sqrt_points(5, _SQRT_PAIRS_QUICK),
-            metric="static_regret",
-        ),
+    **_slope_experiment(
+        "private-batched-bandit",
+        "DPExperts-Bandit-v0",
+        _sqrt_points(5, _SQRT_PAIRS),
+        _sqrt_points(5, _SQRT_PAIRS_QUICK),
+        metric="static_regret",
     ),
-    analyse=_slope_of("private-batched-bandit", "static_regret"),
     x_label="sqrt(K T / epsilon)",
 )
 
@@ -533,16 +509,12 @@ ldp_eps = Claim(
     predicted=-1.0,
     tolerance=0.0,
     kind="at_least",
-    sweeps=(
-        Sweep(
-            "ldp-exp4",
-            "ldp-exp4",
-            "DPExperts-Bandit-v0",
-            _eps_points((1.0, 2.0, 4.0, 8.0), {"n_arms": 5, "horizon": 16_000, "gap": 0.5}),
-            metric="static_regret",
-        ),
+    **_slope_experiment(
+        "ldp-exp4",
+        "DPExperts-Bandit-v0",
+        _eps_points((1.0, 2.0, 4.0, 8.0), {"n_arms": 5, "horizon": 16_000, "gap": 0.5}),
+        metric="static_regret",
     ),
-    analyse=_slope_of("ldp-exp4", "static_regret"),
     x_label="epsilon",
     notes="The calibrated learner's regret grows more slowly than the bound's 1/epsilon in "
     "this range (about epsilon^-0.45): its exploration term sqrt(K lam log(KT)) dominates "
