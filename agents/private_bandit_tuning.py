@@ -346,7 +346,8 @@ def batched_exp4_noise_constant(n: int, k: int, delta: float, composition: str) 
     """``s`` in the Laplace scale ``s / (gamma tau epsilon)`` of Alg. 2.
 
     ``"advanced"`` (paper): ``3 K sqrt(N log(1/delta))`` per coordinate, advanced composition
-    over the N coordinates. ``"pure"`` (an addition, erratum E-PAB-7): ``N K``, the L1 sensitivity of the
+    over the N coordinates. ``"pure"`` (an addition, erratum E-PAB-7): ``N K``, the L1
+    sensitivity of the
     N-vector, giving pure epsilon-DP.
     """
     if composition == "advanced":

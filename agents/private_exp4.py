@@ -1,8 +1,9 @@
-"""EXP4-type private learners for bandits with expert advice ("Faster Rates for Private Adversarial Bandits", Algorithms 6 and 2).
+"""EXP4-type private learners for bandits with expert advice (Algs. 6 and 2, "Faster Rates...").
 
-Both keep exponential weights over the N experts in log space (numerically stable), mix the experts' advice
-into an action distribution ``Q_t = (1 - gamma) P A_t + gamma / K`` recomputed every round from
-the current (public) advice (advice is public), and learn from the importance-weighted expert losses
+The source is "Faster Rates for Private Adversarial Bandits". Both learners keep exponential
+weights over the N experts in log space (numerically stable), mix the experts' advice into an
+action distribution ``Q_t = (1 - gamma) P A_t + gamma / K`` recomputed every round from the
+current (public) advice, and learn from the importance-weighted expert losses
 ``mu_t^j(I_t) l_t(I_t) / Q_t(I_t)``. They differ in where the Laplace noise goes:
 
 * ``ldp-exp4`` (Alg. 6): on every observed loss, ``Lap(1/epsilon)``, before anything else
@@ -10,7 +11,7 @@ the current (public) advice (advice is public), and learn from the importance-we
 * ``private-batched-exp4`` (Alg. 2): on the N-vector of per-expert batch-mean estimates, once per
   batch of tau rounds; the weights P are frozen inside a batch -- central (epsilon, delta)-DP.
 
-Losses are clipped to [0, 1] before use (so the sensitivities hold), so the sensitivities hold whatever the env sends.
+Losses are clipped to [0, 1] before use, so the sensitivities hold whatever the env sends.
 """
 
 from __future__ import annotations
@@ -118,7 +119,8 @@ class _PrivateExp4Base(PrivateAgent):
 @register(
     "ldp-exp4",
     private=True,
-    summary="local-DP EXP4 (Faster Rates for Private Adversarial Bandits, Alg. 6): Laplace(1/eps) on every observed loss",
+    summary="local-DP EXP4 (Faster Rates for Private Adversarial Bandits, Alg. 6): "
+    "Laplace(1/eps) on every observed loss",
 )
 class LDPExp4(_PrivateExp4Base):
     """Locally private EXP4: EXP4 fed ``l_t(I_t) + Lap(1/epsilon)``.
@@ -133,7 +135,8 @@ class LDPExp4(_PrivateExp4Base):
 
     Privacy claim: ``epsilon``-DP, and in fact ``epsilon``-local DP (``model="local"``): every
     loss is privatised by the Laplace mechanism (sensitivity 1 for a loss in [0, 1]) before the
-    learner uses it, and each loss is used exactly once. Advice is public (erratum E-PAB-19). Holds against
+    learner uses it, and each loss is used exactly once. Advice is public (erratum E-PAB-19).
+    Holds against
     adaptive adversaries.
 
     Modes: ``"strict"`` and ``"paper"`` coincide (the paper's noise scale is correct; one
@@ -154,7 +157,8 @@ class LDPExp4(_PrivateExp4Base):
 
     ``epsilon=math.inf`` runs EXP4 itself (no noise, gamma = 0; claim: not private). Deviations:
     ``log N`` uses ``max(N, 2)`` and ``log(KT)`` is ``max(log KT, 1)`` (guarded); weights in
-    log space with max-subtraction (numerically stable); losses clipped to [0, 1] (so the sensitivities hold).
+    log space with max-subtraction (numerically stable); losses clipped to [0, 1] (so the
+    sensitivities hold).
 
     Per-round cost: O(N K) for ``Q_t``, O(N) for the update, one Laplace draw per run.
 
@@ -258,7 +262,8 @@ class LDPExp4(_PrivateExp4Base):
 @register(
     "private-batched-exp4",
     private=True,
-    summary="private batched EXP4 (Faster Rates for Private Adversarial Bandits, Alg. 2): Laplace on per-expert batch losses",
+    summary="private batched EXP4 (Faster Rates for Private Adversarial Bandits, Alg. 2): "
+    "Laplace on per-expert batch losses",
 )
 class PrivateBatchedExp4(_PrivateExp4Base):
     """Private batched EXP4: expert weights frozen per batch, noisy per-expert batch losses.
@@ -282,15 +287,15 @@ class PrivateBatchedExp4(_PrivateExp4Base):
     * ``composition="advanced"`` (paper): per-coordinate ``Lap(3 K sqrt(N log(1/delta)) /
       (gamma tau epsilon))``, i.e. ``eps0 = epsilon / (3 sqrt(N log(1/delta)))`` per expert,
       composed over the N coordinates with advanced composition: (epsilon, delta)-DP.
-    * ``composition="pure"`` (an addition, erratum E-PAB-7, not from the paper): ``Lap(N K/(gamma tau
-      epsilon))`` per coordinate from the L1 sensitivity: pure epsilon-DP (delta = 0). Less
-      noise than the paper's when ``N < 9 log(1/delta)``.
+    * ``composition="pure"`` (an addition, erratum E-PAB-7, not from the paper):
+      ``Lap(N K/(gamma tau epsilon))`` per coordinate from the L1 sensitivity: pure epsilon-DP
+      (delta = 0). Less noise than the paper's when ``N < 9 log(1/delta)``.
 
     Modes:
         * ``"strict"`` (default): the advanced-composition claim is checked with the
           Dwork-Rothblum-Vadhan theorem. Where the paper's ``eps0`` does not compose to epsilon
-          (large epsilon, erratum E-PAB-7) the largest ``eps0`` that does is used instead, i.e. more noise
-          than printed; elsewhere the noise is exactly the paper's.
+          (large epsilon, erratum E-PAB-7) the largest ``eps0`` that does is used instead,
+          i.e. more noise than printed; elsewhere the noise is exactly the paper's.
         * ``"paper"``: the printed noise always; ``certified`` is False where it does not
           compose to epsilon.
         Both modes require ``delta <= 1/e`` (``log(1/delta) >= 1``, erratum E-PAB-7).
@@ -310,8 +315,8 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         * ``tau=``/``eta=``/``gamma=`` override (public constants).
 
     ``epsilon=math.inf`` runs EXP4 itself (no noise, gamma = 0; claim: not private). Deviations: log
-    guards (guarded); log-space weights (numerically stable); losses clipped to [0, 1] (so the sensitivities hold);
-    trailing partial batch as described above (never released).
+    guards; log-space weights (numerically stable); losses clipped to [0, 1] (so the
+    sensitivities hold); trailing partial batch never released, as described above.
 
     Per-round cost: O(N K) for ``Q_t`` and O(N) accumulation; O(N) noise per batch.
 
@@ -374,7 +379,8 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         if composition == "advanced" and not 0.0 < self.delta <= 1.0 / math.e:
             raise ValueError(
                 f"delta must lie in (0, 1/e] for composition='advanced' ((epsilon, delta)-DP "
-                f"with log(1/delta) >= 1, erratum E-PAB-7), got {self.delta}; typical: 1e-6 or T^-1.1. Use "
+                f"with log(1/delta) >= 1, erratum E-PAB-7), got {self.delta}; typical: 1e-6 or "
+                "T^-1.1. Use "
                 "composition='pure' for delta = 0"
             )
         self.max_gamma = check_float(
