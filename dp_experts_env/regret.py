@@ -43,15 +43,25 @@ class RegretTracker:
         n_experts: N.
         n_switches: S, the most switches the dynamic comparator may make.
         horizon: T, used only to skip the table when S >= T - 1 (optional).
+        static_pseudo: keep ``static_pseudo_regret`` (O(B N) more memory and two more array
+            operations per round with means; ``None`` when False).
     """
 
     def __init__(
-        self, num_runs: int, n_experts: int, n_switches: int, horizon: int | None = None
+        self,
+        num_runs: int,
+        n_experts: int,
+        n_switches: int,
+        horizon: int | None = None,
+        static_pseudo: bool = True,
     ) -> None:
         self.num_runs = check_int("num_runs", num_runs, minimum=1)
         self.n_experts = check_int("n_experts", n_experts, minimum=1)
         self.n_switches = check_int("n_switches", n_switches, minimum=0)
         self.horizon = None if horizon is None else check_int("horizon", horizon, minimum=1)
+        if not isinstance(static_pseudo, bool):
+            raise TypeError(f"static_pseudo must be True or False, got {static_pseudo!r}")
+        self.static_pseudo = static_pseudo
         self._unconstrained = self.horizon is not None and self.n_switches >= self.horizon - 1
         self.reset()
 
@@ -62,8 +72,8 @@ class RegretTracker:
         self.cumulative_loss = np.zeros(b)
         self._per_round_best = np.zeros(b)
         self._pseudo = np.zeros(b)  # per-round-best pseudo-regret
-        self._learner_mean_sum = np.zeros(b)
-        self._expert_mean_sum = np.zeros((b, n))
+        self._learner_mean_sum = np.zeros(b if self.static_pseudo else 0)
+        self._expert_mean_sum = np.zeros((b, n) if self.static_pseudo else (b, 0))
         self._has_means = False
         levels = 0 if self._unconstrained else self.n_switches
         self._cum_expert = np.zeros((b, n))  # row c = 0 of the table: fixed-expert losses
@@ -121,8 +131,9 @@ class RegretTracker:
         if expert_means is not None and learner_mean is not None:
             self._has_means = True
             self._pseudo += learner_mean - _min_reduce(expert_means, axis=1)
-            self._learner_mean_sum += learner_mean
-            np.add(self._expert_mean_sum, expert_means, out=self._expert_mean_sum)
+            if self.static_pseudo:
+                self._learner_mean_sum += learner_mean
+                np.add(self._expert_mean_sum, expert_means, out=self._expert_mean_sum)
         self.round += 1
 
     @property
@@ -153,9 +164,10 @@ class RegretTracker:
     def static_pseudo_regret(self) -> np.ndarray | None:
         """(B,) pseudo-regret against the best fixed expert in expectation, or ``None``.
 
-        ``sum_s mu_s(J_s) - min_j sum_s mu_s(j)``; ``None`` when means were never supplied.
+        ``sum_s mu_s(J_s) - min_j sum_s mu_s(j)``; ``None`` when means were never supplied or the
+        tracker was built with ``static_pseudo=False``.
         """
-        if not self._has_means:
+        if not (self._has_means and self.static_pseudo):
             return None
         return self._learner_mean_sum - _min_reduce(self._expert_mean_sum, axis=1)
 
