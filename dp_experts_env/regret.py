@@ -59,6 +59,8 @@ class RegretTracker:
         copies: runs per loss stream (default 1): ``num_runs`` must be a multiple of it, and the
             experts' losses and means given to :meth:`update` have ``num_runs // copies`` rows,
             one per stream (run ``r`` plays stream ``r % streams``).
+        static_pseudo: keep ``static_pseudo_regret`` (O(B N) more memory and two more array
+            operations per round with means; ``None`` when False).
     """
 
     def __init__(
@@ -68,6 +70,7 @@ class RegretTracker:
         n_switches: int,
         horizon: int | None = None,
         copies: int = 1,
+        static_pseudo: bool = True,
     ) -> None:
         self.num_runs = check_int("num_runs", num_runs, minimum=1)
         self.n_experts = check_int("n_experts", n_experts, minimum=1)
@@ -79,6 +82,9 @@ class RegretTracker:
                 f"num_runs ({self.num_runs}) must be a multiple of copies ({self.copies})"
             )
         self.num_streams = self.num_runs // self.copies
+        if not isinstance(static_pseudo, bool):
+            raise TypeError(f"static_pseudo must be True or False, got {static_pseudo!r}")
+        self.static_pseudo = static_pseudo
         self._unconstrained = self.horizon is not None and self.n_switches >= self.horizon - 1
         self._compiled = self._choose_kernel()
         self.reset()
@@ -95,8 +101,9 @@ class RegretTracker:
         self.cumulative_loss = np.zeros(self.num_runs)
         self._per_round_best = np.zeros(b)
         self._pseudo = np.zeros(self.num_runs)  # per-round-best pseudo-regret
-        self._learner_mean_sum = np.zeros(self.num_runs)
-        self._expert_mean_sum = np.zeros((b, n))  # per stream: the experts' means only
+        # Per stream: the experts' means only (empty unless static_pseudo).
+        self._learner_mean_sum = np.zeros(self.num_runs if self.static_pseudo else 0)
+        self._expert_mean_sum = np.zeros((b, n) if self.static_pseudo else (b, 0))
         self._has_means = False
         levels = 0 if self._unconstrained else self.n_switches
         self._cum_expert = np.zeros((b, n))  # row c = 0 of the table: fixed-expert losses
@@ -176,8 +183,9 @@ class RegretTracker:
                 self._pseudo += learner_mean - least
             else:
                 self._pseudo += self._minus_stream(learner_mean, least)
-            self._learner_mean_sum += learner_mean
-            np.add(self._expert_mean_sum, expert_means, out=self._expert_mean_sum)
+            if self.static_pseudo:
+                self._learner_mean_sum += learner_mean
+                np.add(self._expert_mean_sum, expert_means, out=self._expert_mean_sum)
         self._best_current = fresh_minima
         self.round += 1
 
@@ -250,9 +258,10 @@ class RegretTracker:
     def static_pseudo_regret(self) -> np.ndarray | None:
         """(B,) pseudo-regret against the best fixed expert in expectation, or ``None``.
 
-        ``sum_s mu_s(J_s) - min_j sum_s mu_s(j)``; ``None`` when means were never supplied.
+        ``sum_s mu_s(J_s) - min_j sum_s mu_s(j)``; ``None`` when means were never supplied or the
+        tracker was built with ``static_pseudo=False``.
         """
-        if not self._has_means:
+        if not (self._has_means and self.static_pseudo):
             return None
         return self._minus_stream(
             self._learner_mean_sum, _min_reduce(self._expert_mean_sum, axis=1)

@@ -117,6 +117,22 @@ def test_static_and_per_round_best_pseudo_regret_differ_when_the_best_expert_mov
     assert tracker.per_round_best_pseudo_regret[0] == 1.0 - 0.25
 
 
+def test_static_pseudo_regret_can_be_left_out() -> None:
+    tracker = RegretTracker(2, 3, 1, static_pseudo=False)
+    kept = RegretTracker(2, 3, 1)
+    for t in range(3):
+        means = np.full((2, 3), 0.25 * t)
+        for tr in (tracker, kept):
+            tr.update(means, means[:, 0], means, means[:, 0])
+    assert tracker.static_pseudo_regret is None
+    np.testing.assert_array_equal(
+        tracker.per_round_best_pseudo_regret, kept.per_round_best_pseudo_regret
+    )
+    assert tracker.state_nbytes() == kept.state_nbytes() - 8 * 2 * 4  # no (B, N) + (B,) sums
+    with pytest.raises(TypeError, match="static_pseudo"):
+        RegretTracker(2, 3, 1, static_pseudo=1)
+
+
 def test_reset_forgets_everything() -> None:
     tracker = RegretTracker(2, 3, 1)
     tracker.update(np.ones((2, 3)), np.ones(2), np.ones((2, 3)), np.ones(2))
