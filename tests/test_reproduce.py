@@ -244,3 +244,64 @@ def test_rerunning_one_claim_keeps_the_other_rows(tmp_path, monkeypatch):
     run_claims([other], tmp_path, quick=True, backend="serial")
     with open(tmp_path / "claims.csv") as f:
         assert [r["claim"] for r in csv.DictReader(f)] == ["tiny-hedge-2"]
+
+
+# ----------------------------------------------------------------------------- figures
+def test_collapse_figure_draws_the_normalised_gain_per_horizon():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dp_experts_env.evaluation.paper_claims import _collapse_figure
+
+    def frame(values):  # {x: regret}, three identical seeds per x
+        return pd.DataFrame(
+            [{"x": x, "seed": s, "dynamic_regret": v} for x, v in values.items() for s in range(3)]
+        )
+
+    rows = {
+        "nch-T100": frame({3.0: 90.0, 30.0: 40.0}),
+        "uniform-T100": frame({0.0: 100.0}),
+        "fixed-share-T100": frame({0.0: 20.0}),
+    }
+    fig, ax = plt.subplots()
+    label = _collapse_figure(rows, ax)
+    (line,) = ax.get_lines()[:1]
+    assert list(line.get_xdata()) == [3.0, 30.0]
+    np.testing.assert_allclose(line.get_ydata(), [0.125, 0.75])  # (100 - R) / (100 - 20)
+    assert "R_uniform - R" in label
+    plt.close(fig)
+
+
+def test_pipeline_uses_a_claims_own_figure(tmp_path):
+    calls = []
+
+    def draw(rows, ax):
+        calls.append(sorted(rows))
+        ax.plot([1, 2], [3, 4], label="custom")
+        return "custom quantity"
+
+    claim = _tiny_claim()
+    custom = Claim(**{**claim.__dict__, "name": "tiny-custom-figure", "figure": draw})
+    run_claims([custom], tmp_path, quick=True, backend="serial")
+    assert calls == [["hedge"]]
+    assert (tmp_path / "figures" / "tiny-custom-figure.png").stat().st_size > 1000
+
+
+def test_lower_bound_claim_reports_the_noiseless_contrast():
+    from dp_experts_env.evaluation.paper_claims import _lower_bound_slopes, lower_bound
+
+    linear = _rows([500, 1000, 2000], lambda t: 0.8 * t).rename(columns={"r": "dynamic_regret"})
+    root = _rows([500, 1000, 2000], lambda t: 2 * t**0.5, seed=3).rename(
+        columns={"r": "dynamic_regret"}
+    )
+    m = _lower_bound_slopes({"noisy-clipped-hedge": linear, "noisy-clipped-hedge-eps-inf": root})
+    assert m.value == pytest.approx(1.0, abs=0.05)
+    assert verdict(lower_bound, m) == "holds"
+    assert "at epsilon = inf the slope is 0.5" in m.detail
+    # The construction's sizes follow the theorem: N = 2T/(S+1), epsilon below sqrt(S/T).
+    for point in lower_bound.sweeps[0].points:
+        s = point.env_params["n_shifts"]
+        assert point.env_params["n_experts"] == 2 * int(point.x) // (s + 1)
+        assert point.epsilon < math.sqrt(s / point.x)

@@ -122,6 +122,8 @@ class Claim:
         x_label: the figure's x axis.
         log_x: whether the figure's x axis is logarithmic.
         notes: what a reader needs to interpret the verdict (constants, scale, errata).
+        figure: optional ``(rows, ax) -> y label`` drawing the claim's own figure (e.g. the
+            measured quantity rather than raw regret); default: mean +- s.e. of every sweep.
     """
 
     name: str
@@ -137,6 +139,7 @@ class Claim:
     x_label: str = "x"
     log_x: bool = True
     notes: str = ""
+    figure: Callable[[Mapping[str, pd.DataFrame], Any], str] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -164,6 +164,28 @@ def _collapse(rows: Mapping[str, pd.DataFrame]) -> Measurement:
     )
 
 
+def _collapse_figure(rows: Mapping[str, pd.DataFrame], ax: object) -> str:
+    """Normalised gain against x, one curve per T: the collapse the claim measures."""
+    for t in sorted({int(k.rpartition("T")[2]) for k in rows}):
+        low = rows[f"uniform-T{t}"]["dynamic_regret"].mean()
+        high = rows[f"fixed-share-T{t}"]["dynamic_regret"].mean()
+        grouped = rows[f"nch-T{t}"].groupby("x")["dynamic_regret"]
+        gain = (low - grouped.mean()) / (low - high)
+        se = grouped.std(ddof=1) / np.sqrt(grouped.count()) / abs(low - high)
+        ax.errorbar(  # type: ignore[attr-defined]
+            gain.index,
+            gain.values,
+            yerr=se.fillna(0).values,
+            marker="o",
+            ms=3,
+            capsize=2,
+            label=f"T = {t:,}",
+        )
+    ax.axhline(0.0, ls=":", lw=1, color="0.5")  # type: ignore[attr-defined]
+    ax.axhline(1.0, ls=":", lw=1, color="0.5")  # type: ignore[attr-defined]
+    return "(R_uniform - R) / (R_uniform - R_fixed-share)"
+
+
 def _collapse_claim(quick_horizons: bool) -> Claim:
     horizons = COLLAPSE_T_QUICK if quick_horizons else COLLAPSE_T
     return Claim(
@@ -180,6 +202,7 @@ def _collapse_claim(quick_horizons: bool) -> Claim:
         kind="at_most",
         sweeps=_collapse_sweeps(horizons, quick_horizons),
         analyse=_collapse,
+        figure=_collapse_figure,
         x_label="x = epsilon / (N sqrt(S/T))",
         notes="The learner is noisy-clipped-hedge (the Laplace tracker, strict noise). The "
         "spread statistic is a maximum over x, so its bootstrap interval is conservative.",
@@ -250,6 +273,89 @@ hedge_adaptive = Claim(
 )
 
 
+LOWER_T = (500, 1_000, 2_000, 4_000, 8_000)
+LOWER_T_QUICK = (500, 1_000, 2_000)
+LOWER_S = 3
+LOWER_X = 0.5  # epsilon = LOWER_X sqrt(S / T): below the threshold
+
+
+def _block_restart(t: float) -> dict[str, object]:
+    """Theorem 5.1's construction at T = t: S + 1 blocks, N = 2T / (S + 1) experts."""
+    return {
+        "family": "block_restart",
+        "horizon": int(t),
+        "n_shifts": LOWER_S,
+        "n_experts": 2 * int(t) // (LOWER_S + 1),
+    }
+
+
+def _below_threshold(values: tuple[int, ...]) -> tuple[Point, ...]:
+    return tuple(
+        Point(float(t), _block_restart(t), LOWER_X * math.sqrt(LOWER_S / t)) for t in values
+    )
+
+
+def _lower_bound_slopes(rows: Mapping[str, pd.DataFrame]) -> Measurement:
+    """The private learner's slope; the detail adds the noiseless contrast's slope."""
+    private = loglog_slope(rows["noisy-clipped-hedge"], "dynamic_regret")
+    free = loglog_slope(rows["noisy-clipped-hedge-eps-inf"], "dynamic_regret")
+    return Measurement(
+        private.value,
+        private.ci_low,
+        private.ci_high,
+        f"{private.detail}; at epsilon = inf the slope is {free.value:.3g} "
+        f"[{free.ci_low:.3g}, {free.ci_high:.3g}] ({free.detail})",
+    )
+
+
+lower_bound = Claim(
+    name="ars-adaptive-lower-bound-linear",
+    paper=ARS,
+    source="Thm 5.1 (dynamic regret lower bound against adaptive adversaries)",
+    statement="Against an adaptive adversary every (epsilon, delta)-DP learner has dynamic "
+    "regret Omega(min(T, S / (epsilon log(T/(S+1)))^2)): linear in T once epsilon is below "
+    "about sqrt(S/T).",
+    quantity="log-log slope in T of noisy-clipped-hedge's dynamic regret on the block-restart "
+    "construction (S = 3, N = 2T/(S+1), epsilon = 0.5 sqrt(S/T))",
+    predicted=1.0,
+    tolerance=0.1,
+    kind="at_least",
+    sweeps=(
+        Sweep(
+            "noisy-clipped-hedge",
+            "noisy-clipped-hedge",
+            "DPExperts-Adaptive-v0",
+            _below_threshold(LOWER_T),
+            _below_threshold(LOWER_T_QUICK),
+            metric="dynamic_regret",
+            seeds=8,
+            quick_seeds=4,
+        ),
+        Sweep(
+            "noisy-clipped-hedge-eps-inf",
+            "noisy-clipped-hedge",
+            "DPExperts-Adaptive-v0",
+            _points(LOWER_T, _block_restart, math.inf),
+            _points(LOWER_T_QUICK, _block_restart, math.inf),
+            metric="dynamic_regret",
+            seeds=8,
+            quick_seeds=4,
+        ),
+    ),
+    analyse=_lower_bound_slopes,
+    x_label="T",
+    notes="A lower bound holds for every private learner, so running one learner cannot confirm "
+    "it; what this checks is that the construction does what the proof says on the paper's "
+    "algorithm for adaptive adversaries (the Laplace tracker): below the threshold its regret "
+    "grows linearly in T, while the same learner without noise (epsilon = inf, the second "
+    "curve of the figure) is sublinear on the same adversary. Each block runs the "
+    "sign-estimation adversary of the static lower bound (Asi, Feldman, Koren & Talwar 2023, "
+    "Thm 9) with this suite's default fingerprint code; N = 2T/(S+1) is the theorem's "
+    "condition. The strict learner's noise grows with N, so with these many experts it is near "
+    "uniform play even well above sqrt(S/T); the contrast is with epsilon = inf.",
+)
+
+
 # ----------------------------------------------------------------------------- paper 001
 def _count_switches(sweep: Sweep, points: tuple[Point, ...], seeds: int) -> pd.DataFrame:
     """Play the lazy learner and read its switch counter (rows: x, seed, switches / S)."""
@@ -284,10 +390,11 @@ lazy_switches = Claim(
     paper=AKST,
     source="Thm 4.2 (lazy OCO)",
     statement="P-COMW in its lazy setting switches at most S times in expectation.",
-    quantity="mean switches / S over T and seeds (S = sqrt(d T), d = 5)",
+    quantity="mean switches / the learner's expected-switch bound at its parameters (<= S = "
+    "sqrt(d T) by construction, = S for the calibrated tuning), over T and seeds (d = 5)",
     predicted=1.0,
-    tolerance=0.0,
-    kind="at_most",
+    tolerance=0.1,
+    kind="two_sided",
     sweeps=(
         Sweep(
             "p-comw-lazy",
@@ -301,6 +408,11 @@ lazy_switches = Claim(
     ),
     analyse=lambda rows: mean_with_ci(rows["p-comw-lazy"], "switches_over_budget"),
     x_label="T",
+    notes="The bound on E[switches] is met with equality by the calibrated tuning (its stay "
+    "coin is never clipped), so a one-sided test of 'at most S' would sit on its boundary and "
+    "be inconclusive however many runs it used. The claim is therefore checked in two parts: "
+    "the learner's expected-switch formula at its parameters is <= S (deterministic, asserted "
+    "in the tests), and the measured mean agrees with that formula within 10% (this sweep).",
 )
 
 lazy_regret = Claim(
@@ -326,6 +438,38 @@ lazy_regret = Claim(
     "the trivial regret G D T until T is about 10^6, so at T <= 1.6 x 10^4 the theorem does not "
     "constrain the slope and the measured growth is close to linear. The tolerance 0.15 absorbs "
     "the log factor where the bound does bind.",
+)
+
+
+DP_OCO_T = (1_000, 3_000, 10_000, 30_000)
+DP_OCO_T_QUICK = (1_000, 3_000, 10_000)
+
+dp_oco = Claim(
+    name="akst-dp-oco-regret-vs-T",
+    paper=AKST,
+    source="Thm 4.1 (DP-OCO)",
+    statement="P-COMW with its DP parameters is (epsilon, delta)-DP with static regret "
+    "O~(sqrt(T) + sqrt(d) T^(1/3) / epsilon): at most sqrt(T) growth in T.",
+    quantity="log-log slope of p-comw's static regret in T (stochastic gradients, d = 5, "
+    "epsilon = 1, delta = 1e-5, calibrated tuning, Renyi certificate)",
+    predicted=0.5,
+    tolerance=0.1,
+    kind="at_most",
+    **_slope_experiment(
+        "p-comw",
+        "DPExperts-OCO-v0",
+        _points(DP_OCO_T, lambda t: {"horizon": int(t)}, 1.0),
+        _points(DP_OCO_T_QUICK, lambda t: {"horizon": int(t)}, 1.0),
+        metric="static_regret",
+    ),
+    x_label="T",
+    notes="The theorem's own constants (tuning='paper') certify epsilon_out far below the "
+    "requested epsilon and give nearly linear regret at these horizons; the measured learner is "
+    "the calibrated default, which spends the requested epsilon under the suite's Renyi "
+    "accountant. Its temperature must shrink as more rounds share the budget (about T^-0.7 at "
+    "these sizes, because the certificate is several times looser than the true Renyi "
+    "divergence, docs/privacy.md), so its regret grows faster than sqrt(T) here: the rate is "
+    "not confirmed at T <= 3 x 10^4.",
 )
 
 
@@ -582,8 +726,10 @@ def _registry(quick_collapse: bool = False) -> list[Claim]:
         _collapse_claim(quick_collapse),
         lazy_adaptive,
         hedge_adaptive,
+        lower_bound,
         lazy_switches,
         lazy_regret,
+        dp_oco,
         dartboard_t,
         dartboard_eps,
         rps_horizon_free,

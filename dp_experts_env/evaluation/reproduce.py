@@ -272,6 +272,21 @@ def _figure(claim: Claim, rows: Mapping[str, pd.DataFrame], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(4.8, 3.4), layout="constrained")
+    if claim.figure is not None:
+        ax.set_ylabel(claim.figure(rows, ax))
+        if claim.log_x:
+            ax.set_xscale("log")
+    else:
+        _sweep_curves(claim, rows, ax)
+    ax.set_xlabel(claim.x_label)
+    ax.set_title(claim.name, fontsize=9)
+    ax.legend(fontsize=7)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _sweep_curves(claim: Claim, rows: Mapping[str, pd.DataFrame], ax: Any) -> None:
+    """The default figure: every sweep's mean +- s.e. of its metric against x."""
     for sweep in claim.sweeps:
         frame = rows[sweep.key]
         grouped = frame.groupby("x")[sweep.metric]
@@ -292,12 +307,7 @@ def _figure(claim: Claim, rows: Mapping[str, pd.DataFrame], path: Path) -> None:
         ax.set_xscale("log")
     if all((rows[s.key][s.metric] > 0).all() for s in claim.sweeps):
         ax.set_yscale("log")
-    ax.set_xlabel(claim.x_label)
     ax.set_ylabel(claim.sweeps[0].metric.replace("_", " "))
-    ax.set_title(claim.name, fontsize=9)
-    ax.legend(fontsize=7)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def report_text(
