@@ -51,9 +51,20 @@ def _slope_experiment(
     quick_points: tuple[Point, ...] = (),
     *,
     metric: str = "dynamic_regret",
+    seeds: int = 16,
+    quick_seeds: int = 8,
 ) -> dict[str, object]:
     """One learner over a series of points, judged by its log-log slope (``Claim`` keywords)."""
-    sweep = Sweep(agent, agent, env_id, points, quick_points, metric=metric)
+    sweep = Sweep(
+        agent,
+        agent,
+        env_id,
+        points,
+        quick_points,
+        metric=metric,
+        seeds=seeds,
+        quick_seeds=quick_seeds,
+    )
     return {"sweeps": (sweep,), "analyse": _slope_of(agent, metric)}
 
 
@@ -146,10 +157,11 @@ def _collapse_sweeps(horizons: tuple[int, ...], quick: bool) -> tuple[Sweep, ...
         scale = 10 * math.sqrt(4 / t)  # N sqrt(S / T)
         pts = tuple(Point(x, env, x * scale) for x in COLLAPSE_X)
         ref = (Point(0.0, env, None),)
+        sizes = {"seeds": 16, "quick_seeds": 8}
         out += [
-            Sweep(f"nch-T{t}", "noisy-clipped-hedge", "DPExperts-Shift-v0", pts, pts, seeds=8),
-            Sweep(f"uniform-T{t}", "uniform", "DPExperts-Shift-v0", ref, ref, seeds=8),
-            Sweep(f"fixed-share-T{t}", "fixed-share", "DPExperts-Shift-v0", ref, ref, seeds=8),
+            Sweep(f"nch-T{t}", "noisy-clipped-hedge", "DPExperts-Shift-v0", pts, pts, **sizes),
+            Sweep(f"uniform-T{t}", "uniform", "DPExperts-Shift-v0", ref, ref, **sizes),
+            Sweep(f"fixed-share-T{t}", "fixed-share", "DPExperts-Shift-v0", ref, ref, **sizes),
         ]
     return tuple(out)
 
@@ -546,6 +558,9 @@ def _gap_env(gap: float, t: int = 10_000) -> dict[str, object]:
 RPS_T = (1_000, 4_000, 16_000, 64_000)
 RPS_T_QUICK = (1_000, 4_000, 16_000)
 
+# Each run is cheap and these claims are two-sided with narrow bands, so they use more seeds.
+RPS_SEEDS = {"seeds": 64, "quick_seeds": 16}
+
 rps_horizon_free = Claim(
     name="cc-horizon-free",
     paper=CC,
@@ -563,6 +578,7 @@ rps_horizon_free = Claim(
         _points(RPS_T, lambda t: _gap_env(0.2, int(t)), 1.0),
         _points(RPS_T_QUICK, lambda t: _gap_env(0.2, int(t)), 1.0),
         metric="per_round_best_pseudo_regret",
+        **RPS_SEEDS,
     ),
     x_label="T",
 )
@@ -582,6 +598,7 @@ rps_eps = Claim(
         "DPExperts-Stochastic-v0",
         _eps_points((0.02, 0.04, 0.08, 0.16), _gap_env(0.5)),
         metric="per_round_best_pseudo_regret",
+        **RPS_SEEDS,
     ),
     x_label="epsilon",
 )
@@ -601,6 +618,7 @@ rps_gap = Claim(
         "DPExperts-Stochastic-v0",
         _points((0.0125, 0.025, 0.05), lambda g: _gap_env(g, 50_000), 1.0),
         metric="per_round_best_pseudo_regret",
+        **RPS_SEEDS,
     ),
     x_label="gap",
     notes="Gaps above eta = 1/8 put the learner in the regime where the 16 log K / eta term "
