@@ -7,12 +7,11 @@ from typing import Any
 
 from dp_experts_env._validation import check_choice
 from dp_experts_env.adversaries.base import Adversary
+from dp_experts_env.kinds import ENV_KINDS
 
 __all__ = ["ENV_KINDS", "register_family", "make_adversary", "families", "family_factory"]
 
-# Kinds of environment; each registered env id serves exactly one kind.
-ENV_KINDS = ("shift", "stochastic", "oblivious", "adaptive", "bandit_advice", "bandit")
-
+# The kinds come from the kind table (dp_experts_env.kinds); each has its own family registry.
 _FAMILIES: dict[str, dict[str, Callable[..., Adversary]]] = {kind: {} for kind in ENV_KINDS}
 
 

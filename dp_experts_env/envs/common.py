@@ -10,9 +10,9 @@ from gymnasium import spaces
 
 from dp_experts_env._validation import check_choice
 from dp_experts_env.adversaries import Adversary, Neighbor
-from dp_experts_env.adversaries.registry import ENV_KINDS
 from dp_experts_env.envs.core import GameCore
-from dp_experts_env.envs.factory import KINDS, build_game
+from dp_experts_env.envs.factory import build_game
+from dp_experts_env.kinds import ENV_KINDS, KINDS
 
 __all__ = ["GameSetup", "RESET_OPTIONS", "parse_options", "SEED_HIGH", "families_doc"]
 
@@ -75,7 +75,8 @@ class GameSetup:
         ``"bandit"``), kind, family, n_switches, and ``core`` (the :class:`GameCore`).
     """
 
-    feedback_kinds: tuple[str, ...] = ENV_KINDS
+    #: The kinds this env class serves (subclasses: the kinds of one feedback).
+    kinds: tuple[str, ...] = ENV_KINDS
 
     def _setup(
         self,
@@ -85,7 +86,7 @@ class GameSetup:
         params: dict[str, Any],
         copies: int = 1,
     ) -> tuple[spaces.Space, spaces.Discrete]:
-        check_choice("kind", kind, self.feedback_kinds)
+        check_choice("kind", kind, self.kinds)
         modes = self.metadata.get("render_modes", [])
         if render_mode is not None and render_mode not in modes:
             raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")

@@ -1,7 +1,8 @@
 """From constructor keywords to a loss model: the environment kinds and their defaults.
 
-Every environment id serves one *kind* (DESIGN §2). A kind fixes the feedback (full information or
-bandit with advice), the default family and the default sizes. :func:`build_game` turns the shared
+Every environment id serves one *kind* (declared in the kind table, :mod:`dp_experts_env.kinds`).
+A kind fixes the feedback (full information or bandit with advice), the default family and the
+default sizes. :func:`build_game` turns the shared
 constructor keywords (``n_experts``, ``horizon``, ``n_switches``, ``family``, ``n_shifts``, ``gap``,
 ``losses``, ``adversary``, ``n_arms``) plus family-specific keywords into an
 :class:`~dp_experts_env.adversaries.Adversary` and the comparator switch budget.
@@ -30,65 +31,9 @@ from typing import Any
 
 from dp_experts_env._validation import check_choice, check_int
 from dp_experts_env.adversaries import Adversary, families, family_factory
-from dp_experts_env.adversaries.registry import ENV_KINDS
+from dp_experts_env.kinds import ENV_KINDS, KINDS, KindSpec
 
 __all__ = ["KindSpec", "KINDS", "Game", "build_game", "feedback_of"]
-
-
-@dataclass(frozen=True)
-class KindSpec:
-    """What an environment kind offers when the user says nothing.
-
-    Attributes:
-        kind: one of :data:`~dp_experts_env.adversaries.ENV_KINDS`.
-        feedback: ``"full"`` or ``"bandit"``.
-        family: the default family.
-        n_experts: default N.
-        horizon: default T.
-        n_arms: default K (bandit kinds), else None.
-        oblivious_only: True when the kind promises losses that ignore the learner's actions.
-        summary: one line for listings.
-    """
-
-    kind: str
-    feedback: str
-    family: str
-    n_experts: int
-    horizon: int
-    n_arms: int | None
-    oblivious_only: bool
-    summary: str
-
-
-KINDS: dict[str, KindSpec] = {
-    "shift": KindSpec(
-        "shift", "full", "bernoulli_gap", 10, 1000, None, True,
-        "shifting stochastic: change points, i.i.d. losses within a segment",
-    ),
-    "stochastic": KindSpec(
-        "stochastic", "full", "one_vs_rest", 10, 1000, None, True,
-        "stationary i.i.d. losses with a gap",
-    ),
-    "oblivious": KindSpec(
-        "oblivious", "full", "anti_lazy", 10, 1000, None, True,
-        "loss sequence fixed before play (hard families, replay of a user matrix)",
-    ),
-    "adaptive": KindSpec(
-        "adaptive", "full", "punish_last", 10, 1000, None, False,
-        "losses react to the learner's past actions (never the current one)",
-    ),
-    "bandit_advice": KindSpec(
-        "bandit_advice", "bandit", "planted_expert", 20, 1000, 5, False,
-        "N experts advise distributions over K arms; only the played arm's loss is seen",
-    ),
-    "bandit": KindSpec(
-        "bandit", "bandit", "bernoulli_gap", 5, 1000, 5, False,
-        "K-armed adversarial bandit: bandit with advice from the K identity experts",
-    ),
-}  # fmt: skip
-
-if set(KINDS) != set(ENV_KINDS):  # pragma: no cover - a table edit gone wrong
-    raise RuntimeError(f"env kinds {sorted(KINDS)} must match adversary kinds {ENV_KINDS}")
 
 
 def feedback_of(kind: str) -> str:

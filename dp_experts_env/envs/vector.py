@@ -40,6 +40,7 @@ from dp_experts_env.envs.common import (
     families_doc,
     parse_options,
 )
+from dp_experts_env.kinds import kinds_of
 
 __all__ = ["ExpertsVectorEnv", "BanditAdviceVectorEnv"]
 
@@ -86,7 +87,7 @@ class _VectorEnv(GameSetup, VectorEnv):
             n_arms=n_arms,
             **family_kwargs,
         )
-        kind = self.feedback_kinds[0] if kind is None else kind
+        kind = self.kinds[0] if kind is None else kind
         single_obs, single_act = self._setup(kind, self.num_envs, render_mode, params, copies)
         self.copies = copies
         self.num_streams = self.num_envs // copies
@@ -198,10 +199,10 @@ class ExpertsVectorEnv(_VectorEnv):
 
     Args:
         num_envs: B, the number of runs played in lockstep.
-        kind: ``"shift"``, ``"stochastic"``, ``"oblivious"`` or ``"adaptive"`` (set by the id).
+        kind: one of ``kinds`` (the full-information rows of the kind table; set by the id).
     """
 
-    feedback_kinds = ("shift", "stochastic", "oblivious", "adaptive")
+    kinds = kinds_of("full")
 
 
 class BanditAdviceVectorEnv(_VectorEnv):
@@ -212,19 +213,19 @@ class BanditAdviceVectorEnv(_VectorEnv):
 
     Args:
         num_envs: B, the number of runs played in lockstep.
-        kind: ``"bandit_advice"`` or ``"bandit"`` (set by the id).
+        kind: one of ``kinds`` (the bandit rows of the kind table; set by the id).
     """
 
-    feedback_kinds = ("bandit_advice", "bandit")
+    kinds = kinds_of("bandit")
 
 
 ExpertsVectorEnv.__doc__ = (
     (ExpertsVectorEnv.__doc__ or "")
     + SHARED_KEYWORDS_DOC
-    + families_doc(ExpertsVectorEnv.feedback_kinds)
+    + families_doc(ExpertsVectorEnv.kinds)
 )
 BanditAdviceVectorEnv.__doc__ = (
     (BanditAdviceVectorEnv.__doc__ or "")
     + SHARED_KEYWORDS_DOC
-    + families_doc(BanditAdviceVectorEnv.feedback_kinds)
+    + families_doc(BanditAdviceVectorEnv.kinds)
 )
