@@ -8,10 +8,12 @@ from dp_experts_env.adversaries.adaptive import (
     PolicyAdversary,
 )
 from dp_experts_env.adversaries.base import Adversary, Neighbor, Round
+from dp_experts_env.adversaries.params import FamilyParams
 from dp_experts_env.adversaries.registry import (
     ENV_KINDS,
     families,
     family_factory,
+    family_params,
     make_adversary,
     register_family,
 )
@@ -23,6 +25,8 @@ __all__ = [
     "ENV_KINDS",
     "families",
     "family_factory",
+    "family_params",
+    "FamilyParams",
     "make_adversary",
     "register_family",
     "ActionHistory",

@@ -26,6 +26,7 @@ import math
 import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,7 @@ from dp_experts_env._validation import (
     check_loss_array,
 )
 from dp_experts_env.adversaries.base import ADVICE_STREAM, DATA_STREAM, Adversary, Round
+from dp_experts_env.adversaries.params import BaseLossParams, FamilyParams
 from dp_experts_env.adversaries.registry import families, family_factory, register_family
 from dp_experts_env.batch_rng import BatchRNG
 
@@ -56,6 +58,12 @@ __all__ = [
     "sign_estimation",
     "hidden_sign_vector",
     "block_restart",
+    "PolicyAdversaryParams",
+    "PunishLastParams",
+    "PunishFrequentParams",
+    "SignEstimationParams",
+    "HiddenSignVectorParams",
+    "BlockRestartParams",
 ]
 
 BASES = ("bernoulli", "zeros", "uniform")
@@ -647,8 +655,56 @@ class _BlockBase(BaseLosses):
         return 0  # the policy (and its inner game) is counted by the adversary
 
 
+# ------------------------------------------------------------------------------------ parameters
+@dataclass(frozen=True)
+class PolicyAdversaryParams(BaseLossParams):
+    """Knobs of :class:`PolicyAdversary` besides its policy (an env wrapping a policy object)."""
+
+
+@dataclass(frozen=True)
+class PunishLastParams(BaseLossParams):
+    """Knobs of :func:`punish_last`: the memory ``k`` and the base datum."""
+
+    k: int = 1
+
+
+@dataclass(frozen=True)
+class PunishFrequentParams(BaseLossParams):
+    """Knobs of :func:`punish_frequent`: the window, the number punished and the base datum."""
+
+    window: int = 100
+    n_punished: int = 1
+
+
+@dataclass(frozen=True)
+class HiddenSignVectorParams(FamilyParams):
+    """Knobs of :func:`hidden_sign_vector` (and the hard phase of :func:`sign_estimation`)."""
+
+    hard_rounds: int | None = None
+    epsilon: float | None = None
+
+
+@dataclass(frozen=True)
+class SignEstimationParams(HiddenSignVectorParams):
+    """Knobs of :func:`sign_estimation`."""
+
+    n_users: int | None = None
+    fingerprint_fraction: float = 0.001
+
+
+@dataclass(frozen=True)
+class BlockRestartParams(FamilyParams):
+    """Knobs of :func:`block_restart` (``base`` applies to a callable ``inner`` only)."""
+
+    n_shifts: int = 1
+    inner: Any = "sign_estimation"
+    inner_knobs: Mapping[str, Any] | None = None
+    base: Any = None
+    base_mean: Any = None
+
+
 # ------------------------------------------------------------------------------------ families
-@register_family("adaptive", "punish_last")
+@register_family("adaptive", "punish_last", PunishLastParams)
 def punish_last(
     n_experts: int,
     horizon: int,
@@ -667,7 +723,7 @@ def punish_last(
     )
 
 
-@register_family("adaptive", "punish_frequent")
+@register_family("adaptive", "punish_frequent", PunishFrequentParams)
 def punish_frequent(
     n_experts: int,
     horizon: int,
@@ -699,7 +755,7 @@ def _default_users(p: int) -> int:
     return max(1, math.floor(m / math.log(m))) if m > math.e else 1
 
 
-@register_family("adaptive", "sign_estimation")
+@register_family("adaptive", "sign_estimation", SignEstimationParams)
 def sign_estimation(
     n_experts: int,
     horizon: int,
@@ -740,7 +796,7 @@ def sign_estimation(
     return _sign_game(n_experts, horizon, users, frac, hard_rounds, epsilon)
 
 
-@register_family("adaptive", "hidden_sign_vector")
+@register_family("adaptive", "hidden_sign_vector", HiddenSignVectorParams)
 def hidden_sign_vector(
     n_experts: int,
     horizon: int,
@@ -803,7 +859,7 @@ class _CallableBlocks:
         )
 
 
-@register_family("adaptive", "block_restart")
+@register_family("adaptive", "block_restart", BlockRestartParams)
 def block_restart(
     n_experts: int,
     horizon: int,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -41,6 +42,7 @@ from dp_experts_env.adversaries.base import (
     Round,
 )
 from dp_experts_env.adversaries.changepoints import ChangePointSchedule, SegmentClock
+from dp_experts_env.adversaries.params import BanditParams, ShiftParams
 from dp_experts_env.adversaries.registry import register_family
 from dp_experts_env.adversaries.shifting import plant_best
 from dp_experts_env.batch_rng import BatchRNG
@@ -56,6 +58,14 @@ __all__ = [
     "ShiftingBernoulli",
     "PeriodicSwap",
     "MAX_POLICY_CLASS_EXPERTS",
+    "PlantedExpertParams",
+    "ShiftingPlantedExpertParams",
+    "DuplicatedExpertsParams",
+    "PolicyClassParams",
+    "Lemma11SwitchParams",
+    "PeriodicSwapParams",
+    "BanditGapParams",
+    "ShiftingBernoulliParams",
 ]
 
 MAX_POLICY_CLASS_EXPERTS = 1 << 20  # K^C experts; each round materialises (B, N, K) advice
@@ -600,19 +610,84 @@ class ShiftingBernoulli(BernoulliGap):
         self._use_schedule(n_shifts, change_points, min_length)
 
 
+# ------------------------------------------------------------------------------ parameters
+@dataclass(frozen=True)
+class PlantedExpertParams(BanditParams):
+    """Knobs of :class:`PlantedExpert`."""
+
+    gap: float = 0.4
+    rho_star: float = 0.9
+    rho: float = 0.1
+    smoothing: float = 0.0
+
+
+@dataclass(frozen=True)
+class ShiftingPlantedExpertParams(PlantedExpertParams, ShiftParams):
+    """Knobs of :class:`ShiftingPlantedExpert`: the planted expert's and the schedule."""
+
+
+@dataclass(frozen=True)
+class DuplicatedExpertsParams(BanditParams):
+    """Knobs of :class:`DuplicatedExperts`."""
+
+    n_behaviours: int | None = None
+    perturbation: float = 0.05
+    gap: float = 0.4
+    rho_star: float = 0.9
+    rho: float = 0.1
+
+
+@dataclass(frozen=True)
+class PolicyClassParams(BanditParams):
+    """Knobs of :class:`PolicyClass`."""
+
+    n_contexts: int | None = None
+    gap: float = 0.1
+    spread: float = 0.5
+
+
+@dataclass(frozen=True)
+class Lemma11SwitchParams(BanditParams):
+    """Knobs of :class:`Lemma11Switch` (both bandit kinds)."""
+
+    switch_round: int | None = None
+
+
+@dataclass(frozen=True)
+class PeriodicSwapParams(BanditParams):
+    """Knobs of :class:`PeriodicSwap`."""
+
+    period: int = 100
+
+
+@dataclass(frozen=True)
+class BanditGapParams(BanditParams):
+    """Knobs of the bandit kind's ``bernoulli_gap`` (:class:`BernoulliGap` of this module)."""
+
+    gap: float = 0.1
+    best_arm: int | None = None
+
+
+@dataclass(frozen=True)
+class ShiftingBernoulliParams(BanditGapParams, ShiftParams):
+    """Knobs of :class:`ShiftingBernoulli`: the gap, the first best arm and the schedule."""
+
+
 # ------------------------------------------------------------------------------ registration
-register_family("bandit_advice", "planted_expert")(PlantedExpert)
-register_family("bandit_advice", "shifting_planted_expert")(ShiftingPlantedExpert)
-register_family("bandit_advice", "policy_class")(PolicyClass)
-register_family("bandit_advice", "duplicated_experts")(DuplicatedExperts)
-register_family("bandit_advice", "lemma11_switch")(Lemma11Switch)
+register_family("bandit_advice", "planted_expert", PlantedExpertParams)(PlantedExpert)
+register_family("bandit_advice", "shifting_planted_expert", ShiftingPlantedExpertParams)(
+    ShiftingPlantedExpert
+)
+register_family("bandit_advice", "policy_class", PolicyClassParams)(PolicyClass)
+register_family("bandit_advice", "duplicated_experts", DuplicatedExpertsParams)(DuplicatedExperts)
+register_family("bandit_advice", "lemma11_switch", Lemma11SwitchParams)(Lemma11Switch)
 
-register_family("bandit", "bernoulli_gap")(BernoulliGap)
-register_family("bandit", "shifting_bernoulli")(ShiftingBernoulli)
-register_family("bandit", "periodic_swap")(PeriodicSwap)
+register_family("bandit", "bernoulli_gap", BanditGapParams)(BernoulliGap)
+register_family("bandit", "shifting_bernoulli", ShiftingBernoulliParams)(ShiftingBernoulli)
+register_family("bandit", "periodic_swap", PeriodicSwapParams)(PeriodicSwap)
 
 
-@register_family("bandit", "lemma11_switch")
+@register_family("bandit", "lemma11_switch", Lemma11SwitchParams)
 def lemma11_bandit(
     n_experts: int | None = None,
     horizon: int | None = None,

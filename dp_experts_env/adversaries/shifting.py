@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
@@ -47,6 +48,12 @@ from dp_experts_env.adversaries.changepoints import (
     ChangePointSchedule,
     SegmentClock,
     segment_lengths,
+)
+from dp_experts_env.adversaries.params import (
+    ChangePoints,
+    FamilyParams,
+    GapBaseParams,
+    ShiftParams,
 )
 from dp_experts_env.adversaries.registry import register_family
 from dp_experts_env.batch_rng import BatchRNG
@@ -62,9 +69,13 @@ __all__ = [
     "bernoulli_losses",
     "clipped_normal_mean",
     "plant_best",
+    "BernoulliGapParams",
+    "UniformMeansParams",
+    "CorrelatedParams",
+    "DisjointPoolsParams",
+    "MeansLawParams",
+    "NoiseScaleParams",
 ]
-
-ChangePoints = str | Sequence[int] | np.ndarray
 
 
 # ----------------------------------------------------------------------------- shared helpers
@@ -286,7 +297,48 @@ class _BaseGap(PlantedModel):
 
 
 # ----------------------------------------------------------------------------- families
-@register_family("shift", "bernoulli_gap")
+@dataclass(frozen=True)
+class BernoulliGapParams(ShiftParams, GapBaseParams):
+    """Knobs of :class:`BernoulliGap`: the schedule, ``gap`` and ``base``."""
+
+
+@dataclass(frozen=True)
+class MeansLawParams(FamilyParams):
+    """The law of uniformly drawn means (shared with the stationary ``uniform_means``)."""
+
+    low: float = 0.0
+    high: float = 1.0
+    distribution: str = "bernoulli"
+    concentration: float = 10.0
+
+
+@dataclass(frozen=True)
+class UniformMeansParams(ShiftParams, MeansLawParams):
+    """Knobs of :class:`UniformMeans`: the schedule and the law of the means."""
+
+
+@dataclass(frozen=True)
+class NoiseScaleParams(FamilyParams):
+    """The shared-shock and own-noise scales (shared with the stationary ``correlated``)."""
+
+    common_scale: float = 0.1
+    idio_scale: float = 0.1
+
+
+@dataclass(frozen=True)
+class CorrelatedParams(ShiftParams, GapBaseParams, NoiseScaleParams):
+    """Knobs of :class:`Correlated`: the schedule, ``gap``, ``base`` and the noise scales."""
+
+
+@dataclass(frozen=True)
+class DisjointPoolsParams(ShiftParams, GapBaseParams):
+    """Knobs of :class:`DisjointPools`: the schedule, ``gap``, ``base`` and the pools."""
+
+    pool_size: int | None = None
+    outside_loss: float = 1.0
+
+
+@register_family("shift", "bernoulli_gap", BernoulliGapParams)
 class BernoulliGap(_BaseGap):
     """Shift family ``bernoulli_gap``: one planted best expert per segment, Bernoulli losses.
 
@@ -322,7 +374,7 @@ class BernoulliGap(_BaseGap):
         self._init_gap(gap, base)
 
 
-@register_family("shift", "uniform_means")
+@register_family("shift", "uniform_means", UniformMeansParams)
 class UniformMeans(SegmentModel):
     """Shift family ``uniform_means``: fresh uniform means in every segment.
 
@@ -400,7 +452,7 @@ class _CorrelatedMixin:
         return np.clip(x, 0.0, 1.0)
 
 
-@register_family("shift", "correlated")
+@register_family("shift", "correlated", CorrelatedParams)
 class Correlated(_CorrelatedMixin, _BaseGap):
     """Shift family ``correlated``: dependent coordinates through a shared Gaussian shock.
 
@@ -436,7 +488,7 @@ class Correlated(_CorrelatedMixin, _BaseGap):
         self._init_scales(common_scale, idio_scale)
 
 
-@register_family("shift", "disjoint_pools")
+@register_family("shift", "disjoint_pools", DisjointPoolsParams)
 class DisjointPools(_BaseGap):
     """Shift family ``disjoint_pools``: segment k activates its own pool of experts.
 

@@ -50,8 +50,7 @@ def families_doc(kinds: tuple[str, ...]) -> str:
     Built when the env module is imported, so it lists the families registered by then (all
     built-in ones); ``dp_experts_env.adversaries.families(kind)`` is always current.
     """
-    from dp_experts_env.adversaries import families, family_factory
-    from dp_experts_env.envs.factory import _parameters
+    from dp_experts_env.adversaries import families, family_factory, family_params
 
     lines = ["", "    Families (``family=``; knobs are further keywords):"]
     for kind in kinds:
@@ -59,8 +58,7 @@ def families_doc(kinds: tuple[str, ...]) -> str:
         lines.append(f"        kind {kind!r} (default {default!r}):")
         for name in families(kind):
             factory = family_factory(kind, name)
-            named, _ = _parameters(factory, follow_bases=True)
-            knobs = [k for k in named if k not in ("n_experts", "horizon", "n_arms")]
+            knobs = family_params(kind, name).knob_names()
             doc = (getattr(factory, "__doc__", None) or "").strip().splitlines()
             summary = doc[0].strip() if doc else ""
             lines.append(f"            {name}({', '.join(knobs)}): {summary}")
@@ -72,7 +70,8 @@ class GameSetup:
 
     Attributes (on single and vector envs alike):
         n_experts, horizon, n_arms (None for full information), feedback (``"full"`` or
-        ``"bandit"``), kind, family, n_switches, and ``core`` (the :class:`GameCore`).
+        ``"bandit"``), kind, family, n_switches, params (the family's knobs as a frozen
+        dataclass, None for an Adversary instance), and ``core`` (the :class:`GameCore`).
     """
 
     #: The kinds this env class serves (subclasses: the kinds of one feedback).
@@ -95,6 +94,7 @@ class GameSetup:
         self.kind = kind
         self.family = game.family
         self.n_switches = game.n_switches
+        self.params = game.params
         adv: Adversary = game.adversary
         self.n_experts = adv.n_experts
         self.horizon = adv.horizon

@@ -30,30 +30,10 @@ class _SingleEnv(GameSetup, gym.Env):
         self,
         kind: str | None = None,
         *,
-        n_experts: int | None = None,
-        horizon: int | None = None,
-        n_switches: int | None = None,
-        family: str | None = None,
-        n_shifts: int | None = None,
-        gap: float | None = None,
-        losses: Any = None,
-        adversary: Any = None,
-        n_arms: int | None = None,
         render_mode: str | None = None,
-        **family_kwargs: Any,
+        **params: Any,
     ) -> None:
-        params = dict(
-            n_experts=n_experts,
-            horizon=horizon,
-            n_switches=n_switches,
-            family=family,
-            n_shifts=n_shifts,
-            gap=gap,
-            losses=losses,
-            adversary=adversary,
-            n_arms=n_arms,
-            **family_kwargs,
-        )
+        # The env keywords (EnvParams) and the family's knobs are told apart by build_game.
         kind = self.kinds[0] if kind is None else kind
         self.observation_space, self.action_space = self._setup(kind, 1, render_mode, params)
         self.render_mode = render_mode

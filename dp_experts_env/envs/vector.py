@@ -55,18 +55,9 @@ class _VectorEnv(GameSetup, VectorEnv):
         num_envs: int = 1,
         kind: str | None = None,
         *,
-        n_experts: int | None = None,
-        horizon: int | None = None,
-        n_switches: int | None = None,
-        family: str | None = None,
-        n_shifts: int | None = None,
-        gap: float | None = None,
-        losses: Any = None,
-        adversary: Any = None,
-        n_arms: int | None = None,
         render_mode: str | None = None,
         copies: int = 1,
-        **family_kwargs: Any,
+        **params: Any,
     ) -> None:
         self.num_envs = check_int("num_envs", num_envs, minimum=1)
         copies = check_int("copies", copies, minimum=1)
@@ -75,18 +66,7 @@ class _VectorEnv(GameSetup, VectorEnv):
                 f"copies must divide num_envs: {self.num_envs} runs cannot share streams in "
                 f"groups of {copies}"
             )
-        params = dict(
-            n_experts=n_experts,
-            horizon=horizon,
-            n_switches=n_switches,
-            family=family,
-            n_shifts=n_shifts,
-            gap=gap,
-            losses=losses,
-            adversary=adversary,
-            n_arms=n_arms,
-            **family_kwargs,
-        )
+        # The env keywords (EnvParams) and the family's knobs are told apart by build_game.
         kind = self.kinds[0] if kind is None else kind
         single_obs, single_act = self._setup(kind, self.num_envs, render_mode, params, copies)
         self.copies = copies
