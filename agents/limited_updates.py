@@ -31,9 +31,9 @@ def selection_scale(selector: str, epsilon: float, noise: NoiseBackend) -> float
 
     ``"rnm"``: Laplace report-noisy-min, scale ``2 D / epsilon`` (scores are not monotone, so the
     factor 2 is needed; Asi, Raman & Saha, Lemma 2.3), ``D`` the backend's effective sensitivity of
-    a 1-sensitive score (1 for the float backend). ``"em"``: the exponential mechanism ``P(j) ~
-    exp(-epsilon S(j) / 2)``, whose Gumbel-max form has Gumbel scale ``2 / epsilon``. Recorded by
-    the agents; the mechanisms compute the same value themselves.
+    a 1-sensitive score (1 for the float backend). ``"em"``: the exponential mechanism
+    ``P(j) ~ exp(-epsilon S(j) / 2)``, whose Gumbel-max form has Gumbel scale ``2 / epsilon``.
+    Recorded by the agents; the mechanisms compute the same value themselves.
     """
     check_choice("selector", selector, SELECTORS)
     if selector == "em":
@@ -73,15 +73,15 @@ class LimitedUpdates(PrivateAgent):
     stochastic (i.i.d.) losses; it never switches between update times, so it is an easy target
     for adaptive adversaries (it is still private against them).
 
-    Round 1 plays a uniformly random expert (data-independent, erratum E-ARS-2). At round ``t =
-    2^m`` (m >= 1) it selects privately from the window sums ``S(j) = sum_{s=t/2}^{t-1} l_s(j)`` and
-    plays the choice until the next update time. Windows are disjoint, and losses after the last
-    power of two are never used.
+    Round 1 plays a uniformly random expert (data-independent, erratum E-ARS-2). At round
+    ``t = 2^m`` (m >= 1) it selects privately from the window sums
+    ``S(j) = sum_{s=t/2}^{t-1} l_s(j)`` and plays the choice until the next update time. Windows are
+    disjoint, and losses after the last power of two are never used.
 
     Selectors (``selector=``):
-        * ``"rnm"`` (default, Asi, Raman & Saha): report-noisy-min, ``argmin_j S(j) +
-          Lap(2/epsilon)`` (the paper prints argmax; with losses that picks the worst expert,
-          erratum E-ARS-1).
+        * ``"rnm"`` (default, Asi, Raman & Saha): report-noisy-min,
+          ``argmin_j S(j) + Lap(2/epsilon)`` (the paper prints argmax; with losses that picks the
+          worst expert, erratum E-ARS-1).
         * ``"em"`` (erratum E-AFKT-16): exponential mechanism, ``P(j) ~ exp(-epsilon S(j)/2)``
           via Gumbel-max.
 

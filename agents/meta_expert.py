@@ -88,9 +88,9 @@ class MetaExpertReduction(PrivateAgent):
 
     Source: Theorem 4.1 (Section 4) of Asi, Raman & Saha 2025, "Tracking the Best Expert
     Privately". Built for oblivious adversaries. A meta-expert ``e`` is a map [T] -> [N] with at
-    most S switch points in ``{2..T}`` (half-open segments, erratum E-ARS-14); there are ``|E| =
-    sum_c C(T-1, c) N^(c+1)`` of them. The learner picks a meta-expert ``E_t`` with a static learner
-    over E and plays ``J_t = E_t(t)``; the meta-loss of ``e`` at round t is ``l_t(e(t))``.
+    most S switch points in ``{2..T}`` (half-open segments, erratum E-ARS-14); there are
+    ``|E| = sum_c C(T-1, c) N^(c+1)`` of them. The learner picks a meta-expert ``E_t`` with a static
+    learner over E and plays ``J_t = E_t(t)``; the meta-loss of ``e`` at round t is ``l_t(e(t))``.
 
     Methods (``method=``):
         * ``"structured"`` (default): the static learner is Hedge over E on Laplace-noised base

@@ -250,10 +250,10 @@ class PrivateBatchedBandit(_BatchedConversion):
     Tuning (the noise always follows the tau actually used):
         * ``"paper"``: ``tau = ceil(1/epsilon)`` (Thm 1); a ``ValueError`` when
           ``epsilon < 1/T`` (tau > T, erratum E-PAB-3). Base constants are the lemma-level formulas
-          at the base learner's real horizon ``T_B = floor(T/tau)`` and noise ``lam = 1/(epsilon
-          tau)`` (erratum E-PAB-1): HTINF ``sigma = sqrt(2 + 4 lam^2)`` (erratum E-PAB-24); EXP3
-          Cor. 22's eta and ``gamma = 4 eta lam m log(m T_B)`` (``ValueError`` if gamma > 1);
-          FTPL-GR Lemma 25's ``M = ceil(sqrt(m T_B))`` and eta.
+          at the base learner's real horizon ``T_B = floor(T/tau)`` and noise
+          ``lam = 1/(epsilon tau)`` (erratum E-PAB-1): HTINF ``sigma = sqrt(2 + 4 lam^2)`` (erratum
+          E-PAB-24); EXP3 Cor. 22's eta and ``gamma = 4 eta lam m log(m T_B)`` (``ValueError`` if
+          gamma > 1); FTPL-GR Lemma 25's ``M = ceil(sqrt(m T_B))`` and eta.
         * ``"calibrated"``: tau minimises ``tau R~_B(T_B, m, 1/(epsilon tau)) + tau`` over a
           log grid with ``tau <= T // 10``; base constants as above at that tau.
         * ``tau=``, ``sigma=``, ``eta=``, ``gamma=``, ``resample_cap=`` override (public
@@ -328,10 +328,10 @@ class PrivateBanditOverExperts(_BatchedConversion):
     Tuning (the noise always follows the tau actually used):
         * ``"paper"``: ``tau = ceil(1/epsilon)`` (Thm 1); a ``ValueError`` when
           ``epsilon < 1/T`` (tau > T, erratum E-PAB-3). Base constants are the lemma-level formulas
-          at the base learner's real horizon ``T_B = floor(T/tau)`` and noise ``lam = 1/(epsilon
-          tau)`` (erratum E-PAB-1): HTINF ``sigma = sqrt(2 + 4 lam^2)`` (erratum E-PAB-24); EXP3
-          Cor. 22's eta and ``gamma = 4 eta lam m log(m T_B)`` (``ValueError`` if gamma > 1);
-          FTPL-GR Lemma 25's ``M = ceil(sqrt(m T_B))`` and eta.
+          at the base learner's real horizon ``T_B = floor(T/tau)`` and noise
+          ``lam = 1/(epsilon tau)`` (erratum E-PAB-1): HTINF ``sigma = sqrt(2 + 4 lam^2)`` (erratum
+          E-PAB-24); EXP3 Cor. 22's eta and ``gamma = 4 eta lam m log(m T_B)`` (``ValueError`` if
+          gamma > 1); FTPL-GR Lemma 25's ``M = ceil(sqrt(m T_B))`` and eta.
         * ``"calibrated"``: tau minimises ``tau R~_B(T_B, m, 1/(epsilon tau)) + tau`` over a
           log grid with ``tau <= T // 10``; base constants as above at that tau.
         * ``tau=``, ``sigma=``, ``eta=``, ``gamma=``, ``resample_cap=`` override (public
