@@ -1,9 +1,9 @@
 """From constructor keywords to a loss model: the environment kinds and their defaults.
 
-Every environment id serves one *kind* (DESIGN §2). A kind fixes the feedback (full information or
-bandit with advice), the default family and the default sizes. :func:`build_game` turns the shared
-constructor keywords (``n_experts``, ``horizon``, ``n_switches``, ``family``, ``n_shifts``, ``gap``,
-``losses``, ``adversary``, ``n_arms``) plus family-specific keywords into an
+Every environment id serves one *kind* (docs/environments.md). A kind fixes the feedback (full
+information or bandit with advice), the default family and the default sizes. :func:`build_game`
+turns the shared constructor keywords (``n_experts``, ``horizon``, ``n_switches``, ``family``,
+``n_shifts``, ``gap``, ``losses``, ``adversary``, ``n_arms``) plus family-specific keywords into an
 :class:`~dp_experts_env.adversaries.Adversary` and the comparator switch budget.
 
 Rules:
