@@ -255,7 +255,7 @@ class PrivateLazyHedge(LazySampler):
 
     @property
     def privacy(self) -> PrivacyClaim:
-        """Brief 001 §2.6 accountant; adaptive DP, oblivious-only regret."""
+        """The exact accountant of the discrete form; adaptive DP, oblivious-only regret."""
         comp = (
             "basic composition"
             if self.delta == 0

@@ -365,7 +365,7 @@ class PolicyAdversary(Adversary):
 class PunishLastPolicy(AdaptivePolicy):
     """Loss 1 on every expert played in the last ``k`` rounds, the base datum elsewhere.
 
-    Brief 000 §6.4 ``PunishLast(k)`` [not in the paper]: ``l_t(j) = 1`` if
+    ``PunishLast(k)`` (the suite's example, not from a paper): ``l_t(j) = 1`` if
     ``j in {J_{t-1}, ..., J_{t-k}}`` else ``z_t(j)``. Lazy learners (``J_t = J_{t-1}``) pay every
     round. Memory O(B * k).
     """
@@ -386,7 +386,7 @@ class PunishLastPolicy(AdaptivePolicy):
 class PunishFrequentPolicy(AdaptivePolicy):
     """Loss 1 on the ``n_punished`` experts played most often in the last ``window`` rounds.
 
-    Brief 000 §6.4 ``PunishFrequent(W, m)`` [not in the paper]. Choices: only experts played at
+    ``PunishFrequent(W, m)`` (the suite's example). Choices: only experts played at
     least once in the window can be punished (early rounds punish fewer than m); ties in the count
     go to the lower expert index (deterministic, no coins). Memory O(B * (N + W)).
     """

@@ -1,6 +1,6 @@
 """Bandit models: K-armed adversarial bandits and bandits with N experts' advice.
 
-Brief 004 §1 (setting), §5.1 (environment) and §5.3 (generators). Each round ``t``:
+The setting of "Faster Rates for Private Adversarial Bandits" (Sections 2.2-2.3). Each round ``t``:
 
 * the public advice ``A_t`` (B, N, K), rows = experts' distributions over the K arms, is drawn
   from the ADVICE stream (public coins) or fixed at reset (STRUCTURE stream); it is the advice of
