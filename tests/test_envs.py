@@ -1,4 +1,4 @@
-"""Environment protocol, seeding, neighbours, regret bookkeeping and validation (DESIGN §2).
+"""Environment protocol, seeding, neighbours, regret bookkeeping and validation.
 
 Most tests run the envs over the small private loss models of ``env_fixtures`` so they check the
 env mechanics alone; the registry-wide tests at the end run every registered id on its default

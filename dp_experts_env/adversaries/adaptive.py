@@ -1,10 +1,11 @@
 """Adaptive loss models: round ``t``'s losses react to past actions, never to the current one.
 
-Brief 000 §1.4 / §6.4 (the paper's ``l_t(., J_{1:t-1}, z_t)`` form) and brief 002 §3.3. Every model
+Asi, Raman & Saha, Section 2.1 (the ``l_t(., J_{1:t-1}, z_t)`` form), and the lower-bound
+constructions of Asi, Feldman, Koren & Talwar, Section 4 and Appendix C. Every model
 here is a :class:`PolicyAdversary`: a *base* generator produces the protected datum ``z_t`` of shape
 (B, N) (the neighbouring relation of event-level DP replaces exactly this vector), and an
 :class:`AdaptivePolicy` maps ``(t, z_t, past actions)`` to the loss vector. The adversary is the
-same function in neighbouring games (Definition 2.1 of brief 000), so an audit that swaps one
+same function in neighbouring games (Asi, Raman & Saha, Definition 2.1), so an audit that swaps one
 ``z_t`` measures the learner, not the adversary.
 
 Timing: ``next_round()`` computes round ``t``'s losses from the actions recorded for rounds
@@ -372,7 +373,7 @@ class PolicyAdversary(Adversary):
 class PunishLastPolicy(AdaptivePolicy):
     """Loss 1 on every expert played in the last ``k`` rounds, the base datum elsewhere.
 
-    Brief 000 §6.4 ``PunishLast(k)`` [not in the paper]: ``l_t(j) = 1`` if
+    ``PunishLast(k)`` (the suite's example, not from a paper): ``l_t(j) = 1`` if
     ``j in {J_{t-1}, ..., J_{t-k}}`` else ``z_t(j)``. Lazy learners (``J_t = J_{t-1}``) pay every
     round. Memory O(B * k).
     """
@@ -393,7 +394,7 @@ class PunishLastPolicy(AdaptivePolicy):
 class PunishFrequentPolicy(AdaptivePolicy):
     """Loss 1 on the ``n_punished`` experts played most often in the last ``window`` rounds.
 
-    Brief 000 §6.4 ``PunishFrequent(W, m)`` [not in the paper]. Choices: only experts played at
+    ``PunishFrequent(W, m)`` (the suite's example). Choices: only experts played at
     least once in the window can be punished (early rounds punish fewer than m); ties in the count
     go to the lower expert index (deterministic, no coins). Memory O(B * (N + W)).
     """
@@ -436,9 +437,9 @@ class PunishFrequentPolicy(AdaptivePolicy):
         return np.where(mask, 1.0, z)
 
 
-# ------------------------------------------------------------ sign estimation (brief 002 §3.3)
+# ------------------------------------------------ sign estimation (Asi et al. 2023, Section 4)
 def _largest_t0(epsilon: float) -> int:
-    """Largest T0 >= 1 with 200 sqrt(T0) ln(T0) <= 1/epsilon (brief 002 §3.3 (A), larger eps)."""
+    """Largest T0 >= 1 with 200 sqrt(T0) ln(T0) <= 1/epsilon (Asi et al. 2023, Thm 9)."""
     budget = 1.0 / epsilon
 
     def ok(n: int) -> bool:
@@ -481,7 +482,7 @@ class _SignRowsBase(BaseLosses):
         cons[:, 0 : 2 * p : 2] = (1.0 + signs) / 2.0  # sigma = -1
         cons[:, 1 : 2 * p : 2] = (1.0 - signs) / 2.0  # sigma = +1
         self._consensus = cons
-        # Round-robin user schedule over a random permutation (pitfall 20 of brief 002).
+        # Round-robin user schedule over a random permutation (erratum E-AFKT-20).
         self._users = np.argsort(rng.random((n,)), axis=1, kind="stable")
         if f:
             self._fp_cols = np.argsort(rng.random((p,)), axis=1, kind="stable")[:, :f]
@@ -510,7 +511,7 @@ class _SignRowsBase(BaseLosses):
 class SignEstimationPolicy(AdaptivePolicy):
     """Burned columns: loss 1 on both experts of every column already estimated.
 
-    Brief 002 §3.3 (A)/(B) with the 0-indexed convention (pitfall 17): expert ``e`` stands for
+    Asi, Feldman, Koren & Talwar, Theorems 9-10, 0-indexed (E-AFKT-17): expert ``e`` stands for
     column ``e // 2`` with sign -1 (even e) or +1 (odd e). State ``s`` in {-1, 0, +1}^p starts at
     0; after the learner plays ``e`` with ``s[e // 2] == 0`` the column takes that sign (first
     write wins). During the hard phase ``l_t(e) = 1`` if the column is burned, else the datum;
@@ -575,7 +576,7 @@ def _sign_game(
 
 # ------------------------------------------------------------------------------- block restart
 class BlockRestartPolicy(AdaptivePolicy):
-    """Theorem 5.1 skeleton (brief 000 §4.4 / §6.4): S+1 blocks, a fresh inner game per block.
+    """Asi-Raman-Saha Theorem 5.1 skeleton (E-ARS-19): S+1 blocks, a fresh inner game per block.
 
     Block length ``T' = floor(T / (S+1))``; block ``b`` (0-based) covers rounds ``b T' + 1 ..
     (b+1) T'``, and the last block also takes the ``T - (S+1) T'`` leftover rounds [choice: the
@@ -713,7 +714,7 @@ def punish_last(
     base: str | BaseLosses = "bernoulli",
     base_mean: float | np.ndarray | None = None,
 ) -> PolicyAdversary:
-    """PunishLast(k) (brief 000 §6.4), the default adaptive family.
+    """PunishLast(k) (an adaptive example), the default adaptive family.
 
     Knobs: ``k`` (>= 1, default 1) rounds of memory; ``base``/``base_mean`` as in
     :class:`PolicyAdversary` (default Bernoulli(0.5) base losses).
@@ -733,7 +734,7 @@ def punish_frequent(
     base: str | BaseLosses = "bernoulli",
     base_mean: float | np.ndarray | None = None,
 ) -> PolicyAdversary:
-    """PunishFrequent(W, m) (brief 000 §6.4): loss 1 on the m most played experts of the last W.
+    """PunishFrequent(W, m): loss 1 on the m most played experts of the last W.
 
     Knobs: ``window`` = W (>= 1, default 100), ``n_punished`` = m (1..N, default 1),
     ``base``/``base_mean`` as in :class:`PolicyAdversary`.
@@ -750,7 +751,7 @@ def punish_frequent(
 
 
 def _default_users(p: int) -> int:
-    # Theorem 15 of brief 002: p = 1000 m^2 and n = m / log m; guarded for small p.
+    # Theorem 15 quoted in Asi et al. 2023, App. C.1: p = 1000 m^2, n = m / log m; guarded.
     m = math.sqrt(p / 1000.0)
     return max(1, math.floor(m / math.log(m))) if m > math.e else 1
 
@@ -765,10 +766,10 @@ def sign_estimation(
     hard_rounds: int | None = None,
     epsilon: float | None = None,
 ) -> PolicyAdversary:
-    """Sign-estimation adversary of Theorem 9 (brief 002 §3.3 (A)), approximate-DP lower bound.
+    """Sign-estimation adversary of Theorem 9 (Asi et al. 2023), approximate-DP LB.
 
     ``p = floor(N/2)`` columns; expert ``e`` = (column ``e // 2``, sign -1 if e even else +1);
-    an odd leftover expert has loss 1 during the hard phase (pitfall 22). Round ``t <= T_hard``:
+    an odd leftover expert has loss 1 during the hard phase (E-AFKT-22). Round ``t <= T_hard``:
     loss 1 on burned columns, else ``(1 - sigma X[i_t, j]) / 2``; afterwards all losses are 0.
     When more consensus columns exist than hard rounds (``p - n_fingerprint > T_hard``, e.g.
     p >= 11 with the defaults), an untouched consensus column keeps loss 0, so the regret equals
@@ -778,7 +779,7 @@ def sign_estimation(
         n_users: n, rows of X (default ``floor(m / ln m)`` with ``m = sqrt(p / 1000)``, at least
             1, following Theorem 15's ``p = 1000 m^2``, ``n = m / log m``).
         fingerprint_fraction: share of the p columns that are fingerprinting columns (default
-            0.001, rounded up; 0 gives the all-consensus matrix). [Choice, brief 002 §3.3: the
+            0.001, rounded up; 0 gives the all-consensus matrix). [Erratum E-AFKT-19: the
             padded Tardos code is not constructed in the paper; biases follow the arcsine law
             truncated to [1/(300n), 1 - 1/(300n)].]
         hard_rounds: T_hard, rounds of the hard phase (default ``min(T, floor(0.9 p))``, at least
@@ -787,7 +788,7 @@ def sign_estimation(
             ``200 sqrt(T0) ln T0 <= 1/epsilon`` (the theorem's larger-eps extension). The
             constant 200 makes T0 tiny unless epsilon is very small.
 
-    The user schedule is round-robin over a random permutation (pitfall 20).
+    The user schedule is round-robin over a random permutation (erratum E-AFKT-20).
     """
     n_experts = check_int("n_experts", n_experts, minimum=2)
     p = n_experts // 2
@@ -804,7 +805,7 @@ def hidden_sign_vector(
     hard_rounds: int | None = None,
     epsilon: float | None = None,
 ) -> PolicyAdversary:
-    """Pure-DP hidden-sign-vector adversary of Theorem 10 (brief 002 §3.3 (B)).
+    """Pure-DP hidden-sign-vector adversary of Theorem 10 (Asi et al. 2023).
 
     The sign-estimation game on an all-consensus matrix: a hidden sign vector c, uniform in
     {-1, +1}^p, ``l_t(j, sigma) = 1`` if column j is burned else ``1{sigma != c_j}`` during the
@@ -870,13 +871,13 @@ def block_restart(
     base: str | BaseLosses | None = None,
     base_mean: float | np.ndarray | None = None,
 ) -> PolicyAdversary:
-    """Theorem 5.1 block-restart adversary (brief 000 §4.4 / §6.4), see :class:`BlockRestartPolicy`.
+    """Theorem 5.1 block-restart adversary (Asi-Raman-Saha), see :class:`BlockRestartPolicy`.
 
     Knobs:
         n_shifts: S >= 0 block boundaries (S+1 blocks of ``floor(T/(S+1))`` rounds, needs
             S+1 <= T); the adversary's ``default_switches`` is S.
         inner: the per-block adversary: the name of another adaptive family (default
-            ``"sign_estimation"``, the static adaptive lower bound of brief 002 that Theorem 5.1
+            ``"sign_estimation"``, the static adaptive lower bound (Asi et al. 2023) Theorem 5.1
             plugs in), built each block as ``family(N, block_length, **inner_knobs)``; or a
             callable ``inner(block) -> AdaptivePolicy`` returning a fresh policy per block, run on
             ``base``/``base_mean`` (default Bernoulli(0.5)).

@@ -1,6 +1,6 @@
 """Bandit models: K-armed adversarial bandits and bandits with N experts' advice.
 
-Brief 004 §1 (setting), §5.1 (environment) and §5.3 (generators). Each round ``t``:
+The setting of "Faster Rates for Private Adversarial Bandits" (Sections 2.2-2.3). Each round ``t``:
 
 * the public advice ``A_t`` (B, N, K), rows = experts' distributions over the K arms, is drawn
   from the ADVICE stream (public coins) or fixed at reset (STRUCTURE stream); it is the advice of
@@ -8,7 +8,7 @@ Brief 004 §1 (setting), §5.1 (environment) and §5.3 (generators). Each round 
 * the protected datum is the arm-loss vector ``l_t`` (B, K) in [0, 1], drawn from the DATA stream
   with K uniforms per round (Bernoulli families) or none (deterministic families); it never depends
   on any action (oblivious models), and a neighbouring game replaces exactly this vector while the
-  advice stays the same (advice is public, brief 004 P19).
+  advice stays the same (advice is public, erratum E-PAB-19).
 
 ``Round.losses`` are the arm losses, ``Round.advice`` the advice, ``Round.means`` the arm means
 given the round's public draws (so pseudo-regret is exact), ``segment``/``shift`` for the shifting
@@ -197,13 +197,13 @@ class AdviceAdversary(Adversary):
 
 # --------------------------------------------------------------------------- planted experts
 class PlantedExpert(AdviceAdversary):
-    """Planted expert, stochastic (brief 004 §5.3 item 1).
+    """Planted expert, stochastic (a separating instance for the bandit-with-advice learners).
 
     Each round a good arm ``g_t`` is uniform on [K]; arm losses are Bernoulli(1/2 - gap*1{i=g_t}).
     Each expert independently recommends ``g_t`` with probability ``rho`` (``rho_star`` for the
     planted expert ``j*``, uniform on [N] at reset) and otherwise a uniform arm. Advice is one-hot,
     mixed with the uniform distribution by ``smoothing`` (choice: a deterministic mixture stands
-    in for the brief's Dirichlet smoothing). Expected per-round gap between an expert and ``j*``:
+    in for a random Dirichlet smoothing). Expected per-round gap between an expert and ``j*``:
     ``gap (rho_star - rho)(1 - 1/K)(1 - smoothing)``.
 
     Knobs: ``gap`` in (0, 1/2] (default 0.4), ``rho_star`` (default 0.9) and ``rho`` (default 0.1)
@@ -271,7 +271,7 @@ class PlantedExpert(AdviceAdversary):
 
 
 class ShiftingPlantedExpert(PlantedExpert):
-    """Shifting planted expert (brief 004 §5.3 item 2): ``j*`` changes at S public change points.
+    """Shifting planted expert: ``j*`` changes at S public change points.
 
     Knobs: those of :class:`PlantedExpert`, plus the shift env's schedule knobs: ``n_shifts`` = S
     (>= 0; default None = 1, or the length of an explicit list; needs N >= 2 when S >= 1),
@@ -303,7 +303,7 @@ class ShiftingPlantedExpert(PlantedExpert):
 
 
 class DuplicatedExperts(PlantedExpert):
-    """Duplicated experts (brief 004 §5.3 item 4): D behaviours, each copied about N/D times.
+    """Duplicated experts: D behaviours, each copied about N/D times.
 
     Behaviours follow the planted-expert law (one planted behaviour with ``rho_star``, the others
     ``rho``). Expert ``j`` copies behaviour ``j mod D`` and mixes it with the uniform distribution
@@ -356,13 +356,13 @@ class DuplicatedExperts(PlantedExpert):
 
 # ------------------------------------------------------------------------------ policy class
 class PolicyClass(AdviceAdversary):
-    """Policy-class (contextual) experts (brief 004 §5.3 item 3): N = K^C deterministic maps.
+    """Policy-class (contextual) experts: N = K^C deterministic maps.
 
     Each round a public context ``c_t`` is uniform on [C]; expert ``j`` recommends digit ``c_t``
     of ``j`` in base K (computed on the fly: O(N) integers per run and round, no N x C table).
     Arm losses are Bernoulli(m(c_t, i)) with a mean table drawn at reset: a best arm ``b(c)``
     uniform on [K] with mean ``1/2 - gap``, the other arms ``1/2 + spread * U/2``, U ~ U[0, 1)
-    [choice: the brief leaves the table's law open; this keeps a margin of at least ``gap``]. The
+    [choice: the table's law is left open; this keeps a margin of at least ``gap``]. The
     best expert is ``sum_c b(c) K^c`` (attribute ``best_expert``).
 
     Knobs: ``n_contexts`` = C (default: derived from ``n_experts = K^C``; ``n_experts`` may then be
@@ -439,7 +439,7 @@ class PolicyClass(AdviceAdversary):
 
 # ---------------------------------------------------------------- deterministic instances
 class Lemma11Switch(AdviceAdversary):
-    """Lemma-11 switch instance (brief 004 §2.9 and §5.3 item 5a), deterministic losses.
+    """Lemma-11 switch instance ("Faster Rates for Private Adversarial Bandits", Section 5.2).
 
     Arm 0 has loss 1/2 every round; arm 1 has loss 1 before ``switch_round`` and 0 from it on;
     any further arm (K > 2, an extension) has loss 1. Experts: the K identity experts followed by
@@ -495,7 +495,7 @@ class Lemma11Switch(AdviceAdversary):
 
 
 class PeriodicSwap(AdviceAdversary):
-    """Batch-aliasing periodic losses (brief 004 §5.3 item 5b), identity experts.
+    """Batch-aliasing periodic losses, identity experts.
 
     Arms 0 and 1 swap which one has loss 0 every ``period`` rounds (arm 0 first); the other has
     loss 1, as has every further arm. Static regret is mild, but a learner committing for ``tau``

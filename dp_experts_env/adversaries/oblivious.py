@@ -1,4 +1,4 @@
-"""Oblivious loss sequences (brief 000 §6.3, brief 003 §5.5): fixed before play, never reactive.
+"""Oblivious loss sequences (Asi, Raman & Saha, Section 2.1): fixed before play, never reactive.
 
 None of these models reads the learner's actions (``record`` is the base no-op), and none holds a
 T x N matrix except ``replay``, whose matrix the user supplies. Round ``t`` is generated when it is
@@ -8,7 +8,7 @@ Families of the ``"oblivious"`` environment (keyword-only knobs):
 
 * ``anti_lazy`` (default; ``n_shifts`` = every available point, ``best_loss=0.0``,
   ``other_loss=1.0``): the best expert switches at ``t = 2^m + 1``, just after the
-  data-independent update times ``2^m`` of lazy learners (brief 000 Algorithms 1 and 2). The
+  data-independent update times ``2^m`` of lazy learners (ARS Algorithms 1 and 2). The
   planted best has loss ``best_loss``, every other expert ``other_loss``; the new best is uniform
   over the other experts. With ``n_shifts = k`` only the k largest points are used.
 * ``switching_deterministic`` (``n_shifts=min(4, T-1)``, ``change_points="even"``,
@@ -19,7 +19,7 @@ Families of the ``"oblivious"`` environment (keyword-only knobs):
   1 every round; pass ``n_experts=2`` for the textbook sequence.
 * ``dyadic_alternating`` (``best_loss=0.0``, ``other_loss=1.0``): on the dyadic block
   ``[2^r, 2^(r+1) - 1]`` expert ``r mod 2`` has ``best_loss`` and the other ``other_loss``
-  (brief 003 §5.5: defeats block-lazy learners such as RPS). Extra experts (N > 2) get
+  (defeats block-lazy learners such as the randomized-prefix softmax). Extra experts (N > 2) get
   ``other_loss``.
 * ``sampled_stochastic`` (``model="bernoulli_gap"`` plus that shift family's knobs): one
   realisation of a shifting-stochastic model, played as a fixed sequence. Reports the model's

@@ -1,11 +1,11 @@
-"""Shifting-stochastic loss models (brief 000 §6.2): K change points, i.i.d. losses per segment.
+"""Shifting-stochastic loss models (Asi, Raman & Saha, Sec. 2.1): K change points, i.i.d. segments.
 
 Every model here is a :class:`SegmentModel`: at reset it draws, from the structure stream, the
 change points (:mod:`~dp_experts_env.adversaries.changepoints`) and each segment's law; per round it
 draws the loss vector from the data stream with a fixed number of uniforms, so round ``t`` is a
 pure function of (seed, t) whatever the chunking and whatever the learner does. Rounds carry the
 segment means (``knows_means``), the segment index and the shift flag (``has_segments``). The
-default comparator budget is S = K (brief 000 P13). Memory is O(B (K + 1) N) at most, never O(T).
+default comparator budget is S = K (erratum E-ARS-13). Memory is O(B (K + 1) N) at most, never O(T).
 
 Families of the ``"shift"`` environment (keyword-only knobs; all take ``n_shifts`` = K, default
 ``min(4, T - 1)``, ``change_points`` = a mode of :class:`ChangePointSchedule` or a list of rounds,
@@ -285,7 +285,7 @@ class PlantedModel(SegmentModel):
 
 
 class _BaseGap(PlantedModel):
-    """Planted model with ``rest = base`` and ``best = base - gap`` (brief 000 convention)."""
+    """Planted model with ``rest = base`` and ``best = base - gap`` (planted convention)."""
 
     def _init_gap(self, gap: float | str, base: float) -> None:
         self.base = check_float("base", base, minimum=0.0, maximum=1.0, min_inclusive=False)

@@ -1,4 +1,4 @@
-"""Stationary i.i.d. loss models with gaps (brief 003 §5.3): shifting models with K = 0.
+"""Stationary i.i.d. loss models with gaps (Cesari & Colomboni's setting): shifting models, K = 0.
 
 Every family here is a :class:`~dp_experts_env.adversaries.shifting.SegmentModel` with no change
 point: the law is drawn once per run at reset (structure stream) and every round is an i.i.d.
@@ -105,7 +105,7 @@ class StationaryCorrelatedParams(GapBaseParams, NoiseScaleParams):
 
 @register_family("stochastic", "one_vs_rest", OneVsRestParams)
 class OneVsRest(PlantedModel):
-    """Stochastic family ``one_vs_rest`` (brief 003 E1): one best expert, all gaps equal.
+    """Stochastic family ``one_vs_rest``: one best expert, all gaps equal.
 
     Args:
         n_experts: N (>= 2).
@@ -133,7 +133,7 @@ class OneVsRest(PlantedModel):
 
 @register_family("stochastic", "privacy_dominated", PrivacyDominatedParams)
 class PrivacyDominated(OneVsRest):
-    """Stochastic family ``privacy_dominated`` (E2): ``one_vs_rest`` with default gap 0.5."""
+    """Stochastic family ``privacy_dominated``: ``one_vs_rest`` with default gap 0.5."""
 
     def __init__(
         self, n_experts: int, horizon: int, *, gap: float | str = 0.5, center: float = 0.5
@@ -143,7 +143,7 @@ class PrivacyDominated(OneVsRest):
 
 @register_family("stochastic", "statistics_dominated", StatisticsDominatedParams)
 class StatisticsDominated(OneVsRest):
-    """Stochastic family ``statistics_dominated`` (E3): ``one_vs_rest`` with default gap 0.05."""
+    """Stochastic family ``statistics_dominated``: ``one_vs_rest`` with default gap 0.05."""
 
     def __init__(
         self, n_experts: int, horizon: int, *, gap: float | str = 0.05, center: float = 0.5
@@ -153,7 +153,7 @@ class StatisticsDominated(OneVsRest):
 
 @register_family("stochastic", "comonotone", OneVsRestParams)
 class Comonotone(OneVsRest):
-    """Stochastic family ``comonotone`` (E6): ``one_vs_rest`` means, one shared uniform per round.
+    """Stochastic family ``comonotone``: ``one_vs_rest`` means, one shared uniform per round.
 
     Args:
         n_experts, horizon, gap, center: as for :class:`OneVsRest`.
@@ -191,7 +191,7 @@ class _RankedProfile(SegmentModel):
 
 @register_family("stochastic", "geometric_gaps", GeometricGapsParams)
 class GeometricGaps(_RankedProfile):
-    """Stochastic family ``geometric_gaps`` (E4): gaps Delta, 2 Delta, 4 Delta, ... capped at 1.
+    """Stochastic family ``geometric_gaps``: gaps Delta, 2 Delta, 4 Delta, ... capped at 1.
 
     Args:
         n_experts: N (>= 2).
@@ -219,7 +219,7 @@ class GeometricGaps(_RankedProfile):
 
 @register_family("stochastic", "mixed_gaps", MixedGapsParams)
 class MixedGaps(_RankedProfile):
-    """Stochastic family ``mixed_gaps`` (E5): half the suboptimal experts near, half far.
+    """Stochastic family ``mixed_gaps``: half the suboptimal experts near, half far.
 
     Args:
         n_experts: N (>= 2).

@@ -24,7 +24,7 @@ SEED_HIGH = 2**63 - 1
 
 # Keyword documentation shared by the env docstrings.
 SHARED_KEYWORDS_DOC = """
-    Keywords shared by every environment (DESIGN §2); all default to the kind's defaults:
+    Keywords shared by every environment (docs/environments.md); all default to the kind's defaults:
         n_experts: N, the number of experts (full information: also the number of actions).
         horizon: T, the number of rounds; ``terminated`` is True after round T.
         n_switches: S, the switch budget of the ``dynamic_regret`` comparator (default: the
