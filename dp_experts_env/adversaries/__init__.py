@@ -35,9 +35,10 @@ __all__ = [
     "PolicyAdversary",
 ]
 
-# Stochastic, shifting and oblivious families register themselves on import.
+# The remaining family modules register their families on import.
 from dp_experts_env.adversaries import advice_minimax as _advice_minimax  # noqa: E402,F401
 from dp_experts_env.adversaries import advice_replay as _advice_replay  # noqa: E402,F401
+from dp_experts_env.adversaries import bandit as _bandit  # noqa: E402,F401
 from dp_experts_env.adversaries import oblivious as _oblivious  # noqa: E402,F401
 from dp_experts_env.adversaries import shifting as _shifting  # noqa: E402,F401
-from dp_experts_env.adversaries import stationary as _stationary  # noqa: E402,F401
+from dp_experts_env.adversaries import stochastic as _stochastic  # noqa: E402,F401

@@ -1,4 +1,4 @@
-"""Bandit models: K-armed adversarial bandits and bandits with N experts' advice.
+"""Bandits with N experts' advice: the advice-model base and the ``bandit_advice`` families.
 
 The setting of "Faster Rates for Private Adversarial Bandits" (Sections 2.2-2.3). Each round ``t``:
 
@@ -18,10 +18,8 @@ Kinds and families (constructors ``f(n_experts, horizon, n_arms, **knobs)``):
 
 * ``"bandit_advice"``: ``planted_expert`` (default), ``shifting_planted_expert``, ``policy_class``,
   ``duplicated_experts``, ``lemma11_switch``.
-* ``"bandit"`` (identity experts, N = K; ``n_experts`` may be omitted): ``bernoulli_gap``
-  (default), ``shifting_bernoulli``, ``lemma11_switch``, ``periodic_swap``. Identity advice is a
-  read-only broadcast view of one K x K identity made once per adversary (no per-round work), and
-  these models set ``identity_advice`` so the env skips the (B, K, K) advice product altogether.
+* ``"bandit"`` (identity experts, N = K): in :mod:`dp_experts_env.adversaries.bandit`, on the
+  :class:`AdviceAdversary` base defined here.
 """
 
 from __future__ import annotations
@@ -54,18 +52,12 @@ __all__ = [
     "DuplicatedExperts",
     "PolicyClass",
     "Lemma11Switch",
-    "BernoulliGap",
-    "ShiftingBernoulli",
-    "PeriodicSwap",
     "MAX_POLICY_CLASS_EXPERTS",
     "PlantedExpertParams",
     "ShiftingPlantedExpertParams",
     "DuplicatedExpertsParams",
     "PolicyClassParams",
     "Lemma11SwitchParams",
-    "PeriodicSwapParams",
-    "BanditGapParams",
-    "ShiftingBernoulliParams",
 ]
 
 MAX_POLICY_CLASS_EXPERTS = 1 << 20  # K^C experts; each round materialises (B, N, K) advice
@@ -494,122 +486,6 @@ class Lemma11Switch(AdviceAdversary):
         return np.broadcast_to(self._advice_matrix, (self.num_runs, self.n_experts, self.n_arms))
 
 
-class PeriodicSwap(AdviceAdversary):
-    """Batch-aliasing periodic losses, identity experts.
-
-    Arms 0 and 1 swap which one has loss 0 every ``period`` rounds (arm 0 first); the other has
-    loss 1, as has every further arm. Static regret is mild, but a learner committing for ``tau``
-    rounds pays when ``period`` is near ``tau``. ``default_switches = ceil(T/period) - 1`` (the
-    per-round best switches at every swap; the env's switch-budgeted comparator costs O(N S)).
-
-    Knobs: ``period`` >= 1 (default 100). No random draws.
-    """
-
-    stochastic_losses = False
-    has_segments = True
-    identity_advice = True
-
-    def __init__(
-        self,
-        n_experts: int | None = None,
-        horizon: int | None = None,
-        n_arms: int | None = None,
-        *,
-        period: int = 100,
-    ) -> None:
-        super().__init__(_check_identity_experts(n_experts, n_arms), horizon, n_arms)
-        self.period = check_int("period", period, minimum=1)
-        self.default_switches = -(-self.horizon // self.period) - 1
-
-    def _advance_segment(self, t: int) -> None:
-        # Arithmetic, not a table of change points: O(1) memory for any T.
-        seg = (t - 1) // self.period
-        self._seg = np.full(self.num_runs, seg, dtype=np.int64)
-        self._shift = np.full(self.num_runs, seg > 0 and (t - 1) % self.period == 0)
-
-    def _public(self, t: int) -> np.ndarray:
-        row = np.ones(self.n_arms)
-        row[((t - 1) // self.period) % 2] = 0.0
-        return np.broadcast_to(row, (self.num_runs, self.n_arms)).copy()
-
-    def _advice(self, t: int) -> np.ndarray:
-        return self._identity_advice()
-
-
-class BernoulliGap(AdviceAdversary):
-    """Stochastic K-armed bandit with a gap (identity experts).
-
-    Arm losses are Bernoulli(1/2) except the best arm, Bernoulli(1/2 - gap). The best arm is
-    uniform on [K] at reset (or ``best_arm``). Knobs: ``gap`` in (0, 1/2] (default 0.1),
-    ``best_arm`` in [0, K) or None.
-    """
-
-    identity_advice = True
-
-    def __init__(
-        self,
-        n_experts: int | None = None,
-        horizon: int | None = None,
-        n_arms: int | None = None,
-        *,
-        gap: float = 0.1,
-        best_arm: int | None = None,
-    ) -> None:
-        n_experts = _check_identity_experts(n_experts, n_arms)
-        super().__init__(n_experts, horizon, n_arms)
-        self.gap = _check_gap(gap)
-        self.best_arm = None
-        if best_arm is not None:
-            self.best_arm = check_int("best_arm", best_arm, minimum=0, maximum=self.n_arms - 1)
-
-    def _setup(self, rng: BatchRNG) -> None:
-        seq = plant_best(rng, self.n_segments, self.n_arms)
-        if self.best_arm is not None:
-            # Shift the whole sequence so segment 0 starts at best_arm; later arms stay uniform
-            # among the others (same draws, so the stream does not depend on best_arm).
-            seq = (seq - seq[:, :1] + self.best_arm) % self.n_arms
-        self._best_seq = seq
-
-    @property
-    def best(self) -> np.ndarray:
-        """The best arm of the current round, (B,)."""
-        return self._best_seq[np.arange(self.num_runs), self._seg]
-
-    def _public(self, t: int) -> np.ndarray:
-        means = np.full((self.num_runs, self.n_arms), 0.5)
-        means[np.arange(self.num_runs), self.best] -= self.gap
-        return means
-
-    def _advice(self, t: int) -> np.ndarray:
-        return self._identity_advice()
-
-
-class ShiftingBernoulli(BernoulliGap):
-    """:class:`BernoulliGap` whose best arm changes at S public change points.
-
-    Knobs: ``gap``, ``best_arm`` (the first segment's best arm), and the schedule knobs of
-    :class:`ShiftingPlantedExpert`: ``n_shifts`` = S >= 0 (default None = 1),
-    ``change_points`` (default "even"), ``min_length``. Each new best arm is uniform among the
-    other K - 1. ``default_switches = S``.
-    """
-
-    has_segments = True
-
-    def __init__(
-        self,
-        n_experts: int | None = None,
-        horizon: int | None = None,
-        n_arms: int | None = None,
-        *,
-        n_shifts: int | None = None,
-        change_points: str | Sequence[int] | np.ndarray = "even",
-        min_length: int | None = None,
-        **knobs: Any,
-    ) -> None:
-        super().__init__(n_experts, horizon, n_arms, **knobs)
-        self._use_schedule(n_shifts, change_points, min_length)
-
-
 # ------------------------------------------------------------------------------ parameters
 @dataclass(frozen=True)
 class PlantedExpertParams(BanditParams):
@@ -653,26 +529,6 @@ class Lemma11SwitchParams(BanditParams):
     switch_round: int | None = None
 
 
-@dataclass(frozen=True)
-class PeriodicSwapParams(BanditParams):
-    """Knobs of :class:`PeriodicSwap`."""
-
-    period: int = 100
-
-
-@dataclass(frozen=True)
-class BanditGapParams(BanditParams):
-    """Knobs of the bandit kind's ``bernoulli_gap`` (:class:`BernoulliGap` of this module)."""
-
-    gap: float = 0.1
-    best_arm: int | None = None
-
-
-@dataclass(frozen=True)
-class ShiftingBernoulliParams(BanditGapParams, ShiftParams):
-    """Knobs of :class:`ShiftingBernoulli`: the gap, the first best arm and the schedule."""
-
-
 # ------------------------------------------------------------------------------ registration
 register_family("bandit_advice", "planted_expert", PlantedExpertParams)(PlantedExpert)
 register_family("bandit_advice", "shifting_planted_expert", ShiftingPlantedExpertParams)(
@@ -681,20 +537,3 @@ register_family("bandit_advice", "shifting_planted_expert", ShiftingPlantedExper
 register_family("bandit_advice", "policy_class", PolicyClassParams)(PolicyClass)
 register_family("bandit_advice", "duplicated_experts", DuplicatedExpertsParams)(DuplicatedExperts)
 register_family("bandit_advice", "lemma11_switch", Lemma11SwitchParams)(Lemma11Switch)
-
-register_family("bandit", "bernoulli_gap", BanditGapParams)(BernoulliGap)
-register_family("bandit", "shifting_bernoulli", ShiftingBernoulliParams)(ShiftingBernoulli)
-register_family("bandit", "periodic_swap", PeriodicSwapParams)(PeriodicSwap)
-
-
-@register_family("bandit", "lemma11_switch", Lemma11SwitchParams)
-def lemma11_bandit(
-    n_experts: int | None = None,
-    horizon: int | None = None,
-    n_arms: int | None = None,
-    *,
-    switch_round: int | None = None,
-) -> Lemma11Switch:
-    """Lemma-11 switch instance with identity experts only (N = K)."""
-    n_experts = _check_identity_experts(n_experts, n_arms)
-    return Lemma11Switch(n_experts, horizon, n_arms, switch_round=switch_round)

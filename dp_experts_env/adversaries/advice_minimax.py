@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from dp_experts_env._validation import check_float, check_int
-from dp_experts_env.adversaries.advice import BernoulliGap, PlantedExpert
+from dp_experts_env.adversaries.advice import PlantedExpert
+from dp_experts_env.adversaries.bandit import BanditBernoulliGap
 from dp_experts_env.adversaries.params import BanditParams
 from dp_experts_env.adversaries.registry import register_family
 
@@ -56,7 +57,7 @@ def minimax_gap(n_experts: Any, horizon: Any, gap: float | None, gap_scale: floa
     return min(0.5, scale * math.sqrt(n / t))
 
 
-class MinimaxBandit(BernoulliGap):
+class MinimaxBandit(BanditBernoulliGap):
     """K-armed minimax instance: Bernoulli(1/2) arms but one, Bernoulli(1/2 - gap).
 
     Identity experts (N = K). The best arm is uniform on [K] at reset (or ``best_arm``).
