@@ -73,7 +73,7 @@ def test_declaration_matches_the_constructor(kind: str, family: str) -> None:
 
 
 @pytest.mark.parametrize(("kind", "family"), CASES, ids=IDS)
-def test_unknown_keywords_are_refused_by_name_with_the_allowed_list(kind: str, family: str) -> None:
+def test_unknown_keywords_are_refused_by_name(kind: str, family: str) -> None:
     declared = family_params(kind, family)
     with pytest.raises(TypeError, match=r"'colour' is not a parameter of family") as err:
         gym.make(KINDS[kind].env_id, family=family, colour=1)
