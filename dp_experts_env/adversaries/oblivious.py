@@ -422,10 +422,10 @@ def load_losses(losses: Any, *, rescale: bool = False) -> np.ndarray:
 
 
 class _FromLosses:
-    """Default size of ``replay``: read from the matrix.
+    """Default size of ``replay``: read from the matrix (None means the same).
 
-    A distinct sentinel rather than None, so that an environment that fills sizes defaulting to
-    None with its own defaults leaves these alone.
+    Environments do not fill these sizes because :class:`ReplayParams` declares ``FILLED = ()``;
+    the sentinel only makes the default explicit in the signature.
     """
 
     def __repr__(self) -> str:

@@ -234,9 +234,7 @@ def _call_with(
             "adversary)"
         )
     params = declared.from_keywords(given)
-    knobs = params.knobs()
-    # Keywords a family forwards to another one (declared by its knob_names) pass as given.
-    kwargs = {**knobs, **{k: v for k, v in given.items() if k not in knobs}}
+    kwargs = params.knobs()  # every knob: the user's value or the declared default
     implied = {}  # sizes the family fixes itself: checked against the built adversary
     fillable = declared.filled_sizes()
     for key in _SIZE_KEYS:
