@@ -1,6 +1,6 @@
 """Every family of every kind through the Gymnasium envs: the env contract, family by family.
 
-The cases come from the family registry (``_env_fixtures.FAMILY_CASES``), so a new family is
+The cases come from the family registry (``_family_cases.FAMILY_CASES``), so a new family is
 tested here, and appears in these test ids, as soon as it is registered. The last test checks
 that every registry-wide parametrisation of the env and adversary tests covers every family.
 """
@@ -12,7 +12,7 @@ import importlib
 import gymnasium as gym
 import numpy as np
 import pytest
-from _env_fixtures import FAMILY_CASES, FAMILY_IDS, all_family_pairs, case_id, family_inputs
+from _family_cases import FAMILY_CASES, FAMILY_IDS, all_family_pairs, case_id, family_inputs
 
 from dp_experts_env.adversaries import ENV_KINDS, families, family_params
 from dp_experts_env.envs import INFO_KEYS, MEANS_KEYS, SEGMENT_KEYS
