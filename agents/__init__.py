@@ -1,15 +1,15 @@
 """The learners: ``agents.make(name, env=..., **params)`` and ``agents.available()``."""
 
 # Learner modules register themselves on import.
-import agents.dp_ftrl  # noqa: F401  (private full-information, brief 000 + DP-FTRL)
+import agents.dp_ftrl  # noqa: F401  (private full-information, DP-FTRL)
 import agents.limited_updates  # noqa: F401
 import agents.meta_expert  # noqa: F401
 import agents.noisy_clipped_hedge  # noqa: F401
 import agents.oco_baselines  # noqa: F401  (continuous actions: OGD, FTRL, DP-FTRL for OCO)
 import agents.p_comw  # noqa: F401  (P-COMW, Agarwal-Kale-Singh-Thakurta, continuous actions)
 import agents.ppo  # noqa: F401  (RL baseline; trains with the sb3 extra when built)
-import agents.private_bandit  # noqa: F401  (private bandit learners, brief 004)
-import agents.private_dartboard  # noqa: F401  (briefs 001-003: lazy private learners, RPS)
+import agents.private_bandit  # noqa: F401  (private bandit learners)
+import agents.private_dartboard  # noqa: F401  (lazy private learners, RPS)
 import agents.private_exp4  # noqa: F401
 import agents.private_lazy_hedge  # noqa: F401
 import agents.randomized_prefix  # noqa: F401

@@ -1,7 +1,8 @@
 """Batched core shared by the private shrinking-dartboard family (lazy exponential weights).
 
-The learners of brief 002 Alg. 1 (private shrinking dartboard, weights ``(1 - eta)^L``), its
-batched variant (Thm 5) and brief 001 §2.6 (private lazy Hedge, weights ``exp(-beta L)``) are one
+The private shrinking dartboard of Asi, Feldman, Koren & Talwar (Algorithm 1, weights
+``(1 - eta)^L``), its batched variant (their Theorem 5) and private lazy Hedge (the discrete form of
+Agarwal, Kale, Singh & Thakurta's P-COMW, weights ``exp(-beta L)``) are one
 mechanism with weights ``exp(-c L)``, ``c = ln(1/(1 - eta))`` or ``beta``:
 
 * round 1 plays a uniformly random expert (no data, no budget);

@@ -10,10 +10,10 @@ K-armed learners (``exp3``, ``tsallis-inf``, ``ftpl-gr``) take ``over``:
   ``DPExperts-Bandit-v0`` (identity advice) this is the textbook algorithm; on
   ``DPExperts-BanditAdvice-v0`` it is the advice-blind baseline (it competes with the best arm,
   and its regret is still measured against the best expert).
-* ``over="experts"``: the N experts are meta-arms (brief 004 Alg. 5, App. F.1): the core picks an
-  expert J, the learner plays ``I ~ advice[J]`` (one extra uniform per round) and feeds the loss
-  of I back as expert J's loss. Its regret against the best expert is the core's bandit regret
-  over N arms (brief 004 Thm 6).
+* ``over="experts"``: the N experts are meta-arms (Algorithm 5 of "Faster Rates for Private
+  Adversarial Bandits", App. F.1): the core picks an expert J, the learner plays ``I ~ advice[J]``
+  (one extra uniform per round) and feeds the loss of I back as expert J's loss. Its regret against
+  the best expert is the core's bandit regret over N arms (that paper's Theorem 6).
 
 All learners check that ``obs["last_action"]`` is the arm they played: a mismatch means the
 agent and env are out of step (for instance the env was reset without ``agent.reset()``).
@@ -126,8 +126,8 @@ class _CoreBandit(_BanditBaseline):
 class Exp3(_CoreBandit):
     """EXP3 with mixing.
 
-    Source: Auer, Cesa-Bianchi, Freund & Schapire 2002; the private-bandit paper's Alg. 3 (brief
-    004 S2). Round t plays ``I ~ p_t = (1 - gamma) softmax(-eta_t Lhat) + gamma / m`` and adds
+    Source: Auer, Cesa-Bianchi, Freund & Schapire 2002; the private-bandit paper's Algorithm 3.
+    Round t plays ``I ~ p_t = (1 - gamma) softmax(-eta_t Lhat) + gamma / m`` and adds
     ``l_t / p_t(I)`` to ``Lhat(I)``. Core: :class:`~agents.bandit_core.Exp3Core`.
 
     Args:
@@ -188,14 +188,14 @@ class Exp3(_CoreBandit):
     summary="Tsallis-INF / HTINF (alpha=2, Newton-normalised), over arms or experts",
 )
 class TsallisInf(_CoreBandit):
-    """1/2-Tsallis-INF with HTINF's skipping (the base learner of brief 004 Cor. 2 and Cor. 8).
+    """1/2-Tsallis-INF with HTINF's skipping (base learner of Cor. 2 and 8).
 
-    Source: Huang, Dai & Huang 2022, Alg. 1 (HTINF) with alpha = 2, as reconstructed in brief 004
-    S3 (the private-bandit paper quotes only its guarantee, Thm 21; P11). Round t plays
-    ``x_t = argmin_x <Lhat, x> - 2 sigma sqrt(t) sum_i sqrt(x_i)``, solved in closed form up to a
-    scalar normaliser found by monotone Newton iterations; feedback larger in absolute value than
-    ``(1 - 2^(-1/3)) sigma sqrt(t) sqrt(x_t(I))`` is skipped (replaced by 0), the rest enters as
-    ``y / x_t(I)``. Core: :class:`~agents.bandit_core.TsallisInfCore`.
+    Source: Huang, Dai & Huang 2022, Alg. 1 (HTINF) with alpha = 2, as reconstructed by the
+    suite (the private-bandit paper quotes only its guarantee, Thm 21; erratum E-PAB-11). Round t
+    plays ``x_t = argmin_x <Lhat, x> - 2 sigma sqrt(t) sum_i sqrt(x_i)``, solved in closed form up
+    to a scalar normaliser found by monotone Newton iterations; feedback larger in absolute value
+    than ``(1 - 2^(-1/3)) sigma sqrt(t) sqrt(x_t(I))`` is skipped (replaced by 0), the rest enters
+    as ``y / x_t(I)``. Core: :class:`~agents.bandit_core.TsallisInfCore`.
 
     Args:
         n_experts: N.
@@ -209,7 +209,7 @@ class TsallisInf(_CoreBandit):
         num_envs: B.
         seed: int (run b uses seed + b), sequence of B ints, or None.
 
-    Deviation: reconstruction of an algorithm the source paper does not print (brief 004 P11);
+    Deviation: reconstruction of an algorithm the source paper does not print (erratum E-PAB-11);
     skipping also discards early large losses of clean [0, 1] feedback when sigma is small.
 
     Per-round cost: O(m * n_newton) per run (n_newton ~ 5-30). Memory O(m) per run.
@@ -246,8 +246,8 @@ class TsallisInf(_CoreBandit):
 class FtplGR(_CoreBandit):
     """Follow the perturbed leader with geometric resampling.
 
-    Source: Neu & Bartók 2016; the private-bandit paper's Alg. 4 (brief 004 S4) with the P12
-    fixes (argmin in the resampling loop, ``M_t = M`` when no redraw matches, resampling with the
+    Source: Neu & Bartók 2016; the private-bandit paper's Algorithm 4 with the fixes of erratum
+    E-PAB-12 (argmin in the resampling loop, ``M_t = M`` when no redraw matches, resampling with the
     pre-update estimates). Core: :class:`~agents.bandit_core.FtplGRCore`.
 
     Args:
@@ -308,7 +308,7 @@ class FtplGR(_CoreBandit):
 class Exp4(_BanditBaseline):
     """EXP4 (exponential weights for bandits with expert advice).
 
-    Source: Auer, Cesa-Bianchi, Freund & Schapire 2002; brief 004 S5. Round t mixes the expert
+    Source: Auer, Cesa-Bianchi, Freund & Schapire 2002. Round t mixes the expert
     weights ``P_t = softmax(-eta_t Lhat)`` through the advice ``A_t`` into the arm law
     ``Q_t = (1 - gamma) P_t A_t + gamma / K``, plays ``I ~ Q_t`` and adds
     ``A_t[j, I] l_t(I) / Q_t(I)`` to every expert's ``Lhat(j)``. Core:

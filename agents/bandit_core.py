@@ -1,9 +1,10 @@
 """Batched bandit base learners ("cores"), free of any observation plumbing.
 
-A core is the learner of brief 004 §2 ("base learner B"): it holds the state of B runs over m arms
-(m = K arms, or N experts used as meta-arms) and knows nothing of environments, observations or
-privacy. The baselines of :mod:`agents.bandit` wrap cores; the private bandit learners (brief 004
-Alg. 1, bandit-over-experts Thm 7, batched EXP4) reuse them by feeding noisy or batched feedback.
+A core is the base learner B of "Faster Rates for Private Adversarial Bandits" (Algorithm 1): it
+holds the state of B runs over m arms (m = K arms, or N experts used as meta-arms) and knows nothing
+of environments, observations or privacy. The baselines of :mod:`agents.bandit` wrap cores; the
+private bandit learners (that paper's Algorithm 1, bandit-over-experts Thm 7, batched EXP4) reuse
+them by feeding noisy or batched feedback.
 
 Core API (every method is batch-first, no Python loop over runs)::
 
@@ -20,8 +21,8 @@ Core API (every method is batch-first, no Python loop over runs)::
   estimate (EXP3: ``y / p(arm)``; Tsallis-INF/HTINF: skip-then-divide; FTPL-GR: ``y * M_t``).
   ``mask`` (B,) bool restricts the update to some runs; the others keep their state and clock.
   Randomness drawn inside ``update`` (FTPL-GR only) is drawn for all runs, then masked.
-* The core's round index is its own update counter plus one (brief 004 P1: inside the batched
-  conversion this is the batch index, not the environment round), per run.
+* The core's round index is its own update counter plus one (erratum E-PAB-1: inside the
+  batched conversion this is the batch index, not the environment round), per run.
 * All randomness comes from the ``rng`` given at construction (a
   :class:`~dp_experts_env.batch_rng.BatchRNG`); every call draws a number of uniforms that depends
   only on the call (never on the data), so a batch reproduces single runs bit for bit. An owner
@@ -31,12 +32,13 @@ Core API (every method is batch-first, no Python loop over runs)::
 
 Cores:
 
-* :class:`Exp3Core` -- EXP3 with mixing (brief 004 S2, the paper's Alg. 3).
-* :class:`TsallisInfCore` -- HTINF with alpha = 2 (brief 004 S3, Huang, Dai & Huang 2022 Alg. 1,
-  reconstructed); with ``skip=False`` it is the 1/2-Tsallis-INF of Zimmert & Seldin.
-* :class:`FtplGRCore` -- bandit FTPL with Laplace perturbations and geometric resampling (brief 004
-  S4, the paper's Alg. 4, Neu & Bartók 2016), with the P12 fixes.
-* :class:`Exp4Core` -- EXP4's expert weights and arm mixture (brief 004 S5):
+* :class:`Exp3Core` -- EXP3 with mixing (the private-bandit paper's Algorithm 3).
+* :class:`TsallisInfCore` -- HTINF with alpha = 2 (Huang, Dai & Huang 2022 Alg. 1,
+  reconstructed, erratum E-PAB-11); with ``skip=False`` it is the 1/2-Tsallis-INF of Zimmert &
+  Seldin.
+* :class:`FtplGRCore` -- bandit FTPL with Laplace perturbations and geometric resampling (the
+  private-bandit paper's Algorithm 4, Neu & Bartók 2016), with the fixes of erratum E-PAB-12.
+* :class:`Exp4Core` -- EXP4's expert weights and arm mixture (Auer et al. 2002):
   ``expert_distribution()``, ``arm_distribution(advice)``, ``sample(advice)``, ``estimate(y)``
   (importance-weighted expert losses of the last sample) and ``update(expert_losses, mask)`` (a
   full-information step on any estimated expert losses, e.g. noisy ones in LDP-EXP4 or batch
@@ -70,7 +72,7 @@ __all__ = [
 #: A fixed rate, or a schedule mapping (B,) 1-indexed core rounds to (B,) rates.
 LearningRate = float | Callable[[np.ndarray], np.ndarray]
 
-#: HTINF's skipping constant for alpha = 2: 1 - 2^(-1/3) (brief 004 S3).
+#: HTINF's skipping constant for alpha = 2: 1 - 2^(-1/3) (Huang, Dai & Huang 2022).
 THETA_2 = 1.0 - 2.0 ** (-1.0 / 3.0)
 
 
@@ -159,7 +161,7 @@ class BanditCore(ABC):
 
 
 class Exp3Core(BanditCore):
-    """EXP3 with uniform mixing (brief 004 S2; Auer et al. 2002, Bubeck & Cesa-Bianchi 2012).
+    """EXP3 with uniform mixing (Auer et al. 2002, Bubeck & Cesa-Bianchi 2012).
 
     ``p_n = (1 - gamma) softmax(-eta_n * Lhat_{n-1}) + gamma / m`` at core round n, with
     ``Lhat`` the cumulative importance-weighted estimates ``y / p_n(arm)``. A fixed ``eta`` equals
@@ -169,7 +171,8 @@ class Exp3Core(BanditCore):
         rng: the owner's BatchRNG.
         n_arms: m.
         eta: learning rate (> 0) or schedule ``n -> eta_n`` on (B,) rounds.
-        gamma: uniform mixing in [0, 1] (keep > 0 under noisy feedback, brief 004 P13).
+        gamma: uniform mixing in [0, 1] (keep > 0 under noisy feedback: the
+            analysis of Corollary 22 needs ``p >= gamma / m`` to bound the noisy estimates).
 
     Cost per sample or update: O(m) per run.
     """
@@ -206,8 +209,8 @@ def tsallis_inf_weights(
 
     The stationarity condition gives ``x_i = beta^2 / (L_i + nu)^2`` with the scalar ``nu`` solving
     ``sum_i x_i = 1``. Newton's method from ``nu_0 = beta - min_i L_i`` (where the sum is >= 1)
-    increases monotonically to the root because the sum is convex and decreasing in nu (brief 004
-    S3). A run stops once ``sum - 1 <= tol`` (a rounding overshoot below 1 also stops it), so each
+    increases monotonically to the root because the sum is convex and decreasing in nu. A run
+    stops once ``sum - 1 <= tol`` (a rounding overshoot below 1 also stops it), so each
     run's iterates are independent of the other runs. The result is renormalised by its sum.
 
     Args:
@@ -235,11 +238,12 @@ def tsallis_inf_weights(
 
 
 class TsallisInfCore(BanditCore):
-    """HTINF with alpha = 2 (heavy-tail Tsallis-INF; brief 004 S3, reconstructed).
+    """HTINF with alpha = 2 (heavy-tail Tsallis-INF, reconstructed; erratum E-PAB-11).
 
     Source: Huang, Dai & Huang 2022 ("Adaptive best-of-both-worlds algorithm for heavy-tailed
-    multi-armed bandits"), Alg. 1, as reconstructed in brief 004 S3 (the private-bandit paper uses
-    it as a black box, Thm 21). At core round n, with ``beta_n = sigma * sqrt(n)``::
+    multi-armed bandits"), Alg. 1, as reconstructed by the suite (erratum E-PAB-11; the
+    private-bandit paper uses it as a black box, Thm 21). At core round n, with
+    ``beta_n = sigma * sqrt(n)``::
 
         x_n = argmin_x <Lhat_{n-1}, x> - 2 beta_n sum_i sqrt(x_i)         (Newton, see below)
         draw I ~ x_n; feedback y
@@ -251,7 +255,7 @@ class TsallisInfCore(BanditCore):
     estimator and rate ``eta_n = 2 / (sigma sqrt(n))`` (their adversarial tuning at sigma = 1).
     The theory (Thm 21) needs losses that are (2, sigma)-heavy-tailed: ``E[y^2] <= sigma^2``;
     losses in [0, 1] satisfy it with sigma = 1, Laplace-noised batch means with
-    ``sigma = sqrt(2 + 4 lambda^2)`` (brief 004 P24).
+    ``sigma = sqrt(2 + 4 lambda^2)`` (erratum E-PAB-24).
 
     Args:
         rng: the owner's BatchRNG.
@@ -303,13 +307,13 @@ class TsallisInfCore(BanditCore):
 
 
 class FtplGRCore(BanditCore):
-    """Bandit FTPL with Laplace perturbations and geometric resampling (brief 004 S4).
+    """Bandit FTPL with Laplace perturbations and geometric resampling.
 
     Source: Neu & Bartók 2016; the private-bandit paper's Alg. 4. Round n plays
     ``I = argmin_i Lhat(i) + Z_i`` with ``Z_i ~ Laplace(1/eta)``. The update redraws perturbations
     up to M times and sets ``M_n`` = the index of the first redraw whose argmin is I, or M if none
-    (brief 004 P12 (a), (b): argmin, and M on failure, so ``E[M_n] = (1 - (1 - p)^M) / p``), always
-    with the pre-update ``Lhat`` (P12 (c)); then ``Lhat(I) += y * M_n``.
+    (erratum E-PAB-12 (a), (b): argmin, and M on failure, so ``E[M_n] = (1 - (1 - p)^M) / p``),
+    always with the pre-update ``Lhat`` (E-PAB-12 (c)); then ``Lhat(I) += y * M_n``.
 
     Randomness: ``sample`` draws m Laplace variates per run; ``update`` always draws all ``M * m``
     (in chunks), whatever the first success, so runs stay aligned. The law of the played arm has
@@ -368,7 +372,7 @@ class FtplGRCore(BanditCore):
 
 
 class Exp4Core:
-    """EXP4's state: weights over N experts mixed through the advice (brief 004 S5).
+    """EXP4's state: weights over N experts mixed through the advice (Auer et al. 2002).
 
     With log-weights ``-eta_n * Lhat`` over experts (Lhat: cumulative estimated expert losses),
     ``P_n = softmax(-eta_n Lhat)``, the arm law is ``Q = (1 - gamma) P A + gamma / K`` for advice
@@ -458,5 +462,5 @@ class Exp4Core:
 
 
 def default_exp3_eta(n_arms: int, horizon: int) -> float:
-    """EXP3's fixed rate ``sqrt(2 ln m / (T m))`` (regret <= sqrt(2 T m ln m), brief 004 S2)."""
+    """EXP3's fixed rate ``sqrt(2 ln m / (T m))`` (regret <= sqrt(2 T m ln m), Auer et al. 2002)."""
     return math.sqrt(2.0 * math.log(n_arms) / (horizon * n_arms)) if n_arms > 1 else 1.0

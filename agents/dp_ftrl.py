@@ -1,6 +1,7 @@
 """DP-FTRL baseline: Hedge on cumulative losses released by the binary-tree mechanism.
 
-Source: prior work cited by brief 000 §1.6 and brief 002 §4 -- Jain & Thakurta 2014 and Agarwal
+Source: prior work cited by Asi, Raman & Saha (Section 1.2) and Asi, Feldman, Koren & Talwar
+(Section 1.2) -- Jain & Thakurta 2014 and Agarwal
 & Singh 2017 (FTRL with an entropic regulariser on tree-aggregated noisy loss sums), with the
 tree (binary) mechanism of Dwork, Naor, Pitassi & Rothblum 2010 / Chan, Shi & Song 2011.
 """
@@ -33,8 +34,8 @@ class DPFTRLTree(PrivateAgent):
     """Entropic FTRL (Hedge) on the running loss sums released by a binary-tree counter.
 
     Source: the DP-FTRL family of prior work (Jain & Thakurta 2014; Agarwal & Singh 2017,
-    "The price of differential privacy for online learning"), quoted by brief 000 §1.6 and
-    brief 002 §4 as the adaptive-adversary baseline with static regret
+    "The price of differential privacy for online learning"), quoted by Asi, Raman & Saha and
+    Asi, Feldman, Koren & Talwar as the adaptive-adversary baseline with static regret
     ``O(sqrt(T log N) + N log N log^2 T / eps)``. Built for adaptive adversaries, static regret.
 
     Exact variant implemented: after round t the cumulative loss vector ``L_t = l_1 + ... + l_t``
@@ -57,13 +58,13 @@ class DPFTRLTree(PrivateAgent):
     Hedge bound ``log N / eta + eta T / 8``, for both ``tuning="paper"`` and
     ``tuning="calibrated"``: in the FTRL analyses above the tree noise is paid additively (a term
     that does not depend on eta), so the bound's minimiser is the non-private rate, and the
-    briefs give no other constant.
+    cited papers give no other constant.
     ``eta=`` overrides it (a public constant; privacy does not depend on it).
 
     ``epsilon=math.inf`` uses the exact running sums, i.e. Hedge (claim: not private); the claim is
     the tree counter's guarantee. Deviations: losses are clipped to [0, 1] before use; the regret
     constants of the cited
-    papers are not reproduced (their exact learning-rate constants are not in the briefs).
+    papers are not reproduced (the papers that cite them give no learning-rate constants).
 
     Per-round cost: O(N log T) time (each round sums the popcount(t) <= log2 T + 1 noisy
     nodes of t's binary expansion), O(N log T) memory per run.

@@ -12,7 +12,8 @@ evaluation may use it for pseudo-regret. For the shrinking dartboard it is the *
 (Hedge's), not the law conditional on the previous action.
 
 Privacy: none of these learners is private; their claim is :func:`~agents.base.no_privacy`.
-Rate tunings are the textbook ones (brief 000 P24: the papers give no constants for baselines).
+Rate tunings are the textbook ones (the papers the suite implements give no constants for
+baselines).
 """
 
 from __future__ import annotations
@@ -163,9 +164,9 @@ class Uniform(_FullInfoBaseline):
 class FollowTheLeader(_FullInfoBaseline):
     """Follow the leader: play an expert with the least cumulative loss so far.
 
-    Source: the classic FTL (Cesa-Bianchi & Lugosi 2006, §3.2); brief 002 §3.3 and brief 003 §5
-    use it as the non-private reference on stochastic losses (regret O(log N / gap) there) and
-    brief 000 §6.3's ``ftl_trap`` shows its linear worst case.
+    Source: the classic FTL (Cesa-Bianchi & Lugosi 2006, §3.2); the non-private reference on
+    stochastic losses (regret O(log N / gap) there); the oblivious family ``ftl_trap`` shows its
+    linear worst case.
 
     Ties are broken uniformly at random among the minimisers (one uniform per run per round).
     Two cumulative losses count as tied when they differ by at most ``16 * eps64 * t`` (the
@@ -215,7 +216,8 @@ class Hedge(_FullInfoBaseline):
     """Hedge (exponential weights): play expert j with probability ∝ exp(-eta_t L_{t-1}(j)).
 
     Source: Freund & Schapire 1997; Cesa-Bianchi & Lugosi 2006, Thm 2.2 (fixed rate) and Thm 2.3
-    (anytime rate). Brief 000 §3.5, brief 002 §2.5, brief 004 S1.
+    (anytime rate); the Multiplicative Weights of Lemma 26 of "Faster Rates for Private
+    Adversarial Bandits".
 
     Args:
         n_experts: N.
@@ -228,8 +230,9 @@ class Hedge(_FullInfoBaseline):
         seed: int (run b uses seed + b), sequence of B ints, or None.
         n_arms: ignored.
 
-    Deviation: the brief 002 form ``(1 - eta)^L`` is replaced by ``exp(-eta L)`` (the textbook
-    parametrisation; same algorithm up to the map ``eta -> -ln(1 - eta)``).
+    Deviation: the form ``(1 - eta)^L`` of Asi, Feldman, Koren & Talwar is replaced by
+    ``exp(-eta L)`` (the textbook parametrisation; same algorithm up to the map
+    ``eta -> -ln(1 - eta)``).
 
     Per-round cost: O(N) per run (one softmax, one uniform). Memory O(N) per run.
     """
@@ -275,8 +278,8 @@ class Hedge(_FullInfoBaseline):
 class FixedShare(_FullInfoBaseline):
     """Fixed-Share: Hedge followed by mixing a fraction alpha of the mass uniformly.
 
-    Source: Herbster & Warmuth 1998, in the form of Cesa-Bianchi & Lugosi 2006, §5.2 (brief 000
-    §3.5). With w_1 uniform, after the loss vector l_t::
+    Source: Herbster & Warmuth 1998, in the form of Cesa-Bianchi & Lugosi 2006, §5.2. With w_1
+    uniform, after the loss vector l_t::
 
         v_t(j)     = w_t(j) exp(-eta l_t(j)) / sum_k w_t(k) exp(-eta l_t(k))
         w_{t+1}(j) = (1 - alpha) v_t(j) + alpha / N
@@ -347,8 +350,9 @@ class ShrinkingDartboard(_FullInfoBaseline):
     """The shrinking dartboard: a lazy sampler whose marginal law is exactly Hedge's.
 
     Source: Geulen, Vöcking & Winkler 2010 ("Regret minimization for online buffering
-    problems"), in the exponential-weights form of brief 001 §2.6 (D1-unnorm with p = 0 and no
-    budget); brief 002 §2.1 is the same with ``(1 - eta)^l``. With the unnormalised weights
+    problems"), in exponential-weights form (private lazy Hedge with p = 0 and no budget); the
+    private shrinking dartboard of Asi, Feldman, Koren & Talwar (Algorithm 1) is the same with
+    ``(1 - eta)^l``. With the unnormalised weights
     ``w_t(j) = exp(-eta L_{t-1}(j))``: round 1 draws J_1 ~ uniform; round t >= 2 keeps
     ``J_{t-1}`` with probability ``w_t(J_{t-1}) / w_{t-1}(J_{t-1}) = exp(-eta l_{t-1}(J_{t-1}))``
     and otherwise draws afresh from Hedge's ``p_t ∝ w_t``. Then ``law(J_t) = p_t`` exactly, while

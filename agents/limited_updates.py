@@ -1,8 +1,9 @@
 """Limited updates: switch expert only at t = 2^m, picking privately from a disjoint window.
 
-Source: brief 000 §3.1 (Algorithm 1 of Asi, Raman & Saha 2025, the lazy report-noisy-max
-algorithm of Asi, Feldman, Koren & Talwar 2023) and brief 002 §2.3 (Algorithm 2 of the latter,
-with the exponential mechanism as the private selector).
+Source: Algorithm 1 (Section 3.1) of Asi, Raman & Saha 2025, "Tracking the Best Expert Privately" --
+the lazy report-noisy-max algorithm of Asi, Feldman, Koren & Talwar 2023, "Private Online Prediction
+from Experts: Separations and Faster Rates", Algorithm 2 (Section 3.2), whose private selector may
+be the exponential mechanism.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ def selection_scale(selector: str, epsilon: float, noise: NoiseBackend) -> float
     """Noise scale of one epsilon-DP selection over window sums (each score 1-sensitive).
 
     ``"rnm"``: Laplace report-noisy-min, scale ``2 D / epsilon`` (scores are not monotone, so the
-    factor 2 is needed; brief 000 Lemma 2.3), ``D`` the backend's effective sensitivity of a
-    1-sensitive score (1 for the float backend). ``"em"``: the exponential mechanism
+    factor 2 is needed; Asi, Raman & Saha, Lemma 2.3), ``D`` the backend's effective sensitivity of
+    a 1-sensitive score (1 for the float backend). ``"em"``: the exponential mechanism
     ``P(j) ~ exp(-epsilon S(j) / 2)``, whose Gumbel-max form has Gumbel scale ``2 / epsilon``.
     Recorded by the agents; the mechanisms compute the same value themselves.
     """
@@ -61,25 +62,27 @@ def is_power_of_two(x: np.ndarray | int) -> np.ndarray | bool:
 @register(
     "limited-updates",
     private=True,
-    summary="lazy private selection at t = 2^m on disjoint doubling windows (brief 000 Alg. 1)",
+    summary="lazy private selection at t = 2^m on disjoint doubling windows (ARS Algorithm 1)",
 )
 class LimitedUpdates(PrivateAgent):
     """Plays one expert between the update times t = 2, 4, 8, ...; selects privately at each.
 
-    Source: brief 000 §3.1 (Algorithm 1, Theorem 3.1 of Asi, Raman & Saha 2025) and brief 002
-    §2.3 (Algorithm 2, Theorem 7 / Corollary 8 of Asi, Feldman, Koren & Talwar 2023). Built for
+    Source: Algorithm 1 and Theorem 3.1 (Section 3.1) of Asi, Raman & Saha 2025, "Tracking the
+    Best Expert Privately", and Algorithm 2, Theorem 7 / Corollary 8 (Section 3.2) of Asi,
+    Feldman, Koren & Talwar 2023, "Private Online Prediction from Experts". Built for
     stochastic (i.i.d.) losses; it never switches between update times, so it is an easy target
     for adaptive adversaries (it is still private against them).
 
-    Round 1 plays a uniformly random expert (data-independent, P2). At round ``t = 2^m``
-    (m >= 1) it selects privately from the window sums ``S(j) = sum_{s=t/2}^{t-1} l_s(j)`` and plays
-    the choice until the next update time. Windows are disjoint, and losses after the last power
-    of two are never used.
+    Round 1 plays a uniformly random expert (data-independent, erratum E-ARS-2). At round
+    ``t = 2^m`` (m >= 1) it selects privately from the window sums
+    ``S(j) = sum_{s=t/2}^{t-1} l_s(j)`` and plays the choice until the next update time. Windows are
+    disjoint, and losses after the last power of two are never used.
 
     Selectors (``selector=``):
-        * ``"rnm"`` (default, brief 000): report-noisy-min, ``argmin_j S(j) + Lap(2/epsilon)``
-          (the paper prints argmax; with losses that picks the worst expert, P1).
-        * ``"em"`` (brief 002 §2.3 [CHOICE]): exponential mechanism, ``P(j) ~ exp(-epsilon S(j)/2)``
+        * ``"rnm"`` (default, Asi, Raman & Saha): report-noisy-min,
+          ``argmin_j S(j) + Lap(2/epsilon)`` (the paper prints argmax; with losses that picks the
+          worst expert, erratum E-ARS-1).
+        * ``"em"`` (erratum E-AFKT-16): exponential mechanism, ``P(j) ~ exp(-epsilon S(j)/2)``
           via Gumbel-max.
 
     Privacy claim: pure ``epsilon``-DP against adaptive adversaries. Accountant: each selection is
@@ -93,8 +96,8 @@ class LimitedUpdates(PrivateAgent):
     paper's algorithm (its proof uses argmin).
 
     ``epsilon=math.inf`` selects the exact window argmin, random tie-break (claim: not private).
-    Deviations: argmin instead of the printed argmax (P1); a uniform first expert (P2); losses
-    are clipped to [0, 1] before use, so the 1-sensitivity holds whatever the observation.
+    Deviations: argmin instead of the printed argmax (E-ARS-1); a uniform first expert (E-ARS-2);
+    losses are clipped to [0, 1] before use, so the 1-sensitivity holds whatever the observation.
 
     Per-round cost: O(N) time (add the loss to the window), O(N) memory per run.
 

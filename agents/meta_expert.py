@@ -1,8 +1,8 @@
 """Dynamic-to-static reduction: a static private learner over meta-experts (switching sequences).
 
-Source: brief 000 §3.3, Theorem 4.1 of Asi, Raman & Saha 2025, "Tracking the Best Expert
-Privately" (oblivious adversaries), with the structured O(N S) form of Hedge over meta-experts
-derived in brief 000 §3.3 [NOT IN PAPER].
+Source: Theorem 4.1 (Section 4) of Asi, Raman & Saha 2025, "Tracking the Best Expert Privately"
+(oblivious adversaries), with a structured O(N S) form of Hedge over meta-experts derived for this
+suite (not in the paper).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ NOISY_HEDGE = "noisy-hedge"
 
 
 def count_meta_experts(n_experts: int, horizon: int, n_switches: int) -> int:
-    """|E| = sum_{c=0}^{S} C(T-1, c) N^(c+1): switch points in {2..T}, labels in [N] (P14).
+    """|E| = sum_{c=0}^{S} C(T-1, c) N^(c+1): switch points in {2..T}, labels in [N] (E-ARS-14).
 
     Consecutive labels may coincide (the paper's counting), so a sequence with fewer real
     switches is represented several times.
@@ -81,20 +81,20 @@ _SUFFIX_CHUNK = 512
 @register(
     "meta-expert-reduction",
     private=True,
-    summary="dynamic-to-static reduction over switching meta-experts (brief 000 Thm 4.1)",
+    summary="dynamic-to-static reduction over switching meta-experts (ARS Theorem 4.1)",
 )
 class MetaExpertReduction(PrivateAgent):
     """A static private learner run over all expert sequences with at most S switches.
 
-    Source: brief 000 §3.3 (Theorem 4.1 of Asi, Raman & Saha 2025). Built for oblivious
-    adversaries. A meta-expert ``e`` is a map [T] -> [N] with at most S switch points in
-    ``{2..T}`` (half-open segments, P14); there are ``|E| = sum_c C(T-1, c) N^(c+1)`` of them.
-    The learner picks a meta-expert ``E_t`` with a static learner over E and plays
-    ``J_t = E_t(t)``; the meta-loss of ``e`` at round t is ``l_t(e(t))``.
+    Source: Theorem 4.1 (Section 4) of Asi, Raman & Saha 2025, "Tracking the Best Expert
+    Privately". Built for oblivious adversaries. A meta-expert ``e`` is a map [T] -> [N] with at
+    most S switch points in ``{2..T}`` (half-open segments, erratum E-ARS-14); there are
+    ``|E| = sum_c C(T-1, c) N^(c+1)`` of them. The learner picks a meta-expert ``E_t`` with a static
+    learner over E and plays ``J_t = E_t(t)``; the meta-loss of ``e`` at round t is ``l_t(e(t))``.
 
     Methods (``method=``):
         * ``"structured"`` (default): the static learner is Hedge over E on Laplace-noised base
-          losses, computed exactly in O(N S) per round (brief 000 §3.3):
+          losses, computed exactly in O(N S) per round (derived here):
           ``P(J_t = j) ~ sum_c F_t(j, c) G_t(c)`` with the forward sums
           ``F_{t+1}(j, c) = F_t(j, c) e^{-eta l^_t(j)} + sum_k F_t(k, c-1) e^{-eta l^_t(k)}`` and
           the suffix counts ``G_t(c) = sum_{c' <= S-c} C(T-t, c') N^{c'}`` (log space). Each
@@ -134,8 +134,8 @@ class MetaExpertReduction(PrivateAgent):
     It is a tractable, exactly private stand-in for the reduction.
 
     Deviations: switch points in ``{2..T}`` (``C(T-1, c)`` tuples instead of the paper's
-    ``C(T, c)``; P14); ``S`` above ``T - 1`` is treated as ``T - 1``; losses are clipped to
-    [0, 1] before use.
+    ``C(T, c)``; erratum E-ARS-14); ``S`` above ``T - 1`` is treated as ``T - 1``; losses are
+    clipped to [0, 1] before use.
 
     Per-round cost: O(N S) (structured) or O(|E| S) (enumerate) time per run.
 

@@ -1,7 +1,7 @@
 """Private Lu–Zhang learner: Hedge on Laplace-noised losses over a clipped simplex.
 
-Source: brief 000 §3.4, Algorithm 3 of Asi, Raman & Saha, "Tracking the Best Expert Privately"
-(a private version of Lu & Zhang 2019, Algorithm 2); Theorems 5.2 and B.2.
+Source: Algorithm 3 (Section 5.2) of Asi, Raman & Saha, "Tracking the Best Expert Privately" (a
+private version of Lu & Zhang 2019, Algorithm 2); Theorems 5.2 and B.2.
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ def clip_project(log_v: np.ndarray, floor: float) -> np.ndarray:
     """Project unnormalised log-weights onto the clipped simplex {w : sum w = 1, w >= floor}.
 
     The entropic (KL) projection has the closed form ``w(j) = max(floor, c * v(j))`` with the
-    scalar ``c`` chosen so the weights sum to one (KKT conditions, brief 000 §3.4). ``c`` is found
-    by the peeling loop of the brief, run for all rows at once: compute ``c`` on the free
+    scalar ``c`` chosen so the weights sum to one (KKT conditions). ``c`` is found by a peeling
+    loop, run for all rows at once: compute ``c`` on the free
     coordinates, clip those below the floor, repeat. ``c`` only decreases, so a clipped coordinate
     stays clipped and the loop ends within N passes.
 
@@ -86,12 +86,13 @@ def clip_project(log_v: np.ndarray, floor: float) -> np.ndarray:
 @register(
     "noisy-clipped-hedge",
     private=True,
-    summary="private Lu-Zhang (brief 000 Alg. 3): Hedge on Laplace-noised losses, clipped simplex",
+    summary="private Lu-Zhang (ARS Algorithm 3): Hedge on Laplace-noised losses, clipped simplex",
 )
 class NoisyClippedHedge(PrivateAgent):
     """Hedge over a clipped simplex driven by Laplace-noised loss vectors.
 
-    Source: brief 000 §3.4 (Algorithm 3, Theorems 5.2 / B.2 of Asi, Raman & Saha 2025), itself a
+    Source: Algorithm 3, Theorems 5.2 / B.2 (Section 5.2, Appendix B) of Asi, Raman & Saha 2025,
+    "Tracking the Best Expert Privately", itself a
     private version of Lu & Zhang (2019), Algorithm 2. Built for adaptive adversaries with a
     switch budget S (dynamic regret).
 
@@ -116,8 +117,8 @@ class NoisyClippedHedge(PrivateAgent):
     actually used:
         * ``tuning="paper"``: Theorem 5.2, ``eta = (1/b) sqrt(S_eff / (T log(NT)))``; with the
           paper's ``b = 1/epsilon`` this is ``epsilon sqrt(S/(T log NT))``, with the strict
-          ``b = N/epsilon`` it is P15's ``epsilon sqrt(S/(T log NT)) / N``. It grows without
-          bound with epsilon (regret rises again at large epsilon); at ``epsilon = inf`` the
+          ``b = N/epsilon`` it is ``epsilon sqrt(S/(T log NT)) / N`` (erratum E-ARS-15). It grows
+          without bound with epsilon (regret rises again at large epsilon); at ``epsilon = inf`` the
           theorem has no rate and the calibrated one is used.
         * ``tuning="calibrated"`` (default): :func:`calibrated_eta`,
           ``eta = sqrt(C / (T (1/8 + b^2)))`` with ``C`` Fixed-Share's S-switch complexity:
@@ -128,11 +129,12 @@ class NoisyClippedHedge(PrivateAgent):
           Hedge on the clipped simplex. Depends on (N, T, S, epsilon) only.
         * ``eta=`` overrides both (a public constant; privacy does not depend on it).
 
-    Deviations: ``S_eff = max(S, 1)`` in ``eta`` and in the clip level (P16: S = 0 would give
-    eta = 0 and no clipping); weights are kept in log space and projected with the closed form
-    (P18); losses are clipped to [0, 1] before use, so the sensitivity bound holds whatever the
-    observation; play sampling and noise share the agent's per-run stream but use disjoint draws
-    (P17 asks for independence, which disjoint uniforms give).
+    Deviations: ``S_eff = max(S, 1)`` in ``eta`` and in the clip level (erratum E-ARS-16: S = 0
+    would give eta = 0 and no clipping); weights are kept in log space and projected with the closed
+    form (E-ARS-18); losses are clipped to [0, 1] before use, so the sensitivity bound holds
+    whatever the observation; play sampling and noise share the agent's per-run stream but use
+    disjoint draws (Theorem B.1's reduction from adaptive to oblivious adversaries needs fresh,
+    independent play randomness every round, which disjoint uniforms give).
 
     Per-round cost: O(N) time (plus a few projection passes), O(N) memory per run.
 
@@ -178,7 +180,7 @@ class NoisyClippedHedge(PrivateAgent):
         n, t = self.n_experts, self.horizon
         self.n_switches = check_int("n_switches", n_switches, minimum=0, maximum=t)
         s_eff = max(self.n_switches, 1)
-        # The L1 sensitivity the noise is calibrated to: N (strict) or the paper's 1 (P15).
+        # The L1 sensitivity the noise is calibrated to: N (strict) or the paper's 1 (E-ARS-15).
         self.noise_sensitivity = float(n) if self.mode == "strict" else 1.0
         dim_sens = self.noise.effective_sensitivity(self.noise_sensitivity, dim=n)
         self.noise_scale = dim_sens / self.epsilon  # 0 at epsilon = inf
@@ -203,7 +205,7 @@ class NoisyClippedHedge(PrivateAgent):
 
     @property
     def privacy(self) -> PrivacyClaim:
-        """Pure epsilon-DP against adaptive adversaries (uncertified in paper mode, P15)."""
+        """Pure epsilon-DP against adaptive adversaries (uncertified in paper mode, E-ARS-15)."""
         n = self.n_experts
         certified = Guarantee(
             self.effective_epsilon,

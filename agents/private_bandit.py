@@ -1,17 +1,17 @@
-"""Batch-and-Laplace private bandit learners (brief 004 Alg. 1 and Thm 7 / Alg. 5).
+"""Batch-and-Laplace private bandit learners ("Faster Rates for Private Adversarial Bandits").
 
 One idea does the work: play one choice for tau rounds, release the batch-mean loss plus
 ``Lap(1/(tau epsilon))``, and feed the released number to a non-private base learner that
 tolerates noisy, negative feedback. Batching divides the sensitivity -- and so the noise -- by tau.
 
-* ``private-batched-bandit`` (Alg. 1, Cor. 2 / 22 / 24): the base learner plays the K arms.
-* ``private-bandit-over-experts`` (Thm 7 / Cor. 8 = Alg. 5 over Alg. 1): the base learner plays
-  the N experts as meta-arms; each round the learner follows the chosen expert's advice.
+* ``private-batched-bandit`` (Algorithm 1, Cor. 2 / 22 / 24): the base learner plays the K arms.
+* ``private-bandit-over-experts`` (Thm 7 / Cor. 8 = Algorithm 5 over Algorithm 1): the base learner
+  plays the N experts as meta-arms; each round the learner follows the chosen expert's advice.
 
 Base learners (``base=``): ``"tsallis-inf"`` (HTINF, alpha = 2, with skipping), ``"exp3"`` (EXP3
 with mixing) and ``"ftpl-gr"`` (FTPL with geometric resampling, :mod:`agents.ftpl_gr`). The base
-learner's clock is its own update counter (the batch index, P1), and its horizon is the number of
-batches ``floor(T / tau)``.
+learner's clock is its own update counter (the batch index, erratum E-PAB-1), and its horizon is the
+number of batches ``floor(T / tau)``.
 """
 
 from __future__ import annotations
@@ -189,8 +189,8 @@ class _BatchedConversion(PrivateAgent):
     def _learn(self, obs: BanditObs) -> None:
         _check_own_action(obs, self.last_actions)
         if self.t > self.n_batches * self.tau:
-            return  # trailing partial batch: never released, never learned from (P2)
-        # P9: the sensitivity 1/tau assumes losses in [0, 1].
+            return  # trailing partial batch: never released, never learned from (E-PAB-2)
+        # Lemma 3's sensitivity 1/tau assumes losses in [0, 1].
         self._batch_sum += np.clip(obs.last_loss, 0.0, 1.0)
         if self.t % self.tau == 0:
             release = self._batch_sum / self.tau
@@ -219,13 +219,13 @@ class _BatchedConversion(PrivateAgent):
 @register(
     "private-batched-bandit",
     private=True,
-    summary="private batched bandit (brief 004 Alg. 1): batch mean + Laplace fed to a base learner",
+    summary="private batched bandit (Algorithm 1): batch mean + Laplace fed to a base learner",
 )
 class PrivateBatchedBandit(_BatchedConversion):
     """Non-private-to-private conversion for adversarial K-armed bandits.
 
-    Source: brief 004 §2.2-2.3; Algorithm 1, Lemma 3, Theorem 1 and Corollaries 2 (HTINF),
-    22 (EXP3) and 24 (FTPL-GR) of "Faster Rates for Private Adversarial Bandits".
+    Source: Algorithm 1, Lemma 3, Theorem 1 and Corollaries 2 (HTINF), 22 (EXP3) and 24
+    (FTPL-GR) of "Faster Rates for Private Adversarial Bandits" (Section 3, Appendix E).
 
     Rounds are cut into batches of tau. At a batch start the base learner draws an arm
     ``I_j``; it is played for the whole batch; at the batch end the learner releases
@@ -240,19 +240,19 @@ class PrivateBatchedBandit(_BatchedConversion):
     ``Lap(1/(tau epsilon))``; batches are disjoint and everything the learner does is
     post-processing of the releases and fresh coins. Holds for every tau >= 1, every base learner
     and every base constant. The trailing ``T mod tau`` rounds are played (``tail="hold"``: the
-    last batch's choice, P2; ``tail="sample"``: a fresh draw from the base learner) but their
-    losses are never released or learned from, so they cost no privacy.
+    last batch's choice, erratum E-PAB-2; ``tail="sample"``: a fresh draw from the base learner) but
+    their losses are never released or learned from, so they cost no privacy.
 
     Modes: ``"strict"`` (default) and ``"paper"`` coincide: the paper's noise is correct. The
     FTPL-GR errata of the printed pseudo-code (argmax, ``M_t = 0`` on failure) harm only the
-    regret, and both modes use the fixed version (P12).
+    regret, and both modes use the fixed version (erratum E-PAB-12).
 
     Tuning (the noise always follows the tau actually used):
         * ``"paper"``: ``tau = ceil(1/epsilon)`` (Thm 1); a ``ValueError`` when
-          ``epsilon < 1/T`` (tau > T, P3). Base constants are the lemma-level formulas at the
-          base learner's real horizon ``T_B = floor(T/tau)`` and noise ``lam = 1/(epsilon tau)``
-          (brief 004 §2.3 "exact" column, P1): HTINF ``sigma = sqrt(2 + 4 lam^2)`` (P24);
-          EXP3 Cor. 22's eta and ``gamma = 4 eta lam m log(m T_B)`` (``ValueError`` if
+          ``epsilon < 1/T`` (tau > T, erratum E-PAB-3). Base constants are the lemma-level formulas
+          at the base learner's real horizon ``T_B = floor(T/tau)`` and noise
+          ``lam = 1/(epsilon tau)`` (erratum E-PAB-1): HTINF ``sigma = sqrt(2 + 4 lam^2)`` (erratum
+          E-PAB-24); EXP3 Cor. 22's eta and ``gamma = 4 eta lam m log(m T_B)`` (``ValueError`` if
           gamma > 1); FTPL-GR Lemma 25's ``M = ceil(sqrt(m T_B))`` and eta.
         * ``"calibrated"``: tau minimises ``tau R~_B(T_B, m, 1/(epsilon tau)) + tau`` over a
           log grid with ``tau <= T // 10``; base constants as above at that tau.
@@ -261,11 +261,11 @@ class PrivateBatchedBandit(_BatchedConversion):
 
     ``epsilon=math.inf`` feeds the exact batch means (claim: not private). Deviations: epsilon > 1
     is allowed (tau = 1) although the theorems assume epsilon <= 1;
-    the paper's closed-form constants are replaced by the lemma-level ones (P1); log guards
-    (P5); losses are clipped to [0, 1] (P9).
+    the paper's closed-form constants are replaced by the lemma-level ones (erratum E-PAB-1);
+    log guards (E-PAB-5); losses are clipped to [0, 1], the range Lemma 3's sensitivity assumes.
 
     Args:
-        n_experts: N (the env's; for Alg. 1 it only sizes the advice it ignores).
+        n_experts: N (the env's; for Algorithm 1 it only sizes the advice it ignores).
         horizon: T.
         n_arms: K (>= 2).
         epsilon: privacy parameter (> 0); delta must be 0 (pure DP).
@@ -294,20 +294,20 @@ class PrivateBatchedBandit(_BatchedConversion):
 @register(
     "private-bandit-over-experts",
     private=True,
-    summary="private bandit-over-experts (brief 004 Thm 7): experts as meta-arms of Alg. 1",
+    summary="private bandit-over-experts (Thm 7): experts as meta-arms of Algorithm 1",
 )
 class PrivateBanditOverExperts(_BatchedConversion):
-    """Private bandit over experts: Alg. 5 (experts as meta-arms) applied to Alg. 1.
+    """Private bandit over experts: Algorithm 5 (experts as meta-arms) applied to Algorithm 1.
 
-    Source: brief 004 §2.4-2.5; Algorithm 5, Theorems 6-7 and Corollary 8 of "Faster Rates for
-    Private Adversarial Bandits".
+    Source: Algorithm 5, Theorems 6-7 and Corollary 8 of "Faster Rates for Private Adversarial
+    Bandits" (Section 4, Appendix F.1-F.2).
 
     The base learner plays the N experts. At a batch start it draws an expert ``J_r``, held for
     the batch; every round the learner draws ``I_t ~ mu_t^{J_r}`` (only the chosen expert's
-    advice is sampled, P15: same law, O(K) per round) and plays it. The batch mean of the
-    observed losses plus ``Lap(1/(tau epsilon))`` is the released loss of ``J_r``. Built for
-    oblivious adversaries and small N (N <= K); static regret against the best expert.
-    Advice is public (P19). Thm 7's remark (privacy also for sensitive advice) covers only the
+    advice is sampled: same law as sampling every expert's, O(K) per round) and plays it. The batch
+    mean of the observed losses plus ``Lap(1/(tau epsilon))`` is the released loss of ``J_r``. Built
+    for oblivious adversaries and small N (N <= K); static regret against the best expert. Advice is
+    public (erratum E-PAB-19). Thm 7's remark (privacy also for sensitive advice) covers only the
     sequence of chosen experts ``J_r``: the played arm is drawn from that round's advice, so
     changing one round's advice can change that round's arm with certainty. Per-round cost:
     O(K); per batch O(N) (HTINF: O(N n_newton)).
@@ -318,19 +318,19 @@ class PrivateBanditOverExperts(_BatchedConversion):
     ``Lap(1/(tau epsilon))``; batches are disjoint and everything the learner does is
     post-processing of the releases and fresh coins. Holds for every tau >= 1, every base learner
     and every base constant. The trailing ``T mod tau`` rounds are played (``tail="hold"``: the
-    last batch's choice, P2; ``tail="sample"``: a fresh draw from the base learner) but their
-    losses are never released or learned from, so they cost no privacy.
+    last batch's choice, erratum E-PAB-2; ``tail="sample"``: a fresh draw from the base learner) but
+    their losses are never released or learned from, so they cost no privacy.
 
     Modes: ``"strict"`` (default) and ``"paper"`` coincide: the paper's noise is correct. The
     FTPL-GR errata of the printed pseudo-code (argmax, ``M_t = 0`` on failure) harm only the
-    regret, and both modes use the fixed version (P12).
+    regret, and both modes use the fixed version (erratum E-PAB-12).
 
     Tuning (the noise always follows the tau actually used):
         * ``"paper"``: ``tau = ceil(1/epsilon)`` (Thm 1); a ``ValueError`` when
-          ``epsilon < 1/T`` (tau > T, P3). Base constants are the lemma-level formulas at the
-          base learner's real horizon ``T_B = floor(T/tau)`` and noise ``lam = 1/(epsilon tau)``
-          (brief 004 §2.3 "exact" column, P1): HTINF ``sigma = sqrt(2 + 4 lam^2)`` (P24);
-          EXP3 Cor. 22's eta and ``gamma = 4 eta lam m log(m T_B)`` (``ValueError`` if
+          ``epsilon < 1/T`` (tau > T, erratum E-PAB-3). Base constants are the lemma-level formulas
+          at the base learner's real horizon ``T_B = floor(T/tau)`` and noise
+          ``lam = 1/(epsilon tau)`` (erratum E-PAB-1): HTINF ``sigma = sqrt(2 + 4 lam^2)`` (erratum
+          E-PAB-24); EXP3 Cor. 22's eta and ``gamma = 4 eta lam m log(m T_B)`` (``ValueError`` if
           gamma > 1); FTPL-GR Lemma 25's ``M = ceil(sqrt(m T_B))`` and eta.
         * ``"calibrated"``: tau minimises ``tau R~_B(T_B, m, 1/(epsilon tau)) + tau`` over a
           log grid with ``tau <= T // 10``; base constants as above at that tau.
@@ -339,11 +339,11 @@ class PrivateBanditOverExperts(_BatchedConversion):
 
     ``epsilon=math.inf`` feeds the exact batch means (claim: not private). Deviations: epsilon > 1
     is allowed (tau = 1) although the theorems assume epsilon <= 1;
-    the paper's closed-form constants are replaced by the lemma-level ones (P1); log guards
-    (P5); losses are clipped to [0, 1] (P9).
+    the paper's closed-form constants are replaced by the lemma-level ones (erratum E-PAB-1);
+    log guards (E-PAB-5); losses are clipped to [0, 1], the range Lemma 3's sensitivity assumes.
 
     Args:
-        n_experts: N (the env's; for Alg. 1 it only sizes the advice it ignores).
+        n_experts: N (the env's; for Algorithm 1 it only sizes the advice it ignores).
         horizon: T.
         n_arms: K (>= 2).
         epsilon: privacy parameter (> 0); delta must be 0 (pure DP).
@@ -367,9 +367,9 @@ class PrivateBanditOverExperts(_BatchedConversion):
 
     def _claim_notes(self) -> str:
         return (
-            "trailing partial batch never released; advice treated as public (P19): the chosen "
-            "experts are also private with respect to the advice (Thm 7 remark), but the played "
-            "arms are not, since each is drawn from that round's advice"
+            "trailing partial batch never released; advice treated as public (erratum "
+            "E-PAB-19): the chosen experts are also private with respect to the advice (Thm 7 "
+            "remark), but the played arms are not, since each is drawn from that round's advice"
         )
 
     def _play(self, obs: BanditObs) -> np.ndarray:

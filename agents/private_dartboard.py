@@ -1,9 +1,9 @@
-"""Private shrinking dartboard (brief 002 Alg. 1) and its batched variant (Thm 5 / Cor. 6).
+"""Private shrinking dartboard (Algorithm 1) and its batched variant (Thm 5 / Cor. 6).
 
 Source: Asi, Feldman, Koren & Talwar 2023, "Private Online Prediction from Experts: Separations
-and Faster Rates", Algorithm 1, Theorem 2, Corollaries 3-4, Theorem 5, Corollary 6 (brief 002
-§2.1-§2.2, §5, Pitfalls 1-14). The mechanism is the shared core of :mod:`agents._lazy_sampler`
-with weights ``(1 - eta)^L = exp(-lam L)``, ``lam = ln(1/(1 - eta))``.
+and Faster Rates", Algorithm 1, Theorem 2, Corollaries 3-4, Theorem 5, Corollary 6
+(Section 3.1; errata E-AFKT-1 to E-AFKT-12). The mechanism is the shared core of
+:mod:`agents._lazy_sampler` with weights ``(1 - eta)^L = exp(-lam L)``, ``lam = ln(1/(1 - eta))``.
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ class DartboardParameters:
         p: forced-switch probability per decision.
         budget: the paper's K; the learner makes at most ``K - 1`` resamples (k starts at 1).
         batch: rounds per block (1 for Alg. 1).
-        epsilon_exact: epsilon of the exact accountant (brief 002 §5) charging
+        epsilon_exact: epsilon of the exact accountant
+            (:mod:`dp_experts_env.privacy.exact_accountants`) charging
             :func:`max_resamples` resamples (``K - 1``, at most the number of decisions).
         epsilon_paper: the paper's closed form (Thm 2 / Thm 5; derived pure analogue for
             batch > 1) with ``K = 4 T p / B``.
@@ -82,7 +83,7 @@ def paper_batch_size(n_experts: int, horizon: int, epsilon: float, delta: float)
 
 
 def balanced_batch_size(n_experts: int, horizon: int, epsilon: float, delta: float) -> int:
-    """The batch that balances Cor. 6's two regret terms (brief 002 §2.2, Pitfall 9).
+    """The batch that balances Cor. 6's two regret terms (erratum E-AFKT-9).
 
     ``B* = (400 ln^{2/3}(1/delta) ln(d) / (T^{1/3} eps^2))^{3/5}``, rounded, clipped to [1, T].
     """
@@ -135,9 +136,9 @@ def dartboard_parameters(
     ``tuning="paper"``: Corollary 3 (``delta > 0``) or Corollary 4 (``delta = 0``) for
     ``batch = 1``; Corollary 6's ``p = (B / (T ln(1/delta)))^{1/3}``, ``eta = B p eps / 40`` for
     ``batch > 1`` (approximate DP only). The corollaries assume ``epsilon <= 1``; larger targets
-    run at ``epsilon = 1`` (Pitfall 5). ``tuning="calibrated"``: for each ``p`` on a geometric grid
-    the largest ``eta <= min(p, sqrt(B ln d / T))`` whose spend under the mode's accountant
-    (exact for ``"strict"``, the paper's closed form for ``"paper"``) is at most epsilon
+    run at ``epsilon = 1`` (erratum E-AFKT-5). ``tuning="calibrated"``: for each ``p`` on a
+    geometric grid the largest ``eta <= min(p, sqrt(B ln d / T))`` whose spend under the mode's
+    accountant (exact for ``"strict"``, the paper's closed form for ``"paper"``) is at most epsilon
     (bisection), keeping the ``p`` with the smallest regret bound.
 
     Explicit ``eta``, ``p`` or ``budget`` override the derived values.
@@ -188,7 +189,7 @@ def dartboard_parameters(
                 "only: pass delta > 0, or tuning='calibrated' for the derived pure-DP accountant"
             )
         p = min(p_paper, P_MAX) if p is None else p
-        if eta is None:  # eta <= p (Pitfall 4); Cor. 6 can ask for eta > p when B > 40/eps.
+        if eta is None:  # eta <= p (E-AFKT-4); Cor. 6 can ask for eta > p when B > 40/eps.
             eta = min(p * scale, p, P_MAX)
     elif p is None:
         # Corollary 3/4/6's p is a candidate, so calibrating never does worse than the paper.
@@ -212,7 +213,7 @@ def dartboard_parameters(
         )
     k = dartboard_budget(p, t, batch) if budget is None else budget
     if eta > p:
-        raise ValueError(f"eta must be <= p (brief 002 Pitfall 4), got eta={eta:g} > p={p:g}")
+        raise ValueError(f"eta must be <= p (docs/errata.md E-AFKT-4), got eta={eta:g} > p={p:g}")
     exact = float(_spend("strict", eta, p, k, t, delta, batch))
     if exact > epsilon * (1 + _SLACK):
         raise ValueError(
@@ -280,38 +281,40 @@ def _calibrated_eta(
 class PrivateShrinkingDartboard(LazySampler):
     """Private shrinking dartboard: Hedge's marginals, few data-dependent switches.
 
-    Source: brief 002 §2.1 (Asi, Feldman, Koren & Talwar 2023, Algorithm 1, Theorem 2,
-    Corollaries 3 and 4). Built for oblivious (and stochastic) adversaries: the regret bound
+    Source: Asi, Feldman, Koren & Talwar 2023, "Private Online Prediction from Experts:
+    Separations and Faster Rates", Section 3.1: Algorithm 1, Theorem 2, Corollaries 3 and 4. Built
+    for oblivious (and stochastic) adversaries: the regret bound
     ``eta T + ln(d)/eta + 2 T exp(-T p / 3)`` holds against them only.
 
     Algorithm: round 1 plays a uniform expert. Each later round keeps the held expert ``x`` with
     probability ``(1 - p)(1 - eta)^{l(x)}`` (``l`` the previous round's loss), and otherwise draws
     afresh from ``P(i) ∝ (1 - eta)^{L(i)}`` (exponential mechanism on cumulative losses) while
-    ``k < K``; ``k`` starts at 1 (Pitfall 1), so at most ``K - 1`` resamples; once the budget is
-    spent the expert is frozen (Pitfall 2). Resampling may return the same expert and still
-    counts (Pitfall 15).
+    ``k < K``; ``k`` starts at 1 (erratum E-AFKT-1), so at most ``K - 1`` resamples; once the budget
+    is spent the expert is frozen (E-AFKT-2). Resampling may return the same expert and still counts
+    (E-AFKT-15).
 
     Privacy claim: ``(epsilon, delta)``-DP (pure when ``delta = 0``) of the action sequence under
-    replace-one-round neighbours, against adaptive adversaries (brief 002 §1: the paper's
-    Definition 1 is adaptive DP; the per-step costs condition on the released past, and the
+    replace-one-round neighbours, against adaptive adversaries (the paper's Definition 1 is
+    adaptive DP; the per-step costs condition on the released past, and the
     budget caps the resamples). Accountant (``mode="strict"``): the exact per-step accountant of
-    brief 002 §5 -- switch coin ``max(lam, ln((1 - (1-p)(1-eta))/p))`` plus ``K - 1`` resamples of
-    ``2 lam`` each, basic composition (pure) or the better of basic and advanced composition
-    (``delta > 0``). ``mode="paper"``: Theorem 2's closed form is the accountant used to
-    calibrate and is reported as ``epsilon_paper``; the exact accountant still certifies.
+    :mod:`dp_experts_env.privacy.exact_accountants` -- switch coin
+    ``max(lam, ln((1 - (1-p)(1-eta))/p))`` plus ``K - 1`` resamples of ``2 lam`` each, basic
+    composition (pure) or the better of basic and advanced composition (``delta > 0``).
+    ``mode="paper"``: Theorem 2's closed form is the accountant used to calibrate and is reported as
+    ``epsilon_paper``; the exact accountant still certifies.
 
     Tuning: ``"calibrated"`` (default) -- grid over p, bisection on eta under the mode's
     accountant with eta capped at Hedge's rate ``sqrt(8 ln d / T)``, smallest
     :func:`selection_bound` (Theorem 2's bound with Hoeffding's 1/8). ``"paper"`` -- Corollary 3
     (``delta > 0``: ``p = (T ln(1/delta))^{-1/3}``, ``eta = p eps0 / 20``) or Corollary 4
     (``delta = 0``: ``p = T^{-1/2}``, ``eta = p eps / 20``), ``K = max(1, floor(4 T p))``, at
-    ``min(epsilon, 1)`` (Pitfall 5). The claim states the exact accountant's epsilon, which is
-    below the requested one once eta reaches Hedge's rate. ``epsilon=math.inf``: ``p = 0``, an
+    ``min(epsilon, 1)`` (erratum E-AFKT-5). The claim states the exact accountant's epsilon, which
+    is below the requested one once eta reaches Hedge's rate. ``epsilon=math.inf``: ``p = 0``, an
     unlimited budget and Hedge's rate, i.e. the non-private shrinking dartboard.
 
     Args:
         n_experts: d.
-        horizon: T (needed in advance, Pitfall 24).
+        horizon: T (needed in advance: p, eta and K depend on it).
         epsilon: target epsilon.
         delta: target delta; default 1e-6 (approximate DP, Corollary 3); 0 for pure DP.
         mode: ``"strict"`` or ``"paper"`` (which accountant calibrates; see above).
@@ -322,8 +325,8 @@ class PrivateShrinkingDartboard(LazySampler):
             and K; must satisfy ``0 < eta <= p < 1/2`` and spend at most epsilon.
         num_envs: B runs. seed: int, sequence or None. n_arms: ignored.
 
-    Deviations: ``K`` is an integer ``max(1, floor(4 T p))`` (Pitfall 3); derived ``p`` is capped
-    at 0.45 and ``eta`` at ``p`` so tiny horizons stay inside the theorem's range; losses are
+    Deviations: ``K`` is an integer ``max(1, floor(4 T p))`` (erratum E-AFKT-3); derived ``p`` is
+    capped at 0.45 and ``eta`` at ``p`` so tiny horizons stay inside the theorem's range; losses are
     clipped to [0, 1].
 
     Attributes:
@@ -426,27 +429,28 @@ class PrivateShrinkingDartboard(LazySampler):
 class BatchedPrivateShrinkingDartboard(PrivateShrinkingDartboard):
     """The private shrinking dartboard run on block-averaged losses, one expert per block.
 
-    Source: brief 002 §2.2 (Asi, Feldman, Koren & Talwar 2023, Section 3.1.1, Theorem 5,
-    Corollary 6). Built for oblivious adversaries in the high-privacy regime (small epsilon).
+    Source: Asi, Feldman, Koren & Talwar 2023, "Private Online Prediction from Experts:
+    Separations and Faster Rates", Section 3.1.1: Theorem 5, Corollary 6. Built for oblivious
+    adversaries in the high-privacy regime (small epsilon).
 
-    Algorithm: rounds are cut into disjoint blocks of ``B`` rounds (Pitfall 10); Algorithm 1 runs
-    on the block averages ``(1/B) sum l_t`` (horizon ``ceil(T/B)``,
+    Algorithm: rounds are cut into disjoint blocks of ``B`` rounds (erratum E-AFKT-10); Algorithm 1
+    runs on the block averages ``(1/B) sum l_t`` (horizon ``ceil(T/B)``,
     ``K = max(1, floor(4 T p / B))``) and its choice is played for the whole next block. A short
     final block is never used.
 
     Batch size (``batch_size=``): ``"balanced"`` (default) -- the size that balances Cor. 6's two
-    regret terms, ``B* = (400 ln^{2/3}(1/delta) ln d / (T^{1/3} eps^2))^{3/5}`` (brief 002 §2.2,
-    Pitfall 9); ``"paper"`` -- Cor. 6's printed ``B ∝ eps^{-3/5}``; or an integer in [1, T].
+    regret terms, ``B* = (400 ln^{2/3}(1/delta) ln d / (T^{1/3} eps^2))^{3/5}`` (erratum
+    E-AFKT-9); ``"paper"`` -- Cor. 6's printed ``B ∝ eps^{-3/5}``; or an integer in [1, T].
     Under ``tuning="paper"`` both formulas use ``min(epsilon, 1)``. Under the default
     ``tuning="calibrated"``, ``"balanced"`` picks the power of two up to 4x the balance (at the
     requested epsilon) with the smallest :func:`selection_bound`; the block shrinks to 1 as
     privacy stops binding (and is 1 at ``epsilon=math.inf``).
 
-    Privacy claim: as :class:`PrivateShrinkingDartboard` with per-step costs ``e_sw =
-    max(lam/B, ln((1 - (1-p)(1-eta)^{1/B})/p))`` and ``e_rs = 2 lam / B`` (brief 002 §5).
-    ``mode="paper"`` calibrates with Theorem 5's closed form (``delta > 0``) or the derived pure
-    analogue ``eta/(Bp) + 16 T p eta / B^2`` (Pitfall 11). Theorem 5's printed sqrt(12) makes that
-    closed form exceed epsilon at Corollary 6's parameters (Pitfall 8); the exact accountant
+    Privacy claim: as :class:`PrivateShrinkingDartboard` with per-step costs ``e_sw = max(lam/B,
+    ln((1 - (1-p)(1-eta)^{1/B})/p))`` and ``e_rs = 2 lam / B`` (exact accountant). ``mode="paper"``
+    calibrates with Theorem 5's closed form (``delta > 0``) or the derived pure analogue
+    ``eta/(Bp) + 16 T p eta / B^2`` (erratum E-AFKT-11). Theorem 5's printed sqrt(12) makes that
+    closed form exceed epsilon at Corollary 6's parameters (erratum E-AFKT-8); the exact accountant
     certifies them, and the claim says which is which.
 
     Tuning: ``"paper"`` -- Corollary 6's ``p = (B/(T ln(1/delta)))^{1/3}``, ``eta = B p eps/40``
@@ -548,5 +552,5 @@ class BatchedPrivateShrinkingDartboard(PrivateShrinkingDartboard):
 
     def _paper_rule(self) -> str:
         if self.delta == 0:
-            return "derived pure analogue of Theorem 5 (Pitfall 11)"
+            return "derived pure analogue of Theorem 5 (erratum E-AFKT-11)"
         return "Theorem 5 closed form"

@@ -1,10 +1,11 @@
-"""Private lazy Hedge: the discrete (experts) form of P-COMW, brief 001 §2.6 (D1-unnorm).
+"""Private lazy Hedge: the discrete (experts) form of P-COMW, unnormalised-ratio variant.
 
 Source: Agarwal, Kale, Singh & Thakurta, "Improved Differentially Private and Lazy Online Convex
-Optimization", Algorithm 1 (P-COMW) specialised to N experts by brief 001 §2.6 [DERIVED]: on a
-finite set the strong-convexity term is constant, the Gibbs law is Hedge's ``exp(-beta L)``, and
-the rejection step becomes the Geulen-Voecking-Winkler dartboard with forced resampling and a
-switch budget. The mechanism is :mod:`agents._lazy_sampler` with inverse temperature ``beta``.
+Optimization", Algorithm 1 (P-COMW) specialised to N experts (derived for this suite,
+docs/algorithms.md): on a finite set the strong-convexity term is constant, the Gibbs law is Hedge's
+``exp(-beta L)``, and the rejection step becomes the Geulen-Voecking-Winkler dartboard with forced
+resampling and a switch budget. The mechanism is :mod:`agents._lazy_sampler` with inverse
+temperature ``beta``.
 """
 
 from __future__ import annotations
@@ -70,11 +71,11 @@ def lazy_hedge_parameters(
 ) -> LazyHedgeParameters:
     """Beta, p and budget of private lazy Hedge from (N, T, epsilon, delta) alone.
 
-    ``tuning="paper"`` is brief 001 §2.6's recipe: ``p = (6T)^{-1/3}``, beta by bisection on the
+    ``tuning="paper"`` is the derivation's recipe: ``p = (6T)^{-1/3}``, beta by bisection on the
     accountant, then ``beta <- min(beta, sqrt(8 ln N / T))`` (Hedge's non-private rate), budget
     ``3 ptilde T``. ``tuning="calibrated"`` also searches ``p`` on a geometric grid for the
     smallest regret bound. ``mode="paper"`` charges the composition with ``delta/2`` (the
-    paper's Theorem DP split, used in the brief's §5.4 table); ``"strict"`` uses the full delta,
+    paper's Theorem "DP" split); ``"strict"`` uses the full delta,
     which is valid because every per-step delta is 0.
 
     Raises:
@@ -153,12 +154,13 @@ def _bound(beta, p, t: int, n: int, budget: float | None):
     summary="Hedge sampled lazily with forced resamples and a budget (P-COMW on experts, 001)",
 )
 class PrivateLazyHedge(LazySampler):
-    """Private lazy Hedge (D1-unnorm): exponential weights, resampled rarely.
+    """Private lazy Hedge (unnormalised ratio): exponential weights, resampled rarely.
 
-    Source: brief 001 §2.6 (discrete form of Algorithm 1, P-COMW, of Agarwal, Kale, Singh &
-    Thakurta; same mechanism as brief 002's private shrinking dartboard with ``e^{-beta l}`` in
-    place of ``(1 - eta)^l``). Built for oblivious (and stochastic) adversaries: the regret bound
-    ``ln(N)/beta + beta T/8 + 2 T exp(-ptilde T)`` holds against them only.
+    Source: the discrete form of Algorithm 1 (P-COMW, Section 4) of Agarwal, Kale, Singh &
+    Thakurta, "Improved Differentially Private and Lazy Online Convex Optimization" (derived for
+    this suite; same mechanism as Asi, Feldman, Koren & Talwar's private shrinking dartboard with
+    ``e^{-beta l}`` in place of ``(1 - eta)^l``). Built for oblivious (and stochastic) adversaries:
+    the regret bound ``ln(N)/beta + beta T/8 + 2 T exp(-ptilde T)`` holds against them only.
 
     Algorithm: ``I_1`` uniform, ``b = 0``. After round t: ``L += g_t``; switch when ``b < B`` and
     (``U' < p`` or ``U >= exp(-beta g_t(I_t))``); a switch sets ``b += 1`` and draws
@@ -167,8 +169,8 @@ class PrivateLazyHedge(LazySampler):
 
     Privacy claim: ``(epsilon, delta)``-DP of the action sequence (pure when ``delta = 0``),
     replace-one-round neighbours, against adaptive adversaries (the paper's footnote 3: adaptive
-    composition). Accountant (brief 001 §2.6): ``beta/p`` for the coin reading the changed loss,
-    ``2 beta`` per later resample (at most ``ceil(B)``); composed by
+    composition). Accountant (:mod:`dp_experts_env.privacy.exact_accountants`): ``beta/p`` for the
+    coin reading the changed loss, ``2 beta`` per later resample (at most ``ceil(B)``); composed by
     ``1.5 S2 + sqrt(6 S2 ln(1/delta'))``, ``S2 = (beta/p)^2 + 4 beta^2 ceil(B)``, or by basic
     composition when that is smaller (always when ``delta = 0``).
 
@@ -189,8 +191,8 @@ class PrivateLazyHedge(LazySampler):
             switch budget B (default ``3 ptilde T``, ``ptilde = p + (1 - p)(1 - e^{-beta})``).
         num_envs: B runs. seed: int, sequence or None. n_arms: ignored.
 
-    Deviations: the D1-unnorm derivation itself is the brief's, not the paper's (the paper has
-    no experts algorithm); losses are clipped to [0, 1] (P14).
+    Deviations: the discrete derivation itself is the suite's, not the paper's (the paper has
+    no experts algorithm); losses are clipped to [0, 1], the range the accountant assumes.
 
     Attributes:
         beta, p, budget: parameters in use; ``max_resamples = min(ceil(budget), T - 1)``.
@@ -253,7 +255,7 @@ class PrivateLazyHedge(LazySampler):
 
     @property
     def privacy(self) -> PrivacyClaim:
-        """Brief 001 §2.6 accountant; adaptive DP, oblivious-only regret."""
+        """The exact accountant of the discrete form; adaptive DP, oblivious-only regret."""
         comp = (
             "basic composition"
             if self.delta == 0

@@ -1,9 +1,9 @@
-"""Randomized-prefix softmax (Cesari & Colomboni 2026; brief 003): horizon-free private FTL.
+"""Randomized-prefix softmax (Cesari & Colomboni 2026): horizon-free private FTL.
 
 Source: T. Cesari and R. Colomboni, "Optimal Gap-Dependent Regret for Private Stochastic
 Decision-Theoretic Online Learning" (arXiv:2605.29148), Section 4 (the algorithm), Lemma 3 and
-Proposition 1 (privacy), Theorem 1 (regret); brief 003 §2, §5.6 (restart variants) and
-Pitfalls P1-P21.
+Proposition 1 (privacy, Section 5.2), Theorem 1 (regret). The restart variants for shifting
+losses are the suite's additions, not the paper's.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ PREFIXES = ("random", "full")
 
 
 def selection_law(block_losses: np.ndarray, eta: float, prefix: str = "random") -> np.ndarray:
-    """Exact law of the action chosen from one block's losses (brief 003 §2.6).
+    """Exact law of the action chosen from one block's losses (Section 4 with Lemma 3).
 
     Args:
         block_losses: (n, N) loss vectors of the block, in order (n = 1 or an even length).
@@ -58,23 +58,27 @@ def selection_law(block_losses: np.ndarray, eta: float, prefix: str = "random") 
 @register(
     "randomized-prefix-softmax",
     private=True,
-    summary="horizon-free private FTL: softmax on a random prefix of dyadic blocks (brief 003)",
+    summary="horizon-free private FTL (Cesari & Colomboni): softmax on a random block prefix",
 )
 class RandomizedPrefixSoftmax(PrivateAgent):
     """Randomized-prefix softmax: one exponential-mechanism pick per dyadic block.
 
-    Source: brief 003 §2.4-§2.5 (Cesari & Colomboni 2026, Section 4, Theorem 1). Built for
+    Source: Cesari & Colomboni 2026, "Optimal Gap-Dependent Regret for Private Stochastic
+    Decision-Theoretic Online Learning", Section 4 and Theorem 1. Built for
     stochastic (i.i.d.) losses with a unique best expert: expected pseudo-regret at most
     ``1 + 800 ln N / Delta_min + 16 ln N / eta`` for every T (horizon-free). No guarantee against
-    oblivious or adaptive sequences (the public clock is easy to exploit, §5.5).
+    oblivious or adaptive sequences (the public clock is easy to exploit: the oblivious family
+    ``dyadic_alternating`` defeats it).
 
     Algorithm: blocks ``B_r = {2^r, ..., 2^{r+1} - 1}`` (1-based rounds). Block 0 plays a uniform
     expert; block ``r + 1`` plays ``A_{r+1} ~ softmax(-eta L_r(M_r))``, where ``L_r(m)`` sums the
-    first m loss vectors of block r only (forgetful, P3) and ``M_r`` is uniform on
-    ``{2^{r-1} + 1, ..., 2^r}`` (``M_0 = 1``), drawn from the agent's own stream at the start of
-    the block (equivalent in law, §2.5), never from data. ``eta = min(epsilon/2, eta_cap)``.
+    first m loss vectors of block r only (forgetful: earlier blocks are never reused) and ``M_r`` is
+    uniform on ``{2^{r-1} + 1, ..., 2^r}`` (``M_0 = 1``), drawn from the agent's own stream at the
+    start of the block (equivalent in law to the paper's draw after the block), never from data.
+    ``eta = min(epsilon/2, eta_cap)``.
 
-    Restart variants for shifting losses (``restarts=``, brief 003 §5.6; all data-independent):
+    Restart variants for shifting losses (``restarts=``, the suite's additions; all
+    data-independent):
         * ``"none"`` -- the paper's algorithm.
         * ``"periodic"`` -- every ``window`` rounds the learner restarts from scratch (fresh
           uniform expert, clock back to block 0; a pending pick is discarded).
@@ -90,7 +94,7 @@ class RandomizedPrefixSoftmax(PrivateAgent):
     one pick and the rest of the schedule is data-independent (Proposition 1's factorisation),
     so the run is ``2 eta = min(epsilon, 2 eta_cap)``-DP. ``holds_against="oblivious"``: the paper
     proves fixed loss sequences only; the factorisation plausibly extends to adaptive losses
-    (each block's action is fixed before its losses), which brief 003 §5.5 leaves open.
+    (each block's action is fixed before its losses), which this suite leaves open.
 
     Modes and tunings: no erratum touches privacy and there is nothing to tune, so both values
     of ``mode`` and ``tuning`` run the paper's algorithm (accepted for a uniform interface).
@@ -110,9 +114,9 @@ class RandomizedPrefixSoftmax(PrivateAgent):
 
     The claim certifies ``2 eta = min(epsilon, 2 eta_cap)``, not the requested epsilon when the cap
     binds; ``epsilon=math.inf`` with ``eta_cap=math.inf`` is FTL on the random prefix. Deviations:
-    the prefix length is drawn at the start of each block (§2.5, equal in law);
-    losses are clipped to [0, 1] (P9); restarts and the full-prefix ablation are the brief's, not
-    the paper's.
+    the prefix length is drawn at the start of each block (equal in law);
+    losses are clipped to [0, 1] (sensitivity 1 needs them there); restarts and the full-prefix
+    ablation are the suite's, not the paper's.
 
     Attributes:
         eta: the inverse temperature in use. epsilon_spent: ``2 eta``.
@@ -230,7 +234,7 @@ class RandomizedPrefixSoftmax(PrivateAgent):
     def _learn(self, obs: np.ndarray) -> None:
         self._position += 1
         inside = (self._position <= self.prefix_length)[:, None]
-        # Sensitivity 1 needs losses in [0, 1] (P9).
+        # Sensitivity 1 (Lemma 3) needs losses in [0, 1].
         self._prefix_sum += np.where(inside, np.clip(obs, 0.0, 1.0), 0.0)
         if self._position < self._block_length(self.block_index):
             return

@@ -106,7 +106,7 @@ def make(name: str, env: Any = None, **params: Any) -> Agent:
     With ``env``, N, T, K and B (``num_envs``) are read from it, and a learner that cannot use
     the env's feedback is refused. Learners tuned for a switch budget (those whose constructor
     takes ``n_switches``) receive the env's comparator budget S unless it is given: S is public
-    in the tracking-the-best-expert setting (brief 000 §1.2). Without ``env``, pass
+    in the tracking-the-best-expert setting (Asi, Raman & Saha, Section 2.1). Without ``env``, pass
     ``n_experts=``, ``horizon=`` (and ``n_arms=``). Every other keyword goes to the learner
     (``epsilon``, ``seed``, ``mode``, ...).
     """

@@ -1,7 +1,7 @@
 """Limited updates restarted by a sparse-vector shift detector (shifting-stochastic losses).
 
-Source: brief 000 §3.2, Algorithm 2 and Theorem 3.6 of Asi, Raman & Saha 2025, "Tracking the
-Best Expert Privately".
+Source: Algorithm 2 and Theorem 3.6 (Section 3.2) of Asi, Raman & Saha 2025, "Tracking the Best
+Expert Privately".
 """
 
 from __future__ import annotations
@@ -108,12 +108,13 @@ class _RunsView(BatchRNG):
 @register(
     "svt-restart",
     private=True,
-    summary="limited updates + sparse-vector restarts on detected shifts (brief 000 Alg. 2)",
+    summary="limited updates + sparse-vector restarts on detected shifts (ARS Algorithm 2)",
 )
 class SVTRestart(PrivateAgent):
     """Limited updates (eps/2) restarted whenever AboveThreshold (eps/2) detects window regret.
 
-    Source: brief 000 §3.2 (Algorithm 2, Lemmas 3.4–3.5, Theorem 3.6 of Asi, Raman & Saha 2025).
+    Source: Algorithm 2, Lemmas 3.4–3.5 and Theorem 3.6 (Section 3.2) of Asi, Raman & Saha 2025,
+    "Tracking the Best Expert Privately".
     Built for shifting-stochastic adversaries (i.i.d. losses between change points).
 
     An epoch runs a fresh :class:`~agents.limited_updates.LimitedUpdates` instance on a local
@@ -127,36 +128,36 @@ class SVTRestart(PrivateAgent):
 
     When it fires, both parts restart: a new limited-updates instance and a new detector with a
     fresh noisy threshold. ``max_restarts`` caps restarts; after the cap the last epoch's
-    limited-updates instance continues with no detector (P10).
+    limited-updates instance continues with no detector (erratum E-ARS-10).
 
     Privacy claim: pure ``epsilon``-DP against adaptive adversaries. Accountant: selections are
     report-noisy-min / exponential mechanism at ``epsilon/2`` on disjoint windows; the detector is
     AboveThreshold at ``epsilon/2`` with threshold noise ``Lap(2 D/(eps/2))`` and query noise
-    ``Lap(4 D/(eps/2))`` for queries of sensitivity ``D = 2`` (P6: one replaced loss vector moves
-    the learner's window loss by 1 and the min term by 1, so every window query, and hence their
-    maximum Q_t, moves by at most 2; the plays inside the queries are released outputs of the
-    selection half, adaptive composition); epochs are data-disjoint (the new epoch
-    starts at ``t + 1``, P7) with boundaries that are released outputs, so each loss meets one
+    ``Lap(4 D/(eps/2))`` for queries of sensitivity ``D = 2`` (erratum E-ARS-6: one replaced loss
+    vector moves the learner's window loss by 1 and the min term by 1, so every window query, and
+    hence their maximum Q_t, moves by at most 2; the plays inside the queries are released outputs
+    of the selection half, adaptive composition); epochs are data-disjoint (the new epoch starts at
+    ``t + 1``, erratum E-ARS-7) with boundaries that are released outputs, so each loss meets one
     selection and one detector instance; basic composition of the two halves.
 
     Modes (privacy):
-        * ``mode="strict"`` (default): D = 2 and the next epoch starts at ``t + 1`` (P6, P7);
-          the inner bound Reg uses the inner budget ``epsilon/2`` and alpha is computed from the
-          detector's own parameters (P4, P5).
+        * ``mode="strict"`` (default): D = 2 and the next epoch starts at ``t + 1`` (E-ARS-6,
+          E-ARS-7); the inner bound Reg uses the inner budget ``epsilon/2`` and alpha is computed
+          from the detector's own parameters (E-ARS-4, E-ARS-5).
         * ``mode="paper"``: D = 1 and the next epoch starts at ``t`` (round t reused by the next
           selection and detector), with the paper's Reg (``epsilon``) and alpha. Not certified:
           the sensitivity-1 noise is really an ``epsilon``-DP detector instead of ``epsilon/2``,
           and a restart round's loss meets the old detector, the new one and the new epoch's
           first selection: ``eps + eps + eps/2``, so only ``2.5 epsilon`` is certified.
 
-    Thresholds (never affect privacy; P11), with ``beta`` (default ``1/T`` for the paper tuning,
-    the stated false-alarm level 0.05 for the calibrated one), ``eps1 = epsilon/2``
-    (strict) or ``epsilon`` (paper), ``k = T`` the number of queries one detector may answer and
-    ``W`` the number of (window, round) pairs it may examine:
+    Thresholds (never affect privacy, only the noise scales do), with ``beta`` (default ``1/T`` for
+    the paper tuning, the stated false-alarm level 0.05 for the calibrated one),
+    ``eps1 = epsilon/2`` (strict) or ``epsilon`` (paper), ``k = T`` the number of queries one
+    detector may answer and ``W`` the number of (window, round) pairs it may examine:
         * ``tuning="paper"``: Theorem 3.1 / Algorithm 2 constants,
           ``Reg(w) = 16 log(NT/beta)/eps1 + 9 sqrt(w log(TN/beta))``; ``alpha =
           8 D (log k + log(2 T/beta))/(eps/2)`` (strict: Lemma 2.4 with the detector's own
-          parameters, P5) or ``16 (2 log T + log(2/beta))/eps`` (paper, as printed).
+          parameters, E-ARS-5) or ``16 (2 log T + log(2/beta))/eps`` (paper, as printed).
         * ``tuning="calibrated"`` (default): each term of the slack is the tail bound, at level
           beta, of the quantity it must cover while losses are stationary (no loose constants):
           ``Reg(w) = sqrt(2 (w+1) log(N W/beta)) + 2 s1 log(N J/beta)`` -- Hoeffding for the
@@ -175,7 +176,7 @@ class SVTRestart(PrivateAgent):
     the selections' and the detector's guarantees (docs/algorithms.md, Calibration).
 
     Window grids (``window_grid=``):
-        * ``"dyadic"`` (default; a deviation from the paper, P9): windows start at the last
+        * ``"dyadic"`` (default; a deviation from the paper, E-ARS-9): windows start at the last
           ``DYADIC_STARTS`` = 8 multiples of ``2^k`` (local time) for every level k, i.e. at most
           8 (log2 T + 1) queries per round with O(N log T) memory; any window inside the epoch
           contains a tested window of more than 3/4 of its length. Makes T = 10^5 practical.
@@ -183,11 +184,11 @@ class SVTRestart(PrivateAgent):
           O(N T) memory per run (refused above 1 GiB).
 
     Deviations: one AboveThreshold query per round, the maximum of the window queries, instead of
-    one query per window with fresh noise each (P9's loop): the maximum of 2-sensitive queries is
-    2-sensitive, so privacy is unchanged and the detector answers k = T queries instead of
-    ~T^2/2, which lowers alpha; argmin, not argmax (P1); play before receiving the loss and run
-    all T rounds (P8); a new epoch's first expert is uniform (P2); losses are clipped to [0, 1]
-    before use; the dyadic grid (above) is the default.
+    one query per window with fresh noise each (erratum E-ARS-9): the maximum of 2-sensitive queries
+    is 2-sensitive, so privacy is unchanged and the detector answers k = T queries instead of
+    ~T^2/2, which lowers alpha; argmin, not argmax (E-ARS-1); play before receiving the loss and run
+    all T rounds (E-ARS-8); a new epoch's first expert is uniform (E-ARS-2); losses are clipped to
+    [0, 1] before use; the dyadic grid (above) is the default.
 
     Randomness: the detector's query and threshold noise come from the agent's main stream
     every round; a selection's noise (and an epoch's uniform first expert) comes from a second
@@ -497,7 +498,7 @@ class SVTRestart(PrivateAgent):
         if self.max_restarts is not None:
             self._active &= self.restarts < self.max_restarts
         if self.mode == "strict":
-            # P7: the new epoch starts at t + 1 and never sees l_t.
+            # Erratum E-ARS-7: the new epoch starts at t + 1 and never sees l_t.
             self.epoch_start[fired] = t + 1
             self._window[fired] = 0.0
             if self.window_grid == "dyadic":

@@ -1,4 +1,4 @@
-"""The one table of environment ids: id -> kind, entry points, defaults.
+"""The registered environment ids: one per row of the kind table (:mod:`dp_experts_env.kinds`).
 
 :func:`register_envs` (called when :mod:`dp_experts_env` is imported) registers every id with
 Gymnasium, so ``gymnasium.make(id, **kwargs)`` builds the single env and
@@ -13,17 +13,14 @@ from typing import Any
 
 import gymnasium as gym
 
-from dp_experts_env.envs.factory import KINDS
+from dp_experts_env.kinds import FEEDBACKS, KINDS
 
 __all__ = ["RegisteredEnv", "ENVS", "ENV_IDS", "register_envs", "env_entry"]
-
-_FULL = ("dp_experts_env.envs:ExpertsEnv", "dp_experts_env.envs:ExpertsVectorEnv")
-_BANDIT = ("dp_experts_env.envs:BanditAdviceEnv", "dp_experts_env.envs:BanditAdviceVectorEnv")
 
 
 @dataclass(frozen=True)
 class RegisteredEnv:
-    """One registered environment.
+    """One registered environment (a view of its row of the kind table).
 
     Attributes:
         id: the Gymnasium id.
@@ -42,52 +39,24 @@ class RegisteredEnv:
     @property
     def feedback(self) -> str:
         """``"full"``, ``"bandit"`` or ``"oco"`` (continuous actions, gradient feedback)."""
-        if self.kind == "oco":
-            return "oco"
         return KINDS[self.kind].feedback
 
     @property
     def summary(self) -> str:
         """One line describing the loss model."""
-        if self.kind == "oco":
-            return _OCO_SUMMARY
         return KINDS[self.kind].summary
 
 
-def _entry(env_id: str, kind: str) -> RegisteredEnv:
+def _entry(kind: str) -> RegisteredEnv:
     spec = KINDS[kind]
-    single, vector = _BANDIT if spec.feedback == "bandit" else _FULL
-    defaults: dict[str, Any] = {
-        "family": spec.family,
-        "n_experts": spec.n_experts,
-        "horizon": spec.horizon,
-    }
-    if spec.n_arms is not None:
-        defaults["n_arms"] = spec.n_arms
-    return RegisteredEnv(env_id, kind, single, vector, defaults)
+    feedback = FEEDBACKS[spec.feedback]
+    defaults: dict[str, Any] = {"family": spec.family, **spec.defaults}
+    return RegisteredEnv(
+        spec.env_id, kind, feedback.entry_point, feedback.vector_entry_point, defaults
+    )
 
 
-_OCO_SUMMARY = (
-    "online linear optimisation on a box or ball: Box actions, losses <g_t, x>, ||g_t|| <= G"
-)
-_OCO = RegisteredEnv(
-    "DPExperts-OCO-v0",
-    "oco",
-    "dp_experts_env.envs.oco:OCOEnv",
-    "dp_experts_env.envs.oco:OCOVectorEnv",
-    {"family": "stochastic", "dim": 5, "horizon": 1000, "body": "box"},
-)
-
-ENVS: tuple[RegisteredEnv, ...] = (
-    _entry("DPExperts-Shift-v0", "shift"),
-    _entry("DPExperts-Stochastic-v0", "stochastic"),
-    _entry("DPExperts-Oblivious-v0", "oblivious"),
-    _entry("DPExperts-Adaptive-v0", "adaptive"),
-    _entry("DPExperts-BanditAdvice-v0", "bandit_advice"),
-    _entry("DPExperts-Bandit-v0", "bandit"),
-    _OCO,
-)
-
+ENVS: tuple[RegisteredEnv, ...] = tuple(_entry(kind) for kind in KINDS)
 ENV_IDS: tuple[str, ...] = tuple(e.id for e in ENVS)
 
 

@@ -17,7 +17,7 @@ from dp_experts_env.adversaries import (
     families,
     make_adversary,
 )
-from dp_experts_env.adversaries.adaptive import _largest_t0
+from dp_experts_env.adversaries.adaptive.lower_bounds import _largest_t0
 from dp_experts_env.adversaries.base import ADVICE_STREAM, DATA_STREAM
 from dp_experts_env.batch_rng import BatchRNG
 

@@ -1,4 +1,4 @@
-"""Environment protocol, seeding, neighbours, regret bookkeeping and validation (DESIGN §2).
+"""Environment protocol, seeding, neighbours, regret bookkeeping and validation.
 
 Most tests run the envs over the small private loss models of ``env_fixtures`` so they check the
 env mechanics alone; the registry-wide tests at the end run every registered id on its default
@@ -721,9 +721,9 @@ def test_adaptive_env_takes_a_family_name_or_a_policy_object():
 
 
 def test_registered_family_objects_keep_their_family_name():
-    from dp_experts_env.adversaries.advice import BernoulliGap
+    from dp_experts_env.adversaries.bandit import BanditBernoulliGap
 
-    env = gym.make("DPExperts-Bandit-v0", adversary=BernoulliGap(None, 50, 3, gap=0.2))
+    env = gym.make("DPExperts-Bandit-v0", adversary=BanditBernoulliGap(None, 50, 3, gap=0.2))
     assert env.unwrapped.family == "bernoulli_gap" and env.unwrapped.n_arms == 3
 
 

@@ -1,4 +1,4 @@
-"""Exact accountants: the briefs' worked numbers, bisection, monotonicity, bad input."""
+"""Exact accountants: worked reference numbers, bisection, monotonicity, bad input."""
 
 import math
 
@@ -10,11 +10,11 @@ from dp_experts_env.privacy.accounting import compose
 
 
 def sig(x: float, digits: int) -> float:
-    """``x`` rounded to ``digits`` significant figures (the briefs' printed precision)."""
+    """``x`` rounded to ``digits`` significant figures (the reference tables' precision)."""
     return float(f"{x:.{digits - 1}e}")
 
 
-# --------------------------------------------------------------------------- brief 002 §5
+# ------------------------------------------------------------- shrinking dartboard (AFKT)
 T, D, DELTA = 10_000, 100, 1e-6
 LN = math.log(1 / DELTA)
 
@@ -78,7 +78,7 @@ def test_dartboard_costs_closed_forms():
     assert ea.dartboard_resample_cost(eta) == pytest.approx(2 * lam)
     assert ea.dartboard_resample_cost(eta, batch=4) == pytest.approx(lam / 2)
     assert ea.dartboard_switch_cost(eta, p) == pytest.approx(math.log(1 + eta * (1 - p) / p))
-    # The exact costs never exceed the paper's (brief 002 Pitfall 7).
+    # The exact costs never exceed the paper's (erratum E-AFKT-7).
     assert ea.dartboard_switch_cost(eta, p) <= eta / p
     assert ea.dartboard_resample_cost(eta) <= 4 * eta
     # p = 1: the switch side costs nothing; the (conservative) stay-side bound lam remains.
@@ -98,7 +98,7 @@ def test_composition_agrees_with_the_scalar_accounting_module(eta, p, k, delta):
     assert ea.dartboard_epsilon(eta, p, k, delta) == pytest.approx(want, rel=1e-12)
 
 
-# --------------------------------------------------------------------------- brief 001 §5.4
+# ----------------------------------------------------- lazy Hedge and P-COMW (AKST)
 @pytest.mark.parametrize(
     ("t", "eps", "beta", "budget", "bound"),
     [
@@ -117,7 +117,7 @@ def test_lazy_hedge_reality_check_table(t, eps, beta, budget, bound):
 
     b = ea.calibrate(spend, eps, 1e-12, 1.0)
     b = min(b, math.sqrt(8 * math.log(n) / t))
-    # The brief prints 1.66e-3 for 1.6547e-3 (double rounding); the budget and the bound, which
+    # The reference prints 1.66e-3 for 1.6547e-3 (double rounding); the budget and the bound, which
     # depend on beta, match to the unit, so beta is checked to 0.5 %.
     assert b == pytest.approx(beta, rel=5e-3)
     assert round(ea.lazy_hedge_budget(b, p, t)) == budget
@@ -154,7 +154,7 @@ def test_pcomw_calibrated_table(t, kappa, log_phi, p, budget, box, simplex):
     assert (sig(k, 2), sig(acc.log_phi, 2), sig(acc.p, 2)) == (kappa, log_phi, p)
     assert round(acc.budget) == budget
     assert acc.epsilon <= 1.0
-    # The brief's column is the bound divided by T (see pcomw_regret_bound).
+    # The reference column is the bound divided by T (see pcomw_regret_bound).
     r_box = ea.pcomw_regret_bound(k, t, 10, 1.0, 2 * math.sqrt(10)) / t
     r_simplex = ea.pcomw_regret_bound(k, t, 9, math.sqrt(10) / 2, math.sqrt(2)) / t
     assert (round(r_box), round(r_simplex)) == (box, simplex)

@@ -1,4 +1,4 @@
-"""Batch-and-Laplace private bandits (brief 004 Alg. 1 ``private-batched-bandit`` and Thm 7
+"""Batch-and-Laplace private bandits (PAB Alg. 1 ``private-batched-bandit`` and Thm 7
 ``private-bandit-over-experts``).
 
 Known answers (tau = 1 and no noise = EXP3; identity experts = the base learner), batching and
@@ -172,7 +172,7 @@ def test_base_learner_updated_floor_t_over_tau_times(cls, tau):
     choices = np.array(choices)
     if cls is PrivateBatchedBandit:
         np.testing.assert_array_equal(acts, choices)
-    for start in range(0, T, tau):  # one choice per batch; the tail holds the last one (P2)
+    for start in range(0, T, tau):  # one choice per batch; the tail holds the last one (E-PAB-2)
         block = choices[start : start + tau]
         assert np.all(block == block[0])
     tail = T - (T // tau) * tau
@@ -349,7 +349,7 @@ def test_exp3_core_and_tsallis_core_are_the_bases_used():
 
 
 # ------------------------------------------------------------------ privacy audits
-# Brief 004 §2.9 / Fig. 1 pair (K = 2): arm 2 has loss 0 in round 1 on one side, 1 on the other;
+# PAB's Lemma 11 / Fig. 1 pair (K = 2): arm 2 has loss 0 in round 1 on one side, 1 on the other;
 # every other loss is 1. Agents are built by factories so the noise can be removed (mutants).
 FIG1 = np.ones((12, 2))
 FIG1[0, 1] = 0.0
@@ -416,7 +416,7 @@ HORIZON = 4000
 def final_regret(env_id, name, seed=0, **params):
     """Mean final static regret over 8 runs (name None: uniform play), fixed seeds."""
     env_kw = {"n_arms": 4, "gap": 0.3} if env_id == "DPExperts-Bandit-v0" else {}
-    if env_id == "DPExperts-BanditAdvice-v0":  # planted expert, brief 004 §5.3 item 1
+    if env_id == "DPExperts-BanditAdvice-v0":  # planted expert
         env_kw = {"n_arms": 2, "n_experts": 8, "gap": 0.4, "rho": 0.0}
     env = gym.make_vec(
         env_id, num_envs=8, vectorization_mode="vector_entry_point", horizon=HORIZON, **env_kw

@@ -1,4 +1,4 @@
-"""private-shrinking-dartboard and its batched variant (brief 002 Alg. 1, Thm 5 / Cor. 6)."""
+"""private-shrinking-dartboard and its batched variant (AFKT Alg. 1, Thm 5 / Cor. 6)."""
 
 import itertools
 import math
@@ -47,7 +47,7 @@ def binomial_ok(emp, p, n, sigmas=5.0):
 def test_paper_tuning_reproduces_corollaries_3_and_4():
     a = PrivateShrinkingDartboard(100, 10_000, epsilon=1.0, delta=1e-6, tuning="paper")
     assert (round(a.p, 4), round(a.eta, 5), a.budget) == (0.0193, 0.00048, 773)
-    assert a.max_resamples == 772  # k starts at 1 (Pitfall 1)
+    assert a.max_resamples == 772  # k starts at 1 (erratum E-AFKT-1)
     assert round(a.epsilon_paper, 2) == 0.63 and round(a.epsilon_spent, 2) == 0.17
     assert a.inverse_temperature == pytest.approx(-math.log1p(-a.eta))
     pure = PrivateShrinkingDartboard(100, 10_000, epsilon=1.0, delta=0.0, tuning="paper")
@@ -58,17 +58,17 @@ def test_paper_tuning_reproduces_corollaries_3_and_4():
     assert claim.certified and claim.holds_against == "adaptive"
     assert claim.epsilon == a.epsilon_spent and claim.requested_epsilon == 1.0
     assert "exact per-step accountant" in claim.accountant
-    # Corollaries assume eps <= 1 (Pitfall 5): a larger target runs at 1.
+    # Corollaries assume eps <= 1 (erratum E-AFKT-5): a larger target runs at 1.
     assert PrivateShrinkingDartboard(100, 10_000, epsilon=5.0, tuning="paper").eta == a.eta
 
 
-def test_calibrated_tuning_spends_the_budget_and_beats_the_brief():
+def test_calibrated_tuning_spends_the_budget_and_beats_the_reference_bounds():
     a = PrivateShrinkingDartboard(100, 10_000, epsilon=1.0, delta=1e-6, tuning="calibrated")
     assert a.epsilon_spent == pytest.approx(1.0, rel=1e-6) and a.epsilon_spent <= 1.0
-    assert a.regret_bound <= 1.42e3  # brief 002 §5: 1.4e3 with p = (8 T ln(1/delta))^{-1/3}
+    assert a.regret_bound <= 1.42e3  # reference: 1.4e3 with p = (8 T ln(1/delta))^{-1/3}
     assert a.eta <= a.p < 0.5
     pure = PrivateShrinkingDartboard(100, 10_000, epsilon=1.0, delta=0.0, tuning="calibrated")
-    assert pure.regret_bound <= 2.36e3  # brief: 2.4e3 at p = 1/sqrt(8T)
+    assert pure.regret_bound <= 2.36e3  # reference: 2.4e3 at p = 1/sqrt(8T)
     paper_mode = PrivateShrinkingDartboard(
         100, 10_000, epsilon=1.0, mode="paper", tuning="calibrated"
     )
@@ -85,7 +85,7 @@ def test_batched_batch_sizes_and_corollary6():
     )
     assert (a.batch, b.batch) == (260, 2)
     assert round(a.regret_bound, -3) == 87_000 and round(b.regret_bound, -4) == 350_000
-    # Pitfall 8: Theorem 5's closed form exceeds epsilon at Cor. 6's parameters; the exact
+    # Erratum E-AFKT-8: Theorem 5's closed form exceeds epsilon at Cor. 6's parameters; the exact
     # accountant certifies them.
     assert a.epsilon_paper > 0.1 and a.epsilon_spent < 0.1 and a.privacy.certified
     assert "Theorem 5" in a.privacy.notes
@@ -250,10 +250,10 @@ def test_audit_catches_a_tenfold_temperature_mutant(name, t_max, extra):
 
 
 def exact_action_law(losses, c, p, cap):
-    """Exact law of the whole action sequence of the lazy sampler (brief 002 Alg. 1 with
+    """Exact law of the whole action sequence of the lazy sampler (AFKT Alg. 1 with
     weights exp(-c L), forced-switch probability p, at most ``cap`` resamples), by enumeration.
 
-    Returns a dict {action tuple: probability}. Built from the brief's pseudo-code, not the code.
+    Returns a dict {action tuple: probability}. Built from the paper's pseudo-code, not the code.
     """
     t_max, n = losses.shape
     states = {((i,), 0): 1.0 / n for i in range(n)}

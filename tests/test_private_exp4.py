@@ -1,4 +1,4 @@
-"""EXP4-type private learners (brief 004 Alg. 6 ``ldp-exp4`` and Alg. 2 ``private-batched-exp4``).
+"""EXP4-type private learners (PAB Alg. 6 ``ldp-exp4`` and Alg. 2 ``private-batched-exp4``).
 
 Known answers (noise off = EXP4; tau = 1), noise scales from the parameters actually used,
 batching and update counts, tuning validity, batch = single runs, privacy audits, and utility on
@@ -59,7 +59,7 @@ def drive(agent, advice, losses, record=None, flush=False):
 
 
 def exp4_reference(advice, losses, eta, gamma, seed):
-    """Textbook EXP4 (brief 004 S5), one run, drawing I_t from the agent's stream by inverse CDF."""
+    """Textbook EXP4 (Auer et al.), one run, drawing I_t from the agent's stream by inverse CDF."""
     rng = BatchRNG(run_seeds(seed, 1), stream=AGENT_STREAM)
     horizon, n, k = advice.shape
     cum = np.zeros(n)
@@ -123,7 +123,7 @@ def test_batched_exp4_freezes_weights_within_batches_and_counts_updates():
     assert not np.array_equal(probs[0], probs[tau])
     assert updates[-1] == 45 // tau  # release of round 45 happens in round 46's act
     assert agent.n_updates == 47 // tau  # the trailing 2 rounds are never released
-    # Q_t follows each round's advice even with frozen weights (P10).
+    # Q_t follows each round's advice even with frozen weights (E-PAB-10).
     assert agent.action_probs.min() >= agent.gamma / K - 1e-15
 
 
@@ -288,7 +288,7 @@ def test_ldp_bad_parameters_and_observations():
 
 
 # ------------------------------------------------------------------ privacy audits
-# Brief 004 §2.9 / Fig. 1 pair (K = 2) with N = 3 experts (two arm experts and a coin).
+# PAB's Lemma 11 / Fig. 1 pair (K = 2) with N = 3 experts (two arm experts and a coin).
 FIG1 = np.ones((12, 2))
 FIG1[0, 1] = 0.0
 FIG1_NEIGHBOUR = np.ones((12, 2))
@@ -341,10 +341,10 @@ def test_audit_passes_with_the_tuned_constants(name, params):
 
 
 # ------------------------------------------------------------------ utility on the env
-# Planted expert (brief 004 §5.3 item 1): the planted expert follows the good arm 90 % of the
+# Planted expert: the planted expert follows the good arm 90 % of the
 # time, the others never do (rho = 0); fixed env and agent seeds, 8 runs per setting.
 PLANTED = {"n_arms": 2, "horizon": 4000, "gap": 0.4, "rho": 0.0}
-# Alg. 2's theory constants are vacuous at T = 4000 (brief 004 §5.5), so the utility checks of
+# Alg. 2's theory constants are vacuous at T = 4000, so the utility checks of
 # the mechanism use constants fixed a priori from (N, K, T): 40 batches, gamma 0.2, eta 1.
 BATCHED = {"tau": 100, "eta": 1.0, "gamma": 0.2}
 

@@ -1,4 +1,4 @@
-"""private-lazy-hedge (brief 001 §2.6, D1-unnorm): recipe numbers, exact marginal, coins,
+"""private-lazy-hedge (discrete P-COMW, unnormalised ratio): recipe numbers, exact marginal, coins,
 budget, batch = single runs, audits and mutant, regret below the bound, epsilon monotonicity."""
 
 import math
@@ -36,7 +36,7 @@ def binomial_ok(emp, p, n, sigmas=5.0):
     [(10_000, 1.0, 1.655e-3, 815, 1394), (1_000_000, 4.0, 1.284e-3, 20339, 1953)],
 )
 def test_recipe_reproduces_the_reality_check_table(t, eps, beta, budget, bound):
-    # Brief 001 §5.4: N = 10, delta = 1e-5, composition at delta/2 (mode="paper").
+    # Reference numbers: N = 10, delta = 1e-5, composition at delta/2 (mode="paper").
     a = PrivateLazyHedge(10, t, epsilon=eps, delta=1e-5, mode="paper", tuning="paper")
     assert a.p == pytest.approx((6 * t) ** (-1 / 3))
     assert a.beta == pytest.approx(beta, rel=1e-3)

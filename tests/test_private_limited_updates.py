@@ -1,4 +1,4 @@
-"""limited-updates (brief 000 Alg. 1 / brief 002 Alg. 2): update times, selection laws, privacy."""
+"""limited-updates (ARS Alg. 1 / AFKT Alg. 2): update times, selection laws, privacy."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""noisy-clipped-hedge (brief 000 Alg. 3, private Lu–Zhang): projection, noise, P15, separation."""
+"""noisy-clipped-hedge (ARS Alg. 3, private Lu–Zhang): projection, noise, E-ARS-15, separation."""
 
 import math
 
@@ -71,7 +71,7 @@ def test_noise_scale_eta_and_clip_level_follow_the_parameters():
 
 
 def test_zero_switches_uses_s_eff_one():
-    agent = NoisyClippedHedge(4, 100, n_switches=0)  # P16: eta and the floor stay positive
+    agent = NoisyClippedHedge(4, 100, n_switches=0)  # E-ARS-16: eta and the floor stay positive
     assert agent.clip_level == pytest.approx(1 / 400) and agent.eta > 0
     actions = play(agent, np.random.default_rng(0).random((100, 1, 4)))
     assert actions.shape == (100, 1)

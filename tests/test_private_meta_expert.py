@@ -1,4 +1,4 @@
-"""meta-expert-reduction (brief 000 Thm 4.1): counting, structured = enumerated Hedge, privacy."""
+"""meta-expert-reduction (ARS Thm 4.1): counting, structured = enumerated Hedge, privacy."""
 
 import itertools
 import math
@@ -31,7 +31,7 @@ def play(agent, losses, laws=False):
 
 # ----------------------------------------------------------------------------- counting
 def test_meta_expert_counts_known_answers():
-    # Switch points in {2..T} (P14): C(T-1, c), not the paper's C(T, c) (183 and 79,204).
+    # Switch points in {2..T} (E-ARS-14): C(T-1, c), not the paper's C(T, c) (183 and 79,204).
     assert count_meta_experts(3, 20, 1) == 3 + 19 * 9 == 174
     assert count_meta_experts(4, 50, 2) == 4 + 49 * 16 + math.comb(49, 2) * 64 == 76052
     assert count_meta_experts(5, 30, 0) == 5

@@ -1,4 +1,4 @@
-"""randomized-prefix-softmax (brief 003): schedule, exact selection law, forgetfulness, restarts,
+"""randomized-prefix-softmax (CC): schedule, exact selection law, forgetfulness, restarts,
 batch = single runs, privacy audit and mutant, horizon-free utility."""
 
 import math
@@ -59,7 +59,7 @@ def test_block_schedule_and_prefix_laws():
         if rnd & (rnd - 1) == 0:
             seen[a.block_index] = a.prefix_length.copy()
     assert sorted(seen) == [1, 2, 3, 4, 5]
-    assert np.all(seen[1] == 2)  # M_1 = 2 always (P2)
+    assert np.all(seen[1] == 2)  # M_1 = 2 always (uniform on {2})
     for r in (2, 3, 4, 5):
         lo, hi = 2 ** (r - 1) + 1, 2**r
         m = seen[r]
@@ -107,7 +107,7 @@ def test_selection_law_formula_is_the_prefix_average():
 
 
 def test_forgetful_earlier_blocks_do_not_move_later_picks():
-    # Same seed, same random draws: changing block 1's data changes A_2 only, never A_3 (P3).
+    # Same seed, same random draws: changing block 1's data changes A_2 only, never A_3 (forgetful).
     b, n = 500, 4
     rng = np.random.default_rng(2)
     seq = rng.random((15, b, n))

@@ -1,4 +1,4 @@
-"""svt-restart (brief 000 Alg. 2): restarts, epochs, window grid, scales, privacy, utility."""
+"""svt-restart (ARS Alg. 2): restarts, epochs, window grid, scales, privacy, utility."""
 
 import math
 
@@ -102,7 +102,7 @@ def test_recorded_scales_follow_the_parameters():
     strict = SVTRestart(10, 1000, epsilon=2.0)
     assert strict.selection_epsilon == strict.detector_epsilon == 1.0
     assert strict.selection_scale == pytest.approx(2.0)  # Lap(2 / (eps/2))
-    assert strict.query_sensitivity == 2.0  # P6
+    assert strict.query_sensitivity == 2.0  # E-ARS-6
     assert strict.threshold_noise_scale == pytest.approx(4.0)  # Lap(2 D / (eps/2))
     assert strict.query_noise_scale == pytest.approx(8.0)  # Lap(4 D / (eps/2))
     assert strict.detector.sigma == pytest.approx(strict.threshold_noise_scale)
@@ -113,8 +113,8 @@ def test_recorded_scales_follow_the_parameters():
     assert grid.detector.sigma == pytest.approx(2 * (2 + 2.0**-20))
 
 
-def test_paper_constants_reproduce_brief_p11():
-    # N = 10, T = 1e4, eps = 1, beta = 1/T: alpha ~ 453, Reg(0) ~ 332 (brief 000 P11).
+def test_paper_constants_are_conservative():
+    # N = 10, T = 1e4, eps = 1, beta = 1/T: alpha ~ 453, Reg(0) ~ 332 (Thm 3.6's constants).
     agent = SVTRestart(10, 10_000, epsilon=1.0, mode="paper", tuning="paper")
     assert agent.alpha == pytest.approx(16 * (2 * math.log(1e4) + math.log(2e4)))
     assert agent.alpha == pytest.approx(453.2, abs=0.1)

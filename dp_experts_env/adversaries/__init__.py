@@ -8,10 +8,12 @@ from dp_experts_env.adversaries.adaptive import (
     PolicyAdversary,
 )
 from dp_experts_env.adversaries.base import Adversary, Neighbor, Round
+from dp_experts_env.adversaries.params import FamilyParams
 from dp_experts_env.adversaries.registry import (
     ENV_KINDS,
     families,
     family_factory,
+    family_params,
     make_adversary,
     register_family,
 )
@@ -23,6 +25,8 @@ __all__ = [
     "ENV_KINDS",
     "families",
     "family_factory",
+    "family_params",
+    "FamilyParams",
     "make_adversary",
     "register_family",
     "ActionHistory",
@@ -31,9 +35,10 @@ __all__ = [
     "PolicyAdversary",
 ]
 
-# Stochastic, shifting and oblivious families register themselves on import.
+# The remaining family modules register their families on import.
 from dp_experts_env.adversaries import advice_minimax as _advice_minimax  # noqa: E402,F401
 from dp_experts_env.adversaries import advice_replay as _advice_replay  # noqa: E402,F401
+from dp_experts_env.adversaries import bandit as _bandit  # noqa: E402,F401
 from dp_experts_env.adversaries import oblivious as _oblivious  # noqa: E402,F401
 from dp_experts_env.adversaries import shifting as _shifting  # noqa: E402,F401
-from dp_experts_env.adversaries import stationary as _stationary  # noqa: E402,F401
+from dp_experts_env.adversaries import stochastic as _stochastic  # noqa: E402,F401

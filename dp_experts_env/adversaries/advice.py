@@ -1,6 +1,6 @@
-"""Bandit models: K-armed adversarial bandits and bandits with N experts' advice.
+"""Bandits with N experts' advice: the advice-model base and the ``bandit_advice`` families.
 
-Brief 004 §1 (setting), §5.1 (environment) and §5.3 (generators). Each round ``t``:
+The setting of "Faster Rates for Private Adversarial Bandits" (Sections 2.2-2.3). Each round ``t``:
 
 * the public advice ``A_t`` (B, N, K), rows = experts' distributions over the K arms, is drawn
   from the ADVICE stream (public coins) or fixed at reset (STRUCTURE stream); it is the advice of
@@ -8,7 +8,7 @@ Brief 004 §1 (setting), §5.1 (environment) and §5.3 (generators). Each round 
 * the protected datum is the arm-loss vector ``l_t`` (B, K) in [0, 1], drawn from the DATA stream
   with K uniforms per round (Bernoulli families) or none (deterministic families); it never depends
   on any action (oblivious models), and a neighbouring game replaces exactly this vector while the
-  advice stays the same (advice is public, brief 004 P19).
+  advice stays the same (advice is public, erratum E-PAB-19).
 
 ``Round.losses`` are the arm losses, ``Round.advice`` the advice, ``Round.means`` the arm means
 given the round's public draws (so pseudo-regret is exact), ``segment``/``shift`` for the shifting
@@ -18,16 +18,15 @@ Kinds and families (constructors ``f(n_experts, horizon, n_arms, **knobs)``):
 
 * ``"bandit_advice"``: ``planted_expert`` (default), ``shifting_planted_expert``, ``policy_class``,
   ``duplicated_experts``, ``lemma11_switch``.
-* ``"bandit"`` (identity experts, N = K; ``n_experts`` may be omitted): ``bernoulli_gap``
-  (default), ``shifting_bernoulli``, ``lemma11_switch``, ``periodic_swap``. Identity advice is a
-  read-only broadcast view of one K x K identity made once per adversary (no per-round work), and
-  these models set ``identity_advice`` so the env skips the (B, K, K) advice product altogether.
+* ``"bandit"`` (identity experts, N = K): in :mod:`dp_experts_env.adversaries.bandit`, on the
+  :class:`AdviceAdversary` base defined here.
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -41,6 +40,7 @@ from dp_experts_env.adversaries.base import (
     Round,
 )
 from dp_experts_env.adversaries.changepoints import ChangePointSchedule, SegmentClock
+from dp_experts_env.adversaries.params import BanditParams, ShiftParams
 from dp_experts_env.adversaries.registry import register_family
 from dp_experts_env.adversaries.shifting import plant_best
 from dp_experts_env.batch_rng import BatchRNG
@@ -52,10 +52,12 @@ __all__ = [
     "DuplicatedExperts",
     "PolicyClass",
     "Lemma11Switch",
-    "BernoulliGap",
-    "ShiftingBernoulli",
-    "PeriodicSwap",
     "MAX_POLICY_CLASS_EXPERTS",
+    "PlantedExpertParams",
+    "ShiftingPlantedExpertParams",
+    "DuplicatedExpertsParams",
+    "PolicyClassParams",
+    "Lemma11SwitchParams",
 ]
 
 MAX_POLICY_CLASS_EXPERTS = 1 << 20  # K^C experts; each round materialises (B, N, K) advice
@@ -187,13 +189,13 @@ class AdviceAdversary(Adversary):
 
 # --------------------------------------------------------------------------- planted experts
 class PlantedExpert(AdviceAdversary):
-    """Planted expert, stochastic (brief 004 §5.3 item 1).
+    """Planted expert, stochastic (a separating instance for the bandit-with-advice learners).
 
     Each round a good arm ``g_t`` is uniform on [K]; arm losses are Bernoulli(1/2 - gap*1{i=g_t}).
     Each expert independently recommends ``g_t`` with probability ``rho`` (``rho_star`` for the
     planted expert ``j*``, uniform on [N] at reset) and otherwise a uniform arm. Advice is one-hot,
     mixed with the uniform distribution by ``smoothing`` (choice: a deterministic mixture stands
-    in for the brief's Dirichlet smoothing). Expected per-round gap between an expert and ``j*``:
+    in for a random Dirichlet smoothing). Expected per-round gap between an expert and ``j*``:
     ``gap (rho_star - rho)(1 - 1/K)(1 - smoothing)``.
 
     Knobs: ``gap`` in (0, 1/2] (default 0.4), ``rho_star`` (default 0.9) and ``rho`` (default 0.1)
@@ -261,7 +263,7 @@ class PlantedExpert(AdviceAdversary):
 
 
 class ShiftingPlantedExpert(PlantedExpert):
-    """Shifting planted expert (brief 004 §5.3 item 2): ``j*`` changes at S public change points.
+    """Shifting planted expert: ``j*`` changes at S public change points.
 
     Knobs: those of :class:`PlantedExpert`, plus the shift env's schedule knobs: ``n_shifts`` = S
     (>= 0; default None = 1, or the length of an explicit list; needs N >= 2 when S >= 1),
@@ -293,7 +295,7 @@ class ShiftingPlantedExpert(PlantedExpert):
 
 
 class DuplicatedExperts(PlantedExpert):
-    """Duplicated experts (brief 004 §5.3 item 4): D behaviours, each copied about N/D times.
+    """Duplicated experts: D behaviours, each copied about N/D times.
 
     Behaviours follow the planted-expert law (one planted behaviour with ``rho_star``, the others
     ``rho``). Expert ``j`` copies behaviour ``j mod D`` and mixes it with the uniform distribution
@@ -346,13 +348,13 @@ class DuplicatedExperts(PlantedExpert):
 
 # ------------------------------------------------------------------------------ policy class
 class PolicyClass(AdviceAdversary):
-    """Policy-class (contextual) experts (brief 004 §5.3 item 3): N = K^C deterministic maps.
+    """Policy-class (contextual) experts: N = K^C deterministic maps.
 
     Each round a public context ``c_t`` is uniform on [C]; expert ``j`` recommends digit ``c_t``
     of ``j`` in base K (computed on the fly: O(N) integers per run and round, no N x C table).
     Arm losses are Bernoulli(m(c_t, i)) with a mean table drawn at reset: a best arm ``b(c)``
     uniform on [K] with mean ``1/2 - gap``, the other arms ``1/2 + spread * U/2``, U ~ U[0, 1)
-    [choice: the brief leaves the table's law open; this keeps a margin of at least ``gap``]. The
+    [choice: the table's law is left open; this keeps a margin of at least ``gap``]. The
     best expert is ``sum_c b(c) K^c`` (attribute ``best_expert``).
 
     Knobs: ``n_contexts`` = C (default: derived from ``n_experts = K^C``; ``n_experts`` may then be
@@ -429,7 +431,7 @@ class PolicyClass(AdviceAdversary):
 
 # ---------------------------------------------------------------- deterministic instances
 class Lemma11Switch(AdviceAdversary):
-    """Lemma-11 switch instance (brief 004 §2.9 and §5.3 item 5a), deterministic losses.
+    """Lemma-11 switch instance ("Faster Rates for Private Adversarial Bandits", Section 5.2).
 
     Arm 0 has loss 1/2 every round; arm 1 has loss 1 before ``switch_round`` and 0 from it on;
     any further arm (K > 2, an extension) has loss 1. Experts: the K identity experts followed by
@@ -484,142 +486,54 @@ class Lemma11Switch(AdviceAdversary):
         return np.broadcast_to(self._advice_matrix, (self.num_runs, self.n_experts, self.n_arms))
 
 
-class PeriodicSwap(AdviceAdversary):
-    """Batch-aliasing periodic losses (brief 004 §5.3 item 5b), identity experts.
+# ------------------------------------------------------------------------------ parameters
+@dataclass(frozen=True)
+class PlantedExpertParams(BanditParams):
+    """Knobs of :class:`PlantedExpert`."""
 
-    Arms 0 and 1 swap which one has loss 0 every ``period`` rounds (arm 0 first); the other has
-    loss 1, as has every further arm. Static regret is mild, but a learner committing for ``tau``
-    rounds pays when ``period`` is near ``tau``. ``default_switches = ceil(T/period) - 1`` (the
-    per-round best switches at every swap; the env's switch-budgeted comparator costs O(N S)).
-
-    Knobs: ``period`` >= 1 (default 100). No random draws.
-    """
-
-    stochastic_losses = False
-    has_segments = True
-    identity_advice = True
-
-    def __init__(
-        self,
-        n_experts: int | None = None,
-        horizon: int | None = None,
-        n_arms: int | None = None,
-        *,
-        period: int = 100,
-    ) -> None:
-        super().__init__(_check_identity_experts(n_experts, n_arms), horizon, n_arms)
-        self.period = check_int("period", period, minimum=1)
-        self.default_switches = -(-self.horizon // self.period) - 1
-
-    def _advance_segment(self, t: int) -> None:
-        # Arithmetic, not a table of change points: O(1) memory for any T.
-        seg = (t - 1) // self.period
-        self._seg = np.full(self.num_runs, seg, dtype=np.int64)
-        self._shift = np.full(self.num_runs, seg > 0 and (t - 1) % self.period == 0)
-
-    def _public(self, t: int) -> np.ndarray:
-        row = np.ones(self.n_arms)
-        row[((t - 1) // self.period) % 2] = 0.0
-        return np.broadcast_to(row, (self.num_runs, self.n_arms)).copy()
-
-    def _advice(self, t: int) -> np.ndarray:
-        return self._identity_advice()
+    gap: float = 0.4
+    rho_star: float = 0.9
+    rho: float = 0.1
+    smoothing: float = 0.0
 
 
-class BernoulliGap(AdviceAdversary):
-    """Stochastic K-armed bandit with a gap (identity experts).
-
-    Arm losses are Bernoulli(1/2) except the best arm, Bernoulli(1/2 - gap). The best arm is
-    uniform on [K] at reset (or ``best_arm``). Knobs: ``gap`` in (0, 1/2] (default 0.1),
-    ``best_arm`` in [0, K) or None.
-    """
-
-    identity_advice = True
-
-    def __init__(
-        self,
-        n_experts: int | None = None,
-        horizon: int | None = None,
-        n_arms: int | None = None,
-        *,
-        gap: float = 0.1,
-        best_arm: int | None = None,
-    ) -> None:
-        n_experts = _check_identity_experts(n_experts, n_arms)
-        super().__init__(n_experts, horizon, n_arms)
-        self.gap = _check_gap(gap)
-        self.best_arm = None
-        if best_arm is not None:
-            self.best_arm = check_int("best_arm", best_arm, minimum=0, maximum=self.n_arms - 1)
-
-    def _setup(self, rng: BatchRNG) -> None:
-        seq = plant_best(rng, self.n_segments, self.n_arms)
-        if self.best_arm is not None:
-            # Shift the whole sequence so segment 0 starts at best_arm; later arms stay uniform
-            # among the others (same draws, so the stream does not depend on best_arm).
-            seq = (seq - seq[:, :1] + self.best_arm) % self.n_arms
-        self._best_seq = seq
-
-    @property
-    def best(self) -> np.ndarray:
-        """The best arm of the current round, (B,)."""
-        return self._best_seq[np.arange(self.num_runs), self._seg]
-
-    def _public(self, t: int) -> np.ndarray:
-        means = np.full((self.num_runs, self.n_arms), 0.5)
-        means[np.arange(self.num_runs), self.best] -= self.gap
-        return means
-
-    def _advice(self, t: int) -> np.ndarray:
-        return self._identity_advice()
+@dataclass(frozen=True)
+class ShiftingPlantedExpertParams(PlantedExpertParams, ShiftParams):
+    """Knobs of :class:`ShiftingPlantedExpert`: the planted expert's and the schedule."""
 
 
-class ShiftingBernoulli(BernoulliGap):
-    """:class:`BernoulliGap` whose best arm changes at S public change points.
+@dataclass(frozen=True)
+class DuplicatedExpertsParams(BanditParams):
+    """Knobs of :class:`DuplicatedExperts`."""
 
-    Knobs: ``gap``, ``best_arm`` (the first segment's best arm), and the schedule knobs of
-    :class:`ShiftingPlantedExpert`: ``n_shifts`` = S >= 0 (default None = 1),
-    ``change_points`` (default "even"), ``min_length``. Each new best arm is uniform among the
-    other K - 1. ``default_switches = S``.
-    """
+    n_behaviours: int | None = None
+    perturbation: float = 0.05
+    gap: float = 0.4
+    rho_star: float = 0.9
+    rho: float = 0.1
 
-    has_segments = True
 
-    def __init__(
-        self,
-        n_experts: int | None = None,
-        horizon: int | None = None,
-        n_arms: int | None = None,
-        *,
-        n_shifts: int | None = None,
-        change_points: str | Sequence[int] | np.ndarray = "even",
-        min_length: int | None = None,
-        **knobs: Any,
-    ) -> None:
-        super().__init__(n_experts, horizon, n_arms, **knobs)
-        self._use_schedule(n_shifts, change_points, min_length)
+@dataclass(frozen=True)
+class PolicyClassParams(BanditParams):
+    """Knobs of :class:`PolicyClass`."""
+
+    n_contexts: int | None = None
+    gap: float = 0.1
+    spread: float = 0.5
+
+
+@dataclass(frozen=True)
+class Lemma11SwitchParams(BanditParams):
+    """Knobs of :class:`Lemma11Switch` (both bandit kinds)."""
+
+    switch_round: int | None = None
 
 
 # ------------------------------------------------------------------------------ registration
-register_family("bandit_advice", "planted_expert")(PlantedExpert)
-register_family("bandit_advice", "shifting_planted_expert")(ShiftingPlantedExpert)
-register_family("bandit_advice", "policy_class")(PolicyClass)
-register_family("bandit_advice", "duplicated_experts")(DuplicatedExperts)
-register_family("bandit_advice", "lemma11_switch")(Lemma11Switch)
-
-register_family("bandit", "bernoulli_gap")(BernoulliGap)
-register_family("bandit", "shifting_bernoulli")(ShiftingBernoulli)
-register_family("bandit", "periodic_swap")(PeriodicSwap)
-
-
-@register_family("bandit", "lemma11_switch")
-def lemma11_bandit(
-    n_experts: int | None = None,
-    horizon: int | None = None,
-    n_arms: int | None = None,
-    *,
-    switch_round: int | None = None,
-) -> Lemma11Switch:
-    """Lemma-11 switch instance with identity experts only (N = K)."""
-    n_experts = _check_identity_experts(n_experts, n_arms)
-    return Lemma11Switch(n_experts, horizon, n_arms, switch_round=switch_round)
+register_family("bandit_advice", "planted_expert", PlantedExpertParams)(PlantedExpert)
+register_family("bandit_advice", "shifting_planted_expert", ShiftingPlantedExpertParams)(
+    ShiftingPlantedExpert
+)
+register_family("bandit_advice", "policy_class", PolicyClassParams)(PolicyClass)
+register_family("bandit_advice", "duplicated_experts", DuplicatedExpertsParams)(DuplicatedExperts)
+register_family("bandit_advice", "lemma11_switch", Lemma11SwitchParams)(Lemma11Switch)

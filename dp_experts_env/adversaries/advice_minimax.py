@@ -23,10 +23,13 @@ experts (= K for the ``bandit`` kind), ``gap_scale = DEFAULT_GAP_SCALE``; pass `
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from dp_experts_env._validation import check_float, check_int
-from dp_experts_env.adversaries.advice import BernoulliGap, PlantedExpert
+from dp_experts_env.adversaries.advice import PlantedExpert
+from dp_experts_env.adversaries.bandit import BanditBernoulliGap
+from dp_experts_env.adversaries.params import BanditParams
 from dp_experts_env.adversaries.registry import register_family
 
 __all__ = ["MinimaxBandit", "MinimaxAdvice", "DEFAULT_GAP_SCALE", "minimax_gap"]
@@ -54,7 +57,7 @@ def minimax_gap(n_experts: Any, horizon: Any, gap: float | None, gap_scale: floa
     return min(0.5, scale * math.sqrt(n / t))
 
 
-class MinimaxBandit(BernoulliGap):
+class MinimaxBandit(BanditBernoulliGap):
     """K-armed minimax instance: Bernoulli(1/2) arms but one, Bernoulli(1/2 - gap).
 
     Identity experts (N = K). The best arm is uniform on [K] at reset (or ``best_arm``).
@@ -108,5 +111,25 @@ class MinimaxAdvice(PlantedExpert):
         self.gap_scale = gap_scale
 
 
-register_family("bandit", "minimax")(MinimaxBandit)
-register_family("bandit_advice", "minimax")(MinimaxAdvice)
+@dataclass(frozen=True)
+class MinimaxBanditParams(BanditParams):
+    """Knobs of :class:`MinimaxBandit`."""
+
+    gap: float | None = None
+    gap_scale: float | None = None
+    best_arm: int | None = None
+
+
+@dataclass(frozen=True)
+class MinimaxAdviceParams(BanditParams):
+    """Knobs of :class:`MinimaxAdvice`."""
+
+    gap: float | None = None
+    gap_scale: float | None = None
+    rho_star: float = 1.0
+    rho: float = 0.0
+    smoothing: float = 0.0
+
+
+register_family("bandit", "minimax", MinimaxBanditParams)(MinimaxBandit)
+register_family("bandit_advice", "minimax", MinimaxAdviceParams)(MinimaxAdvice)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ import numpy as np
 from dp_experts_env._validation import check_int, check_loss_array
 from dp_experts_env.adversaries.advice import AdviceAdversary
 from dp_experts_env.adversaries.oblivious import load_losses
+from dp_experts_env.adversaries.params import BanditParams
 from dp_experts_env.adversaries.registry import register_family
 
 __all__ = ["BanditReplay", "ADVICE_SUM_TOLERANCE", "bandit_replay"]
@@ -177,10 +179,27 @@ class BanditReplay(AdviceAdversary):
         return np.broadcast_to(self._call_rule(t, self.n_experts, self.n_arms), shape)
 
 
-register_family("bandit_advice", "replay")(BanditReplay)
+@dataclass(frozen=True)
+class BanditReplayParams(BanditParams):
+    """Knobs of :class:`BanditReplay` (bandit-with-advice kind)."""
+
+    losses: Any = None
+    advice: Any = None
+    rescale: bool = False
 
 
-@register_family("bandit", "replay")
+@dataclass(frozen=True)
+class ArmReplayParams(BanditParams):
+    """Knobs of :func:`bandit_replay` (bandit kind: the advice is the identity)."""
+
+    losses: Any = None
+    rescale: bool = False
+
+
+register_family("bandit_advice", "replay", BanditReplayParams)(BanditReplay)
+
+
+@register_family("bandit", "replay", ArmReplayParams)
 def bandit_replay(
     n_experts: int | None = None,
     horizon: int | None = None,

@@ -1,6 +1,6 @@
 """Change-point schedules: where the K shifts of a piecewise-stationary game fall.
 
-Convention (brief 000 §6.2, P13): K change points ``1 < tau_1 < ... < tau_K <= T`` are 1-based
+Convention (erratum E-ARS-13): K change points ``1 < tau_1 < ... < tau_K <= T`` are 1-based
 rounds; segment ``k`` (0-based) is the half-open range ``[tau_k, tau_{k+1})`` with ``tau_0 = 1`` and
 ``tau_{K+1} = T + 1``. A round ``t`` belongs to segment ``#{k : tau_k <= t}``; the round ``tau_k``
 itself is the first round of the new segment and is flagged as a *shift*.
@@ -14,7 +14,7 @@ Modes:
   one-to-one correspondence with K-subsets of ``{1, ..., T - (K+1) min_length + K}`` (stars and
   bars), which gives the same law as rejection sampling from ``"uniform"``.
 * ``"anti_doubling"``: ``tau = 2^m + 1``, just after the data-independent update times ``t = 2^m``
-  of lazy learners (brief 000 Algorithm 1); the K *largest* such rounds ``<= T`` are used, so the
+  of lazy learners (ARS Algorithm 1); the K *largest* such rounds ``<= T`` are used, so the
   segments are the last K dyadic blocks. Legitimate because that schedule is public.
 * ``"explicit"``: a user list of rounds (pass the list itself as the mode).
 

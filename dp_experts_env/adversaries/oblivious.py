@@ -1,4 +1,4 @@
-"""Oblivious loss sequences (brief 000 §6.3, brief 003 §5.5): fixed before play, never reactive.
+"""Oblivious loss sequences (Asi, Raman & Saha, Section 2.1): fixed before play, never reactive.
 
 None of these models reads the learner's actions (``record`` is the base no-op), and none holds a
 T x N matrix except ``replay``, whose matrix the user supplies. Round ``t`` is generated when it is
@@ -8,7 +8,7 @@ Families of the ``"oblivious"`` environment (keyword-only knobs):
 
 * ``anti_lazy`` (default; ``n_shifts`` = every available point, ``best_loss=0.0``,
   ``other_loss=1.0``): the best expert switches at ``t = 2^m + 1``, just after the
-  data-independent update times ``2^m`` of lazy learners (brief 000 Algorithms 1 and 2). The
+  data-independent update times ``2^m`` of lazy learners (ARS Algorithms 1 and 2). The
   planted best has loss ``best_loss``, every other expert ``other_loss``; the new best is uniform
   over the other experts. With ``n_shifts = k`` only the k largest points are used.
 * ``switching_deterministic`` (``n_shifts=min(4, T-1)``, ``change_points="even"``,
@@ -19,7 +19,7 @@ Families of the ``"oblivious"`` environment (keyword-only knobs):
   1 every round; pass ``n_experts=2`` for the textbook sequence.
 * ``dyadic_alternating`` (``best_loss=0.0``, ``other_loss=1.0``): on the dyadic block
   ``[2^r, 2^(r+1) - 1]`` expert ``r mod 2`` has ``best_loss`` and the other ``other_loss``
-  (brief 003 §5.5: defeats block-lazy learners such as RPS). Extra experts (N > 2) get
+  (defeats block-lazy learners such as the randomized-prefix softmax). Extra experts (N > 2) get
   ``other_loss``.
 * ``sampled_stochastic`` (``model="bernoulli_gap"`` plus that shift family's knobs): one
   realisation of a shifting-stochastic model, played as a fixed sequence. Reports the model's
@@ -33,19 +33,26 @@ Families of the ``"oblivious"`` environment (keyword-only knobs):
 
 from __future__ import annotations
 
-import inspect
 import os
 import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from dp_experts_env._validation import check_float, check_int, check_loss_array
 from dp_experts_env.adversaries.base import Adversary, Round
 from dp_experts_env.adversaries.changepoints import dyadic_capacity
-from dp_experts_env.adversaries.registry import families, family_factory, register_family
-from dp_experts_env.adversaries.shifting import ChangePoints, PlantedModel, SegmentModel
+from dp_experts_env.adversaries.params import ChangePoints, FamilyParams, LevelParams, ShiftParams
+from dp_experts_env.adversaries.registry import (
+    families,
+    family_factory,
+    family_params,
+    register_family,
+)
+from dp_experts_env.adversaries.shifting import PlantedModel, SegmentModel
 from dp_experts_env.batch_rng import BatchRNG
 
 __all__ = [
@@ -57,7 +64,64 @@ __all__ = [
     "sampled_stochastic",
     "Replay",
     "load_losses",
+    "SwitchingDeterministicParams",
+    "AntiLazyParams",
+    "SampledStochasticParams",
+    "ReplayParams",
 ]
+
+
+@dataclass(frozen=True)
+class SwitchingDeterministicParams(ShiftParams, LevelParams):
+    """Knobs of :class:`SwitchingDeterministic`: the schedule and the two loss levels."""
+
+
+@dataclass(frozen=True)
+class AntiLazyParams(LevelParams):
+    """Knobs of :class:`AntiLazy`: the number of switches and the two loss levels."""
+
+    n_shifts: int | None = None
+
+
+@dataclass(frozen=True)
+class SampledStochasticParams(FamilyParams):
+    """Knobs of :class:`SampledStochastic`: ``model`` and that shift family's own knobs.
+
+    The model's knobs are forwarded to it: they are given as further keywords, kept in
+    ``model_knobs``, and :meth:`knob_names` lists them for the model the call names.
+    """
+
+    model: str = "bernoulli_gap"
+    model_knobs: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_keywords(cls, given: Mapping[str, Any]) -> SampledStochasticParams:
+        """``model`` from its keyword, every other keyword into ``model_knobs``."""
+        knobs = {k: v for k, v in given.items() if k != "model"}
+        return cls(model=given.get("model", cls.model), model_knobs=knobs)
+
+    def knobs(self) -> dict[str, Any]:
+        """``model`` and the forwarded knobs, as the constructor takes them."""
+        return {"model": self.model, **self.model_knobs}
+
+    @classmethod
+    def knob_names(cls, given: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+        """``model`` plus the knobs of the shift family it names (when it is one)."""
+        model = (given or {}).get("model", cls.model)
+        inner: tuple[str, ...] = ()
+        if isinstance(model, str) and model in families("shift"):
+            inner = family_params("shift", model).knob_names()
+        return ("model", *inner)
+
+
+@dataclass(frozen=True)
+class ReplayParams(FamilyParams):
+    """Knobs of :class:`Replay`; the matrix sets N and T, so an env fills no size."""
+
+    FILLED: ClassVar[tuple[str, ...] | None] = ()
+
+    losses: Any = None
+    rescale: bool = False
 
 
 def _check_levels(best_loss: float, other_loss: float) -> tuple[float, float]:
@@ -71,7 +135,7 @@ def _check_levels(best_loss: float, other_loss: float) -> tuple[float, float]:
     return best, other
 
 
-@register_family("oblivious", "switching_deterministic")
+@register_family("oblivious", "switching_deterministic", SwitchingDeterministicParams)
 class SwitchingDeterministic(PlantedModel):
     """Oblivious family ``switching_deterministic``: a 0/1 sequence with K planted switches.
 
@@ -114,7 +178,7 @@ class SwitchingDeterministic(PlantedModel):
         return params.copy()  # deterministic given the structure: no data uniforms
 
 
-@register_family("oblivious", "anti_lazy")
+@register_family("oblivious", "anti_lazy", AntiLazyParams)
 class AntiLazy(SwitchingDeterministic):
     """Oblivious family ``anti_lazy``: the best expert switches just after every ``t = 2^m``.
 
@@ -148,7 +212,7 @@ class AntiLazy(SwitchingDeterministic):
         self.best_loss, self.other_loss = _check_levels(best_loss, other_loss)
 
 
-@register_family("oblivious", "dyadic_alternating")
+@register_family("oblivious", "dyadic_alternating", LevelParams)
 class DyadicAlternating(SegmentModel):
     """Oblivious family ``dyadic_alternating``: expert ``r mod 2`` is perfect on block r.
 
@@ -183,7 +247,7 @@ class DyadicAlternating(SegmentModel):
         return params.copy()
 
 
-@register_family("oblivious", "ftl_trap")
+@register_family("oblivious", "ftl_trap", FamilyParams)
 class FtlTrap(Adversary):
     """Oblivious family ``ftl_trap``: ``(1/2, 0)``, then ``(0, 1)``, ``(1, 0)``, ``(0, 1)``, ...
 
@@ -240,11 +304,7 @@ class SampledStochastic(Adversary):
                 f"model must be one of the shift families {families('shift')}, got {model!r}"
             )
         factory = family_factory("shift", model)
-        accepted = [
-            name
-            for name, p in inspect.signature(factory).parameters.items()
-            if p.kind is inspect.Parameter.KEYWORD_ONLY
-        ]
+        accepted = list(family_params("shift", model).knob_names())
         unknown = sorted(set(knobs) - set(accepted))
         if unknown:
             raise TypeError(
@@ -278,14 +338,14 @@ class SampledStochastic(Adversary):
         return self.inner.segment_means()
 
 
-@register_family("oblivious", "sampled_stochastic")
+@register_family("oblivious", "sampled_stochastic", SampledStochasticParams)
 def sampled_stochastic(
     n_experts: int, horizon: int, *, model: str = "bernoulli_gap", **knobs: Any
 ) -> SampledStochastic:
     """Oblivious family ``sampled_stochastic``: build a :class:`SampledStochastic`.
 
-    Registered as a function because its ``**knobs`` go to the shift family ``model``, not to a
-    base class (environments inspect the signature to route keywords).
+    Its ``**knobs`` go to the shift family ``model``; :class:`SampledStochasticParams` declares
+    them for the environments' keyword routing.
     """
     return SampledStochastic(n_experts, horizon, model=model, **knobs)
 
@@ -362,10 +422,10 @@ def load_losses(losses: Any, *, rescale: bool = False) -> np.ndarray:
 
 
 class _FromLosses:
-    """Default size of ``replay``: read from the matrix.
+    """Default size of ``replay``: read from the matrix (None means the same).
 
-    A distinct sentinel rather than None, so that an environment that fills sizes defaulting to
-    None with its own defaults leaves these alone.
+    Environments do not fill these sizes because :class:`ReplayParams` declares ``FILLED = ()``;
+    the sentinel only makes the default explicit in the signature.
     """
 
     def __repr__(self) -> str:
@@ -375,7 +435,7 @@ class _FromLosses:
 FROM_LOSSES = _FromLosses()
 
 
-@register_family("oblivious", "replay")
+@register_family("oblivious", "replay", ReplayParams)
 class Replay(Adversary):
     """Oblivious family ``replay``: play a user's (T, N) loss matrix row by row.
 

@@ -7,23 +7,49 @@ from typing import Any
 
 from dp_experts_env._validation import check_choice
 from dp_experts_env.adversaries.base import Adversary
+from dp_experts_env.adversaries.params import FamilyParams
+from dp_experts_env.kinds import ENV_KINDS
 
-__all__ = ["ENV_KINDS", "register_family", "make_adversary", "families", "family_factory"]
+__all__ = [
+    "ENV_KINDS",
+    "register_family",
+    "make_adversary",
+    "families",
+    "family_factory",
+    "family_params",
+]
 
-# Kinds of environment; each registered env id serves exactly one kind.
-ENV_KINDS = ("shift", "stochastic", "oblivious", "adaptive", "bandit_advice", "bandit")
-
+# The kinds come from the kind table (dp_experts_env.kinds); each has its own family registry.
 _FAMILIES: dict[str, dict[str, Callable[..., Adversary]]] = {kind: {} for kind in ENV_KINDS}
+_PARAMS: dict[str, dict[str, type[FamilyParams]]] = {kind: {} for kind in ENV_KINDS}
 
 
-def register_family(kind: str, name: str) -> Callable[[Callable[..., Adversary]], Any]:
-    """Decorator registering an adversary class (or factory) as family ``name`` of ``kind``."""
+def register_family(
+    kind: str, name: str, params: type[FamilyParams] | None = None
+) -> Callable[[Callable[..., Adversary]], Any]:
+    """Decorator registering an adversary class (or factory) as family ``name`` of ``kind``.
+
+    Args:
+        kind: a kind of :data:`ENV_KINDS`.
+        name: the family name (unique within the kind).
+        params: the family's parameter declaration (a frozen :class:`FamilyParams` dataclass);
+            default: the factory's ``Params`` attribute. One of the two is required: the env
+            factory routes and checks keywords by it.
+    """
     check_choice("kind", kind, ENV_KINDS)
 
     def decorator(factory: Callable[..., Adversary]) -> Callable[..., Adversary]:
         if name in _FAMILIES[kind]:
             raise ValueError(f"family {name!r} is already registered for kind {kind!r}")
+        declared = params if params is not None else getattr(factory, "Params", None)
+        if not (isinstance(declared, type) and issubclass(declared, FamilyParams)):
+            raise TypeError(
+                f"family {name!r} of kind {kind!r} must declare its parameters: pass params= "
+                "(a frozen dataclass deriving from FamilyParams) or give the factory a Params "
+                f"attribute; got {declared!r}"
+            )
         _FAMILIES[kind][name] = factory
+        _PARAMS[kind][name] = declared
         return factory
 
     return decorator
@@ -43,6 +69,12 @@ def family_factory(kind: str, family: str) -> Callable[..., Adversary]:
             f"family must be one of {families(kind)} for kind {kind!r}, got {family!r}"
         )
     return _FAMILIES[kind][family]
+
+
+def family_params(kind: str, family: str) -> type[FamilyParams]:
+    """The parameter declaration (a frozen dataclass) of family ``family`` of ``kind``."""
+    family_factory(kind, family)  # the same checks and messages
+    return _PARAMS[kind][family]
 
 
 def make_adversary(kind: str, family: str, **params: Any) -> Adversary:

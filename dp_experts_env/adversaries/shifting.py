@@ -1,11 +1,11 @@
-"""Shifting-stochastic loss models (brief 000 §6.2): K change points, i.i.d. losses per segment.
+"""Shifting-stochastic loss models (Asi, Raman & Saha, Sec. 2.1): K change points, i.i.d. segments.
 
 Every model here is a :class:`SegmentModel`: at reset it draws, from the structure stream, the
 change points (:mod:`~dp_experts_env.adversaries.changepoints`) and each segment's law; per round it
 draws the loss vector from the data stream with a fixed number of uniforms, so round ``t`` is a
 pure function of (seed, t) whatever the chunking and whatever the learner does. Rounds carry the
 segment means (``knows_means``), the segment index and the shift flag (``has_segments``). The
-default comparator budget is S = K (brief 000 P13). Memory is O(B (K + 1) N) at most, never O(T).
+default comparator budget is S = K (erratum E-ARS-13). Memory is O(B (K + 1) N) at most, never O(T).
 
 Families of the ``"shift"`` environment (keyword-only knobs; all take ``n_shifts`` = K, default
 ``min(4, T - 1)``, ``change_points`` = a mode of :class:`ChangePointSchedule` or a list of rounds,
@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
@@ -47,6 +48,12 @@ from dp_experts_env.adversaries.changepoints import (
     ChangePointSchedule,
     SegmentClock,
     segment_lengths,
+)
+from dp_experts_env.adversaries.params import (
+    ChangePoints,
+    FamilyParams,
+    GapBaseParams,
+    ShiftParams,
 )
 from dp_experts_env.adversaries.registry import register_family
 from dp_experts_env.batch_rng import BatchRNG
@@ -62,9 +69,13 @@ __all__ = [
     "bernoulli_losses",
     "clipped_normal_mean",
     "plant_best",
+    "BernoulliGapParams",
+    "UniformMeansParams",
+    "CorrelatedParams",
+    "DisjointPoolsParams",
+    "MeansLawParams",
+    "NoiseScaleParams",
 ]
-
-ChangePoints = str | Sequence[int] | np.ndarray
 
 
 # ----------------------------------------------------------------------------- shared helpers
@@ -274,7 +285,7 @@ class PlantedModel(SegmentModel):
 
 
 class _BaseGap(PlantedModel):
-    """Planted model with ``rest = base`` and ``best = base - gap`` (brief 000 convention)."""
+    """Planted model with ``rest = base`` and ``best = base - gap`` (planted convention)."""
 
     def _init_gap(self, gap: float | str, base: float) -> None:
         self.base = check_float("base", base, minimum=0.0, maximum=1.0, min_inclusive=False)
@@ -286,7 +297,48 @@ class _BaseGap(PlantedModel):
 
 
 # ----------------------------------------------------------------------------- families
-@register_family("shift", "bernoulli_gap")
+@dataclass(frozen=True)
+class BernoulliGapParams(ShiftParams, GapBaseParams):
+    """Knobs of :class:`BernoulliGap`: the schedule, ``gap`` and ``base``."""
+
+
+@dataclass(frozen=True)
+class MeansLawParams(FamilyParams):
+    """The law of uniformly drawn means (shared with the stationary ``uniform_means``)."""
+
+    low: float = 0.0
+    high: float = 1.0
+    distribution: str = "bernoulli"
+    concentration: float = 10.0
+
+
+@dataclass(frozen=True)
+class UniformMeansParams(ShiftParams, MeansLawParams):
+    """Knobs of :class:`UniformMeans`: the schedule and the law of the means."""
+
+
+@dataclass(frozen=True)
+class NoiseScaleParams(FamilyParams):
+    """The shared-shock and own-noise scales (shared with the stationary ``correlated``)."""
+
+    common_scale: float = 0.1
+    idio_scale: float = 0.1
+
+
+@dataclass(frozen=True)
+class CorrelatedParams(ShiftParams, GapBaseParams, NoiseScaleParams):
+    """Knobs of :class:`Correlated`: the schedule, ``gap``, ``base`` and the noise scales."""
+
+
+@dataclass(frozen=True)
+class DisjointPoolsParams(ShiftParams, GapBaseParams):
+    """Knobs of :class:`DisjointPools`: the schedule, ``gap``, ``base`` and the pools."""
+
+    pool_size: int | None = None
+    outside_loss: float = 1.0
+
+
+@register_family("shift", "bernoulli_gap", BernoulliGapParams)
 class BernoulliGap(_BaseGap):
     """Shift family ``bernoulli_gap``: one planted best expert per segment, Bernoulli losses.
 
@@ -322,7 +374,7 @@ class BernoulliGap(_BaseGap):
         self._init_gap(gap, base)
 
 
-@register_family("shift", "uniform_means")
+@register_family("shift", "uniform_means", UniformMeansParams)
 class UniformMeans(SegmentModel):
     """Shift family ``uniform_means``: fresh uniform means in every segment.
 
@@ -400,7 +452,7 @@ class _CorrelatedMixin:
         return np.clip(x, 0.0, 1.0)
 
 
-@register_family("shift", "correlated")
+@register_family("shift", "correlated", CorrelatedParams)
 class Correlated(_CorrelatedMixin, _BaseGap):
     """Shift family ``correlated``: dependent coordinates through a shared Gaussian shock.
 
@@ -436,7 +488,7 @@ class Correlated(_CorrelatedMixin, _BaseGap):
         self._init_scales(common_scale, idio_scale)
 
 
-@register_family("shift", "disjoint_pools")
+@register_family("shift", "disjoint_pools", DisjointPoolsParams)
 class DisjointPools(_BaseGap):
     """Shift family ``disjoint_pools``: segment k activates its own pool of experts.
 

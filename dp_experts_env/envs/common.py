@@ -10,9 +10,9 @@ from gymnasium import spaces
 
 from dp_experts_env._validation import check_choice
 from dp_experts_env.adversaries import Adversary, Neighbor
-from dp_experts_env.adversaries.registry import ENV_KINDS
 from dp_experts_env.envs.core import GameCore
-from dp_experts_env.envs.factory import KINDS, build_game
+from dp_experts_env.envs.factory import build_game
+from dp_experts_env.kinds import ENV_KINDS, KINDS
 
 __all__ = ["GameSetup", "RESET_OPTIONS", "parse_options", "SEED_HIGH", "families_doc"]
 
@@ -24,7 +24,7 @@ SEED_HIGH = 2**63 - 1
 
 # Keyword documentation shared by the env docstrings.
 SHARED_KEYWORDS_DOC = """
-    Keywords shared by every environment (DESIGN §2); all default to the kind's defaults:
+    Keywords shared by every environment (docs/environments.md); all default to the kind's defaults:
         n_experts: N, the number of experts (full information: also the number of actions).
         horizon: T, the number of rounds; ``terminated`` is True after round T.
         n_switches: S, the switch budget of the ``dynamic_regret`` comparator (default: the
@@ -50,8 +50,7 @@ def families_doc(kinds: tuple[str, ...]) -> str:
     Built when the env module is imported, so it lists the families registered by then (all
     built-in ones); ``dp_experts_env.adversaries.families(kind)`` is always current.
     """
-    from dp_experts_env.adversaries import families, family_factory
-    from dp_experts_env.envs.factory import _parameters
+    from dp_experts_env.adversaries import families, family_factory, family_params
 
     lines = ["", "    Families (``family=``; knobs are further keywords):"]
     for kind in kinds:
@@ -59,8 +58,7 @@ def families_doc(kinds: tuple[str, ...]) -> str:
         lines.append(f"        kind {kind!r} (default {default!r}):")
         for name in families(kind):
             factory = family_factory(kind, name)
-            named, _ = _parameters(factory, follow_bases=True)
-            knobs = [k for k in named if k not in ("n_experts", "horizon", "n_arms")]
+            knobs = family_params(kind, name).knob_names()
             doc = (getattr(factory, "__doc__", None) or "").strip().splitlines()
             summary = doc[0].strip() if doc else ""
             lines.append(f"            {name}({', '.join(knobs)}): {summary}")
@@ -72,10 +70,12 @@ class GameSetup:
 
     Attributes (on single and vector envs alike):
         n_experts, horizon, n_arms (None for full information), feedback (``"full"`` or
-        ``"bandit"``), kind, family, n_switches, and ``core`` (the :class:`GameCore`).
+        ``"bandit"``), kind, family, n_switches, params (the family's knobs as a frozen
+        dataclass, None for an Adversary instance), and ``core`` (the :class:`GameCore`).
     """
 
-    feedback_kinds: tuple[str, ...] = ENV_KINDS
+    #: The kinds this env class serves (subclasses: the kinds of one feedback).
+    kinds: tuple[str, ...] = ENV_KINDS
 
     def _setup(
         self,
@@ -85,7 +85,7 @@ class GameSetup:
         params: dict[str, Any],
         copies: int = 1,
     ) -> tuple[spaces.Space, spaces.Discrete]:
-        check_choice("kind", kind, self.feedback_kinds)
+        check_choice("kind", kind, self.kinds)
         modes = self.metadata.get("render_modes", [])
         if render_mode is not None and render_mode not in modes:
             raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")
@@ -94,6 +94,7 @@ class GameSetup:
         self.kind = kind
         self.family = game.family
         self.n_switches = game.n_switches
+        self.params = game.params
         adv: Adversary = game.adversary
         self.n_experts = adv.n_experts
         self.horizon = adv.horizon

@@ -2,7 +2,7 @@
 
 One :class:`GameCore` plays B runs of an experts game in lockstep: it owns an
 :class:`~dp_experts_env.adversaries.Adversary` and a :class:`~dp_experts_env.regret.RegretTracker`
-and implements the round protocol of DESIGN §2 with no Python loop over runs.
+and implements the round protocol of docs/environments.md with no Python loop over runs.
 
 Timing of round t (the rule that keeps adaptive adversaries honest): round t's data is fetched
 *before* the round-t action is read. :meth:`GameCore.reset` fetches round 1;

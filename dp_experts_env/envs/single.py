@@ -16,6 +16,7 @@ from dp_experts_env.envs.common import (
     parse_options,
 )
 from dp_experts_env.envs.render import RENDER_MODES, render_ansi, render_rgb
+from dp_experts_env.kinds import kinds_of
 
 __all__ = ["ExpertsEnv", "BanditAdviceEnv"]
 
@@ -29,31 +30,11 @@ class _SingleEnv(GameSetup, gym.Env):
         self,
         kind: str | None = None,
         *,
-        n_experts: int | None = None,
-        horizon: int | None = None,
-        n_switches: int | None = None,
-        family: str | None = None,
-        n_shifts: int | None = None,
-        gap: float | None = None,
-        losses: Any = None,
-        adversary: Any = None,
-        n_arms: int | None = None,
         render_mode: str | None = None,
-        **family_kwargs: Any,
+        **params: Any,
     ) -> None:
-        params = dict(
-            n_experts=n_experts,
-            horizon=horizon,
-            n_switches=n_switches,
-            family=family,
-            n_shifts=n_shifts,
-            gap=gap,
-            losses=losses,
-            adversary=adversary,
-            n_arms=n_arms,
-            **family_kwargs,
-        )
-        kind = self.feedback_kinds[0] if kind is None else kind
+        # The env keywords (EnvParams) and the family's knobs are told apart by build_game.
+        kind = self.kinds[0] if kind is None else kind
         self.observation_space, self.action_space = self._setup(kind, 1, render_mode, params)
         self.render_mode = render_mode
         self._last: dict[str, Any] | None = None
@@ -137,7 +118,7 @@ class _SingleEnv(GameSetup, gym.Env):
 class ExpertsEnv(_SingleEnv):
     """Prediction with expert advice under full information.
 
-    Serves the kinds shift, stochastic, oblivious and adaptive.
+    Serves the full-information kinds of the kind table (:mod:`dp_experts_env.kinds`).
 
     Each round the learner picks an expert ``a`` (``Discrete(N)``); the env charges ``l_t[a]`` and
     reveals the whole loss vector ``l_t`` (``Box(0, 1, (N,), float64)``); ``reward = -l_t[a]``;
@@ -147,14 +128,14 @@ class ExpertsEnv(_SingleEnv):
     Agents must not read ``info``.
 
     Args:
-        kind: ``"shift"``, ``"stochastic"``, ``"oblivious"`` or ``"adaptive"`` (set by the id).
+        kind: one of ``kinds`` (the full-information rows of the kind table; set by the id).
     """
 
-    feedback_kinds = ("shift", "stochastic", "oblivious", "adaptive")
+    kinds = kinds_of("full")
 
 
 class BanditAdviceEnv(_SingleEnv):
-    """Bandits with expert advice (kinds bandit_advice and bandit).
+    """Bandits with expert advice (the bandit kinds of :mod:`dp_experts_env.kinds`).
 
     Each round N experts advise distributions over K arms; the learner pulls an arm
     (``Discrete(K)``) and sees only that arm's loss. Observation: ``Dict(advice: Box(0, 1, (N*K,)),
@@ -165,17 +146,17 @@ class BanditAdviceEnv(_SingleEnv):
     ``<advice_j, l_t>``. The ``bandit`` kind has the K identity experts (N = K).
 
     Args:
-        kind: ``"bandit_advice"`` or ``"bandit"`` (set by the id).
+        kind: one of ``kinds`` (the bandit rows of the kind table; set by the id).
     """
 
-    feedback_kinds = ("bandit_advice", "bandit")
+    kinds = kinds_of("bandit")
 
 
 ExpertsEnv.__doc__ = (
-    (ExpertsEnv.__doc__ or "") + SHARED_KEYWORDS_DOC + families_doc(ExpertsEnv.feedback_kinds)
+    (ExpertsEnv.__doc__ or "") + SHARED_KEYWORDS_DOC + families_doc(ExpertsEnv.kinds)
 )
 BanditAdviceEnv.__doc__ = (
     (BanditAdviceEnv.__doc__ or "")
     + SHARED_KEYWORDS_DOC
-    + families_doc(BanditAdviceEnv.feedback_kinds)
+    + families_doc(BanditAdviceEnv.kinds)
 )

@@ -40,6 +40,7 @@ from dp_experts_env.envs.common import (
     families_doc,
     parse_options,
 )
+from dp_experts_env.kinds import kinds_of
 
 __all__ = ["ExpertsVectorEnv", "BanditAdviceVectorEnv"]
 
@@ -54,18 +55,9 @@ class _VectorEnv(GameSetup, VectorEnv):
         num_envs: int = 1,
         kind: str | None = None,
         *,
-        n_experts: int | None = None,
-        horizon: int | None = None,
-        n_switches: int | None = None,
-        family: str | None = None,
-        n_shifts: int | None = None,
-        gap: float | None = None,
-        losses: Any = None,
-        adversary: Any = None,
-        n_arms: int | None = None,
         render_mode: str | None = None,
         copies: int = 1,
-        **family_kwargs: Any,
+        **params: Any,
     ) -> None:
         self.num_envs = check_int("num_envs", num_envs, minimum=1)
         copies = check_int("copies", copies, minimum=1)
@@ -74,19 +66,8 @@ class _VectorEnv(GameSetup, VectorEnv):
                 f"copies must divide num_envs: {self.num_envs} runs cannot share streams in "
                 f"groups of {copies}"
             )
-        params = dict(
-            n_experts=n_experts,
-            horizon=horizon,
-            n_switches=n_switches,
-            family=family,
-            n_shifts=n_shifts,
-            gap=gap,
-            losses=losses,
-            adversary=adversary,
-            n_arms=n_arms,
-            **family_kwargs,
-        )
-        kind = self.feedback_kinds[0] if kind is None else kind
+        # The env keywords (EnvParams) and the family's knobs are told apart by build_game.
+        kind = self.kinds[0] if kind is None else kind
         single_obs, single_act = self._setup(kind, self.num_envs, render_mode, params, copies)
         self.copies = copies
         self.num_streams = self.num_envs // copies
@@ -198,10 +179,10 @@ class ExpertsVectorEnv(_VectorEnv):
 
     Args:
         num_envs: B, the number of runs played in lockstep.
-        kind: ``"shift"``, ``"stochastic"``, ``"oblivious"`` or ``"adaptive"`` (set by the id).
+        kind: one of ``kinds`` (the full-information rows of the kind table; set by the id).
     """
 
-    feedback_kinds = ("shift", "stochastic", "oblivious", "adaptive")
+    kinds = kinds_of("full")
 
 
 class BanditAdviceVectorEnv(_VectorEnv):
@@ -212,19 +193,19 @@ class BanditAdviceVectorEnv(_VectorEnv):
 
     Args:
         num_envs: B, the number of runs played in lockstep.
-        kind: ``"bandit_advice"`` or ``"bandit"`` (set by the id).
+        kind: one of ``kinds`` (the bandit rows of the kind table; set by the id).
     """
 
-    feedback_kinds = ("bandit_advice", "bandit")
+    kinds = kinds_of("bandit")
 
 
 ExpertsVectorEnv.__doc__ = (
     (ExpertsVectorEnv.__doc__ or "")
     + SHARED_KEYWORDS_DOC
-    + families_doc(ExpertsVectorEnv.feedback_kinds)
+    + families_doc(ExpertsVectorEnv.kinds)
 )
 BanditAdviceVectorEnv.__doc__ = (
     (BanditAdviceVectorEnv.__doc__ or "")
     + SHARED_KEYWORDS_DOC
-    + families_doc(BanditAdviceVectorEnv.feedback_kinds)
+    + families_doc(BanditAdviceVectorEnv.kinds)
 )

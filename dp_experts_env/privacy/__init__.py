@@ -7,7 +7,7 @@ driver that plays learners in an audit is :mod:`dp_experts_env.evaluation.audit`
 
 from typing import Any
 
-from dp_experts_env.privacy import exact_accountants  # noqa: F401  (briefs 001/002)
+from dp_experts_env.privacy import exact_accountants  # noqa: F401  (lazy learners)
 from dp_experts_env.privacy.accounting import (
     advanced_composition,
     advanced_composition_heterogeneous,

@@ -25,7 +25,7 @@ steps. Two traps, both handled here:
    ``ADD_OR_REMOVE_ONE`` with ``noise_multiplier = scale / replace_one_sensitivity``: the
    Laplace privacy-loss distribution depends only on the shift, not on how it arose.
 
-The exact per-step accountants derived in the briefs (002 §5, 001 §2.6) live in
+The exact per-step accountants of the lazy learners (derived for this suite) live in
 ``exact_accountants.py``.
 """
 

@@ -1,6 +1,7 @@
 """Exact per-step privacy accountants of the lazy (shrinking-dartboard) learners.
 
-The lazy learners of briefs 001 and 002 spend privacy only at a few events. Neighbouring loss
+The lazy learners (private shrinking dartboards of Asi, Feldman, Koren & Talwar; private lazy Hedge
+from Agarwal, Kale, Singh & Thakurta's P-COMW) spend privacy only at a few events. Neighbouring loss
 sequences differ at one round ``t1``; conditioned on everything released before:
 
 * rounds before ``t1`` cost nothing;
@@ -15,16 +16,16 @@ float for scalar inputs.
 
 Sources:
 
-* Shrinking dartboard ``w = (1 - eta)^L`` (brief 002 §2.1, §2.2 and §5; Asi, Feldman, Koren,
-  Talwar 2023, Alg. 1 / Thm 2 / Thm 5): :func:`dartboard_switch_cost`,
+* Shrinking dartboard ``w = (1 - eta)^L`` (Asi, Feldman, Koren & Talwar 2023, "Private Online
+  Prediction from Experts", Section 3.1: Alg. 1 / Thm 2 / Thm 5): :func:`dartboard_switch_cost`,
   :func:`dartboard_resample_cost`, :func:`dartboard_epsilon`, :func:`dartboard_paper_epsilon`,
   :func:`dartboard_regret_bound`, :func:`dartboard_budget`.
-* Private lazy Hedge ``w = exp(-beta L)`` (brief 001 §2.6, the D1-unnorm and D1-norm discrete
-  forms of Agarwal, Kale, Singh, Thakurta's P-COMW): :func:`lazy_hedge_budget`,
-  :func:`lazy_hedge_epsilon`, :func:`lazy_hedge_normalized_epsilon`,
+* Private lazy Hedge ``w = exp(-beta L)`` (the unnormalised- and normalised-ratio discrete forms
+  of Agarwal, Kale, Singh & Thakurta's P-COMW, derived for this suite, docs/algorithms.md):
+  :func:`lazy_hedge_budget`, :func:`lazy_hedge_epsilon`, :func:`lazy_hedge_normalized_epsilon`,
   :func:`lazy_hedge_regret_bound`.
-* Continuous P-COMW (brief 001 §2.2 and §5.4, Theorem "DP"): :func:`pcomw_account`,
-  :func:`pcomw_theorem41_kappa`, :func:`pcomw_regret_bound`.
+* Continuous P-COMW (Agarwal, Kale, Singh & Thakurta, Section 4 and Appendix D, Theorem "DP"):
+  :func:`pcomw_account`, :func:`pcomw_theorem41_kappa`, :func:`pcomw_regret_bound`.
 
 Composition rules used (both valid for adaptively chosen steps; written here in vectorised form
 so calibration can bisect over whole parameter grids -- the scalar versions are
@@ -34,9 +35,9 @@ so calibration can bisect over whole parameter grids -- the scalar versions are
   (Dwork, Rothblum, Vadhan 2010; Dwork & Roth Thm 3.20), never worse than basic ``k e`` here
   because the minimum of the two is taken.
 * ``adaptive``: steps with ``sum eps_t^2 <= S2`` give ``1.5 S2 + sqrt(6 S2 ln(1/delta))``
-  (Whitehouse et al. 2022, as used in brief 001 Lemma A.1).
+  (Whitehouse et al. 2022, as used in Agarwal, Kale, Singh & Thakurta's Appendix A).
 
-Natural logarithms throughout (brief 002 Pitfall 12).
+Natural logarithms throughout (erratum E-AFKT-12).
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def _lam(eta: np.ndarray) -> np.ndarray:
 
 
 def dartboard_switch_cost(eta: Number, p: Number, batch: Number = 1) -> Number:
-    """Privacy cost of the one switch coin that reads the changed loss (brief 002 §5).
+    """Privacy cost of the one switch coin that reads the changed loss (derived for this suite).
 
     The coin stays with probability ``(1 - p)(1 - eta)^g`` where ``g`` is the held expert's
     (block-averaged) loss, which one replaced loss vector moves by at most ``1/batch``. The stay
@@ -158,8 +159,8 @@ def dartboard_switch_cost(eta: Number, p: Number, batch: Number = 1) -> Number:
 def dartboard_resample_cost(eta: Number, batch: Number = 1) -> Number:
     """Privacy cost of one fresh sample from ``P(i) ∝ (1 - eta)^{L(i)}``: ``2 ln(1/(1-eta)) / B``.
 
-    The exponential mechanism on scores that move by at most ``1/B`` (brief 002 §2.0(b); the
-    paper's ``4 eta / B`` is a looser bound, Pitfall 7).
+    The exponential mechanism on scores that move by at most ``1/B`` (the
+    paper's ``4 eta / B`` is a looser bound, erratum E-AFKT-7).
     """
     eta = _arr("eta", eta, low=0.0, high=1.0, low_open=True, high_open=True)
     batch = _arr("batch", batch, low=1.0)
@@ -169,7 +170,7 @@ def dartboard_resample_cost(eta: Number, batch: Number = 1) -> Number:
 def dartboard_epsilon(
     eta: Number, p: Number, budget: Number, delta: Number = 0.0, batch: Number = 1
 ) -> Number:
-    """Exact accountant of the (batched) private shrinking dartboard (brief 002 §5).
+    """Exact accountant of the (batched) private shrinking dartboard.
 
     ``e_sw`` by basic composition, plus at most ``budget`` resamples of ``e_rs`` each composed
     by basic composition (``delta = 0``) or the better of basic and advanced composition
@@ -201,7 +202,7 @@ def dartboard_paper_epsilon(
       ``5 eta/p + 100 T p eta^2 + 20 eta sqrt(T p ln(1/delta))``.
     * ``batch > 1``: Theorem 5 (approximate) ``5 eta/(B p) + 100 T p eta^2 / B^3
       + (20 eta / B) sqrt(12 (T p / B) ln(1/delta))``; pure: the derived basic-composition
-      analogue ``eta/(B p) + 16 T p eta / B^2`` (brief 002 Pitfall 11).
+      analogue ``eta/(B p) + 16 T p eta / B^2`` (erratum E-AFKT-11).
     """
     eta = _arr("eta", eta, low=0.0, high=1.0, low_open=True, high_open=True)
     p = _arr("p", p, low=0.0, high=1.0, low_open=True)
@@ -222,7 +223,7 @@ def dartboard_paper_epsilon(
 
 
 def dartboard_budget(p: Number, horizon: Number, batch: Number = 1) -> Number:
-    """The paper's budget ``K = max(1, floor(4 T p / B))`` (brief 002 Pitfall 3)."""
+    """The paper's budget ``K = max(1, floor(4 T p / B))`` (erratum E-AFKT-3)."""
     p = _arr("p", p, low=0.0, high=1.0, low_open=True)
     t = _arr("horizon", horizon, low=1.0)
     b = _arr("batch", batch, low=1.0)
@@ -259,19 +260,19 @@ def lazy_hedge_budget(beta: Number, p: Number, horizon: Number) -> Number:
 
 
 def lazy_hedge_epsilon(beta: Number, p: Number, budget: Number, delta: Number = 0.0) -> Number:
-    """Exact accountant of private lazy Hedge, D1-unnorm (brief 001 §2.6).
+    """Exact accountant of private lazy Hedge, unnormalised-ratio form.
 
     Per-step costs: ``beta/p`` for the coin that reads the changed loss, ``2 beta`` for each of
     at most ``ceil(budget)`` fresh samples after it. ``delta > 0``: the better of
     ``1.5 S2 + sqrt(6 S2 ln(1/delta))`` with ``S2 = (beta/p)^2 + 4 beta^2 ceil(budget)`` (the
-    brief's formula) and basic composition; ``delta = 0``: basic composition
-    ``beta/p + 2 beta ceil(budget)``.
+    adaptive composition of Whitehouse et al.) and basic composition; ``delta = 0``: basic
+    composition ``beta/p + 2 beta ceil(budget)``.
 
     Args:
         beta: inverse temperature (> 0).
         p: forced-switch probability in (0, 1].
         budget: switch budget B (>= 0, real; ``ceil(B)`` switches at most).
-        delta: slack in [0, 1). Brief 001 §5.4 used ``delta/2`` here (log(2/delta)); all
+        delta: slack in [0, 1). The paper's split uses ``delta/2`` here (log(2/delta)); all
             per-step deltas are 0, so the full ``delta`` is valid.
 
     Returns:
@@ -291,7 +292,7 @@ def lazy_hedge_epsilon(beta: Number, p: Number, budget: Number, delta: Number = 
 def lazy_hedge_normalized_epsilon(
     beta: Number, p: Number, horizon: Number, delta: Number
 ) -> Number:
-    """Accountant of the D1-norm ablation (literal P-COMW on N points; brief 001 §2.6).
+    """Accountant of the normalised-ratio ablation (literal P-COMW on N points).
 
     ``S2 = 4 beta^2/p^2 + 8 beta^2 ceil(B) + 2 T eta^2/p^2`` with ``eta = 2 beta^2 e^beta``,
     ``B = 3 ptilde T``, ``ptilde = p + 1 - e^{-2 beta}``; epsilon ``1.5 S2 + sqrt(6 S2
@@ -310,10 +311,10 @@ def lazy_hedge_normalized_epsilon(
 def lazy_hedge_regret_bound(
     beta: Number, p: Number, horizon: Number, n_experts: Number, switch_rate: Number | None = None
 ) -> Number:
-    """Oblivious regret bound ``ln(N)/beta + beta T/8 + 2 T exp(-ptilde T)`` (brief 001 §2.6).
+    """Oblivious regret bound ``ln(N)/beta + beta T/8 + 2 T exp(-ptilde T)`` (private lazy Hedge).
 
-    ``switch_rate`` is ``ptilde``; default ``p + (1 - p)(1 - e^{-beta})`` (D1-unnorm with budget
-    ``3 ptilde T``).
+    ``switch_rate`` is ``ptilde``; default ``p + (1 - p)(1 - e^{-beta})`` (unnormalised ratio with
+    budget ``3 ptilde T``).
     """
     beta = _arr("beta", beta, low=0.0, low_open=True)
     p = _arr("p", p, low=0.0, high=1.0)
@@ -326,18 +327,19 @@ def lazy_hedge_regret_bound(
     return _out(np.log(n) / beta + beta * t / 8.0 + 2.0 * t * np.exp(-rate * t))
 
 
-# --------------------------------------------------------------------------- P-COMW (001 §2.2)
+# ------------------------------------------------------------------- P-COMW (Theorem "DP")
 class PCOMWAccount(NamedTuple):
-    """Privacy of continuous P-COMW at ``kappa = beta G^2 / lambda`` (brief 001 §2.2, §5.2).
+    """Privacy of continuous P-COMW at ``kappa = beta G^2 / lambda`` (Theorem "DP", Section 4).
 
     Attributes:
         epsilon: ``1.5 S2 + sqrt(6 S2 ln(2/delta))``.
         delta: certified slack ``delta/2 + T (4 d' + 9 T d' + 3 e^{-ptilde T})``,
-            ``d' = delta / (60 T^2)`` (Pitfall P3).
+            ``d' = delta / (60 T^2)`` (erratum E-AKST-3).
         log_phi: ``ln Phi = 36 kappa + 2 sqrt(72 kappa ln(120 T^2 / delta))``.
         p: forced-switch probability ``max(T^{-1/3}, (kappa / ln Phi)^{2/3})``.
         budget: ``3 ptilde T`` with ``ptilde = p + 1 - Phi^{-2}``.
-        sum_sq: ``S2 = 4 ln^2 Phi / p^2 + 2 ceil(B) ln^2 Phi + 8 kappa^2 T / p^2`` (Pitfall P2).
+        sum_sq: ``S2 = 4 ln^2 Phi / p^2 + 2 ceil(B) ln^2 Phi + 8 kappa^2 T / p^2`` (erratum
+        E-AKST-2).
     """
 
     epsilon: float
@@ -349,7 +351,7 @@ class PCOMWAccount(NamedTuple):
 
 
 def pcomw_account(kappa: float, horizon: float, delta: float) -> PCOMWAccount:
-    """The Theorem "DP" accountant of continuous P-COMW, pre-simplified S2 (brief 001 §2.2).
+    """The Theorem "DP" accountant of continuous P-COMW, pre-simplified S2 (E-AKST-2).
 
     Args:
         kappa: ``beta G^2 / lambda`` (> 0); every privacy quantity depends on it alone.
@@ -385,10 +387,9 @@ def pcomw_theorem41_kappa(horizon: float, epsilon: float, delta: float) -> float
 def pcomw_regret_bound(
     kappa: float, horizon: float, dim: int, lipschitz: float, diameter: float
 ) -> float:
-    """Regret bound ``G D sqrt(2T + 2 d ln(T) / kappa)`` at the regret-optimal lambda (§5.2).
+    """Regret bound ``G D sqrt(2T + 2 d ln(T) / kappa)`` at the regret-optimal lambda (Section 4).
 
-    Brief 001 §5.4's "calibrated" table prints this value divided by T (its column header says
-    ``reg/(GDT)``, but the numbers are ``reg/T``).
+    The tests compare this value divided by T with worked reference numbers.
     """
     k = float(_arr("kappa", kappa, low=0.0, low_open=True))
     t = float(_arr("horizon", horizon, low=1.0))

@@ -15,7 +15,7 @@ Noise comes from a backend (``noise="fast"`` | ``"grid"`` or a backend object, s
 One-shot mechanisms return a :class:`~dp_experts_env.privacy.guarantee.Release`
 ``(value, guarantee)``; the stateful ones (:class:`AboveThreshold`, :class:`TreeCounter`) expose
 a ``guarantee`` property. Scores are LOSSES throughout: selection mechanisms pick small scores
-(brief 000, P1).
+(erratum E-ARS-1).
 """
 
 from __future__ import annotations

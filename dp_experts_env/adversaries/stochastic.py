@@ -1,4 +1,4 @@
-"""Stationary i.i.d. loss models with gaps (brief 003 §5.3): shifting models with K = 0.
+"""Stationary i.i.d. loss models with gaps (Cesari & Colomboni's setting): shifting models, K = 0.
 
 Every family here is a :class:`~dp_experts_env.adversaries.shifting.SegmentModel` with no change
 point: the law is drawn once per run at reset (structure stream) and every round is an i.i.d.
@@ -28,14 +28,18 @@ Families of the ``"stochastic"`` environment (keyword-only knobs):
 from __future__ import annotations
 
 from abc import abstractmethod
+from dataclasses import dataclass
 
 import numpy as np
 
 from dp_experts_env._validation import check_float
+from dp_experts_env.adversaries.params import FamilyParams, GapBaseParams
 from dp_experts_env.adversaries.registry import register_family
 from dp_experts_env.adversaries.shifting import (
     Correlated,
     GapSpec,
+    MeansLawParams,
+    NoiseScaleParams,
     PlantedModel,
     SegmentModel,
     UniformMeans,
@@ -55,9 +59,53 @@ __all__ = [
 ]
 
 
-@register_family("stochastic", "one_vs_rest")
+@dataclass(frozen=True)
+class OneVsRestParams(FamilyParams):
+    """Knobs of :class:`OneVsRest`: the gap and the midpoint of the two means."""
+
+    gap: float | str = 0.1
+    center: float = 0.5
+
+
+@dataclass(frozen=True)
+class PrivacyDominatedParams(OneVsRestParams):
+    """Knobs of :class:`PrivacyDominated`: those of ``one_vs_rest``, default gap 0.5."""
+
+    gap: float | str = 0.5
+
+
+@dataclass(frozen=True)
+class StatisticsDominatedParams(OneVsRestParams):
+    """Knobs of :class:`StatisticsDominated`: those of ``one_vs_rest``, default gap 0.05."""
+
+    gap: float | str = 0.05
+
+
+@dataclass(frozen=True)
+class GeometricGapsParams(FamilyParams):
+    """Knobs of :class:`GeometricGaps`."""
+
+    gap: float = 0.1
+    best_mean: float = 0.25
+
+
+@dataclass(frozen=True)
+class MixedGapsParams(FamilyParams):
+    """Knobs of :class:`MixedGaps`."""
+
+    gap: float = 0.05
+    large_gap: float = 0.4
+    best_mean: float = 0.25
+
+
+@dataclass(frozen=True)
+class StationaryCorrelatedParams(GapBaseParams, NoiseScaleParams):
+    """Knobs of :class:`StationaryCorrelated`: the shift ``correlated``'s but the schedule."""
+
+
+@register_family("stochastic", "one_vs_rest", OneVsRestParams)
 class OneVsRest(PlantedModel):
-    """Stochastic family ``one_vs_rest`` (brief 003 E1): one best expert, all gaps equal.
+    """Stochastic family ``one_vs_rest``: one best expert, all gaps equal.
 
     Args:
         n_experts: N (>= 2).
@@ -83,9 +131,9 @@ class OneVsRest(PlantedModel):
         return self.center - half, self.center + half
 
 
-@register_family("stochastic", "privacy_dominated")
+@register_family("stochastic", "privacy_dominated", PrivacyDominatedParams)
 class PrivacyDominated(OneVsRest):
-    """Stochastic family ``privacy_dominated`` (E2): ``one_vs_rest`` with default gap 0.5."""
+    """Stochastic family ``privacy_dominated``: ``one_vs_rest`` with default gap 0.5."""
 
     def __init__(
         self, n_experts: int, horizon: int, *, gap: float | str = 0.5, center: float = 0.5
@@ -93,9 +141,9 @@ class PrivacyDominated(OneVsRest):
         super().__init__(n_experts, horizon, gap=gap, center=center)
 
 
-@register_family("stochastic", "statistics_dominated")
+@register_family("stochastic", "statistics_dominated", StatisticsDominatedParams)
 class StatisticsDominated(OneVsRest):
-    """Stochastic family ``statistics_dominated`` (E3): ``one_vs_rest`` with default gap 0.05."""
+    """Stochastic family ``statistics_dominated``: ``one_vs_rest`` with default gap 0.05."""
 
     def __init__(
         self, n_experts: int, horizon: int, *, gap: float | str = 0.05, center: float = 0.5
@@ -103,9 +151,9 @@ class StatisticsDominated(OneVsRest):
         super().__init__(n_experts, horizon, gap=gap, center=center)
 
 
-@register_family("stochastic", "comonotone")
+@register_family("stochastic", "comonotone", OneVsRestParams)
 class Comonotone(OneVsRest):
-    """Stochastic family ``comonotone`` (E6): ``one_vs_rest`` means, one shared uniform per round.
+    """Stochastic family ``comonotone``: ``one_vs_rest`` means, one shared uniform per round.
 
     Args:
         n_experts, horizon, gap, center: as for :class:`OneVsRest`.
@@ -141,9 +189,9 @@ class _RankedProfile(SegmentModel):
         return bernoulli_losses(rng, params)
 
 
-@register_family("stochastic", "geometric_gaps")
+@register_family("stochastic", "geometric_gaps", GeometricGapsParams)
 class GeometricGaps(_RankedProfile):
-    """Stochastic family ``geometric_gaps`` (E4): gaps Delta, 2 Delta, 4 Delta, ... capped at 1.
+    """Stochastic family ``geometric_gaps``: gaps Delta, 2 Delta, 4 Delta, ... capped at 1.
 
     Args:
         n_experts: N (>= 2).
@@ -169,9 +217,9 @@ class GeometricGaps(_RankedProfile):
         return np.concatenate([[self.best_mean], rest])
 
 
-@register_family("stochastic", "mixed_gaps")
+@register_family("stochastic", "mixed_gaps", MixedGapsParams)
 class MixedGaps(_RankedProfile):
-    """Stochastic family ``mixed_gaps`` (E5): half the suboptimal experts near, half far.
+    """Stochastic family ``mixed_gaps``: half the suboptimal experts near, half far.
 
     Args:
         n_experts: N (>= 2).
@@ -211,7 +259,7 @@ class MixedGaps(_RankedProfile):
         )
 
 
-@register_family("stochastic", "correlated")
+@register_family("stochastic", "correlated", StationaryCorrelatedParams)
 class StationaryCorrelated(Correlated):
     """Stochastic family ``correlated``: the shift family ``correlated`` with no change point.
 
@@ -244,7 +292,7 @@ class StationaryCorrelated(Correlated):
         )
 
 
-@register_family("stochastic", "uniform_means")
+@register_family("stochastic", "uniform_means", MeansLawParams)
 class StationaryUniformMeans(UniformMeans):
     """Stochastic family ``uniform_means``: the shift family ``uniform_means`` with K = 0.
 

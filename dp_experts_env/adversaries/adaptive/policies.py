@@ -1,0 +1,160 @@
+"""Simple adaptive policies: punish the learner's recent or frequent choices.
+
+The ``punish_last`` (the adaptive kind's default) and ``punish_frequent`` families, after Asi,
+Raman & Saha, Section 2.1: each is a :class:`~dp_experts_env.adversaries.adaptive.framework.
+PolicyAdversary` over a base datum, with a policy that reads past actions only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dp_experts_env._validation import check_int
+from dp_experts_env.adversaries.adaptive.framework import (
+    ActionHistory,
+    AdaptivePolicy,
+    BaseLosses,
+    PolicyAdversary,
+)
+from dp_experts_env.adversaries.params import BaseLossParams
+from dp_experts_env.adversaries.registry import register_family
+from dp_experts_env.batch_rng import BatchRNG
+
+__all__ = [
+    "PunishLastPolicy",
+    "PunishFrequentPolicy",
+    "PunishLastParams",
+    "PunishFrequentParams",
+    "punish_last",
+    "punish_frequent",
+]
+
+
+# ---------------------------------------------------------------------------- built-in policies
+class PunishLastPolicy(AdaptivePolicy):
+    """Loss 1 on every expert played in the last ``k`` rounds, the base datum elsewhere.
+
+    ``PunishLast(k)`` (the suite's example, not from a paper): ``l_t(j) = 1`` if
+    ``j in {J_{t-1}, ..., J_{t-k}}`` else ``z_t(j)``. Lazy learners (``J_t = J_{t-1}``) pay every
+    round. Memory O(B * k).
+    """
+
+    def __init__(self, k: int = 1) -> None:
+        self.k = check_int("k", k, minimum=1)
+        self.window = self.k
+
+    def losses(self, t: int, z: np.ndarray, history: ActionHistory) -> np.ndarray:
+        """Punish the recently played experts."""
+        out = np.array(z, dtype=np.float64, copy=True)
+        recent = history.last(self.k)
+        if recent.shape[1]:
+            out[np.arange(out.shape[0])[:, None], recent] = 1.0
+        return out
+
+
+class PunishFrequentPolicy(AdaptivePolicy):
+    """Loss 1 on the ``n_punished`` experts played most often in the last ``window`` rounds.
+
+    ``PunishFrequent(W, m)`` (the suite's example). Choices: only experts played at
+    least once in the window can be punished (early rounds punish fewer than m); ties in the count
+    go to the lower expert index (deterministic, no coins). Memory O(B * (N + W)).
+    """
+
+    def __init__(self, window: int = 100, n_punished: int = 1) -> None:
+        self.frequency_window = check_int("window", window, minimum=1)
+        self.n_punished = check_int("n_punished", n_punished, minimum=1)
+
+    def reset(self, num_runs: int, n_experts: int, horizon: int, rng: BatchRNG) -> None:
+        """Clear the window counts."""
+        super().reset(num_runs, n_experts, horizon, rng)
+        if self.n_punished > n_experts:
+            raise ValueError(
+                f"n_punished must be <= n_experts ({n_experts}), got {self.n_punished}"
+            )
+        self._recent = ActionHistory(num_runs, min(self.frequency_window, horizon))
+        self._counts = np.zeros((num_runs, n_experts), dtype=np.int64)
+        # Tie-break key: a higher count wins, then a lower index.
+        self._rank_offset = (n_experts - 1 - np.arange(n_experts)).astype(np.int64)
+
+    def record(self, t: int, actions: np.ndarray) -> None:
+        """Slide the window by one round."""
+        rows = np.arange(self.num_runs)
+        evicted = self._recent.push(actions)
+        self._counts[rows, actions] += 1
+        if evicted is not None:
+            self._counts[rows, evicted] -= 1
+
+    def losses(self, t: int, z: np.ndarray, history: ActionHistory) -> np.ndarray:
+        """Punish the most frequent recent experts."""
+        played = self._counts > 0
+        if self.n_punished >= self.n_experts:
+            mask = played
+        else:
+            score = self._counts * self.n_experts + self._rank_offset
+            top = np.argpartition(-score, self.n_punished - 1, axis=1)[:, : self.n_punished]
+            mask = np.zeros_like(played)
+            mask[np.arange(self.num_runs)[:, None], top] = True
+            mask &= played
+        return np.where(mask, 1.0, z)
+
+
+@dataclass(frozen=True)
+class PunishLastParams(BaseLossParams):
+    """Knobs of :func:`punish_last`: the memory ``k`` and the base datum."""
+
+    k: int = 1
+
+
+@dataclass(frozen=True)
+class PunishFrequentParams(BaseLossParams):
+    """Knobs of :func:`punish_frequent`: the window, the number punished and the base datum."""
+
+    window: int = 100
+    n_punished: int = 1
+
+
+@register_family("adaptive", "punish_last", PunishLastParams)
+def punish_last(
+    n_experts: int,
+    horizon: int,
+    *,
+    k: int = 1,
+    base: str | BaseLosses = "bernoulli",
+    base_mean: float | np.ndarray | None = None,
+) -> PolicyAdversary:
+    """PunishLast(k) (an adaptive example), the default adaptive family.
+
+    Knobs: ``k`` (>= 1, default 1) rounds of memory; ``base``/``base_mean`` as in
+    :class:`PolicyAdversary` (default Bernoulli(0.5) base losses).
+    """
+    return PolicyAdversary(
+        n_experts, horizon, policy=PunishLastPolicy(k), base=base, base_mean=base_mean
+    )
+
+
+@register_family("adaptive", "punish_frequent", PunishFrequentParams)
+def punish_frequent(
+    n_experts: int,
+    horizon: int,
+    *,
+    window: int = 100,
+    n_punished: int = 1,
+    base: str | BaseLosses = "bernoulli",
+    base_mean: float | np.ndarray | None = None,
+) -> PolicyAdversary:
+    """PunishFrequent(W, m): loss 1 on the m most played experts of the last W.
+
+    Knobs: ``window`` = W (>= 1, default 100), ``n_punished`` = m (1..N, default 1),
+    ``base``/``base_mean`` as in :class:`PolicyAdversary`.
+    """
+    n_experts = check_int("n_experts", n_experts, minimum=1)
+    n_punished = check_int("n_punished", n_punished, minimum=1, maximum=n_experts)
+    return PolicyAdversary(
+        n_experts,
+        horizon,
+        policy=PunishFrequentPolicy(window, n_punished),
+        base=base,
+        base_mean=base_mean,
+    )

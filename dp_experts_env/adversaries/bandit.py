@@ -1,0 +1,199 @@
+"""The ``bandit`` kind: K-armed adversarial bandits, i.e. bandits with the K identity experts.
+
+Every model here is an :class:`~dp_experts_env.adversaries.advice.AdviceAdversary` whose experts
+are the arms (N = K; ``n_experts`` may be omitted). Identity advice is a read-only broadcast view
+of one K x K identity made once per adversary (no per-round work), and these models set
+``identity_advice`` so the env skips the (B, K, K) advice product altogether.
+
+Families: ``bernoulli_gap`` (default; :class:`BanditBernoulliGap`, not to be confused with the
+shift kind's :class:`~dp_experts_env.adversaries.shifting.BernoulliGap`), ``shifting_bernoulli``,
+``lemma11_switch``, ``periodic_swap``; ``minimax`` and ``replay`` live in ``advice_minimax`` and
+``advice_replay`` with their bandit-with-advice counterparts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dp_experts_env._validation import check_int
+from dp_experts_env.adversaries.advice import (
+    AdviceAdversary,
+    Lemma11Switch,
+    Lemma11SwitchParams,
+    _check_gap,
+    _check_identity_experts,
+)
+from dp_experts_env.adversaries.params import BanditParams, ShiftParams
+from dp_experts_env.adversaries.registry import register_family
+from dp_experts_env.adversaries.shifting import plant_best
+from dp_experts_env.batch_rng import BatchRNG
+
+__all__ = [
+    "BanditBernoulliGap",
+    "ShiftingBernoulli",
+    "PeriodicSwap",
+    "lemma11_bandit",
+    "BanditBernoulliGapParams",
+    "ShiftingBernoulliParams",
+    "PeriodicSwapParams",
+]
+
+
+class PeriodicSwap(AdviceAdversary):
+    """Batch-aliasing periodic losses, identity experts.
+
+    Arms 0 and 1 swap which one has loss 0 every ``period`` rounds (arm 0 first); the other has
+    loss 1, as has every further arm. Static regret is mild, but a learner committing for ``tau``
+    rounds pays when ``period`` is near ``tau``. ``default_switches = ceil(T/period) - 1`` (the
+    per-round best switches at every swap; the env's switch-budgeted comparator costs O(N S)).
+
+    Knobs: ``period`` >= 1 (default 100). No random draws.
+    """
+
+    stochastic_losses = False
+    has_segments = True
+    identity_advice = True
+
+    def __init__(
+        self,
+        n_experts: int | None = None,
+        horizon: int | None = None,
+        n_arms: int | None = None,
+        *,
+        period: int = 100,
+    ) -> None:
+        super().__init__(_check_identity_experts(n_experts, n_arms), horizon, n_arms)
+        self.period = check_int("period", period, minimum=1)
+        self.default_switches = -(-self.horizon // self.period) - 1
+
+    def _advance_segment(self, t: int) -> None:
+        # Arithmetic, not a table of change points: O(1) memory for any T.
+        seg = (t - 1) // self.period
+        self._seg = np.full(self.num_runs, seg, dtype=np.int64)
+        self._shift = np.full(self.num_runs, seg > 0 and (t - 1) % self.period == 0)
+
+    def _public(self, t: int) -> np.ndarray:
+        row = np.ones(self.n_arms)
+        row[((t - 1) // self.period) % 2] = 0.0
+        return np.broadcast_to(row, (self.num_runs, self.n_arms)).copy()
+
+    def _advice(self, t: int) -> np.ndarray:
+        return self._identity_advice()
+
+
+class BanditBernoulliGap(AdviceAdversary):
+    """Stochastic K-armed bandit with a gap (identity experts).
+
+    Arm losses are Bernoulli(1/2) except the best arm, Bernoulli(1/2 - gap). The best arm is
+    uniform on [K] at reset (or ``best_arm``). Knobs: ``gap`` in (0, 1/2] (default 0.1),
+    ``best_arm`` in [0, K) or None.
+    """
+
+    identity_advice = True
+
+    def __init__(
+        self,
+        n_experts: int | None = None,
+        horizon: int | None = None,
+        n_arms: int | None = None,
+        *,
+        gap: float = 0.1,
+        best_arm: int | None = None,
+    ) -> None:
+        n_experts = _check_identity_experts(n_experts, n_arms)
+        super().__init__(n_experts, horizon, n_arms)
+        self.gap = _check_gap(gap)
+        self.best_arm = None
+        if best_arm is not None:
+            self.best_arm = check_int("best_arm", best_arm, minimum=0, maximum=self.n_arms - 1)
+
+    def _setup(self, rng: BatchRNG) -> None:
+        seq = plant_best(rng, self.n_segments, self.n_arms)
+        if self.best_arm is not None:
+            # Shift the whole sequence so segment 0 starts at best_arm; later arms stay uniform
+            # among the others (same draws, so the stream does not depend on best_arm).
+            seq = (seq - seq[:, :1] + self.best_arm) % self.n_arms
+        self._best_seq = seq
+
+    @property
+    def best(self) -> np.ndarray:
+        """The best arm of the current round, (B,)."""
+        return self._best_seq[np.arange(self.num_runs), self._seg]
+
+    def _public(self, t: int) -> np.ndarray:
+        means = np.full((self.num_runs, self.n_arms), 0.5)
+        means[np.arange(self.num_runs), self.best] -= self.gap
+        return means
+
+    def _advice(self, t: int) -> np.ndarray:
+        return self._identity_advice()
+
+
+class ShiftingBernoulli(BanditBernoulliGap):
+    """:class:`BanditBernoulliGap` whose best arm changes at S public change points.
+
+    Knobs: ``gap``, ``best_arm`` (the first segment's best arm), and the schedule knobs of
+    :class:`~dp_experts_env.adversaries.advice.ShiftingPlantedExpert`: ``n_shifts`` = S >= 0
+    (default None = 1), ``change_points`` (default "even"), ``min_length``. Each new best arm is
+    uniform among the other K - 1. ``default_switches = S``.
+    """
+
+    has_segments = True
+
+    def __init__(
+        self,
+        n_experts: int | None = None,
+        horizon: int | None = None,
+        n_arms: int | None = None,
+        *,
+        n_shifts: int | None = None,
+        change_points: str | Sequence[int] | np.ndarray = "even",
+        min_length: int | None = None,
+        **knobs: Any,
+    ) -> None:
+        super().__init__(n_experts, horizon, n_arms, **knobs)
+        self._use_schedule(n_shifts, change_points, min_length)
+
+
+# ------------------------------------------------------------------------------ parameters
+@dataclass(frozen=True)
+class PeriodicSwapParams(BanditParams):
+    """Knobs of :class:`PeriodicSwap`."""
+
+    period: int = 100
+
+
+@dataclass(frozen=True)
+class BanditBernoulliGapParams(BanditParams):
+    """Knobs of :class:`BanditBernoulliGap`."""
+
+    gap: float = 0.1
+    best_arm: int | None = None
+
+
+@dataclass(frozen=True)
+class ShiftingBernoulliParams(BanditBernoulliGapParams, ShiftParams):
+    """Knobs of :class:`ShiftingBernoulli`: the gap, the first best arm and the schedule."""
+
+
+# ------------------------------------------------------------------------------ registration
+register_family("bandit", "bernoulli_gap", BanditBernoulliGapParams)(BanditBernoulliGap)
+register_family("bandit", "shifting_bernoulli", ShiftingBernoulliParams)(ShiftingBernoulli)
+register_family("bandit", "periodic_swap", PeriodicSwapParams)(PeriodicSwap)
+
+
+@register_family("bandit", "lemma11_switch", Lemma11SwitchParams)
+def lemma11_bandit(
+    n_experts: int | None = None,
+    horizon: int | None = None,
+    n_arms: int | None = None,
+    *,
+    switch_round: int | None = None,
+) -> Lemma11Switch:
+    """Lemma-11 switch instance with identity experts only (N = K)."""
+    n_experts = _check_identity_experts(n_experts, n_arms)
+    return Lemma11Switch(n_experts, horizon, n_arms, switch_round=switch_round)
