@@ -101,6 +101,8 @@ def apply_noise(grid: Any, noise: str | None) -> list[str]:
         spec = agents.spec(entry.name)
         accepts = "noise" in inspect.signature(spec.cls.__init__).parameters
         allowed = getattr(spec.cls, "noise_backends", None)
+        if callable(getattr(spec.cls, "noise_backends_for", None)):  # depends on the parameters
+            allowed = spec.cls.noise_backends_for(entry.params)
         if not spec.private or not accepts:
             entries.append(entry)
             continue
