@@ -107,6 +107,24 @@ def audit(pair, params, *, keyed, flags, n_sel, n_test, multiplier=0.5) -> dict[
             "event": res.event}  # fmt: skip
 
 
+def steered_rival(rivals: int, horizon: int = 8, row: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """Expert 0 is steered into play (best in rounds 2-3), then loses every round; the change
+    lowers both its loss and the target's (expert 1) and raises the rivals': the detector's query
+    drops by the full 2 on the side where the selection at local time 8 favours the target."""
+    x = np.full((horizon, rivals + 2), 0.5)
+    x[1:3] = 1.0
+    x[1:3, 0] = 0.0
+    x[3:] = 0.0
+    x[3:, 0] = 1.0
+    x[3, 1] = 1.0  # the target starts one behind the rivals: not the window's best on either side
+    xp = x.copy()
+    x[row] = 0.0
+    x[row, :2] = 1.0
+    xp[row] = 1.0
+    xp[row, :2] = 0.0
+    return x, xp
+
+
 SCENARIOS = [
     ("rival, N=16, T=4, round 0", rival_pair(4, 16, 0), {}, False),
     ("rival, N=8, T=4, round 0, threshold_scale=1e-3", rival_pair(4, 8, 0),
@@ -119,6 +137,8 @@ SCENARIOS = [
      {"threshold_scale": 1e-3}, True),
     ("keyed rival, N=64, T=4, round 2, threshold_scale=0.05", keyed_rival(64),
      {"threshold_scale": 0.05}, True),
+    ("steered, N=16, T=8, round 4, threshold_scale=0.01", steered_rival(14),
+     {"threshold_scale": 0.01}, False),
 ]  # fmt: skip
 
 
