@@ -171,6 +171,7 @@ def test_dp_ftrl_oco_gaussian_passes_the_audit():
 _SMALL = ["--runs", "20000", "--selection-runs", "4000", "--pairs", "2", "--seed", "1"]
 
 
+@pytest.mark.slow  # 2-6 s a case on two shared cores
 @pytest.mark.parametrize(
     ("name", "multiplier", "violation"),
     [
