@@ -16,7 +16,7 @@ from agents.base import PrivacyClaim, no_privacy
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_delta, check_epsilon, check_float
 from dp_experts_env.privacy.mechanisms import TreeCounter
-from dp_experts_env.privacy.noise import NoiseBackend, get_backend
+from dp_experts_env.privacy.noise import NoiseBackend, get_backend, root_backend
 
 __all__ = ["OGD", "FTRLOCO", "DPFTRLOCO"]
 
@@ -150,12 +150,22 @@ class DPFTRLOCO(OCOAgent):
     like FTRL whose sums carry extra zero-mean noise of per-coordinate variance about
     ``levels * 2 b^2`` (b the node scale), so lambda is set as for gradients of squared norm
     ``G^2 + 2 d levels b^2 / T``: ``lambda = sqrt(2 T G^2 + 4 d levels b^2) / D``
-    (``lam=`` overrides). Noise: ``"fast"`` or ``"grid"`` backend. ``mode`` is accepted for
-    interface uniformity and has no effect (no erratum); ``delta`` is ignored (pure DP).
+    (``lam=`` overrides). Noise: ``"fast"`` or ``"grid"`` backend for the Laplace law; the
+    Gaussian law refuses ``"grid"`` (its normals come from the learner's own generator).
+    ``mode`` is accepted for interface uniformity and has no effect (no erratum); ``delta`` is
+    ignored (pure DP).
     ``noise_multiplier`` (audit-only, default 1) scales the node noise while the claim keeps the
     epsilon of the unscaled learner (marked uncertified): the weakened learners an audit must
     catch (0 removes the noise).
     """
+
+    #: noise backends of the Laplace law (the Gaussian law takes "fast" only, see below).
+    noise_backends: tuple[str, ...] = ("fast", "grid")
+
+    @staticmethod
+    def noise_backends_for(params: dict) -> tuple[str, ...]:
+        """Backends the learner uses with these parameters: the Gaussian law draws its own."""
+        return ("fast",) if params.get("law", "laplace") == "gaussian" else ("fast", "grid")
 
     def __init__(
         self,
@@ -186,6 +196,13 @@ class DPFTRLOCO(OCOAgent):
         self.mode = check_choice("mode", mode, ("strict", "paper"))
         self.tuning = check_choice("tuning", tuning or "calibrated", ("calibrated", "paper"))
         self.noise = get_backend(noise)
+        kind = getattr(root_backend(self.noise), "name", "")
+        if kind and kind not in self.noise_backends_for({"law": self.law}):
+            raise ValueError(
+                f"noise={kind!r} does not apply to dp-ftrl-oco with law='gaussian' (it accepts "
+                "'fast'): its Gaussian node noise is drawn by the learner's own generator, and "
+                "the lattice backend has Laplace noise only"
+            )
         self.noise_multiplier = check_float("noise_multiplier", noise_multiplier, minimum=0.0)
         self.levels = self.horizon.bit_length()
         self.l1_sensitivity = 2.0 * self.grad_bound * math.sqrt(self.dim)

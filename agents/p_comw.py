@@ -362,8 +362,9 @@ class PCOMW(OCOAgent):
         switch_budget: S (lazy; default ``sqrt(d T)``, the paper's ``sqrt(T)`` regime boundary).
         mode, tuning: see above. kappa: explicit ``beta G^2/lambda`` (dp; must fit epsilon;
             strict mode then uses the calibrated geometry and its best p).
-        noise: accepted for interface uniformity; the sampler is exact float inverse-CDF /
-            rejection (simulation-grade, see docs/privacy.md on floating point).
+        noise: ``"fast"`` only (``noise_backends``; ``"grid"`` is refused): the sampler is exact
+            float inverse-CDF / rejection (simulation-grade, see docs/privacy.md on floating
+            point), with no Laplace release for a lattice to replace.
         noise_multiplier: audit-only knob (default 1): scales the Gibbs law's spread
             ``(beta lambda)^{-1/2}`` (beta divided by its square; 0 plays the regularised leader)
             while the claim keeps the epsilon of the unscaled learner (marked uncertified). It
@@ -380,6 +381,14 @@ class PCOMW(OCOAgent):
     Per-round cost: O(d) per run (box; plus O(d) per resample), the ball adds a noncentral
     chi-square CDF per run and a rejection loop per resample.
     """
+
+    #: noise backends the learner draws from; others are refused (nothing to put on a lattice).
+    noise_backends: tuple[str, ...] = ("fast",)
+    noise_refusal = (
+        "its privacy comes from sampling probabilities (exact Gibbs draws by float inverse CDF or "
+        "rejection, and the stay coins), not from a Laplace release, so the lattice backend has "
+        "nothing to replace"
+    )
 
     def __init__(
         self,
@@ -419,7 +428,11 @@ class PCOMW(OCOAgent):
         self.tuning = check_choice("tuning", tuning or "calibrated", ("calibrated", "paper"))
         self.epsilon = check_epsilon("epsilon", epsilon, allow_inf=True)
         self.delta = check_delta("delta", delta)
-        check_choice("noise", noise, ("fast",))
+        if noise not in self.noise_backends:
+            raise ValueError(
+                f"noise={noise!r} does not apply to {getattr(self, 'name', 'p-comw')} (it accepts "
+                f"{', '.join(map(repr, self.noise_backends))}): {self.noise_refusal}"
+            )
         self.noise_multiplier = check_float("noise_multiplier", noise_multiplier, minimum=0.0)
         if self.setting == "lazy" and (kappa is not None):
             raise ValueError("kappa= is a dp-setting override; setting='lazy' takes switch_budget")

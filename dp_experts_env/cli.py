@@ -101,6 +101,8 @@ def apply_noise(grid: Any, noise: str | None) -> list[str]:
         spec = agents.spec(entry.name)
         accepts = "noise" in inspect.signature(spec.cls.__init__).parameters
         allowed = getattr(spec.cls, "noise_backends", None)
+        if callable(getattr(spec.cls, "noise_backends_for", None)):  # depends on the parameters
+            allowed = spec.cls.noise_backends_for(entry.params)
         if not spec.private or not accepts:
             entries.append(entry)
             continue
@@ -264,8 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument(
         "--selection-runs",
         type=int,
-        default=4_000,
-        help="runs per side for scoring each candidate scenario (default 4000)",
+        default=None,
+        help="runs per side for scoring each candidate scenario (default 4000; OCO learners 20000)",
     )
     audit.add_argument(
         "--pairs",
@@ -289,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=1.0,
         help="audit a mutant: every noise draw times this factor, claim unchanged (0.5 halves "
-        "the noise, 0 removes it)",
+        "the noise, 0 removes it; OCO learners: their noise_multiplier)",
     )
     audit.add_argument(
         "--noise",
@@ -543,7 +545,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         multiplier=args.multiplier,
         scenarios=scenarios,
         runs=args.runs,
-        selection_runs=args.selection_runs,
+        selection_runs=4_000 if args.selection_runs is None else args.selection_runs,
         pairs=args.pairs,
         time_budget=args.time_budget,
         alpha=args.alpha,
@@ -554,36 +556,47 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
 
 def _audit_oco(args: argparse.Namespace, params: dict[str, Any]) -> int:
-    """Continuous actions: d = --n-experts, gradients +-1/sqrt(d) (||g|| = 1), one negated."""
-    from dp_experts_env._validation import check_int
-    from dp_experts_env.privacy.audit_oco import audit_oco_agent
+    """Continuous actions: the OCO search (docs/privacy.md, "Continuous actions").
 
-    horizon = check_int(
-        "--horizon", 8 if args.horizon is None else args.horizon, minimum=1, maximum=1_000_000
+    With ``--n-experts``/``--horizon``, one given pair instead: d = --n-experts, gradients
+    ``+-G/sqrt(d)`` (``||g|| = G``), the neighbour negating row ``T // 2``.
+    """
+    from dp_experts_env._validation import check_int
+    from dp_experts_env.evaluation.audit_oco import (
+        DEFAULT_OCO_SELECTION_RUNS,
+        OCOScenario,
+        audit_oco_learner,
+        sign_pair,
     )
-    dim = check_int(
-        "--n-experts", 4 if args.n_experts is None else args.n_experts, minimum=2, maximum=10_000
-    )
-    if args.multiplier != 1.0:
-        raise ValueError("--multiplier is not available for OCO learners")
-    rng = np.random.default_rng(12345)
-    signs = rng.integers(0, 2, size=(horizon, dim)).astype(float)
-    gradients = (2.0 * signs - 1.0) / np.sqrt(dim)
-    neighbor = gradients.copy()
-    neighbor[horizon // 2] *= -1.0
-    result = audit_oco_agent(
+
+    scenarios = None
+    if args.n_experts is not None or args.horizon is not None:
+        horizon = check_int(
+            "--horizon", 8 if args.horizon is None else args.horizon, minimum=2, maximum=1_000_000
+        )
+        width = 4 if args.n_experts is None else args.n_experts
+        dim = check_int("--n-experts", width, minimum=1, maximum=10_000)
+        grad = float(params.get("grad_bound", 1.0))
+        pair = sign_pair(horizon, dim, grad)
+        scenarios = [OCOScenario(f"random signs, d={dim}, T={horizon}, row {horizon // 2} negated",
+                                 *pair)]  # fmt: skip
+    report = audit_oco_learner(
         args.agent,
-        gradients,
-        neighbor,
-        n_runs=args.runs,
+        epsilon=args.epsilon,
+        params=params,
+        multiplier=args.multiplier,
+        scenarios=scenarios,
+        runs=args.runs,
+        selection_runs=(
+            DEFAULT_OCO_SELECTION_RUNS if args.selection_runs is None else args.selection_runs
+        ),
+        pairs=args.pairs,
+        time_budget=args.time_budget,
         alpha=args.alpha,
         seed=args.seed,
-        epsilon=args.epsilon,
-        **params,
     )
-    print(f"{args.agent}: {result.verdict}")
-    print(f"  {result.summary()}")
-    return 0 if result.passed else 1
+    print(report.summary())
+    return 1 if report.violation else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

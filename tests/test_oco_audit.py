@@ -161,3 +161,60 @@ def test_dp_ftrl_oco_gaussian_passes_the_audit():
         "dp-ftrl-oco", x, xn, n_runs=10_000, seed=2, epsilon=1.0, law="gaussian"
     )
     assert result.passed and result.claimed_delta == 1e-5, result.summary()
+
+
+# --------------------------------------------------------------------------- the CLI search
+# `dp-experts audit` on the OCO learners: the default search (first-round pairs at short
+# horizons first), --multiplier mapped to the learners' noise_multiplier with the claim kept,
+# exit code 1 on a violation. Small run counts and the first two scenarios keep each case at a
+# few seconds; the full-size verdicts are in docs/privacy.md ("Measured: the mutant zoo").
+_SMALL = ["--runs", "20000", "--selection-runs", "4000", "--pairs", "2", "--seed", "1"]
+
+
+@pytest.mark.slow  # 2-6 s a case on two shared cores
+@pytest.mark.parametrize(
+    ("name", "multiplier", "violation"),
+    [
+        ("p-comw", "1", False),
+        ("p-comw", "0.5", True),
+        ("p-comw", "0", True),
+        ("dp-ftrl-oco", "1", False),
+        ("dp-ftrl-oco", "0.5", True),
+        ("dp-ftrl-oco", "0", True),
+    ],
+)
+def test_cli_audit_of_oco_learners_and_their_mutants(name, multiplier, violation, capsys):
+    from dp_experts_env.cli import main
+
+    code = main(["audit", name, "--multiplier", multiplier, *_SMALL])
+    out = capsys.readouterr().out
+    assert code == (1 if violation else 0), out
+    if violation:
+        assert "VIOLATION" in out and f"mutant: noise x{multiplier}, claim unchanged" in out
+    else:
+        assert "no violation found (could detect eps > 1." in out
+    assert "claimed 1" in out or "claim: (1, 1e-05)-DP" in out or "claim: 1-DP" in out
+    assert "first-round +-G, d=1" in out  # a short pair of the default search was chosen
+
+
+def test_cli_audit_oco_given_pair_and_bad_input(capsys):
+    from dp_experts_env.cli import main
+
+    args = ["audit", "p-comw", "--n-experts", "2", "--horizon", "4", "--runs", "2000"]
+    assert main([*args, "--selection-runs", "1000"]) == 0
+    assert "random signs, d=2, T=4, row 2 negated" in capsys.readouterr().out
+    # The mutant's factor is given once; too few test runs are refused.
+    bad = ["audit", "p-comw", "--multiplier", "0.5", "--set", "noise_multiplier=0.5"]
+    assert main(bad) == 2
+    assert "multiplier or noise_multiplier" in capsys.readouterr().err
+    assert main(["audit", "p-comw", "--runs", "10"]) == 2
+
+
+def test_oco_search_seeds_are_disjoint_and_reproducible():
+    from dp_experts_env.evaluation.audit_oco import audit_oco_learner
+
+    kw = {"runs": 2000, "selection_runs": 1000, "pairs": 2, "seed": 3}
+    a = audit_oco_learner("p-comw", **kw)
+    b = audit_oco_learner("p-comw", **kw)
+    assert a.result == b.result and a.chosen.view == b.chosen.view  # bit for bit
+    assert a.searched() == 2 and a.scenarios_total == 5 and a.test_runs == 2000

@@ -79,6 +79,8 @@ def sweep_rows(
     params = dict(sweep.agent_params)
     spec = agents.spec(sweep.agent)
     allowed = getattr(spec.cls, "noise_backends", None)
+    if callable(getattr(spec.cls, "noise_backends_for", None)):  # depends on the parameters
+        allowed = spec.cls.noise_backends_for(params)
     # Learners that refuse a backend (the lazy samplers draw no Laplace noise) keep their own,
     # as `compare --noise` does.
     if noise is not None and spec.private and (allowed is None or noise in allowed):

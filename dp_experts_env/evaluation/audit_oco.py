@@ -1,0 +1,291 @@
+"""The search behind ``dp-experts audit`` for continuous-action (OCO) learners.
+
+The same plan as :func:`dp_experts_env.evaluation.audit.audit_learner`: candidate *scenarios*
+(a pair of gradient sequences differing in one round, with the public parameters to play it
+with) are played on *selection* runs; half of those fit the event families of each view, the
+other half score every event by the bound a test of the final size is predicted to give; the best
+(scenario, view, event) is then counted once on fresh *test* runs with seeds disjoint from every
+selection run, so the Clopper-Pearson bound holds at confidence ``1 - alpha`` whatever the search
+looked at.
+
+Views of a path ``x_1..x_T`` (post-processing of the released points, see
+:mod:`dp_experts_env.privacy.audit_oco`): ``"sequence"`` -- one token per round from the changed
+round on, ``2 * moved + side`` (half-space through the centre, normal the gradient difference);
+``"likelihood ratio"`` -- the log-ratio of the path's density under the two sequences, for
+learners with ``path_log_likelihood`` (P-COMW), the Neyman-Pearson statistic.
+
+Privacy must hold for every horizon and every pair, so short games are legitimate witnesses:
+P-COMW's whole leak at ``T = 2`` is one coin and one fresh Gibbs sample, where its certificate is
+close to the exact epsilon; the tree learner's first gradient sits in every node released before
+the last play at ``T = 3`` and ``T = 5``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from dp_experts_env._validation import check_float, check_int
+from dp_experts_env.evaluation.audit import AuditReport, Candidate, ScenarioRefused
+from dp_experts_env.privacy.audit import _families, evaluate_event, select_event
+from dp_experts_env.privacy.audit_oco import encode_points
+
+__all__ = ["DEFAULT_OCO_RUNS", "OCOScenario", "audit_oco_learner", "default_oco_scenarios"]
+
+#: test runs per side when neither the caller nor the chosen scenario says otherwise
+DEFAULT_OCO_RUNS = 100_000
+#: selection runs per side and scenario by default (OCO games here are short and cheap)
+DEFAULT_OCO_SELECTION_RUNS = 20_000
+_TEST_SEED_OFFSET = 500_000_000_000  # test runs' seeds start here (selection runs below it)
+
+
+@dataclass(frozen=True, eq=False)
+class OCOScenario:
+    """A neighbouring pair of gradient sequences and the public parameters to play them with.
+
+    Attributes:
+        label: the scenario in words.
+        losses: (T, d) gradients on the input (row t is observed before round t + 2's play).
+        neighbor: the same with exactly one row replaced.
+        params: public learner parameters (privacy must hold for all of them).
+        runs: test runs per side if this scenario is chosen (None: :data:`DEFAULT_OCO_RUNS`).
+    """
+
+    label: str
+    losses: np.ndarray
+    neighbor: np.ndarray
+    params: Mapping[str, Any] = field(default_factory=dict)
+    runs: int | None = None
+
+    @property
+    def changed_round(self) -> int:
+        """The index of the row in which the pair differs."""
+        rows = np.flatnonzero(np.any(self.losses != self.neighbor, axis=1))
+        if len(rows) != 1:
+            raise ValueError(
+                f"the gradient sequences must differ in exactly one row, not {len(rows)}"
+            )
+        return int(rows[0])
+
+    @property
+    def horizon(self) -> int:
+        """T."""
+        return int(self.losses.shape[0])
+
+
+def first_round_pair(
+    horizon: int, dim: int = 1, grad: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """``g_1 = +G e_1`` on the input, ``-G e_1`` on the neighbour, zero gradients afterwards.
+
+    The two gradients are the farthest apart a norm bound G allows; with nothing else in the
+    game every later point's law depends on the change alone.
+    """
+    x = np.zeros((horizon, dim))
+    x[0, 0] = grad
+    xp = x.copy()
+    xp[0, 0] = -grad
+    return x, xp
+
+
+def sign_pair(horizon: int, dim: int, grad: float = 1.0, *, seed: int = 12345):
+    """Random gradients ``+-G/sqrt(d)`` per coordinate; the neighbour negates row ``T // 2``."""
+    signs = np.random.default_rng(seed).integers(0, 2, size=(horizon, dim)).astype(float)
+    x = (2.0 * signs - 1.0) * grad / math.sqrt(dim)
+    xp = x.copy()
+    xp[horizon // 2] *= -1.0
+    return x, xp
+
+
+def default_oco_scenarios(agent: str, *, grad_bound: float = 1.0) -> list[OCOScenario]:
+    """The default search of an OCO learner, tuned candidates first (see docs/privacy.md)."""
+    g = check_float("grad_bound", grad_bound, minimum=0.0, min_inclusive=False)
+
+    def first(t: int, why: str) -> OCOScenario:
+        return OCOScenario(f"first-round +-G, d=1, T={t} ({why})", *first_round_pair(t, 1, g))
+
+    if agent == "dp-ftrl-oco":
+        out = [
+            first(3, "g_1 lies in both tree nodes read by later plays"),
+            first(5, "g_1 lies in the three nodes read at rounds 2, 3 and 5"),
+            first(2, "one node read"),
+        ]
+    else:
+        out = [
+            first(2, "one coin and one fresh Gibbs sample"),
+            first(3, "two coins"),
+            first(4, "three coins"),
+            first(8, "a longer path"),
+        ]
+    out.append(OCOScenario("random signs, d=4, T=8, row 4 negated", *sign_pair(8, 4, g)))
+    return out
+
+
+def _play(
+    agent: str, scenario: OCOScenario, side: int, n: int, seed: int, params: Mapping[str, Any]
+) -> tuple[np.ndarray, Any]:
+    """(n, T, d) points of one side of a scenario, and the learner that played them."""
+    import agents  # the evaluation layer may import learners
+
+    data = scenario.losses if side == 0 else scenario.neighbor
+    horizon, dim = data.shape
+    try:
+        built = agents.make(agent, dim=dim, horizon=horizon, num_envs=n, seed=seed, **params)
+    except (ValueError, TypeError) as err:
+        raise ScenarioRefused(f"{scenario.label}: {err}") from err
+    obs = np.zeros((n, dim))
+    points = np.empty((n, horizon, dim))
+    for t in range(horizon):
+        points[:, t] = np.asarray(built.act(obs)).reshape(n, dim)
+        obs = np.broadcast_to(data[t], (n, dim)).copy()
+    return points, built
+
+
+def _views(scenario: OCOScenario, paths: list[np.ndarray], built: Any) -> dict[str, tuple]:
+    """Each view's (input, neighbour) data, its event kind and family options."""
+    x, xp = scenario.losses, scenario.neighbor
+    row = scenario.changed_round
+    seq = [encode_points(p, x[row] - xp[row])[:, row:] for p in paths]
+    out = {"sequence": (seq[0], seq[1], "sequence", {"k": 4, "offset": row})}
+    density = getattr(built, "path_log_likelihood", None)
+    if density is not None and not getattr(built, "leader_only", False):
+        with np.errstate(invalid="ignore"):
+            llr = [np.nan_to_num(density(p, x) - density(p, xp))[:, None] for p in paths]
+        out["likelihood ratio"] = (llr[0], llr[1], "real", {})
+    return out
+
+
+def audit_oco_learner(
+    agent: str,
+    *,
+    epsilon: float = 1.0,
+    params: Mapping[str, Any] | None = None,
+    multiplier: float = 1.0,
+    scenarios: Sequence[OCOScenario] | None = None,
+    runs: int | None = None,
+    selection_runs: int = DEFAULT_OCO_SELECTION_RUNS,
+    pairs: int | None = None,
+    time_budget: float = 120.0,
+    alpha: float = 1e-3,
+    seed: int = 0,
+) -> AuditReport:
+    """Search scenarios for the strongest evidence against an OCO learner's claim, test it once.
+
+    Args:
+        agent: a registered private OCO learner (``p-comw``, ``dp-ftrl-oco``).
+        epsilon: the epsilon the learner is built with.
+        params: extra learner parameters applied to every scenario (they win over the
+            scenario's own); scenarios the learner then refuses are skipped and reported.
+        multiplier: audit mutant: the learner's audit-only ``noise_multiplier`` (0.5 halves the
+            noise, 0 removes it; the claim is that of the correct learner).
+        scenarios: candidates in search order (default :func:`default_oco_scenarios`).
+        runs: test runs per side (>= 200; default the chosen scenario's, else
+            :data:`DEFAULT_OCO_RUNS`).
+        selection_runs: runs per side for scoring each scenario (>= 200).
+        pairs: search at most this many scenarios.
+        time_budget: seconds for the search (the test always runs).
+        alpha: error probability of the final bound.
+        seed: audit seed; selection and test runs use disjoint seed ranges derived from it.
+
+    Returns:
+        An :class:`~dp_experts_env.evaluation.audit.AuditReport` (``view`` is ``"sequence"`` or
+        ``"likelihood ratio"``); ``report.violation`` is the verdict.
+    """
+    import agents
+
+    entry = agents.spec(agent)  # unknown names raise, listing the learners
+    if not entry.private or entry.feedback != "oco":
+        raise ValueError(f"agent {agent!r} is not a private OCO learner")
+    fixed = None if runs is None else check_int("runs", runs, minimum=200)
+    n_sel = check_int("selection_runs", selection_runs, minimum=200)
+    alpha = check_float("alpha", alpha, minimum=0.0, maximum=0.5, min_inclusive=False)
+    seed = check_int("seed", seed, minimum=0)
+    budget = check_float("time_budget", time_budget, minimum=0.0)
+    mult = check_float("multiplier", multiplier, minimum=0.0)
+    user = dict(params or {})
+    user.setdefault("epsilon", epsilon)
+    if mult != 1.0:
+        if "noise_multiplier" in user:
+            raise ValueError(
+                "give the mutant's noise factor once: multiplier or noise_multiplier, not both"
+            )
+        user["noise_multiplier"] = mult
+    if scenarios is None:
+        scenarios = default_oco_scenarios(agent, grad_bound=float(user.get("grad_bound", 1.0)))
+    scenarios = [
+        OCOScenario(s.label, s.losses, s.neighbor, {**s.params, **user}, s.runs) for s in scenarios
+    ]
+    total = len(scenarios)
+    if pairs is not None:
+        scenarios = scenarios[: check_int("pairs", pairs, minimum=1)]
+    base = seed * 2 * _TEST_SEED_OFFSET
+    began = time.perf_counter()
+    candidates: list[Candidate] = []
+    skipped: list[str] = []
+    for i, scenario in enumerate(scenarios):
+        if candidates and time.perf_counter() - began > budget:
+            break
+        start = time.perf_counter()
+        try:
+            played = [
+                _play(agent, scenario, s, n_sel, base + (2 * i + s) * n_sel, scenario.params)
+                for s in (0, 1)
+            ]
+        except ScenarioRefused as err:
+            skipped.append(str(err))
+            continue
+        claim = played[0][1].privacy
+        if not math.isfinite(claim.epsilon):
+            raise ValueError(f"{agent} claims no privacy in scenario {scenario.label!r}")
+        n_test = fixed or scenario.runs or DEFAULT_OCO_RUNS
+        # Families are fitted on one half of the selection runs and scored on the other.
+        fit, score = slice(0, n_sel // 2), slice(n_sel // 2, n_sel)
+        views = _views(scenario, [played[0][0], played[1][0]], played[0][1])
+        for view, (a, b, kind, info) in views.items():
+            fams = _families(kind, a[fit], b[fit], **info)
+            sel = select_event(
+                fams, a[score], b[score], n_test=n_test, alpha=alpha, delta=float(claim.delta)
+            )
+            seconds = time.perf_counter() - start
+            candidates.append(Candidate(scenario, view, sel, seconds, float(claim.epsilon)))  # type: ignore[arg-type]
+    if not candidates:
+        raise ValueError(f"no scenario could be played with {agent}: " + "; ".join(skipped[:3]))
+    best = max(candidates, key=lambda c: c.margin)
+    chosen: OCOScenario = best.scenario  # type: ignore[assignment]
+    n_test = fixed or chosen.runs or DEFAULT_OCO_RUNS
+    test_seed = base + _TEST_SEED_OFFSET
+    played = [
+        _play(agent, chosen, s, n_test, test_seed + s * n_test, chosen.params) for s in (0, 1)
+    ]
+    claim = played[0][1].privacy
+    a, b, _, _ = _views(chosen, [played[0][0], played[1][0]], played[0][1])[best.view]
+    result = evaluate_event(
+        best.selection,
+        a,
+        b,
+        alpha=alpha,
+        claimed_epsilon=float(claim.epsilon),
+        claimed_delta=float(claim.delta),
+        n_runs=n_test,
+    )
+    if best.view == "likelihood ratio":
+        result = replace(result, event=result.event.replace("output", "log-likelihood ratio"))
+    return AuditReport(
+        agent=agent,
+        multiplier=mult,
+        result=result,
+        chosen=best,
+        candidates=candidates,
+        claim=claim,
+        selection_runs=n_sel,
+        test_runs=n_test,
+        scenarios_total=total,
+        skipped=skipped,
+        time_budget=budget,
+        seconds=time.perf_counter() - began,
+    )
