@@ -5,22 +5,13 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import rollout
 
 import agents
 import dp_experts_env  # noqa: F401  (registers the env ids)
 from agents.dp_ftrl import DPFTRLTree
 from agents.full_info import hedge_eta
 from dp_experts_env.evaluation.audit import audit_agent
-
-
-def play(agent, losses):
-    """Feed (T, B, N) losses; return the (T, B) actions."""
-    t_max, b, n = losses.shape
-    obs, actions = np.zeros((b, n)), []
-    for t in range(t_max):
-        actions.append(np.atleast_1d(agent.act(obs)))
-        obs = losses[t]
-    return np.array(actions)
 
 
 def test_tree_parameters_follow_the_parameters():
@@ -67,9 +58,11 @@ def test_plays_hedge_on_the_released_sums():
 @pytest.mark.parametrize("params", [{}, {"noise": "grid"}])
 def test_batch_equals_single_runs(params):
     losses = np.random.default_rng(3).random((33, 3, 4))
-    batch = play(DPFTRLTree(4, 33, num_envs=3, seed=5, eta=2.0, **params), losses)
+    batch = rollout(DPFTRLTree(4, 33, num_envs=3, seed=5, eta=2.0, **params), losses).actions
     for b in range(3):
-        single = play(DPFTRLTree(4, 33, seed=5 + b, eta=2.0, **params), losses[:, b : b + 1])
+        single = rollout(
+            DPFTRLTree(4, 33, seed=5 + b, eta=2.0, **params), losses[:, b : b + 1]
+        ).actions
         np.testing.assert_array_equal(batch[:, b], single[:, 0])
 
 

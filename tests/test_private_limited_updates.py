@@ -5,22 +5,13 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import rollout
 
 import agents
 import dp_experts_env  # noqa: F401  (registers the env ids)
 from agents.limited_updates import LimitedUpdates
 from dp_experts_env.evaluation.audit import audit_agent
 from dp_experts_env.privacy.mechanisms import exponential_mechanism_probabilities
-
-
-def play(agent, losses):
-    """Feed (T, B, N) losses; return the (T, B) actions."""
-    t_max, b, n = losses.shape
-    obs, actions = np.zeros((b, n)), []
-    for t in range(t_max):
-        actions.append(np.atleast_1d(agent.act(obs)))
-        obs = losses[t]
-    return np.array(actions)
 
 
 def laplace_difference_cdf(d, b):
@@ -38,7 +29,7 @@ def test_switches_only_at_powers_of_two(selector):
     agent = agents.make(
         "limited-updates", n_experts=5, horizon=300, num_envs=16, seed=3, selector=selector
     )
-    actions = play(agent, losses)
+    actions = rollout(agent, losses).actions
     changed_rounds = np.flatnonzero(np.any(actions[1:] != actions[:-1], axis=1)) + 2
     assert len(changed_rounds) > 3  # it does switch
     assert all(r & (r - 1) == 0 for r in changed_rounds), changed_rounds
@@ -48,7 +39,9 @@ def test_selection_uses_only_the_disjoint_window():
     # Huge epsilon: each selection is the exact argmin of the window [t/2, t-1].
     t_max, n = 32, 5
     losses = np.random.default_rng(7).random((t_max, n))
-    actions = play(LimitedUpdates(n, t_max, epsilon=1e9, seed=0), losses[:, None, :])[:, 0]
+    actions = rollout(LimitedUpdates(n, t_max, epsilon=1e9, seed=0), losses[:, None, :]).actions[
+        :, 0
+    ]
     differs_from_history = 0
     for t in (2, 4, 8, 16, 32):
         window_best = np.argmin(losses[t // 2 - 1 : t - 1].sum(axis=0))  # rows are 0-based
@@ -100,9 +93,9 @@ def test_recorded_scales_follow_the_parameters():
 def test_batch_equals_single_runs(params):
     rng = np.random.default_rng(5)
     losses = rng.random((40, 3, 4))
-    batch = play(LimitedUpdates(4, 40, num_envs=3, seed=11, **params), losses)
+    batch = rollout(LimitedUpdates(4, 40, num_envs=3, seed=11, **params), losses).actions
     for b in range(3):
-        single = play(LimitedUpdates(4, 40, seed=11 + b, **params), losses[:, b : b + 1])
+        single = rollout(LimitedUpdates(4, 40, seed=11 + b, **params), losses[:, b : b + 1]).actions
         np.testing.assert_array_equal(batch[:, b], single[:, 0])
 
 

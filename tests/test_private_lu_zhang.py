@@ -5,6 +5,7 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import rollout
 from scipy import optimize
 
 import agents
@@ -12,16 +13,6 @@ import dp_experts_env  # noqa: F401  (registers the env ids)
 from agents.noisy_clipped_hedge import NoisyClippedHedge, clip_project
 from dp_experts_env.evaluation.audit import audit_agent
 from dp_experts_env.privacy.audit import audit_mechanism
-
-
-def play(agent, losses):
-    """Feed (T, B, N) losses; return the (T, B) actions."""
-    t_max, b, n = losses.shape
-    obs, actions = np.zeros((b, n)), []
-    for t in range(t_max):
-        actions.append(np.atleast_1d(agent.act(obs)))
-        obs = losses[t]
-    return np.array(actions)
 
 
 # ----------------------------------------------------------------------------- projection
@@ -73,7 +64,7 @@ def test_noise_scale_eta_and_clip_level_follow_the_parameters():
 def test_zero_switches_uses_s_eff_one():
     agent = NoisyClippedHedge(4, 100, n_switches=0)  # E-ARS-16: eta and the floor stay positive
     assert agent.clip_level == pytest.approx(1 / 400) and agent.eta > 0
-    actions = play(agent, np.random.default_rng(0).random((100, 1, 4)))
+    actions = rollout(agent, np.random.default_rng(0).random((100, 1, 4))).actions
     assert actions.shape == (100, 1)
 
 
@@ -107,9 +98,11 @@ def test_weights_stay_on_the_clipped_simplex():
 @pytest.mark.parametrize("params", [{}, {"mode": "paper"}, {"noise": "grid"}])
 def test_batch_equals_single_runs(params):
     losses = np.random.default_rng(2).random((40, 3, 4))
-    batch = play(NoisyClippedHedge(4, 40, num_envs=3, seed=7, eta=1.0, **params), losses)
+    batch = rollout(NoisyClippedHedge(4, 40, num_envs=3, seed=7, eta=1.0, **params), losses).actions
     for b in range(3):
-        single = play(NoisyClippedHedge(4, 40, seed=7 + b, eta=1.0, **params), losses[:, b : b + 1])
+        single = rollout(
+            NoisyClippedHedge(4, 40, seed=7 + b, eta=1.0, **params), losses[:, b : b + 1]
+        ).actions
         np.testing.assert_array_equal(batch[:, b], single[:, 0])
 
 

@@ -6,6 +6,7 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import rollout
 
 import agents
 import dp_experts_env  # noqa: F401  (registers the env ids)
@@ -15,18 +16,6 @@ from agents.meta_expert import (
     log_count_meta_experts,
 )
 from dp_experts_env.evaluation.audit import audit_agent
-
-
-def play(agent, losses, laws=False):
-    """Feed (T, B, N) losses; return the (T, B) actions (and the laws of each round)."""
-    t_max, b, n = losses.shape
-    obs, actions, dists = np.zeros((b, n)), [], []
-    for t in range(t_max):
-        actions.append(np.atleast_1d(agent.act(obs)))
-        if laws:
-            dists.append(agent.action_distribution().copy())
-        obs = losses[t]
-    return (np.array(actions), np.array(dists)) if laws else np.array(actions)
 
 
 # ----------------------------------------------------------------------------- counting
@@ -98,7 +87,8 @@ def test_structured_equals_brute_force_hedge_over_meta_experts(s):
     for method in ("structured", "enumerate"):
         # Epsilon huge: the released noisy losses equal the losses to ~1e-9.
         agent = MetaExpertReduction(n, t_max, epsilon=1e12, n_switches=s, eta=eta, method=method)
-        _, laws = play(agent, losses[:, None, :], laws=True)
+        laws = rollout(agent, losses[:, None, :], record=lambda a: a.action_distribution().copy())
+        laws = laws.records
         np.testing.assert_allclose(laws[:, 0], want, atol=1e-9)
 
 
@@ -147,7 +137,7 @@ def test_generic_inner_learner_inherits_its_claim():
     assert inner is not None and inner.n_experts == agent.n_meta_experts == 2 + 5 * 4
     claim = agent.privacy
     assert claim.epsilon == 0.8 and claim.certified and "limited-updates" in claim.accountant
-    actions = play(agent, np.random.default_rng(0).random((6, 1, 2)))
+    actions = rollout(agent, np.random.default_rng(0).random((6, 1, 2))).actions
     assert actions.shape == (6, 1) and set(actions.ravel()) <= {0, 1}
     with pytest.raises(ValueError, match="method='enumerate'"):
         MetaExpertReduction(2, 6, inner="limited-updates")
@@ -168,10 +158,14 @@ def test_generic_inner_learner_inherits_its_claim():
 )
 def test_batch_equals_single_runs(params):
     losses = np.random.default_rng(4).random((15, 3, 3))
-    batch = play(MetaExpertReduction(3, 15, num_envs=3, seed=9, eta=1.0, **params), losses)
+    batch = rollout(
+        MetaExpertReduction(3, 15, num_envs=3, seed=9, eta=1.0, **params), losses
+    ).actions
     for b in range(3):
         single = MetaExpertReduction(3, 15, seed=9 + b, eta=1.0, **params)
-        np.testing.assert_array_equal(batch[:, b], play(single, losses[:, b : b + 1])[:, 0])
+        np.testing.assert_array_equal(
+            batch[:, b], rollout(single, losses[:, b : b + 1]).actions[:, 0]
+        )
 
 
 def test_claim():

@@ -5,22 +5,13 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import rollout
 
 import agents
 import dp_experts_env  # noqa: F401  (registers the env ids)
 from agents.svt_restart import DYADIC_STARTS, SVTRestart
 from dp_experts_env.evaluation.audit import audit_agent
 from dp_experts_env.privacy.mechanisms import AboveThreshold
-
-
-def play(agent, losses):
-    """Feed (T, B, N) losses; return the (T, B) actions."""
-    t_max, b, n = losses.shape
-    obs, actions = np.zeros((b, n)), []
-    for t in range(t_max):
-        actions.append(np.atleast_1d(agent.act(obs)))
-        obs = losses[t]
-    return np.array(actions)
 
 
 def punish_played(agent, rounds, losses_of_others):
@@ -92,7 +83,7 @@ def test_without_restarts_it_switches_only_at_local_powers_of_two():
     rng = np.random.default_rng(1)
     losses = rng.random((200, 8, 4))
     agent = SVTRestart(4, 200, epsilon=1.0, max_restarts=0, num_envs=8, seed=2)
-    actions = play(agent, losses)
+    actions = rollout(agent, losses).actions
     rounds = np.flatnonzero(np.any(actions[1:] != actions[:-1], axis=1)) + 2
     assert len(rounds) and all(r & (r - 1) == 0 for r in rounds)
 
@@ -184,10 +175,10 @@ def test_batch_equals_single_runs(params):
     losses = (rng.random((60, 3, 3)) < 0.5).astype(float)
     kw = dict(epsilon=2.0, threshold_scale=0.01, **params)
     batch_agent = SVTRestart(3, 60, num_envs=3, seed=20, **kw)
-    batch = play(batch_agent, losses)
+    batch = rollout(batch_agent, losses).actions
     assert batch_agent.restarts.sum() > 0  # restarts happen, at different rounds per run
     for b in range(3):
-        single = play(SVTRestart(3, 60, seed=20 + b, **kw), losses[:, b : b + 1])
+        single = rollout(SVTRestart(3, 60, seed=20 + b, **kw), losses[:, b : b + 1]).actions
         np.testing.assert_array_equal(batch[:, b], single[:, 0])
 
 
