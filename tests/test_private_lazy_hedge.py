@@ -118,23 +118,11 @@ X_NEIGHBOUR = X.copy()
 X_NEIGHBOUR[0] = [1.0, 0.0]
 
 
-@pytest.mark.parametrize("params", [{}, {"delta": 0.0, "tuning": "calibrated"}])
+# The default learner's audit and mutants are in test_audit_zoo.py; the pure-DP variant here.
+@pytest.mark.parametrize("params", [{"delta": 0.0, "tuning": "calibrated"}])
 def test_audit_passes(params):
     result = audit_agent(NAME, X, X_NEIGHBOUR, n_runs=8000, seed=1, epsilon=1.0, **params)
     assert result.passed, result.summary()
-
-
-def test_audit_catches_a_tenfold_temperature_mutant():
-    def mutant(num_envs, seed):
-        a = PrivateLazyHedge(
-            2, T_AUDIT, epsilon=1.0, delta=0.0, tuning="calibrated", num_envs=num_envs, seed=seed
-        )
-        a.inverse_temperature *= 10  # samples and stay coins at 10 beta; the claim says 1
-        return a
-
-    result = audit_agent(mutant, X, X_NEIGHBOUR, n_runs=12_000, seed=1)
-    assert not result.passed, result.summary()
-    assert result.epsilon_lower_bound > 1.3
 
 
 def test_exact_privacy_loss_is_within_the_accountant():
@@ -163,17 +151,6 @@ def test_static_regret_on_an_oblivious_sequence_is_below_the_bound():
     reg = paid - seq.sum(0).min()
     assert a.regret_bound < 0.5 * t_max
     assert reg.mean() + 3 * reg.std() / math.sqrt(b) < a.regret_bound
-
-
-def test_regret_falls_as_epsilon_grows():
-    b, n, t_max = 100, 4, 2000
-    means = np.array([0.7, 0.3, 0.7, 0.7])
-    losses = (np.random.default_rng(13).random((t_max, b, n)) < means).astype(float)
-    regrets = []
-    for eps in (0.3, 1.0, 2.0):
-        a = PrivateLazyHedge(n, t_max, epsilon=eps, tuning="calibrated", num_envs=b, seed=4)
-        regrets.append(((means - means.min())[rollout(a, losses).actions]).sum(0).mean())
-    assert regrets[0] > 1.2 * regrets[1] > 1.2 * 1.2 * regrets[2], regrets
 
 
 # --------------------------------------------------------------------------- bad input

@@ -2,7 +2,6 @@
 
 import math
 
-import gymnasium as gym
 import numpy as np
 import pytest
 from conftest import rollout
@@ -124,53 +123,17 @@ def neighbours(t_max, n, row, a, b):
     return x, xp
 
 
+# The default (report-noisy-min) learner's audit and mutants are in test_audit_zoo.py; the
+# exponential-mechanism selector is audited here on every neighbouring pair.
 @pytest.mark.parametrize("pair", sorted(PAIRS))
-@pytest.mark.parametrize("selector", ["rnm", "em"])
-def test_audit_strict_passes(pair, selector):
+def test_audit_strict_passes_with_the_exponential_mechanism(pair):
     x, xp = neighbours(4, 2, 1, *PAIRS[pair])  # row 1 lies in the window of round 4
-    res = audit_agent("limited-updates", x, xp, n_runs=3000, seed=1, epsilon=1.0, selector=selector)
+    res = audit_agent("limited-updates", x, xp, n_runs=3000, seed=1, epsilon=1.0, selector="em")
     assert res.passed, res.summary()
 
 
-def test_audit_catches_weakened_selection():
-    x, xp = neighbours(2, 2, 0, *PAIRS["swap"])
-
-    class Weakened(LimitedUpdates):
-        @property
-        def privacy(self):  # a false claim: the correct learner's, whatever the noise
-            return LimitedUpdates(2, 2, epsilon=1.0).privacy
-
-    def weakened(num_envs, seed):
-        agent = Weakened(2, 2, epsilon=1.0, num_envs=num_envs, seed=seed)
-        agent.selection_epsilon *= 10  # noise scale / 10
-        return agent
-
+def test_claim_follows_the_selection_noise():
     # The learner's own claim follows the noise it adds: it cannot under-report silently.
     honest = LimitedUpdates(2, 2, epsilon=1.0)
     honest.selection_epsilon *= 10
     assert honest.privacy.epsilon == 10.0
-    res = audit_agent(weakened, x, xp, n_runs=3000, seed=2)
-    assert not res.passed and res.epsilon_lower_bound > 1.0, res.summary()
-
-
-# ----------------------------------------------------------------------------- utility
-def test_regret_falls_as_epsilon_grows():
-    def static_regret(epsilon):
-        env = gym.make_vec(
-            "DPExperts-Stochastic-v0",
-            num_envs=6,
-            vectorization_mode="vector_entry_point",
-            n_experts=10,
-            horizon=2000,
-        )
-        agent = agents.make("limited-updates", env=env, epsilon=epsilon, seed=0)
-        obs, _ = env.reset(seed=list(range(6)))
-        while True:
-            obs, _, terminated, _, info = env.step(agent.act(obs))
-            if np.all(terminated):
-                break
-        env.close()
-        return np.asarray(info["static_regret"])
-
-    low, high = static_regret(0.2), static_regret(20.0)
-    assert high.mean() < 0.6 * low.mean(), (high, low)
