@@ -8,6 +8,7 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import rollout
 from scipy import integrate, stats
 
 import agents
@@ -28,13 +29,8 @@ ID = "DPExperts-OCO-v0"
 
 
 def run(agent, env, seed=0):
-    obs, _ = env.reset(seed=seed)
-    points = []
-    for _ in range(env.unwrapped.horizon):
-        x = agent.act(obs)
-        points.append(x)
-        obs, _, _, _, info = env.step(x)
-    return np.array(points), info
+    played = rollout(agent, env=env, seed=seed, rounds=env.unwrapped.horizon)
+    return played.actions, played.info
 
 
 def venv(num_envs, **kw):

@@ -9,6 +9,7 @@ and bad input.
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import gymnasium as gym
 import numpy as np
@@ -406,12 +407,12 @@ def final_regret(env_id, name, seed=0, **params):
     env = gym.make_vec(
         env_id, num_envs=8, vectorization_mode="vector_entry_point", horizon=HORIZON, **env_kw
     )
-    obs, _ = env.reset(seed=seed)
     coins = np.random.default_rng(seed + 100)
-    agent = None if name is None else agents.make(name, env=env, seed=seed + 100, **params)
-    for _ in range(HORIZON):
-        act = coins.integers(env_kw["n_arms"], size=8) if agent is None else agent.act(obs)
-        obs, _, _, _, info = env.step(act)
+    if name is None:  # uniform play from its own coins
+        agent = SimpleNamespace(act=lambda obs: coins.integers(env_kw["n_arms"], size=8))
+    else:
+        agent = agents.make(name, env=env, seed=seed + 100, **params)
+    info = rollout(agent, env=env, seed=seed, rounds=HORIZON).info
     env.close()
     return float(np.mean(info["static_regret"]))
 

@@ -8,6 +8,7 @@ the planted-expert env.
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import gymnasium as gym
 import numpy as np
@@ -336,12 +337,12 @@ def final_regret(name, n_experts, seed=0, **params):
         n_experts=n_experts,
         **PLANTED,
     )
-    obs, _ = env.reset(seed=seed)
     coins = np.random.default_rng(seed + 100)
-    agent = None if name is None else agents.make(name, env=env, seed=seed + 100, **params)
-    for _ in range(PLANTED["horizon"]):
-        act = coins.integers(2, size=8) if agent is None else agent.act(obs)
-        obs, _, _, _, info = env.step(act)
+    if name is None:  # uniform play from its own coins
+        agent = SimpleNamespace(act=lambda obs: coins.integers(2, size=8))
+    else:
+        agent = agents.make(name, env=env, seed=seed + 100, **params)
+    info = rollout(agent, env=env, seed=seed, rounds=PLANTED["horizon"]).info
     env.close()
     return float(np.mean(info["static_regret"]))
 

@@ -248,11 +248,7 @@ def test_audit_catches_detector_without_noise():
 def run_env(name, env_id, epsilon, seeds=3, metric="dynamic_regret", agent_kw=None, **env_kw):
     env = gym.make_vec(env_id, num_envs=seeds, vectorization_mode="vector_entry_point", **env_kw)
     agent = agents.make(name, env=env, epsilon=epsilon, seed=0, **(agent_kw or {}))
-    obs, _ = env.reset(seed=list(range(seeds)))
-    while True:
-        obs, _, terminated, _, info = env.step(agent.act(obs))
-        if np.all(terminated):
-            break
+    info = rollout(agent, env=env, seed=list(range(seeds))).info
     env.close()
     return np.asarray(info[metric]), agent
 
