@@ -108,6 +108,7 @@ def test_local_pool_and_serial_give_identical_rows(tmp_path):
     pd.testing.assert_frame_equal(a, b)
 
 
+@pytest.mark.slow
 def test_ray_backend_matches_local(tmp_path):
     pytest.importorskip("ray")
     grid = small_grid(n_seeds=2)
@@ -241,6 +242,7 @@ def test_figures_have_one_line_per_agent(sweep_frame):
     assert any("slope" in t.get_text() for t in fig.legends[0].get_texts())
 
 
+@pytest.mark.slow
 def test_compare_command_end_to_end(tmp_path, capsys):
     out = tmp_path / "cmp"
     code = cli.main(

@@ -128,6 +128,7 @@ def test_uniform_is_uniform():
 
 
 # ----------------------------------------------------------------------------- dartboard
+@pytest.mark.slow
 def test_dartboard_marginal_equals_hedge_and_switches_less():
     b, n, t_max = 20_000, 4, 30
     seq = np.random.default_rng(11).random((t_max, 1, n))

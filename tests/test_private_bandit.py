@@ -417,6 +417,7 @@ def final_regret(env_id, name, seed=0, **params):
     return float(np.mean(info["static_regret"]))
 
 
+@pytest.mark.slow
 def test_batched_bandit_utility_on_the_k_armed_bandit():
     # Alg. 1 ignores advice and competes with the best arm, so its home is DPExperts-Bandit-v0.
     uniform = final_regret("DPExperts-Bandit-v0", None)
@@ -432,6 +433,7 @@ def test_batched_bandit_utility_on_the_k_armed_bandit():
         )
 
 
+@pytest.mark.slow
 def test_bandit_over_experts_utility_on_the_planted_expert():
     env_id, name = "DPExperts-BanditAdvice-v0", "private-bandit-over-experts"
     uniform = final_regret(env_id, None)

@@ -347,6 +347,7 @@ def final_regret(name, n_experts, seed=0, **params):
     return float(np.mean(info["static_regret"]))
 
 
+@pytest.mark.slow
 def test_utility_beats_uniform_and_improves_with_epsilon():
     uniform = final_regret(None, 8)
     for name, params in [("ldp-exp4", {"tuning": "calibrated"}), ("private-batched-exp4", BATCHED)]:
@@ -359,6 +360,7 @@ def test_utility_beats_uniform_and_improves_with_epsilon():
     assert calibrated < 0.95 * uniform, (uniform, calibrated)
 
 
+@pytest.mark.slow
 def test_many_experts_favour_exp4_type_learners_over_bandit_over_experts():
     # N = 64 >> K = 2: EXP4's regret grows like log N, bandit-over-experts' like sqrt(N).
     over = final_regret("private-bandit-over-experts", 64, epsilon=16.0, tuning="calibrated")
