@@ -258,7 +258,7 @@ def dartboard_regret_bound(
 
 # --------------------------------------------------------------------------- lazy Hedge (001)
 def lazy_hedge_budget(beta: Number, p: Number, horizon: Number) -> Number:
-    """Switch budget ``B = 3 ptilde T`` with ``ptilde = p + (1 - p)(1 - e^{-beta})`` (§2.6).
+    """Switch budget ``B = 3 ptilde T`` with ``ptilde = p + (1 - p)(1 - e^{-beta})``.
 
     Real-valued; the learner switches while ``b < B``, so at most ``ceil(B)`` times.
     """
