@@ -45,7 +45,14 @@ ROW_KEYS = {
 
 
 # The longest smoke runs (several seconds each) go with the slow tests.
-SLOW_SCRIPTS = {"end_to_end", "memory", "bandit_baseline"}
+SLOW_SCRIPTS = {
+    "end_to_end",
+    "memory",
+    "bandit_baseline",
+    "bandit_separation",
+    "env_throughput",
+    "agent_throughput",
+}
 
 
 @pytest.mark.parametrize(

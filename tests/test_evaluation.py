@@ -101,6 +101,7 @@ def test_resume_runs_only_missing_cells_and_keeps_finished_files(tmp_path, monke
     assert not list(store.cells_dir.glob(".tmp-*"))
 
 
+@pytest.mark.slow
 def test_local_pool_and_serial_give_identical_rows(tmp_path):
     grid = small_grid()
     a = run_grid(grid, tmp_path / "a", backend="serial", progress=False)
@@ -338,6 +339,7 @@ def test_compare_agents_typo_lists_the_learners_of_the_default_grid(capsys):
     assert "'hedgee'" in err and "'hedge'" in err and "'svt-restart'" in err
 
 
+@pytest.mark.slow
 def test_figure_files_of_envs_with_long_labels_do_not_collide(sweep_frame, tmp_path):
     frame = sweep_frame[sweep_frame["env"] == sorted(sweep_frame["env"].unique())[0]]
     long = "DPExperts-BanditAdvice-v0[family=planted_expert,horizon=5000,n_arms=4,n_experts="
@@ -375,6 +377,7 @@ def test_cli_audit_refuses_a_non_private_learner(capsys):
     assert "non-private" in err and "noisy-clipped-hedge" in err
 
 
+@pytest.mark.slow
 def test_python_module_entry_point():
     import subprocess
     import sys
