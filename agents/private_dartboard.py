@@ -405,7 +405,7 @@ class PrivateShrinkingDartboard(LazySampler):
 
     @property
     def privacy(self) -> PrivacyClaim:
-        """Exact per-step accountant (Asi et al. 2023, §5 analysis); adaptive DP."""
+        """Exact per-step accountant (exact_accountants.py); adaptive DP."""
         which = "exact per-step" if self.mode == "strict" else self._paper_rule()
         comp = "basic composition" if self.delta == 0 else "min(basic, advanced) composition"
         notes = (

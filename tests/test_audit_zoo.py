@@ -23,6 +23,8 @@ HALF_RUNS = {
     "private-lazy-hedge": (100_000, 4000),  # evidence within ~0.15 of the claim
 }
 NOT_DETECTABLE = {("svt-restart", "x0.5"), ("svt-restart", "paper")}
+# x0.5 audits that take seconds each (the largest run counts, the detector) run with the slow tests.
+SLOW_HALF = {"private-lazy-hedge", "svt-restart", "batched-private-shrinking-dartboard"}
 
 
 def _audit(name, *, multiplier=1.0, epsilon=1.0, params=None, runs, selection_runs):
@@ -53,7 +55,7 @@ def test_noise_removed_is_caught(name):
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, marks=pytest.mark.slow) if n == "private-lazy-hedge" else n for n in PRIVATE],
+    [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_HALF else n for n in PRIVATE],
 )
 def test_half_noise_is_caught(name):
     runs, sel = HALF_RUNS.get(name, (10_000, 2000))
@@ -63,7 +65,11 @@ def test_half_noise_is_caught(name):
 
 @pytest.mark.parametrize(
     ("name", "epsilon"),
-    [("noisy-clipped-hedge", 2.0), ("meta-expert-reduction", 2.0), ("svt-restart", 1.0)],
+    [
+        ("noisy-clipped-hedge", 2.0),
+        ("meta-expert-reduction", 2.0),
+        pytest.param("svt-restart", 1.0, marks=pytest.mark.slow),
+    ],
 )
 def test_paper_modes(name, epsilon):
     rep = _audit(name, epsilon=epsilon, params={"mode": "paper"}, runs=10_000, selection_runs=2000)

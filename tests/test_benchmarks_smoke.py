@@ -44,7 +44,21 @@ ROW_KEYS = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+# The longest smoke runs (several seconds each) go with the slow tests.
+SLOW_SCRIPTS = {
+    "end_to_end",
+    "memory",
+    "bandit_baseline",
+    "bandit_separation",
+    "env_throughput",
+    "agent_throughput",
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_SCRIPTS else n for n in sorted(EXPECTED)],
+)
 def test_script_smoke(name: str, tmp_path: Path) -> None:
     out = tmp_path / f"{name}.json"
     proc = subprocess.run(

@@ -41,9 +41,7 @@ def _text_files() -> list[Path]:
 
 
 def _hits(text: str) -> list[str]:
-    return [
-        f"{kind}: {m.group(0)!r}" for kind, rx in FORBIDDEN.items() for m in rx.finditer(text)
-    ]
+    return [f"{kind}: {m.group(0)!r}" for kind, rx in FORBIDDEN.items() for m in rx.finditer(text)]
 
 
 def test_the_scan_covers_the_packages_tests_and_docs():

@@ -74,6 +74,7 @@ def test_summary_orders_envs_naturally_and_has_an_iqm_interval():
     assert (table["dynamic_regret_iqm"] <= table["iqm_high"]).all()
 
 
+@pytest.mark.slow
 def test_compare_writes_the_aggregate_across_envs(tmp_path, capsys):
     grid = tmp_path / "g.toml"
     grid.write_text(

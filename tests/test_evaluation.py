@@ -101,6 +101,7 @@ def test_resume_runs_only_missing_cells_and_keeps_finished_files(tmp_path, monke
     assert not list(store.cells_dir.glob(".tmp-*"))
 
 
+@pytest.mark.slow
 def test_local_pool_and_serial_give_identical_rows(tmp_path):
     grid = small_grid()
     a = run_grid(grid, tmp_path / "a", backend="serial", progress=False)
@@ -108,6 +109,7 @@ def test_local_pool_and_serial_give_identical_rows(tmp_path):
     pd.testing.assert_frame_equal(a, b)
 
 
+@pytest.mark.slow
 def test_ray_backend_matches_local(tmp_path):
     pytest.importorskip("ray")
     grid = small_grid(n_seeds=2)
@@ -241,6 +243,7 @@ def test_figures_have_one_line_per_agent(sweep_frame):
     assert any("slope" in t.get_text() for t in fig.legends[0].get_texts())
 
 
+@pytest.mark.slow
 def test_compare_command_end_to_end(tmp_path, capsys):
     out = tmp_path / "cmp"
     code = cli.main(
@@ -336,6 +339,7 @@ def test_compare_agents_typo_lists_the_learners_of_the_default_grid(capsys):
     assert "'hedgee'" in err and "'hedge'" in err and "'svt-restart'" in err
 
 
+@pytest.mark.slow
 def test_figure_files_of_envs_with_long_labels_do_not_collide(sweep_frame, tmp_path):
     frame = sweep_frame[sweep_frame["env"] == sorted(sweep_frame["env"].unique())[0]]
     long = "DPExperts-BanditAdvice-v0[family=planted_expert,horizon=5000,n_arms=4,n_experts="
@@ -373,6 +377,7 @@ def test_cli_audit_refuses_a_non_private_learner(capsys):
     assert "non-private" in err and "noisy-clipped-hedge" in err
 
 
+@pytest.mark.slow
 def test_python_module_entry_point():
     import subprocess
     import sys

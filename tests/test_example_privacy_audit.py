@@ -4,9 +4,12 @@ Laplace and the float attack are caught."""
 import runpy
 from pathlib import Path
 
+import pytest
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "privacy_audit.py"
 
 
+@pytest.mark.slow
 def test_privacy_audit_example_verdicts():
     verdicts = runpy.run_path(str(EXAMPLE))["main"](n_runs=10_000)
     assert verdicts == {

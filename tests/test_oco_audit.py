@@ -63,6 +63,7 @@ T_PCOMW = 128
 # where the Renyi certificate is within about 2x of the exact epsilon
 # (tests/test_oco_accountant.py), so a learner with half the sampling noise shows more than
 # its claim on the likelihood-ratio events.
+@pytest.mark.slow
 def test_p_comw_passes_the_audit_with_power():
     x, xn = neighbours(2)
     result = audit_oco_agent("p-comw", x, xn, n_runs=20_000, seed=2, epsilon=1.0)

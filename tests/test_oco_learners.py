@@ -8,6 +8,7 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import rollout
 from scipy import integrate, stats
 
 import agents
@@ -28,13 +29,8 @@ ID = "DPExperts-OCO-v0"
 
 
 def run(agent, env, seed=0):
-    obs, _ = env.reset(seed=seed)
-    points = []
-    for _ in range(env.unwrapped.horizon):
-        x = agent.act(obs)
-        points.append(x)
-        obs, _, _, _, info = env.step(x)
-    return np.array(points), info
+    played = rollout(agent, env=env, seed=seed, rounds=env.unwrapped.horizon)
+    return played.actions, played.info
 
 
 def venv(num_envs, **kw):
@@ -120,7 +116,7 @@ def test_ball_sampler_matches_the_conditioned_gaussian(mean, scale):
 
 
 # --------------------------------------------------------------------------- P-COMW mechanics
-@pytest.mark.parametrize("body", ["box", "ball"])
+@pytest.mark.parametrize("body", ["box", pytest.param("ball", marks=pytest.mark.slow)])
 def test_marginal_is_the_gibbs_law_without_budget(body):
     # Lazy setting (B = inf): the law of x_t is exactly mu_t (the paper's Lemma C.1 with
     # closeness 0, here ensured by a Phi large enough that the clip never binds). Checked on the
@@ -291,6 +287,7 @@ def test_regret_grows_like_sqrt_t_on_the_stochastic_family(name):
     assert 0.35 < slope < 0.65, slope
 
 
+@pytest.mark.slow
 def test_dp_regret_falls_with_epsilon_and_reaches_ftrl():
     t_max = 2000
     regret = {}
@@ -349,6 +346,7 @@ def test_paper_mode_reproduces_the_printed_lambda_1():
     assert strict.certified and not paper.certified
 
 
+@pytest.mark.slow
 def test_samplers_stay_exact_far_in_the_tails():
     # Mean 50 standard deviations outside the box: the truncated normal piles up at the face
     # like an exponential of rate (m - R)/s^2 (its exact tail limit).

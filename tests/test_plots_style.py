@@ -161,6 +161,7 @@ def test_horizon_figure_has_error_bars_and_fitted_lines():
     assert 0.45 < slope < 0.55
 
 
+@pytest.mark.slow
 def test_no_epsilon_figure_for_a_one_epsilon_grid(tmp_path):
     frame = _rows(horizons=(100,), epsilons=(1.0,))
     names = [p.name for p in make_figures(frame, tmp_path / "one")]
@@ -171,6 +172,7 @@ def test_no_epsilon_figure_for_a_one_epsilon_grid(tmp_path):
     assert sum(n.startswith("epsilon") for n in names) == 2  # png + pdf
 
 
+@pytest.mark.slow
 def test_saved_figures_keep_their_width(tmp_path):
     # bbox_inches="tight" grows a figure to fit its titles and legend: check the saved PNG.
     from PIL import Image
@@ -189,6 +191,7 @@ def test_saved_figures_keep_their_width(tmp_path):
         assert inches <= width * 1.03, (name, inches)
 
 
+@pytest.mark.slow
 def test_aggregate_figure_for_several_envs_only(tmp_path):
     from dp_experts_env.evaluation.plots import plot_aggregate
     from dp_experts_env.evaluation.report import aggregate_table

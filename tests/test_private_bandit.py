@@ -9,10 +9,12 @@ and bad input.
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import rollout
 
 import agents
 import dp_experts_env  # noqa: F401  (registers the env ids)
@@ -35,34 +37,6 @@ def make_game(horizon=T, n=K, k=K, seed=0, identity=True):
     return np.asarray(advice), rng.random((horizon, k))
 
 
-def drive(agent, advice, losses, record=None, flush=False):
-    """Play ``agent`` (B runs, same game in every run); return (T, B) actions.
-
-    ``flush`` hands the agent round T's feedback after the last ``act`` (an env loop never does:
-    round T's loss cannot influence any action), so a batch ending at T is released too.
-    """
-    horizon, n, k = advice.shape
-    b = agent.num_envs
-    last_a, last_l = np.zeros(b, np.int64), np.zeros(b)
-    out = np.zeros((horizon, b), np.int64)
-    for t in range(horizon + int(flush)):
-        obs = {
-            "advice": np.broadcast_to(advice[min(t, horizon - 1)].reshape(-1), (b, n * k)),
-            "last_action": last_a,
-            "last_loss": last_l,
-        }
-        if t == horizon:
-            # act() refuses a round past the horizon, so hand over round T's feedback alone.
-            agent._learn(agent._parse_obs(obs)[0])
-            break
-        a = np.atleast_1d(agent.act(obs))
-        if record is not None:
-            record(t, agent)
-        out[t] = a
-        last_a, last_l = a, losses[t, a]
-    return out
-
-
 def capture_releases(agent):
     """Wrap the base learner's update to record (choices, released feedback) per batch."""
     seen = []
@@ -83,7 +57,7 @@ def test_tau_one_noise_off_exp3_base_equals_textbook_exp3():
     eta, gamma = 0.4, 0.1
     agent = PrivateBatchedBandit(K, T, n_arms=K, base="exp3", tau=1, eta=eta, gamma=gamma, seed=4)
     agent._noiseless = True
-    acts = drive(agent, advice, losses)[:, 0]
+    acts = rollout(agent, losses, advice=advice).actions[:, 0]
     rng = BatchRNG(run_seeds(4, 1), stream=AGENT_STREAM)
     cum = np.zeros(K)
     for t in range(T):
@@ -99,7 +73,9 @@ def test_tau_one_noise_off_equals_registered_exp3_baseline():
     base = agents.make("exp3", n_experts=K, horizon=T, n_arms=K, eta=0.4, gamma=0.1, seed=9)
     mine = PrivateBatchedBandit(K, T, n_arms=K, base="exp3", tau=1, eta=0.4, gamma=0.1, seed=9)
     mine._noiseless = True
-    np.testing.assert_array_equal(drive(mine, advice, losses), drive(base, advice, losses))
+    np.testing.assert_array_equal(
+        rollout(mine, losses, advice=advice).actions, rollout(base, losses, advice=advice).actions
+    )
 
 
 @pytest.mark.parametrize("base", ["tsallis-inf", "exp3"])
@@ -111,19 +87,21 @@ def test_over_identity_experts_reproduces_the_base_learner(base):
     over = PrivateBanditOverExperts(K, 40, **kw)
     over._noiseless = True
     choices = []
-    acts = drive(over, advice, losses, record=lambda t, a: choices.append(a.choice.copy()))
+    acts = rollout(
+        over, losses, advice=advice, record=lambda a: choices.append(a.choice.copy())
+    ).actions
     np.testing.assert_array_equal(acts, np.array(choices))
 
     over = PrivateBanditOverExperts(K, 40, **kw)
     over._noiseless = True
     seen_over = capture_releases(over)
-    drive(over, advice, losses, flush=True)
+    rollout(over, losses, advice=advice, flush=True)
     plain = PrivateBatchedBandit(K, 40, **kw)
     plain._noiseless = True
     forced = iter([arms for arms, _, _ in seen_over])
     plain.base_learner.sample = lambda: next(forced)
     seen_plain = capture_releases(plain)
-    drive(plain, advice, losses, flush=True)
+    rollout(plain, losses, advice=advice, flush=True)
     assert len(seen_over) == len(seen_plain) == 40 // 3
     for (a1, y1, p1), (a2, y2, p2) in zip(seen_over, seen_plain, strict=True):
         np.testing.assert_array_equal(a1, a2)
@@ -136,7 +114,9 @@ def test_over_experts_samples_only_the_chosen_experts_advice():
     advice[:, 1] = np.eye(K)[2]  # expert 1 always says arm 2
     agent = PrivateBanditOverExperts(4, 30, n_arms=K, tau=5, epsilon=1.0, num_envs=64, seed=0)
     choices = []
-    acts = drive(agent, advice, losses, record=lambda t, a: choices.append(a.choice.copy()))
+    acts = rollout(
+        agent, losses, advice=advice, record=lambda a: choices.append(a.choice.copy())
+    ).actions
     choices = np.array(choices)
     assert np.all(acts[choices == 1] == 2)
     for start in range(0, 30, 5):  # the expert is held for the whole batch
@@ -167,7 +147,9 @@ def test_base_learner_updated_floor_t_over_tau_times(cls, tau):
     advice, losses = make_game()
     agent = cls(K, T, n_arms=K, tau=tau, base="exp3", epsilon=0.5, num_envs=5, seed=1)
     choices = []
-    acts = drive(agent, advice, losses, lambda t, a: choices.append(a.choice.copy()), flush=True)
+    acts = rollout(
+        agent, losses, advice=advice, record=lambda a: choices.append(a.choice.copy()), flush=True
+    ).actions
     assert np.all(agent.base_learner.n_updates == T // tau)
     choices = np.array(choices)
     if cls is PrivateBatchedBandit:
@@ -184,7 +166,9 @@ def test_tail_sample_draws_a_fresh_choice_without_learning():
     advice, losses = make_game()
     agent = PrivateBatchedBandit(K, T, n_arms=K, tau=7, tail="sample", num_envs=400, seed=0)
     choices = []
-    drive(agent, advice, losses, lambda t, a: choices.append(a.choice.copy()), flush=True)
+    rollout(
+        agent, losses, advice=advice, record=lambda a: choices.append(a.choice.copy()), flush=True
+    )
     choices = np.array(choices)
     assert np.all(agent.base_learner.n_updates == T // 7)
     assert np.all(choices[49] == choices[-1])  # rounds 50..51 (1-based) form the tail
@@ -218,7 +202,7 @@ def test_released_batch_means_carry_the_claimed_laplace_noise(cls):
     losses = np.full((tau, K), 0.25)
     agent = cls(K, tau, n_arms=K, tau=tau, epsilon=0.5, base="exp3", gamma=0.1, num_envs=b)
     seen = capture_releases(agent)
-    drive(agent, advice, losses, flush=True)
+    rollout(agent, losses, advice=advice, flush=True)
     ((_, released, _),) = seen
     noise = released - 0.25
     # E|Lap(s)| = s; the mean of 5000 draws has a 1.4 % standard error: allow 5 %.
@@ -293,9 +277,11 @@ def test_over_experts_claim_does_not_extend_advice_privacy_to_the_played_arms():
     adv_changed = adv.copy()
     adv_changed[5] = np.eye(K)[1]
     _, losses = make_game()
-    acts = drive(PrivateBanditOverExperts(n, T, n_arms=K, num_envs=b, seed=0), adv, losses)
+    acts = rollout(
+        PrivateBanditOverExperts(n, T, n_arms=K, num_envs=b, seed=0), losses, advice=adv
+    ).actions
     agent = PrivateBanditOverExperts(n, T, n_arms=K, num_envs=b, seed=0)
-    acts_changed = drive(agent, adv_changed, losses)
+    acts_changed = rollout(agent, losses, advice=adv_changed).actions
     assert np.all(acts[5] == 0) and np.all(acts_changed[5] == 1)
     assert "played arms are not" in agent.privacy.notes
 
@@ -306,9 +292,9 @@ def test_batch_equals_single_runs(name, base, noise):
     advice, losses = make_game(horizon=40, n=4, identity=False)
     params = {"n_experts": 4, "horizon": 40, "n_arms": K, "epsilon": 0.5, "tau": 3}
     params |= {"base": base, "noise": noise, "tuning": "calibrated"}
-    batch = drive(agents.make(name, num_envs=3, seed=7, **params), advice, losses)
+    batch = rollout(agents.make(name, num_envs=3, seed=7, **params), losses, advice=advice).actions
     for b in range(3):
-        single = drive(agents.make(name, seed=7 + b, **params), advice, losses)
+        single = rollout(agents.make(name, seed=7 + b, **params), losses, advice=advice).actions
         np.testing.assert_array_equal(batch[:, b], single[:, 0])
 
 
@@ -421,16 +407,17 @@ def final_regret(env_id, name, seed=0, **params):
     env = gym.make_vec(
         env_id, num_envs=8, vectorization_mode="vector_entry_point", horizon=HORIZON, **env_kw
     )
-    obs, _ = env.reset(seed=seed)
     coins = np.random.default_rng(seed + 100)
-    agent = None if name is None else agents.make(name, env=env, seed=seed + 100, **params)
-    for _ in range(HORIZON):
-        act = coins.integers(env_kw["n_arms"], size=8) if agent is None else agent.act(obs)
-        obs, _, _, _, info = env.step(act)
+    if name is None:  # uniform play from its own coins
+        agent = SimpleNamespace(act=lambda obs: coins.integers(env_kw["n_arms"], size=8))
+    else:
+        agent = agents.make(name, env=env, seed=seed + 100, **params)
+    info = rollout(agent, env=env, seed=seed, rounds=HORIZON).info
     env.close()
     return float(np.mean(info["static_regret"]))
 
 
+@pytest.mark.slow
 def test_batched_bandit_utility_on_the_k_armed_bandit():
     # Alg. 1 ignores advice and competes with the best arm, so its home is DPExperts-Bandit-v0.
     uniform = final_regret("DPExperts-Bandit-v0", None)
@@ -446,6 +433,7 @@ def test_batched_bandit_utility_on_the_k_armed_bandit():
         )
 
 
+@pytest.mark.slow
 def test_bandit_over_experts_utility_on_the_planted_expert():
     env_id, name = "DPExperts-BanditAdvice-v0", "private-bandit-over-experts"
     uniform = final_regret(env_id, None)

@@ -8,10 +8,12 @@ the planted-expert env.
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import rollout
 
 import agents
 import dp_experts_env  # noqa: F401  (registers the env ids)
@@ -28,34 +30,6 @@ def make_game(horizon=T, n=N, k=K, seed=0):
     """A fixed oblivious game: Dirichlet advice (T, N, K) and uniform losses (T, K)."""
     rng = np.random.default_rng(seed)
     return rng.dirichlet(np.ones(k), size=(horizon, n)), rng.random((horizon, k))
-
-
-def drive(agent, advice, losses, record=None, flush=False):
-    """Play ``agent`` (B runs, same game in every run); return (T, B) actions.
-
-    ``flush`` hands the agent round T's feedback after the last ``act`` (an env loop never does:
-    round T's loss cannot influence any action), so a batch ending at T is released too.
-    """
-    horizon, n, k = advice.shape
-    b = agent.num_envs
-    last_a, last_l = np.zeros(b, np.int64), np.zeros(b)
-    out = np.zeros((horizon, b), np.int64)
-    for t in range(horizon + int(flush)):
-        obs = {
-            "advice": np.broadcast_to(advice[min(t, horizon - 1)].reshape(-1), (b, n * k)),
-            "last_action": last_a,
-            "last_loss": last_l,
-        }
-        if t == horizon:
-            # act() refuses a round past the horizon, so hand over round T's feedback alone.
-            agent._learn(agent._parse_obs(obs)[0])
-            break
-        a = np.atleast_1d(agent.act(obs))
-        if record is not None:
-            record(t, agent)
-        out[t] = a
-        last_a, last_l = a, losses[t, a]
-    return out
 
 
 def exp4_reference(advice, losses, eta, gamma, seed):
@@ -83,7 +57,9 @@ def test_noise_off_tau_one_equals_exp4(cls):
     agent = cls(N, T, n_arms=K, eta=0.3, gamma=0.1, seed=11, **extra)
     agent._noiseless = True
     qs = []
-    acts = drive(agent, advice, losses, record=lambda t, a: qs.append(a.action_probs[0].copy()))
+    acts = rollout(
+        agent, losses, advice=advice, record=lambda a: qs.append(a.action_probs[0].copy())
+    ).actions
     ref_a, ref_q = exp4_reference(advice, losses, 0.3, 0.1, seed=11)
     np.testing.assert_array_equal(acts[:, 0], ref_a)
     np.testing.assert_allclose(np.array(qs), ref_q, rtol=0, atol=1e-12)
@@ -102,7 +78,10 @@ def test_noise_off_equals_registered_exp4_baseline():
     ):
         agent._noiseless = True
         base.reset(5)
-        np.testing.assert_array_equal(drive(agent, advice, losses), drive(base, advice, losses))
+        np.testing.assert_array_equal(
+            rollout(agent, losses, advice=advice).actions,
+            rollout(base, losses, advice=advice).actions,
+        )
 
 
 def test_batched_exp4_freezes_weights_within_batches_and_counts_updates():
@@ -111,11 +90,11 @@ def test_batched_exp4_freezes_weights_within_batches_and_counts_updates():
     agent = PrivateBatchedExp4(N, 47, n_arms=K, tau=tau, eta=0.2, gamma=0.2, seed=3, num_envs=2)
     probs, updates = [], []
 
-    def record(t, a):
+    def record(a):
         probs.append(a.expert_probs.copy())
         updates.append(a.n_updates)
 
-    drive(agent, advice, losses, record, flush=True)
+    rollout(agent, losses, advice=advice, record=record, flush=True)
     probs = np.array(probs)
     for start in range(0, 47, tau):
         block = probs[start : start + tau]
@@ -161,10 +140,10 @@ def test_released_noise_has_the_claimed_scale():
     losses = np.full((tau, K), 0.5)
     agent = PrivateBatchedExp4(N, tau, n_arms=K, tau=tau, eta=1.0 - 1e-9, gamma=0.5, num_envs=b)
     agent._noiseless = False
-    drive(agent, advice, losses, flush=True)
+    rollout(agent, losses, advice=advice, flush=True)
     clean = PrivateBatchedExp4(N, tau, n_arms=K, tau=tau, eta=1.0 - 1e-9, gamma=0.5)
     clean._noiseless = True
-    drive(clean, advice, losses, flush=True)
+    rollout(clean, losses, advice=advice, flush=True)
     noise = (agent.core.cum_estimate - clean.core.cum_estimate[0]).ravel()
     # E|Lap(b)| = b; std of the mean of 20000 draws is b / sqrt(20000) (0.7 %): allow 3 %.
     assert np.mean(np.abs(noise)) == pytest.approx(agent.noise_scale, rel=0.03)
@@ -252,9 +231,9 @@ def test_batch_equals_single_runs(name, noise):
     advice, losses = make_game()
     params = {"n_experts": N, "horizon": T, "n_arms": K, "epsilon": 2.0, "noise": noise}
     params |= {"eta": 0.3, "gamma": 0.2} | ({"tau": 4} if name != "ldp-exp4" else {})
-    batch = drive(agents.make(name, num_envs=3, seed=7, **params), advice, losses)
+    batch = rollout(agents.make(name, num_envs=3, seed=7, **params), losses, advice=advice).actions
     for b in range(3):
-        single = drive(agents.make(name, seed=7 + b, **params), advice, losses)
+        single = rollout(agents.make(name, seed=7 + b, **params), losses, advice=advice).actions
         np.testing.assert_array_equal(batch[:, b], single[:, 0])
 
 
@@ -358,16 +337,17 @@ def final_regret(name, n_experts, seed=0, **params):
         n_experts=n_experts,
         **PLANTED,
     )
-    obs, _ = env.reset(seed=seed)
     coins = np.random.default_rng(seed + 100)
-    agent = None if name is None else agents.make(name, env=env, seed=seed + 100, **params)
-    for _ in range(PLANTED["horizon"]):
-        act = coins.integers(2, size=8) if agent is None else agent.act(obs)
-        obs, _, _, _, info = env.step(act)
+    if name is None:  # uniform play from its own coins
+        agent = SimpleNamespace(act=lambda obs: coins.integers(2, size=8))
+    else:
+        agent = agents.make(name, env=env, seed=seed + 100, **params)
+    info = rollout(agent, env=env, seed=seed, rounds=PLANTED["horizon"]).info
     env.close()
     return float(np.mean(info["static_regret"]))
 
 
+@pytest.mark.slow
 def test_utility_beats_uniform_and_improves_with_epsilon():
     uniform = final_regret(None, 8)
     for name, params in [("ldp-exp4", {"tuning": "calibrated"}), ("private-batched-exp4", BATCHED)]:
@@ -380,6 +360,7 @@ def test_utility_beats_uniform_and_improves_with_epsilon():
     assert calibrated < 0.95 * uniform, (uniform, calibrated)
 
 
+@pytest.mark.slow
 def test_many_experts_favour_exp4_type_learners_over_bandit_over_experts():
     # N = 64 >> K = 2: EXP4's regret grows like log N, bandit-over-experts' like sqrt(N).
     over = final_regret("private-bandit-over-experts", 64, epsilon=16.0, tuning="calibrated")

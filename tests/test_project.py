@@ -40,3 +40,14 @@ def test_ci_installs_every_extra_a_test_depends_on():
     command = (ROOT / ".ci" / "run").read_text()
     for extra in ("sb3", "ray", "accounting", "test"):
         assert re.search(r'pip install -e "\.\[[^\]]*\b' + extra + r"\b", command), extra
+
+
+def test_license_and_type_marker_ship_with_the_packages():
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert pyproject["project"]["license"] == {"text": "MIT"}
+    license_text = (ROOT / "LICENSE").read_text()
+    assert license_text.startswith("MIT License") and "dp-experts-env contributors" in license_text
+    package_data = pyproject["tool"]["setuptools"]["package-data"]
+    for package in ("dp_experts_env", "agents"):
+        assert (ROOT / package / "py.typed").is_file(), f"{package} lacks its PEP 561 marker"
+        assert "py.typed" in package_data[package], f"py.typed of {package} is not package data"

@@ -157,6 +157,7 @@ def test_plot_without_manifest_or_with_missing_runs_says_so(tmp_path, capsys):
     assert "1 of 4 runs" in err and "again" in err
 
 
+@pytest.mark.slow
 def test_figure_names_keep_dotted_labels_and_metrics_apart(tmp_path):
     frame = run(grid(n_seeds=2), tmp_path / "r")
     both = pd.concat(
@@ -261,6 +262,7 @@ def test_filesystem_error_is_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and "cannot use results folder" in err
 
 
+@pytest.mark.slow
 def test_workers_die_with_their_parent(tmp_path):
     script = textwrap.dedent(
         """

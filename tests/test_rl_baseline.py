@@ -95,6 +95,7 @@ def _pseudo_regret(name, env_id, horizon, **params):
 
 
 @needs_sb3
+@pytest.mark.slow
 def test_ppo_baseline_learns_on_the_stochastic_env():
     # 30k training steps (a few seconds): on 8 held-out episodes of T = 1000 its pseudo-regret
     # is below half of uniform play's (measured: about 27 against 90).

@@ -8,18 +8,18 @@ The best expert is unique and its index is drawn uniformly per run (no index-0 b
 
 Families of the ``"stochastic"`` environment (keyword-only knobs):
 
-* ``one_vs_rest`` (``gap=0.1``, ``center=0.5``; E1, the default): best mean
+* ``one_vs_rest`` (``gap=0.1``, ``center=0.5``; the default): best mean
   ``center - gap/2``, all others ``center + gap/2``, independent Bernoulli losses. ``gap="hard"``
   uses ``sqrt(ln N / T)`` (capped by the room around ``center``).
-* ``privacy_dominated`` (E2): ``one_vs_rest`` with default ``gap=0.5`` (means 0.25 / 0.75).
-* ``statistics_dominated`` (E3): ``one_vs_rest`` with default ``gap=0.05``.
-* ``geometric_gaps`` (``gap=0.1``, ``best_mean=0.25``; E4): the k-th best expert (k = 2..N) has
+* ``privacy_dominated``: ``one_vs_rest`` with default ``gap=0.5`` (means 0.25 / 0.75).
+* ``statistics_dominated``: ``one_vs_rest`` with default ``gap=0.05``.
+* ``geometric_gaps`` (``gap=0.1``, ``best_mean=0.25``): the k-th best expert (k = 2..N) has
   mean ``min(1, best_mean + gap 2^(k-2))``; Bernoulli losses; labels shuffled per run.
-* ``mixed_gaps`` (``gap=0.05``, ``large_gap=0.4``, ``best_mean=0.25``; E5): ``ceil((N-1)/2)``
+* ``mixed_gaps`` (``gap=0.05``, ``large_gap=0.4``, ``best_mean=0.25``): ``ceil((N-1)/2)``
   suboptimal experts at ``best_mean + gap``, the rest at ``best_mean + large_gap``.
-* ``comonotone`` (``gap=0.1``, ``center=0.5``; E6): the means of ``one_vs_rest`` but one shared
+* ``comonotone`` (``gap=0.1``, ``center=0.5``): the means of ``one_vs_rest`` but one shared
   uniform per round, ``X_j = 1{U_t < mu_j}``: maximally dependent coordinates.
-* ``correlated`` (``gap``, ``base``, ``common_scale``, ``idio_scale``; E6 with a shared factor):
+* ``correlated`` (``gap``, ``base``, ``common_scale``, ``idio_scale``; a shared factor):
   the shift family ``correlated`` with K = 0.
 * ``uniform_means`` (``low``, ``high``, ``distribution``, ``concentration``): the shift family
   ``uniform_means`` with K = 0 (no gap promised).

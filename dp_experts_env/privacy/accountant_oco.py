@@ -36,6 +36,12 @@ released). Every bound holds for every history, so the composition is valid agai
 adversaries. The total converts to ``(epsilon, delta)`` by Canonne, Kamath & Steinke (2020),
 Prop. 12: ``epsilon = rdp(a) + ln(1 - 1/a) - (ln delta + ln a)/(a - 1)``, minimised over a grid
 of orders. No closeness event is needed, so the certified delta is the requested one.
+
+:func:`randomized_response_rdp`, :func:`lazy_round_rdp` and :func:`rdp_to_dp` are the three steps
+of that argument (fact 2's pure bound, one round's exact divergence, the conversion). They are
+public so that each step can be checked on its own -- against closed forms and brute-force
+divergences in the tests, or by a reader re-deriving a certificate -- although only
+:func:`pcomw_rdp_account` composes them.
 """
 
 from __future__ import annotations

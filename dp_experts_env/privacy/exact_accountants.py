@@ -38,6 +38,15 @@ so calibration can bisect over whole parameter grids -- the scalar versions are
   (Whitehouse et al. 2022, as used in Agarwal, Kale, Singh & Thakurta's Appendix A).
 
 Natural logarithms throughout (erratum E-AFKT-12).
+
+Why the per-event pieces are public although only the composite accountants call them: a claim
+is only as good as the cost charged for each event, so :func:`dartboard_switch_cost` and
+:func:`dartboard_resample_cost` are exposed for anyone who checks a claim by hand or against an
+exact privacy-loss computation (the tests do both). :func:`lazy_hedge_normalized_epsilon` is the
+accountant of the literal (normalised-ratio) translation, kept as the ablation that justifies the
+unnormalised form; :func:`pcomw_theorem41_kappa` and :func:`pcomw_regret_bound` reproduce the
+paper's parameter choice and bound for continuous P-COMW, the reference its calibrated tuning is
+compared with.
 """
 
 from __future__ import annotations
@@ -249,7 +258,7 @@ def dartboard_regret_bound(
 
 # --------------------------------------------------------------------------- lazy Hedge (001)
 def lazy_hedge_budget(beta: Number, p: Number, horizon: Number) -> Number:
-    """Switch budget ``B = 3 ptilde T`` with ``ptilde = p + (1 - p)(1 - e^{-beta})`` (§2.6).
+    """Switch budget ``B = 3 ptilde T`` with ``ptilde = p + (1 - p)(1 - e^{-beta})``.
 
     Real-valued; the learner switches while ``b < B``, so at most ``ceil(B)`` times.
     """

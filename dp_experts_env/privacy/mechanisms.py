@@ -95,15 +95,6 @@ def _unbatch(arr: np.ndarray, rng: RandomSource) -> np.ndarray:
     return arr[0] if isinstance(rng, np.random.Generator) else arr
 
 
-def _laplace(
-    backend: NoiseBackend, rng: RandomSource, scale: float, shape: tuple[int, ...]
-) -> np.ndarray:
-    """Laplace noise of shape ``(B, *shape)`` from either kind of source."""
-    if isinstance(rng, BatchRNG):
-        return backend.laplace(rng, scale, shape)
-    return backend.laplace(rng, scale, (1, *shape))
-
-
 def _gumbel(backend: NoiseBackend, rng: RandomSource, shape: tuple[int, ...]) -> np.ndarray:
     if isinstance(rng, BatchRNG):
         return backend.gumbel(rng, shape)

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import rollout
 
 import agents
 from agents.full_info import fixed_share_tuning, hedge_eta
@@ -12,16 +13,9 @@ from dp_experts_env.regret import RegretTracker
 FULL = ["uniform", "follow-the-leader", "hedge", "fixed-share", "shrinking-dartboard"]
 
 
-def play(agent, losses):
-    """Feed a (T, B, N) loss array; return actions (T, B) and laws (T, B, N) of each round."""
-    t_max, b, n = losses.shape
-    obs = np.zeros((b, n))
-    actions, laws = [], []
-    for t in range(t_max):
-        actions.append(agent.act(obs))
-        laws.append(agent.action_distribution().copy())
-        obs = losses[t]
-    return np.array(actions), np.array(laws)
+def law(agent):
+    """The law of the action just played (recorded every round, as the evaluation does)."""
+    return agent.action_distribution().copy()
 
 
 def pseudo_regret(laws, losses, n_switches=0):
@@ -114,19 +108,19 @@ def test_ftl_trap_has_linear_regret():
     trap[1::2, 0] = [0.0, 1.0]
     trap[2::2, 0] = [1.0, 0.0]
     agent = agents.make("follow-the-leader", n_experts=2, horizon=t_max, seed=0)
-    actions, _ = play(agent, trap)
+    actions = rollout(agent, trap, record=law).actions
     learner = trap[np.arange(t_max), 0, actions[:, 0]].sum()
     regret = learner - trap.sum(axis=0).min()
     assert learner >= t_max - 1  # every round after the first costs 1
     assert regret >= 0.49 * t_max
     hedge = agents.make("hedge", n_experts=2, horizon=t_max, seed=0)
-    _, laws = play(hedge, trap)
+    laws = rollout(hedge, trap, record=law).records
     assert pseudo_regret(laws, trap)[0] <= math.sqrt(t_max * math.log(2) / 2)
 
 
 def test_uniform_is_uniform():
     agent = agents.make("uniform", n_experts=4, horizon=50, num_envs=500, seed=3)
-    actions, laws = play(agent, np.random.default_rng(0).random((50, 500, 4)))
+    actions, _, laws, _ = rollout(agent, np.random.default_rng(0).random((50, 500, 4)), record=law)
     np.testing.assert_allclose(laws, 0.25)
     np.testing.assert_allclose(
         np.bincount(actions.ravel(), minlength=4) / actions.size, 0.25, atol=0.01
@@ -134,6 +128,7 @@ def test_uniform_is_uniform():
 
 
 # ----------------------------------------------------------------------------- dartboard
+@pytest.mark.slow
 def test_dartboard_marginal_equals_hedge_and_switches_less():
     b, n, t_max = 20_000, 4, 30
     seq = np.random.default_rng(11).random((t_max, 1, n))
@@ -143,8 +138,8 @@ def test_dartboard_marginal_equals_hedge_and_switches_less():
         "shrinking-dartboard", n_experts=n, horizon=t_max, eta=eta, num_envs=b, seed=5
     )
     hedge = agents.make("hedge", n_experts=n, horizon=t_max, eta=eta, num_envs=b, seed=5)
-    d_actions, d_laws = play(dart, losses)
-    h_actions, h_laws = play(hedge, losses)
+    d_actions, _, d_laws, _ = rollout(dart, losses, record=law)
+    h_actions, _, h_laws, _ = rollout(hedge, losses, record=law)
     np.testing.assert_allclose(d_laws, h_laws, rtol=1e-12)  # reported marginal is Hedge's law
     empirical = np.stack([np.bincount(a, minlength=n) / b for a in d_actions])
     # 120 frequencies, each with standard error <= 0.5 / sqrt(b) = 0.0035: 0.02 is > 5.5 s.e.
@@ -177,13 +172,13 @@ def test_hedge_static_regret_within_bound():
         ("anytime", 2 * math.sqrt(t_max * math.log(n) / 2) + math.sqrt(math.log(n) / 8)),
     ]:
         agent = agents.make("hedge", n_experts=n, horizon=t_max, rate=rate, seed=0)
-        actions, laws = play(agent, losses)
+        actions, _, laws, _ = rollout(agent, losses, record=law)
         regret = pseudo_regret(laws, losses)[0]
         assert 0 < regret <= bound, rate  # the bound holds for every sequence (expected loss)
     # Realised regret over 64 runs: mean within the bound plus 3 standard errors.
     b = 64
     agent = agents.make("hedge", n_experts=n, horizon=t_max, num_envs=b, seed=0)
-    actions, _ = play(agent, np.broadcast_to(losses, (t_max, b, n)))
+    actions = rollout(agent, np.broadcast_to(losses, (t_max, b, n)), record=law).actions
     realised = losses[np.arange(t_max)[:, None], 0, actions].sum(axis=0) - losses.sum(0).min()
     assert realised.mean() <= math.sqrt(t_max * math.log(n) / 2) + 3 * math.sqrt(t_max / 4 / b)
 
@@ -202,8 +197,10 @@ def test_fixed_share_beats_hedge_on_dynamic_regret():
     losses = shifting_losses(t_max, n, s, seed=4)
     fs = agents.make("fixed-share", n_experts=n, horizon=t_max, n_switches=s, seed=0)
     hedge = agents.make("hedge", n_experts=n, horizon=t_max, seed=0)
-    fs_regret = pseudo_regret(play(fs, losses)[1], losses, n_switches=s)[0]
-    hedge_regret = pseudo_regret(play(hedge, losses)[1], losses, n_switches=s)[0]
+    fs_laws = rollout(fs, losses, record=law).records
+    hedge_laws = rollout(hedge, losses, record=law).records
+    fs_regret = pseudo_regret(fs_laws, losses, n_switches=s)[0]
+    hedge_regret = pseudo_regret(hedge_laws, losses, n_switches=s)[0]
     assert fs_regret < 0.5 * hedge_regret
     c = (s + 1) * math.log(n) + s * math.log(math.e * (t_max - 1) / s)
     assert fs_regret <= math.sqrt(t_max * c / 2)  # C-B&L tracking bound (expected loss)
@@ -215,10 +212,10 @@ def test_batch_equals_single_runs(name):
     b, n, t_max, seed = 4, 5, 40, 17
     losses = np.random.default_rng(9).random((t_max, b, n))
     batch = agents.make(name, n_experts=n, horizon=t_max, num_envs=b, seed=seed)
-    batch_actions, _ = play(batch, losses)
+    batch_actions = rollout(batch, losses, record=law).actions
     for run in range(b):
         single = agents.make(name, n_experts=n, horizon=t_max, seed=seed + run)
-        single_actions, _ = play(single, losses[:, run : run + 1])
+        single_actions = rollout(single, losses[:, run : run + 1], record=law).actions
         np.testing.assert_array_equal(batch_actions[:, run], single_actions[:, 0])
 
 
@@ -226,9 +223,9 @@ def test_batch_equals_single_runs(name):
 def test_reset_with_seed_reproduces_and_single_obs_gives_int(name):
     agent = agents.make(name, n_experts=3, horizon=20, seed=2)
     losses = np.random.default_rng(1).random((20, 1, 3))
-    first, _ = play(agent, losses)
+    first = rollout(agent, losses, record=law).actions
     agent.reset(seed=2)
-    again, _ = play(agent, losses)
+    again = rollout(agent, losses, record=law).actions
     np.testing.assert_array_equal(first, again)
     agent.reset(seed=2)
     assert isinstance(agent.act(np.zeros(3)), int)

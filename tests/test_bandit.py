@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import rollout
 from scipy.optimize import brentq
 
 import agents
@@ -45,19 +46,6 @@ def single_obs(advice, last_action, last_loss):
         "last_action": int(last_action),
         "last_loss": np.array([last_loss], dtype=np.float32),
     }
-
-
-def play(agent, losses, advice):
-    """losses (T, B, K), advice (T, B, N, K); returns actions (T, B) and realised losses (T, B)."""
-    t_max, b, _ = losses.shape
-    action, loss = np.zeros(b, dtype=np.int64), np.zeros(b)
-    actions, paid = [], []
-    for t in range(t_max):
-        action = np.asarray(agent.act(obs_of(advice[t], action, loss))).reshape(b)
-        loss = losses[t, np.arange(b), action]
-        actions.append(action)
-        paid.append(loss)
-    return np.array(actions), np.array(paid)
 
 
 def identity_advice(t_max, b, k):
@@ -208,7 +196,9 @@ def test_exp4_with_identity_advice_equals_exp3():
     advice = identity_advice(t_max, b, k)
     exp3 = agents.make("exp3", n_experts=k, horizon=t_max, n_arms=k, num_envs=b, seed=8)
     exp4 = agents.make("exp4", n_experts=k, horizon=t_max, n_arms=k, num_envs=b, seed=8)
-    np.testing.assert_array_equal(play(exp3, losses, advice)[0], play(exp4, losses, advice)[0])
+    np.testing.assert_array_equal(
+        rollout(exp3, losses, advice=advice).actions, rollout(exp4, losses, advice=advice).actions
+    )
 
 
 # ----------------------------------------------------------------------------- sanity
@@ -230,7 +220,7 @@ def test_exp4_beats_uniform_on_planted_expert():
     t_max, b, n, k = 3000, 8, 16, 4
     losses, advice = planted_problem(t_max, b, n, k, seed=5)
     agent = agents.make("exp4", n_experts=n, horizon=t_max, n_arms=k, num_envs=b, seed=0)
-    _, paid = play(agent, losses, advice)
+    paid = rollout(agent, losses, advice=advice).losses
     uniform = losses[:, 0].mean(axis=1).sum()  # expected loss of a uniformly random arm
     expert0 = np.einsum("tk,tk->", advice[:, 0, 0], losses[:, 0])
     assert paid.sum(axis=0).mean() < uniform - 0.5 * (uniform - expert0)
@@ -246,7 +236,7 @@ def test_k_armed_learners_beat_uniform(name):
         (np.random.default_rng(1).random((t_max, 1, k)) < means).astype(float), (t_max, b, k)
     )
     agent = agents.make(name, n_experts=k, horizon=t_max, n_arms=k, num_envs=b, seed=2)
-    _, paid = play(agent, losses, identity_advice(t_max, b, k))
+    paid = rollout(agent, losses, advice=identity_advice(t_max, b, k)).losses
     best = losses[:, 0].sum(axis=0).min()
     uniform = losses[:, 0].mean(axis=1).sum()
     assert paid.sum(axis=0).mean() - best < 0.4 * (uniform - best)
@@ -256,7 +246,7 @@ def test_over_experts_plays_the_advised_arm():
     t_max, b, n, k = 50, 4, 5, 3
     losses, advice = planted_problem(t_max, b, n, k, seed=1)
     agent = agents.make("exp3", n_experts=n, horizon=t_max, n_arms=k, over="experts", num_envs=b)
-    actions, _ = play(agent, losses, advice)
+    actions = rollout(agent, losses, advice=advice).actions
     # One-hot advice: the arm played is always the recommendation of the sampled expert.
     assert agent.core.n_arms == n
     assert np.all(advice[-1, np.arange(b), agent.core_choices, actions[-1]] == 1.0)
@@ -270,10 +260,11 @@ def test_batch_equals_single_runs(name, params):
     losses = gen.random((t_max, b, k))
     advice = gen.dirichlet(np.ones(k), size=(t_max, b, n))
     batch = agents.make(name, n_experts=n, horizon=t_max, n_arms=k, num_envs=b, seed=seed, **params)
-    batch_actions, _ = play(batch, losses, advice)
+    batch_actions = rollout(batch, losses, advice=advice).actions
     for run in range(b):
         single = agents.make(name, n_experts=n, horizon=t_max, n_arms=k, seed=seed + run, **params)
-        single_actions, _ = play(single, losses[:, run : run + 1], advice[:, run : run + 1])
+        solo = rollout(single, losses[:, run : run + 1], advice=advice[:, run : run + 1])
+        single_actions = solo.actions
         np.testing.assert_array_equal(batch_actions[:, run], single_actions[:, 0])
 
 

@@ -3,9 +3,9 @@
 import itertools
 import math
 
-import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import rollout
 
 import agents
 import dp_experts_env  # noqa: F401  (registers the env ids)
@@ -14,19 +14,6 @@ from agents.meta_expert import (
     count_meta_experts,
     log_count_meta_experts,
 )
-from dp_experts_env.evaluation.audit import audit_agent
-
-
-def play(agent, losses, laws=False):
-    """Feed (T, B, N) losses; return the (T, B) actions (and the laws of each round)."""
-    t_max, b, n = losses.shape
-    obs, actions, dists = np.zeros((b, n)), [], []
-    for t in range(t_max):
-        actions.append(np.atleast_1d(agent.act(obs)))
-        if laws:
-            dists.append(agent.action_distribution().copy())
-        obs = losses[t]
-    return (np.array(actions), np.array(dists)) if laws else np.array(actions)
 
 
 # ----------------------------------------------------------------------------- counting
@@ -98,7 +85,8 @@ def test_structured_equals_brute_force_hedge_over_meta_experts(s):
     for method in ("structured", "enumerate"):
         # Epsilon huge: the released noisy losses equal the losses to ~1e-9.
         agent = MetaExpertReduction(n, t_max, epsilon=1e12, n_switches=s, eta=eta, method=method)
-        _, laws = play(agent, losses[:, None, :], laws=True)
+        laws = rollout(agent, losses[:, None, :], record=lambda a: a.action_distribution().copy())
+        laws = laws.records
         np.testing.assert_allclose(laws[:, 0], want, atol=1e-9)
 
 
@@ -147,7 +135,7 @@ def test_generic_inner_learner_inherits_its_claim():
     assert inner is not None and inner.n_experts == agent.n_meta_experts == 2 + 5 * 4
     claim = agent.privacy
     assert claim.epsilon == 0.8 and claim.certified and "limited-updates" in claim.accountant
-    actions = play(agent, np.random.default_rng(0).random((6, 1, 2)))
+    actions = rollout(agent, np.random.default_rng(0).random((6, 1, 2))).actions
     assert actions.shape == (6, 1) and set(actions.ravel()) <= {0, 1}
     with pytest.raises(ValueError, match="method='enumerate'"):
         MetaExpertReduction(2, 6, inner="limited-updates")
@@ -168,70 +156,17 @@ def test_generic_inner_learner_inherits_its_claim():
 )
 def test_batch_equals_single_runs(params):
     losses = np.random.default_rng(4).random((15, 3, 3))
-    batch = play(MetaExpertReduction(3, 15, num_envs=3, seed=9, eta=1.0, **params), losses)
+    batch = rollout(
+        MetaExpertReduction(3, 15, num_envs=3, seed=9, eta=1.0, **params), losses
+    ).actions
     for b in range(3):
         single = MetaExpertReduction(3, 15, seed=9 + b, eta=1.0, **params)
-        np.testing.assert_array_equal(batch[:, b], play(single, losses[:, b : b + 1])[:, 0])
+        np.testing.assert_array_equal(
+            batch[:, b], rollout(single, losses[:, b : b + 1]).actions[:, 0]
+        )
 
 
 def test_claim():
     claim = agents.make("meta-expert-reduction", n_experts=3, horizon=10).privacy
     assert claim.certified and claim.holds_against == "adaptive" and claim.delta == 0
     assert "Thm 4.1" in claim.accountant
-
-
-# ----------------------------------------------------------------------------- privacy audits
-@pytest.mark.parametrize(
-    "a,b",
-    [([0.0, 1.0], [1.0, 0.0]), ([0.0, 0.0], [1.0, 1.0]), ([0.0, 0.0], [1.0, 0.0])],
-)
-def test_audit_strict_passes(a, b):
-    x = np.full((10, 2), 0.5)
-    xp = x.copy()
-    x[0], xp[0] = a, b
-    res = audit_agent(
-        "meta-expert-reduction", x, xp, n_runs=3000, seed=1, epsilon=1.0, eta=5.0, n_switches=1
-    )
-    assert res.passed, res.summary()
-
-
-def test_audit_catches_noise_divided_by_ten():
-    x = np.full((10, 2), 0.5)
-    xp = x.copy()
-    x[0], xp[0] = [0.0, 1.0], [1.0, 0.0]
-
-    def weakened(num_envs, seed):
-        agent = MetaExpertReduction(2, 10, epsilon=1.0, eta=5.0, num_envs=num_envs, seed=seed)
-        agent.noise_sensitivity /= 10  # scale / 10, claim unchanged
-        return agent
-
-    res = audit_agent(weakened, x, xp, n_runs=3000, seed=2)
-    assert not res.passed and res.epsilon_lower_bound > 1.0, res.summary()
-
-
-# ----------------------------------------------------------------------------- utility
-def test_regret_falls_as_epsilon_grows():
-    def dynamic_regret(epsilon):
-        env = gym.make_vec(
-            "DPExperts-Shift-v0",
-            num_envs=4,
-            vectorization_mode="vector_entry_point",
-            n_experts=4,
-            horizon=2000,
-            n_shifts=2,
-            gap=0.3,
-        )
-        agent = agents.make(
-            "meta-expert-reduction", env=env, epsilon=epsilon, seed=0, tuning="calibrated"
-        )
-        assert agent.n_switches == 2  # the env's comparator budget
-        obs, _ = env.reset(seed=list(range(4)))
-        while True:
-            obs, _, terminated, _, info = env.step(agent.act(obs))
-            if np.all(terminated):
-                break
-        env.close()
-        return np.asarray(info["dynamic_regret"])
-
-    low, high = dynamic_regret(0.2), dynamic_regret(20.0)
-    assert high.mean() < 0.6 * low.mean(), (high, low)

@@ -2,25 +2,15 @@
 
 import math
 
-import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import rollout
 
 import agents
 import dp_experts_env  # noqa: F401  (registers the env ids)
 from agents.limited_updates import LimitedUpdates
 from dp_experts_env.evaluation.audit import audit_agent
 from dp_experts_env.privacy.mechanisms import exponential_mechanism_probabilities
-
-
-def play(agent, losses):
-    """Feed (T, B, N) losses; return the (T, B) actions."""
-    t_max, b, n = losses.shape
-    obs, actions = np.zeros((b, n)), []
-    for t in range(t_max):
-        actions.append(np.atleast_1d(agent.act(obs)))
-        obs = losses[t]
-    return np.array(actions)
 
 
 def laplace_difference_cdf(d, b):
@@ -38,7 +28,7 @@ def test_switches_only_at_powers_of_two(selector):
     agent = agents.make(
         "limited-updates", n_experts=5, horizon=300, num_envs=16, seed=3, selector=selector
     )
-    actions = play(agent, losses)
+    actions = rollout(agent, losses).actions
     changed_rounds = np.flatnonzero(np.any(actions[1:] != actions[:-1], axis=1)) + 2
     assert len(changed_rounds) > 3  # it does switch
     assert all(r & (r - 1) == 0 for r in changed_rounds), changed_rounds
@@ -48,7 +38,9 @@ def test_selection_uses_only_the_disjoint_window():
     # Huge epsilon: each selection is the exact argmin of the window [t/2, t-1].
     t_max, n = 32, 5
     losses = np.random.default_rng(7).random((t_max, n))
-    actions = play(LimitedUpdates(n, t_max, epsilon=1e9, seed=0), losses[:, None, :])[:, 0]
+    actions = rollout(LimitedUpdates(n, t_max, epsilon=1e9, seed=0), losses[:, None, :]).actions[
+        :, 0
+    ]
     differs_from_history = 0
     for t in (2, 4, 8, 16, 32):
         window_best = np.argmin(losses[t // 2 - 1 : t - 1].sum(axis=0))  # rows are 0-based
@@ -100,9 +92,9 @@ def test_recorded_scales_follow_the_parameters():
 def test_batch_equals_single_runs(params):
     rng = np.random.default_rng(5)
     losses = rng.random((40, 3, 4))
-    batch = play(LimitedUpdates(4, 40, num_envs=3, seed=11, **params), losses)
+    batch = rollout(LimitedUpdates(4, 40, num_envs=3, seed=11, **params), losses).actions
     for b in range(3):
-        single = play(LimitedUpdates(4, 40, seed=11 + b, **params), losses[:, b : b + 1])
+        single = rollout(LimitedUpdates(4, 40, seed=11 + b, **params), losses[:, b : b + 1]).actions
         np.testing.assert_array_equal(batch[:, b], single[:, 0])
 
 
@@ -131,53 +123,17 @@ def neighbours(t_max, n, row, a, b):
     return x, xp
 
 
+# The default (report-noisy-min) learner's audit and mutants are in test_audit_zoo.py; the
+# exponential-mechanism selector is audited here on every neighbouring pair.
 @pytest.mark.parametrize("pair", sorted(PAIRS))
-@pytest.mark.parametrize("selector", ["rnm", "em"])
-def test_audit_strict_passes(pair, selector):
+def test_audit_strict_passes_with_the_exponential_mechanism(pair):
     x, xp = neighbours(4, 2, 1, *PAIRS[pair])  # row 1 lies in the window of round 4
-    res = audit_agent("limited-updates", x, xp, n_runs=3000, seed=1, epsilon=1.0, selector=selector)
+    res = audit_agent("limited-updates", x, xp, n_runs=3000, seed=1, epsilon=1.0, selector="em")
     assert res.passed, res.summary()
 
 
-def test_audit_catches_weakened_selection():
-    x, xp = neighbours(2, 2, 0, *PAIRS["swap"])
-
-    class Weakened(LimitedUpdates):
-        @property
-        def privacy(self):  # a false claim: the correct learner's, whatever the noise
-            return LimitedUpdates(2, 2, epsilon=1.0).privacy
-
-    def weakened(num_envs, seed):
-        agent = Weakened(2, 2, epsilon=1.0, num_envs=num_envs, seed=seed)
-        agent.selection_epsilon *= 10  # noise scale / 10
-        return agent
-
+def test_claim_follows_the_selection_noise():
     # The learner's own claim follows the noise it adds: it cannot under-report silently.
     honest = LimitedUpdates(2, 2, epsilon=1.0)
     honest.selection_epsilon *= 10
     assert honest.privacy.epsilon == 10.0
-    res = audit_agent(weakened, x, xp, n_runs=3000, seed=2)
-    assert not res.passed and res.epsilon_lower_bound > 1.0, res.summary()
-
-
-# ----------------------------------------------------------------------------- utility
-def test_regret_falls_as_epsilon_grows():
-    def static_regret(epsilon):
-        env = gym.make_vec(
-            "DPExperts-Stochastic-v0",
-            num_envs=6,
-            vectorization_mode="vector_entry_point",
-            n_experts=10,
-            horizon=2000,
-        )
-        agent = agents.make("limited-updates", env=env, epsilon=epsilon, seed=0)
-        obs, _ = env.reset(seed=list(range(6)))
-        while True:
-            obs, _, terminated, _, info = env.step(agent.act(obs))
-            if np.all(terminated):
-                break
-        env.close()
-        return np.asarray(info["static_regret"])
-
-    low, high = static_regret(0.2), static_regret(20.0)
-    assert high.mean() < 0.6 * low.mean(), (high, low)

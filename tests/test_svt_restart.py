@@ -5,22 +5,13 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import rollout
 
 import agents
 import dp_experts_env  # noqa: F401  (registers the env ids)
 from agents.svt_restart import DYADIC_STARTS, SVTRestart
 from dp_experts_env.evaluation.audit import audit_agent
 from dp_experts_env.privacy.mechanisms import AboveThreshold
-
-
-def play(agent, losses):
-    """Feed (T, B, N) losses; return the (T, B) actions."""
-    t_max, b, n = losses.shape
-    obs, actions = np.zeros((b, n)), []
-    for t in range(t_max):
-        actions.append(np.atleast_1d(agent.act(obs)))
-        obs = losses[t]
-    return np.array(actions)
 
 
 def punish_played(agent, rounds, losses_of_others):
@@ -92,7 +83,7 @@ def test_without_restarts_it_switches_only_at_local_powers_of_two():
     rng = np.random.default_rng(1)
     losses = rng.random((200, 8, 4))
     agent = SVTRestart(4, 200, epsilon=1.0, max_restarts=0, num_envs=8, seed=2)
-    actions = play(agent, losses)
+    actions = rollout(agent, losses).actions
     rounds = np.flatnonzero(np.any(actions[1:] != actions[:-1], axis=1)) + 2
     assert len(rounds) and all(r & (r - 1) == 0 for r in rounds)
 
@@ -184,10 +175,10 @@ def test_batch_equals_single_runs(params):
     losses = (rng.random((60, 3, 3)) < 0.5).astype(float)
     kw = dict(epsilon=2.0, threshold_scale=0.01, **params)
     batch_agent = SVTRestart(3, 60, num_envs=3, seed=20, **kw)
-    batch = play(batch_agent, losses)
+    batch = rollout(batch_agent, losses).actions
     assert batch_agent.restarts.sum() > 0  # restarts happen, at different rounds per run
     for b in range(3):
-        single = play(SVTRestart(3, 60, seed=20 + b, **kw), losses[:, b : b + 1])
+        single = rollout(SVTRestart(3, 60, seed=20 + b, **kw), losses[:, b : b + 1]).actions
         np.testing.assert_array_equal(batch[:, b], single[:, 0])
 
 
@@ -220,19 +211,6 @@ def planted_row(t_max, n, row):
 def target_scale(n, t_max, level=0.5):
     """threshold_scale putting the slack at ``level`` (thresholds never affect privacy)."""
     return level / float(SVTRestart(n, t_max, epsilon=1.0).slack(1))
-
-
-@pytest.mark.parametrize(
-    "a,b", [([0.0, 0.0], [1.0, 1.0]), ([0.0, 1.0], [1.0, 0.0]), ([0.0, 0.0], [1.0, 0.0])]
-)
-def test_audit_strict_passes(a, b):
-    x = np.full((6, 2), 0.5)
-    xp = x.copy()
-    x[1], xp[1] = a, b
-    res = audit_agent(
-        "svt-restart", x, xp, n_runs=3000, seed=1, epsilon=1.0, threshold_scale=target_scale(2, 6)
-    )
-    assert res.passed, res.summary()
 
 
 def test_audit_strict_detector_passes_on_planted_row():
@@ -270,11 +248,7 @@ def test_audit_catches_detector_without_noise():
 def run_env(name, env_id, epsilon, seeds=3, metric="dynamic_regret", agent_kw=None, **env_kw):
     env = gym.make_vec(env_id, num_envs=seeds, vectorization_mode="vector_entry_point", **env_kw)
     agent = agents.make(name, env=env, epsilon=epsilon, seed=0, **(agent_kw or {}))
-    obs, _ = env.reset(seed=list(range(seeds)))
-    while True:
-        obs, _, terminated, _, info = env.step(agent.act(obs))
-        if np.all(terminated):
-            break
+    info = rollout(agent, env=env, seed=list(range(seeds))).info
     env.close()
     return np.asarray(info[metric]), agent
 
@@ -291,11 +265,3 @@ def test_svt_beats_limited_updates_on_shifts():
     )
     assert agent.restarts.min() >= 1
     assert svt.mean() < 0.75 * lu.mean(), (svt, lu)
-
-
-def test_regret_falls_as_epsilon_grows():
-    env_kw = dict(n_experts=10, horizon=3000, n_shifts=2, gap=0.3)
-    kw = {"agent_kw": {"tuning": "calibrated"}, "seeds": 4}
-    low, _ = run_env("svt-restart", "DPExperts-Shift-v0", 0.2, **kw, **env_kw)
-    high, _ = run_env("svt-restart", "DPExperts-Shift-v0", 20.0, **kw, **env_kw)
-    assert high.mean() < 0.7 * low.mean(), (high, low)

@@ -1,0 +1,258 @@
+"""The learner contract, for every registered learner.
+
+Every test here is parametrised over ``agents.available()``: a new learner is covered the moment
+it registers, with no hand list, and ``test_the_contract_covers_every_registered_learner`` fails
+if a parametrisation ever drifts from the registry.
+
+Every learner: builds from public parameters alone; plays every registered env id of its
+feedback with valid actions and a well-formed claim (a private claim names its accountant and
+the noise backend that ran); a batch of B runs equals B single runs seeded ``s + b``, bit for
+bit; its docstring names its source and docs/algorithms.md has its row.
+
+Every private learner: its privacy audit passes and its weakened mutants (noise x0.5 and noise
+removed) are caught -- those audits run once, in test_audit_zoo.py (full-information and bandit
+learners, parametrised over the same registry) and test_oco_audit.py (continuous actions);
+``test_every_private_learner_is_audited`` checks that no private learner escapes them -- and its
+regret does not increase with epsilon (seeded; tolerance stated at :data:`MONOTONE_SE`).
+"""
+
+import inspect
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import rollout, tiny_env
+
+import agents
+from agents.registry import _GAME_ATTRS
+from dp_experts_env.registration import ENVS
+
+LEARNERS = agents.available()
+NAMES = [a["name"] for a in LEARNERS]
+PRIVATE = [a["name"] for a in LEARNERS if a["private"]]
+BANDIT = [a["name"] for a in LEARNERS if a["feedback"] == "bandit"]
+FEEDBACK = {a["name"]: a["feedback"] for a in LEARNERS}
+ENV_IDS = [e.id for e in ENVS]
+ENV_FEEDBACK = {e.id: e.feedback for e in ENVS}
+# "any" learners play Discrete actions, so they never meet the continuous-action OCO env.
+PAIRS = [
+    (name, env_id)
+    for name in NAMES
+    for env_id in ENV_IDS
+    if FEEDBACK[name] == ENV_FEEDBACK[env_id]
+    or (FEEDBACK[name] == "any" and ENV_FEEDBACK[env_id] != "oco")
+]
+#: One representative env per feedback kind (``"any"`` learners play the full-information one).
+HOME_ENV = {
+    "full": "DPExperts-Stochastic-v0",
+    "any": "DPExperts-Stochastic-v0",
+    "bandit": "DPExperts-BanditAdvice-v0",
+    "oco": "DPExperts-OCO-v0",
+}
+
+
+def _extra(name, epsilon=1.0):
+    """The non-game keywords a learner needs: epsilon for private ones, a short PPO training."""
+    extra = {"epsilon": epsilon} if agents.spec(name).private else {}
+    if name == "ppo":
+        extra["timesteps"] = 256  # the RL baseline trains first: keep it short here
+    return extra
+
+
+def _accepts(name, keyword):
+    return keyword in inspect.signature(agents.spec(name).cls.__init__).parameters
+
+
+# ----------------------------------------------------------------------------- construction
+def _slow_if_training(names):
+    """PPO trains before it plays (seconds): its cases run with the slow tests."""
+    return [pytest.param(n, marks=pytest.mark.slow) if n == "ppo" else n for n in names]
+
+
+@pytest.mark.parametrize("name", _slow_if_training(NAMES))
+def test_builds_from_public_parameters_alone(name):
+    """The env hands a learner nothing but public game parameters: the same learner built from
+    those parameters alone makes the same claim and plays the same actions."""
+    env_id = HOME_ENV[FEEDBACK[name]]
+    env = tiny_env(env_id)
+    game = env.unwrapped
+    public = {k: getattr(game, k, None) for k in _GAME_ATTRS if k != "feedback"}
+    public = {k: v for k, v in public.items() if v is not None}
+    if not _accepts(name, "n_switches"):
+        public.pop("n_switches", None)  # only switch-budget learners take S
+    if _accepts(name, "env_id"):  # the PPO baseline trains on the (public) env id
+        public.update(env_id=env_id, env_kwargs=dict(env.spec.kwargs))
+    from_env = agents.make(name, env=env, seed=3, **_extra(name))
+    from_public = agents.make(name, seed=3, **public, **_extra(name))
+    assert from_public.privacy == from_env.privacy
+    a = rollout(from_env, env=env, seed=11).actions
+    b = rollout(from_public, env=tiny_env(env_id), seed=11).actions
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(("name", "env_id"), PAIRS)
+def test_plays_every_compatible_env_and_batches_exactly(name, env_id):
+    single = tiny_env(env_id)
+    private = agents.spec(name).private
+    agent = agents.make(name, env=single, seed=3, **_extra(name))
+    claim = agent.privacy
+    oco = single.unwrapped.feedback == "oco"  # continuous actions, full-information gradients
+    assert claim.feedback == ("full" if oco else single.unwrapped.feedback)
+    assert claim.is_private == private
+    assert (claim.model == "none") == (not private)
+    assert math.isinf(claim.epsilon) or claim.epsilon <= 1.0 + 1e-12
+    run = rollout(agent, env=single, seed=11)
+    actions, info = run.actions, run.info
+    assert info["round"] == single.unwrapped.horizon
+    if oco:
+        assert actions.dtype.kind == "f" and actions.shape == (len(actions), single.unwrapped.dim)
+        assert np.all(np.abs(actions) <= single.unwrapped.radius)
+        assert np.isfinite(info["static_regret"])
+    else:
+        limit = single.unwrapped.n_arms or single.unwrapped.n_experts
+        assert actions.dtype.kind == "i" and actions.min() >= 0 and actions.max() < limit
+        assert np.isfinite(info["dynamic_regret"])
+
+    # Batch of 3 == three single runs seeded 3, 4, 5 on env seeds 11, 12, 13, bit for bit.
+    venv = tiny_env(env_id, num_envs=3)
+    batched = agents.make(name, env=venv, seed=3, **_extra(name))
+    b_actions = rollout(batched, env=venv, seed=11).actions
+    for b in range(3):
+        solo = agents.make(name, env=single, seed=3 + b, **_extra(name))
+        s_actions = rollout(solo, env=single, seed=11 + b).actions
+        np.testing.assert_array_equal(b_actions[:, b].reshape(-1), s_actions.reshape(-1))
+
+
+@pytest.mark.parametrize("name", PRIVATE)
+def test_private_claim_names_its_accountant_and_noise_backend(name):
+    env = tiny_env(HOME_ENV[FEEDBACK[name]])
+    claim = agents.make(name, env=env, seed=0, epsilon=1.0).privacy
+    assert claim.is_private and claim.certified
+    assert claim.accountant and claim.accountant != "none", "a private claim names its accountant"
+    assert claim.noise_backend == "fast"  # the default backend, named
+    try:
+        grid = agents.make(name, env=env, seed=0, epsilon=1.0, noise="grid")
+    except ValueError as err:  # a learner that cannot use the grid backend says so
+        assert "noise" in str(err) or "grid" in str(err)
+    else:
+        assert grid.privacy.noise_backend == "grid"
+    off = agents.make(name, env=env, seed=0, epsilon=math.inf).privacy
+    assert not off.is_private and off.noise_backend == "none"
+
+
+# ----------------------------------------------------------------------------- privacy
+def test_every_private_learner_is_audited():
+    """Audit + mutants run once per learner elsewhere; here: nobody is left out."""
+    import test_audit_zoo  # the full-information and bandit learners' pinned verdicts
+
+    discrete = {n for n in PRIVATE if FEEDBACK[n] != "oco"}
+    assert set(test_audit_zoo.PRIVATE) == discrete
+    oco_tests = (Path(__file__).parent / "test_oco_audit.py").read_text()
+    for name in sorted(set(PRIVATE) - discrete):
+        stem = name.replace("-", "_")
+        assert f"def test_{stem}_passes" in oco_tests, f"{name} has no audit in test_oco_audit"
+        assert f"def test_{stem}_half_noise_mutant_is_caught" in oco_tests, f"{name}: no mutant"
+
+
+#: Regret may rise between neighbouring epsilons by at most MONOTONE_SE standard errors of the
+#: paired per-run difference (the runs share env seeds), and must fall from the smallest to the
+#: largest epsilon by more than DROP_SE of them. Measured margins: docs in tests/README.md.
+MONOTONE_SE, DROP_SE = 2.0, 3.0
+EPSILONS = (0.1, 1.0, 100.0)
+MONOTONE_ENV = {
+    "full": ("DPExperts-Stochastic-v0", {"n_experts": 4, "gap": 0.3}),
+    "bandit": ("DPExperts-Bandit-v0", {"n_arms": 3}),
+    "oco": ("DPExperts-OCO-v0", {"dim": 3}),
+}
+MONOTONE_RUNS, MONOTONE_HORIZON = 32, 2000
+
+
+@pytest.mark.parametrize("name", PRIVATE)
+def test_regret_does_not_increase_with_epsilon(name):
+    env_id, kwargs = MONOTONE_ENV[FEEDBACK[name]]
+    seeds = list(range(100, 100 + MONOTONE_RUNS))
+    regrets = []
+    for epsilon in EPSILONS:
+        env = tiny_env(env_id, num_envs=MONOTONE_RUNS, horizon=MONOTONE_HORIZON, **kwargs)
+        agent = agents.make(name, env=env, epsilon=epsilon, seed=0)
+        regrets.append(np.asarray(rollout(agent, env=env, seed=seeds).info["static_regret"]))
+        env.close()
+
+    def paired(lo, hi):
+        diff = regrets[hi] - regrets[lo]
+        return diff.mean(), diff.std(ddof=1) / math.sqrt(len(diff))
+
+    means = [r.mean() for r in regrets]
+    for i in range(len(EPSILONS) - 1):
+        rise, se = paired(i, i + 1)
+        assert rise <= MONOTONE_SE * se, (EPSILONS[i], EPSILONS[i + 1], means, se)
+    drop, se = paired(0, len(EPSILONS) - 1)
+    assert -drop > DROP_SE * se, (means, se)
+
+
+# ----------------------------------------------------------------------------- documentation
+def test_every_agent_has_a_row_in_the_algorithms_table():
+    table = (Path(__file__).resolve().parents[1] / "docs" / "algorithms.md").read_text()
+    missing = [name for name in NAMES if f"| `{name}` |" not in table]
+    assert not missing, f"docs/algorithms.md lacks rows for {missing}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_agent_docstring_names_its_source(name):
+    doc = agents.spec(name).cls.__doc__ or ""
+    assert "Source" in doc or "source" in doc, f"{name}'s docstring must name its source"
+
+
+# ----------------------------------------------------------------------------- input checks
+@pytest.mark.parametrize("name", BANDIT)
+def test_bandit_learners_refuse_advice_off_the_simplex(name):
+    extra = {"epsilon": 1.0} if agents.spec(name).private else {}
+    agent = agents.make(name, n_experts=3, horizon=20, n_arms=2, seed=0, **extra)
+    good = {"advice": np.full(6, 0.5), "last_action": 0, "last_loss": np.zeros(1)}
+    agent.act(good)
+    for advice in (np.full(6, 0.7), np.tile([1.5, -0.5], 3)):
+        with pytest.raises(ValueError, match="advice"):
+            agent.act({**good, "advice": advice, "last_action": agent.last_actions[0]})
+
+
+# ----------------------------------------------------------------------------- coverage
+def _parametrised_names(test) -> set[str]:
+    """The learner names a test is parametrised over (its ``name`` argument)."""
+    names = set()
+    for mark in getattr(test, "pytestmark", []):
+        if mark.name != "parametrize":
+            continue
+        argnames, values = mark.args[0], mark.args[1]
+        if isinstance(argnames, str):
+            argnames = [a.strip() for a in argnames.split(",")]
+        if "name" not in argnames:
+            continue
+        pos = list(argnames).index("name")
+        for value in values:
+            value = getattr(value, "values", value)  # a pytest.param(...) carries .values
+            names.add(value[pos] if len(argnames) > 1 or isinstance(value, tuple) else value)
+    return names
+
+
+def test_the_contract_covers_every_registered_learner():
+    registered = {a["name"]: a for a in agents.available()}
+    expected = {
+        test_builds_from_public_parameters_alone: set(registered),
+        test_plays_every_compatible_env_and_batches_exactly: set(registered),
+        test_private_claim_names_its_accountant_and_noise_backend: {
+            n for n, a in registered.items() if a["private"]
+        },
+        test_regret_does_not_increase_with_epsilon: {
+            n for n, a in registered.items() if a["private"]
+        },
+        test_every_agent_docstring_names_its_source: set(registered),
+        test_bandit_learners_refuse_advice_off_the_simplex: {
+            n for n, a in registered.items() if a["feedback"] == "bandit"
+        },
+    }
+    for test, want in expected.items():
+        missing = want - _parametrised_names(test)
+        assert not missing, f"{test.__name__} does not cover {sorted(missing)}"
+    # Every learner meets at least one env id (a learner of a new feedback kind needs an env).
+    assert set(registered) == {name for name, _ in PAIRS}
