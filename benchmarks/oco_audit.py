@@ -1,7 +1,7 @@
 """Audit power on P-COMW: the correct learner and its half-noise mutant, horizon by horizon.
 
 For T in a ladder, d = 1, gradients ``+1`` / ``-1`` in round 1 and 0 afterwards, runs
-:func:`dp_experts_env.privacy.audit_oco.audit_oco_agent` on ``p-comw`` (dp, epsilon = 1,
+:func:`dp_experts_env.evaluation.audit_oco.audit_oco_agent` on ``p-comw`` (dp, epsilon = 1,
 calibrated) and on the same learner with ``noise_multiplier=0.5`` (half the Gibbs spread, the
 claim kept), and prints the lower bound, the power ("could detect eps > X") and the verdict. It
 also estimates the true Renyi divergence of the pair by Monte Carlo (``E[exp((a-1) L)]`` over the
@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import agents  # noqa: E402
 from benchmarks._common import parse_args, table, write_json  # noqa: E402
+from dp_experts_env.evaluation.audit_oco import audit_oco_agent  # noqa: E402
 from dp_experts_env.privacy.accountant_oco import ORDERS, _total_rdp  # noqa: E402
-from dp_experts_env.privacy.audit_oco import audit_oco_agent  # noqa: E402
 
 ALPHAS = (2.0, 4.0, 8.0, 16.0)
 

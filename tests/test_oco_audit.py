@@ -10,8 +10,9 @@ import pytest
 
 from agents.oco_baselines import DPFTRLOCO
 from agents.p_comw import PCOMW
+from dp_experts_env.evaluation.audit_oco import audit_oco_agent
 from dp_experts_env.privacy.audit import epsilon_lower_bound
-from dp_experts_env.privacy.audit_oco import audit_oco_agent, detectable_epsilon, encode_points
+from dp_experts_env.privacy.audit_oco import detectable_epsilon, encode_points
 
 
 def neighbours(horizon, dim=1):
@@ -219,3 +220,23 @@ def test_oco_search_seeds_are_disjoint_and_reproducible():
     b = audit_oco_learner("p-comw", **kw)
     assert a.result == b.result and a.chosen.view == b.chosen.view  # bit for bit
     assert a.searched() == 2 and a.scenarios_total == 5 and a.test_runs == 2000
+
+
+def test_audit_oco_paths_checks_the_recorded_paths():
+    from dp_experts_env.privacy.audit_oco import audit_oco_paths
+
+    x = np.array([[1.0], [0.0]])
+    xn = np.array([[-1.0], [0.0]])
+    good = np.zeros((300, 2, 1))
+    with pytest.raises(ValueError, match="paths and neighbor_paths must both have shape"):
+        audit_oco_paths(good, np.zeros((300, 3, 1)), x, xn, claimed_epsilon=1.0)
+    with pytest.raises(ValueError, match="exactly one row"):
+        audit_oco_paths(good, good, x, x, claimed_epsilon=1.0)
+    # Identical paths on both sides show nothing: no violation whatever the claim.
+    same = audit_oco_paths(good, good, x, xn, claimed_epsilon=0.1)
+    assert same.passed and same.epsilon_lower_bound <= 0.0
+    # Paths that reveal the side exactly: the bound reaches what 300 runs allow (half of them
+    # select the event, the other 150 a side count it: about 2.96 at alpha = 1e-3).
+    up = np.ones((300, 2, 1))
+    leak = audit_oco_paths(up, -up, x, xn, claimed_epsilon=1.0)
+    assert not leak.passed and leak.epsilon_lower_bound > 2.5

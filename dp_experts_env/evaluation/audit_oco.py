@@ -33,9 +33,20 @@ import numpy as np
 from dp_experts_env._validation import check_float, check_int
 from dp_experts_env.evaluation.audit import AuditReport, Candidate, ScenarioRefused
 from dp_experts_env.privacy.audit import _families, evaluate_event, select_event
-from dp_experts_env.privacy.audit_oco import encode_points
+from dp_experts_env.privacy.audit_oco import (
+    OCOAuditResult,
+    audit_oco_paths,
+    check_gradient_pair,
+    encode_points,
+)
 
-__all__ = ["DEFAULT_OCO_RUNS", "OCOScenario", "audit_oco_learner", "default_oco_scenarios"]
+__all__ = [
+    "DEFAULT_OCO_RUNS",
+    "OCOScenario",
+    "audit_oco_agent",
+    "audit_oco_learner",
+    "default_oco_scenarios",
+]
 
 #: test runs per side when neither the caller nor the chosen scenario says otherwise
 DEFAULT_OCO_RUNS = 100_000
@@ -288,4 +299,86 @@ def audit_oco_learner(
         skipped=skipped,
         time_budget=budget,
         seconds=time.perf_counter() - began,
+    )
+
+
+def _build_oco_agent(agent: Any, n: int, seed: int, horizon: int, dim: int, params: dict) -> Any:
+    if isinstance(agent, str):
+        import agents
+
+        return agents.make(agent, dim=dim, horizon=horizon, num_envs=n, seed=seed, **params)
+    if params:
+        raise TypeError("agent parameters are only accepted with a registered agent name")
+    if not callable(agent):
+        raise TypeError(f"agent must be a name or a factory f(num_envs, seed), got {agent!r}")
+    return agent(n, seed)
+
+
+def audit_oco_agent(
+    agent: Any,
+    gradients: Any,
+    neighbor_gradients: Any,
+    *,
+    n_runs: int = 20_000,
+    alpha: float = 1e-3,
+    seed: int = 0,
+    direction: Any = None,
+    threshold: float = 0.0,
+    likelihood: bool = True,
+    **agent_params: Any,
+) -> OCOAuditResult:
+    """Audit an OCO learner's claim on two gradient sequences differing in one round.
+
+    Plays ``n_runs`` runs on each sequence and hands the points to
+    :func:`dp_experts_env.privacy.audit_oco.audit_oco_paths` (the statistics).
+
+    Args:
+        agent: a registered OCO learner (built with ``dim``, ``horizon``, ``num_envs``, ``seed``
+            and ``agent_params``) or a factory ``f(num_envs, seed)``.
+        gradients: (T, d) gradients fed as observations (round t's agent sees row t - 1).
+        neighbor_gradients: the same with exactly one row changed.
+        n_runs: runs per side (>= 200); sides use agent seeds ``2 k n`` and ``(2k + 1) n``.
+        alpha: error probability of the lower bound (split between the two reductions).
+        seed: first agent seed (sides and audit seeds never share runs).
+        direction: the half-space normal (default: the difference of the two differing rows).
+        threshold: the half-space offset.
+        likelihood: also audit likelihood-ratio events when the learner has
+            ``path_log_likelihood`` (default True).
+        **agent_params: passed to ``agents.make`` with a registered name (e.g. ``epsilon=1.0``).
+
+    Returns:
+        The :class:`~dp_experts_env.privacy.audit_oco.OCOAuditResult` of ``audit_oco_paths``.
+    """
+    from dp_experts_env.privacy.audit import _check_common
+
+    n, alpha, seed = _check_common(n_runs, alpha, seed)
+    x = np.asarray(gradients, dtype=np.float64)
+    xp = np.asarray(neighbor_gradients, dtype=np.float64)
+    (horizon, dim), _, _ = check_gradient_pair(x, xp, direction)
+    check_float("threshold", threshold)
+    paths, first = [], None
+    for data, start in ((x, 2 * seed * n), (xp, (2 * seed + 1) * n)):
+        ag = _build_oco_agent(agent, n, start, horizon, dim, dict(agent_params))
+        obs = np.zeros((n, dim))
+        points = np.empty((n, horizon, dim))
+        for t in range(horizon):
+            points[:, t] = np.asarray(ag.act(obs)).reshape(n, dim)
+            obs = np.broadcast_to(data[t], (n, dim)).copy()
+        paths.append(points)
+        first = first or ag
+    claim = first.privacy
+    density = getattr(first, "path_log_likelihood", None) if likelihood else None
+    if density is not None and getattr(first, "leader_only", False):
+        density = None  # a deterministic path has no density
+    return audit_oco_paths(
+        paths[0],
+        paths[1],
+        x,
+        xp,
+        claimed_epsilon=float(claim.epsilon),
+        claimed_delta=float(claim.delta),
+        density=density,
+        alpha=alpha,
+        direction=direction,
+        threshold=threshold,
     )

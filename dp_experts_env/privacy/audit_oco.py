@@ -20,6 +20,9 @@ The result also states the audit's power: ``detectable_epsilon`` is the smallest
 that one of the two final events (seen ``count`` times on its favoured side in this many runs)
 would have flagged as a violation of the claim -- so a pass reads "no violation found (could detect
 eps > X)"; ``inf`` means neither event could reveal any violation.
+
+This module works on recorded points only; the driver that plays a learner on the two sequences
+is :func:`dp_experts_env.evaluation.audit_oco.audit_oco_agent`.
 """
 
 from __future__ import annotations
@@ -39,7 +42,13 @@ from dp_experts_env.privacy.audit import (
     epsilon_lower_bound,
 )
 
-__all__ = ["OCOAuditResult", "audit_oco_agent", "detectable_epsilon", "encode_points"]
+__all__ = [
+    "OCOAuditResult",
+    "audit_oco_paths",
+    "check_gradient_pair",
+    "detectable_epsilon",
+    "encode_points",
+]
 
 
 @dataclass(frozen=True)
@@ -114,18 +123,6 @@ def encode_points(points: np.ndarray, direction: np.ndarray, threshold: float = 
     return 2 * moved + side
 
 
-def _build(agent: Any, n: int, seed: int, horizon: int, dim: int, params: dict) -> Any:
-    if isinstance(agent, str):
-        import agents  # lazy: privacy must not import agents at module level
-
-        return agents.make(agent, dim=dim, horizon=horizon, num_envs=n, seed=seed, **params)
-    if params:
-        raise TypeError("agent parameters are only accepted with a registered agent name")
-    if not callable(agent):
-        raise TypeError(f"agent must be a name or a factory f(num_envs, seed), got {agent!r}")
-    return agent(n, seed)
-
-
 def _with_power(result: AuditResult, statistic: str) -> OCOAuditResult:
     own = ("detectable_epsilon", "statistic")
     base = {f.name: getattr(result, f.name) for f in fields(result) if f.name not in own}
@@ -138,74 +135,55 @@ def _with_power(result: AuditResult, statistic: str) -> OCOAuditResult:
     return OCOAuditResult(**base, detectable_epsilon=power, statistic=statistic)
 
 
-def audit_oco_agent(
-    agent: str | Callable[[int, int], Any],
+def audit_oco_paths(
+    paths: Any,
+    neighbor_paths: Any,
     gradients: Any,
     neighbor_gradients: Any,
     *,
-    n_runs: int = 20_000,
+    claimed_epsilon: float,
+    claimed_delta: float = 0.0,
+    density: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
     alpha: float = 1e-3,
-    seed: int = 0,
     direction: Any = None,
     threshold: float = 0.0,
-    likelihood: bool = True,
-    **agent_params: Any,
 ) -> OCOAuditResult:
-    """Audit an OCO learner's claim on two gradient sequences differing in one round.
+    """Audit recorded OCO paths played on two gradient sequences differing in one round.
 
     Args:
-        agent: a registered OCO learner (built with ``dim``, ``horizon``, ``num_envs``, ``seed``
-            and ``agent_params``) or a factory ``f(num_envs, seed)``.
-        gradients: (T, d) gradients fed as observations (round t's agent sees row t - 1).
+        paths: (n, T, d) points released on ``gradients`` (n independent runs).
+        neighbor_paths: (n, T, d) points released on ``neighbor_gradients`` (independent seeds).
+        gradients: (T, d) gradients the first runs observed (round t's play saw rows < t).
         neighbor_gradients: the same with exactly one row changed.
-        n_runs: runs per side (>= 200); sides use agent seeds ``2 k n`` and ``(2k + 1) n``.
+        claimed_epsilon: the claim's epsilon.
+        claimed_delta: the claim's delta.
+        density: optional ``density(points, gradients) -> (n,)`` log-density of each path under a
+            gradient sequence (the learner's ``path_log_likelihood``); adds the likelihood-ratio
+            events (a wrong density costs power, never validity).
         alpha: error probability of the lower bound (split between the two reductions).
-        seed: first agent seed (sides and audit seeds never share runs).
         direction: the half-space normal (default: the difference of the two differing rows).
         threshold: the half-space offset.
-        likelihood: also audit likelihood-ratio events when the learner has
-            ``path_log_likelihood`` (default True).
-        **agent_params: passed to ``agents.make`` with a registered name (e.g. ``epsilon=1.0``).
 
     Returns:
         An :class:`OCOAuditResult` (the union bound makes the pair valid at ``1 - alpha``): the
         event of the reduction with the larger lower bound, and as power the smaller
         ``detectable_epsilon`` of the two reductions' final events.
     """
-    n, alpha, seed = _check_common(n_runs, alpha, seed)
     x = np.asarray(gradients, dtype=np.float64)
     xp = np.asarray(neighbor_gradients, dtype=np.float64)
-    if x.ndim != 2 or x.shape != xp.shape or not (np.isfinite(x).all() and np.isfinite(xp).all()):
-        raise ValueError(
-            f"gradients and neighbor_gradients must be finite (T, d) arrays of the same shape, "
-            f"got {x.shape} and {xp.shape}"
-        )
-    rows = np.flatnonzero(np.any(x != xp, axis=1))
-    if len(rows) != 1:
-        raise ValueError(f"the gradient sequences must differ in exactly one row, not {len(rows)}")
-    row = int(rows[0])
-    horizon, dim = x.shape
-    v = x[row] - xp[row] if direction is None else np.asarray(direction, dtype=np.float64)
-    if v.shape != (dim,):
-        raise ValueError(f"direction must have shape ({dim},), got {v.shape}")
+    _, row, v = check_gradient_pair(x, xp, direction)
     c = check_float("threshold", threshold)
-    sequences, paths, claim, first = [], [], None, None
-    for data, start in ((x, 2 * seed * n), (xp, (2 * seed + 1) * n)):
-        ag = _build(agent, n, start, horizon, dim, dict(agent_params))
-        obs = np.zeros((n, dim))
-        points = np.empty((n, horizon, dim))
-        for t in range(horizon):
-            points[:, t] = np.asarray(ag.act(obs)).reshape(n, dim)
-            obs = np.broadcast_to(data[t], (n, dim)).copy()
-        sequences.append(encode_points(points, v, c))
-        paths.append(points)
-        claim = claim or ag.privacy
-        first = first or ag
-    eps, dlt = float(claim.epsilon), float(claim.delta)
-    density = getattr(first, "path_log_likelihood", None) if likelihood else None
-    if density is not None and getattr(first, "leader_only", False):
-        density = None  # a deterministic path has no density
+    pts = [np.asarray(paths, dtype=np.float64), np.asarray(neighbor_paths, dtype=np.float64)]
+    if pts[0].ndim != 3 or pts[0].shape != pts[1].shape or pts[0].shape[1:] != x.shape:
+        raise ValueError(
+            f"paths and neighbor_paths must both have shape (n, T, d) = (n, {x.shape[0]}, "
+            f"{x.shape[1]}), got {pts[0].shape} and {pts[1].shape}"
+        )
+    n = pts[0].shape[0]
+    _check_common(n, alpha, 0)
+    eps, dlt = float(claimed_epsilon), float(claimed_delta)
     split = 2.0 if density is not None else 1.0
+    sequences = [encode_points(p, v, c) for p in pts]
     # The point of the round reading the changed gradient (index row + 1) is the first one that
     # can depend on it; index row is kept because the coin of that round reads it.
     a, b = sequences[0][:, row:], sequences[1][:, row:]
@@ -222,7 +200,7 @@ def audit_oco_agent(
     best = _with_power(seq, "sequence")
     if density is not None:
         with np.errstate(invalid="ignore"):
-            llr = [np.nan_to_num(density(p, x) - density(p, xp)) for p in paths]
+            llr = [np.nan_to_num(density(p, x) - density(p, xp)) for p in pts]
         lr = _select_and_test(
             llr[0][:, None],
             llr[1][:, None],
@@ -243,3 +221,24 @@ def audit_oco_agent(
             best = lr
         best = OCOAuditResult(**{**best.__dict__, "detectable_epsilon": power})
     return OCOAuditResult(**{**best.__dict__, "alpha": alpha})
+
+
+def check_gradient_pair(
+    gradients: np.ndarray, neighbor_gradients: np.ndarray, direction: Any = None
+) -> tuple[tuple[int, int], int, np.ndarray]:
+    """Validate a neighbouring pair: ``((T, d), the differing row, the half-space normal)``."""
+    x, xp = gradients, neighbor_gradients
+    if x.ndim != 2 or x.shape != xp.shape or not (np.isfinite(x).all() and np.isfinite(xp).all()):
+        raise ValueError(
+            f"gradients and neighbor_gradients must be finite (T, d) arrays of the same shape, "
+            f"got {x.shape} and {xp.shape}"
+        )
+    rows = np.flatnonzero(np.any(x != xp, axis=1))
+    if len(rows) != 1:
+        raise ValueError(f"the gradient sequences must differ in exactly one row, not {len(rows)}")
+    row = int(rows[0])
+    dim = x.shape[1]
+    v = x[row] - xp[row] if direction is None else np.asarray(direction, dtype=np.float64)
+    if v.shape != (dim,):
+        raise ValueError(f"direction must have shape ({dim},), got {v.shape}")
+    return (int(x.shape[0]), int(dim)), row, v
