@@ -30,6 +30,9 @@ EXPECTED = {
     "memory": {"episode", "svt", "bandit", "targets", "machine"},
     "bandit_baseline": {"rows", "reference", "targets", "machine"},
     "bandit_separation": {"rows", "env", "env_params", "seeds", "machine"},
+    "calibration": {"learners", "horizon", "runs", "machine"},
+    "svt_release_audit": {"rows", "selection_runs", "test_runs", "machine"},
+    "rl_baseline": {"rows", "horizon", "timesteps", "learns", "machine"},
 }
 ROW_KEYS = {
     "env_throughput": {"N", "S", "B", "native_steps_per_s", "lean_steps_per_s",
@@ -41,6 +44,8 @@ ROW_KEYS = {
                         "ours_over_reference"},
     "bandit_separation": {"learner", "epsilon", "static_pseudo_regret", "ci_low", "ci_high",
                           "over_uniform", "static_regret"},
+    "svt_release_audit": {"scenario", "actions", "actions_and_answers", "power", "event"},
+    "rl_baseline": {"env", "learner", "ci_low", "ci_high", "iqm"},
 }  # fmt: skip
 
 
@@ -52,7 +57,22 @@ SLOW_SCRIPTS = {
     "bandit_separation",
     "env_throughput",
     "agent_throughput",
+    "rl_baseline",
 }
+
+#: scripts smoked by their own test module instead (with their own assertions)
+SMOKED_ELSEWHERE = {
+    "oco_regret": "tests/test_oco_benchmarks.py",
+    "oco_audit": "tests/test_oco_benchmarks.py",
+}
+
+
+def test_every_benchmark_script_is_smoked() -> None:
+    scripts = {p.stem for p in (ROOT / "benchmarks").glob("*.py") if not p.stem.startswith("_")}
+    missing = scripts - set(EXPECTED) - set(SMOKED_ELSEWHERE)
+    assert not missing, f"benchmark scripts without a smoke test: {sorted(missing)}"
+    for name, module in SMOKED_ELSEWHERE.items():
+        assert f'"{name}"' in (ROOT / module).read_text()
 
 
 @pytest.mark.parametrize(
