@@ -106,9 +106,26 @@ class DPFTRLTree(PrivateAgent):
             self.eta = hedge_eta(n, t_max) if n > 1 else 1.0
         self.reset(seed)
 
+    def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
+        """Give each run its own finite epsilon; True when applied (False: nothing changed).
+
+        Run b's tree nodes then get the noise of an agent built with ``epsilon=epsilons[b]``
+        and the same seed (the same floats; the rate does not depend on epsilon), so an
+        evaluation can play this learner's epsilons as one batch. :attr:`privacy` then refuses
+        to state one claim; build an agent at each epsilon to read its claim.
+        """
+        values = self._accept_run_epsilons(epsilons)
+        if values is None:
+            return False
+        self._run_epsilons = values
+        self.tree.set_run_epsilons(values)
+        self.node_scale = self.tree.node_scale
+        return True
+
     @property
     def privacy(self) -> PrivacyClaim:
         """Pure epsilon-DP: binary-tree mechanism with L1 sensitivity N, plays post-processed."""
+        self._check_one_epsilon()
         tree = self.tree.guarantee
         return self._claim(
             Guarantee(tree.epsilon, tree.delta, tree.accountant + "; plays are post-processing")
@@ -123,6 +140,8 @@ class DPFTRLTree(PrivateAgent):
             rng=self.rng,
             noise=self.noise,
         )
+        if self._run_epsilons is not None:
+            self.tree.set_run_epsilons(self._run_epsilons)
         self._noisy_sums = np.zeros((self.num_envs, self.n_experts))
 
     def _learn(self, obs: np.ndarray) -> None:

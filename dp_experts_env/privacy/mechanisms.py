@@ -528,10 +528,36 @@ class TreeCounter:
         self._noisy = np.zeros(shape)  # their noisy releases
         self.t = 0
         self._value = np.zeros((self.num_runs, self.dim))
+        self._run_epsilons: list[float] | None = None
+
+    def set_run_epsilons(self, epsilons: object) -> None:
+        """Give each run of a BatchRNG its own finite epsilon (before the first item).
+
+        Run b's nodes then get the noise scale a counter built with ``epsilon=epsilons[b]``
+        uses (the same floats), so one counter can serve runs at several privacy levels; each
+        run is ``epsilons[b]``-DP and :attr:`guarantee` refuses to state one value for them.
+        """
+        if not isinstance(self.rng, BatchRNG):
+            raise TypeError("per-run epsilons need a BatchRNG (batched runs)")
+        if self.t:
+            raise ValueError("set_run_epsilons must come before the first add()")
+        eps = np.asarray(epsilons, dtype=np.float64).reshape(-1)
+        if eps.shape != (self.num_runs,) or not np.all(np.isfinite(eps) & (eps > 0)):
+            raise ValueError(
+                f"epsilons must hold {self.num_runs} finite values > 0, got {epsilons!r}"
+            )
+        sens = self.backend.effective_sensitivity(self.l1_sensitivity, self.dim)
+        self._run_epsilons = [float(e) for e in eps]
+        self.node_scale = (self.levels * sens / eps)[:, None]
 
     @property
     def guarantee(self) -> Guarantee:
         """Privacy of the whole stream of running sums."""
+        if self._run_epsilons is not None and any(e != self.epsilon for e in self._run_epsilons):
+            raise ValueError(
+                "this counter's runs have their own epsilons (set_run_epsilons): each run has "
+                "its own guarantee"
+            )
         return Guarantee(
             self.epsilon,
             0.0,
@@ -557,7 +583,7 @@ class TreeCounter:
         node = self._exact[:, :level].sum(axis=1) + x
         self._exact[:, level] = node
         self._exact[:, :level] = 0.0
-        if self.node_scale > 0.0:
+        if self._run_epsilons is not None or self.node_scale > 0.0:
             self._noisy[:, level] = self.backend.add_laplace(self.rng, node, self.node_scale)
         else:
             self._noisy[:, level] = node
