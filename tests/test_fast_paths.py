@@ -351,6 +351,10 @@ RUN_EPSILON_CASES = [
     ("batched-private-shrinking-dartboard", {"batch_size": 3}),
     ("private-lazy-hedge", {}),
     ("private-lazy-hedge", {"mode": "paper", "tuning": "paper"}),
+    ("svt-restart", {"threshold_scale": 0.02}),
+    ("svt-restart", {"selector": "em", "threshold_scale": 0.05, "window_grid": "all"}),
+    ("svt-restart", {"mode": "paper", "tuning": "paper", "threshold_scale": 0.02}),
+    ("svt-restart", {"noise": "grid"}),
 ]
 
 
@@ -383,6 +387,11 @@ def test_run_epsilons_equal_separate_agents(name, params):
             np.testing.assert_array_equal(got, want, err_msg=f"episode {episode}, round {t}")
         if hasattr(batch, "resamples"):
             assert batch.resamples.sum() > 0
+        if params.get("threshold_scale", 1.0) < 1.0:  # the detectors fire at every epsilon
+            assert all(a.restarts.sum() > 0 for a in alone)
+            np.testing.assert_array_equal(
+                batch.restarts, np.concatenate([a.restarts for a in alone])
+            )
         batch.reset()
         for a in alone:
             a.reset()
