@@ -31,6 +31,7 @@ import math
 
 import numpy as np
 
+from agents.base import clip_unit
 from agents.private import PrivateAgent
 from dp_experts_env.privacy.mechanisms import exponential_mechanism_probabilities
 from dp_experts_env.privacy.noise import noise_multiplier
@@ -110,10 +111,11 @@ class LazySampler(PrivateAgent):
         self._expert = np.zeros(b, dtype=np.int64)
         self.resamples = np.zeros(b, dtype=np.int64)
         self.switches = np.zeros(b, dtype=np.int64)
+        self._runs = np.arange(b)
 
     def _learn(self, obs: np.ndarray) -> None:
         # Sensitivity 1 (1/batch after averaging) needs losses in [0, 1].
-        losses = np.clip(obs, 0.0, 1.0)
+        losses = clip_unit(obs)
         if self.batch == 1:
             block = losses
         else:
@@ -123,7 +125,7 @@ class LazySampler(PrivateAgent):
             block = self._block_sum / self.batch
             self._block_sum = np.zeros_like(self._block_sum)
         self.cum_loss += block
-        self._held_loss = block[np.arange(self.num_envs), self._expert]
+        self._held_loss = block[self._runs, self._expert]
 
     def _choose(self, obs: np.ndarray) -> np.ndarray:
         if self.t == 0:
@@ -141,6 +143,8 @@ class LazySampler(PrivateAgent):
             stay = np.exp(-c * self._held_loss)
         attempt = (u[:, 0] < self.p) | (u[:, 1] >= stay)
         move = attempt & (self.resamples < self.max_resamples)
+        if not move.any():  # most decisions: every run keeps its expert
+            return self._expert.copy()
         self.resamples += move
         new = self._expert.copy()
         rows = np.flatnonzero(move)

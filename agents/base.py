@@ -33,7 +33,7 @@ import numpy as np
 from dp_experts_env._validation import check_choice, check_int
 from dp_experts_env.batch_rng import BatchRNG, run_seeds
 
-__all__ = ["Agent", "BanditObs", "PrivacyClaim", "no_privacy", "AGENT_STREAM"]
+__all__ = ["Agent", "BanditObs", "PrivacyClaim", "no_privacy", "clip_unit", "AGENT_STREAM"]
 
 AGENT_STREAM = 7  # the agents' BatchRNG stream id: never the env's streams for the same seed
 
@@ -43,6 +43,27 @@ NEIGHBOURING = "replace one round's loss vector"
 # propagates, so a NaN entry fails every range comparison below).
 _min_reduce = np.minimum.reduce
 _max_reduce = np.maximum.reduce
+
+
+def _clip_ufunc() -> np.ufunc | None:
+    """The ufunc ``np.clip`` ends in for arrays (numpy >= 2 exposes it), or None."""
+    umath = getattr(getattr(np, "_core", None), "umath", None)
+    clip = getattr(umath, "clip", None)
+    return clip if isinstance(clip, np.ufunc) else None
+
+
+_CLIP = _clip_ufunc()
+
+
+def clip_unit(values: np.ndarray) -> np.ndarray:
+    """``np.clip(values, 0.0, 1.0)``, the same ufunc without np.clip's Python wrapper layers.
+
+    Learners clip losses to [0, 1] before use (their sensitivity bounds need it) every round;
+    the wrappers cost more than the clip itself at the sizes they play.
+    """
+    if _CLIP is None:
+        return np.clip(values, 0.0, 1.0)
+    return _CLIP(values, 0.0, 1.0)
 
 
 @dataclass(frozen=True)

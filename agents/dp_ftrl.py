@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from agents._simplex import softmax
-from agents.base import PrivacyClaim
+from agents.base import PrivacyClaim, clip_unit
 from agents.full_info import hedge_eta
 from agents.private import PrivateAgent
 from agents.registry import register
@@ -145,7 +145,7 @@ class DPFTRLTree(PrivateAgent):
         self._noisy_sums = np.zeros((self.num_envs, self.n_experts))
 
     def _learn(self, obs: np.ndarray) -> None:
-        self._noisy_sums = self.tree.add(np.clip(obs, 0.0, 1.0))
+        self._noisy_sums = self.tree.add(clip_unit(obs))
 
     def action_distribution(self) -> np.ndarray:
         """(B, N) law of the action the last ``act`` returned: Hedge on the noisy sums.

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agents.base import PrivacyClaim
+from agents.base import PrivacyClaim, clip_unit
 from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_choice
@@ -153,7 +153,7 @@ class LimitedUpdates(PrivateAgent):
         self._expert = np.zeros(b, dtype=np.int64)
 
     def _learn(self, obs: np.ndarray) -> None:
-        self._window += np.clip(obs, 0.0, 1.0)  # sensitivity 1 needs losses in [0, 1]
+        self._window += clip_unit(obs)  # sensitivity 1 needs losses in [0, 1]
 
     def _choose(self, obs: np.ndarray) -> np.ndarray:
         rnd = self.t + 1  # the round about to be played (same for every run)

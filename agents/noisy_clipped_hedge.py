@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agents.base import PrivacyClaim
+from agents.base import PrivacyClaim, clip_unit
 from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_float, check_int
@@ -267,7 +267,7 @@ class NoisyClippedHedge(PrivateAgent):
         self._log_w = np.full((self.num_envs, n), -math.log(n))
 
     def _learn(self, obs: np.ndarray) -> None:
-        losses = np.clip(obs, 0.0, 1.0)  # the sensitivity bound assumes losses in [0, 1]
+        losses = clip_unit(obs)  # the sensitivity bound assumes losses in [0, 1]
         if self._run_epsilons is None:
             noisy = laplace_mechanism(
                 losses,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agents.base import PrivacyClaim
+from agents.base import PrivacyClaim, clip_unit
 from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_float, check_int
@@ -231,7 +231,7 @@ class RandomizedPrefixSoftmax(PrivateAgent):
         self._position += 1
         inside = (self._position <= self.prefix_length)[:, None]
         # Sensitivity 1 needs losses in [0, 1] (P9).
-        self._prefix_sum += np.where(inside, np.clip(obs, 0.0, 1.0), 0.0)
+        self._prefix_sum += np.where(inside, clip_unit(obs), 0.0)
         if self._position < self._block_length(self.block_index):
             return
         self._expert = exponential_mechanism(

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agents.base import AGENT_STREAM, PrivacyClaim
+from agents.base import AGENT_STREAM, PrivacyClaim, clip_unit
 from agents.limited_updates import SELECTORS, is_power_of_two, private_select, selection_scale
 from agents.private import PrivateAgent
 from agents.registry import register
@@ -403,6 +403,8 @@ class SVTRestart(PrivateAgent):
                 table[:, 1:] = self.threshold_scale * (
                     c0_runs + c1 * np.sqrt(w + shift) + alpha_runs + 1.0
                 )
+                # Run b's row starts at b * size in the flat table (for one fancy index).
+                self._slack_offsets = (np.arange(self.num_envs) * size)[:, None]
             self._slack_cache = table
         return table
 
@@ -526,7 +528,7 @@ class SVTRestart(PrivateAgent):
     # ----------------------------------------------------------------- hooks
     def _learn(self, obs: np.ndarray) -> None:
         t = self.t  # the round just played (1-based)
-        losses = np.clip(obs, 0.0, 1.0)  # sensitivity bounds need losses in [0, 1]
+        losses = clip_unit(obs)  # sensitivity bounds need losses in [0, 1]
         # The sums before this round: only a paper-mode restart (epoch starting at t) needs them.
         before = self._cum.copy() if self.mode == "paper" else self._cum
         self._cum[:, :-1] += losses
@@ -539,8 +541,8 @@ class SVTRestart(PrivateAgent):
         table = self._slack_table(t)
         if table.ndim == 1:
             slack = table[np.maximum(length, 1)]
-        else:  # per-run slack (set_run_epsilons)
-            slack = np.take_along_axis(table, np.maximum(length, 1), axis=1)
+        else:  # per-run slack (set_run_epsilons): row b, column length, of the (B, size) table
+            slack = table.ravel()[self._slack_offsets + np.maximum(length, 1)]
         query = _max_reduce(regret - slack, axis=1)
         top = self.detector.test(np.where(np.isfinite(query), query, -1e300))
         fired = top & self._active
