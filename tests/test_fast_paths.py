@@ -355,6 +355,10 @@ RUN_EPSILON_CASES = [
     ("svt-restart", {"selector": "em", "threshold_scale": 0.05, "window_grid": "all"}),
     ("svt-restart", {"mode": "paper", "tuning": "paper", "threshold_scale": 0.02}),
     ("svt-restart", {"noise": "grid"}),
+    ("limited-updates", {}),
+    ("limited-updates", {"selector": "em", "noise": "grid"}),
+    ("randomized-prefix-softmax", {"eta_cap": 2.0}),
+    ("randomized-prefix-softmax", {"restarts": "periodic", "window": 16}),
 ]
 
 
