@@ -32,6 +32,7 @@ import math
 
 import numpy as np
 
+from agents.base import clip_unit
 from agents.private import PrivateAgent
 from dp_experts_env.privacy.mechanisms import exponential_mechanism_probabilities
 from dp_experts_env.privacy.noise import noise_multiplier
@@ -65,11 +66,43 @@ class LazySampler(PrivateAgent):
         "nothing to replace"
     )
 
-    def _rate(self) -> float:
-        """Inverse temperature in use: ``c``, divided by an audit wrapper's noise multiplier."""
+    def _rate(self) -> float | np.ndarray:
+        """Inverse temperature in use: ``c``, divided by an audit wrapper's noise multiplier.
+
+        A (B,) array of per-run values after ``set_run_epsilons``.
+        """
         m = noise_multiplier(self.noise)
         c = self.inverse_temperature
         return c if m == 1.0 else (c / m if m > 0.0 else math.inf)
+
+    def _apply_run_parameters(
+        self, values: list[float], parameters: dict[float, tuple[int, float, float, int]]
+    ) -> bool:
+        """Per-run ``(batch, c, p, max_resamples)`` from each epsilon's; False if blocks differ.
+
+        Every run must decide on the same rounds (one BatchRNG draw per decision for all runs),
+        so epsilons whose block sizes differ cannot share a batch.
+        """
+        if len({parameters[e][0] for e in values}) != 1:
+            return False
+        self._run_epsilons = values
+        self.inverse_temperature = np.array([parameters[e][1] for e in values])
+        self.p = np.array([parameters[e][2] for e in values])
+        self.max_resamples = np.array([parameters[e][3] for e in values], dtype=np.int64)
+        return True
+
+    def _probabilities(self, rows: np.ndarray, c: float | np.ndarray) -> np.ndarray:
+        """The exponential mechanism's law ``exp(-c L)`` over the experts for the runs ``rows``."""
+        if not isinstance(c, np.ndarray):
+            return exponential_mechanism_probabilities(
+                self.cum_loss[rows], sensitivity=1.0 / self.batch, epsilon=2.0 * c / self.batch
+            )
+        # Per-run rates: the same operations as exponential_mechanism_probabilities, row-wise.
+        temperature = (2.0 * c[rows] / self.batch) / (2.0 * (1.0 / self.batch))
+        logits = -temperature[:, None] * self.cum_loss[rows]
+        logits -= logits.max(axis=-1, keepdims=True)
+        w = np.exp(logits)
+        return w / w.sum(axis=-1, keepdims=True)
 
     def _init_state(self) -> None:
         b, n = self.num_envs, self.n_experts
@@ -79,10 +112,11 @@ class LazySampler(PrivateAgent):
         self._expert = np.zeros(b, dtype=np.int64)
         self.resamples = np.zeros(b, dtype=np.int64)
         self.switches = np.zeros(b, dtype=np.int64)
+        self._runs = np.arange(b)
 
     def _learn(self, obs: np.ndarray) -> None:
         # Sensitivity 1 (1/batch after averaging) needs losses in [0, 1].
-        losses = np.clip(obs, 0.0, 1.0)
+        losses = clip_unit(obs)
         if self.batch == 1:
             block = losses
         else:
@@ -92,7 +126,7 @@ class LazySampler(PrivateAgent):
             block = self._block_sum / self.batch
             self._block_sum = np.zeros_like(self._block_sum)
         self.cum_loss += block
-        self._held_loss = block[np.arange(self.num_envs), self._expert]
+        self._held_loss = block[self._runs, self._expert]
 
     def _choose(self, obs: np.ndarray) -> np.ndarray:
         if self.t == 0:
@@ -103,12 +137,15 @@ class LazySampler(PrivateAgent):
         c = self._rate()
         # Three uniforms per run and decision, whatever the data: forced coin, stay coin, draw.
         u = self.rng.random((3,))
-        if math.isinf(c):  # noise removed (audit mutant): exp(-inf * 0) would be nan
+        # Noise removed (audit mutant): exp(-inf * 0) would be nan.
+        if not isinstance(c, np.ndarray) and math.isinf(c):
             stay = np.where(self._held_loss > 0.0, 0.0, 1.0)
         else:
             stay = np.exp(-c * self._held_loss)
         attempt = (u[:, 0] < self.p) | (u[:, 1] >= stay)
         move = attempt & (self.resamples < self.max_resamples)
+        if not move.any():  # most decisions: every run keeps its expert
+            return self._expert.copy()
         self.resamples += move
         new = self._expert.copy()
         rows = np.flatnonzero(move)
@@ -116,9 +153,7 @@ class LazySampler(PrivateAgent):
             # Exponential mechanism on scores L (sensitivity 1/batch) at epsilon 2c/batch: the law
             # exp(-c L), at the per-resample cost the accountants charge. Sampled by inverse CDF
             # with the run's own uniform, only for the runs that move (resamples are rare).
-            probs = exponential_mechanism_probabilities(
-                self.cum_loss[rows], sensitivity=1.0 / self.batch, epsilon=2.0 * c / self.batch
-            )
+            probs = self._probabilities(rows, c)
             cdf = np.cumsum(probs, axis=1)
             draw = np.sum(cdf <= u[rows, 2:3] * cdf[:, -1:], axis=1)
             new[rows] = np.minimum(draw, self.n_experts - 1)

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from agents.base import Agent, PrivacyClaim
 from dp_experts_env._validation import check_choice, check_float, check_int
@@ -162,6 +162,8 @@ def ball_log_normaliser(
     ``beta ||L||^2/(2 lam) + d/2 log(2 pi s^2) + log P(||N(m, s^2 I)|| <= R)`` with
     ``m = -L/lam`` and ``s^2 = 1/(beta lam)``; the probability is a noncentral chi-square CDF.
     """
+    from scipy import stats  # ~0.5 s to import: only the learners that call this pay it
+
     s2 = 1.0 / (beta * lam)
     cum = np.asarray(cum, dtype=np.float64)
     sq = np.einsum("...i,...i->...", cum, cum)

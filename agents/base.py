@@ -33,11 +33,37 @@ import numpy as np
 from dp_experts_env._validation import check_choice, check_int
 from dp_experts_env.batch_rng import BatchRNG, run_seeds
 
-__all__ = ["Agent", "BanditObs", "PrivacyClaim", "no_privacy", "AGENT_STREAM"]
+__all__ = ["Agent", "BanditObs", "PrivacyClaim", "no_privacy", "clip_unit", "AGENT_STREAM"]
 
 AGENT_STREAM = 7  # the agents' BatchRNG stream id: never the env's streams for the same seed
 
 NEIGHBOURING = "replace one round's loss vector"
+
+# ufunc reductions without ndarray.min/max's Python wrapper layers (the same values; NaN
+# propagates, so a NaN entry fails every range comparison below).
+_min_reduce = np.minimum.reduce
+_max_reduce = np.maximum.reduce
+
+
+def _clip_ufunc() -> np.ufunc | None:
+    """The ufunc ``np.clip`` ends in for arrays (numpy >= 2 exposes it), or None."""
+    umath = getattr(getattr(np, "_core", None), "umath", None)
+    clip = getattr(umath, "clip", None)
+    return clip if isinstance(clip, np.ufunc) else None
+
+
+_CLIP = _clip_ufunc()
+
+
+def clip_unit(values: np.ndarray) -> np.ndarray:
+    """``np.clip(values, 0.0, 1.0)``, the same ufunc without np.clip's Python wrapper layers.
+
+    Learners clip losses to [0, 1] before use (their sensitivity bounds need it) every round;
+    the wrappers cost more than the clip itself at the sizes they play.
+    """
+    if _CLIP is None:
+        return np.clip(values, 0.0, 1.0)
+    return _CLIP(values, 0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -301,23 +327,27 @@ class Agent(ABC):
                 f"round {self.t + 1} is outside its privacy claim and tuning; call reset() to "
                 "start a new episode (or build the agent with a longer horizon)"
             )
-        where = f"obs for round {self.t + 1} (feedback of round {self.t})"
         if isinstance(batch, BanditObs):
-            if not np.isfinite(batch.advice).all():
+            where = f"obs for round {self.t + 1} (feedback of round {self.t})"
+            if not getattr(self, "_advice_finite", False) and not np.isfinite(batch.advice).all():
                 raise ValueError(f"{where}: obs['advice'] must be finite, found NaN or inf")
             k = self.n_arms if self.n_arms is not None else batch.advice.shape[-1]
-            if not (batch.last_action.min() >= 0 and batch.last_action.max() < k):
+            actions, losses = batch.last_action, batch.last_loss
+            if not (_min_reduce(actions, axis=None) >= 0 and _max_reduce(actions, axis=None) < k):
                 raise ValueError(
                     f"{where}: obs['last_action'] must be an arm in [0, {k}), got "
                     f"{batch.last_action.tolist()}"
                 )
-            if not (batch.last_loss.min() >= 0.0 and batch.last_loss.max() <= 1.0):
+            low, high = _min_reduce(losses, axis=None), _max_reduce(losses, axis=None)
+            if not (low >= 0.0 and high <= 1.0):
                 raise ValueError(
                     f"{where}: obs['last_loss'] must be finite and lie in [0, 1], got "
                     f"{batch.last_loss.tolist()}"
                 )
             return
-        if not (batch.min() >= 0.0 and batch.max() <= 1.0):
+        flat = batch.ravel()  # a view of a contiguous batch; 1-D reductions skip axis handling
+        if not (_min_reduce(flat) >= 0.0 and _max_reduce(flat) <= 1.0):
+            where = f"obs for round {self.t + 1} (feedback of round {self.t})"
             bad = np.argwhere(~((batch >= 0.0) & (batch <= 1.0)))[0]
             raise ValueError(
                 f"{where}: losses must be finite and lie in [0, 1]; found "
@@ -351,6 +381,37 @@ class Agent(ABC):
             raise ValueError(f"obs must be a batch of {self.num_envs} observations")
         return arr, single
 
+    def _check_advice(self, advice: np.ndarray) -> None:
+        """Refuse advice rows off the simplex; record whether every entry is finite.
+
+        Privacy claims of advice learners bound sensitivities with advice entries in [0, 1] and
+        rows on the simplex; a hand-fed observation that breaks this must not pass. A run axis
+        broadcast with stride 0 (an env's shared advice) holds one set of values for all runs,
+        so one run's values are checked. A read-only broadcast view of the very memory checked
+        last round (the identity advice of a K-armed bandit env, a view of a constant the env
+        never writes) is trusted without checking it again: O(1) per round instead of O(K^2).
+        """
+        shared = advice.strides[0] == 0 and not advice.flags.writeable
+        key = (advice.__array_interface__["data"][0], advice.shape, advice.strides)
+        trusted = getattr(self, "_trusted_advice", None)
+        if shared and trusted is not None and trusted[1] == key:
+            self._advice_finite = True
+            return
+        values = advice[:1] if advice.strides[0] == 0 else advice
+        low, high = _min_reduce(values, axis=None), _max_reduce(values, axis=None)
+        off = _max_reduce(np.abs(values.sum(-1) - 1.0), axis=None)
+        if low < 0.0 or high > 1.0 or off > 1e-6:
+            raise ValueError(
+                "obs['advice'] rows must be probability distributions over the K arms "
+                "(entries in [0, 1] summing to 1)"
+            )
+        # NaN passes the comparisons above (they are all False) and is refused by
+        # _check_round, after the horizon check; min and max are NaN when any entry is.
+        self._advice_finite = bool(np.isfinite(low) and np.isfinite(high))
+        if shared and self._advice_finite:
+            # Holding the array keeps its memory alive, so the address names the same memory.
+            self._trusted_advice = (advice, key)
+
     def _parse_bandit(self, obs: Any) -> tuple[BanditObs, bool]:
         if not isinstance(obs, Mapping) or not {"advice", "last_action", "last_loss"} <= set(obs):
             raise TypeError(
@@ -366,13 +427,7 @@ class Agent(ABC):
                 f"obs['advice'] must hold {self.num_envs} x {n * k} values (N={n}, K={k}), "
                 f"got shape {np.shape(obs['advice'])}"
             )
-        # Privacy claims of advice learners bound sensitivities with advice entries in [0, 1]
-        # and rows on the simplex; a hand-fed observation that breaks this must not pass.
-        if advice.min() < 0.0 or advice.max() > 1.0 or np.abs(advice.sum(-1) - 1.0).max() > 1e-6:
-            raise ValueError(
-                "obs['advice'] rows must be probability distributions over the K arms "
-                "(entries in [0, 1] summing to 1)"
-            )
+        self._check_advice(advice)
         last_action = np.asarray(obs["last_action"], dtype=np.int64).reshape(self.num_envs)
         last_loss = np.asarray(obs["last_loss"], dtype=np.float64).reshape(self.num_envs)
         return BanditObs(advice, last_action, last_loss), single

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from agents._simplex import softmax
-from agents.base import PrivacyClaim
+from agents.base import PrivacyClaim, clip_unit
 from agents.full_info import hedge_eta
 from agents.private import PrivateAgent
 from agents.registry import register
@@ -107,9 +107,26 @@ class DPFTRLTree(PrivateAgent):
             self.eta = hedge_eta(n, t_max) if n > 1 else 1.0
         self.reset(seed)
 
+    def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
+        """Give each run its own finite epsilon; True when applied (False: nothing changed).
+
+        Run b's tree nodes then get the noise of an agent built with ``epsilon=epsilons[b]``
+        and the same seed (the same floats; the rate does not depend on epsilon), so an
+        evaluation can play this learner's epsilons as one batch. :attr:`privacy` then refuses
+        to state one claim; build an agent at each epsilon to read its claim.
+        """
+        values = self._accept_run_epsilons(epsilons)
+        if values is None:
+            return False
+        self._run_epsilons = values
+        self.tree.set_run_epsilons(values)
+        self.node_scale = self.tree.node_scale
+        return True
+
     @property
     def privacy(self) -> PrivacyClaim:
         """Pure epsilon-DP: binary-tree mechanism with L1 sensitivity N, plays post-processed."""
+        self._check_one_epsilon()
         tree = self.tree.guarantee
         return self._claim(
             Guarantee(tree.epsilon, tree.delta, tree.accountant + "; plays are post-processing")
@@ -124,10 +141,12 @@ class DPFTRLTree(PrivateAgent):
             rng=self.rng,
             noise=self.noise,
         )
+        if self._run_epsilons is not None:
+            self.tree.set_run_epsilons(self._run_epsilons)
         self._noisy_sums = np.zeros((self.num_envs, self.n_experts))
 
     def _learn(self, obs: np.ndarray) -> None:
-        self._noisy_sums = self.tree.add(np.clip(obs, 0.0, 1.0))
+        self._noisy_sums = self.tree.add(clip_unit(obs))
 
     def action_distribution(self) -> np.ndarray:
         """(B, N) law of the action the last ``act`` returned: Hedge on the noisy sums.

@@ -12,13 +12,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agents.base import PrivacyClaim
+from agents.base import PrivacyClaim, clip_unit
 from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_choice
 from dp_experts_env.batch_rng import BatchRNG
 from dp_experts_env.privacy.guarantee import Guarantee
-from dp_experts_env.privacy.mechanisms import exponential_mechanism, report_noisy_min
+from dp_experts_env.privacy.mechanisms import (
+    exponential_mechanism,
+    exponential_mechanism_runs,
+    report_noisy_min,
+    report_noisy_min_runs,
+)
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = ["LimitedUpdates", "SELECTORS", "private_select", "selection_scale"]
@@ -134,11 +139,28 @@ class LimitedUpdates(PrivateAgent):
         self.selector = check_choice("selector", selector, SELECTORS)
         self.selection_epsilon = self.epsilon
         self.selection_scale = selection_scale(self.selector, self.epsilon, self.noise)
+        self._selection_runs: np.ndarray | None = None  # (B,) per-run epsilons, if set
         self.reset(seed)
+
+    def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
+        """Give each run its own finite epsilon; True when applied (False: nothing changed).
+
+        Run b then selects with the noise of an agent built with ``epsilon=epsilons[b]`` and
+        the same seed (the same floats), so an evaluation can play this learner's epsilons as
+        one batch. :attr:`privacy` then refuses to state one claim; build an agent at each
+        epsilon to read its claim.
+        """
+        values = self._accept_run_epsilons(epsilons)
+        if values is None:
+            return False
+        self._run_epsilons = values
+        self._selection_runs = np.array(values)
+        return True
 
     @property
     def privacy(self) -> PrivacyClaim:
         """Pure epsilon-DP, parallel composition over the disjoint doubling windows."""
+        self._check_one_epsilon()
         mech = "report-noisy-min Lap(2/eps)" if self.selector == "rnm" else "exponential mechanism"
         return self._claim(
             Guarantee(
@@ -156,15 +178,26 @@ class LimitedUpdates(PrivateAgent):
         self._expert = np.zeros(b, dtype=np.int64)
 
     def _learn(self, obs: np.ndarray) -> None:
-        self._window += np.clip(obs, 0.0, 1.0)  # sensitivity 1 needs losses in [0, 1]
+        self._window += clip_unit(obs)  # sensitivity 1 needs losses in [0, 1]
 
     def _choose(self, obs: np.ndarray) -> np.ndarray:
         rnd = self.t + 1  # the round about to be played (same for every run)
         if rnd == 1:
             self._expert = self.rng.integers(self.n_experts)
         elif is_power_of_two(rnd):
-            self._expert = private_select(
-                self.rng, self._window, self.selector, self.selection_epsilon, self.noise
-            )
+            if self._selection_runs is None:
+                self._expert = private_select(
+                    self.rng, self._window, self.selector, self.selection_epsilon, self.noise
+                )
+            else:
+                rnm = self.selector == "rnm"
+                select = report_noisy_min_runs if rnm else exponential_mechanism_runs
+                self._expert = select(
+                    self._window,
+                    sensitivity=1.0,
+                    epsilons=self._selection_runs,
+                    rng=self.rng,
+                    noise=self.noise,
+                )
             self._window[:] = 0.0
         return self._expert.copy()

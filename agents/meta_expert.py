@@ -17,7 +17,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from agents._simplex import softmax
-from agents.base import Agent, PrivacyClaim
+from agents.base import Agent, PrivacyClaim, clip_unit
 from agents.private import PrivateAgent
 from agents.registry import make, register, spec
 from dp_experts_env._validation import check_choice, check_float, check_int
@@ -437,7 +437,7 @@ class MetaExpertReduction(PrivateAgent):
         return self.noise.add_laplace(self.rng, losses, scale)
 
     def _learn(self, obs: np.ndarray) -> None:
-        losses = np.clip(obs, 0.0, 1.0)  # the sensitivity bound assumes losses in [0, 1]
+        losses = clip_unit(obs)  # the sensitivity bound assumes losses in [0, 1]
         t = self.t
         if self._inner_name != NOISY_HEDGE:
             self._pending = losses[:, self.meta_plays(t)]

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agents.base import PrivacyClaim
+from agents.base import PrivacyClaim, clip_unit
 from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_float, check_int
@@ -188,24 +188,52 @@ class NoisyClippedHedge(PrivateAgent):
             self.noise.effective_sensitivity(float(n), dim=n), self.noise_scale
         )
         self.clip_level = s_eff / (n * t)
-        log_nt = math.log(n * t) if n * t > 1 else 1.0
+        self._eta_given = eta is not None
         if eta is not None:
             self.eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
-        elif self.tuning == "paper":
+        else:
+            self.eta = self._default_eta(self.noise_scale)
+        # The Laplace scale of each run's noise: noise_scale, or a (B, 1) column of per-run
+        # scales after set_run_epsilons.
+        self._run_scale: float | np.ndarray = self.noise_scale
+        self.reset(seed)
+
+    def _default_eta(self, noise_scale: float) -> float:
+        """The rate of the tuning in use for Laplace noise of scale ``noise_scale``."""
+        n, t = self.n_experts, self.horizon
+        s_eff = max(self.n_switches, 1)
+        if self.tuning == "paper":
             # Theorem 5.2's rate is 1/b times a constant: it grows without bound with epsilon,
             # and at epsilon = inf (b = 0) the theorem gives no rate; use the calibrated one.
-            self.eta = (
-                math.sqrt(s_eff / (t * log_nt)) / self.noise_scale
-                if self.noise_scale > 0
-                else calibrated_eta(n, t, s_eff, 0.0)
-            )
-        else:
-            self.eta = calibrated_eta(n, t, s_eff, self.noise_scale)
-        self.reset(seed)
+            log_nt = math.log(n * t) if n * t > 1 else 1.0
+            if noise_scale > 0:
+                return math.sqrt(s_eff / (t * log_nt)) / noise_scale
+            return calibrated_eta(n, t, s_eff, 0.0)
+        return calibrated_eta(n, t, s_eff, noise_scale)
+
+    def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
+        """Give each run its own finite epsilon; True when applied (False: nothing changed).
+
+        Run b then draws and updates exactly as an agent built with ``epsilon=epsilons[b]``
+        and the same seed (its noise scale and default rate, the same floats), so an evaluation
+        can play this learner's epsilons as one batch. :attr:`privacy` then refuses to state one
+        claim; build an agent at each epsilon to read its claim.
+        """
+        values = self._accept_run_epsilons(epsilons)
+        if values is None:
+            return False
+        dim_sens = self.noise.effective_sensitivity(self.noise_sensitivity, dim=self.n_experts)
+        scales = self._per_run(values, lambda e: dim_sens / e)
+        self._run_epsilons = values
+        self._run_scale = scales[:, None]
+        if not self._eta_given:
+            self.eta = self._per_run(values, lambda e: self._default_eta(dim_sens / e))[:, None]
+        return True
 
     @property
     def privacy(self) -> PrivacyClaim:
         """Pure epsilon-DP against adaptive adversaries (uncertified in paper mode, E-ARS-15)."""
+        self._check_one_epsilon()
         n = self.n_experts
         certified = Guarantee(
             self.effective_epsilon,
@@ -241,14 +269,18 @@ class NoisyClippedHedge(PrivateAgent):
         self._log_w = np.full((self.num_envs, n), -math.log(n))
 
     def _learn(self, obs: np.ndarray) -> None:
-        losses = np.clip(obs, 0.0, 1.0)  # the sensitivity bound assumes losses in [0, 1]
-        noisy = laplace_mechanism(
-            losses,
-            l1_sensitivity=self.noise_sensitivity,
-            epsilon=self.epsilon,
-            rng=self.rng,
-            noise=self.noise,
-        ).value
+        losses = clip_unit(obs)  # the sensitivity bound assumes losses in [0, 1]
+        if self._run_epsilons is None:
+            noisy = laplace_mechanism(
+                losses,
+                l1_sensitivity=self.noise_sensitivity,
+                epsilon=self.epsilon,
+                rng=self.rng,
+                noise=self.noise,
+            ).value
+        else:
+            # laplace_mechanism's release at each run's own scale (all finite and > 0).
+            noisy = self.noise.add_laplace(self.rng, losses, self._run_scale)
         w = clip_project(self._log_w - self.eta * noisy, self.clip_level)
         self._log_w = np.log(w)
 

@@ -21,7 +21,9 @@ Every private learner takes the same keywords, validated here once:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+import numpy as np
 
 from agents.base import Agent, PrivacyClaim
 from dp_experts_env._validation import check_choice, check_delta, check_epsilon
@@ -79,6 +81,39 @@ class PrivateAgent(Agent):
             raise ValueError(
                 f"noise={kind!r} does not apply to {getattr(self, 'name', type(self).__name__)}"
                 f" (it accepts {', '.join(map(repr, self.noise_backends))}): {self.noise_refusal}"
+            )
+
+    #: per-run epsilons after ``set_run_epsilons`` (learners that offer it), else None.
+    _run_epsilons: list[float] | None = None
+
+    def _accept_run_epsilons(self, epsilons: Sequence[float]) -> list[float] | None:
+        """Validated per-run epsilons for ``set_run_epsilons``, or None when they cannot apply.
+
+        ``set_run_epsilons`` (offered by learners whose epsilon enters only through per-run
+        scales and rates) gives run b the noise, rates and budget an agent built with
+        ``epsilon=epsilons[b]`` and the same seed would use, the same floats, so an evaluation can
+        play a learner's epsilons as one batch. Infinite epsilons are refused (None): no noise is
+        drawn at all then, so the runs would not match.
+        """
+        eps = np.asarray(epsilons, dtype=np.float64).reshape(-1)
+        if eps.shape != (self.num_envs,):
+            raise ValueError(f"epsilons must hold one value per run ({self.num_envs}), got {eps}")
+        if not np.all(np.isfinite(eps) & (eps > 0)):
+            return None
+        return [float(e) for e in eps]
+
+    @staticmethod
+    def _per_run(values: list[float], parameter: Callable[[float], float]) -> np.ndarray:
+        """(B,) ``parameter(epsilon)`` of each run, computed once per distinct epsilon."""
+        found = {e: parameter(e) for e in dict.fromkeys(values)}
+        return np.array([found[e] for e in values])
+
+    def _check_one_epsilon(self) -> None:
+        """Refuse to state one claim for runs that play other epsilons than ``self.epsilon``."""
+        if self._run_epsilons is not None and any(e != self.epsilon for e in self._run_epsilons):
+            raise ValueError(
+                "this agent plays several epsilons (set_run_epsilons): each run has its own "
+                "claim; build an agent at each epsilon to read it"
             )
 
     @property

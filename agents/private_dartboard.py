@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agents._lazy_sampler import LazySampler
+from agents._public_cache import public_cache
 from agents.base import PrivacyClaim
 from agents.registry import register
 from dp_experts_env._validation import check_float, check_int
@@ -118,6 +119,7 @@ def max_resamples(budget, horizon: int, batch: int = 1):
     return np.minimum(np.maximum(np.asarray(budget) - 1, 0), math.ceil(horizon / batch) - 1)
 
 
+@public_cache
 def dartboard_parameters(
     n_experts: int,
     horizon: int,
@@ -370,27 +372,53 @@ class PrivateShrinkingDartboard(LazySampler):
             seed=seed,
             n_arms=n_arms,
         )
-        self._configure(self._batch_size(), eta, p, budget)
+        self._overrides = (eta, p, budget)
+        self._configure(self._parameters(self.epsilon))
         self.reset(seed)
 
-    def _batch_size(self) -> int:
+    def _batch_size(self, epsilon: float) -> int:
         return 1
 
-    def _configure(
-        self, batch: int, eta: float | None, p: float | None, budget: int | None
-    ) -> None:
-        params = dartboard_parameters(
+    def _parameters(self, epsilon: float) -> DartboardParameters:
+        """The learner's parameters at ``epsilon`` (everything else as constructed)."""
+        eta, p, budget = self._overrides
+        return dartboard_parameters(
             self.n_experts,
             self.horizon,
-            self.epsilon,
+            epsilon,
             self.delta,
             tuning=self.tuning,
             mode=self.mode,
-            batch=batch,
+            batch=self._batch_size(epsilon),
             eta=eta,
             p=p,
             budget=budget,
         )
+
+    def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
+        """Give each run its own finite epsilon; True when applied (False: nothing changed).
+
+        Run b then samples with the rate, forced-switch probability and resample budget of an
+        agent built with ``epsilon=epsilons[b]`` and the same seed (the same floats), so an
+        evaluation can play this learner's epsilons as one batch. Refused (False) when the
+        epsilons' block sizes differ. :attr:`privacy` then refuses to state one claim; build an
+        agent at each epsilon to read its claim.
+        """
+        values = self._accept_run_epsilons(epsilons)
+        if values is None:
+            return False
+        found = {}
+        for e in dict.fromkeys(values):
+            params = self._parameters(e)
+            found[e] = (
+                params.batch,
+                -math.log1p(-params.eta),
+                params.p,
+                int(max_resamples(params.budget, self.horizon, params.batch)),
+            )
+        return self._apply_run_parameters(values, found)
+
+    def _configure(self, params: DartboardParameters) -> None:
         self.parameters = params
         self.batch = params.batch
         self.eta, self.p, self.budget = params.eta, params.p, params.budget
@@ -406,6 +434,7 @@ class PrivateShrinkingDartboard(LazySampler):
     @property
     def privacy(self) -> PrivacyClaim:
         """Exact per-step accountant (exact_accountants.py); adaptive DP."""
+        self._check_one_epsilon()
         which = "exact per-step" if self.mode == "strict" else self._paper_rule()
         comp = "basic composition" if self.delta == 0 else "min(basic, advanced) composition"
         notes = (
@@ -501,7 +530,7 @@ class BatchedPrivateShrinkingDartboard(PrivateShrinkingDartboard):
             n_arms=n_arms,
         )
 
-    def _batch_size(self) -> int:
+    def _batch_size(self, epsilon: float) -> int:
         req = self._batch_request
         if isinstance(req, str):
             if req not in ("balanced", "paper"):
@@ -514,30 +543,30 @@ class BatchedPrivateShrinkingDartboard(PrivateShrinkingDartboard):
                     f"batch_size={req!r} needs delta > 0 (Corollary 6 is approximate DP); pass an "
                     "integer batch_size for pure DP"
                 )
-            if math.isinf(self.epsilon):
+            if math.isinf(epsilon):
                 return 1  # nothing to amortise without privacy
             if req == "balanced" and self.tuning == "calibrated":
-                return self._calibrated_batch()
+                return self._calibrated_batch(epsilon)
             rule = balanced_batch_size if req == "balanced" else paper_batch_size
             # The corollary's balance at the epsilon actually requested (not min(eps, 1)): the
             # block shrinks to 1 as privacy stops binding, instead of freezing at eps = 1.
-            eps = min(self.epsilon, 1.0) if self.tuning == "paper" else self.epsilon
+            eps = min(epsilon, 1.0) if self.tuning == "paper" else epsilon
             return rule(self.n_experts, self.horizon, eps, self.delta)
         return check_int("batch_size", req, minimum=1, maximum=self.horizon)
 
-    def _calibrated_batch(self) -> int:
+    def _calibrated_batch(self, epsilon: float) -> int:
         """The calibrated block size (public quantities only).
 
         Among powers of two up to 4x Corollary 6's balance, the one with the smallest
         :func:`selection_bound` after calibrating (p, eta) for it.
         """
-        top = 4 * balanced_batch_size(self.n_experts, self.horizon, self.epsilon, self.delta)
+        top = 4 * balanced_batch_size(self.n_experts, self.horizon, epsilon, self.delta)
         best, best_bound = 1, math.inf
         for batch in sorted({min(2**k, self.horizon) for k in range(top.bit_length() + 1)}):
             params = dartboard_parameters(
                 self.n_experts,
                 self.horizon,
-                self.epsilon,
+                epsilon,
                 self.delta,
                 mode=self.mode,
                 tuning="calibrated",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agents._lazy_sampler import LazySampler
+from agents._public_cache import public_cache
 from agents.base import PrivacyClaim
 from agents.registry import register
 from dp_experts_env._validation import check_float
@@ -57,6 +58,7 @@ class LazyHedgeParameters:
     regret_bound: float
 
 
+@public_cache
 def lazy_hedge_parameters(
     n_experts: int,
     horizon: int,
@@ -251,11 +253,46 @@ class PrivateLazyHedge(LazySampler):
         self.inverse_temperature = self.beta
         self.epsilon_spent = params.epsilon_spent
         self.regret_bound = params.regret_bound
+        self._overrides = (beta, p, budget)
         self.reset(seed)
+
+    def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
+        """Give each run its own finite epsilon; True when applied (False: nothing changed).
+
+        Run b then samples with the beta, forced-switch probability and budget of an agent
+        built with ``epsilon=epsilons[b]`` and the same seed (the same floats), so an
+        evaluation can play this learner's epsilons as one batch. :attr:`privacy` then refuses
+        to state one claim; build an agent at each epsilon to read its claim.
+        """
+        values = self._accept_run_epsilons(epsilons)
+        if values is None:
+            return False
+        beta, p, budget = self._overrides
+        found = {}
+        for e in dict.fromkeys(values):
+            params = lazy_hedge_parameters(
+                self.n_experts,
+                self.horizon,
+                e,
+                self.delta,
+                tuning=self.tuning,
+                mode=self.mode,
+                beta=beta,
+                p=p,
+                budget=budget,
+            )
+            found[e] = (
+                1,
+                params.beta,
+                params.p,
+                min(math.ceil(params.budget), self.horizon - 1),
+            )
+        return self._apply_run_parameters(values, found)
 
     @property
     def privacy(self) -> PrivacyClaim:
         """The exact accountant of the discrete form; adaptive DP, oblivious-only regret."""
+        self._check_one_epsilon()
         comp = (
             "basic composition"
             if self.delta == 0

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agents.base import PrivacyClaim
+from agents.base import PrivacyClaim, clip_unit
 from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_float, check_int
@@ -21,6 +21,7 @@ from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.mechanisms import (
     exponential_mechanism,
     exponential_mechanism_probabilities,
+    exponential_mechanism_runs,
 )
 from dp_experts_env.privacy.noise import NoiseBackend
 
@@ -174,7 +175,23 @@ class RandomizedPrefixSoftmax(PrivateAgent):
         self.restarts = check_choice("restarts", restarts, RESTARTS)
         switches = 0 if n_switches is None else check_int("n_switches", n_switches, minimum=0)
         self.window = self._window(window, switches)
+        self._pick_epsilons: np.ndarray | None = None  # (B,) per-run 2 eta, if set
         self.reset(seed)
+
+    def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
+        """Give each run its own finite epsilon; True when applied (False: nothing changed).
+
+        Run b then picks with the rate ``2 eta`` of an agent built with ``epsilon=epsilons[b]``
+        and the same seed (the same floats), so an evaluation can play this learner's epsilons
+        as one batch. :attr:`privacy` then refuses to state one claim; build an agent at each
+        epsilon to read its claim.
+        """
+        values = self._accept_run_epsilons(epsilons)
+        if values is None:
+            return False
+        self._run_epsilons = values
+        self._pick_epsilons = 2.0 * self._per_run(values, lambda e: min(e / 2.0, self.eta_cap))
+        return True
 
     def _window(self, window: int | None, switches: int) -> int | None:
         if window is not None:  # refused even when restarts="none" would ignore it
@@ -196,6 +213,7 @@ class RandomizedPrefixSoftmax(PrivateAgent):
     @property
     def privacy(self) -> PrivacyClaim:
         """Pure DP: exponential mechanism per block, each loss in one block (Prop. 1)."""
+        self._check_one_epsilon()
         return self._claim(
             Guarantee(
                 self.epsilon_spent,
@@ -235,16 +253,25 @@ class RandomizedPrefixSoftmax(PrivateAgent):
         self._position += 1
         inside = (self._position <= self.prefix_length)[:, None]
         # Sensitivity 1 (Lemma 3) needs losses in [0, 1].
-        self._prefix_sum += np.where(inside, np.clip(obs, 0.0, 1.0), 0.0)
+        self._prefix_sum += np.where(inside, clip_unit(obs), 0.0)
         if self._position < self._block_length(self.block_index):
             return
-        self._expert = exponential_mechanism(
-            self._prefix_sum,
-            sensitivity=1.0,
-            epsilon=2.0 * self.eta,
-            rng=self.rng,
-            noise=self.noise,
-        ).value
+        if self._pick_epsilons is None:
+            self._expert = exponential_mechanism(
+                self._prefix_sum,
+                sensitivity=1.0,
+                epsilon=2.0 * self.eta,
+                rng=self.rng,
+                noise=self.noise,
+            ).value
+        else:
+            self._expert = exponential_mechanism_runs(
+                self._prefix_sum,
+                sensitivity=1.0,
+                epsilons=self._pick_epsilons,
+                rng=self.rng,
+                noise=self.noise,
+            )
         self.block_index += 1
         self._position = 0
         self._prefix_sum = np.zeros_like(self._prefix_sum)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agents.base import AGENT_STREAM, PrivacyClaim
+from agents.base import AGENT_STREAM, PrivacyClaim, clip_unit
 from agents.limited_updates import SELECTORS, is_power_of_two, private_select, selection_scale
 from agents.private import PrivateAgent
 from agents.registry import register
@@ -19,7 +19,11 @@ from dp_experts_env._validation import check_choice, check_float, check_int
 from dp_experts_env.batch_rng import BatchRNG
 from dp_experts_env.privacy.accounting import combine
 from dp_experts_env.privacy.guarantee import Guarantee
-from dp_experts_env.privacy.mechanisms import AboveThreshold
+from dp_experts_env.privacy.mechanisms import (
+    AboveThreshold,
+    exponential_mechanism_runs,
+    report_noisy_min_runs,
+)
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = ["SVTRestart", "WINDOW_GRIDS", "DYADIC_STARTS", "DEFAULT_FALSE_ALARM"]
@@ -261,13 +265,17 @@ class SVTRestart(PrivateAgent):
                 )
 
         # --- privacy parameters (the only ones that matter for the claim)
-        self.selection_epsilon = self.epsilon / 2.0
-        self.detector_epsilon = self.epsilon / 2.0
-        self.selection_scale = selection_scale(self.selector, self.selection_epsilon, self.noise)
         self.query_sensitivity = 2.0 if self.mode == "strict" else 1.0
-        d_eff = self.noise.effective_sensitivity(self.query_sensitivity, dim=1)
-        self.threshold_noise_scale = 2.0 * d_eff / self.detector_epsilon
-        self.query_noise_scale = 4.0 * d_eff / self.detector_epsilon
+        (
+            self.selection_epsilon,
+            self.detector_epsilon,
+            self.selection_scale,
+            self.threshold_noise_scale,
+            self.query_noise_scale,
+        ) = self._noise_parameters(self.epsilon)
+        # Per-run values after set_run_epsilons: selection and detector epsilons (B,), and the
+        # slack's epsilon-dependent terms (B, 1); None while every run plays self.epsilon.
+        self._runs: dict[str, np.ndarray] | None = None
 
         # --- the query grid
         self._levels = max(1, math.ceil(math.log2(t_max)) + 1) if t_max > 1 else 1
@@ -303,31 +311,71 @@ class SVTRestart(PrivateAgent):
         self._stored = top * half + DYADIC_STARTS
 
     # ----------------------------------------------------------------- thresholds
+    def _noise_parameters(self, epsilon: float) -> tuple[float, float, float, float, float]:
+        """Selection and detector epsilons, selection scale, threshold and query noise scales."""
+        selection_epsilon = epsilon / 2.0
+        detector_epsilon = epsilon / 2.0
+        d_eff = self.noise.effective_sensitivity(self.query_sensitivity, dim=1)
+        return (
+            selection_epsilon,
+            detector_epsilon,
+            selection_scale(self.selector, selection_epsilon, self.noise),
+            2.0 * d_eff / detector_epsilon,
+            4.0 * d_eff / detector_epsilon,
+        )
+
     def _set_thresholds(self) -> None:
+        self.alpha, self._reg = self._thresholds(self.epsilon)
+
+    def _thresholds(self, epsilon: float) -> tuple[float, tuple[float, float, float]]:
+        """``alpha`` and ``Reg(w) = c0 + c1 sqrt(w + shift)`` as ``(c0, c1, shift)`` at epsilon."""
         n, t_max, beta = self.n_experts, self.horizon, self.beta
         k = self.queries_per_instance
-        eps = self.epsilon
+        eps = epsilon
+        sel_eps, det_eps, sel_scale, thr_scale, query_scale = self._noise_parameters(epsilon)
         log = math.log
         if self.tuning == "paper":
-            eps1 = self.selection_epsilon if self.mode == "strict" else eps
+            eps1 = sel_eps if self.mode == "strict" else eps
             reg_const = 16.0 * log(n * t_max / beta) / eps1
             reg_coef = 9.0 * math.sqrt(log(t_max * n / beta))
             if self.mode == "strict":
                 beta_svt = beta / t_max
-                self.alpha = (
-                    8.0 * self.query_sensitivity * (log(k) + log(2.0 / beta_svt))
-                ) / self.detector_epsilon
+                alpha = (8.0 * self.query_sensitivity * (log(k) + log(2.0 / beta_svt))) / det_eps
             else:
-                self.alpha = 16.0 * (2.0 * log(t_max) + log(2.0 / beta)) / eps
-            self._reg = (reg_const, reg_coef, 0.0)  # Reg(w) = c0 + c1 sqrt(w + shift)
-        else:
-            s1 = self.selection_scale
-            selections = max(1, int(math.log2(t_max)))  # selections one epoch can make
-            reg_const = 2.0 * s1 * log(n * selections / beta)
-            reg_coef = math.sqrt(2.0 * log(n * self._windows_per_instance / beta))
-            self.alpha = self.query_noise_scale * log(k / (2.0 * beta))
-            self.alpha += self.threshold_noise_scale * log(1.0 / (2.0 * beta))
-            self._reg = (reg_const, reg_coef, 1.0)
+                alpha = 16.0 * (2.0 * log(t_max) + log(2.0 / beta)) / eps
+            return alpha, (reg_const, reg_coef, 0.0)
+        selections = max(1, int(math.log2(t_max)))  # selections one epoch can make
+        reg_const = 2.0 * sel_scale * log(n * selections / beta)
+        reg_coef = math.sqrt(2.0 * log(n * self._windows_per_instance / beta))
+        alpha = query_scale * log(k / (2.0 * beta))
+        alpha += thr_scale * log(1.0 / (2.0 * beta))
+        return alpha, (reg_const, reg_coef, 1.0)
+
+    def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
+        """Give each run its own finite epsilon; True when applied (False: nothing changed).
+
+        Run b then selects, tests and restarts as an agent built with ``epsilon=epsilons[b]``
+        and the same seed (its selection and detector noise, thresholds and slack, the same
+        floats), so an evaluation can play this learner's epsilons as one batch.
+        :attr:`privacy` then refuses to state one claim; build an agent at each epsilon to
+        read its claim.
+        """
+        values = self._accept_run_epsilons(epsilons)
+        if values is None:
+            return False
+        found = {e: (self._noise_parameters(e), self._thresholds(e)) for e in dict.fromkeys(values)}
+        self._run_epsilons = values
+        self._runs = {
+            "selection": np.array([found[e][0][0] for e in values]),
+            "detector": np.array([found[e][0][1] for e in values]),
+            "c0": np.array([found[e][1][1][0] for e in values])[:, None],
+            "alpha": np.array([found[e][1][0] for e in values])[:, None],
+        }
+        self._slack_cache = None
+        # A new episode from the same seeds: the detector's first threshold noise is drawn
+        # again, now at each run's scale (as an agent built at that epsilon draws it).
+        self.reset(list(self.rng.seeds))
+        return True
 
     def slack(self, length: np.ndarray | int) -> np.ndarray:
         """``threshold_scale * (Reg(n - 1) + alpha + 1)`` for windows of ``length`` n rounds."""
@@ -342,10 +390,22 @@ class SVTRestart(PrivateAgent):
         for every window every round: the same floats as :meth:`slack`, elementwise.
         """
         table = getattr(self, "_slack_cache", None)
-        if table is None or table.shape[0] <= t:
+        if table is None or table.shape[-1] <= t:
             size = min(max(2 * (t + 1), 64), self.horizon + 1)
-            table = np.zeros(size)
-            table[1:] = self.slack(np.arange(1, size))
+            if self._runs is None:
+                table = np.zeros(size)
+                table[1:] = self.slack(np.arange(1, size))
+            else:
+                # (B, size): slack's arithmetic with each run's c0 and alpha, elementwise.
+                c0, c1, shift = self._reg
+                w = np.arange(1, size, dtype=np.float64) - 1.0
+                c0_runs, alpha_runs = self._runs["c0"], self._runs["alpha"]
+                table = np.zeros((self.num_envs, size))
+                table[:, 1:] = self.threshold_scale * (
+                    c0_runs + c1 * np.sqrt(w + shift) + alpha_runs + 1.0
+                )
+                # Run b's row starts at b * size in the flat table (for one fancy index).
+                self._slack_offsets = (np.arange(self.num_envs) * size)[:, None]
             self._slack_cache = table
         return table
 
@@ -353,6 +413,7 @@ class SVTRestart(PrivateAgent):
     @property
     def privacy(self) -> PrivacyClaim:
         """Pure epsilon-DP: eps/2 selections + eps/2 AboveThreshold, data-disjoint epochs."""
+        self._check_one_epsilon()
         mech = "report-noisy-min" if self.selector == "rnm" else "exponential mechanism"
         selections = Guarantee(
             self.selection_epsilon,
@@ -418,7 +479,7 @@ class SVTRestart(PrivateAgent):
             self._selection = _SelectionStreams(self.rng.seeds)
             self._selection_of = self.rng
         self.detector = AboveThreshold(
-            epsilon=self.detector_epsilon,
+            epsilon=self.detector_epsilon if self._runs is None else self._runs["detector"],
             sensitivity=self.query_sensitivity,
             rng=self.rng,
             threshold=0.0,
@@ -468,7 +529,7 @@ class SVTRestart(PrivateAgent):
     # ----------------------------------------------------------------- hooks
     def _learn(self, obs: np.ndarray) -> None:
         t = self.t  # the round just played (1-based)
-        losses = np.clip(obs, 0.0, 1.0)  # sensitivity bounds need losses in [0, 1]
+        losses = clip_unit(obs)  # sensitivity bounds need losses in [0, 1]
         # The sums before this round: only a paper-mode restart (epoch starting at t) needs them.
         before = self._cum.copy() if self.mode == "paper" else self._cum
         self._cum[:, :-1] += losses
@@ -478,7 +539,12 @@ class SVTRestart(PrivateAgent):
 
         # One AboveThreshold query per run: the largest window query (2-sensitive, like each).
         regret, length = self._window_regret(t)
-        query = _max_reduce(regret - self._slack_table(t)[np.maximum(length, 1)], axis=1)
+        table = self._slack_table(t)
+        if table.ndim == 1:
+            slack = table[np.maximum(length, 1)]
+        else:  # per-run slack (set_run_epsilons): row b, column length, of the (B, size) table
+            slack = table.ravel()[self._slack_offsets + np.maximum(length, 1)]
+        query = _max_reduce(regret - slack, axis=1)
         top = self.detector.test(np.where(np.isfinite(query), query, -1e300))
         fired = top & self._active
         if self.window_grid == "dyadic":
@@ -540,12 +606,24 @@ class SVTRestart(PrivateAgent):
         select = is_power_of_two(tau_next)
         runs = np.flatnonzero(select)
         if len(runs):
-            self._expert[runs] = private_select(
-                self._selection.view(runs),
-                self._window[runs],
-                self.selector,
-                self.selection_epsilon,
-                self.noise,
-            )
+            if self._runs is None:
+                self._expert[runs] = private_select(
+                    self._selection.view(runs),
+                    self._window[runs],
+                    self.selector,
+                    self.selection_epsilon,
+                    self.noise,
+                )
+            else:
+                select_runs = (
+                    report_noisy_min_runs if self.selector == "rnm" else exponential_mechanism_runs
+                )
+                self._expert[runs] = select_runs(
+                    self._window[runs],
+                    sensitivity=1.0,
+                    epsilons=self._runs["selection"][runs],
+                    rng=self._selection.view(runs),
+                    noise=self.noise,
+                )
             self._window[runs] = 0.0
         return self._expert.copy()

@@ -205,3 +205,63 @@ def test_make_refuses_feedback_mismatch_and_foreign_envs():
     with pytest.raises(ValueError, match="n_experts=4 contradicts the env's n_experts=10"):
         agents.make("hedge", env=full_env, n_experts=4)
     assert math.isinf(agents.make("hedge", env=full_env).privacy.epsilon)
+
+
+# ----------------------------------------------------------------------------- advice checks
+def _bandit_obs(advice, b, last_action=None):
+    last = np.zeros(b, np.int64) if last_action is None else last_action
+    return {"advice": advice, "last_action": last, "last_loss": np.zeros(b)}
+
+
+def test_advice_checks_refuse_bad_values_in_every_layout():
+    k, b = 3, 4
+    agent = agents.make("exp4", n_experts=k, n_arms=k, horizon=50, num_envs=b, seed=0)
+    eye = np.eye(k).reshape(k * k)
+    shared = np.broadcast_to(eye, (b, k * k))  # read-only, stride 0 over runs
+    agent.act(_bandit_obs(shared, b))
+    for bad, match in [(np.full(k * k, np.nan), "finite"), (-eye, "distributions"),
+                       (2 * eye, "distributions"), (np.full(k * k, np.inf), "distributions")]:
+        for view in (np.broadcast_to(bad, (b, k * k)), np.tile(bad, (b, 1))):
+            with pytest.raises(ValueError, match=match):
+                agent.act(_bandit_obs(view, b))
+    # One bad run among good ones (a writable array is always checked in full).
+    mixed = np.tile(eye, (b, 1))
+    mixed[2, 0] = 0.5
+    with pytest.raises(ValueError, match="distributions"):
+        agent.act(_bandit_obs(mixed, b))
+
+
+def test_shared_read_only_advice_is_checked_once_and_writable_memory_always():
+    k, b = 4, 3
+    agent = agents.make("exp3", n_experts=k, n_arms=k, horizon=50, num_envs=b, seed=0)
+    eye = np.eye(k).reshape(k * k)
+    eye.setflags(write=False)
+    agent.act(_bandit_obs(np.broadcast_to(eye, (b, k * k)), b, agent.last_actions))
+    assert agent._trusted_advice[0].base is not None  # remembered: the same memory is trusted
+    agent.act(_bandit_obs(np.broadcast_to(eye, (b, k * k)), b, agent.last_actions))
+    # A writable broadcast view is never trusted: its memory may change between rounds.
+    writable = np.eye(k).reshape(k * k)
+    view = np.lib.stride_tricks.as_strided(writable, (b, k * k), (0, 8), writeable=True)
+    agent.act(_bandit_obs(view, b, agent.last_actions))
+    writable[1] = 0.5
+    with pytest.raises(ValueError, match="distributions"):
+        agent.act(_bandit_obs(view, b, agent.last_actions))
+
+
+def test_identity_advice_check_does_not_allocate_per_run():
+    # Bandit-v0's advice is a read-only (B, K*K) broadcast of one identity: checking it must
+    # not build (B, K, K) temporaries (8.7 GB at K = 1000, B = 256 before).
+    import tracemalloc
+
+    k, b = 300, 64
+    env = gym.make_vec("DPExperts-Bandit-v0", num_envs=b, vectorization_mode="vector_entry_point",
+                       n_arms=k, horizon=20)  # fmt: skip
+    agent = agents.make("exp3", env=env, seed=0)
+    obs, _ = env.reset(seed=0)
+    agent.act(obs)
+    obs, *_ = env.step(agent.last_actions)
+    tracemalloc.start()
+    agent.act(obs)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < b * k * k // 4  # a (B, K, K) bool array alone is 4x this

@@ -340,6 +340,86 @@ def test_meta_expert_run_epsilons_equal_separate_agents():
     assert not batch.set_run_epsilons([1.0] * 5 + [math.inf])
 
 
+RUN_EPSILON_CASES = [
+    ("noisy-clipped-hedge", {"n_switches": 2}),
+    ("noisy-clipped-hedge", {"mode": "paper", "tuning": "paper"}),
+    ("noisy-clipped-hedge", {"noise": "grid", "eta": 0.3}),
+    ("dp-ftrl-tree", {}),
+    ("dp-ftrl-tree", {"noise": "grid"}),
+    ("private-shrinking-dartboard", {}),
+    ("private-shrinking-dartboard", {"delta": 0.0, "tuning": "paper"}),
+    ("batched-private-shrinking-dartboard", {"batch_size": 3}),
+    ("private-lazy-hedge", {}),
+    ("private-lazy-hedge", {"mode": "paper", "tuning": "paper"}),
+    ("svt-restart", {"threshold_scale": 0.02}),
+    ("svt-restart", {"selector": "em", "threshold_scale": 0.05, "window_grid": "all"}),
+    ("svt-restart", {"mode": "paper", "tuning": "paper", "threshold_scale": 0.02}),
+    ("svt-restart", {"noise": "grid"}),
+    ("limited-updates", {}),
+    ("limited-updates", {"selector": "em", "noise": "grid"}),
+    ("randomized-prefix-softmax", {"eta_cap": 2.0}),
+    ("randomized-prefix-softmax", {"restarts": "periodic", "window": 16}),
+]
+
+
+@pytest.mark.parametrize(("name", "params"), RUN_EPSILON_CASES)
+def test_run_epsilons_equal_separate_agents(name, params):
+    # Per-run epsilons (the evaluation's batching hook): run b of the batch plays exactly what an
+    # agent built at its own epsilon and seed plays, and the batch states no single claim.
+    eps, runs, n, t_max = [0.5, 2.0, 8.0, 0.5], 3, 4, 120
+    seeds = list(range(10, 10 + len(eps) * runs))
+    batch = agents.make(
+        name, n_experts=n, horizon=t_max, epsilon=eps[0], num_envs=len(eps) * runs, seed=seeds,
+        **params,
+    )  # fmt: skip
+    assert batch.set_run_epsilons(np.repeat(eps, runs))
+    alone = [
+        agents.make(
+            name, n_experts=n, horizon=t_max, epsilon=e, num_envs=runs,
+            seed=seeds[i * runs : (i + 1) * runs], **params,
+        )  # fmt: skip
+        for i, e in enumerate(eps)
+    ]
+    # Losses that favour moving (half the rounds a fresh random vector), so resamples happen.
+    losses = np.random.default_rng(4).random((t_max, len(eps) * runs, n)) ** 3
+    for episode in range(2):  # the second through an unseeded reset: state rebuilt per run
+        for t in range(t_max):
+            got = batch.act(losses[t])
+            want = np.concatenate(
+                [a.act(losses[t, i * runs : (i + 1) * runs]) for i, a in enumerate(alone)]
+            )
+            np.testing.assert_array_equal(got, want, err_msg=f"episode {episode}, round {t}")
+        if hasattr(batch, "resamples"):
+            assert batch.resamples.sum() > 0
+        if params.get("threshold_scale", 1.0) < 1.0:  # the detectors fire at every epsilon
+            assert all(a.restarts.sum() > 0 for a in alone)
+            np.testing.assert_array_equal(
+                batch.restarts, np.concatenate([a.restarts for a in alone])
+            )
+        batch.reset()
+        for a in alone:
+            a.reset()
+    with pytest.raises(ValueError, match="several epsilons"):
+        _ = batch.privacy
+    # The claim of each epsilon is its own agent's, untouched by the batch.
+    assert alone[1].privacy.epsilon <= 2.0 and alone[1].privacy.requested_epsilon == 2.0
+    fresh = agents.make(name, n_experts=n, horizon=t_max, epsilon=1.0, num_envs=3, **params)
+    assert not fresh.set_run_epsilons([1.0, 2.0, math.inf])
+    assert fresh.privacy.requested_epsilon == 1.0  # refused: nothing changed
+    with pytest.raises(ValueError, match="one value per run"):
+        fresh.set_run_epsilons([1.0, 2.0])
+
+
+def test_batched_dartboard_refuses_epsilons_with_other_blocks():
+    eps = [0.05, 0.5, 32.0]
+    make = agents.spec("batched-private-shrinking-dartboard").cls
+    blocks = {make(n_experts=10, horizon=10_000, epsilon=e).batch for e in eps}
+    agent = make(n_experts=10, horizon=10_000, epsilon=eps[0], num_envs=3)
+    assert agent.set_run_epsilons(eps) == (len(blocks) == 1)
+    assert len(blocks) > 1  # the default sizes differ here, so the batch is refused
+    assert agent.privacy.requested_epsilon == eps[0]
+
+
 def test_svt_selection_streams_continue_across_unseeded_resets():
     def episode(agent):
         losses = np.random.default_rng(0).random((64, 2, 4))

@@ -23,7 +23,6 @@ from typing import Any
 from dp_experts_env._validation import check_choice, check_int
 from dp_experts_env.evaluation.episode import group_key, run_cells
 from dp_experts_env.evaluation.grid import Cell
-from dp_experts_env.evaluation.store import SweepError
 
 __all__ = ["BACKENDS", "execute", "plan_units"]
 
@@ -127,6 +126,8 @@ def _local(units: Sequence[list[Cell]], n_jobs: int) -> Iterator[Result]:
                     process.terminate()
                 raise
     except BrokenProcessPool as err:
+        from dp_experts_env.evaluation.store import SweepError  # pandas: not in every worker
+
         raise SweepError(_BROKEN_POOL) from err
 
 

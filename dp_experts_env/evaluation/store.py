@@ -106,12 +106,10 @@ def write_atomic(path: str | Path, writer: Callable[[Any], None], *, text: bool 
 
 
 def _write_json(path: Path, data: Any) -> Path:
-    return write_atomic(
-        path,
-        lambda fh: json.dump(
-            data, fh, separators=(",", ":"), allow_nan=True, default=_json_default
-        ),
-    )
+    # json.dumps, not json.dump: dump streams through the pure-Python encoder, dumps uses the C
+    # one (the same text, ~4x less CPU for a cell's rows).
+    text = json.dumps(data, separators=(",", ":"), allow_nan=True, default=_json_default)
+    return write_atomic(path, lambda fh: fh.write(text))
 
 
 # ----------------------------------------------------------------------------- fingerprints

@@ -38,6 +38,9 @@ __all__ = [
     "report_noisy_min",
     "exponential_mechanism",
     "exponential_mechanism_probabilities",
+    "run_epsilons",
+    "report_noisy_min_runs",
+    "exponential_mechanism_runs",
     "AboveThreshold",
     "TreeCounter",
 ]
@@ -319,6 +322,72 @@ def exponential_mechanism(
     )
 
 
+# --------------------------------------------------------------------------- per-run epsilons
+def run_epsilons(epsilons: object, rng: RandomSource) -> np.ndarray:
+    """``epsilons`` as a (B,) float64 array of finite values > 0, one per run of a BatchRNG.
+
+    Several privacy levels can share one batch (one call per round instead of one per level):
+    run b of a mechanism given per-run epsilons draws and computes exactly what the same
+    mechanism at ``epsilon=epsilons[b]`` does for that run, the same floats. Each run is then
+    ``epsilons[b]``-DP: there is no single guarantee to return, so these forms release values
+    only, and a caller states one claim per epsilon.
+    """
+    if not isinstance(rng, BatchRNG):
+        raise TypeError(
+            f"per-run epsilons need a BatchRNG (batched runs), got {type(rng).__name__}"
+        )
+    eps = np.asarray(epsilons, dtype=np.float64)
+    if eps.shape != (rng.num_runs,) or not np.all(np.isfinite(eps) & (eps > 0)):
+        raise ValueError(
+            f"epsilons must be a ({rng.num_runs},) array of finite values > 0, got {epsilons!r}"
+        )
+    return eps
+
+
+def report_noisy_min_runs(
+    scores: object,
+    *,
+    sensitivity: float,
+    epsilons: object,
+    rng: BatchRNG,
+    noise: str | NoiseBackend = "fast",
+    monotone: bool = False,
+) -> np.ndarray:
+    """:func:`report_noisy_min` with its own finite epsilon per run: (B,) int64 indices.
+
+    Run b is ``epsilons[b]``-DP (see :func:`run_epsilons`).
+    """
+    sens = _sensitivity("sensitivity", sensitivity)
+    eps = run_epsilons(epsilons, rng)
+    backend = get_backend(noise)
+    arr = _batched("scores", scores, rng, 1)
+    factor = 1.0 if monotone else 2.0
+    scale = factor * backend.effective_sensitivity(sens, 1) / eps
+    return np.argmin(backend.add_laplace(rng, arr, scale[:, None]), axis=-1).astype(np.int64)
+
+
+def exponential_mechanism_runs(
+    scores: object,
+    *,
+    sensitivity: float,
+    epsilons: object,
+    rng: BatchRNG,
+    monotone: bool = False,
+    noise: str | NoiseBackend = "fast",
+) -> np.ndarray:
+    """:func:`exponential_mechanism` with its own finite epsilon per run: (B,) int64 indices.
+
+    Run b is ``epsilons[b]``-DP (see :func:`run_epsilons`).
+    """
+    sens = _sensitivity("sensitivity", sensitivity)
+    eps = run_epsilons(epsilons, rng)
+    backend = get_backend(noise)
+    arr = _batched("scores", scores, rng, 1)
+    gumbel = _gumbel(backend, rng, arr.shape[1:])
+    logits = -_temperature(sens, eps, monotone)[:, None] * arr
+    return np.argmax(logits + gumbel, axis=-1).astype(np.int64)
+
+
 # --------------------------------------------------------------------------- sparse vector
 class AboveThreshold:
     """Sparse vector technique, batched over runs (Dwork–Roth Alg. 1 and 2).
@@ -338,7 +407,10 @@ class AboveThreshold:
     never depends on other runs.
 
     Args:
-        epsilon: privacy parameter of the instance (> 0; ``math.inf``: exact comparisons).
+        epsilon: privacy parameter of the instance (> 0; ``math.inf``: exact comparisons), or
+            a (B,) array of finite per-run values (BatchRNG only): run b then draws what an
+            instance at ``epsilon[b]`` draws and is ``epsilon[b]``-DP; :attr:`guarantee`
+            refuses to state one value for such an instance.
         sensitivity: sensitivity of each query (> 0).
         rng: a BatchRNG (B runs) or a numpy Generator (one run, scalar queries and answers).
         threshold: public threshold, a float or a (B,) array.
@@ -355,7 +427,7 @@ class AboveThreshold:
     def __init__(
         self,
         *,
-        epsilon: float,
+        epsilon: float | np.ndarray,
         sensitivity: float,
         rng: RandomSource,
         threshold: float | np.ndarray = 0.0,
@@ -364,26 +436,39 @@ class AboveThreshold:
         noise: str | NoiseBackend = "fast",
     ) -> None:
         _check_rng(rng)
-        self.epsilon = check_epsilon("epsilon", epsilon, allow_inf=True)
+        per_run = isinstance(epsilon, np.ndarray)
+        if per_run:
+            self.epsilon: float | np.ndarray = run_epsilons(epsilon, rng)
+        else:
+            self.epsilon = check_epsilon("epsilon", epsilon, allow_inf=True)
         self.sensitivity = _sensitivity("sensitivity", sensitivity)
         self.max_tops = check_int("max_tops", max_tops, minimum=1)
         delta = check_delta("delta", delta)
         self.rng = rng
         self.backend = get_backend(noise)
         self.num_runs = _num_runs(rng)
-        c = self.max_tops
-        sens = self.backend.effective_sensitivity(self.sensitivity, 1)
-        sigma = 2.0 * c * sens / self.epsilon
-        self.delta = 0.0
-        if delta > 0.0 and math.isfinite(self.epsilon):
-            sigma_adv = math.sqrt(32.0 * c * math.log(1.0 / delta)) * sens / self.epsilon
-            if sigma_adv < sigma:
-                sigma, self.delta = sigma_adv, delta
-        self.sigma = sigma
+        if per_run:
+            # Each run's scale as an instance at its own epsilon computes it (the same floats).
+            found = {e: self._calibrate(e, delta) for e in dict.fromkeys(self.epsilon.tolist())}
+            self.sigma: float | np.ndarray = np.array([found[e][0] for e in self.epsilon])
+            self.delta = max(found[e][1] for e in found)
+        else:
+            self.sigma, self.delta = self._calibrate(self.epsilon, delta)
         self._threshold = self._thresholds(threshold)
         self.halted = np.zeros(self.num_runs, dtype=bool)
         self.n_tops = np.zeros(self.num_runs, dtype=np.int64)
         self._noisy_threshold = self._draw_threshold()
+
+    def _calibrate(self, epsilon: float, delta: float) -> tuple[float, float]:
+        """(sigma, delta used) of an instance at ``epsilon`` (see the class docstring)."""
+        c = self.max_tops
+        sens = self.backend.effective_sensitivity(self.sensitivity, 1)
+        sigma = 2.0 * c * sens / epsilon
+        if delta > 0.0 and math.isfinite(epsilon):
+            sigma_adv = math.sqrt(32.0 * c * math.log(1.0 / delta)) * sens / epsilon
+            if sigma_adv < sigma:
+                return sigma_adv, delta
+        return sigma, 0.0
 
     def _thresholds(self, threshold: float | np.ndarray) -> np.ndarray:
         arr = np.asarray(threshold, dtype=np.float64)
@@ -402,6 +487,10 @@ class AboveThreshold:
     @property
     def guarantee(self) -> Guarantee:
         """Privacy of one instance (per run) until it halts or is restarted."""
+        if isinstance(self.epsilon, np.ndarray):
+            raise ValueError(
+                "this instance's runs have their own epsilons: each run has its own guarantee"
+            )
         how = "advanced" if self.delta else "basic"
         return Guarantee(
             self.epsilon,
@@ -519,10 +608,36 @@ class TreeCounter:
         self._noisy = np.zeros(shape)  # their noisy releases
         self.t = 0
         self._value = np.zeros((self.num_runs, self.dim))
+        self._run_epsilons: list[float] | None = None
+
+    def set_run_epsilons(self, epsilons: object) -> None:
+        """Give each run of a BatchRNG its own finite epsilon (before the first item).
+
+        Run b's nodes then get the noise scale a counter built with ``epsilon=epsilons[b]``
+        uses (the same floats), so one counter can serve runs at several privacy levels; each
+        run is ``epsilons[b]``-DP and :attr:`guarantee` refuses to state one value for them.
+        """
+        if not isinstance(self.rng, BatchRNG):
+            raise TypeError("per-run epsilons need a BatchRNG (batched runs)")
+        if self.t:
+            raise ValueError("set_run_epsilons must come before the first add()")
+        eps = np.asarray(epsilons, dtype=np.float64).reshape(-1)
+        if eps.shape != (self.num_runs,) or not np.all(np.isfinite(eps) & (eps > 0)):
+            raise ValueError(
+                f"epsilons must hold {self.num_runs} finite values > 0, got {epsilons!r}"
+            )
+        sens = self.backend.effective_sensitivity(self.l1_sensitivity, self.dim)
+        self._run_epsilons = [float(e) for e in eps]
+        self.node_scale = (self.levels * sens / eps)[:, None]
 
     @property
     def guarantee(self) -> Guarantee:
         """Privacy of the whole stream of running sums."""
+        if self._run_epsilons is not None and any(e != self.epsilon for e in self._run_epsilons):
+            raise ValueError(
+                "this counter's runs have their own epsilons (set_run_epsilons): each run has "
+                "its own guarantee"
+            )
         return Guarantee(
             self.epsilon,
             0.0,
@@ -548,7 +663,7 @@ class TreeCounter:
         node = self._exact[:, :level].sum(axis=1) + x
         self._exact[:, level] = node
         self._exact[:, :level] = 0.0
-        if self.node_scale > 0.0:
+        if self._run_epsilons is not None or self.node_scale > 0.0:
             self._noisy[:, level] = self.backend.add_laplace(self.rng, node, self.node_scale)
         else:
             self._noisy[:, level] = node
