@@ -52,6 +52,7 @@ __all__ = [
     "PolicyClass",
     "Lemma11Switch",
     "MAX_POLICY_CLASS_EXPERTS",
+    "PlantedLawParams",
     "PlantedExpertParams",
     "ShiftingPlantedExpertParams",
     "DuplicatedExpertsParams",
@@ -491,12 +492,18 @@ class Lemma11Switch(AdviceAdversary):
 
 # ------------------------------------------------------------------------------ parameters
 @dataclass(frozen=True)
-class PlantedExpertParams(BanditParams):
-    """Knobs of :class:`PlantedExpert`."""
+class PlantedLawParams(BanditParams):
+    """The planted-expert law shared by :class:`PlantedExpert` and :class:`DuplicatedExperts`."""
 
     gap: float = 0.4
     rho_star: float = 0.9
     rho: float = 0.1
+
+
+@dataclass(frozen=True)
+class PlantedExpertParams(PlantedLawParams):
+    """Knobs of :class:`PlantedExpert`: the planted law and the advice smoothing."""
+
     smoothing: float = 0.0
 
 
@@ -506,14 +513,11 @@ class ShiftingPlantedExpertParams(PlantedExpertParams, ShiftParams):
 
 
 @dataclass(frozen=True)
-class DuplicatedExpertsParams(BanditParams):
-    """Knobs of :class:`DuplicatedExperts`."""
+class DuplicatedExpertsParams(PlantedLawParams):
+    """Knobs of :class:`DuplicatedExperts`: the planted law, D and the perturbation."""
 
     n_behaviours: int | None = None
     perturbation: float = 0.05
-    gap: float = 0.4
-    rho_star: float = 0.9
-    rho: float = 0.1
 
 
 @dataclass(frozen=True)
