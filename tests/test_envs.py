@@ -15,6 +15,7 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import rollout
 from env_fixtures import AdviceAdversary, CoinAdversary, PunishLastAdversary
 
 import dp_experts_env
@@ -749,9 +750,7 @@ def test_agents_read_the_game_from_single_and_vector_envs():
     )
     agent = agents.make("exp3", env=venv, seed=0)
     assert (agent.n_arms, agent.num_envs) == (4, 3)
-    obs, _ = venv.reset(seed=0)
-    for _ in range(50):
-        obs, *_ = venv.step(agent.act(obs))
+    rollout(agent, env=venv, seed=0, rounds=50)
 
 
 @pytest.mark.parametrize("case", ["shift", "advice"])

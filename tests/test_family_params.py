@@ -1,9 +1,11 @@
-"""Family parameters are data: every family declares them, and the declaration is the truth.
+"""Family parameters are data: every family declares them once, and the declaration is the truth.
 
-The env factory routes keywords by each family's parameter dataclass. These tests check, for
-every registered family (found through the registry, so a new family is covered without editing
-this file), that the declaration agrees with the constructor it feeds -- same knobs, same
-defaults, same sizes -- and that keywords are routed and refused by it.
+Each family's knobs (names and defaults) are written only in its frozen parameter dataclass; the
+family constructor takes the sizes plus ``params`` (an instance of that dataclass) or the knobs
+as keywords, which it resolves through the dataclass. These tests check, for every registered
+family (found through the registry, so a new family is covered without editing this file), that
+no constructor restates a knob, that the keyword path and the params path build the same game,
+and that keywords are routed and refused by the declaration.
 """
 
 from __future__ import annotations
@@ -27,49 +29,80 @@ from dp_experts_env.adversaries import (
 from dp_experts_env.adversaries.adaptive import PolicyAdversary, PolicyAdversaryParams
 from dp_experts_env.envs import ENV_KEYWORDS, EnvParams
 from dp_experts_env.envs.common import SHARED_KEYWORDS_DOC
+from dp_experts_env.envs.factory import build_game
 from dp_experts_env.kinds import KINDS
+from tests._family_cases import family_inputs
 
 CASES = [(kind, name) for kind in ENV_KINDS for name in families(kind)]
 IDS = [f"{kind}/{name}" for kind, name in CASES]
 SIZES = ("n_experts", "horizon", "n_arms")
 
 
-def _signature(factory) -> tuple[dict[str, object], dict[str, object]]:
-    """(knob -> default, size -> default) of the constructor, following ``**knobs`` forwarding
-    to the base class (a test-side check of what the factory no longer inspects)."""
-    knobs: dict[str, object] = {}
-    sizes: dict[str, object] = {}
-    chain = [c.__init__ for c in factory.__mro__ if "__init__" in vars(c)] if isinstance(
-        factory, type
-    ) else [factory]
-    for depth, func in enumerate(chain):
-        params = inspect.signature(func).parameters
-        for name, p in params.items():
-            if name == "self" or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
-                continue
-            target = sizes if name in SIZES else knobs
-            if depth == 0 or name not in SIZES:
-                target.setdefault(name, p.default)
-        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-            break
-    return knobs, sizes
+def _split(kind: str, family: str, horizon: int = 8) -> tuple[dict, dict]:
+    """(sizes, knobs) of a small game of the family; the sizes are those the env resolved."""
+    inputs = family_inputs(kind, family, horizon)
+    adv = build_game(kind, family=family, **dict(inputs)).adversary
+    sizes = {k: getattr(adv, k) for k in family_params(kind, family).SIZES}
+    knobs = {k: v for k, v in inputs.items() if k not in SIZES}
+    return sizes, knobs
 
 
 @pytest.mark.parametrize(("kind", "family"), CASES, ids=IDS)
-def test_declaration_matches_the_constructor(kind: str, family: str) -> None:
+def test_the_constructor_declares_no_knob(kind: str, family: str) -> None:
     declared = family_params(kind, family)
     assert issubclass(declared, FamilyParams) and dataclasses.is_dataclass(declared)
     assert declared.__dataclass_params__.frozen
-    knobs, sizes = _signature(family_factory(kind, family))
-    defaults = {f.name: f.default for f in dataclasses.fields(declared)}
-    if family == "sampled_stochastic":  # forwards the model's knobs: only `model` is its own
-        defaults.pop("model_knobs")
-    assert defaults == knobs
-    assert set(declared.SIZES) == set(sizes)
+    signature = inspect.signature(family_factory(kind, family)).parameters
+    named = {n: p for n, p in signature.items() if p.kind is not p.VAR_KEYWORD}
+    # Sizes, `params` and a **knobs catch-all: a knob's name or default written in the
+    # constructor would be a second declaration.
+    assert set(named) == set(declared.SIZES) | {"params"}, sorted(named)
+    assert named["params"].default is None
+    assert any(p.kind is p.VAR_KEYWORD for p in signature.values())
     # The env fills the sizes a constructor needs (no default, or None); a replay family reads
     # its sizes from the data, so it fills none.
-    needed = {k for k, d in sizes.items() if d is inspect.Parameter.empty or d is None}
+    needed = {
+        k for k, p in named.items() if k in SIZES and p.default in (inspect.Parameter.empty, None)
+    }
     assert set(declared.filled_sizes()) == needed
+
+
+def _losses(adv, rounds: int = 4) -> np.ndarray:
+    adv.reset([11, 12])
+    out = []
+    for _ in range(rounds):
+        out.append(np.array(adv.next_round().losses, copy=True))
+        if not adv.oblivious:
+            adv.record(np.zeros(2, dtype=np.int64))
+    return np.stack(out)
+
+
+@pytest.mark.parametrize(("kind", "family"), CASES, ids=IDS)
+def test_keywords_and_params_build_the_same_game(kind: str, family: str) -> None:
+    factory, declared = family_factory(kind, family), family_params(kind, family)
+    sizes, knobs = _split(kind, family)
+    by_keywords = factory(**sizes, **knobs)
+    by_params = factory(**sizes, params=declared.from_keywords(knobs))
+    np.testing.assert_array_equal(_losses(by_keywords), _losses(by_params))
+    with pytest.raises(TypeError, match="colour"):
+        factory(**sizes, colour=1)
+    with pytest.raises(TypeError, match="params must be a"):
+        factory(**sizes, params=object())
+
+
+def test_a_direct_call_names_the_bad_keyword_and_the_knobs() -> None:
+    from dp_experts_env.adversaries.shifting import BernoulliGap, BernoulliGapParams
+
+    message = r"'colour' is not a parameter of BernoulliGapParams.*'gap'"
+    with pytest.raises(TypeError, match=message):
+        BernoulliGap(3, 20, colour=1)
+    with pytest.raises(TypeError, match="not both"):
+        BernoulliGap(3, 20, BernoulliGapParams(), gap=0.2)
+    assert BernoulliGap(3, 20, gap=0.2).gap.value == 0.2
+    # A subclass family with another default gap reads its own declaration.
+    from dp_experts_env.adversaries.stochastic import PrivacyDominated, PrivacyDominatedParams
+
+    assert PrivacyDominated(3, 20).gap.value == PrivacyDominatedParams.gap
 
 
 @pytest.mark.parametrize(("kind", "family"), CASES, ids=IDS)

@@ -307,3 +307,52 @@ def test_memory_is_bounded_for_long_horizons_and_big_batches():
     adv.reset(range(512))
     adv.gradient(1)
     assert adv._buffer.nbytes <= 8 * (1 << 22)  # one chunk: <= 32 MB, never T x d
+
+
+# ----------------------------------------------------------------------------- parameters as data
+def test_the_params_record_the_resolved_knobs():
+    import dataclasses
+
+    from dp_experts_env.adversaries.oco import OCOParams
+    from dp_experts_env.kinds import KINDS
+
+    params = make().unwrapped.params
+    assert type(params) is OCOParams
+    defaults = KINDS["oco"].defaults  # the sizes and body come from the kind table
+    assert (params.family, params.dim, params.horizon, params.body) == (
+        KINDS["oco"].family, defaults["dim"], defaults["horizon"], defaults["body"]
+    )
+    assert (params.gap, params.n_shifts) == (0.3, None)
+    assert make(family="shifting", horizon=20).unwrapped.params.n_shifts == 3
+    assert make(family="adaptive").unwrapped.params.gap == 0.5
+    assert make(family="anti_ftl").unwrapped.params.gap is None  # does not apply
+    assert make(losses=REPLAY).unwrapped.params.family == "replay"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        params.gap = 0.1  # type: ignore[misc]
+
+
+def test_keywords_and_params_build_the_same_gradients():
+    from dp_experts_env.adversaries.oco import OCOAdversary, OCOParams
+
+    by_keywords = OCOAdversary("shifting", 3, 40, num_runs=2, n_shifts=2, gap=0.2)
+    declared = OCOParams(family="shifting", dim=3, horizon=40, n_shifts=2, gap=0.2)
+    by_params = OCOAdversary(params=declared, num_runs=2)
+    assert by_keywords.params == by_params.params
+    for adv in (by_keywords, by_params):
+        adv.reset([5, 6])
+    for t in range(1, 41):
+        np.testing.assert_array_equal(by_keywords.gradient(t), by_params.gradient(t))
+    with pytest.raises(TypeError, match="not both"):
+        OCOAdversary("shifting", params=declared)
+    with pytest.raises(TypeError, match="params must be an OCOParams"):
+        OCOAdversary(params={"family": "shifting"})
+
+
+def test_unknown_and_misapplied_knobs_are_refused_by_name():
+    message = r"unexpected keyword.*'colour'.*'grad_bound'.*'n_switches'"
+    with pytest.raises(TypeError, match=message):
+        make(colour=1)
+    with pytest.raises(ValueError, match=r"gap= applies to stochastic, shifting and adaptive"):
+        make(family="rademacher", gap=0.2)
+    with pytest.raises(ValueError, match=r"gradients= applies to family='replay' only"):
+        make(family="stochastic", losses=REPLAY)

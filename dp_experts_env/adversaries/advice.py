@@ -25,7 +25,6 @@ Kinds and families (constructors ``f(n_experts, horizon, n_arms, **knobs)``):
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -53,6 +52,7 @@ __all__ = [
     "PolicyClass",
     "Lemma11Switch",
     "MAX_POLICY_CLASS_EXPERTS",
+    "PlantedLawParams",
     "PlantedExpertParams",
     "ShiftingPlantedExpertParams",
     "DuplicatedExpertsParams",
@@ -198,8 +198,8 @@ class PlantedExpert(AdviceAdversary):
     in for a random Dirichlet smoothing). Expected per-round gap between an expert and ``j*``:
     ``gap (rho_star - rho)(1 - 1/K)(1 - smoothing)``.
 
-    Knobs: ``gap`` in (0, 1/2] (default 0.4), ``rho_star`` (default 0.9) and ``rho`` (default 0.1)
-    with 0 <= rho < rho_star <= 1, ``smoothing`` in [0, 1) (default 0).
+    Knobs (:class:`PlantedExpertParams`, which holds the defaults, or keywords): ``gap`` in
+    (0, 1/2], ``rho_star`` and ``rho`` with 0 <= rho < rho_star <= 1, ``smoothing`` in [0, 1).
     Public draws per round: 1 + 2N uniforms (ADVICE stream); data: K uniforms.
 
     The defaults make the expected gap between the planted expert and any other 0.256 per round
@@ -213,12 +213,11 @@ class PlantedExpert(AdviceAdversary):
         n_experts: int,
         horizon: int,
         n_arms: int,
-        *,
-        gap: float = 0.4,
-        rho_star: float = 0.9,
-        rho: float = 0.1,
-        smoothing: float = 0.0,
+        params: PlantedExpertParams | None = None,
+        **knobs: Any,
     ) -> None:
+        p = PlantedExpertParams.resolve(params, knobs)
+        gap, rho_star, rho, smoothing = p.gap, p.rho_star, p.rho, p.smoothing
         super().__init__(n_experts, horizon, n_arms)
         self.gap = _check_gap(gap)
         self.rho_star = check_float("rho_star", rho_star, minimum=0.0, maximum=1.0)
@@ -265,9 +264,9 @@ class PlantedExpert(AdviceAdversary):
 class ShiftingPlantedExpert(PlantedExpert):
     """Shifting planted expert: ``j*`` changes at S public change points.
 
-    Knobs: those of :class:`PlantedExpert`, plus the shift env's schedule knobs: ``n_shifts`` = S
-    (>= 0; default None = 1, or the length of an explicit list; needs N >= 2 when S >= 1),
-    ``change_points`` ("even" default, "uniform",
+    Knobs (:class:`ShiftingPlantedExpertParams`, or keywords): those of :class:`PlantedExpert`,
+    plus the shift env's schedule knobs: ``n_shifts`` = S (>= 0; None = 1, or the length of an
+    explicit list; needs N >= 2 when S >= 1), ``change_points`` ("even", "uniform",
     "min_gap", "anti_doubling" = geometric spacing 2^m + 1, or an explicit list of rounds) and
     ``min_length`` (mode "min_gap"); see
     :class:`~dp_experts_env.adversaries.changepoints.ChangePointSchedule`. Random schedules differ
@@ -282,14 +281,12 @@ class ShiftingPlantedExpert(PlantedExpert):
         n_experts: int,
         horizon: int,
         n_arms: int,
-        *,
-        n_shifts: int | None = None,
-        change_points: str | Sequence[int] | np.ndarray = "even",
-        min_length: int | None = None,
+        params: ShiftingPlantedExpertParams | None = None,
         **knobs: Any,
     ) -> None:
-        super().__init__(n_experts, horizon, n_arms, **knobs)
-        self._use_schedule(n_shifts, change_points, min_length)
+        p = ShiftingPlantedExpertParams.resolve(params, knobs)
+        super().__init__(n_experts, horizon, n_arms, p)
+        self._use_schedule(p.n_shifts, p.change_points, p.min_length)
         if self.n_shifts and self._n_behaviours < 2:
             raise ValueError("n_shifts >= 1 needs at least 2 experts (the planted one changes)")
 
@@ -302,8 +299,9 @@ class DuplicatedExperts(PlantedExpert):
     by its own weight ``xi_j ~ U[0, perturbation)`` drawn at reset (the "tiny perturbation"; the
     best expert is the planted behaviour's copy with the smallest ``xi``). Memory O(B N).
 
-    Knobs: ``n_behaviours`` = D in [1, N] (default ``min(4, N)``), ``perturbation`` in [0, 1)
-    (default 0.05), ``gap``, ``rho_star``, ``rho`` as in :class:`PlantedExpert`.
+    Knobs (:class:`DuplicatedExpertsParams`, or keywords): ``n_behaviours`` = D in [1, N]
+    (None: ``min(4, N)``), ``perturbation`` in [0, 1), ``gap``, ``rho_star``, ``rho`` as in
+    :class:`PlantedExpert`.
     Public draws per round: 1 + 2D uniforms.
     """
 
@@ -312,14 +310,12 @@ class DuplicatedExperts(PlantedExpert):
         n_experts: int,
         horizon: int,
         n_arms: int,
-        *,
-        n_behaviours: int | None = None,
-        perturbation: float = 0.05,
-        gap: float = 0.4,
-        rho_star: float = 0.9,
-        rho: float = 0.1,
+        params: DuplicatedExpertsParams | None = None,
+        **knobs: Any,
     ) -> None:
-        super().__init__(n_experts, horizon, n_arms, gap=gap, rho_star=rho_star, rho=rho)
+        p = DuplicatedExpertsParams.resolve(params, knobs)
+        n_behaviours, perturbation = p.n_behaviours, p.perturbation
+        super().__init__(n_experts, horizon, n_arms, gap=p.gap, rho_star=p.rho_star, rho=p.rho)
         if n_behaviours is None:
             n_behaviours = min(4, self.n_experts)
         self._n_behaviours = check_int(
@@ -357,8 +353,9 @@ class PolicyClass(AdviceAdversary):
     [choice: the table's law is left open; this keeps a margin of at least ``gap``]. The
     best expert is ``sum_c b(c) K^c`` (attribute ``best_expert``).
 
-    Knobs: ``n_contexts`` = C (default: derived from ``n_experts = K^C``; ``n_experts`` may then be
-    omitted), ``gap`` in (0, 1/2] (default 0.1), ``spread`` in [0, 1] (default 0.5).
+    Knobs (:class:`PolicyClassParams`, or keywords): ``n_contexts`` = C (None: derived from
+    ``n_experts = K^C``; ``n_experts`` may then be omitted), ``gap`` in (0, 1/2], ``spread`` in
+    [0, 1].
     N must not exceed ``MAX_POLICY_CLASS_EXPERTS``. Public draws per round: 1 uniform.
     """
 
@@ -367,11 +364,11 @@ class PolicyClass(AdviceAdversary):
         n_experts: int | None = None,
         horizon: int | None = None,
         n_arms: int | None = None,
-        *,
-        n_contexts: int | None = None,
-        gap: float = 0.1,
-        spread: float = 0.5,
+        params: PolicyClassParams | None = None,
+        **knobs: Any,
     ) -> None:
+        p = PolicyClassParams.resolve(params, knobs)
+        n_contexts, gap, spread = p.n_contexts, p.gap, p.spread
         k = check_int("n_arms", n_arms, minimum=2)
         if n_contexts is None:
             if n_experts is None:
@@ -438,7 +435,8 @@ class Lemma11Switch(AdviceAdversary):
     N - K distractors that always recommend arm 0 (needs N >= K). The arm-1 expert is best in
     hindsight iff ``switch_round - 1 < T/2``; the per-round best switches once.
 
-    Knobs: ``switch_round`` = t0 in [1, T+1] (default ``T // 4 + 1``; T+1 means never).
+    Knobs (:class:`Lemma11SwitchParams`, or keywords): ``switch_round`` = t0 in [1, T+1]
+    (None: ``T // 4 + 1``; T+1 means never).
     ``default_switches`` is 1 when 2 <= t0 <= T, else 0. No random draws at all.
     """
 
@@ -446,8 +444,14 @@ class Lemma11Switch(AdviceAdversary):
     has_segments = True
 
     def __init__(
-        self, n_experts: int, horizon: int, n_arms: int, *, switch_round: int | None = None
+        self,
+        n_experts: int,
+        horizon: int,
+        n_arms: int,
+        params: Lemma11SwitchParams | None = None,
+        **knobs: Any,
     ) -> None:
+        switch_round = Lemma11SwitchParams.resolve(params, knobs).switch_round
         super().__init__(n_experts, horizon, n_arms)
         if self.n_experts < self.n_arms:
             raise ValueError(
@@ -488,12 +492,18 @@ class Lemma11Switch(AdviceAdversary):
 
 # ------------------------------------------------------------------------------ parameters
 @dataclass(frozen=True)
-class PlantedExpertParams(BanditParams):
-    """Knobs of :class:`PlantedExpert`."""
+class PlantedLawParams(BanditParams):
+    """The planted-expert law shared by :class:`PlantedExpert` and :class:`DuplicatedExperts`."""
 
     gap: float = 0.4
     rho_star: float = 0.9
     rho: float = 0.1
+
+
+@dataclass(frozen=True)
+class PlantedExpertParams(PlantedLawParams):
+    """Knobs of :class:`PlantedExpert`: the planted law and the advice smoothing."""
+
     smoothing: float = 0.0
 
 
@@ -503,14 +513,11 @@ class ShiftingPlantedExpertParams(PlantedExpertParams, ShiftParams):
 
 
 @dataclass(frozen=True)
-class DuplicatedExpertsParams(BanditParams):
-    """Knobs of :class:`DuplicatedExperts`."""
+class DuplicatedExpertsParams(PlantedLawParams):
+    """Knobs of :class:`DuplicatedExperts`: the planted law, D and the perturbation."""
 
     n_behaviours: int | None = None
     perturbation: float = 0.05
-    gap: float = 0.4
-    rho_star: float = 0.9
-    rho: float = 0.1
 
 
 @dataclass(frozen=True)

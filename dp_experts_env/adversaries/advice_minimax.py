@@ -61,8 +61,9 @@ class MinimaxBandit(BanditBernoulliGap):
     """K-armed minimax instance: Bernoulli(1/2) arms but one, Bernoulli(1/2 - gap).
 
     Identity experts (N = K). The best arm is uniform on [K] at reset (or ``best_arm``).
-    Knobs: ``gap`` in (0, 1/2] (default ``min(1/2, gap_scale sqrt(K/T))``), ``gap_scale`` > 0
-    (default ``DEFAULT_GAP_SCALE``; give ``gap`` or ``gap_scale``), ``best_arm``.
+    Knobs (:class:`MinimaxBanditParams`, or keywords): ``gap`` in (0, 1/2] (None:
+    ``min(1/2, gap_scale sqrt(K/T))``), ``gap_scale`` > 0 (None: ``DEFAULT_GAP_SCALE``; give
+    ``gap`` or ``gap_scale``), ``best_arm``.
     """
 
     def __init__(
@@ -70,11 +71,11 @@ class MinimaxBandit(BanditBernoulliGap):
         n_experts: int | None = None,
         horizon: int | None = None,
         n_arms: int | None = None,
-        *,
-        gap: float | None = None,
-        gap_scale: float | None = None,
-        best_arm: int | None = None,
+        params: MinimaxBanditParams | None = None,
+        **knobs: Any,
     ) -> None:
+        p = MinimaxBanditParams.resolve(params, knobs)
+        gap, gap_scale, best_arm = p.gap, p.gap_scale, p.best_arm
         n_choices = n_arms if n_experts is None else n_experts  # N = K, checked by the base
         gap = minimax_gap(n_choices, horizon, gap, gap_scale)
         super().__init__(n_experts, horizon, n_arms, gap=gap, best_arm=best_arm)
@@ -86,10 +87,11 @@ class MinimaxAdvice(PlantedExpert):
 
     Each round a good arm ``g_t`` is uniform on [K] (losses Bernoulli(1/2 - gap 1{i = g_t})); the
     planted expert (uniform on [N] at reset) recommends ``g_t``, the others a uniform arm each.
-    Knobs: ``gap`` in (0, 1/2] (default ``min(1/2, gap_scale sqrt(N/T))``), ``gap_scale`` as
-    in :class:`MinimaxBandit`; ``rho_star`` (default 1) and
-    ``rho`` (default 0), ``smoothing`` (default 0) as in
-    :class:`~dp_experts_env.adversaries.advice.PlantedExpert`.
+    Knobs (:class:`MinimaxAdviceParams`, which holds the defaults, or keywords): ``gap`` in
+    (0, 1/2] (None: ``min(1/2, gap_scale sqrt(N/T))``), ``gap_scale`` as in
+    :class:`MinimaxBandit`; ``rho_star``, ``rho`` and ``smoothing`` as in
+    :class:`~dp_experts_env.adversaries.advice.PlantedExpert` (here an always-right planted
+    expert: 1, 0, 0).
     """
 
     def __init__(
@@ -97,18 +99,21 @@ class MinimaxAdvice(PlantedExpert):
         n_experts: int,
         horizon: int,
         n_arms: int,
-        *,
-        gap: float | None = None,
-        gap_scale: float | None = None,
-        rho_star: float = 1.0,
-        rho: float = 0.0,
-        smoothing: float = 0.0,
+        params: MinimaxAdviceParams | None = None,
+        **knobs: Any,
     ) -> None:
-        gap = minimax_gap(n_experts, horizon, gap, gap_scale)
+        p = MinimaxAdviceParams.resolve(params, knobs)
+        gap = minimax_gap(n_experts, horizon, p.gap, p.gap_scale)
         super().__init__(
-            n_experts, horizon, n_arms, gap=gap, rho_star=rho_star, rho=rho, smoothing=smoothing
+            n_experts,
+            horizon,
+            n_arms,
+            gap=gap,
+            rho_star=p.rho_star,
+            rho=p.rho,
+            smoothing=p.smoothing,
         )
-        self.gap_scale = gap_scale
+        self.gap_scale = p.gap_scale
 
 
 @dataclass(frozen=True)

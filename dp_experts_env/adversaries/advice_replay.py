@@ -81,10 +81,11 @@ class BanditReplay(AdviceAdversary):
         n_experts: N; unset (None) takes it from the advice; if given, it must match.
         horizon: T; unset takes it from the matrix; if given, it must match.
         n_arms: K; unset takes it from the matrix; if given, it must match.
-        losses: the (T, K) arm losses in [0, 1]: array-like, ``.npy`` or ``.csv`` path (copied).
-        advice: ``"identity"``, an (N, K) matrix, a (T, N, K) tensor (array or ``.npy`` path) or
-            a rule ``t -> (N, K)``; see the module docstring.
-        rescale: map the loss matrix affinely onto [0, 1] first (explicit opt-in).
+        params: :class:`BanditReplayParams`, or its knobs as keywords: ``losses``, the (T, K)
+            arm losses in [0, 1] (array-like, ``.npy`` or ``.csv`` path; copied); ``advice``,
+            ``"identity"``, an (N, K) matrix, a (T, N, K) tensor (array or ``.npy`` path) or a
+            rule ``t -> (N, K)`` (see the module docstring); ``rescale``, which maps the loss
+            matrix affinely onto [0, 1] first (explicit opt-in).
     """
 
     stochastic_losses = False
@@ -94,11 +95,11 @@ class BanditReplay(AdviceAdversary):
         n_experts: int | None = None,
         horizon: int | None = None,
         n_arms: int | None = None,
-        *,
-        losses: Any = None,
-        advice: Any = None,
-        rescale: bool = False,
+        params: BanditReplayParams | None = None,
+        **knobs: Any,
     ) -> None:
+        p = BanditReplayParams.resolve(params, knobs)
+        losses, advice, rescale = p.losses, p.advice, p.rescale
         if not isinstance(rescale, bool):
             raise TypeError(f"rescale must be True or False, got {rescale!r}")
         if losses is None:
@@ -204,9 +205,8 @@ def bandit_replay(
     n_experts: int | None = None,
     horizon: int | None = None,
     n_arms: int | None = None,
-    *,
-    losses: Any = None,
-    rescale: bool = False,
+    params: ArmReplayParams | None = None,
+    **knobs: Any,
 ) -> BanditReplay:
     """Replay a user (T, K) arm-loss matrix with the K identity experts (N = K)."""
     if n_experts is not None and n_arms is not None and n_experts != n_arms:
@@ -214,6 +214,7 @@ def bandit_replay(
             f"the bandit kind uses identity experts: n_experts must equal n_arms, got "
             f"n_experts={n_experts}, n_arms={n_arms}"
         )
+    p = ArmReplayParams.resolve(params, knobs)
     return BanditReplay(
-        n_experts, horizon, n_arms, losses=losses, advice="identity", rescale=rescale
+        n_experts, horizon, n_arms, losses=p.losses, advice="identity", rescale=p.rescale
     )

@@ -13,7 +13,6 @@ shift kind's :class:`~dp_experts_env.adversaries.shifting.BernoulliGap`), ``shif
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +50,7 @@ class PeriodicSwap(AdviceAdversary):
     rounds pays when ``period`` is near ``tau``. ``default_switches = ceil(T/period) - 1`` (the
     per-round best switches at every swap; the env's switch-budgeted comparator costs O(N S)).
 
-    Knobs: ``period`` >= 1 (default 100). No random draws.
+    Knobs (:class:`PeriodicSwapParams`, or keywords): ``period`` >= 1. No random draws.
     """
 
     stochastic_losses = False
@@ -63,11 +62,12 @@ class PeriodicSwap(AdviceAdversary):
         n_experts: int | None = None,
         horizon: int | None = None,
         n_arms: int | None = None,
-        *,
-        period: int = 100,
+        params: PeriodicSwapParams | None = None,
+        **knobs: Any,
     ) -> None:
+        p = PeriodicSwapParams.resolve(params, knobs)
         super().__init__(_check_identity_experts(n_experts, n_arms), horizon, n_arms)
-        self.period = check_int("period", period, minimum=1)
+        self.period = check_int("period", p.period, minimum=1)
         self.default_switches = -(-self.horizon // self.period) - 1
 
     def _advance_segment(self, t: int) -> None:
@@ -89,8 +89,8 @@ class BanditBernoulliGap(AdviceAdversary):
     """Stochastic K-armed bandit with a gap (identity experts).
 
     Arm losses are Bernoulli(1/2) except the best arm, Bernoulli(1/2 - gap). The best arm is
-    uniform on [K] at reset (or ``best_arm``). Knobs: ``gap`` in (0, 1/2] (default 0.1),
-    ``best_arm`` in [0, K) or None.
+    uniform on [K] at reset (or ``best_arm``). Knobs (:class:`BanditBernoulliGapParams`, or
+    keywords): ``gap`` in (0, 1/2], ``best_arm`` in [0, K) or None.
     """
 
     identity_advice = True
@@ -100,10 +100,11 @@ class BanditBernoulliGap(AdviceAdversary):
         n_experts: int | None = None,
         horizon: int | None = None,
         n_arms: int | None = None,
-        *,
-        gap: float = 0.1,
-        best_arm: int | None = None,
+        params: BanditBernoulliGapParams | None = None,
+        **knobs: Any,
     ) -> None:
+        p = BanditBernoulliGapParams.resolve(params, knobs)
+        gap, best_arm = p.gap, p.best_arm
         n_experts = _check_identity_experts(n_experts, n_arms)
         super().__init__(n_experts, horizon, n_arms)
         self.gap = _check_gap(gap)
@@ -136,9 +137,10 @@ class BanditBernoulliGap(AdviceAdversary):
 class ShiftingBernoulli(BanditBernoulliGap):
     """:class:`BanditBernoulliGap` whose best arm changes at S public change points.
 
-    Knobs: ``gap``, ``best_arm`` (the first segment's best arm), and the schedule knobs of
+    Knobs (:class:`ShiftingBernoulliParams`, or keywords): ``gap``, ``best_arm`` (the first
+    segment's best arm), and the schedule knobs of
     :class:`~dp_experts_env.adversaries.advice.ShiftingPlantedExpert`: ``n_shifts`` = S >= 0
-    (default None = 1), ``change_points`` (default "even"), ``min_length``. Each new best arm is
+    (None = 1), ``change_points``, ``min_length``. Each new best arm is
     uniform among the other K - 1. ``default_switches = S``.
     """
 
@@ -149,14 +151,12 @@ class ShiftingBernoulli(BanditBernoulliGap):
         n_experts: int | None = None,
         horizon: int | None = None,
         n_arms: int | None = None,
-        *,
-        n_shifts: int | None = None,
-        change_points: str | Sequence[int] | np.ndarray = "even",
-        min_length: int | None = None,
+        params: ShiftingBernoulliParams | None = None,
         **knobs: Any,
     ) -> None:
-        super().__init__(n_experts, horizon, n_arms, **knobs)
-        self._use_schedule(n_shifts, change_points, min_length)
+        p = ShiftingBernoulliParams.resolve(params, knobs)
+        super().__init__(n_experts, horizon, n_arms, p)
+        self._use_schedule(p.n_shifts, p.change_points, p.min_length)
 
 
 # ------------------------------------------------------------------------------ parameters
@@ -191,9 +191,9 @@ def lemma11_bandit(
     n_experts: int | None = None,
     horizon: int | None = None,
     n_arms: int | None = None,
-    *,
-    switch_round: int | None = None,
+    params: Lemma11SwitchParams | None = None,
+    **knobs: Any,
 ) -> Lemma11Switch:
     """Lemma-11 switch instance with identity experts only (N = K)."""
     n_experts = _check_identity_experts(n_experts, n_arms)
-    return Lemma11Switch(n_experts, horizon, n_arms, switch_round=switch_round)
+    return Lemma11Switch(n_experts, horizon, n_arms, Lemma11SwitchParams.resolve(params, knobs))

@@ -45,7 +45,7 @@ import numpy as np
 from dp_experts_env._validation import check_float, check_int, check_loss_array
 from dp_experts_env.adversaries.base import Adversary, Round
 from dp_experts_env.adversaries.changepoints import dyadic_capacity
-from dp_experts_env.adversaries.params import ChangePoints, FamilyParams, LevelParams, ShiftParams
+from dp_experts_env.adversaries.params import FamilyParams, LevelParams, ShiftParams
 from dp_experts_env.adversaries.registry import (
     families,
     family_factory,
@@ -139,14 +139,17 @@ def _check_levels(best_loss: float, other_loss: float) -> tuple[float, float]:
 class SwitchingDeterministic(PlantedModel):
     """Oblivious family ``switching_deterministic``: a 0/1 sequence with K planted switches.
 
+    The knobs below are the fields of :class:`SwitchingDeterministicParams`, which holds their
+    defaults; pass them as ``params`` or as keywords.
+
     Args:
         n_experts: N (>= 2).
         horizon: T.
-        n_shifts: K (default ``min(4, T - 1)``).
-        change_points: schedule mode or explicit list (default ``"even"``).
+        n_shifts: K (None: ``min(4, T - 1)``).
+        change_points: schedule mode or explicit list.
         min_length: least segment length for ``change_points="min_gap"``.
-        best_loss: loss of the planted expert, in [0, 1). Default 0.
-        other_loss: loss of every other expert, in (best_loss, 1]. Default 1.
+        best_loss: loss of the planted expert, in [0, 1).
+        other_loss: loss of every other expert, in (best_loss, 1].
     """
 
     knows_means = False
@@ -155,21 +158,12 @@ class SwitchingDeterministic(PlantedModel):
         self,
         n_experts: int,
         horizon: int,
-        *,
-        n_shifts: int | None = None,
-        change_points: ChangePoints = "even",
-        min_length: int | None = None,
-        best_loss: float = 0.0,
-        other_loss: float = 1.0,
+        params: SwitchingDeterministicParams | None = None,
+        **knobs: Any,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            n_shifts=n_shifts,
-            change_points=change_points,
-            min_length=min_length,
-        )
-        self.best_loss, self.other_loss = _check_levels(best_loss, other_loss)
+        p = SwitchingDeterministicParams.resolve(params, knobs)
+        super().__init__(n_experts, horizon, p)
+        self.best_loss, self.other_loss = _check_levels(p.best_loss, p.other_loss)
 
     def _segment_values(self, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.full(lengths.shape, self.best_loss), np.full(lengths.shape, self.other_loss)
@@ -182,34 +176,35 @@ class SwitchingDeterministic(PlantedModel):
 class AntiLazy(SwitchingDeterministic):
     """Oblivious family ``anti_lazy``: the best expert switches just after every ``t = 2^m``.
 
+    The knobs below are the fields of :class:`AntiLazyParams`, which holds their defaults; pass
+    them as ``params`` or as keywords.
+
     Args:
         n_experts: N (>= 2).
         horizon: T.
         n_shifts: how many of the rounds ``2^m + 1 <= T`` (m >= 1) carry a switch; the largest
-            ones are kept. Default: all of them (``floor(log2(T - 1))``).
-        best_loss: loss of the planted expert. Default 0.
-        other_loss: loss of every other expert. Default 1.
+            ones are kept. None: all of them (``floor(log2(T - 1))``).
+        best_loss: loss of the planted expert.
+        other_loss: loss of every other expert.
     """
 
     def __init__(
         self,
         n_experts: int,
         horizon: int,
-        *,
-        n_shifts: int | None = None,
-        best_loss: float = 0.0,
-        other_loss: float = 1.0,
+        params: AntiLazyParams | None = None,
+        **knobs: Any,
     ) -> None:
+        p = AntiLazyParams.resolve(params, knobs)
         horizon = check_int("horizon", horizon, minimum=1)
         PlantedModel.__init__(
             self,
             n_experts,
             horizon,
-            n_shifts=n_shifts,
-            change_points="anti_doubling",
+            ShiftParams(n_shifts=p.n_shifts, change_points="anti_doubling"),
             default_shifts=dyadic_capacity(horizon),
         )
-        self.best_loss, self.other_loss = _check_levels(best_loss, other_loss)
+        self.best_loss, self.other_loss = _check_levels(p.best_loss, p.other_loss)
 
 
 @register_family("oblivious", "dyadic_alternating", LevelParams)
@@ -218,22 +213,30 @@ class DyadicAlternating(SegmentModel):
 
     Blocks are ``B_r = [2^r, 2^(r+1) - 1]`` (r >= 0), so the switches fall at ``t = 2^r``, r >= 1.
 
+    The knobs below are the fields of :class:`LevelParams`, which holds their defaults; pass
+    them as ``params`` or as keywords.
+
     Args:
         n_experts: N (>= 2; experts 2..N-1 always get ``other_loss``).
         horizon: T.
-        best_loss: loss of expert ``r mod 2`` on block r. Default 0.
-        other_loss: loss of the other experts. Default 1.
+        best_loss: loss of expert ``r mod 2`` on block r.
+        other_loss: loss of the other experts.
     """
 
     knows_means = False
 
     def __init__(
-        self, n_experts: int, horizon: int, *, best_loss: float = 0.0, other_loss: float = 1.0
+        self,
+        n_experts: int,
+        horizon: int,
+        params: LevelParams | None = None,
+        **knobs: Any,
     ) -> None:
+        p = LevelParams.resolve(params, knobs)
         horizon = check_int("horizon", horizon, minimum=1)
         points = [1 << r for r in range(1, horizon.bit_length()) if (1 << r) <= horizon]
-        super().__init__(n_experts, horizon, change_points=points)
-        self.best_loss, self.other_loss = _check_levels(best_loss, other_loss)
+        super().__init__(n_experts, horizon, ShiftParams(change_points=points))
+        self.best_loss, self.other_loss = _check_levels(p.best_loss, p.other_loss)
 
     def _build(self, rng: BatchRNG, change_points: np.ndarray) -> None:
         return None
@@ -259,7 +262,10 @@ class FtlTrap(Adversary):
         horizon: T.
     """
 
-    def __init__(self, n_experts: int, horizon: int) -> None:
+    def __init__(
+        self, n_experts: int, horizon: int, params: FamilyParams | None = None, **knobs: Any
+    ) -> None:
+        FamilyParams.resolve(params, knobs)  # no knobs: refuses any keyword by name
         super().__init__(n_experts, horizon)
         if self.n_experts < 2:
             raise ValueError(f"n_experts must be >= 2 for ftl_trap, got {self.n_experts}")
@@ -288,17 +294,27 @@ class SampledStochastic(Adversary):
     Args:
         n_experts: N.
         horizon: T.
-        model: a shift family name (default ``"bernoulli_gap"``).
-        **knobs: that family's keywords (``n_shifts``, ``change_points``, ``gap``, ...).
+        params: :class:`SampledStochasticParams` (``model``, a shift family name, and that
+            family's knobs); or give them as keywords: ``model=`` and that family's keywords
+            (``n_shifts``, ``change_points``, ``gap``, ...).
     """
 
     knows_means = True
     has_segments = True
 
     def __init__(
-        self, n_experts: int, horizon: int, *, model: str = "bernoulli_gap", **knobs: Any
+        self,
+        n_experts: int,
+        horizon: int,
+        params: SampledStochasticParams | None = None,
+        **knobs: Any,
     ) -> None:
         super().__init__(n_experts, horizon)
+        if params is None:
+            params = SampledStochasticParams.from_keywords(knobs)
+        else:
+            SampledStochasticParams.resolve(params, knobs)  # type and "not both" checks
+        model, knobs = params.model, dict(params.model_knobs)
         if model not in families("shift"):
             raise ValueError(
                 f"model must be one of the shift families {families('shift')}, got {model!r}"
@@ -340,14 +356,14 @@ class SampledStochastic(Adversary):
 
 @register_family("oblivious", "sampled_stochastic", SampledStochasticParams)
 def sampled_stochastic(
-    n_experts: int, horizon: int, *, model: str = "bernoulli_gap", **knobs: Any
+    n_experts: int, horizon: int, params: SampledStochasticParams | None = None, **knobs: Any
 ) -> SampledStochastic:
     """Oblivious family ``sampled_stochastic``: build a :class:`SampledStochastic`.
 
-    Its ``**knobs`` go to the shift family ``model``; :class:`SampledStochasticParams` declares
-    them for the environments' keyword routing.
+    Its knobs beyond ``model`` go to the shift family ``model``; :class:`SampledStochasticParams`
+    declares them for the environments' keyword routing.
     """
-    return SampledStochastic(n_experts, horizon, model=model, **knobs)
+    return SampledStochastic(n_experts, horizon, params, **knobs)
 
 
 def _is_number(text: str) -> bool:
@@ -442,20 +458,21 @@ class Replay(Adversary):
     Args:
         n_experts: N; unset (or None) takes it from the matrix; if given, it must match.
         horizon: T; unset (or None) takes it from the matrix; if given, it must match.
-        losses: the matrix: array-like, ``.npy`` path or ``.csv`` path. It is copied, so later
-            changes to the user's array do not change the game.
-        rescale: map the matrix affinely onto [0, 1] first (explicit opt-in). Default False:
-            values outside [0, 1] are an error.
+        params: :class:`ReplayParams`, or its knobs as keywords: ``losses``, the matrix
+            (array-like, ``.npy`` path or ``.csv`` path; copied, so later changes to the user's
+            array do not change the game), and ``rescale``, which maps the matrix affinely onto
+            [0, 1] first (explicit opt-in; without it values outside [0, 1] are an error).
     """
 
     def __init__(
         self,
         n_experts: int | None | _FromLosses = FROM_LOSSES,
         horizon: int | None | _FromLosses = FROM_LOSSES,
-        *,
-        losses: Any = None,
-        rescale: bool = False,
+        params: ReplayParams | None = None,
+        **knobs: Any,
     ) -> None:
+        p = ReplayParams.resolve(params, knobs)
+        losses, rescale = p.losses, p.rescale
         if not isinstance(rescale, bool):
             raise TypeError(f"rescale must be True or False, got {rescale!r}")
         matrix = load_losses(losses, rescale=rescale)

@@ -35,18 +35,21 @@ by ``g`` (checked against the same norm bound), the neighbouring dataset of even
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from dp_experts_env._validation import check_choice, check_float, check_int
 from dp_experts_env.batch_rng import BatchRNG
+from dp_experts_env.kinds import KINDS
 
 __all__ = [
     "BODIES",
     "OCO_FAMILIES",
+    "OCOParams",
     "OCOAdversary",
     "best_point",
     "dual_norm",
@@ -60,6 +63,103 @@ _STRUCTURE_STREAM = 22  # mean directions drawn at reset
 _CHUNK_ELEMENTS = 1 << 16  # doubles per run per generated chunk ...
 _CHUNK_TOTAL = 1 << 22  # ... and at most 4 M doubles (32 MB) across the batch
 _NORM_SLACK = 1e-9
+
+
+_KIND = KINDS["oco"]
+
+
+@dataclass(frozen=True)
+class OCOParams:
+    """The OCO kind's parameters as data: every knob of ``DPExperts-OCO-v0``'s loss model, once.
+
+    One kind-level declaration (the families share most knobs); which family a knob applies to
+    is declared in :attr:`APPLIES`, and a knob whose default depends on the family (None here)
+    takes it from :attr:`FAMILY_DEFAULTS`. The sizes and the body default to the kind table's
+    row (:data:`dp_experts_env.kinds.KINDS`), the single place the env's defaults are written.
+
+    Attributes:
+        family: one of :data:`OCO_FAMILIES` (None: ``"replay"`` when ``gradients`` is given,
+            else the kind's default family).
+        dim: d (None: the kind's default; ``"replay"`` reads it from the matrix).
+        horizon: T (same rule).
+        body: ``"box"`` or ``"ball"``.
+        radius: R > 0.
+        grad_bound: G > 0, the bound on ``||g_t||_2`` (also the neighbours' bound).
+        gap: the mean's share of G (stochastic, shifting) or the reacting share (adaptive), in
+            [0, 1] (None: the family's default).
+        n_shifts: change points of ``"shifting"`` (< T; None: the family's default).
+        gradients: the (T, d) matrix of ``"replay"`` (array, ``.npy`` or ``.csv`` path).
+    """
+
+    #: knob -> the families it applies to (giving it to another family is an error).
+    APPLIES: ClassVar[Mapping[str, tuple[str, ...]]] = {
+        "gap": ("stochastic", "shifting", "adaptive"),
+        "n_shifts": ("shifting",),
+        "gradients": ("replay",),
+    }
+    #: knob -> {family: default} for the knobs whose default depends on the family.
+    FAMILY_DEFAULTS: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "gap": {"stochastic": 0.3, "shifting": 0.3, "adaptive": 0.5},
+        "n_shifts": {"shifting": 3},
+    }
+
+    family: str | None = None
+    dim: int | None = None
+    horizon: int | None = None
+    body: str = _KIND.defaults["body"]
+    radius: float = 1.0
+    grad_bound: float = 1.0
+    gap: float | None = None
+    n_shifts: int | None = None
+    gradients: Any = None
+
+    @classmethod
+    def knob_names(cls) -> tuple[str, ...]:
+        """Every field, in declaration order (for routing and messages)."""
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def from_keywords(
+        cls, knobs: Mapping[str, Any], where: str = "OCOAdversary", also: Sequence[str] = ()
+    ) -> OCOParams:
+        """The parameters from keywords; None counts as not given; unknown names are refused.
+
+        ``where`` names the caller and ``also`` lists its own keywords, for the message.
+
+        Raises:
+            TypeError: a keyword that is not a field (the message names it and lists them).
+        """
+        names = cls.knob_names()
+        unknown = sorted(set(knobs) - set(names))
+        if unknown:
+            raise TypeError(
+                f"{where} got unexpected keyword(s) {unknown}; it accepts {[*names, *also]}"
+            )
+        return cls(**{k: v for k, v in knobs.items() if v is not None})
+
+    def resolved_family(self) -> str:
+        """The family played: ``family``, else ``"replay"`` with a matrix, else the kind's."""
+        if self.family is not None:
+            return check_choice("family", self.family, OCO_FAMILIES)
+        return "replay" if self.gradients is not None else _KIND.family
+
+    def knob(self, name: str, family: str) -> Any:
+        """A family-dependent knob's value for ``family`` (the user's, else its default).
+
+        Raises:
+            ValueError: the knob was given but does not apply to ``family``.
+        """
+        value = getattr(self, name)
+        applies = self.APPLIES[name]
+        if family not in applies:
+            if value is not None:
+                if len(applies) > 1:
+                    scope = ", ".join(applies[:-1]) + " and " + applies[-1]
+                else:
+                    scope = f"family={applies[0]!r} only"
+                raise ValueError(f"{name}= applies to {scope}, not {family!r}")
+            return None
+        return self.FAMILY_DEFAULTS.get(name, {}).get(family) if value is None else value
 
 
 def dual_norm(v: np.ndarray, body: str) -> np.ndarray:
@@ -121,37 +221,44 @@ class OCOAdversary:
     """B runs of one gradient model (see the module docstring for the families).
 
     Args:
-        family: one of :data:`OCO_FAMILIES`.
-        dim: d (ignored for ``"replay"``, whose matrix fixes it; a contradicting value raises).
-        horizon: T (same rule).
-        body: ``"box"`` or ``"ball"`` (only the adaptive family and the regret need it).
-        radius: R > 0.
-        grad_bound: G > 0, the bound on ``||g_t||_2`` (also the neighbours' bound).
-        gap: the mean's share of G (stochastic, shifting; default 0.3) or the reacting share
-            (adaptive; default 0.5), in [0, 1].
-        n_shifts: change points of ``"shifting"`` (default 3; < T).
-        gradients: the (T, d) matrix of ``"replay"``.
+        family, dim, horizon: as in :class:`OCOParams` (``dim`` and ``horizon`` are fixed by a
+            ``"replay"`` matrix; a contradicting value raises).
+        params: the knobs as an :class:`OCOParams` (then ``family``, ``dim``, ``horizon`` and
+            ``knobs`` stay unset), or None to build it from the other arguments.
         num_runs: B.
+        **knobs: the other fields of :class:`OCOParams` (``body``, ``radius``, ``grad_bound``,
+            ``gap``, ``n_shifts``, ``gradients``).
+
+    Attributes:
+        params: the parameters played, resolved (family, sizes and family defaults filled in).
     """
 
     def __init__(
         self,
-        family: str,
-        dim: int | None,
-        horizon: int | None,
+        family: str | None = None,
+        dim: int | None = None,
+        horizon: int | None = None,
+        params: OCOParams | None = None,
         *,
-        body: str = "box",
-        radius: float = 1.0,
-        grad_bound: float = 1.0,
-        gap: float | None = None,
-        n_shifts: int | None = None,
-        gradients: Any = None,
         num_runs: int = 1,
+        **knobs: Any,
     ) -> None:
-        self.family = check_choice("family", family, OCO_FAMILIES)
-        self.body = check_choice("body", body, BODIES)
-        self.radius = check_float("radius", radius, minimum=0.0, min_inclusive=False)
-        self.grad_bound = check_float("grad_bound", grad_bound, minimum=0.0, min_inclusive=False)
+        if params is None:
+            params = OCOParams.from_keywords(
+                {"family": family, "dim": dim, "horizon": horizon, **knobs}
+            )
+        elif not isinstance(params, OCOParams):
+            raise TypeError(f"params must be an OCOParams, got {type(params).__name__}")
+        elif family is not None or dim is not None or horizon is not None or knobs:
+            raise TypeError("give params or family/dim/horizon/keywords, not both")
+        family = params.resolved_family()
+        gradients, dim, horizon = params.gradients, params.dim, params.horizon
+        self.family = family
+        self.body = check_choice("body", params.body, BODIES)
+        self.radius = check_float("radius", params.radius, minimum=0.0, min_inclusive=False)
+        self.grad_bound = check_float(
+            "grad_bound", params.grad_bound, minimum=0.0, min_inclusive=False
+        )
         self.num_runs = check_int("num_runs", num_runs, minimum=1)
         if self.family == "replay":
             if gradients is None:
@@ -167,25 +274,31 @@ class OCOAdversary:
             self._matrix = mat
             self.horizon, self.dim = mat.shape
         else:
-            if gradients is not None:
-                raise ValueError(f"gradients= is only for family='replay', not {family!r}")
-            self.dim = check_int("dim", 5 if dim is None else dim, minimum=1)
-            self.horizon = check_int("horizon", 1000 if horizon is None else horizon, minimum=1)
-            self._matrix = None
-        default_gap = 0.5 if self.family == "adaptive" else 0.3
-        if gap is not None and self.family not in ("stochastic", "shifting", "adaptive"):
-            raise ValueError(f"gap= applies to stochastic, shifting and adaptive, not {family!r}")
-        self.gap = check_float("gap", default_gap if gap is None else gap, minimum=0.0, maximum=1.0)
-        if n_shifts is not None and self.family != "shifting":
-            raise ValueError(f"n_shifts= applies to family='shifting' only, not {family!r}")
-        self.n_shifts = 0
-        if self.family == "shifting":
-            self.n_shifts = check_int(
-                "n_shifts",
-                3 if n_shifts is None else n_shifts,
-                minimum=0,
-                maximum=self.horizon - 1,
+            params.knob("gradients", family)  # refuses a matrix given to another family
+            defaults = _KIND.defaults
+            self.dim = check_int("dim", defaults["dim"] if dim is None else dim, minimum=1)
+            self.horizon = check_int(
+                "horizon", defaults["horizon"] if horizon is None else horizon, minimum=1
             )
+            self._matrix = None
+        gap = params.knob("gap", family)
+        # Families without a mean share keep gap = 0.3 as an inert attribute (as before).
+        fallback = OCOParams.FAMILY_DEFAULTS["gap"]["stochastic"]
+        self.gap = check_float(
+            "gap", fallback if gap is None else gap, minimum=0.0, maximum=1.0
+        )
+        n_shifts = params.knob("n_shifts", family)
+        self.n_shifts = 0
+        if n_shifts is not None:
+            self.n_shifts = check_int("n_shifts", n_shifts, minimum=0, maximum=self.horizon - 1)
+        self.params = replace(
+            params,
+            family=family,
+            dim=self.dim,
+            horizon=self.horizon,
+            gap=self.gap if gap is not None else None,
+            n_shifts=self.n_shifts if n_shifts is not None else None,
+        )
         self.oblivious = self.family != "adaptive"
         self.knows_means = self.family in ("stochastic", "shifting", "rademacher", "anti_ftl")
         self.has_segments = self.family == "shifting"

@@ -5,8 +5,11 @@ declares them once, as a frozen dataclass deriving from :class:`FamilyParams` (f
 field default = the knob's default), in the spirit of gymnax's ``EnvParams``. The environment
 factory reads these declarations to validate and route keywords: a keyword that is neither an env
 keyword nor a field of the chosen family's parameters is refused with a message naming it and
-listing the family's knobs. The values themselves are validated by the family's constructor (the
-single place that knows their ranges).
+listing the family's knobs. The declaration is the only place a knob's name and default are
+written: a family constructor takes its sizes plus ``params`` (an instance of the declaration)
+and otherwise only ``**knobs``, which :meth:`FamilyParams.resolve` turns into an instance (or
+refuses by name). The values themselves are validated by the family's constructor (the single
+place that knows their ranges).
 
 The class variables say which sizes the family's constructor takes:
 
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -36,6 +39,8 @@ __all__ = [
     "BaseLossParams",
     "ChangePoints",
 ]
+
+_P = TypeVar("_P", bound="FamilyParams")
 
 #: A change-point schedule: a mode name or an explicit increasing list of rounds.
 ChangePoints = str | Sequence[int] | np.ndarray
@@ -79,6 +84,41 @@ class FamilyParams:
         """The parameters with the given knobs and the declared defaults for the others."""
         own = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in given.items() if k in own})
+
+    @classmethod
+    def resolve(cls: type[_P], params: Any = None, knobs: Mapping[str, Any] | None = None) -> _P:
+        """A family constructor's parameters: ``params`` itself, or built from its keywords.
+
+        Family constructors take ``params`` (an instance of their declaration) *or* their knobs
+        as keywords; the keyword path is derived from the declaration, so neither a knob's name
+        nor its default is written in the constructor.
+
+        Args:
+            params: an instance of ``cls`` (or of a subclass), or None.
+            knobs: the constructor's keyword knobs (only when ``params`` is None).
+
+        Raises:
+            TypeError: ``params`` is not a ``cls``, both are given, or a keyword is not a knob
+                (the message names it and lists the knobs).
+        """
+        knobs = dict(knobs or {})
+        if params is not None:
+            if not isinstance(params, cls):
+                raise TypeError(f"params must be a {cls.__name__}, got {type(params).__name__}")
+            if knobs:
+                raise TypeError(
+                    f"give params or the keywords {sorted(knobs)}, not both (use "
+                    "dataclasses.replace(params, ...) to change a knob)"
+                )
+            return params
+        own = [f.name for f in fields(cls)]
+        for key in knobs:
+            if key not in own:
+                raise TypeError(
+                    f"{key!r} is not a parameter of {cls.__name__}; it accepts {sorted(own)} "
+                    f"besides the sizes {list(cls.SIZES)}"
+                )
+        return cls(**knobs)
 
     def knobs(self) -> dict[str, Any]:
         """``{knob: value}``: the keywords to pass to the family's constructor."""

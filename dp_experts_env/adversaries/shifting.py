@@ -38,6 +38,7 @@ import math
 from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import special
@@ -50,7 +51,6 @@ from dp_experts_env.adversaries.changepoints import (
     segment_lengths,
 )
 from dp_experts_env.adversaries.params import (
-    ChangePoints,
     FamilyParams,
     GapBaseParams,
     ShiftParams,
@@ -145,10 +145,11 @@ class SegmentModel(Adversary):
     Args:
         n_experts: N (>= 2).
         horizon: T.
-        n_shifts: K (default ``min(default_shifts, capacity of the mode)``).
-        change_points: schedule mode or explicit list of rounds (see
-            :class:`~dp_experts_env.adversaries.changepoints.ChangePointSchedule`).
-        min_length: least segment length for ``change_points="min_gap"``.
+        shift: the change-point schedule (:class:`ShiftParams`: ``n_shifts``, default
+            ``min(default_shifts, capacity of the mode)``; ``change_points``, see
+            :class:`~dp_experts_env.adversaries.changepoints.ChangePointSchedule`;
+            ``min_length``); None: the declared defaults. A family's parameters that derive
+            from :class:`ShiftParams` are passed as they are.
         default_shifts: K when ``n_shifts`` is None.
     """
 
@@ -159,20 +160,19 @@ class SegmentModel(Adversary):
         self,
         n_experts: int,
         horizon: int,
+        shift: ShiftParams | None = None,
         *,
-        n_shifts: int | None = None,
-        change_points: ChangePoints = "even",
-        min_length: int | None = None,
         default_shifts: int = 4,
     ) -> None:
         super().__init__(n_experts, horizon)
         if self.n_experts < 2:
             raise ValueError(f"n_experts must be >= 2 for this loss model, got {self.n_experts}")
+        shift = ShiftParams() if shift is None else shift
         self.schedule = ChangePointSchedule(
             self.horizon,
-            n_shifts,
-            change_points,
-            min_length=min_length,
+            shift.n_shifts,
+            shift.change_points,
+            min_length=shift.min_length,
             default_shifts=default_shifts,
         )
         self.n_shifts = self.schedule.n_shifts
@@ -342,69 +342,56 @@ class DisjointPoolsParams(ShiftParams, GapBaseParams):
 class BernoulliGap(_BaseGap):
     """Shift family ``bernoulli_gap``: one planted best expert per segment, Bernoulli losses.
 
+    The knobs below are the fields of :class:`BernoulliGapParams`, which holds their defaults; pass
+    them as ``params`` or as keywords.
+
     Args:
         n_experts: N (>= 2).
         horizon: T.
-        n_shifts: K change points (default ``min(4, T - 1)``).
-        change_points: ``"even"`` (default), ``"uniform"``, ``"min_gap"``, ``"anti_doubling"`` or
+        n_shifts: K change points (None: ``min(4, T - 1)``).
+        change_points: ``"even"``, ``"uniform"``, ``"min_gap"``, ``"anti_doubling"`` or
             an explicit increasing list of rounds in 2..T.
-        min_length: least segment length for ``"min_gap"`` (default ``T // (4 (K + 1))``).
-        gap: Delta in (0, base], or ``"hard"`` (``min(base, sqrt(ln N / L_k))``). Default 0.1.
-        base: mean loss of the non-best experts, in (0, 1]. Default 0.5.
+        min_length: least segment length for ``"min_gap"`` (None: ``T // (4 (K + 1))``).
+        gap: Delta in (0, base], or ``"hard"`` (``min(base, sqrt(ln N / L_k))``).
+        base: mean loss of the non-best experts, in (0, 1].
     """
 
     def __init__(
         self,
         n_experts: int,
         horizon: int,
-        *,
-        n_shifts: int | None = None,
-        change_points: ChangePoints = "even",
-        min_length: int | None = None,
-        gap: float | str = 0.1,
-        base: float = 0.5,
+        params: BernoulliGapParams | None = None,
+        **knobs: Any,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            n_shifts=n_shifts,
-            change_points=change_points,
-            min_length=min_length,
-        )
-        self._init_gap(gap, base)
+        p = BernoulliGapParams.resolve(params, knobs)
+        super().__init__(n_experts, horizon, p)
+        self._init_gap(p.gap, p.base)
 
 
 @register_family("shift", "uniform_means", UniformMeansParams)
 class UniformMeans(SegmentModel):
     """Shift family ``uniform_means``: fresh uniform means in every segment.
 
+    The knobs below are the fields of :class:`UniformMeansParams`, which holds their defaults; pass
+    them as ``params`` or as keywords.
+
     Args:
         n_experts, horizon, n_shifts, change_points, min_length: as for :class:`BernoulliGap`.
         low, high: means are drawn uniformly from (low, high), ``0 <= low < high <= 1``.
-        distribution: ``"bernoulli"`` (default) or ``"beta"`` (Beta with the same mean).
-        concentration: c > 0 of the Beta law (``a = c mu``, ``b = c (1 - mu)``). Default 10.
+        distribution: ``"bernoulli"`` or ``"beta"`` (Beta with the same mean).
+        concentration: c > 0 of the Beta law (``a = c mu``, ``b = c (1 - mu)``).
     """
 
     def __init__(
         self,
         n_experts: int,
         horizon: int,
-        *,
-        n_shifts: int | None = None,
-        change_points: ChangePoints = "even",
-        min_length: int | None = None,
-        low: float = 0.0,
-        high: float = 1.0,
-        distribution: str = "bernoulli",
-        concentration: float = 10.0,
+        params: UniformMeansParams | None = None,
+        **knobs: Any,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            n_shifts=n_shifts,
-            change_points=change_points,
-            min_length=min_length,
-        )
+        p = UniformMeansParams.resolve(params, knobs)
+        super().__init__(n_experts, horizon, p)
+        low, high, distribution, concentration = p.low, p.high, p.distribution, p.concentration
         self.low = check_float("low", low, minimum=0.0, maximum=1.0)
         self.high = check_float("high", high, minimum=0.0, maximum=1.0)
         if self.high <= self.low:
@@ -456,71 +443,55 @@ class _CorrelatedMixin:
 class Correlated(_CorrelatedMixin, _BaseGap):
     """Shift family ``correlated``: dependent coordinates through a shared Gaussian shock.
 
+    The knobs below are the fields of :class:`CorrelatedParams`, which holds their defaults; pass
+    them as ``params`` or as keywords.
+
     Args:
         n_experts, horizon, n_shifts, change_points, min_length, gap, base: as for
             :class:`BernoulliGap` (here ``base``/``base - gap`` are locations before clipping).
-        common_scale: weight of the shock shared by all experts (>= 0). Default 0.1.
-        idio_scale: weight of each expert's own noise (>= 0). Default 0.1.
+        common_scale: weight of the shock shared by all experts (>= 0).
+        idio_scale: weight of each expert's own noise (>= 0).
     """
 
     def __init__(
         self,
         n_experts: int,
         horizon: int,
-        *,
-        n_shifts: int | None = None,
-        change_points: ChangePoints = "even",
-        min_length: int | None = None,
-        gap: float | str = 0.1,
-        base: float = 0.5,
-        common_scale: float = 0.1,
-        idio_scale: float = 0.1,
+        params: CorrelatedParams | None = None,
+        **knobs: Any,
     ) -> None:
-        _BaseGap.__init__(
-            self,
-            n_experts,
-            horizon,
-            n_shifts=n_shifts,
-            change_points=change_points,
-            min_length=min_length,
-        )
-        self._init_gap(gap, base)
-        self._init_scales(common_scale, idio_scale)
+        p = CorrelatedParams.resolve(params, knobs)
+        _BaseGap.__init__(self, n_experts, horizon, p)
+        self._init_gap(p.gap, p.base)
+        self._init_scales(p.common_scale, p.idio_scale)
 
 
 @register_family("shift", "disjoint_pools", DisjointPoolsParams)
 class DisjointPools(_BaseGap):
     """Shift family ``disjoint_pools``: segment k activates its own pool of experts.
 
+    The knobs below are the fields of :class:`DisjointPoolsParams`, which holds their defaults; pass
+    them as ``params`` or as keywords.
+
     Args:
         n_experts, horizon, n_shifts, change_points, min_length, gap, base: as for
             :class:`BernoulliGap`.
         pool_size: experts per pool, ``1 <= pool_size`` and ``(K + 1) * pool_size <= N``
-            (default ``N // (K + 1)``).
-        outside_loss: loss of every inactive expert, in [base, 1]. Default 1.0.
+            (None: ``N // (K + 1)``).
+        outside_loss: loss of every inactive expert, in [base, 1].
     """
 
     def __init__(
         self,
         n_experts: int,
         horizon: int,
-        *,
-        n_shifts: int | None = None,
-        change_points: ChangePoints = "even",
-        min_length: int | None = None,
-        gap: float | str = 0.1,
-        base: float = 0.5,
-        pool_size: int | None = None,
-        outside_loss: float = 1.0,
+        params: DisjointPoolsParams | None = None,
+        **knobs: Any,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            n_shifts=n_shifts,
-            change_points=change_points,
-            min_length=min_length,
-        )
-        self._init_gap(gap, base)
+        p = DisjointPoolsParams.resolve(params, knobs)
+        super().__init__(n_experts, horizon, p)
+        self._init_gap(p.gap, p.base)
+        pool_size, outside_loss = p.pool_size, p.outside_loss
         pools = self.n_shifts + 1
         if pools > self.n_experts:
             raise ValueError(

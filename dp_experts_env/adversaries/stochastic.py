@@ -29,20 +29,23 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from dp_experts_env._validation import check_float
-from dp_experts_env.adversaries.params import FamilyParams, GapBaseParams
+from dp_experts_env.adversaries.params import FamilyParams, GapBaseParams, ShiftParams
 from dp_experts_env.adversaries.registry import register_family
 from dp_experts_env.adversaries.shifting import (
     Correlated,
+    CorrelatedParams,
     GapSpec,
     MeansLawParams,
     NoiseScaleParams,
     PlantedModel,
     SegmentModel,
     UniformMeans,
+    UniformMeansParams,
     bernoulli_losses,
 )
 from dp_experts_env.batch_rng import BatchRNG
@@ -107,22 +110,32 @@ class StationaryCorrelatedParams(GapBaseParams, NoiseScaleParams):
 class OneVsRest(PlantedModel):
     """Stochastic family ``one_vs_rest``: one best expert, all gaps equal.
 
+    The knobs below are the fields of :class:`OneVsRestParams`, which holds their defaults; pass
+    them as ``params`` or as keywords.
+
     Args:
         n_experts: N (>= 2).
         horizon: T.
         gap: Delta in (0, 2 min(center, 1 - center)], or ``"hard"`` (``sqrt(ln N / T)``, capped).
-            Default 0.1.
-        center: midpoint of the two means, in (0, 1). Default 0.5.
+        center: midpoint of the two means, in (0, 1).
     """
 
     has_segments = False
+    # privacy_dominated and statistics_dominated differ only in their declared default gap.
+    _params_type: type[OneVsRestParams] = OneVsRestParams
 
     def __init__(
-        self, n_experts: int, horizon: int, *, gap: float | str = 0.1, center: float = 0.5
+        self,
+        n_experts: int,
+        horizon: int,
+        params: OneVsRestParams | None = None,
+        **knobs: Any,
     ) -> None:
-        super().__init__(n_experts, horizon, n_shifts=0)
+        p = self._params_type.resolve(params, knobs)
+        super().__init__(n_experts, horizon, ShiftParams(n_shifts=0))
+        gap = p.gap
         self.center = check_float(
-            "center", center, minimum=0.0, maximum=1.0, min_inclusive=False, max_inclusive=False
+            "center", p.center, minimum=0.0, maximum=1.0, min_inclusive=False, max_inclusive=False
         )
         self.gap = GapSpec(gap, 2.0 * min(self.center, 1.0 - self.center))
 
@@ -135,20 +148,14 @@ class OneVsRest(PlantedModel):
 class PrivacyDominated(OneVsRest):
     """Stochastic family ``privacy_dominated``: ``one_vs_rest`` with default gap 0.5."""
 
-    def __init__(
-        self, n_experts: int, horizon: int, *, gap: float | str = 0.5, center: float = 0.5
-    ) -> None:
-        super().__init__(n_experts, horizon, gap=gap, center=center)
+    _params_type = PrivacyDominatedParams
 
 
 @register_family("stochastic", "statistics_dominated", StatisticsDominatedParams)
 class StatisticsDominated(OneVsRest):
     """Stochastic family ``statistics_dominated``: ``one_vs_rest`` with default gap 0.05."""
 
-    def __init__(
-        self, n_experts: int, horizon: int, *, gap: float | str = 0.05, center: float = 0.5
-    ) -> None:
-        super().__init__(n_experts, horizon, gap=gap, center=center)
+    _params_type = StatisticsDominatedParams
 
 
 @register_family("stochastic", "comonotone", OneVsRestParams)
@@ -169,7 +176,7 @@ class _RankedProfile(SegmentModel):
     has_segments = False
 
     def __init__(self, n_experts: int, horizon: int) -> None:
-        super().__init__(n_experts, horizon, n_shifts=0)
+        super().__init__(n_experts, horizon, ShiftParams(n_shifts=0))
 
     @abstractmethod
     def _profile(self) -> np.ndarray:
@@ -193,17 +200,26 @@ class _RankedProfile(SegmentModel):
 class GeometricGaps(_RankedProfile):
     """Stochastic family ``geometric_gaps``: gaps Delta, 2 Delta, 4 Delta, ... capped at 1.
 
+    The knobs below are the fields of :class:`GeometricGapsParams`, which holds their defaults; pass
+    them as ``params`` or as keywords.
+
     Args:
         n_experts: N (>= 2).
         horizon: T.
-        gap: smallest gap Delta, in (0, 1 - best_mean]. Default 0.1.
-        best_mean: mean of the best expert, in [0, 1). Default 0.25.
+        gap: smallest gap Delta, in (0, 1 - best_mean].
+        best_mean: mean of the best expert, in [0, 1).
     """
 
     def __init__(
-        self, n_experts: int, horizon: int, *, gap: float = 0.1, best_mean: float = 0.25
+        self,
+        n_experts: int,
+        horizon: int,
+        params: GeometricGapsParams | None = None,
+        **knobs: Any,
     ) -> None:
         super().__init__(n_experts, horizon)
+        p = GeometricGapsParams.resolve(params, knobs)
+        gap, best_mean = p.gap, p.best_mean
         self.best_mean = check_float(
             "best_mean", best_mean, minimum=0.0, maximum=1.0, max_inclusive=False
         )
@@ -221,24 +237,27 @@ class GeometricGaps(_RankedProfile):
 class MixedGaps(_RankedProfile):
     """Stochastic family ``mixed_gaps``: half the suboptimal experts near, half far.
 
+    The knobs below are the fields of :class:`MixedGapsParams`, which holds their defaults; pass
+    them as ``params`` or as keywords.
+
     Args:
         n_experts: N (>= 2).
         horizon: T.
-        gap: the small gap, in (0, large_gap]. Default 0.05.
-        large_gap: the large gap, with ``best_mean + large_gap <= 1``. Default 0.4.
-        best_mean: mean of the best expert, in [0, 1). Default 0.25.
+        gap: the small gap, in (0, large_gap].
+        large_gap: the large gap, with ``best_mean + large_gap <= 1``.
+        best_mean: mean of the best expert, in [0, 1).
     """
 
     def __init__(
         self,
         n_experts: int,
         horizon: int,
-        *,
-        gap: float = 0.05,
-        large_gap: float = 0.4,
-        best_mean: float = 0.25,
+        params: MixedGapsParams | None = None,
+        **knobs: Any,
     ) -> None:
         super().__init__(n_experts, horizon)
+        p = MixedGapsParams.resolve(params, knobs)
+        gap, large_gap, best_mean = p.gap, p.large_gap, p.best_mean
         self.best_mean = check_float(
             "best_mean", best_mean, minimum=0.0, maximum=1.0, max_inclusive=False
         )
@@ -263,6 +282,9 @@ class MixedGaps(_RankedProfile):
 class StationaryCorrelated(Correlated):
     """Stochastic family ``correlated``: the shift family ``correlated`` with no change point.
 
+    The knobs below are the fields of :class:`StationaryCorrelatedParams`, which holds their
+    defaults; pass them as ``params`` or as keywords.
+
     Args:
         n_experts, horizon: N, T.
         gap, base, common_scale, idio_scale: as for
@@ -275,26 +297,19 @@ class StationaryCorrelated(Correlated):
         self,
         n_experts: int,
         horizon: int,
-        *,
-        gap: float | str = 0.1,
-        base: float = 0.5,
-        common_scale: float = 0.1,
-        idio_scale: float = 0.1,
+        params: StationaryCorrelatedParams | None = None,
+        **knobs: Any,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            n_shifts=0,
-            gap=gap,
-            base=base,
-            common_scale=common_scale,
-            idio_scale=idio_scale,
-        )
+        p = StationaryCorrelatedParams.resolve(params, knobs)
+        super().__init__(n_experts, horizon, CorrelatedParams(n_shifts=0, **p.knobs()))
 
 
 @register_family("stochastic", "uniform_means", MeansLawParams)
 class StationaryUniformMeans(UniformMeans):
     """Stochastic family ``uniform_means``: the shift family ``uniform_means`` with K = 0.
+
+    The knobs below are the fields of :class:`MeansLawParams`, which holds their defaults; pass
+    them as ``params`` or as keywords.
 
     Args:
         n_experts, horizon: N, T.
@@ -308,18 +323,8 @@ class StationaryUniformMeans(UniformMeans):
         self,
         n_experts: int,
         horizon: int,
-        *,
-        low: float = 0.0,
-        high: float = 1.0,
-        distribution: str = "bernoulli",
-        concentration: float = 10.0,
+        params: MeansLawParams | None = None,
+        **knobs: Any,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            n_shifts=0,
-            low=low,
-            high=high,
-            distribution=distribution,
-            concentration=concentration,
-        )
+        p = MeansLawParams.resolve(params, knobs)
+        super().__init__(n_experts, horizon, UniformMeansParams(n_shifts=0, **p.knobs()))

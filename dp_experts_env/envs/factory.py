@@ -10,11 +10,12 @@ dataclass (:func:`~dp_experts_env.adversaries.family_params`), and builds an
 
 Rules:
 
-* A family receives its declared knobs (the user's values, the declared defaults for the rest)
-  plus the sizes it takes: the user's, else the kind's default for the sizes it lets the env
-  fill (``FamilyParams.FILLED``). A keyword that is neither an env keyword nor a knob of the
-  family is an error naming the keyword, the family and the keywords it accepts: nothing is
-  silently dropped.
+* A family receives its parameter object (``params=``: an instance of its declaration with the
+  user's values and the declared defaults for the rest) plus the sizes it takes: the user's,
+  else the kind's default for the sizes it lets the env fill (``FamilyParams.FILLED``). Its
+  knobs never reach it as keywords, so their defaults live in the declaration only. A keyword
+  that is neither an env keyword nor a knob of the family is an error naming the keyword, the
+  family and the keywords it accepts: nothing is silently dropped.
 * ``n_shifts``, ``gap`` and ``losses`` set to None count as not given (they were env keywords
   with a None default and stay so for callers that pass them through).
 * ``adversary`` may be an :class:`Adversary` instance (any kind; used as is after checking that
@@ -222,9 +223,12 @@ def _call_with(
     given: Mapping[str, Any],
     fill_sizes: bool = True,
 ) -> tuple[Adversary, FamilyParams]:
-    """Call a family factory with its declared knobs plus the sizes it takes.
+    """Call a family factory with its parameter object plus the sizes it takes.
 
-    ``fill_sizes=False`` (a user loss matrix) passes only the sizes the user gave.
+    The knobs reach the family only as ``params=`` (an instance of its declaration, the user's
+    values and the declared defaults), never as keywords, so no default is taken from anywhere
+    but the declaration. ``fill_sizes=False`` (a user loss matrix) passes only the sizes the
+    user gave.
     """
     unknown = declared.unknown_keywords(given)
     if unknown:
@@ -234,7 +238,7 @@ def _call_with(
             "adversary)"
         )
     params = declared.from_keywords(given)
-    kwargs = params.knobs()  # every knob: the user's value or the declared default
+    kwargs: dict[str, Any] = {}
     implied = {}  # sizes the family fixes itself: checked against the built adversary
     fillable = declared.filled_sizes()
     for key in _SIZE_KEYS:
@@ -246,7 +250,7 @@ def _call_with(
                 implied[key] = value
         elif fill_sizes and default is not None and key in fillable:
             kwargs[key] = default
-    adv = factory(**kwargs)
+    adv = factory(**kwargs, params=params)
     if not isinstance(adv, Adversary):
         raise TypeError(f"{label} built a {type(adv).__name__}, not an Adversary")
     for key, value in implied.items():
@@ -313,8 +317,8 @@ def _wrap_policy(
 
     policy = copy.deepcopy(policy)  # the env's own copy, as for Adversary objects
 
-    def factory(n_experts: int, horizon: int, **kw: Any) -> Adversary:
-        return PolicyAdversary(n_experts, horizon, policy=policy, **kw)
+    def factory(n_experts: int, horizon: int, params: PolicyAdversaryParams) -> Adversary:
+        return PolicyAdversary(n_experts, horizon, params, policy=policy)
 
     declared = PolicyAdversaryParams
     for key in declared.unknown_keywords(given):

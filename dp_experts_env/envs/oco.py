@@ -53,7 +53,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from dp_experts_env._validation import check_int
-from dp_experts_env.adversaries.oco import OCOAdversary, dual_norm
+from dp_experts_env.adversaries.oco import OCOAdversary, OCOParams, dual_norm
 from dp_experts_env.batch_rng import run_seeds
 
 __all__ = ["OCOCore", "OCOEnv", "OCOVectorEnv", "OCO_INFO_KEYS"]
@@ -202,6 +202,11 @@ def _parse_neighbor(options: Any, dim: int) -> tuple[int, np.ndarray] | None:
     return nb["round"], np.asarray(nb["loss"], dtype=np.float64).reshape(-1)
 
 
+# The env's own keywords besides the fields of OCOParams (``n_experts`` is an alias of ``dim``,
+# ``losses`` of ``gradients``).
+_ENV_KEYWORDS = ("n_switches", "n_experts", "losses", "kind", "render_mode")
+
+
 class _OCOSetup:
     """Constructor shared by the single and the vector env."""
 
@@ -217,32 +222,19 @@ class _OCOSetup:
         if losses is not None and gradients is not None:
             raise ValueError("pass the replay matrix once: losses= or gradients=, not both")
         gradients = gradients if gradients is not None else losses
-        family = params.pop("family", None)
-        if family is None:
-            family = "replay" if gradients is not None else "stochastic"
+        family = params.pop("family", None)  # None: OCOParams picks replay or the default
         n_switches = params.pop("n_switches", None)
         alias = params.pop("n_experts", None)  # the shared size keyword: here the dimension d
         if alias is not None:
             if params.get("dim") is not None and params["dim"] != alias:
                 raise ValueError(f"n_experts={alias} contradicts dim={params['dim']} (both are d)")
             params["dim"] = alias
-        unknown = set(params) - {"dim", "horizon", "body", "radius", "grad_bound", "gap",
-                                 "n_shifts"}  # fmt: skip
-        if unknown:
-            raise TypeError(
-                f"DPExperts-OCO-v0 got unexpected keyword(s) {sorted(unknown)}; it accepts dim, "
-                "horizon, family, body, radius, grad_bound, gap, n_shifts, n_switches, "
-                "losses/gradients"
-            )
-        params = {k: v for k, v in params.items() if v is not None}
+        knobs = {**params, "family": family, "gradients": gradients}
         adversary = OCOAdversary(
-            family,
-            params.pop("dim", None),
-            params.pop("horizon", None),
-            gradients=gradients,
+            params=OCOParams.from_keywords(knobs, "DPExperts-OCO-v0", _ENV_KEYWORDS),
             num_runs=num_runs,
-            **params,
         )
+        self.params = adversary.params
         if n_switches is None:
             n_switches = adversary.n_shifts
         self.n_switches = check_int("n_switches", n_switches, minimum=0)
@@ -267,20 +259,19 @@ class OCOEnv(_OCOSetup, gym.Env):
 
     See :mod:`dp_experts_env.envs.oco` for the protocol, ``info`` and what is not reported.
 
-    Keywords:
-        dim: d (default 5; ``n_experts`` is accepted as an alias, the suite's shared size
-            keyword). horizon: T (default 1000). n_switches: S of ``dynamic_regret``.
-        family: ``"stochastic"`` (default), ``"shifting"``, ``"anti_ftl"``, ``"rademacher"``,
-            ``"replay"`` (default when a matrix is given) or ``"adaptive"``
-            (:mod:`dp_experts_env.adversaries.oco`).
-        body: ``"box"`` (default) or ``"ball"``. radius: R (default 1). grad_bound: G (default 1).
-        gap: mean share of G (stochastic/shifting, default 0.3) or reacting share (adaptive, 0.5).
-        n_shifts: change points of the shifting family (default 3).
-        losses / gradients: the (T, d) matrix (array, .npy or .csv) for ``family="replay"``.
+    Keywords: the fields of :class:`~dp_experts_env.adversaries.oco.OCOParams`, the one
+    declaration of the loss model's knobs and their defaults (``family``, ``dim``, ``horizon``,
+    ``body``, ``radius``, ``grad_bound``, ``gap``, ``n_shifts``, ``gradients``; which family a
+    knob applies to is declared there too), plus the env's own:
+        n_experts: an alias of ``dim`` (the suite's shared size keyword).
+        losses: an alias of ``gradients`` (the (T, d) matrix of ``family="replay"``).
+        n_switches: S of ``dynamic_regret`` (default: the model's number of change points).
         render_mode: ``"ansi"`` or None.
 
     Attributes: ``dim`` (also ``n_experts``, the observation length, for shared tooling),
-    ``horizon``, ``body``, ``radius``, ``grad_bound``, ``family``, ``feedback = "oco"``.
+    ``horizon``, ``body``, ``radius``, ``grad_bound``, ``family``, ``feedback = "oco"``, and
+    ``params``: the :class:`~dp_experts_env.adversaries.oco.OCOParams` played (family, sizes and
+    family defaults resolved).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 30}

@@ -233,11 +233,12 @@ class PolicyAdversary(Adversary):
         n_experts: N.
         horizon: T.
         policy: an :class:`AdaptivePolicy` (built-in or user-defined).
-        base: the base datum generator: ``"bernoulli"`` (default; i.i.d. Bernoulli(base_mean)
-            per expert, N uniforms per round), ``"zeros"`` (no draws), ``"uniform"`` (U[0, 1), N
-            uniforms per round) or a :class:`BaseLosses` object.
-        base_mean: Bernoulli mean, a number or an (N,) vector in [0, 1] (default 0.5); only with
-            ``base="bernoulli"``.
+        params: the base datum (:class:`PolicyAdversaryParams`, which holds the defaults, or
+            its knobs as keywords): ``base``, the generator: ``"bernoulli"`` (i.i.d.
+            Bernoulli(base_mean) per expert, N uniforms per round), ``"zeros"`` (no draws),
+            ``"uniform"`` (U[0, 1), N uniforms per round) or a :class:`BaseLosses` object;
+            ``base_mean``, the Bernoulli mean, a number or an (N,) vector in [0, 1] (None: 0.5),
+            only with ``base="bernoulli"``.
 
     The policy's ``default_switches`` and ``has_segments`` become the adversary's. The env must
     call ``record(actions)`` after every round; ``next_round`` raises if it was skipped.
@@ -250,11 +251,13 @@ class PolicyAdversary(Adversary):
         self,
         n_experts: int,
         horizon: int,
+        params: PolicyAdversaryParams | None = None,
         *,
         policy: AdaptivePolicy,
-        base: str | BaseLosses = "bernoulli",
-        base_mean: float | np.ndarray | None = None,
+        **knobs: Any,
     ) -> None:
+        p = PolicyAdversaryParams.resolve(params, knobs)
+        base, base_mean = p.base, p.base_mean
         super().__init__(n_experts, horizon)
         if not isinstance(policy, AdaptivePolicy):
             raise TypeError(

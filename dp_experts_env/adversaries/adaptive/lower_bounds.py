@@ -20,6 +20,7 @@ from dp_experts_env.adversaries.adaptive.framework import (
     AdaptivePolicy,
     BaseLosses,
     PolicyAdversary,
+    PolicyAdversaryParams,
     _make_base,
 )
 from dp_experts_env.adversaries.params import FamilyParams
@@ -294,11 +295,8 @@ def _default_users(p: int) -> int:
 def sign_estimation(
     n_experts: int,
     horizon: int,
-    *,
-    n_users: int | None = None,
-    fingerprint_fraction: float = 0.001,
-    hard_rounds: int | None = None,
-    epsilon: float | None = None,
+    params: SignEstimationParams | None = None,
+    **knobs: Any,
 ) -> PolicyAdversary:
     """Sign-estimation adversary of Theorem 9 (Asi et al. 2023), approximate-DP LB.
 
@@ -309,14 +307,14 @@ def sign_estimation(
     p >= 11 with the defaults), an untouched consensus column keeps loss 0, so the regret equals
     the learner's total loss.
 
-    Knobs:
-        n_users: n, rows of X (default ``floor(m / ln m)`` with ``m = sqrt(p / 1000)``, at least
+    Knobs (:class:`SignEstimationParams`, which holds the defaults, or keywords):
+        n_users: n, rows of X (None: ``floor(m / ln m)`` with ``m = sqrt(p / 1000)``, at least
             1, following Theorem 15's ``p = 1000 m^2``, ``n = m / log m``).
-        fingerprint_fraction: share of the p columns that are fingerprinting columns (default
-            0.001, rounded up; 0 gives the all-consensus matrix). [Erratum E-AFKT-19: the
+        fingerprint_fraction: share of the p columns that are fingerprinting columns (rounded
+            up; 0 gives the all-consensus matrix). [Erratum E-AFKT-19: the
             padded Tardos code is not constructed in the paper; biases follow the arcsine law
             truncated to [1/(300n), 1 - 1/(300n)].]
-        hard_rounds: T_hard, rounds of the hard phase (default ``min(T, floor(0.9 p))``, at least
+        hard_rounds: T_hard, rounds of the hard phase (None: ``min(T, floor(0.9 p))``, at least
             1; must be <= min(T, p)).
         epsilon: optional learner epsilon; caps T_hard at the largest T0 with
             ``200 sqrt(T0) ln T0 <= 1/epsilon`` (the theorem's larger-eps extension). The
@@ -324,20 +322,22 @@ def sign_estimation(
 
     The user schedule is round-robin over a random permutation (erratum E-AFKT-20).
     """
+    knob = SignEstimationParams.resolve(params, knobs)
     n_experts = check_int("n_experts", n_experts, minimum=2)
     p = n_experts // 2
-    users = _default_users(p) if n_users is None else check_int("n_users", n_users, minimum=1)
-    frac = check_float("fingerprint_fraction", fingerprint_fraction, minimum=0.0, maximum=1.0)
-    return _sign_game(n_experts, horizon, users, frac, hard_rounds, epsilon)
+    users = (
+        _default_users(p) if knob.n_users is None else check_int("n_users", knob.n_users, minimum=1)
+    )
+    frac = check_float("fingerprint_fraction", knob.fingerprint_fraction, minimum=0.0, maximum=1.0)
+    return _sign_game(n_experts, horizon, users, frac, knob.hard_rounds, knob.epsilon)
 
 
 @register_family("adaptive", "hidden_sign_vector", HiddenSignVectorParams)
 def hidden_sign_vector(
     n_experts: int,
     horizon: int,
-    *,
-    hard_rounds: int | None = None,
-    epsilon: float | None = None,
+    params: HiddenSignVectorParams | None = None,
+    **knobs: Any,
 ) -> PolicyAdversary:
     """Pure-DP hidden-sign-vector adversary of Theorem 10 (Asi et al. 2023).
 
@@ -346,7 +346,8 @@ def hidden_sign_vector(
     hard phase, 0 afterwards. The datum is the same row every hard round (one user schedule is
     irrelevant here). Knobs ``hard_rounds`` and ``epsilon`` as in :func:`sign_estimation`.
     """
-    return _sign_game(n_experts, horizon, 1, 0.0, hard_rounds, epsilon)
+    p = HiddenSignVectorParams.resolve(params, knobs)
+    return _sign_game(n_experts, horizon, 1, 0.0, p.hard_rounds, p.epsilon)
 
 
 class _FamilyBlocks:
@@ -398,31 +399,29 @@ class _CallableBlocks:
 def block_restart(
     n_experts: int,
     horizon: int,
-    *,
-    n_shifts: int = 1,
-    inner: str | Callable[[int], AdaptivePolicy] = "sign_estimation",
-    inner_knobs: Mapping[str, Any] | None = None,
-    base: str | BaseLosses | None = None,
-    base_mean: float | np.ndarray | None = None,
+    params: BlockRestartParams | None = None,
+    **knobs: Any,
 ) -> PolicyAdversary:
     """Theorem 5.1 block-restart adversary (Asi-Raman-Saha), see :class:`BlockRestartPolicy`.
 
-    Knobs:
+    Knobs (:class:`BlockRestartParams`, which holds the defaults, or keywords):
         n_shifts: S >= 0 block boundaries (S+1 blocks of ``floor(T/(S+1))`` rounds, needs
             S+1 <= T); the adversary's ``default_switches`` is S.
-        inner: the per-block adversary: the name of another adaptive family (default
+        inner: the per-block adversary: the name of another adaptive family (by default
             ``"sign_estimation"``, the static adaptive lower bound (Asi et al. 2023) Theorem 5.1
             plugs in), built each block as ``family(N, block_length, **inner_knobs)``; or a
             callable ``inner(block) -> AdaptivePolicy`` returning a fresh policy per block, run on
-            ``base``/``base_mean`` (default Bernoulli(0.5)).
+            ``base``/``base_mean`` (None: Bernoulli(0.5)).
         inner_knobs: keyword knobs of the inner family (only with a family name).
         base, base_mean: the base datum for a callable ``inner`` (as in :class:`PolicyAdversary`).
 
     The theorem's conditions (N >= 2T/(S+1), eps <= 1, delta <= (S+1)^3/T^3) are not enforced.
     """
+    p = BlockRestartParams.resolve(params, knobs)
+    inner, inner_knobs, base, base_mean = p.inner, p.inner_knobs, p.base, p.base_mean
     n_experts = check_int("n_experts", n_experts, minimum=1)
     horizon = check_int("horizon", horizon, minimum=1)
-    n_shifts = check_int("n_shifts", n_shifts, minimum=0, maximum=horizon - 1)
+    n_shifts = check_int("n_shifts", p.n_shifts, minimum=0, maximum=horizon - 1)
     if isinstance(inner, str):
         allowed = [f for f in families("adaptive") if f != "block_restart"]
         check_choice("inner", inner, allowed)
@@ -439,7 +438,7 @@ def block_restart(
     elif callable(inner):
         if inner_knobs is not None:
             raise ValueError("inner_knobs applies only when inner is a family name")
-        base_spec = "bernoulli" if base is None else base
+        base_spec = PolicyAdversaryParams.base if base is None else base
         _make_base(base_spec, n_experts, base_mean)  # validate now, not at the first block
         build = _CallableBlocks(inner, n_experts, base_spec, base_mean)
     else:

@@ -8,6 +8,7 @@ PolicyAdversary` over a base datum, with a policy that reads past actions only.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -15,7 +16,6 @@ from dp_experts_env._validation import check_int
 from dp_experts_env.adversaries.adaptive.framework import (
     ActionHistory,
     AdaptivePolicy,
-    BaseLosses,
     PolicyAdversary,
 )
 from dp_experts_env.adversaries.params import BaseLossParams
@@ -119,18 +119,17 @@ class PunishFrequentParams(BaseLossParams):
 def punish_last(
     n_experts: int,
     horizon: int,
-    *,
-    k: int = 1,
-    base: str | BaseLosses = "bernoulli",
-    base_mean: float | np.ndarray | None = None,
+    params: PunishLastParams | None = None,
+    **knobs: Any,
 ) -> PolicyAdversary:
     """PunishLast(k) (an adaptive example), the default adaptive family.
 
-    Knobs: ``k`` (>= 1, default 1) rounds of memory; ``base``/``base_mean`` as in
-    :class:`PolicyAdversary` (default Bernoulli(0.5) base losses).
+    Knobs (:class:`PunishLastParams`, which holds the defaults, or keywords): ``k`` (>= 1)
+    rounds of memory; ``base``/``base_mean`` as in :class:`PolicyAdversary`.
     """
+    p = PunishLastParams.resolve(params, knobs)
     return PolicyAdversary(
-        n_experts, horizon, policy=PunishLastPolicy(k), base=base, base_mean=base_mean
+        n_experts, horizon, policy=PunishLastPolicy(p.k), base=p.base, base_mean=p.base_mean
     )
 
 
@@ -138,23 +137,21 @@ def punish_last(
 def punish_frequent(
     n_experts: int,
     horizon: int,
-    *,
-    window: int = 100,
-    n_punished: int = 1,
-    base: str | BaseLosses = "bernoulli",
-    base_mean: float | np.ndarray | None = None,
+    params: PunishFrequentParams | None = None,
+    **knobs: Any,
 ) -> PolicyAdversary:
     """PunishFrequent(W, m): loss 1 on the m most played experts of the last W.
 
-    Knobs: ``window`` = W (>= 1, default 100), ``n_punished`` = m (1..N, default 1),
-    ``base``/``base_mean`` as in :class:`PolicyAdversary`.
+    Knobs (:class:`PunishFrequentParams`, or keywords): ``window`` = W (>= 1), ``n_punished``
+    = m (1..N), ``base``/``base_mean`` as in :class:`PolicyAdversary`.
     """
+    p = PunishFrequentParams.resolve(params, knobs)
     n_experts = check_int("n_experts", n_experts, minimum=1)
-    n_punished = check_int("n_punished", n_punished, minimum=1, maximum=n_experts)
+    n_punished = check_int("n_punished", p.n_punished, minimum=1, maximum=n_experts)
     return PolicyAdversary(
         n_experts,
         horizon,
-        policy=PunishFrequentPolicy(window, n_punished),
-        base=base,
-        base_mean=base_mean,
+        policy=PunishFrequentPolicy(p.window, n_punished),
+        base=p.base,
+        base_mean=p.base_mean,
     )
