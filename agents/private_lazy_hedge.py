@@ -235,17 +235,8 @@ class PrivateLazyHedge(LazySampler):
             seed=seed,
             n_arms=n_arms,
         )
-        params = lazy_hedge_parameters(
-            self.n_experts,
-            self.horizon,
-            self.epsilon,
-            self.delta,
-            tuning=self.tuning,
-            mode=self.mode,
-            beta=beta,
-            p=p,
-            budget=budget,
-        )
+        self._overrides = (beta, p, budget)
+        params = self._parameters(self.epsilon)
         self.parameters = params
         self.beta, self.p, self.budget = params.beta, params.p, params.budget
         self.batch = 1
@@ -253,8 +244,22 @@ class PrivateLazyHedge(LazySampler):
         self.inverse_temperature = self.beta
         self.epsilon_spent = params.epsilon_spent
         self.regret_bound = params.regret_bound
-        self._overrides = (beta, p, budget)
         self.reset(seed)
+
+    def _parameters(self, epsilon: float) -> LazyHedgeParameters:
+        """The accountant's parameters at ``epsilon`` (the constructor's overrides applied)."""
+        beta, p, budget = self._overrides
+        return lazy_hedge_parameters(
+            self.n_experts,
+            self.horizon,
+            epsilon,
+            self.delta,
+            tuning=self.tuning,
+            mode=self.mode,
+            beta=beta,
+            p=p,
+            budget=budget,
+        )
 
     def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
         """Give each run its own finite epsilon; True when applied (False: nothing changed).
@@ -267,20 +272,9 @@ class PrivateLazyHedge(LazySampler):
         values = self._accept_run_epsilons(epsilons)
         if values is None:
             return False
-        beta, p, budget = self._overrides
         found = {}
         for e in dict.fromkeys(values):
-            params = lazy_hedge_parameters(
-                self.n_experts,
-                self.horizon,
-                e,
-                self.delta,
-                tuning=self.tuning,
-                mode=self.mode,
-                beta=beta,
-                p=p,
-                budget=budget,
-            )
+            params = self._parameters(e)
             found[e] = (
                 1,
                 params.beta,

@@ -31,12 +31,15 @@ SKIP = {"ppo"}
 RUNS = 3
 
 
-def action_hash(name: str) -> str:
-    """sha256 of the learner's actions (B = 3 runs, env seed 7, learner seed 11, epsilon 1)."""
+def action_hash(name: str, epsilon: float = 1.0) -> str:
+    """sha256 of the learner's actions (B = 3 runs, env seed 7, learner seed 11).
+
+    Private learners play at ``epsilon`` (1 by default; ``inf`` is the noiseless limit).
+    """
     spec = agents.spec(name)
     env_id, params = GAMES[spec.feedback]
     env = gym.make_vec(env_id, num_envs=RUNS, vectorization_mode="vector_entry_point", **params)
-    extra = {"epsilon": 1.0} if spec.private else {}
+    extra = {"epsilon": epsilon} if spec.private else {}
     agent = agents.make(name, env=env, seed=11, **extra)
     digest = hashlib.sha256()
     obs, _ = env.reset(seed=7)
@@ -51,9 +54,17 @@ def action_hash(name: str) -> str:
 
 
 def learner_hashes() -> dict[str, str]:
-    """``{learner: action hash}`` for every registered learner except :data:`SKIP`."""
-    names = sorted(a["name"] for a in agents.available() if a["name"] not in SKIP)
-    return {name: action_hash(name) for name in names}
+    """``{learner: hash}`` at epsilon 1 and ``{learner@inf: hash}`` for the private learners at
+    epsilon = inf, for every registered learner except :data:`SKIP`."""
+    found = {}
+    for spec in sorted(agents.available(), key=lambda a: a["name"]):
+        name = spec["name"]
+        if name in SKIP:
+            continue
+        found[name] = action_hash(name)
+        if spec["private"]:
+            found[f"{name}@inf"] = action_hash(name, float("inf"))
+    return found
 
 
 if __name__ == "__main__":

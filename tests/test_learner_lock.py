@@ -1,4 +1,5 @@
-"""Behaviour lock: every learner plays exactly the actions it played at revision 1e7bc86.
+"""Behaviour lock: every learner plays exactly the actions it played at revision 1e7bc86
+(private learners at epsilon 1 and at epsilon = inf).
 
 The reference (tests/data/learner_hashes.json) was written by ``tests/_learner_lock.py`` on that
 revision; refactors that must not change behaviour (parameters as data, citations, speed-ups
@@ -18,15 +19,22 @@ import agents
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "learner_hashes.json").read_text())
 NAMES = sorted(a["name"] for a in agents.available() if a["name"] not in SKIP)
+PRIVATE = sorted(a["name"] for a in agents.available() if a["private"] and a["name"] not in SKIP)
 
 
 def test_the_reference_covers_every_learner():
-    assert sorted(REFERENCE) == NAMES
+    assert sorted(REFERENCE) == sorted(NAMES + [f"{name}@inf" for name in PRIVATE])
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_actions_are_unchanged(name):
     assert action_hash(name) == REFERENCE[name]
+
+
+@pytest.mark.parametrize("name", PRIVATE)
+def test_noiseless_limit_is_unchanged(name):
+    """At epsilon = inf (the learner's non-private limit) the actions are unchanged too."""
+    assert action_hash(name, float("inf")) == REFERENCE[f"{name}@inf"]
 
 
 def test_the_lock_sees_a_changed_action(monkeypatch):

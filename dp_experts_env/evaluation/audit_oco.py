@@ -141,20 +141,24 @@ def _play(
     agent: str, scenario: OCOScenario, side: int, n: int, seed: int, params: Mapping[str, Any]
 ) -> tuple[np.ndarray, Any]:
     """(n, T, d) points of one side of a scenario, and the learner that played them."""
-    import agents  # the evaluation layer may import learners
-
     data = scenario.losses if side == 0 else scenario.neighbor
     horizon, dim = data.shape
     try:
-        built = agents.make(agent, dim=dim, horizon=horizon, num_envs=n, seed=seed, **params)
+        built = _build_oco_agent(agent, n, seed, horizon, dim, dict(params))
     except (ValueError, TypeError) as err:
         raise ScenarioRefused(f"{scenario.label}: {err}") from err
+    return _play_points(built, data, n), built
+
+
+def _play_points(built: Any, data: np.ndarray, n: int) -> np.ndarray:
+    """(n, T, d) points a learner of ``n`` runs plays on the (T, d) gradients ``data``."""
+    horizon, dim = data.shape
     obs = np.zeros((n, dim))
     points = np.empty((n, horizon, dim))
     for t in range(horizon):
         points[:, t] = np.asarray(built.act(obs)).reshape(n, dim)
         obs = np.broadcast_to(data[t], (n, dim)).copy()
-    return points, built
+    return points
 
 
 def _views(scenario: OCOScenario, paths: list[np.ndarray], built: Any) -> dict[str, tuple]:
@@ -304,7 +308,7 @@ def audit_oco_learner(
 
 def _build_oco_agent(agent: Any, n: int, seed: int, horizon: int, dim: int, params: dict) -> Any:
     if isinstance(agent, str):
-        import agents
+        import agents  # the evaluation layer may import learners
 
         return agents.make(agent, dim=dim, horizon=horizon, num_envs=n, seed=seed, **params)
     if params:
@@ -359,12 +363,7 @@ def audit_oco_agent(
     paths, first = [], None
     for data, start in ((x, 2 * seed * n), (xp, (2 * seed + 1) * n)):
         ag = _build_oco_agent(agent, n, start, horizon, dim, dict(agent_params))
-        obs = np.zeros((n, dim))
-        points = np.empty((n, horizon, dim))
-        for t in range(horizon):
-            points[:, t] = np.asarray(ag.act(obs)).reshape(n, dim)
-            obs = np.broadcast_to(data[t], (n, dim)).copy()
-        paths.append(points)
+        paths.append(_play_points(ag, data, n))
         first = first or ag
     claim = first.privacy
     density = getattr(first, "path_log_likelihood", None) if likelihood else None
