@@ -282,3 +282,31 @@ def test_pickled_tracker_continues_exactly():
         b.update(losses[t], losses[t, :, 0])
     np.testing.assert_array_equal(a.dynamic_regret, b.dynamic_regret)
     np.testing.assert_array_equal(a.static_regret, b.static_regret)
+
+
+@pytest.mark.parametrize("static_pseudo", [True, False])
+def test_shared_streams_equal_one_tracker_per_run(static_pseudo: bool) -> None:
+    """copies = 2: run r plays stream r % 2; every regret equals a tracker of its own."""
+    rng = np.random.default_rng(17)
+    streams, copies, n, t_max = 2, 2, 4, 30
+    losses = rng.random((t_max, streams, n))
+    means = rng.random((t_max, streams, n))
+    learner = rng.random((t_max, streams * copies))
+    learner_means = rng.random((t_max, streams * copies))
+    shared = RegretTracker(
+        streams * copies, n, 2, horizon=t_max, copies=copies, static_pseudo=static_pseudo
+    )
+    alone = [RegretTracker(1, n, 2, horizon=t_max, static_pseudo=static_pseudo) for _ in range(4)]
+    for t in range(t_max):
+        shared.update(losses[t], learner[t], means[t], learner_means[t])
+        for r, single in enumerate(alone):
+            s, sl = r % streams, slice(r, r + 1)
+            single.update(
+                losses[t, s : s + 1], learner[t, sl], means[t, s : s + 1], learner_means[t, sl]
+            )
+    names = ["static_regret", "dynamic_regret", "per_round_best_pseudo_regret"]
+    for name in names + (["static_pseudo_regret"] if static_pseudo else []):
+        want = np.concatenate([getattr(single, name) for single in alone])
+        np.testing.assert_array_equal(getattr(shared, name), want)
+    if not static_pseudo:
+        assert shared.static_pseudo_regret is None
