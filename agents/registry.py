@@ -100,8 +100,11 @@ def _register_entry_point(name: str, value: str, obj: Any) -> None:
 
 
 def source(name: str) -> str:
-    """Where learner ``name`` comes from: ``"built-in"``, ``"package NAME VERSION"``, or
-    ``"module M (DP_EXPERTS_PLUGINS)"`` for an uninstalled plug-in module."""
+    """Where learner ``name`` comes from.
+
+    ``"built-in"``, ``"package NAME VERSION"`` (an installed package), or
+    ``"module M (DP_EXPERTS_PLUGINS)"`` for an uninstalled plug-in module.
+    """
     return _plugins.source_of(spec(name).cls.__module__)
 
 
@@ -224,13 +227,30 @@ def _claim_of(entry: AgentSpec) -> str:
     return getattr(entry.cls, "claim_summary", "") or "DP (see agent.privacy once built)"
 
 
+def _reference(cls: type[Agent]) -> str:
+    """The docstring's ``Source:`` sentence (its first sentence, whitespace collapsed)."""
+    doc = " ".join((cls.__doc__ or "").split())
+    start = doc.find("Source:")
+    if start < 0:
+        return ""
+    text = doc[start + len("Source:") :].strip()
+    # The first sentence: a period followed by a space and a capital (not "Alg. 1", "§5.2").
+    for i in range(len(text) - 2):
+        if text[i] == "." and text[i + 1] == " " and text[i + 2].isupper() and i > 12:
+            prev = text[max(0, i - 4) : i]
+            if not prev.endswith(("Alg", "Thm", "al", "Sec", "Eq", "eq")):
+                return text[: i + 1]
+    return text
+
+
 def available() -> list[dict[str, Any]]:
     """Registered learners: name, feedback, whether private, the kind of claim, one-line summary.
 
     ``claim`` is ``"none (not private)"`` for baselines; private learners may describe their
     claim with a class attribute ``claim_summary`` (the exact epsilon/delta depend on the
     parameters: read ``agent.privacy`` of a built agent). ``source`` says where the learner
-    comes from (``"built-in"``, or the package or plug-in module of an outside learner).
+    comes from (``"built-in"``, or the package or plug-in module of an outside learner);
+    ``reference`` is the first sentence of the ``Source:`` of its docstring (the paper).
     """
     load_plugins()
     return [
@@ -241,6 +261,7 @@ def available() -> list[dict[str, Any]]:
             "claim": _claim_of(s),
             "summary": s.summary,
             "source": _plugins.source_of(s.cls.__module__),
+            "reference": _reference(s.cls),
         }
         for s in sorted(_REGISTRY.values(), key=lambda s: (s.private, s.feedback, s.name))
     ]

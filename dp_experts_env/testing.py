@@ -131,7 +131,12 @@ class _Target:
             self.cls = name_or_factory if isinstance(name_or_factory, type) else None
             probe = self._factory_build(n_experts=4, horizon=HORIZON, seed=0, n_arms=3)
             self.feedback = str(getattr(probe, "feedback", "full"))
-            self.private = bool(probe.privacy.is_private)
+            # A class may declare it (as entry-point classes do); else its claim at the defaults.
+            declared = getattr(name_or_factory, "private", None)
+            claim = getattr(probe, "privacy", None)
+            self.private = (
+                declared if isinstance(declared, bool) else bool(getattr(claim, "is_private", 0))
+            )
         else:
             raise TypeError(
                 f"check_agent needs a registered learner name or a factory, got {name_or_factory!r}"
@@ -175,13 +180,21 @@ class _Target:
         return self._factory_build(**game, **kw)
 
 
-def _env(feedback: str, *, num_envs: int | None = None, horizon: int = HORIZON,
-         table: dict[str, tuple[str, dict[str, Any]]] = HOME_ENV, **extra: Any) -> Any:  # fmt: skip
+def _env(
+    feedback: str,
+    *,
+    num_envs: int | None = None,
+    horizon: int = HORIZON,
+    table: dict[str, tuple[str, dict[str, Any]]] = HOME_ENV,
+    **extra: Any,
+) -> Any:
     env_id, params = table[feedback]
     params = {"horizon": horizon, **params, **extra}
     if num_envs is None:
         return gym.make(env_id, **params)
-    return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **params)
+    return gym.make_vec(
+        env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **params
+    )
 
 
 def _play(agent: Agent, env: Any, seed: Any) -> tuple[np.ndarray, dict[str, Any]]:
@@ -289,8 +302,10 @@ def _check_seeding(t: _Target, fail: Callable[[str], None]) -> None:
         a = _play(t.build(longer, seed=5), longer, seed=11)[0]
         b = _play(t.build(longer, seed=6), longer, seed=11)[0]
         if np.array_equal(a, b):
-            fail("seeds 5 and 6 give the same 400 actions: a private learner's randomness "
-                 "must come from its seed (is it ignored?)")  # fmt: skip
+            fail(
+                "seeds 5 and 6 give the same 400 actions: a private learner's randomness "
+                "must come from its seed (is it ignored?)"
+            )
 
 
 def _check_batching(t: _Target, fail: Callable[[str], None]) -> None:
@@ -336,12 +351,16 @@ def _check_monotone(t: _Target, fail: Callable[[str], None], runs: int, horizon:
     for i in range(len(regrets) - 1):
         rise, se = paired(i, i + 1)
         if rise > MONOTONE_SE * se:
-            fail(f"mean regret rises from epsilon {MONOTONE_EPSILONS[i]} to "
-                 f"{MONOTONE_EPSILONS[i + 1]}: {means} (paired s.e. {se:.2f})")  # fmt: skip
+            fail(
+                f"mean regret rises from epsilon {MONOTONE_EPSILONS[i]} to "
+                f"{MONOTONE_EPSILONS[i + 1]}: {means} (paired s.e. {se:.2f})"
+            )
     drop, se = paired(0, len(regrets) - 1)
     if not -drop > DROP_SE * se:
-        fail(f"regret must fall from epsilon {MONOTONE_EPSILONS[0]} to {MONOTONE_EPSILONS[-1]} "
-             f"by more than {DROP_SE} paired s.e.: {means} (s.e. {se:.2f})")  # fmt: skip
+        fail(
+            f"regret must fall from epsilon {MONOTONE_EPSILONS[0]} to {MONOTONE_EPSILONS[-1]} "
+            f"by more than {DROP_SE} paired s.e.: {means} (s.e. {se:.2f})"
+        )
 
 
 def _check_epsilon_inf(t: _Target, fail: Callable[[str], None]) -> None:
@@ -364,8 +383,10 @@ def _check_epsilon_inf(t: _Target, fail: Callable[[str], None]) -> None:
     diff = ours - theirs
     se = diff.std(ddof=1) / math.sqrt(len(diff)) if diff.any() else 0.0
     if abs(diff.mean()) > 3 * se + 1e-9:
-        fail(f"declares epsilon_inf_limit={limit!r} but its regret at epsilon = inf "
-             f"({ours.mean():.2f}) differs from {limit!r}'s ({theirs.mean():.2f})")  # fmt: skip
+        fail(
+            f"declares epsilon_inf_limit={limit!r} but its regret at epsilon = inf "
+            f"({ours.mean():.2f}) differs from {limit!r}'s ({theirs.mean():.2f})"
+        )
 
 
 def _check_audit(t: _Target, fail: Callable[[str], None], audit: dict[str, Any]) -> Any:
@@ -403,8 +424,15 @@ def _audit_factory(t: _Target, fail: Callable[[str], None], audit: dict[str, Any
         return t._factory_build(**game, epsilon=1.0)
 
     runs = audit.get("runs") or 20_000
-    result = audit_agent(make, losses, neighbor, n_runs=runs, alpha=audit.get("alpha", 1e-3),
-                         seed=audit.get("seed", 0), advice=np.eye(width) if bandit else None)  # fmt: skip
+    result = audit_agent(
+        make,
+        losses,
+        neighbor,
+        n_runs=runs,
+        alpha=audit.get("alpha", 1e-3),
+        seed=audit.get("seed", 0),
+        advice=np.eye(width) if bandit else None,
+    )
     if not result.passed:
         fail(f"the privacy audit found a violation: epsilon >= {result.epsilon_lower_bound:.3f}")
     return result
@@ -437,10 +465,13 @@ def check_agent(
         params: extra learner keywords (``mode``, ``noise``, ...), used in every check.
         checks: run only these checks (default :data:`CHECKS`).
         skip: checks not to run (say why in your test).
-        monotone_runs, monotone_horizon: seeded runs and rounds per epsilon of ``monotone``.
+        monotone_runs: seeded runs per epsilon of ``monotone``.
+        monotone_horizon: rounds of those runs.
         audit_runs: test runs per side of the audit (the CLI uses 100,000: more runs detect
-            smaller violations). audit_selection_runs: runs per side scoring each scenario.
-        audit_time_budget: seconds for the audit's search. audit_seed: its seed.
+            smaller violations).
+        audit_selection_runs: runs per side scoring each candidate scenario.
+        audit_time_budget: seconds for the audit's search.
+        audit_seed: the audit's seed.
 
     Returns:
         An :class:`AgentCheckReport` (checks passed, checks skipped and why, the audit report).
@@ -455,8 +486,12 @@ def check_agent(
             raise ValueError(f"check {name!r} is not one of {list(CHECKS)}")
     target = _Target(name_or_factory, params or {})
     report = AgentCheckReport(target.label, target.feedback, target.private)
-    audit = {"runs": audit_runs, "selection_runs": audit_selection_runs,
-             "time_budget": audit_time_budget, "seed": audit_seed}  # fmt: skip
+    audit = {
+        "runs": audit_runs,
+        "selection_runs": audit_selection_runs,
+        "time_budget": audit_time_budget,
+        "seed": audit_seed,
+    }
     for check in order:
         if check in skip:
             report.skipped[check] = "skipped by the caller"
