@@ -90,6 +90,7 @@ def losses(task: str) -> tuple[np.ndarray, list[str], np.ndarray]:
 
 
 def main() -> None:
+    """Command line: write every task's .npz and print its error rates per segment."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
@@ -110,8 +111,11 @@ def main() -> None:
         bounds = [*starts.tolist(), len(matrix)]
         for j in range(len(starts)):
             seg = matrix[bounds[j] : bounds[j + 1]].sum(axis=0)
-            print(f"  segment {j} rounds {bounds[j] + 1}-{bounds[j + 1]}: best {names[seg.argmin()]}"
-                  f" ({seg.min()} mistakes), worst {names[seg.argmax()]} ({seg.max()})")
+            best, worst = names[seg.argmin()], names[seg.argmax()]
+            print(
+                f"  segment {j} rounds {bounds[j] + 1}-{bounds[j + 1]}: best {best} "
+                f"({seg.min()} mistakes), worst {worst} ({seg.max()})"
+            )
 
 
 if __name__ == "__main__":

@@ -18,7 +18,9 @@ OBLIVIOUS = families("oblivious")
 MATRIX = np.random.default_rng(0).integers(0, 9, size=(40, 5)) / 8.0
 # Families that generate losses at any size (not replays of a matrix, user's or shipped).
 GENERATED = [
-    f for f in OBLIVIOUS if f != "replay" and not getattr(family_factory("oblivious", f), "TASK", "")
+    f
+    for f in OBLIVIOUS
+    if f != "replay" and not getattr(family_factory("oblivious", f), "TASK", "")
 ]
 DEFAULT_BUFFER = batch_rng_module._BUFFER_DOUBLES
 

@@ -47,7 +47,10 @@ def test_gym_make_plays_the_shipped_matrix_with_its_switch_budget(task):
 def test_the_best_expert_changes_at_the_documented_change_points():
     task = load_task("digits")
     bounds = [*task["segment_starts"].tolist(), len(task["losses"])]
-    best = [task["losses"][a:b].sum(axis=0).argmin() for a, b in zip(bounds, bounds[1:])]
+    best = [
+        task["losses"][a:b].sum(axis=0).argmin()
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+    ]
     assert len(set(best)) >= 3, best  # S = 4 is not a formality: the leader moves
 
 
@@ -62,7 +65,9 @@ def test_dynamic_regret_uses_S_and_differs_from_static():
     # good as the one with the documented change points, which the known matrix gives.
     matrix = load_task("digits")["losses"]
     bounds = [*load_task("digits")["segment_starts"].tolist(), len(matrix)]
-    piecewise = sum(matrix[a:b].sum(axis=0).min() for a, b in zip(bounds, bounds[1:]))
+    piecewise = sum(
+        matrix[a:b].sum(axis=0).min() for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+    )
     paid = info["static_regret"] + matrix.sum(axis=0).min()
     assert info["dynamic_regret"] >= paid - piecewise - 1e-9
     assert info["dynamic_regret"] > info["static_regret"] + 50

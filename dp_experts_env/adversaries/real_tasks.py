@@ -50,10 +50,14 @@ class RealTaskParams(FamilyParams):
     FILLED: ClassVar[tuple[str, ...] | None] = ()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_task(task: str) -> dict[str, Any]:
-    """The shipped task: ``losses`` (T, N) float64 read-only, ``experts``, ``segment_starts``
-    (0-based first rows), ``n_switches`` (S) and the ``sklearn_version`` that built it."""
+    """The shipped task, read once.
+
+    Returns:
+        ``losses`` (T, N) float64 read-only, ``experts`` (names), ``segment_starts`` (0-based
+        first rows), ``n_switches`` (S) and the ``sklearn_version`` that built it.
+    """
     if task not in REAL_TASKS:
         raise ValueError(f"task must be one of {list(REAL_TASKS)}, got {task!r}")
     with np.load(DATA_DIR / f"{task}.npz", allow_pickle=False) as data:
