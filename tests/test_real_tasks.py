@@ -8,6 +8,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
+import pandas as pd
 import pytest
 
 import agents
@@ -111,3 +112,25 @@ def test_the_script_rebuilds_the_shipped_breast_cancer_matrix():
     mismatch = np.mean(matrix != shipped["losses"])
     # Another scikit-learn version may change a few predictions, never the task.
     assert mismatch < 0.02, (mismatch, shipped["sklearn_version"])
+
+
+def test_the_transfer_figure_plots_the_table_values():
+    """The figure's points are 1 - m / u of the summary table: uniform at 0, known ratios."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import transfer_figure
+    finally:
+        sys.path.pop(0)
+    inf = float("inf")
+    summary = pd.DataFrame(
+        {
+            "env": ["DPExperts-Oblivious-v0[family=digits]"] * 3 + ["DPExperts-Shift-v0[x]"] * 2,
+            "agent": ["uniform", "hedge", "limited-updates", "uniform", "hedge"],
+            "epsilon": [inf, inf, 1.0, inf, inf],
+            "dynamic_regret_mean": [200.0, 50.0, 100.0, 10.0, 12.0],
+        }
+    )
+    got = transfer_figure.points(summary)
+    np.testing.assert_allclose(got["score"], [0.0, 0.75, 0.5, 0.0, -0.2], rtol=0, atol=1e-12)
+    assert got["learner"].tolist()[2] == "limited-updates eps=1"
+    assert got["env"].tolist()[0] == "digits (real)"
