@@ -19,6 +19,7 @@ from dp_experts_env.testing import CHECKS, ContractError, check_agent
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "plugin_example"
 #: One learner per feedback kind and privacy mechanism family, for the quick run (all: slow).
 REPRESENTATIVE = ["hedge", "exp3", "limited-updates", "private-batched-exp4", "dp-ftrl-oco"]
+QUICK = {"hedge", "exp3", "limited-updates"}
 #: Audited in the slow test: one per feedback kind (their full audits are in test_audit_zoo.py
 #: and test_oco_audit.py; these use check_agent's smaller default audit).
 AUDITED = ["limited-updates", "private-batched-exp4", "dp-ftrl-oco"]
@@ -48,7 +49,10 @@ def test_a_planted_bug_fails_its_check(mutant):
     assert check_agent(mutant, checks=before).passed == before
 
 
-@pytest.mark.parametrize("name", REPRESENTATIVE)
+@pytest.mark.parametrize(
+    "name",
+    [n if n in QUICK else pytest.param(n, marks=pytest.mark.slow) for n in REPRESENTATIVE],
+)
 def test_check_agent_passes_representative_learners(name):
     report = check_agent(name, skip=["audit"])
     private = agents.spec(name).private

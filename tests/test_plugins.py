@@ -345,9 +345,11 @@ def test_audit_and_list_see_an_outside_learner(tmp_path):
 
 
 @pytest.mark.slow
-def test_compare_on_ray_equals_local_through_the_entry_point(tmp_path):
-    """The installed-package route (fake metadata, no DP_EXPERTS_PLUGINS): local workers and a
-    local Ray instance (started and shut down by the command) give identical results."""
+@pytest.mark.parametrize("route", ["entry_point", "env_var"])
+def test_compare_on_ray_equals_local(tmp_path, route):
+    """The installed-package route (fake metadata, no DP_EXPERTS_PLUGINS) and the uninstalled
+    one (DP_EXPERTS_PLUGINS only): local workers and a local Ray instance (started and shut down
+    by the command) give identical results."""
     pytest.importorskip("ray")
     site = fake_install(
         tmp_path / "site",
@@ -358,24 +360,42 @@ def test_compare_on_ray_equals_local_through_the_entry_point(tmp_path):
         {NAME} = {MODULE}:PrivateBlockFTPL
         """,
     )
+    env_var = route == "env_var"
+    if env_var:
+        site = None  # the module's folder on PYTHONPATH and DP_EXPERTS_PLUGINS, no metadata
     (tmp_path / "g.toml").write_text(GRID)
     local = _cli(
         ["compare", "g.toml", "--out", "local", "--jobs", "2", "--no-progress", "--no-figures"],
         tmp_path,
-        env_var=False,
+        env_var=env_var,
         site=site,
     )
     assert local.returncode == 0, local.stderr
     ray = _cli(
         ["compare", "g.toml", "--out", "ray", "--backend", "ray", "--no-progress", "--no-figures"],
         tmp_path,
-        env_var=False,
+        env_var=env_var,
         site=site,
     )
     assert ray.returncode == 0, ray.stderr
     pd.testing.assert_frame_equal(_regrets(tmp_path / "local"), _regrets(tmp_path / "ray"))
+
+
+@pytest.mark.slow
+def test_list_names_the_package_of_an_installed_learner(tmp_path):
+    site = fake_install(
+        tmp_path / "site",
+        "dp-plugin-example",
+        "0.1.0",
+        f"""
+        [dp_experts_env.agents]
+        {NAME} = {MODULE}:PrivateBlockFTPL
+        """,
+    )
     listing = _cli(["list"], tmp_path, env_var=False, site=site)
+    assert listing.returncode == 0, listing.stderr
     assert "[package dp-plugin-example 0.1.0]" in listing.stdout
+    assert "Outside learners from: package dp-plugin-example 0.1.0" in listing.stdout
 
 
 @pytest.mark.slow
