@@ -98,3 +98,25 @@ def test_the_example_plug_in_passes_every_check(example_module):
     assert by_name.passed == list(CHECKS) and not by_name.audit.violation
     as_factory = check_agent(example_module, skip=["monotone", "audit"])
     assert as_factory.private and "epsilon_inf" in as_factory.passed
+
+
+class _EveryRoundLeader(BlockLeader):
+    """Re-selects every round: at epsilon = inf it is follow-the-leader (random ties)."""
+
+    epsilon_inf_limit = "follow-the-leader"
+
+    def __init__(self, n_experts, horizon, *, epsilon=1.0, num_envs=1, seed=None):
+        super().__init__(n_experts, horizon, epsilon=epsilon, num_envs=num_envs, seed=seed)
+        self.block, self.k = 1, horizon
+
+
+class _WrongLimit(BlockLeader):
+    """Declares the FTL limit but keeps its blocks at epsilon = inf."""
+
+    epsilon_inf_limit = "follow-the-leader"
+
+
+def test_a_declared_epsilon_inf_limit_is_checked():
+    assert check_agent(_EveryRoundLeader, checks=["epsilon_inf"]).passed == ["epsilon_inf"]
+    with pytest.raises(ContractError, match="epsilon_inf_limit='follow-the-leader'"):
+        check_agent(_WrongLimit, checks=["epsilon_inf"])
