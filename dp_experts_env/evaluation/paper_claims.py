@@ -19,6 +19,7 @@ import pandas as pd
 
 from dp_experts_env.evaluation.claims import (
     Claim,
+    Control,
     Measurement,
     Point,
     Sweep,
@@ -35,6 +36,12 @@ AKST = 'Agarwal, Kale, Singh & Thakurta, "Improved Differentially Private and La
 AFKT = 'Asi, Feldman, Koren & Talwar 2023, "Private Online Prediction from Experts"'
 CC = 'Cesari & Colomboni 2026, "Optimal Gap-Dependent Regret for Private Stochastic DTOL"'
 FRPAB = '"Faster Rates for Private Adversarial Bandits" (2025)'
+
+#: The no-learning controls (run in the learner's role, same envs and seeds).
+UNIFORM = Control("uniform", {}, "a uniformly random expert (arm) every round: it learns nothing")
+CENTRE = Control(
+    "ogd", {"step": 0.0}, "OGD with step 0: the centre of the body every round, learns nothing"
+)
 
 
 def _slope_of(key: str, metric: str) -> object:
@@ -53,6 +60,7 @@ def _slope_experiment(
     metric: str = "dynamic_regret",
     seeds: int = 16,
     quick_seeds: int = 8,
+    control: Control = UNIFORM,
 ) -> dict[str, object]:
     """One learner over a series of points, judged by its log-log slope (``Claim`` keywords)."""
     sweep = Sweep(
@@ -65,7 +73,7 @@ def _slope_experiment(
         seeds=seeds,
         quick_seeds=quick_seeds,
     )
-    return {"sweeps": (sweep,), "analyse": _slope_of(agent, metric)}
+    return {"sweeps": (sweep,), "analyse": _slope_of(agent, metric), "control": control}
 
 
 def _points(values: tuple[float, ...], make: object, epsilon: float | None = None) -> tuple:
@@ -79,6 +87,16 @@ def _eps_points(values: tuple[float, ...], env: Mapping[str, object]) -> tuple:
 # ----------------------------------------------------------------------------- paper 000
 def _shift(**kw: object) -> dict[str, object]:
     return {"n_experts": 10, "n_shifts": 4, "gap": 0.3, **kw}
+
+
+def _thm36_bound(p: Point) -> tuple[float, float]:
+    """Theorem 3.6's explicit bound (beta = 1/T, alpha omitted: it only adds) and T."""
+    t, n = float(p.env_params["horizon"]), float(p.env_params["n_experts"])
+    s = float(p.env_params["n_shifts"])
+    log_term = math.log(n * t * t)  # log(NT / beta) with beta = 1/T
+    eps = float(p.epsilon) if p.epsilon is not None else math.inf
+    bound = 9 * math.sqrt(2 * s * t * log_term) + 2 * s * (16 * log_term / eps + 1)
+    return bound, t
 
 
 SHIFT_T = (2_500, 5_000, 10_000, 20_000, 40_000)
@@ -101,6 +119,7 @@ svt_vs_t = Claim(
         _points(SHIFT_T_QUICK, lambda t: _shift(horizon=int(t)), 8.0),
         metric="dynamic_regret",
     ),
+    explicit_bound=_thm36_bound,
     x_label="T",
     notes="A shift detector with a fixed false-alarm level needs a number of rounds that "
     "depends on the gap, not on T, so its regret per shift is roughly constant in T.",
@@ -110,10 +129,11 @@ svt_vs_s = Claim(
     name="ars-shift-dr-vs-S",
     paper=ARS,
     source="Table 1 (shifting stochastic row), Thm 3.6",
-    statement="The dynamic regret grows at most linearly in the number of shifts S "
-    "(sqrt(S T log N) + S log N / epsilon).",
+    statement="The dynamic regret is O(sqrt(S T log(NT)) + S log(NT) / epsilon); at epsilon = 8 "
+    "the sqrt(S T log(NT)) term is the larger one by two orders of magnitude, so the regret "
+    "grows at most like sqrt(S).",
     quantity="log-log slope of dynamic regret in S (T = 10^4, gap 0.3, epsilon = 8)",
-    predicted=1.0,
+    predicted=0.5,
     tolerance=0.1,
     kind="at_most",
     **_slope_experiment(
@@ -122,16 +142,26 @@ svt_vs_s = Claim(
         _points((1, 2, 4, 8), lambda s: _shift(horizon=10_000, n_shifts=int(s)), 8.0),
         metric="dynamic_regret",
     ),
+    explicit_bound=_thm36_bound,
     x_label="S (shifts)",
+    notes="The prediction is the exponent of the term that dominates at these sizes (the "
+    "S log(NT)/epsilon term is 130-530 times smaller than sqrt(S T log(NT)) at epsilon = 8). "
+    "Theorem 3.6's explicit bound is above 0.58 T at every S measured (report: 'explicit bound "
+    "/ trivial bound'), and uniform play's dynamic regret does not grow with S, so an upper "
+    "bound on the exponent cannot be failed by a learner that does no better than uniform: the "
+    "control's verdict says whether the test could have failed.",
 )
 
 nch_vs_t = Claim(
-    name="ars-oblivious-dr-vs-T",
+    name="ars-laplace-tracker-dr-vs-T",
     paper=ARS,
-    source="Table 1 (oblivious row), Thm 5.2",
-    statement="Against an oblivious sequence the Laplace tracker's dynamic regret is "
-    "O(sqrt(S T log N) + S T^(1/3) log N / epsilon^(2/3)): at most sqrt(T) growth.",
-    quantity="log-log slope of dynamic regret in T (S = 4, gap 0.3, epsilon = 32)",
+    source="Table 1 (adaptive row), Thm 5.2 / B.2 (Alg. 3, the Laplace tracker)",
+    statement="Algorithm 3 (noisy clipped Hedge) has dynamic regret "
+    "O(N sqrt(S T) log^1.5(NT) / epsilon + N S log(NT) / epsilon) with the strict noise, "
+    "against adaptive and hence also against the shifting stochastic sequences run here: at "
+    "fixed epsilon at most sqrt(T) growth up to log factors.",
+    quantity="log-log slope of dynamic regret in T (shifting stochastic, S = 4, gap 0.3, "
+    "epsilon = 32)",
     predicted=0.5,
     tolerance=0.1,
     kind="at_most",
@@ -143,6 +173,9 @@ nch_vs_t = Claim(
         metric="dynamic_regret",
     ),
     x_label="T",
+    notes="This is the adaptive-row algorithm on a stochastic sequence, not the oblivious row "
+    "of Table 1 (whose algorithm is the reduction of Thm 4.1, not in the suite); the tolerance "
+    "0.1 absorbs the log^1.5 factor over this range of T.",
 )
 
 COLLAPSE_T = (1_000, 10_000, 100_000)
@@ -215,6 +248,9 @@ def _collapse_claim(quick_horizons: bool) -> Claim:
         sweeps=_collapse_sweeps(horizons, quick_horizons),
         analyse=_collapse,
         figure=_collapse_figure,
+        control=UNIFORM,
+        learner_sweeps=tuple(f"nch-T{t}" for t in horizons),
+        learning_at="largest",
         x_label="x = epsilon / (N sqrt(S/T))",
         notes="The learner is noisy-clipped-hedge (the Laplace tracker, strict noise). The "
         "spread statistic is a maximum over x, so its bootstrap interval is conservative.",
@@ -241,7 +277,12 @@ lazy_adaptive = Claim(
         _points(ADAPTIVE_T_QUICK, lambda t: {"horizon": int(t)}, 8.0),
         metric="static_regret",
     ),
+    learning_fraction=None,  # the claim is that this learner does NOT learn here
     x_label="T",
+    notes="A lower bound: the learner is expected to stay at or above the control's level, so "
+    "no learning gate applies; the control (uniform play, which does not depend on its own "
+    "past draws) must not show the linear growth, or the construction would be doing nothing "
+    "specific to lazy samplers.",
 )
 
 
@@ -278,6 +319,7 @@ hedge_adaptive = Claim(
         ),
     ),
     analyse=_per_round_at_largest("hedge", "static_regret"),
+    control=UNIFORM,
     x_label="T",
     notes="Hedge's regret here is tens of rounds and of either sign, so a log-log slope would "
     "measure noise; the per-round regret at the largest T is the quantity that separates it "
@@ -317,6 +359,7 @@ def _lower_bound_slopes(rows: Mapping[str, pd.DataFrame]) -> Measurement:
         private.ci_high,
         f"{private.detail}; at epsilon = inf the slope is {free.value:.3g} "
         f"[{free.ci_low:.3g}, {free.ci_high:.3g}] ({free.detail})",
+        private.local,
     )
 
 
@@ -355,6 +398,8 @@ lower_bound = Claim(
         ),
     ),
     analyse=_lower_bound_slopes,
+    control=UNIFORM,
+    learning_fraction=None,  # a lower bound: the learner is expected NOT to learn
     x_label="T",
     notes="A lower bound holds for every private learner, so running one learner cannot confirm "
     "it; what this checks is that the construction does what the proof says on the paper's "
@@ -394,6 +439,12 @@ def _count_switches(sweep: Sweep, points: tuple[Point, ...], seeds: int) -> pd.D
     return pd.DataFrame(out)
 
 
+def _lazy_bound(p: Point) -> tuple[float, float]:
+    """Thm 4.2's bound with S = sqrt(d T), in units of G D: sqrt(T) + 16 ln(T) sqrt(T); and T."""
+    t = float(p.env_params["horizon"])
+    return math.sqrt(t) + 16 * math.log(t) * math.sqrt(t), t
+
+
 OCO_T = (1_000, 4_000, 16_000)
 OCO_T_QUICK = (1_000, 4_000)
 
@@ -419,6 +470,8 @@ lazy_switches = Claim(
         ),
     ),
     analyse=lambda rows: mean_with_ci(rows["p-comw-lazy"], "switches_over_budget"),
+    no_control="the quantity is p-comw-lazy's own switch counter over its own switch bound; a "
+    "learner without that counter cannot take its role, and the claim is a budget, not a rate.",
     x_label="T",
     notes="The bound on E[switches] is met with equality by the calibrated tuning (its stay "
     "coin is never clipped), so a one-sided test of 'at most S' would sit on its boundary and "
@@ -443,7 +496,9 @@ lazy_regret = Claim(
         _points(OCO_T, lambda t: {"horizon": int(t)}),
         _points(OCO_T_QUICK, lambda t: {"horizon": int(t)}),
         metric="static_regret",
+        control=CENTRE,
     ),
+    explicit_bound=_lazy_bound,
     x_label="T",
     notes="Not confirmed at these horizons, and not expected to be: with S = sqrt(d T) the "
     "bound's second term is 16 G D sqrt(d) ln(T) T / S = 16 G D ln(T) sqrt(T), which exceeds "
@@ -473,6 +528,7 @@ dp_oco = Claim(
         _points(DP_OCO_T, lambda t: {"horizon": int(t)}, 1.0),
         _points(DP_OCO_T_QUICK, lambda t: {"horizon": int(t)}, 1.0),
         metric="static_regret",
+        control=CENTRE,
     ),
     x_label="T",
     notes="The theorem's own constants (tuning='paper') certify epsilon_out far below the "
@@ -509,7 +565,7 @@ dartboard_t = Claim(
     x_label="T",
 )
 
-DART_EPS = (0.25, 0.5, 1.0, 2.0)
+DART_EPS = (0.125, 0.25, 0.5, 1.0)  # Corollary 3 needs epsilon <= 1
 _dart_env = {"horizon": 16_000}
 
 
@@ -520,13 +576,14 @@ def _dart_excess(rows: Mapping[str, pd.DataFrame]) -> Measurement:
 dartboard_eps = Claim(
     name="afkt-dartboard-cost-vs-epsilon",
     paper=AFKT,
-    source="Thm 2 / Cor. 3 (privacy term T^(1/3) log d / epsilon^(2/3))",
-    statement="The cost of privacy (regret above the same learner without noise) is bounded by "
-    "C T^(1/3) log d / epsilon^(2/3): it falls at least as fast as epsilon^(-2/3).",
-    quantity="log-log slope in epsilon of regret(epsilon) - regret(inf) (T = 16,000, anti_lazy)",
-    predicted=-2 / 3,
+    source="Cor. 3 (privacy term 20 T^(1/3) ln^(1/3)(1/delta) ln d / epsilon, epsilon <= 1)",
+    statement="For epsilon <= 1 the cost of privacy (regret above the same learner without "
+    "noise) is the term 20 T^(1/3) ln^(1/3)(1/delta) ln d / epsilon: it scales as 1/epsilon.",
+    quantity="log-log slope in epsilon of regret(epsilon) - regret(inf) (T = 16,000, anti_lazy, "
+    "epsilon in [1/8, 1])",
+    predicted=-1.0,
     tolerance=0.25,
-    kind="at_most",
+    kind="two_sided",
     sweeps=(
         Sweep(
             "private",
@@ -544,6 +601,7 @@ dartboard_eps = Claim(
         ),
     ),
     analyse=_dart_excess,
+    control=UNIFORM,
     x_label="epsilon",
     notes="The calibrated default (docs/algorithms.md, Calibration) is used, not Corollary 3's "
     "constants, which keep the learner at uniform play at this horizon.",
@@ -718,6 +776,7 @@ def _advice_claim(name: str, agent: str, source: str, rate: str, predicted: floa
             ),
         ),
         analyse=_slope_of(agent, "static_pseudo_regret"),
+        control=UNIFORM,
         x_label="T",
         notes="The tolerance 0.1 absorbs the bounds' log factors over this range of T. A "
         "measured exponent above the band means the learner is still in its burn-in at these "

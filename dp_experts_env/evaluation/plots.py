@@ -543,9 +543,7 @@ def plot_regret_vs_horizon(
         ax.set_yscale("log")
         ax.set_xlabel("horizon T")
         ax.set_ylabel(f"final {_NICE.get(metric, metric)}")
-        ax.set_title(
-            f"{env_id}\nmean, 95% CI; lines: power-law fits, slope [95% CI]"
-        )
+        ax.set_title(f"{env_id}\nmean, 95% CI; lines: power-law fits, slope [95% CI]")
         ax.grid(True, which="both")
         fig.tight_layout()
         _legend_below(fig, *ax.get_legend_handles_labels(), COLUMN_WIDTH)
