@@ -369,9 +369,10 @@ def test_judge_calls_a_claim_vacuous_where_the_explicit_bound_is_trivial():
     control = Measurement(1.0, 0.95, 1.05)
     j = judge(claim, m, control, {1.0: 0.5}, {1e3: (1.2e3, 1e3), 1e4: (1.1e4, 1e4)})
     assert j.verdict == "vacuous" and "explicit bound" in j.reason
-    assert judge(claim, m, control, {1.0: 0.5}, {1e3: (1.2e3, 1e3), 1e4: (5e3, 1e4)}).verdict == (
-        "holds"
-    )
+    j = judge(claim, m, control, {1.0: 0.5}, {1e3: (1.2e3, 1e3), 1e4: (5e3, 1e4)})
+    assert j.verdict == "vacuous" and "at x = 1000" in j.reason and "10000" not in j.reason[:70]
+    j = judge(claim, m, control, {1.0: 0.5}, {1e3: (0.9e3, 1e3), 1e4: (5e3, 1e4)})
+    assert j.verdict == "holds" and "1000: 0.90" in j.reason
 
 
 def test_local_slopes_are_fits_over_three_points():

@@ -24,8 +24,10 @@ from dp_experts_env.evaluation.claims import (
     Point,
     Sweep,
     excess_loglog_slope,
+    largest_ratio_over_x,
     loglog_slope,
     mean_with_ci,
+    power_plus_constant,
     spread_of_normalised_gain,
 )
 
@@ -99,7 +101,10 @@ def _thm36_bound(p: Point) -> tuple[float, float]:
     return bound, t
 
 
-SHIFT_T = (2_500, 5_000, 10_000, 20_000, 40_000)
+#: Horizons of the T-claims on the shifting env. Theorem 3.6's explicit bound (S = 4, N = 10,
+#: epsilon = 8) is below T only from T ~ 1.6 x 10^4 on, so the full run starts at 2 x 10^4;
+#: quick mode's horizons are below it and cannot settle ars-shift-dr-vs-T (it says `vacuous`).
+SHIFT_T = (20_000, 40_000, 80_000, 160_000)
 SHIFT_T_QUICK = (2_500, 5_000, 10_000)
 
 svt_vs_t = Claim(
@@ -594,7 +599,8 @@ dartboard_t = Claim(
     x_label="T",
 )
 
-DART_EPS = (0.125, 0.25, 0.5, 1.0)  # Corollary 3 needs epsilon <= 1
+#: Corollary 3 needs epsilon <= 1; below 1/4 the learner is within 0.8 x uniform's regret.
+DART_EPS = (0.25, 0.35, 0.5, 0.71, 1.0)
 _dart_env = {"horizon": 16_000}
 
 
@@ -609,7 +615,7 @@ dartboard_eps = Claim(
     statement="For epsilon <= 1 the cost of privacy (regret above the same learner without "
     "noise) is the term 20 T^(1/3) ln^(1/3)(1/delta) ln d / epsilon: it scales as 1/epsilon.",
     quantity="log-log slope in epsilon of regret(epsilon) - regret(inf) (T = 16,000, anti_lazy, "
-    "epsilon in [1/8, 1])",
+    "epsilon in [1/4, 1])",
     predicted=-1.0,
     tolerance=0.25,
     kind="two_sided",
@@ -690,30 +696,40 @@ rps_eps = Claim(
     x_label="epsilon",
 )
 
+
+def _gap_shape(rows: Mapping[str, pd.DataFrame]) -> Measurement:
+    return power_plus_constant(rows["randomized-prefix-softmax"], "per_round_best_pseudo_regret")
+
+
 rps_gap = Claim(
     name="cc-one-over-gap",
     paper=CC,
-    source="Thm 1, eq. (2): log K / gap term",
-    statement="In the statistics-dominated regime (gap well below eta = 1/8, epsilon >= 1/4) "
-    "the regret is proportional to log K / gap.",
-    quantity="log-log slope of pseudo-regret in the gap (epsilon = 1, T = 5 x 10^4)",
+    source="Thm 1, eq. (1): 800 log K / gap + (gap-independent terms)",
+    statement="The regret is a log K / gap term plus terms that do not depend on the gap "
+    "(1 + 16 log K / eta and, below epsilon = 1/4, the privacy term): regret = a / gap + b.",
+    quantity="exponent p of the fit a gap^p + b (b free) of the pseudo-regret over the gap "
+    "(epsilon = 1, T = 5 x 10^4)",
     predicted=-1.0,
     tolerance=0.25,
     kind="two_sided",
-    **_slope_experiment(
-        "randomized-prefix-softmax",
-        "DPExperts-Stochastic-v0",
-        _points((0.0125, 0.025, 0.05), lambda g: _gap_env(g, 50_000), 1.0),
-        metric="per_round_best_pseudo_regret",
-        **RPS_SEEDS,
+    sweeps=(
+        Sweep(
+            "randomized-prefix-softmax",
+            "randomized-prefix-softmax",
+            "DPExperts-Stochastic-v0",
+            _points((0.0125, 0.025, 0.05, 0.1), lambda g: _gap_env(g, 50_000), 1.0),
+            metric="per_round_best_pseudo_regret",
+            **RPS_SEEDS,
+        ),
     ),
+    analyse=_gap_shape,
+    control=UNIFORM,
     x_label="gap",
-    notes="Gaps above eta = 1/8 put the learner in the regime where the 16 log K / eta term "
-    "(constant in the gap) dominates; T = 5 x 10^4 is long enough for the smallest gap's "
-    "log K / gap^2 exploration to finish. The regret is a 1/gap term plus gap-independent "
-    "terms (16 log K / eta and the privacy term), which flatten a pure power-law fit as the gap "
-    "grows: a measured slope above the band at the largest gap reflects that sum, not a wrong "
-    "exponent, and is reported as measured.",
+    notes="A pure power law fitted to a / gap + b flattens as the gap grows (an earlier version "
+    "measured -0.76 and was inconclusive for that reason); the theorem's own shape, with the "
+    "constant b fitted, measures the exponent of the gap term. T = 5 x 10^4 is long enough for "
+    "the smallest gap's log K / gap^2 exploration to finish. Uniform play's regret grows "
+    "linearly in the gap (p = +1), so the control cannot pass.",
 )
 
 
@@ -731,25 +747,52 @@ def _sqrt_points(k: int, pairs: tuple[tuple[int, float], ...]) -> tuple[Point, .
 _SQRT_PAIRS = ((4_000, 1.0), (4_000, 0.25), (16_000, 0.25), (16_000, 0.0625), (64_000, 0.0625))
 _SQRT_PAIRS_QUICK = ((4_000, 1.0), (4_000, 0.25), (16_000, 0.25))
 
+
+def _central_ratio(rows: Mapping[str, pd.DataFrame]) -> Measurement:
+    return largest_ratio_over_x(
+        rows["private-batched-bandit"], rows["uniform-reference"], "static_regret"
+    )
+
+
 htinf_sqrt = Claim(
     name="frpab-central-sqrt-KT-over-eps",
     paper=FRPAB,
     source="Thm 1 / Cor. 2 (Alg. 1 with HTINF)",
-    statement="The batched private bandit's regret is O(sqrt(K T / epsilon)): on the bandit "
-    "whose gap is 4 sqrt(K / (epsilon T)) (the scale at which that rate is tight) it grows "
-    "linearly in sqrt(K T / epsilon).",
-    quantity="log-log slope of static regret in sqrt(K T / epsilon) (K = 5)",
-    predicted=1.0,
-    tolerance=0.2,
-    kind="two_sided",
-    **_slope_experiment(
-        "private-batched-bandit",
-        "DPExperts-Bandit-v0",
-        _sqrt_points(5, _SQRT_PAIRS),
-        _sqrt_points(5, _SQRT_PAIRS_QUICK),
-        metric="static_regret",
+    statement="The batched private bandit's regret is O(sqrt(K T / epsilon)). On the bandit "
+    "whose gap is 4 sqrt(K / (epsilon T)) uniform play's regret is itself proportional to "
+    "sqrt(K T / epsilon), so the rate is checked as a constant fraction of it: the learner's "
+    "regret stays below 0.8 x uniform's at every (T, epsilon).",
+    quantity="largest over the points of R / R_uniform (same envs and seeds; K = 5)",
+    predicted=0.8,
+    tolerance=0.0,
+    kind="at_most",
+    sweeps=(
+        Sweep(
+            "private-batched-bandit",
+            "private-batched-bandit",
+            "DPExperts-Bandit-v0",
+            _sqrt_points(5, _SQRT_PAIRS),
+            _sqrt_points(5, _SQRT_PAIRS_QUICK),
+            metric="static_regret",
+        ),
+        Sweep(
+            "uniform-reference",
+            "uniform",
+            "DPExperts-Bandit-v0",
+            _sqrt_points(5, _SQRT_PAIRS),
+            _sqrt_points(5, _SQRT_PAIRS_QUICK),
+            metric="static_regret",
+        ),
     ),
+    analyse=_central_ratio,
+    control=UNIFORM,
+    learner_sweeps=("private-batched-bandit",),
     x_label="sqrt(K T / epsilon)",
+    notes="The log-log slope of the learner's regret in sqrt(KT/epsilon) is about 1, but so is "
+    "uniform play's (0.99 in an earlier version of this claim, which therefore could not fail); "
+    "the ratio to uniform play on the same loss streams is the part of the rate the learner "
+    "earns. The points' ratios are in the detail; a flat ratio below 0.8 is the sqrt(KT/eps) "
+    "rate with a constant below uniform play's.",
 )
 
 ldp_eps = Claim(
