@@ -404,9 +404,15 @@ def judge(
 def local_slopes(
     xs: np.ndarray, means: np.ndarray, window: int = LOCAL_WINDOW
 ) -> tuple[float, ...]:
-    """Least-squares log-log slopes over every ``window`` consecutive points (x sorted)."""
-    if xs.size < window or np.any(means <= 0):
+    """Least-squares log-log slopes over every ``window`` consecutive points (x sorted).
+
+    Fewer points than a window give one slope over all of them: a single window, which tells
+    no trend (a failure there is reported inconclusive, not fails).
+    """
+    if xs.size < 2 or np.any(means <= 0):
         return ()
+    if xs.size < window:
+        return (_slope(xs, means),)
     return tuple(
         _slope(xs[i : i + window], means[i : i + window]) for i in range(xs.size - window + 1)
     )

@@ -447,7 +447,10 @@ def _as_control(ax: Any, draw: Any, name: str) -> None:
     draw()
     for line in ax.lines[lines:]:
         line.set_color("0.45")
-        line.set_linestyle("--")
+        line.set_markerfacecolor("0.45")
+        line.set_markeredgecolor("0.45")
+        if line.get_linestyle() not in ("None", "none", "", " "):  # not an error bar's caps
+            line.set_linestyle("--")
         label = line.get_label()
         if not label.startswith("_"):
             line.set_label(f"control {name}: {label}")
@@ -458,8 +461,6 @@ def _as_control(ax: Any, draw: Any, name: str) -> None:
         for artist in container.get_children():
             if hasattr(artist, "set_color"):
                 artist.set_color("0.45")
-        if container.lines[0] is not None:
-            container.lines[0].set_linestyle("--")
 
 
 def _sweep_curves(
