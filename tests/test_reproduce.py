@@ -437,3 +437,22 @@ def test_a_no_learning_control_holds_no_claim(name, agent, params, control_runs)
     assert row["learner"] == agent
     assert row["verdict"] != "holds", row["reason"]
     assert row["control_verdict"] != "holds"
+
+
+def test_cli_agent_names_an_unknown_learner(tmp_path, capsys):
+    assert main(["reproduce", "cc-horizon-free", "--agent", "no-such", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "no-such" in err
+    assert not (tmp_path / "claims.csv").exists()
+
+
+@pytest.mark.slow
+def test_cli_agent_runs_a_claim_with_another_learner(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["reproduce", "cc-horizon-free", "--quick", "--agent", "uniform"]) == 0
+    out = capsys.readouterr().out
+    assert "cc-horizon-free: burn-in" in out and "control uniform" in out
+    with open(tmp_path / "results" / "reproduce-quick-uniform" / "claims.csv") as f:
+        (row,) = list(csv.DictReader(f))
+    assert row["learner"] == "uniform" and row["control"] == "uniform"
+    assert "has not left the control's level" in row["reason"]
