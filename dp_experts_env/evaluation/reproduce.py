@@ -316,11 +316,23 @@ def _with_earlier(
     for r in kept:
         for key in _FLOATS:
             r[key] = float(r[key])
-    merged = {c.name: c for c in [*(registry[r["claim"]] for r in kept), *claims]}
+    merged = {c.name: c for c in [*(_as_run(registry[r["claim"]], r) for r in kept), *claims]}
     order = [merged[name] for name in registry if name in merged]
     order += [c for c in claims if c.name not in registry]
     by_name = {r["claim"]: r for r in [*kept, *results]}
     return order, [by_name[c.name] for c in order]
+
+
+def _as_run(claim: Claim, row: Mapping[str, Any]) -> Claim:
+    """The registered claim with the learner an earlier row tested (``--agent``) in its role."""
+    roles = claim.roles()
+    own = next((s.agent for s in claim.sweeps if roles and s.key == roles[0]), "")
+    if not row.get("learner") or row["learner"] == own:
+        return claim
+    try:
+        return claim.with_learner(str(row["learner"]))
+    except ValueError:
+        return claim
 
 
 def _row(
