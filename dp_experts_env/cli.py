@@ -36,6 +36,7 @@ _EPILOG = """examples:
   dp-experts plot results/default                  redraw figures from a results folder
   dp-experts audit noisy-clipped-hedge --epsilon 1 test a privacy claim empirically
   dp-experts compare --noise grid                  the default comparison on the lattice noise
+                                                   (in results/default-noise-grid)
 
 A killed compare resumes where it stopped: re-run the same command with the same --out.
 """
@@ -136,7 +137,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "--out",
         default=None,
         help="results folder, resumable (default: results/default for compare, the grid file's "
-        "'output' or results/<grid name> for compare GRID, results/run-<agent> for run)",
+        "'output' or results/<grid name> for compare GRID, results/run-<agent> for run; "
+        "'-noise-grid' appended with --noise grid)",
     )
     p.add_argument(
         "--backend",
@@ -400,22 +402,17 @@ def _show_progress(args: argparse.Namespace) -> bool:
 
 
 def _finish(frame: Any, out: Path, metric: str, figures: bool) -> None:
-    import pandas as pd
-
     from dp_experts_env.evaluation.report import write_report
 
     report = write_report(frame, out, metric, figures=figures)
     if report["metric"] != metric:
         print(f"{metric} is not reported by these environments: using {report['metric']}")
     metric, table = report["metric"], report["summary"]
-    shown = table.copy()
-    shown["epsilon"] = shown["epsilon"].map(lambda e: "-" if not math.isfinite(e) else f"{e:g}")
-    # A column with no value (the score when uniform play is not in the grid) says nothing.
-    empty = [c for c in shown.columns if shown[c].isna().all()]
-    with pd.option_context(
-        "display.width", 200, "display.max_columns", 20, "display.float_format", "{:.2f}".format
-    ):
-        print(shown.drop(columns=["certified", *empty]).to_string(index=False))
+    # The compact table (120 columns, ties marked); summary.csv keeps every column.
+    from dp_experts_env.evaluation.table import terminal_table
+
+    print(terminal_table(frame, table, metric))
+    empty = [c for c in table.columns if table[c].isna().all()]
     if any(c.startswith("score_vs_") for c in empty):
         print("(no score column: add uniform to the grid to score learners against it)")
     uncertified = table[~table["certified"]]
@@ -482,7 +479,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         declared = tomllib.loads(Path(args.grid).read_text()).get("output")
         if declared is not None and not isinstance(declared, str):
             raise ValueError(f"grid key 'output' must be a folder path string, got {declared!r}")
-        out = Path(args.out or declared or f"results/{Path(args.grid).stem}")
+        suffix = "-noise-grid" if args.noise == "grid" else ""
+        out = Path(args.out or declared or f"results/{Path(args.grid).stem}{suffix}")
     else:
         kwargs: dict[str, Any] = {}
         if args.horizon is not None:
@@ -492,7 +490,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         if args.epsilons is not None:
             kwargs["epsilons"] = args.epsilons
         grid = default_grid(agents=args.agents, **kwargs)
-        out = Path(args.out or "results/default")
+        # The lattice noise backend gets its own folder: it must not replace the plain run's.
+        out = Path(
+            args.out
+            or ("results/default-noise-grid" if args.noise == "grid" else "results/default")
+        )
     _say_noise(args.noise, apply_noise(grid, args.noise))
     frame = run_grid(
         grid,

@@ -2,9 +2,25 @@
 
 A :class:`Claim` names a paper's statement (a rate exponent, a ratio, a flat line), the
 experiment that measures it (one or more :class:`Sweep` s, each a series of points played on the
-grid runner, so it is cached per (cell, seed), resumable and runs on any backend) and the
-analysis that turns the rows into a :class:`Measurement` with a confidence interval. The verdict
-compares that interval with the prediction and its tolerance:
+grid runner, so it is cached per (cell, seed), resumable and runs on any backend), the analysis
+that turns the rows into a :class:`Measurement` with a confidence interval, and a
+:class:`Control`: a learner that learns nothing, run in the learner's role in the same sweep on
+the same loss streams. :func:`judge` gives one of :data:`VERDICTS`:
+
+* ``holds``: the interval lies in the predicted band (see the kinds below), the learner is in the
+  theorem's regime (clearly learning: its mean regret below ``learning_fraction`` of the
+  control's) and the control does not pass the same test;
+* ``fails``: the interval lies outside the band while the learner is in the regime and its local
+  slopes (fits over 3 consecutive points) are not moving toward the prediction;
+* ``burn-in``: the learner has not left the control's level, or it fails while its local slopes
+  still move toward the prediction (the horizon is too short, not the theorem wrong);
+* ``vacuous``: the learner passes but so does the control (the test could not have failed), or the
+  paper's explicit bound is above the trivial bound at a measured point (the fit runs where the
+  theorem says nothing);
+* ``inconclusive``: the interval straddles the band's edge, or a failure cannot be told from
+  burn-in (fewer than two local-slope windows, e.g. three points in quick mode).
+
+The band test of the interval against ``predicted +- tolerance`` (:func:`verdict`):
 
 * ``"two_sided"``: ``holds`` when the whole interval lies within ``predicted +- tolerance``,
   ``fails`` when it lies wholly outside, ``inconclusive`` otherwise;
@@ -32,7 +48,13 @@ from dp_experts_env.fixed_order import dot
 
 __all__ = [
     "KINDS",
+    "VERDICTS",
+    "LEARNING_FRACTION",
     "Claim",
+    "Control",
+    "Judgement",
+    "judge",
+    "local_slopes",
     "Measurement",
     "Point",
     "Sweep",
@@ -41,11 +63,17 @@ __all__ = [
     "mean_with_ci",
     "excess_loglog_slope",
     "ratio_of_means",
+    "largest_ratio_over_x",
+    "power_plus_constant",
     "spread_of_normalised_gain",
 ]
 
 KINDS = ("two_sided", "at_most", "at_least")
-VERDICTS = ("holds", "fails", "inconclusive")
+VERDICTS = ("holds", "fails", "burn-in", "vacuous", "inconclusive")
+#: A learner is "clearly learning" when its mean regret is below this fraction of the control's.
+LEARNING_FRACTION = 0.8
+#: Points per local-slope window: a slope over fewer would be a difference of two noisy means.
+LOCAL_WINDOW = 3
 _BOOTSTRAP = 2_000
 _LEVEL = 0.95
 
@@ -87,6 +115,12 @@ class Sweep:
     seeds: int = 16
     quick_seeds: int = 8
     custom: Callable[[Sweep, tuple[Point, ...], int], pd.DataFrame] | None = None
+    store_as: str = ""
+
+    @property
+    def folder(self) -> str:
+        """Name of the sweep's results folders (its key, or where a substitute learner stores)."""
+        return self.store_as or self.key
 
     def chosen(self, quick: bool) -> tuple[tuple[Point, ...], int]:
         """The points and seed count of a full or quick run."""
@@ -103,6 +137,23 @@ class Measurement:
     ci_low: float
     ci_high: float
     detail: str = ""
+    local: tuple[float, ...] = ()  # local slopes over LOCAL_WINDOW consecutive points (if any)
+
+
+@dataclass(frozen=True)
+class Control:
+    """The no-learning learner a claim's learner is checked against.
+
+    Attributes:
+        agent: registered learner name (``uniform``; ``ogd`` with ``step=0``, the centre point,
+            on OCO).
+        params: its keywords.
+        why: one line for the report: what the control is and why it cannot learn.
+    """
+
+    agent: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    why: str = ""
 
 
 @dataclass(frozen=True)
@@ -126,6 +177,18 @@ class Claim:
         notes: what a reader needs to interpret the verdict (constants, scale, errata).
         figure: optional ``(rows, ax) -> y label`` drawing the claim's own figure (e.g. the
             measured quantity rather than raw regret); default: mean +- s.e. of every sweep.
+        control: the no-learning learner run in the learner's role (:class:`Control`).
+        no_control: why the claim has no control (required when ``control`` is None).
+        learning_fraction: the learner is "clearly learning" where its mean regret is below this
+            fraction of the control's; None for claims whose learner is expected not to learn
+            (lower bounds), which then have no learning gate.
+        learning_at: where the gate is checked: ``"all"`` x (a rate is judged only in the
+            learner's regime) or the ``"largest"`` x (a curve that starts at the control's
+            level by design, as the threshold collapse does).
+        learner_sweeps: keys of the sweeps in the learner's role (default :meth:`roles`).
+        explicit_bound: ``point -> (the paper's explicit bound, the trivial bound)`` where the
+            paper states constants; a claim whose bound is above the trivial one at any of its
+            points is ``vacuous``.
     """
 
     name: str
@@ -142,6 +205,12 @@ class Claim:
     log_x: bool = True
     notes: str = ""
     figure: Callable[[Mapping[str, pd.DataFrame], Any], str] | None = None
+    control: Control | None = None
+    no_control: str = ""
+    learning_fraction: float | None = LEARNING_FRACTION
+    learning_at: str = "all"
+    learner_sweeps: tuple[str, ...] = ()
+    explicit_bound: Callable[[Point], tuple[float, float]] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -149,6 +218,60 @@ class Claim:
         keys = [s.key for s in self.sweeps]
         if len(set(keys)) != len(keys):
             raise ValueError(f"claim {self.name!r}: sweep keys must be distinct, got {keys}")
+        if self.learning_at not in ("all", "largest"):
+            raise ValueError(f"learning_at must be 'all' or 'largest', got {self.learning_at!r}")
+        unknown = [k for k in self.learner_sweeps if k not in keys]
+        if unknown:
+            raise ValueError(f"claim {self.name!r}: learner_sweeps {unknown} are not sweeps")
+        if self.control is None and self.sweeps and not self.no_control:
+            raise ValueError(
+                f"claim {self.name!r}: name a no-learning control, or say in no_control why "
+                "the claim has none"
+            )
+
+    def roles(self) -> tuple[str, ...]:
+        """Keys of the sweeps that play the claim's learner (replaced by a control or --agent).
+
+        Default: every sweep of the first sweep's learner (its epsilon = inf contrast too).
+        """
+        if self.learner_sweeps:
+            return self.learner_sweeps
+        if not self.sweeps:
+            return ()
+        first = self.sweeps[0]
+        return tuple(
+            s.key
+            for s in self.sweeps
+            if s.agent == first.agent and dict(s.agent_params) == dict(first.agent_params)
+        )
+
+    def with_learner(self, agent: str, params: Mapping[str, Any] | None = None) -> Claim:
+        """This claim with ``agent`` in the learner's role (every sweep of :meth:`roles`).
+
+        The sweeps keep their keys (the analysis reads them) and get a ``~agent`` storage
+        suffix, so the control's runs and the learner's never share a results folder unless they
+        are the same learner with the same keywords.
+
+        Raises:
+            ValueError: for a sweep that reads a learner's internals (a switch counter).
+        """
+        from dataclasses import replace
+
+        params = dict(params or {})
+        roles = set(self.roles())
+        sweeps = []
+        for s in self.sweeps:
+            if s.key in roles:
+                if s.custom is not None:
+                    raise ValueError(
+                        f"claim {self.name!r} reads {s.agent!r}'s internals ({s.metric}); "
+                        "another learner cannot take its role"
+                    )
+                s = replace(
+                    s, agent=agent, agent_params=params, store_as=_store_key(s, agent, params)
+                )
+            sweeps.append(s)
+        return replace(self, sweeps=tuple(sweeps))
 
 
 def verdict(claim: Claim, m: Measurement) -> str:
@@ -165,6 +288,136 @@ def verdict(claim: Claim, m: Measurement) -> str:
     if m.ci_high < lo or m.ci_low > hi:
         return "fails"
     return "inconclusive"
+
+
+def _store_key(sweep: Sweep, agent: str, params: Mapping[str, Any]) -> str:
+    import hashlib
+    import json
+
+    tag = agent
+    if params:
+        blob = json.dumps(dict(params), sort_keys=True, default=repr).encode()
+        tag += "-" + hashlib.sha1(blob).hexdigest()[:8]
+    return f"{sweep.key}~{tag}"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A verdict and the reason a reader needs (control's level, ratios, local slopes)."""
+
+    verdict: str
+    reason: str
+    band: str  # the band test alone (holds / fails / inconclusive)
+
+
+def _distance(claim: Claim, value: float) -> float:
+    """How far a value lies outside the claim's band (0 inside)."""
+    lo, hi = claim.predicted - claim.tolerance, claim.predicted + claim.tolerance
+    if claim.kind == "at_most":
+        return max(0.0, value - hi)
+    if claim.kind == "at_least":
+        return max(0.0, lo - value)
+    return max(0.0, lo - value, value - hi)
+
+
+def _fmt_list(values: Sequence[float]) -> str:
+    return "[" + ", ".join(f"{v:.2f}" for v in values) + "]"
+
+
+def judge(
+    claim: Claim,
+    m: Measurement,
+    control: Measurement | None = None,
+    ratios: Mapping[float, float] | None = None,
+    bounds: Mapping[float, tuple[float, float]] | None = None,
+) -> Judgement:
+    """The verdict of a measurement given its control (see the module docstring).
+
+    Args:
+        claim: the claim (band, kind, learning fraction).
+        m: the learner's measurement.
+        control: the same analysis on the control's rows (None: the claim has no control).
+        ratios: ``{x: mean regret of the learner / the control's}`` on the learner's sweep.
+        bounds: ``{x: (the paper's explicit bound, the trivial bound)}`` where it gives one.
+    """
+    band = verdict(claim, m)
+    parts = []
+    control_band = None
+    if control is not None:
+        control_band = verdict(claim, control)
+        name = claim.control.agent if claim.control is not None else "control"
+        parts.append(
+            f"control {name}: {control.value:.3g} [{control.ci_low:.3g}, {control.ci_high:.3g}]"
+            f" (band test: {control_band})"
+        )
+    if ratios:
+        parts.append(
+            "regret / control's at x = "
+            + ", ".join(f"{x:g}: {r:.2f}" for x, r in sorted(ratios.items()))
+        )
+    if m.local:
+        parts.append(f"local slopes (windows of {LOCAL_WINDOW} points) {_fmt_list(m.local)}")
+    if bounds:
+        parts.append(
+            "explicit bound / trivial bound at x = "
+            + ", ".join(f"{x:g}: {b / t:.2f}" for x, (b, t) in sorted(bounds.items()))
+        )
+
+    def out(v: str, why: str) -> Judgement:
+        return Judgement(v, "; ".join([why, *parts]), band)
+
+    loose = sorted(x for x, (b, t) in (bounds or {}).items() if b >= t)
+    if loose:
+        # A fit over points where the theorem says nothing (its bound above the trivial one)
+        # cannot contradict it.
+        return out(
+            "vacuous",
+            "the paper's explicit bound is above the trivial bound at x = "
+            + ", ".join(f"{x:g}" for x in loose),
+        )
+    fraction = claim.learning_fraction
+    if fraction is not None and ratios:
+        gated = ratios[max(ratios)] if claim.learning_at == "largest" else max(ratios.values())
+        if gated >= fraction:
+            return out(
+                "burn-in",
+                f"the learner has not left the control's level (regret >= {fraction:g} x the "
+                f"control's at {'the largest' if claim.learning_at == 'largest' else 'some'} x)",
+            )
+    if band == "holds" and control_band == "holds":
+        return out("vacuous", "the control passes the same test")
+    if band == "fails" and m.local:
+        if len(m.local) < 2:
+            return out(
+                "inconclusive",
+                "outside the band, but one local-slope window cannot tell burn-in from failure",
+            )
+        first, last = _distance(claim, m.local[0]), _distance(claim, m.local[-1])
+        if last < first:
+            return out("burn-in", "outside the band, local slopes still moving toward it")
+    why = {
+        "holds": "inside the band",
+        "fails": "outside the band",
+        "inconclusive": "the interval straddles the band's edge",
+    }[band]
+    return out(band, why)
+
+
+def local_slopes(
+    xs: np.ndarray, means: np.ndarray, window: int = LOCAL_WINDOW
+) -> tuple[float, ...]:
+    """Least-squares log-log slopes over every ``window`` consecutive points (x sorted).
+
+    Fewer points than a window give one slope over all of them: a single window, which tells
+    no trend (a failure there is reported inconclusive, not fails).
+    """
+    if xs.size < 2 or np.any(means <= 0):
+        return ()
+    if xs.size < window:
+        return (_slope(xs, means),)
+    return tuple(
+        _slope(xs[i : i + window], means[i : i + window]) for i in range(xs.size - window + 1)
+    )
 
 
 # ----------------------------------------------------------------------------- analyses
@@ -221,7 +474,7 @@ def loglog_slope(
     slopes = dot(logs - logs.mean(axis=1, keepdims=True), lx_c) / dot(lx_c, lx_c)
     lo, hi = _interval(slopes)
     pairs = ", ".join(f"{x:g}: {m:.4g}" for x, m in zip(xs, means, strict=True))
-    return Measurement(value, lo, hi, f"mean {metric} at x = {pairs}")
+    return Measurement(value, lo, hi, f"mean {metric} at x = {pairs}", local_slopes(xs, means))
 
 
 def ratio_of_means(
@@ -238,6 +491,78 @@ def ratio_of_means(
     lo, hi = _interval(ratios)
     value = float(a.mean() / b.mean()) if b.mean() != 0 else math.nan
     return Measurement(value, lo, hi, f"mean {a.mean():.4g} / {b.mean():.4g}")
+
+
+def largest_ratio_over_x(
+    rows: pd.DataFrame, ref: pd.DataFrame, metric: str, *, seed: int = 0
+) -> Measurement:
+    """Largest, over x, of mean ``metric`` of ``rows`` / mean of ``ref`` at the same x.
+
+    ``ref`` is a reference played on the same envs and seeds (uniform play); the interval
+    bootstraps the seeds of both at every x.
+    """
+    xs, groups = _per_x(rows, metric)
+    _, ref_groups = _per_x(ref[ref["x"].isin(xs)], metric)
+    if len(ref_groups) != len(groups):
+        raise ValueError("largest_ratio_over_x needs the reference at every x")
+    boots = _bootstrap_means([*groups, *ref_groups], seed)
+    n = len(groups)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = boots[:, :n] / boots[:, n:]
+        means = np.array([g.mean() for g in groups]) / np.array([g.mean() for g in ref_groups])
+    lo, hi = _interval(ratios.max(axis=1))
+    pairs = ", ".join(f"{x:g}: {r:.3f}" for x, r in zip(xs, means, strict=True))
+    return Measurement(
+        float(means.max()), lo, hi, f"mean {metric} / the reference's at x = {pairs}"
+    )
+
+
+def _profile_exponent(xs: np.ndarray, means: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Best exponent p of ``means ~ a x^p + b`` per row of ``means`` (rows: bootstrap samples).
+
+    For each p on ``grid`` the model is linear in (a, b): a least-squares fit with relative
+    weights (1 / mean) gives its residual; the p of the smallest residual is returned.
+    """
+    means = np.atleast_2d(means)
+    w = 1.0 / np.where(means > 0, means, np.nan)
+    best = np.full(means.shape[0], np.nan)
+    best_res = np.full(means.shape[0], np.inf)
+    for p in grid:
+        f = xs**p
+        # weighted normal equations of [f, 1] per row
+        s_ff = np.sum((w * f) ** 2, axis=1)
+        s_f1 = np.sum(w * w * f, axis=1)
+        s_11 = np.sum(w * w, axis=1)
+        s_fy = np.sum(w * w * f * means, axis=1)
+        s_1y = np.sum(w * w * means, axis=1)
+        det = s_ff * s_11 - s_f1**2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a = (s_fy * s_11 - s_1y * s_f1) / det
+            b = (s_ff * s_1y - s_f1 * s_fy) / det
+        res = np.sum((w * (means - a[:, None] * f - b[:, None])) ** 2, axis=1)
+        better = res < best_res
+        best[better], best_res[better] = p, res[better]
+    return best
+
+
+def power_plus_constant(
+    rows: pd.DataFrame, metric: str, *, grid: np.ndarray | None = None, seed: int = 0
+) -> Measurement:
+    """Exponent p of the theorem's shape ``a x^p + b`` (b free), with a seed-bootstrap interval.
+
+    A regret that is a power of x plus an x-independent term (``a / gap + b``) bends a pure
+    power-law fit toward 0; fitting the constant too measures the power itself. Needs at least
+    4 x values (3 parameters); the exponent is searched on ``grid`` (default -3..3, step 0.01).
+    """
+    xs, groups = _per_x(rows, metric)
+    if xs.size < 4:
+        raise ValueError("a power plus a constant needs at least four x values")
+    grid = np.round(np.arange(-3.0, 3.0 + 1e-9, 0.01), 2) if grid is None else grid
+    means = np.array([g.mean() for g in groups])
+    value = float(_profile_exponent(xs, means, grid)[0])
+    lo, hi = _interval(_profile_exponent(xs, _bootstrap_means(groups, seed), grid))
+    pairs = ", ".join(f"{x:g}: {m:.4g}" for x, m in zip(xs, means, strict=True))
+    return Measurement(value, lo, hi, f"mean {metric} at x = {pairs}; fit a x^p + b")
 
 
 def spread_of_normalised_gain(
@@ -314,4 +639,6 @@ def excess_loglog_slope(
     lx = np.log(xs) - np.log(xs).mean()
     slopes = dot(logs - logs.mean(axis=1, keepdims=True), lx) / dot(lx, lx)
     lo, hi = _interval(slopes)
-    return Measurement(_slope(xs, means), lo, hi, f"excess mean {metric} at x = {pairs}")
+    return Measurement(
+        _slope(xs, means), lo, hi, f"excess mean {metric} at x = {pairs}", local_slopes(xs, means)
+    )

@@ -19,12 +19,15 @@ import pandas as pd
 
 from dp_experts_env.evaluation.claims import (
     Claim,
+    Control,
     Measurement,
     Point,
     Sweep,
     excess_loglog_slope,
+    largest_ratio_over_x,
     loglog_slope,
     mean_with_ci,
+    power_plus_constant,
     spread_of_normalised_gain,
 )
 
@@ -35,6 +38,12 @@ AKST = 'Agarwal, Kale, Singh & Thakurta, "Improved Differentially Private and La
 AFKT = 'Asi, Feldman, Koren & Talwar 2023, "Private Online Prediction from Experts"'
 CC = 'Cesari & Colomboni 2026, "Optimal Gap-Dependent Regret for Private Stochastic DTOL"'
 FRPAB = '"Faster Rates for Private Adversarial Bandits" (2025)'
+
+#: The no-learning controls (run in the learner's role, same envs and seeds).
+UNIFORM = Control("uniform", {}, "a uniformly random expert (arm) every round: it learns nothing")
+CENTRE = Control(
+    "ogd", {"step": 0.0}, "OGD with step 0: the centre of the body every round, learns nothing"
+)
 
 
 def _slope_of(key: str, metric: str) -> object:
@@ -53,6 +62,7 @@ def _slope_experiment(
     metric: str = "dynamic_regret",
     seeds: int = 16,
     quick_seeds: int = 8,
+    control: Control = UNIFORM,
 ) -> dict[str, object]:
     """One learner over a series of points, judged by its log-log slope (``Claim`` keywords)."""
     sweep = Sweep(
@@ -65,7 +75,7 @@ def _slope_experiment(
         seeds=seeds,
         quick_seeds=quick_seeds,
     )
-    return {"sweeps": (sweep,), "analyse": _slope_of(agent, metric)}
+    return {"sweeps": (sweep,), "analyse": _slope_of(agent, metric), "control": control}
 
 
 def _points(values: tuple[float, ...], make: object, epsilon: float | None = None) -> tuple:
@@ -81,7 +91,20 @@ def _shift(**kw: object) -> dict[str, object]:
     return {"n_experts": 10, "n_shifts": 4, "gap": 0.3, **kw}
 
 
-SHIFT_T = (2_500, 5_000, 10_000, 20_000, 40_000)
+def _thm36_bound(p: Point) -> tuple[float, float]:
+    """Theorem 3.6's explicit bound (beta = 1/T, alpha omitted: it only adds) and T."""
+    t, n = float(p.env_params["horizon"]), float(p.env_params["n_experts"])
+    s = float(p.env_params["n_shifts"])
+    log_term = math.log(n * t * t)  # log(NT / beta) with beta = 1/T
+    eps = float(p.epsilon) if p.epsilon is not None else math.inf
+    bound = 9 * math.sqrt(2 * s * t * log_term) + 2 * s * (16 * log_term / eps + 1)
+    return bound, t
+
+
+#: Horizons of the T-claims on the shifting env. Theorem 3.6's explicit bound (S = 4, N = 10,
+#: epsilon = 8) is below T only from T ~ 1.6 x 10^4 on, so the full run starts at 2 x 10^4;
+#: quick mode's horizons are below it and cannot settle ars-shift-dr-vs-T (it says `vacuous`).
+SHIFT_T = (20_000, 40_000, 80_000, 160_000)
 SHIFT_T_QUICK = (2_500, 5_000, 10_000)
 
 svt_vs_t = Claim(
@@ -101,6 +124,7 @@ svt_vs_t = Claim(
         _points(SHIFT_T_QUICK, lambda t: _shift(horizon=int(t)), 8.0),
         metric="dynamic_regret",
     ),
+    explicit_bound=_thm36_bound,
     x_label="T",
     notes="A shift detector with a fixed false-alarm level needs a number of rounds that "
     "depends on the gap, not on T, so its regret per shift is roughly constant in T.",
@@ -110,10 +134,11 @@ svt_vs_s = Claim(
     name="ars-shift-dr-vs-S",
     paper=ARS,
     source="Table 1 (shifting stochastic row), Thm 3.6",
-    statement="The dynamic regret grows at most linearly in the number of shifts S "
-    "(sqrt(S T log N) + S log N / epsilon).",
+    statement="The dynamic regret is O(sqrt(S T log(NT)) + S log(NT) / epsilon); at epsilon = 8 "
+    "the sqrt(S T log(NT)) term is the larger one by two orders of magnitude, so the regret "
+    "grows at most like sqrt(S).",
     quantity="log-log slope of dynamic regret in S (T = 10^4, gap 0.3, epsilon = 8)",
-    predicted=1.0,
+    predicted=0.5,
     tolerance=0.1,
     kind="at_most",
     **_slope_experiment(
@@ -122,16 +147,26 @@ svt_vs_s = Claim(
         _points((1, 2, 4, 8), lambda s: _shift(horizon=10_000, n_shifts=int(s)), 8.0),
         metric="dynamic_regret",
     ),
+    explicit_bound=_thm36_bound,
     x_label="S (shifts)",
+    notes="The prediction is the exponent of the term that dominates at these sizes (the "
+    "S log(NT)/epsilon term is 130-530 times smaller than sqrt(S T log(NT)) at epsilon = 8). "
+    "Theorem 3.6's explicit bound is above 0.58 T at every S measured (report: 'explicit bound "
+    "/ trivial bound'), and uniform play's dynamic regret does not grow with S, so an upper "
+    "bound on the exponent cannot be failed by a learner that does no better than uniform: the "
+    "control's verdict says whether the test could have failed.",
 )
 
 nch_vs_t = Claim(
-    name="ars-oblivious-dr-vs-T",
+    name="ars-laplace-tracker-dr-vs-T",
     paper=ARS,
-    source="Table 1 (oblivious row), Thm 5.2",
-    statement="Against an oblivious sequence the Laplace tracker's dynamic regret is "
-    "O(sqrt(S T log N) + S T^(1/3) log N / epsilon^(2/3)): at most sqrt(T) growth.",
-    quantity="log-log slope of dynamic regret in T (S = 4, gap 0.3, epsilon = 32)",
+    source="Table 1 (adaptive row), Thm 5.2 / B.2 (Alg. 3, the Laplace tracker)",
+    statement="Algorithm 3 (noisy clipped Hedge) has dynamic regret "
+    "O(N sqrt(S T) log^1.5(NT) / epsilon + N S log(NT) / epsilon) with the strict noise, "
+    "against adaptive and hence also against the shifting stochastic sequences run here: at "
+    "fixed epsilon at most sqrt(T) growth up to log factors.",
+    quantity="log-log slope of dynamic regret in T (shifting stochastic, S = 4, gap 0.3, "
+    "epsilon = 32)",
     predicted=0.5,
     tolerance=0.1,
     kind="at_most",
@@ -143,7 +178,47 @@ nch_vs_t = Claim(
         metric="dynamic_regret",
     ),
     x_label="T",
+    notes="This is the adaptive-row algorithm on a stochastic sequence, not the oblivious row "
+    "of Table 1 (whose algorithm is the reduction of Thm 4.1, not in the suite); the tolerance "
+    "0.1 absorbs the log^1.5 factor over this range of T.",
 )
+
+SVT_EPS = (2.0, 4.0, 8.0, 16.0, 32.0)  # below 2 the excess saturates (720 at 1 and 2)
+_svt_env = _shift(horizon=10_000)
+
+
+def _svt_excess(rows: Mapping[str, pd.DataFrame]) -> Measurement:
+    return excess_loglog_slope(rows["svt-restart"], rows["svt-restart-eps-inf"], "dynamic_regret")
+
+
+svt_eps = Claim(
+    name="ars-shift-cost-vs-epsilon",
+    paper=ARS,
+    source="Thm 3.6 (privacy term S log(NT) / epsilon)",
+    statement="The private tracker's cost of privacy on a shifting stochastic sequence (regret "
+    "above the same learner without noise) is the S log(NT) / epsilon term: it scales as "
+    "1/epsilon.",
+    quantity="log-log slope in epsilon of regret(epsilon) - regret(inf) (T = 10^4, S = 4, gap 0.3, "
+    "epsilon = 2..32)",
+    predicted=-1.0,
+    tolerance=0.25,
+    kind="two_sided",
+    sweeps=(
+        Sweep("svt-restart", "svt-restart", "DPExperts-Shift-v0", _eps_points(SVT_EPS, _svt_env)),
+        Sweep(
+            "svt-restart-eps-inf",
+            "svt-restart",
+            "DPExperts-Shift-v0",
+            (Point(math.inf, _svt_env, math.inf),),
+        ),
+    ),
+    analyse=_svt_excess,
+    control=UNIFORM,
+    x_label="epsilon",
+    notes="The detector's and the selections' noise scale as 1/epsilon; the excess over the "
+    "noiseless run isolates that term from the sqrt(S T log(NT)) one.",
+)
+
 
 COLLAPSE_T = (1_000, 10_000, 100_000)
 COLLAPSE_T_QUICK = (2_500, 10_000)
@@ -166,14 +241,37 @@ def _collapse_sweeps(horizons: tuple[int, ...], quick: bool) -> tuple[Sweep, ...
     return tuple(out)
 
 
+#: A collapse is only testable on curves that cross the transition: the mean normalised gain
+#: must rise by at least this much from the smallest x to the largest (uniform play's is 0).
+COLLAPSE_MIN_RISE = 0.5
+
+
 def _collapse(rows: Mapping[str, pd.DataFrame]) -> Measurement:
     ts = sorted({int(k.rpartition("T")[2]) for k in rows})
-    return spread_of_normalised_gain(
+    m = spread_of_normalised_gain(
         {f"T={t}": rows[f"nch-T{t}"] for t in ts},
         {f"T={t}": rows[f"uniform-T{t}"] for t in ts},
         {f"T={t}": rows[f"fixed-share-T{t}"] for t in ts},
         "dynamic_regret",
     )
+    rises = []
+    for t in ts:
+        low = rows[f"uniform-T{t}"]["dynamic_regret"].mean()
+        high = rows[f"fixed-share-T{t}"]["dynamic_regret"].mean()
+        means = rows[f"nch-T{t}"].groupby("x")["dynamic_regret"].mean().sort_index()
+        gain = (low - means) / (low - high)
+        rises.append(float(gain.iloc[-1] - gain.iloc[0]))
+    if min(rises) < COLLAPSE_MIN_RISE:
+        # Curves that stay flat (a learner that never leaves uniform play, or never reaches
+        # Fixed-Share) coincide trivially: there is no transition to line up.
+        return Measurement(
+            math.nan,
+            math.nan,
+            math.nan,
+            f"the gain rises by {min(rises):.2f} < {COLLAPSE_MIN_RISE} across x at some T: no "
+            f"transition to collapse; {m.detail}",
+        )
+    return m
 
 
 def _collapse_figure(rows: Mapping[str, pd.DataFrame], ax: object) -> str:
@@ -215,6 +313,9 @@ def _collapse_claim(quick_horizons: bool) -> Claim:
         sweeps=_collapse_sweeps(horizons, quick_horizons),
         analyse=_collapse,
         figure=_collapse_figure,
+        control=UNIFORM,
+        learner_sweeps=tuple(f"nch-T{t}" for t in horizons),
+        learning_at="largest",
         x_label="x = epsilon / (N sqrt(S/T))",
         notes="The learner is noisy-clipped-hedge (the Laplace tracker, strict noise). The "
         "spread statistic is a maximum over x, so its bootstrap interval is conservative.",
@@ -241,7 +342,12 @@ lazy_adaptive = Claim(
         _points(ADAPTIVE_T_QUICK, lambda t: {"horizon": int(t)}, 8.0),
         metric="static_regret",
     ),
+    learning_fraction=None,  # the claim is that this learner does NOT learn here
     x_label="T",
+    notes="A lower bound: the learner is expected to stay at or above the control's level, so "
+    "no learning gate applies; the control (uniform play, which does not depend on its own "
+    "past draws) must not show the linear growth, or the construction would be doing nothing "
+    "specific to lazy samplers.",
 )
 
 
@@ -278,10 +384,17 @@ hedge_adaptive = Claim(
         ),
     ),
     analyse=_per_round_at_largest("hedge", "static_regret"),
+    control=UNIFORM,
+    learning_fraction=None,  # the claim is an absence of harm, not learning beyond uniform
     x_label="T",
     notes="Hedge's regret here is tens of rounds and of either sign, so a log-log slope would "
     "measure noise; the per-round regret at the largest T is the quantity that separates it "
-    "from the lazy learner (about 0.45 per round in ars-lazy-linear-on-adaptive).",
+    "from the lazy learner (about 0.45 per round in ars-lazy-linear-on-adaptive). Uniform play "
+    "is also sublinear on punish_last (its plays do not depend on its past draws either), so "
+    "the control passes this test and the verdict is `vacuous`: on its own this claim cannot "
+    "fail for a learner that ignores its losses. The oblivious/adaptive separation is the pair "
+    "of this claim and ars-lazy-linear-on-adaptive, whose control (uniform) does not show the "
+    "linear growth.",
 )
 
 
@@ -317,6 +430,7 @@ def _lower_bound_slopes(rows: Mapping[str, pd.DataFrame]) -> Measurement:
         private.ci_high,
         f"{private.detail}; at epsilon = inf the slope is {free.value:.3g} "
         f"[{free.ci_low:.3g}, {free.ci_high:.3g}] ({free.detail})",
+        private.local,
     )
 
 
@@ -355,6 +469,8 @@ lower_bound = Claim(
         ),
     ),
     analyse=_lower_bound_slopes,
+    control=UNIFORM,
+    learning_fraction=None,  # a lower bound: the learner is expected NOT to learn
     x_label="T",
     notes="A lower bound holds for every private learner, so running one learner cannot confirm "
     "it; what this checks is that the construction does what the proof says on the paper's "
@@ -394,6 +510,12 @@ def _count_switches(sweep: Sweep, points: tuple[Point, ...], seeds: int) -> pd.D
     return pd.DataFrame(out)
 
 
+def _lazy_bound(p: Point) -> tuple[float, float]:
+    """Thm 4.2's bound with S = sqrt(d T), in units of G D: sqrt(T) + 16 ln(T) sqrt(T); and T."""
+    t = float(p.env_params["horizon"])
+    return math.sqrt(t) + 16 * math.log(t) * math.sqrt(t), t
+
+
 OCO_T = (1_000, 4_000, 16_000)
 OCO_T_QUICK = (1_000, 4_000)
 
@@ -419,6 +541,8 @@ lazy_switches = Claim(
         ),
     ),
     analyse=lambda rows: mean_with_ci(rows["p-comw-lazy"], "switches_over_budget"),
+    no_control="the quantity is p-comw-lazy's own switch counter over its own switch bound; a "
+    "learner without that counter cannot take its role, and the claim is a budget, not a rate.",
     x_label="T",
     notes="The bound on E[switches] is met with equality by the calibrated tuning (its stay "
     "coin is never clipped), so a one-sided test of 'at most S' would sit on its boundary and "
@@ -443,7 +567,9 @@ lazy_regret = Claim(
         _points(OCO_T, lambda t: {"horizon": int(t)}),
         _points(OCO_T_QUICK, lambda t: {"horizon": int(t)}),
         metric="static_regret",
+        control=CENTRE,
     ),
+    explicit_bound=_lazy_bound,
     x_label="T",
     notes="Not confirmed at these horizons, and not expected to be: with S = sqrt(d T) the "
     "bound's second term is 16 G D sqrt(d) ln(T) T / S = 16 G D ln(T) sqrt(T), which exceeds "
@@ -473,6 +599,7 @@ dp_oco = Claim(
         _points(DP_OCO_T, lambda t: {"horizon": int(t)}, 1.0),
         _points(DP_OCO_T_QUICK, lambda t: {"horizon": int(t)}, 1.0),
         metric="static_regret",
+        control=CENTRE,
     ),
     x_label="T",
     notes="The theorem's own constants (tuning='paper') certify epsilon_out far below the "
@@ -509,7 +636,8 @@ dartboard_t = Claim(
     x_label="T",
 )
 
-DART_EPS = (0.25, 0.5, 1.0, 2.0)
+#: Corollary 3 needs epsilon <= 1; below 1/4 the learner is within 0.8 x uniform's regret.
+DART_EPS = (0.25, 0.35, 0.5, 0.71, 1.0)
 _dart_env = {"horizon": 16_000}
 
 
@@ -520,13 +648,14 @@ def _dart_excess(rows: Mapping[str, pd.DataFrame]) -> Measurement:
 dartboard_eps = Claim(
     name="afkt-dartboard-cost-vs-epsilon",
     paper=AFKT,
-    source="Thm 2 / Cor. 3 (privacy term T^(1/3) log d / epsilon^(2/3))",
-    statement="The cost of privacy (regret above the same learner without noise) is bounded by "
-    "C T^(1/3) log d / epsilon^(2/3): it falls at least as fast as epsilon^(-2/3).",
-    quantity="log-log slope in epsilon of regret(epsilon) - regret(inf) (T = 16,000, anti_lazy)",
-    predicted=-2 / 3,
+    source="Cor. 3 (privacy term 20 T^(1/3) ln^(1/3)(1/delta) ln d / epsilon, epsilon <= 1)",
+    statement="For epsilon <= 1 the cost of privacy (regret above the same learner without "
+    "noise) is the term 20 T^(1/3) ln^(1/3)(1/delta) ln d / epsilon: it scales as 1/epsilon.",
+    quantity="log-log slope in epsilon of regret(epsilon) - regret(inf) (T = 16,000, anti_lazy, "
+    "epsilon in [1/4, 1])",
+    predicted=-1.0,
     tolerance=0.25,
-    kind="at_most",
+    kind="two_sided",
     sweeps=(
         Sweep(
             "private",
@@ -544,6 +673,7 @@ dartboard_eps = Claim(
         ),
     ),
     analyse=_dart_excess,
+    control=UNIFORM,
     x_label="epsilon",
     notes="The calibrated default (docs/algorithms.md, Calibration) is used, not Corollary 3's "
     "constants, which keep the learner at uniform play at this horizon.",
@@ -583,6 +713,67 @@ rps_horizon_free = Claim(
     x_label="T",
 )
 
+
+def _rps_bound(p: Point) -> float:
+    """Theorem 1 eq. (1): 1 + 800 log K / gap + 16 log K / eta, eta = min(epsilon / 2, 1/8)."""
+    k = int(p.env_params["n_experts"])
+    eta = min(float(p.epsilon) / 2, 1 / 8) if p.epsilon is not None else 1 / 8
+    return 1 + 800 * math.log(k) / float(p.env_params["gap"]) + 16 * math.log(k) / eta
+
+
+_CONSTANT_T = (16_000, 64_000, 256_000)
+
+
+def _constant_points(values: tuple[int, ...]) -> tuple[Point, ...]:
+    return _points(values, lambda t: {**_gap_env(0.2, int(t)), "n_experts": 10}, 1.0)
+
+
+def _regret_over_bound(rows: Mapping[str, pd.DataFrame]) -> Measurement:
+    frame = rows["randomized-prefix-softmax"]
+    t = frame["x"].max()
+    last = frame[frame["x"] == t].copy()
+    bound = _rps_bound(_constant_points((int(t),))[0])
+    last["over_bound"] = last["per_round_best_pseudo_regret"] / bound
+    m = mean_with_ci(last, "over_bound")
+    return Measurement(
+        m.value, m.ci_low, m.ci_high, f"{m.detail} at T = {t:g}; explicit bound {bound:.5g}"
+    )
+
+
+rps_constant = Claim(
+    name="cc-explicit-constant",
+    paper=CC,
+    source="Thm 1, eq. (1) (explicit constants)",
+    statement="Randomized prefix softmax's regret is at most 1 + 800 log K / gap + 16 log K / eta "
+    "(eta = min(epsilon/2, 1/8)) at every T.",
+    quantity="mean pseudo-regret / the explicit bound at the largest T (K = 10, gap 0.2, "
+    "epsilon = 1)",
+    predicted=1.0,
+    tolerance=0.0,
+    kind="at_most",
+    sweeps=(
+        Sweep(
+            "randomized-prefix-softmax",
+            "randomized-prefix-softmax",
+            "DPExperts-Stochastic-v0",
+            _constant_points(_CONSTANT_T),
+            _constant_points((64_000,)),
+            metric="per_round_best_pseudo_regret",
+            seeds=16,
+            quick_seeds=16,
+        ),
+    ),
+    analyse=_regret_over_bound,
+    control=UNIFORM,
+    x_label="T",
+    notes="The bound does not grow with T while uniform play's regret grows linearly, so the "
+    "control fails it once T is large enough (gap T (K-1)/K above the bound: T > ~53,000 here); "
+    "at the smaller quick horizons it would pass and the claim would be vacuous, which is why "
+    "the largest T is judged. The constants are explicit and, as the paper says, not "
+    "optimised: the measured regret is a small fraction of the bound.",
+)
+
+
 rps_eps = Claim(
     name="cc-one-over-epsilon",
     paper=CC,
@@ -603,30 +794,40 @@ rps_eps = Claim(
     x_label="epsilon",
 )
 
+
+def _gap_shape(rows: Mapping[str, pd.DataFrame]) -> Measurement:
+    return power_plus_constant(rows["randomized-prefix-softmax"], "per_round_best_pseudo_regret")
+
+
 rps_gap = Claim(
     name="cc-one-over-gap",
     paper=CC,
-    source="Thm 1, eq. (2): log K / gap term",
-    statement="In the statistics-dominated regime (gap well below eta = 1/8, epsilon >= 1/4) "
-    "the regret is proportional to log K / gap.",
-    quantity="log-log slope of pseudo-regret in the gap (epsilon = 1, T = 5 x 10^4)",
+    source="Thm 1, eq. (1): 800 log K / gap + (gap-independent terms)",
+    statement="The regret is a log K / gap term plus terms that do not depend on the gap "
+    "(1 + 16 log K / eta and, below epsilon = 1/4, the privacy term): regret = a / gap + b.",
+    quantity="exponent p of the fit a gap^p + b (b free) of the pseudo-regret over the gap "
+    "(epsilon = 1, T = 5 x 10^4)",
     predicted=-1.0,
     tolerance=0.25,
     kind="two_sided",
-    **_slope_experiment(
-        "randomized-prefix-softmax",
-        "DPExperts-Stochastic-v0",
-        _points((0.0125, 0.025, 0.05), lambda g: _gap_env(g, 50_000), 1.0),
-        metric="per_round_best_pseudo_regret",
-        **RPS_SEEDS,
+    sweeps=(
+        Sweep(
+            "randomized-prefix-softmax",
+            "randomized-prefix-softmax",
+            "DPExperts-Stochastic-v0",
+            _points((0.0125, 0.025, 0.05, 0.1), lambda g: _gap_env(g, 50_000), 1.0),
+            metric="per_round_best_pseudo_regret",
+            **RPS_SEEDS,
+        ),
     ),
+    analyse=_gap_shape,
+    control=UNIFORM,
     x_label="gap",
-    notes="Gaps above eta = 1/8 put the learner in the regime where the 16 log K / eta term "
-    "(constant in the gap) dominates; T = 5 x 10^4 is long enough for the smallest gap's "
-    "log K / gap^2 exploration to finish. The regret is a 1/gap term plus gap-independent "
-    "terms (16 log K / eta and the privacy term), which flatten a pure power-law fit as the gap "
-    "grows: a measured slope above the band at the largest gap reflects that sum, not a wrong "
-    "exponent, and is reported as measured.",
+    notes="A pure power law fitted to a / gap + b flattens as the gap grows (an earlier version "
+    "measured -0.76 and was inconclusive for that reason); the theorem's own shape, with the "
+    "constant b fitted, measures the exponent of the gap term. T = 5 x 10^4 is long enough for "
+    "the smallest gap's log K / gap^2 exploration to finish. Uniform play's regret grows "
+    "linearly in the gap (p = +1), so the control cannot pass.",
 )
 
 
@@ -644,25 +845,52 @@ def _sqrt_points(k: int, pairs: tuple[tuple[int, float], ...]) -> tuple[Point, .
 _SQRT_PAIRS = ((4_000, 1.0), (4_000, 0.25), (16_000, 0.25), (16_000, 0.0625), (64_000, 0.0625))
 _SQRT_PAIRS_QUICK = ((4_000, 1.0), (4_000, 0.25), (16_000, 0.25))
 
+
+def _central_ratio(rows: Mapping[str, pd.DataFrame]) -> Measurement:
+    return largest_ratio_over_x(
+        rows["private-batched-bandit"], rows["uniform-reference"], "static_regret"
+    )
+
+
 htinf_sqrt = Claim(
     name="frpab-central-sqrt-KT-over-eps",
     paper=FRPAB,
     source="Thm 1 / Cor. 2 (Alg. 1 with HTINF)",
-    statement="The batched private bandit's regret is O(sqrt(K T / epsilon)): on the bandit "
-    "whose gap is 4 sqrt(K / (epsilon T)) (the scale at which that rate is tight) it grows "
-    "linearly in sqrt(K T / epsilon).",
-    quantity="log-log slope of static regret in sqrt(K T / epsilon) (K = 5)",
-    predicted=1.0,
-    tolerance=0.2,
-    kind="two_sided",
-    **_slope_experiment(
-        "private-batched-bandit",
-        "DPExperts-Bandit-v0",
-        _sqrt_points(5, _SQRT_PAIRS),
-        _sqrt_points(5, _SQRT_PAIRS_QUICK),
-        metric="static_regret",
+    statement="The batched private bandit's regret is O(sqrt(K T / epsilon)). On the bandit "
+    "whose gap is 4 sqrt(K / (epsilon T)) uniform play's regret is itself proportional to "
+    "sqrt(K T / epsilon), so the rate is checked as a constant fraction of it: the learner's "
+    "regret stays below 0.8 x uniform's at every (T, epsilon).",
+    quantity="largest over the points of R / R_uniform (same envs and seeds; K = 5)",
+    predicted=0.8,
+    tolerance=0.0,
+    kind="at_most",
+    sweeps=(
+        Sweep(
+            "private-batched-bandit",
+            "private-batched-bandit",
+            "DPExperts-Bandit-v0",
+            _sqrt_points(5, _SQRT_PAIRS),
+            _sqrt_points(5, _SQRT_PAIRS_QUICK),
+            metric="static_regret",
+        ),
+        Sweep(
+            "uniform-reference",
+            "uniform",
+            "DPExperts-Bandit-v0",
+            _sqrt_points(5, _SQRT_PAIRS),
+            _sqrt_points(5, _SQRT_PAIRS_QUICK),
+            metric="static_regret",
+        ),
     ),
+    analyse=_central_ratio,
+    control=UNIFORM,
+    learner_sweeps=("private-batched-bandit",),
     x_label="sqrt(K T / epsilon)",
+    notes="The log-log slope of the learner's regret in sqrt(KT/epsilon) is about 1, but so is "
+    "uniform play's (0.99 in an earlier version of this claim, which therefore could not fail); "
+    "the ratio to uniform play on the same loss streams is the part of the rate the learner "
+    "earns. The points' ratios are in the detail; a flat ratio below 0.8 is the sqrt(KT/eps) "
+    "rate with a constant below uniform play's.",
 )
 
 ldp_eps = Claim(
@@ -718,6 +946,7 @@ def _advice_claim(name: str, agent: str, source: str, rate: str, predicted: floa
             ),
         ),
         analyse=_slope_of(agent, "static_pseudo_regret"),
+        control=UNIFORM,
         x_label="T",
         notes="The tolerance 0.1 absorbs the bounds' log factors over this range of T. A "
         "measured exponent above the band means the learner is still in its burn-in at these "
@@ -743,6 +972,7 @@ def _registry(quick_collapse: bool = False) -> list[Claim]:
     return [
         svt_vs_t,
         svt_vs_s,
+        svt_eps,
         nch_vs_t,
         _collapse_claim(quick_collapse),
         lazy_adaptive,
@@ -754,6 +984,7 @@ def _registry(quick_collapse: bool = False) -> list[Claim]:
         dartboard_t,
         dartboard_eps,
         rps_horizon_free,
+        rps_constant,
         rps_eps,
         rps_gap,
         htinf_sqrt,

@@ -1,17 +1,24 @@
 """Figures a paper would use, drawn from tidy result rows (matplotlib, PNG and PDF).
 
 * :func:`plot_regret_vs_round` -- mean regret curve per agent with a bootstrap confidence band,
-  one panel per epsilon (non-private agents appear in every panel as references).
-* :func:`plot_regret_vs_epsilon` -- the privacy-utility trade-off: final regret against epsilon
-  per private agent; non-private agents as horizontal dashed lines.
+  one panel per requested epsilon holding only the runs at that epsilon, and one "no noise"
+  panel for the private learners at epsilon = inf (non-private agents appear in every panel as
+  references).
+* :func:`plot_regret_vs_epsilon` -- the privacy-utility trade-off: final regret against the
+  epsilon each learner's accountant certifies (the requested one written where it differs) per
+  private agent; non-private agents as horizontal dashed lines.
 * :func:`plot_regret_vs_horizon` -- final regret against T on log-log axes: bootstrap error bars,
-  each learner's fitted power law (slope in the legend) and a reference slope.
+  each learner's fitted power law (slope and its seed-bootstrap 95% interval in the legend) and
+  a reference slope.
+
+Every plotted end point (last round of a curve, point of the epsilon and horizon figures) is the
+``summary.csv`` mean of its (env, agent, epsilon); tests/test_figures_equal_table.py checks it.
 
 Styling is for papers: figures are :data:`COLUMN_WIDTH` (one panel) or :data:`FULL_WIDTH` wide
 with 7-8 pt text, PDFs embed TrueType (Type 42) fonts, and every learner keeps one colour and
-marker across all figures drawn from the same rows (:func:`learner_styles`; colour-blind-safe
-hues). Uniform play, the reference of every score, is a black dashed line; other non-private
-learners are dashed, private ones solid.
+marker in every figure and every results folder (:func:`learner_style`, a function of the
+learner's name; colour-blind-safe hues). Uniform play, the reference of every score, is a black
+dashed line; other non-private learners are dashed, private ones solid.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from dp_experts_env.evaluation.claims import loglog_slope  # noqa: E402
 from dp_experts_env.evaluation.stats import bootstrap_ci, fit_loglog_slope  # noqa: E402
 
 __all__ = [
@@ -38,6 +46,7 @@ __all__ = [
     "FULL_WIDTH",
     "PALETTE",
     "STYLE",
+    "learner_style",
     "learner_styles",
     "plot_regret_vs_round",
     "plot_regret_vs_epsilon",
@@ -127,25 +136,67 @@ def _is_reference(label: str) -> bool:
     return label.split("[", 1)[0] == _REFERENCE
 
 
-def learner_styles(labels: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """One colour and marker per learner label, the same in every figure of the same rows.
+#: Fixed palette index of each learner the suite registers, so that a learner has the same
+#: colour in every results folder (whatever else the grid holds). Learners that share a figure
+#: (one feedback type: full information, bandit, OCO) have distinct colours; other names
+#: (plug-ins, labelled variants such as ``hedge[eta=0.1]``) take a colour and marker from a
+#: hash of their label.
+_FIXED_COLOUR = {
+    # full information
+    "hedge": 0,
+    "fixed-share": 1,
+    "follow-the-leader": 2,
+    "shrinking-dartboard": 3,
+    "noisy-clipped-hedge": 4,
+    "svt-restart": 5,
+    "private-lazy-hedge": 6,
+    "dp-ftrl-tree": 7,
+    "limited-updates": 8,
+    "meta-expert-reduction": 9,
+    "private-shrinking-dartboard": 10,
+    "batched-private-shrinking-dartboard": 11,
+    "randomized-prefix-softmax": 12,
+    "ppo": 13,
+    # bandit (with and without advice)
+    "exp3": 0,
+    "exp4": 1,
+    "tsallis-inf": 2,
+    "ftpl-gr": 3,
+    "ldp-exp4": 4,
+    "private-bandit-over-experts": 5,
+    "private-batched-bandit": 6,
+    "private-batched-exp4": 7,
+    # online convex optimisation
+    "ogd": 0,
+    "ftrl-oco": 1,
+    "p-comw-lazy": 2,
+    "dp-ftrl-oco": 4,
+    "p-comw": 5,
+}
 
-    Uniform play (the reference of every score) is black; the others take :data:`PALETTE` in
-    sorted order, with a marker cycle that keeps learners apart when colours repeat (more than
-    14 learners) and in greyscale print.
+
+def learner_style(label: str) -> dict[str, Any]:
+    """Colour and marker of one learner label, a function of the label alone.
+
+    Uniform play (the reference of every score) is black without marker; a registered learner
+    has its fixed colour (:data:`_FIXED_COLOUR`); any other label a colour and marker from a
+    hash of the label, so it too keeps them across results folders.
     """
-    styles: dict[str, dict[str, Any]] = {}
-    i = 0
-    for label in sorted(set(labels)):
-        if _is_reference(label):
-            styles[label] = {"color": "black", "marker": None}
-        else:
-            styles[label] = {
-                "color": PALETTE[i % len(PALETTE)],
-                "marker": _MARKERS[i % len(_MARKERS)],
-            }
-            i += 1
-    return styles
+    if _is_reference(label):
+        return {"color": "black", "marker": None}
+    if label in _FIXED_COLOUR:
+        i = _FIXED_COLOUR[label]
+        return {"color": PALETTE[i], "marker": _MARKERS[i % len(_MARKERS)]}
+    h = int(hashlib.sha1(label.encode()).hexdigest(), 16)
+    return {
+        "color": PALETTE[h % len(PALETTE)],
+        "marker": _MARKERS[(h // len(PALETTE)) % len(_MARKERS)],
+    }
+
+
+def learner_styles(labels: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """:func:`learner_style` of every label (the same in every figure and every folder)."""
+    return {label: learner_style(label) for label in sorted(set(labels))}
 
 
 def _line_kwargs(style: dict[str, Any], label: str, private: bool) -> dict[str, Any]:
@@ -169,9 +220,8 @@ def _title(env: str) -> str:
     return env.replace("[", "\n[", 1) if "[" in env else env
 
 
-def _legend_below(fig: Figure, ax, width: float) -> None:
+def _legend_below(fig: Figure, handles: list[Any], labels: list[str], width: float) -> None:
     """One legend under the axes, as many columns as the figure width holds."""
-    handles, labels = ax.get_legend_handles_labels()
     longest = max((len(label) for label in labels), default=10)
     # About 0.05 in per character at 7 pt (measured on the default comparison's legend) plus
     # 0.45 in for the handle and the spacing.
@@ -189,6 +239,46 @@ def _legend_below(fig: Figure, ax, width: float) -> None:
     )
 
 
+def _private_agents(data: pd.DataFrame) -> set[str]:
+    """Learners with a privacy parameter: a finite epsilon anywhere, or flagged private."""
+    private = set(data.loc[np.isfinite(data["epsilon"].astype(float)), "agent"])
+    if "private" in data.columns:
+        private |= set(data.loc[data["private"].astype(bool), "agent"])
+    return private
+
+
+def _certified(group: pd.DataFrame) -> float:
+    """The epsilon the learner's accountant certified for a run group (NaN when not recorded)."""
+    if "epsilon_certified" not in group.columns:
+        return math.nan
+    return float(group["epsilon_certified"].astype(float).max())
+
+
+def _spends_other(requested: float, certified: float) -> bool:
+    """Whether a learner certifies an epsilon more than 1% away from the requested one.
+
+    Float-tolerant: an accountant's 31.96 for a requested 32 is not worth a label on a figure
+    (summary.csv keeps the exact value); 7.73 for 8 or 0.25 for 2 is.
+    """
+    if not (math.isfinite(requested) and math.isfinite(certified)):
+        return False
+    return not math.isclose(requested, certified, rel_tol=0.01)
+
+
+def _eps_label(agent: str, eps: float, private: bool, certified: float) -> str:
+    """Legend label of a learner at one epsilon: the requested and, if other, the spent one."""
+    if not private:
+        return agent
+    if not math.isfinite(eps):
+        return f"{agent} (no noise)"
+    spent = f" (spends {certified:.3g})" if _spends_other(eps, certified) else ""
+    return f"{agent} ε={eps:g}{spent}"
+
+
+def _panel_title(eps: float) -> str:
+    return "no noise (ε = ∞)" if not math.isfinite(eps) else f"ε = {eps:g} requested"
+
+
 def plot_regret_vs_round(
     frame: pd.DataFrame,
     env: str,
@@ -197,27 +287,39 @@ def plot_regret_vs_round(
     confidence: float = 0.95,
     n_boot: int = 500,
 ) -> Figure:
-    """Regret against round for every agent on ``env``; one panel per epsilon.
+    """Regret against round for every agent on ``env``; one panel per requested epsilon.
 
-    One panel is :data:`COLUMN_WIDTH` wide, several share :data:`FULL_WIDTH`; the legend sits
-    below the panels.
+    Each panel holds the private learners run at its epsilon only; a last panel, "no noise",
+    holds the private learners run at epsilon = inf (their noise removed). Non-private learners
+    (one run each) appear in every panel as dashed references. A learner whose accountant
+    certifies another epsilon than the panel's (say a learner that spends 0.25 for any request
+    >= 0.25) is annotated with the epsilon it spends at the end of its curve. Every curve's end
+    point is the ``summary.csv`` mean of its (agent, epsilon). One panel is
+    :data:`COLUMN_WIDTH` wide, several share :data:`FULL_WIDTH`; the legend sits below.
     """
     data = frame[frame["env"] == env]
     if data.empty:
         raise ValueError(f"no rows for env {env!r}")
-    epsilons = sorted(e for e in data["epsilon"].unique() if math.isfinite(e)) or [math.inf]
+    private = _private_agents(data)
+    eps_of = data["epsilon"].astype(float)
+    epsilons: list[float] = sorted(e for e in eps_of.unique() if math.isfinite(e))
+    if not epsilons or (~np.isfinite(eps_of) & data["agent"].isin(private)).any():
+        epsilons.append(math.inf)  # drawn once, as its own "no noise" panel
     styles = learner_styles(frame["agent"].unique())  # the whole frame: same colours everywhere
     width = COLUMN_WIDTH if len(epsilons) == 1 else FULL_WIDTH
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, len(epsilons), figsize=(width, 2.4), squeeze=False, sharey=True)
+        handles: dict[str, Any] = {}
         for ax, eps in zip(axes[0], epsilons, strict=True):
-            panel = data[(data["epsilon"] == eps) | ~np.isfinite(data["epsilon"])]
+            if math.isfinite(eps):
+                panel = data[(eps_of == eps) | ~data["agent"].isin(private)]
+            else:
+                panel = data[~np.isfinite(eps_of)]
             for agent, group in panel.groupby("agent", sort=True):
                 table = group.pivot_table(index="round", columns="seed", values=metric)
                 mean, lo, hi = _curve_band(table.to_numpy(), confidence, n_boot, seed=0)
-                private = bool(np.isfinite(group["epsilon"].iloc[0]))
-                line = _line_kwargs(styles[agent], agent, private)
-                ax.plot(
+                line = _line_kwargs(styles[agent], agent, agent in private)
+                (drawn,) = ax.plot(
                     table.index,
                     mean,
                     label=agent,
@@ -225,22 +327,37 @@ def plot_regret_vs_round(
                     markevery=max(1, len(mean) // 6),
                     **line,
                 )
+                # What the end point stands for (tests read it back against summary.csv).
+                drawn.set_gid(f"{agent}|{float(group['epsilon'].iloc[0])!r}")
+                handles.setdefault(agent, drawn)
                 ax.fill_between(table.index, lo, hi, color=line["color"], alpha=0.15, lw=0)
+                spent = _certified(group)
+                if _spends_other(eps, spent):
+                    ax.annotate(
+                        f"spends ε={spent:.3g}",
+                        (table.index[-1], mean[-1]),
+                        xytext=(-2, 2),
+                        textcoords="offset points",
+                        ha="right",
+                        fontsize=5.5,
+                        color=line["color"],
+                    )
             ax.set_xlim(0, data["round"].max())
             # Few, short round labels (10k, not 10000) so that neighbouring panels' last and
             # first labels do not run into each other at full width.
             ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(nbins=4))
             ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_round_label))
             ax.set_xlabel("round t")
-            ax.set_title(_eps_text(eps))
+            ax.set_title(_panel_title(eps))
             ax.grid(True)
         axes[0][0].set_ylabel(_NICE.get(metric, metric))
-        note = f"mean over seeds, {confidence:.0%} bootstrap band; dashed: non-private"
+        per_panel = "; a panel per ε" if len(epsilons) > 1 else ""
+        note = f"mean, {confidence:.0%} bootstrap band{per_panel}; dashed: non-private"
         # One line across the page; wrapped in a column, where it would widen the figure.
         title = f"{env}: {note}" if width > COLUMN_WIDTH else f"{_title(env)}\n{note}"
         fig.suptitle(title, fontsize=8)
         fig.tight_layout()
-        _legend_below(fig, axes[0][0], width)
+        _legend_below(fig, list(handles.values()), list(handles), width)
     return fig
 
 
@@ -260,39 +377,57 @@ def _draw_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str) -> Figur
     fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 2.6))
     # A private learner has at least one finite epsilon; its epsilon = inf run (noise removed)
     # is the right end of its curve, drawn at an "inf" tick past the largest finite epsilon.
-    private = sorted(a for a, g in final.groupby("agent") if np.isfinite(g["epsilon"]).any())
+    # Each point sits at the epsilon the learner's accountant certifies (a learner that spends
+    # 0.25 for any request >= 0.25 is drawn at 0.25, its requests written next to the point).
+    private = sorted(_private_agents(final))
     epsilons = sorted(e for e in final["epsilon"].unique() if math.isfinite(e))
     x_inf = (epsilons[-1] * 4.0) if epsilons else 1.0
     # Learners sit side by side around each epsilon (a small log-x offset) so that their error
     # bars do not hide one another.
     step = min(0.02, 0.12 / max(len(private) - 1, 1))
     references: list[float] = []
+    lowest = epsilons[0] if epsilons else 1.0
     for agent, group in final.groupby("agent", sort=True):
-        stats = group.groupby("epsilon")[metric].agg(["mean"])
         if agent in private:
-            # The same percentile bootstrap interval as summary.csv (ci_low, ci_high).
-            cis = np.array(
-                [bootstrap_ci(g[metric].to_numpy())[1:] for _, g in group.groupby("epsilon")]
-            )
-            means = stats["mean"].to_numpy()
+            by_eps = sorted(group.groupby("epsilon"), key=lambda item: float(item[0]))
+            requested = np.array([float(e) for e, _ in by_eps])
+            certified = np.array([_certified(g) for _, g in by_eps])
+            xs = np.where(np.isfinite(certified), certified, requested)
+            xs = np.where(np.isfinite(xs), xs, x_inf)
+            # The same mean and percentile bootstrap interval as summary.csv.
+            cis = np.array([bootstrap_ci(g[metric].to_numpy()) for _, g in by_eps])
+            means = cis[:, 0]
             shift = 10.0 ** ((private.index(agent) - (len(private) - 1) / 2) * step)
-            xs = np.asarray(stats.index, dtype=float)
-            ax.errorbar(
-                np.where(np.isfinite(xs), xs, x_inf) * shift,
+            bars = ax.errorbar(
+                xs * shift,
                 means,
-                yerr=np.vstack([means - cis[:, 0], cis[:, 1] - means]),
+                yerr=np.vstack([means - cis[:, 1], cis[:, 2] - means]),
                 marker=styles[agent]["marker"] or "o",
                 capsize=2,
                 label=agent,
                 color=styles[agent]["color"],
             )
+            bars.lines[0].set_gid(f"{agent}|" + ",".join(repr(float(e)) for e in requested))
+            lowest = min(lowest, float(xs.min()))
+            moved: dict[float, list[float]] = {}
+            for req, cert in zip(requested, certified, strict=True):
+                if _spends_other(req, cert):
+                    moved.setdefault(round(float(cert), 12), []).append(req)
+            for cert, reqs in moved.items():
+                y = float(means[list(requested).index(reqs[0])])
+                ax.annotate(
+                    "requested " + ", ".join(f"{r:g}" for r in reqs),
+                    (cert * shift, y),
+                    xytext=(3, 3),
+                    textcoords="offset points",
+                    fontsize=5.5,
+                    color=styles[agent]["color"],
+                )
         else:
-            ax.axhline(
-                stats["mean"].iloc[0],
-                label=agent,
-                **_line_kwargs(styles[agent], agent, private=False),
-            )
-            references.append(float(stats["mean"].iloc[0]))
+            mean = float(group[metric].mean())
+            ref = ax.axhline(mean, label=agent, **_line_kwargs(styles[agent], agent, private=False))
+            ref.set_gid(f"{agent}|inf")
+            references.append(mean)
     if references:
         # Keep the reference lines off the frame: autoscaling adds no margin beyond them.
         low, high = ax.get_ylim()
@@ -307,13 +442,13 @@ def _draw_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str) -> Figur
         # Room for the side-by-side offsets plus a margin; with one epsilon the autoscaled axis
         # would span only the offsets and push the points to the frame.
         reach = 10.0 ** (step * max(len(private) - 1, 0) / 2 + 0.1)
-        ax.set_xlim(epsilons[0] / reach, ticks[-1] * reach)
-    ax.set_xlabel("privacy parameter ε (log scale)")
+        ax.set_xlim(min(epsilons[0], lowest) / reach, ticks[-1] * reach)
+    ax.set_xlabel("certified privacy parameter ε (log scale)")
     ax.set_ylabel(f"final {_NICE.get(metric, metric)}")
     ax.set_title(f"{_title(env)}\nmean, 95% bootstrap CI; dashed: non-private")
     ax.grid(True)
     fig.tight_layout()
-    _legend_below(fig, ax, COLUMN_WIDTH)
+    _legend_below(fig, *ax.get_legend_handles_labels(), COLUMN_WIDTH)
     return fig
 
 
@@ -337,6 +472,7 @@ def plot_regret_vs_horizon(
     if final["horizon"].nunique() < 2:
         raise ValueError(f"regret vs T needs at least two horizons for {env_id!r}")
     styles = learner_styles(frame["agent"].unique())
+    private = _private_agents(final)
     eps_dashes = {}
     for eps in sorted(e for e in final["epsilon"].unique() if math.isfinite(e)):
         eps_dashes[eps] = ("-", (0, (1, 1)), (0, (3, 1, 1, 1)), (0, (6, 2)))[len(eps_dashes) % 4]
@@ -348,8 +484,8 @@ def plot_regret_vs_horizon(
             ts = np.array(sorted(per_t), dtype=float)
             cis = np.array([bootstrap_ci(per_t[t]) for t in sorted(per_t)])  # est, lo, hi
             means = cis[:, 0]
-            label = agent if not math.isfinite(eps) else f"{agent} ε={eps:g}"
-            line = _line_kwargs(styles[agent], agent, math.isfinite(eps))
+            label = _eps_label(agent, float(eps), agent in private, _certified(group))
+            line = _line_kwargs(styles[agent], agent, agent in private)
             if math.isfinite(eps):
                 line["linestyle"] = eps_dashes[eps]
             positive = means > 0
@@ -357,6 +493,13 @@ def plot_regret_vs_horizon(
             fitted = positive.sum() >= 2
             if fitted:
                 slope, intercept = fit_loglog_slope(ts[positive], means[positive])
+                kept = group[group["horizon"].isin(ts[positive])]
+                interval = loglog_slope(kept.assign(x=kept["horizon"].astype(float)), metric)
+                ci = (
+                    f" [{interval.ci_low:.2f}, {interval.ci_high:.2f}]"
+                    if math.isfinite(interval.ci_low)
+                    else ""
+                )
                 grid_t = np.geomspace(ts[positive][0], ts[positive][-1], 50)
                 # The legend entry is the fitted line (its dash tells epsilons apart) with the
                 # learner's marker; markevery=[] keeps the marker off the line itself.
@@ -365,11 +508,11 @@ def plot_regret_vs_horizon(
                     np.exp(intercept) * grid_t**slope,
                     marker=marker,
                     markevery=[],
-                    label=f"{label}: slope {slope:.2f}",
+                    label=f"{label}: slope {slope:.2f}{ci}",
                     **line,
                 )
                 anchors.append((ts[positive][0], means[positive][0]))
-            ax.errorbar(
+            bars = ax.errorbar(
                 ts,
                 means,
                 yerr=np.vstack([means - cis[:, 1], cis[:, 2] - means]),
@@ -379,6 +522,7 @@ def plot_regret_vs_horizon(
                 capsize=2,
                 label="_nolegend_" if fitted else label,
             )
+            bars.lines[0].set_gid(f"{agent}|{float(eps)!r}")
             if isinstance(theory_slope, Mapping) and agent in theory_slope and positive.any():
                 t0, r0 = ts[positive][0], means[positive][0]
                 ax.plot(ts, r0 * (ts / t0) ** theory_slope[agent], ":", color=line["color"], lw=1)
@@ -399,10 +543,10 @@ def plot_regret_vs_horizon(
         ax.set_yscale("log")
         ax.set_xlabel("horizon T")
         ax.set_ylabel(f"final {_NICE.get(metric, metric)}")
-        ax.set_title(f"{env_id}\nmean, 95% bootstrap CI; lines: fitted power laws")
+        ax.set_title(f"{env_id}\nmean, 95% CI; lines: power-law fits, slope [95% CI]")
         ax.grid(True, which="both")
         fig.tight_layout()
-        _legend_below(fig, ax, COLUMN_WIDTH)
+        _legend_below(fig, *ax.get_legend_handles_labels(), COLUMN_WIDTH)
     return fig
 
 

@@ -6,8 +6,15 @@ stored (cell, seed) and an interrupted call resumes; any backend of the runner w
 read a learner's internals (a switch counter) run :func:`custom` experiments whose results are
 stored with the code fingerprint of the learner and env, so a code change re-runs them.
 
-Outputs in ``OUT``: ``claims.csv`` (one row per claim: paper, source, predicted, measured,
-ci_low, ci_high, verdict, ...), ``figures/<claim>.png`` and ``report.md``.
+Every claim also runs its no-learning control (:class:`~dp_experts_env.evaluation.claims.Control`)
+in the learner's role, in the same sweep, on the same loss streams (same envs and seeds), and the
+verdict (:func:`~dp_experts_env.evaluation.claims.judge`) weighs the learner against it:
+``holds``, ``fails``, ``burn-in``, ``vacuous`` or ``inconclusive``. ``agent=`` (``dp-experts
+reproduce CLAIM --agent NAME``) puts any registered learner in the claim's role.
+
+Outputs in ``OUT``: ``claims.csv`` (one row per claim: paper, source, learner, predicted,
+measured, ci_low, ci_high, verdict, reason, control, control_measured, control_verdict, ...),
+``figures/<claim>.png`` (the learner's and the control's curves) and ``report.md``.
 """
 
 from __future__ import annotations
@@ -23,7 +30,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dp_experts_env.evaluation.claims import Claim, Measurement, Sweep, verdict
+from dp_experts_env.evaluation.claims import (
+    LEARNING_FRACTION,
+    VERDICTS,
+    Claim,
+    Judgement,
+    Measurement,
+    Sweep,
+    judge,
+)
 from dp_experts_env.evaluation.grid import AgentEntry, EnvEntry, Grid
 from dp_experts_env.evaluation.store import write_atomic
 
@@ -33,6 +48,7 @@ COLUMNS = (
     "claim",
     "paper",
     "source",
+    "learner",
     "quantity",
     "kind",
     "predicted",
@@ -41,7 +57,24 @@ COLUMNS = (
     "ci_low",
     "ci_high",
     "verdict",
+    "reason",
+    "control",
+    "control_measured",
+    "control_ci_low",
+    "control_ci_high",
+    "control_verdict",
     "detail",
+    "seconds",
+)
+_FLOATS = (
+    "predicted",
+    "tolerance",
+    "measured",
+    "ci_low",
+    "ci_high",
+    "control_measured",
+    "control_ci_low",
+    "control_ci_high",
     "seconds",
 )
 
@@ -98,7 +131,7 @@ def sweep_rows(
             n_record=2,
         )
         tag = "np" if eps is None else f"e{eps:g}"
-        folder = out / "runs" / claim.name / f"{sweep.key}-{tag}"
+        folder = out / "runs" / claim.name / f"{sweep.folder}-{tag}"
         frame = run_grid(
             grid,
             folder,
@@ -124,7 +157,7 @@ def _custom_rows(claim: Claim, sweep: Sweep, out: Path, points: tuple, seeds: in
         "seeds": seeds,
     }
     key = results_key(config, sweep.agent, sweep.env_id)
-    path = out / "runs" / claim.name / f"{sweep.key}-custom.json"
+    path = out / "runs" / claim.name / f"{sweep.folder}-custom.json"
     if path.exists():
         try:
             stored = json.loads(path.read_text())
@@ -149,40 +182,116 @@ def run_claims(
     address: str | None = None,
     noise: str | None = None,
     log: Any = None,
+    agent: str | None = None,
+    agent_params: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run each claim's experiment and analysis; write the outputs; return the table rows."""
+    """Run each claim's experiment, its control and the analysis; write the outputs.
+
+    Args:
+        claims: the claims to run.
+        out: output folder (results under ``out/runs``, reused by a later call).
+        quick: the claims' quick sizes.
+        backend: where cells run (``serial``, ``local``, ``ray``).
+        n_jobs: worker processes of the local backend.
+        address: Ray cluster address.
+        noise: noise backend of every private learner (None: each learner's own).
+        log: a stream for one line per claim (None: silent).
+        agent: a registered learner to put in every claim's learner role (None: the claim's own).
+        agent_params: its keywords.
+
+    Returns:
+        The claims.csv rows of these claims.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     results: list[dict[str, Any]] = []
-    data: dict[str, Mapping[str, pd.DataFrame]] = {}
+    data: dict[str, tuple[Mapping[str, pd.DataFrame], Mapping[str, pd.DataFrame] | None]] = {}
+    run = {
+        "quick": quick,
+        "backend": backend,
+        "n_jobs": n_jobs,
+        "address": address,
+        "noise": noise,
+    }
+    chosen_claims = []
     for claim in claims:
         start = time.perf_counter()
-        rows = {
-            s.key: sweep_rows(
-                claim,
-                s,
-                out,
-                quick=quick,
-                backend=backend,
-                n_jobs=n_jobs,
-                address=address,
-                noise=noise,
-            )
-            for s in claim.sweeps
-        }
-        data[claim.name] = rows
-        m = claim.analyse(rows)
-        row = _row(claim, m, time.perf_counter() - start)
+        tested = claim if agent is None else claim.with_learner(agent, agent_params)
+        chosen_claims.append(tested)
+        rows = {s.key: sweep_rows(tested, s, out, **run) for s in tested.sweeps}
+        m = tested.analyse(rows)
+        control_rows = None
+        mc = None
+        ratios: dict[float, float] | None = None
+        if claim.control is not None:
+            control = claim.with_learner(claim.control.agent, claim.control.params)
+            control_rows = {s.key: sweep_rows(control, s, out, **run) for s in control.sweeps}
+            mc = control.analyse(control_rows)
+            ratios = learner_ratios(tested, rows, control_rows)
+        bounds = explicit_bounds(tested, quick)
+        judgement = judge(tested, m, mc, ratios, bounds)
+        control_judgement = (
+            judge(tested, mc, mc, dict.fromkeys(ratios, 1.0) if ratios else None, bounds)
+            if mc is not None
+            else None
+        )
+        data[claim.name] = (rows, control_rows)
+        row = _row(tested, m, judgement, mc, control_judgement, time.perf_counter() - start)
         results.append(row)
         if log is not None:
+            control_text = (
+                f"; control {claim.control.agent} {mc.value:.3g} -> {control_judgement.verdict}"
+                if mc is not None and claim.control is not None and control_judgement
+                else ""
+            )
             print(
                 f"{claim.name}: {row['verdict']} (measured {m.value:.3g} "
-                f"[{m.ci_low:.3g}, {m.ci_high:.3g}], predicted {claim.predicted:g})",
+                f"[{m.ci_low:.3g}, {m.ci_high:.3g}], predicted {_band(claim)}{control_text})",
                 file=log,
                 flush=True,
             )
-    write_outputs(*_with_earlier(claims, results, out, quick), data, out, quick=quick)
+    write_outputs(*_with_earlier(chosen_claims, results, out, quick), data, out, quick=quick)
     return results
+
+
+def _role_means(claim: Claim, rows: Mapping[str, pd.DataFrame]) -> pd.Series | None:
+    """Mean of the first learner sweep's metric per x."""
+    roles = claim.roles()
+    if not roles:
+        return None
+    sweep = next(s for s in claim.sweeps if s.key == roles[0])
+    frame = rows[sweep.key]
+    if sweep.metric not in frame.columns:
+        return None
+    return frame.groupby("x")[sweep.metric].mean()
+
+
+def learner_ratios(
+    claim: Claim, rows: Mapping[str, pd.DataFrame], control_rows: Mapping[str, pd.DataFrame]
+) -> dict[float, float] | None:
+    """``{x: learner's mean regret / the control's}`` on the claim's first learner sweep.
+
+    None when the claim judges no learning (``learning_fraction`` None) or the control's mean is
+    not positive somewhere (no level to compare with).
+    """
+    if claim.learning_fraction is None:
+        return None
+    mine, theirs = _role_means(claim, rows), _role_means(claim, control_rows)
+    if mine is None or theirs is None:
+        return None
+    both = pd.concat([mine, theirs], axis=1, keys=["a", "b"]).dropna()
+    if both.empty or (both["b"] <= 0).any():
+        return None
+    return {float(x): float(r["a"] / r["b"]) for x, r in both.iterrows()}
+
+
+def explicit_bounds(claim: Claim, quick: bool) -> dict[float, tuple[float, float]] | None:
+    """``{x: (the paper's explicit bound, the trivial bound)}`` at the learner's points."""
+    if claim.explicit_bound is None or not claim.roles():
+        return None
+    sweep = next(s for s in claim.sweeps if s.key == claim.roles()[0])
+    points, _ = sweep.chosen(quick)
+    return {float(p.x): claim.explicit_bound(p) for p in points}
 
 
 def _with_earlier(
@@ -203,21 +312,45 @@ def _with_earlier(
         earlier = [r for r in csv.DictReader(handle) if r.get("claim") not in done]
     registry = {c.name: c for c in get_claims(quick=quick)}
     kept = [r for r in earlier if r.get("claim") in registry]
+    kept = [r for r in kept if all(r.get(k) is not None for k in COLUMNS)]  # an older format
     for r in kept:
-        for key in ("predicted", "tolerance", "measured", "ci_low", "ci_high", "seconds"):
+        for key in _FLOATS:
             r[key] = float(r[key])
-    merged = {c.name: c for c in [*(registry[r["claim"]] for r in kept), *claims]}
+    merged = {c.name: c for c in [*(_as_run(registry[r["claim"]], r) for r in kept), *claims]}
     order = [merged[name] for name in registry if name in merged]
     order += [c for c in claims if c.name not in registry]
     by_name = {r["claim"]: r for r in [*kept, *results]}
     return order, [by_name[c.name] for c in order]
 
 
-def _row(claim: Claim, m: Measurement, seconds: float) -> dict[str, Any]:
+def _as_run(claim: Claim, row: Mapping[str, Any]) -> Claim:
+    """The registered claim with the learner an earlier row tested (``--agent``) in its role."""
+    roles = claim.roles()
+    own = next((s.agent for s in claim.sweeps if roles and s.key == roles[0]), "")
+    if not row.get("learner") or row["learner"] == own:
+        return claim
+    try:
+        return claim.with_learner(str(row["learner"]))
+    except ValueError:
+        return claim
+
+
+def _row(
+    claim: Claim,
+    m: Measurement,
+    judgement: Judgement,
+    mc: Measurement | None,
+    control: Judgement | None,
+    seconds: float,
+) -> dict[str, Any]:
+    roles = claim.roles()
+    learner = next((s.agent for s in claim.sweeps if roles and s.key == roles[0]), "")
+    nan = math.nan
     return {
         "claim": claim.name,
         "paper": claim.paper,
         "source": claim.source,
+        "learner": learner,
         "quantity": claim.quantity,
         "kind": claim.kind,
         "predicted": claim.predicted,
@@ -225,10 +358,23 @@ def _row(claim: Claim, m: Measurement, seconds: float) -> dict[str, Any]:
         "measured": m.value,
         "ci_low": m.ci_low,
         "ci_high": m.ci_high,
-        "verdict": verdict(claim, m),
+        "verdict": judgement.verdict,
+        "reason": judgement.reason,
+        "control": _control_name(claim),
+        "control_measured": mc.value if mc is not None else nan,
+        "control_ci_low": mc.ci_low if mc is not None else nan,
+        "control_ci_high": mc.ci_high if mc is not None else nan,
+        "control_verdict": control.verdict if control is not None else "",
         "detail": m.detail,
         "seconds": round(seconds, 1),
     }
+
+
+def _control_name(claim: Claim) -> str:
+    if claim.control is None:
+        return ""
+    params = ", ".join(f"{k}={v}" for k, v in sorted(claim.control.params.items()))
+    return claim.control.agent + (f" ({params})" if params else "")
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -267,19 +413,39 @@ def _fmt(value: Any) -> Any:
     return value
 
 
-def _figure(claim: Claim, rows: Mapping[str, pd.DataFrame], path: Path) -> None:
+def _figure(
+    claim: Claim,
+    rows: tuple[Mapping[str, pd.DataFrame], Mapping[str, pd.DataFrame] | None],
+    path: Path,
+) -> None:
+    """The claim's figure: the learner's curves and, dashed grey, the control's on the same axes."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    mine, control = rows
     fig, ax = plt.subplots(figsize=(4.8, 3.4), layout="constrained")
     if claim.figure is not None:
-        ax.set_ylabel(claim.figure(rows, ax))
+        ax.set_ylabel(claim.figure(mine, ax))
+        if control is not None:
+            _as_control(ax, lambda: claim.figure(control, ax), _control_name(claim))
         if claim.log_x:
             ax.set_xscale("log")
     else:
-        _sweep_curves(claim, rows, ax)
+        _sweep_curves(claim, mine, ax)
+        if control is not None:
+            roles = set(claim.roles())
+            _as_control(
+                ax,
+                lambda: _sweep_curves(claim, control, ax, only=roles),
+                _control_name(claim),
+            )
+        positive = all((mine[s.key][s.metric] > 0).all() for s in claim.sweeps)
+        if control is not None:
+            positive &= all((control[s.key][s.metric] > 0).all() for s in claim.sweeps)
+        if positive:
+            ax.set_yscale("log")
     ax.set_xlabel(claim.x_label)
     ax.set_title(claim.name, fontsize=9)
     ax.legend(fontsize=7)
@@ -287,9 +453,38 @@ def _figure(claim: Claim, rows: Mapping[str, pd.DataFrame], path: Path) -> None:
     plt.close(fig)
 
 
-def _sweep_curves(claim: Claim, rows: Mapping[str, pd.DataFrame], ax: Any) -> None:
+def _as_control(ax: Any, draw: Any, name: str) -> None:
+    """Draw with ``draw()`` and restyle what it added as the control's (grey, dashed)."""
+    lines, containers = len(ax.lines), len(ax.containers)
+    draw()
+    for line in ax.lines[lines:]:
+        line.set_color("0.45")
+        line.set_markerfacecolor("0.45")
+        line.set_markeredgecolor("0.45")
+        if line.get_linestyle() not in ("None", "none", "", " "):  # not an error bar's caps
+            line.set_linestyle("--")
+        label = line.get_label()
+        if not label.startswith("_"):
+            line.set_label(f"control {name}: {label}")
+    for container in ax.containers[containers:]:
+        label = container.get_label()
+        if label and not label.startswith("_"):
+            container.set_label(f"control {name}: {label}")
+        for artist in container.get_children():
+            if hasattr(artist, "set_color"):
+                artist.set_color("0.45")
+
+
+def _sweep_curves(
+    claim: Claim,
+    rows: Mapping[str, pd.DataFrame],
+    ax: Any,
+    only: set[str] | None = None,
+) -> None:
     """The default figure: every sweep's mean +- s.e. of its metric against x."""
     for sweep in claim.sweeps:
+        if only is not None and sweep.key not in only:
+            continue
         frame = rows[sweep.key]
         grouped = frame.groupby("x")[sweep.metric]
         mean, se = grouped.mean(), grouped.std(ddof=1) / np.sqrt(grouped.count())
@@ -307,8 +502,6 @@ def _sweep_curves(claim: Claim, rows: Mapping[str, pd.DataFrame], ax: Any) -> No
         )
     if claim.log_x:
         ax.set_xscale("log")
-    if all((rows[s.key][s.metric] > 0).all() for s in claim.sweeps):
-        ax.set_yscale("log")
     ax.set_ylabel(claim.sweeps[0].metric.replace("_", " "))
 
 
@@ -323,25 +516,34 @@ def report_text(
         "Generated by `dp-experts reproduce`"
         + (" --quick (smaller horizons and fewer seeds)" if quick else "")
         + ". Each claim is a statement of a paper (a rate exponent, a ratio, a flat line), an "
-        "experiment on this suite's environments and learners, and a verdict: `holds` when the "
-        "95% confidence interval of the measured quantity lies within the predicted band, "
-        "`fails` when it lies outside, `inconclusive` when it straddles the band's edge. Slopes "
-        "are least-squares fits of log mean regret against log x; their intervals bootstrap the "
-        "seeds. A claim that does not hold is reported as measured, with the reason where it is "
-        "known; nothing here is tuned to make a claim hold.",
+        "experiment on this suite's environments and learners, a no-learning control run in the "
+        "learner's role on the same loss streams, and a verdict: `holds` when the 95% confidence "
+        "interval of the measured quantity lies within the predicted band, the learner is "
+        f"clearly learning (its regret below {LEARNING_FRACTION:g} x the control's at every x) "
+        "and the control does not pass the same test; `fails` when the interval lies outside "
+        "the band while the learner learns and its local slopes (fits over 3 consecutive points) "
+        "are not moving toward the prediction; `burn-in` when the learner has not left the "
+        "control's level or is still moving toward the prediction; `vacuous` when the control "
+        "passes too (or the paper's explicit bound is above the trivial one at every point), so "
+        "the test could not have failed; `inconclusive` when the interval straddles the band's "
+        "edge or one local-slope window cannot tell burn-in from failure. Slopes are "
+        "least-squares fits of log mean regret against log x; their intervals bootstrap the "
+        "seeds. Nothing here is tuned to make a claim hold.",
         "",
-        "| claim | paper | source | predicted | measured [95% CI] | verdict |",
+        "| claim | learner | predicted | measured [95% CI] | control: measured | verdict |",
         "|---|---|---|---|---|---|",
     ]
     for c in claims:
         r = by_name.get(c.name)
         if r is None:
             continue
-        pred = _band(c)
         lines.append(
-            f"| {c.name} | {c.paper} | {c.source} | {pred} | {r['measured']:.3g} "
-            f"[{r['ci_low']:.3g}, {r['ci_high']:.3g}] | **{r['verdict']}** |"
+            f"| {c.name} | {r['learner']} | {_band(c)} | {r['measured']:.3g} "
+            f"[{r['ci_low']:.3g}, {r['ci_high']:.3g}] | {_control_cell(r)} | "
+            f"**{r['verdict']}** |"
         )
+    shown = [by_name[c.name]["verdict"] for c in claims if c.name in by_name]
+    lines += ["", "Verdicts: " + ", ".join(f"{shown.count(v)} {v}" for v in VERDICTS) + "."]
     for c in claims:
         r = by_name.get(c.name)
         if r is None:
@@ -358,16 +560,34 @@ def report_text(
             )
         lines.append("Run: " + "; ".join(runs) + ".")
         lines.append("")
+        if c.control is not None:
+            lines.append(
+                f"Control: `{r['control']}` in the learner's role, same envs and seeds"
+                + (f" ({c.control.why})" if c.control.why else "")
+                + f": measured {r['control_measured']:.3g} [{r['control_ci_low']:.3g}, "
+                f"{r['control_ci_high']:.3g}], verdict {r['control_verdict']}."
+            )
+        else:
+            lines.append(f"No control: {c.no_control}")
+        lines.append("")
         lines.append(
             f"Measured {c.quantity}: {r['measured']:.3g} (95% CI [{r['ci_low']:.3g}, "
-            f"{r['ci_high']:.3g}]) against the predicted band {_band(c)}: **{r['verdict']}**. "
-            f"{r['detail']}."
+            f"{r['ci_high']:.3g}]) against the predicted band {_band(c)}: **{r['verdict']}** "
+            f"({r['reason']}). {r['detail']}."
         )
         if c.notes:
             lines += ["", c.notes]
         lines += ["", f"![{c.name}](figures/{c.name}.png)"]
     lines.append("")
     return "\n".join(lines)
+
+
+def _control_cell(r: Mapping[str, Any]) -> str:
+    if not r.get("control"):
+        return "-"
+    value = r["control_measured"]
+    shown = "nan" if not math.isfinite(value) else f"{value:.3g}"
+    return f"{r['control']}: {shown} ({r['control_verdict']})"
 
 
 def _band(c: Claim) -> str:
@@ -397,12 +617,19 @@ def add_parser(sub: Any) -> None:
         "reproduce",
         help="check the papers' claims (rates, thresholds) and write claims.csv and report.md",
         description="Run each named claim (all by default) as an experiment on the grid runner "
-        "and judge it: holds / fails / inconclusive from the 95% interval of the measured "
-        "quantity. Stored runs are reused, so an interrupted call resumes. Claims: "
-        + ", ".join(claim_names()),
+        "and judge it against a no-learning control run on the same loss streams: holds / "
+        "fails / burn-in / vacuous / inconclusive (docs/reproduce.md). Stored runs are reused, "
+        "so an interrupted call resumes. Claims: " + ", ".join(claim_names()),
     )
     p.add_argument("claims", nargs="*", metavar="CLAIM", help="claim names (default: all)")
     p.add_argument("--quick", action="store_true", help="smaller horizons and fewer seeds")
+    p.add_argument(
+        "--agent",
+        default=None,
+        metavar="NAME",
+        help="put this registered learner in every chosen claim's learner role (its default "
+        "keywords); the claim's control and references stay (default: the claim's own learner)",
+    )
     p.add_argument("--out", default=None, help="output folder (default results/reproduce)")
     p.add_argument(
         "--backend",
@@ -427,7 +654,14 @@ def cmd_reproduce(args: Any) -> int:
     from dp_experts_env.evaluation.paper_claims import get_claims
 
     claims = get_claims(list(args.claims), quick=args.quick)
-    out = Path(args.out or ("results/reproduce-quick" if args.quick else "results/reproduce"))
+    if args.agent is not None:
+        import agents
+
+        agents.spec(args.agent)  # a clear error for an unknown name
+    default = "results/reproduce-quick" if args.quick else "results/reproduce"
+    if args.agent is not None:
+        default += f"-{args.agent}"  # never mixes with the claims' own learners' verdicts
+    out = Path(args.out or default)
     rows = run_claims(
         claims,
         out,
@@ -437,10 +671,12 @@ def cmd_reproduce(args: Any) -> int:
         address=args.address,
         noise=args.noise,
         log=sys.stdout,
+        agent=args.agent,
     )
-    counts = {v: sum(r["verdict"] == v for r in rows) for v in ("holds", "fails", "inconclusive")}
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
     print(
-        f"{len(rows)} claims: {counts['holds']} hold, {counts['fails']} fail, "
-        f"{counts['inconclusive']} inconclusive -> {out / 'claims.csv'}, {out / 'report.md'}"
+        f"{len(rows)} claims: "
+        + ", ".join(f"{n} {v}" for v, n in counts.items())
+        + f" -> {out / 'claims.csv'}, {out / 'report.md'}"
     )
     return 0

@@ -1,0 +1,154 @@
+"""The table ``dp-experts compare`` prints: compact (120 columns), readable, ties marked.
+
+``summary.csv`` keeps every column (CIs of the IQM, median, static regret, ...); the terminal
+table shows what a reader compares, one row per (env, learner, epsilon):
+
+* ``env``: a short label (A, B, ...) whose full text is in a header line above the table;
+* ``rank``: within the env by mean final regret; ``=`` marks a learner whose 95% interval
+  overlaps the interval of the learner ranked just above it (the two are not told apart);
+* ``learner``;
+* ``eps``: the requested epsilon, ``inf (no noise)`` for a private learner with its noise
+  removed, ``non-private`` for a learner without a privacy parameter;
+* ``certified``: the epsilon the learner's accountant certifies for the run (differs from the
+  request where a learner caps its budget, e.g. randomized-prefix-softmax spends 0.25 for any
+  request >= 0.25); ``-`` where nothing is certified;
+* ``mean [95% CI]``, ``IQM`` and ``score`` (1 - regret / uniform's on the same loss stream).
+"""
+
+from __future__ import annotations
+
+import math
+import string
+
+import pandas as pd
+
+__all__ = ["WIDTH", "terminal_table", "env_labels", "ties"]
+
+#: Width the printed table must fit (tests/test_compare_table.py checks the default comparison).
+WIDTH = 120
+
+
+def env_labels(envs: list[str]) -> dict[str, str]:
+    """Short labels A, B, ..., Z, AA, ... for the envs in order."""
+    letters = string.ascii_uppercase
+    out = {}
+    for i, env in enumerate(envs):
+        label = ""
+        n = i
+        while True:
+            label = letters[n % 26] + label
+            n = n // 26 - 1
+            if n < 0:
+                break
+        out[env] = label
+    return out
+
+
+def ties(table: pd.DataFrame) -> list[bool]:
+    """Per row (ranked within env): does its interval overlap the interval of the row above?"""
+    out = []
+    previous_env = None
+    previous_hi = -math.inf
+    for env, lo, hi in zip(table["env"], table["ci_low"], table["ci_high"], strict=True):
+        tied = env == previous_env and lo <= previous_hi
+        out.append(bool(tied))
+        previous_env, previous_hi = env, hi
+    return out
+
+
+def _num(value: float) -> str:
+    """A regret as printed: whole numbers from 100 up, one decimal from 10, else 3 digits."""
+    if not math.isfinite(value):
+        return "nan"
+    if abs(value) >= 1e7:
+        return f"{value:.3g}"
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.3g}"
+
+
+def _eps(value: float, private: bool) -> str:
+    if not private:
+        return "non-private"
+    if not math.isfinite(value):
+        return "inf (no noise)"
+    return f"{value:g}"
+
+
+def _certified(value: float, private: bool, requested: float) -> str:
+    if not private or not math.isfinite(value):
+        return "-"
+    if math.isfinite(requested) and math.isclose(value, requested, rel_tol=1e-9):
+        return f"{value:g}"
+    return f"{value:.4g}"
+
+
+def terminal_table(frame: pd.DataFrame, table: pd.DataFrame, metric: str) -> str:
+    """The compact table of a summary (``summarize``'s rows) for the terminal.
+
+    Args:
+        frame: the result rows (for the certified epsilon and who is private).
+        table: the summary table, ranked within each env.
+        metric: the regret column the summary ranks by.
+
+    Returns:
+        Header lines naming each env, then the table (at most :data:`WIDTH` columns when the
+        learner names are at most 35 characters long, as every registered learner's is).
+    """
+    private = set(frame.loc[frame["epsilon"].astype(float) < math.inf, "agent"])
+    if "private" in frame.columns:
+        private |= set(frame.loc[frame["private"].astype(bool), "agent"])
+    certified: dict[tuple[str, str, float], float] = {}
+    if "epsilon_certified" in frame.columns:
+        grouped = frame.groupby(["env", "agent", "epsilon"])["epsilon_certified"].max()
+        certified = {(e, a, float(x)): float(v) for (e, a, x), v in grouped.items()}
+    envs = list(dict.fromkeys(table["env"]))
+    labels = env_labels(envs)
+    tied = ties(table)
+    score_col = next((c for c in table.columns if c.startswith("score_vs_")), None)
+    show_score = score_col is not None and table[score_col].notna().any()
+    rows = []
+    for i, r in enumerate(table.itertuples(index=False)):
+        rec = r._asdict()
+        agent, eps = rec["agent"], float(rec["epsilon"])
+        is_private = agent in private
+        row = {
+            "env": labels[rec["env"]],
+            "rank": f"{rec['rank']}{'=' if tied[i] else ''}",
+            "learner": agent,
+            "eps": _eps(eps, is_private),
+            "certified": _certified(
+                certified.get((rec["env"], agent, eps), math.nan), is_private, eps
+            ),
+            "mean [95% CI]": f"{_num(rec[f'{metric}_mean'])} "
+            f"[{_num(rec['ci_low'])}, {_num(rec['ci_high'])}]",
+            "IQM": _num(rec[f"{metric}_iqm"]),
+        }
+        if show_score:
+            row["score"] = f"{rec[score_col]:.2f}" if math.isfinite(rec[score_col]) else "nan"
+        rows.append(row)
+    shown = pd.DataFrame(rows)
+    header = [f"env {labels[e]}: {e}" for e in envs]
+    header.append(
+        f"final {metric.replace('_', ' ')}, ranked per env; '=' after a rank: its 95% interval "
+        "overlaps the one above"
+    )
+    if show_score:
+        header.append(f"score: 1 - regret / {score_col.removeprefix('score_vs_')}'s, same seeds")
+    if shown.empty:
+        return "\n".join(header)
+    left = {"learner", "eps", "env"}
+    widths = {c: max(len(c), *(len(str(v)) for v in shown[c])) for c in shown.columns}
+
+    def line(values: dict[str, str]) -> str:
+        cells = [
+            str(values[c]).ljust(widths[c]) if c in left else str(values[c]).rjust(widths[c])
+            for c in shown.columns
+        ]
+        return "  ".join(cells).rstrip()
+
+    body = [line({c: c for c in shown.columns})]
+    body += [line(row) for row in rows]
+    return "\n".join([*header, "", *body])

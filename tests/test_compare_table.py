@@ -1,0 +1,99 @@
+"""Output a researcher reads: the compact `compare` table, colours fixed by learner name, and
+`--noise grid` in its own folder."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dp_experts_env.cli import main
+from dp_experts_env.evaluation.plots import learner_style, learner_styles
+from dp_experts_env.evaluation.table import WIDTH, env_labels, terminal_table, ties
+
+
+@pytest.mark.slow
+def test_default_compare_table_fits_120_columns_and_says_what_epsilon_means(tmp_path, capsys):
+    out = tmp_path / "r"
+    args = ["compare", "--horizon", "200", "--seeds", "3", "--no-figures", "--out", str(out)]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    prefixes = ("env ", "A ", "final ", "score:")
+    table_lines = [line for line in printed.splitlines() if line.startswith(prefixes)]
+    assert len(table_lines) > 50
+    assert max(len(line) for line in table_lines) <= WIDTH, max(table_lines, key=len)
+    assert printed.startswith("env A: DPExperts-Shift-v0[")  # the full label, once
+    header = next(line for line in printed.splitlines() if line.startswith("env  rank"))
+    for column in ("learner", "eps", "certified", "mean [95% CI]", "IQM", "score"):
+        assert column in header
+    rows = [line for line in printed.splitlines() if line.startswith("A ")]
+    rps = [r for r in rows if "randomized-prefix-softmax" in r]
+    assert len(rps) == 5 and sum("inf (no noise)" in r for r in rps) == 1
+    assert all(r.split()[4] == "0.25" for r in rps if "inf (no noise)" not in r)
+    assert any("non-private" in r for r in rows if " uniform " in r)
+    # the CSV keeps the wide table
+    wide = pd.read_csv(out / "summary.csv")
+    assert {"iqm_low", "iqm_high", "dynamic_regret_median", "static_regret_mean"} <= set(wide)
+
+
+def _summary(intervals):
+    rows = []
+    for rank, (agent, lo, hi) in enumerate(intervals, start=1):
+        rows.append(
+            {
+                "env": "E",
+                "rank": rank,
+                "agent": agent,
+                "epsilon": math.inf,
+                "dynamic_regret_mean": (lo + hi) / 2,
+                "ci_low": lo,
+                "ci_high": hi,
+                "dynamic_regret_iqm": (lo + hi) / 2,
+                "score_vs_uniform": 0.0,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def test_ties_mark_overlapping_intervals_only():
+    table = _summary([("a", 1, 2), ("b", 1.5, 3), ("c", 4, 5), ("d", 4.9, 6)])
+    assert ties(table) == [False, True, False, True]
+    frame = pd.DataFrame({"agent": list("abcd"), "epsilon": math.inf, "env": "E"})
+    text = terminal_table(frame, table, "dynamic_regret")
+    ranks = [line.split()[1] for line in text.splitlines() if line.startswith("A ")]
+    assert ranks == ["1", "2=", "3", "4="]
+    assert "non-private" in text and "inf (no noise)" not in text
+
+
+def test_env_labels_are_short_and_distinct():
+    labels = env_labels([f"env{i}" for i in range(30)])
+    assert labels["env0"] == "A" and labels["env25"] == "Z" and labels["env26"] == "AA"
+    assert len(set(labels.values())) == 30
+
+
+def test_a_learners_colour_depends_on_its_name_only():
+    from dp_experts_env.evaluation.defaults import default_agents
+
+    names = [a.name for a in default_agents()]
+    alone = learner_styles(["hedge"])["hedge"]
+    crowded = learner_styles([*names, "my-plugin", "zzz"])["hedge"]
+    assert alone == crowded == learner_style("hedge")
+    # the default comparison's learners all have distinct colours; uniform is black
+    colours = [learner_style(n)["color"] for n in names if n != "uniform"]
+    assert len(set(colours)) == len(colours)
+    assert learner_style("uniform")["color"] == "black"
+    # an unregistered label keeps its colour and marker too
+    assert learner_style("my-plugin") == learner_style("my-plugin")
+    assert np.all([isinstance(learner_style(n)["color"], str) for n in names])
+
+
+@pytest.mark.slow
+def test_noise_grid_writes_its_own_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    args = ["compare", "--horizon", "40", "--seeds", "2", "--no-figures"]
+    assert main([*args, "--agents", "uniform", "noisy-clipped-hedge", "--noise", "grid"]) == 0
+    capsys.readouterr()
+    assert (tmp_path / "results" / "default-noise-grid" / "summary.csv").exists()
+    assert not (tmp_path / "results" / "default").exists()
