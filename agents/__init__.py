@@ -12,8 +12,10 @@ import agents.private_bandit  # noqa: F401  (private bandit learners)
 import agents.private_dartboard  # noqa: F401  (lazy private learners, RPS)
 import agents.private_exp4  # noqa: F401
 import agents.private_lazy_hedge  # noqa: F401
+import agents.private_ucb  # noqa: F401  (AdaP-UCB, private stochastic bandit)
 import agents.randomized_prefix  # noqa: F401
 import agents.svt_restart  # noqa: F401
+import agents.ucb  # noqa: F401  (stochastic-bandit baselines: UCB1, KL-UCB, Thompson)
 from agents import bandit, full_info  # noqa: E402,F401  (non-private baselines)
 from agents.base import Agent, BanditObs, PrivacyClaim, no_privacy
 from agents.registry import AgentSpec, available, make, register, spec
