@@ -28,6 +28,8 @@ PENDING = {
     "kl-ucb": _NEW_29,
     "thompson": _NEW_29,
     "adap-ucb": _NEW_29,
+    "lazy-ftrl-oco": _NEW_29,
+    "gaussian-dp-ftrl-oco": _NEW_29,
 }
 
 

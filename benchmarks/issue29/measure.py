@@ -7,7 +7,7 @@ Usage (from the repository root; each well under 3 minutes of CPU)::
     nice python benchmarks/issue29/measure.py cases JSON    # any learners: a JSON list of cases
 
 ``cases`` takes ``[{"name": ..., "T": ..., "env_id": ..., "runs": ..., <learner params>}]``;
-its env keywords are ``T``, ``gap``, ``shifts``, ``n_experts``, ``n_arms``, ``env_id``,
+its env keywords are ``T``, ``gap``, ``shifts``, ``n_experts``, ``n_arms``, ``dim``, ``env_id``,
 ``runs``, ``seed`` and ``metric`` (default ``dynamic_regret``).
 """
 
@@ -29,7 +29,7 @@ import agents  # noqa: E402
 import dp_experts_env  # noqa: E402,F401  (registers the ids)
 from dp_experts_env.evaluation.episode import play  # noqa: E402
 
-ENV_KEYS = ("T", "gap", "shifts", "n_experts", "n_arms", "env_id", "runs", "seed", "metric")
+ENV_KEYS = ("T", "gap", "shifts", "n_experts", "n_arms", "dim", "env_id", "runs", "seed", "metric")
 
 
 def run_case(
@@ -40,6 +40,7 @@ def run_case(
     shifts: int | None = 4,
     n_experts: int | None = 10,
     n_arms: int | None = None,
+    dim: int | None = None,
     env_id: str = "DPExperts-Shift-v0",
     runs: int = 8,
     seed: int = 100,
@@ -48,7 +49,9 @@ def run_case(
 ) -> dict:
     """Mean final ``metric`` (and its standard error) of ``name`` over ``runs`` seeded runs."""
     kw = {"horizon": T}
-    if n_arms is not None:
+    if dim is not None:
+        kw["dim"] = dim
+    elif n_arms is not None:
         kw["n_arms"] = n_arms
     elif n_experts is not None:
         kw["n_experts"] = n_experts
@@ -61,7 +64,7 @@ def run_case(
     began = time.perf_counter()
     out = play(env, agent, list(range(seed, seed + runs)), np.array([T]))
     values = out[metric][-1]
-    restarts = getattr(agent, "restarts", None)
+    restarts = getattr(agent, "restarts", getattr(agent, "switches", None))
     return {
         "name": name,
         "params": params,
@@ -75,7 +78,7 @@ def run_case(
 
 
 def _show(row: dict) -> None:
-    extra = f" restarts {row['restarts']}" if row["restarts"] is not None else ""
+    extra = f" restarts/switches {row['restarts']}" if row["restarts"] is not None else ""
     print(
         f"{row['name']} {row['params']} {row['env']}: {row['mean']:.1f} +- {row['se']:.1f}"
         f" (certified eps {row['certified']:g}){extra} [{row['seconds']:.0f}s]",
