@@ -335,3 +335,12 @@ def test_restarts_reach_the_grid_rows():
     assert len(svt) == 4 and all(r["restarts"] >= 1 for r in svt)
     assert all("restarts" not in r for r in last if r["agent_name"] == "hedge")
     assert all("restarts" not in r for r in rows if r["round"] < 200)
+    # ... and the summary table shows their mean (NaN for learners without restarts).
+    import pandas as pd
+
+    from dp_experts_env.evaluation.sweep import summarize
+
+    table = summarize(pd.DataFrame(rows), "dynamic_regret", n_boot=10)
+    by_agent = table.set_index("agent")["restarts_mean"]
+    assert by_agent.filter(like="svt-restart").min() >= 1
+    assert by_agent.filter(like="hedge").isna().all()
