@@ -63,8 +63,9 @@ class LazyFTRLOCO(OCOAgent):
     Privacy: none. Deviations: none (the schedule is even rather than the paper-free choice of a
     particular reduction).
 
-    Args: as :class:`~agents._oco.OCOAgent`, plus ``switch_budget`` (S >= 0, default
-    ``sqrt(d T)``, rounded down) and ``lam`` (default ``(G/D) sqrt(2 T m)``, m = ceil(T/(S+1))).
+    Args: as :class:`~agents._oco.OCOAgent`, plus ``switch_budget`` (S in [0, T - 1], default
+    ``min(sqrt(d T), T - 1)``, rounded down) and ``lam`` (default ``(G/D) sqrt(2 T m)``,
+    m = ceil(T/(S+1))).
     """
 
     def __init__(
@@ -79,7 +80,7 @@ class LazyFTRLOCO(OCOAgent):
         seed = kwargs.pop("seed", None)
         super().__init__(n_experts, horizon, seed=seed, **kwargs)
         t = self.horizon
-        s = math.sqrt(self.dim * t) if switch_budget is None else switch_budget
+        s = min(math.sqrt(self.dim * t), t - 1) if switch_budget is None else switch_budget
         s = check_float("switch_budget", s, minimum=0.0, maximum=max(t - 1, 0))
         self.switch_budget = int(math.floor(s))
         self.schedule = lazy_schedule(t, self.switch_budget)
@@ -145,7 +146,8 @@ class GaussianDPFTRLOCO(OCOAgent):
     tuned as for gradients of squared norm ``G^2 + d levels sigma^2 / T`` (the rule of
     ``dp-ftrl-oco``). Noise backend ``"fast"`` only (the normals come from the learner's own
     stream; ``"grid"`` holds Laplace noise only). ``noise_multiplier`` (audit only) scales the
-    node noise while the claim keeps the unscaled epsilon (marked uncertified).
+    node noise while the claim keeps the unscaled epsilon (marked uncertified). ``mode`` is
+    accepted for interface uniformity and has no effect (no erratum to reproduce).
 
     Deviations from Kairouz et al.: no tree-completion trick; the exact GDP accountant instead
     of their RDP one (tighter: same noise, smaller epsilon).
