@@ -363,8 +363,8 @@ class SVTRestart(PrivateAgent):
         reg_const = 2.0 * sel_scale * log(n * selections / beta)
         alpha = query_scale * log(k / (2.0 * beta))
         alpha += thr_scale * log(1.0 / (2.0 * beta))
-        # The time-uniform part (mixture_boundary) is epsilon-free: c1 and shift carry its
-        # level term 2 ln(N U / beta) and rho (see _set_thresholds).
+        # The time-uniform part (_deviation) is epsilon-free: c1 and shift carry its level
+        # term 2 ln(N U / beta) and rho.
         return alpha, (reg_const, 2.0 * log(n * self.window_starts / beta), MIXTURE_RHO)
 
     def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
@@ -397,7 +397,8 @@ class SVTRestart(PrivateAgent):
         """The epsilon-free part of ``Reg(n - 1)`` for windows of ``length`` n rounds.
 
         ``tuning="paper"``: Theorem 3.1's ``9 sqrt((n - 1) log(TN/beta))``. Calibrated: the
-        time-uniform normal-mixture boundary :func:`mixture_boundary` at level ``beta / (N U)``.
+        time-uniform normal-mixture boundary ``sqrt((n + rho) (ln((n + rho)/rho) +
+        2 ln(N U/beta)))`` (level ``beta / (N U)`` per window start and expert).
         """
         _, c1, shift = self._reg
         n = np.asarray(length, dtype=np.float64)
@@ -412,12 +413,13 @@ class SVTRestart(PrivateAgent):
         return self.threshold_scale * (c0 + dev + self.alpha + 1.0)
 
     def detection_length(self, gap: float) -> int | None:
-        """The shortest window a shift of ``gap`` can make fire at epsilon = inf, or None.
+        """The shortest window a shift of ``gap`` can make fire in expectation, or None.
 
-        The least n <= T with ``gap * n > slack(n)``: after a shift that makes the played expert
-        ``gap`` worse per round than the best one, a window of n post-shift rounds has expected
-        regret ``gap * n``, so a segment shorter than this cannot be detected in expectation (the
-        noise of a finite epsilon only delays it further). None when no n <= T qualifies.
+        The least n <= T with ``gap * n > slack(n)`` (the slack at this learner's epsilon, its
+        noise terms included): after a shift that makes the played expert ``gap`` worse per
+        round than the best one, a window of n post-shift rounds has expected regret
+        ``gap * n``, so a segment shorter than this cannot be detected in expectation. None when
+        no n <= T qualifies.
         """
         gap = check_float("gap", gap, minimum=0.0, min_inclusive=False)
         n = np.arange(1, self.horizon + 1, dtype=np.float64)
