@@ -171,8 +171,10 @@ class SVTRestart(PrivateAgent):
           (``rho`` = :data:`MIXTURE_RHO` = 16) -- by Ville's inequality, for one window start
           and one expert the [-1, 1]-valued window differences (a martingale part with
           variance proxy 1) stay below b(n) at every length n at once with probability
-          ``1 - beta/(N U)``; a union over the N experts and the ``U = T`` window starts an epoch
-          may test (every local time is one) gives level beta per epoch, with no union over the
+          ``1 - beta/(N U)``; a union over the N experts and the U window starts an epoch may
+          test at a length where a window can fire (:meth:`_count_window_starts`: T / 8 in the
+          dyadic grid at N = 10, T = 10^4; T in the "all" grid) gives level beta per epoch,
+          with no union over the
           rounds at which a window is examined (the previous tuning took a fixed-length
           Hoeffding bound with a union over all (expert, window, round) triples) -- plus
           the largest noise advantage ``2 s1 log(N J/beta)`` report-noisy-min (scale ``s1``)
@@ -180,8 +182,8 @@ class SVTRestart(PrivateAgent):
           and ``alpha = sq log(k/(2 beta)) + sr log(1/(2 beta))``, the Laplace tails of the query
           noise (scale ``sq``, k queries) and of the threshold noise (scale ``sr``). From
           (N, T, epsilon, beta) only; a shift that makes the played expert ``gap`` worse fires
-          after about :meth:`detection_length` ``(gap)`` rounds (380 at gap 0.3, N = 10,
-          T = 10^4, epsilon = inf; 3,477 at gap 0.1).
+          after about :meth:`detection_length` ``(gap)`` rounds (333 at gap 0.3, N = 10,
+          T = 10^4, epsilon = inf; 3,048 at gap 0.1).
         * ``threshold_scale`` multiplies the slack (default 1 = as derived).
 
     ``epsilon=math.inf``: both mechanisms lose their noise (exact argmin, exact threshold
@@ -299,9 +301,9 @@ class SVTRestart(PrivateAgent):
         else:
             self.windows_per_round = t_max
 
-        # Distinct window starts one epoch may test (the union of the time-uniform boundary):
-        # every local time can start a window in both grids.
-        self.window_starts = t_max
+        # Window starts one epoch may test at a length where a window can fire at all (the
+        # union of the time-uniform boundary; see _count_window_starts).
+        self.window_starts = self._count_window_starts()
         self._exact_detector = math.isinf(self.detector_epsilon)
 
         # --- thresholds (public constants)
@@ -338,6 +340,42 @@ class SVTRestart(PrivateAgent):
             2.0 * d_eff / detector_epsilon,
             4.0 * d_eff / detector_epsilon,
         )
+
+    def _count_window_starts(self) -> int:
+        """U: the window starts an epoch may test at a length where a window can fire.
+
+        A window of n rounds has regret at most n and fires (on the detector's good noise
+        event) only if its regret exceeds ``b(n) + 1``, so lengths with ``n <= b(n) + 1`` never
+        fire, and a start tested only at such lengths needs no share of beta. In the dyadic grid
+        a start u whose largest power-of-two divisor is ``2^v`` is tested at lengths below
+        ``DYADIC_STARTS 2^v`` only (it leaves level v's ring after that many multiples of 2^v;
+        the epoch origin stays at the top level), so with ``n_min`` the least length that can
+        fire, only the ``ceil(T / 2^v0)`` multiples of ``2^v0``, ``v0 = ceil(log2((n_min + 1) /
+        DYADIC_STARTS))``, count. ``n_min`` depends on U through b; U = T (every local time) is
+        the fallback, used unless the smaller count is self-consistent. The paper tuning and the
+        "all" grid count every local time.
+        """
+        t_max = self.horizon
+        if self.tuning == "paper" or self.window_grid == "all":
+            return t_max
+
+        def first_firing(starts: int) -> int | None:
+            c1 = 2.0 * math.log(self.n_experts * starts / self.beta)
+            n = np.arange(1, t_max + 1, dtype=np.float64)
+            b = np.sqrt((n + MIXTURE_RHO) * (np.log((n + MIXTURE_RHO) / MIXTURE_RHO) + c1))
+            ok = np.flatnonzero(n > b + 1.0)
+            return int(ok[0]) + 1 if len(ok) else None
+
+        def count(n_min: int) -> int:
+            v = max(0, math.ceil(math.log2((n_min + 1) / DYADIC_STARTS)))
+            return -(-t_max // 2**v)
+
+        n0 = first_firing(t_max)
+        if n0 is None:
+            return t_max
+        u1 = count(n0)
+        n1 = first_firing(u1)
+        return u1 if n1 is not None and count(n1) <= u1 else t_max
 
     def _set_thresholds(self) -> None:
         self.alpha, self._reg = self._thresholds(self.epsilon)

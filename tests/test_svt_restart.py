@@ -271,7 +271,7 @@ def test_svt_beats_limited_updates_on_shifts():
 def test_calibrated_slack_is_the_normal_mixture_boundary_at_level_beta_over_nu():
     agent = SVTRestart(10, 10_000, epsilon=math.inf)
     n = np.array([1.0, 10.0, 380.0, 5000.0])
-    rho, level = 16.0, 0.05 / (10 * 10_000)  # beta / (N U), U = T window starts
+    rho, level = 16.0, 0.05 / (10 * 1250)  # beta / (N U), U = T / 8 window starts
     want = np.sqrt((n + rho) * (np.log((n + rho) / rho) + 2 * math.log(1 / level))) + 1.0
     np.testing.assert_allclose(agent.slack(n), want, rtol=1e-12)  # eps = inf: no noise terms
     assert agent.alpha == 0.0
@@ -344,3 +344,35 @@ def test_restarts_reach_the_grid_rows():
     by_agent = table.set_index("agent")["restarts_mean"]
     assert by_agent.filter(like="svt-restart").min() >= 1
     assert by_agent.filter(like="hedge").isna().all()
+
+
+def test_dyadic_starts_are_tested_below_eight_times_their_power_of_two_only():
+    """The premise of window_starts: a start u = c 2^v (c odd) leaves the grid before its
+    window reaches DYADIC_STARTS 2^v rounds (the epoch origin u = 0 stays)."""
+    agent = SVTRestart(2, 700, epsilon=math.inf, max_restarts=0, seed=0)
+    longest = {}
+    rng = np.random.default_rng(0)
+    for t in range(1, 701):
+        agent.act(rng.random(2) if t > 1 else np.zeros(2))
+        if t > 1:
+            starts = agent._col_time[0][~agent._col_empty[0]]
+            for u in starts.tolist():
+                longest[u] = max(longest.get(u, 0), (t - 1) - u)
+    assert longest[0] == 699  # the origin: every length
+    for u, n in longest.items():
+        if u:
+            v = (u & -u).bit_length() - 1
+            assert n <= DYADIC_STARTS * 2**v - 1, (u, v, n)
+
+
+def test_window_starts_count_only_starts_that_can_fire():
+    agent = SVTRestart(10, 10_000, epsilon=math.inf)
+    assert agent.window_starts == 1250  # the multiples of 8
+    n = np.arange(1, 200, dtype=np.float64)
+    n_min = int(n[n > agent.slack(n)][0])  # the shortest window that can fire: 39
+    # Starts that are not multiples of 8 are tested at lengths <= 8 x 4 - 1 = 31 < n_min only
+    # (previous test), and 8 = 2^ceil(log2((n_min + 1) / 8)): the count is self-consistent.
+    assert 31 < n_min and 2 ** math.ceil(math.log2((n_min + 1) / DYADIC_STARTS)) == 8
+    assert SVTRestart(10, 10_000, epsilon=math.inf, window_grid="all", max_restarts=0)\
+        .window_starts == 10_000  # fmt: skip
+    assert SVTRestart(10, 10_000, epsilon=1.0, tuning="paper").window_starts == 10_000
