@@ -168,7 +168,20 @@ class _BatchedConversion(PrivateAgent):
         )
 
     def _claim_notes(self) -> str:
-        return "trailing partial batch never released"
+        return "trailing partial batch never released" + self._tuning_warnings()
+
+    def _tuning_warnings(self) -> str:
+        """Warnings for the claim's notes: caps the tuning sits on, a vacuous bound."""
+        out = ""
+        if self.tuned.caps:
+            out += "; WARNING: the calibrated tuning sits on a cap (" + ", ".join(self.tuned.caps)
+            out += "): the bound's minimiser lies beyond it"
+        if self.tuning == "calibrated" and self.tuned.bound >= self.horizon:
+            out += (
+                f"; WARNING: the calibrated regret bound ({self.tuned.bound:.4g}) is not below "
+                f"T = {self.horizon}: the theory promises nothing at this (m, T, epsilon)"
+            )
+        return out
 
     # ----------------------------------------------------------------- episode
     def _init_state(self) -> None:
@@ -370,7 +383,7 @@ class PrivateBanditOverExperts(_BatchedConversion):
             "trailing partial batch never released; advice treated as public (erratum "
             "E-PAB-19): the chosen experts are also private with respect to the advice (Thm 7 "
             "remark), but the played arms are not, since each is drawn from that round's advice"
-        )
+        ) + self._tuning_warnings()
 
     def _play(self, obs: BanditObs) -> np.ndarray:
         rows = np.arange(self.num_envs)

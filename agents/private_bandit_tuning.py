@@ -46,6 +46,8 @@ __all__ = [
     "second_moment_bound",
     "second_moment_exp3",
     "calibrated_batched_exp4_grid",
+    "ftpl_gr_bound",
+    "ftpl_gr_calibrated",
 ]
 
 BASES = ("tsallis-inf", "exp3", "ftpl-gr")
@@ -101,6 +103,51 @@ def second_moment_exp3(
     return eta, gamma
 
 
+def ftpl_gr_bound(m: int, horizon: int, lam: float, eta: float, cap: int) -> float:
+    """Calibrated regret bound of FTPL-GR fed ``l + Lap(lam)`` (``inf`` where it does not apply).
+
+    ``(1 + log m)/eta + eta T m (1 + 4 lam^2) + m T/(e M)``: Neu & Bartók's FTPL-GR bound
+    (perturbation term, stability term ``eta E sum_i p_i yhat_i^2``, the bias of resampling
+    capped at M) with the stability term charged by second moments, as for EXP3: the
+    geometric-resampling estimate ``yhat = y K`` has ``E K^2 <= 2/p^2``, so
+    ``E sum_i p_i yhat_i^2 <= 2 m E y^2 <= 2 m (1 + 2 lam^2)``, of which the bounded part costs
+    as in the source (``eta m``) and the noise part twice its second moment. The noise may make
+    ``yhat`` negative; the stability step needs ``eta |yhat| <= 1``, which holds while
+    ``|Z| <= lam log(m T)`` (all rounds but a ``1/(m T)`` fraction of the time) if
+    ``eta M lam log(m T) <= 1``.
+    """
+    lg = glog(m * horizon)
+    if eta <= 0 or cap < 1 or eta * cap * lam * lg > 1.0 + 1e-12:
+        return math.inf
+    return (
+        (1.0 + math.log(m)) / eta
+        + eta * horizon * m * (1.0 + 4.0 * lam * lam)
+        + m * horizon / (math.e * cap)
+    )
+
+
+def ftpl_gr_calibrated(m: int, horizon: int, lam: float) -> tuple[float, int, float]:
+    """``(eta, M, bound)`` minimising :func:`ftpl_gr_bound` over the resampling cap M.
+
+    For each M on a grid up to ``ceil(sqrt(m T))`` (Lemma 25's M; larger M only shrinks a bias
+    term already below the others and costs O(M m) per update) eta is the unconstrained
+    minimiser ``sqrt((1 + log m)/(T m (1 + 4 lam^2)))`` capped by ``eta M lam log(mT) <= 1``.
+    At ``lam = 0`` the cap never binds and M = ``ceil(sqrt(m T))``.
+    """
+    tb = max(1, horizon)
+    lg = glog(m * tb)
+    top = math.ceil(math.sqrt(m * tb))
+    free = math.sqrt((1.0 + math.log(m)) / (tb * m * (1.0 + 4.0 * lam * lam)))
+    caps = np.unique(np.round(np.geomspace(1, top, 64)).astype(np.int64))
+    best = (free, top, math.inf)
+    for cap in caps.tolist():
+        eta = free if lam == 0 else min(free, 1.0 / (cap * lam * lg))
+        bound = ftpl_gr_bound(m, tb, lam, eta, cap)
+        if bound < best[2]:
+            best = (eta, int(cap), bound)
+    return best
+
+
 @dataclass(frozen=True)
 class BatchedBanditTuning:
     """Parameters of Alg. 1 (or Thm 7) with a base learner over ``m`` arms.
@@ -115,6 +162,8 @@ class BatchedBanditTuning:
             ``resample_cap``).
         bound: the proof-level regret bound ``tau * R~_B(T_B, m, lam) + tau`` at these values
             (may exceed T: the theory is vacuous at small T).
+        caps: the public caps the tuning sits on (empty when the bound's minimiser is
+            interior), in words, for the claim's notes.
     """
 
     base: str
@@ -123,6 +172,7 @@ class BatchedBanditTuning:
     lam: float
     params: dict[str, float | int] = field(default_factory=dict)
     bound: float = math.inf
+    caps: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -134,12 +184,14 @@ class Exp4Tuning:
         gamma: uniform exploration mixed into the action distribution (``Q_t >= gamma / K``).
         tau: batch length (1 for Alg. 6).
         bound: the proof-level regret bound at these values.
+        caps: the public caps the tuning sits on, in words (empty when interior).
     """
 
     eta: float
     gamma: float
     tau: int = 1
     bound: float = math.inf
+    caps: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------- Alg. 1 / Thm 7
@@ -165,7 +217,9 @@ def base_parameters(
     """The base learner's constants at horizon ``n_batches`` and noise ``lam``.
 
     With ``tuning="calibrated"`` EXP3 uses the second-moment rate of
-    :func:`second_moment_exp3` instead of Cor. 22's; the other bases are the same in both.
+    :func:`second_moment_exp3` instead of Cor. 22's and FTPL-GR the second-moment rate and
+    resampling cap of :func:`ftpl_gr_calibrated` instead of Lemma 25's; HTINF is the same in
+    both.
 
     * ``tsallis-inf`` (HTINF, alpha = 2): ``sigma = sqrt(2 + 4 lam^2)``.
     * ``exp3`` (Cor. 22, lemma level): ``eta = sqrt(log m / (2 T_B m (1 + 10 max(lam^2, lam)
@@ -179,6 +233,9 @@ def base_parameters(
     if base == "exp3" and tuning == "calibrated":
         eta, gamma = second_moment_exp3(m, m, tb, lam)
         return {"eta": eta, "gamma": gamma}
+    if base == "ftpl-gr" and tuning == "calibrated":
+        eta, cap, _ = ftpl_gr_calibrated(m, tb, lam)
+        return {"eta": eta, "resample_cap": cap}
     if base == "exp3":
         lg = glog(m * tb)
         eta = math.sqrt(math.log(m) / (2.0 * tb * m * (1.0 + 10.0 * max(lam * lam, lam) * lg**2)))
@@ -208,6 +265,8 @@ def base_noisy_regret(
     if base == "exp3" and tuning == "calibrated":
         eta, gamma = second_moment_exp3(m, m, tb, lam)
         return second_moment_bound(m, m, tb, lam, eta, gamma)
+    if base == "ftpl-gr" and tuning == "calibrated":
+        return ftpl_gr_calibrated(m, tb, lam)[2]
     if base == "tsallis-inf":
         return 30.0 * math.sqrt((2.0 + 4.0 * lam * lam) * m * (tb + 1))
     if base == "exp3":
@@ -266,6 +325,7 @@ def tune_batched_bandit(
         lam = 1.0 / (epsilon * t)
         return t * base_noisy_regret(base, n_arms, nb, lam, tuning) + t
 
+    picked = tau is None
     if tau is None:
         if tuning == "paper":
             tau = paper_tau(epsilon, horizon)
@@ -288,7 +348,40 @@ def tune_batched_bandit(
             f"gamma = 4 eta lam K log(K T_B) with T_B = {n_batches}, lam = {lam:.3g}); the "
             "horizon is too short for the theorem. Use tuning='calibrated' or pass gamma"
         )
-    return BatchedBanditTuning(base, int(tau), n_batches, lam, params, bound_at(int(tau)))
+    return BatchedBanditTuning(
+        base,
+        int(tau),
+        n_batches,
+        lam,
+        params,
+        bound_at(int(tau)),
+        _bandit_caps(base, n_arms, horizon, tuning, int(tau), picked, lam, params),
+    )
+
+
+def _bandit_caps(
+    base: str,
+    m: int,
+    horizon: int,
+    tuning: str,
+    tau: int,
+    picked: bool,
+    lam: float,
+    params: dict[str, float | int],
+) -> tuple[str, ...]:
+    """The public caps a calibrated Alg. 1 tuning sits on (see :class:`BatchedBanditTuning`)."""
+    if tuning != "calibrated" or not math.isfinite(lam) or lam == 0.0:
+        return ()
+    caps = []
+    if picked and tau == max(1, horizon // 10) and horizon // 10 > 1:
+        caps.append(f"tau at its cap T // 10 = {tau}")
+    tb = max(1, horizon // tau)
+    if base == "ftpl-gr" and int(params["resample_cap"]) >= math.ceil(math.sqrt(m * tb)):
+        top = params["resample_cap"]
+        caps.append(f"FTPL-GR's resampling cap M at its top ceil(sqrt(m T_B)) = {top}")
+    if base == "exp3" and float(params["gamma"]) >= 0.5:
+        caps.append("EXP3's exploration gamma at its cap 1/2")
+    return tuple(caps)
 
 
 # ---------------------------------------------------------------------------- Alg. 6
@@ -459,7 +552,14 @@ def tune_batched_exp4(
             f"T={horizon}, epsilon={epsilon}; pass tau, eta and gamma"
         )
     i, j = np.unravel_index(int(np.argmin(bound)), bound.shape)
-    return Exp4Tuning(float(etas[i, j]), float(gammas[j]), int(taus[i]), float(bound[i, j]))
+    caps = []
+    if j == len(gammas) - 1:
+        caps.append(f"gamma at its cap max_gamma = {max_gamma:g}")
+    if tau is None and i == len(taus) - 1 and taus[i] > 1:
+        caps.append(f"tau at its cap T // 10 = {int(taus[i])}")
+    return Exp4Tuning(
+        float(etas[i, j]), float(gammas[j]), int(taus[i]), float(bound[i, j]), tuple(caps)
+    )
 
 
 def calibrated_batched_exp4_grid(

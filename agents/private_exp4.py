@@ -437,7 +437,11 @@ class PrivateBatchedExp4(_PrivateExp4Base):
             )
             tau = tuned.tau if tau is None else tau
             eta = tuned.eta if eta is None else eta
-            gamma = tuned.gamma if gamma is None else gamma
+            if gamma is None:
+                gamma = tuned.gamma
+                self._tuning_caps = tuned.caps
+            else:  # a given gamma: only the caps on what the tuner chose still apply
+                self._tuning_caps = tuple(c for c in tuned.caps if not c.startswith("gamma"))
         self.tau = tau
         self.n_batches = t // tau
         self.eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
@@ -504,6 +508,16 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         }[self.composition_used]
         accountant = f"{self._release.accountant} {what}: {composed.accountant}"
         notes = "advice treated as public (erratum E-PAB-19)"
+        caps = getattr(self, "_tuning_caps", ())
+        if caps:
+            notes += "; WARNING: the calibrated tuning sits on a cap (" + ", ".join(caps)
+            notes += "): the bound's minimiser lies beyond it"
+        if self.tuning == "calibrated" and self.bound >= self.horizon:
+            notes += (
+                f"; WARNING: the calibrated regret bound ({self.bound:.4g}) is not below "
+                f"T = {self.horizon}: at this (N, K, T, epsilon) the learner is not expected to "
+                "beat following a random expert"
+            )
         if not self._certified:
             # Paper mode where the printed noise does not compose: the printed epsilon, marked
             # uncertified, with what the composition does give.

@@ -35,6 +35,8 @@ DYADIC_STARTS = 8
 assert DYADIC_STARTS % 2 == 0
 #: calibrated tuning's false-alarm level: the chance that a run restarts on stationary data
 DEFAULT_FALSE_ALARM = 0.05
+#: rho of the normal-mixture boundary: where (in window length) it is tightest, roughly
+MIXTURE_RHO = 16.0
 #: refuse window_grid="all" when its prefix-sum history would exceed this many bytes
 _ALL_GRID_MAX_BYTES = 1 << 30
 # ndarray.max without its Python wrapper layers (the same values).
@@ -156,27 +158,37 @@ class SVTRestart(PrivateAgent):
 
     Thresholds (never affect privacy, only the noise scales do), with ``beta`` (default ``1/T`` for
     the paper tuning, the stated false-alarm level 0.05 for the calibrated one),
-    ``eps1 = epsilon/2`` (strict) or ``epsilon`` (paper), ``k = T`` the number of queries one
-    detector may answer and ``W`` the number of (window, round) pairs it may examine:
+    ``eps1 = epsilon/2`` (strict) or ``epsilon`` (paper) and ``k = T`` the number of queries one
+    detector may answer:
         * ``tuning="paper"``: Theorem 3.1 / Algorithm 2 constants,
           ``Reg(w) = 16 log(NT/beta)/eps1 + 9 sqrt(w log(TN/beta))``; ``alpha =
           8 D (log k + log(2 T/beta))/(eps/2)`` (strict: Lemma 2.4 with the detector's own
           parameters, E-ARS-5) or ``16 (2 log T + log(2/beta))/eps`` (paper, as printed).
-        * ``tuning="calibrated"`` (default): each term of the slack is the tail bound, at level
-          beta, of the quantity it must cover while losses are stationary (no loose constants):
-          ``Reg(w) = sqrt(2 (w+1) log(N W/beta)) + 2 s1 log(N J/beta)`` -- Hoeffding for the
-          [-1, 1]-valued window differences with a union bound over the N W (expert, window)
-          pairs, plus the largest noise advantage ``2 s1 log(N J/beta)`` report-noisy-min (scale
-          ``s1``) can give a worse expert in one of the ``J = floor(log2 T)`` selections of an
-          epoch -- and ``alpha = sq log(k/(2 beta)) + sr log(1/(2 beta))``, the Laplace tails of
-          the query noise (scale ``sq``, k queries) and of the threshold noise (scale ``sr``).
-          A heuristic tightening of Theorem 3.1 (whose proof chains more events), from
-          (N, T, epsilon) only; detection still needs a window regret of about ``alpha``, i.e.
-          roughly ``alpha / gap`` rounds after a shift.
+        * ``tuning="calibrated"`` (default): each term of the slack is a tail bound, at the
+          per-epoch false-alarm level beta, of the quantity it must cover while losses are
+          stationary: ``Reg(n - 1) = b(n) + 2 s1 log(N J/beta)`` with the time-uniform
+          normal-mixture boundary ``b(n) = sqrt((n + rho) (ln((n + rho)/rho) + 2 ln(N U/beta)))``
+          (``rho`` = :data:`MIXTURE_RHO` = 16) -- by Ville's inequality, for one window start
+          and one expert the [-1, 1]-valued window differences (a martingale part with
+          variance proxy 1) stay below b(n) at every length n at once with probability
+          ``1 - beta/(N U)``; a union over the N experts and the U window starts an epoch may
+          test at a length where a window can fire (:meth:`_count_window_starts`: T / 8 in the
+          dyadic grid at N = 10, T = 10^4; T in the "all" grid) gives level beta per epoch,
+          with no union over the
+          rounds at which a window is examined (the previous tuning took a fixed-length
+          Hoeffding bound with a union over all (expert, window, round) triples) -- plus
+          the largest noise advantage ``2 s1 log(N J/beta)`` report-noisy-min (scale ``s1``)
+          can give a worse expert in one of the ``J = floor(log2 T)`` selections of an epoch;
+          and ``alpha = sq log(k/(2 beta)) + sr log(1/(2 beta))``, the Laplace tails of the query
+          noise (scale ``sq``, k queries) and of the threshold noise (scale ``sr``). From
+          (N, T, epsilon, beta) only; a shift that makes the played expert ``gap`` worse fires
+          after about :meth:`detection_length` ``(gap)`` rounds (333 at gap 0.3, N = 10,
+          T = 10^4, epsilon = inf; 3,048 at gap 0.1).
         * ``threshold_scale`` multiplies the slack (default 1 = as derived).
 
     ``epsilon=math.inf``: both mechanisms lose their noise (exact argmin, exact threshold
-    comparison); the claim is "not private". Otherwise the claim is the basic composition of
+    comparison: a window regret must exceed its slack, a tie does not fire); the claim is "not
+    private". Otherwise the claim is the basic composition of
     the selections' and the detector's guarantees (docs/algorithms.md, Calibration).
 
     Window grids (``window_grid=``):
@@ -204,8 +216,10 @@ class SVTRestart(PrivateAgent):
 
     Attributes (the parameters actually used):
         selection_scale, query_sensitivity, threshold_noise_scale, query_noise_scale, alpha,
-        beta, queries_per_instance (k), windows_per_round, detector (the AboveThreshold),
-        restarts (B,), epoch_start (B,) (the global round of the current epoch's local round 1).
+        beta, queries_per_instance (k), windows_per_round, window_starts (U), detector (the
+        AboveThreshold), restarts (B,) (restarts so far per run; the evaluation writes the final
+        count into the grid rows as ``restarts``), epoch_start (B,) (the global round of the
+        current epoch's local round 1).
     """
 
     def __init__(
@@ -284,10 +298,13 @@ class SVTRestart(PrivateAgent):
         self.queries_per_instance = t_max
         if self.window_grid == "dyadic":
             self.windows_per_round = self._levels * DYADIC_STARTS
-            self._windows_per_instance = t_max * self.windows_per_round
         else:
             self.windows_per_round = t_max
-            self._windows_per_instance = t_max * (t_max + 1) // 2
+
+        # Window starts one epoch may test at a length where a window can fire at all (the
+        # union of the time-uniform boundary; see _count_window_starts).
+        self.window_starts = self._count_window_starts()
+        self._exact_detector = math.isinf(self.detector_epsilon)
 
         # --- thresholds (public constants)
         self._set_thresholds()
@@ -324,6 +341,42 @@ class SVTRestart(PrivateAgent):
             4.0 * d_eff / detector_epsilon,
         )
 
+    def _count_window_starts(self) -> int:
+        """U: the window starts an epoch may test at a length where a window can fire.
+
+        A window of n rounds has regret at most n and fires (on the detector's good noise
+        event) only if its regret exceeds ``b(n) + 1``, so lengths with ``n <= b(n) + 1`` never
+        fire, and a start tested only at such lengths needs no share of beta. In the dyadic grid
+        a start u whose largest power-of-two divisor is ``2^v`` is tested at lengths below
+        ``DYADIC_STARTS 2^v`` only (it leaves level v's ring after that many multiples of 2^v;
+        the epoch origin stays at the top level), so with ``n_min`` the least length that can
+        fire, only the ``ceil(T / 2^v0)`` multiples of ``2^v0``, ``v0 = ceil(log2((n_min + 1) /
+        DYADIC_STARTS))``, count. ``n_min`` depends on U through b; U = T (every local time) is
+        the fallback, used unless the smaller count is self-consistent. The paper tuning and the
+        "all" grid count every local time.
+        """
+        t_max = self.horizon
+        if self.tuning == "paper" or self.window_grid == "all":
+            return t_max
+
+        def first_firing(starts: int) -> int | None:
+            c1 = 2.0 * math.log(self.n_experts * starts / self.beta)
+            n = np.arange(1, t_max + 1, dtype=np.float64)
+            b = np.sqrt((n + MIXTURE_RHO) * (np.log((n + MIXTURE_RHO) / MIXTURE_RHO) + c1))
+            ok = np.flatnonzero(n > b + 1.0)
+            return int(ok[0]) + 1 if len(ok) else None
+
+        def count(n_min: int) -> int:
+            v = max(0, math.ceil(math.log2((n_min + 1) / DYADIC_STARTS)))
+            return -(-t_max // 2**v)
+
+        n0 = first_firing(t_max)
+        if n0 is None:
+            return t_max
+        u1 = count(n0)
+        n1 = first_firing(u1)
+        return u1 if n1 is not None and count(n1) <= u1 else t_max
+
     def _set_thresholds(self) -> None:
         self.alpha, self._reg = self._thresholds(self.epsilon)
 
@@ -346,10 +399,11 @@ class SVTRestart(PrivateAgent):
             return alpha, (reg_const, reg_coef, 0.0)
         selections = max(1, int(math.log2(t_max)))  # selections one epoch can make
         reg_const = 2.0 * sel_scale * log(n * selections / beta)
-        reg_coef = math.sqrt(2.0 * log(n * self._windows_per_instance / beta))
         alpha = query_scale * log(k / (2.0 * beta))
         alpha += thr_scale * log(1.0 / (2.0 * beta))
-        return alpha, (reg_const, reg_coef, 1.0)
+        # The time-uniform part (_deviation) is epsilon-free: c1 and shift carry its level
+        # term 2 ln(N U / beta) and rho.
+        return alpha, (reg_const, 2.0 * log(n * self.window_starts / beta), MIXTURE_RHO)
 
     def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
         """Give each run its own finite epsilon; True when applied (False: nothing changed).
@@ -377,11 +431,38 @@ class SVTRestart(PrivateAgent):
         self.reset(list(self.rng.seeds))
         return True
 
+    def _deviation(self, length: np.ndarray) -> np.ndarray:
+        """The epsilon-free part of ``Reg(n - 1)`` for windows of ``length`` n rounds.
+
+        ``tuning="paper"``: Theorem 3.1's ``9 sqrt((n - 1) log(TN/beta))``. Calibrated: the
+        time-uniform normal-mixture boundary ``sqrt((n + rho) (ln((n + rho)/rho) +
+        2 ln(N U/beta)))`` (level ``beta / (N U)`` per window start and expert).
+        """
+        _, c1, shift = self._reg
+        n = np.asarray(length, dtype=np.float64)
+        if self.tuning == "paper":
+            return c1 * np.sqrt(n - 1.0 + shift)
+        return np.sqrt((n + shift) * (np.log((n + shift) / shift) + c1))
+
     def slack(self, length: np.ndarray | int) -> np.ndarray:
         """``threshold_scale * (Reg(n - 1) + alpha + 1)`` for windows of ``length`` n rounds."""
-        c0, c1, shift = self._reg
-        w = np.asarray(length, dtype=np.float64) - 1.0
-        return self.threshold_scale * (c0 + c1 * np.sqrt(w + shift) + self.alpha + 1.0)
+        c0 = self._reg[0]
+        dev = self._deviation(np.asarray(length, dtype=np.float64))
+        return self.threshold_scale * (c0 + dev + self.alpha + 1.0)
+
+    def detection_length(self, gap: float) -> int | None:
+        """The shortest window a shift of ``gap`` can make fire in expectation, or None.
+
+        The least n <= T with ``gap * n > slack(n)`` (the slack at this learner's epsilon, its
+        noise terms included): after a shift that makes the played expert ``gap`` worse per
+        round than the best one, a window of n post-shift rounds has expected regret
+        ``gap * n``, so a segment shorter than this cannot be detected in expectation. None when
+        no n <= T qualifies.
+        """
+        gap = check_float("gap", gap, minimum=0.0, min_inclusive=False)
+        n = np.arange(1, self.horizon + 1, dtype=np.float64)
+        ok = np.flatnonzero(gap * n > self.slack(n))
+        return int(ok[0]) + 1 if len(ok) else None
 
     def _slack_table(self, t: int) -> np.ndarray:
         """``slack(n)`` for n = 0..>=t (entry 0 unused), grown by doubling up to T.
@@ -397,13 +478,10 @@ class SVTRestart(PrivateAgent):
                 table[1:] = self.slack(np.arange(1, size))
             else:
                 # (B, size): slack's arithmetic with each run's c0 and alpha, elementwise.
-                c0, c1, shift = self._reg
-                w = np.arange(1, size, dtype=np.float64) - 1.0
+                dev = self._deviation(np.arange(1, size, dtype=np.float64))
                 c0_runs, alpha_runs = self._runs["c0"], self._runs["alpha"]
                 table = np.zeros((self.num_envs, size))
-                table[:, 1:] = self.threshold_scale * (
-                    c0_runs + c1 * np.sqrt(w + shift) + alpha_runs + 1.0
-                )
+                table[:, 1:] = self.threshold_scale * (c0_runs + dev + alpha_runs + 1.0)
                 # Run b's row starts at b * size in the flat table (for one fancy index).
                 self._slack_offsets = (np.arange(self.num_envs) * size)[:, None]
             self._slack_cache = table
@@ -545,7 +623,13 @@ class SVTRestart(PrivateAgent):
         else:  # per-run slack (set_run_epsilons): row b, column length, of the (B, size) table
             slack = table.ravel()[self._slack_offsets + np.maximum(length, 1)]
         query = _max_reduce(regret - slack, axis=1)
-        top = self.detector.test(np.where(np.isfinite(query), query, -1e300))
+        query = np.where(np.isfinite(query), query, -1e300)
+        if self._exact_detector:
+            # Without noise the detector compares exactly (query >= 0): a window regret equal
+            # to its slack (slack(1) = 1 = the largest one-round regret at epsilon = inf under
+            # tuning="paper") must not fire; it has to exceed it.
+            query = np.nextafter(query, -np.inf)
+        top = self.detector.test(query)
         fired = top & self._active
         if self.window_grid == "dyadic":
             self._push_snapshots(tau, ~fired, t)

@@ -265,3 +265,114 @@ def test_svt_beats_limited_updates_on_shifts():
     )
     assert agent.restarts.min() >= 1
     assert svt.mean() < 0.75 * lu.mean(), (svt, lu)
+
+
+# ----------------------------------------------------------------------------- the boundary (#29)
+def test_calibrated_slack_is_the_normal_mixture_boundary_at_level_beta_over_nu():
+    agent = SVTRestart(10, 10_000, epsilon=math.inf)
+    n = np.array([1.0, 10.0, 380.0, 5000.0])
+    rho, level = 16.0, 0.05 / (10 * 1250)  # beta / (N U), U = T / 8 window starts
+    want = np.sqrt((n + rho) * (np.log((n + rho) / rho) + 2 * math.log(1 / level))) + 1.0
+    np.testing.assert_allclose(agent.slack(n), want, rtol=1e-12)  # eps = inf: no noise terms
+    assert agent.alpha == 0.0
+
+
+def test_mixture_boundary_holds_uniformly_in_time_for_random_walks():
+    """Known answer (Ville's inequality): for +-1 steps (sub-Gaussian, variance proxy 1), the
+    walk crosses sqrt((n + rho)(ln((n + rho)/rho) + 2 ln(1/a))) at any n <= 4,000 in at most a
+    fraction a of the walks (1.7% measured at a = 5%, 4,000 walks: the bound is conservative)."""
+    rng = np.random.default_rng(0)
+    walks, steps, rho, a = 4000, 4000, 16.0, 0.05
+    n = np.arange(1, steps + 1, dtype=np.float64)
+    bound = np.sqrt((n + rho) * (np.log((n + rho) / rho) + 2 * math.log(1 / a)))
+    crossed = np.zeros(walks, dtype=bool)
+    for chunk in range(0, walks, 500):
+        s = np.cumsum(rng.choice([-1.0, 1.0], size=(500, steps)), axis=1)
+        crossed[chunk : chunk + 500] = (s >= bound).any(axis=1)
+    assert crossed.mean() <= a
+    # A fixed-n Hoeffding bound at the same level is crossed far more often over time.
+    hoeffding = np.sqrt(2 * n * math.log(1 / a))
+    s = np.cumsum(rng.choice([-1.0, 1.0], size=(500, steps)), axis=1)
+    assert (s >= hoeffding).any(axis=1).mean() > a  # 11.8% measured
+
+
+def test_detection_length_is_where_gap_times_n_passes_the_slack():
+    agent = SVTRestart(10, 10_000, epsilon=math.inf)
+    n = agent.detection_length(0.3)
+    assert 0.3 * n > agent.slack(n) and 0.3 * (n - 1) <= agent.slack(n - 1)
+    assert agent.detection_length(0.1) > 2_000  # gap 0.1 cannot show within a 2,000-round segment
+    assert SVTRestart(10, 1_000, epsilon=math.inf).detection_length(0.01) is None
+    noisy = SVTRestart(10, 10_000, epsilon=8.0).detection_length(0.3)
+    assert noisy > n  # the detector's noise terms delay it
+
+
+def test_paper_tuning_at_infinite_epsilon_does_not_fire_on_a_tie_with_the_slack():
+    """Regression: slack(1) = 1 at eps = inf under tuning="paper", and a one-round window of
+    regret exactly 1 used to fire (>=): 4,505 restarts per run on T = 10^4 stationary losses."""
+    agent = SVTRestart(2, 400, epsilon=math.inf, tuning="paper", num_envs=4, seed=0)
+    assert agent.slack(1) == pytest.approx(1.0)
+    punish_played(agent, 400, [0.0, 0.0])  # every round: the played expert 1, the other 0
+    assert not agent.restarts.any()
+    # A regret above the slack still fires at once (exact comparison, no noise).
+    fires = SVTRestart(2, 40, epsilon=math.inf, threshold_scale=0.5, num_envs=4, seed=0)
+    punish_played(fires, 40, [0.0, 0.0])
+    assert fires.restarts.all()
+
+
+def test_restarts_reach_the_grid_rows():
+    from dp_experts_env.evaluation.episode import run_one
+    from dp_experts_env.evaluation.grid import AgentEntry, EnvEntry, Grid
+
+    grid = Grid(
+        agents=[AgentEntry("svt-restart", {"threshold_scale": 1e-3}), AgentEntry("hedge")],
+        envs=[EnvEntry("DPExperts-Shift-v0", {"horizon": 200, "n_experts": 4})],
+        epsilons=[1.0, 1e6],  # two epsilons: svt-restart plays them as one batch
+        n_seeds=2,
+    )
+    rows = [row for cell in grid.cells() for row in run_one(cell)]
+    last = [r for r in rows if r["round"] == 200]
+    svt = [r for r in last if r["agent_name"] == "svt-restart"]
+    assert len(svt) == 4 and all(r["restarts"] >= 1 for r in svt)
+    assert all("restarts" not in r for r in last if r["agent_name"] == "hedge")
+    assert all("restarts" not in r for r in rows if r["round"] < 200)
+    # ... and the summary table shows their mean (NaN for learners without restarts).
+    import pandas as pd
+
+    from dp_experts_env.evaluation.sweep import summarize
+
+    table = summarize(pd.DataFrame(rows), "dynamic_regret", n_boot=10)
+    by_agent = table.set_index("agent")["restarts_mean"]
+    assert by_agent.filter(like="svt-restart").min() >= 1
+    assert by_agent.filter(like="hedge").isna().all()
+
+
+def test_dyadic_starts_are_tested_below_eight_times_their_power_of_two_only():
+    """The premise of window_starts: a start u = c 2^v (c odd) leaves the grid before its
+    window reaches DYADIC_STARTS 2^v rounds (the epoch origin u = 0 stays)."""
+    agent = SVTRestart(2, 700, epsilon=math.inf, max_restarts=0, seed=0)
+    longest = {}
+    rng = np.random.default_rng(0)
+    for t in range(1, 701):
+        agent.act(rng.random(2) if t > 1 else np.zeros(2))
+        if t > 1:
+            starts = agent._col_time[0][~agent._col_empty[0]]
+            for u in starts.tolist():
+                longest[u] = max(longest.get(u, 0), (t - 1) - u)
+    assert longest[0] == 699  # the origin: every length
+    for u, n in longest.items():
+        if u:
+            v = (u & -u).bit_length() - 1
+            assert n <= DYADIC_STARTS * 2**v - 1, (u, v, n)
+
+
+def test_window_starts_count_only_starts_that_can_fire():
+    agent = SVTRestart(10, 10_000, epsilon=math.inf)
+    assert agent.window_starts == 1250  # the multiples of 8
+    n = np.arange(1, 200, dtype=np.float64)
+    n_min = int(n[n > agent.slack(n)][0])  # the shortest window that can fire: 39
+    # Starts that are not multiples of 8 are tested at lengths <= 8 x 4 - 1 = 31 < n_min only
+    # (previous test), and 8 = 2^ceil(log2((n_min + 1) / 8)): the count is self-consistent.
+    assert 31 < n_min and 2 ** math.ceil(math.log2((n_min + 1) / DYADIC_STARTS)) == 8
+    assert SVTRestart(10, 10_000, epsilon=math.inf, window_grid="all", max_restarts=0)\
+        .window_starts == 10_000  # fmt: skip
+    assert SVTRestart(10, 10_000, epsilon=1.0, tuning="paper").window_starts == 10_000

@@ -72,6 +72,7 @@ RELEASING = frozenset(
         "private-batched-bandit",
         "private-bandit-over-experts",
         "private-batched-exp4",
+        "adap-ucb",
     }
 )
 

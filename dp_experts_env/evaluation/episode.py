@@ -233,9 +233,18 @@ def _plan_agents(cells: list[Cell], env: Any, num_runs: int) -> list[tuple[Any, 
 
 
 def _rows(
-    cell: Cell, base: Any, claim: Any, curves: dict[str, np.ndarray], rounds: np.ndarray
+    cell: Cell,
+    base: Any,
+    claim: Any,
+    curves: dict[str, np.ndarray],
+    rounds: np.ndarray,
+    restarts: np.ndarray | None = None,
 ) -> list[dict[str, Any]]:
-    """The cell's tidy rows from its (len(rounds), B) curves."""
+    """The cell's tidy rows from its (len(rounds), B) curves.
+
+    ``restarts`` (B,): a restart-based learner's final restart count per run (its
+    ``restarts`` attribute), written on the rows of the last round only.
+    """
     eps = epsilon_label(cell.epsilon)
     rows = []
     for r_idx, rnd in enumerate(rounds[: next(iter(curves.values())).shape[0]]):
@@ -256,6 +265,8 @@ def _rows(
             }
             for key, values in curves.items():
                 row[key] = float(values[r_idx, b])
+            if restarts is not None and int(rnd) == int(base.horizon):
+                row["restarts"] = int(restarts[b])
             rows.append(row)
     return rows
 
@@ -291,10 +302,14 @@ def run_cells(cells: Sequence[Cell]) -> list[tuple[Cell, list[dict[str, Any]]]]:
     rows: dict[int, list[dict[str, Any]]] = {}
     k = 0  # the slice of runs of the next cell
     for agent, members in plan:
-        for cell, claim in members:
+        restarts = getattr(agent, "restarts", None)  # restart-based learners count them per run
+        for m, (cell, claim) in enumerate(members):
             own = {key: v[:, k * num_runs : (k + 1) * num_runs] for key, v in curves.items()}
             claim = agent.privacy if claim is None else claim
-            rows[id(cell)] = _rows(cell, env.unwrapped, claim, own, rounds)
+            mine = None
+            if isinstance(restarts, np.ndarray) and restarts.shape == (agent.num_envs,):
+                mine = restarts[m * num_runs : (m + 1) * num_runs]
+            rows[id(cell)] = _rows(cell, env.unwrapped, claim, own, rounds, mine)
             k += 1
     return [(cell, rows[id(cell)]) for cell in cells]
 

@@ -251,7 +251,9 @@ def summarize(
     mean) with its bootstrap CI (``iqm_low``, ``iqm_high``), median, static regret mean, and
     ``score`` =
     1 - metric / metric(``baseline``) averaged over seeds (common random numbers pair the seeds;
-    1 is zero regret, 0 is the baseline's), NaN when the baseline is not in the grid.
+    1 is zero regret, 0 is the baseline's), NaN when the baseline is not in the grid. When the
+    rows carry ``restarts`` (a restart-based learner ran), ``restarts_mean`` is the mean final
+    restart count per run (NaN for learners that do not restart).
     """
     if metric not in frame.columns:
         raise ValueError(f"metric must be one of the result columns, got {metric!r}")
@@ -285,6 +287,10 @@ def summarize(
                 "certified": bool(group["certified"].all()),
             }
         )
+        if "restarts" in final.columns:
+            # Restart-based learners (svt-restart) count their restarts per run (#29).
+            counts = group["restarts"].dropna()
+            records[-1]["restarts_mean"] = float(counts.mean()) if len(counts) else math.nan
     table = pd.DataFrame(records)
     # Envs in natural order (T = 1000, 4000, 16000; not the string order 1000, 16000, 4000).
     order = {env: i for i, env in enumerate(sorted(table["env"].unique(), key=_natural_key))}

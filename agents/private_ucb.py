@@ -1,0 +1,196 @@
+"""A private UCB for stochastic bandits: AdaP-UCB (arm-specific doubling episodes + Laplace).
+
+Azize & Basu 2022 ("When Privacy Meets Partial Information: A Refined Analysis of
+Differentially Private Bandits", Section 5) build an epsilon-DP index policy from three
+ingredients: the Laplace mechanism, arm-dependent adaptive episodes, and statistics computed from
+the rewards of the last episode only. Each loss then enters exactly one Laplace release, so the
+whole run is epsilon-DP by parallel composition, and the regret keeps the ``log T`` rate:
+``O(sum_i log T / Delta_i + K log T / epsilon)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from agents.base import BanditObs, PrivacyClaim
+from agents.private import PrivateAgent
+from agents.registry import register
+from dp_experts_env._validation import check_float
+from dp_experts_env.privacy.guarantee import Guarantee
+from dp_experts_env.privacy.mechanisms import laplace_calibration, laplace_mechanism
+from dp_experts_env.privacy.noise import NoiseBackend
+
+__all__ = ["AdaPUCB"]
+
+
+@register(
+    "adap-ucb",
+    private=True,
+    summary="AdaP-UCB (Azize & Basu 2022): private UCB, doubling episodes, Laplace episode sums",
+)
+class AdaPUCB(PrivateAgent):
+    """AdaP-UCB: a pure epsilon-DP UCB with arm-specific doubling episodes.
+
+    Source: Azize & Basu 2022, "When Privacy Meets Partial Information: A Refined Analysis of
+    Differentially Private Bandits" (NeurIPS 2022), Algorithm 2 (AdaP-UCB) and its regret
+    theorem, in the loss frame. Arms 0, ..., K-1 are played once each (episodes of length 1).
+    Then, at the start of episode l (round t_l), the learner picks
+
+        ``a_l = argmin_i  Ltilde_i - sqrt(alpha ln t_l / (2 n_i)) - alpha ln t_l / (epsilon n_i)``
+
+    (``Ltilde_i`` the private mean loss of arm i's last episode, ``n_i`` that episode's length)
+    and plays it until its play count has doubled (an episode as long as all its earlier plays
+    together). At the episode's end the learner releases the episode's loss sum plus
+    ``Lap(1/epsilon)`` and divides by its length: ``Ltilde`` of that arm. Only the last episode's
+    losses enter the index (the "forgetting" that makes the releases disjoint).
+
+    Privacy claim: pure ``epsilon``-DP, central model, against adaptive adversaries. Accountant:
+    replacing one round's loss vector changes the loss of the one arm played that round, which
+    enters exactly one episode sum (sensitivity 1, released with ``Lap(1/epsilon)``); episodes
+    are disjoint in time, their boundaries and arms are functions of earlier releases, so the run
+    is epsilon-DP by (adaptive) parallel composition; actions are post-processing. The episode
+    that is still open at round T is never released.
+
+    Random stream: every round each run makes one Laplace release through the noise backend (the
+    episode sum of a run whose episode ended that round, 0 -- a data-free value -- for the others),
+    so all runs draw alike and a batch equals single runs bit for bit. The data-free releases cost
+    no privacy.
+
+    Tuning (``tuning="paper"``, the only one; public constants): ``alpha = 3.1`` (the theorem
+    needs alpha > 3). ``epsilon=math.inf`` drops the noise and the ``1/epsilon`` term: a UCB with
+    the same doubling episodes and last-episode means (its non-private counterpart; plain UCB1 is
+    ``ucb1``).
+
+    Args:
+        n_experts: N (the env's; the learner plays the K arms and ignores advice).
+        horizon: T (the learner is anytime; T is only validated).
+        n_arms: K (>= 2).
+        epsilon: privacy parameter (> 0, or ``math.inf``); delta must be 0.
+        alpha: exploration constant (default 3.1).
+        mode, tuning, noise, num_envs, seed: see :class:`~agents.private.PrivateAgent`
+            (``mode="paper"`` equals ``"strict"``: the source's noise is correct).
+
+    Deviations: the source's index is written for rewards; here it is the same index on
+    ``1 - loss``. Losses are clipped to [0, 1] (the range the sensitivity assumes). Index ties go
+    to the lowest arm. Per-round cost O(K) per run at an episode start, O(1) otherwise; memory
+    O(K).
+    """
+
+    feedback = "bandit"
+    tunings = ("paper",)
+    default_tuning = "paper"
+    claim_summary = "pure eps-DP: Laplace on each episode's loss sum, disjoint episodes"
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        n_arms: int | None = None,
+        epsilon: float = 1.0,
+        delta: float | None = None,
+        alpha: float = 3.1,
+        mode: str = "strict",
+        tuning: str | None = None,
+        noise: str | NoiseBackend = "fast",
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+    ) -> None:
+        super().__init__(
+            n_experts,
+            horizon,
+            epsilon=epsilon,
+            delta=delta,
+            mode=mode,
+            tuning=tuning,
+            noise=noise,
+            num_envs=num_envs,
+            seed=seed,
+            n_arms=n_arms,
+        )
+        if self.delta != 0.0:
+            raise ValueError(f"delta must be 0 for this pure epsilon-DP learner, got {self.delta}")
+        self.alpha = check_float("alpha", alpha, minimum=0.0, min_inclusive=False)
+        # One episode's loss sum moves by at most 1 when one round's loss vector is replaced.
+        self.noise_scale, self._release = laplace_calibration(1.0, self.epsilon, noise=self.noise)
+        self.reset(seed)
+
+    @property
+    def privacy(self) -> PrivacyClaim:
+        """Pure epsilon-DP: Laplace on disjoint episode sums (parallel composition)."""
+        return self._claim(
+            Guarantee(
+                self._release.epsilon,
+                0.0,
+                f"{self._release.accountant} on each episode's loss sum (one arm's losses over "
+                "its episode; a loss enters one sum), disjoint episodes (parallel composition), "
+                "actions are post-processing",
+            ),
+            notes="open episode at round T never released; releases of data-free zeros cost "
+            "nothing",
+        )
+
+    # ----------------------------------------------------------------- episode
+    def _init_state(self) -> None:
+        b, k = self.num_envs, int(self.n_arms)
+        self.private_mean = np.zeros((b, k))  # Ltilde: last episode's released mean loss
+        self.last_length = np.zeros((b, k), dtype=np.int64)  # n_i: last episode's length
+        self.counts = np.zeros((b, k), dtype=np.int64)  # all plays of each arm
+        self.arm = np.zeros(b, dtype=np.int64)  # the current episode's arm
+        self.episode_length = np.ones(b, dtype=np.int64)
+        self.episode_played = np.zeros(b, dtype=np.int64)
+        self.episode_sum = np.zeros(b)
+        self.episodes = np.zeros(b, dtype=np.int64)  # released episodes per run
+        self._rows = np.arange(b)
+
+    def _learn(self, obs: BanditObs) -> None:
+        if not np.array_equal(obs.last_action, self.last_actions):
+            raise ValueError(
+                f"obs['last_action'] {obs.last_action.tolist()} differs from the arms this agent "
+                f"played {self.last_actions.tolist()}; reset the agent whenever the env is reset"
+            )
+        self.episode_sum += np.clip(obs.last_loss, 0.0, 1.0)
+        self.episode_played += 1
+        self.counts[self._rows, self.arm] += 1
+        ended = self.episode_played >= self.episode_length
+        # Every run releases every round (see the class docstring): the ended episodes' sums,
+        # and a data-free 0 for the others.
+        noisy = laplace_mechanism(
+            np.where(ended, self.episode_sum, 0.0),
+            l1_sensitivity=1.0,
+            epsilon=self.epsilon,
+            rng=self.rng,
+            noise=self.noise,
+        ).value
+        if ended.any():
+            rows, arms = self._rows[ended], self.arm[ended]
+            self.private_mean[rows, arms] = noisy[ended] / self.episode_length[ended]
+            self.last_length[rows, arms] = self.episode_length[ended]
+            self.episodes += ended
+
+    def _choose(self, obs: BanditObs) -> np.ndarray:
+        k = int(self.n_arms)
+        if self.t < k:  # the first K episodes: each arm once
+            self.arm = np.full(self.num_envs, self.t, dtype=np.int64)
+            self._start_episodes(np.ones(self.num_envs, dtype=bool), np.ones(self.num_envs))
+            return self.arm
+        ended = self.episode_played >= self.episode_length
+        if ended.any():
+            log_t = math.log(self.t + 1)  # t_l: the round about to be played (1-indexed)
+            n = self.last_length
+            index = self.private_mean - np.sqrt(self.alpha * log_t / (2.0 * n))
+            if math.isfinite(self.epsilon):
+                index -= self.alpha * log_t / (self.epsilon * n)
+            chosen = np.argmin(index, axis=1).astype(np.int64)
+            self.arm = np.where(ended, chosen, self.arm)
+            # Play until the arm's count doubles: as many rounds as all its earlier plays.
+            self._start_episodes(ended, self.counts[self._rows, self.arm])
+        return self.arm
+
+    def _start_episodes(self, mask: np.ndarray, lengths: np.ndarray) -> None:
+        self.episode_length = np.where(mask, lengths, self.episode_length).astype(np.int64)
+        self.episode_played = np.where(mask, 0, self.episode_played)
+        self.episode_sum = np.where(mask, 0.0, self.episode_sum)
