@@ -3,10 +3,12 @@
 Cache key
     A run -- one seed index of one (agent, env, epsilon) cell -- is stored under a key made of
     the cell (agent name and parameters, env id and parameters, epsilon, base seed, recorded
-    rounds, seed index), the package version, a SHA-256 of the source of the learner's and the
-    env's modules (and every project module they import, see :func:`code_fingerprint`), and the
-    SHA-256 of the content of every data file a parameter names (a replay ``losses`` path). A
-    changed key is a different file name, so the run is played again; an old file is ignored.
+    rounds, seed index), the env and agent seeds derived for it, the package version, a SHA-256
+    of the source of the learner's and the env's modules (and every project module they import,
+    see :func:`code_fingerprint`; the env's side includes the episode loop and
+    ``evaluation/grid.py``, which derives the seeds and the recorded rounds), and the SHA-256 of
+    the content of every data file a parameter names (a replay ``losses`` path). A changed key
+    is a different file name, so the run is played again; an old file is ignored.
 
 Per-seed files
     Cells are still played as one batch of seeds, but each seed's rows are stored in their own
@@ -17,22 +19,36 @@ Per-seed files
 Manifest
     ``manifest.json`` lists the run files of the grid last run in the folder; the results table,
     the summary and ``dp-experts plot`` read exactly those files, never other ``cells/*.json``
-    (an earlier grid's, a stale key's) or temporary files.
+    (an earlier grid's, a stale key's) or temporary files. It carries a checksum of its grid
+    and run list, and ``complete`` once every listed run and ``results.csv`` are written.
 
 Every file is written to a temporary file in the same folder and renamed into place (atomic on
 POSIX and Windows), with the mode the umask asks for. A run file that does not parse, belongs to
 another key or fails its checksum is reported and re-run; a valid file is never rewritten.
+
+Trust boundary
+    A results folder may come from someone else (a shared group folder, an unpacked archive), so
+    nothing in it may make a sweep or a plot read or write outside it: run ids are checked to be
+    plain file names before any path is built from them (:func:`check_run_id`); files are read
+    with ``O_NOFOLLOW`` and must be regular files (:func:`read_plain`); the folders written into
+    (``cells/``, ``figures/``) must be real folders, not symbolic links (:func:`plain_dir`);
+    outputs are renamed over their destination, which replaces a planted symbolic link instead
+    of following it; the ``.lock`` file is opened with ``O_NOFOLLOW``, must be a regular file
+    with one link, and is never truncated (:func:`folder_lock`).
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import errno
 import functools
 import hashlib
 import importlib.util
 import json
 import os
+import re
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -49,16 +65,22 @@ __all__ = [
     "MANIFEST",
     "ResultsFolderBusy",
     "SweepError",
+    "UnsafeResultsFolder",
+    "check_run_id",
     "code_fingerprint",
     "data_fingerprint",
     "load_results",
+    "module_fingerprint",
+    "plain_dir",
     "read_manifest",
+    "read_plain",
     "write_atomic",
 ]
 
 #: Version of the run-file layout and of the key's fields; bump it when the episode loop or the
 #: seed derivation changes meaning in a way the code hash would not see.
-FORMAT_VERSION = 2
+#: 3: the derived seeds and the source of evaluation/grid.py joined the key; manifest checksum.
+FORMAT_VERSION = 3
 MANIFEST = "manifest.json"
 
 
@@ -68,6 +90,81 @@ class SweepError(RuntimeError):
 
 class ResultsFolderBusy(SweepError):
     """Another process holds the results folder's lock."""
+
+
+class UnsafeResultsFolder(ValueError):
+    """A results folder holds a file that could make us read or write outside it."""
+
+
+# ----------------------------------------------------------------------------- the boundary
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # absent on Windows, where symlinks need privileges
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a planted FIFO must not hang the open
+#: What :meth:`CellStore.run_id` produces: a readable prefix of letters, digits and ``_.+-``
+#: (``e1e+06``), no leading dot, no separator, at most 200 characters.
+_RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}")
+
+
+def check_run_id(run_id: Any) -> str:
+    """Return ``run_id`` if it is a plain file stem (no separator, no ``..``); else ValueError.
+
+    Run ids come from a manifest, which is a file of the folder: they are checked before any
+    path is built from them, so ``../../elsewhere/file`` cannot make us read outside the folder.
+    """
+    if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id) or ".." in run_id:
+        raise UnsafeResultsFolder(
+            f"run id {run_id!r} is not a plain file name (letters, digits and _.+- only, no "
+            "'..'); the manifest was altered: run compare again into a fresh folder"
+        )
+    return run_id
+
+
+def plain_dir(path: str | Path, *, create: bool = True) -> Path:
+    """``path`` as a real folder (created if missing); UnsafeResultsFolder for a symlink.
+
+    A folder of the results folder that is a symbolic link (``figures -> ~/``) would make every
+    file written "into" it land elsewhere.
+    """
+    path = Path(path)
+    if create:
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(parents=True)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        if create:
+            raise
+        return path
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise UnsafeResultsFolder(
+            f"{path} is {'a symbolic link' if stat.S_ISLNK(info.st_mode) else 'not a folder'}; "
+            "a results folder's sub-folders must be plain folders (remove it, or use another "
+            "folder)"
+        )
+    return path
+
+
+def read_plain(path: str | Path) -> bytes:
+    """The bytes of a regular file, never following a symbolic link at ``path``.
+
+    Raises:
+        FileNotFoundError: no file there.
+        UnsafeResultsFolder: a symbolic link, a FIFO, a device or a folder.
+    """
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise UnsafeResultsFolder(
+                f"{path} is a symbolic link; files of a results folder are never followed out "
+                "of it (remove the link)"
+            ) from err
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise UnsafeResultsFolder(f"{path} is not a regular file")
+        return fh.read()
 
 
 # ----------------------------------------------------------------------------- file writing
@@ -119,11 +216,16 @@ def _write_json(path: Path, data: Any) -> Path:
 _UNFOLLOWED = ("agents", "dp_experts_env", "dp_experts_env.cli", "dp_experts_env.__main__")
 
 
+#: Evaluation modules that change rows: the episode loop, and the grid module, which derives
+#: every env and agent seed and the recorded rounds.
+_ROW_MODULES = ("dp_experts_env.evaluation.episode", "dp_experts_env.evaluation.grid")
+
+
 def _project_module(name: str) -> bool:
     if name in _UNFOLLOWED:
         return False
     if name.startswith("dp_experts_env.evaluation"):
-        return name == "dp_experts_env.evaluation.episode"
+        return name in _ROW_MODULES
     return name.startswith(("agents.", "dp_experts_env."))
 
 
@@ -162,19 +264,25 @@ def _imports(name: str) -> tuple[str, ...]:
                 candidate = f"{base}.{alias.name}"
                 if _module_source(candidate)[0] is not None:
                     found.add(candidate)
-    return tuple(sorted(n for n in found if _project_module(n)))
+    return tuple(sorted(n for n in found if n.startswith(("agents.", "dp_experts_env."))))
 
 
-def _closure(roots: Iterable[str]) -> list[str]:
+def _closure(roots: Iterable[str], follow: Callable[[str], bool] = _project_module) -> list[str]:
+    """The roots and every project module they import, transitively, that ``follow`` accepts."""
     seen: set[str] = set()
-    stack = [r for r in roots if _project_module(r)]
+    stack = [r for r in roots if follow(r)]
     while stack:
         name = stack.pop()
         if name in seen:
             continue
         seen.add(name)
-        stack.extend(_imports(name))
+        stack.extend(n for n in _imports(name) if follow(n))
     return sorted(seen)
+
+
+def module_fingerprint(roots: Iterable[str], follow: Callable[[str], bool]) -> str:
+    """SHA-256 of the source of ``roots`` and the project modules they import (per ``follow``)."""
+    return _hash_modules(_closure(roots, follow))
 
 
 def _hash_modules(names: Iterable[str]) -> str:
@@ -202,7 +310,8 @@ def code_fingerprint(agent_name: str, env_id: str) -> dict[str, str]:
     The learner's hash covers the modules of its class and base classes and every project module
     they import (transitively; the privacy mechanisms, the batch RNG); the env's covers the
     modules of its single and vector entry points and their imports (the adversary families, the
-    regret bookkeeping), plus the episode loop. Hashes are of the source files, so editing a
+    regret bookkeeping), plus the episode loop and ``evaluation/grid.py`` (seed derivation and
+    recorded rounds). Hashes are of the source files, so editing a
     learner's learning rate changes its key even when the version number does not move.
     """
     import gymnasium as gym
@@ -213,7 +322,7 @@ def code_fingerprint(agent_name: str, env_id: str) -> dict[str, str]:
     cls = agents_pkg.spec(agent_name).cls
     agent_roots = {c.__module__ for c in cls.__mro__ if c.__module__ != "builtins"}
     spec = gym.spec(env_id)
-    env_roots = {"dp_experts_env.evaluation.episode"}
+    env_roots = set(_ROW_MODULES)
     for entry in (spec.entry_point, spec.vector_entry_point):
         if isinstance(entry, str):
             env_roots.add(entry.partition(":")[0])
@@ -298,10 +407,15 @@ class CellStore:
         """Everything that determines the rows of one seed of a cell (JSON-ready)."""
         description = cell.to_dict()
         description.pop("seed_indices")
+        one = cell.with_seeds([seed_index])
         key = {
             "format": FORMAT_VERSION,
             **description,
             "seed": int(seed_index),
+            # The seeds the episode is played with: a changed derivation changes the key even
+            # if evaluation/grid.py (hashed below) were not where it changed.
+            "env_seed": one.env_seeds()[0],
+            "agent_seed": one.agent_seeds()[0],
             "code": code_fingerprint(cell.agent.name, cell.env.id),
             "data": {
                 **data_fingerprint(cell.env.params, "env."),
@@ -327,18 +441,24 @@ class CellStore:
         return out
 
     def path(self, run_id: str) -> Path:
-        """Where a run's rows live."""
-        return self.cells_dir / f"{run_id}.json"
+        """Where a run's rows live (the run id is checked to be a plain name first)."""
+        return self.cells_dir / f"{check_run_id(run_id)}.json"
+
+    def _read(self, run_id: str) -> Any:
+        """The parsed run file; FileNotFoundError if absent (never through a symlink)."""
+        plain_dir(self.cells_dir, create=False)
+        return json.loads(read_plain(self.path(run_id)))
 
     # ---------------------------------------------------------------- reading
     def check(self, run_id: str, key: Mapping[str, Any]) -> tuple[list[dict] | None, str]:
         """(rows, "") for a valid file; (None, reason) otherwise (reason "missing" if absent)."""
-        path = self.path(run_id)
-        if not path.is_file():
-            return None, "missing"
         try:
-            data = json.loads(path.read_text())
+            data = self._read(run_id)
             rows = data["rows"]
+        except FileNotFoundError:
+            return None, "missing"
+        except UnsafeResultsFolder as err:
+            return None, f"refused ({err})"
         except (OSError, ValueError, KeyError, TypeError) as err:
             return None, f"unreadable ({type(err).__name__})"
         if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
@@ -352,10 +472,12 @@ class CellStore:
     def load_run(self, run_id: str) -> list[dict[str, Any]] | None:
         """Rows of a run file if it parses and passes its checksum (key not re-derived)."""
         try:
-            data = json.loads(self.path(run_id).read_text())
+            data = self._read(run_id)
             rows = data["rows"]
             if data.get("version") == FORMAT_VERSION and data.get("checksum") == _digest(rows):
                 return rows
+        except UnsafeResultsFolder:
+            raise
         except (OSError, ValueError, KeyError, TypeError):
             pass
         return None
@@ -363,7 +485,7 @@ class CellStore:
     # ---------------------------------------------------------------- writing
     def save_cell(self, cell: Cell, rows: list[dict[str, Any]]) -> list[Path]:
         """Split a played cell's rows by seed and write one file per seed."""
-        self.cells_dir.mkdir(parents=True, exist_ok=True)
+        plain_dir(self.cells_dir)
         by_seed: dict[int, list[dict[str, Any]]] = {}
         for row in rows:
             by_seed.setdefault(int(row["seed"]), []).append(row)
@@ -384,7 +506,7 @@ class CellStore:
     def remove_temporary(self) -> int:
         """Delete leftovers of killed writes (only safe while holding the folder lock)."""
         count = 0
-        for folder in (self.root, self.cells_dir):
+        for folder in (self.root, plain_dir(self.cells_dir, create=False)):
             if folder.is_dir():
                 for tmp in folder.glob(".tmp-*"):
                     tmp.unlink(missing_ok=True)
@@ -392,12 +514,23 @@ class CellStore:
         return count
 
     # ---------------------------------------------------------------- manifest
-    def write_manifest(self, grid_dict: Mapping[str, Any], run_ids: list[str]) -> Path:
-        """Record which run files make up the folder's current grid."""
-        return _write_json(
-            self.root / MANIFEST,
-            {"version": FORMAT_VERSION, "grid": _plain(dict(grid_dict)), "runs": run_ids},
-        )
+    def write_manifest(
+        self, grid_dict: Mapping[str, Any], run_ids: list[str], complete: bool = False
+    ) -> Path:
+        """Record which run files make up the folder's current grid.
+
+        ``complete`` says every listed run and ``results.csv`` were written (a sweep writes the
+        manifest before it plays, then again at its end).
+        """
+        return _write_json(self.root / MANIFEST, manifest_data(grid_dict, run_ids, complete))
+
+    def manifest_is(self, grid_dict: Mapping[str, Any], run_ids: list[str]) -> bool:
+        """True when the folder's manifest is complete and lists exactly this grid and runs."""
+        try:
+            current = read_manifest(self.root)
+        except ValueError:
+            return False
+        return current == manifest_data(grid_dict, run_ids, True)
 
     def frame(self, run_ids: Iterable[str]) -> pd.DataFrame:
         """The rows of the listed runs as one DataFrame, in manifest order.
@@ -430,21 +563,60 @@ class CellStore:
         return pd.concat(parts, ignore_index=True)
 
 
+def _manifest_checksum(grid_dict: Any, run_ids: Any) -> str:
+    payload = json.dumps(
+        {"grid": grid_dict, "runs": run_ids},
+        sort_keys=True,
+        separators=(",", ":"),
+        default=_json_default,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def manifest_data(grid_dict: Mapping[str, Any], run_ids: list[str], complete: bool) -> dict:
+    """The manifest's content as it reads back from disk (JSON round trip), with its checksum."""
+    grid_json = json.loads(json.dumps(_plain(dict(grid_dict)), default=_json_default))
+    runs = [check_run_id(r) for r in run_ids]
+    return {
+        "version": FORMAT_VERSION,
+        "grid": grid_json,
+        "runs": runs,
+        "complete": bool(complete),
+        "checksum": _manifest_checksum(grid_json, runs),
+    }
+
+
 def read_manifest(folder: str | Path) -> dict[str, Any]:
-    """The folder's manifest; ValueError when there is none or it is damaged."""
+    """The folder's manifest; ValueError when there is none, it is damaged or unsafe.
+
+    The checksum is verified and every run id is checked to be a plain file name before the
+    caller builds a path from it.
+    """
     path = Path(folder) / MANIFEST
-    if not path.is_file():
+    try:
+        raw = read_plain(path)
+    except FileNotFoundError:
         raise ValueError(
             f"no {MANIFEST} in {str(folder)!r}: not a results folder written by "
             "`dp-experts compare`/`run` (or written by an older version; run compare again)"
-        )
+        ) from None
+    except OSError as err:
+        raise ValueError(f"cannot read {path}: {err}") from err
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(raw)
         runs = data["runs"]
-        if data.get("version") != FORMAT_VERSION or not isinstance(runs, list):
-            raise ValueError("unknown manifest version")
-    except (OSError, ValueError, KeyError, TypeError) as err:
+        if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
+            raise ValueError("unknown manifest version (an older layout)")
+        if not isinstance(runs, list):
+            raise ValueError("'runs' is not a list")
+        if data.get("checksum") != _manifest_checksum(data.get("grid"), runs):
+            raise ValueError("checksum mismatch: the manifest was edited or damaged")
+    except (ValueError, KeyError, TypeError) as err:
+        if isinstance(err, UnsafeResultsFolder):
+            raise
         raise ValueError(f"{path} is damaged ({err}); run compare again to rewrite it") from err
+    for run_id in runs:
+        check_run_id(run_id)
     return data
 
 
@@ -465,33 +637,50 @@ def folder_lock(folder: str | Path) -> Iterator[None]:
     A second sweep into the same folder fails at once with :class:`ResultsFolderBusy` instead of
     racing the first one. The lock is an OS lock on an open file, so it is released when its
     process dies, even by ``kill -9``; a stale ``.lock`` file does not block anything.
+
+    The file is opened with ``O_NOFOLLOW`` (a ``.lock`` that is a symbolic link is refused, not
+    followed) and must be a regular file with a single link (a hard link to a file elsewhere is
+    refused too). It is never truncated: the holder's process id is written over its first
+    bytes, padded to a fixed width.
     """
     path = Path(folder) / ".lock"
-    fh = path.open("a+")
     try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _NONBLOCK, 0o666)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise UnsafeResultsFolder(
+                f"{path} is a symbolic link; a results folder's lock is never followed out of "
+                "the folder (remove the link, or use another folder)"
+            ) from err
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            raise UnsafeResultsFolder(
+                f"{path} is not a plain file of the folder ("
+                f"{'a hard link shared with another file' if info.st_nlink != 1 else 'not a file'}"
+                "); remove it, or use another folder"
+            )
         try:
             import fcntl
         except ImportError:  # pragma: no cover - Windows
             import msvcrt
 
             try:
-                msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
             except OSError as err:
                 raise ResultsFolderBusy(_busy(folder, "")) from err
             yield
             return
         try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as err:
-            fh.seek(0)
-            raise ResultsFolderBusy(_busy(folder, fh.read().strip())) from err
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()))
-        fh.flush()
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            raise ResultsFolderBusy(_busy(folder, holder if holder.isdigit() else "")) from err
+        os.pwrite(fd, f"{os.getpid():<20}\n".encode(), 0)
         yield
     finally:
-        fh.close()
+        os.close(fd)
 
 
 def _busy(folder: str | Path, pid: str) -> str:

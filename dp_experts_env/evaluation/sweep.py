@@ -12,8 +12,10 @@ Folder layout::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import re
 import sys
 import time
@@ -28,6 +30,8 @@ from dp_experts_env.evaluation.grid import Grid, _json_default
 from dp_experts_env.evaluation.stats import bootstrap_ci, iqm
 from dp_experts_env.evaluation.store import (
     CellStore,
+    ResultsFolderBusy,
+    UnsafeResultsFolder,
     folder_lock,
     forget_fingerprints,
     write_atomic,
@@ -126,7 +130,13 @@ def run_grid(
     runs whose key matches (same cell, code and data; see :mod:`~dp_experts_env.evaluation.store`)
     are reused and never rewritten; missing seeds of a cell are played as one batch; a damaged
     file is reported on ``log`` and re-run. ``manifest.json`` is written before anything runs and
-    lists exactly this grid's runs; ``results.csv`` is written atomically at the end.
+    lists exactly this grid's runs; ``results.csv`` is written atomically at the end, and the
+    manifest is marked complete.
+
+    When nothing is to compute (every run stored and valid, the manifest complete and listing
+    this grid) nothing is written and the folder's ``.lock`` is not touched, so a read-only or
+    archived folder can be read again; the report files are then written only where the folder
+    is writable.
 
     Raises:
         ResultsFolderBusy: another sweep holds the folder's lock.
@@ -136,18 +146,57 @@ def run_grid(
     grid.validate()
     log = log if log is not None else sys.stderr
     out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / ".lock").touch(exist_ok=True)
-    except OSError as err:
-        raise _write_error(f"cannot use results folder {str(out)!r}: {err}", err) from err
-    with folder_lock(out):
+    forget_fingerprints()  # code edited since the last sweep in this process must count
+    run_ids = _current_runs(grid, out)
+    if run_ids is not None:  # nothing to compute: read only, no lock
+        try:
+            frame = CellStore(out).frame(run_ids)
+        except KeyboardInterrupt:
+            raise SweepInterrupted("interrupted while reading the stored results") from None
+        if (report or figures) and os.access(out, os.W_OK):
+            _write_report(frame, out, figures)
+        return frame
+    with contextlib.ExitStack() as stack:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(folder_lock(out))
+        except (ResultsFolderBusy, UnsafeResultsFolder):
+            raise
+        except OSError as err:
+            raise _write_error(f"cannot use results folder {str(out)!r}: {err}", err) from err
         frame = _run_locked(grid, out, backend, n_jobs, address, progress, log)
         if report or figures:
-            from dp_experts_env.evaluation.report import write_report  # it imports this module
-
-            write_report(frame, out, figures=figures)
+            _write_report(frame, out, figures)
         return frame
+
+
+def _write_report(frame: pd.DataFrame, out: Path, figures: bool) -> None:
+    from dp_experts_env.evaluation.report import write_report  # it imports this module
+
+    write_report(frame, out, figures=figures)
+
+
+def _current_runs(grid: Grid, out: Path) -> list[str] | None:
+    """The grid's run ids when the folder already holds all of them, complete; else None.
+
+    Reads only: the manifest must be complete and list exactly this grid's runs, ``grid.json``
+    and ``results.csv`` must exist, and every run file must pass :meth:`CellStore.check`.
+    """
+    if not (out / "manifest.json").is_file():
+        return None
+    store = CellStore(out)
+    pairs = [(key, run_id) for cell in grid.cells() for _, key, run_id in store.runs(cell)]
+    run_ids = [run_id for _, run_id in pairs]
+    if not store.manifest_is(grid.to_dict(), run_ids):
+        return None
+    for name in ("grid.json", "results.csv"):
+        try:
+            os.lstat(out / name)
+        except OSError:
+            return None
+    if any(store.check(run_id, key)[1] for key, run_id in pairs):
+        return None
+    return run_ids
 
 
 def _write_error(message: str, cause: OSError) -> SweepWriteError:
@@ -166,7 +215,6 @@ def _run_locked(
     log: TextIO,
 ) -> pd.DataFrame:
     store = CellStore(out)
-    forget_fingerprints()  # code edited since the last sweep in this process must count
     counts = {"saved": 0, "todo": 0, "before": 0}
 
     def resume_hint() -> str:
@@ -213,7 +261,8 @@ def _run_locked(
             if missing:
                 todo.append(cell.with_seeds(missing))
         counts["todo"] = len(todo)
-        io(store.write_manifest, grid.to_dict(), run_ids)
+        grid_dict = grid.to_dict()
+        io(store.write_manifest, grid_dict, run_ids)
         bar = Progress(len(todo), enabled=progress)
         for cell, rows in execute(todo, backend=backend, n_jobs=n_jobs, address=address):
             io(store.save_cell, cell, rows)
@@ -221,6 +270,7 @@ def _run_locked(
             bar.advance()
         frame = store.frame(run_ids)
         io(write_atomic, out / "results.csv", lambda fh: frame.to_csv(fh, index=False))
+        io(store.write_manifest, grid_dict, run_ids, True)
     except KeyboardInterrupt:
         raise SweepInterrupted(f"interrupted: {resume_hint()}") from None
     return frame
