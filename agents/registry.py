@@ -52,7 +52,12 @@ def spec(name: str) -> AgentSpec:
     if not isinstance(name, str):
         raise TypeError(f"agent name must be a string, got {type(name).__name__}")
     if name not in _REGISTRY:
-        raise ValueError(f"unknown agent {name!r}; available: {sorted(_REGISTRY)}")
+        from dp_experts_env._validation import did_you_mean
+
+        raise ValueError(
+            f"unknown agent {name!r}{did_you_mean(name, _REGISTRY)}; available: "
+            f"{sorted(_REGISTRY)}"
+        )
     return _REGISTRY[name]
 
 

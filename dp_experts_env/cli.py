@@ -435,12 +435,12 @@ def _finish(frame: Any, out: Path, metric: str, figures: bool) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     import agents
-    from dp_experts_env._validation import check_epsilon
+    from dp_experts_env._validation import check_learner_epsilon
     from dp_experts_env.evaluation import AgentEntry, EnvEntry, Grid, run_grid
 
     for eps in args.epsilon or ():
         # names the flag the user typed, not the grid field; inf = the noise removed
-        check_epsilon("--epsilon", eps, allow_inf=True)
+        check_learner_epsilon("--epsilon", eps)
     if args.epsilon and not agents.spec(args.agent).private:
         raise ValueError(
             f"--epsilon: {args.agent!r} is non-private, so it has no privacy level to set; "

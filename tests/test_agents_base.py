@@ -149,7 +149,9 @@ def test_every_baseline_claim_matches_its_feedback(name):
 
 
 def test_unknown_and_malformed_names():
-    with pytest.raises(ValueError, match=r"unknown agent 'hegde'; available: \["):
+    with pytest.raises(
+        ValueError, match=r"unknown agent 'hegde' \(did you mean 'hedge'\?\); available: \["
+    ):
         agents.make("hegde", n_experts=2, horizon=5)
     with pytest.raises(TypeError, match="agent name must be a string"):
         agents.spec(3)
