@@ -236,26 +236,26 @@ def _rows(
     cell: Cell, base: Any, claim: Any, curves: dict[str, np.ndarray], rounds: np.ndarray
 ) -> list[dict[str, Any]]:
     """The cell's tidy rows from its (len(rounds), B) curves."""
-    eps = epsilon_label(cell.epsilon)
+    # The run's constant fields, computed once (a display label is a sorted join).
+    fixed: dict[str, Any] = {
+        "agent": cell.agent.display,
+        "agent_name": cell.agent.name,
+        "env": cell.env.display,
+        "env_id": cell.env.id,
+        "horizon": int(base.horizon),
+        "n_experts": int(base.n_experts),
+        "epsilon": epsilon_label(cell.epsilon),
+        "private": claim.is_private,
+        "epsilon_certified": float(claim.epsilon),
+        "certified": claim.certified,
+    }
+    lists = {key: values.tolist() for key, values in curves.items()}  # Python floats, at once
     rows = []
-    for r_idx, rnd in enumerate(rounds[: next(iter(curves.values())).shape[0]]):
+    for r_idx, rnd in enumerate(rounds[: next(iter(curves.values())).shape[0]].tolist()):
         for b, seed_index in enumerate(cell.seed_indices):
-            row: dict[str, Any] = {
-                "agent": cell.agent.display,
-                "agent_name": cell.agent.name,
-                "env": cell.env.display,
-                "env_id": cell.env.id,
-                "horizon": int(base.horizon),
-                "n_experts": int(base.n_experts),
-                "epsilon": eps,
-                "private": claim.is_private,
-                "epsilon_certified": float(claim.epsilon),
-                "certified": claim.certified,
-                "seed": int(seed_index),
-                "round": int(rnd),
-            }
-            for key, values in curves.items():
-                row[key] = float(values[r_idx, b])
+            row: dict[str, Any] = {**fixed, "seed": int(seed_index), "round": int(rnd)}
+            for key, values in lists.items():
+                row[key] = values[r_idx][b]
             rows.append(row)
     return rows
 

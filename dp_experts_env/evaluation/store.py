@@ -46,6 +46,7 @@ import functools
 import hashlib
 import importlib.util
 import json
+import math
 import os
 import re
 import stat
@@ -55,6 +56,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from dp_experts_env.evaluation.grid import Cell, _canonical, _json_default, _plain
@@ -175,13 +177,18 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(path: str | Path, writer: Callable[[Any], None], *, text: bool = True) -> Path:
+def write_atomic(
+    path: str | Path, writer: Callable[[Any], None], *, text: bool = True, durable: bool = True
+) -> Path:
     """Write a file via a temporary file in the same folder and an atomic rename.
 
     Args:
         path: the destination.
         writer: called with the open temporary file.
         text: open in text mode (else binary).
+        durable: ``fsync`` before the rename, so the file survives a power loss too. Run files
+            skip it (it cost ~7 ms per file, most of a sweep of short cells): a run file torn
+            by a power loss fails its checksum and is played again.
 
     A full disk or a kill leaves the previous file (or none) in place, never a truncated one. The
     file gets the mode an ordinary ``open`` would give it (0666 minus the umask), not mkstemp's
@@ -193,7 +200,8 @@ def write_atomic(path: str | Path, writer: Callable[[Any], None], *, text: bool 
         with os.fdopen(fd, "w" if text else "wb", **({"newline": ""} if text else {})) as fh:
             writer(fh)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
@@ -389,9 +397,50 @@ def data_fingerprint(params: Mapping[str, Any], prefix: str = "") -> dict[str, s
 
 
 # ----------------------------------------------------------------------------- the store
-def _digest(rows: list[dict[str, Any]]) -> str:
-    payload = json.dumps(rows, sort_keys=True, separators=(",", ":"), allow_nan=True)
-    return hashlib.sha256(payload.encode()).hexdigest()
+# A run file is two lines: a header (format version, key, checksum, row count) and the rows as
+# columns: the columns whose value is the same on every row of the run (agent, env, epsilon,
+# seed, ...) once, the others (round, the metrics) as lists. The checksum is the SHA-256 of the
+# second line's bytes as stored, so checking a file never re-serialises it, and reading a run
+# costs one JSON parse of a few lists, not one dict per row.
+
+
+def _columns(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Rows (dicts with the same keys) as ``{"order", "const", "cols"}``."""
+    order = list(rows[0])
+    const: dict[str, Any] = {}
+    cols: dict[str, list[Any]] = {}
+    for name in order:
+        values = [row.get(name) for row in rows]
+        first = values[0]
+        if all(type(v) is type(first) and v == first for v in values):
+            const[name] = first
+        else:
+            cols[name] = values
+    return {"order": order, "const": const, "cols": cols}
+
+
+def _payload(rows: list[dict[str, Any]]) -> bytes:
+    text = json.dumps(_columns(rows), separators=(",", ":"), allow_nan=True, default=_json_default)
+    return text.encode()
+
+
+def _split(raw: bytes) -> tuple[dict[str, Any], bytes]:
+    """(header, payload bytes) of a run file; ValueError when it has not the two-line layout."""
+    head, sep, payload = raw.partition(b"\n")
+    if not sep:
+        raise ValueError("not a two-line run file")
+    header = json.loads(head)
+    if not isinstance(header, dict):
+        raise ValueError("header is not an object")
+    return header, payload
+
+
+def _rows_of(payload: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    const, cols = payload["const"], payload["cols"]
+    return [
+        {name: const[name] if name in const else cols[name][i] for name in payload["order"]}
+        for i in range(n)
+    ]
 
 
 class CellStore:
@@ -405,24 +454,32 @@ class CellStore:
     @staticmethod
     def key(cell: Cell, seed_index: int) -> dict[str, Any]:
         """Everything that determines the rows of one seed of a cell (JSON-ready)."""
+        return CellStore._keys(cell, [seed_index])[0]
+
+    @staticmethod
+    def _keys(cell: Cell, seed_indices: Iterable[int]) -> list[dict[str, Any]]:
         description = cell.to_dict()
         description.pop("seed_indices")
-        one = cell.with_seeds([seed_index])
-        key = {
+        common = {
             "format": FORMAT_VERSION,
             **description,
-            "seed": int(seed_index),
-            # The seeds the episode is played with: a changed derivation changes the key even
-            # if evaluation/grid.py (hashed below) were not where it changed.
-            "env_seed": one.env_seeds()[0],
-            "agent_seed": one.agent_seeds()[0],
             "code": code_fingerprint(cell.agent.name, cell.env.id),
             "data": {
                 **data_fingerprint(cell.env.params, "env."),
                 **data_fingerprint(cell.agent.params, "agent."),
             },
         }
-        return json.loads(_canonical(key))
+        common = json.loads(_canonical(common))  # once per cell: the JSON form, as stored
+        seeds = [int(i) for i in seed_indices]
+        block = cell.with_seeds(seeds)
+        keys = []
+        for i, env_seed, agent_seed in zip(
+            seeds, block.env_seeds(), block.agent_seeds(), strict=True
+        ):
+            # The seeds the episode is played with: a changed derivation changes the key even
+            # if evaluation/grid.py (hashed in "code") were not where it changed.
+            keys.append({**common, "seed": i, "env_seed": env_seed, "agent_seed": agent_seed})
+        return keys
 
     @staticmethod
     def run_id(cell: Cell, key: Mapping[str, Any]) -> str:
@@ -434,53 +491,64 @@ class CellStore:
 
     def runs(self, cell: Cell) -> list[tuple[int, dict[str, Any], str]]:
         """(seed index, key, run id) of every seed of the cell."""
-        out = []
-        for i in cell.seed_indices:
-            key = self.key(cell, i)
-            out.append((int(i), key, self.run_id(cell, key)))
-        return out
+        return [
+            (key["seed"], key, self.run_id(cell, key))
+            for key in self._keys(cell, cell.seed_indices)
+        ]
 
     def path(self, run_id: str) -> Path:
         """Where a run's rows live (the run id is checked to be a plain name first)."""
         return self.cells_dir / f"{check_run_id(run_id)}.json"
 
-    def _read(self, run_id: str) -> Any:
-        """The parsed run file; FileNotFoundError if absent (never through a symlink)."""
+    def _read(self, run_id: str) -> tuple[dict[str, Any], bytes]:
+        """(header, payload bytes) of a run file; FileNotFoundError if absent (never a link)."""
         plain_dir(self.cells_dir, create=False)
-        return json.loads(read_plain(self.path(run_id)))
+        return _split(read_plain(self.path(run_id)))
 
     # ---------------------------------------------------------------- reading
-    def check(self, run_id: str, key: Mapping[str, Any]) -> tuple[list[dict] | None, str]:
-        """(rows, "") for a valid file; (None, reason) otherwise (reason "missing" if absent)."""
+    def check(self, run_id: str, key: Mapping[str, Any]) -> tuple[dict | None, str]:
+        """(header, "") for a valid file; (None, reason) otherwise (reason "missing" if absent).
+
+        Valid: the current format, exactly this key, and the checksum of its rows.
+        """
         try:
-            data = self._read(run_id)
-            rows = data["rows"]
+            header, payload = self._read(run_id)
         except FileNotFoundError:
             return None, "missing"
         except UnsafeResultsFolder as err:
             return None, f"refused ({err})"
         except (OSError, ValueError, KeyError, TypeError) as err:
             return None, f"unreadable ({type(err).__name__})"
-        if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
+        if header.get("version") != FORMAT_VERSION:
             return None, "written by another format version"
-        if data.get("key") != json.loads(_canonical(key)):
+        if header.get("key") != json.loads(_canonical(key)):
             return None, "belongs to another cell or code version"
-        if not isinstance(rows, list) or not rows or data.get("checksum") != _digest(rows):
+        if header.get("checksum") != hashlib.sha256(payload).hexdigest():
             return None, "checksum mismatch"
-        return rows, ""
+        return header, ""
+
+    def _load(self, run_id: str) -> tuple[dict[str, Any], int] | None:
+        """(columns, row count) of a run file that passes its checksum; None otherwise."""
+        try:
+            header, payload = self._read(run_id)
+            if header.get("version") != FORMAT_VERSION:
+                return None
+            if header.get("checksum") != hashlib.sha256(payload).hexdigest():
+                return None
+            n = int(header["n"])
+            data = json.loads(payload)
+            if n < 1 or any(len(v) != n for v in data["cols"].values()):
+                return None
+            return data, n
+        except UnsafeResultsFolder:
+            raise
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
 
     def load_run(self, run_id: str) -> list[dict[str, Any]] | None:
         """Rows of a run file if it parses and passes its checksum (key not re-derived)."""
-        try:
-            data = self._read(run_id)
-            rows = data["rows"]
-            if data.get("version") == FORMAT_VERSION and data.get("checksum") == _digest(rows):
-                return rows
-        except UnsafeResultsFolder:
-            raise
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-        return None
+        loaded = self._load(run_id)
+        return None if loaded is None else _rows_of(*loaded)
 
     # ---------------------------------------------------------------- writing
     def save_cell(self, cell: Cell, rows: list[dict[str, Any]]) -> list[Path]:
@@ -494,13 +562,22 @@ class CellStore:
             seed_rows = by_seed.get(seed)
             if not seed_rows:
                 raise RuntimeError(f"cell {cell.cell_id} returned no rows for seed {seed}")
-            data = {
+            payload = _payload(seed_rows)
+            header = {
                 "version": FORMAT_VERSION,
                 "key": key,
-                "checksum": _digest(seed_rows),
-                "rows": seed_rows,
+                "checksum": hashlib.sha256(payload).hexdigest(),
+                "n": len(seed_rows),
             }
-            paths.append(_write_json(self.path(run_id), data))
+            head = json.dumps(header, separators=(",", ":"), default=_json_default).encode()
+            paths.append(
+                write_atomic(
+                    self.path(run_id),
+                    lambda fh, head=head, payload=payload: fh.write(head + b"\n" + payload),
+                    text=False,
+                    durable=False,
+                )
+            )
         return paths
 
     def remove_temporary(self) -> int:
@@ -535,32 +612,66 @@ class CellStore:
     def frame(self, run_ids: Iterable[str]) -> pd.DataFrame:
         """The rows of the listed runs as one DataFrame, in manifest order.
 
-        Rows are read one run file at a time and turned into a compact frame at once, so the
-        process never holds every row as a Python dict. Raises ValueError naming how many runs
-        are missing or damaged.
+        Built column by column from the run files, one file at a time: a run's constant
+        columns are kept once (an interned string, a number) and repeated at the end, its
+        varying columns as numpy arrays, so the process never holds a Python object per row
+        (about 150 bytes per row of 18 columns; docs/grid.md). Raises ValueError naming how
+        many runs are missing or damaged.
         """
-        parts: list[pd.DataFrame] = []
+        order: dict[str, None] = {}
+        lengths: list[int] = []
+        const: dict[str, list[Any]] = {}
+        varying: dict[str, list[np.ndarray]] = {}
         missing: list[str] = []
         for run_id in run_ids:
-            rows = self.load_run(run_id)
-            if rows is None:
+            loaded = self._load(run_id)
+            if loaded is None:
                 missing.append(run_id)
                 continue
-            part = pd.DataFrame(rows)
-            for col in part.columns:
-                if part[col].dtype == object:
-                    # One string object per distinct label, not one per row.
-                    part[col] = part[col].map(lambda v: sys.intern(v) if isinstance(v, str) else v)
-            parts.append(part)
+            data, n = loaded
+            k = len(lengths)
+            for name in data["order"]:
+                if name not in order:
+                    order[name] = None
+                    const[name] = [math.nan] * k  # earlier runs lack the column: NaN, as concat
+                    varying[name] = []
+            for name in order:
+                if name in data["const"]:
+                    value = data["const"][name]
+                    const[name].append(sys.intern(value) if isinstance(value, str) else value)
+                elif name in data["cols"]:
+                    const[name].append(_VARYING)
+                    varying[name].append(np.asarray(data["cols"][name]))
+                else:
+                    const[name].append(math.nan)
+            lengths.append(n)
         if missing:
             raise ValueError(
-                f"{len(missing)} of {len(missing) + len(parts)} runs listed in "
+                f"{len(missing)} of {len(missing) + len(lengths)} runs listed in "
                 f"{self.root / MANIFEST} are missing or damaged (first: {missing[0]}.json); run "
                 "the same compare/run command again to complete the folder"
             )
-        if not parts:
+        if not lengths:
             return pd.DataFrame()
-        return pd.concat(parts, ignore_index=True)
+        counts = np.asarray(lengths)
+        columns = {name: _assemble(const[name], varying[name], counts) for name in order}
+        return pd.DataFrame(columns, copy=False)
+
+
+#: Marks a run whose column varies (its values are in the varying arrays, in run order).
+_VARYING = object()
+
+
+def _assemble(per_run: list[Any], arrays: list[np.ndarray], counts: np.ndarray) -> Any:
+    """One column from per-run constants (repeated) and per-run arrays (concatenated)."""
+    if not arrays:
+        series = pd.Series(per_run)  # the dtype pandas infers for these values, once per run
+        return series.repeat(counts).to_numpy()
+    parts = []
+    it = iter(arrays)
+    for value, n in zip(per_run, counts, strict=True):
+        parts.append(next(it) if value is _VARYING else np.asarray([value] * int(n)))
+    return pd.Series(np.concatenate(parts) if len(parts) > 1 else parts[0]).to_numpy()
 
 
 def _manifest_checksum(grid_dict: Any, run_ids: Any) -> str:
