@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -30,6 +30,11 @@ from dp_experts_env.envs.core import SharedStreamError
 from dp_experts_env.evaluation.grid import Cell, epsilon_label, record_rounds
 
 __all__ = ["METRICS", "run_one", "run_cells", "play", "play_shared", "group_key"]
+
+#: ``hook(t, horizon)``, called every 1024 rounds of an episode when set: the sweep's progress
+#: report inside a unit (:mod:`~dp_experts_env.evaluation.backends` sets it in each worker).
+#: It only observes the round counter; rows never depend on it.
+progress_hook: Callable[[int, int], None] | None = None
 
 METRICS = (
     "cumulative_loss",
@@ -113,6 +118,8 @@ def play_shared(
                     [agent.act(obs[lo:hi]) for agent, (lo, hi) in zip(agents, bounds, strict=True)]
                 )
             obs, _, _, _, info = env.step(actions)
+            if not t & 1023 and progress_hook is not None:
+                progress_hook(t, horizon)
             if t in keep:
                 for key in METRICS:
                     if key in info:

@@ -51,8 +51,13 @@ class Progress:
     """A dependency-free progress bar on stderr (silent when disabled).
 
     On a terminal the bar is redrawn in place. Elsewhere (a log file, CI) a redraw would be a new
-    line per finished cell, so a plain line is written only at each further tenth of the work.
+    line per finished cell, so a plain line is written only at each further tenth of the work,
+    or after :attr:`QUIET` seconds without one. Work in flight counts too (:meth:`partial`: the
+    played fraction of a long unit), so the bar moves during a unit, not only between units.
     """
+
+    #: Longest silence (seconds) of the plain-line output while work is in progress.
+    QUIET = 30.0
 
     def __init__(
         self,
@@ -71,33 +76,71 @@ class Progress:
         isatty = getattr(self.stream, "isatty", None)
         self.interactive = bool(isatty()) if callable(isatty) else False
         self._tenths = 0
+        self._in_flight = 0.0
+        self._last_line = self.start
+        self._last_draw = 0.0
 
     def advance(self, n: int = 1) -> None:
         """Count finished work and redraw."""
         self.done += n
+        self._draw(force=True)
+
+    def partial(self, in_flight: float) -> None:
+        """Set the finished part of the work in progress (in the same units) and redraw."""
+        self._in_flight = max(0.0, float(in_flight))
+        self._draw(force=False)
+
+    def _draw(self, *, force: bool) -> None:
         if not self.enabled:
             return
-        frac = self.done / self.total
-        elapsed = time.monotonic() - self.start
+        now = time.monotonic()
+        shown = min(self.done + self._in_flight, self.total)
+        frac = shown / self.total
+        elapsed = now - self.start
         eta = elapsed / frac - elapsed if frac > 0 else float("nan")
+        count = f"{self.done}/{self.total}" if shown == self.done else f"{shown:.1f}/{self.total}"
         if not self.interactive:
             tenths = int(10 * min(frac, 1.0))
-            if tenths > self._tenths:
-                self._tenths = tenths
+            if tenths > self._tenths or (now - self._last_line >= self.QUIET and frac < 1):
+                self._tenths = max(tenths, self._tenths)
+                self._last_line = now
                 self.stream.write(
-                    f"{self.done}/{self.total} {self.label}  {elapsed:.1f}s elapsed, "
-                    f"~{eta:.1f}s left\n"
+                    f"{count} {self.label}  {elapsed:.1f}s elapsed, ~{eta:.1f}s left\n"
                 )
                 self.stream.flush()
             return
+        if not force and now - self._last_draw < 0.2:
+            return
+        self._last_draw = now
         bar = "#" * int(30 * frac)
         self.stream.write(
-            f"\r[{bar:<30}] {self.done}/{self.total} {self.label}  "
-            f"{elapsed:6.1f}s elapsed, ~{eta:5.1f}s left"
+            f"\r[{bar:<30}] {count} {self.label}  {elapsed:6.1f}s elapsed, ~{eta:5.1f}s left"
         )
         if self.done >= self.total:
             self.stream.write("\n")
         self.stream.flush()
+
+
+class _UnitProgress:
+    """Feeds a :class:`Progress` in cells from the backends' reports inside units."""
+
+    def __init__(self, bar: Progress) -> None:
+        self.bar = bar
+        self.running: dict[frozenset[str], tuple[int, float]] = {}
+
+    def report(self, unit: list[Any], frac: float) -> None:
+        key = frozenset(cell.cell_id for cell in unit)
+        size, before = self.running.get(key, (len(unit), 0.0))
+        # A unit may play its cells one episode after another: never move back.
+        self.running[key] = (size, max(before, min(frac, 0.999)))
+        self.bar.partial(sum(n * f for n, f in self.running.values()))
+
+    def finished(self, cell: Any) -> None:
+        cid = cell.cell_id
+        for key in [k for k in self.running if cid in k]:
+            del self.running[key]
+        self.bar.partial(sum(n * f for n, f in self.running.values()))
+        self.bar.advance()
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -264,10 +307,15 @@ def _run_locked(
         grid_dict = grid.to_dict()
         io(store.write_manifest, grid_dict, run_ids)
         bar = Progress(len(todo), enabled=progress)
-        for cell, rows in execute(todo, backend=backend, n_jobs=n_jobs, address=address):
+        units = _UnitProgress(bar)
+        reports = units.report if progress and backend != "ray" else None
+        for cell, rows in execute(
+            todo, backend=backend, n_jobs=n_jobs, address=address, progress=reports
+        ):
             io(store.save_cell, cell, rows)
+            del rows  # a unit's rows are held only until they are written
             counts["saved"] += 1
-            bar.advance()
+            units.finished(cell)
         frame = store.frame(run_ids)
         io(write_atomic, out / "results.csv", lambda fh: frame.to_csv(fh, index=False))
         io(store.write_manifest, grid_dict, run_ids, True)
