@@ -459,6 +459,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         address=args.address,
         progress=_show_progress(args),
         report=False,  # _finish writes the report for the chosen --metric
+        # without figures only each run's last row is needed: the table streams to disk
+        rows="final" if args.no_figures else "all",
     )
     _finish(frame, out, args.metric, not args.no_figures)
     return 0
@@ -505,6 +507,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         address=args.address,
         progress=_show_progress(args),
         report=False,  # _finish writes the report for the chosen --metric
+        # without figures only each run's last row is needed: the table streams to disk
+        rows="final" if args.no_figures else "all",
     )
     _finish(frame, out, args.metric, not args.no_figures)
     return 0

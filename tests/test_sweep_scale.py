@@ -12,11 +12,13 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from dp_experts_env.evaluation import EnvEntry, Grid, run_grid
@@ -24,12 +26,15 @@ from dp_experts_env.evaluation import backends as backends_mod
 from dp_experts_env.evaluation import sweep as sweep_mod
 from dp_experts_env.evaluation.grid import record_rounds
 from dp_experts_env.evaluation.store import CellStore, _payload, write_atomic
+from dp_experts_env.evaluation.sweep import final_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Peak resident memory of the driver reading back a 1M-row folder (measured 390-420 MB with
 #: ~140 MB of imports; docs/grid.md): about 250 bytes per row on top of the imports.
 MEMORY_CAP_MB = 600
+#: The same with ``rows="final"`` (the table streamed to disk, each run's last row kept).
+FINAL_CAP_MB = 250
 ROWS = 1_000_000
 
 
@@ -76,7 +81,7 @@ def _plant_folder(out: Path, grid: Grid) -> int:
             template["const"]["env"] = cell.env.display
             template["cols"]["dynamic_regret"] = [0.2 * r + seed % 3 for r in rounds]
             payload = json.dumps(template, separators=(",", ":"), allow_nan=True).encode()
-            header = {"version": 3, "key": key, "n": n}
+            header = {"version": 3, "key": key, "n": n, "columns": template["order"]}
             header["checksum"] = hashlib.sha256(payload).hexdigest()
             (out / "cells" / f"{run_id}.json").write_bytes(
                 json.dumps(header, separators=(",", ":")).encode() + b"\n" + payload
@@ -108,26 +113,49 @@ def test_driver_memory_on_a_million_rows_stays_under_the_cap(tmp_path, monkeypat
         grid = Grid(
             ["follow-the-leader"], envs, n_seeds={grid.n_seeds}, seeds_per_cell=1000, n_record=64
         )
-        frame = run_grid(grid, sys.argv[1], backend="serial", progress=False)
+        frame = run_grid(grid, sys.argv[1], backend="serial", progress=False, rows=sys.argv[2])
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(len(frame), frame["dynamic_regret"].sum(), peak)
         """
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert proc.returncode == 0, proc.stderr
-    n_rows, total, peak_mb = proc.stdout.split()
-    assert int(n_rows) == rows
-    print(f"driver peak {float(peak_mb):.0f} MB for {rows} rows")  # shown with pytest -s
-    assert float(peak_mb) < MEMORY_CAP_MB, f"driver peak {peak_mb} MB for {rows} rows"
-    summary = (tmp_path / "out" / "summary.csv").read_text().splitlines()
-    assert len(summary) == 1 + N_ENVS
+    for mode, cap, expected in (("all", MEMORY_CAP_MB, rows), ("final", FINAL_CAP_MB, None)):
+        if mode == "final":  # not a no-op: results.csv is written again, streamed run by run
+            (tmp_path / "out" / "results.csv").unlink()
+        proc = subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path / "out"), mode],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        assert proc.returncode == 0, proc.stderr
+        n_rows, _, peak_mb = proc.stdout.split()
+        assert int(n_rows) == (expected or grid.n_seeds * N_ENVS)
+        print(f"rows={mode}: driver peak {float(peak_mb):.0f} MB for {rows} rows")  # pytest -s
+        assert float(peak_mb) < cap, f"rows={mode}: driver peak {peak_mb} MB for {rows} rows"
+        summary = (tmp_path / "out" / "summary.csv").read_text().splitlines()
+        assert len(summary) == 1 + N_ENVS
+    with open(tmp_path / "out" / "results.csv") as fh:
+        assert sum(1 for _ in fh) == rows + 1
+
+
+def test_final_rows_mode_streams_the_same_table(tmp_path):
+    """rows='final': the same results.csv and summary, each run's last row returned."""
+    envs = [
+        EnvEntry("DPExperts-Shift-v0", {"n_experts": 3, "horizon": 50}),
+        EnvEntry("DPExperts-Bandit-v0", {"n_arms": 3, "horizon": 50}),  # other columns
+    ]
+    grid = Grid(["uniform"], envs, n_seeds=3, n_record=8)
+    full = run_grid(grid, tmp_path / "a", backend="serial", progress=False)
+    last = run_grid(grid, tmp_path / "b", backend="serial", progress=False, rows="final")
+    for name in ("results.csv", "summary.csv"):
+        assert (tmp_path / "a" / name).read_text() == (tmp_path / "b" / name).read_text()
+    pd.testing.assert_frame_equal(final_rows(full).reset_index(drop=True), last)
+    again = run_grid(grid, tmp_path / "b", backend="serial", progress=False, rows="final")
+    pd.testing.assert_frame_equal(last, again)  # the no-op rerun reads the same
+    with pytest.raises(ValueError, match="rows='all'"):
+        run_grid(grid, tmp_path / "c", rows="final", figures=True)
 
 
 # ----------------------------------------------------------------------------- progress
@@ -194,7 +222,7 @@ def test_local_workers_report_progress_through_the_queue(tmp_path):
         text=True,
         timeout=300,
         cwd=ROOT,
-        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert proc.returncode == 0, proc.stderr
     n_units, n_reports = map(int, proc.stdout.split())

@@ -568,6 +568,7 @@ class CellStore:
                 "key": key,
                 "checksum": hashlib.sha256(payload).hexdigest(),
                 "n": len(seed_rows),
+                "columns": list(seed_rows[0]),
             }
             head = json.dumps(header, separators=(",", ":"), default=_json_default).encode()
             paths.append(
@@ -609,14 +610,16 @@ class CellStore:
             return False
         return current == manifest_data(grid_dict, run_ids, True)
 
-    def frame(self, run_ids: Iterable[str]) -> pd.DataFrame:
+    def frame(self, run_ids: Iterable[str], *, last_only: bool = False) -> pd.DataFrame:
         """The rows of the listed runs as one DataFrame, in manifest order.
 
         Built column by column from the run files, one file at a time: a run's constant
         columns are kept once (an interned string, a number) and repeated at the end, its
         varying columns as numpy arrays, so the process never holds a Python object per row
-        (about 150 bytes per row of 18 columns; docs/grid.md). Raises ValueError naming how
-        many runs are missing or damaged.
+        (about 150 bytes per row of 18 columns; docs/grid.md). With ``last_only`` only each
+        run's row at its last recorded round is kept (what the summary reads): memory then
+        grows with the runs, not the rows. Raises ValueError naming how many runs are missing
+        or damaged.
         """
         order: dict[str, None] = {}
         lengths: list[int] = []
@@ -629,6 +632,8 @@ class CellStore:
                 missing.append(run_id)
                 continue
             data, n = loaded
+            if last_only and n > 1:
+                data, n = _last_row(data), 1
             k = len(lengths)
             for name in data["order"]:
                 if name not in order:
@@ -656,6 +661,38 @@ class CellStore:
         counts = np.asarray(lengths)
         columns = {name: _assemble(const[name], varying[name], counts) for name in order}
         return pd.DataFrame(columns, copy=False)
+
+
+    def write_csv(self, run_ids: list[str], fh: Any, *, batch: int = 500) -> None:
+        """Write the listed runs' rows as CSV to ``fh``, ``batch`` runs at a time.
+
+        Memory is bounded by a batch, not the table. The columns are the union over the runs in
+        order of first appearance (a run without a column leaves it empty), as
+        ``frame(run_ids).to_csv(fh, index=False)`` writes them.
+        """
+        order: dict[str, None] = {}
+        for run_id in run_ids:
+            order.update(dict.fromkeys(self._column_names(run_id)))
+        columns = list(order)
+        for start in range(0, len(run_ids), batch):
+            part = self.frame(run_ids[start : start + batch]).reindex(columns=columns)
+            part.to_csv(fh, index=False, header=start == 0)
+
+    def _column_names(self, run_id: str) -> list[str]:
+        header, payload = self._read(run_id)
+        names = header.get("columns")
+        if isinstance(names, list):
+            return names
+        return json.loads(payload)["order"]  # a file written without the list in its header
+
+
+def _last_row(data: dict[str, Any]) -> dict[str, Any]:
+    """A run's columns reduced to its row at the last recorded round."""
+    rounds = data["cols"].get("round")
+    j = int(np.argmax(rounds)) if rounds is not None else -1
+    const = dict(data["const"])
+    const.update({name: values[j] for name, values in data["cols"].items()})
+    return {"order": data["order"], "const": const, "cols": {}}
 
 
 #: Marks a run whose column varies (its values are in the varying arrays, in run order).

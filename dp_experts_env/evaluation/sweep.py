@@ -25,6 +25,7 @@ from typing import Any, TextIO
 import numpy as np
 import pandas as pd
 
+from dp_experts_env._validation import check_choice
 from dp_experts_env.evaluation.backends import execute
 from dp_experts_env.evaluation.grid import Grid, _json_default
 from dp_experts_env.evaluation.stats import bootstrap_ci, iqm
@@ -162,6 +163,7 @@ def run_grid(
     log: TextIO | None = None,
     report: bool = True,
     figures: bool = False,
+    rows: str = "all",
 ) -> pd.DataFrame:
     """Run every (cell, seed) not already stored in ``out_dir`` and return the grid's rows.
 
@@ -176,6 +178,10 @@ def run_grid(
     lists exactly this grid's runs; ``results.csv`` is written atomically at the end, and the
     manifest is marked complete.
 
+    ``rows="final"`` returns only each run's row at its last round (what the summary reads)
+    and writes ``results.csv`` one run file at a time, so the driver's memory grows with the
+    number of runs, not rows (figures need every row: ``figures=True`` needs ``rows="all"``).
+
     When nothing is to compute (every run stored and valid, the manifest complete and listing
     this grid) nothing is written and the folder's ``.lock`` is not touched, so a read-only or
     archived folder can be read again; the report files are then written only where the folder
@@ -186,6 +192,9 @@ def run_grid(
         SweepInterrupted: Ctrl-C (a KeyboardInterrupt whose message counts the saved runs).
         SweepWriteError: a file could not be written (an OSError naming it, with the count).
     """
+    check_choice("rows", rows, ("all", "final"))
+    if figures and rows != "all":
+        raise ValueError("figures=True draws every recorded round: it needs rows='all'")
     grid.validate()
     log = log if log is not None else sys.stderr
     out = Path(out_dir)
@@ -193,7 +202,7 @@ def run_grid(
     run_ids = _current_runs(grid, out)
     if run_ids is not None:  # nothing to compute: read only, no lock
         try:
-            frame = CellStore(out).frame(run_ids)
+            frame = CellStore(out).frame(run_ids, last_only=rows == "final")
         except KeyboardInterrupt:
             raise SweepInterrupted("interrupted while reading the stored results") from None
         if (report or figures) and os.access(out, os.W_OK):
@@ -207,7 +216,7 @@ def run_grid(
             raise
         except OSError as err:
             raise _write_error(f"cannot use results folder {str(out)!r}: {err}", err) from err
-        frame = _run_locked(grid, out, backend, n_jobs, address, progress, log)
+        frame = _run_locked(grid, out, backend, n_jobs, address, progress, log, rows)
         if report or figures:
             _write_report(frame, out, figures)
         return frame
@@ -256,6 +265,7 @@ def _run_locked(
     address: str | None,
     progress: bool,
     log: TextIO,
+    rows: str = "all",
 ) -> pd.DataFrame:
     store = CellStore(out)
     counts = {"saved": 0, "todo": 0, "before": 0}
@@ -309,15 +319,19 @@ def _run_locked(
         bar = Progress(len(todo), enabled=progress)
         units = _UnitProgress(bar)
         reports = units.report if progress and backend != "ray" else None
-        for cell, rows in execute(
+        for cell, played in execute(
             todo, backend=backend, n_jobs=n_jobs, address=address, progress=reports
         ):
-            io(store.save_cell, cell, rows)
-            del rows  # a unit's rows are held only until they are written
+            io(store.save_cell, cell, played)
+            del played  # a unit's rows are held only until they are written
             counts["saved"] += 1
             units.finished(cell)
-        frame = store.frame(run_ids)
-        io(write_atomic, out / "results.csv", lambda fh: frame.to_csv(fh, index=False))
+        if rows == "all":
+            frame = store.frame(run_ids)
+            io(write_atomic, out / "results.csv", lambda fh: frame.to_csv(fh, index=False))
+        else:  # stream the table to disk, keep each run's last row
+            io(write_atomic, out / "results.csv", lambda fh: store.write_csv(run_ids, fh))
+            frame = store.frame(run_ids, last_only=True)
         io(store.write_manifest, grid_dict, run_ids, True)
     except KeyboardInterrupt:
         raise SweepInterrupted(f"interrupted: {resume_hint()}") from None
