@@ -534,7 +534,7 @@ def _findings():
     import pathlib
     import tempfile
 
-    from dp_experts_env.evaluation import Grid
+    from dp_experts_env.evaluation import EnvEntry, Grid
 
     deep = pathlib.Path(tempfile.mkdtemp()) / "deep.toml"
     deep.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
@@ -546,6 +546,14 @@ def _findings():
             "n_experts",
         ),
         "5000-deep TOML": (lambda: Grid.from_toml(deep), "nested too deeply"),
+        "a cell batch beyond memory": (
+            lambda: Grid(
+                ["hedge"],
+                [EnvEntry("DPExperts-Shift-v0", {"n_experts": 10**6, "horizon": 10})],
+                n_seeds=10**5,
+            ).validate(),
+            "seeds_per_cell",
+        ),
         "seeds=2**63-1": (
             lambda: Grid(["hedge"], ["DPExperts-Shift-v0"], n_seeds=2**63 - 1),
             "seeds",

@@ -439,7 +439,23 @@ class Grid:
                     agents_pkg.make(agent.name, env=instance, seed=0, **params)
                 except (TypeError, ValueError) as err:
                     raise ValueError(f"agent {agent.display} on {env.display}: {err}") from err
+            self._check_batch_memory(env, instance.unwrapped)
             instance.close()
+
+    def _check_batch_memory(self, env: EnvEntry, base: Any) -> None:
+        """Refuse a cell batch whose env arrays would not fit (the env was built with one run).
+
+        A unit plays ``seeds_per_cell`` runs for every learner and epsilon at once; the estimate
+        is the env's own (~200 bytes per run and expert, 8 floats per run and dimension for OCO).
+        """
+        from dp_experts_env._validation import check_memory
+
+        block = self.seeds_per_cell or self.n_seeds
+        runs = block * len(self.agents) * len(self.epsilons)
+        dim = getattr(base, "dim", None)
+        per_run = 64 * dim if dim is not None else 200 * (base.n_experts + (base.n_arms or 1))
+        check_memory(f"env {env.display} with {block} seeds per cell x {runs // block} "
+                     "learner/epsilon cells (seeds_per_cell)", per_run * runs)  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         """The TOML layout as a dict (written next to results)."""
