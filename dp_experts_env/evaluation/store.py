@@ -662,7 +662,6 @@ class CellStore:
         columns = {name: _assemble(const[name], varying[name], counts) for name in order}
         return pd.DataFrame(columns, copy=False)
 
-
     def write_csv(self, run_ids: list[str], fh: Any, *, batch: int = 500) -> None:
         """Write the listed runs' rows as CSV to ``fh``, ``batch`` runs at a time.
 
