@@ -28,7 +28,7 @@ import numpy as np
 from scipy import special
 
 from agents.base import Agent, PrivacyClaim
-from dp_experts_env._validation import check_choice, check_float, check_int
+from dp_experts_env._validation import check_choice, check_float, check_int, real_array
 from dp_experts_env.batch_rng import run_seeds
 from dp_experts_env.fixed_order import dot
 
@@ -329,7 +329,7 @@ class OCOAgent(Agent):
     def _parse_gradients(self, obs: Any) -> tuple[np.ndarray, bool]:
         if isinstance(obs, dict):
             raise TypeError(f"agent {self.name!r} needs gradient observations, got a dict")
-        g = np.asarray(obs, dtype=np.float64)
+        g = real_array("obs", obs)
         single = g.ndim == 1
         if single:
             g = g[None, :]

@@ -38,6 +38,9 @@ from agents.base import Agent, BanditObs, PrivacyClaim, no_privacy
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_float, check_int, check_probability
 
+#: Most Laplace draws a round of FTPL-GR may make per run (max_resamples x arms).
+_MAX_DRAWS = 10**8
+
 __all__ = ["Exp3", "TsallisInf", "FtplGR", "Exp4", "OVER"]
 
 OVER = ("arms", "experts")
@@ -279,10 +282,15 @@ class FtplGR(_CoreBandit):
     ) -> None:
         super().__init__(n_experts, horizon, over=over, num_envs=num_envs, seed=seed, n_arms=n_arms)
         m = self.n_core_arms
+        # Every round draws max_resamples x m Laplace variables per run (all of them, so the
+        # random stream does not depend on the losses): cap the work of a round at ~1e8 draws,
+        # about a second, instead of a round that never ends.
         self.max_resamples = (
             math.ceil(math.sqrt(m * horizon))
             if max_resamples is None
-            else check_int("max_resamples", max_resamples, minimum=1)
+            else check_int(
+                "max_resamples", max_resamples, minimum=1, maximum=max(1, _MAX_DRAWS // m)
+            )
         )
         default_eta = min(
             math.sqrt(max(math.log(m), 1e-12) / (m * horizon)), 1 / self.max_resamples

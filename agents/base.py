@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dp_experts_env._validation import check_choice, check_int
+from dp_experts_env._validation import check_choice, check_int, real_array
 from dp_experts_env.batch_rng import BatchRNG, run_seeds
 
 __all__ = ["Agent", "BanditObs", "PrivacyClaim", "no_privacy", "clip_unit", "AGENT_STREAM"]
@@ -366,7 +366,7 @@ class Agent(ABC):
                 f"agent {self.name!r} needs full-information observations (loss vectors); "
                 "got a dict observation (a bandit env?)"
             )
-        arr = np.asarray(obs, dtype=np.float64)
+        arr = real_array("obs", obs)
         single = arr.ndim == 1
         if single:
             arr = arr[None, :]
@@ -419,7 +419,7 @@ class Agent(ABC):
                 f"'last_action' and 'last_loss'; got {type(obs).__name__}"
             )
         n, k = self.n_experts, self.n_arms
-        advice = np.asarray(obs["advice"], dtype=np.float64)
+        advice = real_array("obs['advice']", obs["advice"])
         single = advice.ndim == 1
         advice = advice.reshape(-1, n, k) if advice.size == self.num_envs * n * k else None
         if advice is None or advice.shape[0] != self.num_envs:
@@ -429,5 +429,5 @@ class Agent(ABC):
             )
         self._check_advice(advice)
         last_action = np.asarray(obs["last_action"], dtype=np.int64).reshape(self.num_envs)
-        last_loss = np.asarray(obs["last_loss"], dtype=np.float64).reshape(self.num_envs)
+        last_loss = real_array("obs['last_loss']", obs["last_loss"]).reshape(self.num_envs)
         return BanditObs(advice, last_action, last_loss), single

@@ -14,7 +14,12 @@ import numpy as np
 from agents._oco import OCOAgent, claim, project
 from agents.base import PrivacyClaim, no_privacy
 from agents.registry import register
-from dp_experts_env._validation import check_choice, check_delta, check_epsilon, check_float
+from dp_experts_env._validation import (
+    check_choice,
+    check_delta,
+    check_float,
+    check_learner_epsilon,
+)
 from dp_experts_env.privacy.mechanisms import TreeCounter
 from dp_experts_env.privacy.noise import NoiseBackend, get_backend, root_backend
 
@@ -185,7 +190,7 @@ class DPFTRLOCO(OCOAgent):
         **kwargs,
     ) -> None:
         super().__init__(n_experts, horizon, num_envs=num_envs, seed=seed, **kwargs)
-        self.epsilon = check_epsilon("epsilon", epsilon, allow_inf=True)
+        self.epsilon = check_learner_epsilon("epsilon", epsilon)
         self.law = check_choice("law", law, ("laplace", "gaussian"))
         if self.law == "gaussian":
             self.delta = check_delta("delta", 1e-5 if delta is None else delta)

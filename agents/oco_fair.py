@@ -22,8 +22,8 @@ from agents.registry import register
 from dp_experts_env._validation import (
     check_choice,
     check_delta,
-    check_epsilon,
     check_float,
+    check_learner_epsilon,
 )
 from dp_experts_env.privacy.gaussian import gaussian_tree_calibration
 from dp_experts_env.privacy.noise import NoiseBackend, get_backend, root_backend
@@ -173,7 +173,7 @@ class GaussianDPFTRLOCO(OCOAgent):
         **kwargs,
     ) -> None:
         super().__init__(n_experts, horizon, num_envs=num_envs, seed=seed, **kwargs)
-        self.epsilon = check_epsilon("epsilon", epsilon, allow_inf=True)
+        self.epsilon = check_learner_epsilon("epsilon", epsilon)
         self.delta = check_delta("delta", self.default_delta if delta is None else delta)
         if not self.delta > 0 and math.isfinite(self.epsilon):
             raise ValueError("delta must be > 0: a Gaussian mechanism is never pure DP")

@@ -25,7 +25,13 @@ from agents._oco import (
 )
 from agents.base import PrivacyClaim, no_privacy
 from agents.registry import register
-from dp_experts_env._validation import check_choice, check_delta, check_epsilon, check_float
+from dp_experts_env._validation import (
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_float,
+    check_learner_epsilon,
+)
 from dp_experts_env.fixed_order import dot
 from dp_experts_env.privacy.accountant_oco import (
     pcomw_best_p,
@@ -427,7 +433,7 @@ class PCOMW(OCOAgent):
         self.setting = check_choice("setting", setting, SETTINGS)
         self.mode = check_choice("mode", mode, ("strict", "paper"))
         self.tuning = check_choice("tuning", tuning or "calibrated", ("calibrated", "paper"))
-        self.epsilon = check_epsilon("epsilon", epsilon, allow_inf=True)
+        self.epsilon = check_learner_epsilon("epsilon", epsilon)
         self.delta = check_delta("delta", delta)
         if noise not in self.noise_backends:
             raise ValueError(

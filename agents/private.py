@@ -26,7 +26,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from agents.base import Agent, PrivacyClaim
-from dp_experts_env._validation import check_choice, check_delta, check_epsilon
+from dp_experts_env._validation import (
+    check_choice,
+    check_delta,
+    check_learner_epsilon,
+)
 from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.noise import BACKENDS, NoiseBackend, get_backend, root_backend
 
@@ -70,7 +74,7 @@ class PrivateAgent(Agent):
         n_arms: int | None = None,
     ) -> None:
         super().__init__(n_experts, horizon, num_envs=num_envs, seed=seed, n_arms=n_arms)
-        self.epsilon = check_epsilon("epsilon", epsilon, allow_inf=True)
+        self.epsilon = check_learner_epsilon("epsilon", epsilon)
         self.delta = check_delta("delta", self.default_delta if delta is None else delta)
         self.mode = check_choice("mode", mode, MODES)
         default = self.default_tuning if self.default_tuning in self.tunings else self.tunings[0]

@@ -128,10 +128,13 @@ def spec(name: str) -> AgentSpec:
     if name not in _REGISTRY:
         load_plugins()  # an outside learner registers on first use
     if name not in _REGISTRY:
+        from dp_experts_env._validation import did_you_mean
+
         raise ValueError(
-            f"unknown agent {name!r}; available: {sorted(_REGISTRY)} (an outside learner joins "
-            f"through an entry point of group {_plugins.AGENT_GROUP!r} or a module named in "
-            f"{_plugins.ENV_VAR}; docs/own_learner.md)"
+            f"unknown agent {name!r}{did_you_mean(name, _REGISTRY)}; available: "
+            f"{sorted(_REGISTRY)} (an outside learner joins through an entry point of group "
+            f"{_plugins.AGENT_GROUP!r} or a module named in {_plugins.ENV_VAR}; "
+            f"docs/own_learner.md)"
         )
     return _REGISTRY[name]
 

@@ -15,14 +15,32 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "EPSILON_MIN",
+    "MEMORY_LIMIT",
     "check_int",
     "check_float",
     "check_probability",
     "check_epsilon",
+    "check_learner_epsilon",
     "check_delta",
     "check_choice",
     "check_loss_array",
+    "check_memory",
+    "did_you_mean",
+    "real_array",
 ]
+
+#: Smallest privacy level a learner (or a grid, or ``--epsilon``) accepts. Noise scales and
+#: temperatures grow like 1/epsilon times the horizon; below about 1e-12 several learners
+#: overflow (OverflowError, ZeroDivisionError) or play NaN, and at 1e-6 every learner of the
+#: suite still runs with a wide margin. A learner at epsilon = 1e-6 is pure noise for any
+#: horizon this suite plays, so nothing is lost by refusing smaller values.
+EPSILON_MIN = 1e-6
+
+#: Bytes a single constructor may ask for before it is refused as a typo (16 GiB): sizes are
+#: bounded by a memory estimate, so ``dim=10**9`` fails at once, naming the parameter, instead
+#: of a MemoryError minutes later.
+MEMORY_LIMIT = 16 * 2**30
 
 
 def check_int(
@@ -81,6 +99,69 @@ def check_epsilon(name: str, value: Any, *, allow_inf: bool = False) -> float:
     return check_float(name, value, minimum=0.0, min_inclusive=False, allow_inf=allow_inf)
 
 
+def check_learner_epsilon(name: str, value: Any, *, allow_inf: bool = True) -> float:
+    """Check a learner's privacy level: ``EPSILON_MIN <= epsilon`` (``inf``: no noise).
+
+    Lower-level privacy code (accountants composing many tiny per-round epsilons) uses
+    :func:`check_epsilon`, which has no floor.
+    """
+    eps = check_epsilon(name, value, allow_inf=allow_inf)
+    if eps < EPSILON_MIN:
+        raise ValueError(
+            f"{name} must be >= {EPSILON_MIN:g} (or inf for no noise), got {eps:g}: smaller "
+            "privacy levels overflow the learners' noise scales and are pure noise anyway"
+        )
+    return eps
+
+
+def check_memory(what: str, n_bytes: float, *, limit: int = MEMORY_LIMIT) -> None:
+    """Refuse sizes whose arrays would need more than ``limit`` bytes (ValueError naming them).
+
+    Args:
+        what: the parameters responsible, as the user gave them (``"dim=1000000000 x 2 runs"``).
+        n_bytes: the estimate.
+        limit: the ceiling (default :data:`MEMORY_LIMIT`).
+    """
+    if n_bytes > limit:
+        raise ValueError(
+            f"{what} would need about {n_bytes / 2**30:,.1f} GiB of memory (the limit is "
+            f"{limit / 2**30:g} GiB): a smaller size, please"
+        )
+
+
+def did_you_mean(value: Any, choices: Iterable[str]) -> str:
+    """`` (did you mean 'hedge'?)`` for a near miss among ``choices``, else ``""``."""
+    import difflib
+
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.6)
+    if not close:
+        lowered = {c.lower(): c for c in choices}
+        close = [lowered[value.lower()]] if value.lower() in lowered else []
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def real_array(name: str, value: Any) -> np.ndarray:
+    """``value`` as a float64 array; TypeError for complex numbers (never dropped silently).
+
+    Cheap enough for an ``act`` path: a float64 array is returned as it is.
+    """
+    if isinstance(value, np.ndarray) and value.dtype == np.float64:
+        return value
+    if _complex(value):
+        raise TypeError(f"{name} must be real numbers, got complex values")
+    return np.asarray(value, dtype=np.float64)
+
+
+def _complex(value: Any) -> bool:
+    """True for complex numbers (an array, a nested list, a scalar); False if not convertible."""
+    try:
+        return bool(np.iscomplexobj(value))
+    except (TypeError, ValueError):  # a ragged list: the float conversion will say what is wrong
+        return False
+
+
 def check_delta(name: str, value: Any) -> float:
     """Check a privacy parameter delta in [0, 1)."""
     return check_float(name, value, minimum=0.0, maximum=1.0, max_inclusive=False)
@@ -92,7 +173,9 @@ def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a string, one of {choices}; got {type(value).__name__}")
     if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+        raise ValueError(
+            f"{name} must be one of {choices}, got {value!r}{did_you_mean(value, choices)}"
+        )
     return value
 
 
@@ -110,6 +193,9 @@ def check_loss_array(
     Values outside ``[low, high]`` are rejected, never clipped: a silently clipped loss would
     change the game the user asked for.
     """
+    if _complex(value):
+        # float64 conversion would drop the imaginary part with a warning only
+        raise TypeError(f"{name} must be real numbers, got complex values")
     try:
         arr = np.array(value, dtype=np.float64, copy=True)
     except (TypeError, ValueError) as err:

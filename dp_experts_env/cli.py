@@ -1,7 +1,8 @@
 """The ``dp-experts`` command (also ``python -m dp_experts_env``).
 
-Subcommands: ``list``, ``run``, ``compare``, ``plot``, ``audit``. ``dp-experts compare`` with no
-arguments runs the default comparison; ``dp-experts <command> --help`` explains each one.
+Subcommands: ``list``, ``run``, ``compare``, ``plot``, ``verify``, ``audit``. ``dp-experts
+compare`` with no arguments runs the default comparison; ``dp-experts <command> --help``
+explains each one.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ _EPILOG = """examples:
   dp-experts compare --backend ray                 the same grid on Ray (RAY_ADDRESS for a cluster)
   dp-experts run svt-restart --epsilon 1 --seeds 5 --set window_grid=dyadic
   dp-experts plot results/default                  redraw figures from a results folder
+  dp-experts plot archive/run1 --out figs/run1     ... of a read-only folder, into another one
+  dp-experts verify results/default                is every stored run current? (read only)
   dp-experts audit noisy-clipped-hedge --epsilon 1 test a privacy claim empirically
   dp-experts compare --noise grid                  the default comparison on the lattice noise
                                                    (in results/default-noise-grid)
@@ -230,6 +233,23 @@ def build_parser() -> argparse.ArgumentParser:
         choices=_METRICS,
         help="regret drawn (default dynamic_regret)",
     )
+    plot.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="folder for the figures (default RESULTS/figures); the results folder is only "
+        "read, so a read-only or archived folder can be re-plotted",
+    )
+
+    verify = sub.add_parser(
+        "verify",
+        help="check a results folder against the current code, without writing",
+        description="Re-derive the key of every run of the folder's grid from the current code "
+        "and list stale (other code, data or seeds), missing, foreign and damaged runs and "
+        "manifest problems; for a reproduce folder, also claims.csv verdicts of changed code. "
+        "Nothing is written. Exit code 0 when everything is current, 1 otherwise.",
+    )
+    verify.add_argument("results", help="results folder (compare/run) or reproduce folder")
 
     from dp_experts_env.evaluation.reproduce import add_parser as add_reproduce_parser
 
@@ -429,12 +449,12 @@ def _finish(frame: Any, out: Path, metric: str, figures: bool) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     import agents
-    from dp_experts_env._validation import check_epsilon
+    from dp_experts_env._validation import check_learner_epsilon
     from dp_experts_env.evaluation import AgentEntry, EnvEntry, Grid, run_grid
 
     for eps in args.epsilon or ():
         # names the flag the user typed, not the grid field; inf = the noise removed
-        check_epsilon("--epsilon", eps, allow_inf=True)
+        check_learner_epsilon("--epsilon", eps)
     if args.epsilon and not agents.spec(args.agent).private:
         raise ValueError(
             f"--epsilon: {args.agent!r} is non-private, so it has no privacy level to set; "
@@ -453,6 +473,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         address=args.address,
         progress=_show_progress(args),
         report=False,  # _finish writes the report for the chosen --metric
+        # without figures only each run's last row is needed: the table streams to disk
+        rows="final" if args.no_figures else "all",
     )
     _finish(frame, out, args.metric, not args.no_figures)
     return 0
@@ -504,6 +526,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         address=args.address,
         progress=_show_progress(args),
         report=False,  # _finish writes the report for the chosen --metric
+        # without figures only each run's last row is needed: the table streams to disk
+        rows="final" if args.no_figures else "all",
     )
     _finish(frame, out, args.metric, not args.no_figures)
     return 0
@@ -518,9 +542,23 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     frame = load_results(folder)
     if args.metric not in frame.columns:
         raise ValueError(f"metric {args.metric!r} is not reported by these environments")
-    paths = make_figures(frame, folder / "figures", args.metric)
-    print(f"{len(paths)} figure files in {folder / 'figures'}")
+    target = Path(args.out) if args.out is not None else folder / "figures"
+    paths = make_figures(frame, target, args.metric)
+    print(f"{len(paths)} figure files in {target}")
     return 0
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from dp_experts_env.evaluation.verify import verify_tree
+
+    folders, stale = verify_tree(args.results)
+    for report in folders:
+        print("\n".join(report.lines()))
+    for name, reason in sorted(stale.items()):
+        print(f"claims.csv: {name}: {reason} -- NOT current")
+    ok = all(r.ok for r in folders) and not stale
+    print("all current" if ok else "stale or damaged results found (see above)")
+    return 0 if ok else 1
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
@@ -634,6 +672,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_compare(args)
         if args.command == "plot":
             return _cmd_plot(args)
+        if args.command == "verify":
+            return _cmd_verify(args)
         if args.command == "reproduce":
             from dp_experts_env.evaluation.reproduce import cmd_reproduce
 
@@ -643,8 +683,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dp-experts {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:
-        # A sweep's interrupt says what was saved and how to resume; anything else says little.
-        print(f"\ndp-experts {args.command}: {err or 'interrupted'}", file=sys.stderr)
+        # A sweep's interrupt says what was saved and how to resume; one before the sweep (a bare
+        # KeyboardInterrupt, whose str() is empty) says that nothing ran.
+        message = str(err) or "interrupted before anything ran; nothing was written"
+        print(f"\ndp-experts {args.command}: {message}", file=sys.stderr)
         return 130
     except OSError as err:
         # Full disk, read-only or missing folder: one line, not a traceback.

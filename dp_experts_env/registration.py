@@ -13,6 +13,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from dp_experts_env.envs.factory import ID_KIND
 from dp_experts_env.kinds import FEEDBACKS, KINDS
 
 __all__ = ["RegisteredEnv", "ENVS", "ENV_IDS", "register_envs", "env_entry"]
@@ -77,5 +78,7 @@ def register_envs() -> None:
             id=entry.id,
             entry_point=entry.entry_point,
             vector_entry_point=entry.vector_entry_point,
-            kwargs={"kind": entry.kind},
+            # The id fixes the kind: "_id_kind" survives a kind= given to gym.make (which
+            # replaces the registered "kind"), so the env can refuse the contradiction.
+            kwargs={"kind": entry.kind, ID_KIND: entry.kind},
         )

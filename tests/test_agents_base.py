@@ -136,7 +136,9 @@ def test_available_lists_every_baseline_with_feedback_and_claim():
         row = listed[name]
         assert row["feedback"] == feedback and row["private"] is False
         assert row["claim"] == "none (not private)" and row["summary"]
-    assert set(next(iter(listed.values()))) == {"name", "feedback", "private", "claim", "summary"}
+    assert set(next(iter(listed.values()))) == {
+        "name", "feedback", "private", "claim", "summary", "source", "reference"
+    }
 
 
 @pytest.mark.parametrize("name", sorted(BASELINES))
@@ -149,7 +151,9 @@ def test_every_baseline_claim_matches_its_feedback(name):
 
 
 def test_unknown_and_malformed_names():
-    with pytest.raises(ValueError, match=r"unknown agent 'hegde'; available: \["):
+    with pytest.raises(
+        ValueError, match=r"unknown agent 'hegde' \(did you mean 'hedge'\?\); available: \["
+    ):
         agents.make("hegde", n_experts=2, horizon=5)
     with pytest.raises(TypeError, match="agent name must be a string"):
         agents.spec(3)

@@ -397,3 +397,239 @@ def test_a_valid_grid_with_one_fuzzed_key(tmp_path, where, key, value):
     test_grid_files_are_valid_or_refused_by_name.hypothesis.inner_test(
         tmp_path, top, [agent, private], [env]
     )
+
+
+# ----------------------------------------------------------------------------- the OCO env
+OCO_KEYWORDS = ["dim", "horizon", "family", "body", "radius", "grad_bound", "gap", "n_shifts"]
+OCO_VALUES = {
+    "dim": st.one_of(st.integers(-1, 5), WEIRD, st.sampled_from([10**9, 10**12])),
+    "horizon": st.one_of(st.integers(-1, 12), WEIRD, st.sampled_from([10**30, 2**31 + 1])),
+    "family": st.sampled_from(
+        [
+            "stochastic",
+            "shifting",
+            "anti_ftl",
+            "rademacher",
+            "adaptive",
+            "replay",
+            "stochastc",
+            3,
+            None,
+        ]
+    ),  # fmt: skip
+    "body": st.sampled_from(["box", "ball", "cube", None, 1]),
+    "radius": st.one_of(st.floats(-1, 3), WEIRD),
+    "grad_bound": st.one_of(st.floats(-1, 3), WEIRD),
+    "gap": st.one_of(st.floats(-0.5, 1.5), WEIRD),
+    "n_shifts": st.one_of(st.integers(-1, 4), WEIRD),
+}
+
+
+@FUZZ
+@given(
+    kwargs=st.lists(st.sampled_from(OCO_KEYWORDS), unique=True, max_size=3).flatmap(
+        lambda keys: st.fixed_dictionaries({k: OCO_VALUES[k] for k in keys})
+    )
+)
+def test_oco_env_keywords_are_accepted_in_range_or_refused_by_name(kwargs):
+    kwargs = {k: v for k, v in kwargs.items() if not (k == "family" and v is None)}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            env = gym.make("DPExperts-OCO-v0", **kwargs)
+    except (ValueError, TypeError) as err:
+        assert_names(err, [*OCO_KEYWORDS, "gradients"])
+        return
+    for key, value in kwargs.items():
+        assert not non_finite(value), f"{key}={value} accepted silently"
+    base = env.unwrapped
+    assert base.dim <= 10**6 and base.horizon <= 2**31
+    obs, _ = env.reset(seed=0)
+    assert in_space(obs, env.observation_space)
+    for _ in range(3):
+        obs, reward, terminated, _, _ = env.step(np.zeros(base.dim, dtype=np.float32))
+        assert in_space(obs, env.observation_space) and math.isfinite(reward)
+        if terminated:
+            break
+
+
+OCO_ACTIONS = st.one_of(
+    st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=0, max_size=4),
+    st.lists(st.floats(-1.5, 1.5), min_size=3, max_size=3),
+    st.sampled_from([None, "abc", [0.5 + 1j, 0.0, 0.0], [[0.0, 0.0, 0.0]], True]),
+)
+
+
+@FUZZ
+@given(action=OCO_ACTIONS)
+def test_oco_actions_are_points_of_the_box_or_refused_by_name(action):
+    env = gym.make("DPExperts-OCO-v0", dim=3, horizon=5)
+    env.reset(seed=0)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _, reward, *_ = env.step(action)
+    except (ValueError, TypeError) as err:
+        assert_names(err, ["action"])
+        return
+    arr = np.asarray(action, dtype=np.complex128)
+    assert arr.size == 3 and np.all(arr.imag == 0), repr(action)
+    assert np.all(np.isfinite(arr.real)) and np.all(np.abs(arr.real) <= 1 + 1e-6), repr(action)
+    assert math.isfinite(reward)
+
+
+# ----------------------------------------------------------------------------- the CLI
+CLI_VALUES = st.sampled_from(
+    ["0", "1", "-1", "2", "nan", "inf", "1e-300", "1e400", "abc", "", "2**63", "9" * 25]
+)
+CLI_SETS = st.sampled_from(
+    ["horizon=20", "horizon=0", "horizon=1e30", "n_experts=3", "n_experts=-2", "gap=2",
+     "family=shfit", "eta=nan", "eta=0.5", "kind=stochastic", "bogus=1", "noequals"]
+)  # fmt: skip
+
+
+@FUZZ
+@given(
+    agent=st.sampled_from(["uniform", "hedge", "noisy-clipped-hedge", "hegde", "ogd"]),
+    env=st.sampled_from(["DPExperts-Shift-v0", "DPExperts-OCO-v0", "DPExperts-Shfit-v0"]),
+    seeds=CLI_VALUES,
+    epsilon=st.one_of(st.none(), CLI_VALUES),
+    env_set=st.lists(CLI_SETS, max_size=2),
+    agent_set=st.lists(CLI_SETS, max_size=1),
+)
+def test_cli_run_refuses_bad_arguments_in_one_line(
+    tmp_path, capsys, agent, env, seeds, epsilon, env_set, agent_set
+):
+    from dp_experts_env import cli
+
+    argv = ["run", agent, "--env", env, "--seeds", seeds, "--backend", "serial"]
+    argv += ["--out", str(tmp_path / "out"), "--no-progress", "--no-figures"]
+    argv += ["--env-set", "horizon=20"]  # a small game unless a fuzzed value replaces it
+    argv += [x for item in env_set for x in ("--env-set", item)]
+    argv += [x for item in agent_set for x in ("--set", item)]
+    if epsilon is not None:
+        argv += ["--epsilon", epsilon]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            code = cli.main(argv)
+    except SystemExit as exit_:  # argparse: a malformed flag value, named in its usage line
+        assert exit_.code == 2
+        assert "error: argument" in capsys.readouterr().err
+        return
+    captured = capsys.readouterr()
+    if code == 0:
+        assert int(seeds) >= 1
+        return
+    assert code in (1, 2), code
+    err = captured.err.strip()
+    assert err.count("\n") == 0 and err.startswith("dp-experts run: error:"), err
+    assert "Traceback" not in captured.err
+
+
+# ----------------------------------------------------------------------------- issue findings
+# Inputs a fault campaign found accepted silently or failing with a raw error; each must be
+# refused at once by a ValueError/TypeError naming the parameter.
+def _findings():
+    import pathlib
+    import tempfile
+
+    from dp_experts_env.evaluation import EnvEntry, Grid
+
+    deep = pathlib.Path(tempfile.mkdtemp()) / "deep.toml"
+    deep.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    return {
+        "oco dim=10**9": (lambda: gym.make("DPExperts-OCO-v0", dim=10**9), "dim"),
+        "oco horizon=10**30": (lambda: gym.make("DPExperts-OCO-v0", horizon=10**30), "horizon"),
+        "experts n_experts=10**9": (
+            lambda: gym.make("DPExperts-Shift-v0", n_experts=10**9),
+            "n_experts",
+        ),
+        "5000-deep TOML": (lambda: Grid.from_toml(deep), "nested too deeply"),
+        "a cell batch beyond memory": (
+            lambda: Grid(
+                ["hedge"],
+                [EnvEntry("DPExperts-Shift-v0", {"n_experts": 10**6, "horizon": 10})],
+                n_seeds=10**5,
+            ).validate(),
+            "seeds_per_cell",
+        ),
+        "seeds=2**63-1": (
+            lambda: Grid(["hedge"], ["DPExperts-Shift-v0"], n_seeds=2**63 - 1),
+            "seeds",
+        ),  # fmt: skip
+        "ftpl-gr max_resamples=10**12": (
+            lambda: agents.make("ftpl-gr", n_experts=3, n_arms=3, horizon=10, max_resamples=10**12),
+            "max_resamples",
+        ),
+        "complex losses (env)": (
+            lambda: gym.make("DPExperts-Oblivious-v0", losses=np.full((4, 3), 0.5 + 1j)),
+            "losses",
+        ),
+        "complex losses (learner)": (
+            lambda: agents.make("hedge", n_experts=3, horizon=4).act([0.5 + 1j, 0, 0]),
+            "obs",
+        ),
+        "kind through another id": (
+            lambda: gym.make("DPExperts-Shift-v0", kind="stochastic"),
+            "kind",
+        ),
+        "misspelt learner": (lambda: agents.spec("hegde"), "did you mean 'hedge'"),
+        "misspelt family": (
+            lambda: gym.make("DPExperts-Shift-v0", family="bernouli_gap"),
+            "did you mean 'bernoulli_gap'",
+        ),
+        "misspelt env": (
+            lambda: Grid(["hedge"], ["DPExperts-Shfit-v0"]).validate(),
+            "did you mean 'DPExperts-Shift-v0'",
+        ),
+    }
+
+
+FINDINGS = _findings()
+
+
+@pytest.mark.parametrize("finding", sorted(FINDINGS))
+def test_issue_findings_are_refused_by_name(finding):
+    build, named = FINDINGS[finding]
+    with pytest.raises((ValueError, TypeError)) as info:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a warning (ComplexWarning) is not a refusal
+            build()
+    message = str(info.value.__cause__ or info.value) + str(info.value)
+    assert named in message, message
+
+
+PRIVATE = sorted(a["name"] for a in agents.available() if a["private"])
+
+
+def _private_env(name):
+    feedback = agents.spec(name).feedback
+    if feedback == "oco":
+        return gym.make("DPExperts-OCO-v0", dim=3, horizon=32)
+    if feedback == "bandit":
+        return gym.make("DPExperts-BanditAdvice-v0", n_experts=4, n_arms=3, horizon=32)
+    return gym.make("DPExperts-Shift-v0", n_experts=4, horizon=32)
+
+
+@pytest.mark.parametrize("name", PRIVATE)
+def test_epsilon_range_is_stated_and_holds_for_every_learner(name):
+    from dp_experts_env._validation import EPSILON_MIN
+
+    env = _private_env(name)
+    for eps in (1e-300, 1e-12, EPSILON_MIN / 2):
+        with pytest.raises(ValueError, match=rf"epsilon must be >= {EPSILON_MIN:g}"):
+            agents.make(name, env=env, epsilon=eps, seed=0)
+    # The stated range holds: at its floor every learner plays finite actions.
+    try:
+        agent = agents.make(name, env=env, epsilon=EPSILON_MIN, seed=0)
+    except ValueError as err:  # a learner may refuse a budget it cannot meet, by name
+        assert "epsilon" in str(err)
+        return
+    obs, _ = env.reset(seed=1)
+    agent.reset()
+    for _ in range(8):
+        action = agent.act(obs)
+        assert np.all(np.isfinite(np.asarray(action, dtype=np.float64)))
+        obs, *_ = env.step(action)
+    assert math.isfinite(agent.privacy.epsilon) and agent.privacy.epsilon > 0

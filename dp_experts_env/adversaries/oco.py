@@ -42,9 +42,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dp_experts_env._validation import check_choice, check_float, check_int
+from dp_experts_env._validation import check_choice, check_float, check_int, check_memory
 from dp_experts_env.batch_rng import BatchRNG
 from dp_experts_env.kinds import KINDS
+
+#: Largest horizon (as the experts envs: int64 arithmetic on k * T; far beyond anything playable).
+MAX_HORIZON = 2**31
 
 __all__ = [
     "BODIES",
@@ -278,19 +281,26 @@ class OCOAdversary:
             defaults = _KIND.defaults
             self.dim = check_int("dim", defaults["dim"] if dim is None else dim, minimum=1)
             self.horizon = check_int(
-                "horizon", defaults["horizon"] if horizon is None else horizon, minimum=1
+                "horizon",
+                defaults["horizon"] if horizon is None else horizon,
+                minimum=1,
+                maximum=MAX_HORIZON,
             )
             self._matrix = None
         gap = params.knob("gap", family)
         # Families without a mean share keep gap = 0.3 as an inert attribute (as before).
         fallback = OCOParams.FAMILY_DEFAULTS["gap"]["stochastic"]
-        self.gap = check_float(
-            "gap", fallback if gap is None else gap, minimum=0.0, maximum=1.0
-        )
+        self.gap = check_float("gap", fallback if gap is None else gap, minimum=0.0, maximum=1.0)
         n_shifts = params.knob("n_shifts", family)
         self.n_shifts = 0
         if n_shifts is not None:
             self.n_shifts = check_int("n_shifts", n_shifts, minimum=0, maximum=self.horizon - 1)
+        # (B, d) float64 state: ~6 arrays measured in the env and its core, the chunked
+        # uniforms, and one direction per mean segment; rounded up to 8 + (S + 1) arrays.
+        check_memory(
+            f"dim={self.dim} with {self.num_runs} run(s)",
+            8.0 * self.num_runs * self.dim * (8 + self.n_shifts + 1),
+        )
         self.params = replace(
             params,
             family=family,

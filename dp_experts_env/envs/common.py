@@ -89,7 +89,7 @@ class GameSetup:
         modes = self.metadata.get("render_modes", [])
         if render_mode is not None and render_mode not in modes:
             raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")
-        game = build_game(kind, **params)
+        game = build_game(kind, num_runs=num_runs, **params)
         self.core = GameCore(game.adversary, game.n_switches, num_runs, copies)
         self.kind = kind
         self.family = game.family

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from dp_experts_env._validation import check_choice, check_int
+from dp_experts_env._validation import check_choice, check_int, check_memory
 from dp_experts_env.adversaries import (
     Adversary,
     PolicyAdversary,
@@ -93,6 +93,7 @@ _SIZE_KEYS = ("n_experts", "horizon", "n_arms")
 # Family knobs that were env keywords with a None default: None means "not given".
 _NONE_IS_UNSET = ("n_shifts", "gap", "losses")
 
+
 @dataclass
 class Game:
     """A resolved environment configuration.
@@ -121,12 +122,35 @@ class Game:
 MAX_HORIZON = 2**31
 MAX_SIZE = 2**31
 
+#: Keyword the registry adds to every id's kwargs next to ``kind``: ``gym.make(id, kind=...)``
+#: replaces the registered ``kind`` but not this one, so a kind contradicting the id is refused
+#: instead of silently building another kind's env under the id.
+ID_KIND = "_id_kind"
 
-def build_game(kind: str, **keywords: Any) -> Game:
+
+def check_id_kind(kind: str, id_kind: Any) -> None:
+    """Refuse a ``kind`` that contradicts the kind of the registered id the env was made from."""
+    if id_kind is None or kind == id_kind:
+        return
+    ids = {k: spec.env_id for k, spec in KINDS.items()}
+    hint = f"; for that env use gym.make({ids[kind]!r})" if kind in ids else ""
+    raise ValueError(
+        f"kind={kind!r} contradicts the environment id, whose kind is {id_kind!r} (the id "
+        f"fixes the kind: leave kind unset{hint})"
+    )
+
+
+#: Bytes an experts env holds per run and expert (measured ~170: about 21 float64 arrays of
+#: shape (B, N) across the core, the regret bookkeeping and the loss buffers), rounded up.
+_BYTES_PER_RUN_EXPERT = 200
+
+
+def build_game(kind: str, *, num_runs: int = 1, **keywords: Any) -> Game:
     """Build the loss model of an environment of ``kind`` from its constructor keywords.
 
     Args:
         kind: environment kind (a key of :data:`~dp_experts_env.kinds.ENV_KINDS`).
+        num_runs: the runs the env will play (B), for the memory estimate that bounds the sizes.
         **keywords: the env keywords of :class:`EnvParams` and the chosen family's knobs (e.g.
             ``n_shifts``, ``gap``; ``losses``: a (T, N) loss matrix, ``.npy`` or ``.csv`` path
             for the oblivious ``"replay"``, or a (T, K) arm-loss matrix for the bandit kinds'
@@ -135,6 +159,7 @@ def build_game(kind: str, **keywords: Any) -> Game:
     Returns:
         the resolved :class:`Game`.
     """
+    check_id_kind(kind, keywords.pop(ID_KIND, None))
     spec = KINDS[check_choice("kind", kind, ENV_KINDS)]
     env = EnvParams(**{k: keywords.pop(k) for k in ENV_KEYWORDS if k in keywords})
     given = {k: v for k, v in keywords.items() if not (k in _NONE_IS_UNSET and v is None)}
@@ -146,6 +171,14 @@ def build_game(kind: str, **keywords: Any) -> Game:
     for name, value in (("n_experts", env.n_experts), ("n_arms", env.n_arms)):
         if value is not None:
             check_int(name, value, minimum=1, maximum=MAX_SIZE)
+    n, k = env.n_experts or 1, env.n_arms or 1
+    # The bandit-with-advice envs also hold an (N, K) advice matrix per run.
+    per_run = _BYTES_PER_RUN_EXPERT * (n + k) + (8 * n * k if env.n_arms is not None else 0)
+    check_memory(
+        ", ".join(f"{key}={getattr(env, key)}" for key in ("n_experts", "n_arms")
+                  if getattr(env, key) is not None) + f" with {num_runs} run(s)",
+        per_run * num_runs,
+    )  # fmt: skip
     sizes = {key: getattr(env, key) for key in _SIZE_KEYS}
     if spec.feedback == "full" and env.n_arms is not None:
         raise ValueError(

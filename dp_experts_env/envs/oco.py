@@ -55,6 +55,7 @@ from gymnasium.vector.utils import batch_space
 from dp_experts_env._validation import check_int
 from dp_experts_env.adversaries.oco import OCOAdversary, OCOParams, dual_norm
 from dp_experts_env.batch_rng import run_seeds
+from dp_experts_env.envs.factory import ID_KIND, check_id_kind
 from dp_experts_env.fixed_order import dot
 
 __all__ = ["OCOCore", "OCOEnv", "OCOVectorEnv", "OCO_INFO_KEYS"]
@@ -218,6 +219,7 @@ class _OCOSetup:
 
     def _build(self, num_runs: int, params: dict[str, Any]) -> None:
         kind = params.pop("kind", "oco")
+        check_id_kind(kind, params.pop(ID_KIND, None))
         if kind != "oco":
             raise ValueError(f"kind must be 'oco' for the OCO env, got {kind!r}")
         losses, gradients = params.pop("losses", None), params.pop("gradients", None)

@@ -10,17 +10,20 @@ cells are grouped: a cell's seeds come from the cell itself.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import queue
 import signal
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from dp_experts_env._validation import check_choice, check_int
+from dp_experts_env.evaluation import episode as episode_mod
 from dp_experts_env.evaluation.episode import group_key, run_cells
 from dp_experts_env.evaluation.grid import Cell
 
@@ -60,9 +63,52 @@ def plan_units(cells: Sequence[Cell], n_units: int = 1) -> list[list[Cell]]:
     return units
 
 
-def _serial(units: Sequence[list[Cell]]) -> Iterator[Result]:
-    for unit in units:
-        yield from run_cells(unit)
+#: ``callback(index of the unit, fraction of its current episode played)``: progress inside
+#: units, reported to :func:`execute`'s caller (a bar moves during a long unit).
+Progress = Callable[[int, float], None]
+_REPORT_EVERY = 0.5  # seconds between progress reports of one process
+
+
+def _reporter(send: Callable[[int, float], None]) -> Callable[[int, int], None]:
+    """An episode hook that calls ``send(unit, t / T)`` at most every half second."""
+    last = [0.0]
+
+    def hook(t: int, horizon: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= _REPORT_EVERY:
+            last[0] = now
+            send(_UNIT[0], t / horizon)
+
+    return hook
+
+
+_UNIT = [0]  # index of the unit this process is playing (read by its progress hook)
+
+
+def _play(unit: list[Cell], index: int) -> list[Result]:
+    """Play one unit, its index known to this process's progress hook."""
+    _UNIT[0] = index
+    return run_cells(unit)
+
+
+def _serial(units: Sequence[list[Cell]], progress: Progress | None = None) -> Iterator[Result]:
+    with _hooked(progress):
+        for index, unit in enumerate(units):
+            yield from _play(unit, index)
+
+
+@contextlib.contextmanager
+def _hooked(progress: Progress | None) -> Iterator[None]:
+    """Report this process's episodes to ``progress`` while the block runs."""
+    if progress is None:
+        yield
+        return
+    previous = episode_mod.progress_hook
+    episode_mod.progress_hook = _reporter(progress)
+    try:
+        yield
+    finally:
+        episode_mod.progress_hook = previous
 
 
 _BROKEN_POOL = (
@@ -104,15 +150,19 @@ def _run_unit(unit: Sequence[Cell]) -> list[Result]:
     return run_cells(unit)
 
 
-def _init_worker(parent_pid: int) -> None:
+def _init_worker(parent_pid: int, reports: Any = None) -> None:
     # Ctrl-C reaches the whole process group; the parent reports it and stops the workers, so
     # the workers ignore it instead of each printing a KeyboardInterrupt traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
     _load_plugins()
+    if reports is not None:  # progress inside a unit goes to the parent through a queue
+        episode_mod.progress_hook = _reporter(lambda unit, frac: reports.put((unit, frac)))
 
 
-def _local(units: Sequence[list[Cell]], n_jobs: int) -> Iterator[Result]:
+def _local(
+    units: Sequence[list[Cell]], n_jobs: int, progress: Progress | None = None
+) -> Iterator[Result]:
     """``n_jobs`` processes play the units: this one and ``n_jobs - 1`` pool workers.
 
     A spawned worker pays its interpreter start and imports (about 2 s of CPU) before its first
@@ -122,23 +172,46 @@ def _local(units: Sequence[list[Cell]], n_jobs: int) -> Iterator[Result]:
     # "spawn" keeps workers free of the parent's threads and state (numpy/BLAS, matplotlib).
     context = multiprocessing.get_context("spawn")
     own, rest = units[0], list(units[1:])
+    reports = context.Queue() if progress is not None else None
+
+    def drain() -> None:
+        while reports is not None:
+            try:
+                progress(*reports.get_nowait())  # type: ignore[misc]
+            except queue.Empty:
+                return
+
+    def relay(unit: int, frac: float) -> None:  # this process's own episodes, and the queue
+        progress(unit, frac)  # type: ignore[misc]
+        drain()
+
     try:
         with ProcessPoolExecutor(
             max_workers=max(1, min(n_jobs - 1, len(rest))),
             mp_context=context,
             initializer=_init_worker,
-            initargs=(os.getpid(),),
+            initargs=(os.getpid(), reports),
         ) as pool:
-            futures = [pool.submit(_run_unit, unit) for unit in rest]
+            # Results are dropped as soon as they are yielded (a finished future keeps its
+            # result alive until the pool exits: every row of the sweep, at the end).
+            futures = {pool.submit(_play, unit, i + 1): i + 1 for i, unit in enumerate(rest)}
             try:
-                yield from run_cells(own)
-                for future, unit in zip(futures, rest, strict=True):
-                    if future.cancel():  # not started by a worker yet: play it here
-                        yield from run_cells(unit)
-                for future in as_completed([f for f in futures if not f.cancelled()]):
-                    yield from future.result()
+                with _hooked(relay if progress is not None else None):
+                    yield from _play(own, 0)
+                    for future, index in list(futures.items()):
+                        if future.cancel():  # not started by a worker yet: play it here
+                            del futures[future]
+                            yield from _play(rest[index - 1], index)
+                while futures:
+                    done, _ = wait(
+                        list(futures), timeout=_REPORT_EVERY, return_when=FIRST_COMPLETED
+                    )
+                    drain()
+                    for future in done:
+                        del futures[future]
+                        yield from future.result()
             except BaseException:
-                for future in futures:
+                for future in list(futures):
                     future.cancel()
                 # Running cells cannot be cancelled; without this the pool's exit would wait
                 # for them (a Ctrl-C that hangs until the slowest cell ends).
@@ -196,6 +269,7 @@ def execute(
     backend: str = "local",
     n_jobs: int | None = None,
     address: str | None = None,
+    progress: Callable[[list[Cell], float], None] | None = None,
 ) -> Iterator[Result]:
     """Run cells on a backend, yielding ``(cell, rows)`` as their units finish.
 
@@ -204,16 +278,24 @@ def execute(
         backend: ``local`` (process pool, default), ``serial`` (this process) or ``ray``.
         n_jobs: worker processes for ``local`` (default: the number of CPUs).
         address: Ray cluster address (default: ``RAY_ADDRESS`` or a local Ray instance).
+        progress: called as ``progress(unit, fraction)`` (the unit's cells, the fraction of its
+            current episode played) about every half second while units play, from this
+            process (``local`` workers report through a queue); not supported on ``ray``.
     """
     check_choice("backend", backend, BACKENDS)
     if not cells:
         return iter(())
-    if backend == "serial":
-        return _serial(plan_units(cells))
     if backend == "ray":
         return _ray(plan_units(cells, os.cpu_count() or 1), address)
-    jobs = (os.cpu_count() or 1) if n_jobs is None else check_int("n_jobs", n_jobs, minimum=1)
+    jobs = (
+        1
+        if backend == "serial"
+        else (os.cpu_count() or 1)
+        if n_jobs is None
+        else (check_int("n_jobs", n_jobs, minimum=1))
+    )
     units = plan_units(cells, jobs)
+    report = None if progress is None else (lambda i, frac: progress(units[i], frac))
     if jobs == 1 or len(units) == 1:
-        return _serial(units)
-    return _local(units, min(jobs, len(units)))
+        return _serial(units, report)
+    return _local(units, min(jobs, len(units)), report)

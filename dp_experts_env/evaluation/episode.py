@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -30,6 +30,11 @@ from dp_experts_env.envs.core import SharedStreamError
 from dp_experts_env.evaluation.grid import Cell, epsilon_label, record_rounds
 
 __all__ = ["METRICS", "run_one", "run_cells", "play", "play_shared", "group_key"]
+
+#: ``hook(t, horizon)``, called every 1024 rounds of an episode when set: the sweep's progress
+#: report inside a unit (:mod:`~dp_experts_env.evaluation.backends` sets it in each worker).
+#: It only observes the round counter; rows never depend on it.
+progress_hook: Callable[[int, int], None] | None = None
 
 METRICS = (
     "cumulative_loss",
@@ -113,6 +118,8 @@ def play_shared(
                     [agent.act(obs[lo:hi]) for agent, (lo, hi) in zip(agents, bounds, strict=True)]
                 )
             obs, _, _, _, info = env.step(actions)
+            if not t & 1023 and progress_hook is not None:
+                progress_hook(t, horizon)
             if t in keep:
                 for key in METRICS:
                     if key in info:
@@ -245,27 +252,27 @@ def _rows(
     ``restarts`` (B,): a restart-based learner's final restart count per run (its
     ``restarts`` attribute), written on the rows of the last round only.
     """
-    eps = epsilon_label(cell.epsilon)
+    # The run's constant fields, computed once (a display label is a sorted join).
+    fixed: dict[str, Any] = {
+        "agent": cell.agent.display,
+        "agent_name": cell.agent.name,
+        "env": cell.env.display,
+        "env_id": cell.env.id,
+        "horizon": int(base.horizon),
+        "n_experts": int(base.n_experts),
+        "epsilon": epsilon_label(cell.epsilon),
+        "private": claim.is_private,
+        "epsilon_certified": float(claim.epsilon),
+        "certified": claim.certified,
+    }
+    lists = {key: values.tolist() for key, values in curves.items()}  # Python floats, at once
     rows = []
-    for r_idx, rnd in enumerate(rounds[: next(iter(curves.values())).shape[0]]):
+    for r_idx, rnd in enumerate(rounds[: next(iter(curves.values())).shape[0]].tolist()):
         for b, seed_index in enumerate(cell.seed_indices):
-            row: dict[str, Any] = {
-                "agent": cell.agent.display,
-                "agent_name": cell.agent.name,
-                "env": cell.env.display,
-                "env_id": cell.env.id,
-                "horizon": int(base.horizon),
-                "n_experts": int(base.n_experts),
-                "epsilon": eps,
-                "private": claim.is_private,
-                "epsilon_certified": float(claim.epsilon),
-                "certified": claim.certified,
-                "seed": int(seed_index),
-                "round": int(rnd),
-            }
-            for key, values in curves.items():
-                row[key] = float(values[r_idx, b])
-            if restarts is not None and int(rnd) == int(base.horizon):
+            row: dict[str, Any] = {**fixed, "seed": int(seed_index), "round": int(rnd)}
+            for key, values in lists.items():
+                row[key] = values[r_idx][b]
+            if restarts is not None and rnd == int(base.horizon):
                 row["restarts"] = int(restarts[b])
             rows.append(row)
     return rows

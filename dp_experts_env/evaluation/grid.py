@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from dp_experts_env._validation import check_epsilon, check_int
+from dp_experts_env._validation import check_int, check_learner_epsilon, did_you_mean
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -240,6 +240,13 @@ def _check_agent_keywords(name: str, params: Mapping[str, Any]) -> None:
         )
 
 
+#: Most seeds a grid runs. A cell plays its seeds as one batch (B runs in memory at once) and
+#: stores n_record rows per seed: a million seeds is ~64 million rows per cell, beyond what a
+#: results folder is for; larger values are typos (2**63 - 1 used to end in a MemoryError).
+MAX_SEEDS = 1_000_000
+#: Most recorded rounds per curve (each is a row per seed; figures need ~100).
+MAX_RECORD = 100_000
+
 _GRID_KEYS = {
     "agent",
     "env",
@@ -295,14 +302,16 @@ class Grid:
                 f"epsilons must be a number or a list of numbers, got {self.epsilons!r}"
             )
         # inf runs a private learner with its noise removed (the right end of its curve).
-        self.epsilons = [check_epsilon("epsilons", e, allow_inf=True) for e in self.epsilons]
+        self.epsilons = [check_learner_epsilon("epsilons", e) for e in self.epsilons]
         if not self.epsilons:
             raise ValueError("epsilons must list at least one value")
-        self.n_seeds = check_int("seeds", self.n_seeds, minimum=1)
-        self.base_seed = check_int("base_seed", self.base_seed, minimum=0)
+        self.n_seeds = check_int("seeds", self.n_seeds, minimum=1, maximum=MAX_SEEDS)
+        self.base_seed = check_int("base_seed", self.base_seed, minimum=0, maximum=2**63 - 1)
         if self.seeds_per_cell is not None:
-            self.seeds_per_cell = check_int("seeds_per_cell", self.seeds_per_cell, minimum=1)
-        self.n_record = check_int("n_record", self.n_record, minimum=2)
+            self.seeds_per_cell = check_int(
+                "seeds_per_cell", self.seeds_per_cell, minimum=1, maximum=MAX_SEEDS
+            )
+        self.n_record = check_int("n_record", self.n_record, minimum=2, maximum=MAX_RECORD)
         labels = [a.display for a in self.agents]
         dupes = {x for x in labels if labels.count(x) > 1}
         if dupes:
@@ -358,6 +367,11 @@ class Grid:
             data = tomllib.loads(path.read_text())
         except tomllib.TOMLDecodeError as err:
             raise ValueError(f"grid file {str(path)!r} is not valid TOML: {err}") from err
+        except RecursionError as err:  # the parser recurses once per level of nesting
+            raise ValueError(
+                f"grid file {str(path)!r}: arrays or tables nested too deeply to parse (a grid "
+                "needs two levels)"
+            ) from err
         try:
             return cls.from_dict(data)
         except (TypeError, ValueError) as err:
@@ -405,7 +419,9 @@ class Grid:
                 gym.spec(env.id)
             except gym.error.Error as err:
                 ids = sorted(i for i in gym.registry if i.startswith("DPExperts"))
-                raise ValueError(f"unknown env id {env.id!r}; registered: {ids}") from err
+                raise ValueError(
+                    f"unknown env id {env.id!r}{did_you_mean(env.id, ids)}; registered: {ids}"
+                ) from err
             try:
                 instance = gym.make(env.id, **dict(env.params))
             except (TypeError, ValueError) as err:
@@ -423,7 +439,23 @@ class Grid:
                     agents_pkg.make(agent.name, env=instance, seed=0, **params)
                 except (TypeError, ValueError) as err:
                     raise ValueError(f"agent {agent.display} on {env.display}: {err}") from err
+            self._check_batch_memory(env, instance.unwrapped)
             instance.close()
+
+    def _check_batch_memory(self, env: EnvEntry, base: Any) -> None:
+        """Refuse a cell batch whose env arrays would not fit (the env was built with one run).
+
+        A unit plays ``seeds_per_cell`` runs for every learner and epsilon at once; the estimate
+        is the env's own (~200 bytes per run and expert, 8 floats per run and dimension for OCO).
+        """
+        from dp_experts_env._validation import check_memory
+
+        block = self.seeds_per_cell or self.n_seeds
+        runs = block * len(self.agents) * len(self.epsilons)
+        dim = getattr(base, "dim", None)
+        per_run = 64 * dim if dim is not None else 200 * (base.n_experts + (base.n_arms or 1))
+        check_memory(f"env {env.display} with {block} seeds per cell x {runs // block} "
+                     "learner/epsilon cells (seeds_per_cell)", per_run * runs)  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         """The TOML layout as a dict (written next to results)."""

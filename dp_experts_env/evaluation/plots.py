@@ -24,6 +24,7 @@ dashed line; other non-private learners are dashed, private ones solid.
 from __future__ import annotations
 
 import hashlib
+import io
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -588,18 +589,37 @@ def plot_aggregate(frame: pd.DataFrame, metric: str = "dynamic_regret") -> Figur
 
 
 def save_figure(fig: Figure, path_stem: str | Path) -> list[Path]:
-    """Save as PNG and PDF; returns both paths."""
+    """Save as PNG and PDF; returns both paths.
+
+    Each file is rendered to memory and written like every other output of a results folder
+    (:func:`~dp_experts_env.evaluation.store.write_atomic`: a temporary file in the same folder
+    renamed over the destination), so a symbolic link planted at a figure's name is replaced,
+    never followed, and a kill leaves the previous figure. The folder itself must be a real
+    folder (:func:`~dp_experts_env.evaluation.store.plain_dir`).
+    """
+    from dp_experts_env.evaluation.store import plain_dir
+
     stem = Path(path_stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
+    plain_dir(stem.parent)
     # Append the suffix: with_suffix() would replace whatever follows the stem's last "." (an
     # env label "gap=0.1" and "gap=0.2" would both be saved as "...gap=0.png").
     paths = [stem.parent / f"{stem.name}.png", stem.parent / f"{stem.name}.pdf"]
     with plt.rc_context(STYLE):  # fonttype is read when the PDF is written
         for path in paths:
             # "tight" keeps the legend placed below the axes inside the saved image.
-            fig.savefig(path, dpi=300, bbox_inches="tight")
+            write_figure(fig, path, dpi=300, bbox_inches="tight")
     plt.close(fig)
     return paths
+
+
+def write_figure(fig: Figure, path: str | Path, **savefig: Any) -> Path:
+    """Render ``fig`` (format from the suffix) and write it atomically, never through a link."""
+    from dp_experts_env.evaluation.store import write_atomic
+
+    path = Path(path)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=path.suffix.lstrip(".") or "png", **savefig)
+    return write_atomic(path, lambda fh: fh.write(buffer.getvalue()), text=False)
 
 
 def _slug(text: str) -> str:

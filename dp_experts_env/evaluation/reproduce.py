@@ -4,7 +4,13 @@ Each claim's sweeps run on the grid runner (:func:`~dp_experts_env.evaluation.sw
 one results folder per (claim, sweep, epsilon) under ``OUT/runs/``, so a second call reuses every
 stored (cell, seed) and an interrupted call resumes; any backend of the runner works. Claims that
 read a learner's internals (a switch counter) run :func:`custom` experiments whose results are
-stored with the code fingerprint of the learner and env, so a code change re-runs them.
+stored with the code fingerprint of the learner and env and the claim's own code version
+(:func:`claim_code_version`), so a change of either re-runs them.
+
+Every claims.csv row carries the ``code`` version of its claim. Re-running some claims keeps the
+other claims' earlier rows only when their code version is still the current one; a row of
+changed code is dropped (and named on the log), so claims.csv never mixes verdicts of different
+code.
 
 Every claim also runs its no-learning control (:class:`~dp_experts_env.evaluation.claims.Control`)
 in the learner's role, in the same sweep, on the same loss streams (same envs and seeds), and the
@@ -20,6 +26,7 @@ measured, ci_low, ci_high, verdict, reason, control, control_measured, control_v
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
 import time
@@ -40,9 +47,16 @@ from dp_experts_env.evaluation.claims import (
     judge,
 )
 from dp_experts_env.evaluation.grid import AgentEntry, EnvEntry, Grid
-from dp_experts_env.evaluation.store import write_atomic
+from dp_experts_env.evaluation.store import plain_dir, read_plain, write_atomic
 
-__all__ = ["COLUMNS", "run_claims", "sweep_rows", "write_outputs"]
+__all__ = [
+    "COLUMNS",
+    "claim_code_version",
+    "run_claims",
+    "stale_claims",
+    "sweep_rows",
+    "write_outputs",
+]
 
 COLUMNS = (
     "claim",
@@ -65,6 +79,7 @@ COLUMNS = (
     "control_verdict",
     "detail",
     "seconds",
+    "code",
 )
 _FLOATS = (
     "predicted",
@@ -156,18 +171,17 @@ def _custom_rows(claim: Claim, sweep: Sweep, out: Path, points: tuple, seeds: in
         "points": [[p.x, dict(p.env_params), p.epsilon] for p in points],
         "seeds": seeds,
     }
-    key = results_key(config, sweep.agent, sweep.env_id)
-    path = out / "runs" / claim.name / f"{sweep.folder}-custom.json"
-    if path.exists():
-        try:
-            stored = json.loads(path.read_text())
-            if stored.get("key") == key:
-                return pd.DataFrame(stored["rows"])
-        except (OSError, ValueError, KeyError):
-            pass  # unreadable or stale: run again
+    key = results_key(config, sweep.agent, sweep.env_id, claim=claim)
+    folder = plain_dir(plain_dir(out / "runs") / claim.name)
+    path = folder / f"{sweep.folder}-custom.json"
+    try:
+        stored = json.loads(read_plain(path))
+        if stored.get("key") == key:
+            return pd.DataFrame(stored["rows"])
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass  # absent, unreadable, a planted link or stale: run again
     assert sweep.custom is not None
     rows = sweep.custom(sweep, points, seeds)
-    path.parent.mkdir(parents=True, exist_ok=True)
     _write_text(path, json.dumps({"key": key, "rows": rows.to_dict(orient="list")}))
     return rows
 
@@ -202,8 +216,11 @@ def run_claims(
     Returns:
         The claims.csv rows of these claims.
     """
+    from dp_experts_env.evaluation.store import forget_fingerprints
+
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    forget_fingerprints()  # code versions of the code on disk now
     results: list[dict[str, Any]] = []
     data: dict[str, tuple[Mapping[str, pd.DataFrame], Mapping[str, pd.DataFrame] | None]] = {}
     run = {
@@ -237,6 +254,7 @@ def run_claims(
         )
         data[claim.name] = (rows, control_rows)
         row = _row(tested, m, judgement, mc, control_judgement, time.perf_counter() - start)
+        row["code"] = claim_code_version(tested)
         results.append(row)
         if log is not None:
             control_text = (
@@ -250,7 +268,7 @@ def run_claims(
                 file=log,
                 flush=True,
             )
-    write_outputs(*_with_earlier(chosen_claims, results, out, quick), data, out, quick=quick)
+    write_outputs(*_with_earlier(chosen_claims, results, out, quick, log), data, out, quick=quick)
     return results
 
 
@@ -295,24 +313,42 @@ def explicit_bounds(claim: Claim, quick: bool) -> dict[float, tuple[float, float
 
 
 def _with_earlier(
-    claims: Sequence[Claim], results: list[dict[str, Any]], out: Path, quick: bool
+    claims: Sequence[Claim],
+    results: list[dict[str, Any]],
+    out: Path,
+    quick: bool,
+    log: Any = None,
 ) -> tuple[list[Claim], list[dict[str, Any]]]:
     """The claims and rows of this call plus those an earlier call wrote to ``out``.
 
     Re-running one claim must not drop the others from claims.csv and report.md; earlier rows
-    are kept only for claims that are still registered (their figures are already on disk).
+    are kept only for claims that are still registered (their figures are already on disk) and
+    whose code version is still the current one: a verdict of other code is dropped and named
+    on ``log``, never shown as if current.
     """
     from dp_experts_env.evaluation.paper_claims import get_claims
 
-    path = out / "claims.csv"
-    if not path.exists():
+    earlier = _earlier_rows(out)
+    if earlier is None:
         return list(claims), results
     done = {c.name for c in claims}
-    with open(path, newline="") as handle:
-        earlier = [r for r in csv.DictReader(handle) if r.get("claim") not in done]
+    earlier = [r for r in earlier if r.get("claim") not in done]
     registry = {c.name: c for c in get_claims(quick=quick)}
     kept = [r for r in earlier if r.get("claim") in registry]
     kept = [r for r in kept if all(r.get(k) is not None for k in COLUMNS)]  # an older format
+    stale = [
+        r["claim"]
+        for r in kept
+        if r.get("code") != claim_code_version(_as_run(registry[r["claim"]], r))
+    ]
+    if stale and log is not None:
+        print(
+            f"dropped the earlier verdicts of {', '.join(stale)} from claims.csv: their code "
+            "changed since they ran (run them again to get current verdicts)",
+            file=log,
+            flush=True,
+        )
+    kept = [r for r in kept if r["claim"] not in stale]
     for r in kept:
         for key in _FLOATS:
             r[key] = float(r[key])
@@ -599,13 +635,92 @@ def _band(c: Claim) -> str:
     return f"{c.predicted:.3g} +- {c.tolerance:.3g}"
 
 
-def results_key(config: Mapping[str, Any], agent: str, env_id: str) -> str:
-    """Identity of a custom experiment's result: its configuration and the code it ran."""
+def results_key(
+    config: Mapping[str, Any], agent: str, env_id: str, *, claim: Claim | None = None
+) -> str:
+    """Identity of a custom experiment's result: its configuration and the code it ran.
+
+    The code is the learner's and env's (:func:`~dp_experts_env.evaluation.store.code_fingerprint`)
+    and, with ``claim``, the claim's own (:func:`claim_code_version`: the experiment function
+    lives in the claims' module, not in the learner's).
+    """
     from dp_experts_env.evaluation.store import code_fingerprint
 
-    return json.dumps(
-        {"config": dict(config), "code": code_fingerprint(agent, env_id)}, sort_keys=True
-    )
+    code = dict(code_fingerprint(agent, env_id))
+    if claim is not None:
+        code["claim"] = claim_code_version(claim)
+    return json.dumps({"config": dict(config), "code": code}, sort_keys=True)
+
+
+#: Evaluation modules a claim's rows and verdict depend on (beyond the learner's and env's code):
+#: the analyses and the claims' registry, the statistics, the episode loop and the seed
+#: derivation. Tables, figures, the sweep machinery and the CLI do not change a verdict.
+_CLAIM_MODULES = frozenset(
+    {
+        "dp_experts_env.evaluation.claims",
+        "dp_experts_env.evaluation.paper_claims",
+        "dp_experts_env.evaluation.stats",
+        "dp_experts_env.evaluation.episode",
+        "dp_experts_env.evaluation.grid",
+    }
+)
+
+
+def _claim_follows(name: str) -> bool:
+    if name.startswith("dp_experts_env.evaluation"):
+        return name in _CLAIM_MODULES
+    return name.startswith(("agents.", "dp_experts_env.")) and name != "dp_experts_env.cli"
+
+
+def claim_code_version(claim: Claim) -> str:
+    """A 16-hex-digit version of the code that decides a claim's rows and verdict.
+
+    A SHA-256 over the source of the modules defining the claim's analysis, figure and custom
+    experiments and of the project modules they import (:data:`_CLAIM_MODULES` of the
+    evaluation package), plus the code fingerprint of every sweep's learner and env.
+    """
+    from dp_experts_env.evaluation.store import code_fingerprint, module_fingerprint
+
+    roots = set(_CLAIM_MODULES)
+    for fn in (claim.analyse, claim.figure, *(s.custom for s in claim.sweeps)):
+        module = getattr(fn, "__module__", None)
+        if isinstance(module, str):
+            roots.add(module)
+    parts = [module_fingerprint(sorted(roots), _claim_follows)]
+    for sweep in claim.sweeps:
+        parts.append(json.dumps(code_fingerprint(sweep.agent, sweep.env_id), sort_keys=True))
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def _earlier_rows(out: Path) -> list[dict[str, Any]] | None:
+    """Rows of ``out/claims.csv`` (None when there is none); never read through a link."""
+    import io
+
+    try:
+        text = read_plain(out / "claims.csv").decode()
+    except FileNotFoundError:
+        return None
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def stale_claims(out: str | Path) -> dict[str, str]:
+    """Claims of ``out/claims.csv`` whose code version is not the current one (read only).
+
+    Returns ``{claim name: reason}``. The code version does not depend on ``--quick`` (sizes
+    are not code), so the full registry is used.
+    """
+    from dp_experts_env.evaluation.paper_claims import get_claims
+
+    rows = _earlier_rows(Path(out)) or []
+    registry = {c.name: c for c in get_claims()}
+    out_of_date: dict[str, str] = {}
+    for r in rows:
+        name = r.get("claim", "")
+        if name not in registry:
+            out_of_date[name] = "no longer registered"
+        elif r.get("code") != claim_code_version(_as_run(registry[name], r)):
+            out_of_date[name] = "code changed since its verdict"
+    return out_of_date
 
 
 # ----------------------------------------------------------------------------- command line

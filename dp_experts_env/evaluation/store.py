@@ -3,10 +3,12 @@
 Cache key
     A run -- one seed index of one (agent, env, epsilon) cell -- is stored under a key made of
     the cell (agent name and parameters, env id and parameters, epsilon, base seed, recorded
-    rounds, seed index), the package version, a SHA-256 of the source of the learner's and the
-    env's modules (and every project module they import, see :func:`code_fingerprint`), and the
-    SHA-256 of the content of every data file a parameter names (a replay ``losses`` path). A
-    changed key is a different file name, so the run is played again; an old file is ignored.
+    rounds, seed index), the env and agent seeds derived for it, the package version, a SHA-256
+    of the source of the learner's and the env's modules (and every project module they import,
+    see :func:`code_fingerprint`; the env's side includes the episode loop and
+    ``evaluation/grid.py``, which derives the seeds and the recorded rounds), and the SHA-256 of
+    the content of every data file a parameter names (a replay ``losses`` path). A changed key
+    is a different file name, so the run is played again; an old file is ignored.
 
 Per-seed files
     Cells are still played as one batch of seeds, but each seed's rows are stored in their own
@@ -17,28 +19,44 @@ Per-seed files
 Manifest
     ``manifest.json`` lists the run files of the grid last run in the folder; the results table,
     the summary and ``dp-experts plot`` read exactly those files, never other ``cells/*.json``
-    (an earlier grid's, a stale key's) or temporary files.
+    (an earlier grid's, a stale key's) or temporary files. It carries a checksum of its grid
+    and run list, and ``complete`` once every listed run and ``results.csv`` are written.
 
 Every file is written to a temporary file in the same folder and renamed into place (atomic on
 POSIX and Windows), with the mode the umask asks for. A run file that does not parse, belongs to
 another key or fails its checksum is reported and re-run; a valid file is never rewritten.
+
+Trust boundary
+    A results folder may come from someone else (a shared group folder, an unpacked archive), so
+    nothing in it may make a sweep or a plot read or write outside it: run ids are checked to be
+    plain file names before any path is built from them (:func:`check_run_id`); files are read
+    with ``O_NOFOLLOW`` and must be regular files (:func:`read_plain`); the folders written into
+    (``cells/``, ``figures/``) must be real folders, not symbolic links (:func:`plain_dir`);
+    outputs are renamed over their destination, which replaces a planted symbolic link instead
+    of following it; the ``.lock`` file is opened with ``O_NOFOLLOW``, must be a regular file
+    with one link, and is never truncated (:func:`folder_lock`).
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import errno
 import functools
 import hashlib
 import importlib.util
 import json
+import math
 import os
+import re
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from dp_experts_env.evaluation.grid import Cell, _canonical, _json_default, _plain
@@ -49,16 +67,22 @@ __all__ = [
     "MANIFEST",
     "ResultsFolderBusy",
     "SweepError",
+    "UnsafeResultsFolder",
+    "check_run_id",
     "code_fingerprint",
     "data_fingerprint",
     "load_results",
+    "module_fingerprint",
+    "plain_dir",
     "read_manifest",
+    "read_plain",
     "write_atomic",
 ]
 
 #: Version of the run-file layout and of the key's fields; bump it when the episode loop or the
 #: seed derivation changes meaning in a way the code hash would not see.
-FORMAT_VERSION = 2
+#: 3: the derived seeds and the source of evaluation/grid.py joined the key; manifest checksum.
+FORMAT_VERSION = 3
 MANIFEST = "manifest.json"
 
 
@@ -70,6 +94,81 @@ class ResultsFolderBusy(SweepError):
     """Another process holds the results folder's lock."""
 
 
+class UnsafeResultsFolder(ValueError):
+    """A results folder holds a file that could make us read or write outside it."""
+
+
+# ----------------------------------------------------------------------------- the boundary
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # absent on Windows, where symlinks need privileges
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a planted FIFO must not hang the open
+#: What :meth:`CellStore.run_id` produces: a readable prefix of letters, digits and ``_.+-``
+#: (``e1e+06``), no leading dot, no separator, at most 200 characters.
+_RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}")
+
+
+def check_run_id(run_id: Any) -> str:
+    """Return ``run_id`` if it is a plain file stem (no separator, no ``..``); else ValueError.
+
+    Run ids come from a manifest, which is a file of the folder: they are checked before any
+    path is built from them, so ``../../elsewhere/file`` cannot make us read outside the folder.
+    """
+    if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id) or ".." in run_id:
+        raise UnsafeResultsFolder(
+            f"run id {run_id!r} is not a plain file name (letters, digits and _.+- only, no "
+            "'..'); the manifest was altered: run compare again into a fresh folder"
+        )
+    return run_id
+
+
+def plain_dir(path: str | Path, *, create: bool = True) -> Path:
+    """``path`` as a real folder (created if missing); UnsafeResultsFolder for a symlink.
+
+    A folder of the results folder that is a symbolic link (``figures -> ~/``) would make every
+    file written "into" it land elsewhere.
+    """
+    path = Path(path)
+    if create:
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(parents=True)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        if create:
+            raise
+        return path
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise UnsafeResultsFolder(
+            f"{path} is {'a symbolic link' if stat.S_ISLNK(info.st_mode) else 'not a folder'}; "
+            "a results folder's sub-folders must be plain folders (remove it, or use another "
+            "folder)"
+        )
+    return path
+
+
+def read_plain(path: str | Path) -> bytes:
+    """The bytes of a regular file, never following a symbolic link at ``path``.
+
+    Raises:
+        FileNotFoundError: no file there.
+        UnsafeResultsFolder: a symbolic link, a FIFO, a device or a folder.
+    """
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise UnsafeResultsFolder(
+                f"{path} is a symbolic link; files of a results folder are never followed out "
+                "of it (remove the link)"
+            ) from err
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise UnsafeResultsFolder(f"{path} is not a regular file")
+        return fh.read()
+
+
 # ----------------------------------------------------------------------------- file writing
 def _umask() -> int:
     # os.umask can only be read by setting it; restore it at once.
@@ -78,13 +177,18 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(path: str | Path, writer: Callable[[Any], None], *, text: bool = True) -> Path:
+def write_atomic(
+    path: str | Path, writer: Callable[[Any], None], *, text: bool = True, durable: bool = True
+) -> Path:
     """Write a file via a temporary file in the same folder and an atomic rename.
 
     Args:
         path: the destination.
         writer: called with the open temporary file.
         text: open in text mode (else binary).
+        durable: ``fsync`` before the rename, so the file survives a power loss too. Run files
+            skip it (it cost ~7 ms per file, most of a sweep of short cells): a run file torn
+            by a power loss fails its checksum and is played again.
 
     A full disk or a kill leaves the previous file (or none) in place, never a truncated one. The
     file gets the mode an ordinary ``open`` would give it (0666 minus the umask), not mkstemp's
@@ -96,7 +200,8 @@ def write_atomic(path: str | Path, writer: Callable[[Any], None], *, text: bool 
         with os.fdopen(fd, "w" if text else "wb", **({"newline": ""} if text else {})) as fh:
             writer(fh)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
@@ -119,11 +224,16 @@ def _write_json(path: Path, data: Any) -> Path:
 _UNFOLLOWED = ("agents", "dp_experts_env", "dp_experts_env.cli", "dp_experts_env.__main__")
 
 
+#: Evaluation modules that change rows: the episode loop, and the grid module, which derives
+#: every env and agent seed and the recorded rounds.
+_ROW_MODULES = ("dp_experts_env.evaluation.episode", "dp_experts_env.evaluation.grid")
+
+
 def _project_module(name: str) -> bool:
     if name in _UNFOLLOWED:
         return False
     if name.startswith("dp_experts_env.evaluation"):
-        return name == "dp_experts_env.evaluation.episode"
+        return name in _ROW_MODULES
     return name.startswith(("agents.", "dp_experts_env."))
 
 
@@ -162,19 +272,25 @@ def _imports(name: str) -> tuple[str, ...]:
                 candidate = f"{base}.{alias.name}"
                 if _module_source(candidate)[0] is not None:
                     found.add(candidate)
-    return tuple(sorted(n for n in found if _project_module(n)))
+    return tuple(sorted(n for n in found if n.startswith(("agents.", "dp_experts_env."))))
 
 
-def _closure(roots: Iterable[str]) -> list[str]:
+def _closure(roots: Iterable[str], follow: Callable[[str], bool] = _project_module) -> list[str]:
+    """The roots and every project module they import, transitively, that ``follow`` accepts."""
     seen: set[str] = set()
-    stack = [r for r in roots if _project_module(r)]
+    stack = [r for r in roots if follow(r)]
     while stack:
         name = stack.pop()
         if name in seen:
             continue
         seen.add(name)
-        stack.extend(_imports(name))
+        stack.extend(n for n in _imports(name) if follow(n))
     return sorted(seen)
+
+
+def module_fingerprint(roots: Iterable[str], follow: Callable[[str], bool]) -> str:
+    """SHA-256 of the source of ``roots`` and the project modules they import (per ``follow``)."""
+    return _hash_modules(_closure(roots, follow))
 
 
 def _hash_modules(names: Iterable[str]) -> str:
@@ -202,7 +318,8 @@ def code_fingerprint(agent_name: str, env_id: str) -> dict[str, str]:
     The learner's hash covers the modules of its class and base classes and every project module
     they import (transitively; the privacy mechanisms, the batch RNG); the env's covers the
     modules of its single and vector entry points and their imports (the adversary families, the
-    regret bookkeeping), plus the episode loop. Hashes are of the source files, so editing a
+    regret bookkeeping), plus the episode loop and ``evaluation/grid.py`` (seed derivation and
+    recorded rounds). Hashes are of the source files, so editing a
     learner's learning rate changes its key even when the version number does not move.
     """
     import gymnasium as gym
@@ -213,7 +330,7 @@ def code_fingerprint(agent_name: str, env_id: str) -> dict[str, str]:
     cls = agents_pkg.spec(agent_name).cls
     agent_roots = {c.__module__ for c in cls.__mro__ if c.__module__ != "builtins"}
     spec = gym.spec(env_id)
-    env_roots = {"dp_experts_env.evaluation.episode"}
+    env_roots = set(_ROW_MODULES)
     for entry in (spec.entry_point, spec.vector_entry_point):
         if isinstance(entry, str):
             env_roots.add(entry.partition(":")[0])
@@ -280,9 +397,50 @@ def data_fingerprint(params: Mapping[str, Any], prefix: str = "") -> dict[str, s
 
 
 # ----------------------------------------------------------------------------- the store
-def _digest(rows: list[dict[str, Any]]) -> str:
-    payload = json.dumps(rows, sort_keys=True, separators=(",", ":"), allow_nan=True)
-    return hashlib.sha256(payload.encode()).hexdigest()
+# A run file is two lines: a header (format version, key, checksum, row count) and the rows as
+# columns: the columns whose value is the same on every row of the run (agent, env, epsilon,
+# seed, ...) once, the others (round, the metrics) as lists. The checksum is the SHA-256 of the
+# second line's bytes as stored, so checking a file never re-serialises it, and reading a run
+# costs one JSON parse of a few lists, not one dict per row.
+
+
+def _columns(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Rows (dicts with the same keys) as ``{"order", "const", "cols"}``."""
+    order = list(rows[0])
+    const: dict[str, Any] = {}
+    cols: dict[str, list[Any]] = {}
+    for name in order:
+        values = [row.get(name) for row in rows]
+        first = values[0]
+        if all(type(v) is type(first) and v == first for v in values):
+            const[name] = first
+        else:
+            cols[name] = values
+    return {"order": order, "const": const, "cols": cols}
+
+
+def _payload(rows: list[dict[str, Any]]) -> bytes:
+    text = json.dumps(_columns(rows), separators=(",", ":"), allow_nan=True, default=_json_default)
+    return text.encode()
+
+
+def _split(raw: bytes) -> tuple[dict[str, Any], bytes]:
+    """(header, payload bytes) of a run file; ValueError when it has not the two-line layout."""
+    head, sep, payload = raw.partition(b"\n")
+    if not sep:
+        raise ValueError("not a two-line run file")
+    header = json.loads(head)
+    if not isinstance(header, dict):
+        raise ValueError("header is not an object")
+    return header, payload
+
+
+def _rows_of(payload: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    const, cols = payload["const"], payload["cols"]
+    return [
+        {name: const[name] if name in const else cols[name][i] for name in payload["order"]}
+        for i in range(n)
+    ]
 
 
 class CellStore:
@@ -296,19 +454,32 @@ class CellStore:
     @staticmethod
     def key(cell: Cell, seed_index: int) -> dict[str, Any]:
         """Everything that determines the rows of one seed of a cell (JSON-ready)."""
+        return CellStore._keys(cell, [seed_index])[0]
+
+    @staticmethod
+    def _keys(cell: Cell, seed_indices: Iterable[int]) -> list[dict[str, Any]]:
         description = cell.to_dict()
         description.pop("seed_indices")
-        key = {
+        common = {
             "format": FORMAT_VERSION,
             **description,
-            "seed": int(seed_index),
             "code": code_fingerprint(cell.agent.name, cell.env.id),
             "data": {
                 **data_fingerprint(cell.env.params, "env."),
                 **data_fingerprint(cell.agent.params, "agent."),
             },
         }
-        return json.loads(_canonical(key))
+        common = json.loads(_canonical(common))  # once per cell: the JSON form, as stored
+        seeds = [int(i) for i in seed_indices]
+        block = cell.with_seeds(seeds)
+        keys = []
+        for i, env_seed, agent_seed in zip(
+            seeds, block.env_seeds(), block.agent_seeds(), strict=True
+        ):
+            # The seeds the episode is played with: a changed derivation changes the key even
+            # if evaluation/grid.py (hashed in "code") were not where it changed.
+            keys.append({**common, "seed": i, "env_seed": env_seed, "agent_seed": agent_seed})
+        return keys
 
     @staticmethod
     def run_id(cell: Cell, key: Mapping[str, Any]) -> str:
@@ -320,50 +491,69 @@ class CellStore:
 
     def runs(self, cell: Cell) -> list[tuple[int, dict[str, Any], str]]:
         """(seed index, key, run id) of every seed of the cell."""
-        out = []
-        for i in cell.seed_indices:
-            key = self.key(cell, i)
-            out.append((int(i), key, self.run_id(cell, key)))
-        return out
+        return [
+            (key["seed"], key, self.run_id(cell, key))
+            for key in self._keys(cell, cell.seed_indices)
+        ]
 
     def path(self, run_id: str) -> Path:
-        """Where a run's rows live."""
-        return self.cells_dir / f"{run_id}.json"
+        """Where a run's rows live (the run id is checked to be a plain name first)."""
+        return self.cells_dir / f"{check_run_id(run_id)}.json"
+
+    def _read(self, run_id: str) -> tuple[dict[str, Any], bytes]:
+        """(header, payload bytes) of a run file; FileNotFoundError if absent (never a link)."""
+        plain_dir(self.cells_dir, create=False)
+        return _split(read_plain(self.path(run_id)))
 
     # ---------------------------------------------------------------- reading
-    def check(self, run_id: str, key: Mapping[str, Any]) -> tuple[list[dict] | None, str]:
-        """(rows, "") for a valid file; (None, reason) otherwise (reason "missing" if absent)."""
-        path = self.path(run_id)
-        if not path.is_file():
-            return None, "missing"
+    def check(self, run_id: str, key: Mapping[str, Any]) -> tuple[dict | None, str]:
+        """(header, "") for a valid file; (None, reason) otherwise (reason "missing" if absent).
+
+        Valid: the current format, exactly this key, and the checksum of its rows.
+        """
         try:
-            data = json.loads(path.read_text())
-            rows = data["rows"]
+            header, payload = self._read(run_id)
+        except FileNotFoundError:
+            return None, "missing"
+        except UnsafeResultsFolder as err:
+            return None, f"refused ({err})"
         except (OSError, ValueError, KeyError, TypeError) as err:
             return None, f"unreadable ({type(err).__name__})"
-        if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
+        if header.get("version") != FORMAT_VERSION:
             return None, "written by another format version"
-        if data.get("key") != json.loads(_canonical(key)):
+        if header.get("key") != json.loads(_canonical(key)):
             return None, "belongs to another cell or code version"
-        if not isinstance(rows, list) or not rows or data.get("checksum") != _digest(rows):
+        if header.get("checksum") != hashlib.sha256(payload).hexdigest():
             return None, "checksum mismatch"
-        return rows, ""
+        return header, ""
+
+    def _load(self, run_id: str) -> tuple[dict[str, Any], int] | None:
+        """(columns, row count) of a run file that passes its checksum; None otherwise."""
+        try:
+            header, payload = self._read(run_id)
+            if header.get("version") != FORMAT_VERSION:
+                return None
+            if header.get("checksum") != hashlib.sha256(payload).hexdigest():
+                return None
+            n = int(header["n"])
+            data = json.loads(payload)
+            if n < 1 or any(len(v) != n for v in data["cols"].values()):
+                return None
+            return data, n
+        except UnsafeResultsFolder:
+            raise
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
 
     def load_run(self, run_id: str) -> list[dict[str, Any]] | None:
         """Rows of a run file if it parses and passes its checksum (key not re-derived)."""
-        try:
-            data = json.loads(self.path(run_id).read_text())
-            rows = data["rows"]
-            if data.get("version") == FORMAT_VERSION and data.get("checksum") == _digest(rows):
-                return rows
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-        return None
+        loaded = self._load(run_id)
+        return None if loaded is None else _rows_of(*loaded)
 
     # ---------------------------------------------------------------- writing
     def save_cell(self, cell: Cell, rows: list[dict[str, Any]]) -> list[Path]:
         """Split a played cell's rows by seed and write one file per seed."""
-        self.cells_dir.mkdir(parents=True, exist_ok=True)
+        plain_dir(self.cells_dir)
         by_seed: dict[int, list[dict[str, Any]]] = {}
         for row in rows:
             by_seed.setdefault(int(row["seed"]), []).append(row)
@@ -372,19 +562,29 @@ class CellStore:
             seed_rows = by_seed.get(seed)
             if not seed_rows:
                 raise RuntimeError(f"cell {cell.cell_id} returned no rows for seed {seed}")
-            data = {
+            payload = _payload(seed_rows)
+            header = {
                 "version": FORMAT_VERSION,
                 "key": key,
-                "checksum": _digest(seed_rows),
-                "rows": seed_rows,
+                "checksum": hashlib.sha256(payload).hexdigest(),
+                "n": len(seed_rows),
+                "columns": list(seed_rows[0]),
             }
-            paths.append(_write_json(self.path(run_id), data))
+            head = json.dumps(header, separators=(",", ":"), default=_json_default).encode()
+            paths.append(
+                write_atomic(
+                    self.path(run_id),
+                    lambda fh, head=head, payload=payload: fh.write(head + b"\n" + payload),
+                    text=False,
+                    durable=False,
+                )
+            )
         return paths
 
     def remove_temporary(self) -> int:
         """Delete leftovers of killed writes (only safe while holding the folder lock)."""
         count = 0
-        for folder in (self.root, self.cells_dir):
+        for folder in (self.root, plain_dir(self.cells_dir, create=False)):
             if folder.is_dir():
                 for tmp in folder.glob(".tmp-*"):
                     tmp.unlink(missing_ok=True)
@@ -392,59 +592,178 @@ class CellStore:
         return count
 
     # ---------------------------------------------------------------- manifest
-    def write_manifest(self, grid_dict: Mapping[str, Any], run_ids: list[str]) -> Path:
-        """Record which run files make up the folder's current grid."""
-        return _write_json(
-            self.root / MANIFEST,
-            {"version": FORMAT_VERSION, "grid": _plain(dict(grid_dict)), "runs": run_ids},
-        )
+    def write_manifest(
+        self, grid_dict: Mapping[str, Any], run_ids: list[str], complete: bool = False
+    ) -> Path:
+        """Record which run files make up the folder's current grid.
 
-    def frame(self, run_ids: Iterable[str]) -> pd.DataFrame:
+        ``complete`` says every listed run and ``results.csv`` were written (a sweep writes the
+        manifest before it plays, then again at its end).
+        """
+        return _write_json(self.root / MANIFEST, manifest_data(grid_dict, run_ids, complete))
+
+    def manifest_is(self, grid_dict: Mapping[str, Any], run_ids: list[str]) -> bool:
+        """True when the folder's manifest is complete and lists exactly this grid and runs."""
+        try:
+            current = read_manifest(self.root)
+        except ValueError:
+            return False
+        return current == manifest_data(grid_dict, run_ids, True)
+
+    def frame(self, run_ids: Iterable[str], *, last_only: bool = False) -> pd.DataFrame:
         """The rows of the listed runs as one DataFrame, in manifest order.
 
-        Rows are read one run file at a time and turned into a compact frame at once, so the
-        process never holds every row as a Python dict. Raises ValueError naming how many runs
-        are missing or damaged.
+        Built column by column from the run files, one file at a time: a run's constant
+        columns are kept once (an interned string, a number) and repeated at the end, its
+        varying columns as numpy arrays, so the process never holds a Python object per row
+        (about 150 bytes per row of 18 columns; docs/grid.md). With ``last_only`` only each
+        run's row at its last recorded round is kept (what the summary reads): memory then
+        grows with the runs, not the rows. Raises ValueError naming how many runs are missing
+        or damaged.
         """
-        parts: list[pd.DataFrame] = []
+        order: dict[str, None] = {}
+        lengths: list[int] = []
+        const: dict[str, list[Any]] = {}
+        varying: dict[str, list[np.ndarray]] = {}
         missing: list[str] = []
         for run_id in run_ids:
-            rows = self.load_run(run_id)
-            if rows is None:
+            loaded = self._load(run_id)
+            if loaded is None:
                 missing.append(run_id)
                 continue
-            part = pd.DataFrame(rows)
-            for col in part.columns:
-                if part[col].dtype == object:
-                    # One string object per distinct label, not one per row.
-                    part[col] = part[col].map(lambda v: sys.intern(v) if isinstance(v, str) else v)
-            parts.append(part)
+            data, n = loaded
+            if last_only and n > 1:
+                data, n = _last_row(data), 1
+            k = len(lengths)
+            for name in data["order"]:
+                if name not in order:
+                    order[name] = None
+                    const[name] = [math.nan] * k  # earlier runs lack the column: NaN, as concat
+                    varying[name] = []
+            for name in order:
+                if name in data["const"]:
+                    value = data["const"][name]
+                    const[name].append(sys.intern(value) if isinstance(value, str) else value)
+                elif name in data["cols"]:
+                    const[name].append(_VARYING)
+                    varying[name].append(np.asarray(data["cols"][name]))
+                else:
+                    const[name].append(math.nan)
+            lengths.append(n)
         if missing:
             raise ValueError(
-                f"{len(missing)} of {len(missing) + len(parts)} runs listed in "
+                f"{len(missing)} of {len(missing) + len(lengths)} runs listed in "
                 f"{self.root / MANIFEST} are missing or damaged (first: {missing[0]}.json); run "
                 "the same compare/run command again to complete the folder"
             )
-        if not parts:
+        if not lengths:
             return pd.DataFrame()
-        return pd.concat(parts, ignore_index=True)
+        counts = np.asarray(lengths)
+        columns = {name: _assemble(const[name], varying[name], counts) for name in order}
+        return pd.DataFrame(columns, copy=False)
+
+    def write_csv(self, run_ids: list[str], fh: Any, *, batch: int = 500) -> None:
+        """Write the listed runs' rows as CSV to ``fh``, ``batch`` runs at a time.
+
+        Memory is bounded by a batch, not the table. The columns are the union over the runs in
+        order of first appearance (a run without a column leaves it empty), as
+        ``frame(run_ids).to_csv(fh, index=False)`` writes them.
+        """
+        order: dict[str, None] = {}
+        for run_id in run_ids:
+            order.update(dict.fromkeys(self._column_names(run_id)))
+        columns = list(order)
+        for start in range(0, len(run_ids), batch):
+            part = self.frame(run_ids[start : start + batch]).reindex(columns=columns)
+            part.to_csv(fh, index=False, header=start == 0)
+
+    def _column_names(self, run_id: str) -> list[str]:
+        header, payload = self._read(run_id)
+        names = header.get("columns")
+        if isinstance(names, list):
+            return names
+        return json.loads(payload)["order"]  # a file written without the list in its header
+
+
+def _last_row(data: dict[str, Any]) -> dict[str, Any]:
+    """A run's columns reduced to its row at the last recorded round."""
+    rounds = data["cols"].get("round")
+    j = int(np.argmax(rounds)) if rounds is not None else -1
+    const = dict(data["const"])
+    const.update({name: values[j] for name, values in data["cols"].items()})
+    return {"order": data["order"], "const": const, "cols": {}}
+
+
+#: Marks a run whose column varies (its values are in the varying arrays, in run order).
+_VARYING = object()
+
+
+def _assemble(per_run: list[Any], arrays: list[np.ndarray], counts: np.ndarray) -> Any:
+    """One column from per-run constants (repeated) and per-run arrays (concatenated)."""
+    if not arrays:
+        series = pd.Series(per_run)  # the dtype pandas infers for these values, once per run
+        return series.repeat(counts).to_numpy()
+    parts = []
+    it = iter(arrays)
+    for value, n in zip(per_run, counts, strict=True):
+        parts.append(next(it) if value is _VARYING else np.asarray([value] * int(n)))
+    return pd.Series(np.concatenate(parts) if len(parts) > 1 else parts[0]).to_numpy()
+
+
+def _manifest_checksum(grid_dict: Any, run_ids: Any) -> str:
+    payload = json.dumps(
+        {"grid": grid_dict, "runs": run_ids},
+        sort_keys=True,
+        separators=(",", ":"),
+        default=_json_default,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def manifest_data(grid_dict: Mapping[str, Any], run_ids: list[str], complete: bool) -> dict:
+    """The manifest's content as it reads back from disk (JSON round trip), with its checksum."""
+    grid_json = json.loads(json.dumps(_plain(dict(grid_dict)), default=_json_default))
+    runs = [check_run_id(r) for r in run_ids]
+    return {
+        "version": FORMAT_VERSION,
+        "grid": grid_json,
+        "runs": runs,
+        "complete": bool(complete),
+        "checksum": _manifest_checksum(grid_json, runs),
+    }
 
 
 def read_manifest(folder: str | Path) -> dict[str, Any]:
-    """The folder's manifest; ValueError when there is none or it is damaged."""
+    """The folder's manifest; ValueError when there is none, it is damaged or unsafe.
+
+    The checksum is verified and every run id is checked to be a plain file name before the
+    caller builds a path from it.
+    """
     path = Path(folder) / MANIFEST
-    if not path.is_file():
+    try:
+        raw = read_plain(path)
+    except FileNotFoundError:
         raise ValueError(
             f"no {MANIFEST} in {str(folder)!r}: not a results folder written by "
             "`dp-experts compare`/`run` (or written by an older version; run compare again)"
-        )
+        ) from None
+    except OSError as err:
+        raise ValueError(f"cannot read {path}: {err}") from err
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(raw)
         runs = data["runs"]
-        if data.get("version") != FORMAT_VERSION or not isinstance(runs, list):
-            raise ValueError("unknown manifest version")
-    except (OSError, ValueError, KeyError, TypeError) as err:
+        if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
+            raise ValueError("unknown manifest version (an older layout)")
+        if not isinstance(runs, list):
+            raise ValueError("'runs' is not a list")
+        if data.get("checksum") != _manifest_checksum(data.get("grid"), runs):
+            raise ValueError("checksum mismatch: the manifest was edited or damaged")
+    except (ValueError, KeyError, TypeError) as err:
+        if isinstance(err, UnsafeResultsFolder):
+            raise
         raise ValueError(f"{path} is damaged ({err}); run compare again to rewrite it") from err
+    for run_id in runs:
+        check_run_id(run_id)
     return data
 
 
@@ -465,33 +784,50 @@ def folder_lock(folder: str | Path) -> Iterator[None]:
     A second sweep into the same folder fails at once with :class:`ResultsFolderBusy` instead of
     racing the first one. The lock is an OS lock on an open file, so it is released when its
     process dies, even by ``kill -9``; a stale ``.lock`` file does not block anything.
+
+    The file is opened with ``O_NOFOLLOW`` (a ``.lock`` that is a symbolic link is refused, not
+    followed) and must be a regular file with a single link (a hard link to a file elsewhere is
+    refused too). It is never truncated: the holder's process id is written over its first
+    bytes, padded to a fixed width.
     """
     path = Path(folder) / ".lock"
-    fh = path.open("a+")
     try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _NONBLOCK, 0o666)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise UnsafeResultsFolder(
+                f"{path} is a symbolic link; a results folder's lock is never followed out of "
+                "the folder (remove the link, or use another folder)"
+            ) from err
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            raise UnsafeResultsFolder(
+                f"{path} is not a plain file of the folder ("
+                f"{'a hard link shared with another file' if info.st_nlink != 1 else 'not a file'}"
+                "); remove it, or use another folder"
+            )
         try:
             import fcntl
         except ImportError:  # pragma: no cover - Windows
             import msvcrt
 
             try:
-                msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
             except OSError as err:
                 raise ResultsFolderBusy(_busy(folder, "")) from err
             yield
             return
         try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as err:
-            fh.seek(0)
-            raise ResultsFolderBusy(_busy(folder, fh.read().strip())) from err
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()))
-        fh.flush()
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            raise ResultsFolderBusy(_busy(folder, holder if holder.isdigit() else "")) from err
+        os.pwrite(fd, f"{os.getpid():<20}\n".encode(), 0)
         yield
     finally:
-        fh.close()
+        os.close(fd)
 
 
 def _busy(folder: str | Path, pid: str) -> str:

@@ -12,8 +12,10 @@ Folder layout::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import re
 import sys
 import time
@@ -23,11 +25,14 @@ from typing import Any, TextIO
 import numpy as np
 import pandas as pd
 
+from dp_experts_env._validation import check_choice
 from dp_experts_env.evaluation.backends import execute
 from dp_experts_env.evaluation.grid import Grid, _json_default
 from dp_experts_env.evaluation.stats import bootstrap_ci, iqm
 from dp_experts_env.evaluation.store import (
     CellStore,
+    ResultsFolderBusy,
+    UnsafeResultsFolder,
     folder_lock,
     forget_fingerprints,
     write_atomic,
@@ -47,8 +52,13 @@ class Progress:
     """A dependency-free progress bar on stderr (silent when disabled).
 
     On a terminal the bar is redrawn in place. Elsewhere (a log file, CI) a redraw would be a new
-    line per finished cell, so a plain line is written only at each further tenth of the work.
+    line per finished cell, so a plain line is written only at each further tenth of the work,
+    or after :attr:`QUIET` seconds without one. Work in flight counts too (:meth:`partial`: the
+    played fraction of a long unit), so the bar moves during a unit, not only between units.
     """
+
+    #: Longest silence (seconds) of the plain-line output while work is in progress.
+    QUIET = 30.0
 
     def __init__(
         self,
@@ -67,33 +77,71 @@ class Progress:
         isatty = getattr(self.stream, "isatty", None)
         self.interactive = bool(isatty()) if callable(isatty) else False
         self._tenths = 0
+        self._in_flight = 0.0
+        self._last_line = self.start
+        self._last_draw = 0.0
 
     def advance(self, n: int = 1) -> None:
         """Count finished work and redraw."""
         self.done += n
+        self._draw(force=True)
+
+    def partial(self, in_flight: float) -> None:
+        """Set the finished part of the work in progress (in the same units) and redraw."""
+        self._in_flight = max(0.0, float(in_flight))
+        self._draw(force=False)
+
+    def _draw(self, *, force: bool) -> None:
         if not self.enabled:
             return
-        frac = self.done / self.total
-        elapsed = time.monotonic() - self.start
+        now = time.monotonic()
+        shown = min(self.done + self._in_flight, self.total)
+        frac = shown / self.total
+        elapsed = now - self.start
         eta = elapsed / frac - elapsed if frac > 0 else float("nan")
+        count = f"{self.done}/{self.total}" if shown == self.done else f"{shown:.1f}/{self.total}"
         if not self.interactive:
             tenths = int(10 * min(frac, 1.0))
-            if tenths > self._tenths:
-                self._tenths = tenths
+            if tenths > self._tenths or (now - self._last_line >= self.QUIET and frac < 1):
+                self._tenths = max(tenths, self._tenths)
+                self._last_line = now
                 self.stream.write(
-                    f"{self.done}/{self.total} {self.label}  {elapsed:.1f}s elapsed, "
-                    f"~{eta:.1f}s left\n"
+                    f"{count} {self.label}  {elapsed:.1f}s elapsed, ~{eta:.1f}s left\n"
                 )
                 self.stream.flush()
             return
+        if not force and now - self._last_draw < 0.2:
+            return
+        self._last_draw = now
         bar = "#" * int(30 * frac)
         self.stream.write(
-            f"\r[{bar:<30}] {self.done}/{self.total} {self.label}  "
-            f"{elapsed:6.1f}s elapsed, ~{eta:5.1f}s left"
+            f"\r[{bar:<30}] {count} {self.label}  {elapsed:6.1f}s elapsed, ~{eta:5.1f}s left"
         )
         if self.done >= self.total:
             self.stream.write("\n")
         self.stream.flush()
+
+
+class _UnitProgress:
+    """Feeds a :class:`Progress` in cells from the backends' reports inside units."""
+
+    def __init__(self, bar: Progress) -> None:
+        self.bar = bar
+        self.running: dict[frozenset[str], tuple[int, float]] = {}
+
+    def report(self, unit: list[Any], frac: float) -> None:
+        key = frozenset(cell.cell_id for cell in unit)
+        size, before = self.running.get(key, (len(unit), 0.0))
+        # A unit may play its cells one episode after another: never move back.
+        self.running[key] = (size, max(before, min(frac, 0.999)))
+        self.bar.partial(sum(n * f for n, f in self.running.values()))
+
+    def finished(self, cell: Any) -> None:
+        cid = cell.cell_id
+        for key in [k for k in self.running if cid in k]:
+            del self.running[key]
+        self.bar.partial(sum(n * f for n, f in self.running.values()))
+        self.bar.advance()
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -115,6 +163,7 @@ def run_grid(
     log: TextIO | None = None,
     report: bool = True,
     figures: bool = False,
+    rows: str = "all",
 ) -> pd.DataFrame:
     """Run every (cell, seed) not already stored in ``out_dir`` and return the grid's rows.
 
@@ -126,28 +175,80 @@ def run_grid(
     runs whose key matches (same cell, code and data; see :mod:`~dp_experts_env.evaluation.store`)
     are reused and never rewritten; missing seeds of a cell are played as one batch; a damaged
     file is reported on ``log`` and re-run. ``manifest.json`` is written before anything runs and
-    lists exactly this grid's runs; ``results.csv`` is written atomically at the end.
+    lists exactly this grid's runs; ``results.csv`` is written atomically at the end, and the
+    manifest is marked complete.
+
+    ``rows="final"`` returns only each run's row at its last round (what the summary reads)
+    and writes ``results.csv`` one run file at a time, so the driver's memory grows with the
+    number of runs, not rows (figures need every row: ``figures=True`` needs ``rows="all"``).
+
+    When nothing is to compute (every run stored and valid, the manifest complete and listing
+    this grid) nothing is written and the folder's ``.lock`` is not touched, so a read-only or
+    archived folder can be read again; the report files are then written only where the folder
+    is writable.
 
     Raises:
         ResultsFolderBusy: another sweep holds the folder's lock.
         SweepInterrupted: Ctrl-C (a KeyboardInterrupt whose message counts the saved runs).
         SweepWriteError: a file could not be written (an OSError naming it, with the count).
     """
+    check_choice("rows", rows, ("all", "final"))
+    if figures and rows != "all":
+        raise ValueError("figures=True draws every recorded round: it needs rows='all'")
     grid.validate()
     log = log if log is not None else sys.stderr
     out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / ".lock").touch(exist_ok=True)
-    except OSError as err:
-        raise _write_error(f"cannot use results folder {str(out)!r}: {err}", err) from err
-    with folder_lock(out):
-        frame = _run_locked(grid, out, backend, n_jobs, address, progress, log)
-        if report or figures:
-            from dp_experts_env.evaluation.report import write_report  # it imports this module
-
-            write_report(frame, out, figures=figures)
+    forget_fingerprints()  # code edited since the last sweep in this process must count
+    run_ids = _current_runs(grid, out)
+    if run_ids is not None:  # nothing to compute: read only, no lock
+        try:
+            frame = CellStore(out).frame(run_ids, last_only=rows == "final")
+        except KeyboardInterrupt:
+            raise SweepInterrupted("interrupted while reading the stored results") from None
+        if (report or figures) and os.access(out, os.W_OK):
+            _write_report(frame, out, figures)
         return frame
+    with contextlib.ExitStack() as stack:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(folder_lock(out))
+        except (ResultsFolderBusy, UnsafeResultsFolder):
+            raise
+        except OSError as err:
+            raise _write_error(f"cannot use results folder {str(out)!r}: {err}", err) from err
+        frame = _run_locked(grid, out, backend, n_jobs, address, progress, log, rows)
+        if report or figures:
+            _write_report(frame, out, figures)
+        return frame
+
+
+def _write_report(frame: pd.DataFrame, out: Path, figures: bool) -> None:
+    from dp_experts_env.evaluation.report import write_report  # it imports this module
+
+    write_report(frame, out, figures=figures)
+
+
+def _current_runs(grid: Grid, out: Path) -> list[str] | None:
+    """The grid's run ids when the folder already holds all of them, complete; else None.
+
+    Reads only: the manifest must be complete and list exactly this grid's runs, ``grid.json``
+    and ``results.csv`` must exist, and every run file must pass :meth:`CellStore.check`.
+    """
+    if not (out / "manifest.json").is_file():
+        return None
+    store = CellStore(out)
+    pairs = [(key, run_id) for cell in grid.cells() for _, key, run_id in store.runs(cell)]
+    run_ids = [run_id for _, run_id in pairs]
+    if not store.manifest_is(grid.to_dict(), run_ids):
+        return None
+    for name in ("grid.json", "results.csv"):
+        try:
+            os.lstat(out / name)
+        except OSError:
+            return None
+    if any(store.check(run_id, key)[1] for key, run_id in pairs):
+        return None
+    return run_ids
 
 
 def _write_error(message: str, cause: OSError) -> SweepWriteError:
@@ -164,9 +265,9 @@ def _run_locked(
     address: str | None,
     progress: bool,
     log: TextIO,
+    rows: str = "all",
 ) -> pd.DataFrame:
     store = CellStore(out)
-    forget_fingerprints()  # code edited since the last sweep in this process must count
     counts = {"saved": 0, "todo": 0, "before": 0}
 
     def resume_hint() -> str:
@@ -213,23 +314,47 @@ def _run_locked(
             if missing:
                 todo.append(cell.with_seeds(missing))
         counts["todo"] = len(todo)
-        io(store.write_manifest, grid.to_dict(), run_ids)
+        grid_dict = grid.to_dict()
+        io(store.write_manifest, grid_dict, run_ids)
         bar = Progress(len(todo), enabled=progress)
-        for cell, rows in execute(todo, backend=backend, n_jobs=n_jobs, address=address):
-            io(store.save_cell, cell, rows)
+        units = _UnitProgress(bar)
+        reports = units.report if progress and backend != "ray" else None
+        for cell, played in execute(
+            todo, backend=backend, n_jobs=n_jobs, address=address, progress=reports
+        ):
+            io(store.save_cell, cell, played)
+            del played  # a unit's rows are held only until they are written
             counts["saved"] += 1
-            bar.advance()
-        frame = store.frame(run_ids)
-        io(write_atomic, out / "results.csv", lambda fh: frame.to_csv(fh, index=False))
+            units.finished(cell)
+        if rows == "all":
+            frame = store.frame(run_ids)
+            io(write_atomic, out / "results.csv", lambda fh: frame.to_csv(fh, index=False))
+        else:  # stream the table to disk, keep each run's last row
+            io(write_atomic, out / "results.csv", lambda fh: store.write_csv(run_ids, fh))
+            frame = store.frame(run_ids, last_only=True)
+        io(store.write_manifest, grid_dict, run_ids, True)
     except KeyboardInterrupt:
         raise SweepInterrupted(f"interrupted: {resume_hint()}") from None
     return frame
 
 
 def final_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows at each run's last recorded round (the episode's end)."""
-    last = frame.groupby(["agent", "env", "epsilon", "seed"])["round"].transform("max")
-    return frame[frame["round"] == last]
+    """Rows at each run's last recorded round (the episode's end).
+
+    A run is an (agent, env, epsilon, seed). The groups are found from integer codes of each
+    key column (``pd.factorize``) rather than a groupby over the string columns, whose hash
+    tables cost ~400 bytes per row of a 1M-row frame; this costs ~40.
+    """
+    if frame.empty:
+        return frame
+    group = np.zeros(len(frame), dtype=np.int64)
+    for name in ("agent", "env", "epsilon", "seed"):
+        codes, uniques = pd.factorize(frame[name], use_na_sentinel=False)
+        group = pd.factorize(group * len(uniques) + codes)[0]  # stays < number of rows
+    rounds = frame["round"].to_numpy()
+    last = np.full(group.max() + 1, np.iinfo(np.int64).min)
+    np.maximum.at(last, group, rounds)
+    return frame[rounds == last[group]]
 
 
 def _natural_key(text: str) -> list[Any]:
