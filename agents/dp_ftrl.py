@@ -18,7 +18,7 @@ from agents.full_info import hedge_eta
 from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_float
-from dp_experts_env.privacy.guarantee import Guarantee
+from dp_experts_env.privacy.declaration import Mechanism, PostProcessing, TreeAggregation
 from dp_experts_env.privacy.mechanisms import TreeCounter
 from dp_experts_env.privacy.noise import NoiseBackend
 
@@ -124,13 +124,26 @@ class DPFTRLTree(PrivateAgent):
         return True
 
     @property
+    def declaration(self) -> Mechanism:
+        """A binary tree of the running loss vectors (L1 sensitivity N); Hedge plays are free."""
+        n = self.n_experts
+        return PostProcessing(
+            TreeAggregation(
+                "the running sums of the loss vectors",
+                leaves=self.horizon,
+                levels=self.levels,
+                shape=(n,),
+                sensitivity=self.noise.effective_sensitivity(float(n), n),
+                scale=float(np.min(self.node_scale)),  # one epsilon: equal scales
+            ),
+            "Hedge's plays on the noisy sums",
+        )
+
+    @property
     def privacy(self) -> PrivacyClaim:
         """Pure epsilon-DP: binary-tree mechanism with L1 sensitivity N, plays post-processed."""
         self._check_one_epsilon()
-        tree = self.tree.guarantee
-        return self._claim(
-            Guarantee(tree.epsilon, tree.delta, tree.accountant + "; plays are post-processing")
-        )
+        return self._declared_claim()
 
     def _init_state(self) -> None:
         self.tree = TreeCounter(

@@ -19,14 +19,16 @@ from agents._public_cache import public_cache
 from agents.base import PrivacyClaim
 from agents.registry import register
 from dp_experts_env._validation import check_float, check_int
+from dp_experts_env.privacy.declaration import Mechanism, SamplingSteps
 from dp_experts_env.privacy.exact_accountants import (
     calibrate,
     dartboard_budget,
     dartboard_epsilon,
     dartboard_paper_epsilon,
     dartboard_regret_bound,
+    dartboard_resample_cost,
+    dartboard_switch_cost,
 )
-from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = [
@@ -447,7 +449,23 @@ class PrivateShrinkingDartboard(LazySampler):
             if self.mode == "strict"
             else f"calibrated by the {which}; certified by the exact per-step accountant"
         )
-        return self._claim(Guarantee(self.epsilon_spent, self.delta, accountant), notes=notes)
+        return self._declared_claim(source=accountant if self.mode != "strict" else "", notes=notes)
+
+    @property
+    def declaration(self) -> Mechanism:
+        """The switch coin that reads the changed loss + at most K - 1 fresh samples."""
+        comp = "basic composition" if self.delta == 0 else "min(basic, advanced) composition"
+        return SamplingSteps(
+            "lazy Hedge sampling (one switch coin reads the changed block, then at most "
+            f"{self.max_resamples} exponential-mechanism resamples)",
+            epsilon=self.epsilon_spent,
+            delta=self.delta,
+            accountant="exact per-step accountant dartboard_epsilon (switch coin + resamples of "
+            f"2 lam, {comp})",
+            coin_epsilon=float(dartboard_switch_cost(self.eta, self.p, self.batch)),
+            resample_epsilon=float(dartboard_resample_cost(self.eta, self.batch)),
+            resamples=int(self.max_resamples),
+        )
 
 
 @register(

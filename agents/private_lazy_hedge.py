@@ -21,13 +21,13 @@ from agents._public_cache import public_cache
 from agents.base import PrivacyClaim
 from agents.registry import register
 from dp_experts_env._validation import check_float
+from dp_experts_env.privacy.declaration import Mechanism, SamplingSteps
 from dp_experts_env.privacy.exact_accountants import (
     calibrate,
     lazy_hedge_budget,
     lazy_hedge_epsilon,
     lazy_hedge_regret_bound,
 )
-from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = ["LazyHedgeParameters", "PrivateLazyHedge", "lazy_hedge_parameters"]
@@ -287,16 +287,27 @@ class PrivateLazyHedge(LazySampler):
     def privacy(self) -> PrivacyClaim:
         """The exact accountant of the discrete form; adaptive DP, oblivious-only regret."""
         self._check_one_epsilon()
+        return self._declared_claim(
+            notes=f"beta={self.beta:.4g}, p={self.p:.4g}, B={self.budget:.4g}; spends "
+            f"{self.epsilon_spent:.4g}; regret guarantee against oblivious losses only",
+        )
+
+    @property
+    def declaration(self) -> Mechanism:
+        """The coin that reads the changed loss (beta/p) + at most ceil(B) resamples (2 beta)."""
         comp = (
             "basic composition"
             if self.delta == 0
             else f"min(basic, 1.5 S2 + sqrt(6 S2 ln(1/{self.parameters.composition_delta:g})))"
         )
-        accountant = (
-            f"exact per-step accountant (coin beta/p + ceil(B) resamples of 2 beta, {comp})"
-        )
-        return self._claim(
-            Guarantee(self.epsilon_spent, self.delta, accountant),
-            notes=f"beta={self.beta:.4g}, p={self.p:.4g}, B={self.budget:.4g}; spends "
-            f"{self.epsilon_spent:.4g}; regret guarantee against oblivious losses only",
+        resamples = min(math.ceil(self.budget), self.horizon - 1)
+        return SamplingSteps(
+            "lazy Hedge sampling (the coin beta/p reads the changed loss, then at most "
+            f"{resamples} fresh samples of 2 beta)",
+            epsilon=self.epsilon_spent,
+            delta=self.delta,
+            accountant=f"exact per-step accountant lazy_hedge_epsilon ({comp})",
+            coin_epsilon=float(self.beta / self.p),
+            resample_epsilon=float(2.0 * self.beta),
+            resamples=int(resamples),
         )
