@@ -146,6 +146,8 @@ class PrivateAgent(Agent):
         ``source`` names the algorithm and proof the composition follows (it ends the text);
         ``kwargs`` are those of :meth:`_claim`.
         """
+        if not self.is_private:  # epsilon = inf: no noise, nothing to compose
+            return self._claim(Guarantee(math.inf, 0.0, "noise removed"), **kwargs)  # type: ignore[arg-type]
         declared = self.declaration
         if declared is None:
             raise TypeError(f"{type(self).__name__} declares no mechanisms")

@@ -452,8 +452,10 @@ class PrivateShrinkingDartboard(LazySampler):
         return self._declared_claim(source=accountant if self.mode != "strict" else "", notes=notes)
 
     @property
-    def declaration(self) -> Mechanism:
+    def declaration(self) -> Mechanism | None:
         """The switch coin that reads the changed loss + at most K - 1 fresh samples."""
+        if not self.is_private:
+            return None
         comp = "basic composition" if self.delta == 0 else "min(basic, advanced) composition"
         return SamplingSteps(
             "lazy Hedge sampling (one switch coin reads the changed block, then at most "

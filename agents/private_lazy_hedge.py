@@ -293,8 +293,10 @@ class PrivateLazyHedge(LazySampler):
         )
 
     @property
-    def declaration(self) -> Mechanism:
+    def declaration(self) -> Mechanism | None:
         """The coin that reads the changed loss (beta/p) + at most ceil(B) resamples (2 beta)."""
+        if not self.is_private:
+            return None
         comp = (
             "basic composition"
             if self.delta == 0
