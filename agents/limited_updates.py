@@ -180,7 +180,13 @@ class LimitedUpdates(PrivateAgent):
     def declaration(self) -> Mechanism:
         """One private selection per doubling window, on that window's 1-sensitive loss sums."""
         return Parallel(
-            selection(self.selector, self.n_experts, self.selection_scale, self.noise),
+            # The scale the selection draws at (from selection_epsilon, as private_select does).
+            selection(
+                self.selector,
+                self.n_experts,
+                selection_scale(self.selector, self.selection_epsilon, self.noise),
+                self.noise,
+            ),
             "the disjoint doubling windows (one selection at each t = 2^m)",
         )
 

@@ -434,7 +434,12 @@ class SVTRestart(PrivateAgent):
         epoch = Sequential(
             (
                 Parallel(
-                    selection(self.selector, self.n_experts, self.selection_scale, self.noise),
+                    selection(
+                        self.selector,
+                        self.n_experts,
+                        selection_scale(self.selector, self.selection_epsilon, self.noise),
+                        self.noise,
+                    ),
                     "the disjoint windows of an epoch",
                 ),
                 SparseVector(
