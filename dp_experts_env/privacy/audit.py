@@ -49,6 +49,8 @@ __all__ = [
     "audit_samples",
     "clopper_pearson",
     "detectable_epsilon",
+    "INCONCLUSIVE_FACTOR",
+    "runs_needed",
     "epsilon_lower_bound",
     "release_families",
     "select_event",
@@ -128,6 +130,38 @@ def detectable_epsilon(
     return max(math.log(p_hi * n / lo), claimed_epsilon)
 
 
+#: a pass that could not have shown a learner spending this many times its claim is inconclusive
+INCONCLUSIVE_FACTOR = 2.0
+
+
+def runs_needed(
+    count_hi: int, n: int, *, alpha: float, claimed_epsilon: float, delta: float = 0.0
+) -> float:
+    """Runs per side at which an event would show a learner spending twice its claim.
+
+    The event (seen ``count_hi`` times in ``n`` runs on its favoured side) and the factor
+    (:data:`INCONCLUSIVE_FACTOR`) are as in :attr:`AuditResult.inconclusive`. The event's
+    frequency is held at ``count_hi / n`` and the run count doubled until
+    :func:`detectable_epsilon` falls below ``INCONCLUSIVE_FACTOR * claimed_epsilon`` (``inf``
+    when the event was never seen or beyond 2^40 runs).
+    """
+    target = INCONCLUSIVE_FACTOR * claimed_epsilon
+    if count_hi <= 0 or not math.isfinite(claimed_epsilon):
+        return math.inf
+    p = count_hi / n
+    m = n
+    for _ in range(41):
+        if (
+            detectable_epsilon(
+                round(p * m), m, alpha=alpha, claimed_epsilon=claimed_epsilon, delta=delta
+            )
+            < target
+        ):
+            return float(m)
+        m *= 2
+    return math.inf
+
+
 def _predicted_bound(
     hi: np.ndarray, lo: np.ndarray, n_sel: int, n_test: int, *, alpha: float, delta: float
 ) -> np.ndarray:
@@ -159,6 +193,13 @@ class AuditResult:
         alpha: error probability of the bound.
         detectable_epsilon: power: the smallest true epsilon this event, at this run count,
             would have shown above the claim (:func:`detectable_epsilon`; ``inf``: none).
+        runs_needed: runs per side at which the event, seen as often as here, would have
+            shown a learner spending :data:`INCONCLUSIVE_FACTOR` times its claim (nan: not
+            computed; inf: the event was never seen, no run count can be read off it).
+
+    A pass is *inconclusive* (:attr:`inconclusive`) when the test could not have shown even a
+    learner spending :data:`INCONCLUSIVE_FACTOR` times the claimed epsilon: it then carries no
+    information and the verdict says so, with :attr:`runs_needed`.
     """
 
     epsilon_lower_bound: float
@@ -171,14 +212,37 @@ class AuditResult:
     n_runs: int
     alpha: float
     detectable_epsilon: float = math.inf
+    runs_needed: float = math.nan
+
+    @property
+    def inconclusive(self) -> bool:
+        """A pass that could not have seen a learner spending twice its claim (no information)."""
+        power = self.detectable_epsilon
+        return self.passed and not power < INCONCLUSIVE_FACTOR * self.claimed_epsilon
 
     @property
     def verdict(self) -> str:
-        """``"VIOLATION ..."`` or ``"no violation found (could detect eps > X)"``."""
+        """``"VIOLATION ..."``, ``"inconclusive at this run count ..."`` or a plain pass.
+
+        A plain pass reads ``"no violation found (could detect eps > X)"``.
+        """
         if not self.passed:
             return (
                 f"VIOLATION: epsilon >= {self.epsilon_lower_bound:.3f} > claimed "
                 f"{self.claimed_epsilon:g} (confidence {1 - self.alpha:g})"
+            )
+        if self.inconclusive:
+            need = self.runs_needed
+            if math.isnan(need):
+                more = ""
+            elif math.isinf(need):
+                more = "; the event was never seen, so no run count can be read off it"
+            else:
+                more = f"; about {need:.3g} runs per side would"
+            return (
+                f"inconclusive at this run count ({self.n_heldout} test runs per side could not "
+                f"have shown even a learner spending {INCONCLUSIVE_FACTOR:g}x the claimed "
+                f"epsilon {self.claimed_epsilon:g}{more}; no violation found)"
             )
         if math.isinf(self.detectable_epsilon):
             power = "this event could not show any violation at this run count"
@@ -688,6 +752,11 @@ def evaluate_event(
     power = detectable_epsilon(
         k_hi, m, alpha=alpha, claimed_epsilon=claimed_epsilon, delta=claimed_delta
     )
+    need = math.nan
+    if lb <= claimed_epsilon and not power < INCONCLUSIVE_FACTOR * claimed_epsilon:
+        need = runs_needed(
+            k_hi, m, alpha=alpha, claimed_epsilon=claimed_epsilon, delta=claimed_delta
+        )
     return AuditResult(
         lb,
         claimed_epsilon,
@@ -699,6 +768,7 @@ def evaluate_event(
         n_runs or m,
         alpha,
         power,
+        need,
     )
 
 
