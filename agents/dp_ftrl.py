@@ -8,7 +8,8 @@ tree (binary) mechanism of Dwork, Naor, Pitassi & Rothblum 2010 / Chan, Shi & So
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -72,6 +73,9 @@ class DPFTRLTree(PrivateAgent):
     Attributes:
         eta, node_scale (Laplace scale per node coordinate), levels, tree (the TreeCounter).
     """
+
+    #: public settings under which the declared mechanisms are most exposed (the audit)
+    audit_hints: ClassVar[Mapping[str, Any]] = {"exposed": {"eta": 100.0}}
 
     def __init__(
         self,

@@ -8,7 +8,8 @@ be the exponential mechanism.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -129,6 +130,9 @@ class LimitedUpdates(PrivateAgent):
         selection_scale: the Laplace (rnm) or Gumbel (em) scale ``2/epsilon`` used per selection.
         selection_epsilon: epsilon spent on each selection (= epsilon).
     """
+
+    #: public settings under which the declared mechanisms are most exposed (the audit)
+    audit_hints: ClassVar[Mapping[str, Any]] = {"variants": [{"selector": "em"}]}
 
     def __init__(
         self,

@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.special import gammaln
@@ -153,6 +153,13 @@ class MetaExpertReduction(PrivateAgent):
         n_meta_experts: |E|. log_meta_experts: log |E|. noise_scale, noise_sensitivity, eta,
         effective_epsilon (noisy Hedge only). inner_agent (another inner learner only).
     """
+
+    #: public settings under which the declared mechanisms are most exposed (the audit)
+    audit_hints: ClassVar[Mapping[str, Any]] = {
+        "params": {"n_switches": 0},
+        "exposed": {"eta": 100.0},
+        "max_horizon": 8,
+    }
 
     def __init__(
         self,

@@ -7,7 +7,8 @@ private version of Lu & Zhang 2019, Algorithm 2); Theorems 5.2 and B.2.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -176,6 +177,9 @@ class NoisyClippedHedge(PrivateAgent):
         clip_level: a.
         effective_epsilon: the epsilon the accountant actually certifies for the noise used.
     """
+
+    #: public settings under which the declared mechanisms are most exposed (the audit)
+    audit_hints: ClassVar[Mapping[str, Any]] = {"exposed": {"eta": 100.0}}
 
     def __init__(
         self,

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -91,6 +92,15 @@ class PrivateAgent(Agent):
                 f"noise={kind!r} does not apply to {getattr(self, 'name', type(self).__name__)}"
                 f" (it accepts {', '.join(map(repr, self.noise_backends))}): {self.noise_refusal}"
             )
+
+    #: public hyper-parameters under which the declared mechanisms are most exposed to an audit
+    #: (privacy must hold for every value; the audit derives its scenarios from the declaration
+    #: and these): ``params`` for every derived scenario, ``exposed`` for those that push the
+    #: learner hardest, ``variants`` (a list of parameter sets) for public alternatives of the
+    #: mechanism, ``max_horizon`` caps long scenarios (cost), ``runs`` the test runs a derived
+    #: scenario asks for; sampling learners add ``p_top`` and ``batch_sizes``, bandit learners
+    #: ``agree`` (every expert recommends one arm: importance weights near their bound).
+    audit_hints: ClassVar[Mapping[str, Any]] = {}
 
     #: per-run epsilons after ``set_run_epsilons`` (learners that offer it), else None.
     _run_epsilons: list[float] | None = None

@@ -16,8 +16,8 @@ number of batches ``floor(T / tau)``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -59,6 +59,9 @@ def _check_own_action(obs: BanditObs, played: np.ndarray) -> None:
 
 class _BatchedConversion(PrivateAgent):
     """Alg. 1 over ``m`` choices; subclasses say what a choice is and how it is played."""
+
+    #: public settings under which the declared mechanisms are most exposed (the audit)
+    audit_hints: ClassVar[Mapping[str, Any]] = {"params": {"tau": 1}}
 
     feedback = "bandit"
 

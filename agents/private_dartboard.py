@@ -9,8 +9,9 @@ and Faster Rates", Algorithm 1, Theorem 2, Corollaries 3-4, Theorem 5, Corollary
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -343,6 +344,13 @@ class PrivateShrinkingDartboard(LazySampler):
     Per-round cost: O(N) per run to add the losses, O(1) for the coins, O(N) per resample.
     """
 
+    #: public settings under which the declared mechanisms are most exposed (the audit)
+    audit_hints: ClassVar[Mapping[str, Any]] = {
+        "params": {"budget": 2, "delta": 0.0},
+        "p_top": 0.45,  # the dartboards need p < 1/2
+        "runs": 200_000,
+    }
+
     default_delta = 1e-6
 
     def __init__(
@@ -514,6 +522,11 @@ class BatchedPrivateShrinkingDartboard(PrivateShrinkingDartboard):
 
     Per-round cost: O(N) per run (block sum); one O(N) decision per block.
     """
+
+    audit_hints: ClassVar[Mapping[str, Any]] = {
+        **PrivateShrinkingDartboard.audit_hints,
+        "batch_sizes": (1, 2),
+    }
 
     def __init__(
         self,

@@ -17,7 +17,8 @@ Losses are clipped to [0, 1] before use, so the sensitivities hold whatever the 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -358,6 +359,15 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         per_expert_epsilon: eps0, the privacy of each coordinate's Laplace release.
         composed_epsilon: the epsilon the accountant certifies for the noise used.
     """
+
+    #: public settings under which the declared mechanisms are most exposed (the audit)
+    audit_hints: ClassVar[Mapping[str, Any]] = {
+        "params": {"tau": 1},
+        "exposed": {"gamma": 0.98, "max_gamma": 0.99},
+        "variants": [{"composition": "pure"}, {"composition": "advanced"}],
+        "agree": True,
+        "runs": 200_000,  # half the runs play the other arm: the evidence is diluted
+    }
 
     default_delta = 1e-6
 

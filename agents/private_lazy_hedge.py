@@ -11,8 +11,9 @@ temperature ``beta``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -203,6 +204,13 @@ class PrivateLazyHedge(LazySampler):
 
     Per-round cost: O(N) per run.
     """
+
+    #: public settings under which the declared mechanisms are most exposed (the audit)
+    audit_hints: ClassVar[Mapping[str, Any]] = {
+        "params": {"budget": 1, "delta": 0.0},
+        "p_top": 0.7,
+        "runs": 200_000,
+    }
 
     default_delta = 1e-6
 

@@ -9,7 +9,8 @@ losses are the suite's additions, not the paper's.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -127,6 +128,9 @@ class RandomizedPrefixSoftmax(PrivateAgent):
     Per-round cost: O(N) per run (the loss is added under a mask that is zero outside the
     prefix), plus one O(N) pick per block (about log2 T picks).
     """
+
+    #: public settings under which the declared mechanisms are most exposed (the audit)
+    audit_hints: ClassVar[Mapping[str, Any]] = {"params": {"eta_cap": math.inf}}
 
     default_delta = 0.0
     noise_backends = ("fast",)

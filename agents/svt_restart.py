@@ -7,7 +7,8 @@ Expert Privately".
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -219,6 +220,12 @@ class SVTRestart(PrivateAgent):
         beta, queries_per_instance (k), windows_per_round, detector (the AboveThreshold),
         restarts (B,), epoch_start (B,) (the global round of the current epoch's local round 1).
     """
+
+    #: public settings under which the declared mechanisms are most exposed (the audit)
+    audit_hints: ClassVar[Mapping[str, Any]] = {
+        "exposed": {"threshold_scale": 1e-3},
+        "variants": [{"selector": "em"}],
+    }
 
     def __init__(
         self,
