@@ -236,7 +236,8 @@ def _play(
         # Column 0: the action of the changed round (the release families may fit their
         # centres per action: a bandit learner's release reads the loss of the arm it played).
         key = np.repeat(actions[:, changed, None, None].astype(np.float64), 2, axis=1)
-        calls = recorder.releases
+        # Calls on a subset of the runs (a learner updating only some runs) have no per-run row.
+        calls = [c for c in recorder.releases if c[0].shape[:1] == (n,)]
         if calls:
             exact = np.concatenate([c[0].reshape(n, -1) for c in calls], axis=1)
             noisy = np.concatenate([c[1].reshape(n, -1) for c in calls], axis=1)
