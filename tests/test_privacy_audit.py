@@ -294,6 +294,29 @@ def test_result_says_what_a_pass_means():
     assert bad.verdict.startswith("VIOLATION: epsilon >= ")
 
 
+def test_a_pass_without_power_is_inconclusive_with_the_runs_it_needs():
+    """At epsilon 8, 4000 runs cannot show even a learner spending 16: inconclusive."""
+    from dp_experts_env.privacy.audit import INCONCLUSIVE_FACTOR, detectable_epsilon, runs_needed
+
+    rng = np.random.default_rng(5)
+    a, b = rng.integers(0, 3, 4000), rng.integers(0, 3, 4000)
+    res = audit_samples(a, b, claimed_epsilon=8.0)
+    assert res.passed and res.inconclusive
+    assert res.verdict.startswith("inconclusive at this run count")
+    assert "no violation found" in res.verdict and math.isfinite(res.runs_needed)
+    # The run count given is where the event's power first reaches 2x the claim.
+    k = max(res.counts)
+    need = int(res.runs_needed)
+    p = k / res.n_heldout
+    power = detectable_epsilon(round(p * need), need, alpha=res.alpha, claimed_epsilon=8.0)
+    half = detectable_epsilon(round(p * need / 2), need // 2, alpha=res.alpha, claimed_epsilon=8.0)
+    assert power < INCONCLUSIVE_FACTOR * 8.0 <= half
+    assert runs_needed(0, 100, alpha=1e-3, claimed_epsilon=1.0) == math.inf
+    # The same samples at epsilon 1 are an informative pass.
+    one = audit_samples(a, b, claimed_epsilon=1.0)
+    assert one.passed and not one.inconclusive and math.isnan(one.runs_needed)
+
+
 # --------------------------------------------------------------------------- new families
 def test_switch_into_a_value_is_an_event():
     from dp_experts_env.privacy.audit import evaluate_event, select_event, sequence_families
