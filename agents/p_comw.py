@@ -9,6 +9,7 @@ the paper's Theorem "DP" (Appendix D, Claim D.1 composed with Lemma A.1).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -478,6 +479,14 @@ class PCOMW(OCOAgent):
             self.beta = prm.beta / self.noise_multiplier**2
         self.scale = 0.0 if self.leader_only else 1.0 / math.sqrt(self.beta * self.lam)
         self.reset(seed)
+        if self.mode == "paper" and self.noise_multiplier == 1.0:
+            claim = self.privacy
+            if claim.is_private and not claim.certified:
+                warnings.warn(
+                    f"{self.name} with mode='paper' is NOT CERTIFIED: {claim.accountant}",
+                    UserWarning,
+                    stacklevel=2,
+                )
 
     # ------------------------------------------------------------------ claim
     @property

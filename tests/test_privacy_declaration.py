@@ -248,9 +248,11 @@ def test_fast_noise_summary_says_simulation_grade():
     assert "simulation-grade" not in grid and "noise: grid" in grid
 
 
-@pytest.mark.parametrize("name", ["noisy-clipped-hedge", "meta-expert-reduction", "svt-restart"])
+@pytest.mark.parametrize(
+    "name", ["noisy-clipped-hedge", "meta-expert-reduction", "svt-restart", "p-comw"]
+)
 def test_uncertified_paper_mode_leads_with_not_certified_and_warns(name):
-    game = GAME["full"]
+    game = GAME[agents.spec(name).feedback]
     with pytest.warns(UserWarning, match="NOT CERTIFIED") as caught:
         agent = agents.make(name, epsilon=2.0, mode="paper", seed=0, **game)
     assert len([w for w in caught if "NOT CERTIFIED" in str(w.message)]) == 1
