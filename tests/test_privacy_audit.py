@@ -317,6 +317,32 @@ def test_a_pass_without_power_is_inconclusive_with_the_runs_it_needs():
     assert one.passed and not one.inconclusive and math.isnan(one.runs_needed)
 
 
+def test_exact_differences_between_releases_expose_reused_noise():
+    """Two releases sharing one noise draw differ by their exact inputs' difference."""
+    from dp_experts_env.privacy.audit import release_families, select_event
+
+    rng = np.random.default_rng(2)
+
+    def side(first, n, reuse):
+        z = rng.laplace(0.0, 1.0, (n, 2))
+        if reuse:
+            z[:, 1] = z[:, 0]
+        exact = np.tile([0.0, first, 0.5], (n, 1))  # key, then the two released values
+        noisy = exact + np.concatenate([np.zeros((n, 1)), z], axis=1)
+        return np.stack([exact, noisy], axis=1)
+
+    for reuse in (True, False):
+        a, b = side(1.0, 2000, reuse), side(0.0, 2000, reuse)
+        fams = release_families(a[:1000], b[:1000])
+        diffs = [f for f in fams if "differ by exactly" in f.describe(0)]
+        if not reuse:
+            assert not diffs  # fresh noise: no pair to test
+            continue
+        sel = select_event(diffs, a[1000:], b[1000:], n_test=1000, alpha=1e-3)
+        assert sel is not None and "differ by exactly" in sel.description
+        assert sel.indicator(a[1000:]).mean() == 1.0 and sel.indicator(b[1000:]).sum() == 0
+
+
 # --------------------------------------------------------------------------- new families
 def test_switch_into_a_value_is_an_event():
     from dp_experts_env.privacy.audit import evaluate_event, select_event, sequence_families

@@ -627,15 +627,70 @@ class _LaplaceContrast(_Family):
         return f"{self._cuts.describe(i)} ({len(self.keep)} released coordinates)"
 
 
-def release_families(sel_a: np.ndarray, sel_b: np.ndarray) -> list[_Family]:
-    """Candidate events over recorded releases ``(n, 2, 1 + D)`` (see :class:`_LaplaceContrast`).
+class _ExactDifferences(_Family):
+    """Joint release events: ``{y_i - y_j = d}`` for two released coordinates i, j.
 
-    The likelihood-ratio statistic with one pair of centres per coordinate, and with centres
-    fitted per value of the key in column 0.
+    Fresh noise makes an exact difference between two releases an event of probability 0 on
+    both sides; noise reused across rounds (or calls) makes ``y_i - y_j = x_i - x_j`` exactly,
+    which differs between the sides when the changed round feeds one of them. Pairs are the
+    coordinates (of the first :data:`_MAX_DIFF_COLUMNS`) whose noise was equal in more than half
+    of the pooled selection runs; ``d`` is each side's most common exact difference there (a
+    constant fitted on the selection runs, so the event is a function of the output alone).
+    """
+
+    def __init__(self, sel_a: np.ndarray, sel_b: np.ndarray) -> None:
+        cols = slice(1, 1 + _MAX_DIFF_COLUMNS)
+        xa, xb = sel_a[:, :, cols], sel_b[:, :, cols]
+        noise = np.concatenate([xa[:, 1] - xa[:, 0], xb[:, 1] - xb[:, 0]])
+        self.events: list[tuple[int, int, float, str]] = []
+        for i in range(noise.shape[1] - 1):
+            same = (noise[:, i + 1 :] == noise[:, i : i + 1]).mean(axis=0)
+            for j in i + 1 + np.flatnonzero(same > 0.5):
+                for side, x in (("input", xa), ("neighbour", xb)):
+                    vals, counts = np.unique(x[:, 0, i] - x[:, 0, j], return_counts=True)
+                    self.events.append((i, int(j), float(vals[np.argmax(counts)]), side))
+                if len(self.events) >= 2 * _MAX_DIFF_PAIRS:
+                    break
+        self.size = len(self.events)
+
+    def _hit(self, samples: np.ndarray, e: tuple[int, int, float, str]) -> np.ndarray:
+        i, j, d, _ = e
+        y = samples[:, 1, 1 : 1 + _MAX_DIFF_COLUMNS]
+        return np.abs(y[:, i] - y[:, j] - d) <= 1e-9 * (1.0 + abs(d))
+
+    def counts(self, samples: np.ndarray) -> np.ndarray:
+        return np.array([self._hit(samples, e).sum() for e in self.events], dtype=np.int64)
+
+    def indicator(self, samples: np.ndarray, i: int) -> np.ndarray:
+        return self._hit(samples, self.events[i])
+
+    def describe(self, i: int) -> str:
+        a, b, d, side = self.events[i]
+        return (
+            f"released coordinates {a} and {b} differ by exactly {d:g} (the {side}'s exact "
+            "difference: noise reused)"
+        )
+
+
+#: released coordinates examined for exact differences, and pairs kept
+_MAX_DIFF_COLUMNS = 64
+_MAX_DIFF_PAIRS = 32
+
+
+def release_families(sel_a: np.ndarray, sel_b: np.ndarray) -> list[_Family]:
+    """Candidate events over recorded releases ``(n, 2, 1 + D)``.
+
+    The Laplace likelihood-ratio statistic (:class:`_LaplaceContrast`) with one pair of centres
+    per coordinate, and with centres fitted per value of the key in column 0; and joint events
+    on exact differences between releases of different rounds (:class:`_ExactDifferences`).
     """
     if sel_a.shape[-1] <= 1:
         return []
-    fams = [_LaplaceContrast(sel_a, sel_b), _LaplaceContrast(sel_a, sel_b, grouped=True)]
+    fams = [
+        _LaplaceContrast(sel_a, sel_b),
+        _LaplaceContrast(sel_a, sel_b, grouped=True),
+        _ExactDifferences(sel_a, sel_b),
+    ]
     return [f for f in fams if f.size]
 
 
