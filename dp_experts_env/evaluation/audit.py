@@ -855,17 +855,20 @@ def _spec_feedback(agent: str) -> str:
 def declaration_of(agent: str, params: Mapping[str, Any] | None = None) -> Any:
     """The mechanisms ``agent`` declares (``agent.declaration``) on a small game, or None.
 
-    Built with N = 4 experts (K = 2 arms, N = 2 for bandit learners), T = 8 and ``params``;
-    None when the learner declares nothing (an outside or older learner: the audit then runs
-    its generic scenarios only and says so) or cannot be built with these parameters.
+    Built with N = 4 experts (K = 2 arms, N = 2 for bandit learners) and T = 8, or, if the
+    learner refuses that game, N = K = 8 and T = 64, with ``params``; None when the learner
+    declares nothing (an outside or older learner: the audit then runs its generic scenarios
+    only and says so) or cannot be built with these parameters.
     """
     bandit = _spec_feedback(agent) == "bandit"
-    game = {"n": 2 if bandit else 4, "t": 8, "k": 2}
-    try:
-        built = _build(agent, 1, 0, game, dict(params or {}))
+    games = ({"n": 2 if bandit else 4, "t": 8, "k": 2}, {"n": 8, "t": 64, "k": 8})
+    for game in games:
+        try:
+            built = _build(agent, 1, 0, game, dict(params or {}))
+        except (ValueError, TypeError):
+            continue
         return getattr(built, "declaration", None)
-    except (ValueError, TypeError):
-        return None
+    return None
 
 
 def audit_hints(agent: str) -> Mapping[str, Any]:
