@@ -1,4 +1,6 @@
-"""The mutant zoo: every private learner, correct and weakened, through the audit's search.
+"""The mutant zoo: every private learner, correct and weakened, through the audit's search;
+then the bug zoo: realistic bugs as patched copies of learners, harmless controls, and learners
+written in this file (declared and undeclared) audited like built-ins.
 
 Each case runs :func:`audit_learner` on the first default scenario of the learner (where the
 full ``dp-experts audit`` search finds its strongest evidence, docs/privacy.md §4) with fixed
