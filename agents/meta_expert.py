@@ -381,7 +381,7 @@ class MetaExpertReduction(PrivateAgent):
             inner = getattr(self.inner_agent, "declaration", None)
             return None if inner is None else PostProcessing(inner, "the meta-expert plays")
         return noisy_rounds(
-            self.n_experts, self.noise, self.noise_scale, "Hedge's meta-expert plays"
+            self.n_experts, self.noise, self.noise_scale, "Hedge's meta-expert plays", self.horizon
         )
 
     # ----------------------------------------------------------------- state

@@ -91,10 +91,13 @@ def clip_project(log_v: np.ndarray, floor: float) -> np.ndarray:
     return np.where(free, c[:, None] * v, floor)
 
 
-def noisy_rounds(n: int, noise: NoiseBackend, scale: object, plays: str) -> Mechanism:
+def noisy_rounds(
+    n: int, noise: NoiseBackend, scale: object, plays: str, horizon: int | None = None
+) -> Mechanism:
     """Declared: round t's loss vector (L1 sensitivity N) + Laplace(scale), released once.
 
     ``scale`` may be a per-run array of equal values (one epsilon); the smallest is declared.
+    A game of ``horizon`` rounds releases ``horizon - 1`` vectors (the last loss is never fed).
     """
     return PostProcessing(
         Parallel(
@@ -105,6 +108,7 @@ def noisy_rounds(n: int, noise: NoiseBackend, scale: object, plays: str) -> Mech
                 float(np.min(scale)),
             ),
             "rounds (each loss vector is released once)",
+            copies=None if horizon is None else horizon - 1,
         ),
         plays,
     )
@@ -282,7 +286,9 @@ class NoisyClippedHedge(PrivateAgent):
     @property
     def declaration(self) -> Mechanism:
         """Each round's loss vector released once with Laplace noise (L1 sensitivity N)."""
-        return noisy_rounds(self.n_experts, self.noise, self.noise_scale, "the clipped Hedge plays")
+        return noisy_rounds(
+            self.n_experts, self.noise, self.noise_scale, "the clipped Hedge plays", self.horizon
+        )
 
     def action_distribution(self) -> np.ndarray:
         """(B, N) law ``w_t`` of the action the last ``act`` returned (uniform before any).

@@ -181,6 +181,7 @@ class _BatchedConversion(PrivateAgent):
                     float(self.noise_scale),
                 ),
                 "disjoint batches of tau rounds (the trailing partial batch is never released)",
+                copies=min(self.n_batches, (self.horizon - 1) // self.tau),
             ),
             "the base learner's plays",
         )

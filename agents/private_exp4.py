@@ -257,6 +257,7 @@ class LDPExp4(_PrivateExp4Base):
                     float(self.noise_scale),
                 ),
                 "rounds (each loss is privatised once, locally)",
+                copies=self.horizon - 1,
             ),
             "EXP4's plays",
         )
@@ -575,7 +576,12 @@ class PrivateBatchedExp4(_PrivateExp4Base):
                 delta_prime=self.delta if self.composition_used == "advanced" else 0.0,
                 what="the N experts' coordinates",
             )
-        return PostProcessing(Parallel(release, "disjoint batches of tau rounds"), "EXP4's plays")
+        batches = Parallel(
+            release,
+            "disjoint batches of tau rounds",
+            copies=min(self.n_batches, (self.horizon - 1) // self.tau),
+        )
+        return PostProcessing(batches, "EXP4's plays")
 
     def _init_state(self) -> None:
         self._init_weights()

@@ -265,7 +265,7 @@ class TreeOverNoised(DPFTRLTree):
 ZOO = {
     "svt-no-query-noise": (SVTNoQueryNoise, "svt-restart", True),
     "svt-threshold-kept": (SVTThresholdKept, "svt-restart", False),
-    "hedge-noise-reused": (HedgeNoiseReused, "noisy-clipped-hedge", False),
+    "hedge-noise-reused": (HedgeNoiseReused, "noisy-clipped-hedge", True),
     "hedge-reseeded": (HedgeReseeded, "noisy-clipped-hedge", True),
     "hedge-per-coordinate": (HedgePerCoordinate, "noisy-clipped-hedge", True),
     "prefix-across-blocks": (PrefixAcrossBlocks, "randomized-prefix-softmax", True),

@@ -260,3 +260,14 @@ def test_uncertified_paper_mode_leads_with_not_certified_and_warns(name):
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         agents.make(name, epsilon=2.0, seed=0, **game)  # strict: no warning
+
+
+def test_fresh_draws_counts_declared_parallel_releases():
+    from dp_experts_env.privacy.declaration import fresh_draws
+
+    release = LaplaceRelease("v", (4,), 4.0, 1.0)
+    assert fresh_draws(PostProcessing(Parallel(release, "rounds", copies=9))) == 36
+    assert fresh_draws(Parallel(Repeated(LaplaceRelease("c", (1,), 1.0, 1.0), 5), "b", 3)) == 15
+    assert fresh_draws(Parallel(release, "rounds")) == 0  # no count declared
+    agent = _make("noisy-clipped-hedge", epsilon=1.0)
+    assert fresh_draws(agent.declaration) == 119 * 5  # T - 1 loss vectors of N = 5

@@ -53,6 +53,7 @@ from dp_experts_env.privacy.audit import (
     select_event,
     sequence_families,
 )
+from dp_experts_env.privacy.declaration import fresh_draws
 from dp_experts_env.privacy.noise import RecordingBackend, ScaledBackend, get_backend
 
 __all__ = [
@@ -355,8 +356,11 @@ def noise_freshness(
     round (at most 256 calls). Noise is ``noisy - exact`` per call and run. Two runs (distinct
     seeds) drawing the same noise vector in one call, or one run drawing the same vector in two
     calls, in more than 1/8 of the runs, is reported: fresh continuous (or fine-lattice) noise
-    repeats with probability ~0. It catches noise drawn once and reused every round and a
-    generator re-seeded to a fixed state. Learners that draw no Laplace noise pass trivially.
+    repeats with probability ~0. So is a learner that draws fewer Laplace coordinates (through
+    the backend's ``laplace`` or ``add_laplace``) than its declaration promises
+    (:func:`~dp_experts_env.privacy.declaration.fresh_draws`). It catches noise drawn once and
+    reused every round and a generator re-seeded to a fixed state. Learners that draw no
+    Laplace noise and declare none pass trivially.
     """
     params, _ = _noise_for(agent, scenario.params, multiplier, record=False)
     base = params.pop("noise", scenario.params.get("noise", "fast"))
@@ -374,6 +378,13 @@ def noise_freshness(
     _play(
         built, scenario.losses, advice, n_runs, keyed=scenario.keyed, recorder=recorder, changed=-1
     )
+    declared = getattr(built, "declaration", None)
+    promised = fresh_draws(declared) if declared is not None else 0
+    if recorder.drawn < promised:
+        return (
+            f"the declaration promises {promised} fresh Laplace coordinates per run in this "
+            f"game, the learner drew {recorder.drawn} (noise reused or never drawn)"
+        )
     limit = n_runs // 8
     seen: dict[tuple[int, bytes], int] = {}
     repeats_in_run = 0

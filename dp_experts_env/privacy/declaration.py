@@ -56,6 +56,7 @@ __all__ = [
     "TreeAggregation",
     "account",
     "dp_event",
+    "fresh_draws",
     "library_epsilon",
     "leaves",
 ]
@@ -397,11 +398,14 @@ class Parallel(Mechanism):
 
     Under replace-one-round neighbours the changed round lies in one copy only, so the cost is
     one copy's. The declaring learner vouches that the partition does not depend on the
-    protected data beyond what the other declared mechanisms release.
+    protected data beyond what the other declared mechanisms release. ``copies``, when given,
+    is how many copies a game of the learner's horizon runs (a fresh draw each): the audit
+    checks that at least that much noise was drawn (:func:`fresh_draws`).
     """
 
     part: Mechanism
     over: str
+    copies: int | None = None
     kind: ClassVar[str] = "parallel"
 
     def children(self) -> tuple[Mechanism, ...]:
@@ -436,6 +440,30 @@ class PostProcessing(Mechanism):
     def describe(self) -> str:
         """The accountant text."""
         return f"{self.part.describe()}; {self.what} are post-processing"
+
+
+def fresh_draws(mechanism: Mechanism) -> int:
+    """Laplace coordinates per run the declaration promises to draw fresh in one game.
+
+    Counted for Laplace releases under :class:`Parallel` copies with a declared count (``copies
+    x`` the release's size); 0 where the declaration says nothing countable.
+    """
+    if isinstance(mechanism, Parallel) and mechanism.copies is not None:
+        inner = mechanism.part
+        while isinstance(inner, (PostProcessing, Repeated)):
+            times = inner.times if isinstance(inner, Repeated) else 1
+            inner = inner.part
+            if times != 1:
+                return mechanism.copies * times * fresh_draws_leaf(inner)
+        return mechanism.copies * fresh_draws_leaf(inner)
+    return sum(fresh_draws(kid) for kid in mechanism.children())
+
+
+def fresh_draws_leaf(mechanism: Mechanism) -> int:
+    """Coordinates of one Laplace release (0 for other mechanisms)."""
+    if isinstance(mechanism, LaplaceRelease):
+        return int(math.prod(mechanism.shape))
+    return 0
 
 
 # --------------------------------------------------------------------------- the accountant
