@@ -457,6 +457,9 @@ class SVTRestart(PrivateAgent):
                     query_scale=2.0 * float(np.min(detector.sigma)),
                     positives=detector.max_tops,
                     delta=detector.delta,
+                    # a threshold at the start, then each round one query and one fresh
+                    # threshold (restart draws for every run: fixed consumption)
+                    draws=2 * self.horizon - 1,
                 ),
             ),
             what="selections + detector",

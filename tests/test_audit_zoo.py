@@ -125,6 +125,17 @@ class _NoQueryNoise(AboveThreshold):
         return top
 
 
+class _QueryDrawDropped(AboveThreshold):
+    """Sparse vector that compares the exact queries (the query draw is dropped)."""
+
+    def test(self, queries):
+        q = np.asarray(queries, dtype=np.float64)
+        top = (q >= self._noisy_threshold) & ~self.halted
+        self.n_tops += top
+        self.halted |= self.n_tops >= self.max_tops
+        return top
+
+
 class _ThresholdKept(AboveThreshold):
     """Sparse vector that keeps its noisy threshold across restarts (no fresh draw)."""
 
@@ -138,6 +149,12 @@ class SVTNoQueryNoise(SVTRestart):
     def _init_state(self):
         super()._init_state()
         self.detector.__class__ = _NoQueryNoise
+
+
+class SVTQueryDrawDropped(SVTRestart):
+    def _init_state(self):
+        super()._init_state()
+        self.detector.__class__ = _QueryDrawDropped
 
 
 class SVTThresholdKept(SVTRestart):
@@ -264,7 +281,8 @@ class TreeOverNoised(DPFTRLTree):
 #: (mutant class, base learner, pinned verdict of the default search at the sizes below)
 ZOO = {
     "svt-no-query-noise": (SVTNoQueryNoise, "svt-restart", True),
-    "svt-threshold-kept": (SVTThresholdKept, "svt-restart", False),
+    "svt-query-draw-dropped": (SVTQueryDrawDropped, "svt-restart", True),
+    "svt-threshold-kept": (SVTThresholdKept, "svt-restart", True),
     "hedge-noise-reused": (HedgeNoiseReused, "noisy-clipped-hedge", True),
     "hedge-reseeded": (HedgeReseeded, "noisy-clipped-hedge", True),
     "hedge-per-coordinate": (HedgePerCoordinate, "noisy-clipped-hedge", True),

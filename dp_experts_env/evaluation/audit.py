@@ -53,7 +53,7 @@ from dp_experts_env.privacy.audit import (
     select_event,
     sequence_families,
 )
-from dp_experts_env.privacy.declaration import fresh_draws
+from dp_experts_env.privacy.declaration import fresh_draws, scalar_draws
 from dp_experts_env.privacy.noise import RecordingBackend, ScaledBackend, get_backend
 
 __all__ = [
@@ -384,6 +384,12 @@ def noise_freshness(
         return (
             f"the declaration promises {promised} fresh Laplace coordinates per run in this "
             f"game, the learner drew {recorder.drawn} (noise reused or never drawn)"
+        )
+    scalars = scalar_draws(declared) if declared is not None else 0
+    if recorder.drawn_scalar < scalars:
+        return (
+            f"the declared sparse vector promises {scalars} fresh query and threshold draws per "
+            f"run in this game, the learner drew {recorder.drawn_scalar} (noise kept or dropped)"
         )
     limit = n_runs // 8
     seen: dict[tuple[int, bytes], int] = {}

@@ -57,6 +57,7 @@ __all__ = [
     "account",
     "dp_event",
     "fresh_draws",
+    "scalar_draws",
     "library_epsilon",
     "leaves",
 ]
@@ -204,6 +205,8 @@ class SparseVector(Mechanism):
     query_scale`` (Lyu, Su & Li 2017, Thm 2; with ``query_scale = 2 threshold_scale`` this is
     Dwork & Roth's AboveThreshold, Thm 3.23); ``positives`` segments compose basically, or, with
     ``delta > 0``, as in Dwork & Roth Thm 3.26 (``segment * sqrt(8 c ln(1/delta))``).
+    ``draws``, when given, is how many scalar noise draws (queries and thresholds) a run makes
+    in a game of the learner's horizon (the audit checks them: :func:`scalar_draws`).
     """
 
     what: str
@@ -212,6 +215,7 @@ class SparseVector(Mechanism):
     query_scale: float
     positives: int = 1
     delta: float = 0.0
+    draws: int | None = None
     kind: ClassVar[str] = "sparse-vector"
 
     def segment_epsilon(self) -> float:
@@ -457,6 +461,13 @@ def fresh_draws(mechanism: Mechanism) -> int:
                 return mechanism.copies * times * fresh_draws_leaf(inner)
         return mechanism.copies * fresh_draws_leaf(inner)
     return sum(fresh_draws(kid) for kid in mechanism.children())
+
+
+def scalar_draws(mechanism: Mechanism) -> int:
+    """Scalar noise draws per run (sparse-vector queries and thresholds) declared for a game."""
+    if isinstance(mechanism, SparseVector):
+        return int(mechanism.draws or 0)
+    return sum(scalar_draws(kid) for kid in mechanism.children())
 
 
 def fresh_draws_leaf(mechanism: Mechanism) -> int:
