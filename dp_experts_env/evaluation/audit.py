@@ -561,7 +561,7 @@ class AuditReport:
     def verdict(self) -> str:
         """The test's verdict, or the reused noise when the freshness check found it."""
         if self.stale_noise and self.result.passed:
-            return f"VIOLATION: stale noise ({self.stale_noise})"
+            return f"VIOLATION: fresh-noise check failed ({self.stale_noise})"
         return self.result.verdict
 
     def searched(self) -> int:
