@@ -8,7 +8,8 @@ tree (binary) mechanism of Dwork, Naor, Pitassi & Rothblum 2010 / Chan, Shi & So
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from agents.full_info import hedge_eta
 from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_float
-from dp_experts_env.privacy.guarantee import Guarantee
+from dp_experts_env.privacy.declaration import Mechanism, PostProcessing, TreeAggregation
 from dp_experts_env.privacy.mechanisms import TreeCounter
 from dp_experts_env.privacy.noise import NoiseBackend
 
@@ -73,6 +74,9 @@ class DPFTRLTree(PrivateAgent):
         eta, node_scale (Laplace scale per node coordinate), levels, tree (the TreeCounter).
     """
 
+    #: public settings under which the declared mechanisms are most exposed (the audit)
+    audit_hints: ClassVar[Mapping[str, Any]] = {"exposed": {"eta": 100.0}}
+
     def __init__(
         self,
         n_experts: int,
@@ -124,13 +128,26 @@ class DPFTRLTree(PrivateAgent):
         return True
 
     @property
+    def declaration(self) -> Mechanism:
+        """A binary tree of the running loss vectors (L1 sensitivity N); Hedge plays are free."""
+        n = self.n_experts
+        return PostProcessing(
+            TreeAggregation(
+                "the running sums of the loss vectors",
+                leaves=self.horizon,
+                levels=self.levels,
+                shape=(n,),
+                sensitivity=self.noise.effective_sensitivity(float(n), n),
+                scale=float(np.min(self.node_scale)),  # one epsilon: equal scales
+            ),
+            "Hedge's plays on the noisy sums",
+        )
+
+    @property
     def privacy(self) -> PrivacyClaim:
         """Pure epsilon-DP: binary-tree mechanism with L1 sensitivity N, plays post-processed."""
         self._check_one_epsilon()
-        tree = self.tree.guarantee
-        return self._claim(
-            Guarantee(tree.epsilon, tree.delta, tree.accountant + "; plays are post-processing")
-        )
+        return self._declared_claim()
 
     def _init_state(self) -> None:
         self.tree = TreeCounter(

@@ -8,7 +8,8 @@ be the exponential mechanism.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -17,7 +18,12 @@ from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_choice
 from dp_experts_env.batch_rng import BatchRNG
-from dp_experts_env.privacy.guarantee import Guarantee
+from dp_experts_env.privacy.declaration import (
+    ExponentialMechanism,
+    Mechanism,
+    Parallel,
+    ReportNoisyMin,
+)
 from dp_experts_env.privacy.mechanisms import (
     exponential_mechanism,
     exponential_mechanism_runs,
@@ -26,7 +32,13 @@ from dp_experts_env.privacy.mechanisms import (
 )
 from dp_experts_env.privacy.noise import NoiseBackend
 
-__all__ = ["LimitedUpdates", "SELECTORS", "private_select", "selection_scale"]
+__all__ = [
+    "LimitedUpdates",
+    "SELECTORS",
+    "private_select",
+    "selection",
+    "selection_scale",
+]
 
 SELECTORS = ("rnm", "em")
 
@@ -44,6 +56,14 @@ def selection_scale(selector: str, epsilon: float, noise: NoiseBackend) -> float
     if selector == "em":
         return 2.0 / epsilon
     return 2.0 * noise.effective_sensitivity(1.0, dim=1) / epsilon
+
+
+def selection(selector: str, n: int, scale: float, noise: NoiseBackend) -> Mechanism:
+    """The declared selection over ``n`` 1-sensitive window sums at noise ``scale``."""
+    if selector == "em":
+        return ExponentialMechanism("experts by window loss sum", n, 1.0, scale)
+    sens = noise.effective_sensitivity(1.0, dim=1)
+    return ReportNoisyMin("experts by window loss sum", n, sens, scale)
 
 
 def private_select(
@@ -111,6 +131,9 @@ class LimitedUpdates(PrivateAgent):
         selection_epsilon: epsilon spent on each selection (= epsilon).
     """
 
+    #: public settings under which the declared mechanisms are most exposed (the audit)
+    audit_hints: ClassVar[Mapping[str, Any]] = {"variants": [{"selector": "em"}]}
+
     def __init__(
         self,
         n_experts: int,
@@ -158,18 +181,25 @@ class LimitedUpdates(PrivateAgent):
         return True
 
     @property
+    def declaration(self) -> Mechanism:
+        """One private selection per doubling window, on that window's 1-sensitive loss sums."""
+        return Parallel(
+            # The scale the selection draws at (from selection_epsilon, as private_select does).
+            selection(
+                self.selector,
+                self.n_experts,
+                selection_scale(self.selector, self.selection_epsilon, self.noise),
+                self.noise,
+            ),
+            "the disjoint doubling windows (one selection at each t = 2^m)",
+        )
+
+    @property
     def privacy(self) -> PrivacyClaim:
         """Pure epsilon-DP, parallel composition over the disjoint doubling windows."""
         self._check_one_epsilon()
-        mech = "report-noisy-min Lap(2/eps)" if self.selector == "rnm" else "exponential mechanism"
-        return self._claim(
-            Guarantee(
-                self.selection_epsilon,
-                0.0,
-                f"{mech} per update, 1-sensitive window sums; parallel composition over "
-                "disjoint doubling windows (Asi, Raman & Saha 2025, Alg. 1; Asi, Feldman, Koren "
-                "& Talwar 2023, Alg. 2)",
-            )
+        return self._declared_claim(
+            source="Asi, Raman & Saha 2025, Alg. 1; Asi, Feldman, Koren & Talwar 2023, Alg. 2"
         )
 
     def _init_state(self) -> None:

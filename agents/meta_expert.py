@@ -10,17 +10,19 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.special import gammaln
 
 from agents._simplex import softmax
 from agents.base import Agent, PrivacyClaim, clip_unit
+from agents.noisy_clipped_hedge import noisy_rounds
 from agents.private import PrivateAgent
 from agents.registry import make, register, spec
 from dp_experts_env._validation import check_choice, check_float, check_int
+from dp_experts_env.privacy.declaration import Mechanism, PostProcessing, account
 from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.mechanisms import laplace_epsilon
 from dp_experts_env.privacy.noise import NoiseBackend
@@ -151,6 +153,13 @@ class MetaExpertReduction(PrivateAgent):
         n_meta_experts: |E|. log_meta_experts: log |E|. noise_scale, noise_sensitivity, eta,
         effective_epsilon (noisy Hedge only). inner_agent (another inner learner only).
     """
+
+    #: public settings under which the declared mechanisms are most exposed (the audit)
+    audit_hints: ClassVar[Mapping[str, Any]] = {
+        "params": {"n_switches": 0},
+        "exposed": {"eta": 100.0},
+        "max_horizon": 8,
+    }
 
     def __init__(
         self,
@@ -348,14 +357,6 @@ class MetaExpertReduction(PrivateAgent):
                 accountant=f"Thm 4.1: post-processing of {self._inner_name} on meta-loss vectors "
                 f"[{inner.accountant}]",
             )
-        n = self.n_experts
-        certified = Guarantee(
-            self.effective_epsilon,
-            0.0,
-            f"Laplace mechanism per round on the base loss vector (L1 sensitivity {n}, scale "
-            f"{self.noise_scale:g}), each released once; Hedge over meta-experts is "
-            "post-processing (Asi, Raman & Saha 2025, Thm 4.1)",
-        )
         if self.mode == "paper":
             stated = Guarantee(
                 self.epsilon, 0.0, "paper-style: Lap(1/eps) per base coordinate, sensitivity 1"
@@ -364,9 +365,24 @@ class MetaExpertReduction(PrivateAgent):
                 stated,
                 certified=False,
                 notes=f"erratum E-ARS-15: the L1 sensitivity of a loss vector is N; the noise "
-                f"used certifies only epsilon = {self.effective_epsilon:g}",
+                f"used certifies only epsilon = {account(self.declaration).epsilon:g}",
             )
-        return self._claim(certified)
+        return self._declared_claim(source="Asi, Raman & Saha 2025, Thm 4.1")
+
+    @property
+    def declaration(self) -> Mechanism | None:
+        """Noisy Hedge: each base loss vector released once with Laplace noise.
+
+        The L1 sensitivity is N; Hedge over meta-experts is post-processing. With another inner
+        learner: its declaration, the meta-loss vectors being post-processing (None when the
+        inner learner declares nothing).
+        """
+        if self._inner_name != NOISY_HEDGE:
+            inner = getattr(self.inner_agent, "declaration", None)
+            return None if inner is None else PostProcessing(inner, "the meta-expert plays")
+        return noisy_rounds(
+            self.n_experts, self.noise, self.noise_scale, "Hedge's meta-expert plays", self.horizon
+        )
 
     # ----------------------------------------------------------------- state
     def _init_state(self) -> None:

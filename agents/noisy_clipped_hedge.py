@@ -7,7 +7,8 @@ private version of Lu & Zhang 2019, Algorithm 2); Theorems 5.2 and B.2.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -15,6 +16,13 @@ from agents.base import PrivacyClaim, clip_unit
 from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_float, check_int
+from dp_experts_env.privacy.declaration import (
+    LaplaceRelease,
+    Mechanism,
+    Parallel,
+    PostProcessing,
+    account,
+)
 from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.mechanisms import laplace_epsilon, laplace_mechanism
 from dp_experts_env.privacy.noise import NoiseBackend
@@ -81,6 +89,29 @@ def clip_project(log_v: np.ndarray, floor: float) -> np.ndarray:
     mass = 1.0 - floor * (n - free.sum(axis=1))
     c = mass / np.where(free, v, 0.0).sum(axis=1)
     return np.where(free, c[:, None] * v, floor)
+
+
+def noisy_rounds(
+    n: int, noise: NoiseBackend, scale: object, plays: str, horizon: int | None = None
+) -> Mechanism:
+    """Declared: round t's loss vector (L1 sensitivity N) + Laplace(scale), released once.
+
+    ``scale`` may be a per-run array of equal values (one epsilon); the smallest is declared.
+    A game of ``horizon`` rounds releases ``horizon - 1`` vectors (the last loss is never fed).
+    """
+    return PostProcessing(
+        Parallel(
+            LaplaceRelease(
+                "the round's loss vector",
+                (n,),
+                noise.effective_sensitivity(float(n), dim=n),
+                float(np.min(scale)),
+            ),
+            "rounds (each loss vector is released once)",
+            copies=None if horizon is None else horizon - 1,
+        ),
+        plays,
+    )
 
 
 @register(
@@ -150,6 +181,9 @@ class NoisyClippedHedge(PrivateAgent):
         clip_level: a.
         effective_epsilon: the epsilon the accountant actually certifies for the noise used.
     """
+
+    #: public settings under which the declared mechanisms are most exposed (the audit)
+    audit_hints: ClassVar[Mapping[str, Any]] = {"exposed": {"eta": 100.0}}
 
     def __init__(
         self,
@@ -234,14 +268,6 @@ class NoisyClippedHedge(PrivateAgent):
     def privacy(self) -> PrivacyClaim:
         """Pure epsilon-DP against adaptive adversaries (uncertified in paper mode, E-ARS-15)."""
         self._check_one_epsilon()
-        n = self.n_experts
-        certified = Guarantee(
-            self.effective_epsilon,
-            0.0,
-            f"Laplace mechanism per round (L1 sensitivity {n}, scale b = {self.noise_scale:g}), "
-            "each loss vector released once (parallel composition over rounds); plays are "
-            "post-processing (Asi, Raman & Saha 2025, Alg. 3, with erratum E-ARS-15)",
-        )
         if self.mode == "paper":
             stated = Guarantee(
                 self.epsilon,
@@ -253,9 +279,16 @@ class NoisyClippedHedge(PrivateAgent):
                 stated,
                 certified=False,
                 notes=f"erratum E-ARS-15: the L1 sensitivity of a loss vector is N, so the noise "
-                f"used certifies only epsilon = {self.effective_epsilon:g}",
+                f"used certifies only epsilon = {account(self.declaration).epsilon:g}",
             )
-        return self._claim(certified)
+        return self._declared_claim(source="Asi, Raman & Saha 2025, Alg. 3, with erratum E-ARS-15")
+
+    @property
+    def declaration(self) -> Mechanism:
+        """Each round's loss vector released once with Laplace noise (L1 sensitivity N)."""
+        return noisy_rounds(
+            self.n_experts, self.noise, self.noise_scale, "the clipped Hedge plays", self.horizon
+        )
 
     def action_distribution(self) -> np.ndarray:
         """(B, N) law ``w_t`` of the action the last ``act`` returned (uniform before any).

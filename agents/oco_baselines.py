@@ -20,6 +20,7 @@ from dp_experts_env._validation import (
     check_float,
     check_learner_epsilon,
 )
+from dp_experts_env.privacy.declaration import Mechanism, PostProcessing, TreeAggregation, account
 from dp_experts_env.privacy.mechanisms import TreeCounter
 from dp_experts_env.privacy.noise import NoiseBackend, get_backend, root_backend
 
@@ -244,33 +245,55 @@ class DPFTRLOCO(OCOAgent):
             if mutant
             else {}
         )
+        declared = account(self.declaration)
         if self.law == "gaussian":
-            rho = self.levels * (2.0 * self.grad_bound) ** 2 / (2.0 * self.node_scale**2)
-            eps = rho + 2.0 * math.sqrt(rho * math.log(1.0 / self.delta))
             return claim(
-                epsilon=min(eps, self.epsilon),  # equal up to rounding: rho is solved for it
+                # rho is solved for the request: equal up to rounding
+                epsilon=min(declared.epsilon, self.epsilon),
                 delta=self.delta,
                 neighbouring="replace one round's gradient g_t (||g_t|| <= G)",
                 feedback="full",
-                accountant=f"Gaussian binary tree: {self.levels} levels, L2 sensitivity 2G, "
-                f"sigma {self.node_scale:g} per node, rho = {rho:.4g}-zCDP composed over the "
-                "levels, eps = rho + 2 sqrt(rho ln(1/delta)); plays are post-processing",
+                accountant=declared.accountant,
                 holds_against="adaptive",
                 noise_backend="fast",
                 requested_epsilon=self.epsilon,
                 **extra,
             )
         return claim(
-            epsilon=self.tree.guarantee.epsilon,
+            epsilon=declared.epsilon,
             neighbouring="replace one round's gradient g_t (||g_t|| <= G)",
             feedback="full",
-            accountant=f"binary-tree counter: {self.levels} levels, L1 sensitivity 2G sqrt(d) = "
-            f"{self.l1_sensitivity:g}, Laplace {self.node_scale:g} per node coordinate, basic "
-            "composition; plays are post-processing",
+            accountant=declared.accountant,
             holds_against="adaptive",
             noise_backend=getattr(self.noise, "name", "fast"),
             requested_epsilon=self.epsilon,
             **extra,
+        )
+
+    @property
+    def declaration(self) -> Mechanism | None:
+        """A binary tree of the running gradient sums (Laplace: L1 2G sqrt(d); Gaussian: L2 2G).
+
+        The declared scale is the learner's calibrated one (an audit mutant's multiplier is not
+        part of the declaration); None at epsilon = inf.
+        """
+        if math.isinf(self.epsilon):
+            return None
+        gaussian = self.law == "gaussian"
+        return PostProcessing(
+            TreeAggregation(
+                "the running gradient sums",
+                leaves=self.horizon,
+                levels=self.levels,
+                shape=(self.dim,),
+                sensitivity=2.0 * self.grad_bound
+                if gaussian
+                else self.noise.effective_sensitivity(self.l1_sensitivity, self.dim),
+                scale=float(self.node_scale),
+                noise="gaussian" if gaussian else "laplace",
+                delta=self.delta if gaussian else 0.0,
+            ),
+            "the FTRL plays",
         )
 
     def _init_state(self) -> None:

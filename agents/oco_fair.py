@@ -25,6 +25,7 @@ from dp_experts_env._validation import (
     check_float,
     check_learner_epsilon,
 )
+from dp_experts_env.privacy.declaration import Mechanism, PostProcessing, TreeAggregation, account
 from dp_experts_env.privacy.gaussian import gaussian_tree_calibration
 from dp_experts_env.privacy.noise import NoiseBackend, get_backend, root_backend
 
@@ -212,16 +213,42 @@ class GaussianDPFTRLOCO(OCOAgent):
                 "notes": f"AUDIT MUTANT: node noise x{self.noise_multiplier:g}, the epsilon is "
                 "that of the unscaled learner",
             }
+        declared = account(self.declaration, source="plays are post-processing")
         return claim(
-            epsilon=self._guarantee.epsilon,
-            delta=self._guarantee.delta,
+            # sigma is solved for the request by bisection: equal up to its precision
+            epsilon=min(declared.epsilon, self.epsilon),
+            delta=self.delta,
             neighbouring="replace one round's gradient g_t (||g_t|| <= G)",
             feedback="full",
-            accountant=self._guarantee.accountant + "; plays are post-processing",
+            accountant=declared.accountant,
             holds_against="adaptive",
             noise_backend="fast",
             requested_epsilon=self.epsilon,
             **extra,
+        )
+
+    @property
+    def declaration(self) -> Mechanism | None:
+        """A Gaussian binary tree of the running gradient sums (L2 2G), GDP-composed.
+
+        The declared scale is the calibrated one (an audit mutant's multiplier is not part of
+        the declaration); None at epsilon = inf.
+        """
+        if math.isinf(self.epsilon):
+            return None
+        return PostProcessing(
+            TreeAggregation(
+                "the running gradient sums",
+                leaves=self.horizon,
+                levels=self.levels,
+                shape=(self.dim,),
+                sensitivity=self.l2_sensitivity,
+                scale=float(self.node_scale),
+                noise="gaussian",
+                delta=self.delta,
+                profile="gdp",
+            ),
+            "the FTRL plays",
         )
 
     def _init_state(self) -> None:

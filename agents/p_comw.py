@@ -9,6 +9,7 @@ the paper's Theorem "DP" (Appendix D, Claim D.1 composed with Lemma A.1).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,6 +39,7 @@ from dp_experts_env.privacy.accountant_oco import (
     pcomw_calibrated,
     pcomw_rdp_account,
 )
+from dp_experts_env.privacy.declaration import Mechanism, SamplingSteps, account
 from dp_experts_env.privacy.exact_accountants import calibrate, pcomw_account
 
 __all__ = ["PCOMW", "PCOMWParameters", "pcomw_parameters", "paper_epsilon"]
@@ -484,6 +486,14 @@ class PCOMW(OCOAgent):
             self.beta = prm.beta / self.noise_multiplier**2
         self.scale = 0.0 if self.leader_only else 1.0 / math.sqrt(self.beta * self.lam)
         self.reset(seed)
+        if self.mode == "paper" and self.noise_multiplier == 1.0:
+            claim = self.privacy
+            if claim.is_private and not claim.certified:
+                warnings.warn(
+                    f"{self.name} with mode='paper' is NOT CERTIFIED: {claim.accountant}",
+                    UserWarning,
+                    stacklevel=2,
+                )
 
     # ------------------------------------------------------------------ claim
     @property
@@ -492,14 +502,6 @@ class PCOMW(OCOAgent):
         if self.setting == "lazy" or (math.isinf(self.epsilon) and self.setting == "dp"):
             return no_privacy("full")
         prm = self.parameters
-        how = {
-            "renyi": "Renyi accountant for linear losses (exact per-round coin and Gibbs-sample "
-            "bounds, composed, converted at delta)",
-            "theorem-dp": "Theorem DP (Agarwal-Kale-Singh-Thakurta): 1.5 S2 + sqrt(6 S2 "
-            "ln(2/delta)), pre-simplified S2 (E-AKST-2), delta/2 + T(4d' + 9Td' + "
-            "3e^{-ptilde T}) (E-AKST-3)",
-            "printed": "Theorem DP as printed (errata E-AKST-2, E-AKST-3: not certified)",
-        }[prm.accountant]
         mutant = self.noise_multiplier != 1.0
         notes = (
             f"kappa={prm.kappa:.4g}, ln Phi={prm.log_phi:.4g}, p={prm.p:.4g}, B={prm.budget:.4g}; "
@@ -510,17 +512,43 @@ class PCOMW(OCOAgent):
                 f"; AUDIT MUTANT: Gibbs spread x{self.noise_multiplier:g}, the epsilon is that of "
                 "the unscaled learner"
             )
+        declared = account(self.declaration)
         return claim(
-            epsilon=prm.epsilon,
-            delta=prm.delta,
+            epsilon=declared.epsilon,
+            delta=declared.delta,
             neighbouring="replace one round's gradient g_t (||g_t|| <= G)",
             feedback="full",
             certified=prm.certified and not mutant and prm.epsilon <= self.epsilon * (1 + _SLACK),
-            accountant=how,
+            accountant=declared.accountant,
             holds_against="adaptive",
             noise_backend="fast",
             requested_epsilon=self.epsilon,
             notes=notes,
+        )
+
+    @property
+    def declaration(self) -> Mechanism | None:
+        """The lazy Gibbs sampler: a coin per round + resamples, bounded by the exact accountant.
+
+        None in the lazy setting (not private) and at epsilon = inf.
+        """
+        if self.setting == "lazy" or math.isinf(self.epsilon):
+            return None
+        prm = self.parameters
+        how = {
+            "renyi": "Renyi accountant for linear losses (exact per-round coin and Gibbs-sample "
+            "bounds, composed, converted at delta)",
+            "theorem-dp": "Theorem DP (Agarwal-Kale-Singh-Thakurta): 1.5 S2 + sqrt(6 S2 "
+            "ln(2/delta)), pre-simplified S2 (E-AKST-2), delta/2 + T(4d' + 9Td' + "
+            "3e^{-ptilde T}) (E-AKST-3)",
+            "printed": "Theorem DP as printed (errata E-AKST-2, E-AKST-3: not certified)",
+        }[prm.accountant]
+        return SamplingSteps(
+            f"lazy Gibbs sampling on the {self.body} (a coin per round, switch budget B = "
+            f"{prm.budget:.4g})",
+            epsilon=prm.epsilon,
+            delta=prm.delta,
+            accountant=how,
         )
 
     # ------------------------------------------------------------------ likelihood

@@ -16,12 +16,21 @@ Every private learner takes the same keywords, validated here once:
   lattice to replace, and a claim naming a backend that never ran would mislead. The audit-only
   wrappers of :mod:`dp_experts_env.privacy.noise` (ScaledBackend, RecordingBackend) are accepted
   over any listed backend.
+
+Privacy as data: a learner declares the mechanisms it runs in :attr:`PrivateAgent.declaration`
+(:mod:`dp_experts_env.privacy.declaration`); :meth:`PrivateAgent._declared_claim` composes the
+claim from it with the one accountant (:func:`~dp_experts_env.privacy.declaration.account`), so
+the claim's numbers and text come from the declaration, and the audit reads the same declaration.
+A learner that declares nothing (``declaration`` is None) keeps stating its claim through
+:meth:`PrivateAgent._claim`; the audit then falls back to its generic scenarios and says so.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -31,6 +40,7 @@ from dp_experts_env._validation import (
     check_delta,
     check_learner_epsilon,
 )
+from dp_experts_env.privacy.declaration import Mechanism, account
 from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.noise import BACKENDS, NoiseBackend, get_backend, root_backend
 
@@ -87,6 +97,15 @@ class PrivateAgent(Agent):
                 f" (it accepts {', '.join(map(repr, self.noise_backends))}): {self.noise_refusal}"
             )
 
+    #: public hyper-parameters under which the declared mechanisms are most exposed to an audit
+    #: (privacy must hold for every value; the audit derives its scenarios from the declaration
+    #: and these): ``params`` for every derived scenario, ``exposed`` for those that push the
+    #: learner hardest, ``variants`` (a list of parameter sets) for public alternatives of the
+    #: mechanism, ``max_horizon`` caps long scenarios (cost), ``runs`` the test runs a derived
+    #: scenario asks for; sampling learners add ``p_top`` and ``batch_sizes``, bandit learners
+    #: ``agree`` (every expert recommends one arm: importance weights near their bound).
+    audit_hints: ClassVar[Mapping[str, Any]] = {}
+
     #: per-run epsilons after ``set_run_epsilons`` (learners that offer it), else None.
     _run_epsilons: list[float] | None = None
 
@@ -124,6 +143,46 @@ class PrivateAgent(Agent):
     def is_private(self) -> bool:
         """False at ``epsilon = inf`` (the noise is removed)."""
         return math.isfinite(self.epsilon)
+
+    @property
+    def declaration(self) -> Mechanism | None:
+        """The mechanisms this learner runs, as data (None: not declared).
+
+        Learners override it; the claim (:meth:`_declared_claim`) and the audit read it. It
+        describes the noise actually added (the backend's effective sensitivities, the scales in
+        use), in strict and paper mode alike.
+        """
+        return None
+
+    def _declared_claim(self, *, source: str = "", **kwargs: object) -> PrivacyClaim:
+        """The claim composed from :attr:`declaration` by the one accountant.
+
+        ``source`` names the algorithm and proof the composition follows (it ends the text);
+        ``kwargs`` are those of :meth:`_claim`.
+        """
+        if not self.is_private:  # epsilon = inf: no noise, nothing to compose
+            return self._claim(Guarantee(math.inf, 0.0, "noise removed"), **kwargs)  # type: ignore[arg-type]
+        declared = self.declaration
+        if declared is None:
+            raise TypeError(f"{type(self).__name__} declares no mechanisms")
+        return self._claim(account(declared, source=source), **kwargs)  # type: ignore[arg-type]
+
+    def reset(self, seed: int | Sequence[int] | None = None) -> None:
+        """Start a new episode (see :meth:`Agent.reset`); warn once if the claim is uncertified."""
+        super().reset(seed)
+        if self.mode == "paper" and not getattr(self, "_uncertified_warned", False):
+            self._uncertified_warned = True
+            try:
+                claim = self.privacy
+            except ValueError:  # several per-run epsilons: no single claim to check
+                return
+            if claim.is_private and not claim.certified:
+                warnings.warn(
+                    f"{getattr(self, 'name', type(self).__name__)} with mode='paper' is NOT "
+                    f"CERTIFIED: {claim.notes or claim.accountant}",
+                    UserWarning,
+                    stacklevel=3,
+                )
 
     def _claim(
         self,

@@ -16,8 +16,8 @@ number of batches ``floor(T / tau)``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -27,7 +27,12 @@ from agents.private import PrivateAgent
 from agents.private_bandit_tuning import BASES, BatchedBanditTuning, tune_batched_bandit
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_float, check_int
-from dp_experts_env.privacy.guarantee import Guarantee
+from dp_experts_env.privacy.declaration import (
+    LaplaceRelease,
+    Mechanism,
+    Parallel,
+    PostProcessing,
+)
 from dp_experts_env.privacy.mechanisms import laplace_calibration, laplace_mechanism
 from dp_experts_env.privacy.noise import NoiseBackend
 
@@ -54,6 +59,9 @@ def _check_own_action(obs: BanditObs, played: np.ndarray) -> None:
 
 class _BatchedConversion(PrivateAgent):
     """Alg. 1 over ``m`` choices; subclasses say what a choice is and how it is played."""
+
+    #: public settings under which the declared mechanisms are most exposed (the audit)
+    audit_hints: ClassVar[Mapping[str, Any]] = {"params": {"tau": 1}}
 
     feedback = "bandit"
 
@@ -157,14 +165,25 @@ class _BatchedConversion(PrivateAgent):
         notes = self._claim_notes()
         if self.epsilon > 1:
             notes += "; epsilon > 1 lies outside the paper's theorems (privacy still holds)"
-        return self._claim(
-            Guarantee(
-                self._release.epsilon,
-                0.0,
-                f"{self._release.accountant} on each batch-mean loss (sensitivity 1/tau), "
-                "disjoint batches (parallel composition), actions are post-processing (Lemma 3)",
+        return self._declared_claim(
+            source="Lemma 3: disjoint batches, actions are post-processing", notes=notes
+        )
+
+    @property
+    def declaration(self) -> Mechanism:
+        """The batch-mean loss (sensitivity 1/tau) + Laplace, once per disjoint batch."""
+        return PostProcessing(
+            Parallel(
+                LaplaceRelease(
+                    "the batch-mean loss of the batch's choice",
+                    (1,),
+                    self.noise.effective_sensitivity(1.0 / self.tau, 1),
+                    float(self.noise_scale),
+                ),
+                "disjoint batches of tau rounds (the trailing partial batch is never released)",
+                copies=min(self.n_batches, (self.horizon - 1) // self.tau),
             ),
-            notes=notes,
+            "the base learner's plays",
         )
 
     def _claim_notes(self) -> str:

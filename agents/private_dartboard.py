@@ -9,8 +9,9 @@ and Faster Rates", Algorithm 1, Theorem 2, Corollaries 3-4, Theorem 5, Corollary
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -19,14 +20,16 @@ from agents._public_cache import public_cache
 from agents.base import PrivacyClaim
 from agents.registry import register
 from dp_experts_env._validation import check_float, check_int
+from dp_experts_env.privacy.declaration import Mechanism, SamplingSteps
 from dp_experts_env.privacy.exact_accountants import (
     calibrate,
     dartboard_budget,
     dartboard_epsilon,
     dartboard_paper_epsilon,
     dartboard_regret_bound,
+    dartboard_resample_cost,
+    dartboard_switch_cost,
 )
-from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = [
@@ -341,6 +344,13 @@ class PrivateShrinkingDartboard(LazySampler):
     Per-round cost: O(N) per run to add the losses, O(1) for the coins, O(N) per resample.
     """
 
+    #: public settings under which the declared mechanisms are most exposed (the audit)
+    audit_hints: ClassVar[Mapping[str, Any]] = {
+        "params": {"budget": 2, "delta": 0.0},
+        "p_top": 0.45,  # the dartboards need p < 1/2
+        "runs": 200_000,
+    }
+
     default_delta = 1e-6
 
     def __init__(
@@ -447,7 +457,25 @@ class PrivateShrinkingDartboard(LazySampler):
             if self.mode == "strict"
             else f"calibrated by the {which}; certified by the exact per-step accountant"
         )
-        return self._claim(Guarantee(self.epsilon_spent, self.delta, accountant), notes=notes)
+        return self._declared_claim(source=accountant if self.mode != "strict" else "", notes=notes)
+
+    @property
+    def declaration(self) -> Mechanism | None:
+        """The switch coin that reads the changed loss + at most K - 1 fresh samples."""
+        if not self.is_private:
+            return None
+        comp = "basic composition" if self.delta == 0 else "min(basic, advanced) composition"
+        return SamplingSteps(
+            "lazy Hedge sampling (one switch coin reads the changed block, then at most "
+            f"{self.max_resamples} exponential-mechanism resamples)",
+            epsilon=self.epsilon_spent,
+            delta=self.delta,
+            accountant="exact per-step accountant dartboard_epsilon (switch coin + resamples of "
+            f"2 lam, {comp})",
+            coin_epsilon=float(dartboard_switch_cost(self.eta, self.p, self.batch)),
+            resample_epsilon=float(dartboard_resample_cost(self.eta, self.batch)),
+            resamples=int(self.max_resamples),
+        )
 
 
 @register(
@@ -494,6 +522,11 @@ class BatchedPrivateShrinkingDartboard(PrivateShrinkingDartboard):
 
     Per-round cost: O(N) per run (block sum); one O(N) decision per block.
     """
+
+    audit_hints: ClassVar[Mapping[str, Any]] = {
+        **PrivateShrinkingDartboard.audit_hints,
+        "batch_sizes": (1, 2),
+    }
 
     def __init__(
         self,

@@ -17,7 +17,8 @@ Losses are clipped to [0, 1] before use, so the sensitivities hold whatever the 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -37,6 +38,14 @@ from agents.private_bandit_tuning import (
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_float, check_int
 from dp_experts_env.privacy.accounting import advanced_composition, combine
+from dp_experts_env.privacy.declaration import (
+    LaplaceRelease,
+    Mechanism,
+    Parallel,
+    PostProcessing,
+    Repeated,
+    account,
+)
 from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.mechanisms import laplace_calibration, laplace_mechanism
 from dp_experts_env.privacy.noise import NoiseBackend
@@ -232,13 +241,26 @@ class LDPExp4(_PrivateExp4Base):
         notes = "advice treated as public (erratum E-PAB-19)"
         if self.epsilon > 1:
             notes += "; epsilon > 1 lies outside Theorem 9's regret guarantee"
-        guarantee = Guarantee(
-            self._release.epsilon,
-            0.0,
-            f"{self._release.accountant} on each observed loss, each loss used once "
-            "(Thm 9 / Lemma 3 with tau = 1)",
+        return self._declared_claim(
+            source="Thm 9 / Lemma 3 with tau = 1", model="local", notes=notes
         )
-        return self._claim(guarantee, model="local", notes=notes)
+
+    @property
+    def declaration(self) -> Mechanism:
+        """Each observed loss (sensitivity 1) + Laplace, used once (local model)."""
+        return PostProcessing(
+            Parallel(
+                LaplaceRelease(
+                    "the observed loss",
+                    (1,),
+                    self.noise.effective_sensitivity(1.0, 1),
+                    float(self.noise_scale),
+                ),
+                "rounds (each loss is privatised once, locally)",
+                copies=self.horizon - 1,
+            ),
+            "EXP4's plays",
+        )
 
     def _init_state(self) -> None:
         self._init_weights()
@@ -338,6 +360,15 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         per_expert_epsilon: eps0, the privacy of each coordinate's Laplace release.
         composed_epsilon: the epsilon the accountant certifies for the noise used.
     """
+
+    #: public settings under which the declared mechanisms are most exposed (the audit)
+    audit_hints: ClassVar[Mapping[str, Any]] = {
+        "params": {"tau": 1},
+        "exposed": {"gamma": 0.98, "max_gamma": 0.99},
+        "variants": [{"composition": "pure"}, {"composition": "advanced"}],
+        "agree": True,
+        "runs": 200_000,  # half the runs play the other arm: the evidence is diluted
+    }
 
     default_delta = 1e-6
 
@@ -495,7 +526,6 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         """(epsilon, delta)-DP (advanced) or epsilon-DP (pure/basic), central model."""
         if not self.is_private:
             return self._claim(Guarantee(math.inf, 0.0, "noise removed"))
-        composed = self._composed()
         what = {
             "advanced": "per expert on the batch-mean estimates (sensitivity K/(gamma tau) per "
             "coordinate as Q_t >= gamma/K) + advanced composition over the N coordinates "
@@ -506,7 +536,7 @@ class PrivateBatchedExp4(_PrivateExp4Base):
             "pure": "on the N-vector of batch-mean estimates (L1 sensitivity N K/(gamma tau)); "
             "disjoint batches (pure variant, erratum E-PAB-7)",
         }[self.composition_used]
-        accountant = f"{self._release.accountant} {what}: {composed.accountant}"
+        declared = account(self.declaration, source=what)
         notes = "advice treated as public (erratum E-PAB-19)"
         caps = getattr(self, "_tuning_caps", ())
         if caps:
@@ -521,12 +551,51 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         if not self._certified:
             # Paper mode where the printed noise does not compose: the printed epsilon, marked
             # uncertified, with what the composition does give.
-            notes += f"; advanced composition only certifies epsilon'={composed.epsilon:.4g}"
-            stated = Guarantee(self.epsilon, self.delta, "paper: " + accountant)
+            notes += f"; advanced composition only certifies epsilon'={declared.epsilon:.4g}"
+            stated = Guarantee(self.epsilon, self.delta, "paper: " + declared.accountant)
             return self._claim(stated, certified=False, notes=notes)
-        # Never above the request (float slack of the bisection aside).
-        certified = Guarantee(min(composed.epsilon, self.epsilon), composed.delta, accountant)
+        # The per-expert epsilon is the bisection's feasible end, so the composition is at most
+        # the request; min() only absorbs the float rounding of recomputing it.
+        certified = Guarantee(
+            min(declared.epsilon, self.epsilon), declared.delta, declared.accountant
+        )
         return self._claim(certified, notes=notes)
+
+    @property
+    def declaration(self) -> Mechanism | None:
+        """The batch's per-expert estimates + Laplace, one release per disjoint batch.
+
+        Per coordinate (composed over the N coordinates: basic, or advanced when smaller) or,
+        for ``composition="pure"``, as one L1 release of the N-vector.
+        """
+        if not self.is_private:
+            return None
+        n = self.n_experts
+        if self.composition_used == "pure":
+            release: Mechanism = LaplaceRelease(
+                "the N-vector of batch-mean loss estimates",
+                (n,),
+                self.noise.effective_sensitivity(self._release_sensitivity, n),
+                float(self.noise_scale),
+            )
+        else:
+            release = Repeated(
+                LaplaceRelease(
+                    "one expert's batch-mean loss estimate",
+                    (1,),
+                    self.noise.effective_sensitivity(self._release_sensitivity, 1),
+                    float(self.noise_scale),
+                ),
+                n,
+                delta_prime=self.delta if self.composition_used == "advanced" else 0.0,
+                what="the N experts' coordinates",
+            )
+        batches = Parallel(
+            release,
+            "disjoint batches of tau rounds",
+            copies=min(self.n_batches, (self.horizon - 1) // self.tau),
+        )
+        return PostProcessing(batches, "EXP4's plays")
 
     def _init_state(self) -> None:
         self._init_weights()

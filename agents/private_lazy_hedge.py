@@ -11,8 +11,9 @@ temperature ``beta``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -21,13 +22,13 @@ from agents._public_cache import public_cache
 from agents.base import PrivacyClaim
 from agents.registry import register
 from dp_experts_env._validation import check_float
+from dp_experts_env.privacy.declaration import Mechanism, SamplingSteps
 from dp_experts_env.privacy.exact_accountants import (
     calibrate,
     lazy_hedge_budget,
     lazy_hedge_epsilon,
     lazy_hedge_regret_bound,
 )
-from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = ["LazyHedgeParameters", "PrivateLazyHedge", "lazy_hedge_parameters"]
@@ -204,6 +205,13 @@ class PrivateLazyHedge(LazySampler):
     Per-round cost: O(N) per run.
     """
 
+    #: public settings under which the declared mechanisms are most exposed (the audit)
+    audit_hints: ClassVar[Mapping[str, Any]] = {
+        "params": {"budget": 1, "delta": 0.0},
+        "p_top": 0.7,
+        "runs": 200_000,
+    }
+
     default_delta = 1e-6
 
     def __init__(
@@ -287,16 +295,29 @@ class PrivateLazyHedge(LazySampler):
     def privacy(self) -> PrivacyClaim:
         """The exact accountant of the discrete form; adaptive DP, oblivious-only regret."""
         self._check_one_epsilon()
+        return self._declared_claim(
+            notes=f"beta={self.beta:.4g}, p={self.p:.4g}, B={self.budget:.4g}; spends "
+            f"{self.epsilon_spent:.4g}; regret guarantee against oblivious losses only",
+        )
+
+    @property
+    def declaration(self) -> Mechanism | None:
+        """The coin that reads the changed loss (beta/p) + at most ceil(B) resamples (2 beta)."""
+        if not self.is_private:
+            return None
         comp = (
             "basic composition"
             if self.delta == 0
             else f"min(basic, 1.5 S2 + sqrt(6 S2 ln(1/{self.parameters.composition_delta:g})))"
         )
-        accountant = (
-            f"exact per-step accountant (coin beta/p + ceil(B) resamples of 2 beta, {comp})"
-        )
-        return self._claim(
-            Guarantee(self.epsilon_spent, self.delta, accountant),
-            notes=f"beta={self.beta:.4g}, p={self.p:.4g}, B={self.budget:.4g}; spends "
-            f"{self.epsilon_spent:.4g}; regret guarantee against oblivious losses only",
+        resamples = min(math.ceil(self.budget), self.horizon - 1)
+        return SamplingSteps(
+            "lazy Hedge sampling (the coin beta/p reads the changed loss, then at most "
+            f"{resamples} fresh samples of 2 beta)",
+            epsilon=self.epsilon_spent,
+            delta=self.delta,
+            accountant=f"exact per-step accountant lazy_hedge_epsilon ({comp})",
+            coin_epsilon=float(self.beta / self.p),
+            resample_epsilon=float(2.0 * self.beta),
+            resamples=int(resamples),
         )

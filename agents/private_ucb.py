@@ -19,7 +19,12 @@ from agents.base import BanditObs, PrivacyClaim
 from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_float
-from dp_experts_env.privacy.guarantee import Guarantee
+from dp_experts_env.privacy.declaration import (
+    LaplaceRelease,
+    Mechanism,
+    Parallel,
+    PostProcessing,
+)
 from dp_experts_env.privacy.mechanisms import laplace_calibration, laplace_mechanism
 from dp_experts_env.privacy.noise import NoiseBackend
 
@@ -121,16 +126,26 @@ class AdaPUCB(PrivateAgent):
     @property
     def privacy(self) -> PrivacyClaim:
         """Pure epsilon-DP: Laplace on disjoint episode sums (parallel composition)."""
-        return self._claim(
-            Guarantee(
-                self._release.epsilon,
-                0.0,
-                f"{self._release.accountant} on each episode's loss sum (one arm's losses over "
-                "its episode; a loss enters one sum), disjoint episodes (parallel composition), "
-                "actions are post-processing",
-            ),
+        return self._declared_claim(
+            source="AdaP-UCB: disjoint episodes, actions are post-processing",
             notes="open episode at round T never released; releases of data-free zeros cost "
             "nothing",
+        )
+
+    @property
+    def declaration(self) -> Mechanism:
+        """Each ended episode's loss sum (sensitivity 1) + Laplace, one per disjoint episode."""
+        return PostProcessing(
+            Parallel(
+                LaplaceRelease(
+                    "an ended episode's loss sum (one arm's losses over its episode)",
+                    (1,),
+                    self.noise.effective_sensitivity(1.0, 1),
+                    float(self.noise_scale),
+                ),
+                "disjoint episodes (a loss enters one episode sum)",
+            ),
+            "the UCB index and the plays",
         )
 
     # ----------------------------------------------------------------- episode

@@ -9,7 +9,8 @@ losses are the suite's additions, not the paper's.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from agents.base import PrivacyClaim, clip_unit
 from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_float, check_int
-from dp_experts_env.privacy.guarantee import Guarantee
+from dp_experts_env.privacy.declaration import ExponentialMechanism, Mechanism, Parallel
 from dp_experts_env.privacy.mechanisms import (
     exponential_mechanism,
     exponential_mechanism_probabilities,
@@ -128,6 +129,9 @@ class RandomizedPrefixSoftmax(PrivateAgent):
     prefix), plus one O(N) pick per block (about log2 T picks).
     """
 
+    #: public settings under which the declared mechanisms are most exposed (the audit)
+    audit_hints: ClassVar[Mapping[str, Any]] = {"params": {"eta_cap": math.inf}}
+
     default_delta = 0.0
     noise_backends = ("fast",)
     noise_refusal = (
@@ -214,17 +218,25 @@ class RandomizedPrefixSoftmax(PrivateAgent):
     def privacy(self) -> PrivacyClaim:
         """Pure DP: exponential mechanism per block, each loss in one block (Prop. 1)."""
         self._check_one_epsilon()
-        return self._claim(
-            Guarantee(
-                self.epsilon_spent,
-                0.0,
-                "exponential mechanism per block pick on 1-sensitive prefix sums (2 eta-DP, "
-                "Lemma 3); each loss vector feeds one pick (Proposition 1 factorisation)",
-            ),
+        return self._declared_claim(
+            source="Lemma 3; Proposition 1 factorisation",
             holds_against="oblivious",
             notes=f"eta={self.eta:.4g}, spends 2 eta = {self.epsilon_spent:.4g}; restarts="
             f"{self.restarts}, window={self.window}; privacy proven for fixed loss sequences; "
             "regret guarantee for i.i.d. losses only",
+        )
+
+    @property
+    def declaration(self) -> Mechanism:
+        """One exponential-mechanism pick per block on 1-sensitive prefix sums (2 eta-DP)."""
+        return Parallel(
+            ExponentialMechanism(
+                "experts by the loss sums of a random prefix of the previous block",
+                self.n_experts,
+                1.0,
+                1.0 / float(np.max(self.eta)),  # one epsilon: equal rates
+            ),
+            "blocks (each loss vector feeds one pick)",
         )
 
     # ----------------------------------------------------------------- clock

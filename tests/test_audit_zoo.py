@@ -1,4 +1,6 @@
-"""The mutant zoo: every private learner, correct and weakened, through the audit's search.
+"""The mutant zoo: every private learner, correct and weakened, through the audit's search;
+then the bug zoo: realistic bugs as patched copies of learners, harmless controls, and learners
+written in this file (declared and undeclared) audited like built-ins.
 
 Each case runs :func:`audit_learner` on the first default scenario of the learner (where the
 full ``dp-experts audit`` search finds its strongest evidence, docs/privacy.md §4) with fixed
@@ -9,10 +11,26 @@ violation" because no action-level audit can see them (docs/privacy.md §4 says 
 svt-restart x0.5 mutant and svt-restart's paper mode.
 """
 
+import contextlib
+
+import numpy as np
 import pytest
 
 import agents
+from agents.base import AGENT_STREAM, clip_unit
+from agents.dp_ftrl import DPFTRLTree
+from agents.limited_updates import LimitedUpdates
+from agents.noisy_clipped_hedge import NoisyClippedHedge, clip_project
+from agents.private import PrivateAgent
+from agents.private_bandit import PrivateBatchedBandit
+from agents.randomized_prefix import RandomizedPrefixSoftmax
+from agents.registry import _REGISTRY, register
+from agents.svt_restart import SVTRestart
+from dp_experts_env.batch_rng import BatchRNG
 from dp_experts_env.evaluation.audit import audit_learner
+from dp_experts_env.privacy.declaration import LaplaceRelease, Parallel, PostProcessing
+from dp_experts_env.privacy.guarantee import Guarantee
+from dp_experts_env.privacy.mechanisms import AboveThreshold, exponential_mechanism
 
 PRIVATE = sorted(d["name"] for d in agents.available() if d["private"] and d["feedback"] != "oco")
 # Runs per side (test, selection) for an x0.5 mutant: enough for its margin at the fixed seed.
@@ -75,3 +93,314 @@ def test_paper_modes(name, epsilon):
     rep = _audit(name, epsilon=epsilon, params={"mode": "paper"}, runs=10_000, selection_runs=2000)
     assert not rep.claim.certified
     assert rep.violation == ((name, "paper") not in NOT_DETECTABLE), rep.summary()
+
+
+# =========================================================================== the bug zoo
+# Realistic privacy bugs, each a patched copy of a learner (a subclass that keeps the claim and
+# breaks the mechanism), registered under a test name for the test only and audited by the
+# default search (scenarios derived from the declaration + generic ones, the freshness check)
+# at small run counts. Verdicts are pinned as measured (docs/privacy.md, "The bug zoo"):
+# True = the audit reports a violation. Negative controls (harmless changes) must pass.
+
+
+@contextlib.contextmanager
+def registered(name, cls, base):
+    """Register ``cls`` as ``name`` for the duration of a test (like a plug-in would)."""
+    register(name, private=True, summary=f"test copy of {base}")(cls)
+    try:
+        yield name
+    finally:
+        _REGISTRY.pop(name, None)
+
+
+class _NoQueryNoise(AboveThreshold):
+    """Sparse vector whose queries get no noise (scale 0 instead of 2 sigma)."""
+
+    def test(self, queries):
+        q = np.asarray(queries, dtype=np.float64)
+        noisy = self.backend.add_laplace(self.rng, q, 0.0)
+        top = (noisy >= self._noisy_threshold) & ~self.halted
+        self.n_tops += top
+        self.halted |= self.n_tops >= self.max_tops
+        return top
+
+
+class _QueryDrawDropped(AboveThreshold):
+    """Sparse vector that compares the exact queries (the query draw is dropped)."""
+
+    def test(self, queries):
+        q = np.asarray(queries, dtype=np.float64)
+        top = (q >= self._noisy_threshold) & ~self.halted
+        self.n_tops += top
+        self.halted |= self.n_tops >= self.max_tops
+        return top
+
+
+class _ThresholdKept(AboveThreshold):
+    """Sparse vector that keeps its noisy threshold across restarts (no fresh draw)."""
+
+    def restart(self, mask=None, threshold=None):
+        m = np.ones(self.num_runs, bool) if mask is None else np.asarray(mask, bool)
+        self.n_tops = np.where(m, 0, self.n_tops)
+        self.halted = self.halted & ~m
+
+
+class SVTNoQueryNoise(SVTRestart):
+    def _init_state(self):
+        super()._init_state()
+        self.detector.__class__ = _NoQueryNoise
+
+
+class SVTQueryDrawDropped(SVTRestart):
+    def _init_state(self):
+        super()._init_state()
+        self.detector.__class__ = _QueryDrawDropped
+
+
+class SVTThresholdKept(SVTRestart):
+    def _init_state(self):
+        super()._init_state()
+        self.detector.__class__ = _ThresholdKept
+
+
+class HedgeNoiseReused(NoisyClippedHedge):
+    """Draws one noise vector per run at the start and adds it every round."""
+
+    def _init_state(self):
+        super()._init_state()
+        self._z = self.noise.laplace(self.rng, self.noise_scale, (self.n_experts,))
+
+    def _learn(self, obs):
+        w = clip_project(self._log_w - self.eta * (clip_unit(obs) + self._z), self.clip_level)
+        self._log_w = np.log(w)
+
+
+class HedgeReseeded(NoisyClippedHedge):
+    """Re-seeds its generator from the run seeds every round (the same noise every round)."""
+
+    def _learn(self, obs):
+        self.rng = BatchRNG(self.rng.seeds, stream=AGENT_STREAM)
+        super()._learn(obs)
+
+
+class HedgePerCoordinate(NoisyClippedHedge):
+    """Calibrates the noise to a per-coordinate sensitivity 1 instead of the L1 bound N."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.noise_sensitivity = 1.0
+
+
+class PrefixAcrossBlocks(RandomizedPrefixSoftmax):
+    """Carries the prefix sums across blocks (a loss feeds every later pick)."""
+
+    def _learn(self, obs):
+        kept = self._prefix_sum
+        block = self.block_index
+        super()._learn(obs)
+        if self.block_index != block:
+            self._prefix_sum = kept  # the fresh zeros are dropped
+
+
+class PrefixHalfFactor(RandomizedPrefixSoftmax):
+    """Exponential mechanism with eps / sens instead of eps / (2 sens)."""
+
+    def _learn(self, obs):
+        self._position += 1
+        inside = (self._position <= self.prefix_length)[:, None]
+        self._prefix_sum += np.where(inside, clip_unit(obs), 0.0)
+        if self._position < self._block_length(self.block_index):
+            return
+        self._expert = exponential_mechanism(
+            self._prefix_sum,
+            sensitivity=1.0,
+            epsilon=2.0 * self.eta,
+            monotone=True,  # the bug: the scores are not monotone
+            rng=self.rng,
+            noise=self.noise,
+        ).value
+        self.block_index += 1
+        self._position = 0
+        self._prefix_sum = np.zeros_like(self._prefix_sum)
+        self.prefix_length = self._draw_prefix(self._block_length(self.block_index))
+
+
+class TreeNoLevelFactor(DPFTRLTree):
+    """Tree nodes calibrated to one node (Lap(N / eps)), not to the levels an item meets."""
+
+    def _init_state(self):
+        super()._init_state()
+        self.tree.node_scale = self.tree.node_scale / self.tree.levels
+
+
+class BatchUnderstated(PrivateBatchedBandit):
+    """Batch mean calibrated to sensitivity 1 / (2 tau) instead of 1 / tau."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._release_epsilon = 2.0 * self.epsilon
+
+
+class WindowNeverReset(LimitedUpdates):
+    """Never clears the window sums after an update (a loss feeds every later selection)."""
+
+    def _choose(self, obs):
+        kept = self._window.copy()
+        out = super()._choose(obs)
+        self._window[:] = kept
+        return out
+
+
+# --------------------------------------------------------------------------- controls
+class HedgeExtraDraw(NoisyClippedHedge):
+    """Harmless: an extra, unused Laplace draw every round."""
+
+    def _learn(self, obs):
+        self.noise.add_laplace(self.rng, np.zeros((self.num_envs, 2)), 1.0)
+        super()._learn(obs)
+
+
+class WindowReallocated(LimitedUpdates):
+    """Harmless: the window is reset by reallocation instead of in place."""
+
+    def _choose(self, obs):
+        out = super()._choose(obs)
+        if not self._window.any():
+            self._window = np.zeros_like(self._window)
+        return out
+
+
+class TreeOverNoised(DPFTRLTree):
+    """Harmless: twice the node noise the claim needs."""
+
+    def _init_state(self):
+        super()._init_state()
+        self.tree.node_scale = 2.0 * self.tree.node_scale
+
+
+#: (mutant class, base learner, pinned verdict of the default search at the sizes below)
+ZOO = {
+    "svt-no-query-noise": (SVTNoQueryNoise, "svt-restart", True),
+    "svt-query-draw-dropped": (SVTQueryDrawDropped, "svt-restart", True),
+    "svt-threshold-kept": (SVTThresholdKept, "svt-restart", True),
+    "hedge-noise-reused": (HedgeNoiseReused, "noisy-clipped-hedge", True),
+    "hedge-reseeded": (HedgeReseeded, "noisy-clipped-hedge", True),
+    "hedge-per-coordinate": (HedgePerCoordinate, "noisy-clipped-hedge", True),
+    "prefix-across-blocks": (PrefixAcrossBlocks, "randomized-prefix-softmax", True),
+    "prefix-half-factor": (PrefixHalfFactor, "randomized-prefix-softmax", True),
+    "tree-no-level-factor": (TreeNoLevelFactor, "dp-ftrl-tree", True),
+    "batch-understated": (BatchUnderstated, "private-batched-bandit", True),
+    "window-never-reset": (WindowNeverReset, "limited-updates", True),
+}
+CONTROLS = {
+    "hedge-extra-draw": (HedgeExtraDraw, "noisy-clipped-hedge"),
+    "window-reallocated": (WindowReallocated, "limited-updates"),
+    "tree-over-noised": (TreeOverNoised, "dp-ftrl-tree"),
+    # unchanged copies of every base learner of the zoo (the same search, no bug)
+    **{
+        f"copy-of-{base}": (cls, base)
+        for cls, base in (
+            (SVTRestart, "svt-restart"),
+            (NoisyClippedHedge, "noisy-clipped-hedge"),
+            (RandomizedPrefixSoftmax, "randomized-prefix-softmax"),
+            (DPFTRLTree, "dp-ftrl-tree"),
+            (PrivateBatchedBandit, "private-batched-bandit"),
+            (LimitedUpdates, "limited-updates"),
+        )
+    },
+}
+ZOO_RUNS = {"runs": 20_000, "selection_runs": 2000, "pairs": 4, "seed": 0}
+
+
+#: mutants that are slow to play (re-seeding a generator every round): the first scenario only
+ZOO_PAIRS = {"hedge-reseeded": 1}
+
+
+def _zoo_audit(name, cls, base):
+    # A fresh subclass per test, so registering sets its own name and the copy is isolated.
+    copy = type(cls.__name__, (cls,), {"audit_hints": agents.spec(base).cls.audit_hints})
+    with registered(name, copy, base):
+        return audit_learner(name, epsilon=1.0, **{**ZOO_RUNS, "pairs": ZOO_PAIRS.get(name, 4)})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_zoo_verdicts_are_pinned(name):
+    cls, base, caught = ZOO[name]
+    rep = _zoo_audit(name, cls, base)
+    assert rep.claim.epsilon == pytest.approx(1.0) or base == "randomized-prefix-softmax"
+    assert rep.violation == caught, rep.summary()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CONTROLS))
+def test_zoo_negative_controls_pass(name):
+    cls, base = CONTROLS[name]
+    rep = _zoo_audit(name, cls, base)
+    assert not rep.violation, rep.summary()
+
+
+# --------------------------------------------------------------------------- an outside learner
+class OutsideFTPL(PrivateAgent):
+    """A private FTPL written outside the repository, on the public API only.
+
+    Each round's loss vector is released with Laplace noise calibrated to its L1 sensitivity N
+    (declared), and the learner follows the leader of the noisy cumulative losses.
+    """
+
+    audit_hints = {"exposed": {}}
+
+    def __init__(self, n_experts, horizon, **kwargs):
+        super().__init__(n_experts, horizon, **kwargs)
+        self.scale = self.noise.effective_sensitivity(float(n_experts), n_experts) / self.epsilon
+        self.reset(kwargs.get("seed"))
+
+    @property
+    def declaration(self):
+        n = self.n_experts
+        release = LaplaceRelease("the round's loss vector", (n,), float(n), self.scale)
+        return PostProcessing(Parallel(release, "rounds"), "the leader's plays")
+
+    @property
+    def privacy(self):
+        return self._declared_claim()
+
+    def _init_state(self):
+        self._sums = np.zeros((self.num_envs, self.n_experts))
+
+    def _learn(self, obs):
+        self._sums += self.noise.add_laplace(self.rng, clip_unit(obs), self.scale)
+
+    def _choose(self, obs):
+        return np.argmin(self._sums + 1e-9 * self.rng.random((self.n_experts,)), axis=1)
+
+
+class OutsideUndeclared(OutsideFTPL):
+    """The same learner on the old API: a hand-written claim, no declaration."""
+
+    @property
+    def declaration(self):
+        return None
+
+    @property
+    def privacy(self):
+        return self._claim(Guarantee(self.epsilon, 0.0, "hand-written: Laplace per round"))
+
+
+@pytest.mark.slow
+def test_an_outside_learner_gets_a_built_in_audit():
+    """Declared: releases recorded and scenarios derived, so its half-noise copy is caught."""
+    with registered("outside-ftpl", OutsideFTPL, "an outside learner"):
+        good = audit_learner("outside-ftpl", epsilon=1.0, **ZOO_RUNS)
+        half = audit_learner("outside-ftpl", epsilon=1.0, multiplier=0.5, **ZOO_RUNS)
+    assert not good.violation, good.summary()
+    assert "scenarios derived from the declaration" in good.summary()
+    assert half.violation and half.chosen.view == "releases", half.summary()
+
+
+@pytest.mark.slow
+def test_an_undeclared_learner_falls_back_to_generic_scenarios():
+    with registered("outside-undeclared", OutsideUndeclared, "an outside learner"):
+        rep = audit_learner("outside-undeclared", epsilon=1.0, **ZOO_RUNS)
+    assert not rep.violation
+    assert "no declared mechanisms" in rep.summary() and rep.declaration == ""

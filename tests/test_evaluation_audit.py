@@ -12,7 +12,6 @@ from agents.base import Agent, PrivacyClaim
 from dp_experts_env.cli import apply_noise, main
 from dp_experts_env.evaluation import AgentEntry, Grid
 from dp_experts_env.evaluation.audit import (
-    RELEASING,
     Scenario,
     audit_learner,
     default_scenarios,
@@ -148,7 +147,6 @@ def test_releases_are_recorded_from_the_changed_round_on():
         "private-batched-bandit", scenario, side=1, n_runs=50, seed=0, record=True, multiplier=0.0
     )
     assert np.array_equal(off.releases[:, 0], off.releases[:, 1])  # no noise
-    assert set(RELEASING) <= set(PRIVATE)
 
 
 # --------------------------------------------------------------------------- the search
@@ -320,3 +318,34 @@ def test_keyed_pairs_are_refused_for_oblivious_claims():
         selection_runs=400,
     )
     assert rep.skipped and "oblivious" in rep.skipped[0] and rep.searched() == 1
+
+
+# --------------------------------------------------------------------------- privacy as data
+def test_no_audit_or_privacy_module_names_a_learner():
+    """What to audit comes from declarations: no module of the audit holds learner names."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    modules = [
+        "dp_experts_env/evaluation/audit.py",
+        "dp_experts_env/privacy/audit.py",
+        "dp_experts_env/privacy/declaration.py",
+        "agents/private.py",
+    ]
+    names = [d["name"] for d in agents.available()]
+    for module in modules:
+        text = (root / module).read_text()
+        quoted = [n for n in names if f'"{n}"' in text or f"'{n}'" in text]
+        assert not quoted, (module, quoted)
+
+
+@pytest.mark.parametrize("name", PRIVATE)
+def test_every_private_learner_declares_and_its_audit_derives_from_it(name):
+    from dp_experts_env.evaluation.audit import _generic, declaration_of, derived_scenarios
+
+    declared = declaration_of(name)
+    assert declared is not None
+    derived = derived_scenarios(name, declared)
+    labels = [s.label for s in default_scenarios(name)]
+    assert derived and labels[: len(derived)] == [s.label for s in derived]
+    assert len(labels) == len(derived) + len(_generic(name))

@@ -294,6 +294,55 @@ def test_result_says_what_a_pass_means():
     assert bad.verdict.startswith("VIOLATION: epsilon >= ")
 
 
+def test_a_pass_without_power_is_inconclusive_with_the_runs_it_needs():
+    """At epsilon 8, 4000 runs cannot show even a learner spending 16: inconclusive."""
+    from dp_experts_env.privacy.audit import INCONCLUSIVE_FACTOR, detectable_epsilon, runs_needed
+
+    rng = np.random.default_rng(5)
+    a, b = rng.integers(0, 3, 4000), rng.integers(0, 3, 4000)
+    res = audit_samples(a, b, claimed_epsilon=8.0)
+    assert res.passed and res.inconclusive
+    assert res.verdict.startswith("inconclusive at this run count")
+    assert "no violation found" in res.verdict and math.isfinite(res.runs_needed)
+    # The run count given is where the event's power first reaches 2x the claim.
+    k = max(res.counts)
+    need = int(res.runs_needed)
+    p = k / res.n_heldout
+    power = detectable_epsilon(round(p * need), need, alpha=res.alpha, claimed_epsilon=8.0)
+    half = detectable_epsilon(round(p * need / 2), need // 2, alpha=res.alpha, claimed_epsilon=8.0)
+    assert power < INCONCLUSIVE_FACTOR * 8.0 <= half
+    assert runs_needed(0, 100, alpha=1e-3, claimed_epsilon=1.0) == math.inf
+    # The same samples at epsilon 1 are an informative pass.
+    one = audit_samples(a, b, claimed_epsilon=1.0)
+    assert one.passed and not one.inconclusive and math.isnan(one.runs_needed)
+
+
+def test_exact_differences_between_releases_expose_reused_noise():
+    """Two releases sharing one noise draw differ by their exact inputs' difference."""
+    from dp_experts_env.privacy.audit import release_families, select_event
+
+    rng = np.random.default_rng(2)
+
+    def side(first, n, reuse):
+        z = rng.laplace(0.0, 1.0, (n, 2))
+        if reuse:
+            z[:, 1] = z[:, 0]
+        exact = np.tile([0.0, first, 0.5], (n, 1))  # key, then the two released values
+        noisy = exact + np.concatenate([np.zeros((n, 1)), z], axis=1)
+        return np.stack([exact, noisy], axis=1)
+
+    for reuse in (True, False):
+        a, b = side(1.0, 2000, reuse), side(0.0, 2000, reuse)
+        fams = release_families(a[:1000], b[:1000])
+        diffs = [f for f in fams if "differ by exactly" in f.describe(0)]
+        if not reuse:
+            assert not diffs  # fresh noise: no pair to test
+            continue
+        sel = select_event(diffs, a[1000:], b[1000:], n_test=1000, alpha=1e-3)
+        assert sel is not None and "differ by exactly" in sel.description
+        assert sel.indicator(a[1000:]).mean() == 1.0 and sel.indicator(b[1000:]).sum() == 0
+
+
 # --------------------------------------------------------------------------- new families
 def test_switch_into_a_value_is_an_event():
     from dp_experts_env.privacy.audit import evaluate_event, select_event, sequence_families

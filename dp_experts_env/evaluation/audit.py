@@ -21,9 +21,16 @@ whose claim holds against adaptive adversaries).
 
 Weakened learners ("mutants") are built with an audit-only noise wrapper
 (:class:`~dp_experts_env.privacy.noise.ScaledBackend`): the claim is that of the correct
-learner, the noise is ``multiplier`` times smaller or larger. Learners whose claim covers Laplace
-*releases* (noisy losses, tree nodes, batch means: :data:`RELEASING`) are also audited on those
-releases, recorded by :class:`~dp_experts_env.privacy.noise.RecordingBackend`.
+learner, the noise is ``multiplier`` times smaller or larger.
+
+What to test comes from the learner's declared mechanisms (``agent.declaration``, see
+:mod:`dp_experts_env.privacy.declaration`), never from its name: learners that declare Laplace
+*releases* (noisy losses, tree nodes, batch means) are also audited on those releases, recorded
+by :class:`~dp_experts_env.privacy.noise.RecordingBackend`; the scenarios searched are derived
+from the declared kinds (:func:`derived_scenarios`) and the learner's ``audit_hints``; every
+learner's Laplace draws are checked for freshness (:func:`noise_freshness`: the same noise must
+not reappear across rounds or runs). A learner that declares nothing gets the generic scenarios
+and the freshness check, and the report says so.
 """
 
 from __future__ import annotations
@@ -46,12 +53,15 @@ from dp_experts_env.privacy.audit import (
     select_event,
     sequence_families,
 )
+from dp_experts_env.privacy.declaration import fresh_draws, scalar_draws
 from dp_experts_env.privacy.noise import RecordingBackend, ScaledBackend, get_backend
 
 __all__ = [
     "DEFAULT_RUNS",
     "MAX_RELEASES",
-    "RELEASING",
+    "declaration_of",
+    "derived_scenarios",
+    "noise_freshness",
     "AuditReport",
     "Scenario",
     "audit_agent",
@@ -59,22 +69,6 @@ __all__ = [
     "default_scenarios",
     "play_scenario",
 ]
-
-#: learners whose claim covers the values they pass to ``add_laplace`` as releases (their
-#: accountant is the Laplace mechanism on those values; actions are post-processing). Internal
-#: noisy scores of report-noisy-min or sparse-vector tests are not releases and are never audited.
-RELEASING = frozenset(
-    {
-        "noisy-clipped-hedge",
-        "meta-expert-reduction",
-        "dp-ftrl-tree",
-        "ldp-exp4",
-        "private-batched-bandit",
-        "private-bandit-over-experts",
-        "private-batched-exp4",
-        "adap-ucb",
-    }
-)
 
 _TEST_SEED_OFFSET = 500_000_000_000  # test runs' seeds start here (selection runs below it)
 #: test runs per side when neither the caller nor the chosen scenario says otherwise
@@ -243,7 +237,8 @@ def _play(
         # Column 0: the action of the changed round (the release families may fit their
         # centres per action: a bandit learner's release reads the loss of the arm it played).
         key = np.repeat(actions[:, changed, None, None].astype(np.float64), 2, axis=1)
-        calls = recorder.releases
+        # Calls on a subset of the runs (a learner updating only some runs) have no per-run row.
+        calls = [c for c in recorder.releases if c[0].shape[:1] == (n,)]
         if calls:
             exact = np.concatenate([c[0].reshape(n, -1) for c in calls], axis=1)
             noisy = np.concatenate([c[1].reshape(n, -1) for c in calls], axis=1)
@@ -350,6 +345,77 @@ def play_scenario(
     if scenario.keyed:
         actions = relative_actions(actions, width)
     return Outputs(actions, releases, built.privacy, time.perf_counter() - began)
+
+
+def noise_freshness(
+    agent: str, scenario: Scenario, *, n_runs: int = 64, seed: int = 0, multiplier: float = 1.0
+) -> str:
+    """Check that no Laplace draw reappears across runs or rounds; "" when all are fresh.
+
+    Side 0 of ``scenario`` is played with every ``add_laplace`` call recorded from the first
+    round (at most 256 calls). Noise is ``noisy - exact`` per call and run. Two runs (distinct
+    seeds) drawing the same noise vector in one call, or one run drawing the same vector in two
+    calls, in more than 1/8 of the runs, is reported: fresh continuous (or fine-lattice) noise
+    repeats with probability ~0. So is a learner that draws fewer Laplace coordinates (through
+    the backend's ``laplace`` or ``add_laplace``) than its declaration promises
+    (:func:`~dp_experts_env.privacy.declaration.fresh_draws`). It catches noise drawn once and
+    reused every round and a generator re-seeded to a fixed state. Learners that draw no
+    Laplace noise and declare none pass trivially.
+    """
+    params, _ = _noise_for(agent, scenario.params, multiplier, record=False)
+    base = params.pop("noise", scenario.params.get("noise", "fast"))
+    recorder = RecordingBackend(get_backend(base), max_calls=256)
+    params["noise"] = recorder
+    horizon, width = scenario.losses.shape
+    advice = _check_advice(scenario.advice, horizon, width)
+    n_experts = advice.shape[-2] if advice is not None else width
+    try:
+        built = _build(agent, n_runs, seed, {"n": n_experts, "t": horizon, "k": width}, params)
+    except (ValueError, TypeError):
+        return ""  # the learner takes no noise backend: nothing to check here
+    if built.feedback == "bandit" and advice is None:
+        advice = np.eye(width)
+    _play(
+        built, scenario.losses, advice, n_runs, keyed=scenario.keyed, recorder=recorder, changed=-1
+    )
+    declared = getattr(built, "declaration", None)
+    promised = fresh_draws(declared) if declared is not None else 0
+    if recorder.drawn < promised:
+        return (
+            f"the declaration promises {promised} fresh Laplace coordinates per run in this "
+            f"game, the learner drew {recorder.drawn} (noise reused or never drawn)"
+        )
+    scalars = scalar_draws(declared) if declared is not None else 0
+    if recorder.drawn_scalar < scalars:
+        return (
+            f"the declared sparse vector promises {scalars} fresh query and threshold draws per "
+            f"run in this game, the learner drew {recorder.drawn_scalar} (noise kept or dropped)"
+        )
+    limit = n_runs // 8
+    seen: dict[tuple[int, bytes], int] = {}
+    repeats_in_run = 0
+    for c, (exact, noisy) in enumerate(recorder.releases):
+        noise = (noisy - exact).reshape(noisy.shape[0], -1)
+        if noise.shape[0] != n_runs or noise.shape[1] == 0:
+            continue
+        distinct = np.unique(noise, axis=0).shape[0]
+        if n_runs - distinct > limit:
+            return (
+                f"call {c} of add_laplace drew the same noise in {n_runs - distinct + 1} of "
+                f"{n_runs} runs (distinct seeds)"
+            )
+        for b in range(n_runs):
+            key = (b, noise[b].tobytes())
+            if key in seen:
+                repeats_in_run += 1
+            else:
+                seen[key] = c
+    if repeats_in_run > limit:
+        return (
+            f"{repeats_in_run} Laplace draws repeat an earlier draw of the same run (noise "
+            f"reused across rounds) in {n_runs} runs"
+        )
+    return ""
 
 
 # --------------------------------------------------------------------------- one pair
@@ -465,6 +531,10 @@ class AuditReport:
             budget.
         skipped: scenarios the learner refused to be built with (and why).
         time_budget: seconds allowed for the search. seconds: wall time of search and test.
+        declaration: the learner's declared mechanisms, in words ("" when it declares
+            nothing: generic scenarios only).
+        stale_noise: what the noise-freshness check found reappearing ("" when every draw
+            was fresh); a finding is a violation.
     """
 
     agent: str
@@ -479,11 +549,20 @@ class AuditReport:
     skipped: list[str]
     time_budget: float
     seconds: float
+    declaration: str = ""
+    stale_noise: str = ""
 
     @property
     def violation(self) -> bool:
-        """True when the test's lower bound exceeds the claim."""
-        return not self.result.passed
+        """True when the test's lower bound exceeds the claim, or noise was reused."""
+        return not self.result.passed or bool(self.stale_noise)
+
+    @property
+    def verdict(self) -> str:
+        """The test's verdict, or the reused noise when the freshness check found it."""
+        if self.stale_noise and self.result.passed:
+            return f"VIOLATION: fresh-noise check failed ({self.stale_noise})"
+        return self.result.verdict
 
     def searched(self) -> int:
         """Scenarios scored (each over every view the learner offers)."""
@@ -493,7 +572,7 @@ class AuditReport:
         """A few lines for the CLI: verdict, bound, event, scenario, budget."""
         res = self.result
         lines = [
-            f"{self.agent}: {res.verdict}",
+            f"{self.agent}: {self.verdict}",
             f"  claim: {self.claim.summary() if self.claim is not None else 'none'}",
             f"  test: epsilon >= {res.epsilon_lower_bound:.3f} (confidence {1 - res.alpha:g}) on "
             f"{res.n_heldout} fresh runs per side; counts {res.counts[0]} vs {res.counts[1]}",
@@ -508,6 +587,14 @@ class AuditReport:
             f"{self.selection_runs} selection runs per side within a {self.time_budget:g} s "
             f"budget; {self.seconds:.1f} s in all"
         )
+        if self.declaration:
+            lines.append(f"  scenarios derived from the declaration: {self.declaration}")
+        else:
+            lines.append(
+                "  no declared mechanisms (agent.declaration is None): generic scenarios only"
+            )
+        if self.stale_noise:
+            lines.append(f"  noise freshness: {self.stale_noise}")
         if self.skipped:
             lines.append(f"  skipped {len(self.skipped)} scenario(s): {self.skipped[0]}")
         if self.multiplier != 1.0:
@@ -608,8 +695,8 @@ def audit_learner(
             report says how many were searched). The test always runs.
         alpha: error probability of the final bound.
         seed: audit seed; selection and test runs use disjoint seed ranges derived from it.
-        releases: audit recorded Laplace releases as well as actions (default: for learners
-            in :data:`RELEASING`).
+        releases: audit recorded Laplace releases as well as actions (default: when the
+            learner declares a mechanism that releases noisy values).
 
     Returns:
         An :class:`AuditReport`; ``report.violation`` is the verdict.
@@ -627,8 +714,9 @@ def audit_learner(
     mult = check_float("multiplier", multiplier, minimum=0.0)
     user = dict(params or {})
     user.setdefault("epsilon", epsilon)
+    declared = declaration_of(agent, user)
     if scenarios is None:
-        scenarios = default_scenarios(agent, epsilon=float(user["epsilon"]), mode=user.get("mode"))
+        scenarios = derived_scenarios(agent, declared) + _generic(agent)
     scenarios = [
         Scenario(s.label, s.losses, s.neighbor, {**s.params, **user}, s.keyed, s.advice, s.runs)
         for s in scenarios
@@ -636,7 +724,7 @@ def audit_learner(
     total = len(scenarios)
     if pairs is not None:
         scenarios = scenarios[: check_int("pairs", pairs, minimum=1)]
-    record = agent in RELEASING if releases is None else bool(releases)
+    record = _releases(declared) if releases is None else bool(releases)
     base = seed * 2 * _TEST_SEED_OFFSET
     began = time.perf_counter()
     candidates: list[Candidate] = []
@@ -682,6 +770,7 @@ def audit_learner(
         for s in (0, 1)
     ]
     claim = sides[0].claim
+    stale = noise_freshness(agent, best.scenario, seed=test_seed + 2 * n_test, multiplier=mult)
     view = (lambda o: o.releases) if best.view == "releases" else (lambda o: o.actions)
     result = evaluate_event(
         best.selection,
@@ -705,6 +794,8 @@ def audit_learner(
         skipped=skipped,
         time_budget=budget,
         seconds=time.perf_counter() - began,
+        declaration=declared.describe() if declared is not None else "",
+        stale_noise=stale,
     )
 
 
@@ -771,100 +862,210 @@ def _scenario(
     return Scenario(where, x, xp, dict(params or {}), keyed=keyed, advice=advice, runs=runs)
 
 
-def _lazy(agent: str) -> list[Scenario]:
-    # Budget for one data-dependent resample, pure DP: the accountant charges the coin that
-    # reads the changed loss and one draw of the exponential mechanism, and both are then
-    # nearly tight (many rivals make the draw's normaliser move by e^{lam}). The evidence sits
-    # close to the claim, and these learners are cheap to play: large test runs.
-    budget = {"private-lazy-hedge": 1}.get(agent, 2)
-    top = 0.7 if agent == "private-lazy-hedge" else 0.45  # the dartboards need p < 1/2
+# --------------------------------------------------------------------------- declarations
+def _spec_feedback(agent: str) -> str:
+    import agents
+
+    return str(agents.spec(agent).feedback)
+
+
+def declaration_of(agent: str, params: Mapping[str, Any] | None = None) -> Any:
+    """The mechanisms ``agent`` declares (``agent.declaration``) on a small game, or None.
+
+    Built with N = 4 experts (K = 2 arms, N = 2 for bandit learners) and T = 8, or, if the
+    learner refuses that game, N = K = 8 and T = 64, with ``params``; None when the learner
+    declares nothing (an outside or older learner: the audit then runs its generic scenarios
+    only and says so) or cannot be built with these parameters.
+    """
+    bandit = _spec_feedback(agent) == "bandit"
+    games = ({"n": 2 if bandit else 4, "t": 8, "k": 2}, {"n": 8, "t": 64, "k": 8})
+    for game in games:
+        try:
+            built = _build(agent, 1, 0, game, dict(params or {}))
+        except (ValueError, TypeError):
+            continue
+        return getattr(built, "declaration", None)
+    return None
+
+
+def audit_hints(agent: str) -> Mapping[str, Any]:
+    """The learner's declared audit hints (``audit_hints``; see :class:`agents.PrivateAgent`)."""
+    import agents
+
+    return dict(getattr(agents.spec(agent).cls, "audit_hints", {}) or {})
+
+
+def _kinds(declaration: Any) -> list[str]:
+    """Kinds of the declared leaf mechanisms, in declaration order, without repeats."""
+    from dp_experts_env.privacy.declaration import leaves
+
+    return list(dict.fromkeys(leaf.kind for leaf in leaves(declaration)))
+
+
+def _releases(declaration: Any) -> bool:
+    """True when a declared mechanism releases noisy values (the audit records them)."""
+    from dp_experts_env.privacy.declaration import leaves
+
+    return declaration is not None and any(leaf.releases for leaf in leaves(declaration))
+
+
+def _opposite_pair(horizon: int, width: int, row: int) -> tuple[np.ndarray, np.ndarray]:
+    """Expert 0 leads, then row ``row`` moves a sparse-vector query up (input) or down.
+
+    Before ``row`` expert 0 has loss 0 and the rest 1/2 (the learner holds expert 0); at
+    ``row`` the input charges expert 0 a full loss and frees expert 1 (the learner's window
+    loss minus the best expert's rises by 2), the neighbour the opposite (it falls): two
+    queries moving in opposite directions, the sparse vector's worst case. Rows after
+    ``row`` keep every expert at 1/2, so later queries stay near the threshold.
+    """
+    x = np.full((horizon, width), 0.5)
+    x[:row, 0] = 0.0
+    x[row] = 0.5
+    x[row, 0], x[row, 1] = 1.0, 0.0
+    xp = x.copy()
+    xp[row, 0], xp[row, 1] = 0.0, 1.0
+    return x, xp
+
+
+def _restart_chain(horizon: int, width: int, row: int) -> tuple[np.ndarray, np.ndarray]:
+    """The leader changes every 4 rounds (a chain of detector restarts); ``row`` flips one."""
+    x = np.full((horizon, width), 0.5)
+    for t in range(horizon):
+        x[t, (t // 4) % width] = 0.0
+    xp = x.copy()
+    xp[row] = 1.0 - x[row]
+    return x, xp
+
+
+def _sampling_scenarios(h: Mapping[str, Any]) -> list[Scenario]:
+    # One data-dependent resample: the accountant charges the coin that reads the changed loss
+    # and a draw of the exponential mechanism, both nearly tight with many rivals. The
+    # evidence sits close to the claim, and these learners are cheap to play: large runs.
+    base = dict(h.get("params", {}))
+    top = float(h.get("p_top", 0.45))
+    runs = h.get("runs")
+    batches = tuple(h.get("batch_sizes", (None,)))
     out = []
-    batches = (1, 2) if agent == "batched-private-shrinking-dartboard" else (None,)
     for n, p in ((32, top), (16, 0.3), (4, 0.2), (16, top), (4, 0.45)):
         for b in batches:
-            params: dict[str, Any] = {"p": p, "budget": budget, "delta": 0.0}
+            params: dict[str, Any] = {"p": p, **base}
             t = 3
             if b is not None:
                 params["batch_size"] = b
                 t = 2 * b + 1
-            out.append(_scenario("rival", rival_pair(t, n, 0), params, runs=200_000))
-    keyed: dict[str, Any] = {"p": 0.3, "budget": budget, "delta": 0.0}
-    if agent == "batched-private-shrinking-dartboard":
+            out.append(_scenario("rival", rival_pair(t, n, 0), params, runs=runs))
+    keyed: dict[str, Any] = {"p": 0.3, **base}
+    if batches != (None,):
         keyed["batch_size"] = 1
-    out.append(_scenario("rival", rival_pair(4, 8, 1, target=1), keyed, keyed=True, runs=200_000))
+    out.append(_scenario("rival", rival_pair(4, 8, 1, target=1), keyed, keyed=True, runs=runs))
     return out
 
 
-def _per_learner(agent: str) -> list[Scenario]:
-    """Tuned candidates: the pairs and public settings where each learner is most exposed."""
-    big_eta = {"eta": 100.0}
-    if agent == "limited-updates":
-        return [
-            _scenario("rival", rival_pair(4, 8, 0)),
-            _scenario("rival", rival_pair(4, 16, 0)),
-            _scenario("rival", rival_pair(4, 16, 0), {"selector": "em"}),
-            _scenario("rival before an update", rival_pair(8, 8, 2)),
+def _tree_scenarios(h: Mapping[str, Any]) -> list[Scenario]:
+    # T = 2^m + 1: the first loss enters all m + 1 tree nodes released before the last play;
+    # the counter is fed all T items (T = 17, 33), not only the first few.
+    p, x = dict(h.get("params", {})), {**h.get("params", {}), **h.get("exposed", {})}
+    cap = int(h.get("max_horizon", 64))
+    out = [
+        _scenario("rival", rival_pair(5, 2, 0), p),
+        _scenario("rival", rival_pair(9, 2, 0), p),
+        _scenario("rival", rival_pair(5, 16, 0), x),
+    ]
+    out += [
+        _scenario("rival, tree fed all T items", rival_pair(t, 2, 0), p)
+        for t in (17, 33)
+        if t <= cap
+    ]
+    return out
+
+
+def _release_scenarios(h: Mapping[str, Any], bandit: bool) -> list[Scenario]:
+    p, x = dict(h.get("params", {})), {**h.get("params", {}), **h.get("exposed", {})}
+    cap = int(h.get("max_horizon", 64))
+    if bandit:
+        out = []
+        if h.get("agree"):
+            # Every expert recommends arm 0 and exploration is nearly uniform: the importance
+            # weights 1/Q(arm 0) come close to the bound the noise is calibrated to.
+            agree = np.array([[1.0, 0.0], [1.0, 0.0]])
+            out += [
+                _scenario(
+                    "flip, all experts on arm 0",
+                    flip_pair(2, 2, 0),
+                    {**x, **v},
+                    advice=agree,
+                    runs=h.get("runs"),
+                )
+                for v in h.get("variants", [{}])
+            ]
+            return out + [_scenario("flip", flip_pair(2, 2, 0), p, advice=np.eye(2))]
+        return out + [
+            _scenario("flip", flip_pair(2, 2, 0), p, advice=np.eye(2)),
+            _scenario("flip", flip_pair(3, 2, 0), p, advice=np.eye(2)),
+            _scenario("flip", flip_pair(3, 4, 0), p, advice=np.eye(4)),
         ]
-    if agent == "svt-restart":
-        return [
-            _scenario("rival", rival_pair(4, 16, 0)),
-            _scenario("rival", rival_pair(4, 16, 0), {"selector": "em"}),
-            _scenario("rival", rival_pair(4, 8, 0), {"threshold_scale": 1e-3}),
-            _scenario("rival before an update", rival_pair(8, 8, 2), {"threshold_scale": 1e-3}),
-        ]
-    if agent in ("noisy-clipped-hedge", "meta-expert-reduction"):
-        switches = {"n_switches": 0} if agent == "meta-expert-reduction" else {}
-        return [
-            _scenario("rival", rival_pair(3, 2, 0), switches),
-            _scenario("rival", rival_pair(3, 4, 0), switches),
-            _scenario(
-                "rival", rival_pair(64 if not switches else 8, 16, 0), {**switches, **big_eta}
-            ),
-        ]
-    if agent == "dp-ftrl-tree":
-        # T = 2^m + 1: the first loss enters all m + 1 tree nodes released before the last play.
-        return [
-            _scenario("rival", rival_pair(5, 2, 0)),
-            _scenario("rival", rival_pair(9, 2, 0)),
-            _scenario("rival", rival_pair(5, 16, 0), big_eta),
-        ]
-    if agent in (
-        "private-lazy-hedge",
-        "private-shrinking-dartboard",
-        "batched-private-shrinking-dartboard",
-    ):
-        return _lazy(agent)
-    if agent == "randomized-prefix-softmax":
-        uncapped = {"eta_cap": math.inf}
-        return [
-            _scenario("rival", rival_pair(4, 16, 0), uncapped),
-            _scenario("rival", rival_pair(4, 32, 0), uncapped),
-            _scenario("rival", rival_pair(4, 8, 0), uncapped),
-            _scenario("rival in block 1", rival_pair(5, 16, 1), uncapped),
-            _scenario("rival", rival_pair(4, 16, 0)),
-        ]
-    if agent in ("ldp-exp4", "private-batched-bandit", "private-bandit-over-experts"):
-        batch = {} if agent == "ldp-exp4" else {"tau": 1}
-        return [
-            _scenario("flip", flip_pair(2, 2, 0), batch, advice=np.eye(2)),
-            _scenario("flip", flip_pair(3, 2, 0), batch, advice=np.eye(2)),
-            _scenario("flip", flip_pair(3, 4, 0), batch, advice=np.eye(4)),
-        ]
-    if agent == "private-batched-exp4":
-        # Every expert recommends arm 0 and exploration is nearly uniform: the importance weights
-        # 1/Q(arm 0) then come close to the bound K/gamma the noise is calibrated to.
-        agree = np.array([[1.0, 0.0], [1.0, 0.0]])
-        return [
-            _scenario(
-                "flip, all experts on arm 0",
-                flip_pair(2, 2, 0),
-                {"tau": 1, "gamma": 0.98, "max_gamma": 0.99, "composition": c},
-                advice=agree,
-                runs=200_000,  # half the runs play the other arm: the evidence is diluted
-            )
-            for c in ("pure", "advanced")
-        ] + [_scenario("flip", flip_pair(2, 2, 0), {"tau": 1}, advice=np.eye(2))]
-    return []
+    return [
+        _scenario("rival", rival_pair(3, 2, 0), p),
+        _scenario("rival", rival_pair(3, 4, 0), p),
+        _scenario("rival", rival_pair(min(64, cap), 16, 0), x),
+        _scenario("rival, long game", rival_pair(min(32, cap), 4, 0), p),
+    ]
+
+
+def _selection_scenarios(h: Mapping[str, Any]) -> list[Scenario]:
+    p = dict(h.get("params", {}))
+    out = [
+        _scenario("rival", rival_pair(4, 16, 0), p),
+        _scenario("rival", rival_pair(4, 8, 0), p),
+        _scenario("rival", rival_pair(4, 32, 0), p),
+        _scenario("rival before an update", rival_pair(8, 8, 2), p),
+        _scenario("rival in block 1", rival_pair(5, 16, 1), p),
+    ]
+    out += [_scenario("rival", rival_pair(4, 16, 0), {**p, **v}) for v in h.get("variants", [])]
+    return out
+
+
+def _sparse_vector_scenarios(h: Mapping[str, Any]) -> list[Scenario]:
+    x = {**h.get("params", {}), **h.get("exposed", {})}
+    cap = int(h.get("max_horizon", 64))
+    long = min(32, cap)
+    return [
+        _scenario("rival", rival_pair(4, 8, 0), x),
+        _scenario("rival before an update", rival_pair(8, 8, 2), x),
+        _scenario("opposite-direction queries", _opposite_pair(min(16, cap), 4, 4), x),
+        _scenario("restart chain", _restart_chain(long, 4, long // 2), x),
+    ]
+
+
+def derived_scenarios(agent: str, declaration: Any) -> list[Scenario]:
+    """Scenarios derived from the declared mechanisms (and the learner's ``audit_hints``).
+
+    Each declared kind brings the pairs where it is most exposed (docs/privacy.md §4): a lazy
+    sampler one data-dependent resample; a tree T = 2^m + 1 and trees fed all T items; a
+    Laplace release rival pairs, a high-rate long game and (bandits) flips; a selection rival
+    pairs around an update; a sparse vector rival pairs, opposite-direction queries and a
+    restart chain. None (no declaration) gives no derived scenario.
+    """
+    if declaration is None:
+        return []
+    h = audit_hints(agent)
+    bandit = _spec_feedback(agent) == "bandit"
+    builders: dict[str, Callable[[], list[Scenario]]] = {
+        "sampling": lambda: _sampling_scenarios(h),
+        "tree": lambda: _tree_scenarios(h),
+        "laplace": lambda: _release_scenarios(h, bandit),
+        "noisy-min": lambda: _selection_scenarios(h),
+        "exponential": lambda: _selection_scenarios(h),
+        "sparse-vector": lambda: _sparse_vector_scenarios(h),
+    }
+    out: list[Scenario] = []
+    seen: set[str] = set()
+    for kind in _kinds(declaration):
+        for sc in builders.get(kind, list)():
+            if sc.label not in seen:
+                seen.add(sc.label)
+                out.append(sc)
+    return out
 
 
 def _generic(agent: str) -> list[Scenario]:
@@ -902,11 +1103,15 @@ def _generic(agent: str) -> list[Scenario]:
 def default_scenarios(
     agent: str, *, epsilon: float = 1.0, mode: str | None = None
 ) -> list[Scenario]:
-    """The default search of ``dp-experts audit`` for ``agent``: tuned candidates, then generic.
+    """The default search of ``dp-experts audit`` for ``agent``: derived, then generic.
 
-    The tuned candidates (docs/privacy.md §4 says why each) come first so that a short budget
-    still tries them; the generic ones (first round, an update boundary, a leader flip after a
-    long identical run, the last used round, a random row's complement) follow. ``epsilon`` and
-    ``mode`` are accepted for learners whose candidates depend on them (none at present).
+    The derived candidates come from the learner's declared mechanisms
+    (:func:`derived_scenarios`; docs/privacy.md §4 says why each), first so that a short
+    budget still tries them; the generic ones (first round, an update boundary, a leader flip
+    after a long identical run, the last used round, a random row's complement) follow. A
+    learner that declares nothing gets the generic ones only.
     """
-    return _per_learner(agent) + _generic(agent)
+    params: dict[str, Any] = {"epsilon": epsilon}
+    if mode is not None:
+        params["mode"] = mode
+    return derived_scenarios(agent, declaration_of(agent, params)) + _generic(agent)

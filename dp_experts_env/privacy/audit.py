@@ -49,6 +49,8 @@ __all__ = [
     "audit_samples",
     "clopper_pearson",
     "detectable_epsilon",
+    "INCONCLUSIVE_FACTOR",
+    "runs_needed",
     "epsilon_lower_bound",
     "release_families",
     "select_event",
@@ -128,6 +130,38 @@ def detectable_epsilon(
     return max(math.log(p_hi * n / lo), claimed_epsilon)
 
 
+#: a pass that could not have shown a learner spending this many times its claim is inconclusive
+INCONCLUSIVE_FACTOR = 2.0
+
+
+def runs_needed(
+    count_hi: int, n: int, *, alpha: float, claimed_epsilon: float, delta: float = 0.0
+) -> float:
+    """Runs per side at which an event would show a learner spending twice its claim.
+
+    The event (seen ``count_hi`` times in ``n`` runs on its favoured side) and the factor
+    (:data:`INCONCLUSIVE_FACTOR`) are as in :attr:`AuditResult.inconclusive`. The event's
+    frequency is held at ``count_hi / n`` and the run count doubled until
+    :func:`detectable_epsilon` falls below ``INCONCLUSIVE_FACTOR * claimed_epsilon`` (``inf``
+    when the event was never seen or beyond 2^40 runs).
+    """
+    target = INCONCLUSIVE_FACTOR * claimed_epsilon
+    if count_hi <= 0 or not math.isfinite(claimed_epsilon):
+        return math.inf
+    p = count_hi / n
+    m = n
+    for _ in range(41):
+        if (
+            detectable_epsilon(
+                round(p * m), m, alpha=alpha, claimed_epsilon=claimed_epsilon, delta=delta
+            )
+            < target
+        ):
+            return float(m)
+        m *= 2
+    return math.inf
+
+
 def _predicted_bound(
     hi: np.ndarray, lo: np.ndarray, n_sel: int, n_test: int, *, alpha: float, delta: float
 ) -> np.ndarray:
@@ -159,6 +193,13 @@ class AuditResult:
         alpha: error probability of the bound.
         detectable_epsilon: power: the smallest true epsilon this event, at this run count,
             would have shown above the claim (:func:`detectable_epsilon`; ``inf``: none).
+        runs_needed: runs per side at which the event, seen as often as here, would have
+            shown a learner spending :data:`INCONCLUSIVE_FACTOR` times its claim (nan: not
+            computed; inf: the event was never seen, no run count can be read off it).
+
+    A pass is *inconclusive* (:attr:`inconclusive`) when the test could not have shown even a
+    learner spending :data:`INCONCLUSIVE_FACTOR` times the claimed epsilon: it then carries no
+    information and the verdict says so, with :attr:`runs_needed`.
     """
 
     epsilon_lower_bound: float
@@ -171,14 +212,37 @@ class AuditResult:
     n_runs: int
     alpha: float
     detectable_epsilon: float = math.inf
+    runs_needed: float = math.nan
+
+    @property
+    def inconclusive(self) -> bool:
+        """A pass that could not have seen a learner spending twice its claim (no information)."""
+        power = self.detectable_epsilon
+        return self.passed and not power < INCONCLUSIVE_FACTOR * self.claimed_epsilon
 
     @property
     def verdict(self) -> str:
-        """``"VIOLATION ..."`` or ``"no violation found (could detect eps > X)"``."""
+        """``"VIOLATION ..."``, ``"inconclusive at this run count ..."`` or a plain pass.
+
+        A plain pass reads ``"no violation found (could detect eps > X)"``.
+        """
         if not self.passed:
             return (
                 f"VIOLATION: epsilon >= {self.epsilon_lower_bound:.3f} > claimed "
                 f"{self.claimed_epsilon:g} (confidence {1 - self.alpha:g})"
+            )
+        if self.inconclusive:
+            need = self.runs_needed
+            if math.isnan(need):
+                more = ""
+            elif math.isinf(need):
+                more = "; the event was never seen, so no run count can be read off it"
+            else:
+                more = f"; about {need:.3g} runs per side would"
+            return (
+                f"inconclusive at this run count ({self.n_heldout} test runs per side could not "
+                f"have shown even a learner spending {INCONCLUSIVE_FACTOR:g}x the claimed "
+                f"epsilon {self.claimed_epsilon:g}{more}; no violation found)"
             )
         if math.isinf(self.detectable_epsilon):
             power = "this event could not show any violation at this run count"
@@ -563,15 +627,70 @@ class _LaplaceContrast(_Family):
         return f"{self._cuts.describe(i)} ({len(self.keep)} released coordinates)"
 
 
-def release_families(sel_a: np.ndarray, sel_b: np.ndarray) -> list[_Family]:
-    """Candidate events over recorded releases ``(n, 2, 1 + D)`` (see :class:`_LaplaceContrast`).
+class _ExactDifferences(_Family):
+    """Joint release events: ``{y_i - y_j = d}`` for two released coordinates i, j.
 
-    The likelihood-ratio statistic with one pair of centres per coordinate, and with centres
-    fitted per value of the key in column 0.
+    Fresh noise makes an exact difference between two releases an event of probability 0 on
+    both sides; noise reused across rounds (or calls) makes ``y_i - y_j = x_i - x_j`` exactly,
+    which differs between the sides when the changed round feeds one of them. Pairs are the
+    coordinates (of the first :data:`_MAX_DIFF_COLUMNS`) whose noise was equal in more than half
+    of the pooled selection runs; ``d`` is each side's most common exact difference there (a
+    constant fitted on the selection runs, so the event is a function of the output alone).
+    """
+
+    def __init__(self, sel_a: np.ndarray, sel_b: np.ndarray) -> None:
+        cols = slice(1, 1 + _MAX_DIFF_COLUMNS)
+        xa, xb = sel_a[:, :, cols], sel_b[:, :, cols]
+        noise = np.concatenate([xa[:, 1] - xa[:, 0], xb[:, 1] - xb[:, 0]])
+        self.events: list[tuple[int, int, float, str]] = []
+        for i in range(noise.shape[1] - 1):
+            same = (noise[:, i + 1 :] == noise[:, i : i + 1]).mean(axis=0)
+            for j in i + 1 + np.flatnonzero(same > 0.5):
+                for side, x in (("input", xa), ("neighbour", xb)):
+                    vals, counts = np.unique(x[:, 0, i] - x[:, 0, j], return_counts=True)
+                    self.events.append((i, int(j), float(vals[np.argmax(counts)]), side))
+                if len(self.events) >= 2 * _MAX_DIFF_PAIRS:
+                    break
+        self.size = len(self.events)
+
+    def _hit(self, samples: np.ndarray, e: tuple[int, int, float, str]) -> np.ndarray:
+        i, j, d, _ = e
+        y = samples[:, 1, 1 : 1 + _MAX_DIFF_COLUMNS]
+        return np.abs(y[:, i] - y[:, j] - d) <= 1e-9 * (1.0 + abs(d))
+
+    def counts(self, samples: np.ndarray) -> np.ndarray:
+        return np.array([self._hit(samples, e).sum() for e in self.events], dtype=np.int64)
+
+    def indicator(self, samples: np.ndarray, i: int) -> np.ndarray:
+        return self._hit(samples, self.events[i])
+
+    def describe(self, i: int) -> str:
+        a, b, d, side = self.events[i]
+        return (
+            f"released coordinates {a} and {b} differ by exactly {d:g} (the {side}'s exact "
+            "difference: noise reused)"
+        )
+
+
+#: released coordinates examined for exact differences, and pairs kept
+_MAX_DIFF_COLUMNS = 64
+_MAX_DIFF_PAIRS = 32
+
+
+def release_families(sel_a: np.ndarray, sel_b: np.ndarray) -> list[_Family]:
+    """Candidate events over recorded releases ``(n, 2, 1 + D)``.
+
+    The Laplace likelihood-ratio statistic (:class:`_LaplaceContrast`) with one pair of centres
+    per coordinate, and with centres fitted per value of the key in column 0; and joint events
+    on exact differences between releases of different rounds (:class:`_ExactDifferences`).
     """
     if sel_a.shape[-1] <= 1:
         return []
-    fams = [_LaplaceContrast(sel_a, sel_b), _LaplaceContrast(sel_a, sel_b, grouped=True)]
+    fams = [
+        _LaplaceContrast(sel_a, sel_b),
+        _LaplaceContrast(sel_a, sel_b, grouped=True),
+        _ExactDifferences(sel_a, sel_b),
+    ]
     return [f for f in fams if f.size]
 
 
@@ -688,6 +807,11 @@ def evaluate_event(
     power = detectable_epsilon(
         k_hi, m, alpha=alpha, claimed_epsilon=claimed_epsilon, delta=claimed_delta
     )
+    need = math.nan
+    if lb <= claimed_epsilon and not power < INCONCLUSIVE_FACTOR * claimed_epsilon:
+        need = runs_needed(
+            k_hi, m, alpha=alpha, claimed_epsilon=claimed_epsilon, delta=claimed_delta
+        )
     return AuditResult(
         lb,
         claimed_epsilon,
@@ -699,6 +823,7 @@ def evaluate_event(
         n_runs or m,
         alpha,
         power,
+        need,
     )
 
 

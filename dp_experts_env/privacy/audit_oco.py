@@ -41,6 +41,7 @@ from dp_experts_env.privacy.audit import (
     _check_common,
     _select_and_test,
     epsilon_lower_bound,
+    runs_needed,
 )
 
 __all__ = [
@@ -67,7 +68,21 @@ class OCOAuditResult(AuditResult):
 
     def summary(self) -> str:
         """One line: the verdict with its power, the event and its counts."""
-        if self.passed:
+        if self.inconclusive:
+            need = runs_needed(
+                max(self.counts),
+                self.n_heldout,
+                alpha=self.alpha,
+                claimed_epsilon=self.claimed_epsilon,
+                delta=self.claimed_delta,
+            )
+            more = f"; about {need:.3g} runs per side would" if math.isfinite(need) else ""
+            verdict = (
+                f"inconclusive at this run count (could not have shown even a learner spending "
+                f"2x the claim{more}; no violation found); epsilon >= "
+                f"{self.epsilon_lower_bound:.3f}"
+            )
+        elif self.passed:
             power = (
                 f"could detect eps > {self.detectable_epsilon:.3g}"
                 if math.isfinite(self.detectable_epsilon)

@@ -250,6 +250,11 @@ class RecordingBackend:
         self.max_calls = check_int("max_calls", max_calls, minimum=0)
         self.enabled = True
         self.releases: list[tuple[np.ndarray, np.ndarray]] = []
+        #: Laplace coordinates drawn per run so far (``laplace`` and ``add_laplace``, recorded
+        #: or not): the audit compares it with what a learner declares it draws.
+        self.drawn = 0
+        #: calls that drew one scalar per run (sparse-vector queries and thresholds)
+        self.drawn_scalar = 0
 
     @property
     def multiplier(self) -> float:
@@ -257,7 +262,9 @@ class RecordingBackend:
         return noise_multiplier(self.base)
 
     def laplace(self, rng: RandomSource, scale: float, shape: tuple[int, ...]) -> np.ndarray:
-        """The base's Laplace noise (not a release: nothing is recorded)."""
+        """The base's Laplace noise (not a release: only counted)."""
+        self.drawn += int(np.prod(shape))
+        self.drawn_scalar += int(np.prod(shape)) == 1
         return self.base.laplace(rng, scale, shape)
 
     def add_laplace(
@@ -265,6 +272,9 @@ class RecordingBackend:
     ) -> np.ndarray:
         """The base's release, recorded with its exact input."""
         out = self.base.add_laplace(rng, values, scale, batch_axes)
+        per_run = np.shape(out)[batch_axes:] if isinstance(rng, BatchRNG) else np.shape(out)
+        self.drawn += int(np.prod(per_run))
+        self.drawn_scalar += int(np.prod(per_run)) == 1
         if self.enabled and len(self.releases) < self.max_calls:
             exact = np.broadcast_to(np.asarray(values, dtype=np.float64), np.shape(out))
             self.releases.append((exact.copy(), np.array(out, dtype=np.float64)))
