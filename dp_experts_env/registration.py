@@ -15,7 +15,10 @@ import gymnasium as gym
 
 from dp_experts_env.kinds import FEEDBACKS, KINDS
 
-__all__ = ["RegisteredEnv", "ENVS", "ENV_IDS", "register_envs", "env_entry"]
+__all__ = ["RegisteredEnv", "ENVS", "ENV_IDS", "ATTACK_ID", "register_envs", "env_entry"]
+
+#: The learned-adversary env (dp_experts_env.attack.env); registered beside the kind table's ids.
+ATTACK_ID = "DPExperts-Attack-v0"
 
 
 @dataclass(frozen=True)
@@ -78,4 +81,11 @@ def register_envs() -> None:
             entry_point=entry.entry_point,
             vector_entry_point=entry.vector_entry_point,
             kwargs={"kind": entry.kind},
+        )
+    # The learned adversary's env embeds a learner, so it lives above agents/ (not a kind row).
+    if ATTACK_ID not in gym.registry:
+        gym.register(
+            id=ATTACK_ID,
+            entry_point="dp_experts_env.attack.env:AttackEnv",
+            vector_entry_point="dp_experts_env.attack.env:AttackVectorEnv",
         )
