@@ -233,6 +233,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_reproduce_parser(sub)
 
+    from dp_experts_env.attack.command import add_parser as add_attack_parser
+
+    add_attack_parser(sub)
+
     audit = sub.add_parser(
         "audit",
         help="empirical lower bound on a learner's epsilon (privacy audit)",
@@ -619,6 +623,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from dp_experts_env.evaluation.reproduce import cmd_reproduce
 
             return cmd_reproduce(args)
+        if args.command == "attack":
+            from dp_experts_env.attack.command import cmd_attack
+
+            return cmd_attack(args)
         return _cmd_audit(args)
     except (ValueError, TypeError) as err:
         print(f"dp-experts {args.command}: error: {err}", file=sys.stderr)

@@ -50,7 +50,12 @@ from dp_experts_env._validation import check_int
 from dp_experts_env.regret import RegretTracker
 
 __all__ = [
-    "AttackCore", "AttackEnv", "AttackVectorEnv", "build_learner", "losses_to_actions", "ATTACK_ID",
+    "AttackCore",
+    "AttackEnv",
+    "AttackVectorEnv",
+    "build_learner",
+    "losses_to_actions",
+    "ATTACK_ID",
 ]
 
 ATTACK_ID = "DPExperts-Attack-v0"

@@ -201,7 +201,7 @@ def train_adversary(config: AttackConfig, progress: bool = False) -> tuple[Any, 
     venv.seed(config.seed)
     kwargs: dict[str, Any] = {
         "n_steps": config.horizon,  # one episode per run and rollout
-        "batch_size": min(256, config.horizon * config.train_envs),
+        "batch_size": config.horizon,  # a divisor of the rollout: train_envs minibatches
         "n_epochs": 10,
         "gamma": 0.99,
         "learning_rate": 1e-3,
@@ -234,9 +234,9 @@ def _play_attack(config: AttackConfig, seeds: Sequence[int], choose: Any) -> dic
 
 def policy_curves(model: Any, config: AttackConfig, seeds: Sequence[int]) -> np.ndarray:
     """(T, R) regret curves of the trained adversary (deterministic policy) on ``seeds``."""
-    return _play_attack(
-        config, seeds, lambda obs: model.predict(obs, deterministic=True)[0]
-    )["curve"]
+    return _play_attack(config, seeds, lambda obs: model.predict(obs, deterministic=True)[0])[
+        "curve"
+    ]
 
 
 def random_curves(config: AttackConfig, seeds: Sequence[int]) -> np.ndarray:
@@ -275,12 +275,13 @@ def _learner_on(env: Any, config: AttackConfig, seeds: Sequence[int]) -> np.ndar
     return play(env, agent, list(seeds), rounds)[config.metric]
 
 
-def replay_curves(
-    losses: np.ndarray, config: AttackConfig, seeds: Sequence[int]
-) -> np.ndarray:
-    """(T, R) regret curves of the configured learner on ``DPExperts-Oblivious-v0`` replaying
-    ``losses`` (a (T, N) matrix or a ``.npy`` path); change ``config.learner`` to replay it
-    against another learner."""
+def replay_curves(losses: np.ndarray, config: AttackConfig, seeds: Sequence[int]) -> np.ndarray:
+    """(T, R) regret curves of the configured learner replaying a loss matrix.
+
+    The matrix (``losses``: (T, N) array or ``.npy`` path) is played by
+    ``DPExperts-Oblivious-v0`` with ``family="replay"``; change ``config.learner`` to replay it
+    against another learner.
+    """
     import gymnasium as gym
 
     env = gym.make_vec(
@@ -298,8 +299,11 @@ def replay_curves(
 
 
 def family_curves(config: AttackConfig, seeds: Sequence[int]) -> dict[str, Any]:
-    """``"kind/family"`` -> (T, R) curves, or the error message of a family that cannot be built
-    at these sizes."""
+    """Every hand-built family of the compared kinds, played by the configured learner.
+
+    Returns ``"kind/family"`` -> (T, R) curves, or the error message of a family that cannot be
+    built at these sizes.
+    """
     import gymnasium as gym
 
     from dp_experts_env.adversaries import families

@@ -1,0 +1,167 @@
+"""DPExperts-Attack-v0: the learned adversary's env (checkers, protocol, known answers)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env as gym_check_env
+
+import dp_experts_env  # noqa: F401 - registers the ids
+from dp_experts_env.attack.env import (
+    ATTACK_ID,
+    AttackCore,
+    AttackEnv,
+    AttackVectorEnv,
+    losses_to_actions,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"oblivious": True},
+        {"learner": "follow-the-leader", "n_switches": 2},
+        {"learner": "dp-ftrl-tree", "epsilon": 1.0, "n_experts": 4},
+    ],
+)
+def test_both_checkers_pass_silently(kwargs):
+    sb3_checker = pytest.importorskip("stable_baselines3.common.env_checker")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gym_check_env(gym.make(ATTACK_ID, horizon=30, **kwargs).unwrapped)
+        sb3_checker.check_env(gym.make(ATTACK_ID, horizon=30, **kwargs))
+
+
+def test_importing_the_package_does_not_import_the_learners():
+    code = "import sys, dp_experts_env; print('agents' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"
+
+
+def test_native_vector_env_through_make_vec():
+    venv = gym.make_vec(ATTACK_ID, num_envs=3, vectorization_mode="vector_entry_point", horizon=5)
+    assert isinstance(venv.unwrapped, AttackVectorEnv)
+    obs, _ = venv.reset(seed=0)
+    assert obs.shape == (3, 1 + 6 * 2) and obs.dtype == np.float32
+
+
+def _play_single(kwargs, actions, seed):
+    env = AttackEnv(**kwargs)
+    obs, _ = env.reset(seed=seed)
+    rewards, observations = [], [obs]
+    for a in actions:
+        obs, r, terminated, truncated, info = env.step(a)
+        rewards.append(r)
+        observations.append(obs)
+    assert terminated and not truncated
+    return np.array(rewards), np.array(observations), info
+
+
+def test_return_is_the_final_regret_and_vector_equals_single():
+    kwargs = {"learner": "hedge", "n_experts": 3, "horizon": 25}
+    rng = np.random.default_rng(0)
+    actions = rng.uniform(-1, 1, (2, 25, 3)).astype(np.float32)
+    venv = AttackVectorEnv(2, **kwargs)
+    obs, _ = venv.reset(seed=[11, 12])
+    total = np.zeros(2)
+    for t in range(25):
+        obs, r, terminated, _, info = venv.step(actions[:, t])
+        total += r
+    assert terminated.all()
+    np.testing.assert_allclose(total, info["static_regret"], atol=1e-9)
+    for b, seed in enumerate((11, 12)):
+        rewards, _, single_info = _play_single(kwargs, actions[b], seed)
+        assert rewards.sum() == pytest.approx(single_info["static_regret"], abs=1e-9)
+        assert single_info["static_regret"] == pytest.approx(info["static_regret"][b], abs=1e-12)
+    # NEXT_STEP autoreset: the step after the last round starts the next episode.
+    obs, r, terminated, _, _ = venv.step(actions[:, 0])
+    assert not terminated.any() and (r == 0).all() and obs[0, 0] == 0.0
+
+
+def test_known_answer_alternating_trap_against_follow_the_leader():
+    # 0.5/0 first, then 1 on the leader: FTL pays 1 every round after the first; the best
+    # expert pays about T / 2.
+    horizon = 40
+    env = AttackEnv(learner="follow-the-leader", horizon=horizon)
+    obs, _ = env.reset(seed=3)
+    total = 0.0
+    for t in range(horizon):
+        leaders = obs[1:3]
+        losses = np.array([0.5, 0.0]) if t == 0 else leaders.astype(float)
+        obs, r, _, _, info = env.step(losses_to_actions(losses).astype(np.float32))
+        total += r
+    # FTL pays 0 or 0.5 in round 1 (uniform tie-break), then 1 in each of the 39 others; the
+    # leader alternates, so expert 1 pays 20 (rounds 2, 4, ..., 40) and expert 0 0.5 + 19.
+    assert info["static_regret"] == pytest.approx(total)
+    assert total in (pytest.approx(39.0 - 19.5), pytest.approx(39.5 - 19.5))
+
+
+def test_oblivious_observation_ignores_the_learner():
+    kwargs = {"oblivious": True, "n_experts": 3, "horizon": 15}
+    actions = np.random.default_rng(1).uniform(-1, 1, (15, 3)).astype(np.float32)
+    _, obs_a, _ = _play_single({**kwargs, "learner": "hedge"}, actions, 0)
+    _, obs_b, _ = _play_single({**kwargs, "learner": "follow-the-leader"}, actions, 5)
+    np.testing.assert_array_equal(obs_a, obs_b)
+    assert obs_a.shape[1] == 1 + 3 * 3
+
+
+def test_adaptive_observation_shows_past_actions_never_the_current_one():
+    core = AttackCore(1, learner="follow-the-leader", n_experts=2, horizon=10)
+    obs = core.reset([0])
+    assert obs[0, 7:9].sum() == 0  # no last action before round 1
+    current = int(core.action[0])
+    obs, _, info = core.step(np.array([[1.0, -1.0]]))  # losses (1, 0)
+    assert int(info["learner_action"][0]) == current
+    last = obs[0, 7:9]
+    assert last[current] == 1.0 and last.sum() == 1.0
+    # after (1, 0) FTL's next action is expert 1; the observation's leader says so, but the
+    # learner's chosen action itself is not part of the observation (only the past one).
+    assert int(core.action[0]) == 1 and obs[0, 1:3].tolist() == [0.0, 1.0]
+
+
+def test_dynamic_reward_uses_the_switch_budget():
+    env = AttackEnv(learner="hedge", horizon=20, n_switches=3)
+    env.reset(seed=0)
+    total = 0.0
+    for t in range(20):
+        losses = np.array([1.0, 0.0]) if (t // 5) % 2 else np.array([0.0, 1.0])
+        _, r, _, _, info = env.step(losses_to_actions(losses))
+        total += r
+    assert total == pytest.approx(info["dynamic_regret"])
+    assert info["dynamic_regret"] > info["static_regret"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"learner": "nope"}, "unknown agent"),
+        ({"learner": "exp3"}, "full-information learners only"),
+        ({"learner": "hedge", "epsilon": 1.0}, "epsilon applies to private learners"),
+        ({"learner": "dp-ftrl-tree", "epsilon": -1.0}, "epsilon must be a number > 0"),
+        ({"n_experts": 1}, "n_experts must be >= 2"),
+        ({"horizon": 0}, "horizon must be >= 1"),
+        ({"n_switches": -1}, "n_switches must be >= 0"),
+        ({"learner_params": {"seed": 1}}, "learner_params must not set 'seed'"),
+    ],
+)
+def test_bad_keywords_are_refused_by_name(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        AttackEnv(**kwargs)
+
+
+def test_non_finite_actions_are_refused():
+    env = AttackEnv(horizon=5)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="finite"):
+        env.step(np.array([np.nan, 0.0], dtype=np.float32))
