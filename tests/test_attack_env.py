@@ -165,3 +165,27 @@ def test_non_finite_actions_are_refused():
     env.reset(seed=0)
     with pytest.raises(ValueError, match="finite"):
         env.step(np.array([np.nan, 0.0], dtype=np.float32))
+
+
+def test_expected_reward_known_answer_with_the_uniform_learner():
+    # The uniform learner's law is 1/N everywhere: the expected return is
+    # sum_t mean(l_t) - min_j L_j, while info keeps the realized regret.
+    losses = np.random.default_rng(4).uniform(0, 1, (30, 3))
+    env = AttackEnv(learner="uniform", n_experts=3, horizon=30, reward="expected")
+    env.reset(seed=0)
+    total, realized = 0.0, 0.0
+    for row in losses:
+        _, r, _, _, info = env.step(losses_to_actions(row).astype(np.float32))
+        total += r
+        realized += info["learner_loss"]
+    least = losses.astype(np.float32).astype(np.float64).sum(axis=0).min()
+    expected = losses.astype(np.float32).astype(np.float64).mean(axis=1).sum() - least
+    assert total == pytest.approx(expected, abs=1e-5)
+    assert info["static_regret"] == pytest.approx(realized - least, abs=1e-5)
+
+
+def test_expected_reward_needs_the_learners_law():
+    with pytest.raises(ValueError, match="action_distribution"):
+        AttackEnv(learner="limited-updates", reward="expected")
+    with pytest.raises(ValueError, match="reward must be one of"):
+        AttackEnv(reward="mean")

@@ -14,6 +14,15 @@ The roles of the other envs are swapped. Each round of each of B runs:
    best comparator with at most ``n_switches`` switches -- so an episode's return is the
    learner's final regret.
 
+``reward="realized"`` (default) charges the loss of the action played, so the return is the
+exact regret of the episode (``info["static_regret"]``, ``info["dynamic_regret"]``).
+``reward="expected"`` charges ``<p_t, l_t>`` instead, with ``p_t`` the law the learner drew
+``a_t`` from (its ``action_distribution()``; learners without it are refused): the return is the
+episode's regret in expectation over the learner's current coin, whose mean equals the realized
+regret's (the difference is a martingale) but whose noise is far smaller -- a training signal
+that learns several times faster against randomised learners. The law is never observed by the
+adversary. ``info`` always reports the realized regret.
+
 Observation (``float32``, every feature in [0, 1]):
 
 * adaptive (default): ``t / T``; the learner's last action (one-hot); its action frequencies
@@ -46,7 +55,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from dp_experts_env._validation import check_int
+from dp_experts_env._validation import check_choice, check_int
 from dp_experts_env.regret import RegretTracker
 
 __all__ = [
@@ -60,6 +69,8 @@ __all__ = [
 
 ATTACK_ID = "DPExperts-Attack-v0"
 SEED_HIGH = 2**63 - 1
+#: ``reward=`` choices (module docstring).
+REWARDS = ("realized", "expected")
 _DEFAULTS = {"learner": "hedge", "n_experts": 2, "horizon": 200}
 
 
@@ -132,6 +143,7 @@ class AttackCore:
         n_switches: 0 rewards static regret; S > 0 the regret against the best comparator with
             at most S switches.
         window: rounds of the recent-actions feature (adaptive observation).
+        reward: ``"realized"`` or ``"expected"`` (module docstring).
     """
 
     def __init__(
@@ -146,7 +158,9 @@ class AttackCore:
         oblivious: bool = False,
         n_switches: int = 0,
         window: int = 8,
+        reward: str = "realized",
     ) -> None:
+        self.reward = check_choice("reward", reward, REWARDS)
         self.num_runs = check_int("num_envs", num_runs, minimum=1)
         self.n_experts = check_int("n_experts", n_experts, minimum=2)
         self.horizon = check_int("horizon", horizon, minimum=1)
@@ -169,6 +183,13 @@ class AttackCore:
             learner_params=self.learner_params,
             seed=0,
         )
+        if self.reward == "expected" and not callable(
+            getattr(self.learner, "action_distribution", None)
+        ):
+            raise ValueError(
+                f"reward='expected' needs the learner's action_distribution(); {learner!r} has "
+                "none (use reward='realized')"
+            )
         self.tracker = RegretTracker(
             self.num_runs, self.n_experts, self.n_switches, self.horizon, static_pseudo=False
         )
@@ -190,6 +211,7 @@ class AttackCore:
         self.last_action = np.full(b, -1, dtype=np.int64)
         self.last_loss = np.zeros((b, n))
         self.regret = np.zeros(b)
+        self.expected_loss = np.zeros(b)
         self.action = np.asarray(self.learner.act(self._zeros), dtype=np.int64)
         return self.observation()
 
@@ -206,6 +228,11 @@ class AttackCore:
         charged = l_t[rows, a_t]
         self.tracker.update(l_t, charged)
         regret = self._measure()
+        if self.reward == "expected":
+            law = np.asarray(self.learner.action_distribution(), dtype=np.float64)
+            self.expected_loss += np.einsum("bn,bn->b", law, l_t)
+            # comparator loss = cumulative loss - regret (static or S-switch)
+            regret = self.expected_loss - (self.tracker.cumulative_loss - regret)
         reward = regret - self.regret
         self.regret = regret
         self.cum += l_t
@@ -273,6 +300,7 @@ class AttackEnv(gym.Env):
         oblivious: observe only the round index and the adversary's own past losses.
         n_switches: 0 (default) rewards static regret, S > 0 S-switch dynamic regret.
         window: rounds of the recent-actions feature.
+        reward: ``"realized"`` (default) or ``"expected"`` (module docstring).
     """
 
     metadata: dict[str, Any] = {"render_modes": []}

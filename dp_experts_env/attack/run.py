@@ -33,7 +33,7 @@ import numpy as np
 
 from dp_experts_env._validation import check_choice, check_int
 from dp_experts_env.attack.bounds import declared_bound
-from dp_experts_env.attack.env import ATTACK_ID, AttackVectorEnv, build_learner
+from dp_experts_env.attack.env import ATTACK_ID, REWARDS, AttackVectorEnv, build_learner
 from dp_experts_env.kinds import KINDS, kinds_of
 
 __all__ = [
@@ -89,6 +89,9 @@ class AttackConfig:
         oblivious: train an oblivious adversary (export its loss sequence).
         n_switches: 0 attacks static regret; S > 0 the S-switch dynamic regret.
         seed: training seed (PPO and episodes); evaluation seeds are derived from it.
+        train_reward: the training env's ``reward`` (``"realized"``, ``"expected"``) or
+            ``"auto"`` (default): expected where the learner has ``action_distribution()``.
+            Evaluation always reports the realized regret.
         train_envs: runs per PPO rollout.
         eval_runs: evaluation runs (learner seeds) per adversary.
         ppo: extra keywords for ``stable_baselines3.PPO``.
@@ -104,6 +107,7 @@ class AttackConfig:
     oblivious: bool = False
     n_switches: int = 0
     seed: int = 0
+    train_reward: str = "auto"
     train_envs: int = 8
     eval_runs: int = 64
     ppo: dict[str, Any] = field(default_factory=dict)
@@ -118,11 +122,21 @@ class AttackConfig:
         check_int("train_envs", self.train_envs, minimum=1)
         check_int("eval_runs", self.eval_runs, minimum=2)
         check_choice("kind", self.kind, FAMILY_KINDS)
+        check_choice("train_reward", self.train_reward, ("auto", *REWARDS))
         if not isinstance(self.oblivious, bool):
             raise TypeError(f"oblivious must be True or False, got {self.oblivious!r}")
         family_kinds(self.kind, self.oblivious)
         # Unknown learner, bandit learner, epsilon on a non-private learner, unknown knobs.
-        build_learner(
+        agent = self._learner()
+        if self.train_reward == "expected" and not _has_law(agent):
+            raise ValueError(
+                f"train_reward='expected' needs {self.learner!r}'s action_distribution(); it "
+                "has none (use 'realized' or 'auto')"
+            )
+        return self
+
+    def _learner(self) -> Any:
+        return build_learner(
             self.learner,
             self.n_experts,
             self.horizon,
@@ -130,7 +144,12 @@ class AttackConfig:
             epsilon=self.epsilon,
             learner_params=self.learner_params,
         )
-        return self
+
+    def resolved_reward(self) -> str:
+        """The training env's reward: ``train_reward`` with ``"auto"`` resolved."""
+        if self.train_reward != "auto":
+            return self.train_reward
+        return "expected" if _has_law(self._learner()) else "realized"
 
     def env_kwargs(self) -> dict[str, Any]:
         """The attack env's keywords."""
@@ -153,6 +172,10 @@ class AttackConfig:
     def metric(self) -> str:
         """``static_regret`` or ``dynamic_regret`` (the env's reward)."""
         return "dynamic_regret" if self.n_switches else "static_regret"
+
+
+def _has_law(agent: Any) -> bool:
+    return callable(getattr(agent, "action_distribution", None))
 
 
 # ---------------------------------------------------------------------------- training
@@ -197,7 +220,9 @@ def train_adversary(config: AttackConfig, progress: bool = False) -> tuple[Any, 
 
     torch.set_num_threads(1)
     cpu = time.process_time()
-    venv = VecMonitor(make_sb3_vec_env(ATTACK_ID, config.train_envs, **config.env_kwargs()))
+    config.validate()
+    env_kwargs = {**config.env_kwargs(), "reward": config.resolved_reward()}
+    venv = VecMonitor(make_sb3_vec_env(ATTACK_ID, config.train_envs, **env_kwargs))
     venv.seed(config.seed)
     kwargs: dict[str, Any] = {
         "n_steps": config.horizon,  # one episode per run and rollout
@@ -421,6 +446,7 @@ def run_attack(
         "kind": config.kind,
         "timesteps": config.timesteps,
         "train_seed": config.seed,
+        "train_reward": config.resolved_reward(),
         "eval_seeds": [seeds[0], seeds[-1]],
         "train_cpu_seconds": cpu_seconds,
         "learned_regret": summaries["learned"]["mean"],
