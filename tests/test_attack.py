@@ -203,4 +203,5 @@ def test_learned_oblivious_adversary_traps_follow_the_leader_and_replays():
     )  # fmt: skip
     report = run_attack(config)
     assert report["learned_regret"] >= 0.9 * report["best_family_regret"]
-    assert report["replay_regret"] == pytest.approx(report["learned_regret"], abs=1e-12)
+    # The network evaluated on a batch of 16 vs 1 may differ in the last float bits.
+    assert report["replay_regret"] == pytest.approx(report["learned_regret"], rel=1e-6)
