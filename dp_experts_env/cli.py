@@ -1,6 +1,6 @@
 """The ``dp-experts`` command (also ``python -m dp_experts_env``).
 
-Subcommands: ``list``, ``run``, ``compare``, ``plot``, ``audit``. ``dp-experts compare`` with no
+Subcommands: ``list``, ``run``, ``compare``, ``plot``, ``reproduce``, ``audit``, ``attack``. ``dp-experts compare`` with no
 arguments runs the default comparison; ``dp-experts <command> --help`` explains each one.
 """
 
@@ -36,6 +36,7 @@ _EPILOG = """examples:
   dp-experts plot results/default                  redraw figures from a results folder
   dp-experts audit noisy-clipped-hedge --epsilon 1 test a privacy claim empirically
   dp-experts compare --noise grid                  the default comparison on the lattice noise
+  dp-experts attack follow-the-leader              train an RL adversary against a learner
 
 A killed compare resumes where it stopped: re-run the same command with the same --out.
 """

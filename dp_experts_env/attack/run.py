@@ -437,6 +437,7 @@ def run_attack(
     report: dict[str, Any] = {
         "learner": config.learner,
         "epsilon": config.epsilon,
+        "certified_epsilon": config._learner().privacy.epsilon,
         "learner_params": config.learner_params,
         "n_experts": config.n_experts,
         "horizon": config.horizon,
