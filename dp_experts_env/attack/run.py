@@ -476,6 +476,9 @@ def run_attack(
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
+        if hasattr(model, "save"):
+            model.save(out / "adversary.zip")  # PPO.load(path) plays it again
+            report["model"] = "adversary.zip"
         if sequence is not None:
             np.save(out / "sequence.npy", sequence)
             report["sequence"] = "sequence.npy"
