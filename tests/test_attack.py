@@ -162,10 +162,11 @@ def test_the_adaptive_mode_exports_nothing():
         (["hedge", "--eval-runs", "1"], "--eval-runs"),
         (["hedge", "--epsilon", "1"], "--epsilon"),
         (["dp-ftrl-tree", "--epsilon", "zero"], "--epsilon"),
-        (["hedge", "--kind", "bandit"], "--kind"),
+        (["hedge", "--kind", "bandit_advice"], "--kind"),
         (["hedge", "--kind", "adaptive", "--oblivious"], "--kind"),
         (["nope"], "LEARNER"),
         (["exp3"], "LEARNER"),
+        (["hedge", "--kind", "bandit"], "LEARNER"),
         (["hedge", "--set", "foo=1"], "--set"),
         (["hedge", "--set", "eta"], "--set"),
     ],
@@ -204,4 +205,17 @@ def test_learned_oblivious_adversary_traps_follow_the_leader_and_replays():
     report = run_attack(config)
     assert report["learned_regret"] >= 0.9 * report["best_family_regret"]
     # The network evaluated on a batch of 16 vs 1 may differ in the last float bits.
+    assert report["replay_regret"] == pytest.approx(report["learned_regret"], rel=1e-6)
+
+
+@pytest.mark.slow
+def test_bandit_attack_on_exp3_beats_random_stays_under_the_bound_and_replays():
+    config = AttackConfig(
+        learner="exp3", kind="bandit", n_experts=3, horizon=100, timesteps=15_000,
+        eval_runs=32, oblivious=True,
+    )  # fmt: skip
+    report = run_attack(config)
+    assert report["bound"] == pytest.approx(math.sqrt(2 * 100 * 3 * math.log(3)))
+    assert report["random_regret"] <= report["learned_regret"] <= report["bound"]
+    assert report["defects"] == []
     assert report["replay_regret"] == pytest.approx(report["learned_regret"], rel=1e-6)

@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
         {"oblivious": True},
         {"learner": "follow-the-leader", "n_switches": 2},
         {"learner": "dp-ftrl-tree", "epsilon": 1.0, "n_experts": 4},
+        {"learner": "exp3", "feedback": "bandit", "n_experts": 3, "reward": "expected"},
     ],
 )
 def test_both_checkers_pass_silently(kwargs):
@@ -146,7 +147,8 @@ def test_dynamic_reward_uses_the_switch_budget():
     "kwargs, match",
     [
         ({"learner": "nope"}, "unknown agent"),
-        ({"learner": "exp3"}, "full-information learners only"),
+        ({"learner": "exp3"}, "needs bandit feedback"),
+        ({"learner": "hedge", "feedback": "bandit"}, "needs full feedback"),
         ({"learner": "hedge", "epsilon": 1.0}, "epsilon applies to private learners"),
         ({"learner": "dp-ftrl-tree", "epsilon": -1.0}, "epsilon must be a number > 0"),
         ({"n_experts": 1}, "n_experts must be >= 2"),
@@ -189,3 +191,30 @@ def test_expected_reward_needs_the_learners_law():
         AttackEnv(learner="limited-updates", reward="expected")
     with pytest.raises(ValueError, match="reward must be one of"):
         AttackEnv(reward="mean")
+
+
+def test_bandit_feedback_learner_sees_only_the_played_arm():
+    # EXP3 is fed the played arm's loss: the same run against the same losses gives the same
+    # actions as EXP3 on DPExperts-Bandit-v0 replaying those losses.
+    import agents
+
+    # Multiples of 1/8: exact through the action encoding 2 l - 1 in float32.
+    losses = (np.random.default_rng(2).integers(0, 9, (40, 3)) / 8).astype(np.float32)
+    env = AttackEnv(learner="exp3", feedback="bandit", n_experts=3, horizon=40)
+    env.reset(seed=7)
+    ours = []
+    for row in losses:
+        _, _, _, _, info = env.step(losses_to_actions(row).astype(np.float32))
+        ours.append(info["learner_action"])
+    replay = gym.make(
+        "DPExperts-Bandit-v0", family="replay", losses=losses.astype(np.float64), n_switches=0
+    )
+    exp3 = agents.make("exp3", env=replay, seed=7)
+    obs, _ = replay.reset(seed=0)
+    theirs = []
+    for _ in range(40):
+        action = exp3.act(obs)
+        theirs.append(action)
+        obs, _, _, _, replay_info = replay.step(action)
+    assert ours == theirs
+    assert info["static_regret"] == pytest.approx(replay_info["static_regret"], abs=1e-12)

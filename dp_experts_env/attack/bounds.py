@@ -32,14 +32,4 @@ def bound_of(agent: Any, n_switches: int = 0) -> float | None:
 
 def declared_bound(config: Any) -> float | None:
     """The bound of the learner an :class:`~dp_experts_env.attack.run.AttackConfig` attacks."""
-    from dp_experts_env.attack.env import build_learner
-
-    agent = build_learner(
-        config.learner,
-        config.n_experts,
-        config.horizon,
-        1,
-        epsilon=config.epsilon,
-        learner_params=config.learner_params,
-    )
-    return bound_of(agent, config.n_switches)
+    return bound_of(config.learner_instance(), config.n_switches)

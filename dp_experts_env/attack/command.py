@@ -36,7 +36,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--kind",
         default="full",
-        help=f"families compared with: one of {', '.join(FAMILY_KINDS)} (default full: all)",
+        help=f"families compared with: one of {', '.join(FAMILY_KINDS)} (default full: every "
+        "full-information kind; bandit: bandit feedback, K = N arms)",
     )
     p.add_argument("--n-experts", default="2", help="N (default 2)")
     p.add_argument("--horizon", default="200", help="T (default 200)")
@@ -91,11 +92,13 @@ def config_from_args(args: argparse.Namespace) -> Any:
         entry = agents.spec(args.learner)
     except ValueError as err:
         raise ValueError(f"LEARNER: {err}") from None
-    if entry.feedback not in ("full", "any"):
-        full = sorted(a["name"] for a in agents.available() if a["feedback"] == "full")
+    feedback = "bandit" if args.kind == "bandit" else "full"
+    if entry.feedback not in (feedback, "any"):
+        served = sorted(a["name"] for a in agents.available() if a["feedback"] == feedback)
         raise ValueError(
-            f"LEARNER: {args.learner!r} is a {entry.feedback}-feedback learner; attack serves "
-            f"full-information learners: {full}"
+            f"LEARNER: {args.learner!r} is a {entry.feedback}-feedback learner; attack with "
+            f"--kind {args.kind} serves {feedback}-feedback learners: {served} (bandit "
+            "learners: --kind bandit)"
         )
     if epsilon is not None and not entry.private and math.isfinite(epsilon):
         raise ValueError(f"--epsilon: {args.learner!r} is not private (omit --epsilon or use inf)")

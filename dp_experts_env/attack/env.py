@@ -34,10 +34,17 @@ Observation (``float32``, every feature in [0, 1]):
   then produces one fixed loss sequence whatever the learner does, which can be exported and
   replayed (``DPExperts-Oblivious-v0``, ``family="replay"``).
 
-The learner is any registered full-information learner (``agents.make`` by name, plug-ins
-included), built with its knobs (``learner_params``) and ``epsilon``. Run ``b`` of an episode
+The learner is any registered learner of the env's ``feedback`` (``agents.make`` by name,
+plug-ins included), built with its knobs (``learner_params``) and ``epsilon``:
+
+* ``feedback="full"`` (default): full information, the learner reads the whole loss vector;
+* ``feedback="bandit"``: the K-armed adversarial bandit of ``DPExperts-Bandit-v0`` (K = N arms,
+  the N identity experts as advice): the agent's action is the arms' losses, the learner reads
+  the played arm's loss only, and the regret is against the best arm.
+ Run ``b`` of an episode
 seeded ``s`` seeds the learner's run with ``s + b`` (the learners' own seeding rule), so an
-episode reproduces from its seed. Only full-information learners are served so far.
+episode reproduces from its seed. The bandit-with-advice kind (advice chosen by the adversary)
+is not served yet.
 
 This module sits above ``agents/`` (it embeds learners); it is registered by a string entry
 point, so ``import dp_experts_env`` does not import the learners.
@@ -71,6 +78,8 @@ ATTACK_ID = "DPExperts-Attack-v0"
 SEED_HIGH = 2**63 - 1
 #: ``reward=`` choices (module docstring).
 REWARDS = ("realized", "expected")
+#: ``feedback=`` choices (module docstring).
+FEEDBACKS = ("full", "bandit")
 _DEFAULTS = {"learner": "hedge", "n_experts": 2, "horizon": 200}
 
 
@@ -88,8 +97,11 @@ def build_learner(
     epsilon: float | None = None,
     learner_params: Mapping[str, Any] | None = None,
     seed: int | Sequence[int] | None = None,
+    feedback: str = "full",
 ) -> Any:
-    """Build a registered full-information learner for B runs (the attack's one construction).
+    """Build a registered learner for B runs (the attack's one construction).
+
+    ``feedback="bandit"`` builds a bandit learner with K = N arms (the identity experts).
 
     ``epsilon`` goes to private learners (None: the learner's default); a non-private learner
     accepts only None or ``inf``. Every family comparison of an attack builds its learner here
@@ -104,15 +116,19 @@ def build_learner(
 
     if not isinstance(learner, str):
         raise TypeError(f"learner must be a learner name (str), got {type(learner).__name__}")
+    check_choice("feedback", feedback, FEEDBACKS)
     entry = agents.spec(learner)
-    if entry.feedback not in ("full", "any"):
+    if entry.feedback not in (feedback, "any"):
+        served = sorted(a["name"] for a in agents.available() if a["feedback"] == feedback)
         raise ValueError(
-            f"learner {learner!r} needs {entry.feedback} feedback; the attack env serves "
-            "full-information learners only (for now)"
+            f"learner {learner!r} needs {entry.feedback} feedback; the attack env with "
+            f"feedback={feedback!r} serves {served}"
         )
     params = dict(learner_params or {})
-    for key in ("n_experts", "horizon", "num_envs", "seed", "epsilon"):
-        if key in params:
+    if feedback == "bandit":
+        params["n_arms"] = n_experts
+    for key in ("n_experts", "horizon", "num_envs", "seed", "epsilon", "n_arms"):
+        if key in (learner_params or {}):
             raise ValueError(f"learner_params must not set {key!r}; it is an env keyword")
     if epsilon is not None:
         if not isinstance(epsilon, (int, float)) or isinstance(epsilon, bool) or not epsilon > 0:
@@ -144,6 +160,7 @@ class AttackCore:
             at most S switches.
         window: rounds of the recent-actions feature (adaptive observation).
         reward: ``"realized"`` or ``"expected"`` (module docstring).
+        feedback: ``"full"`` or ``"bandit"`` (module docstring).
     """
 
     def __init__(
@@ -159,8 +176,10 @@ class AttackCore:
         n_switches: int = 0,
         window: int = 8,
         reward: str = "realized",
+        feedback: str = "full",
     ) -> None:
         self.reward = check_choice("reward", reward, REWARDS)
+        self.feedback = check_choice("feedback", feedback, FEEDBACKS)
         self.num_runs = check_int("num_envs", num_runs, minimum=1)
         self.n_experts = check_int("n_experts", n_experts, minimum=2)
         self.horizon = check_int("horizon", horizon, minimum=1)
@@ -182,6 +201,7 @@ class AttackCore:
             epsilon=epsilon,
             learner_params=self.learner_params,
             seed=0,
+            feedback=self.feedback,
         )
         if self.reward == "expected" and not callable(
             getattr(self.learner, "action_distribution", None)
@@ -197,6 +217,10 @@ class AttackCore:
         self.obs_size = 1 + (3 * n if oblivious else 6 * n)
         self.t = 0
         self._zeros = np.zeros((self.num_runs, n))
+        # Bandit learners read the K identity experts' advice (public, the same every round).
+        identity = np.eye(n).reshape(n * n)
+        identity.setflags(write=False)
+        self._advice = np.broadcast_to(identity, (self.num_runs, n * n))
 
     # ------------------------------------------------------------------ protocol
     def reset(self, seeds: Sequence[int]) -> np.ndarray:
@@ -212,8 +236,15 @@ class AttackCore:
         self.last_loss = np.zeros((b, n))
         self.regret = np.zeros(b)
         self.expected_loss = np.zeros(b)
-        self.action = np.asarray(self.learner.act(self._zeros), dtype=np.int64)
+        first = self._zeros
+        if self.feedback == "bandit":
+            zero = np.zeros(b)
+            first = self._bandit_obs(np.zeros(b, dtype=np.int64), zero)
+        self.action = np.asarray(self.learner.act(first), dtype=np.int64)
         return self.observation()
+
+    def _bandit_obs(self, actions: np.ndarray, losses: np.ndarray) -> dict[str, np.ndarray]:
+        return {"advice": self._advice, "last_action": actions, "last_loss": losses}
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
         """Play one round with (B, N) actions ``2 l - 1``; returns (obs, reward, info)."""
@@ -242,8 +273,9 @@ class AttackCore:
         self.last_loss = l_t
         self.t += 1
         if self.t < self.horizon:
-            # The learner reads round t's losses and picks round t + 1's action (hidden).
-            self.action = np.asarray(self.learner.act(l_t), dtype=np.int64)
+            # The learner reads round t's feedback and picks round t + 1's action (hidden).
+            feedback = l_t if self.feedback == "full" else self._bandit_obs(a_t, charged)
+            self.action = np.asarray(self.learner.act(feedback), dtype=np.int64)
         info = {
             "round": np.full(self.num_runs, self.t, dtype=np.int64),
             "learner_action": a_t.copy(),
@@ -292,7 +324,7 @@ class AttackEnv(gym.Env):
     """One run of the attack game (``gymnasium.make("DPExperts-Attack-v0", learner=...)``).
 
     Args:
-        learner: registered full-information learner (default ``"hedge"``).
+        learner: registered learner of the feedback (default ``"hedge"``).
         n_experts: N (default 2).
         horizon: T (default 200).
         epsilon: the learner's epsilon (private learners; None: its default).
@@ -301,6 +333,7 @@ class AttackEnv(gym.Env):
         n_switches: 0 (default) rewards static regret, S > 0 S-switch dynamic regret.
         window: rounds of the recent-actions feature.
         reward: ``"realized"`` (default) or ``"expected"`` (module docstring).
+        feedback: ``"full"`` (default) or ``"bandit"`` (module docstring).
     """
 
     metadata: dict[str, Any] = {"render_modes": []}

@@ -52,17 +52,25 @@ __all__ = [
 ]
 
 EVAL_SEED_BASE = 1_000_000
-#: ``--kind`` choices: ``full`` (every full-information kind) or one full-information kind.
-FAMILY_KINDS: tuple[str, ...] = ("full", *kinds_of("full"))
+#: ``--kind`` choices: ``full`` (every full-information kind), one full-information kind, or
+#: ``bandit`` (the K-armed bandit: bandit feedback, compared with the bandit kind's families).
+FAMILY_KINDS: tuple[str, ...] = ("full", *kinds_of("full"), "bandit")
+
+
+def feedback_of(kind: str) -> str:
+    """The attack env's feedback for a ``--kind``: ``bandit`` or ``full``."""
+    return "bandit" if kind == "bandit" else "full"
 
 
 def family_kinds(kind: str, oblivious: bool) -> tuple[str, ...]:
     """The kinds whose families an attack is compared with.
 
     An oblivious learned adversary is compared with the oblivious kinds only (an adaptive family
-    sees more than it may).
+    sees more than it may); the bandit kind is compared with all its families in both modes.
     """
     check_choice("kind", kind, FAMILY_KINDS)
+    if kind == "bandit":
+        return ("bandit",)
     kinds = kinds_of("full") if kind == "full" else (kind,)
     if oblivious:
         kinds = tuple(k for k in kinds if KINDS[k].oblivious_only)
@@ -127,7 +135,7 @@ class AttackConfig:
             raise TypeError(f"oblivious must be True or False, got {self.oblivious!r}")
         family_kinds(self.kind, self.oblivious)
         # Unknown learner, bandit learner, epsilon on a non-private learner, unknown knobs.
-        agent = self._learner()
+        agent = self.learner_instance()
         if self.train_reward == "expected" and not _has_law(agent):
             raise ValueError(
                 f"train_reward='expected' needs {self.learner!r}'s action_distribution(); it "
@@ -135,7 +143,8 @@ class AttackConfig:
             )
         return self
 
-    def _learner(self) -> Any:
+    def learner_instance(self) -> Any:
+        """The attacked learner, built for one run (validation, bound, claim)."""
         return build_learner(
             self.learner,
             self.n_experts,
@@ -143,13 +152,19 @@ class AttackConfig:
             1,
             epsilon=self.epsilon,
             learner_params=self.learner_params,
+            feedback=self.feedback,
         )
+
+    @property
+    def feedback(self) -> str:
+        """``full`` or ``bandit`` (from ``kind``)."""
+        return feedback_of(self.kind)
 
     def resolved_reward(self) -> str:
         """The training env's reward: ``train_reward`` with ``"auto"`` resolved."""
         if self.train_reward != "auto":
             return self.train_reward
-        return "expected" if _has_law(self._learner()) else "realized"
+        return "expected" if _has_law(self.learner_instance()) else "realized"
 
     def env_kwargs(self) -> dict[str, Any]:
         """The attack env's keywords."""
@@ -161,6 +176,7 @@ class AttackConfig:
             "learner_params": dict(self.learner_params),
             "oblivious": self.oblivious,
             "n_switches": self.n_switches,
+            "feedback": self.feedback,
         }
 
     def eval_seeds(self) -> list[int]:
@@ -295,6 +311,7 @@ def _learner_on(env: Any, config: AttackConfig, seeds: Sequence[int]) -> np.ndar
         epsilon=config.epsilon,
         learner_params=config.learner_params,
         seed=list(seeds),
+        feedback=config.feedback,
     )
     rounds = np.arange(1, config.horizon + 1)
     return play(env, agent, list(seeds), rounds)[config.metric]
@@ -309,8 +326,9 @@ def replay_curves(losses: np.ndarray, config: AttackConfig, seeds: Sequence[int]
     """
     import gymnasium as gym
 
+    kind = "bandit" if config.feedback == "bandit" else "oblivious"
     env = gym.make_vec(
-        KINDS["oblivious"].env_id,
+        KINDS[kind].env_id,
         num_envs=len(seeds),
         vectorization_mode="vector_entry_point",
         family="replay",
@@ -437,7 +455,7 @@ def run_attack(
     report: dict[str, Any] = {
         "learner": config.learner,
         "epsilon": config.epsilon,
-        "certified_epsilon": config._learner().privacy.epsilon,
+        "certified_epsilon": config.learner_instance().privacy.epsilon,
         "learner_params": config.learner_params,
         "n_experts": config.n_experts,
         "horizon": config.horizon,
