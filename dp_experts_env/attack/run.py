@@ -45,6 +45,7 @@ __all__ = [
     "policy_curves",
     "random_curves",
     "family_curves",
+    "family_variants",
     "replay_curves",
     "export_sequence",
     "find_defects",
@@ -341,22 +342,40 @@ def replay_curves(losses: np.ndarray, config: AttackConfig, seeds: Sequence[int]
         env.close()
 
 
+def family_variants(kind: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(label, family, knobs)`` of every family of ``kind`` played in a comparison.
+
+    Each family at its defaults (``replay`` aside: it needs a matrix); the adaptive policies
+    (families declaring :class:`~dp_experts_env.adversaries.params.BaseLossParams`) also on the
+    all-zero base datum, ``base="zeros"``: the learned adversaries of docs/attack.md found that a
+    punishing policy hurts lazy learners most when nothing else is charged, which the default
+    Bernoulli(1/2) base hides.
+    """
+    from dp_experts_env.adversaries import families, family_params
+    from dp_experts_env.adversaries.params import BaseLossParams
+
+    out: list[tuple[str, str, dict[str, Any]]] = []
+    for name in families(kind):
+        if name == "replay":
+            continue
+        out.append((f"{kind}/{name}", name, {}))
+        if issubclass(family_params(kind, name), BaseLossParams):
+            out.append((f"{kind}/{name}(base=zeros)", name, {"base": "zeros"}))
+    return out
+
+
 def family_curves(config: AttackConfig, seeds: Sequence[int]) -> dict[str, Any]:
     """Every hand-built family of the compared kinds, played by the configured learner.
 
-    Returns ``"kind/family"`` -> (T, R) curves, or the error message of a family that cannot be
+    Returns ``"kind/family"`` (variants: ``"kind/family(knob=value)"``, see
+    :func:`family_variants`) -> (T, R) curves, or the error message of a family that cannot be
     built at these sizes.
     """
     import gymnasium as gym
 
-    from dp_experts_env.adversaries import families
-
     out: dict[str, Any] = {}
     for kind in family_kinds(config.kind, config.oblivious):
-        for name in families(kind):
-            if name == "replay":
-                continue
-            label = f"{kind}/{name}"
+        for label, name, knobs in family_variants(kind):
             try:
                 env = gym.make_vec(
                     KINDS[kind].env_id,
@@ -366,6 +385,7 @@ def family_curves(config: AttackConfig, seeds: Sequence[int]) -> dict[str, Any]:
                     n_experts=config.n_experts,
                     horizon=config.horizon,
                     n_switches=config.n_switches,
+                    **knobs,
                 )
             except (TypeError, ValueError) as err:
                 out[label] = f"not built at N={config.n_experts}, T={config.horizon}: {err}"
