@@ -2,9 +2,9 @@
 
 ``python -m dp_experts_env.attack.table results/attack-table/*/attack.json`` prints one markdown
 row per (learner, epsilon, N, T): learned adaptive and learned oblivious regret (mean and 95%
-interval), the best hand-built family of the compared kinds (the adaptive run's, all
-full-information kinds), random, the proven bound, and the training budget and CPU seconds of the
-two trainings.
+interval), the best hand-built family of the adaptive run (every kind compared) and of the
+oblivious run (the oblivious kinds only), random, the proven bound, and the training budget and
+CPU seconds of the two trainings.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from typing import Any
 __all__ = ["rows", "markdown", "main"]
 
 HEADER = (
-    "| learner | epsilon | N | T | learned adaptive | learned oblivious | best family | random "
-    "| proven bound | PPO steps | train CPU s (adaptive / oblivious) |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|"
+    "| learner | epsilon | N | T | learned adaptive | learned oblivious | best family "
+    "| best oblivious family | random | proven bound | PPO steps | train CPU s (adaptive / "
+    "oblivious) |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -29,6 +30,13 @@ def _cell(report: dict[str, Any] | None) -> str:
         return "-"
     low, high = report["learned_ci"]
     return f"{report['learned_regret']:.1f} [{low:.1f}, {high:.1f}]"
+
+
+def _family(report: dict[str, Any] | None) -> str:
+    """The best family of a report: regret (family name)."""
+    if report is None or not report["best_family"]:
+        return "-"
+    return f"{report['best_family_regret']:.1f} ({report['best_family'].split('/')[-1]})"
 
 
 def rows(reports: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -48,8 +56,6 @@ def markdown(reports: Sequence[dict[str, Any]]) -> str:
         learner, epsilon, n, t = row["key"]
         adaptive, oblivious = row.get("adaptive"), row.get("oblivious")
         base = adaptive or oblivious
-        best = base["best_family"]
-        family = f"{base['best_family_regret']:.1f} ({best.split('/')[-1]})" if best else "-"
         bound = "-" if base["bound"] is None else f"{base['bound']:.1f}"
         cpu = " / ".join(
             "-" if r is None else f"{r['train_cpu_seconds']:.0f}" for r in (adaptive, oblivious)
@@ -59,7 +65,9 @@ def markdown(reports: Sequence[dict[str, Any]]) -> str:
         eps = "-" if certified is None else f"{float(certified):g}"
         lines.append(
             f"| {learner} | {eps} | {n} | {t} | "
-            f"{_cell(adaptive)} | {_cell(oblivious)} | {family} | {base['random_regret']:.1f} | "
+            f"{_cell(adaptive)} | {_cell(oblivious)} | "
+            f"{_family(adaptive)} | {_family(oblivious)} | "
+            f"{base['random_regret']:.1f} | "
             f"{bound} | {base['timesteps']} | {cpu} |"
         )
     return "\n".join(lines)
