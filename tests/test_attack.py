@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 
 import agents
+import agents.registry
 from agents.full_info import FollowTheLeader
+from agents.registry import AgentSpec
 from dp_experts_env.attack.bounds import bound_of
 from dp_experts_env.attack.run import (
     AttackConfig,
@@ -43,14 +45,22 @@ class TrapPolicy:
         return 2.0 * losses - 1.0, None
 
 
-if PLANTED not in {a["name"] for a in agents.available()}:
+class PlantedFTL(FollowTheLeader):
+    """FTL declaring a regret bound of 1 (false: the FTL trap forces ~T/2)."""
 
-    @agents.register(PLANTED, private=False, summary="test only: FTL declaring a false bound")
-    class PlantedFTL(FollowTheLeader):
-        """FTL declaring a regret bound of 1 (false: the FTL trap forces ~T/2)."""
+    name = PLANTED
 
-        def regret_bound(self, n_switches: int = 0) -> float | None:
-            return 1.0
+    def regret_bound(self, n_switches: int = 0) -> float | None:
+        return 1.0
+
+
+@pytest.fixture
+def planted(monkeypatch):
+    """The planted learner in the registry for one test only (the registry-wide learner tests
+    must never see it)."""
+    entry = AgentSpec(PLANTED, PlantedFTL, "full", False, "test only: a false bound")
+    monkeypatch.setitem(agents.registry._REGISTRY, PLANTED, entry)
+    return PLANTED
 
 
 def _config(**kw):
@@ -89,7 +99,7 @@ def test_find_defects_flags_only_intervals_entirely_above_the_bound():
 
 
 # ---------------------------------------------------------------------------- defects
-def test_a_planted_learner_with_a_false_bound_is_flagged(tmp_path, capsys):
+def test_a_planted_learner_with_a_false_bound_is_flagged(planted, tmp_path, capsys):
     config = AttackConfig(learner=PLANTED, n_experts=2, horizon=60, eval_runs=8, kind="adaptive")
     report = run_attack(config, tmp_path, model=TrapPolicy(2))
     assert report["bound"] == 1.0
@@ -105,7 +115,7 @@ def test_a_planted_learner_with_a_false_bound_is_flagged(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_the_cli_exits_3_on_a_defect_and_writes_the_report(tmp_path, capsys):
+def test_the_cli_exits_3_on_a_defect_and_writes_the_report(planted, tmp_path, capsys):
     out = tmp_path / "planted"
     code = main(
         ["attack", PLANTED, "--horizon", "40", "--timesteps", "400", "--eval-runs", "4",
