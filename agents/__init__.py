@@ -16,7 +16,7 @@ import agents.randomized_prefix  # noqa: F401
 import agents.svt_restart  # noqa: F401
 from agents import bandit, full_info  # noqa: E402,F401  (non-private baselines)
 from agents.base import Agent, BanditObs, PrivacyClaim, no_privacy
-from agents.registry import AgentSpec, available, make, register, spec
+from agents.registry import AgentSpec, available, load_plugins, make, register, source, spec
 
 __all__ = [
     "Agent",
@@ -24,8 +24,10 @@ __all__ = [
     "BanditObs",
     "PrivacyClaim",
     "available",
+    "load_plugins",
     "make",
     "no_privacy",
     "register",
+    "source",
     "spec",
 ]

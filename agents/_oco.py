@@ -30,6 +30,7 @@ from scipy import special
 from agents.base import Agent, PrivacyClaim
 from dp_experts_env._validation import check_choice, check_float, check_int
 from dp_experts_env.batch_rng import run_seeds
+from dp_experts_env.fixed_order import dot
 
 __all__ = [
     "OCOAgent",
@@ -207,20 +208,20 @@ def ball_sample(
     s2 = scale * scale
     c = project(mean, "ball", radius)
     gap = mean - c
-    gap_sq = float(gap @ gap)
+    gap_sq = float(dot(gap, gap))  # fixed order: the draws must not depend on the CPU
     log_vol = d / 2 * math.log(math.pi) + d * math.log(radius) - special.gammaln(d / 2 + 1)
     gaussian = d / 2 * math.log(2 * math.pi * s2) <= log_vol
     for _ in range(max_tries):
         if gaussian:
             x = c + scale * gen.standard_normal(d)
-            if x @ x > radius * radius:
+            if dot(x, x) > radius * radius:
                 continue
-            log_acc = float((x - c) @ gap) / s2
+            log_acc = float(dot(x - c, gap)) / s2
         else:
             z = gen.standard_normal(d)
-            x = radius * gen.random() ** (1.0 / d) * z / np.linalg.norm(z)
+            x = radius * gen.random() ** (1.0 / d) * z / math.sqrt(dot(z, z))
             diff = x - mean
-            log_acc = -(float(diff @ diff) - gap_sq) / (2 * s2)
+            log_acc = -(float(dot(diff, diff)) - gap_sq) / (2 * s2)
         if math.log(gen.random() + 1e-300) < log_acc:
             return x
     raise RuntimeError(

@@ -26,6 +26,7 @@ from agents._oco import (
 from agents.base import PrivacyClaim, no_privacy
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_delta, check_epsilon, check_float
+from dp_experts_env.fixed_order import dot
 from dp_experts_env.privacy.accountant_oco import (
     pcomw_best_p,
     pcomw_calibrated,
@@ -547,13 +548,13 @@ class PCOMW(OCOAgent):
         log_z = self._log_z_of(cum)  # (T + 1,)
 
         def log_density(t: int, y: np.ndarray) -> np.ndarray:  # log mu_{t+1}(y), L_t
-            quad = self.beta * (y @ cum[t] + self.lam / 2 * np.einsum("ni,ni->n", y, y))
+            quad = self.beta * (dot(y, cum[t]) + self.lam / 2 * np.einsum("ni,ni->n", y, y))
             return -quad - log_z[t]
 
         total = log_density(0, x[:, 0])
         used = np.zeros(n)
         for t in range(horizon - 1):
-            log_r = -self.beta * (x[:, t] @ g[t]) - (log_z[t + 1] - log_z[t])
+            log_r = -self.beta * dot(x[:, t], g[t]) - (log_z[t + 1] - log_z[t])
             log_stay = math.log1p(-self.p) + np.clip(log_r - self.log_phi, -2.0 * self.log_phi, 0.0)
             moved = np.any(x[:, t + 1] != x[:, t], axis=1)
             left = used < self.budget

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.base import Agent
+from dp_experts_env import plugins as _plugins
 
-__all__ = ["AgentSpec", "register", "make", "available", "spec"]
+__all__ = ["AgentSpec", "register", "make", "available", "spec", "load_plugins", "source"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,79 @@ class AgentSpec:
 
 
 _REGISTRY: dict[str, AgentSpec] = {}
+#: Entry points of :data:`dp_experts_env.plugins.AGENT_GROUP` already loaded in this process.
+_LOADED_ENTRY_POINTS: set[tuple[str, str]] = set()
+_SCANNED = False
+
+
+def load_plugins(*, rescan: bool = False) -> list[str]:
+    """Register the outside learners: ``DP_EXPERTS_PLUGINS`` modules, then entry points.
+
+    Idempotent and cheap after the first call: the modules of the environment variable are
+    imported once each, and the installed entry points of the group ``dp_experts_env.agents``
+    are scanned once per process (``rescan=True`` scans again, for a package installed since).
+    Every registry lookup (:func:`spec`, :func:`make`, :func:`available`) calls it, so the
+    CLI, the local workers and the Ray workers all see the same learners as built-ins.
+
+    An entry point names a learner class (``name = "module:Class"``): a class its module
+    already registered with :func:`register` under that name is taken as it is; an
+    undecorated :class:`~agents.base.Agent` subclass is registered under the entry point's
+    name, with its class attributes ``private`` (required) and ``summary`` (default: the first
+    line of its docstring).
+
+    Returns:
+        Names registered by this call.
+
+    Raises:
+        dp_experts_env.plugins.PluginError: a module of ``DP_EXPERTS_PLUGINS`` cannot be
+            imported.
+        TypeError: an entry point names something that is not a learner class, or an
+            undecorated class without a ``private`` attribute.
+        ValueError: an entry point's name is taken by another learner.
+    """
+    global _SCANNED
+    before = set(_REGISTRY)
+    _plugins.import_plugin_modules()
+    if rescan or not _SCANNED:
+        _SCANNED = True
+        for ep, obj in _plugins.iter_new(_plugins.AGENT_GROUP, _LOADED_ENTRY_POINTS):
+            _register_entry_point(ep.name, ep.value, obj)
+    return sorted(set(_REGISTRY) - before)
+
+
+def _register_entry_point(name: str, value: str, obj: Any) -> None:
+    """Register (or check) the learner class ``obj`` loaded from entry point ``name``."""
+    where = f"entry point {name!r} = {value!r} of group {_plugins.AGENT_GROUP!r}"
+    if not (isinstance(obj, type) and issubclass(obj, Agent)):
+        raise TypeError(f"{where} must name an agents.Agent subclass, got {obj!r}")
+    known = _REGISTRY.get(name)
+    if known is not None:
+        if known.cls is obj:
+            return  # its module registered it with @register on import
+        raise ValueError(
+            f"{where}: the name {name!r} is already taken by {known.cls.__module__}."
+            f"{known.cls.__qualname__} ({source(name)}); rename the entry point"
+        )
+    private = getattr(obj, "private", None)
+    if not isinstance(private, bool):
+        raise TypeError(
+            f"{where}: {obj.__qualname__} is not registered; decorate it with "
+            "@agents.register(name, private=..., summary=...) or give it a class attribute "
+            "private = True/False"
+        )
+    summary = getattr(obj, "summary", None)
+    if not isinstance(summary, str):
+        summary = (obj.__doc__ or obj.__qualname__).strip().splitlines()[0]
+    register(name, private=private, summary=summary)(obj)
+
+
+def source(name: str) -> str:
+    """Where learner ``name`` comes from.
+
+    ``"built-in"``, ``"package NAME VERSION"`` (an installed package), or
+    ``"module M (DP_EXPERTS_PLUGINS)"`` for an uninstalled plug-in module.
+    """
+    return _plugins.source_of(spec(name).cls.__module__)
 
 
 def register(name: str, *, private: bool, summary: str) -> Callable[[type[Agent]], type[Agent]]:
@@ -52,7 +126,13 @@ def spec(name: str) -> AgentSpec:
     if not isinstance(name, str):
         raise TypeError(f"agent name must be a string, got {type(name).__name__}")
     if name not in _REGISTRY:
-        raise ValueError(f"unknown agent {name!r}; available: {sorted(_REGISTRY)}")
+        load_plugins()  # an outside learner registers on first use
+    if name not in _REGISTRY:
+        raise ValueError(
+            f"unknown agent {name!r}; available: {sorted(_REGISTRY)} (an outside learner joins "
+            f"through an entry point of group {_plugins.AGENT_GROUP!r} or a module named in "
+            f"{_plugins.ENV_VAR}; docs/own_learner.md)"
+        )
     return _REGISTRY[name]
 
 
@@ -147,13 +227,32 @@ def _claim_of(entry: AgentSpec) -> str:
     return getattr(entry.cls, "claim_summary", "") or "DP (see agent.privacy once built)"
 
 
+def _reference(cls: type[Agent]) -> str:
+    """The docstring's ``Source:`` sentence (its first sentence, whitespace collapsed)."""
+    doc = " ".join((cls.__doc__ or "").split())
+    start = doc.find("Source:")
+    if start < 0:
+        return ""
+    text = doc[start + len("Source:") :].strip()
+    # The first sentence: a period followed by a space and a capital (not "Alg. 1", "§5.2").
+    for i in range(len(text) - 2):
+        if text[i] == "." and text[i + 1] == " " and text[i + 2].isupper() and i > 12:
+            prev = text[max(0, i - 4) : i]
+            if not prev.endswith(("Alg", "Thm", "al", "Sec", "Eq", "eq")):
+                return text[: i + 1]
+    return text
+
+
 def available() -> list[dict[str, Any]]:
     """Registered learners: name, feedback, whether private, the kind of claim, one-line summary.
 
     ``claim`` is ``"none (not private)"`` for baselines; private learners may describe their
     claim with a class attribute ``claim_summary`` (the exact epsilon/delta depend on the
-    parameters: read ``agent.privacy`` of a built agent).
+    parameters: read ``agent.privacy`` of a built agent). ``source`` says where the learner
+    comes from (``"built-in"``, or the package or plug-in module of an outside learner);
+    ``reference`` is the first sentence of the ``Source:`` of its docstring (the paper).
     """
+    load_plugins()
     return [
         {
             "name": s.name,
@@ -161,6 +260,8 @@ def available() -> list[dict[str, Any]]:
             "private": s.private,
             "claim": _claim_of(s),
             "summary": s.summary,
+            "source": _plugins.source_of(s.cls.__module__),
+            "reference": _reference(s.cls),
         }
         for s in sorted(_REGISTRY.values(), key=lambda s: (s.private, s.feedback, s.name))
     ]

@@ -335,11 +335,28 @@ def _cmd_list() -> int:
             fam_names = families(entry.kind)
         fams = ", ".join(fam_names)
         print(f"  {entry.id:26s} {entry.feedback:6s} feedback; families: {fams}")
-    print("\nLearners (agents.make(name, env=env, ...)); privacy claims as built at epsilon = 1:")
+    print(
+        "\nLearners (agents.make(name, env=env, ...)): name, feedback, privacy claim as built at "
+        "epsilon = 1;\nsummary; the paper it follows [where the code comes from]:"
+    )
     for item in agents.available():
         print(f"  {item['name']:36s} {item['feedback']:6s} {_claim_line(item)}")
         print(f"  {'':36s} {'':6s} {item['summary']}")
+        print(f"  {'':36s} {'':6s} {_source_line(item)}")
+    outside = sorted({i["source"] for i in agents.available() if i["source"] != "built-in"})
+    if outside:
+        print(f"\nOutside learners from: {'; '.join(outside)}")
     return 0
+
+
+def _source_line(item: dict[str, Any], width: int = 110) -> str:
+    """``source: <the paper, shortened> [built-in | package NAME VERSION | plug-in module]``."""
+    origin = f" [{item['source']}]"
+    ref = item.get("reference") or "(no Source: in the docstring)"
+    room = width - len(origin) - len("source: ")
+    if len(ref) > room:
+        ref = ref[: room - 3].rstrip() + "..."
+    return f"source: {ref}{origin}"
 
 
 def _claim_line(item: dict[str, Any]) -> str:

@@ -60,4 +60,9 @@ def family_inputs(kind: str, family: str, horizon: int) -> dict[str, Any]:
         sizes.update(n_experts=9 if family == "policy_class" else 4, n_arms=3)
     else:
         sizes["n_experts"] = 6
+    # Families whose data fix a size (the real-data tasks: N classifiers) take it from the data.
+    from dp_experts_env.adversaries import family_factory
+
+    for fixed in getattr(family_factory(kind, family), "FIXED_SIZES", ()):
+        sizes.pop(fixed, None)
     return sizes

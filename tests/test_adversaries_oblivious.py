@@ -9,14 +9,19 @@ import numpy as np
 import pytest
 
 from dp_experts_env import batch_rng as batch_rng_module
-from dp_experts_env.adversaries import Neighbor, families, make_adversary
+from dp_experts_env.adversaries import Neighbor, families, family_factory, make_adversary
 from dp_experts_env.adversaries.changepoints import dyadic_capacity, segment_at
 from dp_experts_env.adversaries.oblivious import FtlTrap, Replay, load_losses
 
 # Every registered oblivious family (read from the registry: a new family is tested here too).
 OBLIVIOUS = families("oblivious")
 MATRIX = np.random.default_rng(0).integers(0, 9, size=(40, 5)) / 8.0
-GENERATED = [f for f in OBLIVIOUS if f != "replay"]
+# Families that generate losses at any size (not replays of a matrix, user's or shipped).
+GENERATED = [
+    f
+    for f in OBLIVIOUS
+    if f != "replay" and not getattr(family_factory("oblivious", f), "TASK", "")
+]
 DEFAULT_BUFFER = batch_rng_module._BUFFER_DOUBLES
 
 
@@ -29,7 +34,11 @@ def _small_rng_buffers(monkeypatch: pytest.MonkeyPatch) -> None:
 def build(family: str, n_experts: int = 5, horizon: int = 40, **knobs):
     if family == "replay":
         return make_adversary("oblivious", "replay", losses=MATRIX, **knobs)
-    return make_adversary("oblivious", family, n_experts=n_experts, horizon=horizon, **knobs)
+    sizes = {"n_experts": n_experts, "horizon": horizon}
+    # The real-data tasks fix N (their classifiers); horizon cuts a prefix of their stream.
+    for fixed in getattr(family_factory("oblivious", family), "FIXED_SIZES", ()):
+        sizes.pop(fixed)
+    return make_adversary("oblivious", family, **sizes, **knobs)
 
 
 def play(adv, seeds, rounds=None, neighbor=None, actions_rng=None) -> dict[str, np.ndarray]:
@@ -51,7 +60,7 @@ def test_shapes_ranges_flags(family: str) -> None:
     adv = build(family)
     assert adv.oblivious and adv.feedback == "full"
     data = play(adv, [0, 1, 2])
-    assert data["losses"].shape == (40, 3, 5) and data["losses"].dtype == np.float64
+    assert data["losses"].shape == (40, 3, adv.n_experts) and data["losses"].dtype == np.float64
     assert data["losses"].min() >= 0.0 and data["losses"].max() <= 1.0
     assert (data["means"] is not None) == adv.knows_means
     if adv.has_segments:
@@ -87,7 +96,7 @@ def test_round_data_independent_of_chunking(family: str, monkeypatch: pytest.Mon
 def test_neighbor_replaces_exactly_one_round(family: str) -> None:
     adv = build(family)
     base = play(adv, [8, 9])
-    vector = np.array([0.5, 1.0, 0.0, 0.125, 1.0])
+    vector = np.resize([0.5, 1.0, 0.0, 0.125, 1.0], adv.n_experts)  # N = 5 unless fixed by data
     for t in (1, 2, 33, 40):
         nb = play(adv, [8, 9], neighbor={"round": t, "loss": vector})
         np.testing.assert_array_equal(nb["losses"][t - 1], np.stack([vector, vector]))

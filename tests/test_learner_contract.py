@@ -26,7 +26,9 @@ from conftest import rollout, tiny_env
 
 import agents
 from agents.registry import _GAME_ATTRS
+from dp_experts_env import testing
 from dp_experts_env.registration import ENVS
+from dp_experts_env.testing import check_agent
 
 LEARNERS = agents.available()
 NAMES = [a["name"] for a in LEARNERS]
@@ -53,8 +55,9 @@ HOME_ENV = {
 
 
 def _extra(name, epsilon=1.0):
-    """The non-game keywords a learner needs: epsilon for private ones, a short PPO training."""
-    extra = {"epsilon": epsilon} if agents.spec(name).private else {}
+    """The non-game keywords a learner needs: epsilon for private ones (None: none), a short
+    PPO training."""
+    extra = {"epsilon": epsilon} if agents.spec(name).private and epsilon is not None else {}
     if name == "ppo":
         extra["timesteps"] = 256  # the RL baseline trains first: keep it short here
     return extra
@@ -158,37 +161,30 @@ def test_every_private_learner_is_audited():
 #: Regret may rise between neighbouring epsilons by at most MONOTONE_SE standard errors of the
 #: paired per-run difference (the runs share env seeds), and must fall from the smallest to the
 #: largest epsilon by more than DROP_SE of them. Measured margins: docs in tests/README.md.
-MONOTONE_SE, DROP_SE = 2.0, 3.0
-EPSILONS = (0.1, 1.0, 100.0)
-MONOTONE_ENV = {
-    "full": ("DPExperts-Stochastic-v0", {"n_experts": 4, "gap": 0.3}),
-    "bandit": ("DPExperts-Bandit-v0", {"n_arms": 3}),
-    "oco": ("DPExperts-OCO-v0", {"dim": 3}),
-}
-MONOTONE_RUNS, MONOTONE_HORIZON = 32, 2000
+#: (Declared in dp_experts_env.testing, with the envs: MONOTONE_ENV, 32 runs of T = 2000.)
+MONOTONE_SE, DROP_SE, EPSILONS = testing.MONOTONE_SE, testing.DROP_SE, testing.MONOTONE_EPSILONS
 
 
 @pytest.mark.parametrize("name", PRIVATE)
 def test_regret_does_not_increase_with_epsilon(name):
-    env_id, kwargs = MONOTONE_ENV[FEEDBACK[name]]
-    seeds = list(range(100, 100 + MONOTONE_RUNS))
-    regrets = []
-    for epsilon in EPSILONS:
-        env = tiny_env(env_id, num_envs=MONOTONE_RUNS, horizon=MONOTONE_HORIZON, **kwargs)
-        agent = agents.make(name, env=env, epsilon=epsilon, seed=0)
-        regrets.append(np.asarray(rollout(agent, env=env, seed=seeds).info["static_regret"]))
-        env.close()
+    """check_agent's ``monotone`` check (the envs, seeds and tolerances above are its own)."""
+    assert check_agent(name, checks=["monotone"]).passed == ["monotone"]
 
-    def paired(lo, hi):
-        diff = regrets[hi] - regrets[lo]
-        return diff.mean(), diff.std(ddof=1) / math.sqrt(len(diff))
 
-    means = [r.mean() for r in regrets]
-    for i in range(len(EPSILONS) - 1):
-        rise, se = paired(i, i + 1)
-        assert rise <= MONOTONE_SE * se, (EPSILONS[i], EPSILONS[i + 1], means, se)
-    drop, se = paired(0, len(EPSILONS) - 1)
-    assert -drop > DROP_SE * se, (means, se)
+#: Learners whose whole contract (dp_experts_env.testing.check_agent, audit aside) runs in the
+#: quick suite; the others run with the slow tests (PPO trains first).
+CHECKED_QUICKLY = {"hedge", "exp4", "limited-updates", "dp-ftrl-tree", "ogd"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [n if n in CHECKED_QUICKLY else pytest.param(n, marks=pytest.mark.slow) for n in NAMES],
+)
+def test_check_agent_passes(name):
+    """The contract an outside learner is held to (check_agent) holds for every learner; the
+    audit check runs in test_audit_zoo.py / test_oco_audit.py with the full search."""
+    report = check_agent(name, skip=["audit"], params=_extra(name, epsilon=None))
+    assert "batching" in report.passed and "seeding" in report.passed
 
 
 # ----------------------------------------------------------------------------- documentation
@@ -246,6 +242,7 @@ def test_the_contract_covers_every_registered_learner():
         test_regret_does_not_increase_with_epsilon: {
             n for n, a in registered.items() if a["private"]
         },
+        test_check_agent_passes: set(registered),
         test_every_agent_docstring_names_its_source: set(registered),
         test_bandit_learners_refuse_advice_off_the_simplex: {
             n for n, a in registered.items() if a["feedback"] == "bandit"

@@ -40,5 +40,6 @@ from dp_experts_env.adversaries import advice_minimax as _advice_minimax  # noqa
 from dp_experts_env.adversaries import advice_replay as _advice_replay  # noqa: E402,F401
 from dp_experts_env.adversaries import bandit as _bandit  # noqa: E402,F401
 from dp_experts_env.adversaries import oblivious as _oblivious  # noqa: E402,F401
+from dp_experts_env.adversaries import real_tasks as _real_tasks  # noqa: E402,F401
 from dp_experts_env.adversaries import shifting as _shifting  # noqa: E402,F401
 from dp_experts_env.adversaries import stochastic as _stochastic  # noqa: E402,F401

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from dp_experts_env import plugins as _plugins
 from dp_experts_env._validation import check_choice
 from dp_experts_env.adversaries.base import Adversary
 from dp_experts_env.adversaries.params import FamilyParams
@@ -17,11 +18,45 @@ __all__ = [
     "families",
     "family_factory",
     "family_params",
+    "load_family_plugins",
 ]
 
 # The kinds come from the kind table (dp_experts_env.kinds); each has its own family registry.
 _FAMILIES: dict[str, dict[str, Callable[..., Adversary]]] = {kind: {} for kind in ENV_KINDS}
 _PARAMS: dict[str, dict[str, type[FamilyParams]]] = {kind: {} for kind in ENV_KINDS}
+_LOADED_ENTRY_POINTS: set[tuple[str, str]] = set()
+_SCANNED = False
+
+
+def load_family_plugins(*, rescan: bool = False) -> list[tuple[str, str]]:
+    """Register the outside loss families: ``DP_EXPERTS_PLUGINS`` modules, then entry points.
+
+    Entry points of the group ``dp_experts_env.families`` are named ``"kind.family"`` and point
+    at the family's class or factory (``"module:Object"``); an object its module already
+    registered with :func:`register_family` is taken as it is, any other is registered under
+    that kind and name with its ``Params`` attribute as declaration. The installed entry points
+    are scanned once per process (``rescan=True`` scans again). :func:`families` and the
+    lookups call it, so every process that builds an env sees the same families.
+
+    Returns:
+        ``(kind, family)`` pairs registered by this call.
+    """
+    global _SCANNED
+    before = {(k, f) for k in _FAMILIES for f in _FAMILIES[k]}
+    _plugins.import_plugin_modules()
+    if rescan or not _SCANNED:
+        _SCANNED = True
+        for ep, obj in _plugins.iter_new(_plugins.FAMILY_GROUP, _LOADED_ENTRY_POINTS):
+            kind, sep, name = ep.name.partition(".")
+            if not sep or kind not in _FAMILIES or not name:
+                raise ValueError(
+                    f"entry point {ep.name!r} of group {_plugins.FAMILY_GROUP!r} must be named "
+                    f"'kind.family' with kind one of {list(ENV_KINDS)}"
+                )
+            if _FAMILIES[kind].get(name) is obj:
+                continue  # its module registered it on import
+            register_family(kind, name)(obj)
+    return sorted({(k, f) for k in _FAMILIES for f in _FAMILIES[k]} - before)
 
 
 def register_family(
@@ -55,15 +90,26 @@ def register_family(
     return decorator
 
 
-def families(kind: str) -> list[str]:
-    """Names of the families offered by an environment kind."""
+def families(kind: str, *, plugins: bool = True) -> list[str]:
+    """Names of the families offered by an environment kind.
+
+    Args:
+        kind: a kind of :data:`ENV_KINDS`.
+        plugins: load the outside families first (:func:`load_family_plugins`); False lists
+            what is registered now (used while the package itself is being imported, when a
+            plug-in that imports the package could not be imported yet).
+    """
     check_choice("kind", kind, ENV_KINDS)
+    if plugins:
+        load_family_plugins()
     return sorted(_FAMILIES[kind])
 
 
 def family_factory(kind: str, family: str) -> Callable[..., Adversary]:
     """The class or factory registered under (kind, family)."""
     check_choice("kind", kind, ENV_KINDS)
+    if family not in _FAMILIES[kind]:
+        load_family_plugins()  # an outside family registers on first use
     if family not in _FAMILIES[kind]:
         raise ValueError(
             f"family must be one of {families(kind)} for kind {kind!r}, got {family!r}"

@@ -56,7 +56,7 @@ def families_doc(kinds: tuple[str, ...]) -> str:
     for kind in kinds:
         default = KINDS[kind].family
         lines.append(f"        kind {kind!r} (default {default!r}):")
-        for name in families(kind):
+        for name in families(kind, plugins=False):  # at import: no plug-in is importable yet
             factory = family_factory(kind, name)
             knobs = family_params(kind, name).knob_names()
             doc = (getattr(factory, "__doc__", None) or "").strip().splitlines()

@@ -55,6 +55,7 @@ from gymnasium.vector.utils import batch_space
 from dp_experts_env._validation import check_int
 from dp_experts_env.adversaries.oco import OCOAdversary, OCOParams, dual_norm
 from dp_experts_env.batch_rng import run_seeds
+from dp_experts_env.fixed_order import dot
 
 __all__ = ["OCOCore", "OCOEnv", "OCOVectorEnv", "OCO_INFO_KEYS"]
 
@@ -175,7 +176,8 @@ class OCOCore:
         ``F_j(t) = max_sigma [<sigma, S_t> + max_{b<t} (F_{j-1}(b) - <sigma, S_b>)]``: an exact
         O(S d 2^d) recursion per round, the continuous analogue of the experts envs' O(N S) one.
         """
-        proj = self._grad_sum @ self._signs.T  # (B, 2^d)
+        # (B, 2^d). Not ``S @ signs.T``: BLAS sums in a CPU-dependent order (fixed_order.py).
+        proj = dot(self._grad_sum[:, None, :], self._signs)
         m = self._dyn_m
         f = np.empty(m.shape[:2])
         f[:, 0] = proj.max(axis=1)

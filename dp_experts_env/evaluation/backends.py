@@ -85,11 +85,31 @@ def _watch_parent(parent_pid: int, interval: float = 0.5) -> None:
             os._exit(1)
 
 
+def _load_plugins() -> None:
+    """Register the outside learners and families in this (worker) process.
+
+    A spawned or Ray worker starts with the built-ins only: the learners of ``DP_EXPERTS_PLUGINS``
+    modules and of installed entry points register here, before any cell looks a name up.
+    """
+    from agents.registry import load_plugins
+    from dp_experts_env.adversaries.registry import load_family_plugins
+
+    load_plugins()
+    load_family_plugins()
+
+
+def _run_unit(unit: Sequence[Cell]) -> list[Result]:
+    """:func:`run_cells` in a worker: plug-ins first (Ray workers run no initializer)."""
+    _load_plugins()
+    return run_cells(unit)
+
+
 def _init_worker(parent_pid: int) -> None:
     # Ctrl-C reaches the whole process group; the parent reports it and stops the workers, so
     # the workers ignore it instead of each printing a KeyboardInterrupt traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
+    _load_plugins()
 
 
 def _local(units: Sequence[list[Cell]], n_jobs: int) -> Iterator[Result]:
@@ -109,7 +129,7 @@ def _local(units: Sequence[list[Cell]], n_jobs: int) -> Iterator[Result]:
             initializer=_init_worker,
             initargs=(os.getpid(),),
         ) as pool:
-            futures = [pool.submit(run_cells, unit) for unit in rest]
+            futures = [pool.submit(_run_unit, unit) for unit in rest]
             try:
                 yield from run_cells(own)
                 for future, unit in zip(futures, rest, strict=True):
@@ -148,7 +168,14 @@ def _ray(units: Sequence[list[Cell]], address: str | None) -> Iterator[Result]:
                 log_to_driver=False,
                 ignore_reinit_error=True,
             )
-    remote = ray.remote(run_cells)
+    from dp_experts_env.plugins import worker_env
+
+    # Ray workers are fresh processes that may not share this one's environment (a cluster):
+    # the plug-in modules and their folders travel with every task.
+    carried = worker_env()
+    remote = ray.remote(_run_unit)
+    if carried:
+        remote = remote.options(runtime_env={"env_vars": carried})
     pending = {remote.remote(unit): unit for unit in units}
     try:
         while pending:

@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dp_experts_env.fixed_order import dot
+
 __all__ = [
     "KINDS",
     "Claim",
@@ -216,7 +218,7 @@ def loglog_slope(
         logs = np.log(np.where(boots > floor, boots, np.nan))
     lx = np.log(xs)
     lx_c = lx - lx.mean()
-    slopes = (logs - logs.mean(axis=1, keepdims=True)) @ lx_c / (lx_c @ lx_c)
+    slopes = dot(logs - logs.mean(axis=1, keepdims=True), lx_c) / dot(lx_c, lx_c)
     lo, hi = _interval(slopes)
     pairs = ", ".join(f"{x:g}: {m:.4g}" for x, m in zip(xs, means, strict=True))
     return Measurement(value, lo, hi, f"mean {metric} at x = {pairs}")
@@ -310,6 +312,6 @@ def excess_loglog_slope(
     with np.errstate(divide="ignore", invalid="ignore"):
         logs = np.log(np.where(excess > 0, excess, np.nan))
     lx = np.log(xs) - np.log(xs).mean()
-    slopes = (logs - logs.mean(axis=1, keepdims=True)) @ lx / (lx @ lx)
+    slopes = dot(logs - logs.mean(axis=1, keepdims=True), lx) / dot(lx, lx)
     lo, hi = _interval(slopes)
     return Measurement(_slope(xs, means), lo, hi, f"excess mean {metric} at x = {pairs}")

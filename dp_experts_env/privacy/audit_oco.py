@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from dp_experts_env._validation import check_float
+from dp_experts_env.fixed_order import dot
 from dp_experts_env.privacy.audit import (
     AuditResult,
     _check_common,
@@ -117,7 +118,7 @@ except ImportError:  # pragma: no cover - depends on the audit module's version
 def encode_points(points: np.ndarray, direction: np.ndarray, threshold: float = 0.0) -> np.ndarray:
     """(n, T, d) points -> (n, T) ints ``2 * moved + 1{<direction, x_t> > threshold}``."""
     pts = np.asarray(points, dtype=np.float64)
-    side = (pts @ np.asarray(direction, dtype=np.float64) > threshold).astype(np.int16)
+    side = (dot(pts, np.asarray(direction, dtype=np.float64)) > threshold).astype(np.int16)
     moved = np.zeros(side.shape, dtype=np.int16)
     moved[:, 1:] = np.any(pts[:, 1:] != pts[:, :-1], axis=-1)
     return 2 * moved + side

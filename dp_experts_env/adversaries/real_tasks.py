@@ -1,0 +1,149 @@
+"""Real-data tasks: loss matrices of online classifiers on datasets bundled with scikit-learn.
+
+Oblivious families ``digits`` and ``breast_cancer`` (``gym.make("DPExperts-Oblivious-v0",
+family="digits")``): replays of shipped 0/1 loss matrices, so running them needs numpy alone.
+Each expert is an online classifier of scikit-learn trained prequentially on the dataset's
+stream; its loss in round t is 1 when it misclassified example t. The matrices are built by
+``scripts/make_real_tasks.py`` (the only place scikit-learn is needed) and stored in
+``dp_experts_env/adversaries/data/<task>.npz`` with their expert names, segment starts and S.
+
+Change structure and S. The stream is the dataset shuffled once (seed 0) and cut into S + 1
+equal segments; from the second segment on each segment's features are permuted by a fixed
+random permutation (seed 1), so what the classifiers learnt stops working at known rounds and the
+best classifier changes (docs/environments.md lists it per segment). The env's default switch
+budget for ``dynamic_regret`` is that S (4 for digits, 2 for breast_cancer); rounds carry
+``segment``/``shift`` in ``info``.
+
+Provenance and licences: digits is the test part of the UCI "Optical Recognition of Handwritten
+Digits" data (Alpaydin & Kaynak, 1998; 1,797 8x8 images, 10 classes); breast_cancer is the UCI
+"Breast Cancer Wisconsin (Diagnostic)" data (Wolberg, Street & Mangasarian, 1995; 569 examples,
+30 features, 2 classes). Both ship with scikit-learn (BSD-3-Clause); the UCI repository licenses
+them CC BY 4.0. The shipped files hold only the derived 0/1 loss matrices.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dp_experts_env._validation import check_int
+from dp_experts_env.adversaries.base import Adversary, Round
+from dp_experts_env.adversaries.oblivious import FROM_LOSSES, _FromLosses
+from dp_experts_env.adversaries.params import FamilyParams
+from dp_experts_env.adversaries.registry import register_family
+
+__all__ = ["DATA_DIR", "REAL_TASKS", "RealTask", "load_task"]
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+#: family name -> dataset (the .npz file's stem).
+REAL_TASKS = ("digits", "breast_cancer")
+
+
+@dataclass(frozen=True)
+class RealTaskParams(FamilyParams):
+    """No knobs: the data fix N and T (an env fills no size; ``horizon`` may cut a prefix)."""
+
+    FILLED: ClassVar[tuple[str, ...] | None] = ()
+
+
+@functools.cache
+def load_task(task: str) -> dict[str, Any]:
+    """The shipped task, read once.
+
+    Returns:
+        ``losses`` (T, N) float64 read-only, ``experts`` (names), ``segment_starts`` (0-based
+        first rows), ``n_switches`` (S) and the ``sklearn_version`` that built it.
+    """
+    if task not in REAL_TASKS:
+        raise ValueError(f"task must be one of {list(REAL_TASKS)}, got {task!r}")
+    with np.load(DATA_DIR / f"{task}.npz", allow_pickle=False) as data:
+        losses = data["losses"].astype(np.float64)
+        losses.flags.writeable = False
+        return {
+            "losses": losses,
+            "experts": [str(e) for e in data["experts"]],
+            "segment_starts": data["segment_starts"].astype(np.int64),
+            "n_switches": int(data["n_switches"]),
+            "sklearn_version": str(data["sklearn_version"]),
+        }
+
+
+class RealTask(Adversary):
+    """Replay of a shipped real-data loss matrix with its documented change points.
+
+    Args:
+        n_experts: unset (or None) or the task's N (8 classifiers).
+        horizon: unset (or None) for the whole stream, or a prefix length T <= the stream's;
+            the default S counts the change points inside the prefix.
+        params: :class:`RealTaskParams` (no knobs).
+    """
+
+    TASK: ClassVar[str] = ""
+    FIXED_SIZES: ClassVar[tuple[str, ...]] = ("n_experts",)
+    has_segments = True
+
+    def __init__(
+        self,
+        n_experts: int | None | _FromLosses = FROM_LOSSES,
+        horizon: int | None | _FromLosses = FROM_LOSSES,
+        params: RealTaskParams | None = None,
+        **knobs: Any,
+    ) -> None:
+        RealTaskParams.resolve(params, knobs)
+        task = load_task(self.TASK)
+        rows, cols = task["losses"].shape
+        if n_experts is FROM_LOSSES:
+            n_experts = None
+        if horizon is FROM_LOSSES:
+            horizon = None
+        if n_experts is not None and check_int("n_experts", n_experts, minimum=1) != cols:
+            raise ValueError(
+                f"n_experts={n_experts}: family {self.TASK!r} has N={cols} experts "
+                f"({', '.join(task['experts'])}); leave n_experts unset"
+            )
+        t = rows if horizon is None else check_int("horizon", horizon, minimum=1, maximum=rows)
+        super().__init__(cols, t)
+        self.losses = task["losses"][:t]
+        self.experts = list(task["experts"])
+        starts = task["segment_starts"]
+        self.change_points = starts[(starts > 0) & (starts < t)] + 1  # 1-based first rounds
+        self.default_switches = len(self.change_points)
+        # segment of each round (1-based t -> index)
+        self._segment = np.searchsorted(self.change_points, np.arange(1, t + 1), side="right")
+
+    def _reset(self, seeds: list[int]) -> None:
+        return None
+
+    def _draw(self, t: int) -> np.ndarray:
+        return np.repeat(self.losses[t - 1][None, :], self.num_runs, axis=0)
+
+    def _finish(self, t: int, z: np.ndarray) -> Round:
+        segment = np.full(self.num_runs, self._segment[t - 1], dtype=np.int64)
+        shift = np.full(self.num_runs, t > 1 and self._segment[t - 1] != self._segment[t - 2])
+        return Round(losses=z, segment=segment, shift=shift)
+
+
+@register_family("oblivious", "digits", RealTaskParams)
+class Digits(RealTask):
+    """Eight online classifiers on scikit-learn's digits (T=1797, N=8, S=4 feature permutations).
+
+    0/1 mistakes of prequential scikit-learn classifiers on the UCI handwritten digits bundled
+    with scikit-learn, features permuted at 4 documented change points (module docstring).
+    """
+
+    TASK = "digits"
+
+
+@register_family("oblivious", "breast_cancer", RealTaskParams)
+class BreastCancer(RealTask):
+    """Eight online classifiers on scikit-learn's breast_cancer (T=569, N=8, S=2 permutations).
+
+    0/1 mistakes of prequential scikit-learn classifiers on the UCI Breast Cancer Wisconsin
+    (Diagnostic) data bundled with scikit-learn, features permuted at 2 change points.
+    """
+
+    TASK = "breast_cancer"

@@ -1,0 +1,232 @@
+"""Outside code joins the suite without editing a list: plug-in modules and entry points.
+
+Two ways in, read by every process that looks a learner or a loss family up (the CLI, the
+local workers, the Ray workers; :func:`worker_env` carries them to the workers):
+
+* **Entry points** of an installed package (Gymnasium-style ``name = "module:Object"``), in the
+  groups :data:`AGENT_GROUP` (learners; the name is the learner's registry name) and
+  :data:`FAMILY_GROUP` (loss families; the name is ``"kind.family"``)::
+
+      [project.entry-points."dp_experts_env.agents"]
+      my-ftpl = "my_package.ftpl:MyFTPL"
+
+* **Modules** named in the environment variable :data:`ENV_VAR` (comma-separated), for code
+  that is not installed (its folder must be importable: on ``PYTHONPATH``). Importing such a
+  module registers its learners (``@agents.register``) and families (``@register_family``).
+
+This module sits at the bottom of the layers (it imports nothing of the package): the learner
+registry (``agents.registry``) and the family registry (``adversaries.registry``) call it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata as metadata
+import os
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "AGENT_GROUP",
+    "ENV_VAR",
+    "FAMILY_GROUP",
+    "PluginError",
+    "entry_points",
+    "import_plugin_modules",
+    "iter_new",
+    "load_entry_point",
+    "plugin_modules",
+    "plugin_paths",
+    "source_of",
+    "worker_env",
+]
+
+#: Environment variable: comma-separated modules imported before any registry lookup.
+ENV_VAR = "DP_EXPERTS_PLUGINS"
+#: Entry-point group of learners: ``name = "module:AgentClass"``.
+AGENT_GROUP = "dp_experts_env.agents"
+#: Entry-point group of loss families: ``"kind.family" = "module:AdversaryClassOrFactory"``.
+FAMILY_GROUP = "dp_experts_env.families"
+
+#: The suite's own top-level packages (their registrations are built-ins).
+_BUILT_IN = ("agents", "dp_experts_env")
+#: Module name -> how it came in (for :func:`source_of`).
+_ORIGIN: dict[str, str] = {}
+
+
+class PluginError(ImportError):
+    """A plug-in named by :data:`ENV_VAR` or an entry point could not be loaded."""
+
+
+def plugin_modules() -> list[str]:
+    """The module names in :data:`ENV_VAR` (empty entries and spaces dropped)."""
+    raw = os.environ.get(ENV_VAR, "")
+    return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def import_plugin_modules() -> list[str]:
+    """Import every module of :data:`ENV_VAR` (each once per process); return their names.
+
+    Raises:
+        PluginError: a module cannot be imported (the message names the variable and the
+            module, and says that its folder must be importable).
+    """
+    names = plugin_modules()
+    for name in names:
+        if name in sys.modules:
+            _ORIGIN.setdefault(name.split(".")[0], f"module {name} ({ENV_VAR})")
+            continue
+        try:
+            importlib.import_module(name)
+        except ImportError as err:
+            raise PluginError(
+                f"{ENV_VAR}={os.environ.get(ENV_VAR)!r}: cannot import plug-in module {name!r} "
+                f"({err}); put its folder on PYTHONPATH or install its package"
+            ) from err
+        _ORIGIN.setdefault(name.split(".")[0], f"module {name} ({ENV_VAR})")
+    return names
+
+
+def entry_points(group: str) -> list[metadata.EntryPoint]:
+    """The entry points of ``group`` in the installed distributions (and on ``sys.path``)."""
+    found = list(metadata.entry_points(group=group))
+    # A distribution seen twice on sys.path lists its entry points twice: keep the first.
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for ep in found:
+        if (ep.name, ep.value) not in seen:
+            seen.add((ep.name, ep.value))
+            unique.append(ep)
+    return unique
+
+
+def load_entry_point(ep: metadata.EntryPoint) -> Any:
+    """Load one entry point; note its distribution as the source of its module.
+
+    Raises:
+        PluginError: the object cannot be imported.
+    """
+    try:
+        obj = ep.load()
+    except (ImportError, AttributeError) as err:
+        dist = _dist_name(ep)
+        raise PluginError(
+            f"entry point {ep.name!r} = {ep.value!r} of group {ep.group!r}"
+            f"{f' (package {dist})' if dist else ''} cannot be loaded: {err}"
+        ) from err
+    dist = _dist_name(ep)
+    if dist:
+        version = getattr(getattr(ep, "dist", None), "version", "")
+        top = ep.module.split(".")[0]
+        _ORIGIN.setdefault(top, f"package {dist} {version}".rstrip())
+    return obj
+
+
+def _dist_name(ep: metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    return "" if dist is None else str(dist.metadata["Name"] or "")
+
+
+def source_of(module: str) -> str:
+    """Where the code of ``module`` comes from: built-in, a package, or a plug-in module.
+
+    ``"built-in"`` for the suite's own modules; ``"package NAME VERSION"`` for code loaded
+    through an entry point or installed by a distribution; ``"module M (DP_EXPERTS_PLUGINS)"``
+    for an uninstalled plug-in module; else ``"module M"``.
+    """
+    top = module.split(".")[0]
+    if top in _BUILT_IN:
+        return "built-in"
+    if top in _ORIGIN:
+        return _ORIGIN[top]
+    try:
+        dists = metadata.packages_distributions().get(top, [])
+    except Exception:  # noqa: BLE001 - a broken metadata folder must not break a listing
+        dists = []
+    if dists:
+        try:
+            return f"package {dists[0]} {metadata.version(dists[0])}"
+        except metadata.PackageNotFoundError:
+            return f"package {dists[0]}"
+    return f"module {top}"
+
+
+def _module_root(name: str) -> str | None:
+    """The ``sys.path`` folder a loaded module came from (None for built-in modules)."""
+    module = sys.modules.get(name)
+    origin = getattr(module, "__file__", None)
+    if origin is None:
+        return None
+    path = Path(origin).resolve().parent
+    for _ in name.split(".")[1:]:
+        path = path.parent
+    if Path(origin).name == "__init__.py":
+        path = path.parent
+    return str(path)
+
+
+def plugin_paths() -> list[str]:
+    """Folders a worker needs on its path to import this process's plug-ins.
+
+    The folders of the :data:`ENV_VAR` modules and of the distributions that provide entry
+    points of the two groups, in that order, without duplicates.
+    """
+    paths: list[str] = []
+    for name in plugin_modules():
+        root = _module_root(name)
+        if root is not None and root not in paths:
+            paths.append(root)
+    for group in (AGENT_GROUP, FAMILY_GROUP):
+        for ep in entry_points(group):
+            dist = getattr(ep, "dist", None)
+            located = getattr(dist, "_path", None)  # PathDistribution: the .dist-info folder
+            if located is None:
+                continue
+            root = str(Path(located).resolve().parent)
+            if root not in paths:
+                paths.append(root)
+            top = ep.module.split(".")[0]
+            module_root = _module_root(top) if top in sys.modules else None
+            if module_root is not None and module_root not in paths:
+                paths.append(module_root)
+    return paths
+
+
+def worker_env() -> dict[str, str]:
+    """Environment variables that let a fresh worker process load this process's plug-ins.
+
+    :data:`ENV_VAR` and a ``PYTHONPATH`` that adds :func:`plugin_paths` to the current one
+    (empty when there is nothing to carry). A Ray task's ``runtime_env={"env_vars": ...}``
+    takes it.
+    """
+    paths = plugin_paths()
+    env: dict[str, str] = {}
+    if plugin_modules():
+        env[ENV_VAR] = os.environ[ENV_VAR]
+    if paths:
+        current = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        env["PYTHONPATH"] = os.pathsep.join(current + [p for p in paths if p not in current])
+    return env
+
+
+def iter_new(group: str, done: set[tuple[str, str]]) -> Iterator[tuple[metadata.EntryPoint, Any]]:
+    """Load the entry points of ``group`` not in ``done`` (updated), yielding ``(ep, object)``.
+
+    An entry point that fails to load is skipped with a warning (as Gymnasium does): a broken
+    package that happens to be installed must not stop the suite; a module the user names in
+    :data:`ENV_VAR` is different, and :func:`import_plugin_modules` raises for it.
+    """
+    for ep in entry_points(group):
+        key = (ep.name, ep.value)
+        if key in done:
+            continue
+        done.add(key)
+        try:
+            obj = load_entry_point(ep)
+        except PluginError as err:
+            warnings.warn(str(err), RuntimeWarning, stacklevel=2)
+            continue
+        yield ep, obj

@@ -1,0 +1,202 @@
+"""Every fenced code block of README.md and docs/*.md runs as written.
+
+How each block is run, by its fence's language:
+
+* ``python`` -- run as a script (``__name__ == "__main__"``) in a fresh interpreter, in a
+  temporary working directory (results folders land there). The python blocks of one file form
+  one session, in order: a block may use what an earlier block of the same file defined (the
+  docs say "continuing the example above" where they do), so each block's test runs the file's
+  earlier python blocks first.
+* ``bash`` -- run with ``bash -euo pipefail`` in a temporary working directory that links the
+  repository's ``examples/`` and ``benchmarks/``; ``dp-experts`` and ``python`` mean this
+  checkout's command and interpreter. Commands are written with small sizes so they run in
+  seconds.
+* ``toml`` -- a grid file: read with ``Grid.from_toml`` (parsed and validated, not run).
+* ``text`` -- a figure or a folder listing, not code.
+
+A block that must not run carries a marker on the line before its fence:
+``<!-- doc-test: skip (reason) -->`` (a signature listing, an install command, a command that
+runs for minutes and whose test-size version is tested elsewhere); ``<!-- doc-test: slow -->``
+runs the block in a test marked slow. An unmarked block that does not run fails, and so does a
+block in a language this test does not know.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+KNOWN = ("python", "bash", "toml", "text")
+_FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)\s*$")
+_MARKER = re.compile(r"^\s*<!--\s*doc-test:\s*(skip|slow)\s*(?:\((.+)\))?\s*-->\s*$")
+TIMEOUT = 300
+#: Modules of the optional extras: a block that needs a missing one is skipped, not failed.
+OPTIONAL = ("torch", "stable_baselines3", "ray", "dp_accounting", "numba")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced block: where it is, its language, its code and its marker."""
+
+    path: Path
+    line: int  # 1-based line of the opening fence
+    lang: str
+    code: str
+    marker: str | None  # "skip", "slow" or None
+    reason: str | None
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+
+def blocks_of(path: Path) -> list[Block]:
+    """The fenced blocks of a markdown file, with the marker on the line before each."""
+    lines = path.read_text().splitlines()
+    found, i = [], 0
+    while i < len(lines):
+        match = _FENCE.match(lines[i])
+        if not match:
+            i += 1
+            continue
+        fence, lang = match.group(2), match.group(3)
+        end = i + 1
+        while end < len(lines) and not lines[end].strip().startswith(fence):
+            end += 1
+        marker = _MARKER.match(lines[i - 1]) if i > 0 else None
+        found.append(
+            Block(
+                path,
+                i + 1,
+                lang,
+                "\n".join(lines[i + 1 : end]) + "\n",
+                marker.group(1) if marker else None,
+                marker.group(2) if marker else None,
+            )
+        )
+        i = end + 1
+    return found
+
+
+BLOCKS = [b for path in DOCS for b in blocks_of(path)]
+
+
+def _param(block: Block):
+    slow = block.marker == "slow" or (
+        block.lang == "python"
+        and any(
+            b.marker == "slow"
+            for b in BLOCKS
+            if b.path == block.path and b.lang == "python" and b.line < block.line
+        )
+    )
+    return pytest.param(block, id=block.where, marks=[pytest.mark.slow] if slow else [])
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["MPLBACKEND"] = "Agg"
+    return env
+
+
+def _run(command: list[str], cwd: Path, block: Block, script: str) -> None:
+    done = subprocess.run(
+        command, cwd=cwd, env=_environment(), capture_output=True, text=True, timeout=TIMEOUT
+    )
+    missing = re.search(r"ModuleNotFoundError: No module named '(\w+)", done.stderr)
+    if done.returncode != 0 and missing and missing.group(1) in OPTIONAL:
+        pytest.skip(f"{block.where} needs {missing.group(1)} (an optional extra)")
+    if done.returncode != 0:
+        numbered = "\n".join(f"{n:4d}  {line}" for n, line in enumerate(script.splitlines(), 1))
+        pytest.fail(
+            f"the {block.lang} block at {block.where} fails (exit {done.returncode}); mark it "
+            f"<!-- doc-test: skip (reason) --> if it is deliberately partial.\nscript:\n"
+            f"{numbered}\nstdout (tail):\n{done.stdout[-3000:]}\nstderr (tail):\n"
+            f"{done.stderr[-5000:]}"
+        )
+
+
+def _python_session(block: Block) -> str:
+    """The file's earlier python blocks (not skipped), then this one, as one script."""
+    parts = []
+    for b in BLOCKS:
+        if b.path == block.path and b.lang == "python" and b.marker != "skip":
+            if b.line > block.line:
+                break
+            parts.append(f"# ---- {b.where}\n{b.code}")
+    return "\n".join(parts)
+
+
+_BASH_PRELUDE = """set -euo pipefail
+dp-experts() { "$DOC_TEST_PYTHON" -m dp_experts_env.cli "$@"; }
+python() { "$DOC_TEST_PYTHON" "$@"; }
+export -f dp-experts python
+"""
+
+
+@pytest.mark.parametrize("block", [_param(b) for b in BLOCKS])
+def test_doc_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if block.marker == "skip":
+        assert block.reason, f"{block.where}: a skip marker needs a reason: skip (why)"
+        pytest.skip(f"marked in the doc: {block.reason}")
+    if block.lang == "text":
+        return
+    assert block.lang in KNOWN, (
+        f"{block.where}: a {block.lang or 'plain'} fence; use one of {KNOWN} or mark it "
+        "<!-- doc-test: skip (reason) -->"
+    )
+    if block.lang == "toml":
+        from dp_experts_env.evaluation import Grid
+
+        path = tmp_path / "grid.toml"
+        path.write_text(block.code)
+        Grid.from_toml(path)
+        return
+    if block.lang == "python":
+        script = _python_session(block)
+        (tmp_path / "doc_block.py").write_text(script)
+        _run([sys.executable, "doc_block.py"], tmp_path, block, script)
+        return
+    for name in ("examples", "benchmarks"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    script = _BASH_PRELUDE + block.code
+    (tmp_path / "doc_block.sh").write_text(script)
+    monkeypatch.setenv("DOC_TEST_PYTHON", sys.executable)
+    _run(["bash", "doc_block.sh"], tmp_path, block, script)
+
+
+def test_every_marker_sits_on_a_fence() -> None:
+    """A marker that does not sit right above a fence marks nothing: refuse it."""
+    stray = []
+    for path in DOCS:
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if "doc-test:" in line:
+                ok = _MARKER.match(line) and i + 1 < len(lines) and _FENCE.match(lines[i + 1])
+                if not ok:
+                    stray.append(f"{path.relative_to(ROOT)}:{i + 1}: {line.strip()}")
+    assert stray == []
+
+
+def test_the_extraction_finds_blocks_and_markers(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "text\n\n```python\nx = 1\n```\n\n<!-- doc-test: skip (a signature) -->\n"
+        "```python\nf(a, *, b) -> C\n```\n~~~bash\necho hi\n~~~\n"
+    )
+    found = blocks_of(doc)
+    assert [(b.line, b.lang, b.marker, b.reason) for b in found] == [
+        (3, "python", None, None),
+        (8, "python", "skip", "a signature"),
+        (11, "bash", None, None),
+    ]
+    assert found[0].code == "x = 1\n" and found[2].code == "echo hi\n"
