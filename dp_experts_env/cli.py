@@ -1,7 +1,8 @@
 """The ``dp-experts`` command (also ``python -m dp_experts_env``).
 
-Subcommands: ``list``, ``run``, ``compare``, ``plot``, ``reproduce``, ``audit``, ``attack``. ``dp-experts compare`` with no
-arguments runs the default comparison; ``dp-experts <command> --help`` explains each one.
+Subcommands: ``list``, ``run``, ``compare``, ``plot``, ``reproduce``, ``audit``, ``attack``.
+``dp-experts compare`` with no arguments runs the default comparison;
+``dp-experts <command> --help`` explains each one.
 """
 
 from __future__ import annotations
