@@ -214,8 +214,9 @@ def test_learned_oblivious_adversary_traps_follow_the_leader_and_replays():
     )  # fmt: skip
     report = run_attack(config)
     assert report["learned_regret"] >= 0.9 * report["best_family_regret"]
-    # The network evaluated on a batch of 16 vs 1 may differ in the last float bits.
-    assert report["replay_regret"] == pytest.approx(report["learned_regret"], rel=1e-6)
+    # The exported sequence is the one the evaluation batch played (its runs agree exactly).
+    assert report["sequence_spread"] == 0.0
+    assert report["replay_regret"] == pytest.approx(report["learned_regret"], abs=1e-9)
 
 
 @pytest.mark.slow
@@ -228,4 +229,4 @@ def test_bandit_attack_on_exp3_beats_random_stays_under_the_bound_and_replays():
     assert report["bound"] == pytest.approx(math.sqrt(2 * 60 * 3 * math.log(3)))
     assert report["random_regret"] <= report["learned_regret"] <= report["bound"]
     assert report["defects"] == []
-    assert report["replay_regret"] == pytest.approx(report["learned_regret"], rel=1e-6)
+    assert report["replay_regret"] == pytest.approx(report["learned_regret"], abs=1e-9)

@@ -43,6 +43,7 @@ __all__ = [
     "family_kinds",
     "train_adversary",
     "policy_curves",
+    "play_policy",
     "random_curves",
     "family_curves",
     "family_variants",
@@ -276,9 +277,15 @@ def _play_attack(config: AttackConfig, seeds: Sequence[int], choose: Any) -> dic
 
 def policy_curves(model: Any, config: AttackConfig, seeds: Sequence[int]) -> np.ndarray:
     """(T, R) regret curves of the trained adversary (deterministic policy) on ``seeds``."""
-    return _play_attack(config, seeds, lambda obs: model.predict(obs, deterministic=True)[0])[
-        "curve"
-    ]
+    return play_policy(model, config, seeds)["curve"]
+
+
+def play_policy(model: Any, config: AttackConfig, seeds: Sequence[int]) -> dict[str, Any]:
+    """The trained adversary (deterministic policy) on ``seeds``.
+
+    Returns ``curve`` ((T, R) regret curves) and ``losses`` ((R, T, N) loss vectors played).
+    """
+    return _play_attack(config, seeds, lambda obs: model.predict(obs, deterministic=True)[0])
 
 
 def random_curves(config: AttackConfig, seeds: Sequence[int]) -> np.ndarray:
@@ -292,7 +299,8 @@ def export_sequence(model: Any, config: AttackConfig) -> np.ndarray:
     """The (T, N) loss sequence of an oblivious trained adversary (its deterministic policy).
 
     Its observation depends on its own past losses only, so every run produces the same matrix;
-    one run is played with an arbitrary learner seed.
+    one run is played with an arbitrary learner seed. (:func:`run_attack` exports the matrix its
+    evaluation batch played instead: the network on one run may differ in the last bits.)
     """
     if not config.oblivious:
         raise ValueError("oblivious: only an oblivious adversary has a fixed loss sequence")
@@ -462,7 +470,8 @@ def run_attack(
     if model is None:
         model, cpu_seconds = train_adversary(config, progress=progress)
     seeds = config.eval_seeds()
-    learned = policy_curves(model, config, seeds)
+    played = play_policy(model, config, seeds)
+    learned = played["curve"]
     rand = random_curves(config, seeds)
     fams = family_curves(config, seeds)
     bound = declared_bound(config)
@@ -504,7 +513,11 @@ def run_attack(
     )
     sequence = None
     if config.oblivious:
-        sequence = export_sequence(model, config)
+        # The sequence the evaluation runs played (one batch): a network evaluated on another
+        # batch size may differ in the last bits, which moves near-ties of tie-sensitive
+        # learners (FTL, limited-updates); the runs of one batch agree (spread recorded).
+        sequence = played["losses"][0]
+        report["sequence_spread"] = float(np.abs(played["losses"] - sequence).max())
         replayed = _summary(replay_curves(sequence, config, seeds))
         report["replay_regret"] = replayed["mean"]
         report["replay_ci"] = [replayed["ci_low"], replayed["ci_high"]]
