@@ -184,6 +184,20 @@ class Exp3(_CoreBandit):
             return Exp3Core(self.rng, m, eta=schedule, gamma=self.gamma)
         return Exp3Core(self.rng, m, eta=self.eta, gamma=self.gamma)
 
+    def regret_bound(self, n_switches: int = 0) -> float | None:
+        """Proven bound on the expected static regret over the m core arms (losses in [0, 1]).
+
+        Fixed rate, gamma = 0: ``ln m / eta + eta T m / 2`` (``sqrt(2 T m ln m)`` at the default
+        rate); anytime: ``2 sqrt(T m ln m)`` (Bubeck & Cesa-Bianchi 2012, Thm 3.1). None for
+        gamma > 0 or a switching comparator (not declared).
+        """
+        if n_switches or self.gamma > 0.0:
+            return None
+        m, t = self.n_core_arms, self.horizon
+        if self.rate == "anytime":
+            return 2.0 * math.sqrt(t * m * math.log(m))
+        return math.log(m) / self.eta + self.eta * t * m / 2.0
+
 
 @register(
     "tsallis-inf",

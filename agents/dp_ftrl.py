@@ -8,6 +8,7 @@ tree (binary) mechanism of Dwork, Naor, Pitassi & Rothblum 2010 / Chan, Shi & So
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -171,6 +172,29 @@ class DPFTRLTree(PrivateAgent):
         A post-processing of the tree releases, so it is covered by the privacy claim.
         """
         return softmax(-self.eta * self._noisy_sums)
+
+    def regret_bound(self, n_switches: int = 0) -> float | None:
+        """Bound on the expected static regret at this N, T, eta and noise scale, any adversary.
+
+        Hedge's ``ln N / eta + eta T / 8`` on the true losses plus the cost of playing
+        ``softmax(-eta L~)`` instead of ``softmax(-eta L)``: ``|<p~ - p, l>| <= ||p~ - p||_1 / 2
+        <= eta ||L~ - L||_inf`` per round (softmax is 2 eta-Lipschitz from sup norm to L1), and
+        the noise of ``L~_{t-1}`` is a sum of popcount(t - 1) nodes of N Laplace(b) coordinates,
+        so ``E||L~_{t-1} - L_{t-1}||_inf <= popcount(t - 1) b H_N`` (H_N the harmonic number:
+        the mean maximum of N Exp(b)). The noise ignores the losses, so the bound holds against
+        adaptive adversaries. Loose (it can exceed T at small epsilon), but proven. None for a
+        switching comparator.
+        """
+        if n_switches:
+            return None
+        n, t, eta = self.n_experts, self.horizon, self.eta
+        hedge = (math.log(n) / eta if n > 1 else 0.0) + eta * t / 8.0
+        if not math.isfinite(self.epsilon) and self._run_epsilons is None:
+            return hedge
+        scale = float(np.max(self.node_scale))
+        harmonic = sum(1.0 / k for k in range(1, n + 1))
+        nodes = sum(bin(s).count("1") for s in range(1, t))
+        return hedge + eta * scale * harmonic * nodes
 
     def _choose(self, obs: np.ndarray) -> np.ndarray:
         return self.rng.categorical(self.action_distribution())

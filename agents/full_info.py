@@ -266,6 +266,20 @@ class Hedge(_FullInfoBaseline):
     def _distribution(self, round_index: int) -> np.ndarray:
         return softmax(-self.rate_at(round_index) * self.cum_loss)
 
+    def regret_bound(self, n_switches: int = 0) -> float | None:
+        """Proven bound on the expected static regret at this N, T and rate, any adversary.
+
+        Fixed rate: ``ln N / eta + eta T / 8`` (Cesa-Bianchi & Lugosi 2006, Thm 2.2; ``sqrt(T
+        ln N / 2)`` at the default rate); anytime: ``2 sqrt(T ln N / 2) + sqrt(ln N / 8)``.
+        None for a switching comparator (``n_switches`` > 0): Hedge declares no such bound.
+        """
+        if n_switches:
+            return None
+        log_n, t = math.log(self.n_experts), self.horizon
+        if self.rate == "anytime":
+            return 2.0 * math.sqrt(t * log_n / 2.0) + math.sqrt(log_n / 8.0)
+        return log_n / self.eta + self.eta * t / 8.0
+
     def _choose(self, obs: np.ndarray) -> np.ndarray:
         return self.rng.categorical(self._distribution(self.t + 1))
 
@@ -333,6 +347,28 @@ class FixedShare(_FullInfoBaseline):
     def _learn(self, obs: np.ndarray) -> None:
         posterior = log_softmax(self.log_weights - self.eta * obs)
         self.log_weights = log_mix_uniform(posterior, self.alpha)
+
+    def regret_bound(self, n_switches: int = 0) -> float | None:
+        """Proven bound on the expected regret against comparators with <= ``n_switches`` switches.
+
+        For a comparator with s switches (Cesa-Bianchi & Lugosi 2006, §5.2, mixing to all N):
+        ``((s + 1) ln N + s ln(1 / alpha) + (T - 1 - s) ln(1 / (1 - alpha))) / eta + eta T / 8``;
+        the maximum over s <= ``n_switches`` (static regret: s = 0). At the default tuning and
+        s = S it is at most ``sqrt(T C / 2)``. None when the bound is infinite (alpha = 0 with
+        s > 0, or alpha = 1).
+        """
+        n, t, alpha, eta = self.n_experts, self.horizon, self.alpha, self.eta
+        worst = 0.0
+        for s in range(min(int(n_switches), t - 1) + 1):
+            if (s and alpha == 0.0) or (t - 1 - s and alpha == 1.0):
+                return None
+            cost = (s + 1) * math.log(n)
+            if s:
+                cost += s * math.log(1.0 / alpha)
+            if t - 1 - s:
+                cost -= (t - 1 - s) * math.log1p(-alpha)
+            worst = max(worst, cost / eta + eta * t / 8.0)
+        return worst
 
     def _distribution(self, round_index: int) -> np.ndarray:
         return softmax(self.log_weights)

@@ -1,8 +1,8 @@
 """The ``dp-experts`` command (also ``python -m dp_experts_env``).
 
-Subcommands: ``list``, ``run``, ``compare``, ``plot``, ``verify``, ``audit``. ``dp-experts
-compare`` with no arguments runs the default comparison; ``dp-experts <command> --help``
-explains each one.
+Subcommands: ``list``, ``run``, ``compare``, ``plot``, ``verify``, ``reproduce``, ``audit``,
+``attack``. ``dp-experts compare`` with no arguments runs the default comparison;
+``dp-experts <command> --help`` explains each one.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ _EPILOG = """examples:
   dp-experts audit noisy-clipped-hedge --epsilon 1 test a privacy claim empirically
   dp-experts compare --noise grid                  the default comparison on the lattice noise
                                                    (in results/default-noise-grid)
+  dp-experts attack follow-the-leader              train an RL adversary against a learner
 
 A killed compare resumes where it stopped: re-run the same command with the same --out.
 """
@@ -254,6 +255,10 @@ def build_parser() -> argparse.ArgumentParser:
     from dp_experts_env.evaluation.reproduce import add_parser as add_reproduce_parser
 
     add_reproduce_parser(sub)
+
+    from dp_experts_env.attack.command import add_parser as add_attack_parser
+
+    add_attack_parser(sub)
 
     audit = sub.add_parser(
         "audit",
@@ -678,6 +683,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from dp_experts_env.evaluation.reproduce import cmd_reproduce
 
             return cmd_reproduce(args)
+        if args.command == "attack":
+            from dp_experts_env.attack.command import cmd_attack
+
+            return cmd_attack(args)
         return _cmd_audit(args)
     except (ValueError, TypeError) as err:
         print(f"dp-experts {args.command}: error: {err}", file=sys.stderr)

@@ -16,7 +16,10 @@ import gymnasium as gym
 from dp_experts_env.envs.factory import ID_KIND
 from dp_experts_env.kinds import FEEDBACKS, KINDS
 
-__all__ = ["RegisteredEnv", "ENVS", "ENV_IDS", "register_envs", "env_entry"]
+__all__ = ["RegisteredEnv", "ENVS", "ENV_IDS", "ATTACK_ID", "register_envs", "env_entry"]
+
+#: The learned-adversary env (dp_experts_env.attack.env); registered beside the kind table's ids.
+ATTACK_ID = "DPExperts-Attack-v0"
 
 
 @dataclass(frozen=True)
@@ -81,4 +84,11 @@ def register_envs() -> None:
             # The id fixes the kind: "_id_kind" survives a kind= given to gym.make (which
             # replaces the registered "kind"), so the env can refuse the contradiction.
             kwargs={"kind": entry.kind, ID_KIND: entry.kind},
+        )
+    # The learned adversary's env embeds a learner, so it lives above agents/ (not a kind row).
+    if ATTACK_ID not in gym.registry:
+        gym.register(
+            id=ATTACK_ID,
+            entry_point="dp_experts_env.attack.env:AttackEnv",
+            vector_entry_point="dp_experts_env.attack.env:AttackVectorEnv",
         )

@@ -22,7 +22,9 @@ from dp_experts_env.envs import BanditAdviceVectorEnv, ExpertsVectorEnv
 IDS = sorted(i for i in gym.registry if i.startswith("DPExperts"))
 # The experts ids (Discrete actions); the continuous DPExperts-OCO-v0 passes both checkers above
 # and has its own protocol tests in tests/test_oco_env.py.
-EXPERTS_IDS = [i for i in IDS if dp_experts_env.env_entry(i).feedback != "oco"]
+EXPERTS_IDS = [
+    i for i in IDS if i in dp_experts_env.ENV_IDS and dp_experts_env.env_entry(i).feedback != "oco"
+]  # DPExperts-Attack-v0 (the learned adversary's env) is checked above and in test_attack_env
 QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart.py"
 
 

@@ -32,7 +32,7 @@ from dp_experts_env.envs import INFO_KEYS, MEANS_KEYS, build_game
 IDS = [
     i
     for i in gym.registry
-    if i.startswith("DPExperts") and dp_experts_env.env_entry(i).feedback != "oco"
+    if i in dp_experts_env.ENV_IDS and dp_experts_env.env_entry(i).feedback != "oco"
 ]
 FULL_IDS = [i for i in IDS if dp_experts_env.env_entry(i).feedback == "full"]
 OBLIVIOUS_IDS = [i for i in IDS if dp_experts_env.env_entry(i).kind != "adaptive"]

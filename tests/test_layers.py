@@ -22,6 +22,9 @@ FORBIDDEN = {
     "adversaries": ("agents", "gymnasium", "dp_experts_env.envs", "dp_experts_env.evaluation"),
     "envs": ("agents", "dp_experts_env.evaluation", "dp_experts_env.cli"),
 }
+# The learned-adversary package embeds learners: no layer below agents may import it.
+for _layer in FORBIDDEN:
+    FORBIDDEN[_layer] += ("dp_experts_env.attack",)
 
 
 def imported_modules(path: Path) -> list[str]:
