@@ -397,3 +397,24 @@ def test_ctrl_c_before_the_sweep_says_so(monkeypatch, capsys, tmp_path):
     assert cli.main(["run", "uniform", "--out", str(tmp_path / "o"), "--no-progress"]) == 130
     err = capsys.readouterr().err.strip()
     assert err == "dp-experts run: interrupted before anything ran; nothing was written"
+
+
+def test_reproduce_replaces_a_symlinked_claim_figure_and_refuses_a_symlinked_folder(
+    tmp_path, outside
+):
+    claim = _custom_claim([])
+    out = tmp_path / "rep"
+    run_claims([claim], out)
+    figure = out / "figures" / f"{claim.name}.png"
+    assert figure.read_bytes().startswith(b"\x89PNG")
+    figure.unlink()
+    figure.symlink_to(outside)
+    run_claims([claim], out)
+    assert outside.read_text() == SECRET
+    assert not figure.is_symlink() and figure.read_bytes().startswith(b"\x89PNG")
+    other = tmp_path / "rep2"
+    other.mkdir()
+    (other / "figures").symlink_to(outside.parent, target_is_directory=True)
+    with pytest.raises(UnsafeResultsFolder):
+        run_claims([claim], other)
+    assert sorted(p.name for p in outside.parent.iterdir()) == [".bashrc"]

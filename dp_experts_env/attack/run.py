@@ -449,7 +449,9 @@ def _figure(curves: Mapping[str, np.ndarray], bound: float | None, title: str, p
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=150)
+    from dp_experts_env.evaluation.plots import write_figure
+
+    write_figure(fig, path, dpi=150)  # atomic, never through a planted link
     plt.close(fig)
     return path
 

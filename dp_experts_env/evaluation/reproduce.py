@@ -431,8 +431,9 @@ def write_outputs(
     for r in results:
         writer.writerow({k: _fmt(r[k]) for k in COLUMNS})
     _write_text(out / "claims.csv", buf.getvalue())
-    figures = out / "figures"
-    figures.mkdir(exist_ok=True)
+    from dp_experts_env.evaluation.store import plain_dir
+
+    figures = plain_dir(out / "figures")  # a planted symlinked folder is refused
     for claim in claims:
         if claim.name in data:
             _figure(claim, data[claim.name], figures / f"{claim.name}.png")
@@ -485,7 +486,9 @@ def _figure(
     ax.set_xlabel(claim.x_label)
     ax.set_title(claim.name, fontsize=9)
     ax.legend(fontsize=7)
-    fig.savefig(path, dpi=110)
+    from dp_experts_env.evaluation.plots import write_figure
+
+    write_figure(fig, path, dpi=110)  # atomic, never through a planted link
     plt.close(fig)
 
 
