@@ -96,6 +96,7 @@ def table_memory_limit() -> int:
         return 1 << 32
     return int(free // 2)
 
+
 # The ufunc reduction itself: the same values as ndarray.min, without its Python wrapper layers
 # (they dominate at B = 1, where every env step calls it several times).
 _min_reduce = np.minimum.reduce
@@ -315,7 +316,11 @@ class RegretTracker:
             return
         losses = np.ascontiguousarray(expert_losses)
         table_block(
-            self._cum_expert, self._table, self._scratch, losses, self._per_round_best,
+            self._cum_expert,
+            self._table,
+            self._scratch,
+            losses,
+            self._per_round_best,
             self._best_current,
         )
         _accumulate(self.cumulative_loss, learner_loss)
@@ -326,9 +331,7 @@ class RegretTracker:
             _accumulate(self._pseudo, (shaped - least[:, None, :]).reshape(rounds, -1))
             if self.static_pseudo:
                 _accumulate(self._learner_mean_sum, learner_mean)
-                _accumulate(
-                    self._expert_mean_sum.reshape(-1), expert_means.reshape(rounds, -1)
-                )
+                _accumulate(self._expert_mean_sum.reshape(-1), expert_means.reshape(rounds, -1))
         self._best_current = True
         self.round += rounds
 

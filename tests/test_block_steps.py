@@ -104,8 +104,11 @@ def test_single_env_blocks_equal_single_steps(env_id, kind, family):
 
 def test_block_misuse_is_refused():
     env = gym.make_vec(
-        "DPExperts-Shift-v0", num_envs=2, vectorization_mode="vector_entry_point",
-        n_experts=3, horizon=5,
+        "DPExperts-Shift-v0",
+        num_envs=2,
+        vectorization_mode="vector_entry_point",
+        n_experts=3,
+        horizon=5,
     )
     core = env.unwrapped.core
     env.reset(seed=0)
@@ -131,8 +134,9 @@ def test_block_misuse_is_refused():
     ("n_switches", "copies", "n_experts", "means"),
     [(0, 1, 5, False), (2, 1, 5, True), (3, 2, 9, True), (40, 1, 5, False), (6, 3, 17, True)],
 )
-def test_tracker_block_update_equals_per_round(monkeypatch, jit, n_switches, copies, n_experts,
-                                               means):
+def test_tracker_block_update_equals_per_round(
+    monkeypatch, jit, n_switches, copies, n_experts, means
+):
     if jit:
         pytest.importorskip("numba")
         monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
@@ -154,12 +158,21 @@ def test_tracker_block_update_equals_per_round(monkeypatch, jit, n_switches, cop
         block.update_block(losses, charged, mu, learner_mu)
         for i in range(k):
             single.update(
-                losses[i], charged[i], None if mu is None else mu[i],
+                losses[i],
+                charged[i],
+                None if mu is None else mu[i],
                 None if learner_mu is None else learner_mu[i],
             )
         t += k
-        names = ["cumulative_loss", "static_regret", "dynamic_regret", "per_round_best_regret",
-                 "comparator_loss", "static_pseudo_regret", "per_round_best_pseudo_regret"]
+        names = [
+            "cumulative_loss",
+            "static_regret",
+            "dynamic_regret",
+            "per_round_best_regret",
+            "comparator_loss",
+            "static_pseudo_regret",
+            "per_round_best_pseudo_regret",
+        ]
         for name in names:
             assert same(getattr(block, name), getattr(single, name)), (name, t)
         for run in range(runs):

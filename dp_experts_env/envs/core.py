@@ -126,7 +126,10 @@ class RoundBlock:
             return None if x is None else x[k]
 
         return Round(
-            self.losses[k], pick(self.means), pick(self.advice), pick(self.segment),
+            self.losses[k],
+            pick(self.means),
+            pick(self.advice),
+            pick(self.segment),
             pick(self.shift),
         )
 
@@ -414,9 +417,7 @@ class GameCore:
                 f"block), got {arr.shape}"
             )
         a = np.stack([self.check_actions(row) for row in arr]) if k else arr.astype(np.int64)
-        charged = np.take_along_axis(block.losses[:, self._rows, :], a[:, :, None], axis=2)[
-            :, :, 0
-        ]
+        charged = np.take_along_axis(block.losses[:, self._rows, :], a[:, :, None], axis=2)[:, :, 0]
         if self.feedback == "full" and not self.adversary.knows_means:
             # Experts' losses are the losses: the tracker takes the whole block at once.
             self.tracker.update_block(block.losses, charged)

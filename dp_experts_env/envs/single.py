@@ -179,7 +179,5 @@ ExpertsEnv.__doc__ = (
     (ExpertsEnv.__doc__ or "") + SHARED_KEYWORDS_DOC + families_doc(ExpertsEnv.kinds)
 )
 BanditAdviceEnv.__doc__ = (
-    (BanditAdviceEnv.__doc__ or "")
-    + SHARED_KEYWORDS_DOC
-    + families_doc(BanditAdviceEnv.kinds)
+    (BanditAdviceEnv.__doc__ or "") + SHARED_KEYWORDS_DOC + families_doc(BanditAdviceEnv.kinds)
 )

@@ -173,7 +173,6 @@ class _VectorEnv(GameSetup, VectorEnv):
                 info[f"_{key}"] = mask
         return obs, 0.0 - charged, np.full(b, done), np.zeros(b, dtype=bool), info
 
-
     def next_block(self, k: int) -> Any:
         """The data of the next ``min(k, T - t)`` rounds of every stream (oblivious games only).
 
@@ -237,9 +236,7 @@ class BanditAdviceVectorEnv(_VectorEnv):
 
 
 ExpertsVectorEnv.__doc__ = (
-    (ExpertsVectorEnv.__doc__ or "")
-    + SHARED_KEYWORDS_DOC
-    + families_doc(ExpertsVectorEnv.kinds)
+    (ExpertsVectorEnv.__doc__ or "") + SHARED_KEYWORDS_DOC + families_doc(ExpertsVectorEnv.kinds)
 )
 BanditAdviceVectorEnv.__doc__ = (
     (BanditAdviceVectorEnv.__doc__ or "")
