@@ -47,13 +47,14 @@ flattened K x K identity: O(K) work and memory per run and round.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dp_experts_env.adversaries import Adversary, Neighbor, Round
-from dp_experts_env.regret import RegretTracker
+from dp_experts_env.regret import RegretTracker, regret_cost
 
 __all__ = [
     "GameCore",
@@ -61,7 +62,9 @@ __all__ = [
     "MEANS_KEYS",
     "RoundBlock",
     "SEGMENT_KEYS",
+    "SLOW_REGRET_SECONDS",
     "SharedStreamError",
+    "SlowRegretWarning",
 ]
 
 #: Keys of every step's ``info``, in order.
@@ -90,6 +93,14 @@ def _held(array: np.ndarray) -> int:
         low, high = np.lib.array_utils.byte_bounds(array)
         return int(high - low)
     return int(array.nbytes)
+
+
+#: CPU seconds of exact-comparator work above which building a core warns (SlowRegretWarning).
+SLOW_REGRET_SECONDS = 600.0
+
+
+class SlowRegretWarning(UserWarning):
+    """The exact S-switch comparator will dominate the episode's time (estimate)."""
 
 
 class SharedStreamError(ValueError):
@@ -144,10 +155,24 @@ class GameCore:
         copies: runs per loss stream (default 1). With ``copies`` = C > 1 the adversary plays
             B / C streams (``reset`` takes one seed per stream) and run ``r`` plays stream
             ``r % (B / C)``; it must be oblivious (:class:`SharedStreamError` otherwise).
+        dynamic_regret: False drops the exact S-switch table (``dynamic_regret`` is NaN).
+
+    Raises:
+        ValueError: the S-switch table would not fit in memory (names ``n_switches`` and
+            ``n_experts``; see :func:`~dp_experts_env.regret.regret_cost`).
+
+    Warns:
+        SlowRegretWarning: the exact comparator alone is estimated to take more than
+            :data:`SLOW_REGRET_SECONDS` CPU seconds over the episode.
     """
 
     def __init__(
-        self, adversary: Adversary, n_switches: int, num_runs: int, copies: int = 1
+        self,
+        adversary: Adversary,
+        n_switches: int,
+        num_runs: int,
+        copies: int = 1,
+        dynamic_regret: bool = True,
     ) -> None:
         if not isinstance(adversary, Adversary):
             raise TypeError(f"adversary must be an Adversary, got {type(adversary).__name__}")
@@ -170,6 +195,9 @@ class GameCore:
         self.feedback = adversary.feedback
         self.n_switches = int(n_switches)
         bandit = self.feedback == "bandit"
+        self.regret_cost = regret_cost(
+            self.num_streams, self.n_experts, self.n_switches, self.horizon, dynamic_regret
+        )
         self.tracker = RegretTracker(
             self.num_runs,
             self.n_experts,
@@ -177,7 +205,18 @@ class GameCore:
             self.horizon,
             copies=self.copies,
             static_pseudo=bandit,
+            dynamic=dynamic_regret,
         )
+        if self.regret_cost.seconds > SLOW_REGRET_SECONDS:
+            cost = self.regret_cost
+            warnings.warn(
+                f"the exact S-switch regret (n_switches={self.n_switches}, n_experts="
+                f"{self.n_experts}, {self.num_streams} stream(s), T={self.horizon}) updates "
+                f"{cost.entry_updates:.3g} table entries, about {cost.seconds:.0f} CPU s; "
+                "dynamic_regret=False skips it",
+                SlowRegretWarning,
+                stacklevel=2,
+            )
         self.n_actions = self.n_arms if bandit else self.n_experts
         means_keys = MEANS_KEYS if bandit else MEANS_KEYS[1:]
         self.info_keys = (
