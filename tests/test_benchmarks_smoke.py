@@ -33,6 +33,8 @@ EXPECTED = {
     "calibration": {"learners", "horizon", "runs", "machine"},
     "svt_release_audit": {"rows", "selection_runs", "test_runs", "machine"},
     "rl_baseline": {"rows", "horizon", "timesteps", "learns", "machine"},
+    "default_vs_fused": {"cpu_seconds", "blocks_over_fused", "per_round_over_fused",
+                         "per_round_over_blocks", "ns_per_run_round", "n_cells", "machine"},
 }
 ROW_KEYS = {
     "env_throughput": {"N", "S", "B", "native_steps_per_s", "lean_steps_per_s",
@@ -58,12 +60,14 @@ SLOW_SCRIPTS = {
     "env_throughput",
     "agent_throughput",
     "rl_baseline",
+    "default_vs_fused",
 }
 
 #: scripts smoked by their own test module instead (with their own assertions)
 SMOKED_ELSEWHERE = {
     "oco_regret": "tests/test_oco_benchmarks.py",
     "oco_audit": "tests/test_oco_benchmarks.py",
+    "fused_loop": "tests/test_fused_loop.py",
 }
 
 

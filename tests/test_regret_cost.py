@@ -28,13 +28,22 @@ def test_a_table_that_does_not_fit_is_refused_by_name(monkeypatch):
         RegretTracker(4, 1000, 64, 10**4)
     with pytest.raises(ValueError, match="n_switches=4096, n_experts=1000"):
         gym.make_vec(
-            "DPExperts-Shift-v0", num_envs=64, vectorization_mode="vector_entry_point",
-            n_experts=1000, n_switches=4096, horizon=10**5,
+            "DPExperts-Shift-v0",
+            num_envs=64,
+            vectorization_mode="vector_entry_point",
+            n_experts=1000,
+            n_switches=4096,
+            horizon=10**5,
         )
     # The opt-out builds it, and so does a table within the limit.
     env = gym.make_vec(
-        "DPExperts-Shift-v0", num_envs=64, vectorization_mode="vector_entry_point",
-        n_experts=1000, n_switches=4096, horizon=10**5, dynamic_regret=False,
+        "DPExperts-Shift-v0",
+        num_envs=64,
+        vectorization_mode="vector_entry_point",
+        n_experts=1000,
+        n_switches=4096,
+        horizon=10**5,
+        dynamic_regret=False,
     )
     assert env.unwrapped.core.tracker.state_nbytes() < 64 * 1000 * 8 * 8
     RegretTracker(4, 100, 64, 10**4)
@@ -42,8 +51,9 @@ def test_a_table_that_does_not_fit_is_refused_by_name(monkeypatch):
 
 def test_dynamic_regret_false_reports_nan_and_changes_nothing_else():
     kw = {"n_experts": 5, "horizon": 30, "n_shifts": 3}
-    on, off = gym.make("DPExperts-Shift-v0", **kw), gym.make(
-        "DPExperts-Shift-v0", dynamic_regret=False, **kw
+    on, off = (
+        gym.make("DPExperts-Shift-v0", **kw),
+        gym.make("DPExperts-Shift-v0", dynamic_regret=False, **kw),
     )
     on.reset(seed=2)
     off.reset(seed=2)
