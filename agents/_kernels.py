@@ -27,13 +27,18 @@ from typing import Any
 
 import numpy as np
 
-from dp_experts_env._jit import kernel
-from dp_experts_env.batch_rng import BatchRNG
+from dp_experts_env._jit import helper, kernel
+from dp_experts_env.batch_rng import _OPEN_HIGH, _OPEN_LOW, BatchRNG
+from dp_experts_env.privacy.noise import FastBackend
 
 __all__ = [
     "accumulate",
     "categorical_rows",
     "check_block",
+    "clip_peel",
+    "fast_laplace",
+    "plain_fast_backend",
+    "numpy_sum",
     "dartboard_choices",
     "finish_block",
     "round_uniforms",
@@ -156,3 +161,137 @@ def dartboard_choices(stay_factor, u_stay, fresh, last, switches, stay_probabili
             actions[k, b] = action
             last[b] = action
     return actions
+
+
+# ----------------------------------------------------------------------------- noise, sums
+def plain_fast_backend(noise: Any) -> bool:
+    """True for the plain ``fast`` backend (no audit wrapper, no lattice).
+
+    Its Laplace draws are elementwise transforms of the run's uniforms, so a block can draw
+    them at once.
+    """
+    return type(noise) is FastBackend
+
+
+def fast_laplace(u: np.ndarray, scale: Any) -> np.ndarray:
+    """:meth:`BatchRNG.laplace` on given uniforms (any shape ending in the drawn axes).
+
+    The same elementwise operations in the same order: clip into (0, 1), shift, then
+    ``-scale * sign(u) * log1p(-2 |u|)``. ``scale`` broadcasts against ``u`` as it does
+    against the (B, ...) draws of one round (a float, or a (B, 1) column per run).
+    """
+    out = np.maximum(u, _OPEN_LOW)
+    np.minimum(out, _OPEN_HIGH, out=out)
+    out -= 0.5
+    signed = np.multiply(-np.asarray(scale), np.sign(out))
+    np.abs(out, out=out)
+    out *= -2.0
+    np.log1p(out, out=out)
+    return signed * out
+
+
+@helper
+def _pairwise_block(row: np.ndarray, lo: int, n: int) -> float:
+    """The pairwise sum of numpy for at most 128 entries: eight accumulators, then the rest."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += row[lo + i]
+        return res
+    r0, r1, r2, r3 = row[lo], row[lo + 1], row[lo + 2], row[lo + 3]
+    r4, r5, r6, r7 = row[lo + 4], row[lo + 5], row[lo + 6], row[lo + 7]
+    i = 8
+    while i < n - (n % 8):
+        r0 += row[lo + i]
+        r1 += row[lo + i + 1]
+        r2 += row[lo + i + 2]
+        r3 += row[lo + i + 3]
+        r4 += row[lo + i + 4]
+        r5 += row[lo + i + 5]
+        r6 += row[lo + i + 6]
+        r7 += row[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += row[lo + i]
+        i += 1
+    return res
+
+
+@helper
+def numpy_sum(row: np.ndarray, lo: int, n: int) -> float:
+    """The sum numpy's ``ndarray.sum`` gives ``row[lo:lo + n]``, float for float.
+
+    numpy sums a contiguous last axis pairwise: blocks of at most 128 entries, split in halves
+    (a multiple of 8 first) above that.
+
+    The halving is walked with an explicit stack rather than recursion (a recursive compiled
+    function cannot be inlined, and numba's disk cache does not reload one safely). Each split
+    is summed as ``left + right``; IEEE addition is commutative, so the order the two halves
+    finish in does not matter.
+    """
+    if n <= 128:
+        return _pairwise_block(row, lo, n)
+    starts = np.empty(128, dtype=np.int64)
+    sizes = np.empty(128, dtype=np.int64)
+    values = np.empty(128)
+    top, depth = 0, 0
+    starts[0], sizes[0] = lo, n
+    top = 1
+    while top:
+        top -= 1
+        start, size = starts[top], sizes[top]
+        if size < 0:  # a split whose two halves are done: combine them
+            depth -= 1
+            values[depth - 1] = values[depth - 1] + values[depth]
+            continue
+        if size <= 128:
+            values[depth] = _pairwise_block(row, start, size)
+            depth += 1
+            continue
+        half = size // 2
+        half -= half % 8
+        starts[top], sizes[top] = 0, -1  # combine after both halves
+        starts[top + 1], sizes[top + 1] = start + half, size - half
+        starts[top + 2], sizes[top + 2] = start, half
+        top += 3
+    return values[0]
+
+
+@kernel
+def clip_peel(v, floor, out, masked):  # noqa: ANN001, ANN201
+    """The peeling loop of ``noisy_clipped_hedge.clip_project`` after its ``exp``, per row.
+
+    Args:
+        v: (B, N) unnormalised weights (largest entry 1), numpy's exp.
+        floor: the clipping level (> 0).
+        out: (B, N) the projected weights (written).
+        masked: (N,) scratch for a row with its clipped entries zeroed.
+
+    Rows are independent: a row whose free set stops changing keeps computing the same
+    ``c``, so ending its loop early (numpy ends when no row changes) gives the same floats.
+    """
+    runs, n = v.shape
+    for b in range(runs):
+        row = v[b]
+        free = np.ones(n, dtype=np.bool_)
+        count = n
+        for _ in range(n):
+            mass = 1.0 - floor * float(n - count)
+            for j in range(n):
+                masked[j] = row[j] if free[j] else 0.0
+            c = mass / numpy_sum(masked, 0, n)
+            changed = False
+            for j in range(n):
+                if free[j] and c * row[j] < floor:
+                    free[j] = False
+                    count -= 1
+                    changed = True
+            if not changed:
+                break
+        mass = 1.0 - floor * float(n - count)
+        for j in range(n):
+            masked[j] = row[j] if free[j] else 0.0
+        c = mass / numpy_sum(masked, 0, n)
+        for j in range(n):
+            out[b, j] = c * row[j] if free[j] else floor

@@ -61,13 +61,18 @@ def _compile(func: Callable[..., Any]) -> Callable[..., Any]:
         return numba.njit(cache=False, nogil=True)(func)
 
 
-def helper(func: F) -> F:
-    """Mark a function a kernel calls: compiled (inlined) along with the kernels that call it.
+def helper(func: F | None = None, *, inline: bool = True) -> Any:
+    """Mark a function a kernel calls: compiled along with the kernels that call it.
 
-    Until then it is the Python function, so kernels run as Python without numba.
+    Until then it is the Python function, so kernels run as Python without numba. Inlined
+    unless ``inline=False`` (a recursive helper cannot be inlined).
     """
-    func._dp_helper = True  # type: ignore[attr-defined]
-    return func
+
+    def mark(f: F) -> F:
+        f._dp_helper = "always" if inline else "never"  # type: ignore[attr-defined]
+        return f
+
+    return mark if func is None else mark(func)
 
 
 def _compile_helpers(func: Callable[..., Any]) -> None:
@@ -76,10 +81,9 @@ def _compile_helpers(func: Callable[..., Any]) -> None:
 
     names = func.__globals__
     for name, value in list(names.items()):
-        if getattr(value, "_dp_helper", False) and not isinstance(
-            value, numba.core.registry.CPUDispatcher
-        ):
-            names[name] = numba.njit(inline="always")(value)
+        how = getattr(value, "_dp_helper", None)
+        if how is not None and not isinstance(value, numba.core.registry.CPUDispatcher):
+            names[name] = numba.njit(inline=how, cache=True)(value)
 
 
 def kernel(func: F) -> F:

@@ -158,3 +158,28 @@ def test_the_locks_hold_on_the_numpy_path():
         timeout=600,
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "numpy"])
+def test_kernels_give_numpys_floats(monkeypatch, jit):
+    """numpy's pairwise sum and the clipped projection, float for float, at many sizes."""
+    from agents import _kernels
+    from agents.noisy_clipped_hedge import clip_project
+
+    if jit:
+        pytest.importorskip("numba")
+        monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
+    else:
+        monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+    rng = np.random.default_rng(3)
+    for n in [*range(1, 20), 31, 64, 127, 128, 129, 300, 1000]:
+        rows = rng.random((4, n)) * 10.0 ** rng.integers(-8, 8, size=(4, n))
+        got = [_kernels.numpy_sum(r, 0, n) for r in rows]
+        assert _same(np.array(got), rows.sum(axis=1)), n
+        log_v = rng.normal(scale=3.0, size=(6, n))
+        for floor in (0.5 / n, 0.9 / n, 1e-3 / n):
+            want = clip_project(log_v, floor)
+            v = np.exp(log_v - log_v.max(axis=1, keepdims=True))
+            out = np.empty_like(v)
+            _kernels.clip_peel(v, floor, out, np.empty(n))
+            assert _same(out, want), (n, floor)
