@@ -53,7 +53,7 @@ __all__ = [
 #: Doubles of observations per block (all runs): K = BLOCK_ELEMENTS // (B N), at least 1. Big
 #: enough that the per-block Python work is small next to the arithmetic, small enough that a
 #: block's arrays stay in cache-friendly megabytes whatever T is.
-BLOCK_ELEMENTS = 1 << 18
+BLOCK_ELEMENTS = 1 << 20
 
 METRICS = (
     "cumulative_loss",
