@@ -418,16 +418,21 @@ class GameCore:
             alloc(first.segment, np.int64),
             alloc(first.shift, bool),
         )
-        rnd = first
-        for i in range(k):
-            if i:
-                rnd = self.adversary.next_round()
+        names = ("losses", "means", "advice", "segment", "shift")
+        # The rounds after the current one: at once where the adversary has a block form.
+        rest = self.adversary.next_rounds(k - 1) if k > 1 else None
+        for i in range(k if rest is None else 1):
+            rnd = self.adversary.next_round() if i else first
             # Copied at once: the next fetch may reuse the adversary's buffers.
-            block.losses[i] = rnd.losses
-            for name in ("means", "advice", "segment", "shift"):
+            for name in names:
                 target = getattr(block, name)
                 if target is not None:
                     target[i] = getattr(rnd, name)
+        if rest is not None:
+            for name in names:
+                target = getattr(block, name)
+                if target is not None:
+                    target[1:] = getattr(rest, name)
         self._round = None
         self._block = block
         return block
@@ -455,7 +460,14 @@ class GameCore:
                 f"actions must have shape ({k}, {self.num_runs}) (one row per round of the "
                 f"block), got {arr.shape}"
             )
-        a = np.stack([self.check_actions(row) for row in arr]) if k else arr.astype(np.int64)
+        hi = self.n_actions - 1
+        if arr.dtype.kind not in "iu" or (
+            arr.size and (_min_reduce(arr, axis=None) < 0 or _max_reduce(arr, axis=None) > hi)
+        ):
+            # Name the first bad round's problem as step() would.
+            for row in arr:
+                self.check_actions(row)
+        a = arr.astype(np.int64, copy=False)
         charged = np.take_along_axis(block.losses[:, self._rows, :], a[:, :, None], axis=2)[:, :, 0]
         if self.feedback == "full" and not self.adversary.knows_means:
             # Experts' losses are the losses: the tracker takes the whole block at once.
