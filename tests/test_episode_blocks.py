@@ -88,3 +88,36 @@ def test_an_adaptive_grid_gives_the_same_rows(monkeypatch):
     )
     cells = grid.cells()
     _same_rows(_rows(cells, monkeypatch, True), _rows(cells, monkeypatch, False))
+
+
+def _traced_peak(horizon: int) -> int:
+    import tracemalloc
+
+    from dp_experts_env.evaluation.episode import run_one
+
+    grid = Grid(
+        agents=[AgentEntry("hedge", {})],
+        envs=[EnvEntry("DPExperts-Shift-v0", {"horizon": horizon, "n_experts": 10})],
+        epsilons=[math.inf],
+        n_seeds=1,
+    )
+    tracemalloc.start()
+    try:
+        rows = run_one(grid.cells()[0])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert rows[-1]["round"] == horizon
+    return peak
+
+
+@pytest.mark.slow
+def test_a_long_single_learner_episode_runs_in_flat_memory(monkeypatch):
+    """T = 3 x 10^6 takes no more memory than T = 10^6 (blocks are capped at BLOCK_ROUNDS
+    rounds, curves kept at the recorded rounds only): ~6.5 MB traced either way, and at 10^7
+    (benchmarks/README.md)."""
+    pytest.importorskip("numba")
+    monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
+    _traced_peak(1000)  # imports and compilation outside the measurement
+    short, long = _traced_peak(10**6), _traced_peak(3 * 10**6)
+    assert long < 1.1 * short, (short, long)

@@ -41,6 +41,7 @@ from dp_experts_env.evaluation.grid import Cell, epsilon_label, record_rounds
 
 __all__ = [
     "BLOCK_ELEMENTS",
+    "BLOCK_ROUNDS",
     "METRICS",
     "run_one",
     "run_cells",
@@ -50,10 +51,11 @@ __all__ = [
     "uses_blocks",
 ]
 
-#: Doubles of observations per block (all runs): K = BLOCK_ELEMENTS // (B N), at least 1. Big
-#: enough that the per-block Python work is small next to the arithmetic, small enough that a
-#: block's arrays stay in cache-friendly megabytes whatever T is.
+#: Doubles of observations per block (all runs): K = BLOCK_ELEMENTS // (B N), at least 1 and at
+#: most BLOCK_ROUNDS. Big enough that the per-block Python work is small next to the
+#: arithmetic, small enough that a block's arrays take a few megabytes whatever T is.
 BLOCK_ELEMENTS = 1 << 20
+BLOCK_ROUNDS = 8192
 
 METRICS = (
     "cumulative_loss",
@@ -183,7 +185,7 @@ def _play_blocks(
     horizon = int(base.horizon)
     marks = sorted(r for r in keep if 1 <= r <= horizon)
     runs, n = core.num_runs, core.n_experts
-    most = max(1, BLOCK_ELEMENTS // (runs * n))
+    most = min(BLOCK_ROUNDS, max(1, BLOCK_ELEMENTS // (runs * n)))
     stream_of = core._rows  # run r plays stream r % streams
     curves: dict[str, list[np.ndarray]] = {}
     t = 0
