@@ -468,16 +468,16 @@ class GameCore:
             for row in arr:
                 self.check_actions(row)
         a = arr.astype(np.int64, copy=False)
-        charged = np.take_along_axis(block.losses[:, self._rows, :], a[:, :, None], axis=2)[:, :, 0]
+        # Run r's loss of its action, row by row: (K, B) straight from the (K, streams, D) block.
+        picks = (np.arange(k)[:, None], self._rows[None, :], a)
+        charged = block.losses[picks]
         if self.feedback == "full" and not self.adversary.knows_means:
             # Experts' losses are the losses: the tracker takes the whole block at once.
             self.tracker.update_block(block.losses, charged)
         elif self.feedback == "full":
             means = block.means
             assert means is not None
-            learner_mean = np.take_along_axis(means[:, self._rows, :], a[:, :, None], axis=2)[
-                :, :, 0
-            ]
+            learner_mean = means[picks]
             self.tracker.update_block(block.losses, charged, means, learner_mean)
         else:
             for i in range(k):
