@@ -11,8 +11,9 @@ Three methods, interleaved (``_common.interleaved_rates``), each playing the who
 
 The ratios are medians of per-round ratios of CPU time. Without ``--quick``/``--smoke`` it also
 times the command itself (``python -m dp_experts_env compare --no-progress``, local backend,
-figures; ``os.wait4`` CPU of the command and its workers), with and without the JIT,
-alternated, against the fused grid's CPU.
+figures; ``os.wait4`` CPU of the command and its workers): once with a cold kernel cache (the
+numba cache files of this tree deleted first: a fresh install's first run), then with and
+without the JIT, alternated, against the fused grid's CPU.
 """
 
 from __future__ import annotations
@@ -71,6 +72,16 @@ def _command_cpu(no_jit: bool) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _clear_kernel_cache() -> int:
+    """Delete this tree's numba cache files (``*.nbi``/``*.nbc``); returns how many."""
+    removed = 0
+    for package in ("agents", "dp_experts_env"):
+        for path in (_common.ROOT / package).rglob("*.nb[ic]"):
+            path.unlink()
+            removed += 1
+    return removed
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(__doc__ or "", argv)
     horizon, seeds, rounds = 10_000, 10, 2
@@ -102,6 +113,8 @@ def main(argv: list[str] | None = None) -> None:
         },
     }
     if not (args.quick or args.smoke):
+        _clear_kernel_cache()
+        result["command_cold_cache_cpu_seconds"] = _command_cpu(no_jit=False)
         command: dict[str, list[float]] = {"blocks": [], "per_round": []}
         for order in (("blocks", "per_round"), ("per_round", "blocks")):
             for name in order:
