@@ -2,12 +2,13 @@
 
 Per run and round, what the default comparison (``dp-experts compare``: DPExperts-Shift-v0, N =
 10, T = 10^4, 4 shifts, gap 0.3) must at least compute: the round's Bernoulli losses from the
-segment's means, a Hedge-type learner (cumulative losses, a max-subtracted softmax, one
-inverse-CDF draw; a private cell at finite epsilon adds N Laplace draws to the losses it learns
-from), the charged loss, and the exact S = 4 switch recursion of ``regret.py`` with the
-fixed-expert sums and the per-round best. No Python, no arrays per round, numba's own generator.
-Nothing is shared between cells (the suite draws each loss stream once for all learners, which
-only makes the limit stricter for it).
+segment's means, a Hedge-type learner (exponential weights kept multiplicatively: one factor per
+expert and round, a constant one for 0/1 losses; one inverse-CDF draw; a private cell at finite
+epsilon adds N Laplace draws to the losses it learns from, so N ``log1p`` and N ``exp``), the
+charged loss, and the exact S = 4 switch recursion of ``regret.py`` with the fixed-expert sums and
+the per-round best. No Python, no arrays per round, numba's own generator. Each cell draws its
+own losses and keeps its own table (the suite draws each loss stream once for all learners of a
+seed): that makes this limit slightly generous to the suite, by the env's share of a run-round.
 
 Not a model of any one learner: the private learners do more per round (tree aggregation,
 restarts, detectors); the limit is the floor under all of them, the number the issue compares
@@ -48,12 +49,12 @@ def fused_cell(horizon, n, n_shifts, gap, runs, seed, eta, noise_scale):  # noqa
         means = np.full(n, 0.5)
         segment = 0
         means[best[0]] = 0.5 - gap
-        cum = np.zeros(n)  # the learner's (noisy) cumulative losses
+        decay = math.exp(-eta)
         fixed = np.zeros(n)  # the experts' sums (table level 0)
         table = np.zeros((levels, n))
         minima = np.zeros(levels + 1)
         losses = np.empty(n)
-        weights = np.empty(n)
+        weights = np.ones(n)
         charged = 0.0
         per_round_best = 0.0
         for t in range(1, horizon + 1):
@@ -65,14 +66,16 @@ def fused_cell(horizon, n, n_shifts, gap, runs, seed, eta, noise_scale):  # noqa
             for j in range(n):
                 losses[j] = 1.0 if np.random.random() < means[j] else 0.0  # noqa: NPY002
                 least = min(least, losses[j])
-            # The learner: softmax of -eta * cumulative losses, one inverse-CDF draw.
-            low = cum[0]
-            for j in range(1, n):
-                low = min(low, cum[j])
+            # The learner: weights exp(-eta L) kept multiplicatively (one factor per expert and
+            # round; without noise the losses are 0/1, so the factor is a constant), rescaled
+            # when they get small; one inverse-CDF draw.
             total = 0.0
             for j in range(n):
-                weights[j] = math.exp(-eta * (cum[j] - low))
                 total += weights[j]
+            if total < 1e-200:
+                for j in range(n):
+                    weights[j] *= 1e200
+                total *= 1e200
             u = np.random.random() * total  # noqa: NPY002
             action = n - 1
             acc = 0.0
@@ -83,11 +86,14 @@ def fused_cell(horizon, n, n_shifts, gap, runs, seed, eta, noise_scale):  # noqa
                     break
             charged += losses[action]
             for j in range(n):
-                noisy = losses[j]
                 if noise_scale > 0.0:
                     v = np.random.random() - 0.5  # noqa: NPY002
-                    noisy -= noise_scale * math.copysign(1.0, v) * math.log1p(-2.0 * abs(v))
-                cum[j] += noisy
+                    noisy = losses[j] - noise_scale * math.copysign(1.0, v) * math.log1p(
+                        -2.0 * abs(v)
+                    )
+                    weights[j] *= math.exp(-eta * noisy)
+                elif losses[j] > 0.0:
+                    weights[j] *= decay
             # The exact S-switch recursion, top level first.
             for c in range(levels - 1, -1, -1):
                 below = minima[c]
