@@ -64,6 +64,7 @@ SLOW_SCRIPTS = {
     "agent_throughput",
     "rl_baseline",
     "default_vs_fused",
+    "regret_table",
 }
 
 #: scripts smoked by their own test module instead (with their own assertions)
