@@ -178,3 +178,26 @@ def test_tracker_block_update_equals_per_round(
         for run in range(runs):
             assert block.run_values(run) == single.run_values(run)
     assert block.round == single.round == t
+
+
+@pytest.mark.parametrize("neighbor_round", [1, 2, 9, 23])
+def test_blocks_with_a_neighbour_equal_single_steps(neighbor_round):
+    """A replaced round inside a block (the vectorised segment draw steps aside for it)."""
+    kwargs = {"n_experts": 4, "horizon": HORIZON, "n_shifts": 3}
+    make = lambda: gym.make_vec(  # noqa: E731
+        "DPExperts-Shift-v0", num_envs=3, vectorization_mode="vector_entry_point", **kwargs
+    )
+    single, block = make(), make()
+    options = {"neighbor": {"round": neighbor_round, "loss": np.array([1.0, 0.0, 0.5, 0.25])}}
+    single.reset(seed=7, options=options)
+    block.reset(seed=7, options=options)
+    actions = np.random.default_rng(3).integers(4, size=(HORIZON, 3))
+    t = 0
+    for size in (5, 10, 8):
+        k = len(block.unwrapped.next_block(size))
+        for i in range(k):
+            out_s = single.step(actions[t + i])
+        out_b = block.unwrapped.step_block(actions[t : t + k])
+        assert same(out_s[0], out_b[0]) and same(out_s[4], out_b[4])
+        t += k
+    assert t == HORIZON
