@@ -42,6 +42,7 @@ __all__ = [
     "dartboard_choices",
     "lazy_choices",
     "finish_block",
+    "hook_loop",
     "round_uniforms",
     "softmax_rows",
     "uniform_among_rows",
@@ -77,6 +78,25 @@ def check_block(agent: Any, obs: Any) -> np.ndarray:
             f"[0, 1]; found {arr[i][tuple(bad)]} at run {bad[0]}, expert {bad[1]}"
         )
     return arr
+
+
+def hook_loop(agent: Any, obs: Any) -> np.ndarray:
+    """K rounds of ``act`` through the agent's own hooks, the block checked once.
+
+    For learners whose rounds are all recursive: ``_learn`` and ``_choose`` run exactly as
+    ``act`` runs them (the same arrays, the same order), without ``act``'s per-round parsing
+    and checks (:func:`check_block` did them for the K rounds).
+    """
+    losses = check_block(agent, obs)
+    actions = np.empty((len(losses), agent.num_envs), dtype=np.int64)
+    for i, row in enumerate(losses):
+        if agent.t > 0:
+            agent._learn(row)
+        chosen = np.asarray(agent._choose(row), dtype=np.int64)
+        agent.t += 1
+        agent.last_actions = chosen
+        actions[i] = chosen
+    return actions
 
 
 def finish_block(agent: Any, actions: np.ndarray) -> np.ndarray:
