@@ -198,3 +198,26 @@ class DPFTRLTree(PrivateAgent):
 
     def _choose(self, obs: np.ndarray) -> np.ndarray:
         return self.rng.categorical(self.action_distribution())
+
+    def play_block(self, obs: np.ndarray) -> np.ndarray:
+        """K rounds of :meth:`act` at once (see :mod:`agents._kernels`).
+
+        The tree releases stay one ``TreeCounter.add`` per round (they draw from the stream
+        between the plays' uniforms, which are read in the same order); the K softmaxes and
+        inverse-CDF draws are computed at once.
+        """
+        from agents._kernels import categorical_rows, check_block, finish_block, softmax_rows
+
+        losses = check_block(self, obs)
+        k = len(losses)
+        if k == 0:
+            return finish_block(self, np.empty((0, self.num_envs)))
+        clipped = clip_unit(losses)
+        sums = np.empty_like(clipped)
+        u = np.empty((k, self.num_envs))
+        for i in range(k):
+            if self.t + i > 0:
+                self._noisy_sums = self.tree.add(clipped[i])
+            sums[i] = self._noisy_sums
+            u[i] = self.rng.random()
+        return finish_block(self, categorical_rows(softmax_rows(-self.eta * sums), u))

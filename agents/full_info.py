@@ -24,6 +24,16 @@ from typing import Any
 
 import numpy as np
 
+from agents._kernels import (
+    accumulate,
+    categorical_rows,
+    check_block,
+    dartboard_choices,
+    finish_block,
+    round_uniforms,
+    softmax_rows,
+    uniform_among_rows,
+)
 from agents._simplex import log_mix_uniform, log_softmax, softmax, uniform_among
 from agents.base import Agent, PrivacyClaim, no_privacy
 from agents.registry import register
@@ -155,6 +165,16 @@ class Uniform(_FullInfoBaseline):
     def _choose(self, obs: Any) -> np.ndarray:
         return self.rng.integers(self._n_actions())
 
+    def play_block(self, obs: np.ndarray) -> np.ndarray:
+        """K rounds of :meth:`act` at once (full information; see :mod:`agents._kernels`)."""
+        if self._bandit:
+            raise TypeError("play_block needs full-information observations")
+        k = len(check_block(self, obs))
+        high = self._n_actions()
+        u = round_uniforms(self.rng, k, 1)[:, :, 0]
+        draws = np.floor(u * np.asarray(high)).astype(np.int64)
+        return finish_block(self, np.minimum(draws, high - 1))
+
 
 @register(
     "follow-the-leader",
@@ -205,6 +225,20 @@ class FollowTheLeader(_FullInfoBaseline):
 
     def _choose(self, obs: np.ndarray) -> np.ndarray:
         return uniform_among(self._leaders(self.t + 1), self.rng.random())
+
+    def play_block(self, obs: np.ndarray) -> np.ndarray:
+        """K rounds of :meth:`act` at once (see :mod:`agents._kernels`)."""
+        losses = check_block(self, obs)
+        k = len(losses)
+        if k == 0:
+            return finish_block(self, np.empty((0, self.num_envs)))
+        sums = accumulate(self.cum_loss, losses, self.t > 0)
+        rounds = np.arange(self.t + 1, self.t + k + 1)
+        tol = 16.0 * np.finfo(np.float64).eps * np.maximum(rounds - 1, 1)
+        leaders = sums <= sums.min(axis=2, keepdims=True) + tol[:, None, None]
+        actions = uniform_among_rows(leaders, round_uniforms(self.rng, k, 1)[:, :, 0])
+        self.cum_loss = sums[-1].copy()
+        return finish_block(self, actions)
 
 
 @register(
@@ -282,6 +316,23 @@ class Hedge(_FullInfoBaseline):
 
     def _choose(self, obs: np.ndarray) -> np.ndarray:
         return self.rng.categorical(self._distribution(self.t + 1))
+
+    def play_block(self, obs: np.ndarray) -> np.ndarray:
+        """K rounds of :meth:`act` at once (see :mod:`agents._kernels`)."""
+        losses = check_block(self, obs)
+        k = len(losses)
+        if k == 0:
+            return finish_block(self, np.empty((0, self.num_envs)))
+        sums = accumulate(self.cum_loss, losses, self.t > 0)
+        if self.rate == "anytime":
+            rates = np.array([self.rate_at(r) for r in range(self.t + 1, self.t + k + 1)])
+            logits = -rates[:, None, None] * sums
+        else:
+            logits = -self.eta * sums
+        u = round_uniforms(self.rng, k, 1)[:, :, 0]
+        actions = categorical_rows(softmax_rows(logits), u)
+        self.cum_loss = sums[-1].copy()
+        return finish_block(self, actions)
 
 
 @register(
@@ -376,6 +427,27 @@ class FixedShare(_FullInfoBaseline):
     def _choose(self, obs: np.ndarray) -> np.ndarray:
         return self.rng.categorical(self._distribution(self.t + 1))
 
+    def play_block(self, obs: np.ndarray) -> np.ndarray:
+        """K rounds of :meth:`act` at once (see :mod:`agents._kernels`).
+
+        The log-weight recursion goes through ``exp`` and ``log`` every round, so it stays a
+        numpy loop over the K rounds (a compiled one would not give numpy's floats); the draws
+        and the softmaxes are taken for the K rounds at once.
+        """
+        losses = check_block(self, obs)
+        k = len(losses)
+        if k == 0:
+            return finish_block(self, np.empty((0, self.num_envs)))
+        weights = np.empty_like(losses)
+        log_w = self.log_weights
+        for i in range(k):
+            if self.t + i > 0:
+                log_w = log_mix_uniform(log_softmax(log_w - self.eta * losses[i]), self.alpha)
+            weights[i] = log_w
+        self.log_weights = log_w
+        u = round_uniforms(self.rng, k, 1)[:, :, 0]
+        return finish_block(self, categorical_rows(softmax_rows(weights), u))
+
 
 @register(
     "shrinking-dartboard",
@@ -451,3 +523,35 @@ class ShrinkingDartboard(_FullInfoBaseline):
         actions = np.where(stay, self.last_actions, fresh)
         self.switches += actions != self.last_actions
         return actions
+
+    def play_block(self, obs: np.ndarray) -> np.ndarray:
+        """K rounds of :meth:`act` at once (see :mod:`agents._kernels`).
+
+        Fresh draws depend on the losses only (vectorised over the K rounds); the stay-or-move
+        choice depends on the previous action and runs in a compiled kernel.
+        """
+        losses = check_block(self, obs)
+        k = len(losses)
+        if k == 0:
+            return finish_block(self, np.empty((0, self.num_envs)))
+        first = self.t == 0
+        sums = accumulate(self.cum_loss, losses, not first)
+        # Round 1 draws one uniform (the fresh draw), every later round two (coin, then draw).
+        u = self.rng.random((2 * k - int(first),))
+        if first:
+            u = np.concatenate([np.zeros((self.num_envs, 1)), u], axis=1)
+        pairs = u.reshape(self.num_envs, k, 2).transpose(1, 0, 2)
+        fresh = categorical_rows(softmax_rows(-self.eta * sums), pairs[:, :, 1])
+        stay_factor = np.exp(-self.eta * losses)
+        last = self.last_actions.copy()
+        actions = dartboard_choices(
+            stay_factor,
+            np.ascontiguousarray(pairs[:, :, 0]),
+            fresh,
+            last,
+            self.switches,
+            self.stay_probability,
+            first,
+        )
+        self.cum_loss = sums[-1].copy()
+        return finish_block(self, actions)

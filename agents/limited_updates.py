@@ -231,3 +231,12 @@ class LimitedUpdates(PrivateAgent):
                 )
             self._window[:] = 0.0
         return self._expert.copy()
+
+    def play_block(self, obs: np.ndarray) -> np.ndarray:
+        """K rounds of :meth:`act` at once: its hooks round by round, the block checked once.
+
+        See :func:`agents._kernels.hook_loop` (the same arrays, draws and order as ``act``).
+        """
+        from agents._kernels import hook_loop
+
+        return hook_loop(self, obs)

@@ -480,3 +480,58 @@ class MetaExpertReduction(PrivateAgent):
         w = np.exp(self._log_w - self._log_w.max(axis=1, keepdims=True))
         meta = self.rng.categorical(w)
         return self.meta_plays(rnd)[meta]
+
+    def play_block(self, obs: np.ndarray) -> np.ndarray:
+        """K rounds of :meth:`act` at once (see :mod:`agents._kernels`).
+
+        The structured noisy-Hedge recursion (``method="structured"``, fast backend) runs its
+        per-round log-sum-exp update as numpy calls per round (it goes through ``exp`` and
+        ``log``); the Laplace releases and play draws of the K rounds come from one read of the
+        stream, and the K play distributions and draws are computed at once. Other
+        configurations play round by round.
+        """
+        from agents._kernels import (
+            categorical_rows,
+            check_block,
+            fast_laplace,
+            finish_block,
+            plain_fast_backend,
+        )
+
+        losses = check_block(self, obs)
+        k = len(losses)
+        structured = self._inner_name == NOISY_HEDGE and self.method == "structured"
+        if k == 0 or not structured or not plain_fast_backend(self.noise):
+            # Round by round (act advances the clock itself).
+            return np.array([self.act(row) for row in losses], dtype=np.int64).reshape(k, -1)
+        b, n = self.num_envs, self.n_experts
+        first = self.t == 0
+        clipped = clip_unit(losses)
+        sensitivity = self.noise.effective_sensitivity(self.noise_sensitivity, n)
+        scale = sensitivity / self._run_epsilon
+        noiseless = isinstance(scale, float) and scale == 0.0
+        per_round = (0 if noiseless else n) + 1
+        u = self.rng.random((k * per_round - (per_round - 1) * int(first),))
+        if first:  # round 1 only draws its play
+            u = np.concatenate([np.zeros((b, per_round - 1)), u], axis=1)
+        u = u.reshape(b, k, per_round).transpose(1, 0, 2)
+        noisy = clipped.copy() if noiseless else clipped + fast_laplace(u[:, :, :-1], scale)
+        history = np.empty((k, *self._log_f.shape))
+        suffix = np.empty((k, self._s + 1))
+        log_f = self._log_f
+        for i in range(k):
+            if i or not first:  # _learn of round self.t + i
+                step = self.eta * noisy[i]
+                a = log_f - step[:, :, None]
+                if self._s > 0:
+                    switched = _lse(a[:, :, :-1], axis=1)
+                    np.logaddexp(a[:, :, 1:], switched[:, None, :], out=a[:, :, 1:])
+                log_f = a
+            history[i] = log_f
+            suffix[i] = self._log_suffix_counts(self.t + i + 1)
+        self._log_f = log_f
+        logits = _lse(history + suffix[:, None, None, :], axis=3)
+        e = np.exp(logits - _max_reduce(logits, axis=-1, keepdims=True))
+        probs = e / _add_reduce(e, axis=-1, keepdims=True)
+        actions = categorical_rows(probs, np.ascontiguousarray(u[:, :, -1]))
+        return finish_block(self, actions)

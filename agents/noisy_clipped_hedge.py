@@ -319,3 +319,56 @@ class NoisyClippedHedge(PrivateAgent):
 
     def _choose(self, obs: np.ndarray) -> np.ndarray:
         return self.rng.categorical(np.exp(self._log_w))
+
+    def play_block(self, obs: np.ndarray) -> np.ndarray:
+        """K rounds of :meth:`act` at once (see :mod:`agents._kernels`).
+
+        The Laplace releases and the play draws of the K rounds come from one read of each
+        run's stream (fast backend; other backends play round by round). The weights are
+        recursive through ``exp`` and ``log``, so those stay numpy calls per round; the
+        clipped projection's peeling runs compiled, and the K softmaxes and draws at once.
+        """
+        from agents._kernels import (
+            categorical_rows,
+            check_block,
+            clip_peel,
+            fast_laplace,
+            finish_block,
+            plain_fast_backend,
+        )
+        from dp_experts_env.privacy.mechanisms import laplace_calibration
+
+        losses = check_block(self, obs)
+        k = len(losses)
+        if k == 0 or not plain_fast_backend(self.noise) or self.clip_level <= 0.0:
+            # Round by round (act advances the clock itself).
+            return np.array([self.act(row) for row in losses], dtype=np.int64).reshape(k, -1)
+        b, n = self.num_envs, self.n_experts
+        first = self.t == 0
+        clipped = clip_unit(losses)
+        if self._run_epsilons is None:
+            scale = laplace_calibration(
+                self.noise_sensitivity, self.epsilon, noise=self.noise, dim=n
+            )[0]
+        else:
+            scale = self._run_scale
+        per_round = (n if np.any(scale != 0.0) else 0) + 1
+        u = self.rng.random((k * per_round - (per_round - 1) * int(first),))
+        if first:  # round 1 only draws its play
+            u = np.concatenate([np.zeros((b, per_round - 1)), u], axis=1)
+        u = u.reshape(b, k, per_round).transpose(1, 0, 2)
+        noisy = clipped + fast_laplace(u[:, :, :-1], scale) if per_round > 1 else clipped.copy()
+        log_w = self._log_w
+        history = np.empty_like(clipped)
+        projected = np.empty((b, n))
+        masked = np.empty(n)
+        for i in range(k):
+            if i or not first:
+                z = log_w - self.eta * noisy[i]
+                v = np.exp(z - z.max(axis=1, keepdims=True))
+                clip_peel(v, self.clip_level, projected, masked)
+                log_w = np.log(projected)
+            history[i] = log_w
+        self._log_w = log_w
+        actions = categorical_rows(np.exp(history), np.ascontiguousarray(u[:, :, -1]))
+        return finish_block(self, actions)

@@ -294,3 +294,12 @@ class RandomizedPrefixSoftmax(PrivateAgent):
         if self.restarts == "periodic" and upcoming > 1 and (upcoming - 1) % self.window == 0:
             self._start_epoch()
         return self._expert
+
+    def play_block(self, obs: np.ndarray) -> np.ndarray:
+        """K rounds of :meth:`act` at once: its hooks round by round, the block checked once.
+
+        See :func:`agents._kernels.hook_loop` (the same arrays, draws and order as ``act``).
+        """
+        from agents._kernels import hook_loop
+
+        return hook_loop(self, obs)

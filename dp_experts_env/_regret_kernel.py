@@ -1,83 +1,114 @@
-"""An optional compiled form of :meth:`~dp_experts_env.regret.RegretTracker.update` (numba).
+"""The compiled form of the S-switch regret recursion (numba, see :mod:`dp_experts_env._jit`).
 
 The numpy update makes four passes over the (streams, S, N) switch table per round (a minimum,
 an add, then the per-level minima the next round needs) plus two over the (streams, N) sums.
-At large sizes (N = 100, S = 4, B = 1024) that is the env's largest cost; one fused pass per run
-does the same arithmetic 2-2.5x faster (benchmarks/README.md). Every value is the same float:
-each table entry is ``min(old, best below) + loss`` and each level's best is a minimum, as in
-numpy, and minima do not round; the levels are updated from the top down so each reads the
-previous round's best of the level below, as the numpy path does.
+:func:`table_block` does the same arithmetic for K rounds in one call: per stream and round, each
+level's row is updated in one vectorisable pass (``min(old, best below) + loss``) and its minimum
+taken in a second pass with eight independent accumulators. Minima do not round, so every value is
+the same float as numpy's; the levels are updated from the top down so each reads the previous
+round's best of the level below, as the numpy path does.
 
-Used only when the numba package is importable (``pip install -e ".[fast]"``), the problem is
-large (at least :data:`MIN_ELEMENTS` table entries, so small games never pay numba's import and
-compile time) and ``DP_EXPERTS_NUMBA`` is not ``0``. The numpy path stays the reference; the
-tests compare the two value for value.
+(The earlier one-pass kernel folded the minimum into the update loop: a serial ``min``
+dependency per entry that LLVM cannot vectorise without ``fastmath``, which made it slower than
+numpy on deep tables, 1.36x at B = 16, S = 64, N = 1000.)
+
+Per-round updates (:meth:`~dp_experts_env.regret.RegretTracker.update`) use the kernel only for
+large tables (at least :data:`MIN_ELEMENTS` entries: below that numba's call overhead exceeds the
+numpy work); block updates (``update_block``) use it at every size. ``DP_EXPERTS_NO_JIT=1`` (or
+``DP_EXPERTS_NUMBA=0``) keeps the numpy path; the tests compare the two value for value.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MIN_ELEMENTS", "compiled_update"]
+import numpy as np
 
-#: (streams x (S + 1) x N) entries from which the compiled update is used.
+from dp_experts_env._jit import helper, jit_enabled, kernel
+
+__all__ = ["MIN_ELEMENTS", "compiled_update", "table_block"]
+
+#: (streams x (S + 1) x N) entries from which the compiled per-round update is used.
 MIN_ELEMENTS = 1 << 16
 
 _COMPILED: Callable[..., Any] | None | bool = None  # None: not tried yet; False: unavailable
 
 
-def compiled_update(elements: int) -> Callable[..., Any] | None:
-    """The compiled update for a table of ``elements`` entries, or None for the numpy path."""
-    global _COMPILED
-    if elements < MIN_ELEMENTS or os.environ.get("DP_EXPERTS_NUMBA", "1") == "0":
-        return None
-    if _COMPILED is None:
-        _COMPILED = _build() or False
-    return _COMPILED or None
+@helper
+def _row_min(row: np.ndarray) -> float:
+    """Minimum of a 1-D array with eight accumulators (no serial dependency)."""
+    n = row.shape[0]
+    if n < 8:
+        m = row[0]
+        for j in range(1, n):
+            m = min(m, row[j])
+        return m
+    m0, m1, m2, m3 = row[0], row[1], row[2], row[3]
+    m4, m5, m6, m7 = row[4], row[5], row[6], row[7]
+    j = 8
+    while j + 8 <= n:
+        m0 = min(m0, row[j])
+        m1 = min(m1, row[j + 1])
+        m2 = min(m2, row[j + 2])
+        m3 = min(m3, row[j + 3])
+        m4 = min(m4, row[j + 4])
+        m5 = min(m5, row[j + 5])
+        m6 = min(m6, row[j + 6])
+        m7 = min(m7, row[j + 7])
+        j += 8
+    while j < n:
+        m0 = min(m0, row[j])
+        j += 1
+    return min(min(min(m0, m1), min(m2, m3)), min(min(m4, m5), min(m6, m7)))
 
 
-def _build() -> Callable[..., Any] | None:
-    try:
-        import numba
-        import numpy as np
-    except ImportError:
-        return None
+@kernel
+def table_block(cum_expert, table, scratch, losses, per_round_best, best_current):  # noqa: ANN001, ANN202
+    """K rounds for every stream; leaves ``scratch`` holding the new per-level minima.
 
-    @numba.njit(cache=True, nogil=True)
-    def update(cum_expert, table, scratch, losses, per_round_best, best_current):  # noqa: ANN001, ANN202
-        """One round for every stream; leaves ``scratch`` holding the new per-level minima."""
-        streams, levels, n = table.shape
-        for b in range(streams):
-            if not best_current:  # the minima of the current state (numpy's _refresh_best)
-                m = cum_expert[b, 0]
-                for j in range(1, n):
-                    m = min(m, cum_expert[b, j])
-                scratch[b, 0] = m
-                for c in range(levels):
-                    m = table[b, c, 0]
-                    for j in range(1, n):
-                        m = min(m, table[b, c, j])
-                    scratch[b, c + 1] = m
+    Args:
+        cum_expert: (streams, N) fixed-expert sums (updated in place).
+        table: (streams, S, N) levels 1..S of the switch table (updated in place).
+        scratch: (streams, S + 1) per-level minima (valid on return).
+        losses: (K, streams, N) the experts' losses of the K rounds.
+        per_round_best: (streams,) sums of the per-round least loss (updated in place).
+        best_current: whether ``scratch`` already holds the minima of the current state.
+    """
+    rounds = losses.shape[0]
+    streams, levels, n = table.shape
+    for b in range(streams):
+        if not best_current:  # the minima of the current state (numpy's _refresh_best)
+            scratch[b, 0] = _row_min(cum_expert[b])
+            for c in range(levels):
+                scratch[b, c + 1] = _row_min(table[b, c])
+        for k in range(rounds):
+            loss = losses[k, b]
             # Level c + 1 (table row c) may switch from level c: top down, so every level reads
             # the previous round's best of the level below before that best is replaced.
             for c in range(levels - 1, -1, -1):
                 below = scratch[b, c]
-                m = np.inf
+                row = table[b, c]
                 for j in range(n):
-                    v = min(table[b, c, j], below) + losses[b, j]
-                    table[b, c, j] = v
-                    m = min(m, v)
-                scratch[b, c + 1] = m
-            m = np.inf
-            least = np.inf
+                    row[j] = min(row[j], below) + loss[j]
+                scratch[b, c + 1] = _row_min(row)
+            fixed = cum_expert[b]
             for j in range(n):
-                v = cum_expert[b, j] + losses[b, j]
-                cum_expert[b, j] = v
-                m = min(m, v)
-                least = min(least, losses[b, j])
-            scratch[b, 0] = m
-            per_round_best[b] += least
+                fixed[j] = fixed[j] + loss[j]
+            scratch[b, 0] = _row_min(fixed)
+            per_round_best[b] += _row_min(loss)
 
-    return update
+
+def compiled_update(elements: int) -> Callable[..., Any] | None:
+    """The compiled per-round update for a table of ``elements`` entries, or None (numpy)."""
+    global _COMPILED
+    if elements < MIN_ELEMENTS or not jit_enabled():
+        return None
+    if _COMPILED is None:
+        _COMPILED = _per_round
+    return _COMPILED or None
+
+
+def _per_round(cum_expert, table, scratch, losses, per_round_best, best_current):  # noqa: ANN001, ANN202
+    """One round (the per-round form of :func:`table_block`)."""
+    table_block(cum_expert, table, scratch, losses[None], per_round_best, best_current)

@@ -19,6 +19,7 @@ before), which is what lets adversaries regenerate round ``t`` from (seed, t) in
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -30,6 +31,9 @@ __all__ = ["BatchRNG", "run_seeds"]
 _BUFFER_DOUBLES = 1 << 22
 _MAX_CHUNK = 4096
 _MIN_CHUNK = 64
+# References to the buffer when no view of it is alive: the attribute, the local name in _take
+# and getrefcount's own argument.
+_UNSHARED = 3
 _OPEN_LOW = 2.0**-54
 _OPEN_HIGH = 1.0 - 2.0**-54
 
@@ -87,14 +91,24 @@ class BatchRNG:
     def _take(self, count: int) -> np.ndarray:
         """Return the next ``count`` uniforms of every run as a (B, count) array."""
         cursor = self._cursor
-        available = self._buffer.shape[1] - cursor
+        buffer = self._buffer
+        available = buffer.shape[1] - cursor
         if count > available:
-            size = max(self._chunk, count - available)
-            # A fresh buffer (callers may still hold views of the old one), filled in place: the
-            # leftover, then each run's generator writes straight into its row (no stack/concat
-            # copies). Same doubles in the same order as g.random(size).
-            fresh = np.empty((self.num_runs, available + size))
-            fresh[:, :available] = self._buffer[:, cursor:]
+            # The buffer keeps one width (leftover + fresh draws), so it can be reused.
+            size = max(self._chunk, count) - available
+            # Refilled in place when nobody holds a view of the buffer (a view keeps a reference
+            # to it): a fresh allocation of up to 32 MB every few steps costs its page faults,
+            # the main cost of a large batch's step. Otherwise a fresh buffer, as callers may
+            # still read their views of the old one. Either way the leftover moves to the front,
+            # then each run's generator writes straight into its row: the same doubles in the
+            # same order as g.random(size).
+            if buffer.shape[1] == available + size and sys.getrefcount(buffer) <= _UNSHARED:
+                if available:
+                    buffer[:, :available] = buffer[:, cursor:].copy()
+                fresh = buffer
+            else:
+                fresh = np.empty((self.num_runs, available + size))
+                fresh[:, :available] = buffer[:, cursor:]
             for row, g in zip(fresh, self._generators, strict=True):
                 g.random(out=row[available:])
             self._buffer = fresh

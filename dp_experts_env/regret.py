@@ -27,25 +27,91 @@ fixed-expert sums, the per-round best, the least mean -- is kept once per *strea
 learner's own sums once per *run*. Run ``r`` plays stream ``r % streams``. Every reported value is
 the same float a tracker of that run alone would report (the same operations on the same numbers).
 
-With the optional ``fast`` extra (numba), large trackers (at least 65,536 table entries) run the
-update as one compiled pass per stream (:mod:`dp_experts_env._regret_kernel`), the same floats;
-``DP_EXPERTS_NUMBA=0`` keeps the numpy path.
+With numba installed, large trackers (at least 65,536 table entries) run the per-round update as
+one compiled pass per stream, and :meth:`RegretTracker.update_block` (K rounds at once, the block
+steps of oblivious games) runs compiled at every size (:mod:`dp_experts_env._regret_kernel`): the
+same floats. ``DP_EXPERTS_NO_JIT=1`` keeps the numpy path.
+
+Cost of the exact S-switch comparator: the table holds ``streams * S * N`` doubles and each round
+updates every entry (about a nanosecond each, compiled). :func:`regret_cost` states both before an
+episode; a tracker whose table would not fit in memory is refused with a ValueError naming
+``n_switches`` and ``n_experts``. ``dynamic_regret=False`` drops the table (the env keyword of the
+same name): ``dynamic_regret`` is then NaN and the cost is that of the static regret, O(N) per run
+and round.
 """
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dp_experts_env._regret_kernel import compiled_update
+from dp_experts_env._jit import jit_enabled
+from dp_experts_env._regret_kernel import compiled_update, table_block
 from dp_experts_env._validation import check_int
 
-__all__ = ["RegretTracker"]
+__all__ = ["RegretCost", "RegretTracker", "regret_cost", "table_memory_limit"]
+
+#: CPU seconds per table entry and round, compiled (measured: ~0.5-1 ns at N >= 100 on one core;
+#: numpy is 2-4x slower). Used for the estimate only.
+_SECONDS_PER_ENTRY = 1.5e-9
+
+
+@dataclass(frozen=True)
+class RegretCost:
+    """What the exact S-switch comparator of an episode costs, stated before it starts.
+
+    Attributes:
+        table_bytes: memory of the switch table (``streams * S * N`` doubles; 0 without it).
+        entry_updates: table entries updated over the episode (``T * streams * (S + 1) * N``).
+        seconds: a rough CPU-time estimate of those updates (compiled path).
+    """
+
+    table_bytes: int
+    entry_updates: int
+    seconds: float
+
+
+def regret_cost(
+    num_streams: int, n_experts: int, n_switches: int, horizon: int, dynamic: bool = True
+) -> RegretCost:
+    """The cost of a tracker's exact S-switch comparator (see :class:`RegretCost`)."""
+    unconstrained = n_switches >= horizon - 1
+    levels = 0 if (unconstrained or not dynamic) else n_switches
+    entries = num_streams * (levels + 1) * n_experts
+    updates = horizon * entries
+    return RegretCost(num_streams * levels * n_experts * 8, updates, updates * _SECONDS_PER_ENTRY)
+
+
+def table_memory_limit() -> int:
+    """Bytes a switch table may take: ``DP_EXPERTS_MAX_TABLE_BYTES``, else half the free memory."""
+    override = os.environ.get("DP_EXPERTS_MAX_TABLE_BYTES")
+    if override:
+        return int(float(override))
+    try:
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not a POSIX system
+        return 1 << 32
+    return int(free // 2)
+
 
 # The ufunc reduction itself: the same values as ndarray.min, without its Python wrapper layers
 # (they dominate at B = 1, where every env step calls it several times).
 _min_reduce = np.minimum.reduce
+
+
+def _accumulate(total: np.ndarray, increments: np.ndarray) -> None:
+    """``total += increments[k]`` for k = 0..K-1 in order, in one vectorised pass.
+
+    ``cumsum`` along the rounds adds the rows one after the other, so with the running total
+    folded into the first row every partial sum is the float K in-place additions give.
+    """
+    buffer = np.array(increments, dtype=np.float64)
+    buffer[0] += total
+    np.cumsum(buffer, axis=0, out=buffer)
+    total[...] = buffer[-1]
 
 
 class RegretTracker:
@@ -61,6 +127,12 @@ class RegretTracker:
             one per stream (run ``r`` plays stream ``r % streams``).
         static_pseudo: keep ``static_pseudo_regret`` (O(B N) more memory and two more array
             operations per round with means; ``None`` when False).
+        dynamic: keep the exact S-switch table (default). False drops it: ``dynamic_regret``
+            and ``comparator_loss`` are then NaN, and memory and time are O(B N).
+
+    Raises:
+        ValueError: the switch table would not fit in memory (:func:`table_memory_limit`); the
+            message names ``n_switches`` and ``n_experts`` and the opt-out.
     """
 
     def __init__(
@@ -71,6 +143,7 @@ class RegretTracker:
         horizon: int | None = None,
         copies: int = 1,
         static_pseudo: bool = True,
+        dynamic: bool = True,
     ) -> None:
         self.num_runs = check_int("num_runs", num_runs, minimum=1)
         self.n_experts = check_int("n_experts", n_experts, minimum=1)
@@ -85,14 +158,35 @@ class RegretTracker:
         if not isinstance(static_pseudo, bool):
             raise TypeError(f"static_pseudo must be True or False, got {static_pseudo!r}")
         self.static_pseudo = static_pseudo
+        if not isinstance(dynamic, bool):
+            raise TypeError(f"dynamic_regret must be True or False, got {dynamic!r}")
+        self.dynamic = dynamic
         self._unconstrained = self.horizon is not None and self.n_switches >= self.horizon - 1
+        self._check_fits()
         self._compiled = self._choose_kernel()
         self.reset()
 
+    @property
+    def _levels(self) -> int:
+        """Levels 1..S kept in the table (none when unconstrained or without the table)."""
+        return 0 if (self._unconstrained or not self.dynamic) else self.n_switches
+
+    def _check_fits(self) -> None:
+        need = self.num_streams * self._levels * self.n_experts * 8
+        limit = table_memory_limit()
+        if need > limit:
+            raise ValueError(
+                f"the exact S-switch regret table for n_switches={self.n_switches}, "
+                f"n_experts={self.n_experts} and {self.num_streams} loss stream(s) needs "
+                f"{need / 2**30:.2f} GiB (streams x n_switches x n_experts doubles), more than "
+                f"the {limit / 2**30:.2f} GiB allowed (half the free memory, or "
+                "DP_EXPERTS_MAX_TABLE_BYTES); lower n_switches or n_experts, play fewer runs "
+                "per env, or pass dynamic_regret=False (no dynamic regret, O(N) per run)"
+            )
+
     def _choose_kernel(self) -> Any:
         """The compiled update for large tables when numba is installed (else None: numpy)."""
-        levels = 0 if self._unconstrained else self.n_switches
-        return compiled_update(self.num_streams * (levels + 1) * self.n_experts)
+        return compiled_update(self.num_streams * (self._levels + 1) * self.n_experts)
 
     def reset(self) -> None:
         """Forget all rounds."""
@@ -105,7 +199,7 @@ class RegretTracker:
         self._learner_mean_sum = np.zeros(self.num_runs if self.static_pseudo else 0)
         self._expert_mean_sum = np.zeros((b, n) if self.static_pseudo else (b, 0))
         self._has_means = False
-        levels = 0 if self._unconstrained else self.n_switches
+        levels = self._levels
         self._cum_expert = np.zeros((b, n))  # row c = 0 of the table: fixed-expert losses
         # Levels c = 1..S of the table, kept contiguous apart from level 0: in-place minimum and
         # add on a contiguous block are about twice as fast as on a strided view of one table.
@@ -189,6 +283,58 @@ class RegretTracker:
         self._best_current = fresh_minima
         self.round += 1
 
+    def update_block(
+        self,
+        expert_losses: np.ndarray,
+        learner_loss: np.ndarray,
+        expert_means: np.ndarray | None = None,
+        learner_mean: np.ndarray | None = None,
+    ) -> None:
+        """Record K rounds: the same state, bit for bit, as K calls of :meth:`update`.
+
+        Args:
+            expert_losses: (K, streams, N).
+            learner_loss: (K, B).
+            expert_means: (K, streams, N) or None.
+            learner_mean: (K, B) or None.
+
+        The switch table runs compiled (one call for the K rounds) when the JIT is enabled;
+        every running sum is a sequential accumulation (``cumsum`` along the rounds, whose
+        additions are those of the K updates, in order).
+        """
+        rounds = len(expert_losses)
+        if not jit_enabled() or expert_losses.dtype != np.float64:
+            for k in range(rounds):
+                self.update(
+                    expert_losses[k],
+                    learner_loss[k],
+                    None if expert_means is None else expert_means[k],
+                    None if learner_mean is None else learner_mean[k],
+                )
+            return
+        if rounds == 0:
+            return
+        losses = np.ascontiguousarray(expert_losses)
+        table_block(
+            self._cum_expert,
+            self._table,
+            self._scratch,
+            losses,
+            self._per_round_best,
+            self._best_current,
+        )
+        _accumulate(self.cumulative_loss, learner_loss)
+        if expert_means is not None and learner_mean is not None:
+            self._has_means = True
+            least = _min_reduce(expert_means, axis=2)  # (K, streams)
+            shaped = learner_mean.reshape(rounds, self.copies, self.num_streams)
+            _accumulate(self._pseudo, (shaped - least[:, None, :]).reshape(rounds, -1))
+            if self.static_pseudo:
+                _accumulate(self._learner_mean_sum, learner_mean)
+                _accumulate(self._expert_mean_sum.reshape(-1), expert_means.reshape(rounds, -1))
+        self._best_current = True
+        self.round += rounds
+
     def _refresh_best(self) -> None:
         """Minima over the experts of the current sums, per level (once per state)."""
         _min_reduce(self._cum_expert, axis=1, out=self._best_fixed)
@@ -207,6 +353,8 @@ class RegretTracker:
         """(streams,) loss of the best sequence with at most S switches (a fresh array)."""
         if self._unconstrained:
             return self._per_round_best.copy()
+        if not self.dynamic:
+            return np.full(self.num_streams, np.nan)
         if not self._best_current:
             self._refresh_best()
         return self._scratch[:, -1].copy()  # level S (the fixed experts when S = 0)
@@ -223,7 +371,12 @@ class RegretTracker:
         stream = run % self.num_streams
         cumulative = self.cumulative_loss.item(run)
         best = self._per_round_best.item(stream)
-        comparator = best if self._unconstrained else self._scratch.item(stream, -1)
+        if self._unconstrained:
+            comparator = best
+        elif self.dynamic:
+            comparator = self._scratch.item(stream, -1)
+        else:
+            comparator = np.nan
         return (
             cumulative,
             cumulative - self._scratch.item(stream, 0),

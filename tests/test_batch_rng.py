@@ -180,3 +180,23 @@ def test_run_seeds_errors(seed: object, error: type) -> None:
 def test_empty_seeds_rejected() -> None:
     with pytest.raises(ValueError):
         BatchRNG([])
+
+
+def test_refills_reuse_the_buffer_but_never_under_a_live_view():
+    rng = BatchRNG([1, 2, 3])
+    rng._chunk = 64
+    held = rng.random((50,))
+    kept = held.copy()
+    later = [rng.random((7,)).copy() for _ in range(40)]
+    assert np.array_equal(held, kept)  # the view taken before the refills is intact
+    reference = [
+        np.random.Generator(np.random.PCG64(np.random.SeedSequence([s, 0]))).random(330)
+        for s in (1, 2, 3)
+    ]
+    assert np.array_equal(np.concatenate([kept, *later], axis=1), np.array(reference))
+    del held
+    buffers = set()
+    for _ in range(60):
+        rng.random((5,))  # nothing kept: every refill may reuse the buffer
+        buffers.add(id(rng._buffer))
+    assert len(buffers) == 1

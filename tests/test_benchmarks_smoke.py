@@ -33,6 +33,9 @@ EXPECTED = {
     "calibration": {"learners", "horizon", "runs", "machine"},
     "svt_release_audit": {"rows", "selection_runs", "test_runs", "machine"},
     "rl_baseline": {"rows", "horizon", "timesteps", "learns", "machine"},
+    "regret_table": {"rows", "rounds_per_call", "machine"},
+    "default_vs_fused": {"cpu_seconds", "blocks_over_fused", "per_round_over_fused",
+                         "per_round_over_blocks", "ns_per_run_round", "n_cells", "machine"},
 }
 ROW_KEYS = {
     "env_throughput": {"N", "S", "B", "native_steps_per_s", "lean_steps_per_s",
@@ -46,6 +49,8 @@ ROW_KEYS = {
                           "over_uniform", "static_regret"},
     "svt_release_audit": {"scenario", "actions", "actions_and_answers", "power", "event"},
     "rl_baseline": {"env", "learner", "ci_low", "ci_high", "iqm"},
+    "regret_table": {"B", "S", "N", "numpy_ns_per_entry", "kernel_ns_per_entry",
+                     "block_ns_per_entry"},
 }  # fmt: skip
 
 
@@ -58,12 +63,15 @@ SLOW_SCRIPTS = {
     "env_throughput",
     "agent_throughput",
     "rl_baseline",
+    "default_vs_fused",
+    "regret_table",
 }
 
 #: scripts smoked by their own test module instead (with their own assertions)
 SMOKED_ELSEWHERE = {
     "oco_regret": "tests/test_oco_benchmarks.py",
     "oco_audit": "tests/test_oco_benchmarks.py",
+    "fused_loop": "tests/test_fused_loop.py",
 }
 
 

@@ -123,6 +123,8 @@ REGISTRY_WIDE = [
     ("test_family_params", "test_keywords_and_params_build_the_same_game", ALL_KINDS),
     ("test_family_params", "test_unknown_keywords_are_refused_by_name", ALL_KINDS),
     ("test_env_lock", "test_episodes_unchanged", ALL_KINDS),
+    ("test_block_steps", "test_blocks_equal_single_steps", ALL_KINDS),
+    ("test_block_steps", "test_single_env_blocks_equal_single_steps", ALL_KINDS),
     ("test_adversaries_stochastic", "test_shapes_ranges_and_flags", ("shift", "stochastic")),
     ("test_adversaries_oblivious", "test_shapes_ranges_flags", ("oblivious",)),
     ("test_adversaries_oblivious", "test_independent_of_actions_seeds_and_batches", ("oblivious",)),

@@ -146,6 +146,15 @@ class Adversary(ABC):
             z = np.broadcast_to(self._neighbor.vector, z.shape).copy()
         return self._finish(self.t, z)
 
+    def next_rounds(self, k: int) -> Round | None:
+        """Rounds t+1..t+k at once, each field a (k, B, ...) array; None: no block form.
+
+        Only for oblivious models, and only where the result is exactly what ``k`` calls of
+        :meth:`next_round` give (the same draws in the same order, the same state after).
+        The default has no block form: callers then call :meth:`next_round` ``k`` times.
+        """
+        return None
+
     def record(self, actions: np.ndarray) -> None:
         """Receive the actions played in the current round (adaptive models override)."""
         return None

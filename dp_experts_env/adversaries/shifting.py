@@ -225,6 +225,67 @@ class SegmentModel(Adversary):
             shift=self._shift,
         )
 
+    # -- block form -------------------------------------------------------------------------
+    def _sample_block(self, rng: BatchRNG, params: np.ndarray) -> np.ndarray | None:
+        """(k, B, N) losses of k rounds from per-round params (k, B, N), or None (no block form).
+
+        Must draw exactly what k calls of :meth:`_sample` draw, in order.
+        """
+        return None
+
+    def next_rounds(self, k: int) -> Round | None:
+        """K rounds at once where the family has a block sampler (see the base class).
+
+        Segments of the K rounds come from the change points (the clock is then set to its
+        state after round t + K); each stretch of rounds with one segment per run gets its
+        sampling parameters once, as :meth:`_draw` gets them at a shift.
+        """
+        if (
+            k < 1
+            or self._neighbor is not None
+            or self.t + k > self.horizon
+            or type(self)._sample_block is SegmentModel._sample_block
+        ):
+            return None
+        clock = self._clock
+        cps = clock._cps  # (B, K + 1) with the sentinel T + 1
+        runs = cps.shape[0]
+        rounds = np.arange(self.t + 1, self.t + k + 1)
+        if runs * k * cps.shape[1] <= 1 << 22:
+            segment = (cps[:, None, :] <= rounds[None, :, None]).sum(axis=2).T  # (k, B)
+        else:
+            segment = np.stack([np.searchsorted(row, rounds, side="right") for row in cps], 1)
+        shift = np.zeros((k, runs), dtype=bool)
+        shift[0] = segment[0] != self._segment
+        shift[1:] = segment[1:] != segment[:-1]
+        params = np.empty((k, runs, self.n_experts))
+        means = np.empty((k, runs, self.n_experts))
+        stretch = np.flatnonzero(shift.any(axis=1)).tolist()
+        bounds = [0, *[i for i in stretch if i], k]
+        current_params, current_means = self._params, self._means
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+            if shift[lo].any():
+                current_params, current_means = self._current(segment[lo])
+            params[lo:hi] = current_params
+            means[lo:hi] = current_means
+        losses = self._sample_block(self._data, params)
+        if losses is None:  # pragma: no cover - guarded by the override check above
+            return None
+        # The state k calls of _draw leave: the clock, the segment, its params and means.
+        clock.segment = segment[-1].copy()
+        clock._next = cps[clock._rows, clock.segment]
+        clock._soonest = int(clock._next.min())
+        clock.shifted = bool(shift[-1].any())
+        self._params, self._means = current_params, current_means
+        self._segment, self._shift = segment[-1].copy(), shift[-1].copy()
+        self.t += k
+        return Round(
+            losses=losses,
+            means=means if self.knows_means else None,
+            segment=segment,
+            shift=shift,
+        )
+
     # -- inspection -------------------------------------------------------------------------
     def segment_means(self) -> np.ndarray:
         """(B, K + 1, N) expected losses of every segment of every run (after reset)."""
@@ -278,6 +339,13 @@ class PlantedModel(SegmentModel):
 
     def _sample(self, rng: BatchRNG, params: np.ndarray) -> np.ndarray:
         return bernoulli_losses(rng, params)
+
+    def _sample_block(self, rng: BatchRNG, params: np.ndarray) -> np.ndarray | None:
+        if type(self)._sample is not PlantedModel._sample:
+            return None  # a subclass samples otherwise: no block form
+        k, runs, n = params.shape
+        u = rng.random((k * n,)).reshape(runs, k, n).transpose(1, 0, 2)
+        return (u < params).astype(np.float64)
 
     def best_experts(self) -> np.ndarray:
         """(B, K + 1) planted best expert of every segment (after reset)."""

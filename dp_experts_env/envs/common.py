@@ -29,6 +29,9 @@ SHARED_KEYWORDS_DOC = """
         horizon: T, the number of rounds; ``terminated`` is True after round T.
         n_switches: S, the switch budget of the ``dynamic_regret`` comparator (default: the
             adversary's number of change points / planted switches).
+        dynamic_regret: False drops the exact S-switch comparator (``dynamic_regret`` is then
+            NaN): O(N) instead of O(S N) memory and time per run and round. Default True; a
+            table that would not fit in memory is refused naming ``n_switches``/``n_experts``.
         family: the loss model, one of ``dp_experts_env.adversaries.families(kind)``.
         n_shifts: number of change points (families that take it).
         gap: the family's gap parameter (families that take it).
@@ -90,7 +93,9 @@ class GameSetup:
         if render_mode is not None and render_mode not in modes:
             raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")
         game = build_game(kind, num_runs=num_runs, **params)
-        self.core = GameCore(game.adversary, game.n_switches, num_runs, copies)
+        self.core = GameCore(
+            game.adversary, game.n_switches, num_runs, copies, dynamic_regret=game.dynamic_regret
+        )
         self.kind = kind
         self.family = game.family
         self.n_switches = game.n_switches

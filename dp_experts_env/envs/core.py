@@ -31,6 +31,14 @@ Two things a caller may switch on for speed, neither changing a single value:
   ``r % streams``. Each run sees exactly the observations, losses and ``info`` it would see alone
   with its stream's seed.
 
+Block steps (oblivious adversaries only): :meth:`GameCore.next_block` fetches the data of the next
+K rounds at once, a :class:`RoundBlock` of (K, streams, ...) arrays, and :meth:`GameCore.step_block`
+plays (K, B) actions on them. Losses that ignore the learner can be drawn before any of the K
+actions is chosen, so a learner may choose all K actions in one call (``play_block``) with no
+per-round interpreter work. A block is K single steps bit for bit: the same rounds are fetched in
+the same order, the regret is updated round by round with the same operations, and ``info`` (of
+the block's last round) and the returned observation are what the K-th ``step`` returns.
+
 Identity advice (``DPExperts-Bandit-v0``, adversaries with ``identity_advice``): expert j's loss
 is arm j's loss, which is exactly ``<e_j, l_t>`` (a sum of one product by 1 and zeros), so the
 (B, K, K) product is never formed and the advice observation is a read-only broadcast view of one
@@ -39,14 +47,25 @@ flattened K x K identity: O(K) work and memory per run and round.
 
 from __future__ import annotations
 
+import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dp_experts_env.adversaries import Adversary, Neighbor, Round
-from dp_experts_env.regret import RegretTracker
+from dp_experts_env.regret import RegretTracker, regret_cost
 
-__all__ = ["GameCore", "INFO_KEYS", "MEANS_KEYS", "SEGMENT_KEYS", "SharedStreamError"]
+__all__ = [
+    "GameCore",
+    "INFO_KEYS",
+    "MEANS_KEYS",
+    "RoundBlock",
+    "SEGMENT_KEYS",
+    "SLOW_REGRET_SECONDS",
+    "SharedStreamError",
+    "SlowRegretWarning",
+]
 
 #: Keys of every step's ``info``, in order.
 INFO_KEYS = (
@@ -76,8 +95,54 @@ def _held(array: np.ndarray) -> int:
     return int(array.nbytes)
 
 
+#: CPU seconds of exact-comparator work above which building a core warns (SlowRegretWarning).
+SLOW_REGRET_SECONDS = 600.0
+
+
+class SlowRegretWarning(UserWarning):
+    """The exact S-switch comparator will dominate the episode's time (estimate)."""
+
+
 class SharedStreamError(ValueError):
     """``copies`` > 1 was asked of an adversary whose losses react to the learner's actions."""
+
+
+@dataclass
+class RoundBlock:
+    """The data of K consecutive rounds of every stream (fresh arrays the caller may keep).
+
+    Attributes:
+        start: the 1-indexed round of ``losses[0]``.
+        losses: (K, streams, D) losses (D = N experts, or K arms for bandit envs).
+        means: (K, streams, D) expected losses, when the adversary knows them.
+        advice: (K, streams, N, arms) advice (bandit envs).
+        segment: (K, streams) segment indices, when the adversary has segments.
+        shift: (K, streams) shift flags, when the adversary has segments.
+    """
+
+    start: int
+    losses: np.ndarray
+    means: np.ndarray | None = None
+    advice: np.ndarray | None = None
+    segment: np.ndarray | None = None
+    shift: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.losses.shape[0])
+
+    def round(self, k: int) -> Round:
+        """Round ``start + k`` as the adversary gave it (views of the block's arrays)."""
+
+        def pick(x: np.ndarray | None) -> np.ndarray | None:
+            return None if x is None else x[k]
+
+        return Round(
+            self.losses[k],
+            pick(self.means),
+            pick(self.advice),
+            pick(self.segment),
+            pick(self.shift),
+        )
 
 
 class GameCore:
@@ -90,10 +155,24 @@ class GameCore:
         copies: runs per loss stream (default 1). With ``copies`` = C > 1 the adversary plays
             B / C streams (``reset`` takes one seed per stream) and run ``r`` plays stream
             ``r % (B / C)``; it must be oblivious (:class:`SharedStreamError` otherwise).
+        dynamic_regret: False drops the exact S-switch table (``dynamic_regret`` is NaN).
+
+    Raises:
+        ValueError: the S-switch table would not fit in memory (names ``n_switches`` and
+            ``n_experts``; see :func:`~dp_experts_env.regret.regret_cost`).
+
+    Warns:
+        SlowRegretWarning: the exact comparator alone is estimated to take more than
+            :data:`SLOW_REGRET_SECONDS` CPU seconds over the episode.
     """
 
     def __init__(
-        self, adversary: Adversary, n_switches: int, num_runs: int, copies: int = 1
+        self,
+        adversary: Adversary,
+        n_switches: int,
+        num_runs: int,
+        copies: int = 1,
+        dynamic_regret: bool = True,
     ) -> None:
         if not isinstance(adversary, Adversary):
             raise TypeError(f"adversary must be an Adversary, got {type(adversary).__name__}")
@@ -116,6 +195,9 @@ class GameCore:
         self.feedback = adversary.feedback
         self.n_switches = int(n_switches)
         bandit = self.feedback == "bandit"
+        self.regret_cost = regret_cost(
+            self.num_streams, self.n_experts, self.n_switches, self.horizon, dynamic_regret
+        )
         self.tracker = RegretTracker(
             self.num_runs,
             self.n_experts,
@@ -123,7 +205,18 @@ class GameCore:
             self.horizon,
             copies=self.copies,
             static_pseudo=bandit,
+            dynamic=dynamic_regret,
         )
+        if self.regret_cost.seconds > SLOW_REGRET_SECONDS:
+            cost = self.regret_cost
+            warnings.warn(
+                f"the exact S-switch regret (n_switches={self.n_switches}, n_experts="
+                f"{self.n_experts}, {self.num_streams} stream(s), T={self.horizon}) updates "
+                f"{cost.entry_updates:.3g} table entries, about {cost.seconds:.0f} CPU s; "
+                "dynamic_regret=False skips it",
+                SlowRegretWarning,
+                stacklevel=2,
+            )
         self.n_actions = self.n_arms if bandit else self.n_experts
         means_keys = MEANS_KEYS if bandit else MEANS_KEYS[1:]
         self.info_keys = (
@@ -151,6 +244,7 @@ class GameCore:
             self._expert_losses = np.empty((streams, n))
             self._expert_means = np.empty((streams, n))
         self._round: Round | None = None
+        self._block: RoundBlock | None = None
         self.t = 0
         self.started = False
 
@@ -166,6 +260,7 @@ class GameCore:
             raise ValueError(f"{what} must hold {self.num_streams} seeds, got {len(seeds)}")
         self.adversary.reset(seeds, neighbor)
         self.tracker.reset()
+        self._block = None
         self.t = 0
         self.started = True
         self._round = self.adversary.next_round()
@@ -281,12 +376,136 @@ class GameCore:
             obs = full_obs
         return obs, loss, info
 
+    # ----------------------------------------------------------------- block steps
+    @property
+    def supports_blocks(self) -> bool:
+        """True when the losses ignore the actions, so K rounds can be fetched before playing."""
+        return bool(self.adversary.oblivious)
+
+    def next_block(self, k: int) -> RoundBlock:
+        """Fetch the data of the next ``min(k, T - t)`` rounds (the current one first).
+
+        The rounds are fetched exactly as K single steps would fetch them (the adversary's
+        ``next_round`` in order), so the data are the same floats. Call :meth:`step_block`
+        next; until then the core holds the block and refuses single steps.
+
+        Raises:
+            SharedStreamError: the adversary reacts to the actions (no blocks then).
+            RuntimeError: a block is already pending, or the episode is over.
+        """
+        self._check_live()
+        if not self.supports_blocks:
+            raise SharedStreamError(
+                f"{type(self.adversary).__name__} reacts to the actions played: its rounds "
+                "cannot be fetched ahead of the actions (play it with step())"
+            )
+        if self._block is not None:
+            raise RuntimeError("a block is pending: play it with step_block() first")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k (rounds per block) must be a positive integer, got {k!r}")
+        k = min(int(k), self.horizon - self.t)
+        first = self._round
+        assert first is not None
+
+        def alloc(x: np.ndarray | None, dtype: Any = np.float64) -> np.ndarray | None:
+            return None if x is None else np.empty((k, *np.shape(x)), dtype=dtype)
+
+        block = RoundBlock(
+            self.t + 1,
+            alloc(first.losses),
+            alloc(first.means),
+            alloc(first.advice),
+            alloc(first.segment, np.int64),
+            alloc(first.shift, bool),
+        )
+        names = ("losses", "means", "advice", "segment", "shift")
+        # The rounds after the current one: at once where the adversary has a block form.
+        rest = self.adversary.next_rounds(k - 1) if k > 1 else None
+        for i in range(k if rest is None else 1):
+            rnd = self.adversary.next_round() if i else first
+            # Copied at once: the next fetch may reuse the adversary's buffers.
+            for name in names:
+                target = getattr(block, name)
+                if target is not None:
+                    target[i] = getattr(rnd, name)
+        if rest is not None:
+            for name in names:
+                target = getattr(block, name)
+                if target is not None:
+                    target[1:] = getattr(rest, name)
+        self._round = None
+        self._block = block
+        return block
+
+    def step_block(
+        self, actions: Any, info: bool = True
+    ) -> tuple[Any, np.ndarray, dict[str, np.ndarray]]:
+        """Play the pending block with (K, B) actions: K :meth:`step` calls, bit for bit.
+
+        Args:
+            actions: (K, B) integer actions, row k for round ``block.start + k``.
+            info: False skips building ``info``; True builds the ``info`` of the block's last
+                round (the one the K-th ``step`` returns).
+
+        Returns:
+            (the observation after the last round, charged losses (K, B), info).
+        """
+        block = self._block
+        if block is None:
+            raise RuntimeError("no block is pending: call next_block(k) first")
+        k = len(block)
+        arr = np.asarray(actions)
+        if arr.shape != (k, self.num_runs):
+            raise ValueError(
+                f"actions must have shape ({k}, {self.num_runs}) (one row per round of the "
+                f"block), got {arr.shape}"
+            )
+        hi = self.n_actions - 1
+        if arr.dtype.kind not in "iu" or (
+            arr.size and (_min_reduce(arr, axis=None) < 0 or _max_reduce(arr, axis=None) > hi)
+        ):
+            # Name the first bad round's problem as step() would.
+            for row in arr:
+                self.check_actions(row)
+        a = arr.astype(np.int64, copy=False)
+        # Run r's loss of its action, row by row: (K, B) straight from the (K, streams, D) block.
+        picks = (np.arange(k)[:, None], self._rows[None, :], a)
+        charged = block.losses[picks]
+        if self.feedback == "full" and not self.adversary.knows_means:
+            # Experts' losses are the losses: the tracker takes the whole block at once.
+            self.tracker.update_block(block.losses, charged)
+        elif self.feedback == "full":
+            means = block.means
+            assert means is not None
+            learner_mean = means[picks]
+            self.tracker.update_block(block.losses, charged, means, learner_mean)
+        else:
+            for i in range(k):
+                self._update_regret(block.round(i), a[i], charged[i])
+        self.t += k
+        self._block = None
+        last = block.round(k - 1)
+        info_dict = self._info(last, charged[-1].copy()) if info else {}
+        full_obs = None if self.feedback == "bandit" else self._loss_obs(block.losses[-1])
+        self._round = self.adversary.next_round() if self.t < self.horizon else None
+        if self.feedback == "bandit":
+            obs: Any = {
+                "advice": self._advice_obs(self._round),
+                "last_action": a[-1].copy(),
+                "last_loss": charged[-1][:, None].copy(),
+            }
+        else:
+            obs = full_obs
+        return obs, charged, info_dict
+
     # ----------------------------------------------------------------- internals
     def _check_live(self) -> None:
         if self.done:
             raise RuntimeError(
                 "the episode is over (all rounds played) or never started; call reset()"
             )
+        if self._block is not None:
+            raise RuntimeError("a block is pending: play it with step_block() first")
 
     def _loss_obs(self, losses: np.ndarray) -> np.ndarray:
         """Fresh (B, N) full-information observation: each run's stream's loss vector."""

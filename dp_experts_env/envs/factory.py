@@ -74,6 +74,8 @@ class EnvParams:
             ``default_switches``, i.e. its number of change points).
         family: family name of the kind (default: the kind's default family).
         adversary: an Adversary instance, or (adaptive kind) a family name or policy object.
+        dynamic_regret: False drops the exact S-switch table (``dynamic_regret`` is then NaN;
+            default True).
     """
 
     n_experts: int | None = None
@@ -82,6 +84,7 @@ class EnvParams:
     n_switches: int | None = None
     family: str | None = None
     adversary: Any = None
+    dynamic_regret: bool | None = None
 
 
 #: The environment's own keywords, in declaration order.
@@ -106,6 +109,7 @@ class Game:
         n_switches: the comparator's switch budget S.
         params: the family's knobs as built (its parameter dataclass, declared defaults
             filled in); None for an Adversary instance, which was configured by its caller.
+        dynamic_regret: whether the exact S-switch table is kept.
     """
 
     adversary: Adversary
@@ -113,6 +117,7 @@ class Game:
     family: str
     n_switches: int
     params: FamilyParams | None = None
+    dynamic_regret: bool = True
 
 
 #: Largest horizon, number of experts and number of arms an env accepts. Change points and
@@ -218,7 +223,17 @@ def build_game(kind: str, *, num_runs: int = 1, **keywords: Any) -> Game:
     n_switches = env.n_switches
     s = adv.default_switches if n_switches is None else n_switches
     s = check_int("n_switches", s, minimum=0)
-    return Game(adversary=adv, kind=kind, family=family_name, n_switches=s, params=params)
+    dynamic = True if env.dynamic_regret is None else env.dynamic_regret
+    if not isinstance(dynamic, bool):
+        raise TypeError(f"dynamic_regret must be True or False, got {env.dynamic_regret!r}")
+    return Game(
+        adversary=adv,
+        kind=kind,
+        family=family_name,
+        n_switches=s,
+        params=params,
+        dynamic_regret=bool(dynamic),
+    )
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -73,6 +73,29 @@ class _SingleEnv(GameSetup, gym.Env):
             self._remember(a, obs_1, info_1)
         return obs_1, reward, terminated, False, info_1
 
+    def next_block(self, k: int) -> Any:
+        """The data of the next ``min(k, T - t)`` rounds (oblivious games only).
+
+        A :class:`~dp_experts_env.envs.core.RoundBlock` of (K, 1, ...) arrays; play it with
+        :meth:`step_block`. Together they are K :meth:`step` calls bit for bit.
+        """
+        return self.core.next_block(k)
+
+    def step_block(self, actions: Any) -> tuple[Any, np.ndarray, bool, bool, dict[str, Any]]:
+        """Play the pending block with (K,) actions.
+
+        Returns:
+            (observation after the block's last round, rewards (K,), terminated, False, info of
+            the last round as :meth:`step` returns it).
+        """
+        arr = np.asarray(actions)
+        if arr.ndim != 1:
+            raise ValueError(f"actions must have shape (K,), got {arr.shape}")
+        obs, charged, info = self.core.step_block(arr[:, None])
+        info_1 = {key: value[0].item() for key, value in info.items()}
+        terminated = self.core.t >= self.horizon
+        return self._unbatch_obs(obs), 0.0 - charged[:, 0], terminated, False, info_1
+
     def render(self) -> str | np.ndarray | None:
         """The last round as text (``"ansi"``) or bars (``"rgb_array"``); None without a mode."""
         if self.render_mode == "ansi":
@@ -156,7 +179,5 @@ ExpertsEnv.__doc__ = (
     (ExpertsEnv.__doc__ or "") + SHARED_KEYWORDS_DOC + families_doc(ExpertsEnv.kinds)
 )
 BanditAdviceEnv.__doc__ = (
-    (BanditAdviceEnv.__doc__ or "")
-    + SHARED_KEYWORDS_DOC
-    + families_doc(BanditAdviceEnv.kinds)
+    (BanditAdviceEnv.__doc__ or "") + SHARED_KEYWORDS_DOC + families_doc(BanditAdviceEnv.kinds)
 )

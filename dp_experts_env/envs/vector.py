@@ -19,6 +19,10 @@ Two keywords for callers that play many runs for an evaluation (neither changes 
 * ``info_rounds`` (attribute): None (default) builds ``info`` on every step, as Gymnasium
   expects; a set of rounds builds it only when the round just played is in the set and returns
   an empty ``info`` otherwise, which saves the per-round info arrays.
+
+Block steps (oblivious adversaries): :meth:`~_VectorEnv.next_block` returns the data of the next
+K rounds and :meth:`~_VectorEnv.step_block` plays (K, B) actions on them, K single steps bit for
+bit (see :mod:`dp_experts_env.envs.core`).
 """
 
 from __future__ import annotations
@@ -169,6 +173,38 @@ class _VectorEnv(GameSetup, VectorEnv):
                 info[f"_{key}"] = mask
         return obs, 0.0 - charged, np.full(b, done), np.zeros(b, dtype=bool), info
 
+    def next_block(self, k: int) -> Any:
+        """The data of the next ``min(k, T - t)`` rounds of every stream (oblivious games only).
+
+        A :class:`~dp_experts_env.envs.core.RoundBlock` of (K, streams, ...) arrays; play it
+        with :meth:`step_block`. Together they are K :meth:`step` calls bit for bit.
+        """
+        if self._needs_autoreset:
+            raise RuntimeError("the episode is over: call reset() before next_block()")
+        return self.core.next_block(k)
+
+    def step_block(
+        self, actions: Any
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """Play the pending block with (K, B) actions.
+
+        Returns:
+            (observation after the block's last round, rewards (K, B), terminated (B,),
+            truncated (B,), info of the last round). ``info`` follows ``info_rounds`` for the
+            block's last round; the per-round ``info`` of the other rounds is not built.
+        """
+        rounds = self._info_rounds
+        last = self.core.t + len(np.asarray(actions))
+        obs, charged, info = self.core.step_block(actions, rounds is None or last in rounds)
+        done = self.core.t >= self.horizon
+        self._needs_autoreset = done
+        b = self.num_envs
+        if info:
+            masks = np.ones((len(info), b), dtype=bool)
+            for key, mask in zip(list(info), masks, strict=True):
+                info[f"_{key}"] = mask
+        return obs, 0.0 - charged, np.full(b, done), np.zeros(b, dtype=bool), info
+
 
 class ExpertsVectorEnv(_VectorEnv):
     """Vector version of :class:`~dp_experts_env.envs.ExpertsEnv` (full information).
@@ -200,9 +236,7 @@ class BanditAdviceVectorEnv(_VectorEnv):
 
 
 ExpertsVectorEnv.__doc__ = (
-    (ExpertsVectorEnv.__doc__ or "")
-    + SHARED_KEYWORDS_DOC
-    + families_doc(ExpertsVectorEnv.kinds)
+    (ExpertsVectorEnv.__doc__ or "") + SHARED_KEYWORDS_DOC + families_doc(ExpertsVectorEnv.kinds)
 )
 BanditAdviceVectorEnv.__doc__ = (
     (BanditAdviceVectorEnv.__doc__ or "")

@@ -11,10 +11,19 @@ the regret once per stream, and every learner plays its own slice of runs
 (:func:`run_cells`). A learner sees exactly the observations it would see alone, so every row is
 the same float as :func:`run_one` of its cell gives (common random numbers were already the rule:
 adversary seeds depend on the env and the seed index only).
+
+Block play: when the env's losses ignore the actions (full information, an oblivious adversary)
+and the compiled path is on (:func:`dp_experts_env._jit.jit_enabled`), the loop fetches the
+losses of K rounds at once (``next_block``), lets each learner choose its K actions in one call
+(``play_block`` where the learner has one; K calls of ``act`` otherwise) and plays them with one
+``step_block``. Blocks end at the recorded rounds, so ``info`` is read exactly where the per-round
+loop reads it. Every value is the same float as the per-round loop's (``DP_EXPERTS_NO_JIT=1``
+runs that loop; the tests compare the two).
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import inspect
 import math
@@ -26,10 +35,27 @@ import gymnasium as gym
 import numpy as np
 
 import agents as agents_pkg
+from dp_experts_env._jit import jit_enabled
 from dp_experts_env.envs.core import SharedStreamError
 from dp_experts_env.evaluation.grid import Cell, epsilon_label, record_rounds
 
-__all__ = ["METRICS", "run_one", "run_cells", "play", "play_shared", "group_key"]
+__all__ = [
+    "BLOCK_ELEMENTS",
+    "BLOCK_ROUNDS",
+    "METRICS",
+    "run_one",
+    "run_cells",
+    "play",
+    "play_shared",
+    "group_key",
+    "uses_blocks",
+]
+
+#: Doubles of observations per block (all runs): K = BLOCK_ELEMENTS // (B N), at least 1 and at
+#: most BLOCK_ROUNDS. Big enough that the per-block Python work is small next to the
+#: arithmetic, small enough that a block's arrays take a few megabytes whatever T is.
+BLOCK_ELEMENTS = 1 << 20
+BLOCK_ROUNDS = 8192
 
 #: ``hook(t, horizon)``, called every 1024 rounds of an episode when set: the sweep's progress
 #: report inside a unit (:mod:`~dp_experts_env.evaluation.backends` sets it in each worker).
@@ -100,6 +126,8 @@ def play_shared(
         obs, _ = env.reset(seed=list(env_seeds))
         for agent in agents:
             agent.reset()
+        if uses_blocks(env):
+            return _play_blocks(env, agents, bounds, obs, keep)
         curves: dict[str, list[np.ndarray]] = {}
         single = len(agents) == 1
         bandit = isinstance(obs, dict)
@@ -127,6 +155,66 @@ def play_shared(
     finally:
         if lean:
             base.info_rounds = previous
+    return {key: np.stack(values) for key, values in curves.items()}
+
+
+def uses_blocks(env: Any) -> bool:
+    """True when :func:`play_shared` plays ``env`` in blocks (see the module docstring)."""
+    base = env.unwrapped
+    core = getattr(base, "core", None)
+    return (
+        jit_enabled()
+        and callable(getattr(base, "step_block", None))
+        and core is not None
+        and core.feedback == "full"
+        and core.supports_blocks
+    )
+
+
+def _block_actions(agent: Any, obs: np.ndarray) -> np.ndarray:
+    """(K, b) actions of one agent for a (K, b, N) block of observations."""
+    play_block = getattr(agent, "play_block", None)
+    if callable(play_block):
+        return play_block(obs)
+    return np.stack([np.asarray(agent.act(row), dtype=np.int64) for row in obs])
+
+
+def _play_blocks(
+    env: Any,
+    agents: Sequence[Any],
+    bounds: list[tuple[int, int]],
+    obs: np.ndarray,
+    keep: set[int],
+) -> dict[str, np.ndarray]:
+    """The episode of :func:`play_shared` in blocks of rounds (after ``reset``)."""
+    base = env.unwrapped
+    core = base.core
+    horizon = int(base.horizon)
+    marks = sorted(r for r in keep if 1 <= r <= horizon)
+    runs, n = core.num_runs, core.n_experts
+    most = min(BLOCK_ROUNDS, max(1, BLOCK_ELEMENTS // (runs * n)))
+    stream_of = core._rows  # run r plays stream r % streams
+    curves: dict[str, list[np.ndarray]] = {}
+    t = 0
+    previous = obs  # the observation the next round's act would get: (B, N)
+    while t < horizon:
+        i = bisect.bisect_right(marks, t)
+        stop = marks[i] if i < len(marks) else horizon
+        block = base.next_block(min(most, stop - t))
+        k = len(block)
+        actions = np.empty((k, runs), dtype=np.int64)
+        for agent, (lo, hi) in zip(agents, bounds, strict=True):
+            seen = np.empty((k, hi - lo, n))
+            seen[0] = previous[lo:hi]
+            if k > 1:
+                seen[1:] = block.losses[:-1][:, stream_of[lo:hi], :]
+            actions[:, lo:hi] = _block_actions(agent, seen)
+        previous, _, _, _, info = base.step_block(actions)
+        t += k
+        if t in keep:
+            for key in METRICS:
+                if key in info:
+                    curves.setdefault(key, []).append(np.asarray(info[key], dtype=np.float64))
     return {key: np.stack(values) for key, values in curves.items()}
 
 

@@ -1,0 +1,362 @@
+"""Block play for full-information learners: K rounds of ``act`` in one call, bit for bit.
+
+An oblivious game's losses can be drawn before the learner acts (:mod:`dp_experts_env.envs.core`,
+block steps), so a learner may choose K actions in one call: ``agent.play_block(obs)`` with
+``obs`` the (K, B, N) observations K calls of ``act`` would receive returns the (K, B) actions
+they would return, leaves the agent in the state they would leave, and consumes the same random
+numbers in the same order. Nothing here changes a learner's law or stream; the learner lock and
+``tests/test_play_block.py`` (every learner with ``play_block`` against K calls of ``act``, on
+the compiled and the numpy paths) hold it to that.
+
+How the K rounds run without the interpreter:
+
+* sums over rounds (cumulative losses) are sequential accumulations (``cumsum`` along the
+  rounds, the K in-place additions in order);
+* everything the per-round path computes from those sums alone (softmax, leaders, inverse-CDF
+  draws) is the same numpy operation on a (K, B, N) array instead of K (B, N) ones: elementwise
+  operations and last-axis reductions give each row the same floats;
+* the uniforms of K rounds are one read of the run's stream (:func:`round_uniforms`);
+* what is truly recursive in the actions (the shrinking dartboard's stay-or-move) runs in a
+  compiled kernel (:func:`dartboard_choices`) fed with numpy's transcendental values, since
+  numba's ``exp``/``log`` differ from numpy's in the last bit (:mod:`dp_experts_env._jit`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dp_experts_env._jit import helper, kernel
+from dp_experts_env.batch_rng import _OPEN_HIGH, _OPEN_LOW, BatchRNG
+from dp_experts_env.privacy.noise import FastBackend
+
+__all__ = [
+    "accumulate",
+    "categorical_rows",
+    "check_block",
+    "clip_peel",
+    "fast_laplace",
+    "plain_fast_backend",
+    "numpy_sum",
+    "dartboard_choices",
+    "lazy_choices",
+    "finish_block",
+    "hook_loop",
+    "round_uniforms",
+    "softmax_rows",
+    "uniform_among_rows",
+]
+
+
+def check_block(agent: Any, obs: Any) -> np.ndarray:
+    """The (K, B, N) block as float64, checked as K calls of ``act`` would check it.
+
+    Raises:
+        ValueError: wrong shape, a round past the horizon, or a loss outside [0, 1] (named by
+            its round, as ``act`` names it).
+    """
+    arr = np.asarray(obs, dtype=np.float64)
+    b, n = agent.num_envs, agent.n_experts
+    if arr.ndim != 3 or arr.shape[1:] != (b, n):
+        raise ValueError(f"obs must have shape (K, {b}, {n}) (K rounds), got {arr.shape}")
+    k = arr.shape[0]
+    if agent.t + k > agent.horizon:
+        raise ValueError(
+            f"agent {agent.name!r} has {agent.horizon - agent.t} rounds left of its "
+            f"horizon={agent.horizon}; a block of {k} rounds is outside its privacy claim and "
+            "tuning; call reset() to start a new episode"
+        )
+    flat = arr.reshape(k, -1)
+    ok = (np.minimum.reduce(flat, axis=1) >= 0.0) & (np.maximum.reduce(flat, axis=1) <= 1.0)
+    if not ok.all():
+        i = int(np.argmin(ok))
+        bad = np.argwhere(~((arr[i] >= 0.0) & (arr[i] <= 1.0)))[0]
+        t = agent.t + i
+        raise ValueError(
+            f"obs for round {t + 1} (feedback of round {t}): losses must be finite and lie in "
+            f"[0, 1]; found {arr[i][tuple(bad)]} at run {bad[0]}, expert {bad[1]}"
+        )
+    return arr
+
+
+def hook_loop(agent: Any, obs: Any) -> np.ndarray:
+    """K rounds of ``act`` through the agent's own hooks, the block checked once.
+
+    For learners whose rounds are all recursive: ``_learn`` and ``_choose`` run exactly as
+    ``act`` runs them (the same arrays, the same order), without ``act``'s per-round parsing
+    and checks (:func:`check_block` did them for the K rounds).
+    """
+    losses = check_block(agent, obs)
+    actions = np.empty((len(losses), agent.num_envs), dtype=np.int64)
+    for i, row in enumerate(losses):
+        if agent.t > 0:
+            agent._learn(row)
+        chosen = np.asarray(agent._choose(row), dtype=np.int64)
+        agent.t += 1
+        agent.last_actions = chosen
+        actions[i] = chosen
+    return actions
+
+
+def finish_block(agent: Any, actions: np.ndarray) -> np.ndarray:
+    """Advance the agent's clock past the block and return its (K, B) int64 actions."""
+    actions = np.asarray(actions, dtype=np.int64)
+    if len(actions):
+        agent.t += len(actions)
+        agent.last_actions = actions[-1].copy()
+    return actions
+
+
+def accumulate(start: np.ndarray, obs: np.ndarray, learn_first: bool) -> np.ndarray:
+    """(K, B, N) sums after each round's learning step: ``start`` plus the rounds learned so far.
+
+    Row k equals ``start`` after the in-place additions ``+= obs[0]``, ..., ``+= obs[k]`` (the
+    first one skipped when ``learn_first`` is False: ``act`` learns nothing in round 1).
+    """
+    sums = np.array(obs, dtype=np.float64)
+    if not learn_first:
+        sums[0] = 0.0  # x + 0.0 is x for the sums kept here (never -0.0)
+    sums[0] += start
+    return np.cumsum(sums, axis=0, out=sums)
+
+
+def round_uniforms(rng: BatchRNG, rounds: int, per_round: int) -> np.ndarray:
+    """(K, B, per_round) uniforms: what K rounds drawing ``per_round`` each would read."""
+    u = rng.random((rounds * per_round,))
+    return u.reshape(rng.num_runs, rounds, per_round).transpose(1, 0, 2)
+
+
+def softmax_rows(logits: np.ndarray) -> np.ndarray:
+    """:func:`agents._simplex.softmax` on the last axis of a (..., N) array (the same floats)."""
+    z = logits - logits.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def categorical_rows(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """:meth:`BatchRNG.categorical` on (K, B, N) laws with its (K, B) uniforms given."""
+    cdf = np.cumsum(probs, axis=-1)
+    scaled = u[..., None] * cdf[..., -1:]
+    idx = np.sum(cdf <= scaled, axis=-1)
+    return np.minimum(idx, probs.shape[-1] - 1).astype(np.int64)
+
+
+def uniform_among_rows(mask: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """:func:`agents._simplex.uniform_among` on (K, B, N) masks and (K, B) uniforms."""
+    counts = mask.sum(axis=-1)
+    k = np.minimum(np.floor(u * counts).astype(np.int64), counts - 1)
+    rank = np.cumsum(mask, axis=-1)
+    return np.argmax(mask & (rank == (k + 1)[..., None]), axis=-1).astype(np.int64)
+
+
+@kernel
+def dartboard_choices(stay_factor, u_stay, fresh, last, switches, stay_probability, first):  # noqa: ANN001, ANN201
+    """The shrinking dartboard's K rounds: keep the last expert or take the fresh draw.
+
+    Args:
+        stay_factor: (K, B, N) ``exp(-eta l)`` of every round's losses (numpy's exp).
+        u_stay: (K, B) the stay coins' uniforms (row 0 unused when ``first``).
+        fresh: (K, B) the fresh draws from Hedge's law.
+        last: (B,) the previous actions (updated in place).
+        switches: (B,) switch counters (updated in place).
+        stay_probability: (B,) the agent's stay probabilities (updated in place).
+        first: True when row 0 is round 1 (no stay coin, no learning).
+
+    Returns:
+        (K, B) actions.
+    """
+    rounds, runs = fresh.shape
+    actions = np.empty((rounds, runs), dtype=np.int64)
+    for k in range(rounds):
+        for b in range(runs):
+            if k == 0 and first:
+                action = fresh[0, b]
+            else:
+                # Learning from round k's feedback: the stay probability of the expert played.
+                p = stay_factor[k, b, last[b]]
+                stay_probability[b] = p
+                action = last[b] if u_stay[k, b] < p else fresh[k, b]
+                if action != last[b]:
+                    switches[b] += 1
+            actions[k, b] = action
+            last[b] = action
+    return actions
+
+
+# ----------------------------------------------------------------------------- noise, sums
+def plain_fast_backend(noise: Any) -> bool:
+    """True for the plain ``fast`` backend (no audit wrapper, no lattice).
+
+    Its Laplace draws are elementwise transforms of the run's uniforms, so a block can draw
+    them at once.
+    """
+    return type(noise) is FastBackend
+
+
+def fast_laplace(u: np.ndarray, scale: Any) -> np.ndarray:
+    """:meth:`BatchRNG.laplace` on given uniforms (any shape ending in the drawn axes).
+
+    The same elementwise operations in the same order: clip into (0, 1), shift, then
+    ``-scale * sign(u) * log1p(-2 |u|)``. ``scale`` broadcasts against ``u`` as it does
+    against the (B, ...) draws of one round (a float, or a (B, 1) column per run).
+    """
+    out = np.maximum(u, _OPEN_LOW)
+    np.minimum(out, _OPEN_HIGH, out=out)
+    out -= 0.5
+    signed = np.multiply(-np.asarray(scale), np.sign(out))
+    np.abs(out, out=out)
+    out *= -2.0
+    np.log1p(out, out=out)
+    return signed * out
+
+
+@helper
+def _pairwise_block(row: np.ndarray, lo: int, n: int) -> float:
+    """The pairwise sum of numpy for at most 128 entries: eight accumulators, then the rest."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += row[lo + i]
+        return res
+    r0, r1, r2, r3 = row[lo], row[lo + 1], row[lo + 2], row[lo + 3]
+    r4, r5, r6, r7 = row[lo + 4], row[lo + 5], row[lo + 6], row[lo + 7]
+    i = 8
+    while i < n - (n % 8):
+        r0 += row[lo + i]
+        r1 += row[lo + i + 1]
+        r2 += row[lo + i + 2]
+        r3 += row[lo + i + 3]
+        r4 += row[lo + i + 4]
+        r5 += row[lo + i + 5]
+        r6 += row[lo + i + 6]
+        r7 += row[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += row[lo + i]
+        i += 1
+    return res
+
+
+@helper
+def numpy_sum(row: np.ndarray, lo: int, n: int) -> float:
+    """The sum numpy's ``ndarray.sum`` gives ``row[lo:lo + n]``, float for float.
+
+    numpy sums a contiguous last axis pairwise: blocks of at most 128 entries, split in halves
+    (a multiple of 8 first) above that.
+
+    The halving is walked with an explicit stack rather than recursion (a recursive compiled
+    function cannot be inlined, and numba's disk cache does not reload one safely). Each split
+    is summed as ``left + right``; IEEE addition is commutative, so the order the two halves
+    finish in does not matter.
+    """
+    if n <= 128:
+        return _pairwise_block(row, lo, n)
+    starts = np.empty(128, dtype=np.int64)
+    sizes = np.empty(128, dtype=np.int64)
+    values = np.empty(128)
+    top, depth = 0, 0
+    starts[0], sizes[0] = lo, n
+    top = 1
+    while top:
+        top -= 1
+        start, size = starts[top], sizes[top]
+        if size < 0:  # a split whose two halves are done: combine them
+            depth -= 1
+            values[depth - 1] = values[depth - 1] + values[depth]
+            continue
+        if size <= 128:
+            values[depth] = _pairwise_block(row, start, size)
+            depth += 1
+            continue
+        half = size // 2
+        half -= half % 8
+        starts[top], sizes[top] = 0, -1  # combine after both halves
+        starts[top + 1], sizes[top + 1] = start + half, size - half
+        starts[top + 2], sizes[top + 2] = start, half
+        top += 3
+    return values[0]
+
+
+@kernel
+def clip_peel(v, floor, out, masked):  # noqa: ANN001, ANN201
+    """The peeling loop of ``noisy_clipped_hedge.clip_project`` after its ``exp``, per row.
+
+    Args:
+        v: (B, N) unnormalised weights (largest entry 1), numpy's exp.
+        floor: the clipping level (> 0).
+        out: (B, N) the projected weights (written).
+        masked: (N,) scratch for a row with its clipped entries zeroed.
+
+    Rows are independent: a row whose free set stops changing keeps computing the same
+    ``c``, so ending its loop early (numpy ends when no row changes) gives the same floats.
+    """
+    runs, n = v.shape
+    for b in range(runs):
+        row = v[b]
+        free = np.ones(n, dtype=np.bool_)
+        count = n
+        for _ in range(n):
+            mass = 1.0 - floor * float(n - count)
+            for j in range(n):
+                masked[j] = row[j] if free[j] else 0.0
+            c = mass / numpy_sum(masked, 0, n)
+            changed = False
+            for j in range(n):
+                if free[j] and c * row[j] < floor:
+                    free[j] = False
+                    count -= 1
+                    changed = True
+            if not changed:
+                break
+        mass = 1.0 - floor * float(n - count)
+        for j in range(n):
+            masked[j] = row[j] if free[j] else 0.0
+        c = mass / numpy_sum(masked, 0, n)
+        for j in range(n):
+            out[b, j] = c * row[j] if free[j] else floor
+
+
+@kernel
+def lazy_choices(  # noqa: ANN201
+    decide, blocks, stay_factor, u, fresh, p, max_resamples, expert, resamples, switches,
+    held_loss,
+):  # noqa: ANN001
+    """The lazy samplers' decisions over K rounds (``agents._lazy_sampler``).
+
+    Args:
+        decide: (K,) index of the round's decision in ``blocks`` (-1: no decision that round).
+        blocks: (D, B, N) the block-averaged losses learned at each decision.
+        stay_factor: (D, B, N) ``exp(-c blocks)`` (numpy's exp).
+        u: (D, B, 3) each decision's forced coin, stay coin and draw uniforms.
+        fresh: (D, B) the fresh draw each run would make at each decision.
+        p: (B,) per-run forced-resample probability.
+        max_resamples: (B,) per-run resample budget.
+        expert: (B,) held experts (updated in place).
+        resamples: (B,) resamples made (updated in place).
+        switches: (B,) switch counters (updated in place).
+        held_loss: (B,) the held expert's last block loss (updated in place).
+
+    Returns:
+        (K, B) actions.
+    """
+    rounds = decide.shape[0]
+    runs = expert.shape[0]
+    actions = np.empty((rounds, runs), dtype=np.int64)
+    for k in range(rounds):
+        d = decide[k]
+        for b in range(runs):
+            if d >= 0:
+                held = expert[b]
+                held_loss[b] = blocks[d, b, held]
+                stay = stay_factor[d, b, held]
+                attempt = (u[d, b, 0] < p[b]) or (u[d, b, 1] >= stay)
+                if attempt and resamples[b] < max_resamples[b]:
+                    resamples[b] += 1
+                    new = fresh[d, b]
+                    if new != held:
+                        switches[b] += 1
+                    expert[b] = new
+            actions[k, b] = expert[b]
+    return actions
