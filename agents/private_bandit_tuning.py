@@ -46,12 +46,17 @@ __all__ = [
     "second_moment_bound",
     "second_moment_exp3",
     "calibrated_batched_exp4_grid",
+    "calibrated_loss_release_grid",
+    "RELEASES",
     "ftpl_gr_bound",
     "ftpl_gr_calibrated",
 ]
 
 BASES = ("tsallis-inf", "exp3", "ftpl-gr")
 COMPOSITIONS = ("advanced", "pure")
+#: what private batched EXP4 releases: each observed loss (``"loss"``) or, as Alg. 2 prints it,
+#: the per-expert batch means (``"estimates"``); docs/algorithms.md, "Calibration"
+RELEASES = ("loss", "estimates")
 
 
 def glog(x: float) -> float:
@@ -495,8 +500,14 @@ def tune_batched_exp4(
     tau: int | None = None,
     eta: float | None = None,
     coordinate_scale: float | None = None,
+    release: str = "estimates",
+    loss_scale: float | None = None,
 ) -> Exp4Tuning:
     """Batch length, learning rate and exploration of private batched EXP4 (Alg. 2).
+
+    With ``release="loss"`` (each observed loss + ``Lap(loss_scale)``, default ``1/epsilon``)
+    the calibrated grid is :func:`calibrated_loss_release_grid`; Thm 10's recipe is for the
+    per-expert release only, so ``tuning="paper"`` refuses it.
 
     ``"paper"``: Thm 10's formulas with ``L = log(1/delta)``; tau is rounded to an integer in
     ``[1, T]`` and gamma is computed from the rounded tau. Refuses ``gamma > 1`` (Q_t
@@ -507,9 +518,14 @@ def tune_batched_exp4(
     passes ``K / eps0`` for the per-expert epsilon it really uses). A ``tau`` or ``eta`` given by
     the user is kept and the others are chosen around it.
     """
-    s = batched_exp4_noise_constant(n, k, delta, composition)
+    s = math.nan if release == "loss" else batched_exp4_noise_constant(n, k, delta, composition)
     lg = glog(n * horizon)
     logn = _log_experts(n)
+    if tuning == "paper" and release == "loss":
+        raise ValueError(
+            "tuning='paper' is Thm 10's recipe for release='estimates' (the per-expert batch "
+            "means); release='loss' has tuning='calibrated' only"
+        )
     if tuning == "paper":
         if composition != "advanced":
             raise ValueError(
@@ -545,7 +561,11 @@ def tune_batched_exp4(
     c = s / epsilon if coordinate_scale is None else coordinate_scale
     taus = (_tau_grid(horizon) if tau is None else np.array([tau])).astype(np.float64)
     gammas = np.geomspace(1e-4, max_gamma, 64)
-    bound, etas = calibrated_batched_exp4_grid(n, k, horizon, c, taus, gammas, eta)
+    if release == "loss":
+        lam = 1.0 / epsilon if loss_scale is None else loss_scale
+        bound, etas = calibrated_loss_release_grid(n, k, horizon, lam, taus, gammas, eta)
+    else:
+        bound, etas = calibrated_batched_exp4_grid(n, k, horizon, c, taus, gammas, eta)
     if not np.isfinite(bound).any():
         raise ValueError(
             f"tuning='calibrated' found no (tau, eta, gamma <= {max_gamma}) for N={n}, K={k}, "
@@ -598,6 +618,62 @@ def calibrated_batched_exp4_grid(
     if eta is None:
         eta_arr = np.minimum(np.sqrt(tau * _log_experts(n) / (horizon * v)), cap)
         eta_arr = np.minimum(eta_arr, 0.99)
+    else:
+        eta_arr = np.broadcast_to(np.float64(eta), v.shape).copy()
+    bound = tau * _log_experts(n) / eta_arr + eta_arr * horizon * v + gamma * horizon + 2 * tau
+    feasible = (eta_arr <= cap * (1 + 1e-12)) & (gamma <= 1.0)
+    return np.where(feasible, bound, np.inf), eta_arr
+
+
+def calibrated_loss_release_grid(
+    n: int,
+    k: int,
+    horizon: int,
+    lam: float,
+    taus: np.ndarray,
+    gammas: np.ndarray,
+    eta: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Calibrated bound of batched EXP4 fed ``y_t = l_t(I_t) + Lap(lam)`` (``release="loss"``).
+
+    Batch b's estimate of expert j is the sum ``X_j = S_j + W_j``, ``S_j = sum_t c_tj l_t(I_t)``,
+    ``W_j = sum_t c_tj Z_t``, ``c_tj = mu_t^j(I_t) / Q_t(I_t)`` in ``[0, K / gamma]``; the
+    learner's weights move by ``exp(-rho X_j)``, ``rho = eta / tau`` (``eta`` is the rate on
+    the batch mean). The bound holds in expectation (oblivious losses):
+
+    * Given the coins, ``W`` is independent of the frozen weights P and of S, so by Jensen
+      ``E_W log sum_j P_j e^{-rho X_j} <= log sum_j P_j e^{-rho S_j} E e^{-rho W_j}`` and
+      ``E e^{-rho W_j} = prod_t 1 / (1 - (rho c_tj lam)^2) <= exp(a_j)``,
+      ``a_j = (4/3) rho^2 lam^2 sum_t c_tj^2``, when ``rho lam K / gamma <= 1/2``.
+    * With ``rho lam (K / gamma) sqrt(tau) <= 1/2`` (the cap on eta), ``a_j <= 1/3`` and
+      ``e^{-rho S} e^{a} <= 1 - rho S + rho^2 S^2 / 2 + 1.4 a``, so a batch costs at most
+      ``rho sum_j P_j S_j^2 / 2 + 1.87 rho lam^2 sum_j P_j sum_t c_tj^2`` beyond its loss.
+    * Over the coins, ``sum_j P_j E c_tj^2 <= sum_i (P A_t)(i) / Q_t(i) <= K / (1 - gamma)``
+      and ``E S_j^2 <= tau (tau - 1) + tau K / (1 - gamma)`` in the weights' average (the
+      cross terms of two rounds are products of expert losses, at most 1); ``E X_j`` is
+      expert j's batch loss, so the comparator's estimate is unbiased.
+
+    Summed over the ``T / tau`` batches and written with ``eta``: ``tau log N / eta +
+    eta T ((1 - 1/tau + K/((1 - gamma) tau))/2 + 2 lam^2 K/((1 - gamma) tau)) + gamma T +
+    2 tau`` (exploration, partial batches); at ``lam = 0``, ``tau = 1`` and ``gamma -> 0`` the
+    minimiser is EXP4's ``sqrt(2 log N / (T K))``. Unlike the per-expert release, the noise is
+    averaged over the batch and weighted by the weights' spread ``K/(1 - gamma)`` rather than
+    added once per expert at sensitivity ``K/(gamma tau)``. eta is the bound's minimiser capped at
+    ``gamma sqrt(tau) / (2 K lam)`` (or the given ``eta``, infeasible points getting ``inf``).
+    A public function of (N, K, T, lam); privacy does not depend on it.
+
+    Returns:
+        ``(bound, eta)`` arrays of shape ``(len(taus), len(gammas))``.
+    """
+    tau = np.asarray(taus, dtype=np.float64)[:, None]
+    gamma = np.asarray(gammas, dtype=np.float64)[None, :]
+    spread = k / np.maximum(1.0 - gamma, 1e-300)
+    v = 0.5 * (1.0 - 1.0 / tau + spread / tau) + 2.0 * lam * lam * spread / tau
+    # rho = eta / tau is the rate on batch sums; the in-expectation step needs
+    # rho lam (K / gamma) sqrt(tau) <= 1/2 (docstring).
+    cap = np.sqrt(tau) * gamma / np.maximum(2.0 * k * lam, 1e-300)
+    if eta is None:
+        eta_arr = np.minimum(np.sqrt(tau * _log_experts(n) / (horizon * v)), cap)
     else:
         eta_arr = np.broadcast_to(np.float64(eta), v.shape).copy()
     bound = tau * _log_experts(n) / eta_arr + eta_arr * horizon * v + gamma * horizon + 2 * tau

@@ -18,10 +18,14 @@ from conftest import rollout
 import agents
 import dp_experts_env  # noqa: F401  (registers the env ids)
 from agents.base import AGENT_STREAM
-from agents.private_bandit_tuning import tune_batched_exp4, tune_ldp_exp4
+from agents.private_bandit_tuning import (
+    calibrated_loss_release_grid,
+    tune_batched_exp4,
+    tune_ldp_exp4,
+)
 from agents.private_exp4 import LDPExp4, PrivateBatchedExp4, drv_epsilon
 from dp_experts_env.batch_rng import BatchRNG, run_seeds
-from dp_experts_env.evaluation.audit import audit_agent
+from dp_experts_env.evaluation.audit import audit_agent, audit_learner
 
 N, K, T = 5, 3, 60
 
@@ -248,6 +252,8 @@ def test_batch_equals_single_runs(name, noise):
         ({"composition": "basic"}, "composition must be one of"),
         ({"delta": 0.0}, r"delta must lie in \(0, 1/e\] for composition='advanced'"),
         ({"epsilon": 0.0}, "epsilon must be > 0"),
+        ({"release": "batch"}, "release must be one of"),
+        ({"release": "loss", "composition": "pure"}, "applies to release='estimates'"),
     ],
 )
 def test_batched_exp4_bad_parameters(kwargs, match):
@@ -287,7 +293,12 @@ def factory(cls, noiseless=False, weaken=1.0, **kw):
 
 
 @pytest.mark.parametrize(
-    ("cls", "extra"), [(LDPExp4, {}), (PrivateBatchedExp4, {"tau": 1, "delta": 1e-3})]
+    ("cls", "extra"),
+    [
+        (LDPExp4, {}),
+        (PrivateBatchedExp4, {"tau": 1, "delta": 1e-3}),
+        (PrivateBatchedExp4, {"tau": 2, "release": "loss"}),
+    ],
 )
 def test_audit_passes_and_catches_the_noise_removed(cls, extra):
     kw = {"n_runs": 10_000, "seed": 3, "advice": ADVICE3}
@@ -296,7 +307,7 @@ def test_audit_passes_and_catches_the_noise_removed(cls, extra):
     assert ok.claimed_epsilon == 0.5 and ok.claimed_delta <= extra.get("delta", 0.0)
     bad = audit_agent(factory(cls, True, **LOUD, **extra), FIG1, FIG1_NEIGHBOUR, **kw)
     assert not bad.passed and bad.epsilon_lower_bound > 2.0, bad.summary()
-    if cls is LDPExp4:
+    if cls is LDPExp4 or extra.get("release") == "loss":
         # Noise ten times too small (the releases spend 10x the claim) is caught as well. (The
         # batched learner's weakened mutant needs the audit's event search: at gamma tau = 0.05
         # its per-expert noise stays at scale 24 and single-round events do not see it.)
@@ -310,6 +321,7 @@ def test_audit_passes_and_catches_the_noise_removed(cls, extra):
         ("ldp-exp4", {"tuning": "calibrated"}),
         ("private-batched-exp4", {"tuning": "calibrated", "max_gamma": 1.0}),
         ("private-batched-exp4", {"tuning": "calibrated", "composition": "pure"}),
+        ("private-batched-exp4", {"release": "loss"}),
     ],
 )
 def test_audit_passes_with_the_tuned_constants(name, params):
@@ -367,3 +379,113 @@ def test_many_experts_favour_exp4_type_learners_over_bandit_over_experts():
     ldp = final_regret("ldp-exp4", 64, epsilon=16.0, tuning="calibrated")
     batched = final_regret("private-batched-exp4", 64, epsilon=16.0, tau=200, eta=2.0, gamma=0.3)
     assert ldp < over - 50 and batched < over - 50, (over, ldp, batched)
+
+
+# ------------------------------------------------------------------ release="loss"
+def test_loss_release_noise_off_equals_the_estimates_release_and_exp4():
+    advice, losses = make_game()
+    runs = []
+    for release in ("loss", "estimates"):
+        agent = PrivateBatchedExp4(
+            N, T, n_arms=K, tau=4, eta=0.3, gamma=0.1, seed=11, num_envs=2, release=release
+        )
+        agent._noiseless = True
+        runs.append(rollout(agent, losses, advice=advice).actions)
+    np.testing.assert_array_equal(runs[0], runs[1])
+    one = PrivateBatchedExp4(N, T, n_arms=K, tau=1, eta=0.3, gamma=0.1, seed=11, release="loss")
+    one._noiseless = True
+    ref_a, _ = exp4_reference(advice, losses, 0.3, 0.1, seed=11)
+    np.testing.assert_array_equal(rollout(one, losses, advice=advice).actions[:, 0], ref_a)
+
+
+def test_loss_release_noise_is_one_laplace_per_observed_loss():
+    # Zero losses, every expert on arm 0, Q uniform (gamma = 1), tau = T = 3: expert 0's batch
+    # mean is (K / tau) sum over the rounds with I_t = 0 of Z_t, pure noise.
+    b, tau, eps = 4000, 3, 0.7
+    advice = np.zeros((tau, N, K))
+    advice[:, :, 0] = 1.0
+    losses = np.zeros((tau, K))
+    kw = {"tau": tau, "eta": 1.0 - 1e-9, "gamma": 1.0, "epsilon": eps, "release": "loss"}
+    agent = PrivateBatchedExp4(N, tau, n_arms=K, num_envs=b, seed=2, **kw)
+    assert agent.noise_scale == pytest.approx(1 / eps, rel=1e-15)
+    claim = agent.privacy
+    assert (claim.epsilon, claim.delta, claim.certified) == (eps, 0.0, True)
+    assert "parallel composition over rounds" in claim.accountant
+    rollout(agent, losses, advice=advice, flush=True)
+    noise = agent.core.cum_estimate[:, 0]
+    # Variance (K / tau)^2 2 lam^2 E[count], E[count] = tau / K (law of total variance).
+    want = (K / tau) ** 2 * 2 * (1 / eps) ** 2 * (tau / K)
+    assert np.var(noise) == pytest.approx(want, rel=0.1)
+    assert abs(np.mean(noise)) < 0.1 * math.sqrt(want)
+
+
+def test_loss_release_tuning_respects_its_cap_and_is_exp4_at_zero_noise():
+    taus, gammas = np.array([1.0, 4.0, 50.0]), np.array([0.05, 0.2, 0.5])
+    bound, eta = calibrated_loss_release_grid(20, 5, 10_000, 1.0, taus, gammas)
+    cap = np.sqrt(taus)[:, None] * gammas[None, :] / (2 * 5 * 1.0)
+    assert np.all(eta <= cap * (1 + 1e-12)) and np.all(np.isfinite(bound))
+    # Brute force over eta: the returned eta minimises the bound under the cap.
+    for i, tau in enumerate(taus):
+        for j, gamma in enumerate(gammas):
+            grid = np.linspace(1e-6, cap[i, j], 2001)
+            b, _ = calibrated_loss_release_grid(
+                20, 5, 10_000, 1.0, np.array([tau]), np.array([gamma])
+            )
+            vals = [
+                calibrated_loss_release_grid(
+                    20, 5, 10_000, 1.0, np.array([tau]), np.array([gamma]), e
+                )[0][0, 0]
+                for e in grid
+            ]
+            assert b[0, 0] <= min(vals) * (1 + 1e-9)
+    # lam = 0: the tau = 1 rate at vanishing gamma is EXP4's sqrt(2 log N / (T K)).
+    _, e0 = calibrated_loss_release_grid(20, 5, 10_000, 0.0, np.array([1.0]), np.array([1e-9]))
+    assert e0[0, 0] == pytest.approx(math.sqrt(2 * math.log(20) / (10_000 * 5)), rel=1e-6)
+    agent = PrivateBatchedExp4(20, 10_000, n_arms=5, epsilon=1.0, release="loss")
+    assert agent.eta <= math.sqrt(agent.tau) * agent.gamma * 1.0 / (2 * 5) * (1 + 1e-12)
+    with pytest.raises(ValueError, match="release='loss' has tuning='calibrated' only"):
+        PrivateBatchedExp4(20, 10_000, n_arms=5, epsilon=1.0, release="loss", tuning="paper")
+
+
+@pytest.mark.slow
+def test_loss_release_audit_passes_and_catches_half_and_no_noise():
+    # The default search (derived scenarios first) at epsilon = 1; pinned seed and run counts.
+    verdicts = {}
+    for multiplier, runs in ((1.0, 10_000), (0.5, 10_000), (0.0, 2000)):
+        rep = audit_learner(
+            "private-batched-exp4",
+            epsilon=1.0,
+            params={"release": "loss"},
+            multiplier=multiplier,
+            runs=runs,
+            selection_runs=2000,
+            seed=0,
+        )
+        assert rep.claim.epsilon == 1.0 and rep.claim.delta == 0.0
+        verdicts[multiplier] = (rep.violation, rep.result.epsilon_lower_bound)
+    assert not verdicts[1.0][0] and verdicts[1.0][1] > 0.5, verdicts  # passes, with power
+    assert verdicts[0.5][0] and verdicts[0.5][1] > 1.3, verdicts
+    assert verdicts[0.0][0] and verdicts[0.0][1] > 4.0, verdicts
+
+
+def _advice_env_regret(runs=8, **params):
+    env = gym.make_vec(
+        "DPExperts-BanditAdvice-v0",
+        num_envs=runs,
+        vectorization_mode="vector_entry_point",
+        horizon=10_000,
+    )
+    agent = agents.make("private-batched-exp4", env=env, seed=100, **params)
+    info = rollout(agent, env=env, seed=100, rounds=10_000).info
+    env.close()
+    return float(np.mean(info["static_regret"]))
+
+
+@pytest.mark.slow
+def test_loss_release_beats_a_random_expert_by_20_percent_at_epsilon_one():
+    # The default advice env (N = 20, K = 5, T = 10^4); eta ~ 0 makes Q = (mean advice): in
+    # expectation the loss of following a uniformly random expert (measured 2,419 +- 17).
+    random_expert = _advice_env_regret(epsilon=math.inf, tau=1, eta=1e-12, gamma=0.0)
+    loss = _advice_env_regret(epsilon=1.0, release="loss")
+    estimates = _advice_env_regret(epsilon=1.0)
+    assert loss < 0.8 * random_expert and loss < estimates, (random_expert, loss, estimates)
