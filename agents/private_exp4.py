@@ -314,8 +314,9 @@ class PrivateBatchedExp4(_PrivateExp4Base):
     * ``composition="pure"`` (an addition, erratum E-PAB-7, not from the paper):
       ``Lap(N K/(gamma tau epsilon))`` per coordinate from the L1 sensitivity: pure epsilon-DP
       (delta = 0). Less noise than the paper's when ``N < 9 log(1/delta)``.
-    * ``release="loss"`` (an addition, not from the paper; the above are
-      ``release="estimates"``, the default): each round's observed loss is released once,
+    * ``release="loss"`` (the default since #29; an addition, not from the paper; the above
+      are ``release="estimates"``, selected by default when ``composition``,
+      ``tuning="paper"`` or ``mode="paper"`` is given): each round's observed loss is released once,
       ``l_t(I_t) + Lap(1/epsilon)`` (sensitivity 1: a neighbouring sequence changes one round's
       loss vector, hence one observed loss by at most 1), before anything else touches it;
       every expert's batch estimate ``sum_t mu_t^j(I_t) y_t / Q_t(I_t)`` is post-processing of
@@ -364,10 +365,11 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         epsilon: privacy parameter (> 0). delta: in (0, 1/e] (default 1e-6; 0 with ``pure``).
         mode, noise, num_envs, seed: see :class:`~agents.private.PrivateAgent`.
         tuning: ``"calibrated"`` (default) or ``"paper"``.
-        composition: ``"advanced"`` (default, the paper's) or ``"pure"`` (``release="estimates"``
-            only).
-        release: ``"estimates"`` (default, Alg. 2's per-expert batch means) or ``"loss"``
-            (each observed loss, see above).
+        composition: ``"advanced"`` (the paper's; used when unset) or ``"pure"``
+            (``release="estimates"`` only).
+        release: ``"loss"`` (each observed loss, see above; the default unless
+            ``composition``, ``tuning="paper"`` or ``mode="paper"`` is given) or
+            ``"estimates"`` (Alg. 2's per-expert batch means).
         tau: batch length in [1, T]; eta: rate (> 0); gamma: mixing in (0, 1] (defaults from
             ``tuning``).
         max_gamma: cap on the calibrated gamma (default 0.5).
@@ -405,8 +407,8 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         mode: str = "strict",
         tuning: str | None = None,
         noise: str | NoiseBackend = "fast",
-        composition: str = "advanced",
-        release: str = "estimates",
+        composition: str | None = None,
+        release: str | None = None,
         tau: int | None = None,
         eta: float | None = None,
         gamma: float | None = None,
@@ -414,14 +416,20 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         num_envs: int = 1,
         seed: int | Sequence[int] | None = None,
     ) -> None:
-        self.composition = check_choice("composition", composition, COMPOSITIONS)
+        if release is None:
+            # Alg. 2's own release where a setting of it is asked for, else the per-round one
+            # (less noise at every measured epsilon, pure DP).
+            alg2 = composition is not None or tuning == "paper" or mode == "paper"
+            release = "estimates" if alg2 else "loss"
         self.release = check_choice("release", release, RELEASES)
-        if release == "loss" and composition != "advanced":
+        if release == "loss" and composition is not None:
             raise ValueError(
                 f"composition={composition!r} applies to release='estimates' (the per-expert "
                 "batch means); release='loss' releases one loss per round (parallel "
-                "composition, pure epsilon-DP): leave composition at its default"
+                "composition, pure epsilon-DP): leave composition unset"
             )
+        composition = "advanced" if composition is None else composition
+        self.composition = check_choice("composition", composition, COMPOSITIONS)
         if (composition == "pure" or release == "loss") and delta is None:
             delta = 0.0
         super().__init__(

@@ -64,10 +64,21 @@ def test_cap_warnings_reach_the_claim_notes():
     )  # fmt: skip
     assert "WARNING" not in ok.privacy.notes
     # Batched EXP4 at T = 2,000: gamma and tau on their caps, and a vacuous bound.
-    small = agents.make("private-batched-exp4", n_experts=20, n_arms=5, horizon=2000, epsilon=1.0)
+    small = agents.make(
+        "private-batched-exp4", n_experts=20, n_arms=5, horizon=2000, epsilon=1.0,
+        release="estimates",
+    )  # fmt: skip
     notes = small.privacy.notes
     assert "gamma at its cap" in notes and "tau at its cap" in notes and "not below" in notes
     roomy = agents.make(
-        "private-batched-exp4", n_experts=20, n_arms=5, horizon=10_000, epsilon=32.0
+        "private-batched-exp4", n_experts=20, n_arms=5, horizon=10_000, epsilon=32.0,
+        release="estimates",
+    )  # fmt: skip
+    # The default release (each observed loss) is interior at T = 2,000, epsilon = 1.
+    assert (
+        "WARNING"
+        not in agents.make(
+            "private-batched-exp4", n_experts=20, n_arms=5, horizon=2000, epsilon=1.0
+        ).privacy.notes
     )
     assert "WARNING" not in roomy.privacy.notes

@@ -127,7 +127,9 @@ def test_batched_exp4_noise_scale_uses_gamma_and_tau_actually_used(kwargs):
     want = 3 * K * math.sqrt(N * math.log(1 / delta)) / (adv.gamma * adv.tau * eps)
     assert adv.noise_scale == pytest.approx(want, rel=1e-12)
     # Strict spends the same budget with no more noise (erratum E-PAB-7), and certifies it.
-    strict = PrivateBatchedExp4(N, 400, n_arms=K, epsilon=eps, delta=delta, **kwargs)
+    strict = PrivateBatchedExp4(
+        N, 400, n_arms=K, epsilon=eps, delta=delta, release="estimates", **kwargs
+    )
     assert strict.noise_scale <= want * (adv.gamma * adv.tau) / (strict.gamma * strict.tau)
     assert strict.privacy.epsilon == pytest.approx(eps)
     pure = PrivateBatchedExp4(N, 400, n_arms=K, epsilon=eps, composition="pure", **kwargs)
@@ -142,10 +144,11 @@ def test_released_noise_has_the_claimed_scale():
     b, tau = 4000, 3
     advice = np.full((tau, N, K), 1 / K)
     losses = np.full((tau, K), 0.5)
-    agent = PrivateBatchedExp4(N, tau, n_arms=K, tau=tau, eta=1.0 - 1e-9, gamma=0.5, num_envs=b)
+    kw = {"tau": tau, "eta": 1.0 - 1e-9, "gamma": 0.5, "release": "estimates"}
+    agent = PrivateBatchedExp4(N, tau, n_arms=K, num_envs=b, **kw)
     agent._noiseless = False
     rollout(agent, losses, advice=advice, flush=True)
-    clean = PrivateBatchedExp4(N, tau, n_arms=K, tau=tau, eta=1.0 - 1e-9, gamma=0.5)
+    clean = PrivateBatchedExp4(N, tau, n_arms=K, **kw)
     clean._noiseless = True
     rollout(clean, losses, advice=advice, flush=True)
     noise = (agent.core.cum_estimate - clean.core.cum_estimate[0]).ravel()
@@ -164,7 +167,7 @@ def test_advanced_composition_certifies_the_paper_noise():
     assert adv.composed_epsilon <= 1.0
     assert adv.privacy.certified and adv.privacy.delta == 1e-6
     # Strict mode spends all of epsilon: the largest eps0 whose composition is 1.0.
-    strict = PrivateBatchedExp4(64, 10_000, n_arms=4, epsilon=1.0, delta=1e-6)
+    strict = PrivateBatchedExp4(64, 10_000, n_arms=4, epsilon=1.0, delta=1e-6, release="estimates")
     assert strict.per_expert_epsilon > eps0
     assert strict.privacy.epsilon == pytest.approx(1.0, rel=1e-9)
     assert adv.privacy.model == "central" and adv.privacy.feedback == "bandit"
@@ -175,7 +178,7 @@ def test_advanced_composition_certifies_the_paper_noise():
 
 
 def test_strict_switches_to_basic_composition_where_the_paper_noise_does_not_compose():
-    kw = {"n_arms": 4, "tau": 5, "eta": 0.1, "gamma": 0.5, "delta": 1e-6}
+    kw = {"n_arms": 4, "tau": 5, "eta": 0.1, "gamma": 0.5, "delta": 1e-6, "release": "estimates"}
     paper_scale = 3 * 4 * math.sqrt(64 * math.log(1e6)) / (0.5 * 5 * 64.0)
     strict = PrivateBatchedExp4(64, 100, epsilon=64.0, **kw)
     assert strict.privacy.certified and strict.composition_used == "basic"
@@ -250,7 +253,10 @@ def test_batch_equals_single_runs(name, noise):
         ({"tau": T + 1}, f"tau must be <= {T}"),
         ({"eta": -1.0}, "eta must be > 0"),
         ({"composition": "basic"}, "composition must be one of"),
-        ({"delta": 0.0}, r"delta must lie in \(0, 1/e\] for composition='advanced'"),
+        (
+            {"delta": 0.0, "release": "estimates"},
+            r"delta must lie in \(0, 1/e\] for composition='advanced'",
+        ),
         ({"epsilon": 0.0}, "epsilon must be > 0"),
         ({"release": "batch"}, "release must be one of"),
         ({"release": "loss", "composition": "pure"}, "applies to release='estimates'"),
@@ -296,7 +302,7 @@ def factory(cls, noiseless=False, weaken=1.0, **kw):
     ("cls", "extra"),
     [
         (LDPExp4, {}),
-        (PrivateBatchedExp4, {"tau": 1, "delta": 1e-3}),
+        (PrivateBatchedExp4, {"tau": 1, "delta": 1e-3, "release": "estimates"}),
         (PrivateBatchedExp4, {"tau": 2, "release": "loss"}),
     ],
 )
@@ -337,7 +343,7 @@ def test_audit_passes_with_the_tuned_constants(name, params):
 PLANTED = {"n_arms": 2, "horizon": 4000, "gap": 0.4, "rho": 0.0}
 # Alg. 2's theory constants are vacuous at T = 4000, so the utility checks of
 # the mechanism use constants fixed a priori from (N, K, T): 40 batches, gamma 0.2, eta 1.
-BATCHED = {"tau": 100, "eta": 1.0, "gamma": 0.2}
+BATCHED = {"tau": 100, "eta": 1.0, "gamma": 0.2, "release": "estimates"}
 
 
 def final_regret(name, n_experts, seed=0, **params):
@@ -419,6 +425,16 @@ def test_loss_release_noise_is_one_laplace_per_observed_loss():
     assert abs(np.mean(noise)) < 0.1 * math.sqrt(want)
 
 
+def test_release_default_and_alg2_selection():
+    assert PrivateBatchedExp4(N, T, n_arms=K).release == "loss"
+    for kw in ({"composition": "pure"}, {"composition": "advanced"}, {"mode": "paper"}):
+        assert PrivateBatchedExp4(N, T, n_arms=K, tau=3, eta=0.1, gamma=0.2, **kw).release == (
+            "estimates"
+        )
+    with pytest.raises(ValueError, match="leave composition unset"):
+        PrivateBatchedExp4(N, T, n_arms=K, release="loss", composition="advanced")
+
+
 def test_loss_release_tuning_respects_its_cap_and_is_exp4_at_zero_noise():
     taus, gammas = np.array([1.0, 4.0, 50.0]), np.array([0.05, 0.2, 0.5])
     bound, eta = calibrated_loss_release_grid(20, 5, 10_000, 1.0, taus, gammas)
@@ -486,6 +502,6 @@ def test_loss_release_beats_a_random_expert_by_20_percent_at_epsilon_one():
     # The default advice env (N = 20, K = 5, T = 10^4); eta ~ 0 makes Q = (mean advice): in
     # expectation the loss of following a uniformly random expert (measured 2,419 +- 17).
     random_expert = _advice_env_regret(epsilon=math.inf, tau=1, eta=1e-12, gamma=0.0)
-    loss = _advice_env_regret(epsilon=1.0, release="loss")
-    estimates = _advice_env_regret(epsilon=1.0)
+    loss = _advice_env_regret(epsilon=1.0)  # the default release
+    estimates = _advice_env_regret(epsilon=1.0, release="estimates")
     assert loss < 0.8 * random_expert and loss < estimates, (random_expert, loss, estimates)

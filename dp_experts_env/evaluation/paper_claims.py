@@ -922,7 +922,14 @@ ADVICE_T = (1_000, 4_000, 16_000, 64_000)
 ADVICE_T_QUICK = (1_000, 4_000, 16_000)
 
 
-def _advice_claim(name: str, agent: str, source: str, rate: str, predicted: float) -> Claim:
+def _advice_claim(
+    name: str,
+    agent: str,
+    source: str,
+    rate: str,
+    predicted: float,
+    agent_params: Mapping[str, object] | None = None,
+) -> Claim:
     return Claim(
         name=name,
         paper=FRPAB,
@@ -942,6 +949,7 @@ def _advice_claim(name: str, agent: str, source: str, rate: str, predicted: floa
                 "DPExperts-BanditAdvice-v0",
                 _points(ADVICE_T, lambda t: {"horizon": int(t)}, 1.0),
                 _points(ADVICE_T_QUICK, lambda t: {"horizon": int(t)}, 1.0),
+                agent_params=dict(agent_params or {}),
                 metric="static_pseudo_regret",
             ),
         ),
@@ -965,6 +973,7 @@ batched_advice = _advice_claim(
     "Thm 10 (private batched EXP4)",
     "N^(1/6) K^(1/2) T^(2/3) / epsilon^(1/3)",
     2 / 3,
+    {"release": "estimates"},  # Thm 10 is about Alg. 2's per-expert release, not the default
 )
 
 
