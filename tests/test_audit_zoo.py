@@ -251,7 +251,60 @@ class WindowNeverReset(LimitedUpdates):
         return out
 
 
+class HedgeOwnGenerator(NoisyClippedHedge):
+    """Draws its noise from its own generator at half the scale.
+
+    The backend's release is still made (so the draw counts, the freshness check and the
+    recorded releases all look right) and then discarded.
+    """
+
+    def _init_state(self):
+        super()._init_state()
+        self._own = np.random.default_rng([int(s) for s in self.rng.seeds])
+
+    def _learn(self, obs):
+        losses = clip_unit(obs)
+        self.noise.add_laplace(self.rng, losses, self.noise_scale)  # made, then discarded
+        noisy = losses + self._own.laplace(0.0, 0.5 * self.noise_scale, losses.shape)
+        w = clip_project(self._log_w - self.eta * noisy, self.clip_level)
+        self._log_w = np.log(w)
+
+
+class TreeOwnGenerator(DPFTRLTree):
+    """dp-ftrl-tree whose tree is built noise-free and noised from its own generator.
+
+    Nothing is drawn through the backend, and the tree declares no per-round draw count, so
+    only the provenance check can see it.
+    """
+
+    def _init_state(self):
+        super()._init_state()
+        tree = self.tree
+        own = np.random.default_rng([int(s) for s in self.rng.seeds])
+        scale = tree.node_scale
+        tree.node_scale = 0.0 * scale  # the backend adds nothing
+        base_add = tree.add
+
+        def add(values):
+            out = base_add(values)
+            return out + own.laplace(0.0, 0.5 * scale, np.shape(out))
+
+        tree.add = add
+
+
 # --------------------------------------------------------------------------- controls
+class HedgeOwnUnusedDraw(NoisyClippedHedge):
+    """Harmless: draws an unused variate from a generator of its own every round."""
+
+    def _init_state(self):
+        super()._init_state()
+        self._own = np.random.default_rng([int(s) for s in self.rng.seeds])
+
+    def _learn(self, obs):
+        self._own.laplace(0.0, 1.0, (self.num_envs,))
+        super()._learn(obs)
+
+
 class HedgeExtraDraw(NoisyClippedHedge):
     """Harmless: an extra, unused Laplace draw every round."""
 
@@ -291,9 +344,12 @@ ZOO = {
     "tree-no-level-factor": (TreeNoLevelFactor, "dp-ftrl-tree", True),
     "batch-understated": (BatchUnderstated, "private-batched-bandit", True),
     "window-never-reset": (WindowNeverReset, "limited-updates", True),
+    "hedge-own-generator": (HedgeOwnGenerator, "noisy-clipped-hedge", True),
+    "tree-own-generator": (TreeOwnGenerator, "dp-ftrl-tree", True),
 }
 CONTROLS = {
     "hedge-extra-draw": (HedgeExtraDraw, "noisy-clipped-hedge"),
+    "hedge-own-unused-draw": (HedgeOwnUnusedDraw, "noisy-clipped-hedge"),
     "window-reallocated": (WindowReallocated, "limited-updates"),
     "tree-over-noised": (TreeOverNoised, "dp-ftrl-tree"),
     # unchanged copies of every base learner of the zoo (the same search, no bug)
