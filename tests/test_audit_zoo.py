@@ -8,7 +8,8 @@ seeds and run counts small enough for the unit suite; the verdicts are pinned. M
 learner's claim and scale its noise (:class:`~dp_experts_env.privacy.noise.ScaledBackend`):
 x0.5 halves it, x0 removes it. Paper modes reproduce the errata. Two verdicts are pinned as "no
 violation" because no action-level audit can see them (docs/privacy.md §4 says why): the
-svt-restart x0.5 mutant and svt-restart's paper mode.
+svt-restart x0.5 mutant and svt-restart's paper mode; their verdicts say "inconclusive" (the
+claim is split between selections and detector), never a plain pass.
 """
 
 import contextlib
@@ -79,6 +80,10 @@ def test_half_noise_is_caught(name):
     runs, sel = HALF_RUNS.get(name, (10_000, 2000))
     rep = _audit(name, multiplier=0.5, runs=runs, selection_runs=sel)
     assert rep.violation == ((name, "x0.5") not in NOT_DETECTABLE), rep.summary()
+    if (name, "x0.5") in NOT_DETECTABLE:
+        # Not a pass: the claim is split (selections + detector), so the verdict says that no
+        # run count of a one-part event could show the mutant (docs/privacy.md §4).
+        assert rep.result.inconclusive and "split among composed" in rep.verdict
 
 
 @pytest.mark.parametrize(
@@ -93,6 +98,8 @@ def test_paper_modes(name, epsilon):
     rep = _audit(name, epsilon=epsilon, params={"mode": "paper"}, runs=10_000, selection_runs=2000)
     assert not rep.claim.certified
     assert rep.violation == ((name, "paper") not in NOT_DETECTABLE), rep.summary()
+    if (name, "paper") in NOT_DETECTABLE:
+        assert rep.result.inconclusive, rep.summary()
 
 
 # =========================================================================== the bug zoo
@@ -365,6 +372,8 @@ CONTROLS = {
         )
     },
 }
+#: mutants whose noise is drawn outside the backend (caught by the provenance check alone)
+FOREIGN = {"hedge-own-generator", "tree-own-generator"}
 ZOO_RUNS = {"runs": 20_000, "selection_runs": 2000, "pairs": 4, "seed": 0}
 
 
@@ -386,6 +395,27 @@ def test_zoo_verdicts_are_pinned(name):
     rep = _zoo_audit(name, cls, base)
     assert rep.claim.epsilon == pytest.approx(1.0) or base == "randomized-prefix-softmax"
     assert rep.violation == caught, rep.summary()
+    if name in FOREIGN:
+        # Only the provenance check sees these: the statistical test passes them.
+        assert rep.foreign_noise and rep.result.passed, rep.summary()
+    else:
+        assert not rep.foreign_noise, rep.summary()
+
+
+def test_provenance_check_sees_noise_drawn_outside_the_backend():
+    """Actions unchanged with the backend's noise removed: the noise came from elsewhere."""
+    from dp_experts_env.evaluation.audit import _scenario, noise_provenance, rival_pair
+
+    sc = _scenario("rival", rival_pair(3, 2, 0), {"epsilon": 1.0})
+    assert noise_provenance("noisy-clipped-hedge", sc) == ""
+    assert noise_provenance("noisy-clipped-hedge", sc, multiplier=0.0) == ""  # not checked
+    with registered("own-gen", HedgeOwnGenerator, "noisy-clipped-hedge") as name:
+        found = noise_provenance(name, sc)
+    with registered("own-unused", HedgeOwnUnusedDraw, "noisy-clipped-hedge") as name:
+        control = noise_provenance(name, sc)
+    assert "noise drawn outside the backend" in found and control == ""
+    # A learner that declares no backend noise (a lazy sampler) is not checked.
+    assert noise_provenance("private-lazy-hedge", sc) == ""
 
 
 @pytest.mark.slow

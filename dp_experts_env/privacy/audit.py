@@ -838,7 +838,11 @@ def evaluate_event(
     need = math.nan
     if lb <= claimed_epsilon and not power < INCONCLUSIVE_FACTOR * share * claimed_epsilon:
         need = runs_needed(
-            k_hi, m, alpha=alpha, claimed_epsilon=claimed_epsilon, delta=claimed_delta,
+            k_hi,
+            m,
+            alpha=alpha,
+            claimed_epsilon=claimed_epsilon,
+            delta=claimed_delta,
             share=share,
         )
     return AuditResult(
