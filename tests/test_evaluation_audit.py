@@ -328,7 +328,9 @@ def test_no_audit_or_privacy_module_names_a_learner():
     root = Path(__file__).resolve().parents[1]
     modules = [
         "dp_experts_env/evaluation/audit.py",
+        "dp_experts_env/evaluation/audit_oco.py",
         "dp_experts_env/privacy/audit.py",
+        "dp_experts_env/privacy/audit_oco.py",
         "dp_experts_env/privacy/declaration.py",
         "agents/private.py",
     ]
