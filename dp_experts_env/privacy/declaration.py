@@ -605,3 +605,36 @@ def library_epsilon(mechanism: Mechanism, delta: float, *, accountant: str = "pl
         raise ValueError(f"accountant must be 'pld' or 'rdp', got {accountant!r}")
     acc.compose(event)
     return float(acc.get_epsilon(delta))
+
+
+# --------------------------------------------------------------------------- the audit's power
+def composed_parts(mechanism: Mechanism) -> tuple[Mechanism, ...]:
+    """The mechanisms a sequential composition splits the claim among, through parallel copies.
+
+    ``Parallel`` and ``PostProcessing`` are looked through (one datum meets one copy, and
+    post-processing adds no cost); a ``Sequential`` contributes each of its parts (flattened);
+    anything else, ``Repeated`` included (copies of one kind, read by one statistic), is one
+    part. A declaration with no sequential composition is its own single part.
+    """
+    if isinstance(mechanism, (Parallel, PostProcessing)):
+        return composed_parts(mechanism.part)
+    if isinstance(mechanism, Sequential):
+        return tuple(p for part in mechanism.parts for p in composed_parts(part))
+    return (mechanism,)
+
+
+def largest_share(mechanism: Mechanism) -> float:
+    """The largest part's epsilon over the whole claim's (1 when the claim is not split).
+
+    A learner spending ``f`` times its claim may spend ``f`` times each part's epsilon; an
+    event that reads one part then shows at most ``f x largest_share x claim``. The audit
+    scales the power it requires of a pass by this share (a heterogeneous split such as
+    selections + sparse vector is read by no single event family).
+    """
+    parts = composed_parts(mechanism)
+    total = mechanism.cost()[0]
+    if len(parts) < 2 or not math.isfinite(total) or total <= 0.0:
+        return 1.0
+    if all(p.releases for p in parts):
+        return 1.0  # released values of every part: one likelihood-ratio statistic reads all
+    return min(1.0, max(p.cost()[0] for p in parts) / total)
