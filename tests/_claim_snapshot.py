@@ -33,6 +33,7 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "dp-ftrl-tree": [{"noise": "grid"}],
     "dp-ftrl-oco": [{"law": "gaussian", "delta": 1e-5}],
     "p-comw": [{"body": "ball"}, {"mode": "paper"}],
+    "gaussian-dp-ftrl-oco": [{"delta": 1e-6}],
 }
 
 

@@ -97,3 +97,32 @@ def test_noise_grid_writes_its_own_folder(tmp_path, monkeypatch, capsys):
     capsys.readouterr()
     assert (tmp_path / "results" / "default-noise-grid" / "summary.csv").exists()
     assert not (tmp_path / "results" / "default").exists()
+
+
+def test_a_replay_without_n_switches_is_flagged_in_info_and_the_table():
+    import gymnasium as gym
+    import numpy as np
+
+    from dp_experts_env.evaluation.table import _static_note
+
+    losses = np.random.default_rng(0).random((6, 3))
+    env = gym.make("DPExperts-Oblivious-v0", losses=losses)
+    env.reset(seed=0)
+    info = env.step(0)[-1]
+    assert info["dynamic_regret_is_static"] is True
+    assert info["dynamic_regret"] == info["static_regret"]
+    given = gym.make("DPExperts-Oblivious-v0", losses=losses, n_switches=1)
+    given.reset(seed=0)
+    assert "dynamic_regret_is_static" not in given.step(0)[-1]
+    venv = gym.make_vec(
+        "DPExperts-Oblivious-v0",
+        num_envs=2,
+        vectorization_mode="vector_entry_point",
+        losses=losses,
+    )
+    venv.reset(seed=0)
+    assert venv.step(np.zeros(2, dtype=np.int64))[-1]["dynamic_regret_is_static"].all()
+    assert "S = 0" in _static_note("DPExperts-Oblivious-v0[losses=m.npy]")
+    assert _static_note("DPExperts-Oblivious-v0[losses=m.npy,n_switches=2]") == ""
+    assert _static_note("DPExperts-Oblivious-v0[family=digits]") == ""
+    assert _static_note("DPExperts-Shift-v0") == ""

@@ -328,7 +328,9 @@ def test_no_audit_or_privacy_module_names_a_learner():
     root = Path(__file__).resolve().parents[1]
     modules = [
         "dp_experts_env/evaluation/audit.py",
+        "dp_experts_env/evaluation/audit_oco.py",
         "dp_experts_env/privacy/audit.py",
+        "dp_experts_env/privacy/audit_oco.py",
         "dp_experts_env/privacy/declaration.py",
         "agents/private.py",
     ]
@@ -349,3 +351,46 @@ def test_every_private_learner_declares_and_its_audit_derives_from_it(name):
     labels = [s.label for s in default_scenarios(name)]
     assert derived and labels[: len(derived)] == [s.label for s in derived]
     assert len(labels) == len(derived) + len(_generic(name))
+
+
+# --------------------------------------------------------------------------- split claims
+def test_a_split_claim_needs_power_against_its_largest_part():
+    """svt-restart splits its claim (selections eps/2 + detector eps/2): share 0.5, others 1.
+
+    A pass on an event reading one part cannot show a learner spending 2x the claim (at most
+    2 x 0.5 x claim = the claim on that part), so it is inconclusive at any run count; with
+    share 1 the same counts are an informative pass (known answers, no learner played).
+    """
+    import math
+
+    from dp_experts_env.evaluation.audit import declaration_of
+    from dp_experts_env.privacy.audit import evaluate_event, select_event, sequence_families
+    from dp_experts_env.privacy.declaration import composed_parts, largest_share
+
+    svt = declaration_of("svt-restart", {"epsilon": 1.0})
+    assert [p.kind for p in composed_parts(svt)] == ["noisy-min", "sparse-vector"]
+    assert largest_share(svt) == pytest.approx(0.5)
+    for name in PRIVATE:
+        if name != "svt-restart":
+            assert largest_share(declaration_of(name, {"epsilon": 1.0})) == 1.0, name
+
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 3, (4000, 2)).astype(np.int16)
+    b = rng.integers(0, 3, (4000, 2)).astype(np.int16)
+    sel = select_event(
+        sequence_families(a[:2000], b[:2000], k=3, first=0),
+        a[2000:],
+        b[2000:],
+        n_test=2000,
+        alpha=1e-3,
+        delta=0.0,
+    )
+    whole = evaluate_event(sel, a[2000:], b[2000:], alpha=1e-3, claimed_epsilon=1.0)
+    split = evaluate_event(sel, a[2000:], b[2000:], alpha=1e-3, claimed_epsilon=1.0, share=0.5)
+    assert whole.passed and not whole.inconclusive
+    assert split.passed and split.inconclusive and math.isinf(split.runs_needed)
+    assert split.verdict.startswith("inconclusive at this run count")
+    assert "split among composed mechanisms" in split.verdict
+    # A larger share (0.7) asks for power below 1.4 x claim: a finite run count.
+    mid = evaluate_event(sel, a[2000:], b[2000:], alpha=1e-3, claimed_epsilon=1.0, share=0.7)
+    assert mid.detectable_epsilon >= 1.4 or not mid.inconclusive

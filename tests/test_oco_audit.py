@@ -219,7 +219,7 @@ def test_oco_search_seeds_are_disjoint_and_reproducible():
     a = audit_oco_learner("p-comw", **kw)
     b = audit_oco_learner("p-comw", **kw)
     assert a.result == b.result and a.chosen.view == b.chosen.view  # bit for bit
-    assert a.searched() == 2 and a.scenarios_total == 5 and a.test_runs == 2000
+    assert a.searched() == 2 and a.scenarios_total == 7 and a.test_runs == 2000
 
 
 def test_audit_oco_paths_checks_the_recorded_paths():
@@ -274,3 +274,55 @@ def test_gaussian_dp_ftrl_oco_half_noise_mutant_is_caught():
     assert not result.passed, result.summary()
     removed = audit_oco_agent(gaussian_tree_agent(0.0), x, xn, n_runs=4_000, seed=1)
     assert not removed.passed and removed.epsilon_lower_bound > 4.0, removed.summary()
+
+
+# --------------------------------------------------------------------------- declarations
+def test_oco_scenarios_are_derived_from_declarations():
+    """Trees get T = 2^m + 1 pairs and counters fed all T items; samplers long games; Gaussian
+    trees are also audited at the public delta = 1e-2; nothing is keyed on a learner's name."""
+    from dp_experts_env.evaluation.audit_oco import (
+        GAUSSIAN_AUDIT_DELTA,
+        default_oco_scenarios,
+        derived_oco_scenarios,
+        oco_declaration_of,
+    )
+
+    def labels(name, **params):
+        return [s.label for s in default_oco_scenarios(name, params={"epsilon": 1.0, **params})]
+
+    tree = labels("dp-ftrl-oco")
+    assert tree[0].startswith("first-round +-G, d=1, T=3") and tree[1].startswith(
+        "first-round +-G, d=1, T=5"
+    )
+    assert "tree fed all T items, d=1, T=33, row 0 negated" in tree
+    gauss = default_oco_scenarios("gaussian-dp-ftrl-oco", params={"epsilon": 1.0})
+    assert gauss[0].params == {"delta": GAUSSIAN_AUDIT_DELTA} and "delta=0.01" in gauss[0].label
+    assert labels("dp-ftrl-oco", law="gaussian")[0].endswith("delta=0.01")
+    sampler = labels("p-comw")
+    assert sampler[0].startswith("first-round +-G, d=1, T=2")
+    assert "long game, d=1, T=32, row 0 negated" in sampler
+    # A tree fed all T items: a gradient every round, the pair differs in row 0 only.
+    fed = next(s for s in gauss if s.label.startswith("tree fed all T items, d=1, T=17"))
+    assert np.all(np.abs(fed.losses) == 1.0) and fed.changed_round == 0
+    # Non-private learners declare nothing and are refused by the search.
+    assert oco_declaration_of("lazy-ftrl-oco") is None and derived_oco_scenarios(None) == []
+    from dp_experts_env.evaluation.audit_oco import audit_oco_learner
+
+    with pytest.raises(ValueError, match="not a private OCO learner"):
+        audit_oco_learner("lazy-ftrl-oco")
+
+
+@pytest.mark.slow  # about 8 s of CPU: three searches of the first two scenarios
+def test_gaussian_dp_ftrl_oco_default_search_verdicts():
+    """The default search (first two derived scenarios: delta = 1e-2, T = 3 and 5) catches
+    the noise-halved and noise-removed mutants and passes the learner (docs/privacy.md)."""
+    from dp_experts_env.evaluation.audit_oco import audit_oco_learner
+
+    kw = {"epsilon": 1.0, "runs": 20_000, "selection_runs": 4_000, "pairs": 2, "seed": 1}
+    good = audit_oco_learner("gaussian-dp-ftrl-oco", **kw)
+    half = audit_oco_learner("gaussian-dp-ftrl-oco", multiplier=0.5, **kw)
+    gone = audit_oco_learner("gaussian-dp-ftrl-oco", multiplier=0.0, **kw)
+    assert not good.violation and good.claim.delta == pytest.approx(1e-2), good.summary()
+    assert "scenarios derived from the declaration" in good.summary()
+    assert half.violation and half.result.epsilon_lower_bound > 1.2, half.summary()  # 1.37
+    assert gone.violation and gone.result.epsilon_lower_bound > 4.0, gone.summary()

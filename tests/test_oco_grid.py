@@ -39,4 +39,7 @@ def test_cli_list_run_and_audit(tmp_path, capsys):
     code = cli.main(
         ["audit", "dp-ftrl-oco", "--horizon", "5", "--n-experts", "2", "--n-runs", "1000"]
     )
-    assert code == 0 and "no violation found (" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    # 1,000 runs a side: a pass, or "inconclusive at this run count" when it could not have
+    # seen a learner spending twice its claim -- never a violation (exit code 0 either way)
+    assert code == 0 and ("no violation found (" in printed or "inconclusive at this" in printed)

@@ -425,3 +425,16 @@ def test_the_example_package_runs_the_contract_in_its_own_ci(tmp_path):
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "10 passed" in run.stdout
+
+
+@pytest.mark.slow
+def test_reproduce_puts_an_outside_learner_in_a_claims_role(tmp_path):
+    """DP_EXPERTS_PLUGINS only: ``reproduce CLAIM --agent`` finds the outside learner."""
+    run = _cli(
+        ["reproduce", "cc-horizon-free", "--quick", "--agent", NAME, "--out", "rep",
+         "--backend", "serial"],
+        tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    claims = pd.read_csv(tmp_path / "rep" / "claims.csv")
+    assert list(claims["learner"]) == [NAME] and list(claims["control"]) == ["uniform"]

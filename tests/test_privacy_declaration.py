@@ -67,8 +67,17 @@ def test_leaf_epsilons_are_known_answers():
     # AboveThreshold at epsilon: threshold Lap(2 D / eps), query Lap(4 D / eps).
     assert SparseVector("q", 2.0, 4.0, 8.0).cost() == (1.0, 0.0)
     assert SparseVector("q", 1.0, 2.0, 4.0, positives=3).cost() == (3.0, 0.0)
+    # Four 1-DP segments at delta: basic composition (4) beats advanced composition here (the
+    # sqrt(8 c ln(1/delta)) shortcut would claim 21.0, looser, and it is false for large
+    # segments); advanced composition wins for many small segments.
     seg = SparseVector("q", 1.0, 2.0, 4.0, positives=4, delta=1e-6)
-    assert seg.cost()[0] == pytest.approx(math.sqrt(8 * 4 * math.log(1e6)))
+    assert seg.cost() == (4.0, 0.0)
+    many = SparseVector("q", 1.0, 200.0, 400.0, positives=1000, delta=1e-6)
+    exact = math.sqrt(2 * 1000 * math.log(1e6)) * 0.01 + 1000 * 0.01 * math.expm1(0.01)
+    assert many.cost() == (pytest.approx(exact), 1e-6) and exact < 10.0
+    # The reviewer's counterexample: 2,000 segments of 0.932-DP are not 400-DP at 1e-5.
+    big = SparseVector("q", 1.0, 2.146, 4.292, positives=2000, delta=1e-5)
+    assert big.cost()[0] > 900.0
     assert TreeAggregation("s", 8, 4, (2,), 2.0, 8.0).cost() == (1.0, 0.0)
     gauss = TreeAggregation("s", 8, 4, (2,), 2.0, 4.0, noise="gaussian", delta=1e-5)
     rho = 4 * 4.0 / (2 * 16.0)
@@ -271,3 +280,24 @@ def test_fresh_draws_counts_declared_parallel_releases():
     assert fresh_draws(Parallel(release, "rounds")) == 0  # no count declared
     agent = _make("noisy-clipped-hedge", epsilon=1.0)
     assert fresh_draws(agent.declaration) == 119 * 5  # T - 1 loss vectors of N = 5
+
+
+def test_sparse_vector_calibration_keeps_the_advanced_scale_only_where_it_certifies():
+    """AboveThreshold(epsilon=400, c=2000, delta=1e-5) once drew sigma 2.15 (segments 0.93-DP,
+    which compose to about 967 at 1e-5, not 400): it must fall back to the basic scale."""
+    from dp_experts_env.privacy.declaration import advanced_composition_epsilon
+    from dp_experts_env.privacy.mechanisms import AboveThreshold
+
+    rng = np.random.default_rng(0)
+    big = AboveThreshold(epsilon=400.0, sensitivity=1.0, rng=rng, max_tops=2000, delta=1e-5)
+    assert big.sigma == pytest.approx(2 * 2000 / 400) and big.delta == 0.0
+    small = AboveThreshold(epsilon=1.0, sensitivity=1.0, rng=rng, max_tops=2000, delta=1e-5)
+    assert small.delta == 1e-5 and small.sigma < 2 * 2000
+    assert advanced_composition_epsilon(2.0 / small.sigma, 2000, 1e-5) <= 1.0
+
+
+def test_a_misspelt_tree_law_or_profile_is_refused():
+    with pytest.raises(ValueError, match="noise must be"):
+        TreeAggregation("s", 8, 4, (2,), 2.0, 4.0, noise="normal")
+    with pytest.raises(ValueError, match="profile must be"):
+        TreeAggregation("s", 8, 4, (2,), 2.0, 4.0, noise="gaussian", delta=1e-5, profile="GDP")

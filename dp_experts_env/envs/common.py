@@ -94,7 +94,12 @@ class GameSetup:
             raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")
         game = build_game(kind, num_runs=num_runs, **params)
         self.core = GameCore(
-            game.adversary, game.n_switches, num_runs, copies, dynamic_regret=game.dynamic_regret
+            game.adversary,
+            game.n_switches,
+            num_runs,
+            copies,
+            dynamic_regret=game.dynamic_regret,
+            dynamic_is_static=game.dynamic_is_static,
         )
         self.kind = kind
         self.family = game.family

@@ -173,6 +173,7 @@ class GameCore:
         num_runs: int,
         copies: int = 1,
         dynamic_regret: bool = True,
+        dynamic_is_static: bool = False,
     ) -> None:
         if not isinstance(adversary, Adversary):
             raise TypeError(f"adversary must be an Adversary, got {type(adversary).__name__}")
@@ -194,6 +195,8 @@ class GameCore:
         self.n_arms = adversary.n_arms
         self.feedback = adversary.feedback
         self.n_switches = int(n_switches)
+        #: a replay with S defaulted to 0: ``info["dynamic_regret_is_static"]`` says so
+        self.dynamic_is_static = bool(dynamic_is_static)
         bandit = self.feedback == "bandit"
         self.regret_cost = regret_cost(
             self.num_streams, self.n_experts, self.n_switches, self.horizon, dynamic_regret
@@ -593,6 +596,8 @@ class GameCore:
                 )
             info["segment"] = self._per_run(np.array(rnd.segment, dtype=np.int64))
             info["shift"] = self._per_run(np.array(rnd.shift, dtype=bool))
+        if self.dynamic_is_static:
+            info["dynamic_regret_is_static"] = np.ones(self.num_runs, dtype=bool)
         return info
 
     def _info_one(self, rnd: Round, loss: float) -> dict[str, Any]:
@@ -624,6 +629,8 @@ class GameCore:
                 )
             info["segment"] = int(rnd.segment[0])
             info["shift"] = bool(rnd.shift[0])
+        if self.dynamic_is_static:
+            info["dynamic_regret_is_static"] = True
         return info
 
     def state_nbytes(self) -> int:

@@ -110,6 +110,8 @@ class Game:
         params: the family's knobs as built (its parameter dataclass, declared defaults
             filled in); None for an Adversary instance, which was configured by its caller.
         dynamic_regret: whether the exact S-switch table is kept.
+        dynamic_is_static: a user's replay matrix with no ``n_switches`` given: S = 0, so the
+            dynamic regret is the static one (``info`` and the printed table say so).
     """
 
     adversary: Adversary
@@ -118,6 +120,7 @@ class Game:
     n_switches: int
     params: FamilyParams | None = None
     dynamic_regret: bool = True
+    dynamic_is_static: bool = False
 
 
 #: Largest horizon, number of experts and number of arms an env accepts. Change points and
@@ -233,6 +236,9 @@ def build_game(kind: str, *, num_runs: int = 1, **keywords: Any) -> Game:
         n_switches=s,
         params=params,
         dynamic_regret=bool(dynamic),
+        # A replayed matrix has no change structure the suite knows of: without n_switches its
+        # "dynamic" regret is the static one, which a reader must be told, not left to infer.
+        dynamic_is_static=family_name == "replay" and n_switches is None and s == 0,
     )
 
 

@@ -62,6 +62,7 @@ __all__ = [
     "declaration_of",
     "derived_scenarios",
     "noise_freshness",
+    "noise_provenance",
     "AuditReport",
     "Scenario",
     "audit_agent",
@@ -418,6 +419,86 @@ def noise_freshness(
     return ""
 
 
+#: declared kinds whose noise the learner draws through its noise backend (Laplace releases,
+#: trees, report-noisy-min, Gumbel-max exponential mechanisms, sparse-vector queries/thresholds)
+BACKEND_KINDS = frozenset({"laplace", "tree", "noisy-min", "exponential", "sparse-vector"})
+
+
+def _provenance_game(agent: str, params: Mapping[str, Any]) -> Scenario:
+    """A game on which any noisy learner's actions depend on its noise: random losses, T = 24.
+
+    N = 4 experts (bandit learners: K = 2 arms, identity advice), uniform [0, 1] losses from a
+    fixed seed; the pair's second side is never played (the check plays one side twice).
+    """
+    width = 2 if _spec_feedback(agent) == "bandit" else 4
+    x = np.random.default_rng(12345).random((24, width))
+    xp = x.copy()
+    xp[0] = 1.0 - x[0]
+    return _scenario("random losses", (x, xp), params)
+
+
+def _same_actions_without_noise(
+    agent: str, scenario: Scenario, n_runs: int, seed: int, multiplier: float
+) -> bool | None:
+    """True when side 0 plays identically with the backend's noise x0; None: not buildable."""
+    horizon, width = scenario.losses.shape
+    advice = _check_advice(scenario.advice, horizon, width)
+    n_experts = advice.shape[-2] if advice is not None else width
+    plays = []
+    for factor in (multiplier, 0.0):
+        params = dict(scenario.params)
+        params["noise"] = ScaledBackend(get_backend(params.pop("noise", "fast")), factor)
+        try:
+            built = _build(agent, n_runs, seed, {"n": n_experts, "t": horizon, "k": width}, params)
+        except (ValueError, TypeError):
+            return None  # the learner takes no noise backend (or not these parameters)
+        adv = np.eye(width) if built.feedback == "bandit" and advice is None else advice
+        actions, _ = _play(
+            built, scenario.losses, adv, n_runs, keyed=scenario.keyed, recorder=None, changed=-1
+        )
+        plays.append(actions)
+    return bool(np.array_equal(plays[0], plays[1]))
+
+
+def noise_provenance(
+    agent: str,
+    scenario: Scenario,
+    *,
+    params: Mapping[str, Any] | None = None,
+    n_runs: int = 256,
+    seed: int = 0,
+    multiplier: float = 1.0,
+) -> str:
+    """Check that the learner's outputs come from its backend's noise; "" when they do.
+
+    A learner whose declaration promises backend noise (a mechanism of :data:`BACKEND_KINDS`)
+    is played on side 0 of ``scenario`` twice with the same seeds: once as built and once with
+    every backend variate multiplied by 0 (:class:`ScaledBackend`; the uniforms are still
+    drawn, so every other random choice is the same). A learner whose noise comes from the
+    backend then plays differently in some run. Some scenarios fix the plays whatever the
+    noise (a bandit's first exploration rounds, advice that names one arm), so identical
+    actions are confirmed on a second game where every noisy learner's plays depend on its
+    noise (:func:`_provenance_game`: random losses, T = 24, the learner's ``params``).
+    Identical actions on both mean the noise that reaches the actions is drawn elsewhere (the
+    learner's own generator), which neither the draw counts, the freshness check nor the
+    recorded releases can see, and which the claim's backend (and an audit mutant's
+    multiplier) does not describe. Learners that declare no backend noise, and noise-removed
+    mutants (``multiplier = 0``), are not checked.
+    """
+    declared = declaration_of(agent, scenario.params)
+    if declared is None or multiplier == 0.0 or not (set(_kinds(declared)) & BACKEND_KINDS):
+        return ""
+    games = (scenario, _provenance_game(agent, dict(params or {})))
+    for game in games:
+        if not _same_actions_without_noise(agent, game, n_runs, seed, multiplier):
+            return ""
+    return (
+        f"the declaration promises noise through the backend, but the learner played the same "
+        f"actions in all {n_runs} runs of two games with the backend's noise removed (noise "
+        "drawn outside the backend, e.g. from the learner's own generator)"
+    )
+
+
 # --------------------------------------------------------------------------- one pair
 def audit_agent(
     agent: str | Callable[[int, int], Any],
@@ -535,6 +616,8 @@ class AuditReport:
             nothing: generic scenarios only).
         stale_noise: what the noise-freshness check found reappearing ("" when every draw
             was fresh); a finding is a violation.
+        foreign_noise: what the noise-provenance check found (:func:`noise_provenance`: the
+            actions do not depend on the backend's noise; "" when they do); a violation.
     """
 
     agent: str
@@ -551,17 +634,20 @@ class AuditReport:
     seconds: float
     declaration: str = ""
     stale_noise: str = ""
+    foreign_noise: str = ""
 
     @property
     def violation(self) -> bool:
-        """True when the test's lower bound exceeds the claim, or noise was reused."""
-        return not self.result.passed or bool(self.stale_noise)
+        """True when the test's lower bound exceeds the claim, or a noise check failed."""
+        return not self.result.passed or bool(self.stale_noise) or bool(self.foreign_noise)
 
     @property
     def verdict(self) -> str:
-        """The test's verdict, or the reused noise when the freshness check found it."""
+        """The test's verdict, or the noise check that failed (freshness, provenance)."""
         if self.stale_noise and self.result.passed:
             return f"VIOLATION: fresh-noise check failed ({self.stale_noise})"
+        if self.foreign_noise and self.result.passed:
+            return f"VIOLATION: noise-provenance check failed ({self.foreign_noise})"
         return self.result.verdict
 
     def searched(self) -> int:
@@ -595,6 +681,8 @@ class AuditReport:
             )
         if self.stale_noise:
             lines.append(f"  noise freshness: {self.stale_noise}")
+        if self.foreign_noise:
+            lines.append(f"  noise provenance: {self.foreign_noise}")
         if self.skipped:
             lines.append(f"  skipped {len(self.skipped)} scenario(s): {self.skipped[0]}")
         if self.multiplier != 1.0:
@@ -771,6 +859,9 @@ def audit_learner(
     ]
     claim = sides[0].claim
     stale = noise_freshness(agent, best.scenario, seed=test_seed + 2 * n_test, multiplier=mult)
+    foreign = noise_provenance(
+        agent, best.scenario, params=user, seed=test_seed + 2 * n_test, multiplier=mult
+    )
     view = (lambda o: o.releases) if best.view == "releases" else (lambda o: o.actions)
     result = evaluate_event(
         best.selection,
@@ -780,6 +871,7 @@ def audit_learner(
         claimed_epsilon=float(claim.epsilon),
         claimed_delta=float(claim.delta),
         n_runs=n_test,
+        share=_share(agent, best.scenario),
     )
     return AuditReport(
         agent=agent,
@@ -796,6 +888,7 @@ def audit_learner(
         seconds=time.perf_counter() - began,
         declaration=declared.describe() if declared is not None else "",
         stale_noise=stale,
+        foreign_noise=foreign,
     )
 
 
@@ -900,6 +993,20 @@ def _kinds(declaration: Any) -> list[str]:
     from dp_experts_env.privacy.declaration import leaves
 
     return list(dict.fromkeys(leaf.kind for leaf in leaves(declaration)))
+
+
+def _share(agent: str, scenario: Scenario) -> float:
+    """The largest composed part's share of the claim in ``scenario`` (1: not split).
+
+    Read off the declaration of the learner built with the scenario's parameters
+    (:func:`~dp_experts_env.privacy.declaration.largest_share`): a claim split among
+    mechanisms that no single event family reads jointly (selections + a sparse vector) needs
+    more power for a pass to carry information.
+    """
+    from dp_experts_env.privacy.declaration import largest_share
+
+    declared = declaration_of(agent, scenario.params)
+    return largest_share(declared) if declared is not None else 1.0
 
 
 def _releases(declaration: Any) -> bool:

@@ -46,6 +46,9 @@ __all__ = [
     "audit_oco_agent",
     "audit_oco_learner",
     "default_oco_scenarios",
+    "derived_oco_scenarios",
+    "fed_pair",
+    "oco_declaration_of",
 ]
 
 #: test runs per side when neither the caller nor the chosen scenario says otherwise
@@ -113,26 +116,109 @@ def sign_pair(horizon: int, dim: int, grad: float = 1.0, *, seed: int = 12345):
     return x, xp
 
 
-def default_oco_scenarios(agent: str, *, grad_bound: float = 1.0) -> list[OCOScenario]:
-    """The default search of an OCO learner, tuned candidates first (see docs/privacy.md)."""
+def oco_declaration_of(agent: str, params: Mapping[str, Any] | None = None) -> Any:
+    """The mechanisms an OCO learner declares (``agent.declaration``), or None.
+
+    Built with d = 1, T = 8 and ``params``; None when the learner declares nothing (the audit
+    then runs the generic scenarios only) or cannot be built with these parameters.
+    """
+    try:
+        built = _build_oco_agent(agent, 1, 0, 8, 1, dict(params or {}))
+    except (ValueError, TypeError):
+        return None
+    return getattr(built, "declaration", None)
+
+
+def _first(t: int, why: str, g: float, params: Mapping[str, Any] | None = None) -> OCOScenario:
+    shown = "; " + ", ".join(f"{k}={v:g}" for k, v in (params or {}).items()) if params else ""
+    return OCOScenario(
+        f"first-round +-G, d=1, T={t} ({why}){shown}",
+        *first_round_pair(t, 1, g),
+        dict(params or {}),
+    )
+
+
+def fed_pair(horizon: int, grad: float = 1.0, *, seed: int = 12345) -> tuple[np.ndarray, ...]:
+    """One dimension, a gradient ``+-G`` every round (random signs), the neighbour negating row 0.
+
+    Every round feeds the learner (a tree counter fed all T items, a sampler whose state spans
+    the game), and the changed gradient lies in every later running sum.
+    """
+    x, _ = sign_pair(horizon, 1, grad, seed=seed)
+    xp = x.copy()
+    xp[0] *= -1.0
+    return x, xp
+
+
+#: the delta at which a Gaussian tree's claim is also audited: its epsilon at delta = 1e-5 lives
+#: on events of probability ~1e-5, beyond an action-level audit; at 1e-2 on events of ~1e-2
+GAUSSIAN_AUDIT_DELTA = 1e-2
+
+
+def derived_oco_scenarios(declaration: Any, *, grad_bound: float = 1.0) -> list[OCOScenario]:
+    """Scenarios derived from an OCO learner's declared mechanisms (none without one).
+
+    * a tree (``TreeAggregation``): first-round pairs at T = 3 and 5 (``T = 2^m + 1``: the first
+      gradient lies in every node read by a later play) and 2, then the counter fed all T items
+      (``fed_pair``, T = 17 and 33); a Gaussian tree (delta > 0) first at the public
+      ``delta = GAUSSIAN_AUDIT_DELTA`` (a valid claim of the same learner whose epsilon sits on
+      events an audit reaches);
+    * lazy sampling (``SamplingSteps``): first-round pairs at T = 2, 3, 4, 8 (one coin and one
+      fresh sample at T = 2, where the certificate is nearly tight), then long games (T = 16,
+      32, a gradient every round).
+    """
+    from dp_experts_env.privacy.declaration import leaves
+
+    if declaration is None:
+        return []
     g = check_float("grad_bound", grad_bound, minimum=0.0, min_inclusive=False)
+    out: list[OCOScenario] = []
+    for leaf in leaves(declaration):
+        if leaf.kind == "tree":
+            if getattr(leaf, "noise", "laplace") == "gaussian" and leaf.delta > 0:
+                d = {"delta": GAUSSIAN_AUDIT_DELTA}
+                out += [
+                    _first(3, "g_1 in both nodes read later", g, d),
+                    _first(5, "g_1 in the nodes read at rounds 2, 3, 5", g, d),
+                ]
+            out += [
+                _first(3, "g_1 lies in both tree nodes read by later plays", g),
+                _first(5, "g_1 lies in the three nodes read at rounds 2, 3 and 5", g),
+                _first(2, "one node read", g),
+            ]
+            out += [
+                OCOScenario(f"tree fed all T items, d=1, T={t}, row 0 negated", *fed_pair(t, g))
+                for t in (17, 33)
+            ]
+        elif leaf.kind == "sampling":
+            out += [
+                _first(2, "one coin and one fresh Gibbs sample", g),
+                _first(3, "two coins", g),
+                _first(4, "three coins", g),
+                _first(8, "a longer path", g),
+            ]
+            out += [
+                OCOScenario(f"long game, d=1, T={t}, row 0 negated", *fed_pair(t, g))
+                for t in (16, 32)
+            ]
+    seen: set[str] = set()
+    return [s for s in out if not (s.label in seen or seen.add(s.label))]
 
-    def first(t: int, why: str) -> OCOScenario:
-        return OCOScenario(f"first-round +-G, d=1, T={t} ({why})", *first_round_pair(t, 1, g))
 
-    if agent == "dp-ftrl-oco":
-        out = [
-            first(3, "g_1 lies in both tree nodes read by later plays"),
-            first(5, "g_1 lies in the three nodes read at rounds 2, 3 and 5"),
-            first(2, "one node read"),
-        ]
-    else:
-        out = [
-            first(2, "one coin and one fresh Gibbs sample"),
-            first(3, "two coins"),
-            first(4, "three coins"),
-            first(8, "a longer path"),
-        ]
+def default_oco_scenarios(
+    agent: str, *, grad_bound: float = 1.0, params: Mapping[str, Any] | None = None
+) -> list[OCOScenario]:
+    """The default search of an OCO learner: derived from its declaration, then generic.
+
+    The derived candidates (:func:`derived_oco_scenarios`) come first, so a short budget still
+    tries them; the generic one (random signs, d = 4, T = 8, row 4 negated) follows. A learner
+    that declares nothing gets first-round pairs at T = 2, 3, 4 and the generic one.
+    """
+    g = check_float("grad_bound", grad_bound, minimum=0.0, min_inclusive=False)
+    declared = oco_declaration_of(agent, params)
+    out = derived_oco_scenarios(declared, grad_bound=g)
+    if not out:
+        out = [_first(t, "generic", g) for t in (2, 3, 4)]
     out.append(OCOScenario("random signs, d=4, T=8, row 4 negated", *sign_pair(8, 4, g)))
     return out
 
@@ -230,8 +316,13 @@ def audit_oco_learner(
                 "give the mutant's noise factor once: multiplier or noise_multiplier, not both"
             )
         user["noise_multiplier"] = mult
+    declared = oco_declaration_of(agent, {k: v for k, v in user.items() if k != "noise_multiplier"})
     if scenarios is None:
-        scenarios = default_oco_scenarios(agent, grad_bound=float(user.get("grad_bound", 1.0)))
+        scenarios = default_oco_scenarios(
+            agent,
+            grad_bound=float(user.get("grad_bound", 1.0)),
+            params={k: v for k, v in user.items() if k != "noise_multiplier"},
+        )
     scenarios = [
         OCOScenario(s.label, s.losses, s.neighbor, {**s.params, **user}, s.runs) for s in scenarios
     ]
@@ -303,6 +394,7 @@ def audit_oco_learner(
         skipped=skipped,
         time_budget=budget,
         seconds=time.perf_counter() - began,
+        declaration=declared.describe() if declared is not None else "",
     )
 
 

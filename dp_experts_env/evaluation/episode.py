@@ -193,6 +193,8 @@ def _play_blocks(
     marks = sorted(r for r in keep if 1 <= r <= horizon)
     runs, n = core.num_runs, core.n_experts
     most = min(BLOCK_ROUNDS, max(1, BLOCK_ELEMENTS // (runs * n)))
+    if progress_hook is not None:  # a report every 1024 rounds, as on the per-round path
+        most = min(most, 1024)
     stream_of = core._rows  # run r plays stream r % streams
     curves: dict[str, list[np.ndarray]] = {}
     t = 0
@@ -211,6 +213,8 @@ def _play_blocks(
             actions[:, lo:hi] = _block_actions(agent, seen)
         previous, _, _, _, info = base.step_block(actions)
         t += k
+        if progress_hook is not None and t // 1024 > (t - k) // 1024:
+            progress_hook(t, horizon)
         if t in keep:
             for key in METRICS:
                 if key in info:

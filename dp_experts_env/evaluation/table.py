@@ -85,6 +85,18 @@ def _certified(value: float, private: bool, requested: float) -> str:
     return f"{value:.4g}"
 
 
+def _static_note(env: str) -> str:
+    """A note for a replayed matrix with no ``n_switches``: its dynamic regret is the static one.
+
+    Read from the env's display (``id[params]``): a user-labelled env gets no note, but its
+    episodes' ``info["dynamic_regret_is_static"]`` still says so.
+    """
+    if env.startswith("DPExperts-Oblivious-v0[") and "losses=" in env and "n_switches=" not in env:
+        if "family=" not in env or "family=replay" in env:
+            return "  (replay without n_switches: S = 0, dynamic regret = static regret)"
+    return ""
+
+
 def terminal_table(frame: pd.DataFrame, table: pd.DataFrame, metric: str) -> str:
     """The compact table of a summary (``summarize``'s rows) for the terminal.
 
@@ -130,7 +142,7 @@ def terminal_table(frame: pd.DataFrame, table: pd.DataFrame, metric: str) -> str
             row["score"] = f"{rec[score_col]:.2f}" if math.isfinite(rec[score_col]) else "nan"
         rows.append(row)
     shown = pd.DataFrame(rows)
-    header = [f"env {labels[e]}: {e}" for e in envs]
+    header = [f"env {labels[e]}: {e}{_static_note(e)}" for e in envs]
     header.append(
         f"final {metric.replace('_', ' ')}, ranked per env; '=' after a rank: its 95% interval "
         "overlaps the one above"

@@ -135,7 +135,13 @@ INCONCLUSIVE_FACTOR = 2.0
 
 
 def runs_needed(
-    count_hi: int, n: int, *, alpha: float, claimed_epsilon: float, delta: float = 0.0
+    count_hi: int,
+    n: int,
+    *,
+    alpha: float,
+    claimed_epsilon: float,
+    delta: float = 0.0,
+    share: float = 1.0,
 ) -> float:
     """Runs per side at which an event would show a learner spending twice its claim.
 
@@ -143,10 +149,13 @@ def runs_needed(
     (:data:`INCONCLUSIVE_FACTOR`) are as in :attr:`AuditResult.inconclusive`. The event's
     frequency is held at ``count_hi / n`` and the run count doubled until
     :func:`detectable_epsilon` falls below ``INCONCLUSIVE_FACTOR * claimed_epsilon`` (``inf``
-    when the event was never seen or beyond 2^40 runs).
+    when the event was never seen or beyond 2^40 runs). ``share`` (the declaration's
+    :func:`~dp_experts_env.privacy.declaration.largest_share`) scales the target: an event
+    reading one part of a split claim shows at most ``INCONCLUSIVE_FACTOR x share x claim``,
+    and when that is not above the claim no run count suffices (``inf``).
     """
-    target = INCONCLUSIVE_FACTOR * claimed_epsilon
-    if count_hi <= 0 or not math.isfinite(claimed_epsilon):
+    target = INCONCLUSIVE_FACTOR * share * claimed_epsilon
+    if count_hi <= 0 or not math.isfinite(claimed_epsilon) or target <= claimed_epsilon:
         return math.inf
     p = count_hi / n
     m = n
@@ -195,7 +204,12 @@ class AuditResult:
             would have shown above the claim (:func:`detectable_epsilon`; ``inf``: none).
         runs_needed: runs per side at which the event, seen as often as here, would have
             shown a learner spending :data:`INCONCLUSIVE_FACTOR` times its claim (nan: not
-            computed; inf: the event was never seen, no run count can be read off it).
+            computed; inf: the event was never seen, or the claim is split so that no event
+            reading one part can show it, no run count can be read off it).
+        share: the largest composed part's share of the claim
+            (:func:`~dp_experts_env.privacy.declaration.largest_share`; 1 for a claim that is
+            not split): a learner spending twice its claim shows at most ``2 x share x claim``
+            on an event reading one part, so a pass needs that much power to carry information.
 
     A pass is *inconclusive* (:attr:`inconclusive`) when the test could not have shown even a
     learner spending :data:`INCONCLUSIVE_FACTOR` times the claimed epsilon: it then carries no
@@ -213,12 +227,13 @@ class AuditResult:
     alpha: float
     detectable_epsilon: float = math.inf
     runs_needed: float = math.nan
+    share: float = 1.0
 
     @property
     def inconclusive(self) -> bool:
         """A pass that could not have seen a learner spending twice its claim (no information)."""
         power = self.detectable_epsilon
-        return self.passed and not power < INCONCLUSIVE_FACTOR * self.claimed_epsilon
+        return self.passed and not power < INCONCLUSIVE_FACTOR * self.share * self.claimed_epsilon
 
     @property
     def verdict(self) -> str:
@@ -233,7 +248,15 @@ class AuditResult:
             )
         if self.inconclusive:
             need = self.runs_needed
-            if math.isnan(need):
+            split = INCONCLUSIVE_FACTOR * self.share
+            if self.share < 1.0 and split * self.claimed_epsilon <= self.claimed_epsilon:
+                more = (
+                    f"; the claim is split among composed mechanisms (largest share "
+                    f"{self.share:.3g}): a learner spending {INCONCLUSIVE_FACTOR:g}x shows at "
+                    f"most {split * self.claimed_epsilon:.3g} on an event reading one of them, "
+                    "so no run count of such an event suffices; a joint event is needed"
+                )
+            elif math.isnan(need):
                 more = ""
             elif math.isinf(need):
                 more = "; the event was never seen, so no run count can be read off it"
@@ -785,8 +808,13 @@ def evaluate_event(
     claimed_epsilon: float,
     claimed_delta: float = 0.0,
     n_runs: int | None = None,
+    share: float = 1.0,
 ) -> AuditResult:
-    """Count a selected event on test runs and bound epsilon (with the test's power)."""
+    """Count a selected event on test runs and bound epsilon (with the test's power).
+
+    ``share`` is the declaration's largest part's share of the claim (see
+    :attr:`AuditResult.share`).
+    """
     m = out_a.shape[0]
     if selection is None:
         return AuditResult(
@@ -808,9 +836,14 @@ def evaluate_event(
         k_hi, m, alpha=alpha, claimed_epsilon=claimed_epsilon, delta=claimed_delta
     )
     need = math.nan
-    if lb <= claimed_epsilon and not power < INCONCLUSIVE_FACTOR * claimed_epsilon:
+    if lb <= claimed_epsilon and not power < INCONCLUSIVE_FACTOR * share * claimed_epsilon:
         need = runs_needed(
-            k_hi, m, alpha=alpha, claimed_epsilon=claimed_epsilon, delta=claimed_delta
+            k_hi,
+            m,
+            alpha=alpha,
+            claimed_epsilon=claimed_epsilon,
+            delta=claimed_delta,
+            share=share,
         )
     return AuditResult(
         lb,
@@ -824,6 +857,7 @@ def evaluate_event(
         alpha,
         power,
         need,
+        share,
     )
 
 

@@ -78,6 +78,18 @@ def _laplace_epsilon(sensitivity: float, scale: float) -> float:
     return math.inf if scale == 0.0 else sensitivity / scale
 
 
+def advanced_composition_epsilon(epsilon: float, k: int, delta: float) -> float:
+    """Epsilon of ``k`` epsilon-DP mechanisms composed adaptively, at extra ``delta``.
+
+    Dwork, Rothblum & Vadhan 2010 (Dwork & Roth Thm 3.20): ``sqrt(2 k ln(1/delta)) epsilon +
+    k epsilon (e^epsilon - 1)``, valid for every epsilon (the ``sqrt(8 k ln(1/delta))`` form
+    used by Thm 3.26 needs small epsilon).
+    """
+    if math.isinf(epsilon):
+        return math.inf
+    return math.sqrt(2.0 * k * math.log(1.0 / delta)) * epsilon + k * epsilon * math.expm1(epsilon)
+
+
 def _total_delta(delta: float) -> float:
     # Guarantee needs delta < 1; a composition that reaches 1 says nothing.
     return min(delta, math.nextafter(1.0, 0.0))
@@ -204,7 +216,9 @@ class SparseVector(Mechanism):
     One segment (up to one TOP) costs ``sensitivity / threshold_scale + 2 sensitivity /
     query_scale`` (Lyu, Su & Li 2017, Thm 2; with ``query_scale = 2 threshold_scale`` this is
     Dwork & Roth's AboveThreshold, Thm 3.23); ``positives`` segments compose basically, or, with
-    ``delta > 0``, as in Dwork & Roth Thm 3.26 (``segment * sqrt(8 c ln(1/delta))``).
+    ``delta > 0``, by advanced composition (Dwork, Rothblum & Vadhan: ``sqrt(2 c ln(1/delta))
+    segment + c segment (e^segment - 1)``), whichever is smaller. (Dwork & Roth's Thm 3.26 form
+    ``segment sqrt(8 c ln(1/delta))`` drops the second term and holds only for small segments.)
     ``draws``, when given, is how many scalar noise draws (queries and thresholds) a run makes
     in a game of the learner's horizon (the audit checks them: :func:`scalar_draws`).
     """
@@ -227,13 +241,16 @@ class SparseVector(Mechanism):
     def cost(self) -> tuple[float, float]:
         """(epsilon, delta) per datum."""
         seg = self.segment_epsilon()
+        basic = self.positives * seg
         if self.delta > 0.0:
-            return seg * math.sqrt(8.0 * self.positives * math.log(1.0 / self.delta)), self.delta
-        return self.positives * seg, 0.0
+            advanced = advanced_composition_epsilon(seg, self.positives, self.delta)
+            if advanced < basic:
+                return advanced, self.delta
+        return basic, 0.0
 
     def describe(self) -> str:
         """The accountant text."""
-        how = "Dwork-Roth Thm 3.26" if self.delta else "basic composition"
+        how = "advanced composition" if self.cost()[1] else "basic composition"
         return (
             f"sparse vector on {self.what}, {self.positives} TOP(s) ({how} of AboveThreshold), "
             f"query sensitivity {_g(self.sensitivity)}, threshold noise "
@@ -266,6 +283,13 @@ class TreeAggregation(Mechanism):
     profile: str = "zcdp"
     kind: ClassVar[str] = "tree"
     releases: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        # A misspelt law or profile must not fall back silently to another formula.
+        if self.noise not in ("laplace", "gaussian"):
+            raise ValueError(f"noise must be 'laplace' or 'gaussian', got {self.noise!r}")
+        if self.profile not in ("zcdp", "gdp"):
+            raise ValueError(f"profile must be 'zcdp' or 'gdp', got {self.profile!r}")
 
     def rho(self) -> float:
         """The zCDP rho of the Gaussian tree (inf with no noise)."""
@@ -581,3 +605,36 @@ def library_epsilon(mechanism: Mechanism, delta: float, *, accountant: str = "pl
         raise ValueError(f"accountant must be 'pld' or 'rdp', got {accountant!r}")
     acc.compose(event)
     return float(acc.get_epsilon(delta))
+
+
+# --------------------------------------------------------------------------- the audit's power
+def composed_parts(mechanism: Mechanism) -> tuple[Mechanism, ...]:
+    """The mechanisms a sequential composition splits the claim among, through parallel copies.
+
+    ``Parallel`` and ``PostProcessing`` are looked through (one datum meets one copy, and
+    post-processing adds no cost); a ``Sequential`` contributes each of its parts (flattened);
+    anything else, ``Repeated`` included (copies of one kind, read by one statistic), is one
+    part. A declaration with no sequential composition is its own single part.
+    """
+    if isinstance(mechanism, (Parallel, PostProcessing)):
+        return composed_parts(mechanism.part)
+    if isinstance(mechanism, Sequential):
+        return tuple(p for part in mechanism.parts for p in composed_parts(part))
+    return (mechanism,)
+
+
+def largest_share(mechanism: Mechanism) -> float:
+    """The largest part's epsilon over the whole claim's (1 when the claim is not split).
+
+    A learner spending ``f`` times its claim may spend ``f`` times each part's epsilon; an
+    event that reads one part then shows at most ``f x largest_share x claim``. The audit
+    scales the power it requires of a pass by this share (a heterogeneous split such as
+    selections + sparse vector is read by no single event family).
+    """
+    parts = composed_parts(mechanism)
+    total = mechanism.cost()[0]
+    if len(parts) < 2 or not math.isfinite(total) or total <= 0.0:
+        return 1.0
+    if all(p.releases for p in parts):
+        return 1.0  # released values of every part: one likelihood-ratio statistic reads all
+    return min(1.0, max(p.cost()[0] for p in parts) / total)

@@ -465,8 +465,13 @@ class AboveThreshold:
         sens = self.backend.effective_sensitivity(self.sensitivity, 1)
         sigma = 2.0 * c * sens / epsilon
         if delta > 0.0 and math.isfinite(epsilon):
+            from dp_experts_env.privacy.declaration import advanced_composition_epsilon
+
             sigma_adv = math.sqrt(32.0 * c * math.log(1.0 / delta)) * sens / epsilon
-            if sigma_adv < sigma:
+            # Thm 3.26's scale, kept only where advanced composition (exact form) certifies
+            # epsilon with it: the sqrt(8 c ln(1/delta)) shortcut fails for large segments.
+            segment = 2.0 * sens / sigma_adv  # threshold Lap(sigma) + query Lap(2 sigma)
+            if sigma_adv < sigma and advanced_composition_epsilon(segment, c, delta) <= epsilon:
                 return sigma_adv, delta
         return sigma, 0.0
 
