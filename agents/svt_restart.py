@@ -46,7 +46,8 @@ WINDOW_GRIDS = ("dyadic", "all")
 DYADIC_STARTS = 8
 # The de-duplicated dyadic storage below relies on ring slot parity = parity of u / 2^k.
 assert DYADIC_STARTS % 2 == 0
-#: calibrated tuning's false-alarm level: the chance that a run restarts on stationary data
+#: calibrated tuning's per-term tail level beta (a design level: the four tail bounds of the
+#: slack each hold at beta; docs/algorithms.md says what is and is not proven)
 DEFAULT_FALSE_ALARM = 0.05
 #: rho of the normal-mixture boundary: where (in window length) it is tightest, roughly
 MIXTURE_RHO = 16.0
@@ -285,8 +286,9 @@ class SVTRestart(PrivateAgent):
         elif beta is None:
             self.beta = DEFAULT_FALSE_ALARM
         else:
+            # beta > 1/2 would turn the threshold tail sr ln(1/(2 beta)) negative
             self.beta = check_float(
-                "beta", beta, minimum=0.0, maximum=1.0, min_inclusive=False, max_inclusive=False
+                "beta", beta, minimum=0.0, maximum=0.5, min_inclusive=False, max_inclusive=True
             )
         if self.window_grid == "all":
             need = self.num_envs * (t_max + 1) * (n + 1) * 8

@@ -376,3 +376,10 @@ def test_window_starts_count_only_starts_that_can_fire():
     assert SVTRestart(10, 10_000, epsilon=math.inf, window_grid="all", max_restarts=0)\
         .window_starts == 10_000  # fmt: skip
     assert SVTRestart(10, 10_000, epsilon=1.0, tuning="paper").window_starts == 10_000
+
+
+def test_beta_above_one_half_is_refused():
+    """beta > 1/2 would make the threshold tail sr ln(1/(2 beta)) negative (a smaller slack)."""
+    with pytest.raises(ValueError, match="beta"):
+        agents.make("svt-restart", n_experts=3, horizon=10, beta=0.6)
+    assert agents.make("svt-restart", n_experts=3, horizon=10, beta=0.5).beta == 0.5
