@@ -93,7 +93,9 @@ def test_sizes_are_column_and_full_width():
 
 def test_pdf_embeds_truetype_not_type3_fonts(tmp_path):
     frame = _rows()
-    paths = save_figure(plot_regret_vs_round(frame, f"{ENV_ID}[horizon=100]"), tmp_path / "f")
+    paths = save_figure(
+        plot_regret_vs_round(frame, f"{ENV_ID}[horizon=100]"), tmp_path / "f", ("png", "pdf")
+    )
     pdf = next(p for p in paths if p.suffix == ".pdf").read_bytes()
     assert b"/Type3" not in pdf and b"/FontType 3" not in pdf
     assert b"/CIDFontType2" in pdf or b"/TrueType" in pdf  # Type 42 = TrueType outlines

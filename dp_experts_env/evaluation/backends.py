@@ -27,11 +27,48 @@ from dp_experts_env.evaluation import episode as episode_mod
 from dp_experts_env.evaluation.episode import group_key, run_cells
 from dp_experts_env.evaluation.grid import Cell
 
-__all__ = ["BACKENDS", "execute", "plan_units"]
+__all__ = ["BACKENDS", "execute", "plan_units", "estimate_work", "worth_processes"]
 
 BACKENDS = ("local", "serial", "ray")
 
 Result = tuple[Cell, list[dict[str, Any]]]
+
+
+#: Run-rounds of work that pay for one more process. A spawned worker costs ~2.5 s of CPU
+#: (interpreter, imports, loading compiled kernels) before its first cell; a run-round of the
+#: default comparison costs ~1.4 us in blocks, so 2e7 run-rounds (~30 s) make the start-up
+#: under a tenth of what the worker does.
+ROUNDS_PER_PROCESS = 20_000_000
+_DEFAULT_HORIZON = 10_000  # assumed for an env whose horizon is neither given nor declared
+
+
+def _horizon(cell: Cell) -> int:
+    horizon = cell.env.params.get("horizon")
+    if horizon is None:
+        import gymnasium as gym
+
+        try:
+            horizon = gym.spec(cell.env.id).kwargs.get("horizon")
+        except Exception:  # an unknown id fails later, with the grid's own message
+            horizon = None
+    try:
+        return max(1, int(horizon))
+    except (TypeError, ValueError):
+        return _DEFAULT_HORIZON
+
+
+def estimate_work(cells: Sequence[Cell]) -> int:
+    """Run-rounds of ``cells``: seeds x horizon, summed (what a sweep's CPU grows with)."""
+    return sum(len(cell.seed_indices) * _horizon(cell) for cell in cells)
+
+
+def worth_processes(cells: Sequence[Cell]) -> int:
+    """How many processes the work of ``cells`` pays for (1: play them in this process).
+
+    One per :data:`ROUNDS_PER_PROCESS` run-rounds: the default comparison (50 cells x 10 seeds x
+    10^4 rounds = 5e6) plays in the calling process, with no worker to start.
+    """
+    return max(1, estimate_work(cells) // ROUNDS_PER_PROCESS)
 
 
 def plan_units(cells: Sequence[Cell], n_units: int = 1) -> list[list[Cell]]:
@@ -276,7 +313,8 @@ def execute(
     Args:
         cells: the cells to run.
         backend: ``local`` (process pool, default), ``serial`` (this process) or ``ray``.
-        n_jobs: worker processes for ``local`` (default: the number of CPUs).
+        n_jobs: processes for ``local`` (default: the number of CPUs, but no more than the work
+            pays for: :func:`worth_processes`; a grid of a few seconds plays in this process).
         address: Ray cluster address (default: ``RAY_ADDRESS`` or a local Ray instance).
         progress: called as ``progress(unit, fraction)`` (the unit's cells, the fraction of its
             current episode played) about every half second while units play, from this
@@ -287,13 +325,12 @@ def execute(
         return iter(())
     if backend == "ray":
         return _ray(plan_units(cells, os.cpu_count() or 1), address)
-    jobs = (
-        1
-        if backend == "serial"
-        else (os.cpu_count() or 1)
-        if n_jobs is None
-        else (check_int("n_jobs", n_jobs, minimum=1))
-    )
+    if backend == "serial":
+        jobs = 1
+    elif n_jobs is None:  # as many processes as the work pays for, at most one per CPU
+        jobs = min(os.cpu_count() or 1, worth_processes(cells))
+    else:
+        jobs = check_int("n_jobs", n_jobs, minimum=1)
     units = plan_units(cells, jobs)
     report = None if progress is None else (lambda i, frac: progress(units[i], frac))
     if jobs == 1 or len(units) == 1:

@@ -249,30 +249,59 @@ def _module_source(name: str) -> tuple[str | None, bytes]:
     return spec.origin, Path(spec.origin).read_bytes()
 
 
-@functools.cache
-def _imports(name: str) -> tuple[str, ...]:
-    """Project modules a module imports anywhere in its source (lazy imports included)."""
-    origin, source = _module_source(name)
-    if origin is None:
-        return ()
+# (module name, origin, size, mtime) -> its import statements, parsed. Kept across sweeps (a
+# file's stamp changes when it is edited), so a process running many grids (reproduce) parses
+# each file once, not once per grid.
+_PARSED: dict[tuple[str, str, int, int], tuple[tuple[str, tuple[str, ...]], ...]] = {}
+
+
+def _import_statements(
+    name: str, origin: str, source: bytes
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``(module, names)`` of every import of a module's source (``names`` empty for ``import``)."""
+    info = os.stat(origin)
+    stamp = (name, origin, info.st_size, info.st_mtime_ns)
+    if stamp in _PARSED:
+        return _PARSED[stamp]
     is_package = os.path.basename(origin) == "__init__.py"
     package = name if is_package else name.rpartition(".")[0]
-    found: set[str] = set()
+    statements: list[tuple[str, tuple[str, ...]]] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            statements.extend((alias.name, ()) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 parts = package.split(".")
                 parts = parts[: len(parts) - node.level + 1]
                 base = ".".join(p for p in [*parts, base] if p)
-            found.add(base)
-            for alias in node.names:  # `from pkg import submodule`
-                candidate = f"{base}.{alias.name}"
-                if _module_source(candidate)[0] is not None:
-                    found.add(candidate)
+            statements.append((base, tuple(alias.name for alias in node.names)))
+    _PARSED[stamp] = parsed = tuple(statements)
+    return parsed
+
+
+@functools.cache
+def _imports(name: str) -> tuple[str, ...]:
+    """Project modules a module imports anywhere in its source (lazy imports included)."""
+    origin, source = _module_source(name)
+    if origin is None:
+        return ()
+    found: set[str] = set()
+    for base, names in _import_statements(name, origin, source):
+        found.add(base)
+        # `from pkg import submodule`. Only a package has submodules: looking one up in a plain
+        # module would import that module (and whatever it imports: ~1 s for the accountants).
+        if names and base.startswith(_PROJECT) and _is_package(base):
+            found.update(c for c in (f"{base}.{n}" for n in names) if _module_source(c)[0])
     return tuple(sorted(n for n in found if n.startswith(("agents.", "dp_experts_env."))))
+
+
+_PROJECT = ("agents", "dp_experts_env")
+
+
+def _is_package(name: str) -> bool:
+    origin = _module_source(name)[0]
+    return origin is not None and os.path.basename(origin) == "__init__.py"
 
 
 def _closure(roots: Iterable[str], follow: Callable[[str], bool] = _project_module) -> list[str]:

@@ -1,0 +1,63 @@
+"""The default command's fixed cost (issue 25 item 4): no worker for small grids, PNG by default,
+no ``scipy.stats`` for a summary. Known answers, no timings."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from dp_experts_env.evaluation import AgentEntry, EnvEntry, Grid, default_grid
+from dp_experts_env.evaluation import backends
+from dp_experts_env.evaluation.stats import _rowwise, iqm
+
+ENV_ID = "DPExperts-Shift-v0"
+
+
+def test_trim_mean_equals_scipy_bit_for_bit():
+    stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(0)
+    for n in range(1, 30):
+        x = rng.standard_normal(n) * 1e3
+        assert iqm(x) == float(stats.trim_mean(x, 0.25))
+        m = rng.standard_normal((20, n))
+        assert np.array_equal(_rowwise("iqm", m), stats.trim_mean(m, 0.25, axis=1))
+
+
+def test_small_grids_play_in_this_process_large_ones_get_workers():
+    cells = default_grid().cells()
+    # 50 cells x 10 seeds x 10^4 rounds = 5e6 run-rounds: no worker pays for itself.
+    assert backends.estimate_work(cells) == 50 * 10 * 10_000
+    assert backends.worth_processes(cells) == 1
+    big = default_grid(horizon=1_000_000, seeds=10).cells()
+    assert backends.worth_processes(big) == 25  # 5e8 / 2e7 (capped at the CPUs by execute)
+    # An env without an explicit horizon counts its registered one, or 10^4.
+    grid = Grid(agents=[AgentEntry("hedge")], envs=[EnvEntry(ENV_ID)], n_seeds=3)
+    assert backends.estimate_work(grid.cells()) > 0
+
+
+def test_local_backend_starts_no_worker_for_a_small_grid(monkeypatch):
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a worker pool was started for a grid of a few seconds")
+
+    monkeypatch.setattr(backends, "_local", no_pool)
+    grid = Grid(
+        agents=[AgentEntry("hedge"), AgentEntry("uniform")],
+        envs=[EnvEntry(ENV_ID, {"horizon": 50, "n_experts": 4})],
+        n_seeds=2,
+    )
+    results = list(backends.execute(grid.cells(), backend="local"))
+    assert len(results) == 2
+
+
+def test_summary_and_cli_import_no_scipy_stats():
+    code = (
+        "import sys\n"
+        "from dp_experts_env.cli import build_parser\n"
+        "build_parser()\n"
+        "import dp_experts_env.evaluation.sweep, dp_experts_env.evaluation.report\n"
+        "assert 'scipy.stats' not in sys.modules, 'scipy.stats imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
