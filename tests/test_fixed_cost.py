@@ -9,8 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from dp_experts_env.evaluation import AgentEntry, EnvEntry, Grid, default_grid
-from dp_experts_env.evaluation import backends
+from dp_experts_env.evaluation import AgentEntry, EnvEntry, Grid, backends, default_grid
 from dp_experts_env.evaluation.stats import _rowwise, iqm
 
 ENV_ID = "DPExperts-Shift-v0"
