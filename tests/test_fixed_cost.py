@@ -60,3 +60,31 @@ def test_summary_and_cli_import_no_scipy_stats():
         "assert 'scipy.stats' not in sys.modules, 'scipy.stats imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_calibrations_are_cached_on_disk_and_equal(tmp_path, monkeypatch):
+    from agents import _public_cache
+    from agents.private_dartboard import dartboard_parameters
+
+    monkeypatch.setenv("DP_EXPERTS_CACHE_DIR", str(tmp_path))
+    args = (10, 1000, 0.75, 0.0)
+    dartboard_parameters.cache_clear()
+    first = dartboard_parameters(*args, tuning="calibrated")
+    files = list(tmp_path.glob("*.json"))
+    assert len(files) == 1
+    dartboard_parameters.cache_clear()  # a new process: the memo is empty, the file is read
+    calls = []
+    monkeypatch.setattr(_public_cache, "_store", lambda *a: calls.append(a))
+    again = dartboard_parameters(*args, tuning="calibrated")
+    assert again == first and calls == []  # read, not computed and stored again
+    # A damaged file is computed again; other code (another stamp) is another key.
+    files[0].write_text("{not json")
+    dartboard_parameters.cache_clear()
+    assert dartboard_parameters(*args, tuning="calibrated") == first and len(calls) == 1
+    fn = dartboard_parameters.__wrapped__
+    before = _public_cache._key(fn, args, {"tuning": "calibrated"})
+    monkeypatch.setattr(_public_cache, "_code_stamp", lambda: "edited")
+    assert _public_cache._key(fn, args, {"tuning": "calibrated"}) != before
+    monkeypatch.setenv("DP_EXPERTS_CACHE_DIR", "off")
+    assert _public_cache.cache_dir() is None
+    dartboard_parameters.cache_clear()
