@@ -88,3 +88,22 @@ def test_calibrations_are_cached_on_disk_and_equal(tmp_path, monkeypatch):
     monkeypatch.setenv("DP_EXPERTS_CACHE_DIR", "off")
     assert _public_cache.cache_dir() is None
     dartboard_parameters.cache_clear()
+
+
+@pytest.mark.slow
+def test_one_shared_pool_serves_every_grid_of_a_block():
+    grid = Grid(
+        agents=[AgentEntry("hedge"), AgentEntry("uniform"), AgentEntry("fixed-share")],
+        envs=[EnvEntry(ENV_ID, {"horizon": 40, "n_experts": 3})],
+        n_seeds=2,
+    )
+    cells = grid.cells()
+    serial = {c.cell_id: rows for c, rows in backends.execute(cells, backend="serial")}
+    pools = []
+    with backends.shared_pool():
+        for _ in range(2):
+            rows = {c.cell_id: r for c, r in backends.execute(cells, backend="local", n_jobs=2)}
+            assert rows == serial
+            pools.append(backends._SHARED.pool)
+    assert pools[0] is not None and pools[0] is pools[1]  # started once
+    assert backends._SHARED is None  # and shut down with the block

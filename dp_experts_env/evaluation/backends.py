@@ -27,7 +27,14 @@ from dp_experts_env.evaluation import episode as episode_mod
 from dp_experts_env.evaluation.episode import group_key, run_cells
 from dp_experts_env.evaluation.grid import Cell
 
-__all__ = ["BACKENDS", "execute", "plan_units", "estimate_work", "worth_processes"]
+__all__ = [
+    "BACKENDS",
+    "execute",
+    "plan_units",
+    "estimate_work",
+    "worth_processes",
+    "shared_pool",
+]
 
 BACKENDS = ("local", "serial", "ray")
 
@@ -222,13 +229,19 @@ def _local(
         progress(unit, frac)  # type: ignore[misc]
         drain()
 
-    try:
-        with ProcessPoolExecutor(
+    if _SHARED is not None:  # one pool for every grid of the block (shared_pool)
+        reports = None  # the pool outlives this call: its workers do not report progress
+        pool = _SHARED.get(max(1, n_jobs - 1), context)
+        owned: contextlib.AbstractContextManager[Any] = contextlib.nullcontext(pool)
+    else:
+        owned = ProcessPoolExecutor(
             max_workers=max(1, min(n_jobs - 1, len(rest))),
             mp_context=context,
             initializer=_init_worker,
             initargs=(os.getpid(), reports),
-        ) as pool:
+        )
+    try:
+        with owned as pool:
             # Results are dropped as soon as they are yielded (a finished future keeps its
             # result alive until the pool exits: every row of the sweep, at the end).
             futures = {pool.submit(_play, unit, i + 1): i + 1 for i, unit in enumerate(rest)}
@@ -254,11 +267,61 @@ def _local(
                 # for them (a Ctrl-C that hangs until the slowest cell ends).
                 for process in list(getattr(pool, "_processes", {}).values()):
                     process.terminate()
+                if _SHARED is not None:
+                    _SHARED.drop()
                 raise
     except BrokenProcessPool as err:
         from dp_experts_env.evaluation.store import SweepError  # pandas: not in every worker
 
         raise SweepError(_BROKEN_POOL) from err
+
+
+class _SharedPool:
+    """A process pool started at the first grid that needs one and kept for the next grids."""
+
+    def __init__(self) -> None:
+        self.pool: ProcessPoolExecutor | None = None
+        self.workers = 0
+
+    def get(self, workers: int, context: Any) -> ProcessPoolExecutor:
+        if self.pool is None or workers > self.workers:
+            self.drop()  # a larger grid than the pool was started for: a larger pool
+            self.pool = ProcessPoolExecutor(
+                max_workers=workers,
+                mp_context=context,
+                initializer=_init_worker,
+                initargs=(os.getpid(), None),
+            )
+            self.workers = workers
+        return self.pool
+
+    def drop(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+        self.pool, self.workers = None, 0
+
+
+_SHARED: _SharedPool | None = None
+
+
+@contextlib.contextmanager
+def shared_pool() -> Iterator[None]:
+    """Every ``local`` run inside the block uses one process pool (``dp-experts reproduce``).
+
+    Without it each :func:`execute` starts its own workers and pays their start-up (interpreter,
+    imports, compiled kernels: ~2.5 s of CPU each); a command that runs many grids starts them
+    once. Nested blocks share the outer pool.
+    """
+    global _SHARED
+    if _SHARED is not None:
+        yield
+        return
+    _SHARED = _SharedPool()
+    try:
+        yield
+    finally:
+        shared, _SHARED = _SHARED, None
+        shared.drop()
 
 
 def _ray(units: Sequence[list[Cell]], address: str | None) -> Iterator[Result]:
