@@ -78,7 +78,31 @@ def worth_processes(cells: Sequence[Cell]) -> int:
     return max(1, estimate_work(cells) // ROUNDS_PER_PROCESS)
 
 
-def plan_units(cells: Sequence[Cell], n_units: int = 1) -> list[list[Cell]]:
+#: Seeds a unit keeps before learners are split instead (a batch of runs is played as one
+#: vectorised episode: fewer than ~16 runs per batch cost more per run-round).
+MIN_SEED_BLOCK = 16
+
+
+def _split_seeds(units: list[list[Cell]], n_units: int, min_block: int) -> None:
+    """Halve the seed block of the unit with the most runs until there are ``n_units`` units.
+
+    A seed's rows do not depend on its batch (:meth:`Cell.with_seeds`), and each part simulates
+    only its own seeds' losses: no work is repeated.
+    """
+    while len(units) < n_units:
+        largest = max(units, key=lambda u: len(u[0].seed_indices) * len(u))
+        seeds = largest[0].seed_indices
+        if len(seeds) < 2 * min_block:
+            return
+        half = len(seeds) // 2
+        units.remove(largest)
+        units.append([c.with_seeds(seeds[:half]) for c in largest])
+        units.append([c.with_seeds(seeds[half:]) for c in largest])
+
+
+def plan_units(
+    cells: Sequence[Cell], n_units: int = 1, *, seed_blocks: bool = False
+) -> list[list[Cell]]:
     """Group cells that can share one episode, split so there are about ``n_units`` units.
 
     Cells with the same env, seed indices and recorded rounds form a group (in the order they
@@ -87,11 +111,25 @@ def plan_units(cells: Sequence[Cell], n_units: int = 1) -> list[list[Cell]]:
     parallel workers with a little extra work). A split keeps a learner's cells together and
     deals learners out to the parts in turn, heaviest first (private learners have one cell per
     epsilon).
+
+    With ``seed_blocks`` (the Ray backend, sized by a cluster's CPUs) units are also split into
+    blocks of seeds: first while each block keeps :data:`MIN_SEED_BLOCK` seeds, then learners as
+    above, then seeds down to one per unit. A split cell covers a subset of the cell's seeds
+    (its rows are those seeds' rows of the whole cell).
     """
     groups: dict[Any, list[Cell]] = {}
     for cell in cells:
         groups.setdefault(group_key(cell), []).append(cell)
     units = list(groups.values())
+    if seed_blocks:
+        _split_seeds(units, n_units, MIN_SEED_BLOCK)
+    _split_learners(units, n_units)
+    if seed_blocks:
+        _split_seeds(units, n_units, 1)
+    return units
+
+
+def _split_learners(units: list[list[Cell]], n_units: int) -> None:
     while len(units) < n_units:
         largest = max(units, key=len)
         learners: dict[str, list[Cell]] = {}
@@ -104,7 +142,6 @@ def plan_units(cells: Sequence[Cell], n_units: int = 1) -> list[list[Cell]]:
             min(parts, key=len).extend(block)
         units.remove(largest)
         units.extend(parts)
-    return units
 
 
 #: ``callback(index of the unit, fraction of its current episode played)``: progress inside
@@ -324,7 +361,8 @@ def shared_pool() -> Iterator[None]:
         shared.drop()
 
 
-def _ray(units: Sequence[list[Cell]], address: str | None) -> Iterator[Result]:
+def _ray(cells: Sequence[Cell], address: str | None) -> Iterator[Result]:
+    """Play the cells as Ray tasks; a cell split into seed blocks is yielded once, whole."""
     try:
         import ray
     except ImportError as err:  # pragma: no cover - depends on the extra
@@ -341,6 +379,10 @@ def _ray(units: Sequence[list[Cell]], address: str | None) -> Iterator[Result]:
                 log_to_driver=False,
                 ignore_reinit_error=True,
             )
+    # Units from the cluster's CPUs, not this machine's: a driver on a 2-CPU head fills a
+    # 64-CPU cluster. Seed blocks split too, so a grid of C seeds x cells makes >= C units.
+    cpus = int(ray.cluster_resources().get("CPU", 0)) or (os.cpu_count() or 1)
+    units = plan_units(cells, cpus, seed_blocks=True)
     from dp_experts_env.plugins import worker_env
 
     # Ray workers are fresh processes that may not share this one's environment (a cluster):
@@ -350,17 +392,45 @@ def _ray(units: Sequence[list[Cell]], address: str | None) -> Iterator[Result]:
     if carried:
         remote = remote.options(runtime_env={"env_vars": carried})
     pending = {remote.remote(unit): unit for unit in units}
+    # Which cell each seed block was cut from, how many blocks of it are still to come, and
+    # the rows of those that came back: a cell is yielded (and stored) once, whole.
+    by_seed = {(_seedless(c), i): c for c in cells for i in c.seed_indices}
+
+    def whole_of(part: Cell) -> Cell:
+        return by_seed[(_seedless(part), part.seed_indices[0])]
+
+    left: dict[str, int] = {}
+    for unit in units:
+        for part in unit:
+            key = whole_of(part).cell_id
+            left[key] = left.get(key, 0) + 1
+    rows: dict[str, list[tuple[Cell, list[dict[str, Any]]]]] = {}
     try:
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
                 pending.pop(ref)
-                yield from ray.get(ref)
+                for part, played in ray.get(ref):
+                    whole = whole_of(part)
+                    rows.setdefault(whole.cell_id, []).append((part, played))
+                    left[whole.cell_id] -= 1
+                    if left[whole.cell_id] == 0:
+                        yield _merge(whole, rows.pop(whole.cell_id))
     finally:
         for ref in pending:
             ray.cancel(ref)
         if started_here:
             ray.shutdown()
+
+
+def _seedless(cell: Cell) -> str:
+    return cell.with_seeds(()).cell_id
+
+
+def _merge(whole: Cell, parts: list[tuple[Cell, list[dict[str, Any]]]]) -> Result:
+    """The whole cell and its rows from its seed blocks, in seed order."""
+    parts.sort(key=lambda part: part[0].seed_indices[0])
+    return whole, [row for _, played in parts for row in played]
 
 
 def execute(
@@ -387,7 +457,7 @@ def execute(
     if not cells:
         return iter(())
     if backend == "ray":
-        return _ray(plan_units(cells, os.cpu_count() or 1), address)
+        return _ray(cells, address)
     if backend == "serial":
         jobs = 1
     elif n_jobs is None:  # as many processes as the work pays for, at most one per CPU
