@@ -9,7 +9,8 @@ Only frozen (immutable) results may be memoised this way: every caller shares th
 Results are also kept on disk, so a new process (every ``dp-experts`` command) does not
 calibrate again: one small JSON file per (function, arguments, code) under
 ``$DP_EXPERTS_CACHE_DIR`` (default ``$XDG_CACHE_HOME/dp-experts-env`` or
-``~/.cache/dp-experts-env``; ``DP_EXPERTS_CACHE_DIR=off`` turns it off). The key includes the
+``~/.cache/dp-experts-env``; ``DP_EXPERTS_CACHE_DIR=off`` turns it off; the evaluation keeps its
+parsed import lists there too). The key includes the
 size and modification time of every source file of the ``agents`` and ``dp_experts_env``
 packages, so an edited accountant or learner never reads an old calibration. Only frozen
 dataclasses whose fields are plain ``int``/``float``/``str``/``bool``/``None`` are stored (they
@@ -38,14 +39,14 @@ _PLAIN = (int, float, str, bool, type(None))
 
 
 def cache_dir() -> Path | None:
-    """The on-disk calibration cache folder, or None when ``DP_EXPERTS_CACHE_DIR=off``."""
+    """The on-disk cache folder (calibrations, parsed imports), or None when turned off."""
     value = os.environ.get("DP_EXPERTS_CACHE_DIR", "")
     if value.lower() in ("off", "0", "none"):
         return None
     if value:
         return Path(value)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "dp-experts-env" / "calibrations"
+    return Path(base) / "dp-experts-env"
 
 
 @functools.cache

@@ -107,3 +107,24 @@ def test_one_shared_pool_serves_every_grid_of_a_block():
             pools.append(backends._SHARED.pool)
     assert pools[0] is not None and pools[0] is pools[1]  # started once
     assert backends._SHARED is None  # and shut down with the block
+
+
+def test_parsed_imports_cached_on_disk_give_the_same_fingerprint(tmp_path, monkeypatch):
+    from dp_experts_env.evaluation import store
+
+    monkeypatch.setenv("DP_EXPERTS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(store, "_PARSED", {})
+    monkeypatch.setattr(store, "_PARSED_STATE", {"loaded": False, "dirty": False})
+    store.forget_fingerprints()
+    first = store.code_fingerprint("hedge", ENV_ID)
+    assert (tmp_path / store._PARSED_FILE).is_file()
+    parsed = dict(store._PARSED)
+    # A new process: nothing in memory, every file's statements read from disk, none parsed.
+    store._PARSED.clear()
+    store._PARSED_STATE.update(loaded=False, dirty=False)
+    store.forget_fingerprints()
+    monkeypatch.setattr(store.ast, "parse", lambda *a: pytest.fail("parsed again"))
+    assert store.code_fingerprint("hedge", ENV_ID) == first
+    assert store._PARSED == parsed
+    monkeypatch.undo()
+    store.forget_fingerprints()
