@@ -160,7 +160,16 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--no-figures", action="store_true", help="skip writing figures")
+    _add_pdf_option(p)
     add_noise_option(p)
+
+
+def _add_pdf_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--pdf",
+        action="store_true",
+        help="also save every figure as PDF (TrueType fonts; figures are PNG otherwise)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -234,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=_METRICS,
         help="regret drawn (default dynamic_regret)",
     )
+    _add_pdf_option(plot)
     plot.add_argument(
         "--out",
         default=None,
@@ -426,10 +436,10 @@ def _show_progress(args: argparse.Namespace) -> bool:
     return not args.no_progress
 
 
-def _finish(frame: Any, out: Path, metric: str, figures: bool) -> None:
+def _finish(frame: Any, out: Path, metric: str, figures: bool, pdf: bool = False) -> None:
     from dp_experts_env.evaluation.report import write_report
 
-    report = write_report(frame, out, metric, figures=figures)
+    report = write_report(frame, out, metric, figures=figures, pdf=pdf)
     if report["metric"] != metric:
         print(f"{metric} is not reported by these environments: using {report['metric']}")
     metric, table = report["metric"], report["summary"]
@@ -481,7 +491,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         # without figures only each run's last row is needed: the table streams to disk
         rows="final" if args.no_figures else "all",
     )
-    _finish(frame, out, args.metric, not args.no_figures)
+    _finish(frame, out, args.metric, not args.no_figures, args.pdf)
     return 0
 
 
@@ -534,7 +544,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         # without figures only each run's last row is needed: the table streams to disk
         rows="final" if args.no_figures else "all",
     )
-    _finish(frame, out, args.metric, not args.no_figures)
+    _finish(frame, out, args.metric, not args.no_figures, args.pdf)
     return 0
 
 
@@ -548,7 +558,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     if args.metric not in frame.columns:
         raise ValueError(f"metric {args.metric!r} is not reported by these environments")
     target = Path(args.out) if args.out is not None else folder / "figures"
-    paths = make_figures(frame, target, args.metric)
+    paths = make_figures(frame, target, args.metric, pdf=args.pdf)
     print(f"{len(paths)} figure files in {target}")
     return 0
 

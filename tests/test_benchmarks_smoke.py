@@ -36,6 +36,8 @@ EXPECTED = {
     "regret_table": {"rows", "rounds_per_call", "machine"},
     "default_vs_fused": {"cpu_seconds", "blocks_over_fused", "per_round_over_fused",
                          "per_round_over_blocks", "ns_per_run_round", "n_cells", "machine"},
+    "ray_overhead": {"serial_cpu_seconds", "ray_cpu_seconds", "overhead_per_cell_seconds",
+                     "ray_startup_cpu_seconds", "rows_identical", "machine"},
 }
 ROW_KEYS = {
     "env_throughput": {"N", "S", "B", "native_steps_per_s", "lean_steps_per_s",
@@ -65,6 +67,7 @@ SLOW_SCRIPTS = {
     "rl_baseline",
     "default_vs_fused",
     "regret_table",
+    "ray_overhead",
 }
 
 #: scripts smoked by their own test module instead (with their own assertions)

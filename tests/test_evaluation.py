@@ -261,6 +261,7 @@ def test_compare_command_end_to_end(tmp_path, capsys):
             "--backend",
             "serial",
             "--no-progress",
+            "--pdf",
         ]
     )
     assert code == 0

@@ -93,7 +93,9 @@ def test_sizes_are_column_and_full_width():
 
 def test_pdf_embeds_truetype_not_type3_fonts(tmp_path):
     frame = _rows()
-    paths = save_figure(plot_regret_vs_round(frame, f"{ENV_ID}[horizon=100]"), tmp_path / "f")
+    paths = save_figure(
+        plot_regret_vs_round(frame, f"{ENV_ID}[horizon=100]"), tmp_path / "f", ("png", "pdf")
+    )
     pdf = next(p for p in paths if p.suffix == ".pdf").read_bytes()
     assert b"/Type3" not in pdf and b"/FontType 3" not in pdf
     assert b"/CIDFontType2" in pdf or b"/TrueType" in pdf  # Type 42 = TrueType outlines
@@ -169,7 +171,9 @@ def test_no_epsilon_figure_for_a_one_epsilon_grid(tmp_path):
     assert any(n.startswith("round") for n in names)
     frame = _rows(horizons=(100,), epsilons=(0.5, 1.0))
     names = [p.name for p in make_figures(frame, tmp_path / "two")]
-    assert sum(n.startswith("epsilon") for n in names) == 2  # png + pdf
+    assert [n.rsplit(".", 1)[1] for n in names if n.startswith("epsilon")] == ["png"]  # default
+    names = [p.name for p in make_figures(frame, tmp_path / "pdf", pdf=True)]
+    assert sorted(n.rsplit(".", 1)[1] for n in names if n.startswith("epsilon")) == ["pdf", "png"]
 
 
 @pytest.mark.slow
@@ -202,8 +206,8 @@ def test_aggregate_figure_for_several_envs_only(tmp_path):
     table = aggregate_table(frame)
     assert len(labels) == len(table) == 6  # 2 non-private + 2 private x 2 epsilons
     assert labels[0] == "uniform"  # worst at the bottom (normalised score about 0)
-    names = [p.name for p in make_figures(frame, tmp_path / "many")]
-    assert sum(n.startswith("aggregate_") for n in names) == 2
+    names = [p.name for p in make_figures(frame, tmp_path / "many", pdf=True)]
+    assert sum(n.startswith("aggregate_") for n in names) == 2  # png + pdf
     one_env = frame[frame["horizon"] == 100]
     assert plot_aggregate(one_env) is None
     names = [p.name for p in make_figures(one_env, tmp_path / "one")]

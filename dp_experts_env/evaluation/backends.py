@@ -27,14 +27,82 @@ from dp_experts_env.evaluation import episode as episode_mod
 from dp_experts_env.evaluation.episode import group_key, run_cells
 from dp_experts_env.evaluation.grid import Cell
 
-__all__ = ["BACKENDS", "execute", "plan_units"]
+__all__ = [
+    "BACKENDS",
+    "execute",
+    "plan_units",
+    "estimate_work",
+    "worth_processes",
+    "shared_pool",
+]
 
 BACKENDS = ("local", "serial", "ray")
 
 Result = tuple[Cell, list[dict[str, Any]]]
 
 
-def plan_units(cells: Sequence[Cell], n_units: int = 1) -> list[list[Cell]]:
+#: Run-rounds of work that pay for one more process. A spawned worker costs ~2.5 s of CPU
+#: (interpreter, imports, loading compiled kernels) before its first cell; a run-round of the
+#: default comparison costs ~1.4 us in blocks, so 2e7 run-rounds (~30 s) make the start-up
+#: under a tenth of what the worker does.
+ROUNDS_PER_PROCESS = 20_000_000
+_DEFAULT_HORIZON = 10_000  # assumed for an env whose horizon is neither given nor declared
+
+
+def _horizon(cell: Cell) -> int:
+    horizon = cell.env.params.get("horizon")
+    if horizon is None:
+        import gymnasium as gym
+
+        try:
+            horizon = gym.spec(cell.env.id).kwargs.get("horizon")
+        except Exception:  # an unknown id fails later, with the grid's own message
+            horizon = None
+    try:
+        return max(1, int(horizon))
+    except (TypeError, ValueError):
+        return _DEFAULT_HORIZON
+
+
+def estimate_work(cells: Sequence[Cell]) -> int:
+    """Run-rounds of ``cells``: seeds x horizon, summed (what a sweep's CPU grows with)."""
+    return sum(len(cell.seed_indices) * _horizon(cell) for cell in cells)
+
+
+def worth_processes(cells: Sequence[Cell]) -> int:
+    """How many processes the work of ``cells`` pays for (1: play them in this process).
+
+    One per :data:`ROUNDS_PER_PROCESS` run-rounds: the default comparison (50 cells x 10 seeds x
+    10^4 rounds = 5e6) plays in the calling process, with no worker to start.
+    """
+    return max(1, estimate_work(cells) // ROUNDS_PER_PROCESS)
+
+
+#: Seeds a unit keeps before learners are split instead (a batch of runs is played as one
+#: vectorised episode: fewer than ~16 runs per batch cost more per run-round).
+MIN_SEED_BLOCK = 16
+
+
+def _split_seeds(units: list[list[Cell]], n_units: int, min_block: int) -> None:
+    """Halve the seed block of the unit with the most runs until there are ``n_units`` units.
+
+    A seed's rows do not depend on its batch (:meth:`Cell.with_seeds`), and each part simulates
+    only its own seeds' losses: no work is repeated.
+    """
+    while len(units) < n_units:
+        largest = max(units, key=lambda u: len(u[0].seed_indices) * len(u))
+        seeds = largest[0].seed_indices
+        if len(seeds) < 2 * min_block:
+            return
+        half = len(seeds) // 2
+        units.remove(largest)
+        units.append([c.with_seeds(seeds[:half]) for c in largest])
+        units.append([c.with_seeds(seeds[half:]) for c in largest])
+
+
+def plan_units(
+    cells: Sequence[Cell], n_units: int = 1, *, seed_blocks: bool = False
+) -> list[list[Cell]]:
     """Group cells that can share one episode, split so there are about ``n_units`` units.
 
     Cells with the same env, seed indices and recorded rounds form a group (in the order they
@@ -43,11 +111,25 @@ def plan_units(cells: Sequence[Cell], n_units: int = 1) -> list[list[Cell]]:
     parallel workers with a little extra work). A split keeps a learner's cells together and
     deals learners out to the parts in turn, heaviest first (private learners have one cell per
     epsilon).
+
+    With ``seed_blocks`` (the Ray backend, sized by a cluster's CPUs) units are also split into
+    blocks of seeds: first while each block keeps :data:`MIN_SEED_BLOCK` seeds, then learners as
+    above, then seeds down to one per unit. A split cell covers a subset of the cell's seeds
+    (its rows are those seeds' rows of the whole cell).
     """
     groups: dict[Any, list[Cell]] = {}
     for cell in cells:
         groups.setdefault(group_key(cell), []).append(cell)
     units = list(groups.values())
+    if seed_blocks:
+        _split_seeds(units, n_units, MIN_SEED_BLOCK)
+    _split_learners(units, n_units)
+    if seed_blocks:
+        _split_seeds(units, n_units, 1)
+    return units
+
+
+def _split_learners(units: list[list[Cell]], n_units: int) -> None:
     while len(units) < n_units:
         largest = max(units, key=len)
         learners: dict[str, list[Cell]] = {}
@@ -60,7 +142,6 @@ def plan_units(cells: Sequence[Cell], n_units: int = 1) -> list[list[Cell]]:
             min(parts, key=len).extend(block)
         units.remove(largest)
         units.extend(parts)
-    return units
 
 
 #: ``callback(index of the unit, fraction of its current episode played)``: progress inside
@@ -185,13 +266,19 @@ def _local(
         progress(unit, frac)  # type: ignore[misc]
         drain()
 
-    try:
-        with ProcessPoolExecutor(
+    if _SHARED is not None:  # one pool for every grid of the block (shared_pool)
+        reports = None  # the pool outlives this call: its workers do not report progress
+        pool = _SHARED.get(max(1, n_jobs - 1), context)
+        owned: contextlib.AbstractContextManager[Any] = contextlib.nullcontext(pool)
+    else:
+        owned = ProcessPoolExecutor(
             max_workers=max(1, min(n_jobs - 1, len(rest))),
             mp_context=context,
             initializer=_init_worker,
             initargs=(os.getpid(), reports),
-        ) as pool:
+        )
+    try:
+        with owned as pool:
             # Results are dropped as soon as they are yielded (a finished future keeps its
             # result alive until the pool exits: every row of the sweep, at the end).
             futures = {pool.submit(_play, unit, i + 1): i + 1 for i, unit in enumerate(rest)}
@@ -217,6 +304,8 @@ def _local(
                 # for them (a Ctrl-C that hangs until the slowest cell ends).
                 for process in list(getattr(pool, "_processes", {}).values()):
                     process.terminate()
+                if _SHARED is not None:
+                    _SHARED.drop()
                 raise
     except BrokenProcessPool as err:
         from dp_experts_env.evaluation.store import SweepError  # pandas: not in every worker
@@ -224,7 +313,56 @@ def _local(
         raise SweepError(_BROKEN_POOL) from err
 
 
-def _ray(units: Sequence[list[Cell]], address: str | None) -> Iterator[Result]:
+class _SharedPool:
+    """A process pool started at the first grid that needs one and kept for the next grids."""
+
+    def __init__(self) -> None:
+        self.pool: ProcessPoolExecutor | None = None
+        self.workers = 0
+
+    def get(self, workers: int, context: Any) -> ProcessPoolExecutor:
+        if self.pool is None or workers > self.workers:
+            self.drop()  # a larger grid than the pool was started for: a larger pool
+            self.pool = ProcessPoolExecutor(
+                max_workers=workers,
+                mp_context=context,
+                initializer=_init_worker,
+                initargs=(os.getpid(), None),
+            )
+            self.workers = workers
+        return self.pool
+
+    def drop(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+        self.pool, self.workers = None, 0
+
+
+_SHARED: _SharedPool | None = None
+
+
+@contextlib.contextmanager
+def shared_pool() -> Iterator[None]:
+    """Every ``local`` run inside the block uses one process pool (``dp-experts reproduce``).
+
+    Without it each :func:`execute` starts its own workers and pays their start-up (interpreter,
+    imports, compiled kernels: ~2.5 s of CPU each); a command that runs many grids starts them
+    once. Nested blocks share the outer pool.
+    """
+    global _SHARED
+    if _SHARED is not None:
+        yield
+        return
+    _SHARED = _SharedPool()
+    try:
+        yield
+    finally:
+        shared, _SHARED = _SHARED, None
+        shared.drop()
+
+
+def _ray(cells: Sequence[Cell], address: str | None) -> Iterator[Result]:
+    """Play the cells as Ray tasks; a cell split into seed blocks is yielded once, whole."""
     try:
         import ray
     except ImportError as err:  # pragma: no cover - depends on the extra
@@ -241,6 +379,10 @@ def _ray(units: Sequence[list[Cell]], address: str | None) -> Iterator[Result]:
                 log_to_driver=False,
                 ignore_reinit_error=True,
             )
+    # Units from the cluster's CPUs, not this machine's: a driver on a 2-CPU head fills a
+    # 64-CPU cluster. Seed blocks split too, so a grid of C seeds x cells makes >= C units.
+    cpus = int(ray.cluster_resources().get("CPU", 0)) or (os.cpu_count() or 1)
+    units = plan_units(cells, cpus, seed_blocks=True)
     from dp_experts_env.plugins import worker_env
 
     # Ray workers are fresh processes that may not share this one's environment (a cluster):
@@ -250,17 +392,45 @@ def _ray(units: Sequence[list[Cell]], address: str | None) -> Iterator[Result]:
     if carried:
         remote = remote.options(runtime_env={"env_vars": carried})
     pending = {remote.remote(unit): unit for unit in units}
+    # Which cell each seed block was cut from, how many blocks of it are still to come, and
+    # the rows of those that came back: a cell is yielded (and stored) once, whole.
+    by_seed = {(_seedless(c), i): c for c in cells for i in c.seed_indices}
+
+    def whole_of(part: Cell) -> Cell:
+        return by_seed[(_seedless(part), part.seed_indices[0])]
+
+    left: dict[str, int] = {}
+    for unit in units:
+        for part in unit:
+            key = whole_of(part).cell_id
+            left[key] = left.get(key, 0) + 1
+    rows: dict[str, list[tuple[Cell, list[dict[str, Any]]]]] = {}
     try:
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
                 pending.pop(ref)
-                yield from ray.get(ref)
+                for part, played in ray.get(ref):
+                    whole = whole_of(part)
+                    rows.setdefault(whole.cell_id, []).append((part, played))
+                    left[whole.cell_id] -= 1
+                    if left[whole.cell_id] == 0:
+                        yield _merge(whole, rows.pop(whole.cell_id))
     finally:
         for ref in pending:
             ray.cancel(ref)
         if started_here:
             ray.shutdown()
+
+
+def _seedless(cell: Cell) -> str:
+    return cell.with_seeds(()).cell_id
+
+
+def _merge(whole: Cell, parts: list[tuple[Cell, list[dict[str, Any]]]]) -> Result:
+    """The whole cell and its rows from its seed blocks, in seed order."""
+    parts.sort(key=lambda part: part[0].seed_indices[0])
+    return whole, [row for _, played in parts for row in played]
 
 
 def execute(
@@ -276,7 +446,8 @@ def execute(
     Args:
         cells: the cells to run.
         backend: ``local`` (process pool, default), ``serial`` (this process) or ``ray``.
-        n_jobs: worker processes for ``local`` (default: the number of CPUs).
+        n_jobs: processes for ``local`` (default: the number of CPUs, but no more than the work
+            pays for: :func:`worth_processes`; a grid of a few seconds plays in this process).
         address: Ray cluster address (default: ``RAY_ADDRESS`` or a local Ray instance).
         progress: called as ``progress(unit, fraction)`` (the unit's cells, the fraction of its
             current episode played) about every half second while units play, from this
@@ -286,14 +457,13 @@ def execute(
     if not cells:
         return iter(())
     if backend == "ray":
-        return _ray(plan_units(cells, os.cpu_count() or 1), address)
-    jobs = (
-        1
-        if backend == "serial"
-        else (os.cpu_count() or 1)
-        if n_jobs is None
-        else (check_int("n_jobs", n_jobs, minimum=1))
-    )
+        return _ray(cells, address)
+    if backend == "serial":
+        jobs = 1
+    elif n_jobs is None:  # as many processes as the work pays for, at most one per CPU
+        jobs = min(os.cpu_count() or 1, worth_processes(cells))
+    else:
+        jobs = check_int("n_jobs", n_jobs, minimum=1)
     units = plan_units(cells, jobs)
     report = None if progress is None else (lambda i, frac: progress(units[i], frac))
     if jobs == 1 or len(units) == 1:

@@ -68,6 +68,7 @@ def write_report(
     metric: str = "dynamic_regret",
     *,
     figures: bool = False,
+    pdf: bool = False,
 ) -> Report:
     """Write ``summary.csv``, ``aggregate.csv`` (several envs) and, if asked, the figures.
 
@@ -75,7 +76,8 @@ def write_report(
         frame: the rows of a sweep (``run_grid``'s return value).
         out_dir: the results folder.
         metric: the regret to rank and draw (static regret where dynamic is not reported).
-        figures: also draw every figure the rows support under ``out_dir/figures``.
+        figures: also draw every figure the rows support under ``out_dir/figures`` (PNG).
+        pdf: with ``figures``, also save each figure as PDF.
 
     Returns:
         A :class:`Report` with the metric used, the tables and the figure paths.
@@ -91,5 +93,5 @@ def write_report(
     if figures:
         from dp_experts_env.evaluation.plots import make_figures
 
-        paths = make_figures(frame, out / "figures", metric)
+        paths = make_figures(frame, out / "figures", metric, pdf=pdf)
     return Report(metric=metric, summary=table, aggregate=aggregate, figures=paths)

@@ -231,43 +231,48 @@ def run_claims(
         "noise": noise,
     }
     chosen_claims = []
-    for claim in claims:
-        start = time.perf_counter()
-        tested = claim if agent is None else claim.with_learner(agent, agent_params)
-        chosen_claims.append(tested)
-        rows = {s.key: sweep_rows(tested, s, out, **run) for s in tested.sweeps}
-        m = tested.analyse(rows)
-        control_rows = None
-        mc = None
-        ratios: dict[float, float] | None = None
-        if claim.control is not None:
-            control = claim.with_learner(claim.control.agent, claim.control.params)
-            control_rows = {s.key: sweep_rows(control, s, out, **run) for s in control.sweeps}
-            mc = control.analyse(control_rows)
-            ratios = learner_ratios(tested, rows, control_rows)
-        bounds = explicit_bounds(tested, quick)
-        judgement = judge(tested, m, mc, ratios, bounds)
-        control_judgement = (
-            judge(tested, mc, mc, dict.fromkeys(ratios, 1.0) if ratios else None, bounds)
-            if mc is not None
-            else None
-        )
-        data[claim.name] = (rows, control_rows)
-        row = _row(tested, m, judgement, mc, control_judgement, time.perf_counter() - start)
-        row["code"] = claim_code_version(tested)
-        results.append(row)
-        if log is not None:
-            control_text = (
-                f"; control {claim.control.agent} {mc.value:.3g} -> {control_judgement.verdict}"
-                if mc is not None and claim.control is not None and control_judgement
-                else ""
+    from dp_experts_env.evaluation.backends import shared_pool
+
+    # One process pool for every grid of the command (not one per sweep and epsilon); grids of a
+    # few seconds play in this process anyway (backends.worth_processes).
+    with shared_pool():
+        for claim in claims:
+            start = time.perf_counter()
+            tested = claim if agent is None else claim.with_learner(agent, agent_params)
+            chosen_claims.append(tested)
+            rows = {s.key: sweep_rows(tested, s, out, **run) for s in tested.sweeps}
+            m = tested.analyse(rows)
+            control_rows = None
+            mc = None
+            ratios: dict[float, float] | None = None
+            if claim.control is not None:
+                control = claim.with_learner(claim.control.agent, claim.control.params)
+                control_rows = {s.key: sweep_rows(control, s, out, **run) for s in control.sweeps}
+                mc = control.analyse(control_rows)
+                ratios = learner_ratios(tested, rows, control_rows)
+            bounds = explicit_bounds(tested, quick)
+            judgement = judge(tested, m, mc, ratios, bounds)
+            control_judgement = (
+                judge(tested, mc, mc, dict.fromkeys(ratios, 1.0) if ratios else None, bounds)
+                if mc is not None
+                else None
             )
-            print(
-                f"{claim.name}: {row['verdict']} (measured {m.value:.3g} "
-                f"[{m.ci_low:.3g}, {m.ci_high:.3g}], predicted {_band(claim)}{control_text})",
-                file=log,
-                flush=True,
-            )
+            data[claim.name] = (rows, control_rows)
+            row = _row(tested, m, judgement, mc, control_judgement, time.perf_counter() - start)
+            row["code"] = claim_code_version(tested)
+            results.append(row)
+            if log is not None:
+                control_text = (
+                    f"; control {claim.control.agent} {mc.value:.3g} -> {control_judgement.verdict}"
+                    if mc is not None and claim.control is not None and control_judgement
+                    else ""
+                )
+                print(
+                    f"{claim.name}: {row['verdict']} (measured {m.value:.3g} "
+                    f"[{m.ci_low:.3g}, {m.ci_high:.3g}], predicted {_band(claim)}{control_text})",
+                    file=log,
+                    flush=True,
+                )
     write_outputs(*_with_earlier(chosen_claims, results, out, quick, log), data, out, quick=quick)
     return results
 

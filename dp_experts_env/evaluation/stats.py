@@ -29,7 +29,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from dp_experts_env._validation import check_float, check_int
 
@@ -48,6 +47,22 @@ __all__ = [
 ]
 
 
+def _trim_mean(a: np.ndarray, proportion: float, axis: int) -> np.ndarray:
+    """``scipy.stats.trim_mean`` for numpy arrays, the same operations in the same order.
+
+    Spelled out so a summary does not import ``scipy.stats`` (~0.6 s CPU per process).
+    """
+    nobs = a.shape[axis]
+    low = int(proportion * nobs)
+    high = nobs - low
+    if low > high:
+        raise ValueError("Proportion too big.")
+    part = np.partition(a, (low, high - 1), axis)
+    index = [slice(None)] * part.ndim
+    index[axis] = slice(low, high)
+    return np.mean(part[tuple(index)].astype(np.float64, copy=False), axis=axis)
+
+
 def iqm(values: Sequence[float] | np.ndarray) -> float:
     """Interquartile mean as rliable defines it: ``scipy.stats.trim_mean(values, 0.25)``.
 
@@ -57,7 +72,7 @@ def iqm(values: Sequence[float] | np.ndarray) -> float:
     x = np.asarray(values, dtype=np.float64).ravel()
     if x.size == 0:
         raise ValueError("values must not be empty")
-    return float(sps.trim_mean(x, 0.25))
+    return float(_trim_mean(x, 0.25, axis=0))
 
 
 AGGREGATES: dict[str, Callable[[np.ndarray], float]] = {
@@ -73,7 +88,7 @@ def _rowwise(statistic: str, matrix: np.ndarray) -> np.ndarray:
         return matrix.mean(axis=1)
     if statistic == "median":
         return np.median(matrix, axis=1)
-    return sps.trim_mean(matrix, 0.25, axis=1)
+    return _trim_mean(matrix, 0.25, axis=1)
 
 
 def _check_statistic(statistic: str) -> Callable[[np.ndarray], float]:

@@ -7,7 +7,7 @@ Folder layout::
     OUT/cells/<id>.json    one file per finished (cell, seed), keyed by cell + code + data
     OUT/results.csv        every row (tidy; curves at log-spaced rounds)
     OUT/summary.csv        final-round table: mean, IQM, bootstrap CI, score vs uniform
-    OUT/figures/*.png|pdf  figures (see plots.py)
+    OUT/figures/*.png      figures (see plots.py; *.pdf too with pdf=True)
 """
 
 from __future__ import annotations
@@ -164,12 +164,14 @@ def run_grid(
     report: bool = True,
     figures: bool = False,
     rows: str = "all",
+    pdf: bool = False,
 ) -> pd.DataFrame:
     """Run every (cell, seed) not already stored in ``out_dir`` and return the grid's rows.
 
     With ``report`` (default) the folder also gets ``summary.csv`` and, for several envs,
     ``aggregate.csv`` (:func:`~dp_experts_env.evaluation.report.write_report`, dynamic regret);
-    ``figures=True`` draws the figures too, as ``dp-experts compare`` does.
+    ``figures=True`` draws the figures too, as ``dp-experts compare`` does (PNG; ``pdf=True``
+    adds a PDF of each).
 
     The grid is validated first, so a bad name or parameter fails before any cell runs. Stored
     runs whose key matches (same cell, code and data; see :mod:`~dp_experts_env.evaluation.store`)
@@ -206,7 +208,7 @@ def run_grid(
         except KeyboardInterrupt:
             raise SweepInterrupted("interrupted while reading the stored results") from None
         if (report or figures) and os.access(out, os.W_OK):
-            _write_report(frame, out, figures)
+            _write_report(frame, out, figures, pdf)
         return frame
     with contextlib.ExitStack() as stack:
         try:
@@ -218,14 +220,14 @@ def run_grid(
             raise _write_error(f"cannot use results folder {str(out)!r}: {err}", err) from err
         frame = _run_locked(grid, out, backend, n_jobs, address, progress, log, rows)
         if report or figures:
-            _write_report(frame, out, figures)
+            _write_report(frame, out, figures, pdf)
         return frame
 
 
-def _write_report(frame: pd.DataFrame, out: Path, figures: bool) -> None:
+def _write_report(frame: pd.DataFrame, out: Path, figures: bool, pdf: bool = False) -> None:
     from dp_experts_env.evaluation.report import write_report  # it imports this module
 
-    write_report(frame, out, figures=figures)
+    write_report(frame, out, figures=figures, pdf=pdf)
 
 
 def _current_runs(grid: Grid, out: Path) -> list[str] | None:

@@ -1,0 +1,117 @@
+"""CPU overhead of the Ray backend per cell, against the same grid played in this process.
+
+The default grid (``default_grid``; T = 2,000 and 10 seeds, ``--quick`` T = 500, ``--smoke``
+T = 50 and 2 seeds) is played twice, on this machine: ``serial`` (in this process,
+``time.process_time``, after a first serial run that pays the process's imports and
+calibrations), then on a local Ray instance started here with ``--cpus`` CPUs (default
+8, more than the 2-core development machine has: the planner sizes units from the cluster's
+CPUs). Ray's CPU is this process plus every process descended from it (the GCS, the raylet, the
+workers), read from ``/proc/<pid>/stat`` before Ray shuts down, so it counts Ray's own
+processes, the workers' imports and the rows travelling back. Ray's start (``ray.init`` and a
+one-cell warm-up grid that starts the workers) is reported apart from the grid. Rows must be
+identical to serial (checked). Linux only (``/proc``).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import _common
+from _common import parse_args, write_json
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _tree_cpu(root: int) -> float:
+    """CPU seconds (user + system, own and waited-for children) of ``root``'s descendants."""
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2 :].split()
+        parents[int(entry.name)] = int(fields[1])
+        cpu[int(entry.name)] = sum(int(f) for f in fields[11:15]) / _TICK
+    total = 0.0
+    for pid in cpu:
+        p = pid
+        while p in parents and p not in (0, 1):
+            p = parents[p]
+            if p == root:
+                total += cpu[pid]
+                break
+    return total
+
+
+def _cpu() -> float:
+    return time.process_time() + _tree_cpu(os.getpid())
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(__doc__ or "", argv)
+    import pandas as pd
+    import ray
+
+    from dp_experts_env.evaluation import AgentEntry, EnvEntry, Grid, default_grid, run_grid
+
+    horizon, seeds, cpus = 2_000, 10, 8
+    if args.quick:
+        horizon = 500
+    if args.smoke:
+        horizon, seeds = 50, 2
+    grid = default_grid(horizon=horizon, seeds=seeds)
+    n_cells = len(grid.cells())
+    with tempfile.TemporaryDirectory() as tmp:
+        # Pay this process's first-time costs (imports, calibrations, fingerprints) first.
+        run_grid(grid, Path(tmp) / "s0", backend="serial", progress=False, report=False)
+        start = time.process_time()
+        serial = run_grid(grid, Path(tmp) / "s", backend="serial", progress=False, report=False)
+        serial_cpu = time.process_time() - start
+        start = _cpu()
+        ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+        try:
+            warm = Grid(
+                agents=[AgentEntry("hedge")],
+                envs=[EnvEntry("DPExperts-Shift-v0", {"horizon": 20, "n_experts": 3})],
+                n_seeds=cpus,
+            )
+            run_grid(warm, Path(tmp) / "w", backend="ray", progress=False, report=False)
+            startup = _cpu() - start
+            start = _cpu()
+            remote = run_grid(grid, Path(tmp) / "r", backend="ray", progress=False, report=False)
+            ray_cpu = _cpu() - start
+        finally:
+            ray.shutdown()
+    pd.testing.assert_frame_equal(serial, remote)
+    result: dict[str, Any] = {
+        "horizon": horizon,
+        "seeds": seeds,
+        "n_cells": n_cells,
+        "ray_cpus": cpus,
+        "serial_cpu_seconds": serial_cpu,
+        "ray_cpu_seconds": ray_cpu,
+        "ray_startup_cpu_seconds": startup,
+        "overhead_per_cell_seconds": (ray_cpu - serial_cpu) / n_cells,
+        "ray_over_serial": ray_cpu / serial_cpu,
+        "rows_identical": True,
+    }
+    path = write_json("ray_overhead", result, args.out)
+    print(
+        _common.table(
+            [{k: v for k, v in result.items() if isinstance(v, (int, float))}],
+            [k for k, v in result.items() if isinstance(v, (int, float)) and k != "rows_identical"],
+        )
+    )
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""The default command's fixed cost (issue 25 item 4): no worker for small grids, PNG by default,
+no ``scipy.stats`` for a summary. Known answers, no timings."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from dp_experts_env.evaluation import AgentEntry, EnvEntry, Grid, backends, default_grid
+from dp_experts_env.evaluation.stats import _rowwise, iqm
+
+ENV_ID = "DPExperts-Shift-v0"
+
+
+def test_trim_mean_equals_scipy_bit_for_bit():
+    stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(0)
+    for n in range(1, 30):
+        x = rng.standard_normal(n) * 1e3
+        assert iqm(x) == float(stats.trim_mean(x, 0.25))
+        m = rng.standard_normal((20, n))
+        assert np.array_equal(_rowwise("iqm", m), stats.trim_mean(m, 0.25, axis=1))
+
+
+def test_small_grids_play_in_this_process_large_ones_get_workers():
+    cells = default_grid().cells()
+    # 50 cells x 10 seeds x 10^4 rounds = 5e6 run-rounds: no worker pays for itself.
+    assert backends.estimate_work(cells) == 50 * 10 * 10_000
+    assert backends.worth_processes(cells) == 1
+    big = default_grid(horizon=1_000_000, seeds=10).cells()
+    assert backends.worth_processes(big) == 25  # 5e8 / 2e7 (capped at the CPUs by execute)
+    # An env without an explicit horizon counts its registered one, or 10^4.
+    grid = Grid(agents=[AgentEntry("hedge")], envs=[EnvEntry(ENV_ID)], n_seeds=3)
+    assert backends.estimate_work(grid.cells()) > 0
+
+
+def test_local_backend_starts_no_worker_for_a_small_grid(monkeypatch):
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a worker pool was started for a grid of a few seconds")
+
+    monkeypatch.setattr(backends, "_local", no_pool)
+    grid = Grid(
+        agents=[AgentEntry("hedge"), AgentEntry("uniform")],
+        envs=[EnvEntry(ENV_ID, {"horizon": 50, "n_experts": 4})],
+        n_seeds=2,
+    )
+    results = list(backends.execute(grid.cells(), backend="local"))
+    assert len(results) == 2
+
+
+def test_summary_and_cli_import_no_scipy_stats():
+    code = (
+        "import sys\n"
+        "from dp_experts_env.cli import build_parser\n"
+        "build_parser()\n"
+        "import dp_experts_env.evaluation.sweep, dp_experts_env.evaluation.report\n"
+        "assert 'scipy.stats' not in sys.modules, 'scipy.stats imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_calibrations_are_cached_on_disk_and_equal(tmp_path, monkeypatch):
+    from agents import _public_cache
+    from agents.private_dartboard import dartboard_parameters
+
+    monkeypatch.setenv("DP_EXPERTS_CACHE_DIR", str(tmp_path))
+    args = (10, 1000, 0.75, 0.0)
+    dartboard_parameters.cache_clear()
+    first = dartboard_parameters(*args, tuning="calibrated")
+    files = list(tmp_path.glob("*.json"))
+    assert len(files) == 1
+    dartboard_parameters.cache_clear()  # a new process: the memo is empty, the file is read
+    calls = []
+    monkeypatch.setattr(_public_cache, "_store", lambda *a: calls.append(a))
+    again = dartboard_parameters(*args, tuning="calibrated")
+    assert again == first and calls == []  # read, not computed and stored again
+    # A damaged file is computed again; other code (another stamp) is another key.
+    files[0].write_text("{not json")
+    dartboard_parameters.cache_clear()
+    assert dartboard_parameters(*args, tuning="calibrated") == first and len(calls) == 1
+    fn = dartboard_parameters.__wrapped__
+    before = _public_cache._key(fn, args, {"tuning": "calibrated"})
+    monkeypatch.setattr(_public_cache, "_code_stamp", lambda: "edited")
+    assert _public_cache._key(fn, args, {"tuning": "calibrated"}) != before
+    monkeypatch.setenv("DP_EXPERTS_CACHE_DIR", "off")
+    assert _public_cache.cache_dir() is None
+    dartboard_parameters.cache_clear()
+
+
+@pytest.mark.slow
+def test_one_shared_pool_serves_every_grid_of_a_block():
+    grid = Grid(
+        agents=[AgentEntry("hedge"), AgentEntry("uniform"), AgentEntry("fixed-share")],
+        envs=[EnvEntry(ENV_ID, {"horizon": 40, "n_experts": 3})],
+        n_seeds=2,
+    )
+    cells = grid.cells()
+    serial = {c.cell_id: rows for c, rows in backends.execute(cells, backend="serial")}
+    pools = []
+    with backends.shared_pool():
+        for _ in range(2):
+            rows = {c.cell_id: r for c, r in backends.execute(cells, backend="local", n_jobs=2)}
+            assert rows == serial
+            pools.append(backends._SHARED.pool)
+    assert pools[0] is not None and pools[0] is pools[1]  # started once
+    assert backends._SHARED is None  # and shut down with the block
+
+
+def test_parsed_imports_cached_on_disk_give_the_same_fingerprint(tmp_path, monkeypatch):
+    from dp_experts_env.evaluation import store
+
+    monkeypatch.setenv("DP_EXPERTS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(store, "_PARSED", {})
+    monkeypatch.setattr(store, "_PARSED_STATE", {"loaded": False, "dirty": False})
+    store.forget_fingerprints()
+    first = store.code_fingerprint("hedge", ENV_ID)
+    assert (tmp_path / store._PARSED_FILE).is_file()
+    parsed = dict(store._PARSED)
+    # A new process: nothing in memory, every file's statements read from disk, none parsed.
+    store._PARSED.clear()
+    store._PARSED_STATE.update(loaded=False, dirty=False)
+    store.forget_fingerprints()
+    monkeypatch.setattr(store.ast, "parse", lambda *a: pytest.fail("parsed again"))
+    assert store.code_fingerprint("hedge", ENV_ID) == first
+    assert store._PARSED == parsed
+    monkeypatch.undo()
+    store.forget_fingerprints()
