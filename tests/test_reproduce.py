@@ -338,6 +338,7 @@ def _collapsing(b_true, seeds=8, seed=0):
     """Gain curves at S = 1, 4, 16 that collapse under x S^(1/2 - b_true) (x has S^(1/2))."""
     curves, low, high = {}, {}, {}
     for i, s in enumerate((1.0, 4.0, 16.0)):
+
         def gain(x, s=s):
             return 1 / (1 + math.exp(-1.5 * (math.log(x * s ** (0.5 - b_true)) - math.log(20))))
 

@@ -727,8 +727,9 @@ def collapse_exponent(
         for s, gain in zip(ss, gains, strict=True)
     )
     detail = (
-        f"spread across S with S in the abscissa (b = {predicted:g}): {at.get(predicted, math.nan):.2f}"
-        f", with S dropped (b = 0): {at.get(0.0, math.nan):.2f}; gain at x = "
+        f"spread across S with S in the abscissa (b = {predicted:g}): "
+        f"{at.get(predicted, math.nan):.2f}, with S dropped (b = 0): "
+        f"{at.get(0.0, math.nan):.2f}; gain at x = "
         f"{[round(float(v), 3) for v in np.exp(logx[0])]}: {table}"
     )
     if min(rises) < min_rise:
@@ -749,4 +750,6 @@ def collapse_exponent(
     best = grid[np.argmin(filled, axis=1)].astype(np.float64)
     best[~np.isfinite(filled.min(axis=1))] = np.nan
     lo, hi = _interval(best)
-    return Measurement(value, lo, hi, f"best b {value:g} (smallest spread {np.nanmin(spread):.2f}); {detail}")
+    smallest = float(np.nanmin(spread))
+    text = f"best b {value:g} (smallest spread {smallest:.2f}); {detail}"
+    return Measurement(value, lo, hi, text)

@@ -513,9 +513,7 @@ def _stationary(t: float) -> dict[str, object]:
 
 
 def _stationary_below(values: tuple[int, ...]) -> tuple[Point, ...]:
-    return tuple(
-        Point(float(t), _stationary(t), LOWER_X * math.sqrt(LOWER_S / t)) for t in values
-    )
+    return tuple(Point(float(t), _stationary(t), LOWER_X * math.sqrt(LOWER_S / t)) for t in values)
 
 
 #: The construction must make the learner grow faster than it does on a stationary env at the
@@ -875,8 +873,9 @@ batched_dartboard_t = Claim(
     "batch that balances Thm 5's two terms, docs/algorithms.md), not Cor. 6's printed B, whose "
     "exponent does not balance them (docs/errata.md, E-AFKT-9); the T exponent 2/5 is the same "
     "for both. Corollary 6 states no constant; Thm 5's explicit bound at the learner's own "
-    "parameters (eta, p, B) is the explicit-bound column (it grows like T^0.43 over 2^12..2^20). Uniform "
-    "play's regret on anti_lazy is linear (slope 1), so the control fails the band.",
+    "parameters (eta, p, B) is the explicit-bound column (it grows like T^0.43 over "
+    "2^12..2^20). Uniform play's regret on anti_lazy is linear (slope 1), so the control "
+    "fails the band.",
 )
 
 
