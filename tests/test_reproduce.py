@@ -385,7 +385,7 @@ def test_batched_dartboard_points_lie_in_corollary_6s_range_below_the_trivial_bo
     )
 
     (sweep,) = batched_dartboard_t.sweeps
-    for point in {*sweep.points, *sweep.quick_points}:
+    for point in (*sweep.points, *sweep.quick_points):
         low, high = _cor6_range(point)
         assert low <= point.epsilon <= high
         bound, trivial = _thm5_bound(point)
