@@ -296,22 +296,100 @@ def test_pipeline_uses_a_claims_own_figure(tmp_path):
     assert (tmp_path / "figures" / "tiny-custom-figure.png").stat().st_size > 1000
 
 
-def test_lower_bound_claim_reports_the_noiseless_contrast():
+def test_lower_bound_claim_measures_the_construction_against_a_stationary_env():
     from dp_experts_env.evaluation.paper_claims import _lower_bound_slopes, lower_bound
 
-    linear = _rows([500, 1000, 2000], lambda t: 0.8 * t).rename(columns={"r": "dynamic_regret"})
-    root = _rows([500, 1000, 2000], lambda t: 2 * t**0.5, seed=3).rename(
-        columns={"r": "dynamic_regret"}
+    def regret(fn, seed):
+        return _rows([500, 1000, 2000], fn, seed=seed).rename(columns={"r": "dynamic_regret"})
+
+    linear, root = regret(lambda t: 0.8 * t, 0), regret(lambda t: 2 * t**0.5, 3)
+    # linear on the construction, sqrt on the stationary env: the construction's doing
+    m = _lower_bound_slopes(
+        {"noisy-clipped-hedge": linear, "nch-stationary": root, "noisy-clipped-hedge-eps-inf": root}
     )
-    m = _lower_bound_slopes({"noisy-clipped-hedge": linear, "noisy-clipped-hedge-eps-inf": root})
-    assert m.value == pytest.approx(1.0, abs=0.05)
+    assert m.value == pytest.approx(0.5, abs=0.05)
     assert verdict(lower_bound, m) == "holds"
-    assert "at epsilon = inf the slope is 0.5" in m.detail
-    # The construction's sizes follow the theorem: N = 2T/(S+1), epsilon below sqrt(S/T).
-    for point in lower_bound.sweeps[0].points:
+    assert "at epsilon = inf on the construction 0.5" in m.detail
+    # linear on both (a learner at uniform play at this epsilon): the construction shows nothing
+    flat = _lower_bound_slopes(
+        {"noisy-clipped-hedge": linear, "nch-stationary": regret(lambda t: 0.9 * t, 5),
+         "noisy-clipped-hedge-eps-inf": root}
+    )  # fmt: skip
+    assert flat.value == pytest.approx(0.0, abs=0.05) and verdict(lower_bound, flat) == "fails"
+    # the gate reads the stationary env first: a learner at uniform's level there is burn-in
+    assert lower_bound.roles()[0] == "nch-stationary"
+    j = judge(lower_bound, m, flat, {500.0: 0.95, 1000.0: 0.9, 2000.0: 0.9})
+    assert j.verdict == "burn-in"
+    # The construction's sizes follow the theorem: N = 2T/(S+1), epsilon below sqrt(S/T); the
+    # stationary env has the same N and epsilon at every T.
+    by_key = {s.key: s for s in lower_bound.sweeps}
+    for point, calm in zip(
+        by_key["noisy-clipped-hedge"].points, by_key["nch-stationary"].points, strict=True
+    ):
         s = point.env_params["n_shifts"]
         assert point.env_params["n_experts"] == 2 * int(point.x) // (s + 1)
         assert point.epsilon < math.sqrt(s / point.x)
+        assert calm.epsilon == point.epsilon and calm.x == point.x
+        assert calm.env_params["n_experts"] == point.env_params["n_experts"]
+        assert calm.env_params["n_shifts"] == 0
+
+
+def _collapsing(b_true, seeds=8, seed=0):
+    """Gain curves at S = 1, 4, 16 that collapse under x S^(1/2 - b_true) (x has S^(1/2))."""
+    curves, low, high = {}, {}, {}
+    for i, s in enumerate((1.0, 4.0, 16.0)):
+
+        def gain(x, s=s):
+            return 1 / (1 + math.exp(-1.5 * (math.log(x * s ** (0.5 - b_true)) - math.log(20))))
+
+        xs = [2, 4, 8, 16, 32, 64, 128]
+        curves[s] = _rows(xs, lambda x, g=gain: 100 - 80 * g(x), seeds, 0.01, seed + i)
+        low[s] = _rows([0], lambda x: 100.0, seeds, 0.01, seed + 10 + i)
+        high[s] = _rows([0], lambda x: 20.0, seeds, 0.01, seed + 20 + i)
+    return curves, low, high
+
+
+@pytest.mark.parametrize("b_true", [0.5, 0.0, 1.0])
+def test_collapse_exponent_recovers_the_power_of_s_in_the_threshold(b_true):
+    from dp_experts_env.evaluation.claims import collapse_exponent
+
+    m = collapse_exponent(*_collapsing(b_true), "r")
+    assert m.value == pytest.approx(b_true, abs=0.051)
+    assert m.ci_low <= b_true <= m.ci_high and m.ci_high - m.ci_low <= 0.2
+    spreads = m.detail.split("(b = 0.5): ")[1]
+    with_s, without_s = float(spreads[:4]), float(spreads.split("(b = 0): ")[1][:4])
+    if b_true == 0.5:  # both halves of the statement: collapse with S, none without it
+        assert with_s < 0.05 and without_s > 0.3
+
+
+def test_collapse_exponent_refuses_flat_curves_and_curves_that_never_collapse():
+    from dp_experts_env.evaluation.claims import collapse_exponent
+
+    curves, low, high = _collapsing(0.5)
+    flat = {s: _rows([2, 4, 8, 16, 32, 64, 128], lambda x: 100.0, seed=i)
+            for i, s in enumerate(curves)}  # fmt: skip
+    m = collapse_exponent(flat, low, high, "r")
+    assert math.isnan(m.value) and "no transition" in m.detail
+    # a curve of another shape (a step where the others are gentle): no shift lines it up
+    apart = dict(curves)
+    apart[4.0] = _rows([2, 4, 8, 16, 32, 64, 128], lambda x: 100 - 80 * (x > 20))
+    m = collapse_exponent(apart, low, high, "r")
+    assert math.isnan(m.value) and "nothing collapses" in m.detail
+
+
+def test_batched_dartboard_points_lie_in_corollary_6s_range_below_the_trivial_bound():
+    from dp_experts_env.evaluation.paper_claims import (
+        _cor6_range,
+        _thm5_bound,
+        batched_dartboard_t,
+    )
+
+    (sweep,) = batched_dartboard_t.sweeps
+    for point in (*sweep.points, *sweep.quick_points):
+        low, high = _cor6_range(point)
+        assert low <= point.epsilon <= high
+        bound, trivial = _thm5_bound(point)
+        assert bound < trivial == point.x
 
 
 # ----------------------------------------------------------------------------- controls

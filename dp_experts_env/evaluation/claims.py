@@ -66,6 +66,7 @@ __all__ = [
     "largest_ratio_over_x",
     "power_plus_constant",
     "spread_of_normalised_gain",
+    "collapse_exponent",
 ]
 
 KINDS = ("two_sided", "at_most", "at_least")
@@ -642,3 +643,113 @@ def excess_loglog_slope(
     return Measurement(
         _slope(xs, means), lo, hi, f"excess mean {metric} at x = {pairs}", local_slopes(xs, means)
     )
+
+
+def _gain_samples(
+    curve: pd.DataFrame, low: pd.DataFrame, high: pd.DataFrame, metric: str, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted x, the mean normalised gain per x and its (bootstrap, x) samples."""
+    xs, groups = _per_x(curve, metric)
+    lo_v = low[metric].to_numpy(np.float64)
+    hi_v = high[metric].to_numpy(np.float64)
+    b = _bootstrap_means([*groups, lo_v, hi_v], seed)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        samples = (b[:, -2:-1] - b[:, :-2]) / (b[:, -2] - b[:, -1])[:, None]
+    means = np.array([g.mean() for g in groups])
+    gain = (lo_v.mean() - means) / (lo_v.mean() - hi_v.mean())
+    return xs, gain, samples
+
+
+def _spreads(
+    logx: Sequence[np.ndarray], gains: Sequence[np.ndarray], shifts: np.ndarray, n_grid: int = 25
+) -> np.ndarray:
+    """Largest spread across curves, per candidate shift set, after linear interpolation.
+
+    ``shifts[j, k]`` moves curve k along log x for candidate j; the spread is taken on a grid
+    over the range every shifted curve covers (NaN where the ranges do not overlap). ``gains[k]``
+    is (rows, n_x); the result is (rows, candidates).
+    """
+    rows = gains[0].shape[0]
+    out = np.full((rows, shifts.shape[0]), np.nan)
+    for j, shift in enumerate(shifts):
+        moved = [lx + d for lx, d in zip(logx, shift, strict=True)]
+        left, right = max(m[0] for m in moved), min(m[-1] for m in moved)
+        if right - left <= 1e-9:
+            continue
+        grid = np.linspace(left, right, n_grid)
+        curves = []
+        for m, g in zip(moved, gains, strict=True):
+            # interpolation is linear in the gain, so one weight matrix serves every row
+            weights = np.stack([np.interp(grid, m, np.eye(m.size)[i]) for i in range(m.size)])
+            curves.append(g @ weights)
+        stacked = np.stack(curves)  # (curves, rows, grid)
+        out[:, j] = np.max(stacked.max(axis=0) - stacked.min(axis=0), axis=1)
+    return out
+
+
+def collapse_exponent(
+    curves: Mapping[float, pd.DataFrame],
+    low: Mapping[float, pd.DataFrame],
+    high: Mapping[float, pd.DataFrame],
+    metric: str,
+    *,
+    predicted: float = 0.5,
+    grid: np.ndarray | None = None,
+    max_spread: float = 0.25,
+    min_rise: float = 0.5,
+    seed: int = 0,
+) -> Measurement:
+    """Exponent b of S in the abscissa under which the normalised-gain curves of several S collapse.
+
+    ``curves[s]`` are a learner's rows at S = s, each x being ``epsilon / (N sqrt(S/T))`` (the
+    abscissa with S^(1/2)); ``low[s]`` / ``high[s]`` the rows of the weak and strong references
+    (uniform play, the non-private tracker). Plotting against ``x S^(1/2 - b)`` puts S^b in the
+    abscissa: b = 1/2 is the theorem's threshold, b = 0 drops S. The measured b minimises the
+    largest spread across S of the interpolated gain curves (searched on ``grid``, default
+    -0.5..1.5 step 0.05); its interval is the seed bootstrap's. NaN (no fit) when a curve does
+    not cross the transition (its gain rises by less than ``min_rise``) or when no b brings the
+    spread to ``max_spread`` or below (nothing collapses).
+    """
+    grid = np.round(np.arange(-0.5, 1.5 + 1e-9, 0.05), 2) if grid is None else grid
+    ss = sorted(curves)
+    logx, gains, boots, rises = [], [], [], []
+    for i, s in enumerate(ss):
+        xs, gain, samples = _gain_samples(curves[s], low[s], high[s], metric, seed + i)
+        logx.append(np.log(xs))
+        gains.append(gain[None, :])
+        boots.append(samples)
+        rises.append(float(gain[-1] - gain[0]))
+    shifts = np.array([[(predicted - b) * math.log(s) for s in ss] for b in grid])
+    spread = _spreads(logx, gains, shifts)[0]
+    at = {b: spread[j] for j, b in enumerate(grid)}
+    table = "; ".join(
+        f"S={s:g}: " + ", ".join(f"{g:.2f}" for g in gain[0])
+        for s, gain in zip(ss, gains, strict=True)
+    )
+    detail = (
+        f"spread across S with S in the abscissa (b = {predicted:g}): "
+        f"{at.get(predicted, math.nan):.2f}, with S dropped (b = 0): "
+        f"{at.get(0.0, math.nan):.2f}; gain at x = "
+        f"{[round(float(v), 3) for v in np.exp(logx[0])]}: {table}"
+    )
+    if min(rises) < min_rise:
+        return Measurement(
+            math.nan, math.nan, math.nan,
+            f"the gain rises by {min(rises):.2f} < {min_rise} across x at some S: no transition "
+            f"to collapse; {detail}",
+        )  # fmt: skip
+    if not np.nanmin(spread) <= max_spread:
+        return Measurement(
+            math.nan, math.nan, math.nan,
+            f"no exponent brings the spread to {max_spread} or below (smallest "
+            f"{np.nanmin(spread):.2f}): nothing collapses; {detail}",
+        )  # fmt: skip
+    value = float(grid[int(np.nanargmin(spread))]) + 0.0  # no "-0"
+    boot_spread = _spreads(logx, boots, shifts)
+    filled = np.where(np.isfinite(boot_spread), boot_spread, np.inf)
+    best = grid[np.argmin(filled, axis=1)].astype(np.float64)
+    best[~np.isfinite(filled.min(axis=1))] = np.nan
+    lo, hi = _interval(best)
+    smallest = float(np.nanmin(spread))
+    text = f"best b {value:g} (smallest spread {smallest:.2f}); {detail}"
+    return Measurement(value, lo, hi, text)
