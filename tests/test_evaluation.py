@@ -345,7 +345,7 @@ def test_figure_files_of_envs_with_long_labels_do_not_collide(sweep_frame, tmp_p
     frame = sweep_frame[sweep_frame["env"] == sorted(sweep_frame["env"].unique())[0]]
     long = "DPExperts-BanditAdvice-v0[family=planted_expert,horizon=5000,n_arms=4,n_experts="
     both = pd.concat([frame.assign(env=long + "32]"), frame.assign(env=long + "64]")])
-    names = {p.name for p in make_figures(both, tmp_path)}
+    names = {p.name for p in make_figures(both, tmp_path, pdf=True)}
     assert len({n for n in names if n.startswith("round_")}) == 4  # 2 envs x (png, pdf)
     assert all(len(n) <= 100 for n in names)
 

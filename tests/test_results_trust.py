@@ -163,8 +163,8 @@ def test_figure_names_keep_dotted_labels_and_metrics_apart(tmp_path):
     both = pd.concat(
         [frame.assign(env="shift[gap=0.1]"), frame.assign(env="shift[gap=0.2]"), frame]
     )
-    first = make_figures(both, tmp_path / "f", "dynamic_regret")
-    second = make_figures(both, tmp_path / "f", "static_regret")
+    first = make_figures(both, tmp_path / "f", "dynamic_regret", pdf=True)
+    second = make_figures(both, tmp_path / "f", "static_regret", pdf=True)
     names = [p.name for p in first + second]
     # 3 envs x 2 metrics x (png, pdf), plus the across-env aggregate figure per metric.
     assert len(names) == len(set(names)) == 16
