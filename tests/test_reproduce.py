@@ -486,8 +486,29 @@ def test_every_claim_names_a_control_or_says_why_not():
     for claim in CLAIMS:
         if claim.control is None:
             assert claim.no_control
+        elif claim.control.agent == claim.sweeps[0].agent:
+            # A negative control (paper 004's local learner: the same learner at tau = 1): it
+            # must differ from the learner and the claim must not gate on beating it.
+            assert claim.control.params and claim.sweeps[0].agent_params != claim.control.params
+            assert claim.learning_fraction is None
         else:
             assert not registry.spec(claim.control.agent).private  # learns nothing, no noise
+
+
+def test_the_central_vs_local_claim_runs_where_local_dp_must_be_linear():
+    """Paper 004's separation: every full-run point has epsilon sqrt(T) < 1 (Basu et al.'s
+    regime), the gap where uniform's regret is c sqrt(KT/epsilon), and tau = 1 as the control."""
+    (claim,) = get_claims(["frpab-central-vs-local"])
+    assert claim.control.agent == "private-batched-bandit" and claim.control.params == {"tau": 1}
+    learner, reference = claim.sweeps
+    assert [p.env_params for p in learner.points] == [p.env_params for p in reference.points]
+    for p in learner.points:
+        t = p.env_params["horizon"]
+        assert p.epsilon * t**0.5 < 1.0
+        assert p.env_params["gap"] == pytest.approx(min(0.5, 4 * (5 / (p.epsilon * t)) ** 0.5))
+    # the control's runs never share the learner's results folder
+    local = claim.with_learner("private-batched-bandit", {"tau": 1})
+    assert local.sweeps[0].folder != learner.folder
 
 
 def _controls():
