@@ -155,6 +155,7 @@ def test_a_small_grid_plays_on_the_numpy_path_a_large_one_compiled(monkeypatch):
         return [(cell, []) for cell in unit]
 
     monkeypatch.setattr(backends, "run_cells", fake_run_cells)
+    monkeypatch.setattr(backends, "_numba_loaded", lambda: False)  # a fresh process
     small = Grid(agents=[AgentEntry("hedge")], envs=[EnvEntry(ENV_ID, {"horizon": 50})])
     large = Grid(
         agents=[AgentEntry("hedge")],
@@ -164,6 +165,11 @@ def test_a_small_grid_plays_on_the_numpy_path_a_large_one_compiled(monkeypatch):
     list(backends.execute(small.cells(), backend="serial"))
     list(backends.execute(large.cells(), backend="serial"))
     assert seen == [True, False]
+    with backends.shared_pool():  # a command of many grids (reproduce) loads numba once
+        list(backends.execute(small.cells(), backend="serial"))
+    monkeypatch.setattr(backends, "_numba_loaded", lambda: True)  # loaded already: use it
+    list(backends.execute(small.cells(), backend="serial"))
+    assert seen == [True, False, False, False]
     assert _jit._NUMPY_ONLY[0] == 0  # the block ended with the unit
     with _jit.numpy_path():
         assert not _jit.jit_enabled()

@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -73,6 +74,20 @@ def _horizon(cell: Cell) -> int:
 def estimate_work(cells: Sequence[Cell]) -> int:
     """Run-rounds of ``cells``: seeds x horizon, summed (what a sweep's CPU grows with)."""
     return sum(len(cell.seed_indices) * _horizon(cell) for cell in cells)
+
+
+def _numpy_pays(cells: Sequence[Cell]) -> bool:
+    """True when ``cells`` play cheaper on the numpy path than with numba to load first.
+
+    Below :data:`JIT_MIN_WORK` run-rounds, unless numba is loaded already or the grid is one of
+    a command's many (:func:`shared_pool`, ``dp-experts reproduce``: the load is paid once for
+    all of them).
+    """
+    return _SHARED is None and not _numba_loaded() and estimate_work(cells) < JIT_MIN_WORK
+
+
+def _numba_loaded() -> bool:
+    return "numba" in sys.modules
 
 
 def worth_processes(cells: Sequence[Cell]) -> int:
@@ -482,5 +497,5 @@ def execute(
     units = plan_units(cells, jobs)
     report = None if progress is None else (lambda i, frac: progress(units[i], frac))
     if jobs == 1 or len(units) == 1:
-        return _serial(units, report, estimate_work(cells) < JIT_MIN_WORK)
+        return _serial(units, report, _numpy_pays(cells))
     return _local(units, min(jobs, len(units)), report)
