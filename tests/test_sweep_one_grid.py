@@ -79,3 +79,8 @@ def test_a_sweep_over_epsilons_is_one_grid_with_the_rows_of_one_grid_per_epsilon
     pd.testing.assert_frame_equal(merged, apart)
     # one results folder for the sweep: the loss stream was simulated once
     assert [p.name for p in (tmp_path / "one" / "runs" / "c").iterdir()] == ["d"]
+    # `dp-experts verify` reads the grid (pairs included) back and finds every run current
+    from dp_experts_env.evaluation.verify import verify_tree
+
+    folders, stale = verify_tree(tmp_path / "one")
+    assert len(folders) == 1 and folders[0].ok and not stale
