@@ -25,12 +25,23 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy import special
 
 from agents.base import Agent, PrivacyClaim
 from dp_experts_env._validation import check_choice, check_float, check_int, real_array
 from dp_experts_env.batch_rng import run_seeds
 from dp_experts_env.fixed_order import dot
+
+
+class _LazySpecial:
+    """``scipy.special``, imported at first use (~0.25 s: paid by the OCO learners only)."""
+
+    def __getattr__(self, name: str) -> Any:
+        from scipy import special as module
+
+        return getattr(module, name)
+
+
+special = _LazySpecial()
 
 __all__ = [
     "OCOAgent",

@@ -16,6 +16,9 @@ and handed to the kernels.
 Environment:
 
 * ``DP_EXPERTS_NO_JIT=1`` (or the older ``DP_EXPERTS_NUMBA=0``) forces the numpy path.
+* :func:`numpy_path` forces it for a block of code: a grid too small to pay for importing numba
+  and loading its cached kernels (~1.3 s of CPU) plays without them
+  (:func:`dp_experts_env.evaluation.backends.execute`); results are the same either way.
 * Compiled kernels are cached on disk (numba ``cache=True``: next to the source, or numba's
   user-wide cache directory when the source tree is read-only; ``NUMBA_CACHE_DIR`` overrides).
   Where no cache location is writable, kernels are compiled in memory instead.
@@ -23,12 +26,13 @@ Environment:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["helper", "jit_enabled", "kernel", "numba_available"]
+__all__ = ["helper", "jit_enabled", "kernel", "numba_available", "numpy_path"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,8 +47,23 @@ def numba_available() -> bool:
     return True
 
 
+_NUMPY_ONLY = [0]  # depth of nested numpy_path() blocks in this process
+
+
+@contextlib.contextmanager
+def numpy_path() -> Iterator[None]:
+    """Use the numpy reference path inside the block (numba is not even imported)."""
+    _NUMPY_ONLY[0] += 1
+    try:
+        yield
+    finally:
+        _NUMPY_ONLY[0] -= 1
+
+
 def jit_enabled() -> bool:
     """True when compiled kernels are used (numba importable and not switched off)."""
+    if _NUMPY_ONLY[0]:
+        return False
     if os.environ.get("DP_EXPERTS_NO_JIT", "0") not in ("", "0"):
         return False
     if os.environ.get("DP_EXPERTS_NUMBA", "1") == "0":

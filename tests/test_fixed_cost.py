@@ -128,3 +128,87 @@ def test_parsed_imports_cached_on_disk_give_the_same_fingerprint(tmp_path, monke
     assert store._PARSED == parsed
     monkeypatch.undo()
     store.forget_fingerprints()
+
+
+def test_importing_the_packages_imports_no_scipy_and_no_numba():
+    # scipy.special (~0.25 s) is imported by the functions that use it; numba (~0.3 s, plus
+    # ~1 s to load cached kernels) only when a grid is large enough to pay for it.
+    code = (
+        "import sys\n"
+        "import dp_experts_env, agents\n"
+        "from dp_experts_env.cli import build_parser\n"
+        "build_parser()\n"
+        "import dp_experts_env.evaluation.sweep, dp_experts_env.evaluation.report\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('scipy', 'numba')]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_small_grid_plays_on_the_numpy_path_a_large_one_compiled(monkeypatch):
+    from dp_experts_env import _jit
+
+    seen = []
+
+    def fake_run_cells(unit):
+        seen.append(_jit._NUMPY_ONLY[0] > 0)
+        return [(cell, []) for cell in unit]
+
+    monkeypatch.setattr(backends, "run_cells", fake_run_cells)
+    monkeypatch.setattr(backends, "_numba_loaded", lambda: False)  # a fresh process
+    small = Grid(agents=[AgentEntry("hedge")], envs=[EnvEntry(ENV_ID, {"horizon": 50})])
+    large = Grid(
+        agents=[AgentEntry("hedge")],
+        envs=[EnvEntry(ENV_ID, {"horizon": backends.JIT_MIN_WORK})],
+        n_seeds=1,
+    )
+    list(backends.execute(small.cells(), backend="serial"))
+    list(backends.execute(large.cells(), backend="serial"))
+    assert seen == [True, False]
+    with backends.shared_pool():  # a command of many grids (reproduce) loads numba once
+        list(backends.execute(small.cells(), backend="serial"))
+    monkeypatch.setattr(backends, "_numba_loaded", lambda: True)  # loaded already: use it
+    list(backends.execute(small.cells(), backend="serial"))
+    assert seen == [True, False, False, False]
+    assert _jit._NUMPY_ONLY[0] == 0  # the block ended with the unit
+    with _jit.numpy_path():
+        assert not _jit.jit_enabled()
+
+
+def test_small_grid_rows_equal_on_the_numpy_and_compiled_paths():
+    pytest.importorskip("numba")
+    from dp_experts_env import _jit
+    from dp_experts_env.evaluation.episode import run_cells
+
+    grid = Grid(
+        agents=[AgentEntry("hedge"), AgentEntry("fixed-share")],
+        envs=[EnvEntry(ENV_ID, {"horizon": 300, "n_experts": 5})],
+        n_seeds=3,
+    )
+    compiled = run_cells(grid.cells())
+    with _jit.numpy_path():
+        reference = run_cells(grid.cells())
+    assert [rows for _, rows in compiled] == [rows for _, rows in reference]
+
+
+def test_round_matrix_equals_pivot_table():
+    import pandas as pd
+
+    from dp_experts_env.evaluation.plots import _round_matrix
+
+    rng = np.random.default_rng(1)
+    rows = pd.DataFrame(
+        {"round": np.repeat([3, 1, 2], 4), "seed": np.tile([2, 0, 3, 1], 3)}
+    ).assign(m=rng.standard_normal(12))
+    cases = {
+        "complete": rows,
+        "shuffled": rows.sample(frac=1.0, random_state=0),
+        "missing value": rows.assign(m=rows["m"].where(rows.index != 5)),
+        "repeated pair": pd.concat([rows, rows.iloc[:3].assign(m=7.0)]),
+        "missing pair": rows.iloc[1:],
+    }
+    for name, group in cases.items():
+        table = group.pivot_table(index="round", columns="seed", values="m")
+        rounds, matrix = _round_matrix(group, "m")
+        assert np.array_equal(rounds, table.index.to_numpy()), name
+        assert np.array_equal(matrix, table.to_numpy(), equal_nan=True), name

@@ -12,6 +12,7 @@ from dp_experts_env.evaluation.plots import (
     COLUMN_WIDTH,
     FULL_WIDTH,
     PALETTE,
+    PNG_DPI,
     learner_styles,
     make_figures,
     plot_regret_vs_epsilon,
@@ -191,7 +192,7 @@ def test_saved_figures_keep_their_width(tmp_path):
     }
     for name, (fig, width) in cases.items():
         png = next(p for p in save_figure(fig, tmp_path / name) if p.suffix == ".png")
-        inches = Image.open(png).size[0] / 300
+        inches = Image.open(png).size[0] / PNG_DPI
         assert inches <= width * 1.03, (name, inches)
 
 

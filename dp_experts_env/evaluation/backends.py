@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -22,6 +23,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from dp_experts_env._jit import numpy_path
 from dp_experts_env._validation import check_choice, check_int
 from dp_experts_env.evaluation import episode as episode_mod
 from dp_experts_env.evaluation.episode import group_key, run_cells
@@ -46,6 +48,11 @@ Result = tuple[Cell, list[dict[str, Any]]]
 #: default comparison costs ~1.4 us in blocks, so 2e7 run-rounds (~30 s) make the start-up
 #: under a tenth of what the worker does.
 ROUNDS_PER_PROCESS = 20_000_000
+#: Run-rounds below which a grid plays on the numpy path: importing numba and loading its cached
+#: kernels costs ~1.3 s of CPU in a process, which the kernels win back only from about 7e5
+#: run-rounds of the default comparison on (the command at T = 1,000 / 3,000: 3.95 / 5.53 s
+#: CPU compiled against 3.57 / 6.79 s on numpy). Rows are the same on both paths.
+JIT_MIN_WORK = 750_000
 _DEFAULT_HORIZON = 10_000  # assumed for an env whose horizon is neither given nor declared
 
 
@@ -67,6 +74,20 @@ def _horizon(cell: Cell) -> int:
 def estimate_work(cells: Sequence[Cell]) -> int:
     """Run-rounds of ``cells``: seeds x horizon, summed (what a sweep's CPU grows with)."""
     return sum(len(cell.seed_indices) * _horizon(cell) for cell in cells)
+
+
+def _numpy_pays(cells: Sequence[Cell]) -> bool:
+    """True when ``cells`` play cheaper on the numpy path than with numba to load first.
+
+    Below :data:`JIT_MIN_WORK` run-rounds, unless numba is loaded already or the grid is one of
+    a command's many (:func:`shared_pool`, ``dp-experts reproduce``: the load is paid once for
+    all of them).
+    """
+    return _SHARED is None and not _numba_loaded() and estimate_work(cells) < JIT_MIN_WORK
+
+
+def _numba_loaded() -> bool:
+    return "numba" in sys.modules
 
 
 def worth_processes(cells: Sequence[Cell]) -> int:
@@ -166,16 +187,25 @@ def _reporter(send: Callable[[int, float], None]) -> Callable[[int, int], None]:
 _UNIT = [0]  # index of the unit this process is playing (read by its progress hook)
 
 
-def _play(unit: list[Cell], index: int) -> list[Result]:
-    """Play one unit, its index known to this process's progress hook."""
+def _play(unit: list[Cell], index: int, numpy_only: bool = False) -> list[Result]:
+    """Play one unit, its index known to this process's progress hook.
+
+    ``numpy_only``: on the numpy path (:func:`~dp_experts_env._jit.numpy_path`), for work too
+    small to pay for loading the compiled kernels.
+    """
     _UNIT[0] = index
+    if numpy_only:
+        with numpy_path():
+            return run_cells(unit)
     return run_cells(unit)
 
 
-def _serial(units: Sequence[list[Cell]], progress: Progress | None = None) -> Iterator[Result]:
+def _serial(
+    units: Sequence[list[Cell]], progress: Progress | None = None, numpy_only: bool = False
+) -> Iterator[Result]:
     with _hooked(progress):
         for index, unit in enumerate(units):
-            yield from _play(unit, index)
+            yield from _play(unit, index, numpy_only)
 
 
 @contextlib.contextmanager
@@ -467,5 +497,5 @@ def execute(
     units = plan_units(cells, jobs)
     report = None if progress is None else (lambda i, frac: progress(units[i], frac))
     if jobs == 1 or len(units) == 1:
-        return _serial(units, report)
+        return _serial(units, report, _numpy_pays(cells))
     return _local(units, min(jobs, len(units)), report)

@@ -255,6 +255,7 @@ _GRID_KEYS = {
     "base_seed",
     "seeds_per_cell",
     "n_record",
+    "pairs",
     "output",
 }
 
@@ -271,6 +272,10 @@ class Grid:
         base_seed: root of every derived seed.
         seeds_per_cell: seeds batched into one cell (None: all of them).
         n_record: log-spaced rounds kept per curve.
+        pairs: only these ``(env display, epsilon)`` pairs of the cross product (None: all of
+            it); non-private agents play each listed env once. A sweep whose points pair each
+            env with its own epsilon is one grid this way, so its cells on one env share a loss
+            stream and a private learner is one batch over their epsilons.
     """
 
     agents: Sequence[AgentEntry | str]
@@ -280,6 +285,7 @@ class Grid:
     base_seed: int = 0
     seeds_per_cell: int | None = None
     n_record: int = 64
+    pairs: Sequence[tuple[str, float]] | None = None
 
     def __post_init__(self) -> None:
         self.agents = [a if isinstance(a, AgentEntry) else AgentEntry(a) for a in self.agents]
@@ -316,6 +322,26 @@ class Grid:
         dupes = {x for x in labels if labels.count(x) > 1}
         if dupes:
             raise ValueError(f"agent entries must be distinct; give a label to: {sorted(dupes)}")
+        if self.pairs is not None:
+            self.pairs = self._check_pairs(self.pairs)
+
+    def _check_pairs(self, pairs: Any) -> list[tuple[str, float]]:
+        if isinstance(pairs, (str, bytes, Mapping)) or not hasattr(pairs, "__iter__"):
+            raise TypeError(f"pairs must be a list of [env label, epsilon], got {pairs!r}")
+        envs = {e.display for e in self.envs}
+        out = []
+        for pair in pairs:
+            if isinstance(pair, (str, bytes)) or len(pair) != 2:
+                raise ValueError(f"pairs: each pair is [env label, epsilon], got {pair!r}")
+            env, eps = pair[0], check_learner_epsilon("pairs", pair[1])
+            if env not in envs:
+                raise ValueError(f"pairs: {env!r} is not an env of the grid; envs: {sorted(envs)}")
+            if eps not in self.epsilons:
+                raise ValueError(f"pairs: epsilon {eps!r} is not in epsilons {self.epsilons}")
+            out.append((env, eps))
+        if not out:
+            raise ValueError("pairs must list at least one [env label, epsilon] (or be omitted)")
+        return out
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -355,6 +381,7 @@ class Grid:
             base_seed=data.get("base_seed", 0),
             seeds_per_cell=data.get("seeds_per_cell"),
             n_record=data.get("n_record", 64),
+            pairs=data.get("pairs"),
         )
 
     @classmethod
@@ -387,11 +414,15 @@ class Grid:
             tuple(range(start, min(start + block, self.n_seeds)))
             for start in range(0, self.n_seeds, block)
         ]
+        wanted = None if self.pairs is None else set(self.pairs)
         out = []
         for env in self.envs:
             for agent in self.agents:
                 private = spec(agent.name).private and "epsilon" not in agent.params
                 epsilons: list[float | None] = list(self.epsilons) if private else [None]
+                if wanted is not None:
+                    listed = [e for e in self.epsilons if (env.display, e) in wanted]
+                    epsilons = [e for e in epsilons if e in listed or (e is None and listed)]
                 for eps in epsilons:
                     for seeds in blocks:
                         out.append(Cell(agent, env, eps, seeds, self.base_seed, self.n_record))
@@ -473,6 +504,7 @@ class Grid:
             "base_seed": self.base_seed,
             "n_record": self.n_record,
             **({"seeds_per_cell": self.seeds_per_cell} if self.seeds_per_cell else {}),
+            **({"pairs": [list(p) for p in self.pairs]} if self.pairs is not None else {}),
         }
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "COLUMN_WIDTH",
     "FULL_WIDTH",
     "PALETTE",
+    "PNG_DPI",
     "STYLE",
     "learner_style",
     "learner_styles",
@@ -78,6 +79,30 @@ def _curve_band(matrix: np.ndarray, confidence: float, n_boot: int, seed: int):
     tail = (1 - confidence) / 2
     lo, hi = np.quantile(boots, [tail, 1 - tail], axis=1)
     return mean, lo, hi
+
+
+def _round_matrix(group: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """Rounds (sorted) and the (rounds, seeds) matrix of ``metric``, seeds in sorted order.
+
+    What ``group.pivot_table(index="round", columns="seed", values=metric)`` gives, without its
+    cost (~6 ms a call, 70 calls for the default figure): when every (round, seed) pair occurs
+    once and no value is missing, the rows are placed directly; otherwise the pivot (mean of
+    repeated pairs, missing values skipped) is taken.
+    """
+    values = group[metric].to_numpy(dtype=np.float64)
+    rounds, r_idx = np.unique(group["round"].to_numpy(), return_inverse=True)
+    seeds, s_idx = np.unique(group["seed"].to_numpy(), return_inverse=True)
+    cells = r_idx.astype(np.int64) * len(seeds) + s_idx
+    if (
+        len(values) == len(rounds) * len(seeds)
+        and not np.isnan(values).any()
+        and len(np.unique(cells)) == len(values)
+    ):
+        matrix = np.empty(len(values))
+        matrix[cells] = values
+        return rounds, matrix.reshape(len(rounds), len(seeds))
+    table = group.pivot_table(index="round", columns="seed", values=metric)
+    return table.index.to_numpy(), table.to_numpy()
 
 
 def _eps_text(eps: float) -> str:
@@ -317,11 +342,11 @@ def plot_regret_vs_round(
             else:
                 panel = data[~np.isfinite(eps_of)]
             for agent, group in panel.groupby("agent", sort=True):
-                table = group.pivot_table(index="round", columns="seed", values=metric)
-                mean, lo, hi = _curve_band(table.to_numpy(), confidence, n_boot, seed=0)
+                rounds, matrix = _round_matrix(group, metric)
+                mean, lo, hi = _curve_band(matrix, confidence, n_boot, seed=0)
                 line = _line_kwargs(styles[agent], agent, agent in private)
                 (drawn,) = ax.plot(
-                    table.index,
+                    rounds,
                     mean,
                     label=agent,
                     marker=styles[agent]["marker"],
@@ -331,12 +356,12 @@ def plot_regret_vs_round(
                 # What the end point stands for (tests read it back against summary.csv).
                 drawn.set_gid(f"{agent}|{float(group['epsilon'].iloc[0])!r}")
                 handles.setdefault(agent, drawn)
-                ax.fill_between(table.index, lo, hi, color=line["color"], alpha=0.15, lw=0)
+                ax.fill_between(rounds, lo, hi, color=line["color"], alpha=0.15, lw=0)
                 spent = _certified(group)
                 if _spends_other(eps, spent):
                     ax.annotate(
                         f"spends ε={spent:.3g}",
-                        (table.index[-1], mean[-1]),
+                        (rounds[-1], mean[-1]),
                         xytext=(-2, 2),
                         textcoords="offset points",
                         ha="right",
@@ -593,6 +618,11 @@ def plot_aggregate(frame: pd.DataFrame, metric: str = "dynamic_regret") -> Figur
 #: per figure, more than the PNG.
 FORMATS = ("png", "pdf")
 
+#: Resolution of the PNGs: 200 dpi (1,400 pixels across a full-width figure) is sharp on a
+#: screen and costs ~0.15 s less CPU for the default comparison's two figures than 300 dpi
+#: (rendering and PNG encoding grow with the pixels); a paper takes the vector PDF (``pdf=True``).
+PNG_DPI = 200
+
 
 def save_figure(
     fig: Figure, path_stem: str | Path, formats: Iterable[str] = ("png",)
@@ -618,7 +648,7 @@ def save_figure(
     with plt.rc_context(STYLE):  # fonttype is read when the PDF is written
         for path in paths:
             # "tight" keeps the legend placed below the axes inside the saved image.
-            write_figure(fig, path, dpi=300, bbox_inches="tight")
+            write_figure(fig, path, dpi=PNG_DPI, bbox_inches="tight")
     plt.close(fig)
     return paths
 

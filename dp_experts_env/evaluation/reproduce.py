@@ -119,7 +119,6 @@ def sweep_rows(
     own results folder, so stored runs are reused.
     """
     import agents
-    from dp_experts_env.evaluation.sweep import final_rows, run_grid
 
     points, seeds = sweep.chosen(quick)
     if sweep.custom is not None:
@@ -136,30 +135,58 @@ def sweep_rows(
     by_eps: dict[float | None, list] = {}
     for p in points:
         by_eps.setdefault(p.epsilon, []).append(p)
-    frames = []
-    for eps, pts in by_eps.items():
-        grid = Grid(
-            agents=[AgentEntry(sweep.agent, params)],
-            envs=[EnvEntry(sweep.env_id, dict(p.env_params), label=_label(p.x)) for p in pts],
-            epsilons=[1.0 if eps is None else eps],
-            n_seeds=seeds,
-            n_record=2,
-        )
-        tag = "np" if eps is None else f"e{eps:g}"
-        folder = out / "runs" / claim.name / f"{sweep.folder}-{tag}"
-        frame = run_grid(
-            grid,
-            folder,
-            backend=backend,
-            n_jobs=n_jobs,
-            address=address,
-            progress=False,
-            report=False,
-        )
-        rows = final_rows(frame).copy()
-        rows["x"] = rows["env"].map(_x_of)
-        frames.append(rows)
-    return pd.concat(frames, ignore_index=True)
+    run = {"backend": backend, "n_jobs": n_jobs, "address": address}
+    labels = [_label(p.x) for p in points]
+    if len(set(labels)) < len(labels) and len(by_eps) > 1:
+        # Two points share an x (the env label): one grid per epsilon, as before.
+        frames = []
+        for eps, pts in by_eps.items():
+            tag = "np" if eps is None else f"e{eps:g}"
+            folder = out / "runs" / claim.name / f"{sweep.folder}-{tag}"
+            frames.append(_point_rows(sweep.agent, params, sweep.env_id, pts, seeds, folder, run))
+        return pd.concat(frames, ignore_index=True)
+    # One grid for the whole sweep: its points on one env share a loss stream and a private
+    # learner is one batch over their epsilons (rows are the same as one grid per epsilon).
+    rows = _point_rows(
+        sweep.agent, params, sweep.env_id, points, seeds, out / "runs" / claim.name / sweep.folder,
+        run,
+    )  # fmt: skip
+    # The order of one grid per epsilon (the analyses' bootstraps read rows in order).
+    old = [_label(p.x) for pts in by_eps.values() for p in pts]
+    rank = rows["env"].map({label: i for i, label in enumerate(old)}).to_numpy()
+    return rows.iloc[np.argsort(rank, kind="stable")].reset_index(drop=True)
+
+
+def _point_rows(
+    agent: str,
+    params: Mapping[str, Any],
+    env_id: str,
+    points: Sequence[Any],
+    seeds: int,
+    folder: Path,
+    run: Mapping[str, Any],
+) -> pd.DataFrame:
+    """Final rows of ``points`` (each its env labelled by x at its epsilon), one grid."""
+    from dp_experts_env.evaluation.sweep import final_rows, run_grid
+
+    epsilons = list(dict.fromkeys(1.0 if p.epsilon is None else p.epsilon for p in points))
+    grid = Grid(
+        agents=[AgentEntry(agent, params)],
+        envs=[EnvEntry(env_id, dict(p.env_params), label=_label(p.x)) for p in points],
+        epsilons=epsilons,
+        n_seeds=seeds,
+        n_record=2,
+        # Each point's env at its own epsilon only (a cross product would play them all).
+        pairs=(
+            None
+            if len(epsilons) == 1
+            else [(_label(p.x), 1.0 if p.epsilon is None else p.epsilon) for p in points]
+        ),
+    )
+    frame = run_grid(grid, folder, progress=False, report=False, **run)
+    rows = final_rows(frame).copy()
+    rows["x"] = rows["env"].map(_x_of)
+    return rows
 
 
 def _custom_rows(claim: Claim, sweep: Sweep, out: Path, points: tuple, seeds: int) -> pd.DataFrame:
