@@ -9,7 +9,7 @@ from conftest import rollout
 
 import agents
 import dp_experts_env  # noqa: F401  (registers the env ids)
-from agents.svt_restart import DYADIC_STARTS, SVTRestart
+from agents.svt_restart import BERNSTEIN_LAMBDAS, DYADIC_STARTS, SVTRestart, bernstein_boundary
 from dp_experts_env.evaluation.audit import audit_agent
 from dp_experts_env.privacy.mechanisms import AboveThreshold
 
@@ -90,7 +90,7 @@ def test_without_restarts_it_switches_only_at_local_powers_of_two():
 
 # ----------------------------------------------------------------------------- the detector
 def test_recorded_scales_follow_the_parameters():
-    strict = SVTRestart(10, 1000, epsilon=2.0)
+    strict = SVTRestart(10, 1000, epsilon=2.0, boundary="normal-mixture")
     assert strict.selection_epsilon == strict.detector_epsilon == 1.0
     assert strict.selection_scale == pytest.approx(2.0)  # Lap(2 / (eps/2))
     assert strict.query_sensitivity == 2.0  # E-ARS-6
@@ -100,8 +100,17 @@ def test_recorded_scales_follow_the_parameters():
     paper = SVTRestart(10, 1000, epsilon=2.0, mode="paper")
     assert paper.query_sensitivity == 1.0 and paper.query_noise_scale == pytest.approx(4.0)
     assert paper.detector.sigma == pytest.approx(2.0)
-    grid = SVTRestart(10, 1000, epsilon=2.0, noise="grid")
+    grid = SVTRestart(10, 1000, epsilon=2.0, noise="grid", boundary="normal-mixture")
     assert grid.detector.sigma == pytest.approx(2 * (2 + 2.0**-20))
+    # The Bernstein slack moves with the window's second moment V (by <= 1 per replaced loss
+    # vector) with slope <= psi(1/2)/(1/2) = 2 ln 2 - 1: sensitivity 2 + threshold_scale kappa.
+    kappa = 2 * math.log(2) - 1
+    bern = SVTRestart(10, 1000, epsilon=2.0)
+    assert bern.query_sensitivity == pytest.approx(2 + kappa)
+    assert bern.query_noise_scale == pytest.approx(4 * (2 + kappa))
+    assert bern.detector.sigma == pytest.approx(2 * (2 + kappa))
+    half = SVTRestart(10, 1000, epsilon=2.0, threshold_scale=0.5)
+    assert half.query_sensitivity == pytest.approx(2 + 0.5 * kappa)
 
 
 def test_paper_constants_are_conservative():
@@ -119,8 +128,11 @@ def test_paper_constants_are_conservative():
 
 
 def test_threshold_scale_scales_the_slack_not_the_noise():
-    a = SVTRestart(5, 500, epsilon=1.0, tuning="calibrated")
-    b = SVTRestart(5, 500, epsilon=1.0, tuning="calibrated", threshold_scale=0.25)
+    # (The n-only boundary: with the Bernstein boundary the scale also scales kappa's share of
+    # the sensitivity, test_recorded_scales_follow_the_parameters.)
+    kw = {"tuning": "calibrated", "boundary": "normal-mixture"}
+    a = SVTRestart(5, 500, epsilon=1.0, **kw)
+    b = SVTRestart(5, 500, epsilon=1.0, threshold_scale=0.25, **kw)
     np.testing.assert_allclose(b.slack(np.arange(1, 50)), 0.25 * a.slack(np.arange(1, 50)))
     assert a.query_noise_scale == b.query_noise_scale and a.alpha == b.alpha
     assert a.alpha < SVTRestart(5, 500, epsilon=1.0, tuning="paper").alpha  # less conservative
@@ -194,6 +206,10 @@ def test_claims_and_bad_input():
         SVTRestart(3, 10, threshold_scale=0.0)
     with pytest.raises(ValueError, match="max_restarts"):
         SVTRestart(3, 10, max_restarts=-1)
+    with pytest.raises(ValueError, match="boundary"):
+        SVTRestart(3, 10, boundary="hoeffding")
+    with pytest.raises(ValueError, match="second_moment"):
+        SVTRestart(3, 10).slack(5, second_moment=2.0)
     with pytest.raises(ValueError, match="window_grid='all' needs"):
         SVTRestart(1000, 1_000_000, window_grid="all")
 
@@ -269,7 +285,7 @@ def test_svt_beats_limited_updates_on_shifts():
 
 # ----------------------------------------------------------------------------- the boundary (#29)
 def test_calibrated_slack_is_the_normal_mixture_boundary_at_level_beta_over_nu():
-    agent = SVTRestart(10, 10_000, epsilon=math.inf)
+    agent = SVTRestart(10, 10_000, epsilon=math.inf, boundary="normal-mixture")
     n = np.array([1.0, 10.0, 380.0, 5000.0])
     rho, level = 16.0, 0.05 / (10 * 1250)  # beta / (N U), U = T / 8 window starts
     want = np.sqrt((n + rho) * (np.log((n + rho) / rho) + 2 * math.log(1 / level))) + 1.0
@@ -304,6 +320,11 @@ def test_detection_length_is_where_gap_times_n_passes_the_slack():
     assert SVTRestart(10, 1_000, epsilon=math.inf).detection_length(0.01) is None
     noisy = SVTRestart(10, 10_000, epsilon=8.0).detection_length(0.3)
     assert noisy > n  # the detector's noise terms delay it
+    # Two independent fair coins: second moment 1/2, a shorter window than the worst case 1.
+    half = agent.detection_length(0.3, second_moment=0.5)
+    assert half == 230 and n == 396
+    mixture = SVTRestart(10, 10_000, epsilon=math.inf, boundary="normal-mixture")
+    assert half < mixture.detection_length(0.3) == 333 < n
 
 
 def test_paper_tuning_at_infinite_epsilon_does_not_fire_on_a_tie_with_the_slack():
@@ -383,3 +404,77 @@ def test_beta_above_one_half_is_refused():
     with pytest.raises(ValueError, match="beta"):
         agents.make("svt-restart", n_experts=3, horizon=10, beta=0.6)
     assert agents.make("svt-restart", n_experts=3, horizon=10, beta=0.5).beta == 0.5
+
+
+def test_bernstein_slack_is_the_min_over_the_lambda_grid_at_level_beta_over_nuk():
+    agent = SVTRestart(10, 10_000, epsilon=math.inf)
+    assert agent.window_starts == 1250 and agent.term_beta == 0.05
+    lam = 0.5 * 2.0 ** (-np.arange(8) / 2)
+    level = math.log(10 * 1250 * 8 / 0.05)  # ln(N U K / beta)
+    v = np.array([0.0, 10.0, 125.0, 5000.0])
+    psi = -np.log1p(-lam) - lam
+    want = np.min((level + psi[None, :] * v[:, None]) / lam[None, :], axis=1)
+    assert bernstein_boundary(v, level) == pytest.approx(want, rel=1e-12)
+    n = np.array([20.0, 250.0, 10_000.0])
+    np.testing.assert_allclose(
+        agent.slack(n, second_moment=0.5), bernstein_boundary(0.5 * n, level) + 1.0, rtol=1e-12
+    )
+    # At finite epsilon each of the four tail terms takes beta / 4.
+    noisy = SVTRestart(10, 10_000, epsilon=2.0)
+    assert noisy.term_beta == pytest.approx(0.0125)
+    assert noisy.alpha == pytest.approx(
+        noisy.query_noise_scale * math.log(1e4 / 0.025)
+        + noisy.threshold_noise_scale * math.log(1 / 0.025)
+    )
+
+
+@pytest.mark.slow
+def test_bernstein_boundary_holds_uniformly_in_time_for_bounded_differences():
+    """Known answer (Ville + Fan's inequality): for increments X in [-1, 1] with mean 0 --
+    differences of two independent fair coins, second moment 1/2, and the worst case +-1 -- the
+    centred sum crosses the boundary at its observed V = sum X^2 in at most a fraction a of
+    the walks (at a = 5%)."""
+    rng = np.random.default_rng(1)
+    walks, steps, a = 2000, 2000, 0.05
+    level = math.log(len(BERNSTEIN_LAMBDAS) / a)
+    for draw in ("coins", "signs"):
+        if draw == "coins":
+            x = rng.integers(0, 2, (walks, steps)) - rng.integers(0, 2, (walks, steps))
+        else:
+            x = rng.choice([-1.0, 1.0], size=(walks, steps))
+        s, v = np.cumsum(x, axis=1), np.cumsum(x * x, axis=1)
+        crossed = (s >= bernstein_boundary(v, level)).any(axis=1)
+        assert crossed.mean() <= a, (draw, crossed.mean())
+    # Control: the same boundary with V understated 4x (a wrong variance) is crossed often.
+    x = rng.choice([-1.0, 1.0], size=(walks, steps))
+    s, v = np.cumsum(x, axis=1), np.cumsum(x * x, axis=1)
+    assert (s >= bernstein_boundary(v / 4, level)).any(axis=1).mean() > a
+
+
+def test_bernstein_query_moves_by_at_most_its_sensitivity():
+    """Brute force: replace one loss vector of a random stream (plays fixed: they are released
+    outputs) and compare the largest window query; it moves by at most 2 + kappa."""
+    rng = np.random.default_rng(2)
+    worst = 0.0
+    for trial in range(30):
+        n, t_max = 3, 64
+        x = rng.integers(0, 2, (t_max, n)).astype(float)
+        xp = x.copy()
+        xp[rng.integers(t_max)] = rng.integers(0, 2, n)
+        plays = rng.integers(0, n, t_max)
+        queries = []
+        for losses in (x, xp):
+            agent = SVTRestart(n, t_max, epsilon=1.0, max_restarts=0, seed=trial)
+            out = []
+            for t in range(t_max):
+                agent.t = t + 1
+                agent.last_actions = plays[t : t + 1]
+                row = losses[t][None, :]
+                agent._cum[:, :-1] += row
+                agent._cum[:, -1] += row[0, plays[t]]
+                agent._cum_sq += (row[0, plays[t]] - row) ** 2
+                out.append(agent._bernstein_query(t + 1)[0])
+                agent._push_snapshots(np.array([t + 1]), np.array([True]), t + 1)
+            queries.append(np.array(out))
+        worst = max(worst, float(np.max(np.abs(queries[0] - queries[1]))))
+    assert worst <= SVTRestart(3, 64, epsilon=1.0).query_sensitivity + 1e-9
