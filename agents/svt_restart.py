@@ -78,7 +78,9 @@ def _bernstein_slopes() -> np.ndarray:
     return (-np.log1p(-lam) - lam) / lam
 
 
-def bernstein_boundary(second_moment: np.ndarray, level_log: float) -> np.ndarray:
+def bernstein_boundary(
+    second_moment: np.ndarray, level_log: float, counts: np.ndarray | None = None
+) -> np.ndarray:
     """``min_k (level_log + psi(lambda_k) V) / lambda_k``: the empirical-Bernstein boundary.
 
     For a window difference with increments ``X_s`` in [-1, 1] and conditional means mu_s,
@@ -88,13 +90,20 @@ def bernstein_boundary(second_moment: np.ndarray, level_log: float) -> np.ndarra
     union over the K lambdas of :data:`BERNSTEIN_LAMBDAS`, with ``level_log = ln(K / a)`` the
     martingale part stays below this boundary at every window length at once with probability
     ``1 - a``. ``V`` = ``second_moment`` = the window's observed ``sum X_s^2``. Elementwise;
-    concave and piecewise linear in V with slopes in (0, 0.39).
+    concave and piecewise linear in V with slopes in (0, 0.39). ``counts`` (broadcastable to V):
+    use only the first ``counts`` lambdas (largest first) for each element.
     """
     v = np.asarray(second_moment, dtype=np.float64)
     out = None
-    for lam, slope in zip(BERNSTEIN_LAMBDAS, _bernstein_slopes().tolist(), strict=True):
+    slopes = _bernstein_slopes().tolist()
+    for k, (lam, slope) in enumerate(zip(BERNSTEIN_LAMBDAS, slopes, strict=True)):
         term = level_log / lam + slope * v
-        out = term if out is None else np.minimum(out, term)
+        if out is None:
+            out = term
+        elif counts is None:
+            out = np.minimum(out, term)
+        else:
+            out = np.where(k < counts, np.minimum(out, term), out)
     return out
 
 
@@ -400,6 +409,12 @@ class SVTRestart(PrivateAgent):
         # Window starts one epoch may test at a length where a window can fire at all (the
         # union of the time-uniform boundary; see _count_window_starts).
         self.window_starts = self._count_window_starts()
+        # Bernstein, dyadic grid: how many lambdas each stored start column uses.
+        self._col_lambdas = (
+            self._level_lambdas()[self._stored_level]
+            if self._bernstein and self.window_grid == "dyadic"
+            else None
+        )
         self._exact_detector = math.isinf(self.detector_epsilon)
 
         # --- thresholds (public constants)
@@ -437,6 +452,35 @@ class SVTRestart(PrivateAgent):
             4.0 * d_eff / detector_epsilon,
         )
 
+    def _level_lambdas(self) -> np.ndarray:
+        """K_v: how many of :data:`BERNSTEIN_LAMBDAS` (largest first) a level-v start uses.
+
+        A dyadic start of level v < top is tested at lengths below ``DYADIC_STARTS 2^v`` only
+        (see :meth:`_count_window_starts`), so its second moment stays below that, and the
+        small lambdas (optimal only for larger V) add to the union without lowering its
+        boundary: it keeps the lambdas ``>= sqrt(L / n_max)``, ``L = ln(N T K / beta')`` (a
+        public reference level; the optimum ``sqrt(2 L / V)`` at ``V = n_max``, one grid step
+        below), at least one. The top level (the epoch origin, tested at every length) keeps
+        all K. Which lambdas a start uses is public, so the union stays valid.
+        """
+        lam = np.array(BERNSTEIN_LAMBDAS)
+        top = self._levels - 1
+        ref = math.log(self.n_experts * self.horizon * len(lam) / self.term_beta)
+        n_max = DYADIC_STARTS * 2.0 ** np.arange(self._levels)
+        counts = np.array([max(1, int(np.sum(lam >= math.sqrt(ref / m)))) for m in n_max])
+        counts[top] = len(lam)
+        return counts
+
+    def _union_size(self, v0: int) -> int:
+        """Starts (times lambdas, Bernstein) of the dyadic levels >= ``v0`` in one epoch."""
+        t_max, top = self.horizon, self._levels - 1
+        per_level = [
+            -(-t_max // 2**v) - (-(-t_max // 2 ** (v + 1)) if v < top else 0)
+            for v in range(self._levels)
+        ]
+        weights = self._level_lambdas() if self._bernstein else np.ones(self._levels, int)
+        return int(sum(per_level[v] * int(weights[v]) for v in range(v0, self._levels)))
+
     def _count_window_starts(self) -> int:
         """U: the window starts an epoch may test at a length where a window can fire.
 
@@ -449,39 +493,47 @@ class SVTRestart(PrivateAgent):
         fire, only the ``ceil(T / 2^v0)`` multiples of ``2^v0``, ``v0 = ceil(log2((n_min + 1) /
         DYADIC_STARTS))``, count. ``n_min`` depends on U through b; U = T (every local time) is
         the fallback, used unless the smaller count is self-consistent. The paper tuning and the
-        "all" grid count every local time.
+        "all" grid count every local time. Sets ``self.union_size``: the events of the union
+        (per expert): U, or with the Bernstein boundary the sum over the counted starts of the
+        lambdas each uses (:meth:`_level_lambdas`; the "all" grid: U K).
         """
         t_max = self.horizon
         if self.tuning == "paper" or self.window_grid == "all":
+            self.union_size = t_max * (len(BERNSTEIN_LAMBDAS) if self._bernstein else 1)
             return t_max
 
-        def first_firing(starts: int) -> int | None:
+        def first_firing(v0: int) -> int | None:
             n = np.arange(1, t_max + 1, dtype=np.float64)
+            union = self._union_size(v0)
             if self._bernstein:
                 # A window of n rounds has D_j <= sum |X_s| <= sqrt(n V) (Cauchy-Schwarz) and
                 # sqrt(n V) - b(V) increases in V on [0, n] (its slope is >= 1/2 - 0.39), so it
-                # fires only if n > b(n) + 1, as for the n-only boundary.
-                b = bernstein_boundary(n, self._bernstein_level_log(starts))
+                # fires only if n > b(n) + 1, as for the n-only boundary. The full lambda grid
+                # gives the lowest boundary of any start (a lower bound: conservative here).
+                b = bernstein_boundary(n, math.log(self.n_experts * union / self.term_beta))
             else:
-                c1 = 2.0 * math.log(self.n_experts * starts / self.term_beta)
+                c1 = 2.0 * math.log(self.n_experts * union / self.term_beta)
                 b = np.sqrt((n + MIXTURE_RHO) * (np.log((n + MIXTURE_RHO) / MIXTURE_RHO) + c1))
             ok = np.flatnonzero(n > b + 1.0)
             return int(ok[0]) + 1 if len(ok) else None
 
-        def count(n_min: int) -> int:
-            v = max(0, math.ceil(math.log2((n_min + 1) / DYADIC_STARTS)))
-            return -(-t_max // 2**v)
+        def lowest_level(n_min: int) -> int:
+            return max(0, math.ceil(math.log2((n_min + 1) / DYADIC_STARTS)))
 
-        n0 = first_firing(t_max)
+        self.union_size = self._union_size(0)
+        n0 = first_firing(0)
         if n0 is None:
             return t_max
-        u1 = count(n0)
-        n1 = first_firing(u1)
-        return u1 if n1 is not None and count(n1) <= u1 else t_max
+        v1 = lowest_level(n0)
+        n1 = first_firing(v1)
+        if n1 is None or lowest_level(n1) < v1:
+            return t_max
+        self.union_size = self._union_size(v1)
+        return -(-t_max // 2**v1)
 
-    def _bernstein_level_log(self, starts: int) -> float:
-        """``ln(N U K / beta)``: the union over experts, window starts and the K lambdas."""
-        return math.log(self.n_experts * starts * len(BERNSTEIN_LAMBDAS) / self.term_beta)
+    def _bernstein_level_log(self) -> float:
+        """``ln(N union_size / beta')``: the union over experts, starts and their lambdas."""
+        return math.log(self.n_experts * self.union_size / self.term_beta)
 
     def _set_thresholds(self) -> None:
         self.alpha, self._reg = self._thresholds(self.epsilon)
@@ -511,7 +563,7 @@ class SVTRestart(PrivateAgent):
         # The time-uniform part (_deviation) is epsilon-free: c1 and shift carry its level
         # term (2 ln(N U / beta) and rho; Bernstein: ln(N U K / beta), no shift).
         if self._bernstein:
-            return alpha, (reg_const, self._bernstein_level_log(self.window_starts), 0.0)
+            return alpha, (reg_const, self._bernstein_level_log(), 0.0)
         return alpha, (reg_const, 2.0 * log(n * self.window_starts / beta), MIXTURE_RHO)
 
     def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
@@ -779,7 +831,8 @@ class SVTRestart(PrivateAgent):
             learner = self._cum[:, None, n] - prefix[..., n]
             second = np.swapaxes(self._cum_sq[:, None, :] - prefix_sq, 1, 2)
             empty = ~((starts[None, :] < t) & (starts[None, :] >= self.epoch_start[:, None] - 1))
-        bound = bernstein_boundary(np.maximum(second, 0.0), self._reg[1])
+        counts = None if self._col_lambdas is None else self._col_lambdas[None, None, :]
+        bound = bernstein_boundary(np.maximum(second, 0.0), self._reg[1], counts)
         if self._runs is None:
             const = self._reg[0] + self.alpha + 1.0
         else:

@@ -322,7 +322,7 @@ def test_detection_length_is_where_gap_times_n_passes_the_slack():
     assert noisy > n  # the detector's noise terms delay it
     # Two independent fair coins: second moment 1/2, a shorter window than the worst case 1.
     half = agent.detection_length(0.3, second_moment=0.5)
-    assert half == 230 and n == 396
+    assert half == 204 and n == 351
     mixture = SVTRestart(10, 10_000, epsilon=math.inf, boundary="normal-mixture")
     assert half < mixture.detection_length(0.3) == 333 < n
 
@@ -410,7 +410,16 @@ def test_bernstein_slack_is_the_min_over_the_lambda_grid_at_level_beta_over_nuk(
     agent = SVTRestart(10, 10_000, epsilon=math.inf)
     assert agent.window_starts == 1250 and agent.term_beta == 0.05
     lam = 0.5 * 2.0 ** (-np.arange(8) / 2)
-    level = math.log(10 * 1250 * 8 / 0.05)  # ln(N U K / beta)
+    # Brute force over the counted starts (multiples of 8 in [0, T)): a start whose largest
+    # power-of-two divisor is 2^v (v < 14 = top; u = 0 is the origin, top level) keeps the
+    # lambdas >= sqrt(ln(N T K / beta) / (8 2^v)), at least one; the origin all 8.
+    ref = math.log(10 * 10_000 * 8 / 0.05)
+    union = 0
+    for u in range(0, 10_000, 8):
+        v = (u & -u).bit_length() - 1 if u else None
+        union += 8 if v is None else max(1, int(np.sum(lam >= math.sqrt(ref / (8 * 2**v)))))
+    assert agent.union_size == union == 1874
+    level = math.log(10 * union / 0.05)  # ln(N sum_u K_u / beta)
     v = np.array([0.0, 10.0, 125.0, 5000.0])
     psi = -np.log1p(-lam) - lam
     want = np.min((level + psi[None, :] * v[:, None]) / lam[None, :], axis=1)
@@ -478,3 +487,19 @@ def test_bernstein_query_moves_by_at_most_its_sensitivity():
             queries.append(np.array(out))
         worst = max(worst, float(np.max(np.abs(queries[0] - queries[1]))))
     assert worst <= SVTRestart(3, 64, epsilon=1.0).query_sensitivity + 1e-9
+
+
+def test_bernstein_columns_use_their_levels_lambdas():
+    """A start column keeps only the lambdas its tested lengths need; its boundary is the min
+    over those (never below the full grid's), and equals the full grid's where the dropped
+    lambdas are not the minimiser (short windows)."""
+    agent = SVTRestart(10, 10_000, epsilon=math.inf)
+    counts = agent._col_lambdas
+    level = agent._reg[1]
+    v = np.full(counts.shape, 50.0)
+    some = bernstein_boundary(v, level, counts)
+    full = bernstein_boundary(v, level)
+    np.testing.assert_allclose(some, full, rtol=1e-12)  # V = 50: lambda = 0.5 is the minimiser
+    big = np.full(counts.shape, 5_000.0)
+    assert np.all(bernstein_boundary(big, level, counts) >= bernstein_boundary(big, level))
+    assert np.any(bernstein_boundary(big, level, counts) > bernstein_boundary(big, level))
