@@ -236,12 +236,15 @@ class SVTRestart(PrivateAgent):
           below), of the quantity it must cover while losses are stationary (the martingale
           part of the window difference; the learner's in-window pseudo-regret is not
           covered, docs/algorithms.md). ``boundary="bernstein"`` (default): per window and
-          expert j, ``b = min_k (ln(N U K/beta) + psi(lam_k) V_j)/lam_k``
-          (:func:`bernstein_boundary`, K = 8 values of lam in [0.044, 0.5],
+          expert j, ``b = min_{k < K_u} (ln(N S/beta) + psi(lam_k) V_j)/lam_k``
+          (:func:`bernstein_boundary`, lam_k = 0.5 2^(-k/2), k < 8,
           ``psi(l) = -ln(1 - l) - l``) at the window's observed second moment
           ``V_j = sum (l_s(I_s) - l_s(j))^2`` (Fan et al.'s inequality with centre 0, Ville's
-          inequality, a union over lam); it replaces b(n) below, whose variance proxy 1 is the
-          worst case. ``boundary="normal-mixture"``:
+          inequality, a union over lam); a start u uses the K_u largest lambdas its tested
+          lengths need (:meth:`_level_lambdas`) and ``S = union_size`` = sum of K_u over the
+          counted starts (1,874 at N = 10, T = 10^4). It replaces b(n) below, whose variance
+          proxy 1 is the worst case; ``slack(n, second_moment)`` evaluates it at
+          ``V = second_moment n`` with all 8 lambdas. ``boundary="normal-mixture"``:
           ``Reg(n - 1) = b(n) + 2 s1 log(N J/beta)`` with the time-uniform
           normal-mixture boundary ``b(n) = sqrt((n + rho) (ln((n + rho)/rho) + 2 ln(N U/beta)))``
           (``rho`` = :data:`MIXTURE_RHO` = 16) -- by Ville's inequality, for one window start
@@ -258,8 +261,9 @@ class SVTRestart(PrivateAgent):
           and ``alpha = sq log(k/(2 beta)) + sr log(1/(2 beta))``, the Laplace tails of the query
           noise (scale ``sq``, k queries) and of the threshold noise (scale ``sr``). From
           (N, T, epsilon, beta) only; a shift that makes the played expert ``gap`` worse fires
-          after about :meth:`detection_length` ``(gap)`` rounds (333 at gap 0.3, N = 10,
-          T = 10^4, epsilon = inf; 3,048 at gap 0.1).
+          after about :meth:`detection_length` ``(gap)`` rounds (normal mixture: 333 at gap
+          0.3, N = 10, T = 10^4, epsilon = inf; 3,048 at gap 0.1; Bernstein at second moment
+          1/2, two independent fair coins: 204 and 1,479).
         * ``threshold_scale`` multiplies the slack (default 1 = as derived).
 
     ``epsilon=math.inf``: both mechanisms lose their noise (exact argmin, exact threshold
@@ -294,8 +298,8 @@ class SVTRestart(PrivateAgent):
 
     Attributes (the parameters actually used):
         selection_scale, query_sensitivity, threshold_noise_scale, query_noise_scale, alpha,
-        beta, term_beta (each tail term's level), boundary, queries_per_instance (k),
-        windows_per_round, window_starts (U), detector (the
+        beta, term_beta (each tail term's level), boundary, union_size (S),
+        queries_per_instance (k), windows_per_round, window_starts (U), detector (the
         AboveThreshold), restarts (B,) (restarts so far per run; the evaluation writes the final
         count into the grid rows as ``restarts``), epoch_start (B,) (the global round of the
         current epoch's local round 1).
