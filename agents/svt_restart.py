@@ -46,6 +46,7 @@ __all__ = [
     "DYADIC_STARTS",
     "DEFAULT_FALSE_ALARM",
     "BERNSTEIN_LAMBDAS",
+    "bernstein_query_sensitivity",
 ]
 
 WINDOW_GRIDS = ("dyadic", "all")
@@ -59,7 +60,7 @@ BERNSTEIN_LAMBDAS = tuple(0.5 * 2.0 ** (-k / 2.0) for k in range(8))
 DYADIC_STARTS = 8
 # The de-duplicated dyadic storage below relies on ring slot parity = parity of u / 2^k.
 assert DYADIC_STARTS % 2 == 0
-#: calibrated tuning's per-epoch level beta (the four tail bounds of the slack each hold at
+#: calibrated tuning's per-epoch level beta (the three tail bounds of the slack each hold at
 #: beta / 4 at finite epsilon; docs/algorithms.md says what is and is not proven)
 DEFAULT_FALSE_ALARM = 0.05
 #: rho of the normal-mixture boundary: where (in window length) it is tightest, roughly
@@ -105,6 +106,19 @@ def bernstein_boundary(
         else:
             out = np.where(k < counts, np.minimum(out, term), out)
     return out
+
+
+def bernstein_query_sensitivity(c: float) -> float:
+    """``max_{d in [0, 2]} d (1 + c (2 - d))``: 2 if ``c <= 1/2``, else ``1 + c + 1/(4 c)``.
+
+    The L1 sensitivity of a window query ``D_j - threshold_scale b(V_j) - const`` when b is
+    kappa-Lipschitz and ``c = threshold_scale kappa``: one replaced round moves the window's
+    increment ``x = l(I) - l(j)`` in [-1, 1] to x', so D_j by ``d = |x' - x|`` and
+    ``V_j = sum x^2`` by ``d |x' + x|``, and ``|x' + x| + |x' - x| = 2 max(|x|, |x'|) <= 2``.
+    The maximiser is ``d = 2`` while ``c <= 1/2``, else ``d = 1 + 1/(2 c)``.
+    """
+    c = check_float("c", c, minimum=0.0)
+    return 2.0 if c <= 0.5 else 1.0 + c + 1.0 / (4.0 * c)
 
 
 class _SelectionStreams:
@@ -204,23 +218,29 @@ class SVTRestart(PrivateAgent):
     ``Lap(4 D/(eps/2))`` for queries of sensitivity D (erratum E-ARS-6: one replaced loss
     vector moves the learner's window loss by 1 and expert j's by 1, so every window difference
     moves by at most 2; with the default Bernstein boundary the slack also reads the window's
-    second moment V_j, which moves by at most 1, through a function of slope at most
-    ``kappa = 2 ln 2 - 1``, so ``D = 2 + threshold_scale kappa`` (2.386), and with
-    ``boundary="normal-mixture"`` D = 2; the maximum Q_t has the same sensitivity; the plays
+    second moment V_j through a function of slope at most ``kappa = 2 ln 2 - 1``, and a change
+    ``d`` of the window difference moves V_j by at most ``d (2 - d)``, so
+    ``D = max_d d (1 + c (2 - d))`` with ``c = threshold_scale kappa``: 2 while ``c <= 1/2``
+    (threshold_scale <= 1.29, the default included), else ``1 + c + 1/(4 c)``
+    (:func:`bernstein_query_sensitivity`); with ``boundary="normal-mixture"`` D = 2; the
+    maximum Q_t has the same sensitivity; the plays
     inside the queries are released outputs of the selection half, adaptive composition);
     epochs are data-disjoint (the new epoch starts at
     ``t + 1``, erratum E-ARS-7) with boundaries that are released outputs, so each loss meets one
     selection and one detector instance; basic composition of the two halves.
 
     Modes (privacy):
-        * ``mode="strict"`` (default): D = 2 and the next epoch starts at ``t + 1`` (E-ARS-6,
-          E-ARS-7); the inner bound Reg uses the inner budget ``epsilon/2`` and alpha is computed
-          from the detector's own parameters (E-ARS-4, E-ARS-5).
-        * ``mode="paper"``: D = 1 and the next epoch starts at ``t`` (round t reused by the next
-          selection and detector), with the paper's Reg (``epsilon``) and alpha. Not certified:
-          the sensitivity-1 noise is really an ``epsilon``-DP detector instead of ``epsilon/2``,
-          and a restart round's loss meets the old detector, the new one and the new epoch's
-          first selection: ``eps + eps + eps/2``, so only ``2.5 epsilon`` is certified.
+        * ``mode="strict"`` (default): D as above (2 at the default) and the next epoch starts
+          at ``t + 1`` (E-ARS-6, E-ARS-7); the inner bound Reg uses the inner budget
+          ``epsilon/2`` and alpha is computed from the detector's own parameters (E-ARS-4,
+          E-ARS-5).
+        * ``mode="paper"``: noise for D = 1 and the next epoch starts at ``t`` (round t reused
+          by the next selection and detector); with ``tuning="paper"`` the paper's Reg
+          (``epsilon``) and alpha, with the default calibrated tuning the calibrated slack.
+          Not certified: the queries' true sensitivity D (2 at the default) makes each detector
+          spend ``D epsilon/2``, and a restart round's loss meets the old detector, the new one
+          and the new epoch's first selection: ``D eps/2 + D eps/2 + eps/2``, so only
+          ``(D + 1/2) epsilon`` (2.5 epsilon at the default) is certified (the claim's note).
 
     Thresholds (never affect privacy, only the noise scales do), with ``beta`` (default ``1/T`` for
     the paper tuning, the stated false-alarm level 0.05 for the calibrated one),
@@ -230,13 +250,17 @@ class SVTRestart(PrivateAgent):
           ``Reg(w) = 16 log(NT/beta)/eps1 + 9 sqrt(w log(TN/beta))``; ``alpha =
           8 D (log k + log(2 T/beta))/(eps/2)`` (strict: Lemma 2.4 with the detector's own
           parameters, E-ARS-5) or ``16 (2 log T + log(2/beta))/eps`` (paper, as printed).
-        * ``tuning="calibrated"`` (default): each term of the slack is a tail bound, at level
-          ``term_beta`` (beta / 4 at finite epsilon, so the four terms' union is beta per
-          epoch; beta at epsilon = inf, where only the boundary term is non-zero; written beta
-          below), of the quantity it must cover while losses are stationary (the martingale
-          part of the window difference; the learner's in-window pseudo-regret is not
-          covered, docs/algorithms.md). ``boundary="bernstein"`` (default): per window and
-          expert j, ``b = min_{k < K_u} (ln(N S/beta) + psi(lam_k) V_j)/lam_k``
+        * ``tuning="calibrated"`` (default): three terms of the slack (the boundary, the query
+          noise and the threshold noise) are tail bounds, at level ``term_beta`` (beta / 4 at
+          finite epsilon, so their union is at most 3 beta / 4 <= beta per epoch; beta at
+          epsilon = inf, where only the boundary term is non-zero; written beta below), of the
+          quantity each must cover while losses are stationary (the martingale part of the
+          window difference and the detector's noise). The fourth, the selection-noise term
+          c0 below, is a heuristic allowance for the learner's in-window pseudo-regret (the
+          window difference's compensator), which no term bounds (docs/algorithms.md); it is
+          computed at the same level but backs no step of the false-alarm argument.
+          ``boundary="bernstein"`` (default): per window and expert j,
+          ``b = min_{k < K_u} (ln(N S/beta) + psi(lam_k) V_j)/lam_k``
           (:func:`bernstein_boundary`, lam_k = 0.5 2^(-k/2), k < 8,
           ``psi(l) = -ln(1 - l) - l``) at the window's observed second moment
           ``V_j = sum (l_s(I_s) - l_s(j))^2`` (Fan et al.'s inequality with centre 0, Ville's
@@ -256,8 +280,10 @@ class SVTRestart(PrivateAgent):
           with no union over the
           rounds at which a window is examined (the previous tuning took a fixed-length
           Hoeffding bound with a union over all (expert, window, round) triples) -- plus
-          the largest noise advantage ``2 s1 log(N J/beta)`` report-noisy-min (scale ``s1``)
-          can give a worse expert in one of the ``J = floor(log2 T)`` selections of an epoch;
+          the heuristic allowance ``c0 = 2 s1 log(N J/beta)``, the largest noise advantage
+          report-noisy-min (scale ``s1``) can give a worse expert in one of the
+          ``J = floor(log2 T)`` selections of an epoch (in the previous window's losses, so
+          not a bound on the compensator);
           and ``alpha = sq log(k/(2 beta)) + sr log(1/(2 beta))``, the Laplace tails of the query
           noise (scale ``sq``, k queries) and of the threshold noise (scale ``sr``). From
           (N, T, epsilon, beta) only; a shift that makes the played expert ``gap`` worse fires
@@ -280,8 +306,8 @@ class SVTRestart(PrivateAgent):
           O(N T) memory per run (refused above 1 GiB).
 
     Deviations: the default Bernstein boundary (a data-dependent slack inside the queries, paid
-    for by their sensitivity 2 + kappa) instead of the paper's n-only Reg; one AboveThreshold
-    query per round, the maximum of the window queries, instead of
+    for by their sensitivity, 2 at the default) instead of the paper's n-only Reg; one
+    AboveThreshold query per round, the maximum of the window queries, instead of
     one query per window with fresh noise each (erratum E-ARS-9): the maximum of 2-sensitive queries
     is 2-sensitive, so privacy is unchanged and the detector answers k = T queries instead of
     ~T^2/2, which lowers alpha; argmin, not argmax (E-ARS-1); play before receiving the loss and run
@@ -374,16 +400,17 @@ class SVTRestart(PrivateAgent):
 
         # --- privacy parameters (the only ones that matter for the claim)
         # Erratum E-ARS-6: a replaced loss vector moves each window difference D_j by <= 2
-        # (paper: 1). The Bernstein slack is a function of the window's second moment V_j,
-        # which the same replacement moves by <= 1 (one term (l(I) - l(j))^2 in [0, 1]); the
-        # slack is threshold_scale times a kappa-Lipschitz function of V_j (kappa = the largest
-        # slope psi(lambda)/lambda of _bernstein), so each query D_j - slack(V_j) moves by at
-        # most 2 + threshold_scale kappa, and so does their maximum.
+        # (paper: 1). The Bernstein slack is threshold_scale times a kappa-Lipschitz function of
+        # the window's second moment V_j (kappa = the largest slope psi(lambda)/lambda of
+        # bernstein_boundary); the replaced term x -> x' moves D_j by d = |x' - x| and V_j by
+        # |x'^2 - x^2| = d |x' + x| <= d (2 - d), so each query, and their maximum, moves by at
+        # most max over d in [0, 2] of d (1 + c (2 - d)), c = threshold_scale kappa
+        # (bernstein_query_sensitivity; docs/algorithms.md, Calibration).
         # Paper mode keeps the paper's D = 1 (its accounting, uncertified, E-ARS-6).
-        self.query_sensitivity = 1.0
-        if self.mode == "strict":
-            slope = float(_bernstein_slopes().max()) if self._bernstein else 0.0
-            self.query_sensitivity = 2.0 + self.threshold_scale * slope
+        slope = float(_bernstein_slopes().max()) if self._bernstein else 0.0
+        # The queries' true sensitivity in both modes; paper mode's noise assumes 1 (uncertified)
+        self._true_sensitivity = bernstein_query_sensitivity(self.threshold_scale * slope)
+        self.query_sensitivity = self._true_sensitivity if self.mode == "strict" else 1.0
         (
             self.selection_epsilon,
             self.detector_epsilon,
@@ -405,9 +432,11 @@ class SVTRestart(PrivateAgent):
         else:
             self.windows_per_round = t_max
 
-        # Each tail term of the calibrated slack at level term_beta: beta / 4 when the four
-        # terms (boundary, selection noise, query noise, threshold noise) are all non-zero, so
-        # their union is beta; at epsilon = inf only the boundary is non-zero and takes beta.
+        # Each tail term of the calibrated slack at level term_beta: beta / 4 at finite epsilon
+        # for the boundary, query-noise and threshold-noise tails (union <= 3 beta / 4 <= beta;
+        # the selection-noise allowance c0 is computed at this level too, but is a heuristic
+        # allowance, not a tail bound of the argument); at epsilon = inf only the boundary is
+        # non-zero and takes beta.
         finite = math.isfinite(self.epsilon)
         self.term_beta = self.beta / 4.0 if self.tuning == "calibrated" and finite else self.beta
         # Window starts one epoch may test at a length where a window can fire at all (the
@@ -459,8 +488,8 @@ class SVTRestart(PrivateAgent):
     def _level_lambdas(self) -> np.ndarray:
         """K_v: how many of :data:`BERNSTEIN_LAMBDAS` (largest first) a level-v start uses.
 
-        A dyadic start of level v < top is tested at lengths below ``DYADIC_STARTS 2^v`` only
-        (see :meth:`_count_window_starts`), so its second moment stays below that, and the
+        A dyadic start of level v < top is tested at lengths up to ``n_max = DYADIC_STARTS 2^v``
+        only (see :meth:`_count_window_starts`), so its second moment is at most that, and the
         small lambdas (optimal only for larger V) add to the union without lowering its
         boundary: it keeps the lambdas ``>= sqrt(L / n_max)``, ``L = ln(N T K / beta')`` (a
         public reference level; the optimum ``sqrt(2 L / V)`` at ``V = n_max``, one grid step
@@ -489,19 +518,24 @@ class SVTRestart(PrivateAgent):
         """U: the window starts an epoch may test at a length where a window can fire.
 
         A window of n rounds has regret at most n and fires (on the detector's good noise
-        event) only if its regret exceeds ``b(n) + 1``, so lengths with ``n <= b(n) + 1`` never
-        fire, and a start tested only at such lengths needs no share of beta. In the dyadic grid
-        a start u whose largest power-of-two divisor is ``2^v`` is tested at lengths below
-        ``DYADIC_STARTS 2^v`` only (it leaves level v's ring after that many multiples of 2^v;
-        the epoch origin stays at the top level), so with ``n_min`` the least length that can
-        fire, only the ``ceil(T / 2^v0)`` multiples of ``2^v0``, ``v0 = ceil(log2((n_min + 1) /
-        DYADIC_STARTS))``, count. ``n_min`` depends on U through b; U = T (every local time) is
-        the fallback, used unless the smaller count is self-consistent. The paper tuning and the
-        "all" grid count every local time. Sets ``self.union_size``: the events of the union
-        (per expert): U, or with the Bernstein boundary the sum over the counted starts of the
-        lambdas each uses (:meth:`_level_lambdas`; the "all" grid: U K).
+        event, at ``threshold_scale >= 1``) only if its regret exceeds ``b(n) + 1``, so lengths
+        with ``n <= b(n) + 1`` never fire, and a start tested only at such lengths needs no
+        share of beta. In the dyadic grid a start u whose largest power-of-two divisor is
+        ``2^v`` (v below the top level) is tested at lengths up to and including
+        ``DYADIC_STARTS 2^v``: the query of round ``t = u + DYADIC_STARTS 2^v`` runs before that
+        round's snapshot evicts u from level v's ring (the epoch origin stays at the top level).
+        With ``n_min`` the least length that can fire, only the ``ceil(T / 2^v0)`` multiples of
+        ``2^v0``, ``v0 = ceil(log2(n_min / DYADIC_STARTS))`` (the excluded levels have
+        ``DYADIC_STARTS 2^v < n_min``), count (``self.lowest_level`` = v0). ``n_min`` depends on
+        U through b; the largest self-consistent v0 is taken, U = T (every local time) the
+        fallback when none is, and always at ``threshold_scale < 1`` (the step above then
+        fails). The paper tuning and the "all" grid count every local time. Sets
+        ``self.union_size``: the events of the union (per expert): U, or with the Bernstein
+        boundary the sum over the counted starts of the lambdas each uses
+        (:meth:`_level_lambdas`; the "all" grid: U K).
         """
         t_max = self.horizon
+        self.lowest_level = 0
         if self.tuning == "paper" or self.window_grid == "all":
             self.union_size = t_max * (len(BERNSTEIN_LAMBDAS) if self._bernstein else 1)
             return t_max
@@ -522,18 +556,26 @@ class SVTRestart(PrivateAgent):
             return int(ok[0]) + 1 if len(ok) else None
 
         def lowest_level(n_min: int) -> int:
-            return max(0, math.ceil(math.log2((n_min + 1) / DYADIC_STARTS)))
+            # The least v whose starts reach length n_min: DYADIC_STARTS 2^v >= n_min (a start
+            # of level v is tested up to and including DYADIC_STARTS 2^v rounds).
+            return max(0, math.ceil(math.log2(n_min / DYADIC_STARTS)))
 
         self.union_size = self._union_size(0)
-        n0 = first_firing(0)
-        if n0 is None:
+        self.lowest_level = 0
+        if self.threshold_scale < 1.0:
+            # Below 1 the slack s (b + c0 + alpha + 1) may undercut b(n) + 1 (and the noise
+            # tails), so the "fires only above b(n) + 1" step fails: count every start.
             return t_max
-        v1 = lowest_level(n0)
-        n1 = first_firing(v1)
-        if n1 is None or lowest_level(n1) < v1:
-            return t_max
-        self.union_size = self._union_size(v1)
-        return -(-t_max // 2**v1)
+        # The largest self-consistent v0 (the smallest union): with the starts of the levels
+        # >= v0 in the union, the least firing length n_min must exceed every tested length
+        # of the levels below (DYADIC_STARTS 2^(v0 - 1) < n_min). Any such v0 is valid.
+        for v1 in range(self._levels - 1, 0, -1):
+            n1 = first_firing(v1)
+            if n1 is not None and lowest_level(n1) >= v1:
+                self.union_size = self._union_size(v1)
+                self.lowest_level = v1
+                return -(-t_max // 2**v1)
+        return t_max
 
     def _bernstein_level_log(self) -> float:
         """``ln(N union_size / beta')``: the union over experts, starts and their lambdas."""
@@ -561,6 +603,7 @@ class SVTRestart(PrivateAgent):
             return alpha, (reg_const, reg_coef, 0.0)
         selections = max(1, int(math.log2(t_max)))  # selections one epoch can make
         beta = self.term_beta
+        # Heuristic allowance for the learner's in-window pseudo-regret (not a tail bound).
         reg_const = 2.0 * sel_scale * log(n * selections / beta)
         alpha = query_scale * log(k / (2.0 * beta))
         alpha += thr_scale * log(1.0 / (2.0 * beta))
@@ -687,7 +730,7 @@ class SVTRestart(PrivateAgent):
                 SparseVector(
                     "shift queries (the learner's window loss minus an expert's, minus the "
                     "slack; with the Bernstein boundary the slack reads the window's second "
-                    "moment, hence sensitivity 2 + kappa)"
+                    "moment: sensitivity max_d d (1 + threshold_scale kappa (2 - d)))"
                     if self._bernstein and self.mode == "strict"
                     else "shift queries (the learner's window loss minus the best expert's, "
                     "minus the slack)",
@@ -711,12 +754,16 @@ class SVTRestart(PrivateAgent):
         self._check_one_epsilon()
         if self.mode == "paper":
             stated = account(self.declaration)
+            # Noise for sensitivity 1 on queries of sensitivity D: each detector spends
+            # D eps/2; a restart round meets two detectors and one selection (eps/2).
+            true_d = self._true_sensitivity
             return self._claim(
                 Guarantee(self.epsilon, 0.0, "paper: " + stated.accountant),
                 certified=False,
-                notes="erratum E-ARS-6: queries have sensitivity 2, so the detector spends eps, "
-                "not eps/2; erratum E-ARS-7: the restart round is reused by the next epoch (its "
-                "loss meets two detectors and one selection); certified only up to 2.5*epsilon",
+                notes=f"erratum E-ARS-6: queries have sensitivity {true_d:g}, so the detector "
+                f"spends {true_d:g}*eps/2, not eps/2; erratum E-ARS-7: the restart round is "
+                "reused by the next epoch (its loss meets two detectors and one selection); "
+                f"certified only up to {true_d + 0.5:g}*epsilon",
             )
         return self._declared_claim(
             source="Asi, Raman & Saha 2025, Alg. 2 with errata E-ARS-6, E-ARS-7"

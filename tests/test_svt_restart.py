@@ -102,15 +102,23 @@ def test_recorded_scales_follow_the_parameters():
     assert paper.detector.sigma == pytest.approx(2.0)
     grid = SVTRestart(10, 1000, epsilon=2.0, noise="grid", boundary="normal-mixture")
     assert grid.detector.sigma == pytest.approx(2 * (2 + 2.0**-20))
-    # The Bernstein slack moves with the window's second moment V (by <= 1 per replaced loss
-    # vector) with slope <= psi(1/2)/(1/2) = 2 ln 2 - 1: sensitivity 2 + threshold_scale kappa.
+    # The Bernstein slack moves with the window's second moment V with slope <= kappa =
+    # 2 ln 2 - 1; a change d of the window difference moves V by <= d (2 - d), so
+    # D = max_d d (1 + c (2 - d)), c = threshold_scale kappa: 2 while c <= 1/2.
     kappa = 2 * math.log(2) - 1
     bern = SVTRestart(10, 1000, epsilon=2.0)
-    assert bern.query_sensitivity == pytest.approx(2 + kappa)
-    assert bern.query_noise_scale == pytest.approx(4 * (2 + kappa))
-    assert bern.detector.sigma == pytest.approx(2 * (2 + kappa))
-    half = SVTRestart(10, 1000, epsilon=2.0, threshold_scale=0.5)
-    assert half.query_sensitivity == pytest.approx(2 + 0.5 * kappa)
+    assert bern.query_sensitivity == 2.0
+    assert bern.query_noise_scale == pytest.approx(8.0)
+    assert bern.detector.sigma == pytest.approx(4.0)
+    assert SVTRestart(10, 1000, epsilon=2.0, threshold_scale=0.5).query_sensitivity == 2.0
+    c = 2.0 * kappa
+    wide = SVTRestart(10, 1000, epsilon=2.0, threshold_scale=2.0)
+    assert wide.query_sensitivity == pytest.approx(1 + c + 1 / (4 * c))
+    assert wide.detector.sigma == pytest.approx(2 * (1 + c + 1 / (4 * c)))
+    # Paper mode's noise assumes D = 1; its note certifies (D + 1/2) epsilon.
+    assert "certified only up to 2.5*epsilon" in paper.privacy.notes
+    wide_paper = SVTRestart(10, 1000, epsilon=2.0, threshold_scale=2.0, mode="paper")
+    assert f"{1.5 + c + 1 / (4 * c):g}*epsilon" in wide_paper.privacy.notes
 
 
 def test_paper_constants_are_conservative():
@@ -132,8 +140,10 @@ def test_threshold_scale_scales_the_slack_not_the_noise():
     # the sensitivity, test_recorded_scales_follow_the_parameters.)
     kw = {"tuning": "calibrated", "boundary": "normal-mixture"}
     a = SVTRestart(5, 500, epsilon=1.0, **kw)
-    b = SVTRestart(5, 500, epsilon=1.0, threshold_scale=0.25, **kw)
-    np.testing.assert_allclose(b.slack(np.arange(1, 50)), 0.25 * a.slack(np.arange(1, 50)))
+    # (threshold_scale >= 1: below 1 the union counts every start, test_window_starts_...)
+    b = SVTRestart(5, 500, epsilon=1.0, threshold_scale=2.5, **kw)
+    assert a.window_starts == b.window_starts < 500
+    np.testing.assert_allclose(b.slack(np.arange(1, 50)), 2.5 * a.slack(np.arange(1, 50)))
     assert a.query_noise_scale == b.query_noise_scale and a.alpha == b.alpha
     assert a.alpha < SVTRestart(5, 500, epsilon=1.0, tuning="paper").alpha  # less conservative
 
@@ -367,36 +377,96 @@ def test_restarts_reach_the_grid_rows():
     assert by_agent.filter(like="hedge").isna().all()
 
 
-def test_dyadic_starts_are_tested_below_eight_times_their_power_of_two_only():
-    """The premise of window_starts: a start u = c 2^v (c odd) leaves the grid before its
-    window reaches DYADIC_STARTS 2^v rounds (the epoch origin u = 0 stays)."""
-    agent = SVTRestart(2, 700, epsilon=math.inf, max_restarts=0, seed=0)
-    longest = {}
-    rng = np.random.default_rng(0)
-    for t in range(1, 701):
-        agent.act(rng.random(2) if t > 1 else np.zeros(2))
-        if t > 1:
-            starts = agent._col_time[0][~agent._col_empty[0]]
-            for u in starts.tolist():
-                longest[u] = max(longest.get(u, 0), (t - 1) - u)
-    assert longest[0] == 699  # the origin: every length
+def _tested_lengths(agent: SVTRestart, losses: np.ndarray) -> dict[int, int]:
+    """The longest window each start is tested at, recorded when the query runs (round t)."""
+    longest: dict[int, int] = {}
+    query = agent._bernstein_query
+
+    def recording(t: int) -> np.ndarray:
+        for u in agent._col_time[0][~agent._col_empty[0]].tolist():
+            longest[u] = max(longest.get(u, 0), t - u)
+        return query(t)
+
+    agent._bernstein_query = recording
+    for row in losses:
+        agent.act(row)
+    return longest
+
+
+def test_dyadic_starts_are_tested_up_to_eight_times_their_power_of_two():
+    """The premise of window_starts: a start u = c 2^v (c odd) is tested up to and including
+    DYADIC_STARTS 2^v rounds (the query of round u + 8 2^v runs before that round's snapshot
+    evicts u), never longer; the epoch origin u = 0 stays."""
+    t_max = 700
+    agent = SVTRestart(2, t_max, epsilon=math.inf, max_restarts=0, seed=0)
+    losses = np.random.default_rng(0).random((t_max, 2))
+    longest = _tested_lengths(agent, losses)
+    assert longest[0] == t_max - 1  # the origin: every length (the T acts learn T - 1 rounds)
+    reached = set()
     for u, n in longest.items():
         if u:
             v = (u & -u).bit_length() - 1
-            assert n <= DYADIC_STARTS * 2**v - 1, (u, v, n)
+            assert n <= DYADIC_STARTS * 2**v, (u, v, n)
+            if n == DYADIC_STARTS * 2**v:
+                reached.add(v)
+    assert reached >= {0, 1, 2, 3, 4, 5}  # the bound is attained at every level that fits
 
 
 def test_window_starts_count_only_starts_that_can_fire():
     agent = SVTRestart(10, 10_000, epsilon=math.inf)
-    assert agent.window_starts == 1250  # the multiples of 8
+    assert agent.window_starts == 1250 and agent.lowest_level == 3  # the multiples of 8
     n = np.arange(1, 200, dtype=np.float64)
     n_min = int(n[n > agent.slack(n)][0])  # the shortest window that can fire: 39
-    # Starts that are not multiples of 8 are tested at lengths <= 8 x 4 - 1 = 31 < n_min only
-    # (previous test), and 8 = 2^ceil(log2((n_min + 1) / 8)): the count is self-consistent.
-    assert 31 < n_min and 2 ** math.ceil(math.log2((n_min + 1) / DYADIC_STARTS)) == 8
+    # Starts that are not multiples of 8 are tested at lengths <= 8 x 4 = 32 < n_min only
+    # (previous test), and 8 = 2^ceil(log2(n_min / 8)): the count is self-consistent.
+    assert 32 < n_min and 2 ** math.ceil(math.log2(n_min / DYADIC_STARTS)) == 8
     assert SVTRestart(10, 10_000, epsilon=math.inf, window_grid="all", max_restarts=0)\
         .window_starts == 10_000  # fmt: skip
     assert SVTRestart(10, 10_000, epsilon=1.0, tuning="paper").window_starts == 10_000
+    # Below threshold_scale 1 the slack may undercut b(n) + 1: every start counts.
+    assert SVTRestart(10, 10_000, epsilon=1.0, threshold_scale=0.5).window_starts == 10_000
+    assert SVTRestart(10, 10_000, epsilon=1.0, threshold_scale=2.0).window_starts == 1250
+
+
+def _can_fire(agent: SVTRestart, v: int) -> bool:
+    """Whether a level-v start can fire: some tested length n <= min(8 2^v, T) has
+    n > b(n) + 1 (b at the agent's level with the full lambda grid: the lowest boundary)."""
+    n = np.arange(1, min(DYADIC_STARTS * 2**v, agent.horizon) + 1, dtype=np.float64)
+    return bool(np.any(n > bernstein_boundary(n, agent._reg[1]) + 1.0))
+
+
+def test_reviewers_counterexample_level_two_starts_are_in_the_union():
+    """N = 2, T = 1000: the level-2 starts are tested at length 32 and b(32) + 1 < 32 there,
+    so they can fire and must be counted (they were left out when lengths were taken < 8 2^v)."""
+    agent = SVTRestart(2, 1000, epsilon=math.inf)
+    # The previous count (levels >= 3, U = 125): at its level the length-32 windows fire.
+    old_level = math.log(2 * agent._union_size(3) / agent.term_beta)
+    assert 32.0 > bernstein_boundary(np.array([32.0]), old_level)[0] + 1.0  # b(32) = 30.79
+    # Now the level-2 starts are counted (U = 250), and at that union they need n >= 33.
+    assert agent.lowest_level == 2 and agent.window_starts == 250
+    assert not _can_fire(agent, 1) and _can_fire(agent, 3)
+
+
+@pytest.mark.parametrize("n_experts", [2, 3, 5, 10])
+def test_every_start_and_lambda_that_can_fire_is_in_the_union(n_experts):
+    """Scan (T in {1000, 4096, 10^4}, beta in {0.05, 0.5}, epsilon in {1, inf}): every dyadic
+    level whose starts can fire is counted, and the union size is the brute-force sum over the
+    counted starts of the lambdas each start's column uses (the origin: all of them)."""
+    for t_max in (1000, 4096, 10_000):
+        for beta in (0.05, 0.5):
+            for eps in (1.0, math.inf):
+                agent = SVTRestart(n_experts, t_max, epsilon=eps, beta=beta)
+                top = agent._levels - 1
+                firing = [v for v in range(top) if _can_fire(agent, v)]
+                assert all(v >= agent.lowest_level for v in firing), (t_max, beta, eps)
+                counts = agent._level_lambdas()
+                assert set(counts[agent._stored_level].tolist()) <= set(counts.tolist())
+                want = sum(
+                    int(counts[top if u == 0 else (u & -u).bit_length() - 1])
+                    for u in range(0, t_max, 2**agent.lowest_level)
+                )
+                assert agent.union_size == want, (t_max, beta, eps)
+                assert agent.window_starts == -(-t_max // 2**agent.lowest_level)
 
 
 def test_beta_above_one_half_is_refused():
@@ -460,9 +530,75 @@ def test_bernstein_boundary_holds_uniformly_in_time_for_bounded_differences():
     assert (s >= bernstein_boundary(v / 4, level)).any(axis=1).mean() > a
 
 
+def _query_trace(losses: np.ndarray, plays: np.ndarray, threshold_scale: float) -> np.ndarray:
+    """The largest window query of each round for fixed plays (released outputs)."""
+    t_max, n = losses.shape
+    agent = SVTRestart(
+        n, t_max, epsilon=1.0, max_restarts=0, seed=0, threshold_scale=threshold_scale
+    )
+    out = []
+    for t in range(t_max):
+        agent.t = t + 1
+        row = losses[t][None, :]
+        agent._cum[:, :-1] += row
+        agent._cum[:, -1] += row[0, plays[t]]
+        agent._cum_sq += (row[0, plays[t]] - row) ** 2
+        out.append(agent._bernstein_query(t + 1)[0])
+        agent._push_snapshots(np.array([t + 1]), np.array([True]), t + 1)
+    return np.array(out)
+
+
+def test_query_sensitivity_formula_is_the_brute_force_maximum():
+    """max over x, x' in [-1, 1] of |x' - x| + c |x'^2 - x^2| (the window difference's and the
+    kappa-Lipschitz slack's moves) is 2 for c <= 1/2 and 1 + c + 1/(4 c) above."""
+    from agents.svt_restart import bernstein_query_sensitivity
+
+    x = np.linspace(-1.0, 1.0, 2001)
+    for c in (0.0, 0.2, 0.386, 0.5, 0.6, 1.0, 1.158, 3.0):
+        moves = np.abs(x[:, None] - x[None, :]) + c * np.abs(x[:, None] ** 2 - x[None, :] ** 2)
+        want = 2.0 if c <= 0.5 else 1.0 + c + 1.0 / (4.0 * c)
+        assert bernstein_query_sensitivity(c) == pytest.approx(want)
+        assert moves.max() == pytest.approx(want, abs=1e-5)
+    kappa = 2.0 * math.log(2.0) - 1.0
+    assert SVTRestart(3, 64, epsilon=1.0).query_sensitivity == 2.0  # c = kappa <= 1/2
+    assert SVTRestart(3, 64, epsilon=1.0, threshold_scale=3.0).query_sensitivity == (
+        pytest.approx(1.0 + 3 * kappa + 1.0 / (12 * kappa))
+    )
+    assert SVTRestart(3, 64, epsilon=1.0, boundary="normal-mixture", threshold_scale=3.0)\
+        .query_sensitivity == 2.0  # fmt: skip
+
+
+@pytest.mark.parametrize("threshold_scale", [1.0, 3.0])
+def test_targeted_stream_reaches_the_query_sensitivity(threshold_scale):
+    """Known answer: expert 0 played, increments x = l(0) - l(1) = 1/(2c) (1 when c <= 1/2)
+    for 20 rounds; replacing round 20 by x = -1 moves the query of expert 1 by exactly
+    1 + c + 1/(4 c) (c = threshold_scale kappa > 1/2) or 2: the declared D is tight."""
+    kappa = 2.0 * math.log(2.0) - 1.0
+    c = threshold_scale * kappa
+    x = 1.0 if c <= 0.5 else 1.0 / (2.0 * c)
+    t_max, m = 32, 20
+    base = np.zeros((t_max, 2))
+    base[:m, 0] = x
+    replaced = base.copy()
+    replaced[m - 1] = [0.0, 1.0]
+    plays = np.zeros(t_max, dtype=int)
+    move = np.max(
+        np.abs(
+            _query_trace(base, plays, threshold_scale)
+            - _query_trace(replaced, plays, threshold_scale)
+        )
+    )
+    declared = SVTRestart(2, t_max, epsilon=1.0, threshold_scale=threshold_scale).query_sensitivity
+    assert move == pytest.approx(declared, rel=1e-9)
+    assert declared == pytest.approx(2.0 if c <= 0.5 else 1.0 + c + 1.0 / (4.0 * c))
+    if threshold_scale == 3.0:  # the previous bound 2 + c: 3.16, 33% above the true 2.37
+        assert declared < 2.0 + c
+
+
 def test_bernstein_query_moves_by_at_most_its_sensitivity():
     """Brute force: replace one loss vector of a random stream (plays fixed: they are released
-    outputs) and compare the largest window query; it moves by at most 2 + kappa."""
+    outputs) and compare the largest window query; it moves by at most D = 2 (the default's
+    threshold_scale kappa <= 1/2)."""
     rng = np.random.default_rng(2)
     worst = 0.0
     for trial in range(30):

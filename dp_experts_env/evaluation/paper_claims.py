@@ -211,9 +211,9 @@ svt_eps = Claim(
             "svt-restart",
             "DPExperts-Shift-v0",
             (Point(math.inf, _svt_env, math.inf),),
-            # The boundary's level at finite epsilon (beta / 4: it shares beta = 0.05 with the
-            # three noise terms); at epsilon = inf it would take all of beta, an epsilon-free
-            # difference that is not the 1/epsilon term (#29).
+            # The boundary's level at finite epsilon (beta / 4, as the two detector-noise tails
+            # and the selection allowance); at epsilon = inf it would take all of beta, an
+            # epsilon-free difference that is not the 1/epsilon term (#29).
             agent_params={"beta": 0.0125},
         ),
     ),
