@@ -460,7 +460,9 @@ def test_every_start_and_lambda_that_can_fire_is_in_the_union(n_experts):
                 firing = [v for v in range(top) if _can_fire(agent, v)]
                 assert all(v >= agent.lowest_level for v in firing), (t_max, beta, eps)
                 counts = agent._level_lambdas()
-                assert set(counts[agent._stored_level].tolist()) <= set(counts.tolist())
+                # The query's lambdas per start column are the ones the union counts.
+                assert np.array_equal(agent._col_lambdas, counts[agent._stored_level])
+                assert counts.min() >= 1 and counts[top] == len(BERNSTEIN_LAMBDAS)
                 want = sum(
                     int(counts[top if u == 0 else (u & -u).bit_length() - 1])
                     for u in range(0, t_max, 2**agent.lowest_level)
@@ -498,7 +500,7 @@ def test_bernstein_slack_is_the_min_over_the_lambda_grid_at_level_beta_over_nuk(
     np.testing.assert_allclose(
         agent.slack(n, second_moment=0.5), bernstein_boundary(0.5 * n, level) + 1.0, rtol=1e-12
     )
-    # At finite epsilon each of the four tail terms takes beta / 4.
+    # At finite epsilon each of the three tail terms (and the selection allowance) takes beta / 4.
     noisy = SVTRestart(10, 10_000, epsilon=2.0)
     assert noisy.term_beta == pytest.approx(0.0125)
     assert noisy.alpha == pytest.approx(
