@@ -39,15 +39,29 @@ from dp_experts_env.privacy.mechanisms import (
 )
 from dp_experts_env.privacy.noise import NoiseBackend
 
-__all__ = ["SVTRestart", "WINDOW_GRIDS", "DYADIC_STARTS", "DEFAULT_FALSE_ALARM"]
+__all__ = [
+    "SVTRestart",
+    "WINDOW_GRIDS",
+    "BOUNDARIES",
+    "DYADIC_STARTS",
+    "DEFAULT_FALSE_ALARM",
+    "BERNSTEIN_LAMBDAS",
+    "bernstein_query_sensitivity",
+]
 
 WINDOW_GRIDS = ("dyadic", "all")
+#: calibrated boundaries: variance-adaptive (default) or the n-only normal mixture (before)
+BOUNDARIES = ("bernstein", "normal-mixture")
+#: the lambda grid of the empirical-Bernstein boundary: 0.5 * 2^(-k/2), k = 0..7 (0.5 down to
+#: 0.044: the optimal lambda ~ sqrt(2 L / V) for second moments V from ~100 to T = 10^4 at
+#: L ~ 15; lambda <= 1/2 keeps the boundary's slope in V below 1/2, see _bernstein)
+BERNSTEIN_LAMBDAS = tuple(0.5 * 2.0 ** (-k / 2.0) for k in range(8))
 #: window starts kept per dyadic level: the last DYADIC_STARTS multiples of 2^k
 DYADIC_STARTS = 8
 # The de-duplicated dyadic storage below relies on ring slot parity = parity of u / 2^k.
 assert DYADIC_STARTS % 2 == 0
-#: calibrated tuning's per-term tail level beta (a design level: the four tail bounds of the
-#: slack each hold at beta; docs/algorithms.md says what is and is not proven)
+#: calibrated tuning's per-epoch level beta (the three tail bounds of the slack each hold at
+#: beta / 4 at finite epsilon; docs/algorithms.md says what is and is not proven)
 DEFAULT_FALSE_ALARM = 0.05
 #: rho of the normal-mixture boundary: where (in window length) it is tightest, roughly
 MIXTURE_RHO = 16.0
@@ -57,6 +71,54 @@ _ALL_GRID_MAX_BYTES = 1 << 30
 _max_reduce = np.maximum.reduce
 #: uniforms buffered per run by the selection streams (refilled per run when used up)
 _SELECTION_CHUNK = 256
+
+
+def _bernstein_slopes() -> np.ndarray:
+    """``psi(lambda)/lambda`` on :data:`BERNSTEIN_LAMBDAS`, ``psi(l) = -ln(1 - l) - l``."""
+    lam = np.array(BERNSTEIN_LAMBDAS)
+    return (-np.log1p(-lam) - lam) / lam
+
+
+def bernstein_boundary(
+    second_moment: np.ndarray, level_log: float, counts: np.ndarray | None = None
+) -> np.ndarray:
+    """``min_k (level_log + psi(lambda_k) V) / lambda_k``: the empirical-Bernstein boundary.
+
+    For a window difference with increments ``X_s`` in [-1, 1] and conditional means mu_s,
+    ``exp(lambda (sum X_s - mu_s) - psi(lambda) sum X_s^2)`` is a non-negative
+    supermartingale for every lambda in [0, 1) (Fan et al.'s ``e^(l y - psi(l) y^2) <= 1 + l y``
+    for ``y = X_s >= -1``, then ``1 + l mu_s <= e^(l mu_s)``), so by Ville's inequality and a
+    union over the K lambdas of :data:`BERNSTEIN_LAMBDAS`, with ``level_log = ln(K / a)`` the
+    martingale part stays below this boundary at every window length at once with probability
+    ``1 - a``. ``V`` = ``second_moment`` = the window's observed ``sum X_s^2``. Elementwise;
+    concave and piecewise linear in V with slopes in (0, 0.39). ``counts`` (broadcastable to V):
+    use only the first ``counts`` lambdas (largest first) for each element.
+    """
+    v = np.asarray(second_moment, dtype=np.float64)
+    out = None
+    slopes = _bernstein_slopes().tolist()
+    for k, (lam, slope) in enumerate(zip(BERNSTEIN_LAMBDAS, slopes, strict=True)):
+        term = level_log / lam + slope * v
+        if out is None:
+            out = term
+        elif counts is None:
+            out = np.minimum(out, term)
+        else:
+            out = np.where(k < counts, np.minimum(out, term), out)
+    return out
+
+
+def bernstein_query_sensitivity(c: float) -> float:
+    """``max_{d in [0, 2]} d (1 + c (2 - d))``: 2 if ``c <= 1/2``, else ``1 + c + 1/(4 c)``.
+
+    The L1 sensitivity of a window query ``D_j - threshold_scale b(V_j) - const`` when b is
+    kappa-Lipschitz and ``c = threshold_scale kappa``: one replaced round moves the window's
+    increment ``x = l(I) - l(j)`` in [-1, 1] to x', so D_j by ``d = |x' - x|`` and
+    ``V_j = sum x^2`` by ``d |x' + x|``, and ``|x' + x| + |x' - x| = 2 max(|x|, |x'|) <= 2``.
+    The maximiser is ``d = 2`` while ``c <= 1/2``, else ``d = 1 + 1/(2 c)``.
+    """
+    c = check_float("c", c, minimum=0.0)
+    return 2.0 if c <= 0.5 else 1.0 + c + 1.0 / (4.0 * c)
 
 
 class _SelectionStreams:
@@ -153,22 +215,32 @@ class SVTRestart(PrivateAgent):
     Privacy claim: pure ``epsilon``-DP against adaptive adversaries. Accountant: selections are
     report-noisy-min / exponential mechanism at ``epsilon/2`` on disjoint windows; the detector is
     AboveThreshold at ``epsilon/2`` with threshold noise ``Lap(2 D/(eps/2))`` and query noise
-    ``Lap(4 D/(eps/2))`` for queries of sensitivity ``D = 2`` (erratum E-ARS-6: one replaced loss
-    vector moves the learner's window loss by 1 and the min term by 1, so every window query, and
-    hence their maximum Q_t, moves by at most 2; the plays inside the queries are released outputs
-    of the selection half, adaptive composition); epochs are data-disjoint (the new epoch starts at
+    ``Lap(4 D/(eps/2))`` for queries of sensitivity D (erratum E-ARS-6: one replaced loss
+    vector moves the learner's window loss by 1 and expert j's by 1, so every window difference
+    moves by at most 2; with the default Bernstein boundary the slack also reads the window's
+    second moment V_j through a function of slope at most ``kappa = 2 ln 2 - 1``, and a change
+    ``d`` of the window difference moves V_j by at most ``d (2 - d)``, so
+    ``D = max_d d (1 + c (2 - d))`` with ``c = threshold_scale kappa``: 2 while ``c <= 1/2``
+    (threshold_scale <= 1.29, the default included), else ``1 + c + 1/(4 c)``
+    (:func:`bernstein_query_sensitivity`); with ``boundary="normal-mixture"`` D = 2; the
+    maximum Q_t has the same sensitivity; the plays
+    inside the queries are released outputs of the selection half, adaptive composition);
+    epochs are data-disjoint (the new epoch starts at
     ``t + 1``, erratum E-ARS-7) with boundaries that are released outputs, so each loss meets one
     selection and one detector instance; basic composition of the two halves.
 
     Modes (privacy):
-        * ``mode="strict"`` (default): D = 2 and the next epoch starts at ``t + 1`` (E-ARS-6,
-          E-ARS-7); the inner bound Reg uses the inner budget ``epsilon/2`` and alpha is computed
-          from the detector's own parameters (E-ARS-4, E-ARS-5).
-        * ``mode="paper"``: D = 1 and the next epoch starts at ``t`` (round t reused by the next
-          selection and detector), with the paper's Reg (``epsilon``) and alpha. Not certified:
-          the sensitivity-1 noise is really an ``epsilon``-DP detector instead of ``epsilon/2``,
-          and a restart round's loss meets the old detector, the new one and the new epoch's
-          first selection: ``eps + eps + eps/2``, so only ``2.5 epsilon`` is certified.
+        * ``mode="strict"`` (default): D as above (2 at the default) and the next epoch starts
+          at ``t + 1`` (E-ARS-6, E-ARS-7); the inner bound Reg uses the inner budget
+          ``epsilon/2`` and alpha is computed from the detector's own parameters (E-ARS-4,
+          E-ARS-5).
+        * ``mode="paper"``: noise for D = 1 and the next epoch starts at ``t`` (round t reused
+          by the next selection and detector); with ``tuning="paper"`` the paper's Reg
+          (``epsilon``) and alpha, with the default calibrated tuning the calibrated slack.
+          Not certified: the queries' true sensitivity D (2 at the default) makes each detector
+          spend ``D epsilon/2``, and a restart round's loss meets the old detector, the new one
+          and the new epoch's first selection: ``D eps/2 + D eps/2 + eps/2``, so only
+          ``(D + 1/2) epsilon`` (2.5 epsilon at the default) is certified (the claim's note).
 
     Thresholds (never affect privacy, only the noise scales do), with ``beta`` (default ``1/T`` for
     the paper tuning, the stated false-alarm level 0.05 for the calibrated one),
@@ -178,9 +250,26 @@ class SVTRestart(PrivateAgent):
           ``Reg(w) = 16 log(NT/beta)/eps1 + 9 sqrt(w log(TN/beta))``; ``alpha =
           8 D (log k + log(2 T/beta))/(eps/2)`` (strict: Lemma 2.4 with the detector's own
           parameters, E-ARS-5) or ``16 (2 log T + log(2/beta))/eps`` (paper, as printed).
-        * ``tuning="calibrated"`` (default): each term of the slack is a tail bound, at the
-          per-epoch false-alarm level beta, of the quantity it must cover while losses are
-          stationary: ``Reg(n - 1) = b(n) + 2 s1 log(N J/beta)`` with the time-uniform
+        * ``tuning="calibrated"`` (default): three terms of the slack (the boundary, the query
+          noise and the threshold noise) are tail bounds, at level ``term_beta`` (beta / 4 at
+          finite epsilon, so their union is at most 3 beta / 4 <= beta per epoch; beta at
+          epsilon = inf, where only the boundary term is non-zero; written beta below), of the
+          quantity each must cover while losses are stationary (the martingale part of the
+          window difference and the detector's noise). The fourth, the selection-noise term
+          c0 below, is a heuristic allowance for the learner's in-window pseudo-regret (the
+          window difference's compensator), which no term bounds (docs/algorithms.md); it is
+          computed at the same level but backs no step of the false-alarm argument.
+          ``boundary="bernstein"`` (default): per window and expert j,
+          ``b = min_{k < K_u} (ln(N S/beta) + psi(lam_k) V_j)/lam_k``
+          (:func:`bernstein_boundary`, lam_k = 0.5 2^(-k/2), k < 8,
+          ``psi(l) = -ln(1 - l) - l``) at the window's observed second moment
+          ``V_j = sum (l_s(I_s) - l_s(j))^2`` (Fan et al.'s inequality with centre 0, Ville's
+          inequality, a union over lam); a start u uses the K_u largest lambdas its tested
+          lengths need (:meth:`_level_lambdas`) and ``S = union_size`` = sum of K_u over the
+          counted starts (1,874 at N = 10, T = 10^4). It replaces b(n) below, whose variance
+          proxy 1 is the worst case; ``slack(n, second_moment)`` evaluates it at
+          ``V = second_moment n`` with all 8 lambdas. ``boundary="normal-mixture"``:
+          ``Reg(n - 1) = b(n) + 2 s1 log(N J/beta)`` with the time-uniform
           normal-mixture boundary ``b(n) = sqrt((n + rho) (ln((n + rho)/rho) + 2 ln(N U/beta)))``
           (``rho`` = :data:`MIXTURE_RHO` = 16) -- by Ville's inequality, for one window start
           and one expert the [-1, 1]-valued window differences (a martingale part with
@@ -191,13 +280,16 @@ class SVTRestart(PrivateAgent):
           with no union over the
           rounds at which a window is examined (the previous tuning took a fixed-length
           Hoeffding bound with a union over all (expert, window, round) triples) -- plus
-          the largest noise advantage ``2 s1 log(N J/beta)`` report-noisy-min (scale ``s1``)
-          can give a worse expert in one of the ``J = floor(log2 T)`` selections of an epoch;
+          the heuristic allowance ``c0 = 2 s1 log(N J/beta)``, the largest noise advantage
+          report-noisy-min (scale ``s1``) can give a worse expert in one of the
+          ``J = floor(log2 T)`` selections of an epoch (in the previous window's losses, so
+          not a bound on the compensator);
           and ``alpha = sq log(k/(2 beta)) + sr log(1/(2 beta))``, the Laplace tails of the query
           noise (scale ``sq``, k queries) and of the threshold noise (scale ``sr``). From
           (N, T, epsilon, beta) only; a shift that makes the played expert ``gap`` worse fires
-          after about :meth:`detection_length` ``(gap)`` rounds (333 at gap 0.3, N = 10,
-          T = 10^4, epsilon = inf; 3,048 at gap 0.1).
+          after about :meth:`detection_length` ``(gap)`` rounds (normal mixture: 333 at gap
+          0.3, N = 10, T = 10^4, epsilon = inf; 3,048 at gap 0.1; Bernstein at second moment
+          1/2, two independent fair coins: 204 and 1,479).
         * ``threshold_scale`` multiplies the slack (default 1 = as derived).
 
     ``epsilon=math.inf``: both mechanisms lose their noise (exact argmin, exact threshold
@@ -213,7 +305,9 @@ class SVTRestart(PrivateAgent):
         * ``"all"``: every window ``w = 0..t - t_i`` as in the paper; O(N t) time per round and
           O(N T) memory per run (refused above 1 GiB).
 
-    Deviations: one AboveThreshold query per round, the maximum of the window queries, instead of
+    Deviations: the default Bernstein boundary (a data-dependent slack inside the queries, paid
+    for by their sensitivity, 2 at the default) instead of the paper's n-only Reg; one
+    AboveThreshold query per round, the maximum of the window queries, instead of
     one query per window with fresh noise each (erratum E-ARS-9): the maximum of 2-sensitive queries
     is 2-sensitive, so privacy is unchanged and the detector answers k = T queries instead of
     ~T^2/2, which lowers alpha; argmin, not argmax (E-ARS-1); play before receiving the loss and run
@@ -230,7 +324,8 @@ class SVTRestart(PrivateAgent):
 
     Attributes (the parameters actually used):
         selection_scale, query_sensitivity, threshold_noise_scale, query_noise_scale, alpha,
-        beta, queries_per_instance (k), windows_per_round, window_starts (U), detector (the
+        beta, term_beta (each tail term's level), boundary, union_size (S),
+        queries_per_instance (k), windows_per_round, window_starts (U), detector (the
         AboveThreshold), restarts (B,) (restarts so far per run; the evaluation writes the final
         count into the grid rows as ``restarts``), epoch_start (B,) (the global round of the
         current epoch's local round 1).
@@ -255,6 +350,7 @@ class SVTRestart(PrivateAgent):
         selector: str = "rnm",
         threshold_scale: float = 1.0,
         window_grid: str = "dyadic",
+        boundary: str = "bernstein",
         max_restarts: int | None = None,
         beta: float | None = None,
         num_envs: int = 1,
@@ -274,6 +370,9 @@ class SVTRestart(PrivateAgent):
         n, t_max = self.n_experts, self.horizon
         self.selector = check_choice("selector", selector, SELECTORS)
         self.window_grid = check_choice("window_grid", window_grid, WINDOW_GRIDS)
+        self.boundary = check_choice("boundary", boundary, BOUNDARIES)
+        # The paper tuning keeps Theorem 3.1's n-only Reg; the boundary applies to calibrated.
+        self._bernstein = self.boundary == "bernstein" and self.tuning == "calibrated"
         self.threshold_scale = check_float(
             "threshold_scale", threshold_scale, minimum=0.0, min_inclusive=False
         )
@@ -291,7 +390,7 @@ class SVTRestart(PrivateAgent):
                 "beta", beta, minimum=0.0, maximum=0.5, min_inclusive=False, max_inclusive=True
             )
         if self.window_grid == "all":
-            need = self.num_envs * (t_max + 1) * (n + 1) * 8
+            need = self.num_envs * (t_max + 1) * (2 * n + 1 if self._bernstein else n + 1) * 8
             if need > _ALL_GRID_MAX_BYTES:
                 raise ValueError(
                     f"window_grid='all' needs {need / 2**30:.1f} GiB of prefix sums for "
@@ -300,7 +399,18 @@ class SVTRestart(PrivateAgent):
                 )
 
         # --- privacy parameters (the only ones that matter for the claim)
-        self.query_sensitivity = 2.0 if self.mode == "strict" else 1.0
+        # Erratum E-ARS-6: a replaced loss vector moves each window difference D_j by <= 2
+        # (paper: 1). The Bernstein slack is threshold_scale times a kappa-Lipschitz function of
+        # the window's second moment V_j (kappa = the largest slope psi(lambda)/lambda of
+        # bernstein_boundary); the replaced term x -> x' moves D_j by d = |x' - x| and V_j by
+        # |x'^2 - x^2| = d |x' + x| <= d (2 - d), so each query, and their maximum, moves by at
+        # most max over d in [0, 2] of d (1 + c (2 - d)), c = threshold_scale kappa
+        # (bernstein_query_sensitivity; docs/algorithms.md, Calibration).
+        # Paper mode keeps the paper's D = 1 (its accounting, uncertified, E-ARS-6).
+        slope = float(_bernstein_slopes().max()) if self._bernstein else 0.0
+        # The queries' true sensitivity in both modes; paper mode's noise assumes 1 (uncertified)
+        self._true_sensitivity = bernstein_query_sensitivity(self.threshold_scale * slope)
+        self.query_sensitivity = self._true_sensitivity if self.mode == "strict" else 1.0
         (
             self.selection_epsilon,
             self.detector_epsilon,
@@ -322,9 +432,22 @@ class SVTRestart(PrivateAgent):
         else:
             self.windows_per_round = t_max
 
+        # Each tail term of the calibrated slack at level term_beta: beta / 4 at finite epsilon
+        # for the boundary, query-noise and threshold-noise tails (union <= 3 beta / 4 <= beta;
+        # the selection-noise allowance c0 is computed at this level too, but is a heuristic
+        # allowance, not a tail bound of the argument); at epsilon = inf only the boundary is
+        # non-zero and takes beta.
+        finite = math.isfinite(self.epsilon)
+        self.term_beta = self.beta / 4.0 if self.tuning == "calibrated" and finite else self.beta
         # Window starts one epoch may test at a length where a window can fire at all (the
         # union of the time-uniform boundary; see _count_window_starts).
         self.window_starts = self._count_window_starts()
+        # Bernstein, dyadic grid: how many lambdas each stored start column uses.
+        self._col_lambdas = (
+            self._level_lambdas()[self._stored_level]
+            if self._bernstein and self.window_grid == "dyadic"
+            else None
+        )
         self._exact_detector = math.isinf(self.detector_epsilon)
 
         # --- thresholds (public constants)
@@ -362,41 +485,101 @@ class SVTRestart(PrivateAgent):
             4.0 * d_eff / detector_epsilon,
         )
 
+    def _level_lambdas(self) -> np.ndarray:
+        """K_v: how many of :data:`BERNSTEIN_LAMBDAS` (largest first) a level-v start uses.
+
+        A dyadic start of level v < top is tested at lengths up to ``n_max = DYADIC_STARTS 2^v``
+        only (see :meth:`_count_window_starts`), so its second moment is at most that, and the
+        small lambdas (optimal only for larger V) add to the union without lowering its
+        boundary: it keeps the lambdas ``>= sqrt(L / n_max)``, ``L = ln(N T K / beta')`` (a
+        public reference level; the optimum ``sqrt(2 L / V)`` at ``V = n_max``, one grid step
+        below), at least one. The top level (the epoch origin, tested at every length) keeps
+        all K. Which lambdas a start uses is public, so the union stays valid.
+        """
+        lam = np.array(BERNSTEIN_LAMBDAS)
+        top = self._levels - 1
+        ref = math.log(self.n_experts * self.horizon * len(lam) / self.term_beta)
+        n_max = DYADIC_STARTS * 2.0 ** np.arange(self._levels)
+        counts = np.array([max(1, int(np.sum(lam >= math.sqrt(ref / m)))) for m in n_max])
+        counts[top] = len(lam)
+        return counts
+
+    def _union_size(self, v0: int) -> int:
+        """Starts (times lambdas, Bernstein) of the dyadic levels >= ``v0`` in one epoch."""
+        t_max, top = self.horizon, self._levels - 1
+        per_level = [
+            -(-t_max // 2**v) - (-(-t_max // 2 ** (v + 1)) if v < top else 0)
+            for v in range(self._levels)
+        ]
+        weights = self._level_lambdas() if self._bernstein else np.ones(self._levels, int)
+        return int(sum(per_level[v] * int(weights[v]) for v in range(v0, self._levels)))
+
     def _count_window_starts(self) -> int:
         """U: the window starts an epoch may test at a length where a window can fire.
 
         A window of n rounds has regret at most n and fires (on the detector's good noise
-        event) only if its regret exceeds ``b(n) + 1``, so lengths with ``n <= b(n) + 1`` never
-        fire, and a start tested only at such lengths needs no share of beta. In the dyadic grid
-        a start u whose largest power-of-two divisor is ``2^v`` is tested at lengths below
-        ``DYADIC_STARTS 2^v`` only (it leaves level v's ring after that many multiples of 2^v;
-        the epoch origin stays at the top level), so with ``n_min`` the least length that can
-        fire, only the ``ceil(T / 2^v0)`` multiples of ``2^v0``, ``v0 = ceil(log2((n_min + 1) /
-        DYADIC_STARTS))``, count. ``n_min`` depends on U through b; U = T (every local time) is
-        the fallback, used unless the smaller count is self-consistent. The paper tuning and the
-        "all" grid count every local time.
+        event, at ``threshold_scale >= 1``) only if its regret exceeds ``b(n) + 1``, so lengths
+        with ``n <= b(n) + 1`` never fire, and a start tested only at such lengths needs no
+        share of beta. In the dyadic grid a start u whose largest power-of-two divisor is
+        ``2^v`` (v below the top level) is tested at lengths up to and including
+        ``DYADIC_STARTS 2^v``: the query of round ``t = u + DYADIC_STARTS 2^v`` runs before that
+        round's snapshot evicts u from level v's ring (the epoch origin stays at the top level).
+        With ``n_min`` the least length that can fire, only the ``ceil(T / 2^v0)`` multiples of
+        ``2^v0``, ``v0 = ceil(log2(n_min / DYADIC_STARTS))`` (the excluded levels have
+        ``DYADIC_STARTS 2^v < n_min``), count (``self.lowest_level`` = v0). ``n_min`` depends on
+        U through b; the largest self-consistent v0 is taken, U = T (every local time) the
+        fallback when none is, and always at ``threshold_scale < 1`` (the step above then
+        fails). The paper tuning and the "all" grid count every local time. Sets
+        ``self.union_size``: the events of the union (per expert): U, or with the Bernstein
+        boundary the sum over the counted starts of the lambdas each uses
+        (:meth:`_level_lambdas`; the "all" grid: U K).
         """
         t_max = self.horizon
+        self.lowest_level = 0
         if self.tuning == "paper" or self.window_grid == "all":
+            self.union_size = t_max * (len(BERNSTEIN_LAMBDAS) if self._bernstein else 1)
             return t_max
 
-        def first_firing(starts: int) -> int | None:
-            c1 = 2.0 * math.log(self.n_experts * starts / self.beta)
+        def first_firing(v0: int) -> int | None:
             n = np.arange(1, t_max + 1, dtype=np.float64)
-            b = np.sqrt((n + MIXTURE_RHO) * (np.log((n + MIXTURE_RHO) / MIXTURE_RHO) + c1))
+            union = self._union_size(v0)
+            if self._bernstein:
+                # A window of n rounds has D_j <= sum |X_s| <= sqrt(n V) (Cauchy-Schwarz) and
+                # sqrt(n V) - b(V) increases in V on [0, n] (its slope is >= 1/2 - 0.39), so it
+                # fires only if n > b(n) + 1, as for the n-only boundary. The full lambda grid
+                # gives the lowest boundary of any start (a lower bound: conservative here).
+                b = bernstein_boundary(n, math.log(self.n_experts * union / self.term_beta))
+            else:
+                c1 = 2.0 * math.log(self.n_experts * union / self.term_beta)
+                b = np.sqrt((n + MIXTURE_RHO) * (np.log((n + MIXTURE_RHO) / MIXTURE_RHO) + c1))
             ok = np.flatnonzero(n > b + 1.0)
             return int(ok[0]) + 1 if len(ok) else None
 
-        def count(n_min: int) -> int:
-            v = max(0, math.ceil(math.log2((n_min + 1) / DYADIC_STARTS)))
-            return -(-t_max // 2**v)
+        def lowest_level(n_min: int) -> int:
+            # The least v whose starts reach length n_min: DYADIC_STARTS 2^v >= n_min (a start
+            # of level v is tested up to and including DYADIC_STARTS 2^v rounds).
+            return max(0, math.ceil(math.log2(n_min / DYADIC_STARTS)))
 
-        n0 = first_firing(t_max)
-        if n0 is None:
+        self.union_size = self._union_size(0)
+        self.lowest_level = 0
+        if self.threshold_scale < 1.0:
+            # Below 1 the slack s (b + c0 + alpha + 1) may undercut b(n) + 1 (and the noise
+            # tails), so the "fires only above b(n) + 1" step fails: count every start.
             return t_max
-        u1 = count(n0)
-        n1 = first_firing(u1)
-        return u1 if n1 is not None and count(n1) <= u1 else t_max
+        # The largest self-consistent v0 (the smallest union): with the starts of the levels
+        # >= v0 in the union, the least firing length n_min must exceed every tested length
+        # of the levels below (DYADIC_STARTS 2^(v0 - 1) < n_min). Any such v0 is valid.
+        for v1 in range(self._levels - 1, 0, -1):
+            n1 = first_firing(v1)
+            if n1 is not None and lowest_level(n1) >= v1:
+                self.union_size = self._union_size(v1)
+                self.lowest_level = v1
+                return -(-t_max // 2**v1)
+        return t_max
+
+    def _bernstein_level_log(self) -> float:
+        """``ln(N union_size / beta')``: the union over experts, starts and their lambdas."""
+        return math.log(self.n_experts * self.union_size / self.term_beta)
 
     def _set_thresholds(self) -> None:
         self.alpha, self._reg = self._thresholds(self.epsilon)
@@ -419,11 +602,15 @@ class SVTRestart(PrivateAgent):
                 alpha = 16.0 * (2.0 * log(t_max) + log(2.0 / beta)) / eps
             return alpha, (reg_const, reg_coef, 0.0)
         selections = max(1, int(math.log2(t_max)))  # selections one epoch can make
+        beta = self.term_beta
+        # Heuristic allowance for the learner's in-window pseudo-regret (not a tail bound).
         reg_const = 2.0 * sel_scale * log(n * selections / beta)
         alpha = query_scale * log(k / (2.0 * beta))
         alpha += thr_scale * log(1.0 / (2.0 * beta))
         # The time-uniform part (_deviation) is epsilon-free: c1 and shift carry its level
-        # term 2 ln(N U / beta) and rho.
+        # term (2 ln(N U / beta) and rho; Bernstein: ln(N U K / beta), no shift).
+        if self._bernstein:
+            return alpha, (reg_const, self._bernstein_level_log(), 0.0)
         return alpha, (reg_const, 2.0 * log(n * self.window_starts / beta), MIXTURE_RHO)
 
     def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
@@ -436,7 +623,8 @@ class SVTRestart(PrivateAgent):
         read its claim.
         """
         values = self._accept_run_epsilons(epsilons)
-        if values is None:
+        if values is None or not math.isfinite(self.epsilon):
+            # Built at epsilon = inf: exact detector and term_beta = beta; finite runs differ.
             return False
         found = {e: (self._noise_parameters(e), self._thresholds(e)) for e in dict.fromkeys(values)}
         self._run_epsilons = values
@@ -452,26 +640,36 @@ class SVTRestart(PrivateAgent):
         self.reset(list(self.rng.seeds))
         return True
 
-    def _deviation(self, length: np.ndarray) -> np.ndarray:
+    def _deviation(self, length: np.ndarray, second_moment: float = 1.0) -> np.ndarray:
         """The epsilon-free part of ``Reg(n - 1)`` for windows of ``length`` n rounds.
 
-        ``tuning="paper"``: Theorem 3.1's ``9 sqrt((n - 1) log(TN/beta))``. Calibrated: the
-        time-uniform normal-mixture boundary ``sqrt((n + rho) (ln((n + rho)/rho) +
-        2 ln(N U/beta)))`` (level ``beta / (N U)`` per window start and expert).
+        ``tuning="paper"``: Theorem 3.1's ``9 sqrt((n - 1) log(TN/beta))``. Calibrated,
+        ``boundary="normal-mixture"``: the time-uniform normal-mixture boundary
+        ``sqrt((n + rho) (ln((n + rho)/rho) + 2 ln(N U/beta)))`` (level ``beta / (N U)`` per
+        window start and expert). ``boundary="bernstein"``: :func:`bernstein_boundary` at
+        ``V = second_moment * n`` (the detector itself uses each window's observed V).
         """
         _, c1, shift = self._reg
         n = np.asarray(length, dtype=np.float64)
         if self.tuning == "paper":
             return c1 * np.sqrt(n - 1.0 + shift)
+        if self._bernstein:
+            return bernstein_boundary(second_moment * n, c1)
         return np.sqrt((n + shift) * (np.log((n + shift) / shift) + c1))
 
-    def slack(self, length: np.ndarray | int) -> np.ndarray:
-        """``threshold_scale * (Reg(n - 1) + alpha + 1)`` for windows of ``length`` n rounds."""
+    def slack(self, length: np.ndarray | int, second_moment: float = 1.0) -> np.ndarray:
+        """``threshold_scale * (Reg(n - 1) + alpha + 1)`` for windows of ``length`` n rounds.
+
+        ``second_moment`` (Bernstein boundary only): the window's ``V / n``, the mean of
+        ``(l_s(I_s) - l_s(j))^2``; 1 is the largest (any [0, 1] losses), 1/2 that of two
+        independent fair coins.
+        """
+        second_moment = check_float("second_moment", second_moment, minimum=0.0, maximum=1.0)
         c0 = self._reg[0]
-        dev = self._deviation(np.asarray(length, dtype=np.float64))
+        dev = self._deviation(np.asarray(length, dtype=np.float64), second_moment)
         return self.threshold_scale * (c0 + dev + self.alpha + 1.0)
 
-    def detection_length(self, gap: float) -> int | None:
+    def detection_length(self, gap: float, second_moment: float = 1.0) -> int | None:
         """The shortest window a shift of ``gap`` can make fire in expectation, or None.
 
         The least n <= T with ``gap * n > slack(n)`` (the slack at this learner's epsilon, its
@@ -482,7 +680,7 @@ class SVTRestart(PrivateAgent):
         """
         gap = check_float("gap", gap, minimum=0.0, min_inclusive=False)
         n = np.arange(1, self.horizon + 1, dtype=np.float64)
-        ok = np.flatnonzero(gap * n > self.slack(n))
+        ok = np.flatnonzero(gap * n > self.slack(n, second_moment))
         return int(ok[0]) + 1 if len(ok) else None
 
     def _slack_table(self, t: int) -> np.ndarray:
@@ -530,8 +728,12 @@ class SVTRestart(PrivateAgent):
                     "the disjoint windows of an epoch",
                 ),
                 SparseVector(
-                    "shift queries (the learner's window loss minus the best expert's, minus "
-                    "the slack)",
+                    "shift queries (the learner's window loss minus an expert's, minus the "
+                    "slack; with the Bernstein boundary the slack reads the window's second "
+                    "moment: sensitivity max_d d (1 + threshold_scale kappa (2 - d)))"
+                    if self._bernstein and self.mode == "strict"
+                    else "shift queries (the learner's window loss minus the best expert's, "
+                    "minus the slack)",
                     sensitivity=self.noise.effective_sensitivity(detector.sensitivity, 1),
                     threshold_scale=float(np.min(detector.sigma)),
                     query_scale=2.0 * float(np.min(detector.sigma)),
@@ -552,12 +754,16 @@ class SVTRestart(PrivateAgent):
         self._check_one_epsilon()
         if self.mode == "paper":
             stated = account(self.declaration)
+            # Noise for sensitivity 1 on queries of sensitivity D: each detector spends
+            # D eps/2; a restart round meets two detectors and one selection (eps/2).
+            true_d = self._true_sensitivity
             return self._claim(
                 Guarantee(self.epsilon, 0.0, "paper: " + stated.accountant),
                 certified=False,
-                notes="erratum E-ARS-6: queries have sensitivity 2, so the detector spends eps, "
-                "not eps/2; erratum E-ARS-7: the restart round is reused by the next epoch (its "
-                "loss meets two detectors and one selection); certified only up to 2.5*epsilon",
+                notes=f"erratum E-ARS-6: queries have sensitivity {true_d:g}, so the detector "
+                f"spends {true_d:g}*eps/2, not eps/2; erratum E-ARS-7: the restart round is "
+                "reused by the next epoch (its loss meets two detectors and one selection); "
+                f"certified only up to {true_d + 0.5:g}*epsilon",
             )
         return self._declared_claim(
             source="Asi, Raman & Saha 2025, Alg. 2 with errata E-ARS-6, E-ARS-7"
@@ -569,6 +775,8 @@ class SVTRestart(PrivateAgent):
         self._window = np.zeros((b, n))
         self._expert = np.zeros(b, dtype=np.int64)
         self._cum = np.zeros((b, n + 1))  # running sums since round 1: experts, then learner
+        # Bernstein boundary: running sums of (l_s(I_s) - l_s(j))^2 per expert j (else unused).
+        self._cum_sq = np.zeros((b, n))
         self.epoch_start = np.ones(b, dtype=np.int64)
         self._run_index = np.arange(b)
         # Global round of each run's next possible selection (or epoch start); a lower bound
@@ -586,6 +794,7 @@ class SVTRestart(PrivateAgent):
             # still describe every (level, slot) start.
             self._snap_experts = np.zeros((b, n, self._stored))
             self._snap_learner = np.zeros((b, self._stored))
+            self._snap_sq = np.zeros((b, n, self._stored)) if self._bernstein else None
             self._snap_time = np.zeros(shape, dtype=np.int64)
             self._snap_count = np.zeros((b, self._levels), dtype=np.int64)
             # Per stored column: its snapshot's time and whether it holds one yet (what the
@@ -593,9 +802,12 @@ class SVTRestart(PrivateAgent):
             self._col_time = np.zeros((b, self._stored), dtype=np.int64)
             self._col_empty = np.ones((b, self._stored), dtype=bool)
             self._diff_buf = np.empty((b, n, self._stored))
-            self._reset_windows(np.ones(b, dtype=bool), self._cum, np.zeros(b, dtype=np.int64))
+            self._reset_windows(
+                np.ones(b, dtype=bool), self._cum, np.zeros(b, dtype=np.int64), self._cum_sq
+            )
         else:
             self._prefix = np.zeros((b, self.horizon + 1, n + 1))
+            self._prefix_sq = np.zeros((b, self.horizon + 1, n)) if self._bernstein else None
         if getattr(self, "_selection_of", None) is not self.rng:
             # New streams with a new main stream (a seeded reset); a reset(None) continues both.
             self._selection = _SelectionStreams(self.rng.seeds)
@@ -621,6 +833,8 @@ class SVTRestart(PrivateAgent):
         runs_kept, col = runs[keep], col[keep]
         self._snap_experts[runs_kept, :, col] = self._cum[runs_kept, :-1]
         self._snap_learner[runs_kept, col] = self._cum[runs_kept, -1]
+        if self._bernstein:
+            self._snap_sq[runs_kept, :, col] = self._cum_sq[runs_kept]
         self._col_time[runs_kept, col] = t
         self._col_empty[runs_kept, col] = False
         self._snap_time[runs, lev, slot] = t
@@ -648,25 +862,62 @@ class SVTRestart(PrivateAgent):
         regret = np.where(valid, regret, -np.inf)
         return regret, np.broadcast_to(t - starts[None, :], regret.shape)
 
+    def _bernstein_query(self, t: int) -> np.ndarray:
+        """(B,) max over windows and experts of ``D_j - slack(V_j)`` (Bernstein boundary).
+
+        ``D_j`` = the learner's window loss minus expert j's, ``V_j`` = the window's sum of
+        ``(l_s(I_s) - l_s(j))^2``; the slack is ``threshold_scale (c0 + b(V_j) + alpha + 1)``
+        with b = :func:`bernstein_boundary` (per run: c0 and alpha at each run's epsilon).
+        """
+        n = self.n_experts
+        if self.window_grid == "dyadic":
+            experts = self._cum[:, :n, None] - self._snap_experts  # (B, N, Q)
+            learner = self._cum[:, n, None] - self._snap_learner  # (B, Q)
+            second = self._cum_sq[:, :, None] - self._snap_sq
+            empty = self._col_empty
+        else:
+            starts = np.arange(self.horizon)
+            prefix, prefix_sq = self._prefix[:, : self.horizon], self._prefix_sq[:, : self.horizon]
+            experts = np.swapaxes(self._cum[:, None, :n] - prefix[..., :n], 1, 2)
+            learner = self._cum[:, None, n] - prefix[..., n]
+            second = np.swapaxes(self._cum_sq[:, None, :] - prefix_sq, 1, 2)
+            empty = ~((starts[None, :] < t) & (starts[None, :] >= self.epoch_start[:, None] - 1))
+        counts = None if self._col_lambdas is None else self._col_lambdas[None, None, :]
+        bound = bernstein_boundary(np.maximum(second, 0.0), self._reg[1], counts)
+        if self._runs is None:
+            const = self._reg[0] + self.alpha + 1.0
+        else:
+            const = (self._runs["c0"] + self._runs["alpha"] + 1.0)[:, :, None]
+        query = learner[:, None, :] - experts - self.threshold_scale * (bound + const)
+        query = np.where(empty[:, None, :], -np.inf, query)
+        return _max_reduce(query.reshape(self.num_envs, -1), axis=1)
+
     # ----------------------------------------------------------------- hooks
     def _learn(self, obs: np.ndarray) -> None:
         t = self.t  # the round just played (1-based)
         losses = clip_unit(obs)  # sensitivity bounds need losses in [0, 1]
         # The sums before this round: only a paper-mode restart (epoch starting at t) needs them.
         before = self._cum.copy() if self.mode == "paper" else self._cum
+        before_sq = self._cum_sq.copy() if self.mode == "paper" else self._cum_sq
+        played = losses[self._run_index, self.last_actions]
         self._cum[:, :-1] += losses
-        self._cum[:, -1] += losses[self._run_index, self.last_actions]
+        self._cum[:, -1] += played
+        if self._bernstein:
+            self._cum_sq += (played[:, None] - losses) ** 2
         self._window += losses
         tau = t - self.epoch_start + 1
 
-        # One AboveThreshold query per run: the largest window query (2-sensitive, like each).
-        regret, length = self._window_regret(t)
-        table = self._slack_table(t)
-        if table.ndim == 1:
-            slack = table[np.maximum(length, 1)]
-        else:  # per-run slack (set_run_epsilons): row b, column length, of the (B, size) table
-            slack = table.ravel()[self._slack_offsets + np.maximum(length, 1)]
-        query = _max_reduce(regret - slack, axis=1)
+        # One AboveThreshold query per run: the largest window query (as sensitive as each).
+        if self._bernstein:
+            query = self._bernstein_query(t)
+        else:
+            regret, length = self._window_regret(t)
+            table = self._slack_table(t)
+            if table.ndim == 1:
+                slack = table[np.maximum(length, 1)]
+            else:  # per-run slack (set_run_epsilons): row b, column length, of the (B, size)
+                slack = table.ravel()[self._slack_offsets + np.maximum(length, 1)]
+            query = _max_reduce(regret - slack, axis=1)
         query = np.where(np.isfinite(query), query, -1e300)
         if self._exact_detector:
             # Without noise the detector compares exactly (query >= 0): a window regret equal
@@ -679,12 +930,21 @@ class SVTRestart(PrivateAgent):
             self._push_snapshots(tau, ~fired, t)
         else:
             self._prefix[:, t] = self._cum
+            if self._bernstein:
+                self._prefix_sq[:, t] = self._cum_sq
         # Restart draws fresh threshold noise for every run each round (fixed consumption).
         self.detector.restart(fired)
         if fired.any():
-            self._restart(fired, t, losses, before)
+            self._restart(fired, t, losses, before, before_sq)
 
-    def _restart(self, fired: np.ndarray, t: int, losses: np.ndarray, before: np.ndarray) -> None:
+    def _restart(
+        self,
+        fired: np.ndarray,
+        t: int,
+        losses: np.ndarray,
+        before: np.ndarray,
+        before_sq: np.ndarray,
+    ) -> None:
         """New limited-updates instance for the runs in ``fired`` (the detector restarted)."""
         self._next_event[fired] = t + 1  # a new epoch: its first expert or selection is next
         self._next_min = t + 1
@@ -696,21 +956,29 @@ class SVTRestart(PrivateAgent):
             self.epoch_start[fired] = t + 1
             self._window[fired] = 0.0
             if self.window_grid == "dyadic":
-                self._reset_windows(fired, self._cum, np.full(self.num_envs, t))
+                self._reset_windows(fired, self._cum, np.full(self.num_envs, t), self._cum_sq)
         else:
             # Paper: the new epoch starts at t, so l_t is its local round 1.
             self.epoch_start[fired] = t
             self._window[fired] = losses[fired]
             if self.window_grid == "dyadic":
-                self._reset_windows(fired, before, np.full(self.num_envs, t - 1))
+                self._reset_windows(fired, before, np.full(self.num_envs, t - 1), before_sq)
                 self._push_snapshots(np.ones(self.num_envs, dtype=np.int64), fired, t)
 
-    def _reset_windows(self, mask: np.ndarray, origin: np.ndarray, origin_time: np.ndarray) -> None:
+    def _reset_windows(
+        self,
+        mask: np.ndarray,
+        origin: np.ndarray,
+        origin_time: np.ndarray,
+        origin_sq: np.ndarray,
+    ) -> None:
         """Dyadic grid: runs in ``mask`` keep one window start, ``origin`` at ``origin_time``."""
         self._snap_count[mask] = 1
         col = self._store_index[-1, 0]  # only the top level stores its slot 0
         self._snap_experts[mask, :, col] = origin[mask][:, :-1]
         self._snap_learner[mask, col] = origin[mask][:, -1]
+        if self._bernstein:
+            self._snap_sq[mask, :, col] = origin_sq[mask]
         self._snap_time[mask, :, 0] = origin_time[mask][:, None]
         self._col_empty[mask] = True
         self._col_empty[mask, col] = False

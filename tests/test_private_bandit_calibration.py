@@ -23,9 +23,9 @@ def test_ftpl_gr_without_noise_is_the_textbook_rate_at_lemma_25s_cap():
 
 
 @pytest.mark.parametrize(("m", "tb", "lam"), [(10, 5000, 0.5), (5, 10_000, 0.05), (20, 300, 2.0)])
-def test_ftpl_gr_calibration_minimises_its_bound_under_the_noise_constraint(m, tb, lam):
+def test_ftpl_gr_calibration_minimises_its_bound_over_eta_and_the_cap(m, tb, lam):
     eta, cap, bound = ftpl_gr_calibrated(m, tb, lam)
-    assert eta * cap * lam * glog(m * tb) <= 1 + 1e-9  # estimates stay above -1/eta
+    assert eta * cap * lam < 1  # the negative estimates' exponential moment is finite
     # Brute force over a finer (eta, M) grid: nothing feasible beats the tuned bound (the
     # tuner's M grid has 64 points; a 1% tolerance covers its spacing).
     best = min(
@@ -82,3 +82,16 @@ def test_cap_warnings_reach_the_claim_notes():
         ).privacy.notes
     )
     assert "WARNING" not in roomy.privacy.notes
+
+
+def test_ftpl_gr_bound_is_finite_only_below_the_noise_moment_limit():
+    # s = eta M lam: the noise part 2 lam^2 (1 + (1 - s)^-3) is 4 lam^2 at s = 0 and grows
+    # without bound as s -> 1 (the Laplace exponential moment E e^(s|Z|/lam) diverges).
+    m, tb, lam, cap = 10, 1000, 0.5, 10
+    at0 = ftpl_gr_bound(m, tb, lam, 1e-9, cap)
+    assert at0 == pytest.approx((1 + math.log(m)) / 1e-9 + m * tb / (math.e * cap), rel=1e-6)
+    eta = 0.1  # s = 0.5: noise part 2 * 0.25 * (1 + 8) = 4.5
+    want = (1 + math.log(m)) / eta + eta * tb * m * (1 + 4.5) + m * tb / (math.e * cap)
+    assert ftpl_gr_bound(m, tb, lam, eta, cap) == pytest.approx(want)
+    assert ftpl_gr_bound(m, tb, lam, 0.2, cap) == math.inf  # s = 1
+    assert ftpl_gr_bound(m, tb, lam, 0.19999, cap) > 1e12
