@@ -447,8 +447,9 @@ class PrivateShrinkingDartboard(LazySampler):
         self._check_one_epsilon()
         which = "exact per-step" if self.mode == "strict" else self._paper_rule()
         comp = "basic composition" if self.delta == 0 else "min(basic, advanced) composition"
+        par = self.parameters  # scalars: per-run arrays hold this value once checked
         notes = (
-            f"eta={self.eta:.4g}, p={self.p:.4g}, K={self.budget}, batch={self.batch}; spends "
+            f"eta={par.eta:.4g}, p={par.p:.4g}, K={par.budget}, batch={self.batch}; spends "
             f"{self.epsilon_spent:.4g} by the exact accountant, {self.epsilon_paper:.4g} by the "
             f"{self._paper_rule()}; regret guarantee against oblivious losses only"
         )
@@ -465,16 +466,20 @@ class PrivateShrinkingDartboard(LazySampler):
         if not self.is_private:
             return None
         comp = "basic composition" if self.delta == 0 else "min(basic, advanced) composition"
+        # The scalar parameters: after set_run_epsilons the per-run arrays all hold them (a
+        # declaration at several epsilons is refused before this body runs).
+        par = self.parameters
+        resamples = int(max_resamples(par.budget, self.horizon, self.batch))
         return SamplingSteps(
             "lazy Hedge sampling (one switch coin reads the changed block, then at most "
-            f"{self.max_resamples} exponential-mechanism resamples)",
+            f"{resamples} exponential-mechanism resamples)",
             epsilon=self.epsilon_spent,
             delta=self.delta,
             accountant="exact per-step accountant dartboard_epsilon (switch coin + resamples of "
             f"2 lam, {comp})",
-            coin_epsilon=float(dartboard_switch_cost(self.eta, self.p, self.batch)),
-            resample_epsilon=float(dartboard_resample_cost(self.eta, self.batch)),
-            resamples=int(self.max_resamples),
+            coin_epsilon=float(dartboard_switch_cost(par.eta, par.p, self.batch)),
+            resample_epsilon=float(dartboard_resample_cost(par.eta, self.batch)),
+            resamples=resamples,
         )
 
 

@@ -296,7 +296,8 @@ class PrivateLazyHedge(LazySampler):
         """The exact accountant of the discrete form; adaptive DP, oblivious-only regret."""
         self._check_one_epsilon()
         return self._declared_claim(
-            notes=f"beta={self.beta:.4g}, p={self.p:.4g}, B={self.budget:.4g}; spends "
+            notes=f"beta={self.parameters.beta:.4g}, p={self.parameters.p:.4g}, "
+            f"B={self.parameters.budget:.4g}; spends "
             f"{self.epsilon_spent:.4g}; regret guarantee against oblivious losses only",
         )
 
@@ -310,14 +311,17 @@ class PrivateLazyHedge(LazySampler):
             if self.delta == 0
             else f"min(basic, 1.5 S2 + sqrt(6 S2 ln(1/{self.parameters.composition_delta:g})))"
         )
-        resamples = min(math.ceil(self.budget), self.horizon - 1)
+        # The scalar parameters: after set_run_epsilons the per-run arrays all hold them (a
+        # declaration at several epsilons is refused before this body runs).
+        par = self.parameters
+        resamples = min(math.ceil(par.budget), self.horizon - 1)
         return SamplingSteps(
             "lazy Hedge sampling (the coin beta/p reads the changed loss, then at most "
             f"{resamples} fresh samples of 2 beta)",
             epsilon=self.epsilon_spent,
             delta=self.delta,
             accountant=f"exact per-step accountant lazy_hedge_epsilon ({comp})",
-            coin_epsilon=float(self.beta / self.p),
-            resample_epsilon=float(2.0 * self.beta),
+            coin_epsilon=float(par.beta / par.p),
+            resample_epsilon=float(2.0 * par.beta),
             resamples=int(resamples),
         )
