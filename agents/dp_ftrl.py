@@ -21,7 +21,7 @@ from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_float
 from dp_experts_env.privacy.declaration import Mechanism, PostProcessing, TreeAggregation
-from dp_experts_env.privacy.mechanisms import TreeCounter
+from dp_experts_env.privacy.mechanisms import TreeCounter, tree_levels
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = ["DPFTRLTree"]
@@ -48,8 +48,10 @@ class DPFTRLTree(PrivateAgent):
     regulariser on the noisy sums (round 1 is uniform). No other use of the losses is made.
 
     Privacy claim: pure ``epsilon``-DP against adaptive adversaries. Accountant: binary-tree
-    mechanism -- one loss vector enters at most ``levels = T.bit_length()`` tree nodes and moves
-    each by at most N in L1 (every coordinate may change by 1), so per-node noise
+    mechanism over the T - 1 loss vectors a game feeds it (round T's loss is never used) -- one
+    loss vector enters at most ``levels = (T - 1).bit_length()`` released tree nodes
+    (:func:`~dp_experts_env.privacy.mechanisms.tree_levels`, exact) and moves each by at most N
+    in L1 (every coordinate may change by 1), so per-node noise
     ``Lap(levels * N / epsilon)`` per coordinate makes the whole stream of node releases
     epsilon-DP (adaptive composition of Laplace mechanisms; later losses may depend on earlier
     plays, which are post-processing of earlier releases). The plays are post-processing.
@@ -104,7 +106,9 @@ class DPFTRLTree(PrivateAgent):
             seed=seed,
         )
         n, t_max = self.n_experts, self.horizon
-        self.levels = t_max.bit_length()
+        # The tree holds the T - 1 losses a game feeds it: one level fewer at T = 2^k.
+        self._items = max(1, t_max - 1)
+        self.levels = tree_levels(self._items)
         self.node_scale = self.levels * self.noise.effective_sensitivity(float(n), n) / self.epsilon
         if eta is not None:
             self.eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
@@ -135,7 +139,7 @@ class DPFTRLTree(PrivateAgent):
         return PostProcessing(
             TreeAggregation(
                 "the running sums of the loss vectors",
-                leaves=self.horizon,
+                leaves=self._items,
                 levels=self.levels,
                 shape=(n,),
                 sensitivity=self.noise.effective_sensitivity(float(n), n),
@@ -152,7 +156,7 @@ class DPFTRLTree(PrivateAgent):
 
     def _init_state(self) -> None:
         self.tree = TreeCounter(
-            self.horizon,
+            self._items,
             self.n_experts,
             l1_sensitivity=float(self.n_experts),
             epsilon=self.epsilon,

@@ -273,6 +273,7 @@ class MetaExpertReduction(PrivateAgent):
         values = [float(e) for e in eps]
         sensitivity = self.noise.effective_sensitivity(self.noise_sensitivity, self.n_experts)
         self._run_epsilon = eps[:, None]
+        self._run_epsilons = values  # the declaration refuses several epsilons (PrivateAgent)
         if not self._eta_given:
             etas = {e: self._default_eta(sensitivity / e) for e in set(values)}
             self.eta = np.array([etas[e] for e in values])[:, None]

@@ -16,18 +16,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agents._oco import OCOAgent, claim, project
+from agents._oco import OCOAgent, project
 from agents.base import PrivacyClaim, no_privacy
+from agents.oco_baselines import TreeFTRLOCO
 from agents.registry import register
-from dp_experts_env._validation import (
-    check_choice,
-    check_delta,
-    check_float,
-    check_learner_epsilon,
-)
-from dp_experts_env.privacy.declaration import Mechanism, PostProcessing, TreeAggregation, account
+from dp_experts_env._validation import check_delta, check_float
 from dp_experts_env.privacy.gaussian import gaussian_tree_calibration
-from dp_experts_env.privacy.noise import NoiseBackend, get_backend, root_backend
+from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = ["LazyFTRLOCO", "GaussianDPFTRLOCO", "lazy_schedule"]
 
@@ -120,7 +115,7 @@ class LazyFTRLOCO(OCOAgent):
     private=True,
     summary="DP-FTRL on a Gaussian binary tree, exact (eps, delta) by the GDP privacy profile",
 )
-class GaussianDPFTRLOCO(OCOAgent):
+class GaussianDPFTRLOCO(TreeFTRLOCO):
     """DP-FTRL with Gaussian tree aggregation and the exact Gaussian accountant.
 
     Source: DP-FTRL of Kairouz, McMahan, Song, Thakkar, Thakurta & Xu 2021 ("Practical and
@@ -129,10 +124,13 @@ class GaussianDPFTRLOCO(OCOAgent):
     Table 1; the accountant is the Gaussian-DP composition of Dong, Roth & Su 2019.
 
     The running gradient sums are released by a binary tree whose node noise is
-    ``N(0, sigma^2 I)``; round t + 1 plays ``Proj_K(-L~_t / lambda)``. Replacing one gradient
-    (``||g|| <= G``) moves each of the at most ``levels = T.bit_length()`` nodes containing it by
-    at most ``2G`` in L2, so the releases compose to ``mu = sqrt(levels) 2G / sigma``-GDP; sigma
-    is the smallest whose mu is ``(epsilon, delta)``-DP by the tight profile
+    ``N(0, sigma^2 I)``; round t + 1 plays ``Proj_K(-L~_t / lambda)`` (the tree and play of
+    :class:`~agents.oco_baselines.TreeFTRLOCO`, shared with ``dp-ftrl-oco``). The tree holds the
+    T - 1 gradients a game feeds it; replacing one gradient (``||g|| <= G``) moves each of the at
+    most ``levels = (T - 1).bit_length()`` released nodes containing it
+    (:func:`~dp_experts_env.privacy.mechanisms.tree_levels`, exact) by at most ``2G`` in L2,
+    so the releases compose to ``mu = sqrt(levels) 2G / sigma``-GDP; sigma is the smallest
+    whose mu is ``(epsilon, delta)``-DP by the tight profile
     (:func:`~dp_experts_env.privacy.gaussian.gaussian_tree_calibration`). This spends the same
     budget with 24% less noise than ``dp-ftrl-oco``'s ``law="gaussian"`` (zCDP then
     ``epsilon = rho + 2 sqrt(rho ln(1/delta))``) at epsilon = 1, T = 10^4.
@@ -154,8 +152,8 @@ class GaussianDPFTRLOCO(OCOAgent):
     of their RDP one (tighter: same noise, smaller epsilon).
     """
 
-    noise_backends: tuple[str, ...] = ("fast",)
     default_delta = 1e-5
+    claim_source = "plays are post-processing"
 
     def __init__(
         self,
@@ -173,105 +171,41 @@ class GaussianDPFTRLOCO(OCOAgent):
         seed: int | Sequence[int] | None = None,
         **kwargs,
     ) -> None:
-        super().__init__(n_experts, horizon, num_envs=num_envs, seed=seed, **kwargs)
-        self.epsilon = check_learner_epsilon("epsilon", epsilon)
-        self.delta = check_delta("delta", self.default_delta if delta is None else delta)
-        if not self.delta > 0 and math.isfinite(self.epsilon):
+        super().__init__(
+            n_experts,
+            horizon,
+            epsilon=epsilon,
+            delta=delta,
+            mode=mode,
+            tuning=tuning,
+            noise=noise,
+            lam=lam,
+            noise_multiplier=noise_multiplier,
+            num_envs=num_envs,
+            seed=seed,
+            **kwargs,
+        )
+
+    @property
+    def l2_sensitivity(self) -> float:
+        """L2 change of one node under a replaced gradient: ``2G``."""
+        return 2.0 * self.grad_bound
+
+    def _check_delta(self, delta: float | None) -> float:
+        value = check_delta("delta", self.default_delta if delta is None else delta)
+        if not value > 0 and math.isfinite(self.epsilon):
             raise ValueError("delta must be > 0: a Gaussian mechanism is never pure DP")
-        self.mode = check_choice("mode", mode, ("strict", "paper"))
-        self.tuning = check_choice("tuning", tuning or "calibrated", ("calibrated",))
-        self.noise = get_backend(noise)
-        kind = getattr(root_backend(self.noise), "name", "")
-        if kind and kind not in self.noise_backends:
-            raise ValueError(
-                f"noise={kind!r} does not apply to gaussian-dp-ftrl-oco (it accepts 'fast'): "
-                "its Gaussian node noise is drawn by the learner's own stream, and the lattice "
-                "backend has Laplace noise only"
-            )
-        self.noise_multiplier = check_float("noise_multiplier", noise_multiplier, minimum=0.0)
-        self.levels = self.horizon.bit_length()
-        self.l2_sensitivity = 2.0 * self.grad_bound
-        self.node_scale, self._guarantee = gaussian_tree_calibration(
+        return value
+
+    def _calibrate(self) -> float:
+        sigma, self._guarantee = gaussian_tree_calibration(
             self.l2_sensitivity, self.levels, self.epsilon, self.delta
         )
-        extra = 2.0 * self.dim * self.levels * self.node_scale**2
-        default = math.sqrt(2.0 * self.horizon * self.grad_bound**2 + extra) / self.diameter
-        self.lam = (
-            default if lam is None else check_float("lam", lam, minimum=0.0, min_inclusive=False)
+        return sigma
+
+    def _backend_refusal(self, kind: str) -> str:
+        return (
+            f"noise={kind!r} does not apply to gaussian-dp-ftrl-oco (it accepts 'fast'): "
+            "its Gaussian node noise is drawn by the learner's own stream, and the lattice "
+            "backend has Laplace noise only"
         )
-        self.reset(seed)
-
-    @property
-    def privacy(self) -> PrivacyClaim:
-        """(epsilon, delta)-DP by the exact Gaussian profile; not private at epsilon = inf."""
-        if math.isinf(self.epsilon):
-            return no_privacy("full")
-        extra = {}
-        if self.noise_multiplier != 1.0:
-            extra = {
-                "certified": False,
-                "notes": f"AUDIT MUTANT: node noise x{self.noise_multiplier:g}, the epsilon is "
-                "that of the unscaled learner",
-            }
-        declared = account(self.declaration, source="plays are post-processing")
-        return claim(
-            # sigma is solved for the request by bisection: equal up to its precision
-            epsilon=min(declared.epsilon, self.epsilon),
-            delta=self.delta,
-            neighbouring="replace one round's gradient g_t (||g_t|| <= G)",
-            feedback="full",
-            accountant=declared.accountant,
-            holds_against="adaptive",
-            noise_backend="fast",
-            requested_epsilon=self.epsilon,
-            **extra,
-        )
-
-    @property
-    def declaration(self) -> Mechanism | None:
-        """A Gaussian binary tree of the running gradient sums (L2 2G), GDP-composed.
-
-        The declared scale is the calibrated one (an audit mutant's multiplier is not part of
-        the declaration); None at epsilon = inf.
-        """
-        if math.isinf(self.epsilon):
-            return None
-        return PostProcessing(
-            TreeAggregation(
-                "the running gradient sums",
-                leaves=self.horizon,
-                levels=self.levels,
-                shape=(self.dim,),
-                sensitivity=self.l2_sensitivity,
-                scale=float(self.node_scale),
-                noise="gaussian",
-                delta=self.delta,
-                profile="gdp",
-            ),
-            "the FTRL plays",
-        )
-
-    def _init_state(self) -> None:
-        shape = (self.num_envs, self.levels, self.dim)
-        self._exact, self._noisy, self._count = np.zeros(shape), np.zeros(shape), 0
-        self.noisy_sum = np.zeros((self.num_envs, self.dim))
-
-    def _learn(self, g: np.ndarray) -> None:
-        # The dyadic block completing at round t gets d fresh normals (drawn every round for
-        # every run: a fixed consumption, so batches equal single runs).
-        self._count += 1
-        t = self._count
-        level = (t & -t).bit_length() - 1
-        node = self._exact[:, :level].sum(axis=1) + g
-        self._exact[:, level] = node
-        self._exact[:, :level] = 0.0
-        if self.node_scale > 0.0:
-            z = self.rng.normal((self.dim,))
-            self._noisy[:, level] = node + self.noise_multiplier * self.node_scale * z
-        else:
-            self._noisy[:, level] = node
-        bits = [j for j in range(self.levels) if (t >> j) & 1]
-        self.noisy_sum = self._noisy[:, bits].sum(axis=1)
-
-    def _choose(self, g: np.ndarray) -> np.ndarray:
-        return project(-self.noisy_sum / self.lam, self.body, self.radius)

@@ -27,6 +27,7 @@ A learner that declares nothing (``declaration`` is None) keeps stating its clai
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -108,6 +109,30 @@ class PrivateAgent(Agent):
 
     #: per-run epsilons after ``set_run_epsilons`` (learners that offer it), else None.
     _run_epsilons: list[float] | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Make every subclass's ``declaration`` refuse runs at several epsilons.
+
+        A declaration states the noise of one epsilon; after ``set_run_epsilons`` with other
+        values it would describe no single run (the claim already refuses, see
+        :meth:`_check_one_epsilon`), so an audit or accountant reading it must be refused too.
+        Done here, once, so a learner written outside the package inherits the check.
+        """
+        super().__init_subclass__(**kwargs)
+        prop = cls.__dict__.get("declaration")
+        if isinstance(prop, property) and prop.fget is not None:
+            if getattr(prop.fget, "_checks_one_epsilon", False):
+                return
+            fget = prop.fget
+
+            @functools.wraps(fget)
+            def checked(self: PrivateAgent) -> Mechanism | None:
+                self._check_one_epsilon()
+                return fget(self)
+
+            checked._checks_one_epsilon = True  # type: ignore[attr-defined]
+            wrapped = property(checked, prop.fset, prop.fdel, prop.__doc__)
+            cls.declaration = wrapped  # type: ignore[method-assign,assignment]
 
     def _accept_run_epsilons(self, epsilons: Sequence[float]) -> list[float] | None:
         """Validated per-run epsilons for ``set_run_epsilons``, or None when they cannot apply.

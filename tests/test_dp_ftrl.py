@@ -25,6 +25,27 @@ def test_tree_parameters_follow_the_parameters():
     assert grid.node_scale == pytest.approx(7 * (5 + 5 * 2.0**-20) / 0.5)
 
 
+@pytest.mark.parametrize(("horizon", "levels"), [(1, 1), (2, 1), (3, 2), (4, 2), (8, 3), (9, 4)])
+def test_the_tree_holds_the_t_minus_1_losses_a_game_feeds_it(horizon, levels):
+    """Round T's loss is never used, so the tree holds T - 1 items: at T = 2^k one level fewer
+    than T.bit_length() (the exact count, tests/test_privacy_mechanisms.py), and noise to match;
+    a full game of T rounds feeds it exactly that many."""
+    from agents.oco_baselines import DPFTRLOCO
+    from agents.oco_fair import GaussianDPFTRLOCO
+
+    agent = DPFTRLTree(3, horizon, epsilon=1.0, seed=0)
+    assert agent.levels == levels == agent.tree.levels
+    assert agent.node_scale == pytest.approx(levels * 3 / 1.0)
+    decl = agent.declaration.part
+    assert (decl.levels, decl.leaves) == (levels, max(1, horizon - 1))
+    for _ in range(horizon):
+        agent.act(np.ones(3))
+    assert agent.tree.t == horizon - 1
+    for oco in (DPFTRLOCO(2, horizon), DPFTRLOCO(2, horizon, law="gaussian")):
+        assert oco.levels == levels == oco.declaration.part.levels
+    assert GaussianDPFTRLOCO(2, horizon).levels == levels
+
+
 def test_noisy_sums_are_exact_sums_plus_popcount_nodes_of_noise():
     # After t rounds the released sum holds popcount(t) noisy nodes: variance 2 s^2 popcount(t).
     runs = 20000

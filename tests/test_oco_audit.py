@@ -165,6 +165,28 @@ def test_dp_ftrl_oco_gaussian_passes_the_audit():
     assert result.passed and result.claimed_delta == 1e-5, result.summary()
 
 
+@pytest.mark.slow  # about 5 s of CPU: two searches of the first two scenarios
+def test_dp_ftrl_oco_gaussian_half_noise_mutant_is_a_true_violation_and_caught():
+    """dp-ftrl-oco's law='gaussian' keeps the zCDP rule's noise but claims the exact GDP
+    profile of it (0.49 at a request of 1, delta = 1e-2). Halving sigma doubles mu: the mutant
+    is truly (1.24, 1e-2), a violation, and the default search sees it (0.68 > 0.49; the
+    learner 0.25). Under the old zCDP claim (1, 1e-2) the same bound 0.76 of the full audit
+    could not exceed the claim, though the mutant violated it too (1.24 > 1)."""
+    from dp_experts_env.evaluation.audit_oco import audit_oco_learner
+    from dp_experts_env.privacy.gaussian import gdp_epsilon
+
+    agent = DPFTRLOCO(1, 5, epsilon=1.0, law="gaussian", delta=1e-2)
+    mu = math.sqrt(agent.levels) * 2.0 / agent.node_scale
+    assert agent.privacy.epsilon == pytest.approx(gdp_epsilon(mu, 1e-2), rel=1e-9)
+    assert 0.49 < agent.privacy.epsilon < 0.491 and 1.24 < gdp_epsilon(2 * mu, 1e-2) < 1.25
+    kw = {"epsilon": 1.0, "runs": 20_000, "selection_runs": 4_000, "pairs": 2, "seed": 1}
+    law = {"law": "gaussian"}
+    good = audit_oco_learner("dp-ftrl-oco", params=law, **kw)
+    half = audit_oco_learner("dp-ftrl-oco", params=law, multiplier=0.5, **kw)
+    assert not good.violation and good.claim.delta == pytest.approx(1e-2), good.summary()
+    assert half.violation and half.result.epsilon_lower_bound > 0.6, half.summary()  # 0.68
+
+
 # --------------------------------------------------------------------------- the CLI search
 # `dp-experts audit` on the OCO learners: the default search (first-round pairs at short
 # horizons first), --multiplier mapped to the learners' noise_multiplier with the claim kept,

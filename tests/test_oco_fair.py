@@ -114,3 +114,35 @@ def test_lazy_ftrl_recomputes_only_on_its_schedule_and_equals_ftrl_there():
     assert default.switch_budget == math.floor(math.sqrt(5 * 400))  # lazy P-COMW's budget
     with pytest.raises(ValueError, match="switch_budget"):
         LazyFTRLOCO(3, 10, switch_budget=20)
+
+
+@pytest.mark.parametrize("eps", [0.5, 1.0, 2.0, 8.0])
+def test_gaussian_tree_claim_is_the_library_epsilon(eps):
+    """dp-ftrl-oco's law='gaussian' keeps the zCDP rule's sigma and claims the exact profile of
+    the same tree: dp-accounting's PLD accountant (levels Gaussian releases of noise multiplier
+    sigma / 2G) gives the same epsilon, below the request (0.352 / 0.742 / 1.56 / 6.76)."""
+    dp_accounting = pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import pld_privacy_accountant
+
+    agent = DPFTRLOCO(3, 1000, epsilon=eps, law="gaussian")
+    claim = agent.privacy
+    event = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.GaussianDpEvent(agent.node_scale / 2.0), agent.levels
+    )
+    pld = pld_privacy_accountant.PLDAccountant(
+        dp_accounting.NeighboringRelation.REPLACE_SPECIAL, value_discretization_interval=1e-4
+    )
+    pld.compose(event)
+    assert pld.get_epsilon(1e-5) == pytest.approx(claim.epsilon, abs=1e-4)
+    assert claim.epsilon < 0.9 * eps and claim.delta == 1e-5 and claim.certified
+    rho = agent.levels * 4.0 / (2 * agent.node_scale**2)  # the noise is the zCDP rule's
+    assert rho + 2 * math.sqrt(rho * math.log(1e5)) == pytest.approx(eps)
+
+
+def test_both_gaussian_trees_share_one_implementation():
+    """dp-ftrl-oco and gaussian-dp-ftrl-oco differ only in calibration, deltas and backends."""
+    from agents.oco_baselines import TreeFTRLOCO
+
+    assert issubclass(DPFTRLOCO, TreeFTRLOCO) and issubclass(GaussianDPFTRLOCO, TreeFTRLOCO)
+    for method in ("_init_state", "_learn", "_gaussian_step", "_choose", "declaration", "privacy"):
+        assert method not in vars(DPFTRLOCO) and method not in vars(GaussianDPFTRLOCO), method

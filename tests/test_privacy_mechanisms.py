@@ -17,6 +17,7 @@ from dp_experts_env.privacy import (
     exponential_mechanism_probabilities,
     laplace_mechanism,
     report_noisy_min,
+    tree_levels,
 )
 
 P_MIN = 1e-3  # fixed seeds; a correct sampler fails a test with probability ~1e-3
@@ -306,6 +307,60 @@ def test_tree_counter_node_noise_scale(horizon, levels):
         assert stats.kstest(outs[t - 1], stats.laplace(scale=tc.node_scale).cdf).pvalue > P_MIN
     # At t = 3 it is two independent nodes: variance 2 * 2 * scale^2.
     assert np.var(outs[2]) == pytest.approx(4 * tc.node_scale**2, rel=0.1)
+
+
+def _nodes_per_item_brute_force(items):
+    """Most released dyadic nodes one item lies in, by enumeration of what the prefixes read.
+
+    Prefix t (1 <= t <= items) is the sum of the blocks of t's binary digits; collect every
+    block any prefix reads and count, for each item, the blocks containing it.
+    """
+    read = set()
+    for t in range(1, items + 1):
+        end = 0
+        for j in reversed(range(t.bit_length())):
+            if (t >> j) & 1:
+                read.add((end, end + 2**j))  # items end+1 .. end+2^j
+                end += 2**j
+    return max(sum(lo < i <= hi for lo, hi in read) for i in range(1, items + 1))
+
+
+@pytest.mark.parametrize("items", [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 65])
+def test_tree_levels_is_the_brute_force_node_count(items):
+    """The exact level count: the most released nodes any item lies in (T = 1, 2, 3, 4, 2^k,
+    2^k + 1), counted by enumeration and on the counter itself (each item a unit vector, so a
+    released node's exact value names the items in it)."""
+    assert tree_levels(items) == _nodes_per_item_brute_force(items)
+    seen = []
+
+    class _Spy:  # a backend that records each released node's exact value, adds no noise
+        name = "spy"
+
+        def effective_sensitivity(self, sensitivity, dim):
+            return sensitivity
+
+        def add_laplace(self, rng, values, scale, batch_axes=1):
+            seen.append(np.array(values[0]))
+            return np.array(values)
+
+        laplace = gumbel = None  # never called by the counter
+
+    tc = TreeCounter(items, items, l1_sensitivity=1.0, epsilon=1.0, rng=brng(1), noise=_Spy())
+    for t in range(items):
+        tc.add(np.eye(items)[t][None, :])
+    per_item = (np.array(seen) != 0).sum(axis=0)
+    assert tc.levels == per_item.max() == tree_levels(items)
+    assert tc._exact.shape[1] == tc.levels  # no level is allocated that no item reaches
+
+
+def test_tree_levels_at_a_learners_horizon():
+    """A learner of horizon T feeds its tree T - 1 items: one level fewer at T = 2^k."""
+    assert [tree_levels(t - 1) for t in (1, 2, 3, 4, 8, 9, 16, 17)] == [1, 1, 2, 2, 3, 4, 4, 5]
+    assert [t.bit_length() for t in (4, 8, 16)] == [3, 4, 5]  # the old count: one too many
+    with pytest.raises(ValueError, match="items must be >= 0"):
+        tree_levels(-1)
+    with pytest.raises(TypeError, match="items must be an int"):
+        tree_levels(2.0)
 
 
 def test_tree_counter_generator_and_grid():

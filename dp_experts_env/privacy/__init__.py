@@ -26,6 +26,7 @@ from dp_experts_env.privacy.mechanisms import (
     exponential_mechanism_probabilities,
     laplace_mechanism,
     report_noisy_min,
+    tree_levels,
 )
 from dp_experts_env.privacy.noise import (
     BACKENDS,
@@ -67,6 +68,7 @@ __all__ = [
     "Release",
     "ScaledBackend",
     "TreeCounter",
+    "tree_levels",
     "advanced_composition",
     "advanced_composition_heterogeneous",
     "basic_composition",

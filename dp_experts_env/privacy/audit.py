@@ -254,7 +254,9 @@ class AuditResult:
                     f"; the claim is split among composed mechanisms (largest share "
                     f"{self.share:.3g}): a learner spending {INCONCLUSIVE_FACTOR:g}x shows at "
                     f"most {split * self.claimed_epsilon:.3g} on an event reading one of them, "
-                    "so no run count of such an event suffices; a joint event is needed"
+                    "so no run count of such an event suffices; a joint event, or a test of "
+                    "one part against its own share (not implemented: docs/privacy.md), is "
+                    "needed"
                 )
             elif math.isnan(need):
                 more = ""

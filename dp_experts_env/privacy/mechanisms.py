@@ -43,6 +43,7 @@ __all__ = [
     "exponential_mechanism_runs",
     "AboveThreshold",
     "TreeCounter",
+    "tree_levels",
 ]
 
 RandomSource = BatchRNG | np.random.Generator
@@ -560,15 +561,35 @@ class AboveThreshold:
 
 
 # --------------------------------------------------------------------------- tree counter
+def tree_levels(items: int) -> int:
+    """Tree levels a binary-tree counter over ``items`` items needs: ``items.bit_length()``.
+
+    The counter releases the dyadic block ``((k - 1) 2^j, k 2^j]`` when it completes, so only
+    blocks with ``k 2^j <= items`` are ever released; the first item lies in one block of
+    each level j with ``2^j <= items`` (``floor(log2 items) + 1`` of them) and no item lies in
+    more. This is the exact factor the per-node noise needs (tested against a brute-force count
+    of the released nodes each item lies in). A learner of horizon T adds one item per round it
+    learns from, T - 1 of them (round T's feedback is never used), so its counter is built
+    over ``max(1, T - 1)`` items: one level fewer than a counter over T items when T is a power
+    of two. At least 1 (a counter over no item still declares its node noise).
+    """
+    if isinstance(items, bool) or not isinstance(items, (int, np.integer)):
+        raise TypeError(f"items must be an int, got {type(items).__name__}")
+    if items < 0:
+        raise ValueError(f"items must be >= 0, got {items}")
+    return max(1, int(items).bit_length())
+
+
 class TreeCounter:
     """Binary-tree counter for running sums (Dwork et al. 2010; Chan, Shi & Song 2011).
 
     Releases the running sums ``S_t = x_1 + ... + x_t`` of (B, d) vectors for t = 1..T. Each
     dyadic block of time steps is a tree node whose exact partial sum is released once, with
     Laplace noise, when the block completes; ``S_t`` is the sum of the noisy nodes given by the
-    binary digits of t. An item lies in at most ``levels = T.bit_length()`` nodes, so per-node
-    noise ``Lap(levels * Delta_1 / epsilon)`` makes the whole output stream epsilon-DP (basic
-    composition over the levels). Memory is O(d log T) per run.
+    binary digits of t. An item lies in at most ``levels = T.bit_length()`` released nodes
+    (:func:`tree_levels`, exact), so per-node noise ``Lap(levels * Delta_1 / epsilon)`` makes the
+    whole output stream epsilon-DP (basic composition over the levels). Memory is O(d log T) per
+    run.
 
     Args:
         horizon: T, the number of items.
@@ -602,7 +623,7 @@ class TreeCounter:
         self.rng = rng
         self.backend = get_backend(noise)
         self.num_runs = _num_runs(rng)
-        self.levels = self.horizon.bit_length()
+        self.levels = tree_levels(self.horizon)
         if math.isinf(self.epsilon):
             self.node_scale = 0.0
         else:
