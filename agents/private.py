@@ -28,6 +28,7 @@ A learner that declares nothing (``declaration`` is None) keeps stating its clai
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -119,7 +120,9 @@ class PrivateAgent(Agent):
         Done here, once, so a learner written outside the package inherits the check.
         """
         super().__init_subclass__(**kwargs)
-        prop = cls.__dict__.get("declaration")
+        # Looked up through the MRO, so a declaration inherited from a mixin that is not a
+        # PrivateAgent is wrapped too (an independent review's counterexample).
+        prop = inspect.getattr_static(cls, "declaration", None)
         if isinstance(prop, property) and prop.fget is not None:
             if getattr(prop.fget, "_checks_one_epsilon", False):
                 return

@@ -73,3 +73,24 @@ def test_two_run_epsilons_are_refused(name: str) -> None:
         pytest.skip(f"{name} does not batch these epsilons")
     with pytest.raises(ValueError, match="several epsilons"):
         _ = batched.privacy
+
+
+def test_a_declaration_from_a_mixin_is_refused_too() -> None:
+    # The refusal is installed through the MRO: a declaration a subclass inherits from a mixin
+    # that is not a PrivateAgent must not escape it (an independent review's counterexample).
+    class Declares:
+        @property
+        def declaration(self) -> str:
+            return "unchecked"
+
+    base = type(_make("limited-updates"))
+
+    class Mixed(Declares, base):  # type: ignore[misc, valid-type]
+        pass
+
+    agent = Mixed(N, T, epsilon=EPS, num_envs=RUNS, seed=[1, 2])
+    assert agent.set_run_epsilons([EPS, 2 * EPS])
+    with pytest.raises(ValueError, match="several epsilons"):
+        _ = agent.declaration
+    alone = Mixed(N, T, epsilon=EPS, num_envs=RUNS, seed=[1, 2])
+    assert alone.declaration == "unchecked"
