@@ -84,6 +84,8 @@ def test_half_noise_is_caught(name):
         # Not a pass: the claim is split (selections + detector), so the verdict says that no
         # run count of a one-part event could show the mutant (docs/privacy.md §4).
         assert rep.result.inconclusive and "split among composed" in rep.verdict
+        # ... and what a test of the detector part against its own epsilon would need.
+        assert rep.result.part is not None and "would need about" in rep.verdict
 
 
 @pytest.mark.parametrize(

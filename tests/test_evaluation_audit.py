@@ -394,3 +394,31 @@ def test_a_split_claim_needs_power_against_its_largest_part():
     # A larger share (0.7) asks for power below 1.4 x claim: a finite run count.
     mid = evaluate_event(sel, a[2000:], b[2000:], alpha=1e-3, claimed_epsilon=1.0, share=0.7)
     assert mid.detectable_epsilon >= 1.4 or not mid.inconclusive
+
+
+@pytest.mark.slow
+def test_cli_svt_split_claim_names_the_run_count_of_a_part_level_test(capsys):
+    """svt-restart's inconclusive verdict says what a detector-part test would need.
+
+    The number is read off the declaration (its sparse-vector part, epsilon 0.5 at epsilon 1,
+    sensitivity 2, Lap(8) / Lap(16)), not off the learner's name: the same as for the bare
+    declared part (tests/test_part_power.py checks the computation against sampling).
+    """
+    from dp_experts_env.evaluation.audit import declaration_of
+    from dp_experts_env.privacy.declaration import SparseVector, composed_parts
+    from dp_experts_env.privacy.part_power import sparse_vector_part_test
+
+    common = ["--runs", "400", "--selection-runs", "200", "--pairs", "1", "--epsilon", "1"]
+    assert main(["audit", "svt-restart", *common]) == 0
+    out = capsys.readouterr().out
+    part = next(
+        p
+        for p in composed_parts(declaration_of("svt-restart", {"epsilon": 1.0}))
+        if isinstance(p, SparseVector)
+    )
+    expected = sparse_vector_part_test(part, alpha=1e-3)
+    assert out.startswith("svt-restart: inconclusive at this run count"), out
+    assert "split among composed mechanisms" in out
+    assert "a test of the sparse-vector part against its own epsilon 0.5" in out
+    assert f"would need about {expected.runs:.2g} runs per side" in out
+    assert 1e3 < expected.runs < 1e6

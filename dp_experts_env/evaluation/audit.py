@@ -35,6 +35,7 @@ and the freshness check, and the report says so.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -45,6 +46,7 @@ import numpy as np
 
 from dp_experts_env._validation import check_float, check_int, check_loss_array
 from dp_experts_env.privacy.audit import (
+    INCONCLUSIVE_FACTOR,
     AuditResult,
     Selection,
     _check_common,
@@ -873,6 +875,10 @@ def audit_learner(
         n_runs=n_test,
         share=_share(agent, best.scenario),
     )
+    if result.inconclusive and INCONCLUSIVE_FACTOR * result.share <= 1.0:
+        # A split claim: no event reading one part can beat the whole claim, so the verdict
+        # names what a test of one part against its own epsilon would need instead.
+        result = dataclasses.replace(result, part=_part_test(agent, best.scenario, alpha))
     return AuditReport(
         agent=agent,
         multiplier=mult,
@@ -1007,6 +1013,18 @@ def _share(agent: str, scenario: Scenario) -> float:
 
     declared = declaration_of(agent, scenario.params)
     return largest_share(declared) if declared is not None else 1.0
+
+
+def _part_test(agent: str, scenario: Scenario, alpha: float) -> Any:
+    """What a test of one declared part against its own epsilon would need (None: no such part).
+
+    Computed from the declaration of the learner built with the scenario's parameters
+    (:func:`~dp_experts_env.privacy.part_power.part_test`), never from its name.
+    """
+    from dp_experts_env.privacy.part_power import part_test
+
+    declared = declaration_of(agent, scenario.params)
+    return part_test(declared, alpha=alpha) if declared is not None else None
 
 
 def _releases(declaration: Any) -> bool:

@@ -206,6 +206,9 @@ class AuditResult:
             shown a learner spending :data:`INCONCLUSIVE_FACTOR` times its claim (nan: not
             computed; inf: the event was never seen, or the claim is split so that no event
             reading one part can show it, no run count can be read off it).
+        part: for a split claim, what a test of one declared part against its own epsilon
+            would need (a :class:`~dp_experts_env.privacy.part_power.PartTest`, named in the
+            inconclusive verdict; None: not computed, or no part the computation reads).
         share: the largest composed part's share of the claim
             (:func:`~dp_experts_env.privacy.declaration.largest_share`; 1 for a claim that is
             not split): a learner spending twice its claim shows at most ``2 x share x claim``
@@ -228,6 +231,7 @@ class AuditResult:
     detectable_epsilon: float = math.inf
     runs_needed: float = math.nan
     share: float = 1.0
+    part: Any = None
 
     @property
     def inconclusive(self) -> bool:
@@ -254,9 +258,14 @@ class AuditResult:
                     f"; the claim is split among composed mechanisms (largest share "
                     f"{self.share:.3g}): a learner spending {INCONCLUSIVE_FACTOR:g}x shows at "
                     f"most {split * self.claimed_epsilon:.3g} on an event reading one of them, "
-                    "so no run count of such an event suffices; a joint event, or a test of "
-                    "one part against its own share (not implemented: docs/privacy.md), is "
-                    "needed"
+                    "so no run count of such an event suffices against the whole claim; a "
+                    "joint event is needed, or "
+                    + (
+                        self.part.describe()
+                        if self.part is not None
+                        else "a test of one part against its own share (not implemented: "
+                        "docs/privacy.md)"
+                    )
                 )
             elif math.isnan(need):
                 more = ""

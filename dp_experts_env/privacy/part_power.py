@@ -1,0 +1,174 @@
+"""What a test of one declared part against its own epsilon would need (split claims).
+
+A claim composed sequentially of different mechanisms (selections + a sparse-vector detector)
+is split among them: a learner spending :data:`~dp_experts_env.privacy.audit.INCONCLUSIVE_FACTOR`
+times its claim shows at most that factor times a part's epsilon on an event reading that part
+only, which may be no more than the whole claim (docs/privacy.md, "Split claims"). Such an
+event can still be compared with the part's *own* epsilon. This module computes, from the
+declaration alone, what that comparison would need for a :class:`SparseVector` part: the best
+event of one AboveThreshold segment ("m BOTTOMs, then a TOP") for a mechanism with its noise
+scales divided by the factor, its probability and log-ratio (numerical integration over the
+threshold noise, no sampling), and the runs per side at which a Clopper-Pearson test of that
+event would show a bound above the part's epsilon.
+
+The neighbour moves every query by the declared sensitivity, in the direction that hurts most
+(BOTTOM queries up, the TOP query down): the worst case the declaration allows. A learner whose
+queries cannot move that far, or not in opposite directions, needs more runs; the number is a
+lower bound for the learner, exact for the declared mechanism.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from dp_experts_env.privacy.audit import INCONCLUSIVE_FACTOR, epsilon_lower_bound
+from dp_experts_env.privacy.declaration import Mechanism, SparseVector, composed_parts
+
+__all__ = ["PartTest", "part_test", "sparse_vector_part_test"]
+
+_BOTTOMS = (0, 1, 2, 4, 8, 16)  # BOTTOM answers before the TOP, in the events tried
+_OFFSETS = np.arange(-6.0, 6.01, 0.5)  # query - threshold, in threshold-noise scales
+_RHO = np.linspace(-30.0, 30.0, 12001)  # threshold noise, in threshold-noise scales
+_RUNS = np.round(2.0 ** np.arange(6.0, 44.0, 0.125))  # run counts tried (per side)
+_EXACT = 8  # events counted exactly after the normal-approximation ranking
+
+
+@dataclass(frozen=True)
+class PartTest:
+    """The best event of one declared part, for a learner spending ``factor`` x its claim.
+
+    Attributes:
+        kind: the part's mechanism kind (``"sparse-vector"``).
+        part_epsilon: the part's own epsilon (what a part-level test compares with).
+        factor: spending factor of the hypothetical learner (noise scales divided by it).
+        event_epsilon: the event's true log-ratio for that learner.
+        probability: the event's probability on its favoured side.
+        runs: runs per side at which a test of the event (Clopper-Pearson, ``alpha``) shows a
+            bound above ``part_epsilon`` with the counts at their expected values (``inf``: no
+            event of the part can, e.g. at ``factor = 1``).
+        event: the event in words.
+        bottoms: BOTTOM answers before the TOP in the event.
+        bottom_query: each BOTTOM query's value minus the noiseless threshold (input side).
+        top_query: the TOP query's value minus the noiseless threshold (input side).
+    """
+
+    kind: str
+    part_epsilon: float
+    factor: float
+    event_epsilon: float
+    probability: float
+    runs: float
+    event: str
+    bottoms: int = 0
+    bottom_query: float = math.nan
+    top_query: float = math.nan
+
+    def describe(self) -> str:
+        """One clause for a verdict."""
+        if not math.isfinite(self.runs):
+            return (
+                f"no event of the {self.kind} part shows more than its own epsilon "
+                f"{self.part_epsilon:.3g} at {self.factor:g}x spending"
+            )
+        return (
+            f"a test of the {self.kind} part against its own epsilon {self.part_epsilon:.3g} "
+            f"would need about {self.runs:.2g} runs per side (at {self.factor:g}x spending its "
+            f"best event, {self.event}, shows {self.event_epsilon:.3g} at probability "
+            f"{self.probability:.2g}; exact for the declared mechanism, a learner whose queries "
+            "move less needs more; the audit does not run such a test yet)"
+        )
+
+
+def _laplace_cdf(x: np.ndarray) -> np.ndarray:
+    return np.where(x < 0.0, 0.5 * np.exp(np.minimum(x, 0.0)), 1.0 - 0.5 * np.exp(-np.abs(x)))
+
+
+def sparse_vector_part_test(
+    part: SparseVector, *, factor: float = INCONCLUSIVE_FACTOR, alpha: float = 1e-3
+) -> PartTest:
+    """The cheapest witness of one AboveThreshold segment of ``part`` spending ``factor`` x.
+
+    Events "m BOTTOMs with every query at offset ``b`` from the threshold, then a TOP at
+    offset ``t``" (m in 0..16, offsets on a grid of half threshold-noise scales) are evaluated
+    exactly on the input (queries as placed) and the neighbour (BOTTOM queries raised, the TOP
+    query lowered, by the declared sensitivity); the event needing the fewest runs per side is
+    returned.
+    """
+    eps_part = float(part.cost()[0])
+    scale_t = part.threshold_scale / factor
+    scale_q = part.query_scale / factor
+    d = part.sensitivity / scale_t  # sensitivity in threshold-noise units
+    ratio = scale_q / scale_t  # query scale in threshold-noise units
+    rho = _RHO[:, None]
+    weight = 0.5 * np.exp(-np.abs(_RHO)) * (_RHO[1] - _RHO[0])
+    # P(BOTTOM | rho) = P(q + nu <= rho) for a query at offset b (input) or b + d (neighbour)
+    below = _laplace_cdf((rho - _OFFSETS[None, :]) / ratio)  # (rho, b)
+    below_n = _laplace_cdf((rho - _OFFSETS[None, :] - d) / ratio)
+    above = 1.0 - _laplace_cdf((rho - _OFFSETS[None, :]) / ratio)  # TOP at offset t
+    above_n = 1.0 - _laplace_cdf((rho - _OFFSETS[None, :] + d) / ratio)
+    events = []  # (m, b, t, p_in, p_nb)
+    for m in _BOTTOMS:
+        p_in = np.einsum("r,rb,rt->bt", weight, below**m, above)
+        p_nb = np.einsum("r,rb,rt->bt", weight, below_n**m, above_n)
+        for b, t in zip(*np.nonzero(p_in > p_nb * math.exp(eps_part)), strict=True):
+            events.append((m, int(b), int(t), float(p_in[b, t]), float(p_nb[b, t])))
+    if not events:
+        return PartTest(part.kind, eps_part, factor, math.nan, math.nan, math.inf, "")
+    # Rank by the normal approximation of the log-ratio's spread, then count exactly (the
+    # Clopper-Pearson bound at the expected counts) for the few best.
+    hi = np.array([e[3] for e in events])
+    lo = np.array([e[4] for e in events])
+    spread = np.sqrt((1.0 - hi) / hi + (1.0 - lo) / lo)
+    approx = (stats.norm.isf(alpha / 2.0) * spread / (np.log(hi / lo) - eps_part)) ** 2
+    best = (math.inf, 0)
+    for i in np.argsort(approx)[:_EXACT]:
+        n = _RUNS
+        ok = epsilon_lower_bound(hi[i] * n, lo[i] * n, n, alpha=alpha) > eps_part
+        if ok.any() and n[np.argmax(ok)] < best[0]:
+            best = (float(n[np.argmax(ok)]), int(i))
+    if not math.isfinite(best[0]):
+        return PartTest(part.kind, eps_part, factor, math.nan, math.nan, math.inf, "")
+    m, b, t, p_hi, p_lo = events[best[1]]
+    label = (
+        f"{m} BOTTOM(s) with queries at threshold {_OFFSETS[b] * scale_t:+.3g}, then a TOP "
+        f"with the query at threshold {_OFFSETS[t] * scale_t:+.3g} (noiseless threshold; the "
+        f"neighbour moves BOTTOM queries up and the TOP query down by {part.sensitivity:g})"
+    )
+    return PartTest(
+        part.kind,
+        eps_part,
+        factor,
+        math.log(p_hi / p_lo),
+        p_hi,
+        best[0],
+        label,
+        bottoms=m,
+        bottom_query=float(_OFFSETS[b] * scale_t),
+        top_query=float(_OFFSETS[t] * scale_t),
+    )
+
+
+def part_test(
+    declaration: Mechanism, *, factor: float = INCONCLUSIVE_FACTOR, alpha: float = 1e-3
+) -> PartTest | None:
+    """The cheapest part-level witness among a split claim's sparse-vector parts, or None.
+
+    Only parts that are one AboveThreshold segment (``positives == 1``, pure) are read: an
+    event over one segment of a multi-TOP part is bounded by the segment, not the part.
+    """
+    parts = composed_parts(declaration)
+    if len(parts) < 2:
+        return None
+    found = [
+        sparse_vector_part_test(p, factor=factor, alpha=alpha)
+        for p in parts
+        if isinstance(p, SparseVector)
+        and p.positives == 1
+        and p.delta == 0.0
+        and math.isfinite(p.segment_epsilon())
+    ]
+    return min(found, key=lambda r: r.runs) if found else None

@@ -1,0 +1,92 @@
+"""The part-level witness of a split claim (dp_experts_env.privacy.part_power)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dp_experts_env.privacy.audit import AuditResult, epsilon_lower_bound
+from dp_experts_env.privacy.declaration import (
+    Parallel,
+    ReportNoisyMin,
+    Sequential,
+    SparseVector,
+)
+from dp_experts_env.privacy.part_power import PartTest, part_test, sparse_vector_part_test
+
+# svt-restart's detector at epsilon 1 (query sensitivity 2, Lap(8) threshold, Lap(16) queries)
+SV = SparseVector("shift queries", sensitivity=2.0, threshold_scale=8.0, query_scale=16.0)
+SPLIT = Parallel(
+    Sequential((ReportNoisyMin("window loss sums", 4, 1.0, 4.0), SV)), "disjoint epochs"
+)
+
+
+def test_a_learner_spending_its_claim_has_no_event_above_the_part():
+    # Known answer: AboveThreshold is exactly sensitivity/threshold + 2 sensitivity/query DP,
+    # so no event of the declared mechanism itself shows more than the part's epsilon.
+    found = sparse_vector_part_test(SV, factor=1.0)
+    assert found.part_epsilon == pytest.approx(0.5)
+    assert math.isinf(found.runs)
+    assert "no event" in found.describe()
+
+
+def test_twice_the_spending_gives_a_finite_run_count_that_is_the_first_to_suffice():
+    found = sparse_vector_part_test(SV, factor=2.0)
+    # Between the part's epsilon and what 2x spending can show at most.
+    assert 0.5 < found.event_epsilon <= 1.0 + 1e-9
+    assert 1e3 < found.runs < 1e5
+    lo = found.probability * math.exp(-found.event_epsilon)
+
+    def bound(n: float) -> float:
+        return float(epsilon_lower_bound(found.probability * n, lo * n, n, alpha=1e-3))
+
+    assert bound(found.runs) > 0.5 >= bound(found.runs / 1.2)
+
+
+def test_event_probabilities_agree_with_sampling():
+    """The integrated probabilities of the chosen event, against 400,000 sampled segments."""
+    found = sparse_vector_part_test(SV, factor=2.0)
+    m, q_bottom, q_top = found.bottoms, found.bottom_query, found.top_query
+    rng = np.random.default_rng(7)
+    n, scale_t, scale_q = 400_000, SV.threshold_scale / 2.0, SV.query_scale / 2.0
+    probs = []
+    for shift in (0.0, SV.sensitivity):  # input, then neighbour (BOTTOMs up, TOP down)
+        rho = rng.laplace(0.0, scale_t, n)
+        bottoms = (q_bottom + shift + rng.laplace(0.0, scale_q, (n, m)) <= rho[:, None]).all(1)
+        top = q_top - shift + rng.laplace(0.0, scale_q, n) > rho
+        probs.append(np.mean(bottoms & top))
+    assert probs[0] == pytest.approx(found.probability, rel=0.03)
+    assert math.log(probs[0] / probs[1]) == pytest.approx(found.event_epsilon, abs=0.06)
+
+
+def test_part_test_reads_only_split_declarations():
+    assert part_test(SV) is None  # one part: nothing to split
+    assert part_test(ReportNoisyMin("x", 4, 1.0, 2.0)) is None
+    found = part_test(SPLIT)
+    assert found is not None and found.kind == "sparse-vector" and math.isfinite(found.runs)
+    multi = Sequential((ReportNoisyMin("x", 4, 1.0, 4.0), SparseVector("q", 2.0, 8.0, 16.0, 3)))
+    assert part_test(multi) is None  # one segment of a 3-TOP part is not the part
+
+
+def test_split_verdict_names_the_part_runs():
+    part = PartTest("sparse-vector", 0.5, 2.0, 0.8, 0.055, 13777.0, "an event")
+    result = AuditResult(
+        epsilon_lower_bound=0.0,
+        claimed_epsilon=1.0,
+        claimed_delta=0.0,
+        passed=True,
+        event="e",
+        counts=(10, 10),
+        n_heldout=1000,
+        n_runs=1000,
+        alpha=1e-3,
+        share=0.5,
+        part=part,
+    )
+    assert result.inconclusive
+    assert "sparse-vector part against its own epsilon 0.5" in result.verdict
+    assert "about 1.4e+04 runs per side" in result.verdict
+    bare = AuditResult(0.0, 1.0, 0.0, True, "e", (10, 10), 1000, 1000, 1e-3, share=0.5)
+    assert "not implemented" in bare.verdict and "would need about" not in bare.verdict
