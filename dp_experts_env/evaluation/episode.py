@@ -39,6 +39,9 @@ from dp_experts_env._jit import jit_enabled
 from dp_experts_env.envs.core import SharedStreamError
 from dp_experts_env.evaluation.grid import Cell, epsilon_label, record_rounds
 
+_min_reduce = np.minimum.reduce
+_max_reduce = np.maximum.reduce
+
 __all__ = [
     "BLOCK_ELEMENTS",
     "BLOCK_ROUNDS",
@@ -166,7 +169,7 @@ def uses_blocks(env: Any) -> bool:
         jit_enabled()
         and callable(getattr(base, "step_block", None))
         and core is not None
-        and core.feedback == "full"
+        and core.feedback in ("full", "bandit")
         and core.supports_blocks
     )
 
@@ -192,7 +195,11 @@ def _play_blocks(
     horizon = int(base.horizon)
     marks = sorted(r for r in keep if 1 <= r <= horizon)
     runs, n = core.num_runs, core.n_experts
-    most = min(BLOCK_ROUNDS, max(1, BLOCK_ELEMENTS // (runs * n)))
+    bandit = core.feedback == "bandit"
+    # Doubles a round of the block holds: the advice (and its products) dominate on the advice
+    # envs; identity advice is never materialised.
+    width = runs * n * (core.n_arms if bandit and not core.identity_advice else 1)
+    most = min(BLOCK_ROUNDS, max(1, BLOCK_ELEMENTS // width))
     if progress_hook is not None:  # a report every 1024 rounds, as on the per-round path
         most = min(most, 1024)
     stream_of = core._rows  # run r plays stream r % streams
@@ -205,12 +212,15 @@ def _play_blocks(
         block = base.next_block(min(most, stop - t))
         k = len(block)
         actions = np.empty((k, runs), dtype=np.int64)
-        for agent, (lo, hi) in zip(agents, bounds, strict=True):
-            seen = np.empty((k, hi - lo, n))
-            seen[0] = previous[lo:hi]
-            if k > 1:
-                seen[1:] = block.losses[:-1][:, stream_of[lo:hi], :]
-            actions[:, lo:hi] = _block_actions(agent, seen)
+        if bandit:
+            _bandit_block_actions(core, agents, bounds, previous, block, actions)
+        else:
+            for agent, (lo, hi) in zip(agents, bounds, strict=True):
+                seen = np.empty((k, hi - lo, n))
+                seen[0] = previous[lo:hi]
+                if k > 1:
+                    seen[1:] = block.losses[:-1][:, stream_of[lo:hi], :]
+                actions[:, lo:hi] = _block_actions(agent, seen)
         previous, _, _, _, info = base.step_block(actions)
         t += k
         if progress_hook is not None and t // 1024 > (t - k) // 1024:
@@ -220,6 +230,65 @@ def _play_blocks(
                 if key in info:
                     curves.setdefault(key, []).append(np.asarray(info[key], dtype=np.float64))
     return {key: np.stack(values) for key, values in curves.items()}
+
+
+def _bandit_block_actions(
+    core: Any,
+    agents: Sequence[Any],
+    bounds: list[tuple[int, int]],
+    first: dict[str, np.ndarray],
+    block: Any,
+    actions: np.ndarray,
+) -> None:
+    """Fill ``actions`` (K, B) with the agents' per-round ``act`` on a bandit block.
+
+    Round i's observation is what the per-round loop would hand the agent: the advice of round
+    i (the block's, each run its stream's row), and its own action and charged loss of round
+    i - 1 (``first``, the observation the env returned, for the block's first round). The
+    losses ignore the actions (the block exists only then), so charging round i - 1 here gives
+    the loss ``step`` would charge; the env charges the block again in ``step_block``.
+    """
+    k = len(block)
+    size = core.n_experts * core.n_arms
+    stream_of = core._rows
+    flat_advice = None
+    if not core.identity_advice:
+        assert block.advice is not None
+        flat_advice = block.advice.reshape(k, core.num_streams, size)
+    losses = block.losses
+    for agent, (lo, hi) in zip(agents, bounds, strict=True):
+        rows = stream_of[lo:hi]
+        if flat_advice is None:
+            advice = first["advice"][lo:hi]  # a read-only view of one identity: every round's
+            advice_of = None
+        else:
+            advice_of = flat_advice[:, rows]  # (K, b, N*K): one gather for the block
+        obs = {key: value[lo:hi] for key, value in first.items()}
+        for i in range(k):
+            if i:
+                last = actions[i - 1, lo:hi]
+                obs = {
+                    "advice": advice if advice_of is None else advice_of[i],
+                    "last_action": last.copy(),
+                    "last_loss": losses[i - 1][rows, last][:, None],
+                }
+            chosen = np.asarray(agent.act(obs))
+            if (
+                chosen.dtype.kind not in "iu"
+                or chosen.shape != (hi - lo,)
+                or _min_reduce(chosen) < 0
+                or _max_reduce(chosen) >= core.n_actions
+            ):
+                # Checked before the next round charges it: the error the per-round loop gives.
+                if chosen.shape == (hi - lo,):
+                    full = np.zeros(core.num_runs, dtype=chosen.dtype)
+                    full[lo:hi] = chosen
+                    core.check_actions(full)
+                raise ValueError(
+                    f"an agent of {hi - lo} runs must return actions of shape ({hi - lo},), "
+                    f"got {chosen.shape}"
+                )
+            actions[i, lo:hi] = chosen
 
 
 def group_key(cell: Cell) -> tuple[Any, ...]:
