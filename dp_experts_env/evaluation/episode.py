@@ -12,13 +12,18 @@ the regret once per stream, and every learner plays its own slice of runs
 the same float as :func:`run_one` of its cell gives (common random numbers were already the rule:
 adversary seeds depend on the env and the seed index only).
 
-Block play: when the env's losses ignore the actions (full information, an oblivious adversary)
-and the compiled path is on (:func:`dp_experts_env._jit.jit_enabled`), the loop fetches the
-losses of K rounds at once (``next_block``), lets each learner choose its K actions in one call
-(``play_block`` where the learner has one; K calls of ``act`` otherwise) and plays them with one
-``step_block``. Blocks end at the recorded rounds, so ``info`` is read exactly where the per-round
-loop reads it. Every value is the same float as the per-round loop's (``DP_EXPERTS_NO_JIT=1``
-runs that loop; the tests compare the two).
+Block play: when the env's losses ignore the actions (an oblivious adversary) and the compiled
+path is on (:func:`dp_experts_env._jit.jit_enabled`), the loop fetches the data of K rounds at
+once (``next_block``), lets the learners choose the block's K actions and plays them with one
+``step_block`` (the env charges the block and updates the regret at once). With full information
+each learner chooses its K actions in one call (``play_block`` where the learner has one; K calls
+of ``act`` otherwise). With bandit feedback (the K-armed bandit and bandit-with-advice envs) a
+learner's observation of round t holds its own loss of round t - 1, so it acts round by round: K
+calls of ``act``, each on what a single step would return (the round's advice from the block,
+its last action and the loss that action is charged). Blocks end at the recorded rounds, so
+``info`` is read exactly where the per-round loop reads it. Every value is the same float as the
+per-round loop's (``DP_EXPERTS_NO_JIT=1`` runs that loop; the tests compare the two). OCO envs
+have no block form yet and play per round.
 """
 
 from __future__ import annotations
