@@ -4,7 +4,8 @@ With an oblivious bandit adversary (``DPExperts-Bandit-v0``, ``DPExperts-BanditA
 loop fetches K rounds at once, each learner still acts round by round on the observation a single
 step gives (the round's advice, its own last action and loss) and the env charges the block and
 updates the regret at once. Compared with ``DP_EXPERTS_NO_JIT=1`` (the per-round reference loop):
-several learners sharing loss streams (``copies``), batched epsilons, and one learner alone.
+several learners sharing loss streams (``copies``), batched epsilons, one learner alone, and every
+registered bandit family.
 """
 
 from __future__ import annotations
@@ -14,8 +15,15 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
+from _family_cases import FAMILY_CASES, case_id, family_inputs
 
-from dp_experts_env.evaluation.episode import group_key, play_shared, run_cells, uses_blocks
+from dp_experts_env.evaluation.episode import (
+    _as_seen_alone,
+    group_key,
+    play_shared,
+    run_cells,
+    uses_blocks,
+)
 from dp_experts_env.evaluation.grid import AgentEntry, EnvEntry, Grid
 
 ADVICE = EnvEntry("DPExperts-BanditAdvice-v0", {"horizon": 150})
@@ -128,3 +136,38 @@ def test_an_out_of_range_arm_is_refused_in_blocks(monkeypatch):
     assert uses_blocks(env)
     with pytest.raises(ValueError, match=r"action must lie in \[0, "):
         play_shared(env, [_BadArm(int(env.single_action_space.n))], [1, 2], np.array([20]))
+
+
+BANDIT_CASES = [c for c in FAMILY_CASES if c[1] in ("bandit", "bandit_advice")]
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kind", "family"), BANDIT_CASES, ids=[case_id(k, f) for _, k, f in BANDIT_CASES]
+)
+def test_every_bandit_family_is_the_same_in_blocks(env_id, kind, family, monkeypatch):
+    """Two learners sharing every bandit family's streams (copies = 2), blocks vs per round."""
+    pytest.importorskip("numba")
+    import agents
+
+    def curves(jit: bool) -> dict:
+        if jit:
+            monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
+        else:
+            monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+        kwargs = family_inputs(kind, family, 23)
+        env = gym.make_vec(
+            env_id, num_envs=6, vectorization_mode="vector_entry_point", family=family,
+            copies=2, **kwargs,
+        )  # fmt: skip
+        assert uses_blocks(env) == (jit and env.unwrapped.core.supports_blocks)
+        view = _as_seen_alone(env, 3)
+        learners = [
+            agents.make("exp3" if kind == "bandit" else "exp4", env=view, seed=[1, 2, 3]),
+            agents.make("ldp-exp4", env=view, seed=[4, 5, 6], epsilon=1.0),
+        ]
+        return play_shared(env, learners, [7, 8, 9], np.array([1, 2, 5, 11, 12, 23]))
+
+    blocks, rounds = curves(True), curves(False)
+    assert blocks.keys() == rounds.keys()
+    for key in blocks:
+        assert blocks[key].tobytes() == rounds[key].tobytes(), key
