@@ -23,7 +23,9 @@ calls of ``act``, each on what a single step would return (the round's advice fr
 its last action and the loss that action is charged). Blocks end at the recorded rounds, so
 ``info`` is read exactly where the per-round loop reads it. Every value is the same float as the
 per-round loop's (``DP_EXPERTS_NO_JIT=1`` runs that loop; the tests compare the two). OCO envs
-have no block form yet and play per round.
+with an oblivious family play in blocks too: the observation of round t is the gradient of round
+t - 1 whatever was played, so the block's (K, B, d) gradients are fetched first and each learner
+acts round by round on them (OCO learners have no ``play_block``).
 """
 
 from __future__ import annotations
@@ -174,7 +176,7 @@ def uses_blocks(env: Any) -> bool:
         jit_enabled()
         and callable(getattr(base, "step_block", None))
         and core is not None
-        and core.feedback in ("full", "bandit")
+        and core.feedback in ("full", "bandit", "oco")
         and core.supports_blocks
     )
 
@@ -197,6 +199,8 @@ def _play_blocks(
     """The episode of :func:`play_shared` in blocks of rounds (after ``reset``)."""
     base = env.unwrapped
     core = base.core
+    if core.feedback == "oco":
+        return _play_oco_blocks(env, agents, bounds, obs, keep)
     horizon = int(base.horizon)
     marks = sorted(r for r in keep if 1 <= r <= horizon)
     runs, n = core.num_runs, core.n_experts
@@ -226,6 +230,56 @@ def _play_blocks(
                 if k > 1:
                     seen[1:] = block.losses[:-1][:, stream_of[lo:hi], :]
                 actions[:, lo:hi] = _block_actions(agent, seen)
+        previous, _, _, _, info = base.step_block(actions)
+        t += k
+        if progress_hook is not None and t // 1024 > (t - k) // 1024:
+            progress_hook(t, horizon)
+        if t in keep:
+            for key in METRICS:
+                if key in info:
+                    curves.setdefault(key, []).append(np.asarray(info[key], dtype=np.float64))
+    return {key: np.stack(values) for key, values in curves.items()}
+
+
+def _play_oco_blocks(
+    env: Any,
+    agents: Sequence[Any],
+    bounds: list[tuple[int, int]],
+    obs: np.ndarray,
+    keep: set[int],
+) -> dict[str, np.ndarray]:
+    """:func:`_play_blocks` on an OCO env: (K, B, d) gradients, each learner's ``act`` per round.
+
+    Round t's observation is the gradient of round t - 1 (zeros at round 1), whatever was
+    played, so the block's observations are known before its first action; OCO learners have
+    no block kernel yet, so each acts round by round on them.
+    """
+    base = env.unwrapped
+    core = base.core
+    horizon = int(base.horizon)
+    marks = sorted(r for r in keep if 1 <= r <= horizon)
+    runs, dim = core.num_runs, core.dim
+    most = min(BLOCK_ROUNDS, max(1, BLOCK_ELEMENTS // (runs * dim)))
+    if progress_hook is not None:
+        most = min(most, 1024)
+    curves: dict[str, list[np.ndarray]] = {}
+    t = 0
+    previous = obs
+    while t < horizon:
+        i = bisect.bisect_right(marks, t)
+        stop = marks[i] if i < len(marks) else horizon
+        grads = base.next_block(min(most, stop - t))
+        k = len(grads)
+        actions = np.empty((k, runs, dim))
+        for agent, (lo, hi) in zip(agents, bounds, strict=True):
+            for r in range(k):
+                seen = np.array(previous[lo:hi] if r == 0 else grads[r - 1, lo:hi])
+                chosen = np.asarray(agent.act(seen), dtype=np.float64)
+                if chosen.size != (hi - lo) * dim:  # the env checks the values in step_block
+                    raise ValueError(
+                        f"action must have shape ({hi - lo}, {dim}), got shape {chosen.shape}"
+                    )
+                actions[r, lo:hi] = chosen.reshape(hi - lo, dim)
         previous, _, _, _, info = base.step_block(actions)
         t += k
         if progress_hook is not None and t // 1024 > (t - k) // 1024:
