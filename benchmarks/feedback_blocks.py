@@ -1,8 +1,9 @@
-"""CPU per round of bandit episodes: the block path against the per-round path, alternated.
+"""CPU per round of bandit and OCO episodes: the block path against the per-round path, alternated.
 
 ``play_shared`` on an oblivious bandit env (``DPExperts-BanditAdvice-v0``, ``DPExperts-Bandit-v0``)
-plays blocks of rounds when the JIT is on: the env fetches K rounds, the learner acts round by
-round on them, and the env charges the block and updates the regret at once. This script plays
+or OCO env (``DPExperts-OCO-v0``, default family) plays blocks of rounds when the JIT is on: the
+env fetches K rounds, the learner acts round by round on them, and the env charges the block and
+updates the regret at once. This script plays
 the same episode (same seeds) both ways in one process, alternating (per round = the loop before,
 ``episode.uses_blocks`` switched off for the episode; the learners' own paths are the same in
 both), checks the curves are byte-identical, and reports the median CPU microseconds per round
@@ -28,7 +29,10 @@ CASES = [
     ("DPExperts-BanditAdvice-v0", "private-batched-exp4", 16),
     ("DPExperts-Bandit-v0", "uniform", 8),
     ("DPExperts-Bandit-v0", "private-batched-bandit", 8),
+    ("DPExperts-OCO-v0", "ogd", 16),
+    ("DPExperts-OCO-v0", "p-comw", 16),
 ]
+NO_EPSILON = ("uniform", "ogd")
 
 
 def _episode(env_id: str, name: str, runs: int, horizon: int, blocks: bool) -> tuple[float, Any]:
@@ -36,7 +40,7 @@ def _episode(env_id: str, name: str, runs: int, horizon: int, blocks: bool) -> t
     real = episode.uses_blocks
     env = gym.make_vec(env_id, num_envs=runs, vectorization_mode="vector_entry_point",
                        horizon=horizon)
-    params = {} if name == "uniform" else {"epsilon": 1.0}
+    params = {} if name in NO_EPSILON else {"epsilon": 1.0}
     agent = agents.make(name, env=env, seed=list(range(runs)), **params)
     rounds = np.unique(np.geomspace(1, horizon, 20).astype(np.int64))
     if not blocks:
@@ -76,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
             "speedup": median([b / a for b, a in zip(before, after, strict=True)]),
             "identical": identical,
         })  # fmt: skip
-    path = write_json("bandit_blocks", {"rows": rows, "horizon": horizon, "reps": reps}, args.out)
+    path = write_json("feedback_blocks", {"rows": rows, "horizon": horizon, "reps": reps}, args.out)
     print(table(rows, ["env", "learner", "B", "per_round_us", "blocks_us", "speedup",
                        "identical"]))
     print(f"wrote {path}")
