@@ -121,3 +121,49 @@ def test_oco_episode_curves_are_the_same_in_blocks(name, family, body, monkeypat
 def test_adaptive_oco_plays_per_round(monkeypatch):
     monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
     assert not uses_blocks(_env("adaptive", "box"))
+
+
+class _LeanAgainst:
+    """A test OCO learner: play -R sign of the last gradient seen, with a play_block hook.
+
+    ``act`` is the reference; ``play_block`` computes the same K points at once (a learner's
+    block hook must equal K ``act`` calls), and counts its calls so the test sees it was used.
+    """
+
+    def __init__(self, num_envs: int, dim: int, radius: float) -> None:
+        self.num_envs, self.dim, self.radius = num_envs, dim, radius
+        self.block_calls = 0
+        self.seen = 0
+
+    def reset(self) -> None:
+        self.block_calls = self.seen = 0
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        self.seen += 1
+        return -self.radius * np.sign(np.asarray(obs)) * 0.5
+
+    def play_block(self, obs: np.ndarray) -> np.ndarray:
+        self.block_calls += 1
+        self.seen += len(obs)
+        return -self.radius * np.sign(obs) * 0.5
+
+
+def _hook_curves(use_hook: bool, monkeypatch) -> tuple[dict, _LeanAgainst]:
+    monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
+    env = _env("shifting", "box", runs=2, horizon=50)
+    agent = _LeanAgainst(2, 3, float(env.unwrapped.radius))
+    if not use_hook:
+        monkeypatch.setattr(agent, "play_block", None)
+    curves = play_shared(env, [agent], [3, 4], np.array([1, 7, 30, 50]))
+    return curves, agent
+
+
+def test_an_oco_play_block_hook_is_used_and_equals_act(monkeypatch):
+    pytest.importorskip("numba")
+    hooked, agent = _hook_curves(True, monkeypatch)
+    plain, other = _hook_curves(False, monkeypatch)
+    assert agent.block_calls == 4 and other.block_calls == 0  # one call per recorded block
+    assert agent.seen == other.seen == 50
+    assert hooked.keys() == plain.keys()
+    for key in hooked:
+        assert hooked[key].tobytes() == plain[key].tobytes(), key

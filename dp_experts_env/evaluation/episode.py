@@ -251,8 +251,10 @@ def _play_oco_blocks(
     """:func:`_play_blocks` on an OCO env: (K, B, d) gradients, each learner's ``act`` per round.
 
     Round t's observation is the gradient of round t - 1 (zeros at round 1), whatever was
-    played, so the block's observations are known before its first action; OCO learners have
-    no block kernel yet, so each acts round by round on them.
+    played, so the block's observations are known before its first action. A learner with
+    ``play_block(obs)`` (the (K, b, d) observations K ``act`` calls would receive in, the
+    (K, b, d) points they would return out, the same state after) chooses the block in one call;
+    the others act round by round (no OCO learner of the registry has one yet).
     """
     base = env.unwrapped
     core = base.core
@@ -272,6 +274,19 @@ def _play_oco_blocks(
         k = len(grads)
         actions = np.empty((k, runs, dim))
         for agent, (lo, hi) in zip(agents, bounds, strict=True):
+            play_block = getattr(agent, "play_block", None)
+            if callable(play_block):
+                seen_block = np.empty((k, hi - lo, dim))
+                seen_block[0] = previous[lo:hi]
+                seen_block[1:] = grads[:-1, lo:hi]
+                chosen = np.asarray(play_block(seen_block), dtype=np.float64)
+                if chosen.shape != (k, hi - lo, dim):
+                    raise ValueError(
+                        f"play_block must return points of shape ({k}, {hi - lo}, {dim}), got "
+                        f"shape {chosen.shape}"
+                    )
+                actions[:, lo:hi] = chosen
+                continue
             for r in range(k):
                 seen = np.array(previous[lo:hi] if r == 0 else grads[r - 1, lo:hi])
                 chosen = np.asarray(agent.act(seen), dtype=np.float64)
