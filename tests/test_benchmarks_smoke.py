@@ -34,6 +34,7 @@ EXPECTED = {
     "svt_release_audit": {"rows", "selection_runs", "test_runs", "machine"},
     "rl_baseline": {"rows", "horizon", "timesteps", "learns", "machine"},
     "regret_table": {"rows", "rounds_per_call", "machine"},
+    "feedback_blocks": {"rows", "horizon", "reps", "machine"},
     "default_vs_fused": {"cpu_seconds", "blocks_over_fused", "per_round_over_fused",
                          "per_round_over_blocks", "ns_per_run_round", "n_cells", "machine"},
     "ray_overhead": {"serial_cpu_seconds", "ray_cpu_seconds", "overhead_per_cell_seconds",
@@ -51,6 +52,8 @@ ROW_KEYS = {
                           "over_uniform", "static_regret"},
     "svt_release_audit": {"scenario", "actions", "actions_and_answers", "power", "event"},
     "rl_baseline": {"env", "learner", "ci_low", "ci_high", "iqm"},
+    "feedback_blocks": {"env", "learner", "B", "per_round_us", "blocks_us", "speedup",
+                      "identical"},
     "regret_table": {"B", "S", "N", "numpy_ns_per_entry", "kernel_ns_per_entry",
                      "block_ns_per_entry"},
 }  # fmt: skip
@@ -67,6 +70,7 @@ SLOW_SCRIPTS = {
     "rl_baseline",
     "default_vs_fused",
     "regret_table",
+    "feedback_blocks",
     "ray_overhead",
 }
 

@@ -483,8 +483,7 @@ class GameCore:
             learner_mean = means[picks]
             self.tracker.update_block(block.losses, charged, means, learner_mean)
         else:
-            for i in range(k):
-                self._update_regret(block.round(i), a[i], charged[i])
+            self._update_regret_block(block, picks, charged)
         self.t += k
         self._block = None
         last = block.round(k - 1)
@@ -547,6 +546,37 @@ class GameCore:
                 f"{type(self.adversary).__name__} declares knows_means but gave no means"
             )
         self.tracker.update(expert_losses, charged, expert_means, learner_mean)
+
+    def _update_regret_block(
+        self, block: RoundBlock, picks: tuple[np.ndarray, ...], charged: np.ndarray
+    ) -> None:
+        """:meth:`_update_regret` of every round of a bandit block, at once.
+
+        ``<advice_j, l_t>`` is a product then a last-axis sum of a contiguous array, whose
+        rounding depends on the number of arms only (each row is summed alone, whatever the
+        leading axes), so the (K, streams, N) block holds the K per-round values bit for bit;
+        the tracker's ``update_block`` is K ``update`` calls bit for bit.
+        """
+        means = block.means if self.adversary.knows_means else None
+        if self.adversary.knows_means and means is None:
+            raise RuntimeError(
+                f"{type(self.adversary).__name__} declares knows_means but gave no means"
+            )
+        if self.identity_advice:
+            expert_losses = block.losses
+            expert_means = means
+        else:
+            advice = block.advice
+            if advice is None:
+                raise RuntimeError("a bandit adversary must give advice every round")
+            product = np.multiply(advice, block.losses[:, :, None, :])
+            expert_losses = np.sum(product, axis=3)
+            expert_means = None
+            if means is not None:
+                np.multiply(advice, means[:, :, None, :], out=product)
+                expert_means = np.sum(product, axis=3)
+        learner_mean = None if means is None else means[picks]
+        self.tracker.update_block(expert_losses, charged, expert_means, learner_mean)
 
     def _advice_obs(self, rnd: Round | None) -> np.ndarray:
         """Flattened advice (B, N*K) of the round about to be played (zeros after the last)."""

@@ -66,8 +66,30 @@ _DYN_WORK = 1 << 16  # (S + 1) d 2^d per run and round: above it dynamic regret 
 _ACTION_SLACK = 1e-6  # relative: float32 actions round R by up to 6e-8
 
 
+def _running(total: np.ndarray, increments: np.ndarray) -> np.ndarray:
+    """``total += increments[k]`` for k = 0..K-1 in order; returns the K partial totals.
+
+    ``cumsum`` along the rounds adds the rows one after the other, so with the running total
+    folded into the first row every partial sum is the float K in-place additions give.
+    """
+    buffer = np.array(increments, dtype=np.float64)
+    buffer[0] += total
+    np.cumsum(buffer, axis=0, out=buffer)
+    total[...] = buffer[-1]
+    return buffer
+
+
 class OCOCore:
-    """B runs of one OCO game stepped in lockstep (batch-first, no Python loop over runs)."""
+    """B runs of one OCO game stepped in lockstep (batch-first, no Python loop over runs).
+
+    Block steps (oblivious families only): :meth:`next_block` fetches the gradients of the next
+    K rounds, (K, B, d), and :meth:`step_block` plays (K, B, d) points on them: K :meth:`step`
+    calls bit for bit (the same fetches in the same order; every running sum is accumulated
+    round by round with ``cumsum``; the S-switch recursion runs once per round), with ``info``
+    built for the block's last round only.
+    """
+
+    feedback = "oco"
 
     def __init__(self, adversary: OCOAdversary, n_switches: int = 0) -> None:
         self.adversary = adversary
@@ -91,6 +113,7 @@ class OCOCore:
             + (("segment",) if adversary.has_segments else ())
         )
         self.t = 0
+        self._pending: np.ndarray | None = None
 
     def reset(self, seeds: Sequence[int], neighbor: tuple[int, np.ndarray] | None) -> np.ndarray:
         """Start B runs (one seed each); returns the all-zero first observations (B, d)."""
@@ -105,12 +128,13 @@ class OCOCore:
         if self.exact_dynamic:
             # M[j, sigma] = max over b <= t of F_j(b) - <sigma, S_b>, with F_j(0) = 0 at S_0 = 0.
             self._dyn_m = np.zeros((b, self.n_switches + 1, len(self._signs)))
+        self._pending = None
         self._current = self.adversary.gradient(1)
         return np.zeros((b, d))
 
     def check_actions(self, actions: Any) -> np.ndarray:
         """(B, d) float64 points of the body from the caller's actions (raises when outside)."""
-        b, d, r = self.num_runs, self.dim, self.radius
+        b, d = self.num_runs, self.dim
         try:
             x = np.asarray(actions, dtype=np.float64)
         except (TypeError, ValueError) as err:
@@ -120,7 +144,11 @@ class OCOCore:
         if x.size != b * d:
             shape = f"({d},)" if b == 1 else f"({b}, {d})"
             raise ValueError(f"action must have shape {shape}, got shape {np.shape(actions)}")
-        x = x.reshape(b, d)
+        return self._to_body(x.reshape(b, d))
+
+    def _to_body(self, x: np.ndarray) -> np.ndarray:
+        """(rows, d) float64 points: refused outside the box, projected onto the ball."""
+        r = self.radius
         if not np.all(np.isfinite(x)):
             raise ValueError("action must be finite")
         worst = float(np.abs(x).max())
@@ -136,6 +164,8 @@ class OCOCore:
         """Charge round t, then fetch round t + 1; returns (obs g_t, losses, info)."""
         if self.t >= self.horizon:
             raise RuntimeError("the episode is over: call reset")
+        if self._pending is not None:
+            raise RuntimeError("a block is pending: play it with step_block() first")
         x = self.check_actions(actions)
         adv, r = self.adversary, self.radius
         t = self.t + 1
@@ -167,7 +197,100 @@ class OCOCore:
             self._current = adv.gradient(t + 1)
         return g.copy(), loss, info
 
-    def _best_switching(self) -> np.ndarray:
+    @property
+    def supports_blocks(self) -> bool:
+        """True when the gradients ignore the plays, so K rounds can be fetched before playing."""
+        return bool(self.adversary.oblivious)
+
+    def next_block(self, k: int) -> np.ndarray:
+        """The gradients of the next ``min(k, T - t)`` rounds, (K, B, d), read-only.
+
+        Fetched exactly as K single steps fetch them (``gradient(t)`` in order). Call
+        :meth:`step_block` next; until then single steps are refused.
+
+        Raises:
+            ValueError: the family reacts to the plays (``adaptive``), or ``k`` < 1.
+            RuntimeError: a block is pending, or the episode is over.
+        """
+        if self.t >= self.horizon:
+            raise RuntimeError("the episode is over: call reset")
+        if not self.supports_blocks:
+            raise ValueError(
+                f"the {self.adversary.family!r} family reacts to the points played: its rounds "
+                "cannot be fetched ahead of the actions (play it with step())"
+            )
+        if self._pending is not None:
+            raise RuntimeError("a block is pending: play it with step_block() first")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k (rounds per block) must be a positive integer, got {k!r}")
+        k = min(int(k), self.horizon - self.t)
+        grads = np.empty((k, self.num_runs, self.dim))
+        grads[0] = self._current
+        for i in range(1, k):
+            grads[i] = self.adversary.gradient(self.t + 1 + i)
+        self._pending = grads
+        view = grads.view()
+        view.flags.writeable = False
+        return view
+
+    def step_block(self, actions: Any) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """Play the pending block with (K, B, d) points: K :meth:`step` calls, bit for bit.
+
+        Returns:
+            (the last round's gradient (B, d), losses (K, B), the last round's ``info``).
+        """
+        grads = self._pending
+        if grads is None:
+            raise RuntimeError("no block is pending: call next_block(k) first")
+        k, b, d = grads.shape
+        try:
+            x = np.asarray(actions, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"actions must be real points of shape ({k}, {b}, {d})") from err
+        if x.size != k * b * d:
+            raise ValueError(
+                f"actions must have shape ({k}, {b}, {d}) (one row per round of the block), got "
+                f"{np.shape(actions)}"
+            )
+        # Rows are independent: the same floats as check_actions round by round.
+        points = self._to_body(x.reshape(k * b, d))
+        adv, r, body = self.adversary, self.radius, self.body
+        flat = grads.reshape(k * b, d)
+        loss = np.einsum("bi,bi->b", flat, points).reshape(k, b)
+        _running(self._cum_loss, loss)
+        sums = _running(self._grad_sum, grads)
+        _running(self._best_each, (r * dual_norm(flat, body)).reshape(k, b))
+        if self.exact_dynamic:
+            for i in range(k):
+                best = self._best_switching(sums[i])
+        start = self.t
+        self.t = start + k
+        self._pending = None
+        info: dict[str, np.ndarray] = {
+            "round": np.full(b, self.t, dtype=np.int64),
+            "loss": loss[-1].copy(),
+            "cumulative_loss": self._cum_loss.copy(),
+            "static_regret": self._cum_loss + r * dual_norm(self._grad_sum, body),
+            "per_round_best_regret": self._cum_loss + self._best_each,
+        }
+        if self.exact_dynamic:
+            info["dynamic_regret"] = self._cum_loss + r * best
+        if adv.knows_means:
+            means = np.stack([adv.means(start + 1 + i) for i in range(k)])
+            _running(self._mean_sum, means)
+            mean_loss = np.einsum("bi,bi->b", means.reshape(k * b, d), points).reshape(k, b)
+            _running(self._cum_mean_loss, mean_loss)
+            best_fixed = r * dual_norm(self._mean_sum, body)
+            info["static_pseudo_regret"] = self._cum_mean_loss + best_fixed
+        if adv.has_segments:
+            info["segment"] = np.full(b, adv.segment_of(self.t), dtype=np.int64)
+        for row in points.reshape(k, b, d):
+            adv.record(row)
+        if self.t < self.horizon:
+            self._current = adv.gradient(self.t + 1)
+        return grads[-1].copy(), loss, info
+
+    def _best_switching(self, grad_sum: np.ndarray | None = None) -> np.ndarray:
         """``F_S(t)``, the value of the best comparator with at most S switches, divided by -R.
 
         ``F_S(t)`` is the max over partitions of rounds 1..t into <= S + 1 blocks of the sum of
@@ -177,8 +300,9 @@ class OCOCore:
         ``F_j(t) = max_sigma [<sigma, S_t> + max_{b<t} (F_{j-1}(b) - <sigma, S_b>)]``: an exact
         O(S d 2^d) recursion per round, the continuous analogue of the experts envs' O(N S) one.
         """
+        grad_sum = self._grad_sum if grad_sum is None else grad_sum
         # (B, 2^d). Not ``S @ signs.T``: BLAS sums in a CPU-dependent order (fixed_order.py).
-        proj = dot(self._grad_sum[:, None, :], self._signs)
+        proj = dot(grad_sum[:, None, :], self._signs)
         m = self._dyn_m
         f = np.empty(m.shape[:2])
         f[:, 0] = proj.max(axis=1)
@@ -388,6 +512,32 @@ class OCOVectorEnv(_OCOSetup, VectorEnv):
         obs, loss, info = self.core.step(actions)
         done = self.core.t >= self.horizon
         self._needs_autoreset = done
+        for key in list(info):
+            info[f"_{key}"] = np.ones(b, dtype=bool)
+        return obs, 0.0 - loss, np.full(b, done), np.zeros(b, dtype=bool), info
+
+    def next_block(self, k: int) -> np.ndarray:
+        """The gradients of the next ``min(k, T - t)`` rounds, (K, B, d) (oblivious families).
+
+        Play them with :meth:`step_block`; together they are K :meth:`step` calls bit for bit.
+        """
+        if self._needs_autoreset:
+            raise RuntimeError("the episode is over: call reset() before next_block()")
+        return self.core.next_block(k)
+
+    def step_block(
+        self, actions: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """Play the pending block with (K, B, d) points.
+
+        Returns:
+            (the last round's gradients, rewards (K, B), terminated (B,), truncated (B,), the
+            last round's info).
+        """
+        obs, loss, info = self.core.step_block(actions)
+        done = self.core.t >= self.horizon
+        self._needs_autoreset = done
+        b = self.num_envs
         for key in list(info):
             info[f"_{key}"] = np.ones(b, dtype=bool)
         return obs, 0.0 - loss, np.full(b, done), np.zeros(b, dtype=bool), info

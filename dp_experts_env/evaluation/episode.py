@@ -12,13 +12,20 @@ the regret once per stream, and every learner plays its own slice of runs
 the same float as :func:`run_one` of its cell gives (common random numbers were already the rule:
 adversary seeds depend on the env and the seed index only).
 
-Block play: when the env's losses ignore the actions (full information, an oblivious adversary)
-and the compiled path is on (:func:`dp_experts_env._jit.jit_enabled`), the loop fetches the
-losses of K rounds at once (``next_block``), lets each learner choose its K actions in one call
-(``play_block`` where the learner has one; K calls of ``act`` otherwise) and plays them with one
-``step_block``. Blocks end at the recorded rounds, so ``info`` is read exactly where the per-round
-loop reads it. Every value is the same float as the per-round loop's (``DP_EXPERTS_NO_JIT=1``
-runs that loop; the tests compare the two).
+Block play: when the env's losses ignore the actions (an oblivious adversary) and the compiled
+path is on (:func:`dp_experts_env._jit.jit_enabled`), the loop fetches the data of K rounds at
+once (``next_block``), lets the learners choose the block's K actions and plays them with one
+``step_block`` (the env charges the block and updates the regret at once). With full information
+each learner chooses its K actions in one call (``play_block`` where the learner has one; K calls
+of ``act`` otherwise). With bandit feedback (the K-armed bandit and bandit-with-advice envs) a
+learner's observation of round t holds its own loss of round t - 1, so it acts round by round: K
+calls of ``act``, each on what a single step would return (the round's advice from the block,
+its last action and the loss that action is charged). Blocks end at the recorded rounds, so
+``info`` is read exactly where the per-round loop reads it. Every value is the same float as the
+per-round loop's (``DP_EXPERTS_NO_JIT=1`` runs that loop; the tests compare the two). OCO envs
+with an oblivious family play in blocks too: the observation of round t is the gradient of round
+t - 1 whatever was played, so the block's (K, B, d) gradients are fetched first and each learner
+acts round by round on them (OCO learners have no ``play_block``).
 """
 
 from __future__ import annotations
@@ -38,6 +45,9 @@ import agents as agents_pkg
 from dp_experts_env._jit import jit_enabled
 from dp_experts_env.envs.core import SharedStreamError
 from dp_experts_env.evaluation.grid import Cell, epsilon_label, record_rounds
+
+_min_reduce = np.minimum.reduce
+_max_reduce = np.maximum.reduce
 
 __all__ = [
     "BLOCK_ELEMENTS",
@@ -166,7 +176,7 @@ def uses_blocks(env: Any) -> bool:
         jit_enabled()
         and callable(getattr(base, "step_block", None))
         and core is not None
-        and core.feedback == "full"
+        and core.feedback in ("full", "bandit", "oco")
         and core.supports_blocks
     )
 
@@ -189,10 +199,16 @@ def _play_blocks(
     """The episode of :func:`play_shared` in blocks of rounds (after ``reset``)."""
     base = env.unwrapped
     core = base.core
+    if core.feedback == "oco":
+        return _play_oco_blocks(env, agents, bounds, obs, keep)
     horizon = int(base.horizon)
     marks = sorted(r for r in keep if 1 <= r <= horizon)
     runs, n = core.num_runs, core.n_experts
-    most = min(BLOCK_ROUNDS, max(1, BLOCK_ELEMENTS // (runs * n)))
+    bandit = core.feedback == "bandit"
+    # Doubles a round of the block holds: the advice (and its products) dominate on the advice
+    # envs; identity advice is never materialised.
+    width = runs * n * (core.n_arms if bandit and not core.identity_advice else 1)
+    most = min(BLOCK_ROUNDS, max(1, BLOCK_ELEMENTS // width))
     if progress_hook is not None:  # a report every 1024 rounds, as on the per-round path
         most = min(most, 1024)
     stream_of = core._rows  # run r plays stream r % streams
@@ -205,12 +221,15 @@ def _play_blocks(
         block = base.next_block(min(most, stop - t))
         k = len(block)
         actions = np.empty((k, runs), dtype=np.int64)
-        for agent, (lo, hi) in zip(agents, bounds, strict=True):
-            seen = np.empty((k, hi - lo, n))
-            seen[0] = previous[lo:hi]
-            if k > 1:
-                seen[1:] = block.losses[:-1][:, stream_of[lo:hi], :]
-            actions[:, lo:hi] = _block_actions(agent, seen)
+        if bandit:
+            _bandit_block_actions(core, agents, bounds, previous, block, actions)
+        else:
+            for agent, (lo, hi) in zip(agents, bounds, strict=True):
+                seen = np.empty((k, hi - lo, n))
+                seen[0] = previous[lo:hi]
+                if k > 1:
+                    seen[1:] = block.losses[:-1][:, stream_of[lo:hi], :]
+                actions[:, lo:hi] = _block_actions(agent, seen)
         previous, _, _, _, info = base.step_block(actions)
         t += k
         if progress_hook is not None and t // 1024 > (t - k) // 1024:
@@ -220,6 +239,130 @@ def _play_blocks(
                 if key in info:
                     curves.setdefault(key, []).append(np.asarray(info[key], dtype=np.float64))
     return {key: np.stack(values) for key, values in curves.items()}
+
+
+def _play_oco_blocks(
+    env: Any,
+    agents: Sequence[Any],
+    bounds: list[tuple[int, int]],
+    obs: np.ndarray,
+    keep: set[int],
+) -> dict[str, np.ndarray]:
+    """:func:`_play_blocks` on an OCO env: (K, B, d) gradients, each learner's ``act`` per round.
+
+    Round t's observation is the gradient of round t - 1 (zeros at round 1), whatever was
+    played, so the block's observations are known before its first action. A learner with
+    ``play_block(obs)`` (the (K, b, d) observations K ``act`` calls would receive in, the
+    (K, b, d) points they would return out, the same state after) chooses the block in one call;
+    the others act round by round (no OCO learner of the registry has one yet).
+    """
+    base = env.unwrapped
+    core = base.core
+    horizon = int(base.horizon)
+    marks = sorted(r for r in keep if 1 <= r <= horizon)
+    runs, dim = core.num_runs, core.dim
+    most = min(BLOCK_ROUNDS, max(1, BLOCK_ELEMENTS // (runs * dim)))
+    if progress_hook is not None:
+        most = min(most, 1024)
+    curves: dict[str, list[np.ndarray]] = {}
+    t = 0
+    previous = obs
+    while t < horizon:
+        i = bisect.bisect_right(marks, t)
+        stop = marks[i] if i < len(marks) else horizon
+        grads = base.next_block(min(most, stop - t))
+        k = len(grads)
+        actions = np.empty((k, runs, dim))
+        for agent, (lo, hi) in zip(agents, bounds, strict=True):
+            play_block = getattr(agent, "play_block", None)
+            if callable(play_block):
+                seen_block = np.empty((k, hi - lo, dim))
+                seen_block[0] = previous[lo:hi]
+                seen_block[1:] = grads[:-1, lo:hi]
+                chosen = np.asarray(play_block(seen_block), dtype=np.float64)
+                if chosen.shape != (k, hi - lo, dim):
+                    raise ValueError(
+                        f"play_block must return points of shape ({k}, {hi - lo}, {dim}), got "
+                        f"shape {chosen.shape}"
+                    )
+                actions[:, lo:hi] = chosen
+                continue
+            for r in range(k):
+                seen = np.array(previous[lo:hi] if r == 0 else grads[r - 1, lo:hi])
+                chosen = np.asarray(agent.act(seen), dtype=np.float64)
+                if chosen.size != (hi - lo) * dim:  # the env checks the values in step_block
+                    raise ValueError(
+                        f"action must have shape ({hi - lo}, {dim}), got shape {chosen.shape}"
+                    )
+                actions[r, lo:hi] = chosen.reshape(hi - lo, dim)
+        previous, _, _, _, info = base.step_block(actions)
+        t += k
+        if progress_hook is not None and t // 1024 > (t - k) // 1024:
+            progress_hook(t, horizon)
+        if t in keep:
+            for key in METRICS:
+                if key in info:
+                    curves.setdefault(key, []).append(np.asarray(info[key], dtype=np.float64))
+    return {key: np.stack(values) for key, values in curves.items()}
+
+
+def _bandit_block_actions(
+    core: Any,
+    agents: Sequence[Any],
+    bounds: list[tuple[int, int]],
+    first: dict[str, np.ndarray],
+    block: Any,
+    actions: np.ndarray,
+) -> None:
+    """Fill ``actions`` (K, B) with the agents' per-round ``act`` on a bandit block.
+
+    Round i's observation is what the per-round loop would hand the agent: the advice of round
+    i (the block's, each run its stream's row), and its own action and charged loss of round
+    i - 1 (``first``, the observation the env returned, for the block's first round). The
+    losses ignore the actions (the block exists only then), so charging round i - 1 here gives
+    the loss ``step`` would charge; the env charges the block again in ``step_block``.
+    """
+    k = len(block)
+    size = core.n_experts * core.n_arms
+    stream_of = core._rows
+    flat_advice = None
+    if not core.identity_advice:
+        assert block.advice is not None
+        flat_advice = block.advice.reshape(k, core.num_streams, size)
+    losses = block.losses
+    for agent, (lo, hi) in zip(agents, bounds, strict=True):
+        rows = stream_of[lo:hi]
+        if flat_advice is None:
+            advice = first["advice"][lo:hi]  # a read-only view of one identity: every round's
+            advice_of = None
+        else:
+            advice_of = flat_advice[:, rows]  # (K, b, N*K): one gather for the block
+        obs = {key: value[lo:hi] for key, value in first.items()}
+        for i in range(k):
+            if i:
+                last = actions[i - 1, lo:hi]
+                obs = {
+                    "advice": advice if advice_of is None else advice_of[i],
+                    "last_action": last.copy(),
+                    "last_loss": losses[i - 1][rows, last][:, None],
+                }
+            chosen = np.asarray(agent.act(obs))
+            if (
+                chosen.dtype.kind not in "iu"
+                or chosen.shape != (hi - lo,)
+                or _min_reduce(chosen) < 0
+                or _max_reduce(chosen) >= core.n_actions
+            ):
+                # Checked before the next round charges it: the error the per-round loop gives.
+                if chosen.shape == (hi - lo,):
+                    full = np.zeros(core.num_runs, dtype=chosen.dtype)
+                    full[lo:hi] = chosen
+                    core.check_actions(full)
+                raise ValueError(
+                    f"an agent of {hi - lo} runs must return actions of shape ({hi - lo},), "
+                    f"got {chosen.shape}"
+                )
+            actions[i, lo:hi] = chosen
 
 
 def group_key(cell: Cell) -> tuple[Any, ...]:
