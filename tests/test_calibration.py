@@ -127,7 +127,12 @@ def test_svt_restart_claim_is_the_composition_of_its_mechanisms() -> None:
 
 def test_dp_ftrl_claim_is_the_tree_counter_guarantee() -> None:
     agent = agents.make("dp-ftrl-tree", n_experts=4, horizon=64, epsilon=0.7, seed=0)
-    assert agent.privacy.epsilon == agent.tree.guarantee.epsilon == pytest.approx(0.7)
+    # The claim is the accountant's reading of the declared tree (levels * sensitivity /
+    # scale): with 6 levels that float expression lands one ulp above 0.7, the counter's own
+    # calibration target; conservative, so equal up to rounding.
+    assert agent.privacy.epsilon >= agent.tree.guarantee.epsilon
+    assert agent.privacy.epsilon == pytest.approx(agent.tree.guarantee.epsilon, rel=1e-12)
+    assert agent.tree.guarantee.epsilon == pytest.approx(0.7)
     assert "binary-tree counter" in agent.privacy.accountant
 
 

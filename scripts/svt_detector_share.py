@@ -22,7 +22,7 @@ raises the learner's expert and expert c by 1 and lowers expert b by 1:
 
 Queries are placed relative to the (noise-free) threshold on a grid; reported: the best
 event's epsilon and probability, and the best with probability >= 1e-2 (what 10^5-10^6 runs a
-side can count). Usage: ``python benchmarks/svt_detector_share.py`` (about a minute of CPU).
+side can count). Usage: ``python scripts/svt_detector_share.py`` (about a minute of CPU).
 Not a test; docs/privacy.md records the run.
 """
 
