@@ -523,3 +523,21 @@ def test_an_undeclared_learner_falls_back_to_generic_scenarios():
         rep = audit_learner("outside-undeclared", epsilon=1.0, **ZOO_RUNS)
     assert not rep.violation
     assert "no declared mechanisms" in rep.summary() and rep.declaration == ""
+
+
+@pytest.mark.slow
+def test_part_level_test_reads_the_declaration_not_the_name():
+    """A renamed copy of svt-restart gets the same part-level test: its x0.5 mutant is caught."""
+    hints = {"audit_hints": agents.spec("svt-restart").cls.audit_hints}
+    copy = type("RenamedSVT", (SVTRestart,), hints)
+    with registered("renamed-detector-learner", copy, "svt-restart"):
+        half = audit_learner(
+            "renamed-detector-learner",
+            epsilon=1.0,
+            multiplier=0.5,
+            runs=400,
+            selection_runs=200,
+            pairs=1,
+        )
+    assert half.part_check is not None and half.part_check.violation, half.summary()
+    assert half.violation and half.verdict.startswith("VIOLATION of a declared part")
