@@ -6,10 +6,12 @@ Each case runs :func:`audit_learner` on the first default scenario of the learne
 full ``dp-experts audit`` search finds its strongest evidence, docs/privacy.md §4) with fixed
 seeds and run counts small enough for the unit suite; the verdicts are pinned. Mutants keep the
 learner's claim and scale its noise (:class:`~dp_experts_env.privacy.noise.ScaledBackend`):
-x0.5 halves it, x0 removes it. Paper modes reproduce the errata. Two verdicts are pinned as "no
-violation" because no action-level audit can see them (docs/privacy.md §4 says why): the
-svt-restart x0.5 mutant and svt-restart's paper mode; their verdicts say "inconclusive" (the
-claim is split between selections and detector), never a plain pass.
+x0.5 halves it, x0 removes it. Paper modes reproduce the errata. svt-restart's claim is split
+between selections and detector, so no action-level event can show its x0.5 mutant above the
+claim (docs/privacy.md §4 says why): the part-level test of its declared sparse-vector part
+catches it against the part's own epsilon. svt-restart's paper mode is pinned as "no violation"
+(its detector matches the paper's declared calibration; the erratum is in the query
+sensitivity, which no test sees); its verdict says "inconclusive", never a plain pass.
 """
 
 import contextlib
@@ -41,7 +43,9 @@ HALF_RUNS = {
     "batched-private-shrinking-dartboard": (20_000, 2000),
     "private-lazy-hedge": (100_000, 4000),  # evidence within ~0.15 of the claim
 }
-NOT_DETECTABLE = {("svt-restart", "x0.5"), ("svt-restart", "paper")}
+NOT_DETECTABLE = {("svt-restart", "paper")}
+#: learners whose x0.5 mutant only the part-level test catches (a split claim)
+PART_LEVEL = {"svt-restart"}
 # x0.5 audits that take seconds each (the largest run counts, the detector) run with the slow tests.
 SLOW_HALF = {"private-lazy-hedge", "svt-restart", "batched-private-shrinking-dartboard"}
 
@@ -80,12 +84,39 @@ def test_half_noise_is_caught(name):
     runs, sel = HALF_RUNS.get(name, (10_000, 2000))
     rep = _audit(name, multiplier=0.5, runs=runs, selection_runs=sel)
     assert rep.violation == ((name, "x0.5") not in NOT_DETECTABLE), rep.summary()
-    if (name, "x0.5") in NOT_DETECTABLE:
-        # Not a pass: the claim is split (selections + detector), so the verdict says that no
-        # run count of a one-part event could show the mutant (docs/privacy.md §4).
-        assert rep.result.inconclusive and "split among composed" in rep.verdict
-        # ... and what a test of the detector part against its own epsilon would need.
-        assert rep.result.part is not None and "would need about" in rep.verdict
+    if name in PART_LEVEL:
+        # The claim is split (selections + detector): no run count of a one-part event could
+        # show the mutant against the whole claim (docs/privacy.md §4), so the main test is
+        # inconclusive and names what a test of the detector part would need ...
+        assert rep.result.passed and rep.result.inconclusive, rep.summary()
+        assert rep.result.part is not None and "would need about" in rep.result.verdict
+        # ... and that test, run on the learner's own detector, catches it.
+        assert rep.part_check.violation, rep.summary()
+        assert rep.verdict.startswith("VIOLATION of a declared part"), rep.verdict
+    else:
+        assert rep.part_check is None, rep.summary()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("epsilon", [1.0, 2.0])
+def test_svt_detector_part_level_test(epsilon):
+    """svt-restart's detector against its own share: the x0.5 mutant caught, the learner not.
+
+    The event and the run count come from the declared sparse-vector part alone (eps/2; at
+    epsilon 1: 4 BOTTOMs at the threshold, then a TOP at +4, queries moved by 2, 55,108 runs a
+    side); pinned at the audit's fixed seed.
+    """
+    good = _audit("svt-restart", epsilon=epsilon, runs=400, selection_runs=200)
+    half = _audit("svt-restart", epsilon=epsilon, multiplier=0.5, runs=400, selection_runs=200)
+    part = epsilon / 2.0
+    for rep in (good, half):
+        check = rep.part_check
+        assert check is not None and check.plan.part_epsilon == pytest.approx(part)
+        assert check.n_runs >= 20_000 and check.plan.bottoms >= 1
+    assert not good.violation and good.part_check.epsilon_lower_bound <= part, good.summary()
+    assert "part-level test: the sparse-vector part shows" in good.verdict
+    assert half.violation and half.part_check.epsilon_lower_bound > part, half.summary()
+    assert "part-level test" in half.summary()
 
 
 @pytest.mark.parametrize(
@@ -492,3 +523,21 @@ def test_an_undeclared_learner_falls_back_to_generic_scenarios():
         rep = audit_learner("outside-undeclared", epsilon=1.0, **ZOO_RUNS)
     assert not rep.violation
     assert "no declared mechanisms" in rep.summary() and rep.declaration == ""
+
+
+@pytest.mark.slow
+def test_part_level_test_reads_the_declaration_not_the_name():
+    """A renamed copy of svt-restart gets the same part-level test: its x0.5 mutant is caught."""
+    hints = {"audit_hints": agents.spec("svt-restart").cls.audit_hints}
+    copy = type("RenamedSVT", (SVTRestart,), hints)
+    with registered("renamed-detector-learner", copy, "svt-restart"):
+        half = audit_learner(
+            "renamed-detector-learner",
+            epsilon=1.0,
+            multiplier=0.5,
+            runs=400,
+            selection_runs=200,
+            pairs=1,
+        )
+    assert half.part_check is not None and half.part_check.violation, half.summary()
+    assert half.violation and half.verdict.startswith("VIOLATION of a declared part")

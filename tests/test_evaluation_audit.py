@@ -422,3 +422,6 @@ def test_cli_svt_split_claim_names_the_run_count_of_a_part_level_test(capsys):
     assert "a test of the sparse-vector part against its own epsilon 0.5" in out
     assert f"would need about {expected.runs:.2g} runs per side" in out
     assert 1e3 < expected.runs < 1e6
+    # ... and the audit runs that test on the learner's own detector (the correct one passes).
+    assert "part-level test: the sparse-vector part shows epsilon >=" in out
+    assert "<= its own epsilon 0.5" in out

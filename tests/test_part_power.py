@@ -90,3 +90,61 @@ def test_split_verdict_names_the_part_runs():
     assert "about 1.4e+04 runs per side" in result.verdict
     bare = AuditResult(0.0, 1.0, 0.0, True, "e", (10, 10), 1000, 1000, 1e-3, share=0.5)
     assert "not implemented" in bare.verdict and "would need about" not in bare.verdict
+
+
+# --------------------------------------------------------------------------- running the test
+def _instance(runs, multiplier, seed=0):
+    from dp_experts_env.batch_rng import BatchRNG
+    from dp_experts_env.privacy.mechanisms import AboveThreshold, recording_sparse_vectors
+    from dp_experts_env.privacy.noise import ScaledBackend
+
+    with recording_sparse_vectors() as found:
+        inst = AboveThreshold(
+            epsilon=2.0,  # sensitivity 2: Lap(2) threshold, Lap(4) queries (SV2, 2-DP)
+            sensitivity=2.0,
+            rng=BatchRNG(range(seed, seed + runs)),
+            threshold=0.5,
+            noise=ScaledBackend("fast", multiplier),
+        )
+    assert found == [inst]  # the recording hook saw the instance
+    return inst
+
+
+SV2 = SparseVector("shift queries", sensitivity=2.0, threshold_scale=2.0, query_scale=4.0)
+
+
+@pytest.mark.slow
+def test_part_check_on_an_instance_has_known_answers_on_both_sides():
+    from dp_experts_env.privacy.part_power import part_runs, run_sparse_vector_part
+
+    plan = sparse_vector_part_test(SV2)
+    n = part_runs(plan)
+    assert n == 20_000  # 4 x the runs needed (4.1e3) is below the floor
+    half = run_sparse_vector_part(_instance(2 * n, 0.5), plan)
+    good = run_sparse_vector_part(_instance(2 * n, 1.0, seed=2 * n), plan)
+    # The x0.5 instance is the mechanism the plan was computed for: its input-side frequency
+    # is the integrated probability (4 standard errors), and its bound clears the part's epsilon.
+    sd = math.sqrt(plan.probability * (1 - plan.probability) / n)
+    assert abs(half.counts[0] / n - plan.probability) < 4 * sd
+    assert plan.part_epsilon == pytest.approx(2.0)
+    assert half.violation and half.epsilon_lower_bound > 2.0, half.describe()
+    # The correct instance is exactly 2-DP on every event: no bound above 2 (alpha = 1e-3).
+    assert not good.violation and good.epsilon_lower_bound <= 2.0, good.describe()
+    assert "<= its own epsilon 2" in good.describe() and "> its own epsilon 2" in half.describe()
+
+
+def test_part_check_refuses_an_odd_instance():
+    from dp_experts_env.privacy.part_power import run_sparse_vector_part
+
+    with pytest.raises(ValueError, match="even number of runs"):
+        run_sparse_vector_part(_instance(3, 1.0), sparse_vector_part_test(SV2))
+
+
+def test_recording_stops_outside_its_context():
+    from dp_experts_env.batch_rng import BatchRNG
+    from dp_experts_env.privacy.mechanisms import AboveThreshold, recording_sparse_vectors
+
+    with recording_sparse_vectors() as found:
+        pass
+    AboveThreshold(epsilon=1.0, sensitivity=1.0, rng=BatchRNG([0, 1]))
+    assert found == []

@@ -50,6 +50,7 @@ from dp_experts_env.privacy.audit import (
     AuditResult,
     Selection,
     _check_common,
+    epsilon_lower_bound,
     evaluate_event,
     release_families,
     select_event,
@@ -637,11 +638,13 @@ class AuditReport:
     declaration: str = ""
     stale_noise: str = ""
     foreign_noise: str = ""
+    part_check: Any = None
 
     @property
     def violation(self) -> bool:
-        """True when the test's lower bound exceeds the claim, or a noise check failed."""
-        return not self.result.passed or bool(self.stale_noise) or bool(self.foreign_noise)
+        """True when the test's lower bound exceeds the claim, or a noise or part check failed."""
+        part = self.part_check is not None and self.part_check.violation
+        return not self.result.passed or bool(self.stale_noise) or bool(self.foreign_noise) or part
 
     @property
     def verdict(self) -> str:
@@ -650,6 +653,14 @@ class AuditReport:
             return f"VIOLATION: fresh-noise check failed ({self.stale_noise})"
         if self.foreign_noise and self.result.passed:
             return f"VIOLATION: noise-provenance check failed ({self.foreign_noise})"
+        part = self.part_check
+        if part is not None and part.violation and self.result.passed:
+            return (
+                f"VIOLATION of a declared part: {part.describe()}; the composition that "
+                "certifies the claim assumes that part's epsilon, so the claim is not certified"
+            )
+        if part is not None:
+            return f"{self.result.verdict}; part-level test: {part.describe()}"
         return self.result.verdict
 
     def searched(self) -> int:
@@ -685,6 +696,8 @@ class AuditReport:
             lines.append(f"  noise freshness: {self.stale_noise}")
         if self.foreign_noise:
             lines.append(f"  noise provenance: {self.foreign_noise}")
+        if self.part_check is not None:
+            lines.append(f"  part-level test: {self.part_check.describe()}")
         if self.skipped:
             lines.append(f"  skipped {len(self.skipped)} scenario(s): {self.skipped[0]}")
         if self.multiplier != 1.0:
@@ -763,6 +776,7 @@ def audit_learner(
     alpha: float = 1e-3,
     seed: int = 0,
     releases: bool | None = None,
+    part_tests: bool = True,
 ) -> AuditReport:
     """Search scenarios for the strongest evidence against a learner's claim, then test it once.
 
@@ -787,6 +801,9 @@ def audit_learner(
         seed: audit seed; selection and test runs use disjoint seed ranges derived from it.
         releases: audit recorded Laplace releases as well as actions (default: when the
             learner declares a mechanism that releases noisy values).
+        part_tests: when the claim is split among composed mechanisms and a sparse-vector part
+            can be read alone, test that part against its own epsilon
+            (:func:`part_level_test`; skipped when the main test already found a violation).
 
     Returns:
         An :class:`AuditReport`; ``report.violation`` is the verdict.
@@ -879,6 +896,15 @@ def audit_learner(
         # A split claim: no event reading one part can beat the whole claim, so the verdict
         # names what a test of one part against its own epsilon would need instead.
         result = dataclasses.replace(result, part=_part_test(agent, best.scenario, alpha))
+    checked = None
+    if part_tests and result.passed and not stale and not foreign:
+        checked = part_level_test(
+            agent,
+            best.scenario,
+            seed=base + _TEST_SEED_OFFSET // 2,
+            multiplier=mult,
+            alpha=alpha,
+        )
     return AuditReport(
         agent=agent,
         multiplier=mult,
@@ -895,6 +921,7 @@ def audit_learner(
         declaration=declared.describe() if declared is not None else "",
         stale_noise=stale,
         foreign_noise=foreign,
+        part_check=checked,
     )
 
 
@@ -1025,6 +1052,97 @@ def _part_test(agent: str, scenario: Scenario, alpha: float) -> Any:
 
     declared = declaration_of(agent, scenario.params)
     return part_test(declared, alpha=alpha) if declared is not None else None
+
+
+#: Runs per side in one learner built for a part-level test (memory stays flat at any total).
+PART_CHUNK = 25_000
+
+
+def _detector_of(built: Any, found: list[Any], part: Any) -> Any:
+    """The recorded AboveThreshold instance that runs ``part`` (None: none matches)."""
+    for inst in reversed(found):
+        sigma = np.asarray(inst.sigma, dtype=np.float64)
+        if (
+            inst.num_runs == built.num_envs
+            and inst.max_tops == part.positives
+            and np.all(sigma == part.threshold_scale)
+        ):
+            return inst
+    return None
+
+
+def part_level_test(
+    agent: str,
+    scenario: Scenario,
+    *,
+    seed: int = 0,
+    multiplier: float = 1.0,
+    alpha: float = 1e-3,
+) -> Any:
+    """Test a split claim's sparse-vector part on the learner's own instance (None: no such part).
+
+    Everything comes from the declaration of the learner as built with ``scenario``'s
+    parameters (two experts, the scenario's horizon; the scenario's own shape if the learner
+    refuses two): its sparse-vector parts that one event can read
+    (:func:`~dp_experts_env.privacy.part_power.sparse_vector_parts`), for each the event a
+    learner spending :data:`INCONCLUSIVE_FACTOR` x would show most cheaply
+    (:func:`~dp_experts_env.privacy.part_power.sparse_vector_part_test`, computed before any
+    run) and the run count (:func:`~dp_experts_env.privacy.part_power.part_runs`). The learner
+    is built with ``2 x`` :data:`PART_CHUNK` runs at a time inside
+    :func:`~dp_experts_env.privacy.mechanisms.recording_sparse_vectors`; the instance whose noise
+    scales are the part's declared ones is driven with the event's queries on both sides
+    (:func:`~dp_experts_env.privacy.part_power.run_sparse_vector_part`). The learner's noise
+    backend (and a mutant's ``multiplier``) is the one it plays with; its query computation is
+    not exercised (queries are placed by the test at the declared sensitivity).
+
+    Returns:
+        The :class:`~dp_experts_env.privacy.part_power.PartCheck` of the part with the cheapest
+        event, or None (no split claim, no readable part, or no matching instance).
+    """
+    from dp_experts_env.privacy.mechanisms import recording_sparse_vectors
+    from dp_experts_env.privacy.part_power import (
+        PartCheck,
+        part_runs,
+        run_sparse_vector_part,
+        sparse_vector_part_test,
+        sparse_vector_parts,
+    )
+
+    began = time.process_time()
+    params, _ = _noise_for(agent, scenario.params, multiplier, record=False)
+    horizon, width = scenario.losses.shape
+
+    def build(runs: int, at: int) -> tuple[Any, list[Any]]:
+        with recording_sparse_vectors() as found:
+            try:
+                built = _build(agent, runs, at, {"n": 2, "t": horizon, "k": 2}, params)
+            except (ValueError, TypeError):
+                built = _build(agent, runs, at, {"n": width, "t": horizon, "k": width}, params)
+        return built, found
+
+    built, found = build(2, seed)
+    declared = getattr(built, "declaration", None)
+    if declared is None:
+        return None
+    plans = [(p, sparse_vector_part_test(p, alpha=alpha)) for p in sparse_vector_parts(declared)]
+    plans = [(p, t) for p, t in plans if part_runs(t) and _detector_of(built, found, p)]
+    if not plans:
+        return None
+    part, plan = min(plans, key=lambda pt: pt[1].runs)
+    n_total = part_runs(plan)
+    counts = [0, 0]
+    done = 0
+    while done < n_total:
+        n = min(PART_CHUNK, n_total - done)
+        built, found = build(2 * n, seed + 2 * done)
+        check = run_sparse_vector_part(_detector_of(built, found, part), plan, alpha=alpha)
+        counts[0] += check.counts[0]
+        counts[1] += check.counts[1]
+        done += n
+    bound = float(epsilon_lower_bound(counts[0], counts[1], n_total, alpha=alpha))
+    return PartCheck(
+        plan, (counts[0], counts[1]), n_total, bound, alpha, time.process_time() - began
+    )
 
 
 def _releases(declaration: Any) -> bool:

@@ -21,6 +21,8 @@ a ``guarantee`` property. Scores are LOSSES throughout: selection mechanisms pic
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -42,6 +44,7 @@ __all__ = [
     "report_noisy_min_runs",
     "exponential_mechanism_runs",
     "AboveThreshold",
+    "recording_sparse_vectors",
     "TreeCounter",
     "tree_levels",
 ]
@@ -459,6 +462,13 @@ class AboveThreshold:
         self.halted = np.zeros(self.num_runs, dtype=bool)
         self.n_tops = np.zeros(self.num_runs, dtype=np.int64)
         self._noisy_threshold = self._draw_threshold()
+        for log in _SPARSE_VECTOR_LOGS:
+            log.append(self)
+
+    @property
+    def threshold(self) -> np.ndarray:
+        """(B,) public (noiseless) thresholds, a copy."""
+        return self._threshold.copy()
 
     def _calibrate(self, epsilon: float, delta: float) -> tuple[float, float]:
         """(sigma, delta used) of an instance at ``epsilon`` (see the class docstring)."""
@@ -558,6 +568,30 @@ class AboveThreshold:
         self._noisy_threshold = np.where(m, fresh, self._noisy_threshold)
         self.n_tops = np.where(m, 0, self.n_tops)
         self.halted = self.halted & ~m
+
+
+#: Open recording lists (:func:`recording_sparse_vectors`); empty outside such a context.
+_SPARSE_VECTOR_LOGS: list[list[AboveThreshold]] = []
+
+
+@contextmanager
+def recording_sparse_vectors() -> Iterator[list[AboveThreshold]]:
+    """Collect every :class:`AboveThreshold` instance built inside the context (audit hook).
+
+    The audit builds a learner inside this context to reach the sparse-vector instance the
+    learner runs (its backend, calibration and restarts as built) and test it against the
+    learner's declared sparse-vector part, without knowing the learner's attribute names. Outside
+    the context construction is unchanged (no draw, no state).
+
+    Yields:
+        A list that receives each instance as it is constructed, in order.
+    """
+    log: list[AboveThreshold] = []
+    _SPARSE_VECTOR_LOGS.append(log)
+    try:
+        yield log
+    finally:
+        _SPARSE_VECTOR_LOGS.remove(log)
 
 
 # --------------------------------------------------------------------------- tree counter

@@ -28,7 +28,15 @@ from scipy import stats
 from dp_experts_env.privacy.audit import INCONCLUSIVE_FACTOR, epsilon_lower_bound
 from dp_experts_env.privacy.declaration import Mechanism, SparseVector, composed_parts
 
-__all__ = ["PartTest", "part_test", "sparse_vector_part_test"]
+__all__ = [
+    "PartCheck",
+    "PartTest",
+    "part_runs",
+    "part_test",
+    "run_sparse_vector_part",
+    "sparse_vector_part_test",
+    "sparse_vector_parts",
+]
 
 _BOTTOMS = (0, 1, 2, 4, 8, 16)  # BOTTOM answers before the TOP, in the events tried
 _OFFSETS = np.arange(-6.0, 6.01, 0.5)  # query - threshold, in threshold-noise scales
@@ -54,6 +62,7 @@ class PartTest:
         bottoms: BOTTOM answers before the TOP in the event.
         bottom_query: each BOTTOM query's value minus the noiseless threshold (input side).
         top_query: the TOP query's value minus the noiseless threshold (input side).
+        sensitivity: how far the neighbour moves each query (the declared sensitivity).
     """
 
     kind: str
@@ -66,6 +75,7 @@ class PartTest:
     bottoms: int = 0
     bottom_query: float = math.nan
     top_query: float = math.nan
+    sensitivity: float = math.nan
 
     def describe(self) -> str:
         """One clause for a verdict."""
@@ -79,7 +89,7 @@ class PartTest:
             f"would need about {self.runs:.2g} runs per side (at {self.factor:g}x spending its "
             f"best event, {self.event}, shows {self.event_epsilon:.3g} at probability "
             f"{self.probability:.2g}; exact for the declared mechanism, a learner whose queries "
-            "move less needs more; the audit does not run such a test yet)"
+            "move less needs more)"
         )
 
 
@@ -149,7 +159,27 @@ def sparse_vector_part_test(
         bottoms=m,
         bottom_query=float(_OFFSETS[b] * scale_t),
         top_query=float(_OFFSETS[t] * scale_t),
+        sensitivity=float(part.sensitivity),
     )
+
+
+def sparse_vector_parts(declaration: Mechanism) -> list[SparseVector]:
+    """A split claim's sparse-vector parts that a part-level event can read ([] if not split).
+
+    Only parts that are one AboveThreshold segment (``positives == 1``, pure) are read: an
+    event over one segment of a multi-TOP part is bounded by the segment, not the part.
+    """
+    parts = composed_parts(declaration)
+    if len(parts) < 2:
+        return []
+    return [
+        p
+        for p in parts
+        if isinstance(p, SparseVector)
+        and p.positives == 1
+        and p.delta == 0.0
+        and math.isfinite(p.segment_epsilon())
+    ]
 
 
 def part_test(
@@ -157,18 +187,104 @@ def part_test(
 ) -> PartTest | None:
     """The cheapest part-level witness among a split claim's sparse-vector parts, or None.
 
-    Only parts that are one AboveThreshold segment (``positives == 1``, pure) are read: an
-    event over one segment of a multi-TOP part is bounded by the segment, not the part.
+    The parts read are those of :func:`sparse_vector_parts`.
     """
-    parts = composed_parts(declaration)
-    if len(parts) < 2:
-        return None
     found = [
         sparse_vector_part_test(p, factor=factor, alpha=alpha)
-        for p in parts
-        if isinstance(p, SparseVector)
-        and p.positives == 1
-        and p.delta == 0.0
-        and math.isfinite(p.segment_epsilon())
+        for p in sparse_vector_parts(declaration)
     ]
     return min(found, key=lambda r: r.runs) if found else None
+
+
+# --------------------------------------------------------------------------- running the test
+#: Runs per side of a part-level test: this many times the run count at which the event's
+#: expected counts first clear the part's epsilon (power to spare against count noise) ...
+PART_RUNS_FACTOR = 4.0
+#: ... within these bounds (the lower keeps a known-answer control meaningful, the upper the CPU).
+PART_RUNS_RANGE = (20_000, 200_000)
+
+
+def part_runs(found: PartTest) -> int:
+    """Runs per side the audit spends on ``found``'s event (0: no event can show anything)."""
+    if not math.isfinite(found.runs):
+        return 0
+    lo, hi = PART_RUNS_RANGE
+    return int(min(max(PART_RUNS_FACTOR * found.runs, lo), hi))
+
+
+@dataclass(frozen=True)
+class PartCheck:
+    """A part-level test's result: one declared part's event against the part's own epsilon.
+
+    Attributes:
+        plan: the event tested (chosen from the declaration alone, before any run).
+        counts: how often the event occurred on the input and on the neighbour.
+        n_runs: runs per side.
+        epsilon_lower_bound: the Clopper-Pearson lower bound on the event's log-ratio.
+        alpha: the bound's error probability.
+        seconds: CPU seconds of the test (building the learner included).
+    """
+
+    plan: PartTest
+    counts: tuple[int, int]
+    n_runs: int
+    epsilon_lower_bound: float
+    alpha: float
+    seconds: float
+
+    @property
+    def violation(self) -> bool:
+        """True when the bound exceeds the part's own epsilon."""
+        return self.epsilon_lower_bound > self.plan.part_epsilon
+
+    def describe(self) -> str:
+        """One sentence for a verdict or a summary line."""
+        head = (
+            f"the {self.plan.kind} part shows epsilon >= {self.epsilon_lower_bound:.3f}"
+            f" {'>' if self.violation else '<='} its own epsilon {self.plan.part_epsilon:.3g}"
+        )
+        return (
+            f"{head} (part-level test on the learner's own instance, confidence "
+            f"{1 - self.alpha:g}: {self.plan.event}; counts {self.counts[0]} vs "
+            f"{self.counts[1]} of {self.n_runs} runs per side, {self.seconds:.1f} s CPU)"
+        )
+
+
+def run_sparse_vector_part(detector: object, plan: PartTest, *, alpha: float = 1e-3) -> PartCheck:
+    """Test one AboveThreshold instance (2n runs) on ``plan``'s event: input vs neighbour.
+
+    The first half of the instance's runs answers the input's queries (``m`` at the public
+    threshold + ``plan.bottom_query``, then one at + ``plan.top_query``), the second half the
+    neighbour's (BOTTOM queries raised and the TOP query lowered by the declared sensitivity,
+    ``plan.event`` says by how much). Every run is restarted first (fresh threshold noise). The
+    event "every BOTTOM query answered BOTTOM, then a TOP" is counted per side and its
+    Clopper-Pearson lower bound returned. Queries are placed by the test, so it checks the
+    instance's noise (backend, calibration, restart) against the declared part, not how the
+    learner computes its queries.
+
+    Args:
+        detector: an :class:`~dp_experts_env.privacy.mechanisms.AboveThreshold` over a
+            BatchRNG with an even number of runs.
+        plan: the event, from :func:`sparse_vector_part_test` (finite ``runs``).
+        alpha: error probability of the bound.
+    """
+    import time
+
+    began = time.process_time()
+    runs = int(detector.num_runs)
+    if runs < 2 or runs % 2:
+        raise ValueError(f"the instance must have an even number of runs >= 2, got {runs}")
+    if plan.bottoms < 0 or not math.isfinite(plan.top_query):
+        raise ValueError("plan must name an event (a finite top query)")
+    n = runs // 2
+    shift = float(plan.sensitivity)
+    side = np.repeat([0.0, 1.0], n)
+    base = detector.threshold
+    detector.restart()
+    ok = np.ones(runs, dtype=bool)
+    for _ in range(plan.bottoms):
+        ok &= ~np.asarray(detector.test(base + plan.bottom_query + shift * side), dtype=bool)
+    ok &= np.asarray(detector.test(base + plan.top_query - shift * side), dtype=bool)
+    counts = (int(ok[:n].sum()), int(ok[n:].sum()))
+    bound = float(epsilon_lower_bound(counts[0], counts[1], n, alpha=alpha))
+    return PartCheck(plan, counts, n, bound, alpha, time.process_time() - began)
