@@ -109,3 +109,53 @@ def test_block_form_refuses_what_it_cannot_replay():
     tweaked = Tweaked(n_experts=4, horizon=HORIZON, n_arms=3)
     tweaked.reset(SEEDS)
     assert tweaked.next_rounds(4) is None
+
+
+# ------------------------------------------------------------------------------------ OCO
+OCO_HORIZON = 40
+
+
+def _oco(family: str, chunk: int | None):
+    from dp_experts_env.adversaries.oco import OCOAdversary
+
+    knobs: dict = {"family": family, "dim": 3, "num_runs": 4}
+    if family == "replay":
+        rng = np.random.default_rng(5)
+        g = rng.standard_normal((OCO_HORIZON, 3))
+        knobs["gradients"] = g / (2 * np.linalg.norm(g, axis=1, keepdims=True))
+    else:
+        knobs["horizon"] = OCO_HORIZON
+        if family == "shifting":
+            knobs["n_shifts"] = 4
+    adv = OCOAdversary(**knobs)
+    if chunk is not None:
+        adv._chunk = chunk  # small chunks: blocks cross the refills of the uniforms
+    adv.reset(SEEDS)
+    return adv
+
+
+@pytest.mark.parametrize("chunk", [None, 3])
+@pytest.mark.parametrize("family", ["stochastic", "shifting", "rademacher", "anti_ftl", "replay"])
+def test_oco_block_gradients_equal_single_gradients(family, chunk):
+    single, block = _oco(family, chunk), _oco(family, chunk)
+    t = 0
+    for k in (1, 2, 7, 1, 4, 9):  # 1 + ... crosses the shifts at rounds 9, 17, 25, 33
+        want = np.stack([single.gradient(t + 1 + i) for i in range(k)])
+        got = block.next_rounds(k)
+        assert got is not None and got.tobytes() == want.tobytes(), (k, t)
+        t += k
+        assert block.t == single.t == t
+        t += 1
+        assert single.gradient(t).tobytes() == block.gradient(t).tobytes()
+    rest = OCO_HORIZON - t
+    want = np.stack([single.gradient(t + 1 + i) for i in range(rest)])
+    assert block.next_rounds(rest).tobytes() == want.tobytes()
+    assert block.next_rounds(1) is None
+
+
+def test_oco_block_form_refuses_adaptive_and_neighbours():
+    adv = _oco("adaptive", None)
+    assert adv.next_rounds(3) is None
+    adv = _oco("stochastic", None)
+    adv.reset(SEEDS, neighbor=(4, np.zeros(3)))
+    assert adv.next_rounds(3) is None
