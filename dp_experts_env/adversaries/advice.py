@@ -177,6 +177,87 @@ class AdviceAdversary(Adversary):
             shift=self._shift.copy(),
         )
 
+    # -- block form -------------------------------------------------------------------------
+    # k rounds at once, drawing from every stream exactly what k calls of ``_draw`` and
+    # ``_finish`` draw, in the same order: a stream's doubles do not depend on how many are taken
+    # per call (BatchRNG), so one call for k rounds reshaped (B, k, per-round count) holds the
+    # same doubles as k calls. A family joins by overriding the block hooks next to the hooks
+    # they mirror (``_public_block`` beside ``_public``, ``_advice_block`` beside ``_advice``,
+    # ``_segments_block`` beside ``_advance_segment``); :meth:`_has_block_form` refuses a class
+    # whose per-round hook is overridden below its block hook, so a subclass changing one
+    # round's law never inherits a stale block law.
+    _BLOCK_HOOKS: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("_public", "_public_block"),
+        ("_advice", "_advice_block"),
+        ("_advance_segment", "_segments_block"),
+    )
+
+    def _segments_block(self, t: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Enter rounds t..t+k-1: (k, B) segments and shifts; leaves ``_seg``/``_shift`` after."""
+        if self._clock is None:
+            segment = np.broadcast_to(self._seg, (k, self.num_runs)).copy()
+            return segment, np.broadcast_to(self._shift, (k, self.num_runs)).copy()
+        segment, shift = self._clock.advance_block(t, k)
+        self._seg, self._shift = segment[-1].copy(), shift[-1].copy()
+        return segment, shift
+
+    def _public_block(self, t: int, k: int, segment: np.ndarray) -> np.ndarray | None:
+        """Rounds t..t+k-1's public draws, as k calls of ``_public``: (k, B, K) arm means.
+
+        ``segment`` is the (k, B) segment of every round. None: the family has no block form.
+        """
+        return None
+
+    def _advice_block(self, t: int, k: int) -> np.ndarray:
+        """(k, B, N, K) advice of the rounds of the last ``_public_block`` call."""
+        raise NotImplementedError
+
+    @classmethod
+    def _has_block_form(cls) -> bool:
+        """True when the class's block hooks mirror its per-round hooks (see above)."""
+
+        def owner(name: str) -> type:
+            return next(c for c in cls.__mro__ if name in c.__dict__)
+
+        if owner("_public_block") is AdviceAdversary:
+            return False
+        if owner("_draw") is not AdviceAdversary or owner("_finish") is not AdviceAdversary:
+            return False
+        return all(owner(one) is owner(block) for one, block in cls._BLOCK_HOOKS)
+
+    def next_rounds(self, k: int) -> Round | None:
+        """K rounds at once where the family has a block form (see the base class)."""
+        if (
+            k < 1
+            or self.num_runs == 0
+            or self._neighbor is not None
+            or self.t + k > self.horizon
+            or not self._has_block_form()
+        ):
+            return None
+        t = self.t + 1
+        segment, shift = self._segments_block(t, k)
+        means = self._public_block(t, k, segment)
+        if means is None:  # pragma: no cover - guarded by _has_block_form
+            raise RuntimeError(f"{type(self).__name__}._public_block gave no block")
+        if self.stochastic_losses:
+            u = self._data.random((k, self.n_arms)).transpose(1, 0, 2)  # (k, B, K)
+            losses = (u < means).astype(np.float64)
+            del u  # the stream's buffer can then be refilled in place
+        else:
+            losses = np.array(means, dtype=np.float64, copy=True)
+        advice = self._advice_block(t, k)
+        self._means = means[-1].copy()
+        self.t += k
+        if not self.has_segments:
+            return Round(losses=losses, means=means, advice=advice)
+        return Round(losses=losses, means=means, advice=advice, segment=segment, shift=shift)
+
+    def _identity_block(self, k: int) -> np.ndarray:
+        """Identity experts of k rounds: a read-only (k, B, K, K) view of one K x K matrix."""
+        eye = self._identity_advice()[0]
+        return np.broadcast_to(eye, (k, self.num_runs, self.n_arms, self.n_arms))
+
     def _identity_advice(self) -> np.ndarray:
         """Identity experts as a read-only (B, K, K) view of one K x K matrix made once."""
         eye = getattr(self, "_eye", None)
@@ -258,6 +339,29 @@ class PlantedExpert(AdviceAdversary):
     def _advice(self, t: int) -> np.ndarray:
         beh = self._behaviour_of_expert()
         rec = self._rec if beh is None else self._rec[:, beh]
+        return _one_hot(rec, self.n_arms, self._mix)
+
+    def _public_block(self, t: int, k: int, segment: np.ndarray) -> np.ndarray | None:
+        d, arms, runs = self._n_behaviours, self.n_arms, self.num_runs
+        # One round's coins: the good arm (1), follow coins (d), random arms (d), as _public.
+        u = self._coins.random((k, 1 + 2 * d)).transpose(1, 0, 2)  # (k, B, 1 + 2d)
+        good = np.minimum(np.floor(u[..., 0] * arms).astype(np.int64), arms - 1)  # integers(K)
+        random_arm = np.minimum(np.floor(u[..., 1 + d :] * arms).astype(np.int64), arms - 1)
+        rho = np.full((k, runs, d), self.rho)
+        planted = self._planted_seq[np.arange(runs)[None, :], segment]  # (k, B)
+        np.put_along_axis(rho, planted[..., None], self.rho_star, axis=-1)
+        rec = np.where(u[..., 1 : 1 + d] < rho, good[..., None], random_arm)  # (k, B, D)
+        del u
+        self._rec_block = rec
+        self._rec = rec[-1].copy()
+        means = np.full((k, runs, arms), 0.5)
+        means[np.arange(k)[:, None], np.arange(runs)[None, :], good] -= self.gap
+        return means
+
+    def _advice_block(self, t: int, k: int) -> np.ndarray:
+        beh = self._behaviour_of_expert()
+        rec = self._rec_block if beh is None else self._rec_block[..., beh]
+        self._rec_block = None
         return _one_hot(rec, self.n_arms, self._mix)
 
 
@@ -425,6 +529,21 @@ class PolicyClass(AdviceAdversary):
     def _advice(self, t: int) -> np.ndarray:
         return _one_hot(self.recommendations(), self.n_arms)
 
+    def _public_block(self, t: int, k: int, segment: np.ndarray) -> np.ndarray | None:
+        c = self.n_contexts
+        u = self._coins.random((k,)).T  # (k, B): one coin per round, as _public
+        context = np.minimum(np.floor(u * c).astype(np.int64), c - 1)
+        del u
+        self._context_block = context
+        self.context = context[-1].copy()
+        return self._table[np.arange(self.num_runs)[None, :], context]
+
+    def _advice_block(self, t: int, k: int) -> np.ndarray:
+        expert = np.arange(self.n_experts, dtype=np.int64)
+        rec = (expert // self._powers[self._context_block][..., None]) % self.n_arms
+        self._context_block = None
+        return _one_hot(rec, self.n_arms)
+
 
 # ---------------------------------------------------------------- deterministic instances
 class Lemma11Switch(AdviceAdversary):
@@ -488,6 +607,28 @@ class Lemma11Switch(AdviceAdversary):
 
     def _advice(self, t: int) -> np.ndarray:
         return np.broadcast_to(self._advice_matrix, (self.num_runs, self.n_experts, self.n_arms))
+
+    def _public_block(self, t: int, k: int, segment: np.ndarray) -> np.ndarray | None:
+        rows = np.ones((k, self.n_arms))
+        rows[:, 0] = 0.5
+        rows[:, 1] = np.where(np.arange(t, t + k) >= self.switch_round, 0.0, 1.0)
+        return np.broadcast_to(rows[:, None, :], (k, self.num_runs, self.n_arms)).copy()
+
+    def _segments_block(self, t: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+        rounds = np.arange(t, t + k)[:, None]
+        if self._switches:
+            segment = np.where(rounds >= self.switch_round, 1, self._seg[None, :])
+            shift = np.broadcast_to(rounds == self.switch_round, (k, self.num_runs)).copy()
+        else:
+            segment = np.broadcast_to(self._seg, (k, self.num_runs))
+            shift = np.zeros((k, self.num_runs), dtype=bool)
+        segment = segment.astype(np.int64)
+        self._seg, self._shift = segment[-1].copy(), shift[-1].copy()
+        return segment, shift
+
+    def _advice_block(self, t: int, k: int) -> np.ndarray:
+        shape = (k, self.num_runs, self.n_experts, self.n_arms)
+        return np.broadcast_to(self._advice_matrix, shape)
 
 
 # ------------------------------------------------------------------------------ parameters

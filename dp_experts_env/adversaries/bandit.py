@@ -84,6 +84,23 @@ class PeriodicSwap(AdviceAdversary):
     def _advice(self, t: int) -> np.ndarray:
         return self._identity_advice()
 
+    def _segments_block(self, t: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+        rounds = np.arange(t, t + k, dtype=np.int64)
+        seg = (rounds - 1) // self.period
+        segment = np.broadcast_to(seg[:, None], (k, self.num_runs)).copy()
+        starts = (seg > 0) & ((rounds - 1) % self.period == 0)
+        shift = np.broadcast_to(starts[:, None], (k, self.num_runs)).copy()
+        self._seg, self._shift = segment[-1].copy(), shift[-1].copy()
+        return segment, shift
+
+    def _public_block(self, t: int, k: int, segment: np.ndarray) -> np.ndarray | None:
+        rows = np.ones((k, self.n_arms))
+        rows[np.arange(k), ((np.arange(t, t + k) - 1) // self.period) % 2] = 0.0
+        return np.broadcast_to(rows[:, None, :], (k, self.num_runs, self.n_arms)).copy()
+
+    def _advice_block(self, t: int, k: int) -> np.ndarray:
+        return self._identity_block(k)
+
 
 class BanditBernoulliGap(AdviceAdversary):
     """Stochastic K-armed bandit with a gap (identity experts).
@@ -132,6 +149,16 @@ class BanditBernoulliGap(AdviceAdversary):
 
     def _advice(self, t: int) -> np.ndarray:
         return self._identity_advice()
+
+    def _public_block(self, t: int, k: int, segment: np.ndarray) -> np.ndarray | None:
+        runs = self.num_runs
+        best = self._best_seq[np.arange(runs)[None, :], segment]  # (k, B), as ``best`` per round
+        means = np.full((k, runs, self.n_arms), 0.5)
+        means[np.arange(k)[:, None], np.arange(runs)[None, :], best] -= self.gap
+        return means
+
+    def _advice_block(self, t: int, k: int) -> np.ndarray:
+        return self._identity_block(k)
 
 
 class ShiftingBernoulli(BanditBernoulliGap):

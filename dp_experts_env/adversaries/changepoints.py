@@ -281,3 +281,32 @@ class SegmentClock:
             self._next = self._cps[self._rows, self.segment]
             self._soonest = int(self._next.min())
         return self.segment.copy(), shift
+
+    def advance_block(self, t: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Enter rounds ``t .. t + k - 1`` at once: what ``k`` calls of :meth:`advance` give.
+
+        Returns:
+            (segment, shift): fresh (k, B) arrays, row i for round ``t + i``; the clock is left
+            as ``advance(t + k - 1)`` leaves it.
+        """
+        runs = self._rows.shape[0]
+        if t + k - 1 < self._soonest:
+            # No run changes segment inside the block (the single path's fast case too).
+            self.shifted = False
+            segment = np.broadcast_to(self.segment, (k, runs)).copy()
+            return segment, np.zeros((k, runs), bool)
+        cps = self._cps
+        rounds = np.arange(t, t + k, dtype=np.int64)
+        if runs * k * cps.shape[1] <= 1 << 22:
+            segment = (cps[:, None, :] <= rounds[None, :, None]).sum(axis=2).T  # (k, B)
+        else:
+            segment = np.stack([np.searchsorted(row, rounds, side="right") for row in cps], 1)
+        segment = segment.astype(np.int64, copy=False)
+        shift = np.empty((k, runs), dtype=bool)
+        shift[0] = segment[0] != self.segment
+        shift[1:] = segment[1:] != segment[:-1]
+        self.segment = segment[-1].copy()
+        self._next = self._cps[self._rows, self.segment]
+        self._soonest = int(self._next.min())
+        self.shifted = bool(shift[-1].any())
+        return segment, shift

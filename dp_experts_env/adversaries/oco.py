@@ -410,6 +410,51 @@ class OCOAdversary:
             g = np.broadcast_to(self._neighbor[1], g.shape).copy()
         return g
 
+    def next_rounds(self, k: int) -> np.ndarray | None:
+        """(k, B, d) gradients of rounds t+1..t+k at once: k :meth:`gradient` calls bit for bit.
+
+        The uniforms come from the same chunks :meth:`_uniforms` fills, refilled at the same
+        rounds, and every gradient is the same arithmetic in the same order, elementwise over
+        the block. None (no block form; call :meth:`gradient` k times) for the adaptive family,
+        with a neighbour, or past T.
+        """
+        if self._seeds is None:
+            raise RuntimeError("call reset before next_rounds")
+        if k < 1 or not self.oblivious or self._neighbor is not None or self.t + k > self.horizon:
+            return None
+        start = self.t + 1
+        rounds = np.arange(start, start + k)
+        d, big_g, fam = self.dim, self.grad_bound, self.family
+        if self._per_round:
+            parts = []
+            t = start
+            while t < start + k:
+                self._uniforms(t)  # refills the chunk exactly where a single round would
+                stop = min(start + k, self._buffer_start + self._buffer.shape[1])
+                parts.append(self._buffer[:, t - self._buffer_start : stop - self._buffer_start])
+                t = stop
+            u = np.concatenate(parts, axis=1).transpose(1, 0, 2)  # (k, B, per_round)
+        if fam in ("stochastic", "shifting"):
+            segments = [self.segment_of(int(t)) for t in rounds]
+            means = self.gap * self.grad_bound * self._directions[:, segments].transpose(1, 0, 2)
+            signs = np.where(u < 0.5, -1.0, 1.0)
+            g = means + (1.0 - self.gap) * big_g * signs / math.sqrt(d)
+        elif fam == "rademacher":
+            g = np.where(u < 0.5, -1.0, 1.0) * (big_g / math.sqrt(d)) * np.ones(d)
+        elif fam == "anti_ftl":
+            g = np.zeros((k, self.num_runs, d))
+            g[:, :, 0] = np.where(rounds % 2 == 0, big_g * 1, big_g * -1)[:, None]
+            if start == 1:
+                g[0, :, 0] = -0.5 * big_g
+        elif fam == "replay":
+            assert self._matrix is not None
+            g = np.broadcast_to(self._matrix[start - 1 : start - 1 + k, None, :],
+                                (k, self.num_runs, d)).copy()  # fmt: skip
+        else:  # pragma: no cover - the oblivious check above
+            return None
+        self.t = start + k - 1
+        return g
+
     def record(self, actions: np.ndarray) -> None:
         """The points played in the round just charged (adaptive family reads them later)."""
         if self.family == "adaptive":

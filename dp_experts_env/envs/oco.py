@@ -226,7 +226,10 @@ class OCOCore:
         k = min(int(k), self.horizon - self.t)
         grads = np.empty((k, self.num_runs, self.dim))
         grads[0] = self._current
-        for i in range(1, k):
+        rest = self.adversary.next_rounds(k - 1) if k > 1 else None  # None: no block form
+        if rest is not None:
+            grads[1:] = rest
+        for i in range(1 if rest is None else k, k):
             grads[i] = self.adversary.gradient(self.t + 1 + i)
         self._pending = grads
         view = grads.view()
