@@ -171,3 +171,35 @@ def test_every_bandit_family_is_the_same_in_blocks(env_id, kind, family, monkeyp
     assert blocks.keys() == rounds.keys()
     for key in blocks:
         assert blocks[key].tobytes() == rounds[key].tobytes(), key
+
+
+def test_identity_advice_blocks_stay_within_the_block_budget(monkeypatch) -> None:
+    # The block stores identity advice as (k, B, K, K) like any other advice, so its rounds are
+    # sized by B K^2 too: sized by B K alone, K = 20 arms held 20x the budget (560 MB peak at
+    # B = 16, T = 2e4, against 190 MB).
+    import agents
+    from dp_experts_env.evaluation import episode
+
+    monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
+    monkeypatch.setattr(episode, "BLOCK_ELEMENTS", 1 << 14)
+    env = gym.make_vec(
+        "DPExperts-Bandit-v0",
+        num_envs=4,
+        vectorization_mode="vector_entry_point",
+        n_arms=20,
+        horizon=400,
+    )
+    assert uses_blocks(env)
+    core = env.unwrapped.core
+    sizes = []
+    original = core.next_block
+
+    def recording(k):
+        block = original(k)
+        sizes.append(0 if block.advice is None else block.advice.size)
+        return block
+
+    monkeypatch.setattr(core, "next_block", recording)
+    agent = agents.make("uniform", env=env, seed=0)
+    play_shared(env, [agent], [0, 1, 2, 3], np.array([400]))
+    assert sizes and max(sizes) <= (1 << 14)

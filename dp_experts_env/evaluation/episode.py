@@ -205,9 +205,9 @@ def _play_blocks(
     marks = sorted(r for r in keep if 1 <= r <= horizon)
     runs, n = core.num_runs, core.n_experts
     bandit = core.feedback == "bandit"
-    # Doubles a round of the block holds: the advice (and its products) dominate on the advice
-    # envs; identity advice is never materialised.
-    width = runs * n * (core.n_arms if bandit and not core.identity_advice else 1)
+    # Doubles a round of the block holds: the advice (and its products) dominate on bandit
+    # envs -- identity advice included, which the block stores as (K, B, K, K) like any other.
+    width = runs * n * (core.n_arms if bandit else 1)
     most = min(BLOCK_ROUNDS, max(1, BLOCK_ELEMENTS // width))
     if progress_hook is not None:  # a report every 1024 rounds, as on the per-round path
         most = min(most, 1024)
