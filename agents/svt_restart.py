@@ -931,8 +931,9 @@ class SVTRestart(PrivateAgent):
         # Suffix starts: column c uses lambda k iff c >= _lambda_from[k] (counts sorted).
         self._lambda_from = None
         if np.all(np.diff(counts) >= 0):
-            self._lambda_from = [int(np.searchsorted(counts, k, side="right")) for k in
-                                 range(len(BERNSTEIN_LAMBDAS))]
+            self._lambda_from = [
+                int(np.searchsorted(counts, k, side="right")) for k in range(len(BERNSTEIN_LAMBDAS))
+            ]
         # Scratch (zeros, not empty: a state compared across paths holds no garbage).
         self._diff_cols = np.zeros((q, b, n))
         self._second_buf = np.zeros((q, b, n))
@@ -951,10 +952,21 @@ class SVTRestart(PrivateAgent):
         """
         if jit_enabled():
             _push_snapshots_kernel(
-                tau, mask, t, self._pow2, self._store_index, self._cum, self._cum_sq,
-                self._bernstein, self._snap_experts, self._snap_learner,
+                tau,
+                mask,
+                t,
+                self._pow2,
+                self._store_index,
+                self._cum,
+                self._cum_sq,
+                self._bernstein,
+                self._snap_experts,
+                self._snap_learner,
                 self._snap_experts if self._snap_sq is None else self._snap_sq,
-                self._col_time, self._col_empty, self._snap_time, self._snap_count,
+                self._col_time,
+                self._col_empty,
+                self._snap_time,
+                self._snap_count,
             )
             return
         levels = mask[:, None] & (tau[:, None] % self._pow2[None, :] == 0)
@@ -1001,7 +1013,6 @@ class SVTRestart(PrivateAgent):
         ``(l_s(I_s) - l_s(j))^2``; the slack is ``threshold_scale (c0 + b(V_j) + alpha + 1)``
         with b = :func:`bernstein_boundary` (per run: c0 and alpha at each run's epsilon).
         """
-        n = self.n_experts
         if self.window_grid == "dyadic":
             return self._bernstein_query_dyadic()
         return self._bernstein_query_reference(t)
@@ -1023,9 +1034,18 @@ class SVTRestart(PrivateAgent):
         const = self._query_const()
         if jit_enabled():
             _bernstein_query_kernel(
-                self._cum, self._cum_sq, self._snap_experts, self._snap_learner,
-                self._snap_sq, self._col_empty, self._col_counts, self._lambda_offsets,
-                self._lambda_slopes, self._const_runs, self._scale, self._query_out,
+                self._cum,
+                self._cum_sq,
+                self._snap_experts,
+                self._snap_learner,
+                self._snap_sq,
+                self._col_empty,
+                self._col_counts,
+                self._lambda_offsets,
+                self._lambda_slopes,
+                self._const_runs,
+                self._scale,
+                self._query_out,
             )
             return self._query_out.copy()
         if self._lambda_from is None:
@@ -1034,9 +1054,7 @@ class SVTRestart(PrivateAgent):
         diff = np.subtract(
             self._cum[None, :, :n], self._snap_experts.transpose(2, 0, 1), out=self._diff_cols
         )
-        v = np.subtract(
-            self._cum_sq[None], self._snap_sq.transpose(2, 0, 1), out=self._second_buf
-        )
+        v = np.subtract(self._cum_sq[None], self._snap_sq.transpose(2, 0, 1), out=self._second_buf)
         np.maximum(v, 0.0, out=v)
         bound = np.multiply(v, self._lambda_slopes[0], out=self._bound_buf)
         bound += self._lambda_offsets[0]  # a + s v (IEEE addition commutes)
