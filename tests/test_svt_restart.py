@@ -652,6 +652,8 @@ FAST_QUERY_CASES = [
     (10, 1000, {"epsilon": 1.0}, 2),
     (10, 400, {"epsilon": 8.0, "threshold_scale": 0.1, "mode": "paper"}, 3),
     (2, 257, {"epsilon": 4.0, "threshold_scale": 1.5}, 2),
+    # long windows with large second moments win the max: the smaller lambdas take part
+    (2, 1500, {"epsilon": math.inf, "threshold_scale": 3.0}, 2),
 ]
 
 
@@ -680,6 +682,8 @@ def _reference_query(agent):
     else:
         const = agent._runs["c0"] + agent._runs["alpha"] + 1.0  # (B, 1)
     best = np.full(agent.num_envs, -np.inf)
+    which = np.zeros(agent.num_envs, dtype=np.int64)  # the lambda of each run's maximum
+    lam = np.array(BERNSTEIN_LAMBDAS)
     for q in range(agent._stored):
         learner = agent._cum[:, n] - agent._snap_learner[:, q]
         experts = agent._cum[:, :n] - agent._snap_experts[:, :, q]
@@ -687,8 +691,15 @@ def _reference_query(agent):
         bound = bernstein_boundary(second, agent._reg[1], counts[q])
         query = learner[:, None] - experts - agent.threshold_scale * (bound + const)
         query = np.where(agent._col_empty[:, q, None], -np.inf, query)
-        best = np.maximum(best, query.max(axis=1))
-    return best
+        top = query.max(axis=1)
+        j = query.argmax(axis=1)
+        terms = (
+            agent._reg[1] / lam + (-np.log1p(-lam) / lam - 1.0) * second[np.arange(len(j)), j, None]
+        )
+        k = np.argmin(np.where(np.arange(len(lam)) < counts[q], terms, np.inf), axis=1)
+        which = np.where(top > best, k, which)
+        best = np.maximum(best, top)
+    return best, which
 
 
 def _set_path(monkeypatch, jit):
@@ -707,11 +718,12 @@ def test_fast_query_equals_reference_every_round(monkeypatch, jit):
     """The fast query (kernel or numpy) gives the reference's floats at every round."""
     _set_path(monkeypatch, jit)
     fast = SVTRestart._bernstein_query_dyadic
-    seen = {"rounds": 0, "restarts": 0, "finite": 0}
+    seen = {"rounds": 0, "restarts": 0, "finite": 0, "lambdas": 0}
 
     def checked(self):
         got = fast(self)
-        want = _reference_query(self)
+        want, which = _reference_query(self)
+        seen["lambdas"] = np.maximum(seen["lambdas"], which[np.isfinite(want)].max(initial=0))
         assert got.dtype == np.float64 and got.shape == want.shape
         # bit for bit, -inf (all columns empty) included
         assert np.array_equal(got.view(np.int64), want.view(np.int64)), (self.t, got, want)
@@ -734,6 +746,8 @@ def test_fast_query_equals_reference_every_round(monkeypatch, jit):
     seen["restarts"] += int(agent.restarts.sum())
     assert seen["rounds"] >= sum(t - 1 for _, t, _, _ in FAST_QUERY_CASES) + 299
     assert seen["restarts"] >= 20 and seen["finite"] > 0
+    # the maximum was some round a window whose boundary took a lambda below the largest
+    assert seen["lambdas"] >= 2
 
 
 @pytest.mark.slow
