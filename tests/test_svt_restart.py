@@ -647,9 +647,9 @@ def test_bernstein_columns_use_their_levels_lambdas():
 #: (N, T, agent keywords, runs): restarts at several scales, per-run constants, paper mode
 FAST_QUERY_CASES = [
     (2, 200, {"epsilon": math.inf, "threshold_scale": 0.05}, 3),
-    (2, 1000, {"epsilon": math.inf}, 3),
+    (2, 600, {"epsilon": math.inf}, 3),
     (10, 300, {"epsilon": 50.0, "threshold_scale": 0.05}, 4),
-    (10, 1000, {"epsilon": 1.0}, 2),
+    (10, 600, {"epsilon": 1.0}, 2),
     (10, 400, {"epsilon": 8.0, "threshold_scale": 0.1, "mode": "paper"}, 3),
     (2, 257, {"epsilon": 4.0, "threshold_scale": 1.5}, 2),
     # long windows with large second moments win the max: the smaller lambdas take part
@@ -682,6 +682,7 @@ def _reference_query(agent):
     else:
         const = agent._runs["c0"] + agent._runs["alpha"] + 1.0  # (B, 1)
     best = np.full(agent.num_envs, -np.inf)
+    agent._reference_slack = np.zeros((agent._stored, agent.num_envs, n))  # (Q, B, N)
     which = np.zeros(agent.num_envs, dtype=np.int64)  # the lambda of each run's maximum
     lam = np.array(BERNSTEIN_LAMBDAS)
     for q in range(agent._stored):
@@ -690,6 +691,7 @@ def _reference_query(agent):
         second = np.maximum(agent._cum_sq - agent._snap_sq[:, :, q], 0.0)
         bound = bernstein_boundary(second, agent._reg[1], counts[q])
         query = learner[:, None] - experts - agent.threshold_scale * (bound + const)
+        agent._reference_slack[q] = agent.threshold_scale * (bound + const)
         query = np.where(agent._col_empty[:, q, None], -np.inf, query)
         top = query.max(axis=1)
         j = query.argmax(axis=1)
@@ -727,6 +729,9 @@ def test_fast_query_equals_reference_every_round(monkeypatch, jit):
         assert got.dtype == np.float64 and got.shape == want.shape
         # bit for bit, -inf (all columns empty) included
         assert np.array_equal(got.view(np.int64), want.view(np.int64)), (self.t, got, want)
+        if not jit:  # every element's slack, not only the maximum's (the numpy buffers)
+            live = ~self._col_empty.T
+            assert np.array_equal(self._bound_buf[live], self._reference_slack[live]), self.t
         seen["rounds"] += 1
         seen["finite"] += int(np.isfinite(got).sum())
         return got
