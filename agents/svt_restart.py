@@ -919,8 +919,7 @@ class SVTRestart(PrivateAgent):
         """Public pieces and buffers of the dyadic Bernstein query (:meth:`_bernstein_query`).
 
         ``level_log / lambda_k`` and the slopes are the floats :func:`bernstein_boundary`
-        computes (Python scalars, the same division); the stored columns are ordered by level,
-        so the columns using lambda k (``k < K_u``) are a suffix, ``self._lambda_from[k]:``.
+        computes (Python scalars, the same division).
         """
         b, n, q = self.num_envs, self.n_experts, self._stored
         level_log = self._reg[1]
@@ -928,17 +927,17 @@ class SVTRestart(PrivateAgent):
         self._lambda_slopes = np.array(_bernstein_slopes().tolist())
         counts = self._col_lambdas
         self._col_counts = np.ascontiguousarray(counts, dtype=np.int64)
-        # Suffix starts: column c uses lambda k iff c >= _lambda_from[k] (counts sorted).
-        self._lambda_from = None
-        if np.all(np.diff(counts) >= 0):
-            self._lambda_from = [
-                int(np.searchsorted(counts, k, side="right")) for k in range(len(BERNSTEIN_LAMBDAS))
-            ]
+        # Per lambda k, its offset on the columns that use it (k < K_u) and +inf on the others:
+        # inf + s v = inf never lowers the min, and a used column adds the same two floats.
+        lambdas = np.arange(len(BERNSTEIN_LAMBDAS))[:, None]
+        self._column_offsets = np.where(
+            lambdas < counts[None, :], self._lambda_offsets[:, None], np.inf
+        )
+        self._lambdas_used = int(counts.max())
         # Scratch (zeros, not empty: a state compared across paths holds no garbage).
-        self._diff_cols = np.zeros((q, b, n))
-        self._second_buf = np.zeros((q, b, n))
-        self._bound_buf = np.zeros((q, b, n))
-        self._term_buf = np.zeros((q, b, n))
+        self._second_buf = np.zeros((b, n, q))
+        self._bound_buf = np.zeros((b, n, q))
+        self._term_buf = np.zeros((b, n, q))
         self._query_out = np.zeros(b)
         # The kernel's per-run constant (the float _query_const gives each run) and scale.
         const = np.asarray(self._query_const(), dtype=np.float64).reshape(-1)
@@ -1027,8 +1026,8 @@ class SVTRestart(PrivateAgent):
         """The dyadic query of :meth:`_bernstein_query_reference`, the same floats, faster.
 
         Compiled (one pass, :func:`_bernstein_query_kernel`) when the JIT is enabled; else
-        numpy with buffers, each lambda's term only on the columns that use it (a suffix), and
-        the empty columns masked after the (exact) max over experts.
+        numpy in place with buffers, the lambdas a column does not use masked by +inf offsets,
+        and the empty columns masked after the (exact) max over experts.
         """
         n = self.n_experts
         const = self._query_const()
@@ -1048,32 +1047,26 @@ class SVTRestart(PrivateAgent):
                 self._query_out,
             )
             return self._query_out.copy()
-        if self._lambda_from is None:
-            return self._bernstein_query_reference(self.t)
-        # (Q, B, N) buffers: the columns using lambda k are then one contiguous suffix.
-        diff = np.subtract(
-            self._cum[None, :, :n], self._snap_experts.transpose(2, 0, 1), out=self._diff_cols
-        )
-        v = np.subtract(self._cum_sq[None], self._snap_sq.transpose(2, 0, 1), out=self._second_buf)
+        diff = np.subtract(self._cum[:, :n, None], self._snap_experts, out=self._diff_buf)
+        v = np.subtract(self._cum_sq[:, :, None], self._snap_sq, out=self._second_buf)
         np.maximum(v, 0.0, out=v)
         bound = np.multiply(v, self._lambda_slopes[0], out=self._bound_buf)
         bound += self._lambda_offsets[0]  # a + s v (IEEE addition commutes)
-        for k in range(1, len(BERNSTEIN_LAMBDAS)):
-            c = self._lambda_from[k]
-            if c >= self._stored:
-                break  # counts sorted: no column uses lambda k or any smaller one
-            term = np.multiply(v[c:], self._lambda_slopes[k], out=self._term_buf[c:])
-            term += self._lambda_offsets[k]
-            np.minimum(bound[c:], term, out=bound[c:])
-        bound += const if self._runs is None else const[None, :, :, 0]
+        term = self._term_buf
+        for k in range(1, self._lambdas_used):
+            # offsets[k] on the columns using lambda k, +inf (a term that never wins) elsewhere
+            np.multiply(v, self._lambda_slopes[k], out=term)
+            term += self._column_offsets[k]
+            np.minimum(bound, term, out=bound)
+        bound += const
         if self.threshold_scale != 1.0:  # 1.0 * x is x: skip the product at the default
             bound *= self.threshold_scale
-        learner = self._cum[:, n] - self._snap_learner.T  # (Q, B)
-        query = np.subtract(learner[:, :, None], diff, out=diff)
+        learner = self._cum[:, n, None] - self._snap_learner  # (B, Q)
+        query = np.subtract(learner[:, None, :], diff, out=diff)
         query -= bound
-        per_col = np.maximum.reduce(query, axis=2)  # (Q, B): max is exact in any order
-        np.putmask(per_col, self._col_empty.T, -np.inf)
-        return _max_reduce(per_col, axis=0)
+        per_col = np.maximum.reduce(query, axis=1)  # (B, Q): max is exact in any order
+        np.putmask(per_col, self._col_empty, -np.inf)
+        return _max_reduce(per_col, axis=1)
 
     def _bernstein_query_reference(self, t: int) -> np.ndarray:
         """The query as first written: one (B, N, Q) expression (the "all" grid's path)."""

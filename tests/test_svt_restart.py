@@ -731,7 +731,8 @@ def test_fast_query_equals_reference_every_round(monkeypatch, jit):
         assert np.array_equal(got.view(np.int64), want.view(np.int64)), (self.t, got, want)
         if not jit:  # every element's slack, not only the maximum's (the numpy buffers)
             live = ~self._col_empty.T
-            assert np.array_equal(self._bound_buf[live], self._reference_slack[live]), self.t
+            slack = self._bound_buf.transpose(2, 0, 1)  # (B, N, Q) -> (Q, B, N)
+            assert np.array_equal(slack[live], self._reference_slack[live]), self.t
         seen["rounds"] += 1
         seen["finite"] += int(np.isfinite(got).sum())
         return got
