@@ -641,3 +641,150 @@ def test_bernstein_columns_use_their_levels_lambdas():
     big = np.full(counts.shape, 5_000.0)
     assert np.all(bernstein_boundary(big, level, counts) >= bernstein_boundary(big, level))
     assert np.any(bernstein_boundary(big, level, counts) > bernstein_boundary(big, level))
+
+
+# ----------------------------------------------------------------------------- fast query
+#: (N, T, agent keywords, runs): restarts at several scales, per-run constants, paper mode
+FAST_QUERY_CASES = [
+    (2, 200, {"epsilon": math.inf, "threshold_scale": 0.05}, 3),
+    (2, 600, {"epsilon": math.inf}, 3),
+    (10, 300, {"epsilon": 50.0, "threshold_scale": 0.05}, 4),
+    (10, 600, {"epsilon": 1.0}, 2),
+    (10, 400, {"epsilon": 8.0, "threshold_scale": 0.1, "mode": "paper"}, 3),
+    (2, 257, {"epsilon": 4.0, "threshold_scale": 1.5}, 2),
+    # long windows with large second moments win the max: the smaller lambdas take part
+    (2, 1500, {"epsilon": math.inf, "threshold_scale": 3.0}, 2),
+]
+
+
+def _shifting_stream(rounds, b, n, seed):
+    """Continuous losses in [0, 1] whose means jump every ~rounds/4 (so detectors fire)."""
+    g = np.random.default_rng(seed)
+    means = g.random((5, b, n))
+    seg = np.minimum(np.arange(rounds) * 5 // rounds, 4)
+    noise = g.random((rounds, b, n))
+    coin = g.random((rounds, b, n)) < 0.5
+    return np.where(coin, (noise < means[seg]).astype(float), noise * means[seg])
+
+
+def _reference_query(agent):
+    """The dyadic Bernstein query written out: column by column, the public boundary function.
+
+    Per stored start column: ``D_j = (learner's window loss) - (expert j's)``, ``V_j`` = the
+    window's second moment clamped at 0, ``b = bernstein_boundary(V_j, level_log, K_u)`` with
+    ``K_u`` the lambdas of the column's level; the query is the largest
+    ``D_j - threshold_scale (b + c0 + alpha + 1)`` over non-empty columns and experts.
+    """
+    n = agent.n_experts
+    counts = agent._level_lambdas()[agent._stored_level]
+    if agent._runs is None:
+        const = agent._reg[0] + agent.alpha + 1.0
+    else:
+        const = agent._runs["c0"] + agent._runs["alpha"] + 1.0  # (B, 1)
+    best = np.full(agent.num_envs, -np.inf)
+    agent._reference_slack = np.zeros((agent._stored, agent.num_envs, n))  # (Q, B, N)
+    which = np.zeros(agent.num_envs, dtype=np.int64)  # the lambda of each run's maximum
+    lam = np.array(BERNSTEIN_LAMBDAS)
+    for q in range(agent._stored):
+        learner = agent._cum[:, n] - agent._snap_learner[:, q]
+        experts = agent._cum[:, :n] - agent._snap_experts[:, :, q]
+        second = np.maximum(agent._cum_sq - agent._snap_sq[:, :, q], 0.0)
+        bound = bernstein_boundary(second, agent._reg[1], counts[q])
+        query = learner[:, None] - experts - agent.threshold_scale * (bound + const)
+        agent._reference_slack[q] = agent.threshold_scale * (bound + const)
+        query = np.where(agent._col_empty[:, q, None], -np.inf, query)
+        top = query.max(axis=1)
+        j = query.argmax(axis=1)
+        terms = (
+            agent._reg[1] / lam + (-np.log1p(-lam) / lam - 1.0) * second[np.arange(len(j)), j, None]
+        )
+        k = np.argmin(np.where(np.arange(len(lam)) < counts[q], terms, np.inf), axis=1)
+        which = np.where(top > best, k, which)
+        best = np.maximum(best, top)
+    return best, which
+
+
+def _set_path(monkeypatch, jit):
+    if jit:
+        pytest.importorskip("numba")
+        monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
+        monkeypatch.setenv("DP_EXPERTS_NUMBA", "1")
+    else:
+        monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:svt-restart with mode='paper' is NOT CERTIFIED")
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "numpy"])
+def test_fast_query_equals_reference_every_round(monkeypatch, jit):
+    """The fast query (kernel or numpy) gives the reference's floats at every round."""
+    _set_path(monkeypatch, jit)
+    fast = SVTRestart._bernstein_query_dyadic
+    seen = {"rounds": 0, "restarts": 0, "finite": 0, "lambdas": 0}
+
+    def checked(self):
+        got = fast(self)
+        want, which = _reference_query(self)
+        seen["lambdas"] = np.maximum(seen["lambdas"], which[np.isfinite(want)].max(initial=0))
+        assert got.dtype == np.float64 and got.shape == want.shape
+        # bit for bit, -inf (all columns empty) included
+        assert np.array_equal(got.view(np.int64), want.view(np.int64)), (self.t, got, want)
+        if not jit:  # every element's slack, not only the maximum's (the numpy buffers)
+            live = ~self._col_empty.T
+            slack = self._bound_buf.transpose(2, 0, 1)  # (B, N, Q) -> (Q, B, N)
+            assert np.array_equal(slack[live], self._reference_slack[live]), self.t
+        seen["rounds"] += 1
+        seen["finite"] += int(np.isfinite(got).sum())
+        return got
+
+    monkeypatch.setattr(SVTRestart, "_bernstein_query_dyadic", checked)
+    for case, (n, horizon, kwargs, b) in enumerate(FAST_QUERY_CASES):
+        agent = SVTRestart(n, horizon, num_envs=b, seed=list(range(case, case + b)), **kwargs)
+        obs = _shifting_stream(horizon, b, n, seed=case)
+        agent.play_block(obs[: horizon // 2])
+        for row in obs[horizon // 2 :]:
+            agent.act(row)
+        seen["restarts"] += int(agent.restarts.sum())
+    # per-run epsilons: each run's constant
+    agent = SVTRestart(10, 300, epsilon=1.0, threshold_scale=0.05, num_envs=3, seed=[7, 8, 9])
+    assert agent.set_run_epsilons([0.5, 4.0, 64.0])
+    agent.play_block(_shifting_stream(300, 3, 10, seed=99))
+    seen["restarts"] += int(agent.restarts.sum())
+    assert seen["rounds"] >= sum(t - 1 for _, t, _, _ in FAST_QUERY_CASES) + 299
+    assert seen["restarts"] >= 20 and seen["finite"] > 0
+    # the maximum was some round a window whose boundary took a lambda below the largest
+    assert seen["lambdas"] >= 2
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:svt-restart with mode='paper' is NOT CERTIFIED")
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "numpy"])
+def test_fast_query_runs_equal_reference_runs(monkeypatch, jit):
+    """Whole episodes: actions, restarts, epochs and the detector's noise equal the reference's.
+
+    The reference agent answers its queries with the first implementation (one (B, N, Q)
+    expression through :func:`bernstein_boundary`), the other with the fast path.
+    """
+    _set_path(monkeypatch, jit)
+
+    class Reference(SVTRestart):
+        def _bernstein_query_dyadic(self):
+            return self._bernstein_query_reference(self.t)
+
+    total = 0
+    for case, (n, horizon, kwargs, b) in enumerate(FAST_QUERY_CASES):
+        seeds = list(range(10 * case, 10 * case + b))
+        fast, ref = (
+            cls(n, horizon, num_envs=b, seed=seeds, **kwargs) for cls in (SVTRestart, Reference)
+        )
+        obs = _shifting_stream(horizon, b, n, seed=100 + case)
+        got, want = fast.play_block(obs), ref.play_block(obs)
+        assert np.array_equal(got, want), case
+        assert np.array_equal(fast.restarts, ref.restarts), case
+        assert np.array_equal(fast.epoch_start, ref.epoch_start), case
+        for key in ("_noisy_threshold", "n_tops", "halted"):
+            assert np.array_equal(getattr(fast.detector, key), getattr(ref.detector, key)), key
+        # the same uniforms consumed: the next draws agree
+        assert np.array_equal(fast.rng.random((4,)), ref.rng.random((4,))), case
+        total += int(fast.restarts.sum())
+    assert total >= 10
