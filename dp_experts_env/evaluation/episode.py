@@ -230,15 +230,33 @@ def _play_blocks(
                 if k > 1:
                     seen[1:] = block.losses[:-1][:, stream_of[lo:hi], :]
                 actions[:, lo:hi] = _block_actions(agent, seen)
-        previous, _, _, _, info = base.step_block(actions)
-        t += k
-        if progress_hook is not None and t // 1024 > (t - k) // 1024:
-            progress_hook(t, horizon)
-        if t in keep:
-            for key in METRICS:
-                if key in info:
-                    curves.setdefault(key, []).append(np.asarray(info[key], dtype=np.float64))
+        previous, t = _step_block(base, actions, t, horizon, keep, curves)
     return {key: np.stack(values) for key, values in curves.items()}
+
+
+def _step_block(
+    base: Any,
+    actions: np.ndarray,
+    t: int,
+    horizon: int,
+    keep: set[int],
+    curves: dict[str, list[np.ndarray]],
+) -> tuple[Any, int]:
+    """Play the pending block; report progress; keep the metrics if it ends on a kept round.
+
+    Returns:
+        (the observation after the block, the number of rounds played so far).
+    """
+    k = len(actions)
+    previous, _, _, _, info = base.step_block(actions)
+    t += k
+    if progress_hook is not None and t // 1024 > (t - k) // 1024:
+        progress_hook(t, horizon)
+    if t in keep:
+        for key in METRICS:
+            if key in info:
+                curves.setdefault(key, []).append(np.asarray(info[key], dtype=np.float64))
+    return previous, t
 
 
 def _play_oco_blocks(
@@ -295,14 +313,7 @@ def _play_oco_blocks(
                         f"action must have shape ({hi - lo}, {dim}), got shape {chosen.shape}"
                     )
                 actions[r, lo:hi] = chosen.reshape(hi - lo, dim)
-        previous, _, _, _, info = base.step_block(actions)
-        t += k
-        if progress_hook is not None and t // 1024 > (t - k) // 1024:
-            progress_hook(t, horizon)
-        if t in keep:
-            for key in METRICS:
-                if key in info:
-                    curves.setdefault(key, []).append(np.asarray(info[key], dtype=np.float64))
+        previous, t = _step_block(base, actions, t, horizon, keep, curves)
     return {key: np.stack(values) for key, values in curves.items()}
 
 
