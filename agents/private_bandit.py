@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from agents._bandit_block import play_rounds, played_losses, segment_starts
 from agents.bandit_core import BanditCore, Exp3Core, FtplGRCore, TsallisInfCore
 from agents.base import BanditObs, PrivacyClaim
 from agents.private import PrivateAgent
@@ -247,6 +248,69 @@ class _BatchedConversion(PrivateAgent):
     def _play(self, obs: BanditObs) -> np.ndarray:
         raise NotImplementedError
 
+    def play_bandit_block(
+        self,
+        first: dict[str, np.ndarray],
+        advice: np.ndarray | None,
+        losses: np.ndarray,
+        rows: np.ndarray,
+    ) -> np.ndarray:
+        """(K, b) actions of K rounds, bit for bit those of K ``act`` calls (the block protocol).
+
+        The choice is frozen inside a batch of tau rounds, so the block is played in segments
+        (see :mod:`agents._bandit_block`): a segment's first round (a batch end: the release,
+        the base learner's update and draw) goes through :meth:`act`; its other rounds play the
+        frozen choice (:meth:`_play_rest`) and add their clipped losses to the batch sum in
+        round order. The rounds' observations are not re-validated (the env made them); a block
+        past the horizon runs round by round.
+
+        Args:
+            first: the observation of the block's first round (this agent's runs).
+            advice: (K, b, N, K_arms) the rounds' advice, or None for identity advice (every
+                round's is ``first["advice"]``).
+            losses: (K, S, K_arms) the block's losses; run r plays stream ``rows[r]``. Only the
+                played arms' entries are read, after they are played.
+            rows: (b,) int.
+
+        Returns:
+            (K, b) int64 actions.
+        """
+        k = int(losses.shape[0])
+        actions = np.empty((k, self.num_envs), dtype=np.int64)
+        if self.t + k > self.horizon:
+            play_rounds(self, first, advice, losses, rows, actions, 0, k)
+            return actions
+        last_release = self.n_batches * self.tau
+        starts = segment_starts(self.t, k, self.tau, last_release)
+        for lo, hi in zip(starts, [*starts[1:], k], strict=True):
+            play_rounds(self, first, advice, losses, rows, actions, lo, lo + 1)
+            if hi - lo == 1:
+                continue
+            s = hi - lo - 1
+            if advice is None:
+                rest = None
+            else:
+                rest = advice[lo + 1 : hi]
+            actions[lo + 1 : hi] = self._play_rest(first, rest, s)
+            if self.t <= last_release:  # the segment's rounds learn (all of them, or none)
+                clipped = np.clip(played_losses(losses, rows, actions, lo, hi - 1), 0.0, 1.0)
+                # batch_sum += loss round after round: accumulate (sequential), not pairwise.
+                total = np.add.accumulate(np.concatenate([self._batch_sum[None], clipped]))
+                self._batch_sum[...] = total[-1]
+            self.t += s
+            self.last_actions = actions[hi - 1].copy()
+        return actions
+
+    def _play_rest(
+        self, first: dict[str, np.ndarray], advice: np.ndarray | None, s: int
+    ) -> np.ndarray:
+        """(s, b) actions of ``s`` rounds inside a batch (the choice frozen), drawn in order.
+
+        ``advice``: the rounds' (s, b, N, K_arms) advice, or None (identity:
+        ``first["advice"]``).
+        """
+        raise NotImplementedError
+
 
 @register(
     "private-batched-bandit",
@@ -321,6 +385,11 @@ class PrivateBatchedBandit(_BatchedConversion):
 
     def _play(self, obs: BanditObs) -> np.ndarray:
         return self.choice
+
+    def _play_rest(
+        self, first: dict[str, np.ndarray], advice: np.ndarray | None, s: int
+    ) -> np.ndarray:
+        return np.broadcast_to(self.choice, (s, self.num_envs))
 
 
 @register(
@@ -407,3 +476,18 @@ class PrivateBanditOverExperts(_BatchedConversion):
     def _play(self, obs: BanditObs) -> np.ndarray:
         rows = np.arange(self.num_envs)
         return self.rng.categorical(obs.advice[rows, self.choice])
+
+    def _play_rest(
+        self, first: dict[str, np.ndarray], advice: np.ndarray | None, s: int
+    ) -> np.ndarray:
+        # BatchRNG.categorical round after round: one uniform per run and round, in order.
+        runs = np.arange(self.num_envs)
+        draws = self.rng.random((s,)).T  # (s, b)
+        if advice is None:  # identity advice, as act() parses it
+            one = np.asarray(first["advice"], dtype=np.float64)
+            probs = one.reshape(-1, self.n_experts, self.n_arms)[runs, self.choice]
+            cdf = np.broadcast_to(np.cumsum(probs, axis=-1), (s, *probs.shape))
+        else:
+            cdf = np.cumsum(advice[:, runs, self.choice], axis=-1)
+        idx = np.sum(cdf <= draws[..., None] * cdf[..., -1:], axis=-1)
+        return np.minimum(idx, self.n_arms - 1).astype(np.int64)

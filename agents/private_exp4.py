@@ -22,6 +22,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from agents._bandit_block import (
+    laplace_from_uniforms,
+    play_rounds,
+    played_losses,
+    segment_starts,
+)
 from agents.bandit_core import Exp4Core
 from agents.base import BanditObs, PrivacyClaim
 from agents.private import PrivateAgent
@@ -50,7 +56,7 @@ from dp_experts_env.privacy.declaration import (
 )
 from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.mechanisms import laplace_calibration, laplace_mechanism
-from dp_experts_env.privacy.noise import NoiseBackend
+from dp_experts_env.privacy.noise import FastBackend, NoiseBackend, get_backend
 
 __all__ = [
     "LDPExp4",
@@ -710,6 +716,116 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         # The core's weights change only at batch ends, so P_r is frozen within a batch while
         # Q_t follows each round's advice (advice is public).
         return self._sample(obs.advice)
+
+    def play_bandit_block(
+        self,
+        first: dict[str, np.ndarray],
+        advice: np.ndarray | None,
+        losses: np.ndarray,
+        rows: np.ndarray,
+    ) -> np.ndarray:
+        """(K, b) actions of K rounds, bit for bit those of K ``act`` calls (the block protocol).
+
+        The weights change only where a batch ends, so the block is played in segments (see
+        :mod:`agents._bandit_block`): a segment's first round goes through :meth:`act`; its
+        other rounds share the frozen ``P_r``, so their ``Q_t`` (one ``einsum`` over the
+        segment, each round's row summed in the same order as a single round's), their draws
+        (one uniform per round, and first one for the released loss with ``release="loss"``,
+        in the per-round order) and their estimates (accumulated in round order) are whole-array
+        operations. The rounds' observations are not re-validated (the env made them); a block
+        past the horizon, or ``release="loss"`` with a noise backend other than ``fast``, runs
+        round by round.
+
+        Args:
+            first: the observation of the block's first round (this agent's runs).
+            advice: (K, b, N, K_arms) the rounds' advice, or None for identity advice (every
+                round's is ``first["advice"]``).
+            losses: (K, S, K_arms) the block's losses; run r plays stream ``rows[r]``. Only the
+                played arms' entries are read, after they are played.
+            rows: (b,) int.
+
+        Returns:
+            (K, b) int64 actions.
+        """
+        k = int(losses.shape[0])
+        actions = np.empty((k, self.num_envs), dtype=np.int64)
+        scale = 0.0
+        if self.release == "loss" and not self._noiseless:
+            scale = laplace_calibration(1.0, self._release_epsilon, noise=self.noise)[0]
+        fast = type(get_backend(self.noise)) is FastBackend
+        if self.t + k > self.horizon or (scale > 0.0 and not fast):
+            play_rounds(self, first, advice, losses, rows, actions, 0, k)
+            return actions
+        starts = segment_starts(self.t, k, self.tau, self.n_batches * self.tau)
+        for lo, hi in zip(starts, [*starts[1:], k], strict=True):
+            play_rounds(self, first, advice, losses, rows, actions, lo, lo + 1)
+            if hi - lo > 1:
+                self._play_segment(first, advice, losses, rows, actions, lo, hi, scale)
+        return actions
+
+    def _play_segment(
+        self,
+        first: dict[str, np.ndarray],
+        advice: np.ndarray | None,
+        losses: np.ndarray,
+        rows: np.ndarray,
+        actions: np.ndarray,
+        lo: int,
+        hi: int,
+        scale: float,
+    ) -> None:
+        """Block rounds ``lo + 1 .. hi - 1`` after ``act`` played round ``lo`` (frozen weights)."""
+        core, b, s = self.core, self.num_envs, hi - lo - 1
+        runs = np.arange(b)
+        # Every round of the segment learns (its clock is within the released batches) or none.
+        learns = self.t <= self.n_batches * self.tau
+        noisy = learns and scale > 0.0
+        # The stream's order: per round, the released loss's uniform (if any), then the draw's.
+        u = self.rng.random((2 * s if noisy else s,))
+        draws = (u[:, 1::2] if noisy else u).T  # (s, b)
+        p = core.expert_distribution()  # what every round of the segment recomputes
+        if advice is None:
+            # The identity as act() parses it (a broadcast view, reshaped the same way).
+            one = np.asarray(first["advice"], dtype=np.float64)
+            one = one.reshape(-1, self.n_experts, self.n_arms)
+            a_rest = np.broadcast_to(one, (s, *one.shape))
+            q_one = np.einsum("bn,bnk->bk", p, one)
+            q = np.broadcast_to(q_one, (s, *q_one.shape))
+        else:
+            a_rest = advice[lo + 1 : hi]
+            q = np.einsum("bn,tbnk->tbk", p, a_rest)  # each (t, b) row as a round's einsum
+        q = q / q.sum(axis=-1, keepdims=True)
+        if core.gamma > 0.0:
+            q = (1.0 - core.gamma) * q + core.gamma / core.n_arms
+        # BatchRNG.categorical, a round per leading index.
+        cdf = np.cumsum(q, axis=-1)
+        idx = np.sum(cdf <= draws[..., None] * cdf[..., -1:], axis=-1)
+        played = np.minimum(idx, core.n_arms - 1).astype(np.int64)
+        actions[lo + 1 : hi] = played
+        steps = np.arange(s)[:, None]
+        if learns:
+            # Rounds lo .. hi - 2 are learned from at rounds lo + 1 .. hi - 1.
+            loss = np.clip(played_losses(losses, rows, actions, lo, hi - 1), 0.0, 1.0)
+            if noisy:
+                loss = loss + laplace_from_uniforms(u[:, 0::2], scale).T
+            at_arm = np.empty((s, b, self.n_experts))
+            at_arm[0] = core.last_advice_at_arm
+            q_at = np.empty((s, b))
+            q_at[0] = core.last_q_at_arm
+            if s > 1:
+                at_arm[1:] = a_rest[steps[:-1], runs, :, played[:-1]]
+                q_at[1:] = q[steps[:-1], runs, played[:-1]]
+            estimates = at_arm * (loss / q_at)[..., None]
+            # acc += e round after round: accumulate (sequential), never a pairwise sum.
+            estimates = np.concatenate([self._acc[None], estimates])
+            self._acc[...] = np.add.accumulate(estimates, axis=0)[-1]
+        last = played[-1]
+        core.last_q = np.array(q[-1])
+        core.last_advice_at_arm = a_rest[-1][runs, :, last]
+        core.last_q_at_arm = core.last_q[runs, last]
+        self.action_probs = core.last_q
+        self.t += s
+        self.last_actions = actions[hi - 1].copy()
 
 
 def check_probability_open(name: str, value: float, *, allow_zero: bool) -> float:

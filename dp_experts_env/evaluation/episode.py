@@ -343,6 +343,16 @@ def _bandit_block_actions(
     losses = block.losses
     for agent, (lo, hi) in zip(agents, bounds, strict=True):
         rows = stream_of[lo:hi]
+        play_block = getattr(agent, "play_bandit_block", None)
+        if callable(play_block):
+            own = None
+            if flat_advice is not None:
+                own = flat_advice[:, rows].reshape(k, hi - lo, core.n_experts, core.n_arms)
+            first_obs = {key: value[lo:hi] for key, value in first.items()}
+            chosen = np.asarray(play_block(first_obs, own, losses, rows))
+            _check_block_actions(core, chosen, k, lo, hi)
+            actions[:, lo:hi] = chosen
+            continue
         if flat_advice is None:
             advice = first["advice"][lo:hi]  # a read-only view of one identity: every round's
             advice_of = None
@@ -374,6 +384,21 @@ def _bandit_block_actions(
                     f"got {chosen.shape}"
                 )
             actions[i, lo:hi] = chosen
+
+
+def _check_block_actions(core: Any, chosen: np.ndarray, k: int, lo: int, hi: int) -> None:
+    """Refuse a ``play_bandit_block`` answer that is not (K, b) arms in range, naming it."""
+    if chosen.dtype.kind not in "iu" or chosen.shape != (k, hi - lo):
+        raise ValueError(
+            f"play_bandit_block of an agent of {hi - lo} runs must return ({k}, {hi - lo}) "
+            f"integer actions, got {chosen.dtype} {chosen.shape}"
+        )
+    low, high = _min_reduce(chosen, axis=None), _max_reduce(chosen, axis=None)
+    if chosen.size and (low < 0 or high >= core.n_actions):
+        for row in chosen:  # the per-round loop's error, at the first bad round
+            full = np.zeros(core.num_runs, dtype=chosen.dtype)
+            full[lo:hi] = row
+            core.check_actions(full)
 
 
 def group_key(cell: Cell) -> tuple[Any, ...]:
