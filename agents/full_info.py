@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from agents._bandit_block import play_rounds
 from agents._kernels import (
     accumulate,
     categorical_rows,
@@ -170,6 +171,28 @@ class Uniform(_FullInfoBaseline):
         if self._bandit:
             raise TypeError("play_block needs full-information observations")
         k = len(check_block(self, obs))
+        high = self._n_actions()
+        u = round_uniforms(self.rng, k, 1)[:, :, 0]
+        draws = np.floor(u * np.asarray(high)).astype(np.int64)
+        return finish_block(self, np.minimum(draws, high - 1))
+
+    def play_bandit_block(
+        self,
+        first: dict[str, np.ndarray],
+        advice: np.ndarray | None,
+        losses: np.ndarray,
+        rows: np.ndarray,
+    ) -> np.ndarray:
+        """K rounds of :meth:`act` on a bandit env at once (the bandit block protocol).
+
+        Uniform play reads no feedback: the K rounds' arms are its K uniforms per run, as K
+        ``act`` calls draw them (:mod:`agents._bandit_block`).
+        """
+        k = int(losses.shape[0])
+        if not self._bandit or self.t + k > self.horizon:
+            actions = np.empty((k, self.num_envs), dtype=np.int64)
+            play_rounds(self, first, advice, losses, rows, actions, 0, k)
+            return actions
         high = self._n_actions()
         u = round_uniforms(self.rng, k, 1)[:, :, 0]
         draws = np.floor(u * np.asarray(high)).astype(np.int64)

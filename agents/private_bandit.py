@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from agents._bandit_block import play_rounds, played_losses, segment_starts
+from agents._kernels import categorical_rows
 from agents.bandit_core import BanditCore, Exp3Core, FtplGRCore, TsallisInfCore
 from agents.base import BanditObs, PrivacyClaim
 from agents.private import PrivateAgent
@@ -486,8 +487,5 @@ class PrivateBanditOverExperts(_BatchedConversion):
         if advice is None:  # identity advice, as act() parses it
             one = np.asarray(first["advice"], dtype=np.float64)
             probs = one.reshape(-1, self.n_experts, self.n_arms)[runs, self.choice]
-            cdf = np.broadcast_to(np.cumsum(probs, axis=-1), (s, *probs.shape))
-        else:
-            cdf = np.cumsum(advice[:, runs, self.choice], axis=-1)
-        idx = np.sum(cdf <= draws[..., None] * cdf[..., -1:], axis=-1)
-        return np.minimum(idx, self.n_arms - 1).astype(np.int64)
+            return categorical_rows(np.broadcast_to(probs, (s, *probs.shape)), draws)
+        return categorical_rows(advice[:, runs, self.choice], draws)

@@ -28,6 +28,7 @@ from agents._bandit_block import (
     played_losses,
     segment_starts,
 )
+from agents._kernels import categorical_rows
 from agents.bandit_core import Exp4Core
 from agents.base import BanditObs, PrivacyClaim
 from agents.private import PrivateAgent
@@ -797,10 +798,7 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         q = q / q.sum(axis=-1, keepdims=True)
         if core.gamma > 0.0:
             q = (1.0 - core.gamma) * q + core.gamma / core.n_arms
-        # BatchRNG.categorical, a round per leading index.
-        cdf = np.cumsum(q, axis=-1)
-        idx = np.sum(cdf <= draws[..., None] * cdf[..., -1:], axis=-1)
-        played = np.minimum(idx, core.n_arms - 1).astype(np.int64)
+        played = categorical_rows(q, draws)  # BatchRNG.categorical, a round per row
         actions[lo + 1 : hi] = played
         steps = np.arange(s)[:, None]
         if learns:

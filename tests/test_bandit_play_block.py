@@ -1,7 +1,7 @@
 """The bandit block protocol: ``play_bandit_block`` equals K calls of ``act``, bit for bit.
 
-For every learner that has ``play_bandit_block`` (the batched conversions and the batched
-EXP4), one agent plays a synthetic episode round by round and a twin (same seed) plays it in
+For every learner that has ``play_bandit_block`` (the batched conversions, the batched EXP4 and
+uniform play), one agent plays a synthetic episode round by round and a twin (same seed) plays it in
 blocks of several sizes (one round, blocks crossing batch ends, one block for the whole
 episode). The block agent's losses are NaN everywhere except at the arms the round-by-round
 agent played (the protocol: a learner reads only its played arm's loss, after choosing it), so
@@ -39,6 +39,7 @@ CASES = [
     ("private-bandit-over-experts", {"tau": 6}, 3, 4, 50),
     ("private-bandit-over-experts", {"tau": 4, "tail": "sample", "base": "exp3"}, 3, 3, 43),
     ("private-bandit-over-experts", {"tau": 1}, 2, 3, 20),
+    ("uniform", {}, 3, 4, 30),
 ]
 
 BLOCKINGS = ["ones", "mixed", "whole"]
@@ -66,7 +67,7 @@ def _game(n: int, k: int, horizon: int, seed: int = 5, identity: bool = False):
 
 
 def _make(name: str, params: dict, n: int, k: int, horizon: int):
-    params = {"epsilon": 1.0, **params}
+    params = params if name == "uniform" else {"epsilon": 1.0, **params}
     return agents.make(
         name, n_experts=n, n_arms=k, horizon=horizon, num_envs=B, seed=[4, 9, 2], **params
     )
@@ -144,6 +145,7 @@ def test_block_play_equals_act(name, params, n, k, horizon, blocking):
         ("private-bandit-over-experts", {"tau": 5}),
         ("private-batched-exp4", {"release": "loss", "tau": 5}),
         ("private-batched-exp4", {"release": "estimates", "tau": 5}),
+        ("uniform", {}),
     ],
 )
 def test_identity_advice_blocks_equal_act(name, params):
