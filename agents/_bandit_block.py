@@ -21,9 +21,17 @@ from typing import Any
 
 import numpy as np
 
+from agents.base import BanditObs
 from dp_experts_env.batch_rng import _OPEN_HIGH, _OPEN_LOW
 
-__all__ = ["round_obs", "play_rounds", "segment_starts", "laplace_from_uniforms", "played_losses"]
+__all__ = [
+    "round_obs",
+    "play_rounds",
+    "lean_act",
+    "segment_starts",
+    "laplace_from_uniforms",
+    "played_losses",
+]
 
 
 def round_obs(
@@ -57,10 +65,36 @@ def play_rounds(
     actions: np.ndarray,
     start: int,
     stop: int,
+    lean: bool = False,
 ) -> None:
-    """Rounds ``start..stop-1`` of the block through ``agent.act`` (the per-round path)."""
+    """Rounds ``start..stop-1`` of the block through ``agent.act`` (the per-round path).
+
+    ``lean``: rounds after the block's first skip ``act``'s parsing and checks of the
+    observation (made by the env, in a block whose length the caller checked against the
+    horizon) and run its steps directly (:func:`lean_act`); the block's first round, whose
+    observation comes from outside, always goes through ``act``.
+    """
     for i in range(start, stop):
-        actions[i] = agent.act(round_obs(first, advice, losses, rows, actions, i))
+        if lean and i:
+            last = actions[i - 1]
+            if advice is None:
+                adv = np.asarray(first["advice"], dtype=np.float64)
+            else:
+                adv = advice[i]
+            adv = adv.reshape(agent.num_envs, agent.n_experts, agent.n_arms)
+            actions[i] = lean_act(agent, BanditObs(adv, last.copy(), losses[i - 1][rows, last]))
+        else:
+            actions[i] = agent.act(round_obs(first, advice, losses, rows, actions, i))
+
+
+def lean_act(agent: Any, obs: BanditObs) -> np.ndarray:
+    """:meth:`Agent.act` on a parsed batch observation, without its checks (same steps)."""
+    if agent.t > 0:
+        agent._learn(obs)
+    chosen = np.asarray(agent._choose(obs), dtype=np.int64)
+    agent.t += 1
+    agent.last_actions = chosen
+    return chosen
 
 
 def segment_starts(t0: int, k: int, tau: int, last_update: int) -> list[int]:

@@ -284,7 +284,7 @@ class _BatchedConversion(PrivateAgent):
         last_release = self.n_batches * self.tau
         starts = segment_starts(self.t, k, self.tau, last_release)
         for lo, hi in zip(starts, [*starts[1:], k], strict=True):
-            play_rounds(self, first, advice, losses, rows, actions, lo, lo + 1)
+            play_rounds(self, first, advice, losses, rows, actions, lo, lo + 1, lean=True)
             if hi - lo == 1:
                 continue
             s = hi - lo - 1

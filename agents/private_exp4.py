@@ -759,7 +759,7 @@ class PrivateBatchedExp4(_PrivateExp4Base):
             return actions
         starts = segment_starts(self.t, k, self.tau, self.n_batches * self.tau)
         for lo, hi in zip(starts, [*starts[1:], k], strict=True):
-            play_rounds(self, first, advice, losses, rows, actions, lo, lo + 1)
+            play_rounds(self, first, advice, losses, rows, actions, lo, lo + 1, lean=True)
             if hi - lo > 1:
                 self._play_segment(first, advice, losses, rows, actions, lo, hi, scale)
         return actions
