@@ -346,7 +346,9 @@ def _bandit_block_actions(
         play_block = getattr(agent, "play_bandit_block", None)
         if callable(play_block):
             own = None
-            if flat_advice is not None:
+            if flat_advice is not None and hi - lo == core.num_streams and _in_order(rows):
+                own = block.advice  # run r plays stream r: the block itself, no copy
+            elif flat_advice is not None:
                 own = flat_advice[:, rows].reshape(k, hi - lo, core.n_experts, core.n_arms)
             first_obs = {key: value[lo:hi] for key, value in first.items()}
             chosen = np.asarray(play_block(first_obs, own, losses, rows))
@@ -384,6 +386,11 @@ def _bandit_block_actions(
                     f"got {chosen.shape}"
                 )
             actions[i, lo:hi] = chosen
+
+
+def _in_order(rows: np.ndarray) -> bool:
+    """True when ``rows`` is 0, 1, ..., len - 1."""
+    return bool(rows[0] == 0 and np.all(np.diff(rows) == 1)) if len(rows) else True
 
 
 def _check_block_actions(core: Any, chosen: np.ndarray, k: int, lo: int, hi: int) -> None:
