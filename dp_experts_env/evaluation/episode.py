@@ -18,9 +18,15 @@ once (``next_block``), lets the learners choose the block's K actions and plays 
 ``step_block`` (the env charges the block and updates the regret at once). With full information
 each learner chooses its K actions in one call (``play_block`` where the learner has one; K calls
 of ``act`` otherwise). With bandit feedback (the K-armed bandit and bandit-with-advice envs) a
-learner's observation of round t holds its own loss of round t - 1, so it acts round by round: K
-calls of ``act``, each on what a single step would return (the round's advice from the block,
-its last action and the loss that action is charged). Blocks end at the recorded rounds, so
+learner's observation of round t holds its own loss of round t - 1, so it cannot see the block's
+losses before acting: a learner with ``play_bandit_block(first, advice, losses, rows)`` (the
+bandit block protocol: the first round's observation, the block's advice for its runs, the
+block's losses and the stream of each run; it returns the (K, b) actions K ``act`` calls would
+give, reads only the played arms' losses, after playing them, and draws its random numbers in
+the per-round order) chooses the block in one call -- the batched conversions, the batched EXP4
+and uniform play have one (:mod:`agents._bandit_block`); the others act round by round, K calls
+of ``act``, each on what a single step would return (the round's advice from the block, its
+last action and the loss that action is charged). Blocks end at the recorded rounds, so
 ``info`` is read exactly where the per-round loop reads it. Every value is the same float as the
 per-round loop's (``DP_EXPERTS_NO_JIT=1`` runs that loop; the tests compare the two). OCO envs
 with an oblivious family play in blocks too: the observation of round t is the gradient of round
@@ -325,8 +331,10 @@ def _bandit_block_actions(
     block: Any,
     actions: np.ndarray,
 ) -> None:
-    """Fill ``actions`` (K, B) with the agents' per-round ``act`` on a bandit block.
+    """Fill ``actions`` (K, B) with the agents' actions on a bandit block.
 
+    An agent with ``play_bandit_block`` plays its runs' K rounds in one call (the bandit block
+    protocol, module docstring); its answer is checked here. The others act round by round.
     Round i's observation is what the per-round loop would hand the agent: the advice of round
     i (the block's, each run its stream's row), and its own action and charged loss of round
     i - 1 (``first``, the observation the env returned, for the block's first round). The
