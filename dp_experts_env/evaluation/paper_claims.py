@@ -1218,7 +1218,7 @@ ADVICE_T_QUICK = (1_000, 4_000, 16_000)
 # saw the learner leave uniform play's level with its local slopes still falling, and goes as far
 # as the per-round cost allows (docs/reproduce.md, "Horizons").
 LDP_ADVICE_T = (32_000, 64_000, 128_000, 256_000)
-BATCHED_ADVICE_T = (64_000, 128_000, 256_000, 512_000)
+BATCHED_ADVICE_T = (256_000, 512_000, 1_024_000, 2_048_000)
 
 
 def _advice_claim(
