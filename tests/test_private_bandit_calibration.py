@@ -219,7 +219,7 @@ def test_tight_bound_terms():
 def test_no_bound_of_this_form_reaches_the_rate_the_instance_rewards(epsilon):
     # docs/algorithms.md, "Calibration": whatever tau, the tight bound's eta is at most its
     # s = 0 minimiser, so eta/tau <= sqrt(E_m/(T m))/sqrt(tau + 2/(epsilon^2 tau)) -- at
-    # epsilon = 1 below 0.0029 for every tau, against the ~0.004-0.006 per round measured to
+    # epsilon = 1 below 0.0029 for every tau, against the ~0.004 per round measured to
     # be 20% below uniform play. The tight tuning moves eta/tau by only a few per cent.
     m, horizon = 10, 10_000
     ceiling = math.sqrt(laplace_max_mean(m) / (horizon * m))
