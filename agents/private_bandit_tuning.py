@@ -23,6 +23,7 @@ not produce a zero learning rate.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -49,6 +50,10 @@ __all__ = [
     "calibrated_loss_release_grid",
     "RELEASES",
     "ftpl_gr_bound",
+    "laplace_max_mean",
+    "ftpl_gr_tight_bound",
+    "ftpl_gr_tight_calibrated",
+    "ftpl_gr_tight_tuning",
     "ftpl_gr_calibrated",
 ]
 
@@ -112,20 +117,21 @@ def ftpl_gr_bound(m: int, horizon: int, lam: float, eta: float, cap: int) -> flo
     """Calibrated regret bound of FTPL-GR fed ``l + Lap(lam)`` (``inf`` where it does not apply).
 
     ``(1 + log m)/eta + eta T m (1 + 2 lam^2 (1 + (1 - s)^-3)) + m T/(e M)`` with
-    ``s = eta M lam < 1``: Neu & Bartók's FTPL-GR bound (perturbation term, stability term,
-    the bias of resampling capped at M) with the stability term charged by second moments, as
-    for EXP3. The estimate ``yhat = y K`` of the fed value ``y = l + Z`` moves one coordinate
-    of the cumulative loss by ``c = K y``; the Laplace perturbation's survival function is
-    ``eta``-log-Lipschitz, so the played arm's probability moves by a factor in
-    ``[e^(-eta |c|), e^(eta |c|)]``. For ``c >= 0`` the stability step is
-    ``p (1 - e^(-eta c)) c <= eta p c^2`` with no condition; for ``c < 0`` (only when
-    ``Z < -l``) it is ``p (e^(eta |c|) - 1) |c| <= eta p c^2 e^(eta M |y|)`` (``K <= M``), whose
-    expectation over the Laplace noise is finite when ``s < 1``:
-    ``E[Z^2 e^(eta M |Z|); Z < 0] = lam^2 / (1 - s)^3``. With ``E K^2 <= 2/p^2`` the noise part
-    costs ``2 m lam^2 (1 + (1 - s)^-3)`` per round (``4 m lam^2`` at ``s = 0``), the bounded
-    part ``m`` as in the source. (Before #29's second revision the tuning asked
-    ``eta M lam log(m T) <= 1``, a pathwise ``eta |yhat| <= 1`` on all but a ``1/(mT)`` fraction
-    of the rounds; the in-expectation step drops the log factor.)
+    ``s = eta M lam < 1``: perturbation term, stability term charged by second moments (as for
+    EXP3), and the bias of resampling capped at M. Proof (docs/algorithms.md, "Calibration",
+    #29's third revision): FTPL's potential ``Phi(L) = E min_i (L_i + Z_i)`` gives regret <=
+    ``E max_i Z_i`` (<= ``(1 + log m)/eta``) + the Bregman gaps of the updates + the bias. An
+    update moves one coordinate by ``c = K y`` (``y = l + N`` the fed value, ``N ~ Lap(lam)``,
+    K the resample count); the Laplace perturbation is ``eta``-log-Lipschitz, so the gap is at
+    most ``(p/eta) psi(eta c)``, ``psi(x) = e^-x - 1 + x``: ``<= eta p c^2/2`` for ``c >= 0``
+    and ``<= (eta p c^2/2) e^(eta M |N|)`` for ``c < 0`` (only when ``N < -l``), whose noise
+    moment ``E[N^2 e^(eta M |N|); N < 0] = lam^2/(1 - s)^3`` is finite when ``s < 1``. With
+    ``p^2 E K^2 <= 2`` a round costs at most ``eta m (1 + lam^2 (1 + (1 - s)^-3))``; this bound
+    charges twice that noise part (the second revision's constants, kept as the default:
+    :func:`ftpl_gr_tight_bound` is lower but its minimiser is no faster per round). (Before
+    #29's second revision the tuning asked ``eta M lam log(m T) <= 1``, a pathwise ``eta |yhat|
+    <= 1`` on all but a ``1/(mT)`` fraction of the rounds; the in-expectation step drops the
+    log factor.)
     """
     s = eta * cap * lam
     if eta <= 0 or cap < 1 or s >= 1.0:
@@ -140,6 +146,15 @@ def ftpl_gr_bound(m: int, horizon: int, lam: float, eta: float, cap: int) -> flo
 
 #: eta grid points per resampling cap in :func:`ftpl_gr_calibrated` (log-spaced)
 _FTPL_ETA_POINTS = 256
+
+
+def _ftpl_grid(top: int, lam: float, free: float) -> tuple[np.ndarray, np.ndarray]:
+    """The (M, eta) search grid: 64 log-spaced caps up to ``top``, 256 log-spaced rates each."""
+    caps = np.unique(np.round(np.geomspace(1, top, 64)).astype(np.int64)).astype(np.float64)
+    hi = np.minimum(free, (1.0 - 1e-6) / (caps * lam))
+    frac = np.linspace(0.0, 1.0, _FTPL_ETA_POINTS)
+    etas = hi[:, None] * np.exp(np.log(free / 50.0 / hi)[:, None] * frac[None, ::-1])
+    return caps, etas
 
 
 def ftpl_gr_calibrated(m: int, horizon: int, lam: float) -> tuple[float, int, float]:
@@ -157,10 +172,7 @@ def ftpl_gr_calibrated(m: int, horizon: int, lam: float) -> tuple[float, int, fl
     free = math.sqrt((1.0 + math.log(m)) / (tb * m * (1.0 + 4.0 * lam * lam)))
     if lam == 0:
         return free, top, ftpl_gr_bound(m, tb, 0.0, free, top)
-    caps = np.unique(np.round(np.geomspace(1, top, 64)).astype(np.int64)).astype(np.float64)
-    hi = np.minimum(free, (1.0 - 1e-6) / (caps * lam))
-    frac = np.linspace(0.0, 1.0, _FTPL_ETA_POINTS)
-    etas = hi[:, None] * np.exp(np.log(free / 50.0 / hi)[:, None] * frac[None, ::-1])
+    caps, etas = _ftpl_grid(top, lam, free)
     s = etas * caps[:, None] * lam
     bounds = (
         (1.0 + math.log(m)) / etas
@@ -170,6 +182,82 @@ def ftpl_gr_calibrated(m: int, horizon: int, lam: float) -> tuple[float, int, fl
     i, j = np.unravel_index(int(np.argmin(bounds)), bounds.shape)
     eta, cap = float(etas[i, j]), int(caps[i])
     return eta, cap, ftpl_gr_bound(m, tb, lam, eta, cap)
+
+
+@functools.lru_cache(maxsize=64)
+def laplace_max_mean(m: int) -> float:
+    """``E max_i Z_i`` for m iid standard Laplace variates (exact).
+
+    A Laplace variate is an Exp(1) variate with a fair random sign. With ``k`` of the m signs
+    positive (``k ~ Bin(m, 1/2)``) the maximum is the largest of k Exp(1) variates, of mean
+    ``H_k`` (harmonic number); with none positive it is minus the smallest of m, of mean
+    ``-1/m``. So ``E max = sum_k C(m, k) 2^-m H_k - 2^-m / m`` (0.75 at m = 2, 2.236 at
+    m = 10; below ``1 + ln m``).
+    """
+    if m < 1:
+        raise ValueError(f"m must be >= 1, got {m}")
+    k = np.arange(1, m + 1, dtype=np.float64)
+    log_pmf = np.array(
+        [math.lgamma(m + 1) - math.lgamma(j + 1) - math.lgamma(m - j + 1) for j in range(1, m + 1)]
+    ) - m * math.log(2.0)
+    return float(np.sum(np.exp(log_pmf) * np.cumsum(1.0 / k))) - 2.0 ** (-m) / m
+
+
+def _ftpl_gr_tight_terms(
+    m: int, horizon: int, lam: float, eta: np.ndarray, cap: np.ndarray
+) -> np.ndarray:
+    """:func:`ftpl_gr_tight_bound`, vectorised over broadcastable ``eta`` and ``cap``."""
+    u = eta * cap
+    s = u * lam
+    stretch = np.maximum(1.0, 1.0 - u + 0.5 * u * u)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        noise = np.where(s < 1.0, 2.0 * lam * lam * stretch / (1.0 - s * s), np.inf)
+    if lam == 0:
+        noise = np.zeros_like(noise)
+    bias = m * horizon * (cap / (cap + 1.0)) ** cap / (cap + 1.0)
+    return laplace_max_mean(m) / eta + eta * horizon * m * (1.0 + noise) + bias
+
+
+def ftpl_gr_tight_bound(m: int, horizon: int, lam: float, eta: float, cap: int) -> float:
+    """Tight regret bound of FTPL-GR fed ``l + Lap(lam)`` (``inf`` where it does not apply).
+
+    ``E_m/eta + eta T m (1 + 2 lam^2 c/(1 - s^2)) + m T (M/(M+1))^M/(M+1)`` with ``u = eta M``,
+    ``s = u lam < 1``, ``c = max(1, 1 - u + u^2/2)`` and ``E_m`` = :func:`laplace_max_mean`
+    (docs/algorithms.md, "Calibration", #29's third revision; not the default, see
+    :func:`ftpl_gr_tight_calibrated`). FTPL's potential ``Phi(L) = E min_i (L_i + Z_i)`` gives
+    regret against the estimates <= ``E max_i Z_i`` + the Bregman gaps of the updates. An
+    update moves only the played coordinate, by ``c = K y`` (``y = l + N`` the fed value,
+    ``N ~ Lap(lam)``, K the resample count), and the played arm's probability moves by a factor
+    within ``e^(+-eta |r|)`` along the way, so the gap is at most ``(p/eta) psi(eta c)``,
+    ``psi(x) = e^-x - 1 + x``, for either sign of c. Given K, the Laplace moment generating
+    function makes ``E_N psi(b (l + N))`` exact (``b = eta K``): ``e^(-b l)/(1 - b^2 lam^2) -
+    1 + b l <= b^2/2 + b^2 lam^2 c/(1 - s^2)`` for ``l`` in [0, 1]; with ``p^2 E K^2 <= 2`` per
+    arm a round costs at most ``eta m (1 + 2 lam^2 c/(1 - s^2))``. The truncation at M biases
+    each arm's estimate by at most ``p (1 - p)^M``, largest at ``p = 1/(M+1)``.
+    """
+    if eta <= 0 or cap < 1 or eta * cap * lam >= 1.0:
+        return math.inf
+    return float(_ftpl_gr_tight_terms(m, horizon, lam, np.float64(eta), np.float64(cap)))
+
+
+def ftpl_gr_tight_calibrated(m: int, horizon: int, lam: float) -> tuple[float, int, float]:
+    """``(eta, M, bound)`` minimising :func:`ftpl_gr_tight_bound` on the default's (M, eta) grid.
+
+    Not the learner's default (docs/algorithms.md, "Calibration": its minimiser has about the
+    default's ``eta / tau``, so it does not reach #29's target either); kept so that the
+    comparison in the docs can be recomputed and tested. ``free = sqrt(E_m/(T m (1 + 2
+    lam^2)))`` is its minimiser at ``s = 0``.
+    """
+    tb = max(1, horizon)
+    top = math.ceil(math.sqrt(m * tb))
+    free = math.sqrt(laplace_max_mean(m) / (tb * m * (1.0 + 2.0 * lam * lam)))
+    if lam == 0:
+        return free, top, ftpl_gr_tight_bound(m, tb, 0.0, free, top)
+    caps, etas = _ftpl_grid(top, lam, free)
+    bounds = _ftpl_gr_tight_terms(m, tb, lam, etas, caps[:, None])
+    i, j = np.unravel_index(int(np.argmin(bounds)), bounds.shape)
+    eta, cap = float(etas[i, j]), int(caps[i])
+    return eta, cap, ftpl_gr_tight_bound(m, tb, lam, eta, cap)
 
 
 @dataclass(frozen=True)
@@ -381,6 +469,32 @@ def tune_batched_bandit(
         bound_at(int(tau)),
         _bandit_caps(base, n_arms, horizon, tuning, int(tau), picked, lam, params),
     )
+
+
+def ftpl_gr_tight_tuning(n_arms: int, horizon: int, epsilon: float) -> BatchedBanditTuning:
+    """Alg. 1 + FTPL-GR tuned on :func:`ftpl_gr_tight_bound` (tau, then eta and M), for comparison.
+
+    The same search as ``tune_batched_bandit("ftpl-gr", ..., "calibrated")`` -- tau over the
+    grid ``tau <= T // 10`` minimising ``tau R_B + tau`` -- with the tight bound in place of
+    :func:`ftpl_gr_bound`. Pass its ``tau``, ``eta`` and ``resample_cap`` to
+    ``private-batched-bandit`` to run it (all public quantities).
+    """
+    if not epsilon > 0:
+        raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
+
+    def at(t: int) -> tuple[float, float, int]:
+        eta, cap, bound = ftpl_gr_tight_calibrated(n_arms, horizon // t, 1.0 / (epsilon * t))
+        return t * bound + t, eta, cap
+
+    grid = _tau_grid(horizon, extra=None if math.isinf(epsilon) else math.ceil(1.0 / epsilon))
+    scored = [at(int(t)) for t in grid]
+    k = int(np.argmin([b for b, _, _ in scored]))
+    tau = int(grid[k])
+    bound, eta, cap = scored[k]
+    lam = 1.0 / (epsilon * tau)
+    params: dict[str, float | int] = {"eta": eta, "resample_cap": cap}
+    caps = _bandit_caps("ftpl-gr", n_arms, horizon, "calibrated", tau, True, lam, params)
+    return BatchedBanditTuning("ftpl-gr", tau, horizon // tau, lam, params, bound, caps)
 
 
 def _bandit_caps(
