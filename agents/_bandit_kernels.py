@@ -36,19 +36,25 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from agents._kernels import fast_laplace, numpy_sum
+from dp_experts_env import _jit
 from dp_experts_env._jit import _compile_helpers, kernel
 
 __all__ = [
+    "BlockState",
     "act_loop",
     "block_inputs",
     "block_rates",
     "exp4_rounds",
+    "kernel_ready",
     "numpy_loop",
+    "play_exp3_core",
+    "play_exp4_core",
     "run_exp4_block",
 ]
 
@@ -89,6 +95,11 @@ def numpy_loop(ufunc: np.ufunc) -> np.ndarray | None:
         result = None
     _LOOPS[name] = result
     return None if result is None else result[1]
+
+
+def kernel_ready() -> bool:
+    """True when the compiled block kernel runs (JIT on, numpy's exp loop available)."""
+    return _jit.jit_enabled() and numpy_loop(np.exp) is not None
 
 
 def _exp_into(z: np.ndarray, out: np.ndarray, loop: np.ndarray) -> None:
@@ -290,13 +301,26 @@ def act_loop(
 
 
 def block_inputs(
-    agent: Any, first: Mapping[str, np.ndarray], advice: np.ndarray | None, rounds: int
+    agent: Any,
+    first: Mapping[str, np.ndarray],
+    advice: np.ndarray | None,
+    rounds: int,
+    *,
+    uses_advice: bool = True,
 ) -> tuple[Any, np.ndarray, np.ndarray, bool]:
     """Parse and check the block's first observation as ``act`` would.
 
+    Args:
+        agent: the learner.
+        first: the observation of the block's first round.
+        advice: (K, B, N, A) the rounds' advice, or None (every round's is ``first``'s).
+        rounds: K.
+        uses_advice: False for a learner over the arms that ignores the advice (its law is
+            its weights: the kernel's identity case).
+
     Returns:
         (the parsed first observation, the round-0 advice for the kernel, the block's advice
-        for the kernel, whether every round's advice is the identity).
+        for the kernel, whether the kernel takes the law to be the weights themselves).
 
     Raises:
         ValueError: the block runs past the agent's horizon, or ``act`` would refuse the first
@@ -311,9 +335,8 @@ def block_inputs(
     batch, _ = agent._parse_obs(first)
     agent._check_round(batch)
     n, arms = agent.n_experts, agent.n_arms
-    identity = advice is None and n == arms and _is_identity(agent, batch.advice)
     empty = np.empty((0, 1, 1, 1))
-    if identity:
+    if not uses_advice or (advice is None and n == arms and _is_identity(agent, batch.advice)):
         return batch, np.empty((1, 1, 1)), empty, True
     first_advice = np.ascontiguousarray(batch.advice, dtype=np.float64)
     if advice is None:
@@ -340,6 +363,23 @@ def _is_identity(agent: Any, advice: np.ndarray) -> bool:
     return found
 
 
+@dataclass
+class BlockState:
+    """What the kernel carries from round to round besides the weights (updated in place).
+
+    Attributes:
+        cum: (B, m) cumulative estimated losses (the core's own array, updated in place).
+        last_advice: (B, m) every weight's advice at the last played arm.
+        q_at_arm: (B,) the law's mass at the last played arm.
+        gamma: the core's uniform mixing.
+    """
+
+    cum: np.ndarray
+    last_advice: np.ndarray
+    q_at_arm: np.ndarray
+    gamma: float
+
+
 def run_exp4_block(
     agent: Any,
     first: Mapping[str, np.ndarray],
@@ -347,36 +387,41 @@ def run_exp4_block(
     losses: np.ndarray,
     rows: np.ndarray,
     *,
+    state: BlockState,
     loss0_of: Any,
     scale: float,
     clip: bool,
     normalise: bool,
     rates: np.ndarray,
+    uses_advice: bool = True,
     compiled: bool = True,
-) -> np.ndarray:
-    """Play a block of an :class:`~agents.bandit_core.Exp4Core`-driven learner in one call.
+) -> tuple[np.ndarray, np.ndarray]:
+    """Play a block of an exponential-weights bandit learner (EXP4, EXP3) in one call.
 
     Args:
-        agent: the learner (``agent.core`` an Exp4Core over its runs).
+        agent: the learner.
         first: the observation of the block's first round (the protocol's).
         advice: (K, B, N, A) the rounds' advice, or None (every round's is ``first``'s).
         losses: (K, S, A) the block's losses.
         rows: (B,) the loss stream of each run.
+        state: the carried state (updated in place: ``cum``, ``last_advice``, ``q_at_arm``).
         loss0_of: ``parsed first observation -> (B,)`` observed loss as ``_learn`` uses it
             before any noise (it also runs ``_learn``'s checks).
         scale: Laplace scale of the release of every observed loss (0: no noise drawn).
         clip: clip the block's observed losses into [0, 1] (as ``loss0_of`` does).
         normalise: EXP4's normalisation of the mixture.
-        rates: (K,) each round's learning rate, as ``core.rate()`` gives it at that round.
+        rates: (K,) each round's learning rate, as the core's ``rate()`` gives it then.
+        uses_advice: False for a learner over the arms (EXP3): its law is its weights.
         compiled: run the compiled kernel (False: its Python form, for tests).
 
     Returns:
-        (K, B) int64 actions; the agent's clock, last actions, core and ``action_probs`` are
-        advanced as K calls of ``act`` would advance them.
+        (K, B) int64 actions and the (B, A) law of the last round. The agent's clock and last
+        actions are advanced; the caller stores the core's clock and law.
     """
     k = len(losses)
-    core = agent.core
-    batch, first_advice, block_advice, identity = block_inputs(agent, first, advice, k)
+    batch, first_advice, block_advice, identity = block_inputs(
+        agent, first, advice, k, uses_advice=uses_advice
+    )
     learn_first = agent.t > 0
     runs = agent.num_envs
     loss0 = np.asarray(loss0_of(batch), dtype=np.float64) if learn_first else np.zeros(runs)
@@ -394,34 +439,24 @@ def run_exp4_block(
         u_choice = np.ascontiguousarray(drawn.T)
         noise = np.zeros((k, runs))
     arms = agent.n_arms
-    gamma = float(core.gamma)
-    mix = gamma > 0.0
-    keep, add = (1.0 - gamma, gamma / arms) if mix else (1.0, 0.0)
-    last_advice = np.array(core.last_advice_at_arm, dtype=np.float64)
-    q_at_arm = np.array(core.last_q_at_arm, dtype=np.float64)
+    mix = state.gamma > 0.0
+    keep, add = (1.0 - state.gamma, state.gamma / arms) if mix else (1.0, 0.0)
     last_q = np.empty((runs, arms))
-    cum = core.cum_estimate
-    z = np.empty_like(cum)
-    e = np.empty_like(cum)
-    losses = np.asarray(losses, dtype=np.float64)
-    rows = np.asarray(rows, dtype=np.int64)
+    z = np.empty_like(state.cum)
+    e = np.empty_like(state.cum)
     run = exp4_rounds if compiled else exp4_rounds.py_func  # type: ignore[attr-defined]
     loop = numpy_loop(np.exp) if compiled else np.zeros(3, dtype=np.int64)
     if compiled:
         _register_overloads()
     actions = run(
-        cum, np.ascontiguousarray(-np.asarray(rates, dtype=np.float64)), first_advice,
-        block_advice, identity, normalise, losses, rows, loss0, learn_first, u_choice, noise,
-        noisy, clip, keep, add, mix, last_advice, q_at_arm, last_q, z, e, loop,
+        state.cum, np.ascontiguousarray(-np.asarray(rates, dtype=np.float64)), first_advice,
+        block_advice, identity, normalise, np.ascontiguousarray(losses, dtype=np.float64),
+        np.ascontiguousarray(rows, dtype=np.int64), loss0, learn_first, u_choice, noise, noisy,
+        clip, keep, add, mix, state.last_advice, state.q_at_arm, last_q, z, e, loop,
     )
-    core.n_updates += k - (not learn_first)
-    core.last_advice_at_arm = last_advice
-    core.last_q_at_arm = q_at_arm
-    core.last_q = last_q
-    if k:
-        agent.t += k
-        agent.last_actions = actions[-1].copy()
-    return actions
+    agent.t += k
+    agent.last_actions = actions[-1].copy()
+    return actions, last_q
 
 
 def block_rates(core: Any, rounds: int, learn_first: bool) -> np.ndarray:
@@ -434,3 +469,93 @@ def block_rates(core: Any, rounds: int, learn_first: bool) -> np.ndarray:
     if callable(core.eta):
         return np.array(np.broadcast_to(np.asarray(core.eta(n), dtype=float), (rounds,)))
     return np.full(rounds, float(core.eta))
+
+
+def play_exp4_core(
+    agent: Any,
+    first: Mapping[str, np.ndarray],
+    advice: np.ndarray | None,
+    losses: np.ndarray,
+    rows: np.ndarray,
+    *,
+    loss0_of: Any,
+    scale: float,
+    clip: bool,
+) -> np.ndarray:
+    """A block of a learner driven by an :class:`~agents.bandit_core.Exp4Core` (``agent.core``).
+
+    Args:
+        agent: the learner.
+        first: the observation of the block's first round (the protocol's).
+        advice: (K, B, N, A) the rounds' advice, or None (every round's is ``first``'s).
+        losses: (K, S, A) the block's losses.
+        rows: (B,) the loss stream of each run.
+        loss0_of: see :func:`run_exp4_block`.
+        scale: see :func:`run_exp4_block`.
+        clip: see :func:`run_exp4_block`.
+
+    Returns:
+        (K, B) int64 actions; the core is left as K rounds of ``sample``/``update`` leave it.
+    """
+    core = agent.core
+    k = len(losses)
+    learn_first = agent.t > 0
+    state = BlockState(
+        core.cum_estimate,
+        np.array(core.last_advice_at_arm, dtype=np.float64),
+        np.array(core.last_q_at_arm, dtype=np.float64),
+        float(core.gamma),
+    )
+    actions, last_q = run_exp4_block(
+        agent, first, advice, losses, rows, state=state, loss0_of=loss0_of, scale=scale,
+        clip=clip, normalise=True, rates=block_rates(core, k, learn_first),
+    )
+    core.n_updates += k - (not learn_first)
+    core.last_advice_at_arm = state.last_advice
+    core.last_q_at_arm = state.q_at_arm
+    core.last_q = last_q
+    return actions
+
+
+def play_exp3_core(
+    agent: Any,
+    first: Mapping[str, np.ndarray],
+    losses: np.ndarray,
+    rows: np.ndarray,
+    *,
+    loss0_of: Any,
+) -> np.ndarray:
+    """A block of a learner over the arms driven by an :class:`~agents.bandit_core.Exp3Core`.
+
+    EXP3 is the kernel's identity case without the mixture's normalisation: the law is the
+    mixed softmax itself, and the estimate ``y / p(I)`` lands on the played arm alone.
+
+    Args:
+        agent: the learner (``agent.core``, ``agent.core_choices``).
+        first: the observation of the block's first round (the protocol's).
+        losses: (K, S, A) the block's losses.
+        rows: (B,) the loss stream of each run.
+        loss0_of: see :func:`run_exp4_block`.
+
+    Returns:
+        (K, B) int64 actions; the core is left as K rounds of ``sample``/``update`` leave it.
+    """
+    core = agent.core
+    k = len(losses)
+    learn_first = agent.t > 0
+    runs, arms = core.cum_estimate.shape
+    last_advice = np.zeros((runs, arms))
+    q_at_arm = np.ones(runs)
+    if learn_first:
+        chosen = np.asarray(agent.core_choices, dtype=np.int64)
+        last_advice[np.arange(runs), chosen] = 1.0
+        q_at_arm = np.array(core.distribution()[np.arange(runs), chosen])
+    state = BlockState(core.cum_estimate, last_advice, q_at_arm, float(core.gamma))
+    actions, last_q = run_exp4_block(
+        agent, first, None, losses, rows, state=state, loss0_of=loss0_of, scale=0.0,
+        clip=False, normalise=False, rates=block_rates(core, k, learn_first), uses_advice=False,
+    )
+    core.n_updates += k - (not learn_first)
+    core._cache = last_q
+    agent.core_choices = actions[-1].copy()
+    return actions

@@ -308,31 +308,20 @@ class LDPExp4(_PrivateExp4Base):
         """
         from agents import _bandit_kernels as kernels
         from agents._kernels import plain_fast_backend
-        from dp_experts_env._jit import jit_enabled
 
-        k = len(losses)
         noiseless = self._noiseless
         if (
-            k == 0
-            or not jit_enabled()
+            not len(losses)
             or not (noiseless or plain_fast_backend(self.noise))
-            or kernels.numpy_loop(np.exp) is None
+            or not kernels.kernel_ready()
         ):
             return kernels.act_loop(self, first, advice, losses, rows)
         scale = 0.0
         if not noiseless:
             scale, _ = laplace_calibration(1.0, self._release_epsilon, noise=self.noise)
-        actions = kernels.run_exp4_block(
-            self,
-            first,
-            advice,
-            losses,
-            rows,
-            loss0_of=self._observed_loss,
-            scale=scale,
-            clip=True,
-            normalise=True,
-            rates=kernels.block_rates(self.core, k, self.t > 0),
+        actions = kernels.play_exp4_core(
+            self, first, advice, losses, rows,
+            loss0_of=self._observed_loss, scale=scale, clip=True,
         )
         self.action_probs = self.core.last_q
         return actions

@@ -1,4 +1,4 @@
-"""``play_bandit_block`` of the EXP4 learners against K calls of ``act`` (bandit block protocol).
+"""``play_bandit_block`` of ldp-exp4, exp4 and exp3 against K calls of ``act`` (bandit blocks).
 
 Synthetic blocks (identity advice passed as None, one-hot advice, dense advice) in uneven block
 sizes (1 included), at a private epsilon and at epsilon = inf: the same actions, the same state
@@ -160,6 +160,33 @@ def test_ldp_exp4_block_equals_act(path, kind, n, arms, epsilon):
     per_round, blocked = _pair("ldp-exp4", n, arms, epsilon=epsilon)
     losses, advice = _game(kind, n, arms, seed=n * arms)
     _play(per_round, blocked, losses, advice, n)
+
+
+BASELINES = [
+    ("exp4", {}),
+    ("exp4", {"rate": "anytime", "gamma": 0.1}),
+    ("exp3", {}),
+    ("exp3", {"rate": "anytime", "gamma": 0.2}),
+]
+
+
+@pytest.mark.parametrize(("kind", "n", "arms"), SHAPES[::2] + SHAPES[3:4])
+@pytest.mark.parametrize(("name", "kwargs"), BASELINES, ids=[f"{n}-{k}" for n, k in BASELINES])
+def test_baseline_block_equals_act(path, name, kwargs, kind, n, arms):
+    per_round, blocked = _pair(name, n, arms, **kwargs)
+    losses, advice = _game(kind, n, arms, seed=n + arms)
+    _play(per_round, blocked, losses, advice, n)
+
+
+def test_exp3_over_experts_plays_through_act(monkeypatch):
+    monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
+    per_round, blocked = _pair("exp3", 10, 5, over="experts")
+    losses, advice = _game("one-hot", 10, 5, seed=4)
+    calls = []
+    original = kernels.act_loop
+    monkeypatch.setattr(kernels, "act_loop", lambda *a: calls.append(1) or original(*a))
+    _play(per_round, blocked, losses, advice, 10)
+    assert len(calls) == len(BLOCKS)
 
 
 def test_ldp_exp4_block_with_explicit_constants(path):
