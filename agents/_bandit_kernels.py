@@ -43,7 +43,7 @@ import numpy as np
 
 from agents._kernels import fast_laplace, numpy_sum
 from dp_experts_env import _jit
-from dp_experts_env._jit import _compile_helpers, kernel
+from dp_experts_env._jit import _compile_helpers, helper, kernel
 
 __all__ = [
     "BlockState",
@@ -152,6 +152,12 @@ def _register_overloads() -> None:
     _OVERLOADS.append(True)
 
 
+@helper(inline=False)
+def _row_sum(row: np.ndarray, n: int) -> float:
+    """``row[:n].sum()`` as numpy sums it (a called function: the kernel compiles faster)."""
+    return numpy_sum(row, 0, n)
+
+
 @kernel
 def exp4_rounds(  # noqa: ANN201, PLR0913
     cum, neg_rate, first_advice, block_advice, identity, normalise, losses, rows, loss0,
@@ -229,7 +235,7 @@ def exp4_rounds(  # noqa: ANN201, PLR0913
                 z[b, j] = z[b, j] - top
         _exp_into(z, e, loop)
         for b in range(runs):
-            total = numpy_sum(e[b], 0, n)
+            total = _row_sum(e[b], n)
             for j in range(n):
                 p[j] = e[b, j] / total
             if identity:
@@ -244,7 +250,7 @@ def exp4_rounds(  # noqa: ANN201, PLR0913
                     for a in range(arms):
                         q[a] = q[a] + weight * adv[j, a]
             if normalise:
-                total = numpy_sum(q, 0, arms)
+                total = _row_sum(q, arms)
                 for a in range(arms):
                     q[a] = q[a] / total
             if mix:
