@@ -360,12 +360,14 @@ def _is_identity(agent: Any, advice: np.ndarray) -> bool:
     """True when every run's advice is the identity (remembered for a read-only shared view)."""
     shared = advice.strides[0] == 0 and not advice.flags.writeable
     key = (advice.__array_interface__["data"][0], advice.shape, advice.strides)
-    if shared and getattr(agent, "_identity_advice_key", None) == key:
+    known = getattr(agent, "_identity_advice", None)
+    if shared and known is not None and known[1] == key:
         return True
     values = advice[:1] if advice.strides[0] == 0 else advice
     found = bool(np.array_equal(values, np.broadcast_to(np.eye(advice.shape[1]), values.shape)))
     if found and shared:
-        agent._identity_advice_key = key  # the env's constant: the same memory, the same values
+        # The env's constant: holding the array keeps its memory (hence the address) its own.
+        agent._identity_advice = (advice, key)
     return found
 
 
