@@ -271,8 +271,7 @@ def test_numpy_exp_loop_is_numpys_exp():
     loop = kernels.numpy_loop(np.exp)
     if loop is None:
         pytest.skip("this numpy does not hand out its strided loops")
-    if not _jit.jit_enabled():
-        pytest.skip("numba is not installed")
+    pytest.importorskip("numba")
     kernels._register_overloads()
     import numba
 
@@ -282,3 +281,42 @@ def test_numpy_exp_loop_is_numpys_exp():
     out = np.empty_like(z)
     call(z, out, loop)
     assert _same(out, np.exp(z))
+
+
+@pytest.mark.parametrize(
+    ("env_id", "name"),
+    [
+        ("DPExperts-BanditAdvice-v0", "ldp-exp4"),
+        ("DPExperts-BanditAdvice-v0", "exp4"),
+        ("DPExperts-Bandit-v0", "ldp-exp4"),
+        ("DPExperts-Bandit-v0", "exp3"),
+    ],
+)
+def test_blocks_of_a_real_env(path, env_id, name):
+    """The env's own blocks (``next_block``), handed over as the protocol says, equal ``act``."""
+    import gymnasium as gym
+
+    from dp_experts_env.evaluation.episode import _bandit_block_actions
+
+    runs = 4
+    env = gym.make_vec(env_id, num_envs=runs, vectorization_mode="vector_entry_point",
+                       horizon=HORIZON)
+    kwargs = {"epsilon": 1.0} if agents.spec(name).private else {}
+    per_round, blocked = (agents.make(name, env=env, seed=5, **kwargs) for _ in range(2))
+    base = env.unwrapped
+    core = base.core
+    first, _ = env.reset(seed=3)
+    t = 0
+    for k in (1, 7, 16, 2, 30, 4):
+        block = base.next_block(k)
+        want = np.empty((k, runs), dtype=np.int64)
+        _bandit_block_actions(core, [per_round], [(0, runs)], first, block, want)
+        advice = None
+        if not core.identity_advice:
+            advice = block.advice.reshape(k, core.num_streams, core.n_experts, core.n_arms)
+            advice = advice[:, core._rows]
+        got = blocked.play_bandit_block(first, advice, block.losses, core._rows)
+        assert _same(got, want), t
+        first, *_ = base.step_block(got)
+        t += k
+    _assert_same_state(per_round, blocked)
