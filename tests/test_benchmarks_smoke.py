@@ -35,6 +35,7 @@ EXPECTED = {
     "rl_baseline": {"rows", "horizon", "timesteps", "learns", "machine"},
     "regret_table": {"rows", "rounds_per_call", "machine"},
     "feedback_blocks": {"rows", "horizon", "reps", "machine"},
+    "bandit_kernels": {"rows", "horizon", "reps", "machine"},
     "default_vs_fused": {"cpu_seconds", "blocks_over_fused", "per_round_over_fused",
                          "per_round_over_blocks", "ns_per_run_round", "n_cells", "machine"},
     "ray_overhead": {"serial_cpu_seconds", "ray_cpu_seconds", "overhead_per_cell_seconds",
@@ -54,6 +55,8 @@ ROW_KEYS = {
     "rl_baseline": {"env", "learner", "ci_low", "ci_high", "iqm"},
     "feedback_blocks": {"env", "learner", "B", "per_round_us", "blocks_us", "speedup",
                       "identical"},
+    "bandit_kernels": {"learner", "advice", "B", "block", "per_round_ns", "blocks_ns", "speedup",
+                       "identical"},
     "regret_table": {"B", "S", "N", "numpy_ns_per_entry", "kernel_ns_per_entry",
                      "block_ns_per_entry"},
 }  # fmt: skip
@@ -71,6 +74,7 @@ SLOW_SCRIPTS = {
     "default_vs_fused",
     "regret_table",
     "feedback_blocks",
+    "bandit_kernels",
     "ray_overhead",
 }
 
