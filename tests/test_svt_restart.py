@@ -673,11 +673,8 @@ def test_betting_targeted_stream_reaches_the_query_sensitivity():
     replaced = base.copy()
     replaced[m - 1] = [0.0, 1.0]
     plays = np.zeros(t_max, dtype=int)
-    move = np.max(
-        np.abs(
-            _query_trace(base, plays, 1.0, "betting") - _query_trace(replaced, plays, 1.0, "betting")
-        )
-    )
+    before = _query_trace(base, plays, 1.0, "betting")
+    move = np.max(np.abs(before - _query_trace(replaced, plays, 1.0, "betting")))
     assert move == pytest.approx(2.0, rel=1e-9)
     assert SVTRestart(2, t_max, epsilon=1.0).query_sensitivity == 2.0
 
@@ -773,7 +770,7 @@ def test_bernstein_query_moves_by_at_most_its_sensitivity(boundary):
     threshold_scale kappa <= 1/2; betting: threshold_scale = 1)."""
     rng = np.random.default_rng(2)
     worst = 0.0
-    for trial in range(30):
+    for _trial in range(30):
         n, t_max = 3, 64
         x = rng.integers(0, 2, (t_max, n)).astype(float)
         xp = x.copy()
