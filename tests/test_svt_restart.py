@@ -406,6 +406,22 @@ def test_restarts_reach_the_grid_rows():
     by_agent = table.set_index("agent")["restarts_mean"]
     assert by_agent.filter(like="svt-restart").min() >= 1
     assert by_agent.filter(like="hedge").isna().all()
+    # ... and the printed compare table has a restarts column: the counts for svt-restart,
+    # '-' for hedge (the control: a learner without restarts shows none).
+    from dp_experts_env.evaluation.table import terminal_table
+
+    printed = terminal_table(pd.DataFrame(rows), table, "dynamic_regret").splitlines()
+    header = next(line for line in printed if line.startswith("env  rank"))
+    assert header.split()[-1] == "restarts"
+    for line in printed:
+        if " svt-restart " in line:
+            want = table.loc[table["agent"] == "svt-restart", "restarts_mean"]
+            assert float(line.split()[-1]) in {round(float(x), 1) for x in want}
+        elif " hedge " in line:
+            assert line.split()[-1] == "-"
+    hedge_rows = pd.DataFrame([r for r in rows if r["agent_name"] == "hedge"])
+    plain = summarize(hedge_rows, "dynamic_regret")
+    assert "restarts" not in terminal_table(pd.DataFrame(rows), plain, "dynamic_regret")
 
 
 def _tested_lengths(agent: SVTRestart, losses: np.ndarray) -> dict[int, int]:
