@@ -298,9 +298,10 @@ def ftpl_gr_adaptive_bound(
 ) -> float:
     """Worst-case regret bound of FTPL-GR with the adaptive rate of ``AdaptiveFtplRate``.
 
-    ``E_m/eta_max + 2 sqrt(2 E_m (q0 + T v)) + sqrt(E_m/2) T u2/(2 q0^(3/2)) + m T (M/(M+1))^M/(M+1)``
-    with ``eta_max = s/(M lam)`` (``inf`` at lam = 0), ``v = m max_l A_2(l, eta_max M)`` and ``u2
-    = M m max_l A_4(l, 2 eta_max M)`` (``A_k`` = :func:`laplace_fed_moment`, l in {0, 1}),
+    ``E_m/eta_max + 2 sqrt(2 E_m (q0 + T v)) + sqrt(E_m/2) T u2/(2 q0^(3/2))`` plus the
+    resampling bias ``m T (M/(M+1))^M/(M+1)``, with ``eta_max = s/(M lam)`` (``inf`` at
+    lam = 0), ``v = m max_l A_2(l, eta_max M)`` and ``u2 = M m max_l A_4(l, 2 eta_max M)``
+    (``A_k`` = :func:`laplace_fed_moment`, l in {0, 1}),
     ``E_m`` = :func:`laplace_max_mean` (docs/algorithms.md, "Calibration", the adaptive rate).
     The proof: FTPL's potential with non-increasing rates costs ``E_m/eta_T`` plus the Bregman
     gaps; round n's gap is at most ``eta_n E[q_n | past]`` (``q_n = M_n y_n^2 e^(eta_n M
@@ -355,7 +356,9 @@ _ADAPTIVE_GRID = (48, 24, 40)
 
 
 @functools.lru_cache(maxsize=8192)
-def ftpl_gr_adaptive_calibrated(m: int, horizon: int, lam: float) -> tuple[float, int, float, float]:
+def ftpl_gr_adaptive_calibrated(
+    m: int, horizon: int, lam: float
+) -> tuple[float, int, float, float]:
     """``(eta_max, M, q0, bound)`` minimising :func:`ftpl_gr_adaptive_bound`.
 
     M on a 48-point log grid up to ``ceil(sqrt(m T))`` (as the fixed rate's), ``s = eta_max M
