@@ -317,9 +317,16 @@ class PrivateBatchedBandit(_BatchedConversion):
           log grid with ``tau <= T // 10``; base constants as above at that tau.
         * ``tau=``, ``sigma=``, ``eta=``, ``gamma=``, ``resample_cap=`` override (public
           constants; privacy does not depend on them).
+        * ``rate=`` (``base="ftpl-gr"``, calibrated only): ``"fixed"`` (default, Alg. 4's
+          constant eta) or ``"adaptive"``: FTPL-GR's self-confident rate
+          ``min(eta_max, sqrt(E_m / (2 S)))`` of the released values (``S`` = q0 + the sum of
+          ``M_n y_n^2 e^(eta_n M y_n^-)``), with tau, M, ``eta_max`` (then ``eta``) and ``q0``
+          minimising its own bound (docs/algorithms.md, "Calibration"). It reads only the
+          releases and the learner's own coins: post-processing, the claim is unchanged.
 
     ``epsilon=math.inf`` feeds the exact batch means (claim: not private). Deviations: epsilon > 1
-    is allowed (tau = 1) although the theorems assume epsilon <= 1;
+    is allowed (tau = 1) although the theorems assume epsilon <= 1; with ``rate="adaptive"``
+    FTPL-GR's eta varies per batch (Alg. 4 fixes it; #29, not the default);
     the paper's closed-form constants are replaced by the lemma-level ones (erratum E-PAB-1);
     log guards (E-PAB-5); losses are clipped to [0, 1], the range Lemma 3's sensitivity assumes.
 
@@ -332,13 +339,16 @@ class PrivateBatchedBandit(_BatchedConversion):
         base: ``"tsallis-inf"`` (default), ``"exp3"`` or ``"ftpl-gr"``.
         tau: batch length in [1, T] (default from ``tuning``).
         sigma: HTINF heavy-tail scale (``tsallis-inf`` only).
-        eta, gamma: EXP3 rate and mixing (``exp3``); eta, resample_cap: FTPL-GR rate and M.
+        eta, gamma: EXP3 rate and mixing (``exp3``); eta, resample_cap: FTPL-GR rate (its
+            cap with ``rate="adaptive"``) and M.
+        rate: FTPL-GR's rate rule, ``"fixed"`` or ``"adaptive"`` (default: ``"fixed"``).
         tail: ``"hold"`` (default) or ``"sample"``, the play of the trailing partial batch.
 
     Attributes:
         tau, n_batches: batch length and number of base-learner updates ``floor(T / tau)``.
         noise_scale: the Laplace scale used (``1/(tau epsilon)`` with the fast backend).
-        base_params: the base learner's constants. tuned: the full tuning record.
+        base_params: the base learner's constants (``q0`` too with ``rate="adaptive"``).
+        tuned: the full tuning record. rate: FTPL-GR's rate rule (``"fixed"`` for other bases).
         base_learner: the batched base learner (its ``n_updates`` counts releases).
         choice: (B,) the arm (or expert) of the current batch.
     """
@@ -395,9 +405,16 @@ class PrivateBanditOverExperts(_BatchedConversion):
           log grid with ``tau <= T // 10``; base constants as above at that tau.
         * ``tau=``, ``sigma=``, ``eta=``, ``gamma=``, ``resample_cap=`` override (public
           constants; privacy does not depend on them).
+        * ``rate=`` (``base="ftpl-gr"``, calibrated only): ``"fixed"`` (default, Alg. 4's
+          constant eta) or ``"adaptive"``: FTPL-GR's self-confident rate
+          ``min(eta_max, sqrt(E_m / (2 S)))`` of the released values (``S`` = q0 + the sum of
+          ``M_n y_n^2 e^(eta_n M y_n^-)``), with tau, M, ``eta_max`` (then ``eta``) and ``q0``
+          minimising its own bound (docs/algorithms.md, "Calibration"). It reads only the
+          releases and the learner's own coins: post-processing, the claim is unchanged.
 
     ``epsilon=math.inf`` feeds the exact batch means (claim: not private). Deviations: epsilon > 1
-    is allowed (tau = 1) although the theorems assume epsilon <= 1;
+    is allowed (tau = 1) although the theorems assume epsilon <= 1; with ``rate="adaptive"``
+    FTPL-GR's eta varies per batch (Alg. 4 fixes it; #29, not the default);
     the paper's closed-form constants are replaced by the lemma-level ones (erratum E-PAB-1);
     log guards (E-PAB-5); losses are clipped to [0, 1], the range Lemma 3's sensitivity assumes.
 
@@ -410,13 +427,16 @@ class PrivateBanditOverExperts(_BatchedConversion):
         base: ``"tsallis-inf"`` (default), ``"exp3"`` or ``"ftpl-gr"``.
         tau: batch length in [1, T] (default from ``tuning``).
         sigma: HTINF heavy-tail scale (``tsallis-inf`` only).
-        eta, gamma: EXP3 rate and mixing (``exp3``); eta, resample_cap: FTPL-GR rate and M.
+        eta, gamma: EXP3 rate and mixing (``exp3``); eta, resample_cap: FTPL-GR rate (its
+            cap with ``rate="adaptive"``) and M.
+        rate: FTPL-GR's rate rule, ``"fixed"`` or ``"adaptive"`` (default: ``"fixed"``).
         tail: ``"hold"`` (default) or ``"sample"``, the play of the trailing partial batch.
 
     Attributes:
         tau, n_batches: batch length and number of base-learner updates ``floor(T / tau)``.
         noise_scale: the Laplace scale used (``1/(tau epsilon)`` with the fast backend).
-        base_params: the base learner's constants. tuned: the full tuning record.
+        base_params: the base learner's constants (``q0`` too with ``rate="adaptive"``).
+        tuned: the full tuning record. rate: FTPL-GR's rate rule (``"fixed"`` for other bases).
         base_learner: the batched base learner (its ``n_updates`` counts releases).
         choice: (B,) the arm (or expert) of the current batch.
     """

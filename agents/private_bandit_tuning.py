@@ -353,6 +353,8 @@ def _fed_moment_vec(level: float, lam: float, power: int, rate: np.ndarray) -> n
 
 #: points of the (M, s, q0) grid of :func:`ftpl_gr_adaptive_calibrated`
 _ADAPTIVE_GRID = (48, 24, 40)
+#: the top of its s grid (s < 1/2): a tuning there sits on the proof's limit (a claim warning)
+_S_TOP = 0.5 - 0.5 / _ADAPTIVE_GRID[1] - 1e-9
 
 
 @functools.lru_cache(maxsize=8192)
@@ -661,6 +663,8 @@ def _bandit_caps(
     if base == "ftpl-gr" and int(params["resample_cap"]) >= math.ceil(math.sqrt(m * tb)):
         top = params["resample_cap"]
         caps.append(f"FTPL-GR's resampling cap M at its top ceil(sqrt(m T_B)) = {top}")
+    if "q0" in params and float(params["eta"]) * int(params["resample_cap"]) * lam >= _S_TOP:
+        caps.append("FTPL-GR's adaptive rate cap at eta_max M lam -> 1/2, the limit of its proof")
     if base == "exp3" and float(params["gamma"]) >= 0.5:
         caps.append("EXP3's exploration gamma at its cap 1/2")
     return tuple(caps)

@@ -22,6 +22,7 @@ from agents.bandit_core import AdaptiveFtplRate, FtplGRCore
 from agents.private_bandit import PrivateBatchedBandit
 from agents.private_bandit_tuning import (
     DEFAULT_FTPL_RATE,
+    _bandit_caps,
     ftpl_gr_adaptive_bound,
     ftpl_gr_adaptive_calibrated,
     laplace_fed_moment,
@@ -158,6 +159,15 @@ def test_tuned_cap_keeps_the_noise_moments_finite():
         t = tune_batched_bandit("ftpl-gr", 10, 10_000, eps, "calibrated", rate="adaptive")
         s = t.params["eta"] * t.params["resample_cap"] * t.lam
         assert 0 < s < 0.5
+
+
+def test_cap_warning_when_the_rate_cap_sits_on_the_proofs_limit():
+    lam, cap = 0.5, 100
+    on = {"eta": 0.495 / (cap * lam), "resample_cap": cap, "q0": 1.0}
+    off = on | {"eta": 0.3 / (cap * lam)}
+    args = ("ftpl-gr", 10, 10_000, "calibrated", 2, True, lam)
+    assert any("limit of its proof" in c for c in _bandit_caps(*args, on))
+    assert _bandit_caps(*args, off) == ()
 
 
 # ------------------------------------------------------------------ the learner
