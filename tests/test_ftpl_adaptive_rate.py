@@ -116,6 +116,35 @@ def test_laplace_fed_moment_convex_in_the_level():
         assert vals.max() == max(vals[0], vals[-1])
 
 
+def test_psi_is_below_its_exponential_quadratic_bound():
+    # psi(x) = e^-x - 1 + x <= (x^2 / 2) e^(max(0, -x)), the step from the gap to q_n.
+    x = np.linspace(-30.0, 30.0, 60_001)
+    psi = np.expm1(-x) + x
+    assert np.all(psi <= x * x / 2 * np.exp(np.maximum(0.0, -x)) * (1 + 1e-12) + 1e-15)
+
+
+def _laplace_potential(cum, eta):
+    """Phi(L) = E min_i (L_i + Z_i/eta), Z standard Laplace, by quadrature of its tails."""
+    x = np.linspace(-80.0, 80.0, 400_001) / eta + np.mean(cum)
+    w = eta * (x[:, None] - np.asarray(cum)[None, :])
+    surv = np.where(w < 0, 1 - 0.5 * np.exp(np.minimum(w, 0)), 0.5 * np.exp(-np.maximum(w, 0)))
+    above = np.prod(surv, axis=1)  # P(min > x)
+    pos, neg = x >= 0, x <= 0
+    return np.trapezoid(above[pos], x[pos]) - np.trapezoid(1 - above[neg], x[neg])
+
+
+def test_changing_rates_step_on_the_exact_potential():
+    # For eta' <= eta: 0 <= Phi_eta(L) - Phi_eta'(L) <= E_m (1/eta' - 1/eta), E_m of m Laplaces.
+    e_m = laplace_max_mean(3)
+    for cum in ([0.0, 0.0, 0.0], [0.3, -0.5, 1.1], [5.0, 0.0, 9.0]):
+        for eta, eta2 in [(1.0, 0.5), (0.7, 0.69), (2.0, 0.1)]:
+            drop = _laplace_potential(cum, eta) - _laplace_potential(cum, eta2)
+            assert -1e-6 <= drop <= e_m * (1 / eta2 - 1 / eta) + 1e-6
+    # All losses equal: the drop is exactly E_m (1/eta' - 1/eta).
+    drop = _laplace_potential([0.0] * 3, 1.0) - _laplace_potential([0.0] * 3, 0.5)
+    assert drop == pytest.approx(e_m, abs=1e-5)
+
+
 def test_self_confident_summation_lemma():
     # sum_n q_n / sqrt(S_{n-1}) <= 2 sqrt(S_N) + sum_n q_n^2 / (2 q0^1.5), S_0 = q0.
     rng = np.random.default_rng(2)
@@ -187,13 +216,13 @@ def test_learner_builds_the_adaptive_core_from_the_tuning():
     assert (default.base_learner.adaptive is None) == (DEFAULT_FTPL_RATE == "fixed")
 
 
-def test_adaptive_batch_equals_single_runs():
+@pytest.mark.parametrize("name", ["private-batched-bandit", "private-bandit-over-experts"])
+def test_adaptive_batch_equals_single_runs(name):
     rng = np.random.default_rng(0)
     losses = rng.random((T, K))
-    advice = np.broadcast_to(np.eye(K), (T, K, K))
+    advice = rng.dirichlet(np.ones(K), size=(T, K))
     params = {"n_experts": K, "horizon": T, "n_arms": K, "epsilon": 0.5, "tau": 3}
     params |= {"base": "ftpl-gr", "rate": "adaptive"}
-    name = "private-batched-bandit"
     batch = rollout(agents.make(name, num_envs=3, seed=7, **params), losses, advice=advice)
     for b in range(3):
         single = rollout(agents.make(name, seed=7 + b, **params), losses, advice=advice)
