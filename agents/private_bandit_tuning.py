@@ -55,9 +55,19 @@ __all__ = [
     "ftpl_gr_tight_calibrated",
     "ftpl_gr_tight_tuning",
     "ftpl_gr_calibrated",
+    "laplace_fed_moment",
+    "ftpl_gr_adaptive_bound",
+    "ftpl_gr_adaptive_calibrated",
+    "FTPL_RATES",
+    "DEFAULT_FTPL_RATE",
 ]
 
 BASES = ("tsallis-inf", "exp3", "ftpl-gr")
+#: FTPL-GR's learning-rate rules: Alg. 4's fixed eta, or the self-confident rate of the released
+#: values (docs/algorithms.md, "Calibration"); calibrated tuning only
+FTPL_RATES = ("fixed", "adaptive")
+#: the rate rule of ``base="ftpl-gr"`` under ``tuning="calibrated"`` when none is given
+DEFAULT_FTPL_RATE = "fixed"
 COMPOSITIONS = ("advanced", "pure")
 #: what private batched EXP4 releases: each observed loss (``"loss"``) or, as Alg. 2 prints it,
 #: the per-expert batch means (``"estimates"``); docs/algorithms.md, "Calibration"
@@ -260,6 +270,118 @@ def ftpl_gr_tight_calibrated(m: int, horizon: int, lam: float) -> tuple[float, i
     return eta, cap, ftpl_gr_tight_bound(m, tb, lam, eta, cap)
 
 
+def laplace_fed_moment(level: float, lam: float, power: int, rate: float) -> float:
+    """``E[(l + N)^k exp(b max(0, -(l + N)))]`` for ``N ~ Lap(lam)``, ``l >= 0``, k = 2 or 4.
+
+    Exact: ``E (l + N)^k`` plus the negative side's excess. For ``l + N < 0`` write ``w = -(l +
+    N) > 0``, of density ``e^(-l/lam) e^(-w/lam)/(2 lam)``, so ``E[w^k e^(b w); w > 0] =
+    (k!/2) lam^k e^(-l/lam)/(1 - b lam)^(k+1)`` (``inf`` unless ``b lam < 1``). Convex in l
+    (``z^k e^(b z_-)`` is), so on [0, 1] its maximum is at ``l`` = 0 or 1.
+    """
+    if power not in (2, 4):
+        raise ValueError(f"power must be 2 or 4, got {power}")
+    mean = (
+        level**2 + 2.0 * lam**2
+        if power == 2
+        else level**4 + 12.0 * level**2 * lam**2 + 24.0 * lam**4
+    )
+    if lam == 0.0:
+        return float(mean)
+    if rate * lam >= 1.0:
+        return math.inf
+    excess = 0.5 * math.factorial(power) * lam**power * math.exp(-level / lam)
+    return float(mean + excess * ((1.0 - rate * lam) ** -(power + 1) - 1.0))
+
+
+def ftpl_gr_adaptive_bound(
+    m: int, horizon: int, lam: float, cap: int, s: float, q0: float
+) -> float:
+    """Worst-case regret bound of FTPL-GR with the adaptive rate of ``AdaptiveFtplRate``.
+
+    ``E_m/eta_max + 2 sqrt(2 E_m (q0 + T v)) + sqrt(E_m/2) T u2/(2 q0^(3/2))`` plus the
+    resampling bias ``m T (M/(M+1))^M/(M+1)``, with ``eta_max = s/(M lam)`` (``inf`` at
+    lam = 0), ``v = m max_l A_2(l, eta_max M)`` and ``u2 = M m max_l A_4(l, 2 eta_max M)``
+    (``A_k`` = :func:`laplace_fed_moment`, l in {0, 1}),
+    ``E_m`` = :func:`laplace_max_mean` (docs/algorithms.md, "Calibration", the adaptive rate).
+    The proof: FTPL's potential with non-increasing rates costs ``E_m/eta_T`` plus the Bregman
+    gaps; round n's gap is at most ``eta_n E[q_n | past]`` (``q_n = M_n y_n^2 e^(eta_n M
+    y_n^-)``, ``E[q_n | past] <= v``, ``E[q_n^2 | past] <= u2``); and ``sum_n q_n /
+    sqrt(S_{n-1}) <= 2 sqrt(S_T) + sum_n q_n^2/(2 q0^(3/2))``. Needs ``s < 1/2`` when lam > 0.
+    """
+    if cap < 1 or q0 <= 0 or (lam > 0 and not 0 < s < 0.5):
+        return math.inf
+    return float(_ftpl_gr_adaptive_terms(m, horizon, lam, np.float64(cap), np.float64(s), q0))
+
+
+def _ftpl_gr_adaptive_terms(
+    m: int, horizon: int, lam: float, cap: np.ndarray, s: np.ndarray, q0: np.ndarray | float
+) -> np.ndarray:
+    """:func:`ftpl_gr_adaptive_bound`, vectorised over broadcastable ``cap``, ``s``, ``q0``."""
+    pen = laplace_max_mean(m)
+    if lam == 0.0:
+        first = np.zeros(np.broadcast_shapes(np.shape(cap), np.shape(s)))
+        a2, a4 = 1.0, 1.0
+    else:
+        first = pen * cap * lam / s
+        b = np.asarray(s, dtype=np.float64) / lam
+        a2 = np.maximum(*(_fed_moment_vec(level, lam, 2, b) for level in (0.0, 1.0)))
+        a4 = np.maximum(*(_fed_moment_vec(level, lam, 4, 2.0 * b) for level in (0.0, 1.0)))
+    v = m * a2
+    u2 = cap * m * a4
+    q0 = np.asarray(q0, dtype=np.float64)
+    bias = m * horizon * (cap / (cap + 1.0)) ** cap / (cap + 1.0)
+    return (
+        first
+        + 2.0 * math.sqrt(2.0 * pen) * np.sqrt(q0 + horizon * v)
+        + math.sqrt(pen / 2.0) * horizon * u2 / (2.0 * q0**1.5)
+        + bias
+    )
+
+
+def _fed_moment_vec(level: float, lam: float, power: int, rate: np.ndarray) -> np.ndarray:
+    """:func:`laplace_fed_moment` vectorised over ``rate`` (``inf`` where ``rate lam >= 1``)."""
+    mean = (
+        level**2 + 2.0 * lam**2
+        if power == 2
+        else level**4 + 12.0 * level**2 * lam**2 + 24.0 * lam**4
+    )
+    excess = 0.5 * math.factorial(power) * lam**power * math.exp(-level / lam)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        blow = np.where(rate * lam < 1.0, (1.0 - rate * lam) ** -(power + 1.0), np.inf)
+    return mean + excess * (blow - 1.0)
+
+
+#: points of the (M, s, q0) grid of :func:`ftpl_gr_adaptive_calibrated`
+_ADAPTIVE_GRID = (48, 24, 40)
+#: the top of its s grid (s < 1/2): a tuning there sits on the proof's limit (a claim warning)
+_S_TOP = 0.5 - 0.5 / _ADAPTIVE_GRID[1] - 1e-9
+
+
+@functools.lru_cache(maxsize=8192)
+def ftpl_gr_adaptive_calibrated(
+    m: int, horizon: int, lam: float
+) -> tuple[float, int, float, float]:
+    """``(eta_max, M, q0, bound)`` minimising :func:`ftpl_gr_adaptive_bound`.
+
+    M on a 48-point log grid up to ``ceil(sqrt(m T))`` (as the fixed rate's), ``s = eta_max M
+    lam`` on 24 points of (0, 1/2) and q0 on a 40-point log grid from ``m`` to ``1e3 m T``.
+    At lam = 0 there is no cap (``eta_max = inf``).
+    """
+    tb = max(1, horizon)
+    top = math.ceil(math.sqrt(m * tb))
+    n_cap, n_s, n_q = _ADAPTIVE_GRID
+    caps = np.unique(np.round(np.geomspace(1, top, n_cap)).astype(np.int64)).astype(np.float64)
+    ss = np.linspace(0.5 / n_s, 0.5, n_s, endpoint=False) if lam > 0 else np.array([0.25])
+    qs = np.geomspace(m, 1e3 * m * tb, n_q)
+    bounds = _ftpl_gr_adaptive_terms(
+        m, tb, lam, caps[:, None, None], ss[None, :, None], qs[None, None, :]
+    )
+    i, j, k = np.unravel_index(int(np.argmin(bounds)), bounds.shape)
+    cap, s, q0 = int(caps[i]), float(ss[j]), float(qs[k])
+    eta_max = math.inf if lam == 0 else s / (cap * lam)
+    return eta_max, cap, q0, ftpl_gr_adaptive_bound(m, tb, lam, cap, s, q0)
+
+
 @dataclass(frozen=True)
 class BatchedBanditTuning:
     """Parameters of Alg. 1 (or Thm 7) with a base learner over ``m`` arms.
@@ -324,7 +446,7 @@ def paper_tau(epsilon: float, horizon: int) -> int:
 
 
 def base_parameters(
-    base: str, m: int, n_batches: int, lam: float, tuning: str = "paper"
+    base: str, m: int, n_batches: int, lam: float, tuning: str = "paper", rate: str = "fixed"
 ) -> dict[str, float | int]:
     """The base learner's constants at horizon ``n_batches`` and noise ``lam``.
 
@@ -338,8 +460,14 @@ def base_parameters(
       log^2(m T_B))))`` and ``gamma = 4 eta lam m log(m T_B)``.
     * ``ftpl-gr`` (Lemma 25 at T_B): ``M = ceil(sqrt(m T_B))`` and ``eta = min(sqrt(log m /
       (m T_B (1 + 10 lam^2 log^2(m T_B)))), 1 / (M (1 + 4 lam log T_B)))`` (lam, not eta).
+    * ``ftpl-gr`` with ``rate="adaptive"`` (calibrated only): the rate cap ``eta`` (=
+      ``eta_max``, ``inf`` at lam = 0), M and ``q0`` of :func:`ftpl_gr_adaptive_calibrated`.
     """
     tb = max(1, n_batches)
+    _check_rate_rule(base, tuning, rate)
+    if rate == "adaptive":
+        eta, cap, q0, _ = ftpl_gr_adaptive_calibrated(m, tb, lam)
+        return {"eta": eta, "resample_cap": cap, "q0": q0}
     if base == "tsallis-inf":
         return {"sigma": math.sqrt(2.0 + 4.0 * lam * lam)}
     if base == "exp3" and tuning == "calibrated":
@@ -364,16 +492,19 @@ def base_parameters(
 
 
 def base_noisy_regret(
-    base: str, m: int, n_batches: int, lam: float, tuning: str = "paper"
+    base: str, m: int, n_batches: int, lam: float, tuning: str = "paper", rate: str = "fixed"
 ) -> float:
     """Upper bound on ``R~_B(T_B, m, lam)`` with the constants of :func:`base_parameters`.
 
     HTINF: Thm 21 with the heavy-tail moment of ``l + Lap(lam)``; EXP3: proof of Cor. 22
     (``inf`` when ``gamma > 1``, where the proof does not apply), or with
     ``tuning="calibrated"`` the second-moment bound :func:`second_moment_bound`; FTPL-GR:
-    Lemma 25.
+    Lemma 25; with ``rate="adaptive"`` :func:`ftpl_gr_adaptive_bound` at its minimiser.
     """
     tb = max(1, n_batches)
+    _check_rate_rule(base, tuning, rate)
+    if rate == "adaptive":
+        return ftpl_gr_adaptive_calibrated(m, tb, lam)[3]
     if base == "exp3" and tuning == "calibrated":
         eta, gamma = second_moment_exp3(m, m, tb, lam)
         return second_moment_bound(m, m, tb, lam, eta, gamma)
@@ -390,6 +521,17 @@ def base_noisy_regret(
         root = math.sqrt(m * tb)
         return 11.0 * lam * root * math.log(m) * glog(m * tb) + 10.0 * root
     raise ValueError(f"base must be one of {BASES}, got {base!r}")
+
+
+def _check_rate_rule(base: str, tuning: str, rate: str) -> None:
+    """FTPL-GR's adaptive rate exists only for ``base="ftpl-gr"`` under the calibrated tuning."""
+    if rate not in FTPL_RATES:
+        raise ValueError(f"rate must be one of {FTPL_RATES}, got {rate!r}")
+    if rate == "adaptive" and (base != "ftpl-gr" or tuning != "calibrated"):
+        raise ValueError(
+            f"rate='adaptive' applies to base='ftpl-gr' with tuning='calibrated' only, got "
+            f"base={base!r}, tuning={tuning!r} (tuning='paper' is Lemma 25's fixed eta)"
+        )
 
 
 def _tau_grid(horizon: int, extra: int | None = None) -> np.ndarray:
@@ -411,6 +553,7 @@ def tune_batched_bandit(
     tuning: str,
     tau: int | None = None,
     gamma_given: bool = False,
+    rate: str = "fixed",
 ) -> BatchedBanditTuning:
     """Batch length and base-learner constants for Alg. 1 over ``n_arms`` (meta-)arms.
 
@@ -425,17 +568,20 @@ def tune_batched_bandit(
         tau: a batch length fixed by the user (the base constants still follow ``tuning``'s
             formulas at this tau).
         gamma_given: the user fixes EXP3's gamma, so the formula's gamma need not be <= 1.
+        rate: FTPL-GR's rate rule, ``"fixed"`` or ``"adaptive"`` (calibrated ftpl-gr only:
+            tau, M, the rate cap and q0 minimise :func:`ftpl_gr_adaptive_bound`).
 
     Raises:
         ValueError: for ``tuning="paper"`` when the theorem's parameters are not valid.
     """
     if base not in BASES:
         raise ValueError(f"base must be one of {BASES}, got {base!r}")
+    _check_rate_rule(base, tuning, rate)
 
     def bound_at(t: int) -> float:
         nb = horizon // t
         lam = 1.0 / (epsilon * t)
-        return t * base_noisy_regret(base, n_arms, nb, lam, tuning) + t
+        return t * base_noisy_regret(base, n_arms, nb, lam, tuning, rate) + t
 
     picked = tau is None
     if tau is None:
@@ -453,7 +599,7 @@ def tune_batched_bandit(
             tau = int(grid[int(np.argmin(bounds))])
     n_batches = horizon // tau
     lam = 1.0 / (epsilon * tau)
-    params = base_parameters(base, n_arms, n_batches, lam, tuning)
+    params = base_parameters(base, n_arms, n_batches, lam, tuning, rate)
     if tuning == "paper" and base == "exp3" and params["gamma"] > 1.0 and not gamma_given:
         raise ValueError(
             f"tuning='paper' gives EXP3 mixing gamma = {params['gamma']:.3g} > 1 (Cor. 22's "
@@ -517,6 +663,8 @@ def _bandit_caps(
     if base == "ftpl-gr" and int(params["resample_cap"]) >= math.ceil(math.sqrt(m * tb)):
         top = params["resample_cap"]
         caps.append(f"FTPL-GR's resampling cap M at its top ceil(sqrt(m T_B)) = {top}")
+    if "q0" in params and float(params["eta"]) * int(params["resample_cap"]) * lam >= _S_TOP:
+        caps.append("FTPL-GR's adaptive rate cap at eta_max M lam -> 1/2, the limit of its proof")
     if base == "exp3" and float(params["gamma"]) >= 0.5:
         caps.append("EXP3's exploration gamma at its cap 1/2")
     return tuple(caps)
