@@ -68,3 +68,5 @@ def test_ray_with_more_cpus_than_the_machine_runs_as_many_units(tmp_path, monkey
         ray.shutdown()
     assert sizes[-1] >= 8
     pd.testing.assert_frame_equal(local, remote)
+    # Each task's runs come back as arrays and are stored as they arrive: one file per unit.
+    assert len(list((tmp_path / "ray" / "cells").glob("unit-*.pack"))) == sizes[-1]

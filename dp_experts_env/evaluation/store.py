@@ -617,6 +617,7 @@ class CellStore:
         self.cells_dir = self.root / "cells"
         self._index: dict[str, list[str]] | None = None  # run id -> unit files, newest first
         self._unsafe: list[str] = []  # unit files refused while indexing (links, not files)
+        self._unreadable: list[str] = []  # unit files whose header does not parse
         self._packs: dict[str, dict[str, tuple[dict, bytes]] | DamagedPack] = {}  # LRU
         self._summaries: dict[str, dict[str, tuple[dict, str, str]] | DamagedPack] = {}
 
@@ -676,7 +677,7 @@ class CellStore:
         if self._index is not None:
             return self._index
         index: dict[str, list[str]] = {}
-        self._unsafe = []
+        self._unsafe, self._unreadable = [], []
         folder = plain_dir(self.cells_dir, create=False)
         found = []
         if folder.is_dir():
@@ -694,8 +695,9 @@ class CellStore:
                 if err.errno == errno.ELOOP:
                     self._unsafe.append(name)
                 continue
-            except (ValueError, KeyError, TypeError):
-                continue  # a header that does not parse names no run: its runs are missing
+            except (ValueError, KeyError, TypeError):  # names no run: its runs are missing
+                self._unreadable.append(name)
+                continue
             if isinstance(runs, list):
                 for run_id in runs:
                     if isinstance(run_id, str):
@@ -724,6 +726,8 @@ class CellStore:
         found = {n: str(p) for n, p in self._packs.items() if isinstance(p, DamagedPack)}
         for name in self._unsafe:
             found[name] = f"cells/{name} is not a plain file (a symbolic link?); not read"
+        for name in self._unreadable:
+            found[name] = f"cells/{name} is damaged (its header does not parse)"
         return found
 
     def _records(self, run_id: str) -> Iterator[tuple[str, dict[str, Any] | None, bytes, str]]:

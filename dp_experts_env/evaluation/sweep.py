@@ -314,6 +314,9 @@ def _run_locked(
                 missing.append(seed)
             if missing:
                 todo.append(cell.with_seeds(missing))
+        for why in store.damaged_packs().values():  # files that name no run they held
+            if not any(why in problem for problem in problems):
+                print(f"{why}: the runs it held are played again", file=log)
         for problem, which in problems.items():  # a damaged unit file: one line, not one a run
             more = f" and {len(which) - 1} more runs" if len(which) > 1 else ""
             print(
