@@ -1,4 +1,4 @@
-"""The results folder: one file per (cell, seed), keyed by everything that determines its rows.
+"""The results folder: one unit file per finished unit, each run in it keyed by what makes its rows.
 
 Cache key
     A run -- one seed index of one (agent, env, epsilon) cell -- is stored under a key made of
@@ -7,24 +7,32 @@ Cache key
     of the source of the learner's and the env's modules (and every project module they import,
     see :func:`code_fingerprint`; the env's side includes the episode loop and
     ``evaluation/grid.py``, which derives the seeds and the recorded rounds), and the SHA-256 of
-    the content of every data file a parameter names (a replay ``losses`` path). A changed key
-    is a different file name, so the run is played again; an old file is ignored.
+    the content of every data file a parameter names (a replay ``losses`` path). Its run id is
+    a readable prefix and a hash of the key: a changed key is another run id, so the run is
+    played again; the old run is ignored.
 
-Per-seed files
-    Cells are still played as one batch of seeds, but each seed's rows are stored in their own
-    file. Raising ``seeds`` from 4 to 6 therefore plays seeds 4 and 5 only. A seed's rows do not
-    depend on the other seeds of its batch (seeds are keyed by seed index), so they are the same
-    whether the seed ran in a 4-seed or a 6-seed grid.
+Per-seed runs
+    Cells are played as one batch of seeds, but each seed's rows are a run of their own. Raising
+    ``seeds`` from 4 to 6 therefore plays seeds 4 and 5 only. A seed's rows do not depend on the
+    other seeds of its batch (seeds are keyed by seed index), so they are the same whether the
+    seed ran in a 4-seed or a 6-seed grid.
+
+Unit files
+    A finished unit's runs are written together as ``cells/unit-<digest>.pack`` (see "the store"
+    below), once, when the unit is back: a crash loses at most the units in flight. Run files
+    of earlier versions (``cells/<run id>.json``, one run each, the same two-line record) are
+    still found by run id and checked the same way.
 
 Manifest
-    ``manifest.json`` lists the run files of the grid last run in the folder; the results table,
-    the summary and ``dp-experts plot`` read exactly those files, never other ``cells/*.json``
+    ``manifest.json`` lists the run ids of the grid last run in the folder; the results table,
+    the summary and ``dp-experts plot`` read exactly those runs, never other runs of ``cells/``
     (an earlier grid's, a stale key's) or temporary files. It carries a checksum of its grid
     and run list, and ``complete`` once every listed run and ``results.csv`` are written.
 
 Every file is written to a temporary file in the same folder and renamed into place (atomic on
-POSIX and Windows), with the mode the umask asks for. A run file that does not parse, belongs to
-another key or fails its checksum is reported and re-run; a valid file is never rewritten.
+POSIX and Windows), with the mode the umask asks for; unit files without an fsync. A run whose
+stored copy does not parse, belongs to another key or fails its checksum (or sits in a unit file
+that fails its size or checksum) is reported and re-run; a valid file is never rewritten.
 
 Trust boundary
     A results folder may come from someone else (a shared group folder, an unpacked archive), so
@@ -790,10 +798,16 @@ class CellStore:
         """(header, "") for a valid copy; (None, reason) otherwise (reason "missing" if absent).
 
         Valid: the current format, exactly this key, and the checksum of its rows (and, in a
-        unit file, the file's own size and checksum). The reason names a unit file. The header
+        unit file, the file's own size and checksum). The reason names the file. The header
         of a run in a unit file comes without its key.
         """
-        wanted = _key_digest(json.loads(_canonical(key)))
+        wanted: list[str] = []  # the key's digest, computed once a stored copy is found
+
+        def differs(digest: str) -> bool:
+            if not wanted:
+                wanted.append(_key_digest(json.loads(_canonical(key))))
+            return digest != wanted[0]
+
         reasons = []
         try:
             for name in self._pack_index().get(check_run_id(run_id), []):
@@ -802,19 +816,21 @@ class CellStore:
                     reasons.append(str(summary))
                     continue
                 header, digest, problem = summary.get(run_id, ({}, "", "not in the file"))
-                if not problem and digest != wanted:
+                if not problem and differs(digest):
                     problem = "belongs to another cell or code version"
                 if not problem:
                     return header, ""
                 reasons.append(f"{problem} (in cells/{name})")
-            header, problem = self._check_run_file(run_id, wanted)
+            header, problem = self._check_run_file(run_id, differs)
         except UnsafeResultsFolder as err:
             return None, f"refused ({err})"
         if not problem:
             return header, ""
         return None, reasons[0] if reasons and problem == "missing" else problem
 
-    def _check_run_file(self, run_id: str, wanted: str) -> tuple[dict | None, str]:
+    def _check_run_file(
+        self, run_id: str, differs: Callable[[str], bool]
+    ) -> tuple[dict | None, str]:
         """:meth:`check` for the run file of an earlier version (``cells/<run id>.json``)."""
         try:
             plain_dir(self.cells_dir, create=False)
@@ -827,7 +843,7 @@ class CellStore:
             problem = f"unreadable ({type(err).__name__})"
         else:
             problem = _record_problem(header, payload)
-            if not problem and _key_digest(header.get("key")) != wanted:
+            if not problem and differs(_key_digest(header.get("key"))):
                 problem = "belongs to another cell or code version"
             if not problem:
                 return header, ""
@@ -854,20 +870,26 @@ class CellStore:
         return None if loaded is None else _rows_of(*loaded)
 
     # ---------------------------------------------------------------- writing
-    def save_unit(self, results: Iterable[tuple[Cell, Mapping[int, Any]]]) -> Path:
+    def save_unit(
+        self,
+        results: Iterable[tuple[Cell, Mapping[int, Any]]],
+        runs: Callable[[Cell], list[tuple[int, dict[str, Any], str]]] | None = None,
+    ) -> Path:
         """Write a finished unit's runs as one unit file (atomically, without an fsync).
 
         ``results``: ``(cell, {seed index: run columns})`` pairs
         (:func:`~dp_experts_env.evaluation.columns.by_seed`), every seed of each cell present.
+        ``runs``: :meth:`runs` of a cell, when the caller has the keys already (a sweep derived
+        them to check the folder).
         A kill during the write leaves no file (the unit is played again); a power loss may
         leave a torn file, which fails its checksum and is played again.
         """
         plain_dir(self.cells_dir)
         run_ids: list[str] = []
         body: list[bytes] = []
-        for cell, runs in results:
-            for seed, key, run_id in self.runs(cell):
-                run = runs.get(seed)
+        for cell, played in results:
+            for seed, key, run_id in (runs or self.runs)(cell):
+                run = played.get(seed)
                 if not run:
                     raise RuntimeError(f"cell {cell.cell_id} returned no rows for seed {seed}")
                 payload = columns_mod.payload(run)

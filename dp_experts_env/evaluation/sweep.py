@@ -300,10 +300,13 @@ def _run_locked(
         )
         run_ids: list[str] = []
         todo = []
+        todo_of = []  # the grid's cell each todo cell is the missing seeds of
         problems: dict[str, list[str]] = {}  # why stored runs cannot be used -> which
+        keys: dict[tuple[str, int], tuple[int, dict, str]] = {}  # (cell, seed) -> its run
         for cell in grid.cells():
             missing = []
             for seed, key, run_id in store.runs(cell):
+                keys[cell.cell_id, seed] = (seed, key, run_id)
                 run_ids.append(run_id)
                 _, problem = store.check(run_id, key)
                 if problem == "":
@@ -314,6 +317,7 @@ def _run_locked(
                 missing.append(seed)
             if missing:
                 todo.append(cell.with_seeds(missing))
+                todo_of.append(cell)
         for why in store.damaged_packs().values():  # files that name no run they held
             if not any(why in problem for problem in problems):
                 print(f"{why}: the runs it held are played again", file=log)
@@ -330,10 +334,16 @@ def _run_locked(
         units = _UnitProgress(bar)
         reports = units.report if progress and backend != "ray" else None
         completion = CellCompletion(todo)
+        wholes = {c.cell_id: o.cell_id for c, o in zip(todo, todo_of, strict=True)}
+
+        def runs_of(part: Any) -> list[tuple[int, dict, str]]:  # keys derived above, not again
+            grid_cell = wholes[completion.whole(part).cell_id]
+            return [keys[grid_cell, seed] for seed in part.seed_indices]
+
         for unit in execute_units(
             todo, backend=backend, n_jobs=n_jobs, address=address, progress=reports
         ):
-            io(store.save_unit, unit)  # one file per unit, as soon as it is back
+            io(store.save_unit, unit, runs_of)  # one file per unit, as soon as it is back
             for part, _ in unit:
                 whole = completion.add(part)
                 if whole is not None:
