@@ -267,3 +267,14 @@ def test_an_interrupted_local_grid_keeps_its_finished_units(tmp_path, monkeypatc
     frame = run(g, tmp_path)
     assert len(seen) == 1 and len(packs(tmp_path)) == 3
     pd.testing.assert_frame_equal(frame, run(g, tmp_path / "fresh"))
+
+
+def test_the_streamed_table_reads_many_unit_files_like_the_whole_one(tmp_path):
+    g = grid(n_seeds=5, seeds_per_cell=1, agents=["uniform", "hedge", "follow-the-leader"])
+    whole = run(g, tmp_path / "all")
+    final = run(g, tmp_path / "final", rows="final")
+    assert len(packs(tmp_path / "final")) == 5
+    assert (tmp_path / "all" / "results.csv").read_bytes() == (
+        tmp_path / "final" / "results.csv"
+    ).read_bytes()
+    assert len(final) == 15 and set(final["round"]) == {whole["round"].max()}

@@ -1047,6 +1047,12 @@ class CellStore:
             part.to_csv(fh, index=False, header=start == 0)
 
     def _column_names(self, run_id: str) -> list[str]:
+        for name in self._pack_index().get(run_id, []):  # kept per unit file: parsed once
+            summary = self._summary(name)
+            if not isinstance(summary, DamagedPack) and run_id in summary:
+                names = summary[run_id][0].get("columns")
+                if isinstance(names, list):
+                    return names
         header, payload = self.read_record(run_id)
         names = header.get("columns")
         if isinstance(names, list):
