@@ -72,8 +72,10 @@ from dp_experts_env.evaluation.grid import Cell, _canonical, _json_default, _pla
 
 __all__ = [
     "CellStore",
+    "DamagedPack",
     "FORMAT_VERSION",
     "MANIFEST",
+    "PACK_VERSION",
     "ResultsFolderBusy",
     "SweepError",
     "UnsafeResultsFolder",

@@ -3,7 +3,7 @@
 Folder layout::
 
     OUT/grid.json          the grid that was asked for
-    OUT/manifest.json      the run files of that grid: what the table, summary and plot read
+    OUT/manifest.json      the runs of that grid (run ids): what the table, summary and plot read
     OUT/cells/unit-*.pack  one file per finished unit of work: its runs (cell, seed), each
                            keyed by cell + code + data (cells/<run id>.json: one run per file,
                            as earlier versions wrote them; still read)
