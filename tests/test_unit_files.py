@@ -210,9 +210,7 @@ def _resized(raw: bytes) -> bytes:
     ],
     ids=["partial", "edited-size", "flipped-byte", "header-only", "not-a-pack"],
 )
-def test_a_damaged_unit_file_is_refused_by_name_and_played_again(
-    tmp_path, played, damage, message
-):
+def test_a_damaged_unit_file_is_refused_by_name_and_played_again(tmp_path, played, damage, message):
     out = tmp_path / "out"
     frame = run(grid(), out)
     (pack,) = packs(out)

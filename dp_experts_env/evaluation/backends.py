@@ -497,9 +497,7 @@ def _merge(whole: Cell, parts: list[tuple[Cell, list[dict[str, Any]]]]) -> Resul
     return whole, [row for _, played in parts for row in played]
 
 
-def _plan(
-    cells: Sequence[Cell], backend: str, n_jobs: int | None
-) -> tuple[int, list[list[Cell]]]:
+def _plan(cells: Sequence[Cell], backend: str, n_jobs: int | None) -> tuple[int, list[list[Cell]]]:
     if backend == "serial":
         jobs = 1
     elif n_jobs is None:  # as many processes as the work pays for, at most one per CPU
