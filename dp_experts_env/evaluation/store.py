@@ -561,8 +561,11 @@ def _pack_header(raw: bytes, name: str) -> tuple[dict[str, Any], bytes]:
     return header, body
 
 
-def _parse_pack(raw: bytes, name: str) -> dict[str, tuple[dict[str, Any], bytes]]:
-    """``{run id: (record header, payload bytes)}`` of a unit file that passes its checks.
+def _parse_pack(raw: bytes, name: str) -> dict[str, tuple[bytes, bytes]]:
+    """``{run id: (record header line, payload bytes)}`` of a unit file that passes its checks.
+
+    The record headers are parsed where they are read (:func:`_record_header`): a parsed key
+    costs a few kB per run, more than the run's rows at the last round.
 
     Raises:
         DamagedPack: the file is truncated, edited or not a unit file; the message names it.
@@ -579,16 +582,19 @@ def _parse_pack(raw: bytes, name: str) -> dict[str, tuple[dict[str, Any], bytes]
     runs = header["runs"]
     if len(lines) != 2 * len(runs) + 1 or lines[-1]:
         raise DamagedPack(f"cells/{name} is damaged ({len(runs)} runs listed, not as many records)")
-    records: dict[str, tuple[dict[str, Any], bytes]] = {}
+    records: dict[str, tuple[bytes, bytes]] = {}
     for i, run_id in enumerate(runs):
-        try:
-            record = json.loads(lines[2 * i])
-        except ValueError:
-            raise DamagedPack(f"cells/{name} is damaged (record {i} unreadable)") from None
-        if not isinstance(record, dict):
-            raise DamagedPack(f"cells/{name} is damaged (record {i} is not an object)")
-        records.setdefault(run_id, (record, lines[2 * i + 1]))
+        records.setdefault(run_id, (lines[2 * i], lines[2 * i + 1]))
     return records
+
+
+def _record_header(line: bytes) -> dict[str, Any] | None:
+    """A record's header line parsed; None when it is not a JSON object."""
+    try:
+        header = json.loads(line)
+    except ValueError:
+        return None
+    return header if isinstance(header, dict) else None
 
 
 def _first_line(path: Path, limit: int = 1 << 24) -> bytes:
@@ -606,7 +612,9 @@ def _first_line(path: Path, limit: int = 1 << 24) -> bytes:
         return head.partition(b"\n")[0]
 
 
-_PACK_CACHE = 4  # parsed unit files kept per store (reads are grouped by file)
+#: Parsed unit files kept per store: reads are grouped by file (:meth:`CellStore.frame`) and
+#: checks use each file's kept summary, so one is enough; each costs about the file's size.
+_PACK_CACHE = 1
 
 
 def _key_digest(key: Any) -> str:
@@ -628,7 +636,8 @@ class CellStore:
         self._index: dict[str, list[str]] | None = None  # run id -> unit files, newest first
         self._unsafe: list[str] = []  # unit files refused while indexing (links, not files)
         self._unreadable: list[str] = []  # unit files whose header does not parse
-        self._packs: dict[str, dict[str, tuple[dict, bytes]] | DamagedPack] = {}  # LRU
+        self._packs: dict[str, dict[str, tuple[bytes, bytes]] | DamagedPack] = {}  # LRU
+        self._shared: dict[tuple[str, ...], list[str]] = {}  # equal column lists, kept once
         self._summaries: dict[str, dict[str, tuple[dict, str, str]] | DamagedPack] = {}
 
     # ---------------------------------------------------------------- keys
@@ -715,7 +724,7 @@ class CellStore:
         self._index = index
         return index
 
-    def _pack(self, name: str) -> dict[str, tuple[dict, bytes]] | DamagedPack:
+    def _pack(self, name: str) -> dict[str, tuple[bytes, bytes]] | DamagedPack:
         """The parsed records of a unit file, or the DamagedPack saying why it is refused."""
         if name in self._packs:
             self._packs[name] = self._packs.pop(name)  # most recently used last
@@ -753,7 +762,11 @@ class CellStore:
             if isinstance(parsed, DamagedPack):
                 yield f"cells/{name}", None, b"", str(parsed)
                 continue
-            header, payload = parsed[run_id]
+            line, payload = parsed[run_id]
+            header = _record_header(line)
+            if header is None:
+                yield f"cells/{name}", None, b"", f"cells/{name} has an unreadable record"
+                continue
             yield f"cells/{name}", header, payload, _record_problem(header, payload)
         plain_dir(self.cells_dir, create=False)
         try:
@@ -776,32 +789,40 @@ class CellStore:
 
     # ---------------------------------------------------------------- reading
     def _summary(self, name: str) -> dict[str, tuple[dict, str, str]] | DamagedPack:
-        """Per run of a unit file: (header without its key, key digest, problem); kept.
+        """Per run of a unit file: (row count and columns, key digest, problem); kept.
 
-        What :meth:`check` needs, so checking a run never parses its unit file again.
+        What :meth:`check` and the streamed table need, so they never parse the file again
+        (about 0.3 kB per run: equal column lists are shared).
         """
         if name not in self._summaries:
             parsed = self._pack(name)
-            self._summaries[name] = (
-                parsed
-                if isinstance(parsed, DamagedPack)
-                else {
-                    run_id: (
-                        {k: v for k, v in header.items() if k != "key"},
-                        _key_digest(header.get("key")),
-                        _record_problem(header, payload),
-                    )
-                    for run_id, (header, payload) in parsed.items()
-                }
-            )
+            if isinstance(parsed, DamagedPack):
+                self._summaries[name] = parsed
+                return parsed
+            summary: dict[str, tuple[dict, str, str]] = {}
+            for run_id, (line, payload) in parsed.items():
+                header = _record_header(line)
+                if header is None:
+                    summary[run_id] = ({}, "", f"cells/{name} has an unreadable record")
+                    continue
+                columns = header.get("columns")
+                if isinstance(columns, list):
+                    columns = self._shared.setdefault(tuple(map(str, columns)), list(columns))
+                kept = {"version": header.get("version"), "n": header.get("n"), "columns": columns}
+                summary[run_id] = (
+                    kept,
+                    _key_digest(header.get("key")),
+                    _record_problem(header, payload),
+                )
+            self._summaries[name] = summary
         return self._summaries[name]
 
     def check(self, run_id: str, key: Mapping[str, Any]) -> tuple[dict | None, str]:
         """(header, "") for a valid copy; (None, reason) otherwise (reason "missing" if absent).
 
         Valid: the current format, exactly this key, and the checksum of its rows (and, in a
-        unit file, the file's own size and checksum). The reason names the file. The header
-        of a run in a unit file comes without its key.
+        unit file, the file's own size and checksum). The reason names the file. For a run in a
+        unit file the header holds only its version, row count and columns.
         """
         wanted: list[str] = []  # the key's digest, computed once a stored copy is found
 
@@ -982,15 +1003,27 @@ class CellStore:
         for run_id in run_ids:
             check_run_id(run_id)
         reading = sorted(range(len(run_ids)), key=lambda i: self._source(run_ids[i]))
-        loaded: list[tuple[dict[str, Any], int] | None] = [None] * len(run_ids)
+        # Per run, until assembled in manifest order: its column names and constants as tuples
+        # (equal name tuples shared, strings interned) and its varying columns as arrays.
+        loaded: list[Any] = [None] * len(run_ids)
+        shapes: dict[tuple[str, ...], tuple[str, ...]] = {}
         for i in reading:
             got = self._load(run_ids[i])
-            if got is not None:
-                data, n = got
-                if last_only and n > 1:
-                    data, n = _last_row(data), 1
-                data["cols"] = {k: np.asarray(v) for k, v in data["cols"].items()}
-                loaded[i] = (data, n)
+            if got is None:
+                continue
+            data, n = got
+            if last_only and n > 1:
+                data, n = _last_row(data), 1
+            names = tuple(data["order"])
+            const = tuple(data["const"])
+            loaded[i] = (
+                shapes.setdefault(names, names),
+                shapes.setdefault(const, const),
+                tuple(sys.intern(v) if isinstance(v, str) else v for v in data["const"].values()),
+                {k: np.asarray(v) for k, v in data["cols"].items()},
+                n,
+            )
+            del data, got
         missing = [run_ids[i] for i, got in enumerate(loaded) if got is None]
         if missing:
             damaged = self.damaged_packs()
@@ -1010,20 +1043,20 @@ class CellStore:
         const: dict[str, list[Any]] = {}
         varying: dict[str, list[np.ndarray]] = {}
         for k, got in enumerate(loaded):
-            data, n = got  # type: ignore[misc]
+            names, const_names, const_values, cols, n = got
             loaded[k] = None  # assembled: the per-run copy can go
-            for name in data["order"]:
+            constants = dict(zip(const_names, const_values, strict=True))
+            for name in names:
                 if name not in order:
                     order[name] = None
                     const[name] = [math.nan] * k  # earlier runs lack the column: NaN, as concat
                     varying[name] = []
             for name in order:
-                if name in data["const"]:
-                    value = data["const"][name]
-                    const[name].append(sys.intern(value) if isinstance(value, str) else value)
-                elif name in data["cols"]:
+                if name in constants:
+                    const[name].append(constants[name])
+                elif name in cols:
                     const[name].append(_VARYING)
-                    varying[name].append(data["cols"][name])
+                    varying[name].append(cols[name])
                 else:
                     const[name].append(math.nan)
             lengths.append(n)
