@@ -597,19 +597,19 @@ def _record_header(line: bytes) -> dict[str, Any] | None:
     return header if isinstance(header, dict) else None
 
 
-def _first_line(path: Path, limit: int = 1 << 24) -> bytes:
+def _first_line(path: Path) -> bytes:
     """The first line of a regular file (never following a link), read in chunks."""
     fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
             raise UnsafeResultsFolder(f"{path} is not a regular file")
-        head = b""
-        while b"\n" not in head and len(head) < limit:
+        chunks: list[bytes] = []
+        while not chunks or b"\n" not in chunks[-1]:
             chunk = fh.read(1 << 16)
             if not chunk:
                 break
-            head += chunk
-        return head.partition(b"\n")[0]
+            chunks.append(chunk)
+        return b"".join(chunks).partition(b"\n")[0]
 
 
 #: Parsed unit files kept per store: reads are grouped by file (:meth:`CellStore.frame`) and
