@@ -276,3 +276,20 @@ def test_the_streamed_table_reads_many_unit_files_like_the_whole_one(tmp_path):
         tmp_path / "final" / "results.csv"
     ).read_bytes()
     assert len(final) == 15 and set(final["round"]) == {whole["round"].max()}
+
+
+@pytest.mark.slow
+def test_a_unit_file_whose_header_spans_many_reads_is_indexed(tmp_path, played):
+    g = Grid(
+        ["uniform"],
+        [EnvEntry("DPExperts-Shift-v0", {"n_experts": 2, "horizon": 4})],
+        n_seeds=2000,
+        seeds_per_cell=2000,
+        n_record=2,
+    )
+    frame = run(g, tmp_path, report=False)
+    (pack,) = packs(tmp_path)
+    assert len(pack.read_bytes().partition(b"\n")[0]) > 1 << 16  # beyond one 64 kB read
+    played.clear()
+    pd.testing.assert_frame_equal(run(g, tmp_path, report=False), frame)
+    assert played == []
