@@ -39,7 +39,8 @@ EXPECTED = {
     "default_vs_fused": {"cpu_seconds", "blocks_over_fused", "per_round_over_fused",
                          "per_round_over_blocks", "ns_per_run_round", "n_cells", "machine"},
     "ray_overhead": {"serial_cpu_seconds", "ray_cpu_seconds", "overhead_per_cell_seconds",
-                     "ray_startup_cpu_seconds", "rows_identical", "machine"},
+                     "ray_startup_cpu_seconds", "rows_identical", "transport_rows_bytes",
+                     "transport_columns_bytes", "machine"},
 }
 ROW_KEYS = {
     "env_throughput": {"N", "S", "B", "native_steps_per_s", "lean_steps_per_s",
