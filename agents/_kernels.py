@@ -23,6 +23,7 @@ How the K rounds run without the interpreter:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,13 @@ __all__ = [
     "numpy_sum",
     "dartboard_choices",
     "lazy_choices",
+    "level_sums",
+    "logaddexp",
+    "lse_shift",
+    "normalise_rows",
+    "row_sums",
+    "softmax_shift",
+    "switch_round",
     "finish_block",
     "hook_loop",
     "round_uniforms",
@@ -360,3 +368,156 @@ def lazy_choices(  # noqa: ANN201
                     expert[b] = new
             actions[k, b] = expert[b]
     return actions
+
+
+_LOG2 = math.log(2.0)
+
+
+@helper
+def logaddexp(x: float, y: float) -> float:
+    """The ``np.logaddexp`` of two floats, float for float.
+
+    numpy's loop is scalar C calling the C library's ``exp`` and ``log1p`` (which ``math`` and
+    numba call too), not SIMD code, so the same branches give the same floats (tested).
+    """
+    if x == y:  # equal infinities too
+        return x + _LOG2
+    d = x - y
+    if d > 0:
+        return x + math.log1p(math.exp(-d))
+    if d <= 0:
+        return y + math.log1p(math.exp(d))
+    return d  # NaN
+
+
+@kernel
+def switch_round(prev, finish, lt, m, step, cur, d, advance):  # noqa: ANN001, ANN201
+    """One round of meta-expert-reduction's forward recursion around numpy's ``exp``/``log``.
+
+    The recursion (``agents.meta_expert``) is ``a = f - step``, then for each level c >= 1
+    ``a[:, :, c] = logaddexp(a[:, :, c], lse_j a[:, j, c - 1])`` with ``lse`` its log-sum-exp
+    (max, ``exp`` of the differences, a sum over experts in order, ``log``, plus the max). The
+    caller evaluates ``exp`` and ``log`` with numpy (SIMD code this kernel cannot reproduce,
+    see :mod:`dp_experts_env._jit`); this kernel does the rest, in two parts:
+
+    * ``finish`` (the previous round): ``prev[:, :, c] = logaddexp(prev[:, :, c], lt + m)``
+      for c >= 1, with ``lt`` (B, 1, S) the ``log`` of the sums and ``m`` (B, S) the maxima;
+    * then this round: ``cur = prev - step[:, :, None]``, the per-level maxima over experts
+      ``m`` (0 where not finite, as ``_lse`` does) and the differences ``d = cur - m`` for
+      levels 0..S-1, whose ``exp`` the caller takes.
+
+    Args:
+        prev: (B, N, S+1) the previous round's log forward sums (finished in place if asked).
+        finish: whether ``prev`` still needs its switch update.
+        lt: (B, 1, S) ``log`` of the previous round's sums.
+        m: (B, S) the previous round's maxima (read), then this round's (written).
+        step: (B, N) this round's ``eta`` times noisy losses.
+        cur: (B, N, S+1) this round's forward sums (written).
+        d: (B, N, S) differences to exponentiate (written).
+        advance: False to finish ``prev`` only (the block's last round).
+    """
+    runs, n, levels = prev.shape
+    s = levels - 1
+    if finish:
+        for b in range(runs):
+            for c in range(1, levels):
+                switched = lt[b, 0, c - 1] + m[b, c - 1]
+                for j in range(n):
+                    prev[b, j, c] = logaddexp(prev[b, j, c], switched)
+    if not advance:
+        return
+    for b in range(runs):
+        for j in range(n):
+            for c in range(levels):
+                cur[b, j, c] = prev[b, j, c] - step[b, j]
+        for c in range(s):
+            top = cur[b, 0, c]
+            for j in range(1, n):
+                v = cur[b, j, c]
+                if v > top or v != v:
+                    top = v
+            if not math.isfinite(top):
+                top = 0.0
+            m[b, c] = top
+            for j in range(n):
+                d[b, j, c] = cur[b, j, c] - top
+
+
+@kernel
+def level_sums(e, total):  # noqa: ANN001, ANN201
+    """``np.add.reduce(e, axis=1, keepdims=True)`` of a (B, N, S) array with S >= 2, in order.
+
+    With a contiguous last axis of length >= 2 numpy adds the N rows one after another
+    (``((e0 + e1) + e2) + ...``); with S = 1 it would sum pairwise instead, so callers use
+    numpy there.
+    """
+    runs, n, s = e.shape
+    for b in range(runs):
+        for c in range(s):
+            total[b, 0, c] = e[b, 0, c]
+        for j in range(1, n):
+            for c in range(s):
+                total[b, 0, c] += e[b, j, c]
+
+
+@kernel
+def lse_shift(x, shift, m, d):  # noqa: ANN001, ANN201
+    """The first half of ``_lse(x + shift[:, None, None, :], axis=3)`` (meta-expert's plays).
+
+    ``m`` (K, B, N) gets the maxima over the last axis of ``x + shift`` (0 where not finite)
+    and ``d`` (K, B, N, L) the differences, whose ``exp`` the caller takes (numpy's).
+    """
+    k, runs, n, levels = x.shape
+    for i in range(k):
+        for b in range(runs):
+            for j in range(n):
+                top = x[i, b, j, 0] + shift[i, 0]
+                d[i, b, j, 0] = top
+                for c in range(1, levels):
+                    v = x[i, b, j, c] + shift[i, c]
+                    d[i, b, j, c] = v
+                    if v > top or v != v:
+                        top = v
+                if not math.isfinite(top):
+                    top = 0.0
+                m[i, b, j] = top
+                for c in range(levels):
+                    d[i, b, j, c] = d[i, b, j, c] - top
+
+
+@kernel
+def row_sums(e, total):  # noqa: ANN001, ANN201
+    """``np.add.reduce(e, axis=-1)`` of a contiguous (K, B, N, L) array (numpy's pairwise sums)."""
+    k, runs, n, levels = e.shape
+    for i in range(k):
+        for b in range(runs):
+            for j in range(n):
+                total[i, b, j] = numpy_sum(e[i, b, j], 0, levels)
+
+
+@kernel
+def softmax_shift(lt, m, z):  # noqa: ANN001, ANN201
+    """``logits = lt + m`` and ``z = logits - max(logits, axis=-1)`` for a softmax (K, B, N)."""
+    k, runs, n = lt.shape
+    for i in range(k):
+        for b in range(runs):
+            top = lt[i, b, 0] + m[i, b, 0]
+            z[i, b, 0] = top
+            for j in range(1, n):
+                v = lt[i, b, j] + m[i, b, j]
+                z[i, b, j] = v
+                if v > top or v != v:
+                    top = v
+            for j in range(n):
+                z[i, b, j] = z[i, b, j] - top
+
+
+@kernel
+def normalise_rows(e, out):  # noqa: ANN001, ANN201
+    """``e / np.add.reduce(e, axis=-1, keepdims=True)`` of a contiguous (K, B, N) array."""
+    k, runs, n = e.shape
+    for i in range(k):
+        for b in range(runs):
+            total = numpy_sum(e[i, b], 0, n)
+            for j in range(n):
+                out[i, b, j] = e[i, b, j] / total
