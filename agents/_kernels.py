@@ -49,6 +49,7 @@ __all__ = [
     "row_sums",
     "softmax_shift",
     "switch_round",
+    "tree_block",
     "finish_block",
     "hook_loop",
     "round_uniforms",
@@ -521,3 +522,50 @@ def normalise_rows(e, out):  # noqa: ANN001, ANN201
             total = numpy_sum(e[i, b], 0, n)
             for j in range(n):
                 out[i, b, j] = e[i, b, j] / total
+
+
+@kernel
+def tree_block(x, noise, exact, noisy, t0, out):  # noqa: ANN001, ANN201
+    """K items of ``privacy.mechanisms.TreeCounter.add`` (d >= 2 coordinates), float for float.
+
+    ``add`` sums the completed lower nodes (``exact[:, :level].sum(axis=1)``: with a last axis
+    of length >= 2 numpy adds them level after level), adds the item, releases the node with
+    its noise added and returns the sum of the released nodes of t's binary digits (again level
+    after level). The noise of the K items is drawn beforehand from the same uniforms.
+
+    Args:
+        x: (K, B, d) the items.
+        noise: (K, B, d) each item's node noise (ignored when empty: a noiseless counter).
+        exact: (B, L, d) exact node sums (updated in place).
+        noisy: (B, L, d) released node sums (updated in place).
+        t0: items added before the block.
+        out: (K, B, d) the released running sums (written).
+    """
+    k, runs, dim = x.shape
+    levels = exact.shape[1]
+    noiseless = noise.shape[0] == 0
+    for i in range(k):
+        t = t0 + i + 1
+        level = 0
+        while not (t >> level) & 1:
+            level += 1
+        for b in range(runs):
+            for j in range(dim):
+                if level == 0:
+                    node = 0.0 + x[i, b, j]  # numpy's empty sum is 0.0
+                else:
+                    acc = exact[b, 0, j]
+                    for lv in range(1, level):
+                        acc += exact[b, lv, j]
+                    node = acc + x[i, b, j]
+                exact[b, level, j] = node
+                for lv in range(level):
+                    exact[b, lv, j] = 0.0
+                noisy[b, level, j] = node if noiseless else node + noise[i, b, j]
+                first = True
+                acc = 0.0
+                for lv in range(levels):
+                    if (t >> lv) & 1:
+                        acc = noisy[b, lv, j] if first else acc + noisy[b, lv, j]
+                        first = False
+                out[i, b, j] = acc
