@@ -53,6 +53,7 @@ __all__ = [
     "finish_block",
     "hook_loop",
     "round_uniforms",
+    "shift_by_max",
     "softmax_rows",
     "uniform_among_rows",
 ]
@@ -569,3 +570,19 @@ def tree_block(x, noise, exact, noisy, t0, out):  # noqa: ANN001, ANN201
                         acc = noisy[b, lv, j] if first else acc + noisy[b, lv, j]
                         first = False
                 out[i, b, j] = acc
+
+
+@kernel
+def shift_by_max(log_w, step, d):  # noqa: ANN001, ANN201
+    """``z = log_w - step`` and ``d = z - z.max(axis=1, keepdims=True)`` of (B, N) arrays."""
+    runs, n = log_w.shape
+    for b in range(runs):
+        top = log_w[b, 0] - step[b, 0]
+        d[b, 0] = top
+        for j in range(1, n):
+            v = log_w[b, j] - step[b, j]
+            d[b, j] = v
+            if v > top or v != v:
+                top = v
+        for j in range(n):
+            d[b, j] = d[b, j] - top
