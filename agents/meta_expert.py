@@ -8,8 +8,12 @@ suite (not in the paper).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import itertools
 import math
+import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -80,6 +84,62 @@ def _lse(x: np.ndarray, axis: int) -> np.ndarray:
 
 #: rounds of suffix counts computed together (a (chunk, S+1) table, refilled as t advances)
 _SUFFIX_CHUNK = 512
+
+#: Largest (T + 1) x (S + 1) table of suffix counts kept whole (in memory and on disk).
+_TABLE_MAX = 1 << 20
+
+
+def _suffix_rows(n: int, t_max: int, s: int, rounds: np.ndarray) -> np.ndarray:
+    """(len(rounds), S+1) log G_t(c) for each t in ``rounds`` (elementwise, as one t)."""
+    c = np.arange(s + 1)
+    rest = np.maximum(t_max - rounds, 0)[:, None]  # (R, 1)
+    terms = _log_comb(rest, c) + c * math.log(n)
+    terms = np.where(c <= rest, terms, -np.inf)  # (R, S+1)
+    # G(c) sums terms[0 .. S - c]
+    mask = c[None, :] <= (s - c)[:, None]  # (S+1, S+1)
+    return _lse(np.where(mask, terms[:, None, :], -np.inf), axis=2)
+
+
+@functools.lru_cache(maxsize=16)
+def _public_tables(n: int, t_max: int, s: int) -> tuple[float, np.ndarray] | None:
+    """``log |E|`` and the suffix counts of rounds 0..T, kept on disk; None when too large.
+
+    Both are functions of (N, T, S) alone, the same floats whenever computed (rows of the
+    suffix table are elementwise in t). They need ``scipy.special.gammaln``, whose import costs
+    ~0.25 s of CPU in every new process; kept on disk (``agents._public_cache``'s folder,
+    keyed by the inputs and the code's stamp, as the calibrations are), a later process reads
+    them instead. The returned table is read-only (shared by every agent of the process).
+    """
+    if (t_max + 1) * (s + 1) > _TABLE_MAX:
+        return None
+    from agents._public_cache import _code_stamp, cache_dir
+
+    folder = cache_dir()
+    path = None
+    if folder is not None:
+        key = hashlib.sha256(repr(("meta-expert-tables", n, t_max, s, _code_stamp())).encode())
+        path = folder / f"{key.hexdigest()}.npz"
+        try:
+            with np.load(path) as stored:
+                log_count, table = float(stored["log_count"]), stored["suffix"]
+            if table.shape == (t_max + 1, s + 1) and table.dtype == np.float64:
+                table.flags.writeable = False
+                return log_count, table
+        except (OSError, ValueError, KeyError):
+            pass  # missing or damaged: compute again
+    log_count = log_count_meta_experts(n, t_max, s)
+    table = _suffix_rows(n, t_max, s, np.arange(t_max + 1))
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, log_count=np.float64(log_count), suffix=table)
+            os.replace(tmp, path)  # atomic: a reader sees the old file or the whole new one
+        except OSError:
+            pass  # a read-only home: computed again next time
+    table.flags.writeable = False
+    return log_count, table
 
 
 @register(
@@ -198,7 +258,12 @@ class MetaExpertReduction(PrivateAgent):
         self._s = min(self.n_switches, t_max - 1)
         self.method = check_choice("method", method, METHODS)
         self.max_meta_experts = check_int("max_meta_experts", max_meta_experts, minimum=1)
-        self.log_meta_experts = log_count_meta_experts(n, t_max, self._s)
+        tables = _public_tables(n, t_max, self._s)
+        if tables is None:
+            self.log_meta_experts = log_count_meta_experts(n, t_max, self._s)
+        else:  # the whole suffix table at once: _log_suffix_counts reads its rows
+            self.log_meta_experts, self._suffix = tables
+            self._suffix_start = 0
         self.n_meta_experts = count_meta_experts(n, t_max, self._s)
         self._inner_name = self._check_inner(inner)
         if inner_params is not None and not isinstance(inner_params, dict):
@@ -413,14 +478,7 @@ class MetaExpertReduction(PrivateAgent):
 
     def _suffix_rows(self, rounds: np.ndarray) -> np.ndarray:
         """(len(rounds), S+1) log G_t(c) for each t in ``rounds`` (elementwise, as one t)."""
-        s = self._s
-        c = np.arange(s + 1)
-        rest = np.maximum(self.horizon - rounds, 0)[:, None]  # (R, 1)
-        terms = _log_comb(rest, c) + c * math.log(self.n_experts)
-        terms = np.where(c <= rest, terms, -np.inf)  # (R, S+1)
-        # G(c) sums terms[0 .. S - c]
-        mask = c[None, :] <= (s - c)[:, None]  # (S+1, S+1)
-        return _lse(np.where(mask, terms[:, None, :], -np.inf), axis=2)
+        return _suffix_rows(self.n_experts, self.horizon, self._s, rounds)
 
     def action_distribution(self) -> np.ndarray:
         """(B, N) law of the action the last ``act`` returned (noisy Hedge only).
