@@ -44,6 +44,8 @@ __all__ = [
     "lazy_choices",
     "level_sums",
     "logaddexp",
+    "mix_round",
+    "row_totals",
     "lse_shift",
     "normalise_rows",
     "row_sums",
@@ -586,3 +588,48 @@ def shift_by_max(log_w, step, d):  # noqa: ANN001, ANN201
                 top = v
         for j in range(n):
             d[b, j] = d[b, j] - top
+
+
+@kernel
+def mix_round(prev, finish, d, lt, c1, c2, step, advance):  # noqa: ANN001, ANN201
+    """One round of Fixed-Share's log-weight recursion around numpy's ``exp``/``log``.
+
+    ``log_mix_uniform(log_softmax(w - step), alpha)`` is ``logaddexp(c1 + (z - lt), c2)`` with
+    ``z`` the logits shifted by their row maximum, ``lt`` the ``log`` of the row sums of
+    ``exp(z)`` (both numpy's), ``c1 = log1p(-alpha)`` and ``c2 = log(alpha / N)``.
+
+    Args:
+        prev: (B, N) the previous round's log-weights (finished in place if asked).
+        finish: whether ``prev`` still needs ``logaddexp(c1 + (d - lt), c2)`` (``d`` and
+            ``lt`` are still the previous round's).
+        d: (B, N) shifted logits: read to finish, then this round's (written).
+        lt: (B, 1) ``log`` of the previous round's row sums.
+        c1: ``log1p(-alpha)`` (numpy's float).
+        c2: ``log(alpha / N)`` (numpy's float).
+        step: (B, N) this round's ``eta`` times losses.
+        advance: False to finish ``prev`` only (the block's last round).
+    """
+    runs, n = prev.shape
+    if finish:
+        for b in range(runs):
+            for j in range(n):
+                prev[b, j] = logaddexp(c1 + (d[b, j] - lt[b, 0]), c2)
+    if not advance:
+        return
+    for b in range(runs):
+        top = prev[b, 0] - step[b, 0]
+        d[b, 0] = top
+        for j in range(1, n):
+            v = prev[b, j] - step[b, j]
+            d[b, j] = v
+            if v > top or v != v:
+                top = v
+        for j in range(n):
+            d[b, j] = d[b, j] - top
+
+
+@kernel
+def row_totals(e, total):  # noqa: ANN001, ANN201
+    """``e.sum(axis=-1, keepdims=True)`` of a contiguous (B, N) array (numpy's pairwise sums)."""
+    for b in range(e.shape[0]):
+        total[b, 0] = numpy_sum(e[b], 0, e.shape[1])
