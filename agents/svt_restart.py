@@ -46,6 +46,7 @@ __all__ = [
     "BOUNDARIES",
     "DYADIC_STARTS",
     "DEFAULT_FALSE_ALARM",
+    "THRESHOLD_SCALE_RANGE",
     "BERNSTEIN_LAMBDAS",
     "bernstein_query_sensitivity",
     "betting_boundary",
@@ -62,6 +63,10 @@ BOUNDARIES = ("betting", "bernstein", "normal-mixture")
 #: 0.044: the optimal lambda ~ sqrt(2 L / V) for second moments V from ~100 to T = 10^4 at
 #: L ~ 15; lambda <= 1/2 keeps the boundary's slope in V below 1/2, see _bernstein)
 BERNSTEIN_LAMBDAS = tuple(0.5 * 2.0 ** (-k / 2.0) for k in range(8))
+#: the accepted threshold_scale, [min, max]: far from float overflow in the betting query's
+#: ``(1 - a_k) / threshold_scale`` (1e-310 made it inf and the detector never fired) and in
+#: the noise scales, which grow like threshold_scale
+THRESHOLD_SCALE_RANGE = (1e-100, 1e100)
 #: window starts kept per dyadic level: the last DYADIC_STARTS multiples of 2^k
 DYADIC_STARTS = 8
 # The de-duplicated dyadic storage below relies on ring slot parity = parity of u / 2^k.
@@ -571,9 +576,15 @@ class SVTRestart(PrivateAgent):
         # second moment, or the betting boundary's negative part; same storage and path).
         self._betting = self.boundary == "betting" and self.tuning == "calibrated"
         self._bernstein = self.boundary in ("bernstein", "betting") and self.tuning == "calibrated"
-        self.threshold_scale = check_float(
-            "threshold_scale", threshold_scale, minimum=0.0, min_inclusive=False
-        )
+        # The betting query's stored slopes are (1 - a_k) / threshold_scale: a subnormal scale
+        # overflows them to inf and the query to nan, which would silently never fire.
+        self.threshold_scale = check_float("threshold_scale", threshold_scale)
+        low, high = THRESHOLD_SCALE_RANGE
+        if not low <= self.threshold_scale <= high:
+            raise ValueError(
+                f"threshold_scale must be in [{low:g}, {high:g}] (smaller values overflow the "
+                f"betting query's slopes), got {self.threshold_scale!r}"
+            )
         self.max_restarts = (
             None if max_restarts is None else check_int("max_restarts", max_restarts, minimum=0)
         )
