@@ -721,37 +721,32 @@ def test_betting_targeted_stream_reaches_the_query_sensitivity():
     assert SVTRestart(2, t_max, epsilon=1.0).query_sensitivity == 2.0
 
 
-def _feed_statistic(agent: SVTRestart, row: np.ndarray, played: float) -> None:
-    """Add one round to the per-expert second statistic, as _learn does for the boundary."""
-    if agent.boundary == "betting":
-        agent._cum_sq += np.maximum(row - played, 0.0)  # the negative part of l(I) - l(j)
-    else:
-        agent._cum_sq += (played - row) ** 2
-
-
 def _query_trace(
     losses: np.ndarray, plays: np.ndarray, threshold_scale: float, boundary: str = "bernstein"
 ) -> np.ndarray:
-    """The largest window query of each round for fixed plays (released outputs)."""
+    """The largest window query of each round for fixed plays (released outputs).
+
+    Through the agent's own ``act``: its ``_learn`` accumulates the window sums and the second
+    statistic (the negative part or the second moment) and hands the query to the detector,
+    which records it and never fires (one epoch). The horizon is one round longer so that the
+    last loss row is learned too (only the constant terms of the queries depend on it).
+    """
     t_max, n = losses.shape
     agent = SVTRestart(
-        n,
-        t_max,
-        epsilon=1.0,
-        max_restarts=0,
-        seed=0,
-        threshold_scale=threshold_scale,
-        boundary=boundary,
+        n, t_max + 1, epsilon=1.0, seed=0, threshold_scale=threshold_scale, boundary=boundary
     )
     out = []
+
+    def record(query):
+        out.append(float(np.asarray(query)[0]))
+        return np.zeros(1, dtype=bool)
+
+    agent.detector.test = record
+    agent._choose = lambda obs: np.array([plays[min(agent.t, t_max - 1)]])
+    agent.act(np.zeros((1, n)))
     for t in range(t_max):
-        agent.t = t + 1
-        row = losses[t][None, :]
-        agent._cum[:, :-1] += row
-        agent._cum[:, -1] += row[0, plays[t]]
-        _feed_statistic(agent, row, row[0, plays[t]])
-        out.append(agent._bernstein_query(t + 1)[0])
-        agent._push_snapshots(np.array([t + 1]), np.array([True]), t + 1)
+        agent.act(losses[t][None, :])
+    assert len(out) == t_max
     return np.array(out)
 
 
