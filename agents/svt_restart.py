@@ -167,7 +167,9 @@ def betting_boundary(
     lambdas (``level_log = ln(K / a)``) bound the chance it ever reaches L by a. The query
     ``D - threshold_scale (boundary + const)`` is then ``max_k (a_k D - threshold_scale (c_k L
     + s_k N + const))``: ``c_k`` times the log-wealth above L at ``threshold_scale = 1``.
-    Elementwise; ``counts`` as in :func:`bernstein_boundary`.
+    Elementwise; ``counts`` as in :func:`bernstein_boundary`. ``threshold_scale`` is not
+    checked here (a hot path); :class:`SVTRestart` accepts it only in
+    :data:`THRESHOLD_SCALE_RANGE`, since a subnormal one overflows ``(1 - a_k)/threshold_scale``.
     """
     c, a, s = (x.tolist() for x in betting_coefficients())
     neg = np.asarray(negative, dtype=np.float64)
