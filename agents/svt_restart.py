@@ -46,6 +46,7 @@ __all__ = [
     "BOUNDARIES",
     "DYADIC_STARTS",
     "DEFAULT_FALSE_ALARM",
+    "THRESHOLD_SCALE_RANGE",
     "BERNSTEIN_LAMBDAS",
     "bernstein_query_sensitivity",
     "betting_boundary",
@@ -62,6 +63,10 @@ BOUNDARIES = ("betting", "bernstein", "normal-mixture")
 #: 0.044: the optimal lambda ~ sqrt(2 L / V) for second moments V from ~100 to T = 10^4 at
 #: L ~ 15; lambda <= 1/2 keeps the boundary's slope in V below 1/2, see _bernstein)
 BERNSTEIN_LAMBDAS = tuple(0.5 * 2.0 ** (-k / 2.0) for k in range(8))
+#: the accepted threshold_scale, [min, max]: far from float overflow in the betting query's
+#: ``(1 - a_k) / threshold_scale`` (1e-310 made it inf and the detector never fired) and in
+#: the noise scales, which grow like threshold_scale
+THRESHOLD_SCALE_RANGE = (1e-100, 1e100)
 #: window starts kept per dyadic level: the last DYADIC_STARTS multiples of 2^k
 DYADIC_STARTS = 8
 # The de-duplicated dyadic storage below relies on ring slot parity = parity of u / 2^k.
@@ -162,7 +167,9 @@ def betting_boundary(
     lambdas (``level_log = ln(K / a)``) bound the chance it ever reaches L by a. The query
     ``D - threshold_scale (boundary + const)`` is then ``max_k (a_k D - threshold_scale (c_k L
     + s_k N + const))``: ``c_k`` times the log-wealth above L at ``threshold_scale = 1``.
-    Elementwise; ``counts`` as in :func:`bernstein_boundary`.
+    Elementwise; ``counts`` as in :func:`bernstein_boundary`. ``threshold_scale`` is not
+    checked here (a hot path); :class:`SVTRestart` accepts it only in
+    :data:`THRESHOLD_SCALE_RANGE`, since a subnormal one overflows ``(1 - a_k)/threshold_scale``.
     """
     c, a, s = (x.tolist() for x in betting_coefficients())
     neg = np.asarray(negative, dtype=np.float64)
@@ -379,9 +386,14 @@ class SVTRestart(PrivateAgent):
     ``epsilon/2``) together with a fresh AboveThreshold instance at budget ``epsilon/2``. After
     every round ``t`` the detector asks AboveThreshold (threshold 0) one query,
 
-        Q_t = max over windows [u+1, t] inside the epoch of
-              (learner's window loss - min_j expert j's window loss) - threshold_scale * slack(n),
-        slack(n) = Reg(n - 1) + alpha + 1,   n = t - u the window length.
+        Q_t = max over windows [u+1, t] inside the epoch, experts j and lambdas k of
+              a_k D_j - threshold_scale (s_k N_j + c_k L + c0 + alpha + 1)   (default, betting)
+        with D_j = learner's window loss - expert j's, N_j = the window's negative part
+        sum max(l_s(j) - l_s(I_s), 0) and L = ln(N S/term_beta) (``threshold_scale`` does not
+        scale the ``(1 - a_k) D_j`` part; :func:`betting_boundary`); with ``boundary="bernstein"``
+        or ``"normal-mixture"`` (and ``tuning="paper"``)
+              max_j D_j - threshold_scale * slack,   slack = Reg(n - 1) + alpha + 1,
+        n = t - u the window length (Bernstein: Reg also reads the window's second moment V_j).
 
     When it fires, both parts restart: a new limited-updates instance and a new detector with a
     fresh noisy threshold. ``max_restarts`` caps restarts; after the cap the last epoch's
@@ -482,7 +494,11 @@ class SVTRestart(PrivateAgent):
           after about :meth:`detection_length` ``(gap)`` rounds (normal mixture: 333 at gap
           0.3, N = 10, T = 10^4, epsilon = inf; 3,048 at gap 0.1; Bernstein at second moment
           1/2, two independent fair coins: 204 and 1,479).
-        * ``threshold_scale`` multiplies the slack (default 1 = as derived).
+        * ``threshold_scale`` (default 1 = as derived; accepted in
+          :data:`THRESHOLD_SCALE_RANGE` = [1e-100, 1e100]) multiplies the slack's terms: with
+          the betting boundary ``s_k N_j + c_k L + const`` (not the ``a_k D_j`` part, so the
+          query's sensitivity becomes ``2 + (threshold_scale - 1) s_k``), otherwise the whole
+          slack.
 
     ``epsilon=math.inf``: both mechanisms lose their noise (exact argmin, exact threshold
     comparison: a window regret must exceed its slack, a tie does not fire); the claim is "not
@@ -513,9 +529,23 @@ class SVTRestart(PrivateAgent):
     mechanisms; only which uniforms feed them differs from drawing a selection every round.
 
     Per-round cost: O(N log T) (dyadic) or O(N t) (all) time per run. With the JIT (the
-    ``fast`` extra) the dyadic Bernstein query and the snapshot pushes run as compiled kernels
-    of ``+ - *``, min and max only (bit-exact with the numpy path, ``DP_EXPERTS_NO_JIT=1``):
-    ~4.8 us per run-round at N = 10, T = 10^4, B = 16 (numpy path ~15 us; benchmarks/README.md).
+    ``fast`` extra) the dyadic query (betting or Bernstein: one kernel) and the snapshot pushes
+    run as compiled kernels of ``+ - *``, min and max only (bit-exact with the numpy path,
+    ``DP_EXPERTS_NO_JIT=1``). Agent alone (``act`` on pre-drawn Bernoulli losses, N = 10,
+    T = 10^4, B = 16, epsilon 1, ``play_block`` of 1,000 rounds, compiled): betting ~4.9 us,
+    Bernstein ~4.5 us per run-round (second repetition, load 8.7); with the env in the loop
+    (epsilon 8; docs/algorithms.md, Calibration) 8.3 vs 6.1 us; the numpy path ~15 us
+    (benchmarks/README.md, measured with the Bernstein query).
+
+    Floating point: the computed query can move by slightly more than D under one replaced
+    loss vector (rounding in the cumulative sums and in the ``(1 - a_k)/threshold_scale``
+    round trip): measured 5.7e-14 above D = 2 at threshold_scale 1, 1.0e-12 at 10, 7e-11
+    (1.3e-12 relative) at 100 (T = 200, N = 3). ``noise="grid"`` covers it:
+    ``effective_sensitivity`` adds 2^-20 ~ 9.5e-7, far above this excess at the settings run
+    here (threshold_scale <= 3, T <= 10^5). ``noise="fast"`` does not: its noise is calibrated to
+    exactly D, so its certificate holds for the ideal mechanism in exact arithmetic (where the
+    move is at most D), as for every ``fast`` claim (the float sampler is not exactly private
+    anyway; docs/privacy.md, Noise backends).
 
     Attributes (the parameters actually used):
         selection_scale, query_sensitivity, threshold_noise_scale, query_noise_scale, alpha,
@@ -571,9 +601,15 @@ class SVTRestart(PrivateAgent):
         # second moment, or the betting boundary's negative part; same storage and path).
         self._betting = self.boundary == "betting" and self.tuning == "calibrated"
         self._bernstein = self.boundary in ("bernstein", "betting") and self.tuning == "calibrated"
-        self.threshold_scale = check_float(
-            "threshold_scale", threshold_scale, minimum=0.0, min_inclusive=False
-        )
+        # The betting query's stored slopes are (1 - a_k) / threshold_scale: a subnormal scale
+        # overflows them to inf and the query to nan, which would silently never fire.
+        self.threshold_scale = check_float("threshold_scale", threshold_scale)
+        low, high = THRESHOLD_SCALE_RANGE
+        if not low <= self.threshold_scale <= high:
+            raise ValueError(
+                f"threshold_scale must be in [{low:g}, {high:g}] (smaller values overflow the "
+                f"betting query's slopes), got {self.threshold_scale!r}"
+            )
         self.max_restarts = (
             None if max_restarts is None else check_int("max_restarts", max_restarts, minimum=0)
         )
@@ -871,9 +907,16 @@ class SVTRestart(PrivateAgent):
         return np.sqrt((n + shift) * (np.log((n + shift) / shift) + c1))
 
     def slack(self, length: np.ndarray | int, second_moment: float = 1.0) -> np.ndarray:
-        """``threshold_scale * (Reg(n - 1) + alpha + 1)`` for windows of ``length`` n rounds.
+        """The slack a window of ``length`` n rounds must exceed, as a window difference D.
 
-        ``second_moment`` (Bernstein boundary only): the window's ``V / n``, the mean of
+        Normal mixture / paper tuning: ``threshold_scale * (Reg(n - 1) + alpha + 1)``.
+        Bernstein: the same with ``Reg`` at the second moment ``V = second_moment n``.
+        Betting (default): the D that ternary streams (differences in {-1, 0, 1}, so
+        ``N = (V - D)/2``) need for some lambda's query to be positive
+        (:meth:`_betting_slack`; the betting query's slack depends on the window's negative
+        part N, not on n alone).
+
+        ``second_moment`` (Bernstein and betting boundaries): the window's ``V / n``, the mean of
         ``(l_s(I_s) - l_s(j))^2``; 1 is the largest (any [0, 1] losses), 1/2 that of two
         independent fair coins.
         """
