@@ -23,6 +23,7 @@ How the K rounds run without the interpreter:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -41,9 +42,20 @@ __all__ = [
     "numpy_sum",
     "dartboard_choices",
     "lazy_choices",
+    "level_sums",
+    "logaddexp",
+    "mix_round",
+    "row_totals",
+    "lse_shift",
+    "normalise_rows",
+    "row_sums",
+    "softmax_shift",
+    "switch_round",
+    "tree_block",
     "finish_block",
     "hook_loop",
     "round_uniforms",
+    "shift_by_max",
     "softmax_rows",
     "uniform_among_rows",
 ]
@@ -360,3 +372,264 @@ def lazy_choices(  # noqa: ANN201
                     expert[b] = new
             actions[k, b] = expert[b]
     return actions
+
+
+_LOG2 = math.log(2.0)
+
+
+@helper
+def logaddexp(x: float, y: float) -> float:
+    """The ``np.logaddexp`` of two floats, float for float.
+
+    numpy's loop is scalar C calling the C library's ``exp`` and ``log1p`` (which ``math`` and
+    numba call too), not SIMD code, so the same branches give the same floats (tested).
+    """
+    if x == y:  # equal infinities too
+        return x + _LOG2
+    d = x - y
+    if d > 0:
+        return x + math.log1p(math.exp(-d))
+    if d <= 0:
+        return y + math.log1p(math.exp(d))
+    return d  # NaN
+
+
+@kernel
+def switch_round(prev, finish, lt, m, step, cur, d, advance):  # noqa: ANN001, ANN201
+    """One round of meta-expert-reduction's forward recursion around numpy's ``exp``/``log``.
+
+    The recursion (``agents.meta_expert``) is ``a = f - step``, then for each level c >= 1
+    ``a[:, :, c] = logaddexp(a[:, :, c], lse_j a[:, j, c - 1])`` with ``lse`` its log-sum-exp
+    (max, ``exp`` of the differences, a sum over experts in order, ``log``, plus the max). The
+    caller evaluates ``exp`` and ``log`` with numpy (SIMD code this kernel cannot reproduce,
+    see :mod:`dp_experts_env._jit`); this kernel does the rest, in two parts:
+
+    * ``finish`` (the previous round): ``prev[:, :, c] = logaddexp(prev[:, :, c], lt + m)``
+      for c >= 1, with ``lt`` (B, 1, S) the ``log`` of the sums and ``m`` (B, S) the maxima;
+    * then this round: ``cur = prev - step[:, :, None]``, the per-level maxima over experts
+      ``m`` (0 where not finite, as ``_lse`` does) and the differences ``d = cur - m`` for
+      levels 0..S-1, whose ``exp`` the caller takes.
+
+    Args:
+        prev: (B, N, S+1) the previous round's log forward sums (finished in place if asked).
+        finish: whether ``prev`` still needs its switch update.
+        lt: (B, 1, S) ``log`` of the previous round's sums.
+        m: (B, S) the previous round's maxima (read), then this round's (written).
+        step: (B, N) this round's ``eta`` times noisy losses.
+        cur: (B, N, S+1) this round's forward sums (written).
+        d: (B, N, S) differences to exponentiate (written).
+        advance: False to finish ``prev`` only (the block's last round).
+    """
+    runs, n, levels = prev.shape
+    s = levels - 1
+    if finish:
+        for b in range(runs):
+            for c in range(1, levels):
+                switched = lt[b, 0, c - 1] + m[b, c - 1]
+                for j in range(n):
+                    prev[b, j, c] = logaddexp(prev[b, j, c], switched)
+    if not advance:
+        return
+    for b in range(runs):
+        for j in range(n):
+            for c in range(levels):
+                cur[b, j, c] = prev[b, j, c] - step[b, j]
+        for c in range(s):
+            top = cur[b, 0, c]
+            for j in range(1, n):
+                v = cur[b, j, c]
+                if v > top or v != v:
+                    top = v
+            if not math.isfinite(top):
+                top = 0.0
+            m[b, c] = top
+            for j in range(n):
+                d[b, j, c] = cur[b, j, c] - top
+
+
+@kernel
+def level_sums(e, total):  # noqa: ANN001, ANN201
+    """``np.add.reduce(e, axis=1, keepdims=True)`` of a (B, N, S) array with S >= 2, in order.
+
+    With a contiguous last axis of length >= 2 numpy adds the N rows one after another
+    (``((e0 + e1) + e2) + ...``); with S = 1 it would sum pairwise instead, so callers use
+    numpy there.
+    """
+    runs, n, s = e.shape
+    for b in range(runs):
+        for c in range(s):
+            total[b, 0, c] = e[b, 0, c]
+        for j in range(1, n):
+            for c in range(s):
+                total[b, 0, c] += e[b, j, c]
+
+
+@kernel
+def lse_shift(x, shift, m, d):  # noqa: ANN001, ANN201
+    """The first half of ``_lse(x + shift[:, None, None, :], axis=3)`` (meta-expert's plays).
+
+    ``m`` (K, B, N) gets the maxima over the last axis of ``x + shift`` (0 where not finite)
+    and ``d`` (K, B, N, L) the differences, whose ``exp`` the caller takes (numpy's).
+    """
+    k, runs, n, levels = x.shape
+    for i in range(k):
+        for b in range(runs):
+            for j in range(n):
+                top = x[i, b, j, 0] + shift[i, 0]
+                d[i, b, j, 0] = top
+                for c in range(1, levels):
+                    v = x[i, b, j, c] + shift[i, c]
+                    d[i, b, j, c] = v
+                    if v > top or v != v:
+                        top = v
+                if not math.isfinite(top):
+                    top = 0.0
+                m[i, b, j] = top
+                for c in range(levels):
+                    d[i, b, j, c] = d[i, b, j, c] - top
+
+
+@kernel
+def row_sums(e, total):  # noqa: ANN001, ANN201
+    """``np.add.reduce(e, axis=-1)`` of a contiguous (K, B, N, L) array (numpy's pairwise sums)."""
+    k, runs, n, levels = e.shape
+    for i in range(k):
+        for b in range(runs):
+            for j in range(n):
+                total[i, b, j] = numpy_sum(e[i, b, j], 0, levels)
+
+
+@kernel
+def softmax_shift(lt, m, z):  # noqa: ANN001, ANN201
+    """``logits = lt + m`` and ``z = logits - max(logits, axis=-1)`` for a softmax (K, B, N)."""
+    k, runs, n = lt.shape
+    for i in range(k):
+        for b in range(runs):
+            top = lt[i, b, 0] + m[i, b, 0]
+            z[i, b, 0] = top
+            for j in range(1, n):
+                v = lt[i, b, j] + m[i, b, j]
+                z[i, b, j] = v
+                if v > top or v != v:
+                    top = v
+            for j in range(n):
+                z[i, b, j] = z[i, b, j] - top
+
+
+@kernel
+def normalise_rows(e, out):  # noqa: ANN001, ANN201
+    """``e / np.add.reduce(e, axis=-1, keepdims=True)`` of a contiguous (K, B, N) array."""
+    k, runs, n = e.shape
+    for i in range(k):
+        for b in range(runs):
+            total = numpy_sum(e[i, b], 0, n)
+            for j in range(n):
+                out[i, b, j] = e[i, b, j] / total
+
+
+@kernel
+def tree_block(x, noise, exact, noisy, t0, out):  # noqa: ANN001, ANN201
+    """K items of ``privacy.mechanisms.TreeCounter.add`` (d >= 2 coordinates), float for float.
+
+    ``add`` sums the completed lower nodes (``exact[:, :level].sum(axis=1)``: with a last axis
+    of length >= 2 numpy adds them level after level), adds the item, releases the node with
+    its noise added and returns the sum of the released nodes of t's binary digits (again level
+    after level). The noise of the K items is drawn beforehand from the same uniforms.
+
+    Args:
+        x: (K, B, d) the items.
+        noise: (K, B, d) each item's node noise (ignored when empty: a noiseless counter).
+        exact: (B, L, d) exact node sums (updated in place).
+        noisy: (B, L, d) released node sums (updated in place).
+        t0: items added before the block.
+        out: (K, B, d) the released running sums (written).
+    """
+    k, runs, dim = x.shape
+    levels = exact.shape[1]
+    noiseless = noise.shape[0] == 0
+    for i in range(k):
+        t = t0 + i + 1
+        level = 0
+        while not (t >> level) & 1:
+            level += 1
+        for b in range(runs):
+            for j in range(dim):
+                if level == 0:
+                    node = 0.0 + x[i, b, j]  # numpy's empty sum is 0.0
+                else:
+                    acc = exact[b, 0, j]
+                    for lv in range(1, level):
+                        acc += exact[b, lv, j]
+                    node = acc + x[i, b, j]
+                exact[b, level, j] = node
+                for lv in range(level):
+                    exact[b, lv, j] = 0.0
+                noisy[b, level, j] = node if noiseless else node + noise[i, b, j]
+                first = True
+                acc = 0.0
+                for lv in range(levels):
+                    if (t >> lv) & 1:
+                        acc = noisy[b, lv, j] if first else acc + noisy[b, lv, j]
+                        first = False
+                out[i, b, j] = acc
+
+
+@kernel
+def shift_by_max(log_w, step, d):  # noqa: ANN001, ANN201
+    """``z = log_w - step`` and ``d = z - z.max(axis=1, keepdims=True)`` of (B, N) arrays."""
+    runs, n = log_w.shape
+    for b in range(runs):
+        top = log_w[b, 0] - step[b, 0]
+        d[b, 0] = top
+        for j in range(1, n):
+            v = log_w[b, j] - step[b, j]
+            d[b, j] = v
+            if v > top or v != v:
+                top = v
+        for j in range(n):
+            d[b, j] = d[b, j] - top
+
+
+@kernel
+def mix_round(prev, finish, d, lt, c1, c2, step, advance):  # noqa: ANN001, ANN201
+    """One round of Fixed-Share's log-weight recursion around numpy's ``exp``/``log``.
+
+    ``log_mix_uniform(log_softmax(w - step), alpha)`` is ``logaddexp(c1 + (z - lt), c2)`` with
+    ``z`` the logits shifted by their row maximum, ``lt`` the ``log`` of the row sums of
+    ``exp(z)`` (both numpy's), ``c1 = log1p(-alpha)`` and ``c2 = log(alpha / N)``.
+
+    Args:
+        prev: (B, N) the previous round's log-weights (finished in place if asked).
+        finish: whether ``prev`` still needs ``logaddexp(c1 + (d - lt), c2)`` (``d`` and
+            ``lt`` are still the previous round's).
+        d: (B, N) shifted logits: read to finish, then this round's (written).
+        lt: (B, 1) ``log`` of the previous round's row sums.
+        c1: ``log1p(-alpha)`` (numpy's float).
+        c2: ``log(alpha / N)`` (numpy's float).
+        step: (B, N) this round's ``eta`` times losses.
+        advance: False to finish ``prev`` only (the block's last round).
+    """
+    runs, n = prev.shape
+    if finish:
+        for b in range(runs):
+            for j in range(n):
+                prev[b, j] = logaddexp(c1 + (d[b, j] - lt[b, 0]), c2)
+    if not advance:
+        return
+    for b in range(runs):
+        top = prev[b, 0] - step[b, 0]
+        d[b, 0] = top
+        for j in range(1, n):
+            v = prev[b, j] - step[b, j]
+            d[b, j] = v
+            if v > top or v != v:
+                top = v
+        for j in range(n):
+            d[b, j] = d[b, j] - top
+
+
+@kernel
+def row_totals(e, total):  # noqa: ANN001, ANN201
+    """``e.sum(axis=-1, keepdims=True)`` of a contiguous (B, N) array (numpy's pairwise sums)."""
+    for b in range(e.shape[0]):
+        total[b, 0] = numpy_sum(e[b], 0, e.shape[1])

@@ -22,7 +22,7 @@ agent and env are out of step (for instance the env was reset without ``agent.re
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -68,6 +68,11 @@ class _BanditBaseline(Agent):
                 f"played {self.last_actions.tolist()}; a bandit learner needs the loss of its own "
                 "arm (reset the agent whenever the env is reset)"
             )
+
+    def _checked_loss(self, obs: BanditObs) -> np.ndarray:
+        """The feedback ``_learn`` hands the core, after its checks (block play's round 1)."""
+        self._check_step(obs)
+        return obs.last_loss
 
 
 class _CoreBandit(_BanditBaseline):
@@ -183,6 +188,40 @@ class Exp3(_CoreBandit):
 
             return Exp3Core(self.rng, m, eta=schedule, gamma=self.gamma)
         return Exp3Core(self.rng, m, eta=self.eta, gamma=self.gamma)
+
+    def play_bandit_block(
+        self,
+        first: Mapping[str, np.ndarray],
+        advice: np.ndarray | None,
+        losses: np.ndarray,
+        rows: np.ndarray,
+    ) -> np.ndarray:
+        """K rounds of :meth:`act` in one call (the bandit block protocol).
+
+        EXP3 over the arms runs the compiled kernel of :mod:`agents._bandit_kernels` (bit for
+        bit K ``act`` calls); the other cores, ``over="experts"``, ``DP_EXPERTS_NO_JIT`` and a
+        numpy without its loop entry point play the K rounds through ``act``.
+
+        Args:
+            first: the observation of the block's first round (keys as in ``act``).
+            advice: (K, B, N, K_arms) the rounds' advice, or None (every round's is
+                ``first["advice"]``).
+            losses: (K, S, K_arms) the block's losses (read at the played arms only).
+            rows: (B,) the loss stream of each run.
+
+        Returns:
+            (K, B) int64 actions.
+        """
+        from agents import _bandit_kernels as kernels
+
+        if (
+            not len(losses)
+            or type(self.core) is not Exp3Core
+            or self.over != "arms"
+            or not kernels.kernel_ready()
+        ):
+            return kernels.act_loop(self, first, advice, losses, rows)
+        return kernels.play_exp3_core(self, first, losses, rows, loss0_of=self._checked_loss)
 
     def regret_bound(self, n_switches: int = 0) -> float | None:
         """Proven bound on the expected static regret over the m core arms (losses in [0, 1]).
@@ -391,6 +430,37 @@ class Exp4(_BanditBaseline):
 
     def _choose(self, obs: BanditObs) -> np.ndarray:
         return self.core.sample(obs.advice)
+
+    def play_bandit_block(
+        self,
+        first: Mapping[str, np.ndarray],
+        advice: np.ndarray | None,
+        losses: np.ndarray,
+        rows: np.ndarray,
+    ) -> np.ndarray:
+        """K rounds of :meth:`act` in one compiled call (the bandit block protocol).
+
+        Bit for bit K ``act`` calls (:mod:`agents._bandit_kernels`); ``DP_EXPERTS_NO_JIT`` and
+        a numpy without its loop entry point play the K rounds through ``act``.
+
+        Args:
+            first: the observation of the block's first round (keys as in ``act``).
+            advice: (K, B, N, K_arms) the rounds' advice, or None (every round's is
+                ``first["advice"]``).
+            losses: (K, S, K_arms) the block's losses (read at the played arms only).
+            rows: (B,) the loss stream of each run.
+
+        Returns:
+            (K, B) int64 actions.
+        """
+        from agents import _bandit_kernels as kernels
+
+        if not len(losses) or not kernels.kernel_ready():
+            return kernels.act_loop(self, first, advice, losses, rows)
+        return kernels.play_exp4_core(
+            self, first, advice, losses, rows, loss0_of=self._checked_loss, scale=0.0,
+            clip=False,
+        )
 
     def action_distribution(self) -> np.ndarray:
         """(B, K) law of the last action."""

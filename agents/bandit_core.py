@@ -37,7 +37,8 @@ Cores:
   reconstructed, erratum E-PAB-11); with ``skip=False`` it is the 1/2-Tsallis-INF of Zimmert &
   Seldin.
 * :class:`FtplGRCore` -- bandit FTPL with Laplace perturbations and geometric resampling (the
-  private-bandit paper's Algorithm 4, Neu & Bartók 2016), with the fixes of erratum E-PAB-12.
+  private-bandit paper's Algorithm 4, Neu & Bartók 2016), with the fixes of erratum E-PAB-12;
+  optionally with a self-confident rate read off the fed values (:class:`AdaptiveFtplRate`).
 * :class:`Exp4Core` -- EXP4's expert weights and arm mixture (Auer et al. 2002):
   ``expert_distribution()``, ``arm_distribution(advice)``, ``sample(advice)``, ``estimate(y)``
   (importance-weighted expert losses of the last sample) and ``update(expert_losses, mask)`` (a
@@ -50,6 +51,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -62,6 +64,7 @@ __all__ = [
     "Exp3Core",
     "TsallisInfCore",
     "FtplGRCore",
+    "AdaptiveFtplRate",
     "Exp4Core",
     "tsallis_inf_weights",
     "THETA_2",
@@ -306,6 +309,34 @@ class TsallisInfCore(BanditCore):
         self.n_skipped += self._skipped & mask
 
 
+@dataclass(frozen=True)
+class AdaptiveFtplRate:
+    """A self-confident FTPL rate read off the fed values (docs/algorithms.md, "Calibration").
+
+    ``eta_n = min(eta_max, sqrt(penalty / (2 S_{n-1})))`` with ``S_0 = q0`` and, after each
+    update, ``S_n = S_{n-1} + q_n``, ``q_n = M_n y_n^2 exp(eta_n M max(0, -y_n))`` (``M_n`` the
+    resample count, ``y_n`` the fed value, M the resampling cap). ``E[q_n | past]`` bounds the
+    Bregman gap of round n divided by ``eta_n``, so this is AdaGrad's rate for FTPL's potential;
+    it reads only the fed values and the core's own coins.
+
+    Attributes:
+        penalty: ``E max_i Z_i`` of m standard Laplace perturbations (the potential's range).
+        q0: ``S_0`` (> 0), the prior second-moment mass (keeps the first rates finite).
+        eta_max: cap of the rate (``inf`` for none); with noisy feedback of Laplace scale lam the
+            proof needs ``eta_max M lam < 1/2``.
+    """
+
+    penalty: float
+    q0: float
+    eta_max: float = math.inf
+
+    def __post_init__(self) -> None:
+        check_float("penalty", self.penalty, minimum=0.0, min_inclusive=False)
+        check_float("q0", self.q0, minimum=0.0, min_inclusive=False)
+        if not (isinstance(self.eta_max, (int, float)) and self.eta_max > 0):
+            raise ValueError(f"eta_max must be > 0 (or inf), got {self.eta_max!r}")
+
+
 class FtplGRCore(BanditCore):
     """Bandit FTPL with Laplace perturbations and geometric resampling.
 
@@ -314,6 +345,11 @@ class FtplGRCore(BanditCore):
     up to M times and sets ``M_n`` = the index of the first redraw whose argmin is I, or M if none
     (erratum E-PAB-12 (a), (b): argmin, and M on failure, so ``E[M_n] = (1 - (1 - p)^M) / p``),
     always with the pre-update ``Lhat`` (E-PAB-12 (c)); then ``Lhat(I) += y * M_n``.
+
+    With ``adaptive`` (an :class:`AdaptiveFtplRate`; a deviation from Alg. 4, whose eta is fixed)
+    round n's rate ``eta_n`` -- used for its play and its resampling alike -- is the self-confident
+    rate of the values fed so far, per run, non-increasing (FTPL's potential bound with
+    non-increasing rates; docs/algorithms.md, "Calibration"). ``eta`` is then unused.
 
     Randomness: ``sample`` draws m Laplace variates per run; ``update`` always draws all ``M * m``
     (in chunks), whatever the first success, so runs stay aligned. The law of the played arm has
@@ -324,25 +360,54 @@ class FtplGRCore(BanditCore):
         n_arms: m.
         eta: perturbation rate (> 0); the Laplace scale is ``1 / eta``.
         max_resamples: M (>= 1).
+        adaptive: the adaptive rate rule, or None (default) for the fixed ``eta``.
 
     Attributes:
         last_resamples: (B,) the ``M_n`` of the last update.
+        second_moment: (B,) ``S_n`` of the adaptive rate (``q0`` after a reset; adaptive only).
 
     Cost: sample O(m); update O(M m) per run (memory O(chunk * m) per run).
     """
 
     _CHUNK = 256
 
-    def __init__(self, rng: BatchRNG, n_arms: int, eta: float, max_resamples: int) -> None:
+    def __init__(
+        self,
+        rng: BatchRNG,
+        n_arms: int,
+        eta: float,
+        max_resamples: int,
+        adaptive: AdaptiveFtplRate | None = None,
+    ) -> None:
         super().__init__(rng, n_arms)
         self.eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
         self.max_resamples = check_int("max_resamples", max_resamples, minimum=1)
+        if adaptive is not None and not isinstance(adaptive, AdaptiveFtplRate):
+            raise TypeError(
+                f"adaptive must be an AdaptiveFtplRate or None, got {type(adaptive).__name__}"
+            )
+        self.adaptive = adaptive
         self.reset()
 
     def reset(self) -> None:
         """Forget all feedback."""
         super().reset()
         self.last_resamples = np.zeros(self.num_runs, dtype=np.int64)
+        if self.adaptive is not None:
+            self.second_moment = np.full(self.num_runs, float(self.adaptive.q0))
+
+    def rate(self) -> np.ndarray:
+        """(B,) the rate of the next round (``eta`` for every run unless adaptive)."""
+        if self.adaptive is None:
+            return np.full(self.num_runs, self.eta)
+        a = self.adaptive
+        return np.minimum(a.eta_max, np.sqrt(a.penalty / (2.0 * self.second_moment)))
+
+    def _scale(self, extra_dims: int) -> float | np.ndarray:
+        """The Laplace scale ``1/eta``, per run (shaped to broadcast) when adaptive."""
+        if self.adaptive is None:
+            return 1.0 / self.eta
+        return (1.0 / self.rate()).reshape((self.num_runs,) + (1,) * extra_dims)
 
     def distribution(self) -> np.ndarray:
         """Not available: FTPL's law has no closed form (estimate it by sampling if needed)."""
@@ -352,23 +417,32 @@ class FtplGRCore(BanditCore):
 
     def sample(self) -> np.ndarray:
         """(B,) arms ``argmin_i Lhat(i) + Laplace(1/eta)`` (m Laplace draws per run)."""
-        noise = self.rng.laplace(1.0 / self.eta, (self.n_arms,))
+        noise = self.rng.laplace(self._scale(1), (self.n_arms,))
         return np.argmin(self.cum_estimate + noise, axis=1).astype(np.int64)
 
     def _estimate(self, arms: np.ndarray, feedback: np.ndarray) -> np.ndarray:
         m_cap = self.max_resamples
         first = np.full(self.num_runs, m_cap, dtype=np.int64)
+        scale = self._scale(2)
         done = 0
         while done < m_cap:
             size = min(self._CHUNK, m_cap - done)
-            noise = self.rng.laplace(1.0 / self.eta, (size, self.n_arms))
+            noise = self.rng.laplace(scale, (size, self.n_arms))
             hits = np.argmin(self.cum_estimate[:, None, :] + noise, axis=2) == arms[:, None]
             found = hits.any(axis=1)
             index = done + 1 + np.argmax(hits, axis=1)
             first = np.where(found & (index < first), index, first)  # earliest hit wins
             done += size
         self.last_resamples = first
+        if self.adaptive is not None:
+            # q_n with this round's rate (before S moves): bounds the round's gap over eta_n.
+            blow_up = np.exp(self.rate() * m_cap * np.maximum(0.0, -feedback))
+            self._q = first * feedback * feedback * blow_up
         return feedback * first
+
+    def _after_update(self, mask: np.ndarray) -> None:
+        if self.adaptive is not None:
+            self.second_moment = self.second_moment + np.where(mask, self._q, 0.0)
 
 
 class Exp4Core:

@@ -19,6 +19,7 @@ from agents.base import PrivacyClaim, clip_unit
 from agents.full_info import hedge_eta
 from agents.private import PrivateAgent
 from agents.registry import register
+from dp_experts_env._jit import jit_enabled
 from dp_experts_env._validation import check_float
 from dp_experts_env.privacy.declaration import Mechanism, PostProcessing, TreeAggregation
 from dp_experts_env.privacy.mechanisms import TreeCounter, tree_levels
@@ -210,13 +211,22 @@ class DPFTRLTree(PrivateAgent):
         between the plays' uniforms, which are read in the same order); the K softmaxes and
         inverse-CDF draws are computed at once.
         """
-        from agents._kernels import categorical_rows, check_block, finish_block, softmax_rows
+        from agents._kernels import (
+            categorical_rows,
+            check_block,
+            finish_block,
+            plain_fast_backend,
+            softmax_rows,
+        )
 
         losses = check_block(self, obs)
         k = len(losses)
         if k == 0:
             return finish_block(self, np.empty((0, self.num_envs)))
         clipped = clip_unit(losses)
+        if self.n_experts > 1 and jit_enabled() and plain_fast_backend(self.tree.backend):
+            sums, u = self._tree_block(clipped)
+            return finish_block(self, categorical_rows(softmax_rows(-self.eta * sums), u))
         sums = np.empty_like(clipped)
         u = np.empty((k, self.num_envs))
         for i in range(k):
@@ -225,3 +235,35 @@ class DPFTRLTree(PrivateAgent):
             sums[i] = self._noisy_sums
             u[i] = self.rng.random()
         return finish_block(self, categorical_rows(softmax_rows(-self.eta * sums), u))
+
+    def _tree_block(self, clipped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The K rounds' noisy sums and play uniforms: the tree's releases in one kernel call.
+
+        Each round reads its node's N Laplace uniforms, then its play's uniform (round 1 only
+        the play's): one read of the stream gives all of them in that order, and the Laplace
+        transform is elementwise (:func:`agents._kernels.fast_laplace`, the same floats).
+        """
+        from agents._kernels import fast_laplace, tree_block
+
+        tree, (k, b, n) = self.tree, clipped.shape
+        first = self.t == 0
+        noiseless = tree._run_epsilons is None and not tree.node_scale > 0.0
+        per_round = (0 if noiseless else n) + 1
+        u = self.rng.random((k * per_round - (per_round - 1) * int(first),))
+        if first:  # round 1 learns nothing: only its play's uniform
+            u = np.concatenate([np.zeros((b, per_round - 1)), u], axis=1)
+        u = u.reshape(b, k, per_round).transpose(1, 0, 2)
+        learn = clipped[1:] if first else clipped
+        sums = np.empty_like(clipped)
+        if first:
+            sums[0] = self._noisy_sums
+        if len(learn):
+            if noiseless:
+                noise = np.empty((0, b, n))
+            else:
+                noise = fast_laplace(u[int(first) :, :, :-1], tree.node_scale)
+            tree_block(learn, noise, tree._exact, tree._noisy, tree.t, sums[int(first) :])
+            tree.t += len(learn)
+            tree._value = sums[-1].copy()
+            self._noisy_sums = tree.value
+        return sums, np.ascontiguousarray(u[:, :, -1])

@@ -38,6 +38,7 @@ from agents._kernels import (
 from agents._simplex import log_mix_uniform, log_softmax, softmax, uniform_among
 from agents.base import Agent, PrivacyClaim, no_privacy
 from agents.registry import register
+from dp_experts_env._jit import jit_enabled
 from dp_experts_env._validation import check_choice, check_float, check_int, check_probability
 
 __all__ = [
@@ -462,14 +463,48 @@ class FixedShare(_FullInfoBaseline):
         if k == 0:
             return finish_block(self, np.empty((0, self.num_envs)))
         weights = np.empty_like(losses)
-        log_w = self.log_weights
-        for i in range(k):
-            if self.t + i > 0:
-                log_w = log_mix_uniform(log_softmax(log_w - self.eta * losses[i]), self.alpha)
-            weights[i] = log_w
-        self.log_weights = log_w
+        if 0.0 < self.alpha < 1.0 and jit_enabled():
+            self._recursion_compiled(losses, weights)
+        else:
+            log_w = self.log_weights
+            for i in range(k):
+                if self.t + i > 0:
+                    log_w = log_mix_uniform(log_softmax(log_w - self.eta * losses[i]), self.alpha)
+                weights[i] = log_w
+            self.log_weights = log_w
         u = round_uniforms(self.rng, k, 1)[:, :, 0]
         return finish_block(self, categorical_rows(softmax_rows(weights), u))
+
+
+    def _recursion_compiled(self, losses: np.ndarray, weights: np.ndarray) -> None:
+        """The K rounds' log-weights into ``weights``, float for float the numpy loop.
+
+        :func:`agents._kernels.mix_round` does the subtractions, the row maxima and the
+        mixing's ``logaddexp`` (scalar C in numpy too); the softmax's ``exp`` and ``log`` stay
+        numpy calls and its row sums numpy's pairwise order (:func:`agents._kernels.row_totals`):
+        two kernel and two numpy calls a round instead of about twelve.
+        """
+        from agents import _kernels
+
+        mix, totals = _kernels.mix_round.resolve(), _kernels.row_totals.resolve()
+        b, n = self.num_envs, self.n_experts
+        c1, c2 = float(np.log1p(-self.alpha)), float(np.log(self.alpha / n))
+        steps = self.eta * losses  # (K, B, N): each row is the per-round product
+        d, e = np.empty((b, n)), np.empty((b, n))
+        total, lt = np.empty((b, 1)), np.zeros((b, 1))
+        prev, pending = self.log_weights, False
+        for i in range(len(losses)):
+            if self.t + i > 0:
+                mix(prev, pending, d, lt, c1, c2, steps[i], True)
+                np.exp(d, out=e)
+                totals(e, total)
+                np.log(total, out=lt)
+                prev, pending = weights[i], True
+            else:
+                weights[i] = prev
+        if pending:  # the last round's mixing
+            mix(prev, True, d, lt, c1, c2, steps[0], False)
+        self.log_weights = weights[-1].copy()
 
 
 @register(

@@ -8,8 +8,12 @@ suite (not in the paper).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import itertools
 import math
+import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -20,6 +24,7 @@ from agents.base import Agent, PrivacyClaim, clip_unit
 from agents.noisy_clipped_hedge import noisy_rounds
 from agents.private import PrivateAgent
 from agents.registry import make, register, spec
+from dp_experts_env._jit import jit_enabled
 from dp_experts_env._validation import check_choice, check_float, check_int
 from dp_experts_env.privacy.declaration import Mechanism, PostProcessing, account
 from dp_experts_env.privacy.guarantee import Guarantee
@@ -79,6 +84,62 @@ def _lse(x: np.ndarray, axis: int) -> np.ndarray:
 
 #: rounds of suffix counts computed together (a (chunk, S+1) table, refilled as t advances)
 _SUFFIX_CHUNK = 512
+
+#: Largest (T + 1) x (S + 1) table of suffix counts kept whole (in memory and on disk).
+_TABLE_MAX = 1 << 20
+
+
+def _suffix_rows(n: int, t_max: int, s: int, rounds: np.ndarray) -> np.ndarray:
+    """(len(rounds), S+1) log G_t(c) for each t in ``rounds`` (elementwise, as one t)."""
+    c = np.arange(s + 1)
+    rest = np.maximum(t_max - rounds, 0)[:, None]  # (R, 1)
+    terms = _log_comb(rest, c) + c * math.log(n)
+    terms = np.where(c <= rest, terms, -np.inf)  # (R, S+1)
+    # G(c) sums terms[0 .. S - c]
+    mask = c[None, :] <= (s - c)[:, None]  # (S+1, S+1)
+    return _lse(np.where(mask, terms[:, None, :], -np.inf), axis=2)
+
+
+@functools.lru_cache(maxsize=16)
+def _public_tables(n: int, t_max: int, s: int) -> tuple[float, np.ndarray] | None:
+    """``log |E|`` and the suffix counts of rounds 0..T, kept on disk; None when too large.
+
+    Both are functions of (N, T, S) alone, the same floats whenever computed (rows of the
+    suffix table are elementwise in t). They need ``scipy.special.gammaln``, whose import costs
+    ~0.25 s of CPU in every new process; kept on disk (``agents._public_cache``'s folder,
+    keyed by the inputs and the code's stamp, as the calibrations are), a later process reads
+    them instead. The returned table is read-only (shared by every agent of the process).
+    """
+    if (t_max + 1) * (s + 1) > _TABLE_MAX:
+        return None
+    from agents._public_cache import _code_stamp, cache_dir
+
+    folder = cache_dir()
+    path = None
+    if folder is not None:
+        key = hashlib.sha256(repr(("meta-expert-tables", n, t_max, s, _code_stamp())).encode())
+        path = folder / f"{key.hexdigest()}.npz"
+        try:
+            with np.load(path) as stored:
+                log_count, table = float(stored["log_count"]), stored["suffix"]
+            if table.shape == (t_max + 1, s + 1) and table.dtype == np.float64:
+                table.flags.writeable = False
+                return log_count, table
+        except (OSError, ValueError, KeyError):
+            pass  # missing or damaged: compute again
+    log_count = log_count_meta_experts(n, t_max, s)
+    table = _suffix_rows(n, t_max, s, np.arange(t_max + 1))
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, log_count=np.float64(log_count), suffix=table)
+            os.replace(tmp, path)  # atomic: a reader sees the old file or the whole new one
+        except OSError:
+            pass  # a read-only home: computed again next time
+    table.flags.writeable = False
+    return log_count, table
 
 
 @register(
@@ -197,7 +258,12 @@ class MetaExpertReduction(PrivateAgent):
         self._s = min(self.n_switches, t_max - 1)
         self.method = check_choice("method", method, METHODS)
         self.max_meta_experts = check_int("max_meta_experts", max_meta_experts, minimum=1)
-        self.log_meta_experts = log_count_meta_experts(n, t_max, self._s)
+        tables = _public_tables(n, t_max, self._s)
+        if tables is None:
+            self.log_meta_experts = log_count_meta_experts(n, t_max, self._s)
+        else:  # the whole suffix table at once: _log_suffix_counts reads its rows
+            self.log_meta_experts, self._suffix = tables
+            self._suffix_start = 0
         self.n_meta_experts = count_meta_experts(n, t_max, self._s)
         self._inner_name = self._check_inner(inner)
         if inner_params is not None and not isinstance(inner_params, dict):
@@ -412,14 +478,7 @@ class MetaExpertReduction(PrivateAgent):
 
     def _suffix_rows(self, rounds: np.ndarray) -> np.ndarray:
         """(len(rounds), S+1) log G_t(c) for each t in ``rounds`` (elementwise, as one t)."""
-        s = self._s
-        c = np.arange(s + 1)
-        rest = np.maximum(self.horizon - rounds, 0)[:, None]  # (R, 1)
-        terms = _log_comb(rest, c) + c * math.log(self.n_experts)
-        terms = np.where(c <= rest, terms, -np.inf)  # (R, S+1)
-        # G(c) sums terms[0 .. S - c]
-        mask = c[None, :] <= (s - c)[:, None]  # (S+1, S+1)
-        return _lse(np.where(mask, terms[:, None, :], -np.inf), axis=2)
+        return _suffix_rows(self.n_experts, self.horizon, self._s, rounds)
 
     def action_distribution(self) -> np.ndarray:
         """(B, N) law of the action the last ``act`` returned (noisy Hedge only).
@@ -483,6 +542,69 @@ class MetaExpertReduction(PrivateAgent):
         meta = self.rng.categorical(w)
         return self.meta_plays(rnd)[meta]
 
+    def _forward_compiled(self, noisy: np.ndarray, history: np.ndarray, first: bool) -> None:
+        """The K rounds' forward sums into ``history`` with :func:`agents._kernels.switch_round`.
+
+        The numpy loop of :meth:`play_block` float for float: the kernel does the subtractions,
+        maxima and ``logaddexp`` (scalar C in numpy too); ``exp``, the sum over experts and
+        ``log`` of each round's log-sum-exp stay the numpy calls ``_lse`` makes, on arrays of
+        the same shape and layout. Four calls a round instead of about fifteen.
+        """
+        from agents import _kernels
+
+        # Resolved once: the kernels' per-call switch check would cost more than their work.
+        switch_round, level_sums = _kernels.switch_round.resolve(), _kernels.level_sums.resolve()
+        k = len(noisy)
+        b, n, levels = self._log_f.shape
+        s = levels - 1
+        steps = self.eta * noisy  # (K, B, N): each row is the per-round product
+        m = np.zeros((b, s))
+        d = np.empty((b, n, s))
+        e = np.empty((b, n, s))
+        total = np.empty((b, 1, s))
+        lt = np.zeros((b, 1, s))
+        prev, pending = self._log_f, False
+        with np.errstate(divide="ignore"):  # log(0) = -inf where a level is still empty
+            for i in range(k):
+                if i or not first:  # _learn of round self.t + i
+                    switch_round(prev, pending, lt, m, steps[i], history[i], d, True)
+                    np.exp(d, out=e)
+                    if s > 1:
+                        level_sums(e, total)
+                    else:  # numpy sums a single level pairwise (level_sums adds in order)
+                        _add_reduce(e, axis=1, keepdims=True, out=total)
+                    np.log(total, out=lt)
+                    prev, pending = history[i], True
+                else:
+                    history[i] = prev
+            if pending:  # finish the last round
+                switch_round(prev, True, lt, m, steps[0], prev, d, False)
+        self._log_f = history[-1].copy()
+
+    @staticmethod
+    def _plays_compiled(history: np.ndarray, suffix: np.ndarray) -> np.ndarray:
+        """The K rounds' play laws: :meth:`play_block`'s numpy expression, float for float.
+
+        numpy's reductions over short last axes (S+1 levels, N experts) cost ~30 ns an entry;
+        the kernels take the maxima, sums (numpy's pairwise order) and shifts, numpy the
+        ``exp`` and ``log`` of the whole block.
+        """
+        from agents._kernels import lse_shift, normalise_rows, row_sums, softmax_shift
+
+        m = np.empty(history.shape[:3])
+        d = np.empty(history.shape)
+        lse_shift(history, suffix, m, d)
+        np.exp(d, out=d)
+        lt = np.empty(history.shape[:3])
+        row_sums(d, lt)
+        with np.errstate(divide="ignore"):
+            np.log(lt, out=lt)
+        z = np.empty(history.shape[:3])
+        softmax_shift(lt, m, z)
+        np.exp(z, out=z)
+        normalise_rows(z, lt)
+        return lt
+
     def play_block(self, obs: np.ndarray) -> np.ndarray:
         """K rounds of :meth:`act` at once (see :mod:`agents._kernels`).
 
@@ -520,20 +642,27 @@ class MetaExpertReduction(PrivateAgent):
         noisy = clipped.copy() if noiseless else clipped + fast_laplace(u[:, :, :-1], scale)
         history = np.empty((k, *self._log_f.shape))
         suffix = np.empty((k, self._s + 1))
-        log_f = self._log_f
+        if self._s > 0 and jit_enabled():
+            self._forward_compiled(noisy, history, first)
+        else:
+            log_f = self._log_f
+            for i in range(k):
+                if i or not first:  # _learn of round self.t + i
+                    step = self.eta * noisy[i]
+                    a = log_f - step[:, :, None]
+                    if self._s > 0:
+                        switched = _lse(a[:, :, :-1], axis=1)
+                        np.logaddexp(a[:, :, 1:], switched[:, None, :], out=a[:, :, 1:])
+                    log_f = a
+                history[i] = log_f
+            self._log_f = log_f
         for i in range(k):
-            if i or not first:  # _learn of round self.t + i
-                step = self.eta * noisy[i]
-                a = log_f - step[:, :, None]
-                if self._s > 0:
-                    switched = _lse(a[:, :, :-1], axis=1)
-                    np.logaddexp(a[:, :, 1:], switched[:, None, :], out=a[:, :, 1:])
-                log_f = a
-            history[i] = log_f
             suffix[i] = self._log_suffix_counts(self.t + i + 1)
-        self._log_f = log_f
-        logits = _lse(history + suffix[:, None, None, :], axis=3)
-        e = np.exp(logits - _max_reduce(logits, axis=-1, keepdims=True))
-        probs = e / _add_reduce(e, axis=-1, keepdims=True)
+        if jit_enabled():
+            probs = self._plays_compiled(history, suffix)
+        else:
+            logits = _lse(history + suffix[:, None, None, :], axis=3)
+            e = np.exp(logits - _max_reduce(logits, axis=-1, keepdims=True))
+            probs = e / _add_reduce(e, axis=-1, keepdims=True)
         actions = categorical_rows(probs, np.ascontiguousarray(u[:, :, -1]))
         return finish_block(self, actions)

@@ -15,6 +15,7 @@ import numpy as np
 from agents.base import PrivacyClaim, clip_unit
 from agents.private import PrivateAgent
 from agents.registry import register
+from dp_experts_env._jit import jit_enabled
 from dp_experts_env._validation import check_float, check_int
 from dp_experts_env.privacy.declaration import (
     LaplaceRelease,
@@ -335,6 +336,7 @@ class NoisyClippedHedge(PrivateAgent):
             fast_laplace,
             finish_block,
             plain_fast_backend,
+            shift_by_max,
         )
         from dp_experts_env.privacy.mechanisms import laplace_calibration
 
@@ -362,6 +364,25 @@ class NoisyClippedHedge(PrivateAgent):
         history = np.empty_like(clipped)
         projected = np.empty((b, n))
         masked = np.empty(n)
+        if jit_enabled():
+            # The kernels resolved once (their per-call switch check costs more than their
+            # work); the shift by the maximum in a kernel too: two kernel and two numpy calls
+            # (exp, log) a round.
+            peel, shift = clip_peel.resolve(), shift_by_max.resolve()
+            steps = self.eta * noisy  # (K, B, N): each row is the per-round product
+            v = np.empty((b, n))
+            for i in range(k):
+                if i or not first:
+                    shift(log_w, steps[i], v)
+                    np.exp(v, out=v)
+                    peel(v, self.clip_level, projected, masked)
+                    log_w = history[i]
+                    np.log(projected, out=log_w)
+                else:
+                    history[i] = log_w
+            self._log_w = log_w.copy()
+            actions = categorical_rows(np.exp(history), np.ascontiguousarray(u[:, :, -1]))
+            return finish_block(self, actions)
         for i in range(k):
             if i or not first:
                 z = log_w - self.eta * noisy[i]

@@ -23,10 +23,22 @@ import numpy as np
 
 from agents._bandit_block import play_rounds, played_losses, segment_starts
 from agents._kernels import categorical_rows
-from agents.bandit_core import BanditCore, Exp3Core, FtplGRCore, TsallisInfCore
+from agents.bandit_core import (
+    AdaptiveFtplRate,
+    BanditCore,
+    Exp3Core,
+    FtplGRCore,
+    TsallisInfCore,
+)
 from agents.base import BanditObs, PrivacyClaim
 from agents.private import PrivateAgent
-from agents.private_bandit_tuning import BASES, BatchedBanditTuning, tune_batched_bandit
+from agents.private_bandit_tuning import (
+    BASES,
+    DEFAULT_FTPL_RATE,
+    BatchedBanditTuning,
+    laplace_max_mean,
+    tune_batched_bandit,
+)
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_float, check_int
 from dp_experts_env.privacy.declaration import (
@@ -84,6 +96,7 @@ class _BatchedConversion(PrivateAgent):
         gamma: float | None = None,
         sigma: float | None = None,
         resample_cap: int | None = None,
+        rate: str | None = None,
         tail: str = "hold",
         num_envs: int = 1,
         seed: int | Sequence[int] | None = None,
@@ -112,6 +125,10 @@ class _BatchedConversion(PrivateAgent):
                     f"{', '.join(_BASE_KEYS[self.base])})"
                 )
         m = self._n_choices()
+        if rate is None:
+            ftpl = self.base == "ftpl-gr" and self.tuning == "calibrated"
+            rate = DEFAULT_FTPL_RATE if ftpl else "fixed"
+        self.rate = rate
         if tau is not None:
             tau = check_int("tau", tau, minimum=1, maximum=self.horizon)
         self.tuned: BatchedBanditTuning = tune_batched_bandit(
@@ -122,6 +139,7 @@ class _BatchedConversion(PrivateAgent):
             self.tuning,
             tau=tau,
             gamma_given=gamma is not None,
+            rate=rate,
         )
         self.tau = self.tuned.tau
         self.n_batches = self.tuned.n_batches
@@ -148,8 +166,13 @@ class _BatchedConversion(PrivateAgent):
             out["eta"] = check_float("eta", params["eta"], minimum=0.0, min_inclusive=False)
             out["gamma"] = check_float("gamma", params["gamma"], minimum=0.0, maximum=1.0)
         else:
-            out["eta"] = check_float("eta", params["eta"], minimum=0.0, min_inclusive=False)
+            # The adaptive rate's eta is its cap eta_max, infinite at epsilon = inf.
+            out["eta"] = check_float(
+                "eta", params["eta"], minimum=0.0, min_inclusive=False, allow_inf="q0" in params
+            )
             out["resample_cap"] = check_int("resample_cap", int(params["resample_cap"]), minimum=1)
+            if "q0" in params:
+                out["q0"] = check_float("q0", params["q0"], minimum=0.0, min_inclusive=False)
         return out
 
     @property
@@ -214,8 +237,12 @@ class _BatchedConversion(PrivateAgent):
         elif self.base == "exp3":
             self.base_learner = Exp3Core(self.rng, m, eta=p["eta"], gamma=p["gamma"])
         else:
+            adaptive = None
+            if "q0" in p:  # rate="adaptive": eta is the cap, the rate reads the releases
+                adaptive = AdaptiveFtplRate(laplace_max_mean(m), p["q0"], p["eta"])
+            eta = 1.0 if adaptive is not None else p["eta"]  # unused when adaptive
             self.base_learner = FtplGRCore(
-                self.rng, m, eta=p["eta"], max_resamples=p["resample_cap"]
+                self.rng, m, eta=eta, max_resamples=p["resample_cap"], adaptive=adaptive
             )
         self.choice = np.zeros(self.num_envs, dtype=np.int64)
         self._batch_sum = np.zeros(self.num_envs)
@@ -355,9 +382,16 @@ class PrivateBatchedBandit(_BatchedConversion):
           log grid with ``tau <= T // 10``; base constants as above at that tau.
         * ``tau=``, ``sigma=``, ``eta=``, ``gamma=``, ``resample_cap=`` override (public
           constants; privacy does not depend on them).
+        * ``rate=`` (``base="ftpl-gr"``, calibrated only): ``"fixed"`` (default, Alg. 4's
+          constant eta) or ``"adaptive"``: FTPL-GR's self-confident rate
+          ``min(eta_max, sqrt(E_m / (2 S)))`` of the released values (``S`` = q0 + the sum of
+          ``M_n y_n^2 e^(eta_n M y_n^-)``), with tau, M, ``eta_max`` (then ``eta``) and ``q0``
+          minimising its own bound (docs/algorithms.md, "Calibration"). It reads only the
+          releases and the learner's own coins: post-processing, the claim is unchanged.
 
     ``epsilon=math.inf`` feeds the exact batch means (claim: not private). Deviations: epsilon > 1
-    is allowed (tau = 1) although the theorems assume epsilon <= 1;
+    is allowed (tau = 1) although the theorems assume epsilon <= 1; with ``rate="adaptive"``
+    FTPL-GR's eta varies per batch (Alg. 4 fixes it; #29, not the default);
     the paper's closed-form constants are replaced by the lemma-level ones (erratum E-PAB-1);
     log guards (E-PAB-5); losses are clipped to [0, 1], the range Lemma 3's sensitivity assumes.
 
@@ -370,13 +404,16 @@ class PrivateBatchedBandit(_BatchedConversion):
         base: ``"tsallis-inf"`` (default), ``"exp3"`` or ``"ftpl-gr"``.
         tau: batch length in [1, T] (default from ``tuning``).
         sigma: HTINF heavy-tail scale (``tsallis-inf`` only).
-        eta, gamma: EXP3 rate and mixing (``exp3``); eta, resample_cap: FTPL-GR rate and M.
+        eta, gamma: EXP3 rate and mixing (``exp3``); eta, resample_cap: FTPL-GR rate (its
+            cap with ``rate="adaptive"``) and M.
+        rate: FTPL-GR's rate rule, ``"fixed"`` or ``"adaptive"`` (default: ``"fixed"``).
         tail: ``"hold"`` (default) or ``"sample"``, the play of the trailing partial batch.
 
     Attributes:
         tau, n_batches: batch length and number of base-learner updates ``floor(T / tau)``.
         noise_scale: the Laplace scale used (``1/(tau epsilon)`` with the fast backend).
-        base_params: the base learner's constants. tuned: the full tuning record.
+        base_params: the base learner's constants (``q0`` too with ``rate="adaptive"``).
+        tuned: the full tuning record. rate: FTPL-GR's rate rule (``"fixed"`` for other bases).
         base_learner: the batched base learner (its ``n_updates`` counts releases).
         choice: (B,) the arm (or expert) of the current batch.
     """
@@ -438,9 +475,16 @@ class PrivateBanditOverExperts(_BatchedConversion):
           log grid with ``tau <= T // 10``; base constants as above at that tau.
         * ``tau=``, ``sigma=``, ``eta=``, ``gamma=``, ``resample_cap=`` override (public
           constants; privacy does not depend on them).
+        * ``rate=`` (``base="ftpl-gr"``, calibrated only): ``"fixed"`` (default, Alg. 4's
+          constant eta) or ``"adaptive"``: FTPL-GR's self-confident rate
+          ``min(eta_max, sqrt(E_m / (2 S)))`` of the released values (``S`` = q0 + the sum of
+          ``M_n y_n^2 e^(eta_n M y_n^-)``), with tau, M, ``eta_max`` (then ``eta``) and ``q0``
+          minimising its own bound (docs/algorithms.md, "Calibration"). It reads only the
+          releases and the learner's own coins: post-processing, the claim is unchanged.
 
     ``epsilon=math.inf`` feeds the exact batch means (claim: not private). Deviations: epsilon > 1
-    is allowed (tau = 1) although the theorems assume epsilon <= 1;
+    is allowed (tau = 1) although the theorems assume epsilon <= 1; with ``rate="adaptive"``
+    FTPL-GR's eta varies per batch (Alg. 4 fixes it; #29, not the default);
     the paper's closed-form constants are replaced by the lemma-level ones (erratum E-PAB-1);
     log guards (E-PAB-5); losses are clipped to [0, 1], the range Lemma 3's sensitivity assumes.
 
@@ -453,13 +497,16 @@ class PrivateBanditOverExperts(_BatchedConversion):
         base: ``"tsallis-inf"`` (default), ``"exp3"`` or ``"ftpl-gr"``.
         tau: batch length in [1, T] (default from ``tuning``).
         sigma: HTINF heavy-tail scale (``tsallis-inf`` only).
-        eta, gamma: EXP3 rate and mixing (``exp3``); eta, resample_cap: FTPL-GR rate and M.
+        eta, gamma: EXP3 rate and mixing (``exp3``); eta, resample_cap: FTPL-GR rate (its
+            cap with ``rate="adaptive"``) and M.
+        rate: FTPL-GR's rate rule, ``"fixed"`` or ``"adaptive"`` (default: ``"fixed"``).
         tail: ``"hold"`` (default) or ``"sample"``, the play of the trailing partial batch.
 
     Attributes:
         tau, n_batches: batch length and number of base-learner updates ``floor(T / tau)``.
         noise_scale: the Laplace scale used (``1/(tau epsilon)`` with the fast backend).
-        base_params: the base learner's constants. tuned: the full tuning record.
+        base_params: the base learner's constants (``q0`` too with ``rate="adaptive"``).
+        tuned: the full tuning record. rate: FTPL-GR's rate rule (``"fixed"`` for other bases).
         base_learner: the batched base learner (its ``n_updates`` counts releases).
         choice: (B,) the arm (or expert) of the current batch.
     """

@@ -289,6 +289,50 @@ class LDPExp4(_PrivateExp4Base):
     def _choose(self, obs: BanditObs) -> np.ndarray:
         return self._sample(obs.advice)
 
+    def play_bandit_block(
+        self,
+        first: Mapping[str, np.ndarray],
+        advice: np.ndarray | None,
+        losses: np.ndarray,
+        rows: np.ndarray,
+    ) -> np.ndarray:
+        """K rounds of :meth:`act` in one compiled call (the bandit block protocol).
+
+        Args:
+            first: the observation of the block's first round (keys as in ``act``).
+            advice: (K, B, N, K_arms) the rounds' advice, or None when every round's advice is
+                ``first["advice"]`` (the identity of a K-armed bandit env).
+            losses: (K, S, K_arms) the block's losses; run r reads ``losses[i, rows[r], a]``
+                only for the arm a it played at round i, after choosing it.
+            rows: (B,) the loss stream of each run.
+
+        Returns:
+            (K, B) int64 actions, bit for bit those of K ``act`` calls, the agent left in the
+            same state with its stream read as far (:mod:`agents._bandit_kernels`). The
+            compiled kernel runs with the plain ``fast`` noise backend; the ``grid`` backend,
+            the audit's wrappers, ``DP_EXPERTS_NO_JIT`` and a numpy without its loop entry
+            point play the K rounds through ``act``.
+        """
+        from agents import _bandit_kernels as kernels
+        from agents._kernels import plain_fast_backend
+
+        noiseless = self._noiseless
+        if (
+            not len(losses)
+            or not (noiseless or plain_fast_backend(self.noise))
+            or not kernels.kernel_ready()
+        ):
+            return kernels.act_loop(self, first, advice, losses, rows)
+        scale = 0.0
+        if not noiseless:
+            scale, _ = laplace_calibration(1.0, self._release_epsilon, noise=self.noise)
+        actions = kernels.play_exp4_core(
+            self, first, advice, losses, rows,
+            loss0_of=self._observed_loss, scale=scale, clip=True,
+        )
+        self.action_probs = self.core.last_q
+        return actions
+
 
 @register(
     "private-batched-exp4",

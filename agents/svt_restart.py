@@ -46,17 +46,27 @@ __all__ = [
     "BOUNDARIES",
     "DYADIC_STARTS",
     "DEFAULT_FALSE_ALARM",
+    "THRESHOLD_SCALE_RANGE",
     "BERNSTEIN_LAMBDAS",
     "bernstein_query_sensitivity",
+    "betting_boundary",
+    "betting_coefficients",
+    "betting_query_sensitivity",
 ]
 
 WINDOW_GRIDS = ("dyadic", "all")
-#: calibrated boundaries: variance-adaptive (default) or the n-only normal mixture (before)
-BOUNDARIES = ("bernstein", "normal-mixture")
+#: calibrated boundaries: the betting boundary in each window's negative part (default since
+#: #29's fourth revision), the empirical-Bernstein one in its second moment, or the n-only
+#: normal mixture (the first revision)
+BOUNDARIES = ("betting", "bernstein", "normal-mixture")
 #: the lambda grid of the empirical-Bernstein boundary: 0.5 * 2^(-k/2), k = 0..7 (0.5 down to
 #: 0.044: the optimal lambda ~ sqrt(2 L / V) for second moments V from ~100 to T = 10^4 at
 #: L ~ 15; lambda <= 1/2 keeps the boundary's slope in V below 1/2, see _bernstein)
 BERNSTEIN_LAMBDAS = tuple(0.5 * 2.0 ** (-k / 2.0) for k in range(8))
+#: the accepted threshold_scale, [min, max]: far from float overflow in the betting query's
+#: ``(1 - a_k) / threshold_scale`` (1e-310 made it inf and the detector never fired) and in
+#: the noise scales, which grow like threshold_scale
+THRESHOLD_SCALE_RANGE = (1e-100, 1e100)
 #: window starts kept per dyadic level: the last DYADIC_STARTS multiples of 2^k
 DYADIC_STARTS = 8
 # The de-duplicated dyadic storage below relies on ring slot parity = parity of u / 2^k.
@@ -122,6 +132,77 @@ def bernstein_query_sensitivity(c: float) -> float:
     return 2.0 if c <= 0.5 else 1.0 + c + 1.0 / (4.0 * c)
 
 
+def betting_coefficients() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(c_k, a_k, s_k)`` of the betting boundary on :data:`BERNSTEIN_LAMBDAS`.
+
+    ``r_k = ln((1 + lam)/(1 - lam))`` (the range of one round's log-wealth),
+    ``c_k = 2 / r_k`` (normalises every lambda's query to sensitivity 2),
+    ``a_k = c_k ln(1 + lam)`` (the window difference's coefficient, < 1) and
+    ``s_k = -c_k ln(1 - lam^2)`` (the negative part's); ``2 a_k + s_k = 2`` exactly.
+    """
+    lam = np.array(BERNSTEIN_LAMBDAS)
+    r = np.log1p(lam) - np.log1p(-lam)
+    c = 2.0 / r
+    return c, c * np.log1p(lam), -c * np.log1p(-lam * lam)
+
+
+def betting_boundary(
+    negative: np.ndarray,
+    difference: np.ndarray,
+    level_log: float,
+    threshold_scale: float = 1.0,
+    counts: np.ndarray | None = None,
+) -> np.ndarray:
+    """``min_k (c_k L + s_k N + (1 - a_k) D / threshold_scale)``: the betting boundary.
+
+    For a window difference with increments ``X_s`` in [-1, 1] and conditional means mu_s,
+    ``N = sum max(-X_s, 0)`` (the window's negative part), ``D = sum X_s`` and
+    ``L = level_log``. ``g(x) = lam x - ln(1 + lam x)`` is convex with ``g(0) = 0``, so on
+    [0, 1] it lies below its chord ``(lam - ln(1 + lam)) x`` and on [-1, 0] below
+    ``(-lam - ln(1 - lam)) |x|``; with ``f`` these chords, ``exp(lam x - f(x)) <= 1 + lam x``
+    on [-1, 1], so ``exp(lam (D - sum mu_s) - sum f(X_s))`` is a non-negative
+    supermartingale (equal to the betting wealth ``prod (1 + lam X_s)`` times
+    ``exp(-lam sum mu_s)`` when every ``X_s`` is in {-1, 0, 1}). Its log is
+    ``ln(1 + lam) D + ln(1 - lam^2) N - lam sum mu_s``; Ville's inequality and a union over the
+    lambdas (``level_log = ln(K / a)``) bound the chance it ever reaches L by a. The query
+    ``D - threshold_scale (boundary + const)`` is then ``max_k (a_k D - threshold_scale (c_k L
+    + s_k N + const))``: ``c_k`` times the log-wealth above L at ``threshold_scale = 1``.
+    Elementwise; ``counts`` as in :func:`bernstein_boundary`. ``threshold_scale`` is not
+    checked here (a hot path); :class:`SVTRestart` accepts it only in
+    :data:`THRESHOLD_SCALE_RANGE`, since a subnormal one overflows ``(1 - a_k)/threshold_scale``.
+    """
+    c, a, s = (x.tolist() for x in betting_coefficients())
+    neg = np.asarray(negative, dtype=np.float64)
+    diff = np.asarray(difference, dtype=np.float64)
+    out = None
+    for k in range(len(c)):
+        term = c[k] * level_log + s[k] * neg + ((1.0 - a[k]) / threshold_scale) * diff
+        if out is None:
+            out = term
+        elif counts is None:
+            out = np.minimum(out, term)
+        else:
+            out = np.where(k < counts, np.minimum(out, term), out)
+    return out
+
+
+def betting_query_sensitivity(threshold_scale: float) -> float:
+    """``max_k (2 a_k + threshold_scale s_k) = max_k (2 + (threshold_scale - 1) s_k)``.
+
+    Each lambda's query ``a_k D - threshold_scale (s_k N + const)`` is a sum over the window's
+    rounds of ``h(x) = a_k x - threshold_scale s_k max(-x, 0)``, increasing on [-1, 1], so one
+    replaced round moves it by at most ``h(1) - h(-1) = 2 a_k + threshold_scale s_k``; the
+    maximum over lambdas, windows and experts moves by at most the largest. 2 at the default
+    ``threshold_scale = 1`` (``2 a_k + s_k = 2``).
+    """
+    ts = check_float("threshold_scale", threshold_scale, minimum=0.0, min_inclusive=False)
+    _, _, s = betting_coefficients()
+    if ts == 1.0:
+        return 2.0
+    extreme = float(s.max()) if ts > 1.0 else float(s.min())
+    return 2.0 + (ts - 1.0) * extreme
+
+
 @kernel
 def _bernstein_query_kernel(  # pragma: no cover - compiled; its Python form runs in the tests
     cum: np.ndarray,
@@ -133,6 +214,8 @@ def _bernstein_query_kernel(  # pragma: no cover - compiled; its Python form run
     counts: np.ndarray,
     offsets: np.ndarray,
     slopes: np.ndarray,
+    dslopes: np.ndarray,
+    with_d: bool,
     const: np.ndarray,
     scale: float,
     out: np.ndarray,
@@ -141,9 +224,10 @@ def _bernstein_query_kernel(  # pragma: no cover - compiled; its Python form run
 
     Every element is computed with the numpy path's operations in its order (``+ - *``,
     ``min``, ``max`` only, so compiled and numpy agree bit for bit): ``V = max(cum_sq -
-    snap_sq, 0)``, ``b = min_{k < counts[q]} (offsets[k] + slopes[k] V)``, query ``(learner -
-    expert) - scale (b + const[r])``; ``out[r]`` = the largest query of run r's non-empty
-    columns (-inf when all are empty).
+    snap_sq, 0)`` (the betting boundary: the negative part N), ``d = learner - expert``,
+    ``b = min_{k < counts[q]} (offsets[k] + slopes[k] V [+ dslopes[k] d if with_d])``, query
+    ``d - scale (b + const[r])``; ``out[r]`` = the largest query of run r's non-empty columns
+    (-inf when all are empty).
     """
     runs, n, cols = snap_experts.shape
     learner = np.empty(cols)
@@ -158,15 +242,20 @@ def _bernstein_query_kernel(  # pragma: no cover - compiled; its Python form run
                 if empty[r, q]:
                     continue
                 expert = cj - snap_experts[r, j, q]
+                d = learner[q] - expert
                 v = sj - snap_sq[r, j, q]
                 if v < 0.0:
                     v = 0.0
                 b = offsets[0] + slopes[0] * v
+                if with_d:
+                    b = b + dslopes[0] * d
                 for k in range(1, counts[q]):
                     term = offsets[k] + slopes[k] * v
+                    if with_d:
+                        term = term + dslopes[k] * d
                     if term < b:
                         b = term
-                query = (learner[q] - expert) - scale * (b + c)
+                query = d - scale * (b + c)
                 if query > best:
                     best = query
         out[r] = best
@@ -297,9 +386,14 @@ class SVTRestart(PrivateAgent):
     ``epsilon/2``) together with a fresh AboveThreshold instance at budget ``epsilon/2``. After
     every round ``t`` the detector asks AboveThreshold (threshold 0) one query,
 
-        Q_t = max over windows [u+1, t] inside the epoch of
-              (learner's window loss - min_j expert j's window loss) - threshold_scale * slack(n),
-        slack(n) = Reg(n - 1) + alpha + 1,   n = t - u the window length.
+        Q_t = max over windows [u+1, t] inside the epoch, experts j and lambdas k of
+              a_k D_j - threshold_scale (s_k N_j + c_k L + c0 + alpha + 1)   (default, betting)
+        with D_j = learner's window loss - expert j's, N_j = the window's negative part
+        sum max(l_s(j) - l_s(I_s), 0) and L = ln(N S/term_beta) (``threshold_scale`` does not
+        scale the ``(1 - a_k) D_j`` part; :func:`betting_boundary`); with ``boundary="bernstein"``
+        or ``"normal-mixture"`` (and ``tuning="paper"``)
+              max_j D_j - threshold_scale * slack,   slack = Reg(n - 1) + alpha + 1,
+        n = t - u the window length (Bernstein: Reg also reads the window's second moment V_j).
 
     When it fires, both parts restart: a new limited-updates instance and a new detector with a
     fresh noisy threshold. ``max_restarts`` caps restarts; after the cap the last epoch's
@@ -310,7 +404,12 @@ class SVTRestart(PrivateAgent):
     AboveThreshold at ``epsilon/2`` with threshold noise ``Lap(2 D/(eps/2))`` and query noise
     ``Lap(4 D/(eps/2))`` for queries of sensitivity D (erratum E-ARS-6: one replaced loss
     vector moves the learner's window loss by 1 and expert j's by 1, so every window difference
-    moves by at most 2; with the default Bernstein boundary the slack also reads the window's
+    moves by at most 2; with the default betting boundary each lambda's query
+    ``a_k D_j - threshold_scale (s_k N_j + c_k L + const)`` is a sum over the window's rounds of
+    an increasing function of that round's difference x, whose range on [-1, 1] is
+    ``2 a_k + threshold_scale s_k``, so ``D = max_k (2 + (threshold_scale - 1) s_k)``: 2 at the
+    default threshold_scale 1 (:func:`betting_query_sensitivity`); with
+    ``boundary="bernstein"`` the slack also reads the window's
     second moment V_j through a function of slope at most ``kappa = 2 ln 2 - 1``, and a change
     ``d`` of the window difference moves V_j by at most ``d (2 - d)``, so
     ``D = max_d d (1 + c (2 - d))`` with ``c = threshold_scale kappa``: 2 while ``c <= 1/2``
@@ -352,7 +451,19 @@ class SVTRestart(PrivateAgent):
           c0 below, is a heuristic allowance for the learner's in-window pseudo-regret (the
           window difference's compensator), which no term bounds (docs/algorithms.md); it is
           computed at the same level but backs no step of the false-alarm argument.
-          ``boundary="bernstein"`` (default): per window and expert j,
+          ``boundary="betting"`` (default since #29's fourth revision): per window and
+          expert j and lambda_k (the same grid and per-start subsets as below), the log-wealth
+          ``ln(1 + lam_k) D_j + ln(1 - lam_k^2) N_j`` of betting a fraction lam_k on each
+          round's difference, ``N_j = sum max(l_s(j) - l_s(I_s), 0)`` the window's negative
+          part (:func:`betting_boundary`: ``ln(1 + lam x) >= `` its chords on [-1, 0] and
+          [0, 1], exact on {-1, 0, 1}, so Ville's inequality applies as below), against
+          ``ln(N S/beta)``; the query of lambda k is ``c_k`` times the log-wealth above that
+          level (``c_k = 2 / ln((1 + lam_k)/(1 - lam_k))``, so every lambda's query has
+          sensitivity 2) minus ``threshold_scale`` times the constant terms. On Bernoulli losses
+          it is the Bernstein boundary's supermartingale without Fan's slack at x = +1 (a
+          shift of gap 0.3 fires after ~145 rounds instead of ~204, N = 10, T = 10^4,
+          epsilon = inf); on continuous losses it reads |x| where Bernstein reads x^2.
+          ``boundary="bernstein"``: per window and expert j,
           ``b = min_{k < K_u} (ln(N S/beta) + psi(lam_k) V_j)/lam_k``
           (:func:`bernstein_boundary`, lam_k = 0.5 2^(-k/2), k < 8,
           ``psi(l) = -ln(1 - l) - l``) at the window's observed second moment
@@ -383,7 +494,11 @@ class SVTRestart(PrivateAgent):
           after about :meth:`detection_length` ``(gap)`` rounds (normal mixture: 333 at gap
           0.3, N = 10, T = 10^4, epsilon = inf; 3,048 at gap 0.1; Bernstein at second moment
           1/2, two independent fair coins: 204 and 1,479).
-        * ``threshold_scale`` multiplies the slack (default 1 = as derived).
+        * ``threshold_scale`` (default 1 = as derived; accepted in
+          :data:`THRESHOLD_SCALE_RANGE` = [1e-100, 1e100]) multiplies the slack's terms: with
+          the betting boundary ``s_k N_j + c_k L + const`` (not the ``a_k D_j`` part, so the
+          query's sensitivity becomes ``2 + (threshold_scale - 1) s_k``), otherwise the whole
+          slack.
 
     ``epsilon=math.inf``: both mechanisms lose their noise (exact argmin, exact threshold
     comparison: a window regret must exceed its slack, a tie does not fire); the claim is "not
@@ -398,7 +513,7 @@ class SVTRestart(PrivateAgent):
         * ``"all"``: every window ``w = 0..t - t_i`` as in the paper; O(N t) time per round and
           O(N T) memory per run (refused above 1 GiB).
 
-    Deviations: the default Bernstein boundary (a data-dependent slack inside the queries, paid
+    Deviations: the default betting boundary (a data-dependent slack inside the queries, paid
     for by their sensitivity, 2 at the default) instead of the paper's n-only Reg; one
     AboveThreshold query per round, the maximum of the window queries, instead of
     one query per window with fresh noise each (erratum E-ARS-9): the maximum of 2-sensitive queries
@@ -414,9 +529,23 @@ class SVTRestart(PrivateAgent):
     mechanisms; only which uniforms feed them differs from drawing a selection every round.
 
     Per-round cost: O(N log T) (dyadic) or O(N t) (all) time per run. With the JIT (the
-    ``fast`` extra) the dyadic Bernstein query and the snapshot pushes run as compiled kernels
-    of ``+ - *``, min and max only (bit-exact with the numpy path, ``DP_EXPERTS_NO_JIT=1``):
-    ~4.8 us per run-round at N = 10, T = 10^4, B = 16 (numpy path ~15 us; benchmarks/README.md).
+    ``fast`` extra) the dyadic query (betting or Bernstein: one kernel) and the snapshot pushes
+    run as compiled kernels of ``+ - *``, min and max only (bit-exact with the numpy path,
+    ``DP_EXPERTS_NO_JIT=1``). Agent alone (``act`` on pre-drawn Bernoulli losses, N = 10,
+    T = 10^4, B = 16, epsilon 1, ``play_block`` of 1,000 rounds, compiled): betting ~4.9 us,
+    Bernstein ~4.5 us per run-round (second repetition, load 8.7); with the env in the loop
+    (epsilon 8; docs/algorithms.md, Calibration) 8.3 vs 6.1 us; the numpy path ~15 us
+    (benchmarks/README.md, measured with the Bernstein query).
+
+    Floating point: the computed query can move by slightly more than D under one replaced
+    loss vector (rounding in the cumulative sums and in the ``(1 - a_k)/threshold_scale``
+    round trip): measured 5.7e-14 above D = 2 at threshold_scale 1, 1.0e-12 at 10, 7e-11
+    (1.3e-12 relative) at 100 (T = 200, N = 3). ``noise="grid"`` covers it:
+    ``effective_sensitivity`` adds 2^-20 ~ 9.5e-7, far above this excess at the settings run
+    here (threshold_scale <= 3, T <= 10^5). ``noise="fast"`` does not: its noise is calibrated to
+    exactly D, so its certificate holds for the ideal mechanism in exact arithmetic (where the
+    move is at most D), as for every ``fast`` claim (the float sampler is not exactly private
+    anyway; docs/privacy.md, Noise backends).
 
     Attributes (the parameters actually used):
         selection_scale, query_sensitivity, threshold_noise_scale, query_noise_scale, alpha,
@@ -446,7 +575,7 @@ class SVTRestart(PrivateAgent):
         selector: str = "rnm",
         threshold_scale: float = 1.0,
         window_grid: str = "dyadic",
-        boundary: str = "bernstein",
+        boundary: str = "betting",
         max_restarts: int | None = None,
         beta: float | None = None,
         num_envs: int = 1,
@@ -468,10 +597,19 @@ class SVTRestart(PrivateAgent):
         self.window_grid = check_choice("window_grid", window_grid, WINDOW_GRIDS)
         self.boundary = check_choice("boundary", boundary, BOUNDARIES)
         # The paper tuning keeps Theorem 3.1's n-only Reg; the boundary applies to calibrated.
-        self._bernstein = self.boundary == "bernstein" and self.tuning == "calibrated"
-        self.threshold_scale = check_float(
-            "threshold_scale", threshold_scale, minimum=0.0, min_inclusive=False
-        )
+        # _bernstein: the query reads a second per-window statistic (the Bernstein boundary's
+        # second moment, or the betting boundary's negative part; same storage and path).
+        self._betting = self.boundary == "betting" and self.tuning == "calibrated"
+        self._bernstein = self.boundary in ("bernstein", "betting") and self.tuning == "calibrated"
+        # The betting query's stored slopes are (1 - a_k) / threshold_scale: a subnormal scale
+        # overflows them to inf and the query to nan, which would silently never fire.
+        self.threshold_scale = check_float("threshold_scale", threshold_scale)
+        low, high = THRESHOLD_SCALE_RANGE
+        if not low <= self.threshold_scale <= high:
+            raise ValueError(
+                f"threshold_scale must be in [{low:g}, {high:g}] (smaller values overflow the "
+                f"betting query's slopes), got {self.threshold_scale!r}"
+            )
         self.max_restarts = (
             None if max_restarts is None else check_int("max_restarts", max_restarts, minimum=0)
         )
@@ -503,9 +641,14 @@ class SVTRestart(PrivateAgent):
         # most max over d in [0, 2] of d (1 + c (2 - d)), c = threshold_scale kappa
         # (bernstein_query_sensitivity; docs/algorithms.md, Calibration).
         # Paper mode keeps the paper's D = 1 (its accounting, uncertified, E-ARS-6).
+        # The betting boundary's queries are sums of per-round terms whose range is 2 at
+        # threshold_scale = 1 (betting_query_sensitivity; docs/algorithms.md, Calibration).
         slope = float(_bernstein_slopes().max()) if self._bernstein else 0.0
         # The queries' true sensitivity in both modes; paper mode's noise assumes 1 (uncertified)
-        self._true_sensitivity = bernstein_query_sensitivity(self.threshold_scale * slope)
+        if self._betting:
+            self._true_sensitivity = betting_query_sensitivity(self.threshold_scale)
+        else:
+            self._true_sensitivity = bernstein_query_sensitivity(self.threshold_scale * slope)
         self.query_sensitivity = self._true_sensitivity if self.mode == "strict" else 1.0
         (
             self.selection_epsilon,
@@ -639,6 +782,16 @@ class SVTRestart(PrivateAgent):
         def first_firing(v0: int) -> int | None:
             n = np.arange(1, t_max + 1, dtype=np.float64)
             union = self._union_size(v0)
+            if self._betting:
+                # On the noise event a window fires only if a_k D - s_k N - c_k L > 1 for some
+                # k (threshold_scale >= 1, c0, alpha >= 0), and D <= n - 2 N (sum |X_s| <= n),
+                # so a_k D - s_k N <= a_k n: it fires only if a_k n - c_k L > 1 for some k
+                # (all lambdas: the lowest of all starts, conservative here).
+                c, a, _ = betting_coefficients()
+                level = math.log(self.n_experts * union / self.term_beta)
+                reach = (a[:, None] * n[None, :] - (c * level)[:, None]).max(axis=0)
+                ok = np.flatnonzero(reach > 1.0)
+                return int(ok[0]) + 1 if len(ok) else None
             if self._bernstein:
                 # A window of n rounds has D_j <= sum |X_s| <= sqrt(n V) (Cauchy-Schwarz) and
                 # sqrt(n V) - b(V) increases in V on [0, n] (its slope is >= 1/2 - 0.39), so it
@@ -754,16 +907,39 @@ class SVTRestart(PrivateAgent):
         return np.sqrt((n + shift) * (np.log((n + shift) / shift) + c1))
 
     def slack(self, length: np.ndarray | int, second_moment: float = 1.0) -> np.ndarray:
-        """``threshold_scale * (Reg(n - 1) + alpha + 1)`` for windows of ``length`` n rounds.
+        """The slack a window of ``length`` n rounds must exceed, as a window difference D.
 
-        ``second_moment`` (Bernstein boundary only): the window's ``V / n``, the mean of
+        Normal mixture / paper tuning: ``threshold_scale * (Reg(n - 1) + alpha + 1)``.
+        Bernstein: the same with ``Reg`` at the second moment ``V = second_moment n``.
+        Betting (default): the D that ternary streams (differences in {-1, 0, 1}, so
+        ``N = (V - D)/2``) need for some lambda's query to be positive
+        (:meth:`_betting_slack`; the betting query's slack depends on the window's negative
+        part N, not on n alone).
+
+        ``second_moment`` (Bernstein and betting boundaries): the window's ``V / n``, the mean of
         ``(l_s(I_s) - l_s(j))^2``; 1 is the largest (any [0, 1] losses), 1/2 that of two
         independent fair coins.
         """
         second_moment = check_float("second_moment", second_moment, minimum=0.0, maximum=1.0)
         c0 = self._reg[0]
+        if self._betting:
+            return self._betting_slack(np.asarray(length, dtype=np.float64), second_moment)
         dev = self._deviation(np.asarray(length, dtype=np.float64), second_moment)
         return self.threshold_scale * (c0 + dev + self.alpha + 1.0)
+
+    def _betting_slack(self, n: np.ndarray, second_moment: float) -> np.ndarray:
+        """The window difference D the betting boundary needs at n rounds, V = second_moment n.
+
+        For differences in {-1, 0, 1} (Bernoulli losses) the negative part is
+        ``N = (V - D) / 2``, so the query ``a_k D - ts (s_k N + c_k L + const)`` is positive iff
+        ``D > ts (s_k V / 2 + c_k L + const) / (a_k + ts s_k / 2)``; the least over lambdas.
+        Other [0, 1] streams have ``N >= (V - D) / 2`` (``x^2 <= |x|``) and need more.
+        """
+        c, a, s = betting_coefficients()
+        ts, const = self.threshold_scale, self._reg[0] + self.alpha + 1.0
+        v = second_moment * n[..., None]
+        need = ts * (s * v / 2.0 + c * self._reg[1] + const) / (a + ts * s / 2.0)
+        return need.min(axis=-1)
 
     def detection_length(self, gap: float, second_moment: float = 1.0) -> int | None:
         """The shortest window a shift of ``gap`` can make fire in expectation, or None.
@@ -824,7 +1000,11 @@ class SVTRestart(PrivateAgent):
                     "the disjoint windows of an epoch",
                 ),
                 SparseVector(
-                    "shift queries (the learner's window loss minus an expert's, minus the "
+                    "shift queries (the learner's window loss minus an expert's, times a_k, "
+                    "minus the slack; the betting boundary reads the window's negative part: "
+                    "sensitivity max_k (2 a_k + threshold_scale s_k), 2 at threshold_scale 1)"
+                    if self._betting and self.mode == "strict"
+                    else "shift queries (the learner's window loss minus an expert's, minus the "
                     "slack; with the Bernstein boundary the slack reads the window's second "
                     "moment: sensitivity max_d d (1 + threshold_scale kappa (2 - d)))"
                     if self._bernstein and self.mode == "strict"
@@ -926,8 +1106,16 @@ class SVTRestart(PrivateAgent):
         """
         b, n, q = self.num_envs, self.n_experts, self._stored
         level_log = self._reg[1]
-        self._lambda_offsets = np.array([level_log / lam for lam in BERNSTEIN_LAMBDAS])
-        self._lambda_slopes = np.array(_bernstein_slopes().tolist())
+        if self._betting:
+            # The floats betting_boundary computes: c_k L, s_k and (1 - a_k) / threshold_scale.
+            c, a, s = (x.tolist() for x in betting_coefficients())
+            self._lambda_offsets = np.array([ck * level_log for ck in c])
+            self._lambda_slopes = np.array(s)
+            self._lambda_dslopes = np.array([(1.0 - ak) / self.threshold_scale for ak in a])
+        else:
+            self._lambda_offsets = np.array([level_log / lam for lam in BERNSTEIN_LAMBDAS])
+            self._lambda_slopes = np.array(_bernstein_slopes().tolist())
+            self._lambda_dslopes = np.zeros(len(BERNSTEIN_LAMBDAS))
         counts = self._col_lambdas
         self._col_counts = np.ascontiguousarray(counts, dtype=np.int64)
         # Per lambda k, its offset on the columns that use it (k < K_u) and +inf on the others:
@@ -941,6 +1129,8 @@ class SVTRestart(PrivateAgent):
         self._second_buf = np.zeros((b, n, q))
         self._bound_buf = np.zeros((b, n, q))
         self._term_buf = np.zeros((b, n, q))
+        self._window_buf = np.zeros((b, n, q)) if self._betting else None
+        self._dterm_buf = np.zeros((b, n, q)) if self._betting else None
         self._query_out = np.zeros(b)
         # The kernel's per-run constant (the float _query_const gives each run) and scale.
         const = np.asarray(self._query_const(), dtype=np.float64).reshape(-1)
@@ -1045,6 +1235,8 @@ class SVTRestart(PrivateAgent):
                 self._col_counts,
                 self._lambda_offsets,
                 self._lambda_slopes,
+                self._lambda_dslopes,
+                self._betting,
                 self._const_runs,
                 self._scale,
                 self._query_out,
@@ -1053,19 +1245,30 @@ class SVTRestart(PrivateAgent):
         diff = np.subtract(self._cum[:, :n, None], self._snap_experts, out=self._diff_buf)
         v = np.subtract(self._cum_sq[:, :, None], self._snap_sq, out=self._second_buf)
         np.maximum(v, 0.0, out=v)
+        learner = self._cum[:, n, None] - self._snap_learner  # (B, Q)
+        window = None
+        if self._betting:  # the boundary reads the window difference d too
+            window = np.subtract(learner[:, None, :], diff, out=self._window_buf)
+            dterm = self._dterm_buf
         bound = np.multiply(v, self._lambda_slopes[0], out=self._bound_buf)
         bound += self._lambda_offsets[0]  # a + s v (IEEE addition commutes)
+        if window is not None:
+            bound += np.multiply(window, self._lambda_dslopes[0], out=dterm)
         term = self._term_buf
         for k in range(1, self._lambdas_used):
             # offsets[k] on the columns using lambda k, +inf (a term that never wins) elsewhere
             np.multiply(v, self._lambda_slopes[k], out=term)
             term += self._column_offsets[k]
+            if window is not None:
+                term += np.multiply(window, self._lambda_dslopes[k], out=dterm)
             np.minimum(bound, term, out=bound)
         bound += const
         if self.threshold_scale != 1.0:  # 1.0 * x is x: skip the product at the default
             bound *= self.threshold_scale
-        learner = self._cum[:, n, None] - self._snap_learner  # (B, Q)
-        query = np.subtract(learner[:, None, :], diff, out=diff)
+        if window is None:
+            query = np.subtract(learner[:, None, :], diff, out=diff)
+        else:
+            query = window
         query -= bound
         per_col = np.maximum.reduce(query, axis=1)  # (B, Q): max is exact in any order
         np.putmask(per_col, self._col_empty, -np.inf)
@@ -1087,7 +1290,16 @@ class SVTRestart(PrivateAgent):
             second = np.swapaxes(self._cum_sq[:, None, :] - prefix_sq, 1, 2)
             empty = ~((starts[None, :] < t) & (starts[None, :] >= self.epoch_start[:, None] - 1))
         counts = None if self._col_lambdas is None else self._col_lambdas[None, None, :]
-        bound = bernstein_boundary(np.maximum(second, 0.0), self._reg[1], counts)
+        if self._betting:
+            bound = betting_boundary(
+                np.maximum(second, 0.0),
+                learner[:, None, :] - experts,
+                self._reg[1],
+                self.threshold_scale,
+                counts,
+            )
+        else:
+            bound = bernstein_boundary(np.maximum(second, 0.0), self._reg[1], counts)
         if self._runs is None:
             const = self._reg[0] + self.alpha + 1.0
         else:
@@ -1106,7 +1318,10 @@ class SVTRestart(PrivateAgent):
         played = losses[self._run_index, self.last_actions]
         self._cum[:, :-1] += losses
         self._cum[:, -1] += played
-        if self._bernstein:
+        if self._betting:
+            # the negative part max(-X, 0) of X = l(I) - l(j) per expert j
+            self._cum_sq += np.maximum(losses - played[:, None], 0.0)
+        elif self._bernstein:
             self._cum_sq += (played[:, None] - losses) ** 2
         self._window += losses
         tau = t - self.epoch_start + 1

@@ -10,11 +10,17 @@ workers), read from ``/proc/<pid>/stat`` before Ray shuts down, so it counts Ray
 processes, the workers' imports and the rows travelling back. Ray's start (``ray.init`` and a
 one-cell warm-up grid that starts the workers) is reported apart from the grid. Rows must be
 identical to serial (checked). Linux only (``/proc``).
+
+Transport: what one unit's results cost to send back, as Ray sends them (pickle) -- the rows
+(one dict per seed and round, what the backends shipped before) against the per-run columns of
+arrays shipped now (:func:`dp_experts_env.evaluation.columns.by_seed`): bytes and CPU to pickle
+and unpickle, for the first unit of the grid played in one process.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import tempfile
 import time
 from pathlib import Path
@@ -53,6 +59,29 @@ def _tree_cpu(root: int) -> float:
 
 def _cpu() -> float:
     return time.process_time() + _tree_cpu(os.getpid())
+
+
+def _transport(grid: Any) -> dict[str, float]:
+    """Pickled bytes and pickle + unpickle CPU of one unit's results: rows vs columns."""
+    from dp_experts_env.evaluation.backends import plan_units
+    from dp_experts_env.evaluation.columns import by_seed
+    from dp_experts_env.evaluation.episode import run_cells
+
+    unit = plan_units(grid.cells(), 1)[0]
+    rows = run_cells(unit)
+    columns = [(cell, by_seed(r)) for cell, r in rows]
+    out: dict[str, float] = {"transport_rows": float(sum(len(r) for _, r in rows))}
+    for name, payload in (("rows", rows), ("columns", columns)):
+        blob = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+        start, repeats = time.process_time(), 5
+        for _ in range(repeats):
+            pickle.loads(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+        out[f"transport_{name}_bytes"] = float(len(blob))
+        out[f"transport_{name}_cpu_seconds"] = (time.process_time() - start) / repeats
+    start = time.process_time()
+    [(cell, by_seed(r)) for cell, r in rows]
+    out["transport_to_columns_cpu_seconds"] = time.process_time() - start
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -102,6 +131,7 @@ def main(argv: list[str] | None = None) -> None:
         "overhead_per_cell_seconds": (ray_cpu - serial_cpu) / n_cells,
         "ray_over_serial": ray_cpu / serial_cpu,
         "rows_identical": True,
+        **_transport(grid),
     }
     path = write_json("ray_overhead", result, args.out)
     print(

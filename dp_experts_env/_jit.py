@@ -123,5 +123,15 @@ def kernel(func: F) -> F:
             compiled.append(_compile(func))
         return compiled[0](*args)
 
+    def resolve() -> Callable[..., Any]:
+        """What a call would run now: for a caller that calls a kernel every round."""
+        if not jit_enabled():
+            return func
+        if not compiled:
+            _compile_helpers(func)
+            compiled.append(_compile(func))
+        return compiled[0]
+
     call.py_func = func  # type: ignore[attr-defined]
+    call.resolve = resolve  # type: ignore[attr-defined]
     return call  # type: ignore[return-value]

@@ -200,6 +200,9 @@ class RegretTracker:
         self._expert_mean_sum = np.zeros((b, n) if self.static_pseudo else (b, 0))
         self._has_means = False
         levels = self._levels
+        # The old table goes before the new one is allocated: a reset (every env.reset) would
+        # otherwise hold two tables at once, twice the memory regret_cost states.
+        self._table = self._cum_expert = None
         self._cum_expert = np.zeros((b, n))  # row c = 0 of the table: fixed-expert losses
         # Levels c = 1..S of the table, kept contiguous apart from level 0: in-place minimum and
         # add on a contiguous block are about twice as fast as on a strided view of one table.

@@ -166,3 +166,23 @@ def _env_rollout(agent, env, seed, record, rounds) -> Rollout:
     return Rollout(
         np.array(actions), np.array(paid), _stack(records) if record is not None else None, info
     )
+
+
+#: The two paths every result must agree on: compiled kernels (numba, the default with the
+#: `fast` extra) and the numpy reference (``DP_EXPERTS_NO_JIT=1``).
+JIT_PATHS = ("compiled", "numpy")
+
+
+def use_jit_path(path: str, monkeypatch: Any) -> None:
+    """Switch this test to one of :data:`JIT_PATHS` (skips "compiled" without numba)."""
+    import pytest
+
+    from dp_experts_env._jit import numba_available
+
+    if path == "numpy":
+        monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+        return
+    if not numba_available():
+        pytest.skip("numba is not installed: the compiled path is the numpy path")
+    monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
+    monkeypatch.delenv("DP_EXPERTS_NUMBA", raising=False)

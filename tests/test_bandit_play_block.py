@@ -36,6 +36,7 @@ CASES = [
     ("private-batched-bandit", {"tau": 6, "tail": "sample", "base": "exp3"}, 2, 4, 53),
     ("private-batched-bandit", {"tau": 5, "base": "ftpl-gr"}, 2, 3, 37),
     ("private-batched-bandit", {"tau": 1}, 2, 3, 25),
+    ("private-batched-bandit", {"tau": 6, "base": "ftpl-gr", "rate": "adaptive"}, 2, 3, 45),
     ("private-bandit-over-experts", {"tau": 6}, 3, 4, 50),
     ("private-bandit-over-experts", {"tau": 4, "tail": "sample", "base": "exp3"}, 3, 3, 43),
     ("private-bandit-over-experts", {"tau": 1}, 2, 3, 20),

@@ -36,10 +36,12 @@ EXPECTED = {
     "regret_table": {"rows", "rounds_per_call", "machine"},
     "feedback_blocks": {"rows", "horizon", "reps", "machine"},
     "bandit_play_block": {"rows", "horizon", "reps", "machine"},
+    "bandit_kernels": {"rows", "horizon", "reps", "machine"},
     "default_vs_fused": {"cpu_seconds", "blocks_over_fused", "per_round_over_fused",
                          "per_round_over_blocks", "ns_per_run_round", "n_cells", "machine"},
     "ray_overhead": {"serial_cpu_seconds", "ray_cpu_seconds", "overhead_per_cell_seconds",
-                     "ray_startup_cpu_seconds", "rows_identical", "machine"},
+                     "ray_startup_cpu_seconds", "rows_identical", "transport_rows_bytes",
+                     "transport_columns_bytes", "machine"},
 }
 ROW_KEYS = {
     "env_throughput": {"N", "S", "B", "native_steps_per_s", "lean_steps_per_s",
@@ -57,6 +59,8 @@ ROW_KEYS = {
                       "identical"},
     "bandit_play_block": {"env", "learner", "B", "act_us", "play_block_us", "speedup",
                           "identical"},
+    "bandit_kernels": {"learner", "advice", "B", "block", "per_round_ns", "blocks_ns", "speedup",
+                       "identical"},
     "regret_table": {"B", "S", "N", "numpy_ns_per_entry", "kernel_ns_per_entry",
                      "block_ns_per_entry"},
 }  # fmt: skip
@@ -75,6 +79,7 @@ SLOW_SCRIPTS = {
     "regret_table",
     "feedback_blocks",
     "bandit_play_block",
+    "bandit_kernels",
     "ray_overhead",
 }
 

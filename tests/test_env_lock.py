@@ -17,13 +17,15 @@ import numpy as np
 import pytest
 from _env_lock import REFERENCE, Recorder, cases, load_reference, record_case
 from _lock_arrays import RTOL, compare, load, save
+from conftest import JIT_PATHS, use_jit_path
 
 REF_ARRAYS, REF_HASHES = load_reference()
 CASES = list(cases())
 
 
 @functools.cache
-def _recorded(env_id: str, family: str) -> Recorder:
+def _recorded(env_id: str, family: str, path: str = "default") -> Recorder:
+    """The case's episode on ``path`` (the caller has switched to it; "default": as set)."""
     return record_case(env_id, family)
 
 
@@ -34,18 +36,22 @@ def test_every_locked_case_still_exists() -> None:
     assert sorted(set(REF_HASHES) - current) == []
 
 
+@pytest.mark.parametrize("path", JIT_PATHS)
 @pytest.mark.parametrize(("env_id", "family"), CASES, ids=[f"{i}/{f}" for i, f in CASES])
-def test_episodes_unchanged(env_id: str, family: str) -> None:
+def test_episodes_unchanged(env_id: str, family: str, path: str, monkeypatch) -> None:
+    """Every case on the compiled and on the numpy path (CI runs both: issue 25, item 3)."""
+    use_jit_path(path, monkeypatch)
     key = f"{env_id}/{family}"
     if key not in REF_ARRAYS:
         pytest.skip(
             f"env lock: {key} has no reference in {REFERENCE.name} (added after the lock was "
             f"taken): record it with `PYTHONPATH=. python tests/_env_lock.py --update {key}`"
         )
-    problems = compare(_recorded(env_id, family).arrays(), REF_ARRAYS[key])
+    problems = compare(_recorded(env_id, family, path).arrays(), REF_ARRAYS[key])
     shown = problems[:12] + ([f"... and {len(problems) - 12} more"] if len(problems) > 12 else [])
     assert not problems, (
-        f"env lock: {key} differs from {REFERENCE.name} in {len(problems)} arrays:\n  "
+        f"env lock: {key} ({path} path) differs from {REFERENCE.name} in {len(problems)} "
+        "arrays:\n  "
         + "\n  ".join(shown)
         + "\nIf the change is deliberate (stated in the commit and the docs), re-record with "
         f"`PYTHONPATH=. python tests/_env_lock.py --update {key}`; a difference that only "

@@ -1,5 +1,6 @@
 """Grid, episode loop, resumable store, backends, figures and the compare command."""
 
+import io
 import json
 import math
 from pathlib import Path
@@ -75,12 +76,13 @@ def test_resume_runs_only_missing_cells_and_keeps_finished_files(tmp_path, monke
     with pytest.raises(KeyboardInterrupt):
         run_grid(grid, tmp_path, backend="serial", progress=False)
     store = CellStore(tmp_path)
-    finished = sorted(store.cells_dir.glob("*.json"))
-    assert len(finished) == 6
+    finished = sorted(store.cells_dir.glob("unit-*.pack"))
+    assert len(finished) == 2  # one file per finished unit; the unit in flight is lost
     before = {p.name: p.read_bytes() for p in finished}
-    # Corrupt one finished file (a partial write from an older version, say).
+    # Truncate one finished file (a torn write after a power loss, say).
     victim = finished[0]
-    victim.write_text(victim.read_text()[:50])
+    victim.write_bytes(victim.read_bytes()[:-50])
+    lost = json.loads(victim.read_bytes().partition(b"\n")[0])["runs"]
     calls.clear()
     monkeypatch.setattr(
         backends_mod,
@@ -90,10 +92,12 @@ def test_resume_runs_only_missing_cells_and_keeps_finished_files(tmp_path, monke
             real(cells),
         )[1],
     )
-    frame = run_grid(grid, tmp_path, backend="serial", progress=False)
-    # 9 cells in all: 3 never ran + 1 corrupt are re-run, the 5 intact ones are not.
-    assert len(calls) == 4
-    assert victim.stem in calls  # one file per (cell, seed), named by its run id
+    log = io.StringIO()
+    frame = run_grid(grid, tmp_path, backend="serial", progress=False, log=log)
+    # 9 cells in all: 3 never ran + the 3 of the torn unit are re-run, the 3 intact ones not.
+    assert len(calls) == 6
+    assert set(lost) <= set(calls)
+    assert f"{victim.name} is damaged" in log.getvalue() and "re-running" in log.getvalue()
     for name, content in before.items():
         if name != victim.name:
             assert (store.cells_dir / name).read_bytes() == content

@@ -294,3 +294,24 @@ def test_compare_baselines_example_runs_every_baseline():
     np.testing.assert_array_equal(
         results[bandit, "exp4"]["static"], results[bandit, "exp3"]["static"]
     )
+
+
+@pytest.mark.parametrize("params", [{}, {"alpha": 0.3, "eta": 5.0}, {"alpha": 1e-9}])
+def test_fixed_share_compiled_block_is_the_numpy_loop(monkeypatch, params):
+    """Fixed-Share's compiled recursion (kernels around numpy's exp/log) equals its numpy loop
+    bit for bit: actions, log-weights and the stream, in uneven blocks (N = 9: pairwise sums)."""
+    pytest.importorskip("numba")
+    losses = np.random.default_rng(2).random((300, 4, 9))
+    losses[losses < 0.3] = 0.0
+    states = []
+    for jit in (True, False):
+        if jit:
+            monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
+        else:
+            monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+        agent = agents.make("fixed-share", n_experts=9, horizon=300, num_envs=4, seed=3, **params)
+        cuts = (0, 1, 3, 120, 300)
+        actions = [agent.play_block(losses[a:b]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+        states.append((np.concatenate(actions), agent.log_weights, agent.rng.random((2,))))
+    for got, want in zip(*states, strict=True):
+        assert got.tobytes() == want.tobytes()

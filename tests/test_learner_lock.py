@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from _learner_lock import REFERENCE, actions, actions_hash, entries, load_reference
 from _lock_arrays import compare
+from conftest import JIT_PATHS, use_jit_path
 
 import agents
 
@@ -31,7 +32,8 @@ HOW_TO_UPDATE = (
 
 
 @functools.cache
-def _played(entry: str) -> np.ndarray:
+def _played(entry: str, path: str = "default") -> np.ndarray:
+    """The entry's actions on ``path`` (the caller has switched to it; "default": as set)."""
     return actions(entry)
 
 
@@ -41,9 +43,12 @@ def test_every_locked_learner_still_exists():
     assert sorted(set(REF_HASHES) - set(ENTRIES)) == []
 
 
+@pytest.mark.parametrize("path", JIT_PATHS)
 @pytest.mark.parametrize("entry", ENTRIES)
-def test_actions_are_unchanged(entry):
-    """Each learner at epsilon 1 (``name``) and, if private, at epsilon = inf (``name@inf``)."""
+def test_actions_are_unchanged(entry, path, monkeypatch):
+    """Each learner at epsilon 1 (``name``) and, if private, at epsilon = inf (``name@inf``),
+    on the compiled and on the numpy path (CI runs both: issue 25, item 3)."""
+    use_jit_path(path, monkeypatch)
     name = entry.partition("@")[0]
     if entry not in REF_ARRAYS:
         pytest.skip(
@@ -51,9 +56,9 @@ def test_actions_are_unchanged(entry):
             f"the lock was taken): record it with "
             f"`PYTHONPATH=. python tests/_learner_lock.py --update {name}`"
         )
-    problems = compare({"actions": _played(entry)}, {"actions": REF_ARRAYS[entry]})
+    problems = compare({"actions": _played(entry, path)}, {"actions": REF_ARRAYS[entry]})
     assert not problems, (
-        f"learner lock: {entry} plays different actions than {REFERENCE.name}:\n  "
+        f"learner lock: {entry} ({path} path) plays different actions than {REFERENCE.name}:\n  "
         + "\n  ".join(problems)
         + "\n"
         + HOW_TO_UPDATE.format(name=name)

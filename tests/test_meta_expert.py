@@ -170,3 +170,90 @@ def test_claim():
     claim = agents.make("meta-expert-reduction", n_experts=3, horizon=10).privacy
     assert claim.certified and claim.holds_against == "adaptive" and claim.delta == 0
     assert "Thm 4.1" in claim.accountant
+
+
+def test_compiled_logaddexp_is_numpys():
+    """The kernels' scalar logaddexp gives numpy's floats (ties, infinities, far apart)."""
+    from agents import _kernels
+
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=20_000) * 10.0 ** rng.integers(-3, 3, size=20_000)
+    y = rng.normal(size=20_000) * 10.0 ** rng.integers(-3, 3, size=20_000)
+    x[:50], y[25:75], y[100:150] = -np.inf, -np.inf, x[100:150]
+    want = np.logaddexp(x, y)
+    got = np.array([_kernels.logaddexp(a, b) for a, b in zip(x, y, strict=True)])
+    assert got.tobytes() == want.tobytes()  # the Python form (math's exp and log1p)
+    out = np.empty((1, 4, 3))
+    for s in (1, 2):  # the compiled form, through switch_round's finish step
+        prev = np.stack([x[:12].reshape(4, 3)])[:, :, : s + 1].copy()
+        lt = y[:s].reshape(1, 1, s).copy()
+        m = np.zeros((1, s))
+        done = prev.copy()
+        _kernels.switch_round(done, True, lt, m, np.zeros((1, 4)), out, out[:, :, :s], False)
+        want_s = prev.copy()
+        want_s[:, :, 1:] = np.logaddexp(prev[:, :, 1:], (lt[:, 0, :] + m)[:, None, :])
+        assert done.tobytes() == want_s.tobytes()
+
+
+@pytest.mark.parametrize("n_switches", [1, 3, 5])
+@pytest.mark.parametrize("epsilon", [1.0, math.inf])
+def test_compiled_block_play_is_the_numpy_loop(monkeypatch, n_switches, epsilon):
+    """play_block's compiled recursion and play laws equal its numpy loop, float for float.
+
+    N = 9 experts (numpy sums >= 8 entries pairwise), S = 1 (the one-level sum numpy adds
+    pairwise too) and deeper tables, levels still empty (-inf) in the first rounds.
+    """
+    pytest.importorskip("numba")
+    losses = np.random.default_rng(6).random((60, 4, 9))
+    losses[losses < 0.15] = 0.0
+    states = []
+    for jit in (True, False):
+        if jit:
+            monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
+        else:
+            monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+        agent = MetaExpertReduction(
+            9, 60, num_envs=4, seed=3, epsilon=epsilon, n_switches=n_switches
+        )
+        actions = [agent.play_block(losses[a:b]) for a, b in ((0, 1), (1, 4), (4, 41), (41, 60))]
+        states.append((np.concatenate(actions), agent._log_f, agent.action_distribution()))
+    for got, want in zip(*states, strict=True):
+        assert got.tobytes() == want.tobytes()
+
+
+def test_public_tables_equal_the_chunked_suffix_counts_and_are_kept_on_disk(tmp_path, monkeypatch):
+    """log |E| and the whole suffix table equal what is computed round by round, and a new
+    process reads them from disk without importing scipy (its ~0.25 s import)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from agents import meta_expert
+
+    monkeypatch.setenv("DP_EXPERTS_CACHE_DIR", str(tmp_path))
+    meta_expert._public_tables.cache_clear()
+    n, t_max, s = 7, 1300, 3
+    log_count, table = meta_expert._public_tables(n, t_max, s)
+    assert log_count == log_count_meta_experts(n, t_max, s)
+    for start in (0, 1, 511, 1299):  # the chunks _log_suffix_counts would compute
+        chunk = meta_expert._suffix_rows(n, t_max, s, np.arange(start, start + 512))
+        rows = min(512, t_max + 1 - start)
+        assert chunk[:rows].tobytes() == table[start : start + rows].tobytes()
+    assert len(list(tmp_path.glob("*.npz"))) == 1
+    code = (
+        "import sys; from agents import meta_expert as m; "
+        f"c, t = m._public_tables({n}, {t_max}, {s}); "
+        "print(repr(c), t.sum(), 'scipy.special' in sys.modules)"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**__import__("os").environ, "PYTHONPATH": str(root)},
+        check=True,
+    ).stdout.split()
+    assert float(out[0]) == log_count and float(out[1]) == table.sum() and out[2] == "False"
+    meta_expert._public_tables.cache_clear()

@@ -64,7 +64,15 @@ def test_ray_with_more_cpus_than_the_machine_runs_as_many_units(tmp_path, monkey
     try:
         assert ray.cluster_resources()["CPU"] == 8
         remote = run_grid(grid, tmp_path / "ray", backend="ray", progress=False)
+        # execute() still yields each cell once, whole, its seed blocks' rows merged.
+        merged = {c.cell_id: rows for c, rows in backends.execute(grid.cells(), backend="ray")}
     finally:
         ray.shutdown()
     assert sizes[-1] >= 8
     pd.testing.assert_frame_equal(local, remote)
+    # Each task's runs come back as arrays and are stored as they arrive: one file per unit.
+    assert len(list((tmp_path / "ray" / "cells").glob("unit-*.pack"))) == sizes[-1]
+    key = lambda r: (r["seed"], r["round"])  # noqa: E731
+    for cell, rows in backends.execute(grid.cells(), backend="serial"):
+        assert sorted(merged.pop(cell.cell_id), key=key) == sorted(rows, key=key)
+    assert merged == {}

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+import tracemalloc
 import warnings
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import JIT_PATHS, use_jit_path
 
 from dp_experts_env.envs.core import SlowRegretWarning
 from dp_experts_env.regret import RegretTracker, regret_cost
@@ -75,3 +77,30 @@ def test_a_slow_comparator_warns_before_the_episode(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         gym.make("DPExperts-Shift-v0", n_experts=10, horizon=10**6)
+
+
+@pytest.mark.parametrize("path", JIT_PATHS)
+def test_n_1e4_and_s_1024_run_within_the_stated_memory(path, monkeypatch):
+    """N = 10^4 experts, S = 1024 switches: an episode holds the table ``regret_cost`` states
+    (78 MiB), not twice it (a reset frees the old table before allocating the new one)."""
+    use_jit_path(path, monkeypatch)
+    monkeypatch.setenv("DP_EXPERTS_MAX_TABLE_BYTES", "1e12")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SlowRegretWarning)
+        warm = gym.make("DPExperts-Shift-v0", n_experts=1000, n_switches=100, horizon=10**4)
+        warm.reset(seed=0)
+        warm.step(0)  # imports and kernels outside the measurement
+        tracemalloc.start()
+        try:
+            env = gym.make("DPExperts-Shift-v0", n_experts=10**4, n_switches=1024, horizon=10**4)
+            cost = env.unwrapped.core.regret_cost
+            env.reset(seed=0)
+            for t in range(5):
+                env.step(t % 10)
+            env.reset(seed=1)
+            env.step(0)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert cost.table_bytes == 1024 * 10**4 * 8
+    assert cost.table_bytes <= peak < cost.table_bytes + 4 * 2**20, peak / 2**20

@@ -193,7 +193,8 @@ def test_pipeline_writes_the_outputs_and_resumes_without_rerunning(tmp_path):
     report = (tmp_path / "report.md").read_text()
     assert "## tiny-hedge" in report and "figures/tiny-hedge.png" in report
     assert "2 seeds" in report  # the quick configuration is what the report describes
-    runs = sorted(p for p in (tmp_path / "runs").rglob("*.json") if "cells" in p.parts)
+    runs = sorted(p for p in (tmp_path / "runs").rglob("unit-*.pack") if "cells" in p.parts)
+    assert runs  # the claim's runs are stored as unit files
     stamps = {p: p.stat().st_mtime_ns for p in runs}
     again = run_claims([claim], tmp_path, quick=True, backend="serial")
     assert again[0]["measured"] == rows[0]["measured"]  # same stored runs, same number

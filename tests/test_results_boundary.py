@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from _store_files import as_run_files
 
 from dp_experts_env import cli
 from dp_experts_env.evaluation import EnvEntry, Grid, run_grid
@@ -171,6 +172,7 @@ def test_run_ids_are_plain_names(run_id):
 def test_a_traversing_run_id_is_refused_before_any_path_is_built(tmp_path, monkeypatch, capsys):
     out = tmp_path / "out"
     run(grid(), out)
+    as_run_files(out)
     crafted = tmp_path / "OUTSIDE" / "evil.json"
     crafted.parent.mkdir()
     crafted.write_text((next((out / "cells").glob("*.json"))).read_text())
@@ -189,6 +191,7 @@ def test_a_traversing_run_id_is_refused_before_any_path_is_built(tmp_path, monke
 def test_a_symlinked_run_file_is_not_read_and_is_replaced(tmp_path, outside, played):
     out = tmp_path / "out"
     run(grid(), out)
+    as_run_files(out)  # one file per run, as earlier versions wrote them
     victim = sorted((out / "cells").glob("*.json"))[0]
     # a valid run file (it would pass every check) kept outside and linked in
     planted = victim.read_text()
@@ -200,7 +203,8 @@ def test_a_symlinked_run_file_is_not_read_and_is_replaced(tmp_path, outside, pla
         load_results(out)
     run(grid(), out)
     assert len(played) == 1  # the linked run is not trusted: played again
-    assert not victim.is_symlink() and victim.is_file()
+    assert not os.path.lexists(victim)  # the link is gone; the run is in a unit file now
+    assert load_results(out)["seed"].tolist().count(0) > 0
     assert outside.read_text() == planted  # the outside file is untouched
 
 
@@ -348,6 +352,7 @@ def test_verify_says_current_then_stale_without_writing(tmp_path, monkeypatch, c
 def test_verify_lists_missing_foreign_damaged_and_manifest_problems(tmp_path):
     out = tmp_path / "out"
     run(grid(), out)
+    as_run_files(out)  # one file per run, as earlier versions wrote them
     runs = read_manifest(out)["runs"]
     cells = out / "cells"
     (cells / f"{runs[0]}.json").unlink()
@@ -356,7 +361,7 @@ def test_verify_lists_missing_foreign_damaged_and_manifest_problems(tmp_path):
     # a run of another grid, copied in and listed under a name that is not its key's
     other = tmp_path / "other"
     run(grid(agents=["follow-the-leader"]), other)
-    stray = next((other / "cells").glob("*.json"))
+    stray = as_run_files(other)[0]
     (cells / "hedge-np-s0-0123456789abcdef0123.json").write_text(stray.read_text())
     (cells / stray.name).write_text(stray.read_text())
     _rewrite_manifest(out, [*runs[:3], "hedge-np-s0-0123456789abcdef0123", stray.stem])

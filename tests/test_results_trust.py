@@ -25,6 +25,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 import pytest
+from _store_files import as_run_files
 
 import agents
 import dp_experts_env  # noqa: F401 - registers the env ids
@@ -136,7 +137,7 @@ def test_plot_summary_and_table_read_only_the_current_grid(tmp_path, capsys):
     run(grid(n_seeds=6, agents=["uniform", "hedge", "follow-the-leader"]), tmp_path)
     current = run(grid(n_seeds=2), tmp_path)  # an earlier grid's 6 seeds stay in cells/
     cells = tmp_path / "cells"
-    (cells / ".tmp-leftover.json").write_text(next(cells.glob("*.json")).read_text())
+    (cells / ".tmp-leftover.pack").write_bytes(next(cells.glob("unit-*.pack")).read_bytes())
     loaded = load_results(tmp_path)
     pd.testing.assert_frame_equal(loaded, current)
     assert sorted(loaded["seed"].unique()) == [0, 1]
@@ -151,6 +152,7 @@ def test_plot_without_manifest_or_with_missing_runs_says_so(tmp_path, capsys):
     assert cli.main(["plot", str(tmp_path)]) == 2
     assert "manifest.json" in capsys.readouterr().err
     run(grid(), tmp_path)
+    as_run_files(tmp_path)  # one file per run, as earlier versions wrote them
     next((tmp_path / "cells").glob("*.json")).unlink()
     assert cli.main(["plot", str(tmp_path)]) == 2
     err = capsys.readouterr().err
@@ -182,6 +184,7 @@ def test_figure_slugs_differing_only_in_replaced_characters_do_not_collide(tmp_p
 # ----------------------------------------------------------------------------- faults
 def test_corrupted_run_is_reported_and_rerun(tmp_path, played):
     run(grid(), tmp_path)
+    as_run_files(tmp_path)  # one file per run, as earlier versions wrote them
     victim = sorted((tmp_path / "cells").glob("*.json"))[0]
     victim.write_text(victim.read_text()[:40])
     log = io.StringIO()
@@ -194,7 +197,7 @@ def test_corrupted_run_is_reported_and_rerun(tmp_path, played):
 def test_results_csv_is_replaced_atomically_on_a_full_disk(tmp_path, monkeypatch):
     run(grid(), tmp_path)
     before = (tmp_path / "results.csv").read_bytes()
-    next((tmp_path / "cells").glob("*.json")).unlink()  # something to do: not a no-op rerun
+    next((tmp_path / "cells").glob("unit-*.pack")).unlink()  # something to do: not a no-op
 
     def full_disk(self, fh, **kw):
         fh.write("agent,env\npartial")
@@ -214,7 +217,7 @@ def test_result_files_follow_the_umask(tmp_path, mask):
         run(grid(n_seeds=1, agents=["uniform"]), tmp_path)
     finally:
         os.umask(old)
-    for path in [*(tmp_path / "cells").glob("*.json"), tmp_path / "results.csv"]:
+    for path in [*(tmp_path / "cells").glob("unit-*.pack"), tmp_path / "results.csv"]:
         assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask
 
 

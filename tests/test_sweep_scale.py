@@ -1,16 +1,18 @@
 """Sweeps at scale: bounded driver memory on a 1M-row folder, and progress inside a long unit.
 
 The memory test builds a folder of 1,000,000 rows (15,625 runs of 64 recorded rounds) without
-playing it -- the run files are written the way :meth:`CellStore.save_cell` writes them, with
-the keys of the current code -- and measures the peak resident memory of a fresh process that
-re-runs the grid (a no-op: every run is stored) and so reads every row into the table, writes
-the summary and returns. The cap is stated in docs/grid.md.
+playing it -- one run file per run, as versions before unit files wrote them, with the keys of
+the current code -- and measures the peak resident memory of a fresh process that re-runs the
+grid (a no-op: every run is stored) and so reads every row into the table, writes the summary
+and returns; then the same with the folder rewritten as unit files (what a sweep writes now).
+The cap is stated in docs/grid.md.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import os
 import subprocess
@@ -25,7 +27,13 @@ from dp_experts_env.evaluation import EnvEntry, Grid, run_grid
 from dp_experts_env.evaluation import backends as backends_mod
 from dp_experts_env.evaluation import sweep as sweep_mod
 from dp_experts_env.evaluation.grid import record_rounds
-from dp_experts_env.evaluation.store import CellStore, _payload, write_atomic
+from dp_experts_env.evaluation.store import (
+    PACK_VERSION,
+    CellStore,
+    _payload,
+    read_manifest,
+    write_atomic,
+)
 from dp_experts_env.evaluation.sweep import final_rows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,8 +63,8 @@ def _big_grid(n_seeds: int) -> Grid:
 def _plant_folder(out: Path, grid: Grid) -> int:
     """Write a complete, valid results folder for ``grid`` without playing it; returns rows.
 
-    The files are what :meth:`CellStore.save_cell` writes (its payload function, the keys of
-    the current code); only the losses are made up.
+    The files are the run files earlier versions wrote (the store's payload function, the keys
+    of the current code); only the losses are made up.
     """
     store = CellStore(out)
     (out / "cells").mkdir(parents=True)
@@ -94,6 +102,22 @@ def _plant_folder(out: Path, grid: Grid) -> int:
     return rows_total
 
 
+def _pack_folder(out: Path) -> None:
+    """Rewrite a planted folder's run files as unit files, one per env (as a sweep writes)."""
+    runs = read_manifest(out)["runs"]
+    store = CellStore(out)
+    per_unit = len(runs) // N_ENVS
+    for start in range(0, len(runs), per_unit):
+        ids = runs[start : start + per_unit]
+        rest = b"".join(store.path(r).read_bytes() + b"\n" for r in ids)
+        head = {"pack": PACK_VERSION, "runs": ids, "bytes": len(rest)}
+        head["checksum"] = hashlib.sha256(rest).hexdigest()
+        name = "unit-" + hashlib.sha256("\n".join(ids).encode()).hexdigest()[:20] + ".pack"
+        (out / "cells" / name).write_bytes(json.dumps(head).encode() + b"\n" + rest)
+        for r in ids:
+            store.path(r).unlink()
+
+
 @pytest.mark.slow
 def test_driver_memory_on_a_million_rows_stays_under_the_cap(tmp_path, monkeypatch):
     rows_per_run = len(record_rounds(64, 64))
@@ -121,7 +145,14 @@ def test_driver_memory_on_a_million_rows_stays_under_the_cap(tmp_path, monkeypat
         print(len(frame), frame["dynamic_regret"].sum(), peak)
         """
     )
-    for mode, cap, expected in (("all", MEMORY_CAP_MB, rows), ("final", FINAL_CAP_MB, None)):
+    # The folder as earlier versions wrote it (one file per run), then as a sweep writes it
+    # now (one unit file per unit: here per env, 977 runs each).
+    layouts = (("run files", None), ("unit files", _pack_folder))
+    for (layout, convert), (mode, cap, expected) in itertools.product(
+        layouts, (("all", MEMORY_CAP_MB, rows), ("final", FINAL_CAP_MB, None))
+    ):
+        if convert is not None and mode == "all":
+            convert(tmp_path / "out")
         if mode == "final":  # not a no-op: results.csv is written again, streamed run by run
             (tmp_path / "out" / "results.csv").unlink()
         proc = subprocess.run(
@@ -135,8 +166,9 @@ def test_driver_memory_on_a_million_rows_stays_under_the_cap(tmp_path, monkeypat
         assert proc.returncode == 0, proc.stderr
         n_rows, _, peak_mb = proc.stdout.split()
         assert int(n_rows) == (expected or grid.n_seeds * N_ENVS)
-        print(f"rows={mode}: driver peak {float(peak_mb):.0f} MB for {rows} rows")  # pytest -s
-        assert float(peak_mb) < cap, f"rows={mode}: driver peak {peak_mb} MB for {rows} rows"
+        said = f"{layout}, rows={mode}: driver peak {float(peak_mb):.0f} MB for {rows} rows"
+        print(said)  # pytest -s
+        assert float(peak_mb) < cap, said
         summary = (tmp_path / "out" / "summary.csv").read_text().splitlines()
         assert len(summary) == 1 + N_ENVS
     with open(tmp_path / "out" / "results.csv") as fh:

@@ -1,8 +1,10 @@
 """Where cells run: in this process, a local process pool, or a Ray cluster.
 
 Every backend maps the pure function :func:`~dp_experts_env.evaluation.episode.run_cells` over
-*units* of work and yields ``(cell, rows)`` as units finish; the caller stores each result as it
-arrives, so an interrupted sweep keeps every finished unit. A unit is a list of cells that play
+*units* of work and yields each unit's results as it finishes (:func:`execute_units`: per cell,
+its runs as columns of arrays, :mod:`~dp_experts_env.evaluation.columns`; :func:`execute`: per
+cell, its rows); the caller stores each unit as it arrives, so an interrupted sweep keeps every
+finished unit. A unit is a list of cells that play
 one episode together (same env, seeds and recorded rounds: :func:`plan_units`), so a loss stream
 is simulated once per unit, not once per cell. Results do not depend on the backend nor on how
 cells are grouped: a cell's seeds come from the cell itself.
@@ -31,7 +33,9 @@ from dp_experts_env.evaluation.grid import Cell
 
 __all__ = [
     "BACKENDS",
+    "CellCompletion",
     "execute",
+    "execute_units",
     "plan_units",
     "estimate_work",
     "worth_processes",
@@ -41,6 +45,8 @@ __all__ = [
 BACKENDS = ("local", "serial", "ray")
 
 Result = tuple[Cell, list[dict[str, Any]]]
+#: A cell (or a seed block of one) and its runs: ``{seed index: run columns}``.
+UnitResult = tuple[Cell, dict[int, Any]]
 
 
 #: Run-rounds of work that pay for one more process. A spawned worker costs ~2.5 s of CPU
@@ -187,25 +193,40 @@ def _reporter(send: Callable[[int, float], None]) -> Callable[[int, int], None]:
 _UNIT = [0]  # index of the unit this process is playing (read by its progress hook)
 
 
-def _play(unit: list[Cell], index: int, numpy_only: bool = False) -> list[Result]:
+def _shipped(results: list[Result], as_columns: bool) -> list[Any]:
+    """A unit's results as they leave the process: rows, or per seed columns of arrays."""
+    if not as_columns:
+        return results
+    from dp_experts_env.evaluation.columns import by_seed
+
+    return [(cell, by_seed(rows)) for cell, rows in results]
+
+
+def _play(
+    unit: list[Cell], index: int, numpy_only: bool = False, as_columns: bool = False
+) -> list[Any]:
     """Play one unit, its index known to this process's progress hook.
 
     ``numpy_only``: on the numpy path (:func:`~dp_experts_env._jit.numpy_path`), for work too
-    small to pay for loading the compiled kernels.
+    small to pay for loading the compiled kernels. ``as_columns``: each cell's runs as columns
+    (:data:`UnitResult`), else its rows (:data:`Result`).
     """
     _UNIT[0] = index
     if numpy_only:
         with numpy_path():
-            return run_cells(unit)
-    return run_cells(unit)
+            return _shipped(run_cells(unit), as_columns)
+    return _shipped(run_cells(unit), as_columns)
 
 
 def _serial(
-    units: Sequence[list[Cell]], progress: Progress | None = None, numpy_only: bool = False
-) -> Iterator[Result]:
+    units: Sequence[list[Cell]],
+    progress: Progress | None = None,
+    numpy_only: bool = False,
+    as_columns: bool = False,
+) -> Iterator[list[Any]]:
     with _hooked(progress):
         for index, unit in enumerate(units):
-            yield from _play(unit, index, numpy_only)
+            yield _play(unit, index, numpy_only, as_columns)
 
 
 @contextlib.contextmanager
@@ -255,10 +276,10 @@ def _load_plugins() -> None:
     load_family_plugins()
 
 
-def _run_unit(unit: Sequence[Cell]) -> list[Result]:
+def _run_unit(unit: Sequence[Cell], as_columns: bool = False) -> list[Any]:
     """:func:`run_cells` in a worker: plug-ins first (Ray workers run no initializer)."""
     _load_plugins()
-    return run_cells(unit)
+    return _shipped(run_cells(unit), as_columns)
 
 
 def _init_worker(parent_pid: int, reports: Any = None) -> None:
@@ -272,8 +293,11 @@ def _init_worker(parent_pid: int, reports: Any = None) -> None:
 
 
 def _local(
-    units: Sequence[list[Cell]], n_jobs: int, progress: Progress | None = None
-) -> Iterator[Result]:
+    units: Sequence[list[Cell]],
+    n_jobs: int,
+    progress: Progress | None = None,
+    as_columns: bool = False,
+) -> Iterator[list[Any]]:
     """``n_jobs`` processes play the units: this one and ``n_jobs - 1`` pool workers.
 
     A spawned worker pays its interpreter start and imports (about 2 s of CPU) before its first
@@ -311,14 +335,17 @@ def _local(
         with owned as pool:
             # Results are dropped as soon as they are yielded (a finished future keeps its
             # result alive until the pool exits: every row of the sweep, at the end).
-            futures = {pool.submit(_play, unit, i + 1): i + 1 for i, unit in enumerate(rest)}
+            futures = {
+                pool.submit(_play, unit, i + 1, False, as_columns): i + 1
+                for i, unit in enumerate(rest)
+            }
             try:
                 with _hooked(relay if progress is not None else None):
-                    yield from _play(own, 0)
+                    yield _play(own, 0, False, as_columns)
                     for future, index in list(futures.items()):
                         if future.cancel():  # not started by a worker yet: play it here
                             del futures[future]
-                            yield from _play(rest[index - 1], index)
+                            yield _play(rest[index - 1], index, False, as_columns)
                 while futures:
                     done, _ = wait(
                         list(futures), timeout=_REPORT_EVERY, return_when=FIRST_COMPLETED
@@ -326,7 +353,7 @@ def _local(
                     drain()
                     for future in done:
                         del futures[future]
-                        yield from future.result()
+                        yield future.result()
             except BaseException:
                 for future in list(futures):
                     future.cancel()
@@ -391,8 +418,10 @@ def shared_pool() -> Iterator[None]:
         shared.drop()
 
 
-def _ray(cells: Sequence[Cell], address: str | None) -> Iterator[Result]:
-    """Play the cells as Ray tasks; a cell split into seed blocks is yielded once, whole."""
+def _ray(
+    cells: Sequence[Cell], address: str | None, as_columns: bool = False
+) -> Iterator[list[Any]]:
+    """Play the cells as Ray tasks, yielding each task's results (cells or seed blocks of them)."""
     try:
         import ray
     except ImportError as err:  # pragma: no cover - depends on the extra
@@ -421,36 +450,41 @@ def _ray(cells: Sequence[Cell], address: str | None) -> Iterator[Result]:
     remote = ray.remote(_run_unit)
     if carried:
         remote = remote.options(runtime_env={"env_vars": carried})
-    pending = {remote.remote(unit): unit for unit in units}
-    # Which cell each seed block was cut from, how many blocks of it are still to come, and
-    # the rows of those that came back: a cell is yielded (and stored) once, whole.
-    by_seed = {(_seedless(c), i): c for c in cells for i in c.seed_indices}
-
-    def whole_of(part: Cell) -> Cell:
-        return by_seed[(_seedless(part), part.seed_indices[0])]
-
-    left: dict[str, int] = {}
-    for unit in units:
-        for part in unit:
-            key = whole_of(part).cell_id
-            left[key] = left.get(key, 0) + 1
-    rows: dict[str, list[tuple[Cell, list[dict[str, Any]]]]] = {}
+    pending = [remote.remote(unit, as_columns) for unit in units]
     try:
         while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
+            done, pending = ray.wait(pending, num_returns=1)
             for ref in done:
-                pending.pop(ref)
-                for part, played in ray.get(ref):
-                    whole = whole_of(part)
-                    rows.setdefault(whole.cell_id, []).append((part, played))
-                    left[whole.cell_id] -= 1
-                    if left[whole.cell_id] == 0:
-                        yield _merge(whole, rows.pop(whole.cell_id))
+                yield ray.get(ref)
     finally:
         for ref in pending:
             ray.cancel(ref)
         if started_here:
             ray.shutdown()
+
+
+class CellCompletion:
+    """Which cell each returned part belongs to, and when a cell is complete.
+
+    A part is a cell or a seed block of one: the Ray backend splits cells into seed blocks
+    (:func:`plan_units`), whose runs come back from several units.
+    """
+
+    def __init__(self, cells: Sequence[Cell]) -> None:
+        self._by_seed = {(_seedless(c), i): c for c in cells for i in c.seed_indices}
+        self._left = {c.cell_id: len(c.seed_indices) for c in cells}
+
+    def whole(self, part: Cell) -> Cell:
+        """The cell ``part`` was cut from (``part`` itself when it was not split)."""
+        if part.cell_id in self._left:
+            return part
+        return self._by_seed[(_seedless(part), part.seed_indices[0])]
+
+    def add(self, part: Cell) -> Cell | None:
+        """Count ``part``'s seeds as returned; the whole cell once all its seeds are back."""
+        whole = self.whole(part)
+        self._left[whole.cell_id] -= len(part.seed_indices)
+        return whole if self._left[whole.cell_id] == 0 else None
 
 
 def _seedless(cell: Cell) -> str:
@@ -461,6 +495,55 @@ def _merge(whole: Cell, parts: list[tuple[Cell, list[dict[str, Any]]]]) -> Resul
     """The whole cell and its rows from its seed blocks, in seed order."""
     parts.sort(key=lambda part: part[0].seed_indices[0])
     return whole, [row for _, played in parts for row in played]
+
+
+def _plan(cells: Sequence[Cell], backend: str, n_jobs: int | None) -> tuple[int, list[list[Cell]]]:
+    if backend == "serial":
+        jobs = 1
+    elif n_jobs is None:  # as many processes as the work pays for, at most one per CPU
+        jobs = min(os.cpu_count() or 1, worth_processes(cells))
+    else:
+        jobs = check_int("n_jobs", n_jobs, minimum=1)
+    return jobs, plan_units(cells, jobs)
+
+
+def _units(
+    cells: Sequence[Cell],
+    backend: str,
+    n_jobs: int | None,
+    address: str | None,
+    progress: Callable[[list[Cell], float], None] | None,
+    as_columns: bool,
+) -> Iterator[list[Any]]:
+    check_choice("backend", backend, BACKENDS)
+    if not cells:
+        return iter(())
+    if backend == "ray":
+        return _ray(cells, address, as_columns)
+    jobs, units = _plan(cells, backend, n_jobs)
+    report = None if progress is None else (lambda i, frac: progress(units[i], frac))
+    if jobs == 1 or len(units) == 1:
+        return _serial(units, report, _numpy_pays(cells), as_columns)
+    return _local(units, min(jobs, len(units)), report, as_columns)
+
+
+def execute_units(
+    cells: Sequence[Cell],
+    *,
+    backend: str = "local",
+    n_jobs: int | None = None,
+    address: str | None = None,
+    progress: Callable[[list[Cell], float], None] | None = None,
+) -> Iterator[list[UnitResult]]:
+    """Run cells on a backend, yielding each unit's results as the unit finishes.
+
+    A unit's results are ``(cell, {seed index: run columns})`` pairs
+    (:func:`~dp_experts_env.evaluation.columns.by_seed`: per run, its constant columns once and
+    the others as numpy arrays), which is what crosses a process or Ray boundary. On ``ray`` a
+    cell may come back in seed blocks from several units (:class:`CellCompletion` tells when
+    it is complete). Arguments as :func:`execute`.
+    """
+    return _units(cells, backend, n_jobs, address, progress, True)
 
 
 def execute(
@@ -483,19 +566,19 @@ def execute(
             current episode played) about every half second while units play, from this
             process (``local`` workers report through a queue); not supported on ``ray``.
     """
-    check_choice("backend", backend, BACKENDS)
-    if not cells:
-        return iter(())
-    if backend == "ray":
-        return _ray(cells, address)
-    if backend == "serial":
-        jobs = 1
-    elif n_jobs is None:  # as many processes as the work pays for, at most one per CPU
-        jobs = min(os.cpu_count() or 1, worth_processes(cells))
-    else:
-        jobs = check_int("n_jobs", n_jobs, minimum=1)
-    units = plan_units(cells, jobs)
-    report = None if progress is None else (lambda i, frac: progress(units[i], frac))
-    if jobs == 1 or len(units) == 1:
-        return _serial(units, report, _numpy_pays(cells))
-    return _local(units, min(jobs, len(units)), report)
+    units = _units(cells, backend, n_jobs, address, progress, False)
+    if backend != "ray":
+        return (result for unit in units for result in unit)
+    return _whole_cells(cells, units)
+
+
+def _whole_cells(cells: Sequence[Cell], units: Iterator[list[Result]]) -> Iterator[Result]:
+    """Each cell once, whole, from the seed blocks the Ray units return."""
+    completion = CellCompletion(cells)
+    parts: dict[str, list[Result]] = {}
+    for unit in units:
+        for part, rows in unit:
+            whole = completion.whole(part)
+            parts.setdefault(whole.cell_id, []).append((part, rows))
+            if completion.add(part) is not None:
+                yield _merge(whole, parts.pop(whole.cell_id))

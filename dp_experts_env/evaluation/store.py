@@ -1,4 +1,4 @@
-"""The results folder: one file per (cell, seed), keyed by everything that determines its rows.
+"""The results folder: one unit file per finished unit, each run in it keyed by what makes its rows.
 
 Cache key
     A run -- one seed index of one (agent, env, epsilon) cell -- is stored under a key made of
@@ -7,24 +7,32 @@ Cache key
     of the source of the learner's and the env's modules (and every project module they import,
     see :func:`code_fingerprint`; the env's side includes the episode loop and
     ``evaluation/grid.py``, which derives the seeds and the recorded rounds), and the SHA-256 of
-    the content of every data file a parameter names (a replay ``losses`` path). A changed key
-    is a different file name, so the run is played again; an old file is ignored.
+    the content of every data file a parameter names (a replay ``losses`` path). Its run id is
+    a readable prefix and a hash of the key: a changed key is another run id, so the run is
+    played again; the old run is ignored.
 
-Per-seed files
-    Cells are still played as one batch of seeds, but each seed's rows are stored in their own
-    file. Raising ``seeds`` from 4 to 6 therefore plays seeds 4 and 5 only. A seed's rows do not
-    depend on the other seeds of its batch (seeds are keyed by seed index), so they are the same
-    whether the seed ran in a 4-seed or a 6-seed grid.
+Per-seed runs
+    Cells are played as one batch of seeds, but each seed's rows are a run of their own. Raising
+    ``seeds`` from 4 to 6 therefore plays seeds 4 and 5 only. A seed's rows do not depend on the
+    other seeds of its batch (seeds are keyed by seed index), so they are the same whether the
+    seed ran in a 4-seed or a 6-seed grid.
+
+Unit files
+    A finished unit's runs are written together as ``cells/unit-<digest>.pack`` (see "the store"
+    below), once, when the unit is back: a crash loses at most the units in flight. Run files
+    of earlier versions (``cells/<run id>.json``, one run each, the same two-line record) are
+    still found by run id and checked the same way.
 
 Manifest
-    ``manifest.json`` lists the run files of the grid last run in the folder; the results table,
-    the summary and ``dp-experts plot`` read exactly those files, never other ``cells/*.json``
+    ``manifest.json`` lists the run ids of the grid last run in the folder; the results table,
+    the summary and ``dp-experts plot`` read exactly those runs, never other runs of ``cells/``
     (an earlier grid's, a stale key's) or temporary files. It carries a checksum of its grid
     and run list, and ``complete`` once every listed run and ``results.csv`` are written.
 
 Every file is written to a temporary file in the same folder and renamed into place (atomic on
-POSIX and Windows), with the mode the umask asks for. A run file that does not parse, belongs to
-another key or fails its checksum is reported and re-run; a valid file is never rewritten.
+POSIX and Windows), with the mode the umask asks for; unit files without an fsync. A run whose
+stored copy does not parse, belongs to another key or fails its checksum (or sits in a unit file
+that fails its size or checksum) is reported and re-run; a valid file is never rewritten.
 
 Trust boundary
     A results folder may come from someone else (a shared group folder, an unpacked archive), so
@@ -59,12 +67,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dp_experts_env.evaluation import columns as columns_mod
 from dp_experts_env.evaluation.grid import Cell, _canonical, _json_default, _plain
 
 __all__ = [
     "CellStore",
+    "DamagedPack",
     "FORMAT_VERSION",
     "MANIFEST",
+    "PACK_VERSION",
     "ResultsFolderBusy",
     "SweepError",
     "UnsafeResultsFolder",
@@ -474,35 +485,31 @@ def data_fingerprint(params: Mapping[str, Any], prefix: str = "") -> dict[str, s
 
 
 # ----------------------------------------------------------------------------- the store
-# A run file is two lines: a header (format version, key, checksum, row count) and the rows as
-# columns: the columns whose value is the same on every row of the run (agent, env, epsilon,
-# seed, ...) once, the others (round, the metrics) as lists. The checksum is the SHA-256 of the
-# second line's bytes as stored, so checking a file never re-serialises it, and reading a run
-# costs one JSON parse of a few lists, not one dict per row.
+# A run record is two lines: a header (format version, key, checksum, row count, columns) and the
+# rows as columns: the columns whose value is the same on every row of the run (agent, env,
+# epsilon, seed, ...) once, the others (round, the metrics) as lists
+# (:mod:`~dp_experts_env.evaluation.columns`). The checksum is the SHA-256 of the second line's
+# bytes as stored, so checking a record never re-serialises it, and reading a run costs one JSON
+# parse of a few lists, not one dict per row.
+#
+# Unit files (``cells/unit-<digest>.pack``, written since pack version 1): one file per unit of
+# work, written once when the unit finishes. Line 1 is the pack header -- ``{"pack": 1, "runs":
+# [run ids], "bytes": size of the rest, "checksum": SHA-256 of the rest}`` -- and the rest is
+# one two-line record per listed run, in order. Run files (``cells/<run id>.json``, one record
+# each) are what versions before packs wrote; they are still read, with the same checks.
 
-
-def _columns(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Rows (dicts with the same keys) as ``{"order", "const", "cols"}``."""
-    order = list(rows[0])
-    const: dict[str, Any] = {}
-    cols: dict[str, list[Any]] = {}
-    for name in order:
-        values = [row.get(name) for row in rows]
-        first = values[0]
-        if all(type(v) is type(first) and v == first for v in values):
-            const[name] = first
-        else:
-            cols[name] = values
-    return {"order": order, "const": const, "cols": cols}
+#: Version of the unit-file container (the records inside keep :data:`FORMAT_VERSION`).
+PACK_VERSION = 1
+_PACK_SUFFIX = ".pack"
 
 
 def _payload(rows: list[dict[str, Any]]) -> bytes:
-    text = json.dumps(_columns(rows), separators=(",", ":"), allow_nan=True, default=_json_default)
-    return text.encode()
+    """The stored JSON of one run's rows (what :func:`columns.payload` gives for them)."""
+    return columns_mod.payload(columns_mod.run_columns(rows))
 
 
 def _split(raw: bytes) -> tuple[dict[str, Any], bytes]:
-    """(header, payload bytes) of a run file; ValueError when it has not the two-line layout."""
+    """(header, payload bytes) of a run record; ValueError when it has not the two-line layout."""
     head, sep, payload = raw.partition(b"\n")
     if not sep:
         raise ValueError("not a two-line run file")
@@ -520,12 +527,118 @@ def _rows_of(payload: dict[str, Any], n: int) -> list[dict[str, Any]]:
     ]
 
 
+class DamagedPack(ValueError):
+    """A unit file that fails its own checks (truncated, edited, not a pack)."""
+
+
+def _record_problem(header: dict[str, Any], payload: bytes) -> str:
+    """Why a record cannot be used whatever its key ("" when it can)."""
+    if header.get("version") != FORMAT_VERSION:
+        return "written by another format version"
+    if header.get("checksum") != hashlib.sha256(payload).hexdigest():
+        return "checksum mismatch"
+    return ""
+
+
+def _pack_header(raw: bytes, name: str) -> tuple[dict[str, Any], bytes]:
+    """(pack header, rest) of a unit file; DamagedPack naming the file and what is wrong."""
+    head, sep, body = raw.partition(b"\n")
+    try:
+        header = json.loads(head)
+        if not isinstance(header, dict) or header.get("pack") != PACK_VERSION:
+            raise ValueError(f"not a pack of version {PACK_VERSION}")
+        runs = header["runs"]
+        if not isinstance(runs, list):
+            raise ValueError("'runs' is not a list")
+        for run_id in runs:
+            check_run_id(run_id)
+    except UnsafeResultsFolder as err:
+        raise DamagedPack(f"cells/{name} lists an unsafe run id ({err})") from None
+    except (ValueError, KeyError, TypeError) as err:
+        raise DamagedPack(f"cells/{name} is damaged ({err})") from None
+    if not sep:
+        raise DamagedPack(f"cells/{name} is damaged (truncated after its header)")
+    return header, body
+
+
+def _parse_pack(raw: bytes, name: str) -> dict[str, tuple[bytes, bytes]]:
+    """``{run id: (record header line, payload bytes)}`` of a unit file that passes its checks.
+
+    The record headers are parsed where they are read (:func:`_record_header`): a parsed key
+    costs a few kB per run, more than the run's rows at the last round.
+
+    Raises:
+        DamagedPack: the file is truncated, edited or not a unit file; the message names it.
+    """
+    header, body = _pack_header(raw, name)
+    if header.get("bytes") != len(body):
+        raise DamagedPack(
+            f"cells/{name} is damaged (truncated or extended: {len(body)} bytes after its header, "
+            f"{header.get('bytes')} written)"
+        )
+    if header.get("checksum") != hashlib.sha256(body).hexdigest():
+        raise DamagedPack(f"cells/{name} is damaged (checksum mismatch)")
+    lines = body.split(b"\n")
+    runs = header["runs"]
+    if len(lines) != 2 * len(runs) + 1 or lines[-1]:
+        raise DamagedPack(f"cells/{name} is damaged ({len(runs)} runs listed, not as many records)")
+    records: dict[str, tuple[bytes, bytes]] = {}
+    for i, run_id in enumerate(runs):
+        records.setdefault(run_id, (lines[2 * i], lines[2 * i + 1]))
+    return records
+
+
+def _record_header(line: bytes) -> dict[str, Any] | None:
+    """A record's header line parsed; None when it is not a JSON object."""
+    try:
+        header = json.loads(line)
+    except ValueError:
+        return None
+    return header if isinstance(header, dict) else None
+
+
+def _first_line(path: Path) -> bytes:
+    """The first line of a regular file (never following a link), read in chunks."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise UnsafeResultsFolder(f"{path} is not a regular file")
+        chunks: list[bytes] = []
+        while not chunks or b"\n" not in chunks[-1]:
+            chunk = fh.read(1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks).partition(b"\n")[0]
+
+
+#: Parsed unit files kept per store: reads are grouped by file (:meth:`CellStore.frame`) and
+#: checks use each file's kept summary, so one is enough; each costs about the file's size.
+_PACK_CACHE = 1
+
+
+def _key_digest(key: Any) -> str:
+    """SHA-256 of a key's JSON form (keys sorted): equal digests, equal keys."""
+    text = json.dumps(key, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 class CellStore:
-    """The ``cells/`` folder of a results directory: one file per (cell, seed index)."""
+    """The ``cells/`` folder of a results directory: one unit file per finished unit of work.
+
+    Runs (one seed of one cell) are found by their run id in the unit files' headers, then in
+    the run files of earlier versions (``cells/<run id>.json``).
+    """
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         self.cells_dir = self.root / "cells"
+        self._index: dict[str, list[str]] | None = None  # run id -> unit files, newest first
+        self._unsafe: list[str] = []  # unit files refused while indexing (links, not files)
+        self._unreadable: list[str] = []  # unit files whose header does not parse
+        self._packs: dict[str, dict[str, tuple[bytes, bytes]] | DamagedPack] = {}  # LRU
+        self._shared: dict[tuple[str, ...], list[str]] = {}  # equal column lists, kept once
+        self._summaries: dict[str, dict[str, tuple[dict, str, str]] | DamagedPack] = {}
 
     # ---------------------------------------------------------------- keys
     @staticmethod
@@ -574,89 +687,272 @@ class CellStore:
         ]
 
     def path(self, run_id: str) -> Path:
-        """Where a run's rows live (the run id is checked to be a plain name first)."""
+        """Where an earlier version stored a run alone (the run id is checked first)."""
         return self.cells_dir / f"{check_run_id(run_id)}.json"
 
-    def _read(self, run_id: str) -> tuple[dict[str, Any], bytes]:
-        """(header, payload bytes) of a run file; FileNotFoundError if absent (never a link)."""
-        plain_dir(self.cells_dir, create=False)
-        return _split(read_plain(self.path(run_id)))
+    # ---------------------------------------------------------------- unit files
+    def _pack_index(self) -> dict[str, list[str]]:
+        """Run id -> the unit files listing it (newest first), from the files' first lines."""
+        if self._index is not None:
+            return self._index
+        index: dict[str, list[str]] = {}
+        self._unsafe, self._unreadable = [], []
+        folder = plain_dir(self.cells_dir, create=False)
+        found = []
+        if folder.is_dir():
+            for entry in os.scandir(folder):
+                if entry.name.endswith(_PACK_SUFFIX) and not entry.name.startswith("."):
+                    found.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name))
+        for _, name in sorted(found, reverse=True):
+            try:
+                header = json.loads(_first_line(folder / name))
+                runs = header["runs"] if isinstance(header, dict) else None
+            except UnsafeResultsFolder:
+                self._unsafe.append(name)
+                continue
+            except OSError as err:
+                if err.errno == errno.ELOOP:
+                    self._unsafe.append(name)
+                continue
+            except (ValueError, KeyError, TypeError):  # names no run: its runs are missing
+                self._unreadable.append(name)
+                continue
+            if isinstance(runs, list):
+                for run_id in runs:
+                    if isinstance(run_id, str):
+                        index.setdefault(run_id, []).append(name)
+        self._index = index
+        return index
 
-    # ---------------------------------------------------------------- reading
-    def check(self, run_id: str, key: Mapping[str, Any]) -> tuple[dict | None, str]:
-        """(header, "") for a valid file; (None, reason) otherwise (reason "missing" if absent).
-
-        Valid: the current format, exactly this key, and the checksum of its rows.
-        """
+    def _pack(self, name: str) -> dict[str, tuple[bytes, bytes]] | DamagedPack:
+        """The parsed records of a unit file, or the DamagedPack saying why it is refused."""
+        if name in self._packs:
+            self._packs[name] = self._packs.pop(name)  # most recently used last
+            return self._packs[name]
         try:
-            header, payload = self._read(run_id)
+            parsed: Any = _parse_pack(read_plain(self.cells_dir / name), name)
+        except DamagedPack as err:
+            parsed = err
         except FileNotFoundError:
-            return None, "missing"
-        except UnsafeResultsFolder as err:
-            return None, f"refused ({err})"
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            return None, f"unreadable ({type(err).__name__})"
-        if header.get("version") != FORMAT_VERSION:
-            return None, "written by another format version"
-        if header.get("key") != json.loads(_canonical(key)):
-            return None, "belongs to another cell or code version"
-        if header.get("checksum") != hashlib.sha256(payload).hexdigest():
-            return None, "checksum mismatch"
-        return header, ""
+            parsed = DamagedPack(f"cells/{name} disappeared")
+        while len(self._packs) >= _PACK_CACHE:
+            del self._packs[next(iter(self._packs))]
+        self._packs[name] = parsed
+        return parsed
 
-    def _load(self, run_id: str) -> tuple[dict[str, Any], int] | None:
-        """(columns, row count) of a run file that passes its checksum; None otherwise."""
+    def damaged_packs(self) -> dict[str, str]:
+        """Unit files that failed their checks so far (name -> why), and refused links."""
+        found = {n: str(p) for n, p in self._packs.items() if isinstance(p, DamagedPack)}
+        for name in self._unsafe:
+            found[name] = f"cells/{name} is not a plain file (a symbolic link?); not read"
+        for name in self._unreadable:
+            found[name] = f"cells/{name} is damaged (its header does not parse)"
+        return found
+
+    def _records(self, run_id: str) -> Iterator[tuple[str, dict[str, Any] | None, bytes, str]]:
+        """Every stored copy of a run: (where, header, payload, problem) -- unit files first.
+
+        ``problem`` is "" for a record that passes its own checks (format and checksum; the key
+        is the caller's to compare), else why it cannot be used (``header`` None when the file
+        itself is refused). Nothing is yielded when no copy exists.
+        """
+        check_run_id(run_id)
+        for name in self._pack_index().get(run_id, []):
+            parsed = self._pack(name)
+            if isinstance(parsed, DamagedPack):
+                yield f"cells/{name}", None, b"", str(parsed)
+                continue
+            line, payload = parsed[run_id]
+            header = _record_header(line)
+            if header is None:
+                yield f"cells/{name}", None, b"", f"cells/{name} has an unreadable record"
+                continue
+            yield f"cells/{name}", header, payload, _record_problem(header, payload)
+        plain_dir(self.cells_dir, create=False)
         try:
-            header, payload = self._read(run_id)
-            if header.get("version") != FORMAT_VERSION:
-                return None
-            if header.get("checksum") != hashlib.sha256(payload).hexdigest():
-                return None
-            n = int(header["n"])
-            data = json.loads(payload)
-            if n < 1 or any(len(v) != n for v in data["cols"].values()):
-                return None
-            return data, n
+            header, payload = _split(read_plain(self.path(run_id)))
+        except FileNotFoundError:
+            return
         except UnsafeResultsFolder:
             raise
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return None
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            yield f"cells/{run_id}.json", None, b"", f"unreadable ({type(err).__name__})"
+            return
+        yield f"cells/{run_id}.json", header, payload, _record_problem(header, payload)
+
+    def read_record(self, run_id: str) -> tuple[dict[str, Any], bytes]:
+        """(header, payload bytes) of a run's first readable copy; FileNotFoundError if none."""
+        for _, header, payload, _problem in self._records(run_id):
+            if header is not None:
+                return header, payload
+        raise FileNotFoundError(f"no stored copy of run {run_id}")
+
+    # ---------------------------------------------------------------- reading
+    def _summary(self, name: str) -> dict[str, tuple[dict, str, str]] | DamagedPack:
+        """Per run of a unit file: (row count and columns, key digest, problem); kept.
+
+        What :meth:`check` and the streamed table need, so they never parse the file again
+        (about 0.3 kB per run: equal column lists are shared).
+        """
+        if name not in self._summaries:
+            parsed = self._pack(name)
+            if isinstance(parsed, DamagedPack):
+                self._summaries[name] = parsed
+                return parsed
+            summary: dict[str, tuple[dict, str, str]] = {}
+            for run_id, (line, payload) in parsed.items():
+                header = _record_header(line)
+                if header is None:
+                    summary[run_id] = ({}, "", f"cells/{name} has an unreadable record")
+                    continue
+                columns = header.get("columns")
+                if isinstance(columns, list):
+                    columns = self._shared.setdefault(tuple(map(str, columns)), list(columns))
+                kept = {"version": header.get("version"), "n": header.get("n"), "columns": columns}
+                summary[run_id] = (
+                    kept,
+                    _key_digest(header.get("key")),
+                    _record_problem(header, payload),
+                )
+            self._summaries[name] = summary
+        return self._summaries[name]
+
+    def check(self, run_id: str, key: Mapping[str, Any]) -> tuple[dict | None, str]:
+        """(header, "") for a valid copy; (None, reason) otherwise (reason "missing" if absent).
+
+        Valid: the current format, exactly this key, and the checksum of its rows (and, in a
+        unit file, the file's own size and checksum). The reason names the file. For a run in a
+        unit file the header holds only its version, row count and columns.
+        """
+        wanted: list[str] = []  # the key's digest, computed once a stored copy is found
+
+        def differs(digest: str) -> bool:
+            if not wanted:
+                wanted.append(_key_digest(json.loads(_canonical(key))))
+            return digest != wanted[0]
+
+        reasons = []
+        try:
+            for name in self._pack_index().get(check_run_id(run_id), []):
+                summary = self._summary(name)
+                if isinstance(summary, DamagedPack):
+                    reasons.append(str(summary))
+                    continue
+                header, digest, problem = summary.get(run_id, ({}, "", "not in the file"))
+                if not problem and differs(digest):
+                    problem = "belongs to another cell or code version"
+                if not problem:
+                    return header, ""
+                reasons.append(f"{problem} (in cells/{name})")
+            header, problem = self._check_run_file(run_id, differs)
+        except UnsafeResultsFolder as err:
+            return None, f"refused ({err})"
+        if not problem:
+            return header, ""
+        return None, reasons[0] if reasons and problem == "missing" else problem
+
+    def _check_run_file(
+        self, run_id: str, differs: Callable[[str], bool]
+    ) -> tuple[dict | None, str]:
+        """:meth:`check` for the run file of an earlier version (``cells/<run id>.json``)."""
+        try:
+            plain_dir(self.cells_dir, create=False)
+            header, payload = _split(read_plain(self.path(run_id)))
+        except FileNotFoundError:
+            return None, "missing"
+        except UnsafeResultsFolder:
+            raise
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            problem = f"unreadable ({type(err).__name__})"
+        else:
+            problem = _record_problem(header, payload)
+            if not problem and differs(_key_digest(header.get("key"))):
+                problem = "belongs to another cell or code version"
+            if not problem:
+                return header, ""
+        return None, f"{problem} (in cells/{run_id}.json)"
+
+    def _load(self, run_id: str) -> tuple[dict[str, Any], int] | None:
+        """(columns, row count) of a run's first copy that passes its checks; None otherwise."""
+        for _, header, payload, problem in self._records(run_id):
+            if header is None or problem:
+                continue
+            try:
+                n = int(header["n"])
+                data = json.loads(payload)
+                if n < 1 or any(len(v) != n for v in data["cols"].values()):
+                    continue
+                return data, n
+            except (ValueError, KeyError, TypeError, AttributeError):
+                continue
+        return None
 
     def load_run(self, run_id: str) -> list[dict[str, Any]] | None:
-        """Rows of a run file if it parses and passes its checksum (key not re-derived)."""
+        """Rows of a run if a copy passes its checks (key not re-derived)."""
         loaded = self._load(run_id)
         return None if loaded is None else _rows_of(*loaded)
 
     # ---------------------------------------------------------------- writing
-    def save_cell(self, cell: Cell, rows: list[dict[str, Any]]) -> list[Path]:
-        """Split a played cell's rows by seed and write one file per seed."""
+    def save_unit(
+        self,
+        results: Iterable[tuple[Cell, Mapping[int, Any]]],
+        runs: Callable[[Cell], list[tuple[int, dict[str, Any], str]]] | None = None,
+    ) -> Path:
+        """Write a finished unit's runs as one unit file (atomically, without an fsync).
+
+        ``results``: ``(cell, {seed index: run columns})`` pairs
+        (:func:`~dp_experts_env.evaluation.columns.by_seed`), every seed of each cell present.
+        ``runs``: :meth:`runs` of a cell, when the caller has the keys already (a sweep derived
+        them to check the folder).
+        A kill during the write leaves no file (the unit is played again); a power loss may
+        leave a torn file, which fails its checksum and is played again.
+        """
         plain_dir(self.cells_dir)
-        by_seed: dict[int, list[dict[str, Any]]] = {}
-        for row in rows:
-            by_seed.setdefault(int(row["seed"]), []).append(row)
-        paths = []
-        for seed, key, run_id in self.runs(cell):
-            seed_rows = by_seed.get(seed)
-            if not seed_rows:
-                raise RuntimeError(f"cell {cell.cell_id} returned no rows for seed {seed}")
-            payload = _payload(seed_rows)
-            header = {
-                "version": FORMAT_VERSION,
-                "key": key,
-                "checksum": hashlib.sha256(payload).hexdigest(),
-                "n": len(seed_rows),
-                "columns": list(seed_rows[0]),
-            }
-            head = json.dumps(header, separators=(",", ":"), default=_json_default).encode()
-            paths.append(
-                write_atomic(
-                    self.path(run_id),
-                    lambda fh, head=head, payload=payload: fh.write(head + b"\n" + payload),
-                    text=False,
-                    durable=False,
-                )
-            )
-        return paths
+        run_ids: list[str] = []
+        body: list[bytes] = []
+        for cell, played in results:
+            for seed, key, run_id in (runs or self.runs)(cell):
+                run = played.get(seed)
+                if not run:
+                    raise RuntimeError(f"cell {cell.cell_id} returned no rows for seed {seed}")
+                payload = columns_mod.payload(run)
+                header = {
+                    "version": FORMAT_VERSION,
+                    "key": key,
+                    "checksum": hashlib.sha256(payload).hexdigest(),
+                    "n": int(run["n"]),
+                    "columns": list(run["order"]),
+                }
+                head = json.dumps(header, separators=(",", ":"), default=_json_default).encode()
+                run_ids.append(run_id)
+                body += [head, b"\n", payload, b"\n"]
+        rest = b"".join(body)
+        top = {
+            "pack": PACK_VERSION,
+            "runs": run_ids,
+            "bytes": len(rest),
+            "checksum": hashlib.sha256(rest).hexdigest(),
+        }
+        name = "unit-" + hashlib.sha256("\n".join(run_ids).encode()).hexdigest()[:20]
+        head = json.dumps(top, separators=(",", ":")).encode() + b"\n"
+        path = write_atomic(
+            self.cells_dir / f"{name}{_PACK_SUFFIX}",
+            lambda fh: fh.write(head + rest),
+            text=False,
+            durable=False,
+        )
+        self._packs.pop(path.name, None)
+        self._summaries.pop(path.name, None)
+        for run_id in run_ids:  # a run played again had no usable run file: drop the old one
+            self.path(run_id).unlink(missing_ok=True)  # (a planted link is removed, not followed)
+        if self._index is not None:
+            for run_id in run_ids:
+                self._index.setdefault(run_id, []).insert(0, path.name)
+        return path
+
+    def save_cell(self, cell: Cell, rows: list[dict[str, Any]]) -> Path:
+        """Write a played cell's rows (split by seed) as one unit file."""
+        return self.save_unit([(cell, columns_mod.by_seed(rows))])
 
     def remove_temporary(self) -> int:
         """Delete leftovers of killed writes (only safe while holding the folder lock)."""
@@ -672,7 +968,7 @@ class CellStore:
     def write_manifest(
         self, grid_dict: Mapping[str, Any], run_ids: list[str], complete: bool = False
     ) -> Path:
-        """Record which run files make up the folder's current grid.
+        """Record which runs make up the folder's current grid.
 
         ``complete`` says every listed run and ``results.csv`` were written (a sweep writes the
         manifest before it plays, then again at its end).
@@ -687,52 +983,83 @@ class CellStore:
             return False
         return current == manifest_data(grid_dict, run_ids, True)
 
+    def _source(self, run_id: str) -> str:
+        """The file a run is read from first (groups reads so each unit file is parsed once)."""
+        names = self._pack_index().get(run_id)
+        return names[0] if names else ""
+
     def frame(self, run_ids: Iterable[str], *, last_only: bool = False) -> pd.DataFrame:
         """The rows of the listed runs as one DataFrame, in manifest order.
 
-        Built column by column from the run files, one file at a time: a run's constant
-        columns are kept once (an interned string, a number) and repeated at the end, its
-        varying columns as numpy arrays, so the process never holds a Python object per row
-        (about 150 bytes per row of 18 columns; docs/grid.md). With ``last_only`` only each
-        run's row at its last recorded round is kept (what the summary reads): memory then
-        grows with the runs, not the rows. Raises ValueError naming how many runs are missing
-        or damaged.
+        Built column by column from the stored runs, read grouped by unit file (each parsed
+        once): a run's constant columns are kept once (an interned string, a number) and
+        repeated at the end, its varying columns as numpy arrays, so the process never holds a
+        Python object per row (about 150 bytes per row of 18 columns; docs/grid.md). With
+        ``last_only`` only each run's row at its last recorded round is kept (what the summary
+        reads): memory then grows with the runs, not the rows. Raises ValueError naming how
+        many runs are missing or damaged, and the damaged unit files.
         """
+        run_ids = list(run_ids)
+        for run_id in run_ids:
+            check_run_id(run_id)
+        reading = sorted(range(len(run_ids)), key=lambda i: self._source(run_ids[i]))
+        # Per run, until assembled in manifest order: its column names and constants as tuples
+        # (equal name tuples shared, strings interned) and its varying columns as arrays.
+        loaded: list[Any] = [None] * len(run_ids)
+        shapes: dict[tuple[str, ...], tuple[str, ...]] = {}
+        for i in reading:
+            got = self._load(run_ids[i])
+            if got is None:
+                continue
+            data, n = got
+            if last_only and n > 1:
+                data, n = _last_row(data), 1
+            names = tuple(data["order"])
+            const = tuple(data["const"])
+            loaded[i] = (
+                shapes.setdefault(names, names),
+                shapes.setdefault(const, const),
+                tuple(sys.intern(v) if isinstance(v, str) else v for v in data["const"].values()),
+                {k: np.asarray(v) for k, v in data["cols"].items()},
+                n,
+            )
+            del data, got
+        missing = [run_ids[i] for i, got in enumerate(loaded) if got is None]
+        if missing:
+            damaged = self.damaged_packs()
+            if self._unsafe:
+                raise UnsafeResultsFolder(
+                    f"{self.cells_dir / self._unsafe[0]} is a symbolic link or not a plain file; "
+                    "files of a results folder are never followed out of it (remove it)"
+                )
+            also = f"; {'; '.join(sorted(damaged.values()))}" if damaged else ""
+            raise ValueError(
+                f"{len(missing)} of {len(run_ids)} runs listed in {self.root / MANIFEST} are "
+                f"missing or damaged (first: {missing[0]}){also}; run the same compare/run "
+                "command again to complete the folder"
+            )
         order: dict[str, None] = {}
         lengths: list[int] = []
         const: dict[str, list[Any]] = {}
         varying: dict[str, list[np.ndarray]] = {}
-        missing: list[str] = []
-        for run_id in run_ids:
-            loaded = self._load(run_id)
-            if loaded is None:
-                missing.append(run_id)
-                continue
-            data, n = loaded
-            if last_only and n > 1:
-                data, n = _last_row(data), 1
-            k = len(lengths)
-            for name in data["order"]:
+        for k, got in enumerate(loaded):
+            names, const_names, const_values, cols, n = got
+            loaded[k] = None  # assembled: the per-run copy can go
+            constants = dict(zip(const_names, const_values, strict=True))
+            for name in names:
                 if name not in order:
                     order[name] = None
                     const[name] = [math.nan] * k  # earlier runs lack the column: NaN, as concat
                     varying[name] = []
             for name in order:
-                if name in data["const"]:
-                    value = data["const"][name]
-                    const[name].append(sys.intern(value) if isinstance(value, str) else value)
-                elif name in data["cols"]:
+                if name in constants:
+                    const[name].append(constants[name])
+                elif name in cols:
                     const[name].append(_VARYING)
-                    varying[name].append(np.asarray(data["cols"][name]))
+                    varying[name].append(cols[name])
                 else:
                     const[name].append(math.nan)
             lengths.append(n)
-        if missing:
-            raise ValueError(
-                f"{len(missing)} of {len(missing) + len(lengths)} runs listed in "
-                f"{self.root / MANIFEST} are missing or damaged (first: {missing[0]}.json); run "
-                "the same compare/run command again to complete the folder"
-            )
         if not lengths:
             return pd.DataFrame()
         counts = np.asarray(lengths)
@@ -755,7 +1082,13 @@ class CellStore:
             part.to_csv(fh, index=False, header=start == 0)
 
     def _column_names(self, run_id: str) -> list[str]:
-        header, payload = self._read(run_id)
+        for name in self._pack_index().get(run_id, []):  # kept per unit file: parsed once
+            summary = self._summary(name)
+            if not isinstance(summary, DamagedPack) and run_id in summary:
+                names = summary[run_id][0].get("columns")
+                if isinstance(names, list):
+                    return names
+        header, payload = self.read_record(run_id)
         names = header.get("columns")
         if isinstance(names, list):
             return names

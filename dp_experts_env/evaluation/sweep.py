@@ -3,8 +3,10 @@
 Folder layout::
 
     OUT/grid.json          the grid that was asked for
-    OUT/manifest.json      the run files of that grid: what the table, summary and plot read
-    OUT/cells/<id>.json    one file per finished (cell, seed), keyed by cell + code + data
+    OUT/manifest.json      the runs of that grid (run ids): what the table, summary and plot read
+    OUT/cells/unit-*.pack  one file per finished unit of work: its runs (cell, seed), each
+                           keyed by cell + code + data (cells/<run id>.json: one run per file,
+                           as earlier versions wrote them; still read)
     OUT/results.csv        every row (tidy; curves at log-spaced rounds)
     OUT/summary.csv        final-round table: mean, IQM, bootstrap CI, score vs uniform
     OUT/figures/*.png      figures (see plots.py; *.pdf too with pdf=True)
@@ -26,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from dp_experts_env._validation import check_choice
-from dp_experts_env.evaluation.backends import execute
+from dp_experts_env.evaluation.backends import CellCompletion, execute_units
 from dp_experts_env.evaluation.grid import Grid, _json_default
 from dp_experts_env.evaluation.stats import bootstrap_ci, iqm
 from dp_experts_env.evaluation.store import (
@@ -298,36 +300,56 @@ def _run_locked(
         )
         run_ids: list[str] = []
         todo = []
+        todo_of = []  # the grid's cell each todo cell is the missing seeds of
+        problems: dict[str, list[str]] = {}  # why stored runs cannot be used -> which
+        keys: dict[tuple[str, int], tuple[int, dict, str]] = {}  # (cell, seed) -> its run
         for cell in grid.cells():
             missing = []
             for seed, key, run_id in store.runs(cell):
+                keys[cell.cell_id, seed] = (seed, key, run_id)
                 run_ids.append(run_id)
                 _, problem = store.check(run_id, key)
                 if problem == "":
                     counts["before"] += 1
                     continue
                 if problem != "missing":
-                    print(
-                        f"cell {cell.cell_id} seed {seed}: stored result {run_id}.json is "
-                        f"{problem}; re-running it",
-                        file=log,
-                    )
+                    problems.setdefault(problem, []).append(f"cell {cell.cell_id} seed {seed}")
                 missing.append(seed)
             if missing:
                 todo.append(cell.with_seeds(missing))
+                todo_of.append(cell)
+        for why in store.damaged_packs().values():  # files that name no run they held
+            if not any(why in problem for problem in problems):
+                print(f"{why}: the runs it held are played again", file=log)
+        for problem, which in problems.items():  # a damaged unit file: one line, not one a run
+            more = f" and {len(which) - 1} more runs" if len(which) > 1 else ""
+            print(
+                f"{which[0]}{more}: the stored result cannot be used ({problem}); re-running",
+                file=log,
+            )
         counts["todo"] = len(todo)
         grid_dict = grid.to_dict()
         io(store.write_manifest, grid_dict, run_ids)
         bar = Progress(len(todo), enabled=progress)
         units = _UnitProgress(bar)
         reports = units.report if progress and backend != "ray" else None
-        for cell, played in execute(
+        completion = CellCompletion(todo)
+        wholes = {c.cell_id: o.cell_id for c, o in zip(todo, todo_of, strict=True)}
+
+        def runs_of(part: Any) -> list[tuple[int, dict, str]]:  # keys derived above, not again
+            grid_cell = wholes[completion.whole(part).cell_id]
+            return [keys[grid_cell, seed] for seed in part.seed_indices]
+
+        for unit in execute_units(
             todo, backend=backend, n_jobs=n_jobs, address=address, progress=reports
         ):
-            io(store.save_cell, cell, played)
-            del played  # a unit's rows are held only until they are written
-            counts["saved"] += 1
-            units.finished(cell)
+            io(store.save_unit, unit, runs_of)  # one file per unit, as soon as it is back
+            for part, _ in unit:
+                whole = completion.add(part)
+                if whole is not None:
+                    counts["saved"] += 1
+                    units.finished(whole)
+            del unit  # a unit's results are held only until they are written
         if rows == "all":
             frame = store.frame(run_ids)
             io(write_atomic, out / "results.csv", lambda fh: frame.to_csv(fh, index=False))

@@ -12,7 +12,9 @@ table shows what a reader compares, one row per (env, learner, epsilon):
 * ``certified``: the epsilon the learner's accountant certifies for the run (differs from the
   request where a learner caps its budget, e.g. randomized-prefix-softmax spends 0.25 for any
   request >= 0.25); ``-`` where nothing is certified;
-* ``mean [95% CI]``, ``IQM`` and ``score`` (1 - regret / uniform's on the same loss stream).
+* ``mean [95% CI]``, ``IQM`` and ``score`` (1 - regret / uniform's on the same loss stream);
+* ``restarts``: the mean final restart count per run of a restart-based learner (svt-restart),
+  ``-`` for the others; shown when the grid ran one.
 """
 
 from __future__ import annotations
@@ -121,6 +123,7 @@ def terminal_table(frame: pd.DataFrame, table: pd.DataFrame, metric: str) -> str
     tied = ties(table)
     score_col = next((c for c in table.columns if c.startswith("score_vs_")), None)
     show_score = score_col is not None and table[score_col].notna().any()
+    show_restarts = "restarts_mean" in table.columns and table["restarts_mean"].notna().any()
     rows = []
     for i, r in enumerate(table.itertuples(index=False)):
         rec = r._asdict()
@@ -140,6 +143,9 @@ def terminal_table(frame: pd.DataFrame, table: pd.DataFrame, metric: str) -> str
         }
         if show_score:
             row["score"] = f"{rec[score_col]:.2f}" if math.isfinite(rec[score_col]) else "nan"
+        if show_restarts:
+            count = float(rec["restarts_mean"])
+            row["restarts"] = f"{count:.1f}" if math.isfinite(count) else "-"
         rows.append(row)
     shown = pd.DataFrame(rows)
     header = [f"env {labels[e]}: {e}{_static_note(e)}" for e in envs]
@@ -149,6 +155,8 @@ def terminal_table(frame: pd.DataFrame, table: pd.DataFrame, metric: str) -> str
     )
     if show_score:
         header.append(f"score: 1 - regret / {score_col.removeprefix('score_vs_')}'s, same seeds")
+    if show_restarts:
+        header.append("restarts: mean restarts per run of a restart-based learner")
     if shown.empty:
         return "\n".join(header)
     left = {"learner", "eps", "env"}

@@ -33,7 +33,6 @@ from dp_experts_env.evaluation.store import (
     MANIFEST,
     CellStore,
     UnsafeResultsFolder,
-    _split,
     check_run_id,
     forget_fingerprints,
     read_manifest,
@@ -170,7 +169,7 @@ def _classify_listed(
 ) -> None:
     """A listed run whose id is not a current one: stale (same cell and seed) or foreign."""
     try:
-        data, _ = _split(read_plain(store.path(check_run_id(run_id))))
+        data, _ = store.read_record(check_run_id(run_id))  # a unit file or a run file
         stored_key = data["key"]
     except FileNotFoundError:
         report.stale.append((run_id, "listed run of other code; its file is absent"))

@@ -152,10 +152,11 @@ class LaplaceRelease(Mechanism):
 
 
 @dataclass(frozen=True)
-class ReportNoisyMin(Mechanism):
-    """Index of the smallest ``score + Lap(scale)`` (Dwork & Roth, Claim 3.9).
+class _Selection(Mechanism):
+    """A private choice of one of ``candidates`` by their scores (report-noisy-min, exponential).
 
-    epsilon = ``2 sensitivity / scale`` (``sensitivity / scale`` for monotone scores).
+    Both cost ``2 sensitivity / scale`` per datum (``sensitivity / scale`` for monotone scores);
+    subclasses differ only in how the choice is drawn and in their text.
     """
 
     what: str
@@ -163,49 +164,53 @@ class ReportNoisyMin(Mechanism):
     sensitivity: float
     scale: float
     monotone: bool = False
-    kind: ClassVar[str] = "noisy-min"
+    #: the mechanism's name in the accountant text, and how its scale is named there
+    label: ClassVar[str] = ""
 
     def cost(self) -> tuple[float, float]:
         """(epsilon, delta) per datum."""
         factor = 1.0 if self.monotone else 2.0
         return _laplace_epsilon(factor * self.sensitivity, self.scale), 0.0
 
+    def _scale_text(self) -> str:
+        raise NotImplementedError
+
     def describe(self) -> str:
         """The accountant text."""
         kind = "monotone " if self.monotone else ""
         return (
-            f"report-noisy-min over {self.candidates} {self.what} ({kind}sensitivity "
-            f"{_g(self.sensitivity)}, Laplace {_g(self.scale)}: {_g(self.cost()[0])}-DP)"
+            f"{self.label} over {self.candidates} {self.what} ({kind}sensitivity "
+            f"{_g(self.sensitivity)}, {self._scale_text()}: {_g(self.cost()[0])}-DP)"
         )
 
 
 @dataclass(frozen=True)
-class ExponentialMechanism(Mechanism):
+class ReportNoisyMin(_Selection):
+    """Index of the smallest ``score + Lap(scale)`` (Dwork & Roth, Claim 3.9).
+
+    epsilon = ``2 sensitivity / scale`` (``sensitivity / scale`` for monotone scores).
+    """
+
+    kind: ClassVar[str] = "noisy-min"
+    label: ClassVar[str] = "report-noisy-min"
+
+    def _scale_text(self) -> str:
+        return f"Laplace {_g(self.scale)}"
+
+
+@dataclass(frozen=True)
+class ExponentialMechanism(_Selection):
     """``P(j) ~ exp(-score_j / scale)`` (the Gumbel-max form has Gumbel scale ``scale``).
 
     epsilon = ``2 sensitivity / scale`` (``sensitivity / scale`` for monotone scores; McSherry &
     Talwar 2007).
     """
 
-    what: str
-    candidates: int
-    sensitivity: float
-    scale: float
-    monotone: bool = False
     kind: ClassVar[str] = "exponential"
+    label: ClassVar[str] = "exponential mechanism"
 
-    def cost(self) -> tuple[float, float]:
-        """(epsilon, delta) per datum."""
-        factor = 1.0 if self.monotone else 2.0
-        return _laplace_epsilon(factor * self.sensitivity, self.scale), 0.0
-
-    def describe(self) -> str:
-        """The accountant text."""
-        kind = "monotone " if self.monotone else ""
-        return (
-            f"exponential mechanism over {self.candidates} {self.what} ({kind}sensitivity "
-            f"{_g(self.sensitivity)}, temperature 1/{_g(self.scale)}: {_g(self.cost()[0])}-DP)"
-        )
+    def _scale_text(self) -> str:
+        return f"temperature 1/{_g(self.scale)}"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,569 @@
+"""Block play for bandit-feedback learners: K rounds of ``act`` in one compiled call, bit for bit.
+
+A bandit learner with ``play_bandit_block(first, advice, losses, rows)`` chooses the K actions
+of a block of an oblivious game in one call (the protocol: the observation of the block's first
+round, the (K, b, N, K_arms) advice or None for the identity, the (K, S, K_arms) losses and the
+stream row of each run). Unlike full information, round i's observation depends on the learner's
+own action of round i - 1, so the rounds are recursive all the way: the whole block runs in one
+kernel, :func:`exp4_rounds`, which reads ``losses[i, rows[r], a]`` only for the arm ``a`` run r
+played at round i, after choosing it.
+
+Exactness (the learner lock and ``tests/test_ldp_exp4_block.py`` hold the kernel to K calls of
+``act``):
+
+* Randomness: every round draws a fixed number of uniforms per run (a Laplace release of the
+  observed loss, then the categorical draw), so the block's uniforms are one read of each run's
+  stream, and the Laplace noise is :func:`agents._kernels.fast_laplace` of them (numpy's
+  ``log1p``, vectorised, before the kernel starts).
+* Sums follow numpy's order: pairwise (:func:`agents._kernels.numpy_sum`) for the softmax's and
+  the mixture's normalising sums, sequential for ``cumsum`` and for ``einsum``'s sum over
+  experts (measured: ``einsum("bn,bnk->bk")`` accumulates the experts in order, no FMA).
+* The softmax's ``exp`` depends on the previous round's action, so it cannot be evaluated by
+  numpy before the kernel starts, and numba's ``exp`` differs from numpy's in the last bit
+  (:mod:`dp_experts_env._jit`). The kernel calls numpy's own ``exp`` loop instead: the strided
+  loop numpy's ufunc machinery hands out for float64 (``ufunc._get_strided_loop``, the entry
+  point numpy keeps for compiled callers), called through its function pointer on the round's
+  (B, N) exponents -- the very loop ``np.exp`` runs on a contiguous float64 array. Where that
+  entry point is missing (another numpy) :func:`numpy_loop` returns None and the learners play
+  round by round.
+
+Under ``DP_EXPERTS_NO_JIT`` (or without numba) the learners play their K rounds through ``act``
+(:func:`act_loop`): that is the reference the compiled kernel must equal. The kernel's Python
+form (``exp4_rounds.py_func``, calling ``np.exp``) is tested against it as well.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from agents._kernels import fast_laplace, numpy_sum
+from dp_experts_env import _jit
+from dp_experts_env._jit import _compile_helpers, helper, kernel
+
+__all__ = [
+    "BlockState",
+    "act_loop",
+    "block_inputs",
+    "block_rates",
+    "exp4_rounds",
+    "kernel_ready",
+    "numpy_loop",
+    "play_exp3_core",
+    "play_exp4_core",
+    "run_exp4_block",
+]
+
+_CALL_INFO = b"numpy_1.24_ufunc_call_info"  # the capsule name numpy gives its call-info struct
+_LOOPS: dict[str, tuple[Any, np.ndarray] | None] = {}  # ufunc name -> (capsule, [fn, ctx, aux])
+_OVERLOADS: list[bool] = []
+
+
+def numpy_loop(ufunc: np.ufunc) -> np.ndarray | None:
+    """``[function, context, auxdata]`` addresses of numpy's float64 strided loop of ``ufunc``.
+
+    The loop is the one numpy runs for ``ufunc`` on contiguous float64 arrays (unary,
+    ``float64 -> float64``); its context lives in a capsule kept alive here for the process.
+    None when this numpy does not hand the loop out (its private entry point is missing or
+    renamed) or the loop needs the interpreter: callers then keep their per-round path.
+    """
+    name = ufunc.__name__
+    if name in _LOOPS:
+        found = _LOOPS[name]
+        return None if found is None else found[1]
+    result: tuple[Any, np.ndarray] | None = None
+    try:
+        float64 = np.dtype(np.float64)
+        _, info = ufunc._resolve_dtypes_and_context((float64, None))  # type: ignore[attr-defined]
+        ufunc._get_strided_loop(info, fixed_strides=(8, 8))  # type: ignore[attr-defined]
+        get = ctypes.pythonapi.PyCapsule_GetPointer
+        get.restype = ctypes.c_void_p
+        get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+        address = get(info, _CALL_INFO)
+        # struct {loop *strided_loop; context *context; NpyAuxData *auxdata; npy_bool
+        # requires_pyapi; npy_bool no_floatingpoint_errors;}
+        pointers = (ctypes.c_void_p * 3).from_address(address)
+        requires_pyapi = ctypes.c_ubyte.from_address(address + 3 * ctypes.sizeof(ctypes.c_void_p))
+        if pointers[0] and pointers[1] and not requires_pyapi.value:
+            loop = np.array([pointers[0], pointers[1], pointers[2] or 0], dtype=np.int64)
+            result = (info, loop)
+    except (AttributeError, TypeError, ValueError, OSError):
+        result = None
+    _LOOPS[name] = result
+    return None if result is None else result[1]
+
+
+def kernel_ready() -> bool:
+    """True when the compiled block kernel runs (JIT on, numpy's exp loop available)."""
+    return _jit.jit_enabled() and numpy_loop(np.exp) is not None
+
+
+def _exp_into(z: np.ndarray, out: np.ndarray, loop: np.ndarray) -> None:
+    """``out[:] = exp(z)`` for C-contiguous float64 arrays: numpy's exp (compiled: its loop)."""
+    np.exp(z, out=out)
+
+
+def _register_overloads() -> None:
+    """Give :func:`_exp_into` its compiled form: a call of numpy's loop through its pointer."""
+    if _OVERLOADS:
+        return
+    from llvmlite import ir
+    from numba import types
+    from numba.extending import intrinsic, overload
+
+    @intrinsic
+    def call_loop(typingctx, fn, ctx, data, dims, strides, aux):  # noqa: ANN001, ANN202, ARG001
+        # int loop(PyArrayMethod_Context *, char *const *data, const npy_intp *dimensions,
+        #          const npy_intp *strides, NpyAuxData *)
+        sig = types.int32(types.int64, types.int64, types.int64, types.int64, types.int64,
+                          types.int64)
+
+        def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202, ARG001
+            pointer = ir.IntType(8).as_pointer()
+            function = ir.FunctionType(ir.IntType(32), [pointer] * 5)
+            target = builder.inttoptr(args[0], function.as_pointer())
+            return builder.call(target, [builder.inttoptr(a, pointer) for a in args[1:]])
+
+        return sig, codegen
+
+    @overload(_exp_into)
+    def exp_into_impl(z, out, loop):  # noqa: ANN001, ANN202, ARG001
+        def impl(z, out, loop):  # noqa: ANN001, ANN202
+            data = np.empty(2, dtype=np.int64)
+            sizes = np.empty(3, dtype=np.int64)  # the count, then the two strides
+            data[0] = z.ctypes.data
+            data[1] = out.ctypes.data
+            sizes[0] = z.size
+            sizes[1] = 8
+            sizes[2] = 8
+            call_loop(loop[0], loop[1], data.ctypes.data, sizes.ctypes.data,
+                      sizes.ctypes.data + 8, loop[2])
+
+        return impl
+
+    # numpy_sum lives in agents._kernels: compile its own helpers there first.
+    from agents import _kernels
+
+    _compile_helpers(_kernels.clip_peel.py_func)
+    _OVERLOADS.append(True)
+
+
+@helper(inline=False)
+def _row_sum(row: np.ndarray, n: int) -> float:
+    """``row[:n].sum()`` as numpy sums it (a called function: the kernel compiles faster)."""
+    return numpy_sum(row, 0, n)
+
+
+@kernel
+def exp4_rounds(  # noqa: ANN201, PLR0913
+    cum, neg_rate, first_advice, block_advice, identity, normalise, losses, rows, loss0,
+    learn_first, u_choice, noise, noisy, clip, keep, add, mix, last_advice, q_at_arm, last_q,
+    z, e, loop,
+):  # noqa: ANN001
+    """EXP4's K rounds (:class:`agents.bandit_core.Exp4Core` driven by ``act``), run by run.
+
+    Round k: learn from round k - 1's observed loss (round 0: ``loss0``, when ``learn_first``),
+    then ``P = softmax(neg_rate[k] * cum)``, ``Q = P A`` (normalised when ``normalise``, mixed
+    ``keep Q + add`` when ``mix``), and the inverse-CDF draw with ``u_choice[k]``.
+
+    Args:
+        cum: (B, N) cumulative estimated expert losses (updated in place).
+        neg_rate: (K,) minus each round's learning rate.
+        first_advice: (B, N, A) the advice of round 0 (and of every round when ``block_advice``
+            has no rounds); unused when ``identity``.
+        block_advice: (K, B, N, A) the advice of the block's rounds (row 0 unused), or (0, ...).
+        identity: True when every round's advice is the identity (N = A): ``Q = P``.
+        normalise: divide ``Q`` by its sum (EXP4) or not (EXP3).
+        losses: (K, S, A) the block's losses; read at the played arm only.
+        rows: (B,) stream row of each run.
+        loss0: (B,) the observed loss of the round before the block (already clipped).
+        learn_first: True when round 0 learns (the agent played before the block).
+        u_choice: (K, B) each round's categorical uniform.
+        noise: (K, B) each round's Laplace noise on the observed loss (row 0 unused unless
+            ``learn_first``).
+        noisy: add ``noise``.
+        clip: clip the losses of the block's rounds into [0, 1].
+        keep: the weight of ``Q`` in the uniform mixing ``keep Q + add``.
+        add: the uniform part of the mixing.
+        mix: apply the mixing.
+        last_advice: (B, N) advice of every expert at the last played arm (updated in place).
+        q_at_arm: (B,) the law's mass at the last played arm (updated in place).
+        last_q: (B, A) the last round's law (written).
+        z: (B, N) scratch (the exponents).
+        e: (B, N) scratch (their exp).
+        loop: numpy's exp loop (:func:`numpy_loop`).
+
+    Returns:
+        (K, B) actions.
+    """
+    rounds, runs = u_choice.shape
+    n = cum.shape[1]
+    arms = last_q.shape[1]
+    shared = block_advice.shape[0] == 0
+    actions = np.empty((rounds, runs), dtype=np.int64)
+    p = np.empty(n)
+    q = np.empty(arms)
+    cdf = np.empty(arms)
+    for k in range(rounds):
+        if k > 0 or learn_first:
+            for b in range(runs):
+                if k == 0:
+                    y = loss0[b]
+                else:
+                    y = losses[k - 1, rows[b], actions[k - 1, b]]
+                    if clip:  # np.clip(y, 0, 1): max first, then min
+                        y = y if y > 0.0 else 0.0
+                        y = y if y < 1.0 else 1.0
+                if noisy:
+                    y = y + noise[k, b]
+                ratio = y / q_at_arm[b]
+                for j in range(n):
+                    cum[b, j] = cum[b, j] + last_advice[b, j] * ratio
+        rate = neg_rate[k]
+        for b in range(runs):
+            top = -np.inf
+            for j in range(n):
+                value = rate * cum[b, j]
+                z[b, j] = value
+                if value > top:
+                    top = value
+            for j in range(n):
+                z[b, j] = z[b, j] - top
+        _exp_into(z, e, loop)
+        for b in range(runs):
+            total = _row_sum(e[b], n)
+            for j in range(n):
+                p[j] = e[b, j] / total
+            if identity:
+                for a in range(arms):
+                    q[a] = p[a]
+            else:
+                adv = first_advice[b] if k == 0 or shared else block_advice[k, b]
+                for a in range(arms):
+                    q[a] = 0.0
+                for j in range(n):
+                    weight = p[j]
+                    for a in range(arms):
+                        q[a] = q[a] + weight * adv[j, a]
+            if normalise:
+                total = _row_sum(q, arms)
+                for a in range(arms):
+                    q[a] = q[a] / total
+            if mix:
+                for a in range(arms):
+                    q[a] = keep * q[a] + add
+            running = 0.0
+            for a in range(arms):
+                running = running + q[a] if a else q[a]
+                cdf[a] = running
+            scaled = u_choice[k, b] * cdf[arms - 1]
+            chosen = 0
+            for a in range(arms):
+                if cdf[a] <= scaled:
+                    chosen += 1
+            if chosen > arms - 1:
+                chosen = arms - 1
+            actions[k, b] = chosen
+            q_at_arm[b] = q[chosen]
+            for a in range(arms):
+                last_q[b, a] = q[a]
+            if identity:
+                for j in range(n):
+                    last_advice[b, j] = 1.0 if j == chosen else 0.0
+            else:
+                adv = first_advice[b] if k == 0 or shared else block_advice[k, b]
+                for j in range(n):
+                    last_advice[b, j] = adv[j, chosen]
+    return actions
+
+
+# ----------------------------------------------------------------------------- plumbing
+def act_loop(
+    agent: Any,
+    first: Mapping[str, np.ndarray],
+    advice: np.ndarray | None,
+    losses: np.ndarray,
+    rows: np.ndarray,
+) -> np.ndarray:
+    """K calls of ``agent.act`` on the block's per-round observations (the reference path)."""
+    k = len(losses)
+    runs = agent.num_envs
+    actions = np.empty((k, runs), dtype=np.int64)
+    obs: Mapping[str, np.ndarray] = first
+    for i in range(k):
+        if i:
+            last = actions[i - 1]
+            obs = {
+                "advice": first["advice"] if advice is None else advice[i],
+                "last_action": last.copy(),
+                "last_loss": losses[i - 1][rows, last][:, None],
+            }
+        actions[i] = np.asarray(agent.act(obs), dtype=np.int64)
+    return actions
+
+
+def block_inputs(
+    agent: Any,
+    first: Mapping[str, np.ndarray],
+    advice: np.ndarray | None,
+    rounds: int,
+    *,
+    uses_advice: bool = True,
+) -> tuple[Any, np.ndarray, np.ndarray, bool]:
+    """Parse and check the block's first observation as ``act`` would.
+
+    Args:
+        agent: the learner.
+        first: the observation of the block's first round.
+        advice: (K, B, N, A) the rounds' advice, or None (every round's is ``first``'s).
+        rounds: K.
+        uses_advice: False for a learner over the arms that ignores the advice (its law is
+            its weights: the kernel's identity case).
+
+    Returns:
+        (the parsed first observation, the round-0 advice for the kernel, the block's advice
+        for the kernel, whether the kernel takes the law to be the weights themselves).
+
+    Raises:
+        ValueError: the block runs past the agent's horizon, or ``act`` would refuse the first
+            observation.
+    """
+    if agent.t + rounds > agent.horizon:
+        raise ValueError(
+            f"agent {agent.name!r} has {agent.horizon - agent.t} rounds left of its "
+            f"horizon={agent.horizon}; a block of {rounds} rounds is outside its privacy claim "
+            "and tuning; call reset() to start a new episode"
+        )
+    batch, _ = agent._parse_obs(first)
+    agent._check_round(batch)
+    n, arms = agent.n_experts, agent.n_arms
+    empty = np.empty((0, 1, 1, 1))
+    if not uses_advice or (advice is None and n == arms and _is_identity(agent, batch.advice)):
+        return batch, np.empty((1, 1, 1)), empty, True
+    first_advice = np.ascontiguousarray(batch.advice, dtype=np.float64)
+    if advice is None:
+        return batch, first_advice, empty, False
+    block = np.ascontiguousarray(advice, dtype=np.float64)
+    if block.shape != (rounds, agent.num_envs, n, arms):
+        raise ValueError(
+            f"advice must have shape ({rounds}, {agent.num_envs}, {n}, {arms}), got "
+            f"{block.shape}"
+        )
+    return batch, first_advice, block, False
+
+
+def _is_identity(agent: Any, advice: np.ndarray) -> bool:
+    """True when every run's advice is the identity (remembered for a read-only shared view)."""
+    shared = advice.strides[0] == 0 and not advice.flags.writeable
+    key = (advice.__array_interface__["data"][0], advice.shape, advice.strides)
+    known = getattr(agent, "_identity_advice", None)
+    if shared and known is not None and known[1] == key:
+        return True
+    values = advice[:1] if advice.strides[0] == 0 else advice
+    found = bool(np.array_equal(values, np.broadcast_to(np.eye(advice.shape[1]), values.shape)))
+    if found and shared:
+        # The env's constant: holding the array keeps its memory (hence the address) its own.
+        agent._identity_advice = (advice, key)
+    return found
+
+
+@dataclass
+class BlockState:
+    """What the kernel carries from round to round besides the weights (updated in place).
+
+    Attributes:
+        cum: (B, m) cumulative estimated losses (the core's own array, updated in place).
+        last_advice: (B, m) every weight's advice at the last played arm.
+        q_at_arm: (B,) the law's mass at the last played arm.
+        gamma: the core's uniform mixing.
+    """
+
+    cum: np.ndarray
+    last_advice: np.ndarray
+    q_at_arm: np.ndarray
+    gamma: float
+
+
+def run_exp4_block(
+    agent: Any,
+    first: Mapping[str, np.ndarray],
+    advice: np.ndarray | None,
+    losses: np.ndarray,
+    rows: np.ndarray,
+    *,
+    state: BlockState,
+    loss0_of: Any,
+    scale: float,
+    clip: bool,
+    normalise: bool,
+    rates: np.ndarray,
+    uses_advice: bool = True,
+    compiled: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Play a block of an exponential-weights bandit learner (EXP4, EXP3) in one call.
+
+    Args:
+        agent: the learner.
+        first: the observation of the block's first round (the protocol's).
+        advice: (K, B, N, A) the rounds' advice, or None (every round's is ``first``'s).
+        losses: (K, S, A) the block's losses.
+        rows: (B,) the loss stream of each run.
+        state: the carried state (updated in place: ``cum``, ``last_advice``, ``q_at_arm``).
+        loss0_of: ``parsed first observation -> (B,)`` observed loss as ``_learn`` uses it
+            before any noise (it also runs ``_learn``'s checks).
+        scale: Laplace scale of the release of every observed loss (0: no noise drawn).
+        clip: clip the block's observed losses into [0, 1] (as ``loss0_of`` does).
+        normalise: EXP4's normalisation of the mixture.
+        rates: (K,) each round's learning rate, as the core's ``rate()`` gives it then.
+        uses_advice: False for a learner over the arms (EXP3): its law is its weights.
+        compiled: run the compiled kernel (False: its Python form, for tests).
+
+    Returns:
+        (K, B) int64 actions and the (B, A) law of the last round. The agent's clock and last
+        actions are advanced; the caller stores the core's clock and law.
+    """
+    k = len(losses)
+    batch, first_advice, block_advice, identity = block_inputs(
+        agent, first, advice, k, uses_advice=uses_advice
+    )
+    learn_first = agent.t > 0
+    runs = agent.num_envs
+    loss0 = np.asarray(loss0_of(batch), dtype=np.float64) if learn_first else np.zeros(runs)
+    noisy = scale > 0.0
+    per_round = 2 if noisy else 1
+    # The run's stream over the block: [lap, choice] per round, no lap in round 1 of an episode.
+    drawn = agent.rng.random((per_round * k - (noisy and not learn_first),))
+    if noisy:
+        u = np.full((runs, 2 * k), 0.5)  # the unused slot: a harmless zero noise
+        u[:, 2 * k - drawn.shape[1] :] = drawn
+        pairs = u.reshape(runs, k, 2).transpose(1, 0, 2)
+        u_choice = np.ascontiguousarray(pairs[:, :, 1])
+        noise = np.ascontiguousarray(fast_laplace(pairs[:, :, 0], scale))
+    else:
+        u_choice = np.ascontiguousarray(drawn.T)
+        noise = np.zeros((k, runs))
+    arms = agent.n_arms
+    mix = state.gamma > 0.0
+    keep, add = (1.0 - state.gamma, state.gamma / arms) if mix else (1.0, 0.0)
+    last_q = np.empty((runs, arms))
+    z = np.empty_like(state.cum)
+    e = np.empty_like(state.cum)
+    run = exp4_rounds if compiled else exp4_rounds.py_func  # type: ignore[attr-defined]
+    loop = numpy_loop(np.exp) if compiled else np.zeros(3, dtype=np.int64)
+    if compiled:
+        _register_overloads()
+    actions = run(
+        state.cum, np.ascontiguousarray(-np.asarray(rates, dtype=np.float64)), first_advice,
+        block_advice, identity, normalise, np.ascontiguousarray(losses, dtype=np.float64),
+        np.ascontiguousarray(rows, dtype=np.int64), loss0, learn_first, u_choice, noise, noisy,
+        clip, keep, add, mix, state.last_advice, state.q_at_arm, last_q, z, e, loop,
+    )
+    agent.t += k
+    agent.last_actions = actions[-1].copy()
+    return actions, last_q
+
+
+def block_rates(core: Any, rounds: int, learn_first: bool) -> np.ndarray:
+    """(K,) the rate ``core.rate()`` gives at each round's choice of the block.
+
+    A schedule is evaluated on the K rounds' clocks at once (the same elementwise floats as on
+    each round's (B,) clock: every run's clock is the same).
+    """
+    n = int(core.n_updates[0]) + np.arange(rounds, dtype=np.int64) + (1 + int(learn_first))
+    if callable(core.eta):
+        return np.array(np.broadcast_to(np.asarray(core.eta(n), dtype=float), (rounds,)))
+    return np.full(rounds, float(core.eta))
+
+
+def play_exp4_core(
+    agent: Any,
+    first: Mapping[str, np.ndarray],
+    advice: np.ndarray | None,
+    losses: np.ndarray,
+    rows: np.ndarray,
+    *,
+    loss0_of: Any,
+    scale: float,
+    clip: bool,
+) -> np.ndarray:
+    """A block of a learner driven by an :class:`~agents.bandit_core.Exp4Core` (``agent.core``).
+
+    Args:
+        agent: the learner.
+        first: the observation of the block's first round (the protocol's).
+        advice: (K, B, N, A) the rounds' advice, or None (every round's is ``first``'s).
+        losses: (K, S, A) the block's losses.
+        rows: (B,) the loss stream of each run.
+        loss0_of: see :func:`run_exp4_block`.
+        scale: see :func:`run_exp4_block`.
+        clip: see :func:`run_exp4_block`.
+
+    Returns:
+        (K, B) int64 actions; the core is left as K rounds of ``sample``/``update`` leave it.
+    """
+    core = agent.core
+    k = len(losses)
+    learn_first = agent.t > 0
+    state = BlockState(
+        core.cum_estimate,
+        np.array(core.last_advice_at_arm, dtype=np.float64),
+        np.array(core.last_q_at_arm, dtype=np.float64),
+        float(core.gamma),
+    )
+    actions, last_q = run_exp4_block(
+        agent, first, advice, losses, rows, state=state, loss0_of=loss0_of, scale=scale,
+        clip=clip, normalise=True, rates=block_rates(core, k, learn_first),
+    )
+    core.n_updates += k - (not learn_first)
+    core.last_advice_at_arm = state.last_advice
+    core.last_q_at_arm = state.q_at_arm
+    core.last_q = last_q
+    return actions
+
+
+def play_exp3_core(
+    agent: Any,
+    first: Mapping[str, np.ndarray],
+    losses: np.ndarray,
+    rows: np.ndarray,
+    *,
+    loss0_of: Any,
+) -> np.ndarray:
+    """A block of a learner over the arms driven by an :class:`~agents.bandit_core.Exp3Core`.
+
+    EXP3 is the kernel's identity case without the mixture's normalisation: the law is the
+    mixed softmax itself, and the estimate ``y / p(I)`` lands on the played arm alone.
+
+    Args:
+        agent: the learner (``agent.core``, ``agent.core_choices``).
+        first: the observation of the block's first round (the protocol's).
+        losses: (K, S, A) the block's losses.
+        rows: (B,) the loss stream of each run.
+        loss0_of: see :func:`run_exp4_block`.
+
+    Returns:
+        (K, B) int64 actions; the core is left as K rounds of ``sample``/``update`` leave it.
+    """
+    core = agent.core
+    k = len(losses)
+    learn_first = agent.t > 0
+    runs, arms = core.cum_estimate.shape
+    last_advice = np.zeros((runs, arms))
+    q_at_arm = np.ones(runs)
+    if learn_first:
+        chosen = np.asarray(agent.core_choices, dtype=np.int64)
+        last_advice[np.arange(runs), chosen] = 1.0
+        q_at_arm = np.array(core.distribution()[np.arange(runs), chosen])
+    state = BlockState(core.cum_estimate, last_advice, q_at_arm, float(core.gamma))
+    actions, last_q = run_exp4_block(
+        agent, first, None, losses, rows, state=state, loss0_of=loss0_of, scale=0.0,
+        clip=False, normalise=False, rates=block_rates(core, k, learn_first), uses_advice=False,
+    )
+    core.n_updates += k - (not learn_first)
+    core._cache = last_q
+    agent.core_choices = actions[-1].copy()
+    return actions

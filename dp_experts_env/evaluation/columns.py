@@ -1,0 +1,74 @@
+"""A run's rows as columns: how results travel from a worker to the results folder.
+
+A played cell gives tidy rows (one dict per seed and recorded round,
+:func:`~dp_experts_env.evaluation.episode.run_cells`). Per seed (a *run*), the columns whose value
+is the same on every row (agent, env, epsilon, seed, ...) are kept once and the others (round,
+the metrics) as one numpy array each: a unit's results cross a process or Ray boundary as a few
+arrays per run instead of thousands of dicts, and the store serialises them without rebuilding a
+row. :func:`payload` gives exactly the bytes the row-by-row serialisation gave before (arrays hold
+the same Python values: float64 for floats, int64 for ints, bool for bools; anything else stays a
+list), so stored files and ``results.csv`` do not change.
+
+No pandas here: workers import this module.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from dp_experts_env.evaluation.grid import _json_default
+
+__all__ = ["RunColumns", "by_seed", "payload", "run_columns"]
+
+#: ``{"order": [column names], "const": {name: value}, "cols": {name: array or list}, "n": rows}``
+RunColumns = dict[str, Any]
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _as_array(values: list[Any]) -> Any:
+    """``values`` as a numpy array when it round-trips them exactly (``tolist`` gives them back)."""
+    kind = type(values[0])
+    if kind not in (float, int, bool) or any(type(v) is not kind for v in values):
+        return values
+    if kind is int and not all(_INT64[0] <= v <= _INT64[1] for v in values):
+        return values
+    return np.array(values, dtype={float: np.float64, int: np.int64, bool: np.bool_}[kind])
+
+
+def run_columns(rows: list[dict[str, Any]]) -> RunColumns:
+    """One run's rows (dicts with the keys of the first row) as columns.
+
+    A column is constant when every row holds a value of the same type equal to the first
+    (``NaN`` never is: ``NaN != NaN``); the columns are those of the first row, in its order.
+    """
+    order = list(rows[0])
+    const: dict[str, Any] = {}
+    cols: dict[str, Any] = {}
+    for name in order:
+        values = [row.get(name) for row in rows]
+        first = values[0]
+        if all(type(v) is type(first) and v == first for v in values):
+            const[name] = first
+        else:
+            cols[name] = _as_array(values)
+    return {"order": order, "const": const, "cols": cols, "n": len(rows)}
+
+
+def by_seed(rows: list[dict[str, Any]]) -> dict[int, RunColumns]:
+    """A cell's rows split by their ``seed`` (in order of first appearance), as columns."""
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(int(row["seed"]), []).append(row)
+    return {seed: run_columns(seed_rows) for seed, seed_rows in groups.items()}
+
+
+def payload(run: RunColumns) -> bytes:
+    """The stored JSON of a run: ``{"order", "const", "cols"}`` with every column as a list."""
+    cols = {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in run["cols"].items()}
+    data = {"order": run["order"], "const": run["const"], "cols": cols}
+    text = json.dumps(data, separators=(",", ":"), allow_nan=True, default=_json_default)
+    return text.encode()
