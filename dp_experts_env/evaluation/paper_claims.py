@@ -1217,12 +1217,12 @@ ADVICE_T_QUICK = (1_000, 4_000, 16_000)
 # Full-run horizons per learner: each starts where the earlier full run (T = 10^3..6.4 x 10^4)
 # saw the learner leave uniform play's level with its local slopes still falling, and goes as far
 # as the per-round cost allows (docs/reproduce.md, "Horizons"). The batched learner plays its
-# blocks in batch segments (play_bandit_block), which pays for T = 1.024 x 10^6 within the full
-# run's CPU of before (its local slopes at 6.4 x 10^4 .. 5.12 x 10^5: 0.82, 0.83, 0.74, still
-# falling above Thm 10's 2/3). Adding 2.048 x 10^6 settles the claim (holds, 0.683 [0.63, 0.73])
-# but costs 443 s CPU alone against 255 s before: docs/reproduce.md, "Bandit block play".
+# blocks in batch segments (play_bandit_block); its local slopes at 6.4 x 10^4 .. 1.024 x 10^6
+# (0.82, 0.83, 0.74, 0.70) were still falling above Thm 10's 2/3, so the full run goes to
+# 2.048 x 10^6 (horizons fixed before that run; 443 s CPU alone, docs/reproduce.md, "Bandit block
+# play").
 LDP_ADVICE_T = (32_000, 64_000, 128_000, 256_000)
-BATCHED_ADVICE_T = (256_000, 512_000, 1_024_000)
+BATCHED_ADVICE_T = (256_000, 512_000, 1_024_000, 2_048_000)
 
 
 def _advice_claim(
