@@ -35,12 +35,25 @@ from dp_experts_env.privacy.mechanisms import AboveThreshold
 
 __all__ = ["block_supported", "play_rounds", "svt_rounds"]
 
+#: the hooks whose work :func:`svt_rounds` does: an agent whose class replaces one (a subclass,
+#: a test's patch) plays through its hooks instead
+_KERNEL_HOOKS = (
+    "_learn",
+    "_restart",
+    "_reset_windows",
+    "_push_snapshots",
+    "_bernstein_query",
+    "_bernstein_query_dyadic",
+)
+
 
 def block_supported(agent: Any) -> bool:
     """True when :func:`play_rounds` reproduces ``act`` for this agent (else: hook_loop)."""
     detector = getattr(agent, "detector", None)
+    cls = type(agent)
     return (
         jit_enabled()
+        and all(_own_hook(getattr(cls, hook, None), hook) for hook in _KERNEL_HOOKS)
         and agent.window_grid == "dyadic"
         and agent._bernstein
         and plain_fast_backend(agent.noise)
@@ -49,6 +62,14 @@ def block_supported(agent: Any) -> bool:
         and detector.rng is agent.rng
         and detector.max_tops == 1
         and plain_fast_backend(detector.backend)
+    )
+
+
+def _own_hook(method: Any, name: str) -> bool:
+    """True for SVTRestart's own ``name`` (not a subclass's override or a patch)."""
+    return (
+        getattr(method, "__module__", None) == "agents.svt_restart"
+        and getattr(method, "__qualname__", None) == f"SVTRestart.{name}"
     )
 
 

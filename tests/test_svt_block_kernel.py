@@ -153,3 +153,18 @@ def test_block_checks_losses() -> None:
     bad[3, 1, 2] = 1.5
     with pytest.raises(ValueError, match="round 4"):
         agent.play_block(bad)
+
+
+def test_replaced_hook_plays_the_hooks() -> None:
+    """A subclass that replaces a hook the kernel does (here the query) is played by its hooks."""
+    calls = []
+
+    class Counting(SVTRestart):
+        def _bernstein_query_dyadic(self) -> np.ndarray:
+            calls.append(self.t)
+            return super()._bernstein_query_dyadic()
+
+    agent = Counting(N, HORIZON, num_envs=RUNS, seed=[3, 1, 4, 1])
+    assert not svt_kernels.block_supported(agent)
+    agent.play_block(_losses()[:20])
+    assert calls == list(range(1, 20))
