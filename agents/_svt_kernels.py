@@ -120,6 +120,12 @@ def play_rounds(agent: Any, obs: Any) -> np.ndarray:
     max_restarts = -1 if agent.max_restarts is None else int(agent.max_restarts)
     scratch = np.zeros((2, agent.n_experts + 1))
     learner = np.zeros(agent._stored)
+    # the query's pruning bounds (_query): public constants of the boundary
+    offsets, counts = agent._lambda_offsets, agent._col_counts
+    min_offset = np.array([offsets[: int(m)].min() for m in counts])
+    ds_low, ds_high = float(agent._lambda_dslopes.min()), float(agent._lambda_dslopes.max())
+    if agent._lambda_slopes.min() < 0.0 or (agent._betting and ds_low <= 0.0):
+        min_offset[:] = -np.inf  # the bound needs slopes >= 0 and dslopes > 0: no pruning
 
     def run(start: int) -> int:
         return int(
@@ -165,6 +171,9 @@ def play_rounds(agent: Any, obs: Any) -> np.ndarray:
                 agent._query_out,
                 scratch,
                 learner,
+                min_offset,
+                ds_low,
+                ds_high,
             )
         )
 
@@ -237,8 +246,19 @@ def _query(
     c: float,
     scale: float,
     learner: np.ndarray,
+    min_offset: np.ndarray,
+    ds_low: float,
+    ds_high: float,
 ) -> float:
-    """Run r's dyadic Bernstein/betting query: ``SVTRestart._bernstein_query_kernel``'s floats."""
+    """Run r's dyadic Bernstein/betting query: ``SVTRestart._bernstein_query_kernel``'s floats.
+
+    The maximum over (expert, column) elements, each computed as there; an element is skipped
+    when an upper bound of its query lies below the largest query so far by a margin far above
+    rounding: the boundary ``b = min_k (offsets[k] + slopes[k] v + dslopes[k] d)`` is at least
+    ``min_offset[q] + min_k dslopes[k] d`` (slopes > 0, v >= 0, dslopes in [ds_low, ds_high],
+    > 0), so the query ``d - scale (b + c)`` is at most ``d - scale (lb + c)``; a float maximum
+    does not depend on the elements below it, so the result is the same float.
+    """
     n, cols = snap_experts.shape[1], snap_experts.shape[2]
     best = -np.inf
     for q in range(cols):
@@ -250,6 +270,13 @@ def _query(
                 continue
             expert = cj - snap_experts[r, j, q]
             d = learner[q] - expert
+            lb = min_offset[q]
+            if with_d:
+                lb = lb + (ds_low * d if d >= 0.0 else ds_high * d)
+            upper = d - scale * (lb + c)
+            # 1e-9 relative: rounding moves these few operations by ~1e-15 relative
+            if upper + 1e-9 * (abs(d) + scale * (abs(lb) + abs(c)) + 1.0) < best:
+                continue
             v = sj - snap_sq[r, j, q]
             if v < 0.0:
                 v = 0.0
@@ -311,6 +338,9 @@ def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the test
     query_out: np.ndarray,
     scratch: np.ndarray,
     learner: np.ndarray,
+    min_offset: np.ndarray,
+    ds_low: float,
+    ds_high: float,
 ) -> int:
     """Rounds ``start..`` of the block: ``_learn`` then, while no run selects, the play.
 
@@ -365,6 +395,9 @@ def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the test
                     const[r],
                     scale,
                     learner,
+                    min_offset,
+                    ds_low,
+                    ds_high,
                 )
                 query_out[r] = query
                 if not np.isfinite(query):
