@@ -1444,10 +1444,12 @@ class SVTRestart(PrivateAgent):
         return self._expert.copy()
 
     def play_block(self, obs: np.ndarray) -> np.ndarray:
-        """K rounds of :meth:`act` at once: its hooks round by round, the block checked once.
+        """K rounds of :meth:`act` at once: the same actions, state and draws.
 
-        See :func:`agents._kernels.hook_loop` (the same arrays, draws and order as ``act``).
+        Compiled between selections where :func:`agents._svt_kernels.block_supported` (the
+        default dyadic Bernstein/betting query, ``fast`` noise, the JIT on); else the hooks
+        round by round (:func:`agents._kernels.hook_loop`).
         """
-        from agents._kernels import hook_loop
+        from agents._svt_kernels import play_rounds
 
-        return hook_loop(self, obs)
+        return play_rounds(self, obs)

@@ -1,0 +1,492 @@
+"""svt-restart's block play: the rounds between selections in one compiled call, bit for bit.
+
+``SVTRestart.play_block`` runs here when its query is the dyadic Bernstein/betting one (the
+default) on the plain ``fast`` noise backend with the JIT enabled; otherwise it plays the
+rounds through its hooks (:func:`agents._kernels.hook_loop`, the reference).
+
+What a round of ``act`` does, and where it runs here:
+
+* learning (running sums, the window's second statistic, the selection window), the detector's
+  query, the AboveThreshold comparison and restart, the snapshot pushes and a restart's
+  window reset run in :func:`svt_rounds`, run by run (runs never interact), with the per-round
+  path's operations in its order (``+ - *``, min, max and comparisons only, so the compiled
+  floats equal numpy's);
+* the detector's noise: every learning round draws one query and one threshold Laplace
+  variate per run from the agent's main stream, whatever happens (a fixed count), so the
+  block's uniforms are read at once and turned into noise by numpy
+  (:func:`agents._kernels.fast_laplace`: numba's ``log1p`` may differ from numpy's in the
+  last bit);
+* a selection (or an epoch's uniform first expert) draws from the runs' selection streams at
+  rounds that depend on the restarts, so the kernel stops before such a round and the agent's
+  own ``_choose`` plays it (about log2(T) rounds per epoch), then the kernel resumes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from agents._kernels import check_block, fast_laplace, hook_loop, plain_fast_backend
+from agents.base import clip_unit
+from dp_experts_env._jit import helper, jit_enabled, kernel
+from dp_experts_env.batch_rng import BatchRNG
+from dp_experts_env.privacy.mechanisms import AboveThreshold
+
+__all__ = ["block_supported", "play_rounds", "svt_rounds"]
+
+#: the hooks whose work :func:`svt_rounds` does: an agent whose class replaces one (a subclass,
+#: a test's patch) plays through its hooks instead
+_KERNEL_HOOKS = (
+    "_learn",
+    "_restart",
+    "_reset_windows",
+    "_push_snapshots",
+    "_bernstein_query",
+    "_bernstein_query_dyadic",
+)
+
+
+def block_supported(agent: Any) -> bool:
+    """True when :func:`play_rounds` reproduces ``act`` for this agent (else: hook_loop)."""
+    detector = getattr(agent, "detector", None)
+    cls = type(agent)
+    return (
+        jit_enabled()
+        and all(_own_hook(getattr(cls, hook, None), hook) for hook in _KERNEL_HOOKS)
+        and agent.window_grid == "dyadic"
+        and agent._bernstein
+        and plain_fast_backend(agent.noise)
+        and type(detector) is AboveThreshold
+        and type(agent.rng) is BatchRNG
+        and detector.rng is agent.rng
+        and detector.max_tops == 1
+        and plain_fast_backend(detector.backend)
+    )
+
+
+def _own_hook(method: Any, name: str) -> bool:
+    """True for SVTRestart's own ``name`` (not a subclass's override or a patch)."""
+    return (
+        getattr(method, "__module__", None) == "agents.svt_restart"
+        and getattr(method, "__qualname__", None) == f"SVTRestart.{name}"
+    )
+
+
+def _detector_noise(agent: Any, k: int, skip: int) -> tuple[np.ndarray, np.ndarray]:
+    """(K, B) query noise and fresh noisy thresholds of the block's learning rounds.
+
+    Round i >= ``skip`` learns: ``test`` adds ``Lap(2 sigma)`` to the query, then ``restart``
+    draws ``threshold + Lap(sigma)`` for every run: two uniforms per run, in that order.
+    """
+    det = agent.detector
+    b = agent.num_envs
+    query = np.zeros((k, b))
+    fresh = np.zeros((k, b))
+    rounds = k - skip
+    if rounds <= 0:
+        return query, fresh
+    u = agent.rng.random((2 * rounds,)).reshape(b, rounds, 2)
+    sigma = det.sigma
+    if isinstance(sigma, np.ndarray):
+        q_scale, t_scale = (2.0 * sigma)[:, None], sigma[:, None]
+    else:
+        q_scale, t_scale = 2.0 * sigma, sigma
+    query[skip:] = fast_laplace(u[:, :, 0], q_scale).T
+    fresh[skip:] = (det._threshold[:, None] + fast_laplace(u[:, :, 1], t_scale)).T
+    return query, fresh
+
+
+def play_rounds(agent: Any, obs: Any) -> np.ndarray:
+    """K rounds of ``agent.act`` (an :class:`~agents.svt_restart.SVTRestart`): (K, B) actions."""
+    if not block_supported(agent):
+        return hook_loop(agent, obs)
+    losses = np.ascontiguousarray(clip_unit(check_block(agent, obs)))
+    k, b = losses.shape[0], agent.num_envs
+    actions = np.empty((k, b), dtype=np.int64)
+    if k == 0:
+        return actions
+    t0 = agent.t
+    skip = 1 if t0 == 0 else 0
+    qnoise, fresh = _detector_noise(agent, k, skip)
+    det = agent.detector
+    last = (
+        np.zeros(b, dtype=np.int64)
+        if agent.last_actions is None
+        else np.array(agent.last_actions, dtype=np.int64)
+    )
+    clock = np.array([agent._next_min], dtype=np.int64)
+    snap_sq = agent._snap_experts if agent._snap_sq is None else agent._snap_sq
+    max_restarts = -1 if agent.max_restarts is None else int(agent.max_restarts)
+    scratch = np.zeros((2, agent.n_experts + 1))
+    learner = np.zeros(agent._stored)
+    # the query's pruning bounds (_query): public constants of the boundary
+    offsets, counts = agent._lambda_offsets, agent._col_counts
+    min_offset = np.array([offsets[: int(m)].min() for m in counts])
+    ds_low, ds_high = float(agent._lambda_dslopes.min()), float(agent._lambda_dslopes.max())
+    if agent._lambda_slopes.min() < 0.0 or (agent._betting and ds_low <= 0.0):
+        min_offset[:] = -np.inf  # the bound needs slopes >= 0 and dslopes > 0: no pruning
+
+    def run(start: int) -> int:
+        return int(
+            svt_rounds(
+                start,
+                t0,
+                losses,
+                actions,
+                last,
+                qnoise,
+                fresh,
+                clock,
+                agent._cum,
+                agent._cum_sq,
+                agent._window,
+                agent._expert,
+                agent.epoch_start,
+                agent._next_event,
+                agent.restarts,
+                agent._active,
+                max_restarts,
+                agent.mode == "paper",
+                agent._betting,
+                agent._exact_detector,
+                agent._snap_experts,
+                agent._snap_learner,
+                snap_sq,
+                agent._col_empty,
+                agent._col_time,
+                agent._snap_time,
+                agent._snap_count,
+                agent._pow2,
+                agent._store_index,
+                agent._col_counts,
+                agent._lambda_offsets,
+                agent._lambda_slopes,
+                agent._lambda_dslopes,
+                agent._const_runs,
+                agent._scale,
+                det._noisy_threshold,
+                det.halted,
+                det.n_tops,
+                agent._query_out,
+                scratch,
+                learner,
+                min_offset,
+                ds_low,
+                ds_high,
+            )
+        )
+
+    i = run(0)
+    while i < k:  # round i has learned; its choice draws from the selection streams
+        agent.t = t0 + i
+        agent._next_min = int(clock[0])
+        chosen = np.asarray(agent._choose(losses[i]), dtype=np.int64)
+        clock[0] = agent._next_min
+        actions[i] = chosen
+        last[:] = chosen
+        i = run(i + 1)
+    agent._next_min = int(clock[0])
+    agent.t = t0 + k
+    agent.last_actions = actions[-1].copy()
+    return actions
+
+
+@helper
+def _push(
+    r: int,
+    tau: int,
+    t: int,
+    pow2: np.ndarray,
+    store_index: np.ndarray,
+    cum: np.ndarray,
+    cum_sq: np.ndarray,
+    snap_experts: np.ndarray,
+    snap_learner: np.ndarray,
+    snap_sq: np.ndarray,
+    col_time: np.ndarray,
+    col_empty: np.ndarray,
+    snap_time: np.ndarray,
+    snap_count: np.ndarray,
+) -> None:
+    """``SVTRestart._push_snapshots`` for run r (a start at every level with tau % 2^k == 0)."""
+    n = snap_experts.shape[1]
+    levels, slots = store_index.shape
+    for lev in range(levels):
+        if tau % pow2[lev] != 0:
+            continue
+        slot = snap_count[r, lev] % slots
+        col = store_index[lev, slot]
+        if col >= 0:
+            for j in range(n):
+                snap_experts[r, j, col] = cum[j]
+            snap_learner[r, col] = cum[n]
+            for j in range(n):
+                snap_sq[r, j, col] = cum_sq[j]
+            col_time[r, col] = t
+            col_empty[r, col] = False
+        snap_time[r, lev, slot] = t
+        snap_count[r, lev] += 1
+
+
+@helper
+def _query(
+    r: int,
+    cum: np.ndarray,
+    cum_sq: np.ndarray,
+    snap_experts: np.ndarray,
+    snap_learner: np.ndarray,
+    snap_sq: np.ndarray,
+    empty: np.ndarray,
+    counts: np.ndarray,
+    offsets: np.ndarray,
+    slopes: np.ndarray,
+    dslopes: np.ndarray,
+    with_d: bool,
+    c: float,
+    scale: float,
+    learner: np.ndarray,
+    min_offset: np.ndarray,
+    ds_low: float,
+    ds_high: float,
+) -> float:
+    """Run r's dyadic Bernstein/betting query: ``SVTRestart._bernstein_query_kernel``'s floats.
+
+    The maximum over (expert, column) elements, each computed as there; an element is skipped
+    when an upper bound of its query lies below the largest query so far by a margin far above
+    rounding: the boundary ``b = min_k (offsets[k] + slopes[k] v + dslopes[k] d)`` is at least
+    ``min_offset[q] + min_k dslopes[k] d`` (slopes > 0, v >= 0, dslopes in [ds_low, ds_high],
+    > 0), so the query ``d - scale (b + c)`` is at most ``d - scale (lb + c)``; a float maximum
+    does not depend on the elements below it, so the result is the same float.
+    """
+    n, cols = snap_experts.shape[1], snap_experts.shape[2]
+    best = -np.inf
+    for q in range(cols):
+        learner[q] = cum[r, n] - snap_learner[r, q]
+    for j in range(n):
+        cj, sj = cum[r, j], cum_sq[r, j]
+        for q in range(cols):
+            if empty[r, q]:
+                continue
+            expert = cj - snap_experts[r, j, q]
+            d = learner[q] - expert
+            lb = min_offset[q]
+            if with_d:
+                lb = lb + (ds_low * d if d >= 0.0 else ds_high * d)
+            upper = d - scale * (lb + c)
+            # 1e-9 relative: rounding moves these few operations by ~1e-15 relative
+            if upper + 1e-9 * (abs(d) + scale * (abs(lb) + abs(c)) + 1.0) < best:
+                continue
+            v = sj - snap_sq[r, j, q]
+            if v < 0.0:
+                v = 0.0
+            b = offsets[0] + slopes[0] * v
+            if with_d:
+                b = b + dslopes[0] * d
+            for kk in range(1, counts[q]):
+                term = offsets[kk] + slopes[kk] * v
+                if with_d:
+                    term = term + dslopes[kk] * d
+                if term < b:
+                    b = term
+            query = d - scale * (b + c)
+            if query > best:
+                best = query
+    return best
+
+
+@kernel
+def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the tests
+    start: int,
+    t0: int,
+    losses: np.ndarray,
+    actions: np.ndarray,
+    last: np.ndarray,
+    qnoise: np.ndarray,
+    fresh: np.ndarray,
+    clock: np.ndarray,
+    cum: np.ndarray,
+    cum_sq: np.ndarray,
+    window: np.ndarray,
+    expert: np.ndarray,
+    epoch_start: np.ndarray,
+    next_event: np.ndarray,
+    restarts: np.ndarray,
+    active: np.ndarray,
+    max_restarts: int,
+    paper: bool,
+    betting: bool,
+    exact: bool,
+    snap_experts: np.ndarray,
+    snap_learner: np.ndarray,
+    snap_sq: np.ndarray,
+    col_empty: np.ndarray,
+    col_time: np.ndarray,
+    snap_time: np.ndarray,
+    snap_count: np.ndarray,
+    pow2: np.ndarray,
+    store_index: np.ndarray,
+    counts: np.ndarray,
+    offsets: np.ndarray,
+    slopes: np.ndarray,
+    dslopes: np.ndarray,
+    const: np.ndarray,
+    scale: float,
+    noisy_threshold: np.ndarray,
+    halted: np.ndarray,
+    n_tops: np.ndarray,
+    query_out: np.ndarray,
+    scratch: np.ndarray,
+    learner: np.ndarray,
+    min_offset: np.ndarray,
+    ds_low: float,
+    ds_high: float,
+) -> int:
+    """Rounds ``start..`` of the block: ``_learn`` then, while no run selects, the play.
+
+    Returns the first round index whose choice needs ``_choose`` (its learning done; the
+    caller plays it and resumes at the next index), or K when the block is done. ``clock[0]``
+    is ``_next_min``; ``last`` the actions of the previous round.
+    """
+    k, runs, n = losses.shape
+    top_col = store_index[store_index.shape[0] - 1, 0]
+    before = scratch[0]
+    before_sq = scratch[1]
+    for i in range(start, k):
+        t = t0 + i  # the round just played (1-based): _learn's self.t
+        if t > 0:
+            any_top = False
+            any_fired = False
+            for r in range(runs):
+                if paper:
+                    for j in range(n + 1):
+                        before[j] = cum[r, j]
+                    for j in range(n):
+                        before_sq[j] = cum_sq[r, j]
+                played = losses[i, r, last[r]]
+                for j in range(n):
+                    cum[r, j] += losses[i, r, j]
+                cum[r, n] += played
+                for j in range(n):
+                    if betting:
+                        x = losses[i, r, j] - played
+                        if x < 0.0:
+                            x = 0.0
+                        cum_sq[r, j] += x
+                    else:
+                        x = played - losses[i, r, j]
+                        cum_sq[r, j] += x * x
+                for j in range(n):
+                    window[r, j] += losses[i, r, j]
+                tau = t - epoch_start[r] + 1
+                query = _query(
+                    r,
+                    cum,
+                    cum_sq,
+                    snap_experts,
+                    snap_learner,
+                    snap_sq,
+                    col_empty,
+                    counts,
+                    offsets,
+                    slopes,
+                    dslopes,
+                    betting,
+                    const[r],
+                    scale,
+                    learner,
+                    min_offset,
+                    ds_low,
+                    ds_high,
+                )
+                query_out[r] = query
+                if not np.isfinite(query):
+                    query = -1e300
+                if exact:
+                    query = np.nextafter(query, -np.inf)
+                # AboveThreshold.test (one TOP per instance), then restart(fired)
+                top = (query + qnoise[i, r] >= noisy_threshold[r]) and not halted[r]
+                if top:
+                    n_tops[r] += 1
+                    any_top = True
+                fired = top and active[r]
+                if not fired:
+                    _push(
+                        r,
+                        tau,
+                        t,
+                        pow2,
+                        store_index,
+                        cum[r],
+                        cum_sq[r],
+                        snap_experts,
+                        snap_learner,
+                        snap_sq,
+                        col_time,
+                        col_empty,
+                        snap_time,
+                        snap_count,
+                    )
+                    continue
+                any_fired = True
+                noisy_threshold[r] = fresh[i, r]
+                n_tops[r] = 0
+                halted[r] = False
+                # SVTRestart._restart for run r
+                next_event[r] = t + 1
+                restarts[r] += 1
+                if max_restarts >= 0:
+                    active[r] = active[r] and restarts[r] < max_restarts
+                if paper:
+                    epoch_start[r] = t
+                    for j in range(n):
+                        window[r, j] = losses[i, r, j]
+                    origin, origin_sq, origin_time = before, before_sq, t - 1
+                else:
+                    epoch_start[r] = t + 1
+                    for j in range(n):
+                        window[r, j] = 0.0
+                    origin, origin_sq, origin_time = cum[r], cum_sq[r], t
+                # _reset_windows for run r
+                for lev in range(snap_count.shape[1]):
+                    snap_count[r, lev] = 1
+                    snap_time[r, lev, 0] = origin_time
+                for j in range(n):
+                    snap_experts[r, j, top_col] = origin[j]
+                    snap_sq[r, j, top_col] = origin_sq[j]
+                snap_learner[r, top_col] = origin[n]
+                for q in range(col_empty.shape[1]):
+                    col_empty[r, q] = True
+                col_empty[r, top_col] = False
+                col_time[r, top_col] = origin_time
+                if paper:
+                    _push(
+                        r,
+                        1,
+                        t,
+                        pow2,
+                        store_index,
+                        cum[r],
+                        cum_sq[r],
+                        snap_experts,
+                        snap_learner,
+                        snap_sq,
+                        col_time,
+                        col_empty,
+                        snap_time,
+                        snap_count,
+                    )
+            if any_top:
+                for r in range(runs):
+                    if n_tops[r] >= 1:
+                        halted[r] = True
+            # The restart's fresh threshold is kept only where a run fired (done above).
+            if any_fired:
+                clock[0] = t + 1
+        # _choose for round t + 1: nobody starts an epoch or selects before clock[0]
+        if t + 1 >= clock[0]:
+            return i
+        for r in range(runs):
+            actions[i, r] = expert[r]
+            last[r] = expert[r]
+    return k
