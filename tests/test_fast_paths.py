@@ -144,6 +144,8 @@ def test_compiled_regret_update_equals_the_numpy_update(monkeypatch, n_switches,
     pytest.importorskip("numba")
     from dp_experts_env import _regret_kernel
 
+    # Compares the two paths, so it needs the compiled one even when the suite runs on numpy.
+    monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
     monkeypatch.setattr(_regret_kernel, "MIN_ELEMENTS", 1)  # compile even for a small table
     compiled = RegretTracker(4 * copies, 5, n_switches, 40, copies=copies)
     monkeypatch.setenv("DP_EXPERTS_NUMBA", "0")
