@@ -29,6 +29,7 @@ import numpy as np
 
 from agents._kernels import check_block, fast_laplace, hook_loop, plain_fast_backend
 from agents.base import clip_unit
+from agents.svt_restart import _window_bound
 from dp_experts_env._jit import helper, jit_enabled, kernel
 from dp_experts_env.batch_rng import BatchRNG
 from dp_experts_env.privacy.mechanisms import AboveThreshold
@@ -280,15 +281,7 @@ def _query(
             v = sj - snap_sq[r, j, q]
             if v < 0.0:
                 v = 0.0
-            b = offsets[0] + slopes[0] * v
-            if with_d:
-                b = b + dslopes[0] * d
-            for kk in range(1, counts[q]):
-                term = offsets[kk] + slopes[kk] * v
-                if with_d:
-                    term = term + dslopes[kk] * d
-                if term < b:
-                    b = term
+            b = _window_bound(offsets, slopes, dslopes, counts[q], v, d, with_d)
             query = d - scale * (b + c)
             if query > best:
                 best = query

@@ -22,7 +22,7 @@ from agents.limited_updates import (
 )
 from agents.private import PrivateAgent
 from agents.registry import register
-from dp_experts_env._jit import jit_enabled, kernel
+from dp_experts_env._jit import helper, jit_enabled, kernel
 from dp_experts_env._validation import check_choice, check_float, check_int
 from dp_experts_env.batch_rng import BatchRNG
 from dp_experts_env.privacy.declaration import (
@@ -203,6 +203,33 @@ def betting_query_sensitivity(threshold_scale: float) -> float:
     return 2.0 + (ts - 1.0) * extreme
 
 
+@helper
+def _window_bound(
+    offsets: np.ndarray,
+    slopes: np.ndarray,
+    dslopes: np.ndarray,
+    count: int,
+    v: float,
+    d: float,
+    with_d: bool,
+) -> float:
+    """One element's boundary ``min_{k < count} (offsets[k] + slopes[k] v [+ dslopes[k] d])``.
+
+    Shared by the per-round query kernel and svt-restart's block kernel
+    (:mod:`agents._svt_kernels`), so both compute the same floats in the same order.
+    """
+    b = offsets[0] + slopes[0] * v
+    if with_d:
+        b = b + dslopes[0] * d
+    for k in range(1, count):
+        term = offsets[k] + slopes[k] * v
+        if with_d:
+            term = term + dslopes[k] * d
+        if term < b:
+            b = term
+    return b
+
+
 @kernel
 def _bernstein_query_kernel(  # pragma: no cover - compiled; its Python form runs in the tests
     cum: np.ndarray,
@@ -246,15 +273,7 @@ def _bernstein_query_kernel(  # pragma: no cover - compiled; its Python form run
                 v = sj - snap_sq[r, j, q]
                 if v < 0.0:
                     v = 0.0
-                b = offsets[0] + slopes[0] * v
-                if with_d:
-                    b = b + dslopes[0] * d
-                for k in range(1, counts[q]):
-                    term = offsets[k] + slopes[k] * v
-                    if with_d:
-                        term = term + dslopes[k] * d
-                    if term < b:
-                        b = term
+                b = _window_bound(offsets, slopes, dslopes, counts[q], v, d, with_d)
                 query = d - scale * (b + c)
                 if query > best:
                     best = query

@@ -11,6 +11,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
+
+from dp_experts_env.evaluation import EnvEntry, Grid, run_grid
+from dp_experts_env.evaluation import backends as backends_mod
 from dp_experts_env.evaluation.store import CellStore, read_manifest
 
 
@@ -27,3 +31,31 @@ def as_run_files(folder: Path) -> list[Path]:
     for pack in (folder / "cells").glob("unit-*.pack"):
         pack.unlink()
     return written
+
+
+#: The small grid of the results-folder tests (test_unit_files, test_results_trust).
+SHIFT = EnvEntry("DPExperts-Shift-v0", {"n_experts": 3, "horizon": 40, "n_shifts": 1})
+
+
+def grid(**kw) -> Grid:
+    """A two-learner grid on :data:`SHIFT`; keywords replace its fields."""
+    defaults = {"agents": ["uniform", "hedge"], "envs": [SHIFT], "n_seeds": 2, "n_record": 6}
+    return Grid(**{**defaults, **kw})
+
+
+def run(g: Grid, out: Path, **kw) -> pd.DataFrame:
+    """``run_grid`` on the serial backend without progress output."""
+    return run_grid(g, out, backend="serial", progress=False, **kw)
+
+
+def spy_on_played(monkeypatch) -> list[tuple[str, tuple[int, ...]]]:
+    """Record the (agent, seed indices) of every cell actually played (for a fixture)."""
+    calls: list[tuple[str, tuple[int, ...]]] = []
+    real = backends_mod.run_cells
+
+    def spy(cells):
+        calls.extend((cell.agent.name, cell.seed_indices) for cell in cells)
+        return real(cells)
+
+    monkeypatch.setattr(backends_mod, "run_cells", spy)
+    return calls

@@ -25,41 +25,22 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 import pytest
-from _store_files import as_run_files
+from _store_files import as_run_files, grid, run, spy_on_played
 
 import agents
 import dp_experts_env  # noqa: F401 - registers the env ids
 from dp_experts_env import cli
-from dp_experts_env.evaluation import AgentEntry, CellStore, EnvEntry, Grid, make_figures, run_grid
+from dp_experts_env.evaluation import AgentEntry, CellStore, EnvEntry, make_figures
 from dp_experts_env.evaluation import backends as backends_mod
 from dp_experts_env.evaluation import store as store_mod
 from dp_experts_env.evaluation.store import ResultsFolderBusy, folder_lock, load_results
 from dp_experts_env.evaluation.sweep import SweepInterrupted, SweepWriteError
 
-SHIFT = EnvEntry("DPExperts-Shift-v0", {"n_experts": 3, "horizon": 40, "n_shifts": 1})
-
-
-def grid(**kw) -> Grid:
-    defaults = {"agents": ["uniform", "hedge"], "envs": [SHIFT], "n_seeds": 2, "n_record": 6}
-    return Grid(**{**defaults, **kw})
-
-
-def run(g: Grid, out: Path, **kw) -> pd.DataFrame:
-    return run_grid(g, out, backend="serial", progress=False, **kw)
-
 
 @pytest.fixture
 def played(monkeypatch):
-    """Record the (agent, seed indices) of every cell actually played."""
-    calls: list[tuple[str, tuple[int, ...]]] = []
-    real = backends_mod.run_cells
-
-    def spy(cells):
-        calls.extend((cell.agent.name, cell.seed_indices) for cell in cells)
-        return real(cells)
-
-    monkeypatch.setattr(backends_mod, "run_cells", spy)
-    return calls
+    """The (agent, seed indices) of every cell actually played."""
+    return spy_on_played(monkeypatch)
 
 
 def canonical(frame: pd.DataFrame) -> pd.DataFrame:

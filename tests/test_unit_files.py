@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from _store_files import as_run_files
+from _store_files import as_run_files, grid, run, spy_on_played
 
-from dp_experts_env.evaluation import EnvEntry, Grid, load_results, run_grid
+from dp_experts_env.evaluation import EnvEntry, Grid, load_results
 from dp_experts_env.evaluation import backends as backends_mod
 from dp_experts_env.evaluation import store as store_mod
 from dp_experts_env.evaluation.columns import by_seed, payload, run_columns
@@ -28,30 +28,11 @@ from dp_experts_env.evaluation.episode import run_cells
 from dp_experts_env.evaluation.grid import _json_default
 from dp_experts_env.evaluation.store import CellStore, UnsafeResultsFolder
 
-SHIFT = EnvEntry("DPExperts-Shift-v0", {"n_experts": 3, "horizon": 40, "n_shifts": 1})
-
-
-def grid(**kw) -> Grid:
-    defaults = {"agents": ["uniform", "hedge"], "envs": [SHIFT], "n_seeds": 2, "n_record": 6}
-    return Grid(**{**defaults, **kw})
-
-
-def run(g: Grid, out: Path, **kw) -> pd.DataFrame:
-    return run_grid(g, out, backend="serial", progress=False, **kw)
-
 
 @pytest.fixture
 def played(monkeypatch):
     """The (agent, seed indices) of every cell actually played."""
-    calls: list[tuple[str, tuple[int, ...]]] = []
-    real = backends_mod.run_cells
-
-    def spy(cells):
-        calls.extend((cell.agent.name, cell.seed_indices) for cell in cells)
-        return real(cells)
-
-    monkeypatch.setattr(backends_mod, "run_cells", spy)
-    return calls
+    return spy_on_played(monkeypatch)
 
 
 def packs(out: Path) -> list[Path]:
@@ -79,12 +60,12 @@ def test_columns_are_arrays_and_serialise_to_the_bytes_rows_gave():
     for cell, rows in run_cells(cells):
         runs = by_seed(rows)
         assert sorted(runs) == list(cell.seed_indices)
-        for seed, run in runs.items():
+        for seed, columns in runs.items():
             mine = [r for r in rows if r["seed"] == seed]
-            assert payload(run) == _old_payload(mine)
-            assert run["n"] == len(mine)
-            assert run["cols"]["round"].dtype == np.int64
-            assert run["cols"]["dynamic_regret"].dtype == np.float64
+            assert payload(columns) == _old_payload(mine)
+            assert columns["n"] == len(mine)
+            assert columns["cols"]["round"].dtype == np.int64
+            assert columns["cols"]["dynamic_regret"].dtype == np.float64
 
 
 def test_odd_columns_round_trip_exactly():
