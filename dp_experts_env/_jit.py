@@ -39,12 +39,37 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @functools.cache
 def numba_available() -> bool:
-    """True when numba can be imported."""
+    """True when numba can be imported (and, if so, its numpy implementations are loaded)."""
     try:
         import numba  # noqa: F401
     except ImportError:
         return False
+    _load_numpy_implementations()
     return True
+
+
+def _load_numpy_implementations() -> None:
+    """Import ``numba.np.arraymath`` (which numba loads before its first kernel) without BLAS.
+
+    At import, ``numba.np.arraymath`` tries ``scipy.linalg.cython_blas`` (~0.3 s of CPU: it
+    imports ``scipy.linalg``) only to decide whether ``np.correlate``/``np.convolve`` compile to
+    a BLAS dot or to a plain loop; no kernel of the suite calls either. The import is refused
+    while that module loads (``sys.modules[name] = None`` makes ``import name`` raise
+    ImportError) and allowed again at once, so numba's BLAS-backed functions (``np.dot``, ``@``,
+    ``np.linalg``), which import it when they are compiled, still work in this process (tested
+    in tests/test_fixed_cost.py). A process that already imported either module is left alone.
+    """
+    import sys
+
+    blas = "scipy.linalg.cython_blas"
+    if "numba.np.arraymath" in sys.modules or blas in sys.modules:
+        return
+    sys.modules[blas] = None  # type: ignore[assignment]
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        if sys.modules.get(blas, 0) is None:
+            del sys.modules[blas]
 
 
 _NUMPY_ONLY = [0]  # depth of nested numpy_path() blocks in this process

@@ -145,6 +145,39 @@ def test_importing_the_packages_imports_no_scipy_and_no_numba():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_kernels_load_without_scipy_linalg_and_numba_keeps_blas():
+    # numba's numpy implementations would import scipy.linalg (~0.3 s) to look for BLAS; the
+    # suite's kernels never use it, and a BLAS-backed numba function compiled later still works.
+    pytest.importorskip("numba")
+    pytest.importorskip("scipy.linalg")
+    code = (
+        "import sys\n"
+        "import numpy as np\n"
+        "from agents import _kernels\n"
+        "from dp_experts_env import _jit\n"
+        "assert _jit.jit_enabled()\n"
+        "e = np.arange(24.0).reshape(1, 2, 3, 4)\n"
+        "total = np.empty((1, 2, 3))\n"
+        "_kernels.row_sums(e, total)\n"
+        "assert np.array_equal(total, e.sum(axis=-1))\n"
+        "assert 'numba.np.arraymath' in sys.modules\n"
+        "assert 'scipy.linalg' not in sys.modules, 'scipy.linalg imported'\n"
+        "import numba\n"
+        "dot = numba.njit(lambda a, b: np.dot(a, b))\n"
+        "assert dot(np.ones(3), np.arange(3.0)) == 3.0\n"
+        "assert 'scipy.linalg.cython_blas' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, env=_jit_env())
+
+
+def _jit_env() -> dict[str, str]:
+    """This environment without the switches that force the numpy path."""
+    import os
+
+    off = ("DP_EXPERTS_NO_JIT", "DP_EXPERTS_NUMBA")
+    return {k: v for k, v in os.environ.items() if k not in off}
+
+
 def test_a_small_grid_plays_on_the_numpy_path_a_large_one_compiled(monkeypatch):
     from dp_experts_env import _jit
 
