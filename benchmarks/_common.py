@@ -43,9 +43,15 @@ def child_env(root: Path = ROOT) -> dict[str, str]:
     return env
 
 
-def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """The flags every script takes: --quick, --smoke, --budget, --out."""
+def parse_args(
+    description: str,
+    argv: Sequence[str] | None = None,
+    extra: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> argparse.Namespace:
+    """The flags every script takes: --quick, --smoke, --budget, --out (``extra`` adds more)."""
     parser = argparse.ArgumentParser(description=description)
+    if extra is not None:
+        extra(parser)
     parser.add_argument("--quick", action="store_true", help="a smaller sweep (about a minute)")
     parser.add_argument(
         "--smoke", action="store_true", help="the smallest configuration only (for the smoke test)"

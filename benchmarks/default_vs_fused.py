@@ -12,12 +12,23 @@ Three methods, interleaved (``_common.interleaved_rates``), each playing the who
 The ratios are medians of per-round ratios of CPU time. Without ``--quick``/``--smoke`` it also
 times the command itself (``python -m dp_experts_env compare --no-progress``, local backend,
 figures; ``os.wait4`` CPU of the command and its workers): once with a cold kernel cache (the
-numba cache files of this tree deleted first: a fresh install's first run), then with and
-without the JIT, alternated, against the fused grid's CPU.
+numba cache files of this tree deleted first: a fresh install's first run), once on the numpy
+path (``DP_EXPERTS_NO_JIT=1``), then ``--pairs`` times (default 4) alternated with an
+in-process run of the fused grid -- the command's ratio to the fused limit is the median of
+these pairs' ratios -- and as many times at ``--horizon 10`` (the command's fixed cost: the
+grid's cells cost ~nothing there).
+
+Python bytecode: a pip install compiles the package's ``.pyc`` files, an editable install
+writes them on first import; a shell with ``PYTHONDONTWRITEBYTECODE`` set (as on the machine
+these numbers were first taken on) makes every process compile the project's ~100 modules from
+source (~0.4 s of CPU). The command runs are timed as installed, with bytecode cached (the
+variable removed from the child's environment after one warm-up run writes the files);
+``--no-bytecode`` keeps the variable as the shell has it.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -57,13 +68,17 @@ def _numpy_path(step: Any) -> Any:
     return run
 
 
-def _command_cpu(no_jit: bool) -> float:
+def _command_cpu(no_jit: bool, *extra: str, bytecode: bool = True) -> float:
+    """CPU seconds (``os.wait4``: the command and its workers) of one ``compare`` run."""
     env = child_env()
     env.pop("DP_EXPERTS_NO_JIT", None)
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     if no_jit:
         env["DP_EXPERTS_NO_JIT"] = "1"
     with tempfile.TemporaryDirectory() as out:
-        cmd = [sys.executable, "-m", "dp_experts_env", "compare", "--no-progress", "--out", out]
+        cmd = [sys.executable, "-m", "dp_experts_env", "compare", "--no-progress", *extra]
+        cmd += ["--out", out]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -82,8 +97,19 @@ def _clear_kernel_cache() -> int:
     return removed
 
 
+def _flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--pairs", type=int, default=4, help="command runs alternated with the fused grid"
+    )
+    parser.add_argument(
+        "--no-bytecode",
+        action="store_true",
+        help="keep PYTHONDONTWRITEBYTECODE as the shell sets it for the command runs",
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
-    args = parse_args(__doc__ or "", argv)
+    args = parse_args(__doc__ or "", argv, _flags)
     horizon, seeds, rounds = 10_000, 10, 2
     if args.quick:
         horizon, rounds = 2_000, 3
@@ -113,15 +139,27 @@ def main(argv: list[str] | None = None) -> None:
         },
     }
     if not (args.quick or args.smoke):
+        bytecode = not args.no_bytecode
         _clear_kernel_cache()
-        result["command_cold_cache_cpu_seconds"] = _command_cpu(no_jit=False)
-        command: dict[str, list[float]] = {"blocks": [], "per_round": []}
-        for order in (("blocks", "per_round"), ("per_round", "blocks")):
-            for name in order:
-                command[name].append(_command_cpu(no_jit=name == "per_round"))
-        fused = result["cpu_seconds"]["fused"]
-        result["command_cpu_seconds"] = {k: median(v) for k, v in command.items()}
-        result["command_over_fused"] = {k: median(v) / fused for k, v in command.items()}
+        result["command_cold_cache_cpu_seconds"] = _command_cpu(False, bytecode=bytecode)
+        result["bytecode_cached"] = bytecode
+        result["command_per_round_cpu_seconds"] = _command_cpu(True, bytecode=bytecode)
+        command: list[float] = []
+        fused_cpu: list[float] = []
+        fixed: list[float] = []
+        for _ in range(args.pairs):
+            start = time.process_time()
+            fused_grid(cells, horizon, seeds)
+            fused_cpu.append(time.process_time() - start)
+            command.append(_command_cpu(False, bytecode=bytecode))
+            fixed.append(_command_cpu(False, "--horizon", "10", bytecode=bytecode))
+        result["command_cpu_seconds"] = command
+        result["command_fused_cpu_seconds"] = fused_cpu
+        result["command_over_fused"] = median(
+            [c / f for c, f in zip(command, fused_cpu, strict=True)]
+        )
+        result["fixed_cost_cpu_seconds"] = fixed
+        result["fixed_cost_median"] = median(fixed)
     path = write_json("default_vs_fused", result, args.out)
     print(
         _common.table(
@@ -138,9 +176,23 @@ def main(argv: list[str] | None = None) -> None:
         " faster)"
     )
     if "command_over_fused" in result:
+        pairs = ", ".join(
+            f"{c:.2f}/{f:.2f}"
+            for c, f in zip(
+                result["command_cpu_seconds"], result["command_fused_cpu_seconds"], strict=True
+            )
+        )
         print(
-            f"command CPU: {result['command_cpu_seconds']}, over fused: "
-            f"{result['command_over_fused']}"
+            f"command CPU / fused CPU, alternated pairs: {pairs}; median ratio "
+            f"{result['command_over_fused']:.2f}x (target <= 3x); numpy path "
+            f"{result['command_per_round_cpu_seconds']:.2f} s; cold kernel cache "
+            f"{result['command_cold_cache_cpu_seconds']:.2f} s; bytecode cached: "
+            f"{result['bytecode_cached']}"
+        )
+        print(
+            "fixed cost (--horizon 10): "
+            + ", ".join(f"{x:.2f}" for x in result["fixed_cost_cpu_seconds"])
+            + f" s, median {result['fixed_cost_median']:.2f} s (target <= 1.5 s)"
         )
     print(f"wrote {path} at {time.strftime('%H:%M:%S')}")
 
