@@ -17,7 +17,7 @@ Environment:
 
 * ``DP_EXPERTS_NO_JIT=1`` (or the older ``DP_EXPERTS_NUMBA=0``) forces the numpy path.
 * :func:`numpy_path` forces it for a block of code: a grid too small to pay for importing numba
-  and loading its cached kernels (~1.3 s of CPU) plays without them
+  and loading its cached kernels (~0.4 s of CPU) plays without them
   (:func:`dp_experts_env.evaluation.backends.execute`); results are the same either way.
 * Compiled kernels are cached on disk (numba ``cache=True``: next to the source, or numba's
   user-wide cache directory when the source tree is read-only; ``NUMBA_CACHE_DIR`` overrides).

@@ -55,10 +55,11 @@ UnitResult = tuple[Cell, dict[int, Any]]
 #: under a tenth of what the worker does.
 ROUNDS_PER_PROCESS = 20_000_000
 #: Run-rounds below which a grid plays on the numpy path: importing numba and loading its cached
-#: kernels costs ~1.3 s of CPU in a process, which the kernels win back only from about 7e5
-#: run-rounds of the default comparison on (the command at T = 1,000 / 3,000: 3.95 / 5.53 s
-#: CPU compiled against 3.57 / 6.79 s on numpy). Rows are the same on both paths.
-JIT_MIN_WORK = 750_000
+#: kernels costs ~0.4 s of CPU in a process, which the kernels win back from about 1.5e5
+#: run-rounds of the default comparison on (its cells in a fresh process, with bytecode cached:
+#: at T = 100 / 300 / 1,000, i.e. 5e4 / 1.5e5 / 5e5 run-rounds, 0.63 / 0.72 / 0.95 s compiled
+#: against 0.34 / 0.79 / 2.27 s on numpy). Rows are the same on both paths.
+JIT_MIN_WORK = 150_000
 _DEFAULT_HORIZON = 10_000  # assumed for an env whose horizon is neither given nor declared
 
 
