@@ -41,7 +41,6 @@ __all__ = [
     "plain_fast_backend",
     "numpy_sum",
     "dartboard_choices",
-    "lazy_choices",
     "level_sums",
     "logaddexp",
     "mix_round",
@@ -79,7 +78,7 @@ def check_block(agent: Any, obs: Any) -> np.ndarray:
             f"horizon={agent.horizon}; a block of {k} rounds is outside its privacy claim and "
             "tuning; call reset() to start a new episode"
         )
-    flat = arr.reshape(k, -1)
+    flat = arr.reshape(k, b * n)  # (not -1: an empty block has no size to infer)
     ok = (np.minimum.reduce(flat, axis=1) >= 0.0) & (np.maximum.reduce(flat, axis=1) <= 1.0)
     if not ok.all():
         i = int(np.argmin(ok))
@@ -328,50 +327,6 @@ def clip_peel(v, floor, out, masked):  # noqa: ANN001, ANN201
         c = mass / numpy_sum(masked, 0, n)
         for j in range(n):
             out[b, j] = c * row[j] if free[j] else floor
-
-
-@kernel
-def lazy_choices(  # noqa: ANN201
-    decide, blocks, stay_factor, u, fresh, p, max_resamples, expert, resamples, switches,
-    held_loss,
-):  # noqa: ANN001
-    """The lazy samplers' decisions over K rounds (``agents._lazy_sampler``).
-
-    Args:
-        decide: (K,) index of the round's decision in ``blocks`` (-1: no decision that round).
-        blocks: (D, B, N) the block-averaged losses learned at each decision.
-        stay_factor: (D, B, N) ``exp(-c blocks)`` (numpy's exp).
-        u: (D, B, 3) each decision's forced coin, stay coin and draw uniforms.
-        fresh: (D, B) the fresh draw each run would make at each decision.
-        p: (B,) per-run forced-resample probability.
-        max_resamples: (B,) per-run resample budget.
-        expert: (B,) held experts (updated in place).
-        resamples: (B,) resamples made (updated in place).
-        switches: (B,) switch counters (updated in place).
-        held_loss: (B,) the held expert's last block loss (updated in place).
-
-    Returns:
-        (K, B) actions.
-    """
-    rounds = decide.shape[0]
-    runs = expert.shape[0]
-    actions = np.empty((rounds, runs), dtype=np.int64)
-    for k in range(rounds):
-        d = decide[k]
-        for b in range(runs):
-            if d >= 0:
-                held = expert[b]
-                held_loss[b] = blocks[d, b, held]
-                stay = stay_factor[d, b, held]
-                attempt = (u[d, b, 0] < p[b]) or (u[d, b, 1] >= stay)
-                if attempt and resamples[b] < max_resamples[b]:
-                    resamples[b] += 1
-                    new = fresh[d, b]
-                    if new != held:
-                        switches[b] += 1
-                    expert[b] = new
-            actions[k, b] = expert[b]
-    return actions
 
 
 _LOG2 = math.log(2.0)

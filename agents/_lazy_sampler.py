@@ -162,75 +162,55 @@ class LazySampler(PrivateAgent):
         return new
 
     def play_block(self, obs: np.ndarray) -> np.ndarray:
-        """K rounds of :meth:`act` at once (see :mod:`agents._kernels`).
+        """K rounds of :meth:`act` at once (see :mod:`agents._kernels`), bit for bit.
 
-        The block-averaged losses are learned round by round (cheap numpy); the exponential
-        mechanism's laws, stay factors and fresh draws of every decision are computed at once,
-        and the stay-or-move decisions (recursive in the held expert and the budget) run in a
-        compiled kernel. A removed-noise audit rate (``c`` infinite) plays round by round.
+        Round 1's uniform expert is drawn here; every later round, learning and decision alike,
+        runs in one compiled call (:func:`agents._lazy_kernel.lazy_rounds`, its Python form on
+        the numpy path) on the agent's own arrays and one read of the runs' streams (three
+        uniforms per decision). A removed-noise audit rate (``c`` infinite), a rate the
+        exponential mechanism would refuse, or a numpy that does not hand out its ``exp`` loop
+        to compiled code play round by round through ``act``'s hooks.
         """
-        from agents._kernels import categorical_rows, check_block, finish_block, lazy_choices
+        from agents._bandit_kernels import _register_overloads, numpy_loop
+        from agents._kernels import check_block, finish_block, hook_loop
+        from agents._lazy_kernel import lazy_rounds
+        from dp_experts_env._jit import jit_enabled
 
+        b, n, batch, t0 = self.num_envs, self.n_experts, int(self.batch), int(self.t)
+        rate = np.broadcast_to(np.asarray(self._rate(), dtype=np.float64), (b,))
+        # The exponential mechanism's temperature eps / (2 sens), as it computes it.
+        temperature = (2.0 * rate / batch) / (2.0 * (1.0 / batch))
+        compiled = jit_enabled()
+        loop = numpy_loop(np.exp) if compiled else np.zeros(3, dtype=np.int64)
+        finite = np.isfinite(temperature).all() and (rate > 0.0).all()
+        if loop is None or not finite:  # act's refusals and infinite-rate branches, as act runs
+            return hook_loop(self, obs)
         losses = check_block(self, obs)
         k = len(losses)
-        c = self._rate()
-        if k == 0 or (not isinstance(c, np.ndarray) and math.isinf(c)):
-            # Round by round (act advances the clock itself).
-            return np.array([self.act(row) for row in losses], dtype=np.int64).reshape(k, -1)
-        b, n = self.num_envs, self.n_experts
-        t0 = self.t
-        clipped = clip_unit(losses)
-        decide = np.full(k, -1, dtype=np.int64)
-        cum, blocks = [], []
-        for i in range(k):
-            t = t0 + i
-            if t == 0:
-                continue
-            # _learn of round t (everything but the held loss, which the kernel reads).
-            if self.batch == 1:
-                block = clipped[i]
-            else:
-                self._block_sum += clipped[i]
-                if t % self.batch:
-                    continue
-                block = self._block_sum / self.batch
-                self._block_sum = np.zeros_like(self._block_sum)
-            self.cum_loss += block
-            decide[i] = len(blocks)
-            blocks.append(block)
-            cum.append(self.cum_loss.copy())
-        # Uniforms: round 1 draws one (its uniform expert), each decision three.
-        u = self.rng.random((int(t0 == 0) + 3 * len(blocks),))
-        expert = self._expert.copy()
+        if k == 0:
+            return finish_block(self, np.zeros((0, b), dtype=np.int64))
+        # Decisions at the clocks t0 .. t0 + k - 1 that are positive multiples of the batch.
+        first, last = max(t0, 1), t0 + k - 1
+        decisions = max(0, last // batch - (first - 1) // batch)
+        # Round 1 draws one uniform (its uniform expert), each decision three.
+        u = self.rng.random((int(t0 == 0) + 3 * decisions,))
         if t0 == 0:
-            first = np.floor(u[:, 0] * n).astype(np.int64)
-            expert = np.minimum(first, n - 1)
+            self._expert = np.minimum(np.floor(u[:, 0] * n).astype(np.int64), n - 1)
             u = u[:, 1:]
-        draws = np.ascontiguousarray(u.reshape(b, len(blocks), 3).transpose(1, 0, 2))
-        if blocks:
-            block_arr, cum_arr = np.stack(blocks), np.stack(cum)
-            if isinstance(c, np.ndarray):
-                stay_factor = np.exp(-c[None, :, None] * block_arr)
-                temperature = (2.0 * c / self.batch) / (2.0 * (1.0 / self.batch))
-                logits = -temperature[None, :, None] * cum_arr
-                logits -= logits.max(axis=-1, keepdims=True)
-                w = np.exp(logits)
-                probs = w / w.sum(axis=-1, keepdims=True)
-            else:
-                stay_factor = np.exp(-c * block_arr)
-                probs = exponential_mechanism_probabilities(
-                    cum_arr, sensitivity=1.0 / self.batch, epsilon=2.0 * c / self.batch
-                )
-            fresh = categorical_rows(probs, draws[:, :, 2])
-        else:
-            block_arr = stay_factor = np.zeros((0, b, n))
-            fresh = np.zeros((0, b), dtype=np.int64)
-        p = np.broadcast_to(np.asarray(self.p, dtype=np.float64), (b,)).copy()
-        budget = np.broadcast_to(np.asarray(self.max_resamples, dtype=np.int64), (b,)).copy()
+        for name in ("cum_loss", "_block_sum"):
+            setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.float64))
+        expert = np.array(self._expert, dtype=np.int64)
         held = np.array(self._held_loss, dtype=np.float64)
-        actions = lazy_choices(
-            decide, block_arr, stay_factor, draws, fresh, p, budget, expert, self.resamples,
-            self.switches, held,
+        if compiled:
+            _register_overloads()
+        run = lazy_rounds if compiled else lazy_rounds.py_func  # type: ignore[attr-defined]
+        actions = run(
+            np.ascontiguousarray(clip_unit(losses)), t0, batch, self._block_sum, self.cum_loss,
+            held, expert, self.resamples, self.switches, np.ascontiguousarray(-rate),
+            np.ascontiguousarray(-temperature),
+            np.broadcast_to(np.asarray(self.p, dtype=np.float64), (b,)).copy(),
+            np.broadcast_to(np.asarray(self.max_resamples, dtype=np.int64), (b,)).copy(),
+            np.ascontiguousarray(u), loop,
         )
         self._expert = expert
         self._held_loss = held
