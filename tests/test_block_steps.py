@@ -12,6 +12,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from _family_cases import FAMILY_CASES, FAMILY_IDS, family_inputs
+from conftest import use_jit_path
 
 from dp_experts_env.envs.core import SharedStreamError
 from dp_experts_env.regret import RegretTracker
@@ -137,12 +138,7 @@ def test_block_misuse_is_refused():
 def test_tracker_block_update_equals_per_round(
     monkeypatch, jit, n_switches, copies, n_experts, means
 ):
-    if jit:
-        pytest.importorskip("numba")
-        monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
-        monkeypatch.delenv("DP_EXPERTS_NUMBA", raising=False)
-    else:
-        monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+    use_jit_path("compiled" if jit else "numpy", monkeypatch)
     streams, horizon = 4, 40
     runs = streams * copies
     block = RegretTracker(runs, n_experts, n_switches, horizon, copies=copies)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import use_jit_path
 
 import agents
 from dp_experts_env.privacy.noise import ScaledBackend
@@ -83,12 +84,7 @@ def _twins(name: str, setting: str, seed: int, run_epsilons: bool):
 
 
 def _use_path(monkeypatch, jit: bool) -> None:
-    if jit:
-        pytest.importorskip("numba")
-        monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
-        monkeypatch.delenv("DP_EXPERTS_NUMBA", raising=False)
-    else:
-        monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+    use_jit_path("compiled" if jit else "numpy", monkeypatch)
 
 
 CASES = [

@@ -17,6 +17,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import use_jit_path
 
 import agents
 
@@ -90,12 +91,7 @@ def test_the_default_comparisons_baselines_have_play_block():
 @pytest.mark.parametrize("jit", [True, False], ids=["compiled", "numpy"])
 @pytest.mark.parametrize(("name", "epsilon"), CASES, ids=[f"{n}-{e}" for n, e in CASES])
 def test_play_block_equals_act(monkeypatch, jit, name, epsilon):
-    if jit:
-        pytest.importorskip("numba")
-        monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
-        monkeypatch.delenv("DP_EXPERTS_NUMBA", raising=False)
-    else:
-        monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+    use_jit_path("compiled" if jit else "numpy", monkeypatch)
     per_round, blocked = _pair(name, epsilon)
     obs = _losses(per_round.num_envs, per_round.n_experts, seed=len(name))
     t = 0
