@@ -236,12 +236,12 @@ class LimitedUpdates(PrivateAgent):
         """K rounds of :meth:`act` at once: the same actions, state and draws, bit for bit.
 
         Between update times the action is constant and learning is ``_window += clip(loss)``,
-        so the rounds between two update times run as one sequential accumulation
-        (``np.cumsum`` along the rounds, the in-place additions in order); round 1 and every
+        so the rounds between two update times run as one sequential sum over the rounds
+        (:func:`agents._kernels.running_total`: the in-place additions in order); round 1 and every
         update time run ``act``'s own hooks, so the selections draw what ``act`` draws. A
         subclass that overrides a hook plays round by round (:func:`agents._kernels.hook_loop`).
         """
-        from agents._kernels import check_block, hook_loop
+        from agents._kernels import check_block, hook_loop, running_total
 
         cls = type(self)
         if cls._learn is not LimitedUpdates._learn or cls._choose is not LimitedUpdates._choose:
@@ -266,8 +266,7 @@ class LimitedUpdates(PrivateAgent):
                 clipped = clip_unit(losses)
             sums = clipped[i:stop]
             sums[0] += self._window  # window + loss: IEEE addition commutes
-            np.cumsum(sums, axis=0, out=sums)
-            self._window[...] = sums[-1]
+            self._window[...] = running_total(sums)
             actions[i:stop] = self._expert
             self.t += stop - i
             i = stop

@@ -299,14 +299,14 @@ class RandomizedPrefixSoftmax(PrivateAgent):
         """K rounds of :meth:`act` at once: the same actions, state and draws, bit for bit.
 
         Between events the action is constant and learning is ``_prefix_sum += where(position
-        <= prefix_length, clip(loss), 0)``, so those rounds run as one masked sequential
-        accumulation (``np.cumsum`` along the rounds, the in-place additions in order). The
+        <= prefix_length, clip(loss), 0)``, so those rounds run as one masked sequential sum
+        (:func:`agents._kernels.running_total`: the in-place additions in order). The
         events -- round 1, the round that ends a block (its pick and the next prefix draw) and
         a periodic restart -- run ``act``'s own hooks, so they draw what ``act`` draws, in its
         order. A subclass that overrides a hook plays round by round
         (:func:`agents._kernels.hook_loop`).
         """
-        from agents._kernels import check_block, hook_loop
+        from agents._kernels import check_block, hook_loop, running_total
 
         cls = type(self)
         mine = RandomizedPrefixSoftmax
@@ -340,8 +340,7 @@ class RandomizedPrefixSoftmax(PrivateAgent):
             inside = positions[:, None] <= self.prefix_length[None, :]
             sums = np.where(inside[:, :, None], clipped[i:stop], 0.0)
             sums[0] += self._prefix_sum  # sum + loss: IEEE addition commutes
-            np.cumsum(sums, axis=0, out=sums)
-            self._prefix_sum[...] = sums[-1]
+            self._prefix_sum[...] = running_total(sums)
             self._position += plain
             actions[i:stop] = self._expert
             self.t += plain

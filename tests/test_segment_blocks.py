@@ -20,6 +20,7 @@ import pytest
 from conftest import JIT_PATHS, use_jit_path
 
 import agents
+from agents._kernels import running_total
 from agents.limited_updates import LimitedUpdates
 from agents.randomized_prefix import RandomizedPrefixSoftmax
 from dp_experts_env.privacy.noise import ScaledBackend
@@ -53,12 +54,12 @@ SETTINGS: dict[str, dict[str, tuple[dict, list[float] | None]]] = {
 CASES = [(name, setting) for name, table in SETTINGS.items() for setting in table]
 
 
-def _losses(seed: int) -> np.ndarray:
+def _losses(seed: int, runs: int = RUNS, experts: int = EXPERTS) -> np.ndarray:
     rng = np.random.default_rng(seed)
     # Coarse values (ties in the selections' sums) mixed with fine ones (rounding in the sums).
-    coarse = rng.integers(0, 3, size=(HORIZON, RUNS, EXPERTS)) / 2.0
-    fine = rng.random((HORIZON, RUNS, EXPERTS))
-    return np.where(rng.random((HORIZON, RUNS, 1)) < 0.5, coarse, fine)
+    coarse = rng.integers(0, 3, size=(HORIZON, runs, experts)) / 2.0
+    fine = rng.random((HORIZON, runs, experts))
+    return np.where(rng.random((HORIZON, runs, 1)) < 0.5, coarse, fine)
 
 
 def _segments(seed: int) -> list[tuple[str, int]]:
@@ -109,15 +110,15 @@ def _plans() -> list[tuple[int, list[tuple[str, int]]]]:
     return plans + [(10 + i, plan) for i, plan in enumerate(PLANS.values())]
 
 
-def _twins(name: str, setting: str, seed: int) -> list:
+def _twins(name: str, setting: str, seed: int, runs: int, experts: int) -> list:
     kwargs, per_run = SETTINGS[name][setting]
     twins = [
-        agents.make(name, n_experts=EXPERTS, horizon=HORIZON, num_envs=RUNS, seed=seed, **kwargs)
+        agents.make(name, n_experts=experts, horizon=HORIZON, num_envs=runs, seed=seed, **kwargs)
         for _ in range(2)
     ]
     if per_run is not None:
         for agent in twins:
-            assert agent.set_run_epsilons(per_run)
+            assert agent.set_run_epsilons(per_run[:runs])
             agent.reset(seed)
     return twins
 
@@ -136,20 +137,20 @@ def _state(agent) -> dict[str, bytes]:
     return out
 
 
-def _play_against_act(name: str, setting: str) -> None:
+def _play_against_act(name: str, setting: str, runs: int = RUNS, experts: int = EXPERTS) -> None:
     """Play every plan blocked and on a twin with ``act``; compare after every segment."""
     for seed, plan in _plans():
-        per_round, blocked = _twins(name, setting, seed)
-        obs = _losses(seed)
+        per_round, blocked = _twins(name, setting, seed, runs, experts)
+        obs = _losses(seed, runs, experts)
         t = 0
         for kind, k in plan:
             want = np.array([per_round.act(obs[t + i]) for i in range(k)], dtype=np.int64)
-            want = want.reshape(k, RUNS)
+            want = want.reshape(k, runs)
             if kind == "act":
                 got = np.asarray(blocked.act(obs[t]))[None]
             else:
                 got = blocked.play_block(obs[t : t + k])
-                assert got.dtype == np.int64 and got.shape == (k, RUNS)
+                assert got.dtype == np.int64 and got.shape == (k, runs)
             assert got.tobytes() == want.tobytes(), (seed, t, kind, k)
             t += k
             assert blocked.t == per_round.t == t
@@ -167,6 +168,31 @@ def _play_against_act(name: str, setting: str) -> None:
 def test_segment_blocks_equal_act_round_by_round(monkeypatch, path, name, setting):
     use_jit_path(path, monkeypatch)
     _play_against_act(name, setting)
+
+
+@pytest.mark.parametrize("path", JIT_PATHS)
+@pytest.mark.parametrize(
+    ("name", "setting"),
+    [("limited-updates", "rnm-per-run"), ("randomized-prefix-softmax", "none-per-run")],
+)
+def test_one_run_one_expert_blocks_equal_act(monkeypatch, path, name, setting):
+    """A state of one number per run: the sum over rounds must not turn pairwise there."""
+    use_jit_path(path, monkeypatch)
+    _play_against_act(name, setting, runs=1, experts=1)
+
+
+@pytest.mark.parametrize("shape", [(300, 1, 1), (300, 1, 2), (300, 2, 1), (300, 4, 5), (1, 3, 2)])
+def test_running_total_adds_the_rounds_in_order(shape):
+    """``running_total`` equals a loop of in-place ``+=``; numpy's reduce does not, for one number
+    per row (pairwise), the control that shows the check can fail."""
+    rng = np.random.default_rng(7)
+    rows = rng.random(shape) * 10.0 ** rng.integers(-8, 8, size=shape)
+    want = rows[0].copy()
+    for row in rows[1:]:
+        want += row
+    assert running_total(rows).tobytes() == want.tobytes()
+    if shape == (300, 1, 1):
+        assert np.add.reduce(rows, axis=0).tobytes() != want.tobytes()
 
 
 @pytest.mark.parametrize(
