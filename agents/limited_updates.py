@@ -233,10 +233,43 @@ class LimitedUpdates(PrivateAgent):
         return self._expert.copy()
 
     def play_block(self, obs: np.ndarray) -> np.ndarray:
-        """K rounds of :meth:`act` at once: its hooks round by round, the block checked once.
+        """K rounds of :meth:`act` at once: the same actions, state and draws, bit for bit.
 
-        See :func:`agents._kernels.hook_loop` (the same arrays, draws and order as ``act``).
+        Between update times the action is constant and learning is ``_window += clip(loss)``,
+        so the rounds between two update times run as one sequential sum over the rounds
+        (:func:`agents._kernels.running_total`: the in-place additions in order); round 1 and every
+        update time run ``act``'s own hooks, so the selections draw what ``act`` draws. A
+        subclass that overrides a hook plays round by round (:func:`agents._kernels.hook_loop`).
         """
-        from agents._kernels import hook_loop
+        from agents._kernels import check_block, hook_loop, running_total
 
-        return hook_loop(self, obs)
+        cls = type(self)
+        if cls._learn is not LimitedUpdates._learn or cls._choose is not LimitedUpdates._choose:
+            return hook_loop(self, obs)
+        losses = check_block(self, obs)
+        k = len(losses)
+        actions = np.empty((k, self.num_envs), dtype=np.int64)
+        clipped: np.ndarray | None = None
+        i = 0
+        while i < k:
+            rnd = self.t + 1  # the round row i plays
+            if rnd == 1 or is_power_of_two(rnd):  # a draw or a selection: act's hooks
+                if self.t > 0:
+                    self._learn(losses[i])
+                actions[i] = self._choose(losses[i])
+                self.t += 1
+                i += 1
+                continue
+            # Rounds rnd .. up to the next power of two learn and replay the held expert.
+            stop = min(k, i + (1 << rnd.bit_length()) - rnd)
+            if clipped is None:
+                clipped = clip_unit(losses)
+            sums = clipped[i:stop]
+            sums[0] += self._window  # window + loss: IEEE addition commutes
+            self._window[...] = running_total(sums)
+            actions[i:stop] = self._expert
+            self.t += stop - i
+            i = stop
+        if k:
+            self.last_actions = actions[-1].copy()
+        return actions

@@ -296,10 +296,55 @@ class RandomizedPrefixSoftmax(PrivateAgent):
         return self._expert
 
     def play_block(self, obs: np.ndarray) -> np.ndarray:
-        """K rounds of :meth:`act` at once: its hooks round by round, the block checked once.
+        """K rounds of :meth:`act` at once: the same actions, state and draws, bit for bit.
 
-        See :func:`agents._kernels.hook_loop` (the same arrays, draws and order as ``act``).
+        Between events the action is constant and learning is ``_prefix_sum += where(position
+        <= prefix_length, clip(loss), 0)``, so those rounds run as one masked sequential sum
+        (:func:`agents._kernels.running_total`: the in-place additions in order). The
+        events -- round 1, the round that ends a block (its pick and the next prefix draw) and
+        a periodic restart -- run ``act``'s own hooks, so they draw what ``act`` draws, in its
+        order. A subclass that overrides a hook plays round by round
+        (:func:`agents._kernels.hook_loop`).
         """
-        from agents._kernels import hook_loop
+        from agents._kernels import check_block, hook_loop, running_total
 
-        return hook_loop(self, obs)
+        cls = type(self)
+        mine = RandomizedPrefixSoftmax
+        if cls._learn is not mine._learn or cls._choose is not mine._choose:
+            return hook_loop(self, obs)
+        losses = check_block(self, obs)
+        k = len(losses)
+        actions = np.empty((k, self.num_envs), dtype=np.int64)
+        clipped: np.ndarray | None = None
+        periodic = self.restarts == "periodic"
+        i = 0
+        while i < k:
+            t = self.t
+            # Plain rounds from row i: learning that does not end the block, and (periodic)
+            # no restart, which comes at the first t' >= t with t' % window == 0.
+            plain = self._block_length(self.block_index) - self._position - 1
+            if periodic:
+                plain = min(plain, -t % self.window)
+            plain = min(plain, k - i) if t > 0 else 0
+            if plain <= 0:  # an event: act's hooks
+                if t > 0:
+                    self._learn(losses[i])
+                actions[i] = self._choose(losses[i])
+                self.t += 1
+                i += 1
+                continue
+            stop = i + plain
+            if clipped is None:
+                clipped = clip_unit(losses)
+            positions = self._position + 1 + np.arange(plain)
+            inside = positions[:, None] <= self.prefix_length[None, :]
+            sums = np.where(inside[:, :, None], clipped[i:stop], 0.0)
+            sums[0] += self._prefix_sum  # sum + loss: IEEE addition commutes
+            self._prefix_sum[...] = running_total(sums)
+            self._position += plain
+            actions[i:stop] = self._expert
+            self.t += plain
+            i = stop
+        if k:
+            self.last_actions = actions[-1].copy()
+        return actions
