@@ -31,17 +31,16 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import matplotlib.ticker
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
+from matplotlib.transforms import Bbox
 
-matplotlib.use("Agg", force=False)
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.collections import PolyCollection  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from dp_experts_env.evaluation.claims import loglog_slope  # noqa: E402
-from dp_experts_env.evaluation.stats import bootstrap_ci, fit_loglog_slope  # noqa: E402
+from dp_experts_env.evaluation.claims import loglog_slope
+from dp_experts_env.evaluation.stats import bootstrap_ci, fit_loglog_slope
 
 __all__ = [
     "COLUMN_WIDTH",
@@ -114,7 +113,7 @@ def _eps_text(eps: float) -> str:
 COLUMN_WIDTH = 3.5
 FULL_WIDTH = 7.0
 
-#: Matplotlib settings of every figure (applied with ``plt.rc_context`` while drawing and saving).
+#: Matplotlib settings of every figure (``matplotlib.rc_context`` while drawing and saving).
 STYLE: dict[str, Any] = {
     # TrueType (Type 42) fonts in PDF/PS: publishers' checkers reject Type 3 bitmap fonts.
     "pdf.fonttype": 42,
@@ -247,38 +246,144 @@ def _title(env: str) -> str:
     return env.replace("[", "\n[", 1) if "[" in env else env
 
 
-def _legend_below(fig: Figure, handles: list[Any], labels: list[str], width: float) -> None:
-    """One legend under the axes, as many columns as the figure width holds."""
+def _new_figure(width: float, height: float, **subplots: Any) -> tuple[Figure, Any]:
+    """A figure and its axes outside pyplot; call it under ``matplotlib.rc_context(STYLE)``.
+
+    pyplot would register the figure with a manager that has to be closed (and costs its import);
+    a bare :class:`~matplotlib.figure.Figure` is freed like any object. The Agg canvas gives the
+    renderer that measures the legend and the titles for the layout (:func:`_inches`).
+    """
+    fig = Figure(figsize=(width, height))
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(**subplots)
+
+
+def _inches(fig: Figure, artist: Any) -> Bbox:
+    """Extent of ``artist`` in inches from the figure's lower left corner.
+
+    Lays out that artist alone (its text lines, or a legend's entries), not the whole figure.
+    """
+    box = artist.get_window_extent(fig.canvas.get_renderer())
+    return box.transformed(fig.dpi_scale_trans.inverted())
+
+
+#: Blank edge (inches) kept between the figure's border and any text of it.
+_EDGE = 0.05
+#: Smallest size (pt) a title is shrunk to when no wrapping of it fits the width.
+_MIN_TITLE_SIZE = 5.0
+
+
+def _comma_wrapped(text: str, fraction: float) -> str:
+    """``text`` with every line longer than ``fraction`` of the longest broken after commas."""
+    longest = max(len(line) for line in text.split("\n"))
+    room = max(8, int(longest * fraction))
+    lines: list[str] = []
+    for line in text.split("\n"):
+        current = ""
+        for piece in line.replace(",", ",\0").split("\0"):
+            if current and len(current) + len(piece) > room:
+                lines.append(current)
+                current = piece
+            else:
+                current += piece
+        lines.append(current)
+    return "\n".join(lines)
+
+
+def _fit_text(fig: Figure, text: Any, options: list[str], width: float) -> int:
+    """Give ``text`` the first of ``options`` at most ``width`` inches wide; its line count.
+
+    When none fits, the last option is broken after commas and, if still too wide, set in a
+    smaller font (down to :data:`_MIN_TITLE_SIZE`): a title is never cut at the figure's edge.
+    """
+    for option in options:
+        text.set_text(option)
+        measured = _inches(fig, text).width
+        if measured <= width:
+            return option.count("\n") + 1
+    wrapped = _comma_wrapped(options[-1], width / measured)
+    text.set_text(wrapped)
+    measured = _inches(fig, text).width
+    if measured > width:
+        text.set_fontsize(max(_MIN_TITLE_SIZE, text.get_fontsize() * width / measured * 0.98))
+    return wrapped.count("\n") + 1
+
+
+def _legend_below(fig: Figure, handles: list[Any], labels: list[str], width: float) -> Any:
+    """One legend under the axes, as many columns as the figure width holds; the figure grows.
+
+    The figure's height grows by the legend's measured height (the axes keep their size in
+    inches), so that the saved image holds the legend without ``bbox_inches="tight"``.
+    """
     longest = max((len(label) for label in labels), default=10)
     # About 0.05 in per character at 7 pt (measured on the default comparison's legend) plus
-    # 0.45 in for the handle and the spacing.
+    # 0.45 in for the handle and the spacing; checked against the measured width below.
     ncol = max(1, min(len(labels), int(width // (0.05 * longest + 0.45))))
-    fig.legend(
-        handles,
-        labels,
-        loc="upper center",
-        bbox_to_anchor=(0.5, 0.0),
-        ncol=ncol,
-        frameon=False,
-        handlelength=2.6,
-        columnspacing=1.0,
-        labelspacing=0.3,
-    )
+    while True:
+        legend = fig.legend(
+            handles,
+            labels,
+            loc="upper center",
+            bbox_to_anchor=(0.5, 0.0),
+            ncol=ncol,
+            frameon=False,
+            handlelength=2.6,
+            columnspacing=1.0,
+            labelspacing=0.3,
+        )
+        box = _inches(fig, legend)
+        if ncol == 1 or box.width <= fig.get_size_inches()[0] - 2 * _EDGE:
+            break
+        legend.remove()
+        ncol -= 1
+    _room_below(fig, legend, box.height)
+    return legend
+
+
+def _room_below(fig: Figure, legend: Any, legend_height: float) -> None:
+    """Grow the figure at the bottom by a legend's height and put the legend there.
+
+    The axes keep their margins in inches (the subplot parameters are fractions, recomputed for
+    the new height), the suptitle keeps its distance to the top, and the legend's upper edge
+    sits where the figure's bottom edge was (less the legend's ``borderaxespad``).
+    """
+    width, height = fig.get_size_inches()
+    pad = legend.borderaxespad * legend._fontsize / 72  # what the legend keeps off its anchor
+    below = legend_height + pad + _EDGE
+    params = fig.subplotpars
+    bottom, top = params.bottom * height, (1.0 - params.top) * height
+    suptitle = fig._suptitle
+    title_gap = (1.0 - suptitle.get_position()[1]) * height if suptitle is not None else 0.0
+    grown = height + below
+    fig.set_size_inches(width, grown)
+    fig.subplots_adjust(bottom=(bottom + below) / grown, top=1.0 - top / grown)
+    if suptitle is not None:
+        suptitle.set_y(1.0 - title_gap / grown)
+    legend.set_bbox_to_anchor((0.5, below / grown), transform=fig.transFigure)
 
 
 #: Margins (inches) around the axes of the default comparison's figures, set directly instead
 #: of by ``tight_layout``, which lays out every tick label and title once more before the
 #: figure is drawn (~0.1-0.2 s of CPU per figure). Sized for 7-8 pt text: y tick labels of up to
-#: five characters and the y label on the left, tick labels and the x label below, a title line
-#: above each panel; ``bbox_inches="tight"`` on saving trims what is left over (and would grow
-#: the image to fit anything wider).
+#: five characters and the y label on the left, tick labels and the x label below, the title
+#: lines above (titles too wide for the figure are wrapped or shrunk by :func:`_fit_text`); the
+#: legend below is measured and the figure grown to hold it (:func:`_legend_below`). Figures
+#: are saved as laid out, without ``bbox_inches="tight"``, which would draw each figure twice
+#: (once to measure everything, once to render).
 _MARGIN_LEFT, _MARGIN_RIGHT, _MARGIN_BOTTOM, _PANEL_GAP = 0.55, 0.12, 0.4, 0.32
 _LINE = 8 * 1.25 / 72  # one 8 pt text line, in inches
 
 
-def _place_axes(fig: Figure, title_lines: int) -> None:
-    """Margins for axes with a title (``title_lines`` lines of 8 pt text above the top axes)."""
+def _place_axes(fig: Figure, title_lines: int, planned_lines: int | None = None) -> None:
+    """Margins for axes with a title (``title_lines`` lines of 8 pt text above the top axes).
+
+    The figure's height was chosen for ``planned_lines`` title lines (default: as many as it
+    has); a title wrapped onto more lines grows the figure, so the axes keep their height.
+    """
     width, height = fig.get_size_inches()
+    if planned_lines is not None and title_lines > planned_lines:
+        height += (title_lines - planned_lines) * _LINE
+        fig.set_size_inches(width, height)
     top = 0.12 + title_lines * _LINE
     n_cols = max(1, fig.axes[0].get_subplotspec().get_gridspec().ncols) if fig.axes else 1
     inner = width - _MARGIN_LEFT - _MARGIN_RIGHT - (n_cols - 1) * _PANEL_GAP
@@ -289,6 +394,12 @@ def _place_axes(fig: Figure, title_lines: int) -> None:
         top=1.0 - top / height,
         wspace=_PANEL_GAP / (inner / n_cols),
     )
+
+
+def _axes_title_room(width: float) -> float:
+    """Width (inches) a title centred over a single axes placed by :func:`_place_axes` has."""
+    centre = _MARGIN_LEFT + (width - _MARGIN_LEFT - _MARGIN_RIGHT) / 2
+    return 2 * (min(centre, width - centre) - _EDGE)
 
 
 def _private_agents(data: pd.DataFrame) -> set[str]:
@@ -359,8 +470,10 @@ def plot_regret_vs_round(
         epsilons.append(math.inf)  # drawn once, as its own "no noise" panel
     styles = learner_styles(frame["agent"].unique())  # the whole frame: same colours everywhere
     width = COLUMN_WIDTH if len(epsilons) == 1 else FULL_WIDTH
-    with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, len(epsilons), figsize=(width, 2.4), squeeze=False, sharey=True)
+    with matplotlib.rc_context(STYLE):
+        fig, axes = _new_figure(
+            width, 2.4, nrows=1, ncols=len(epsilons), squeeze=False, sharey=True
+        )
         handles: dict[str, Any] = {}
         for ax, eps in zip(axes[0], epsilons, strict=True):
             bands: list[np.ndarray] = []
@@ -416,18 +529,22 @@ def plot_regret_vs_round(
         axes[0][0].set_ylabel(_NICE.get(metric, metric))
         per_panel = "; a panel per ε" if len(epsilons) > 1 else ""
         note = f"mean, {confidence:.0%} bootstrap band{per_panel}; dashed: non-private"
-        # One line across the page; wrapped in a column, where it would widen the figure.
-        title = f"{env}: {note}" if width > COLUMN_WIDTH else f"{_title(env)}\n{note}"
-        fig.suptitle(title, fontsize=8)
-        # the suptitle's lines, a gap, then the panel titles
-        _place_axes(fig, title.count("\n") + 1 + 1 + 1)
+        # One line across the page if it fits, else the env label and the note on lines of
+        # their own (the default comparison's label is too long for one line with the note).
+        options = [f"{_title(env)}\n{note}"]
+        if width > COLUMN_WIDTH:
+            options[:0] = [f"{env}: {note}", f"{env}\n{note}"]
+        lines = _fit_text(fig, fig.suptitle("", fontsize=8), options, width - 2 * _EDGE)
+        # the suptitle's lines, a gap, then the panel titles; the height (2.4 in) was chosen
+        # for one suptitle line at full width and two in a column
+        _place_axes(fig, lines + 1 + 1, (1 if width > COLUMN_WIDTH else 2) + 1 + 1)
         _legend_below(fig, list(handles.values()), list(handles), width)
     return fig
 
 
 def plot_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str = "dynamic_regret") -> Figure:
     """Final regret against epsilon per private agent (privacy-utility curve), column width."""
-    with plt.rc_context(STYLE):
+    with matplotlib.rc_context(STYLE):
         return _draw_regret_vs_epsilon(frame, env, metric)
 
 
@@ -438,7 +555,7 @@ def _draw_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str) -> Figur
     last = data.groupby(["agent", "epsilon", "seed"])["round"].transform("max")
     final = data[data["round"] == last]
     styles = learner_styles(frame["agent"].unique())
-    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 2.6))
+    fig, ax = _new_figure(COLUMN_WIDTH, 2.6)
     # A private learner has at least one finite epsilon; its epsilon = inf run (noise removed)
     # is the right end of its curve, drawn at an "inf" tick past the largest finite epsilon.
     # Each point sits at the epsilon the learner's accountant certifies (a learner that spends
@@ -509,10 +626,11 @@ def _draw_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str) -> Figur
         ax.set_xlim(min(epsilons[0], lowest) / reach, ticks[-1] * reach)
     ax.set_xlabel("certified privacy parameter ε (log scale)")
     ax.set_ylabel(f"final {_NICE.get(metric, metric)}")
+    ax.set_title("")
     title = f"{_title(env)}\nmean, 95% bootstrap CI; dashed: non-private"
-    ax.set_title(title)
+    lines = _fit_text(fig, ax.title, [title], _axes_title_room(COLUMN_WIDTH))
     ax.grid(True)
-    _place_axes(fig, title.count("\n") + 1)
+    _place_axes(fig, lines, 3)  # 2.6 in high for a three-line title
     _legend_below(fig, *ax.get_legend_handles_labels(), COLUMN_WIDTH)
     return fig
 
@@ -541,8 +659,8 @@ def plot_regret_vs_horizon(
     eps_dashes = {}
     for eps in sorted(e for e in final["epsilon"].unique() if math.isfinite(e)):
         eps_dashes[eps] = ("-", (0, (1, 1)), (0, (3, 1, 1, 1)), (0, (6, 2)))[len(eps_dashes) % 4]
-    with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 2.8))
+    with matplotlib.rc_context(STYLE):
+        fig, ax = _new_figure(COLUMN_WIDTH, 2.8)
         anchors = []
         for (agent, eps), group in final.groupby(["agent", "epsilon"], sort=True):
             per_t = {t: g[metric].to_numpy() for t, g in group.groupby("horizon")}
@@ -608,7 +726,9 @@ def plot_regret_vs_horizon(
         ax.set_yscale("log")
         ax.set_xlabel("horizon T")
         ax.set_ylabel(f"final {_NICE.get(metric, metric)}")
-        ax.set_title(f"{env_id}\nmean, 95% CI; lines: power-law fits, slope [95% CI]")
+        ax.set_title("")
+        title = f"{env_id}\nmean, 95% CI; lines: power-law fits, slope [95% CI]"
+        _fit_text(fig, ax.title, [title], COLUMN_WIDTH - 2 * _EDGE)
         ax.grid(True, which="both")
         fig.tight_layout()
         _legend_below(fig, *ax.get_legend_handles_labels(), COLUMN_WIDTH)
@@ -633,8 +753,8 @@ def plot_aggregate(frame: pd.DataFrame, metric: str = "dynamic_regret") -> Figur
         a if not math.isfinite(e) else f"{a} ε={e:g}"
         for a, e in zip(table["agent"], table["epsilon"], strict=True)
     ]
-    with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 0.8 + 0.17 * len(table)))
+    with matplotlib.rc_context(STYLE):
+        fig, ax = _new_figure(COLUMN_WIDTH, 0.8 + 0.17 * len(table))
         for i, row in table.iterrows():
             colour = styles[row["agent"]]["color"]
             ax.plot([row["iqm_low"], row["iqm_high"]], [i, i], color=colour, lw=2.5, alpha=0.6)
@@ -644,9 +764,9 @@ def plot_aggregate(frame: pd.DataFrame, metric: str = "dynamic_regret") -> Figur
         ax.set_yticks(range(len(table)), labels)
         ax.set_ylim(-0.6, len(table) - 0.4)
         ax.set_xlabel(f"normalised score 1 - {_NICE.get(metric, metric)} / uniform's")
-        ax.set_title(
-            f"IQM over {frame['env'].nunique()} envs (filled), mean (hollow), 95% CIs",
-        )
+        ax.set_title("")
+        title = f"IQM over {frame['env'].nunique()} envs (filled), mean (hollow), 95% CIs"
+        _fit_text(fig, ax.title, [title], COLUMN_WIDTH - 2 * _EDGE)
         ax.grid(True, axis="x")
         fig.tight_layout()
     return fig
@@ -684,11 +804,11 @@ def save_figure(
     if not formats or any(f not in FORMATS for f in formats):
         raise ValueError(f"formats must be a non-empty subset of {FORMATS}, got {formats!r}")
     paths = [stem.parent / f"{stem.name}.{fmt}" for fmt in formats]
-    with plt.rc_context(STYLE):  # fonttype is read when the PDF is written
+    with matplotlib.rc_context(STYLE):  # fonttype is read when the PDF is written
         for path in paths:
-            # "tight" keeps the legend placed below the axes inside the saved image.
-            write_figure(fig, path, dpi=PNG_DPI, bbox_inches="tight")
-    plt.close(fig)
+            # As laid out: the figure holds its titles and legend (_legend_below, _fit_text);
+            # bbox_inches="tight" would draw it twice, once to measure and once to render.
+            write_figure(fig, path, dpi=PNG_DPI)
     return paths
 
 
