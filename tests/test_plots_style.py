@@ -297,3 +297,43 @@ def test_aggregate_figure_for_several_envs_only(tmp_path):
     assert plot_aggregate(one_env) is None
     names = [p.name for p in make_figures(one_env, tmp_path / "one")]
     assert not any(n.startswith("aggregate_") for n in names)
+
+
+def test_batched_bands_are_the_per_curve_bootstrap():
+    # The old per-curve computation: gather the resamples, average, take the percentiles.
+    from dp_experts_env.evaluation.plots import _curve_bands
+
+    rng = np.random.default_rng(3)
+    matrices = [rng.normal(size=(r, s)) * 100 for r, s in [(7, 5), (3, 5), (4, 2), (5, 1)]]
+    matrices.append(np.where(rng.random((6, 5)) < 0.2, np.nan, rng.normal(size=(6, 5))))
+    for matrix, (mean, lo, hi) in zip(matrices, _curve_bands(matrices, 0.9, 300, 0), strict=True):
+        n_seeds = matrix.shape[1]
+        assert np.array_equal(mean, matrix.mean(axis=1), equal_nan=True)
+        if n_seeds < 2:
+            assert np.array_equal(lo, mean) and np.array_equal(hi, mean)
+            continue
+        idx = np.random.default_rng(0).integers(0, n_seeds, size=(300, n_seeds))
+        old_lo, old_hi = np.quantile(matrix[:, idx].mean(axis=2), [0.05, 0.95], axis=1)
+        np.testing.assert_allclose(lo, old_lo, rtol=1e-13, atol=1e-12)
+        np.testing.assert_allclose(hi, old_hi, rtol=1e-13, atol=1e-12)
+        assert np.all(lo <= hi + 1e-12) or np.isnan(matrix).any()
+
+
+def test_titles_are_pinned_only_where_the_automatic_place_is_the_top():
+    frame = _rows(horizons=(400,))
+    env = frame["env"].iloc[0]
+    fig = plot_regret_vs_round(frame, env)
+    renderer = fig.canvas.get_renderer()
+    fig.canvas.draw()
+    pinned = [ax.title.get_window_extent(renderer).bounds for ax in fig.axes]
+    assert all(ax._autotitlepos is False for ax in fig.axes)
+    for ax in fig.axes:  # matplotlib's own placement puts them at the same place
+        ax._autotitlepos = None
+    fig.canvas.draw()
+    assert [ax.title.get_window_extent(renderer).bounds for ax in fig.axes] == pinned
+    # Regrets of order 1e7 carry an offset text ("1e7") over the y axis: the titles keep
+    # matplotlib's placement, which lifts them over it.
+    big = frame.assign(dynamic_regret=frame["dynamic_regret"] * 1e7)
+    fig = plot_regret_vs_round(big, env)
+    assert all(ax._autotitlepos is not False for ax in fig.axes)
+    _assert_inside_and_apart(fig, "offset text")
