@@ -337,3 +337,17 @@ def test_titles_are_pinned_only_where_the_automatic_place_is_the_top():
     fig = plot_regret_vs_round(big, env)
     assert all(ax._autotitlepos is not False for ax in fig.axes)
     _assert_inside_and_apart(fig, "offset text")
+
+
+def test_sorted_quantiles_are_numpys():
+    from dp_experts_env.evaluation.plots import _sorted_quantiles
+
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 10, 499, 500):
+        rows = np.sort(rng.normal(size=(50, n)) * 10 ** rng.uniform(-3, 6, size=(50, 1)), axis=1)
+        rows[7, -1] = np.nan  # a row with a missing value: NaN, as np.quantile gives
+        qs = (0.0, 0.025, 0.3, 0.5, 0.975, 1.0)
+        for q, got in zip(qs, _sorted_quantiles(rows, qs), strict=True):
+            expected = np.quantile(rows, q, axis=1)
+            assert np.isnan(got[7]) and np.isnan(expected[7])
+            np.testing.assert_allclose(got, expected, rtol=1e-15, atol=0)

@@ -84,8 +84,8 @@ def _curve_bands(
     per group of curves instead of a (rounds, n_boot, seeds) gather per curve (the same
     resamples, sums in another order: within 1e-15 relative of the gathered means). Curves
     with a missing or infinite value keep the gather, where a seed not drawn cannot turn a
-    mean into NaN (0 x inf). The percentiles of all the curves' resample means are taken in
-    one call; each row's are its own (exactly np.quantile's of that row).
+    mean into NaN (0 x inf). The percentiles of all the curves' resample means are taken at
+    once, from sorted rows (:func:`_sorted_quantiles`).
     """
     out: list[Any] = [None] * len(matrices)
     by_seeds: dict[tuple[int, bool], list[int]] = {}
@@ -107,14 +107,35 @@ def _curve_bands(
             boots = stacked @ (counts.reshape(n_boot, n_seeds).T / n_seeds)
         else:
             boots = stacked[:, idx].mean(axis=2)  # (rounds, n_boot)
-        # Sorted first: the same percentiles (each row's values are the same), but numpy's
-        # sort is ~4x faster than the selection np.quantile runs on unsorted rows.
-        lows, highs = np.quantile(np.sort(boots, axis=1), [tail, 1 - tail], axis=1)
+        lows, highs = _sorted_quantiles(np.sort(boots, axis=1), (tail, 1 - tail))
         ends = np.cumsum([len(mean) for mean in means])[:-1]
         for i, mean, lo, hi in zip(
             members, means, np.split(lows, ends), np.split(highs, ends), strict=True
         ):
             out[i] = (mean, lo, hi)
+    return out
+
+
+def _sorted_quantiles(rows: np.ndarray, qs: tuple[float, ...]) -> list[np.ndarray]:
+    """``np.quantile(rows, q, axis=1)`` (method "linear") of each q, for rows sorted ascending.
+
+    numpy's own interpolation between the two order statistics around ``(n - 1) q`` (the same
+    formula, so the same floats), read off the sorted rows: np.quantile would copy the rows
+    and select the statistics again, ~3x the cost of numpy's sort for the default figure's
+    3,000 rows of 500 resample means. A row holding NaN (sorted last) gives NaN, as there.
+    """
+    n = rows.shape[1]
+    has_nan = np.isnan(rows[:, -1])
+    out = []
+    for q in qs:
+        virtual = (n - 1) * q
+        below = min(int(np.floor(virtual)), n - 1)
+        above = min(below + 1, n - 1)
+        t = virtual - below
+        a, b = rows[:, below], rows[:, above]
+        diff = b - a
+        value = b - diff * (1 - t) if t >= 0.5 else a + diff * t
+        out.append(np.where(has_nan, np.nan, value))
     return out
 
 
