@@ -351,3 +351,17 @@ def test_sorted_quantiles_are_numpys():
             expected = np.quantile(rows, q, axis=1)
             assert np.isnan(got[7]) and np.isnan(expected[7])
             np.testing.assert_allclose(got, expected, rtol=1e-15, atol=0)
+
+
+def test_batched_bootstrap_cis_equal_summary_cis():
+    # The epsilon figure's error bars: the same floats as summary.csv's bootstrap_ci.
+    from dp_experts_env.evaluation.plots import _bootstrap_cis
+    from dp_experts_env.evaluation.stats import bootstrap_ci
+
+    rng = np.random.default_rng(11)
+    groups = [rng.normal(size=n) * 10 ** rng.uniform(-2, 4) for n in (10, 10, 3, 1, 10, 7, 3)]
+    got = _bootstrap_cis(groups)
+    expected = np.array([bootstrap_ci(g) for g in groups])
+    assert np.array_equal(got, expected)
+    many = [rng.normal(size=150) for _ in range(20)]  # several chunks of 6 groups
+    assert np.array_equal(_bootstrap_cis(many), np.array([bootstrap_ci(g) for g in many]))

@@ -139,6 +139,37 @@ def _sorted_quantiles(rows: np.ndarray, qs: tuple[float, ...]) -> list[np.ndarra
     return out
 
 
+def _bootstrap_cis(groups: list[np.ndarray], n_boot: int = 2000) -> np.ndarray:
+    """:func:`~dp_experts_env.evaluation.stats.bootstrap_ci` (mean) of each group: (k, 3).
+
+    The same floats as one call per group (the same draws: a generator seeded 0 per group,
+    the same row means, numpy's percentiles; tests/test_plots_style.py checks equality), for
+    all groups of one size at once: the epsilon figure's 45 points cost one gather, not 45.
+    """
+    out = np.empty((len(groups), 3))
+    by_size: dict[int, list[int]] = {}
+    for i, values in enumerate(groups):
+        by_size.setdefault(len(values), []).append(i)
+    tail = (1.0 - 0.95) / 2.0
+    for size, members in by_size.items():
+        if size == 0:
+            raise ValueError("values must not be empty")
+        idx = np.random.default_rng(0).integers(0, size, size=(n_boot, size))
+        # at most ~2e6 resampled values in memory at once (1,000 seeds: one group at a time)
+        chunk = max(1, 2_000_000 // (n_boot * size))
+        for start in range(0, len(members), chunk):
+            part = members[start : start + chunk]
+            values = np.stack([np.asarray(groups[i], dtype=np.float64) for i in part])
+            # Row means of a 2-D (groups x resamples, size) gather: numpy sums each row as it
+            # does bootstrap_ci's (resamples, size) matrix (a 3-D mean over the last axis
+            # sums in another order).
+            boots = values[:, idx].reshape(-1, size).mean(axis=1).reshape(len(part), n_boot)
+            boots = np.sort(boots, axis=1)
+            out[part, 0] = values.mean(axis=1)
+            out[part, 1], out[part, 2] = _sorted_quantiles(boots, (tail, 1.0 - tail))
+    return out
+
+
 def _round_matrix(group: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
     """Rounds (sorted) and the (rounds, seeds) matrix of ``metric``, seeds in sorted order.
 
@@ -681,15 +712,23 @@ def _draw_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str) -> Figur
     step = min(0.02, 0.12 / max(len(private) - 1, 1))
     references: list[float] = []
     lowest = epsilons[0] if epsilons else 1.0
-    for agent, group in final.groupby("agent", sort=True):
+    learners = list(final.groupby("agent", sort=True))
+    by_eps_of = {
+        agent: sorted(group.groupby("epsilon"), key=lambda item: float(item[0]))
+        for agent, group in learners
+        if agent in private
+    }
+    # The same mean and percentile bootstrap interval as summary.csv, all points at once.
+    points = [g[metric].to_numpy() for by_eps in by_eps_of.values() for _, g in by_eps]
+    all_cis = iter(_bootstrap_cis(points))
+    for agent, group in learners:
         if agent in private:
-            by_eps = sorted(group.groupby("epsilon"), key=lambda item: float(item[0]))
+            by_eps = by_eps_of[agent]
             requested = np.array([float(e) for e, _ in by_eps])
             certified = np.array([_certified(g) for _, g in by_eps])
             xs = np.where(np.isfinite(certified), certified, requested)
             xs = np.where(np.isfinite(xs), xs, x_inf)
-            # The same mean and percentile bootstrap interval as summary.csv.
-            cis = np.array([bootstrap_ci(g[metric].to_numpy()) for _, g in by_eps])
+            cis = np.array([next(all_cis) for _ in by_eps])
             means = cis[:, 0]
             shift = 10.0 ** ((private.index(agent) - (len(private) - 1) / 2) * step)
             bars = ax.errorbar(
