@@ -225,7 +225,15 @@ def _layout_cases():
     # A label too long for one line at full width, and for a column even on two lines.
     long_env = f"{ENV_ID}[gap=0.3,horizon=400,n_experts=10,n_shifts=4,switch_every=25,kind=x]"
     long = frame[frame["env"] == env].assign(env=long_env)
+    # Regrets of 10^4-10^6 have y tick labels wider than the margin was set for, and of 10^8 an
+    # offset text ("1e8") over the y axis, over which the titles are lifted.
+    large = frame[frame["env"] == env].assign(dynamic_regret=frame["dynamic_regret"] * 1e3)
+    huge = frame[frame["env"] == env].assign(dynamic_regret=frame["dynamic_regret"] * 1e6)
     return {
+        "large scale": (plot_regret_vs_round(large, env), FULL_WIDTH),
+        "large scale, epsilon": (plot_regret_vs_epsilon(large, env), COLUMN_WIDTH),
+        "offset text": (plot_regret_vs_round(huge, env), FULL_WIDTH),
+        "offset text, epsilon": (plot_regret_vs_epsilon(huge, env), COLUMN_WIDTH),
         "several": (plot_regret_vs_round(frame, env), FULL_WIDTH),
         "four epsilons": (plot_regret_vs_round(four, four["env"].iloc[0]), FULL_WIDTH),
         "long title": (plot_regret_vs_round(long, long_env), FULL_WIDTH),

@@ -19,6 +19,11 @@ with 7-8 pt text, PDFs embed TrueType (Type 42) fonts, and every learner keeps o
 marker in every figure and every results folder (:func:`learner_style`, a function of the
 learner's name; colour-blind-safe hues). Uniform play, the reference of every score, is a black
 dashed line; other non-private learners are dashed, private ones solid.
+
+Figures are built without pyplot (a bare :class:`~matplotlib.figure.Figure` with an Agg canvas:
+nothing to close) and saved as laid out, without ``bbox_inches="tight"``: each figure holds its
+own titles (wrapped or shrunk to its width) and its legend below the axes (measured, the figure
+grown to fit), so a saved PNG is the figure's own size and is drawn once.
 """
 
 from __future__ import annotations
@@ -473,21 +478,75 @@ def _place_axes(fig: Figure, title_lines: int, planned_lines: int | None = None)
 
     The figure's height was chosen for ``planned_lines`` title lines (default: as many as it
     has); a title wrapped onto more lines grows the figure, so the axes keep their height.
+    An offset text over a y axis (the "1e7" of a large scale), over which matplotlib lifts
+    the titles, takes one line more. The side margins are then checked against the axes' tick
+    labels (:func:`_fit_sides`).
     """
     width, height = fig.get_size_inches()
-    if planned_lines is not None and title_lines > planned_lines:
-        height += (title_lines - planned_lines) * _LINE
-        fig.set_size_inches(width, height)
-    top = 0.12 + title_lines * _LINE
+    planned = title_lines if planned_lines is None else planned_lines
+    for extra in (0, 1):
+        lines = title_lines + extra
+        grown = height + max(0, lines - planned) * _LINE
+        fig.set_size_inches(width, grown)
+        top = 0.12 + lines * _LINE
+        _set_sides(fig, _MARGIN_LEFT, _MARGIN_RIGHT)
+        fig.subplots_adjust(bottom=_MARGIN_BOTTOM / grown, top=1.0 - top / grown)
+        if extra or not any(_has_offset_text(ax) for ax in fig.axes):
+            break
+    _fit_sides(fig)
+
+
+def _has_offset_text(ax: Any) -> bool:
+    """Whether ``ax``'s y axis will show an offset text (its ticks as laid out now)."""
+    _tick_labels(ax.yaxis)  # sets the formatter's locations, hence its offset
+    return bool(ax.yaxis.get_major_formatter().get_offset())
+
+
+def _set_sides(fig: Figure, left: float, right: float) -> None:
+    """Side margins in inches, panels :data:`_PANEL_GAP` apart."""
+    width = fig.get_size_inches()[0]
     n_cols = max(1, fig.axes[0].get_subplotspec().get_gridspec().ncols) if fig.axes else 1
-    inner = width - _MARGIN_LEFT - _MARGIN_RIGHT - (n_cols - 1) * _PANEL_GAP
+    inner = width - left - right - (n_cols - 1) * _PANEL_GAP
     fig.subplots_adjust(
-        left=_MARGIN_LEFT / width,
-        right=1.0 - _MARGIN_RIGHT / width,
-        bottom=_MARGIN_BOTTOM / height,
-        top=1.0 - top / height,
-        wspace=_PANEL_GAP / (inner / n_cols),
+        left=left / width, right=1.0 - right / width, wspace=_PANEL_GAP / (inner / n_cols)
     )
+
+
+def _tick_labels(axis: Any) -> list[str]:
+    """The major tick labels ``axis`` will draw (locator and formatter only, no tick made)."""
+    low, high = sorted(axis.get_view_interval())
+    locs = [loc for loc in axis.get_majorticklocs() if low <= loc <= high]
+    return [str(label) for label in axis.get_major_formatter().format_ticks(locs)]
+
+
+def _fit_sides(fig: Figure) -> None:
+    """Widen a side margin that the y tick labels and label, or the last x tick label, pass.
+
+    The left margin holds y tick labels of up to four characters ("3000", the default
+    comparison's, leave 0.04 in to the edge) and the right one a last x tick label of three
+    ("10k"). Longer ones (regrets of 10,000 and more) are measured: the axes' ticks are laid
+    out (and kept for the drawing), and the margin widened by what passes the figure's edge.
+    """
+    first = [ax for ax in fig.axes if ax.get_subplotspec().is_first_col()]
+    last = [ax for ax in fig.axes if ax.get_subplotspec().is_last_col()]
+    long_y = any(len(label) > 4 for ax in first for label in _tick_labels(ax.yaxis))
+    long_x = any(len((_tick_labels(ax.xaxis) or [""])[-1]) > 3 for ax in last)
+    if not (long_y or long_x):
+        return
+    renderer = fig.canvas.get_renderer()
+    to_inches = fig.dpi_scale_trans.inverted()
+    width = fig.get_size_inches()[0]
+    params = fig.subplotpars
+    left, right = params.left * width, (1.0 - params.right) * width
+    grow_left = grow_right = 0.0
+    if long_y:
+        reach = min(ax.yaxis.get_tightbbox(renderer).transformed(to_inches).x0 for ax in first)
+        grow_left = max(0.0, _EDGE - reach)
+    if long_x:
+        reach = max(ax.xaxis.get_tightbbox(renderer).transformed(to_inches).x1 for ax in last)
+        grow_right = max(0.0, reach - (width - _EDGE))
+    if grow_left or grow_right:
+        _set_sides(fig, left + grow_left, right + grow_right)
 
 
 def _pin_titles(fig: Figure) -> None:
@@ -503,11 +562,8 @@ def _pin_titles(fig: Figure) -> None:
     for ax in fig.axes:
         if not ax.get_title():
             continue
-        formatter = ax.yaxis.get_major_formatter()
-        if isinstance(formatter, matplotlib.ticker.ScalarFormatter):
-            formatter.set_locs(ax.yaxis.get_majorticklocs())
         top = ax.xaxis.get_ticks_position() not in ("bottom", "none")
-        if top or ax.xaxis.get_label_position() == "top" or formatter.get_offset():
+        if top or ax.xaxis.get_label_position() == "top" or _has_offset_text(ax):
             continue
         ax.set_title(ax.get_title(), y=1.0, fontsize=ax.title.get_fontsize())
 
