@@ -78,7 +78,6 @@ def test_regret_vs_round_end_points_equal_the_summary(default_results):
                 assert eps == panel_eps or (agent not in private and math.isinf(eps))
                 y_end = float(np.asarray(line.get_ydata())[-1])
                 assert y_end == pytest.approx(_mean(summary, env, agent, eps), rel=1e-12)
-        matplotlib.pyplot.close(fig)
 
 
 @pytest.mark.slow
@@ -111,7 +110,6 @@ def test_regret_vs_epsilon_points_equal_the_summary_at_the_certified_epsilon(def
     # requests written next to the point.
     texts = [t.get_text() for t in ax.texts]
     assert "requested 0.5, 2, 8, 32" in texts
-    matplotlib.pyplot.close(fig)
 
 
 @pytest.mark.slow
@@ -131,4 +129,3 @@ def test_regret_vs_horizon_points_equal_the_summary(default_results):
     # Fitted slopes carry their bootstrap interval in the legend.
     texts = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any("slope" in t and "[" in t for t in texts)
-    matplotlib.pyplot.close(fig)

@@ -15,6 +15,7 @@ from dp_experts_env.evaluation.plots import (
     PNG_DPI,
     learner_styles,
     make_figures,
+    plot_aggregate,
     plot_regret_vs_epsilon,
     plot_regret_vs_horizon,
     plot_regret_vs_round,
@@ -177,28 +178,119 @@ def test_no_epsilon_figure_for_a_one_epsilon_grid(tmp_path):
     assert sorted(n.rsplit(".", 1)[1] for n in names if n.startswith("epsilon")) == ["pdf", "png"]
 
 
-@pytest.mark.slow
-def test_saved_figures_keep_their_width(tmp_path):
-    # bbox_inches="tight" grows a figure to fit its titles and legend: check the saved PNG.
-    from PIL import Image
+def _drawn_texts(fig):
+    """Every text the renderer draws: titles, labels, tick labels in view, annotations, legends."""
+    texts = [fig._suptitle] if fig._suptitle is not None else []
+    for ax in fig.axes:
+        texts += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label]
+        texts += [ax.xaxis.get_offset_text(), ax.yaxis.get_offset_text()]
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                lo, hi = sorted(axis.get_view_interval())
+                if lo <= tick.get_loc() <= hi:
+                    texts += [tick.label1, tick.label2]
+        texts += list(ax.texts)
+    for legend in fig.legends:
+        texts += legend.get_texts()
+    return [t for t in texts if t.get_visible() and t.get_text().strip()]
 
+
+def _assert_inside_and_apart(fig, name):
+    """Nothing of ``fig`` drawn past its edges, and titles, axes and legend do not overlap.
+
+    Drawn as savefig draws it without bbox_inches="tight": what lies outside is cut off.
+    """
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    edge = fig.bbox
+    texts = _drawn_texts(fig)
+    assert texts
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts]
+    boxes += [("legend", legend.get_window_extent(renderer)) for legend in fig.legends]
+    for label, box in boxes:
+        assert edge.x0 - 0.5 <= box.x0 and box.x1 <= edge.x1 + 0.5, (name, label, box, edge)
+        assert edge.y0 - 0.5 <= box.y0 and box.y1 <= edge.y1 + 0.5, (name, label, box, edge)
+    blocks = [(f"axes {i}", ax.get_tightbbox(renderer)) for i, ax in enumerate(fig.axes)]
+    blocks += [("legend", legend.get_window_extent(renderer)) for legend in fig.legends]
+    if fig._suptitle is not None:
+        blocks.append(("suptitle", fig._suptitle.get_window_extent(renderer)))
+    for (a, box_a), (b, box_b) in itertools.combinations(blocks, 2):
+        assert not box_a.overlaps(box_b), (name, a, box_a, b, box_b)
+
+
+def _layout_cases():
     frame = _rows()
     env = f"{ENV_ID}[horizon=400]"
-    cases = {
+    four = _rows(horizons=(400,), epsilons=(0.5, 2.0, 8.0, 32.0))
+    # A label too long for one line at full width, and for a column even on two lines.
+    long_env = f"{ENV_ID}[gap=0.3,horizon=400,n_experts=10,n_shifts=4,switch_every=25,kind=x]"
+    long = frame[frame["env"] == env].assign(env=long_env)
+    # Regrets of 10^4-10^6 have y tick labels wider than the margin was set for, and of 10^8 an
+    # offset text ("1e8") over the y axis, over which the titles are lifted.
+    large = frame[frame["env"] == env].assign(dynamic_regret=frame["dynamic_regret"] * 1e3)
+    huge = frame[frame["env"] == env].assign(dynamic_regret=frame["dynamic_regret"] * 1e6)
+    return {
+        "large scale": (plot_regret_vs_round(large, env), FULL_WIDTH),
+        "large scale, epsilon": (plot_regret_vs_epsilon(large, env), COLUMN_WIDTH),
+        "offset text": (plot_regret_vs_round(huge, env), FULL_WIDTH),
+        "offset text, epsilon": (plot_regret_vs_epsilon(huge, env), COLUMN_WIDTH),
         "several": (plot_regret_vs_round(frame, env), FULL_WIDTH),
+        "four epsilons": (plot_regret_vs_round(four, four["env"].iloc[0]), FULL_WIDTH),
+        "long title": (plot_regret_vs_round(long, long_env), FULL_WIDTH),
         "one": (plot_regret_vs_round(frame[frame["epsilon"] != 2.0], env), COLUMN_WIDTH),
+        "one, long title": (
+            plot_regret_vs_round(long[long["epsilon"] != 2.0], long_env),
+            COLUMN_WIDTH,
+        ),
         "epsilon": (plot_regret_vs_epsilon(frame, env), COLUMN_WIDTH),
+        "epsilon, long title": (plot_regret_vs_epsilon(long, long_env), COLUMN_WIDTH),
         "horizon": (plot_regret_vs_horizon(frame, ENV_ID), COLUMN_WIDTH),
+        "aggregate": (plot_aggregate(frame), COLUMN_WIDTH),
     }
-    for name, (fig, width) in cases.items():
+
+
+@pytest.mark.slow
+def test_figures_hold_their_titles_and_legend_at_their_width(tmp_path):
+    # Saved as laid out (no bbox_inches="tight"): the PNG is the figure's own size, so the
+    # figure itself must hold every title, label and the legend below the axes, unclipped.
+    from PIL import Image
+
+    for name, (fig, width) in _layout_cases().items():
+        assert fig.get_size_inches()[0] == pytest.approx(width), name
         png = next(p for p in save_figure(fig, tmp_path / name) if p.suffix == ".png")
-        inches = Image.open(png).size[0] / PNG_DPI
-        assert inches <= width * 1.03, (name, inches)
+        expected = np.round(fig.get_size_inches() * PNG_DPI)
+        assert np.abs(np.array(Image.open(png).size) - expected).max() <= 1, (name, expected)
+        _assert_inside_and_apart(fig, name)
+
+
+def test_layout_check_catches_a_clipped_legend():
+    # Control: a legend hanging below the figure's edge (what bbox_inches="tight" used to
+    # rescue) and a title wider than the figure fail the check.
+    fig = plot_regret_vs_round(_rows(), f"{ENV_ID}[horizon=400]")
+    fig.legends[0].set_bbox_to_anchor((0.5, 0.0), transform=fig.transFigure)
+    with pytest.raises(AssertionError, match="legend"):
+        _assert_inside_and_apart(fig, "legend moved")
+    fig = plot_regret_vs_epsilon(_rows(), f"{ENV_ID}[horizon=400]")
+    fig.axes[0].set_title("x" * 120)
+    with pytest.raises(AssertionError, match="xxx"):
+        _assert_inside_and_apart(fig, "wide title")
+
+
+def test_long_titles_are_wrapped_not_widened():
+    frame = _rows(horizons=(400,))
+    long_env = f"{ENV_ID}[gap=0.3,horizon=400,n_experts=10,n_shifts=4,switch_every=25,kind=x]"
+    frame = frame.assign(env=long_env)
+    fig = plot_regret_vs_round(frame, long_env)
+    assert fig.get_size_inches()[0] == pytest.approx(FULL_WIDTH)
+    assert fig._suptitle.get_text() == (
+        f"{long_env}\nmean, 95% bootstrap band; a panel per ε; dashed: non-private"
+    )
+    title = plot_regret_vs_epsilon(frame, long_env).axes[0].get_title()
+    assert title.count("\n") >= 3 and title.replace("\n", "").startswith(ENV_ID)
 
 
 @pytest.mark.slow
 def test_aggregate_figure_for_several_envs_only(tmp_path):
-    from dp_experts_env.evaluation.plots import plot_aggregate
     from dp_experts_env.evaluation.report import aggregate_table
 
     frame = _rows()
@@ -213,3 +305,71 @@ def test_aggregate_figure_for_several_envs_only(tmp_path):
     assert plot_aggregate(one_env) is None
     names = [p.name for p in make_figures(one_env, tmp_path / "one")]
     assert not any(n.startswith("aggregate_") for n in names)
+
+
+def test_batched_bands_are_the_per_curve_bootstrap():
+    # The old per-curve computation: gather the resamples, average, take the percentiles.
+    from dp_experts_env.evaluation.plots import _curve_bands
+
+    rng = np.random.default_rng(3)
+    matrices = [rng.normal(size=(r, s)) * 100 for r, s in [(7, 5), (3, 5), (4, 2), (5, 1)]]
+    matrices.append(np.where(rng.random((6, 5)) < 0.2, np.nan, rng.normal(size=(6, 5))))
+    for matrix, (mean, lo, hi) in zip(matrices, _curve_bands(matrices, 0.9, 300, 0), strict=True):
+        n_seeds = matrix.shape[1]
+        assert np.array_equal(mean, matrix.mean(axis=1), equal_nan=True)
+        if n_seeds < 2:
+            assert np.array_equal(lo, mean) and np.array_equal(hi, mean)
+            continue
+        idx = np.random.default_rng(0).integers(0, n_seeds, size=(300, n_seeds))
+        old_lo, old_hi = np.quantile(matrix[:, idx].mean(axis=2), [0.05, 0.95], axis=1)
+        np.testing.assert_allclose(lo, old_lo, rtol=1e-13, atol=1e-12)
+        np.testing.assert_allclose(hi, old_hi, rtol=1e-13, atol=1e-12)
+        assert np.all(lo <= hi + 1e-12) or np.isnan(matrix).any()
+
+
+def test_titles_are_pinned_only_where_the_automatic_place_is_the_top():
+    frame = _rows(horizons=(400,))
+    env = frame["env"].iloc[0]
+    fig = plot_regret_vs_round(frame, env)
+    renderer = fig.canvas.get_renderer()
+    fig.canvas.draw()
+    pinned = [ax.title.get_window_extent(renderer).bounds for ax in fig.axes]
+    assert all(ax._autotitlepos is False for ax in fig.axes)
+    for ax in fig.axes:  # matplotlib's own placement puts them at the same place
+        ax._autotitlepos = None
+    fig.canvas.draw()
+    assert [ax.title.get_window_extent(renderer).bounds for ax in fig.axes] == pinned
+    # Regrets of order 1e7 carry an offset text ("1e7") over the y axis: the titles keep
+    # matplotlib's placement, which lifts them over it.
+    big = frame.assign(dynamic_regret=frame["dynamic_regret"] * 1e7)
+    fig = plot_regret_vs_round(big, env)
+    assert all(ax._autotitlepos is not False for ax in fig.axes)
+    _assert_inside_and_apart(fig, "offset text")
+
+
+def test_sorted_quantiles_are_numpys():
+    from dp_experts_env.evaluation.plots import _sorted_quantiles
+
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 10, 499, 500):
+        rows = np.sort(rng.normal(size=(50, n)) * 10 ** rng.uniform(-3, 6, size=(50, 1)), axis=1)
+        rows[7, -1] = np.nan  # a row with a missing value: NaN, as np.quantile gives
+        qs = (0.0, 0.025, 0.3, 0.5, 0.975, 1.0)
+        for q, got in zip(qs, _sorted_quantiles(rows, qs), strict=True):
+            expected = np.quantile(rows, q, axis=1)
+            assert np.isnan(got[7]) and np.isnan(expected[7])
+            np.testing.assert_allclose(got, expected, rtol=1e-15, atol=0)
+
+
+def test_batched_bootstrap_cis_equal_summary_cis():
+    # The epsilon figure's error bars: the same floats as summary.csv's bootstrap_ci.
+    from dp_experts_env.evaluation.plots import _bootstrap_cis
+    from dp_experts_env.evaluation.stats import bootstrap_ci
+
+    rng = np.random.default_rng(11)
+    groups = [rng.normal(size=n) * 10 ** rng.uniform(-2, 4) for n in (10, 10, 3, 1, 10, 7, 3)]
+    got = _bootstrap_cis(groups)
+    expected = np.array([bootstrap_ci(g) for g in groups])
+    assert np.array_equal(got, expected)
+    many = [rng.normal(size=150) for _ in range(20)]  # several chunks of 6 groups
+    assert np.array_equal(_bootstrap_cis(many), np.array([bootstrap_ci(g) for g in many]))
