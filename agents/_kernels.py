@@ -53,6 +53,7 @@ __all__ = [
     "tree_block",
     "finish_block",
     "hook_loop",
+    "hook_round",
     "round_uniforms",
     "running_total",
     "shift_by_max",
@@ -102,13 +103,18 @@ def hook_loop(agent: Any, obs: Any) -> np.ndarray:
     losses = check_block(agent, obs)
     actions = np.empty((len(losses), agent.num_envs), dtype=np.int64)
     for i, row in enumerate(losses):
-        if agent.t > 0:
-            agent._learn(row)
-        chosen = np.asarray(agent._choose(row), dtype=np.int64)
-        agent.t += 1
-        agent.last_actions = chosen
-        actions[i] = chosen
+        actions[i] = hook_round(agent, row)
     return actions
+
+
+def hook_round(agent: Any, row: np.ndarray) -> np.ndarray:
+    """One round of ``act`` through the agent's hooks (``row`` checked already): its actions."""
+    if agent.t > 0:
+        agent._learn(row)
+    chosen = np.asarray(agent._choose(row), dtype=np.int64)
+    agent.t += 1
+    agent.last_actions = chosen
+    return chosen
 
 
 def finish_block(agent: Any, actions: np.ndarray) -> np.ndarray:

@@ -241,7 +241,7 @@ class LimitedUpdates(PrivateAgent):
         update time run ``act``'s own hooks, so the selections draw what ``act`` draws. A
         subclass that overrides a hook plays round by round (:func:`agents._kernels.hook_loop`).
         """
-        from agents._kernels import check_block, hook_loop, running_total
+        from agents._kernels import check_block, hook_loop, hook_round, running_total
 
         cls = type(self)
         if cls._learn is not LimitedUpdates._learn or cls._choose is not LimitedUpdates._choose:
@@ -254,10 +254,7 @@ class LimitedUpdates(PrivateAgent):
         while i < k:
             rnd = self.t + 1  # the round row i plays
             if rnd == 1 or is_power_of_two(rnd):  # a draw or a selection: act's hooks
-                if self.t > 0:
-                    self._learn(losses[i])
-                actions[i] = self._choose(losses[i])
-                self.t += 1
+                actions[i] = hook_round(self, losses[i])
                 i += 1
                 continue
             # Rounds rnd .. up to the next power of two learn and replay the held expert.

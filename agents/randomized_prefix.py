@@ -306,7 +306,7 @@ class RandomizedPrefixSoftmax(PrivateAgent):
         order. A subclass that overrides a hook plays round by round
         (:func:`agents._kernels.hook_loop`).
         """
-        from agents._kernels import check_block, hook_loop, running_total
+        from agents._kernels import check_block, hook_loop, hook_round, running_total
 
         cls = type(self)
         mine = RandomizedPrefixSoftmax
@@ -327,10 +327,7 @@ class RandomizedPrefixSoftmax(PrivateAgent):
                 plain = min(plain, -t % self.window)
             plain = min(plain, k - i) if t > 0 else 0
             if plain <= 0:  # an event: act's hooks
-                if t > 0:
-                    self._learn(losses[i])
-                actions[i] = self._choose(losses[i])
-                self.t += 1
+                actions[i] = hook_round(self, losses[i])
                 i += 1
                 continue
             stop = i + plain
