@@ -200,7 +200,9 @@ def test_released_batch_means_carry_the_claimed_laplace_noise(cls):
     tau, b = 4, 5000
     advice = np.broadcast_to(np.eye(K), (tau, K, K))
     losses = np.full((tau, K), 0.25)
-    agent = cls(K, tau, n_arms=K, tau=tau, epsilon=0.5, base="exp3", gamma=0.1, num_envs=b)
+    # A fixed seed: unseeded, the median check below failed about once in 2,500 runs (its
+    # standard error is 1.4% of the scale against a 5% bound) -- once in CI.
+    agent = cls(K, tau, n_arms=K, tau=tau, epsilon=0.5, base="exp3", gamma=0.1, num_envs=b, seed=0)
     seen = capture_releases(agent)
     rollout(agent, losses, advice=advice, flush=True)
     ((_, released, _),) = seen
