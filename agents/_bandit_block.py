@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from agents._kernels import hook_round
 from agents.base import BanditObs
 from dp_experts_env.batch_rng import _OPEN_HIGH, _OPEN_LOW
 
@@ -87,14 +88,8 @@ def play_rounds(
             actions[i] = agent.act(round_obs(first, advice, losses, rows, actions, i))
 
 
-def lean_act(agent: Any, obs: BanditObs) -> np.ndarray:
-    """:meth:`Agent.act` on a parsed batch observation, without its checks (same steps)."""
-    if agent.t > 0:
-        agent._learn(obs)
-    chosen = np.asarray(agent._choose(obs), dtype=np.int64)
-    agent.t += 1
-    agent.last_actions = chosen
-    return chosen
+#: :meth:`Agent.act` on a parsed batch observation, without its checks: the hooks' round.
+lean_act = hook_round
 
 
 def segment_starts(t0: int, k: int, tau: int, last_update: int) -> list[int]:

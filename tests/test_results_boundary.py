@@ -19,11 +19,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from _store_files import as_run_files
+from _store_files import as_run_files, spy_on_played
 
 from dp_experts_env import cli
 from dp_experts_env.evaluation import EnvEntry, Grid, run_grid
-from dp_experts_env.evaluation import backends as backends_mod
 from dp_experts_env.evaluation import grid as grid_mod
 from dp_experts_env.evaluation import store as store_mod
 from dp_experts_env.evaluation import sweep as sweep_mod
@@ -62,15 +61,7 @@ def outside(tmp_path):
 
 @pytest.fixture
 def played(monkeypatch):
-    calls: list[tuple[str, tuple[int, ...]]] = []
-    real = backends_mod.run_cells
-
-    def spy(cells):
-        calls.extend((cell.agent.name, cell.seed_indices) for cell in cells)
-        return real(cells)
-
-    monkeypatch.setattr(backends_mod, "run_cells", spy)
-    return calls
+    return spy_on_played(monkeypatch)
 
 
 def edit_module(monkeypatch, module: str) -> None:
