@@ -39,6 +39,8 @@ EXPECTED = {
     "bandit_kernels": {"rows", "horizon", "reps", "machine"},
     "default_vs_fused": {"cpu_seconds", "blocks_over_fused", "per_round_over_fused",
                          "per_round_over_blocks", "ns_per_run_round", "n_cells", "machine"},
+    "fixed_cost": {"median_cpu_seconds", "floor", "floor_without_pandas", "suite_over_floor",
+                   "target_seconds", "machine"},
     "ray_overhead": {"serial_cpu_seconds", "ray_cpu_seconds", "overhead_per_cell_seconds",
                      "ray_startup_cpu_seconds", "rows_identical", "transport_rows_bytes",
                      "transport_columns_bytes", "machine"},
@@ -81,6 +83,7 @@ SLOW_SCRIPTS = {
     "bandit_play_block",
     "bandit_kernels",
     "ray_overhead",
+    "fixed_cost",
 }
 
 #: scripts smoked by their own test module instead (with their own assertions)

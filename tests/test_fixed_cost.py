@@ -245,3 +245,33 @@ def test_round_matrix_equals_pivot_table():
         rounds, matrix = _round_matrix(group, "m")
         assert np.array_equal(rounds, table.index.to_numpy()), name
         assert np.array_equal(matrix, table.to_numpy(), equal_nan=True), name
+
+
+def test_cached_seeds_and_ids_equal_the_uncached_derivation():
+    """derive_seed's memo and Cell.cell_id's cache give what a fresh computation gives."""
+    import hashlib
+    import zlib
+
+    from dp_experts_env.evaluation.grid import Cell, _canonical, derive_seed
+
+    def uncached(base: int, *key: object) -> int:
+        words = [base] + [
+            int(k) if isinstance(k, int) else zlib.crc32(str(k).encode()) for k in key
+        ]
+        state = np.random.SeedSequence(words).generate_state(1, np.uint64)[0]
+        return int(state >> np.uint64(1))
+
+    keys = [(0, "env", "A", 3), (1, "env", "A", 3), (0, "agent", "A", "0.5", 3), (0, "env", 7)]
+    for _ in range(2):  # the second pass is served from the memo
+        seeds = [derive_seed(*k) for k in keys]
+        assert seeds == [uncached(*k) for k in keys]
+    assert len(set(seeds)) == len(seeds)  # the memo keys on the base seed and every part
+
+    cell = default_grid(horizon=10, seeds=3).cells()[0]
+    first = cell.cell_id
+    assert first == cell.cell_id == Cell.from_dict(cell.to_dict()).cell_id
+    assert first.endswith(hashlib.sha1(_canonical(cell.to_dict()).encode()).hexdigest()[:16])
+    other = cell.with_seeds([0, 1])  # a new cell: its own id, not the cached one
+    assert other.cell_id != first and other.cell_id == Cell.from_dict(other.to_dict()).cell_id
+    assert cell.agent.key == AgentEntry(cell.agent.name, dict(cell.agent.params)).key
+    assert cell.env.key == EnvEntry(cell.env.id, dict(cell.env.params)).key

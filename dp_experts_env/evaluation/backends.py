@@ -472,7 +472,9 @@ class CellCompletion:
     """
 
     def __init__(self, cells: Sequence[Cell]) -> None:
-        self._by_seed = {(_seedless(c), i): c for c in cells for i in c.seed_indices}
+        self._by_seed = {
+            (seedless, i): c for c in cells for seedless in [_seedless(c)] for i in c.seed_indices
+        }
         self._left = {c.cell_id: len(c.seed_indices) for c in cells}
 
     def whole(self, part: Cell) -> Cell:

@@ -305,15 +305,16 @@ def _run_locked(
         keys: dict[tuple[str, int], tuple[int, dict, str]] = {}  # (cell, seed) -> its run
         for cell in grid.cells():
             missing = []
+            cell_id = cell.cell_id
             for seed, key, run_id in store.runs(cell):
-                keys[cell.cell_id, seed] = (seed, key, run_id)
+                keys[cell_id, seed] = (seed, key, run_id)
                 run_ids.append(run_id)
                 _, problem = store.check(run_id, key)
                 if problem == "":
                     counts["before"] += 1
                     continue
                 if problem != "missing":
-                    problems.setdefault(problem, []).append(f"cell {cell.cell_id} seed {seed}")
+                    problems.setdefault(problem, []).append(f"cell {cell_id} seed {seed}")
                 missing.append(seed)
             if missing:
                 todo.append(cell.with_seeds(missing))
