@@ -15,42 +15,19 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
+from _block_rows import assert_same_rows, rows_on_path
 from _family_cases import FAMILY_CASES, case_id, family_inputs
 
 from dp_experts_env.evaluation.episode import (
     _as_seen_alone,
     group_key,
     play_shared,
-    run_cells,
     uses_blocks,
 )
 from dp_experts_env.evaluation.grid import AgentEntry, EnvEntry, Grid
 
 ADVICE = EnvEntry("DPExperts-BanditAdvice-v0", {"horizon": 150})
 BANDIT = EnvEntry("DPExperts-Bandit-v0", {"horizon": 150})
-
-
-def _rows(cells, monkeypatch, jit: bool):
-    if jit:
-        monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
-        monkeypatch.delenv("DP_EXPERTS_NUMBA", raising=False)
-    else:
-        monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
-    groups: dict = {}
-    for cell in cells:
-        groups.setdefault(group_key(cell), []).append(cell)
-    return [row for group in groups.values() for _, rows in run_cells(group) for row in rows]
-
-
-def _same_rows(a, b) -> None:
-    assert len(a) == len(b) and a
-    for x, y in zip(a, b, strict=True):
-        assert x.keys() == y.keys()
-        for key in x:
-            same = x[key] == y[key] or (
-                isinstance(x[key], float) and math.isnan(x[key]) and math.isnan(y[key])
-            )
-            assert same, (x["agent"], x["round"], key, x[key], y[key])
 
 
 def _grid(env: EnvEntry, names: list[str], epsilons=(1.0, 4.0, math.inf)) -> Grid:
@@ -75,8 +52,8 @@ def test_bandit_rows_are_the_same_in_blocks(env, names, monkeypatch):
     pytest.importorskip("numba")
     cells = _grid(env, names).cells()
     assert len({group_key(c) for c in cells}) == 1  # one shared episode (copies)
-    blocks = _rows(cells, monkeypatch, True)
-    _same_rows(blocks, _rows(cells, monkeypatch, False))
+    blocks = rows_on_path(cells, monkeypatch, True)
+    assert_same_rows(blocks, rows_on_path(cells, monkeypatch, False))
     assert {row["static_pseudo_regret"] for row in blocks} != {0.0}  # the game was played
 
 

@@ -11,34 +11,12 @@ import math
 
 import gymnasium as gym
 import pytest
+from _block_rows import assert_same_rows, rows_on_path
 
 from dp_experts_env._jit import numba_available
 from dp_experts_env.evaluation.defaults import default_grid
-from dp_experts_env.evaluation.episode import group_key, run_cells, uses_blocks
+from dp_experts_env.evaluation.episode import uses_blocks
 from dp_experts_env.evaluation.grid import AgentEntry, EnvEntry, Grid
-
-
-def _rows(cells, monkeypatch, jit: bool):
-    if jit:
-        monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
-        monkeypatch.delenv("DP_EXPERTS_NUMBA", raising=False)
-    else:
-        monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
-    groups: dict = {}
-    for cell in cells:
-        groups.setdefault(group_key(cell), []).append(cell)
-    return [row for group in groups.values() for _, rows in run_cells(group) for row in rows]
-
-
-def _same_rows(a, b) -> None:
-    assert len(a) == len(b) and a
-    for x, y in zip(a, b, strict=True):
-        assert x.keys() == y.keys()
-        for key in x:
-            same = x[key] == y[key] or (
-                isinstance(x[key], float) and math.isnan(x[key]) and math.isnan(y[key])
-            )
-            assert same, (x["agent"], x["round"], key, x[key], y[key])
 
 
 @pytest.mark.slow
@@ -46,7 +24,9 @@ def test_default_comparison_rows_are_the_same_in_blocks(monkeypatch):
     pytest.importorskip("numba")
     grid = default_grid(horizon=300, seeds=2, epsilons=(2.0, math.inf))
     cells = grid.cells()
-    _same_rows(_rows(cells, monkeypatch, True), _rows(cells, monkeypatch, False))
+    assert_same_rows(
+        rows_on_path(cells, monkeypatch, True), rows_on_path(cells, monkeypatch, False)
+    )
 
 
 def test_baselines_rows_are_the_same_in_blocks(monkeypatch):
@@ -65,7 +45,9 @@ def test_baselines_rows_are_the_same_in_blocks(monkeypatch):
         ],
     )
     cells = grid.cells()
-    _same_rows(_rows(cells, monkeypatch, True), _rows(cells, monkeypatch, False))
+    assert_same_rows(
+        rows_on_path(cells, monkeypatch, True), rows_on_path(cells, monkeypatch, False)
+    )
 
 
 def test_adaptive_envs_and_the_numpy_path_take_no_blocks(monkeypatch):
@@ -87,7 +69,9 @@ def test_an_adaptive_grid_gives_the_same_rows(monkeypatch):
         n_seeds=2,
     )
     cells = grid.cells()
-    _same_rows(_rows(cells, monkeypatch, True), _rows(cells, monkeypatch, False))
+    assert_same_rows(
+        rows_on_path(cells, monkeypatch, True), rows_on_path(cells, monkeypatch, False)
+    )
 
 
 def _traced_peak(horizon: int) -> int:
