@@ -9,16 +9,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from conftest import use_jit_path
+
 
 def rows_on_path(cells: list, monkeypatch: Any, jit: bool) -> list[dict]:
     """Every row of ``cells``, played in their episode groups with the JIT on or off."""
     from dp_experts_env.evaluation.episode import group_key, run_cells
 
-    if jit:
-        monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
-        monkeypatch.delenv("DP_EXPERTS_NUMBA", raising=False)
-    else:
-        monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+    use_jit_path("compiled" if jit else "numpy", monkeypatch)
     groups: dict = {}
     for cell in cells:
         groups.setdefault(group_key(cell), []).append(cell)

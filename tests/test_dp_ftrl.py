@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import rollout
+from conftest import rollout, use_jit_path
 
 import agents
 import dp_experts_env  # noqa: F401  (registers the env ids)
@@ -107,10 +107,7 @@ def test_compiled_tree_block_is_the_per_round_tree(monkeypatch, epsilons):
     losses[losses < 0.2] = 0.0
     states = []
     for jit in (True, False):
-        if jit:
-            monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
-        else:
-            monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+        use_jit_path("compiled" if jit else "numpy", monkeypatch)
         eps = 1.0 if epsilons is None or len(epsilons) > 1 else epsilons[0]
         agent = agents.make(
             "dp-ftrl-tree", n_experts=4, horizon=200, num_envs=3, seed=4, epsilon=eps

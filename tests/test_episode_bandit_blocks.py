@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from _block_rows import assert_same_rows, rows_on_path
 from _family_cases import FAMILY_CASES, case_id, family_inputs
+from conftest import use_jit_path
 
 from dp_experts_env.evaluation.episode import (
     _as_seen_alone,
@@ -60,10 +61,7 @@ def test_bandit_rows_are_the_same_in_blocks(env, names, monkeypatch):
 def _play(env_id: str, kwargs: dict, name: str, monkeypatch, jit: bool) -> dict:
     import agents
 
-    if jit:
-        monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
-    else:
-        monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+    use_jit_path("compiled" if jit else "numpy", monkeypatch)
     env = gym.make_vec(env_id, num_envs=5, vectorization_mode="vector_entry_point", **kwargs)
     assert uses_blocks(env) == jit
     agent = agents.make(name, env=env, seed=list(range(5)), epsilon=2.0)
@@ -127,10 +125,7 @@ def test_every_bandit_family_is_the_same_in_blocks(env_id, kind, family, monkeyp
     import agents
 
     def curves(jit: bool) -> dict:
-        if jit:
-            monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
-        else:
-            monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+        use_jit_path("compiled" if jit else "numpy", monkeypatch)
         kwargs = family_inputs(kind, family, 23)
         env = gym.make_vec(
             env_id, num_envs=6, vectorization_mode="vector_entry_point", family=family,

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import rollout
+from conftest import rollout, use_jit_path
 
 import agents
 from agents.full_info import fixed_share_tuning, hedge_eta
@@ -305,10 +305,7 @@ def test_fixed_share_compiled_block_is_the_numpy_loop(monkeypatch, params):
     losses[losses < 0.3] = 0.0
     states = []
     for jit in (True, False):
-        if jit:
-            monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
-        else:
-            monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+        use_jit_path("compiled" if jit else "numpy", monkeypatch)
         agent = agents.make("fixed-share", n_experts=9, horizon=300, num_envs=4, seed=3, **params)
         cuts = (0, 1, 3, 120, 300)
         actions = [agent.play_block(losses[a:b]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]

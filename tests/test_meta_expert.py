@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import rollout
+from conftest import rollout, use_jit_path
 
 import agents
 import dp_experts_env  # noqa: F401  (registers the env ids)
@@ -209,10 +209,7 @@ def test_compiled_block_play_is_the_numpy_loop(monkeypatch, n_switches, epsilon)
     losses[losses < 0.15] = 0.0
     states = []
     for jit in (True, False):
-        if jit:
-            monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
-        else:
-            monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+        use_jit_path("compiled" if jit else "numpy", monkeypatch)
         agent = MetaExpertReduction(
             9, 60, num_envs=4, seed=3, epsilon=epsilon, n_switches=n_switches
         )

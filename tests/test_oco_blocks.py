@@ -11,6 +11,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import use_jit_path
 
 from dp_experts_env.evaluation.episode import play_shared, uses_blocks
 
@@ -89,10 +90,7 @@ def test_oco_block_misuse_is_refused():
 def _curves(name: str, family: str, body: str, jit: bool, monkeypatch) -> dict:
     import agents
 
-    if jit:
-        monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
-    else:
-        monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+    use_jit_path("compiled" if jit else "numpy", monkeypatch)
     env = _env(family, body, runs=4, horizon=90)
     assert uses_blocks(env) == jit
     params = {} if name in ("ogd", "lazy-ftrl-oco") else {"epsilon": 1.0}
