@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _block_plans import mixed_losses, random_segments
 from conftest import use_jit_path
 
 import agents
@@ -36,25 +37,11 @@ SETTINGS: dict[str, tuple[dict, dict]] = {
 
 
 def _losses(seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    coarse = rng.integers(0, 3, size=(HORIZON, RUNS, EXPERTS)) / 2.0
-    fine = rng.random((HORIZON, RUNS, EXPERTS))
-    return np.where(rng.random((HORIZON, RUNS, 1)) < 0.5, coarse, fine)
+    return mixed_losses(seed, HORIZON, RUNS, EXPERTS)
 
 
 def _segments(seed: int) -> list[tuple[str, int]]:
-    """Random ("block", K) and ("act", 1) segments covering the horizon (K = 0 included)."""
-    rng = np.random.default_rng(1000 + seed)
-    out, t = [], 0
-    while t < HORIZON:
-        if rng.random() < 0.25:
-            out.append(("act", 1))
-            t += 1
-            continue
-        k = int(min(rng.choice([0, 1, 2, 3, 5, 7, 11]), HORIZON - t))
-        out.append(("block", k))
-        t += k
-    return out
+    return random_segments(seed, HORIZON, 0.25, [0, 1, 2, 3, 5, 7, 11])
 
 
 def _state(agent) -> dict[str, bytes]:

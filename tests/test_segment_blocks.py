@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 import pytest
+from _block_plans import mixed_losses, random_segments
 from conftest import JIT_PATHS, use_jit_path
 
 import agents
@@ -55,26 +56,11 @@ CASES = [(name, setting) for name, table in SETTINGS.items() for setting in tabl
 
 
 def _losses(seed: int, runs: int = RUNS, experts: int = EXPERTS) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    # Coarse values (ties in the selections' sums) mixed with fine ones (rounding in the sums).
-    coarse = rng.integers(0, 3, size=(HORIZON, runs, experts)) / 2.0
-    fine = rng.random((HORIZON, runs, experts))
-    return np.where(rng.random((HORIZON, runs, 1)) < 0.5, coarse, fine)
+    return mixed_losses(seed, HORIZON, runs, experts)
 
 
 def _segments(seed: int) -> list[tuple[str, int]]:
-    """Random ("block", K) and ("act", 1) segments covering the horizon (K = 0 included)."""
-    rng = np.random.default_rng(1000 + seed)
-    out, t = [], 0
-    while t < HORIZON:
-        if rng.random() < 0.2:
-            out.append(("act", 1))
-            t += 1
-            continue
-        k = int(min(rng.choice([0, 1, 2, 3, 5, 7, 16, 33, 70]), HORIZON - t))
-        out.append(("block", k))
-        t += k
-    return out
+    return random_segments(seed, HORIZON, 0.2, [0, 1, 2, 3, 5, 7, 16, 33, 70])
 
 
 # Fixed plans besides the random ones: the whole episode in one block; blocks that end exactly
