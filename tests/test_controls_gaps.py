@@ -8,6 +8,8 @@ mutant and seeing the test fail):
 * ``reproduce``: :func:`~dp_experts_env.evaluation.reproduce.learner_ratios` (the learning gate's
   input) had no known-answer test, and no pipeline test forced a verdict other than "one of
   VERDICTS": a learner that learns must leave burn-in, the control in its role must not.
+* ``reproduce``: ``explicit_bounds`` (where the ``vacuous`` verdict of a loose explicit bound
+  comes from) was never read on a claim's quick points.
 * ``audit``: the fresh-noise check (:func:`~dp_experts_env.evaluation.audit.noise_freshness`) and
   the ``VIOLATION: fresh-noise check failed`` verdict were only reached through the zoo's pinned
   ``violation`` flag (which the statistical test also sets); a pass whose event could show no
@@ -17,6 +19,7 @@ mutant and seeing the test fail):
 * table: the ``=`` tie mark was tested within one env only (never across an env boundary);
   ``summarize``'s score was pinned for the baseline only (0), here for learners at 0.5x and
   1.5x its regret too.
+* figures: the aggregate figure (rliable's interval plot) was never compared with aggregate.csv.
 * ``verify``: an unfinished sweep (manifest not marked complete) and a missing grid.json were
   never shown to make a folder "NOT current".
 """
@@ -124,6 +127,35 @@ def test_pipeline_verdicts_of_a_learning_learner_and_of_the_control_in_its_role(
     )
     assert ctl["learner"] == "uniform" and ctl["verdict"] == "burn-in", ctl["reason"]
     assert "has not left the control's level" in ctl["reason"]
+
+
+def test_explicit_bounds_are_read_at_the_points_actually_run():
+    """``explicit_bounds`` gives ``{x: (bound, trivial)}`` at the learner's points of the run
+    (quick points in quick mode), and a bound above the trivial one at a quick point makes the
+    verdict ``vacuous``, while the full run's points (all below the trivial bound) do not.
+
+    Mutants caught: the full points read in quick mode (the loose quick point is missed and a
+    learner "holds" where the theorem says nothing); the points of a reference sweep read
+    instead of the learner's.
+    """
+    from dp_experts_env.evaluation.reproduce import explicit_bounds
+
+    full = (Point(100.0, {}), Point(1000.0, {}))
+    quick = (Point(10.0, {}), Point(100.0, {}))
+    learner = Sweep("l", "hedge", "DPExperts-Shift-v0", full, quick)
+    reference = Sweep("ref", "uniform", "DPExperts-Shift-v0", (Point(7.0, {}),))
+    claim = Claim(
+        "c", "p", "s", "st", "q", 0.5, 0.1, "at_most", (learner, reference), lambda rows: None,
+        control=Control("uniform"), explicit_bound=lambda p: (300.0, p.x),
+    )  # fmt: skip
+    assert explicit_bounds(claim, quick=False) == {100.0: (300.0, 100.0), 1000.0: (300.0, 1e3)}
+    got = explicit_bounds(claim, quick=True)
+    assert got == {10.0: (300.0, 10.0), 100.0: (300.0, 100.0)}
+    m = mean_with_ci(_rows({1.0: 0.3}), "dynamic_regret")  # inside the band
+    ratios = {10.0: 0.3, 100.0: 0.3}
+    assert judge(claim, m, None, ratios, got).verdict == "vacuous"
+    tight = {100.0: (300.0, 400.0), 1000.0: (300.0, 1e3)}
+    assert judge(claim, m, None, ratios, tight).verdict == "holds"
 
 
 # ----------------------------------------------------------------------------- privacy audit
@@ -374,3 +406,57 @@ def test_verify_says_an_unfinished_sweep_or_a_missing_grid_is_not_current(tmp_pa
     (out / "grid.json").unlink()
     report = verify_folder(out)
     assert report.problems == ["grid.json is missing"] and not report.ok
+
+
+# ----------------------------------------------------------------------------- figures
+def test_the_aggregate_figure_draws_the_aggregate_table_best_on_top():
+    """plot_aggregate's points are aggregate.csv's: per learner the filled IQM point, hollow mean
+    and interval bar equal :func:`~dp_experts_env.evaluation.report.aggregate_table`'s row, and
+    the best learner is the top row. Known answer: on 2 envs x 8 seeds hedge has half uniform's
+    regret in every run (score 0.5: uniform's regret is a constant per env, and scores are
+    normalised by its per-env mean), ftl 1.2x-2.2x, skewed over seeds (IQM and mean apart).
+
+    Mutants caught: the ``iloc[::-1]`` dropped (best at the bottom, labels on the wrong rows);
+    the filled point drawn at the mean or the bar at another learner's interval.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dp_experts_env.evaluation.plots import plot_aggregate
+    from dp_experts_env.evaluation.report import aggregate_table
+
+    rows = []
+    for env, base in (("E[horizon=50]", 100.0), ("E[horizon=100]", 250.0)):
+        for seed in range(8):
+            # ftl's factor varies by seed so its IQM and mean differ (the markers are told apart)
+            for agent, factor in (("uniform", 1.0), ("hedge", 0.5), ("ftl", 1.2 + 0.02 * seed**2)):
+                rows.append(dict(
+                    env=env, env_id="E", agent=agent, epsilon=math.inf, seed=seed, round=50,
+                    dynamic_regret=factor * base, static_regret=0.0, certified=True,
+                ))  # fmt: skip
+    frame = pd.DataFrame(rows)
+    table = aggregate_table(frame).set_index("agent")
+    assert table.loc["hedge", "iqm"] == pytest.approx(0.5) and table.loc["uniform", "iqm"] == 0
+    assert table.loc["ftl", "iqm"] != pytest.approx(table.loc["ftl", "mean"], abs=1e-3)
+    fig = plot_aggregate(frame)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[-1] == "hedge" and labels[0] == "ftl"  # y grows upward: best on top
+    for y, agent in enumerate(labels):
+        row = table.loc[agent]
+        at = [line for line in ax.get_lines() if list(line.get_ydata()) == [y] * len(
+            line.get_ydata())]  # fmt: skip
+        bar = [line for line in at if len(line.get_xdata()) == 2]
+        filled = [
+            ln for ln in at if len(ln.get_xdata()) == 1 and ln.get_markerfacecolor() != "none"
+        ]
+        hollow = [
+            ln for ln in at if len(ln.get_xdata()) == 1 and ln.get_markerfacecolor() == "none"
+        ]
+        assert len(bar) == len(filled) == len(hollow) == 1, agent
+        np.testing.assert_allclose(bar[0].get_xdata(), [row["iqm_low"], row["iqm_high"]])
+        np.testing.assert_allclose(filled[0].get_xdata(), [row["iqm"]])
+        np.testing.assert_allclose(hollow[0].get_xdata(), [row["mean"]])
+    plt.close(fig)
