@@ -243,7 +243,7 @@ def _episode_grid(env_id: str, entries: list) -> list:
 )
 def test_episode_rows_equal_the_per_round_loop(env_id, entries, monkeypatch):
     pytest.importorskip("numba")
-    from test_episode_bandit_blocks import _rows, _same_rows
+    from _block_rows import assert_same_rows, rows_on_path
 
     from dp_experts_env.evaluation.grid import AgentEntry
 
@@ -258,10 +258,10 @@ def test_episode_rows_equal_the_per_round_loop(env_id, entries, monkeypatch):
 
         monkeypatch.setattr(cls, "play_bandit_block", spy)
     cells = _episode_grid(env_id, [AgentEntry(name, params) for name, params in entries])
-    blocks = _rows(cells, monkeypatch, True)
+    blocks = rows_on_path(cells, monkeypatch, True)
     assert calls  # the block path ran the learners' block method
     calls.clear()
-    _same_rows(blocks, _rows(cells, monkeypatch, False))
+    assert_same_rows(blocks, rows_on_path(cells, monkeypatch, False))
     assert not calls  # the per-round loop never does
     assert {row["static_pseudo_regret"] for row in blocks} != {0.0}
 
