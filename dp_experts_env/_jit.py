@@ -19,20 +19,43 @@ Environment:
 * :func:`numpy_path` forces it for a block of code: a grid too small to pay for importing numba
   and loading its cached kernels (~0.4 s of CPU) plays without them
   (:func:`dp_experts_env.evaluation.backends.execute`); results are the same either way.
-* Compiled kernels are cached on disk (numba ``cache=True``: next to the source, or numba's
-  user-wide cache directory when the source tree is read-only; ``NUMBA_CACHE_DIR`` overrides).
-  Where no cache location is writable, kernels are compiled in memory instead.
+* Compiled kernels are cached on disk (numba ``cache=True``) in a folder named by
+  :func:`kernel_key`, a hash of the source of every module whose code the kernel reaches (its
+  own module and every helper's, across files), of the constants it reads and of the numpy and
+  numba versions: numba itself only checks the kernel's own file, so an edit to a helper in
+  another file would otherwise replay the old compiled code. The folders live under
+  ``NUMBA_CACHE_DIR`` when it is set, else in ``__pycache__/kernels`` next to the kernel's
+  source, else (a read-only source tree) in ``~/.cache/dp-experts-env/kernels``. Where no
+  location is writable, kernels are compiled in memory instead.
+* :func:`consultations` counts the calls of :func:`jit_enabled` in this process: the test suite
+  uses it to tell which tests depend on the path (tests/README.md, "Two paths, one run").
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import os
+import sys
+import threading
+import types
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["helper", "jit_enabled", "kernel", "numba_available", "numpy_path"]
+import numpy as np
+
+__all__ = [
+    "consultations",
+    "helper",
+    "jit_enabled",
+    "kernel",
+    "kernel_key",
+    "numba_available",
+    "numpy_path",
+    "reached_files",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -85,8 +108,21 @@ def numpy_path() -> Iterator[None]:
         _NUMPY_ONLY[0] -= 1
 
 
+_CONSULTED = [0]  # calls of jit_enabled() in this process
+
+
+def consultations() -> int:
+    """How many times this process asked :func:`jit_enabled` which path to take.
+
+    A piece of code whose count does not move cannot behave differently on the two paths (every
+    path decision of the package goes through :func:`jit_enabled`).
+    """
+    return _CONSULTED[0]
+
+
 def jit_enabled() -> bool:
     """True when compiled kernels are used (numba importable and not switched off)."""
+    _CONSULTED[0] += 1
     if _NUMPY_ONLY[0]:
         return False
     if os.environ.get("DP_EXPERTS_NO_JIT", "0") not in ("", "0"):
@@ -96,13 +132,148 @@ def jit_enabled() -> bool:
     return numba_available()
 
 
-def _compile(func: Callable[..., Any]) -> Callable[..., Any]:
+#: Top-level packages whose functions are walked into by :func:`reached_files` (besides the
+#: kernel's own package): the code a kernel can reach that changes with this project.
+_OWN_PACKAGES = frozenset({"agents", "dp_experts_env"})
+_CONSTANTS = (bool, int, float, complex, str, bytes, type(None))
+
+
+def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _code_objects(const)
+
+
+def _walk(
+    func: Callable[..., Any], own: frozenset[str], seen: set[Any], files: set[str], data: list
+) -> None:
+    """Collect the files and constants ``func`` reaches (see :func:`reached_files`)."""
+    func = getattr(func, "py_func", func)  # a kernel() wrapper or a numba dispatcher
+    if func in seen or not isinstance(func, types.FunctionType):
+        return
+    seen.add(func)
+    files.add(func.__code__.co_filename)
+    names = {n for code in _code_objects(func.__code__) for n in code.co_names}
+    cells = [c.cell_contents for c in func.__closure__ or () if _has_contents(c)]
+    values = [func.__globals__[n] for n in sorted(names) if n in func.__globals__] + cells
+    for value in values:
+        if isinstance(value, types.ModuleType):
+            # ``module.name`` in the kernel: the attribute names are in co_names too.
+            values.extend(getattr(value, n) for n in sorted(names) if hasattr(value, n))
+            continue
+        target = getattr(value, "py_func", value)
+        if isinstance(target, types.FunctionType):
+            top = (target.__module__ or "").partition(".")[0]
+            if top in own:
+                _walk(target, own, seen, files, data)
+            else:
+                lib = sys.modules.get(top)
+                data.append(f"{top}={getattr(lib, '__version__', '?')}")
+        elif isinstance(value, _CONSTANTS) or (
+            isinstance(value, tuple) and all(isinstance(v, _CONSTANTS) for v in value)
+        ):
+            data.append(repr(value))
+        elif isinstance(value, np.ndarray):
+            data.append(f"{value.dtype}{value.shape}" + hashlib.sha256(value.tobytes()).hexdigest())
+
+
+def _has_contents(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 (an empty cell raises)
+    except ValueError:
+        return False
+    return True
+
+
+def reached_files(func: Callable[..., Any]) -> tuple[list[str], list[str]]:
+    """The source files and constants whose change can change what ``func`` compiles to.
+
+    Walks the globals ``func`` names (and, for a module, the attributes it reads) into every
+    function of this project (and of the kernel's own top-level package) it calls, kernels and
+    helpers in other files included. Functions of other libraries are named with their
+    library's version; constants (numbers, strings, tuples of them, arrays) by value.
+
+    Args:
+        func: a kernel (decorated or not), a helper or any Python function.
+
+    Returns:
+        (sorted file paths, constant descriptions in walk order).
+    """
+    func = getattr(func, "py_func", func)
+    top = (getattr(func, "__module__", "") or "").partition(".")[0]
+    files: set[str] = set()
+    data: list[str] = []
+    _walk(func, _OWN_PACKAGES | {top}, set(), files, data)
+    return sorted(files), data
+
+
+def kernel_key(func: Callable[..., Any]) -> str:
+    """A hash (16 hex digits) of everything :func:`reached_files` finds, with its sources' bytes.
+
+    Kernels are cached under a folder of this name, so an edit anywhere in the code a kernel
+    reaches compiles it afresh instead of loading the old machine code.
+    """
+    files, data = reached_files(func)
+    digest = hashlib.sha256()
     import numba
 
-    try:
-        return numba.njit(cache=True, nogil=True)(func)
-    except RuntimeError:  # no writable cache location ("no locator available")
-        return numba.njit(cache=False, nogil=True)(func)
+    for part in (f"numpy={np.__version__}", f"numba={numba.__version__}", *data):
+        digest.update(part.encode() + b"\0")
+    for name in files:
+        digest.update(name.encode() + b"\0")
+        try:
+            digest.update(Path(name).read_bytes())
+        except OSError:  # no source (an interactive function): its code object stands in
+            digest.update(b"?")
+    return digest.hexdigest()[:16]
+
+
+def _cache_base(func: Callable[..., Any]) -> Path | None:
+    """The writable folder that holds the kernel folders (module docstring), or None."""
+    from numba.core import config
+
+    # Outside _njit's lock numba's CACHE_DIR is the user's (NUMBA_CACHE_DIR), never ours.
+    candidates = [Path(config.CACHE_DIR)] if config.CACHE_DIR else []
+    source = func.__code__.co_filename
+    candidates.append(Path(source).parent / "__pycache__" / "kernels")
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    candidates.append(Path(home) / "dp-experts-env" / "kernels")
+    for folder in candidates:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(folder, os.W_OK):
+            return folder
+    return None
+
+
+def _njit(func: Callable[..., Any], **options: Any) -> Callable[..., Any]:
+    """``numba.njit(cache=True, **options)(func)`` cached under :func:`kernel_key`'s folder."""
+    import numba
+    from numba.core import config
+
+    with _CACHE_DIR_LOCK:
+        base = _cache_base(func)
+        if base is None:
+            return numba.njit(cache=False, **options)(func)
+        before = config.CACHE_DIR
+        # numba's locator reads the folder once, when caching is enabled at decoration.
+        config.CACHE_DIR = str(base / kernel_key(func))
+        try:
+            return numba.njit(cache=True, **options)(func)
+        except RuntimeError:  # no usable cache location ("no locator available")
+            return numba.njit(cache=False, **options)(func)
+        finally:
+            config.CACHE_DIR = before
+
+
+_CACHE_DIR_LOCK = threading.Lock()  # _njit swaps numba's process-wide CACHE_DIR
+
+
+def _compile(func: Callable[..., Any]) -> Callable[..., Any]:
+    return _njit(func, nogil=True)
 
 
 def helper(func: F | None = None, *, inline: bool = True) -> Any:
@@ -127,7 +298,7 @@ def _compile_helpers(func: Callable[..., Any]) -> None:
     for name, value in list(names.items()):
         how = getattr(value, "_dp_helper", None)
         if how is not None and not isinstance(value, numba.core.registry.CPUDispatcher):
-            names[name] = numba.njit(inline=how, cache=True)(value)
+            names[name] = _njit(value, inline=how)
 
 
 def kernel(func: F) -> F:

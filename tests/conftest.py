@@ -3,6 +3,9 @@
 Test modules import them directly (``from conftest import rollout, tiny_env``): pytest puts this
 directory on ``sys.path`` (the suite has no ``__init__.py``), so ``conftest`` is the module pytest
 itself loaded. The hand-written loss models for the environment tests live in ``env_fixtures.py``.
+
+It also registers the suite's two session plugins: ``_path_split`` (which tests the numpy-path
+pass repeats, tests/README.md "Two paths, one run") and the behaviour locks' byte report.
 """
 
 from __future__ import annotations
@@ -10,10 +13,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import _path_split  # a sibling module of the suite (tests/ is on sys.path)
 import gymnasium as gym
 import numpy as np
 
 import dp_experts_env
+
+
+def pytest_configure(config: Any) -> None:
+    config.pluginmanager.register(_path_split.PathSplit(config), "dp-experts-path-split")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    from _lock_arrays import BYTE_REPORT
+
+    if BYTE_REPORT:
+        terminalreporter.write_line(
+            "behaviour locks: within the tolerance but not bit for bit the reference machine's "
+            "bytes (expected on another CPU or BLAS kernel; tests/README.md): "
+            + ", ".join(sorted(BYTE_REPORT))
+        )
 
 #: The horizon of the tiny environments: long enough for every learner to update a few times.
 TINY_HORIZON = 40
@@ -179,6 +198,7 @@ def use_jit_path(path: str, monkeypatch: Any) -> None:
 
     from dp_experts_env._jit import numba_available
 
+    _path_split.note_forced()
     if path == "numpy":
         monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
         return

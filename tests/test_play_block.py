@@ -125,8 +125,9 @@ def test_play_block_checks_like_act(name):
 
 @pytest.mark.slow
 def test_the_locks_hold_on_the_numpy_path():
-    """The learner and env locks in a process with the JIT switched off (the block and kernel
-    tests are parametrised over both paths in-process)."""
+    """The learner and env locks' numpy half in a process with the JIT switched off from its
+    start (the block and kernel tests are parametrised over both paths in-process; the locks'
+    compiled half ran in this process already)."""
     env = dict(os.environ, DP_EXPERTS_NO_JIT="1")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
     tests = ["tests/test_learner_lock.py", "tests/test_env_lock.py"]
@@ -139,6 +140,8 @@ def test_the_locks_hold_on_the_numpy_path():
             "-x",
             "-m",
             "not slow",
+            "-k",
+            "not compiled",
             "-p",
             "no:cacheprovider",
             *tests,

@@ -1,0 +1,127 @@
+"""Compiled kernels cannot be stale: their on-disk cache is keyed by all the code they reach.
+
+numba's own cache checks only the kernel's file, so an edit to a helper in another file (for
+example ``_window_bound`` in agents/svt_restart.py, inlined into agents/_svt_kernels.py's
+``svt_rounds``) used to replay the old machine code. ``dp_experts_env._jit.kernel_key`` names
+the cache folder by a hash of every file and constant the kernel reaches.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dp_experts_env import _jit
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _package(tmp_path: Path, helper_body: str) -> None:
+    pkg = tmp_path / "kcpkg"
+    pkg.mkdir(exist_ok=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helpers.py").write_text(f"def twice(x):\n    return {helper_body}\n")
+    (pkg / "unrelated.py").write_text("def other(x):\n    return x\n")
+    (pkg / "kernels.py").write_text(
+        "from kcpkg.helpers import twice\nSCALE = 3.0\n\n"
+        "def k(x):\n    return twice(x) * SCALE\n"
+    )
+
+
+def _key(tmp_path: Path) -> tuple[str, list[str]]:
+    for name in [m for m in sys.modules if m.startswith("kcpkg")]:
+        del sys.modules[name]
+    importlib.invalidate_caches()
+    module = importlib.import_module("kcpkg.kernels")
+    files, _ = _jit.reached_files(module.k)
+    return _jit.kernel_key(module.k), [Path(f).name for f in files]
+
+
+def test_the_key_follows_helpers_in_other_files_and_nothing_else(tmp_path, monkeypatch):
+    pytest.importorskip("numba")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _package(tmp_path, "2.0 * x")
+    key, files = _key(tmp_path)
+    assert files == ["helpers.py", "kernels.py"]
+    (tmp_path / "kcpkg" / "unrelated.py").write_text("def other(x):\n    return -x\n")
+    assert _key(tmp_path)[0] == key  # harmless: code the kernel never reaches
+    _package(tmp_path, "x + x")
+    assert _key(tmp_path)[0] != key  # the helper's file changed: a new folder
+
+
+def test_the_project_kernels_reach_their_cross_module_helpers():
+    from agents import _lazy_kernel, _svt_kernels
+
+    svt = [Path(f).name for f in _jit.reached_files(_svt_kernels.svt_rounds)[0]]
+    assert svt == ["_svt_kernels.py", "svt_restart.py"]
+    lazy = {Path(f).name for f in _jit.reached_files(_lazy_kernel.lazy_rounds)[0]}
+    assert {"_lazy_kernel.py", "_kernels.py", "_bandit_kernels.py"} <= lazy
+
+
+PLAY = """
+import hashlib, sys
+import numpy as np
+if sys.argv[1] == "unkeyed":  # the mutant: one folder whatever the kernel reaches
+    from dp_experts_env import _jit
+    _jit.kernel_key = lambda func: "unkeyed"
+import agents
+from agents.svt_restart import SVTRestart
+assert agents.__file__.startswith(sys.argv[2]), agents.__file__
+g = np.random.default_rng(0)
+losses = (g.random((2000, 2, 4)) < np.where(np.arange(2000)[:, None, None] < 1000,
+          [0.1, 0.9, 0.9, 0.9], [0.9, 0.9, 0.9, 0.1])).astype(float)
+agent = SVTRestart(4, 2000, num_envs=2, seed=[1, 2], epsilon=10.0)  # restarts at the shift
+actions = agent.play_block(losses)
+print(hashlib.sha256(np.ascontiguousarray(actions).tobytes()).hexdigest())
+"""
+
+
+def _play(tree: Path, cache: Path, how: str) -> str:
+    env = dict(os.environ, PYTHONPATH=str(tree), NUMBA_CACHE_DIR=str(cache))
+    env.pop("DP_EXPERTS_NUMBA", None)
+    env.pop("DP_EXPERTS_NO_JIT", None)
+    if how == "numpy":
+        env["DP_EXPERTS_NO_JIT"] = "1"
+    run = subprocess.run(
+        [sys.executable, "-c", PLAY, how, str(tree)],
+        cwd=tree,  # `python -c` puts its folder first on sys.path
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.stdout.strip()
+
+
+@pytest.mark.slow
+def test_an_edited_cross_module_helper_plays_its_new_rows_with_the_old_cache(tmp_path):
+    pytest.importorskip("numba")
+    tree, cache = tmp_path / "tree", tmp_path / "cache"
+    ignore = shutil.ignore_patterns("__pycache__")
+    for package in ("agents", "dp_experts_env"):
+        shutil.copytree(ROOT / package, tree / package, ignore=ignore)
+    before = _play(tree, cache, "keyed")
+    assert _play(tree, cache, "unkeyed") == before  # the mutant's cache, warm
+    assert _play(tree, cache, "numpy") == before
+    folders = sorted(p.name for p in cache.iterdir())
+    # Harmless: an edit the svt kernels never reach reuses their folders.
+    (tree / "agents" / "ucb.py").write_text((tree / "agents" / "ucb.py").read_text() + "\n#\n")
+    assert _play(tree, cache, "keyed") == before
+    assert sorted(p.name for p in cache.iterdir()) == folders
+    # The edit: every boundary far down (svt_rounds inlines _window_bound): restarts everywhere.
+    source = tree / "agents" / "svt_restart.py"
+    text = source.read_text()
+    old = "        if term < b:\n            b = term\n    return b\n"
+    assert text.count(old) == 1
+    source.write_text(text.replace(old, old.replace("return b", "return b - 1e6")))
+    after = _play(tree, tmp_path / "empty", "keyed")  # the new rows: compiled afresh
+    assert after != before, "the planted edit must change the rows"
+    assert _play(tree, cache, "keyed") == after  # recompiled, not the old kernel
+    assert _play(tree, cache, "unkeyed") == before  # caught: the unkeyed cache is stale
