@@ -33,12 +33,18 @@ from dp_experts_env.fixed_order import dot
 
 
 class _LazySpecial:
-    """``scipy.special``, imported at first use (~0.25 s: paid by the OCO learners only)."""
+    """``scipy.special``, imported at first use (~0.25 s: paid by the OCO learners only).
+
+    Each function is looked up once and then kept on the instance, so later reads are plain
+    attribute reads (``__getattr__`` runs only for names not found there).
+    """
 
     def __getattr__(self, name: str) -> Any:
         from scipy import special as module
 
-        return getattr(module, name)
+        value = getattr(module, name)
+        setattr(self, name, value)
+        return value
 
 
 special = _LazySpecial()

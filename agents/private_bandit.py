@@ -47,7 +47,7 @@ from dp_experts_env.privacy.declaration import (
     Parallel,
     PostProcessing,
 )
-from dp_experts_env.privacy.mechanisms import laplace_calibration, laplace_mechanism
+from dp_experts_env.privacy.mechanisms import laplace_calibration
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = ["PrivateBatchedBandit", "PrivateBanditOverExperts", "TAILS"]
@@ -256,15 +256,26 @@ class _BatchedConversion(PrivateAgent):
         if self.t % self.tau == 0:
             release = self._batch_sum / self.tau
             if not self._noiseless:
-                release = laplace_mechanism(
-                    release,
-                    l1_sensitivity=1.0 / self.tau,
-                    epsilon=self._release_epsilon,
-                    rng=self.rng,
-                    noise=self.noise,
-                ).value
+                scale = self._release_scale()
+                # laplace_mechanism's draw with the scale it would calibrate (one per epsilon):
+                # epsilon = inf draws nothing.
+                if scale != 0.0:
+                    release = self.noise.add_laplace(self.rng, release, scale)
             self.base_learner.update(self.choice, release)
             self._batch_sum[:] = 0.0
+
+    def _release_scale(self) -> float:
+        """The Laplace scale of a batch release, :func:`laplace_calibration`'s, once per epsilon.
+
+        The releases are ``laplace_mechanism(batch mean, l1_sensitivity=1/tau, epsilon)`` with
+        this scale; the calibration is kept instead of being recomputed at every release (a
+        test may weaken ``_release_epsilon`` after construction: a new value recalibrates).
+        """
+        cached = self.__dict__.get("_scale_for")
+        if cached is None or cached[0] != self._release_epsilon:
+            scale, _ = laplace_calibration(1.0 / self.tau, self._release_epsilon, noise=self.noise)
+            cached = self._scale_for = (self._release_epsilon, scale)
+        return cached[1]
 
     def _choose(self, obs: BanditObs) -> np.ndarray:
         if self.t % self.tau == 0:

@@ -41,6 +41,7 @@ EXPECTED = {
                          "per_round_over_blocks", "ns_per_run_round", "n_cells", "machine"},
     "fixed_cost": {"median_cpu_seconds", "floor", "floor_without_pandas", "suite_over_floor",
                    "target_seconds", "machine"},
+    "learner_costs": {"rows", "horizon", "seeds", "machine"},
     "ray_overhead": {"serial_cpu_seconds", "ray_cpu_seconds", "overhead_per_cell_seconds",
                      "ray_startup_cpu_seconds", "rows_identical", "transport_rows_bytes",
                      "transport_columns_bytes", "machine"},
@@ -63,6 +64,7 @@ ROW_KEYS = {
                           "identical"},
     "bandit_kernels": {"learner", "advice", "B", "block", "per_round_ns", "blocks_ns", "speedup",
                        "identical"},
+    "learner_costs": {"learner", "env", "ns/run-round", "x default"},
     "regret_table": {"B", "S", "N", "numpy_ns_per_entry", "kernel_ns_per_entry",
                      "block_ns_per_entry"},
 }  # fmt: skip
@@ -84,6 +86,7 @@ SLOW_SCRIPTS = {
     "bandit_kernels",
     "ray_overhead",
     "fixed_cost",
+    "learner_costs",
 }
 
 #: scripts smoked by their own test module instead (with their own assertions)
