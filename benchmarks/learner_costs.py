@@ -2,12 +2,12 @@
 
 Each learner plays one grid cell the way ``compare`` plays it (``run_cells``: blocks where the
 learner and env allow, the compiled path where numba is installed): its default env by feedback
-(full information: DPExperts-Shift-v0 with N = 10, S = 4, gap 0.3, the default comparison's; bandit:
-DPExperts-Bandit-v0; OCO: DPExperts-OCO-v0, both with their defaults), T = 10^4, 10 seeds in one
-batch, epsilon 1 for private learners. The cost is this process's CPU time for the cell divided
-by T x seeds, the median of ``--repeats`` plays (the first play, which loads kernels and builds
-tables, is a warm-up and not counted). The last column is the ratio to the default grid's
-reference learner (``hedge`` on the default env), measured in the same run.
+(full information and ``uniform``: DPExperts-Shift-v0 with N = 10, S = 4, gap 0.3, the default
+comparison's; bandit: DPExperts-Bandit-v0; OCO: DPExperts-OCO-v0, both with their defaults),
+T = 10^4, 10 seeds in one batch, epsilon 1 for private learners. The cost is this process's CPU
+time for the cell divided by T x seeds, the median of ``--repeats`` plays (the first play, which
+loads kernels and builds tables, is a warm-up and not counted). The last column is the ratio to
+the default grid's reference learner (``hedge`` on the default env), measured in the same run.
 
 ``python benchmarks/learner_costs.py [--learners a,b] [--repeats 3]``; ``--quick``: T = 2000,
 3 seeds; ``--smoke``: T = 200, 2 seeds, three learners. PPO is left out (it trains a network).
@@ -30,6 +30,7 @@ DEFAULT_ENVS = {
     "bandit": ("DPExperts-Bandit-v0", {}),
     "oco": ("DPExperts-OCO-v0", {}),
 }
+DEFAULT_ENVS["any"] = DEFAULT_ENVS["full"]  # uniform: the default comparison's floor
 REFERENCE = "hedge"
 SKIP = {"ppo"}
 
