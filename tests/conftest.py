@@ -193,7 +193,11 @@ JIT_PATHS = ("compiled", "numpy")
 
 
 def use_jit_path(path: str, monkeypatch: Any) -> None:
-    """Switch this test to one of :data:`JIT_PATHS` (skips "compiled" without numba)."""
+    """Switch this test to one of :data:`JIT_PATHS` (skips "compiled" without numba).
+
+    From here on the test's path is its own choice, so CI's numpy-path pass need not repeat it
+    (``_path_split``: a path consulted before this call still counts).
+    """
     import pytest
 
     from dp_experts_env._jit import numba_available
