@@ -673,6 +673,13 @@ def _audit_oco(args: argparse.Namespace, params: dict[str, Any]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
+    from dp_experts_env.learner_package import ForeignAgentsPackage, check_learner_package
+
+    try:  # every command (and the parser's choices) reads the learners
+        check_learner_package()
+    except ForeignAgentsPackage as err:
+        print(f"dp-experts: error: {err}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
