@@ -1,7 +1,7 @@
 """Learners join by being a module of ``agents/``; a foreign ``agents`` is refused by name.
 
 * ``import agents`` imports every public module of the package, so a learner module registers
-  itself with no list to edit: a temporary module written into the package (and removed) is
+  itself with no list to edit: a module added to a copy of the package is
   found by ``agents.make`` in a fresh interpreter, and every module that calls ``@register`` is
   imported;
 * a researcher's own folder named ``agents`` earlier on ``sys.path`` makes the CLI and the
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import uuid
@@ -58,25 +59,29 @@ def test_every_registering_module_is_imported():
 
 
 def test_a_new_learner_is_one_module(tmp_path):
-    """A module dropped into agents/ registers with no other file touched (fresh interpreter)."""
+    """A module dropped into agents/ registers with no other file touched (fresh interpreter).
+
+    The package is copied (the real one is never written, so tests running beside this one
+    never see the module) and the copy comes first on the path.
+    """
+    root = tmp_path / "root"
+    shutil.copytree(PACKAGE, root / "agents", ignore=shutil.ignore_patterns("__pycache__"))
     name = f"zz-registration-{uuid.uuid4().hex[:8]}"
-    module = PACKAGE / f"zz_registration_{uuid.uuid4().hex[:8]}.py"
-    module.write_text(_TEMP_LEARNER.format(name=name))
-    try:
-        code = (
-            "import agents, numpy as np\n"
-            f"a = agents.make({name!r}, n_experts=3, horizon=5, seed=0)\n"
-            "print(type(a).__name__, [s['source'] for s in agents.available() if s['name'] == "
-            f"{name!r}])\n"
-        )
-        out = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, env=_env(),
-            cwd=tmp_path, timeout=120,
-        )
-    finally:
-        module.unlink()
+    (root / "agents" / "zz_registration.py").write_text(_TEMP_LEARNER.format(name=name))
+    code = (
+        "import agents\n"
+        f"a = agents.make({name!r}, n_experts=3, horizon=5, seed=0)\n"
+        "print(type(a).__name__, agents.__file__, "
+        f"[s['source'] for s in agents.available() if s['name'] == {name!r}])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        env={**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{ROOT}"},
+    )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["Again", "['built-in']"], out.stdout
+    assert out.stdout.split() == [
+        "Again", str(root / "agents" / "__init__.py"), "['built-in']"
+    ], out.stdout
 
 
 def test_the_installed_package_passes_the_check():
