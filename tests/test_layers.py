@@ -59,3 +59,27 @@ def test_the_check_sees_a_lazy_upward_import(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f():\n    import agents\n    from dp_experts_env.envs import x\n")
     assert imported_modules(module) == ["agents", "dp_experts_env.envs"]
+
+
+def test_importing_the_learners_loads_no_environment():
+    """``import agents`` reads privacy/, batch_rng and validation only: no env or adversary module.
+
+    ``dp_experts_env/__init__.py`` registers the ids by string entry points and loads its env
+    classes on first use; a mutant that imports them eagerly there fails this test.
+    """
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, agents\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('dp_experts_env.envs', "
+        "'dp_experts_env.adversaries', 'dp_experts_env.evaluation'))))\n"
+        "import gymnasium as gym, dp_experts_env\n"
+        "print(type(gym.make('DPExperts-Shift-v0').unwrapped).__name__, "
+        "dp_experts_env.OCOEnv.__name__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["[]", "ExpertsEnv OCOEnv"], out.stdout
