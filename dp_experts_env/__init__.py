@@ -38,7 +38,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ loads t
 
 def __getattr__(name: str) -> Any:
     if name in _ENV_CLASSES:
-        return getattr(import_module("dp_experts_env.envs"), name)
+        value = getattr(import_module("dp_experts_env.envs"), name)
+        globals()[name] = value  # later lookups (and tools reading __dict__) find it directly
+        return value
     raise AttributeError(f"module 'dp_experts_env' has no attribute {name!r}")
 
 

@@ -39,7 +39,11 @@ from dp_experts_env.adversaries.base import (
     Round,
 )
 from dp_experts_env.adversaries.changepoints import ChangePointSchedule, SegmentClock
-from dp_experts_env.adversaries.params import BanditParams, ShiftParams
+from dp_experts_env.adversaries.params import (  # noqa: F401  (ChangePoints annotates inherited fields; the API reference resolves it here)
+    BanditParams,
+    ChangePoints,
+    ShiftParams,
+)
 from dp_experts_env.adversaries.registry import register_family
 from dp_experts_env.adversaries.shifting import plant_best
 from dp_experts_env.batch_rng import BatchRNG

@@ -45,7 +45,12 @@ import numpy as np
 from dp_experts_env._validation import check_float, check_int, check_loss_array
 from dp_experts_env.adversaries.base import Adversary, Round
 from dp_experts_env.adversaries.changepoints import dyadic_capacity
-from dp_experts_env.adversaries.params import FamilyParams, LevelParams, ShiftParams
+from dp_experts_env.adversaries.params import (  # noqa: F401  (ChangePoints annotates inherited fields; the API reference resolves it here)
+    ChangePoints,
+    FamilyParams,
+    LevelParams,
+    ShiftParams,
+)
 from dp_experts_env.adversaries.registry import (
     families,
     family_factory,
