@@ -6,7 +6,8 @@ Cache key
     rounds, seed index), the env and agent seeds derived for it, the package version, a SHA-256
     of the source of the learner's and the env's modules (and every project module they import,
     see :func:`code_fingerprint`; the env's side includes the episode loop and
-    ``evaluation/grid.py``, which derives the seeds and the recorded rounds), and the SHA-256 of
+    ``evaluation/grid.py``, which derives the seeds and the recorded rounds), the plug-ins in
+    effect and their code (:func:`plugin_fingerprint`; only when there are any), and the SHA-256 of
     the content of every data file a parameter names (a replay ``losses`` path). Its run id is
     a readable prefix and a hash of the key: a changed key is another run id, so the run is
     played again; the old run is ignored.
@@ -84,6 +85,7 @@ __all__ = [
     "data_fingerprint",
     "load_results",
     "module_fingerprint",
+    "plugin_fingerprint",
     "plain_dir",
     "read_manifest",
     "read_plain",
@@ -338,8 +340,11 @@ def _import_statements(
 
 
 @functools.cache
-def _imports(name: str) -> tuple[str, ...]:
-    """Project modules a module imports anywhere in its source (lazy imports included)."""
+def _imports(name: str, tops: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Project modules a module imports anywhere in its source (lazy imports included).
+
+    Modules of the outside packages ``tops`` (plug-ins) are listed and resolved the same way.
+    """
     origin, source = _module_source(name)
     if origin is None:
         return ()
@@ -348,12 +353,18 @@ def _imports(name: str) -> tuple[str, ...]:
         found.add(base)
         # `from pkg import submodule`. Only a package has submodules: looking one up in a plain
         # module would import that module (and whatever it imports: ~1 s for the accountants).
-        if names and base.startswith(_PROJECT) and _is_package(base):
+        if names and _top(base) in (*_PROJECT, *tops) and _is_package(base):
             found.update(c for c in (f"{base}.{n}" for n in names) if _module_source(c)[0])
-    return tuple(sorted(n for n in found if n.startswith(("agents.", "dp_experts_env."))))
+    return tuple(
+        sorted(n for n in found if n.startswith(("agents.", "dp_experts_env.")) or _top(n) in tops)
+    )
 
 
 _PROJECT = ("agents", "dp_experts_env")
+
+
+def _top(name: str) -> str:
+    return name.partition(".")[0]
 
 
 def _is_package(name: str) -> bool:
@@ -361,8 +372,15 @@ def _is_package(name: str) -> bool:
     return origin is not None and os.path.basename(origin) == "__init__.py"
 
 
-def _closure(roots: Iterable[str], follow: Callable[[str], bool] = _project_module) -> list[str]:
-    """The roots and every project module they import, transitively, that ``follow`` accepts."""
+def _closure(
+    roots: Iterable[str],
+    follow: Callable[[str], bool] = _project_module,
+    tops: tuple[str, ...] = (),
+) -> list[str]:
+    """The roots and every module they import, transitively, that ``follow`` accepts.
+
+    ``tops`` names the outside packages (plug-ins) whose imports are walked too.
+    """
     seen: set[str] = set()
     stack = [r for r in roots if follow(r)]
     while stack:
@@ -370,7 +388,7 @@ def _closure(roots: Iterable[str], follow: Callable[[str], bool] = _project_modu
         if name in seen:
             continue
         seen.add(name)
-        stack.extend(n for n in _imports(name) if follow(n))
+        stack.extend(n for n in _imports(name, tops) if follow(n))
     return sorted(seen)
 
 
@@ -415,6 +433,14 @@ def code_fingerprint(agent_name: str, env_id: str) -> dict[str, str]:
 
     cls = agents_pkg.spec(agent_name).cls
     agent_roots = {c.__module__ for c in cls.__mro__ if c.__module__ != "builtins"}
+    plugins = plugin_fingerprint()
+    # A learner of an outside package: its modules and their imports, walked as the project's.
+    tops = tuple(sorted({_top(m) for m in agent_roots} - set(_PROJECT)))
+    agent_follow = _project_module
+    if tops:
+        def agent_follow(name: str) -> bool:
+            return _project_module(name) or _top(name) in tops
+
     spec = gym.spec(env_id)
     env_roots = set(_ROW_MODULES)
     for entry in (spec.entry_point, spec.vector_entry_point):
@@ -427,16 +453,54 @@ def code_fingerprint(agent_name: str, env_id: str) -> dict[str, str]:
     env_roots |= {m.rpartition(".")[0] for m in list(env_roots) if m.count(".") > 1}
     fingerprint = {
         "package": _package_version(),
-        "agent": _hash_modules(_closure(agent_roots)),
+        "agent": _hash_modules(_closure(agent_roots, agent_follow, tops)),
         "env": _hash_modules(_closure(env_roots)),
     }
+    if plugins is not None:  # only then: keys of a plug-in-free setup stay what they were
+        fingerprint["plugins"] = plugins["code"]
+        fingerprint["plugin_list"] = plugins["list"]
     _save_parsed()
     return fingerprint
 
 
+@functools.cache
+def plugin_fingerprint() -> dict[str, str] | None:
+    """The plug-ins in effect and a SHA-256 of their code; None when there are none.
+
+    The list is every module of ``DP_EXPERTS_PLUGINS`` and every entry point of the learner and
+    family groups (``group:name=module:object``); the code is the source of each such module
+    and of every module of its own package it imports, transitively (the walk
+    :func:`code_fingerprint` makes for the project). It joins every run's key: a plug-in may
+    register a family any env plays, or patch a built-in learner, so editing one, adding one or
+    removing one changes every key (the rows are played again; ``verify`` names the runs
+    stale with ``code.plugins``). A module that cannot be found is listed as ``missing:``.
+    """
+    from dp_experts_env import plugins as plugins_mod
+
+    modules = plugins_mod.plugin_modules()
+    points = [
+        ep
+        for group in (plugins_mod.AGENT_GROUP, plugins_mod.FAMILY_GROUP)
+        for ep in plugins_mod.entry_points(group)
+    ]
+    if not modules and not points:
+        return None
+    roots = set(modules) | {ep.module for ep in points}
+    listed = [f"module:{m}" for m in modules]
+    listed += sorted(f"{ep.group}:{ep.name}={ep.value}" for ep in points)
+    listed += sorted(f"missing:{r}" for r in roots if _module_source(r)[0] is None)
+    tops = tuple(sorted({_top(r) for r in roots} - set(_PROJECT)))
+
+    def follow(name: str) -> bool:
+        return name in roots or _top(name) in tops
+
+    digest = _hash_modules(_closure(roots, follow, tops))
+    return {"list": ",".join(listed), "code": digest}
+
+
 def forget_fingerprints() -> None:
     """Drop the cached hashes (each sweep hashes the files as they are on disk now)."""
-    for cached in (_module_source, _imports, code_fingerprint):
+    for cached in (_module_source, _imports, code_fingerprint, plugin_fingerprint):
         cached.cache_clear()
     _FILE_DIGESTS.clear()
 
