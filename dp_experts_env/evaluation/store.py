@@ -262,61 +262,52 @@ def _module_source(name: str) -> tuple[str | None, bytes]:
     return spec.origin, Path(spec.origin).read_bytes()
 
 
-# (module name, origin, size, mtime) -> its import statements, parsed. Kept across sweeps (a
-# file's stamp changes when it is edited), so a process running many grids (reproduce) parses
-# each file once, not once per grid.
-# Also kept on disk (next to the calibrations: agents._public_cache.cache_dir), so a new process
-# does not parse the ~60 source files again (~0.4 s of CPU).
-_PARSED: dict[tuple[str, str, int, int], tuple[tuple[str, tuple[str, ...]], ...]] = {}
+# (module name, SHA-256 of its source) -> its import statements, parsed. Kept across sweeps (an
+# edited file is another digest), so a process running many grids (reproduce) parses each file
+# once, not once per grid. Also kept on disk, signed, in the cache folder of the calibrations
+# (agents._public_cache: read_entry / write_entry), so a new process does not parse the ~60
+# source files again (~0.4 s of CPU); a planted or edited entry is ignored and named there.
+_PARSED: dict[tuple[str, str], tuple[tuple[str, tuple[str, ...]], ...]] = {}
 _PARSED_STATE = {"loaded": False, "dirty": False}
-_PARSED_FILE = "imports-v1.json"
-
-
-def _parsed_path() -> Path | None:
-    from agents._public_cache import cache_dir
-
-    folder = cache_dir()
-    return None if folder is None else folder / _PARSED_FILE
+_PARSED_FILE = "imports-v2.json"
+_PARSED_KIND = "parsed-imports"
 
 
 def _load_parsed() -> None:
+    from agents._public_cache import read_entry
+
     _PARSED_STATE["loaded"] = True
-    path = _parsed_path()
+    payload = read_entry(_PARSED_FILE, _PARSED_KIND)
     try:
-        stored = json.loads(path.read_text()) if path is not None else []
-        for name, origin, size, mtime, statements in stored:
-            key = (str(name), str(origin), int(size), int(mtime))
+        stored = json.loads(payload) if payload is not None else []
+        for name, digest, statements in stored:
+            key = (str(name), str(digest))
             _PARSED[key] = tuple((str(b), tuple(str(n) for n in ns)) for b, ns in statements)
-    except (OSError, ValueError, TypeError):
-        pass  # missing or damaged: parse again
+    except (ValueError, TypeError, RecursionError):
+        pass  # signed but not this layout: parse again
 
 
 def _save_parsed() -> None:
-    path = _parsed_path()
-    if path is None or not _PARSED_STATE["dirty"]:
+    from agents._public_cache import write_entry
+
+    if not _PARSED_STATE["dirty"]:
         return
     _PARSED_STATE["dirty"] = False
-    records = []
-    for key, value in _PARSED.items():
-        try:
-            info = os.stat(key[1])
-        except OSError:
-            continue
-        if (info.st_size, info.st_mtime_ns) == key[2:]:  # an edited file's old entry goes
-            records.append([*key, [[b, list(ns)] for b, ns in value]])
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, lambda fh: json.dump(records, fh), durable=False)
-    except OSError:
-        pass  # a read-only cache: the memo in this process still works
+    # The project's modules only (a plug-in's are parsed again: no entry for every temporary
+    # module a test or a user ever named).
+    records = [
+        [*key, [[b, list(ns)] for b, ns in value]]
+        for key, value in _PARSED.items()
+        if _top(key[0]) in _PROJECT
+    ]
+    write_entry(_PARSED_FILE, _PARSED_KIND, json.dumps(records).encode())
 
 
 def _import_statements(
     name: str, origin: str, source: bytes
 ) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """``(module, names)`` of every import of a module's source (``names`` empty for ``import``)."""
-    info = os.stat(origin)
-    stamp = (name, origin, info.st_size, info.st_mtime_ns)
+    stamp = (name, hashlib.sha256(source).hexdigest())
     if not _PARSED_STATE["loaded"]:
         _load_parsed()
     if stamp in _PARSED:
