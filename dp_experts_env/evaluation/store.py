@@ -75,15 +75,19 @@ __all__ = [
     "CellStore",
     "DamagedPack",
     "FORMAT_VERSION",
+    "TooDeep",
     "MANIFEST",
     "PACK_VERSION",
     "ResultsFolderBusy",
     "SweepError",
     "UnsafeResultsFolder",
+    "VOLATILE_KEY_FIELDS",
     "check_run_id",
     "code_fingerprint",
     "data_fingerprint",
     "load_results",
+    "manifest_problem",
+    "loads",
     "module_fingerprint",
     "plugin_fingerprint",
     "plain_dir",
@@ -203,7 +207,8 @@ def write_atomic(
             skip it (it cost ~7 ms per file, most of a sweep of short cells): a run file torn
             by a power loss fails its checksum and is played again.
 
-    A full disk or a kill leaves the previous file (or none) in place, never a truncated one. The
+    A full disk or a kill leaves the previous file (or none) in place, never a truncated one (an
+    OSError without a file name, ENOSPC from a write, gets ``path`` as its name). The
     file gets the mode an ordinary ``open`` would give it (0666 minus the umask), not mkstemp's
     0600.
     """
@@ -217,8 +222,10 @@ def write_atomic(
                 os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.filename is None:
+            err.filename = str(path)  # a full disk names the file it was writing (ENOSPC)
         raise
     return path
 
@@ -563,12 +570,32 @@ def _payload(rows: list[dict[str, Any]]) -> bytes:
     return columns_mod.payload(columns_mod.run_columns(rows))
 
 
+class TooDeep(ValueError):
+    """A JSON text nested deeper than the parser's recursion limit (a planted line)."""
+
+
+def loads(raw: str | bytes) -> Any:
+    """``json.loads`` for files of a results folder: deep nesting is a ValueError, not a crash.
+
+    A line nested 200,000 deep makes ``json.loads`` raise RecursionError, which no reader
+    expected: verify, plot and compare crashed and the folder stayed stuck. As a ValueError
+    (:class:`TooDeep`) the file is reported as damaged like any other, and its runs played
+    again.
+    """
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise TooDeep(
+            "nested too deeply to parse (more levels than Python's recursion limit)"
+        ) from None
+
+
 def _split(raw: bytes) -> tuple[dict[str, Any], bytes]:
     """(header, payload bytes) of a run record; ValueError when it has not the two-line layout."""
     head, sep, payload = raw.partition(b"\n")
     if not sep:
         raise ValueError("not a two-line run file")
-    header = json.loads(head)
+    header = loads(head)
     if not isinstance(header, dict):
         raise ValueError("header is not an object")
     return header, payload
@@ -599,7 +626,7 @@ def _pack_header(raw: bytes, name: str) -> tuple[dict[str, Any], bytes]:
     """(pack header, rest) of a unit file; DamagedPack naming the file and what is wrong."""
     head, sep, body = raw.partition(b"\n")
     try:
-        header = json.loads(head)
+        header = loads(head)
         if not isinstance(header, dict) or header.get("pack") != PACK_VERSION:
             raise ValueError(f"not a pack of version {PACK_VERSION}")
         runs = header["runs"]
@@ -646,7 +673,7 @@ def _parse_pack(raw: bytes, name: str) -> dict[str, tuple[bytes, bytes]]:
 def _record_header(line: bytes) -> dict[str, Any] | None:
     """A record's header line parsed; None when it is not a JSON object."""
     try:
-        header = json.loads(line)
+        header = loads(line)
     except ValueError:
         return None
     return header if isinstance(header, dict) else None
@@ -673,8 +700,14 @@ _PACK_CACHE = 1
 
 
 def _key_digest(key: Any) -> str:
-    """SHA-256 of a key's JSON form (keys sorted): equal digests, equal keys."""
-    text = json.dumps(key, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    """SHA-256 of a key's JSON form (keys sorted): equal digests, equal keys.
+
+    A stored key too deep to serialise (planted) gets a digest no current key has.
+    """
+    try:
+        text = json.dumps(key, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    except (RecursionError, ValueError, TypeError):
+        return "unserialisable"
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -760,7 +793,7 @@ class CellStore:
                     found.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name))
         for _, name in sorted(found, reverse=True):
             try:
-                header = json.loads(_first_line(folder / name))
+                header = loads(_first_line(folder / name))
                 runs = header["runs"] if isinstance(header, dict) else None
             except UnsafeResultsFolder:
                 self._unsafe.append(name)
@@ -934,7 +967,7 @@ class CellStore:
                 continue
             try:
                 n = int(header["n"])
-                data = json.loads(payload)
+                data = loads(payload)
                 if n < 1 or any(len(v) != n for v in data["cols"].values()):
                     continue
                 return data, n
@@ -1215,7 +1248,7 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
     except OSError as err:
         raise ValueError(f"cannot read {path}: {err}") from err
     try:
-        data = json.loads(raw)
+        data = loads(raw)
         runs = data["runs"]
         if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
             raise ValueError("unknown manifest version (an older layout)")
@@ -1232,10 +1265,79 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
     return data
 
 
+#: Key fields that change with the code, the data, the seed derivation or the layout; the rest
+#: of a key names the cell and the seed.
+VOLATILE_KEY_FIELDS = ("format", "code", "data", "env_seed", "agent_seed")
+
+
+def manifest_problem(manifest: Mapping[str, Any], store: CellStore) -> str:
+    """Why a manifest's run list is not the folder's runs of its own grid ("" when it is).
+
+    The manifest's checksum is plain SHA-256: whoever edits the file can recompute it. So its
+    run list is re-derived from the unit files: every listed run that is stored must carry a
+    key of a (cell, seed) of the manifest's grid, under the run id that key hashes to, each
+    (cell, seed) once, and the list must have one run per (cell, seed). A manifest edited to
+    draw other runs (another grid's, a stale key's, a duplicate, a dropped one) is named. Runs
+    that are absent or damaged are the readers' to report.
+    """
+    from dp_experts_env.evaluation.grid import Grid
+
+    try:
+        cells = Grid.from_dict(manifest["grid"]).cells()
+    except (TypeError, ValueError, KeyError, RecursionError) as err:
+        return f"its grid cannot be built ({err})"
+    wanted: set[str] = set()
+    for cell in cells:
+        description = cell.to_dict()
+        description.pop("seed_indices")
+        base = json.loads(_canonical(description))
+        wanted.update(_canonical({**base, "seed": int(i)}) for i in cell.seed_indices)
+    runs = list(manifest["runs"])
+    if len(runs) != len(wanted):
+        return (
+            f"it lists {len(runs)} runs for the {len(wanted)} cells and seeds of its grid: the "
+            "manifest was edited"
+        )
+    seen: set[str] = set()
+    for run_id in sorted(runs, key=store._source):  # each unit file parsed once
+        try:
+            header, _ = store.read_record(run_id)
+            key = header["key"]
+            identity = _canonical({k: v for k, v in key.items() if k not in VOLATILE_KEY_FIELDS})
+            digest = hashlib.sha256(_canonical(key).encode()).hexdigest()[:20]
+        except FileNotFoundError:
+            continue
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            continue  # damaged: reported by whoever reads its rows
+        if not run_id.endswith(f"-{digest}"):
+            return f"it lists run {run_id}, whose file holds another key: the manifest was edited"
+        if identity not in wanted:
+            return (
+                f"it lists run {run_id}, which belongs to no cell and seed of its grid: the "
+                "manifest was edited"
+            )
+        if identity in seen:
+            return f"it lists two runs of one cell and seed ({run_id}): the manifest was edited"
+        seen.add(identity)
+    return ""
+
+
 def load_results(folder: str | Path) -> pd.DataFrame:
-    """Exactly the rows of the grid last run in ``folder`` (per its manifest)."""
+    """Exactly the rows of the grid last run in ``folder`` (per its manifest).
+
+    Raises:
+        ValueError: no manifest, a damaged one, one whose run list does not match its unit
+            files (:func:`manifest_problem`), or missing runs.
+    """
     manifest = read_manifest(folder)
-    frame = CellStore(folder).frame(manifest["runs"])
+    store = CellStore(folder)
+    problem = manifest_problem(manifest, store)
+    if problem:
+        raise ValueError(
+            f"{Path(folder) / MANIFEST} does not match the folder's unit files ({problem}); run "
+            "compare again to rewrite it"
+        )
+    frame = store.frame(manifest["runs"])
     if frame.empty:
         raise ValueError(f"the manifest of {str(folder)!r} lists no runs")
     return frame
