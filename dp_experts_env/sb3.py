@@ -45,8 +45,8 @@ def quiet_logger() -> Any:
     """A Stable-Baselines3 logger that writes nothing anywhere.
 
     Without one, ``model.learn`` configures SB3's default logger, which makes an empty
-    ``SB3-<date>`` folder in the system temporary folder on every call (issue 39: 34 after a
-    day of use), outside any results folder. Pass it to ``model.set_logger`` before ``learn``.
+    ``SB3-<date>`` folder in the system temporary folder on every call, outside any results
+    folder. Pass it to ``model.set_logger`` before ``learn``.
     """
     from stable_baselines3.common.logger import Logger
 

@@ -577,10 +577,9 @@ class TooDeep(ValueError):
 def loads(raw: str | bytes) -> Any:
     """``json.loads`` for files of a results folder: deep nesting is a ValueError, not a crash.
 
-    A line nested 200,000 deep makes ``json.loads`` raise RecursionError, which no reader
-    expected: verify, plot and compare crashed and the folder stayed stuck. As a ValueError
-    (:class:`TooDeep`) the file is reported as damaged like any other, and its runs played
-    again.
+    A line nested deeper than the recursion limit makes ``json.loads`` raise RecursionError,
+    which the readers do not expect; as a ValueError (:class:`TooDeep`) the file is reported
+    as damaged like any other, and its runs are played again.
     """
     try:
         return json.loads(raw)
