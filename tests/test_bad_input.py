@@ -166,3 +166,14 @@ def test_an_edited_manifest_with_its_checksum_recomputed_is_named(tmp_path, caps
     # compare rewrites it: the grid's own runs, reused.
     _rewrite_manifest(out, runs)
     assert verify_folder(out).ok
+
+
+def test_the_attack_table_names_a_deep_or_foreign_report(tmp_path, capsys):
+    from dp_experts_env.attack import table
+
+    (tmp_path / "deep.json").write_bytes(DEEP)
+    (tmp_path / "list.json").write_text("[1, 2]")
+    for name, named in (("deep.json", "nested too deeply"), ("list.json", "not a JSON object")):
+        assert table.main([str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert name in err and named in err and len(err.strip().splitlines()) == 1
