@@ -157,3 +157,16 @@ def test_the_saved_adversary_is_data_replays_exactly_and_pickles_are_refused(
     assert code == 2 and "needs" in capsys.readouterr().err
     assert _left(private_tmp) == []
     assert isinstance(PPO, type)
+
+
+@pytest.mark.slow
+def test_the_rl_baseline_leaves_nothing_in_the_temporary_folder(private_tmp):
+    pytest.importorskip("stable_baselines3")
+    from dp_experts_env.rl import train_ppo
+
+    model, _ = train_ppo(
+        "DPExperts-Shift-v0", {"n_experts": 3, "horizon": 16}, timesteps=64, num_envs=2,
+        ppo_kwargs={"n_steps": 16, "batch_size": 16, "n_epochs": 1},
+    )  # fmt: skip
+    assert model.num_timesteps >= 64
+    assert _left(private_tmp) == []
