@@ -159,7 +159,8 @@ def _cli(args: list[str], cwd: Path, plugs: Path, module: str) -> subprocess.Com
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS",)}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(plugs)])
     env[plugins.ENV_VAR] = module
-    env["DP_EXPERTS_CACHE_DIR"] = str(cwd / "cache")
+    env["DP_EXPERTS_CACHE_DIR"] = str(cwd / "cache")  # nothing outside tmp_path is written
+    env["DP_EXPERTS_CACHE_KEY"] = str(cwd / "cache.key")
     return subprocess.run(
         [sys.executable, "-m", "dp_experts_env.cli", *args],
         cwd=cwd,
