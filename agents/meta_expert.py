@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
+import io
 import itertools
 import math
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -107,37 +105,32 @@ def _public_tables(n: int, t_max: int, s: int) -> tuple[float, np.ndarray] | Non
     Both are functions of (N, T, S) alone, the same floats whenever computed (rows of the
     suffix table are elementwise in t). They need ``scipy.special.gammaln``, whose import costs
     ~0.25 s of CPU in every new process; kept on disk (``agents._public_cache``'s folder,
-    keyed by the inputs and the code's stamp, as the calibrations are), a later process reads
-    them instead. The returned table is read-only (shared by every agent of the process).
+    keyed by the inputs and the code's stamp, signed, as the calibrations are), a later process
+    reads them instead. The returned table is read-only (shared by every agent of the process).
     """
     if (t_max + 1) * (s + 1) > _TABLE_MAX:
         return None
-    from agents._public_cache import _code_stamp, cache_dir
+    from agents._public_cache import cache_dir, read_entry, write_entry
 
-    folder = cache_dir()
-    path = None
-    if folder is not None:
-        key = hashlib.sha256(repr(("meta-expert-tables", n, t_max, s, _code_stamp())).encode())
-        path = folder / f"{key.hexdigest()}.npz"
+    name = None
+    if cache_dir() is not None:
+        name = f"meta-expert-tables-{n}-{t_max}-{s}.npz"
+        payload = read_entry(name, "meta-expert-tables")
         try:
-            with np.load(path) as stored:
-                log_count, table = float(stored["log_count"]), stored["suffix"]
-            if table.shape == (t_max + 1, s + 1) and table.dtype == np.float64:
-                table.flags.writeable = False
-                return log_count, table
+            if payload is not None:
+                with np.load(io.BytesIO(payload), allow_pickle=False) as stored:
+                    log_count, table = float(stored["log_count"]), stored["suffix"]
+                if table.shape == (t_max + 1, s + 1) and table.dtype == np.float64:
+                    table.flags.writeable = False
+                    return log_count, table
         except (OSError, ValueError, KeyError):
-            pass  # missing or damaged: compute again
+            pass  # signed but not this layout: compute again
     log_count = log_count_meta_experts(n, t_max, s)
     table = _suffix_rows(n, t_max, s, np.arange(t_max + 1))
-    if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, log_count=np.float64(log_count), suffix=table)
-            os.replace(tmp, path)  # atomic: a reader sees the old file or the whole new one
-        except OSError:
-            pass  # a read-only home: computed again next time
+    if name is not None:  # signed and written atomically (agents._public_cache)
+        buffer = io.BytesIO()
+        np.savez(buffer, log_count=np.float64(log_count), suffix=table)
+        write_entry(name, "meta-expert-tables", buffer.getvalue())
     table.flags.writeable = False
     return log_count, table
 

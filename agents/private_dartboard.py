@@ -122,7 +122,50 @@ def max_resamples(budget, horizon: int, batch: int = 1):
     return np.minimum(np.maximum(np.asarray(budget) - 1, 0), math.ceil(horizon / batch) - 1)
 
 
-@public_cache
+def _check_loaded(
+    params: DartboardParameters,
+    n_experts: int,
+    horizon: int,
+    epsilon: float,
+    delta: float,
+    *,
+    tuning: str = "paper",
+    mode: str = "strict",
+    batch: int = 1,
+    eta: float | None = None,
+    p: float | None = None,
+    budget: int | None = None,
+) -> str:
+    """Why parameters read from the disk cache cannot be used ("" when they can).
+
+    Both spends are recomputed with the accountants from the loaded eta, p and budget: the
+    claim a learner states is never read from the cache.
+    """
+    if params.batch != batch:
+        return f"its batch {params.batch} is not {batch}"
+    for name, given in (("eta", eta), ("p", p), ("budget", budget)):
+        if given is not None and getattr(params, name) != given:
+            return f"its {name} is not the explicit {name}={given!r}"
+    if math.isinf(epsilon):
+        return "" if math.isinf(params.epsilon_exact) else "a finite spend at epsilon = inf"
+    if not 0 < params.eta <= params.p < 0.5 or params.budget < 1:
+        return "its parameters are outside the theorems' range (0 < eta <= p < 1/2)"
+    args = (params.eta, params.p, params.budget, horizon, delta, batch)
+    exact = float(_spend("strict", *args))
+    paper = float(_spend("paper", *args))
+    if (
+        exact > epsilon * (1 + _SLACK)
+        or not math.isclose(exact, params.epsilon_exact, rel_tol=1e-9)
+        or not math.isclose(paper, params.epsilon_paper, rel_tol=1e-9)
+    ):
+        return (
+            f"the accountant gives epsilon {exact:.6g} for its parameters (the entry says "
+            f"{params.epsilon_exact:.6g}, the target is {epsilon:g})"
+        )
+    return ""
+
+
+@public_cache(check=_check_loaded)
 def dartboard_parameters(
     n_experts: int,
     horizon: int,

@@ -59,7 +59,46 @@ class LazyHedgeParameters:
     regret_bound: float
 
 
-@public_cache
+def _check_loaded(
+    params: LazyHedgeParameters,
+    n_experts: int,
+    horizon: int,
+    epsilon: float,
+    delta: float,
+    *,
+    tuning: str = "paper",
+    mode: str = "strict",
+    beta: float | None = None,
+    p: float | None = None,
+    budget: float | None = None,
+) -> str:
+    """Why parameters read from the disk cache cannot be used ("" when they can).
+
+    The spend is recomputed with the accountant from the loaded beta, p and budget: the claim
+    a learner states is never read from the cache.
+    """
+    if math.isinf(epsilon):
+        return "" if math.isinf(params.epsilon_spent) else "a finite spend at epsilon = inf"
+    cdelta = delta / 2 if mode == "paper" else delta
+    for name, given in (("beta", beta), ("p", p), ("budget", budget)):
+        if given is not None and getattr(params, name) != given:
+            return f"its {name} is not the explicit {name}={given!r}"
+    if params.composition_delta != cdelta or not 0 < params.p <= 1 or params.beta <= 0:
+        return "its parameters are outside the learner's range"
+    spent = float(
+        lazy_hedge_epsilon(params.beta, params.p, min(params.budget, horizon - 1), cdelta)
+    )
+    if spent > epsilon * (1 + _SLACK) or not math.isclose(
+        spent, params.epsilon_spent, rel_tol=1e-9
+    ):
+        return (
+            f"the accountant gives epsilon {spent:.6g} for its parameters (the entry says "
+            f"{params.epsilon_spent:.6g}, the target is {epsilon:g})"
+        )
+    return ""
+
+
+@public_cache(check=_check_loaded)
 def lazy_hedge_parameters(
     n_experts: int,
     horizon: int,

@@ -8,6 +8,7 @@ Subcommands: ``list``, ``run``, ``compare``, ``plot``, ``verify``, ``reproduce``
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
 import sys
@@ -436,10 +437,35 @@ def _show_progress(args: argparse.Namespace) -> bool:
     return not args.no_progress
 
 
-def _finish(frame: Any, out: Path, metric: str, figures: bool, pdf: bool = False) -> None:
-    from dp_experts_env.evaluation.report import write_report
+#: Errors that say the results folder cannot be written (read-only mount, no permission).
+_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
 
-    report = write_report(frame, out, metric, figures=figures, pdf=pdf)
+
+def _finish(frame: Any, out: Path, metric: str, figures: bool, pdf: bool = False) -> None:
+    from dp_experts_env.evaluation.report import (
+        Report,
+        aggregate_table,
+        resolve_metric,
+        write_report,
+    )
+    from dp_experts_env.evaluation.sweep import summarize
+
+    try:
+        report = write_report(frame, out, metric, figures=figures, pdf=pdf)
+        written = True
+    except OSError as err:
+        # A complete folder that cannot be written (archived, read-only mount, someone else's):
+        # run_grid read it without writing; the table is computed here and nothing is written.
+        if err.errno not in _READ_ONLY:
+            raise
+        chosen = resolve_metric(frame, metric)
+        report = Report(
+            metric=chosen,
+            summary=summarize(frame, chosen),
+            aggregate=aggregate_table(frame, chosen),
+            figures=[],
+        )
+        written = False
     if report["metric"] != metric:
         print(f"{metric} is not reported by these environments: using {report['metric']}")
     metric, table = report["metric"], report["summary"]
@@ -457,6 +483,12 @@ def _finish(frame: Any, out: Path, metric: str, figures: bool, pdf: bool = False
             ", ".join(sorted(uncertified["agent"].unique())),
         )
     _print_aggregate(report["aggregate"], frame["env"].nunique(), metric)
+    if not written:
+        print(
+            f"\n{out} is read-only: nothing written (the table above is computed from its "
+            f"runs; `dp-experts plot {out} --out DIR` draws its figures elsewhere)"
+        )
+        return
     if figures:
         print(f"\n{len(report['figures'])} figure files in {out / 'figures'}")
     print(f"results: {out / 'results.csv'}  table: {out / 'summary.csv'}")

@@ -77,13 +77,16 @@ def test_calibrations_are_cached_on_disk_and_equal(tmp_path, monkeypatch):
     monkeypatch.setattr(_public_cache, "_store", lambda *a: calls.append(a))
     again = dartboard_parameters(*args, tuning="calibrated")
     assert again == first and calls == []  # read, not computed and stored again
-    # A damaged file is computed again; other code (another stamp) is another key.
+    # A damaged file is named, ignored and computed again; other code (another stamp) is another
+    # key.
     files[0].write_text("{not json")
     dartboard_parameters.cache_clear()
-    assert dartboard_parameters(*args, tuning="calibrated") == first and len(calls) == 1
+    _public_cache._WARNED.clear()
+    with pytest.warns(RuntimeWarning, match=files[0].name):
+        assert dartboard_parameters(*args, tuning="calibrated") == first and len(calls) == 1
     fn = dartboard_parameters.__wrapped__
     before = _public_cache._key(fn, args, {"tuning": "calibrated"})
-    monkeypatch.setattr(_public_cache, "_code_stamp", lambda: "edited")
+    monkeypatch.setattr(_public_cache, "code_stamp", lambda: "edited")
     assert _public_cache._key(fn, args, {"tuning": "calibrated"}) != before
     monkeypatch.setenv("DP_EXPERTS_CACHE_DIR", "off")
     assert _public_cache.cache_dir() is None

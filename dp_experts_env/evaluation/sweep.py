@@ -200,6 +200,9 @@ def run_grid(
     if figures and rows != "all":
         raise ValueError("figures=True draws every recorded round: it needs rows='all'")
     grid.validate()
+    from dp_experts_env.evaluation.memory import check_grid_memory
+
+    check_grid_memory(grid)  # the measured per-run model: refused before it runs out
     log = log if log is not None else sys.stderr
     out = Path(out_dir)
     forget_fingerprints()  # code edited since the last sweep in this process must count
