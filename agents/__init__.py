@@ -2,6 +2,7 @@
 
 # Learner modules register themselves on import.
 import agents.dp_ftrl  # noqa: F401  (private full-information, DP-FTRL)
+import agents.gaussian_tree_hedge  # noqa: F401  (Hedge on a Gaussian tree, #38)
 import agents.limited_updates  # noqa: F401
 import agents.meta_expert  # noqa: F401
 import agents.noisy_clipped_hedge  # noqa: F401
@@ -12,6 +13,7 @@ import agents.ppo  # noqa: F401  (RL baseline; trains with the sb3 extra when bu
 import agents.private_bandit  # noqa: F401  (private bandit learners)
 import agents.private_dartboard  # noqa: F401  (lazy private learners, RPS)
 import agents.private_exp4  # noqa: F401
+import agents.private_fixed_share  # noqa: F401  (batched noisy Fixed-Share, #38)
 import agents.private_lazy_hedge  # noqa: F401
 import agents.private_ucb  # noqa: F401  (AdaP-UCB, private stochastic bandit)
 import agents.randomized_prefix  # noqa: F401
