@@ -2,6 +2,7 @@
 
 # Learner modules register themselves on import.
 import agents.dp_ftrl  # noqa: F401  (private full-information, DP-FTRL)
+import agents.dp_klucb  # noqa: F401  (AdaP-KLUCB, private stochastic bandit, #38)
 import agents.gaussian_tree_hedge  # noqa: F401  (Hedge on a Gaussian tree, #38)
 import agents.limited_updates  # noqa: F401
 import agents.meta_expert  # noqa: F401
