@@ -105,6 +105,7 @@ def comparisons(horizon: int) -> dict[str, Comparison]:
             "static_pseudo_regret",
             {
                 "dp-klucb": ("dp-klucb", {}),
+                "dp-klucb (means = last, the source's)": ("dp-klucb", {"means": "last"}),
                 "dp-se": ("dp-se", {}),
                 "adap-ucb": ("adap-ucb", {}),
                 "private-batched-bandit": ("private-batched-bandit", {}),
