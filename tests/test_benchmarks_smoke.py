@@ -31,6 +31,7 @@ EXPECTED = {
     "bandit_baseline": {"rows", "reference", "targets", "machine"},
     "bandit_separation": {"rows", "env", "env_params", "seeds", "machine"},
     "calibration": {"learners", "horizon", "runs", "machine"},
+    "strongest_baselines": {"comparisons", "horizon", "runs", "machine"},
     "svt_release_audit": {"rows", "selection_runs", "test_runs", "machine"},
     "rl_baseline": {"rows", "horizon", "timesteps", "learns", "machine"},
     "regret_table": {"rows", "rounds_per_call", "machine"},
