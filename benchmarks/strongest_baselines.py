@@ -106,7 +106,6 @@ def comparisons(horizon: int) -> dict[str, Comparison]:
             {
                 "dp-klucb": ("dp-klucb", {}),
                 "dp-klucb (means = last, the source's)": ("dp-klucb", {"means": "last"}),
-                "dp-se": ("dp-se", {}),
                 "adap-ucb": ("adap-ucb", {}),
                 "private-batched-bandit": ("private-batched-bandit", {}),
             },
