@@ -106,6 +106,25 @@ def test_best_private_learner_per_epsilon_is_marked():
     assert "'*' after a rank: the best private learner at its epsilon" in text
 
 
+def test_suite_variants_are_labelled_with_their_defaults_only():
+    """A learner whose defaults are the suite's variant is printed with '(suite variant)' and the
+    header says what that means; a grid label with parameters (its paper form, say) is not."""
+    from dp_experts_env.evaluation.table import SUITE_VARIANTS
+
+    assert {"private-batched-exp4", "svt-restart", "dp-klucb"} <= set(SUITE_VARIANTS)
+    summary = _summary(
+        [("svt-restart", 1, 2), ("svt-restart[tuning=paper]", 3, 4), ("hedge", 5, 6)]
+    )
+    frame = pd.DataFrame({"agent": list(summary["agent"]), "epsilon": math.inf, "env": "E"})
+    text = terminal_table(frame, summary, "dynamic_regret")
+    rows = [line for line in text.splitlines() if line.startswith("A ")]
+    assert "svt-restart (suite variant)" in rows[0]
+    assert "(suite variant)" not in rows[1] and "(suite variant)" not in rows[2]
+    assert "(suite variant): the learner's defaults are not its paper's algorithm" in text
+    plain = terminal_table(frame.iloc[2:], summary.iloc[2:], "dynamic_regret")
+    assert "suite variant" not in plain
+
+
 def test_env_labels_are_short_and_distinct():
     labels = env_labels([f"env{i}" for i in range(30)])
     assert labels["env0"] == "A" and labels["env25"] == "Z" and labels["env26"] == "AA"

@@ -8,7 +8,8 @@ table shows what a reader compares, one row per (env, learner, epsilon):
   overlaps the interval of the learner ranked just above it (the two are not told apart);
   ``*`` marks the best private learner at its epsilon (the lowest mean among the private
   learners run at that finite epsilon in that env; :func:`best_private`);
-* ``learner``;
+* ``learner``; `` (suite variant)`` follows a learner run with its defaults where those are not
+  its paper's algorithm (:data:`SUITE_VARIANTS`; its paper's form is a keyword away);
 * ``eps``: the requested epsilon, ``inf (no noise)`` for a private learner with its noise
   removed, ``non-private`` for a learner without a privacy parameter;
 * ``certified``: the epsilon the learner's accountant certifies for the run (differs from the
@@ -26,10 +27,28 @@ import string
 
 import pandas as pd
 
-__all__ = ["WIDTH", "terminal_table", "env_labels", "ties", "best_private"]
+__all__ = ["WIDTH", "SUITE_VARIANTS", "terminal_table", "env_labels", "ties", "best_private"]
 
 #: Width the printed table must fit (tests/test_compare_table.py checks the default comparison).
 WIDTH = 120
+
+
+#: Learners whose defaults are the suite's variant, not their paper's algorithm, and the
+#: keywords that give the paper's form (docs/algorithms.md has each one's row).
+SUITE_VARIANTS: dict[str, str] = {
+    "private-batched-exp4": "release='estimates'",  # default release='loss' (#29)
+    "svt-restart": "tuning='paper', window_grid='all'",  # default: the suite's detector
+    "dp-klucb": "means='last'",  # default: every released episode (#38)
+}
+
+
+def learner_label(agent: str) -> str:
+    """The learner as the table prints it: ``(suite variant)`` after a variant's name.
+
+    Only the bare names of :data:`SUITE_VARIANTS` (their defaults) are marked; a grid label
+    with parameters, ``name[...]``, is printed as it is.
+    """
+    return f"{agent} (suite variant)" if agent in SUITE_VARIANTS else agent
 
 
 def env_labels(envs: list[str]) -> dict[str, str]:
@@ -158,7 +177,7 @@ def terminal_table(frame: pd.DataFrame, table: pd.DataFrame, metric: str) -> str
         row = {
             "env": labels[rec["env"]],
             "rank": f"{rec['rank']}{'=' if tied[i] else ''}{'*' if marked[i] else ''}",
-            "learner": agent,
+            "learner": learner_label(agent),
             "eps": _eps(eps, is_private),
             "certified": _certified(
                 certified.get((rec["env"], agent, eps), math.nan), is_private, eps
@@ -181,6 +200,8 @@ def terminal_table(frame: pd.DataFrame, table: pd.DataFrame, metric: str) -> str
     )
     if any(marked):
         header.append("'*' after a rank: the best private learner at its epsilon")
+    if any(agent in SUITE_VARIANTS for agent in table["agent"]):
+        header.append("(suite variant): the learner's defaults are not its paper's algorithm")
     if show_score:
         header.append(f"score: 1 - regret / {score_col.removeprefix('score_vs_')}'s, same seeds")
     if show_restarts:
