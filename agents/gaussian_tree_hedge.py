@@ -27,6 +27,9 @@ from dp_experts_env.privacy.noise import NoiseBackend, noise_multiplier
 
 __all__ = ["GaussianTreeHedge"]
 
+#: the bounds of :meth:`BatchRNG.open_uniform` (Box-Muller's ``u1``), for the block draws
+_OPEN_LOW, _OPEN_HIGH = 2.0**-54, 1.0 - 2.0**-54
+
 
 @register(
     "gaussian-tree-hedge",
@@ -180,3 +183,52 @@ class GaussianTreeHedge(PrivateAgent):
 
     def _choose(self, obs: np.ndarray) -> np.ndarray:
         return self.rng.categorical(self.action_distribution())
+
+    def play_block(self, obs: np.ndarray) -> np.ndarray:
+        """K rounds of :meth:`act` at once (see :mod:`agents._kernels`), bit for bit.
+
+        A learning round reads its node's 2N Box-Muller uniforms (N for ``u1``, then N for
+        ``u2``), then its play's uniform: one read of the stream gives the block's draws, the
+        normals are the same elementwise transform, and the tree's releases run in the compiled
+        ``tree_block`` kernel of ``dp-ftrl-tree`` (the same floats as the numpy steps of
+        ``act``). With the noise removed (epsilon = inf), with an audit wrapper, for N = 1 or
+        on the numpy path (``DP_EXPERTS_NO_JIT=1``) the rounds go through ``act``.
+        """
+        from agents._kernels import (
+            categorical_rows,
+            check_block,
+            finish_block,
+            plain_fast_backend,
+            softmax_rows,
+            tree_block,
+        )
+        from dp_experts_env._jit import jit_enabled
+
+        losses = check_block(self, obs)
+        k, b, n = losses.shape
+        if k == 0:
+            return finish_block(self, np.empty((0, b)))
+        plain = plain_fast_backend(self.noise) and self.node_scale > 0.0
+        if not (plain and n > 1 and jit_enabled()):
+            return np.array([self.act(row) for row in losses], dtype=np.int64).reshape(k, -1)
+        first = self.t == 0
+        per_round = 2 * n + 1
+        u = self.rng.random((k * per_round - 2 * n * int(first),))
+        if first:  # round 1 learns nothing: only its play's uniform
+            u = np.concatenate([np.zeros((b, 2 * n)), u], axis=1)
+        u = u.reshape(b, k, per_round).transpose(1, 0, 2)
+        learn = clip_unit(losses[1:] if first else losses)
+        sums = np.empty_like(losses)
+        if first:
+            sums[0] = self._sums
+        if len(learn):
+            u1 = np.maximum(u[int(first) :, :, :n], _OPEN_LOW)  # BatchRNG.open_uniform
+            np.minimum(u1, _OPEN_HIGH, out=u1)
+            z = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u[int(first) :, :, n : 2 * n])
+            noise = self.node_scale * z
+            tree_block(learn, noise, self._exact, self._noisy, self._count, sums[int(first) :])
+            self._count += len(learn)
+            self._sums = sums[-1].copy()
+        plays = np.ascontiguousarray(u[:, :, -1])
+        return finish_block(self, categorical_rows(softmax_rows(-self.eta * sums), plays))
+

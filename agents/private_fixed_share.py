@@ -222,3 +222,54 @@ class PrivateFixedShare(PrivateAgent):
 
     def _choose(self, obs: np.ndarray) -> np.ndarray:
         return self.rng.categorical(softmax(self.log_weights))
+
+    def play_block(self, obs: np.ndarray) -> np.ndarray:
+        """K rounds of :meth:`act` at once (see :mod:`agents._kernels`), bit for bit.
+
+        A run reads, per round, N Laplace uniforms when a block ends (before its play) and one
+        play uniform; the block's draws come from one read of the stream (``fast`` backend;
+        other backends play round by round). The sums grow round by round as in ``act``; the
+        law is fixed between releases, so the softmaxes and draws are taken for the K rounds
+        at once.
+        """
+        from agents._kernels import (
+            categorical_rows,
+            check_block,
+            fast_laplace,
+            finish_block,
+            plain_fast_backend,
+            softmax_rows,
+        )
+
+        losses = check_block(self, obs)
+        k, b, n = losses.shape
+        if k == 0:
+            return finish_block(self, np.empty((0, b)))
+        if not plain_fast_backend(self.noise):
+            return np.array([self.act(row) for row in losses], dtype=np.int64).reshape(k, -1)
+        clipped = clip_unit(losses)
+        fed = self.t + np.arange(k)  # round whose loss row i feeds (0: nothing, round 1)
+        release = (fed > 0) & (fed % self.block == 0)
+        draws = n if self.noise_scale > 0.0 else 0
+        # Per run: [N Laplace uniforms if round i releases] then its play uniform.
+        width = 1 + draws * release
+        ends = np.cumsum(width)
+        u = self.rng.random((int(ends[-1]),))
+        laws = np.empty_like(clipped)
+        for i in range(k):
+            if fed[i] > 0:
+                self.block_sums += clipped[i]
+            if release[i]:
+                noisy = self.block_sums
+                if draws:
+                    start = int(ends[i]) - 1 - draws
+                    noisy = noisy + fast_laplace(u[:, start : start + draws], self.noise_scale)
+                else:
+                    noisy = noisy.copy()
+                posterior = log_softmax(self.log_weights - self.eta * noisy)
+                self.log_weights = log_mix_uniform(posterior, self.alpha)
+                self.block_sums = np.zeros_like(self.block_sums)
+            laws[i] = self.log_weights
+        plays = np.ascontiguousarray(u[:, ends - 1].T)  # (K, B)
+        return finish_block(self, categorical_rows(softmax_rows(laws), plays))
+
