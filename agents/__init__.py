@@ -10,6 +10,7 @@ import agents.noisy_clipped_hedge  # noqa: F401
 import agents.oco_baselines  # noqa: F401  (continuous actions: OGD, FTRL, DP-FTRL for OCO)
 import agents.oco_fair  # noqa: F401  (P-COMW's fair opponents: lazy FTRL, Gaussian DP-FTRL)
 import agents.p_comw  # noqa: F401  (P-COMW, Agarwal-Kale-Singh-Thakurta, continuous actions)
+import agents.paper_modes  # noqa: F401  (name:paper rows of the suite variants, #38)
 import agents.ppo  # noqa: F401  (RL baseline; trains with the sb3 extra when built)
 import agents.private_bandit  # noqa: F401  (private bandit learners)
 import agents.private_dartboard  # noqa: F401  (lazy private learners, RPS)

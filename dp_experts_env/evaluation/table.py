@@ -34,7 +34,8 @@ WIDTH = 120
 
 
 #: Learners whose defaults are the suite's variant, not their paper's algorithm, and the
-#: keywords that give the paper's form (docs/algorithms.md has each one's row).
+#: keywords that give the paper's form (docs/algorithms.md has each one's row); the first two
+#: also have a paper-mode row by name, ``NAME:paper`` (``agents/paper_modes.py``).
 SUITE_VARIANTS: dict[str, str] = {
     "private-batched-exp4": "release='estimates'",  # default release='loss' (#29)
     "svt-restart": "tuning='paper', window_grid='all'",  # default: the suite's detector
