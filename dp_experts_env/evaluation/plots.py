@@ -247,6 +247,8 @@ PALETTE = (
     "#117733",  # green
     "#CC6677",  # rose
     "#777777",  # grey (Tol's teal sat too close to Okabe-Ito's bluish green)
+    "#661100",  # dark brown (#38's baselines joined the default comparison)
+    "#FF1493",  # deep pink
 )
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
 _REFERENCE = "uniform"
@@ -277,6 +279,8 @@ _FIXED_COLOUR = {
     "batched-private-shrinking-dartboard": 11,
     "randomized-prefix-softmax": 12,
     "ppo": 13,
+    "private-fixed-share": 14,
+    "gaussian-tree-hedge": 15,
     # bandit (with and without advice)
     "exp3": 0,
     "exp4": 1,
