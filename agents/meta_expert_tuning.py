@@ -132,7 +132,8 @@ def noisy_hedge_eta(
 
     ``eta = sqrt(log K / (T (1/8 + b^2)))``, capped at ``1/(2b)``: the minimiser of
     ``log K / eta + eta T (1/8 + b^2)`` (Hoeffding's ``eta^2/8`` for the [0, 1] loss plus the
-    Laplace log-MGF ``<= (4/3) eta^2 b^2``; :func:`agents.noisy_clipped_hedge.calibrated_eta`).
+    Laplace log-MGF ``<= (4/3) eta^2 b^2``;
+    :func:`agents.noisy_clipped_hedge_tuning.calibrated_eta`).
     ``tuning="paper"``: the paper's size bound ``log K = max(log N, 2 S log(NT))`` (Corollary
     4.1.1's ``|E| <= (NT)^{2S}``); ``"calibrated"``: the exact ``log |E|``.
     """
