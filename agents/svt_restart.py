@@ -257,6 +257,8 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
             self.threshold_noise_scale,
             self.query_noise_scale,
         ) = self._noise_parameters(self.epsilon)
+        # epsilon = inf: the detector compares exactly (a tie does not fire; see _learn).
+        self._exact_detector = math.isinf(self.detector_epsilon)
         # Per-run values after set_run_epsilons: selection and detector epsilons (B,), and the
         # slack's epsilon-dependent terms (B, 1); None while every run plays self.epsilon.
         self._runs: dict[str, np.ndarray] | None = None
@@ -628,7 +630,7 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
         return _max_reduce(per_col, axis=1)
 
     def _bernstein_query_reference(self, t: int) -> np.ndarray:
-        """The query as first written: one (B, N, Q) expression (the "all" grid's path)."""
+        """The query as one (B, N, Q) expression: the "all" grid's path, the dyadic reference."""
         n = self.n_experts
         if self.window_grid == "dyadic":
             experts = self._cum[:, :n, None] - self._snap_experts  # (B, N, Q)

@@ -128,8 +128,9 @@ def betting_boundary(
     ``D - threshold_scale (boundary + const)`` is then ``max_k (a_k D - threshold_scale (c_k L
     + s_k N + const))``: ``c_k`` times the log-wealth above L at ``threshold_scale = 1``.
     Elementwise; ``counts`` as in :func:`bernstein_boundary`. ``threshold_scale`` is not
-    checked here (a hot path); :class:`SVTRestart` accepts it only in
-    :data:`THRESHOLD_SCALE_RANGE`, since a subnormal one overflows ``(1 - a_k)/threshold_scale``.
+    checked here (a hot path); :class:`~agents.svt_restart.SVTRestart` accepts it only in
+    :data:`~agents.svt_restart.THRESHOLD_SCALE_RANGE`, since a subnormal one overflows
+    ``(1 - a_k)/threshold_scale``.
     """
     c, a, s = (x.tolist() for x in betting_coefficients())
     neg = np.asarray(negative, dtype=np.float64)
@@ -192,7 +193,6 @@ class SVTRestartTuning:
             if self._bernstein and self.window_grid == "dyadic"
             else None
         )
-        self._exact_detector = math.isinf(self.detector_epsilon)
         self._set_thresholds()
 
     def _level_lambdas(self) -> np.ndarray:
