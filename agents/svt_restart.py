@@ -306,33 +306,6 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
             4.0 * d_eff / detector_epsilon,
         )
 
-    def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
-        """Give each run its own finite epsilon; True when applied (False: nothing changed).
-
-        Run b then selects, tests and restarts as an agent built with ``epsilon=epsilons[b]``
-        and the same seed (its selection and detector noise, thresholds and slack, the same
-        floats), so an evaluation can play this learner's epsilons as one batch.
-        :attr:`privacy` then refuses to state one claim; build an agent at each epsilon to
-        read its claim.
-        """
-        values = self._accept_run_epsilons(epsilons)
-        if values is None or not math.isfinite(self.epsilon):
-            # Built at epsilon = inf: exact detector and term_beta = beta; finite runs differ.
-            return False
-        found = {e: (self._noise_parameters(e), self._thresholds(e)) for e in dict.fromkeys(values)}
-        self._run_epsilons = values
-        self._runs = {
-            "selection": np.array([found[e][0][0] for e in values]),
-            "detector": np.array([found[e][0][1] for e in values]),
-            "c0": np.array([found[e][1][1][0] for e in values])[:, None],
-            "alpha": np.array([found[e][1][0] for e in values])[:, None],
-        }
-        self._slack_cache = None
-        # A new episode from the same seeds: the detector's first threshold noise is drawn
-        # again, now at each run's scale (as an agent built at that epsilon draws it).
-        self.reset(list(self.rng.seeds))
-        return True
-
     # ----------------------------------------------------------------- claim
     @property
     def declaration(self) -> Mechanism:

@@ -10,6 +10,7 @@ slack a window must exceed. :class:`~agents.svt_restart.SVTRestart` mixes in
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -170,7 +171,8 @@ class SVTRestartTuning:
     Reads the learner's public settings (``n_experts``, ``horizon``, ``tuning``, ``boundary``
     flags, ``threshold_scale``, ``beta``, the dyadic levels and the noise scales) and sets
     ``term_beta``, ``window_starts`` (U), ``union_size`` (S), ``lowest_level``, ``alpha`` and
-    the slack's constants; :meth:`slack` and :meth:`detection_length` read them back.
+    the slack's constants; :meth:`slack` and :meth:`detection_length` read them back, and
+    :meth:`set_run_epsilons` sets them per run.
     """
 
     def _calibrate(self) -> None:
@@ -332,6 +334,33 @@ class SVTRestartTuning:
         if self._bernstein:
             return alpha, (reg_const, self._bernstein_level_log(), 0.0)
         return alpha, (reg_const, 2.0 * log(n * self.window_starts / beta), MIXTURE_RHO)
+
+    def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
+        """Give each run its own finite epsilon; True when applied (False: nothing changed).
+
+        Run b then selects, tests and restarts as an agent built with ``epsilon=epsilons[b]``
+        and the same seed (its selection and detector noise, thresholds and slack, the same
+        floats), so an evaluation can play this learner's epsilons as one batch.
+        :attr:`privacy` then refuses to state one claim; build an agent at each epsilon to
+        read its claim.
+        """
+        values = self._accept_run_epsilons(epsilons)
+        if values is None or not math.isfinite(self.epsilon):
+            # Built at epsilon = inf: exact detector and term_beta = beta; finite runs differ.
+            return False
+        found = {e: (self._noise_parameters(e), self._thresholds(e)) for e in dict.fromkeys(values)}
+        self._run_epsilons = values
+        self._runs = {
+            "selection": np.array([found[e][0][0] for e in values]),
+            "detector": np.array([found[e][0][1] for e in values]),
+            "c0": np.array([found[e][1][1][0] for e in values])[:, None],
+            "alpha": np.array([found[e][1][0] for e in values])[:, None],
+        }
+        self._slack_cache = None
+        # A new episode from the same seeds: the detector's first threshold noise is drawn
+        # again, now at each run's scale (as an agent built at that epsilon draws it).
+        self.reset(list(self.rng.seeds))
+        return True
 
     def _deviation(self, length: np.ndarray, second_moment: float = 1.0) -> np.ndarray:
         """The epsilon-free part of ``Reg(n - 1)`` for windows of ``length`` n rounds.
