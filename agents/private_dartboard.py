@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from agents._lazy_sampler import LazySampler
 from agents.base import PrivacyClaim
 from agents.private_dartboard_tuning import (
+    P_MAX,
     DartboardParameters,
     balanced_batch_size,
     calibrated_batch_size,
@@ -34,6 +35,7 @@ from dp_experts_env.privacy.noise import NoiseBackend
 
 # The tuning's public names stay importable from here (tests and docs import them so).
 __all__ = [
+    "P_MAX",
     "BatchedPrivateShrinkingDartboard",
     "DartboardParameters",
     "PrivateShrinkingDartboard",
