@@ -30,6 +30,7 @@ _max_reduce = np.maximum.reduce
 _min_reduce = np.minimum.reduce
 _add_reduce = np.add.reduce
 
+
 def count_meta_experts(n_experts: int, horizon: int, n_switches: int) -> int:
     """|E| = sum_{c=0}^{S} C(T-1, c) N^(c+1): switch points in {2..T}, labels in [N] (E-ARS-14).
 
