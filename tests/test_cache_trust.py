@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from agents import _public_cache as cache
-from agents import meta_expert
+from agents import meta_expert_tuning
 from agents.private_dartboard import dartboard_parameters
 from agents.private_lazy_hedge import PrivateLazyHedge, lazy_hedge_parameters
 from dp_experts_env.evaluation import store as store_mod
@@ -36,7 +36,7 @@ def disk(monkeypatch, tmp_path):
         cache._WARNED.clear()
         lazy_hedge_parameters.cache_clear()
         dartboard_parameters.cache_clear()
-        meta_expert._public_tables.cache_clear()
+        meta_expert_tuning.public_tables.cache_clear()
 
     forget()
     yield tmp_path / "cache"
@@ -116,14 +116,14 @@ def test_a_resigned_dartboard_calibration_is_rechecked(disk):
 
 
 def test_a_planted_table_is_ignored_and_named(disk):
-    log_count, table = meta_expert._public_tables(4, 60, 2)
+    log_count, table = meta_expert_tuning.public_tables(4, 60, 2)
     path = _entry(disk)
     raw = bytearray(path.read_bytes())
     raw[-40] ^= 1  # one bit of the stored table
     path.write_bytes(bytes(raw))
-    meta_expert._public_tables.cache_clear()
+    meta_expert_tuning.public_tables.cache_clear()
     with pytest.warns(RuntimeWarning, match=f"{path.name} fails its signature"):
-        again = meta_expert._public_tables(4, 60, 2)
+        again = meta_expert_tuning.public_tables(4, 60, 2)
     assert again[0] == log_count and np.array_equal(again[1], table)
 
 
