@@ -1,0 +1,201 @@
+"""The card's outputs and leaderboard (dp_experts_env/bench/, docs/bench.md).
+
+One module fixture benches a small reference set (``bench_all``) and one learner ranked against
+it (``bench_learner``) on a tiny protocol; the tests read what they wrote: bench.json, card.md,
+card.html. ``html_matches_json`` is the check that every figure and table number of card.html
+equals bench.json; it has its own controls (a moved bar and a changed number are caught, a
+reformatted page passes).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from html.parser import HTMLParser
+
+import pytest
+from test_bench_protocol import tiny_protocol
+
+from dp_experts_env.bench.command import bench_all, bench_learner
+from dp_experts_env.bench.leaderboard import VersionMismatch, rank
+from dp_experts_env.bench.render import SECTIONS, bar_height, curve_y
+
+REFERENCE = ["uniform", "hedge", "fixed-share", "noisy-clipped-hedge", "exp3", "ldp-exp4"]
+LEARNER = "limited-updates"
+
+
+@pytest.fixture(scope="module")
+def benched(tmp_path_factory):
+    """(reference set, the learner's card, its folder) on the tiny protocol."""
+    root = tmp_path_factory.mktemp("bench")
+    protocol = tiny_protocol(("shift", "bandit"), horizon=200, seeds=3)
+    ref = bench_all(root / "all", quick=True, learners=REFERENCE, protocol=protocol,
+                    backend="serial")  # fmt: skip
+    card = bench_learner(LEARNER, {}, root / "one", quick=True, protocol=protocol,
+                         reference=root / "all" / "reference-set.json", backend="serial",
+                         command="dp-experts bench limited-updates --quick")  # fmt: skip
+    return ref, card, root / "one", root
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str]]] = []
+
+    def handle_starttag(self, tag, attrs):  # noqa: D102 - HTMLParser hook
+        self.tags.append((tag, {k: v or "" for k, v in attrs}))
+
+
+def html_matches_json(page: str, data: dict) -> list[str]:
+    """Every problem found comparing card.html's figures and numbers with bench.json."""
+    parser = _Tags()
+    parser.feed(page)
+    problems = []
+    caps = data["capabilities"]
+    key = data["headline_epsilon"]
+    bars = [a for t, a in parser.tags if t == "rect" and a.get("class") == "bar"]
+    want_bars = {c for c, e in caps.items() if key in e["scores"]}
+    if {b["data-capability"] for b in bars} != want_bars or len(bars) != len(want_bars):
+        problems.append(f"bars {sorted(b['data-capability'] for b in bars)} != {want_bars}")
+    for b in bars:
+        value = caps[b["data-capability"]]["scores"][b["data-eps"]]["mean"]
+        if float(b["data-value"]) != value:
+            problems.append(f"bar {b['data-capability']}: {b['data-value']} != {value}")
+        if abs(float(b["height"]) - abs(bar_height(value))) > 1e-3:
+            problems.append(f"bar {b['data-capability']}: height {b['height']} for {value}")
+        if abs(float(b["y"]) - min(curve_y(0.0), curve_y(value))) > 1e-3:
+            problems.append(f"bar {b['data-capability']}: y {b['y']} for {value}")
+    points = [a for t, a in parser.tags if t == "circle" and a.get("class") == "point"]
+    want_points = {(c, k) for c, e in caps.items() for k in e["scores"]}
+    if {(p["data-capability"], p["data-eps"]) for p in points} != want_points:
+        problems.append("curve points do not cover every (capability, epsilon) of the JSON")
+    for p in points:
+        value = caps[p["data-capability"]]["scores"][p["data-eps"]]["mean"]
+        if float(p["data-value"]) != value or abs(float(p["cy"]) - curve_y(value)) > 1e-3:
+            problems.append(f"point {p['data-capability']} eps {p['data-eps']}: {p} for {value}")
+    tasks = {t["name"]: t for t in data["tasks"]}
+    rows = {r["label"]: r for r in data["leaderboard"]["rows"]}
+    numbers = [a for t, a in parser.tags if t == "span" and a.get("class") == "num"]
+    for n in numbers:
+        if "data-capability" in n:
+            stat = {"curve": "mean"}.get(n["data-stat"], n["data-stat"])
+            want = caps[n["data-capability"]]["scores"][n["data-eps"]][stat]
+        elif "data-task" in n:
+            want = tasks[n["data-task"]]["scores"][n["data-eps"]]["mean"]
+        else:
+            want = rows[n["data-learner"]]["overall"]
+        if float(n["data-value"]) != want:
+            problems.append(f"number {n}: {n['data-value']} != {want}")
+    shown = sum(1 for t in data["tasks"] if t["scores"].get(key))
+    shown += sum(1 for r in rows.values() if r["overall"] is not None)
+    shown += sum(2 for e in caps.values() if key in e["scores"])  # mean and IQM
+    shown += sum(len(e["scores"]) for e in caps.values())  # the curves' table
+    if len(numbers) != shown:
+        problems.append(f"{len(numbers)} numbers in the tables, {shown} in the JSON")
+    return problems
+
+
+def test_card_files_and_numbers(benched) -> None:
+    _, card, folder, _ = benched
+    data = json.loads((folder / "bench.json").read_text())
+    assert data["schema"] == "dp-experts-bench/1"
+    assert data["learner"]["name"] == LEARNER and data["headline_epsilon"] == "1"
+    status = {c: e["status"] for c, e in data["capabilities"].items()}
+    assert status["tracking"] == "scored" and status["bandit"] == "n/a"
+    assert "n/a: a full-feedback learner" in data["capabilities"]["bandit"]["reason"]
+    page = (folder / "card.html").read_text()
+    assert html_matches_json(page, data) == []
+    md = (folder / "card.md").read_text()
+    for capability, entry in data["capabilities"].items():
+        s = entry["scores"].get("1")
+        assert f"| {capability} |" in md
+        if s:
+            assert f"{s['mean']:.3f}" in md
+    assert data["command"] in page and data["command"] in md
+
+
+def test_html_check_catches_a_moved_bar_and_passes_a_reformatted_page(benched) -> None:
+    _, _, folder, _ = benched
+    data = json.loads((folder / "bench.json").read_text())
+    page = (folder / "card.html").read_text()
+    moved = re.sub(r'(class="bar"[^>]*height=")([0-9.]+)', lambda m: m[1] + "1" + m[2], page,
+                   count=1)  # fmt: skip
+    assert moved != page and html_matches_json(moved, data)
+    wrong = dict(data, capabilities=json.loads(json.dumps(data["capabilities"])))
+    wrong["capabilities"]["tracking"]["scores"]["1"]["mean"] += 0.01
+    assert html_matches_json(page, wrong)
+    reformatted = page.replace("><", ">\n<")
+    assert html_matches_json(reformatted, data) == []
+
+
+def test_the_page_is_self_contained(benched) -> None:
+    page = (benched[2] / "card.html").read_text()
+    assert "<script" not in page.lower() and "<link" not in page.lower()
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "url(" not in page and "@import" not in page
+    for section in SECTIONS:
+        assert f'<section id="{section}">' in page
+
+
+def test_the_learner_is_ranked_among_the_reference_set_without_replaying_it(benched) -> None:
+    ref, card, folder, _ = benched
+    data = json.loads((folder / "bench.json").read_text())
+    board = data["leaderboard"]
+    labels = [r["label"] for r in board["rows"]]
+    # Its kind's table: the full-information learners and uniform (any), not the bandit ones.
+    assert set(labels) == {"uniform", "hedge", "fixed-share", "noisy-clipped-hedge", LEARNER}
+    assert [r["rank"] for r in board["rows"]] == list(range(1, len(labels) + 1))
+    overall = [r["overall"] for r in board["rows"]]
+    assert overall == sorted(overall, reverse=True)
+    assert [r["this"] for r in board["rows"]].count(True) == 1
+    # Not re-played: the card's folder holds only the roster's and the learner's runs.
+    from dp_experts_env.evaluation.store import read_manifest
+
+    played = set()
+    for manifest in folder.glob("runs/*/manifest.json"):
+        played |= {a["name"] for a in read_manifest(manifest.parent)["grid"]["agent"]}
+    assert LEARNER in played
+    assert not played & {"noisy-clipped-hedge", "ldp-exp4"}  # reference-set learners only
+    # The reference set's control and reference rows are the ones the card was scored on.
+    assert ref["key"] == board["key"]
+
+
+def test_cards_of_different_versions_are_never_ranked_together(benched) -> None:
+    ref, card, _, _ = benched
+    for field, value in [("protocol", "bench-v0"), ("code_version", "0" * 16), ("quick", False),
+                         ("digest", "x")]:  # fmt: skip
+        other = dict(ref, key={**ref["key"], field: value})
+        with pytest.raises(VersionMismatch, match="never ranked together"):
+            rank(card, other)
+    assert rank(card, ref)["rows"]  # the same key ranks (the harmless case)
+
+
+def test_a_mismatched_reference_set_leaves_the_card_unranked(benched, tmp_path) -> None:
+    ref, _, _, root = benched
+    stale = tmp_path / "stale.json"
+    stale.write_text(json.dumps(dict(ref, key={**ref["key"], "code_version": "0" * 16})))
+    card = bench_learner(LEARNER, {}, root / "one", quick=True,
+                         protocol=tiny_protocol(("shift", "bandit"), horizon=200, seeds=3),
+                         reference=stale, backend="serial")  # fmt: skip
+    data = json.loads((root / "one" / "bench.json").read_text())
+    assert [r["label"] for r in data["leaderboard"]["rows"]] == [LEARNER]
+    assert data["leaderboard"]["note"].startswith("not ranked:")
+    assert card["capabilities"] == data["capabilities"]
+
+
+def test_a_reference_whose_code_changed_is_left_out(benched) -> None:
+    ref, card, _, _ = benched
+    edited = json.loads(json.dumps(ref))
+    for entry in edited["entries"]:
+        if entry["label"] == "hedge":
+            entry["learner_code"] = "edited"
+    board = rank(card, edited)
+    assert "hedge" not in [r["label"] for r in board["rows"]]
+    assert "hedge" in board["note"]
+
+
+def test_scores_in_the_card_are_finite_or_absent(benched) -> None:
+    for entry in benched[1]["capabilities"].values():
+        for s in entry["scores"].values():
+            assert all(math.isfinite(v) for k, v in s.items() if k != "tasks")
