@@ -19,7 +19,7 @@ from test_bench_protocol import tiny_protocol
 
 from dp_experts_env.bench.command import bench_all, bench_learner
 from dp_experts_env.bench.leaderboard import VersionMismatch, rank
-from dp_experts_env.bench.render import SECTIONS, bar_height, curve_y
+from dp_experts_env.bench.render import SECTIONS, axis_of, bar_height, curve_y
 
 REFERENCE = ["uniform", "hedge", "fixed-share", "noisy-clipped-hedge", "exp3", "ldp-exp4"]
 LEARNER = "limited-updates"
@@ -54,6 +54,15 @@ def html_matches_json(page: str, data: dict) -> list[str]:
     problems = []
     caps = data["capabilities"]
     key = data["headline_epsilon"]
+    svgs = [a for t, a in parser.tags if t == "svg"]
+    axes = {(float(a["data-axis-low"]), float(a["data-axis-high"])) for a in svgs}
+    if len(svgs) != 2 or len(axes) != 1:
+        problems.append(f"expected two figures on one axis, got {len(svgs)} on {axes}")
+    axis = axes.pop() if axes else axis_of(data)
+    drawn = [v for e in caps.values() for s in e["scores"].values()
+             for v in (s["mean"], s["mean_low"], s["mean_high"])]  # fmt: skip
+    if drawn and not axis[0] <= min(drawn) <= max(drawn) <= axis[1]:
+        problems.append(f"axis {axis} clips values in [{min(drawn)}, {max(drawn)}]")
     bars = [a for t, a in parser.tags if t == "rect" and a.get("class") == "bar"]
     want_bars = {c for c, e in caps.items() if key in e["scores"]}
     if {b["data-capability"] for b in bars} != want_bars or len(bars) != len(want_bars):
@@ -62,9 +71,9 @@ def html_matches_json(page: str, data: dict) -> list[str]:
         value = caps[b["data-capability"]]["scores"][b["data-eps"]]["mean"]
         if float(b["data-value"]) != value:
             problems.append(f"bar {b['data-capability']}: {b['data-value']} != {value}")
-        if abs(float(b["height"]) - abs(bar_height(value))) > 1e-3:
+        if abs(float(b["height"]) - abs(bar_height(value, axis))) > 1e-3:
             problems.append(f"bar {b['data-capability']}: height {b['height']} for {value}")
-        if abs(float(b["y"]) - min(curve_y(0.0), curve_y(value))) > 1e-3:
+        if abs(float(b["y"]) - min(curve_y(0.0, axis), curve_y(value, axis))) > 1e-3:
             problems.append(f"bar {b['data-capability']}: y {b['y']} for {value}")
     points = [a for t, a in parser.tags if t == "circle" and a.get("class") == "point"]
     want_points = {(c, k) for c, e in caps.items() for k in e["scores"]}
@@ -72,7 +81,7 @@ def html_matches_json(page: str, data: dict) -> list[str]:
         problems.append("curve points do not cover every (capability, epsilon) of the JSON")
     for p in points:
         value = caps[p["data-capability"]]["scores"][p["data-eps"]]["mean"]
-        if float(p["data-value"]) != value or abs(float(p["cy"]) - curve_y(value)) > 1e-3:
+        if float(p["data-value"]) != value or abs(float(p["cy"]) - curve_y(value, axis)) > 1e-3:
             problems.append(f"point {p['data-capability']} eps {p['data-eps']}: {p} for {value}")
     tasks = {t["name"]: t for t in data["tasks"]}
     rows = {r["label"]: r for r in data["leaderboard"]["rows"]}
@@ -127,6 +136,8 @@ def test_html_check_catches_a_moved_bar_and_passes_a_reformatted_page(benched) -
     assert html_matches_json(page, wrong)
     reformatted = page.replace("><", ">\n<")
     assert html_matches_json(reformatted, data) == []
+    clipped = re.sub(r'data-axis-high="[0-9.]+"', 'data-axis-high="0.1"', page)
+    assert any("clips" in p for p in html_matches_json(clipped, data))
 
 
 def test_the_page_is_self_contained(benched) -> None:

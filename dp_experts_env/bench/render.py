@@ -1,7 +1,8 @@
 """A card's human pages: ``card.md`` and a self-contained ``card.html``.
 
 The HTML has no script and loads nothing: its figures are inline SVG drawn here from the card's
-numbers (capability bars at the headline epsilon, one privacy-utility curve per capability).
+numbers (capability bars at the headline epsilon, one privacy-utility curve per capability), on
+a score axis wide enough for every value (:func:`axis_of`: nothing is clipped).
 Every drawn value carries its exact number in a ``data-value`` attribute next to its geometry,
 so a test can check each figure against ``bench.json`` (tests/test_bench_card.py).
 """
@@ -13,12 +14,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["BAR_AXIS", "card_html", "card_markdown", "curve_y", "bar_height"]
+__all__ = ["SECTIONS", "axis_of", "bar_height", "card_html", "card_markdown", "curve_y"]
 
-#: Score range drawn on every figure's y axis (values outside are clipped at the edge and the
-#: label says so; the tables carry the exact numbers).
-BAR_AXIS = (-0.5, 1.5)
-_W, _H, _PAD = 560, 220, 40
+_W, _H, _PAD, _PLOT_RIGHT = 680, 220, 40, 540
 
 
 def _fmt(value: Any) -> str:
@@ -29,69 +27,85 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _clip(value: float) -> float:
-    low, high = BAR_AXIS
-    return min(max(value, low), high)
+def axis_of(card: Mapping[str, Any]) -> tuple[float, float]:
+    """The score range of a card's figures, so that no bar, whisker or point is clipped.
+
+    [-0.5, 1.5], widened by halves to every value drawn (means and interval ends).
+    """
+    values = [0.0, 1.0]
+    for entry in card["capabilities"].values():
+        for s in entry["scores"].values():
+            values += [s["mean"], s["mean_low"], s["mean_high"]]
+    low = min(-0.5, math.floor(2 * min(values)) / 2)
+    high = max(1.5, math.ceil(2 * max(values)) / 2)
+    return low, high
 
 
-def curve_y(value: float) -> float:
-    """The SVG y coordinate of a score (top = BAR_AXIS[1], bottom = BAR_AXIS[0])."""
-    low, high = BAR_AXIS
-    return _PAD + (_H - 2 * _PAD) * (high - _clip(value)) / (high - low)
+def curve_y(value: float, axis: tuple[float, float]) -> float:
+    """The SVG y coordinate of a score on an axis ``(low, high)`` (top = high)."""
+    low, high = axis
+    return _PAD + (_H - 2 * _PAD) * (high - value) / (high - low)
 
 
-def bar_height(value: float) -> float:
+def bar_height(value: float, axis: tuple[float, float]) -> float:
     """Signed height of a bar from the zero line (positive up)."""
-    return curve_y(0.0) - curve_y(value)
+    return curve_y(0.0, axis) - curve_y(value, axis)
 
 
-def _axis() -> list[str]:
-    parts = []
-    for tick in (-0.5, 0.0, 0.5, 1.0, 1.5):
-        y = curve_y(tick)
+def _svg_open(kind: str, label: str, axis: tuple[float, float], height: int) -> list[str]:
+    low, high = axis
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{height}" role="img" '
+        f'aria-label="{label}" class="{kind}" data-axis-low="{low!r}" data-axis-high="{high!r}">'
+    ]
+    n = int(round((high - low) / 0.5))
+    step = 0.5 if n <= 8 else math.ceil(n / 8) * 0.5
+    tick = low
+    while tick <= high + 1e-9:
+        y = curve_y(tick, axis)
+        width = 1.5 if tick in (0.0, 1.0) else 0.5
         parts.append(
-            f'<line x1="{_PAD}" x2="{_W - 10}" y1="{y:.2f}" y2="{y:.2f}" '
-            f'stroke="#ccc" stroke-width="{1.5 if tick in (0.0, 1.0) else 0.5}"/>'
+            f'<line x1="{_PAD}" x2="{_PLOT_RIGHT}" y1="{y:.2f}" y2="{y:.2f}" stroke="#ccc" '
+            f'stroke-width="{width}"/>'
         )
         parts.append(f'<text x="4" y="{y + 4:.2f}" font-size="10">{tick:g}</text>')
+        tick += step
     return parts
 
 
 def capability_svg(card: Mapping[str, Any]) -> str:
     """Bars: each scored capability's mean score at the headline epsilon (whiskers: its CI)."""
     key = card["headline_epsilon"]
+    axis = axis_of(card)
     caps = list(card["capabilities"].items())
-    width = (_W - _PAD - 10) / max(len(caps), 1)
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H + 30}" '
-        f'role="img" aria-label="capability scores" class="capabilities">',
-        *_axis(),
-    ]
+    width = (_PLOT_RIGHT - _PAD) / max(len(caps), 1)
+    parts = _svg_open("capabilities", "capability scores", axis, _H + 40)
+    zero = curve_y(0.0, axis)
     for i, (capability, entry) in enumerate(caps):
         x = _PAD + i * width + width * 0.15
         label = html.escape(capability)
         parts.append(
-            f'<text x="{x:.2f}" y="{_H + 5}" font-size="9" '
+            f'<text x="{x:.2f}" y="{_H + 5}" font-size="10" '
             f'transform="rotate(20 {x:.2f} {_H + 5})">{label}</text>'
         )
         score = entry["scores"].get(key)
         if score is None:
             parts.append(
-                f'<text x="{x:.2f}" y="{curve_y(0) - 4:.2f}" font-size="9">'
+                f'<text x="{x:.2f}" y="{zero - 4:.2f}" font-size="9">'
                 f"{html.escape(entry['status'])}</text>"
             )
             continue
-        value, zero = score["mean"], curve_y(0.0)
-        top = min(zero, curve_y(value))
+        value = score["mean"]
+        top = min(zero, curve_y(value, axis))
         parts.append(
             f'<rect class="bar" data-capability="{label}" data-eps="{key}" '
             f'data-value="{value!r}" x="{x:.2f}" y="{top:.4f}" width="{width * 0.7:.2f}" '
-            f'height="{abs(bar_height(value)):.4f}" fill="#4477aa"/>'
+            f'height="{abs(bar_height(value, axis)):.4f}" fill="#4477aa"/>'
         )
         mid = x + width * 0.35
         parts.append(
-            f'<line x1="{mid:.2f}" x2="{mid:.2f}" y1="{curve_y(score["mean_low"]):.2f}" '
-            f'y2="{curve_y(score["mean_high"]):.2f}" stroke="#222"/>'
+            f'<line x1="{mid:.2f}" x2="{mid:.2f}" y1="{curve_y(score["mean_low"], axis):.2f}" '
+            f'y2="{curve_y(score["mean_high"], axis):.2f}" stroke="#222"/>'
         )
     parts.append("</svg>")
     return "\n".join(parts)
@@ -100,48 +114,43 @@ def capability_svg(card: Mapping[str, Any]) -> str:
 def curves_svg(card: Mapping[str, Any]) -> str:
     """Privacy-utility curves: each capability's mean score along epsilon (inf at the right)."""
     keys = list(card["epsilons"])
-    step = (_W - _PAD - 30) / max(len(keys) - 1, 1)
-    xs = {k: _PAD + 10 + i * step for i, k in enumerate(keys)}
-    colours = [
-        "#4477aa",
-        "#ee6677",
-        "#228833",
-        "#ccbb44",
-        "#66ccee",
-        "#aa3377",
-        "#bbbbbb",
-        "#000000",
-    ]
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H + 20}" '
-        f'role="img" aria-label="privacy-utility curves" class="curves">',
-        *_axis(),
-    ]
+    axis = axis_of(card)
+    step = (_PLOT_RIGHT - _PAD - 40) / max(len(keys) - 1, 1)
+    xs = {k: _PAD + 20 + i * step for i, k in enumerate(keys)}
+    colours = ["#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#bbbbbb", "#000"]
+    parts = _svg_open("curves", "privacy-utility curves", axis, _H + 20)
     for k, x in xs.items():
-        parts.append(f'<text x="{x - 6:.2f}" y="{_H}" font-size="10">eps {k}</text>')
+        parts.append(f'<text x="{x - 14:.2f}" y="{_H}" font-size="10">eps {k}</text>')
     row = 0
     for i, (capability, entry) in enumerate(card["capabilities"].items()):
         points = [(k, entry["scores"][k]["mean"]) for k in keys if k in entry["scores"]]
         if not points:
             continue
         colour, label = colours[i % len(colours)], html.escape(capability)
-        path = " ".join(f"{xs[k]:.2f},{curve_y(v):.4f}" for k, v in points)
+        path = " ".join(f"{xs[k]:.2f},{curve_y(v, axis):.4f}" for k, v in points)
         parts.append(
             f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="1.5"/>'
         )
         for k, v in points:
             parts.append(
                 f'<circle class="point" data-capability="{label}" data-eps="{k}" '
-                f'data-value="{v!r}" cx="{xs[k]:.2f}" cy="{curve_y(v):.4f}" r="3" '
+                f'data-value="{v!r}" cx="{xs[k]:.2f}" cy="{curve_y(v, axis):.4f}" r="3" '
                 f'fill="{colour}"/>'
             )
         parts.append(
-            f'<text x="{_W - 120}" y="{14 + 12 * row}" font-size="10" '
+            f'<text x="{_PLOT_RIGHT + 15}" y="{_PAD + 14 * row}" font-size="11" '
             f'fill="{colour}">{label}</text>'
         )
         row += 1
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def _status(status: str, reason: str) -> str:
+    """A status with its reason, the status not repeated when the reason starts with it."""
+    if not reason:
+        return status
+    return reason if reason.startswith(status) else f"{status}: {reason}"
 
 
 def _table(headers: list[str], rows: list[list[str]], css: str) -> str:
@@ -200,7 +209,7 @@ def _sections(card: Mapping[str, Any], board: Mapping[str, Any]) -> list[tuple[s
                 html.escape(f"{t['env']} / {t['family']} ({sizes}); {t['seeds']} seeds"),
                 html.escape(t["metric"]),
                 _num(s and s["mean"], task=t["name"], eps=key),
-                html.escape(t["status"] + (": " + t["reason"] if t["reason"] else "")),
+                html.escape(_status(t["status"], t["reason"])),
             ]
         )
     tasks = _table(
@@ -315,7 +324,7 @@ def card_markdown(card: Mapping[str, Any], board: Mapping[str, Any]) -> str:
         s = entry["scores"].get(key)
         curve = " | ".join(_fmt(entry["scores"].get(k, {}).get("mean")) for k in card["epsilons"])
         ci = f"[{_fmt(s['mean_low'])}, {_fmt(s['mean_high'])}]" if s else "-"
-        status = entry["status"] + (f" ({entry['reason']})" if entry["reason"] else "")
+        status = _status(entry["status"], entry["reason"])
         lines.append(
             f"| {capability} | {status} | {_fmt(s and s['mean'])} | {ci} | "
             f"{_fmt(s and s['iqm'])} | {curve} |"
@@ -359,5 +368,5 @@ def card_markdown(card: Mapping[str, Any], board: Mapping[str, Any]) -> str:
         lines.append(f"| {c['claim']} | {c['verdict']} | {c['reason']} |")
     lines += ["", "## Tasks", "", "| task | capability | status |", "|---|---|---|"]
     for t in card["tasks"]:
-        lines.append(f"| {t['name']} | {t['capability']} | {t['status']} {t['reason']} |")
+        lines.append(f"| {t['name']} | {t['capability']} | {_status(t['status'], t['reason'])} |")
     return "\n".join(lines) + "\n"
