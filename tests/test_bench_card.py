@@ -180,6 +180,13 @@ def test_cards_of_different_versions_are_never_ranked_together(benched) -> None:
         with pytest.raises(VersionMismatch, match="never ranked together"):
             rank(card, other)
     assert rank(card, ref)["rows"]  # the same key ranks (the harmless case)
+    moved = json.loads(json.dumps(ref))
+    moved["scales"]["shift"][0] *= 1 + 1e-6  # another control mean: another scale
+    with pytest.raises(VersionMismatch, match="other scales"):
+        rank(card, moved)
+    rounded = json.loads(json.dumps(ref))
+    rounded["scales"]["shift"][0] *= 1 + 1e-13  # float rounding across machines: ranked
+    assert rank(card, rounded)["rows"]
 
 
 def test_a_mismatched_reference_set_leaves_the_card_unranked(benched, tmp_path) -> None:
@@ -210,3 +217,23 @@ def test_scores_in_the_card_are_finite_or_absent(benched) -> None:
     for entry in benched[1]["capabilities"].values():
         for s in entry["scores"].values():
             assert all(math.isfinite(v) for k, v in s.items() if k != "tasks")
+
+
+def test_the_shipped_reference_set_is_bench_v1_quick_of_every_builtin() -> None:
+    """The package's reference set: its key names bench-v1 (pinned digest), quick; one row per
+    built-in learner, each row's scores within its kind's tasks; one scale per task."""
+    from test_bench_protocol import PINNED
+
+    from dp_experts_env.bench import load_protocol
+    from dp_experts_env.bench.command import builtin_learners, shipped_reference
+
+    protocol = load_protocol("bench-v1")
+    ref = shipped_reference(protocol, quick=True)
+    assert ref is not None and shipped_reference(protocol, quick=False) is None
+    assert ref["key"]["protocol"] == "bench-v1" and ref["key"]["digest"] == PINNED["bench-v1"]
+    assert ref["key"]["quick"] is True
+    assert sorted(e["label"] for e in ref["entries"]) == sorted(builtin_learners())
+    assert set(ref["scales"]) == {t.name for t in protocol.quick_tasks}
+    by_label = {e["label"]: e for e in ref["entries"]}
+    assert abs(by_label["uniform"]["overall"]) < 1e-12  # the control: 0 on every task
+    assert by_label["hedge"]["capabilities"]["bandit"] is None  # not its kind

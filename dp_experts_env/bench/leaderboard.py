@@ -61,7 +61,13 @@ def _played_envs(card: Mapping[str, Any]) -> list[str]:
 
 
 def summary(card: Mapping[str, Any]) -> dict[str, Any]:
-    """A card's leaderboard row: who, its capability means at the headline epsilon, overall."""
+    """A card's leaderboard row: who, its capability means at the headline epsilon, overall.
+
+    ``overall`` is the IQM (rliable's 25% trimmed mean) of the capability scores: one capability
+    far below 0 (a private learner punished by an adaptive adversary) does not decide the rank.
+    """
+    from dp_experts_env.evaluation.stats import iqm
+
     scores = headline(card)
     values = [v for v in scores.values() if v is not None]
     learner = card["learner"]
@@ -72,7 +78,7 @@ def summary(card: Mapping[str, Any]) -> dict[str, Any]:
         "private": learner["private"],
         "headline_epsilon": card["headline_epsilon"],
         "capabilities": scores,
-        "overall": float(sum(values) / len(values)) if values else None,
+        "overall": float(iqm(values)) if values else None,
         "learner_code": learner_code(learner["name"], _played_envs(card)),
     }
 
@@ -95,7 +101,30 @@ def reference_set(cards: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "schema": REFERENCE_SCHEMA,
         "card_schema": SCHEMA,
         "key": key,
+        "scales": _scales(cards),
         "entries": [summary(c) for c in cards],
+    }
+
+
+def _scales(cards: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
+    """``{task: [C, B]}`` over the cards (the scale of every task some card played).
+
+    Raises:
+        VersionMismatch: two cards scored one task on different scales.
+    """
+    out: dict[str, list[float]] = {}
+    for card in cards:
+        for task, scale in _card_scales(card).items():
+            if out.setdefault(task, scale) != scale:
+                raise VersionMismatch(f"task {task!r} scored on two scales: {out[task]}, {scale}")
+    return out
+
+
+def _card_scales(card: Mapping[str, Any]) -> dict[str, list[float]]:
+    return {
+        t["name"]: [t["scale"]["control_mean"], t["scale"]["best_mean"]]
+        for t in card["tasks"]
+        if t["scale"] is not None
     }
 
 
@@ -118,13 +147,15 @@ def load_reference_set(path: str | Path) -> dict[str, Any]:
 def rank(card: Mapping[str, Any], reference: Mapping[str, Any] | None) -> dict[str, Any]:
     """The card's leaderboard: its row among the reference set's rows of its feedback kind.
 
-    Rows are sorted by overall score (the mean of the capability scores at each learner's
+    Rows are sorted by overall score (the IQM of the capability scores at each learner's
     headline epsilon; None last). Summaries whose learner's code changed since the set was
     written are left out and named in ``note``.
 
     Raises:
         VersionMismatch: the set's key (protocol version, digest, quick, code version) differs
-            from the card's: such cards are never ranked together.
+            from the card's: such cards are never ranked together; or a task's scale (the
+            control's and the best reference's mean regret) differs from the set's beyond
+            float rounding (1e-9 relative).
     """
     mine = summary(card)
     if reference is None:
@@ -136,6 +167,17 @@ def rank(card: Mapping[str, Any], reference: Mapping[str, Any] | None) -> dict[s
                 "cards of different protocol or code versions are never ranked together; "
                 "re-play the reference set with --recompute"
             )
+        for task, scale in _card_scales(card).items():
+            theirs = reference["scales"].get(task)
+            close = theirs is None or all(
+                math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+                for a, b in zip(scale, theirs, strict=True)
+            )
+            if not close:
+                raise VersionMismatch(
+                    f"task {task!r}: the card's control and best reference means {scale} differ "
+                    f"from the reference set's {theirs}: the scores are on other scales"
+                )
         stale, rows = [], []
         for entry in reference["entries"]:
             if entry["label"] == mine["label"]:
