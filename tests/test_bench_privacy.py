@@ -131,4 +131,9 @@ def test_cli_bench_writes_a_card(monkeypatch, tmp_path, capsys) -> None:
     assert "tracking" in capsys.readouterr().out
     assert main(["bench", "no-such-learner", "--quick", "--out", str(out)]) == 2
     assert main(["bench", "--all", "hedge"]) == 2
+    assert main(["bench", "noisy-clipped-hedge", "--set", "epsilon=2", "--out", str(out)]) == 2
+    assert "epsilon is set by the protocol" in capsys.readouterr().err
+    assert main(["bench", "hedge", "--set", "eta", "--out", str(out)]) == 2  # not key=value
+    monkeypatch.undo()  # the real protocol loader: an unknown version is refused
+    assert main(["bench", "hedge", "--protocol", "bench-v0", "--out", str(out)]) == 2
     assert math.isfinite(data["leaderboard"]["rows"][0]["overall"])

@@ -213,6 +213,13 @@ def bench_learner(
     import agents
 
     agents.spec(name)  # unknown names raise, listing the learners
+    if "epsilon" in (params or {}):
+        # A grid runs a learner with its own epsilon once, labelled inf: the card would show
+        # a private learner's scores as its noise-free ones.
+        raise ValueError(
+            "epsilon is set by the protocol (each private learner plays every epsilon of it); "
+            "remove --set epsilon=..."
+        )
     protocol = protocol or load_protocol()
     out = Path(out)
     entrant = Entrant(name, dict(params or {}))
