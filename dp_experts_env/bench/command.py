@@ -65,10 +65,13 @@ def shipped_reference(protocol: Protocol, quick: bool) -> dict[str, Any] | None:
     """The reference set shipped with the package for this protocol and mode, if any."""
     from importlib import import_module
 
-    module_name = f"{protocol.version.replace('-', '_')}_{'quick' if quick else 'full'}"
+    stem = f"{protocol.version.replace('-', '_')}_{'quick' if quick else 'full'}"
+    name = f"dp_experts_env.bench.reference.{stem}"
     try:
-        module = import_module(f"dp_experts_env.bench.reference.{module_name}")
-    except ModuleNotFoundError:
+        module = import_module(name)
+    except ModuleNotFoundError as err:
+        if err.name != name:
+            raise
         return None
     return json.loads(module.DATA)
 
@@ -287,6 +290,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--jobs", type=int, default=None, help="worker processes for --backend local")
     p.add_argument("--address", default=None, help="Ray cluster address (default RAY_ADDRESS)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 
 def _command_line(args: Any) -> str:
@@ -333,7 +337,7 @@ def cmd_bench(args: Any) -> int:
             out,
             quick=args.quick,
             protocol=protocol,
-            progress=True,
+            progress=not args.no_progress,
             command=_command_line(args),
             **run,
         )
@@ -355,7 +359,7 @@ def cmd_bench(args: Any) -> int:
         protocol=protocol,
         reference=args.reference,
         recompute=args.recompute,
-        progress=True,
+        progress=not args.no_progress,
         command=_command_line(args),
         **run,
     )
