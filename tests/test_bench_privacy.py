@@ -22,6 +22,7 @@ from dp_experts_env.bench.privacy import (
     audit_verdict,
     certified_epsilons,
     claim_verdicts,
+    stated_claims,
 )
 from dp_experts_env.bench.runner import Entrant, play_tasks
 
@@ -35,6 +36,14 @@ def test_certified_epsilon_is_the_accountants(tmp_path) -> None:
     assert set(out) == {"1", "inf"}
     assert out["1"]["certified"] is True and 0 < out["1"]["certified_epsilon"] <= 1.0
     assert out["inf"]["certified_epsilon"] == "inf"
+    stated = stated_claims("noisy-clipped-hedge", {}, protocol.tasks[0], protocol.epsilons)
+    assert stated["1"]["delta"] == 0.0 and stated["1"]["claim"].startswith("1-DP")
+    assert "certified" in stated["1"]["claim"] and set(stated) == {"1", "inf"}
+    gaussian = stated_claims("gaussian-dp-ftrl-oco", {}, tiny_protocol().tasks[-1], (1.0,))
+    assert gaussian["1"]["delta"] > 0 and "(1, " in gaussian["1"]["claim"]
+    assert stated_claims("hedge", {}, protocol.tasks[0], protocol.epsilons) == {
+        "inf": {"delta": 0.0, "claim": "not private"}
+    }
     paper = Entrant("noisy-clipped-hedge", {"mode": "paper"})  # reproduces an erratum
     played = play_tasks(protocol, [paper], tmp_path / "paper", backend="serial")
     assert certified_epsilons(played, paper.label)["1"]["certified"] is False

@@ -20,7 +20,12 @@ from dp_experts_env.bench.leaderboard import (
     rank,
     reference_set,
 )
-from dp_experts_env.bench.privacy import audit_verdict, certified_epsilons, claim_verdicts
+from dp_experts_env.bench.privacy import (
+    audit_verdict,
+    certified_epsilons,
+    claim_verdicts,
+    stated_claims,
+)
 from dp_experts_env.bench.protocol import Protocol, load_protocol
 from dp_experts_env.bench.render import card_html, card_markdown
 from dp_experts_env.bench.runner import (
@@ -109,8 +114,14 @@ def _privacy(
         entrant.label,
     )
     mine = {n: r for n, r in played.items() if not applicability(entrant.name, r.task)}
+    certified = certified_epsilons(mine, label)
+    if mine:
+        first = next(iter(mine.values())).task
+        stated = stated_claims(entrant.name, entrant.params, first, protocol.epsilons)
+        for key, entry in certified.items():
+            entry.update(stated.get(key, {}))
     return {
-        "certified": certified_epsilons(mine, label),
+        "certified": certified,
         "audit": audit_verdict(
             entrant.name,
             entrant.params,

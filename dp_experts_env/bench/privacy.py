@@ -12,7 +12,7 @@ the claims that apply to the learner's kind.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ __all__ = [
     "audit_verdict",
     "certified_epsilons",
     "claim_verdicts",
+    "stated_claims",
 ]
 
 #: The epsilon the card's audit runs at.
@@ -58,6 +59,32 @@ def certified_epsilons(per_task_rows: Mapping[str, Any], label: str) -> dict[str
         if math.isinf(entry["certified_epsilon"]):
             entry["certified_epsilon"] = "inf"
     return dict(sorted(out.items(), key=lambda kv: float(kv[0])))
+
+
+def stated_claims(
+    name: str, params: Mapping[str, Any], task: Any, epsilons: Sequence[float]
+) -> dict[str, dict[str, Any]]:
+    """The learner's own claim at each epsilon, built on one task's env (its first task).
+
+    Returns:
+        ``{"<eps>": {"delta", "claim"}}``: the claim's delta and its one-line summary
+        (``PrivacyClaim.summary``: epsilon, delta, model, adversary, accountant, noise backend).
+    """
+    import gymnasium as gym
+
+    import agents
+
+    private = agents.spec(name).private
+    env = gym.make(task.env, **task.env_params())
+    out = {}
+    try:
+        for eps in epsilons if private else (math.inf,):
+            kw = {**dict(params), **({"epsilon": eps} if private else {})}
+            claim = agents.make(name, env=env, seed=0, **kw).privacy
+            out[eps_key(eps)] = {"delta": float(claim.delta), "claim": claim.summary()}
+    finally:
+        env.close()
+    return out
 
 
 def audit_verdict(

@@ -146,6 +146,11 @@ def curves_svg(card: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def _fmt_eps(value: Any) -> str:
+    """A certified epsilon: 6 significant digits (an accountant's 0.9999999999996 reads 1)."""
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
 def _status(status: str, reason: str) -> str:
     """A status with its reason, the status not repeated when the reason starts with it."""
     if not reason:
@@ -235,12 +240,20 @@ def _sections(card: Mapping[str, Any], board: Mapping[str, Any]) -> list[tuple[s
         leaderboard += f"<p>{html.escape(board['note'])}</p>"
     privacy = card["privacy"]
     cert_rows = [
-        [k, html.escape(str(v["certified_epsilon"])), "yes" if v["certified"] else "NO"]
+        [
+            k,
+            html.escape(_fmt_eps(v["certified_epsilon"])),
+            html.escape(_fmt_eps(v.get("delta"))),
+            "yes" if v["certified"] else "NO",
+            html.escape(v.get("claim", "")),
+        ]
         for k, v in privacy.get("certified", {}).items()
     ]
     audit = privacy.get("audit", {})
     priv = _table(
-        ["requested eps", "certified eps (largest over tasks)", "certified"], cert_rows, "certified"
+        ["requested eps", "certified eps (largest over tasks)", "delta", "certified", "the claim"],
+        cert_rows,
+        "certified",
     )
     priv += (
         f'<p class="audit">Audit at eps {audit.get("epsilon", "")}: '
@@ -349,11 +362,14 @@ def card_markdown(card: Mapping[str, Any], board: Mapping[str, Any]) -> str:
         "",
         "## Privacy",
         "",
-        "| requested eps | certified eps | certified |",
-        "|---|---|---|",
+        "| requested eps | certified eps | delta | certified | claim |",
+        "|---|---|---|---|---|",
     ]
     for k, v in card["privacy"].get("certified", {}).items():
-        lines.append(f"| {k} | {v['certified_epsilon']} | {'yes' if v['certified'] else 'NO'} |")
+        lines.append(
+            f"| {k} | {_fmt_eps(v['certified_epsilon'])} | {_fmt_eps(v.get('delta'))} | "
+            f"{'yes' if v['certified'] else 'NO'} | {v.get('claim', '')} |"
+        )
     lines += [
         "",
         f"Audit at eps {audit.get('epsilon', '')}: **{audit.get('verdict', '')}** -- "

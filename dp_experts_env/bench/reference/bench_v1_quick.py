@@ -1,6 +1,6 @@
 """The bench-v1 quick reference set (written by ``dp-experts bench --all --quick``)."""
 
-DATA = r'''
+DATA = r"""
 {
  "schema": "dp-experts-bench-reference/1",
  "card_schema": "dp-experts-bench/1",
@@ -686,4 +686,4 @@ DATA = r'''
   }
  ]
 }
-'''
+"""
