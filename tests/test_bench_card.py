@@ -237,3 +237,18 @@ def test_the_shipped_reference_set_is_bench_v1_quick_of_every_builtin() -> None:
     by_label = {e["label"]: e for e in ref["entries"]}
     assert abs(by_label["uniform"]["overall"]) < 1e-12  # the control: 0 on every task
     assert by_label["hedge"]["capabilities"]["bandit"] is None  # not its kind
+
+
+def test_recompute_replays_the_reference_set_beside_the_learner(monkeypatch, tmp_path) -> None:
+    from dp_experts_env.bench import command
+
+    monkeypatch.setattr(command, "builtin_learners", lambda: ["uniform", "hedge", LEARNER])
+    card = bench_learner(LEARNER, {}, tmp_path, quick=True, recompute=True, backend="serial",
+                         protocol=tiny_protocol(("shift",), horizon=100, seeds=2))  # fmt: skip
+    data = json.loads((tmp_path / "bench.json").read_text())
+    assert [r["label"] for r in data["leaderboard"]["rows"]].count(LEARNER) == 1
+    assert {r["label"] for r in data["leaderboard"]["rows"]} == {"uniform", "hedge", LEARNER}
+    assert data["leaderboard"]["note"] == ""
+    ref = json.loads((tmp_path / "reference" / "reference-set.json").read_text())
+    assert [e["label"] for e in ref["entries"]] == ["uniform", "hedge"]  # not the learner
+    assert card["capabilities"] == data["capabilities"]
