@@ -27,17 +27,29 @@ pytestmark = [
 ]
 
 #: The flags headless Chromium needs as root on a machine without network (and no GPU).
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--enable-logging=stderr", "--v=0", "--window-size=1100,2600"]  # fmt: skip
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--enable-logging=stderr",
+    "--v=0",
+    "--window-size=1100,2600",
+]
 
 
 def _chromium(page: Path, tmp: Path, *action: str) -> subprocess.CompletedProcess:
     profile = tmp / f"profile-{len(list(tmp.glob('profile-*')))}"  # a new empty one per run
     return subprocess.run(
         [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *action, page.resolve().as_uri()],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def render(page: Path, tmp: Path) -> tuple[Path, list[str], str]:
@@ -65,8 +77,14 @@ def card_page(tmp_path_factory) -> Path:
     from dp_experts_env.bench.command import bench_learner
 
     out = tmp_path_factory.mktemp("browser")
-    bench_learner("noisy-clipped-hedge", {}, out, quick=True, backend="serial",
-                  protocol=tiny_protocol(("shift", "anti-lazy"), horizon=200, seeds=3))  # fmt: skip
+    bench_learner(
+        "noisy-clipped-hedge",
+        {},
+        out,
+        quick=True,
+        backend="serial",
+        protocol=tiny_protocol(("shift", "anti-lazy"), horizon=200, seeds=3),
+    )
     return out / "card.html"
 
 
@@ -85,8 +103,10 @@ def test_a_blank_page_and_a_noisy_page_are_caught(tmp_path) -> None:
     shot, console, _ = render(blank, tmp_path)
     assert ink(shot) < 0.01 and console == []
     noisy = tmp_path / "noisy.html"
-    noisy.write_text("<!DOCTYPE html><html><body><h1>card</h1><script>console.error('planted');"
-                     "throw new Error('planted throw')</script></body></html>")  # fmt: skip
+    noisy.write_text(
+        "<!DOCTYPE html><html><body><h1>card</h1><script>console.error('planted');"
+        "throw new Error('planted throw')</script></body></html>"
+    )
     _, console, _ = render(noisy, tmp_path)
     assert any("planted" in line for line in console)
     assert any("Uncaught Error: planted throw" in line for line in console)

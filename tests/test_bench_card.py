@@ -30,11 +30,19 @@ def benched(tmp_path_factory):
     """(reference set, the learner's card, its folder) on the tiny protocol."""
     root = tmp_path_factory.mktemp("bench")
     protocol = tiny_protocol(("shift", "bandit"), horizon=200, seeds=3)
-    ref = bench_all(root / "all", quick=True, learners=REFERENCE, protocol=protocol,
-                    backend="serial")  # fmt: skip
-    card = bench_learner(LEARNER, {}, root / "one", quick=True, protocol=protocol,
-                         reference=root / "all" / "reference-set.json", backend="serial",
-                         command="dp-experts bench limited-updates --quick")  # fmt: skip
+    ref = bench_all(
+        root / "all", quick=True, learners=REFERENCE, protocol=protocol, backend="serial"
+    )
+    card = bench_learner(
+        LEARNER,
+        {},
+        root / "one",
+        quick=True,
+        protocol=protocol,
+        reference=root / "all" / "reference-set.json",
+        backend="serial",
+        command="dp-experts bench limited-updates --quick",
+    )
     return ref, card, root / "one", root
 
 
@@ -59,8 +67,12 @@ def html_matches_json(page: str, data: dict) -> list[str]:
     if len(svgs) != 2 or len(axes) != 1:
         problems.append(f"expected two figures on one axis, got {len(svgs)} on {axes}")
     axis = axes.pop() if axes else axis_of(data)
-    drawn = [v for e in caps.values() for s in e["scores"].values()
-             for v in (s["mean"], s["mean_low"], s["mean_high"])]  # fmt: skip
+    drawn = [
+        v
+        for e in caps.values()
+        for s in e["scores"].values()
+        for v in (s["mean"], s["mean_low"], s["mean_high"])
+    ]
     if drawn and not axis[0] <= min(drawn) <= max(drawn) <= axis[1]:
         problems.append(f"axis {axis} clips values in [{min(drawn)}, {max(drawn)}]")
     bars = [a for t, a in parser.tags if t == "rect" and a.get("class") == "bar"]
@@ -128,8 +140,9 @@ def test_html_check_catches_a_moved_bar_and_passes_a_reformatted_page(benched) -
     _, _, folder, _ = benched
     data = json.loads((folder / "bench.json").read_text())
     page = (folder / "card.html").read_text()
-    moved = re.sub(r'(class="bar"[^>]*height=")([0-9.]+)', lambda m: m[1] + "1" + m[2], page,
-                   count=1)  # fmt: skip
+    moved = re.sub(
+        r'(class="bar"[^>]*height=")([0-9.]+)', lambda m: m[1] + "1" + m[2], page, count=1
+    )
     assert moved != page and html_matches_json(moved, data)
     wrong = dict(data, capabilities=json.loads(json.dumps(data["capabilities"])))
     wrong["capabilities"]["tracking"]["scores"]["1"]["mean"] += 0.01
@@ -174,8 +187,12 @@ def test_the_learner_is_ranked_among_the_reference_set_without_replaying_it(benc
 
 def test_cards_of_different_versions_are_never_ranked_together(benched) -> None:
     ref, card, _, _ = benched
-    for field, value in [("protocol", "bench-v0"), ("code_version", "0" * 16), ("quick", False),
-                         ("digest", "x")]:  # fmt: skip
+    for field, value in [
+        ("protocol", "bench-v0"),
+        ("code_version", "0" * 16),
+        ("quick", False),
+        ("digest", "x"),
+    ]:
         other = dict(ref, key={**ref["key"], field: value})
         with pytest.raises(VersionMismatch, match="never ranked together"):
             rank(card, other)
@@ -193,9 +210,15 @@ def test_a_mismatched_reference_set_leaves_the_card_unranked(benched, tmp_path) 
     ref, _, _, root = benched
     stale = tmp_path / "stale.json"
     stale.write_text(json.dumps(dict(ref, key={**ref["key"], "code_version": "0" * 16})))
-    card = bench_learner(LEARNER, {}, root / "one", quick=True,
-                         protocol=tiny_protocol(("shift", "bandit"), horizon=200, seeds=3),
-                         reference=stale, backend="serial")  # fmt: skip
+    card = bench_learner(
+        LEARNER,
+        {},
+        root / "one",
+        quick=True,
+        protocol=tiny_protocol(("shift", "bandit"), horizon=200, seeds=3),
+        reference=stale,
+        backend="serial",
+    )
     data = json.loads((root / "one" / "bench.json").read_text())
     assert [r["label"] for r in data["leaderboard"]["rows"]] == [LEARNER]
     assert data["leaderboard"]["note"].startswith("not ranked:")
@@ -243,8 +266,15 @@ def test_recompute_replays_the_reference_set_beside_the_learner(monkeypatch, tmp
     from dp_experts_env.bench import command
 
     monkeypatch.setattr(command, "builtin_learners", lambda: ["uniform", "hedge", LEARNER])
-    card = bench_learner(LEARNER, {}, tmp_path, quick=True, recompute=True, backend="serial",
-                         protocol=tiny_protocol(("shift",), horizon=100, seeds=2))  # fmt: skip
+    card = bench_learner(
+        LEARNER,
+        {},
+        tmp_path,
+        quick=True,
+        recompute=True,
+        backend="serial",
+        protocol=tiny_protocol(("shift",), horizon=100, seeds=2),
+    )
     data = json.loads((tmp_path / "bench.json").read_text())
     assert [r["label"] for r in data["leaderboard"]["rows"]].count(LEARNER) == 1
     assert {r["label"] for r in data["leaderboard"]["rows"]} == {"uniform", "hedge", LEARNER}

@@ -30,8 +30,7 @@ from dp_experts_env.bench.runner import Entrant, play_tasks
 @pytest.mark.filterwarnings("ignore:noisy-clipped-hedge with mode='paper' is NOT CERTIFIED")
 def test_certified_epsilon_is_the_accountants(tmp_path) -> None:
     protocol = tiny_protocol(("shift",), horizon=100, seeds=2)
-    played = play_tasks(protocol, [Entrant("noisy-clipped-hedge", {})], tmp_path,
-                        backend="serial")  # fmt: skip
+    played = play_tasks(protocol, [Entrant("noisy-clipped-hedge", {})], tmp_path, backend="serial")
     out = certified_epsilons(played, "noisy-clipped-hedge")
     assert set(out) == {"1", "inf"}
     assert out["1"]["certified"] is True and 0 < out["1"]["certified_epsilon"] <= 1.0
@@ -72,11 +71,16 @@ def test_the_audit_verdict_is_passed_through(monkeypatch, violation) -> None:
     monkeypatch.setattr(audit_oco, "audit_oco_learner", fake)
     for name, feedback in [("noisy-clipped-hedge", "full"), ("p-comw", "oco")]:
         out = audit_verdict(name, {"noise": "fast"}, quick=False, private=True, feedback=feedback)
-        assert out == {"verdict": "violation" if violation else "pass",
-                       "reason": f"summary of {name}", "epsilon": 1.0}  # fmt: skip
+        assert out == {
+            "verdict": "violation" if violation else "pass",
+            "reason": f"summary of {name}",
+            "epsilon": 1.0,
+        }
     # The default configuration: only the epsilon and the learner's own keywords.
-    assert calls == [(n, {"epsilon": 1.0, "params": {"noise": "fast"}})
-                     for n in ("noisy-clipped-hedge", "p-comw")]  # fmt: skip
+    assert calls == [
+        (n, {"epsilon": 1.0, "params": {"noise": "fast"}})
+        for n in ("noisy-clipped-hedge", "p-comw")
+    ]
 
 
 def test_claims_apply_by_kind_with_reasons() -> None:

@@ -34,7 +34,11 @@ def tiny_protocol(
         if t.name in names
     )
     return dataclasses.replace(
-        base, version="bench-tiny", digest="tiny", epsilons=(1.0, float("inf")), tasks=tasks,
+        base,
+        version="bench-tiny",
+        digest="tiny",
+        epsilons=(1.0, float("inf")),
+        tasks=tasks,
         quick_tasks=tasks,
     )
 
@@ -63,8 +67,14 @@ def test_a_changed_task_changes_the_hash_and_a_comment_does_not() -> None:
 def test_bench_v1_lists_every_capability_with_quick_variants() -> None:
     p = load_protocol("bench-v1")
     assert p.capabilities() == [
-        "tracking", "static-worst-case", "stationary", "adaptive", "bandit", "bandit-advice",
-        "continuous", "real-data",
+        "tracking",
+        "static-worst-case",
+        "stationary",
+        "adaptive",
+        "bandit",
+        "bandit-advice",
+        "continuous",
+        "real-data",
     ]
     assert p.epsilons == (0.5, 1.0, 2.0, 8.0, float("inf"))
     assert [t.name for t in p.quick_tasks] == [t.name for t in p.tasks]

@@ -25,8 +25,15 @@ LEARNER = "noisy-clipped-hedge"
 
 
 def _card(out: Path, backend: str = "serial") -> dict:
-    bench_learner(LEARNER, {}, out, quick=True, backend=backend, command="same",
-                  protocol=tiny_protocol(TASKS, horizon=1500, seeds=4))  # fmt: skip
+    bench_learner(
+        LEARNER,
+        {},
+        out,
+        quick=True,
+        backend=backend,
+        command="same",
+        protocol=tiny_protocol(TASKS, horizon=1500, seeds=4),
+    )
     return json.loads((out / "bench.json").read_text())
 
 

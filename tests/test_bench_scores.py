@@ -37,14 +37,20 @@ def _rows(values: dict[str, list[float]], metric: str = "static_regret") -> Task
 
 def test_hand_computed_scores() -> None:
     """C = 10, B = 6 (fixed-share): a run at 8 scores 0.5, at 4 scores 1.5, at 12 scores -0.5."""
-    rows = _rows({
-        "uniform": [9.0, 11.0], "hedge": [7.0, 9.0], "fixed-share": [5.0, 7.0],
-        "me": [8.0, 4.0, 12.0],
-    })  # fmt: skip
+    rows = _rows(
+        {
+            "uniform": [9.0, 11.0],
+            "hedge": [7.0, 9.0],
+            "fixed-share": [5.0, 7.0],
+            "me": [8.0, 4.0, 12.0],
+        }
+    )
     scale = task_scale(rows)
     assert (scale["control_mean"], scale["best_mean"], scale["best_reference"]) == (
-        10.0, 6.0, "fixed-share",
-    )  # fmt: skip
+        10.0,
+        6.0,
+        "fixed-share",
+    )
     scores = task_scores(rows, "me", (math.inf,), scale)["inf"]
     np.testing.assert_allclose(scores["_runs"], [0.5, 1.5, -0.5])
     assert scores["mean"] == pytest.approx(0.5)
@@ -100,8 +106,9 @@ def planted():
 
 
 def _card(played, protocol, name):
-    return build_card(protocol, Entrant(name, {}), played, quick=True, command="test",
-                      code_version="test")  # fmt: skip
+    return build_card(
+        protocol, Entrant(name, {}), played, quick=True, command="test", code_version="test"
+    )
 
 
 def _means(card) -> dict[str, float]:
@@ -112,14 +119,24 @@ def _means(card) -> dict[str, float]:
 def test_known_answers_on_played_tasks(tmp_path, planted) -> None:
     """Control 0, best reference 1, planted copies score their original's score."""
     protocol = tiny_protocol(("shift", "anti-lazy", "oco-stochastic"), horizon=400, seeds=8)
-    names = ["uniform", "hedge", "fixed-share", "ogd", "ftrl-oco", "lazy-ftrl-oco",
-             "bench-copy-ogd", "bench-copy-hedge", "bench-copy-uniform"]  # fmt: skip
+    names = [
+        "uniform",
+        "hedge",
+        "fixed-share",
+        "ogd",
+        "ftrl-oco",
+        "lazy-ftrl-oco",
+        "bench-copy-ogd",
+        "bench-copy-hedge",
+        "bench-copy-uniform",
+    ]
     played = play_tasks(protocol, [Entrant(n, {}) for n in names], tmp_path, backend="serial")
     cards = {n: _card(played, protocol, n) for n in names}
     for task in ("shift", "anti-lazy"):
         assert abs(_means(cards["uniform"])[task]) < 1e-12
-        best = cards["uniform"]["tasks"][[t["name"] for t in cards["uniform"]["tasks"]].index(
-            task)]["scale"]["best_reference"]
+        best = cards["uniform"]["tasks"][
+            [t["name"] for t in cards["uniform"]["tasks"]].index(task)
+        ]["scale"]["best_reference"]
         assert _means(cards[best])[task] == pytest.approx(1.0, abs=1e-12)
         # The randomised copy: a different random stream on the same losses; the tolerance
         # 0.15 is ~3 standard errors of the difference of two 8-run means at T = 400.
@@ -137,8 +154,9 @@ def test_known_answers_on_played_tasks(tmp_path, planted) -> None:
 def test_other_learners_in_the_grid_change_no_score(tmp_path) -> None:
     """Harmless change: a card read from a grid with more learners equals the card alone."""
     protocol = tiny_protocol(("shift", "bandit"))
-    alone = play_tasks(protocol, [Entrant("noisy-clipped-hedge", {})], tmp_path / "a",
-                       backend="serial")  # fmt: skip
+    alone = play_tasks(
+        protocol, [Entrant("noisy-clipped-hedge", {})], tmp_path / "a", backend="serial"
+    )
     crowd = [Entrant(n, {}) for n in ("noisy-clipped-hedge", "limited-updates", "ldp-exp4")]
     crowded = play_tasks(protocol, crowd, tmp_path / "b", backend="serial")
     a = _card(alone, protocol, "noisy-clipped-hedge")
