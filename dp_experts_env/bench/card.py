@@ -23,7 +23,7 @@ from dp_experts_env.bench.scores import (
     task_scores,
 )
 
-__all__ = ["SCHEMA", "build_card", "headline_epsilon", "reference_version"]
+__all__ = ["SCHEMA", "build_card", "headline", "headline_epsilon", "reference_version"]
 
 #: Version of the bench.json layout (a change of fields bumps it).
 SCHEMA = "dp-experts-bench/1"

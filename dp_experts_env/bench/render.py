@@ -14,7 +14,16 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["SECTIONS", "axis_of", "bar_height", "card_html", "card_markdown", "curve_y"]
+__all__ = [
+    "SECTIONS",
+    "axis_of",
+    "bar_height",
+    "capability_svg",
+    "card_html",
+    "card_markdown",
+    "curve_y",
+    "curves_svg",
+]
 
 _W, _H, _PAD, _PLOT_RIGHT = 680, 220, 40, 540
 

@@ -16,7 +16,16 @@ from typing import Any
 
 from dp_experts_env.bench.protocol import Protocol, Roster, Task, task_feedback
 
-__all__ = ["Entrant", "TaskRows", "applicability", "learner_feedback", "play_tasks", "task_grid"]
+__all__ = [
+    "Entrant",
+    "TaskRows",
+    "applicability",
+    "learner_feedback",
+    "play_tasks",
+    "reference_label",
+    "roster_labels",
+    "task_grid",
+]
 
 
 @dataclass(frozen=True)
