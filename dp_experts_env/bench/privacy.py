@@ -140,7 +140,7 @@ def applicable_claims(name: str) -> list[tuple[Any, str]]:
             for p in (s.quick_points or s.points)
         )
         if not all(_plays(mine, k) for k in kinds):
-            reason = f"n/a: its learner plays {'/'.join(kinds)} feedback; this learner {mine}"
+            reason = f"n/a: its learner plays {'/'.join(kinds)} feedback; this learner plays {mine}"
         elif any(s.custom is not None for s in roles):
             reason = f"n/a: it reads {roles[0].agent}'s internals, another learner cannot stand in"
         elif finite and not private:

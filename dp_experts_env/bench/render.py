@@ -265,9 +265,9 @@ def _sections(card: Mapping[str, Any], board: Mapping[str, Any]) -> list[tuple[s
         "certified",
     )
     priv += (
-        f'<p class="audit">Audit at eps {audit.get("epsilon", "")}: '
-        f"<b>{html.escape(str(audit.get('verdict', '')))}</b> -- "
-        f"{html.escape(str(audit.get('reason', '')))}</p>"
+        f'<p class="audit">Audit at eps {_fmt_eps(audit.get("epsilon", ""))}: '
+        f"<b>{html.escape(str(audit.get('verdict', '')))}</b></p>"
+        f'<pre class="audit">{html.escape(str(audit.get("reason", "")))}</pre>'
     )
     claims = _table(
         ["claim", "source", "verdict", "reason"],
@@ -316,7 +316,7 @@ def card_html(card: Mapping[str, Any], board: Mapping[str, Any]) -> str:
     style = (
         "body{font-family:sans-serif;margin:2em;max-width:60em;color:#111;background:#fff}"
         "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;"
-        "padding:2px 6px;font-size:13px}code{font-size:12px}"
+        "padding:2px 6px;font-size:13px}code{font-size:12px}pre{white-space:pre-wrap;font-size:12px}"
     )
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
@@ -381,8 +381,11 @@ def card_markdown(card: Mapping[str, Any], board: Mapping[str, Any]) -> str:
         )
     lines += [
         "",
-        f"Audit at eps {audit.get('epsilon', '')}: **{audit.get('verdict', '')}** -- "
-        f"{audit.get('reason', '')}",
+        f"Audit at eps {_fmt_eps(audit.get('epsilon', ''))}: **{audit.get('verdict', '')}**",
+        "",
+        "```text",
+        str(audit.get("reason", "")),
+        "```",
         "",
         "## Claims",
         "",
