@@ -282,3 +282,22 @@ def test_recompute_replays_the_reference_set_beside_the_learner(monkeypatch, tmp
     ref = json.loads((tmp_path / "reference" / "reference-set.json").read_text())
     assert [e["label"] for e in ref["entries"]] == ["uniform", "hedge"]  # not the learner
     assert card["capabilities"] == data["capabilities"]
+
+
+def test_the_shipped_reference_set_matches_this_code() -> None:
+    """Skips, saying what to do, when the code of the control, the references or the task envs
+    changed since the set was written (a card would then be unranked, with that reason)."""
+    from dp_experts_env.bench import load_protocol
+    from dp_experts_env.bench.card import reference_version
+    from dp_experts_env.bench.command import shipped_reference
+
+    protocol = load_protocol("bench-v1")
+    ref = shipped_reference(protocol, quick=True)
+    current = reference_version(protocol)
+    if ref["key"]["code_version"] != current:
+        pytest.skip(
+            f"the shipped bench-v1 quick set is of code version {ref['key']['code_version']}, "
+            f"this code is {current}: run `dp-experts bench --all --quick` and copy its "
+            "reference-set.json into dp_experts_env/bench/reference/bench_v1_quick.py"
+        )
+    assert len(current) == 16

@@ -316,7 +316,8 @@ def card_html(card: Mapping[str, Any], board: Mapping[str, Any]) -> str:
     style = (
         "body{font-family:sans-serif;margin:2em;max-width:60em;color:#111;background:#fff}"
         "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;"
-        "padding:2px 6px;font-size:13px}code{font-size:12px}pre{white-space:pre-wrap;font-size:12px}"
+        "padding:2px 6px;font-size:13px}code{font-size:12px}"
+        "pre{white-space:pre-wrap;font-size:12px}"
     )
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'

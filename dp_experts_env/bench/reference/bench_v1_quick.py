@@ -8,7 +8,7 @@ DATA = r"""
   "protocol": "bench-v1",
   "digest": "16b1ec4a703f1e108032ec9ad970df84ceca949c6c806166b7f3462a69ff887f",
   "quick": true,
-  "code_version": "cdc47a9735fec59f"
+  "code_version": "0b441f7447d68fb9"
  },
  "scales": {
   "shift": [
