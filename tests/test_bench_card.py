@@ -110,7 +110,7 @@ def html_matches_json(page: str, data: dict) -> list[str]:
             problems.append(f"number {n}: {n['data-value']} != {want}")
     shown = sum(1 for t in data["tasks"] if t["scores"].get(key))
     shown += sum(1 for r in rows.values() if r["overall"] is not None)
-    shown += sum(2 for e in caps.values() if key in e["scores"])  # mean and IQM
+    shown += sum(4 for e in caps.values() if key in e["scores"])  # mean, its CI, IQM
     shown += sum(len(e["scores"]) for e in caps.values())  # the curves' table
     if len(numbers) != shown:
         problems.append(f"{len(numbers)} numbers in the tables, {shown} in the JSON")

@@ -192,7 +192,11 @@ def _sections(card: Mapping[str, Any], board: Mapping[str, Any]) -> list[tuple[s
                 html.escape(capability),
                 html.escape(entry["status"]),
                 _num(s and s["mean"], capability=capability, eps=key, stat="mean"),
-                f"[{_fmt(s and s['mean_low'])}, {_fmt(s and s['mean_high'])}]",
+                "["
+                + _num(s and s["mean_low"], capability=capability, eps=key, stat="mean_low")
+                + ", "
+                + _num(s and s["mean_high"], capability=capability, eps=key, stat="mean_high")
+                + "]",
                 _num(s and s["iqm"], capability=capability, eps=key, stat="iqm"),
                 html.escape(entry["reason"]),
             ]
