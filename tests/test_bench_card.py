@@ -301,3 +301,53 @@ def test_the_shipped_reference_set_matches_this_code() -> None:
             "reference-set.json into dp_experts_env/bench/reference/bench_v1_quick.py"
         )
     assert len(current) == 16
+
+
+@pytest.mark.slow
+def test_an_outside_learner_is_ranked_among_the_reference_set(benched) -> None:
+    """The example plug-in (``DP_EXPERTS_PLUGINS``), in a fresh interpreter: its card ranks it
+    among the reference set's full-information rows, which are read, not re-played."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    root = benched[3]
+    tests = Path(__file__).parent
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(tests)!r})
+        from test_bench_protocol import tiny_protocol
+        from dp_experts_env.bench.command import bench_learner
+        bench_learner("private-block-ftpl", {{}}, {str(root / "plugin")!r}, quick=True,
+                      protocol=tiny_protocol(("shift", "bandit"), horizon=200, seeds=3),
+                      reference={str(root / "all" / "reference-set.json")!r}, backend="serial")
+        """
+    )
+    example = tests.parent / "examples" / "plugin_example"
+    env = {
+        **os.environ,
+        "DP_EXPERTS_PLUGINS": "dp_plugin_example.ftpl",
+        "PYTHONPATH": os.pathsep.join([str(example), os.environ.get("PYTHONPATH", "")]),
+    }
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    data = json.loads((root / "plugin" / "bench.json").read_text())
+    labels = [r["label"] for r in data["leaderboard"]["rows"]]
+    assert set(labels) == {
+        "uniform",
+        "hedge",
+        "fixed-share",
+        "noisy-clipped-hedge",
+        "private-block-ftpl",
+    }
+    assert data["leaderboard"]["note"] == "" and data["learner"]["private"] is True
