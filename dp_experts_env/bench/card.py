@@ -41,7 +41,11 @@ def reference_version(protocol: Protocol) -> str:
     for task in protocol.tasks:
         roster = protocol.rosters[task_feedback(task)]
         for name, _, _ in (roster.control, *roster.references):
-            parts[f"{name}@{task.env}"] = code_fingerprint(name, task.env)
+            # The store's key may also name the plug-ins loaded in this process; they do not
+            # change a built-in learner's rows on a built-in family, so a card benched with a
+            # plug-in loaded keeps the version of the set it is ranked against.
+            fingerprint = code_fingerprint(name, task.env)
+            parts[f"{name}@{task.env}"] = {k: fingerprint[k] for k in ("package", "agent", "env")}
     parts["bench"] = module_fingerprint(
         ["dp_experts_env.bench.scores", "dp_experts_env.bench.runner"],
         lambda module: module.startswith("dp_experts_env.bench"),
