@@ -297,8 +297,9 @@ def test_the_shipped_reference_set_matches_this_code() -> None:
     if ref["key"]["code_version"] != current:
         pytest.skip(
             f"the shipped bench-v1 quick set is of code version {ref['key']['code_version']}, "
-            f"this code is {current}: run `dp-experts bench --all --quick` and copy its "
-            "reference-set.json into dp_experts_env/bench/reference/bench_v1_quick.py"
+            f"this code is {current}: run `dp-experts bench --all --quick`, then "
+            "dp_experts_env.bench.command.ship_reference('results/bench-all-quick/"
+            "reference-set.json')"
         )
     assert len(current) == 16
 
@@ -351,3 +352,20 @@ def test_an_outside_learner_is_ranked_among_the_reference_set(benched) -> None:
         "private-block-ftpl",
     }
     assert data["leaderboard"]["note"] == "" and data["learner"]["private"] is True
+
+
+def test_ship_reference_writes_the_data_module_of_its_key(benched, tmp_path) -> None:
+    import importlib.util
+
+    from dp_experts_env.bench.command import ship_reference
+
+    ref, _, _, root = benched
+    path = ship_reference(root / "all" / "reference-set.json", tmp_path)
+    assert path.name == "bench_tiny_quick.py"
+    spec = importlib.util.spec_from_file_location("shipped_tiny", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert json.loads(module.DATA) == ref
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(ValueError, match="not a reference set"):
+        ship_reference(tmp_path / "bad.json", tmp_path)

@@ -46,6 +46,7 @@ __all__ = [
     "card_key_text",
     "cmd_bench",
     "parse_assignments",
+    "ship_reference",
     "shipped_reference",
     "write_card",
 ]
@@ -79,6 +80,34 @@ def shipped_reference(protocol: Protocol, quick: bool) -> dict[str, Any] | None:
             raise
         return None
     return json.loads(module.DATA)
+
+
+def ship_reference(reference_file: str | Path, folder: str | Path | None = None) -> Path:
+    """Write a ``reference-set.json`` as the package's shipped set for its key (maintainers).
+
+    Args:
+        reference_file: the set ``dp-experts bench --all`` wrote.
+        folder: where the data module goes (default the package's ``bench/reference/``, i.e.
+            the checkout's source tree in an editable install).
+
+    Returns:
+        The module written (``bench_v1_quick.py`` for a bench-v1 quick set).
+    """
+    ref = load_reference_set(reference_file)
+    key = ref["key"]
+    stem = f"{key['protocol'].replace('-', '_')}_{'quick' if key['quick'] else 'full'}"
+    folder = Path(folder) if folder is not None else Path(__file__).parent / "reference"
+    text = json.dumps(ref, indent=1, allow_nan=False)
+    if "\"\"\"" in text:
+        raise ValueError("a reference set cannot hold three double quotes in a row")
+    module = (
+        f'"""The {key["protocol"]} {"quick" if key["quick"] else "full"} reference set '
+        '(written by ``dp-experts bench --all``)."""\n\n'
+        f'DATA = r"""\n{text}\n"""\n'
+    )
+    path = folder / f"{stem}.py"
+    _write_text(path, module)
+    return path
 
 
 def _write_text(path: Path, text: str) -> None:

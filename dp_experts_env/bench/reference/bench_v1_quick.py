@@ -1,4 +1,4 @@
-"""The bench-v1 quick reference set (written by ``dp-experts bench --all --quick``)."""
+"""The bench-v1 quick reference set (written by ``dp-experts bench --all``)."""
 
 DATA = r"""
 {
