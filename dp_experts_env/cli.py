@@ -271,6 +271,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_attack_parser(sub)
 
+    from dp_experts_env.bench.command import add_parser as add_bench_parser
+
+    add_bench_parser(sub)
+
     audit = sub.add_parser(
         "audit",
         help="empirical lower bound on a learner's epsilon (privacy audit)",
@@ -736,6 +740,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from dp_experts_env.attack.command import cmd_attack
 
             return cmd_attack(args)
+        if args.command == "bench":
+            from dp_experts_env.bench.command import cmd_bench
+
+            return cmd_bench(args)
         return _cmd_audit(args)
     except (ValueError, TypeError) as err:
         print(f"dp-experts {args.command}: error: {err}", file=sys.stderr)
