@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+import pytest
 from _import_graph import (
     PACKAGES,
     ROOT,
@@ -254,3 +255,49 @@ def test_the_allowlist_fails_on_a_new_case_and_on_a_vanished_one():
     assert [p[:4] for p in against_allowlist({("f.py", "m:_x"), ("g.py", "m:_y")}, allowed)] == [
         "new:"
     ]
+
+
+# --------------------------------------------------------------------------- the public seams
+def test_parse_assignments_reads_json_values_and_names_the_option():
+    from dp_experts_env.assignments import parse_assignments
+
+    got = parse_assignments([" eta =0.5", "mode=fast", "grid=[1, 2]", "eta=2", "s=a=b"], "--set")
+    assert got == {"eta": 2, "mode": "fast", "grid": [1, 2], "s": "a=b"}
+    assert parse_assignments(None, "--set") == {}
+    with pytest.raises(ValueError, match=r"--env-set must look like key=value, got 'eta'"):
+        parse_assignments(["eta"], "--env-set")
+
+
+def test_canonical_json_is_one_text_per_content():
+    import numpy as np
+
+    from dp_experts_env.evaluation.grid import canonical_json, json_default, plain_numbers
+
+    a = canonical_json({"b": np.int64(2), "a": (1.5, np.float64(0.25))})
+    assert a == canonical_json({"a": [1.5, 0.25], "b": 2}) == '{"a":[1.5,0.25],"b":2}'
+    assert plain_numbers({1: (np.int32(3),)}) == {"1": (3,)}
+    loss = np.zeros((50, 100))
+    moved = loss.copy()
+    moved[25, 50] = 1.0
+    assert str(loss) == str(moved)  # numpy elides the middle: a str() key would be shared
+    assert json_default(loss)["shape"] == [50, 100]
+    assert json_default(loss) != json_default(moved)
+
+
+def test_the_adversaries_validators_name_the_parameter():
+    import numpy as np
+
+    from dp_experts_env.adversaries.adaptive.framework import BaseLosses, make_base
+    from dp_experts_env.adversaries.advice import check_gap, check_identity_experts
+
+    assert check_gap(0.5) == 0.5
+    with pytest.raises(ValueError, match="gap"):
+        check_gap(0.0)
+    assert check_identity_experts(None, 3) == check_identity_experts(3, 3) == 3
+    with pytest.raises(ValueError, match="n_experts must equal n_arms"):
+        check_identity_experts(4, 3)
+    assert isinstance(make_base("bernoulli", 3, [0.1, 0.2, 0.3]), BaseLosses)
+    with pytest.raises(ValueError, match="base_mean applies only to base='bernoulli'"):
+        make_base("zeros", 3, np.zeros(3))
+    with pytest.raises(TypeError, match="base must be one of"):
+        make_base(3, 3, None)
