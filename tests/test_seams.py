@@ -92,7 +92,7 @@ def _private(name: str) -> bool:
 
 def _own_private_module(importer: str, module: str, name: str, modules: Iterable[str]) -> bool:
     """``module.name`` is a private module of the package ``module`` and ``importer`` is in it."""
-    return f"{module}.{name}" in modules and importer.startswith(module + ".")
+    return f"{module}.{name}" in modules and (importer + ".").startswith(module + ".")
 
 
 def private_uses(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> set[tuple[str, str]]:
@@ -211,6 +211,8 @@ def test_harmless_imports_pass(tmp_path):
         "pkg/sub/c.py": "from pkg import _helper\nfrom pkg._helper import public\n",
         "other/c.py": "from pkg._helper import public\nfrom pkg import a\n\nY = a.public\n",
         "pkg/d.py": "def _own():\n    pass\n\n\nY = _own\n",  # a module's own private name
+        "pkg/sub/__init__.py": "from pkg import _helper\n",  # a subpackage's __init__ too
+        "pkg/__init__.py": "from . import _helper\n",  # the package itself
     }
     assert _private_uses_with(tmp_path, harmless) == set()
 
