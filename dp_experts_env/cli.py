@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import json
 import math
 import sys
 from collections.abc import Sequence
@@ -17,6 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+# The parser lives below every command (attack/command.py reads it too); the local name keeps
+# the command bodies as they were.
+from dp_experts_env.assignments import parse_assignments as _parse_assignments
 
 __all__ = ["main", "build_parser", "add_noise_option", "apply_noise"]
 
@@ -45,20 +48,6 @@ _EPILOG = """examples:
 
 A killed compare resumes where it stopped: re-run the same command with the same --out.
 """
-
-
-def _parse_assignments(items: Sequence[str] | None, what: str) -> dict[str, Any]:
-    """``key=value`` pairs; values are read as JSON when they parse, else kept as strings."""
-    out: dict[str, Any] = {}
-    for item in items or ():
-        if "=" not in item:
-            raise ValueError(f"{what} must look like key=value, got {item!r}")
-        key, raw = item.split("=", 1)
-        try:
-            out[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key.strip()] = raw
-    return out
 
 
 def add_noise_option(p: argparse.ArgumentParser) -> None:

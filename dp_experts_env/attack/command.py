@@ -76,8 +76,8 @@ def _int(option: str, raw: str, minimum: int) -> int:
 def config_from_args(args: argparse.Namespace) -> Any:
     """The validated :class:`~dp_experts_env.attack.run.AttackConfig`; errors name the option."""
     import agents
+    from dp_experts_env.assignments import parse_assignments
     from dp_experts_env.attack.run import FAMILY_KINDS, AttackConfig, family_kinds
-    from dp_experts_env.cli import _parse_assignments
 
     epsilon = None
     if args.epsilon is not None:
@@ -112,7 +112,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
     config = AttackConfig(
         learner=args.learner,
         epsilon=epsilon,
-        learner_params=_parse_assignments(args.set, "--set"),
+        learner_params=parse_assignments(args.set, "--set"),
         kind=args.kind,
         n_experts=_int("--n-experts", args.n_experts, 2),
         horizon=_int("--horizon", args.horizon, 2),

@@ -46,6 +46,7 @@ from matplotlib.transforms import Bbox
 
 from dp_experts_env.evaluation.claims import loglog_slope
 from dp_experts_env.evaluation.stats import bootstrap_ci, fit_loglog_slope
+from dp_experts_env.evaluation.summary import aggregate_table
 
 __all__ = [
     "COLUMN_WIDTH",
@@ -955,8 +956,6 @@ def plot_aggregate(frame: pd.DataFrame, metric: str = "dynamic_regret") -> Figur
     as a point and its stratified-bootstrap interval as a bar; the mean as a hollow marker.
     None when the rows hold one env or no uniform play.
     """
-    from dp_experts_env.evaluation.report import aggregate_table
-
     table = aggregate_table(frame, metric, reference=_REFERENCE)
     if table is None or table.empty:
         return None

@@ -69,7 +69,7 @@ import numpy as np
 import pandas as pd
 
 from dp_experts_env.evaluation import columns as columns_mod
-from dp_experts_env.evaluation.grid import Cell, _canonical, _json_default, _plain
+from dp_experts_env.evaluation.grid import Cell, canonical_json, json_default, plain_numbers
 
 __all__ = [
     "CellStore",
@@ -233,7 +233,7 @@ def write_atomic(
 def _write_json(path: Path, data: Any) -> Path:
     # json.dumps, not json.dump: dump streams through the pure-Python encoder, dumps uses the C
     # one (the same text, ~4x less CPU for a cell's rows).
-    text = json.dumps(data, separators=(",", ":"), allow_nan=True, default=_json_default)
+    text = json.dumps(data, separators=(",", ":"), allow_nan=True, default=json_default)
     return write_atomic(path, lambda fh: fh.write(text))
 
 
@@ -746,7 +746,7 @@ class CellStore:
                 **data_fingerprint(cell.agent.params, "agent."),
             },
         }
-        common = json.loads(_canonical(common))  # once per cell: the JSON form, as stored
+        common = json.loads(canonical_json(common))  # once per cell: the JSON form, as stored
         seeds = [int(i) for i in seed_indices]
         block = cell.with_seeds(seeds)
         keys = []
@@ -761,7 +761,7 @@ class CellStore:
     @staticmethod
     def run_id(cell: Cell, key: Mapping[str, Any]) -> str:
         """File stem of a run: readable prefix plus the key's hash."""
-        digest = hashlib.sha256(_canonical(key).encode()).hexdigest()[:20]
+        digest = hashlib.sha256(canonical_json(key).encode()).hexdigest()[:20]
         safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in cell.agent.name)
         eps = "np" if cell.epsilon is None else f"e{cell.epsilon:g}"
         return f"{safe}-{eps}-s{key['seed']}-{digest}"
@@ -915,7 +915,7 @@ class CellStore:
 
         def differs(digest: str) -> bool:
             if not wanted:
-                wanted.append(_key_digest(json.loads(_canonical(key))))
+                wanted.append(_key_digest(json.loads(canonical_json(key))))
             return digest != wanted[0]
 
         reasons = []
@@ -1010,7 +1010,7 @@ class CellStore:
                     "n": int(run["n"]),
                     "columns": list(run["order"]),
                 }
-                head = json.dumps(header, separators=(",", ":"), default=_json_default).encode()
+                head = json.dumps(header, separators=(",", ":"), default=json_default).encode()
                 run_ids.append(run_id)
                 body += [head, b"\n", payload, b"\n"]
         rest = b"".join(body)
@@ -1212,14 +1212,14 @@ def _manifest_checksum(grid_dict: Any, run_ids: Any) -> str:
         {"grid": grid_dict, "runs": run_ids},
         sort_keys=True,
         separators=(",", ":"),
-        default=_json_default,
+        default=json_default,
     )
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
 def manifest_data(grid_dict: Mapping[str, Any], run_ids: list[str], complete: bool) -> dict:
     """The manifest's content as it reads back from disk (JSON round trip), with its checksum."""
-    grid_json = json.loads(json.dumps(_plain(dict(grid_dict)), default=_json_default))
+    grid_json = json.loads(json.dumps(plain_numbers(dict(grid_dict)), default=json_default))
     runs = [check_run_id(r) for r in run_ids]
     return {
         "version": FORMAT_VERSION,
@@ -1289,8 +1289,8 @@ def manifest_problem(manifest: Mapping[str, Any], store: CellStore) -> str:
     for cell in cells:
         description = cell.to_dict()
         description.pop("seed_indices")
-        base = json.loads(_canonical(description))
-        wanted.update(_canonical({**base, "seed": int(i)}) for i in cell.seed_indices)
+        base = json.loads(canonical_json(description))
+        wanted.update(canonical_json({**base, "seed": int(i)}) for i in cell.seed_indices)
     runs = list(manifest["runs"])
     if len(runs) != len(wanted):
         return (
@@ -1302,8 +1302,9 @@ def manifest_problem(manifest: Mapping[str, Any], store: CellStore) -> str:
         try:
             header, _ = store.read_record(run_id)
             key = header["key"]
-            identity = _canonical({k: v for k, v in key.items() if k not in VOLATILE_KEY_FIELDS})
-            digest = hashlib.sha256(_canonical(key).encode()).hexdigest()[:20]
+            kept = {k: v for k, v in key.items() if k not in VOLATILE_KEY_FIELDS}
+            identity = canonical_json(kept)
+            digest = hashlib.sha256(canonical_json(key).encode()).hexdigest()[:20]
         except FileNotFoundError:
             continue
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError):

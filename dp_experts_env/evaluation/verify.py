@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dp_experts_env.evaluation.grid import Grid, _canonical
+from dp_experts_env.evaluation.grid import Grid, canonical_json
 from dp_experts_env.evaluation.store import (
     FORMAT_VERSION,
     MANIFEST,
@@ -90,7 +90,7 @@ def _identity(key: Any) -> str:
     """The part of a key naming the cell and seed (everything but code, data, seeds, format)."""
     if not isinstance(key, dict):
         return ""
-    return _canonical({k: v for k, v in key.items() if k not in _VOLATILE})
+    return canonical_json({k: v for k, v in key.items() if k not in _VOLATILE})
 
 
 def _changed(stored: dict[str, Any], current: dict[str, Any]) -> str:
@@ -122,7 +122,7 @@ def verify_folder(folder: str | Path) -> FolderReport:
         )
     try:
         on_disk = loads(read_plain(folder / "grid.json"))
-        if _canonical(on_disk) != _canonical(manifest["grid"]):
+        if canonical_json(on_disk) != canonical_json(manifest["grid"]):
             report.problems.append("grid.json differs from the grid recorded in the manifest")
     except FileNotFoundError:
         report.problems.append("grid.json is missing")
@@ -174,7 +174,7 @@ def _classify_listed(
     try:
         data, _ = store.read_record(check_run_id(run_id))  # a unit file or a run file
         stored_key = data["key"]
-        digest = hashlib.sha256(_canonical(stored_key).encode()).hexdigest()[:20]
+        digest = hashlib.sha256(canonical_json(stored_key).encode()).hexdigest()[:20]
         identity = _identity(stored_key)
     except FileNotFoundError:
         report.stale.append((run_id, "listed run of other code; its file is absent"))
