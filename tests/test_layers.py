@@ -50,7 +50,12 @@ LAYERS = (
     ("agents", ("agents.*",)),
     (
         "evaluation",
-        ("dp_experts_env.evaluation.*", "dp_experts_env.attack.*", "dp_experts_env.testing"),
+        (
+            "dp_experts_env.evaluation.*",
+            "dp_experts_env.attack.*",
+            "dp_experts_env.bench.*",
+            "dp_experts_env.testing",
+        ),
     ),
     ("commands", ("dp_experts_env.cli", "dp_experts_env.__main__", "dp_experts_env.pytest_plugin")),
 )
