@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from dp_experts_env._jit import helper, kernel
-from dp_experts_env.batch_rng import _OPEN_HIGH, _OPEN_LOW, BatchRNG
+from dp_experts_env.batch_rng import _OPEN_HIGH, _OPEN_LOW, LAPLACE_TAPS, BatchRNG, tap_laplace
 from dp_experts_env.privacy.noise import FastBackend
 
 __all__ = [
@@ -241,7 +241,10 @@ def fast_laplace(u: np.ndarray, scale: Any) -> np.ndarray:
     np.abs(out, out=out)
     out *= -2.0
     np.log1p(out, out=out)
-    return signed * out
+    drawn = signed * out
+    if LAPLACE_TAPS:  # the audit's path-equivalence check is listening
+        tap_laplace(scale, drawn)
+    return drawn
 
 
 @helper

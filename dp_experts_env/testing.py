@@ -19,9 +19,13 @@ one names its accountant and noise backend and certifies at most the epsilon ask
 ``horizon`` (a round past T is refused), ``observations`` (a NaN or out-of-range loss is
 refused), ``seeding`` (the same seed replays the same actions; a private learner's actions
 depend on its seed), ``batching`` (a batch of B runs seeded ``s`` equals B single runs seeded
-``s + b``, bit for bit), ``monotone`` (private: regret does not rise with epsilon, paired over
-seeded runs), ``epsilon_inf`` (private: at epsilon = inf the claim says "not private", no noise
-is drawn, the seed fixes the actions; a learner whose class declares
+``s + b``, bit for bit), ``paths`` (a learner with a block entry point -- ``play_block``,
+``play_bandit_block``, what users' runs call -- gives the actions, state, random stream and
+Laplace noise of round-by-round ``act`` on the same seeded game, at the defaults and at the
+settings its ``audit_hints`` name; a difference names its first round: see
+:mod:`dp_experts_env.evaluation.paths`), ``monotone`` (private: regret does not rise with
+epsilon, paired over seeded runs), ``epsilon_inf`` (private: at epsilon = inf the claim says
+"not private", no noise is drawn, the seed fixes the actions; a learner whose class declares
 ``epsilon_inf_limit = "name"`` must then match that learner's regret) and ``audit`` (private:
 the privacy audit of ``dp-experts audit`` finds no violation of the claim).
 """
@@ -47,6 +51,7 @@ __all__ = [
     "ContractError",
     "check_agent",
     "contract_tests",
+    "path_reports",
     "regret_by_epsilon",
 ]
 
@@ -58,6 +63,7 @@ CHECKS = (
     "observations",
     "seeding",
     "batching",
+    "paths",
     "monotone",
     "epsilon_inf",
     "audit",
@@ -101,6 +107,7 @@ class AgentCheckReport:
         feedback: its feedback kind. private: whether it claims a finite epsilon at epsilon 1.
         passed: the checks run and passed, in order. skipped: check -> why it did not apply.
         audit: the audit report (private learners, when audited), else None.
+        paths: what the ``paths`` check compared, per setting ("" when it did not run).
     """
 
     target: str
@@ -109,6 +116,7 @@ class AgentCheckReport:
     passed: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     audit: Any = None
+    paths: str = ""
 
 
 class _Target:
@@ -318,6 +326,51 @@ def _check_batching(t: _Target, fail: Callable[[str], None]) -> None:
             fail(f"run {b} of a batch seeded 3 differs from a single run seeded {3 + b}")
 
 
+#: Runs and rounds of the ``paths`` check's game.
+PATH_RUNS, PATH_HORIZON = 3, 40
+
+
+def _oco_gradients(env: Any, horizon: int, seed: int) -> np.ndarray:
+    """(T, B, d) observations of an OCO env played at the origin (its families are oblivious)."""
+    obs, _ = env.reset(seed=seed)
+    base = env.unwrapped
+    out = [np.array(obs, dtype=np.float64)]
+    for _ in range(horizon - 1):
+        obs, *_ = env.step(np.zeros((env.num_envs, base.dim)))
+        out.append(np.array(obs, dtype=np.float64))
+    return np.stack(out)
+
+
+def path_reports(t: _Target | str | Callable[..., Agent], params: dict[str, Any] | None = None):
+    """The ``paths`` check's comparisons: a list of (setting, :class:`PathReport`)."""
+    from dp_experts_env.evaluation.paths import compare_settings, hint_settings
+
+    t = t if isinstance(t, _Target) else _Target(t, params or {})
+    feedback = "full" if t.feedback == "any" else t.feedback
+    env = _env(feedback, num_envs=PATH_RUNS, horizon=PATH_HORIZON)
+    gradients = None
+    if feedback == "oco":
+        gradients = _oco_gradients(env, PATH_HORIZON, seed=11)
+    settings = hint_settings(t.cls) if t.cls is not None else []
+
+    def build(**setting: Any) -> Agent:
+        return t.build(env, seed=7, **{**setting, **t.params})
+
+    return compare_settings(build, settings, horizon=PATH_HORIZON, gradients=gradients)
+
+
+def _check_paths(t: _Target, fail: Callable[[str], None]) -> str:
+    from dp_experts_env.evaluation.paths import describe_settings
+
+    found = path_reports(t)
+    if found and found[-1][1].method is None:
+        raise _Skip(found[-1][1].describe())
+    for label, report in found:
+        if not report.equal:
+            fail(f"the block path users run differs from act ({label}): {report.describe()}")
+    return describe_settings(found)
+
+
 def regret_by_epsilon(
     target: str | Callable[..., Agent],
     epsilons: Sequence[float] = MONOTONE_EPSILONS,
@@ -505,6 +558,8 @@ def check_agent(
                 _check_monotone(target, fail, monotone_runs, monotone_horizon)
             elif check == "audit":
                 report.audit = _check_audit(target, fail, audit)
+            elif check == "paths":
+                report.paths = _check_paths(target, fail)
             else:
                 _RUNNERS[check](target, fail)
         except _Skip as why:
@@ -525,6 +580,7 @@ _RUNNERS: dict[str, Callable[[_Target, Callable[[str], None]], None]] = {
     "observations": _check_observations,
     "seeding": _check_seeding,
     "batching": _check_batching,
+    "paths": _check_paths,
     "epsilon_inf": _check_epsilon_inf,
 }
 

@@ -18,6 +18,7 @@ import contextlib
 
 import numpy as np
 import pytest
+from _planted_agents import HedgeNoiseReused
 
 import agents
 from agents.base import AGENT_STREAM, clip_unit
@@ -205,18 +206,6 @@ class SVTThresholdKept(SVTRestart):
     def _init_state(self):
         super()._init_state()
         self.detector.__class__ = _ThresholdKept
-
-
-class HedgeNoiseReused(NoisyClippedHedge):
-    """Draws one noise vector per run at the start and adds it every round."""
-
-    def _init_state(self):
-        super()._init_state()
-        self._z = self.noise.laplace(self.rng, self.noise_scale, (self.n_experts,))
-
-    def _learn(self, obs):
-        w = clip_project(self._log_w - self.eta * (clip_unit(obs) + self._z), self.clip_level)
-        self._log_w = np.log(w)
 
 
 class HedgeReseeded(NoisyClippedHedge):
