@@ -354,7 +354,8 @@ def path_reports(t: _Target | str | Callable[..., Agent], params: dict[str, Any]
     settings = hint_settings(t.cls) if t.cls is not None else []
 
     def build(**setting: Any) -> Agent:
-        return t.build(env, seed=7, **{**setting, **t.params})
+        kw = {**setting, **t.params}
+        return t.build(env, seed=7, epsilon=kw.pop("epsilon", 1.0), **kw)
 
     return compare_settings(build, settings, horizon=PATH_HORIZON, gradients=gradients)
 

@@ -221,3 +221,81 @@ def test_a_plug_in_whose_block_path_differs_fails_and_names_round_1():
 def test_a_learner_without_a_block_path_is_skipped_with_the_reason():
     report = check_agent("ucb1", checks=["paths"])
     assert report.skipped == {"paths": "no block entry point: act is the only path users run"}
+
+
+# ----------------------------------------------------------------------------- in the audit
+def _small_audit(name, **kw):
+    from dp_experts_env.evaluation.audit import audit_learner
+
+    return audit_learner(
+        name, runs=2_000, selection_runs=400, time_budget=2.0, pairs=2, part_tests=False, **kw
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "scenario_losses"),
+    [
+        pytest.param("private-lazy-hedge", "rival", marks=pytest.mark.slow),
+        pytest.param("noisy-clipped-hedge", "rival", marks=pytest.mark.slow),
+        ("ldp-exp4", "flip"),
+    ],
+)
+def test_the_block_path_plays_the_audit_s_runs_as_act(monkeypatch, name, scenario_losses):
+    """Same seeds, same actions on both paths (full information and bandit block protocols)."""
+    from dp_experts_env.evaluation import audit
+
+    use_jit_path("compiled", monkeypatch)
+    scenario = audit.derived_scenarios(name, audit.declaration_of(name, {"epsilon": 1.0}))[0]
+    assert scenario_losses in scenario.label
+    params = {**scenario.params, "epsilon": 1.0}
+    scenario = audit.Scenario(
+        scenario.label, scenario.losses, scenario.neighbor, params, advice=scenario.advice
+    )
+    for side in (0, 1):
+        act = audit.play_scenario(name, scenario, side=side, n_runs=500, seed=3)
+        block = audit.play_scenario(name, scenario, side=side, n_runs=500, seed=3, block=True)
+        assert block.actions.tobytes() == act.actions.tobytes()
+        assert len(np.unique(act.actions[:, -1])) > 1  # the noise decides: a real comparison
+
+
+@pytest.mark.slow
+def test_the_audit_reports_both_paths_and_passes_a_correct_learner(monkeypatch):
+    use_jit_path("compiled", monkeypatch)
+    report = _small_audit("private-lazy-hedge")
+    assert not report.violation and not report.paths_differ
+    assert "play_block (compiled path) equals act" in report.paths and "budget=1" in report.paths
+    assert report.block_result is not None  # an action view: counted on the block path too
+    assert report.block_result.counts == report.result.counts
+    assert "the same test on the block path" in report.summary()
+
+
+@pytest.mark.parametrize(
+    ("name", "module", "function", "bug"),
+    [
+        pytest.param("dp-ftrl-tree", kernels, "tree_block", _tree_without_upper_noise,
+                     marks=pytest.mark.slow),
+        ("ldp-exp4", bandit_kernels, "fast_laplace", _one_draw_per_block),
+        pytest.param("private-lazy-hedge", lazy_kernel, "lazy_rounds", _one_more_resample,
+                     marks=pytest.mark.slow),
+    ],
+)  # fmt: skip
+def test_the_audit_fails_a_kernel_only_bug_naming_the_round(
+    monkeypatch, name, module, function, bug
+):
+    use_jit_path("compiled", monkeypatch)
+    with _patched(module, function, bug):
+        report = _small_audit(name)
+    assert report.violation and report.verdict.startswith("VIOLATION: the block path")
+    assert "differs from act at round" in report.paths_differ
+    assert report.result.passed  # the act path alone would have passed
+
+
+def test_a_difference_on_the_audit_s_own_runs_names_run_and_round():
+    from dp_experts_env.evaluation.audit import Outputs, _first_difference
+
+    a = Outputs(np.zeros((3, 4), dtype=np.int16), None, None, 0.0)
+    b = Outputs(a.actions.copy(), None, None, 0.0)
+    assert _first_difference([a, a], [b, b]) == ""
+    b.actions[2, 1] = 1
+    found = _first_difference([a, a], [a, b])
+    assert found.startswith("the audit's test runs: side 1, run 2") and "round 2" in found

@@ -252,6 +252,49 @@ def _play(
     return actions, releases
 
 
+def _play_blocks(agent: Any, losses: np.ndarray, advice: np.ndarray | None, n: int) -> np.ndarray:
+    """The game of :func:`_play` (oblivious) through the learner's block entry point.
+
+    What users' runs call on an oblivious game (``play_block`` with the block's observations,
+    ``play_bandit_block`` with the block's losses and advice), in the blocks of
+    :data:`~dp_experts_env.evaluation.paths.BLOCKS`; returns the (n, T) actions.
+    """
+    from dp_experts_env.evaluation.paths import BLOCKS
+
+    horizon, width = losses.shape
+    actions = np.empty((n, horizon), dtype=np.int16 if width < 2**15 else np.int64)
+    bandit = agent.feedback == "bandit"
+    rows = np.zeros(n, dtype=np.int64)
+    prev, last_loss = np.zeros(n, dtype=np.int64), np.zeros(n)
+    t, i = 0, 0
+    while t < horizon:
+        k = min(BLOCKS[i % len(BLOCKS)], horizon - t)
+        i += 1
+        if bandit:
+            adv = advice if advice.ndim == 2 else advice[t]
+            first = {
+                "advice": np.broadcast_to(adv, (n, *adv.shape)),
+                "last_action": prev,
+                "last_loss": last_loss,
+            }
+            block_advice = None
+            if advice.ndim == 3:
+                block_advice = np.broadcast_to(advice[t : t + k, None], (k, n, *advice.shape[1:]))
+            chosen = agent.play_bandit_block(first, block_advice, losses[t : t + k, None], rows)
+        else:
+            obs = np.empty((k, n, width))
+            obs[0] = losses[t - 1] if t else 0.0
+            obs[1:] = losses[t : t + k - 1, None, :]
+            chosen = agent.play_block(obs)
+        chosen = np.asarray(chosen)
+        for r in range(k):
+            actions[:, t + r] = _check_actions(chosen[r], n, width)
+        prev = chosen[-1].astype(np.int64)
+        last_loss = losses[t + k - 1][prev]
+        t += k
+    return actions
+
+
 def relative_actions(actions: np.ndarray, k: int) -> np.ndarray:
     """``(J_0, J_1 - J_0, J_2 - J_1, ...) mod k``: a keyed scenario's actions in its own frame.
 
@@ -308,8 +351,12 @@ def play_scenario(
     multiplier: float = 1.0,
     record: bool = False,
     refusable: bool = False,
+    block: bool = False,
 ) -> Outputs:
     """Play one side (0: ``losses``, 1: ``neighbor``) of a scenario with ``n_runs`` runs.
+
+    With ``block``, an oblivious (not keyed) scenario is played through the learner's block
+    entry point, as users' runs play it (:func:`_play_blocks`; no releases recorded).
 
     Run ``b`` uses agent seed ``seed + b``. Keyed scenarios return their actions as
     :func:`relative_actions`. ``multiplier`` weakens (or strengthens) the noise
@@ -337,15 +384,20 @@ def play_scenario(
             raise ValueError("advice is only for bandit agents")
         if built.n_experts != width:
             raise ValueError(f"agent has {built.n_experts} experts but losses have {width}")
-    actions, releases = _play(
-        built,
-        losses,
-        advice,
-        n_runs,
-        keyed=scenario.keyed,
-        recorder=recorder,
-        changed=scenario.changed_round,
-    )
+    if block:
+        if scenario.keyed or record:
+            raise ValueError("the block path plays oblivious scenarios, without recording")
+        actions, releases = _play_blocks(built, losses, advice, n_runs), None
+    else:
+        actions, releases = _play(
+            built,
+            losses,
+            advice,
+            n_runs,
+            keyed=scenario.keyed,
+            recorder=recorder,
+            changed=scenario.changed_round,
+        )
     if scenario.keyed:
         actions = relative_actions(actions, width)
     return Outputs(actions, releases, built.privacy, time.perf_counter() - began)
@@ -621,6 +673,14 @@ class AuditReport:
             was fresh); a finding is a violation.
         foreign_noise: what the noise-provenance check found (:func:`noise_provenance`: the
             actions do not depend on the backend's noise; "" when they do); a violation.
+        paths: what the path-equivalence check compared (block entry point against ``act``,
+            :mod:`~dp_experts_env.evaluation.paths`), per setting.
+        paths_differ: where the two paths differ (the check's first round, or the first run
+            and round of the audit's own test runs that differ); "" when equal. A violation:
+            the evidence about ``act`` is not about the code users run.
+        block_result: the chosen event counted on the same test runs played through the
+            block entry point (None: no block entry point, a keyed scenario or a release view;
+            a release view's block runs are still compared with act's, action for action).
     """
 
     agent: str
@@ -639,16 +699,35 @@ class AuditReport:
     stale_noise: str = ""
     foreign_noise: str = ""
     part_check: Any = None
+    paths: str = ""
+    paths_differ: str = ""
+    block_result: AuditResult | None = None
 
     @property
     def violation(self) -> bool:
-        """True when the test's lower bound exceeds the claim, or a noise or part check failed."""
+        """True when a test bound exceeds the claim, or a noise, part or path check failed."""
         part = self.part_check is not None and self.part_check.violation
-        return not self.result.passed or bool(self.stale_noise) or bool(self.foreign_noise) or part
+        block = self.block_result is not None and not self.block_result.passed
+        return (
+            not self.result.passed
+            or bool(self.stale_noise)
+            or bool(self.foreign_noise)
+            or part
+            or bool(self.paths_differ)
+            or block
+        )
 
     @property
     def verdict(self) -> str:
-        """The test's verdict, or the noise check that failed (freshness, provenance)."""
+        """The test's verdict, or the check that failed (paths, freshness, provenance)."""
+        if self.paths_differ and self.result.passed:
+            return (
+                "VIOLATION: the block path users run differs from act, so the audit of act "
+                f"says nothing about it ({self.paths_differ})"
+            )
+        block = self.block_result
+        if block is not None and not block.passed and self.result.passed:
+            return f"{block.verdict} (on the block path users run)"
         if self.stale_noise and self.result.passed:
             return f"VIOLATION: fresh-noise check failed ({self.stale_noise})"
         if self.foreign_noise and self.result.passed:
@@ -698,6 +777,16 @@ class AuditReport:
             lines.append(f"  noise provenance: {self.foreign_noise}")
         if self.part_check is not None:
             lines.append(f"  part-level test: {self.part_check.describe()}")
+        if self.block_result is not None:
+            lines.append(
+                f"  the same test on the block path: epsilon >= "
+                f"{self.block_result.epsilon_lower_bound:.3f}; counts "
+                f"{self.block_result.counts[0]} vs {self.block_result.counts[1]}"
+            )
+        if self.paths:
+            lines.append(f"  paths: {self.paths}")
+        if self.paths_differ:
+            lines.append(f"  paths differ: {self.paths_differ}")
         if self.skipped:
             lines.append(f"  skipped {len(self.skipped)} scenario(s): {self.skipped[0]}")
         if self.multiplier != 1.0:
@@ -896,6 +985,36 @@ def audit_learner(
         # A split claim: no event reading one part can beat the whole claim, so the verdict
         # names what a test of one part against its own epsilon would need instead.
         result = dataclasses.replace(result, part=_part_test(agent, best.scenario, alpha))
+    paths, differ = _compare_paths(agent, user)
+    block_result = None
+    if not best.scenario.keyed and _has_block(agent):
+        # The test runs again through the block entry point, seeds unchanged: the actions
+        # must be the same, and an action event is counted there too (releases are recorded
+        # on act only; the path check compares the kernels' drawn noise with act's).
+        block_sides = [
+            play_scenario(
+                agent,
+                best.scenario,
+                side=s,
+                n_runs=n_test,
+                seed=test_seed + s * n_test,
+                multiplier=mult,
+                block=True,
+            )
+            for s in (0, 1)
+        ]
+        differ = differ or _first_difference(sides, block_sides)
+    if not best.scenario.keyed and _has_block(agent) and best.view == "actions":
+        block_result = evaluate_event(
+            best.selection,
+            block_sides[0].actions,
+            block_sides[1].actions,
+            alpha=alpha,
+            claimed_epsilon=float(claim.epsilon),
+            claimed_delta=float(claim.delta),
+            n_runs=n_test,
+            share=_share(agent, best.scenario),
+        )
     checked = None
     if part_tests and result.passed and not stale and not foreign:
         checked = part_level_test(
@@ -922,7 +1041,41 @@ def audit_learner(
         stale_noise=stale,
         foreign_noise=foreign,
         part_check=checked,
+        paths=paths,
+        paths_differ=differ,
+        block_result=block_result,
     )
+
+
+def _has_block(agent: str) -> bool:
+    import agents
+
+    entry = agents.spec(agent)
+    name = "play_bandit_block" if entry.feedback == "bandit" else "play_block"
+    return callable(getattr(entry.cls, name, None))
+
+
+def _compare_paths(agent: str, params: Mapping[str, Any]) -> tuple[str, str]:
+    """The path-equivalence check of ``check_agent`` (at ``params``): (what ran, what differs)."""
+    from dp_experts_env.evaluation.paths import describe_settings
+    from dp_experts_env.testing import path_reports
+
+    found = path_reports(agent, dict(params))
+    differ = [f"{label}: {r.describe()}" for label, r in found if not r.equal]
+    return describe_settings(found), "; ".join(differ)
+
+
+def _first_difference(act: Sequence[Outputs], block: Sequence[Outputs]) -> str:
+    """Where the block path's test runs differ from act's (same seeds); "" when nowhere."""
+    for side, (a, b) in enumerate(zip(act, block, strict=True)):
+        differ = a.actions != b.actions
+        if differ.any():
+            run, t = np.argwhere(differ)[0]
+            return (
+                f"the audit's test runs: side {side}, run {run}: the block path plays "
+                f"{b.actions[run, t]} at round {t + 1}, act {a.actions[run, t]}"
+            )
+    return ""
 
 
 # --------------------------------------------------------------------------- pairs
