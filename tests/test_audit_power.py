@@ -1,0 +1,100 @@
+"""Outside learners get a strong audit (issue 37, item 4): the example plug-in declares what it
+runs and takes ``noise=``; ``check_agent`` audits it, checks its own power on the learner built
+with half its noise, and warns loudly about a learner that declares nothing or cannot be
+weakened.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from _planted_agents import BlockLeader
+
+from dp_experts_env.privacy.mechanisms import report_noisy_min
+from dp_experts_env.testing import TOO_LOW, ContractError, check_agent
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "plugin_example"
+
+
+@pytest.fixture
+def example(monkeypatch):
+    """The example plug-in registered for this test only, and a copy with half its noise."""
+    import agents
+    import agents.registry as registry
+
+    saved = dict(registry._REGISTRY)
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    from dp_plugin_example.ftpl import PrivateBlockFTPL
+
+    @agents.register("test-ftpl-half-noise", private=True, summary="planted: half the noise")
+    class HalfNoise(PrivateBlockFTPL):
+        """Selects with twice the epsilon it accounts for (the claim printed is unchanged)."""
+
+        def _choose(self, obs):
+            if self.t % self.block == 0:
+                self.leader = report_noisy_min(
+                    self.cumulative, sensitivity=1.0, epsilon=2 * self.epsilon / self.n_spending,
+                    rng=self.rng, noise=self.noise,
+                ).value  # fmt: skip
+            return self.leader
+
+    yield PrivateBlockFTPL
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(saved)
+    for name in [m for m in sys.modules if m.startswith("dp_plugin_example")]:
+        del sys.modules[name]
+
+
+@pytest.mark.slow
+def test_the_example_with_half_its_noise_fails_and_unchanged_passes_with_power(example):
+    import agents
+
+    claim = agents.make("private-block-ftpl", n_experts=4, horizon=16).privacy.summary()
+    assert agents.make("test-ftpl-half-noise", n_experts=4, horizon=16).privacy.summary() == claim
+    with pytest.raises(ContractError, match="VIOLATION") as err:
+        check_agent("test-ftpl-half-noise", checks=["audit"])
+    assert err.value.check == "audit"
+    report = check_agent("private-block-ftpl", checks=["audit"])
+    assert not report.audit.violation and report.warnings == []
+    assert report.power.startswith("the learner built with half its noise is caught")
+    assert "derived from the declaration" in report.audit.summary()
+
+
+def test_the_example_declares_what_it_runs(example):
+    from dp_experts_env.privacy.declaration import account
+
+    agent = example(4, 16, epsilon=1.0)
+    declared = agent.declaration
+    assert declared is not None and "report-noisy-min" in declared.describe()
+    # The declaration and the printed claim agree: the accountant reads what runs.
+    assert account(declared).epsilon == pytest.approx(agent.privacy.epsilon)
+    assert example(4, 16, epsilon=float("inf")).declaration is None
+
+
+def test_an_undeclared_learner_is_warned_about_loudly():
+    with pytest.warns(UserWarning, match="declares no mechanisms"):
+        report = check_agent(BlockLeader, checks=["claim"])
+    assert any("declares no mechanisms" in w for w in report.warnings)
+
+
+def test_a_learner_the_audit_cannot_weaken_gets_power_too_low():
+    """BlockLeader takes neither noise= nor noise_multiplier: the power is unknown, said so."""
+    with pytest.warns(UserWarning, match=TOO_LOW):
+        report = check_agent(BlockLeader, checks=["audit"], audit_runs=4_000)
+    assert report.power.startswith(f"{TOO_LOW}: unknown")
+
+
+@pytest.mark.slow
+def test_a_factory_whose_one_pair_misses_half_noise_reports_power_too_low(example):
+    """An unregistered factory is audited on one pair only: too weak, and the report says so."""
+    with pytest.warns(UserWarning, match=TOO_LOW):
+        report = check_agent(example, checks=["audit"])
+    assert report.power.startswith(TOO_LOW) and "register it" in report.power
+
+
+@pytest.mark.slow
+def test_the_power_check_catches_a_built_in_learner_s_half_noise_build():
+    report = check_agent("limited-updates", checks=["audit"])
+    assert report.power.startswith("the learner built with half its noise is caught")
