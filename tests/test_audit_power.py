@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from _planted_agents import BlockLeader
 
@@ -79,6 +80,7 @@ def test_an_undeclared_learner_is_warned_about_loudly():
     assert any("declares no mechanisms" in w for w in report.warnings)
 
 
+@pytest.mark.slow
 def test_a_learner_the_audit_cannot_weaken_gets_power_too_low():
     """BlockLeader takes neither noise= nor noise_multiplier: the power is unknown, said so."""
     with pytest.warns(UserWarning, match=TOO_LOW):
@@ -98,3 +100,52 @@ def test_a_factory_whose_one_pair_misses_half_noise_reports_power_too_low(exampl
 def test_the_power_check_catches_a_built_in_learner_s_half_noise_build():
     report = check_agent("limited-updates", checks=["audit"])
     assert report.power.startswith("the learner built with half its noise is caught")
+
+
+@pytest.fixture
+def undeclared():
+    """BlockLeader (no declaration) registered for this test only."""
+    import agents
+    import agents.registry as registry
+
+    saved = dict(registry._REGISTRY)
+    agents.register("test-undeclared-leader", private=True, summary="no declaration")(BlockLeader)
+    yield "test-undeclared-leader"
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(saved)
+
+
+def test_an_undeclared_learner_gets_the_long_generic_search(undeclared):
+    from dp_experts_env.evaluation.audit import default_scenarios
+
+    longer = default_scenarios(undeclared)
+    labels = [s.label for s in longer]
+    assert max(s.horizon for s in longer) == 64
+    assert any(label.startswith("swap, long game") for label in labels)
+    # A declared learner keeps the short search (its scenarios come from its declaration).
+    assert max(s.horizon for s in default_scenarios("limited-updates")) <= 16
+
+
+def test_the_swap_pair_differs_in_one_row_by_a_swap():
+    from dp_experts_env.evaluation.audit import swap_pair
+
+    x, xp = swap_pair(16, 4, 5)
+    assert np.flatnonzero(np.any(x != xp, axis=1)).tolist() == [5]
+    assert xp[5, 0] == x[5, 1] and xp[5, 1] == x[5, 0] and np.all(x[:, 0] < x[:, 1])
+
+
+@pytest.mark.slow
+def test_the_audit_and_list_warn_about_an_undeclared_learner(undeclared, capsys):
+    from dp_experts_env.cli import main
+    from dp_experts_env.evaluation.audit import audit_learner
+
+    with pytest.warns(UserWarning, match="declares no mechanisms"):
+        report = audit_learner(undeclared, pairs=1, runs=400, selection_runs=200, time_budget=1)
+    assert "WARNING: no declared mechanisms" in report.summary()
+    assert "test-undeclared-leader declares no mechanisms" in report.summary()
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    block = out[out.index("test-undeclared-leader") :].splitlines()[:5]
+    assert any("WARNING: declares no mechanisms" in line for line in block)
+    # ...and only there: every built-in private learner declares what it runs.
+    assert out.count("WARNING: declares no mechanisms") == 1

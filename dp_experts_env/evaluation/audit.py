@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +63,7 @@ from dp_experts_env.privacy.noise import RecordingBackend, ScaledBackend, get_ba
 __all__ = [
     "DEFAULT_RUNS",
     "MAX_RELEASES",
+    "UNDECLARED",
     "declaration_of",
     "derived_scenarios",
     "noise_freshness",
@@ -72,8 +74,15 @@ __all__ = [
     "audit_learner",
     "default_scenarios",
     "play_scenario",
+    "swap_pair",
 ]
 
+#: The loud warning for a private learner that declares nothing.
+UNDECLARED = (
+    "{agent} declares no mechanisms (agent.declaration is None): the audit cannot derive its "
+    "scenarios and checks from what runs and tries a longer generic search (long games, "
+    "T <= 64), which misses what it does not try; declare them (docs/own_learner.md)"
+)
 _TEST_SEED_OFFSET = 500_000_000_000  # test runs' seeds start here (selection runs below it)
 #: test runs per side when neither the caller nor the chosen scenario says otherwise
 DEFAULT_RUNS = 100_000
@@ -769,7 +778,8 @@ class AuditReport:
             lines.append(f"  scenarios derived from the declaration: {self.declaration}")
         else:
             lines.append(
-                "  no declared mechanisms (agent.declaration is None): generic scenarios only"
+                "  WARNING: no declared mechanisms, generic scenarios only (with long games): "
+                + UNDECLARED.format(agent=self.agent)
             )
         if self.stale_noise:
             lines.append(f"  noise freshness: {self.stale_noise}")
@@ -911,8 +921,12 @@ def audit_learner(
     user = dict(params or {})
     user.setdefault("epsilon", epsilon)
     declared = declaration_of(agent, user)
+    if declared is None:
+        warnings.warn(UNDECLARED.format(agent=agent), UserWarning, stacklevel=2)
     if scenarios is None:
-        scenarios = derived_scenarios(agent, declared) + _generic(agent)
+        scenarios = derived_scenarios(agent, declared) + _generic(
+            agent, undeclared=declared is None
+        )
     scenarios = [
         Scenario(s.label, s.losses, s.neighbor, {**s.params, **user}, s.keyed, s.advice, s.runs)
         for s in scenarios
@@ -1464,21 +1478,63 @@ def derived_scenarios(agent: str, declaration: Any) -> list[Scenario]:
     return out
 
 
-def _generic(agent: str) -> list[Scenario]:
+def swap_pair(horizon: int, width: int, row: int) -> tuple[np.ndarray, np.ndarray]:
+    """Expert 0 leads every round; in ``row`` of the neighbour experts 0 and 1 swap losses.
+
+    Every later cumulative comparison between the leader and its first rival moves by 2: a
+    learner that re-reads the same loss in many releases (selections, restarts, windows)
+    shows every one of them on a long game.
+    """
+    x = np.full((horizon, width), 0.5)
+    x[:, 0] = 0.25
+    xp = x.copy()
+    xp[row, 0], xp[row, 1] = x[row, 1], x[row, 0]
+    return x, xp
+
+
+def _long_generic(bandit: bool) -> list[Scenario]:
+    """The longer search for a learner that declares nothing: long games, T up to 64.
+
+    A learner spending its claim over many releases of one loss shows it only on a game long
+    enough to hold them; without a declaration the audit does not know which releases exist,
+    so it tries swap and rival pairs with the change early (read by every later release) and
+    in the middle, at T = 16, 32 and 64.
+    """
+    if bandit:
+        eye = np.eye(2)
+        return [
+            _scenario("flip, long game", flip_pair(t, 2, r), advice=eye)
+            for t in (16, 32, 64)
+            for r in (0, t // 2)
+        ]
+    out = []
+    for t in (16, 32, 64):
+        out += [
+            _scenario("swap, long game", swap_pair(t, 4, 0)),
+            _scenario("rival, long game", rival_pair(t, 2, 0)),
+            _scenario("swap, long game, middle", swap_pair(t, 4, t // 2)),
+        ]
+    return out
+
+
+def _generic(agent: str, *, undeclared: bool = False) -> list[Scenario]:
     """Candidates for every learner.
 
     The first round, an update boundary, a leader flip after a long identical run, the last
-    used round, the complement of a random row.
+    used round, the complement of a random row; a learner that declares nothing
+    (``undeclared``) also gets the long games of :func:`_long_generic`.
     """
     import agents
 
     bandit = agents.spec(agent).feedback == "bandit"
+    longer = _long_generic(bandit) if undeclared else []
     if bandit:
         eye = np.eye(2)
         return [
             _scenario("flip", flip_pair(4, 2, 0), advice=eye),
             _scenario("flip, middle", flip_pair(8, 2, 4), advice=eye),
             _scenario("rival", rival_pair(8, 2, 3), advice=eye),
+            *longer,
         ]
     # Expert 0 leads every round; in round 7 of the neighbour it alone loses (a leader flip).
     lead = np.full((16, 8), 0.5)
@@ -1493,6 +1549,7 @@ def _generic(agent: str) -> list[Scenario]:
         _scenario("leader flip after a long identical run", (lead, flipped)),
         _scenario("rival, last used round", rival_pair(8, 4, 6)),
         _scenario("complement of a random row", complement_pair(8, 4, 4)),
+        *longer,
     ]
 
 
@@ -1505,9 +1562,10 @@ def default_scenarios(
     (:func:`derived_scenarios`; docs/privacy.md §4 says why each), first so that a short
     budget still tries them; the generic ones (first round, an update boundary, a leader flip
     after a long identical run, the last used round, a random row's complement) follow. A
-    learner that declares nothing gets the generic ones only.
+    learner that declares nothing gets the generic ones only, with long games added.
     """
     params: dict[str, Any] = {"epsilon": epsilon}
     if mode is not None:
         params["mode"] = mode
-    return derived_scenarios(agent, declaration_of(agent, params)) + _generic(agent)
+    declared = declaration_of(agent, params)
+    return derived_scenarios(agent, declared) + _generic(agent, undeclared=declared is None)
