@@ -6,6 +6,7 @@ weakened.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -149,3 +150,56 @@ def test_the_audit_and_list_warn_about_an_undeclared_learner(undeclared, capsys)
     assert any("WARNING: declares no mechanisms" in line for line in block)
     # ...and only there: every built-in private learner declares what it runs.
     assert out.count("WARNING: declares no mechanisms") == 1
+
+
+# ----------------------------------------------------------------------------- the tree counter
+@contextlib.contextmanager
+def _one_level_short():
+    """Planted: node noise calibrated to one level fewer at T = 2^m (the claim text unchanged
+    in epsilon): the bug the tree scenarios missed on dp-ftrl-tree."""
+    import dp_experts_env.privacy.mechanisms as mechanisms
+
+    original = mechanisms.TreeCounter.__init__
+
+    def short(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        self.node_scale = self.node_scale * max(1, (self.horizon - 1).bit_length()) / self.levels
+
+    mechanisms.TreeCounter.__init__ = short
+    try:
+        yield
+    finally:
+        mechanisms.TreeCounter.__init__ = original
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["dp-ftrl-tree", "dp-ftrl-oco"])
+def test_the_tree_counter_part_test_catches_one_level_short(name):
+    from dp_experts_env.evaluation.audit import tree_counter_test
+
+    small = {"runs": 10_000, "selection_runs": 2_000, "horizons": (3,)}
+    good = tree_counter_test(name, **small)
+    assert good is not None and not good.violation, good.describe()
+    with _one_level_short():
+        bad = tree_counter_test(name, **small)
+    assert bad.violation and bad.horizon == 3 and bad.items == 2, bad.describe()
+    assert bad.result.epsilon_lower_bound > 1.3
+
+
+@pytest.mark.slow
+def test_more_tree_noise_passes_and_a_learner_without_a_tree_has_no_tree_test():
+    from dp_experts_env.evaluation.audit import tree_counter_test
+
+    small = {"runs": 10_000, "selection_runs": 2_000, "horizons": (3,)}
+    more = tree_counter_test("dp-ftrl-tree", multiplier=2.0, **small)
+    assert not more.violation
+    assert tree_counter_test("noisy-clipped-hedge", runs=400, selection_runs=400) is None
+
+
+@pytest.mark.slow
+def test_the_audit_of_dp_ftrl_tree_fails_one_level_short():
+    from dp_experts_env.evaluation.audit import audit_learner
+
+    with _one_level_short():
+        report = audit_learner("dp-ftrl-tree", runs=20_000, selection_runs=2_000, time_budget=10)
+    assert report.violation and "tree counter" in report.verdict, report.summary()

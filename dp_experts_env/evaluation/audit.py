@@ -75,6 +75,8 @@ __all__ = [
     "default_scenarios",
     "play_scenario",
     "swap_pair",
+    "tree_counter_test",
+    "TreeCheck",
 ]
 
 #: The loud warning for a private learner that declares nothing.
@@ -687,6 +689,8 @@ class AuditReport:
         paths_differ: where the two paths differ (the check's first round, or the first run
             and round of the audit's own test runs that differ); "" when equal. A violation:
             the evidence about ``act`` is not about the code users run.
+        tree_check: the part-level test of a declared tree counter (:func:`tree_counter_test`,
+            at T = 3 and 5); a violation fails the audit. None without a tree.
         block_result: the chosen event counted on the same test runs played through the
             block entry point (None: no block entry point, a keyed scenario or a release view;
             a release view's block runs are still compared with act's, action for action).
@@ -711,6 +715,7 @@ class AuditReport:
     paths: str = ""
     paths_differ: str = ""
     block_result: AuditResult | None = None
+    tree_check: Any = None
 
     @property
     def violation(self) -> bool:
@@ -724,6 +729,7 @@ class AuditReport:
             or part
             or bool(self.paths_differ)
             or block
+            or (self.tree_check is not None and self.tree_check.violation)
         )
 
     @property
@@ -734,6 +740,9 @@ class AuditReport:
                 "VIOLATION: the block path users run differs from act, so the audit of act "
                 f"says nothing about it ({self.paths_differ})"
             )
+        tree = self.tree_check
+        if tree is not None and tree.violation and self.result.passed:
+            return f"VIOLATION of the declared tree counter: {tree.describe()}"
         block = self.block_result
         if block is not None and not block.passed and self.result.passed:
             return f"{block.verdict} (on the block path users run)"
@@ -793,6 +802,8 @@ class AuditReport:
                 f"{self.block_result.epsilon_lower_bound:.3f}; counts "
                 f"{self.block_result.counts[0]} vs {self.block_result.counts[1]}"
             )
+        if self.tree_check is not None:
+            lines.append(f"  part-level test: {self.tree_check.describe()}")
         if self.paths:
             lines.append(f"  paths: {self.paths}")
         if self.paths_differ:
@@ -902,7 +913,8 @@ def audit_learner(
             learner declares a mechanism that releases noisy values).
         part_tests: when the claim is split among composed mechanisms and a sparse-vector part
             can be read alone, test that part against its own epsilon
-            (:func:`part_level_test`; skipped when the main test already found a violation).
+            (:func:`part_level_test`; skipped when the main test already found a violation);
+            and test a declared tree counter on its own (:func:`tree_counter_test`).
 
     Returns:
         An :class:`AuditReport`; ``report.violation`` is the verdict.
@@ -1029,6 +1041,12 @@ def audit_learner(
             n_runs=n_test,
             share=_share(agent, best.scenario),
         )
+    tree_check = None
+    if part_tests and declared is not None and "tree" in _kinds(declared):
+        tree_check = tree_counter_test(
+            agent, params=user, runs=min(n_test, 20_000), seed=base + _TEST_SEED_OFFSET // 4,
+            multiplier=mult, alpha=alpha,
+        )  # fmt: skip
     checked = None
     if part_tests and result.passed and not stale and not foreign:
         checked = part_level_test(
@@ -1058,6 +1076,7 @@ def audit_learner(
         paths=paths,
         paths_differ=differ,
         block_result=block_result,
+        tree_check=tree_check,
     )
 
 
@@ -1310,6 +1329,118 @@ def part_level_test(
     return PartCheck(
         plan, (counts[0], counts[1]), n_total, bound, alpha, time.process_time() - began
     )
+
+
+@dataclass(frozen=True)
+class TreeCheck:
+    """:func:`tree_counter_test`: the learner's own tree counter audited on its releases.
+
+    Attributes:
+        horizon: the learner's T; items: the items its counter holds (T or T - 1).
+        levels: the counter's levels. result: the test of the nodes holding item 1.
+    """
+
+    horizon: int
+    items: int
+    levels: int
+    result: AuditResult
+
+    @property
+    def violation(self) -> bool:
+        """True when the nodes show more than the counter's epsilon."""
+        return not self.result.passed
+
+    def describe(self) -> str:
+        """One line for reports."""
+        r = self.result
+        word = "VIOLATION" if self.violation else "no violation"
+        return (
+            f"tree counter at T = {self.horizon} ({self.items} items, {self.levels} levels): "
+            f"{word}, the nodes holding item 1 show epsilon >= {r.epsilon_lower_bound:.3f} "
+            f"against the counter's {r.claimed_epsilon:g} ({r.n_heldout} runs per side)"
+        )
+
+
+def _tree_of(agent: Any) -> Any:
+    from dp_experts_env.privacy.mechanisms import TreeCounter
+
+    for value in vars(agent).values():
+        if isinstance(value, TreeCounter):
+            return value
+    return None
+
+
+def _tree_releases(agent: str, params: Mapping[str, Any], horizon: int, side: int, n: int,
+                   seed: int, multiplier: float) -> tuple[np.ndarray, Any]:
+    """Feed the learner's own counter its items; (n, 2, 1 + D) releases of item 1's nodes."""
+    params, _ = _noise_for(agent, params, multiplier, False)
+    built = _build(agent, n, seed, {"n": 2, "t": horizon, "k": 2}, params)
+    tree = _tree_of(built)
+    if tree is None:
+        raise ScenarioRefused(f"{agent} holds no TreeCounter")
+    change = np.full(tree.dim, tree.l1_sensitivity / tree.dim)
+    exact_sum = np.zeros(tree.dim)
+    exact, noisy = [], []
+    for t in range(1, tree.horizon + 1):
+        item = change if (t == 1 and side == 1) else np.zeros(tree.dim)
+        exact_sum = exact_sum + item
+        released = np.array(tree.add(np.broadcast_to(item, (n, tree.dim))))
+        if t & (t - 1) == 0:  # t = 2^l: the released sum is the one node of level l
+            exact.append(np.broadcast_to(exact_sum, (n, tree.dim)))
+            noisy.append(released)
+    key = np.zeros((n, 2, 1))
+    values = np.stack([np.concatenate(exact, axis=1), np.concatenate(noisy, axis=1)], axis=1)
+    return np.concatenate([key, values], axis=2), tree
+
+
+def tree_counter_test(
+    agent: str,
+    *,
+    params: Mapping[str, Any] | None = None,
+    horizons: Sequence[int] = (3, 5),
+    runs: int = 20_000,
+    selection_runs: int = 4_000,
+    alpha: float = 1e-3,
+    seed: int = 0,
+    multiplier: float = 1.0,
+) -> TreeCheck | None:
+    """Part-level test of a learner's binary-tree counter, on the learner's own instance.
+
+    At each T (T = 3 and T = 2^m + 1: a counter of 2^m items holds item 1 in m + 1 nodes, the
+    case a level count one short misses), the counter the learner built is fed its items
+    directly, item 1 moved by the counter's L1 sensitivity between the sides, and the nodes
+    holding item 1 (released at t = 1, 2, 4, ...) are tested with the Laplace
+    likelihood-ratio events against the counter's own epsilon. Returns the strongest check
+    (a violation if any), or None when the learner holds no counter.
+    """
+    params = {"epsilon": 1.0, **dict(params or {})}
+    worst = None
+    for i, horizon in enumerate(horizons):
+        base = seed + 4 * i * (runs + selection_runs)
+        try:
+            sel = [
+                _tree_releases(agent, params, horizon, s, selection_runs,
+                               base + s * selection_runs, multiplier)[0]
+                for s in (0, 1)
+            ]  # fmt: skip
+            test_seed = base + 2 * selection_runs
+            test = [
+                _tree_releases(agent, params, horizon, s, runs, test_seed + s * runs, multiplier)
+                for s in (0, 1)
+            ]
+        except (ScenarioRefused, ValueError, TypeError):
+            continue
+        tree = test[0][1]
+        eps = float(tree.epsilon)
+        fams = release_families(sel[0][: selection_runs // 2], sel[1][: selection_runs // 2])
+        chosen = select_event(fams, sel[0][selection_runs // 2 :], sel[1][selection_runs // 2 :],
+                              n_test=runs, alpha=alpha, delta=0.0)  # fmt: skip
+        result = evaluate_event(chosen, test[0][0], test[1][0], alpha=alpha, claimed_epsilon=eps,
+                                claimed_delta=0.0, n_runs=runs)  # fmt: skip
+        check = TreeCheck(horizon, int(tree.horizon), int(tree.levels), result)
+        if worst is None or check.result.epsilon_lower_bound > worst.result.epsilon_lower_bound:
+            worst = check
+    return worst
 
 
 def _releases(declaration: Any) -> bool:
