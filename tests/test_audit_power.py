@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 from _planted_agents import BlockLeader
 
+from agents.base import clip_unit
+from agents.noisy_clipped_hedge import NoisyClippedHedge, clip_project
 from dp_experts_env.privacy.mechanisms import report_noisy_min
 from dp_experts_env.testing import TOO_LOW, ContractError, check_agent
 
@@ -203,3 +205,72 @@ def test_the_audit_of_dp_ftrl_tree_fails_one_level_short():
     with _one_level_short():
         report = audit_learner("dp-ftrl-tree", runs=20_000, selection_runs=2_000, time_budget=10)
     assert report.violation and "tree counter" in report.verdict, report.summary()
+
+
+# ----------------------------------------------------------------------------- the noise used
+class _DrawsFreshUsesFirst(NoisyClippedHedge):
+    """Planted: draws a fresh release every round through the backend (counts and freshness
+    are those of a correct learner) but learns from the first round's noise every time."""
+
+    def _learn(self, obs):
+        losses = clip_unit(obs)
+        noisy = self.noise.add_laplace(self.rng, losses, self._run_scale)
+        if not hasattr(self, "_cached"):
+            self._cached = noisy - losses
+        w = clip_project(self._log_w - self.eta * (losses + self._cached), self.clip_level)
+        self._log_w = np.log(w)
+
+
+@pytest.fixture
+def cached_noise():
+    import agents
+    import agents.registry as registry
+
+    saved = dict(registry._REGISTRY)
+    agents.register("test-cached-noise", private=True, summary="planted")(_DrawsFreshUsesFirst)
+    yield "test-cached-noise"
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(saved)
+
+
+def test_cached_noise_cannot_pass_as_fresh(cached_noise):
+    from dp_experts_env.evaluation.audit import _provenance_game, noise_freshness, noise_provenance
+
+    game = _provenance_game(cached_noise, {"epsilon": 1.0})
+    assert noise_freshness(cached_noise, game) == ""  # its draws are fresh...
+    found = noise_provenance(cached_noise, game, params={"epsilon": 1.0})
+    assert "cached noise" in found  # ...but the noise it uses is not the noise it draws
+    correct = _provenance_game("noisy-clipped-hedge", {"epsilon": 1.0})
+    assert noise_provenance("noisy-clipped-hedge", correct, params={"epsilon": 1.0}) == ""
+
+
+def test_the_later_calls_backend_keeps_the_first_calls():
+    from dp_experts_env.batch_rng import BatchRNG
+    from dp_experts_env.privacy.noise import LaterCallsScaled
+
+    backend = LaterCallsScaled("fast", 0.0, keep=2)
+    rng = BatchRNG([1, 2])
+    first = [backend.laplace(rng, 1.0, (3,)) for _ in range(2)]
+    later = backend.add_laplace(rng, np.ones((2, 3)), 1.0)
+    assert all(np.all(f != 0.0) for f in first) and np.all(later == 1.0)
+    assert rng.random(()).shape == (2,) and backend.calls == 3
+
+
+# ------------------------------------------------------------------ svt-restart's queries
+@pytest.mark.slow
+def test_svt_restart_query_sensitivity_holds_by_brute_force():
+    from dp_experts_env.evaluation.audit import query_sensitivity_check
+
+    assert query_sensitivity_check("svt-restart") == ""
+    assert query_sensitivity_check("noisy-clipped-hedge") == ""  # no sparse vector: nothing
+
+
+def test_a_declared_query_sensitivity_below_the_true_one_is_caught(monkeypatch):
+    """Planted: the detector calibrated (and declared) for half the queries' true sensitivity."""
+    import agents.svt_restart as svt_restart
+    from dp_experts_env.evaluation.audit import query_sensitivity_check
+
+    true = svt_restart.betting_query_sensitivity
+    monkeypatch.setattr(svt_restart, "betting_query_sensitivity", lambda s: 0.5 * true(s))
+    found = query_sensitivity_check("svt-restart")
+    assert "above the declared sensitivity 1" in found and "brute force over 3072 pairs" in found

@@ -58,7 +58,12 @@ from dp_experts_env.privacy.audit import (
     sequence_families,
 )
 from dp_experts_env.privacy.declaration import fresh_draws, scalar_draws
-from dp_experts_env.privacy.noise import RecordingBackend, ScaledBackend, get_backend
+from dp_experts_env.privacy.noise import (
+    LaterCallsScaled,
+    RecordingBackend,
+    ScaledBackend,
+    get_backend,
+)
 
 __all__ = [
     "DEFAULT_RUNS",
@@ -76,6 +81,7 @@ __all__ = [
     "play_scenario",
     "swap_pair",
     "tree_counter_test",
+    "query_sensitivity_check",
     "TreeCheck",
 ]
 
@@ -504,16 +510,23 @@ def _provenance_game(agent: str, params: Mapping[str, Any]) -> Scenario:
 
 
 def _same_actions_without_noise(
-    agent: str, scenario: Scenario, n_runs: int, seed: int, multiplier: float
+    agent: str, scenario: Scenario, n_runs: int, seed: int, multiplier: float, keep: int = 0
 ) -> bool | None:
-    """True when side 0 plays identically with the backend's noise x0; None: not buildable."""
+    """True when side 0 plays identically with the backend's noise x0; None: not buildable.
+
+    With ``keep``, the first ``keep`` backend calls keep their noise (:class:`LaterCallsScaled`).
+    """
     horizon, width = scenario.losses.shape
     advice = _check_advice(scenario.advice, horizon, width)
     n_experts = advice.shape[-2] if advice is not None else width
     plays = []
     for factor in (multiplier, 0.0):
         params = dict(scenario.params)
-        params["noise"] = ScaledBackend(get_backend(params.pop("noise", "fast")), factor)
+        base = ScaledBackend(get_backend(params.pop("noise", "fast")), multiplier)
+        params["noise"] = (
+            base if factor == multiplier else LaterCallsScaled(base, 0.0, keep) if keep
+            else ScaledBackend(base, 0.0)
+        )  # fmt: skip
         try:
             built = _build(agent, n_runs, seed, {"n": n_experts, "t": horizon, "k": width}, params)
         except (ValueError, TypeError):
@@ -555,14 +568,22 @@ def noise_provenance(
     if declared is None or multiplier == 0.0 or not (set(_kinds(declared)) & BACKEND_KINDS):
         return ""
     games = (scenario, _provenance_game(agent, dict(params or {})))
-    for game in games:
-        if not _same_actions_without_noise(agent, game, n_runs, seed, multiplier):
-            return ""
-    return (
-        f"the declaration promises noise through the backend, but the learner played the same "
-        f"actions in all {n_runs} runs of two games with the backend's noise removed (noise "
-        "drawn outside the backend, e.g. from the learner's own generator)"
-    )
+    if all(_same_actions_without_noise(agent, g, n_runs, seed, multiplier) for g in games):
+        return (
+            f"the declaration promises noise through the backend, but the learner played the "
+            f"same actions in all {n_runs} runs of two games with the backend's noise removed "
+            "(noise drawn outside the backend, e.g. from the learner's own generator)"
+        )
+    # The noise it uses must be the noise it draws: with every backend call after the first
+    # left without noise, a learner using its fresh draws plays differently on the long game.
+    if _same_actions_without_noise(agent, games[1], n_runs, seed, multiplier, keep=1):
+        return (
+            f"the learner played the same actions in all {n_runs} runs of a {games[1].horizon}"
+            "-round game when every backend draw after the first carried no noise: the "
+            "noise it uses is not the noise it draws each time (cached noise, reused from "
+            "the first draw?)"
+        )
+    return ""
 
 
 # --------------------------------------------------------------------------- one pair
@@ -689,6 +710,8 @@ class AuditReport:
         paths_differ: where the two paths differ (the check's first round, or the first run
             and round of the audit's own test runs that differ); "" when equal. A violation:
             the evidence about ``act`` is not about the code users run.
+        query_check: what the brute-force check of a declared sparse vector's query
+            sensitivity found (:func:`query_sensitivity_check`); "" when it holds.
         tree_check: the part-level test of a declared tree counter (:func:`tree_counter_test`,
             at T = 3 and 5); a violation fails the audit. None without a tree.
         block_result: the chosen event counted on the same test runs played through the
@@ -716,6 +739,7 @@ class AuditReport:
     paths_differ: str = ""
     block_result: AuditResult | None = None
     tree_check: Any = None
+    query_check: str = ""
 
     @property
     def violation(self) -> bool:
@@ -730,6 +754,7 @@ class AuditReport:
             or bool(self.paths_differ)
             or block
             or (self.tree_check is not None and self.tree_check.violation)
+            or bool(self.query_check)
         )
 
     @property
@@ -740,6 +765,8 @@ class AuditReport:
                 "VIOLATION: the block path users run differs from act, so the audit of act "
                 f"says nothing about it ({self.paths_differ})"
             )
+        if self.query_check and self.result.passed:
+            return f"VIOLATION of the declared sparse vector: {self.query_check}"
         tree = self.tree_check
         if tree is not None and tree.violation and self.result.passed:
             return f"VIOLATION of the declared tree counter: {tree.describe()}"
@@ -804,6 +831,8 @@ class AuditReport:
             )
         if self.tree_check is not None:
             lines.append(f"  part-level test: {self.tree_check.describe()}")
+        if self.query_check:
+            lines.append(f"  query sensitivity: {self.query_check}")
         if self.paths:
             lines.append(f"  paths: {self.paths}")
         if self.paths_differ:
@@ -1047,6 +1076,9 @@ def audit_learner(
             agent, params=user, runs=min(n_test, 20_000), seed=base + _TEST_SEED_OFFSET // 4,
             multiplier=mult, alpha=alpha,
         )  # fmt: skip
+    query_check = ""
+    if declared is not None and "sparse-vector" in _kinds(declared):
+        query_check = query_sensitivity_check(agent, params=user)
     checked = None
     if part_tests and result.passed and not stale and not foreign:
         checked = part_level_test(
@@ -1077,6 +1109,7 @@ def audit_learner(
         paths_differ=differ,
         block_result=block_result,
         tree_check=tree_check,
+        query_check=query_check,
     )
 
 
@@ -1441,6 +1474,86 @@ def tree_counter_test(
         if worst is None or check.result.epsilon_lower_bound > worst.result.epsilon_lower_bound:
             worst = check
     return worst
+
+
+def _detector_of(agent: Any) -> Any:
+    from dp_experts_env.privacy.mechanisms import AboveThreshold
+
+    for value in vars(agent).values():
+        if isinstance(value, AboveThreshold):
+            return value
+    return None
+
+
+def query_sensitivity_check(
+    agent: str,
+    *,
+    params: Mapping[str, Any] | None = None,
+    horizon: int = 4,
+    width: int = 2,
+    values: Sequence[float] = (0.0, 1.0),
+    seed: int = 0,
+) -> str:
+    """Brute force: the largest change of a sparse vector's query against its declaration.
+
+    Every loss sequence of ``horizon`` rows over ``values`` (``width`` experts) and every
+    neighbour (one row replaced by another row of ``values``) is played as one run, both sides
+    with the same seed, on the learner's own detector (its ``AboveThreshold``, whose ``test``
+    is watched); at each round whose history (actions, detector answers) is still the same on
+    both sides, ``|q - q'|`` must not exceed the declared sensitivity of the sparse vector.
+    Deterministic; returns "" when it holds (or nothing is declared), else the worst pair.
+    """
+    from dp_experts_env.privacy.declaration import leaves
+
+    params = {"epsilon": 1.0, **dict(params or {})}
+    declared = declaration_of(agent, params)
+    parts = [m for m in leaves(declared) if m.kind == "sparse-vector"] if declared else []
+    if not parts:
+        return ""
+    limit = max(float(m.sensitivity) for m in parts)
+    rows = np.array(np.meshgrid(*[values] * width, indexing="ij")).reshape(width, -1).T
+    seqs = rows[np.stack(np.meshgrid(*[np.arange(len(rows))] * horizon, indexing="ij"),
+                         axis=-1).reshape(-1, horizon)]  # fmt: skip
+    pairs = [(i, t, r) for i in range(len(seqs)) for t in range(horizon)
+             for r in range(len(rows)) if not np.array_equal(rows[r], seqs[i, t])]  # fmt: skip
+    x = seqs[[p[0] for p in pairs]]
+    xp = x.copy()
+    xp[np.arange(len(pairs)), [p[1] for p in pairs]] = rows[[p[2] for p in pairs]]
+    n = len(pairs)
+    runs = []
+    for side in (x, xp):
+        built = _build(agent, n, seed, {"n": width, "t": horizon, "k": width}, params)
+        detector = _detector_of(built)
+        if detector is None:
+            return ""
+        seen: list[np.ndarray] = []
+        test = detector.test
+
+        def watched(queries: Any, test: Any = test, seen: list = seen) -> Any:
+            seen.append(np.array(queries, dtype=np.float64))
+            return test(queries)
+
+        detector.test = watched
+        actions, obs = [], np.zeros((n, width))
+        for t in range(horizon):
+            actions.append(np.asarray(built.act(obs)))
+            obs = side[:, t]
+        runs.append((np.stack(actions, axis=1), seen, detector))
+    (a, qa, _), (b, qb, _) = runs
+    worst, where = 0.0, ""
+    for k, (q, qq) in enumerate(zip(qa, qb, strict=True)):
+        same = np.all(a[:, : k + 2] == b[:, : k + 2], axis=1)  # actions up to the next round
+        gap = np.where(same & np.isfinite(q) & np.isfinite(qq) & (q > -1e299), np.abs(q - qq), 0)
+        j = int(np.argmax(gap))
+        if gap[j] > worst:
+            worst, where = float(gap[j]), f"query {k + 1}, pair {pairs[j]}"
+    if worst > limit * (1 + 1e-9):
+        return (
+            f"a query moves by {worst:.6g} between neighbouring windows ({where}; brute force "
+            f"over {n} pairs, T = {horizon}, N = {width}), above the declared sensitivity "
+            f"{limit:g}"
+        )
+    return ""
 
 
 def _releases(declaration: Any) -> bool:
