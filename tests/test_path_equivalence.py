@@ -299,3 +299,19 @@ def test_a_difference_on_the_audit_s_own_runs_names_run_and_round():
     b.actions[2, 1] = 1
     found = _first_difference([a, a], [a, b])
     assert found.startswith("the audit's test runs: side 1, run 2") and "round 2" in found
+
+
+def test_a_subclass_overriding_act_s_hooks_plays_them_on_the_block_path_too():
+    """noisy-clipped-hedge's block path defers to a subclass's _learn (as svt-restart's does):
+    otherwise users' runs would play the parent's kernel, not the learner audited on act."""
+    from agents._kernels import own_hooks
+    from agents.noisy_clipped_hedge import NoisyClippedHedge
+
+    class ExtraDraw(NoisyClippedHedge):
+        def _learn(self, obs):
+            self.noise.add_laplace(self.rng, np.zeros((self.num_envs, 2)), 1.0)
+            super()._learn(obs)
+
+    assert own_hooks(NoisyClippedHedge(3, 10), NoisyClippedHedge)
+    assert not own_hooks(ExtraDraw(3, 10), NoisyClippedHedge)
+    assert check_agent(ExtraDraw, checks=["paths"]).passed == ["paths"]

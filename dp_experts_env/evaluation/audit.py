@@ -1476,7 +1476,7 @@ def tree_counter_test(
     return worst
 
 
-def _detector_of(agent: Any) -> Any:
+def _above_threshold_of(agent: Any) -> Any:
     from dp_experts_env.privacy.mechanisms import AboveThreshold
 
     for value in vars(agent).values():
@@ -1523,7 +1523,7 @@ def query_sensitivity_check(
     runs = []
     for side in (x, xp):
         built = _build(agent, n, seed, {"n": width, "t": horizon, "k": width}, params)
-        detector = _detector_of(built)
+        detector = _above_threshold_of(built)
         if detector is None:
             return ""
         seen: list[np.ndarray] = []
