@@ -315,3 +315,30 @@ def test_a_subclass_overriding_act_s_hooks_plays_them_on_the_block_path_too():
     assert own_hooks(NoisyClippedHedge(3, 10), NoisyClippedHedge)
     assert not own_hooks(ExtraDraw(3, 10), NoisyClippedHedge)
     assert check_agent(ExtraDraw, checks=["paths"]).passed == ["paths"]
+
+
+def test_an_oco_block_path_is_compared_on_the_env_s_gradients():
+    """OCO learners have no play_block yet; one that adds it is compared the same way."""
+    ogd = agents.spec("ogd").cls
+
+    class Blocked(ogd):
+        def play_block(self, obs):
+            return np.stack([np.asarray(self.act(row), dtype=np.float64) for row in obs])
+
+    class Shrunk(Blocked):
+        def play_block(self, obs):
+            return 0.5 * super().play_block(obs)  # a block path that moves the points
+
+    import agents.registry as registry
+
+    saved = dict(registry._REGISTRY)
+    try:
+        agents.register("test-ogd-blocked", private=False, summary="ogd with a block path")(Blocked)
+        agents.register("test-ogd-shrunk", private=False, summary="wrong block path")(Shrunk)
+        assert check_agent("test-ogd-blocked", checks=["paths"]).passed == ["paths"]
+        # round 1 plays the origin on both paths (half of 0 is 0): round 2 is the first
+        with pytest.raises(ContractError, match=r"differs from act at round 2: actions"):
+            check_agent("test-ogd-shrunk", checks=["paths"])
+    finally:
+        registry._REGISTRY.clear()
+        registry._REGISTRY.update(saved)
