@@ -280,6 +280,7 @@ class NoisyClippedHedge(PrivateAgent):
             clip_peel,
             fast_laplace,
             finish_block,
+            own_hooks,
             plain_fast_backend,
             shift_by_max,
         )
@@ -287,7 +288,12 @@ class NoisyClippedHedge(PrivateAgent):
 
         losses = check_block(self, obs)
         k = len(losses)
-        if k == 0 or not plain_fast_backend(self.noise) or self.clip_level <= 0.0:
+        if (
+            k == 0
+            or not plain_fast_backend(self.noise)
+            or self.clip_level <= 0.0
+            or not own_hooks(self, NoisyClippedHedge)  # a subclass's hooks run through act
+        ):
             # Round by round (act advances the clock itself).
             return np.array([self.act(row) for row in losses], dtype=np.int64).reshape(k, -1)
         b, n = self.num_envs, self.n_experts

@@ -369,6 +369,10 @@ def _cmd_list() -> int:
         print(f"  {item['name']:36s} {item['feedback']:6s} {_claim_line(item)}")
         print(f"  {'':36s} {'':6s} {item['summary']}")
         print(f"  {'':36s} {'':6s} {_source_line(item)}")
+        if _undeclared(item):
+            pad = " " * 46
+            print(f"{pad}WARNING: declares no mechanisms (agent.declaration is None):")
+            print(f"{pad}the audit can only run a generic search (docs/own_learner.md)")
     outside = sorted({i["source"] for i in agents.available() if i["source"] != "built-in"})
     if outside:
         print(f"\nOutside learners from: {'; '.join(outside)}")
@@ -383,6 +387,13 @@ def _source_line(item: dict[str, Any], width: int = 110) -> str:
     if len(ref) > room:
         ref = ref[: room - 3].rstrip() + "..."
     return f"source: {ref}{origin}"
+
+
+def _undeclared(item: dict[str, Any]) -> bool:
+    """A private learner whose ``declaration`` is None at epsilon 1 (its audit is generic only)."""
+    from dp_experts_env.evaluation.audit import declaration_of
+
+    return bool(item["private"]) and declaration_of(item["name"], {"epsilon": 1.0}) is None
 
 
 def _claim_line(item: dict[str, Any]) -> str:
