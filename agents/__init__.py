@@ -1,25 +1,27 @@
 """The learners: ``agents.make(name, env=..., **params)`` and ``agents.available()``."""
 
-# Learner modules register themselves on import.
-import agents.dp_ftrl  # noqa: F401  (private full-information, DP-FTRL)
-import agents.limited_updates  # noqa: F401
-import agents.meta_expert  # noqa: F401
-import agents.noisy_clipped_hedge  # noqa: F401
-import agents.oco_baselines  # noqa: F401  (continuous actions: OGD, FTRL, DP-FTRL for OCO)
-import agents.oco_fair  # noqa: F401  (P-COMW's fair opponents: lazy FTRL, Gaussian DP-FTRL)
-import agents.p_comw  # noqa: F401  (P-COMW, Agarwal-Kale-Singh-Thakurta, continuous actions)
-import agents.ppo  # noqa: F401  (RL baseline; trains with the sb3 extra when built)
-import agents.private_bandit  # noqa: F401  (private bandit learners)
-import agents.private_dartboard  # noqa: F401  (lazy private learners, RPS)
-import agents.private_exp4  # noqa: F401
-import agents.private_lazy_hedge  # noqa: F401
-import agents.private_ucb  # noqa: F401  (AdaP-UCB, private stochastic bandit)
-import agents.randomized_prefix  # noqa: F401
-import agents.svt_restart  # noqa: F401
-import agents.ucb  # noqa: F401  (stochastic-bandit baselines: UCB1, KL-UCB, Thompson)
-from agents import bandit, full_info  # noqa: E402,F401  (non-private baselines)
-from agents.base import Agent, BanditObs, PrivacyClaim, no_privacy
-from agents.registry import AgentSpec, available, load_plugins, make, register, source, spec
+import importlib as _importlib
+import pkgutil as _pkgutil
+
+# Every public module of this package is imported, and a learner module registers itself on
+# import (``@register``): a new learner is one new module, with no list to edit (as Gymnasium's
+# registry needs no import list). Modules whose name starts with "_" are helpers (kernels,
+# caches) and load on use.
+for _module in sorted(m.name for m in _pkgutil.iter_modules(__path__)):
+    if not _module.startswith("_"):
+        _importlib.import_module(f"{__name__}.{_module}")
+del _module
+
+from agents.base import Agent, BanditObs, PrivacyClaim, no_privacy  # noqa: E402
+from agents.registry import (  # noqa: E402
+    AgentSpec,
+    available,
+    load_plugins,
+    make,
+    register,
+    source,
+    spec,
+)
 
 __all__ = [
     "Agent",

@@ -23,7 +23,7 @@ import numpy as np
 
 from agents._kernels import hook_round
 from agents.base import BanditObs
-from dp_experts_env.batch_rng import _OPEN_HIGH, _OPEN_LOW
+from dp_experts_env.batch_rng import _OPEN_HIGH, _OPEN_LOW, LAPLACE_TAPS, tap_laplace
 
 __all__ = [
     "round_obs",
@@ -130,4 +130,7 @@ def laplace_from_uniforms(u: np.ndarray, scale: float) -> np.ndarray:
     np.abs(out, out=out)
     out *= -2.0
     np.log1p(out, out=out)
-    return np.multiply(signed, out, out=signed)
+    drawn = np.multiply(signed, out, out=signed)
+    if LAPLACE_TAPS:  # the audit's path-equivalence check is listening
+        tap_laplace(scale, drawn)
+    return drawn

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from dp_experts_env._jit import helper, kernel
-from dp_experts_env.batch_rng import _OPEN_HIGH, _OPEN_LOW, BatchRNG
+from dp_experts_env.batch_rng import _OPEN_HIGH, _OPEN_LOW, LAPLACE_TAPS, BatchRNG, tap_laplace
 from dp_experts_env.privacy.noise import FastBackend
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "fast_laplace",
     "plain_fast_backend",
     "numpy_sum",
+    "own_hooks",
     "dartboard_choices",
     "level_sums",
     "logaddexp",
@@ -218,6 +219,18 @@ def dartboard_choices(stay_factor, u_stay, fresh, last, switches, stay_probabili
 
 
 # ----------------------------------------------------------------------------- noise, sums
+def own_hooks(agent: Any, owner: type, names: tuple[str, ...] = ("_learn", "_choose")) -> bool:
+    """True when ``agent``'s hooks ``names`` are ``owner``'s own (no subclass overrides them).
+
+    A block path that recomputes the hooks' arithmetic must play a subclass that overrides
+    them through ``act``'s hooks instead, or the block users run would not be the learner
+    whose ``act`` was audited (the path-equivalence check,
+    :mod:`dp_experts_env.evaluation.paths`, catches a block path that forgets it).
+    """
+    cls = type(agent)
+    return all(getattr(cls, name, None) is getattr(owner, name, None) for name in names)
+
+
 def plain_fast_backend(noise: Any) -> bool:
     """True for the plain ``fast`` backend (no audit wrapper, no lattice).
 
@@ -241,7 +254,10 @@ def fast_laplace(u: np.ndarray, scale: Any) -> np.ndarray:
     np.abs(out, out=out)
     out *= -2.0
     np.log1p(out, out=out)
-    return signed * out
+    drawn = signed * out
+    if LAPLACE_TAPS:  # the audit's path-equivalence check is listening
+        tap_laplace(scale, drawn)
+    return drawn
 
 
 @helper

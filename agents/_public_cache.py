@@ -1,4 +1,4 @@
-"""A memo for calibrations that are pure functions of public quantities.
+"""A memo for calibrations that are pure functions of public quantities, kept on disk safely.
 
 Some learners calibrate their parameters with an exact accountant (a bisection per candidate,
 ~0.1 s) on every construction, although the result depends only on public inputs (N, T,
@@ -7,14 +7,27 @@ many times (one agent per cell, one more per claim), so the result is kept per i
 Only frozen (immutable) results may be memoised this way: every caller shares the object.
 
 Results are also kept on disk, so a new process (every ``dp-experts`` command) does not
-calibrate again: one small JSON file per (function, arguments, code) under
+calibrate again: one small file per (function, arguments, code) under
 ``$DP_EXPERTS_CACHE_DIR`` (default ``$XDG_CACHE_HOME/dp-experts-env`` or
-``~/.cache/dp-experts-env``; ``DP_EXPERTS_CACHE_DIR=off`` turns it off; the evaluation keeps its
-parsed import lists there too). The key includes the
-size and modification time of every source file of the ``agents`` and ``dp_experts_env``
-packages, so an edited accountant or learner never reads an old calibration. Only frozen
-dataclasses whose fields are plain ``int``/``float``/``str``/``bool``/``None`` are stored (they
-round-trip exactly through JSON: floats are written by ``repr``); anything else stays in memory.
+``~/.cache/dp-experts-env``; ``DP_EXPERTS_CACHE_DIR=off`` turns it off; the meta-expert tables
+and the evaluation's parsed import lists are kept there too, through :func:`read_entry` and
+:func:`write_entry`). Only frozen dataclasses whose fields are plain
+``int``/``float``/``str``/``bool``/``None`` are stored (they round-trip exactly through JSON).
+
+A cache folder may be shared (a group disk, a CI cache), so nothing read from it is trusted:
+
+* every entry is keyed by the content it derives from: the inputs and :func:`code_stamp`, a
+  SHA-256 of the content of every source file of the ``agents`` and ``dp_experts_env`` packages;
+* every entry carries an HMAC-SHA256 of its kind, name, code stamp and bytes under a per-user
+  key kept outside the cache folder (:func:`key_path`, mode 0600, made on first use); an entry
+  whose MAC does not match (edited, planted, or signed by another user's key) is ignored with a
+  warning naming the file, and computed again;
+* a function may also re-check what it loads (``public_cache(check=...)``): the private
+  learners recompute their privacy spend from the loaded parameters with the accountant, so a
+  claim is never read from the cache;
+* entries are written atomically (temporary file, rename) with mode 0600 into a folder that
+  must be a real folder owned by the user, not writable by others (made 0700); a folder that is
+  a symbolic link, another user's or writable by others is not used (a warning names it).
 """
 
 from __future__ import annotations
@@ -22,24 +35,39 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import hmac
 import json
 import os
+import stat
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, TypeVar
 
-__all__ = ["public_cache", "cache_dir"]
+__all__ = [
+    "cache_dir",
+    "code_stamp",
+    "key_path",
+    "public_cache",
+    "read_entry",
+    "write_entry",
+]
 
-P = ParamSpec("P")
 R = TypeVar("R")
 
 _PLAIN = (int, float, str, bool, type(None))
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+#: Version of the signed entry layout (line 1: JSON header with the MAC; then the bytes).
+_LAYOUT = 1
+_WARNED: set[str] = set()
 
 
 def cache_dir() -> Path | None:
-    """The on-disk cache folder (calibrations, parsed imports), or None when turned off."""
+    """The on-disk cache folder (calibrations, tables, parsed imports), or None when turned off."""
     value = os.environ.get("DP_EXPERTS_CACHE_DIR", "")
     if value.lower() in ("off", "0", "none"):
         return None
@@ -49,17 +77,176 @@ def cache_dir() -> Path | None:
     return Path(base) / "dp-experts-env"
 
 
+def key_path() -> Path:
+    """Where the per-user signing key of the cache lives (never inside the cache folder).
+
+    ``$DP_EXPERTS_CACHE_KEY`` if set, else ``$XDG_CONFIG_HOME/dp-experts-env/cache.key``
+    (``~/.config/...``).
+    """
+    value = os.environ.get("DP_EXPERTS_CACHE_KEY", "")
+    if value:
+        return Path(value)
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "dp-experts-env" / "cache.key"
+
+
 @functools.cache
-def _code_stamp() -> str:
-    """Size and mtime of every source file of the project's packages (what a result depends on)."""
+def code_stamp() -> str:
+    """SHA-256 of the content of every source file of the project's packages."""
     import dp_experts_env
 
     digest = hashlib.sha256()
     for package in (Path(__file__).parent, Path(dp_experts_env.__file__).parent):
         for path in sorted(package.rglob("*.py")):
-            info = path.stat()
-            digest.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+            name = path.relative_to(package.parent).as_posix()
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+def _warn(message: str) -> None:
+    if message not in _WARNED:  # once per process and cause
+        _WARNED.add(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def _private(path: Path, what: str) -> bool:
+    """True when ``path`` (lstat) is a real, user-owned entry nobody else can write."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    owner = getattr(os, "getuid", lambda: info.st_uid)()
+    if stat.S_ISLNK(info.st_mode):
+        problem = "is a symbolic link"
+    elif info.st_uid != owner:
+        problem = f"belongs to user {info.st_uid}"
+    elif info.st_mode & 0o022:
+        problem = "is writable by other users"
+    else:
+        return True
+    _warn(f"{what} {path} {problem}: not used (the cache works in memory only)")
+    return False
+
+
+def _folder(create: bool) -> Path | None:
+    """The cache folder if it is safe to use (made 0700 when created); else None."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    if create:
+        try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError:
+            return None  # a read-only home: the memo in memory still works
+    elif not os.path.lexists(folder):
+        return None
+    if not _private(folder, "cache folder"):
+        return None
+    if os.lstat(folder).st_mode & 0o077:
+        try:  # a folder made by an earlier version (0755): nobody else needs to read it
+            os.chmod(folder, 0o700)
+        except OSError:
+            pass
+    return folder
+
+
+@functools.cache
+def _secret() -> bytes | None:
+    """The per-user signing key (32 random bytes), made on first use; None if unusable."""
+    path = key_path()
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(os.urandom(32).hex().encode())
+        if not _private(path, "cache key") or os.lstat(path).st_mode & 0o077:
+            _warn(f"cache key {path} is readable by other users: the disk cache is not used")
+            return None
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return None
+            key = bytes.fromhex(fh.read(128).decode())
+    except (OSError, ValueError):
+        return None
+    return key if len(key) >= 16 else None
+
+
+def _mac(key: bytes, kind: str, name: str, code: str, payload: bytes) -> str:
+    head = f"{_LAYOUT}\0{kind}\0{name}\0{code}\0".encode()
+    return hmac.new(key, head + payload, hashlib.sha256).hexdigest()
+
+
+def read_entry(name: str, kind: str) -> bytes | None:
+    """The bytes of the signed cache entry ``name`` of ``kind``; None when absent or refused.
+
+    An entry that is not a regular file, does not parse, was written by other code or whose
+    MAC does not match is ignored with a warning naming it (it is overwritten on the next write).
+    """
+    folder = _folder(create=False)
+    key = _secret() if folder is not None else None
+    if folder is None or key is None:
+        return None
+    path = folder / name
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        _warn(f"cache entry {path} cannot be opened ({err}): ignored, computed again")
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            _warn(f"cache entry {path} is not a regular file: ignored, computed again")
+            return None
+        raw = fh.read()
+    head, _, payload = raw.partition(b"\n")
+    try:
+        header = json.loads(head)
+        mac = header["mac"]
+        code = header["code"]
+    except (ValueError, KeyError, TypeError, RecursionError):
+        header, mac, code = None, "", ""
+    if not isinstance(mac, str) or not isinstance(code, str):
+        mac = code = ""
+    if code and code != code_stamp() and mac:
+        return None  # written by other code: a different key would name it; not an attack
+    if not mac or not hmac.compare_digest(mac, _mac(key, kind, name, code, payload)):
+        _warn(
+            f"cache entry {path} fails its signature (edited, planted or written by another "
+            "user): ignored, computed again"
+        )
+        return None
+    return payload
+
+
+def write_entry(name: str, kind: str, payload: bytes) -> Path | None:
+    """Sign and write a cache entry atomically (mode 0600); its path, or None when not written."""
+    folder = _folder(create=True)
+    key = _secret() if folder is not None else None
+    if folder is None or key is None:
+        return None
+    code = code_stamp()
+    head = json.dumps(
+        {"layout": _LAYOUT, "kind": kind, "code": code, "mac": _mac(key, kind, name, code, payload)}
+    ).encode()
+    path = folder / name
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")  # mode 0600
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(head + b"\n" + payload)
+            os.replace(tmp, path)  # atomic; replaces a planted link instead of following it
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError:
+        return None  # a full or read-only disk: computed again next time
+    return path
 
 
 def _key(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
@@ -68,63 +255,77 @@ def _key(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) 
     if any(type(v) not in _PLAIN for v in flat):
         return None  # repr of other types is not a faithful key
     text = repr(
-        (fn.__module__, fn.__qualname__, [(type(v).__name__, repr(v)) for v in flat], _code_stamp())
+        (fn.__module__, fn.__qualname__, [(type(v).__name__, repr(v)) for v in flat], code_stamp())
     )
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _load(path: Path, module: str) -> Any:
+def _load(name: str, module: str) -> Any:
+    payload = read_entry(name, "calibration")
+    if payload is None:
+        return None
     try:
-        record = json.loads(path.read_text())
+        record = json.loads(payload)
         cls = getattr(sys.modules[module], record["type"])
         return cls(**record["fields"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None  # missing or damaged: compute again
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return None  # signed but not a record of this code: compute again
 
 
-def _store(path: Path, result: Any) -> None:
+def _store(name: str, result: Any) -> None:
     if not (dataclasses.is_dataclass(result) and not isinstance(result, type)):
         return
     fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
     if any(type(v) not in _PLAIN for v in fields.values()):
         return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "w") as fh:
-            json.dump({"type": type(result).__qualname__, "fields": fields}, fh)
-        os.replace(tmp, path)  # atomic: a reader sees the old file or the whole new one
-    except OSError:
-        pass  # a read-only home: the memo in memory still works
+    record = {"type": type(result).__qualname__, "fields": fields}
+    write_entry(name, "calibration", json.dumps(record).encode())
 
 
-def public_cache(fn: Callable[P, R]) -> Callable[P, R]:
+Check = Callable[..., str]
+
+
+def public_cache(fn: Callable[..., R] | None = None, *, check: Check | None = None) -> Any:
     """Memoise ``fn`` on its arguments (types included: 1 and 1.0 are different keys).
 
     Arguments that cannot be hashed (an array passed where a float is expected) bypass the memo,
     so ``fn``'s own validation still reports them. Results are kept on disk too (module doc).
+
+    Args:
+        fn: the function (``@public_cache``), or None (``@public_cache(check=...)``).
+        check: called as ``check(result, *args, **kwargs)`` on a result read from disk; a
+            non-empty return (why it is wrong) ignores the entry with a warning naming it, and
+            the result is computed again. The private learners recompute their privacy spend
+            there.
     """
+    if fn is None:
+        return functools.partial(public_cache, check=check)
+    target = fn
 
     def compute(*args: Any, **kwargs: Any) -> Any:
-        folder = cache_dir()
-        key = _key(fn, args, kwargs) if folder is not None else None
+        key = _key(target, args, kwargs) if cache_dir() is not None else None
         if key is None:
-            return fn(*args, **kwargs)
-        path = folder / f"{key}.json"  # type: ignore[operator]
-        result = _load(path, fn.__module__)
+            return target(*args, **kwargs)
+        name = f"{key}.json"
+        result = _load(name, target.__module__)
+        if result is not None and check is not None:
+            problem = check(result, *args, **kwargs)
+            if problem:
+                _warn(f"cache entry {cache_dir() / name} refused: {problem}; computed again")
+                result = None
         if result is None:
-            result = fn(*args, **kwargs)
-            _store(path, result)
+            result = target(*args, **kwargs)
+            _store(name, result)
         return result
 
     cached = functools.lru_cache(maxsize=256, typed=True)(compute)
 
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+    @functools.wraps(target)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             hash((args, tuple(kwargs.items())))
         except TypeError:
-            return fn(*args, **kwargs)
+            return target(*args, **kwargs)
         return cached(*args, **kwargs)
 
     wrapper.cache_info = cached.cache_info  # type: ignore[attr-defined]

@@ -41,15 +41,20 @@ from dp_experts_env._validation import check_choice, check_float, check_int, che
 #: Most Laplace draws a round of FTPL-GR may make per run (max_resamples x arms).
 _MAX_DRAWS = 10**8
 
-__all__ = ["Exp3", "TsallisInf", "FtplGR", "Exp4", "OVER"]
+__all__ = ["BanditBaseline", "Exp3", "TsallisInf", "FtplGR", "Exp4", "OVER"]
 
 OVER = ("arms", "experts")
 RATES = ("fixed", "anytime")
 _any_true = np.logical_or.reduce
 
 
-class _BanditBaseline(Agent):
-    """Shared plumbing of the non-private bandit learners."""
+class BanditBaseline(Agent):
+    """Base of the non-private bandit learners (here and in :mod:`agents.ucb`).
+
+    Declares bandit feedback and no privacy (``epsilon = inf``), and gives subclasses the check
+    that each observation's ``last_action`` is the arm the learner played (``_check_step``,
+    ``_checked_loss``): a bandit learner's feedback is the loss of its own arm only.
+    """
 
     feedback = "bandit"
     _CLAIM = no_privacy("bandit")
@@ -75,7 +80,7 @@ class _BanditBaseline(Agent):
         return obs.last_loss
 
 
-class _CoreBandit(_BanditBaseline):
+class _CoreBandit(BanditBaseline):
     """A K-armed core played over the arms or over the experts (meta-arms)."""
 
     def __init__(
@@ -366,7 +371,7 @@ class FtplGR(_CoreBandit):
     private=False,
     summary="EXP4: exponential weights over experts mixed through the advice",
 )
-class Exp4(_BanditBaseline):
+class Exp4(BanditBaseline):
     """EXP4 (exponential weights for bandits with expert advice).
 
     Source: Auer, Cesa-Bianchi, Freund & Schapire 2002. Round t mixes the expert

@@ -8,12 +8,7 @@ suite (not in the paper).
 from __future__ import annotations
 
 import dataclasses
-import functools
-import hashlib
 import itertools
-import math
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -21,6 +16,14 @@ import numpy as np
 
 from agents._simplex import softmax
 from agents.base import Agent, PrivacyClaim, clip_unit
+from agents.meta_expert_tuning import (
+    count_meta_experts,
+    log_count_meta_experts,
+    log_sum_exp,
+    noisy_hedge_eta,
+    public_tables,
+    suffix_rows,
+)
 from agents.noisy_clipped_hedge import noisy_rounds
 from agents.private import PrivateAgent
 from agents.registry import make, register, spec
@@ -37,109 +40,11 @@ METHODS = ("structured", "enumerate")
 NOISY_HEDGE = "noisy-hedge"
 
 
-def count_meta_experts(n_experts: int, horizon: int, n_switches: int) -> int:
-    """|E| = sum_{c=0}^{S} C(T-1, c) N^(c+1): switch points in {2..T}, labels in [N] (E-ARS-14).
-
-    Consecutive labels may coincide (the paper's counting), so a sequence with fewer real
-    switches is represented several times.
-    """
-    s = min(n_switches, horizon - 1)
-    return sum(math.comb(horizon - 1, c) * n_experts ** (c + 1) for c in range(s + 1))
-
-
-def log_count_meta_experts(n_experts: int, horizon: int, n_switches: int) -> float:
-    """Natural log of :func:`count_meta_experts`, computed without forming huge integers."""
-    s = min(n_switches, horizon - 1)
-    c = np.arange(s + 1)
-    terms = _log_comb(horizon - 1, c) + (c + 1) * math.log(n_experts)
-    return float(_lse(terms, axis=0))
-
-
-def _log_comb(n: int | np.ndarray, k: np.ndarray) -> np.ndarray:
-    from scipy.special import gammaln  # ~0.25 s to import: paid only where used
-
-    return gammaln(np.asarray(n) + 1.0) - gammaln(k + 1.0) - gammaln(np.asarray(n) - k + 1.0)
-
-
-# The ufunc reductions behind np.max / np.sum: the same values without their Python wrappers,
-# which cost more than the arithmetic on these small arrays (three calls per round).
-_max_reduce = np.maximum.reduce
-_min_reduce = np.minimum.reduce
-_add_reduce = np.add.reduce
-
-
-def _lse(x: np.ndarray, axis: int) -> np.ndarray:
-    """log-sum-exp that returns -inf (without warnings) where every entry is -inf."""
-    m = _max_reduce(x, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    total = _add_reduce(np.exp(x - m), axis=axis, keepdims=True)
-    if _min_reduce(total, axis=None) > 0.0:
-        out = np.log(total)
-    else:  # some slice is all -inf: log(0) = -inf, without the divide warning
-        with np.errstate(divide="ignore"):
-            out = np.log(total)
-    out += m
-    return np.squeeze(out, axis=axis)
-
-
 #: rounds of suffix counts computed together (a (chunk, S+1) table, refilled as t advances)
 _SUFFIX_CHUNK = 512
-
-#: Largest (T + 1) x (S + 1) table of suffix counts kept whole (in memory and on disk).
-_TABLE_MAX = 1 << 20
-
-
-def _suffix_rows(n: int, t_max: int, s: int, rounds: np.ndarray) -> np.ndarray:
-    """(len(rounds), S+1) log G_t(c) for each t in ``rounds`` (elementwise, as one t)."""
-    c = np.arange(s + 1)
-    rest = np.maximum(t_max - rounds, 0)[:, None]  # (R, 1)
-    terms = _log_comb(rest, c) + c * math.log(n)
-    terms = np.where(c <= rest, terms, -np.inf)  # (R, S+1)
-    # G(c) sums terms[0 .. S - c]
-    mask = c[None, :] <= (s - c)[:, None]  # (S+1, S+1)
-    return _lse(np.where(mask, terms[:, None, :], -np.inf), axis=2)
-
-
-@functools.lru_cache(maxsize=16)
-def _public_tables(n: int, t_max: int, s: int) -> tuple[float, np.ndarray] | None:
-    """``log |E|`` and the suffix counts of rounds 0..T, kept on disk; None when too large.
-
-    Both are functions of (N, T, S) alone, the same floats whenever computed (rows of the
-    suffix table are elementwise in t). They need ``scipy.special.gammaln``, whose import costs
-    ~0.25 s of CPU in every new process; kept on disk (``agents._public_cache``'s folder,
-    keyed by the inputs and the code's stamp, as the calibrations are), a later process reads
-    them instead. The returned table is read-only (shared by every agent of the process).
-    """
-    if (t_max + 1) * (s + 1) > _TABLE_MAX:
-        return None
-    from agents._public_cache import _code_stamp, cache_dir
-
-    folder = cache_dir()
-    path = None
-    if folder is not None:
-        key = hashlib.sha256(repr(("meta-expert-tables", n, t_max, s, _code_stamp())).encode())
-        path = folder / f"{key.hexdigest()}.npz"
-        try:
-            with np.load(path) as stored:
-                log_count, table = float(stored["log_count"]), stored["suffix"]
-            if table.shape == (t_max + 1, s + 1) and table.dtype == np.float64:
-                table.flags.writeable = False
-                return log_count, table
-        except (OSError, ValueError, KeyError):
-            pass  # missing or damaged: compute again
-    log_count = log_count_meta_experts(n, t_max, s)
-    table = _suffix_rows(n, t_max, s, np.arange(t_max + 1))
-    if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, log_count=np.float64(log_count), suffix=table)
-            os.replace(tmp, path)  # atomic: a reader sees the old file or the whole new one
-        except OSError:
-            pass  # a read-only home: computed again next time
-    table.flags.writeable = False
-    return log_count, table
+# The ufunc reductions behind np.max / np.sum (the same values, without the Python wrappers).
+_max_reduce = np.maximum.reduce
+_add_reduce = np.add.reduce
 
 
 @register(
@@ -150,66 +55,35 @@ def _public_tables(n: int, t_max: int, s: int) -> tuple[float, np.ndarray] | Non
 class MetaExpertReduction(PrivateAgent):
     """A static private learner run over all expert sequences with at most S switches.
 
-    Source: Theorem 4.1 (Section 4) of Asi, Raman & Saha 2025, "Tracking the Best Expert
-    Privately". Built for oblivious adversaries. A meta-expert ``e`` is a map [T] -> [N] with at
-    most S switch points in ``{2..T}`` (half-open segments, erratum E-ARS-14); there are
-    ``|E| = sum_c C(T-1, c) N^(c+1)`` of them. The learner picks a meta-expert ``E_t`` with a static
-    learner over E and plays ``J_t = E_t(t)``; the meta-loss of ``e`` at round t is ``l_t(e(t))``.
+    Source: Asi, Raman & Saha 2025, "Tracking the Best Expert Privately", Section 4 (Theorem
+    4.1), for oblivious adversaries; the structured O(N S) form is derived for this suite. A
+    meta-expert ``e`` maps [T] -> [N] with at most S switch points in ``{2..T}`` (erratum
+    E-ARS-14); a static learner picks ``E_t`` over all of them and the play is ``E_t(t)``.
 
-    Methods (``method=``):
-        * ``"structured"`` (default): the static learner is Hedge over E on Laplace-noised base
-          losses, computed exactly in O(N S) per round (derived here):
-          ``P(J_t = j) ~ sum_c F_t(j, c) G_t(c)`` with the forward sums
-          ``F_{t+1}(j, c) = F_t(j, c) e^{-eta l^_t(j)} + sum_k F_t(k, c-1) e^{-eta l^_t(k)}`` and
-          the suffix counts ``G_t(c) = sum_{c' <= S-c} C(T-t, c') N^{c'}`` (log space). Each
-          round samples afresh from this marginal, exactly as Hedge over E samples a fresh
-          meta-expert.
-        * ``"enumerate"``: lists E explicitly (refused when ``|E| > max_meta_experts``) and runs
-          ``inner`` over it. ``inner="noisy-hedge"`` (default) is the same Hedge on noisy base
-          losses (same law as "structured", O(|E| S) per round); any other registered private
-          full-information learner name runs that learner with ``n_experts = |E|`` on the exact
-          meta-loss vectors (``inner_params`` are passed to it).
-
-    Privacy claim:
-        * noisy Hedge (structured, or enumerate with "noisy-hedge"): pure ``epsilon``-DP against
-          adaptive adversaries. Accountant: Laplace mechanism on each round's base loss vector
-          with L1 sensitivity N, each vector released once; the meta-losses, the Hedge weights
-          and the plays are post-processing (Theorem 4.1's argument).
-        * another inner learner: that learner's claim (epsilon, delta, adversary, certified) —
-          neighbouring loss sequences give meta-loss sequences differing in one round, and
-          ``J_t = E_t(t)`` is post-processing (Theorem 4.1).
-
-    Modes: ``mode="strict"`` (default) uses noise ``Lap(N/epsilon)`` per base coordinate;
-    ``mode="paper"`` uses ``Lap(1/epsilon)`` (the sensitivity-1 accounting erratum E-ARS-15 warns
-    about; uncertified, ``effective_epsilon = N epsilon``). For another inner learner the mode is
-    passed on to it.
-
-    Tuning (noisy Hedge; ``b`` the noise scale used): ``eta = sqrt(log K / (T (1/8 + b^2)))``
-    (capped at ``1/(2b)``), the minimiser of ``log K / eta + eta T (1/8 + b^2)``: Hoeffding's
-    ``eta^2/8`` for the [0, 1] loss plus the Laplace log-MGF ``<= (4/3) eta^2 b^2`` (see
-    :func:`agents.noisy_clipped_hedge.calibrated_eta`); at ``epsilon = inf`` it is Hedge over
-    the meta-experts with the textbook rate ``sqrt(8 log K / T)``. ``tuning="paper"`` uses the
-    paper's size bound ``log K = max(log N, 2 S log(NT))`` (Corollary 4.1.1's ``|E| <= (NT)^{2S}``);
-    ``tuning="calibrated"`` uses the exact ``log |E|``. ``eta=`` overrides both.
-
-    Not the paper's rate: Corollary 4.1.1 instantiates the static learner with the lazy
-    algorithm of Asi, Koren, Liu & Talwar 2024 (not described in the paper); noisy Hedge pays
-    the noise in every round and does NOT reach ``S T^{1/3} log(T/delta) log(NT)/eps^{2/3}``.
-    It is a tractable, exactly private stand-in for the reduction.
-
-    Deviations: switch points in ``{2..T}`` (``C(T-1, c)`` tuples instead of the paper's
-    ``C(T, c)``; erratum E-ARS-14); ``S`` above ``T - 1`` is treated as ``T - 1``; losses are
-    clipped to [0, 1] before use.
-
-    Per-round cost: O(N S) (structured) or O(|E| S) (enumerate) time per run.
+    Claim: with noisy Hedge, pure epsilon-DP against adaptive adversaries (Laplace on each
+    round's base loss vector, L1 sensitivity N; meta-losses, weights and plays are
+    post-processing); with another inner learner, that learner's claim (Theorem 4.1).
+    ``mode="paper"`` draws ``Lap(1/epsilon)`` (erratum E-ARS-15: uncertified,
+    ``effective_epsilon = N epsilon``). Not the paper's rate: Corollary 4.1.1's inner learner is
+    not given; noisy Hedge pays the noise every round (docs/algorithms.md).
 
     Args:
-        n_switches: S (public; ``agents.make`` passes the env's).
-        method: ``"structured"`` or ``"enumerate"``.
+        n_switches: S (public; ``agents.make`` passes the env's); above ``T - 1`` read as T - 1.
+        method: ``"structured"`` (default: exact Hedge over every meta-expert on noisy base
+            losses, ``P(J_t = j) ~ sum_c F_t(j, c) G_t(c)`` with forward sums F and suffix
+            counts G, log space) or ``"enumerate"`` (lists E and runs ``inner`` over it).
         inner: ``"noisy-hedge"`` or a registered private full-information learner (enumerate).
         inner_params: extra keywords for the inner learner.
-        max_meta_experts: enumeration guard.
-        eta: learning-rate override for noisy Hedge.
+        max_meta_experts: enumeration guard (refused above it).
+        eta: learning-rate override for noisy Hedge; default
+            :func:`~agents.meta_expert_tuning.noisy_hedge_eta` (``tuning="calibrated"``: the
+            exact ``log |E|``; ``"paper"``: ``max(log N, 2 S log(NT))``).
+        n_experts, horizon, epsilon, delta, mode, tuning, noise, num_envs, seed: as
+            :class:`PrivateAgent` (for another inner learner the mode is passed on).
+
+    Deviations: switch points in ``{2..T}`` (E-ARS-14); losses clipped to [0, 1].
+
+    Per-round cost: O(N S) (structured) or O(|E| S) (enumerate) time per run.
 
     Attributes:
         n_meta_experts: |E|. log_meta_experts: log |E|. noise_scale, noise_sensitivity, eta,
@@ -253,18 +127,34 @@ class MetaExpertReduction(PrivateAgent):
             num_envs=num_envs,
             seed=seed,
         )
-        n, t_max = self.n_experts, self.horizon
         self.n_switches = check_int("n_switches", n_switches, minimum=0)
-        self._s = min(self.n_switches, t_max - 1)
+        self._s = min(self.n_switches, self.horizon - 1)
         self.method = check_choice("method", method, METHODS)
         self.max_meta_experts = check_int("max_meta_experts", max_meta_experts, minimum=1)
-        tables = _public_tables(n, t_max, self._s)
+        self._count_meta_experts()
+        self._check_inner_learner(inner, inner_params)
+        self._delta_given = delta
+        if self.method == "enumerate":
+            self._check_enumeration()
+            self._switch_times, self._labels = self._enumerate()
+        self.inner_agent: Agent | None = None
+        self._set_noise(eta)
+        self.reset(seed)
+
+    # ----------------------------------------------------------------- set-up
+    def _count_meta_experts(self) -> None:
+        """``log |E|`` and ``|E|`` (and the whole suffix table when it is small)."""
+        n, t_max = self.n_experts, self.horizon
+        tables = public_tables(n, t_max, self._s)
         if tables is None:
             self.log_meta_experts = log_count_meta_experts(n, t_max, self._s)
         else:  # the whole suffix table at once: _log_suffix_counts reads its rows
             self.log_meta_experts, self._suffix = tables
             self._suffix_start = 0
         self.n_meta_experts = count_meta_experts(n, t_max, self._s)
+
+    def _check_inner_learner(self, inner: str, inner_params: dict[str, Any] | None) -> None:
+        """Validate ``inner`` (and that it fits ``method``) and ``inner_params``."""
         self._inner_name = self._check_inner(inner)
         if inner_params is not None and not isinstance(inner_params, dict):
             raise TypeError(
@@ -272,24 +162,25 @@ class MetaExpertReduction(PrivateAgent):
                 f"{type(inner_params).__name__}"
             )
         self._inner_params = dict(inner_params or {})
-        self._delta_given = delta
         if self._inner_name != NOISY_HEDGE and self.method != "enumerate":
             raise ValueError(
                 f"inner={inner!r} needs method='enumerate'; method='structured' is Hedge on "
                 f"noisy losses only (inner='{NOISY_HEDGE}')"
             )
-        if self.method == "enumerate":
-            if self.n_meta_experts > self.max_meta_experts:
-                raise ValueError(
-                    f"method='enumerate' would list |E| = {self.n_meta_experts:.3g} meta-experts "
-                    f"for n_experts={n}, horizon={t_max}, n_switches={self._s}, above "
-                    f"max_meta_experts={self.max_meta_experts}; use method='structured' or "
-                    "raise max_meta_experts"
-                )
-            self._switch_times, self._labels = self._enumerate()
-        self.inner_agent: Agent | None = None
 
-        # Noisy-Hedge parameters (public constants).
+    def _check_enumeration(self) -> None:
+        """Refuse ``method="enumerate"`` above ``max_meta_experts``."""
+        if self.n_meta_experts > self.max_meta_experts:
+            raise ValueError(
+                f"method='enumerate' would list |E| = {self.n_meta_experts:.3g} meta-experts "
+                f"for n_experts={self.n_experts}, horizon={self.horizon}, "
+                f"n_switches={self._s}, above max_meta_experts={self.max_meta_experts}; use "
+                "method='structured' or raise max_meta_experts"
+            )
+
+    def _set_noise(self, eta: float | None) -> None:
+        """Noisy-Hedge parameters (public constants): noise scale, effective epsilon, eta."""
+        n = self.n_experts
         self.noise_sensitivity = float(n) if self.mode == "strict" else 1.0
         self.noise_scale = (
             self.noise.effective_sensitivity(self.noise_sensitivity, n) / self.epsilon
@@ -305,21 +196,12 @@ class MetaExpertReduction(PrivateAgent):
         # The epsilon each run's noise is drawn at: self.epsilon, or a (B, 1) column of
         # per-run values after set_run_epsilons (an evaluation batching hook).
         self._run_epsilon: float | np.ndarray = self.epsilon
-        self.reset(seed)
 
     def _default_eta(self, noise_scale: float) -> float:
-        """The noisy-Hedge rate for Laplace noise of scale ``noise_scale`` (see the class doc)."""
-        n, t_max = self.n_experts, self.horizon
-        if self.tuning == "paper":
-            log_k = max(math.log(n), 2.0 * self._s * math.log(n * t_max)) if n > 1 else 1.0
-        else:
-            log_k = max(self.log_meta_experts, 1e-12)
-        # Hedge on [0, 1] losses plus Laplace(b) noise: log-MGF eta^2/8 + (4/3) eta^2 b^2
-        # (see noisy_clipped_hedge.calibrated_eta); capped at 1/(2b).
-        eta = math.sqrt(log_k / (t_max * (0.125 + noise_scale**2)))
-        if noise_scale > 0:
-            eta = min(eta, 0.5 / noise_scale)
-        return eta
+        """The noisy-Hedge rate for Laplace noise of scale ``noise_scale`` (public only)."""
+        return noisy_hedge_eta(
+            self.n_experts, self.horizon, self._s, self.log_meta_experts, self.tuning, noise_scale
+        )
 
     def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
         """Give each run its own finite epsilon (noisy Hedge only); True when applied.
@@ -345,7 +227,6 @@ class MetaExpertReduction(PrivateAgent):
             self.eta = np.array([etas[e] for e in values])[:, None]
         return True
 
-    # ----------------------------------------------------------------- set-up
     def _check_inner(self, inner: str) -> str:
         if not isinstance(inner, str):
             raise TypeError(f"inner must be a learner name (str), got {type(inner).__name__}")
@@ -478,7 +359,7 @@ class MetaExpertReduction(PrivateAgent):
 
     def _suffix_rows(self, rounds: np.ndarray) -> np.ndarray:
         """(len(rounds), S+1) log G_t(c) for each t in ``rounds`` (elementwise, as one t)."""
-        return _suffix_rows(self.n_experts, self.horizon, self._s, rounds)
+        return suffix_rows(self.n_experts, self.horizon, self._s, rounds)
 
     def action_distribution(self) -> np.ndarray:
         """(B, N) law of the action the last ``act`` returned (noisy Hedge only).
@@ -492,7 +373,7 @@ class MetaExpertReduction(PrivateAgent):
     def _play_distribution(self, rnd: int) -> np.ndarray:
         """(B, N) law of the play at round ``rnd`` given the losses learned so far."""
         if self.method == "structured":
-            logits = _lse(self._log_f + self._log_suffix_counts(rnd), axis=2)
+            logits = log_sum_exp(self._log_f + self._log_suffix_counts(rnd), axis=2)
             # softmax(logits), through the ufunc reductions (the same floats)
             e = np.exp(logits - _max_reduce(logits, axis=-1, keepdims=True))
             return e / _add_reduce(e, axis=-1, keepdims=True)
@@ -526,7 +407,7 @@ class MetaExpertReduction(PrivateAgent):
         a = self._log_f - step[:, :, None]  # (B, N, S+1), a fresh array
         if self._s > 0:
             # A switch point at t+1 may come from any expert at level c-1 and pick any label.
-            switched = _lse(a[:, :, :-1], axis=1)  # (B, S), read before a is updated
+            switched = log_sum_exp(a[:, :, :-1], axis=1)  # (B, S), read before a is updated
             np.logaddexp(a[:, :, 1:], switched[:, None, :], out=a[:, :, 1:])
         self._log_f = a
 
@@ -547,7 +428,7 @@ class MetaExpertReduction(PrivateAgent):
 
         The numpy loop of :meth:`play_block` float for float: the kernel does the subtractions,
         maxima and ``logaddexp`` (scalar C in numpy too); ``exp``, the sum over experts and
-        ``log`` of each round's log-sum-exp stay the numpy calls ``_lse`` makes, on arrays of
+        ``log`` of each round's log-sum-exp stay the numpy calls ``log_sum_exp`` makes, on arrays of
         the same shape and layout. Four calls a round instead of about fifteen.
         """
         from agents import _kernels
@@ -651,7 +532,7 @@ class MetaExpertReduction(PrivateAgent):
                     step = self.eta * noisy[i]
                     a = log_f - step[:, :, None]
                     if self._s > 0:
-                        switched = _lse(a[:, :, :-1], axis=1)
+                        switched = log_sum_exp(a[:, :, :-1], axis=1)
                         np.logaddexp(a[:, :, 1:], switched[:, None, :], out=a[:, :, 1:])
                     log_f = a
                 history[i] = log_f
@@ -661,7 +542,7 @@ class MetaExpertReduction(PrivateAgent):
         if jit_enabled():
             probs = self._plays_compiled(history, suffix)
         else:
-            logits = _lse(history + suffix[:, None, None, :], axis=3)
+            logits = log_sum_exp(history + suffix[:, None, None, :], axis=3)
             e = np.exp(logits - _max_reduce(logits, axis=-1, keepdims=True))
             probs = e / _add_reduce(e, axis=-1, keepdims=True)
         actions = categorical_rows(probs, np.ascontiguousarray(u[:, :, -1]))

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from agents.base import PrivacyClaim, clip_unit
+from agents.noisy_clipped_hedge_tuning import calibrated_eta, paper_eta, tracking_complexity
 from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._jit import jit_enabled
@@ -28,35 +29,8 @@ from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.mechanisms import laplace_epsilon, laplace_mechanism
 from dp_experts_env.privacy.noise import NoiseBackend
 
-__all__ = ["NoisyClippedHedge", "clip_project", "calibrated_eta"]
-
-
-def tracking_complexity(n_experts: int, horizon: int, n_switches: int) -> float:
-    """``C = (S + 1) ln N + S ln(e (T - 1) / S)``: the log-size of the S-switch comparator class.
-
-    The same constant Fixed-Share is tuned with (Cesa-Bianchi & Lugosi 2006, §5.2), so that the
-    private trackers reduce to the textbook tracking rate when the noise is removed.
-    """
-    s, t = n_switches, horizon
-    if s == 0 or t <= 1:
-        return math.log(n_experts) if n_experts > 1 else 1.0
-    return (s + 1) * math.log(n_experts) + s * math.log(math.e * (t - 1) / s)
-
-
-def calibrated_eta(n_experts: int, horizon: int, n_switches: int, noise_scale: float) -> float:
-    """Hedge rate for losses in [0, 1] plus independent Laplace(b) noise, S switches.
-
-    Exponential weights pay ``C / eta`` for the comparator (``C`` from
-    :func:`tracking_complexity`) plus, per round, the log-moment-generating function of the
-    loss it is fed: ``eta^2 / 8`` for a loss in [0, 1] (Hoeffding's lemma) and
-    ``-log(1 - eta^2 b^2) <= (4/3) eta^2 b^2`` for Laplace(b) noise when ``eta b <= 1/2``.
-    Minimising ``C / eta + eta T (1/8 + b^2)`` gives ``eta = sqrt(C / (T (1/8 + b^2)))``, capped
-    at ``1 / (2 b)`` where the noise's moment bound needs it. At ``b = 0`` this is Fixed-Share's
-    rate ``sqrt(8 C / T)``; it falls smoothly as the noise grows. Public quantities only.
-    """
-    c = tracking_complexity(n_experts, horizon, n_switches)
-    eta = math.sqrt(c / (horizon * (0.125 + noise_scale**2)))
-    return min(eta, 0.5 / noise_scale) if noise_scale > 0 else eta
+# calibrated_eta and tracking_complexity stay importable from here (their first home).
+__all__ = ["NoisyClippedHedge", "clip_project", "calibrated_eta", "tracking_complexity"]
 
 
 def clip_project(log_v: np.ndarray, floor: float) -> np.ndarray:
@@ -123,57 +97,33 @@ def noisy_rounds(
 class NoisyClippedHedge(PrivateAgent):
     """Hedge over a clipped simplex driven by Laplace-noised loss vectors.
 
-    Source: Algorithm 3, Theorems 5.2 / B.2 (Section 5.2, Appendix B) of Asi, Raman & Saha 2025,
-    "Tracking the Best Expert Privately", itself a
-    private version of Lu & Zhang (2019), Algorithm 2. Built for adaptive adversaries with a
-    switch budget S (dynamic regret).
+    Source: Asi, Raman & Saha 2025, "Tracking the Best Expert Privately", Section 5.2 and
+    Appendix B (Algorithm 3, Theorems 5.2 / B.2), a private version of Lu & Zhang 2019,
+    Algorithm 2. For adaptive adversaries with a switch budget S (dynamic regret).
 
-    Each round: play ``J_t ~ w_t`` with fresh randomness; after seeing ``l_t`` release
-    ``l~_t = l_t + Z_t`` with i.i.d. Laplace noise per coordinate; update
-    ``w_{t+1}(j) = max(a, c * w_t(j) exp(-eta l~_t(j)))`` (the mirror step onto the clipped simplex
-    ``{w : w >= a}``, ``a = S_eff / (N T)``).
+    Each round: play ``J_t ~ w_t`` with fresh randomness; release ``l~_t = l_t + Z_t`` (i.i.d.
+    Laplace per coordinate); update ``w_{t+1}(j) = max(a, c w_t(j) exp(-eta l~_t(j)))``, the
+    mirror step onto the clipped simplex ``{w >= a}``, ``a = S_eff / (N T)``.
 
-    Privacy claim: ``epsilon``-DP (pure) against adaptive adversaries. Accountant: Laplace
-    mechanism on each round's loss vector with L1 sensitivity N (every coordinate of a replaced
-    loss vector may move by 1), each vector released once (parallel composition over rounds);
-    the plays are post-processing of the noisy losses and independent coins.
-
-    Modes:
-        * ``mode="strict"`` (default): noise ``Lap(N / epsilon)`` per coordinate (erratum E-ARS-15).
-        * ``mode="paper"``: noise ``Lap(1 / epsilon)`` as printed. The paper counts each loss
-          vector as sensitivity 1, but its L1 sensitivity is N, so the run is really
-          ``(N * epsilon)``-DP: the claim is marked ``certified=False`` and
-          ``effective_epsilon`` records ``N * epsilon``.
-
-    Tuning (``eta``; the clip level is always ``a = S_eff / (N T)``), with ``b`` the noise scale
-    actually used:
-        * ``tuning="paper"``: Theorem 5.2, ``eta = (1/b) sqrt(S_eff / (T log(NT)))``; with the
-          paper's ``b = 1/epsilon`` this is ``epsilon sqrt(S/(T log NT))``, with the strict
-          ``b = N/epsilon`` it is ``epsilon sqrt(S/(T log NT)) / N`` (erratum E-ARS-15). It grows
-          without bound with epsilon (regret rises again at large epsilon); at ``epsilon = inf`` the
-          theorem has no rate and the calibrated one is used.
-        * ``tuning="calibrated"`` (default): :func:`calibrated_eta`,
-          ``eta = sqrt(C / (T (1/8 + b^2)))`` with ``C`` Fixed-Share's S-switch complexity:
-          exponential weights fed a [0, 1] loss (log-MGF ``eta^2/8``, Hoeffding) plus independent
-          Laplace(b) noise (log-MGF ``<= (4/3) eta^2 b^2`` for ``eta b <= 1/2``; the cap is
-          applied). The earlier ``1 + 2 b^2`` counted the bounded part 8 times too large and the
-          noise twice. At ``epsilon = inf`` it is Fixed-Share's rate, so the learner becomes
-          Hedge on the clipped simplex. Depends on (N, T, S, epsilon) only.
-        * ``eta=`` overrides both (a public constant; privacy does not depend on it).
-
-    Deviations: ``S_eff = max(S, 1)`` in ``eta`` and in the clip level (erratum E-ARS-16: S = 0
-    would give eta = 0 and no clipping); weights are kept in log space and projected with the closed
-    form (E-ARS-18); losses are clipped to [0, 1] before use, so the sensitivity bound holds
-    whatever the observation; play sampling and noise share the agent's per-run stream but use
-    disjoint draws (Theorem B.1's reduction from adaptive to oblivious adversaries needs fresh,
-    independent play randomness every round, which disjoint uniforms give).
-
-    Per-round cost: O(N) time (plus a few projection passes), O(N) memory per run.
+    Claim: pure epsilon-DP against adaptive adversaries: the Laplace mechanism on each round's
+    loss vector with L1 sensitivity N, each vector released once; the plays are
+    post-processing of the noisy losses and independent coins.
 
     Args:
         n_switches: S, the comparator's switch budget (public; ``agents.make`` passes the env's).
-        eta: learning rate override (> 0).
-        (others: see :class:`~agents.private.PrivateAgent`).
+        mode: ``"strict"`` (default, ``Lap(N/epsilon)``, erratum E-ARS-15) or ``"paper"``
+            (``Lap(1/epsilon)`` as printed: ``(N epsilon)``-DP, so ``certified=False``).
+        tuning: ``"calibrated"`` (default, :func:`calibrated_eta`: Hedge for a [0, 1] loss plus
+            Laplace(b) noise with Fixed-Share's S-switch complexity; Fixed-Share's rate at
+            epsilon = inf) or ``"paper"`` (Theorem 5.2, :func:`paper_eta`); docs/algorithms.md.
+        eta: learning rate override (> 0; a public constant, privacy does not depend on it).
+        n_experts, horizon, epsilon, delta, noise, num_envs, seed: as :class:`PrivateAgent`.
+
+    Deviations: ``S_eff = max(S, 1)`` in eta and the clip level (erratum E-ARS-16); log-space
+    weights with the closed-form projection (E-ARS-18); losses clipped to [0, 1]; plays and
+    noise use disjoint draws of the per-run stream (fresh play coins, Theorem B.1).
+
+    Per-round cost: O(N) time (plus a few projection passes), O(N) memory per run.
 
     Attributes:
         noise_sensitivity: the L1 sensitivity the noise is calibrated to (N strict, 1 paper).
@@ -212,17 +162,9 @@ class NoisyClippedHedge(PrivateAgent):
             num_envs=num_envs,
             seed=seed,
         )
-        n, t = self.n_experts, self.horizon
-        self.n_switches = check_int("n_switches", n_switches, minimum=0, maximum=t)
-        s_eff = max(self.n_switches, 1)
-        # The L1 sensitivity the noise is calibrated to: N (strict) or the paper's 1 (E-ARS-15).
-        self.noise_sensitivity = float(n) if self.mode == "strict" else 1.0
-        dim_sens = self.noise.effective_sensitivity(self.noise_sensitivity, dim=n)
-        self.noise_scale = dim_sens / self.epsilon  # 0 at epsilon = inf
-        self.effective_epsilon = laplace_epsilon(
-            self.noise.effective_sensitivity(float(n), dim=n), self.noise_scale
-        )
-        self.clip_level = s_eff / (n * t)
+        self.n_switches = check_int("n_switches", n_switches, minimum=0, maximum=self.horizon)
+        self._set_noise()
+        self.clip_level = max(self.n_switches, 1) / (self.n_experts * self.horizon)
         self._eta_given = eta is not None
         if eta is not None:
             self.eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
@@ -233,18 +175,21 @@ class NoisyClippedHedge(PrivateAgent):
         self._run_scale: float | np.ndarray = self.noise_scale
         self.reset(seed)
 
+    def _set_noise(self) -> None:
+        """The L1 sensitivity the noise is calibrated to, its scale and the certified epsilon."""
+        n = self.n_experts
+        # N (strict) or the paper's 1 (erratum E-ARS-15).
+        self.noise_sensitivity = float(n) if self.mode == "strict" else 1.0
+        dim_sens = self.noise.effective_sensitivity(self.noise_sensitivity, dim=n)
+        self.noise_scale = dim_sens / self.epsilon  # 0 at epsilon = inf
+        self.effective_epsilon = laplace_epsilon(
+            self.noise.effective_sensitivity(float(n), dim=n), self.noise_scale
+        )
+
     def _default_eta(self, noise_scale: float) -> float:
         """The rate of the tuning in use for Laplace noise of scale ``noise_scale``."""
-        n, t = self.n_experts, self.horizon
-        s_eff = max(self.n_switches, 1)
-        if self.tuning == "paper":
-            # Theorem 5.2's rate is 1/b times a constant: it grows without bound with epsilon,
-            # and at epsilon = inf (b = 0) the theorem gives no rate; use the calibrated one.
-            log_nt = math.log(n * t) if n * t > 1 else 1.0
-            if noise_scale > 0:
-                return math.sqrt(s_eff / (t * log_nt)) / noise_scale
-            return calibrated_eta(n, t, s_eff, 0.0)
-        return calibrated_eta(n, t, s_eff, noise_scale)
+        rate = paper_eta if self.tuning == "paper" else calibrated_eta
+        return rate(self.n_experts, self.horizon, max(self.n_switches, 1), noise_scale)
 
     def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
         """Give each run its own finite epsilon; True when applied (False: nothing changed).
@@ -335,6 +280,7 @@ class NoisyClippedHedge(PrivateAgent):
             clip_peel,
             fast_laplace,
             finish_block,
+            own_hooks,
             plain_fast_backend,
             shift_by_max,
         )
@@ -342,7 +288,12 @@ class NoisyClippedHedge(PrivateAgent):
 
         losses = check_block(self, obs)
         k = len(losses)
-        if k == 0 or not plain_fast_backend(self.noise) or self.clip_level <= 0.0:
+        if (
+            k == 0
+            or not plain_fast_backend(self.noise)
+            or self.clip_level <= 0.0
+            or not own_hooks(self, NoisyClippedHedge)  # a subclass's hooks run through act
+        ):
             # Round by round (act advances the clock itself).
             return np.array([self.act(row) for row in losses], dtype=np.int64).reshape(k, -1)
         b, n = self.num_envs, self.n_experts

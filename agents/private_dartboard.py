@@ -10,29 +10,32 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numpy as np
-
 from agents._lazy_sampler import LazySampler
-from agents._public_cache import public_cache
 from agents.base import PrivacyClaim
+from agents.private_dartboard_tuning import (
+    P_MAX,
+    DartboardParameters,
+    balanced_batch_size,
+    calibrated_batch_size,
+    dartboard_parameters,
+    max_resamples,
+    paper_batch_size,
+    selection_bound,
+)
 from agents.registry import register
-from dp_experts_env._validation import check_float, check_int
+from dp_experts_env._validation import check_int
 from dp_experts_env.privacy.declaration import Mechanism, SamplingSteps
 from dp_experts_env.privacy.exact_accountants import (
-    calibrate,
-    dartboard_budget,
-    dartboard_epsilon,
-    dartboard_paper_epsilon,
-    dartboard_regret_bound,
     dartboard_resample_cost,
     dartboard_switch_cost,
 )
 from dp_experts_env.privacy.noise import NoiseBackend
 
+# The tuning's public names stay importable from here (tests and docs import them so).
 __all__ = [
+    "P_MAX",
     "BatchedPrivateShrinkingDartboard",
     "DartboardParameters",
     "PrivateShrinkingDartboard",
@@ -40,242 +43,8 @@ __all__ = [
     "dartboard_parameters",
     "max_resamples",
     "paper_batch_size",
+    "selection_bound",
 ]
-
-P_MAX = 0.45  # derived forced-switch probabilities stay inside the theorems' p < 1/2
-_P_GRID = 64  # candidate p values of tuning="calibrated"
-_SLACK = 1e-9  # relative float slack when comparing a spend with its target
-
-
-@dataclass(frozen=True)
-class DartboardParameters:
-    """Parameters of a (batched) private shrinking dartboard and what they spend.
-
-    Attributes:
-        eta: step size (weights ``(1 - eta)^L``).
-        p: forced-switch probability per decision.
-        budget: the paper's K; the learner makes at most ``K - 1`` resamples (k starts at 1).
-        batch: rounds per block (1 for Alg. 1).
-        epsilon_exact: epsilon of the exact accountant
-            (:mod:`dp_experts_env.privacy.exact_accountants`) charging
-            :func:`max_resamples` resamples (``K - 1``, at most the number of decisions).
-        epsilon_paper: the paper's closed form (Thm 2 / Thm 5; derived pure analogue for
-            batch > 1) with ``K = 4 T p / B``.
-        regret_bound: Thm 2 / Thm 5 bound ``eta T + B ln(d)/eta + 2 T exp(-T p / (3 B))``.
-    """
-
-    eta: float
-    p: float
-    budget: int
-    batch: int
-    epsilon_exact: float
-    epsilon_paper: float
-    regret_bound: float
-
-
-def _ln_inv(delta: float) -> float:
-    return math.log(1.0 / delta)
-
-
-def paper_batch_size(n_experts: int, horizon: int, epsilon: float, delta: float) -> int:
-    """Corollary 6's printed batch ``ln^{2/5}(1/delta) ln^{3/5}(d) / (T^{1/5} eps^{3/5})``.
-
-    Rounded to the nearest integer and clipped to [1, T].
-    """
-    b = _ln_inv(delta) ** 0.4 * math.log(n_experts) ** 0.6 / (horizon**0.2 * epsilon**0.6)
-    return int(min(max(round(b), 1), horizon))
-
-
-def balanced_batch_size(n_experts: int, horizon: int, epsilon: float, delta: float) -> int:
-    """The batch that balances Cor. 6's two regret terms (erratum E-AFKT-9).
-
-    ``B* = (400 ln^{2/3}(1/delta) ln(d) / (T^{1/3} eps^2))^{3/5}``, rounded, clipped to [1, T].
-    """
-    # Past eps ~ 1e150 eps**2 overflows a float; such budgets all give a block of 1.
-    eps = min(epsilon, 1e100)
-    b = (
-        400.0 * _ln_inv(delta) ** (2 / 3) * math.log(n_experts) / (horizon ** (1 / 3) * eps**2)
-    ) ** 0.6
-    return int(min(max(round(b), 1), horizon))
-
-
-def _paper_p(horizon: int, delta: float, batch: int) -> float:
-    """Corollary 3 / 4 / 6's forced-switch probability."""
-    if delta == 0:
-        return (batch / horizon) ** 0.5  # Cor. 4 (batch 1); its batched analogue otherwise
-    return (batch / (horizon * _ln_inv(delta))) ** (1 / 3)
-
-
-def _spend(mode: str, eta, p, k, horizon: int, delta: float, batch: int):
-    """Epsilon spent under the mode's accountant (``k`` = the paper's K)."""
-    if mode == "paper":
-        return dartboard_paper_epsilon(eta, p, horizon, delta, batch)
-    return dartboard_epsilon(eta, p, max_resamples(k, horizon, batch), delta, batch)
-
-
-def max_resamples(budget, horizon: int, batch: int = 1):
-    """Resamples a run can make: ``K - 1`` (k starts at 1), and never more than the decisions.
-
-    There are ``ceil(T / B) - 1`` decision points after the first block, so a budget beyond that
-    never binds and is not charged.
-    """
-    return np.minimum(np.maximum(np.asarray(budget) - 1, 0), math.ceil(horizon / batch) - 1)
-
-
-@public_cache
-def dartboard_parameters(
-    n_experts: int,
-    horizon: int,
-    epsilon: float,
-    delta: float,
-    *,
-    tuning: str = "paper",
-    mode: str = "strict",
-    batch: int = 1,
-    eta: float | None = None,
-    p: float | None = None,
-    budget: int | None = None,
-) -> DartboardParameters:
-    """Step size, forced-switch probability and budget from (N, T, epsilon, delta) alone.
-
-    ``tuning="paper"``: Corollary 3 (``delta > 0``) or Corollary 4 (``delta = 0``) for
-    ``batch = 1``; Corollary 6's ``p = (B / (T ln(1/delta)))^{1/3}``, ``eta = B p eps / 40`` for
-    ``batch > 1`` (approximate DP only). The corollaries assume ``epsilon <= 1``; larger targets
-    run at ``epsilon = 1`` (erratum E-AFKT-5). ``tuning="calibrated"``: for each ``p`` on a
-    geometric grid the largest ``eta <= min(p, sqrt(B ln d / T))`` whose spend under the mode's
-    accountant (exact for ``"strict"``, the paper's closed form for ``"paper"``) is at most epsilon
-    (bisection), keeping the ``p`` with the smallest regret bound.
-
-    Explicit ``eta``, ``p`` or ``budget`` override the derived values.
-
-    Raises:
-        ValueError: on parameters outside the theorems' range (``0 < eta <= p < 1/2``) or that
-            spend more than ``epsilon`` under the exact accountant.
-    """
-    d, t = n_experts, horizon
-    blocks = math.ceil(t / batch)
-    if p is not None:
-        p = check_float("p", p, minimum=0.0, maximum=0.5, min_inclusive=False, max_inclusive=False)
-    if eta is not None:
-        eta = check_float(
-            "eta", eta, minimum=0.0, maximum=0.5, min_inclusive=False, max_inclusive=False
-        )
-    if budget is not None:
-        budget = check_int("budget", budget, minimum=1)
-    hedge_rate = min(P_MAX, math.sqrt(8.0 * batch * math.log(d) / t)) if d > 1 else P_MAX
-    if math.isinf(epsilon):
-        # No privacy: no forced resamples (p = 0), an unlimited budget and Hedge's rate, i.e.
-        # the non-private shrinking dartboard (whose marginals are Hedge's).
-        eta = hedge_rate if eta is None else eta
-        p = 0.0 if p is None else p
-        k = blocks + 1 if budget is None else budget
-        return DartboardParameters(
-            eta=float(eta),
-            p=float(p),
-            budget=int(k),
-            batch=batch,
-            epsilon_exact=math.inf,
-            epsilon_paper=math.inf,
-            regret_bound=float(eta * t + batch * math.log(d) / eta),
-        )
-    if tuning == "paper":
-        eps = min(epsilon, 1.0)
-        p_paper = _paper_p(t, delta, batch)
-        if batch == 1 and delta > 0:  # Corollary 3
-            eps0 = min(eps / 2, _ln_inv(delta) ** (1 / 3) * t ** (-1 / 6) * math.sqrt(math.log(d)))
-            scale = (eps0 if eps0 > 0 else eps / 2) / 20  # d = 1: nothing to learn
-        elif batch == 1:  # Corollary 4
-            scale = eps / 20
-        elif delta > 0:  # Corollary 6
-            scale = batch * eps / 40
-        elif eta is None:
-            raise ValueError(
-                "the batched dartboard's paper tuning (Theorem 5 / Corollary 6) is approximate DP "
-                "only: pass delta > 0, or tuning='calibrated' for the derived pure-DP accountant"
-            )
-        p = min(p_paper, P_MAX) if p is None else p
-        if eta is None:  # eta <= p (E-AFKT-4); Cor. 6 can ask for eta > p when B > 40/eps.
-            eta = min(p * scale, p, P_MAX)
-    elif p is None:
-        # Corollary 3/4/6's p is a candidate, so calibrating never does worse than the paper.
-        grid = np.geomspace(min(P_MAX, 1.0 / blocks), P_MAX, _P_GRID)
-        grid = np.unique(np.append(grid, min(_paper_p(t, delta, batch), P_MAX)))
-        ks = dartboard_budget(grid, t, batch) if budget is None else np.full(grid.shape, budget)
-        etas = (
-            _calibrated_eta(d, t, epsilon, delta, mode, batch, grid, ks, hedge_rate)
-            if eta is None
-            else np.full(grid.shape, eta)
-        )
-        bounds = selection_bound(etas, grid, t, d, batch)
-        best = int(np.argmin(bounds))
-        p, eta = float(grid[best]), float(etas[best])
-    elif eta is None:
-        k = dartboard_budget(p, t, batch) if budget is None else budget
-        eta = float(
-            _calibrated_eta(
-                d, t, epsilon, delta, mode, batch, np.array([p]), np.array([k]), hedge_rate
-            )[0]
-        )
-    k = dartboard_budget(p, t, batch) if budget is None else budget
-    if eta > p:
-        raise ValueError(f"eta must be <= p (docs/errata.md E-AFKT-4), got eta={eta:g} > p={p:g}")
-    exact = float(_spend("strict", eta, p, k, t, delta, batch))
-    if exact > epsilon * (1 + _SLACK):
-        raise ValueError(
-            f"eta={eta:g}, p={p:g}, budget={k} spend epsilon {exact:.6g} > epsilon={epsilon:g} "
-            "(exact accountant); lower eta or budget, or raise epsilon"
-        )
-    return DartboardParameters(
-        eta=float(eta),
-        p=float(p),
-        budget=int(k),
-        batch=batch,
-        epsilon_exact=exact,
-        epsilon_paper=float(_spend("paper", eta, p, k, t, delta, batch)),
-        regret_bound=float(dartboard_regret_bound(eta, p, t, d, batch)),
-    )
-
-
-def selection_bound(eta, p, horizon: int, n_experts: int, batch: int):
-    """What ``tuning="calibrated"`` minimises over (B, p): ``lam T/8 + B ln d/lam + 2T e^{-Tp/3B}``.
-
-    Theorem 2 / 5's ``eta T + B ln(d) / eta`` with Hoeffding's ``1/8`` on the first term (the
-    exponential-weights analysis for [0, 1] losses, ``lam = ln(1/(1 - eta))`` the weights' rate),
-    plus the theorems' budget-exhaustion term. The looser printed bound would steer every
-    epsilon towards ``eta = sqrt(B ln d / T)``, about 3x below Hedge's rate.
-    """
-    eta = np.asarray(eta, dtype=np.float64)
-    lam = -np.log1p(-eta)
-    p = np.asarray(p, dtype=np.float64)
-    return (
-        lam * horizon / 8.0
-        + batch * math.log(max(n_experts, 2)) / lam
-        + 2.0 * horizon * np.exp(-horizon * p / (3.0 * batch))
-    )
-
-
-def _calibrated_eta(
-    d: int,
-    t: int,
-    epsilon: float,
-    delta: float,
-    mode: str,
-    batch: int,
-    ps: np.ndarray,
-    ks,
-    hedge_rate: float,
-) -> np.ndarray:
-    """Largest eta per p (<= p and <= Hedge's rate ``sqrt(8 B ln d / T)``) spending <= epsilon.
-
-    The cap is the rate the non-private dartboard uses (Hoeffding's analysis of exponential
-    weights on [0, 1] losses), not the theorem's ``sqrt(B ln d / T)`` (the optimum of its looser
-    ``eta T + B ln(d) / eta``), so the learner reaches its non-private counterpart as epsilon
-    grows instead of stopping ~3x above it.
-    """
-    upper = np.minimum(np.minimum(ps, P_MAX), max(hedge_rate, 1e-12))
-    return np.asarray(
-        calibrate(lambda x: _spend(mode, x, ps, ks, t, delta, batch), epsilon, upper * 1e-12, upper)
-    ).reshape(ps.shape)
 
 
 @register(
@@ -287,59 +56,41 @@ class PrivateShrinkingDartboard(LazySampler):
     """Private shrinking dartboard: Hedge's marginals, few data-dependent switches.
 
     Source: Asi, Feldman, Koren & Talwar 2023, "Private Online Prediction from Experts:
-    Separations and Faster Rates", Section 3.1: Algorithm 1, Theorem 2, Corollaries 3 and 4. Built
-    for oblivious (and stochastic) adversaries: the regret bound
+    Separations and Faster Rates", Section 3.1: Algorithm 1, Theorem 2, Corollaries 3 and 4.
+    For oblivious (and stochastic) adversaries: the regret bound
     ``eta T + ln(d)/eta + 2 T exp(-T p / 3)`` holds against them only.
 
-    Algorithm: round 1 plays a uniform expert. Each later round keeps the held expert ``x`` with
-    probability ``(1 - p)(1 - eta)^{l(x)}`` (``l`` the previous round's loss), and otherwise draws
-    afresh from ``P(i) ∝ (1 - eta)^{L(i)}`` (exponential mechanism on cumulative losses) while
-    ``k < K``; ``k`` starts at 1 (erratum E-AFKT-1), so at most ``K - 1`` resamples; once the budget
-    is spent the expert is frozen (E-AFKT-2). Resampling may return the same expert and still counts
-    (E-AFKT-15).
+    Round 1 plays a uniform expert. Each later round keeps the held expert ``x`` with
+    probability ``(1 - p)(1 - eta)^{l(x)}`` and otherwise draws afresh from
+    ``P(i) ~ (1 - eta)^{L(i)}`` (exponential mechanism) while ``k < K``; k starts at 1 (erratum
+    E-AFKT-1), so at most ``K - 1`` resamples, then the expert is frozen (E-AFKT-2); a resample
+    may return the same expert and still counts (E-AFKT-15).
 
-    Privacy claim: ``(epsilon, delta)``-DP (pure when ``delta = 0``) of the action sequence under
-    replace-one-round neighbours, against adaptive adversaries (the paper's Definition 1 is
-    adaptive DP; the per-step costs condition on the released past, and the
-    budget caps the resamples). Accountant (``mode="strict"``): the exact per-step accountant of
-    :mod:`dp_experts_env.privacy.exact_accountants` -- switch coin
-    ``max(lam, ln((1 - (1-p)(1-eta))/p))`` plus ``K - 1`` resamples of ``2 lam`` each, basic
-    composition (pure) or the better of basic and advanced composition (``delta > 0``).
-    ``mode="paper"``: Theorem 2's closed form is the accountant used to calibrate and is reported as
-    ``epsilon_paper``; the exact accountant still certifies.
-
-    Tuning: ``"calibrated"`` (default) -- grid over p, bisection on eta under the mode's
-    accountant with eta capped at Hedge's rate ``sqrt(8 ln d / T)``, smallest
-    :func:`selection_bound` (Theorem 2's bound with Hoeffding's 1/8). ``"paper"`` -- Corollary 3
-    (``delta > 0``: ``p = (T ln(1/delta))^{-1/3}``, ``eta = p eps0 / 20``) or Corollary 4
-    (``delta = 0``: ``p = T^{-1/2}``, ``eta = p eps / 20``), ``K = max(1, floor(4 T p))``, at
-    ``min(epsilon, 1)`` (erratum E-AFKT-5). The claim states the exact accountant's epsilon, which
-    is below the requested one once eta reaches Hedge's rate. ``epsilon=math.inf``: ``p = 0``, an
-    unlimited budget and Hedge's rate, i.e. the non-private shrinking dartboard.
+    Claim: ``(epsilon, delta)``-DP (pure when ``delta = 0``) of the actions under
+    replace-one-round neighbours, against adaptive adversaries, by the exact per-step
+    accountant (switch coin ``max(lam, ln((1 - (1-p)(1-eta))/p))`` plus ``K - 1`` resamples of
+    ``2 lam``; basic, or the better of basic and advanced composition). It states the exact
+    epsilon, below the requested one once eta reaches Hedge's rate.
 
     Args:
-        n_experts: d.
-        horizon: T (needed in advance: p, eta and K depend on it).
-        epsilon: target epsilon.
-        delta: target delta; default 1e-6 (approximate DP, Corollary 3); 0 for pure DP.
-        mode: ``"strict"`` or ``"paper"`` (which accountant calibrates; see above).
-        tuning: ``"calibrated"`` (default) or ``"paper"``.
-        noise: ``"fast"`` only (sampling is float inverse-CDF, simulation-grade; ``"grid"`` is
-            refused because no Laplace noise is drawn for it to replace).
-        eta, p, budget: explicit overrides of the derived step size, forced-switch probability
-            and K; must satisfy ``0 < eta <= p < 1/2`` and spend at most epsilon.
-        num_envs: B runs. seed: int, sequence or None. n_arms: ignored.
+        delta: default 1e-6 (approximate DP, Corollary 3); 0 for pure DP.
+        mode: ``"strict"`` (the exact accountant calibrates) or ``"paper"`` (Theorem 2's closed
+            form calibrates, reported as ``epsilon_paper``; the exact accountant certifies).
+        tuning: ``"calibrated"`` (default: grid over p, bisection on eta, eta capped at Hedge's
+            ``sqrt(8 ln d / T)``, smallest :func:`selection_bound`) or ``"paper"`` (Corollary 3
+            or 4 at ``min(epsilon, 1)``, erratum E-AFKT-5); :mod:`agents.private_dartboard_tuning`.
+        noise: ``"fast"`` only (float inverse-CDF sampling; no Laplace noise for ``"grid"``).
+        eta, p, budget: overrides of the derived values (``0 < eta <= p < 1/2``, spending at
+            most epsilon). ``epsilon=inf``: p = 0, no budget, Hedge's rate.
+        n_experts (d), horizon (T, needed in advance), epsilon, num_envs, seed: as
+            :class:`PrivateAgent`; n_arms: ignored.
 
-    Deviations: ``K`` is an integer ``max(1, floor(4 T p))`` (erratum E-AFKT-3); derived ``p`` is
-    capped at 0.45 and ``eta`` at ``p`` so tiny horizons stay inside the theorem's range; losses are
-    clipped to [0, 1].
+    Deviations: integer ``K = max(1, floor(4 T p))`` (E-AFKT-3); derived p capped at 0.45 and
+    eta at p; losses clipped to [0, 1].
 
-    Attributes:
-        eta, p, budget: the parameters in use; ``max_resamples = min(K - 1, decisions)``.
-        epsilon_spent: the exact accountant's epsilon (<= epsilon).
-        epsilon_paper: Theorem 2's closed form at these parameters.
-        regret_bound: Theorem 2's bound at these parameters.
-        inverse_temperature: ``lam = ln(1/(1 - eta))`` used by the sampler and the stay coin.
+    Attributes: eta, p, budget, ``max_resamples = min(K - 1, decisions)``, epsilon_spent (exact),
+    epsilon_paper and regret_bound (Theorem 2 at these parameters), inverse_temperature
+    (``lam = ln(1/(1 - eta))``).
 
     Per-round cost: O(N) per run to add the losses, O(1) for the coins, O(N) per resample.
     """
@@ -593,29 +344,8 @@ class BatchedPrivateShrinkingDartboard(PrivateShrinkingDartboard):
         return check_int("batch_size", req, minimum=1, maximum=self.horizon)
 
     def _calibrated_batch(self, epsilon: float) -> int:
-        """The calibrated block size (public quantities only).
-
-        Among powers of two up to 4x Corollary 6's balance, the one with the smallest
-        :func:`selection_bound` after calibrating (p, eta) for it.
-        """
-        top = 4 * balanced_batch_size(self.n_experts, self.horizon, epsilon, self.delta)
-        best, best_bound = 1, math.inf
-        for batch in sorted({min(2**k, self.horizon) for k in range(top.bit_length() + 1)}):
-            params = dartboard_parameters(
-                self.n_experts,
-                self.horizon,
-                epsilon,
-                self.delta,
-                mode=self.mode,
-                tuning="calibrated",
-                batch=batch,
-            )
-            bound = float(
-                selection_bound(params.eta, params.p, self.horizon, self.n_experts, batch)
-            )
-            if bound < best_bound:
-                best, best_bound = batch, bound
-        return best
+        """The calibrated block size: :func:`calibrated_batch_size` at this learner's setting."""
+        return calibrated_batch_size(self.n_experts, self.horizon, epsilon, self.delta, self.mode)
 
     def _paper_rule(self) -> str:
         if self.delta == 0:

@@ -52,22 +52,14 @@ class AdaPUCB(PrivateAgent):
     ``Lap(1/epsilon)`` and divides by its length: ``Ltilde`` of that arm. Only the last episode's
     losses enter the index (the "forgetting" that makes the releases disjoint).
 
-    Privacy claim: pure ``epsilon``-DP, central model, against adaptive adversaries. Accountant:
-    replacing one round's loss vector changes the loss of the one arm played that round, which
-    enters exactly one episode sum (sensitivity 1, released with ``Lap(1/epsilon)``); episodes
-    are disjoint in time, their boundaries and arms are functions of earlier releases, so the run
-    is epsilon-DP by (adaptive) parallel composition; actions are post-processing. The episode
-    that is still open at round T is never released.
-
-    Random stream: every round each run makes one Laplace release through the noise backend (the
-    episode sum of a run whose episode ended that round, 0 -- a data-free value -- for the others),
-    so all runs draw alike and a batch equals single runs bit for bit. The data-free releases cost
-    no privacy.
-
-    Tuning (``tuning="paper"``, the only one; public constants): ``alpha = 3.1`` (the theorem
-    needs alpha > 3). ``epsilon=math.inf`` drops the noise and the ``1/epsilon`` term: a UCB with
-    the same doubling episodes and last-episode means (its non-private counterpart; plain UCB1 is
-    ``ucb1``).
+    Claim: pure epsilon-DP, central model, against adaptive adversaries: a replaced round
+    changes one arm's loss, which enters exactly one episode sum (sensitivity 1,
+    ``Lap(1/epsilon)``); episodes are disjoint and their boundaries and arms are functions of
+    earlier releases (adaptive parallel composition); actions are post-processing; the episode
+    open at round T is never released. Every round each run makes one release (a data-free 0
+    when its episode goes on: no privacy cost), so a batch equals single runs bit for bit.
+    Tuning ``"paper"`` only (``alpha = 3.1 > 3``, public). ``epsilon=math.inf``: no noise and no
+    ``1/epsilon`` term (the non-private counterpart; plain UCB1 is ``ucb1``).
 
     Args:
         n_experts: N (the env's; the learner plays the K arms and ignores advice).

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agents.bandit import _BanditBaseline
+from agents.bandit import BanditBaseline
 from agents.base import BanditObs
 from agents.registry import register
 from dp_experts_env._validation import check_float, check_int
@@ -69,7 +69,7 @@ def kl_lower_bound(mean: np.ndarray, level: np.ndarray, iterations: int = 8) -> 
     return np.where(p > 0.0, np.exp(s), 0.0)
 
 
-class _IndexBandit(_BanditBaseline):
+class _IndexBandit(BanditBaseline):
     """Counts, sums and the round-robin start shared by the index policies.
 
     Subclasses implement :meth:`_index` ((B, K) scores; the arm with the lowest is played).

@@ -18,13 +18,14 @@ before), which is what lets adversaries regenerate round ``t`` from (seed, t) in
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["BatchRNG", "run_seeds"]
+__all__ = ["LAPLACE_TAPS", "BatchRNG", "laplace_tap", "run_seeds", "tap_laplace"]
 
 # Refill size per run: at most 4096 doubles (32 KB, so a single run starts cheaply), at most
 # 4 M doubles (32 MB) across a batch, at least 64 per run. The stream does not depend on it.
@@ -36,6 +37,37 @@ _MIN_CHUNK = 64
 _UNSHARED = 3
 _OPEN_LOW = 2.0**-54
 _OPEN_HIGH = 1.0 - 2.0**-54
+
+#: Open Laplace taps (:func:`laplace_tap`); empty outside an audit, so the samplers test one
+#: list and go on.
+LAPLACE_TAPS: list[list[tuple[np.ndarray, np.ndarray]]] = []
+
+
+@contextlib.contextmanager
+def laplace_tap() -> Iterator[list[tuple[np.ndarray, np.ndarray]]]:
+    """Record every Laplace variate drawn inside the block: a list of (values, scales) pairs.
+
+    The samplers that report here are the ones both paths of a learner draw through:
+    :meth:`BatchRNG.laplace` (``act``, through the ``fast`` noise backend) and the from-uniforms
+    forms the block kernels call (:func:`agents._kernels.fast_laplace`,
+    :func:`agents._bandit_block.laplace_from_uniforms`). The path-equivalence check
+    (:mod:`dp_experts_env.evaluation.paths`) compares what the two paths drew. Recording
+    copies; it never changes a draw.
+    """
+    drawn: list[tuple[np.ndarray, np.ndarray]] = []
+    LAPLACE_TAPS.append(drawn)
+    try:
+        yield drawn
+    finally:
+        LAPLACE_TAPS.remove(drawn)
+
+
+def tap_laplace(scale: float | np.ndarray, values: np.ndarray) -> None:
+    """Hand a sampler's Laplace ``values`` (and their ``scale``) to the open taps."""
+    values = np.array(values, dtype=np.float64)
+    scales = np.broadcast_to(np.asarray(scale, dtype=np.float64), values.shape).copy()
+    for tap in LAPLACE_TAPS:
+        tap.append((values, scales))
 
 
 def run_seeds(seed: int | Sequence[int] | None, num_runs: int) -> list[int]:
@@ -155,8 +187,12 @@ class BatchRNG:
         u *= -2.0
         np.log1p(u, out=u)
         if signed.shape == u.shape:
-            return np.multiply(signed, u, out=signed)
-        return signed * u
+            out = np.multiply(signed, u, out=signed)
+        else:
+            out = signed * u
+        if LAPLACE_TAPS:
+            tap_laplace(scale, out)
+        return out
 
     def normal(self, shape: tuple[int, ...] = ()) -> np.ndarray:
         """Standard normal variates by Box-Muller (two uniforms per variate, fixed count)."""

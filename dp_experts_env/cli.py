@@ -8,7 +8,7 @@ Subcommands: ``list``, ``run``, ``compare``, ``plot``, ``verify``, ``reproduce``
 from __future__ import annotations
 
 import argparse
-import json
+import errno
 import math
 import sys
 from collections.abc import Sequence
@@ -16,6 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+# The parser lives below every command (attack/command.py reads it too); the local name keeps
+# the command bodies as they were.
+from dp_experts_env.assignments import parse_assignments as _parse_assignments
 
 __all__ = ["main", "build_parser", "add_noise_option", "apply_noise"]
 
@@ -44,20 +48,6 @@ _EPILOG = """examples:
 
 A killed compare resumes where it stopped: re-run the same command with the same --out.
 """
-
-
-def _parse_assignments(items: Sequence[str] | None, what: str) -> dict[str, Any]:
-    """``key=value`` pairs; values are read as JSON when they parse, else kept as strings."""
-    out: dict[str, Any] = {}
-    for item in items or ():
-        if "=" not in item:
-            raise ValueError(f"{what} must look like key=value, got {item!r}")
-        key, raw = item.split("=", 1)
-        try:
-            out[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key.strip()] = raw
-    return out
 
 
 def add_noise_option(p: argparse.ArgumentParser) -> None:
@@ -270,6 +260,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_attack_parser(sub)
 
+    from dp_experts_env.bench.command import add_parser as add_bench_parser
+
+    add_bench_parser(sub)
+
     audit = sub.add_parser(
         "audit",
         help="empirical lower bound on a learner's epsilon (privacy audit)",
@@ -375,6 +369,10 @@ def _cmd_list() -> int:
         print(f"  {item['name']:36s} {item['feedback']:6s} {_claim_line(item)}")
         print(f"  {'':36s} {'':6s} {item['summary']}")
         print(f"  {'':36s} {'':6s} {_source_line(item)}")
+        if _undeclared(item):
+            pad = " " * 46
+            print(f"{pad}WARNING: declares no mechanisms (agent.declaration is None):")
+            print(f"{pad}the audit can only run a generic search (docs/own_learner.md)")
     outside = sorted({i["source"] for i in agents.available() if i["source"] != "built-in"})
     if outside:
         print(f"\nOutside learners from: {'; '.join(outside)}")
@@ -389,6 +387,13 @@ def _source_line(item: dict[str, Any], width: int = 110) -> str:
     if len(ref) > room:
         ref = ref[: room - 3].rstrip() + "..."
     return f"source: {ref}{origin}"
+
+
+def _undeclared(item: dict[str, Any]) -> bool:
+    """A private learner whose ``declaration`` is None at epsilon 1 (its audit is generic only)."""
+    from dp_experts_env.evaluation.audit import declaration_of
+
+    return bool(item["private"]) and declaration_of(item["name"], {"epsilon": 1.0}) is None
 
 
 def _claim_line(item: dict[str, Any]) -> str:
@@ -436,10 +441,35 @@ def _show_progress(args: argparse.Namespace) -> bool:
     return not args.no_progress
 
 
-def _finish(frame: Any, out: Path, metric: str, figures: bool, pdf: bool = False) -> None:
-    from dp_experts_env.evaluation.report import write_report
+#: Errors that say the results folder cannot be written (read-only mount, no permission).
+_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
 
-    report = write_report(frame, out, metric, figures=figures, pdf=pdf)
+
+def _finish(frame: Any, out: Path, metric: str, figures: bool, pdf: bool = False) -> None:
+    from dp_experts_env.evaluation.report import (
+        Report,
+        aggregate_table,
+        resolve_metric,
+        write_report,
+    )
+    from dp_experts_env.evaluation.sweep import summarize
+
+    try:
+        report = write_report(frame, out, metric, figures=figures, pdf=pdf)
+        written = True
+    except OSError as err:
+        # A complete folder that cannot be written (archived, read-only mount, someone else's):
+        # run_grid read it without writing; the table is computed here and nothing is written.
+        if err.errno not in _READ_ONLY:
+            raise
+        chosen = resolve_metric(frame, metric)
+        report = Report(
+            metric=chosen,
+            summary=summarize(frame, chosen),
+            aggregate=aggregate_table(frame, chosen),
+            figures=[],
+        )
+        written = False
     if report["metric"] != metric:
         print(f"{metric} is not reported by these environments: using {report['metric']}")
     metric, table = report["metric"], report["summary"]
@@ -457,6 +487,12 @@ def _finish(frame: Any, out: Path, metric: str, figures: bool, pdf: bool = False
             ", ".join(sorted(uncertified["agent"].unique())),
         )
     _print_aggregate(report["aggregate"], frame["env"].nunique(), metric)
+    if not written:
+        print(
+            f"\n{out} is read-only: nothing written (the table above is computed from its "
+            f"runs; `dp-experts plot {out} --out DIR` draws its figures elsewhere)"
+        )
+        return
     if figures:
         print(f"\n{len(report['figures'])} figure files in {out / 'figures'}")
     print(f"results: {out / 'results.csv'}  table: {out / 'summary.csv'}")
@@ -673,6 +709,13 @@ def _audit_oco(args: argparse.Namespace, params: dict[str, Any]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
+    from dp_experts_env.learner_package import ForeignAgentsPackage, check_learner_package
+
+    try:  # every command (and the parser's choices) reads the learners
+        check_learner_package()
+    except ForeignAgentsPackage as err:
+        print(f"dp-experts: error: {err}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -697,6 +740,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from dp_experts_env.attack.command import cmd_attack
 
             return cmd_attack(args)
+        if args.command == "bench":
+            from dp_experts_env.bench.command import cmd_bench
+
+            return cmd_bench(args)
         return _cmd_audit(args)
     except (ValueError, TypeError) as err:
         print(f"dp-experts {args.command}: error: {err}", file=sys.stderr)

@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import Any
 
 __all__ = [
+    "ID_KIND",
     "FeedbackSpec",
     "FEEDBACKS",
     "KindSpec",
@@ -29,6 +30,11 @@ __all__ = [
     "ENV_KINDS",
     "kinds_of",
 ]
+
+#: The keyword a registered id passes to its env with the id's kind: it survives a ``kind=``
+#: given to ``gym.make`` (which replaces the registered "kind"), so the env can refuse the
+#: contradiction (:func:`dp_experts_env.envs.factory.check_id_kind`).
+ID_KIND = "_id_kind"
 
 
 @dataclass(frozen=True)

@@ -57,8 +57,12 @@ _BUILT_IN = ("agents", "dp_experts_env")
 _ORIGIN: dict[str, str] = {}
 
 
-class PluginError(ImportError):
-    """A plug-in named by :data:`ENV_VAR` or an entry point could not be loaded."""
+class PluginError(ImportError, ValueError):
+    """A plug-in named by :data:`ENV_VAR` or an entry point could not be loaded.
+
+    Also a ValueError, so every command reports it as one line naming the module and the
+    exception (``dp-experts compare: error: ...``, exit code 2), not as a traceback.
+    """
 
 
 def plugin_modules() -> list[str]:
@@ -84,7 +88,14 @@ def import_plugin_modules() -> list[str]:
         except ImportError as err:
             raise PluginError(
                 f"{ENV_VAR}={os.environ.get(ENV_VAR)!r}: cannot import plug-in module {name!r} "
-                f"({err}); put its folder on PYTHONPATH or install its package"
+                f"({type(err).__name__}: {err}); put its folder on PYTHONPATH or install its "
+                "package"
+            ) from err
+        except Exception as err:  # noqa: BLE001 - any failure of outside code, named in one line
+            raise PluginError(
+                f"{ENV_VAR}={os.environ.get(ENV_VAR)!r}: plug-in module {name!r} failed while "
+                f"being imported ({type(err).__name__}: {_first_line(err)}); fix the module or "
+                f"remove it from {ENV_VAR}"
             ) from err
         _ORIGIN.setdefault(name.split(".")[0], f"module {name} ({ENV_VAR})")
     return names
@@ -111,11 +122,12 @@ def load_entry_point(ep: metadata.EntryPoint) -> Any:
     """
     try:
         obj = ep.load()
-    except (ImportError, AttributeError) as err:
+    except Exception as err:  # noqa: BLE001 - any failure of outside code, named in one line
         dist = _dist_name(ep)
         raise PluginError(
             f"entry point {ep.name!r} = {ep.value!r} of group {ep.group!r}"
-            f"{f' (package {dist})' if dist else ''} cannot be loaded: {err}"
+            f"{f' (package {dist})' if dist else ''} cannot be loaded: "
+            f"{type(err).__name__}: {_first_line(err)}"
         ) from err
     dist = _dist_name(ep)
     if dist:
@@ -123,6 +135,12 @@ def load_entry_point(ep: metadata.EntryPoint) -> Any:
         top = ep.module.split(".")[0]
         _ORIGIN.setdefault(top, f"package {dist} {version}".rstrip())
     return obj
+
+
+def _first_line(err: BaseException) -> str:
+    """The first line of an exception's message (a SyntaxError's is its location)."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else "(no message)"
 
 
 def _dist_name(ep: metadata.EntryPoint) -> str:

@@ -13,8 +13,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from dp_experts_env.envs.factory import ID_KIND
-from dp_experts_env.kinds import FEEDBACKS, KINDS
+from dp_experts_env.kinds import FEEDBACKS, ID_KIND, KINDS
 
 __all__ = ["RegisteredEnv", "ENVS", "ENV_IDS", "ATTACK_ID", "register_envs", "env_entry"]
 

@@ -30,7 +30,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from torch import nn
 
 from dp_experts_env._validation import check_int
-from dp_experts_env.sb3 import SB3VecEnv
+from dp_experts_env.sb3 import SB3VecEnv, quiet_logger
 from dp_experts_env.wrappers import LossFeatures, VectorLossStatistics
 
 __all__ = ["ExpertScorePolicy", "train_ppo", "PPO_DEFAULTS"]
@@ -177,6 +177,7 @@ def train_ppo(
         verbose=0,
         **settings,
     )
+    model.set_logger(quiet_logger())  # no SB3-<date> folder left in the temporary folder
     model.learn(total_timesteps=timesteps)
     features = LossFeatures(
         int(venv.unwrapped.n_experts),

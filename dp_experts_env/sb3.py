@@ -38,7 +38,19 @@ from stable_baselines3.common.vec_env.base_vec_env import (
     VecEnvStepReturn,
 )
 
-__all__ = ["SB3VecEnv", "make_sb3_vec_env"]
+__all__ = ["SB3VecEnv", "make_sb3_vec_env", "quiet_logger"]
+
+
+def quiet_logger() -> Any:
+    """A Stable-Baselines3 logger that writes nothing anywhere.
+
+    Without one, ``model.learn`` configures SB3's default logger, which makes an empty
+    ``SB3-<date>`` folder in the system temporary folder on every call, outside any results
+    folder. Pass it to ``model.set_logger`` before ``learn``.
+    """
+    from stable_baselines3.common.logger import Logger
+
+    return Logger(folder=None, output_formats=[])
 
 
 class SB3VecEnv(VecEnv):

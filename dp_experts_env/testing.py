@@ -19,9 +19,13 @@ one names its accountant and noise backend and certifies at most the epsilon ask
 ``horizon`` (a round past T is refused), ``observations`` (a NaN or out-of-range loss is
 refused), ``seeding`` (the same seed replays the same actions; a private learner's actions
 depend on its seed), ``batching`` (a batch of B runs seeded ``s`` equals B single runs seeded
-``s + b``, bit for bit), ``monotone`` (private: regret does not rise with epsilon, paired over
-seeded runs), ``epsilon_inf`` (private: at epsilon = inf the claim says "not private", no noise
-is drawn, the seed fixes the actions; a learner whose class declares
+``s + b``, bit for bit), ``paths`` (a learner with a block entry point -- ``play_block``,
+``play_bandit_block``, what users' runs call -- gives the actions, state, random stream and
+Laplace noise of round-by-round ``act`` on the same seeded game, at the defaults and at the
+settings its ``audit_hints`` name; a difference names its first round: see
+:mod:`dp_experts_env.evaluation.paths`), ``monotone`` (private: regret does not rise with
+epsilon, paired over seeded runs), ``epsilon_inf`` (private: at epsilon = inf the claim says
+"not private", no noise is drawn, the seed fixes the actions; a learner whose class declares
 ``epsilon_inf_limit = "name"`` must then match that learner's regret) and ``audit`` (private:
 the privacy audit of ``dp-experts audit`` finds no violation of the claim).
 """
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +52,7 @@ __all__ = [
     "ContractError",
     "check_agent",
     "contract_tests",
+    "path_reports",
     "regret_by_epsilon",
 ]
 
@@ -58,6 +64,7 @@ CHECKS = (
     "observations",
     "seeding",
     "batching",
+    "paths",
     "monotone",
     "epsilon_inf",
     "audit",
@@ -101,6 +108,12 @@ class AgentCheckReport:
         feedback: its feedback kind. private: whether it claims a finite epsilon at epsilon 1.
         passed: the checks run and passed, in order. skipped: check -> why it did not apply.
         audit: the audit report (private learners, when audited), else None.
+        paths: what the ``paths`` check compared, per setting ("" when it did not run).
+        power: the audit's power self-check (its learner built with half the noise, through
+            the ``noise=`` keyword or a ``noise_multiplier`` keyword, must be caught): what it
+            found, "audit power too low for this learner: ..." when it was not caught.
+        warnings: loud warnings raised (also issued as ``UserWarning``): a private learner
+            that declares no mechanisms, a power self-check that failed or could not run.
     """
 
     target: str
@@ -109,6 +122,9 @@ class AgentCheckReport:
     passed: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     audit: Any = None
+    paths: str = ""
+    power: str = ""
+    warnings: list[str] = field(default_factory=list)
 
 
 class _Target:
@@ -318,6 +334,52 @@ def _check_batching(t: _Target, fail: Callable[[str], None]) -> None:
             fail(f"run {b} of a batch seeded 3 differs from a single run seeded {3 + b}")
 
 
+#: Runs and rounds of the ``paths`` check's game.
+PATH_RUNS, PATH_HORIZON = 3, 40
+
+
+def _oco_gradients(env: Any, horizon: int, seed: int) -> np.ndarray:
+    """(T, B, d) observations of an OCO env played at the origin (its families are oblivious)."""
+    obs, _ = env.reset(seed=seed)
+    base = env.unwrapped
+    out = [np.array(obs, dtype=np.float64)]
+    for _ in range(horizon - 1):
+        obs, *_ = env.step(np.zeros((env.num_envs, base.dim)))
+        out.append(np.array(obs, dtype=np.float64))
+    return np.stack(out)
+
+
+def path_reports(t: _Target | str | Callable[..., Agent], params: dict[str, Any] | None = None):
+    """The ``paths`` check's comparisons: a list of (setting, :class:`PathReport`)."""
+    from dp_experts_env.evaluation.paths import compare_settings, hint_settings
+
+    t = t if isinstance(t, _Target) else _Target(t, params or {})
+    feedback = "full" if t.feedback == "any" else t.feedback
+    env = _env(feedback, num_envs=PATH_RUNS, horizon=PATH_HORIZON)
+    gradients = None
+    if feedback == "oco":
+        gradients = _oco_gradients(env, PATH_HORIZON, seed=11)
+    settings = hint_settings(t.cls) if t.cls is not None else []
+
+    def build(**setting: Any) -> Agent:
+        kw = {**setting, **t.params}
+        return t.build(env, seed=7, epsilon=kw.pop("epsilon", 1.0), **kw)
+
+    return compare_settings(build, settings, horizon=PATH_HORIZON, gradients=gradients)
+
+
+def _check_paths(t: _Target, fail: Callable[[str], None]) -> str:
+    from dp_experts_env.evaluation.paths import describe_settings
+
+    found = path_reports(t)
+    if found and found[-1][1].method is None:
+        raise _Skip(found[-1][1].describe())
+    for label, report in found:
+        if not report.equal:
+            fail(f"the block path users run differs from act ({label}): {report.describe()}")
+    return describe_settings(found)
+
+
 def regret_by_epsilon(
     target: str | Callable[..., Agent],
     epsilons: Sequence[float] = MONOTONE_EPSILONS,
@@ -409,7 +471,99 @@ def _check_audit(t: _Target, fail: Callable[[str], None], audit: dict[str, Any])
     return report
 
 
-def _audit_factory(t: _Target, fail: Callable[[str], None], audit: dict[str, Any]) -> Any:
+#: The power self-check builds the learner with its noise times this factor.
+POWER_MULTIPLIER = 0.5
+TOO_LOW = "audit power too low for this learner"
+
+
+def _weakened(t: _Target) -> tuple[dict[str, Any], float] | None:
+    """(learner keywords, audit multiplier) that build ``t`` with half its noise, or None.
+
+    Through the contract's ``noise=`` keyword (the audit hands it a
+    :class:`~dp_experts_env.privacy.noise.ScaledBackend`), else a ``noise_multiplier`` keyword.
+    """
+    if t.accepts("noise"):
+        return {}, POWER_MULTIPLIER
+    if t.accepts("noise_multiplier"):
+        return {"noise_multiplier": POWER_MULTIPLIER}, 1.0
+    return None
+
+
+def _power_check(t: _Target, report: Any, audit: dict[str, Any]) -> str:
+    """Audit the learner built with half its noise on the scenario the audit chose."""
+    weak = _weakened(t)
+    if weak is None:
+        return (
+            f"{TOO_LOW}: unknown -- it takes neither a noise= nor a noise_multiplier keyword, "
+            "so the audit cannot build it with half its noise to see that it would catch that "
+            "(docs/own_learner.md)"
+        )
+    extra, multiplier = weak
+    kw = {
+        "runs": audit["runs"],
+        "selection_runs": audit["selection_runs"],
+        "time_budget": audit["time_budget"],
+        "seed": audit["seed"] + 1,
+    }
+    if t.feedback == "oco":
+        from dp_experts_env.evaluation.audit_oco import audit_oco_learner
+
+        # The OCO audit weakens a learner through its audit-only noise_multiplier itself.
+        weak_report = audit_oco_learner(
+            t.name, epsilon=1.0, params=t.params, multiplier=POWER_MULTIPLIER,
+            scenarios=[report.chosen.scenario], **kw,
+        )  # fmt: skip
+    elif t.name is not None:
+        from dp_experts_env.evaluation.audit import audit_learner
+
+        weak_report = audit_learner(
+            t.name, epsilon=1.0, params={**t.params, **extra}, multiplier=multiplier,
+            scenarios=[report.chosen.scenario], part_tests=False, **kw,
+        )  # fmt: skip
+    else:
+        return _factory_power(t, extra, multiplier, audit)
+    bound = weak_report.result.epsilon_lower_bound
+    claim = weak_report.result.claimed_epsilon
+    if weak_report.violation:
+        return (
+            f"the learner built with half its noise is caught on the chosen scenario "
+            f"(epsilon >= {bound:.3f} > claimed {claim:g})"
+        )
+    return (
+        f"{TOO_LOW}: the learner built with half its noise shows only epsilon >= {bound:.3f} "
+        f"(claimed {claim:g}) on the chosen scenario, so a pass says little; declare its "
+        "mechanisms (docs/own_learner.md) or audit with more runs"
+    )
+
+
+def _factory_power(t: _Target, extra: dict[str, Any], multiplier: float, audit: dict) -> str:
+    from dp_experts_env.privacy.noise import ScaledBackend, get_backend
+
+    if not extra:
+        base = t.params.get("noise", "fast")
+        extra = {"noise": ScaledBackend(get_backend(base), multiplier)}
+    weak = _Target(t.factory, {**t.params, **extra})  # type: ignore[arg-type]
+    result = _audit_factory(weak, lambda message: None, audit, raise_on_violation=False)
+    if not result.passed:
+        return (
+            f"the learner built with half its noise is caught on the given pair "
+            f"(epsilon >= {result.epsilon_lower_bound:.3f} > claimed {result.claimed_epsilon:g})"
+        )
+    return (
+        f"{TOO_LOW}: the learner built with half its noise shows only epsilon >= "
+        f"{result.epsilon_lower_bound:.3f} (claimed {result.claimed_epsilon:g}) on the one pair "
+        "an unregistered factory is audited on; register it and declare its mechanisms "
+        "(docs/own_learner.md) for the full search"
+    )
+
+
+def _audit_factory(
+    t: _Target,
+    fail: Callable[[str], None],
+    audit: dict[str, Any],
+    *,
+    raise_on_violation: bool = True,
+) -> Any:
     """An unregistered factory: the audit of one given pair (a rival pair before an update)."""
     from dp_experts_env.evaluation.audit import audit_agent, rival_pair
 
@@ -433,7 +587,7 @@ def _audit_factory(t: _Target, fail: Callable[[str], None], audit: dict[str, Any
         seed=audit.get("seed", 0),
         advice=np.eye(width) if bandit else None,
     )
-    if not result.passed:
+    if not result.passed and raise_on_violation:
         fail(f"the privacy audit found a violation: epsilon >= {result.epsilon_lower_bound:.3f}")
     return result
 
@@ -454,6 +608,7 @@ def check_agent(
     audit_selection_runs: int = 2_000,
     audit_time_budget: float = 30.0,
     audit_seed: int = 0,
+    power_check: bool = True,
 ) -> AgentCheckReport:
     """Run the learner contract and the privacy audit on a learner; raise on the first failure.
 
@@ -472,6 +627,10 @@ def check_agent(
         audit_selection_runs: runs per side scoring each candidate scenario.
         audit_time_budget: seconds for the audit's search.
         audit_seed: the audit's seed.
+        power_check: after a passed audit, audit the learner built with half its noise on the
+            scenario chosen (``noise=`` keyword, else ``noise_multiplier``); when that is not
+            caught the report (``report.power``) and a warning say "audit power too low for
+            this learner".
 
     Returns:
         An :class:`AgentCheckReport` (checks passed, checks skipped and why, the audit report).
@@ -486,6 +645,14 @@ def check_agent(
             raise ValueError(f"check {name!r} is not one of {list(CHECKS)}")
     target = _Target(name_or_factory, params or {})
     report = AgentCheckReport(target.label, target.feedback, target.private)
+    if target.private and not _declares(target):
+        _warn(
+            report,
+            f"{target.label} declares no mechanisms (agent.declaration is None): the audit "
+            "cannot derive its scenarios and checks from what the learner runs and falls back "
+            "to a longer generic search, which misses what it does not try; declare them "
+            "(docs/own_learner.md, 'Declare what runs')",
+        )
     audit = {
         "runs": audit_runs,
         "selection_runs": audit_selection_runs,
@@ -505,6 +672,12 @@ def check_agent(
                 _check_monotone(target, fail, monotone_runs, monotone_horizon)
             elif check == "audit":
                 report.audit = _check_audit(target, fail, audit)
+                if power_check and report.audit is not None:
+                    report.power = _power_check(target, report.audit, audit)
+                    if report.power.startswith(TOO_LOW):
+                        _warn(report, f"{target.label}: {report.power}")
+            elif check == "paths":
+                report.paths = _check_paths(target, fail)
             else:
                 _RUNNERS[check](target, fail)
         except _Skip as why:
@@ -518,6 +691,20 @@ def check_agent(
     return report
 
 
+def _warn(report: AgentCheckReport, message: str) -> None:
+    report.warnings.append(message)
+    warnings.warn(message, UserWarning, stacklevel=3)
+
+
+def _declares(t: _Target) -> bool:
+    """True when the learner built at epsilon 1 on a small home game declares its mechanisms."""
+    try:
+        agent = t.build(_env(t.feedback if t.feedback != "any" else "full"), seed=0)
+    except Exception:  # the claim check reports a learner that cannot be built
+        return True
+    return getattr(agent, "declaration", None) is not None
+
+
 _RUNNERS: dict[str, Callable[[_Target, Callable[[str], None]], None]] = {
     "claim": _check_claim,
     "actions": _check_actions,
@@ -525,6 +712,7 @@ _RUNNERS: dict[str, Callable[[_Target, Callable[[str], None]], None]] = {
     "observations": _check_observations,
     "seeding": _check_seeding,
     "batching": _check_batching,
+    "paths": _check_paths,
     "epsilon_inf": _check_epsilon_inf,
 }
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import Agent, PrivacyClaim, no_privacy
+from agents.base import Agent, PrivacyClaim, clip_unit, no_privacy
+from agents.noisy_clipped_hedge import NoisyClippedHedge, clip_project
 from dp_experts_env.privacy.mechanisms import report_noisy_min
 
 
@@ -50,6 +51,10 @@ class BlockLeader(Agent):
                 self.cumulative, sensitivity=1.0, epsilon=self._select_epsilon(), rng=self.rng
             ).value
         return self.leader
+
+    def play_block(self, obs: np.ndarray) -> np.ndarray:
+        """K rounds of ``act`` in one call (a block entry point, as users' runs call it)."""
+        return np.stack([np.asarray(self.act(row), dtype=np.int64) for row in obs])
 
     @property
     def privacy(self) -> PrivacyClaim:
@@ -137,6 +142,20 @@ class TenfoldTooLittleNoise(BlockLeader):
         return 10.0 * self.epsilon / self.k
 
 
+class BlockPathHalfNoise(BlockLeader):
+    """Bug: its block entry point selects with half the noise (``act`` is correct)."""
+
+    def play_block(self, obs: np.ndarray) -> np.ndarray:
+        self._in_block = True
+        try:
+            return super().play_block(obs)
+        finally:
+            self._in_block = False
+
+    def _select_epsilon(self) -> float:
+        return (2.0 if getattr(self, "_in_block", False) else 1.0) * self.epsilon / self.k
+
+
 #: mutant -> the check that must catch it.
 PLANTED = {
     NoClaim: "claim",
@@ -144,7 +163,24 @@ PLANTED = {
     AcceptsNaN: "observations",
     IgnoresSeed: "seeding",
     SharedStream: "batching",
+    BlockPathHalfNoise: "paths",
     MoreNoiseAtLargerEpsilon: "monotone",
     NoisyAtInf: "epsilon_inf",
     TenfoldTooLittleNoise: "audit",
 }
+
+
+class HedgeNoiseReused(NoisyClippedHedge):
+    """Draws one noise vector per run at the start and adds it every round.
+
+    Shared by tests/test_audit_zoo.py (the audit catches it) and tests/test_controls_gaps.py
+    (the fresh-noise check flags it).
+    """
+
+    def _init_state(self):
+        super()._init_state()
+        self._z = self.noise.laplace(self.rng, self.noise_scale, (self.n_experts,))
+
+    def _learn(self, obs):
+        w = clip_project(self._log_w - self.eta * (clip_unit(obs) + self._z), self.clip_level)
+        self._log_w = np.log(w)

@@ -18,6 +18,7 @@ import contextlib
 
 import numpy as np
 import pytest
+from _planted_agents import HedgeNoiseReused
 
 import agents
 from agents.base import AGENT_STREAM, clip_unit
@@ -43,7 +44,11 @@ HALF_RUNS = {
     "batched-private-shrinking-dartboard": (20_000, 2000),
     "private-lazy-hedge": (100_000, 4000),  # evidence within ~0.15 of the claim
 }
-NOT_DETECTABLE = {("svt-restart", "paper")}
+#: (learner, variant) no default audit catches. svt-restart's paper mode left it when the
+#: brute-force query-sensitivity check came (queries moving 1.48 against the declared 1). A
+#: Gaussian tree's x0.5 shows on no action event at (1, 1e-6): the plays read one threshold of
+#: the noisy sums; tests/test_gaussian_tree_hedge.py catches it on the releases.
+NOT_DETECTABLE: set[tuple[str, str]] = {("gaussian-tree-hedge", "x0.5")}
 #: learners whose x0.5 mutant only the part-level test catches (a split claim)
 PART_LEVEL = {"svt-restart"}
 # x0.5 audits that take seconds each (the largest run counts, the detector) run with the slow tests.
@@ -205,18 +210,6 @@ class SVTThresholdKept(SVTRestart):
     def _init_state(self):
         super()._init_state()
         self.detector.__class__ = _ThresholdKept
-
-
-class HedgeNoiseReused(NoisyClippedHedge):
-    """Draws one noise vector per run at the start and adds it every round."""
-
-    def _init_state(self):
-        super()._init_state()
-        self._z = self.noise.laplace(self.rng, self.noise_scale, (self.n_experts,))
-
-    def _learn(self, obs):
-        w = clip_project(self._log_w - self.eta * (clip_unit(obs) + self._z), self.clip_level)
-        self._log_w = np.log(w)
 
 
 class HedgeReseeded(NoisyClippedHedge):
@@ -411,6 +404,8 @@ CONTROLS = {
 }
 #: mutants whose noise is drawn outside the backend (caught by the provenance check alone)
 FOREIGN = {"hedge-own-generator", "tree-own-generator"}
+#: mutants that reuse one draw (also caught by the provenance check's cached-noise replay)
+CACHED = {"hedge-noise-reused"}
 ZOO_RUNS = {"runs": 20_000, "selection_runs": 2000, "pairs": 4, "seed": 0}
 
 
@@ -435,6 +430,9 @@ def test_zoo_verdicts_are_pinned(name):
     if name in FOREIGN:
         # Only the provenance check sees these: the statistical test passes them.
         assert rep.foreign_noise and rep.result.passed, rep.summary()
+    elif name in CACHED:
+        # Noise drawn once and reused: the provenance check's cached-noise replay sees it too.
+        assert "cached noise" in rep.foreign_noise, rep.summary()
     else:
         assert not rep.foreign_noise, rep.summary()
 

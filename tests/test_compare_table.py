@@ -11,7 +11,13 @@ import pytest
 
 from dp_experts_env.cli import main
 from dp_experts_env.evaluation.plots import learner_style, learner_styles
-from dp_experts_env.evaluation.table import WIDTH, env_labels, terminal_table, ties
+from dp_experts_env.evaluation.table import (
+    WIDTH,
+    best_private,
+    env_labels,
+    terminal_table,
+    ties,
+)
 
 
 @pytest.mark.slow
@@ -65,6 +71,58 @@ def test_ties_mark_overlapping_intervals_only():
     ranks = [line.split()[1] for line in text.splitlines() if line.startswith("A ")]
     assert ranks == ["1", "2=", "3", "4="]
     assert "non-private" in text and "inf (no noise)" not in text
+
+
+def test_best_private_learner_per_epsilon_is_marked():
+    """'*' goes to the lowest mean among the private learners at each finite epsilon of an env:
+    never to a non-private learner or to a noise-removed (inf) row, even when they are lower
+    (a marker of the env's overall best would be caught here); ties at the minimum all marked;
+    the row order does not matter (a harmless change)."""
+    rows = [  # (env, agent, epsilon, mean)
+        ("E", "hedge", math.inf, 1.0),  # non-private, lowest of all
+        ("E", "p1", math.inf, 2.0),  # noise removed: not a private run
+        ("E", "p1", 1.0, 9.0),
+        ("E", "p2", 1.0, 7.0),  # best private at eps 1
+        ("E", "p1", 2.0, 5.0),  # best private at eps 2 (tied)
+        ("E", "p2", 2.0, 5.0),
+        ("F", "p1", 1.0, 8.0),  # another env: its own best
+        ("F", "p2", 1.0, 8.5),
+    ]
+    table = pd.DataFrame(
+        [{"env": e, "agent": a, "epsilon": x, "dynamic_regret_mean": m} for e, a, x, m in rows]
+    )
+    private = {"p1", "p2"}
+    expected = [False, False, False, True, True, True, True, False]
+    assert best_private(table, "dynamic_regret", private) == expected
+    flipped = table.iloc[::-1].reset_index(drop=True)
+    assert best_private(flipped, "dynamic_regret", private) == expected[::-1]
+    # In the printed table the mark follows the rank (and any tie mark).
+    summary = _summary([("p2", 1, 2), ("p1", 1.5, 3)])
+    summary["epsilon"] = 1.0
+    frame = pd.DataFrame({"agent": ["p1", "p2"], "epsilon": 1.0, "env": "E"})
+    text = terminal_table(frame, summary, "dynamic_regret")
+    ranks = [line.split()[1] for line in text.splitlines() if line.startswith("A ")]
+    assert ranks == ["1*", "2="]
+    assert "'*' after a rank: the best private learner at its epsilon" in text
+
+
+def test_suite_variants_are_labelled_with_their_defaults_only():
+    """A learner whose defaults are the suite's variant is printed with '(suite variant)' and the
+    header says what that means; a grid label with parameters (its paper form, say) is not."""
+    from dp_experts_env.evaluation.table import SUITE_VARIANTS
+
+    assert {"private-batched-exp4", "svt-restart", "dp-klucb"} <= set(SUITE_VARIANTS)
+    summary = _summary(
+        [("svt-restart", 1, 2), ("svt-restart[tuning=paper]", 3, 4), ("hedge", 5, 6)]
+    )
+    frame = pd.DataFrame({"agent": list(summary["agent"]), "epsilon": math.inf, "env": "E"})
+    text = terminal_table(frame, summary, "dynamic_regret")
+    rows = [line for line in text.splitlines() if line.startswith("A ")]
+    assert "svt-restart (suite variant)" in rows[0]
+    assert "(suite variant)" not in rows[1] and "(suite variant)" not in rows[2]
+    assert "(suite variant): the learner's defaults are not its paper's algorithm" in text
+    plain = terminal_table(frame.iloc[2:], summary.iloc[2:], "dynamic_regret")
+    assert "suite variant" not in plain
 
 
 def test_env_labels_are_short_and_distinct():

@@ -32,9 +32,9 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from _planted_agents import HedgeNoiseReused as _NoiseReused
 
-from agents.base import clip_unit
-from agents.noisy_clipped_hedge import NoisyClippedHedge, clip_project
+from agents.noisy_clipped_hedge import NoisyClippedHedge
 from agents.registry import _REGISTRY, register
 from dp_experts_env.evaluation.claims import Claim, Control, Point, Sweep, judge, mean_with_ci
 from dp_experts_env.evaluation.reproduce import learner_ratios, run_claims
@@ -166,18 +166,6 @@ def _registered(name, cls):
         yield name
     finally:
         _REGISTRY.pop(name, None)
-
-
-class _NoiseReused(NoisyClippedHedge):
-    """Planted bug: one noise vector per run, drawn at the start and added every round."""
-
-    def _init_state(self):
-        super()._init_state()
-        self._z = self.noise.laplace(self.rng, self.noise_scale, (self.n_experts,))
-
-    def _learn(self, obs):
-        w = clip_project(self._log_w - self.eta * (clip_unit(obs) + self._z), self.clip_level)
-        self._log_w = np.log(w)
 
 
 class _ExtraDraw(NoisyClippedHedge):

@@ -226,21 +226,21 @@ def test_public_tables_equal_the_chunked_suffix_counts_and_are_kept_on_disk(tmp_
     import sys
     from pathlib import Path
 
-    from agents import meta_expert
+    from agents import meta_expert_tuning
 
     monkeypatch.setenv("DP_EXPERTS_CACHE_DIR", str(tmp_path))
-    meta_expert._public_tables.cache_clear()
+    meta_expert_tuning.public_tables.cache_clear()
     n, t_max, s = 7, 1300, 3
-    log_count, table = meta_expert._public_tables(n, t_max, s)
+    log_count, table = meta_expert_tuning.public_tables(n, t_max, s)
     assert log_count == log_count_meta_experts(n, t_max, s)
     for start in (0, 1, 511, 1299):  # the chunks _log_suffix_counts would compute
-        chunk = meta_expert._suffix_rows(n, t_max, s, np.arange(start, start + 512))
+        chunk = meta_expert_tuning.suffix_rows(n, t_max, s, np.arange(start, start + 512))
         rows = min(512, t_max + 1 - start)
         assert chunk[:rows].tobytes() == table[start : start + rows].tobytes()
     assert len(list(tmp_path.glob("*.npz"))) == 1
     code = (
-        "import sys; from agents import meta_expert as m; "
-        f"c, t = m._public_tables({n}, {t_max}, {s}); "
+        "import sys; from agents import meta_expert_tuning as m; "
+        f"c, t = m.public_tables({n}, {t_max}, {s}); "
         "print(repr(c), t.sum(), 'scipy.special' in sys.modules)"
     )
     root = Path(__file__).resolve().parents[1]
@@ -253,4 +253,4 @@ def test_public_tables_equal_the_chunked_suffix_counts_and_are_kept_on_disk(tmp_
         check=True,
     ).stdout.split()
     assert float(out[0]) == log_count and float(out[1]) == table.sum() and out[2] == "False"
-    meta_expert._public_tables.cache_clear()
+    meta_expert_tuning.public_tables.cache_clear()

@@ -39,7 +39,11 @@ from dp_experts_env.adversaries.base import (
     Round,
 )
 from dp_experts_env.adversaries.changepoints import ChangePointSchedule, SegmentClock
-from dp_experts_env.adversaries.params import BanditParams, ShiftParams
+from dp_experts_env.adversaries.params import (  # noqa: F401  (ChangePoints annotates inherited fields; the API reference resolves it here)
+    BanditParams,
+    ChangePoints,
+    ShiftParams,
+)
 from dp_experts_env.adversaries.registry import register_family
 from dp_experts_env.adversaries.shifting import plant_best
 from dp_experts_env.batch_rng import BatchRNG
@@ -58,12 +62,15 @@ __all__ = [
     "DuplicatedExpertsParams",
     "PolicyClassParams",
     "Lemma11SwitchParams",
+    "check_gap",
+    "check_identity_experts",
 ]
 
 MAX_POLICY_CLASS_EXPERTS = 1 << 20  # K^C experts; each round materialises (B, N, K) advice
 
 
-def _check_gap(gap: Any) -> float:
+def check_gap(gap: Any) -> float:
+    """``gap`` as a float in (0, 0.5]: the mean gap of the planted arm (ValueError otherwise)."""
     return check_float("gap", gap, minimum=0.0, maximum=0.5, min_inclusive=False)
 
 
@@ -85,7 +92,12 @@ def _one_hot(rec: np.ndarray, n_arms: int, mix: np.ndarray | float = 0.0) -> np.
     return out
 
 
-def _check_identity_experts(n_experts: Any, n_arms: Any) -> int:
+def check_identity_experts(n_experts: Any, n_arms: Any) -> int:
+    """N for identity experts (one per arm): ``n_arms``, which ``n_experts`` must equal if given.
+
+    Raises:
+        ValueError: ``n_arms < 2``, ``n_experts < 1``, or ``n_experts != n_arms``.
+    """
     n_arms = check_int("n_arms", n_arms, minimum=2)
     if n_experts is None:
         return n_arms
@@ -308,7 +320,7 @@ class PlantedExpert(AdviceAdversary):
         p = PlantedExpertParams.resolve(params, knobs)
         gap, rho_star, rho, smoothing = p.gap, p.rho_star, p.rho, p.smoothing
         super().__init__(n_experts, horizon, n_arms)
-        self.gap = _check_gap(gap)
+        self.gap = check_gap(gap)
         self.rho_star = check_float("rho_star", rho_star, minimum=0.0, maximum=1.0)
         self.rho = check_float("rho", rho, minimum=0.0, maximum=1.0)
         if not self.rho < self.rho_star:
@@ -508,7 +520,7 @@ class PolicyClass(AdviceAdversary):
             )
         super().__init__(k**n_contexts, horizon, k)
         self.n_contexts = n_contexts
-        self.gap = _check_gap(gap)
+        self.gap = check_gap(gap)
         self.spread = check_float("spread", spread, minimum=0.0, maximum=1.0)
         self._powers = (k ** np.arange(n_contexts)).astype(np.int64)
 

@@ -23,10 +23,14 @@ from dp_experts_env.adversaries.advice import (
     AdviceAdversary,
     Lemma11Switch,
     Lemma11SwitchParams,
-    _check_gap,
-    _check_identity_experts,
+    check_gap,
+    check_identity_experts,
 )
-from dp_experts_env.adversaries.params import BanditParams, ShiftParams
+from dp_experts_env.adversaries.params import (  # noqa: F401  (ChangePoints annotates inherited fields; the API reference resolves it here)
+    BanditParams,
+    ChangePoints,
+    ShiftParams,
+)
 from dp_experts_env.adversaries.registry import register_family
 from dp_experts_env.adversaries.shifting import plant_best
 from dp_experts_env.batch_rng import BatchRNG
@@ -66,7 +70,7 @@ class PeriodicSwap(AdviceAdversary):
         **knobs: Any,
     ) -> None:
         p = PeriodicSwapParams.resolve(params, knobs)
-        super().__init__(_check_identity_experts(n_experts, n_arms), horizon, n_arms)
+        super().__init__(check_identity_experts(n_experts, n_arms), horizon, n_arms)
         self.period = check_int("period", p.period, minimum=1)
         self.default_switches = -(-self.horizon // self.period) - 1
 
@@ -122,9 +126,9 @@ class BanditBernoulliGap(AdviceAdversary):
     ) -> None:
         p = BanditBernoulliGapParams.resolve(params, knobs)
         gap, best_arm = p.gap, p.best_arm
-        n_experts = _check_identity_experts(n_experts, n_arms)
+        n_experts = check_identity_experts(n_experts, n_arms)
         super().__init__(n_experts, horizon, n_arms)
-        self.gap = _check_gap(gap)
+        self.gap = check_gap(gap)
         self.best_arm = None
         if best_arm is not None:
             self.best_arm = check_int("best_arm", best_arm, minimum=0, maximum=self.n_arms - 1)
@@ -222,5 +226,5 @@ def lemma11_bandit(
     **knobs: Any,
 ) -> Lemma11Switch:
     """Lemma-11 switch instance with identity experts only (N = K)."""
-    n_experts = _check_identity_experts(n_experts, n_arms)
+    n_experts = check_identity_experts(n_experts, n_arms)
     return Lemma11Switch(n_experts, horizon, n_arms, Lemma11SwitchParams.resolve(params, knobs))

@@ -45,7 +45,12 @@ import numpy as np
 from dp_experts_env._validation import check_float, check_int, check_loss_array
 from dp_experts_env.adversaries.base import Adversary, Round
 from dp_experts_env.adversaries.changepoints import dyadic_capacity
-from dp_experts_env.adversaries.params import FamilyParams, LevelParams, ShiftParams
+from dp_experts_env.adversaries.params import (  # noqa: F401  (ChangePoints annotates inherited fields; the API reference resolves it here)
+    ChangePoints,
+    FamilyParams,
+    LevelParams,
+    ShiftParams,
+)
 from dp_experts_env.adversaries.registry import (
     families,
     family_factory,
@@ -68,6 +73,8 @@ __all__ = [
     "AntiLazyParams",
     "SampledStochasticParams",
     "ReplayParams",
+    "FROM_LOSSES",
+    "FromLosses",
 ]
 
 
@@ -437,8 +444,11 @@ def load_losses(losses: Any, *, rescale: bool = False) -> np.ndarray:
     return check_loss_array("losses", losses, ndim=2)
 
 
-class _FromLosses:
-    """Default size of ``replay``: read from the matrix (None means the same).
+class FromLosses:
+    """The type of :data:`FROM_LOSSES`, the default size of ``replay``: read from the matrix.
+
+    None means the same. Families that replay a matrix (``replay``, the real-data families)
+    annotate their size arguments with it.
 
     Environments do not fill these sizes because :class:`ReplayParams` declares ``FILLED = ()``;
     the sentinel only makes the default explicit in the signature.
@@ -448,7 +458,8 @@ class _FromLosses:
         return "FROM_LOSSES"
 
 
-FROM_LOSSES = _FromLosses()
+#: Default of the size arguments of the families that replay a loss matrix (read from it).
+FROM_LOSSES = FromLosses()
 
 
 @register_family("oblivious", "replay", ReplayParams)
@@ -466,8 +477,8 @@ class Replay(Adversary):
 
     def __init__(
         self,
-        n_experts: int | None | _FromLosses = FROM_LOSSES,
-        horizon: int | None | _FromLosses = FROM_LOSSES,
+        n_experts: int | None | FromLosses = FROM_LOSSES,
+        horizon: int | None | FromLosses = FROM_LOSSES,
         params: ReplayParams | None = None,
         **knobs: Any,
     ) -> None:

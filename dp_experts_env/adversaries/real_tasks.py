@@ -32,7 +32,7 @@ import numpy as np
 
 from dp_experts_env._validation import check_int
 from dp_experts_env.adversaries.base import Adversary, Round
-from dp_experts_env.adversaries.oblivious import FROM_LOSSES, _FromLosses
+from dp_experts_env.adversaries.oblivious import FROM_LOSSES, FromLosses
 from dp_experts_env.adversaries.params import FamilyParams
 from dp_experts_env.adversaries.registry import register_family
 
@@ -88,8 +88,8 @@ class RealTask(Adversary):
 
     def __init__(
         self,
-        n_experts: int | None | _FromLosses = FROM_LOSSES,
-        horizon: int | None | _FromLosses = FROM_LOSSES,
+        n_experts: int | None | FromLosses = FROM_LOSSES,
+        horizon: int | None | FromLosses = FROM_LOSSES,
         params: RealTaskParams | None = None,
         **knobs: Any,
     ) -> None:

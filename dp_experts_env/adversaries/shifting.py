@@ -49,7 +49,8 @@ from dp_experts_env.adversaries.changepoints import (
     SegmentClock,
     segment_lengths,
 )
-from dp_experts_env.adversaries.params import (
+from dp_experts_env.adversaries.params import (  # noqa: F401  (ChangePoints annotates inherited fields; the API reference resolves it here)
+    ChangePoints,
     FamilyParams,
     GapBaseParams,
     ShiftParams,

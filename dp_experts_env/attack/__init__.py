@@ -9,3 +9,9 @@
 This package sits above ``agents/`` (like ``evaluation/``); nothing below imports it, and the env
 id is registered by a string entry point.
 """
+
+from dp_experts_env.learner_package import check_learner_package
+
+# Every module of this package imports the learners: a foreign module named "agents" earlier on
+# sys.path is refused here, by name, before anything runs with it.
+check_learner_package()

@@ -54,6 +54,13 @@ def add_parser(sub: Any) -> None:
         help="learner parameter, e.g. --set eta=0.1 (repeatable)",
     )
     p.add_argument("--no-progress", action="store_true", help="no training progress bar")
+    p.add_argument(
+        "--replay",
+        metavar="NPZ",
+        default=None,
+        help="evaluate a saved adversary (an adversary.npz: weights as arrays, no pickle) "
+        "instead of training one; a pickled model (SB3 .zip) is refused",
+    )
 
 
 def _int(option: str, raw: str, minimum: int) -> int:
@@ -69,8 +76,8 @@ def _int(option: str, raw: str, minimum: int) -> int:
 def config_from_args(args: argparse.Namespace) -> Any:
     """The validated :class:`~dp_experts_env.attack.run.AttackConfig`; errors name the option."""
     import agents
+    from dp_experts_env.assignments import parse_assignments
     from dp_experts_env.attack.run import FAMILY_KINDS, AttackConfig, family_kinds
-    from dp_experts_env.cli import _parse_assignments
 
     epsilon = None
     if args.epsilon is not None:
@@ -105,7 +112,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
     config = AttackConfig(
         learner=args.learner,
         epsilon=epsilon,
-        learner_params=_parse_assignments(args.set, "--set"),
+        learner_params=parse_assignments(args.set, "--set"),
         kind=args.kind,
         n_experts=_int("--n-experts", args.n_experts, 2),
         horizon=_int("--horizon", args.horizon, 2),
@@ -115,6 +122,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         seed=_int("--seed", args.seed, 0),
         eval_runs=_int("--eval-runs", args.eval_runs, 2),
     )
+    config.check_sizes()  # its messages name the options
     try:
         config.validate()
     except (TypeError, ValueError) as err:
@@ -128,13 +136,28 @@ def cmd_attack(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     out = Path(args.out)
-    report = run_attack(config, out_dir=out, progress=not args.no_progress)
+    model = None
+    if args.replay is not None:
+        from dp_experts_env.attack.model import load_policy
+        from dp_experts_env.attack.run import check_policy_fits
+
+        try:
+            model = load_policy(args.replay)
+            check_policy_fits(model, config)
+        except ValueError as err:
+            raise ValueError(f"--replay {args.replay}: {err}") from None
+    report = run_attack(config, out_dir=out, progress=not args.no_progress, model=model)
     best = report["best_family"]
     bound = "none declared" if report["bound"] is None else f"{report['bound']:.2f}"
+    trained = (
+        f"replayed {args.replay}"
+        if args.replay is not None
+        else f"{config.timesteps} PPO steps ({report['train_cpu_seconds']:.1f} s CPU)"
+    )
     lines = [
         f"learner {config.learner} (epsilon {config.epsilon}), N={config.n_experts}, "
         f"T={config.horizon}, {'oblivious' if config.oblivious else 'adaptive'} adversary, "
-        f"{config.timesteps} PPO steps ({report['train_cpu_seconds']:.1f} s CPU)",
+        f"{trained}",
         f"  learned adversary: {report['learned_regret']:.2f} "
         f"[{report['learned_ci'][0]:.2f}, {report['learned_ci'][1]:.2f}]",
         f"  best family:       {report['best_family_regret']:.2f} ({best})"

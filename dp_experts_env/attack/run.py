@@ -20,6 +20,7 @@ seeds from ``EVAL_SEED_BASE + 1000 * seed`` on, which no training episode uses.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import sys
@@ -34,6 +35,8 @@ import numpy as np
 from dp_experts_env._validation import check_choice, check_int
 from dp_experts_env.attack.bounds import declared_bound
 from dp_experts_env.attack.env import ATTACK_ID, REWARDS, AttackVectorEnv, build_learner
+from dp_experts_env.attack.model import MODEL_FILE, save_policy
+from dp_experts_env.evaluation.store import UnsafeResultsFolder, plain_dir, write_atomic
 from dp_experts_env.kinds import KINDS, kinds_of
 
 __all__ = [
@@ -131,6 +134,7 @@ class AttackConfig:
         check_int("seed", self.seed, minimum=0)
         check_int("train_envs", self.train_envs, minimum=1)
         check_int("eval_runs", self.eval_runs, minimum=2)
+        self.check_sizes()
         check_choice("kind", self.kind, FAMILY_KINDS)
         check_choice("train_reward", self.train_reward, ("auto", *REWARDS))
         if not isinstance(self.oblivious, bool):
@@ -144,6 +148,33 @@ class AttackConfig:
                 "has none (use 'realized' or 'auto')"
             )
         return self
+
+    def check_sizes(self) -> None:
+        """Refuse sizes that could not run, before anything is built (ValueError naming them).
+
+        ``n_switches`` below the horizon; the evaluation's arrays (every adversary's regret
+        curve and loss vectors, the env's and the learner's per-run state: about 8 (2N + 1) T
+        + 400 N bytes per evaluation run) and the PPO rollout (``train_envs`` x T observations
+        of 6N + 1 features and N actions, float32) within
+        :data:`~dp_experts_env._validation.MEMORY_LIMIT`, as ``compare`` refuses its grids.
+        """
+        from dp_experts_env._validation import check_memory
+
+        n, t = int(self.n_experts), int(self.horizon)
+        if self.n_switches >= t:
+            raise ValueError(
+                f"--switches (n_switches) must be below the horizon T={t} (at most {t - 1} "
+                f"switches fit in T rounds), got {self.n_switches}"
+            )
+        runs = int(self.eval_runs)
+        check_memory(
+            f"--eval-runs {runs} x --horizon {t} x --n-experts {n} (evaluation)",
+            runs * (8.0 * (2 * n + 1) * t + 400.0 * n),
+        )
+        check_memory(
+            f"train_envs {self.train_envs} x --horizon {t} x --n-experts {n} (PPO rollout)",
+            self.train_envs * t * (4.0 * (7 * n + 1) + 32.0) + 400.0 * n * self.train_envs,
+        )
 
     def learner_instance(self) -> Any:
         """The attacked learner, built for one run (validation, bound, claim)."""
@@ -234,7 +265,7 @@ def train_adversary(config: AttackConfig, progress: bool = False) -> tuple[Any, 
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecMonitor
 
-    from dp_experts_env.sb3 import make_sb3_vec_env
+    from dp_experts_env.sb3 import make_sb3_vec_env, quiet_logger
 
     torch.set_num_threads(1)
     cpu = time.process_time()
@@ -255,6 +286,7 @@ def train_adversary(config: AttackConfig, progress: bool = False) -> tuple[Any, 
     }
     kwargs.update(config.ppo)
     model = PPO("MlpPolicy", venv, **kwargs)
+    model.set_logger(quiet_logger())  # no SB3-<date> folder left in the temporary folder
     callback = _progress_callback(config.timesteps, sys.stderr) if progress else None
     model.learn(config.timesteps, callback=callback)
     venv.close()
@@ -468,6 +500,8 @@ def run_attack(
     regret is above the learner's declared bound (see :func:`find_defects`).
     """
     config.validate()
+    if out_dir is not None:
+        check_outputs(out_dir)  # before training: a refused folder costs nothing
     cpu_seconds = 0.0
     if model is None:
         model, cpu_seconds = train_adversary(config, progress=progress)
@@ -527,13 +561,15 @@ def run_attack(
     for defect in report["defects"]:
         print(f"DEFECT in learner {config.learner!r} or its bound: {defect}", file=sys.stderr)
     if out_dir is not None:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        if hasattr(model, "save"):
-            model.save(out / "adversary.zip")  # PPO.load(path) plays it again
-            report["model"] = "adversary.zip"
+        out = check_outputs(out_dir)
+        policy = getattr(model, "policy", model)
+        if _saveable(policy):
+            save_policy(policy, out / MODEL_FILE)  # arrays + architecture: no pickle
+            report["model"] = MODEL_FILE
         if sequence is not None:
-            np.save(out / "sequence.npy", sequence)
+            buffer = io.BytesIO()
+            np.save(buffer, sequence, allow_pickle=False)
+            write_atomic(out / "sequence.npy", lambda fh: fh.write(buffer.getvalue()), text=False)
             report["sequence"] = "sequence.npy"
         curves = {"learned": learned}
         if best:
@@ -544,9 +580,53 @@ def run_attack(
             f"{'oblivious' if config.oblivious else 'adaptive'} adversary"
         )
         report["figure"] = _figure(curves, bound, title, out / "attack.png").name
-        (out / "attack.json").write_text(json.dumps(report, indent=2, default=_json_default))
+        text = json.dumps(report, indent=2, default=_json_default)
+        write_atomic(out / "attack.json", lambda fh: fh.write(text))
     report["config"] = asdict(config)
     return report
+
+
+#: What an attack writes into its output folder.
+OUTPUTS = ("attack.json", "attack.png", "sequence.npy", MODEL_FILE)
+
+
+def check_outputs(out_dir: str | Path) -> Path:
+    """The output folder, made if missing; UnsafeResultsFolder if it or an output is a link.
+
+    Outputs are written to a temporary file and renamed over their destination (a planted link
+    is replaced, never followed); a link already planted at an output name is refused up front,
+    as ``compare`` refuses linked folders, so nothing outside the folder is ever written.
+    """
+    out = plain_dir(out_dir)
+    for name in OUTPUTS:
+        if (out / name).is_symlink():
+            raise UnsafeResultsFolder(
+                f"{out / name} is a symbolic link; an attack never writes through a link "
+                "(remove it, or use another --out)"
+            )
+    return out
+
+
+def check_policy_fits(policy: Any, config: AttackConfig) -> None:
+    """ValueError unless a loaded policy reads this attack's observations and plays N losses."""
+    env = AttackVectorEnv(1, **config.env_kwargs())
+    want = (env.single_observation_space.shape, env.single_action_space.shape)
+    env.close()
+    have = (policy.observation_space.shape, policy.action_space.shape)
+    if have != want:
+        raise ValueError(
+            f"the saved adversary observes {have[0]} and plays {have[1]}; this attack "
+            f"(--n-experts {config.n_experts}, {'oblivious' if config.oblivious else 'adaptive'})"
+            f" needs {want[0]} and {want[1]}"
+        )
+
+
+def _saveable(policy: Any) -> bool:
+    try:
+        from stable_baselines3.common.policies import ActorCriticPolicy
+    except ImportError:  # a model passed in without SB3 installed (a test double)
+        return False
+    return type(policy) is ActorCriticPolicy
 
 
 def _json_default(value: Any) -> Any:

@@ -9,7 +9,6 @@ CPU seconds of the two trainings.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -79,8 +78,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not paths:
         print("usage: python -m dp_experts_env.attack.table DIR/*/attack.json", file=sys.stderr)
         return 2
-    print(markdown([json.loads(p.read_text()) for p in paths]))
+    try:
+        reports = [_report(p) for p in paths]
+    except ValueError as err:
+        print(f"dp_experts_env.attack.table: error: {err}", file=sys.stderr)
+        return 2
+    print(markdown(reports))
     return 0
+
+
+def _report(path: Path) -> dict:
+    """One ``attack.json``; ValueError naming the file when it is not one (deep JSON too)."""
+    from dp_experts_env.evaluation.store import loads, read_plain
+
+    try:
+        report = loads(read_plain(path))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path} cannot be read as an attack report ({err})") from None
+    if not isinstance(report, dict):
+        raise ValueError(f"{path} is not an attack report (not a JSON object)")
+    return report
 
 
 if __name__ == "__main__":  # pragma: no cover

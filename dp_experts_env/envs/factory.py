@@ -42,7 +42,7 @@ from dp_experts_env.adversaries import (
 )
 from dp_experts_env.adversaries.adaptive import PolicyAdversaryParams
 from dp_experts_env.adversaries.params import FamilyParams
-from dp_experts_env.kinds import ENV_KINDS, KINDS, KindSpec
+from dp_experts_env.kinds import ENV_KINDS, ID_KIND, KINDS, KindSpec
 
 __all__ = [
     "KindSpec",
@@ -133,7 +133,6 @@ MAX_SIZE = 2**31
 #: Keyword the registry adds to every id's kwargs next to ``kind``: ``gym.make(id, kind=...)``
 #: replaces the registered ``kind`` but not this one, so a kind contradicting the id is refused
 #: instead of silently building another kind's env under the id.
-ID_KIND = "_id_kind"
 
 
 def check_id_kind(kind: str, id_kind: Any) -> None:

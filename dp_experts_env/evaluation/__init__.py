@@ -3,6 +3,12 @@
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from dp_experts_env.learner_package import check_learner_package
+
+# Every module of this package imports the learners: a foreign module named "agents" earlier on
+# sys.path is refused here, by name, before anything runs with it.
+check_learner_package()
+
 # Each public name and the submodule that defines it. They load on first use: a spawned grid
 # worker imports this package to play cells and needs none of the figures (matplotlib), result
 # tables (pandas) or statistics (scipy.stats) that the parent process writes.

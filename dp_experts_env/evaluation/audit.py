@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,11 +58,17 @@ from dp_experts_env.privacy.audit import (
     sequence_families,
 )
 from dp_experts_env.privacy.declaration import fresh_draws, scalar_draws
-from dp_experts_env.privacy.noise import RecordingBackend, ScaledBackend, get_backend
+from dp_experts_env.privacy.noise import (
+    LaterCallsScaled,
+    RecordingBackend,
+    ScaledBackend,
+    get_backend,
+)
 
 __all__ = [
     "DEFAULT_RUNS",
     "MAX_RELEASES",
+    "UNDECLARED",
     "declaration_of",
     "derived_scenarios",
     "noise_freshness",
@@ -72,8 +79,18 @@ __all__ = [
     "audit_learner",
     "default_scenarios",
     "play_scenario",
+    "swap_pair",
+    "tree_counter_test",
+    "query_sensitivity_check",
+    "TreeCheck",
 ]
 
+#: The loud warning for a private learner that declares nothing.
+UNDECLARED = (
+    "{agent} declares no mechanisms (agent.declaration is None): the audit cannot derive its "
+    "scenarios and checks from what runs and tries a longer generic search (long games, "
+    "T <= 64), which misses what it does not try; declare them (docs/own_learner.md)"
+)
 _TEST_SEED_OFFSET = 500_000_000_000  # test runs' seeds start here (selection runs below it)
 #: test runs per side when neither the caller nor the chosen scenario says otherwise
 DEFAULT_RUNS = 100_000
@@ -252,6 +269,49 @@ def _play(
     return actions, releases
 
 
+def _play_blocks(agent: Any, losses: np.ndarray, advice: np.ndarray | None, n: int) -> np.ndarray:
+    """The game of :func:`_play` (oblivious) through the learner's block entry point.
+
+    What users' runs call on an oblivious game (``play_block`` with the block's observations,
+    ``play_bandit_block`` with the block's losses and advice), in the blocks of
+    :data:`~dp_experts_env.evaluation.paths.BLOCKS`; returns the (n, T) actions.
+    """
+    from dp_experts_env.evaluation.paths import BLOCKS
+
+    horizon, width = losses.shape
+    actions = np.empty((n, horizon), dtype=np.int16 if width < 2**15 else np.int64)
+    bandit = agent.feedback == "bandit"
+    rows = np.zeros(n, dtype=np.int64)
+    prev, last_loss = np.zeros(n, dtype=np.int64), np.zeros(n)
+    t, i = 0, 0
+    while t < horizon:
+        k = min(BLOCKS[i % len(BLOCKS)], horizon - t)
+        i += 1
+        if bandit:
+            adv = advice if advice.ndim == 2 else advice[t]
+            first = {
+                "advice": np.broadcast_to(adv, (n, *adv.shape)),
+                "last_action": prev,
+                "last_loss": last_loss,
+            }
+            block_advice = None
+            if advice.ndim == 3:
+                block_advice = np.broadcast_to(advice[t : t + k, None], (k, n, *advice.shape[1:]))
+            chosen = agent.play_bandit_block(first, block_advice, losses[t : t + k, None], rows)
+        else:
+            obs = np.empty((k, n, width))
+            obs[0] = losses[t - 1] if t else 0.0
+            obs[1:] = losses[t : t + k - 1, None, :]
+            chosen = agent.play_block(obs)
+        chosen = np.asarray(chosen)
+        for r in range(k):
+            actions[:, t + r] = _check_actions(chosen[r], n, width)
+        prev = chosen[-1].astype(np.int64)
+        last_loss = losses[t + k - 1][prev]
+        t += k
+    return actions
+
+
 def relative_actions(actions: np.ndarray, k: int) -> np.ndarray:
     """``(J_0, J_1 - J_0, J_2 - J_1, ...) mod k``: a keyed scenario's actions in its own frame.
 
@@ -308,8 +368,12 @@ def play_scenario(
     multiplier: float = 1.0,
     record: bool = False,
     refusable: bool = False,
+    block: bool = False,
 ) -> Outputs:
     """Play one side (0: ``losses``, 1: ``neighbor``) of a scenario with ``n_runs`` runs.
+
+    With ``block``, an oblivious (not keyed) scenario is played through the learner's block
+    entry point, as users' runs play it (:func:`_play_blocks`; no releases recorded).
 
     Run ``b`` uses agent seed ``seed + b``. Keyed scenarios return their actions as
     :func:`relative_actions`. ``multiplier`` weakens (or strengthens) the noise
@@ -337,15 +401,20 @@ def play_scenario(
             raise ValueError("advice is only for bandit agents")
         if built.n_experts != width:
             raise ValueError(f"agent has {built.n_experts} experts but losses have {width}")
-    actions, releases = _play(
-        built,
-        losses,
-        advice,
-        n_runs,
-        keyed=scenario.keyed,
-        recorder=recorder,
-        changed=scenario.changed_round,
-    )
+    if block:
+        if scenario.keyed or record:
+            raise ValueError("the block path plays oblivious scenarios, without recording")
+        actions, releases = _play_blocks(built, losses, advice, n_runs), None
+    else:
+        actions, releases = _play(
+            built,
+            losses,
+            advice,
+            n_runs,
+            keyed=scenario.keyed,
+            recorder=recorder,
+            changed=scenario.changed_round,
+        )
     if scenario.keyed:
         actions = relative_actions(actions, width)
     return Outputs(actions, releases, built.privacy, time.perf_counter() - began)
@@ -441,16 +510,23 @@ def _provenance_game(agent: str, params: Mapping[str, Any]) -> Scenario:
 
 
 def _same_actions_without_noise(
-    agent: str, scenario: Scenario, n_runs: int, seed: int, multiplier: float
+    agent: str, scenario: Scenario, n_runs: int, seed: int, multiplier: float, keep: int = 0
 ) -> bool | None:
-    """True when side 0 plays identically with the backend's noise x0; None: not buildable."""
+    """True when side 0 plays identically with the backend's noise x0; None: not buildable.
+
+    With ``keep``, the first ``keep`` backend calls keep their noise (:class:`LaterCallsScaled`).
+    """
     horizon, width = scenario.losses.shape
     advice = _check_advice(scenario.advice, horizon, width)
     n_experts = advice.shape[-2] if advice is not None else width
     plays = []
     for factor in (multiplier, 0.0):
         params = dict(scenario.params)
-        params["noise"] = ScaledBackend(get_backend(params.pop("noise", "fast")), factor)
+        base = ScaledBackend(get_backend(params.pop("noise", "fast")), multiplier)
+        params["noise"] = (
+            base if factor == multiplier else LaterCallsScaled(base, 0.0, keep) if keep
+            else ScaledBackend(base, 0.0)
+        )  # fmt: skip
         try:
             built = _build(agent, n_runs, seed, {"n": n_experts, "t": horizon, "k": width}, params)
         except (ValueError, TypeError):
@@ -492,14 +568,22 @@ def noise_provenance(
     if declared is None or multiplier == 0.0 or not (set(_kinds(declared)) & BACKEND_KINDS):
         return ""
     games = (scenario, _provenance_game(agent, dict(params or {})))
-    for game in games:
-        if not _same_actions_without_noise(agent, game, n_runs, seed, multiplier):
-            return ""
-    return (
-        f"the declaration promises noise through the backend, but the learner played the same "
-        f"actions in all {n_runs} runs of two games with the backend's noise removed (noise "
-        "drawn outside the backend, e.g. from the learner's own generator)"
-    )
+    if all(_same_actions_without_noise(agent, g, n_runs, seed, multiplier) for g in games):
+        return (
+            f"the declaration promises noise through the backend, but the learner played the "
+            f"same actions in all {n_runs} runs of two games with the backend's noise removed "
+            "(noise drawn outside the backend, e.g. from the learner's own generator)"
+        )
+    # The noise it uses must be the noise it draws: with every backend call after the first
+    # left without noise, a learner using its fresh draws plays differently on the long game.
+    if _same_actions_without_noise(agent, games[1], n_runs, seed, multiplier, keep=1):
+        return (
+            f"the learner played the same actions in all {n_runs} runs of a {games[1].horizon}"
+            "-round game when every backend draw after the first carried no noise: the "
+            "noise it uses is not the noise it draws each time (cached noise, reused from "
+            "the first draw?)"
+        )
+    return ""
 
 
 # --------------------------------------------------------------------------- one pair
@@ -621,6 +705,18 @@ class AuditReport:
             was fresh); a finding is a violation.
         foreign_noise: what the noise-provenance check found (:func:`noise_provenance`: the
             actions do not depend on the backend's noise; "" when they do); a violation.
+        paths: what the path-equivalence check compared (block entry point against ``act``,
+            :mod:`~dp_experts_env.evaluation.paths`), per setting.
+        paths_differ: where the two paths differ (the check's first round, or the first run
+            and round of the audit's own test runs that differ); "" when equal. A violation:
+            the evidence about ``act`` is not about the code users run.
+        query_check: what the brute-force check of a declared sparse vector's query
+            sensitivity found (:func:`query_sensitivity_check`); "" when it holds.
+        tree_check: the part-level test of a declared tree counter (:func:`tree_counter_test`,
+            at T = 3 and 5); a violation fails the audit. None without a tree.
+        block_result: the chosen event counted on the same test runs played through the
+            block entry point (None: no block entry point, a keyed scenario or a release view;
+            a release view's block runs are still compared with act's, action for action).
     """
 
     agent: str
@@ -639,16 +735,44 @@ class AuditReport:
     stale_noise: str = ""
     foreign_noise: str = ""
     part_check: Any = None
+    paths: str = ""
+    paths_differ: str = ""
+    block_result: AuditResult | None = None
+    tree_check: Any = None
+    query_check: str = ""
 
     @property
     def violation(self) -> bool:
-        """True when the test's lower bound exceeds the claim, or a noise or part check failed."""
+        """True when a test bound exceeds the claim, or a noise, part or path check failed."""
         part = self.part_check is not None and self.part_check.violation
-        return not self.result.passed or bool(self.stale_noise) or bool(self.foreign_noise) or part
+        block = self.block_result is not None and not self.block_result.passed
+        return (
+            not self.result.passed
+            or bool(self.stale_noise)
+            or bool(self.foreign_noise)
+            or part
+            or bool(self.paths_differ)
+            or block
+            or (self.tree_check is not None and self.tree_check.violation)
+            or bool(self.query_check)
+        )
 
     @property
     def verdict(self) -> str:
-        """The test's verdict, or the noise check that failed (freshness, provenance)."""
+        """The test's verdict, or the check that failed (paths, freshness, provenance)."""
+        if self.paths_differ and self.result.passed:
+            return (
+                "VIOLATION: the block path users run differs from act, so the audit of act "
+                f"says nothing about it ({self.paths_differ})"
+            )
+        if self.query_check and self.result.passed:
+            return f"VIOLATION of the declared sparse vector: {self.query_check}"
+        tree = self.tree_check
+        if tree is not None and tree.violation and self.result.passed:
+            return f"VIOLATION of the declared tree counter: {tree.describe()}"
+        block = self.block_result
+        if block is not None and not block.passed and self.result.passed:
+            return f"{block.verdict} (on the block path users run)"
         if self.stale_noise and self.result.passed:
             return f"VIOLATION: fresh-noise check failed ({self.stale_noise})"
         if self.foreign_noise and self.result.passed:
@@ -690,7 +814,8 @@ class AuditReport:
             lines.append(f"  scenarios derived from the declaration: {self.declaration}")
         else:
             lines.append(
-                "  no declared mechanisms (agent.declaration is None): generic scenarios only"
+                "  WARNING: no declared mechanisms, generic scenarios only (with long games): "
+                + UNDECLARED.format(agent=self.agent)
             )
         if self.stale_noise:
             lines.append(f"  noise freshness: {self.stale_noise}")
@@ -698,6 +823,20 @@ class AuditReport:
             lines.append(f"  noise provenance: {self.foreign_noise}")
         if self.part_check is not None:
             lines.append(f"  part-level test: {self.part_check.describe()}")
+        if self.block_result is not None:
+            lines.append(
+                f"  the same test on the block path: epsilon >= "
+                f"{self.block_result.epsilon_lower_bound:.3f}; counts "
+                f"{self.block_result.counts[0]} vs {self.block_result.counts[1]}"
+            )
+        if self.tree_check is not None:
+            lines.append(f"  part-level test: {self.tree_check.describe()}")
+        if self.query_check:
+            lines.append(f"  query sensitivity: {self.query_check}")
+        if self.paths:
+            lines.append(f"  paths: {self.paths}")
+        if self.paths_differ:
+            lines.append(f"  paths differ: {self.paths_differ}")
         if self.skipped:
             lines.append(f"  skipped {len(self.skipped)} scenario(s): {self.skipped[0]}")
         if self.multiplier != 1.0:
@@ -803,7 +942,8 @@ def audit_learner(
             learner declares a mechanism that releases noisy values).
         part_tests: when the claim is split among composed mechanisms and a sparse-vector part
             can be read alone, test that part against its own epsilon
-            (:func:`part_level_test`; skipped when the main test already found a violation).
+            (:func:`part_level_test`; skipped when the main test already found a violation);
+            and test a declared tree counter on its own (:func:`tree_counter_test`).
 
     Returns:
         An :class:`AuditReport`; ``report.violation`` is the verdict.
@@ -822,8 +962,12 @@ def audit_learner(
     user = dict(params or {})
     user.setdefault("epsilon", epsilon)
     declared = declaration_of(agent, user)
+    if declared is None:
+        warnings.warn(UNDECLARED.format(agent=agent), UserWarning, stacklevel=2)
     if scenarios is None:
-        scenarios = derived_scenarios(agent, declared) + _generic(agent)
+        scenarios = derived_scenarios(agent, declared) + _generic(
+            agent, undeclared=declared is None
+        )
     scenarios = [
         Scenario(s.label, s.losses, s.neighbor, {**s.params, **user}, s.keyed, s.advice, s.runs)
         for s in scenarios
@@ -896,6 +1040,45 @@ def audit_learner(
         # A split claim: no event reading one part can beat the whole claim, so the verdict
         # names what a test of one part against its own epsilon would need instead.
         result = dataclasses.replace(result, part=_part_test(agent, best.scenario, alpha))
+    paths, differ = _compare_paths(agent, user)
+    block_result = None
+    if not best.scenario.keyed and _has_block(agent):
+        # The test runs again through the block entry point, seeds unchanged: the actions
+        # must be the same, and an action event is counted there too (releases are recorded
+        # on act only; the path check compares the kernels' drawn noise with act's).
+        block_sides = [
+            play_scenario(
+                agent,
+                best.scenario,
+                side=s,
+                n_runs=n_test,
+                seed=test_seed + s * n_test,
+                multiplier=mult,
+                block=True,
+            )
+            for s in (0, 1)
+        ]
+        differ = differ or _first_difference(sides, block_sides)
+    if not best.scenario.keyed and _has_block(agent) and best.view == "actions":
+        block_result = evaluate_event(
+            best.selection,
+            block_sides[0].actions,
+            block_sides[1].actions,
+            alpha=alpha,
+            claimed_epsilon=float(claim.epsilon),
+            claimed_delta=float(claim.delta),
+            n_runs=n_test,
+            share=_share(agent, best.scenario),
+        )
+    tree_check = None
+    if part_tests and declared is not None and "tree" in _kinds(declared):
+        tree_check = tree_counter_test(
+            agent, params=user, runs=min(n_test, 20_000), seed=base + _TEST_SEED_OFFSET // 4,
+            multiplier=mult, alpha=alpha,
+        )  # fmt: skip
+    query_check = ""
+    if declared is not None and "sparse-vector" in _kinds(declared):
+        query_check = query_sensitivity_check(agent, params=user)
     checked = None
     if part_tests and result.passed and not stale and not foreign:
         checked = part_level_test(
@@ -922,7 +1105,43 @@ def audit_learner(
         stale_noise=stale,
         foreign_noise=foreign,
         part_check=checked,
+        paths=paths,
+        paths_differ=differ,
+        block_result=block_result,
+        tree_check=tree_check,
+        query_check=query_check,
     )
+
+
+def _has_block(agent: str) -> bool:
+    import agents
+
+    entry = agents.spec(agent)
+    name = "play_bandit_block" if entry.feedback == "bandit" else "play_block"
+    return callable(getattr(entry.cls, name, None))
+
+
+def _compare_paths(agent: str, params: Mapping[str, Any]) -> tuple[str, str]:
+    """The path-equivalence check of ``check_agent`` (at ``params``): (what ran, what differs)."""
+    from dp_experts_env.evaluation.paths import describe_settings
+    from dp_experts_env.testing import path_reports
+
+    found = path_reports(agent, dict(params))
+    differ = [f"{label}: {r.describe()}" for label, r in found if not r.equal]
+    return describe_settings(found), "; ".join(differ)
+
+
+def _first_difference(act: Sequence[Outputs], block: Sequence[Outputs]) -> str:
+    """Where the block path's test runs differ from act's (same seeds); "" when nowhere."""
+    for side, (a, b) in enumerate(zip(act, block, strict=True)):
+        differ = a.actions != b.actions
+        if differ.any():
+            run, t = np.argwhere(differ)[0]
+            return (
+                f"the audit's test runs: side {side}, run {run}: the block path plays "
+                f"{b.actions[run, t]} at round {t + 1}, act {a.actions[run, t]}"
+            )
+    return ""
 
 
 # --------------------------------------------------------------------------- pairs
@@ -1145,6 +1364,198 @@ def part_level_test(
     )
 
 
+@dataclass(frozen=True)
+class TreeCheck:
+    """:func:`tree_counter_test`: the learner's own tree counter audited on its releases.
+
+    Attributes:
+        horizon: the learner's T; items: the items its counter holds (T or T - 1).
+        levels: the counter's levels. result: the test of the nodes holding item 1.
+    """
+
+    horizon: int
+    items: int
+    levels: int
+    result: AuditResult
+
+    @property
+    def violation(self) -> bool:
+        """True when the nodes show more than the counter's epsilon."""
+        return not self.result.passed
+
+    def describe(self) -> str:
+        """One line for reports."""
+        r = self.result
+        word = "VIOLATION" if self.violation else "no violation"
+        return (
+            f"tree counter at T = {self.horizon} ({self.items} items, {self.levels} levels): "
+            f"{word}, the nodes holding item 1 show epsilon >= {r.epsilon_lower_bound:.3f} "
+            f"against the counter's {r.claimed_epsilon:g} ({r.n_heldout} runs per side)"
+        )
+
+
+def _tree_of(agent: Any) -> Any:
+    from dp_experts_env.privacy.mechanisms import TreeCounter
+
+    for value in vars(agent).values():
+        if isinstance(value, TreeCounter):
+            return value
+    return None
+
+
+def _tree_releases(agent: str, params: Mapping[str, Any], horizon: int, side: int, n: int,
+                   seed: int, multiplier: float) -> tuple[np.ndarray, Any]:
+    """Feed the learner's own counter its items; (n, 2, 1 + D) releases of item 1's nodes."""
+    params, _ = _noise_for(agent, params, multiplier, False)
+    built = _build(agent, n, seed, {"n": 2, "t": horizon, "k": 2}, params)
+    tree = _tree_of(built)
+    if tree is None:
+        raise ScenarioRefused(f"{agent} holds no TreeCounter")
+    change = np.full(tree.dim, tree.l1_sensitivity / tree.dim)
+    exact_sum = np.zeros(tree.dim)
+    exact, noisy = [], []
+    for t in range(1, tree.horizon + 1):
+        item = change if (t == 1 and side == 1) else np.zeros(tree.dim)
+        exact_sum = exact_sum + item
+        released = np.array(tree.add(np.broadcast_to(item, (n, tree.dim))))
+        if t & (t - 1) == 0:  # t = 2^l: the released sum is the one node of level l
+            exact.append(np.broadcast_to(exact_sum, (n, tree.dim)))
+            noisy.append(released)
+    key = np.zeros((n, 2, 1))
+    values = np.stack([np.concatenate(exact, axis=1), np.concatenate(noisy, axis=1)], axis=1)
+    return np.concatenate([key, values], axis=2), tree
+
+
+def tree_counter_test(
+    agent: str,
+    *,
+    params: Mapping[str, Any] | None = None,
+    horizons: Sequence[int] = (3, 5),
+    runs: int = 20_000,
+    selection_runs: int = 4_000,
+    alpha: float = 1e-3,
+    seed: int = 0,
+    multiplier: float = 1.0,
+) -> TreeCheck | None:
+    """Part-level test of a learner's binary-tree counter, on the learner's own instance.
+
+    At each T (T = 3 and T = 2^m + 1: a counter of 2^m items holds item 1 in m + 1 nodes, the
+    case a level count one short misses), the counter the learner built is fed its items
+    directly, item 1 moved by the counter's L1 sensitivity between the sides, and the nodes
+    holding item 1 (released at t = 1, 2, 4, ...) are tested with the Laplace
+    likelihood-ratio events against the counter's own epsilon. Returns the strongest check
+    (a violation if any), or None when the learner holds no counter.
+    """
+    params = {"epsilon": 1.0, **dict(params or {})}
+    worst = None
+    for i, horizon in enumerate(horizons):
+        base = seed + 4 * i * (runs + selection_runs)
+        try:
+            sel = [
+                _tree_releases(agent, params, horizon, s, selection_runs,
+                               base + s * selection_runs, multiplier)[0]
+                for s in (0, 1)
+            ]  # fmt: skip
+            test_seed = base + 2 * selection_runs
+            test = [
+                _tree_releases(agent, params, horizon, s, runs, test_seed + s * runs, multiplier)
+                for s in (0, 1)
+            ]
+        except (ScenarioRefused, ValueError, TypeError):
+            continue
+        tree = test[0][1]
+        eps = float(tree.epsilon)
+        fams = release_families(sel[0][: selection_runs // 2], sel[1][: selection_runs // 2])
+        chosen = select_event(fams, sel[0][selection_runs // 2 :], sel[1][selection_runs // 2 :],
+                              n_test=runs, alpha=alpha, delta=0.0)  # fmt: skip
+        result = evaluate_event(chosen, test[0][0], test[1][0], alpha=alpha, claimed_epsilon=eps,
+                                claimed_delta=0.0, n_runs=runs)  # fmt: skip
+        check = TreeCheck(horizon, int(tree.horizon), int(tree.levels), result)
+        if worst is None or check.result.epsilon_lower_bound > worst.result.epsilon_lower_bound:
+            worst = check
+    return worst
+
+
+def _above_threshold_of(agent: Any) -> Any:
+    from dp_experts_env.privacy.mechanisms import AboveThreshold
+
+    for value in vars(agent).values():
+        if isinstance(value, AboveThreshold):
+            return value
+    return None
+
+
+def query_sensitivity_check(
+    agent: str,
+    *,
+    params: Mapping[str, Any] | None = None,
+    horizon: int = 4,
+    width: int = 2,
+    values: Sequence[float] = (0.0, 1.0),
+    seed: int = 0,
+) -> str:
+    """Brute force: the largest change of a sparse vector's query against its declaration.
+
+    Every loss sequence of ``horizon`` rows over ``values`` (``width`` experts) and every
+    neighbour (one row replaced by another row of ``values``) is played as one run, both sides
+    with the same seed, on the learner's own detector (its ``AboveThreshold``, whose ``test``
+    is watched); at each round whose history (actions, detector answers) is still the same on
+    both sides, ``|q - q'|`` must not exceed the declared sensitivity of the sparse vector.
+    Deterministic; returns "" when it holds (or nothing is declared), else the worst pair.
+    """
+    from dp_experts_env.privacy.declaration import leaves
+
+    params = {"epsilon": 1.0, **dict(params or {})}
+    declared = declaration_of(agent, params)
+    parts = [m for m in leaves(declared) if m.kind == "sparse-vector"] if declared else []
+    if not parts:
+        return ""
+    limit = max(float(m.sensitivity) for m in parts)
+    rows = np.array(np.meshgrid(*[values] * width, indexing="ij")).reshape(width, -1).T
+    seqs = rows[np.stack(np.meshgrid(*[np.arange(len(rows))] * horizon, indexing="ij"),
+                         axis=-1).reshape(-1, horizon)]  # fmt: skip
+    pairs = [(i, t, r) for i in range(len(seqs)) for t in range(horizon)
+             for r in range(len(rows)) if not np.array_equal(rows[r], seqs[i, t])]  # fmt: skip
+    x = seqs[[p[0] for p in pairs]]
+    xp = x.copy()
+    xp[np.arange(len(pairs)), [p[1] for p in pairs]] = rows[[p[2] for p in pairs]]
+    n = len(pairs)
+    runs = []
+    for side in (x, xp):
+        built = _build(agent, n, seed, {"n": width, "t": horizon, "k": width}, params)
+        detector = _above_threshold_of(built)
+        if detector is None:
+            return ""
+        seen: list[np.ndarray] = []
+        test = detector.test
+
+        def watched(queries: Any, test: Any = test, seen: list = seen) -> Any:
+            seen.append(np.array(queries, dtype=np.float64))
+            return test(queries)
+
+        detector.test = watched
+        actions, obs = [], np.zeros((n, width))
+        for t in range(horizon):
+            actions.append(np.asarray(built.act(obs)))
+            obs = side[:, t]
+        runs.append((np.stack(actions, axis=1), seen, detector))
+    (a, qa, _), (b, qb, _) = runs
+    worst, where = 0.0, ""
+    for k, (q, qq) in enumerate(zip(qa, qb, strict=True)):
+        same = np.all(a[:, : k + 2] == b[:, : k + 2], axis=1)  # actions up to the next round
+        gap = np.where(same & np.isfinite(q) & np.isfinite(qq) & (q > -1e299), np.abs(q - qq), 0)
+        j = int(np.argmax(gap))
+        if gap[j] > worst:
+            worst, where = float(gap[j]), f"query {k + 1}, pair {pairs[j]}"
+    if worst > limit * (1 + 1e-9):
+        return (
+            f"a query moves by {worst:.6g} between neighbouring windows ({where}; brute force "
+            f"over {n} pairs, T = {horizon}, N = {width}), above the declared sensitivity "
+            f"{limit:g}"
+        )
+    return ""
+
+
 def _releases(declaration: Any) -> bool:
     """True when a declared mechanism releases noisy values (the audit records them)."""
     from dp_experts_env.privacy.declaration import leaves
@@ -1311,21 +1722,63 @@ def derived_scenarios(agent: str, declaration: Any) -> list[Scenario]:
     return out
 
 
-def _generic(agent: str) -> list[Scenario]:
+def swap_pair(horizon: int, width: int, row: int) -> tuple[np.ndarray, np.ndarray]:
+    """Expert 0 leads every round; in ``row`` of the neighbour experts 0 and 1 swap losses.
+
+    Every later cumulative comparison between the leader and its first rival moves by 2: a
+    learner that re-reads the same loss in many releases (selections, restarts, windows)
+    shows every one of them on a long game.
+    """
+    x = np.full((horizon, width), 0.5)
+    x[:, 0] = 0.25
+    xp = x.copy()
+    xp[row, 0], xp[row, 1] = x[row, 1], x[row, 0]
+    return x, xp
+
+
+def _long_generic(bandit: bool) -> list[Scenario]:
+    """The longer search for a learner that declares nothing: long games, T up to 64.
+
+    A learner spending its claim over many releases of one loss shows it only on a game long
+    enough to hold them; without a declaration the audit does not know which releases exist,
+    so it tries swap and rival pairs with the change early (read by every later release) and
+    in the middle, at T = 16, 32 and 64.
+    """
+    if bandit:
+        eye = np.eye(2)
+        return [
+            _scenario("flip, long game", flip_pair(t, 2, r), advice=eye)
+            for t in (16, 32, 64)
+            for r in (0, t // 2)
+        ]
+    out = []
+    for t in (16, 32, 64):
+        out += [
+            _scenario("swap, long game", swap_pair(t, 4, 0)),
+            _scenario("rival, long game", rival_pair(t, 2, 0)),
+            _scenario("swap, long game, middle", swap_pair(t, 4, t // 2)),
+        ]
+    return out
+
+
+def _generic(agent: str, *, undeclared: bool = False) -> list[Scenario]:
     """Candidates for every learner.
 
     The first round, an update boundary, a leader flip after a long identical run, the last
-    used round, the complement of a random row.
+    used round, the complement of a random row; a learner that declares nothing
+    (``undeclared``) also gets the long games of :func:`_long_generic`.
     """
     import agents
 
     bandit = agents.spec(agent).feedback == "bandit"
+    longer = _long_generic(bandit) if undeclared else []
     if bandit:
         eye = np.eye(2)
         return [
             _scenario("flip", flip_pair(4, 2, 0), advice=eye),
             _scenario("flip, middle", flip_pair(8, 2, 4), advice=eye),
             _scenario("rival", rival_pair(8, 2, 3), advice=eye),
+            *longer,
         ]
     # Expert 0 leads every round; in round 7 of the neighbour it alone loses (a leader flip).
     lead = np.full((16, 8), 0.5)
@@ -1340,6 +1793,7 @@ def _generic(agent: str) -> list[Scenario]:
         _scenario("leader flip after a long identical run", (lead, flipped)),
         _scenario("rival, last used round", rival_pair(8, 4, 6)),
         _scenario("complement of a random row", complement_pair(8, 4, 4)),
+        *longer,
     ]
 
 
@@ -1352,9 +1806,10 @@ def default_scenarios(
     (:func:`derived_scenarios`; docs/privacy.md §4 says why each), first so that a short
     budget still tries them; the generic ones (first round, an update boundary, a leader flip
     after a long identical run, the last used round, a random row's complement) follow. A
-    learner that declares nothing gets the generic ones only.
+    learner that declares nothing gets the generic ones only, with long games added.
     """
     params: dict[str, Any] = {"epsilon": epsilon}
     if mode is not None:
         params["mode"] = mode
-    return derived_scenarios(agent, declaration_of(agent, params)) + _generic(agent)
+    declared = declaration_of(agent, params)
+    return derived_scenarios(agent, declared) + _generic(agent, undeclared=declared is None)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from dp_experts_env.evaluation.grid import _json_default
+from dp_experts_env.evaluation.grid import json_default
 
 __all__ = ["RunColumns", "by_seed", "payload", "run_columns"]
 
@@ -70,5 +70,5 @@ def payload(run: RunColumns) -> bytes:
     """The stored JSON of a run: ``{"order", "const", "cols"}`` with every column as a list."""
     cols = {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in run["cols"].items()}
     data = {"order": run["order"], "const": run["const"], "cols": cols}
-    text = json.dumps(data, separators=(",", ":"), allow_nan=True, default=_json_default)
+    text = json.dumps(data, separators=(",", ":"), allow_nan=True, default=json_default)
     return text.encode()

@@ -46,6 +46,7 @@ from matplotlib.transforms import Bbox
 
 from dp_experts_env.evaluation.claims import loglog_slope
 from dp_experts_env.evaluation.stats import bootstrap_ci, fit_loglog_slope
+from dp_experts_env.evaluation.summary import aggregate_table
 
 __all__ = [
     "COLUMN_WIDTH",
@@ -247,6 +248,8 @@ PALETTE = (
     "#117733",  # green
     "#CC6677",  # rose
     "#777777",  # grey (Tol's teal sat too close to Okabe-Ito's bluish green)
+    "#661100",  # dark brown (#38's baselines joined the default comparison)
+    "#FF1493",  # deep pink
 )
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
 _REFERENCE = "uniform"
@@ -277,6 +280,8 @@ _FIXED_COLOUR = {
     "batched-private-shrinking-dartboard": 11,
     "randomized-prefix-softmax": 12,
     "ppo": 13,
+    "private-fixed-share": 14,
+    "gaussian-tree-hedge": 15,
     # bandit (with and without advice)
     "exp3": 0,
     "exp4": 1,
@@ -951,8 +956,6 @@ def plot_aggregate(frame: pd.DataFrame, metric: str = "dynamic_regret") -> Figur
     as a point and its stratified-bootstrap interval as a bar; the mean as a hollow marker.
     None when the rows hold one env or no uniform play.
     """
-    from dp_experts_env.evaluation.report import aggregate_table
-
     table = aggregate_table(frame, metric, reference=_REFERENCE)
     if table is None or table.empty:
         return None

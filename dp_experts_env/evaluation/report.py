@@ -11,9 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from dp_experts_env.evaluation.stats import aggregate_scores, normalized_scores
 from dp_experts_env.evaluation.store import write_atomic
-from dp_experts_env.evaluation.sweep import final_rows, summarize
+from dp_experts_env.evaluation.summary import aggregate_table, summarize
 
 __all__ = ["Report", "resolve_metric", "aggregate_table", "write_report"]
 
@@ -43,23 +42,6 @@ def resolve_metric(frame: pd.DataFrame, metric: str = "dynamic_regret") -> str:
     if metric not in frame.columns:
         raise ValueError(f"metric {metric!r} is not reported by these environments")
     return metric
-
-
-def aggregate_table(
-    frame: pd.DataFrame, metric: str = "dynamic_regret", *, reference: str = "uniform"
-) -> pd.DataFrame | None:
-    """IQM and mean of reference-normalised scores across envs (None: one env or no reference).
-
-    See :func:`~dp_experts_env.evaluation.stats.normalized_scores` and
-    :func:`~dp_experts_env.evaluation.stats.aggregate_scores`.
-    """
-    if frame["env"].nunique() < 2 or reference not in set(frame["agent"]):
-        return None
-    try:
-        scores = normalized_scores(final_rows(frame), metric, reference=reference)
-    except ValueError:  # the reference has no positive regret anywhere: nothing to divide by
-        return None
-    return pd.DataFrame(aggregate_scores(scores))
 
 
 def write_report(

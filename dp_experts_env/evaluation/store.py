@@ -6,7 +6,8 @@ Cache key
     rounds, seed index), the env and agent seeds derived for it, the package version, a SHA-256
     of the source of the learner's and the env's modules (and every project module they import,
     see :func:`code_fingerprint`; the env's side includes the episode loop and
-    ``evaluation/grid.py``, which derives the seeds and the recorded rounds), and the SHA-256 of
+    ``evaluation/grid.py``, which derives the seeds and the recorded rounds), the plug-ins in
+    effect and their code (:func:`plugin_fingerprint`; only when there are any), and the SHA-256 of
     the content of every data file a parameter names (a replay ``losses`` path). Its run id is
     a readable prefix and a hash of the key: a changed key is another run id, so the run is
     played again; the old run is ignored.
@@ -68,22 +69,27 @@ import numpy as np
 import pandas as pd
 
 from dp_experts_env.evaluation import columns as columns_mod
-from dp_experts_env.evaluation.grid import Cell, _canonical, _json_default, _plain
+from dp_experts_env.evaluation.grid import Cell, canonical_json, json_default, plain_numbers
 
 __all__ = [
     "CellStore",
     "DamagedPack",
     "FORMAT_VERSION",
+    "TooDeep",
     "MANIFEST",
     "PACK_VERSION",
     "ResultsFolderBusy",
     "SweepError",
     "UnsafeResultsFolder",
+    "VOLATILE_KEY_FIELDS",
     "check_run_id",
     "code_fingerprint",
     "data_fingerprint",
     "load_results",
+    "manifest_problem",
+    "loads",
     "module_fingerprint",
+    "plugin_fingerprint",
     "plain_dir",
     "read_manifest",
     "read_plain",
@@ -201,7 +207,8 @@ def write_atomic(
             skip it (it cost ~7 ms per file, most of a sweep of short cells): a run file torn
             by a power loss fails its checksum and is played again.
 
-    A full disk or a kill leaves the previous file (or none) in place, never a truncated one. The
+    A full disk or a kill leaves the previous file (or none) in place, never a truncated one (an
+    OSError without a file name, ENOSPC from a write, gets ``path`` as its name). The
     file gets the mode an ordinary ``open`` would give it (0666 minus the umask), not mkstemp's
     0600.
     """
@@ -215,8 +222,10 @@ def write_atomic(
                 os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.filename is None:
+            err.filename = str(path)  # a full disk names the file it was writing (ENOSPC)
         raise
     return path
 
@@ -224,7 +233,7 @@ def write_atomic(
 def _write_json(path: Path, data: Any) -> Path:
     # json.dumps, not json.dump: dump streams through the pure-Python encoder, dumps uses the C
     # one (the same text, ~4x less CPU for a cell's rows).
-    text = json.dumps(data, separators=(",", ":"), allow_nan=True, default=_json_default)
+    text = json.dumps(data, separators=(",", ":"), allow_nan=True, default=json_default)
     return write_atomic(path, lambda fh: fh.write(text))
 
 
@@ -260,61 +269,52 @@ def _module_source(name: str) -> tuple[str | None, bytes]:
     return spec.origin, Path(spec.origin).read_bytes()
 
 
-# (module name, origin, size, mtime) -> its import statements, parsed. Kept across sweeps (a
-# file's stamp changes when it is edited), so a process running many grids (reproduce) parses
-# each file once, not once per grid.
-# Also kept on disk (next to the calibrations: agents._public_cache.cache_dir), so a new process
-# does not parse the ~60 source files again (~0.4 s of CPU).
-_PARSED: dict[tuple[str, str, int, int], tuple[tuple[str, tuple[str, ...]], ...]] = {}
+# (module name, SHA-256 of its source) -> its import statements, parsed. Kept across sweeps (an
+# edited file is another digest), so a process running many grids (reproduce) parses each file
+# once, not once per grid. Also kept on disk, signed, in the cache folder of the calibrations
+# (agents._public_cache: read_entry / write_entry), so a new process does not parse the ~60
+# source files again (~0.4 s of CPU); a planted or edited entry is ignored and named there.
+_PARSED: dict[tuple[str, str], tuple[tuple[str, tuple[str, ...]], ...]] = {}
 _PARSED_STATE = {"loaded": False, "dirty": False}
-_PARSED_FILE = "imports-v1.json"
-
-
-def _parsed_path() -> Path | None:
-    from agents._public_cache import cache_dir
-
-    folder = cache_dir()
-    return None if folder is None else folder / _PARSED_FILE
+_PARSED_FILE = "imports-v2.json"
+_PARSED_KIND = "parsed-imports"
 
 
 def _load_parsed() -> None:
+    from agents._public_cache import read_entry
+
     _PARSED_STATE["loaded"] = True
-    path = _parsed_path()
+    payload = read_entry(_PARSED_FILE, _PARSED_KIND)
     try:
-        stored = json.loads(path.read_text()) if path is not None else []
-        for name, origin, size, mtime, statements in stored:
-            key = (str(name), str(origin), int(size), int(mtime))
+        stored = json.loads(payload) if payload is not None else []
+        for name, digest, statements in stored:
+            key = (str(name), str(digest))
             _PARSED[key] = tuple((str(b), tuple(str(n) for n in ns)) for b, ns in statements)
-    except (OSError, ValueError, TypeError):
-        pass  # missing or damaged: parse again
+    except (ValueError, TypeError, RecursionError):
+        pass  # signed but not this layout: parse again
 
 
 def _save_parsed() -> None:
-    path = _parsed_path()
-    if path is None or not _PARSED_STATE["dirty"]:
+    from agents._public_cache import write_entry
+
+    if not _PARSED_STATE["dirty"]:
         return
     _PARSED_STATE["dirty"] = False
-    records = []
-    for key, value in _PARSED.items():
-        try:
-            info = os.stat(key[1])
-        except OSError:
-            continue
-        if (info.st_size, info.st_mtime_ns) == key[2:]:  # an edited file's old entry goes
-            records.append([*key, [[b, list(ns)] for b, ns in value]])
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, lambda fh: json.dump(records, fh), durable=False)
-    except OSError:
-        pass  # a read-only cache: the memo in this process still works
+    # The project's modules only (a plug-in's are parsed again: no entry for every temporary
+    # module a test or a user ever named).
+    records = [
+        [*key, [[b, list(ns)] for b, ns in value]]
+        for key, value in _PARSED.items()
+        if _top(key[0]) in _PROJECT
+    ]
+    write_entry(_PARSED_FILE, _PARSED_KIND, json.dumps(records).encode())
 
 
 def _import_statements(
     name: str, origin: str, source: bytes
 ) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """``(module, names)`` of every import of a module's source (``names`` empty for ``import``)."""
-    info = os.stat(origin)
-    stamp = (name, origin, info.st_size, info.st_mtime_ns)
+    stamp = (name, hashlib.sha256(source).hexdigest())
     if not _PARSED_STATE["loaded"]:
         _load_parsed()
     if stamp in _PARSED:
@@ -338,8 +338,11 @@ def _import_statements(
 
 
 @functools.cache
-def _imports(name: str) -> tuple[str, ...]:
-    """Project modules a module imports anywhere in its source (lazy imports included)."""
+def _imports(name: str, tops: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Project modules a module imports anywhere in its source (lazy imports included).
+
+    Modules of the outside packages ``tops`` (plug-ins) are listed and resolved the same way.
+    """
     origin, source = _module_source(name)
     if origin is None:
         return ()
@@ -348,12 +351,18 @@ def _imports(name: str) -> tuple[str, ...]:
         found.add(base)
         # `from pkg import submodule`. Only a package has submodules: looking one up in a plain
         # module would import that module (and whatever it imports: ~1 s for the accountants).
-        if names and base.startswith(_PROJECT) and _is_package(base):
+        if names and _top(base) in (*_PROJECT, *tops) and _is_package(base):
             found.update(c for c in (f"{base}.{n}" for n in names) if _module_source(c)[0])
-    return tuple(sorted(n for n in found if n.startswith(("agents.", "dp_experts_env."))))
+    return tuple(
+        sorted(n for n in found if n.startswith(("agents.", "dp_experts_env.")) or _top(n) in tops)
+    )
 
 
 _PROJECT = ("agents", "dp_experts_env")
+
+
+def _top(name: str) -> str:
+    return name.partition(".")[0]
 
 
 def _is_package(name: str) -> bool:
@@ -361,8 +370,15 @@ def _is_package(name: str) -> bool:
     return origin is not None and os.path.basename(origin) == "__init__.py"
 
 
-def _closure(roots: Iterable[str], follow: Callable[[str], bool] = _project_module) -> list[str]:
-    """The roots and every project module they import, transitively, that ``follow`` accepts."""
+def _closure(
+    roots: Iterable[str],
+    follow: Callable[[str], bool] = _project_module,
+    tops: tuple[str, ...] = (),
+) -> list[str]:
+    """The roots and every module they import, transitively, that ``follow`` accepts.
+
+    ``tops`` names the outside packages (plug-ins) whose imports are walked too.
+    """
     seen: set[str] = set()
     stack = [r for r in roots if follow(r)]
     while stack:
@@ -370,7 +386,7 @@ def _closure(roots: Iterable[str], follow: Callable[[str], bool] = _project_modu
         if name in seen:
             continue
         seen.add(name)
-        stack.extend(n for n in _imports(name) if follow(n))
+        stack.extend(n for n in _imports(name, tops) if follow(n))
     return sorted(seen)
 
 
@@ -415,6 +431,14 @@ def code_fingerprint(agent_name: str, env_id: str) -> dict[str, str]:
 
     cls = agents_pkg.spec(agent_name).cls
     agent_roots = {c.__module__ for c in cls.__mro__ if c.__module__ != "builtins"}
+    plugins = plugin_fingerprint()
+    # A learner of an outside package: its modules and their imports, walked as the project's.
+    tops = tuple(sorted({_top(m) for m in agent_roots} - set(_PROJECT)))
+    agent_follow = _project_module
+    if tops:
+        def agent_follow(name: str) -> bool:
+            return _project_module(name) or _top(name) in tops
+
     spec = gym.spec(env_id)
     env_roots = set(_ROW_MODULES)
     for entry in (spec.entry_point, spec.vector_entry_point):
@@ -427,16 +451,54 @@ def code_fingerprint(agent_name: str, env_id: str) -> dict[str, str]:
     env_roots |= {m.rpartition(".")[0] for m in list(env_roots) if m.count(".") > 1}
     fingerprint = {
         "package": _package_version(),
-        "agent": _hash_modules(_closure(agent_roots)),
+        "agent": _hash_modules(_closure(agent_roots, agent_follow, tops)),
         "env": _hash_modules(_closure(env_roots)),
     }
+    if plugins is not None:  # only then: keys of a plug-in-free setup stay what they were
+        fingerprint["plugins"] = plugins["code"]
+        fingerprint["plugin_list"] = plugins["list"]
     _save_parsed()
     return fingerprint
 
 
+@functools.cache
+def plugin_fingerprint() -> dict[str, str] | None:
+    """The plug-ins in effect and a SHA-256 of their code; None when there are none.
+
+    The list is every module of ``DP_EXPERTS_PLUGINS`` and every entry point of the learner and
+    family groups (``group:name=module:object``); the code is the source of each such module
+    and of every module of its own package it imports, transitively (the walk
+    :func:`code_fingerprint` makes for the project). It joins every run's key: a plug-in may
+    register a family any env plays, or patch a built-in learner, so editing one, adding one or
+    removing one changes every key (the rows are played again; ``verify`` names the runs
+    stale with ``code.plugins``). A module that cannot be found is listed as ``missing:``.
+    """
+    from dp_experts_env import plugins as plugins_mod
+
+    modules = plugins_mod.plugin_modules()
+    points = [
+        ep
+        for group in (plugins_mod.AGENT_GROUP, plugins_mod.FAMILY_GROUP)
+        for ep in plugins_mod.entry_points(group)
+    ]
+    if not modules and not points:
+        return None
+    roots = set(modules) | {ep.module for ep in points}
+    listed = [f"module:{m}" for m in modules]
+    listed += sorted(f"{ep.group}:{ep.name}={ep.value}" for ep in points)
+    listed += sorted(f"missing:{r}" for r in roots if _module_source(r)[0] is None)
+    tops = tuple(sorted({_top(r) for r in roots} - set(_PROJECT)))
+
+    def follow(name: str) -> bool:
+        return name in roots or _top(name) in tops
+
+    digest = _hash_modules(_closure(roots, follow, tops))
+    return {"list": ",".join(listed), "code": digest}
+
+
 def forget_fingerprints() -> None:
     """Drop the cached hashes (each sweep hashes the files as they are on disk now)."""
-    for cached in (_module_source, _imports, code_fingerprint):
+    for cached in (_module_source, _imports, code_fingerprint, plugin_fingerprint):
         cached.cache_clear()
     _FILE_DIGESTS.clear()
 
@@ -508,12 +570,31 @@ def _payload(rows: list[dict[str, Any]]) -> bytes:
     return columns_mod.payload(columns_mod.run_columns(rows))
 
 
+class TooDeep(ValueError):
+    """A JSON text nested deeper than the parser's recursion limit (a planted line)."""
+
+
+def loads(raw: str | bytes) -> Any:
+    """``json.loads`` for files of a results folder: deep nesting is a ValueError, not a crash.
+
+    A line nested deeper than the recursion limit makes ``json.loads`` raise RecursionError,
+    which the readers do not expect; as a ValueError (:class:`TooDeep`) the file is reported
+    as damaged like any other, and its runs are played again.
+    """
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise TooDeep(
+            "nested too deeply to parse (more levels than Python's recursion limit)"
+        ) from None
+
+
 def _split(raw: bytes) -> tuple[dict[str, Any], bytes]:
     """(header, payload bytes) of a run record; ValueError when it has not the two-line layout."""
     head, sep, payload = raw.partition(b"\n")
     if not sep:
         raise ValueError("not a two-line run file")
-    header = json.loads(head)
+    header = loads(head)
     if not isinstance(header, dict):
         raise ValueError("header is not an object")
     return header, payload
@@ -544,7 +625,7 @@ def _pack_header(raw: bytes, name: str) -> tuple[dict[str, Any], bytes]:
     """(pack header, rest) of a unit file; DamagedPack naming the file and what is wrong."""
     head, sep, body = raw.partition(b"\n")
     try:
-        header = json.loads(head)
+        header = loads(head)
         if not isinstance(header, dict) or header.get("pack") != PACK_VERSION:
             raise ValueError(f"not a pack of version {PACK_VERSION}")
         runs = header["runs"]
@@ -591,7 +672,7 @@ def _parse_pack(raw: bytes, name: str) -> dict[str, tuple[bytes, bytes]]:
 def _record_header(line: bytes) -> dict[str, Any] | None:
     """A record's header line parsed; None when it is not a JSON object."""
     try:
-        header = json.loads(line)
+        header = loads(line)
     except ValueError:
         return None
     return header if isinstance(header, dict) else None
@@ -618,8 +699,14 @@ _PACK_CACHE = 1
 
 
 def _key_digest(key: Any) -> str:
-    """SHA-256 of a key's JSON form (keys sorted): equal digests, equal keys."""
-    text = json.dumps(key, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    """SHA-256 of a key's JSON form (keys sorted): equal digests, equal keys.
+
+    A stored key too deep to serialise (planted) gets a digest no current key has.
+    """
+    try:
+        text = json.dumps(key, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    except (RecursionError, ValueError, TypeError):
+        return "unserialisable"
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -659,7 +746,7 @@ class CellStore:
                 **data_fingerprint(cell.agent.params, "agent."),
             },
         }
-        common = json.loads(_canonical(common))  # once per cell: the JSON form, as stored
+        common = json.loads(canonical_json(common))  # once per cell: the JSON form, as stored
         seeds = [int(i) for i in seed_indices]
         block = cell.with_seeds(seeds)
         keys = []
@@ -674,7 +761,7 @@ class CellStore:
     @staticmethod
     def run_id(cell: Cell, key: Mapping[str, Any]) -> str:
         """File stem of a run: readable prefix plus the key's hash."""
-        digest = hashlib.sha256(_canonical(key).encode()).hexdigest()[:20]
+        digest = hashlib.sha256(canonical_json(key).encode()).hexdigest()[:20]
         safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in cell.agent.name)
         eps = "np" if cell.epsilon is None else f"e{cell.epsilon:g}"
         return f"{safe}-{eps}-s{key['seed']}-{digest}"
@@ -705,7 +792,7 @@ class CellStore:
                     found.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name))
         for _, name in sorted(found, reverse=True):
             try:
-                header = json.loads(_first_line(folder / name))
+                header = loads(_first_line(folder / name))
                 runs = header["runs"] if isinstance(header, dict) else None
             except UnsafeResultsFolder:
                 self._unsafe.append(name)
@@ -828,7 +915,7 @@ class CellStore:
 
         def differs(digest: str) -> bool:
             if not wanted:
-                wanted.append(_key_digest(json.loads(_canonical(key))))
+                wanted.append(_key_digest(json.loads(canonical_json(key))))
             return digest != wanted[0]
 
         reasons = []
@@ -879,7 +966,7 @@ class CellStore:
                 continue
             try:
                 n = int(header["n"])
-                data = json.loads(payload)
+                data = loads(payload)
                 if n < 1 or any(len(v) != n for v in data["cols"].values()):
                     continue
                 return data, n
@@ -923,7 +1010,7 @@ class CellStore:
                     "n": int(run["n"]),
                     "columns": list(run["order"]),
                 }
-                head = json.dumps(header, separators=(",", ":"), default=_json_default).encode()
+                head = json.dumps(header, separators=(",", ":"), default=json_default).encode()
                 run_ids.append(run_id)
                 body += [head, b"\n", payload, b"\n"]
         rest = b"".join(body)
@@ -1125,14 +1212,14 @@ def _manifest_checksum(grid_dict: Any, run_ids: Any) -> str:
         {"grid": grid_dict, "runs": run_ids},
         sort_keys=True,
         separators=(",", ":"),
-        default=_json_default,
+        default=json_default,
     )
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
 def manifest_data(grid_dict: Mapping[str, Any], run_ids: list[str], complete: bool) -> dict:
     """The manifest's content as it reads back from disk (JSON round trip), with its checksum."""
-    grid_json = json.loads(json.dumps(_plain(dict(grid_dict)), default=_json_default))
+    grid_json = json.loads(json.dumps(plain_numbers(dict(grid_dict)), default=json_default))
     runs = [check_run_id(r) for r in run_ids]
     return {
         "version": FORMAT_VERSION,
@@ -1160,7 +1247,7 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
     except OSError as err:
         raise ValueError(f"cannot read {path}: {err}") from err
     try:
-        data = json.loads(raw)
+        data = loads(raw)
         runs = data["runs"]
         if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
             raise ValueError("unknown manifest version (an older layout)")
@@ -1177,10 +1264,80 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
     return data
 
 
+#: Key fields that change with the code, the data, the seed derivation or the layout; the rest
+#: of a key names the cell and the seed.
+VOLATILE_KEY_FIELDS = ("format", "code", "data", "env_seed", "agent_seed")
+
+
+def manifest_problem(manifest: Mapping[str, Any], store: CellStore) -> str:
+    """Why a manifest's run list is not the folder's runs of its own grid ("" when it is).
+
+    The manifest's checksum is plain SHA-256: whoever edits the file can recompute it. So its
+    run list is re-derived from the unit files: every listed run that is stored must carry a
+    key of a (cell, seed) of the manifest's grid, under the run id that key hashes to, each
+    (cell, seed) once, and the list must have one run per (cell, seed). A manifest edited to
+    draw other runs (another grid's, a stale key's, a duplicate, a dropped one) is named. Runs
+    that are absent or damaged are the readers' to report.
+    """
+    from dp_experts_env.evaluation.grid import Grid
+
+    try:
+        cells = Grid.from_dict(manifest["grid"]).cells()
+    except (TypeError, ValueError, KeyError, RecursionError) as err:
+        return f"its grid cannot be built ({err})"
+    wanted: set[str] = set()
+    for cell in cells:
+        description = cell.to_dict()
+        description.pop("seed_indices")
+        base = json.loads(canonical_json(description))
+        wanted.update(canonical_json({**base, "seed": int(i)}) for i in cell.seed_indices)
+    runs = list(manifest["runs"])
+    if len(runs) != len(wanted):
+        return (
+            f"it lists {len(runs)} runs for the {len(wanted)} cells and seeds of its grid: the "
+            "manifest was edited"
+        )
+    seen: set[str] = set()
+    for run_id in sorted(runs, key=store._source):  # each unit file parsed once
+        try:
+            header, _ = store.read_record(run_id)
+            key = header["key"]
+            kept = {k: v for k, v in key.items() if k not in VOLATILE_KEY_FIELDS}
+            identity = canonical_json(kept)
+            digest = hashlib.sha256(canonical_json(key).encode()).hexdigest()[:20]
+        except FileNotFoundError:
+            continue
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            continue  # damaged: reported by whoever reads its rows
+        if not run_id.endswith(f"-{digest}"):
+            return f"it lists run {run_id}, whose file holds another key: the manifest was edited"
+        if identity not in wanted:
+            return (
+                f"it lists run {run_id}, which belongs to no cell and seed of its grid: the "
+                "manifest was edited"
+            )
+        if identity in seen:
+            return f"it lists two runs of one cell and seed ({run_id}): the manifest was edited"
+        seen.add(identity)
+    return ""
+
+
 def load_results(folder: str | Path) -> pd.DataFrame:
-    """Exactly the rows of the grid last run in ``folder`` (per its manifest)."""
+    """Exactly the rows of the grid last run in ``folder`` (per its manifest).
+
+    Raises:
+        ValueError: no manifest, a damaged one, one whose run list does not match its unit
+            files (:func:`manifest_problem`), or missing runs.
+    """
     manifest = read_manifest(folder)
-    frame = CellStore(folder).frame(manifest["runs"])
+    store = CellStore(folder)
+    problem = manifest_problem(manifest, store)
+    if problem:
+        raise ValueError(
+            f"{Path(folder) / MANIFEST} does not match the folder's unit files ({problem}); run "
+            "compare again to rewrite it"
+        )
+    frame = store.frame(manifest["runs"])
     if frame.empty:
         raise ValueError(f"the manifest of {str(folder)!r} lists no runs")
     return frame

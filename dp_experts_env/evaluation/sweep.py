@@ -16,21 +16,17 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
-import re
 import sys
 import time
 from pathlib import Path
 from typing import Any, TextIO
 
-import numpy as np
 import pandas as pd
 
 from dp_experts_env._validation import check_choice
 from dp_experts_env.evaluation.backends import CellCompletion, execute_units
-from dp_experts_env.evaluation.grid import Grid, _json_default
-from dp_experts_env.evaluation.stats import bootstrap_ci, iqm
+from dp_experts_env.evaluation.grid import Grid, json_default
 from dp_experts_env.evaluation.store import (
     CellStore,
     ResultsFolderBusy,
@@ -39,6 +35,7 @@ from dp_experts_env.evaluation.store import (
     forget_fingerprints,
     write_atomic,
 )
+from dp_experts_env.evaluation.summary import final_rows, summarize  # re-exported: public here
 
 __all__ = [
     "run_grid",
@@ -200,6 +197,9 @@ def run_grid(
     if figures and rows != "all":
         raise ValueError("figures=True draws every recorded round: it needs rows='all'")
     grid.validate()
+    from dp_experts_env.evaluation.memory import check_grid_memory
+
+    check_grid_memory(grid)  # the measured per-run model: refused before it runs out
     log = log if log is not None else sys.stderr
     out = Path(out_dir)
     forget_fingerprints()  # code edited since the last sweep in this process must count
@@ -227,7 +227,7 @@ def run_grid(
 
 
 def _write_report(frame: pd.DataFrame, out: Path, figures: bool, pdf: bool = False) -> None:
-    from dp_experts_env.evaluation.report import write_report  # it imports this module
+    from dp_experts_env.evaluation.report import write_report  # the layer above: figures
 
     write_report(frame, out, figures=figures, pdf=pdf)
 
@@ -296,7 +296,7 @@ def _run_locked(
         io(
             write_atomic,
             out / "grid.json",
-            lambda fh: json.dump(grid.to_dict(), fh, indent=2, default=_json_default),
+            lambda fh: json.dump(grid.to_dict(), fh, indent=2, default=json_default),
         )
         run_ids: list[str] = []
         todo = []
@@ -361,91 +361,3 @@ def _run_locked(
     except KeyboardInterrupt:
         raise SweepInterrupted(f"interrupted: {resume_hint()}") from None
     return frame
-
-
-def final_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows at each run's last recorded round (the episode's end).
-
-    A run is an (agent, env, epsilon, seed). The groups are found from integer codes of each
-    key column (``pd.factorize``) rather than a groupby over the string columns, whose hash
-    tables cost ~400 bytes per row of a 1M-row frame; this costs ~40.
-    """
-    if frame.empty:
-        return frame
-    group = np.zeros(len(frame), dtype=np.int64)
-    for name in ("agent", "env", "epsilon", "seed"):
-        codes, uniques = pd.factorize(frame[name], use_na_sentinel=False)
-        group = pd.factorize(group * len(uniques) + codes)[0]  # stays < number of rows
-    rounds = frame["round"].to_numpy()
-    last = np.full(group.max() + 1, np.iinfo(np.int64).min)
-    np.maximum.at(last, group, rounds)
-    return frame[rounds == last[group]]
-
-
-def _natural_key(text: str) -> list[Any]:
-    """Sort key that compares runs of digits as numbers: 'T=4000' < 'T=16000'."""
-    return [(0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text)]
-
-
-def summarize(
-    frame: pd.DataFrame,
-    metric: str = "dynamic_regret",
-    *,
-    baseline: str = "uniform",
-    confidence: float = 0.95,
-    n_boot: int = 2000,
-) -> pd.DataFrame:
-    """Final-round table per (env, agent, epsilon), ranked by mean ``metric`` within each env.
-
-    Columns: mean with its bootstrap CI (``ci_low``, ``ci_high``), IQM (rliable's 25% trimmed
-    mean) with its bootstrap CI (``iqm_low``, ``iqm_high``), median, static regret mean, and
-    ``score`` =
-    1 - metric / metric(``baseline``) averaged over seeds (common random numbers pair the seeds;
-    1 is zero regret, 0 is the baseline's), NaN when the baseline is not in the grid. When the
-    rows carry ``restarts`` (a restart-based learner ran), ``restarts_mean`` is the mean final
-    restart count per run (NaN for learners that do not restart).
-    """
-    if metric not in frame.columns:
-        raise ValueError(f"metric must be one of the result columns, got {metric!r}")
-    final = final_rows(frame)
-    base = final[final["agent"] == baseline].groupby(["env", "seed"])[metric].mean()
-    records = []
-    for (env, agent, eps), group in final.groupby(["env", "agent", "epsilon"], dropna=False):
-        values = group[metric].to_numpy()
-        est, lo, hi = bootstrap_ci(values, "mean", confidence=confidence, n_boot=n_boot)
-        _, iqm_lo, iqm_hi = bootstrap_ci(values, "iqm", confidence=confidence, n_boot=n_boot)
-        ref = base.reindex(pd.MultiIndex.from_arrays([group["env"], group["seed"]]))
-        ref = ref.to_numpy()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = 1.0 - values / ref
-        score = float(np.nanmean(ratio)) if np.isfinite(ratio).any() else math.nan
-        records.append(
-            {
-                "env": env,
-                "agent": agent,
-                "epsilon": eps,
-                "seeds": len(values),
-                f"{metric}_mean": est,
-                "ci_low": lo,
-                "ci_high": hi,
-                f"{metric}_iqm": iqm(values),
-                "iqm_low": iqm_lo,
-                "iqm_high": iqm_hi,
-                f"{metric}_median": float(np.median(values)),
-                "static_regret_mean": float(group["static_regret"].mean()),
-                f"score_vs_{baseline}": score,
-                "certified": bool(group["certified"].all()),
-            }
-        )
-        if "restarts" in final.columns:
-            # Restart-based learners (svt-restart) count their restarts per run (#29).
-            counts = group["restarts"].dropna()
-            records[-1]["restarts_mean"] = float(counts.mean()) if len(counts) else math.nan
-    table = pd.DataFrame(records)
-    # Envs in natural order (T = 1000, 4000, 16000; not the string order 1000, 16000, 4000).
-    order = {env: i for i, env in enumerate(sorted(table["env"].unique(), key=_natural_key))}
-    table = table.assign(_order=table["env"].map(order))
-    table = table.sort_values(["_order", f"{metric}_mean"], kind="stable").drop(columns="_order")
-    table = table.reset_index(drop=True)
-    table.insert(1, "rank", table.groupby("env").cumcount() + 1)
-    return table

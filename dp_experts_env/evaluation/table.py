@@ -6,7 +6,10 @@ table shows what a reader compares, one row per (env, learner, epsilon):
 * ``env``: a short label (A, B, ...) whose full text is in a header line above the table;
 * ``rank``: within the env by mean final regret; ``=`` marks a learner whose 95% interval
   overlaps the interval of the learner ranked just above it (the two are not told apart);
-* ``learner``;
+  ``*`` marks the best private learner at its epsilon (the lowest mean among the private
+  learners run at that finite epsilon in that env; :func:`best_private`);
+* ``learner``; `` (suite variant)`` follows a learner run with its defaults where those are not
+  its paper's algorithm (:data:`SUITE_VARIANTS`; its paper's form is a keyword away);
 * ``eps``: the requested epsilon, ``inf (no noise)`` for a private learner with its noise
   removed, ``non-private`` for a learner without a privacy parameter;
 * ``certified``: the epsilon the learner's accountant certifies for the run (differs from the
@@ -24,10 +27,29 @@ import string
 
 import pandas as pd
 
-__all__ = ["WIDTH", "terminal_table", "env_labels", "ties"]
+__all__ = ["WIDTH", "SUITE_VARIANTS", "terminal_table", "env_labels", "ties", "best_private"]
 
 #: Width the printed table must fit (tests/test_compare_table.py checks the default comparison).
 WIDTH = 120
+
+
+#: Learners whose defaults are the suite's variant, not their paper's algorithm, and the
+#: keywords that give the paper's form (docs/algorithms.md has each one's row); the first two
+#: also have a paper-mode row by name, ``NAME:paper`` (``agents/paper_modes.py``).
+SUITE_VARIANTS: dict[str, str] = {
+    "private-batched-exp4": "release='estimates'",  # default release='loss' (#29)
+    "svt-restart": "tuning='paper', window_grid='all'",  # default: the suite's detector
+    "dp-klucb": "means='last'",  # default: every released episode (#38)
+}
+
+
+def learner_label(agent: str) -> str:
+    """The learner as the table prints it: ``(suite variant)`` after a variant's name.
+
+    Only the bare names of :data:`SUITE_VARIANTS` (their defaults) are marked; a grid label
+    with parameters, ``name[...]``, is printed as it is.
+    """
+    return f"{agent} (suite variant)" if agent in SUITE_VARIANTS else agent
 
 
 def env_labels(envs: list[str]) -> dict[str, str]:
@@ -56,6 +78,29 @@ def ties(table: pd.DataFrame) -> list[bool]:
         out.append(bool(tied))
         previous_env, previous_hi = env, hi
     return out
+
+
+def best_private(table: pd.DataFrame, metric: str, private: set[str]) -> list[bool]:
+    """Per row: is it the best private learner at its (env, finite epsilon)?
+
+    The lowest mean final ``metric`` among the rows of private learners at that finite epsilon
+    in that env (ties: every row at the minimum). Rows at ``epsilon = inf`` (noise removed)
+    and of non-private learners are never marked.
+    """
+    means = table[f"{metric}_mean"].astype(float).to_numpy()
+    eps = table["epsilon"].astype(float).to_numpy()
+    candidate = [
+        a in private and math.isfinite(e) and math.isfinite(m)
+        for a, e, m in zip(table["agent"], eps, means, strict=True)
+    ]
+    best: dict[tuple[str, float], float] = {}
+    for env, e, m, ok in zip(table["env"], eps, means, candidate, strict=True):
+        if ok:
+            best[(env, e)] = min(m, best.get((env, e), math.inf))
+    return [
+        bool(ok and m == best[(env, e)])
+        for env, e, m, ok in zip(table["env"], eps, means, candidate, strict=True)
+    ]
 
 
 def _num(value: float) -> str:
@@ -121,6 +166,7 @@ def terminal_table(frame: pd.DataFrame, table: pd.DataFrame, metric: str) -> str
     envs = list(dict.fromkeys(table["env"]))
     labels = env_labels(envs)
     tied = ties(table)
+    marked = best_private(table, metric, private)
     score_col = next((c for c in table.columns if c.startswith("score_vs_")), None)
     show_score = score_col is not None and table[score_col].notna().any()
     show_restarts = "restarts_mean" in table.columns and table["restarts_mean"].notna().any()
@@ -131,8 +177,8 @@ def terminal_table(frame: pd.DataFrame, table: pd.DataFrame, metric: str) -> str
         is_private = agent in private
         row = {
             "env": labels[rec["env"]],
-            "rank": f"{rec['rank']}{'=' if tied[i] else ''}",
-            "learner": agent,
+            "rank": f"{rec['rank']}{'=' if tied[i] else ''}{'*' if marked[i] else ''}",
+            "learner": learner_label(agent),
             "eps": _eps(eps, is_private),
             "certified": _certified(
                 certified.get((rec["env"], agent, eps), math.nan), is_private, eps
@@ -153,6 +199,10 @@ def terminal_table(frame: pd.DataFrame, table: pd.DataFrame, metric: str) -> str
         f"final {metric.replace('_', ' ')}, ranked per env; '=' after a rank: its 95% interval "
         "overlaps the one above"
     )
+    if any(marked):
+        header.append("'*' after a rank: the best private learner at its epsilon")
+    if any(agent in SUITE_VARIANTS for agent in table["agent"]):
+        header.append("(suite variant): the learner's defaults are not its paper's algorithm")
     if show_score:
         header.append(f"score: 1 - regret / {score_col.removeprefix('score_vs_')}'s, same seeds")
     if show_restarts:

@@ -21,20 +21,20 @@ code version of their claim. Nothing is written, no lock is taken.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dp_experts_env.evaluation.grid import Grid, _canonical
+from dp_experts_env.evaluation.grid import Grid, canonical_json
 from dp_experts_env.evaluation.store import (
     FORMAT_VERSION,
     MANIFEST,
     CellStore,
-    UnsafeResultsFolder,
     check_run_id,
     forget_fingerprints,
+    loads,
+    manifest_problem,
     read_manifest,
     read_plain,
 )
@@ -90,7 +90,7 @@ def _identity(key: Any) -> str:
     """The part of a key naming the cell and seed (everything but code, data, seeds, format)."""
     if not isinstance(key, dict):
         return ""
-    return _canonical({k: v for k, v in key.items() if k not in _VOLATILE})
+    return canonical_json({k: v for k, v in key.items() if k not in _VOLATILE})
 
 
 def _changed(stored: dict[str, Any], current: dict[str, Any]) -> str:
@@ -121,8 +121,8 @@ def verify_folder(folder: str | Path) -> FolderReport:
             "same command again"
         )
     try:
-        on_disk = json.loads(read_plain(folder / "grid.json"))
-        if _canonical(on_disk) != _canonical(manifest["grid"]):
+        on_disk = loads(read_plain(folder / "grid.json"))
+        if canonical_json(on_disk) != canonical_json(manifest["grid"]):
             report.problems.append("grid.json differs from the grid recorded in the manifest")
     except FileNotFoundError:
         report.problems.append("grid.json is missing")
@@ -135,6 +135,9 @@ def verify_folder(folder: str | Path) -> FolderReport:
         report.problems.append(f"its grid cannot be built with the current code ({err})")
         return report
     store = CellStore(folder)
+    edited = manifest_problem(manifest, store)
+    if edited:
+        report.problems.append(edited)
     expected: dict[str, tuple[str, dict[str, Any]]] = {}  # identity -> (run id, key)
     for cell in cells:
         for _, key, run_id in store.runs(cell):
@@ -171,17 +174,19 @@ def _classify_listed(
     try:
         data, _ = store.read_record(check_run_id(run_id))  # a unit file or a run file
         stored_key = data["key"]
+        digest = hashlib.sha256(canonical_json(stored_key).encode()).hexdigest()[:20]
+        identity = _identity(stored_key)
     except FileNotFoundError:
         report.stale.append((run_id, "listed run of other code; its file is absent"))
         return
-    except (OSError, ValueError, KeyError, TypeError, UnsafeResultsFolder) as err:
-        report.damaged.append((run_id, f"unreadable ({type(err).__name__})"))
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as err:
+        # UnsafeResultsFolder and TooDeep are ValueErrors; RecursionError: a key nested deeper
+        # than the serialiser goes.
+        report.damaged.append((run_id, f"unreadable ({type(err).__name__}: {err})"))
         return
-    digest = hashlib.sha256(_canonical(stored_key).encode()).hexdigest()[:20]
     if not run_id.endswith(f"-{digest}"):
         report.foreign.append((run_id, "its name does not match the key inside it"))
         return
-    identity = _identity(stored_key)
     if identity not in expected:
         report.foreign.append((run_id, "belongs to no cell and seed of the manifest's grid"))
         return

@@ -1,7 +1,5 @@
 """The privacy a mechanism or a composition provides, as a small frozen record."""
 
-from __future__ import annotations
-
 import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple

@@ -38,6 +38,7 @@ __all__ = [
     "BACKENDS",
     "FastBackend",
     "GridBackend",
+    "LaterCallsScaled",
     "NoiseBackend",
     "RecordingBackend",
     "ScaledBackend",
@@ -227,6 +228,45 @@ class ScaledBackend:
     def effective_sensitivity(self, sensitivity: float, dim: int = 1) -> float:
         """The base's: calibration (and so the claim) is that of the unweakened learner."""
         return self.base.effective_sensitivity(sensitivity, dim)
+
+
+class LaterCallsScaled(ScaledBackend):
+    """Audit-only: the first ``keep`` calls of ``base`` unchanged, every later one scaled.
+
+    Calls are ``laplace``, ``add_laplace`` and ``gumbel``, counted in order. With
+    ``multiplier = 0`` the learner gets real noise from its first calls and none afterwards:
+    a learner whose later draws reach its outputs then plays differently, while one that
+    draws fresh noise for show and keeps using its first draw (cached noise) does not
+    (:func:`dp_experts_env.evaluation.audit.noise_provenance`).
+
+    Args:
+        base: the backend (a name or a backend object).
+        multiplier: factor on the calls after the first ``keep``.
+        keep: calls left unchanged (>= 0).
+    """
+
+    def __init__(self, base: str | NoiseBackend, multiplier: float, keep: int = 1) -> None:
+        super().__init__(base, multiplier)
+        self.keep = check_int("keep", keep, minimum=0)
+        self.calls = 0
+
+    def _factor(self) -> float:
+        self.calls += 1
+        return 1.0 if self.calls <= self.keep else self.multiplier
+
+    def laplace(self, rng: RandomSource, scale: float, shape: tuple[int, ...]) -> np.ndarray:
+        """The base's Laplace noise, scaled after the first ``keep`` calls."""
+        return self.base.laplace(rng, scale * self._factor(), shape)
+
+    def add_laplace(
+        self, rng: RandomSource, values: np.ndarray, scale: float, batch_axes: int = 1
+    ) -> np.ndarray:
+        """The base's release, its noise scaled after the first ``keep`` calls."""
+        return self.base.add_laplace(rng, values, scale * self._factor(), batch_axes)
+
+    def gumbel(self, rng: RandomSource, shape: tuple[int, ...]) -> np.ndarray:
+        """The base's Gumbel noise, scaled after the first ``keep`` calls."""
+        return self._factor() * self.base.gumbel(rng, shape)
 
 
 class RecordingBackend:

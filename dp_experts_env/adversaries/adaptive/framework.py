@@ -28,6 +28,7 @@ __all__ = [
     "PolicyAdversary",
     "PolicyAdversaryParams",
     "BASES",
+    "make_base",
 ]
 
 BASES = ("bernoulli", "zeros", "uniform")
@@ -186,8 +187,19 @@ class _BernoulliBase(BaseLosses):
         return self.rng.bernoulli(self.mean, (self.n_experts,))
 
 
-def _make_base(base: Any, n_experts: int, base_mean: Any) -> BaseLosses:
-    """Build the base datum generator from the ``base``/``base_mean`` knobs."""
+def make_base(base: Any, n_experts: int, base_mean: Any) -> BaseLosses:
+    """The base datum generator of the ``base``/``base_mean`` knobs (every adaptive family).
+
+    Args:
+        base: one of :data:`BASES` or a :class:`BaseLosses` object (returned as it is).
+        n_experts: the number of experts N.
+        base_mean: the Bernoulli means (a number or N numbers in [0, 1]; default 0.5), only
+            with ``base="bernoulli"``.
+
+    Raises:
+        ValueError: an unknown base, a mean out of [0, 1], or ``base_mean`` with another base.
+        TypeError: ``base`` is neither a name nor a :class:`BaseLosses`.
+    """
     if isinstance(base, BaseLosses):
         if base_mean is not None:
             raise ValueError(
@@ -266,7 +278,7 @@ class PolicyAdversary(Adversary):
                 f"got {type(policy).__name__}"
             )
         self.policy = policy
-        self.base = _make_base(base, self.n_experts, base_mean)
+        self.base = make_base(base, self.n_experts, base_mean)
         self.default_switches = check_int(
             "policy.default_switches", policy.default_switches, minimum=0
         )

@@ -21,7 +21,7 @@ from dp_experts_env.adversaries.adaptive.framework import (
     BaseLosses,
     PolicyAdversary,
     PolicyAdversaryParams,
-    _make_base,
+    make_base,
 )
 from dp_experts_env.adversaries.params import FamilyParams
 from dp_experts_env.adversaries.registry import families, family_factory, register_family
@@ -439,7 +439,7 @@ def block_restart(
         if inner_knobs is not None:
             raise ValueError("inner_knobs applies only when inner is a family name")
         base_spec = PolicyAdversaryParams.base if base is None else base
-        _make_base(base_spec, n_experts, base_mean)  # validate now, not at the first block
+        make_base(base_spec, n_experts, base_mean)  # validate now, not at the first block
         build = _CallableBlocks(inner, n_experts, base_spec, base_mean)
     else:
         raise TypeError(

@@ -7,9 +7,11 @@ of Differential Privacy", Claim 3.9), and the k selections compose (basic compos
 
 Privacy. Neighbouring loss sequences differ in one round's loss vector (any change within
 [0, 1]^N). Each cumulative loss then moves by at most 1, so every selection is report-noisy-min
-with sensitivity 1, Laplace scale 2 k / epsilon, epsilon / k-DP; the k selections compose to
-epsilon-DP against adaptive adversaries. The block length ceil(T / k) and k = ceil(sqrt(T)) use
-the public horizon only.
+with sensitivity 1. The first selection reads no loss (the sums are still zero: a uniform draw),
+so only the m = k - 1 later ones (at least 1) spend privacy: each draws Laplace 2 m / epsilon,
+epsilon / m-DP, and they compose to epsilon-DP against adaptive adversaries (a claim that is
+tight, so the audit can test it). The block length ceil(T / k) and k = ceil(sqrt(T)) use the
+public horizon only.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 import agents
 from agents.base import Agent, PrivacyClaim, no_privacy
 from dp_experts_env.privacy.accounting import basic_composition
+from dp_experts_env.privacy.declaration import Mechanism, Repeated, ReportNoisyMin
 from dp_experts_env.privacy.mechanisms import report_noisy_min
 from dp_experts_env.privacy.noise import NoiseBackend, get_backend
 
@@ -42,7 +45,9 @@ class PrivateBlockFTPL(Agent):
         n_experts: N. horizon: T. num_envs: B runs. seed: run b uses seed + b.
         epsilon: the privacy level (inf: the exact leader, random ties; not private).
         n_blocks: k, the number of selections (default ceil(sqrt(T))).
-        noise: noise backend, "fast" or "grid" (or a backend object).
+        noise: noise backend, "fast" or "grid" (or a backend object). The audit passes a
+            weakened backend here to check its own power (a learner built with half the
+            noise must be caught), so every draw goes through it.
     """
 
     feedback = "full"
@@ -67,6 +72,7 @@ class PrivateBlockFTPL(Agent):
             raise ValueError(f"n_blocks must be an int in [1, horizon={horizon}], got {k!r}")
         self.block = math.ceil(horizon / k)
         self.n_releases = math.ceil(horizon / self.block)  # selections actually made
+        self.n_spending = max(1, self.n_releases - 1)  # the first reads no loss
         self.noise = get_backend(noise)
         self.reset(seed)
 
@@ -82,18 +88,32 @@ class PrivateBlockFTPL(Agent):
             self.leader = report_noisy_min(
                 self.cumulative,
                 sensitivity=1.0,
-                epsilon=self.epsilon / self.n_releases,
+                epsilon=self.epsilon / self.n_spending,
                 rng=self.rng,
                 noise=self.noise,
             ).value
         return self.leader
 
     @property
+    def declaration(self) -> Mechanism | None:
+        """What runs: n_spending report-noisy-min selections on the same cumulative losses.
+
+        The audit reads it to choose its scenarios (selections: rival pairs around a block
+        start) and its checks; None at epsilon = inf (nothing private runs).
+        """
+        if math.isinf(self.epsilon):
+            return None
+        sensitivity = self.noise.effective_sensitivity(1.0, 1)
+        scale = 2.0 * sensitivity / (self.epsilon / self.n_spending)  # as report_noisy_min draws
+        selection = ReportNoisyMin("experts by cumulative loss", self.n_experts, sensitivity, scale)
+        return Repeated(selection, self.n_spending, what="one selection per block after the first")
+
+    @property
     def privacy(self) -> PrivacyClaim:
-        """epsilon-DP: basic composition of the n_releases report-noisy-min selections."""
+        """epsilon-DP: basic composition of the n_spending report-noisy-min selections."""
         if math.isinf(self.epsilon):
             return no_privacy("full")
-        total = basic_composition([self.epsilon / self.n_releases] * self.n_releases)
+        total = basic_composition([self.epsilon / self.n_spending] * self.n_spending)
         return PrivacyClaim(
             epsilon=total.epsilon,
             feedback="full",

@@ -1,0 +1,275 @@
+"""Batched noisy Fixed-Share: a pure-DP tracker that releases each block's loss sums once.
+
+Source: Fixed-Share (Herbster & Warmuth 1998, in the form of Cesa-Bianchi & Lugosi 2006, §5.2)
+played on blocks of m rounds (the blocking reduction of Merhav, Ordentlich, Seroussi & Weinberger
+2002), each block's loss sums released with the Laplace mechanism (Dwork & Roth, Thm 3.6). A
+private baseline the suite adds for the tracking setting (issue #38); no paper of the suite
+prints it. Derivation of the block length and rates: docs/algorithms.md, "The strongest private
+baselines (#38)".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from agents._simplex import log_mix_uniform, log_softmax, softmax
+from agents.base import PrivacyClaim, clip_unit
+from agents.full_info import fixed_share_tuning
+from agents.noisy_clipped_hedge import calibrated_eta
+from agents.private import PrivateAgent
+from agents.registry import register
+from dp_experts_env._validation import check_float, check_int, check_probability
+from dp_experts_env.privacy.declaration import LaplaceRelease, Mechanism, Parallel, PostProcessing
+from dp_experts_env.privacy.mechanisms import laplace_calibration, laplace_mechanism
+from dp_experts_env.privacy.noise import NoiseBackend
+
+__all__ = ["PrivateFixedShare", "default_block", "block_tuning"]
+
+
+def default_block(n_experts: int, horizon: int, epsilon: float) -> int:
+    """The block length ``m = round(sqrt(8) N / epsilon)``, in [1, T] (1 at epsilon = inf).
+
+    It minimises the bound the rate is tuned with (:func:`block_tuning`): exponential weights
+    over the ``T / m`` blocks, fed block means in [0, 1] (log-MGF ``eta^2 / 8``, Hoeffding) plus
+    Laplace noise of scale ``N / (epsilon m)`` (log-MGF ``~ eta^2 (N / (epsilon m))^2``), pay at
+    the best rate ``2 m sqrt(C (T / m)(1/8 + N^2 / (epsilon m)^2)) = 2 sqrt(C T (m / 8 + N^2 /
+    (epsilon^2 m)))``, smallest at ``m = sqrt(8) N / epsilon`` (C, the comparator's log-size,
+    changes only logarithmically with m). Public quantities only (N, T, epsilon).
+    """
+    if math.isinf(epsilon):
+        return 1
+    return int(min(max(1, round(math.sqrt(8.0) * n_experts / epsilon)), horizon))
+
+
+def block_tuning(
+    n_experts: int, horizon: int, n_switches: int, block: int, noise_scale: float
+) -> tuple[float, float]:
+    """Fixed-Share's ``(alpha, eta)`` for the game of ``ceil(T / m)`` blocks, eta per loss sum.
+
+    The block game feeds block means in [0, 1] plus Laplace noise of scale ``b / m`` (``b`` the
+    scale on the sums); its S-switch comparator has at most S switches among the blocks.
+    ``alpha = S / (K - 1)`` over the K blocks (Fixed-Share's standard rate), and the rate on the
+    means is noisy-clipped-hedge's calibrated ``sqrt(C / (K (1/8 + (b/m)^2)))`` (capped at
+    ``m / (2 b)``; C Fixed-Share's S-switch complexity at K rounds), divided by m to apply to
+    the sums. With no noise and m = 1 this is exactly Fixed-Share's tuning.
+
+    Returns:
+        ``(alpha, eta)`` with eta the rate applied to a block's loss sums.
+    """
+    k = -(-horizon // block)
+    s = min(n_switches, k - 1)
+    alpha, eta = fixed_share_tuning(n_experts, k, s)
+    if noise_scale > 0.0:
+        eta = calibrated_eta(n_experts, k, s, noise_scale / block)
+    return alpha, eta / block
+
+
+@register(
+    "private-fixed-share",
+    private=True,
+    summary="batched noisy Fixed-Share: each block's loss sums + Lap(N/eps) released once",
+)
+class PrivateFixedShare(PrivateAgent):
+    """Fixed-Share over blocks of m rounds, each block's loss sums released once with Laplace.
+
+    Source: Fixed-Share (Herbster & Warmuth 1998; Cesa-Bianchi & Lugosi 2006, §5.2) on the
+    blocking reduction (Merhav et al. 2002) with the Laplace mechanism (Dwork & Roth, Thm 3.6):
+    a private tracking baseline added by the suite (issue #38), not an algorithm of its papers.
+
+    Every round plays ``J_t ~ w`` with a fresh coin, ``w`` fixed within a block. When a block of
+    m rounds ends, its loss sums ``L`` (losses clipped to [0, 1]) are released once as
+    ``L~ = L + Lap(N / epsilon)`` per coordinate, and Fixed-Share steps on them:
+    ``v = softmax(log w - eta L~)``, ``w = (1 - alpha) v + alpha / N``. The last, unfinished
+    block is never released.
+
+    Privacy claim: pure epsilon-DP against adaptive adversaries. Changing one round's loss
+    vector moves one block's sums by at most 1 per coordinate (L1 sensitivity N); each block is
+    released once (parallel composition over the disjoint blocks); the plays are
+    post-processing of the releases and independent coins. The claim is composed from the
+    declaration (:attr:`declaration`).
+
+    Tuning (public quantities N, T, S, epsilon only; docs/algorithms.md derives them):
+    ``m = round(sqrt(8) N / epsilon)`` (:func:`default_block`), ``alpha`` and ``eta`` from
+    Fixed-Share's bound on the game of blocks (:func:`block_tuning`). At epsilon = inf, m = 1
+    and the learner is ``fixed-share`` (the same floats, the same draws). Overrides: ``block``,
+    ``alpha``, ``eta`` (public constants; privacy does not depend on them). ``mode`` and
+    ``tuning`` are accepted for the common interface and change nothing (no erratum, one
+    tuning).
+
+    Per-round cost: O(N) per run (one categorical draw; N Laplace draws and one Fixed-Share step
+    per block). Memory O(N) per run.
+
+    Args:
+        n_switches: S, the comparator's switch budget (public; ``agents.make`` passes the env's).
+        block: block length m override (1 <= m <= T).
+        alpha: mixing rate override, in [0, 1].
+        eta: rate override (> 0), applied to the block sums.
+        (others: see :class:`~agents.private.PrivateAgent`).
+    """
+
+    tunings = ("calibrated",)
+    #: the audit's scenarios (privacy holds for every public block length and rate): blocks of
+    #: 2 so a short game releases a block holding the changed round; per-round releases and a
+    #: high rate where the plays follow a release most closely.
+    audit_hints: ClassVar[Mapping[str, Any]] = {
+        "params": {"block": 2},
+        "exposed": {"block": 1, "eta": 100.0},
+    }
+
+    def __init__(
+        self,
+        n_experts: int,
+        horizon: int,
+        *,
+        epsilon: float = 1.0,
+        delta: float | None = None,
+        mode: str = "strict",
+        tuning: str | None = None,
+        noise: str | NoiseBackend = "fast",
+        n_switches: int = 1,
+        block: int | None = None,
+        alpha: float | None = None,
+        eta: float | None = None,
+        num_envs: int = 1,
+        seed: int | Sequence[int] | None = None,
+    ) -> None:
+        super().__init__(
+            n_experts,
+            horizon,
+            epsilon=epsilon,
+            delta=delta,
+            mode=mode,
+            tuning=tuning,
+            noise=noise,
+            num_envs=num_envs,
+            seed=seed,
+        )
+        n, t = self.n_experts, self.horizon
+        self.n_switches = check_int("n_switches", n_switches, minimum=0)
+        if block is None:
+            self.block = default_block(n, t, self.epsilon)
+        else:
+            self.block = check_int("block", block, minimum=1, maximum=t)
+        # The scale laplace_mechanism adds to each coordinate of a block's sums (0 at inf).
+        self.noise_scale = laplace_calibration(float(n), self.epsilon, noise=self.noise, dim=n)[0]
+        default_alpha, default_eta = block_tuning(
+            n, t, self.n_switches, self.block, self.noise_scale
+        )
+        self.alpha = default_alpha if alpha is None else check_probability("alpha", alpha)
+        if eta is None:
+            self.eta = default_eta
+        else:
+            self.eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
+        self.reset(seed)
+
+    @property
+    def releases(self) -> int:
+        """Blocks released in a game of T rounds: ``floor((T - 1) / m)`` (round T is never fed)."""
+        return (self.horizon - 1) // self.block
+
+    @property
+    def declaration(self) -> Mechanism:
+        """Each full block's loss sums released once with Laplace noise (L1 sensitivity N)."""
+        n = self.n_experts
+        return PostProcessing(
+            Parallel(
+                LaplaceRelease(
+                    "the block's loss sums",
+                    (n,),
+                    self.noise.effective_sensitivity(float(n), dim=n),
+                    self.noise_scale,
+                ),
+                f"blocks of {self.block} rounds (each loss vector enters one block's sums)",
+                copies=self.releases,
+            ),
+            "the Fixed-Share plays",
+        )
+
+    @property
+    def privacy(self) -> PrivacyClaim:
+        """Pure epsilon-DP against adaptive adversaries, composed from :attr:`declaration`."""
+        return self._declared_claim(
+            source="batched noisy Fixed-Share: Laplace mechanism, parallel composition"
+        )
+
+    def action_distribution(self) -> np.ndarray:
+        """(B, N) law of the action the last ``act`` returned (uniform before any)."""
+        return softmax(self.log_weights)
+
+    def _init_state(self) -> None:
+        b, n = self.num_envs, self.n_experts
+        self.log_weights = np.full((b, n), -math.log(n))
+        self.block_sums = np.zeros((b, n))
+
+    def _learn(self, obs: np.ndarray) -> None:
+        self.block_sums += clip_unit(obs)  # the sensitivity bound assumes losses in [0, 1]
+        if self.t % self.block:
+            return  # the block goes on: nothing is released
+        noisy = laplace_mechanism(
+            self.block_sums,
+            l1_sensitivity=float(self.n_experts),
+            epsilon=self.epsilon,
+            rng=self.rng,
+            noise=self.noise,
+        ).value
+        posterior = log_softmax(self.log_weights - self.eta * noisy)
+        self.log_weights = log_mix_uniform(posterior, self.alpha)
+        self.block_sums = np.zeros_like(self.block_sums)
+
+    def _choose(self, obs: np.ndarray) -> np.ndarray:
+        return self.rng.categorical(softmax(self.log_weights))
+
+    def play_block(self, obs: np.ndarray) -> np.ndarray:
+        """K rounds of :meth:`act` at once (see :mod:`agents._kernels`), bit for bit.
+
+        A run reads, per round, N Laplace uniforms when a block ends (before its play) and one
+        play uniform; the block's draws come from one read of the stream (``fast`` backend;
+        other backends play round by round). The sums grow round by round as in ``act``; the
+        law is fixed between releases, so the softmaxes and draws are taken for the K rounds
+        at once.
+        """
+        from agents._kernels import (
+            categorical_rows,
+            check_block,
+            fast_laplace,
+            finish_block,
+            plain_fast_backend,
+            softmax_rows,
+        )
+
+        losses = check_block(self, obs)
+        k, b, n = losses.shape
+        if k == 0:
+            return finish_block(self, np.empty((0, b)))
+        if not plain_fast_backend(self.noise):
+            return np.array([self.act(row) for row in losses], dtype=np.int64).reshape(k, -1)
+        clipped = clip_unit(losses)
+        fed = self.t + np.arange(k)  # round whose loss row i feeds (0: nothing, round 1)
+        release = (fed > 0) & (fed % self.block == 0)
+        draws = n if self.noise_scale > 0.0 else 0
+        # Per run: [N Laplace uniforms if round i releases] then its play uniform.
+        width = 1 + draws * release
+        ends = np.cumsum(width)
+        u = self.rng.random((int(ends[-1]),))
+        laws = np.empty_like(clipped)
+        for i in range(k):
+            if fed[i] > 0:
+                self.block_sums += clipped[i]
+            if release[i]:
+                noisy = self.block_sums
+                if draws:
+                    start = int(ends[i]) - 1 - draws
+                    noisy = noisy + fast_laplace(u[:, start : start + draws], self.noise_scale)
+                else:
+                    noisy = noisy.copy()
+                posterior = log_softmax(self.log_weights - self.eta * noisy)
+                self.log_weights = log_mix_uniform(posterior, self.alpha)
+                self.block_sums = np.zeros_like(self.block_sums)
+            laws[i] = self.log_weights
+        plays = np.ascontiguousarray(u[:, ends - 1].T)  # (K, B)
+        return finish_block(self, categorical_rows(softmax_rows(laws), plays))
+

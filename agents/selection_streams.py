@@ -1,0 +1,87 @@
+"""Per-run uniform streams read only by the runs that draw (svt-restart's selections).
+
+A batch of B runs must equal B single runs with the same seeds; when a draw happens at
+run-dependent rounds, drawing for every run every round wastes most uniforms. Here each run owns
+a stream with its own cursor, and a :class:`RunsView` of some runs is a
+:class:`~dp_experts_env.batch_rng.BatchRNG` the mechanisms draw from as usual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from agents.base import AGENT_STREAM
+from dp_experts_env.batch_rng import BatchRNG
+
+__all__ = ["RunsView", "SelectionStreams"]
+
+#: uniforms buffered per run by the selection streams (refilled per run when used up)
+_SELECTION_CHUNK = 256
+
+
+class SelectionStreams:
+    """One uniform stream per run, read only by the runs that select this round.
+
+    A selection (or an epoch's uniform first expert) happens at run-dependent rounds, about
+    log2(T) times per epoch, so drawing its noise every round for every run (to keep the draw
+    count the same for all runs of a batch) wasted most of it. Here each run owns a stream
+    (seeded from its agent seed, apart from the agent's main stream) with its own cursor: a
+    draw consumes uniforms from the runs that draw only, so run b of a batch still matches a
+    single run seeded ``seeds[b]``, without any draw on the rounds nobody selects.
+    """
+
+    def __init__(self, seeds: Sequence[int]) -> None:
+        self._generators = [
+            np.random.Generator(np.random.PCG64(np.random.SeedSequence([s, AGENT_STREAM, 1])))
+            for s in seeds
+        ]
+        self._buffer = np.empty((len(self._generators), _SELECTION_CHUNK))
+        for row, g in zip(self._buffer, self._generators, strict=True):
+            g.random(out=row)
+        self._cursor = np.zeros(len(self._generators), dtype=np.int64)
+
+    def take(self, runs: np.ndarray, count: int) -> np.ndarray:
+        """The next ``count`` uniforms of each run in ``runs`` (distinct indices): (len, count)."""
+        width = self._buffer.shape[1]
+        short = runs[self._cursor[runs] + count > width]
+        if len(short):
+            if count > width:  # a larger draw than the buffer: widen it (every row keeps place)
+                wider = np.empty((len(self._generators), count + _SELECTION_CHUNK))
+                wider[:, :width] = self._buffer
+                for row, g in zip(wider, self._generators, strict=True):
+                    g.random(out=row[width:])
+                self._buffer, width = wider, wider.shape[1]
+                short = runs[self._cursor[runs] + count > width]
+            for r in short:  # runs that used up their buffer: keep the rest, refill behind it
+                cur = self._cursor[r]
+                row = self._buffer[r]
+                left = width - cur
+                row[:left] = row[cur:].copy()
+                self._generators[r].random(out=row[left:])
+                self._cursor[r] = 0
+        cols = self._cursor[runs][:, None] + np.arange(count)
+        self._cursor[runs] += count
+        return self._buffer[runs[:, None], cols]
+
+    def view(self, runs: np.ndarray) -> BatchRNG:
+        """A :class:`BatchRNG` of ``len(runs)`` runs reading these runs' streams."""
+        return RunsView(self, runs)
+
+
+class RunsView(BatchRNG):
+    """The runs ``runs`` of a :class:`SelectionStreams` as a BatchRNG (for the mechanisms).
+
+    Every BatchRNG law (Laplace, Gumbel, integers, ...) is a transform of ``_take``, so the
+    mechanisms draw exactly as from a BatchRNG, only from these runs' selection streams.
+    """
+
+    def __init__(self, streams: SelectionStreams, runs: np.ndarray) -> None:  # noqa: D107
+        # No BatchRNG.__init__: the uniforms come from ``streams``, not from own generators.
+        self.num_runs = len(runs)
+        self._streams = streams
+        self._runs = runs
+
+    def _take(self, count: int) -> np.ndarray:
+        return self._streams.take(self._runs, count)

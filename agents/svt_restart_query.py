@@ -1,0 +1,133 @@
+"""svt-restart's per-round query and snapshot pushes, compiled (the numpy path's floats).
+
+:class:`~agents.svt_restart.SVTRestart` calls these when the JIT is enabled; each computes
+the same floats as the numpy path in the same order (``+ - *``, min and max only), so both
+paths give the same actions (tests/test_svt_restart.py, the learner lock on both paths).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dp_experts_env._jit import helper, kernel
+
+__all__ = ["bernstein_query_kernel", "push_snapshots_kernel", "window_bound"]
+
+
+@helper
+def window_bound(
+    offsets: np.ndarray,
+    slopes: np.ndarray,
+    dslopes: np.ndarray,
+    count: int,
+    v: float,
+    d: float,
+    with_d: bool,
+) -> float:
+    """One element's boundary ``min_{k < count} (offsets[k] + slopes[k] v [+ dslopes[k] d])``.
+
+    Shared by the per-round query kernel and svt-restart's block kernel
+    (:mod:`agents._svt_kernels`), so both compute the same floats in the same order.
+    """
+    b = offsets[0] + slopes[0] * v
+    if with_d:
+        b = b + dslopes[0] * d
+    for k in range(1, count):
+        term = offsets[k] + slopes[k] * v
+        if with_d:
+            term = term + dslopes[k] * d
+        if term < b:
+            b = term
+    return b
+
+
+@kernel
+def bernstein_query_kernel(  # pragma: no cover - compiled; its Python form runs in the tests
+    cum: np.ndarray,
+    cum_sq: np.ndarray,
+    snap_experts: np.ndarray,
+    snap_learner: np.ndarray,
+    snap_sq: np.ndarray,
+    empty: np.ndarray,
+    counts: np.ndarray,
+    offsets: np.ndarray,
+    slopes: np.ndarray,
+    dslopes: np.ndarray,
+    with_d: bool,
+    const: np.ndarray,
+    scale: float,
+    out: np.ndarray,
+) -> None:
+    """:meth:`SVTRestart._bernstein_query` (dyadic grid) in one pass: the same floats.
+
+    Every element is computed with the numpy path's operations in its order (``+ - *``,
+    ``min``, ``max`` only, so compiled and numpy agree bit for bit): ``V = max(cum_sq -
+    snap_sq, 0)`` (the betting boundary: the negative part N), ``d = learner - expert``,
+    ``b = min_{k < counts[q]} (offsets[k] + slopes[k] V [+ dslopes[k] d if with_d])``, query
+    ``d - scale (b + const[r])``; ``out[r]`` = the largest query of run r's non-empty columns
+    (-inf when all are empty).
+    """
+    runs, n, cols = snap_experts.shape
+    learner = np.empty(cols)
+    for r in range(runs):
+        best = -np.inf
+        c = const[r]
+        for q in range(cols):
+            learner[q] = cum[r, n] - snap_learner[r, q]
+        for j in range(n):
+            cj, sj = cum[r, j], cum_sq[r, j]
+            for q in range(cols):
+                if empty[r, q]:
+                    continue
+                expert = cj - snap_experts[r, j, q]
+                d = learner[q] - expert
+                v = sj - snap_sq[r, j, q]
+                if v < 0.0:
+                    v = 0.0
+                b = window_bound(offsets, slopes, dslopes, counts[q], v, d, with_d)
+                query = d - scale * (b + c)
+                if query > best:
+                    best = query
+        out[r] = best
+
+
+@kernel
+def push_snapshots_kernel(  # pragma: no cover - compiled; its Python form runs in the tests
+    tau: np.ndarray,
+    mask: np.ndarray,
+    t: int,
+    pow2: np.ndarray,
+    store_index: np.ndarray,
+    cum: np.ndarray,
+    cum_sq: np.ndarray,
+    with_sq: bool,
+    snap_experts: np.ndarray,
+    snap_learner: np.ndarray,
+    snap_sq: np.ndarray,
+    col_time: np.ndarray,
+    col_empty: np.ndarray,
+    snap_time: np.ndarray,
+    snap_count: np.ndarray,
+) -> None:
+    """:meth:`SVTRestart._push_snapshots` run by run (copies only: the same values)."""
+    runs, n, _ = snap_experts.shape
+    levels, slots = store_index.shape
+    for r in range(runs):
+        if not mask[r]:
+            continue
+        for lev in range(levels):
+            if tau[r] % pow2[lev] != 0:
+                continue
+            slot = snap_count[r, lev] % slots
+            col = store_index[lev, slot]
+            if col >= 0:
+                for j in range(n):
+                    snap_experts[r, j, col] = cum[r, j]
+                snap_learner[r, col] = cum[r, n]
+                if with_sq:
+                    for j in range(n):
+                        snap_sq[r, j, col] = cum_sq[r, j]
+                col_time[r, col] = t
+                col_empty[r, col] = False
+            snap_time[r, lev, slot] = t
+            snap_count[r, lev] += 1

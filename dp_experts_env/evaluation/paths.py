@@ -1,0 +1,467 @@
+"""Path equivalence: a learner's block entry point against round-by-round ``act``.
+
+Users' runs (``dp-experts run``, ``compare``, sweeps) play oblivious games through a learner's
+block entry point when it has one (``play_block`` with full information or OCO gradients,
+``play_bandit_block`` with bandit feedback; compiled kernels when numba is present:
+:mod:`dp_experts_env.evaluation.episode`), while the privacy audit's scenarios feed ``act``
+round by round. What the audit certifies covers the code users run only if the two paths are
+the same random function of the data. :func:`compare_paths` plays one seeded game both ways
+with twin learners (same seed) and requires, block after block:
+
+* equal actions (integers equal, points equal as doubles);
+* equal state afterwards: every array, integer, string and float attribute of the learner and
+  of the suite's objects it holds (trees, cores, detectors), compared as bytes;
+* the same random stream afterwards (a copy of each generator draws the same next uniforms:
+  the same number of uniforms was consumed);
+* the same drawn Laplace noise: every variate the two paths drew through the suite's samplers
+  (:func:`dp_experts_env.batch_rng.laplace_tap`), values and scales, as multisets (a block
+  draws its rounds' noise in one array, ``act`` one round at a time).
+
+On the first block that differs, the block is replayed from its start in growing prefixes
+until one differs: the report names that round and what differed. A planted kernel-only bug
+(noise at half scale, one draw per block, a budget off by one, a node released without
+noise) therefore fails with its round named. The check compares the two paths; it does not
+judge either (the audit does that, on ``act``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dp_experts_env._jit import jit_enabled
+from dp_experts_env.batch_rng import BatchRNG, laplace_tap
+
+__all__ = [
+    "BLOCKS",
+    "PathReport",
+    "block_method",
+    "compare_paths",
+    "compare_settings",
+    "describe_settings",
+    "hint_settings",
+]
+
+#: Block sizes the block path plays, in turn (cycled): a single round, blocks crossing powers
+#: of two and batch ends, and a long one.
+BLOCKS = (1, 6, 13, 2, 9, 3, 17, 5)
+#: Attributes that may legitimately differ between twins (caches of public data, seeds kept
+#: for ``reset``).
+_SKIP = frozenset({"_trusted_advice", "_advice_finite", "_cache", "_seed"})
+_OWN_MODULES = ("agents", "dp_experts_env")
+
+
+@dataclass(frozen=True)
+class PathReport:
+    """What :func:`compare_paths` found.
+
+    Attributes:
+        method: the block entry point compared with ``act`` (None: the learner has none, so
+            ``act`` is the only path).
+        compiled: whether the compiled kernels ran (numba present and not disabled).
+        rounds: rounds played on each path.
+        first_round: the first round (1-based) whose result differs; None when equal.
+        what: what differed there ("actions", "state 'tree._noisy'", "random stream",
+            "drawn noise ..."); "" when equal.
+    """
+
+    method: str | None
+    compiled: bool
+    rounds: int
+    first_round: int | None = None
+    what: str = ""
+
+    @property
+    def equal(self) -> bool:
+        """True when the paths agree (or there is only one)."""
+        return self.first_round is None
+
+    def describe(self) -> str:
+        """One line for reports."""
+        if self.method is None:
+            return "no block entry point: act is the only path users run"
+        path = "compiled" if self.compiled else "numpy"
+        if self.equal:
+            return (
+                f"{self.method} ({path} path) equals act over {self.rounds} rounds: actions, "
+                "state, random stream and drawn noise"
+            )
+        return (
+            f"{self.method} ({path} path) differs from act at round {self.first_round}: {self.what}"
+        )
+
+
+def block_method(agent: Any) -> str | None:
+    """The block entry point users' runs call on ``agent`` (None when it has none)."""
+    bandit = getattr(agent, "feedback", "full") == "bandit"
+    name = "play_bandit_block" if bandit else "play_block"
+    return name if callable(getattr(agent, name, None)) else None
+
+
+# ----------------------------------------------------------------------------- the game
+@dataclass(frozen=True)
+class _Game:
+    """The data of one oblivious game: what both paths are fed."""
+
+    obs: np.ndarray | None = None  # full / OCO: (T, B, W) observations of act
+    losses: np.ndarray | None = None  # bandit: (T, B, K) losses
+    advice: np.ndarray | None = None  # bandit: (T, B, N, K) advice
+
+
+def _game(agent: Any, horizon: int, seed: int, gradients: np.ndarray | None) -> _Game:
+    rng = np.random.default_rng(seed)
+    runs = int(agent.num_envs)
+    if gradients is not None:
+        return _Game(obs=np.asarray(gradients, dtype=np.float64)[:horizon])
+    if agent.feedback == "bandit":
+        n, k = int(agent.n_experts), int(agent.n_arms)
+        advice = rng.dirichlet(np.full(k, 0.4), size=(horizon, runs, n))
+        return _Game(losses=rng.random((horizon, runs, k)), advice=advice)
+    n = int(agent.n_experts)
+    # Coarse values (ties for leaders and argmins) mixed with fine ones, per round.
+    coarse = rng.integers(0, 3, size=(horizon, runs, n)) / 2.0
+    fine = rng.random((horizon, runs, n))
+    return _Game(obs=np.where(rng.random((horizon, runs, 1)) < 0.5, coarse, fine))
+
+
+def _bandit_obs(game: _Game, t: int, last: np.ndarray, loss: np.ndarray) -> dict[str, Any]:
+    assert game.advice is not None
+    runs = game.advice.shape[1]
+    return {
+        "advice": game.advice[t].reshape(runs, -1),
+        "last_action": last.copy(),
+        "last_loss": loss.reshape(runs, 1).copy(),
+    }
+
+
+def _charged(game: _Game, t: int, actions: np.ndarray) -> np.ndarray:
+    assert game.losses is not None
+    return game.losses[t][np.arange(len(actions)), actions]
+
+
+# ----------------------------------------------------------------------------- snapshots
+def _stream(rng: Any) -> bytes:
+    twin = copy.deepcopy(rng)
+    if isinstance(twin, BatchRNG):
+        return twin.random((8,)).tobytes()
+    return np.asarray(twin.random(8)).tobytes()
+
+
+def _snapshot(
+    obj: Any,
+    prefix: str = "",
+    out: dict[str, Any] | None = None,
+    depth: int = 0,
+    seen: set[int] | None = None,
+) -> dict[str, Any]:
+    """Every comparable attribute of ``obj`` (and of the suite's objects it holds), as bytes."""
+    out = {} if out is None else out
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return out
+    seen.add(id(obj))
+    for key, value in vars(obj).items():
+        if key in _SKIP:
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(value, np.ndarray):
+            out[name] = (value.dtype.str, value.shape, value.tobytes())
+        elif isinstance(value, (bool, int, float, str, np.number)):
+            out[name] = repr(value)
+        elif isinstance(value, (BatchRNG, np.random.Generator)):
+            out[f"{name} (random stream)"] = _stream(value)
+        elif (
+            depth < 3
+            and hasattr(value, "__dict__")
+            and not isinstance(value, type)
+            and type(value).__module__.split(".")[0] in _OWN_MODULES
+        ):
+            _snapshot(value, f"{name}.", out, depth + 1, seen)
+    return out
+
+
+def _state_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
+    for key in sorted(set(a) | set(b)):
+        if a.get(key) != b.get(key):
+            if key.endswith("(random stream)"):
+                return f"random stream {key.split(' ')[0]!r} (a different number of draws)"
+            return f"state {key!r}"
+    return ""
+
+
+def _drop_padding(
+    drawn: list[tuple[np.ndarray, np.ndarray]],
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Leave out the variates a block path computes from its padding.
+
+    A block's first round may learn nothing (round 1 has no loss yet); the block kernels then
+    pad its uniforms so the K rounds form one array, with 0 (whose Laplace transform,
+    ``fast_laplace(0, scale)``, is about ``-36.7 scale``) or with 0.5 (a zero noise), and throw
+    the padded values away. A genuine draw gives one of these values only for a uniform below
+    ``2**-54`` or exactly 0.5, so they are the padding and not compared; a zero noise is no
+    noise either way (tests/test_path_equivalence.py pins the reason).
+    """
+    out = []
+    for values, scales in drawn:
+        keep = (values != _zero_uniform_laplace(scales)) & (values != 0.0)
+        out.append((values[keep], scales[keep]))
+    return out
+
+
+def _zero_uniform_laplace(scales: np.ndarray) -> np.ndarray:
+    from dp_experts_env.batch_rng import _OPEN_LOW
+
+    u = np.full(scales.shape, _OPEN_LOW) - 0.5
+    return -scales * np.sign(u) * np.log1p(-2.0 * np.abs(u))
+
+
+def _noise_difference(
+    a: list[tuple[np.ndarray, np.ndarray]], b: list[tuple[np.ndarray, np.ndarray]]
+) -> str:
+    """'' when the two lists of (values, scales) hold the same variates, else what differs."""
+
+    def pooled(drawn: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+        if not drawn:
+            return np.empty(0), np.empty(0)
+        values = np.concatenate([v.reshape(-1) for v, _ in drawn])
+        scales = np.concatenate([s.reshape(-1) for _, s in drawn])
+        order = np.lexsort((scales, values))
+        return values[order], scales[order]
+
+    (va, sa), (vb, sb) = pooled(_drop_padding(a)), pooled(_drop_padding(b))
+    if va.size != vb.size:
+        return f"drawn noise: act drew {va.size} Laplace variates, the block path {vb.size}"
+    if not np.array_equal(va, vb):  # as floats: a zero scale's 0.0 and -0.0 are one draw
+        ratio = np.median(np.abs(vb)) / max(float(np.median(np.abs(va))), 1e-300)
+        return f"drawn noise: other Laplace values (median |noise| ratio block/act {ratio:.3g})"
+    if not np.array_equal(sa, sb):
+        return "drawn noise: the same values at other scales"
+    return ""
+
+
+# ----------------------------------------------------------------------------- the two paths
+@dataclass
+class _Reference:
+    """The act path, round by round: actions, state after each round, noise of each round."""
+
+    actions: list[np.ndarray]
+    states: list[dict[str, Any]]
+    noise: list[list[tuple[np.ndarray, np.ndarray]]]
+
+
+def _act_path(agent: Any, game: _Game, horizon: int) -> _Reference:
+    ref = _Reference([], [], [])
+    bandit = game.losses is not None
+    runs = int(agent.num_envs)
+    last, loss = np.zeros(runs, dtype=np.int64), np.zeros(runs)
+    for t in range(horizon):
+        with laplace_tap() as drawn:
+            if bandit:
+                action = np.asarray(agent.act(_bandit_obs(game, t, last, loss)))
+                last, loss = action.astype(np.int64), _charged(game, t, action)
+            else:
+                assert game.obs is not None
+                action = np.asarray(agent.act(game.obs[t]))
+        ref.actions.append(action.copy())
+        ref.noise.append(drawn)
+        ref.states.append(_snapshot(agent))
+    return ref
+
+
+def _play_block(
+    agent: Any, game: _Game, t: int, k: int, last: np.ndarray, loss: np.ndarray
+) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    with laplace_tap() as drawn:
+        if game.losses is not None:
+            assert game.advice is not None
+            first = _bandit_obs(game, t, last, loss)
+            rows = np.arange(int(agent.num_envs))
+            chosen = agent.play_bandit_block(
+                first, game.advice[t : t + k], game.losses[t : t + k], rows
+            )
+        else:
+            assert game.obs is not None
+            chosen = agent.play_block(np.ascontiguousarray(game.obs[t : t + k]))
+    return np.asarray(chosen), drawn
+
+
+def _block_difference(
+    chosen: np.ndarray,
+    drawn: list[tuple[np.ndarray, np.ndarray]],
+    agent: Any,
+    ref: _Reference,
+    t: int,
+) -> tuple[int, str] | None:
+    """The first differing round (0-based) of a block played from round ``t``, and what."""
+    for i in range(len(chosen)):
+        want = ref.actions[t + i]
+        got = np.asarray(chosen[i])
+        if got.size != want.size:
+            return t + i, f"actions of shape {got.shape}, act gives {want.shape}"
+        same = got.astype(want.dtype).reshape(want.shape)
+        if same.tobytes() != want.tobytes():
+            differ = np.any(same.reshape(len(want), -1) != want.reshape(len(want), -1), axis=1)
+            return t + i, f"actions (runs {np.flatnonzero(differ)[:5].tolist()})"
+    end = t + len(chosen) - 1
+    # The noise first: a scale off by a factor says more than the state it went into.
+    what = _noise_difference([d for round_ in ref.noise[t : end + 1] for d in round_], drawn)
+    if not what:
+        what = _state_difference(ref.states[end], _snapshot(agent))
+    return (end, what) if what else None
+
+
+def _sizes(horizon: int, blocks: Sequence[int]) -> list[int]:
+    out, i = [], 0
+    while sum(out) < horizon:
+        out.append(min(int(blocks[i % len(blocks)]), horizon - sum(out)))
+        i += 1
+    return out
+
+
+def _replay_to(make: Callable[[], Any], game: _Game, sizes: list[int]) -> tuple[Any, int, Any]:
+    """A fresh twin played through ``sizes``; (agent, rounds played, (last action, loss))."""
+    agent = make()
+    runs = int(agent.num_envs)
+    last, loss = np.zeros(runs, dtype=np.int64), np.zeros(runs)
+    t = 0
+    for k in sizes:
+        chosen, _ = _play_block(agent, game, t, k, last, loss)
+        if game.losses is not None:
+            last = chosen[-1].astype(np.int64)
+            loss = _charged(game, t + k - 1, last)
+        t += k
+    return agent, t, (last, loss)
+
+
+def compare_paths(
+    make: Callable[[], Any],
+    *,
+    horizon: int,
+    seed: int = 0,
+    blocks: Sequence[int] = BLOCKS,
+    gradients: np.ndarray | None = None,
+) -> PathReport:
+    """Play one seeded oblivious game through ``act`` and through the block entry point.
+
+    Args:
+        make: builds a fresh learner, the same one each call (fixed seed and parameters).
+        horizon: rounds to play (at most the learner's T).
+        seed: seed of the synthetic game (full information: losses in [0, 1] with ties;
+            bandit: losses and Dirichlet advice).
+        blocks: block sizes of the block path, cycled.
+        gradients: OCO learners: the (T, B, d) observations to feed (an OCO env's gradients).
+
+    Returns:
+        A :class:`PathReport`; ``report.equal`` is the verdict, ``first_round`` the first
+        round (1-based) that differs.
+    """
+    probe = make()
+    method = block_method(probe)
+    compiled = jit_enabled()
+    if method is None:
+        return PathReport(None, compiled, 0)
+    if probe.feedback == "oco" and gradients is None:
+        raise ValueError("an OCO learner's paths are compared on given gradients (gradients=)")
+    game = _game(probe, horizon, seed, gradients)
+    sizes = _sizes(horizon, blocks)
+    ref = _act_path(probe, game, horizon)
+    agent = make()
+    runs = int(agent.num_envs)
+    last, loss = np.zeros(runs, dtype=np.int64), np.zeros(runs)
+    t = 0
+    for j, k in enumerate(sizes):
+        chosen, drawn = _play_block(agent, game, t, k, last, loss)
+        if len(chosen) != k:
+            return PathReport(
+                method, compiled, horizon, t + 1, f"{len(chosen)} actions for a block of {k} rounds"
+            )
+        found = _block_difference(chosen, drawn, agent, ref, t)
+        if found is not None:
+            return _locate(make, game, ref, sizes[:j], t, k, found, method, compiled, horizon)
+        if game.losses is not None:
+            last = chosen[-1].astype(np.int64)
+            loss = _charged(game, t + k - 1, last)
+        t += k
+    return PathReport(method, compiled, horizon)
+
+
+def _locate(
+    make: Callable[[], Any],
+    game: _Game,
+    ref: _Reference,
+    before: list[int],
+    t: int,
+    k: int,
+    found: tuple[int, str],
+    method: str,
+    compiled: bool,
+    horizon: int,
+) -> PathReport:
+    """Replay the differing block from its start in growing prefixes; the first that differs."""
+    for m in range(1, k):
+        agent, at, (last, loss) = _replay_to(make, game, before)
+        chosen, drawn = _play_block(agent, game, at, m, last, loss)
+        hit = _block_difference(chosen, drawn, agent, ref, at)
+        if hit is not None:
+            return PathReport(method, compiled, horizon, hit[0] + 1, hit[1])
+    return PathReport(method, compiled, horizon, found[0] + 1, found[1])
+
+
+# ----------------------------------------------------------------------------- settings
+def hint_settings(cls: Any) -> list[dict[str, Any]]:
+    """The public parameter settings the paths are compared at, beyond the defaults.
+
+    A kernel's bug may sit where a default game never goes (a resample budget that does not
+    bind in a short game, a tree level never reached): the learner's ``audit_hints`` name the
+    settings where its mechanisms are most exposed (``params``, and ``params`` with
+    ``exposed``, each of ``batch_sizes``), and the paths are compared there too, as the audit
+    plays them. Settings the learner refuses are left out by :func:`compare_settings`.
+    """
+    hints = dict(getattr(cls, "audit_hints", {}) or {})
+    params = dict(hints.get("params", {}) or {})
+    exposed = {**params, **dict(hints.get("exposed", {}) or {})}
+    batched = [
+        {**params, "batch_size": b} for b in hints.get("batch_sizes", ()) or () if b is not None
+    ]
+    out: list[dict[str, Any]] = []
+    for setting in (params, exposed, *batched):
+        if setting and setting not in out:
+            out.append(setting)
+    return out
+
+
+def compare_settings(
+    build: Callable[..., Any],
+    settings: Sequence[dict[str, Any]],
+    *,
+    horizon: int,
+    gradients: np.ndarray | None = None,
+) -> list[tuple[str, PathReport]]:
+    """:func:`compare_paths` at the defaults and at each setting; (label, report) pairs.
+
+    ``build(**setting)`` returns a fresh learner (fixed seed); a setting it refuses
+    (ValueError, TypeError) is left out. Stops at the first setting whose paths differ.
+    """
+    out: list[tuple[str, PathReport]] = []
+    for setting in [{}, *settings]:
+        try:
+            build(**setting)
+        except (ValueError, TypeError):
+            continue
+        report = compare_paths(
+            lambda setting=setting: build(**setting), horizon=horizon, gradients=gradients
+        )
+        label = ", ".join(f"{k}={v!r}" for k, v in setting.items()) or "defaults"
+        out.append((label, report))
+        if not report.equal or report.method is None:
+            break
+    return out
+
+
+def describe_settings(found: Sequence[tuple[str, PathReport]]) -> str:
+    """One line per setting compared."""
+    return "; ".join(f"{label}: {report.describe()}" for label, report in found)

@@ -1,0 +1,53 @@
+"""Find the suite's learner package ``agents`` and refuse a foreign module of that name.
+
+The learners live in the top-level package ``agents``, installed beside ``dp_experts_env``. A
+researcher's own folder or module called ``agents`` earlier on ``sys.path`` (often the current
+directory, with ``python -m`` or a script run from there) would be imported instead, and the
+evaluation layer would fail much later with an ``AttributeError`` that names neither file. The
+layers above the learners (evaluation, attack, testing) call :func:`check_learner_package`
+before they import ``agents``; it looks the module up without running it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+__all__ = ["ForeignAgentsPackage", "check_learner_package", "expected_learner_package"]
+
+
+class ForeignAgentsPackage(ImportError):
+    """The module ``agents`` that Python finds is not this suite's learner package."""
+
+
+def expected_learner_package() -> Path:
+    """The folder of the suite's ``agents`` package: the sibling of ``dp_experts_env``."""
+    return Path(__file__).resolve().parent.parent / "agents"
+
+
+def check_learner_package() -> None:
+    """Raise :class:`ForeignAgentsPackage` when ``import agents`` would not load the suite's.
+
+    Cheap and side-effect free: an already imported ``agents`` is checked by its file, else
+    the import system's lookup is asked where it would load ``agents`` from (nothing runs).
+
+    Raises:
+        ForeignAgentsPackage: naming the foreign module's file and the expected folder.
+    """
+    module = sys.modules.get("agents")
+    if module is not None:
+        origin = getattr(module, "__file__", None)
+    else:
+        spec = importlib.util.find_spec("agents")
+        origin = None if spec is None else spec.origin
+    expected = expected_learner_package()
+    if origin is not None and Path(origin).resolve().parent == expected:
+        return
+    found = origin or "no file (a namespace package or a module built in memory)"
+    raise ForeignAgentsPackage(
+        f"the module 'agents' that Python imports is {found}, not dp-experts-env's learner "
+        f"package ({expected}): a folder or module named 'agents' earlier on sys.path (often "
+        "the current directory) shadows it. Rename your own 'agents' folder or module, or run "
+        "from another directory."
+    )

@@ -1,0 +1,371 @@
+"""The card's outputs and leaderboard (dp_experts_env/bench/, docs/bench.md).
+
+One module fixture benches a small reference set (``bench_all``) and one learner ranked against
+it (``bench_learner``) on a tiny protocol; the tests read what they wrote: bench.json, card.md,
+card.html. ``html_matches_json`` is the check that every figure and table number of card.html
+equals bench.json; it has its own controls (a moved bar and a changed number are caught, a
+reformatted page passes).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from html.parser import HTMLParser
+
+import pytest
+from test_bench_protocol import tiny_protocol
+
+from dp_experts_env.bench.command import bench_all, bench_learner
+from dp_experts_env.bench.leaderboard import VersionMismatch, rank
+from dp_experts_env.bench.render import SECTIONS, axis_of, bar_height, curve_y
+
+REFERENCE = ["uniform", "hedge", "fixed-share", "noisy-clipped-hedge", "exp3", "ldp-exp4"]
+LEARNER = "limited-updates"
+
+
+@pytest.fixture(scope="module")
+def benched(tmp_path_factory):
+    """(reference set, the learner's card, its folder) on the tiny protocol."""
+    root = tmp_path_factory.mktemp("bench")
+    protocol = tiny_protocol(("shift", "bandit"), horizon=200, seeds=3)
+    ref = bench_all(
+        root / "all", quick=True, learners=REFERENCE, protocol=protocol, backend="serial"
+    )
+    card = bench_learner(
+        LEARNER,
+        {},
+        root / "one",
+        quick=True,
+        protocol=protocol,
+        reference=root / "all" / "reference-set.json",
+        backend="serial",
+        command="dp-experts bench limited-updates --quick",
+    )
+    return ref, card, root / "one", root
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str]]] = []
+
+    def handle_starttag(self, tag, attrs):  # noqa: D102 - HTMLParser hook
+        self.tags.append((tag, {k: v or "" for k, v in attrs}))
+
+
+def html_matches_json(page: str, data: dict) -> list[str]:
+    """Every problem found comparing card.html's figures and numbers with bench.json."""
+    parser = _Tags()
+    parser.feed(page)
+    problems = []
+    caps = data["capabilities"]
+    key = data["headline_epsilon"]
+    svgs = [a for t, a in parser.tags if t == "svg"]
+    axes = {(float(a["data-axis-low"]), float(a["data-axis-high"])) for a in svgs}
+    if len(svgs) != 2 or len(axes) != 1:
+        problems.append(f"expected two figures on one axis, got {len(svgs)} on {axes}")
+    axis = axes.pop() if axes else axis_of(data)
+    drawn = [
+        v
+        for e in caps.values()
+        for s in e["scores"].values()
+        for v in (s["mean"], s["mean_low"], s["mean_high"])
+    ]
+    if drawn and not axis[0] <= min(drawn) <= max(drawn) <= axis[1]:
+        problems.append(f"axis {axis} clips values in [{min(drawn)}, {max(drawn)}]")
+    bars = [a for t, a in parser.tags if t == "rect" and a.get("class") == "bar"]
+    want_bars = {c for c, e in caps.items() if key in e["scores"]}
+    if {b["data-capability"] for b in bars} != want_bars or len(bars) != len(want_bars):
+        problems.append(f"bars {sorted(b['data-capability'] for b in bars)} != {want_bars}")
+    for b in bars:
+        value = caps[b["data-capability"]]["scores"][b["data-eps"]]["mean"]
+        if float(b["data-value"]) != value:
+            problems.append(f"bar {b['data-capability']}: {b['data-value']} != {value}")
+        if abs(float(b["height"]) - abs(bar_height(value, axis))) > 1e-3:
+            problems.append(f"bar {b['data-capability']}: height {b['height']} for {value}")
+        if abs(float(b["y"]) - min(curve_y(0.0, axis), curve_y(value, axis))) > 1e-3:
+            problems.append(f"bar {b['data-capability']}: y {b['y']} for {value}")
+    points = [a for t, a in parser.tags if t == "circle" and a.get("class") == "point"]
+    want_points = {(c, k) for c, e in caps.items() for k in e["scores"]}
+    if {(p["data-capability"], p["data-eps"]) for p in points} != want_points:
+        problems.append("curve points do not cover every (capability, epsilon) of the JSON")
+    for p in points:
+        value = caps[p["data-capability"]]["scores"][p["data-eps"]]["mean"]
+        if float(p["data-value"]) != value or abs(float(p["cy"]) - curve_y(value, axis)) > 1e-3:
+            problems.append(f"point {p['data-capability']} eps {p['data-eps']}: {p} for {value}")
+    tasks = {t["name"]: t for t in data["tasks"]}
+    rows = {r["label"]: r for r in data["leaderboard"]["rows"]}
+    numbers = [a for t, a in parser.tags if t == "span" and a.get("class") == "num"]
+    for n in numbers:
+        if "data-capability" in n:
+            stat = {"curve": "mean"}.get(n["data-stat"], n["data-stat"])
+            want = caps[n["data-capability"]]["scores"][n["data-eps"]][stat]
+        elif "data-task" in n:
+            want = tasks[n["data-task"]]["scores"][n["data-eps"]]["mean"]
+        else:
+            want = rows[n["data-learner"]]["overall"]
+        if float(n["data-value"]) != want:
+            problems.append(f"number {n}: {n['data-value']} != {want}")
+    shown = sum(1 for t in data["tasks"] if t["scores"].get(key))
+    shown += sum(1 for r in rows.values() if r["overall"] is not None)
+    shown += sum(4 for e in caps.values() if key in e["scores"])  # mean, its CI, IQM
+    shown += sum(len(e["scores"]) for e in caps.values())  # the curves' table
+    if len(numbers) != shown:
+        problems.append(f"{len(numbers)} numbers in the tables, {shown} in the JSON")
+    return problems
+
+
+def test_card_files_and_numbers(benched) -> None:
+    _, card, folder, _ = benched
+    data = json.loads((folder / "bench.json").read_text())
+    assert data["schema"] == "dp-experts-bench/1"
+    assert data["learner"]["name"] == LEARNER and data["headline_epsilon"] == "1"
+    status = {c: e["status"] for c, e in data["capabilities"].items()}
+    assert status["tracking"] == "scored" and status["bandit"] == "n/a"
+    assert "n/a: a full-feedback learner" in data["capabilities"]["bandit"]["reason"]
+    page = (folder / "card.html").read_text()
+    assert html_matches_json(page, data) == []
+    md = (folder / "card.md").read_text()
+    for capability, entry in data["capabilities"].items():
+        s = entry["scores"].get("1")
+        assert f"| {capability} |" in md
+        if s:
+            assert f"{s['mean']:.3f}" in md
+    assert data["command"] in page and data["command"] in md
+
+
+def test_html_check_catches_a_moved_bar_and_passes_a_reformatted_page(benched) -> None:
+    _, _, folder, _ = benched
+    data = json.loads((folder / "bench.json").read_text())
+    page = (folder / "card.html").read_text()
+    moved = re.sub(
+        r'(class="bar"[^>]*height=")([0-9.]+)', lambda m: m[1] + "1" + m[2], page, count=1
+    )
+    assert moved != page and html_matches_json(moved, data)
+    wrong = dict(data, capabilities=json.loads(json.dumps(data["capabilities"])))
+    wrong["capabilities"]["tracking"]["scores"]["1"]["mean"] += 0.01
+    assert html_matches_json(page, wrong)
+    reformatted = page.replace("><", ">\n<")
+    assert html_matches_json(reformatted, data) == []
+    clipped = re.sub(r'data-axis-high="[0-9.]+"', 'data-axis-high="0.1"', page)
+    assert any("clips" in p for p in html_matches_json(clipped, data))
+
+
+def test_the_page_is_self_contained(benched) -> None:
+    page = (benched[2] / "card.html").read_text()
+    assert "<script" not in page.lower() and "<link" not in page.lower()
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "url(" not in page and "@import" not in page
+    for section in SECTIONS:
+        assert f'<section id="{section}">' in page
+
+
+def test_the_learner_is_ranked_among_the_reference_set_without_replaying_it(benched) -> None:
+    ref, card, folder, _ = benched
+    data = json.loads((folder / "bench.json").read_text())
+    board = data["leaderboard"]
+    labels = [r["label"] for r in board["rows"]]
+    # Its kind's table: the full-information learners and uniform (any), not the bandit ones.
+    assert set(labels) == {"uniform", "hedge", "fixed-share", "noisy-clipped-hedge", LEARNER}
+    assert [r["rank"] for r in board["rows"]] == list(range(1, len(labels) + 1))
+    overall = [r["overall"] for r in board["rows"]]
+    assert overall == sorted(overall, reverse=True)
+    assert [r["this"] for r in board["rows"]].count(True) == 1
+    # Not re-played: the card's folder holds only the roster's and the learner's runs.
+    from dp_experts_env.evaluation.store import read_manifest
+
+    played = set()
+    for manifest in folder.glob("runs/*/manifest.json"):
+        played |= {a["name"] for a in read_manifest(manifest.parent)["grid"]["agent"]}
+    assert LEARNER in played
+    assert not played & {"noisy-clipped-hedge", "ldp-exp4"}  # reference-set learners only
+    # The reference set's control and reference rows are the ones the card was scored on.
+    assert ref["key"] == board["key"]
+
+
+def test_cards_of_different_versions_are_never_ranked_together(benched) -> None:
+    ref, card, _, _ = benched
+    for field, value in [
+        ("protocol", "bench-v0"),
+        ("code_version", "0" * 16),
+        ("quick", False),
+        ("digest", "x"),
+    ]:
+        other = dict(ref, key={**ref["key"], field: value})
+        with pytest.raises(VersionMismatch, match="never ranked together"):
+            rank(card, other)
+    assert rank(card, ref)["rows"]  # the same key ranks (the harmless case)
+    moved = json.loads(json.dumps(ref))
+    moved["scales"]["shift"][0] *= 1 + 1e-6  # another control mean: another scale
+    with pytest.raises(VersionMismatch, match="other scales"):
+        rank(card, moved)
+    rounded = json.loads(json.dumps(ref))
+    rounded["scales"]["shift"][0] *= 1 + 1e-13  # float rounding across machines: ranked
+    assert rank(card, rounded)["rows"]
+
+
+def test_a_mismatched_reference_set_leaves_the_card_unranked(benched, tmp_path) -> None:
+    ref, _, _, root = benched
+    stale = tmp_path / "stale.json"
+    stale.write_text(json.dumps(dict(ref, key={**ref["key"], "code_version": "0" * 16})))
+    card = bench_learner(
+        LEARNER,
+        {},
+        root / "one",
+        quick=True,
+        protocol=tiny_protocol(("shift", "bandit"), horizon=200, seeds=3),
+        reference=stale,
+        backend="serial",
+    )
+    data = json.loads((root / "one" / "bench.json").read_text())
+    assert [r["label"] for r in data["leaderboard"]["rows"]] == [LEARNER]
+    assert data["leaderboard"]["note"].startswith("not ranked:")
+    assert card["capabilities"] == data["capabilities"]
+
+
+def test_a_reference_whose_code_changed_is_left_out(benched) -> None:
+    ref, card, _, _ = benched
+    edited = json.loads(json.dumps(ref))
+    for entry in edited["entries"]:
+        if entry["label"] == "hedge":
+            entry["learner_code"] = "edited"
+    board = rank(card, edited)
+    assert "hedge" not in [r["label"] for r in board["rows"]]
+    assert "hedge" in board["note"]
+
+
+def test_scores_in_the_card_are_finite_or_absent(benched) -> None:
+    for entry in benched[1]["capabilities"].values():
+        for s in entry["scores"].values():
+            assert all(math.isfinite(v) for k, v in s.items() if k != "tasks")
+
+
+def test_the_shipped_reference_set_is_bench_v1_quick_of_every_builtin() -> None:
+    """The package's reference set: its key names bench-v1 (pinned digest), quick; one row per
+    built-in learner, each row's scores within its kind's tasks; one scale per task."""
+    from test_bench_protocol import PINNED
+
+    from dp_experts_env.bench import load_protocol
+    from dp_experts_env.bench.command import builtin_learners, shipped_reference
+
+    protocol = load_protocol("bench-v1")
+    ref = shipped_reference(protocol, quick=True)
+    assert ref is not None and shipped_reference(protocol, quick=False) is None
+    assert ref["key"]["protocol"] == "bench-v1" and ref["key"]["digest"] == PINNED["bench-v1"]
+    assert ref["key"]["quick"] is True
+    assert sorted(e["label"] for e in ref["entries"]) == sorted(builtin_learners())
+    assert set(ref["scales"]) == {t.name for t in protocol.quick_tasks}
+    by_label = {e["label"]: e for e in ref["entries"]}
+    assert abs(by_label["uniform"]["overall"]) < 1e-12  # the control: 0 on every task
+    assert by_label["hedge"]["capabilities"]["bandit"] is None  # not its kind
+
+
+def test_recompute_replays_the_reference_set_beside_the_learner(monkeypatch, tmp_path) -> None:
+    from dp_experts_env.bench import command
+
+    monkeypatch.setattr(command, "builtin_learners", lambda: ["uniform", "hedge", LEARNER])
+    card = bench_learner(
+        LEARNER,
+        {},
+        tmp_path,
+        quick=True,
+        recompute=True,
+        backend="serial",
+        protocol=tiny_protocol(("shift",), horizon=100, seeds=2),
+    )
+    data = json.loads((tmp_path / "bench.json").read_text())
+    assert [r["label"] for r in data["leaderboard"]["rows"]].count(LEARNER) == 1
+    assert {r["label"] for r in data["leaderboard"]["rows"]} == {"uniform", "hedge", LEARNER}
+    assert data["leaderboard"]["note"] == ""
+    ref = json.loads((tmp_path / "reference" / "reference-set.json").read_text())
+    assert [e["label"] for e in ref["entries"]] == ["uniform", "hedge"]  # not the learner
+    assert card["capabilities"] == data["capabilities"]
+
+
+def test_the_shipped_reference_set_matches_this_code() -> None:
+    """Skips, saying what to do, when the code of the control, the references or the task envs
+    changed since the set was written (a card would then be unranked, with that reason)."""
+    from dp_experts_env.bench import load_protocol
+    from dp_experts_env.bench.card import reference_version
+    from dp_experts_env.bench.command import shipped_reference
+
+    protocol = load_protocol("bench-v1")
+    ref = shipped_reference(protocol, quick=True)
+    current = reference_version(protocol)
+    if ref["key"]["code_version"] != current:
+        pytest.skip(
+            f"the shipped bench-v1 quick set is of code version {ref['key']['code_version']}, "
+            f"this code is {current}: run `dp-experts bench --all --quick`, then "
+            "dp_experts_env.bench.command.ship_reference('results/bench-all-quick/"
+            "reference-set.json')"
+        )
+    assert len(current) == 16
+
+
+@pytest.mark.slow
+def test_an_outside_learner_is_ranked_among_the_reference_set(benched) -> None:
+    """The example plug-in (``DP_EXPERTS_PLUGINS``), in a fresh interpreter: its card ranks it
+    among the reference set's full-information rows, which are read, not re-played."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    root = benched[3]
+    tests = Path(__file__).parent
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(tests)!r})
+        from test_bench_protocol import tiny_protocol
+        from dp_experts_env.bench.command import bench_learner
+        bench_learner("private-block-ftpl", {{}}, {str(root / "plugin")!r}, quick=True,
+                      protocol=tiny_protocol(("shift", "bandit"), horizon=200, seeds=3),
+                      reference={str(root / "all" / "reference-set.json")!r}, backend="serial")
+        """
+    )
+    example = tests.parent / "examples" / "plugin_example"
+    env = {
+        **os.environ,
+        "DP_EXPERTS_PLUGINS": "dp_plugin_example.ftpl",
+        "PYTHONPATH": os.pathsep.join([str(example), os.environ.get("PYTHONPATH", "")]),
+    }
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    data = json.loads((root / "plugin" / "bench.json").read_text())
+    labels = [r["label"] for r in data["leaderboard"]["rows"]]
+    assert set(labels) == {
+        "uniform",
+        "hedge",
+        "fixed-share",
+        "noisy-clipped-hedge",
+        "private-block-ftpl",
+    }
+    assert data["leaderboard"]["note"] == "" and data["learner"]["private"] is True
+
+
+def test_ship_reference_writes_the_data_module_of_its_key(benched, tmp_path) -> None:
+    import importlib.util
+
+    from dp_experts_env.bench.command import ship_reference
+
+    ref, _, _, root = benched
+    path = ship_reference(root / "all" / "reference-set.json", tmp_path)
+    assert path.name == "bench_tiny_quick.py"
+    spec = importlib.util.spec_from_file_location("shipped_tiny", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert json.loads(module.DATA) == ref
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(ValueError, match="not a reference set"):
+        ship_reference(tmp_path / "bad.json", tmp_path)
