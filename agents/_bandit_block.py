@@ -23,7 +23,7 @@ import numpy as np
 
 from agents._kernels import hook_round
 from agents.base import BanditObs
-from dp_experts_env.batch_rng import _OPEN_HIGH, _OPEN_LOW, LAPLACE_TAPS, tap_laplace
+from dp_experts_env.batch_rng import LAPLACE_TAPS, OPEN_HIGH, OPEN_LOW, tap_laplace
 
 __all__ = [
     "round_obs",
@@ -123,8 +123,8 @@ def laplace_from_uniforms(u: np.ndarray, scale: float) -> np.ndarray:
     to the same uniforms (taken in one call, as a contiguous array) they give the same doubles.
     A test pins it against ``BatchRNG.laplace``.
     """
-    out = np.maximum(u, _OPEN_LOW)  # a fresh contiguous array, as open_uniform makes
-    np.minimum(out, _OPEN_HIGH, out=out)
+    out = np.maximum(u, OPEN_LOW)  # a fresh contiguous array, as open_uniform makes
+    np.minimum(out, OPEN_HIGH, out=out)
     out -= 0.5
     signed = np.multiply(-np.asarray(scale), np.sign(out))
     np.abs(out, out=out)

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from dp_experts_env._jit import helper, kernel
-from dp_experts_env.batch_rng import _OPEN_HIGH, _OPEN_LOW, LAPLACE_TAPS, BatchRNG, tap_laplace
+from dp_experts_env.batch_rng import LAPLACE_TAPS, OPEN_HIGH, OPEN_LOW, BatchRNG, tap_laplace
 from dp_experts_env.privacy.noise import FastBackend
 
 __all__ = [
@@ -247,8 +247,8 @@ def fast_laplace(u: np.ndarray, scale: Any) -> np.ndarray:
     ``-scale * sign(u) * log1p(-2 |u|)``. ``scale`` broadcasts against ``u`` as it does
     against the (B, ...) draws of one round (a float, or a (B, 1) column per run).
     """
-    out = np.maximum(u, _OPEN_LOW)
-    np.minimum(out, _OPEN_HIGH, out=out)
+    out = np.maximum(u, OPEN_LOW)
+    np.minimum(out, OPEN_HIGH, out=out)
     out -= 0.5
     signed = np.multiply(-np.asarray(scale), np.sign(out))
     np.abs(out, out=out)

@@ -29,7 +29,7 @@ import numpy as np
 
 from agents._kernels import check_block, fast_laplace, hook_loop, plain_fast_backend
 from agents.base import clip_unit
-from agents.svt_restart import _window_bound
+from agents.svt_restart_query import window_bound as _window_bound
 from dp_experts_env._jit import helper, jit_enabled, kernel
 from dp_experts_env.batch_rng import BatchRNG
 from dp_experts_env.privacy.mechanisms import AboveThreshold

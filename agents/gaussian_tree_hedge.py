@@ -20,6 +20,7 @@ from agents.full_info import hedge_eta
 from agents.private import PrivateAgent
 from agents.registry import register
 from dp_experts_env._validation import check_float
+from dp_experts_env.batch_rng import OPEN_HIGH, OPEN_LOW
 from dp_experts_env.privacy.declaration import Mechanism, PostProcessing, TreeAggregation
 from dp_experts_env.privacy.gaussian import gaussian_tree_calibration
 from dp_experts_env.privacy.mechanisms import tree_levels
@@ -28,7 +29,6 @@ from dp_experts_env.privacy.noise import NoiseBackend, noise_multiplier
 __all__ = ["GaussianTreeHedge"]
 
 #: the bounds of :meth:`BatchRNG.open_uniform` (Box-Muller's ``u1``), for the block draws
-_OPEN_LOW, _OPEN_HIGH = 2.0**-54, 1.0 - 2.0**-54
 
 
 @register(
@@ -222,8 +222,8 @@ class GaussianTreeHedge(PrivateAgent):
         if first:
             sums[0] = self._sums
         if len(learn):
-            u1 = np.maximum(u[int(first) :, :, :n], _OPEN_LOW)  # BatchRNG.open_uniform
-            np.minimum(u1, _OPEN_HIGH, out=u1)
+            u1 = np.maximum(u[int(first) :, :, :n], OPEN_LOW)  # BatchRNG.open_uniform
+            np.minimum(u1, OPEN_HIGH, out=u1)
             z = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u[int(first) :, :, n : 2 * n])
             noise = self.node_scale * z
             tree_block(learn, noise, self._exact, self._noisy, self._count, sums[int(first) :])

@@ -23,7 +23,7 @@ from agents.limited_updates import (
 from agents.private import PrivateAgent
 from agents.registry import register
 from agents.selection_streams import SelectionStreams
-from agents.svt_restart_query import bernstein_query_kernel, push_snapshots_kernel, window_bound
+from agents.svt_restart_query import bernstein_query_kernel, push_snapshots_kernel
 from agents.svt_restart_tuning import (
     BERNSTEIN_LAMBDAS,
     DEFAULT_FALSE_ALARM,
@@ -81,8 +81,6 @@ BOUNDARIES = ("betting", "bernstein", "normal-mixture")
 THRESHOLD_SCALE_RANGE = (1e-100, 1e100)
 #: refuse window_grid="all" when its prefix-sum history would exceed this many bytes
 _ALL_GRID_MAX_BYTES = 1 << 30
-# agents/_svt_kernels.py imports the query bound by this name.
-_window_bound = window_bound
 # ndarray.max without its Python wrapper layers (the same values).
 _max_reduce = np.maximum.reduce
 

@@ -35,8 +35,10 @@ _MIN_CHUNK = 64
 # References to the buffer when no view of it is alive: the attribute, the local name in _take
 # and getrefcount's own argument.
 _UNSHARED = 3
-_OPEN_LOW = 2.0**-54
-_OPEN_HIGH = 1.0 - 2.0**-54
+#: The open interval (0, 1) every Laplace or log draw clips its uniforms to (both paths and the
+#: kernels clip with these two numbers, so their draws agree bit for bit).
+OPEN_LOW = 2.0**-54
+OPEN_HIGH = 1.0 - 2.0**-54
 
 #: Open Laplace taps (:func:`laplace_tap`); empty outside an audit, so the samplers test one
 #: list and go on.
@@ -158,8 +160,8 @@ class BatchRNG:
         u = self.random(shape)
         # 2**-54 keeps both 0 and 1 - 2**-53 strictly inside (0, 1) after the shift. Same values
         # as np.clip(u, lo, hi), without np.clip's per-call overhead.
-        out = np.maximum(u, _OPEN_LOW)
-        return np.minimum(out, _OPEN_HIGH, out=out)
+        out = np.maximum(u, OPEN_LOW)
+        return np.minimum(out, OPEN_HIGH, out=out)
 
     def gumbel(self, shape: tuple[int, ...] = ()) -> np.ndarray:
         """Standard Gumbel variates of shape ``(B, *shape)``."""

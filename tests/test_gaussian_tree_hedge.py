@@ -168,5 +168,5 @@ def test_block_draws_use_batch_rngs_open_interval():
     from agents import gaussian_tree_hedge
     from dp_experts_env import batch_rng
 
-    assert gaussian_tree_hedge._OPEN_LOW == batch_rng._OPEN_LOW
-    assert gaussian_tree_hedge._OPEN_HIGH == batch_rng._OPEN_HIGH
+    assert gaussian_tree_hedge.OPEN_LOW == batch_rng.OPEN_LOW
+    assert gaussian_tree_hedge.OPEN_HIGH == batch_rng.OPEN_HIGH

@@ -213,9 +213,9 @@ def _drop_padding(
 
 
 def _zero_uniform_laplace(scales: np.ndarray) -> np.ndarray:
-    from dp_experts_env.batch_rng import _OPEN_LOW
+    from dp_experts_env.batch_rng import OPEN_LOW
 
-    u = np.full(scales.shape, _OPEN_LOW) - 0.5
+    u = np.full(scales.shape, OPEN_LOW) - 0.5
     return -scales * np.sign(u) * np.log1p(-2.0 * np.abs(u))
 
 
