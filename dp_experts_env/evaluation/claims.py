@@ -18,7 +18,16 @@ the same loss streams. :func:`judge` gives one of :data:`VERDICTS`:
   paper's explicit bound is above the trivial bound at a measured point (the fit runs where the
   theorem says nothing);
 * ``inconclusive``: the interval straddles the band's edge, or a failure cannot be told from
-  burn-in (fewer than two local-slope windows, e.g. three points in quick mode).
+  burn-in (fewer than two local-slope windows, e.g. three points in quick mode);
+* ``not in regime``: the learner never leaves the control's level and is not moving toward
+  leaving it (its regret / the control's does not fall across x): the theorem's learner model
+  does not apply (a static learner on a shifting env), so running longer would not help.
+
+The gates of :mod:`dp_experts_env.evaluation.claim_gates` come after: ``not private`` (a claim
+whose statement involves epsilon, for a learner without a certificate at each point or whose
+short audit finds a violation), ``not specific`` (a lower bound whose twin shows the phenomenon
+is not the claimed one) and ``untestable at these sizes`` (a claim the suite's sizes cannot
+settle, reported apart from the count).
 
 The band test of the interval against ``predicted +- tolerance`` (:func:`verdict`):
 
@@ -48,10 +57,13 @@ from dp_experts_env.fixed_order import dot
 
 __all__ = [
     "KINDS",
+    "REGIME_DROP",
+    "UNTESTABLE",
     "VERDICTS",
     "LEARNING_FRACTION",
     "Claim",
     "Control",
+    "gated_points",
     "Judgement",
     "judge",
     "local_slopes",
@@ -70,7 +82,22 @@ __all__ = [
 ]
 
 KINDS = ("two_sided", "at_most", "at_least")
-VERDICTS = ("holds", "fails", "burn-in", "vacuous", "inconclusive")
+VERDICTS = (
+    "holds",
+    "fails",
+    "burn-in",
+    "vacuous",
+    "inconclusive",
+    "not in regime",
+    "not private",
+    "not specific",
+    "untestable at these sizes",
+)
+#: Verdicts of the claims the suite's sizes cannot settle: listed apart from the count.
+UNTESTABLE = "untestable at these sizes"
+#: A learner at the control's level whose ratio to it falls by less than this across x is
+#: ``not in regime`` (not moving toward leaving it), rather than ``burn-in``.
+REGIME_DROP = 0.05
 #: A learner is "clearly learning" when its mean regret is below this fraction of the control's.
 LEARNING_FRACTION = 0.8
 #: Points per local-slope window: a slope over fewer would be a difference of two noisy means.
@@ -190,6 +217,12 @@ class Claim:
         explicit_bound: ``point -> (the paper's explicit bound, the trivial bound)`` where the
             paper states constants; a claim whose bound is above the trivial one at any of its
             points is ``vacuous``.
+        no_privacy_gate: why a claim whose learner runs at a finite epsilon is not privacy-gated
+            (its statement does not involve epsilon); empty: gated (:attr:`privacy_gated`).
+        specific: for a lower bound, ``rows -> ""`` when its twins show the phenomenon is the
+            claimed one, else the reason naming the twin that failed (``not specific``).
+        untestable: the sizes a claim would need when the suite's cannot settle it (its
+            verdict is then ``untestable at these sizes`` unless it holds or fails).
     """
 
     name: str
@@ -212,6 +245,20 @@ class Claim:
     learning_at: str = "all"
     learner_sweeps: tuple[str, ...] = ()
     explicit_bound: Callable[[Point], tuple[float, float]] | None = None
+    no_privacy_gate: str = ""
+    specific: Callable[[Mapping[str, pd.DataFrame]], str] | None = None
+    untestable: str = ""
+
+    @property
+    def privacy_gated(self) -> bool:
+        """True when a learner sweep runs at a finite epsilon and no reason exempts the claim.
+
+        Such a statement is about a learner at that privacy level: a learner without a
+        certificate there cannot hold it (``claim_gates.privacy_gate``).
+        """
+        if self.no_privacy_gate:
+            return False
+        return bool(gated_points(self, quick=False) or gated_points(self, quick=True))
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -273,6 +320,22 @@ class Claim:
                 )
             sweeps.append(s)
         return replace(self, sweeps=tuple(sweeps))
+
+
+def gated_points(claim: Claim, *, quick: bool) -> list[tuple[Sweep, Point]]:
+    """The (learner sweep, point) pairs at a finite epsilon: where a certificate is needed.
+
+    Custom sweeps (a learner's internals) are left out: their rows carry no certificate.
+    """
+    roles = set(claim.roles())
+    out = []
+    for s in claim.sweeps:
+        if s.key not in roles or s.custom is not None:
+            continue
+        for p in s.chosen(quick)[0]:
+            if p.epsilon is not None and math.isfinite(p.epsilon):
+                out.append((s, p))
+    return out
 
 
 def verdict(claim: Claim, m: Measurement) -> str:
@@ -379,6 +442,21 @@ def judge(
     fraction = claim.learning_fraction
     if fraction is not None and ratios:
         gated = ratios[max(ratios)] if claim.learning_at == "largest" else max(ratios.values())
+        ordered = [ratios[x] for x in sorted(ratios)]
+        if (
+            gated >= fraction
+            and len(ordered) >= 2
+            and min(ordered) >= fraction
+            and ordered[-1] > ordered[0] - REGIME_DROP
+        ):
+            # Flat at the control's level: a longer run would not change it.
+            return out(
+                "not in regime",
+                f"the learner has not left the control's level (regret >= {fraction:g} x the "
+                f"control's at every x) and is not moving toward leaving it (the ratio falls "
+                f"by less than {REGIME_DROP:g} across x): the claim's learner model does not "
+                "apply here",
+            )
         if gated >= fraction:
             return out(
                 "burn-in",

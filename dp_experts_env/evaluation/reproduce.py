@@ -37,8 +37,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dp_experts_env.evaluation.claim_gates import apply_gates
 from dp_experts_env.evaluation.claims import (
     LEARNING_FRACTION,
+    UNTESTABLE,
     VERDICTS,
     Claim,
     Judgement,
@@ -55,6 +57,7 @@ __all__ = [
     "run_claims",
     "stale_claims",
     "sweep_rows",
+    "verdict_counts",
     "write_outputs",
 ]
 
@@ -78,6 +81,7 @@ COLUMNS = (
     "control_ci_high",
     "control_verdict",
     "detail",
+    "privacy",
     "seconds",
     "code",
 )
@@ -278,7 +282,9 @@ def run_claims(
                 mc = control.analyse(control_rows)
                 ratios = learner_ratios(tested, rows, control_rows)
             bounds = explicit_bounds(tested, quick)
-            judgement = judge(tested, m, mc, ratios, bounds)
+            judgement, privacy = apply_gates(
+                tested, judge(tested, m, mc, ratios, bounds), rows, quick=quick
+            )
             control_judgement = (
                 judge(tested, mc, mc, dict.fromkeys(ratios, 1.0) if ratios else None, bounds)
                 if mc is not None
@@ -286,6 +292,7 @@ def run_claims(
             )
             data[claim.name] = (rows, control_rows)
             row = _row(tested, m, judgement, mc, control_judgement, time.perf_counter() - start)
+            row["privacy"] = privacy
             row["code"] = claim_code_version(tested)
             results.append(row)
             if log is not None:
@@ -434,6 +441,7 @@ def _row(
         "control_ci_high": mc.ci_high if mc is not None else nan,
         "control_verdict": control.verdict if control is not None else "",
         "detail": m.detail,
+        "privacy": "",
         "seconds": round(seconds, 1),
     }
 
@@ -597,7 +605,13 @@ def report_text(
         "control's level or is still moving toward the prediction; `vacuous` when the control "
         "passes too (or the paper's explicit bound is above the trivial one at every point), so "
         "the test could not have failed; `inconclusive` when the interval straddles the band's "
-        "edge or one local-slope window cannot tell burn-in from failure. Slopes are "
+        "edge or one local-slope window cannot tell burn-in from failure; `not in regime` when "
+        "the learner never leaves the control's level and is not moving toward leaving it. "
+        "Gates come after: `not private` for a claim whose statement involves epsilon when the "
+        "learner's certified epsilon exceeds a point's epsilon (or it has no certificate) or a "
+        "short audit finds a violation; `not specific` for a lower bound whose twin shows "
+        "another cause; `untestable at these sizes` (counted apart) for a claim the suite's "
+        "sizes cannot settle. Slopes are "
         "least-squares fits of log mean regret against log x; their intervals bootstrap the "
         "seeds. Nothing here is tuned to make a claim hold.",
         "",
@@ -613,8 +627,8 @@ def report_text(
             f"[{r['ci_low']:.3g}, {r['ci_high']:.3g}] | {_control_cell(r)} | "
             f"**{r['verdict']}** |"
         )
-    shown = [by_name[c.name]["verdict"] for c in claims if c.name in by_name]
-    lines += ["", "Verdicts: " + ", ".join(f"{shown.count(v)} {v}" for v in VERDICTS) + "."]
+    shown = [(c.name, by_name[c.name]["verdict"]) for c in claims if c.name in by_name]
+    lines += ["", verdict_counts(shown)]
     for c in claims:
         r = by_name.get(c.name)
         if r is None:
@@ -646,11 +660,29 @@ def report_text(
             f"{r['ci_high']:.3g}]) against the predicted band {_band(c)}: **{r['verdict']}** "
             f"({r['reason']}). {r['detail']}."
         )
+        if r.get("privacy"):
+            lines += ["", f"Privacy gate: {r['privacy']}."]
         if c.notes:
             lines += ["", c.notes]
         lines += ["", f"![{c.name}](figures/{c.name}.png)"]
     lines.append("")
     return "\n".join(lines)
+
+
+def verdict_counts(verdicts: Sequence[tuple[str, str]]) -> str:
+    """One line: the count of each verdict over the testable claims, the untestable apart.
+
+    Args:
+        verdicts: ``(claim name, verdict)`` pairs.
+    """
+    judged = [v for _, v in verdicts if v != UNTESTABLE]
+    apart = [name for name, v in verdicts if v == UNTESTABLE]
+    text = f"Verdicts of {len(judged)} claims: " + ", ".join(
+        f"{judged.count(v)} {v}" for v in VERDICTS if v != UNTESTABLE
+    )
+    if apart:
+        text += f"; apart from the count, {len(apart)} {UNTESTABLE} ({', '.join(apart)})"
+    return text + "."
 
 
 def _control_cell(r: Mapping[str, Any]) -> str:
@@ -693,6 +725,7 @@ def results_key(
 _CLAIM_MODULES = frozenset(
     {
         "dp_experts_env.evaluation.claims",
+        "dp_experts_env.evaluation.claim_gates",
         "dp_experts_env.evaluation.paper_claims",
         "dp_experts_env.evaluation.stats",
         "dp_experts_env.evaluation.episode",
@@ -823,10 +856,8 @@ def cmd_reproduce(args: Any) -> int:
         log=sys.stdout,
         agent=args.agent,
     )
-    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
     print(
-        f"{len(rows)} claims: "
-        + ", ".join(f"{n} {v}" for v, n in counts.items())
+        verdict_counts([(r["claim"], r["verdict"]) for r in rows])
         + f" -> {out / 'claims.csv'}, {out / 'report.md'}"
     )
     return 0
