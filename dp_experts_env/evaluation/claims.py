@@ -37,10 +37,13 @@ The band test of the interval against ``predicted +- tolerance`` (:func:`verdict
   upper end is ``<= predicted + tolerance``, ``fails`` when the lower end is above it;
 * ``"at_least"``: the mirror image.
 
-Slopes are least-squares fits (``scipy.stats.linregress``) of log mean against log x; their
-intervals come from a bootstrap over seeds (seeds resampled independently at every x, 2,000
-resamples, percentile interval at 95%), the seed-level randomness being what separates two runs
-of the same experiment.
+Slopes are least-squares fits (``scipy.stats.linregress``) of log mean against log x. Means
+and slopes (plain, and above a baseline) have t intervals at 95%
+(:mod:`~dp_experts_env.evaluation.claim_intervals`: the delta method with Welch-Satterthwaite
+degrees of freedom for slopes; coverage simulated in the tests); the other analyses (ratios,
+spreads, the collapse exponent, a power plus a constant) a bootstrap over seeds (seeds resampled
+independently at every x, 2,000 resamples, percentile interval at 95%), the seed-level
+randomness being what separates two runs of the same experiment.
 """
 
 from __future__ import annotations
@@ -53,11 +56,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dp_experts_env.fixed_order import dot
+from dp_experts_env.evaluation.claim_intervals import excess_slope_t, mean_t, slope_t
 
 __all__ = [
     "KINDS",
     "REGIME_DROP",
+    "UNSTABLE",
     "UNTESTABLE",
     "VERDICTS",
     "LEARNING_FRACTION",
@@ -92,7 +96,10 @@ VERDICTS = (
     "not private",
     "not specific",
     "untestable at these sizes",
+    "unstable",
 )
+#: A verdict that differs between base seeds (``reproduce``'s default judges three).
+UNSTABLE = "unstable"
 #: Verdicts of the claims the suite's sizes cannot settle: listed apart from the count.
 UNTESTABLE = "untestable at these sizes"
 #: A learner at the control's level whose ratio to it falls by less than this across x is
@@ -166,6 +173,11 @@ class Measurement:
     ci_high: float
     detail: str = ""
     local: tuple[float, ...] = ()  # local slopes over LOCAL_WINDOW consecutive points (if any)
+    # A t interval's standard error and degrees of freedom (NaN for a bootstrap interval) and a
+    # bootstrap interval's draws (None for a t interval): what a band p-value is computed from.
+    se: float = math.nan
+    df: float = math.nan
+    draws: np.ndarray | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -533,7 +545,7 @@ def _interval(samples: np.ndarray) -> tuple[float, float]:
 def loglog_slope(
     rows: pd.DataFrame, metric: str, *, floor: float = 1e-9, seed: int = 0
 ) -> Measurement:
-    """Slope of log(mean ``metric``) against log(x), with a seed-bootstrap interval.
+    """Slope of log(mean ``metric``) against log(x), with a t interval (``seed`` is unused).
 
     Means at or below ``floor`` cannot be placed on a log scale; the fit then reports NaN (the
     claim is judged inconclusive rather than silently dropping points).
@@ -542,18 +554,14 @@ def loglog_slope(
     if xs.size < 2:
         raise ValueError("a slope needs at least two x values")
     means = np.array([g.mean() for g in groups])
-    boots = _bootstrap_means(groups, seed)
     if np.any(means <= floor):
         return Measurement(math.nan, math.nan, math.nan, "a mean regret is <= 0: no log-log fit")
     value = _slope(xs, means)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logs = np.log(np.where(boots > floor, boots, np.nan))
-    lx = np.log(xs)
-    lx_c = lx - lx.mean()
-    slopes = dot(logs - logs.mean(axis=1, keepdims=True), lx_c) / dot(lx_c, lx_c)
-    lo, hi = _interval(slopes)
+    _, lo, hi, se, df = slope_t(xs, groups)
     pairs = ", ".join(f"{x:g}: {m:.4g}" for x, m in zip(xs, means, strict=True))
-    return Measurement(value, lo, hi, f"mean {metric} at x = {pairs}", local_slopes(xs, means))
+    return Measurement(
+        value, lo, hi, f"mean {metric} at x = {pairs}", local_slopes(xs, means), se, df
+    )
 
 
 def ratio_of_means(
@@ -569,7 +577,7 @@ def ratio_of_means(
         ratios = boots[:, 0] / boots[:, 1]
     lo, hi = _interval(ratios)
     value = float(a.mean() / b.mean()) if b.mean() != 0 else math.nan
-    return Measurement(value, lo, hi, f"mean {a.mean():.4g} / {b.mean():.4g}")
+    return Measurement(value, lo, hi, f"mean {a.mean():.4g} / {b.mean():.4g}", draws=ratios)
 
 
 def largest_ratio_over_x(
@@ -589,11 +597,13 @@ def largest_ratio_over_x(
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = boots[:, :n] / boots[:, n:]
         means = np.array([g.mean() for g in groups]) / np.array([g.mean() for g in ref_groups])
-    lo, hi = _interval(ratios.max(axis=1))
+    draws = ratios.max(axis=1)
+    lo, hi = _interval(draws)
     pairs = ", ".join(f"{x:g}: {r:.3f}" for x, r in zip(xs, means, strict=True))
     return Measurement(
-        float(means.max()), lo, hi, f"mean {metric} / the reference's at x = {pairs}"
-    )
+        float(means.max()), lo, hi, f"mean {metric} / the reference's at x = {pairs}",
+        draws=draws,
+    )  # fmt: skip
 
 
 def _profile_exponent(xs: np.ndarray, means: np.ndarray, grid: np.ndarray) -> np.ndarray:
@@ -639,9 +649,10 @@ def power_plus_constant(
     grid = np.round(np.arange(-3.0, 3.0 + 1e-9, 0.01), 2) if grid is None else grid
     means = np.array([g.mean() for g in groups])
     value = float(_profile_exponent(xs, means, grid)[0])
-    lo, hi = _interval(_profile_exponent(xs, _bootstrap_means(groups, seed), grid))
+    draws = _profile_exponent(xs, _bootstrap_means(groups, seed), grid)
+    lo, hi = _interval(draws)
     pairs = ", ".join(f"{x:g}: {m:.4g}" for x, m in zip(xs, means, strict=True))
-    return Measurement(value, lo, hi, f"mean {metric} at x = {pairs}; fit a x^p + b")
+    return Measurement(value, lo, hi, f"mean {metric} at x = {pairs}; fit a x^p + b", draws=draws)
 
 
 def spread_of_normalised_gain(
@@ -683,16 +694,19 @@ def spread_of_normalised_gain(
     table = "; ".join(
         f"{k}: " + ", ".join(f"{g:.2f}" for g in row) for k, row in zip(keys, gain, strict=True)
     )
-    return Measurement(spread, lo, hi, f"normalised gain at x = {list(map(float, xs))}: {table}")
+    return Measurement(
+        spread, lo, hi, f"normalised gain at x = {list(map(float, xs))}: {table}",
+        draws=boot_spread,
+    )  # fmt: skip
 
 
 def mean_with_ci(rows: pd.DataFrame, metric: str, *, seed: int = 0) -> Measurement:
-    """Mean of ``metric`` over every row, with a bootstrap interval over rows (seeds)."""
+    """Mean of ``metric`` over every row, with a t interval over rows (``seed`` is unused)."""
     v = rows[metric].to_numpy(np.float64)
     if v.size == 0:
         raise ValueError("mean_with_ci needs at least one row")
-    lo, hi = _interval(_bootstrap_means([v], seed)[:, 0])
-    return Measurement(float(v.mean()), lo, hi, f"mean {metric} over {v.size} runs")
+    mean, lo, hi, se, df = mean_t(v)
+    return Measurement(mean, lo, hi, f"mean {metric} over {v.size} runs", (), se, df)
 
 
 def excess_loglog_slope(
@@ -701,26 +715,22 @@ def excess_loglog_slope(
     """Slope in log-log of ``mean(rows at x) - mean(base)``: the part of regret x explains.
 
     ``base`` is the same learner without the effect (e.g. epsilon = inf), so the excess is the
-    cost of privacy; its interval bootstraps both. Non-positive excesses give NaN (inconclusive).
+    cost of privacy; its t interval (delta method) counts both. Non-positive excesses give NaN
+    (inconclusive); ``seed`` is unused.
     """
     xs, groups = _per_x(rows, metric)
     b = base[metric].to_numpy(np.float64)
-    boots = _bootstrap_means([*groups, b], seed)
-    excess = boots[:, :-1] - boots[:, -1:]
     means = np.array([g.mean() for g in groups]) - b.mean()
     pairs = ", ".join(f"{x:g}: {m:.4g}" for x, m in zip(xs, means, strict=True))
     if np.any(means <= 0):
         return Measurement(
             math.nan, math.nan, math.nan, f"excess {metric} <= 0 at some x ({pairs})"
         )
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logs = np.log(np.where(excess > 0, excess, np.nan))
-    lx = np.log(xs) - np.log(xs).mean()
-    slopes = dot(logs - logs.mean(axis=1, keepdims=True), lx) / dot(lx, lx)
-    lo, hi = _interval(slopes)
+    _, lo, hi, se, df = excess_slope_t(xs, groups, b)
     return Measurement(
-        _slope(xs, means), lo, hi, f"excess mean {metric} at x = {pairs}", local_slopes(xs, means)
-    )
+        _slope(xs, means), lo, hi, f"excess mean {metric} at x = {pairs}",
+        local_slopes(xs, means), se, df,
+    )  # fmt: skip
 
 
 def _gain_samples(
@@ -830,4 +840,4 @@ def collapse_exponent(
     lo, hi = _interval(best)
     smallest = float(np.nanmin(spread))
     text = f"best b {value:g} (smallest spread {smallest:.2f}); {detail}"
-    return Measurement(value, lo, hi, text)
+    return Measurement(value, lo, hi, text, draws=best)

@@ -715,7 +715,9 @@ lower_bound = Claim(
 
 
 # ----------------------------------------------------------------------------- paper 001
-def _count_switches(sweep: Sweep, points: tuple[Point, ...], seeds: int) -> pd.DataFrame:
+def _count_switches(
+    sweep: Sweep, points: tuple[Point, ...], seeds: int, base_seed: int = 0
+) -> pd.DataFrame:
     """Play the lazy learner and read its switch counter (rows: x, seed, switches / S)."""
     import gymnasium as gym
 
@@ -728,8 +730,8 @@ def _count_switches(sweep: Sweep, points: tuple[Point, ...], seeds: int) -> pd.D
         env = gym.make_vec(
             sweep.env_id, num_envs=seeds, vectorization_mode="vector_entry_point", **p.env_params
         )
-        agent = agents.make(sweep.agent, env=env, seed=derive_seed(0, "switches", p.x))
-        env_seeds = [derive_seed(0, "switch-env", p.x, i) for i in range(seeds)]
+        agent = agents.make(sweep.agent, env=env, seed=derive_seed(base_seed, "switches", p.x))
+        env_seeds = [derive_seed(base_seed, "switch-env", p.x, i) for i in range(seeds)]
         play(env, agent, env_seeds, np.array([int(env.unwrapped.horizon)]))
         # The learner's bound on its expected switches at the parameters used; the calibrated
         # lazy tuning makes it exactly the switch budget S = sqrt(d T).

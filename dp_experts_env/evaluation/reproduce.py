@@ -31,6 +31,7 @@ import json
 import math
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +39,10 @@ import numpy as np
 import pandas as pd
 
 from dp_experts_env.evaluation.claim_gates import apply_gates
+from dp_experts_env.evaluation.claim_intervals import band_p_value, holm
 from dp_experts_env.evaluation.claims import (
     LEARNING_FRACTION,
+    UNSTABLE,
     UNTESTABLE,
     VERDICTS,
     Claim,
@@ -53,7 +56,10 @@ from dp_experts_env.evaluation.store import plain_dir, read_plain, write_atomic
 
 __all__ = [
     "COLUMNS",
+    "DEFAULT_BASE_SEEDS",
     "claim_code_version",
+    "combine_seeds",
+    "holm_verdicts",
     "run_claims",
     "stale_claims",
     "sweep_rows",
@@ -84,8 +90,16 @@ COLUMNS = (
     "privacy",
     "seconds",
     "code",
+    "mode",
+    "seeds",
+    "seed_verdicts",
+    "p_value",
+    "holm_verdict",
 )
+#: The base seeds the command judges every claim at by default (``--seed K``: one).
+DEFAULT_BASE_SEEDS = (0, 1, 2)
 _FLOATS = (
+    "p_value",
     "predicted",
     "tolerance",
     "measured",
@@ -116,17 +130,19 @@ def sweep_rows(
     n_jobs: int | None = None,
     address: str | None = None,
     noise: str | None = None,
+    base_seed: int = 0,
 ) -> pd.DataFrame:
     """Final rows of one sweep (one row per seed and point) with its ``x`` column.
 
     Points with the same epsilon share one grid (their envs labelled by x); each grid has its
-    own results folder, so stored runs are reused.
+    own results folder, so stored runs are reused. ``base_seed`` is the grid's root seed; a
+    base seed other than 0 has folders of its own (``<sweep>@s<K>``).
     """
     import agents
 
     points, seeds = sweep.chosen(quick)
     if sweep.custom is not None:
-        return _custom_rows(claim, sweep, out, points, seeds)
+        return _custom_rows(claim, sweep, out, points, seeds, base_seed)
     params = dict(sweep.agent_params)
     spec = agents.spec(sweep.agent)
     allowed = getattr(spec.cls, "noise_backends", None)
@@ -139,21 +155,22 @@ def sweep_rows(
     by_eps: dict[float | None, list] = {}
     for p in points:
         by_eps.setdefault(p.epsilon, []).append(p)
-    run = {"backend": backend, "n_jobs": n_jobs, "address": address}
+    run = {"backend": backend, "n_jobs": n_jobs, "address": address, "base_seed": base_seed}
+    suffix = f"@s{base_seed}" if base_seed else ""
     labels = [_label(p.x) for p in points]
     if len(set(labels)) < len(labels) and len(by_eps) > 1:
         # Two points share an x (the env label): one grid per epsilon, as before.
         frames = []
         for eps, pts in by_eps.items():
             tag = "np" if eps is None else f"e{eps:g}"
-            folder = out / "runs" / claim.name / f"{sweep.folder}-{tag}"
+            folder = out / "runs" / claim.name / f"{sweep.folder}-{tag}{suffix}"
             frames.append(_point_rows(sweep.agent, params, sweep.env_id, pts, seeds, folder, run))
         return pd.concat(frames, ignore_index=True)
     # One grid for the whole sweep: its points on one env share a loss stream and a private
     # learner is one batch over their epsilons (rows are the same as one grid per epsilon).
     rows = _point_rows(
-        sweep.agent, params, sweep.env_id, points, seeds, out / "runs" / claim.name / sweep.folder,
-        run,
+        sweep.agent, params, sweep.env_id, points, seeds,
+        out / "runs" / claim.name / f"{sweep.folder}{suffix}", run,
     )  # fmt: skip
     # The order of one grid per epsilon (the analyses' bootstraps read rows in order).
     old = [_label(p.x) for pts in by_eps.values() for p in pts]
@@ -174,7 +191,10 @@ def _point_rows(
     from dp_experts_env.evaluation.sweep import final_rows, run_grid
 
     epsilons = list(dict.fromkeys(1.0 if p.epsilon is None else p.epsilon for p in points))
+    run = dict(run)
+    base_seed = int(run.pop("base_seed", 0))
     grid = Grid(
+        base_seed=base_seed,
         agents=[AgentEntry(agent, params)],
         envs=[EnvEntry(env_id, dict(p.env_params), label=_label(p.x)) for p in points],
         epsilons=epsilons,
@@ -193,8 +213,13 @@ def _point_rows(
     return rows
 
 
-def _custom_rows(claim: Claim, sweep: Sweep, out: Path, points: tuple, seeds: int) -> pd.DataFrame:
-    """Rows of a custom sweep, reused when its configuration and code are unchanged."""
+def _custom_rows(
+    claim: Claim, sweep: Sweep, out: Path, points: tuple, seeds: int, base_seed: int = 0
+) -> pd.DataFrame:
+    """Rows of a custom sweep, reused when its configuration and code are unchanged.
+
+    A base seed other than 0 is passed to the experiment as ``base_seed=`` and stored apart.
+    """
     config = {
         "agent": sweep.agent,
         "params": dict(sweep.agent_params),
@@ -202,9 +227,11 @@ def _custom_rows(claim: Claim, sweep: Sweep, out: Path, points: tuple, seeds: in
         "points": [[p.x, dict(p.env_params), p.epsilon] for p in points],
         "seeds": seeds,
     }
+    if base_seed:
+        config["base_seed"] = base_seed
     key = results_key(config, sweep.agent, sweep.env_id, claim=claim)
     folder = plain_dir(plain_dir(out / "runs") / claim.name)
-    path = folder / f"{sweep.folder}-custom.json"
+    path = folder / f"{sweep.folder}-custom{f'@s{base_seed}' if base_seed else ''}.json"
     try:
         stored = json.loads(read_plain(path))
         if stored.get("key") == key:
@@ -212,7 +239,11 @@ def _custom_rows(claim: Claim, sweep: Sweep, out: Path, points: tuple, seeds: in
     except (OSError, ValueError, KeyError, AttributeError):
         pass  # absent, unreadable, a planted link or stale: run again
     assert sweep.custom is not None
-    rows = sweep.custom(sweep, points, seeds)
+    rows = (
+        sweep.custom(sweep, points, seeds, base_seed=base_seed)  # type: ignore[call-arg]
+        if base_seed
+        else sweep.custom(sweep, points, seeds)
+    )
     _write_text(path, json.dumps({"key": key, "rows": rows.to_dict(orient="list")}))
     return rows
 
@@ -229,6 +260,7 @@ def run_claims(
     log: Any = None,
     agent: str | None = None,
     agent_params: Mapping[str, Any] | None = None,
+    base_seeds: Sequence[int] = (0,),
 ) -> list[dict[str, Any]]:
     """Run each claim's experiment, its control and the analysis; write the outputs.
 
@@ -243,6 +275,9 @@ def run_claims(
         log: a stream for one line per claim (None: silent).
         agent: a registered learner to put in every claim's learner role (None: the claim's own).
         agent_params: its keywords.
+        base_seeds: the root seeds of the runs; each claim is judged at each of them and the
+            verdicts combined (:func:`combine_seeds`: the same verdict everywhere, else
+            ``unstable``). The command's default is three (0, 1, 2); ``--seed K`` one.
 
     Returns:
         The claims.csv rows of these claims.
@@ -266,34 +301,38 @@ def run_claims(
 
     # One process pool for every grid of the command (not one per sweep and epsilon); grids of a
     # few seconds play in this process anyway (backends.worth_processes).
+    base_seeds = _check_base_seeds(base_seeds)
     with shared_pool():
         for claim in claims:
             start = time.perf_counter()
             tested = claim if agent is None else claim.with_learner(agent, agent_params)
             chosen_claims.append(tested)
-            rows = {s.key: sweep_rows(tested, s, out, **run) for s in tested.sweeps}
-            m = tested.analyse(rows)
-            control_rows = None
-            mc = None
-            ratios: dict[float, float] | None = None
-            if claim.control is not None:
-                control = claim.with_learner(claim.control.agent, claim.control.params)
-                control_rows = {s.key: sweep_rows(control, s, out, **run) for s in control.sweeps}
-                mc = control.analyse(control_rows)
-                ratios = learner_ratios(tested, rows, control_rows)
-            bounds = explicit_bounds(tested, quick)
-            judgement, privacy = apply_gates(
-                tested, judge(tested, m, mc, ratios, bounds), rows, quick=quick
-            )
-            control_judgement = (
-                judge(tested, mc, mc, dict.fromkeys(ratios, 1.0) if ratios else None, bounds)
-                if mc is not None
-                else None
-            )
-            data[claim.name] = (rows, control_rows)
+            judged = [
+                _judge_at(claim, tested, out, run, base_seed=k, quick=quick) for k in base_seeds
+            ]
+            first = judged[0]
+            m, mc, control_judgement = first.m, first.mc, first.control_judgement
+            judgement = combine_seeds(base_seeds, [j.judgement for j in judged])
+            data[claim.name] = (first.rows, first.control_rows)
             row = _row(tested, m, judgement, mc, control_judgement, time.perf_counter() - start)
-            row["privacy"] = privacy
+            row["privacy"] = first.privacy
             row["code"] = claim_code_version(tested)
+            row["mode"] = "quick" if quick else "full"
+            row["seeds"] = " ".join(str(k) for k in base_seeds)
+            row["p_value"] = band_p_value(
+                tested.kind,
+                tested.predicted - tested.tolerance,
+                tested.predicted + tested.tolerance,
+                judgement.verdict,
+                value=m.value,
+                se=m.se,
+                df=m.df,
+                draws=m.draws,
+            )
+            row["seed_verdicts"] = "; ".join(
+                f"{k}: {j.judgement.verdict} {j.m.value:.3g} [{j.m.ci_low:.3g}, {j.m.ci_high:.3g}]"
+                for k, j in zip(base_seeds, judged, strict=True)
+            )
             results.append(row)
             if log is not None:
                 control_text = (
@@ -301,14 +340,97 @@ def run_claims(
                     if mc is not None and claim.control is not None and control_judgement
                     else ""
                 )
+                seeds_text = f"; base seeds {row['seed_verdicts']}" if len(base_seeds) > 1 else ""
                 print(
                     f"{claim.name}: {row['verdict']} (measured {m.value:.3g} "
-                    f"[{m.ci_low:.3g}, {m.ci_high:.3g}], predicted {_band(claim)}{control_text})",
+                    f"[{m.ci_low:.3g}, {m.ci_high:.3g}], predicted {_band(claim)}{control_text}"
+                    f"{seeds_text})",
                     file=log,
                     flush=True,
                 )
-    write_outputs(*_with_earlier(chosen_claims, results, out, quick, log), data, out, quick=quick)
+    write_outputs(
+        *_with_earlier(chosen_claims, results, out, quick, log), data, out, quick=quick,
+        base_seeds=base_seeds,
+    )  # fmt: skip
     return results
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """One base seed's run of a claim: rows, measurements, the verdict after the gates."""
+
+    rows: Mapping[str, pd.DataFrame]
+    control_rows: Mapping[str, pd.DataFrame] | None
+    m: Measurement
+    mc: Measurement | None
+    judgement: Judgement
+    control_judgement: Judgement | None
+    privacy: str
+
+
+def _judge_at(
+    claim: Claim, tested: Claim, out: Path, run: Mapping[str, Any], *, base_seed: int, quick: bool
+) -> _Judged:
+    """Run and judge ``tested`` (``claim`` with the learner in its role) at one base seed."""
+    rows = {s.key: sweep_rows(tested, s, out, base_seed=base_seed, **run) for s in tested.sweeps}
+    m = tested.analyse(rows)
+    control_rows = None
+    mc = None
+    ratios: dict[float, float] | None = None
+    if claim.control is not None:
+        control = claim.with_learner(claim.control.agent, claim.control.params)
+        control_rows = {
+            s.key: sweep_rows(control, s, out, base_seed=base_seed, **run) for s in control.sweeps
+        }
+        mc = control.analyse(control_rows)
+        ratios = learner_ratios(tested, rows, control_rows)
+    bounds = explicit_bounds(tested, quick)
+    judgement, privacy = apply_gates(
+        tested, judge(tested, m, mc, ratios, bounds), rows, quick=quick
+    )
+    control_judgement = (
+        judge(tested, mc, mc, dict.fromkeys(ratios, 1.0) if ratios else None, bounds)
+        if mc is not None
+        else None
+    )
+    return _Judged(rows, control_rows, m, mc, judgement, control_judgement, privacy)
+
+
+def _check_base_seeds(base_seeds: Sequence[int]) -> tuple[int, ...]:
+    seeds = tuple(base_seeds)
+    if not seeds or any(
+        isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0 for k in seeds
+    ):
+        raise ValueError(f"base_seeds must be non-negative ints (at least one), got {base_seeds!r}")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"base_seeds must be distinct, got {base_seeds!r}")
+    return tuple(int(k) for k in seeds)
+
+
+def combine_seeds(base_seeds: Sequence[int], judgements: Sequence[Judgement]) -> Judgement:
+    """One verdict from a claim's verdicts at several base seeds.
+
+    The same verdict at every base seed is that verdict (the first seed's reason); anything
+    else is ``unstable``, with every seed's verdict in the reason. A single base seed is
+    judged alone.
+    """
+    first = judgements[0]
+    verdicts = [j.verdict for j in judgements]
+    if len(set(verdicts)) == 1:
+        if len(judgements) == 1:
+            return first
+        return Judgement(
+            first.verdict,
+            f"the same at base seeds {', '.join(map(str, base_seeds))}; {first.reason}",
+            first.band,
+        )
+    shown = ", ".join(f"{k}: {v}" for k, v in zip(base_seeds, verdicts, strict=True))
+    return Judgement(
+        UNSTABLE,
+        f"the verdict depends on the base seed ({shown}); base seed {base_seeds[0]}: "
+        f"{first.reason}",
+        first.band,
+    )
 
 
 def _role_means(claim: Claim, rows: Mapping[str, pd.DataFrame]) -> pd.Series | None:
@@ -372,6 +494,17 @@ def _with_earlier(
         return list(claims), results
     done = {c.name for c in claims}
     earlier = [r for r in earlier if r.get("claim") not in done]
+    mode = "quick" if quick else "full"
+    other = [r.get("claim", "") for r in earlier if r.get("mode") != mode]
+    if other and log is not None:
+        print(
+            f"dropped the earlier verdicts of {', '.join(other)} from claims.csv: they were of "
+            f"another mode than this {mode} run (or unlabelled); a folder holds one mode's "
+            "verdicts (run them again in this mode, or use another --out)",
+            file=log,
+            flush=True,
+        )
+    earlier = [r for r in earlier if r.get("mode") == mode]
     registry = {c.name: c for c in get_claims(quick=quick)}
     kept = [r for r in earlier if r.get("claim") in registry]
     kept = [r for r in kept if all(r.get(k) is not None for k in COLUMNS)]  # an older format
@@ -461,10 +594,12 @@ def write_outputs(
     out: Path,
     *,
     quick: bool,
+    base_seeds: Sequence[int] = (0,),
 ) -> None:
     """claims.csv, one figure per claim and report.md (each written atomically)."""
     import io
 
+    holm_verdicts(results)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(COLUMNS), lineterminator="\n")
     writer.writeheader()
@@ -477,7 +612,7 @@ def write_outputs(
     for claim in claims:
         if claim.name in data:
             _figure(claim, data[claim.name], figures / f"{claim.name}.png")
-    _write_text(out / "report.md", report_text(claims, results, quick=quick))
+    _write_text(out / "report.md", report_text(claims, results, quick=quick, base_seeds=base_seeds))
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -585,12 +720,25 @@ def _sweep_curves(
 
 
 def report_text(
-    claims: Sequence[Claim], results: Sequence[Mapping[str, Any]], *, quick: bool
+    claims: Sequence[Claim],
+    results: Sequence[Mapping[str, Any]],
+    *,
+    quick: bool,
+    base_seeds: Sequence[int] = (0,),
 ) -> str:
     """The report: a table of verdicts, then one paragraph and figure per claim."""
     by_name = {r["claim"]: r for r in results}
+    seeds = ", ".join(map(str, base_seeds))
     lines = [
         "# Reproducing the papers' claims",
+        "",
+        f"Mode: **{'quick' if quick else 'full'}**; base seeds: **{seeds}**"
+        + (
+            " (each claim judged at every base seed: a verdict that differs between them is "
+            "`unstable`, with each seed's verdict in `seed_verdicts`)."
+            if len(base_seeds) > 1
+            else " (one base seed: no stability check)."
+        ),
         "",
         "Generated by `dp-experts reproduce`"
         + (" --quick (smaller horizons and fewer seeds)" if quick else "")
@@ -615,8 +763,9 @@ def report_text(
         "least-squares fits of log mean regret against log x; their intervals bootstrap the "
         "seeds. Nothing here is tuned to make a claim hold.",
         "",
-        "| claim | learner | predicted | measured [95% CI] | control: measured | verdict |",
-        "|---|---|---|---|---|---|",
+        "| claim | learner | predicted | measured [95% CI] | control: measured | verdict | "
+        "Holm-adjusted |",
+        "|---|---|---|---|---|---|---|",
     ]
     for c in claims:
         r = by_name.get(c.name)
@@ -625,10 +774,22 @@ def report_text(
         lines.append(
             f"| {c.name} | {r['learner']} | {_band(c)} | {r['measured']:.3g} "
             f"[{r['ci_low']:.3g}, {r['ci_high']:.3g}] | {_control_cell(r)} | "
-            f"**{r['verdict']}** |"
+            f"**{r['verdict']}** | {r.get('holm_verdict', '')} |"
         )
     shown = [(c.name, by_name[c.name]["verdict"]) for c in claims if c.name in by_name]
-    lines += ["", verdict_counts(shown)]
+    adjusted = [
+        (c.name, by_name[c.name].get("holm_verdict", "")) for c in claims if c.name in by_name
+    ]
+    lines += [
+        "",
+        verdict_counts(shown),
+        "",
+        "Read together: each verdict above is a test at the 95% level of its own claim. The "
+        "Holm-adjusted column reads the claims as one family (Holm's step-down over the "
+        "one-sided p-values of every `holds` and `fails` at 0.025, the untestable claims left "
+        "out): a `holds` or `fails` that does not survive the adjustment is `inconclusive` "
+        "there. Adjusted: " + verdict_counts(adjusted).removeprefix("Verdicts of "),
+    ]
     for c in claims:
         r = by_name.get(c.name)
         if r is None:
@@ -667,6 +828,24 @@ def report_text(
         lines += ["", f"![{c.name}](figures/{c.name}.png)"]
     lines.append("")
     return "\n".join(lines)
+
+
+def holm_verdicts(results: Sequence[dict[str, Any]]) -> None:
+    """Fill ``holm_verdict``: the verdicts read together (Holm's step-down, in place).
+
+    The family is every row but the untestable ones; a ``holds`` or ``fails`` whose p-value
+    (``p_value``: one-sided at the band's edge, 0.025 for a 95% interval just inside) is not
+    rejected by Holm's step-down at 0.025 becomes ``inconclusive``; other verdicts are kept.
+    """
+    family = [r for r in results if r["verdict"] != UNTESTABLE]
+    kept = holm([float(r["p_value"]) for r in family])
+    for r, ok in zip(family, kept, strict=True):
+        decided = r["verdict"] in ("holds", "fails")
+        r["holm_verdict"] = r["verdict"] if ok or not decided else "inconclusive"
+    for r in results:
+        r.setdefault("holm_verdict", r["verdict"])
+        if r["verdict"] == UNTESTABLE:
+            r["holm_verdict"] = UNTESTABLE
 
 
 def verdict_counts(verdicts: Sequence[tuple[str, str]]) -> str:
@@ -807,6 +986,15 @@ def add_parser(sub: Any) -> None:
     p.add_argument("claims", nargs="*", metavar="CLAIM", help="claim names (default: all)")
     p.add_argument("--quick", action="store_true", help="smaller horizons and fewer seeds")
     p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        metavar="K",
+        help="judge at this one base seed (default: at the three base seeds "
+        f"{', '.join(map(str, DEFAULT_BASE_SEEDS))}, a verdict that differs between them being "
+        "'unstable')",
+    )
+    p.add_argument(
         "--agent",
         default=None,
         metavar="NAME",
@@ -845,9 +1033,13 @@ def cmd_reproduce(args: Any) -> int:
     if args.agent is not None:
         default += f"-{args.agent}"  # never mixes with the claims' own learners' verdicts
     out = Path(args.out or default)
+    if args.seed is not None and args.seed < 0:
+        raise ValueError(f"--seed must be a non-negative int, got {args.seed}")
+    base_seeds = DEFAULT_BASE_SEEDS if args.seed is None else (args.seed,)
     rows = run_claims(
         claims,
         out,
+        base_seeds=base_seeds,
         quick=args.quick,
         backend=args.backend,
         n_jobs=args.jobs,
