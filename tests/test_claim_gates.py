@@ -273,3 +273,33 @@ def test_the_papers_learners_pass_the_privacy_gate_at_every_gated_point(quick, n
     frames = {k: pd.DataFrame(v) for k, v in rows.items()}
     gate = privacy_gate(claim, frames, quick=quick)
     assert gate is not None and gate.passed, (claim.name, gate)
+
+
+# ----------------------------------------------------------------------------- worst case
+def test_worst_case_slope_reads_the_worst_sequence_at_every_x():
+    """Known answer: a learner at sqrt(T) on two sequences and linear on a third measures the
+    linear one (slope 1, named in the detail); the mutant that reads the first sequence only
+    would measure 0.5. Sequences at different x are refused."""
+    from dp_experts_env.evaluation.claims import worst_case_loglog_slope
+
+    xs = (1000, 4000, 16000)
+    root = _regret_rows(lambda t: 3 * t**0.5, xs, "static_regret", seed=1)
+    linear = _regret_rows(lambda t: 0.4 * t, xs, "static_regret", seed=2)
+    m = worst_case_loglog_slope({"anti_lazy": root, "ftl_trap": linear, "x": root}, "static_regret")
+    assert m.value == pytest.approx(1.0, abs=0.03) and m.ci_low <= 1.0 <= m.ci_high
+    assert "16000: " in m.detail and "(ftl_trap)" in m.detail
+    only = worst_case_loglog_slope({"anti_lazy": root}, "static_regret")
+    assert only.value == pytest.approx(0.5, abs=0.03)
+    with pytest.raises(ValueError, match="same x"):
+        worst_case_loglog_slope({"a": root, "b": root[root["x"] < 16000]}, "static_regret")
+
+
+def test_the_worst_case_rates_are_judged_on_every_oblivious_family():
+    from dp_experts_env.evaluation.paper_claims import WORST_FAMILIES
+
+    for name in ("afkt-dartboard-regret-vs-T", "afkt-batched-dartboard-regret-vs-T"):
+        (claim,) = get_claims([name])
+        families = {p.env_params["family"] for s in claim.sweeps for p in s.points}
+        assert families == set(WORST_FAMILIES)
+        assert set(claim.roles()) == {s.key for s in claim.sweeps}  # every family is the learner's
+        assert "worst mean static regret" in claim.quantity

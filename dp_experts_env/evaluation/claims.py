@@ -78,6 +78,7 @@ __all__ = [
     "loglog_slope",
     "mean_with_ci",
     "excess_loglog_slope",
+    "worst_case_loglog_slope",
     "ratio_of_means",
     "largest_ratio_over_x",
     "power_plus_constant",
@@ -707,6 +708,43 @@ def mean_with_ci(rows: pd.DataFrame, metric: str, *, seed: int = 0) -> Measureme
         raise ValueError("mean_with_ci needs at least one row")
     mean, lo, hi, se, df = mean_t(v)
     return Measurement(mean, lo, hi, f"mean {metric} over {v.size} runs", (), se, df)
+
+
+def worst_case_loglog_slope(
+    frames: Mapping[str, pd.DataFrame], metric: str, *, seed: int = 0
+) -> Measurement:
+    """Slope of log(the largest mean ``metric`` over a family of sequences) against log(x).
+
+    ``frames[name]`` are the rows of one sequence of the family (the same x everywhere); at
+    each x the worst sequence's mean is taken. The interval is the seed bootstrap's (every
+    sequence's seeds resampled independently at every x, the maximum taken per resample): a
+    maximum over sequences has no t interval.
+    """
+    names = list(frames)
+    per = {n: _per_x(frames[n], metric) for n in names}
+    xs = per[names[0]][0]
+    if any(not np.array_equal(per[n][0], xs) for n in names) or xs.size < 2:
+        raise ValueError("worst_case_loglog_slope needs every sequence at the same x (two or more)")
+    means = np.stack([[g.mean() for g in per[n][1]] for n in names])  # (family, x)
+    worst = means.max(axis=0)
+    which = [names[i] for i in means.argmax(axis=0)]
+    pairs = ", ".join(
+        f"{x:g}: {m:.4g} ({w})" for x, m, w in zip(xs, worst, which, strict=True)
+    )
+    if np.any(worst <= 0):
+        return Measurement(math.nan, math.nan, math.nan, f"worst mean {metric} <= 0 ({pairs})")
+    boots = np.max(
+        np.stack([_bootstrap_means(per[n][1], seed + i) for i, n in enumerate(names)]), axis=0
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.log(np.where(boots > 0, boots, np.nan))
+    lx = np.log(xs) - np.log(xs).mean()
+    draws = (logs - logs.mean(axis=1, keepdims=True)) @ lx / float(lx @ lx)
+    lo, hi = _interval(draws)
+    return Measurement(
+        _slope(xs, worst), lo, hi, f"worst mean {metric} over {names} at x = {pairs}",
+        local_slopes(xs, worst), draws=draws,
+    )  # fmt: skip
 
 
 def excess_loglog_slope(
