@@ -728,9 +728,7 @@ def worst_case_loglog_slope(
     means = np.stack([[g.mean() for g in per[n][1]] for n in names])  # (family, x)
     worst = means.max(axis=0)
     which = [names[i] for i in means.argmax(axis=0)]
-    pairs = ", ".join(
-        f"{x:g}: {m:.4g} ({w})" for x, m, w in zip(xs, worst, which, strict=True)
-    )
+    pairs = ", ".join(f"{x:g}: {m:.4g} ({w})" for x, m, w in zip(xs, worst, which, strict=True))
     if np.any(worst <= 0):
         return Measurement(math.nan, math.nan, math.nan, f"worst mean {metric} <= 0 ({pairs})")
     boots = np.max(
