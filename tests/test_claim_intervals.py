@@ -154,3 +154,24 @@ def test_holm_verdicts_keep_only_what_survives_the_family():
         "inconclusive",
         "untestable at these sizes",
     ]
+
+
+def test_every_claims_measurement_carries_what_its_p_value_needs():
+    """A claim whose analysis wraps a mean (per-round regret at the largest T, regret over the
+    explicit bound) keeps its t interval's se and df (the mutant: rebuilt without them, its
+    p-value would be 1 and Holm would call every such holds inconclusive)."""
+    import pandas as pd
+
+    from dp_experts_env.evaluation.paper_claims import get_claims
+
+    for name, key, metric in [
+        ("cc-explicit-constant", "randomized-prefix-softmax", "per_round_best_pseudo_regret"),
+        ("ars-hedge-sublinear-on-adaptive", "hedge", "static_regret"),
+    ]:
+        (claim,) = get_claims([name])
+        xs = [p.x for p in claim.sweeps[0].points]
+        rows = pd.DataFrame(
+            [{"x": x, "seed": s, metric: 1.0 + 0.1 * s} for x in xs for s in range(8)]
+        )
+        m = claim.analyse({key: rows})
+        assert math.isfinite(m.se) and m.df == 7.0, name

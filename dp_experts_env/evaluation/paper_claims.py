@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -518,7 +519,7 @@ def _per_round_at_largest(key: str, metric: str) -> object:
         last = frame[frame["x"] == frame["x"].max()].copy()
         last["per_round"] = last[metric] / last["x"]
         m = mean_with_ci(last, "per_round")
-        return Measurement(m.value, m.ci_low, m.ci_high, f"{m.detail} at T = {last['x'].max():g}")
+        return replace(m, detail=f"{m.detail} at T = {last['x'].max():g}")  # keeps se, df
 
     return analyse
 
@@ -1082,9 +1083,7 @@ def _regret_over_bound(rows: Mapping[str, pd.DataFrame]) -> Measurement:
     bound = _rps_bound(_constant_points((int(t),))[0])
     last["over_bound"] = last["per_round_best_pseudo_regret"] / bound
     m = mean_with_ci(last, "over_bound")
-    return Measurement(
-        m.value, m.ci_low, m.ci_high, f"{m.detail} at T = {t:g}; explicit bound {bound:.5g}"
-    )
+    return replace(m, detail=f"{m.detail} at T = {t:g}; explicit bound {bound:.5g}")
 
 
 rps_constant = Claim(
