@@ -113,3 +113,20 @@ def test_a_claim_copy_keeps_its_sweeps():
     # dataclasses.replace must keep a claim's gates (a copy for another name is a new claim)
     c = dataclasses.replace(_claim(), name="x", untestable="T = 10^6")
     assert c.untestable == "T = 10^6" and c.sweeps == _claim().sweeps
+
+
+def test_cli_judges_at_three_base_seeds_by_default_and_one_with_seed(tmp_path, monkeypatch):
+    """The command's default is (0, 1, 2); ``--seed K`` is (K,) (the runs themselves are the
+    slow tests above: the call is intercepted here)."""
+    from dp_experts_env.evaluation import reproduce
+
+    seen = []
+
+    def fake(claims, out, **kw):
+        seen.append(kw["base_seeds"])
+        return []
+
+    monkeypatch.setattr(reproduce, "run_claims", fake)
+    assert main(["reproduce", "cc-horizon-free", "--quick", "--out", str(tmp_path)]) == 0
+    assert main(["reproduce", "cc-horizon-free", "--seed", "4", "--out", str(tmp_path)]) == 0
+    assert seen == [(0, 1, 2), (4,)]
