@@ -130,3 +130,21 @@ def test_cli_judges_at_three_base_seeds_by_default_and_one_with_seed(tmp_path, m
     assert main(["reproduce", "cc-horizon-free", "--quick", "--out", str(tmp_path)]) == 0
     assert main(["reproduce", "cc-horizon-free", "--seed", "4", "--out", str(tmp_path)]) == 0
     assert seen == [(0, 1, 2), (4,)]
+
+
+def test_verify_reads_a_quick_row_against_the_quick_registry(tmp_path):
+    """The collapse claim's quick sweeps (other horizons) have their own code version: a
+    current quick row is current (the mutant, checking it against the full registry, called it
+    stale), and the same row labelled full is stale."""
+    from dp_experts_env.evaluation.paper_claims import get_claims
+    from dp_experts_env.evaluation.reproduce import claim_code_version, stale_claims
+
+    (quick,) = get_claims(["ars-threshold-collapse"], quick=True)
+    (full,) = get_claims(["ars-threshold-collapse"])
+    assert claim_code_version(quick) != claim_code_version(full)
+    row = {"claim": quick.name, "learner": "noisy-clipped-hedge", "code": claim_code_version(quick)}
+    for mode, expected in (("quick", {}), ("full", {quick.name: "code changed since its verdict"})):
+        (tmp_path / "claims.csv").write_text(
+            "claim,learner,code,mode\n" + f"{row['claim']},{row['learner']},{row['code']},{mode}\n"
+        )
+        assert stale_claims(tmp_path) == expected, mode

@@ -953,16 +953,18 @@ def _earlier_rows(out: Path) -> list[dict[str, Any]] | None:
 def stale_claims(out: str | Path) -> dict[str, str]:
     """Claims of ``out/claims.csv`` whose code version is not the current one (read only).
 
-    Returns ``{claim name: reason}``. The code version does not depend on ``--quick`` (sizes
-    are not code), so the full registry is used.
+    Returns ``{claim name: reason}``. Each row is checked against the registry of its own mode
+    (``mode``: a claim whose sweeps differ between modes, the collapse's horizons, has a code
+    version per mode); a row without a mode (an older claims.csv) against the full registry.
     """
     from dp_experts_env.evaluation.paper_claims import get_claims
 
     rows = _earlier_rows(Path(out)) or []
-    registry = {c.name: c for c in get_claims()}
+    registries = {quick: {c.name: c for c in get_claims(quick=quick)} for quick in (False, True)}
     out_of_date: dict[str, str] = {}
     for r in rows:
         name = r.get("claim", "")
+        registry = registries[r.get("mode") == "quick"]
         if name not in registry:
             out_of_date[name] = "no longer registered"
         elif r.get("code") != claim_code_version(_as_run(registry[name], r)):
