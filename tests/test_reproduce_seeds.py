@@ -77,6 +77,7 @@ def test_each_base_seed_is_its_own_experiment_and_the_csv_says_which(tmp_path):
     assert row["mode"] == "quick" and row["seeds"] == "0 1"
     report = (tmp_path / "report.md").read_text()
     assert "Mode: **quick**; base seeds: **0, 1**" in report
+    assert f"At each base seed: {two['seed_verdicts']}." in report
 
 
 @pytest.mark.slow

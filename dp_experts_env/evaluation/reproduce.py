@@ -823,6 +823,8 @@ def report_text(
         )
         if r.get("privacy"):
             lines += ["", f"Privacy gate: {r['privacy']}."]
+        if len(base_seeds) > 1 and r.get("seed_verdicts"):
+            lines += ["", f"At each base seed: {r['seed_verdicts']}."]
         if c.notes:
             lines += ["", c.notes]
         lines += ["", f"![{c.name}](figures/{c.name}.png)"]
