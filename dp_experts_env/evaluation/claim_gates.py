@@ -21,19 +21,26 @@ here close those routes (:func:`apply_gates`, in this order):
 * ``untestable at these sizes`` (:attr:`Claim.untestable`): a claim the suite's sizes cannot
   settle; a verdict other than ``holds`` / ``fails`` is reported with that label and the size
   needed, apart from the count.
+
+Then the verdicts are read across base seeds (:func:`combine_seeds`: ``unstable`` unless they
+agree) and across claims (:func:`holm_verdicts`: Holm's step-down over the band p-values of
+:mod:`~dp_experts_env.evaluation.claim_intervals`). Every function here decides a verdict, so the
+module is part of every claim's code version (``reproduce.claim_code_version``).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
+from dp_experts_env.evaluation.claim_intervals import holm
 from dp_experts_env.evaluation.claims import (
+    UNSTABLE,
     UNTESTABLE,
     Claim,
     Judgement,
@@ -47,6 +54,8 @@ __all__ = [
     "POINT_WIDTH",
     "Gate",
     "apply_gates",
+    "combine_seeds",
+    "holm_verdicts",
     "audit_once",
     "certificate_check",
     "privacy_gate",
@@ -243,3 +252,47 @@ def apply_gates(
             privacy,
         )
     return judgement, privacy
+
+
+def combine_seeds(base_seeds: Sequence[int], judgements: Sequence[Judgement]) -> Judgement:
+    """One verdict from a claim's verdicts at several base seeds.
+
+    The same verdict at every base seed is that verdict (the first seed's reason); anything
+    else is ``unstable``, with every seed's verdict in the reason. A single base seed is
+    judged alone.
+    """
+    first = judgements[0]
+    verdicts = [j.verdict for j in judgements]
+    if len(set(verdicts)) == 1:
+        if len(judgements) == 1:
+            return first
+        return Judgement(
+            first.verdict,
+            f"the same at base seeds {', '.join(map(str, base_seeds))}; {first.reason}",
+            first.band,
+        )
+    shown = ", ".join(f"{k}: {v}" for k, v in zip(base_seeds, verdicts, strict=True))
+    return Judgement(
+        UNSTABLE,
+        f"the verdict depends on the base seed ({shown}); base seed {base_seeds[0]}: "
+        f"{first.reason}",
+        first.band,
+    )
+
+
+def holm_verdicts(results: Sequence[dict[str, Any]]) -> None:
+    """Fill ``holm_verdict``: the verdicts read together (Holm's step-down, in place).
+
+    The family is every row but the untestable ones; a ``holds`` or ``fails`` whose p-value
+    (``p_value``: one-sided at the band's edge, 0.025 for a 95% interval just inside) is not
+    rejected by Holm's step-down at 0.025 becomes ``inconclusive``; other verdicts are kept.
+    """
+    family = [r for r in results if r["verdict"] != UNTESTABLE]
+    kept = holm([float(r["p_value"]) for r in family])
+    for r, ok in zip(family, kept, strict=True):
+        decided = r["verdict"] in ("holds", "fails")
+        r["holm_verdict"] = r["verdict"] if ok or not decided else "inconclusive"
+    for r in results:
+        r.setdefault("holm_verdict", r["verdict"])
+        if r["verdict"] == UNTESTABLE:
+            r["holm_verdict"] = UNTESTABLE

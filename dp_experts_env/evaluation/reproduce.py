@@ -38,11 +38,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dp_experts_env.evaluation.claim_gates import apply_gates
-from dp_experts_env.evaluation.claim_intervals import band_p_value, holm
+from dp_experts_env.evaluation.claim_gates import apply_gates, combine_seeds, holm_verdicts
+from dp_experts_env.evaluation.claim_intervals import band_p_value
 from dp_experts_env.evaluation.claims import (
     LEARNING_FRACTION,
-    UNSTABLE,
     UNTESTABLE,
     VERDICTS,
     Claim,
@@ -405,32 +404,6 @@ def _check_base_seeds(base_seeds: Sequence[int]) -> tuple[int, ...]:
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"base_seeds must be distinct, got {base_seeds!r}")
     return tuple(int(k) for k in seeds)
-
-
-def combine_seeds(base_seeds: Sequence[int], judgements: Sequence[Judgement]) -> Judgement:
-    """One verdict from a claim's verdicts at several base seeds.
-
-    The same verdict at every base seed is that verdict (the first seed's reason); anything
-    else is ``unstable``, with every seed's verdict in the reason. A single base seed is
-    judged alone.
-    """
-    first = judgements[0]
-    verdicts = [j.verdict for j in judgements]
-    if len(set(verdicts)) == 1:
-        if len(judgements) == 1:
-            return first
-        return Judgement(
-            first.verdict,
-            f"the same at base seeds {', '.join(map(str, base_seeds))}; {first.reason}",
-            first.band,
-        )
-    shown = ", ".join(f"{k}: {v}" for k, v in zip(base_seeds, verdicts, strict=True))
-    return Judgement(
-        UNSTABLE,
-        f"the verdict depends on the base seed ({shown}); base seed {base_seeds[0]}: "
-        f"{first.reason}",
-        first.band,
-    )
 
 
 def _role_means(claim: Claim, rows: Mapping[str, pd.DataFrame]) -> pd.Series | None:
@@ -832,24 +805,6 @@ def report_text(
     return "\n".join(lines)
 
 
-def holm_verdicts(results: Sequence[dict[str, Any]]) -> None:
-    """Fill ``holm_verdict``: the verdicts read together (Holm's step-down, in place).
-
-    The family is every row but the untestable ones; a ``holds`` or ``fails`` whose p-value
-    (``p_value``: one-sided at the band's edge, 0.025 for a 95% interval just inside) is not
-    rejected by Holm's step-down at 0.025 becomes ``inconclusive``; other verdicts are kept.
-    """
-    family = [r for r in results if r["verdict"] != UNTESTABLE]
-    kept = holm([float(r["p_value"]) for r in family])
-    for r, ok in zip(family, kept, strict=True):
-        decided = r["verdict"] in ("holds", "fails")
-        r["holm_verdict"] = r["verdict"] if ok or not decided else "inconclusive"
-    for r in results:
-        r.setdefault("holm_verdict", r["verdict"])
-        if r["verdict"] == UNTESTABLE:
-            r["holm_verdict"] = UNTESTABLE
-
-
 def verdict_counts(verdicts: Sequence[tuple[str, str]]) -> str:
     """One line: the count of each verdict over the testable claims, the untestable apart.
 
@@ -907,6 +862,7 @@ _CLAIM_MODULES = frozenset(
     {
         "dp_experts_env.evaluation.claims",
         "dp_experts_env.evaluation.claim_gates",
+        "dp_experts_env.evaluation.claim_intervals",
         "dp_experts_env.evaluation.paper_claims",
         "dp_experts_env.evaluation.stats",
         "dp_experts_env.evaluation.episode",
