@@ -76,7 +76,9 @@ def test_learner_ratios_are_the_learners_mean_over_the_controls_per_x():
     # The gate reads them: 0.75 < 0.8 is learning; the control at its own level is not.
     m = mean_with_ci(_rows({1.0: 0.3}), "dynamic_regret")
     assert judge(claim, m, None, got).verdict != "burn-in"
-    assert judge(claim, m, None, dict.fromkeys(got, 1.0)).verdict == "burn-in"
+    # At the control's level and flat across x: not in regime (issue 36); falling: burn-in.
+    assert judge(claim, m, None, dict.fromkeys(got, 1.0)).verdict == "not in regime"
+    assert judge(claim, m, None, {10.0: 1.0, 100.0: 0.9}).verdict == "burn-in"
     # No level to compare with: a control whose mean regret is <= 0 somewhere.
     flat = {"l": _rows({10.0: 10.0, 100.0: 0.0}), "ref": control["ref"]}
     assert learner_ratios(claim, rows, flat) is None
@@ -108,7 +110,8 @@ def _stochastic_claim() -> Claim:
 @pytest.mark.slow
 def test_pipeline_verdicts_of_a_learning_learner_and_of_the_control_in_its_role(tmp_path):
     """End to end (run_claims, serial): Hedge learns, so the verdict is the band's (``holds``);
-    the no-learning control put in the learner's role is ``burn-in`` on the same claim.
+    the no-learning control put in the learner's role is ``not in regime`` on the same claim
+    (at its own level at every x, not moving: issue 36's verdict, formerly ``burn-in``).
 
     Mutants caught: ``run_claims`` passing the control's ratios (1.0) or none for the learner
     (verdict no longer follows the band), ``learner_ratios`` inverted (Hedge reads as burn-in),
@@ -121,11 +124,11 @@ def test_pipeline_verdicts_of_a_learning_learner_and_of_the_control_in_its_role(
     shown = row["reason"].split("regret / control's at x = ")[1].split(";")[0]
     ratios = [float(pair.split(": ")[1]) for pair in shown.split(", ")]
     assert max(ratios) < 0.5  # clearly learning: far below the 0.8 gate (measured 0.03-0.19)
-    assert row["control_verdict"] == "burn-in"
+    assert row["control_verdict"] == "not in regime"
     (ctl,) = run_claims(
         [claim], tmp_path / "uniform", quick=True, backend="serial", agent="uniform"
     )
-    assert ctl["learner"] == "uniform" and ctl["verdict"] == "burn-in", ctl["reason"]
+    assert ctl["learner"] == "uniform" and ctl["verdict"] == "not in regime", ctl["reason"]
     assert "has not left the control's level" in ctl["reason"]
 
 

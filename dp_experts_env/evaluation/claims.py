@@ -18,7 +18,16 @@ the same loss streams. :func:`judge` gives one of :data:`VERDICTS`:
   paper's explicit bound is above the trivial bound at a measured point (the fit runs where the
   theorem says nothing);
 * ``inconclusive``: the interval straddles the band's edge, or a failure cannot be told from
-  burn-in (fewer than two local-slope windows, e.g. three points in quick mode).
+  burn-in (fewer than two local-slope windows, e.g. three points in quick mode);
+* ``not in regime``: the learner never leaves the control's level and is not moving toward
+  leaving it (its regret / the control's does not fall across x): the theorem's learner model
+  does not apply (a static learner on a shifting env), so running longer would not help.
+
+The gates of :mod:`dp_experts_env.evaluation.claim_gates` come after: ``not private`` (a claim
+whose statement involves epsilon, for a learner without a certificate at each point or whose
+short audit finds a violation), ``not specific`` (a lower bound whose twin shows the phenomenon
+is not the claimed one) and ``untestable at these sizes`` (a claim the suite's sizes cannot
+settle, reported apart from the count).
 
 The band test of the interval against ``predicted +- tolerance`` (:func:`verdict`):
 
@@ -28,10 +37,13 @@ The band test of the interval against ``predicted +- tolerance`` (:func:`verdict
   upper end is ``<= predicted + tolerance``, ``fails`` when the lower end is above it;
 * ``"at_least"``: the mirror image.
 
-Slopes are least-squares fits (``scipy.stats.linregress``) of log mean against log x; their
-intervals come from a bootstrap over seeds (seeds resampled independently at every x, 2,000
-resamples, percentile interval at 95%), the seed-level randomness being what separates two runs
-of the same experiment.
+Slopes are least-squares fits (``scipy.stats.linregress``) of log mean against log x. Means
+and slopes (plain, and above a baseline) have t intervals at 95%
+(:mod:`~dp_experts_env.evaluation.claim_intervals`: the delta method with Welch-Satterthwaite
+degrees of freedom for slopes; coverage simulated in the tests); the other analyses (ratios,
+spreads, the collapse exponent, a power plus a constant) a bootstrap over seeds (seeds resampled
+independently at every x, 2,000 resamples, percentile interval at 95%), the seed-level
+randomness being what separates two runs of the same experiment.
 """
 
 from __future__ import annotations
@@ -44,14 +56,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dp_experts_env.fixed_order import dot
+from dp_experts_env.evaluation.claim_intervals import excess_slope_t, mean_t, slope_t
 
 __all__ = [
     "KINDS",
+    "REGIME_DROP",
+    "UNSTABLE",
+    "UNTESTABLE",
     "VERDICTS",
     "LEARNING_FRACTION",
     "Claim",
     "Control",
+    "gated_points",
     "Judgement",
     "judge",
     "local_slopes",
@@ -62,6 +78,7 @@ __all__ = [
     "loglog_slope",
     "mean_with_ci",
     "excess_loglog_slope",
+    "worst_case_loglog_slope",
     "ratio_of_means",
     "largest_ratio_over_x",
     "power_plus_constant",
@@ -70,7 +87,25 @@ __all__ = [
 ]
 
 KINDS = ("two_sided", "at_most", "at_least")
-VERDICTS = ("holds", "fails", "burn-in", "vacuous", "inconclusive")
+VERDICTS = (
+    "holds",
+    "fails",
+    "burn-in",
+    "vacuous",
+    "inconclusive",
+    "not in regime",
+    "not private",
+    "not specific",
+    "untestable at these sizes",
+    "unstable",
+)
+#: A verdict that differs between base seeds (``reproduce``'s default judges three).
+UNSTABLE = "unstable"
+#: Verdicts of the claims the suite's sizes cannot settle: listed apart from the count.
+UNTESTABLE = "untestable at these sizes"
+#: A learner at the control's level whose ratio to it falls by less than this across x is
+#: ``not in regime`` (not moving toward leaving it), rather than ``burn-in``.
+REGIME_DROP = 0.05
 #: A learner is "clearly learning" when its mean regret is below this fraction of the control's.
 LEARNING_FRACTION = 0.8
 #: Points per local-slope window: a slope over fewer would be a difference of two noisy means.
@@ -139,6 +174,11 @@ class Measurement:
     ci_high: float
     detail: str = ""
     local: tuple[float, ...] = ()  # local slopes over LOCAL_WINDOW consecutive points (if any)
+    # A t interval's standard error and degrees of freedom (NaN for a bootstrap interval) and a
+    # bootstrap interval's draws (None for a t interval): what a band p-value is computed from.
+    se: float = math.nan
+    df: float = math.nan
+    draws: np.ndarray | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -190,6 +230,12 @@ class Claim:
         explicit_bound: ``point -> (the paper's explicit bound, the trivial bound)`` where the
             paper states constants; a claim whose bound is above the trivial one at any of its
             points is ``vacuous``.
+        no_privacy_gate: why a claim whose learner runs at a finite epsilon is not privacy-gated
+            (its statement does not involve epsilon); empty: gated (:attr:`privacy_gated`).
+        specific: for a lower bound, ``rows -> ""`` when its twins show the phenomenon is the
+            claimed one, else the reason naming the twin that failed (``not specific``).
+        untestable: the sizes a claim would need when the suite's cannot settle it (its
+            verdict is then ``untestable at these sizes`` unless it holds or fails).
     """
 
     name: str
@@ -212,6 +258,20 @@ class Claim:
     learning_at: str = "all"
     learner_sweeps: tuple[str, ...] = ()
     explicit_bound: Callable[[Point], tuple[float, float]] | None = None
+    no_privacy_gate: str = ""
+    specific: Callable[[Mapping[str, pd.DataFrame]], str] | None = None
+    untestable: str = ""
+
+    @property
+    def privacy_gated(self) -> bool:
+        """True when a learner sweep runs at a finite epsilon and no reason exempts the claim.
+
+        Such a statement is about a learner at that privacy level: a learner without a
+        certificate there cannot hold it (``claim_gates.privacy_gate``).
+        """
+        if self.no_privacy_gate:
+            return False
+        return bool(gated_points(self, quick=False) or gated_points(self, quick=True))
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -273,6 +333,22 @@ class Claim:
                 )
             sweeps.append(s)
         return replace(self, sweeps=tuple(sweeps))
+
+
+def gated_points(claim: Claim, *, quick: bool) -> list[tuple[Sweep, Point]]:
+    """The (learner sweep, point) pairs at a finite epsilon: where a certificate is needed.
+
+    Custom sweeps (a learner's internals) are left out: their rows carry no certificate.
+    """
+    roles = set(claim.roles())
+    out = []
+    for s in claim.sweeps:
+        if s.key not in roles or s.custom is not None:
+            continue
+        for p in s.chosen(quick)[0]:
+            if p.epsilon is not None and math.isfinite(p.epsilon):
+                out.append((s, p))
+    return out
 
 
 def verdict(claim: Claim, m: Measurement) -> str:
@@ -379,6 +455,21 @@ def judge(
     fraction = claim.learning_fraction
     if fraction is not None and ratios:
         gated = ratios[max(ratios)] if claim.learning_at == "largest" else max(ratios.values())
+        ordered = [ratios[x] for x in sorted(ratios)]
+        if (
+            gated >= fraction
+            and len(ordered) >= 2
+            and min(ordered) >= fraction
+            and ordered[-1] > ordered[0] - REGIME_DROP
+        ):
+            # Flat at the control's level: a longer run would not change it.
+            return out(
+                "not in regime",
+                f"the learner has not left the control's level (regret >= {fraction:g} x the "
+                f"control's at every x) and is not moving toward leaving it (the ratio falls "
+                f"by less than {REGIME_DROP:g} across x): the claim's learner model does not "
+                "apply here",
+            )
         if gated >= fraction:
             return out(
                 "burn-in",
@@ -455,7 +546,7 @@ def _interval(samples: np.ndarray) -> tuple[float, float]:
 def loglog_slope(
     rows: pd.DataFrame, metric: str, *, floor: float = 1e-9, seed: int = 0
 ) -> Measurement:
-    """Slope of log(mean ``metric``) against log(x), with a seed-bootstrap interval.
+    """Slope of log(mean ``metric``) against log(x), with a t interval (``seed`` is unused).
 
     Means at or below ``floor`` cannot be placed on a log scale; the fit then reports NaN (the
     claim is judged inconclusive rather than silently dropping points).
@@ -464,18 +555,14 @@ def loglog_slope(
     if xs.size < 2:
         raise ValueError("a slope needs at least two x values")
     means = np.array([g.mean() for g in groups])
-    boots = _bootstrap_means(groups, seed)
     if np.any(means <= floor):
         return Measurement(math.nan, math.nan, math.nan, "a mean regret is <= 0: no log-log fit")
     value = _slope(xs, means)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logs = np.log(np.where(boots > floor, boots, np.nan))
-    lx = np.log(xs)
-    lx_c = lx - lx.mean()
-    slopes = dot(logs - logs.mean(axis=1, keepdims=True), lx_c) / dot(lx_c, lx_c)
-    lo, hi = _interval(slopes)
+    _, lo, hi, se, df = slope_t(xs, groups)
     pairs = ", ".join(f"{x:g}: {m:.4g}" for x, m in zip(xs, means, strict=True))
-    return Measurement(value, lo, hi, f"mean {metric} at x = {pairs}", local_slopes(xs, means))
+    return Measurement(
+        value, lo, hi, f"mean {metric} at x = {pairs}", local_slopes(xs, means), se, df
+    )
 
 
 def ratio_of_means(
@@ -491,7 +578,7 @@ def ratio_of_means(
         ratios = boots[:, 0] / boots[:, 1]
     lo, hi = _interval(ratios)
     value = float(a.mean() / b.mean()) if b.mean() != 0 else math.nan
-    return Measurement(value, lo, hi, f"mean {a.mean():.4g} / {b.mean():.4g}")
+    return Measurement(value, lo, hi, f"mean {a.mean():.4g} / {b.mean():.4g}", draws=ratios)
 
 
 def largest_ratio_over_x(
@@ -511,11 +598,13 @@ def largest_ratio_over_x(
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = boots[:, :n] / boots[:, n:]
         means = np.array([g.mean() for g in groups]) / np.array([g.mean() for g in ref_groups])
-    lo, hi = _interval(ratios.max(axis=1))
+    draws = ratios.max(axis=1)
+    lo, hi = _interval(draws)
     pairs = ", ".join(f"{x:g}: {r:.3f}" for x, r in zip(xs, means, strict=True))
     return Measurement(
-        float(means.max()), lo, hi, f"mean {metric} / the reference's at x = {pairs}"
-    )
+        float(means.max()), lo, hi, f"mean {metric} / the reference's at x = {pairs}",
+        draws=draws,
+    )  # fmt: skip
 
 
 def _profile_exponent(xs: np.ndarray, means: np.ndarray, grid: np.ndarray) -> np.ndarray:
@@ -561,9 +650,10 @@ def power_plus_constant(
     grid = np.round(np.arange(-3.0, 3.0 + 1e-9, 0.01), 2) if grid is None else grid
     means = np.array([g.mean() for g in groups])
     value = float(_profile_exponent(xs, means, grid)[0])
-    lo, hi = _interval(_profile_exponent(xs, _bootstrap_means(groups, seed), grid))
+    draws = _profile_exponent(xs, _bootstrap_means(groups, seed), grid)
+    lo, hi = _interval(draws)
     pairs = ", ".join(f"{x:g}: {m:.4g}" for x, m in zip(xs, means, strict=True))
-    return Measurement(value, lo, hi, f"mean {metric} at x = {pairs}; fit a x^p + b")
+    return Measurement(value, lo, hi, f"mean {metric} at x = {pairs}; fit a x^p + b", draws=draws)
 
 
 def spread_of_normalised_gain(
@@ -605,16 +695,54 @@ def spread_of_normalised_gain(
     table = "; ".join(
         f"{k}: " + ", ".join(f"{g:.2f}" for g in row) for k, row in zip(keys, gain, strict=True)
     )
-    return Measurement(spread, lo, hi, f"normalised gain at x = {list(map(float, xs))}: {table}")
+    return Measurement(
+        spread, lo, hi, f"normalised gain at x = {list(map(float, xs))}: {table}",
+        draws=boot_spread,
+    )  # fmt: skip
 
 
 def mean_with_ci(rows: pd.DataFrame, metric: str, *, seed: int = 0) -> Measurement:
-    """Mean of ``metric`` over every row, with a bootstrap interval over rows (seeds)."""
+    """Mean of ``metric`` over every row, with a t interval over rows (``seed`` is unused)."""
     v = rows[metric].to_numpy(np.float64)
     if v.size == 0:
         raise ValueError("mean_with_ci needs at least one row")
-    lo, hi = _interval(_bootstrap_means([v], seed)[:, 0])
-    return Measurement(float(v.mean()), lo, hi, f"mean {metric} over {v.size} runs")
+    mean, lo, hi, se, df = mean_t(v)
+    return Measurement(mean, lo, hi, f"mean {metric} over {v.size} runs", (), se, df)
+
+
+def worst_case_loglog_slope(
+    frames: Mapping[str, pd.DataFrame], metric: str, *, seed: int = 0
+) -> Measurement:
+    """Slope of log(the largest mean ``metric`` over a family of sequences) against log(x).
+
+    ``frames[name]`` are the rows of one sequence of the family (the same x everywhere); at
+    each x the worst sequence's mean is taken. The interval is the seed bootstrap's (every
+    sequence's seeds resampled independently at every x, the maximum taken per resample): a
+    maximum over sequences has no t interval.
+    """
+    names = list(frames)
+    per = {n: _per_x(frames[n], metric) for n in names}
+    xs = per[names[0]][0]
+    if any(not np.array_equal(per[n][0], xs) for n in names) or xs.size < 2:
+        raise ValueError("worst_case_loglog_slope needs every sequence at the same x (two or more)")
+    means = np.stack([[g.mean() for g in per[n][1]] for n in names])  # (family, x)
+    worst = means.max(axis=0)
+    which = [names[i] for i in means.argmax(axis=0)]
+    pairs = ", ".join(f"{x:g}: {m:.4g} ({w})" for x, m, w in zip(xs, worst, which, strict=True))
+    if np.any(worst <= 0):
+        return Measurement(math.nan, math.nan, math.nan, f"worst mean {metric} <= 0 ({pairs})")
+    boots = np.max(
+        np.stack([_bootstrap_means(per[n][1], seed + i) for i, n in enumerate(names)]), axis=0
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.log(np.where(boots > 0, boots, np.nan))
+    lx = np.log(xs) - np.log(xs).mean()
+    draws = (logs - logs.mean(axis=1, keepdims=True)) @ lx / float(lx @ lx)
+    lo, hi = _interval(draws)
+    return Measurement(
+        _slope(xs, worst), lo, hi, f"worst mean {metric} over {names} at x = {pairs}",
+        local_slopes(xs, worst), draws=draws,
+    )  # fmt: skip
 
 
 def excess_loglog_slope(
@@ -623,26 +751,22 @@ def excess_loglog_slope(
     """Slope in log-log of ``mean(rows at x) - mean(base)``: the part of regret x explains.
 
     ``base`` is the same learner without the effect (e.g. epsilon = inf), so the excess is the
-    cost of privacy; its interval bootstraps both. Non-positive excesses give NaN (inconclusive).
+    cost of privacy; its t interval (delta method) counts both. Non-positive excesses give NaN
+    (inconclusive); ``seed`` is unused.
     """
     xs, groups = _per_x(rows, metric)
     b = base[metric].to_numpy(np.float64)
-    boots = _bootstrap_means([*groups, b], seed)
-    excess = boots[:, :-1] - boots[:, -1:]
     means = np.array([g.mean() for g in groups]) - b.mean()
     pairs = ", ".join(f"{x:g}: {m:.4g}" for x, m in zip(xs, means, strict=True))
     if np.any(means <= 0):
         return Measurement(
             math.nan, math.nan, math.nan, f"excess {metric} <= 0 at some x ({pairs})"
         )
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logs = np.log(np.where(excess > 0, excess, np.nan))
-    lx = np.log(xs) - np.log(xs).mean()
-    slopes = dot(logs - logs.mean(axis=1, keepdims=True), lx) / dot(lx, lx)
-    lo, hi = _interval(slopes)
+    _, lo, hi, se, df = excess_slope_t(xs, groups, b)
     return Measurement(
-        _slope(xs, means), lo, hi, f"excess mean {metric} at x = {pairs}", local_slopes(xs, means)
-    )
+        _slope(xs, means), lo, hi, f"excess mean {metric} at x = {pairs}",
+        local_slopes(xs, means), se, df,
+    )  # fmt: skip
 
 
 def _gain_samples(
@@ -752,4 +876,4 @@ def collapse_exponent(
     lo, hi = _interval(best)
     smallest = float(np.nanmin(spread))
     text = f"best b {value:g} (smallest spread {smallest:.2f}); {detail}"
-    return Measurement(value, lo, hi, text)
+    return Measurement(value, lo, hi, text, draws=best)

@@ -31,14 +31,18 @@ import json
 import math
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dp_experts_env.evaluation.claim_gates import apply_gates, combine_seeds, holm_verdicts
+from dp_experts_env.evaluation.claim_intervals import band_p_value
 from dp_experts_env.evaluation.claims import (
     LEARNING_FRACTION,
+    UNTESTABLE,
     VERDICTS,
     Claim,
     Judgement,
@@ -51,10 +55,14 @@ from dp_experts_env.evaluation.store import plain_dir, read_plain, write_atomic
 
 __all__ = [
     "COLUMNS",
+    "DEFAULT_BASE_SEEDS",
     "claim_code_version",
+    "combine_seeds",
+    "holm_verdicts",
     "run_claims",
     "stale_claims",
     "sweep_rows",
+    "verdict_counts",
     "write_outputs",
 ]
 
@@ -78,10 +86,19 @@ COLUMNS = (
     "control_ci_high",
     "control_verdict",
     "detail",
+    "privacy",
     "seconds",
     "code",
+    "mode",
+    "seeds",
+    "seed_verdicts",
+    "p_value",
+    "holm_verdict",
 )
+#: The base seeds the command judges every claim at by default (``--seed K``: one).
+DEFAULT_BASE_SEEDS = (0, 1, 2)
 _FLOATS = (
+    "p_value",
     "predicted",
     "tolerance",
     "measured",
@@ -112,17 +129,19 @@ def sweep_rows(
     n_jobs: int | None = None,
     address: str | None = None,
     noise: str | None = None,
+    base_seed: int = 0,
 ) -> pd.DataFrame:
     """Final rows of one sweep (one row per seed and point) with its ``x`` column.
 
     Points with the same epsilon share one grid (their envs labelled by x); each grid has its
-    own results folder, so stored runs are reused.
+    own results folder, so stored runs are reused. ``base_seed`` is the grid's root seed; a
+    base seed other than 0 has folders of its own (``<sweep>@s<K>``).
     """
     import agents
 
     points, seeds = sweep.chosen(quick)
     if sweep.custom is not None:
-        return _custom_rows(claim, sweep, out, points, seeds)
+        return _custom_rows(claim, sweep, out, points, seeds, base_seed)
     params = dict(sweep.agent_params)
     spec = agents.spec(sweep.agent)
     allowed = getattr(spec.cls, "noise_backends", None)
@@ -135,21 +154,22 @@ def sweep_rows(
     by_eps: dict[float | None, list] = {}
     for p in points:
         by_eps.setdefault(p.epsilon, []).append(p)
-    run = {"backend": backend, "n_jobs": n_jobs, "address": address}
+    run = {"backend": backend, "n_jobs": n_jobs, "address": address, "base_seed": base_seed}
+    suffix = f"@s{base_seed}" if base_seed else ""
     labels = [_label(p.x) for p in points]
     if len(set(labels)) < len(labels) and len(by_eps) > 1:
         # Two points share an x (the env label): one grid per epsilon, as before.
         frames = []
         for eps, pts in by_eps.items():
             tag = "np" if eps is None else f"e{eps:g}"
-            folder = out / "runs" / claim.name / f"{sweep.folder}-{tag}"
+            folder = out / "runs" / claim.name / f"{sweep.folder}-{tag}{suffix}"
             frames.append(_point_rows(sweep.agent, params, sweep.env_id, pts, seeds, folder, run))
         return pd.concat(frames, ignore_index=True)
     # One grid for the whole sweep: its points on one env share a loss stream and a private
     # learner is one batch over their epsilons (rows are the same as one grid per epsilon).
     rows = _point_rows(
-        sweep.agent, params, sweep.env_id, points, seeds, out / "runs" / claim.name / sweep.folder,
-        run,
+        sweep.agent, params, sweep.env_id, points, seeds,
+        out / "runs" / claim.name / f"{sweep.folder}{suffix}", run,
     )  # fmt: skip
     # The order of one grid per epsilon (the analyses' bootstraps read rows in order).
     old = [_label(p.x) for pts in by_eps.values() for p in pts]
@@ -170,7 +190,10 @@ def _point_rows(
     from dp_experts_env.evaluation.sweep import final_rows, run_grid
 
     epsilons = list(dict.fromkeys(1.0 if p.epsilon is None else p.epsilon for p in points))
+    run = dict(run)
+    base_seed = int(run.pop("base_seed", 0))
     grid = Grid(
+        base_seed=base_seed,
         agents=[AgentEntry(agent, params)],
         envs=[EnvEntry(env_id, dict(p.env_params), label=_label(p.x)) for p in points],
         epsilons=epsilons,
@@ -189,8 +212,13 @@ def _point_rows(
     return rows
 
 
-def _custom_rows(claim: Claim, sweep: Sweep, out: Path, points: tuple, seeds: int) -> pd.DataFrame:
-    """Rows of a custom sweep, reused when its configuration and code are unchanged."""
+def _custom_rows(
+    claim: Claim, sweep: Sweep, out: Path, points: tuple, seeds: int, base_seed: int = 0
+) -> pd.DataFrame:
+    """Rows of a custom sweep, reused when its configuration and code are unchanged.
+
+    A base seed other than 0 is passed to the experiment as ``base_seed=`` and stored apart.
+    """
     config = {
         "agent": sweep.agent,
         "params": dict(sweep.agent_params),
@@ -198,9 +226,11 @@ def _custom_rows(claim: Claim, sweep: Sweep, out: Path, points: tuple, seeds: in
         "points": [[p.x, dict(p.env_params), p.epsilon] for p in points],
         "seeds": seeds,
     }
+    if base_seed:
+        config["base_seed"] = base_seed
     key = results_key(config, sweep.agent, sweep.env_id, claim=claim)
     folder = plain_dir(plain_dir(out / "runs") / claim.name)
-    path = folder / f"{sweep.folder}-custom.json"
+    path = folder / f"{sweep.folder}-custom{f'@s{base_seed}' if base_seed else ''}.json"
     try:
         stored = json.loads(read_plain(path))
         if stored.get("key") == key:
@@ -208,7 +238,11 @@ def _custom_rows(claim: Claim, sweep: Sweep, out: Path, points: tuple, seeds: in
     except (OSError, ValueError, KeyError, AttributeError):
         pass  # absent, unreadable, a planted link or stale: run again
     assert sweep.custom is not None
-    rows = sweep.custom(sweep, points, seeds)
+    rows = (
+        sweep.custom(sweep, points, seeds, base_seed=base_seed)  # type: ignore[call-arg]
+        if base_seed
+        else sweep.custom(sweep, points, seeds)
+    )
     _write_text(path, json.dumps({"key": key, "rows": rows.to_dict(orient="list")}))
     return rows
 
@@ -225,6 +259,7 @@ def run_claims(
     log: Any = None,
     agent: str | None = None,
     agent_params: Mapping[str, Any] | None = None,
+    base_seeds: Sequence[int] = (0,),
 ) -> list[dict[str, Any]]:
     """Run each claim's experiment, its control and the analysis; write the outputs.
 
@@ -239,6 +274,9 @@ def run_claims(
         log: a stream for one line per claim (None: silent).
         agent: a registered learner to put in every claim's learner role (None: the claim's own).
         agent_params: its keywords.
+        base_seeds: the root seeds of the runs; each claim is judged at each of them and the
+            verdicts combined (:func:`combine_seeds`: the same verdict everywhere, else
+            ``unstable``). The command's default is three (0, 1, 2); ``--seed K`` one.
 
     Returns:
         The claims.csv rows of these claims.
@@ -262,31 +300,38 @@ def run_claims(
 
     # One process pool for every grid of the command (not one per sweep and epsilon); grids of a
     # few seconds play in this process anyway (backends.worth_processes).
+    base_seeds = _check_base_seeds(base_seeds)
     with shared_pool():
         for claim in claims:
             start = time.perf_counter()
             tested = claim if agent is None else claim.with_learner(agent, agent_params)
             chosen_claims.append(tested)
-            rows = {s.key: sweep_rows(tested, s, out, **run) for s in tested.sweeps}
-            m = tested.analyse(rows)
-            control_rows = None
-            mc = None
-            ratios: dict[float, float] | None = None
-            if claim.control is not None:
-                control = claim.with_learner(claim.control.agent, claim.control.params)
-                control_rows = {s.key: sweep_rows(control, s, out, **run) for s in control.sweeps}
-                mc = control.analyse(control_rows)
-                ratios = learner_ratios(tested, rows, control_rows)
-            bounds = explicit_bounds(tested, quick)
-            judgement = judge(tested, m, mc, ratios, bounds)
-            control_judgement = (
-                judge(tested, mc, mc, dict.fromkeys(ratios, 1.0) if ratios else None, bounds)
-                if mc is not None
-                else None
-            )
-            data[claim.name] = (rows, control_rows)
+            judged = [
+                _judge_at(claim, tested, out, run, base_seed=k, quick=quick) for k in base_seeds
+            ]
+            first = judged[0]
+            m, mc, control_judgement = first.m, first.mc, first.control_judgement
+            judgement = combine_seeds(base_seeds, [j.judgement for j in judged])
+            data[claim.name] = (first.rows, first.control_rows)
             row = _row(tested, m, judgement, mc, control_judgement, time.perf_counter() - start)
+            row["privacy"] = first.privacy
             row["code"] = claim_code_version(tested)
+            row["mode"] = "quick" if quick else "full"
+            row["seeds"] = " ".join(str(k) for k in base_seeds)
+            row["p_value"] = band_p_value(
+                tested.kind,
+                tested.predicted - tested.tolerance,
+                tested.predicted + tested.tolerance,
+                judgement.verdict,
+                value=m.value,
+                se=m.se,
+                df=m.df,
+                draws=m.draws,
+            )
+            row["seed_verdicts"] = "; ".join(
+                f"{k}: {j.judgement.verdict} {j.m.value:.3g} [{j.m.ci_low:.3g}, {j.m.ci_high:.3g}]"
+                for k, j in zip(base_seeds, judged, strict=True)
+            )
             results.append(row)
             if log is not None:
                 control_text = (
@@ -294,14 +339,71 @@ def run_claims(
                     if mc is not None and claim.control is not None and control_judgement
                     else ""
                 )
+                seeds_text = f"; base seeds {row['seed_verdicts']}" if len(base_seeds) > 1 else ""
                 print(
                     f"{claim.name}: {row['verdict']} (measured {m.value:.3g} "
-                    f"[{m.ci_low:.3g}, {m.ci_high:.3g}], predicted {_band(claim)}{control_text})",
+                    f"[{m.ci_low:.3g}, {m.ci_high:.3g}], predicted {_band(claim)}{control_text}"
+                    f"{seeds_text})",
                     file=log,
                     flush=True,
                 )
-    write_outputs(*_with_earlier(chosen_claims, results, out, quick, log), data, out, quick=quick)
+    write_outputs(
+        *_with_earlier(chosen_claims, results, out, quick, log), data, out, quick=quick,
+        base_seeds=base_seeds,
+    )  # fmt: skip
     return results
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """One base seed's run of a claim: rows, measurements, the verdict after the gates."""
+
+    rows: Mapping[str, pd.DataFrame]
+    control_rows: Mapping[str, pd.DataFrame] | None
+    m: Measurement
+    mc: Measurement | None
+    judgement: Judgement
+    control_judgement: Judgement | None
+    privacy: str
+
+
+def _judge_at(
+    claim: Claim, tested: Claim, out: Path, run: Mapping[str, Any], *, base_seed: int, quick: bool
+) -> _Judged:
+    """Run and judge ``tested`` (``claim`` with the learner in its role) at one base seed."""
+    rows = {s.key: sweep_rows(tested, s, out, base_seed=base_seed, **run) for s in tested.sweeps}
+    m = tested.analyse(rows)
+    control_rows = None
+    mc = None
+    ratios: dict[float, float] | None = None
+    if claim.control is not None:
+        control = claim.with_learner(claim.control.agent, claim.control.params)
+        control_rows = {
+            s.key: sweep_rows(control, s, out, base_seed=base_seed, **run) for s in control.sweeps
+        }
+        mc = control.analyse(control_rows)
+        ratios = learner_ratios(tested, rows, control_rows)
+    bounds = explicit_bounds(tested, quick)
+    judgement, privacy = apply_gates(
+        tested, judge(tested, m, mc, ratios, bounds), rows, quick=quick
+    )
+    control_judgement = (
+        judge(tested, mc, mc, dict.fromkeys(ratios, 1.0) if ratios else None, bounds)
+        if mc is not None
+        else None
+    )
+    return _Judged(rows, control_rows, m, mc, judgement, control_judgement, privacy)
+
+
+def _check_base_seeds(base_seeds: Sequence[int]) -> tuple[int, ...]:
+    seeds = tuple(base_seeds)
+    if not seeds or any(
+        isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0 for k in seeds
+    ):
+        raise ValueError(f"base_seeds must be non-negative ints (at least one), got {base_seeds!r}")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"base_seeds must be distinct, got {base_seeds!r}")
+    return tuple(int(k) for k in seeds)
 
 
 def _role_means(claim: Claim, rows: Mapping[str, pd.DataFrame]) -> pd.Series | None:
@@ -365,6 +467,17 @@ def _with_earlier(
         return list(claims), results
     done = {c.name for c in claims}
     earlier = [r for r in earlier if r.get("claim") not in done]
+    mode = "quick" if quick else "full"
+    other = [r.get("claim", "") for r in earlier if r.get("mode") != mode]
+    if other and log is not None:
+        print(
+            f"dropped the earlier verdicts of {', '.join(other)} from claims.csv: they were of "
+            f"another mode than this {mode} run (or unlabelled); a folder holds one mode's "
+            "verdicts (run them again in this mode, or use another --out)",
+            file=log,
+            flush=True,
+        )
+    earlier = [r for r in earlier if r.get("mode") == mode]
     registry = {c.name: c for c in get_claims(quick=quick)}
     kept = [r for r in earlier if r.get("claim") in registry]
     kept = [r for r in kept if all(r.get(k) is not None for k in COLUMNS)]  # an older format
@@ -434,6 +547,7 @@ def _row(
         "control_ci_high": mc.ci_high if mc is not None else nan,
         "control_verdict": control.verdict if control is not None else "",
         "detail": m.detail,
+        "privacy": "",
         "seconds": round(seconds, 1),
     }
 
@@ -453,10 +567,12 @@ def write_outputs(
     out: Path,
     *,
     quick: bool,
+    base_seeds: Sequence[int] = (0,),
 ) -> None:
     """claims.csv, one figure per claim and report.md (each written atomically)."""
     import io
 
+    holm_verdicts(results)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(COLUMNS), lineterminator="\n")
     writer.writeheader()
@@ -469,7 +585,7 @@ def write_outputs(
     for claim in claims:
         if claim.name in data:
             _figure(claim, data[claim.name], figures / f"{claim.name}.png")
-    _write_text(out / "report.md", report_text(claims, results, quick=quick))
+    _write_text(out / "report.md", report_text(claims, results, quick=quick, base_seeds=base_seeds))
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -577,12 +693,25 @@ def _sweep_curves(
 
 
 def report_text(
-    claims: Sequence[Claim], results: Sequence[Mapping[str, Any]], *, quick: bool
+    claims: Sequence[Claim],
+    results: Sequence[Mapping[str, Any]],
+    *,
+    quick: bool,
+    base_seeds: Sequence[int] = (0,),
 ) -> str:
     """The report: a table of verdicts, then one paragraph and figure per claim."""
     by_name = {r["claim"]: r for r in results}
+    seeds = ", ".join(map(str, base_seeds))
     lines = [
         "# Reproducing the papers' claims",
+        "",
+        f"Mode: **{'quick' if quick else 'full'}**; base seeds: **{seeds}**"
+        + (
+            " (each claim judged at every base seed: a verdict that differs between them is "
+            "`unstable`, with each seed's verdict in `seed_verdicts`)."
+            if len(base_seeds) > 1
+            else " (one base seed: no stability check)."
+        ),
         "",
         "Generated by `dp-experts reproduce`"
         + (" --quick (smaller horizons and fewer seeds)" if quick else "")
@@ -597,12 +726,19 @@ def report_text(
         "control's level or is still moving toward the prediction; `vacuous` when the control "
         "passes too (or the paper's explicit bound is above the trivial one at every point), so "
         "the test could not have failed; `inconclusive` when the interval straddles the band's "
-        "edge or one local-slope window cannot tell burn-in from failure. Slopes are "
+        "edge or one local-slope window cannot tell burn-in from failure; `not in regime` when "
+        "the learner never leaves the control's level and is not moving toward leaving it. "
+        "Gates come after: `not private` for a claim whose statement involves epsilon when the "
+        "learner's certified epsilon exceeds a point's epsilon (or it has no certificate) or a "
+        "short audit finds a violation; `not specific` for a lower bound whose twin shows "
+        "another cause; `untestable at these sizes` (counted apart) for a claim the suite's "
+        "sizes cannot settle. Slopes are "
         "least-squares fits of log mean regret against log x; their intervals bootstrap the "
         "seeds. Nothing here is tuned to make a claim hold.",
         "",
-        "| claim | learner | predicted | measured [95% CI] | control: measured | verdict |",
-        "|---|---|---|---|---|---|",
+        "| claim | learner | predicted | measured [95% CI] | control: measured | verdict | "
+        "Holm-adjusted |",
+        "|---|---|---|---|---|---|---|",
     ]
     for c in claims:
         r = by_name.get(c.name)
@@ -611,10 +747,22 @@ def report_text(
         lines.append(
             f"| {c.name} | {r['learner']} | {_band(c)} | {r['measured']:.3g} "
             f"[{r['ci_low']:.3g}, {r['ci_high']:.3g}] | {_control_cell(r)} | "
-            f"**{r['verdict']}** |"
+            f"**{r['verdict']}** | {r.get('holm_verdict', '')} |"
         )
-    shown = [by_name[c.name]["verdict"] for c in claims if c.name in by_name]
-    lines += ["", "Verdicts: " + ", ".join(f"{shown.count(v)} {v}" for v in VERDICTS) + "."]
+    shown = [(c.name, by_name[c.name]["verdict"]) for c in claims if c.name in by_name]
+    adjusted = [
+        (c.name, by_name[c.name].get("holm_verdict", "")) for c in claims if c.name in by_name
+    ]
+    lines += [
+        "",
+        verdict_counts(shown),
+        "",
+        "Read together: each verdict above is a test at the 95% level of its own claim. The "
+        "Holm-adjusted column reads the claims as one family (Holm's step-down over the "
+        "one-sided p-values of every `holds` and `fails` at 0.025, the untestable claims left "
+        "out): a `holds` or `fails` that does not survive the adjustment is `inconclusive` "
+        "there. Adjusted: " + verdict_counts(adjusted).removeprefix("Verdicts of "),
+    ]
     for c in claims:
         r = by_name.get(c.name)
         if r is None:
@@ -646,11 +794,31 @@ def report_text(
             f"{r['ci_high']:.3g}]) against the predicted band {_band(c)}: **{r['verdict']}** "
             f"({r['reason']}). {r['detail']}."
         )
+        if r.get("privacy"):
+            lines += ["", f"Privacy gate: {r['privacy']}."]
+        if len(base_seeds) > 1 and r.get("seed_verdicts"):
+            lines += ["", f"At each base seed: {r['seed_verdicts']}."]
         if c.notes:
             lines += ["", c.notes]
         lines += ["", f"![{c.name}](figures/{c.name}.png)"]
     lines.append("")
     return "\n".join(lines)
+
+
+def verdict_counts(verdicts: Sequence[tuple[str, str]]) -> str:
+    """One line: the count of each verdict over the testable claims, the untestable apart.
+
+    Args:
+        verdicts: ``(claim name, verdict)`` pairs.
+    """
+    judged = [v for _, v in verdicts if v != UNTESTABLE]
+    apart = [name for name, v in verdicts if v == UNTESTABLE]
+    text = f"Verdicts of {len(judged)} claims: " + ", ".join(
+        f"{judged.count(v)} {v}" for v in VERDICTS if v != UNTESTABLE
+    )
+    if apart:
+        text += f"; apart from the count, {len(apart)} {UNTESTABLE} ({', '.join(apart)})"
+    return text + "."
 
 
 def _control_cell(r: Mapping[str, Any]) -> str:
@@ -693,6 +861,8 @@ def results_key(
 _CLAIM_MODULES = frozenset(
     {
         "dp_experts_env.evaluation.claims",
+        "dp_experts_env.evaluation.claim_gates",
+        "dp_experts_env.evaluation.claim_intervals",
         "dp_experts_env.evaluation.paper_claims",
         "dp_experts_env.evaluation.stats",
         "dp_experts_env.evaluation.episode",
@@ -741,16 +911,18 @@ def _earlier_rows(out: Path) -> list[dict[str, Any]] | None:
 def stale_claims(out: str | Path) -> dict[str, str]:
     """Claims of ``out/claims.csv`` whose code version is not the current one (read only).
 
-    Returns ``{claim name: reason}``. The code version does not depend on ``--quick`` (sizes
-    are not code), so the full registry is used.
+    Returns ``{claim name: reason}``. Each row is checked against the registry of its own mode
+    (``mode``: a claim whose sweeps differ between modes, the collapse's horizons, has a code
+    version per mode); a row without a mode (an older claims.csv) against the full registry.
     """
     from dp_experts_env.evaluation.paper_claims import get_claims
 
     rows = _earlier_rows(Path(out)) or []
-    registry = {c.name: c for c in get_claims()}
+    registries = {quick: {c.name: c for c in get_claims(quick=quick)} for quick in (False, True)}
     out_of_date: dict[str, str] = {}
     for r in rows:
         name = r.get("claim", "")
+        registry = registries[r.get("mode") == "quick"]
         if name not in registry:
             out_of_date[name] = "no longer registered"
         elif r.get("code") != claim_code_version(_as_run(registry[name], r)):
@@ -773,6 +945,15 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("claims", nargs="*", metavar="CLAIM", help="claim names (default: all)")
     p.add_argument("--quick", action="store_true", help="smaller horizons and fewer seeds")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        metavar="K",
+        help="judge at this one base seed (default: at the three base seeds "
+        f"{', '.join(map(str, DEFAULT_BASE_SEEDS))}, a verdict that differs between them being "
+        "'unstable')",
+    )
     p.add_argument(
         "--agent",
         default=None,
@@ -812,9 +993,13 @@ def cmd_reproduce(args: Any) -> int:
     if args.agent is not None:
         default += f"-{args.agent}"  # never mixes with the claims' own learners' verdicts
     out = Path(args.out or default)
+    if args.seed is not None and args.seed < 0:
+        raise ValueError(f"--seed must be a non-negative int, got {args.seed}")
+    base_seeds = DEFAULT_BASE_SEEDS if args.seed is None else (args.seed,)
     rows = run_claims(
         claims,
         out,
+        base_seeds=base_seeds,
         quick=args.quick,
         backend=args.backend,
         n_jobs=args.jobs,
@@ -823,10 +1008,8 @@ def cmd_reproduce(args: Any) -> int:
         log=sys.stdout,
         agent=args.agent,
     )
-    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
     print(
-        f"{len(rows)} claims: "
-        + ", ".join(f"{n} {v}" for v, n in counts.items())
+        verdict_counts([(r["claim"], r["verdict"]) for r in rows])
         + f" -> {out / 'claims.csv'}, {out / 'report.md'}"
     )
     return 0

@@ -1,0 +1,143 @@
+"""The exact worst case of a two-expert learner whose law depends only on its past losses.
+
+For N = 2 experts and losses in {0, 1}^2, a learner whose probability of playing expert 0 at
+round t is a function ``p_t(L0, L1)`` of the cumulative losses alone (Hedge, follow-the-leader
+with random ties) has an exact worst case over every loss sequence: a dynamic program over
+(t, L0, L1),
+
+    V_T(a, b) = -min(a, b),
+    V_t(a, b) = max over l in {0, 1}^2 of
+                p_t(a, b) l0 + (1 - p_t(a, b)) l1 + V_{t+1}(a + l0, b + l1),
+
+whose value ``V_0(0, 0)`` is the largest expected static regret any (oblivious or adaptive)
+adversary with {0, 1}-valued losses can force (fractional losses can force more: follow-the-
+leader's trap opens with (1/2, 0) to avoid ties): the learner's law reacts to the losses only,
+so an adaptive adversary gains nothing over the best fixed sequence, which the argmax path is.
+It is the yardstick of a learned adversary's regret (issue 36 item 8: the learned/exact ratio;
+the attack command does not report it yet).
+
+The law is read from the learner (``action_distribution()`` after the rounds' observations) on a
+canonical sequence reaching each (a, b) at each t; :func:`exact_worst_case` first checks that the
+law depends on the cumulative losses alone (the same under another order of the same losses and
+another seed) and refuses a learner whose law does not (Fixed-Share, a lazy sampler's conditional
+law).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["WorstCase", "exact_worst_case", "loss_law"]
+
+#: Largest horizon the program accepts (the law is read at O(T^3) states).
+MAX_HORIZON = 256
+_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class WorstCase:
+    """The exact worst case: its expected static regret and a loss sequence that forces it."""
+
+    regret: float
+    losses: np.ndarray  # (T, 2) in {0, 1}
+
+
+def _canonical(t: int, a: int, b: int, reverse: bool = False) -> list[tuple[int, int]]:
+    """T loss vectors whose cumulative losses are (a, b): (1,1) rounds, (1,0), (0,1), (0,0)."""
+    both = min(a, b)
+    rows = [(1, 1)] * both + [(1, 0)] * (a - both) + [(0, 1)] * (b - both)
+    rows += [(0, 0)] * (t - len(rows))
+    return rows[::-1] if reverse else rows
+
+
+def loss_law(
+    agent: str,
+    horizon: int,
+    params: Mapping[str, Any] | None = None,
+    *,
+    reverse: bool = False,
+    seed: int = 0,
+) -> list[np.ndarray]:
+    """``laws[t][a, b]``: the learner's probability of expert 0 at round t after losses (a, b).
+
+    Read on the canonical sequence of each (a, b) (``reverse``: the same losses in the other
+    order); entries with a or b above t are NaN.
+    """
+    import agents
+
+    laws = []
+    for t in range(horizon):
+        states = [(a, b) for a in range(t + 1) for b in range(t + 1)]
+        built = agents.make(
+            agent, n_experts=2, horizon=horizon, num_envs=len(states), seed=seed,
+            **dict(params or {}),
+        )  # fmt: skip
+        seqs = np.array([_canonical(t, a, b, reverse) for a, b in states], dtype=np.float64)
+        built.act(np.zeros((len(states), 2)))
+        for r in range(t):
+            built.act(seqs[:, r, :])
+        p = np.asarray(built.action_distribution(), dtype=np.float64)[:, 0]
+        law = np.full((horizon + 1, horizon + 1), np.nan)
+        for (a, b), value in zip(states, p, strict=True):
+            law[a, b] = value
+        laws.append(law)
+    return laws
+
+
+def exact_worst_case(
+    agent: str, horizon: int, params: Mapping[str, Any] | None = None
+) -> WorstCase:
+    """The exact worst-case expected static regret of ``agent`` with N = 2 (see the module).
+
+    Args:
+        agent: a registered full-information learner with ``action_distribution()``.
+        horizon: T (1..256).
+        params: its keywords.
+
+    Raises:
+        ValueError: a horizon out of range, or a learner whose law is not a function of its
+            cumulative losses (it differs under another order of the same losses or another
+            seed).
+    """
+    if isinstance(horizon, bool) or not isinstance(horizon, int) or not 1 <= horizon <= MAX_HORIZON:
+        raise ValueError(f"horizon must be an int in [1, {MAX_HORIZON}], got {horizon!r}")
+    laws = loss_law(agent, horizon, params)
+    for other in (loss_law(agent, horizon, params, reverse=True),
+                  loss_law(agent, horizon, params, seed=1)):  # fmt: skip
+        for t, (x, y) in enumerate(zip(laws, other, strict=True)):
+            if not np.allclose(x, y, atol=_TOL, equal_nan=True):
+                raise ValueError(
+                    f"{agent}'s law at round {t} is not a function of its cumulative losses (it "
+                    "changes with their order or the seed): the program over (t, L0, L1) does "
+                    "not apply"
+                )
+    size = horizon + 1
+    idx = np.arange(size)
+    value = -np.minimum.outer(idx, idx).astype(np.float64)  # V_T(a, b)
+    choice = []
+    moves = [(0, 0), (1, 0), (0, 1), (1, 1)]
+    for t in range(horizon - 1, -1, -1):
+        p = np.nan_to_num(laws[t][:size, :size])
+        best = np.full((size, size), -np.inf)
+        arg = np.zeros((size, size), dtype=np.int64)
+        for k, (l0, l1) in enumerate(moves):
+            nxt = np.full((size, size), -np.inf)
+            nxt[: size - l0, : size - l1] = value[l0:, l1:]
+            cand = p * l0 + (1 - p) * l1 + nxt
+            better = cand > best + _TOL
+            best = np.where(better, cand, best)
+            arg = np.where(better, k, arg)
+        value = best
+        choice.append(arg)
+    choice.reverse()
+    a = b = 0
+    losses = np.zeros((horizon, 2))
+    for t in range(horizon):
+        l0, l1 = moves[int(choice[t][a, b])]
+        losses[t] = (l0, l1)
+        a, b = a + l0, b + l1
+    return WorstCase(float(value[0, 0]), losses)
