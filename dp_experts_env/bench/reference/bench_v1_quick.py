@@ -8,7 +8,7 @@ DATA = r"""
   "protocol": "bench-v1",
   "digest": "16b1ec4a703f1e108032ec9ad970df84ceca949c6c806166b7f3462a69ff887f",
   "quick": true,
-  "code_version": "0b441f7447d68fb9"
+  "code_version": "66921defd73ab381"
  },
  "scales": {
   "shift": [
@@ -74,7 +74,7 @@ DATA = r"""
     "real-data": 0.0
    },
    "overall": -4.336808689942018e-20,
-   "learner_code": "e0ca1e027ae2c485"
+   "learner_code": "c6e05e333fc4916a"
   },
   {
    "label": "exp3",
@@ -93,7 +93,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.4317693176388828,
-   "learner_code": "780fe7f0cd7f356a"
+   "learner_code": "b0aab4183de45176"
   },
   {
    "label": "exp4",
@@ -112,7 +112,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.8339920948616601,
-   "learner_code": "780fe7f0cd7f356a"
+   "learner_code": "b0aab4183de45176"
   },
   {
    "label": "ftpl-gr",
@@ -131,7 +131,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.1833069104808235,
-   "learner_code": "780fe7f0cd7f356a"
+   "learner_code": "b0aab4183de45176"
   },
   {
    "label": "kl-ucb",
@@ -150,7 +150,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.6032272075750337,
-   "learner_code": "b0ad7202a01bf952"
+   "learner_code": "82a9b32fdf005144"
   },
   {
    "label": "thompson",
@@ -169,7 +169,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.8315282543543413,
-   "learner_code": "b0ad7202a01bf952"
+   "learner_code": "82a9b32fdf005144"
   },
   {
    "label": "tsallis-inf",
@@ -188,7 +188,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.5052197802197802,
-   "learner_code": "780fe7f0cd7f356a"
+   "learner_code": "b0aab4183de45176"
   },
   {
    "label": "ucb1",
@@ -207,7 +207,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.32389784128914567,
-   "learner_code": "b0ad7202a01bf952"
+   "learner_code": "82a9b32fdf005144"
   },
   {
    "label": "fixed-share",
@@ -226,7 +226,7 @@ DATA = r"""
     "real-data": 1.0
    },
    "overall": 0.9960083114610674,
-   "learner_code": "374cacbe9540757d"
+   "learner_code": "b2a7022a690ceced"
   },
   {
    "label": "follow-the-leader",
@@ -245,7 +245,7 @@ DATA = r"""
     "real-data": 0.7388888888888889
    },
    "overall": 0.5127026459531676,
-   "learner_code": "374cacbe9540757d"
+   "learner_code": "b2a7022a690ceced"
   },
   {
    "label": "hedge",
@@ -264,7 +264,7 @@ DATA = r"""
     "real-data": 0.625
    },
    "overall": 0.7457444694417346,
-   "learner_code": "374cacbe9540757d"
+   "learner_code": "b2a7022a690ceced"
   },
   {
    "label": "shrinking-dartboard",
@@ -283,7 +283,7 @@ DATA = r"""
     "real-data": 0.6944444444444444
    },
    "overall": 0.5616756964994406,
-   "learner_code": "374cacbe9540757d"
+   "learner_code": "b2a7022a690ceced"
   },
   {
    "label": "ftrl-oco",
@@ -302,7 +302,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.9999999999999998,
-   "learner_code": "5a72663be982c152"
+   "learner_code": "34fc91f44f32ce8e"
   },
   {
    "label": "lazy-ftrl-oco",
@@ -321,7 +321,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.8949204329790579,
-   "learner_code": "a9ba3165434a3a3a"
+   "learner_code": "779d74de87d41949"
   },
   {
    "label": "ogd",
@@ -340,7 +340,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.9831710648404943,
-   "learner_code": "5a72663be982c152"
+   "learner_code": "34fc91f44f32ce8e"
   },
   {
    "label": "p-comw-lazy",
@@ -359,7 +359,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.41884215048324785,
-   "learner_code": "f41e09df176f07fb"
+   "learner_code": "a934f86c9e6e5dd0"
   },
   {
    "label": "adap-ucb",
@@ -378,7 +378,45 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.014826477869956143,
-   "learner_code": "1371cd6b19134b71"
+   "learner_code": "75d3745bfe6d5200"
+  },
+  {
+   "label": "dp-klucb",
+   "name": "dp-klucb",
+   "feedback": "bandit",
+   "private": true,
+   "headline_epsilon": "1",
+   "capabilities": {
+    "tracking": null,
+    "static-worst-case": null,
+    "stationary": null,
+    "adaptive": null,
+    "bandit": 0.2648221343873518,
+    "bandit-advice": 0.026373626373626374,
+    "continuous": null,
+    "real-data": null
+   },
+   "overall": 0.1455978803804891,
+   "learner_code": "a90dbeb52081c6d3"
+  },
+  {
+   "label": "dp-klucb:paper",
+   "name": "dp-klucb:paper",
+   "feedback": "bandit",
+   "private": true,
+   "headline_epsilon": "1",
+   "capabilities": {
+    "tracking": null,
+    "static-worst-case": null,
+    "stationary": null,
+    "adaptive": null,
+    "bandit": -0.12252964426877472,
+    "bandit-advice": -0.009890109890109893,
+    "continuous": null,
+    "real-data": null
+   },
+   "overall": -0.0662098770794423,
+   "learner_code": "ceb2c4ff8def62b8"
   },
   {
    "label": "ldp-exp4",
@@ -397,7 +435,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.32928375971854235,
-   "learner_code": "cc6e475ed909df48"
+   "learner_code": "b2684094cde5e251"
   },
   {
    "label": "private-bandit-over-experts",
@@ -416,7 +454,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.38017960300569,
-   "learner_code": "76a17d70e2295351"
+   "learner_code": "9219da3143e9f172"
   },
   {
    "label": "private-batched-bandit",
@@ -435,7 +473,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.2078465013247622,
-   "learner_code": "76a17d70e2295351"
+   "learner_code": "9219da3143e9f172"
   },
   {
    "label": "private-batched-exp4",
@@ -454,7 +492,26 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.17696651174912043,
-   "learner_code": "cc6e475ed909df48"
+   "learner_code": "b2684094cde5e251"
+  },
+  {
+   "label": "private-batched-exp4:paper",
+   "name": "private-batched-exp4:paper",
+   "feedback": "bandit",
+   "private": true,
+   "headline_epsilon": "1",
+   "capabilities": {
+    "tracking": null,
+    "static-worst-case": null,
+    "stationary": null,
+    "adaptive": null,
+    "bandit": 0.11857707509881424,
+    "bandit-advice": 0.15274725274725276,
+    "continuous": null,
+    "real-data": null
+   },
+   "overall": 0.13566216392303349,
+   "learner_code": "ceb2c4ff8def62b8"
   },
   {
    "label": "batched-private-shrinking-dartboard",
@@ -473,7 +530,7 @@ DATA = r"""
     "real-data": 0.45
    },
    "overall": 0.2088518198516495,
-   "learner_code": "28c87e84e585aed0"
+   "learner_code": "593b5d77a271b601"
   },
   {
    "label": "dp-ftrl-tree",
@@ -492,7 +549,26 @@ DATA = r"""
     "real-data": 0.4527777777777778
    },
    "overall": 0.17548966237910527,
-   "learner_code": "18ada3dd3cc2dc0f"
+   "learner_code": "f7b484db64f02dfc"
+  },
+  {
+   "label": "gaussian-tree-hedge",
+   "name": "gaussian-tree-hedge",
+   "feedback": "full",
+   "private": true,
+   "headline_epsilon": "1",
+   "capabilities": {
+    "tracking": 0.14840716189236705,
+    "static-worst-case": 0.622158112850389,
+    "stationary": 0.32089552238805974,
+    "adaptive": -1.4802431610942248,
+    "bandit": null,
+    "bandit-advice": null,
+    "continuous": null,
+    "real-data": 0.3194444444444444
+   },
+   "overall": 0.2629157095749571,
+   "learner_code": "0dfb3301a3421970"
   },
   {
    "label": "limited-updates",
@@ -511,7 +587,7 @@ DATA = r"""
     "real-data": 0.5083333333333333
    },
    "overall": 0.36649748410522814,
-   "learner_code": "6a139cbaacf0aee4"
+   "learner_code": "cd191694ddcec33b"
   },
   {
    "label": "meta-expert-reduction",
@@ -530,7 +606,7 @@ DATA = r"""
     "real-data": 0.21111111111111114
    },
    "overall": 0.08868637186957667,
-   "learner_code": "eae567d87cf70a6f"
+   "learner_code": "cc4f2c9a09c6869a"
   },
   {
    "label": "noisy-clipped-hedge",
@@ -549,7 +625,26 @@ DATA = r"""
     "real-data": 0.24166666666666667
    },
    "overall": 0.08816731789702614,
-   "learner_code": "d7bb513301b42caf"
+   "learner_code": "d1730b4f3ae3229c"
+  },
+  {
+   "label": "private-fixed-share",
+   "name": "private-fixed-share",
+   "feedback": "full",
+   "private": true,
+   "headline_epsilon": "1",
+   "capabilities": {
+    "tracking": 0.39173706171381906,
+    "static-worst-case": 0.7233761082499193,
+    "stationary": 0.2,
+    "adaptive": -0.6261398176291794,
+    "bandit": null,
+    "bandit-advice": null,
+    "continuous": null,
+    "real-data": 0.5555555555555556
+   },
+   "overall": 0.3824308724231249,
+   "learner_code": "5b1dd2830fa000be"
   },
   {
    "label": "private-lazy-hedge",
@@ -568,7 +663,7 @@ DATA = r"""
     "real-data": -0.03888888888888886
    },
    "overall": 0.054685829820822644,
-   "learner_code": "20b0607cea3fe7a9"
+   "learner_code": "37f3ad209d89940c"
   },
   {
    "label": "private-shrinking-dartboard",
@@ -587,7 +682,7 @@ DATA = r"""
     "real-data": 0.14444444444444443
    },
    "overall": 0.07230870081129794,
-   "learner_code": "28c87e84e585aed0"
+   "learner_code": "593b5d77a271b601"
   },
   {
    "label": "randomized-prefix-softmax",
@@ -606,7 +701,7 @@ DATA = r"""
     "real-data": 0.5944444444444444
    },
    "overall": 0.37919220688086597,
-   "learner_code": "92270220c4f03e19"
+   "learner_code": "3c989d53cc059b1c"
   },
   {
    "label": "svt-restart",
@@ -625,7 +720,7 @@ DATA = r"""
     "real-data": 0.4833333333333334
    },
    "overall": 0.5238524946761518,
-   "learner_code": "4b64be2a742a4982"
+   "learner_code": "5f8e4301e8d9cc2c"
   },
   {
    "label": "dp-ftrl-oco",
@@ -644,7 +739,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.5355879410075237,
-   "learner_code": "5a72663be982c152"
+   "learner_code": "34fc91f44f32ce8e"
   },
   {
    "label": "gaussian-dp-ftrl-oco",
@@ -663,7 +758,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.8094829180221823,
-   "learner_code": "a9ba3165434a3a3a"
+   "learner_code": "779d74de87d41949"
   },
   {
    "label": "p-comw",
@@ -682,7 +777,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.24677171137136938,
-   "learner_code": "f41e09df176f07fb"
+   "learner_code": "a934f86c9e6e5dd0"
   }
  ]
 }
