@@ -25,7 +25,8 @@ def parse_assignments(items: Sequence[str] | None, what: str) -> dict[str, Any]:
         The pairs in order, keys stripped of spaces; a repeated key keeps its last value.
 
     Raises:
-        ValueError: an item has no ``=``; the message names ``what`` and the item.
+        ValueError: an item has no ``=``, or its value is JSON nested deeper than the parser's
+            recursion limit; the message names ``what`` and the item's key.
     """
     out: dict[str, Any] = {}
     for item in items or ():
@@ -36,4 +37,9 @@ def parse_assignments(items: Sequence[str] | None, what: str) -> dict[str, Any]:
             out[key.strip()] = json.loads(raw)
         except json.JSONDecodeError:
             out[key.strip()] = raw
+        except RecursionError:
+            raise ValueError(
+                f"{what} {key.strip()}=...: the value is nested too deeply to parse (more levels "
+                "than Python's recursion limit)"
+            ) from None
     return out

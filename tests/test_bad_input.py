@@ -177,3 +177,35 @@ def test_the_attack_table_names_a_deep_or_foreign_report(tmp_path, capsys):
         assert table.main([str(tmp_path / name)]) == 2
         err = capsys.readouterr().err
         assert name in err and named in err and len(err.strip().splitlines()) == 1
+
+
+# --------------------------------------------------------------------------- the other readers
+@pytest.mark.parametrize("command", ["run", "audit", "bench"])
+def test_a_deep_set_value_is_one_named_line(tmp_path, capsys, command):
+    """``--set k=<200,000-deep JSON>`` is refused before anything runs, naming the option."""
+    out = [] if command == "audit" else ["--out", str(tmp_path / "o")]
+    learner = "noisy-clipped-hedge" if command == "audit" else "hedge"
+    rc = cli.main([command, learner, "--set", "eta=" + DEEP.decode(), *out])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err, err
+    assert "--set eta=...: the value is nested too deeply" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_shallow_set_values_still_parse():
+    from dp_experts_env.assignments import parse_assignments
+
+    assert parse_assignments(["a=[[1]]", "b=text", "c= 2"], "--set") == {
+        "a": [[1]],
+        "b": "text",
+        "c": 2,
+    }
+
+
+def test_a_deep_reference_set_is_refused_by_name(tmp_path):
+    from dp_experts_env.bench.leaderboard import load_reference_set
+
+    path = tmp_path / "reference-set.json"
+    path.write_bytes(DEEP)
+    with pytest.raises(ValueError, match="cannot be read: nested too deeply"):
+        load_reference_set(path)

@@ -351,17 +351,10 @@ def _command_line(args: Any) -> str:
 
 
 def parse_assignments(items: Sequence[str] | None) -> dict[str, Any]:
-    """``--set key=value`` pairs; values are read as JSON when they parse, else kept as text."""
-    out: dict[str, Any] = {}
-    for item in items or ():
-        if "=" not in item:
-            raise ValueError(f"--set must look like key=value, got {item!r}")
-        key, raw = item.split("=", 1)
-        try:
-            out[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key.strip()] = raw
-    return out
+    """``--set key=value`` pairs (:func:`dp_experts_env.assignments.parse_assignments`)."""
+    from dp_experts_env.assignments import parse_assignments as parse
+
+    return parse(items, "--set")
 
 
 def cmd_bench(args: Any) -> int:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dp_experts_env.bench.card import SCHEMA, headline
+from dp_experts_env.evaluation.store import loads
 
 __all__ = [
     "REFERENCE_SCHEMA",
@@ -136,8 +137,8 @@ def load_reference_set(path: str | Path) -> dict[str, Any]:
     """
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
+        data = loads(path.read_text())
+    except (OSError, ValueError) as err:  # TooDeep (a planted deep line) is a ValueError
         raise ValueError(f"reference set {str(path)!r} cannot be read: {err}") from err
     if not isinstance(data, dict) or data.get("schema") != REFERENCE_SCHEMA:
         raise ValueError(f"{str(path)!r} is not a reference set ({REFERENCE_SCHEMA})")

@@ -51,7 +51,7 @@ from dp_experts_env.evaluation.claims import (
     judge,
 )
 from dp_experts_env.evaluation.grid import AgentEntry, EnvEntry, Grid
-from dp_experts_env.evaluation.store import plain_dir, read_plain, write_atomic
+from dp_experts_env.evaluation.store import loads, plain_dir, read_plain, write_atomic
 
 __all__ = [
     "COLUMNS",
@@ -232,7 +232,7 @@ def _custom_rows(
     folder = plain_dir(plain_dir(out / "runs") / claim.name)
     path = folder / f"{sweep.folder}-custom{f'@s{base_seed}' if base_seed else ''}.json"
     try:
-        stored = json.loads(read_plain(path))
+        stored = loads(read_plain(path))  # deep nesting: a ValueError, the rows run again
         if stored.get("key") == key:
             return pd.DataFrame(stored["rows"])
     except (OSError, ValueError, KeyError, AttributeError):
