@@ -51,3 +51,13 @@ def test_license_and_type_marker_ship_with_the_packages():
     for package in ("dp_experts_env", "agents"):
         assert (ROOT / package / "py.typed").is_file(), f"{package} lacks its PEP 561 marker"
         assert "py.typed" in package_data[package], f"py.typed of {package} is not package data"
+
+
+def test_the_first_screen_holds_both_commands_and_an_example():
+    """A newcomer's first 40 lines: the two set-up commands and a Python example (run by
+    tests/test_docs_code.py like every block)."""
+    first = "\n".join(README.splitlines()[:40])
+    assert "pip install -e . && dp-experts compare" in first
+    assert readme_command("Run the tests") in first
+    example = re.search(r"```python\n(.*?)\n```", first, re.S)
+    assert example and "agents.make(" in example.group(1) and "env.step(" in example.group(1)
