@@ -101,3 +101,23 @@ def test_the_scoring_fingerprint_catches_a_changed_formula_only(monkeypatch) -> 
     monkeypatch.setattr(scores, "run_scores", shifted)
     changed = scoring_fingerprint()
     assert changed != first
+
+
+def test_a_change_on_the_block_path_only_is_seen(protocol, before, monkeypatch) -> None:
+    """Hedge's ``play_block`` (played on the compiled path only) edited: its fingerprint moves
+    (the paths disagree), the others' do not."""
+    from dp_experts_env._jit import numba_available
+
+    if not numba_available():
+        pytest.skip("numba is not installed: only the numpy path is played")
+    import agents
+
+    cls = agents.spec("hedge").cls
+    original = cls.play_block
+
+    def shifted(self, obs):
+        return (original(self, obs) + 1) % obs.shape[-1]
+
+    monkeypatch.setattr(cls, "play_block", shifted)
+    after = fingerprints(protocol, [Entrant(n, {}) for n in LEARNERS])
+    assert [n for n in LEARNERS if after[n] != before[n]] == ["hedge"]
