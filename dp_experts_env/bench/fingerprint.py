@@ -38,8 +38,8 @@ __all__ = [
 ]
 
 #: Rounds and runs of each fingerprint play: long enough that every learner acts past its first
-#: rounds (restarts at t = 2^m, block picks, tree nodes), short enough that the fingerprints of
-#: the 38 built-ins cost a few seconds.
+#: rounds (restarts at t = 2^m, block picks, tree nodes), short enough that a card can play the
+#: fingerprints of every reference row of its kind (costs in docs/bench.md, "The leaderboard").
 FINGERPRINT_HORIZON = 64
 FINGERPRINT_SEEDS = 2
 
