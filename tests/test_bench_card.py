@@ -336,6 +336,7 @@ def test_recompute_replays_the_reference_set_beside_the_learner(monkeypatch, tmp
     assert card["capabilities"] == data["capabilities"]
 
 
+@pytest.mark.slow  # the 38 built-ins' fingerprints: about 4 s of CPU
 def test_the_shipped_reference_set_matches_this_code() -> None:
     """Skips, naming them, when rows of the shipped set are stale: their learners play
     differently now (a card leaves them out, naming them), or the scoring code scores
