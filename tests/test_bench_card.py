@@ -46,6 +46,11 @@ def benched(tmp_path_factory):
     return ref, card, root / "one", root
 
 
+def recorded(ref: dict) -> dict[str, str]:
+    """The set's own fingerprints as the current ones: every row plays as recorded."""
+    return {e["label"]: e["fingerprint"] for e in ref["entries"]}
+
+
 class _Tags(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
@@ -120,7 +125,7 @@ def html_matches_json(page: str, data: dict) -> list[str]:
 def test_card_files_and_numbers(benched) -> None:
     _, card, folder, _ = benched
     data = json.loads((folder / "bench.json").read_text())
-    assert data["schema"] == "dp-experts-bench/1"
+    assert data["schema"] == "dp-experts-bench/2"
     assert data["learner"]["name"] == LEARNER and data["headline_epsilon"] == "1"
     status = {c: e["status"] for c, e in data["capabilities"].items()}
     assert status["tracking"] == "scored" and status["bandit"] == "n/a"
@@ -189,27 +194,27 @@ def test_cards_of_different_versions_are_never_ranked_together(benched) -> None:
     ref, card, _, _ = benched
     for field, value in [
         ("protocol", "bench-v0"),
-        ("code_version", "0" * 16),
+        ("scoring", "0" * 16),
         ("quick", False),
         ("digest", "x"),
     ]:
         other = dict(ref, key={**ref["key"], field: value})
         with pytest.raises(VersionMismatch, match="never ranked together"):
-            rank(card, other)
-    assert rank(card, ref)["rows"]  # the same key ranks (the harmless case)
+            rank(card, other, recorded(ref))
+    assert rank(card, ref, recorded(ref))["rows"]  # the same key ranks (the harmless case)
     moved = json.loads(json.dumps(ref))
     moved["scales"]["shift"][0] *= 1 + 1e-6  # another control mean: another scale
     with pytest.raises(VersionMismatch, match="other scales"):
-        rank(card, moved)
+        rank(card, moved, recorded(ref))
     rounded = json.loads(json.dumps(ref))
     rounded["scales"]["shift"][0] *= 1 + 1e-13  # float rounding across machines: ranked
-    assert rank(card, rounded)["rows"]
+    assert rank(card, rounded, recorded(ref))["rows"]
 
 
 def test_a_mismatched_reference_set_leaves_the_card_unranked(benched, tmp_path) -> None:
     ref, _, _, root = benched
     stale = tmp_path / "stale.json"
-    stale.write_text(json.dumps(dict(ref, key={**ref["key"], "code_version": "0" * 16})))
+    stale.write_text(json.dumps(dict(ref, key={**ref["key"], "scoring": "0" * 16})))
     card = bench_learner(
         LEARNER,
         {},
@@ -225,15 +230,62 @@ def test_a_mismatched_reference_set_leaves_the_card_unranked(benched, tmp_path) 
     assert card["capabilities"] == data["capabilities"]
 
 
-def test_a_reference_whose_code_changed_is_left_out(benched) -> None:
+def test_a_row_whose_fingerprint_changed_is_left_out_by_name(benched) -> None:
     ref, card, _, _ = benched
-    edited = json.loads(json.dumps(ref))
-    for entry in edited["entries"]:
-        if entry["label"] == "hedge":
-            entry["learner_code"] = "edited"
-    board = rank(card, edited)
+    current = recorded(ref)
+    current["hedge"] = "edited"
+    board = rank(card, ref, current)
     assert "hedge" not in [r["label"] for r in board["rows"]]
-    assert "hedge" in board["note"]
+    assert board["note"].endswith(": hedge")
+    with pytest.raises(ValueError, match="current fingerprints of the rows"):
+        rank(card, ref, {})
+
+
+def _edit_noisy_clipped_hedge(monkeypatch, harmless: bool) -> None:
+    import agents
+
+    cls = agents.spec("noisy-clipped-hedge").cls
+    original = cls._default_eta
+    factor = 1.0 if harmless else 2.0
+    monkeypatch.setattr(cls, "_default_eta", lambda self, scale: factor * original(self, scale))
+    monkeypatch.setattr(cls, "__doc__", "Re-worded.")
+
+
+@pytest.mark.parametrize("harmless", [False, True], ids=["edited", "docstring-and-refactor"])
+def test_an_edited_learner_stales_only_its_row_and_is_replayed_on_request(
+    benched, monkeypatch, tmp_path, harmless
+) -> None:
+    """noisy-clipped-hedge edited in place (its default learning rate doubled): the card of
+    another learner leaves out that row only, naming it; with ``replay_stale`` the row is
+    re-played and ranked with its new score. A harmless edit leaves every row in."""
+    ref, _, _, root = benched
+    _edit_noisy_clipped_hedge(monkeypatch, harmless)
+    kwargs = dict(
+        quick=True,
+        protocol=tiny_protocol(("shift", "bandit"), horizon=200, seeds=3),
+        reference=root / "all" / "reference-set.json",
+        backend="serial",
+    )
+    bench_learner(LEARNER, {}, tmp_path / "a", **kwargs)
+    board = json.loads((tmp_path / "a" / "bench.json").read_text())["leaderboard"]
+    labels = {r["label"] for r in board["rows"]}
+    full = {"uniform", "hedge", "fixed-share", "noisy-clipped-hedge", LEARNER}
+    if harmless:
+        assert labels == full and board["note"] == ""
+        return
+    assert labels == full - {"noisy-clipped-hedge"}
+    assert board["note"].endswith(": noisy-clipped-hedge")
+    bench_learner(LEARNER, {}, tmp_path / "b", replay_stale=True, **kwargs)
+    board = json.loads((tmp_path / "b" / "bench.json").read_text())["leaderboard"]
+    rows = {r["label"]: r for r in board["rows"]}
+    assert set(rows) == full and board["note"] == ""
+    old = next(e for e in ref["entries"] if e["label"] == "noisy-clipped-hedge")
+    assert rows["noisy-clipped-hedge"]["fingerprint"] != old["fingerprint"]
+    assert rows["noisy-clipped-hedge"]["overall"] != old["overall"]
+    for label in full - {"noisy-clipped-hedge", LEARNER}:  # the other rows: read, unchanged
+        assert rows[label]["overall"] == next(
+            e["overall"] for e in ref["entries"] if e["label"] == label
+        )
 
 
 def test_scores_in_the_card_are_finite_or_absent(benched) -> None:
@@ -284,30 +336,37 @@ def test_recompute_replays_the_reference_set_beside_the_learner(monkeypatch, tmp
     assert card["capabilities"] == data["capabilities"]
 
 
+@pytest.mark.slow  # the 38 built-ins' fingerprints: about 4 s of CPU
 def test_the_shipped_reference_set_matches_this_code() -> None:
-    """Skips, saying what to do, when the code of the control, the references or the task envs
-    changed since the set was written (a card would then be unranked, with that reason)."""
+    """Skips, naming them, when rows of the shipped set are stale: their learners play
+    differently now (a card leaves them out, naming them), or the scoring code scores
+    differently (a card is then unranked)."""
     from dp_experts_env.bench import load_protocol
-    from dp_experts_env.bench.card import reference_version
     from dp_experts_env.bench.command import shipped_reference
+    from dp_experts_env.bench.fingerprint import fingerprints, scoring_fingerprint
+    from dp_experts_env.bench.leaderboard import stale_rows
+    from dp_experts_env.bench.runner import Entrant
 
     protocol = load_protocol("bench-v1")
     ref = shipped_reference(protocol, quick=True)
-    current = reference_version(protocol)
-    if ref["key"]["code_version"] != current:
-        pytest.skip(
-            f"the shipped bench-v1 quick set is of code version {ref['key']['code_version']}, "
-            f"this code is {current}: run `dp-experts bench --all --quick`, then "
-            "dp_experts_env.bench.command.ship_reference('results/bench-all-quick/"
-            "reference-set.json')"
-        )
-    assert len(current) == 16
+    entrants = [Entrant(e["name"], e["params"]) for e in ref["entries"]]
+    stale = stale_rows(ref, fingerprints(protocol, entrants))
+    regenerate = (
+        "run `dp-experts bench --all --quick`, then dp_experts_env.bench.command."
+        "ship_reference('results/bench-all-quick/reference-set.json') (docs/bench.md)"
+    )
+    if ref["key"]["scoring"] != scoring_fingerprint():
+        pytest.skip(f"the scoring code scores differently from the shipped set's: {regenerate}")
+    if stale:
+        pytest.skip(f"shipped rows play differently now: {', '.join(stale)}; {regenerate}")
+    assert len(stale) == 0
 
 
 @pytest.mark.slow
 def test_an_outside_learner_is_ranked_among_the_reference_set(benched) -> None:
-    """The example plug-in (``DP_EXPERTS_PLUGINS``), in a fresh interpreter: its card ranks it
-    among the reference set's full-information rows, which are read, not re-played."""
+    """The example plug-in through its entry point (the metadata ``pip install`` writes, in a
+    folder on the path), in a fresh interpreter: its card ranks it among the reference set's
+    full-information rows, which are read, not re-played."""
     import os
     import subprocess
     import sys
@@ -328,11 +387,15 @@ def test_an_outside_learner_is_ranked_among_the_reference_set(benched) -> None:
         """
     )
     example = tests.parent / "examples" / "plugin_example"
-    env = {
-        **os.environ,
-        "DP_EXPERTS_PLUGINS": "dp_plugin_example.ftpl",
-        "PYTHONPATH": os.pathsep.join([str(example), os.environ.get("PYTHONPATH", "")]),
-    }
+    info = root / "site" / "dp_plugin_example-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: dp-plugin-example\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[dp_experts_env.agents]\nprivate-block-ftpl = dp_plugin_example.ftpl:PrivateBlockFTPL\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "DP_EXPERTS_PLUGINS"}
+    paths = [str(root / "site"), str(example), os.environ.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(paths)
     run = subprocess.run(
         [sys.executable, "-c", script],
         env=env,

@@ -142,6 +142,11 @@ def test_cli_bench_writes_a_card(monkeypatch, tmp_path, capsys) -> None:
         data["tasks"][0]["scores"]["inf"]["mean"]
     )
     assert "tracking" in capsys.readouterr().out
+    args = ["bench", "hedge", "--quick", "--replay-stale", "--out", str(out), "--backend", "serial"]
+    assert main(args) == 0  # the stored runs are read again
+    again = json.loads((out / "bench.json").read_text())
+    assert again["command"] == "dp-experts " + " ".join(args)
+    assert again["capabilities"] == data["capabilities"]
     assert main(["bench", "no-such-learner", "--quick", "--out", str(out)]) == 2
     assert main(["bench", "--all", "hedge"]) == 2
     assert main(["bench", "noisy-clipped-hedge", "--set", "epsilon=2", "--out", str(out)]) == 2

@@ -108,7 +108,13 @@ def planted():
 
 def _card(played, protocol, name):
     return build_card(
-        protocol, Entrant(name, {}), played, quick=True, command="test", code_version="test"
+        protocol,
+        Entrant(name, {}),
+        played,
+        quick=True,
+        command="test",
+        scoring="test",
+        fingerprint="test",
     )
 
 

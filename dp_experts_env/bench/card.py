@@ -1,19 +1,17 @@
 """A learner's card as data: what ``bench.json`` holds (schema in docs/bench.md).
 
 :func:`build_card` turns the task rows played by :func:`~dp_experts_env.bench.runner.play_tasks`
-into the card's dict; :func:`reference_version` is the code version that keys a reference set
-(the sources that produce the control's and the references' rows, and the scoring code).
+into the card's dict. What keys a card for the leaderboard is behaviour, not source:
+the learner's fingerprint and the scoring code's (:mod:`dp_experts_env.bench.fingerprint`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dp_experts_env.bench.protocol import Protocol, task_feedback
+from dp_experts_env.bench.protocol import Protocol
 from dp_experts_env.bench.runner import Entrant, TaskRows, applicability, reference_label
 from dp_experts_env.bench.scores import (
     capability_scores,
@@ -23,35 +21,10 @@ from dp_experts_env.bench.scores import (
     task_scores,
 )
 
-__all__ = ["SCHEMA", "build_card", "headline", "headline_epsilon", "reference_version"]
+__all__ = ["SCHEMA", "build_card", "headline", "headline_epsilon"]
 
 #: Version of the bench.json layout (a change of fields bumps it).
-SCHEMA = "dp-experts-bench/1"
-
-
-def reference_version(protocol: Protocol) -> str:
-    """Hash of the code producing a protocol's control and reference rows, and the scoring code.
-
-    Two cards with the same protocol and this version have identical control and reference
-    rows (``C`` and ``B`` of every task), so their scores are on one scale.
-    """
-    from dp_experts_env.evaluation.store import code_fingerprint, module_fingerprint
-
-    parts: dict[str, Any] = {}
-    for task in protocol.tasks:
-        roster = protocol.rosters[task_feedback(task)]
-        for name, _, _ in (roster.control, *roster.references):
-            # The store's key may also name the plug-ins loaded in this process; they do not
-            # change a built-in learner's rows on a built-in family, so a card benched with a
-            # plug-in loaded keeps the version of the set it is ranked against.
-            fingerprint = code_fingerprint(name, task.env)
-            parts[f"{name}@{task.env}"] = {k: fingerprint[k] for k in ("package", "agent", "env")}
-    parts["bench"] = module_fingerprint(
-        ["dp_experts_env.bench.scores", "dp_experts_env.bench.runner"],
-        lambda module: module.startswith("dp_experts_env.bench"),
-    )
-    text = json.dumps(parts, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+SCHEMA = "dp-experts-bench/2"
 
 
 def headline_epsilon(private: bool) -> str:
@@ -66,7 +39,8 @@ def build_card(
     *,
     quick: bool,
     command: str,
-    code_version: str,
+    scoring: str,
+    fingerprint: str,
     privacy: Mapping[str, Any] | None = None,
     claims: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
@@ -79,7 +53,9 @@ def build_card(
             returns (tasks the learner does not play may be missing or present).
         quick: whether the ``--quick`` tasks were played.
         command: the exact command line that produced the card.
-        code_version: :func:`reference_version` of the protocol.
+        scoring: :func:`~dp_experts_env.bench.fingerprint.scoring_fingerprint`.
+        fingerprint: the learner's behaviour fingerprint
+            (:func:`~dp_experts_env.bench.fingerprint.fingerprints`).
         privacy: ``{"certified": ..., "audit": ...}`` (:mod:`dp_experts_env.bench.privacy`).
         claims: claim verdict records.
     """
@@ -140,7 +116,7 @@ def build_card(
     return {
         "schema": SCHEMA,
         "protocol": {"version": protocol.version, "digest": protocol.digest, "quick": quick},
-        "code_version": code_version,
+        "scoring": scoring,
         "command": command,
         "learner": {
             "name": entrant.name,
@@ -149,6 +125,7 @@ def build_card(
             "feedback": spec.feedback,
             "private": bool(spec.private),
             "summary": getattr(spec, "summary", ""),
+            "fingerprint": fingerprint,
         },
         "epsilons": [eps_key(e) for e in protocol.epsilons],
         "headline_epsilon": headline_epsilon(bool(spec.private)),

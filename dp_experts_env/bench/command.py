@@ -13,12 +13,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dp_experts_env.bench.card import build_card, reference_version
+from dp_experts_env.bench.card import build_card
+from dp_experts_env.bench.fingerprint import fingerprints, scoring_fingerprint
 from dp_experts_env.bench.leaderboard import (
     VersionMismatch,
+    card_key,
+    comparable_rows,
     load_reference_set,
+    parse_reference_set,
     rank,
     reference_set,
+    stale_rows,
+    summary,
 )
 from dp_experts_env.bench.privacy import (
     audit_verdict,
@@ -79,7 +85,7 @@ def shipped_reference(protocol: Protocol, quick: bool) -> dict[str, Any] | None:
         if err.name != name:
             raise
         return None
-    return json.loads(module.DATA)
+    return parse_reference_set(module.DATA, f"the shipped {stem} set")
 
 
 def ship_reference(reference_file: str | Path, folder: str | Path | None = None) -> Path:
@@ -168,7 +174,7 @@ def _card(
     out: Path,
     quick: bool,
     command: str,
-    version: str,
+    fingerprint: str,
     run: Mapping[str, Any],
 ) -> dict[str, Any]:
     claims = claim_verdicts(entrant.name, entrant.params, out / "claims", quick=quick, **run)
@@ -178,7 +184,8 @@ def _card(
         played,
         quick=quick,
         command=command,
-        code_version=version,
+        scoring=scoring_fingerprint(),
+        fingerprint=fingerprint,
         privacy=_privacy(entrant, played, protocol, quick),
         claims=claims,
     )
@@ -207,14 +214,14 @@ def bench_all(
     entrants = [Entrant(n, {}) for n in (learners or builtin_learners())]
     run = {"backend": backend, "n_jobs": n_jobs, "address": address}
     played = play_tasks(protocol, entrants, out, quick=quick, progress=progress, **run)
-    version = reference_version(protocol)
+    prints = fingerprints(protocol, entrants)
     cards = [
-        _card(protocol, e, played, out / "cards" / e.label, quick, command, version, run)
+        _card(protocol, e, played, out / "cards" / e.label, quick, command, prints[e.label], run)
         for e in entrants
     ]
     ref = reference_set(cards)
     for card in cards:
-        write_card(card, rank(card, ref), out / "cards" / card["learner"]["label"])
+        write_card(card, rank(card, ref, prints), out / "cards" / card["learner"]["label"])
     _write_text(out / "reference-set.json", json.dumps(ref, indent=1, allow_nan=False))
     return ref
 
@@ -228,6 +235,7 @@ def bench_learner(
     protocol: Protocol | None = None,
     reference: Mapping[str, Any] | str | Path | None = None,
     recompute: bool = False,
+    replay_stale: bool = False,
     backend: str = "local",
     n_jobs: int | None = None,
     address: str | None = None,
@@ -236,6 +244,10 @@ def bench_learner(
 ) -> dict[str, Any]:
     """One learner's card, ranked among a reference set; written to ``out``.
 
+    The set's rows of the learner's kind are ranked while their learners play as when the set
+    was written (their behaviour fingerprints, :mod:`dp_experts_env.bench.fingerprint`); the
+    others are left out and named, or re-played with ``replay_stale``.
+
     Args:
         name: the learner.
         params: its keywords.
@@ -243,6 +255,8 @@ def bench_learner(
         quick: the protocol's ``--quick`` tasks.
         reference: a reference set (dict or file); None: the shipped one for this protocol.
         recompute: re-play every built-in learner on the same grids and rank among those.
+        replay_stale: re-play the set's rows whose learner plays differently now (in
+            ``out/replayed``) and rank among the fresh rows.
         backend: where cells run (``local``, ``serial``, ``ray``).
         n_jobs: worker processes of the local backend.
         address: Ray cluster address.
@@ -268,7 +282,6 @@ def bench_learner(
     entrant = Entrant(name, dict(params or {}))
     run = {"backend": backend, "n_jobs": n_jobs, "address": address}
     command = command or f"dp-experts bench {name}"
-    version = reference_version(protocol)
     if recompute:
         others = [n for n in builtin_learners() if n != name]
         ref = bench_all(
@@ -285,14 +298,56 @@ def bench_learner(
     else:
         ref = dict(reference) if reference is not None else shipped_reference(protocol, quick)
     played = play_tasks(protocol, [entrant], out, quick=quick, progress=progress, **run)
-    card = _card(protocol, entrant, played, out, quick, command, version, run)
+    prints = fingerprints(protocol, [entrant])
+    card = _card(protocol, entrant, played, out, quick, command, prints[entrant.label], run)
     try:
-        board = rank(card, ref)
+        if ref is not None and dict(ref["key"]) == card_key(card):
+            # The rows' fingerprints only where they could rank (another key raises below).
+            prints.update(fingerprints(protocol, comparable_rows(card, ref)))
+            if replay_stale:
+                rows = {k: v for k, v in prints.items() if k != entrant.label}  # not its own
+                ref = _replayed(ref, stale_rows(ref, rows), protocol, out, quick, prints, run)
+        board = rank(card, ref, prints)
     except VersionMismatch as err:
         board = rank(card, None)
         board["note"] = f"not ranked: {err}"
     write_card(card, board, out)
     return card
+
+
+def _replayed(
+    ref: Mapping[str, Any],
+    stale: Sequence[str],
+    protocol: Protocol,
+    out: Path,
+    quick: bool,
+    prints: Mapping[str, str],
+    run: Mapping[str, Any],
+) -> dict[str, Any]:
+    """``ref`` with the ``stale`` rows re-played in ``out/replayed``.
+
+    A row holds scores only, so neither the audit nor the claims are run for them.
+    """
+    if not stale:
+        return dict(ref)
+    entries = {e["label"]: e for e in ref["entries"]}
+    entrants = [Entrant(entries[x]["name"], dict(entries[x].get("params", {}))) for x in stale]
+    played = play_tasks(protocol, entrants, out / "replayed", quick=quick, **run)
+    fresh = {}
+    for e in entrants:
+        card = build_card(
+            protocol,
+            e,
+            played,
+            quick=quick,
+            command="(re-played reference row)",
+            scoring=scoring_fingerprint(),
+            fingerprint=prints[e.label],
+        )
+        if card_key(card) != dict(ref["key"]):
+            raise VersionMismatch(f"re-played row {e.label!r} has key {card_key(card)}")
+        fresh[e.label] = summary(card)
+    return {**ref, "entries": [fresh.get(x["label"], x) for x in ref["entries"]]}
 
 
 def add_parser(sub: Any) -> None:
@@ -314,6 +369,11 @@ def add_parser(sub: Any) -> None:
         "--recompute",
         action="store_true",
         help="re-play the reference set instead of reading the shipped one",
+    )
+    p.add_argument(
+        "--replay-stale",
+        action="store_true",
+        help="re-play the reference rows whose learner plays differently now (else left out)",
     )
     p.add_argument(
         "--reference",
@@ -338,9 +398,9 @@ def _command_line(args: Any) -> str:
     words += [args.learner] if args.learner else []
     for item in args.set or ():
         words += ["--set", item]
-    for flag in ("quick", "all", "recompute"):
+    for flag in ("quick", "all", "recompute", "replay_stale"):
         if getattr(args, flag):
-            words.append(f"--{flag}")
+            words.append(f"--{flag.replace('_', '-')}")
     for option in ("reference", "out", "backend"):
         value = getattr(args, option)
         if value is not None and not (option == "backend" and value == "local"):
@@ -392,6 +452,7 @@ def cmd_bench(args: Any) -> int:
         protocol=protocol,
         reference=args.reference,
         recompute=args.recompute,
+        replay_stale=args.replay_stale,
         progress=not args.no_progress,
         command=_command_line(args),
         **run,
@@ -409,4 +470,4 @@ def cmd_bench(args: Any) -> int:
 
 def card_key_text(key: Mapping[str, Any]) -> str:
     """A reference-set key on one line."""
-    return f"{key['protocol']}{' quick' if key['quick'] else ''}, code {key['code_version']}"
+    return f"{key['protocol']}{' quick' if key['quick'] else ''}, scoring {key['scoring']}"

@@ -1,38 +1,40 @@
 """The leaderboard: a reference set of built-in learners' card summaries, and ranking against it.
 
 A reference set (``reference-set.json``, written by ``dp-experts bench --all``) holds one summary
-per learner (its capability scores at its headline epsilon) and its key: the protocol version
-and digest, quick or full, and the code version (:func:`~dp_experts_env.bench.card
-.reference_version`). A card is ranked only among summaries of the same key (:func:`rank`
-refuses anything else), and a summary whose learner's code changed since is left out with its
-name (:func:`learner_code`).
+per learner (its capability scores at its headline epsilon and its behaviour fingerprint), every
+task's scale and its key: the protocol version and digest, quick or full, and the scoring code's
+fingerprint (:mod:`dp_experts_env.bench.fingerprint`). A card is ranked only among summaries of
+the same key and scales (:func:`rank` refuses anything else), and a summary whose learner plays
+differently now (another fingerprint) is stale: left out with its name, or re-played by the
+caller (:func:`stale_rows`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from dp_experts_env.bench.card import SCHEMA, headline
+from dp_experts_env.bench.runner import Entrant
 from dp_experts_env.evaluation.store import loads
 
 __all__ = [
     "REFERENCE_SCHEMA",
     "VersionMismatch",
     "card_key",
-    "learner_code",
+    "comparable_rows",
     "load_reference_set",
+    "parse_reference_set",
     "rank",
     "reference_set",
+    "stale_rows",
     "summary",
 ]
 
 #: Version of the reference-set layout.
-REFERENCE_SCHEMA = "dp-experts-bench-reference/1"
+REFERENCE_SCHEMA = "dp-experts-bench-reference/2"
 
 
 class VersionMismatch(ValueError):
@@ -45,20 +47,8 @@ def card_key(card: Mapping[str, Any]) -> dict[str, Any]:
         "protocol": card["protocol"]["version"],
         "digest": card["protocol"]["digest"],
         "quick": bool(card["protocol"]["quick"]),
-        "code_version": card["code_version"],
+        "scoring": card["scoring"],
     }
-
-
-def learner_code(name: str, env_ids: Iterable[str]) -> str:
-    """Hash of a learner's code as the results store keys it, over the envs it plays."""
-    from dp_experts_env.evaluation.store import code_fingerprint
-
-    parts = {env: code_fingerprint(name, env)["agent"] for env in sorted(set(env_ids))}
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def _played_envs(card: Mapping[str, Any]) -> list[str]:
-    return sorted({t["env"] for t in card["tasks"] if t["status"] != "n/a"})
 
 
 def summary(card: Mapping[str, Any]) -> dict[str, Any]:
@@ -75,12 +65,13 @@ def summary(card: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "label": learner["label"],
         "name": learner["name"],
+        "params": dict(learner["params"]),
         "feedback": learner["feedback"],
         "private": learner["private"],
         "headline_epsilon": card["headline_epsilon"],
         "capabilities": scores,
         "overall": float(iqm(values)) if values else None,
-        "learner_code": learner_code(learner["name"], _played_envs(card)),
+        "fingerprint": learner["fingerprint"],
     }
 
 
@@ -137,26 +128,76 @@ def load_reference_set(path: str | Path) -> dict[str, Any]:
     """
     path = Path(path)
     try:
-        data = loads(path.read_text())
-    except (OSError, ValueError) as err:  # TooDeep (a planted deep line) is a ValueError
+        text = path.read_text()
+    except OSError as err:
         raise ValueError(f"reference set {str(path)!r} cannot be read: {err}") from err
+    return parse_reference_set(text, repr(str(path)))
+
+
+def parse_reference_set(text: str, where: str = "the reference set") -> dict[str, Any]:
+    """A reference set from its JSON text (``where`` names it in errors).
+
+    Raises:
+        ValueError: not JSON, or not a reference set of this schema (an older set: re-make it).
+    """
+    try:
+        data = loads(text)
+    except ValueError as err:  # TooDeep (a planted deep line) is a ValueError
+        raise ValueError(f"reference set {where} cannot be read: {err}") from err
     if not isinstance(data, dict) or data.get("schema") != REFERENCE_SCHEMA:
-        raise ValueError(f"{str(path)!r} is not a reference set ({REFERENCE_SCHEMA})")
+        found = data.get("schema") if isinstance(data, dict) else None
+        raise ValueError(f"{where} is not a reference set ({REFERENCE_SCHEMA}; found {found})")
     return data
 
 
-def rank(card: Mapping[str, Any], reference: Mapping[str, Any] | None) -> dict[str, Any]:
+def comparable_rows(card: Mapping[str, Any], reference: Mapping[str, Any]) -> list[Entrant]:
+    """The set's learners a card is ranked among (its feedback kind, the card's own aside)."""
+    mine = card["learner"]
+    return [
+        Entrant(e["name"], dict(e.get("params", {})))
+        for e in reference["entries"]
+        if e["label"] != mine["label"] and _same_kind(e["feedback"], mine["feedback"])
+    ]
+
+
+def stale_rows(reference: Mapping[str, Any], current: Mapping[str, str]) -> list[str]:
+    """Labels of the set's rows whose learner's fingerprint is not ``current``'s (in set order).
+
+    Args:
+        reference: a reference set.
+        current: ``{label: fingerprint now}`` of the rows to check (others are not reported).
+    """
+    return [
+        e["label"]
+        for e in reference["entries"]
+        if e["label"] in current and current[e["label"]] != e["fingerprint"]
+    ]
+
+
+def rank(
+    card: Mapping[str, Any],
+    reference: Mapping[str, Any] | None,
+    current: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """The card's leaderboard: its row among the reference set's rows of its feedback kind.
 
     Rows are sorted by overall score (the IQM of the capability scores at each learner's
-    headline epsilon; None last). Summaries whose learner's code changed since the set was
-    written are left out and named in ``note``.
+    headline epsilon; None last). A row whose learner's fingerprint now (``current``) differs
+    from the one recorded is left out and named in ``note``.
+
+    Args:
+        card: the card ranked.
+        reference: the reference set, or None (the card is ranked alone).
+        current: ``{label: fingerprint}`` now of every row of :func:`comparable_rows` (the
+            caller plays them: :func:`~dp_experts_env.bench.fingerprint.fingerprints`);
+            required with a reference set.
 
     Raises:
-        VersionMismatch: the set's key (protocol version, digest, quick, code version) differs
-            from the card's: such cards are never ranked together; or a task's scale (the
-            control's and the best reference's mean regret) differs from the set's beyond
-            float rounding (1e-9 relative).
+        VersionMismatch: the set's key (protocol version, digest, quick, scoring) differs from
+            the card's: such cards are never ranked together; or a task's scale (the control's
+            and the best reference's mean regret) differs from the set's beyond float rounding
+            (1e-9 relative).
+        ValueError: a reference set without ``current`` for each of its comparable rows.
     """
     mine = summary(card)
     if reference is None:
@@ -165,7 +206,7 @@ def rank(card: Mapping[str, Any], reference: Mapping[str, Any] | None) -> dict[s
         if dict(reference["key"]) != card_key(card):
             raise VersionMismatch(
                 f"reference set key {reference['key']} differs from the card's {card_key(card)}: "
-                "cards of different protocol or code versions are never ranked together; "
+                "cards of different protocol or scoring versions are never ranked together; "
                 "re-play the reference set with --recompute"
             )
         for task, scale in _card_scales(card).items():
@@ -179,32 +220,26 @@ def rank(card: Mapping[str, Any], reference: Mapping[str, Any] | None) -> dict[s
                     f"task {task!r}: the card's control and best reference means {scale} differ "
                     f"from the reference set's {theirs}: the scores are on other scales"
                 )
-        stale, rows = [], []
-        for entry in reference["entries"]:
-            if entry["label"] == mine["label"]:
-                continue  # the card's own learner: its fresh row below
-            envs = [t["env"] for t in card["tasks"]]
-            if entry["learner_code"] != _reference_code(entry, envs):
-                stale.append(entry["label"])
-                continue
-            rows.append(dict(entry))
+        wanted = {e.label for e in comparable_rows(card, reference)}
+        if current is None or not wanted <= set(current):
+            missing = sorted(wanted - set(current or {}))
+            raise ValueError(f"rank needs the current fingerprints of the rows {missing}")
+        stale = set(stale_rows(reference, {k: current[k] for k in wanted}))
+        rows = [dict(e) for e in reference["entries"] if e["label"] in wanted - stale]
         rows.append(mine)
-        note = f"left out (their code changed since the set): {', '.join(stale)}" if stale else ""
+        note = ""
+        if stale:
+            names = [e["label"] for e in reference["entries"] if e["label"] in stale]
+            note = (
+                "left out (they play differently since the set was written; --replay-stale "
+                f"re-plays them): {', '.join(names)}"
+            )
     same = [r for r in rows if _same_kind(r["feedback"], mine["feedback"])]
     same.sort(key=lambda r: (r["overall"] is None, -(r["overall"] or 0.0), r["label"]))
     for i, row in enumerate(same):
         row["rank"] = i + 1
         row["this"] = row["label"] == mine["label"]
     return {"key": card_key(card), "rows": same, "note": note}
-
-
-def _reference_code(entry: Mapping[str, Any], env_ids: Sequence[str]) -> str:
-    """The entry's learner code now, over the envs of its feedback kind among ``env_ids``."""
-    from dp_experts_env.kinds import KINDS
-
-    feedback = {spec.env_id: spec.feedback for spec in KINDS.values()}
-    plays = [e for e in env_ids if _same_kind(entry["feedback"], feedback[e])]
-    return learner_code(entry["name"], plays)
 
 
 def _same_kind(a: str, b: str) -> bool:

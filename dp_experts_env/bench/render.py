@@ -289,8 +289,9 @@ def _sections(card: Mapping[str, Any], board: Mapping[str, Any]) -> list[tuple[s
     p = card["protocol"]
     about = (
         f"<p>Protocol <b>{html.escape(p['version'])}</b>{' (quick)' if p['quick'] else ''}, "
-        f"digest <code>{p['digest'][:16]}</code>, code version "
-        f"<code>{html.escape(card['code_version'])}</code>, schema {card['schema']}.</p>"
+        f"digest <code>{p['digest'][:16]}</code>, learner fingerprint "
+        f"<code>{html.escape(card['learner']['fingerprint'])}</code>, scoring "
+        f"<code>{html.escape(card['scoring'])}</code>, schema {card['schema']}.</p>"
         f'<p>Command: <code class="command">{html.escape(card["command"])}</code></p>'
     )
     return [
@@ -336,7 +337,8 @@ def card_markdown(card: Mapping[str, Any], board: Mapping[str, Any]) -> str:
         f"# Benchmark card: {card['learner']['label']}",
         "",
         f"Protocol {card['protocol']['version']}{' (quick)' if card['protocol']['quick'] else ''}"
-        f", code version {card['code_version']}, schema {card['schema']}.",
+        f", learner fingerprint {card['learner']['fingerprint']}, scoring {card['scoring']}"
+        f", schema {card['schema']}.",
         "",
         f"Command: `{card['command']}`",
         "",

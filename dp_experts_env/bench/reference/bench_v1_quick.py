@@ -2,13 +2,13 @@
 
 DATA = r"""
 {
- "schema": "dp-experts-bench-reference/1",
- "card_schema": "dp-experts-bench/1",
+ "schema": "dp-experts-bench-reference/2",
+ "card_schema": "dp-experts-bench/2",
  "key": {
   "protocol": "bench-v1",
   "digest": "16b1ec4a703f1e108032ec9ad970df84ceca949c6c806166b7f3462a69ff887f",
   "quick": true,
-  "code_version": "66921defd73ab381"
+  "scoring": "6aa1d84de9ce575d"
  },
  "scales": {
   "shift": [
@@ -60,6 +60,7 @@ DATA = r"""
   {
    "label": "uniform",
    "name": "uniform",
+   "params": {},
    "feedback": "any",
    "private": false,
    "headline_epsilon": "inf",
@@ -74,11 +75,12 @@ DATA = r"""
     "real-data": 0.0
    },
    "overall": -4.336808689942018e-20,
-   "learner_code": "c6e05e333fc4916a"
+   "fingerprint": "cd33ba8c33e5fc33"
   },
   {
    "label": "exp3",
    "name": "exp3",
+   "params": {},
    "feedback": "bandit",
    "private": false,
    "headline_epsilon": "inf",
@@ -93,11 +95,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.4317693176388828,
-   "learner_code": "b0aab4183de45176"
+   "fingerprint": "1402a63cb351613f"
   },
   {
    "label": "exp4",
    "name": "exp4",
+   "params": {},
    "feedback": "bandit",
    "private": false,
    "headline_epsilon": "inf",
@@ -112,11 +115,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.8339920948616601,
-   "learner_code": "b0aab4183de45176"
+   "fingerprint": "77157cc0dc278d19"
   },
   {
    "label": "ftpl-gr",
    "name": "ftpl-gr",
+   "params": {},
    "feedback": "bandit",
    "private": false,
    "headline_epsilon": "inf",
@@ -131,11 +135,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.1833069104808235,
-   "learner_code": "b0aab4183de45176"
+   "fingerprint": "61cd4b587c0e3223"
   },
   {
    "label": "kl-ucb",
    "name": "kl-ucb",
+   "params": {},
    "feedback": "bandit",
    "private": false,
    "headline_epsilon": "inf",
@@ -150,11 +155,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.6032272075750337,
-   "learner_code": "82a9b32fdf005144"
+   "fingerprint": "18d09f52bfdfa05b"
   },
   {
    "label": "thompson",
    "name": "thompson",
+   "params": {},
    "feedback": "bandit",
    "private": false,
    "headline_epsilon": "inf",
@@ -169,11 +175,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.8315282543543413,
-   "learner_code": "82a9b32fdf005144"
+   "fingerprint": "d1296b6fc964eeb4"
   },
   {
    "label": "tsallis-inf",
    "name": "tsallis-inf",
+   "params": {},
    "feedback": "bandit",
    "private": false,
    "headline_epsilon": "inf",
@@ -188,11 +195,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.5052197802197802,
-   "learner_code": "b0aab4183de45176"
+   "fingerprint": "37f8bec14a5ba91d"
   },
   {
    "label": "ucb1",
    "name": "ucb1",
+   "params": {},
    "feedback": "bandit",
    "private": false,
    "headline_epsilon": "inf",
@@ -207,11 +215,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.32389784128914567,
-   "learner_code": "82a9b32fdf005144"
+   "fingerprint": "d86661aded6bc7b2"
   },
   {
    "label": "fixed-share",
    "name": "fixed-share",
+   "params": {},
    "feedback": "full",
    "private": false,
    "headline_epsilon": "inf",
@@ -226,11 +235,12 @@ DATA = r"""
     "real-data": 1.0
    },
    "overall": 0.9960083114610674,
-   "learner_code": "b2a7022a690ceced"
+   "fingerprint": "122345811e5bfeba"
   },
   {
    "label": "follow-the-leader",
    "name": "follow-the-leader",
+   "params": {},
    "feedback": "full",
    "private": false,
    "headline_epsilon": "inf",
@@ -245,11 +255,12 @@ DATA = r"""
     "real-data": 0.7388888888888889
    },
    "overall": 0.5127026459531676,
-   "learner_code": "b2a7022a690ceced"
+   "fingerprint": "8d34ae2bbfc59f8b"
   },
   {
    "label": "hedge",
    "name": "hedge",
+   "params": {},
    "feedback": "full",
    "private": false,
    "headline_epsilon": "inf",
@@ -264,11 +275,12 @@ DATA = r"""
     "real-data": 0.625
    },
    "overall": 0.7457444694417346,
-   "learner_code": "b2a7022a690ceced"
+   "fingerprint": "c29158cf3590021b"
   },
   {
    "label": "shrinking-dartboard",
    "name": "shrinking-dartboard",
+   "params": {},
    "feedback": "full",
    "private": false,
    "headline_epsilon": "inf",
@@ -283,11 +295,12 @@ DATA = r"""
     "real-data": 0.6944444444444444
    },
    "overall": 0.5616756964994406,
-   "learner_code": "b2a7022a690ceced"
+   "fingerprint": "0eb0e12e6b12ac8d"
   },
   {
    "label": "ftrl-oco",
    "name": "ftrl-oco",
+   "params": {},
    "feedback": "oco",
    "private": false,
    "headline_epsilon": "inf",
@@ -302,11 +315,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.9999999999999998,
-   "learner_code": "34fc91f44f32ce8e"
+   "fingerprint": "fc0fde0a8d018c73"
   },
   {
    "label": "lazy-ftrl-oco",
    "name": "lazy-ftrl-oco",
+   "params": {},
    "feedback": "oco",
    "private": false,
    "headline_epsilon": "inf",
@@ -321,11 +335,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.8949204329790579,
-   "learner_code": "779d74de87d41949"
+   "fingerprint": "9e2a5e7236f275a8"
   },
   {
    "label": "ogd",
    "name": "ogd",
+   "params": {},
    "feedback": "oco",
    "private": false,
    "headline_epsilon": "inf",
@@ -340,11 +355,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.9831710648404943,
-   "learner_code": "34fc91f44f32ce8e"
+   "fingerprint": "0e8e130fde5189de"
   },
   {
    "label": "p-comw-lazy",
    "name": "p-comw-lazy",
+   "params": {},
    "feedback": "oco",
    "private": false,
    "headline_epsilon": "inf",
@@ -359,11 +375,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.41884215048324785,
-   "learner_code": "a934f86c9e6e5dd0"
+   "fingerprint": "63d2b9b5e86047f5"
   },
   {
    "label": "adap-ucb",
    "name": "adap-ucb",
+   "params": {},
    "feedback": "bandit",
    "private": true,
    "headline_epsilon": "1",
@@ -378,11 +395,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.014826477869956143,
-   "learner_code": "75d3745bfe6d5200"
+   "fingerprint": "5d8b1200251d007a"
   },
   {
    "label": "dp-klucb",
    "name": "dp-klucb",
+   "params": {},
    "feedback": "bandit",
    "private": true,
    "headline_epsilon": "1",
@@ -397,11 +415,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.1455978803804891,
-   "learner_code": "a90dbeb52081c6d3"
+   "fingerprint": "ceab1b35f76ecf25"
   },
   {
    "label": "dp-klucb:paper",
    "name": "dp-klucb:paper",
+   "params": {},
    "feedback": "bandit",
    "private": true,
    "headline_epsilon": "1",
@@ -416,11 +435,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": -0.0662098770794423,
-   "learner_code": "ceb2c4ff8def62b8"
+   "fingerprint": "f813a9472b781503"
   },
   {
    "label": "ldp-exp4",
    "name": "ldp-exp4",
+   "params": {},
    "feedback": "bandit",
    "private": true,
    "headline_epsilon": "1",
@@ -435,11 +455,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.32928375971854235,
-   "learner_code": "b2684094cde5e251"
+   "fingerprint": "5fae04fb32db625b"
   },
   {
    "label": "private-bandit-over-experts",
    "name": "private-bandit-over-experts",
+   "params": {},
    "feedback": "bandit",
    "private": true,
    "headline_epsilon": "1",
@@ -454,11 +475,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.38017960300569,
-   "learner_code": "9219da3143e9f172"
+   "fingerprint": "6b1a00001a29f8e7"
   },
   {
    "label": "private-batched-bandit",
    "name": "private-batched-bandit",
+   "params": {},
    "feedback": "bandit",
    "private": true,
    "headline_epsilon": "1",
@@ -473,11 +495,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.2078465013247622,
-   "learner_code": "9219da3143e9f172"
+   "fingerprint": "88088d2e19bec597"
   },
   {
    "label": "private-batched-exp4",
    "name": "private-batched-exp4",
+   "params": {},
    "feedback": "bandit",
    "private": true,
    "headline_epsilon": "1",
@@ -492,11 +515,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.17696651174912043,
-   "learner_code": "b2684094cde5e251"
+   "fingerprint": "406e423abd16995e"
   },
   {
    "label": "private-batched-exp4:paper",
    "name": "private-batched-exp4:paper",
+   "params": {},
    "feedback": "bandit",
    "private": true,
    "headline_epsilon": "1",
@@ -511,11 +535,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.13566216392303349,
-   "learner_code": "ceb2c4ff8def62b8"
+   "fingerprint": "1a073c6112b3e4fb"
   },
   {
    "label": "batched-private-shrinking-dartboard",
    "name": "batched-private-shrinking-dartboard",
+   "params": {},
    "feedback": "full",
    "private": true,
    "headline_epsilon": "1",
@@ -530,11 +555,12 @@ DATA = r"""
     "real-data": 0.45
    },
    "overall": 0.2088518198516495,
-   "learner_code": "593b5d77a271b601"
+   "fingerprint": "7658e6b86d38b5a9"
   },
   {
    "label": "dp-ftrl-tree",
    "name": "dp-ftrl-tree",
+   "params": {},
    "feedback": "full",
    "private": true,
    "headline_epsilon": "1",
@@ -549,11 +575,12 @@ DATA = r"""
     "real-data": 0.4527777777777778
    },
    "overall": 0.17548966237910527,
-   "learner_code": "f7b484db64f02dfc"
+   "fingerprint": "e23d00aa6a56619b"
   },
   {
    "label": "gaussian-tree-hedge",
    "name": "gaussian-tree-hedge",
+   "params": {},
    "feedback": "full",
    "private": true,
    "headline_epsilon": "1",
@@ -568,11 +595,12 @@ DATA = r"""
     "real-data": 0.3194444444444444
    },
    "overall": 0.2629157095749571,
-   "learner_code": "0dfb3301a3421970"
+   "fingerprint": "93077bd034c0376c"
   },
   {
    "label": "limited-updates",
    "name": "limited-updates",
+   "params": {},
    "feedback": "full",
    "private": true,
    "headline_epsilon": "1",
@@ -587,11 +615,12 @@ DATA = r"""
     "real-data": 0.5083333333333333
    },
    "overall": 0.36649748410522814,
-   "learner_code": "cd191694ddcec33b"
+   "fingerprint": "bfc8438b5cd89404"
   },
   {
    "label": "meta-expert-reduction",
    "name": "meta-expert-reduction",
+   "params": {},
    "feedback": "full",
    "private": true,
    "headline_epsilon": "1",
@@ -606,11 +635,12 @@ DATA = r"""
     "real-data": 0.21111111111111114
    },
    "overall": 0.08868637186957667,
-   "learner_code": "cc4f2c9a09c6869a"
+   "fingerprint": "a0e83bc2304be236"
   },
   {
    "label": "noisy-clipped-hedge",
    "name": "noisy-clipped-hedge",
+   "params": {},
    "feedback": "full",
    "private": true,
    "headline_epsilon": "1",
@@ -625,11 +655,12 @@ DATA = r"""
     "real-data": 0.24166666666666667
    },
    "overall": 0.08816731789702614,
-   "learner_code": "d1730b4f3ae3229c"
+   "fingerprint": "e2d3f25a9c60d3f1"
   },
   {
    "label": "private-fixed-share",
    "name": "private-fixed-share",
+   "params": {},
    "feedback": "full",
    "private": true,
    "headline_epsilon": "1",
@@ -644,11 +675,12 @@ DATA = r"""
     "real-data": 0.5555555555555556
    },
    "overall": 0.3824308724231249,
-   "learner_code": "5b1dd2830fa000be"
+   "fingerprint": "37537765a9130e58"
   },
   {
    "label": "private-lazy-hedge",
    "name": "private-lazy-hedge",
+   "params": {},
    "feedback": "full",
    "private": true,
    "headline_epsilon": "1",
@@ -663,11 +695,12 @@ DATA = r"""
     "real-data": -0.03888888888888886
    },
    "overall": 0.054685829820822644,
-   "learner_code": "37f3ad209d89940c"
+   "fingerprint": "b832f4575ffa0bc9"
   },
   {
    "label": "private-shrinking-dartboard",
    "name": "private-shrinking-dartboard",
+   "params": {},
    "feedback": "full",
    "private": true,
    "headline_epsilon": "1",
@@ -682,11 +715,12 @@ DATA = r"""
     "real-data": 0.14444444444444443
    },
    "overall": 0.07230870081129794,
-   "learner_code": "593b5d77a271b601"
+   "fingerprint": "99a78a97abdd7dc2"
   },
   {
    "label": "randomized-prefix-softmax",
    "name": "randomized-prefix-softmax",
+   "params": {},
    "feedback": "full",
    "private": true,
    "headline_epsilon": "1",
@@ -701,11 +735,12 @@ DATA = r"""
     "real-data": 0.5944444444444444
    },
    "overall": 0.37919220688086597,
-   "learner_code": "3c989d53cc059b1c"
+   "fingerprint": "1f44b1dded09b48d"
   },
   {
    "label": "svt-restart",
    "name": "svt-restart",
+   "params": {},
    "feedback": "full",
    "private": true,
    "headline_epsilon": "1",
@@ -720,11 +755,12 @@ DATA = r"""
     "real-data": 0.4833333333333334
    },
    "overall": 0.5238524946761518,
-   "learner_code": "5f8e4301e8d9cc2c"
+   "fingerprint": "96e0ae671c19af15"
   },
   {
    "label": "dp-ftrl-oco",
    "name": "dp-ftrl-oco",
+   "params": {},
    "feedback": "oco",
    "private": true,
    "headline_epsilon": "1",
@@ -739,11 +775,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.5355879410075237,
-   "learner_code": "34fc91f44f32ce8e"
+   "fingerprint": "260b2b2079f19394"
   },
   {
    "label": "gaussian-dp-ftrl-oco",
    "name": "gaussian-dp-ftrl-oco",
+   "params": {},
    "feedback": "oco",
    "private": true,
    "headline_epsilon": "1",
@@ -758,11 +795,12 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.8094829180221823,
-   "learner_code": "779d74de87d41949"
+   "fingerprint": "0a355737d3420072"
   },
   {
    "label": "p-comw",
    "name": "p-comw",
+   "params": {},
    "feedback": "oco",
    "private": true,
    "headline_epsilon": "1",
@@ -777,7 +815,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.24677171137136938,
-   "learner_code": "a934f86c9e6e5dd0"
+   "fingerprint": "080658db128ddb4c"
   }
  ]
 }
