@@ -329,6 +329,30 @@ class OCOAgent(Agent):
         self.last_points = points
         return points[0].copy() if single else points.copy()
 
+    def play_block(self, obs: Any) -> np.ndarray:
+        """K rounds of :meth:`act` at once: (K, B, d) gradients in, (K, B, d) points out.
+
+        The same points, state and random stream as K ``act`` calls (:mod:`agents._oco_kernels`;
+        the episode loop calls it on oblivious OCO envs). :meth:`_block` computes the points;
+        by default the learner's own hooks, round by round.
+        """
+        from agents._oco_kernels import check_oco_block
+
+        grads = check_oco_block(self, obs)
+        t0 = self.t
+        if not len(grads):
+            return np.empty((0, self.num_envs, self.dim))
+        points = np.asarray(self._block(grads), dtype=np.float64)
+        self.t = t0 + len(grads)
+        self.last_points = points[-1].copy()
+        return points
+
+    def _block(self, grads: np.ndarray) -> np.ndarray:
+        """The (K, B, d) points of K rounds on checked gradients (learners override it)."""
+        from agents._oco_kernels import oco_hook_loop
+
+        return oco_hook_loop(self, grads)
+
     def predict(
         self,
         observation: Any,

@@ -11,15 +11,26 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from agents._kernels import (
+    accumulate,
+    fast_laplace,
+    own_hooks,
+    plain_fast_backend,
+    round_uniforms,
+    tree_block,
+)
 from agents._oco import OCOAgent, claim, project
+from agents._oco_kernels import oco_hook_loop, ogd_box_rounds
 from agents.base import PrivacyClaim, no_privacy
 from agents.registry import register
+from dp_experts_env._jit import jit_enabled
 from dp_experts_env._validation import (
     check_choice,
     check_delta,
     check_float,
     check_learner_epsilon,
 )
+from dp_experts_env.batch_rng import OPEN_HIGH, OPEN_LOW
 from dp_experts_env.privacy.declaration import Mechanism, PostProcessing, TreeAggregation, account
 from dp_experts_env.privacy.mechanisms import TreeCounter, tree_levels
 from dp_experts_env.privacy.noise import NoiseBackend, get_backend, root_backend
@@ -70,6 +81,16 @@ class OGD(OCOAgent):
     def _choose(self, g: np.ndarray) -> np.ndarray:
         return self.point
 
+    def _block(self, grads: np.ndarray) -> np.ndarray:
+        # The box's step and clip compiled; the ball's radial shrink needs numpy's einsum.
+        if self.body != "box" or not own_hooks(self, OGD) or not jit_enabled():
+            return oco_hook_loop(self, grads)
+        out = np.empty(grads.shape)
+        point = self.point.copy()
+        ogd_box_rounds(grads, point, float(self.step), float(self.radius), self.t > 0, out)
+        self.point = point
+        return out
+
 
 @register(
     "ftrl-oco",
@@ -116,6 +137,14 @@ class FTRLOCO(OCOAgent):
 
     def _choose(self, g: np.ndarray) -> np.ndarray:
         return project(-self.cum / self.lam, self.body, self.radius)
+
+    def _block(self, grads: np.ndarray) -> np.ndarray:
+        # Running sums in order, the K projections at once (elementwise or per row).
+        if not own_hooks(self, FTRLOCO):
+            return oco_hook_loop(self, grads)
+        cums = accumulate(self.cum, grads, self.t > 0)
+        self.cum = cums[-1].copy()
+        return project(-cums / self.lam, self.body, self.radius)
 
 
 class TreeFTRLOCO(OCOAgent):
@@ -307,6 +336,53 @@ class TreeFTRLOCO(OCOAgent):
 
     def _choose(self, g: np.ndarray) -> np.ndarray:
         return project(-self.noisy_sum / self.lam, self.body, self.radius)
+
+    def _block(self, grads: np.ndarray) -> np.ndarray:
+        """The tree's K releases in one kernel call (:func:`agents._kernels.tree_block`).
+
+        Each learned round reads its node's uniforms (Laplace: d; Gaussian: Box-Muller's 2d)
+        and nothing else, so one read of the stream gives the block's noise in order; the
+        projections are computed at once. One coordinate (numpy sums the levels pairwise
+        there), the lattice backend and subclasses' own hooks play round by round.
+        """
+        hooks = ("_learn", "_choose", "_gaussian_step", "_init_state")
+        gaussian = self.law == "gaussian"
+        if (
+            self.dim < 2
+            or not jit_enabled()
+            or not own_hooks(self, TreeFTRLOCO, hooks)
+            or (not gaussian and not plain_fast_backend(self.tree.backend))
+        ):
+            return oco_hook_loop(self, grads)
+        first = self.t == 0
+        learn = grads[int(first) :]
+        sums = np.empty(grads.shape)
+        if first:
+            sums[0] = self.noisy_sum
+        m, runs, d = learn.shape
+        if m:
+            if gaussian:
+                noise = np.empty((0, runs, d))
+                if self.node_scale > 0.0:  # BatchRNG.normal's Box-Muller, d then d uniforms
+                    u = np.ascontiguousarray(round_uniforms(self.rng, m, 2 * d))
+                    u1 = np.maximum(np.ascontiguousarray(u[..., :d]), OPEN_LOW)
+                    np.minimum(u1, OPEN_HIGH, out=u1)
+                    u2 = np.ascontiguousarray(u[..., d:])
+                    z = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+                    noise = self.noise_multiplier * self.node_scale * z
+                tree_block(learn, noise, self._exact, self._noisy, self._count, sums[int(first) :])
+                self._count += m
+            else:
+                tree = self.tree
+                noise = np.empty((0, runs, d))
+                if tree._run_epsilons is not None or tree.node_scale > 0.0:
+                    u = np.ascontiguousarray(round_uniforms(self.rng, m, d))
+                    noise = fast_laplace(u, tree.node_scale)
+                tree_block(learn, noise, tree._exact, tree._noisy, tree.t, sums[int(first) :])
+                tree.t += m
+                tree._value = sums[-1].copy()
+            self.noisy_sum = sums[-1].copy()
+        return project(-sums / self.lam, self.body, self.radius)
 
 
 @register(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from agents._kernels import accumulate, own_hooks, round_uniforms
 from agents._oco import (
     OCOAgent,
     _log1mexp,
@@ -24,8 +25,10 @@ from agents._oco import (
     log_normaliser,
     project,
 )
+from agents._oco_kernels import oco_hook_loop, pcomw_path
 from agents.base import PrivacyClaim, no_privacy
 from agents.registry import register
+from dp_experts_env._jit import jit_enabled
 from dp_experts_env._validation import (
     check_choice,
     check_delta,
@@ -665,6 +668,59 @@ class PCOMW(OCOAgent):
             self.resamples[rows] += 1
             self.switches[rows] += 1
         return self.point
+
+    def _block(self, grads: np.ndarray) -> np.ndarray:
+        """K rounds at once (:mod:`agents._oco_kernels`): the box's chain compiled.
+
+        numpy computes the running sums, the normalisers and a fresh Gibbs draw for every
+        round from the round's own uniforms (elementwise, so the draws the per-round path makes
+        at its moves are among them); :func:`~agents._oco_kernels.pcomw_path` runs the
+        stay-or-move chain. The ball's rejection sampler and subclasses' hooks play round by
+        round.
+        """
+        hooks = ("_learn", "_choose", "_sample", "_log_z_of", "_init_state")
+        if not own_hooks(self, PCOMW, hooks):
+            return oco_hook_loop(self, grads)
+        if self.leader_only:
+            return self._leader_block(grads)
+        if self.body != "box" or not jit_enabled():
+            return oco_hook_loop(self, grads)
+        k, runs, d = grads.shape
+        first = self.t == 0
+        cums = accumulate(self.cum, grads, not first)
+        u = np.ascontiguousarray(round_uniforms(self.rng, k, 2 + d))  # 2 coins, d uniforms
+        coins = np.ascontiguousarray(u[..., :2])
+        unif = np.ascontiguousarray(u[..., 2:])
+        fresh = box_sample(-cums / self.lam, self.scale, self.radius, unif)
+        lo = int(first)
+        dz = np.zeros((k, runs))
+        if k > lo:
+            if self._log_z is None:
+                self._log_z = self._log_z_of(self.cum)
+            log_z = self._log_z_of(cums[lo:])
+            dz[lo:] = log_z - np.concatenate([self._log_z[None], log_z[:-1]])
+        state = np.stack([self.resamples, self.switches])
+        params = (self.beta, self.log_phi, self.p, self.budget)
+        points, log_r = pcomw_path(grads, dz, coins, fresh, self.point, params, first, state)
+        self.resamples, self.switches = state[0].copy(), state[1].copy()
+        self.cum = cums[-1].copy()
+        self.point = points[-1].copy()
+        if k > lo:
+            self._log_z = log_z[-1].copy()
+            self._log_r = log_r[-1].copy()
+        return points
+
+    def _leader_block(self, grads: np.ndarray) -> np.ndarray:
+        """The regularised leader's K rounds: sums in order, projections at once."""
+        cums = accumulate(self.cum, grads, self.t > 0)
+        points = project(-cums / self.lam, self.body, self.radius)
+        moved = np.any(points != np.concatenate([self.point[None], points[:-1]]), axis=2)
+        if self.t == 0:
+            moved[0] = False
+        self.switches += moved.sum(axis=0)
+        self.cum = cums[-1].copy()
+        self.point = points[-1].copy()
+        return points
 
 
 @register(
