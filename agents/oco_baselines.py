@@ -412,28 +412,17 @@ class DPFTRLOCO(TreeFTRLOCO):
     ``ftrl-oco`` with this lambda).
 
     ``law="gaussian"`` is Kairouz et al.'s own choice: node noise ``N(0, sigma^2 I)`` with the
-    L2 sensitivity ``2G``. sigma is calibrated as in Kairouz et al. by zCDP: each node is
-    ``(2G)^2/(2 sigma^2)``-zCDP, the ``levels`` nodes of one gradient compose to ``rho = levels
-    (2G)^2/(2 sigma^2)``, and sigma is the smallest with ``rho + 2 sqrt(rho ln(1/delta)) =
-    epsilon`` (Bun & Steinke 2016, Prop. 1.3; ``delta`` default 1e-5). The claim is tighter than
-    that request: the same releases are ``mu = sqrt(levels) 2G / sigma``-GDP (Dong, Roth & Su
-    2019), and the claim is the exact Gaussian privacy profile's epsilon at delta (about 0.74 at
-    a request of 1, delta = 1e-5; dp-accounting's PLD accountant agrees, tested in CI). The
-    noise is the zCDP rule's (unchanged); ``gaussian-dp-ftrl-oco`` is calibrated by the exact
-    profile instead (24% less noise for the request). It avoids the Laplace law's ``sqrt(d)``
-    factor from the L1 sensitivity.
+    L2 sensitivity ``2G``, sigma calibrated by zCDP to the request (Bun & Steinke 2016, Prop.
+    1.3; ``delta`` default 1e-5); the claim is the tighter exact Gaussian-DP profile of the same
+    releases (Dong, Roth & Su 2019). docs/algorithms.md has the calibration and the numbers.
 
     Deviations from Kairouz et al.: the default law is Laplace (pure DP, the suite's tree
     counter); no "honest" tree-completion trick; the exact GDP accountant for the claim.
 
-    Tuning (``"calibrated"``, from public d, G, D, T, epsilon only): the noisy leader behaves
-    like FTRL whose sums carry extra zero-mean noise of per-coordinate variance about
-    ``levels * 2 b^2`` (b the node scale), so lambda is set as for gradients of squared norm
-    ``G^2 + 2 d levels b^2 / T``: ``lambda = sqrt(2 T G^2 + 4 d levels b^2) / D``
-    (``lam=`` overrides). Noise: ``"fast"`` or ``"grid"`` backend for the Laplace law; the
-    Gaussian law refuses ``"grid"`` (its normals come from the learner's own generator).
-    ``mode`` is accepted for interface uniformity and has no effect (no erratum); ``delta`` is
-    ignored (pure DP).
+    Tuning (``"calibrated"``, from public d, G, D, T, epsilon only): ``lambda = sqrt(2 T G^2 +
+    2 d levels v) / D`` with v the per-coordinate node variance (``lam=`` overrides). Noise:
+    ``"fast"`` or ``"grid"`` for the Laplace law, ``"fast"`` only for the Gaussian one.
+    ``mode`` has no effect (no erratum); ``delta`` is ignored by the Laplace law.
     ``noise_multiplier`` (audit-only, default 1) scales the node noise while the claim keeps the
     epsilon of the unscaled learner (marked uncertified): the weakened learners an audit must
     catch (0 removes the noise).
