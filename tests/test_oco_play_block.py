@@ -169,3 +169,30 @@ def test_the_compiled_path_never_falls_back_to_the_hooks_on_the_box(monkeypatch,
     params = {"epsilon": 1.0} if agents.spec(name).private else {}
     agent = agents.make(name, env=env, seed=[3, 4, 5], **params)
     assert agent.play_block(grads).shape == (HORIZON, RUNS, 3)
+
+
+class _OwnAct(agents.spec("ogd").cls):
+    """A plug-in OCO learner with its own ``act`` (half of OGD's point): that act is its law."""
+
+    def act(self, obs):
+        return 0.5 * super().act(obs)
+
+
+class _OwnLearn(agents.spec("ftrl-oco").cls):
+    """A plug-in overriding a hook: ftrl-oco on twice the gradients."""
+
+    def _learn(self, g):
+        self.cum += 2.0 * g
+
+
+@pytest.mark.parametrize("cls", [_OwnAct, _OwnLearn], ids=["own-act", "own-learn"])
+def test_a_subclass_s_own_act_or_hooks_are_what_its_block_plays(monkeypatch, cls):
+    use_jit_path("compiled", monkeypatch)
+    env, grads = _gradients("stochastic", "box", 3)
+    kw = {"dim": 3, "horizon": HORIZON, "num_envs": RUNS, "seed": 1}
+    report = compare_paths(lambda: cls(**kw), horizon=HORIZON, gradients=grads, blocks=BLOCKS)
+    assert report.equal, report.describe()
+    # and the block differs from the parent's: the subclass's law is really the one played
+    parent = cls.__mro__[1](**kw)
+    ours = cls(**kw)
+    assert not np.array_equal(ours.play_block(grads[:9]), parent.play_block(grads[:9]))
