@@ -64,6 +64,9 @@ __all__ = [
 
 BODIES = ("box", "ball")
 SAMPLER_STREAM = 8  # per-run generators of the rejection sampler (never the env's streams)
+#: Doubles per (K, B, d) array of one part of a block: ``play_block`` hands ``_block`` parts of
+#: at most this many, so the block path's temporaries (P-COMW's ~15 arrays) stay ~20 MB.
+PART_ELEMENTS = 1 << 17
 
 
 # --------------------------------------------------------------------------- geometry
@@ -344,8 +347,12 @@ class OCOAgent(Agent):
             return np.empty((0, self.num_envs, self.dim))
         if type(self).act is not OCOAgent.act:  # a learner with its own act: that act is the law
             return np.stack([np.asarray(self.act(g), dtype=np.float64) for g in grads])
-        points = np.asarray(self._block(grads), dtype=np.float64)
-        self.t = t0 + len(grads)
+        points = np.empty(grads.shape)
+        step = max(1, PART_ELEMENTS // (self.num_envs * self.dim))
+        for lo in range(0, len(grads), step):  # parts: the temporaries stay a few megabytes
+            part = grads[lo : lo + step]
+            points[lo : lo + len(part)] = self._block(part)
+            self.t = t0 + lo + len(part)
         self.last_points = points[-1].copy()
         return points
 

@@ -196,3 +196,33 @@ def test_a_subclass_s_own_act_or_hooks_are_what_its_block_plays(monkeypatch, cls
     parent = cls.__mro__[1](**kw)
     ours = cls(**kw)
     assert not np.array_equal(ours.play_block(grads[:9]), parent.play_block(grads[:9]))
+
+
+@pytest.mark.parametrize("name", OCO)
+def test_a_block_played_in_parts_equals_act(monkeypatch, name):
+    """``play_block`` hands ``_block`` parts of at most ``PART_ELEMENTS`` doubles: here 2 rounds."""
+    import agents._oco as oco
+
+    use_jit_path("compiled", monkeypatch)
+    monkeypatch.setattr(oco, "PART_ELEMENTS", 2 * RUNS * 3)
+    env, grads = _gradients("shifting", "box", 3)
+    params = {"epsilon": 1.0} if agents.spec(name).private else {}
+    report = _compare(name, env, grads, **params)
+    assert report.equal, report.describe()
+
+
+def test_a_long_block_s_temporaries_stay_small(monkeypatch):
+    """P-COMW's block path makes ~15 arrays of the block's size: parts keep them a few MB."""
+    import tracemalloc
+
+    use_jit_path("compiled", monkeypatch)
+    agent = agents.make("p-comw", dim=5, horizon=9000, num_envs=25, seed=1, epsilon=1.0)
+    grads = np.random.default_rng(0).uniform(-1, 1, (8192, 25, 5)) / 3  # 7.8 MB, as a grid's
+    agent.play_block(grads[:2])  # kernels compiled or loaded outside the measure
+    tracemalloc.start()
+    try:
+        agent.play_block(grads[2:])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * grads.nbytes, f"{peak / 2**20:.0f} MB"  # 146 MB in one part, 27 in parts
