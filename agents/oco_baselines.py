@@ -30,7 +30,6 @@ from dp_experts_env._validation import (
     check_float,
     check_learner_epsilon,
 )
-from dp_experts_env.batch_rng import OPEN_HIGH, OPEN_LOW
 from dp_experts_env.privacy.declaration import Mechanism, PostProcessing, TreeAggregation, account
 from dp_experts_env.privacy.mechanisms import TreeCounter, tree_levels
 from dp_experts_env.privacy.noise import NoiseBackend, get_backend, root_backend
@@ -340,9 +339,10 @@ class TreeFTRLOCO(OCOAgent):
     def _block(self, grads: np.ndarray) -> np.ndarray:
         """The tree's K releases in one kernel call (:func:`agents._kernels.tree_block`).
 
-        Each learned round reads its node's uniforms (Laplace: d; Gaussian: Box-Muller's 2d)
-        and nothing else, so one read of the stream gives the block's noise in order; the
-        projections are computed at once. One coordinate (numpy sums the levels pairwise
+        Each learned round reads its node's noise and nothing else: the Laplace nodes' d
+        uniforms per round come from one read of the stream (:func:`agents._kernels.fast_laplace`),
+        the Gaussian nodes' from ``BatchRNG.normal`` a round at a time; the projections are
+        computed at once. One coordinate (numpy sums the levels pairwise
         there), the lattice backend and subclasses' own hooks play round by round.
         """
         hooks = ("_learn", "_choose", "_gaussian_step", "_init_state")
@@ -363,12 +363,10 @@ class TreeFTRLOCO(OCOAgent):
         if m:
             if gaussian:
                 noise = np.empty((0, runs, d))
-                if self.node_scale > 0.0:  # BatchRNG.normal's Box-Muller, d then d uniforms
-                    u = np.ascontiguousarray(round_uniforms(self.rng, m, 2 * d))
-                    u1 = np.maximum(np.ascontiguousarray(u[..., :d]), OPEN_LOW)
-                    np.minimum(u1, OPEN_HIGH, out=u1)
-                    u2 = np.ascontiguousarray(u[..., d:])
-                    z = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+                if self.node_scale > 0.0:
+                    # BatchRNG's own normals, a round's draw at a time: its Box-Muller reads a
+                    # round's d + d uniforms in an order one call for the block would not keep.
+                    z = np.stack([self.rng.normal((d,)) for _ in range(m)])
                     noise = self.noise_multiplier * self.node_scale * z
                 tree_block(learn, noise, self._exact, self._noisy, self._count, sums[int(first) :])
                 self._count += m
