@@ -226,3 +226,54 @@ def test_a_long_block_s_temporaries_stay_small(monkeypatch):
     finally:
         tracemalloc.stop()
     assert peak < 4 * grads.nbytes, f"{peak / 2**20:.0f} MB"  # 146 MB in one part, 27 in parts
+
+
+# ----------------------------------------------------------------------------- planted bugs
+import agents._kernels as kernels  # noqa: E402
+import agents.oco_baselines as oco_baselines  # noqa: E402
+
+_fast_laplace = kernels.fast_laplace
+_ogd_rounds = oco_kernels.ogd_box_rounds
+
+
+def _half_noise(u, scale):
+    return _fast_laplace(u, 0.5 * np.asarray(scale))
+
+
+def _shrunk_box(g, point, step, radius, learn_first, out):
+    return _ogd_rounds(g, point, step, 0.9 * radius, learn_first, out)
+
+
+def _ogd_on_copies(g, point, step, radius, learn_first, out):
+    return _ogd_rounds(np.array(g), point, float(step), float(radius), bool(learn_first), out)
+
+
+def _laplace_as_array(u, scale):
+    return _fast_laplace(u, np.array(scale, dtype=np.float64))
+
+
+@pytest.mark.parametrize(
+    ("name", "function", "bug", "says"),
+    [
+        ("dp-ftrl-oco", "fast_laplace", _half_noise, "at round 2: actions"),
+        ("ogd", "ogd_box_rounds", _shrunk_box, "actions"),
+    ],
+)
+def test_a_kernel_only_bug_in_an_oco_block_path_fails_the_paths_check(
+    monkeypatch, name, function, bug, says
+):
+    use_jit_path("compiled", monkeypatch)
+    monkeypatch.setattr(oco_baselines, function, bug)
+    with pytest.raises(ContractError) as err:
+        check_agent(name, checks=["paths"])
+    assert says in str(err.value) and "differs from act at round " in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "function", "change"),
+    [("dp-ftrl-oco", "fast_laplace", _laplace_as_array), ("ogd", "ogd_box_rounds", _ogd_on_copies)],
+)
+def test_a_harmless_change_in_an_oco_block_path_passes(monkeypatch, name, function, change):
+    use_jit_path("compiled", monkeypatch)
+    monkeypatch.setattr(oco_baselines, function, change)
+    assert check_agent(name, checks=["paths"]).passed == ["paths"]
