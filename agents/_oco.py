@@ -64,6 +64,9 @@ __all__ = [
 
 BODIES = ("box", "ball")
 SAMPLER_STREAM = 8  # per-run generators of the rejection sampler (never the env's streams)
+#: Doubles per (K, B, d) array of one part of a block: ``play_block`` hands ``_block`` parts of
+#: at most this many, so the block path's temporaries (P-COMW's ~15 arrays) stay ~20 MB.
+PART_ELEMENTS = 1 << 17
 
 
 # --------------------------------------------------------------------------- geometry
@@ -328,6 +331,36 @@ class OCOAgent(Agent):
         self.t += 1
         self.last_points = points
         return points[0].copy() if single else points.copy()
+
+    def play_block(self, obs: Any) -> np.ndarray:
+        """K rounds of :meth:`act` at once: (K, B, d) gradients in, (K, B, d) points out.
+
+        The same points, state and random stream as K ``act`` calls (:mod:`agents._oco_kernels`;
+        the episode loop calls it on oblivious OCO envs). :meth:`_block` computes the points;
+        by default the learner's own hooks, round by round.
+        """
+        from agents._oco_kernels import check_oco_block
+
+        grads = check_oco_block(self, obs)
+        t0 = self.t
+        if not len(grads):
+            return np.empty((0, self.num_envs, self.dim))
+        if type(self).act is not OCOAgent.act:  # a learner with its own act: that act is the law
+            return np.stack([np.asarray(self.act(g), dtype=np.float64) for g in grads])
+        points = np.empty(grads.shape)
+        step = max(1, PART_ELEMENTS // (self.num_envs * self.dim))
+        for lo in range(0, len(grads), step):  # parts: the temporaries stay a few megabytes
+            part = grads[lo : lo + step]
+            points[lo : lo + len(part)] = self._block(part)
+            self.t = t0 + lo + len(part)
+        self.last_points = points[-1].copy()
+        return points
+
+    def _block(self, grads: np.ndarray) -> np.ndarray:
+        """The (K, B, d) points of K rounds on checked gradients (learners override it)."""
+        from agents._oco_kernels import oco_hook_loop
+
+        return oco_hook_loop(self, grads)
 
     def predict(
         self,

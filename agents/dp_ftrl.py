@@ -57,8 +57,6 @@ class DPFTRLTree(PrivateAgent):
     epsilon-DP (adaptive composition of Laplace mechanisms; later losses may depend on earlier
     plays, which are post-processing of earlier releases). The plays are post-processing.
 
-    Modes: there is no erratum to reproduce; ``mode`` is accepted and ignored.
-
     Tuning: ``eta = sqrt(8 log N / T)`` (:func:`agents.full_info.hedge_eta`), the minimiser of the
     Hedge bound ``log N / eta + eta T / 8``, for both ``tuning="paper"`` and
     ``tuning="calibrated"``: in the FTRL analyses above the tree noise is paid additively (a term
@@ -66,13 +64,9 @@ class DPFTRLTree(PrivateAgent):
     cited papers give no other constant.
     ``eta=`` overrides it (a public constant; privacy does not depend on it).
 
-    ``epsilon=math.inf`` uses the exact running sums, i.e. Hedge (claim: not private); the claim is
-    the tree counter's guarantee. Deviations: losses are clipped to [0, 1] before use; the regret
-    constants of the cited
-    papers are not reproduced (the papers that cite them give no learning-rate constants).
-
-    Per-round cost: O(N log T) time (each round sums the popcount(t) <= log2 T + 1 noisy
-    nodes of t's binary expansion), O(N log T) memory per run.
+    ``epsilon=math.inf`` uses the exact running sums, i.e. Hedge (claim: not private). ``mode`` is
+    accepted and ignored (no erratum to reproduce). Deviations: losses are clipped to [0, 1]
+    before use; the cited papers' regret constants are not reproduced (no rate constants given).
 
     Attributes:
         eta, node_scale (Laplace scale per node coordinate), levels, tree (the TreeCounter).

@@ -11,9 +11,19 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from agents._kernels import (
+    accumulate,
+    fast_laplace,
+    own_hooks,
+    plain_fast_backend,
+    round_uniforms,
+    tree_block,
+)
 from agents._oco import OCOAgent, claim, project
+from agents._oco_kernels import oco_hook_loop, ogd_box_rounds
 from agents.base import PrivacyClaim, no_privacy
 from agents.registry import register
+from dp_experts_env._jit import jit_enabled
 from dp_experts_env._validation import (
     check_choice,
     check_delta,
@@ -70,6 +80,16 @@ class OGD(OCOAgent):
     def _choose(self, g: np.ndarray) -> np.ndarray:
         return self.point
 
+    def _block(self, grads: np.ndarray) -> np.ndarray:
+        # The box's step and clip compiled; the ball's radial shrink needs numpy's einsum.
+        if self.body != "box" or not own_hooks(self, OGD) or not jit_enabled():
+            return oco_hook_loop(self, grads)
+        out = np.empty(grads.shape)
+        point = self.point.copy()
+        ogd_box_rounds(grads, point, float(self.step), float(self.radius), self.t > 0, out)
+        self.point = point
+        return out
+
 
 @register(
     "ftrl-oco",
@@ -116,6 +136,14 @@ class FTRLOCO(OCOAgent):
 
     def _choose(self, g: np.ndarray) -> np.ndarray:
         return project(-self.cum / self.lam, self.body, self.radius)
+
+    def _block(self, grads: np.ndarray) -> np.ndarray:
+        # Running sums in order, the K projections at once (elementwise or per row).
+        if not own_hooks(self, FTRLOCO):
+            return oco_hook_loop(self, grads)
+        cums = accumulate(self.cum, grads, self.t > 0)
+        self.cum = cums[-1].copy()
+        return project(-cums / self.lam, self.body, self.radius)
 
 
 class TreeFTRLOCO(OCOAgent):
@@ -308,6 +336,52 @@ class TreeFTRLOCO(OCOAgent):
     def _choose(self, g: np.ndarray) -> np.ndarray:
         return project(-self.noisy_sum / self.lam, self.body, self.radius)
 
+    def _block(self, grads: np.ndarray) -> np.ndarray:
+        """The tree's K releases in one kernel call (:func:`agents._kernels.tree_block`).
+
+        Each learned round reads its node's noise and nothing else: the Laplace nodes' d
+        uniforms per round come from one read of the stream (:func:`agents._kernels.fast_laplace`),
+        the Gaussian nodes' from ``BatchRNG.normal`` a round at a time; the projections are
+        computed at once. One coordinate (numpy sums the levels pairwise
+        there), the lattice backend and subclasses' own hooks play round by round.
+        """
+        hooks = ("_learn", "_choose", "_gaussian_step", "_init_state")
+        gaussian = self.law == "gaussian"
+        if (
+            self.dim < 2
+            or not jit_enabled()
+            or not own_hooks(self, TreeFTRLOCO, hooks)
+            or (not gaussian and not plain_fast_backend(self.tree.backend))
+        ):
+            return oco_hook_loop(self, grads)
+        first = self.t == 0
+        learn = grads[int(first) :]
+        sums = np.empty(grads.shape)
+        if first:
+            sums[0] = self.noisy_sum
+        m, runs, d = learn.shape
+        if m:
+            if gaussian:
+                noise = np.empty((0, runs, d))
+                if self.node_scale > 0.0:
+                    # BatchRNG's own normals, a round's draw at a time: its Box-Muller reads a
+                    # round's d + d uniforms in an order one call for the block would not keep.
+                    z = np.stack([self.rng.normal((d,)) for _ in range(m)])
+                    noise = self.noise_multiplier * self.node_scale * z
+                tree_block(learn, noise, self._exact, self._noisy, self._count, sums[int(first) :])
+                self._count += m
+            else:
+                tree = self.tree
+                noise = np.empty((0, runs, d))
+                if tree._run_epsilons is not None or tree.node_scale > 0.0:
+                    u = np.ascontiguousarray(round_uniforms(self.rng, m, d))
+                    noise = fast_laplace(u, tree.node_scale)
+                tree_block(learn, noise, tree._exact, tree._noisy, tree.t, sums[int(first) :])
+                tree.t += m
+                tree._value = sums[-1].copy()
+            self.noisy_sum = sums[-1].copy()
+        return project(-sums / self.lam, self.body, self.radius)
+
 
 @register(
     "dp-ftrl-oco",
@@ -336,28 +410,17 @@ class DPFTRLOCO(TreeFTRLOCO):
     ``ftrl-oco`` with this lambda).
 
     ``law="gaussian"`` is Kairouz et al.'s own choice: node noise ``N(0, sigma^2 I)`` with the
-    L2 sensitivity ``2G``. sigma is calibrated as in Kairouz et al. by zCDP: each node is
-    ``(2G)^2/(2 sigma^2)``-zCDP, the ``levels`` nodes of one gradient compose to ``rho = levels
-    (2G)^2/(2 sigma^2)``, and sigma is the smallest with ``rho + 2 sqrt(rho ln(1/delta)) =
-    epsilon`` (Bun & Steinke 2016, Prop. 1.3; ``delta`` default 1e-5). The claim is tighter than
-    that request: the same releases are ``mu = sqrt(levels) 2G / sigma``-GDP (Dong, Roth & Su
-    2019), and the claim is the exact Gaussian privacy profile's epsilon at delta (about 0.74 at
-    a request of 1, delta = 1e-5; dp-accounting's PLD accountant agrees, tested in CI). The
-    noise is the zCDP rule's (unchanged); ``gaussian-dp-ftrl-oco`` is calibrated by the exact
-    profile instead (24% less noise for the request). It avoids the Laplace law's ``sqrt(d)``
-    factor from the L1 sensitivity.
+    L2 sensitivity ``2G``, sigma calibrated by zCDP to the request (Bun & Steinke 2016, Prop.
+    1.3; ``delta`` default 1e-5); the claim is the tighter exact Gaussian-DP profile of the same
+    releases (Dong, Roth & Su 2019). docs/algorithms.md has the calibration and the numbers.
 
     Deviations from Kairouz et al.: the default law is Laplace (pure DP, the suite's tree
     counter); no "honest" tree-completion trick; the exact GDP accountant for the claim.
 
-    Tuning (``"calibrated"``, from public d, G, D, T, epsilon only): the noisy leader behaves
-    like FTRL whose sums carry extra zero-mean noise of per-coordinate variance about
-    ``levels * 2 b^2`` (b the node scale), so lambda is set as for gradients of squared norm
-    ``G^2 + 2 d levels b^2 / T``: ``lambda = sqrt(2 T G^2 + 4 d levels b^2) / D``
-    (``lam=`` overrides). Noise: ``"fast"`` or ``"grid"`` backend for the Laplace law; the
-    Gaussian law refuses ``"grid"`` (its normals come from the learner's own generator).
-    ``mode`` is accepted for interface uniformity and has no effect (no erratum); ``delta`` is
-    ignored (pure DP).
+    Tuning (``"calibrated"``, from public d, G, D, T, epsilon only): ``lambda = sqrt(2 T G^2 +
+    2 d levels v) / D`` with v the per-coordinate node variance (``lam=`` overrides). Noise:
+    ``"fast"`` or ``"grid"`` for the Laplace law, ``"fast"`` only for the Gaussian one.
+    ``mode`` has no effect (no erratum); ``delta`` is ignored by the Laplace law.
     ``noise_multiplier`` (audit-only, default 1) scales the node noise while the claim keeps the
     epsilon of the unscaled learner (marked uncertified): the weakened learners an audit must
     catch (0 removes the noise).

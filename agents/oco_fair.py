@@ -16,7 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from agents._kernels import accumulate, own_hooks
 from agents._oco import OCOAgent, project
+from agents._oco_kernels import oco_hook_loop
 from agents.base import PrivacyClaim, no_privacy
 from agents.oco_baselines import TreeFTRLOCO
 from agents.registry import register
@@ -108,6 +110,24 @@ class LazyFTRLOCO(OCOAgent):
             self.switches += np.any(new != self.point, axis=1)
             self.point = new
         return self.point.copy()
+
+    def _block(self, grads: np.ndarray) -> np.ndarray:
+        # Sums in order; the block's scheduled rounds projected at once, held in between.
+        if not own_hooks(self, LazyFTRLOCO):
+            return oco_hook_loop(self, grads)
+        cums = accumulate(self.cum, grads, self.t > 0)
+        self.cum = cums[-1].copy()
+        due = self._recompute[self.t + 1 : self.t + len(grads) + 1]
+        at = np.flatnonzero(due)
+        if not at.size:
+            return np.broadcast_to(self.point, grads.shape).copy()
+        new = project(-cums[at] / self.lam, self.body, self.radius)
+        before = np.concatenate([self.point[None], new[:-1]])
+        self.switches += np.any(new != before, axis=2).sum(axis=0)
+        which = np.cumsum(due) - 1  # the newest recomputation at or before each round
+        points = np.where((which >= 0)[:, None, None], new[np.maximum(which, 0)], self.point)
+        self.point = new[-1].copy()
+        return points
 
 
 @register(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from agents._kernels import accumulate, own_hooks, round_uniforms
 from agents._oco import (
     OCOAgent,
     _log1mexp,
@@ -24,8 +25,10 @@ from agents._oco import (
     log_normaliser,
     project,
 )
+from agents._oco_kernels import oco_hook_loop, pcomw_path
 from agents.base import PrivacyClaim, no_privacy
 from agents.registry import register
+from dp_experts_env._jit import jit_enabled
 from dp_experts_env._validation import (
     check_choice,
     check_delta,
@@ -328,56 +331,33 @@ class PCOMW(OCOAgent):
 
     Source: Agarwal, Kale, Singh & Thakurta, "Improved Differentially Private and Lazy Online
     Convex Optimization", Algorithm 1 with Theorem 4.1 (``setting="dp"``) or Theorem 4.2
-    (``setting="lazy"``).
+    (``setting="lazy"``); docs/algorithms.md ("P-COMW") has the derivations, modes and tunings.
 
-    Algorithm (per run): the target of round t is the Gibbs law
-    ``mu_t ∝ exp(-beta(<L_{t-1}, x> + lambda/2 ||x||^2))`` on the body, i.e. the Gaussian
-    ``N(-L_{t-1}/lambda, (beta lambda)^{-1} I)`` conditioned on the body (sampled exactly:
-    truncated normals on the box, rejection on the ball; never a projected Gaussian). Round 1
-    plays ``x_1 ~ mu_1`` with ``b = 0`` (erratum E-AKST-4: the paper leaves both blank). After
-    round t the learner keeps ``x_t`` unless a forced coin (probability p) fires or the stay coin
-    ``Ber(Pi(r_t / Phi))`` fails, where ``r_t = mu_{t+1}(x_t) / mu_t(x_t)`` is the ratio of the
-    *normalised* densities (exact: ``log r_t = -beta <g_t, x_t> - ln Z_{t+1}/Z_t``, closed-form
-    normalisers) and ``Pi(z) = min(1, max(Phi^{-2}, z))``; a switch draws a fresh independent
-    ``x_{t+1} ~ mu_{t+1}`` and costs one unit of the budget B; with the budget spent the point is
-    frozen.
+    Algorithm (per run): round t's target is the Gibbs law ``mu_t ∝ exp(-beta(<L_{t-1}, x> +
+    lambda/2 ||x||^2))`` on the body, sampled exactly (truncated normals on the box, rejection on
+    the ball; never a projected Gaussian). ``x_1 ~ mu_1`` with ``b = 0`` (E-AKST-4); after round
+    t the point is kept unless a forced coin (p) fires or the stay coin ``Ber(Pi(r_t / Phi))``
+    fails (``r_t`` the exact ratio of the normalised densities); a switch draws
+    ``x_{t+1} ~ mu_{t+1}`` and spends one unit of the budget B, then the point is frozen.
 
-    Privacy claim (``setting="dp"``): ``(epsilon_out, delta)``-DP of the whole sequence of
-    played points (and switch flags), replace-one-gradient neighbours with ``||g|| <= G``, against
-    adaptive adversaries (adaptive composition; the regret bound needs oblivious losses).
+    Privacy claim (``setting="dp"``): ``(epsilon_out, delta)``-DP of the played points (and switch
+    flags), replace-one-gradient neighbours with ``||g|| <= G``, against adaptive adversaries;
     ``epsilon_out`` is what the Renyi accountant for linear losses certifies
-    (:func:`dp_experts_env.privacy.accountant_oco.pcomw_rdp_account`: exact per-round Renyi
-    bounds of the coin and the fresh sample, composed and converted at the requested delta); with
-    ``tuning="paper"`` the smaller of that and the paper's Theorem "DP" certificate (pre-
-    simplified S2, erratum E-AKST-2; delta of E-AKST-3). The claim names the accountant used.
-    ``epsilon=math.inf`` removes the noise: the learner plays the regularised leader
-    ``Proj_K(-L/lambda)`` with ``lambda = (G/D) sqrt(2T)`` every round (= ``ftrl-oco``; claim:
-    not private). ``setting="lazy"`` is non-private.
-
-    Modes (errata in docs/errata.md): ``"strict"`` (default) -- ``lambda_1 = sqrt(2T)``
-    (E-AKST-1), certified accountants; ``"paper"`` -- the printed ``lambda_1 = 1/(2 sqrt T)``,
-    the printed simplified S2 and delta; the claim then says ``certified=False``.
-
-    Tuning: ``"calibrated"`` (default) -- see :func:`pcomw_parameters` and docs/algorithms.md
-    (public quantities d, R, G, T, epsilon, delta, S only); ``"paper"`` -- the theorems'
-    constants (Theorem 4.1's are designed for ``epsilon <= 1``, ``T >= 12 ln(1/delta)``; the
-    claim reports what the accountants certify for them).
+    (:func:`dp_experts_env.privacy.accountant_oco.pcomw_rdp_account`; with ``tuning="paper"``
+    the smaller of that and the corrected Theorem "DP", E-AKST-2/3), and the claim names it.
+    ``epsilon=math.inf`` plays the regularised leader (= ``ftrl-oco``); ``setting="lazy"`` is
+    not private; ``mode="paper"`` reproduces the printed formulas (E-AKST-1..3), uncertified.
 
     Args:
-        n_experts / dim: d. horizon: T (>= 2). body, radius, grad_bound: the env's K and G
-            (read from the env by ``agents.make``).
+        n_experts / dim: d. horizon: T (>= 2). body, radius, grad_bound: the env's K and G.
         setting: ``"dp"`` (default) or ``"lazy"``.
-        epsilon, delta: privacy target (dp; default delta 1e-5, must be in (0, 1/2]).
-        switch_budget: S (lazy; default ``sqrt(d T)``, the paper's ``sqrt(T)`` regime boundary).
-        mode, tuning: see above. kappa: explicit ``beta G^2/lambda`` (dp; must fit epsilon;
-            strict mode then uses the calibrated geometry and its best p).
-        noise: ``"fast"`` only (``noise_backends``; ``"grid"`` is refused): the sampler is exact
-            float inverse-CDF / rejection (simulation-grade, see docs/privacy.md on floating
-            point), with no Laplace release for a lattice to replace.
-        noise_multiplier: audit-only knob (default 1): scales the Gibbs law's spread
-            ``(beta lambda)^{-1/2}`` (beta divided by its square; 0 plays the regularised leader)
-            while the claim keeps the epsilon of the unscaled learner (marked uncertified). It
-            builds the weakened learners an audit must catch.
+        epsilon, delta: privacy target (dp; default delta 1e-5, in (0, 1/2]).
+        switch_budget: S (lazy; default ``sqrt(d T)``).
+        mode, tuning: ``"strict"`` / ``"paper"``; ``"calibrated"`` (:func:`pcomw_parameters`,
+            public quantities only) / ``"paper"``. kappa: explicit ``beta G^2/lambda`` (dp).
+        noise: ``"fast"`` only (exact float samplers: no Laplace release for a lattice).
+        noise_multiplier: audit only: the Gibbs spread scaled (0: the leader), the claim kept
+            and marked uncertified.
         num_envs, seed: as for every agent.
 
     Deviations: only linear losses (the env's), for which sampling and normalisers are exact;
@@ -386,9 +366,6 @@ class PCOMW(OCOAgent):
     Attributes:
         parameters (:class:`PCOMWParameters`), beta, lam, p, budget, log_phi; per episode
         ``resamples`` and ``switches`` (B,).
-
-    Per-round cost: O(d) per run (box; plus O(d) per resample), the ball adds a noncentral
-    chi-square CDF per run and a rejection loop per resample.
     """
 
     #: noise backends the learner draws from; others are refused (nothing to put on a lattice).
@@ -665,6 +642,59 @@ class PCOMW(OCOAgent):
             self.resamples[rows] += 1
             self.switches[rows] += 1
         return self.point
+
+    def _block(self, grads: np.ndarray) -> np.ndarray:
+        """K rounds at once (:mod:`agents._oco_kernels`): the box's chain compiled.
+
+        numpy computes the running sums, the normalisers and a fresh Gibbs draw for every
+        round from the round's own uniforms (elementwise, so the draws the per-round path makes
+        at its moves are among them); :func:`~agents._oco_kernels.pcomw_path` runs the
+        stay-or-move chain. The ball's rejection sampler and subclasses' hooks play round by
+        round.
+        """
+        hooks = ("_learn", "_choose", "_sample", "_log_z_of", "_init_state")
+        if not own_hooks(self, PCOMW, hooks):
+            return oco_hook_loop(self, grads)
+        if self.leader_only:
+            return self._leader_block(grads)
+        if self.body != "box" or not jit_enabled():
+            return oco_hook_loop(self, grads)
+        k, runs, d = grads.shape
+        first = self.t == 0
+        cums = accumulate(self.cum, grads, not first)
+        u = np.ascontiguousarray(round_uniforms(self.rng, k, 2 + d))  # 2 coins, d uniforms
+        coins = np.ascontiguousarray(u[..., :2])
+        unif = np.ascontiguousarray(u[..., 2:])
+        fresh = box_sample(-cums / self.lam, self.scale, self.radius, unif)
+        lo = int(first)
+        dz = np.zeros((k, runs))
+        if k > lo:
+            if self._log_z is None:
+                self._log_z = self._log_z_of(self.cum)
+            log_z = self._log_z_of(cums[lo:])
+            dz[lo:] = log_z - np.concatenate([self._log_z[None], log_z[:-1]])
+        state = np.stack([self.resamples, self.switches])
+        params = (self.beta, self.log_phi, self.p, self.budget)
+        points, log_r = pcomw_path(grads, dz, coins, fresh, self.point, params, first, state)
+        self.resamples, self.switches = state[0].copy(), state[1].copy()
+        self.cum = cums[-1].copy()
+        self.point = points[-1].copy()
+        if k > lo:
+            self._log_z = log_z[-1].copy()
+            self._log_r = log_r[-1].copy()
+        return points
+
+    def _leader_block(self, grads: np.ndarray) -> np.ndarray:
+        """The regularised leader's K rounds: sums in order, projections at once."""
+        cums = accumulate(self.cum, grads, self.t > 0)
+        points = project(-cums / self.lam, self.body, self.radius)
+        moved = np.any(points != np.concatenate([self.point[None], points[:-1]]), axis=2)
+        if self.t == 0:
+            moved[0] = False
+        self.switches += moved.sum(axis=0)
+        self.cum = cums[-1].copy()
+        self.point = points[-1].copy()
+        return points
 
 
 @register(

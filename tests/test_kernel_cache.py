@@ -66,6 +66,13 @@ def test_the_project_kernels_reach_their_cross_module_helpers():
     assert svt == sorted(["_svt_kernels.py", HELPER_FILE.name])
     lazy = {Path(f).name for f in _jit.reached_files(_lazy_kernel.lazy_rounds)[0]}
     assert {"_lazy_kernel.py", "_kernels.py", "_bandit_kernels.py"} <= lazy
+    # The OCO learners' kernels: their own file (and the tree kernel theirs), so an edit of
+    # agents/_oco_kernels.py compiles afresh.
+    from agents import _kernels, _oco_kernels
+
+    for oco_kernel in (_oco_kernels.ogd_box_rounds, _oco_kernels.pcomw_rounds):
+        assert [Path(f).name for f in _jit.reached_files(oco_kernel)[0]] == ["_oco_kernels.py"]
+    assert [Path(f).name for f in _jit.reached_files(_kernels.tree_block)[0]] == ["_kernels.py"]
 
 
 PLAY = """

@@ -318,7 +318,7 @@ def test_a_subclass_overriding_act_s_hooks_plays_them_on_the_block_path_too():
 
 
 def test_an_oco_block_path_is_compared_on_the_env_s_gradients():
-    """OCO learners have no play_block yet; one that adds it is compared the same way."""
+    """An OCO learner's play_block is compared on the env's gradients: a wrong one is caught."""
     ogd = agents.spec("ogd").cls
 
     class Blocked(ogd):

@@ -27,10 +27,12 @@ BLOCKS = (1, 6, 13, 2, 9)  # 31 rounds in blocks, then 9 more with act
 
 
 def block_learners() -> list[str]:
+    """Full-information learners with ``play_block`` (OCO ones: tests/test_oco_play_block.py)."""
     return sorted(
         item["name"]
         for item in agents.available()
         if callable(getattr(agents.spec(item["name"]).cls, "play_block", None))
+        and agents.spec(item["name"]).feedback != "oco"
     )
 
 

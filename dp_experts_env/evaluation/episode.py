@@ -31,7 +31,8 @@ last action and the loss that action is charged). Blocks end at the recorded rou
 per-round loop's (``DP_EXPERTS_NO_JIT=1`` runs that loop; the tests compare the two). OCO envs
 with an oblivious family play in blocks too: the observation of round t is the gradient of round
 t - 1 whatever was played, so the block's (K, B, d) gradients are fetched first and each learner
-acts round by round on them (OCO learners have no ``play_block``).
+chooses its K points in one ``play_block`` call where it has one (every registered OCO learner
+does: :mod:`agents._oco_kernels`), else acts round by round on them.
 """
 
 from __future__ import annotations
@@ -278,7 +279,7 @@ def _play_oco_blocks(
     played, so the block's observations are known before its first action. A learner with
     ``play_block(obs)`` (the (K, b, d) observations K ``act`` calls would receive in, the
     (K, b, d) points they would return out, the same state after) chooses the block in one call;
-    the others act round by round (no OCO learner of the registry has one yet).
+    the others act round by round.
     """
     base = env.unwrapped
     core = base.core
