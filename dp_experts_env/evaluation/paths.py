@@ -200,7 +200,7 @@ def _drop_padding(
 
     A block's first round may learn nothing (round 1 has no loss yet); the block kernels then
     pad its uniforms so the K rounds form one array, with 0 (whose Laplace transform,
-    ``fast_laplace(0, scale)``, is about ``-36.7 scale``) or with 0.5 (a zero noise), and throw
+    ``samplers.laplace(0, scale)``, is about ``-36.7 scale``) or with 0.5 (a zero noise), and throw
     the padded values away. A genuine draw gives one of these values only for a uniform below
     ``2**-54`` or exactly 0.5, so they are the padding and not compared; a zero noise is no
     noise either way (tests/test_path_equivalence.py pins the reason).
@@ -213,10 +213,9 @@ def _drop_padding(
 
 
 def _zero_uniform_laplace(scales: np.ndarray) -> np.ndarray:
-    from dp_experts_env.batch_rng import OPEN_LOW
+    from dp_experts_env import samplers
 
-    u = np.full(scales.shape, OPEN_LOW) - 0.5
-    return -scales * np.sign(u) * np.log1p(-2.0 * np.abs(u))
+    return samplers.laplace(np.zeros(scales.shape), scales)
 
 
 def _noise_difference(
