@@ -7,8 +7,8 @@ number of uniforms per variate (``*_UNIFORMS``). Every caller goes through this 
 :mod:`dp_experts_env.privacy.noise` (``fast``, the lattice's ``grid``, plain
 :class:`numpy.random.Generator` sources) and the block paths of the learners, which read the
 uniforms of K rounds at once and apply the same law to them. So a law is written once: a change
-here is a change of every path (``tests/test_samplers.py`` patches a law and watches every
-learner's ``act`` and block path follow).
+here is a change of every path (``tests/test_samplers.py`` patches :func:`laplace_law` and
+:func:`normal` and watches every learner's ``act`` and block path follow).
 
 Callers reach a law as an attribute of this module at call time (``samplers.laplace(u, s)``),
 never as a name bound at import, so a patched law is the law everywhere.
@@ -41,6 +41,7 @@ __all__ = [
     "geometric",
     "gumbel",
     "laplace",
+    "laplace_law",
     "laplace_tap",
     "normal",
     "open_interval",
@@ -109,11 +110,23 @@ def _scalar(out: np.ndarray) -> Any:
 
 
 def laplace(u: Any, scale: Any) -> Any:
-    """Laplace(0, ``scale``) by inverse CDF from uniforms ``u`` (one per variate).
+    """Laplace(0, ``scale``) variates from uniforms ``u`` (one each), reported to open taps.
 
-    ``-scale * sign(v) * log1p(-2 |v|)`` with ``v = clip(u) - 0.5``, evaluated left to right.
-    ``scale`` broadcasts against ``u`` (a float, or a (B, 1) column of per-run scales).
-    Simulation-grade floats (their low bits leak: the ``grid`` backend exists for that).
+    The entry every path draws Laplace noise through: :func:`laplace_law`, then the taps
+    (:func:`laplace_tap`) see what it returned. ``scale`` broadcasts against ``u`` (a float,
+    or a (B, 1) column of per-run scales).
+    """
+    drawn = laplace_law(u, scale)
+    if LAPLACE_TAPS:  # the audit's path-equivalence check is listening
+        tap_laplace(scale, drawn)
+    return drawn
+
+
+def laplace_law(u: Any, scale: Any) -> Any:
+    """The Laplace law by inverse CDF: ``-scale * sign(v) * log1p(-2 |v|)``, ``v = clip(u) - 0.5``.
+
+    Evaluated left to right. Simulation-grade floats (their low bits leak the input: the
+    ``grid`` backend's :func:`discrete_laplace` exists for that).
     """
     v = open_interval(u)
     v -= 0.5
@@ -125,8 +138,6 @@ def laplace(u: Any, scale: Any) -> Any:
         drawn = np.multiply(signed, v, out=signed)
     else:
         drawn = signed * v
-    if LAPLACE_TAPS:  # the audit's path-equivalence check is listening
-        tap_laplace(scale, drawn)
     return _scalar(np.asarray(drawn))
 
 
