@@ -394,6 +394,12 @@ class MetaExpertReduction(PrivateAgent):
         sensitivity = self.noise.effective_sensitivity(self.noise_sensitivity, self.n_experts)
         return sensitivity / self._run_epsilon
 
+    def noise_uniforms(self) -> int:
+        """Uniforms per run a learning round's release reads (``fast``; 0 at epsilon = inf)."""
+        scale = self._noise_scale()
+        noiseless = isinstance(scale, float) and scale == 0.0
+        return 0 if noiseless else self.n_experts * samplers.LAPLACE_UNIFORMS
+
     def _noisy(self, losses: np.ndarray) -> np.ndarray:
         scale = self._noise_scale()
         if isinstance(scale, float) and scale == 0.0:
@@ -516,15 +522,13 @@ class MetaExpertReduction(PrivateAgent):
         if k == 0 or not structured or not plain_fast_backend(self.noise):
             # Round by round (act advances the clock itself).
             return np.array([self.act(row) for row in losses], dtype=np.int64).reshape(k, -1)
-        n = self.n_experts
         first = self.t == 0
         clipped = clip_unit(losses)
         scale = self._noise_scale()
-        noiseless = isinstance(scale, float) and scale == 0.0
-        draws = 0 if noiseless else n * samplers.LAPLACE_UNIFORMS
+        draws = self.noise_uniforms()
         # Per round: the release's uniforms, then the play's; round 1 only draws its play.
         u = block_uniforms(self.rng, k, draws + PLAY_UNIFORMS, draws * int(first))
-        noisy = clipped.copy() if noiseless else clipped + samplers.laplace(u[:, :, :draws], scale)
+        noisy = clipped + samplers.laplace(u[:, :, :draws], scale) if draws else clipped.copy()
         history = np.empty((k, *self._log_f.shape))
         suffix = np.empty((k, self._s + 1))
         if self._s > 0 and jit_enabled():

@@ -267,3 +267,48 @@ def test_a_block_path_reaching_the_law_another_way_passes(monkeypatch):
     with _block_path_draws_with(_through_the_alias):
         _, block_count, declared = _follows("noisy-clipped-hedge", "laplace")
     assert block_count > 0 and "laplace" in declared
+
+
+# ----------------------------------------------------------------------------- uniforms per round
+#: Settings where round 2 releases (private-fixed-share releases every ``block`` rounds).
+ROUND_PARAMS = {"private-fixed-share": {"block": 1}}
+DECLARING = [n for n in NAMES if callable(getattr(agents.spec(n).cls, "noise_uniforms", None))]
+
+
+def _reads_as_declared(agent) -> bool:
+    """Rounds 1 and 2 of ``act`` read ``PLAY_UNIFORMS``, then ``noise_uniforms() +
+    PLAY_UNIFORMS`` uniforms per run (a twin stream skipping that many is where act left it)."""
+    import copy
+
+    losses = np.random.default_rng(0).random((2, agent.num_envs, agent.n_experts))
+    for t, reads in enumerate([0, agent.noise_uniforms()]):
+        twin = copy.deepcopy(agent.rng)
+        agent.act(losses[t])
+        twin.random((reads + kernels.PLAY_UNIFORMS,))
+        if twin.random((8,)).tobytes() != agent.rng.random((8,)).tobytes():
+            return False
+    return True
+
+
+@pytest.mark.parametrize("epsilon", [1.0, np.inf])
+@pytest.mark.parametrize("name", DECLARING)
+def test_act_reads_the_uniforms_per_round_the_block_path_is_told(name, epsilon):
+    """A learning round of ``act`` reads what the learner declares, the number its block path
+    reads its rounds' uniforms with."""
+    params = ROUND_PARAMS.get(name, {})
+    agent = agents.make(
+        name, n_experts=4, horizon=10, num_envs=2, seed=5, epsilon=epsilon, **params
+    )
+    assert _reads_as_declared(agent)
+    assert len(DECLARING) >= 4 and (epsilon == np.inf) == (agent.noise_uniforms() == 0)
+
+
+def test_a_wrong_declaration_of_uniforms_is_caught():
+    cls = agents.spec("noisy-clipped-hedge").cls
+
+    class OneMore(cls):
+        def noise_uniforms(self):
+            return super().noise_uniforms() + 1
+
+    assert _reads_as_declared(cls(4, 10, num_envs=2, seed=5))
+    assert not _reads_as_declared(OneMore(4, 10, num_envs=2, seed=5))
