@@ -96,7 +96,8 @@ def tap_laplace(scale: Any, values: np.ndarray) -> None:
 
 def _fresh(u: Any) -> np.ndarray:
     """``max(u, OPEN_LOW)`` as a new float64 array (0-d for a scalar), safe to edit in place."""
-    return np.maximum(u, OPEN_LOW, out=np.empty(np.shape(u)))
+    out = np.maximum(u, OPEN_LOW)
+    return out if type(out) is np.ndarray else np.array(out, dtype=np.float64)
 
 
 def open_interval(u: Any) -> np.ndarray:

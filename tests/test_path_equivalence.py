@@ -126,7 +126,7 @@ PLANTED = [
     ("private-lazy-hedge", lazy_kernel, "lazy_rounds", _one_more_resample, None, "(budget=1"),
     ("batched-private-shrinking-dartboard", lazy_kernel, "lazy_rounds", _one_more_resample, None,
      "batch_size="),
-    ("private-batched-exp4", private_exp4, "laplace_from_uniforms", _bandit_half_scale, 3,
+    ("private-batched-exp4", private_exp4, "samplers.laplace", _bandit_half_scale, 3,
      "drawn noise"),
 ]  # fmt: skip
 PARAMS = {"private-batched-exp4": {"tau": 5}}
