@@ -165,8 +165,7 @@ def running_total(rows: np.ndarray) -> np.ndarray:
 
 def round_uniforms(rng: BatchRNG, rounds: int, per_round: int) -> np.ndarray:
     """(K, B, per_round) uniforms: what K rounds drawing ``per_round`` each would read."""
-    u = rng.random((rounds * per_round,))
-    return u.reshape(rng.num_runs, rounds, per_round).transpose(1, 0, 2)
+    return block_uniforms(rng, rounds, per_round)
 
 
 def block_uniforms(

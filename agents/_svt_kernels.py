@@ -91,7 +91,7 @@ def _detector_noise(agent: Any, k: int, skip: int) -> tuple[np.ndarray, np.ndarr
     per_round = 2 * samplers.LAPLACE_UNIFORMS  # the query's variate, then the threshold's
     u = agent.rng.random((per_round * rounds,)).reshape(b, rounds, per_round)
     # The detector's own scales (per run: a (B, 1) column against the (B, K) uniforms).
-    q_scale, t_scale = (np.asarray(s)[..., None] for s in (det.query_scale, det.threshold_scale))
+    q_scale, t_scale = (np.asarray(s)[..., None] for s in (det.query_scale, det.sigma))
     query[skip:] = samplers.laplace(u[:, :, 0], q_scale).T
     fresh[skip:] = (det._threshold[:, None] + samplers.laplace(u[:, :, 1], t_scale)).T
     return query, fresh

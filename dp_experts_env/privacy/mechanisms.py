@@ -498,17 +498,12 @@ class AboveThreshold:
         return arr.copy()
 
     @property
-    def threshold_scale(self) -> float | np.ndarray:
-        """The threshold noise's Laplace scale, ``sigma`` (per run after per-run epsilons)."""
-        return self.sigma
-
-    @property
     def query_scale(self) -> float | np.ndarray:
-        """The query noise's Laplace scale, ``2 sigma``."""
+        """The query noise's Laplace scale, ``2 sigma`` (the threshold's is ``sigma``)."""
         return 2.0 * self.sigma
 
     def _draw_threshold(self) -> np.ndarray:
-        return self.backend.add_laplace(self.rng, self._threshold, self.threshold_scale)
+        return self.backend.add_laplace(self.rng, self._threshold, self.sigma)
 
     @property
     def guarantee(self) -> Guarantee:
