@@ -30,7 +30,7 @@ import agents
 import agents._kernels as kernels
 import agents.noisy_clipped_hedge as noisy_clipped_hedge
 from dp_experts_env import samplers
-from dp_experts_env.batch_rng import BatchRNG, laplace_tap
+from dp_experts_env.batch_rng import BatchRNG
 from dp_experts_env.privacy.declaration import (
     LaplaceRelease,
     Mechanism,
@@ -43,6 +43,7 @@ from dp_experts_env.privacy.noise import (
     RecordingBackend,
     ScaledBackend,
 )
+from dp_experts_env.samplers import laplace_tap
 from dp_experts_env.testing import path_reports
 
 NAMES = [item["name"] for item in agents.available() if item["name"] != "ppo"]

@@ -14,7 +14,7 @@ with twin learners (same seed) and requires, block after block:
 * the same random stream afterwards (a copy of each generator draws the same next uniforms:
   the same number of uniforms was consumed);
 * the same drawn Laplace noise: every variate the two paths drew through the suite's samplers
-  (:func:`dp_experts_env.batch_rng.laplace_tap`), values and scales, as multisets (a block
+  (:func:`dp_experts_env.samplers.laplace_tap`), values and scales, as multisets (a block
   draws its rounds' noise in one array, ``act`` one round at a time).
 
 On the first block that differs, the block is replayed from its start in growing prefixes
@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 
 from dp_experts_env._jit import jit_enabled
-from dp_experts_env.batch_rng import BatchRNG, laplace_tap
+from dp_experts_env.batch_rng import BatchRNG
+from dp_experts_env.samplers import laplace_tap
 
 __all__ = [
     "BLOCKS",
