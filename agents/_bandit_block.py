@@ -23,7 +23,7 @@ import numpy as np
 
 from agents._kernels import hook_round
 from agents.base import BanditObs
-from dp_experts_env.batch_rng import LAPLACE_TAPS, OPEN_HIGH, OPEN_LOW, tap_laplace
+from dp_experts_env import samplers
 
 __all__ = [
     "round_obs",
@@ -117,20 +117,5 @@ def played_losses(
 
 
 def laplace_from_uniforms(u: np.ndarray, scale: float) -> np.ndarray:
-    """Laplace(0, scale) from raw uniforms: :meth:`BatchRNG.laplace`'s operations, in its order.
-
-    ``BatchRNG.laplace`` draws its uniforms and then applies these element-wise ufuncs; applied
-    to the same uniforms (taken in one call, as a contiguous array) they give the same doubles.
-    A test pins it against ``BatchRNG.laplace``.
-    """
-    out = np.maximum(u, OPEN_LOW)  # a fresh contiguous array, as open_uniform makes
-    np.minimum(out, OPEN_HIGH, out=out)
-    out -= 0.5
-    signed = np.multiply(-np.asarray(scale), np.sign(out))
-    np.abs(out, out=out)
-    out *= -2.0
-    np.log1p(out, out=out)
-    drawn = np.multiply(signed, out, out=signed)
-    if LAPLACE_TAPS:  # the audit's path-equivalence check is listening
-        tap_laplace(scale, drawn)
-    return drawn
+    """Deprecated alias of :func:`dp_experts_env.samplers.laplace` (removed next release)."""
+    return samplers.laplace(u, scale)

@@ -13,7 +13,7 @@ Exactness (the learner lock and ``tests/test_ldp_exp4_block.py`` hold the kernel
 
 * Randomness: every round draws a fixed number of uniforms per run (a Laplace release of the
   observed loss, then the categorical draw), so the block's uniforms are one read of each run's
-  stream, and the Laplace noise is :func:`agents._kernels.fast_laplace` of them (numpy's
+  stream, and the Laplace noise is :func:`dp_experts_env.samplers.laplace` of them (numpy's
   ``log1p``, vectorised, before the kernel starts).
 * Sums follow numpy's order: pairwise (:func:`agents._kernels.numpy_sum`) for the softmax's and
   the mixture's normalising sums, sequential for ``cumsum`` and for ``einsum``'s sum over
@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from agents._kernels import fast_laplace, numpy_sum
-from dp_experts_env import _jit
+from agents._kernels import PLAY_UNIFORMS, block_uniforms, numpy_sum
+from dp_experts_env import _jit, samplers
 from dp_experts_env._jit import _compile_helpers, helper, kernel
 
 __all__ = [
@@ -434,17 +434,14 @@ def run_exp4_block(
     runs = agent.num_envs
     loss0 = np.asarray(loss0_of(batch), dtype=np.float64) if learn_first else np.zeros(runs)
     noisy = scale > 0.0
-    per_round = 2 if noisy else 1
-    # The run's stream over the block: [lap, choice] per round, no lap in round 1 of an episode.
-    drawn = agent.rng.random((per_round * k - (noisy and not learn_first),))
+    draws = samplers.LAPLACE_UNIFORMS if noisy else 0  # the observed loss's release
+    # The run's stream over the block: [release, choice] per round, no release in round 1 of
+    # an episode (its slot padded with 0.5: a harmless zero noise).
+    u = block_uniforms(agent.rng, k, draws + PLAY_UNIFORMS, draws * (not learn_first), pad=0.5)
+    u_choice = np.ascontiguousarray(u[:, :, draws])
     if noisy:
-        u = np.full((runs, 2 * k), 0.5)  # the unused slot: a harmless zero noise
-        u[:, 2 * k - drawn.shape[1] :] = drawn
-        pairs = u.reshape(runs, k, 2).transpose(1, 0, 2)
-        u_choice = np.ascontiguousarray(pairs[:, :, 1])
-        noise = np.ascontiguousarray(fast_laplace(pairs[:, :, 0], scale))
+        noise = np.ascontiguousarray(samplers.laplace(u[:, :, 0], scale))
     else:
-        u_choice = np.ascontiguousarray(drawn.T)
         noise = np.zeros((k, runs))
     arms = agent.n_arms
     mix = state.gamma > 0.0

@@ -28,12 +28,15 @@ from typing import Any
 
 import numpy as np
 
+from dp_experts_env import samplers
 from dp_experts_env._jit import helper, kernel
-from dp_experts_env.batch_rng import LAPLACE_TAPS, OPEN_HIGH, OPEN_LOW, BatchRNG, tap_laplace
+from dp_experts_env.batch_rng import BatchRNG
 from dp_experts_env.privacy.noise import FastBackend
 
 __all__ = [
+    "PLAY_UNIFORMS",
     "accumulate",
+    "block_uniforms",
     "categorical_rows",
     "check_block",
     "clip_peel",
@@ -61,6 +64,11 @@ __all__ = [
     "softmax_rows",
     "uniform_among_rows",
 ]
+
+
+#: Uniforms per run a round's play reads: one, the inverse-CDF draw of
+#: :meth:`BatchRNG.categorical` (read after the round's noise).
+PLAY_UNIFORMS = 1
 
 
 def check_block(agent: Any, obs: Any) -> np.ndarray:
@@ -157,7 +165,22 @@ def running_total(rows: np.ndarray) -> np.ndarray:
 
 def round_uniforms(rng: BatchRNG, rounds: int, per_round: int) -> np.ndarray:
     """(K, B, per_round) uniforms: what K rounds drawing ``per_round`` each would read."""
-    u = rng.random((rounds * per_round,))
+    return block_uniforms(rng, rounds, per_round)
+
+
+def block_uniforms(
+    rng: BatchRNG, rounds: int, per_round: int, first_skips: int = 0, pad: float = 0.0
+) -> np.ndarray:
+    """(K, B, per_round) uniforms of K rounds whose first round reads ``first_skips`` fewer.
+
+    A learner that learns nothing in round 1 draws no noise then: its first round reads only
+    its last ``per_round - first_skips`` uniforms. The skipped slots are filled with ``pad``
+    (0: its Laplace variate, thrown away, is the padding the path check leaves out; 0.5: a
+    zero noise), so the K rounds are one (K, B, per_round) array in the stream's order.
+    """
+    u = rng.random((rounds * per_round - first_skips,))
+    if first_skips:
+        u = np.concatenate([np.full((rng.num_runs, first_skips), pad), u], axis=1)
     return u.reshape(rng.num_runs, rounds, per_round).transpose(1, 0, 2)
 
 
@@ -241,23 +264,8 @@ def plain_fast_backend(noise: Any) -> bool:
 
 
 def fast_laplace(u: np.ndarray, scale: Any) -> np.ndarray:
-    """:meth:`BatchRNG.laplace` on given uniforms (any shape ending in the drawn axes).
-
-    The same elementwise operations in the same order: clip into (0, 1), shift, then
-    ``-scale * sign(u) * log1p(-2 |u|)``. ``scale`` broadcasts against ``u`` as it does
-    against the (B, ...) draws of one round (a float, or a (B, 1) column per run).
-    """
-    out = np.maximum(u, OPEN_LOW)
-    np.minimum(out, OPEN_HIGH, out=out)
-    out -= 0.5
-    signed = np.multiply(-np.asarray(scale), np.sign(out))
-    np.abs(out, out=out)
-    out *= -2.0
-    np.log1p(out, out=out)
-    drawn = signed * out
-    if LAPLACE_TAPS:  # the audit's path-equivalence check is listening
-        tap_laplace(scale, drawn)
-    return drawn
+    """Deprecated alias of :func:`dp_experts_env.samplers.laplace` (removed next release)."""
+    return samplers.laplace(u, scale)
 
 
 @helper

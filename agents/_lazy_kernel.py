@@ -63,8 +63,8 @@ def lazy_rounds(  # noqa: ANN201, PLR0913
         neg_temp: (B,) minus the exponential mechanism's temperature of each run.
         p: (B,) per-run forced-resample probability.
         max_resamples: (B,) per-run resample budget.
-        u: (B, 3 D) each run's uniforms of the block's D decisions, in order: forced coin,
-            stay coin, draw.
+        u: (B, D, 3) each run's uniforms of the block's D decisions (the learner's
+            ``DECISION_UNIFORMS``), in order: forced coin, stay coin, draw.
         loop: numpy's exp loop (:func:`agents._bandit_kernels.numpy_loop`; unused in Python).
 
     Returns:
@@ -104,7 +104,7 @@ def lazy_rounds(  # noqa: ANN201, PLR0913
                 z[b] = neg_c[b] * held_loss[b]
             _exp_into(z, stay, loop)
             for b in range(runs):
-                attempt = (u[b, 3 * d] < p[b]) or (u[b, 3 * d + 1] >= stay[b])
+                attempt = (u[b, d, 0] < p[b]) or (u[b, d, 1] >= stay[b])
                 if attempt and resamples[b] < max_resamples[b]:
                     resamples[b] += 1
                     # The exponential mechanism's law exp(-T L) / sum, shifted by its max.
@@ -122,7 +122,7 @@ def lazy_rounds(  # noqa: ANN201, PLR0913
                     for j in range(n):
                         running = running + w[j] / total
                         cdf[j] = running
-                    scaled = u[b, 3 * d + 2] * cdf[n - 1]
+                    scaled = u[b, d, 2] * cdf[n - 1]
                     draw = 0
                     for j in range(n):
                         if cdf[j] <= scaled:

@@ -59,6 +59,8 @@ class LazySampler(PrivateAgent):
     p: float
     max_resamples: int
     batch: int = 1
+    #: Uniforms per run each decision reads, whatever the data: forced coin, stay coin, draw.
+    DECISION_UNIFORMS = 3
     noise_backends = ("fast",)
     noise_refusal = (
         "its privacy comes from sampling probabilities (two coins and an exponential-mechanism "
@@ -98,11 +100,17 @@ class LazySampler(PrivateAgent):
                 self.cum_loss[rows], sensitivity=1.0 / self.batch, epsilon=2.0 * c / self.batch
             )
         # Per-run rates: the same operations as exponential_mechanism_probabilities, row-wise.
-        temperature = (2.0 * c[rows] / self.batch) / (2.0 * (1.0 / self.batch))
-        logits = -temperature[:, None] * self.cum_loss[rows]
+        logits = -self._temperature(c[rows])[:, None] * self.cum_loss[rows]
         logits -= logits.max(axis=-1, keepdims=True)
         w = np.exp(logits)
         return w / w.sum(axis=-1, keepdims=True)
+
+    def _temperature(self, c: float | np.ndarray) -> float | np.ndarray:
+        """The exponential mechanism's ``eps / (2 sens)`` for the law ``exp(-c L)``.
+
+        At sensitivity ``1 / batch`` and epsilon ``2 c / batch``, the floats it computes.
+        """
+        return (2.0 * c / self.batch) / (2.0 * (1.0 / self.batch))
 
     def _init_state(self) -> None:
         b, n = self.num_envs, self.n_experts
@@ -135,8 +143,7 @@ class LazySampler(PrivateAgent):
         if self.t % self.batch:
             return self._expert
         c = self._rate()
-        # Three uniforms per run and decision, whatever the data: forced coin, stay coin, draw.
-        u = self.rng.random((3,))
+        u = self.rng.random((self.DECISION_UNIFORMS,))
         # Noise removed (audit mutant): exp(-inf * 0) would be nan.
         if not isinstance(c, np.ndarray) and math.isinf(c):
             stay = np.where(self._held_loss > 0.0, 0.0, 1.0)
@@ -178,8 +185,7 @@ class LazySampler(PrivateAgent):
 
         b, n, batch, t0 = self.num_envs, self.n_experts, int(self.batch), int(self.t)
         rate = np.broadcast_to(np.asarray(self._rate(), dtype=np.float64), (b,))
-        # The exponential mechanism's temperature eps / (2 sens), as it computes it.
-        temperature = (2.0 * rate / batch) / (2.0 * (1.0 / batch))
+        temperature = self._temperature(rate)
         compiled = jit_enabled()
         loop = numpy_loop(np.exp) if compiled else np.zeros(3, dtype=np.int64)
         finite = np.isfinite(temperature).all() and (rate > 0.0).all()
@@ -192,8 +198,8 @@ class LazySampler(PrivateAgent):
         # Decisions at the clocks t0 .. t0 + k - 1 that are positive multiples of the batch.
         first, last = max(t0, 1), t0 + k - 1
         decisions = max(0, last // batch - (first - 1) // batch)
-        # Round 1 draws one uniform (its uniform expert), each decision three.
-        u = self.rng.random((int(t0 == 0) + 3 * decisions,))
+        # Round 1 draws one uniform (its uniform expert), each decision its own.
+        u = self.rng.random((int(t0 == 0) + self.DECISION_UNIFORMS * decisions,))
         if t0 == 0:
             self._expert = np.minimum(np.floor(u[:, 0] * n).astype(np.int64), n - 1)
             u = u[:, 1:]
@@ -210,7 +216,7 @@ class LazySampler(PrivateAgent):
             np.ascontiguousarray(-temperature),
             np.broadcast_to(np.asarray(self.p, dtype=np.float64), (b,)).copy(),
             np.broadcast_to(np.asarray(self.max_resamples, dtype=np.int64), (b,)).copy(),
-            np.ascontiguousarray(u), loop,
+            np.ascontiguousarray(u).reshape(b, decisions, self.DECISION_UNIFORMS), loop,
         )
         self._expert = expert
         self._held_loss = held

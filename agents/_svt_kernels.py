@@ -14,8 +14,8 @@ What a round of ``act`` does, and where it runs here:
 * the detector's noise: every learning round draws one query and one threshold Laplace
   variate per run from the agent's main stream, whatever happens (a fixed count), so the
   block's uniforms are read at once and turned into noise by numpy
-  (:func:`agents._kernels.fast_laplace`: numba's ``log1p`` may differ from numpy's in the
-  last bit);
+  (:func:`dp_experts_env.samplers.laplace`, at the detector's own scales: numba's ``log1p``
+  may differ from numpy's in the last bit);
 * a selection (or an epoch's uniform first expert) draws from the runs' selection streams at
   rounds that depend on the restarts, so the kernel stops before such a round and the agent's
   own ``_choose`` plays it (about log2(T) rounds per epoch), then the kernel resumes.
@@ -27,9 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from agents._kernels import check_block, fast_laplace, hook_loop, plain_fast_backend
+from agents._kernels import check_block, hook_loop, plain_fast_backend
 from agents.base import clip_unit
 from agents.svt_restart_query import window_bound as _window_bound
+from dp_experts_env import samplers
 from dp_experts_env._jit import helper, jit_enabled, kernel
 from dp_experts_env.batch_rng import BatchRNG
 from dp_experts_env.privacy.mechanisms import AboveThreshold
@@ -87,14 +88,12 @@ def _detector_noise(agent: Any, k: int, skip: int) -> tuple[np.ndarray, np.ndarr
     rounds = k - skip
     if rounds <= 0:
         return query, fresh
-    u = agent.rng.random((2 * rounds,)).reshape(b, rounds, 2)
-    sigma = det.sigma
-    if isinstance(sigma, np.ndarray):
-        q_scale, t_scale = (2.0 * sigma)[:, None], sigma[:, None]
-    else:
-        q_scale, t_scale = 2.0 * sigma, sigma
-    query[skip:] = fast_laplace(u[:, :, 0], q_scale).T
-    fresh[skip:] = (det._threshold[:, None] + fast_laplace(u[:, :, 1], t_scale)).T
+    per_round = 2 * samplers.LAPLACE_UNIFORMS  # the query's variate, then the threshold's
+    u = agent.rng.random((per_round * rounds,)).reshape(b, rounds, per_round)
+    # The detector's own scales (per run: a (B, 1) column against the (B, K) uniforms).
+    q_scale, t_scale = (np.asarray(s)[..., None] for s in (det.query_scale, det.sigma))
+    query[skip:] = samplers.laplace(u[:, :, 0], q_scale).T
+    fresh[skip:] = (det._threshold[:, None] + samplers.laplace(u[:, :, 1], t_scale)).T
     return query, fresh
 
 

@@ -19,16 +19,14 @@ from agents.base import PrivacyClaim, clip_unit
 from agents.full_info import hedge_eta
 from agents.private import PrivateAgent
 from agents.registry import register
+from dp_experts_env import samplers
 from dp_experts_env._validation import check_float
-from dp_experts_env.batch_rng import OPEN_HIGH, OPEN_LOW
 from dp_experts_env.privacy.declaration import Mechanism, PostProcessing, TreeAggregation
 from dp_experts_env.privacy.gaussian import gaussian_tree_calibration
 from dp_experts_env.privacy.mechanisms import tree_levels
 from dp_experts_env.privacy.noise import NoiseBackend, noise_multiplier
 
 __all__ = ["GaussianTreeHedge"]
-
-#: the bounds of :meth:`BatchRNG.open_uniform` (Box-Muller's ``u1``), for the block draws
 
 
 @register(
@@ -181,6 +179,10 @@ class GaussianTreeHedge(PrivateAgent):
         bits = [j for j in range(self.levels) if (t >> j) & 1]
         self._sums = self._noisy[:, bits].sum(axis=1)
 
+    def noise_uniforms(self) -> int:
+        """Uniforms per run a learning round's node noise reads (Box-Muller; 0 at epsilon = inf)."""
+        return self.n_experts * samplers.NORMAL_UNIFORMS if self.node_scale > 0.0 else 0
+
     def _choose(self, obs: np.ndarray) -> np.ndarray:
         return self.rng.categorical(self.action_distribution())
 
@@ -195,6 +197,8 @@ class GaussianTreeHedge(PrivateAgent):
         on the numpy path (``DP_EXPERTS_NO_JIT=1``) the rounds go through ``act``.
         """
         from agents._kernels import (
+            PLAY_UNIFORMS,
+            block_uniforms,
             categorical_rows,
             check_block,
             finish_block,
@@ -212,23 +216,20 @@ class GaussianTreeHedge(PrivateAgent):
         if not (plain and n > 1 and jit_enabled()):
             return np.array([self.act(row) for row in losses], dtype=np.int64).reshape(k, -1)
         first = self.t == 0
-        per_round = 2 * n + 1
-        u = self.rng.random((k * per_round - 2 * n * int(first),))
-        if first:  # round 1 learns nothing: only its play's uniform
-            u = np.concatenate([np.zeros((b, 2 * n)), u], axis=1)
-        u = u.reshape(b, k, per_round).transpose(1, 0, 2)
+        draws = self.noise_uniforms()
+        # Per round: the node noise's uniforms, then the play's; round 1 only draws its play.
+        u = block_uniforms(self.rng, k, draws + PLAY_UNIFORMS, draws * int(first))
         learn = clip_unit(losses[1:] if first else losses)
         sums = np.empty_like(losses)
         if first:
             sums[0] = self._sums
         if len(learn):
-            u1 = np.maximum(u[int(first) :, :, :n], OPEN_LOW)  # BatchRNG.open_uniform
-            np.minimum(u1, OPEN_HIGH, out=u1)
-            z = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u[int(first) :, :, n : 2 * n])
-            noise = self.node_scale * z
+            rows = u[int(first) :]
+            # BatchRNG.normal's order: the N first uniforms, then the N second ones.
+            noise = self.node_scale * samplers.normal(rows[:, :, :n], rows[:, :, n:draws])
             tree_block(learn, noise, self._exact, self._noisy, self._count, sums[int(first) :])
             self._count += len(learn)
             self._sums = sums[-1].copy()
-        plays = np.ascontiguousarray(u[:, :, -1])
+        plays = np.ascontiguousarray(u[:, :, draws])
         return finish_block(self, categorical_rows(softmax_rows(-self.eta * sums), plays))
 

@@ -27,6 +27,7 @@ from agents.meta_expert_tuning import (
 from agents.noisy_clipped_hedge import noisy_rounds
 from agents.private import PrivateAgent
 from agents.registry import make, register, spec
+from dp_experts_env import samplers
 from dp_experts_env._jit import jit_enabled
 from dp_experts_env._validation import check_choice, check_float, check_int
 from dp_experts_env.privacy.declaration import Mechanism, PostProcessing, account
@@ -384,12 +385,23 @@ class MetaExpertReduction(PrivateAgent):
             out[:, j] = w[:, plays == j].sum(axis=1)
         return out
 
-    def _noisy(self, losses: np.ndarray) -> np.ndarray:
-        # The Laplace mechanism (L1 sensitivity noise_sensitivity over the N coordinates, at
-        # epsilon): the scale and backend call laplace_mechanism makes, without re-validating
-        # the same public parameters every round.
+    def _noise_scale(self) -> float | np.ndarray:
+        """The Laplace scale of a round's release: a float, or (B, 1) per-run scales.
+
+        The scale laplace_mechanism computes (L1 sensitivity noise_sensitivity over the N
+        coordinates, at epsilon), without re-validating the same public parameters every round.
+        """
         sensitivity = self.noise.effective_sensitivity(self.noise_sensitivity, self.n_experts)
-        scale = sensitivity / self._run_epsilon  # a float, or (B, 1) per-run scales
+        return sensitivity / self._run_epsilon
+
+    def noise_uniforms(self) -> int:
+        """Uniforms per run a learning round's release reads (``fast``; 0 at epsilon = inf)."""
+        scale = self._noise_scale()
+        noiseless = isinstance(scale, float) and scale == 0.0
+        return 0 if noiseless else self.n_experts * samplers.LAPLACE_UNIFORMS
+
+    def _noisy(self, losses: np.ndarray) -> np.ndarray:
+        scale = self._noise_scale()
         if isinstance(scale, float) and scale == 0.0:
             return losses.copy()
         return self.noise.add_laplace(self.rng, losses, scale)
@@ -496,9 +508,10 @@ class MetaExpertReduction(PrivateAgent):
         configurations play round by round.
         """
         from agents._kernels import (
+            PLAY_UNIFORMS,
+            block_uniforms,
             categorical_rows,
             check_block,
-            fast_laplace,
             finish_block,
             plain_fast_backend,
         )
@@ -509,18 +522,13 @@ class MetaExpertReduction(PrivateAgent):
         if k == 0 or not structured or not plain_fast_backend(self.noise):
             # Round by round (act advances the clock itself).
             return np.array([self.act(row) for row in losses], dtype=np.int64).reshape(k, -1)
-        b, n = self.num_envs, self.n_experts
         first = self.t == 0
         clipped = clip_unit(losses)
-        sensitivity = self.noise.effective_sensitivity(self.noise_sensitivity, n)
-        scale = sensitivity / self._run_epsilon
-        noiseless = isinstance(scale, float) and scale == 0.0
-        per_round = (0 if noiseless else n) + 1
-        u = self.rng.random((k * per_round - (per_round - 1) * int(first),))
-        if first:  # round 1 only draws its play
-            u = np.concatenate([np.zeros((b, per_round - 1)), u], axis=1)
-        u = u.reshape(b, k, per_round).transpose(1, 0, 2)
-        noisy = clipped.copy() if noiseless else clipped + fast_laplace(u[:, :, :-1], scale)
+        scale = self._noise_scale()
+        draws = self.noise_uniforms()
+        # Per round: the release's uniforms, then the play's; round 1 only draws its play.
+        u = block_uniforms(self.rng, k, draws + PLAY_UNIFORMS, draws * int(first))
+        noisy = clipped + samplers.laplace(u[:, :, :draws], scale) if draws else clipped.copy()
         history = np.empty((k, *self._log_f.shape))
         suffix = np.empty((k, self._s + 1))
         if self._s > 0 and jit_enabled():
@@ -545,5 +553,5 @@ class MetaExpertReduction(PrivateAgent):
             logits = log_sum_exp(history + suffix[:, None, None, :], axis=3)
             e = np.exp(logits - _max_reduce(logits, axis=-1, keepdims=True))
             probs = e / _add_reduce(e, axis=-1, keepdims=True)
-        actions = categorical_rows(probs, np.ascontiguousarray(u[:, :, -1]))
+        actions = categorical_rows(probs, np.ascontiguousarray(u[:, :, draws]))
         return finish_block(self, actions)

@@ -16,6 +16,7 @@ from agents.base import PrivacyClaim, clip_unit
 from agents.noisy_clipped_hedge_tuning import calibrated_eta, paper_eta, tracking_complexity
 from agents.private import PrivateAgent
 from agents.registry import register
+from dp_experts_env import samplers
 from dp_experts_env._jit import jit_enabled
 from dp_experts_env._validation import check_float, check_int
 from dp_experts_env.privacy.declaration import (
@@ -247,6 +248,10 @@ class NoisyClippedHedge(PrivateAgent):
         n = self.n_experts
         self._log_w = np.full((self.num_envs, n), -math.log(n))
 
+    def noise_uniforms(self) -> int:
+        """Uniforms per run a learning round's release reads (``fast``; 0 at epsilon = inf)."""
+        return self.n_experts * samplers.LAPLACE_UNIFORMS if np.any(self._run_scale) else 0
+
     def _learn(self, obs: np.ndarray) -> None:
         losses = clip_unit(obs)  # the sensitivity bound assumes losses in [0, 1]
         if self._run_epsilons is None:
@@ -275,16 +280,16 @@ class NoisyClippedHedge(PrivateAgent):
         clipped projection's peeling runs compiled, and the K softmaxes and draws at once.
         """
         from agents._kernels import (
+            PLAY_UNIFORMS,
+            block_uniforms,
             categorical_rows,
             check_block,
             clip_peel,
-            fast_laplace,
             finish_block,
             own_hooks,
             plain_fast_backend,
             shift_by_max,
         )
-        from dp_experts_env.privacy.mechanisms import laplace_calibration
 
         losses = check_block(self, obs)
         k = len(losses)
@@ -299,18 +304,11 @@ class NoisyClippedHedge(PrivateAgent):
         b, n = self.num_envs, self.n_experts
         first = self.t == 0
         clipped = clip_unit(losses)
-        if self._run_epsilons is None:
-            scale = laplace_calibration(
-                self.noise_sensitivity, self.epsilon, noise=self.noise, dim=n
-            )[0]
-        else:
-            scale = self._run_scale
-        per_round = (n if np.any(scale != 0.0) else 0) + 1
-        u = self.rng.random((k * per_round - (per_round - 1) * int(first),))
-        if first:  # round 1 only draws its play
-            u = np.concatenate([np.zeros((b, per_round - 1)), u], axis=1)
-        u = u.reshape(b, k, per_round).transpose(1, 0, 2)
-        noisy = clipped + fast_laplace(u[:, :, :-1], scale) if per_round > 1 else clipped.copy()
+        scale = self._run_scale  # the scale act's release uses (laplace_calibration's)
+        draws = self.noise_uniforms()
+        # Per round: the release's uniforms, then the play's; round 1 only draws its play.
+        u = block_uniforms(self.rng, k, draws + PLAY_UNIFORMS, draws * int(first))
+        noisy = clipped + samplers.laplace(u[:, :, :draws], scale) if draws else clipped.copy()
         log_w = self._log_w
         history = np.empty_like(clipped)
         projected = np.empty((b, n))
@@ -332,7 +330,7 @@ class NoisyClippedHedge(PrivateAgent):
                 else:
                     history[i] = log_w
             self._log_w = log_w.copy()
-            actions = categorical_rows(np.exp(history), np.ascontiguousarray(u[:, :, -1]))
+            actions = categorical_rows(np.exp(history), np.ascontiguousarray(u[:, :, draws]))
             return finish_block(self, actions)
         for i in range(k):
             if i or not first:
@@ -342,5 +340,5 @@ class NoisyClippedHedge(PrivateAgent):
                 log_w = np.log(projected)
             history[i] = log_w
         self._log_w = log_w
-        actions = categorical_rows(np.exp(history), np.ascontiguousarray(u[:, :, -1]))
+        actions = categorical_rows(np.exp(history), np.ascontiguousarray(u[:, :, draws]))
         return finish_block(self, actions)

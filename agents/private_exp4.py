@@ -22,12 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from agents._bandit_block import (
-    laplace_from_uniforms,
-    play_rounds,
-    played_losses,
-    segment_starts,
-)
+from agents._bandit_block import play_rounds, played_losses, segment_starts
 from agents._kernels import categorical_rows
 from agents.bandit_core import Exp4Core
 from agents.base import BanditObs, PrivacyClaim
@@ -45,6 +40,7 @@ from agents.private_bandit_tuning import (
     tune_ldp_exp4,
 )
 from agents.registry import register
+from dp_experts_env import samplers
 from dp_experts_env._validation import check_choice, check_float, check_int
 from dp_experts_env.privacy.accounting import advanced_composition, combine
 from dp_experts_env.privacy.declaration import (
@@ -849,7 +845,7 @@ class PrivateBatchedExp4(_PrivateExp4Base):
             # Rounds lo .. hi - 2 are learned from at rounds lo + 1 .. hi - 1.
             loss = np.clip(played_losses(losses, rows, actions, lo, hi - 1), 0.0, 1.0)
             if noisy:
-                loss = loss + laplace_from_uniforms(u[:, 0::2], scale).T
+                loss = loss + samplers.laplace(u[:, 0::2], scale).T
             at_arm = np.empty((s, b, self.n_experts))
             at_arm[0] = core.last_advice_at_arm
             q_at = np.empty((s, b))

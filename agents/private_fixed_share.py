@@ -22,6 +22,7 @@ from agents.full_info import fixed_share_tuning
 from agents.noisy_clipped_hedge import calibrated_eta
 from agents.private import PrivateAgent
 from agents.registry import register
+from dp_experts_env import samplers
 from dp_experts_env._validation import check_float, check_int, check_probability
 from dp_experts_env.privacy.declaration import LaplaceRelease, Mechanism, Parallel, PostProcessing
 from dp_experts_env.privacy.mechanisms import laplace_calibration, laplace_mechanism
@@ -205,6 +206,10 @@ class PrivateFixedShare(PrivateAgent):
         self.log_weights = np.full((b, n), -math.log(n))
         self.block_sums = np.zeros((b, n))
 
+    def noise_uniforms(self) -> int:
+        """Uniforms per run a release reads (``fast``; 0 at epsilon = inf)."""
+        return self.n_experts * samplers.LAPLACE_UNIFORMS if self.noise_scale > 0.0 else 0
+
     def _learn(self, obs: np.ndarray) -> None:
         self.block_sums += clip_unit(obs)  # the sensitivity bound assumes losses in [0, 1]
         if self.t % self.block:
@@ -233,9 +238,9 @@ class PrivateFixedShare(PrivateAgent):
         at once.
         """
         from agents._kernels import (
+            PLAY_UNIFORMS,
             categorical_rows,
             check_block,
-            fast_laplace,
             finish_block,
             plain_fast_backend,
             softmax_rows,
@@ -250,9 +255,9 @@ class PrivateFixedShare(PrivateAgent):
         clipped = clip_unit(losses)
         fed = self.t + np.arange(k)  # round whose loss row i feeds (0: nothing, round 1)
         release = (fed > 0) & (fed % self.block == 0)
-        draws = n if self.noise_scale > 0.0 else 0
-        # Per run: [N Laplace uniforms if round i releases] then its play uniform.
-        width = 1 + draws * release
+        draws = self.noise_uniforms()
+        # Per run: [the release's uniforms if round i releases] then its play's.
+        width = PLAY_UNIFORMS + draws * release
         ends = np.cumsum(width)
         u = self.rng.random((int(ends[-1]),))
         laws = np.empty_like(clipped)
@@ -262,14 +267,14 @@ class PrivateFixedShare(PrivateAgent):
             if release[i]:
                 noisy = self.block_sums
                 if draws:
-                    start = int(ends[i]) - 1 - draws
-                    noisy = noisy + fast_laplace(u[:, start : start + draws], self.noise_scale)
+                    start = int(ends[i]) - PLAY_UNIFORMS - draws
+                    noisy = noisy + samplers.laplace(u[:, start : start + draws], self.noise_scale)
                 else:
                     noisy = noisy.copy()
                 posterior = log_softmax(self.log_weights - self.eta * noisy)
                 self.log_weights = log_mix_uniform(posterior, self.alpha)
                 self.block_sums = np.zeros_like(self.block_sums)
             laws[i] = self.log_weights
-        plays = np.ascontiguousarray(u[:, ends - 1].T)  # (K, B)
+        plays = np.ascontiguousarray(u[:, ends - PLAY_UNIFORMS].T)  # (K, B)
         return finish_block(self, categorical_rows(softmax_rows(laws), plays))
 

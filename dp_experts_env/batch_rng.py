@@ -18,12 +18,23 @@ before), which is what lets adversaries regenerate round ``t`` from (seed, t) in
 
 from __future__ import annotations
 
-import contextlib
 import math
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
+
+from dp_experts_env import samplers
+
+# The taps and the open interval live with the laws (dp_experts_env.samplers); re-exported here
+# because callers have imported them from this module.
+from dp_experts_env.samplers import (  # noqa: F401
+    LAPLACE_TAPS,
+    OPEN_HIGH,
+    OPEN_LOW,
+    laplace_tap,
+    tap_laplace,
+)
 
 __all__ = ["LAPLACE_TAPS", "BatchRNG", "laplace_tap", "run_seeds", "tap_laplace"]
 
@@ -35,41 +46,6 @@ _MIN_CHUNK = 64
 # References to the buffer when no view of it is alive: the attribute, the local name in _take
 # and getrefcount's own argument.
 _UNSHARED = 3
-#: The open interval (0, 1) every Laplace or log draw clips its uniforms to (both paths and the
-#: kernels clip with these two numbers, so their draws agree bit for bit).
-OPEN_LOW = 2.0**-54
-OPEN_HIGH = 1.0 - 2.0**-54
-
-#: Open Laplace taps (:func:`laplace_tap`); empty outside an audit, so the samplers test one
-#: list and go on.
-LAPLACE_TAPS: list[list[tuple[np.ndarray, np.ndarray]]] = []
-
-
-@contextlib.contextmanager
-def laplace_tap() -> Iterator[list[tuple[np.ndarray, np.ndarray]]]:
-    """Record every Laplace variate drawn inside the block: a list of (values, scales) pairs.
-
-    The samplers that report here are the ones both paths of a learner draw through:
-    :meth:`BatchRNG.laplace` (``act``, through the ``fast`` noise backend) and the from-uniforms
-    forms the block kernels call (:func:`agents._kernels.fast_laplace`,
-    :func:`agents._bandit_block.laplace_from_uniforms`). The path-equivalence check
-    (:mod:`dp_experts_env.evaluation.paths`) compares what the two paths drew. Recording
-    copies; it never changes a draw.
-    """
-    drawn: list[tuple[np.ndarray, np.ndarray]] = []
-    LAPLACE_TAPS.append(drawn)
-    try:
-        yield drawn
-    finally:
-        LAPLACE_TAPS.remove(drawn)
-
-
-def tap_laplace(scale: float | np.ndarray, values: np.ndarray) -> None:
-    """Hand a sampler's Laplace ``values`` (and their ``scale``) to the open taps."""
-    values = np.array(values, dtype=np.float64)
-    scales = np.broadcast_to(np.asarray(scale, dtype=np.float64), values.shape).copy()
-    for tap in LAPLACE_TAPS:
-        tap.append((values, scales))
 
 
 def run_seeds(seed: int | Sequence[int] | None, num_runs: int) -> list[int]:
@@ -157,50 +133,24 @@ class BatchRNG:
 
     def open_uniform(self, shape: tuple[int, ...] = ()) -> np.ndarray:
         """Uniforms on the open interval (0, 1): safe for logarithms at both ends."""
-        u = self.random(shape)
-        # 2**-54 keeps both 0 and 1 - 2**-53 strictly inside (0, 1) after the shift. Same values
-        # as np.clip(u, lo, hi), without np.clip's per-call overhead.
-        out = np.maximum(u, OPEN_LOW)
-        return np.minimum(out, OPEN_HIGH, out=out)
+        return samplers.open_interval(self.random(shape))
 
     def gumbel(self, shape: tuple[int, ...] = ()) -> np.ndarray:
-        """Standard Gumbel variates of shape ``(B, *shape)``."""
-        # In place on the fresh array open_uniform returns: the same operations as
-        # -log(-log(u)), without temporaries.
-        u = self.open_uniform(shape)
-        np.log(u, out=u)
-        np.negative(u, out=u)
-        np.log(u, out=u)
-        return np.negative(u, out=u)
+        """Standard Gumbel variates of shape ``(B, *shape)`` (:func:`samplers.gumbel`)."""
+        return samplers.gumbel(self.random(shape))
 
     def exponential(self, shape: tuple[int, ...] = ()) -> np.ndarray:
         """Standard exponential variates of shape ``(B, *shape)``."""
-        u = self.open_uniform(shape)
-        np.log(u, out=u)
-        return np.negative(u, out=u)
+        return samplers.exponential(self.random(shape))
 
     def laplace(self, scale: float | np.ndarray, shape: tuple[int, ...] = ()) -> np.ndarray:
-        """Laplace(0, scale) variates by inverse CDF (simulation-grade floating point)."""
-        u = self.open_uniform(shape)
-        u -= 0.5
-        # -scale * sign(u) * log1p(-2 |u|), evaluated left to right as always, in fewer buffers.
-        signed = np.multiply(-np.asarray(scale), np.sign(u))
-        np.abs(u, out=u)
-        u *= -2.0
-        np.log1p(u, out=u)
-        if signed.shape == u.shape:
-            out = np.multiply(signed, u, out=signed)
-        else:
-            out = signed * u
-        if LAPLACE_TAPS:
-            tap_laplace(scale, out)
-        return out
+        """Laplace(0, scale) variates (:func:`samplers.laplace`, one uniform each)."""
+        return samplers.laplace(self.random(shape), scale)
 
     def normal(self, shape: tuple[int, ...] = ()) -> np.ndarray:
-        """Standard normal variates by Box-Muller (two uniforms per variate, fixed count)."""
-        u1 = self.open_uniform(shape)
-        u2 = self.random(shape)
-        return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+        """Standard normal variates by Box-Muller: all first uniforms, then all second ones."""
+        u1 = self.random(shape)
+        return samplers.normal(u1, self.random(shape))
 
     def bernoulli(self, p: np.ndarray | float, shape: tuple[int, ...] = ()) -> np.ndarray:
         """0/1 float variates with success probability ``p`` (broadcast to ``(B, *shape)``)."""

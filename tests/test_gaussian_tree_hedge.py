@@ -160,13 +160,3 @@ def test_beats_the_shrinking_dartboard_on_anti_lazy():
 
     ours, theirs = regret("gaussian-tree-hedge"), regret("private-shrinking-dartboard")
     assert ours.mean() <= 0.6 * theirs.mean(), (ours.mean(), theirs.mean())
-
-
-def test_block_draws_use_batch_rngs_open_interval():
-    """play_block's Box-Muller bounds are BatchRNG.open_uniform's (tests/test_play_block.py
-    checks the block against act bit for bit; this names the constant it relies on)."""
-    from agents import gaussian_tree_hedge
-    from dp_experts_env import batch_rng
-
-    assert gaussian_tree_hedge.OPEN_LOW == batch_rng.OPEN_LOW
-    assert gaussian_tree_hedge.OPEN_HIGH == batch_rng.OPEN_HIGH

@@ -11,6 +11,7 @@ way) must pass.
 from __future__ import annotations
 
 import contextlib
+import types
 
 import numpy as np
 import pytest
@@ -22,6 +23,8 @@ import agents._bandit_kernels as bandit_kernels
 import agents._kernels as kernels
 import agents._lazy_kernel as lazy_kernel
 import agents._svt_kernels as svt_kernels
+import agents.meta_expert as meta_expert
+import agents.noisy_clipped_hedge as noisy_clipped_hedge
 import agents.private_exp4 as private_exp4
 from dp_experts_env.batch_rng import BatchRNG, laplace_tap
 from dp_experts_env.evaluation import paths
@@ -33,6 +36,11 @@ _fast_laplace = kernels.fast_laplace
 
 @contextlib.contextmanager
 def _patched(module, name, fn):
+    """``module.name`` replaced by ``fn``; ``"samplers.laplace"``: the law as ``module`` sees it
+    (its own view of :mod:`dp_experts_env.samplers`, so only that module's draws change)."""
+    if "." in name:
+        name, law = name.split(".")
+        fn = types.SimpleNamespace(**{**vars(getattr(module, name)), law: fn})
     old = getattr(module, name)
     setattr(module, name, fn)
     try:
@@ -104,18 +112,21 @@ def _bandit_half_scale(u, scale):
 #: says). The lazy samplers' budget binds only at their audit settings (``audit_hints``), which
 #: the check plays too; the batched EXP4's segment code runs only when a batch spans rounds.
 PLANTED = [
-    ("noisy-clipped-hedge", kernels, "fast_laplace", _half_scale, 2, "ratio block/act 0.5"),
-    ("meta-expert-reduction", kernels, "fast_laplace", _half_scale, 2, "ratio block/act 0.5"),
-    ("noisy-clipped-hedge", kernels, "fast_laplace", _zero_scale, 2, "the block path 0"),
-    ("svt-restart", svt_kernels, "fast_laplace", _half_scale, 2, "drawn noise"),
-    ("ldp-exp4", bandit_kernels, "fast_laplace", _one_draw_per_block, 3, "state"),
+    ("noisy-clipped-hedge", noisy_clipped_hedge, "samplers.laplace", _half_scale, 2,
+     "ratio block/act 0.5"),
+    ("meta-expert-reduction", meta_expert, "samplers.laplace", _half_scale, 2,
+     "ratio block/act 0.5"),
+    ("noisy-clipped-hedge", noisy_clipped_hedge, "samplers.laplace", _zero_scale, 2,
+     "the block path 0"),
+    ("svt-restart", svt_kernels, "samplers.laplace", _half_scale, 2, "drawn noise"),
+    ("ldp-exp4", bandit_kernels, "samplers.laplace", _one_draw_per_block, 3, "state"),
     ("dp-ftrl-tree", kernels, "tree_block", _tree_without_upper_noise, 3, "actions"),
     ("private-shrinking-dartboard", lazy_kernel, "lazy_rounds", _one_more_resample, None,
      "(budget=2"),
     ("private-lazy-hedge", lazy_kernel, "lazy_rounds", _one_more_resample, None, "(budget=1"),
     ("batched-private-shrinking-dartboard", lazy_kernel, "lazy_rounds", _one_more_resample, None,
      "batch_size="),
-    ("private-batched-exp4", private_exp4, "laplace_from_uniforms", _bandit_half_scale, 3,
+    ("private-batched-exp4", private_exp4, "samplers.laplace", _bandit_half_scale, 3,
      "drawn noise"),
 ]  # fmt: skip
 PARAMS = {"private-batched-exp4": {"tau": 5}}
@@ -165,7 +176,7 @@ def _tree_on_copies(x, noise, exact, noisy, t0, out):
 @pytest.mark.parametrize(
     ("name", "module", "function", "change"),
     [
-        ("noisy-clipped-hedge", kernels, "fast_laplace", _scale_as_array),
+        ("noisy-clipped-hedge", noisy_clipped_hedge, "samplers.laplace", _scale_as_array),
         ("dp-ftrl-tree", kernels, "tree_block", _tree_on_copies),
     ],
 )
@@ -274,7 +285,7 @@ def test_the_audit_reports_both_paths_and_passes_a_correct_learner(monkeypatch):
     [
         pytest.param("dp-ftrl-tree", kernels, "tree_block", _tree_without_upper_noise,
                      marks=pytest.mark.slow),
-        ("ldp-exp4", bandit_kernels, "fast_laplace", _one_draw_per_block),
+        ("ldp-exp4", bandit_kernels, "samplers.laplace", _one_draw_per_block),
         pytest.param("private-lazy-hedge", lazy_kernel, "lazy_rounds", _one_more_resample,
                      marks=pytest.mark.slow),
     ],

@@ -14,7 +14,7 @@ with twin learners (same seed) and requires, block after block:
 * the same random stream afterwards (a copy of each generator draws the same next uniforms:
   the same number of uniforms was consumed);
 * the same drawn Laplace noise: every variate the two paths drew through the suite's samplers
-  (:func:`dp_experts_env.batch_rng.laplace_tap`), values and scales, as multisets (a block
+  (:func:`dp_experts_env.samplers.laplace_tap`), values and scales, as multisets (a block
   draws its rounds' noise in one array, ``act`` one round at a time).
 
 On the first block that differs, the block is replayed from its start in growing prefixes
@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 
 from dp_experts_env._jit import jit_enabled
-from dp_experts_env.batch_rng import BatchRNG, laplace_tap
+from dp_experts_env.batch_rng import BatchRNG
+from dp_experts_env.samplers import laplace_tap
 
 __all__ = [
     "BLOCKS",
@@ -200,7 +201,7 @@ def _drop_padding(
 
     A block's first round may learn nothing (round 1 has no loss yet); the block kernels then
     pad its uniforms so the K rounds form one array, with 0 (whose Laplace transform,
-    ``fast_laplace(0, scale)``, is about ``-36.7 scale``) or with 0.5 (a zero noise), and throw
+    ``samplers.laplace(0, scale)``, is about ``-36.7 scale``) or with 0.5 (a zero noise), and throw
     the padded values away. A genuine draw gives one of these values only for a uniform below
     ``2**-54`` or exactly 0.5, so they are the padding and not compared; a zero noise is no
     noise either way (tests/test_path_equivalence.py pins the reason).
@@ -213,10 +214,9 @@ def _drop_padding(
 
 
 def _zero_uniform_laplace(scales: np.ndarray) -> np.ndarray:
-    from dp_experts_env.batch_rng import OPEN_LOW
+    from dp_experts_env import samplers
 
-    u = np.full(scales.shape, OPEN_LOW) - 0.5
-    return -scales * np.sign(u) * np.log1p(-2.0 * np.abs(u))
+    return samplers.laplace(np.zeros(scales.shape), scales)
 
 
 def _noise_difference(

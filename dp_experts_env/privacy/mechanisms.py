@@ -497,6 +497,11 @@ class AboveThreshold:
             )
         return arr.copy()
 
+    @property
+    def query_scale(self) -> float | np.ndarray:
+        """The query noise's Laplace scale, ``2 sigma`` (the threshold's is ``sigma``)."""
+        return 2.0 * self.sigma
+
     def _draw_threshold(self) -> np.ndarray:
         return self.backend.add_laplace(self.rng, self._threshold, self.sigma)
 
@@ -533,7 +538,7 @@ class AboveThreshold:
             q = q[None]
         elif q.shape != (self.num_runs,):
             raise ValueError(f"queries must have shape ({self.num_runs},), got shape {q.shape}")
-        noisy = self.backend.add_laplace(self.rng, q, 2.0 * self.sigma)
+        noisy = self.backend.add_laplace(self.rng, q, self.query_scale)
         top = (noisy >= self._noisy_threshold) & ~self.halted
         if top.any():
             self.n_tops += top

@@ -11,7 +11,7 @@ have shape ``(B, *shape)``) or from a plain :class:`numpy.random.Generator` (res
   to the lattice and integer noise is added, so every output is a lattice point whatever the input
   and the floating-point attack has nothing to read. The geometric variates behind it are
   drawn so that float resolution distorts their law only beyond ~40 e-folds (probability ~e^-40,
-  see ``GridBackend._geometric``). The rounding can move a value by half a
+  see ``dp_experts_env.samplers.geometric``). The rounding can move a value by half a
   lattice step, so the effective L1 sensitivity grows by at most ``dim * 2**-k``; the backend adds
   that to the sensitivity it is told (see :meth:`NoiseBackend.effective_sensitivity`).
 
@@ -31,6 +31,7 @@ from typing import Protocol
 
 import numpy as np
 
+from dp_experts_env import samplers
 from dp_experts_env._validation import check_choice, check_int
 from dp_experts_env.batch_rng import BatchRNG
 
@@ -49,16 +50,14 @@ __all__ = [
 
 RandomSource = BatchRNG | np.random.Generator
 
-# Memoryless split point of the grid backend's geometric sampler, in e-folds (see _geometric).
-_TAIL_CUT = 20.0
 
 
-def _uniform(rng: RandomSource, shape: tuple[int, ...]) -> np.ndarray:
-    """Uniforms on the open interval (0, 1) from either kind of source."""
+def _uniforms(rng: RandomSource, shape: tuple[int, ...]) -> np.ndarray:
+    """Raw uniforms on [0, 1) from either kind of source (the laws clip them themselves)."""
     if isinstance(rng, BatchRNG):
-        return rng.open_uniform(shape)
+        return rng.random(shape)
     if isinstance(rng, np.random.Generator):
-        return np.clip(rng.random(shape), 2.0**-54, 1.0 - 2.0**-54)
+        return rng.random(shape)
     raise TypeError(f"rng must be a BatchRNG or numpy.random.Generator, got {type(rng).__name__}")
 
 
@@ -89,11 +88,7 @@ class FastBackend:
 
     def laplace(self, rng: RandomSource, scale: float, shape: tuple[int, ...]) -> np.ndarray:
         """Laplace(0, scale) noise of shape ``(B, *shape)`` (BatchRNG) or ``shape``."""
-        if isinstance(rng, BatchRNG):
-            # The same operations in the same order, in place (fewer temporaries and calls).
-            return rng.laplace(scale, shape)
-        u = _uniform(rng, shape) - 0.5
-        return -scale * np.sign(u) * np.log1p(-2.0 * np.abs(u))
+        return samplers.laplace(_uniforms(rng, shape), scale)
 
     def add_laplace(
         self, rng: RandomSource, values: np.ndarray, scale: float, batch_axes: int = 1
@@ -104,9 +99,7 @@ class FastBackend:
 
     def gumbel(self, rng: RandomSource, shape: tuple[int, ...]) -> np.ndarray:
         """Standard Gumbel noise."""
-        if isinstance(rng, BatchRNG):
-            return rng.gumbel(shape)  # -log(-log(u)), in place
-        return -np.log(-np.log(_uniform(rng, shape)))
+        return samplers.gumbel(_uniforms(rng, shape))
 
     def effective_sensitivity(self, sensitivity: float, dim: int = 1) -> float:
         """No rounding: the true sensitivity."""
@@ -126,39 +119,15 @@ class GridBackend:
         self.bits = check_int("bits", bits, minimum=1, maximum=40)
         self.step = 2.0**-self.bits
 
-    @staticmethod
-    def _geometric(t: np.ndarray, u: np.ndarray) -> np.ndarray:
-        """Geometric variates on {0, 1, ...} with ``P(G >= m) = exp(-m / t)`` from uniforms ``u``.
-
-        ``u`` holds three open uniforms per variate on its last axis.
-
-        ``floor(t * Exp(1))`` has this law in exact arithmetic, but a float uniform resolves its
-        far tail badly (the probability of a value there can be off by a large factor, a leak
-        like the one ``grid`` exists to close). So ``G = k M + R`` with block length
-        ``k = ceil(t)``: ``R`` is the geometric truncated to ``[0, k)`` (inverse CDF on a
-        well-conditioned range) and ``M`` is geometric with ratio ``exp(-k/t) >= e^-1``, drawn
-        with the memoryless split ``M = M1 if M1 < c else c + M2`` so that only runs beyond
-        ``2 * _TAIL_CUT`` e-folds (probability ~e^-40) meet the poorly resolved tail.
-        """
-        k = np.maximum(1.0, np.ceil(t))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            span = -np.expm1(-k / t)  # 1 - q^k, q = exp(-1/t); 1 when t == 0
-            s = t / k  # M = floor(s * Exp(1))
-        r = np.minimum(np.floor(-t * np.log1p(-u[..., 0] * span)), k - 1.0)
-        c = np.maximum(1.0, np.ceil(_TAIL_CUT * s))
-        m1 = np.floor(-np.log(u[..., 1]) * s)
-        m2 = np.floor(-np.log(u[..., 2]) * s)
-        return k * np.where(m1 < c, m1, c + m2) + r
-
     def _discrete_laplace(self, rng: RandomSource, scale: float, shape: tuple[int, ...]):
-        # Two-sided geometric with P(X = k) proportional to exp(-|k| step / scale): the difference
-        # of two i.i.d. geometrics with ratio exp(-step / scale). Six uniforms per variate, drawn
-        # in one call (the per-call cost of a BatchRNG dominates for small arrays).
+        # Two-sided geometric with P(X = k) proportional to exp(-|k| step / scale)
+        # (samplers.discrete_laplace); its six uniforms per variate drawn in one call (the
+        # per-call cost of a BatchRNG dominates for small arrays).
         t = np.asarray(scale, dtype=np.float64) / self.step
         if np.any(t < 0) or not np.all(np.isfinite(t)):
             raise ValueError(f"scale must be finite and >= 0, got {scale}")
-        u = _uniform(rng, (*shape, 6))
-        return (self._geometric(t, u[..., :3]) - self._geometric(t, u[..., 3:])) * self.step
+        u = _uniforms(rng, (*shape, samplers.DISCRETE_LAPLACE_UNIFORMS))
+        return samplers.discrete_laplace(u, t) * self.step
 
     def laplace(self, rng: RandomSource, scale: float, shape: tuple[int, ...]) -> np.ndarray:
         """Discrete Laplace noise on the lattice, same scale as Lap(scale)."""
@@ -174,7 +143,7 @@ class GridBackend:
 
     def gumbel(self, rng: RandomSource, shape: tuple[int, ...]) -> np.ndarray:
         """Standard Gumbel noise (selection mechanisms release an index, not a float)."""
-        return -np.log(-np.log(_uniform(rng, shape)))
+        return samplers.gumbel(_uniforms(rng, shape))
 
     def effective_sensitivity(self, sensitivity: float, dim: int = 1) -> float:
         """True sensitivity plus the rounding slack: each coordinate moves by <= step/2 per side."""
