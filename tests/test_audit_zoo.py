@@ -439,9 +439,9 @@ def test_zoo_verdicts_are_pinned(name):
 
 def test_provenance_check_sees_noise_drawn_outside_the_backend():
     """Actions unchanged with the backend's noise removed: the noise came from elsewhere."""
-    from dp_experts_env.evaluation.audit import _scenario, noise_provenance, rival_pair
+    from dp_experts_env.audit import make_scenario, noise_provenance, rival_pair
 
-    sc = _scenario("rival", rival_pair(3, 2, 0), {"epsilon": 1.0})
+    sc = make_scenario("rival", rival_pair(3, 2, 0), {"epsilon": 1.0})
     assert noise_provenance("noisy-clipped-hedge", sc) == ""
     assert noise_provenance("noisy-clipped-hedge", sc, multiplier=0.0) == ""  # not checked
     with registered("own-gen", HedgeOwnGenerator, "noisy-clipped-hedge") as name:

@@ -343,14 +343,14 @@ def test_no_audit_or_privacy_module_names_a_learner():
 
 @pytest.mark.parametrize("name", PRIVATE)
 def test_every_private_learner_declares_and_its_audit_derives_from_it(name):
-    from dp_experts_env.evaluation.audit import _generic, declaration_of, derived_scenarios
+    from dp_experts_env.audit import declaration_of, derived_scenarios, generic_scenarios
 
     declared = declaration_of(name)
     assert declared is not None
     derived = derived_scenarios(name, declared)
     labels = [s.label for s in default_scenarios(name)]
     assert derived and labels[: len(derived)] == [s.label for s in derived]
-    assert len(labels) == len(derived) + len(_generic(name))
+    assert len(labels) == len(derived) + len(generic_scenarios(name))
 
 
 # --------------------------------------------------------------------------- split claims
