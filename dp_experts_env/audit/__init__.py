@@ -77,6 +77,8 @@ _WHERE = {
     "learner_feedback": "scenarios",
     "make_scenario": "scenarios",
     "rival_pair": "scenarios",
+    "GAUSSIAN_AUDIT_DELTA": "scenarios",
+    "gaussian_tree": "scenarios",
     "Scenario": "scenarios",
     "swap_pair": "scenarios",
     # checks

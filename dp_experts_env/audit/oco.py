@@ -43,6 +43,7 @@ from dp_experts_env.audit.oco_statistics import (
 )
 from dp_experts_env.audit.play import ScenarioRefused
 from dp_experts_env.audit.report import AuditReport, Candidate
+from dp_experts_env.audit.scenarios import GAUSSIAN_AUDIT_DELTA
 from dp_experts_env.audit.search import TEST_SEED_OFFSET, path_check, search
 from dp_experts_env.audit.selection import check_audit_args, evaluate_event, select_event
 from dp_experts_env.evaluation.paths import BLOCKS, block_method
@@ -160,9 +161,6 @@ def fed_pair(horizon: int, grad: float = 1.0, *, seed: int = 12345) -> tuple[np.
     return x, xp
 
 
-#: the delta at which a Gaussian tree's claim is also audited: its epsilon at delta = 1e-5 lives
-#: on events of probability ~1e-5, beyond an action-level audit; at 1e-2 on events of ~1e-2
-GAUSSIAN_AUDIT_DELTA = 1e-2
 
 
 def derived_oco_scenarios(declaration: Any, *, grad_bound: float = 1.0) -> list[OCOScenario]:

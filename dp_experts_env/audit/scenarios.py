@@ -18,6 +18,7 @@ import numpy as np
 from dp_experts_env.audit.play import build_learner
 
 __all__ = [
+    "GAUSSIAN_AUDIT_DELTA",
     "Scenario",
     "audit_hints",
     "complement_pair",
@@ -28,6 +29,7 @@ __all__ = [
     "derived_scenarios",
     "differing_row",
     "flip_pair",
+    "gaussian_tree",
     "generic_scenarios",
     "learner_feedback",
     "make_scenario",
@@ -248,12 +250,31 @@ def _sampling_scenarios(h: Mapping[str, Any]) -> list[Scenario]:
     return out
 
 
-def _tree_scenarios(h: Mapping[str, Any]) -> list[Scenario]:
+#: the delta at which a Gaussian tree's claim is also audited: its epsilon at delta = 1e-5 lives
+#: on events of probability ~1e-5, beyond an action-level audit; at 1e-2 on events of ~1e-2
+GAUSSIAN_AUDIT_DELTA = 1e-2
+
+
+def gaussian_tree(declaration: Any) -> bool:
+    """True when the declaration holds a Gaussian tree with delta > 0 (audited at delta 1e-2)."""
+    from dp_experts_env.privacy.declaration import leaves
+
+    return declaration is not None and any(
+        leaf.kind == "tree" and getattr(leaf, "noise", "laplace") == "gaussian" and leaf.delta > 0
+        for leaf in leaves(declaration)
+    )
+
+
+def _tree_scenarios(h: Mapping[str, Any], gaussian: bool = False) -> list[Scenario]:
     # T = 2^m + 1: the first loss enters all m + 1 tree nodes released before the last play;
-    # the counter is fed all T items (T = 17, 33), not only the first few.
+    # the counter is fed all T items (T = 17, 33), not only the first few. A Gaussian tree
+    # first at the public delta = GAUSSIAN_AUDIT_DELTA (a valid claim of the same learner whose
+    # epsilon sits on events an action-level audit reaches).
     p, x = dict(h.get("params", {})), {**h.get("params", {}), **h.get("exposed", {})}
     cap = int(h.get("max_horizon", 64))
-    out = [
+    d = {**p, "delta": GAUSSIAN_AUDIT_DELTA}
+    out = [make_scenario("rival", rival_pair(t, 2, 0), d) for t in (9, 5)] if gaussian else []
+    out += [
         make_scenario("rival", rival_pair(5, 2, 0), p),
         make_scenario("rival", rival_pair(9, 2, 0), p),
         make_scenario("rival", rival_pair(5, 16, 0), x),
@@ -328,7 +349,8 @@ def derived_scenarios(agent: str, declaration: Any) -> list[Scenario]:
     """Scenarios derived from the declared mechanisms (and the learner's ``audit_hints``).
 
     Each declared kind brings the pairs where it is most exposed (docs/privacy.md §4): a lazy
-    sampler one data-dependent resample; a tree T = 2^m + 1 and trees fed all T items; a
+    sampler one data-dependent resample; a tree T = 2^m + 1 and trees fed all T items (a
+    Gaussian tree first at the public delta :data:`GAUSSIAN_AUDIT_DELTA`); a
     Laplace release rival pairs, a high-rate long game and (bandits) flips; a selection rival
     pairs around an update; a sparse vector rival pairs, opposite-direction queries and a
     restart chain. None (no declaration) gives no derived scenario.
@@ -339,7 +361,7 @@ def derived_scenarios(agent: str, declaration: Any) -> list[Scenario]:
     bandit = learner_feedback(agent) == "bandit"
     builders: dict[str, Callable[[], list[Scenario]]] = {
         "sampling": lambda: _sampling_scenarios(h),
-        "tree": lambda: _tree_scenarios(h),
+        "tree": lambda: _tree_scenarios(h, gaussian_tree(declaration)),
         "laplace": lambda: _release_scenarios(h, bandit),
         "noisy-min": lambda: _selection_scenarios(h),
         "exponential": lambda: _selection_scenarios(h),
