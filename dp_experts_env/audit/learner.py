@@ -6,8 +6,8 @@
   (neighbouring pair x public hyper-parameters x game size) from
   :func:`~dp_experts_env.audit.scenarios.default_scenarios`, each played on *selection* runs and
   scored by the bound its best event promises (the loop:
-  :func:`~dp_experts_env.audit.search.search`); the best (scenario, event) is then counted on
-  fresh *test* runs with independent seeds, once, so the bound is valid at confidence
+  :func:`~dp_experts_env.audit.search.search_scenarios`); the best (scenario, event) is then
+  counted on fresh *test* runs with independent seeds, once, so the bound is valid at confidence
   ``1 - alpha`` whatever the search looked at. The report states the budget, what was searched
   and the power of the final event, and the checks beside the test
   (:mod:`~dp_experts_env.audit.checks`, the path check).
@@ -47,7 +47,12 @@ from dp_experts_env.audit.scenarios import (
     derived_scenarios,
     generic_scenarios,
 )
-from dp_experts_env.audit.search import TEST_SEED_OFFSET, first_difference, path_check, search
+from dp_experts_env.audit.search import (
+    TEST_SEED_OFFSET,
+    first_difference,
+    path_check,
+    search_scenarios,
+)
 from dp_experts_env.audit.selection import check_audit_args, evaluate_event, select_event
 
 __all__ = ["DEFAULT_RUNS", "audit_agent", "audit_learner"]
@@ -290,7 +295,8 @@ def audit_learner(
             alpha=alpha,
         )
 
-    candidates, skipped, best = search(agent, scenarios, score, budget=budget, began=began)
+    found = search_scenarios(agent, scenarios, score, budget=budget, began=began)
+    candidates, skipped, best = found
     n_test = fixed or best.scenario.runs or DEFAULT_RUNS
     test_seed = base + TEST_SEED_OFFSET
     sides = [

@@ -1,6 +1,6 @@
 """The audit of continuous-action (OCO) learners: their scenarios, views and path check.
 
-The plan and driver of :func:`~dp_experts_env.audit.search.audit_learner` (its ``search``):
+The plan of :func:`~dp_experts_env.audit.learner.audit_learner` and its search loop
 candidate *scenarios* (a pair of gradient sequences differing in one round, with the public
 parameters to play it with) are played on *selection* runs; half of those fit the event families
 of each view, the other half score every event by the bound a test of the final size is
@@ -44,7 +44,7 @@ from dp_experts_env.audit.oco_statistics import (
 from dp_experts_env.audit.play import ScenarioRefused
 from dp_experts_env.audit.report import AuditReport, Candidate
 from dp_experts_env.audit.scenarios import GAUSSIAN_AUDIT_DELTA
-from dp_experts_env.audit.search import TEST_SEED_OFFSET, path_check, search
+from dp_experts_env.audit.search import TEST_SEED_OFFSET, path_check, search_scenarios
 from dp_experts_env.audit.selection import check_audit_args, evaluate_event, select_event
 from dp_experts_env.evaluation.paths import BLOCKS, block_method
 
@@ -389,7 +389,8 @@ def audit_oco_learner(
             found.append(Candidate(scenario, view, sel, seconds, float(claim.epsilon)))
         return found, claim
 
-    candidates, skipped, best = search(agent, scenarios, score, budget=budget, began=began)
+    found = search_scenarios(agent, scenarios, score, budget=budget, began=began)
+    candidates, skipped, best = found
     chosen: OCOScenario = best.scenario  # type: ignore[assignment]
     n_test = fixed or chosen.runs or DEFAULT_OCO_RUNS
     test_seed = base + TEST_SEED_OFFSET

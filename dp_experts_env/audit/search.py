@@ -1,6 +1,6 @@
 """The one search loop of every audit, and the path check it runs.
 
-:func:`search` scores candidate scenarios in order within a time budget and returns the
+:func:`search_scenarios` scores candidate scenarios in order within a time budget and returns the
 candidate whose predicted bound reaches farthest past its claim; the learner audits of
 :mod:`dp_experts_env.audit.learner` (discrete actions) and :mod:`dp_experts_env.audit.oco`
 (continuous actions) supply the scenarios and the scoring, then count the chosen event once on
@@ -21,13 +21,13 @@ import numpy as np
 from dp_experts_env.audit.play import Outputs, ScenarioRefused
 from dp_experts_env.audit.report import Candidate
 
-__all__ = ["TEST_SEED_OFFSET", "first_difference", "path_check", "search"]
+__all__ = ["TEST_SEED_OFFSET", "first_difference", "path_check", "search_scenarios"]
 
 TEST_SEED_OFFSET = 500_000_000_000  # test runs' seeds start here (selection runs below it)
 #: test runs per side when neither the caller nor the chosen scenario says otherwise
 
 
-def search(
+def search_scenarios(
     agent: str,
     scenarios: Sequence[Any],
     score: Callable[[int, Any], tuple[list[Candidate], Any]],
