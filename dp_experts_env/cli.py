@@ -628,7 +628,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
             params[key] = value
     if agents.spec(args.agent).feedback == "oco":
         return _audit_oco(args, params)
-    from dp_experts_env.evaluation.audit import _scenario, audit_learner, complement_pair
+    from dp_experts_env.audit import audit_learner, complement_pair, make_scenario
 
     scenarios = None
     if args.n_experts is not None or args.horizon is not None:
@@ -645,7 +645,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         )
         pair = complement_pair(horizon, width, horizon // 2)
         advice = np.eye(width) if agents.spec(args.agent).feedback == "bandit" else None
-        scenarios = [_scenario("complement of a random row", pair, advice=advice)]
+        scenarios = [make_scenario("complement of a random row", pair, advice=advice)]
     report = audit_learner(
         args.agent,
         epsilon=args.epsilon,

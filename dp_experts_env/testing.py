@@ -45,6 +45,8 @@ import numpy as np
 import agents
 import dp_experts_env  # noqa: F401 - registers the env ids
 from agents.base import Agent, PrivacyClaim
+from dp_experts_env.audit import audit_agent, audit_learner, rival_pair
+from dp_experts_env.evaluation.paths import HOME_ENV, describe_settings, learner_path_reports
 
 __all__ = [
     "CHECKS",
@@ -69,13 +71,6 @@ CHECKS = (
     "epsilon_inf",
     "audit",
 )
-#: Per feedback kind: the env id and keywords a learner is checked on (tiny, seeded games).
-HOME_ENV: dict[str, tuple[str, dict[str, Any]]] = {
-    "full": ("DPExperts-Stochastic-v0", {"n_experts": 4}),
-    "any": ("DPExperts-Stochastic-v0", {"n_experts": 4}),
-    "bandit": ("DPExperts-BanditAdvice-v0", {"n_experts": 6, "n_arms": 3}),
-    "oco": ("DPExperts-OCO-v0", {"dim": 3}),
-}
 #: The env of the epsilon-monotonicity check, per feedback kind.
 MONOTONE_ENV: dict[str, tuple[str, dict[str, Any]]] = {
     "full": ("DPExperts-Stochastic-v0", {"n_experts": 4, "gap": 0.3}),
@@ -334,43 +329,22 @@ def _check_batching(t: _Target, fail: Callable[[str], None]) -> None:
             fail(f"run {b} of a batch seeded 3 differs from a single run seeded {3 + b}")
 
 
-#: Runs and rounds of the ``paths`` check's game.
-PATH_RUNS, PATH_HORIZON = 3, 40
-
-
-def _oco_gradients(env: Any, horizon: int, seed: int) -> np.ndarray:
-    """(T, B, d) observations of an OCO env played at the origin (its families are oblivious)."""
-    obs, _ = env.reset(seed=seed)
-    base = env.unwrapped
-    out = [np.array(obs, dtype=np.float64)]
-    for _ in range(horizon - 1):
-        obs, *_ = env.step(np.zeros((env.num_envs, base.dim)))
-        out.append(np.array(obs, dtype=np.float64))
-    return np.stack(out)
-
-
 def path_reports(t: _Target | str | Callable[..., Agent], params: dict[str, Any] | None = None):
-    """The ``paths`` check's comparisons: a list of (setting, :class:`PathReport`)."""
-    from dp_experts_env.evaluation.paths import compare_settings, hint_settings
+    """The ``paths`` check's comparisons: a list of (setting, :class:`PathReport`).
 
+    :func:`dp_experts_env.evaluation.paths.learner_path_reports` for a registered name or a
+    factory (the learner built at epsilon 1 with seed 7, at the defaults and its hinted settings).
+    """
     t = t if isinstance(t, _Target) else _Target(t, params or {})
-    feedback = "full" if t.feedback == "any" else t.feedback
-    env = _env(feedback, num_envs=PATH_RUNS, horizon=PATH_HORIZON)
-    gradients = None
-    if feedback == "oco":
-        gradients = _oco_gradients(env, PATH_HORIZON, seed=11)
-    settings = hint_settings(t.cls) if t.cls is not None else []
 
-    def build(**setting: Any) -> Agent:
+    def build(env: Any, **setting: Any) -> Agent:
         kw = {**setting, **t.params}
         return t.build(env, seed=7, epsilon=kw.pop("epsilon", 1.0), **kw)
 
-    return compare_settings(build, settings, horizon=PATH_HORIZON, gradients=gradients)
+    return learner_path_reports(build, t.feedback, t.cls)
 
 
 def _check_paths(t: _Target, fail: Callable[[str], None]) -> str:
-    from dp_experts_env.evaluation.paths import describe_settings
-
     found = path_reports(t)
     if found and found[-1][1].method is None:
         raise _Skip(found[-1][1].describe())
@@ -454,18 +428,11 @@ def _check_epsilon_inf(t: _Target, fail: Callable[[str], None]) -> None:
 def _check_audit(t: _Target, fail: Callable[[str], None], audit: dict[str, Any]) -> Any:
     if not t.private:
         raise _Skip("not private")
-    if t.feedback == "oco":
-        from dp_experts_env.evaluation.audit_oco import audit_oco_learner
-
-        if t.name is None:
-            raise _Skip("continuous-action factories: register the learner to audit it")
-        report = audit_oco_learner(t.name, epsilon=1.0, params=t.params, **audit)
-    elif t.name is not None:
-        from dp_experts_env.evaluation.audit import audit_learner
-
-        report = audit_learner(t.name, epsilon=1.0, params=t.params, **audit)
-    else:
+    if t.name is None and t.feedback == "oco":
+        raise _Skip("continuous-action factories: register the learner to audit it")
+    if t.name is None:
         return _audit_factory(t, fail, audit)
+    report = audit_learner(t.name, epsilon=1.0, params=t.params, **audit)
     if report.violation:
         fail(f"the privacy audit found a violation:\n{report.summary()}")
     return report
@@ -505,23 +472,17 @@ def _power_check(t: _Target, report: Any, audit: dict[str, Any]) -> str:
         "time_budget": audit["time_budget"],
         "seed": audit["seed"] + 1,
     }
-    if t.feedback == "oco":
-        from dp_experts_env.evaluation.audit_oco import audit_oco_learner
-
-        # The OCO audit weakens a learner through its audit-only noise_multiplier itself.
-        weak_report = audit_oco_learner(
-            t.name, epsilon=1.0, params=t.params, multiplier=POWER_MULTIPLIER,
-            scenarios=[report.chosen.scenario], **kw,
-        )  # fmt: skip
-    elif t.name is not None:
-        from dp_experts_env.evaluation.audit import audit_learner
-
-        weak_report = audit_learner(
-            t.name, epsilon=1.0, params={**t.params, **extra}, multiplier=multiplier,
-            scenarios=[report.chosen.scenario], part_tests=False, **kw,
-        )  # fmt: skip
-    else:
+    if t.name is None:
         return _factory_power(t, extra, multiplier, audit)
+    if t.feedback == "oco":
+        # The OCO audit weakens a learner through its audit-only noise_multiplier itself.
+        extra, multiplier, more = {}, POWER_MULTIPLIER, {}
+    else:
+        more = {"part_tests": False}
+    weak_report = audit_learner(
+        t.name, epsilon=1.0, params={**t.params, **extra}, multiplier=multiplier,
+        scenarios=[report.chosen.scenario], **more, **kw,
+    )  # fmt: skip
     bound = weak_report.result.epsilon_lower_bound
     claim = weak_report.result.claimed_epsilon
     if weak_report.violation:
@@ -565,8 +526,6 @@ def _audit_factory(
     raise_on_violation: bool = True,
 ) -> Any:
     """An unregistered factory: the audit of one given pair (a rival pair before an update)."""
-    from dp_experts_env.evaluation.audit import audit_agent, rival_pair
-
     bandit = t.feedback == "bandit"
     width = 2 if bandit else 4
     losses, neighbor = rival_pair(8, width, 3)

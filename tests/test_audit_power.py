@@ -234,13 +234,13 @@ def cached_noise():
 
 
 def test_cached_noise_cannot_pass_as_fresh(cached_noise):
-    from dp_experts_env.evaluation.audit import _provenance_game, noise_freshness, noise_provenance
+    from dp_experts_env.audit import noise_freshness, noise_provenance, provenance_game
 
-    game = _provenance_game(cached_noise, {"epsilon": 1.0})
+    game = provenance_game(cached_noise, {"epsilon": 1.0})
     assert noise_freshness(cached_noise, game) == ""  # its draws are fresh...
     found = noise_provenance(cached_noise, game, params={"epsilon": 1.0})
     assert "cached noise" in found  # ...but the noise it uses is not the noise it draws
-    correct = _provenance_game("noisy-clipped-hedge", {"epsilon": 1.0})
+    correct = provenance_game("noisy-clipped-hedge", {"epsilon": 1.0})
     assert noise_provenance("noisy-clipped-hedge", correct, params={"epsilon": 1.0}) == ""
 
 

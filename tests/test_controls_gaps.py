@@ -180,9 +180,9 @@ class _ExtraDraw(NoisyClippedHedge):
 
 
 def _rival():
-    from dp_experts_env.evaluation.audit import _scenario, rival_pair
+    from dp_experts_env.audit import make_scenario, rival_pair
 
-    return _scenario("rival", rival_pair(6, 3, 0), {"epsilon": 1.0})
+    return make_scenario("rival", rival_pair(6, 3, 0), {"epsilon": 1.0})
 
 
 def test_fresh_noise_check_flags_reused_noise_and_passes_fresh_noise():
@@ -290,7 +290,7 @@ def test_an_over_noised_oco_learner_passes_and_shows_less_than_the_correct_one()
     tests/test_oco_audit.py); 20,000 runs a side, seed 1. Measured: epsilon >= 0.79 for the
     correct learner, >= 0.35 for the over-noised one (claim 1). Mutant caught: an over-strict pass
     rule that flags leakage visible below the claim (``lb <= claimed_epsilon / 4`` in
-    ``privacy.audit._select_and_test``): the harmless change is then a "violation".
+    ``audit.selection.select_and_test``): the harmless change is then a "violation".
     """
     from agents.oco_baselines import DPFTRLOCO
     from dp_experts_env.evaluation.audit_oco import audit_oco_agent

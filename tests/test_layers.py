@@ -47,12 +47,24 @@ LAYERS = (
             "dp_experts_env.rl",
         ),
     ),
-    ("privacy", ("dp_experts_env.privacy.*",)),
+    (
+        "privacy",
+        (
+            "dp_experts_env.privacy.*",
+            # The audit's statistics work on recorded outputs: the privacy layer of the audit
+            # package (its drivers, which play learners, sit with evaluation below).
+            "dp_experts_env.audit.bounds",
+            "dp_experts_env.audit.events",
+            "dp_experts_env.audit.selection",
+            "dp_experts_env.audit.oco_statistics",
+        ),
+    ),
     ("agents", ("agents.*",)),
     (
         "evaluation",
         (
             "dp_experts_env.evaluation.*",
+            "dp_experts_env.audit.*",
             "dp_experts_env.attack.*",
             "dp_experts_env.bench.*",
             "dp_experts_env.testing",

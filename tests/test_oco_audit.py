@@ -348,3 +348,58 @@ def test_gaussian_dp_ftrl_oco_default_search_verdicts():
     assert "scenarios derived from the declaration" in good.summary()
     assert half.violation and half.result.epsilon_lower_bound > 1.2, half.summary()  # 1.37
     assert gone.violation and gone.result.epsilon_lower_bound > 4.0, gone.summary()
+
+
+# --------------------------------------------------------------------------- block path (issue 37)
+class _OCOBlockTwin(DPFTRLOCO):
+    """Harmless: a block entry point that is K calls of ``act`` (what a correct kernel gives)."""
+
+    def play_block(self, obs):
+        return np.stack([np.asarray(self.act(row), dtype=np.float64) for row in obs])
+
+
+class _OCOBlockShrunk(_OCOBlockTwin):
+    """Planted: the block path pulls every point after a block's first halfway to the centre."""
+
+    def play_block(self, obs):
+        out = super().play_block(obs)
+        out[1:] *= 0.5
+        return out
+
+
+def _audit_registered(cls, name):
+    from agents.registry import _REGISTRY, register
+    from dp_experts_env.audit import audit_learner
+
+    register(name, private=True, summary="test copy of dp-ftrl-oco with a block path")(cls)
+    try:
+        return audit_learner(name, runs=2_000, selection_runs=1_000, pairs=1, seed=3)
+    finally:
+        _REGISTRY.pop(name, None)
+
+
+def test_the_oco_audit_runs_the_path_check_on_any_block_entry_point():
+    """Any OCO learner with ``play_block`` gets check_agent's path check and a block replay.
+
+    Harmless: K calls of act (paths equal, the audit passes as dp-ftrl-oco's does, the same
+    event counted on the block path). Mutant caught: a block path whose points differ from
+    act's from a block's second round (``paths_differ`` names round 3; a violation); without
+    the path check in the OCO audit it would pass, since act is correct.
+    """
+    twin = _audit_registered(_OCOBlockTwin, "h41a-oco-twin")
+    assert "play_block" in twin.paths and "equals act" in twin.paths, twin.paths
+    assert twin.paths_differ == "" and not twin.violation, twin.summary()
+    assert twin.block_result is not None and twin.block_result.counts == twin.result.counts
+    bad = _audit_registered(_OCOBlockShrunk, "h41a-oco-shrunk")
+    assert bad.result.passed  # act is dp-ftrl-oco's: the event test alone sees nothing
+    # Blocks of 1, 6, ... rounds: the second block starts at round 2, its second round is 3.
+    assert bad.violation and "differs from act at round 3" in bad.paths_differ, bad.summary()
+    assert "VIOLATION: the block path users run differs from act" in bad.verdict
+
+
+def test_an_oco_learner_without_a_block_path_reports_act_only():
+    """dp-ftrl-oco has no block entry point: the audit says act is the only path."""
+    from dp_experts_env.audit import audit_learner
+
+    report = audit_learner("dp-ftrl-oco", runs=2_000, selection_runs=1_000, pairs=1, seed=3)
+    assert "act is the only path" in report.paths and report.block_result is None

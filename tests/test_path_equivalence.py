@@ -302,13 +302,13 @@ def test_the_audit_fails_a_kernel_only_bug_naming_the_round(
 
 
 def test_a_difference_on_the_audit_s_own_runs_names_run_and_round():
-    from dp_experts_env.evaluation.audit import Outputs, _first_difference
+    from dp_experts_env.audit import Outputs, first_difference
 
     a = Outputs(np.zeros((3, 4), dtype=np.int16), None, None, 0.0)
     b = Outputs(a.actions.copy(), None, None, 0.0)
-    assert _first_difference([a, a], [b, b]) == ""
+    assert first_difference([a, a], [b, b]) == ""
     b.actions[2, 1] = 1
-    found = _first_difference([a, a], [a, b])
+    found = first_difference([a, a], [a, b])
     assert found.startswith("the audit's test runs: side 1, run 2") and "round 2" in found
 
 

@@ -42,41 +42,10 @@ PRIVATE_ALLOWED = {
         "agents._bandit_kernels:_register_overloads",
     ): "agents/_bandit_kernels.py",
     ("agents/p_comw.py", "agents._oco:_log1mexp"): "agents/_oco.py",
-    (
-        "dp_experts_env/cli.py",
-        "dp_experts_env.evaluation.audit:_scenario",
-    ): "dp_experts_env/evaluation/audit.py",
-    (
-        "dp_experts_env/evaluation/audit.py",
-        "dp_experts_env.privacy.audit:_check_common",
-    ): "dp_experts_env/privacy/audit.py",
-    (
-        "dp_experts_env/evaluation/audit_oco.py",
-        "dp_experts_env.privacy.audit:_check_common",
-    ): "dp_experts_env/privacy/audit.py",
-    (
-        "dp_experts_env/evaluation/audit_oco.py",
-        "dp_experts_env.privacy.audit:_families",
-    ): "dp_experts_env/privacy/audit.py",
-    (
-        "dp_experts_env/privacy/audit_oco.py",
-        "dp_experts_env.privacy.audit:_check_common",
-    ): "dp_experts_env/privacy/audit.py",
-    (
-        "dp_experts_env/privacy/audit_oco.py",
-        "dp_experts_env.privacy.audit:_select_and_test",
-    ): "dp_experts_env/privacy/audit.py",
 }
 
 # A circle (its modules, sorted) -> the file that must change to break it.
-CIRCLES_ALLOWED = {
-    # The audit replays the block path with testing.path_reports, which itself calls the audits
-    # lazily: path_reports (and the _Target it builds) belong in evaluation/paths.py.
-    (
-        "dp_experts_env.evaluation.audit",
-        "dp_experts_env.evaluation.audit_oco",
-        "dp_experts_env.testing",
-    ): "dp_experts_env/testing.py",
+CIRCLES_ALLOWED: dict[tuple[str, ...], str] = {
 }
 
 

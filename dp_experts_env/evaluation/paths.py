@@ -40,11 +40,17 @@ from dp_experts_env.samplers import laplace_tap
 __all__ = [
     "BLOCKS",
     "PathReport",
+    "HOME_ENV",
+    "PATH_HORIZON",
+    "PATH_RUNS",
     "block_method",
     "compare_paths",
     "compare_settings",
     "describe_settings",
     "hint_settings",
+    "learner_path_reports",
+    "oco_gradients",
+    "path_reports",
 ]
 
 #: Block sizes the block path plays, in turn (cycled): a single round, blocks crossing powers
@@ -465,3 +471,79 @@ def compare_settings(
 def describe_settings(found: Sequence[tuple[str, PathReport]]) -> str:
     """One line per setting compared."""
     return "; ".join(f"{label}: {report.describe()}" for label, report in found)
+
+
+# ----------------------------------------------------------------------------- a learner's check
+#: Per feedback kind: the env id and keywords a learner is checked on (tiny, seeded games);
+#: ``check_agent``'s checks use the same homes.
+HOME_ENV: dict[str, tuple[str, dict[str, Any]]] = {
+    "full": ("DPExperts-Stochastic-v0", {"n_experts": 4}),
+    "any": ("DPExperts-Stochastic-v0", {"n_experts": 4}),
+    "bandit": ("DPExperts-BanditAdvice-v0", {"n_experts": 6, "n_arms": 3}),
+    "oco": ("DPExperts-OCO-v0", {"dim": 3}),
+}
+#: Runs and rounds of the path check's game.
+PATH_RUNS, PATH_HORIZON = 3, 40
+
+
+def oco_gradients(env: Any, horizon: int, seed: int) -> np.ndarray:
+    """(T, B, d) observations of an OCO env played at the origin (its families are oblivious)."""
+    obs, _ = env.reset(seed=seed)
+    base = env.unwrapped
+    out = [np.array(obs, dtype=np.float64)]
+    for _ in range(horizon - 1):
+        obs, *_ = env.step(np.zeros((env.num_envs, base.dim)))
+        out.append(np.array(obs, dtype=np.float64))
+    return np.stack(out)
+
+
+def learner_path_reports(
+    build: Callable[..., Any], feedback: str, cls: Any = None
+) -> list[tuple[str, PathReport]]:
+    """The path check of a learner on its home env, at the defaults and its hinted settings.
+
+    Args:
+        build: ``build(env, **setting)`` returns a fresh learner for the vector env (fixed seed).
+        feedback: the learner's feedback kind (``any`` plays full information).
+        cls: the learner's class, whose ``audit_hints`` name the settings (None: defaults only).
+
+    Returns:
+        (setting, :class:`PathReport`) pairs (:func:`compare_settings`).
+    """
+    import gymnasium as gym
+
+    import dp_experts_env  # noqa: F401 - registers the env ids
+
+    feedback = "full" if feedback == "any" else feedback
+    env_id, params = HOME_ENV[feedback]
+    env = gym.make_vec(
+        env_id, num_envs=PATH_RUNS, vectorization_mode="vector_entry_point",
+        **{"horizon": PATH_HORIZON, **params},
+    )  # fmt: skip
+    gradients = oco_gradients(env, PATH_HORIZON, seed=11) if feedback == "oco" else None
+    settings = hint_settings(cls) if cls is not None else []
+    return compare_settings(
+        lambda **setting: build(env, **setting), settings, horizon=PATH_HORIZON, gradients=gradients
+    )
+
+
+def path_reports(
+    agent: str, params: dict[str, Any] | None = None
+) -> list[tuple[str, PathReport]]:
+    """The path check of a registered learner (``check_agent``'s ``paths``, the audit's).
+
+    Built with ``agents.make(agent, env=..., seed=7, **params)`` at epsilon 1 (a private
+    learner; ``params`` may set another) and at each setting of its ``audit_hints``.
+    """
+    import agents
+
+    entry = agents.spec(agent)  # unknown names raise, listing the learners
+
+    def build(env: Any, **setting: Any) -> Any:
+        kw = {**setting, **(params or {})}
+        epsilon = kw.pop("epsilon", 1.0)
+        if entry.private and epsilon is not None:
+            kw["epsilon"] = epsilon
+        return agents.make(agent, env=env, seed=7, **kw)
+
+    return learner_path_reports(build, entry.feedback, entry.cls)

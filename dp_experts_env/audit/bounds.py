@@ -1,0 +1,258 @@
+"""The statistics of an audit: Clopper-Pearson bounds on epsilon, power, the result.
+
+Method (docs/privacy.md §4). Draw outputs of the mechanism on an input ``x`` and on a neighbour
+``x'`` with independent seeds. On one set of runs (the *selection* runs) search a family of
+candidate events E (and their complements, in both directions) for the one that promises the
+largest bound; on a second, independent set (the *test* runs) count E on each side and turn the
+counts into one-sided Clopper–Pearson bounds at confidence ``1 - alpha`` (``alpha / 2`` per side,
+union bound)::
+
+    epsilon_lower_bound = log((p_hi_lower - delta) / p_lo_upper)
+
+where ``p_hi`` is the probability of E on the side where it is more likely. An
+(epsilon, delta)-DP mechanism satisfies ``P(E | x) <= e^epsilon P(E | x') + delta`` for every E,
+so with probability at least ``1 - alpha`` the bound does not exceed the true epsilon. Because E
+is fixed before the test runs are looked at, no multiple-testing correction is needed.
+
+Reading a result: a bound above the claim is a violation (wrong at most with probability
+``alpha``). A bound below it proves nothing; :func:`detectable_epsilon` says how large a true
+epsilon the chosen event could have revealed at the run count used (the audit's power).
+
+This module works on counts only; the events are :mod:`dp_experts_env.audit.events`, their
+selection and test :mod:`dp_experts_env.audit.selection`, the drivers that play learners
+:mod:`dp_experts_env.audit.search`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+__all__ = [
+    "INCONCLUSIVE_FACTOR",
+    "AuditResult",
+    "clopper_pearson",
+    "detectable_epsilon",
+    "epsilon_lower_bound",
+    "runs_needed",
+]
+
+
+# --------------------------------------------------------------------------- statistics
+def clopper_pearson(count: Any, n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided Clopper–Pearson bounds for a binomial proportion.
+
+    Args:
+        count: successes (scalar or array; real counts are accepted, for projections).
+        n: trials.
+        alpha: error probability of EACH one-sided bound.
+
+    Returns:
+        ``(lower, upper)``: ``P(p >= lower) >= 1 - alpha`` and ``P(p <= upper) >= 1 - alpha``.
+    """
+    k = np.asarray(count, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        lower = np.where(k > 0, stats.beta.ppf(alpha, k, n - k + 1), 0.0)
+        upper = np.where(k < n, stats.beta.ppf(1.0 - alpha, k + 1, n - k), 1.0)
+    return lower, upper
+
+
+def epsilon_lower_bound(
+    count_hi: Any, count_lo: Any, n: int, *, alpha: float, delta: float = 0.0
+) -> np.ndarray:
+    """Lower bound on epsilon from an event seen ``count_hi`` vs ``count_lo`` times in n runs each.
+
+    ``log((CP_lower(count_hi) - delta) / CP_upper(count_lo))`` with ``alpha / 2`` per bound, so
+    the pair holds with confidence ``1 - alpha``. Returns 0 where the bound is not positive.
+    """
+    lo_hi, _ = clopper_pearson(count_hi, n, alpha / 2.0)
+    _, up_lo = clopper_pearson(count_lo, n, alpha / 2.0)
+    num = lo_hi - delta
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lb = np.where(num > 0, np.log(np.maximum(num, 1e-300) / up_lo), 0.0)
+    return np.maximum(lb, 0.0)
+
+
+def detectable_epsilon(
+    count_hi: int, n: int, *, alpha: float, claimed_epsilon: float, delta: float = 0.0
+) -> float:
+    """Power of a test: the smallest true epsilon its event would have shown above the claim.
+
+    The event was seen ``count_hi`` times in ``n`` runs on its favoured side. Had the other side
+    seen it ``n (p - delta) e^{-eps}`` times (``p = count_hi / n``: a mechanism exactly
+    ``eps``-DP on this event), the bound would exceed ``claimed_epsilon`` for every ``eps``
+    above the returned value. ``inf`` when no count on the other side (not even 0) would: the
+    event is too rare for this run count to show any violation.
+    """
+    if not math.isfinite(claimed_epsilon):
+        return math.inf
+
+    def bound(k_lo: float) -> float:
+        return float(epsilon_lower_bound(count_hi, k_lo, n, alpha=alpha, delta=delta))
+
+    if bound(0.0) <= claimed_epsilon:
+        return math.inf
+    lo, hi = 0.0, float(count_hi)  # bound(lo) > claim >= bound(hi) (bound(count_hi) is ~0)
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if bound(mid) > claimed_epsilon else (lo, mid)
+    p_hi = count_hi / n - delta
+    if lo <= 0.0 or p_hi <= 0.0:
+        return math.inf
+    return max(math.log(p_hi * n / lo), claimed_epsilon)
+
+
+#: a pass that could not have shown a learner spending this many times its claim is inconclusive
+INCONCLUSIVE_FACTOR = 2.0
+
+
+def runs_needed(
+    count_hi: int,
+    n: int,
+    *,
+    alpha: float,
+    claimed_epsilon: float,
+    delta: float = 0.0,
+    share: float = 1.0,
+) -> float:
+    """Runs per side at which an event would show a learner spending twice its claim.
+
+    The event (seen ``count_hi`` times in ``n`` runs on its favoured side) and the factor
+    (:data:`INCONCLUSIVE_FACTOR`) are as in :attr:`AuditResult.inconclusive`. The event's
+    frequency is held at ``count_hi / n`` and the run count doubled until
+    :func:`detectable_epsilon` falls below ``INCONCLUSIVE_FACTOR * claimed_epsilon`` (``inf``
+    when the event was never seen or beyond 2^40 runs). ``share`` (the declaration's
+    :func:`~dp_experts_env.privacy.declaration.largest_share`) scales the target: an event
+    reading one part of a split claim shows at most ``INCONCLUSIVE_FACTOR x share x claim``,
+    and when that is not above the claim no run count suffices (``inf``).
+    """
+    target = INCONCLUSIVE_FACTOR * share * claimed_epsilon
+    if count_hi <= 0 or not math.isfinite(claimed_epsilon) or target <= claimed_epsilon:
+        return math.inf
+    p = count_hi / n
+    m = n
+    for _ in range(41):
+        if (
+            detectable_epsilon(
+                round(p * m), m, alpha=alpha, claimed_epsilon=claimed_epsilon, delta=delta
+            )
+            < target
+        ):
+            return float(m)
+        m *= 2
+    return math.inf
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """Outcome of an audit.
+
+    Attributes:
+        epsilon_lower_bound: epsilon any mechanism producing these counts must exceed, with
+            confidence ``1 - alpha`` (0 when the counts show nothing).
+        claimed_epsilon: the claim under test.
+        claimed_delta: the delta of the claim (enters the bound).
+        passed: ``epsilon_lower_bound <= claimed_epsilon`` (no violation found; not a proof).
+        event: the selected event, in words, and which side it favours.
+        counts: test-run occurrences of the event on (input, neighbour).
+        n_heldout: test runs per side (the denominators of ``counts``).
+        n_runs: runs per side.
+        alpha: error probability of the bound.
+        detectable_epsilon: power: the smallest true epsilon this event, at this run count,
+            would have shown above the claim (:func:`detectable_epsilon`; ``inf``: none).
+        runs_needed: runs per side at which the event, seen as often as here, would have
+            shown a learner spending :data:`INCONCLUSIVE_FACTOR` times its claim (nan: not
+            computed; inf: the event was never seen, or the claim is split so that no event
+            reading one part can show it, no run count can be read off it).
+        part: for a split claim, what a test of one declared part against its own epsilon
+            would need (a :class:`~dp_experts_env.privacy.part_power.PartTest`, named in the
+            inconclusive verdict; None: not computed, or no part the computation reads).
+        share: the largest composed part's share of the claim
+            (:func:`~dp_experts_env.privacy.declaration.largest_share`; 1 for a claim that is
+            not split): a learner spending twice its claim shows at most ``2 x share x claim``
+            on an event reading one part, so a pass needs that much power to carry information.
+
+    A pass is *inconclusive* (:attr:`inconclusive`) when the test could not have shown even a
+    learner spending :data:`INCONCLUSIVE_FACTOR` times the claimed epsilon: it then carries no
+    information and the verdict says so, with :attr:`runs_needed`.
+    """
+
+    epsilon_lower_bound: float
+    claimed_epsilon: float
+    claimed_delta: float
+    passed: bool
+    event: str
+    counts: tuple[int, int]
+    n_heldout: int
+    n_runs: int
+    alpha: float
+    detectable_epsilon: float = math.inf
+    runs_needed: float = math.nan
+    share: float = 1.0
+    part: Any = None
+
+    @property
+    def inconclusive(self) -> bool:
+        """A pass that could not have seen a learner spending twice its claim (no information)."""
+        power = self.detectable_epsilon
+        return self.passed and not power < INCONCLUSIVE_FACTOR * self.share * self.claimed_epsilon
+
+    @property
+    def verdict(self) -> str:
+        """``"VIOLATION ..."``, ``"inconclusive at this run count ..."`` or a plain pass.
+
+        A plain pass reads ``"no violation found (could detect eps > X)"``.
+        """
+        if not self.passed:
+            return (
+                f"VIOLATION: epsilon >= {self.epsilon_lower_bound:.3f} > claimed "
+                f"{self.claimed_epsilon:g} (confidence {1 - self.alpha:g})"
+            )
+        if self.inconclusive:
+            need = self.runs_needed
+            split = INCONCLUSIVE_FACTOR * self.share
+            if self.share < 1.0 and split * self.claimed_epsilon <= self.claimed_epsilon:
+                more = (
+                    f"; the claim is split among composed mechanisms (largest share "
+                    f"{self.share:.3g}): a learner spending {INCONCLUSIVE_FACTOR:g}x shows at "
+                    f"most {split * self.claimed_epsilon:.3g} on an event reading one of them, "
+                    "so no run count of such an event suffices against the whole claim; a "
+                    "joint event is needed, or "
+                    + (
+                        self.part.describe()
+                        if self.part is not None
+                        else "a test of one part against its own share (not implemented: "
+                        "docs/privacy.md)"
+                    )
+                )
+            elif math.isnan(need):
+                more = ""
+            elif math.isinf(need):
+                more = "; the event was never seen, so no run count can be read off it"
+            else:
+                more = f"; about {need:.3g} runs per side would"
+            return (
+                f"inconclusive at this run count ({self.n_heldout} test runs per side could not "
+                f"have shown even a learner spending {INCONCLUSIVE_FACTOR:g}x the claimed "
+                f"epsilon {self.claimed_epsilon:g}{more}; no violation found)"
+            )
+        if math.isinf(self.detectable_epsilon):
+            power = "this event could not show any violation at this run count"
+        else:
+            power = f"could detect eps > {self.detectable_epsilon:.3g}"
+        return f"no violation found ({power})"
+
+    def summary(self) -> str:
+        """One line for logs and the CLI."""
+        bound = ""
+        if self.passed:
+            lb, claim = self.epsilon_lower_bound, self.claimed_epsilon
+            bound = f"; epsilon >= {lb:.3f} vs claimed {claim:g}"
+        return (
+            f"{self.verdict}{bound}; event {self.event}; counts {self.counts[0]}/"
+            f"{self.n_heldout} vs {self.counts[1]}/{self.n_heldout}"
+        )

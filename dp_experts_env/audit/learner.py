@@ -1,0 +1,412 @@
+"""The audit of a learner: :func:`audit_learner` (every private learner) and :func:`audit_agent`.
+
+* :func:`audit_agent` -- one neighbouring pair, one set of public parameters: half of each side's
+  runs select the event, the other half tests it (the primitive; used by unit tests).
+* :func:`audit_learner` -- the search behind ``dp-experts audit``: candidate *scenarios*
+  (neighbouring pair x public hyper-parameters x game size) from
+  :func:`~dp_experts_env.audit.scenarios.default_scenarios`, each played on *selection* runs and
+  scored by the bound its best event promises (the loop:
+  :func:`~dp_experts_env.audit.search.search_scenarios`); the best (scenario, event) is then
+  counted on fresh *test* runs with independent seeds, once, so the bound is valid at confidence
+  ``1 - alpha`` whatever the search looked at. The report states the budget, what was searched
+  and the power of the final event, and the checks beside the test
+  (:mod:`~dp_experts_env.audit.checks`, the path check).
+
+Continuous-action (OCO) learners go through the same search loop with their own scenarios and
+views (:mod:`dp_experts_env.audit.oco`); :func:`audit_learner` dispatches on the learner's
+feedback kind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from dp_experts_env._validation import check_float, check_int, check_loss_array
+from dp_experts_env.audit.bounds import INCONCLUSIVE_FACTOR, AuditResult
+from dp_experts_env.audit.checks import (
+    claim_share,
+    noise_freshness,
+    noise_provenance,
+    part_level_test,
+    part_test_plan,
+    query_sensitivity_check,
+    tree_counter_test,
+)
+from dp_experts_env.audit.events import release_families, sequence_families
+from dp_experts_env.audit.play import ScenarioRefused, play_scenario
+from dp_experts_env.audit.report import UNDECLARED, AuditReport, Candidate
+from dp_experts_env.audit.scenarios import (
+    Scenario,
+    declaration_of,
+    declared_kinds,
+    declares_releases,
+    derived_scenarios,
+    generic_scenarios,
+)
+from dp_experts_env.audit.search import (
+    TEST_SEED_OFFSET,
+    first_difference,
+    path_check,
+    search_scenarios,
+)
+from dp_experts_env.audit.selection import check_audit_args, evaluate_event, select_event
+
+__all__ = ["DEFAULT_RUNS", "audit_agent", "audit_learner"]
+
+#: test runs per side when neither the caller nor the chosen scenario says otherwise
+DEFAULT_RUNS = 100_000
+#: Laplace releases kept per run after the changed row (tree nodes holding the first of 2^16
+
+
+# --------------------------------------------------------------------------- one pair
+def audit_agent(
+    agent: str | Callable[[int, int], Any],
+    losses: Any,
+    neighbor_losses: Any,
+    *,
+    n_runs: int = 20_000,
+    alpha: float = 1e-3,
+    seed: int = 0,
+    advice: Any = None,
+    keyed: bool = False,
+    multiplier: float = 1.0,
+    **agent_params: Any,
+) -> AuditResult:
+    """Audit a learner's privacy claim on one pair of neighbouring loss sequences.
+
+    One batched agent of ``n_runs`` runs plays each side (agent seeds ``2 k n`` and
+    ``(2k + 1) n`` for ``seed = k``, ``n = n_runs``: sides and audit seeds never share runs).
+    The first half of each side's runs selects the event (the families of
+    :func:`~dp_experts_env.privacy.audit.sequence_families`: per-round, block, joint-window,
+    switch and play-count events over the rounds after the differing one, windows reaching one
+    or two rounds back), the second half tests it.
+
+    Args:
+        agent: a registered agent name (built with ``agents.make(name, n_experts=N, horizon=T,
+            num_envs=n_runs, seed=..., **agent_params)``) or a factory ``f(num_envs, seed)``.
+        losses: (T, N) losses in [0, 1] (bandit agents: (T, K) losses of the arms).
+        neighbor_losses: the same with exactly one row changed.
+        n_runs: runs per side (>= 200).
+        alpha: error probability of the lower bound.
+        seed: first agent seed.
+        advice: bandit agents only: (N, K) or (T, N, K) expert advice (rows are distributions);
+            default the identity (N = K).
+        keyed: rows are rotated onto the previous action (an adaptive adversary).
+        multiplier: noise factor of an audit mutant (1: the learner as built).
+        **agent_params: passed to ``agents.make`` (e.g. ``epsilon=1.0``).
+
+    Returns:
+        An :class:`AuditResult` for the agent's ``privacy`` claim.
+    """
+    n, alpha, seed = check_audit_args(n_runs, alpha, seed)
+    x = check_loss_array("losses", losses, ndim=2)
+    xp = check_loss_array("neighbor_losses", neighbor_losses, ndim=2, shape=x.shape)
+    scenario = Scenario("given pair", x, xp, agent_params, keyed=keyed, advice=advice)
+    row = scenario.changed_round
+    sides = [
+        play_scenario(
+            agent, scenario, side=s, n_runs=n, seed=(2 * seed + s) * n, multiplier=multiplier
+        )
+        for s in (0, 1)
+    ]
+    claim = sides[0].claim
+    try:
+        _check_adversary(scenario, claim)
+    except ScenarioRefused as err:
+        raise ValueError(str(err)) from None
+    k = int(scenario.losses.shape[1])
+    half = n // 2
+    a, b = sides[0].actions, sides[1].actions
+    fams = sequence_families(a[:half], b[:half], k=k, first=row + 1)
+    selection = select_event(
+        fams, a[:half], b[:half], n_test=n - half, alpha=alpha, delta=float(claim.delta)
+    )
+    return evaluate_event(
+        selection,
+        a[half:],
+        b[half:],
+        alpha=alpha,
+        claimed_epsilon=float(claim.epsilon),
+        claimed_delta=float(claim.delta),
+        n_runs=n,
+    )
+
+
+def _check_adversary(scenario: Scenario, claim: Any) -> None:
+    """A keyed (adaptive) pair is outside a claim that holds against oblivious adversaries."""
+    if scenario.keyed and getattr(claim, "holds_against", "adaptive") == "oblivious":
+        raise ScenarioRefused(
+            f"{scenario.label}: a keyed pair is an adaptive adversary, and the claim holds "
+            "against oblivious adversaries only"
+        )
+
+
+def _score_scenario(
+    agent: str,
+    scenario: Scenario,
+    *,
+    n_sel: int,
+    n_test: int,
+    seed: int,
+    multiplier: float,
+    record: bool,
+    alpha: float,
+) -> tuple[list[Candidate], Any]:
+    began = time.perf_counter()
+    sides = [
+        play_scenario(
+            agent,
+            scenario,
+            side=s,
+            n_runs=n_sel,
+            seed=seed + s * n_sel,
+            multiplier=multiplier,
+            record=record,
+            refusable=True,
+        )
+        for s in (0, 1)
+    ]
+    claim = sides[0].claim
+    _check_adversary(scenario, claim)
+    delta = float(claim.delta)
+    # Families are fitted (window values, likelihood orders, release centres) on one half of
+    # the selection runs and scored on the other: scoring on the runs that ordered them would
+    # reward noise.
+    fit, score = slice(0, n_sel // 2), slice(n_sel // 2, n_sel)
+    a, b = sides[0].actions, sides[1].actions
+    k = int(scenario.losses.shape[1])
+    first = scenario.changed_round + 1
+    out = []
+    fams = sequence_families(a[fit], b[fit], k=k, first=first)
+    sel = select_event(fams, a[score], b[score], n_test=n_test, alpha=alpha, delta=delta)
+    seconds = time.perf_counter() - began
+    out.append(Candidate(scenario, "actions", sel, seconds, float(claim.epsilon)))
+    if record and sides[0].releases is not None:
+        ra, rb = sides[0].releases, sides[1].releases
+        fams = release_families(ra[fit], rb[fit])
+        rel = select_event(fams, ra[score], rb[score], n_test=n_test, alpha=alpha, delta=delta)
+        out.append(Candidate(scenario, "releases", rel, seconds, float(claim.epsilon)))
+    return out, claim
+
+
+def audit_learner(
+    agent: str,
+    *,
+    epsilon: float = 1.0,
+    params: Mapping[str, Any] | None = None,
+    multiplier: float = 1.0,
+    scenarios: Sequence[Scenario] | None = None,
+    runs: int | None = None,
+    selection_runs: int | None = None,
+    pairs: int | None = None,
+    time_budget: float = 120.0,
+    alpha: float = 1e-3,
+    seed: int = 0,
+    releases: bool | None = None,
+    part_tests: bool = True,
+) -> AuditReport:
+    """Search scenarios for the strongest evidence against a learner's claim, then test it once.
+
+    Args:
+        agent: a registered private learner; an OCO learner is audited by
+            :func:`~dp_experts_env.audit.oco.audit_oco_learner` (its scenarios and views, the
+            same search), which takes the arguments up to ``seed``.
+        epsilon: the epsilon the learner is built with (its claim is what its accountant
+            certifies at the parameters of each scenario).
+        params: extra learner parameters (``mode``, ``noise``, ...), applied to every scenario;
+            they win over a scenario's own settings, so a user can pin a parameter the search
+            would otherwise vary (scenarios the learner then refuses are skipped and reported).
+        multiplier: noise factor of an audit mutant (0.5 halves the noise, 0 removes it; the
+            claim is unchanged). 1 audits the learner as built.
+        scenarios: candidate scenarios, in search order (default :func:`default_scenarios`).
+        runs: test runs per side (>= 200) for every scenario (default: the chosen scenario's
+            ``runs``, else :data:`DEFAULT_RUNS`). Each scenario is scored by the bound a test of
+            its own size is predicted to give.
+        selection_runs: runs per side for scoring each scenario (>= 200; default 4,000, and
+            :data:`~dp_experts_env.audit.oco.DEFAULT_OCO_SELECTION_RUNS` for OCO learners).
+        pairs: search at most this many scenarios (default all).
+        time_budget: seconds for the search; scenarios left when it is spent are skipped (the
+            report says how many were searched). The test always runs.
+        alpha: error probability of the final bound.
+        seed: audit seed; selection and test runs use disjoint seed ranges derived from it.
+        releases: audit recorded Laplace releases as well as actions (default: when the
+            learner declares a mechanism that releases noisy values).
+        part_tests: when the claim is split among composed mechanisms and a sparse-vector part
+            can be read alone, test that part against its own epsilon
+            (:func:`part_level_test`; skipped when the main test already found a violation);
+            and test a declared tree counter on its own (:func:`tree_counter_test`).
+
+    Returns:
+        An :class:`AuditReport`; ``report.violation`` is the verdict.
+    """
+    import agents
+
+    entry = agents.spec(agent)  # unknown names raise, listing the learners
+    if not entry.private:
+        raise ValueError(f"agent {agent!r} is non-private, so it has no claim to audit")
+    if entry.feedback == "oco":
+        from dp_experts_env.audit.oco import audit_oco_learner
+
+        return audit_oco_learner(
+            agent, epsilon=epsilon, params=params, multiplier=multiplier, scenarios=scenarios,
+            runs=runs, selection_runs=selection_runs, pairs=pairs, time_budget=time_budget,
+            alpha=alpha, seed=seed,
+        )  # fmt: skip
+    selection_runs = 4_000 if selection_runs is None else selection_runs
+    fixed = None if runs is None else check_int("runs", runs, minimum=200)
+    n_sel = check_int("selection_runs", selection_runs, minimum=200)
+    alpha = check_float("alpha", alpha, minimum=0.0, maximum=0.5, min_inclusive=False)
+    seed = check_int("seed", seed, minimum=0)
+    budget = check_float("time_budget", time_budget, minimum=0.0)
+    mult = check_float("multiplier", multiplier, minimum=0.0)
+    user = dict(params or {})
+    user.setdefault("epsilon", epsilon)
+    declared = declaration_of(agent, user)
+    if declared is None:
+        warnings.warn(UNDECLARED.format(agent=agent), UserWarning, stacklevel=2)
+    if scenarios is None:
+        scenarios = derived_scenarios(agent, declared) + generic_scenarios(
+            agent, undeclared=declared is None
+        )
+    scenarios = [
+        Scenario(s.label, s.losses, s.neighbor, {**s.params, **user}, s.keyed, s.advice, s.runs)
+        for s in scenarios
+    ]
+    total = len(scenarios)
+    if pairs is not None:
+        scenarios = scenarios[: check_int("pairs", pairs, minimum=1)]
+    record = declares_releases(declared) if releases is None else bool(releases)
+    base = seed * 2 * TEST_SEED_OFFSET
+    began = time.perf_counter()
+
+    def score(i: int, scenario: Scenario) -> tuple[list[Candidate], Any]:
+        return _score_scenario(
+            agent,
+            scenario,
+            n_sel=n_sel,
+            n_test=fixed or scenario.runs or DEFAULT_RUNS,
+            seed=base + 2 * i * n_sel,
+            multiplier=mult,
+            record=record,
+            alpha=alpha,
+        )
+
+    found = search_scenarios(agent, scenarios, score, budget=budget, began=began)
+    candidates, skipped, best = found
+    n_test = fixed or best.scenario.runs or DEFAULT_RUNS
+    test_seed = base + TEST_SEED_OFFSET
+    sides = [
+        play_scenario(
+            agent,
+            best.scenario,
+            side=s,
+            n_runs=n_test,
+            seed=test_seed + s * n_test,
+            multiplier=mult,
+            record=best.view == "releases",
+        )
+        for s in (0, 1)
+    ]
+    claim = sides[0].claim
+    stale = noise_freshness(agent, best.scenario, seed=test_seed + 2 * n_test, multiplier=mult)
+    foreign = noise_provenance(
+        agent, best.scenario, params=user, seed=test_seed + 2 * n_test, multiplier=mult
+    )
+    view = (lambda o: o.releases) if best.view == "releases" else (lambda o: o.actions)
+    result = evaluate_event(
+        best.selection,
+        view(sides[0]),
+        view(sides[1]),
+        alpha=alpha,
+        claimed_epsilon=float(claim.epsilon),
+        claimed_delta=float(claim.delta),
+        n_runs=n_test,
+        share=claim_share(agent, best.scenario),
+    )
+    if result.inconclusive and INCONCLUSIVE_FACTOR * result.share <= 1.0:
+        # A split claim: no event reading one part can beat the whole claim, so the verdict
+        # names what a test of one part against its own epsilon would need instead.
+        result = dataclasses.replace(result, part=part_test_plan(agent, best.scenario, alpha))
+    paths, differ = path_check(agent, user)
+    block_result = None
+    if not best.scenario.keyed and _has_block(agent):
+        # The test runs again through the block entry point, seeds unchanged: the actions
+        # must be the same, and an action event is counted there too (releases are recorded
+        # on act only; the path check compares the kernels' drawn noise with act's).
+        block_sides = [
+            play_scenario(
+                agent,
+                best.scenario,
+                side=s,
+                n_runs=n_test,
+                seed=test_seed + s * n_test,
+                multiplier=mult,
+                block=True,
+            )
+            for s in (0, 1)
+        ]
+        differ = differ or first_difference(sides, block_sides)
+    if not best.scenario.keyed and _has_block(agent) and best.view == "actions":
+        block_result = evaluate_event(
+            best.selection,
+            block_sides[0].actions,
+            block_sides[1].actions,
+            alpha=alpha,
+            claimed_epsilon=float(claim.epsilon),
+            claimed_delta=float(claim.delta),
+            n_runs=n_test,
+            share=claim_share(agent, best.scenario),
+        )
+    tree_check = None
+    if part_tests and declared is not None and "tree" in declared_kinds(declared):
+        tree_check = tree_counter_test(
+            agent, params=user, runs=min(n_test, 20_000), seed=base + TEST_SEED_OFFSET // 4,
+            multiplier=mult, alpha=alpha,
+        )  # fmt: skip
+    query_check = ""
+    if declared is not None and "sparse-vector" in declared_kinds(declared):
+        query_check = query_sensitivity_check(agent, params=user)
+    checked = None
+    if part_tests and result.passed and not stale and not foreign:
+        checked = part_level_test(
+            agent,
+            best.scenario,
+            seed=base + TEST_SEED_OFFSET // 2,
+            multiplier=mult,
+            alpha=alpha,
+        )
+    return AuditReport(
+        agent=agent,
+        multiplier=mult,
+        result=result,
+        chosen=best,
+        candidates=candidates,
+        claim=claim,
+        selection_runs=n_sel,
+        test_runs=n_test,
+        scenarios_total=total,
+        skipped=skipped,
+        time_budget=budget,
+        seconds=time.perf_counter() - began,
+        declaration=declared.describe() if declared is not None else "",
+        stale_noise=stale,
+        foreign_noise=foreign,
+        part_check=checked,
+        paths=paths,
+        paths_differ=differ,
+        block_result=block_result,
+        tree_check=tree_check,
+        query_check=query_check,
+    )
+
+
+def _has_block(agent: str) -> bool:
+    import agents
+
+    entry = agents.spec(agent)
+    name = "play_bandit_block" if entry.feedback == "bandit" else "play_block"
+    return callable(getattr(entry.cls, name, None))

@@ -1,0 +1,533 @@
+"""The audit of continuous-action (OCO) learners: their scenarios, views and path check.
+
+The plan of :func:`~dp_experts_env.audit.learner.audit_learner` and its search loop
+candidate *scenarios* (a pair of gradient sequences differing in one round, with the public
+parameters to play it with) are played on *selection* runs; half of those fit the event families
+of each view, the other half score every event by the bound a test of the final size is
+predicted to give; the best (scenario, view, event) is then counted once on fresh *test* runs
+with seeds disjoint from every selection run, so the Clopper-Pearson bound holds at confidence
+``1 - alpha`` whatever the search looked at. When the learner has a block entry point
+(``play_block``), the path check of ``check_agent`` runs and the test runs are replayed through
+it (same seeds): the points must be equal, and the event is counted there too
+(``AuditReport.paths``, ``paths_differ``, ``block_result``).
+
+Views of a path ``x_1..x_T`` (post-processing of the released points, see
+:mod:`dp_experts_env.audit.oco_statistics`): ``"sequence"`` -- one token per round from the
+changed round on, ``2 * moved + side`` (half-space through the centre, normal the gradient
+difference); ``"likelihood ratio"`` -- the log-ratio of the path's density under the two
+sequences, for learners with ``path_log_likelihood`` (P-COMW), the Neyman-Pearson statistic.
+
+Privacy must hold for every horizon and every pair, so short games are legitimate witnesses:
+P-COMW's whole leak at ``T = 2`` is one coin and one fresh Gibbs sample, where its certificate is
+close to the exact epsilon; the tree learner's first gradient sits in every node released before
+the last play at ``T = 3`` and ``T = 5``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from dp_experts_env._validation import check_float, check_int
+from dp_experts_env.audit.events import families_for
+from dp_experts_env.audit.oco_statistics import (
+    OCOAuditResult,
+    audit_oco_paths,
+    check_gradient_pair,
+    encode_points,
+)
+from dp_experts_env.audit.play import ScenarioRefused
+from dp_experts_env.audit.report import AuditReport, Candidate
+from dp_experts_env.audit.scenarios import GAUSSIAN_AUDIT_DELTA
+from dp_experts_env.audit.search import TEST_SEED_OFFSET, path_check, search_scenarios
+from dp_experts_env.audit.selection import check_audit_args, evaluate_event, select_event
+from dp_experts_env.evaluation.paths import BLOCKS, block_method
+
+__all__ = [
+    "DEFAULT_OCO_RUNS",
+    "DEFAULT_OCO_SELECTION_RUNS",
+    "GAUSSIAN_AUDIT_DELTA",
+    "OCOScenario",
+    "audit_oco_agent",
+    "audit_oco_learner",
+    "default_oco_scenarios",
+    "derived_oco_scenarios",
+    "fed_pair",
+    "first_round_pair",
+    "oco_declaration_of",
+    "sign_pair",
+]
+
+#: test runs per side when neither the caller nor the chosen scenario says otherwise
+DEFAULT_OCO_RUNS = 100_000
+#: selection runs per side and scenario by default (OCO games here are short and cheap)
+DEFAULT_OCO_SELECTION_RUNS = 20_000
+
+
+@dataclass(frozen=True, eq=False)
+class OCOScenario:
+    """A neighbouring pair of gradient sequences and the public parameters to play them with.
+
+    Attributes:
+        label: the scenario in words.
+        losses: (T, d) gradients on the input (row t is observed before round t + 2's play).
+        neighbor: the same with exactly one row replaced.
+        params: public learner parameters (privacy must hold for all of them).
+        runs: test runs per side if this scenario is chosen (None: :data:`DEFAULT_OCO_RUNS`).
+    """
+
+    label: str
+    losses: np.ndarray
+    neighbor: np.ndarray
+    params: Mapping[str, Any] = field(default_factory=dict)
+    runs: int | None = None
+
+    @property
+    def changed_round(self) -> int:
+        """The index of the row in which the pair differs."""
+        rows = np.flatnonzero(np.any(self.losses != self.neighbor, axis=1))
+        if len(rows) != 1:
+            raise ValueError(
+                f"the gradient sequences must differ in exactly one row, not {len(rows)}"
+            )
+        return int(rows[0])
+
+    @property
+    def horizon(self) -> int:
+        """T."""
+        return int(self.losses.shape[0])
+
+
+def first_round_pair(
+    horizon: int, dim: int = 1, grad: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """``g_1 = +G e_1`` on the input, ``-G e_1`` on the neighbour, zero gradients afterwards.
+
+    The two gradients are the farthest apart a norm bound G allows; with nothing else in the
+    game every later point's law depends on the change alone.
+    """
+    x = np.zeros((horizon, dim))
+    x[0, 0] = grad
+    xp = x.copy()
+    xp[0, 0] = -grad
+    return x, xp
+
+
+def sign_pair(horizon: int, dim: int, grad: float = 1.0, *, seed: int = 12345):
+    """Random gradients ``+-G/sqrt(d)`` per coordinate; the neighbour negates row ``T // 2``."""
+    signs = np.random.default_rng(seed).integers(0, 2, size=(horizon, dim)).astype(float)
+    x = (2.0 * signs - 1.0) * grad / math.sqrt(dim)
+    xp = x.copy()
+    xp[horizon // 2] *= -1.0
+    return x, xp
+
+
+def oco_declaration_of(agent: str, params: Mapping[str, Any] | None = None) -> Any:
+    """The mechanisms an OCO learner declares (``agent.declaration``), or None.
+
+    Built with d = 1, T = 8 and ``params``; None when the learner declares nothing (the audit
+    then runs the generic scenarios only) or cannot be built with these parameters.
+    """
+    try:
+        built = _build_oco_agent(agent, 1, 0, 8, 1, dict(params or {}))
+    except (ValueError, TypeError):
+        return None
+    return getattr(built, "declaration", None)
+
+
+def _first(t: int, why: str, g: float, params: Mapping[str, Any] | None = None) -> OCOScenario:
+    shown = "; " + ", ".join(f"{k}={v:g}" for k, v in (params or {}).items()) if params else ""
+    return OCOScenario(
+        f"first-round +-G, d=1, T={t} ({why}){shown}",
+        *first_round_pair(t, 1, g),
+        dict(params or {}),
+    )
+
+
+def fed_pair(horizon: int, grad: float = 1.0, *, seed: int = 12345) -> tuple[np.ndarray, ...]:
+    """One dimension, a gradient ``+-G`` every round (random signs), the neighbour negating row 0.
+
+    Every round feeds the learner (a tree counter fed all T items, a sampler whose state spans
+    the game), and the changed gradient lies in every later running sum.
+    """
+    x, _ = sign_pair(horizon, 1, grad, seed=seed)
+    xp = x.copy()
+    xp[0] *= -1.0
+    return x, xp
+
+
+
+
+def derived_oco_scenarios(declaration: Any, *, grad_bound: float = 1.0) -> list[OCOScenario]:
+    """Scenarios derived from an OCO learner's declared mechanisms (none without one).
+
+    * a tree (``TreeAggregation``): first-round pairs at T = 3 and 5 (``T = 2^m + 1``: the first
+      gradient lies in every node read by a later play) and 2, then the counter fed all T items
+      (``fed_pair``, T = 17 and 33); a Gaussian tree (delta > 0) first at the public
+      ``delta = GAUSSIAN_AUDIT_DELTA`` (a valid claim of the same learner whose epsilon sits on
+      events an audit reaches);
+    * lazy sampling (``SamplingSteps``): first-round pairs at T = 2, 3, 4, 8 (one coin and one
+      fresh sample at T = 2, where the certificate is nearly tight), then long games (T = 16,
+      32, a gradient every round).
+    """
+    from dp_experts_env.privacy.declaration import leaves
+
+    if declaration is None:
+        return []
+    g = check_float("grad_bound", grad_bound, minimum=0.0, min_inclusive=False)
+    out: list[OCOScenario] = []
+    for leaf in leaves(declaration):
+        if leaf.kind == "tree":
+            if getattr(leaf, "noise", "laplace") == "gaussian" and leaf.delta > 0:
+                d = {"delta": GAUSSIAN_AUDIT_DELTA}
+                out += [
+                    _first(3, "g_1 in both nodes read later", g, d),
+                    _first(5, "g_1 in the nodes read at rounds 2, 3, 5", g, d),
+                ]
+            out += [
+                _first(3, "g_1 lies in both tree nodes read by later plays", g),
+                _first(5, "g_1 lies in the three nodes read at rounds 2, 3 and 5", g),
+                _first(2, "one node read", g),
+            ]
+            out += [
+                OCOScenario(f"tree fed all T items, d=1, T={t}, row 0 negated", *fed_pair(t, g))
+                for t in (17, 33)
+            ]
+        elif leaf.kind == "sampling":
+            out += [
+                _first(2, "one coin and one fresh Gibbs sample", g),
+                _first(3, "two coins", g),
+                _first(4, "three coins", g),
+                _first(8, "a longer path", g),
+            ]
+            out += [
+                OCOScenario(f"long game, d=1, T={t}, row 0 negated", *fed_pair(t, g))
+                for t in (16, 32)
+            ]
+    seen: set[str] = set()
+    return [s for s in out if not (s.label in seen or seen.add(s.label))]
+
+
+def default_oco_scenarios(
+    agent: str, *, grad_bound: float = 1.0, params: Mapping[str, Any] | None = None
+) -> list[OCOScenario]:
+    """The default search of an OCO learner: derived from its declaration, then generic.
+
+    The derived candidates (:func:`derived_oco_scenarios`) come first, so a short budget still
+    tries them; the generic one (random signs, d = 4, T = 8, row 4 negated) follows. A learner
+    that declares nothing gets first-round pairs at T = 2, 3, 4 and the generic one.
+    """
+    g = check_float("grad_bound", grad_bound, minimum=0.0, min_inclusive=False)
+    declared = oco_declaration_of(agent, params)
+    out = derived_oco_scenarios(declared, grad_bound=g)
+    if not out:
+        out = [_first(t, "generic", g) for t in (2, 3, 4)]
+    out.append(OCOScenario("random signs, d=4, T=8, row 4 negated", *sign_pair(8, 4, g)))
+    return out
+
+
+def _play(
+    agent: str,
+    scenario: OCOScenario,
+    side: int,
+    n: int,
+    seed: int,
+    params: Mapping[str, Any],
+    *,
+    block: bool = False,
+) -> tuple[np.ndarray, Any]:
+    """(n, T, d) points of one side of a scenario, and the learner that played them.
+
+    With ``block``, through the learner's ``play_block`` in the blocks of
+    :data:`~dp_experts_env.evaluation.paths.BLOCKS`, as users' runs play an oblivious game.
+    """
+    data = scenario.losses if side == 0 else scenario.neighbor
+    horizon, dim = data.shape
+    try:
+        built = _build_oco_agent(agent, n, seed, horizon, dim, dict(params))
+    except (ValueError, TypeError) as err:
+        raise ScenarioRefused(f"{scenario.label}: {err}") from err
+    return (_play_blocks if block else _play_points)(built, data, n), built
+
+
+def _play_blocks(built: Any, data: np.ndarray, n: int) -> np.ndarray:
+    """(n, T, d) points of ``play_block`` on the (T, d) gradients: block k sees rows t-1.."""
+    horizon, dim = data.shape
+    points = np.empty((n, horizon, dim))
+    t, i = 0, 0
+    while t < horizon:
+        k = min(BLOCKS[i % len(BLOCKS)], horizon - t)
+        i += 1
+        obs = np.empty((k, n, dim))
+        obs[0] = data[t - 1] if t else 0.0
+        obs[1:] = data[t : t + k - 1, None, :]
+        chosen = np.asarray(built.play_block(obs), dtype=np.float64).reshape(k, n, dim)
+        points[:, t : t + k] = chosen.transpose(1, 0, 2)
+        t += k
+    return points
+
+
+def _play_points(built: Any, data: np.ndarray, n: int) -> np.ndarray:
+    """(n, T, d) points a learner of ``n`` runs plays on the (T, d) gradients ``data``."""
+    horizon, dim = data.shape
+    obs = np.zeros((n, dim))
+    points = np.empty((n, horizon, dim))
+    for t in range(horizon):
+        points[:, t] = np.asarray(built.act(obs)).reshape(n, dim)
+        obs = np.broadcast_to(data[t], (n, dim)).copy()
+    return points
+
+
+def _views(scenario: OCOScenario, paths: list[np.ndarray], built: Any) -> dict[str, tuple]:
+    """Each view's (input, neighbour) data, its event kind and family options."""
+    x, xp = scenario.losses, scenario.neighbor
+    row = scenario.changed_round
+    seq = [encode_points(p, x[row] - xp[row])[:, row:] for p in paths]
+    out = {"sequence": (seq[0], seq[1], "sequence", {"k": 4, "offset": row})}
+    density = getattr(built, "path_log_likelihood", None)
+    if density is not None and not getattr(built, "leader_only", False):
+        with np.errstate(invalid="ignore"):
+            llr = [np.nan_to_num(density(p, x) - density(p, xp))[:, None] for p in paths]
+        out["likelihood ratio"] = (llr[0], llr[1], "real", {})
+    return out
+
+
+def audit_oco_learner(
+    agent: str,
+    *,
+    epsilon: float = 1.0,
+    params: Mapping[str, Any] | None = None,
+    multiplier: float = 1.0,
+    scenarios: Sequence[OCOScenario] | None = None,
+    runs: int | None = None,
+    selection_runs: int = DEFAULT_OCO_SELECTION_RUNS,
+    pairs: int | None = None,
+    time_budget: float = 120.0,
+    alpha: float = 1e-3,
+    seed: int = 0,
+) -> AuditReport:
+    """Search scenarios for the strongest evidence against an OCO learner's claim, test it once.
+
+    Args:
+        agent: a registered private OCO learner (``p-comw``, ``dp-ftrl-oco``).
+        epsilon: the epsilon the learner is built with.
+        params: extra learner parameters applied to every scenario (they win over the
+            scenario's own); scenarios the learner then refuses are skipped and reported.
+        multiplier: audit mutant: the learner's audit-only ``noise_multiplier`` (0.5 halves the
+            noise, 0 removes it; the claim is that of the correct learner).
+        scenarios: candidates in search order (default :func:`default_oco_scenarios`).
+        runs: test runs per side (>= 200; default the chosen scenario's, else
+            :data:`DEFAULT_OCO_RUNS`).
+        selection_runs: runs per side for scoring each scenario (>= 200).
+        pairs: search at most this many scenarios.
+        time_budget: seconds for the search (the test always runs).
+        alpha: error probability of the final bound.
+        seed: audit seed; selection and test runs use disjoint seed ranges derived from it.
+
+    Returns:
+        An :class:`~dp_experts_env.evaluation.audit.AuditReport` (``view`` is ``"sequence"`` or
+        ``"likelihood ratio"``); ``report.violation`` is the verdict.
+    """
+    import agents
+
+    entry = agents.spec(agent)  # unknown names raise, listing the learners
+    if not entry.private or entry.feedback != "oco":
+        raise ValueError(f"agent {agent!r} is not a private OCO learner")
+    fixed = None if runs is None else check_int("runs", runs, minimum=200)
+    n_sel = check_int("selection_runs", selection_runs, minimum=200)
+    alpha = check_float("alpha", alpha, minimum=0.0, maximum=0.5, min_inclusive=False)
+    seed = check_int("seed", seed, minimum=0)
+    budget = check_float("time_budget", time_budget, minimum=0.0)
+    mult = check_float("multiplier", multiplier, minimum=0.0)
+    user = dict(params or {})
+    user.setdefault("epsilon", epsilon)
+    if mult != 1.0:
+        if "noise_multiplier" in user:
+            raise ValueError(
+                "give the mutant's noise factor once: multiplier or noise_multiplier, not both"
+            )
+        user["noise_multiplier"] = mult
+    declared = oco_declaration_of(agent, {k: v for k, v in user.items() if k != "noise_multiplier"})
+    if scenarios is None:
+        scenarios = default_oco_scenarios(
+            agent,
+            grad_bound=float(user.get("grad_bound", 1.0)),
+            params={k: v for k, v in user.items() if k != "noise_multiplier"},
+        )
+    scenarios = [
+        OCOScenario(s.label, s.losses, s.neighbor, {**s.params, **user}, s.runs) for s in scenarios
+    ]
+    total = len(scenarios)
+    if pairs is not None:
+        scenarios = scenarios[: check_int("pairs", pairs, minimum=1)]
+    base = seed * 2 * TEST_SEED_OFFSET
+    began = time.perf_counter()
+
+    def score(i: int, scenario: OCOScenario) -> tuple[list[Candidate], Any]:
+        start = time.perf_counter()
+        played = [
+            _play(agent, scenario, s, n_sel, base + (2 * i + s) * n_sel, scenario.params)
+            for s in (0, 1)
+        ]
+        claim = played[0][1].privacy
+        n_test = fixed or scenario.runs or DEFAULT_OCO_RUNS
+        # Families are fitted on one half of the selection runs and scored on the other.
+        fit, held = slice(0, n_sel // 2), slice(n_sel // 2, n_sel)
+        views = _views(scenario, [played[0][0], played[1][0]], played[0][1])
+        found = []
+        for view, (a, b, kind, info) in views.items():
+            fams = families_for(kind, a[fit], b[fit], **info)
+            sel = select_event(
+                fams, a[held], b[held], n_test=n_test, alpha=alpha, delta=float(claim.delta)
+            )
+            seconds = time.perf_counter() - start
+            found.append(Candidate(scenario, view, sel, seconds, float(claim.epsilon)))
+        return found, claim
+
+    found = search_scenarios(agent, scenarios, score, budget=budget, began=began)
+    candidates, skipped, best = found
+    chosen: OCOScenario = best.scenario  # type: ignore[assignment]
+    n_test = fixed or chosen.runs or DEFAULT_OCO_RUNS
+    test_seed = base + TEST_SEED_OFFSET
+    played = [
+        _play(agent, chosen, s, n_test, test_seed + s * n_test, chosen.params) for s in (0, 1)
+    ]
+    claim = played[0][1].privacy
+    a, b, _, _ = _views(chosen, [played[0][0], played[1][0]], played[0][1])[best.view]
+    result = evaluate_event(
+        best.selection,
+        a,
+        b,
+        alpha=alpha,
+        claimed_epsilon=float(claim.epsilon),
+        claimed_delta=float(claim.delta),
+        n_runs=n_test,
+    )
+    if best.view == "likelihood ratio":
+        result = replace(result, event=result.event.replace("output", "log-likelihood ratio"))
+    # The path check of check_agent, and the test runs replayed through the block entry point
+    # users' runs call (seeds unchanged): equal points, and the event counted there too.
+    paths, differ = path_check(agent, user)
+    block_result = None
+    if block_method(played[0][1]) is not None:
+        block = [
+            _play(agent, chosen, s, n_test, test_seed + s * n_test, chosen.params, block=True)
+            for s in (0, 1)
+        ]
+        differ = differ or _first_point_difference(played, block)
+        a, b, _, _ = _views(chosen, [block[0][0], block[1][0]], block[0][1])[best.view]
+        block_result = evaluate_event(
+            best.selection, a, b, alpha=alpha, claimed_epsilon=float(claim.epsilon),
+            claimed_delta=float(claim.delta), n_runs=n_test,
+        )  # fmt: skip
+    return AuditReport(
+        agent=agent,
+        multiplier=mult,
+        result=result,
+        chosen=best,
+        candidates=candidates,
+        claim=claim,
+        selection_runs=n_sel,
+        test_runs=n_test,
+        scenarios_total=total,
+        skipped=skipped,
+        time_budget=budget,
+        seconds=time.perf_counter() - began,
+        declaration=declared.describe() if declared is not None else "",
+        paths=paths,
+        paths_differ=differ,
+        block_result=block_result,
+    )
+
+
+def _first_point_difference(act: Sequence[tuple], block: Sequence[tuple]) -> str:
+    """Where the block path's points differ from act's on the same seeds; "" when nowhere."""
+    for side, ((a, _), (b, _)) in enumerate(zip(act, block, strict=True)):
+        differ = np.any(a != b, axis=-1)
+        if differ.any():
+            run, t = np.argwhere(differ)[0]
+            return (
+                f"the audit's test runs: side {side}, run {run}: the block path plays "
+                f"{b[run, t].tolist()} at round {t + 1}, act {a[run, t].tolist()}"
+            )
+    return ""
+
+
+def _build_oco_agent(agent: Any, n: int, seed: int, horizon: int, dim: int, params: dict) -> Any:
+    if isinstance(agent, str):
+        import agents  # the evaluation layer may import learners
+
+        return agents.make(agent, dim=dim, horizon=horizon, num_envs=n, seed=seed, **params)
+    if params:
+        raise TypeError("agent parameters are only accepted with a registered agent name")
+    if not callable(agent):
+        raise TypeError(f"agent must be a name or a factory f(num_envs, seed), got {agent!r}")
+    return agent(n, seed)
+
+
+def audit_oco_agent(
+    agent: Any,
+    gradients: Any,
+    neighbor_gradients: Any,
+    *,
+    n_runs: int = 20_000,
+    alpha: float = 1e-3,
+    seed: int = 0,
+    direction: Any = None,
+    threshold: float = 0.0,
+    likelihood: bool = True,
+    **agent_params: Any,
+) -> OCOAuditResult:
+    """Audit an OCO learner's claim on two gradient sequences differing in one round.
+
+    Plays ``n_runs`` runs on each sequence and hands the points to
+    :func:`dp_experts_env.privacy.audit_oco.audit_oco_paths` (the statistics).
+
+    Args:
+        agent: a registered OCO learner (built with ``dim``, ``horizon``, ``num_envs``, ``seed``
+            and ``agent_params``) or a factory ``f(num_envs, seed)``.
+        gradients: (T, d) gradients fed as observations (round t's agent sees row t - 1).
+        neighbor_gradients: the same with exactly one row changed.
+        n_runs: runs per side (>= 200); sides use agent seeds ``2 k n`` and ``(2k + 1) n``.
+        alpha: error probability of the lower bound (split between the two reductions).
+        seed: first agent seed (sides and audit seeds never share runs).
+        direction: the half-space normal (default: the difference of the two differing rows).
+        threshold: the half-space offset.
+        likelihood: also audit likelihood-ratio events when the learner has
+            ``path_log_likelihood`` (default True).
+        **agent_params: passed to ``agents.make`` with a registered name (e.g. ``epsilon=1.0``).
+
+    Returns:
+        The :class:`~dp_experts_env.privacy.audit_oco.OCOAuditResult` of ``audit_oco_paths``.
+    """
+    n, alpha, seed = check_audit_args(n_runs, alpha, seed)
+    x = np.asarray(gradients, dtype=np.float64)
+    xp = np.asarray(neighbor_gradients, dtype=np.float64)
+    (horizon, dim), _, _ = check_gradient_pair(x, xp, direction)
+    check_float("threshold", threshold)
+    paths, first = [], None
+    for data, start in ((x, 2 * seed * n), (xp, (2 * seed + 1) * n)):
+        ag = _build_oco_agent(agent, n, start, horizon, dim, dict(agent_params))
+        paths.append(_play_points(ag, data, n))
+        first = first or ag
+    claim = first.privacy
+    density = getattr(first, "path_log_likelihood", None) if likelihood else None
+    if density is not None and getattr(first, "leader_only", False):
+        density = None  # a deterministic path has no density
+    return audit_oco_paths(
+        paths[0],
+        paths[1],
+        x,
+        xp,
+        claimed_epsilon=float(claim.epsilon),
+        claimed_delta=float(claim.delta),
+        density=density,
+        alpha=alpha,
+        direction=direction,
+        threshold=threshold,
+    )
