@@ -367,6 +367,12 @@ class _OCOBlockShrunk(_OCOBlockTwin):
         return out
 
 
+def audit_learner_default(name):
+    from dp_experts_env.audit import audit_learner
+
+    return audit_learner(name, runs=2_000, selection_runs=1_000, pairs=1, seed=3)
+
+
 def _audit_registered(cls, name):
     from agents.registry import _REGISTRY, register
     from dp_experts_env.audit import audit_learner
@@ -397,9 +403,17 @@ def test_the_oco_audit_runs_the_path_check_on_any_block_entry_point():
     assert "VIOLATION: the block path users run differs from act" in bad.verdict
 
 
-def test_an_oco_learner_without_a_block_path_reports_act_only():
-    """dp-ftrl-oco has no block entry point: the audit says act is the only path."""
-    from dp_experts_env.audit import audit_learner
+class _OCOActOnly(DPFTRLOCO):
+    play_block = None  # a plug-in with act alone: no block entry point
 
-    report = audit_learner("dp-ftrl-oco", runs=2_000, selection_runs=1_000, pairs=1, seed=3)
+
+def test_an_oco_learner_without_a_block_path_reports_act_only():
+    """A learner without a block entry point: the audit says act is the only path.
+
+    Every built-in OCO learner plays blocks now, so dp-ftrl-oco's report names its play_block;
+    the act-only copy is what an outside learner with ``act`` alone looks like.
+    """
+    report = _audit_registered(_OCOActOnly, "oco-act-only")
     assert "act is the only path" in report.paths and report.block_result is None
+    builtin = audit_learner_default("dp-ftrl-oco")
+    assert "play_block" in builtin.paths and "equals act" in builtin.paths, builtin.paths
