@@ -37,7 +37,7 @@ def _card(out: Path, backend: str = "serial") -> dict:
     return json.loads((out / "bench.json").read_text())
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # the Ray test runs with the other Ray tests, at the end
 def whole_card(tmp_path_factory) -> dict:
     """The card of an uninterrupted serial bench, played once for both tests (~4 s of CPU)."""
     return _card(tmp_path_factory.mktemp("whole"))

@@ -348,12 +348,13 @@ def test_audit_and_list_see_an_outside_learner(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("route", ["entry_point", "env_var"])
-def test_compare_on_ray_equals_local(tmp_path, route, request, monkeypatch):
+def test_compare_on_ray_equals_local(tmp_path, route, monkeypatch, ray_cluster):
     """The installed-package route (fake metadata, no DP_EXPERTS_PLUGINS) and the uninstalled
     one (DP_EXPERTS_PLUGINS only): local workers and Ray give identical results. The first
-    starts and shuts down its own local Ray instance (the command's); the second connects to
-    the run's instance (``ray_cluster``, through ``RAY_ADDRESS``), whose workers did not inherit
-    the command's environment, so the plug-in must travel with the tasks; one Ray start fewer.
+    starts and shuts down its own local Ray instance (the command's; both routes run among the
+    Ray tests at the end, ``ray_cluster``); the second connects to the run's instance through
+    ``RAY_ADDRESS``, whose workers did not inherit the command's environment, so the plug-in
+    must travel with the tasks; one Ray start fewer.
     No task floor (``DP_EXPERTS_RAY_TASK_SECONDS=0``): the grid is split across the CPUs."""
     pytest.importorskip("ray")
     monkeypatch.setenv("DP_EXPERTS_RAY_TASK_SECONDS", "0")
@@ -377,10 +378,7 @@ def test_compare_on_ray_equals_local(tmp_path, route, request, monkeypatch):
         site=site,
     )
     assert local.returncode == 0, local.stderr
-    address = None
-    if env_var:
-        cluster = request.getfixturevalue("ray_cluster")
-        address = cluster.get_runtime_context().gcs_address
+    address = ray_cluster.get_runtime_context().gcs_address if env_var else None
     ray = _cli(
         ["compare", "g.toml", "--out", "ray", "--backend", "ray", "--no-progress", "--no-figures"],
         tmp_path,
