@@ -191,7 +191,7 @@ MIN_SEED_BLOCK = 16
 
 
 def _split_seeds(units: list[list[Cell]], n_units: int, min_block: int) -> None:
-    """Halve the seed block of the unit with the most runs until there are ``n_units`` units.
+    """Halve the seed block of the heaviest unit (:func:`estimate_seconds`) until ``n_units``.
 
     A seed's rows do not depend on its batch (:meth:`Cell.with_seeds`), and each part simulates
     only its own seeds' losses: no work is repeated.
@@ -216,8 +216,8 @@ def plan_units(
     first appear). Each group is one unit, unless fewer groups than ``n_units`` exist: then the
     largest groups are split (each part simulates the loss stream again, so splitting buys
     parallel workers with a little extra work). A split keeps a learner's cells together and
-    deals learners out to the parts in turn, heaviest first (private learners have one cell per
-    epsilon).
+    deals learners out to the parts, heaviest first by :func:`estimate_seconds` (private
+    learners have one cell per epsilon), each to the lighter part.
 
     With ``seed_blocks`` (the Ray backend, sized by a cluster's CPUs) units are also split into
     blocks of seeds: first while each block keeps :data:`MIN_SEED_BLOCK` seeds, then learners as
