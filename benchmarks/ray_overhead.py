@@ -1,15 +1,19 @@
-"""CPU overhead of the Ray backend per cell, against the same grid played in this process.
+"""CPU of the Ray backend against the serial backend on the default comparison (issue 40 item 2).
 
-The default grid (``default_grid``; T = 2,000 and 10 seeds, ``--quick`` T = 500, ``--smoke``
-T = 50 and 2 seeds) is played twice, on this machine: ``serial`` (in this process,
-``time.process_time``, after a first serial run that pays the process's imports and
-calibrations), then on a local Ray instance started here with ``--cpus`` CPUs (default
-8, more than the 2-core development machine has: the planner sizes units from the cluster's
-CPUs). Ray's CPU is this process plus every process descended from it (the GCS, the raylet, the
-workers), read from ``/proc/<pid>/stat`` before Ray shuts down, so it counts Ray's own
-processes, the workers' imports and the rows travelling back. Ray's start (``ray.init`` and a
-one-cell warm-up grid that starts the workers) is reported apart from the grid. Rows must be
-identical to serial (checked). Linux only (``/proc``).
+The default grid (``default_grid``: T = 10^4 and 10 seeds, what ``dp-experts compare`` plays;
+``--quick`` T = 2,000, ``--smoke`` T = 50 and 2 seeds on 2 CPUs) is played, on this machine:
+``serial`` (in this process, ``time.process_time``, after a first serial run that pays the
+process's imports and calibrations), then on a local Ray instance started here with ``--cpus``
+logical CPUs (default 24, more than the 2-core development machine has: the planner sizes
+tasks from the cluster's CPUs) three ways: with the default task floor (``ray_tasks``: the
+default comparison is below one task's worth, so it plays in the calling process), as one task
+holding the whole grid (the floor set just below the grid's estimate) and with no floor
+(``DP_EXPERTS_RAY_TASK_SECONDS=0``: one task per CPU, the planner before the floor). Ray's CPU
+is this process plus every process descended from it (the GCS, the raylet, the workers), read
+from ``/proc/<pid>/stat`` before Ray shuts down, so it counts Ray's own processes, the
+workers' imports and the rows travelling back. Ray's start (``ray.init`` and a one-cell
+warm-up grid played as tasks, which starts workers) is reported apart from the grid. Rows must
+be identical to serial (checked). Linux only (``/proc``).
 
 Transport: what one unit's results cost to send back, as Ray sends them (pickle) -- the rows
 (one dict per seed and round, what the backends shipped before) against the per-run columns of
@@ -85,19 +89,24 @@ def _transport(grid: Any) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parse_args(__doc__ or "", argv)
+    def extra(parser) -> None:
+        parser.add_argument("--cpus", type=int, default=24, help="the Ray instance's CPUs")
+
+    args = parse_args(__doc__ or "", argv, extra)
     import pandas as pd
     import ray
 
     from dp_experts_env.evaluation import AgentEntry, EnvEntry, Grid, default_grid, run_grid
+    from dp_experts_env.evaluation.backends import RAY_TASK_SECONDS, estimate_seconds, ray_tasks
 
-    horizon, seeds, cpus = 2_000, 10, 8
+    horizon, seeds, cpus = 10_000, 10, args.cpus
     if args.quick:
-        horizon = 500
+        horizon = 2_000
     if args.smoke:
-        horizon, seeds = 50, 2
+        horizon, seeds, cpus = 50, 2, 2
     grid = default_grid(horizon=horizon, seeds=seeds)
     n_cells = len(grid.cells())
+    result: dict[str, Any] = {"horizon": horizon, "seeds": seeds, "n_cells": n_cells}
     with tempfile.TemporaryDirectory() as tmp:
         # Pay this process's first-time costs (imports, calibrations, fingerprints) first.
         run_grid(grid, Path(tmp) / "s0", backend="serial", progress=False, report=False)
@@ -110,29 +119,53 @@ def main(argv: list[str] | None = None) -> None:
             warm = Grid(
                 agents=[AgentEntry("hedge")],
                 envs=[EnvEntry("DPExperts-Shift-v0", {"horizon": 20, "n_experts": 3})],
-                n_seeds=cpus,
+                n_seeds=2,
             )
-            run_grid(warm, Path(tmp) / "w", backend="ray", progress=False, report=False)
+            os.environ["DP_EXPERTS_RAY_TASK_SECONDS"] = "0"  # start the workers
+            try:
+                run_grid(warm, Path(tmp) / "w", backend="ray", progress=False, report=False)
+            finally:
+                os.environ.pop("DP_EXPERTS_RAY_TASK_SECONDS", None)
             startup = _cpu() - start
-            start = _cpu()
-            remote = run_grid(grid, Path(tmp) / "r", backend="ray", progress=False, report=False)
-            ray_cpu = _cpu() - start
+            cpu: dict[str, float] = {}
+            estimate = estimate_seconds(grid.cells())
+            # The default (below one task's floor: this process plays it), one task holding
+            # the whole grid (a floor just below its estimate), no floor (a task per CPU).
+            one = repr(0.999 * estimate)
+            variants = (("ray", None), ("ray_one_task", one), ("ray_no_floor", "0"))
+            for name, floor in variants:
+                if floor is not None:
+                    os.environ["DP_EXPERTS_RAY_TASK_SECONDS"] = floor
+                try:
+                    below = estimate < (RAY_TASK_SECONDS if floor is None else float(floor))
+                    result[f"{name}_tasks"] = 0 if below else len(ray_tasks(grid.cells(), cpus))
+                    start = _cpu()
+                    remote = run_grid(
+                        grid, Path(tmp) / name, backend="ray", progress=False, report=False
+                    )
+                    cpu[name] = _cpu() - start
+                finally:
+                    os.environ.pop("DP_EXPERTS_RAY_TASK_SECONDS", None)
+                pd.testing.assert_frame_equal(serial, remote)
         finally:
             ray.shutdown()
-    pd.testing.assert_frame_equal(serial, remote)
-    result: dict[str, Any] = {
-        "horizon": horizon,
-        "seeds": seeds,
-        "n_cells": n_cells,
-        "ray_cpus": cpus,
-        "serial_cpu_seconds": serial_cpu,
-        "ray_cpu_seconds": ray_cpu,
-        "ray_startup_cpu_seconds": startup,
-        "overhead_per_cell_seconds": (ray_cpu - serial_cpu) / n_cells,
-        "ray_over_serial": ray_cpu / serial_cpu,
-        "rows_identical": True,
-        **_transport(grid),
-    }
+    result.update(
+        {
+            "ray_cpus": cpus,
+            "serial_cpu_seconds": serial_cpu,
+            "ray_cpu_seconds": cpu["ray"],
+            "ray_one_task_cpu_seconds": cpu["ray_one_task"],
+            "ray_no_floor_cpu_seconds": cpu["ray_no_floor"],
+            "ray_startup_cpu_seconds": startup,
+            "overhead_per_cell_seconds": (cpu["ray"] - serial_cpu) / n_cells,
+            "estimated_seconds": estimate,
+            "ray_over_serial": cpu["ray"] / serial_cpu,
+            "ray_one_task_over_serial": cpu["ray_one_task"] / serial_cpu,
+            "ray_no_floor_over_serial": cpu["ray_no_floor"] / serial_cpu,
+            "rows_identical": True,
+            **_transport(grid),
+        }
+    )
     path = write_json("ray_overhead", result, args.out)
     print(
         _common.table(

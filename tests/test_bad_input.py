@@ -22,6 +22,7 @@ from _store_files import grid, run, spy_on_played
 
 import agents.registry as agent_registry
 from dp_experts_env import cli, plugins
+from dp_experts_env.evaluation import manifest as manifest_mod
 from dp_experts_env.evaluation import store as store_mod
 from dp_experts_env.evaluation.store import load_results
 from dp_experts_env.evaluation.sweep import SweepWriteError
@@ -135,7 +136,7 @@ def _rewrite_manifest(out: Path, runs: list[str]) -> None:
     """What anyone can do: a manifest with a recomputed checksum listing ``runs``."""
     data = json.loads((out / "manifest.json").read_text())
     data["runs"] = runs
-    data["checksum"] = store_mod._manifest_checksum(data["grid"], runs)
+    data["checksum"] = manifest_mod.manifest_checksum(data["grid"], runs)
     (out / "manifest.json").write_text(json.dumps(data))
 
 

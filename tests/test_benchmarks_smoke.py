@@ -45,6 +45,7 @@ EXPECTED = {
                    "target_seconds", "machine"},
     "learner_costs": {"rows", "horizon", "seeds", "machine"},
     "ray_overhead": {"serial_cpu_seconds", "ray_cpu_seconds", "overhead_per_cell_seconds",
+                     "ray_tasks", "ray_no_floor_cpu_seconds", "ray_no_floor_tasks",
                      "ray_startup_cpu_seconds", "rows_identical", "transport_rows_bytes",
                      "transport_columns_bytes", "machine"},
 }

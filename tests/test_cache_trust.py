@@ -20,6 +20,7 @@ from agents import _public_cache as cache
 from agents import meta_expert_tuning
 from agents.private_dartboard import dartboard_parameters
 from agents.private_lazy_hedge import PrivateLazyHedge, lazy_hedge_parameters
+from dp_experts_env.evaluation import fingerprints as fp_mod
 from dp_experts_env.evaluation import store as store_mod
 
 ARGS = (10, 1000, 1.0, 1e-6)
@@ -128,17 +129,17 @@ def test_a_planted_table_is_ignored_and_named(disk):
 
 
 def test_a_planted_import_list_cannot_hide_a_module_from_the_key(disk, monkeypatch):
-    monkeypatch.setattr(store_mod, "_PARSED", {})
-    monkeypatch.setattr(store_mod, "_PARSED_STATE", {"loaded": False, "dirty": False})
+    monkeypatch.setattr(fp_mod, "_PARSED", {})
+    monkeypatch.setattr(fp_mod, "_PARSED_STATE", {"loaded": False, "dirty": False})
     store_mod.forget_fingerprints()
     first = store_mod.code_fingerprint("hedge", "DPExperts-Shift-v0")
-    path = disk / store_mod._PARSED_FILE
+    path = disk / fp_mod._PARSED_FILE
     records = json.loads(path.read_bytes().partition(b"\n")[2])
     for record in records:
         record[2] = []  # every module "imports nothing": the key would cover the roots only
     path.write_bytes(path.read_bytes().partition(b"\n")[0] + b"\n" + json.dumps(records).encode())
-    store_mod._PARSED.clear()
-    store_mod._PARSED_STATE.update(loaded=False, dirty=False)
+    fp_mod._PARSED.clear()
+    fp_mod._PARSED_STATE.update(loaded=False, dirty=False)
     store_mod.forget_fingerprints()
     with pytest.warns(RuntimeWarning, match=f"{path.name} fails its signature"):
         assert store_mod.code_fingerprint("hedge", "DPExperts-Shift-v0") == first

@@ -114,8 +114,8 @@ def test_local_pool_and_serial_give_identical_rows(tmp_path):
 
 
 @pytest.mark.slow
-def test_ray_backend_matches_local(tmp_path):
-    pytest.importorskip("ray")
+def test_ray_backend_matches_local(tmp_path, ray_cluster, monkeypatch):
+    monkeypatch.setenv("DP_EXPERTS_RAY_TASK_SECONDS", "0")  # tasks, however small the grid
     grid = small_grid(n_seeds=2)
     a = run_grid(grid, tmp_path / "a", backend="serial", progress=False)
     b = run_grid(grid, tmp_path / "b", backend="ray", progress=False)

@@ -113,24 +113,24 @@ def test_one_shared_pool_serves_every_grid_of_a_block():
 
 
 def test_parsed_imports_cached_on_disk_give_the_same_fingerprint(tmp_path, monkeypatch):
-    from dp_experts_env.evaluation import store
+    from dp_experts_env.evaluation import fingerprints
 
     monkeypatch.setenv("DP_EXPERTS_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(store, "_PARSED", {})
-    monkeypatch.setattr(store, "_PARSED_STATE", {"loaded": False, "dirty": False})
-    store.forget_fingerprints()
-    first = store.code_fingerprint("hedge", ENV_ID)
-    assert (tmp_path / store._PARSED_FILE).is_file()
-    parsed = dict(store._PARSED)
+    monkeypatch.setattr(fingerprints, "_PARSED", {})
+    monkeypatch.setattr(fingerprints, "_PARSED_STATE", {"loaded": False, "dirty": False})
+    fingerprints.forget_fingerprints()
+    first = fingerprints.code_fingerprint("hedge", ENV_ID)
+    assert (tmp_path / fingerprints._PARSED_FILE).is_file()
+    parsed = dict(fingerprints._PARSED)
     # A new process: nothing in memory, every file's statements read from disk, none parsed.
-    store._PARSED.clear()
-    store._PARSED_STATE.update(loaded=False, dirty=False)
-    store.forget_fingerprints()
-    monkeypatch.setattr(store.ast, "parse", lambda *a: pytest.fail("parsed again"))
-    assert store.code_fingerprint("hedge", ENV_ID) == first
-    assert store._PARSED == parsed
+    fingerprints._PARSED.clear()
+    fingerprints._PARSED_STATE.update(loaded=False, dirty=False)
+    fingerprints.forget_fingerprints()
+    monkeypatch.setattr(fingerprints.ast, "parse", lambda *a: pytest.fail("parsed again"))
+    assert fingerprints.code_fingerprint("hedge", ENV_ID) == first
+    assert fingerprints._PARSED == parsed
     monkeypatch.undo()
-    store.forget_fingerprints()
+    fingerprints.forget_fingerprints()
 
 
 def test_importing_the_packages_imports_no_scipy_and_no_numba():
@@ -230,7 +230,7 @@ def test_small_grid_rows_equal_on_the_numpy_and_compiled_paths():
 def test_round_matrix_equals_pivot_table():
     import pandas as pd
 
-    from dp_experts_env.evaluation.plots import _round_matrix
+    from dp_experts_env.evaluation.figure_bands import round_matrix as _round_matrix
 
     rng = np.random.default_rng(1)
     rows = pd.DataFrame(

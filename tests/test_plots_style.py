@@ -309,7 +309,7 @@ def test_aggregate_figure_for_several_envs_only(tmp_path):
 
 def test_batched_bands_are_the_per_curve_bootstrap():
     # The old per-curve computation: gather the resamples, average, take the percentiles.
-    from dp_experts_env.evaluation.plots import _curve_bands
+    from dp_experts_env.evaluation.figure_bands import curve_bands as _curve_bands
 
     rng = np.random.default_rng(3)
     matrices = [rng.normal(size=(r, s)) * 100 for r, s in [(7, 5), (3, 5), (4, 2), (5, 1)]]
@@ -348,7 +348,7 @@ def test_titles_are_pinned_only_where_the_automatic_place_is_the_top():
 
 
 def test_sorted_quantiles_are_numpys():
-    from dp_experts_env.evaluation.plots import _sorted_quantiles
+    from dp_experts_env.evaluation.figure_bands import _sorted_quantiles
 
     rng = np.random.default_rng(5)
     for n in (1, 2, 10, 499, 500):
@@ -363,7 +363,7 @@ def test_sorted_quantiles_are_numpys():
 
 def test_batched_bootstrap_cis_equal_summary_cis():
     # The epsilon figure's error bars: the same floats as summary.csv's bootstrap_ci.
-    from dp_experts_env.evaluation.plots import _bootstrap_cis
+    from dp_experts_env.evaluation.figure_bands import bootstrap_cis as _bootstrap_cis
     from dp_experts_env.evaluation.stats import bootstrap_ci
 
     rng = np.random.default_rng(11)

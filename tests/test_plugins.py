@@ -277,8 +277,10 @@ name = "hedge"
 """
 
 
-def _cli(args, cwd, *, env_var=True, site=None, timeout=300):
+def _cli(args, cwd, *, env_var=True, site=None, timeout=300, ray_address=None):
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", plugins.ENV_VAR)}
+    if ray_address:
+        env["RAY_ADDRESS"] = ray_address
     path = [str(ROOT), str(EXAMPLE)] + ([str(site)] if site else [])
     env["PYTHONPATH"] = os.pathsep.join(path)
     if env_var:
@@ -346,11 +348,16 @@ def test_audit_and_list_see_an_outside_learner(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("route", ["entry_point", "env_var"])
-def test_compare_on_ray_equals_local(tmp_path, route):
+def test_compare_on_ray_equals_local(tmp_path, route, monkeypatch, ray_cluster):
     """The installed-package route (fake metadata, no DP_EXPERTS_PLUGINS) and the uninstalled
-    one (DP_EXPERTS_PLUGINS only): local workers and a local Ray instance (started and shut down
-    by the command) give identical results."""
+    one (DP_EXPERTS_PLUGINS only): local workers and Ray give identical results. The first
+    starts and shuts down its own local Ray instance (the command's; both routes run among the
+    Ray tests at the end, ``ray_cluster``); the second connects to the run's instance through
+    ``RAY_ADDRESS``, whose workers did not inherit the command's environment, so the plug-in
+    must travel with the tasks; one Ray start fewer.
+    No task floor (``DP_EXPERTS_RAY_TASK_SECONDS=0``): the grid is split across the CPUs."""
     pytest.importorskip("ray")
+    monkeypatch.setenv("DP_EXPERTS_RAY_TASK_SECONDS", "0")
     site = fake_install(
         tmp_path / "site",
         "dp-plugin-example",
@@ -371,11 +378,13 @@ def test_compare_on_ray_equals_local(tmp_path, route):
         site=site,
     )
     assert local.returncode == 0, local.stderr
+    address = ray_cluster.get_runtime_context().gcs_address if env_var else None
     ray = _cli(
         ["compare", "g.toml", "--out", "ray", "--backend", "ray", "--no-progress", "--no-figures"],
         tmp_path,
         env_var=env_var,
         site=site,
+        ray_address=address,
     )
     assert ray.returncode == 0, ray.stderr
     pd.testing.assert_frame_equal(_regrets(tmp_path / "local"), _regrets(tmp_path / "ray"))

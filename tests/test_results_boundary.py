@@ -23,7 +23,9 @@ from _store_files import as_run_files, spy_on_played
 
 from dp_experts_env import cli
 from dp_experts_env.evaluation import EnvEntry, Grid, run_grid
+from dp_experts_env.evaluation import fingerprints as fp_mod
 from dp_experts_env.evaluation import grid as grid_mod
+from dp_experts_env.evaluation import manifest as manifest_mod
 from dp_experts_env.evaluation import store as store_mod
 from dp_experts_env.evaluation import sweep as sweep_mod
 from dp_experts_env.evaluation.claims import Claim, Point, Sweep, mean_with_ci
@@ -66,14 +68,14 @@ def played(monkeypatch):
 
 def edit_module(monkeypatch, module: str) -> None:
     """Pretend ``module``'s source was edited on disk (the code hashes see the new source)."""
-    real = store_mod._module_source
+    real = fp_mod._module_source
 
     @functools.cache
     def edited(name):
         origin, source = real(name)
         return origin, source + (b"\n# edited\n" if name == module else b"")
 
-    monkeypatch.setattr(store_mod, "_module_source", edited)
+    monkeypatch.setattr(fp_mod, "_module_source", edited)
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
@@ -148,7 +150,7 @@ def _rewrite_manifest(out: Path, runs: list[str]) -> None:
     """What an attacker can do: a manifest with a valid checksum listing ``runs``."""
     data = json.loads((out / "manifest.json").read_text())
     data["runs"] = runs
-    data["checksum"] = store_mod._manifest_checksum(data["grid"], runs)
+    data["checksum"] = manifest_mod.manifest_checksum(data["grid"], runs)
     (out / "manifest.json").write_text(json.dumps(data))
 
 

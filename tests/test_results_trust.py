@@ -32,6 +32,7 @@ import dp_experts_env  # noqa: F401 - registers the env ids
 from dp_experts_env import cli
 from dp_experts_env.evaluation import AgentEntry, CellStore, EnvEntry, make_figures
 from dp_experts_env.evaluation import backends as backends_mod
+from dp_experts_env.evaluation import fingerprints as fp_mod
 from dp_experts_env.evaluation import store as store_mod
 from dp_experts_env.evaluation.store import ResultsFolderBusy, folder_lock, load_results
 from dp_experts_env.evaluation.sweep import SweepInterrupted, SweepWriteError
@@ -55,14 +56,14 @@ def test_changed_learner_code_reruns_its_cells_only(tmp_path, played, monkeypatc
     played.clear()
     run(g, tmp_path)
     assert played == []  # same code: nothing re-runs
-    real = store_mod._module_source
+    real = fp_mod._module_source
 
     @functools.cache
     def edited(name):  # hedge's module edited on disk (say its learning rate x50)
         origin, source = real(name)
         return origin, source + (b"\n# edited\n" if name == "agents.full_info" else b"")
 
-    monkeypatch.setattr(store_mod, "_module_source", edited)
+    monkeypatch.setattr(fp_mod, "_module_source", edited)
     run(g, tmp_path)
     assert [name for name, _ in played] == ["hedge"]
 
@@ -70,8 +71,8 @@ def test_changed_learner_code_reruns_its_cells_only(tmp_path, played, monkeypatc
 def test_code_fingerprint_covers_learner_env_and_imports():
     key = store_mod.code_fingerprint("hedge", "DPExperts-Shift-v0")
     assert set(key) == {"package", "agent", "env"}
-    assert "agents.base" in store_mod._closure(["agents.full_info"])
-    env_modules = store_mod._closure(["dp_experts_env.envs.vector"])
+    assert "agents.base" in fp_mod._closure(["agents.full_info"])
+    env_modules = fp_mod._closure(["dp_experts_env.envs.vector"])
     assert "dp_experts_env.regret" in env_modules and "dp_experts_env.envs.factory" in env_modules
     assert store_mod.code_fingerprint("hedge", "DPExperts-Shift-v0") == key  # stable
 

@@ -21,6 +21,7 @@ import pytest
 from _store_files import grid, run, spy_on_played
 
 from dp_experts_env import plugins
+from dp_experts_env.evaluation import fingerprints as fp_mod
 from dp_experts_env.evaluation import store as store_mod
 from dp_experts_env.evaluation.verify import verify_folder
 
@@ -125,8 +126,8 @@ def test_a_plugin_learner_key_walks_its_package(plugin_env, monkeypatch):
     """The learner's own hash covers its plug-in module and the modules it imports."""
     pkg = _package(plugin_env, "learner", LEARNER, 1.0)
     monkeypatch.setenv(plugins.ENV_VAR, f"{pkg}.learner")
-    modules = store_mod._closure(
-        [f"{pkg}.learner"], lambda n: store_mod._project_module(n) or n.startswith(pkg), (pkg,)
+    modules = fp_mod._closure(
+        [f"{pkg}.learner"], lambda n: fp_mod._project_module(n) or n.startswith(pkg), (pkg,)
     )
     assert f"{pkg}.knob" in modules and "agents.full_info" in modules
 

@@ -27,10 +27,10 @@ from dp_experts_env.evaluation import EnvEntry, Grid, run_grid
 from dp_experts_env.evaluation import backends as backends_mod
 from dp_experts_env.evaluation import sweep as sweep_mod
 from dp_experts_env.evaluation.grid import record_rounds
+from dp_experts_env.evaluation.packs import record_payload
 from dp_experts_env.evaluation.store import (
     PACK_VERSION,
     CellStore,
-    _payload,
     read_manifest,
     write_atomic,
 )
@@ -84,7 +84,7 @@ def _plant_folder(out: Path, grid: Grid) -> int:
                 for r in rounds
             ] if not run_ids else None  # fmt: skip
             if rows is not None:
-                template = json.loads(_payload(rows))
+                template = json.loads(record_payload(rows))
             template["const"]["seed"] = seed
             template["const"]["env"] = cell.env.display
             template["cols"]["dynamic_regret"] = [0.2 * r + seed % 3 for r in rounds]

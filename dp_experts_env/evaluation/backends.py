@@ -38,6 +38,8 @@ __all__ = [
     "execute_units",
     "plan_units",
     "estimate_work",
+    "estimate_seconds",
+    "ray_tasks",
     "worth_processes",
     "shared_pool",
 ]
@@ -106,19 +108,96 @@ def worth_processes(cells: Sequence[Cell]) -> int:
     return max(1, estimate_work(cells) // ROUNDS_PER_PROCESS)
 
 
+#: CPU nanoseconds per run-round of the built-in learners, each playing one cell of 10 seeds at
+#: T = 10^4 on its default env on the compiled path (``benchmarks/learner_costs.py``, issue 40's
+#: table in benchmarks/README.md; rounded). Weighs the cells the Ray planner deals out; a
+#: learner not listed (a plug-in, a new learner) counts :data:`DEFAULT_NS`.
+LEARNER_NS = {
+    "limited-updates": 400, "batched-private-shrinking-dartboard": 460,
+    "randomized-prefix-softmax": 480, "private-lazy-hedge": 540, "ldp-exp4": 570,
+    "private-shrinking-dartboard": 580, "uniform": 630, "hedge": 680, "exp3": 700,
+    "follow-the-leader": 700, "exp4": 730, "shrinking-dartboard": 730, "dp-ftrl-tree": 940,
+    "fixed-share": 1_000, "noisy-clipped-hedge": 1_100, "meta-expert-reduction": 1_800,
+    "svt-restart": 2_600, "ogd": 3_400, "ftrl-oco": 3_500, "ucb1": 3_800, "lazy-ftrl-oco": 3_800,
+    "gaussian-dp-ftrl-oco": 6_000, "adap-ucb": 6_100, "dp-ftrl-oco": 6_400, "p-comw-lazy": 8_800,
+    "thompson": 9_500, "p-comw": 11_000, "private-batched-exp4": 11_000, "kl-ucb": 15_000,
+    "tsallis-inf": 18_000, "private-batched-bandit": 19_000,
+    "private-bandit-over-experts": 22_000, "ftpl-gr": 27_000,
+}  # fmt: skip
+DEFAULT_NS = 1_000
+#: Estimated CPU seconds a Ray task carries at least. A task on a fresh Ray worker pays its
+#: start (interpreter, imports, compiled kernels: ~2.5 s of CPU, as a local worker); 20 s of
+#: work keeps that near a tenth, and Ray reuses a worker for the next tasks (no ``max_calls``).
+#: ``DP_EXPERTS_RAY_TASK_SECONDS`` overrides it (``0``: one task per cluster CPU, as before).
+RAY_TASK_SECONDS = 20.0
+
+
+def _cell_seconds(cell: Cell) -> float:
+    ns = LEARNER_NS.get(cell.agent.name, DEFAULT_NS)
+    return len(cell.seed_indices) * _horizon(cell) * ns * 1e-9
+
+
+def estimate_seconds(cells: Sequence[Cell]) -> float:
+    """Estimated CPU seconds of ``cells``: their run-rounds weighed by :data:`LEARNER_NS`."""
+    return sum(_cell_seconds(cell) for cell in cells)
+
+
+def _task_seconds() -> float:
+    text = os.environ.get("DP_EXPERTS_RAY_TASK_SECONDS")
+    if text is None:
+        return RAY_TASK_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(
+            f"DP_EXPERTS_RAY_TASK_SECONDS must be a finite number >= 0 (seconds), got {text!r}"
+        )
+    return value
+
+
+def ray_tasks(
+    cells: Sequence[Cell], cpus: int, task_seconds: float | None = None
+) -> list[list[list[Cell]]]:
+    """The Ray backend's tasks: each a list of units, at most ``cpus``, none below the floor.
+
+    As many tasks as the work pays for: ``estimated seconds // task_seconds`` (default
+    :data:`RAY_TASK_SECONDS`, or ``DP_EXPERTS_RAY_TASK_SECONDS``; ``0``: ``cpus`` tasks), at
+    least one and at most ``cpus``. Units are planned for that many tasks
+    (:func:`plan_units` with seed blocks) and, where there are more units than tasks (a grid of
+    many envs), dealt to the tasks heaviest first, each to the lightest task so far, weighed by
+    :func:`estimate_seconds`. Pure planning (no Ray). Work below one floor does not reach Ray
+    at all: the backend plays it in the calling process.
+    """
+    floor = _task_seconds() if task_seconds is None else task_seconds
+    cpus = check_int("cpus", cpus, minimum=1)
+    n = cpus if floor <= 0 else max(1, min(cpus, int(estimate_seconds(cells) // floor)))
+    units = plan_units(cells, n, seed_blocks=True)
+    if len(units) <= n:
+        return [[unit] for unit in units]
+    tasks: list[list[list[Cell]]] = [[] for _ in range(n)]
+    loads = [0.0] * n
+    for unit in sorted(units, key=estimate_seconds, reverse=True):
+        i = loads.index(min(loads))
+        tasks[i].append(unit)
+        loads[i] += estimate_seconds(unit)
+    return tasks
+
+
 #: Seeds a unit keeps before learners are split instead (a batch of runs is played as one
 #: vectorised episode: fewer than ~16 runs per batch cost more per run-round).
 MIN_SEED_BLOCK = 16
 
 
 def _split_seeds(units: list[list[Cell]], n_units: int, min_block: int) -> None:
-    """Halve the seed block of the unit with the most runs until there are ``n_units`` units.
+    """Halve the seed block of the heaviest unit (:func:`estimate_seconds`) until ``n_units``.
 
     A seed's rows do not depend on its batch (:meth:`Cell.with_seeds`), and each part simulates
     only its own seeds' losses: no work is repeated.
     """
     while len(units) < n_units:
-        largest = max(units, key=lambda u: len(u[0].seed_indices) * len(u))
+        largest = max(units, key=estimate_seconds)
         seeds = largest[0].seed_indices
         if len(seeds) < 2 * min_block:
             return
@@ -137,8 +216,8 @@ def plan_units(
     first appear). Each group is one unit, unless fewer groups than ``n_units`` exist: then the
     largest groups are split (each part simulates the loss stream again, so splitting buys
     parallel workers with a little extra work). A split keeps a learner's cells together and
-    deals learners out to the parts in turn, heaviest first (private learners have one cell per
-    epsilon).
+    deals learners out to the parts, heaviest first by :func:`estimate_seconds` (private
+    learners have one cell per epsilon), each to the lighter part.
 
     With ``seed_blocks`` (the Ray backend, sized by a cluster's CPUs) units are also split into
     blocks of seeds: first while each block keeps :data:`MIN_SEED_BLOCK` seeds, then learners as
@@ -159,15 +238,15 @@ def plan_units(
 
 def _split_learners(units: list[list[Cell]], n_units: int) -> None:
     while len(units) < n_units:
-        largest = max(units, key=len)
+        largest = max(units, key=estimate_seconds)
         learners: dict[str, list[Cell]] = {}
         for cell in largest:
             learners.setdefault(cell.agent.key, []).append(cell)
         if len(learners) < 2:
             break
         parts: list[list[Cell]] = [[], []]
-        for block in sorted(learners.values(), key=len, reverse=True):
-            min(parts, key=len).extend(block)
+        for block in sorted(learners.values(), key=estimate_seconds, reverse=True):
+            min(parts, key=estimate_seconds).extend(block)
         units.remove(largest)
         units.extend(parts)
 
@@ -277,10 +356,10 @@ def _load_plugins() -> None:
     load_family_plugins()
 
 
-def _run_unit(unit: Sequence[Cell], as_columns: bool = False) -> list[Any]:
-    """:func:`run_cells` in a worker: plug-ins first (Ray workers run no initializer)."""
+def _run_task(task: Sequence[Sequence[Cell]], as_columns: bool = False) -> list[Any]:
+    """:func:`run_cells` over a Ray task's units: plug-ins first (Ray runs no initializer)."""
     _load_plugins()
-    return _shipped(run_cells(unit), as_columns)
+    return _shipped([pair for unit in task for pair in run_cells(unit)], as_columns)
 
 
 def _init_worker(parent_pid: int, reports: Any = None) -> None:
@@ -422,11 +501,20 @@ def shared_pool() -> Iterator[None]:
 def _ray(
     cells: Sequence[Cell], address: str | None, as_columns: bool = False
 ) -> Iterator[list[Any]]:
-    """Play the cells as Ray tasks, yielding each task's results (cells or seed blocks of them)."""
+    """Play the cells as Ray tasks, yielding each task's results (cells or seed blocks of them).
+
+    A grid whose estimated work is below one task's floor (:data:`RAY_TASK_SECONDS`) plays in
+    this process, without starting or calling Ray.
+    """
     try:
         import ray
     except ImportError as err:  # pragma: no cover - depends on the extra
         raise RuntimeError("backend='ray' needs Ray: pip install 'dp-experts-env[ray]'") from err
+    if 0 < _task_seconds() and estimate_seconds(cells) < _task_seconds():
+        # Less work than one task carries: no worker pays for its start (as worth_processes
+        # keeps a local grid of a few seconds in this process); the rows are the same.
+        yield from _serial(plan_units(cells, 1), None, _numpy_pays(cells), as_columns)
+        return
     address = address or os.environ.get("RAY_ADDRESS")
     started_here = not ray.is_initialized()
     if started_here:
@@ -439,19 +527,19 @@ def _ray(
                 log_to_driver=False,
                 ignore_reinit_error=True,
             )
-    # Units from the cluster's CPUs, not this machine's: a driver on a 2-CPU head fills a
-    # 64-CPU cluster. Seed blocks split too, so a grid of C seeds x cells makes >= C units.
+    # Tasks from the cluster's CPUs, not this machine's (a driver on a 2-CPU head fills a
+    # 64-CPU cluster), but no more than the work pays for (ray_tasks).
     cpus = int(ray.cluster_resources().get("CPU", 0)) or (os.cpu_count() or 1)
-    units = plan_units(cells, cpus, seed_blocks=True)
+    tasks = ray_tasks(cells, cpus)
     from dp_experts_env.plugins import worker_env
 
     # Ray workers are fresh processes that may not share this one's environment (a cluster):
     # the plug-in modules and their folders travel with every task.
     carried = worker_env()
-    remote = ray.remote(_run_unit)
+    remote = ray.remote(_run_task)
     if carried:
         remote = remote.options(runtime_env={"env_vars": carried})
-    pending = [remote.remote(unit, as_columns) for unit in units]
+    pending = [remote.remote(task, as_columns) for task in tasks]
     try:
         while pending:
             done, pending = ray.wait(pending, num_returns=1)

@@ -14,16 +14,10 @@
 Every plotted end point (last round of a curve, point of the epsilon and horizon figures) is the
 ``summary.csv`` mean of its (env, agent, epsilon); tests/test_figures_equal_table.py checks it.
 
-Styling is for papers: figures are :data:`COLUMN_WIDTH` (one panel) or :data:`FULL_WIDTH` wide
-with 7-8 pt text, PDFs embed TrueType (Type 42) fonts, and every learner keeps one colour and
-marker in every figure and every results folder (:func:`learner_style`, a function of the
-learner's name; colour-blind-safe hues). Uniform play, the reference of every score, is a black
-dashed line; other non-private learners are dashed, private ones solid.
-
-Figures are built without pyplot (a bare :class:`~matplotlib.figure.Figure` with an Agg canvas:
-nothing to close) and saved as laid out, without ``bbox_inches="tight"``: each figure holds its
-own titles (wrapped or shrunk to its width) and its legend below the axes (measured, the figure
-grown to fit), so a saved PNG is the figure's own size and is drawn once.
+Styling is for papers (:mod:`~dp_experts_env.evaluation.figure_style`: widths, fonts, one colour
+and marker per learner); figures are built without pyplot and laid out before saving
+(:mod:`~dp_experts_env.evaluation.figure_layout`); bands and intervals come from
+:mod:`~dp_experts_env.evaluation.figure_bands`. The style names stay importable from here.
 """
 
 from __future__ import annotations
@@ -39,12 +33,32 @@ import matplotlib
 import matplotlib.ticker
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
-from matplotlib.transforms import Bbox
 
 from dp_experts_env.evaluation.claims import loglog_slope
+from dp_experts_env.evaluation.figure_bands import bootstrap_cis, curve_bands, round_matrix
+from dp_experts_env.evaluation.figure_layout import (
+    EDGE,
+    axes_title_room,
+    env_title,
+    fit_text,
+    legend_below,
+    new_figure,
+    pin_titles,
+    place_axes,
+    round_label,
+)
+from dp_experts_env.evaluation.figure_style import (
+    COLUMN_WIDTH,
+    FULL_WIDTH,
+    PALETTE,
+    REFERENCE_LEARNER,
+    STYLE,
+    learner_style,
+    learner_styles,
+    line_kwargs,
+)
 from dp_experts_env.evaluation.stats import bootstrap_ci, fit_loglog_slope
 from dp_experts_env.evaluation.summary import aggregate_table
 
@@ -73,510 +87,6 @@ _NICE = {
 }
 
 
-def _curve_band(matrix: np.ndarray, confidence: float, n_boot: int, seed: int):
-    """Mean over seeds (axis 1) with a percentile bootstrap band, vectorised over rounds."""
-    return _curve_bands([matrix], confidence, n_boot, seed)[0]
-
-
-def _curve_bands(
-    matrices: list[np.ndarray], confidence: float, n_boot: int, seed: int
-) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """:func:`_curve_band` of several (rounds, seeds) matrices: (mean, low, high) of each.
-
-    Each curve is resampled as if alone: ``n_boot`` draws of its seeds with replacement from a
-    generator seeded with ``seed`` (the same draws for every curve of as many seeds), the band
-    the percentile interval of the resample means. A resample mean is computed as the seeds'
-    values times how often the resample drew each, over the seed count: one matrix product
-    per group of curves instead of a (rounds, n_boot, seeds) gather per curve (the same
-    resamples, sums in another order: within 1e-15 relative of the gathered means). Curves
-    with a missing or infinite value keep the gather, where a seed not drawn cannot turn a
-    mean into NaN (0 x inf). The percentiles of all the curves' resample means are taken at
-    once, from sorted rows (:func:`_sorted_quantiles`).
-    """
-    out: list[Any] = [None] * len(matrices)
-    by_seeds: dict[tuple[int, bool], list[int]] = {}
-    for i, matrix in enumerate(matrices):
-        key = (matrix.shape[1], bool(np.isfinite(matrix).all()))
-        by_seeds.setdefault(key, []).append(i)
-    tail = (1 - confidence) / 2
-    for (n_seeds, finite), members in by_seeds.items():
-        means = [matrices[i].mean(axis=1) for i in members]
-        if n_seeds < 2:
-            for i, mean in zip(members, means, strict=True):
-                out[i] = (mean, mean, mean)
-            continue
-        idx = np.random.default_rng(seed).integers(0, n_seeds, size=(n_boot, n_seeds))
-        stacked = np.concatenate([matrices[i] for i in members])
-        if finite:
-            draws = np.arange(n_boot)[:, None] * n_seeds + idx
-            counts = np.bincount(draws.ravel(), minlength=n_boot * n_seeds)
-            boots = stacked @ (counts.reshape(n_boot, n_seeds).T / n_seeds)
-        else:
-            boots = stacked[:, idx].mean(axis=2)  # (rounds, n_boot)
-        lows, highs = _sorted_quantiles(np.sort(boots, axis=1), (tail, 1 - tail))
-        ends = np.cumsum([len(mean) for mean in means])[:-1]
-        for i, mean, lo, hi in zip(
-            members, means, np.split(lows, ends), np.split(highs, ends), strict=True
-        ):
-            out[i] = (mean, lo, hi)
-    return out
-
-
-def _sorted_quantiles(rows: np.ndarray, qs: tuple[float, ...]) -> list[np.ndarray]:
-    """``np.quantile(rows, q, axis=1)`` (method "linear") of each q, for rows sorted ascending.
-
-    numpy's own interpolation between the two order statistics around ``(n - 1) q`` (the same
-    formula, so the same floats), read off the sorted rows: np.quantile would copy the rows
-    and select the statistics again, ~3x the cost of numpy's sort for the default figure's
-    3,000 rows of 500 resample means. A row holding NaN (sorted last) gives NaN, as there.
-    """
-    n = rows.shape[1]
-    has_nan = np.isnan(rows[:, -1])
-    out = []
-    for q in qs:
-        virtual = (n - 1) * q
-        below = min(int(np.floor(virtual)), n - 1)
-        above = min(below + 1, n - 1)
-        t = virtual - below
-        a, b = rows[:, below], rows[:, above]
-        diff = b - a
-        value = b - diff * (1 - t) if t >= 0.5 else a + diff * t
-        out.append(np.where(has_nan, np.nan, value))
-    return out
-
-
-def _bootstrap_cis(groups: list[np.ndarray], n_boot: int = 2000) -> np.ndarray:
-    """:func:`~dp_experts_env.evaluation.stats.bootstrap_ci` (mean) of each group: (k, 3).
-
-    The same floats as one call per group (the same draws: a generator seeded 0 per group,
-    the same row means, numpy's percentiles; tests/test_plots_style.py checks equality), for
-    all groups of one size at once: the epsilon figure's 45 points cost one gather, not 45.
-    """
-    out = np.empty((len(groups), 3))
-    by_size: dict[int, list[int]] = {}
-    for i, values in enumerate(groups):
-        by_size.setdefault(len(values), []).append(i)
-    tail = (1.0 - 0.95) / 2.0
-    for size, members in by_size.items():
-        if size == 0:
-            raise ValueError("values must not be empty")
-        idx = np.random.default_rng(0).integers(0, size, size=(n_boot, size))
-        # at most ~2e6 resampled values in memory at once (1,000 seeds: one group at a time)
-        chunk = max(1, 2_000_000 // (n_boot * size))
-        for start in range(0, len(members), chunk):
-            part = members[start : start + chunk]
-            values = np.stack([np.asarray(groups[i], dtype=np.float64) for i in part])
-            # Row means of a 2-D (groups x resamples, size) gather: numpy sums each row as it
-            # does bootstrap_ci's (resamples, size) matrix (a 3-D mean over the last axis
-            # sums in another order).
-            boots = values[:, idx].reshape(-1, size).mean(axis=1).reshape(len(part), n_boot)
-            boots = np.sort(boots, axis=1)
-            out[part, 0] = values.mean(axis=1)
-            out[part, 1], out[part, 2] = _sorted_quantiles(boots, (tail, 1.0 - tail))
-    return out
-
-
-def _round_matrix(group: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
-    """Rounds (sorted) and the (rounds, seeds) matrix of ``metric``, seeds in sorted order.
-
-    What ``group.pivot_table(index="round", columns="seed", values=metric)`` gives, without its
-    cost (~6 ms a call, 70 calls for the default figure): when every (round, seed) pair occurs
-    once and no value is missing, the rows are placed directly; otherwise the pivot (mean of
-    repeated pairs, missing values skipped) is taken.
-    """
-    values = group[metric].to_numpy(dtype=np.float64)
-    rounds, r_idx = np.unique(group["round"].to_numpy(), return_inverse=True)
-    seeds, s_idx = np.unique(group["seed"].to_numpy(), return_inverse=True)
-    cells = r_idx.astype(np.int64) * len(seeds) + s_idx
-    if (
-        len(values) == len(rounds) * len(seeds)
-        and not np.isnan(values).any()
-        and len(np.unique(cells)) == len(values)
-    ):
-        matrix = np.empty(len(values))
-        matrix[cells] = values
-        return rounds, matrix.reshape(len(rounds), len(seeds))
-    table = group.pivot_table(index="round", columns="seed", values=metric)
-    return table.index.to_numpy(), table.to_numpy()
-
-
-def _eps_text(eps: float) -> str:
-    return "non-private" if not math.isfinite(eps) else f"ε = {eps:g}"
-
-
-#: Width in inches of one column of a two-column paper, and of the full text width.
-COLUMN_WIDTH = 3.5
-FULL_WIDTH = 7.0
-
-#: Matplotlib settings of every figure (``matplotlib.rc_context`` while drawing and saving).
-STYLE: dict[str, Any] = {
-    # TrueType (Type 42) fonts in PDF/PS: publishers' checkers reject Type 3 bitmap fonts.
-    "pdf.fonttype": 42,
-    "ps.fonttype": 42,
-    "font.size": 8,
-    "axes.titlesize": 8,
-    "axes.labelsize": 8,
-    "legend.fontsize": 7,
-    "xtick.labelsize": 7,
-    "ytick.labelsize": 7,
-    "lines.linewidth": 1.3,
-    "lines.markersize": 3.5,
-    "axes.linewidth": 0.6,
-    "grid.linewidth": 0.4,
-    "grid.alpha": 0.35,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "savefig.dpi": 300,
-}
-
-#: Colour-blind-safe qualitative colours: the Okabe & Ito (2008) set without black (kept for the
-#: uniform reference) and yellow (too pale on white), then Paul Tol's "muted" colours for larger
-#: comparisons. No two are light and dark shades of one hue (CIE76 distance >= 20 for every
-#: pair); learners past the 14th reuse colours with another marker.
-PALETTE = (
-    "#0072B2",  # blue
-    "#E69F00",  # orange
-    "#009E73",  # bluish green
-    "#CC79A7",  # reddish purple
-    "#D55E00",  # vermillion
-    "#56B4E9",  # sky blue
-    "#332288",  # indigo
-    "#999933",  # olive
-    "#882255",  # wine
-    "#DDCC77",  # sand
-    "#AA4499",  # purple
-    "#117733",  # green
-    "#CC6677",  # rose
-    "#777777",  # grey (Tol's teal sat too close to Okabe-Ito's bluish green)
-    "#661100",  # dark brown (#38's baselines joined the default comparison)
-    "#FF1493",  # deep pink
-)
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
-_REFERENCE = "uniform"
-
-
-def _is_reference(label: str) -> bool:
-    return label.split("[", 1)[0] == _REFERENCE
-
-
-#: Fixed palette index of each learner the suite registers, so that a learner has the same
-#: colour in every results folder (whatever else the grid holds). Learners that share a figure
-#: (one feedback type: full information, bandit, OCO) have distinct colours; other names
-#: (plug-ins, labelled variants such as ``hedge[eta=0.1]``) take a colour and marker from a
-#: hash of their label.
-_FIXED_COLOUR = {
-    # full information
-    "hedge": 0,
-    "fixed-share": 1,
-    "follow-the-leader": 2,
-    "shrinking-dartboard": 3,
-    "noisy-clipped-hedge": 4,
-    "svt-restart": 5,
-    "private-lazy-hedge": 6,
-    "dp-ftrl-tree": 7,
-    "limited-updates": 8,
-    "meta-expert-reduction": 9,
-    "private-shrinking-dartboard": 10,
-    "batched-private-shrinking-dartboard": 11,
-    "randomized-prefix-softmax": 12,
-    "ppo": 13,
-    "private-fixed-share": 14,
-    "gaussian-tree-hedge": 15,
-    # bandit (with and without advice)
-    "exp3": 0,
-    "exp4": 1,
-    "tsallis-inf": 2,
-    "ftpl-gr": 3,
-    "ldp-exp4": 4,
-    "private-bandit-over-experts": 5,
-    "private-batched-bandit": 6,
-    "private-batched-exp4": 7,
-    # online convex optimisation
-    "ogd": 0,
-    "ftrl-oco": 1,
-    "p-comw-lazy": 2,
-    "dp-ftrl-oco": 4,
-    "p-comw": 5,
-}
-
-
-def learner_style(label: str) -> dict[str, Any]:
-    """Colour and marker of one learner label, a function of the label alone.
-
-    Uniform play (the reference of every score) is black without marker; a registered learner
-    has its fixed colour (:data:`_FIXED_COLOUR`); any other label a colour and marker from a
-    hash of the label, so it too keeps them across results folders.
-    """
-    if _is_reference(label):
-        return {"color": "black", "marker": None}
-    if label in _FIXED_COLOUR:
-        i = _FIXED_COLOUR[label]
-        return {"color": PALETTE[i], "marker": _MARKERS[i % len(_MARKERS)]}
-    h = int(hashlib.sha1(label.encode()).hexdigest(), 16)
-    return {
-        "color": PALETTE[h % len(PALETTE)],
-        "marker": _MARKERS[(h // len(PALETTE)) % len(_MARKERS)],
-    }
-
-
-def learner_styles(labels: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """:func:`learner_style` of every label (the same in every figure and every folder)."""
-    return {label: learner_style(label) for label in sorted(set(labels))}
-
-
-def _line_kwargs(style: dict[str, Any], label: str, private: bool) -> dict[str, Any]:
-    """Line style of a learner: private solid, non-private dashed, the reference black dashed."""
-    if _is_reference(label):
-        return {"color": "black", "linestyle": (0, (5, 2)), "linewidth": 1.6, "zorder": 3}
-    return {
-        "color": style["color"],
-        "linestyle": "-" if private else (0, (4, 1.5)),
-        "linewidth": 1.3 if private else 1.5,
-    }
-
-
-def _round_label(value: float, _pos: int) -> str:
-    """Tick label of a round: 2500 -> '2.5k'."""
-    return f"{value / 1000:g}k" if abs(value) >= 1000 else f"{value:g}"
-
-
-def _title(env: str) -> str:
-    """Env label on two lines when it carries parameters (long labels get cut otherwise)."""
-    return env.replace("[", "\n[", 1) if "[" in env else env
-
-
-def _new_figure(
-    width: float, height: float, grid: bool = False, **subplots: Any
-) -> tuple[Figure, Any]:
-    """A figure and its axes outside pyplot; call it under ``matplotlib.rc_context(STYLE)``.
-
-    pyplot would register the figure with a manager that has to be closed (and costs its import);
-    a bare :class:`~matplotlib.figure.Figure` is freed like any object. The Agg canvas gives the
-    renderer that measures the legend and the titles for the layout (:func:`_inches`).
-    ``grid=True`` creates the axes with their major grid on (what ``ax.grid(True)`` sets, without
-    its pass over every tick already made).
-    """
-    fig = Figure(figsize=(width, height))
-    FigureCanvasAgg(fig)
-    with matplotlib.rc_context({"axes.grid": True} if grid else {}):
-        return fig, fig.subplots(**subplots)
-
-
-def _inches(fig: Figure, artist: Any) -> Bbox:
-    """Extent of ``artist`` in inches from the figure's lower left corner.
-
-    Lays out that artist alone (its text lines, or a legend's entries), not the whole figure.
-    """
-    box = artist.get_window_extent(fig.canvas.get_renderer())
-    return box.transformed(fig.dpi_scale_trans.inverted())
-
-
-#: Blank edge (inches) kept between the figure's border and any text of it.
-_EDGE = 0.05
-#: Smallest size (pt) a title is shrunk to when no wrapping of it fits the width.
-_MIN_TITLE_SIZE = 5.0
-
-
-def _comma_wrapped(text: str, fraction: float) -> str:
-    """``text`` with every line longer than ``fraction`` of the longest broken after commas."""
-    longest = max(len(line) for line in text.split("\n"))
-    room = max(8, int(longest * fraction))
-    lines: list[str] = []
-    for line in text.split("\n"):
-        current = ""
-        for piece in line.replace(",", ",\0").split("\0"):
-            if current and len(current) + len(piece) > room:
-                lines.append(current)
-                current = piece
-            else:
-                current += piece
-        lines.append(current)
-    return "\n".join(lines)
-
-
-def _fit_text(fig: Figure, text: Any, options: list[str], width: float) -> int:
-    """Give ``text`` the first of ``options`` at most ``width`` inches wide; its line count.
-
-    When none fits, the last option is broken after commas and, if still too wide, set in a
-    smaller font (down to :data:`_MIN_TITLE_SIZE`): a title is never cut at the figure's edge.
-    """
-    for option in options:
-        text.set_text(option)
-        measured = _inches(fig, text).width
-        if measured <= width:
-            return option.count("\n") + 1
-    wrapped = _comma_wrapped(options[-1], width / measured)
-    text.set_text(wrapped)
-    measured = _inches(fig, text).width
-    if measured > width:
-        text.set_fontsize(max(_MIN_TITLE_SIZE, text.get_fontsize() * width / measured * 0.98))
-    return wrapped.count("\n") + 1
-
-
-def _legend_below(fig: Figure, handles: list[Any], labels: list[str], width: float) -> Any:
-    """One legend under the axes, as many columns as the figure width holds; the figure grows.
-
-    The figure's height grows by the legend's measured height (the axes keep their size in
-    inches), so that the saved image holds the legend without ``bbox_inches="tight"``.
-    """
-    longest = max((len(label) for label in labels), default=10)
-    # About 0.05 in per character at 7 pt (measured on the default comparison's legend) plus
-    # 0.45 in for the handle and the spacing; checked against the measured width below.
-    ncol = max(1, min(len(labels), int(width // (0.05 * longest + 0.45))))
-    while True:
-        legend = fig.legend(
-            handles,
-            labels,
-            loc="upper center",
-            bbox_to_anchor=(0.5, 0.0),
-            ncol=ncol,
-            frameon=False,
-            handlelength=2.6,
-            columnspacing=1.0,
-            labelspacing=0.3,
-        )
-        box = _inches(fig, legend)
-        if ncol == 1 or box.width <= fig.get_size_inches()[0] - 2 * _EDGE:
-            break
-        legend.remove()
-        ncol -= 1
-    _room_below(fig, legend, box.height)
-    return legend
-
-
-def _room_below(fig: Figure, legend: Any, legend_height: float) -> None:
-    """Grow the figure at the bottom by a legend's height and put the legend there.
-
-    The axes keep their margins in inches (the subplot parameters are fractions, recomputed for
-    the new height), the suptitle keeps its distance to the top, and the legend's upper edge
-    sits where the figure's bottom edge was (less the legend's ``borderaxespad``).
-    """
-    width, height = fig.get_size_inches()
-    pad = legend.borderaxespad * legend._fontsize / 72  # what the legend keeps off its anchor
-    below = legend_height + pad + _EDGE
-    params = fig.subplotpars
-    bottom, top = params.bottom * height, (1.0 - params.top) * height
-    suptitle = fig._suptitle
-    title_gap = (1.0 - suptitle.get_position()[1]) * height if suptitle is not None else 0.0
-    grown = height + below
-    fig.set_size_inches(width, grown)
-    fig.subplots_adjust(bottom=(bottom + below) / grown, top=1.0 - top / grown)
-    if suptitle is not None:
-        suptitle.set_y(1.0 - title_gap / grown)
-    legend.set_bbox_to_anchor((0.5, below / grown), transform=fig.transFigure)
-
-
-#: Margins (inches) around the axes of the default comparison's figures, set directly instead
-#: of by ``tight_layout``, which lays out every tick label and title once more before the
-#: figure is drawn (~0.1-0.2 s of CPU per figure). Sized for 7-8 pt text: y tick labels of up to
-#: five characters and the y label on the left, tick labels and the x label below, the title
-#: lines above (titles too wide for the figure are wrapped or shrunk by :func:`_fit_text`); the
-#: legend below is measured and the figure grown to hold it (:func:`_legend_below`). Figures
-#: are saved as laid out, without ``bbox_inches="tight"``, which would draw each figure twice
-#: (once to measure everything, once to render).
-_MARGIN_LEFT, _MARGIN_RIGHT, _MARGIN_BOTTOM, _PANEL_GAP = 0.55, 0.12, 0.4, 0.32
-_LINE = 8 * 1.25 / 72  # one 8 pt text line, in inches
-
-
-def _place_axes(fig: Figure, title_lines: int, planned_lines: int | None = None) -> None:
-    """Margins for axes with a title (``title_lines`` lines of 8 pt text above the top axes).
-
-    The figure's height was chosen for ``planned_lines`` title lines (default: as many as it
-    has); a title wrapped onto more lines grows the figure, so the axes keep their height.
-    An offset text over a y axis (the "1e7" of a large scale), over which matplotlib lifts
-    the titles, takes one line more. The side margins are then checked against the axes' tick
-    labels (:func:`_fit_sides`).
-    """
-    width, height = fig.get_size_inches()
-    planned = title_lines if planned_lines is None else planned_lines
-    for extra in (0, 1):
-        lines = title_lines + extra
-        grown = height + max(0, lines - planned) * _LINE
-        fig.set_size_inches(width, grown)
-        top = 0.12 + lines * _LINE
-        _set_sides(fig, _MARGIN_LEFT, _MARGIN_RIGHT)
-        fig.subplots_adjust(bottom=_MARGIN_BOTTOM / grown, top=1.0 - top / grown)
-        if extra or not any(_has_offset_text(ax) for ax in fig.axes):
-            break
-    _fit_sides(fig)
-
-
-def _has_offset_text(ax: Any) -> bool:
-    """Whether ``ax``'s y axis will show an offset text (its ticks as laid out now)."""
-    _tick_labels(ax.yaxis)  # sets the formatter's locations, hence its offset
-    return bool(ax.yaxis.get_major_formatter().get_offset())
-
-
-def _set_sides(fig: Figure, left: float, right: float) -> None:
-    """Side margins in inches, panels :data:`_PANEL_GAP` apart."""
-    width = fig.get_size_inches()[0]
-    n_cols = max(1, fig.axes[0].get_subplotspec().get_gridspec().ncols) if fig.axes else 1
-    inner = width - left - right - (n_cols - 1) * _PANEL_GAP
-    fig.subplots_adjust(
-        left=left / width, right=1.0 - right / width, wspace=_PANEL_GAP / (inner / n_cols)
-    )
-
-
-def _tick_labels(axis: Any) -> list[str]:
-    """The major tick labels ``axis`` will draw (locator and formatter only, no tick made)."""
-    low, high = sorted(axis.get_view_interval())
-    locs = [loc for loc in axis.get_majorticklocs() if low <= loc <= high]
-    return [str(label) for label in axis.get_major_formatter().format_ticks(locs)]
-
-
-def _fit_sides(fig: Figure) -> None:
-    """Widen a side margin that the y tick labels and label, or the last x tick label, pass.
-
-    The left margin holds y tick labels of up to four characters ("3000", the default
-    comparison's, leave 0.04 in to the edge) and the right one a last x tick label of three
-    ("10k"). Longer ones (regrets of 10,000 and more) are measured: the axes' ticks are laid
-    out (and kept for the drawing), and the margin widened by what passes the figure's edge.
-    """
-    first = [ax for ax in fig.axes if ax.get_subplotspec().is_first_col()]
-    last = [ax for ax in fig.axes if ax.get_subplotspec().is_last_col()]
-    long_y = any(len(label) > 4 for ax in first for label in _tick_labels(ax.yaxis))
-    long_x = any(len((_tick_labels(ax.xaxis) or [""])[-1]) > 3 for ax in last)
-    if not (long_y or long_x):
-        return
-    renderer = fig.canvas.get_renderer()
-    to_inches = fig.dpi_scale_trans.inverted()
-    width = fig.get_size_inches()[0]
-    params = fig.subplotpars
-    left, right = params.left * width, (1.0 - params.right) * width
-    grow_left = grow_right = 0.0
-    if long_y:
-        reach = min(ax.yaxis.get_tightbbox(renderer).transformed(to_inches).x0 for ax in first)
-        grow_left = max(0.0, _EDGE - reach)
-    if long_x:
-        reach = max(ax.xaxis.get_tightbbox(renderer).transformed(to_inches).x1 for ax in last)
-        grow_right = max(0.0, reach - (width - _EDGE))
-    if grow_left or grow_right:
-        _set_sides(fig, left + grow_left, right + grow_right)
-
-
-def _pin_titles(fig: Figure) -> None:
-    """Fix each axes title where matplotlib's automatic placement would leave it.
-
-    The automatic placement lays out every axes' y tick labels once more at each draw, to lift
-    the title over x tick labels at the top or a y offset text (the "1e6" of a large scale)
-    under it. The axes here have their x ticks and label at the bottom, so where no offset text
-    shows, the title stays at the top of the axes: pinned there (``y=1``), the drawing skips
-    that search (~0.03 s of CPU per axes). Call it when the layout is final (the offset text
-    depends on the ticks, and they on the axes' size).
-    """
-    for ax in fig.axes:
-        if not ax.get_title():
-            continue
-        top = ax.xaxis.get_ticks_position() not in ("bottom", "none")
-        if top or ax.xaxis.get_label_position() == "top" or _has_offset_text(ax):
-            continue
-        ax.set_title(ax.get_title(), y=1.0, fontsize=ax.title.get_fontsize())
-
-
-def _axes_title_room(width: float) -> float:
-    """Width (inches) a title centred over a single axes placed by :func:`_place_axes` has."""
-    centre = _MARGIN_LEFT + (width - _MARGIN_LEFT - _MARGIN_RIGHT) / 2
-    return 2 * (min(centre, width - centre) - _EDGE)
 
 
 def _private_agents(data: pd.DataFrame) -> set[str]:
@@ -649,7 +159,7 @@ def plot_regret_vs_round(
     styles = learner_styles(frame["agent"].unique())  # the whole frame: same colours everywhere
     width = COLUMN_WIDTH if len(epsilons) == 1 else FULL_WIDTH
     with matplotlib.rc_context(STYLE):
-        fig, axes = _new_figure(
+        fig, axes = new_figure(
             width, 2.4, grid=True, nrows=1, ncols=len(epsilons), squeeze=False, sharey=True
         )
         curves = _round_curves(data, metric, confidence, n_boot)
@@ -666,7 +176,7 @@ def plot_regret_vs_round(
             )
             for agent, key in panel:
                 rounds, mean, lo, hi, gid_eps, spent = curves[agent, key]
-                line = _line_kwargs(styles[agent], agent, agent in private)
+                line = line_kwargs(styles[agent], agent, agent in private)
                 (drawn,) = ax.plot(
                     rounds,
                     mean,
@@ -702,7 +212,7 @@ def plot_regret_vs_round(
             # Few, short round labels (10k, not 10000) so that neighbouring panels' last and
             # first labels do not run into each other at full width.
             ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(nbins=4))
-            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_round_label))
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(round_label))
             ax.set_xlabel("round t")
             ax.set_title(_panel_title(eps))
         axes[0][0].set_ylabel(_NICE.get(metric, metric))
@@ -710,15 +220,15 @@ def plot_regret_vs_round(
         note = f"mean, {confidence:.0%} bootstrap band{per_panel}; dashed: non-private"
         # One line across the page if it fits, else the env label and the note on lines of
         # their own (the default comparison's label is too long for one line with the note).
-        options = [f"{_title(env)}\n{note}"]
+        options = [f"{env_title(env)}\n{note}"]
         if width > COLUMN_WIDTH:
             options[:0] = [f"{env}: {note}", f"{env}\n{note}"]
-        lines = _fit_text(fig, fig.suptitle("", fontsize=8), options, width - 2 * _EDGE)
+        lines = fit_text(fig, fig.suptitle("", fontsize=8), options, width - 2 * EDGE)
         # the suptitle's lines, a gap, then the panel titles; the height (2.4 in) was chosen
         # for one suptitle line at full width and two in a column
-        _place_axes(fig, lines + 1 + 1, (1 if width > COLUMN_WIDTH else 2) + 1 + 1)
-        _legend_below(fig, list(handles.values()), list(handles), width)
-        _pin_titles(fig)
+        place_axes(fig, lines + 1 + 1, (1 if width > COLUMN_WIDTH else 2) + 1 + 1)
+        legend_below(fig, list(handles.values()), list(handles), width)
+        pin_titles(fig)
     return fig
 
 
@@ -728,7 +238,7 @@ def _round_curves(
     """Every curve of one env's rows, each computed once (a reference is drawn in every panel).
 
     Keyed by (agent, epsilon), every non-finite epsilon as inf (the "no noise" panel's rows);
-    values: rounds, mean, band low and high (:func:`_curve_bands`), the epsilon of the group's
+    values: rounds, mean, band low and high (:func:`curve_bands`), the epsilon of the group's
     first row (the drawn line's gid) and the certified epsilon (:func:`_certified`).
     """
     eps = data["epsilon"].astype(float).to_numpy()
@@ -736,11 +246,11 @@ def _round_curves(
     keys, rounds, matrices, extra = [], [], [], []
     for (agent, eps_key), group in data.groupby([data["agent"], key], sort=True):
         keys.append((agent, float(eps_key)))
-        r, matrix = _round_matrix(group, metric)
+        r, matrix = round_matrix(group, metric)
         rounds.append(r)
         matrices.append(matrix)
         extra.append((float(group["epsilon"].iloc[0]), _certified(group)))
-    bands = _curve_bands(matrices, confidence, n_boot, seed=0)
+    bands = curve_bands(matrices, confidence, n_boot, seed=0)
     return {
         k: (r, *band, *more)
         for k, r, band, more in zip(keys, rounds, bands, extra, strict=True)
@@ -760,7 +270,7 @@ def _draw_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str) -> Figur
     last = data.groupby(["agent", "epsilon", "seed"])["round"].transform("max")
     final = data[data["round"] == last]
     styles = learner_styles(frame["agent"].unique())
-    fig, ax = _new_figure(COLUMN_WIDTH, 2.6, grid=True)
+    fig, ax = new_figure(COLUMN_WIDTH, 2.6, grid=True)
     # A private learner has at least one finite epsilon; its epsilon = inf run (noise removed)
     # is the right end of its curve, drawn at an "inf" tick past the largest finite epsilon.
     # Each point sits at the epsilon the learner's accountant certifies (a learner that spends
@@ -781,7 +291,7 @@ def _draw_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str) -> Figur
     }
     # The same mean and percentile bootstrap interval as summary.csv, all points at once.
     points = [g[metric].to_numpy() for by_eps in by_eps_of.values() for _, g in by_eps]
-    all_cis = iter(_bootstrap_cis(points))
+    all_cis = iter(bootstrap_cis(points))
     for agent, group in learners:
         if agent in private:
             by_eps = by_eps_of[agent]
@@ -819,7 +329,7 @@ def _draw_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str) -> Figur
                 )
         else:
             mean = float(group[metric].mean())
-            ref = ax.axhline(mean, label=agent, **_line_kwargs(styles[agent], agent, private=False))
+            ref = ax.axhline(mean, label=agent, **line_kwargs(styles[agent], agent, private=False))
             ref.set_gid(f"{agent}|inf")
             references.append(mean)
     if references:
@@ -840,11 +350,11 @@ def _draw_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str) -> Figur
     ax.set_xlabel("certified privacy parameter ε (log scale)")
     ax.set_ylabel(f"final {_NICE.get(metric, metric)}")
     ax.set_title("")
-    title = f"{_title(env)}\nmean, 95% bootstrap CI; dashed: non-private"
-    lines = _fit_text(fig, ax.title, [title], _axes_title_room(COLUMN_WIDTH))
-    _place_axes(fig, lines, 3)  # 2.6 in high for a three-line title
-    _legend_below(fig, *ax.get_legend_handles_labels(), COLUMN_WIDTH)
-    _pin_titles(fig)
+    title = f"{env_title(env)}\nmean, 95% bootstrap CI; dashed: non-private"
+    lines = fit_text(fig, ax.title, [title], axes_title_room(COLUMN_WIDTH))
+    place_axes(fig, lines, 3)  # 2.6 in high for a three-line title
+    legend_below(fig, *ax.get_legend_handles_labels(), COLUMN_WIDTH)
+    pin_titles(fig)
     return fig
 
 
@@ -873,7 +383,7 @@ def plot_regret_vs_horizon(
     for eps in sorted(e for e in final["epsilon"].unique() if math.isfinite(e)):
         eps_dashes[eps] = ("-", (0, (1, 1)), (0, (3, 1, 1, 1)), (0, (6, 2)))[len(eps_dashes) % 4]
     with matplotlib.rc_context(STYLE):
-        fig, ax = _new_figure(COLUMN_WIDTH, 2.8)
+        fig, ax = new_figure(COLUMN_WIDTH, 2.8)
         anchors = []
         for (agent, eps), group in final.groupby(["agent", "epsilon"], sort=True):
             per_t = {t: g[metric].to_numpy() for t, g in group.groupby("horizon")}
@@ -881,7 +391,7 @@ def plot_regret_vs_horizon(
             cis = np.array([bootstrap_ci(per_t[t]) for t in sorted(per_t)])  # est, lo, hi
             means = cis[:, 0]
             label = _eps_label(agent, float(eps), agent in private, _certified(group))
-            line = _line_kwargs(styles[agent], agent, agent in private)
+            line = line_kwargs(styles[agent], agent, agent in private)
             if math.isfinite(eps):
                 line["linestyle"] = eps_dashes[eps]
             positive = means > 0
@@ -941,11 +451,11 @@ def plot_regret_vs_horizon(
         ax.set_ylabel(f"final {_NICE.get(metric, metric)}")
         ax.set_title("")
         title = f"{env_id}\nmean, 95% CI; lines: power-law fits, slope [95% CI]"
-        _fit_text(fig, ax.title, [title], COLUMN_WIDTH - 2 * _EDGE)
+        fit_text(fig, ax.title, [title], COLUMN_WIDTH - 2 * EDGE)
         ax.grid(True, which="both")
         fig.tight_layout()
-        _legend_below(fig, *ax.get_legend_handles_labels(), COLUMN_WIDTH)
-        _pin_titles(fig)
+        legend_below(fig, *ax.get_legend_handles_labels(), COLUMN_WIDTH)
+        pin_titles(fig)
     return fig
 
 
@@ -956,7 +466,7 @@ def plot_aggregate(frame: pd.DataFrame, metric: str = "dynamic_regret") -> Figur
     as a point and its stratified-bootstrap interval as a bar; the mean as a hollow marker.
     None when the rows hold one env or no uniform play.
     """
-    table = aggregate_table(frame, metric, reference=_REFERENCE)
+    table = aggregate_table(frame, metric, reference=REFERENCE_LEARNER)
     if table is None or table.empty:
         return None
     styles = learner_styles(frame["agent"].unique())
@@ -966,7 +476,7 @@ def plot_aggregate(frame: pd.DataFrame, metric: str = "dynamic_regret") -> Figur
         for a, e in zip(table["agent"], table["epsilon"], strict=True)
     ]
     with matplotlib.rc_context(STYLE):
-        fig, ax = _new_figure(COLUMN_WIDTH, 0.8 + 0.17 * len(table))
+        fig, ax = new_figure(COLUMN_WIDTH, 0.8 + 0.17 * len(table))
         for i, row in table.iterrows():
             colour = styles[row["agent"]]["color"]
             ax.plot([row["iqm_low"], row["iqm_high"]], [i, i], color=colour, lw=2.5, alpha=0.6)
@@ -978,10 +488,10 @@ def plot_aggregate(frame: pd.DataFrame, metric: str = "dynamic_regret") -> Figur
         ax.set_xlabel(f"normalised score 1 - {_NICE.get(metric, metric)} / uniform's")
         ax.set_title("")
         title = f"IQM over {frame['env'].nunique()} envs (filled), mean (hollow), 95% CIs"
-        _fit_text(fig, ax.title, [title], COLUMN_WIDTH - 2 * _EDGE)
+        fit_text(fig, ax.title, [title], COLUMN_WIDTH - 2 * EDGE)
         ax.grid(True, axis="x")
         fig.tight_layout()
-        _pin_titles(fig)
+        pin_titles(fig)
     return fig
 
 
@@ -1023,7 +533,7 @@ def save_figure(
     paths = [stem.parent / f"{stem.name}.{fmt}" for fmt in formats]
     with matplotlib.rc_context(STYLE):  # fonttype is read when the PDF is written
         for path in paths:
-            # As laid out: the figure holds its titles and legend (_legend_below, _fit_text);
+            # As laid out: the figure holds its titles and legend (legend_below, fit_text);
             # bbox_inches="tight" would draw it twice, once to measure and once to render.
             png = path.suffix == ".png"
             extra = {"pil_kwargs": {"compress_level": PNG_COMPRESSION}} if png else {}
@@ -1098,7 +608,7 @@ def make_figures(
                 out / figure_stem("horizon", metric, env_id),
                 formats,
             )
-    if frame["env"].nunique() >= 2 and _REFERENCE in set(frame["agent"]):
+    if frame["env"].nunique() >= 2 and REFERENCE_LEARNER in set(frame["agent"]):
         fig = plot_aggregate(frame, metric)
         if fig is not None:
             paths += save_figure(fig, out / figure_stem("aggregate", metric, "all-envs"), formats)

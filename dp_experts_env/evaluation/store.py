@@ -25,42 +25,27 @@ Unit files
     still found by run id and checked the same way.
 
 Manifest
-    ``manifest.json`` lists the run ids of the grid last run in the folder; the results table,
-    the summary and ``dp-experts plot`` read exactly those runs, never other runs of ``cells/``
-    (an earlier grid's, a stale key's) or temporary files. It carries a checksum of its grid
-    and run list, and ``complete`` once every listed run and ``results.csv`` are written.
+    ``manifest.json`` lists the run ids of the grid last run in the folder
+    (:mod:`~dp_experts_env.evaluation.manifest`); the results table, the summary and
+    ``dp-experts plot`` read exactly those runs, never other runs of ``cells/``.
 
-Every file is written to a temporary file in the same folder and renamed into place (atomic on
-POSIX and Windows), with the mode the umask asks for; unit files without an fsync. A run whose
-stored copy does not parse, belongs to another key or fails its checksum (or sits in a unit file
-that fails its size or checksum) is reported and re-run; a valid file is never rewritten.
-
-Trust boundary
-    A results folder may come from someone else (a shared group folder, an unpacked archive), so
-    nothing in it may make a sweep or a plot read or write outside it: run ids are checked to be
-    plain file names before any path is built from them (:func:`check_run_id`); files are read
-    with ``O_NOFOLLOW`` and must be regular files (:func:`read_plain`); the folders written into
-    (``cells/``, ``figures/``) must be real folders, not symbolic links (:func:`plain_dir`);
-    outputs are renamed over their destination, which replaces a planted symbolic link instead
-    of following it; the ``.lock`` file is opened with ``O_NOFOLLOW``, must be a regular file
-    with one link, and is never truncated (:func:`folder_lock`).
+Every file is written to a temporary file in the same folder and renamed into place, unit files
+without an fsync. A run whose stored copy does not parse, belongs to another key or fails its
+checksum (or sits in a unit file that fails its size or checksum) is reported and re-run; a
+valid file is never rewritten. Nothing in a results folder may make a sweep read or write
+outside it: :mod:`~dp_experts_env.evaluation.safe_files` (the trust boundary). The code and
+data hashes of the key: :mod:`~dp_experts_env.evaluation.fingerprints`. This module re-exports
+the public names of those three.
 """
 
 from __future__ import annotations
 
-import ast
-import contextlib
 import errno
-import functools
 import hashlib
-import importlib.util
 import json
 import math
 import os
-import re
-import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -69,7 +54,40 @@ import numpy as np
 import pandas as pd
 
 from dp_experts_env.evaluation import columns as columns_mod
-from dp_experts_env.evaluation.grid import Cell, canonical_json, json_default, plain_numbers
+from dp_experts_env.evaluation.fingerprints import (
+    code_fingerprint,
+    data_fingerprint,
+    forget_fingerprints,
+    module_fingerprint,
+    plugin_fingerprint,
+)
+from dp_experts_env.evaluation.grid import Cell, canonical_json, json_default
+from dp_experts_env.evaluation.manifest import MANIFEST, manifest_data, read_manifest
+from dp_experts_env.evaluation.packs import (
+    FORMAT_VERSION,
+    PACK_SUFFIX,
+    PACK_VERSION,
+    DamagedPack,
+    key_digest,
+    parse_pack,
+    record_header,
+    record_problem,
+    rows_of,
+    split_record,
+)
+from dp_experts_env.evaluation.safe_files import (
+    ResultsFolderBusy,
+    SweepError,
+    TooDeep,
+    UnsafeResultsFolder,
+    check_run_id,
+    folder_lock,
+    loads,
+    plain_dir,
+    read_first_line,
+    read_plain,
+    write_atomic,
+)
 
 __all__ = [
     "CellStore",
@@ -85,6 +103,9 @@ __all__ = [
     "check_run_id",
     "code_fingerprint",
     "data_fingerprint",
+    "folder_lock",
+    "forget_fingerprints",
+    "manifest_data",
     "load_results",
     "manifest_problem",
     "loads",
@@ -96,140 +117,6 @@ __all__ = [
     "write_atomic",
 ]
 
-#: Version of the run-file layout and of the key's fields; bump it when the episode loop or the
-#: seed derivation changes meaning in a way the code hash would not see.
-#: 3: the derived seeds and the source of evaluation/grid.py joined the key; manifest checksum.
-FORMAT_VERSION = 3
-MANIFEST = "manifest.json"
-
-
-class SweepError(RuntimeError):
-    """A sweep could not proceed for a reason outside the grid (folder busy, workers died)."""
-
-
-class ResultsFolderBusy(SweepError):
-    """Another process holds the results folder's lock."""
-
-
-class UnsafeResultsFolder(ValueError):
-    """A results folder holds a file that could make us read or write outside it."""
-
-
-# ----------------------------------------------------------------------------- the boundary
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # absent on Windows, where symlinks need privileges
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a planted FIFO must not hang the open
-#: What :meth:`CellStore.run_id` produces: a readable prefix of letters, digits and ``_.+-``
-#: (``e1e+06``), no leading dot, no separator, at most 200 characters.
-_RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}")
-
-
-def check_run_id(run_id: Any) -> str:
-    """Return ``run_id`` if it is a plain file stem (no separator, no ``..``); else ValueError.
-
-    Run ids come from a manifest, which is a file of the folder: they are checked before any
-    path is built from them, so ``../../elsewhere/file`` cannot make us read outside the folder.
-    """
-    if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id) or ".." in run_id:
-        raise UnsafeResultsFolder(
-            f"run id {run_id!r} is not a plain file name (letters, digits and _.+- only, no "
-            "'..'); the manifest was altered: run compare again into a fresh folder"
-        )
-    return run_id
-
-
-def plain_dir(path: str | Path, *, create: bool = True) -> Path:
-    """``path`` as a real folder (created if missing); UnsafeResultsFolder for a symlink.
-
-    A folder of the results folder that is a symbolic link (``figures -> ~/``) would make every
-    file written "into" it land elsewhere.
-    """
-    path = Path(path)
-    if create:
-        with contextlib.suppress(FileExistsError):
-            path.mkdir(parents=True)
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        if create:
-            raise
-        return path
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise UnsafeResultsFolder(
-            f"{path} is {'a symbolic link' if stat.S_ISLNK(info.st_mode) else 'not a folder'}; "
-            "a results folder's sub-folders must be plain folders (remove it, or use another "
-            "folder)"
-        )
-    return path
-
-
-def read_plain(path: str | Path) -> bytes:
-    """The bytes of a regular file, never following a symbolic link at ``path``.
-
-    Raises:
-        FileNotFoundError: no file there.
-        UnsafeResultsFolder: a symbolic link, a FIFO, a device or a folder.
-    """
-    path = Path(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            raise UnsafeResultsFolder(
-                f"{path} is a symbolic link; files of a results folder are never followed out "
-                "of it (remove the link)"
-            ) from err
-        raise
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise UnsafeResultsFolder(f"{path} is not a regular file")
-        return fh.read()
-
-
-# ----------------------------------------------------------------------------- file writing
-def _umask() -> int:
-    # os.umask can only be read by setting it; restore it at once.
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def write_atomic(
-    path: str | Path, writer: Callable[[Any], None], *, text: bool = True, durable: bool = True
-) -> Path:
-    """Write a file via a temporary file in the same folder and an atomic rename.
-
-    Args:
-        path: the destination.
-        writer: called with the open temporary file.
-        text: open in text mode (else binary).
-        durable: ``fsync`` before the rename, so the file survives a power loss too. Run files
-            skip it (it cost ~7 ms per file, most of a sweep of short cells): a run file torn
-            by a power loss fails its checksum and is played again.
-
-    A full disk or a kill leaves the previous file (or none) in place, never a truncated one (an
-    OSError without a file name, ENOSPC from a write, gets ``path`` as its name). The
-    file gets the mode an ordinary ``open`` would give it (0666 minus the umask), not mkstemp's
-    0600.
-    """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    try:
-        with os.fdopen(fd, "w" if text else "wb", **({"newline": ""} if text else {})) as fh:
-            writer(fh)
-            fh.flush()
-            if durable:
-                os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException as err:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(err, OSError) and err.filename is None:
-            err.filename = str(path)  # a full disk names the file it was writing (ENOSPC)
-        raise
-    return path
-
-
 def _write_json(path: Path, data: Any) -> Path:
     # json.dumps, not json.dump: dump streams through the pure-Python encoder, dumps uses the C
     # one (the same text, ~4x less CPU for a cell's rows).
@@ -237,477 +124,9 @@ def _write_json(path: Path, data: Any) -> Path:
     return write_atomic(path, lambda fh: fh.write(text))
 
 
-# ----------------------------------------------------------------------------- fingerprints
-# Aggregating package __init__ modules import every learner / env; following them would make
-# every key depend on every module. Evaluation code other than the episode loop (tables, plots,
-# CLI) does not change rows.
-_UNFOLLOWED = ("agents", "dp_experts_env", "dp_experts_env.cli", "dp_experts_env.__main__")
-
-
-#: Evaluation modules that change rows: the episode loop, and the grid module, which derives
-#: every env and agent seed and the recorded rounds.
-_ROW_MODULES = ("dp_experts_env.evaluation.episode", "dp_experts_env.evaluation.grid")
-
-
-def _project_module(name: str) -> bool:
-    if name in _UNFOLLOWED:
-        return False
-    if name.startswith("dp_experts_env.evaluation"):
-        return name in _ROW_MODULES
-    return name.startswith(("agents.", "dp_experts_env."))
-
-
-@functools.cache
-def _module_source(name: str) -> tuple[str | None, bytes]:
-    """(origin path, source bytes) of a module, without importing it."""
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return None, b""
-    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
-        return None, b""
-    return spec.origin, Path(spec.origin).read_bytes()
-
-
-# (module name, SHA-256 of its source) -> its import statements, parsed. Kept across sweeps (an
-# edited file is another digest), so a process running many grids (reproduce) parses each file
-# once, not once per grid. Also kept on disk, signed, in the cache folder of the calibrations
-# (agents._public_cache: read_entry / write_entry), so a new process does not parse the ~60
-# source files again (~0.4 s of CPU); a planted or edited entry is ignored and named there.
-_PARSED: dict[tuple[str, str], tuple[tuple[str, tuple[str, ...]], ...]] = {}
-_PARSED_STATE = {"loaded": False, "dirty": False}
-_PARSED_FILE = "imports-v2.json"
-_PARSED_KIND = "parsed-imports"
-
-
-def _load_parsed() -> None:
-    from agents._public_cache import read_entry
-
-    _PARSED_STATE["loaded"] = True
-    payload = read_entry(_PARSED_FILE, _PARSED_KIND)
-    try:
-        stored = json.loads(payload) if payload is not None else []
-        for name, digest, statements in stored:
-            key = (str(name), str(digest))
-            _PARSED[key] = tuple((str(b), tuple(str(n) for n in ns)) for b, ns in statements)
-    except (ValueError, TypeError, RecursionError):
-        pass  # signed but not this layout: parse again
-
-
-def _save_parsed() -> None:
-    from agents._public_cache import write_entry
-
-    if not _PARSED_STATE["dirty"]:
-        return
-    _PARSED_STATE["dirty"] = False
-    # The project's modules only (a plug-in's are parsed again: no entry for every temporary
-    # module a test or a user ever named).
-    records = [
-        [*key, [[b, list(ns)] for b, ns in value]]
-        for key, value in _PARSED.items()
-        if _top(key[0]) in _PROJECT
-    ]
-    write_entry(_PARSED_FILE, _PARSED_KIND, json.dumps(records).encode())
-
-
-def _import_statements(
-    name: str, origin: str, source: bytes
-) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """``(module, names)`` of every import of a module's source (``names`` empty for ``import``)."""
-    stamp = (name, hashlib.sha256(source).hexdigest())
-    if not _PARSED_STATE["loaded"]:
-        _load_parsed()
-    if stamp in _PARSED:
-        return _PARSED[stamp]
-    _PARSED_STATE["dirty"] = True
-    is_package = os.path.basename(origin) == "__init__.py"
-    package = name if is_package else name.rpartition(".")[0]
-    statements: list[tuple[str, tuple[str, ...]]] = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            statements.extend((alias.name, ()) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                parts = parts[: len(parts) - node.level + 1]
-                base = ".".join(p for p in [*parts, base] if p)
-            statements.append((base, tuple(alias.name for alias in node.names)))
-    _PARSED[stamp] = parsed = tuple(statements)
-    return parsed
-
-
-@functools.cache
-def _imports(name: str, tops: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """Project modules a module imports anywhere in its source (lazy imports included).
-
-    Modules of the outside packages ``tops`` (plug-ins) are listed and resolved the same way.
-    """
-    origin, source = _module_source(name)
-    if origin is None:
-        return ()
-    found: set[str] = set()
-    for base, names in _import_statements(name, origin, source):
-        found.add(base)
-        # `from pkg import submodule`. Only a package has submodules: looking one up in a plain
-        # module would import that module (and whatever it imports: ~1 s for the accountants).
-        if names and _top(base) in (*_PROJECT, *tops) and _is_package(base):
-            found.update(c for c in (f"{base}.{n}" for n in names) if _module_source(c)[0])
-    return tuple(
-        sorted(n for n in found if n.startswith(("agents.", "dp_experts_env.")) or _top(n) in tops)
-    )
-
-
-_PROJECT = ("agents", "dp_experts_env")
-
-
-def _top(name: str) -> str:
-    return name.partition(".")[0]
-
-
-def _is_package(name: str) -> bool:
-    origin = _module_source(name)[0]
-    return origin is not None and os.path.basename(origin) == "__init__.py"
-
-
-def _closure(
-    roots: Iterable[str],
-    follow: Callable[[str], bool] = _project_module,
-    tops: tuple[str, ...] = (),
-) -> list[str]:
-    """The roots and every module they import, transitively, that ``follow`` accepts.
-
-    ``tops`` names the outside packages (plug-ins) whose imports are walked too.
-    """
-    seen: set[str] = set()
-    stack = [r for r in roots if follow(r)]
-    while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        stack.extend(n for n in _imports(name, tops) if follow(n))
-    return sorted(seen)
-
-
-def module_fingerprint(roots: Iterable[str], follow: Callable[[str], bool]) -> str:
-    """SHA-256 of the source of ``roots`` and the project modules they import (per ``follow``)."""
-    return _hash_modules(_closure(roots, follow))
-
-
-def _hash_modules(names: Iterable[str]) -> str:
-    digest = hashlib.sha256()
-    for name in sorted(names):
-        digest.update(name.encode() + b"\0" + _module_source(name)[1] + b"\0")
-    return digest.hexdigest()
-
-
-def _package_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("dp-experts-env")
-    except Exception:  # not installed (source checkout on sys.path)
-        import dp_experts_env
-
-        return str(getattr(dp_experts_env, "__version__", "unknown"))
-
-
-@functools.cache
-def code_fingerprint(agent_name: str, env_id: str) -> dict[str, str]:
-    """Package version and source hashes of the code that produces a cell's rows.
-
-    The learner's hash covers the modules of its class and base classes and every project module
-    they import (transitively; the privacy mechanisms, the batch RNG); the env's covers the
-    modules of its single and vector entry points and their imports (the adversary families, the
-    regret bookkeeping), plus the episode loop and ``evaluation/grid.py`` (seed derivation and
-    recorded rounds). Hashes are of the source files, so editing a
-    learner's learning rate changes its key even when the version number does not move.
-    """
-    import gymnasium as gym
-
-    import agents as agents_pkg
-    import dp_experts_env  # noqa: F401 - registers the ids
-
-    cls = agents_pkg.spec(agent_name).cls
-    agent_roots = {c.__module__ for c in cls.__mro__ if c.__module__ != "builtins"}
-    plugins = plugin_fingerprint()
-    # A learner of an outside package: its modules and their imports, walked as the project's.
-    tops = tuple(sorted({_top(m) for m in agent_roots} - set(_PROJECT)))
-    agent_follow = _project_module
-    if tops:
-        def agent_follow(name: str) -> bool:
-            return _project_module(name) or _top(name) in tops
-
-    spec = gym.spec(env_id)
-    env_roots = set(_ROW_MODULES)
-    for entry in (spec.entry_point, spec.vector_entry_point):
-        if isinstance(entry, str):
-            env_roots.add(entry.partition(":")[0])
-        elif entry is not None:
-            env_roots.update(c.__module__ for c in getattr(entry, "__mro__", [entry]))
-    # An env's package (dp_experts_env.envs) re-exports its classes; the adversary families are
-    # found through the factory's imports.
-    env_roots |= {m.rpartition(".")[0] for m in list(env_roots) if m.count(".") > 1}
-    fingerprint = {
-        "package": _package_version(),
-        "agent": _hash_modules(_closure(agent_roots, agent_follow, tops)),
-        "env": _hash_modules(_closure(env_roots)),
-    }
-    if plugins is not None:  # only then: keys of a plug-in-free setup stay what they were
-        fingerprint["plugins"] = plugins["code"]
-        fingerprint["plugin_list"] = plugins["list"]
-    _save_parsed()
-    return fingerprint
-
-
-@functools.cache
-def plugin_fingerprint() -> dict[str, str] | None:
-    """The plug-ins in effect and a SHA-256 of their code; None when there are none.
-
-    The list is every module of ``DP_EXPERTS_PLUGINS`` and every entry point of the learner and
-    family groups (``group:name=module:object``); the code is the source of each such module
-    and of every module of its own package it imports, transitively (the walk
-    :func:`code_fingerprint` makes for the project). It joins every run's key: a plug-in may
-    register a family any env plays, or patch a built-in learner, so editing one, adding one or
-    removing one changes every key (the rows are played again; ``verify`` names the runs
-    stale with ``code.plugins``). A module that cannot be found is listed as ``missing:``.
-    """
-    from dp_experts_env import plugins as plugins_mod
-
-    modules = plugins_mod.plugin_modules()
-    points = [
-        ep
-        for group in (plugins_mod.AGENT_GROUP, plugins_mod.FAMILY_GROUP)
-        for ep in plugins_mod.entry_points(group)
-    ]
-    if not modules and not points:
-        return None
-    roots = set(modules) | {ep.module for ep in points}
-    listed = [f"module:{m}" for m in modules]
-    listed += sorted(f"{ep.group}:{ep.name}={ep.value}" for ep in points)
-    listed += sorted(f"missing:{r}" for r in roots if _module_source(r)[0] is None)
-    tops = tuple(sorted({_top(r) for r in roots} - set(_PROJECT)))
-
-    def follow(name: str) -> bool:
-        return name in roots or _top(name) in tops
-
-    digest = _hash_modules(_closure(roots, follow, tops))
-    return {"list": ",".join(listed), "code": digest}
-
-
-def forget_fingerprints() -> None:
-    """Drop the cached hashes (each sweep hashes the files as they are on disk now)."""
-    for cached in (_module_source, _imports, code_fingerprint, plugin_fingerprint):
-        cached.cache_clear()
-    _FILE_DIGESTS.clear()
-
-
-# (resolved path, size, mtime) -> digest: every seed of every cell names the same data file, and
-# hashing a large replay matrix once per seed would dominate the planning of a sweep.
-_FILE_DIGESTS: dict[tuple[str, int, int], str] = {}
-
-
-def _file_digest(path: Path) -> str:
-    info = path.stat()
-    memo = (str(path.resolve()), info.st_size, info.st_mtime_ns)
-    if memo not in _FILE_DIGESTS:
-        _FILE_DIGESTS[memo] = _hash_file(path)
-    return _FILE_DIGESTS[memo]
-
-
-def _hash_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def data_fingerprint(params: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
-    """SHA-256 of every file a parameter names (``{"env.losses": digest}``).
-
-    A string or path parameter that names an existing file (relative to the working directory,
-    as the env reads it) is a data file: replacing its content changes the key even though the
-    parameter (the path) does not change. Nested tables are searched too.
-    """
-    out: dict[str, str] = {}
-    for key, value in params.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            out.update(data_fingerprint(value, prefix=f"{name}."))
-        elif isinstance(value, (str, os.PathLike)):
-            try:
-                path = Path(value)
-                if path.is_file():
-                    out[name] = _file_digest(path)
-            except (OSError, ValueError):  # not a usable path (too long, NUL): not a file
-                continue
-    return out
-
-
-# ----------------------------------------------------------------------------- the store
-# A run record is two lines: a header (format version, key, checksum, row count, columns) and the
-# rows as columns: the columns whose value is the same on every row of the run (agent, env,
-# epsilon, seed, ...) once, the others (round, the metrics) as lists
-# (:mod:`~dp_experts_env.evaluation.columns`). The checksum is the SHA-256 of the second line's
-# bytes as stored, so checking a record never re-serialises it, and reading a run costs one JSON
-# parse of a few lists, not one dict per row.
-#
-# Unit files (``cells/unit-<digest>.pack``, written since pack version 1): one file per unit of
-# work, written once when the unit finishes. Line 1 is the pack header -- ``{"pack": 1, "runs":
-# [run ids], "bytes": size of the rest, "checksum": SHA-256 of the rest}`` -- and the rest is
-# one two-line record per listed run, in order. Run files (``cells/<run id>.json``, one record
-# each) are what versions before packs wrote; they are still read, with the same checks.
-
-#: Version of the unit-file container (the records inside keep :data:`FORMAT_VERSION`).
-PACK_VERSION = 1
-_PACK_SUFFIX = ".pack"
-
-
-def _payload(rows: list[dict[str, Any]]) -> bytes:
-    """The stored JSON of one run's rows (what :func:`columns.payload` gives for them)."""
-    return columns_mod.payload(columns_mod.run_columns(rows))
-
-
-class TooDeep(ValueError):
-    """A JSON text nested deeper than the parser's recursion limit (a planted line)."""
-
-
-def loads(raw: str | bytes) -> Any:
-    """``json.loads`` for files of a results folder: deep nesting is a ValueError, not a crash.
-
-    A line nested deeper than the recursion limit makes ``json.loads`` raise RecursionError,
-    which the readers do not expect; as a ValueError (:class:`TooDeep`) the file is reported
-    as damaged like any other, and its runs are played again.
-    """
-    try:
-        return json.loads(raw)
-    except RecursionError:
-        raise TooDeep(
-            "nested too deeply to parse (more levels than Python's recursion limit)"
-        ) from None
-
-
-def _split(raw: bytes) -> tuple[dict[str, Any], bytes]:
-    """(header, payload bytes) of a run record; ValueError when it has not the two-line layout."""
-    head, sep, payload = raw.partition(b"\n")
-    if not sep:
-        raise ValueError("not a two-line run file")
-    header = loads(head)
-    if not isinstance(header, dict):
-        raise ValueError("header is not an object")
-    return header, payload
-
-
-def _rows_of(payload: dict[str, Any], n: int) -> list[dict[str, Any]]:
-    const, cols = payload["const"], payload["cols"]
-    return [
-        {name: const[name] if name in const else cols[name][i] for name in payload["order"]}
-        for i in range(n)
-    ]
-
-
-class DamagedPack(ValueError):
-    """A unit file that fails its own checks (truncated, edited, not a pack)."""
-
-
-def _record_problem(header: dict[str, Any], payload: bytes) -> str:
-    """Why a record cannot be used whatever its key ("" when it can)."""
-    if header.get("version") != FORMAT_VERSION:
-        return "written by another format version"
-    if header.get("checksum") != hashlib.sha256(payload).hexdigest():
-        return "checksum mismatch"
-    return ""
-
-
-def _pack_header(raw: bytes, name: str) -> tuple[dict[str, Any], bytes]:
-    """(pack header, rest) of a unit file; DamagedPack naming the file and what is wrong."""
-    head, sep, body = raw.partition(b"\n")
-    try:
-        header = loads(head)
-        if not isinstance(header, dict) or header.get("pack") != PACK_VERSION:
-            raise ValueError(f"not a pack of version {PACK_VERSION}")
-        runs = header["runs"]
-        if not isinstance(runs, list):
-            raise ValueError("'runs' is not a list")
-        for run_id in runs:
-            check_run_id(run_id)
-    except UnsafeResultsFolder as err:
-        raise DamagedPack(f"cells/{name} lists an unsafe run id ({err})") from None
-    except (ValueError, KeyError, TypeError) as err:
-        raise DamagedPack(f"cells/{name} is damaged ({err})") from None
-    if not sep:
-        raise DamagedPack(f"cells/{name} is damaged (truncated after its header)")
-    return header, body
-
-
-def _parse_pack(raw: bytes, name: str) -> dict[str, tuple[bytes, bytes]]:
-    """``{run id: (record header line, payload bytes)}`` of a unit file that passes its checks.
-
-    The record headers are parsed where they are read (:func:`_record_header`): a parsed key
-    costs a few kB per run, more than the run's rows at the last round.
-
-    Raises:
-        DamagedPack: the file is truncated, edited or not a unit file; the message names it.
-    """
-    header, body = _pack_header(raw, name)
-    if header.get("bytes") != len(body):
-        raise DamagedPack(
-            f"cells/{name} is damaged (truncated or extended: {len(body)} bytes after its header, "
-            f"{header.get('bytes')} written)"
-        )
-    if header.get("checksum") != hashlib.sha256(body).hexdigest():
-        raise DamagedPack(f"cells/{name} is damaged (checksum mismatch)")
-    lines = body.split(b"\n")
-    runs = header["runs"]
-    if len(lines) != 2 * len(runs) + 1 or lines[-1]:
-        raise DamagedPack(f"cells/{name} is damaged ({len(runs)} runs listed, not as many records)")
-    records: dict[str, tuple[bytes, bytes]] = {}
-    for i, run_id in enumerate(runs):
-        records.setdefault(run_id, (lines[2 * i], lines[2 * i + 1]))
-    return records
-
-
-def _record_header(line: bytes) -> dict[str, Any] | None:
-    """A record's header line parsed; None when it is not a JSON object."""
-    try:
-        header = loads(line)
-    except ValueError:
-        return None
-    return header if isinstance(header, dict) else None
-
-
-def _first_line(path: Path) -> bytes:
-    """The first line of a regular file (never following a link), read in chunks."""
-    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise UnsafeResultsFolder(f"{path} is not a regular file")
-        chunks: list[bytes] = []
-        while not chunks or b"\n" not in chunks[-1]:
-            chunk = fh.read(1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks).partition(b"\n")[0]
-
-
 #: Parsed unit files kept per store: reads are grouped by file (:meth:`CellStore.frame`) and
 #: checks use each file's kept summary, so one is enough; each costs about the file's size.
 _PACK_CACHE = 1
-
-
-def _key_digest(key: Any) -> str:
-    """SHA-256 of a key's JSON form (keys sorted): equal digests, equal keys.
-
-    A stored key too deep to serialise (planted) gets a digest no current key has.
-    """
-    try:
-        text = json.dumps(key, sort_keys=True, separators=(",", ":"), allow_nan=True)
-    except (RecursionError, ValueError, TypeError):
-        return "unserialisable"
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class CellStore:
@@ -788,11 +207,11 @@ class CellStore:
         found = []
         if folder.is_dir():
             for entry in os.scandir(folder):
-                if entry.name.endswith(_PACK_SUFFIX) and not entry.name.startswith("."):
+                if entry.name.endswith(PACK_SUFFIX) and not entry.name.startswith("."):
                     found.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name))
         for _, name in sorted(found, reverse=True):
             try:
-                header = loads(_first_line(folder / name))
+                header = loads(read_first_line(folder / name))
                 runs = header["runs"] if isinstance(header, dict) else None
             except UnsafeResultsFolder:
                 self._unsafe.append(name)
@@ -817,7 +236,7 @@ class CellStore:
             self._packs[name] = self._packs.pop(name)  # most recently used last
             return self._packs[name]
         try:
-            parsed: Any = _parse_pack(read_plain(self.cells_dir / name), name)
+            parsed: Any = parse_pack(read_plain(self.cells_dir / name), name)
         except DamagedPack as err:
             parsed = err
         except FileNotFoundError:
@@ -850,14 +269,14 @@ class CellStore:
                 yield f"cells/{name}", None, b"", str(parsed)
                 continue
             line, payload = parsed[run_id]
-            header = _record_header(line)
+            header = record_header(line)
             if header is None:
                 yield f"cells/{name}", None, b"", f"cells/{name} has an unreadable record"
                 continue
-            yield f"cells/{name}", header, payload, _record_problem(header, payload)
+            yield f"cells/{name}", header, payload, record_problem(header, payload)
         plain_dir(self.cells_dir, create=False)
         try:
-            header, payload = _split(read_plain(self.path(run_id)))
+            header, payload = split_record(read_plain(self.path(run_id)))
         except FileNotFoundError:
             return
         except UnsafeResultsFolder:
@@ -865,7 +284,7 @@ class CellStore:
         except (OSError, ValueError, KeyError, TypeError) as err:
             yield f"cells/{run_id}.json", None, b"", f"unreadable ({type(err).__name__})"
             return
-        yield f"cells/{run_id}.json", header, payload, _record_problem(header, payload)
+        yield f"cells/{run_id}.json", header, payload, record_problem(header, payload)
 
     def read_record(self, run_id: str) -> tuple[dict[str, Any], bytes]:
         """(header, payload bytes) of a run's first readable copy; FileNotFoundError if none."""
@@ -888,7 +307,7 @@ class CellStore:
                 return parsed
             summary: dict[str, tuple[dict, str, str]] = {}
             for run_id, (line, payload) in parsed.items():
-                header = _record_header(line)
+                header = record_header(line)
                 if header is None:
                     summary[run_id] = ({}, "", f"cells/{name} has an unreadable record")
                     continue
@@ -898,8 +317,8 @@ class CellStore:
                 kept = {"version": header.get("version"), "n": header.get("n"), "columns": columns}
                 summary[run_id] = (
                     kept,
-                    _key_digest(header.get("key")),
-                    _record_problem(header, payload),
+                    key_digest(header.get("key")),
+                    record_problem(header, payload),
                 )
             self._summaries[name] = summary
         return self._summaries[name]
@@ -915,7 +334,7 @@ class CellStore:
 
         def differs(digest: str) -> bool:
             if not wanted:
-                wanted.append(_key_digest(json.loads(canonical_json(key))))
+                wanted.append(key_digest(json.loads(canonical_json(key))))
             return digest != wanted[0]
 
         reasons = []
@@ -944,7 +363,7 @@ class CellStore:
         """:meth:`check` for the run file of an earlier version (``cells/<run id>.json``)."""
         try:
             plain_dir(self.cells_dir, create=False)
-            header, payload = _split(read_plain(self.path(run_id)))
+            header, payload = split_record(read_plain(self.path(run_id)))
         except FileNotFoundError:
             return None, "missing"
         except UnsafeResultsFolder:
@@ -952,8 +371,8 @@ class CellStore:
         except (OSError, ValueError, KeyError, TypeError) as err:
             problem = f"unreadable ({type(err).__name__})"
         else:
-            problem = _record_problem(header, payload)
-            if not problem and differs(_key_digest(header.get("key"))):
+            problem = record_problem(header, payload)
+            if not problem and differs(key_digest(header.get("key"))):
                 problem = "belongs to another cell or code version"
             if not problem:
                 return header, ""
@@ -977,7 +396,7 @@ class CellStore:
     def load_run(self, run_id: str) -> list[dict[str, Any]] | None:
         """Rows of a run if a copy passes its checks (key not re-derived)."""
         loaded = self._load(run_id)
-        return None if loaded is None else _rows_of(*loaded)
+        return None if loaded is None else rows_of(*loaded)
 
     # ---------------------------------------------------------------- writing
     def save_unit(
@@ -1023,7 +442,7 @@ class CellStore:
         name = "unit-" + hashlib.sha256("\n".join(run_ids).encode()).hexdigest()[:20]
         head = json.dumps(top, separators=(",", ":")).encode() + b"\n"
         path = write_atomic(
-            self.cells_dir / f"{name}{_PACK_SUFFIX}",
+            self.cells_dir / f"{name}{PACK_SUFFIX}",
             lambda fh: fh.write(head + rest),
             text=False,
             durable=False,
@@ -1207,63 +626,6 @@ def _assemble(per_run: list[Any], arrays: list[np.ndarray], counts: np.ndarray) 
     return pd.Series(np.concatenate(parts) if len(parts) > 1 else parts[0]).to_numpy()
 
 
-def _manifest_checksum(grid_dict: Any, run_ids: Any) -> str:
-    payload = json.dumps(
-        {"grid": grid_dict, "runs": run_ids},
-        sort_keys=True,
-        separators=(",", ":"),
-        default=json_default,
-    )
-    return hashlib.sha256(payload.encode()).hexdigest()
-
-
-def manifest_data(grid_dict: Mapping[str, Any], run_ids: list[str], complete: bool) -> dict:
-    """The manifest's content as it reads back from disk (JSON round trip), with its checksum."""
-    grid_json = json.loads(json.dumps(plain_numbers(dict(grid_dict)), default=json_default))
-    runs = [check_run_id(r) for r in run_ids]
-    return {
-        "version": FORMAT_VERSION,
-        "grid": grid_json,
-        "runs": runs,
-        "complete": bool(complete),
-        "checksum": _manifest_checksum(grid_json, runs),
-    }
-
-
-def read_manifest(folder: str | Path) -> dict[str, Any]:
-    """The folder's manifest; ValueError when there is none, it is damaged or unsafe.
-
-    The checksum is verified and every run id is checked to be a plain file name before the
-    caller builds a path from it.
-    """
-    path = Path(folder) / MANIFEST
-    try:
-        raw = read_plain(path)
-    except FileNotFoundError:
-        raise ValueError(
-            f"no {MANIFEST} in {str(folder)!r}: not a results folder written by "
-            "`dp-experts compare`/`run` (or written by an older version; run compare again)"
-        ) from None
-    except OSError as err:
-        raise ValueError(f"cannot read {path}: {err}") from err
-    try:
-        data = loads(raw)
-        runs = data["runs"]
-        if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
-            raise ValueError("unknown manifest version (an older layout)")
-        if not isinstance(runs, list):
-            raise ValueError("'runs' is not a list")
-        if data.get("checksum") != _manifest_checksum(data.get("grid"), runs):
-            raise ValueError("checksum mismatch: the manifest was edited or damaged")
-    except (ValueError, KeyError, TypeError) as err:
-        if isinstance(err, UnsafeResultsFolder):
-            raise
-        raise ValueError(f"{path} is damaged ({err}); run compare again to rewrite it") from err
-    for run_id in runs:
-        check_run_id(run_id)
-    return data
-
-
 #: Key fields that change with the code, the data, the seed derivation or the layout; the rest
 #: of a key names the cell and the seed.
 VOLATILE_KEY_FIELDS = ("format", "code", "data", "env_seed", "agent_seed")
@@ -1341,65 +703,3 @@ def load_results(folder: str | Path) -> pd.DataFrame:
     if frame.empty:
         raise ValueError(f"the manifest of {str(folder)!r} lists no runs")
     return frame
-
-
-# ----------------------------------------------------------------------------- the lock
-@contextlib.contextmanager
-def folder_lock(folder: str | Path) -> Iterator[None]:
-    """Hold an exclusive lock on a results folder (``.lock``) for the duration of a sweep.
-
-    A second sweep into the same folder fails at once with :class:`ResultsFolderBusy` instead of
-    racing the first one. The lock is an OS lock on an open file, so it is released when its
-    process dies, even by ``kill -9``; a stale ``.lock`` file does not block anything.
-
-    The file is opened with ``O_NOFOLLOW`` (a ``.lock`` that is a symbolic link is refused, not
-    followed) and must be a regular file with a single link (a hard link to a file elsewhere is
-    refused too). It is never truncated: the holder's process id is written over its first
-    bytes, padded to a fixed width.
-    """
-    path = Path(folder) / ".lock"
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _NONBLOCK, 0o666)
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            raise UnsafeResultsFolder(
-                f"{path} is a symbolic link; a results folder's lock is never followed out of "
-                "the folder (remove the link, or use another folder)"
-            ) from err
-        raise
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
-            raise UnsafeResultsFolder(
-                f"{path} is not a plain file of the folder ("
-                f"{'a hard link shared with another file' if info.st_nlink != 1 else 'not a file'}"
-                "); remove it, or use another folder"
-            )
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows
-            import msvcrt
-
-            try:
-                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-            except OSError as err:
-                raise ResultsFolderBusy(_busy(folder, "")) from err
-            yield
-            return
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
-            raise ResultsFolderBusy(_busy(folder, holder if holder.isdigit() else "")) from err
-        os.pwrite(fd, f"{os.getpid():<20}\n".encode(), 0)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _busy(folder: str | Path, pid: str) -> str:
-    who = f"process {pid}" if pid else "another process"
-    return (
-        f"results folder {str(folder)!r} is in use by {who} (another compare/run writing to it); "
-        "wait for it to finish or choose another --out"
-    )
