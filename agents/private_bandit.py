@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from agents._bandit_block import play_rounds, played_losses, segment_starts
-from agents._kernels import categorical_rows
+from agents._kernels import categorical_rows, plain_fast_backend
 from agents.bandit_core import (
     AdaptiveFtplRate,
     BanditCore,
@@ -78,6 +78,7 @@ class _BatchedConversion(PrivateAgent):
     audit_hints: ClassVar[Mapping[str, Any]] = {"params": {"tau": 1}}
 
     feedback = "bandit"
+    _OVER_EXPERTS = False  # a choice is an expert whose advice is played (else an arm)
 
     def __init__(
         self,
@@ -319,6 +320,8 @@ class _BatchedConversion(PrivateAgent):
         if self.t + k > self.horizon:
             play_rounds(self, first, advice, losses, rows, actions, 0, k)
             return actions
+        if k and self._tsallis_kernel():
+            return self._play_tsallis_block(first, advice, losses, rows)
         last_release = self.n_batches * self.tau
         starts = segment_starts(self.t, k, self.tau, last_release)
         for lo, hi in zip(starts, [*starts[1:], k], strict=True):
@@ -338,6 +341,52 @@ class _BatchedConversion(PrivateAgent):
                 self._batch_sum[...] = total[-1]
             self.t += s
             self.last_actions = actions[hi - 1].copy()
+        return actions
+
+    def _tsallis_kernel(self) -> bool:
+        """True when a block runs in :mod:`agents._bandit_tsallis`'s compiled kernel."""
+        from agents import _bandit_tsallis as tsallis
+
+        return (
+            type(self.base_learner) is TsallisInfCore
+            and (self._noiseless or plain_fast_backend(self.noise))
+            and tsallis.tsallis_ready()
+        )
+
+    def _play_tsallis_block(
+        self,
+        first: dict[str, np.ndarray],
+        advice: np.ndarray | None,
+        losses: np.ndarray,
+        rows: np.ndarray,
+    ) -> np.ndarray:
+        """The whole block in one compiled call (HTINF base, ``fast`` noise): K ``act`` calls."""
+        from agents import _bandit_kernels as kernels
+        from agents import _bandit_tsallis as tsallis
+
+        k = len(losses)
+        over = self._OVER_EXPERTS
+        batch, _, _, _ = kernels.block_inputs(self, first, advice, k, uses_advice=False)
+        t = self.t + np.arange(k)
+        last_release = self.n_batches * self.tau
+        learns = (t > 0) & (t <= last_release)
+        releases = learns & (t % self.tau == 0)
+        samples = (t % self.tau == 0) & ((t < last_release) | (self.tail == "sample"))
+        loss0 = np.zeros(self.num_envs)
+        if self.t > 0:
+            _check_own_action(batch, self.last_actions)
+            loss0 = batch.last_loss
+        scale = 0.0 if self._noiseless else self._release_scale()
+        choice = np.array(self.choice, dtype=np.int64)
+        actions = tsallis.run_tsallis_block(
+            self.base_learner, self.rng, choice=choice, batch_sum=self._batch_sum,
+            learns=learns, releases=releases, samples=samples, scale=scale, private=True,
+            tau=self.tau, losses=losses, rows=rows, loss0=loss0,
+            first_advice=batch.advice if over else None, block_advice=advice if over else None,
+        )
+        self.choice = choice
+        self.t += k
+        self.last_actions = actions[-1].copy()
         return actions
 
     def _play_rest(
@@ -521,6 +570,8 @@ class PrivateBanditOverExperts(_BatchedConversion):
         base_learner: the batched base learner (its ``n_updates`` counts releases).
         choice: (B,) the arm (or expert) of the current batch.
     """
+
+    _OVER_EXPERTS = True
 
     def _n_choices(self) -> int:
         return int(self.n_experts)
