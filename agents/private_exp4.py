@@ -28,7 +28,7 @@ from agents._bandit_block import (
     played_losses,
     segment_starts,
 )
-from agents._kernels import categorical_rows
+from agents._kernels import categorical_rows, plain_fast_backend
 from agents.bandit_core import Exp4Core
 from agents.base import BanditObs, PrivacyClaim
 from agents.private import PrivateAgent
@@ -314,7 +314,6 @@ class LDPExp4(_PrivateExp4Base):
             point play the K rounds through ``act``.
         """
         from agents import _bandit_kernels as kernels
-        from agents._kernels import plain_fast_backend
 
         noiseless = self._noiseless
         if (
@@ -801,12 +800,31 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         if self.t + k > self.horizon or (scale > 0.0 and not fast):
             play_rounds(self, first, advice, losses, rows, actions, 0, k)
             return actions
+        if k and self._one_round_batches() and (self._noiseless or plain_fast_backend(self.noise)):
+            from agents import _bandit_kernels as kernels
+
+            if kernels.kernel_ready():
+                actions = kernels.play_exp4_core(
+                    self, first, advice, losses, rows,
+                    loss0_of=self._observed_loss, scale=scale, clip=True,
+                )
+                self.action_probs = self.core.last_q
+                return actions
         starts = segment_starts(self.t, k, self.tau, self.n_batches * self.tau)
         for lo, hi in zip(starts, [*starts[1:], k], strict=True):
             play_rounds(self, first, advice, losses, rows, actions, lo, lo + 1, lean=True)
             if hi - lo > 1:
                 self._play_segment(first, advice, losses, rows, actions, lo, hi, scale)
         return actions
+
+    def _one_round_batches(self) -> bool:
+        """True for batches of one round with the released loss: ldp-exp4's rounds (its kernel).
+
+        The estimate goes through ``Acc = 0 + e`` and ``Acc / 1`` before reaching the weights:
+        the same double as ``e`` (a sum of nonzero terms is never -0.0, so ``0 + e`` changes no
+        bit that reaches ``cum``).
+        """
+        return self.tau == 1 and self.release == "loss"
 
     def _play_segment(
         self,
