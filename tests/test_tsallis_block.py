@@ -17,87 +17,13 @@ import math
 
 import numpy as np
 import pytest
+from _bandit_twins import BLOCKINGS, play_both
 
-import agents
 import agents._bandit_block as bandit_block
 from agents import _bandit_kernels as kernels
 from agents import _bandit_tsallis as tsallis
 from dp_experts_env import _jit
 from dp_experts_env.testing import ContractError, check_agent
-
-HORIZON = 48
-RUNS, STREAMS = 4, 3
-ROWS = np.array([0, 1, 2, 0])  # runs 0 and 3 share a loss stream
-BLOCKINGS = {
-    "mixed": (1, 5, 3, 8, 1, 12, 2, 16),
-    "ones": (1,) * HORIZON,
-    "whole": (HORIZON,),
-}
-
-
-def _game(n: int, arms: int, dense: bool, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
-    rng = np.random.default_rng(seed)
-    coarse = rng.integers(0, 3, size=(HORIZON, STREAMS, arms)) / 2.0
-    losses = np.where(rng.random((HORIZON, STREAMS, 1)) < 0.3, coarse,
-                      rng.random((HORIZON, STREAMS, arms)))
-    if not dense:
-        return losses, None
-    advice = rng.random((HORIZON, RUNS, n, arms)) ** 3
-    return losses, advice / advice.sum(axis=-1, keepdims=True)
-
-
-def _obs(advice, n, t, action=None, loss=None) -> dict:
-    adv = np.broadcast_to(np.eye(n), (RUNS, n, n)) if advice is None else advice[t]
-    return {
-        "advice": adv,
-        "last_action": np.zeros(RUNS, np.int64) if action is None else action,
-        "last_loss": np.zeros((RUNS, 1)) if loss is None else loss,
-    }
-
-
-def _state(agent) -> dict:
-    core = agent.core if hasattr(agent, "core") else agent.base_learner
-    out = {}
-    for owner, prefix in ((agent, ""), (core, "core.")):
-        for key, value in vars(owner).items():
-            if isinstance(value, np.ndarray) or (
-                isinstance(value, (int, float, bool)) and not isinstance(value, np.generic)
-            ):
-                out[prefix + key] = np.asarray(value)
-    out["stream"] = agent.rng.random((3,))
-    return out
-
-
-def _play_both(name, kwargs, n, arms, dense, blocks, seed=5) -> None:
-    per_round, blocked = (
-        agents.make(name, n_experts=n, n_arms=arms, horizon=HORIZON, num_envs=RUNS, seed=11,
-                    **kwargs)
-        for _ in range(2)
-    )
-    losses, advice = _game(n, arms, dense, seed)
-    t, first = 0, _obs(advice, n, 0)
-    for k in blocks:
-        want = []
-        obs = first
-        for i in range(k):
-            a = per_round.act(obs)
-            want.append(a)
-            obs = _obs(advice, n, min(t + i + 1, HORIZON - 1), a.copy(),
-                       losses[t + i][ROWS, a][:, None])
-        want = np.stack(want)
-        poisoned = np.full((k, STREAMS, arms), np.nan)
-        for i in range(k):
-            poisoned[i, ROWS, want[i]] = losses[t + i, ROWS, want[i]]
-        block_advice = None if advice is None else advice[t : t + k]
-        got = blocked.play_bandit_block(first, block_advice, poisoned, ROWS)
-        assert got.dtype == np.int64 and np.array_equal(got, want), (name, t)
-        assert blocked.t == per_round.t == t + k
-        t += k
-        first = obs
-    a, b = _state(per_round), _state(blocked)
-    assert a.keys() == b.keys()
-    for key in a:
-        assert a[key].dtype == b[key].dtype and a[key].tobytes() == b[key].tobytes(), key
 
 
 @pytest.fixture(params=["compiled", "python"])
@@ -140,7 +66,7 @@ CASES = [
 @pytest.mark.parametrize("blocking", sorted(BLOCKINGS))
 @pytest.mark.parametrize(("name", "kwargs", "n", "arms", "dense"), CASES)
 def test_tsallis_block_equals_act(path, name, kwargs, n, arms, dense, blocking):
-    _play_both(name, kwargs, n, arms, dense, BLOCKINGS[blocking])
+    play_both(name, kwargs, n, arms, dense, BLOCKINGS[blocking])
 
 
 def test_power_loop_gives_numpy_s_bits_and_the_c_library_s_pow_does_not():
@@ -203,9 +129,9 @@ def test_other_backends_and_bases_keep_their_paths(monkeypatch):
     fallback = []
     act_loop = kernels.act_loop
     monkeypatch.setattr(kernels, "act_loop", lambda *a: fallback.append(1) or act_loop(*a))
-    _play_both("private-batched-bandit", {"noise": "grid"}, 3, 3, False, BLOCKINGS["mixed"])
-    _play_both("private-batched-bandit", {"base": "exp3"}, 3, 3, False, BLOCKINGS["mixed"])
-    _play_both("tsallis-inf", {"over": "experts"}, 4, 3, True, BLOCKINGS["mixed"])
+    play_both("private-batched-bandit", {"noise": "grid"}, 3, 3, False, BLOCKINGS["mixed"])
+    play_both("private-batched-bandit", {"base": "exp3"}, 3, 3, False, BLOCKINGS["mixed"])
+    play_both("tsallis-inf", {"over": "experts"}, 4, 3, True, BLOCKINGS["mixed"])
     assert not calls
     assert len(fallback) == len(BLOCKINGS["mixed"])  # tsallis-inf over experts: act, per block
 
@@ -217,6 +143,6 @@ def test_numpy_path_plays_through_act(monkeypatch):
     monkeypatch.setattr(
         tsallis, "run_tsallis_block", lambda *a, **kw: calls.append(1) or original(*a, **kw)
     )
-    _play_both("tsallis-inf", {}, 5, 5, False, BLOCKINGS["mixed"])
-    _play_both("private-batched-bandit", {}, 5, 5, False, BLOCKINGS["mixed"])
+    play_both("tsallis-inf", {}, 5, 5, False, BLOCKINGS["mixed"])
+    play_both("private-batched-bandit", {}, 5, 5, False, BLOCKINGS["mixed"])
     assert not calls
