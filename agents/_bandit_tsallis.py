@@ -18,7 +18,7 @@ Bit for bit the per-round path (the learner lock and ``tests/test_tsallis_block.
   numpy's pairwise sums (:func:`agents._kernels.numpy_sum`), ``sqrt`` is correctly rounded in
   both, and ``x ** 1.5`` -- whose result numpy computes with its own SIMD ``pow``, which differs
   from the C library's in the last bit -- calls numpy's float64 ``power`` loop through its
-  function pointer (:func:`power_loop`), as :mod:`agents._bandit_kernels` does for ``exp``.
+  function pointer (:mod:`agents._numpy_loops`).
 
 Where the loop is not handed out, under ``DP_EXPERTS_NO_JIT``, with another noise backend or
 base learner, the learners keep their per-round (or segment) path.
@@ -26,55 +26,25 @@ base learner, the learners keep their per-round (or segment) path.
 
 from __future__ import annotations
 
-import ctypes
 from typing import Any
 
 import numpy as np
 
 from agents._bandit_kernels import register_overloads
 from agents._kernels import numpy_sum
+from agents._numpy_loops import power_scalar_into, register, ufunc_loop
 from dp_experts_env._jit import helper, jit_enabled, kernel
 
 __all__ = ["power_loop", "tsallis_ready", "tsallis_rounds", "run_tsallis_block"]
 
-_CALL_INFO = b"numpy_1.24_ufunc_call_info"  # the capsule name numpy gives its call-info struct
-_LOOP: list[tuple[Any, np.ndarray] | None] = []  # [(capsule, [fn, ctx, aux])] once looked up
 _OVERLOADS: list[bool] = []
-#: The strides numpy's ``x ** 1.5`` runs its loop with: x contiguous, the exponent a scalar.
-_STRIDES = (8, 0, 8)
 #: :func:`agents.bandit_core.tsallis_inf_weights`' defaults (its stopping rule).
 _TOL, _MAX_ITER = 1e-12, 200
 
 
 def power_loop() -> np.ndarray | None:
-    """``[function, context, auxdata]`` of numpy's float64 ``power`` loop, or None.
-
-    The loop numpy runs for ``x ** y`` on a contiguous float64 ``x`` and a float64 scalar
-    ``y`` (strides 8, 0, 8); its context lives in a capsule kept alive here for the process.
-    None when this numpy does not hand the loop out or the loop needs the interpreter.
-    """
-    if _LOOP:
-        found = _LOOP[0]
-        return None if found is None else found[1]
-    result: tuple[Any, np.ndarray] | None = None
-    try:
-        float64 = np.dtype(np.float64)
-        _, info = np.power._resolve_dtypes_and_context(  # type: ignore[attr-defined]
-            (float64, float64, None)
-        )
-        np.power._get_strided_loop(info, fixed_strides=_STRIDES)  # type: ignore[attr-defined]
-        get = ctypes.pythonapi.PyCapsule_GetPointer
-        get.restype = ctypes.c_void_p
-        get.argtypes = [ctypes.py_object, ctypes.c_char_p]
-        address = get(info, _CALL_INFO)
-        pointers = (ctypes.c_void_p * 3).from_address(address)
-        requires_pyapi = ctypes.c_ubyte.from_address(address + 3 * ctypes.sizeof(ctypes.c_void_p))
-        if pointers[0] and pointers[1] and not requires_pyapi.value:
-            result = (info, np.array([pointers[0], pointers[1], pointers[2] or 0], np.int64))
-    except (AttributeError, TypeError, ValueError, OSError):
-        result = None
-    _LOOP.append(result)
-    return None if result is None else result[1]
+    """The float64 ``power`` loop numpy runs for ``x ** y`` (x contiguous, y a scalar), or None."""
+    return ufunc_loop(np.power, (8, 0, 8))
 
 
 def tsallis_ready() -> bool:
@@ -82,53 +52,12 @@ def tsallis_ready() -> bool:
     return jit_enabled() and power_loop() is not None
 
 
-def _power_into(
-    x: np.ndarray, exponent: np.ndarray, out: np.ndarray, n: int, loop: np.ndarray
-) -> None:
-    """``out[:n] = x[:n] ** exponent[0]``: numpy's power (compiled: its loop by pointer)."""
-    np.power(x[:n], exponent[0], out=out[:n])
-
-
 def _register() -> None:
-    """Give :func:`_power_into` its compiled form: numpy's loop called through its pointer."""
-    if _OVERLOADS:
-        return
-    from llvmlite import ir
-    from numba import types
-    from numba.extending import intrinsic, overload
-
-    @intrinsic
-    def call_loop(typingctx, fn, ctx, data, dims, strides, aux):  # noqa: ANN001, ANN202, ARG001
-        sig = types.int32(types.int64, types.int64, types.int64, types.int64, types.int64,
-                          types.int64)
-
-        def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202, ARG001
-            pointer = ir.IntType(8).as_pointer()
-            function = ir.FunctionType(ir.IntType(32), [pointer] * 5)
-            target = builder.inttoptr(args[0], function.as_pointer())
-            return builder.call(target, [builder.inttoptr(a, pointer) for a in args[1:]])
-
-        return sig, codegen
-
-    @overload(_power_into)
-    def power_into_impl(x, exponent, out, n, loop):  # noqa: ANN001, ANN202, ARG001
-        def impl(x, exponent, out, n, loop):  # noqa: ANN001, ANN202
-            data = np.empty(3, dtype=np.int64)
-            sizes = np.empty(4, dtype=np.int64)  # the count, then the three strides
-            data[0] = x.ctypes.data
-            data[1] = exponent.ctypes.data
-            data[2] = out.ctypes.data
-            sizes[0] = n
-            sizes[1] = 8
-            sizes[2] = 0
-            sizes[3] = 8
-            call_loop(loop[0], loop[1], data.ctypes.data, sizes.ctypes.data,
-                      sizes.ctypes.data + 8, loop[2])
-
-        return impl
-
-    register_overloads()  # numpy_sum's helpers in agents._kernels
-    _OVERLOADS.append(True)
+    """Compile the loop calls and numpy_sum's helpers (once per process)."""
+    if not _OVERLOADS:
+        register()
+        register_overloads()  # numpy_sum's helpers in agents._kernels
+        _OVERLOADS.append(True)
 
 
 @helper(inline=False)
@@ -146,7 +75,7 @@ def _weights(cum: np.ndarray, m: int, beta: float, x: np.ndarray, pw: np.ndarray
         total = numpy_sum(x, 0, m)
         if not total - 1.0 > _TOL:
             break
-        _power_into(x, exponent, pw, m, loop)
+        power_scalar_into(x, exponent, pw, m, loop)
         slope = 2.0 * numpy_sum(pw, 0, m) / beta
         nu = nu + (total - 1.0) / slope
     for j in range(m):

@@ -18,7 +18,7 @@ bit for bit.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -211,10 +211,52 @@ class KLUCB(_IndexBandit):
         self.iterations = check_int("iterations", iterations, minimum=1, maximum=200)
         self.reset(seed)
 
+    def _level(self, t: int) -> float:
+        """``ln t + c ln ln t`` (the ``ln ln`` term from t > e on)."""
+        return math.log(t) + (self.c * math.log(math.log(t)) if t > math.e else 0.0)
+
     def _index(self) -> np.ndarray:
-        t = self.t
-        level = math.log(t) + (self.c * math.log(math.log(t)) if t > math.e else 0.0)
-        return kl_lower_bound(self.means(), level / self.counts, self.iterations)
+        return kl_lower_bound(self.means(), self._level(self.t) / self.counts, self.iterations)
+
+    def play_bandit_block(
+        self,
+        first: Mapping[str, np.ndarray],
+        advice: np.ndarray | None,
+        losses: np.ndarray,
+        rows: np.ndarray,
+    ) -> np.ndarray:
+        """K rounds of :meth:`act` in one compiled call (the bandit block protocol).
+
+        The kernel of :mod:`agents._bandit_klucb` (bit for bit K ``act`` calls);
+        ``DP_EXPERTS_NO_JIT`` and a numpy or scipy without the loop entry points play the K
+        rounds through ``act``.
+
+        Args:
+            first: the observation of the block's first round (keys as in ``act``).
+            advice: (K, B, N, K_arms) the rounds' advice, or None (ignored: KL-UCB plays arms).
+            losses: (K, S, K_arms) the block's losses (read at the played arms only).
+            rows: (B,) the loss stream of each run.
+
+        Returns:
+            (K, B) int64 actions.
+        """
+        from agents import _bandit_kernels as kernels
+        from agents import _bandit_klucb as klucb
+
+        k = len(losses)
+        if not k or not klucb.klucb_ready():
+            return kernels.act_loop(self, first, advice, losses, rows)
+        batch, _, _, _ = kernels.block_inputs(self, first, advice, k, uses_advice=False)
+        loss0 = self._checked_loss(batch) if self.t > 0 else np.zeros(self.num_envs)
+        arms = int(self.n_arms)
+        levels = [self._level(t) if t >= arms else 0.0 for t in range(self.t, self.t + k)]
+        actions = klucb.run_klucb_block(
+            self.sums, self.counts, self.last_actions, np.array(levels), self.t,
+            self.iterations, losses, rows, loss0,
+        )
+        self.t += k
+        self.last_actions = actions[-1].copy()
+        return actions
 
 
 @register(

@@ -22,6 +22,7 @@ from _bandit_twins import BLOCKINGS, play_both
 import agents._bandit_block as bandit_block
 from agents import _bandit_kernels as kernels
 from agents import _bandit_tsallis as tsallis
+from agents import _numpy_loops as numpy_loops
 from dp_experts_env import _jit
 from dp_experts_env.testing import ContractError, check_agent
 
@@ -75,7 +76,7 @@ def test_power_loop_gives_numpy_s_bits_and_the_c_library_s_pow_does_not():
     import numba
 
     tsallis._register()
-    call = tsallis._power_into
+    call = numpy_loops.power_scalar_into
 
     @numba.njit
     def powers(x, out, loop):  # noqa: ANN001, ANN202
