@@ -32,7 +32,8 @@ from agents._kernels import categorical_rows, plain_fast_backend
 from agents.bandit_core import Exp4Core
 from agents.base import BanditObs, PrivacyClaim
 from agents.private import PrivateAgent
-from agents.private_bandit_tuning import (
+from agents.private_bandit_bounds import second_moment_bound
+from agents.private_exp4_tuning import (
     COMPOSITIONS,
     RELEASES,
     batched_exp4_bound,
@@ -40,7 +41,6 @@ from agents.private_bandit_tuning import (
     calibrated_batched_exp4_grid,
     calibrated_loss_release_grid,
     ldp_exp4_bound,
-    second_moment_bound,
     tune_batched_exp4,
     tune_ldp_exp4,
 )
@@ -400,7 +400,7 @@ class PrivateBatchedExp4(_PrivateExp4Base):
           ``10 lam^2 log^2(NT)`` and the paper's noise constant kept it at uniform play up to
           epsilon ~ 100 at T = 10^4 (docs/algorithms.md, "Calibration"). With
           ``release="loss"`` the grid bound is
-          :func:`~agents.private_bandit_tuning.calibrated_loss_release_grid` (the noise part
+          :func:`~agents.private_exp4_tuning.calibrated_loss_release_grid` (the noise part
           ``2 lam^2 K/((1 - gamma) tau)``, eta capped at ``gamma sqrt(tau)/(2 K lam)``).
         * ``tau=``/``eta=``/``gamma=`` override (public constants).
 
