@@ -19,11 +19,15 @@ from agents.private_bandit_bounds import (
     second_moment_exp3,
     tau_grid,
 )
+from dp_experts_env.privacy.accounting import advanced_composition
 
 __all__ = [
     "COMPOSITIONS",
     "RELEASES",
     "Exp4Tuning",
+    "drv_epsilon",
+    "max_composable_epsilon",
+    "paper_composition_epsilon",
     "ldp_exp4_bound",
     "tune_ldp_exp4",
     "batched_exp4_noise_constant",
@@ -37,6 +41,34 @@ COMPOSITIONS = ("advanced", "pure")
 #: what private batched EXP4 releases: each observed loss (``"loss"``) or, as Alg. 2 prints it,
 #: the per-expert batch means (``"estimates"``); docs/algorithms.md, "Calibration"
 RELEASES = ("loss", "estimates")
+
+
+def drv_epsilon(eps0: float, k: int, delta: float) -> float:
+    """Advanced composition (Dwork, Rothblum & Vadhan 2010; Dwork & Roth 2014, Thm 3.20).
+
+    k adaptively composed ``eps0``-DP mechanisms are ``(eps', delta)``-DP with
+    ``eps' = sqrt(2 k log(1/delta)) eps0 + k eps0 (e^eps0 - 1)``; computed by the privacy core's
+    :func:`~dp_experts_env.privacy.accounting.advanced_composition`.
+    """
+    return advanced_composition(eps0, k, delta).epsilon
+
+
+def paper_composition_epsilon(eps0: float, k: int, delta: float) -> float:
+    """Advanced composition as printed in the paper (Lemma 15).
+
+    ``eps' = 1.5 k eps0^2 + sqrt(6 k eps0^2 log(1/delta))``.
+    """
+    return 1.5 * k * eps0**2 + math.sqrt(6.0 * k * eps0**2 * math.log(1.0 / delta))
+
+
+def max_composable_epsilon(epsilon: float, k: int, delta: float) -> float:
+    """Largest per-mechanism eps0 whose k-fold advanced composition (DRV) is <= epsilon."""
+    lo, hi = 0.0, epsilon  # drv_epsilon(epsilon, k, delta) >= epsilon for k >= 1
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if drv_epsilon(mid, k, delta) <= epsilon else (lo, mid)
+    return lo
+
 
 
 @dataclass(frozen=True)
