@@ -4,7 +4,8 @@ A twin playing round by round and one playing blocks (uneven sizes, the whole ho
 rounds) on NaN-poisoned losses give the same actions, state and stream, compiled and as the
 kernel's Python form; the bound's arithmetic equals :func:`agents.ucb.kl_lower_bound` on edge
 cases (means 0 and 1, one play, long runs); the C library's ``log`` in place of numpy's loop is
-a mutant the loops' test catches.
+a mutant the loops' test catches; a kernel run at half the confidence level fails
+``check_agent``'s paths check while the same losses passed as a copy pass.
 """
 
 from __future__ import annotations
@@ -131,3 +132,28 @@ def test_numpy_path_plays_through_act(monkeypatch):
     )
     play_both("kl-ucb", {}, 5, 5, False, BLOCKINGS["long"])
     assert not calls
+
+
+_run = klucb.run_klucb_block
+
+
+def _half_level(sums, counts, last, levels, t0, iterations, *rest, **kw):
+    return _run(sums, counts, last, np.asarray(levels) * 0.5, t0, iterations, *rest, **kw)
+
+
+def _losses_copied(sums, counts, last, levels, t0, iterations, losses, *rest, **kw):
+    return _run(sums, counts, last, levels, t0, iterations, np.array(losses), *rest, **kw)
+
+
+def test_a_kernel_only_bug_is_caught_and_a_harmless_change_passes(monkeypatch):
+    from dp_experts_env.testing import ContractError, check_agent
+
+    monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
+    if not klucb.klucb_ready():
+        pytest.skip("numba or the loops are unavailable")
+    monkeypatch.setattr(klucb, "run_klucb_block", _half_level)
+    with pytest.raises(ContractError) as err:
+        check_agent("kl-ucb", checks=["paths"])
+    assert err.value.check == "paths" and "differs from act" in str(err.value), str(err.value)
+    monkeypatch.setattr(klucb, "run_klucb_block", _losses_copied)
+    assert check_agent("kl-ucb", checks=["paths"]).passed == ["paths"]
