@@ -6,8 +6,9 @@ the whole horizon included) on a game whose unplayed losses are NaN (the protoco
 played arm's loss is read, after playing it): the same actions, state and next uniforms as a
 twin playing round by round, compiled and as the kernel's Python form. The power loop gives
 numpy's bits where the C library's ``pow`` (what numba's ``**`` calls) does not; a planted
-kernel-only bug (half the release noise) fails ``check_agent``'s paths check, a harmless change
-passes; the other noise backends and bases keep their own paths.
+kernel-only bug (half the release noise; tsallis-inf's skipping flipped) fails
+``check_agent``'s paths check, a harmless change passes; the other noise backends and bases
+keep their own paths.
 """
 
 from __future__ import annotations
@@ -147,3 +148,30 @@ def test_numpy_path_plays_through_act(monkeypatch):
     play_both("tsallis-inf", {}, 5, 5, False, BLOCKINGS["mixed"])
     play_both("private-batched-bandit", {}, 5, 5, False, BLOCKINGS["mixed"])
     assert not calls
+
+
+_run_tsallis = tsallis.run_tsallis_block
+
+
+def _skip_flipped(core, rng, **kw):
+    core.skip = not core.skip  # the kernel alone forgets (or adds) HTINF's skipping
+    try:
+        return _run_tsallis(core, rng, **kw)
+    finally:
+        core.skip = not core.skip
+
+
+def _rows_copied(core, rng, **kw):
+    return _run_tsallis(core, rng, **{**kw, "rows": np.array(kw["rows"])})
+
+
+def test_tsallis_inf_kernel_bug_is_caught_and_a_harmless_change_passes(monkeypatch):
+    monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
+    if not tsallis.tsallis_ready():
+        pytest.skip("the kernel does not run here")
+    monkeypatch.setattr(tsallis, "run_tsallis_block", _skip_flipped)
+    with pytest.raises(ContractError) as err:
+        check_agent("tsallis-inf", checks=["paths"])
+    assert err.value.check == "paths" and "differs from act" in str(err.value), str(err.value)
+    monkeypatch.setattr(tsallis, "run_tsallis_block", _rows_copied)
+    assert check_agent("tsallis-inf", checks=["paths"]).passed == ["paths"]
