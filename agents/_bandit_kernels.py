@@ -55,6 +55,7 @@ __all__ = [
     "numpy_loop",
     "play_exp3_core",
     "play_exp4_core",
+    "register_overloads",
     "run_exp4_block",
 ]
 
@@ -564,3 +565,12 @@ def play_exp3_core(
     core._cache = last_q
     agent.core_choices = actions[-1].copy()
     return actions
+
+
+def register_overloads() -> None:
+    """Compile the shared pieces other kernel modules of ``agents`` call (public seam).
+
+    Gives :func:`_exp_into` its compiled form and compiles :func:`agents._kernels.numpy_sum`'s
+    helpers, once per process.
+    """
+    _register_overloads()

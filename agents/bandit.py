@@ -298,6 +298,50 @@ class TsallisInf(_CoreBandit):
     def _make_core(self) -> BanditCore:
         return TsallisInfCore(self.rng, self.n_core_arms, sigma=self.sigma, skip=self.skip)
 
+    def play_bandit_block(
+        self,
+        first: Mapping[str, np.ndarray],
+        advice: np.ndarray | None,
+        losses: np.ndarray,
+        rows: np.ndarray,
+    ) -> np.ndarray:
+        """K rounds of :meth:`act` in one call (the bandit block protocol).
+
+        Over the arms the block runs in the compiled kernel of :mod:`agents._bandit_tsallis`
+        (bit for bit K ``act`` calls); ``over="experts"``, ``DP_EXPERTS_NO_JIT`` and a numpy
+        without its ``power`` loop entry point play the K rounds through ``act``.
+
+        Args:
+            first: the observation of the block's first round (keys as in ``act``).
+            advice: (K, B, N, K_arms) the rounds' advice, or None.
+            losses: (K, S, K_arms) the block's losses (read at the played arms only).
+            rows: (B,) the loss stream of each run.
+
+        Returns:
+            (K, B) int64 actions.
+        """
+        from agents import _bandit_kernels as kernels
+        from agents import _bandit_tsallis as tsallis
+
+        k = len(losses)
+        if not k or self.over != "arms" or not tsallis.tsallis_ready():
+            return kernels.act_loop(self, first, advice, losses, rows)
+        batch, _, _, _ = kernels.block_inputs(self, first, advice, k, uses_advice=False)
+        learns = np.ones(k, dtype=bool)
+        learns[0] = self.t > 0
+        loss0 = self._checked_loss(batch) if learns[0] else np.zeros(self.num_envs)
+        choice = np.array(self.core_choices, dtype=np.int64)
+        actions = tsallis.run_tsallis_block(
+            self.core, self.rng, choice=choice, batch_sum=np.zeros(self.num_envs),
+            learns=learns, releases=learns, samples=np.ones(k, dtype=bool), scale=0.0,
+            private=False, tau=1, losses=losses, rows=rows, loss0=loss0, first_advice=None,
+            block_advice=None,
+        )
+        self.core_choices = choice
+        self.t += k
+        self.last_actions = actions[-1].copy()
+        return actions
+
 
 @register(
     "ftpl-gr",

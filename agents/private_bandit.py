@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from agents._bandit_block import play_rounds, played_losses, segment_starts
-from agents._kernels import categorical_rows
+from agents._kernels import categorical_rows, plain_fast_backend
 from agents.bandit_core import (
     AdaptiveFtplRate,
     BanditCore,
@@ -78,6 +78,7 @@ class _BatchedConversion(PrivateAgent):
     audit_hints: ClassVar[Mapping[str, Any]] = {"params": {"tau": 1}}
 
     feedback = "bandit"
+    _OVER_EXPERTS = False  # a choice is an expert whose advice is played (else an arm)
 
     def __init__(
         self,
@@ -319,6 +320,8 @@ class _BatchedConversion(PrivateAgent):
         if self.t + k > self.horizon:
             play_rounds(self, first, advice, losses, rows, actions, 0, k)
             return actions
+        if k and self._tsallis_kernel():
+            return self._play_tsallis_block(first, advice, losses, rows)
         last_release = self.n_batches * self.tau
         starts = segment_starts(self.t, k, self.tau, last_release)
         for lo, hi in zip(starts, [*starts[1:], k], strict=True):
@@ -338,6 +341,52 @@ class _BatchedConversion(PrivateAgent):
                 self._batch_sum[...] = total[-1]
             self.t += s
             self.last_actions = actions[hi - 1].copy()
+        return actions
+
+    def _tsallis_kernel(self) -> bool:
+        """True when a block runs in :mod:`agents._bandit_tsallis`'s compiled kernel."""
+        from agents import _bandit_tsallis as tsallis
+
+        return (
+            type(self.base_learner) is TsallisInfCore
+            and (self._noiseless or plain_fast_backend(self.noise))
+            and tsallis.tsallis_ready()
+        )
+
+    def _play_tsallis_block(
+        self,
+        first: dict[str, np.ndarray],
+        advice: np.ndarray | None,
+        losses: np.ndarray,
+        rows: np.ndarray,
+    ) -> np.ndarray:
+        """The whole block in one compiled call (HTINF base, ``fast`` noise): K ``act`` calls."""
+        from agents import _bandit_kernels as kernels
+        from agents import _bandit_tsallis as tsallis
+
+        k = len(losses)
+        over = self._OVER_EXPERTS
+        batch, _, _, _ = kernels.block_inputs(self, first, advice, k, uses_advice=False)
+        t = self.t + np.arange(k)
+        last_release = self.n_batches * self.tau
+        learns = (t > 0) & (t <= last_release)
+        releases = learns & (t % self.tau == 0)
+        samples = (t % self.tau == 0) & ((t < last_release) | (self.tail == "sample"))
+        loss0 = np.zeros(self.num_envs)
+        if self.t > 0:
+            _check_own_action(batch, self.last_actions)
+            loss0 = batch.last_loss
+        scale = 0.0 if self._noiseless else self._release_scale()
+        choice = np.array(self.choice, dtype=np.int64)
+        actions = tsallis.run_tsallis_block(
+            self.base_learner, self.rng, choice=choice, batch_sum=self._batch_sum,
+            learns=learns, releases=releases, samples=samples, scale=scale, private=True,
+            tau=self.tau, losses=losses, rows=rows, loss0=loss0,
+            first_advice=batch.advice if over else None, block_advice=advice if over else None,
+        )
+        self.choice = choice
+        self.t += k
+        self.last_actions = actions[-1].copy()
         return actions
 
     def _play_rest(
@@ -362,71 +411,39 @@ class PrivateBatchedBandit(_BatchedConversion):
     Source: Algorithm 1, Lemma 3, Theorem 1 and Corollaries 2 (HTINF), 22 (EXP3) and 24
     (FTPL-GR) of "Faster Rates for Private Adversarial Bandits" (Section 3, Appendix E).
 
-    Rounds are cut into batches of tau. At a batch start the base learner draws an arm
-    ``I_j``; it is played for the whole batch; at the batch end the learner releases
-    ``mean loss of the batch + Lap(1/(tau epsilon))`` and feeds it to the base learner as the
-    loss of ``I_j``. Built for oblivious adversaries (static regret against the best arm); it
-    ignores expert advice, so on a bandit-with-advice env it competes with the best *arm*.
-    Per-round cost: O(1) (an O(K) base-learner update, plus O(K M) for FTPL-GR, per batch).
+    Rounds are cut into batches of tau. At a batch start the base learner draws an arm, played
+    for the whole batch; at the batch end ``mean loss + Lap(1/(tau epsilon))`` is fed to the base
+    learner as that arm's loss. Static regret against the best arm (advice is ignored).
 
-    Privacy claim: pure ``epsilon``-DP, central model, against adaptive adversaries (the
-    paper's privacy argument does not use obliviousness). Accountant: Lemma 3 -- replacing one
-    round's loss vector moves one batch mean by at most 1/tau, released with
-    ``Lap(1/(tau epsilon))``; batches are disjoint and everything the learner does is
-    post-processing of the releases and fresh coins. Holds for every tau >= 1, every base learner
-    and every base constant. The trailing ``T mod tau`` rounds are played (``tail="hold"``: the
-    last batch's choice, erratum E-PAB-2; ``tail="sample"``: a fresh draw from the base learner) but
-    their losses are never released or learned from, so they cost no privacy.
-
-    Modes: ``"strict"`` (default) and ``"paper"`` coincide: the paper's noise is correct. The
-    FTPL-GR errata of the printed pseudo-code (argmax, ``M_t = 0`` on failure) harm only the
-    regret, and both modes use the fixed version (erratum E-PAB-12).
-
-    Tuning (the noise always follows the tau actually used):
-        * ``"paper"``: ``tau = ceil(1/epsilon)`` (Thm 1); a ``ValueError`` when
-          ``epsilon < 1/T`` (tau > T, erratum E-PAB-3). Base constants are the lemma-level formulas
-          at the base learner's real horizon ``T_B = floor(T/tau)`` and noise
-          ``lam = 1/(epsilon tau)`` (erratum E-PAB-1): HTINF ``sigma = sqrt(2 + 4 lam^2)`` (erratum
-          E-PAB-24); EXP3 Cor. 22's eta and ``gamma = 4 eta lam m log(m T_B)`` (``ValueError`` if
-          gamma > 1); FTPL-GR Lemma 25's ``M = ceil(sqrt(m T_B))`` and eta.
-        * ``"calibrated"``: tau minimises ``tau R~_B(T_B, m, 1/(epsilon tau)) + tau`` over a
-          log grid with ``tau <= T // 10``; base constants as above at that tau.
-        * ``tau=``, ``sigma=``, ``eta=``, ``gamma=``, ``resample_cap=`` override (public
-          constants; privacy does not depend on them).
-        * ``rate=`` (``base="ftpl-gr"``, calibrated only): ``"fixed"`` (default, Alg. 4's
-          constant eta) or ``"adaptive"``: FTPL-GR's self-confident rate
-          ``min(eta_max, sqrt(E_m / (2 S)))`` of the released values (``S`` = q0 + the sum of
-          ``M_n y_n^2 e^(eta_n M y_n^-)``), with tau, M, ``eta_max`` (then ``eta``) and ``q0``
-          minimising its own bound (docs/algorithms.md, "Calibration"). It reads only the
-          releases and the learner's own coins: post-processing, the claim is unchanged.
-
-    ``epsilon=math.inf`` feeds the exact batch means (claim: not private). Deviations: epsilon > 1
-    is allowed (tau = 1) although the theorems assume epsilon <= 1; with ``rate="adaptive"``
-    FTPL-GR's eta varies per batch (Alg. 4 fixes it; #29, not the default);
-    the paper's closed-form constants are replaced by the lemma-level ones (erratum E-PAB-1);
-    log guards (E-PAB-5); losses are clipped to [0, 1], the range Lemma 3's sensitivity assumes.
+    Privacy claim: pure ``epsilon``-DP, central, against adaptive adversaries (Lemma 3): one
+    round's loss moves one batch mean by at most 1/tau, released with ``Lap(1/(tau epsilon))``;
+    batches are disjoint and all else is post-processing of the releases and fresh coins, for
+    every tau, base learner and constant. The trailing ``T mod tau`` rounds are played
+    (``tail="hold"``: the last choice, erratum E-PAB-2; ``"sample"``: a fresh draw) but never
+    released. Modes ``"strict"`` and ``"paper"`` coincide. Tuning ``"calibrated"`` (default:
+    tau minimising the base learner's noisy bound, ``tau <= T // 10``) or ``"paper"``
+    (``tau = ceil(1/epsilon)``, lemma-level base constants at ``T_B = floor(T/tau)``, erratum
+    E-PAB-1); ``tau=``, ``sigma=``, ``eta=``, ``gamma=``, ``resample_cap=`` override; ``rate=``
+    picks FTPL-GR's rate rule. ``epsilon=math.inf`` feeds exact batch means. The full tunings,
+    deviations (errata E-PAB-1/2/5/12/24, clipped losses) and measurements: docs/algorithms.md
+    (this learner's row, "Notes on the private bandit learners (PAB)", "Calibration").
 
     Args:
-        n_experts: N (the env's; for Algorithm 1 it only sizes the advice it ignores).
+        n_experts: N (the env's).
         horizon: T.
         n_arms: K (>= 2).
         epsilon: privacy parameter (> 0); delta must be 0 (pure DP).
         mode, tuning, noise, num_envs, seed: see :class:`~agents.private.PrivateAgent`.
         base: ``"tsallis-inf"`` (default), ``"exp3"`` or ``"ftpl-gr"``.
         tau: batch length in [1, T] (default from ``tuning``).
-        sigma: HTINF heavy-tail scale (``tsallis-inf`` only).
-        eta, gamma: EXP3 rate and mixing (``exp3``); eta, resample_cap: FTPL-GR rate (its
-            cap with ``rate="adaptive"``) and M.
-        rate: FTPL-GR's rate rule, ``"fixed"`` or ``"adaptive"`` (default: ``"fixed"``).
+        sigma, eta, gamma, resample_cap: base constants (HTINF; EXP3; FTPL-GR's rate and M).
+        rate: FTPL-GR's rate rule, ``"fixed"`` (default) or ``"adaptive"``.
         tail: ``"hold"`` (default) or ``"sample"``, the play of the trailing partial batch.
 
     Attributes:
-        tau, n_batches: batch length and number of base-learner updates ``floor(T / tau)``.
-        noise_scale: the Laplace scale used (``1/(tau epsilon)`` with the fast backend).
-        base_params: the base learner's constants (``q0`` too with ``rate="adaptive"``).
-        tuned: the full tuning record. rate: FTPL-GR's rate rule (``"fixed"`` for other bases).
-        base_learner: the batched base learner (its ``n_updates`` counts releases).
-        choice: (B,) the arm (or expert) of the current batch.
+        tau, n_batches: batch length and base-learner updates ``floor(T / tau)``.
+        noise_scale: the Laplace scale used. base_params, tuned, rate: the tuning's record.
+        base_learner: the batched base learner. choice: (B,) the current batch's choice.
     """
 
     def _n_choices(self) -> int:
@@ -452,75 +469,43 @@ class PrivateBanditOverExperts(_BatchedConversion):
     Source: Algorithm 5, Theorems 6-7 and Corollary 8 of "Faster Rates for Private Adversarial
     Bandits" (Section 4, Appendix F.1-F.2).
 
-    The base learner plays the N experts. At a batch start it draws an expert ``J_r``, held for
-    the batch; every round the learner draws ``I_t ~ mu_t^{J_r}`` (only the chosen expert's
-    advice is sampled: same law as sampling every expert's, O(K) per round) and plays it. The batch
-    mean of the observed losses plus ``Lap(1/(tau epsilon))`` is the released loss of ``J_r``. Built
-    for oblivious adversaries and small N (N <= K); static regret against the best expert. Advice is
-    public (erratum E-PAB-19). Thm 7's remark (privacy also for sensitive advice) covers only the
-    sequence of chosen experts ``J_r``: the played arm is drawn from that round's advice, so
-    changing one round's advice can change that round's arm with certainty. Per-round cost:
-    O(K); per batch O(N) (HTINF: O(N n_newton)).
+    The base learner plays the N experts: an expert is held for a batch and every round plays
+    ``I_t ~`` its advice; the batch's mean loss plus Laplace is that expert's released loss.
+    Static regret against the best expert, for small N. Advice is public (erratum E-PAB-19):
+    the chosen experts are private w.r.t. the advice too, the played arms are not.
 
-    Privacy claim: pure ``epsilon``-DP, central model, against adaptive adversaries (the
-    paper's privacy argument does not use obliviousness). Accountant: Lemma 3 -- replacing one
-    round's loss vector moves one batch mean by at most 1/tau, released with
-    ``Lap(1/(tau epsilon))``; batches are disjoint and everything the learner does is
-    post-processing of the releases and fresh coins. Holds for every tau >= 1, every base learner
-    and every base constant. The trailing ``T mod tau`` rounds are played (``tail="hold"``: the
-    last batch's choice, erratum E-PAB-2; ``tail="sample"``: a fresh draw from the base learner) but
-    their losses are never released or learned from, so they cost no privacy.
-
-    Modes: ``"strict"`` (default) and ``"paper"`` coincide: the paper's noise is correct. The
-    FTPL-GR errata of the printed pseudo-code (argmax, ``M_t = 0`` on failure) harm only the
-    regret, and both modes use the fixed version (erratum E-PAB-12).
-
-    Tuning (the noise always follows the tau actually used):
-        * ``"paper"``: ``tau = ceil(1/epsilon)`` (Thm 1); a ``ValueError`` when
-          ``epsilon < 1/T`` (tau > T, erratum E-PAB-3). Base constants are the lemma-level formulas
-          at the base learner's real horizon ``T_B = floor(T/tau)`` and noise
-          ``lam = 1/(epsilon tau)`` (erratum E-PAB-1): HTINF ``sigma = sqrt(2 + 4 lam^2)`` (erratum
-          E-PAB-24); EXP3 Cor. 22's eta and ``gamma = 4 eta lam m log(m T_B)`` (``ValueError`` if
-          gamma > 1); FTPL-GR Lemma 25's ``M = ceil(sqrt(m T_B))`` and eta.
-        * ``"calibrated"``: tau minimises ``tau R~_B(T_B, m, 1/(epsilon tau)) + tau`` over a
-          log grid with ``tau <= T // 10``; base constants as above at that tau.
-        * ``tau=``, ``sigma=``, ``eta=``, ``gamma=``, ``resample_cap=`` override (public
-          constants; privacy does not depend on them).
-        * ``rate=`` (``base="ftpl-gr"``, calibrated only): ``"fixed"`` (default, Alg. 4's
-          constant eta) or ``"adaptive"``: FTPL-GR's self-confident rate
-          ``min(eta_max, sqrt(E_m / (2 S)))`` of the released values (``S`` = q0 + the sum of
-          ``M_n y_n^2 e^(eta_n M y_n^-)``), with tau, M, ``eta_max`` (then ``eta``) and ``q0``
-          minimising its own bound (docs/algorithms.md, "Calibration"). It reads only the
-          releases and the learner's own coins: post-processing, the claim is unchanged.
-
-    ``epsilon=math.inf`` feeds the exact batch means (claim: not private). Deviations: epsilon > 1
-    is allowed (tau = 1) although the theorems assume epsilon <= 1; with ``rate="adaptive"``
-    FTPL-GR's eta varies per batch (Alg. 4 fixes it; #29, not the default);
-    the paper's closed-form constants are replaced by the lemma-level ones (erratum E-PAB-1);
-    log guards (E-PAB-5); losses are clipped to [0, 1], the range Lemma 3's sensitivity assumes.
+    Privacy claim: pure ``epsilon``-DP, central, against adaptive adversaries (Lemma 3): one
+    round's loss moves one batch mean by at most 1/tau, released with ``Lap(1/(tau epsilon))``;
+    batches are disjoint and all else is post-processing of the releases and fresh coins, for
+    every tau, base learner and constant. The trailing ``T mod tau`` rounds are played
+    (``tail="hold"``: the last choice, erratum E-PAB-2; ``"sample"``: a fresh draw) but never
+    released. Modes ``"strict"`` and ``"paper"`` coincide. Tuning ``"calibrated"`` (default:
+    tau minimising the base learner's noisy bound, ``tau <= T // 10``) or ``"paper"``
+    (``tau = ceil(1/epsilon)``, lemma-level base constants at ``T_B = floor(T/tau)``, erratum
+    E-PAB-1); ``tau=``, ``sigma=``, ``eta=``, ``gamma=``, ``resample_cap=`` override; ``rate=``
+    picks FTPL-GR's rate rule. ``epsilon=math.inf`` feeds exact batch means. The full tunings,
+    deviations (errata E-PAB-1/2/5/12/24, clipped losses) and measurements: docs/algorithms.md
+    (this learner's row, "Notes on the private bandit learners (PAB)", "Calibration").
 
     Args:
-        n_experts: N (the env's; for Algorithm 1 it only sizes the advice it ignores).
+        n_experts: N (the env's).
         horizon: T.
         n_arms: K (>= 2).
         epsilon: privacy parameter (> 0); delta must be 0 (pure DP).
         mode, tuning, noise, num_envs, seed: see :class:`~agents.private.PrivateAgent`.
         base: ``"tsallis-inf"`` (default), ``"exp3"`` or ``"ftpl-gr"``.
         tau: batch length in [1, T] (default from ``tuning``).
-        sigma: HTINF heavy-tail scale (``tsallis-inf`` only).
-        eta, gamma: EXP3 rate and mixing (``exp3``); eta, resample_cap: FTPL-GR rate (its
-            cap with ``rate="adaptive"``) and M.
-        rate: FTPL-GR's rate rule, ``"fixed"`` or ``"adaptive"`` (default: ``"fixed"``).
+        sigma, eta, gamma, resample_cap: base constants (HTINF; EXP3; FTPL-GR's rate and M).
+        rate: FTPL-GR's rate rule, ``"fixed"`` (default) or ``"adaptive"``.
         tail: ``"hold"`` (default) or ``"sample"``, the play of the trailing partial batch.
 
     Attributes:
-        tau, n_batches: batch length and number of base-learner updates ``floor(T / tau)``.
-        noise_scale: the Laplace scale used (``1/(tau epsilon)`` with the fast backend).
-        base_params: the base learner's constants (``q0`` too with ``rate="adaptive"``).
-        tuned: the full tuning record. rate: FTPL-GR's rate rule (``"fixed"`` for other bases).
-        base_learner: the batched base learner (its ``n_updates`` counts releases).
-        choice: (B,) the arm (or expert) of the current batch.
+        tau, n_batches: batch length and base-learner updates ``floor(T / tau)``.
+        noise_scale: the Laplace scale used. base_params, tuned, rate: the tuning's record.
+        base_learner: the batched base learner. choice: (B,) the current batch's choice.
     """
+
+    _OVER_EXPERTS = True
 
     def _n_choices(self) -> int:
         return int(self.n_experts)

@@ -23,19 +23,22 @@ from typing import Any, ClassVar
 import numpy as np
 
 from agents._bandit_block import play_rounds, played_losses, segment_starts
-from agents._kernels import categorical_rows
+from agents._kernels import categorical_rows, plain_fast_backend
 from agents.bandit_core import Exp4Core
 from agents.base import BanditObs, PrivacyClaim
 from agents.private import PrivateAgent
-from agents.private_bandit_tuning import (
+from agents.private_bandit_bounds import second_moment_bound
+from agents.private_exp4_tuning import (
     COMPOSITIONS,
     RELEASES,
     batched_exp4_bound,
     batched_exp4_noise_constant,
     calibrated_batched_exp4_grid,
     calibrated_loss_release_grid,
+    drv_epsilon,
     ldp_exp4_bound,
-    second_moment_bound,
+    max_composable_epsilon,
+    paper_composition_epsilon,
     tune_batched_exp4,
     tune_ldp_exp4,
 )
@@ -62,33 +65,6 @@ __all__ = [
     "max_composable_epsilon",
     "paper_composition_epsilon",
 ]
-
-
-def drv_epsilon(eps0: float, k: int, delta: float) -> float:
-    """Advanced composition (Dwork, Rothblum & Vadhan 2010; Dwork & Roth 2014, Thm 3.20).
-
-    k adaptively composed ``eps0``-DP mechanisms are ``(eps', delta)``-DP with
-    ``eps' = sqrt(2 k log(1/delta)) eps0 + k eps0 (e^eps0 - 1)``; computed by the privacy core's
-    :func:`~dp_experts_env.privacy.accounting.advanced_composition`.
-    """
-    return advanced_composition(eps0, k, delta).epsilon
-
-
-def paper_composition_epsilon(eps0: float, k: int, delta: float) -> float:
-    """Advanced composition as printed in the paper (Lemma 15).
-
-    ``eps' = 1.5 k eps0^2 + sqrt(6 k eps0^2 log(1/delta))``.
-    """
-    return 1.5 * k * eps0**2 + math.sqrt(6.0 * k * eps0**2 * math.log(1.0 / delta))
-
-
-def max_composable_epsilon(epsilon: float, k: int, delta: float) -> float:
-    """Largest per-mechanism eps0 whose k-fold advanced composition (DRV) is <= epsilon."""
-    lo, hi = 0.0, epsilon  # drv_epsilon(epsilon, k, delta) >= epsilon for k >= 1
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if drv_epsilon(mid, k, delta) <= epsilon else (lo, mid)
-    return lo
 
 
 class _PrivateExp4Base(PrivateAgent):
@@ -144,37 +120,16 @@ class LDPExp4(_PrivateExp4Base):
 
     Each round: ``P_t`` = softmax of the log-weights, ``Q_t = (1 - gamma) P_t A_t + gamma/K``,
     draw ``I_t ~ Q_t``; after observing ``l_t(I_t)`` release ``l' = l_t(I_t) + Z_t`` with
-    ``Z_t ~ Lap(1/epsilon)`` and update
-    ``log w(j) -= eta mu_t^j(I_t) l' / Q_t(I_t)`` for every expert.
+    ``Z_t ~ Lap(1/epsilon)`` and update ``log w(j) -= eta mu_t^j(I_t) l' / Q_t(I_t)``.
 
-    Privacy claim: ``epsilon``-DP, and in fact ``epsilon``-local DP (``model="local"``): every
-    loss is privatised by the Laplace mechanism (sensitivity 1 for a loss in [0, 1]) before the
-    learner uses it, and each loss is used exactly once. Advice is public (erratum E-PAB-19).
-    Holds against
-    adaptive adversaries.
-
-    Modes: ``"strict"`` and ``"paper"`` coincide (the paper's noise scale is correct; one
-    draw per round for the observed loss, scale ``1/epsilon``, not ``2/epsilon``).
-
-    Tuning:
-        * ``"paper"``: Theorem 9, ``eta = sqrt(log N / (3 T K (1 + 10 log^2(KT)/epsilon^2)))``,
-          ``gamma = 4 eta K log(KT)/epsilon``; a ``ValueError`` when ``gamma > 1`` (short
-          horizons). Theorem 9 assumes ``epsilon <= 1``; larger epsilon keeps the privacy claim
-          but is outside the regret theorem.
-        * ``"calibrated"`` (default): the minimiser of a second-moment bound
-          ``log N/eta + eta T K (1/2 + 2 lam^2) + gamma T`` with ``gamma = eta K lam log(KT)``
-          (what keeps the noisy estimates above ``-1/eta``), ``lam`` the Laplace scale used,
-          gamma capped at 1/2. Theorem 9's bound charges the squared noisy loss by its
-          maximum, ``10 lam^2 log^2(KT)``, and kept the learner near uniform play up to
-          epsilon ~ 32 at T = 10^4 (docs/algorithms.md, "Calibration").
-        * ``eta=``/``gamma=`` override (public constants; privacy does not depend on them).
-
-    ``epsilon=math.inf`` runs EXP4 itself (no noise, gamma = 0; claim: not private). Deviations:
-    ``log N`` uses ``max(N, 2)`` and ``log(KT)`` is ``max(log KT, 1)`` (guarded); weights in
-    log space with max-subtraction (numerically stable); losses clipped to [0, 1] (so the
-    sensitivities hold).
-
-    Per-round cost: O(N K) for ``Q_t``, O(N) for the update, one Laplace draw per run.
+    Privacy claim: ``epsilon``-DP, in fact ``epsilon``-local DP (``model="local"``), against
+    adaptive adversaries: every loss is privatised (sensitivity 1) before the learner uses it,
+    and used once. Advice is public (erratum E-PAB-19). Modes ``"strict"`` and ``"paper"``
+    coincide. Tuning ``"calibrated"`` (default: a second-moment bound's minimiser) or
+    ``"paper"`` (Theorem 9; a ``ValueError`` when its gamma exceeds 1); ``eta=``/``gamma=``
+    override. ``epsilon=math.inf`` runs EXP4 itself. Both tunings, the deviations (log guards,
+    clipped losses) and the measurements: docs/algorithms.md (the ``ldp-exp4`` row, "Notes on
+    the private bandit learners (PAB)" and "Calibration").
 
     Args:
         n_experts: N. horizon: T. n_arms: K (>= 2).
@@ -310,7 +265,6 @@ class LDPExp4(_PrivateExp4Base):
             point play the K rounds through ``act``.
         """
         from agents import _bandit_kernels as kernels
-        from agents._kernels import plain_fast_backend
 
         noiseless = self._noiseless
         if (
@@ -339,97 +293,41 @@ class LDPExp4(_PrivateExp4Base):
 class PrivateBatchedExp4(_PrivateExp4Base):
     """Private batched EXP4: expert weights frozen per batch, noisy per-expert batch losses.
 
-    Source: Algorithm 2 and Theorem 10 of "Faster Rates for Private Adversarial
-    Bandits".
+    Source: Algorithm 2 and Theorem 10 of "Faster Rates for Private Adversarial Bandits".
 
-    Rounds are cut into batches of tau. At a batch start ``P_r`` = softmax of the log-weights
-    and is kept for the whole batch; every round ``Q_t = (1 - gamma) P_r A_t + gamma/K`` is
-    recomputed from that round's advice (advice is public), ``I_t ~ Q_t``, and
-    ``Acc(j) += mu_t^j(I_t) l_t(I_t) / Q_t(I_t)``. At the batch end the vector
-    ``Acc / tau + Z`` (``Z`` i.i.d. Laplace per expert) is released and
-    ``log w -= eta * release``. The trailing ``T mod tau`` rounds are played with the last
-    weights and never released or learned from, so they cost no privacy.
+    Rounds are cut into batches of tau. ``P_r`` = softmax of the log-weights is kept for a
+    batch; every round ``Q_t = (1 - gamma) P_r A_t + gamma/K`` follows that round's (public)
+    advice, ``I_t ~ Q_t`` and ``Acc(j) += mu_t^j(I_t) l_t(I_t) / Q_t(I_t)``; at the batch end
+    ``Acc / tau + Z`` is released and ``log w -= eta * release``. The trailing ``T mod tau``
+    rounds are played with the last weights and never released or learned from.
 
-    Privacy claim (central): because ``Q_t >= gamma/K`` and the batch's actions are fixed by
-    earlier releases, public advice and fresh coins, replacing one round's loss moves each
-    coordinate of ``Acc / tau`` by at most ``K/(gamma tau)`` (and the whole vector by at most
-    ``N K/(gamma tau)`` in L1). Batches are disjoint; actions are post-processing.
-
-    * ``composition="advanced"`` (paper): per-coordinate ``Lap(3 K sqrt(N log(1/delta)) /
-      (gamma tau epsilon))``, i.e. ``eps0 = epsilon / (3 sqrt(N log(1/delta)))`` per expert,
-      composed over the N coordinates with advanced composition: (epsilon, delta)-DP.
-    * ``composition="pure"`` (an addition, erratum E-PAB-7, not from the paper):
-      ``Lap(N K/(gamma tau epsilon))`` per coordinate from the L1 sensitivity: pure epsilon-DP
-      (delta = 0). Less noise than the paper's when ``N < 9 log(1/delta)``.
-    * ``release="loss"`` (the default since #29; an addition, not from the paper; the above
-      are ``release="estimates"``, selected by default when ``composition``,
-      ``tuning="paper"`` or ``mode="paper"`` is given): each round's observed loss is released once,
-      ``l_t(I_t) + Lap(1/epsilon)`` (sensitivity 1: a neighbouring sequence changes one round's
-      loss vector, hence one observed loss by at most 1), before anything else touches it;
-      every expert's batch estimate ``sum_t mu_t^j(I_t) y_t / Q_t(I_t)`` is post-processing of
-      the released values, the public advice, the weights (themselves post-processing) and the
-      coins. Parallel composition over rounds: pure epsilon-DP (delta = 0), against adaptive
-      adversaries (the mechanism is also epsilon-local DP). The weights stay frozen per batch;
-      the noise is averaged over a batch instead of added per expert at sensitivity
-      ``K/(gamma tau)``, which at N = 20, K = 5, T = 10^4 takes the learner from above
-      following a random expert to 56% (epsilon = 1) and 71% (epsilon = 2) below it
-      (docs/algorithms.md, "Calibration"). ``composition`` and ``tuning="paper"`` do not apply.
-
-    Modes:
-        * ``"strict"`` (default): the advanced-composition claim is checked with the
-          Dwork-Rothblum-Vadhan theorem. Where the paper's ``eps0`` does not compose to epsilon
-          (large epsilon, erratum E-PAB-7) the largest ``eps0`` that does is used instead,
-          i.e. more noise than printed; elsewhere the noise is exactly the paper's.
-        * ``"paper"``: the printed noise always; ``certified`` is False where it does not
-          compose to epsilon.
-        Both modes require ``delta <= 1/e`` (``log(1/delta) >= 1``, erratum E-PAB-7).
-
-    Tuning (the noise always uses the gamma and tau actually used):
-        * ``"paper"``: Theorem 10's eta, tau, gamma (tau rounded into [1, T]). At practical
-          horizons this recipe gives ``gamma > 1`` and a ``ValueError`` says so,
-          which is why ``"calibrated"`` is this learner's default.
-        * ``"calibrated"`` (default): grid minimisation over (tau, gamma) of a second-moment
-          bound ``tau log N/eta + eta T ((1 + K/((1 - gamma) tau))/2 + 2 lam^2) + gamma T +
-          2 tau`` at the per-coordinate Laplace scale ``lam`` the learner really adds (strict
-          mode's eps0, not the paper's), with eta its minimiser capped by
-          ``eta lam log(N T/tau) <= 1``, ``tau <= T // 10`` and ``gamma <= max_gamma``
-          (default 1/2, so that the learner never degenerates to uniform play). Theorem 10's
-          ``10 lam^2 log^2(NT)`` and the paper's noise constant kept it at uniform play up to
-          epsilon ~ 100 at T = 10^4 (docs/algorithms.md, "Calibration"). With
-          ``release="loss"`` the grid bound is
-          :func:`~agents.private_bandit_tuning.calibrated_loss_release_grid` (the noise part
-          ``2 lam^2 K/((1 - gamma) tau)``, eta capped at ``gamma sqrt(tau)/(2 K lam)``).
-        * ``tau=``/``eta=``/``gamma=`` override (public constants).
-
-    ``epsilon=math.inf`` runs EXP4 itself (no noise, gamma = 0; claim: not private). Deviations: log
-    guards; log-space weights (numerically stable); losses clipped to [0, 1] (so the
-    sensitivities hold); trailing partial batch never released, as described above.
-
-    Per-round cost: O(N K) for ``Q_t`` and O(N) accumulation; O(N) noise per batch.
+    Privacy claim (central, against adaptive adversaries): ``release="loss"`` (the default
+    unless ``composition``, ``tuning="paper"`` or ``mode="paper"`` is given; an addition)
+    releases each observed loss once with ``Lap(1/epsilon)``: pure epsilon-DP.
+    ``release="estimates"`` (Alg. 2 as printed) releases ``Acc / tau`` plus Laplace per expert
+    (sensitivity ``K/(gamma tau)``): ``composition="advanced"`` composes the N coordinates to
+    (epsilon, delta)-DP, ``"pure"`` calibrates to the L1 sensitivity (erratum E-PAB-7). Modes:
+    ``"strict"`` spends exactly epsilon (more noise than printed where the paper's does not
+    compose), ``"paper"`` keeps the printed noise and may be uncertified; both need
+    ``delta <= 1/e``. Tuning ``"calibrated"`` (default: a second-moment grid over tau and gamma)
+    or ``"paper"`` (Theorem 10). The full derivations, deviations and measurements:
+    docs/algorithms.md (the ``private-batched-exp4`` row, "Notes on the private bandit learners
+    (PAB)" and "Calibration").
 
     Args:
         n_experts: N. horizon: T. n_arms: K (>= 2).
         epsilon: privacy parameter (> 0). delta: in (0, 1/e] (default 1e-6; 0 with ``pure``).
         mode, noise, num_envs, seed: see :class:`~agents.private.PrivateAgent`.
         tuning: ``"calibrated"`` (default) or ``"paper"``.
-        composition: ``"advanced"`` (the paper's; used when unset) or ``"pure"``
-            (``release="estimates"`` only).
-        release: ``"loss"`` (each observed loss, see above; the default unless
-            ``composition``, ``tuning="paper"`` or ``mode="paper"`` is given) or
-            ``"estimates"`` (Alg. 2's per-expert batch means).
+        composition: ``"advanced"`` (used when unset) or ``"pure"`` (``"estimates"`` only).
+        release: ``"loss"`` or ``"estimates"`` (see above).
         tau: batch length in [1, T]; eta: rate (> 0); gamma: mixing in (0, 1] (defaults from
-            ``tuning``).
-        max_gamma: cap on the calibrated gamma (default 0.5).
+            ``tuning``). max_gamma: cap on the calibrated gamma (default 0.5).
 
     Attributes:
-        tau, eta, gamma: the constants used. n_batches: ``floor(T / tau)`` (number of updates).
-        noise_scale: per-coordinate Laplace scale used (per observed loss with
-            ``release="loss"``). bound: the regret bound the tuning
-            minimised (Theorem 10's for ``"paper"``, the second-moment one for
-            ``"calibrated"``).
-        per_expert_epsilon: eps0, the privacy of each coordinate's Laplace release (epsilon with
-            ``release="loss"``).
-        composed_epsilon: the epsilon the accountant certifies for the noise used.
+        tau, eta, gamma, n_batches, bound: the constants, ``floor(T / tau)``, the tuned bound.
+        noise_scale: the Laplace scale used. per_expert_epsilon: eps0 of each coordinate's
+            release (epsilon with ``release="loss"``). composed_epsilon: what is certified.
     """
 
     #: public settings under which the declared mechanisms are most exposed (the audit)
@@ -797,12 +695,31 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         if self.t + k > self.horizon or (scale > 0.0 and not fast):
             play_rounds(self, first, advice, losses, rows, actions, 0, k)
             return actions
+        if k and self._one_round_batches() and (self._noiseless or plain_fast_backend(self.noise)):
+            from agents import _bandit_kernels as kernels
+
+            if kernels.kernel_ready():
+                actions = kernels.play_exp4_core(
+                    self, first, advice, losses, rows,
+                    loss0_of=self._observed_loss, scale=scale, clip=True,
+                )
+                self.action_probs = self.core.last_q
+                return actions
         starts = segment_starts(self.t, k, self.tau, self.n_batches * self.tau)
         for lo, hi in zip(starts, [*starts[1:], k], strict=True):
             play_rounds(self, first, advice, losses, rows, actions, lo, lo + 1, lean=True)
             if hi - lo > 1:
                 self._play_segment(first, advice, losses, rows, actions, lo, hi, scale)
         return actions
+
+    def _one_round_batches(self) -> bool:
+        """True for batches of one round with the released loss: ldp-exp4's rounds (its kernel).
+
+        The estimate goes through ``Acc = 0 + e`` and ``Acc / 1`` before reaching the weights:
+        the same double as ``e`` (a sum of nonzero terms is never -0.0, so ``0 + e`` changes no
+        bit that reaches ``cum``).
+        """
+        return self.tau == 1 and self.release == "loss"
 
     def _play_segment(
         self,

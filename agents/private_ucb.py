@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from agents._bandit_block import laplace_from_uniforms, play_rounds, played_losses
+from agents._kernels import plain_fast_backend
 from agents.base import BanditObs, PrivacyClaim
 from agents.private import PrivateAgent
 from agents.registry import register
@@ -196,6 +198,71 @@ class AdaPUCB(PrivateAgent):
             # Play until the arm's count doubles: as many rounds as all its earlier plays.
             self._start_episodes(ended, self.counts[self._rows, self.arm])
         return self.arm
+
+    def play_bandit_block(
+        self,
+        first: dict[str, np.ndarray],
+        advice: np.ndarray | None,
+        losses: np.ndarray,
+        rows: np.ndarray,
+    ) -> np.ndarray:
+        """(K, b) actions of K rounds, bit for bit those of K ``act`` calls (the block protocol).
+
+        The arm changes only where an episode ends, so rounds where no run's episode ends
+        ("quiet" rounds: each run adds its clipped loss to its episode sum, counts the play and
+        releases a data-free zero plus Laplace noise that nothing reads) are played as whole
+        arrays (:meth:`_play_quiet`); the block's first round, the round-robin start and every
+        round where some episode ends (a release that is read, a new index) go through
+        :meth:`act`'s hooks. The ``grid`` backend, the audit's wrappers and a block past the
+        horizon play every round through ``act``.
+
+        Args:
+            first: the observation of the block's first round (this agent's runs).
+            advice: (K, b, N, K_arms) the rounds' advice, or None (ignored: UCB plays arms).
+            losses: (K, S, K_arms) the block's losses; only the played arms' entries are read,
+                after they are played.
+            rows: (b,) the loss stream of each run.
+
+        Returns:
+            (K, b) int64 actions.
+        """
+        k = int(losses.shape[0])
+        actions = np.empty((k, self.num_envs), dtype=np.int64)
+        if self.t + k > self.horizon or not plain_fast_backend(self.noise):
+            play_rounds(self, first, advice, losses, rows, actions, 0, k)
+            return actions
+        i = 0
+        while i < k:
+            quiet = 0
+            if i and self.t >= int(self.n_arms):
+                # learning steps before the first episode end of any run, this one included
+                need = int(np.min(self.episode_length - self.episode_played))
+                quiet = min(need - 1, k - i)
+            if quiet <= 0:
+                play_rounds(self, first, advice, losses, rows, actions, i, i + 1, lean=i > 0)
+                i += 1
+                continue
+            self._play_quiet(losses, rows, actions, i, i + quiet)
+            i += quiet
+        return actions
+
+    def _play_quiet(
+        self, losses: np.ndarray, rows: np.ndarray, actions: np.ndarray, lo: int, hi: int
+    ) -> None:
+        """Block rounds ``lo..hi-1`` where no episode ends: ``_learn`` and ``_choose`` in bulk."""
+        s = hi - lo
+        actions[lo:hi] = self.arm
+        clipped = np.clip(played_losses(losses, rows, actions, lo - 1, hi - 1), 0.0, 1.0)
+        # episode_sum += loss round after round: accumulate (sequential), not pairwise.
+        total = np.add.accumulate(np.concatenate([self.episode_sum[None], clipped]))
+        self.episode_sum = total[-1].copy()
+        self.episode_played = self.episode_played + s
+        self.counts[self._rows, self.arm] += s
+        if math.isfinite(self.epsilon):
+            # Every round releases (a data-free 0 here) with one Laplace draw per run, unread.
+            laplace_from_uniforms(self.rng.random((s,)), self.noise_scale)
+        self.t += s
+        self.last_actions = actions[hi - 1].copy()
 
     def _start_episodes(self, mask: np.ndarray, lengths: np.ndarray) -> None:
         self.episode_length = np.where(mask, lengths, self.episode_length).astype(np.int64)

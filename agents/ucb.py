@@ -18,7 +18,7 @@ bit for bit.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -211,10 +211,52 @@ class KLUCB(_IndexBandit):
         self.iterations = check_int("iterations", iterations, minimum=1, maximum=200)
         self.reset(seed)
 
+    def _level(self, t: int) -> float:
+        """``ln t + c ln ln t`` (the ``ln ln`` term from t > e on)."""
+        return math.log(t) + (self.c * math.log(math.log(t)) if t > math.e else 0.0)
+
     def _index(self) -> np.ndarray:
-        t = self.t
-        level = math.log(t) + (self.c * math.log(math.log(t)) if t > math.e else 0.0)
-        return kl_lower_bound(self.means(), level / self.counts, self.iterations)
+        return kl_lower_bound(self.means(), self._level(self.t) / self.counts, self.iterations)
+
+    def play_bandit_block(
+        self,
+        first: Mapping[str, np.ndarray],
+        advice: np.ndarray | None,
+        losses: np.ndarray,
+        rows: np.ndarray,
+    ) -> np.ndarray:
+        """K rounds of :meth:`act` in one compiled call (the bandit block protocol).
+
+        The kernel of :mod:`agents._bandit_klucb` (bit for bit K ``act`` calls);
+        ``DP_EXPERTS_NO_JIT`` and a numpy or scipy without the loop entry points play the K
+        rounds through ``act``.
+
+        Args:
+            first: the observation of the block's first round (keys as in ``act``).
+            advice: (K, B, N, K_arms) the rounds' advice, or None (ignored: KL-UCB plays arms).
+            losses: (K, S, K_arms) the block's losses (read at the played arms only).
+            rows: (B,) the loss stream of each run.
+
+        Returns:
+            (K, B) int64 actions.
+        """
+        from agents import _bandit_kernels as kernels
+        from agents import _bandit_klucb as klucb
+
+        k = len(losses)
+        if not k or not klucb.klucb_ready():
+            return kernels.act_loop(self, first, advice, losses, rows)
+        batch, _, _, _ = kernels.block_inputs(self, first, advice, k, uses_advice=False)
+        loss0 = self._checked_loss(batch) if self.t > 0 else np.zeros(self.num_envs)
+        arms = int(self.n_arms)
+        levels = [self._level(t) if t >= arms else 0.0 for t in range(self.t, self.t + k)]
+        actions = klucb.run_klucb_block(
+            self.sums, self.counts, self.last_actions, np.array(levels), self.t,
+            self.iterations, losses, rows, loss0,
+        )
+        self.t += k
+        self.last_actions = actions[-1].copy()
+        return actions
 
 
 @register(
@@ -276,3 +318,67 @@ class ThompsonSampling(_IndexBandit):
         from scipy.special import betaincinv
 
         return betaincinv(1.0 + ones, 1.0 + self.counts - ones, u)
+
+    def play_bandit_block(
+        self,
+        first: Mapping[str, np.ndarray],
+        advice: np.ndarray | None,
+        losses: np.ndarray,
+        rows: np.ndarray,
+    ) -> np.ndarray:
+        """K rounds of :meth:`act` in one call (the bandit block protocol), bit for bit.
+
+        The Beta draws depend on the state, and ``betaincinv`` (scipy's inversion) has no
+        bit-exact compiled twin, so every round still inverts its K uniforms in numpy; what the
+        block saves is the rest of ``act``: the K rounds' uniforms are one read of the stream
+        (the trial's, then the K draws', per round), and the Beta parameters
+        ``1 + F`` and ``1 + n - F`` are kept and updated at the played arm only (the same
+        doubles ``act`` recomputes for every arm).
+
+        Args:
+            first: the observation of the block's first round (keys as in ``act``).
+            advice: (K, B, N, K_arms) the rounds' advice, or None (ignored: plays the arms).
+            losses: (K, S, K_arms) the block's losses (read at the played arms only).
+            rows: (B,) the loss stream of each run.
+
+        Returns:
+            (K, B) int64 actions.
+        """
+        from scipy.special import betaincinv
+
+        from agents._bandit_kernels import block_inputs
+
+        k = len(losses)
+        runs, arms = self.num_envs, int(self.n_arms)
+        actions = np.empty((k, runs), dtype=np.int64)
+        if not k:
+            return actions
+        batch, _, _, _ = block_inputs(self, first, advice, k, uses_advice=False)
+        u = self.rng.random((k, 1 + arms))  # (B, K, 1 + arms): per round, trial then draws
+        trial = self._trial
+        last = self.last_actions
+        loss = self._checked_loss(batch) if self.t > 0 else None
+        r = self._rows
+        alpha = 1.0 + self.sums
+        beta = 1.0 + self.counts - self.sums
+        for i in range(k):
+            t = self.t + i
+            if t > 0:
+                if i:
+                    last = actions[i - 1]
+                    loss = losses[i - 1][rows, last]
+                seen = (trial < np.clip(loss, 0.0, 1.0)).astype(np.float64)
+                self.sums[r, last] += seen
+                self.counts[r, last] += 1
+                ones = self.sums[r, last]
+                alpha[r, last] = 1.0 + ones
+                beta[r, last] = 1.0 + self.counts[r, last] - ones
+            trial = u[:, i, 0]
+            if t < arms:
+                actions[i] = t
+            else:
+                actions[i] = np.argmin(betaincinv(alpha, beta, u[:, i, 1:]), axis=1)
+        self._trial = trial
+        self.t += k
+        self.last_actions = actions[-1].copy()
+        return actions

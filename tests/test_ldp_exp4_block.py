@@ -189,6 +189,26 @@ def test_exp3_over_experts_plays_through_act(monkeypatch):
     assert len(calls) == len(BLOCKS)
 
 
+@pytest.mark.parametrize("epsilon", [1.0, math.inf])
+@pytest.mark.parametrize(("kind", "n", "arms"), [SHAPES[0], SHAPES[2], SHAPES[4]])
+def test_batched_exp4_of_one_round_batches_runs_the_kernel(
+    path, monkeypatch, kind, n, arms, epsilon
+):
+    """private-batched-exp4 at tau = 1, release='loss' (its default at T = 1e4): ldp-exp4's."""
+    calls = []
+    original = kernels.run_exp4_block
+    monkeypatch.setattr(
+        kernels, "run_exp4_block", lambda *a, **kw: calls.append(1) or original(*a, **kw)
+    )
+    per_round, blocked = _pair("private-batched-exp4", n, arms, epsilon=epsilon, tau=1,
+                               release="loss")
+    losses, advice = _game(kind, n, arms, seed=2 * n + arms)
+    _play(per_round, blocked, losses, advice, n)
+    assert len(calls) == len(BLOCKS)
+    assert np.array_equal(blocked.action_probs, per_round.action_probs)
+    assert not blocked._acc.any() and not np.signbit(blocked._acc).any()
+
+
 def test_ldp_exp4_block_with_explicit_constants(path):
     per_round, blocked = _pair("ldp-exp4", 10, 5, epsilon=2.0, eta=0.7, gamma=0.0)
     losses, advice = _game("one-hot", 10, 5, seed=3)
