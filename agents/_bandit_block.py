@@ -23,14 +23,12 @@ import numpy as np
 
 from agents._kernels import hook_round
 from agents.base import BanditObs
-from dp_experts_env import samplers
 
 __all__ = [
     "round_obs",
     "play_rounds",
     "lean_act",
     "segment_starts",
-    "laplace_from_uniforms",
     "played_losses",
 ]
 
@@ -114,8 +112,3 @@ def played_losses(
     """
     steps = np.arange(lo, hi)[:, None]
     return losses[steps, rows[None, :], actions[lo:hi]]
-
-
-def laplace_from_uniforms(u: np.ndarray, scale: float) -> np.ndarray:
-    """Deprecated alias of :func:`dp_experts_env.samplers.laplace` (removed next release)."""
-    return samplers.laplace(u, scale)

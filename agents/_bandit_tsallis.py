@@ -12,7 +12,7 @@ Bit for bit the per-round path (the learner lock and ``tests/test_tsallis_block.
 
 * the block's uniforms are one read of each run's stream in the order the rounds take them (the
   release's Laplace uniform, the base learner's draw, the play from the advice), and the Laplace
-  noise is :func:`agents._bandit_block.laplace_from_uniforms` of them, before the kernel starts;
+  noise is :func:`dp_experts_env.samplers.laplace` of them, before the kernel starts;
 * :func:`agents.bandit_core.tsallis_inf_weights` is repeated per run with numpy's operations:
   ``(beta / (L + nu)) ** 2`` is a product (numpy squares for the exponent 2), the sums are
   numpy's pairwise sums (:func:`agents._kernels.numpy_sum`), ``sqrt`` is correctly rounded in
@@ -33,6 +33,7 @@ import numpy as np
 from agents._bandit_kernels import register_overloads
 from agents._kernels import numpy_sum
 from agents._numpy_loops import power_scalar_into, register, ufunc_loop
+from dp_experts_env import samplers
 from dp_experts_env._jit import helper, jit_enabled, kernel
 
 __all__ = ["power_loop", "tsallis_ready", "tsallis_rounds", "run_tsallis_block"]
@@ -265,9 +266,7 @@ def run_tsallis_block(
     lap = np.empty((runs, 0))
     lap_cols = col_lap[noisy]
     if lap_cols.size:
-        from agents._bandit_block import laplace_from_uniforms
-
-        lap = np.ascontiguousarray(laplace_from_uniforms(u[:, lap_cols], scale))
+        lap = np.ascontiguousarray(samplers.laplace(u[:, lap_cols], scale))
         col_lap = np.where(noisy, np.cumsum(noisy) - 1, -1)
     if over:
         assert first_advice is not None

@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from dp_experts_env import samplers
 from dp_experts_env._jit import helper, kernel
 from dp_experts_env.batch_rng import BatchRNG
 from dp_experts_env.privacy.noise import FastBackend
@@ -40,7 +39,6 @@ __all__ = [
     "categorical_rows",
     "check_block",
     "clip_peel",
-    "fast_laplace",
     "plain_fast_backend",
     "numpy_sum",
     "own_hooks",
@@ -261,11 +259,6 @@ def plain_fast_backend(noise: Any) -> bool:
     them at once.
     """
     return type(noise) is FastBackend
-
-
-def fast_laplace(u: np.ndarray, scale: Any) -> np.ndarray:
-    """Deprecated alias of :func:`dp_experts_env.samplers.laplace` (removed next release)."""
-    return samplers.laplace(u, scale)
 
 
 @helper

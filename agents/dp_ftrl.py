@@ -19,6 +19,7 @@ from agents.base import PrivacyClaim, clip_unit
 from agents.full_info import hedge_eta
 from agents.private import PrivateAgent
 from agents.registry import register
+from dp_experts_env import samplers
 from dp_experts_env._jit import jit_enabled
 from dp_experts_env._validation import check_float
 from dp_experts_env.privacy.declaration import Mechanism, PostProcessing, TreeAggregation
@@ -233,20 +234,17 @@ class DPFTRLTree(PrivateAgent):
     def _tree_block(self, clipped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The K rounds' noisy sums and play uniforms: the tree's releases in one kernel call.
 
-        Each round reads its node's N Laplace uniforms, then its play's uniform (round 1 only
-        the play's): one read of the stream gives all of them in that order, and the Laplace
-        transform is elementwise (:func:`agents._kernels.fast_laplace`, the same floats).
+        Each round reads its node's N Laplace variates' uniforms, then its play's (round 1
+        only the play's): one read of the stream gives all of them in that order, and the
+        Laplace law is elementwise (:func:`dp_experts_env.samplers.laplace`, the same floats).
         """
-        from agents._kernels import fast_laplace, tree_block
+        from agents._kernels import PLAY_UNIFORMS, block_uniforms, tree_block
 
         tree, (k, b, n) = self.tree, clipped.shape
         first = self.t == 0
         noiseless = tree._run_epsilons is None and not tree.node_scale > 0.0
-        per_round = (0 if noiseless else n) + 1
-        u = self.rng.random((k * per_round - (per_round - 1) * int(first),))
-        if first:  # round 1 learns nothing: only its play's uniform
-            u = np.concatenate([np.zeros((b, per_round - 1)), u], axis=1)
-        u = u.reshape(b, k, per_round).transpose(1, 0, 2)
+        draws = 0 if noiseless else n * samplers.LAPLACE_UNIFORMS
+        u = block_uniforms(self.rng, k, draws + PLAY_UNIFORMS, draws * int(first))
         learn = clipped[1:] if first else clipped
         sums = np.empty_like(clipped)
         if first:
@@ -255,7 +253,7 @@ class DPFTRLTree(PrivateAgent):
             if noiseless:
                 noise = np.empty((0, b, n))
             else:
-                noise = fast_laplace(u[int(first) :, :, :-1], tree.node_scale)
+                noise = samplers.laplace(u[int(first) :, :, :-1], tree.node_scale)
             tree_block(learn, noise, tree._exact, tree._noisy, tree.t, sums[int(first) :])
             tree.t += len(learn)
             tree._value = sums[-1].copy()

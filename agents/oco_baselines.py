@@ -13,7 +13,6 @@ import numpy as np
 
 from agents._kernels import (
     accumulate,
-    fast_laplace,
     own_hooks,
     plain_fast_backend,
     round_uniforms,
@@ -23,6 +22,7 @@ from agents._oco import OCOAgent, claim, project
 from agents._oco_kernels import oco_hook_loop, ogd_box_rounds
 from agents.base import PrivacyClaim, no_privacy
 from agents.registry import register
+from dp_experts_env import samplers
 from dp_experts_env._jit import jit_enabled
 from dp_experts_env._validation import (
     check_choice,
@@ -340,7 +340,8 @@ class TreeFTRLOCO(OCOAgent):
         """The tree's K releases in one kernel call (:func:`agents._kernels.tree_block`).
 
         Each learned round reads its node's noise and nothing else: the Laplace nodes' d
-        uniforms per round come from one read of the stream (:func:`agents._kernels.fast_laplace`),
+        variates per round come from one read of the stream (the one sampler,
+        :func:`dp_experts_env.samplers.laplace`),
         the Gaussian nodes' from ``BatchRNG.normal`` a round at a time; the projections are
         computed at once. One coordinate (numpy sums the levels pairwise
         there), the lattice backend and subclasses' own hooks play round by round.
@@ -374,8 +375,9 @@ class TreeFTRLOCO(OCOAgent):
                 tree = self.tree
                 noise = np.empty((0, runs, d))
                 if tree._run_epsilons is not None or tree.node_scale > 0.0:
-                    u = np.ascontiguousarray(round_uniforms(self.rng, m, d))
-                    noise = fast_laplace(u, tree.node_scale)
+                    per_round = d * samplers.LAPLACE_UNIFORMS
+                    u = np.ascontiguousarray(round_uniforms(self.rng, m, per_round))
+                    noise = samplers.laplace(u, tree.node_scale)
                 tree_block(learn, noise, tree._exact, tree._noisy, tree.t, sums[int(first) :])
                 tree.t += m
                 tree._value = sums[-1].copy()

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from agents._bandit_block import play_rounds, played_losses, segment_starts
-from agents._kernels import categorical_rows, plain_fast_backend
+from agents._kernels import PLAY_UNIFORMS, categorical_rows, plain_fast_backend
 from agents.bandit_core import Exp4Core
 from agents.base import BanditObs, PrivacyClaim
 from agents.private import PrivateAgent
@@ -104,6 +104,10 @@ class _PrivateExp4Base(PrivateAgent):
             )
         # the sensitivity bounds assume losses in [0, 1].
         return np.clip(obs.last_loss, 0.0, 1.0)
+
+    def _loss_release_scale(self) -> float:
+        """The Laplace scale of one released loss: what ``laplace_mechanism`` in act draws at."""
+        return laplace_calibration(1.0, self._release_epsilon, noise=self.noise)[0]
 
 
 @register(
@@ -273,9 +277,7 @@ class LDPExp4(_PrivateExp4Base):
             or not kernels.kernel_ready()
         ):
             return kernels.act_loop(self, first, advice, losses, rows)
-        scale = 0.0
-        if not noiseless:
-            scale, _ = laplace_calibration(1.0, self._release_epsilon, noise=self.noise)
+        scale = 0.0 if noiseless else self._loss_release_scale()
         actions = kernels.play_exp4_core(
             self, first, advice, losses, rows,
             loss0_of=self._observed_loss, scale=scale, clip=True,
@@ -690,7 +692,7 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         actions = np.empty((k, self.num_envs), dtype=np.int64)
         scale = 0.0
         if self.release == "loss" and not self._noiseless:
-            scale = laplace_calibration(1.0, self._release_epsilon, noise=self.noise)[0]
+            scale = self._loss_release_scale()
         fast = type(get_backend(self.noise)) is FastBackend
         if self.t + k > self.horizon or (scale > 0.0 and not fast):
             play_rounds(self, first, advice, losses, rows, actions, 0, k)
@@ -739,8 +741,9 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         learns = self.t <= self.n_batches * self.tau
         noisy = learns and scale > 0.0
         # The stream's order: per round, the released loss's uniform (if any), then the draw's.
-        u = self.rng.random((2 * s if noisy else s,))
-        draws = (u[:, 1::2] if noisy else u).T  # (s, b)
+        per_round = (samplers.LAPLACE_UNIFORMS if noisy else 0) + PLAY_UNIFORMS
+        u = self.rng.random((per_round * s,))
+        draws = u[:, per_round - 1 :: per_round].T  # (s, b)
         p = core.expert_distribution()  # what every round of the segment recomputes
         if advice is None:
             # The identity as act() parses it (a broadcast view, reshaped the same way).
@@ -762,7 +765,7 @@ class PrivateBatchedExp4(_PrivateExp4Base):
             # Rounds lo .. hi - 2 are learned from at rounds lo + 1 .. hi - 1.
             loss = np.clip(played_losses(losses, rows, actions, lo, hi - 1), 0.0, 1.0)
             if noisy:
-                loss = loss + samplers.laplace(u[:, 0::2], scale).T
+                loss = loss + samplers.laplace(u[:, 0::per_round], scale).T
             at_arm = np.empty((s, b, self.n_experts))
             at_arm[0] = core.last_advice_at_arm
             q_at = np.empty((s, b))

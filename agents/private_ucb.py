@@ -15,11 +15,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agents._bandit_block import laplace_from_uniforms, play_rounds, played_losses
+from agents._bandit_block import play_rounds, played_losses
 from agents._kernels import plain_fast_backend
 from agents.base import BanditObs, PrivacyClaim
 from agents.private import PrivateAgent
 from agents.registry import register
+from dp_experts_env import samplers
 from dp_experts_env._validation import check_float
 from dp_experts_env.privacy.declaration import (
     LaplaceRelease,
@@ -260,7 +261,7 @@ class AdaPUCB(PrivateAgent):
         self.counts[self._rows, self.arm] += s
         if math.isfinite(self.epsilon):
             # Every round releases (a data-free 0 here) with one Laplace draw per run, unread.
-            laplace_from_uniforms(self.rng.random((s,)), self.noise_scale)
+            samplers.laplace(self.rng.random((s,)), self.noise_scale)
         self.t += s
         self.last_actions = actions[hi - 1].copy()
 

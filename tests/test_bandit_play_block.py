@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 import agents
-from agents._bandit_block import laplace_from_uniforms, segment_starts
+from agents._bandit_block import segment_starts
+from dp_experts_env import samplers
 from dp_experts_env.batch_rng import BatchRNG
 
 B, S = 3, 2  # runs of the agent, loss streams (run r plays stream ROWS[r])
@@ -190,11 +191,11 @@ def test_block_past_the_horizon_is_refused_like_act():
         agent.play_bandit_block(first, advice, losses, ROWS)
 
 
-def test_laplace_from_uniforms_is_batch_rng_laplace():
+def test_the_sampler_from_uniforms_is_batch_rng_laplace():
     a, b = BatchRNG([3, 4, 5]), BatchRNG([3, 4, 5])
     for scale in (0.25, 1.0, 17.0):
         expected = np.stack([a.laplace(scale, ()) for _ in range(9)], axis=1)
-        got = laplace_from_uniforms(b.random((9,)), scale)
+        got = samplers.laplace(b.random((9,)), scale)
         assert got.tobytes() == expected.tobytes()
 
 

@@ -11,6 +11,8 @@ the same wrong kernel without the confirmation must be caught.
 
 from __future__ import annotations
 
+import types
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -229,15 +231,24 @@ def test_a_long_block_s_temporaries_stay_small(monkeypatch):
 
 
 # ----------------------------------------------------------------------------- planted bugs
-import agents._kernels as kernels  # noqa: E402
 import agents.oco_baselines as oco_baselines  # noqa: E402
+from dp_experts_env import samplers  # noqa: E402
 
-_fast_laplace = kernels.fast_laplace
+_laplace = samplers.laplace
 _ogd_rounds = oco_kernels.ogd_box_rounds
 
 
+def _plant(monkeypatch, function, fn):
+    """oco_baselines' ``function`` replaced; ``"samplers.laplace"``: the law as it sees it."""
+    if function == "samplers.laplace":
+        view = types.SimpleNamespace(**{**vars(samplers), "laplace": fn})
+        monkeypatch.setattr(oco_baselines, "samplers", view)
+    else:
+        monkeypatch.setattr(oco_baselines, function, fn)
+
+
 def _half_noise(u, scale):
-    return _fast_laplace(u, 0.5 * np.asarray(scale))
+    return _laplace(u, 0.5 * np.asarray(scale))
 
 
 def _shrunk_box(g, point, step, radius, learn_first, out):
@@ -249,13 +260,13 @@ def _ogd_on_copies(g, point, step, radius, learn_first, out):
 
 
 def _laplace_as_array(u, scale):
-    return _fast_laplace(u, np.array(scale, dtype=np.float64))
+    return _laplace(u, np.array(scale, dtype=np.float64))
 
 
 @pytest.mark.parametrize(
     ("name", "function", "bug", "says"),
     [
-        ("dp-ftrl-oco", "fast_laplace", _half_noise, "at round 2: actions"),
+        ("dp-ftrl-oco", "samplers.laplace", _half_noise, "at round 2: actions"),
         ("ogd", "ogd_box_rounds", _shrunk_box, "actions"),
     ],
 )
@@ -263,7 +274,7 @@ def test_a_kernel_only_bug_in_an_oco_block_path_fails_the_paths_check(
     monkeypatch, name, function, bug, says
 ):
     use_jit_path("compiled", monkeypatch)
-    monkeypatch.setattr(oco_baselines, function, bug)
+    _plant(monkeypatch, function, bug)
     with pytest.raises(ContractError) as err:
         check_agent(name, checks=["paths"])
     assert says in str(err.value) and "differs from act at round " in str(err.value)
@@ -271,9 +282,12 @@ def test_a_kernel_only_bug_in_an_oco_block_path_fails_the_paths_check(
 
 @pytest.mark.parametrize(
     ("name", "function", "change"),
-    [("dp-ftrl-oco", "fast_laplace", _laplace_as_array), ("ogd", "ogd_box_rounds", _ogd_on_copies)],
+    [
+        ("dp-ftrl-oco", "samplers.laplace", _laplace_as_array),
+        ("ogd", "ogd_box_rounds", _ogd_on_copies),
+    ],
 )
 def test_a_harmless_change_in_an_oco_block_path_passes(monkeypatch, name, function, change):
     use_jit_path("compiled", monkeypatch)
-    monkeypatch.setattr(oco_baselines, function, change)
+    _plant(monkeypatch, function, change)
     assert check_agent(name, checks=["paths"]).passed == ["paths"]

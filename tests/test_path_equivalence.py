@@ -18,7 +18,6 @@ import pytest
 from conftest import use_jit_path
 
 import agents
-import agents._bandit_block as bandit_block
 import agents._bandit_kernels as bandit_kernels
 import agents._kernels as kernels
 import agents._lazy_kernel as lazy_kernel
@@ -26,12 +25,13 @@ import agents._svt_kernels as svt_kernels
 import agents.meta_expert as meta_expert
 import agents.noisy_clipped_hedge as noisy_clipped_hedge
 import agents.private_exp4 as private_exp4
+from dp_experts_env import samplers
 from dp_experts_env.batch_rng import BatchRNG, laplace_tap
 from dp_experts_env.evaluation import paths
 from dp_experts_env.testing import ContractError, check_agent, path_reports
 
 NAMES = [item["name"] for item in agents.available() if item["name"] != "ppo"]
-_fast_laplace = kernels.fast_laplace
+_laplace = samplers.laplace
 
 
 @contextlib.contextmanager
@@ -67,15 +67,15 @@ def test_every_learner_s_paths_agree(monkeypatch, path, name):
 
 # ----------------------------------------------------------------------------- planted bugs
 def _half_scale(u, scale):
-    return _fast_laplace(u, 0.5 * np.asarray(scale))
+    return _laplace(u, 0.5 * np.asarray(scale))
 
 
 def _zero_scale(u, scale):
-    return _fast_laplace(u, 0.0 * np.asarray(scale))
+    return _laplace(u, 0.0 * np.asarray(scale))
 
 
 def _one_draw_per_block(u, scale):
-    out = _fast_laplace(u, scale)
+    out = _laplace(u, scale)
     out[:] = out[:1]  # every round of the block gets the first round's noise
     return out
 
@@ -90,7 +90,7 @@ def _tree_without_upper_noise(x, noise, exact, noisy, t0, out):
 
 _tree_block = kernels.tree_block
 _lazy_rounds = lazy_kernel.lazy_rounds
-_bandit_laplace = bandit_block.laplace_from_uniforms
+_bandit_laplace = samplers.laplace
 
 
 def _one_more_resample(*args):
@@ -166,7 +166,7 @@ def test_the_planted_zoo_covers_four_kernel_modules_and_six_learners():
 
 # ----------------------------------------------------------------------------- harmless changes
 def _scale_as_array(u, scale):
-    return _fast_laplace(u, np.array(scale, dtype=np.float64))
+    return _laplace(u, np.array(scale, dtype=np.float64))
 
 
 def _tree_on_copies(x, noise, exact, noisy, t0, out):
@@ -193,7 +193,7 @@ def test_the_tap_records_every_sampler_without_changing_a_draw():
     with laplace_tap() as drawn:
         tapped = b.laplace(2.0, (5,))
         u = np.full((2, 3), 0.25)
-        from_uniforms = [kernels.fast_laplace(u, 1.5), bandit_block.laplace_from_uniforms(u, 1.5)]
+        from_uniforms = [samplers.laplace(u, 1.5), samplers.laplace(u, 1.5)]
     assert tapped.tobytes() == plain.tobytes()
     assert len(drawn) == 3
     assert drawn[0][0].tobytes() == tapped.tobytes() and np.all(drawn[0][1] == 2.0)
@@ -208,12 +208,12 @@ def test_padding_is_left_out_and_nothing_else():
     """The stated reason the paths' noise may differ: values a block computes from padding.
 
     A block whose first round learns nothing pads its uniforms with 0 or 0.5; those values
-    (``fast_laplace(0, s)``, and 0) are thrown away by the kernel and not compared. A genuine
+    (``samplers.laplace(0, s)``, and 0) are thrown away by the kernel and not compared. A genuine
     draw and a noise at another scale are compared.
     """
     scales = np.array([1.0, 2.5])
-    pad = kernels.fast_laplace(np.zeros(2), scales)
-    genuine = kernels.fast_laplace(np.array([0.1, 0.9]), scales)
+    pad = samplers.laplace(np.zeros(2), scales)
+    genuine = samplers.laplace(np.array([0.1, 0.9]), scales)
     kept = paths._drop_padding([(np.concatenate([pad, genuine, [0.0, -0.0]]),
                                  np.concatenate([scales, scales, [1.0, 1.0]]))])  # fmt: skip
     assert kept[0][0].tobytes() == genuine.tobytes()

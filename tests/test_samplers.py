@@ -11,9 +11,9 @@ for every registered learner (PPO aside) on both paths:
   while ``act`` plays the new one, so it is caught;
 * the noise backends (``fast`` on both kinds of source, ``grid``, the audit wrappers) follow.
 
-Controls: a block path with its own copy of the Laplace law (today's ``fast_laplace`` before this
-module existed) is caught; a block path that reaches the law another way (through the kept
-alias, on a copy of its uniforms) passes.
+Controls: a block path with its own copy of the Laplace law (what agents/_kernels.py held before
+this module existed) is caught; a block path that reaches the law another way (the sampler on a
+copy of its uniforms) passes.
 """
 
 from __future__ import annotations
@@ -238,8 +238,8 @@ def _own_copy(u, scale):
     return drawn
 
 
-def _through_the_alias(u, scale):
-    return kernels.fast_laplace(np.array(u), scale)
+def _on_a_copy_of_the_uniforms(u, scale):
+    return samplers.laplace(np.array(u), scale)
 
 
 @contextlib.contextmanager
@@ -265,7 +265,7 @@ def test_a_block_path_with_its_own_copy_of_the_law_is_caught(monkeypatch):
 
 def test_a_block_path_reaching_the_law_another_way_passes(monkeypatch):
     use_jit_path("compiled", monkeypatch)
-    with _block_path_draws_with(_through_the_alias):
+    with _block_path_draws_with(_on_a_copy_of_the_uniforms):
         _, block_count, declared = _follows("noisy-clipped-hedge", "laplace")
     assert block_count > 0 and "laplace" in declared
 

@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import functools
 import math
+import types
 
 import numpy as np
 import pytest
 from _bandit_twins import BLOCKINGS, play_both
 
-import agents._bandit_block as bandit_block
 from agents import _bandit_kernels as kernels
 from agents import _bandit_tsallis as tsallis
 from agents import _numpy_loops as numpy_loops
-from dp_experts_env import _jit
+from dp_experts_env import _jit, samplers
 from dp_experts_env.testing import ContractError, check_agent
 
 
@@ -97,6 +97,12 @@ def test_power_loop_gives_numpy_s_bits_and_the_c_library_s_pow_does_not():
     assert np.abs(libm - x**1.5).max() <= 4e-16 * 3.0**1.5
 
 
+def _plant_law(monkeypatch, fn):
+    """The Laplace law as the kernel's module sees it replaced by ``fn`` (only its draws)."""
+    view = types.SimpleNamespace(**{**vars(samplers), "laplace": fn})
+    monkeypatch.setattr(tsallis, "samplers", view)
+
+
 def _half_noise(u, scale):
     return _laplace(u, 0.5 * scale)
 
@@ -105,7 +111,7 @@ def _same_noise_as_array(u, scale):
     return _laplace(u, np.float64(scale))
 
 
-_laplace = bandit_block.laplace_from_uniforms
+_laplace = samplers.laplace
 
 
 @pytest.mark.parametrize("name", ["private-batched-bandit", "private-bandit-over-experts"])
@@ -113,11 +119,11 @@ def test_a_kernel_only_noise_bug_is_caught_and_a_harmless_change_passes(monkeypa
     monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
     if not tsallis.tsallis_ready():
         pytest.skip("the kernel does not run here")
-    monkeypatch.setattr(bandit_block, "laplace_from_uniforms", _half_noise)
+    _plant_law(monkeypatch, _half_noise)
     with pytest.raises(ContractError) as err:
         check_agent(name, checks=["paths"])
     assert err.value.check == "paths" and "drawn noise" in str(err.value), str(err.value)
-    monkeypatch.setattr(bandit_block, "laplace_from_uniforms", _same_noise_as_array)
+    _plant_law(monkeypatch, _same_noise_as_array)
     assert check_agent(name, checks=["paths"]).passed == ["paths"]
 
 

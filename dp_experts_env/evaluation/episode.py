@@ -23,12 +23,13 @@ losses before acting: a learner with ``play_bandit_block(first, advice, losses, 
 bandit block protocol: the first round's observation, the block's advice for its runs, the
 block's losses and the stream of each run; it returns the (K, b) actions K ``act`` calls would
 give, reads only the played arms' losses, after playing them, and draws its random numbers in
-the per-round order) chooses the block in one call -- the batched conversions, the batched EXP4
-and uniform play have one (:mod:`agents._bandit_block`); the others act round by round, K calls
-of ``act``, each on what a single step would return (the round's advice from the block, its
-last action and the loss that action is charged). Blocks end at the recorded rounds, so
-``info`` is read exactly where the per-round loop reads it. Every value is the same float as the
-per-round loop's (``DP_EXPERTS_NO_JIT=1`` runs that loop; the tests compare the two). OCO envs
+the per-round order) chooses the block in one call (among the built-ins: EXP3 / EXP4, Tsallis-INF,
+KL-UCB, the UCB family, Thompson, the batched conversions, the private EXP4s and uniform play); the
+others act round by round, K calls of ``act``, each on what a single step would return (the round's
+advice from the block, its last action and the loss that action is charged). Blocks end at the
+recorded rounds, so ``info`` is read exactly where the per-round loop reads it. Every value is the
+same float as the per-round loop's (``DP_EXPERTS_NO_JIT=1`` runs that loop; the tests compare the
+two). OCO envs
 with an oblivious family play in blocks too: the observation of round t is the gradient of round
 t - 1 whatever was played, so the block's (K, B, d) gradients are fetched first and each learner
 chooses its K points in one ``play_block`` call where it has one (every registered OCO learner
