@@ -65,10 +65,8 @@ class GaussianTreeHedge(PrivateAgent):
     wrapper's multiplier scales sigma while the claim keeps the calibrated one. ``mode`` is
     accepted and has no effect (no erratum to reproduce).
 
-    Deviations: none from the cited construction; losses clipped to [0, 1].
-
-    Per-round cost: O(N log T) time (popcount(t) noisy nodes summed), O(N log T) memory per run,
-    N normal draws per round.
+    Deviations: none from the cited construction; losses clipped to [0, 1]. Per-round cost:
+    O(N log T) time and memory per run, N normal draws per round.
 
     Args:
         eta: rate override (> 0).

@@ -90,9 +90,7 @@ class PrivateShrinkingDartboard(LazySampler):
 
     Attributes: eta, p, budget, ``max_resamples = min(K - 1, decisions)``, epsilon_spent (exact),
     epsilon_paper and regret_bound (Theorem 2 at these parameters), inverse_temperature
-    (``lam = ln(1/(1 - eta))``).
-
-    Per-round cost: O(N) per run to add the losses, O(1) for the coins, O(N) per resample.
+    (``lam = ln(1/(1 - eta))``). Per-round cost: O(N) per run, O(N) per resample.
     """
 
     #: public settings under which the declared mechanisms are most exposed (the audit)

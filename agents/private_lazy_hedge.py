@@ -68,9 +68,7 @@ class PrivateLazyHedge(LazySampler):
     losses are clipped to [0, 1], the range the accountant assumes.
 
     Attributes: beta, p, budget, ``max_resamples = min(ceil(budget), T - 1)``, epsilon_spent,
-    regret_bound, inverse_temperature (``beta``).
-
-    Per-round cost: O(N) per run.
+    regret_bound, inverse_temperature (``beta``). Per-round cost: O(N) per run.
     """
 
     #: public settings under which the declared mechanisms are most exposed (the audit)
