@@ -103,7 +103,7 @@ def ship_reference(reference_file: str | Path, folder: str | Path | None = None)
     key = ref["key"]
     stem = f"{key['protocol'].replace('-', '_')}_{'quick' if key['quick'] else 'full'}"
     folder = Path(folder) if folder is not None else Path(__file__).parent / "reference"
-    text = json.dumps(ref, indent=1, allow_nan=False)
+    text = _reference_text(ref)
     if "\"\"\"" in text:
         raise ValueError("a reference set cannot hold three double quotes in a row")
     module = (
@@ -114,6 +114,25 @@ def ship_reference(reference_file: str | Path, folder: str | Path | None = None)
     path = folder / f"{stem}.py"
     _write_text(path, module)
     return path
+
+
+def _reference_text(ref: Mapping[str, Any]) -> str:
+    """The set as JSON with one line per top-level item, scale and entry (a diff names the rows)."""
+
+    def one(value: Any) -> str:
+        return json.dumps(value, allow_nan=False, separators=(",", ":"))
+
+    items = []
+    for name, value in ref.items():
+        if isinstance(value, list):
+            body = ",\n".join(f"  {one(v)}" for v in value)
+            items.append(f"{one(name)}: [\n{body}\n ]")
+        elif isinstance(value, dict):
+            body = ",\n".join(f"  {one(k)}: {one(v)}" for k, v in value.items())
+            items.append(f"{one(name)}: {{\n{body}\n }}")
+        else:
+            items.append(f"{one(name)}: {one(value)}")
+    return "{\n " + ",\n ".join(items) + "\n}"
 
 
 def _write_text(path: Path, text: str) -> None:
