@@ -50,9 +50,14 @@ HALF_RUNS = {
 #: the noisy sums; tests/test_gaussian_tree_hedge.py catches it on the releases.
 NOT_DETECTABLE: set[tuple[str, str]] = {("gaussian-tree-hedge", "x0.5")}
 #: learners whose x0.5 mutant only the part-level test catches (a split claim)
-PART_LEVEL = {"svt-restart"}
+PART_LEVEL = {"svt-restart", "svt-restart:paper"}
 # x0.5 audits that take seconds each (the largest run counts, the detector) run with the slow tests.
-SLOW_HALF = {"private-lazy-hedge", "svt-restart", "batched-private-shrinking-dartboard"}
+SLOW_HALF = {
+    "private-lazy-hedge",
+    "svt-restart",
+    "svt-restart:paper",
+    "batched-private-shrinking-dartboard",
+}
 
 
 def _audit(name, *, multiplier=1.0, epsilon=1.0, params=None, runs, selection_runs):

@@ -47,6 +47,7 @@ from matplotlib.transforms import Bbox
 from dp_experts_env.evaluation.claims import loglog_slope
 from dp_experts_env.evaluation.stats import bootstrap_ci, fit_loglog_slope
 from dp_experts_env.evaluation.summary import aggregate_table
+from dp_experts_env.evaluation.table import learner_label
 
 __all__ = [
     "COLUMN_WIDTH",
@@ -417,8 +418,10 @@ def _legend_below(fig: Figure, handles: list[Any], labels: list[str], width: flo
     """One legend under the axes, as many columns as the figure width holds; the figure grows.
 
     The figure's height grows by the legend's measured height (the axes keep their size in
-    inches), so that the saved image holds the legend without ``bbox_inches="tight"``.
+    inches), so that the saved image holds the legend without ``bbox_inches="tight"``. A bare
+    learner name whose defaults are the suite's variant gets "(suite variant)", as in the table.
     """
+    labels = [learner_label(label) for label in labels]
     longest = max((len(label) for label in labels), default=10)
     # About 0.05 in per character at 7 pt (measured on the default comparison's legend) plus
     # 0.45 in for the handle and the spacing; checked against the measured width below.
@@ -608,6 +611,7 @@ def _spends_other(requested: float, certified: float) -> bool:
 
 def _eps_label(agent: str, eps: float, private: bool, certified: float) -> str:
     """Legend label of a learner at one epsilon: the requested and, if other, the spent one."""
+    agent = learner_label(agent)  # "(suite variant)" as in the table
     if not private:
         return agent
     if not math.isfinite(eps):
