@@ -60,6 +60,11 @@ SLOW_HALF = {
 }
 
 
+#: Scenarios searched where the first cannot show the learner's releases: dp-se's first epoch
+#: ends after K pulls, so the first bandit flip (T = 2) never reaches a release.
+PAIRS = {"dp-se": 2}
+
+
 def _audit(name, *, multiplier=1.0, epsilon=1.0, params=None, runs, selection_runs):
     return audit_learner(
         name,
@@ -68,7 +73,7 @@ def _audit(name, *, multiplier=1.0, epsilon=1.0, params=None, runs, selection_ru
         multiplier=multiplier,
         runs=runs,
         selection_runs=selection_runs,
-        pairs=1,
+        pairs=PAIRS.get(name, 1),
         seed=0,
     )
 
