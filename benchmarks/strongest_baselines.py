@@ -183,7 +183,8 @@ def main(argv: list[str] | None = None) -> None:
             "rows": rows,
             "target": {"ours": ours, "reference": ref, "limit": limit, "ratio": ratio},
         }
-        print(f"\n{title}: {comp.metric}, T = {horizon}, {runs} runs (mean +- s.e.)")
+        t = comp.env_params["horizon"]
+        print(f"\n{title}: {comp.metric}, T = {t}, {runs} runs (mean +- s.e.)")
         for label, cells in rows.items():
             text = "  ".join(f"eps {e}: {m:.0f} +- {s:.0f}" for e, (m, s) in cells.items())
             print(f"  {label:42s} {text}")
