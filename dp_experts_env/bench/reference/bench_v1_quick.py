@@ -416,7 +416,26 @@ DATA = r"""
     "real-data": null
    },
    "overall": -0.0662098770794423,
-   "learner_code": "ceb2c4ff8def62b8"
+   "learner_code": "12f8ec23b76ec7eb"
+  },
+  {
+   "label": "dp-se",
+   "name": "dp-se",
+   "feedback": "bandit",
+   "private": true,
+   "headline_epsilon": "1",
+   "capabilities": {
+    "tracking": null,
+    "static-worst-case": null,
+    "stationary": null,
+    "adaptive": null,
+    "bandit": -0.12648221343873517,
+    "bandit-advice": 0.013736263736263736,
+    "continuous": null,
+    "real-data": null
+   },
+   "overall": -0.05637297485123571,
+   "learner_code": "1933dd7cdfc66381"
   },
   {
    "label": "ldp-exp4",
@@ -511,7 +530,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.13566216392303349,
-   "learner_code": "ceb2c4ff8def62b8"
+   "learner_code": "12f8ec23b76ec7eb"
   },
   {
    "label": "batched-private-shrinking-dartboard",
@@ -691,17 +710,36 @@ DATA = r"""
    "private": true,
    "headline_epsilon": "1",
    "capabilities": {
-    "tracking": 0.10749732419627231,
-    "static-worst-case": 0.43563485200188123,
-    "stationary": 0.7328358208955223,
-    "adaptive": -9.376899696048632,
+    "tracking": 0.131775984691745,
+    "static-worst-case": 0.4475617042978564,
+    "stationary": 0.8791044776119402,
+    "adaptive": -9.267477203647417,
     "bandit": null,
     "bandit-advice": null,
     "continuous": null,
-    "real-data": 0.5944444444444444
+    "real-data": 0.4444444444444444
    },
-   "overall": 0.37919220688086597,
-   "learner_code": "3c989d53cc059b1c"
+   "overall": 0.3412607111446819,
+   "learner_code": "21facab1f3d5bc03"
+  },
+  {
+   "label": "randomized-prefix-softmax:paper",
+   "name": "randomized-prefix-softmax:paper",
+   "feedback": "full",
+   "private": true,
+   "headline_epsilon": "1",
+   "capabilities": {
+    "tracking": 0.07583537827287641,
+    "static-worst-case": 0.43601545277049353,
+    "stationary": 0.4388059701492537,
+    "adaptive": -9.227963525835866,
+    "bandit": null,
+    "bandit-advice": null,
+    "continuous": null,
+    "real-data": 0.20555555555555555
+   },
+   "overall": 0.23913546219964185,
+   "learner_code": "0c133f9d1eb59d00"
   },
   {
    "label": "svt-restart",
@@ -721,6 +759,25 @@ DATA = r"""
    },
    "overall": 0.5238524946761518,
    "learner_code": "5f8e4301e8d9cc2c"
+  },
+  {
+   "label": "svt-restart:paper",
+   "name": "svt-restart:paper",
+   "feedback": "full",
+   "private": true,
+   "headline_epsilon": "1",
+   "capabilities": {
+    "tracking": 0.12072835820414711,
+    "static-worst-case": 0.4463393033240787,
+    "stationary": 0.8029850746268656,
+    "adaptive": -9.085106382978724,
+    "bandit": null,
+    "bandit-advice": null,
+    "continuous": null,
+    "real-data": 0.4027777777777778
+   },
+   "overall": 0.32328181310200116,
+   "learner_code": "0c133f9d1eb59d00"
   },
   {
    "label": "dp-ftrl-oco",
