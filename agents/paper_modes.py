@@ -65,7 +65,7 @@ class DPKLUCBPaper(DPKLUCB):
 @register(
     "randomized-prefix-softmax:paper",
     private=True,
-    summary="randomized-prefix-softmax as printed (Cesari & Colomboni): eta <= 1/8",
+    summary="as printed (Cesari & Colomboni): randomized-prefix-softmax with eta <= 1/8",
 )
 class RandomizedPrefixSoftmaxPaper(RandomizedPrefixSoftmax):
     """``randomized-prefix-softmax`` with ``eta_cap=0.125``: the printed rate, eps <= 0.25.
@@ -84,7 +84,7 @@ class RandomizedPrefixSoftmaxPaper(RandomizedPrefixSoftmax):
 @register(
     "svt-restart:paper",
     private=True,
-    summary="svt-restart with the paper's detector (ARS Alg. 2): Thm 3.1 slack, every window",
+    summary="the paper's detector (ARS Alg. 2): svt-restart with Thm 3.1's slack, every window",
 )
 class SVTRestartPaper(SVTRestart):
     """``svt-restart`` with ``tuning="paper"`` and ``window_grid="all"``: the paper's detector.
