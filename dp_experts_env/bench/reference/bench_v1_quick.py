@@ -416,7 +416,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": -0.0662098770794423,
-   "learner_code": "12f8ec23b76ec7eb"
+   "learner_code": "0cd7362443dfbf76"
   },
   {
    "label": "dp-se",
@@ -530,7 +530,7 @@ DATA = r"""
     "real-data": null
    },
    "overall": 0.13566216392303349,
-   "learner_code": "12f8ec23b76ec7eb"
+   "learner_code": "0cd7362443dfbf76"
   },
   {
    "label": "batched-private-shrinking-dartboard",
@@ -739,7 +739,7 @@ DATA = r"""
     "real-data": 0.20555555555555555
    },
    "overall": 0.23913546219964185,
-   "learner_code": "0c133f9d1eb59d00"
+   "learner_code": "60fe910d9d16fe18"
   },
   {
    "label": "svt-restart",
@@ -777,7 +777,7 @@ DATA = r"""
     "real-data": 0.4027777777777778
    },
    "overall": 0.32328181310200116,
-   "learner_code": "0c133f9d1eb59d00"
+   "learner_code": "60fe910d9d16fe18"
   },
   {
    "label": "dp-ftrl-oco",
