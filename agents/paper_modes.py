@@ -1,9 +1,10 @@
 """Paper-mode rows by name: learners whose defaults are the suite's variant, as printed.
 
-``agents.make("private-batched-exp4:paper")`` and ``agents.make("dp-klucb:paper")`` build the
-paper's algorithm under its own name, so a grid, a table or a figure can hold both rows (the
-compare table marks the defaults "(suite variant)"; docs/algorithms.md has both rows). Each is
-its learner with one default changed; every other keyword is the learner's.
+``agents.make("private-batched-exp4:paper")``, ``"dp-klucb:paper"``,
+``"randomized-prefix-softmax:paper"`` and ``"svt-restart:paper"`` build the paper's algorithm
+under its own name, so a grid, a table or a figure can hold both rows (the compare table marks
+the defaults "(suite variant)"; docs/algorithms.md has both rows). Each is its learner with one
+or two defaults changed; every other keyword is the learner's.
 """
 
 from __future__ import annotations
@@ -13,9 +14,16 @@ from typing import Any
 
 from agents.dp_klucb import DPKLUCB
 from agents.private_exp4 import PrivateBatchedExp4
+from agents.randomized_prefix import RandomizedPrefixSoftmax
 from agents.registry import register
+from agents.svt_restart import SVTRestart
 
-__all__ = ["PrivateBatchedExp4Paper", "DPKLUCBPaper"]
+__all__ = [
+    "PrivateBatchedExp4Paper",
+    "DPKLUCBPaper",
+    "RandomizedPrefixSoftmaxPaper",
+    "SVTRestartPaper",
+]
 
 
 @register(
@@ -52,3 +60,45 @@ class DPKLUCBPaper(DPKLUCB):
     @functools.wraps(DPKLUCB.__init__)
     def __init__(self, *args: Any, means: str = "last", **kwargs: Any) -> None:
         super().__init__(*args, means=means, **kwargs)
+
+
+@register(
+    "randomized-prefix-softmax:paper",
+    private=True,
+    summary="as printed (Cesari & Colomboni): randomized-prefix-softmax with eta <= 1/8",
+)
+class RandomizedPrefixSoftmaxPaper(RandomizedPrefixSoftmax):
+    """``randomized-prefix-softmax`` with ``eta_cap=0.125``: the printed rate, eps <= 0.25.
+
+    Source: Cesari & Colomboni 2026, Section 4 and Theorem 1 (``eta = min(epsilon/2, 1/8)``: the
+    theorem needs ``eta <= 1/8``, so at most 0.25 of any budget is spent and certified). The
+    default ``eta_cap=inf`` is the suite's variant. Everything else is
+    :class:`~agents.randomized_prefix.RandomizedPrefixSoftmax`'s.
+    """
+
+    @functools.wraps(RandomizedPrefixSoftmax.__init__)
+    def __init__(self, *args: Any, eta_cap: float = 0.125, **kwargs: Any) -> None:
+        super().__init__(*args, eta_cap=eta_cap, **kwargs)
+
+
+@register(
+    "svt-restart:paper",
+    private=True,
+    summary="the paper's detector (ARS Alg. 2): svt-restart with Thm 3.1's slack, every window",
+)
+class SVTRestartPaper(SVTRestart):
+    """``svt-restart`` with ``tuning="paper"`` and ``window_grid="all"``: the paper's detector.
+
+    Source: Asi, Raman & Saha 2025, "Tracking the Best Expert Privately", Section 3.2, Algorithm 2
+    with Theorem 3.1's slack (beta = 1/T) over every window start of the epoch. The default's
+    betting boundary on the dyadic grid is the suite's detector. ``mode`` stays ``"strict"``:
+    the errata that make the claim true (query sensitivity 2, E-ARS-6; epochs at t + 1, E-ARS-7;
+    one query per round, E-ARS-9) apply; ``mode="paper"`` gives the printed noise, uncertified.
+    Everything else is :class:`~agents.svt_restart.SVTRestart`'s. Per-round cost O(N t).
+    """
+
+    @functools.wraps(SVTRestart.__init__)
+    def __init__(
+        self, *args: Any, tuning: str | None = "paper", window_grid: str = "all", **kwargs: Any
+    ) -> None:
+        super().__init__(*args, tuning=tuning, window_grid=window_grid, **kwargs)

@@ -65,68 +65,41 @@ def selection_law(block_losses: np.ndarray, eta: float, prefix: str = "random") 
 class RandomizedPrefixSoftmax(PrivateAgent):
     """Randomized-prefix softmax: one exponential-mechanism pick per dyadic block.
 
-    Source: Cesari & Colomboni 2026, "Optimal Gap-Dependent Regret for Private Stochastic
-    Decision-Theoretic Online Learning", Section 4 and Theorem 1. Built for
-    stochastic (i.i.d.) losses with a unique best expert: expected pseudo-regret at most
-    ``1 + 800 ln N / Delta_min + 16 ln N / eta`` for every T (horizon-free). No guarantee against
-    oblivious or adaptive sequences (the public clock is easy to exploit: the oblivious family
-    ``dyadic_alternating`` defeats it).
+    Source: Cesari & Colomboni 2026, Section 4 (algorithm), Lemma 3 and Proposition 1
+    (privacy), Theorem 1 (regret ``1 + 800 ln N / Delta_min + 16 ln N / eta`` at every T on
+    i.i.d. losses with a unique best expert; no guarantee on oblivious or adaptive sequences:
+    the public clock is easy to exploit, e.g. the oblivious family ``dyadic_alternating``).
 
-    Algorithm: blocks ``B_r = {2^r, ..., 2^{r+1} - 1}`` (1-based rounds). Block 0 plays a uniform
-    expert; block ``r + 1`` plays ``A_{r+1} ~ softmax(-eta L_r(M_r))``, where ``L_r(m)`` sums the
-    first m loss vectors of block r only (forgetful: earlier blocks are never reused) and ``M_r`` is
-    uniform on ``{2^{r-1} + 1, ..., 2^r}`` (``M_0 = 1``), drawn from the agent's own stream at the
-    start of the block (equivalent in law to the paper's draw after the block), never from data.
-    ``eta = min(epsilon/2, eta_cap)``.
+    Algorithm: blocks ``{2^r, ..., 2^{r+1} - 1}`` (1-based rounds); block 0 plays a uniform
+    expert, block r + 1 plays ``softmax(-eta L_r(M_r))``, ``L_r(m)`` the sum of the first m loss
+    vectors of block r only, ``M_r`` uniform on ``{2^{r-1} + 1, ..., 2^r}`` (``M_0 = 1``), drawn
+    from the agent's stream at the block's start (equal in law to the paper's draw after it).
+    ``eta = min(epsilon / 2, eta_cap)``.
 
-    Restart variants for shifting losses (``restarts=``, the suite's additions; all
-    data-independent):
-        * ``"none"`` -- the paper's algorithm.
-        * ``"periodic"`` -- every ``window`` rounds the learner restarts from scratch (fresh
-          uniform expert, clock back to block 0; a pending pick is discarded).
-        * ``"capped"`` -- block lengths ``min(2^r, window)`` (``window`` a power of two), prefix
-          uniform on ``{n/2 + 1, ..., n}`` for a block of length n.
-        ``window`` defaults to ``T / (S + 1)`` from the public horizon and switch budget S
-        (``n_switches``, 0 when unknown), rounded (periodic) or rounded down to a power of two
-        (capped).
+    Default and paper mode: ``eta_cap = inf`` by default (the suite's variant: the full,
+    still epsilon-DP rate); the paper prints ``eta <= 1/8`` (Theorem 1 needs it), so it spends
+    at most 0.25 whatever the request. That form is ``eta_cap=0.125``, or by name
+    ``randomized-prefix-softmax:paper`` (``agents/paper_modes.py``). ``mode``/``tuning`` are
+    accepted for a uniform interface and change nothing (no erratum, nothing to tune).
 
-    Privacy claim: pure ``epsilon``-DP of the action sequence, replace-one-round neighbours.
-    Accountant: each block pick is the exponential mechanism on 1-sensitive prefix sums,
-    ``2 eta``-DP (Lemma 3, for any data-independent prefix law); every loss vector feeds at most
-    one pick and the rest of the schedule is data-independent (Proposition 1's factorisation),
-    so the run is ``2 eta = min(epsilon, 2 eta_cap)``-DP. ``holds_against="oblivious"``: the paper
-    proves fixed loss sequences only; the factorisation plausibly extends to adaptive losses
-    (each block's action is fixed before its losses), which this suite leaves open.
-
-    Modes and tunings: no erratum touches privacy and there is nothing to tune, so both values
-    of ``mode`` and ``tuning`` run the paper's algorithm (accepted for a uniform interface).
+    Privacy claim: pure ``2 eta``-DP of the actions, replace-one-round neighbours, vs
+    oblivious losses (the paper proves fixed sequences). Each pick is the exponential mechanism
+    on 1-sensitive prefix sums (Lemma 3, any data-independent prefix law); each loss feeds one
+    pick (Proposition 1's factorisation). Losses are clipped to [0, 1] (sensitivity 1).
 
     Args:
-        n_experts: N. horizon: T (not used by the algorithm; only for the default window).
-        epsilon: target epsilon. delta: ignored (the claim is pure; delta = 0).
-        eta_cap: cap on the inverse temperature, default 1/8 (Theorem 1 needs ``eta <= 1/8``);
-            ``math.inf`` gives the uncapped ablation (still private, regret theorem void).
-        prefix: ``"random"`` (paper) or ``"full"`` (the RPS-fullblock ablation: private, regret
-            theorem void).
-        restarts: ``"none"``, ``"periodic"`` or ``"capped"``. window: see above.
-        n_switches: the public comparator switch budget S (sets the default window).
-        noise: noise backend; ``"fast"`` only (Gumbel-max sampling is float under every
-            backend, so ``"grid"`` is refused rather than named in a claim it would not change).
-        num_envs: B runs. seed: int, sequence or None. n_arms: ignored.
+        n_experts, horizon, epsilon, num_envs, seed: as every learner (delta ignored: pure).
+        eta_cap: cap on the inverse temperature (default inf; 0.125 is the paper's).
+        prefix: ``"random"`` (paper) or ``"full"`` (ablation, regret theorem void).
+        restarts: the suite's additions for shifting losses, data-independent: ``"none"``
+            (paper), ``"periodic"`` (restart every ``window`` rounds) or ``"capped"`` (blocks
+            ``min(2^r, window)``, a power of two). window: default ``T / (S + 1)`` from the
+            public horizon and ``n_switches`` S, rounded (periodic) or down to a power of two.
+        noise: ``"fast"`` only (Gumbel-max sampling is float under every backend).
 
-    The claim certifies ``2 eta = min(epsilon, 2 eta_cap)``, not the requested epsilon when the cap
-    binds; ``epsilon=math.inf`` with ``eta_cap=math.inf`` is FTL on the random prefix. Deviations:
-    the prefix length is drawn at the start of each block (equal in law);
-    losses are clipped to [0, 1] (sensitivity 1 needs them there); restarts and the full-prefix
-    ablation are the suite's, not the paper's.
+    Attributes: eta, epsilon_spent (``2 eta``), window, block_index, prefix_length (B,).
 
-    Attributes:
-        eta: the inverse temperature in use. epsilon_spent: ``2 eta``.
-        window: the restart period or block cap (None for ``restarts="none"``).
-        block_index: the current block r within the epoch. prefix_length: (B,) current M_r.
-
-    Per-round cost: O(N) per run (the loss is added under a mask that is zero outside the
-    prefix), plus one O(N) pick per block (about log2 T picks).
+    Per-round cost: O(N) per run (masked loss sum), plus one O(N) pick per block.
     """
 
     #: public settings under which the declared mechanisms are most exposed (the audit)
@@ -149,7 +122,7 @@ class RandomizedPrefixSoftmax(PrivateAgent):
         mode: str = "strict",
         tuning: str | None = None,
         noise: str | NoiseBackend = "fast",
-        eta_cap: float = 0.125,
+        eta_cap: float = math.inf,
         prefix: str = "random",
         restarts: str = "none",
         window: int | None = None,

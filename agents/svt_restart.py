@@ -124,9 +124,8 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
     Deviations: one query per round (the maximum of the window queries, same sensitivity,
     E-ARS-9); argmin (E-ARS-1); play before the loss, all T rounds (E-ARS-8); uniform first
     expert per epoch (E-ARS-2); losses clipped to [0, 1]; the calibrated boundaries. A
-    selection's noise comes from a per-run stream read only when that run selects.
-
-    Per-round cost: O(N log T) (dyadic) or O(N t) (all) per run; compiled kernels on the JIT.
+    selection's noise comes from a per-run stream read only when that run selects. Per-round
+    cost: O(N log T) (dyadic) or O(N t) (all) per run; compiled kernels on the JIT.
 
     Attributes: selection_scale, query_sensitivity, threshold_noise_scale, query_noise_scale,
     alpha, beta, term_beta, union_size, window_starts, queries_per_instance, windows_per_round,

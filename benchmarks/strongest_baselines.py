@@ -10,11 +10,12 @@ reports the mean final regret +- its standard error, then the done-when ratio at
   (epsilon, delta) learner at delta = 1e-6. Target: gaussian-tree-hedge <= 0.6x
   private-shrinking-dartboard.
 * ``bandit`` -- DPExperts-Bandit-v0 defaults at T = 10^4 (static pseudo-regret). Target:
-  dp-klucb <= adap-ucb.
+  dp-klucb <= adap-ucb. dp-se (private successive elimination) against adap-ucb there and at
+  T = 10^5, where its first epochs (thousands of pulls per arm) have ended.
 
 Learners not registered in this tree are skipped. Usage::
 
-    python benchmarks/strongest_baselines.py            # 10 runs (~2 min on 2 cores)
+    python benchmarks/strongest_baselines.py            # 10 runs (~8 min on 2 cores)
     python benchmarks/strongest_baselines.py --quick    # T = 2,000, 4 runs
     python benchmarks/strongest_baselines.py --smoke    # T = 200, 2 runs, epsilon 1 only
 
@@ -108,9 +109,22 @@ def comparisons(horizon: int) -> dict[str, Comparison]:
                 "dp-klucb (means = last, the source's)": ("dp-klucb", {"means": "last"}),
                 "adap-ucb": ("adap-ucb", {}),
                 "private-batched-bandit": ("private-batched-bandit", {}),
+                "dp-se": ("dp-se", {}),
             },
             ("dp-klucb", "adap-ucb", 1.0),
             ("kl-ucb", "ucb1", "uniform"),
+        ),
+        "bandit (Bandit-v0 defaults, 10 T)": Comparison(
+            "DPExperts-Bandit-v0",
+            {"horizon": 10 * horizon},
+            "static_pseudo_regret",
+            {
+                "dp-se": ("dp-se", {}),
+                "adap-ucb": ("adap-ucb", {}),
+                "dp-klucb": ("dp-klucb", {}),
+            },
+            ("dp-se", "adap-ucb", 1.0),
+            ("ucb1", "uniform"),
         ),
     }
 
@@ -169,7 +183,8 @@ def main(argv: list[str] | None = None) -> None:
             "rows": rows,
             "target": {"ours": ours, "reference": ref, "limit": limit, "ratio": ratio},
         }
-        print(f"\n{title}: {comp.metric}, T = {horizon}, {runs} runs (mean +- s.e.)")
+        t = comp.env_params["horizon"]
+        print(f"\n{title}: {comp.metric}, T = {t}, {runs} runs (mean +- s.e.)")
         for label, cells in rows.items():
             text = "  ".join(f"eps {e}: {m:.0f} +- {s:.0f}" for e, (m, s) in cells.items())
             print(f"  {label:42s} {text}")

@@ -365,9 +365,13 @@ def _cmd_list() -> int:
         "\nLearners (agents.make(name, env=env, ...)): name, feedback, privacy claim as built at "
         "epsilon = 1;\nsummary; the paper it follows [where the code comes from]:"
     )
+    from dp_experts_env.evaluation.table import SUITE_VARIANTS
+
     for item in agents.available():
         print(f"  {item['name']:36s} {item['feedback']:6s} {_claim_line(item)}")
-        print(f"  {'':36s} {'':6s} {item['summary']}")
+        name = item["name"]  # the table's and figures' "(suite variant)", with its paper row
+        variant = f" (suite variant; as printed: {name}:paper)" if name in SUITE_VARIANTS else ""
+        print(f"  {'':36s} {'':6s} {item['summary']}{variant}")
         print(f"  {'':36s} {'':6s} {_source_line(item)}")
         if _undeclared(item):
             pad = " " * 46

@@ -51,9 +51,19 @@ HALF_RUNS = {
 #: trees at the public delta 1e-2 first (GAUSSIAN_AUDIT_DELTA), as the OCO audit does.
 NOT_DETECTABLE: set[tuple[str, str]] = set()
 #: learners whose x0.5 mutant only the part-level test catches (a split claim)
-PART_LEVEL = {"svt-restart"}
+PART_LEVEL = {"svt-restart", "svt-restart:paper"}
 # x0.5 audits that take seconds each (the largest run counts, the detector) run with the slow tests.
-SLOW_HALF = {"private-lazy-hedge", "svt-restart", "batched-private-shrinking-dartboard"}
+SLOW_HALF = {
+    "private-lazy-hedge",
+    "svt-restart",
+    "svt-restart:paper",
+    "batched-private-shrinking-dartboard",
+}
+
+
+#: Scenarios searched where the first cannot show the learner's releases: dp-se's first epoch
+#: ends after K pulls, so the first bandit flip (T = 2) never reaches a release.
+PAIRS = {"dp-se": 2}
 
 
 def _audit(name, *, multiplier=1.0, epsilon=1.0, params=None, runs, selection_runs):
@@ -64,7 +74,7 @@ def _audit(name, *, multiplier=1.0, epsilon=1.0, params=None, runs, selection_ru
         multiplier=multiplier,
         runs=runs,
         selection_runs=selection_runs,
-        pairs=1,
+        pairs=PAIRS.get(name, 1),
         seed=0,
     )
 

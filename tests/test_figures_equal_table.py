@@ -1,6 +1,7 @@
 """Every figure equals the table: each plotted end point is the summary.csv mean of its run.
 
-The default comparison (every default learner, epsilon in {0.5, 2, 8, 32, inf}) at a small
+The default comparison (every default learner, epsilon in {0.5, 2, 8, 32, inf}; and
+randomized-prefix-softmax:paper, whose certificate is capped below the requests) at a small
 horizon and seed count, played at two horizons so that all three figure kinds are drawn. Each
 drawn curve or point carries a gid ``agent|epsilon`` (set by plots.py) that names the summary row
 it stands for.
@@ -15,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dp_experts_env.evaluation import EnvEntry, default_grid, run_grid
+from dp_experts_env.evaluation import AgentEntry, EnvEntry, default_grid, run_grid
 from dp_experts_env.evaluation.plots import (
     plot_regret_vs_epsilon,
     plot_regret_vs_horizon,
@@ -31,6 +32,8 @@ METRIC = "dynamic_regret"
 @pytest.fixture(scope="module")
 def default_results(tmp_path_factory):
     grid = default_grid(horizon=300, seeds=3)
+    # A learner that certifies less than requested (the printed cap: 0.25), requested by name.
+    grid.agents.append(AgentEntry("randomized-prefix-softmax:paper", {}))
     grid.envs.append(EnvEntry(grid.envs[0].id, {**grid.envs[0].params, "horizon": 600}))
     grid.__post_init__()
     out = tmp_path_factory.mktemp("default")
@@ -106,8 +109,8 @@ def test_regret_vs_epsilon_points_equal_the_summary_at_the_certified_epsilon(def
                 # over 0.12 decades around it)
                 assert abs(math.log10(x / certified)) <= 0.061
     assert seen == set(frame["agent"])
-    # randomized-prefix-softmax spends 0.25 for every request >= 0.25: drawn at 0.25 with its
-    # requests written next to the point.
+    # randomized-prefix-softmax:paper spends 0.25 for every request >= 0.25: drawn at 0.25 with
+    # its requests written next to the point.
     texts = [t.get_text() for t in ax.texts]
     assert "requested 0.5, 2, 8, 32" in texts
 

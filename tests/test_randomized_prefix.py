@@ -23,17 +23,52 @@ def pseudo_regret(acts, means):
 
 
 # --------------------------------------------------------------------------- parameters
-@pytest.mark.parametrize(("eps", "eta"), [(0.1, 0.05), (0.25, 0.125), (4.0, 0.125)])
-def test_temperature_and_claim_follow_epsilon(eps, eta):
-    a = agents.make(NAME, n_experts=3, horizon=100, epsilon=eps)
-    assert a.eta == eta
-    assert a.epsilon_spent == pytest.approx(min(eps, 0.25))
-    claim = a.privacy
-    # The claim certifies 2 eta (the cap stops spending at 0.25), never the requested value.
-    assert claim.epsilon == min(eps, 0.25) and claim.delta == 0 and claim.certified
-    assert claim.requested_epsilon == eps
-    assert claim.holds_against == "oblivious" and "Lemma 3" in claim.accountant
-    assert agents.make(NAME, n_experts=3, horizon=9, epsilon=4.0, eta_cap=math.inf).eta == 2.0
+@pytest.mark.parametrize("eps", [0.1, 0.25, 4.0])
+def test_temperature_and_claim_follow_epsilon(eps):
+    """The default spends the whole request (eta = eps / 2, uncapped); the paper-mode row caps
+    eta at 1/8 (Theorem 1), so it spends and certifies min(eps, 0.25), never the request."""
+    for name, spent in ((NAME, eps), (NAME + ":paper", min(eps, 0.25))):
+        a = agents.make(name, n_experts=3, horizon=100, epsilon=eps)
+        assert a.eta == spent / 2 and a.epsilon_spent == pytest.approx(spent)
+        claim = a.privacy
+        assert claim.epsilon == spent and claim.delta == 0 and claim.certified
+        assert claim.requested_epsilon == eps
+        assert claim.holds_against == "oblivious" and "Lemma 3" in claim.accountant
+    assert agents.make(NAME, n_experts=3, horizon=9, epsilon=4.0, eta_cap=0.125).eta == 0.125
+    assert agents.make(NAME + ":paper", n_experts=3, horizon=9, eta_cap=math.inf).eta == 0.5
+
+
+def test_paper_row_is_the_default_with_the_printed_cap():
+    """``randomized-prefix-softmax:paper`` plays what the default plays with eta_cap = 1/8,
+    bit for bit, and the same as the default wherever the cap does not bind (eps <= 0.25)."""
+    t, b, n = 200, 3, 4
+    losses = np.random.default_rng(2).random((t, b, n))
+
+    def actions(name, **kw):
+        a = agents.make(name, n_experts=n, horizon=t, num_envs=b, seed=4, **kw)
+        return rollout(a, losses).actions
+
+    paper = actions(NAME + ":paper", epsilon=2.0)
+    np.testing.assert_array_equal(paper, actions(NAME, epsilon=2.0, eta_cap=0.125))
+    assert not np.array_equal(paper, actions(NAME, epsilon=2.0))
+    np.testing.assert_array_equal(actions(NAME + ":paper", epsilon=0.2), actions(NAME, epsilon=0.2))
+
+
+def test_epsilon_inf_is_follow_the_leader_on_the_prefix():
+    """At eps = inf the default is its non-private twin: each block plays the exact argmin of
+    the previous block's random-prefix sums (FTL on the prefix; continuous losses, no ties)."""
+    t, b, n = 127, 5, 4
+    losses = np.random.default_rng(6).random((t, b, n))
+    a = agents.make(NAME, n_experts=n, horizon=t, num_envs=b, seed=1, epsilon=math.inf)
+    assert not a.privacy.is_private
+    prefixes = {}
+    out = rollout(a, losses, record=lambda g: np.r_[g.block_index, g.prefix_length])
+    for row in out.records:
+        prefixes.setdefault(int(row[0]), row[1:])
+    for r in range(1, 6):  # block r = rounds 2^r .. 2^(r+1) - 1 plays block r - 1's pick
+        start = (1 << (r - 1)) - 1  # 0-based first round of block r - 1
+        sums = np.cumsum(losses[start:], axis=0)[prefixes[r - 1] - 1, np.arange(b)]
+        np.testing.assert_array_equal(out.actions[(1 << r) - 1], sums.argmin(axis=1))
 
 
 def test_block_schedule_and_prefix_laws():

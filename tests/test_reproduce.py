@@ -570,7 +570,7 @@ def test_earlier_rows_of_another_learner_are_described_with_that_learner():
     from dp_experts_env.evaluation.reproduce import _as_run
 
     (claim,) = get_claims(["cc-horizon-free"])
-    assert _as_run(claim, {"learner": "randomized-prefix-softmax"}) is claim
+    assert _as_run(claim, {"learner": "randomized-prefix-softmax:paper"}) is claim
     assert _as_run(claim, {"learner": "uniform"}).sweeps[0].agent == "uniform"
     (switches,) = get_claims(["akst-lazy-switches"])  # its role cannot be taken: kept as is
     assert _as_run(switches, {"learner": "uniform"}) is switches

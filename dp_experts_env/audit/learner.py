@@ -41,6 +41,7 @@ from dp_experts_env.audit.play import ScenarioRefused, play_scenario
 from dp_experts_env.audit.report import UNDECLARED, AuditReport, Candidate
 from dp_experts_env.audit.scenarios import (
     Scenario,
+    audit_hints,
     declaration_of,
     declared_kinds,
     declares_releases,
@@ -313,8 +314,12 @@ def audit_learner(
     ]
     claim = sides[0].claim
     stale = noise_freshness(agent, best.scenario, seed=test_seed + 2 * n_test, multiplier=mult)
+    # The long game runs under the hints' public settings too (as every derived scenario): at
+    # its defaults a learner may make no data-dependent play in 24 rounds (dp-se's first epoch
+    # is thousands of rounds), and unused noise would read as noise drawn elsewhere.
+    exposed = {**audit_hints(agent).get("params", {}), **user}
     foreign = noise_provenance(
-        agent, best.scenario, params=user, seed=test_seed + 2 * n_test, multiplier=mult
+        agent, best.scenario, params=exposed, seed=test_seed + 2 * n_test, multiplier=mult
     )
     view = (lambda o: o.releases) if best.view == "releases" else (lambda o: o.actions)
     result = evaluate_event(

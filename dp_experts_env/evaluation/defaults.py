@@ -31,14 +31,17 @@ AGENT_DEFAULTS: dict[str, dict[str, object]] = {}
 
 
 def default_agents() -> list[AgentEntry]:
-    """Baselines, then every registered private full-information learner."""
+    """Baselines, then every registered private full-information learner in its default form.
+
+    The paper-mode rows (``NAME:paper``, agents/paper_modes.py) are requested by name.
+    """
     import agents
 
     listing = agents.available()
     names = {a["name"] for a in listing}
     entries = [AgentEntry(n, AGENT_DEFAULTS.get(n, {})) for n in BASELINES if n in names]
     for item in listing:
-        if item["private"] and item["feedback"] == "full":
+        if item["private"] and item["feedback"] == "full" and ":" not in item["name"]:
             entries.append(AgentEntry(item["name"], AGENT_DEFAULTS.get(item["name"], {})))
     return entries
 

@@ -17,6 +17,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox
 
+from dp_experts_env.evaluation.table import learner_label
+
 #: Margins (inches) around the axes of the default comparison's figures, set directly instead
 #: of by ``tight_layout``, which lays out every tick label and title once more before the
 #: figure is drawn (~0.1-0.2 s of CPU per figure). Sized for 7-8 pt text: y tick labels of up to
@@ -111,8 +113,10 @@ def legend_below(fig: Figure, handles: list[Any], labels: list[str], width: floa
     """One legend under the axes, as many columns as the figure width holds; the figure grows.
 
     The figure's height grows by the legend's measured height (the axes keep their size in
-    inches), so that the saved image holds the legend without ``bbox_inches="tight"``.
+    inches), so that the saved image holds the legend without ``bbox_inches="tight"``. A bare
+    learner name whose defaults are the suite's variant gets "(suite variant)", as in the table.
     """
+    labels = [learner_label(label) for label in labels]
     longest = max((len(label) for label in labels), default=10)
     # About 0.05 in per character at 7 pt (measured on the default comparison's legend) plus
     # 0.45 in for the handle and the spacing; checked against the measured width below.

@@ -66,11 +66,12 @@ def _slope_experiment(
     seeds: int = 16,
     quick_seeds: int = 8,
     control: Control = UNIFORM,
+    learner: str = "",
 ) -> dict[str, object]:
     """One learner over a series of points, judged by its log-log slope (``Claim`` keywords)."""
     sweep = Sweep(
         agent,
-        agent,
+        learner or agent,
         env_id,
         points,
         quick_points,
@@ -1033,6 +1034,8 @@ def _gap_env(gap: float, t: int = 10_000) -> dict[str, object]:
     return {"family": "one_vs_rest", "gap": float(gap), "horizon": int(t)}
 
 
+#: The claims test the printed algorithm (eta <= 1/8), not the suite's uncapped default.
+RPS_PAPER = "randomized-prefix-softmax:paper"
 RPS_T = (1_000, 4_000, 16_000, 64_000)
 RPS_T_QUICK = (1_000, 4_000, 16_000)
 
@@ -1056,6 +1059,7 @@ rps_horizon_free = Claim(
         _points(RPS_T, lambda t: _gap_env(0.2, int(t)), 1.0),
         _points(RPS_T_QUICK, lambda t: _gap_env(0.2, int(t)), 1.0),
         metric="per_round_best_pseudo_regret",
+        learner=RPS_PAPER,
         **RPS_SEEDS,
     ),
     x_label="T",
@@ -1100,7 +1104,7 @@ rps_constant = Claim(
     sweeps=(
         Sweep(
             "randomized-prefix-softmax",
-            "randomized-prefix-softmax",
+            RPS_PAPER,
             "DPExperts-Stochastic-v0",
             _constant_points(_CONSTANT_T),
             _constant_points((64_000,)),
@@ -1135,6 +1139,7 @@ rps_eps = Claim(
         "DPExperts-Stochastic-v0",
         _eps_points((0.02, 0.04, 0.08, 0.16), _gap_env(0.5)),
         metric="per_round_best_pseudo_regret",
+        learner=RPS_PAPER,
         **RPS_SEEDS,
     ),
     x_label="epsilon",
@@ -1159,7 +1164,7 @@ rps_gap = Claim(
     sweeps=(
         Sweep(
             "randomized-prefix-softmax",
-            "randomized-prefix-softmax",
+            RPS_PAPER,
             "DPExperts-Stochastic-v0",
             _points((0.0125, 0.025, 0.05, 0.1), lambda g: _gap_env(g, 50_000), 1.0),
             metric="per_round_best_pseudo_regret",

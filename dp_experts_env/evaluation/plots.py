@@ -61,6 +61,7 @@ from dp_experts_env.evaluation.figure_style import (
 )
 from dp_experts_env.evaluation.stats import bootstrap_ci, fit_loglog_slope
 from dp_experts_env.evaluation.summary import aggregate_table
+from dp_experts_env.evaluation.table import learner_label
 
 __all__ = [
     "COLUMN_WIDTH",
@@ -118,6 +119,7 @@ def _spends_other(requested: float, certified: float) -> bool:
 
 def _eps_label(agent: str, eps: float, private: bool, certified: float) -> str:
     """Legend label of a learner at one epsilon: the requested and, if other, the spent one."""
+    agent = learner_label(agent)  # "(suite variant)" as in the table
     if not private:
         return agent
     if not math.isfinite(eps):

@@ -13,8 +13,8 @@ table shows what a reader compares, one row per (env, learner, epsilon):
 * ``eps``: the requested epsilon, ``inf (no noise)`` for a private learner with its noise
   removed, ``non-private`` for a learner without a privacy parameter;
 * ``certified``: the epsilon the learner's accountant certifies for the run (differs from the
-  request where a learner caps its budget, e.g. randomized-prefix-softmax spends 0.25 for any
-  request >= 0.25); ``-`` where nothing is certified;
+  request where a learner caps its budget, e.g. randomized-prefix-softmax:paper spends 0.25 for
+  any request >= 0.25); ``-`` where nothing is certified;
 * ``mean [95% CI]``, ``IQM`` and ``score`` (1 - regret / uniform's on the same loss stream);
 * ``restarts``: the mean final restart count per run of a restart-based learner (svt-restart),
   ``-`` for the others; shown when the grid ran one.
@@ -34,12 +34,13 @@ WIDTH = 120
 
 
 #: Learners whose defaults are the suite's variant, not their paper's algorithm, and the
-#: keywords that give the paper's form (docs/algorithms.md has each one's row); the first two
-#: also have a paper-mode row by name, ``NAME:paper`` (``agents/paper_modes.py``).
+#: keywords that give the paper's form (docs/algorithms.md has each one's row); each also has a
+#: paper-mode row by name, ``NAME:paper`` (``agents/paper_modes.py``).
 SUITE_VARIANTS: dict[str, str] = {
     "private-batched-exp4": "release='estimates'",  # default release='loss' (#29)
     "svt-restart": "tuning='paper', window_grid='all'",  # default: the suite's detector
     "dp-klucb": "means='last'",  # default: every released episode (#38)
+    "randomized-prefix-softmax": "eta_cap=0.125",  # default: uncapped, eps-DP (#38)
 }
 
 
