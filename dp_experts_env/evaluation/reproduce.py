@@ -306,9 +306,18 @@ def run_claims(
             start = time.perf_counter()
             tested = claim if agent is None else claim.with_learner(agent, agent_params)
             chosen_claims.append(tested)
-            judged = [
-                _judge_at(claim, tested, out, run, base_seed=k, quick=quick) for k in base_seeds
-            ]
+            # The control is measured once, at the first base seed, and read at every base seed:
+            # it shows the claim's test could fail and gives uniform play's level, an expectation
+            # over the claim's envs that no base seed changes; only the learner is re-run
+            # (docs/reproduce.md, "Base seeds and stability": about a third of a run's cost).
+            judged = [_judge_at(claim, tested, out, run, base_seed=base_seeds[0], quick=quick)]
+            judged += [
+                _judge_at(
+                    claim, tested, out, run, base_seed=k, quick=quick,
+                    control_rows=judged[0].control_rows,
+                )
+                for k in base_seeds[1:]
+            ]  # fmt: skip
             first = judged[0]
             m, mc, control_judgement = first.m, first.mc, first.control_judgement
             judgement = combine_seeds(base_seeds, [j.judgement for j in judged])
@@ -368,19 +377,30 @@ class _Judged:
 
 
 def _judge_at(
-    claim: Claim, tested: Claim, out: Path, run: Mapping[str, Any], *, base_seed: int, quick: bool
+    claim: Claim,
+    tested: Claim,
+    out: Path,
+    run: Mapping[str, Any],
+    *,
+    base_seed: int,
+    quick: bool,
+    control_rows: Mapping[str, pd.DataFrame] | None = None,
 ) -> _Judged:
-    """Run and judge ``tested`` (``claim`` with the learner in its role) at one base seed."""
+    """Run and judge ``tested`` (``claim`` with the learner in its role) at one base seed.
+
+    ``control_rows``: the control's rows of another base seed, read instead of running it here.
+    """
     rows = {s.key: sweep_rows(tested, s, out, base_seed=base_seed, **run) for s in tested.sweeps}
     m = tested.analyse(rows)
-    control_rows = None
     mc = None
     ratios: dict[float, float] | None = None
     if claim.control is not None:
         control = claim.with_learner(claim.control.agent, claim.control.params)
-        control_rows = {
-            s.key: sweep_rows(control, s, out, base_seed=base_seed, **run) for s in control.sweeps
-        }
+        if control_rows is None:
+            control_rows = {
+                s.key: sweep_rows(control, s, out, base_seed=base_seed, **run)
+                for s in control.sweeps
+            }
         mc = control.analyse(control_rows)
         ratios = learner_ratios(tested, rows, control_rows)
     bounds = explicit_bounds(tested, quick)
