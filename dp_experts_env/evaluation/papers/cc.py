@@ -39,6 +39,9 @@ def _gap_env(gap: float, t: int = 10_000) -> dict[str, object]:
     return {"family": "one_vs_rest", "gap": float(gap), "horizon": int(t)}
 
 
+#: The claims test the paper's algorithm (its printed step cap eta <= 1/8) whatever the suite's
+#: default of the learner becomes (issue 38 item 4): ``mode="paper"``.
+RPS_PAPER = {"mode": "paper"}
 RPS_T = (1_000, 4_000, 16_000, 64_000)
 RPS_T_QUICK = (1_000, 4_000, 16_000)
 
@@ -62,6 +65,7 @@ rps_horizon_free = Claim(
         points_at(RPS_T, lambda t: _gap_env(0.2, int(t)), 1.0),
         points_at(RPS_T_QUICK, lambda t: _gap_env(0.2, int(t)), 1.0),
         metric="per_round_best_pseudo_regret",
+        agent_params=RPS_PAPER,
         **RPS_SEEDS,
     ),
     x_label="T",
@@ -111,6 +115,7 @@ rps_constant = Claim(
             _constant_points(_CONSTANT_T),
             _constant_points((64_000,)),
             metric="per_round_best_pseudo_regret",
+            agent_params=RPS_PAPER,
             seeds=16,
             quick_seeds=16,
         ),
@@ -141,6 +146,7 @@ rps_eps = Claim(
         "DPExperts-Stochastic-v0",
         eps_points((0.02, 0.04, 0.08, 0.16), _gap_env(0.5)),
         metric="per_round_best_pseudo_regret",
+        agent_params=RPS_PAPER,
         **RPS_SEEDS,
     ),
     x_label="epsilon",
@@ -169,6 +175,7 @@ rps_gap = Claim(
             "DPExperts-Stochastic-v0",
             points_at((0.0125, 0.025, 0.05, 0.1), lambda g: _gap_env(g, 50_000), 1.0),
             metric="per_round_best_pseudo_regret",
+            agent_params=RPS_PAPER,
             **RPS_SEEDS,
         ),
     ),

@@ -36,6 +36,7 @@ def slope_experiment(
     seeds: int = 16,
     quick_seeds: int = 8,
     control: Control = UNIFORM,
+    agent_params: Mapping[str, object] | None = None,
 ) -> dict[str, object]:
     """One learner over a series of points, judged by its log-log slope (``Claim`` keywords)."""
     sweep = Sweep(
@@ -44,6 +45,7 @@ def slope_experiment(
         env_id,
         points,
         quick_points,
+        agent_params=dict(agent_params or {}),
         metric=metric,
         seeds=seeds,
         quick_seeds=quick_seeds,
