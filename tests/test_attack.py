@@ -130,6 +130,46 @@ def test_the_cli_exits_3_on_a_defect_and_writes_the_report(planted, tmp_path, ca
     assert (out / "attack.png").stat().st_size > 0
 
 
+# ---------------------------------------------------------------------------- exact worst case
+class ConstantPolicy:
+    """An adversary that gives expert 0 loss 1 and expert 1 loss 0 every round."""
+
+    def predict(self, obs, deterministic=True):
+        return np.tile([1.0, -1.0], (np.asarray(obs).shape[0], 1)), None
+
+
+@pytest.mark.slow
+def test_the_report_holds_the_exact_worst_case_and_the_learned_share_of_it():
+    """Known answer: uniform play's worst case with {0, 1} losses is T/2 (every round (1, 0));
+    the constant adversary forces it, so learned/exact is 1 within the runs' noise (16 runs of
+    Binomial(50, 1/2) losses: standard error 0.9 on 25, tolerance 0.15 = 4 standard errors)."""
+    report = run_attack(_config(learner="uniform", eval_runs=16), model=ConstantPolicy())
+    assert report["exact_worst_case"] == pytest.approx(25.0, abs=1e-12)
+    assert report["learned_vs_exact"] == pytest.approx(1.0, abs=0.15)
+    assert "{0, 1} losses" in report["exact_note"]
+    # Follow-the-leader: {0, 1} losses force about T/4 (ties every other round); the learned
+    # trap's fractional first loss forces about T/2: a ratio near 2, which the note allows.
+    ftl = run_attack(_config(learner="follow-the-leader", eval_runs=8), model=TrapPolicy(2))
+    assert ftl["exact_worst_case"] == pytest.approx(12.5, abs=0.6)
+    assert 1.8 < ftl["learned_vs_exact"] < 2.1
+
+
+@pytest.mark.parametrize(
+    ("kw", "why"),
+    [
+        ({"learner": "fixed-share"}, "not a function of its cumulative losses"),
+        ({"n_experts": 3}, "two experts"),
+        ({"n_switches": 2, "kind": "shift"}, "static regret only"),
+    ],
+)
+def test_no_exact_worst_case_where_the_program_does_not_apply(kw, why):
+    """A law that depends on the order of the losses, three experts, dynamic regret: none,
+    with the reason (the mutant: a number reported for a learner the program cannot read)."""
+    report = run_attack(_config(eval_runs=4, **kw), model=TrapPolicy(kw.get("n_experts", 2)))
+    assert report["exact_worst_case"] is None and report["learned_vs_exact"] is None
+    assert why in report["exact_note"]
+
+
 # ---------------------------------------------------------------------------- replay
 def test_an_exported_oblivious_sequence_replays_for_this_and_any_other_learner(tmp_path):
     config = _config(learner="follow-the-leader", oblivious=True)

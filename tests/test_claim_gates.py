@@ -214,7 +214,7 @@ def _regret_rows(fn, xs, metric, seeds=8, seed=0):
 
 
 def test_lower_bound_is_specific_only_when_its_noiseless_twin_is_sublinear():
-    from dp_experts_env.evaluation.paper_claims import _lower_bound_specific
+    from dp_experts_env.evaluation.papers.ars import _lower_bound_specific
 
     xs = (500, 1000, 2000, 4000)
     root = _regret_rows(lambda t: 2 * t**0.5, xs, "dynamic_regret")
@@ -225,7 +225,7 @@ def test_lower_bound_is_specific_only_when_its_noiseless_twin_is_sublinear():
 
 
 def test_lazy_lower_bound_is_specific_only_when_sublinear_on_both_oblivious_twins():
-    from dp_experts_env.evaluation.paper_claims import LAZY_TWINS, _lazy_specific
+    from dp_experts_env.evaluation.papers.ars import LAZY_TWINS, _lazy_specific
 
     xs = (1000, 2000, 4000)
     small = _regret_rows(lambda t: 3 * t**0.5, xs, "static_regret")  # <= 0.1 per round
@@ -295,7 +295,7 @@ def test_worst_case_slope_reads_the_worst_sequence_at_every_x():
 
 
 def test_the_worst_case_rates_are_judged_on_every_oblivious_family():
-    from dp_experts_env.evaluation.paper_claims import WORST_FAMILIES
+    from dp_experts_env.evaluation.papers.afkt import WORST_FAMILIES
 
     for name in ("afkt-dartboard-regret-vs-T", "afkt-batched-dartboard-regret-vs-T"):
         (claim,) = get_claims([name])

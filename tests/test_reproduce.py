@@ -132,10 +132,47 @@ def test_mean_with_ci_brackets_the_mean():
 
 
 # ----------------------------------------------------------------------------- registry
+def test_a_new_paper_module_is_found_without_a_list(tmp_path, monkeypatch):
+    """Claims by paper (issue 41 item 4): a module dropped into the papers package registers its
+    claims in its report place, with no list edited."""
+    import sys
+    import textwrap
+
+    from dp_experts_env.evaluation import papers
+
+    (tmp_path / "zz_new_paper.py").write_text(
+        textwrap.dedent(
+            """
+            from dataclasses import replace
+
+            from dp_experts_env.evaluation.papers.ars import svt_vs_t
+
+            PAPER = "A new paper"
+            REPORT_ORDER = 99
+
+
+            def claims(quick=False):
+                return [replace(svt_vs_t, name="new-paper-claim", paper=PAPER)]
+            """
+        )
+    )
+    monkeypatch.setattr(papers, "__path__", [*papers.__path__, str(tmp_path)])
+    try:
+        names = [c.name for c in get_claims()]
+    finally:
+        sys.modules.pop("dp_experts_env.evaluation.papers.zz_new_paper", None)
+    assert names[-1] == "new-paper-claim" and names[:-1] == claim_names()
+
+
 def test_registry_covers_every_paper_with_distinct_runnable_claims():
     assert len(CLAIMS) >= 12
     assert len(set(claim_names())) == len(CLAIMS)
-    assert len({c.paper for c in CLAIMS}) == 5  # all five papers
+    from dp_experts_env.evaluation.paper_claims import paper_modules
+
+    # Every paper's module has claims (the count is the package's, not a number written here).
+    modules = paper_modules()
+    assert modules and {c.paper for c in CLAIMS} == {m.PAPER for m in modules}
+    assert [m.REPORT_ORDER for m in modules] == sorted({m.REPORT_ORDER for m in modules})
     import gymnasium as gym
 
     import dp_experts_env  # noqa: F401
@@ -261,7 +298,7 @@ def test_collapse_figure_draws_the_normalised_gain_per_horizon():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dp_experts_env.evaluation.paper_claims import _collapse_figure
+    from dp_experts_env.evaluation.papers.ars import _collapse_figure
 
     def frame(values):  # {x: regret}, three identical seeds per x
         return pd.DataFrame(
@@ -298,7 +335,7 @@ def test_pipeline_uses_a_claims_own_figure(tmp_path):
 
 
 def test_lower_bound_claim_measures_the_construction_against_a_stationary_env():
-    from dp_experts_env.evaluation.paper_claims import _lower_bound_slopes, lower_bound
+    from dp_experts_env.evaluation.papers.ars import _lower_bound_slopes, lower_bound
 
     def regret(fn, seed):
         return _rows([500, 1000, 2000], fn, seed=seed).rename(columns={"r": "dynamic_regret"})
@@ -382,7 +419,7 @@ def test_collapse_exponent_refuses_flat_curves_and_curves_that_never_collapse():
 
 
 def test_batched_dartboard_points_lie_in_corollary_6s_range_below_the_trivial_bound():
-    from dp_experts_env.evaluation.paper_claims import (
+    from dp_experts_env.evaluation.papers.afkt import (
         _cor6_range,
         _thm5_bound,
         batched_dartboard_t,

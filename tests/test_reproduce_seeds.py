@@ -73,6 +73,11 @@ def test_each_base_seed_is_its_own_experiment_and_the_csv_says_which(tmp_path):
     assert [p.split(":")[0] for p in per_seed] == ["0", "1"]
     assert per_seed[0].split()[2] != per_seed[1].split()[2]  # other streams, other values
     assert (tmp_path / "runs" / "tiny-seeds" / "hedge@s1").is_dir()
+    # The control runs at the first base seed only and is read at the others (its level does
+    # not depend on the base seed): no control folder of base seed 1.
+    folders = sorted(p.name for p in (tmp_path / "runs" / "tiny-seeds").iterdir())
+    assert [f for f in folders if f.endswith("@s1")] == ["hedge@s1"], folders
+    assert len(folders) == 3, folders  # hedge, hedge@s1 and the control's one folder
     (row,) = _table(tmp_path / "claims.csv")
     assert row["mode"] == "quick" and row["seeds"] == "0 1"
     report = (tmp_path / "report.md").read_text()

@@ -53,6 +53,7 @@ __all__ = [
     "replay_curves",
     "export_sequence",
     "find_defects",
+    "exact_comparison",
     "run_attack",
 ]
 
@@ -447,6 +448,46 @@ def _summary(curves: np.ndarray, seed: int = 0) -> dict[str, float]:
     return {"mean": float(mean), "ci_low": float(low), "ci_high": float(high), "runs": final.size}
 
 
+def exact_comparison(config: AttackConfig, learned_regret: float) -> dict[str, Any]:
+    """The learner's exact worst case and the learned adversary's share of it, where it applies.
+
+    It applies to N = 2, full information, static regret (no switches), T <= 256 and a learner
+    whose law is a function of its cumulative losses
+    (:func:`~dp_experts_env.evaluation.exact_worst_case.exact_worst_case`: the largest expected
+    regret any adversary with {0, 1} losses can force). Returns ``exact_worst_case`` (None where
+    it does not apply), ``learned_vs_exact`` (the learned adversary's mean regret over it) and
+    ``exact_note`` (what the number is, or why there is none).
+    """
+    from dp_experts_env.evaluation.exact_worst_case import MAX_HORIZON, exact_worst_case
+
+    why = ""
+    if config.n_experts != 2 or config.feedback != "full":
+        why = "the exact program covers two experts with full information only"
+    elif config.n_switches:
+        why = "the exact program covers static regret only (no switches)"
+    elif config.horizon > MAX_HORIZON:
+        why = f"the exact program runs up to T = {MAX_HORIZON}"
+    if not why:
+        import agents  # lazy, as build_learner: the env registry must not import the learners
+
+        params = dict(config.learner_params)
+        if config.epsilon is not None and agents.spec(config.learner).private:
+            params["epsilon"] = float(config.epsilon)  # as build_learner passes it
+        try:
+            worst = exact_worst_case(config.learner, config.horizon, params)
+        except (ValueError, TypeError) as err:
+            why = str(err)
+    if why:
+        return {"exact_worst_case": None, "learned_vs_exact": None, "exact_note": why}
+    return {
+        "exact_worst_case": worst.regret,
+        "learned_vs_exact": learned_regret / worst.regret if worst.regret > 0 else None,
+        "exact_note": "the largest expected static regret any adversary with {0, 1} losses "
+        "forces (a dynamic program over (t, L0, L1)); losses in [0, 1] can force more, so a "
+        "ratio above 1 is possible",
+    }
+
+
 def find_defects(results: Mapping[str, Mapping[str, float]], bound: float | None) -> list[str]:
     """Every adversary whose regret's whole 95% interval lies above the declared bound.
 
@@ -557,6 +598,7 @@ def run_attack(
         replayed = _summary(replay_curves(sequence, config, seeds))
         report["replay_regret"] = replayed["mean"]
         report["replay_ci"] = [replayed["ci_low"], replayed["ci_high"]]
+    report.update(exact_comparison(config, report["learned_regret"]))
     report["defects"] = find_defects({"learned": summaries["learned"], **built}, bound)
     for defect in report["defects"]:
         print(f"DEFECT in learner {config.learner!r} or its bound: {defect}", file=sys.stderr)

@@ -13,14 +13,14 @@ whose value ``V_0(0, 0)`` is the largest expected static regret any (oblivious o
 adversary with {0, 1}-valued losses can force (fractional losses can force more: follow-the-
 leader's trap opens with (1/2, 0) to avoid ties): the learner's law reacts to the losses only,
 so an adaptive adversary gains nothing over the best fixed sequence, which the argmax path is.
-It is the yardstick of a learned adversary's regret (issue 36 item 8: the learned/exact ratio;
-the attack command does not report it yet).
+It is the yardstick of a learned adversary's regret: ``dp-experts attack`` reports it and the
+learned/exact ratio in attack.json where it applies (docs/attack.md).
 
 The law is read from the learner (``action_distribution()`` after the rounds' observations) on a
-canonical sequence reaching each (a, b) at each t; :func:`exact_worst_case` first checks that the
-law depends on the cumulative losses alone (the same under another order of the same losses and
-another seed) and refuses a learner whose law does not (Fixed-Share, a lazy sampler's conditional
-law).
+canonical sequence reaching each (a, b) at each t (one batched pass, :func:`loss_law`);
+:func:`exact_worst_case` first checks that the law depends on the cumulative losses alone (the
+same with the non-zero rounds in the other order and under another seed) and refuses a learner
+whose law does not (Fixed-Share, a lazy sampler's conditional law).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import numpy as np
 
 __all__ = ["WorstCase", "exact_worst_case", "loss_law"]
 
-#: Largest horizon the program accepts (the law is read at O(T^3) states).
+#: Largest horizon the program accepts (T^2 runs of T rounds read the law; T^3 floats held).
 MAX_HORIZON = 256
 _TOL = 1e-9
 
@@ -46,12 +46,21 @@ class WorstCase:
     losses: np.ndarray  # (T, 2) in {0, 1}
 
 
-def _canonical(t: int, a: int, b: int, reverse: bool = False) -> list[tuple[int, int]]:
-    """T loss vectors whose cumulative losses are (a, b): (1,1) rounds, (1,0), (0,1), (0,0)."""
-    both = min(a, b)
-    rows = [(1, 1)] * both + [(1, 0)] * (a - both) + [(0, 1)] * (b - both)
-    rows += [(0, 0)] * (t - len(rows))
-    return rows[::-1] if reverse else rows
+def _round_losses(r: int, a: np.ndarray, b: np.ndarray, reverse: bool) -> np.ndarray:
+    """Round r's loss vectors of the runs reaching (a, b).
+
+    min(a, b) rounds (1, 1) and |a - b| rounds (1, 0) or (0, 1), in that order (``reverse``: the
+    other order), then (0, 0).
+    """
+    both, lead = np.minimum(a, b), np.abs(a - b)
+    first, second = (lead, both) if reverse else (both, lead)
+    in_both = (r >= first) & (r < first + second) if reverse else r < first
+    in_lead = r < first if reverse else (r >= first) & (r < first + second)
+    out = np.zeros((a.size, 2))
+    out[in_both] = 1.0
+    out[in_lead, 0] = a[in_lead] > b[in_lead]
+    out[in_lead, 1] = b[in_lead] > a[in_lead]
+    return out
 
 
 def loss_law(
@@ -64,26 +73,26 @@ def loss_law(
 ) -> list[np.ndarray]:
     """``laws[t][a, b]``: the learner's probability of expert 0 at round t after losses (a, b).
 
-    Read on the canonical sequence of each (a, b) (``reverse``: the same losses in the other
-    order); entries with a or b above t are NaN.
+    One batch of T^2 runs, one per (a, b) with a, b < T, each playing its non-zero rounds first
+    (``reverse``: in the other order) and (0, 0) after, so run (a, b) is at (a, b) from round
+    max(a, b) on: T rounds read every state (O(T^3) work). Entries with a or b above t are NaN.
     """
     import agents
 
+    a, b = (g.ravel() for g in np.meshgrid(np.arange(horizon), np.arange(horizon), indexing="ij"))
+    built = agents.make(
+        agent, n_experts=2, horizon=horizon, num_envs=a.size, seed=seed, **dict(params or {})
+    )
+    built.act(np.zeros((a.size, 2)))
+    reached = np.maximum(a, b)
     laws = []
     for t in range(horizon):
-        states = [(a, b) for a in range(t + 1) for b in range(t + 1)]
-        built = agents.make(
-            agent, n_experts=2, horizon=horizon, num_envs=len(states), seed=seed,
-            **dict(params or {}),
-        )  # fmt: skip
-        seqs = np.array([_canonical(t, a, b, reverse) for a, b in states], dtype=np.float64)
-        built.act(np.zeros((len(states), 2)))
-        for r in range(t):
-            built.act(seqs[:, r, :])
+        if t:
+            built.act(_round_losses(t - 1, a, b, reverse))
         p = np.asarray(built.action_distribution(), dtype=np.float64)[:, 0]
         law = np.full((horizon + 1, horizon + 1), np.nan)
-        for (a, b), value in zip(states, p, strict=True):
-            law[a, b] = value
+        here = reached <= t
+        law[a[here], b[here]] = p[here]
         laws.append(law)
     return laws
 
