@@ -134,7 +134,7 @@ def path(request, monkeypatch):
         if not _jit.jit_enabled():
             pytest.skip("numba is not installed")
     else:
-        monkeypatch.setattr(_jit, "jit_enabled", lambda: True)
+        monkeypatch.setattr(kernels, "jit_enabled", lambda: True)  # kernel_ready without numba
         monkeypatch.setattr(
             kernels, "run_exp4_block", functools.partial(kernels.run_exp4_block, compiled=False)
         )
