@@ -20,12 +20,10 @@ Exactness (the learner lock and ``tests/test_ldp_exp4_block.py`` hold the kernel
   experts (measured: ``einsum("bn,bnk->bk")`` accumulates the experts in order, no FMA).
 * The softmax's ``exp`` depends on the previous round's action, so it cannot be evaluated by
   numpy before the kernel starts, and numba's ``exp`` differs from numpy's in the last bit
-  (:mod:`dp_experts_env._jit`). The kernel calls numpy's own ``exp`` loop instead: the strided
-  loop numpy's ufunc machinery hands out for float64 (``ufunc._get_strided_loop``, the entry
-  point numpy keeps for compiled callers), called through its function pointer on the round's
-  (B, N) exponents -- the very loop ``np.exp`` runs on a contiguous float64 array. Where that
-  entry point is missing (another numpy) :func:`numpy_loop` returns None and the learners play
-  round by round.
+  (:mod:`dp_experts_env._jit`). The kernel calls numpy's own ``exp`` loop instead, through its
+  function pointer on the round's (B, N) exponents (:mod:`agents._numpy_loops`): the very loop
+  ``np.exp`` runs on a contiguous float64 array. Where numpy does not hand that loop out,
+  :func:`kernel_ready` is False and the learners play round by round.
 
 Under ``DP_EXPERTS_NO_JIT`` (or without numba) the learners play their K rounds through ``act``
 (:func:`act_loop`): that is the reference the compiled kernel must equal. The kernel's Python
@@ -34,7 +32,6 @@ form (``exp4_rounds.py_func``, calling ``np.exp``) is tested against it as well.
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,8 +39,9 @@ from typing import Any
 import numpy as np
 
 from agents._kernels import PLAY_UNIFORMS, block_uniforms, numpy_sum
-from dp_experts_env import _jit, samplers
-from dp_experts_env._jit import _compile_helpers, helper, kernel
+from agents._numpy_loops import exp_into, register, ufunc_loop
+from dp_experts_env import samplers
+from dp_experts_env._jit import helper, jit_enabled, kernel
 
 __all__ = [
     "BlockState",
@@ -52,105 +50,14 @@ __all__ = [
     "block_rates",
     "exp4_rounds",
     "kernel_ready",
-    "numpy_loop",
     "play_exp3_core",
     "play_exp4_core",
-    "register_overloads",
     "run_exp4_block",
 ]
 
-_CALL_INFO = b"numpy_1.24_ufunc_call_info"  # the capsule name numpy gives its call-info struct
-_LOOPS: dict[str, tuple[Any, np.ndarray] | None] = {}  # ufunc name -> (capsule, [fn, ctx, aux])
-_OVERLOADS: list[bool] = []
-
-
-def numpy_loop(ufunc: np.ufunc) -> np.ndarray | None:
-    """``[function, context, auxdata]`` addresses of numpy's float64 strided loop of ``ufunc``.
-
-    The loop is the one numpy runs for ``ufunc`` on contiguous float64 arrays (unary,
-    ``float64 -> float64``); its context lives in a capsule kept alive here for the process.
-    None when this numpy does not hand the loop out (its private entry point is missing or
-    renamed) or the loop needs the interpreter: callers then keep their per-round path.
-    """
-    name = ufunc.__name__
-    if name in _LOOPS:
-        found = _LOOPS[name]
-        return None if found is None else found[1]
-    result: tuple[Any, np.ndarray] | None = None
-    try:
-        float64 = np.dtype(np.float64)
-        _, info = ufunc._resolve_dtypes_and_context((float64, None))  # type: ignore[attr-defined]
-        ufunc._get_strided_loop(info, fixed_strides=(8, 8))  # type: ignore[attr-defined]
-        get = ctypes.pythonapi.PyCapsule_GetPointer
-        get.restype = ctypes.c_void_p
-        get.argtypes = [ctypes.py_object, ctypes.c_char_p]
-        address = get(info, _CALL_INFO)
-        # struct {loop *strided_loop; context *context; NpyAuxData *auxdata; npy_bool
-        # requires_pyapi; npy_bool no_floatingpoint_errors;}
-        pointers = (ctypes.c_void_p * 3).from_address(address)
-        requires_pyapi = ctypes.c_ubyte.from_address(address + 3 * ctypes.sizeof(ctypes.c_void_p))
-        if pointers[0] and pointers[1] and not requires_pyapi.value:
-            loop = np.array([pointers[0], pointers[1], pointers[2] or 0], dtype=np.int64)
-            result = (info, loop)
-    except (AttributeError, TypeError, ValueError, OSError):
-        result = None
-    _LOOPS[name] = result
-    return None if result is None else result[1]
-
-
 def kernel_ready() -> bool:
     """True when the compiled block kernel runs (JIT on, numpy's exp loop available)."""
-    return _jit.jit_enabled() and numpy_loop(np.exp) is not None
-
-
-def _exp_into(z: np.ndarray, out: np.ndarray, loop: np.ndarray) -> None:
-    """``out[:] = exp(z)`` for C-contiguous float64 arrays: numpy's exp (compiled: its loop)."""
-    np.exp(z, out=out)
-
-
-def _register_overloads() -> None:
-    """Give :func:`_exp_into` its compiled form: a call of numpy's loop through its pointer."""
-    if _OVERLOADS:
-        return
-    from llvmlite import ir
-    from numba import types
-    from numba.extending import intrinsic, overload
-
-    @intrinsic
-    def call_loop(typingctx, fn, ctx, data, dims, strides, aux):  # noqa: ANN001, ANN202, ARG001
-        # int loop(PyArrayMethod_Context *, char *const *data, const npy_intp *dimensions,
-        #          const npy_intp *strides, NpyAuxData *)
-        sig = types.int32(types.int64, types.int64, types.int64, types.int64, types.int64,
-                          types.int64)
-
-        def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202, ARG001
-            pointer = ir.IntType(8).as_pointer()
-            function = ir.FunctionType(ir.IntType(32), [pointer] * 5)
-            target = builder.inttoptr(args[0], function.as_pointer())
-            return builder.call(target, [builder.inttoptr(a, pointer) for a in args[1:]])
-
-        return sig, codegen
-
-    @overload(_exp_into)
-    def exp_into_impl(z, out, loop):  # noqa: ANN001, ANN202, ARG001
-        def impl(z, out, loop):  # noqa: ANN001, ANN202
-            data = np.empty(2, dtype=np.int64)
-            sizes = np.empty(3, dtype=np.int64)  # the count, then the two strides
-            data[0] = z.ctypes.data
-            data[1] = out.ctypes.data
-            sizes[0] = z.size
-            sizes[1] = 8
-            sizes[2] = 8
-            call_loop(loop[0], loop[1], data.ctypes.data, sizes.ctypes.data,
-                      sizes.ctypes.data + 8, loop[2])
-
-        return impl
-
-    # numpy_sum lives in agents._kernels: compile its own helpers there first.
-    from agents import _kernels
-
-    _compile_helpers(_kernels.clip_peel.py_func)
-    _OVERLOADS.append(True)
+    return jit_enabled() and ufunc_loop(np.exp, (8, 8)) is not None
 
 
 @helper(inline=False)
@@ -196,7 +103,7 @@ def exp4_rounds(  # noqa: ANN201, PLR0913
         last_q: (B, A) the last round's law (written).
         z: (B, N) scratch (the exponents).
         e: (B, N) scratch (their exp).
-        loop: numpy's exp loop (:func:`numpy_loop`).
+        loop: numpy's exp loop (:func:`agents._numpy_loops.ufunc_loop`).
 
     Returns:
         (K, B) actions.
@@ -234,7 +141,7 @@ def exp4_rounds(  # noqa: ANN201, PLR0913
                     top = value
             for j in range(n):
                 z[b, j] = z[b, j] - top
-        _exp_into(z, e, loop)
+        exp_into(z, e, z.size, loop)
         for b in range(runs):
             total = _row_sum(e[b], n)
             for j in range(n):
@@ -451,9 +358,9 @@ def run_exp4_block(
     z = np.empty_like(state.cum)
     e = np.empty_like(state.cum)
     run = exp4_rounds if compiled else exp4_rounds.py_func  # type: ignore[attr-defined]
-    loop = numpy_loop(np.exp) if compiled else np.zeros(3, dtype=np.int64)
+    loop = ufunc_loop(np.exp, (8, 8)) if compiled else np.zeros(3, dtype=np.int64)
     if compiled:
-        _register_overloads()
+        register()
     actions = run(
         state.cum, np.ascontiguousarray(-np.asarray(rates, dtype=np.float64)), first_advice,
         block_advice, identity, normalise, np.ascontiguousarray(losses, dtype=np.float64),
@@ -566,11 +473,3 @@ def play_exp3_core(
     agent.core_choices = actions[-1].copy()
     return actions
 
-
-def register_overloads() -> None:
-    """Compile the shared pieces other kernel modules of ``agents`` call (public seam).
-
-    Gives :func:`_exp_into` its compiled form and compiles :func:`agents._kernels.numpy_sum`'s
-    helpers, once per process.
-    """
-    _register_overloads()

@@ -175,9 +175,6 @@ def run_klucb_block(
         loops = np.zeros((3, 3), dtype=np.int64)
     if compiled and not _REGISTERED:
         register()
-        from agents._bandit_kernels import register_overloads
-
-        register_overloads()  # shared helpers compiled once
         _REGISTERED.append(True)
     run = klucb_rounds if compiled else klucb_rounds.py_func  # type: ignore[attr-defined]
     return run(

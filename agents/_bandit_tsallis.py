@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 
-from agents._bandit_kernels import register_overloads
 from agents._kernels import numpy_sum
 from agents._numpy_loops import power_scalar_into, register, ufunc_loop
 from dp_experts_env import samplers
@@ -54,10 +53,9 @@ def tsallis_ready() -> bool:
 
 
 def _register() -> None:
-    """Compile the loop calls and numpy_sum's helpers (once per process)."""
+    """Compile the loop calls (once per process; numpy_sum's helpers compile with the kernel)."""
     if not _OVERLOADS:
         register()
-        register_overloads()  # numpy_sum's helpers in agents._kernels
         _OVERLOADS.append(True)
 
 

@@ -14,7 +14,7 @@ Exactness: every float is the one ``act`` computes.
   normalising sum (:func:`agents._kernels.numpy_sum`), sequential for its ``cumsum``.
 * The stay factors of a decision (one per run, as ``act``'s (B,) ``np.exp``) and a moving run's
   (N,) weights are numpy's own ``exp``: the compiled kernel calls numpy's float64 loop
-  (:func:`agents._bandit_kernels.numpy_loop`), its Python form calls ``np.exp``. numba's ``exp``
+  (:func:`agents._numpy_loops.exp_into`), its Python form calls ``np.exp``. numba's ``exp``
   differs from numpy's in the last bit (:mod:`dp_experts_env._jit`).
 * Products keep ``act``'s operand order: ``(-c) * held`` and ``(-T) * L`` with
   ``T = (2c / batch) / (2 (1 / batch))``, the exponential mechanism's temperature.
@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents._bandit_kernels import _exp_into
 from agents._kernels import numpy_sum
+from agents._numpy_loops import exp_into
 from dp_experts_env._jit import helper, kernel
 
 __all__ = ["lazy_rounds"]
@@ -65,7 +65,7 @@ def lazy_rounds(  # noqa: ANN201, PLR0913
         max_resamples: (B,) per-run resample budget.
         u: (B, D, 3) each run's uniforms of the block's D decisions (the learner's
             ``DECISION_UNIFORMS``), in order: forced coin, stay coin, draw.
-        loop: numpy's exp loop (:func:`agents._bandit_kernels.numpy_loop`; unused in Python).
+        loop: numpy's exp loop (:func:`agents._numpy_loops.ufunc_loop`; unused in Python).
 
     Returns:
         (K, B) actions.
@@ -102,7 +102,7 @@ def lazy_rounds(  # noqa: ANN201, PLR0913
             # _choose: the stay factors of every run (numpy's exp of a (B,) array, as act's).
             for b in range(runs):
                 z[b] = neg_c[b] * held_loss[b]
-            _exp_into(z, stay, loop)
+            exp_into(z, stay, runs, loop)
             for b in range(runs):
                 attempt = (u[b, d, 0] < p[b]) or (u[b, d, 1] >= stay[b])
                 if attempt and resamples[b] < max_resamples[b]:
@@ -116,7 +116,7 @@ def lazy_rounds(  # noqa: ANN201, PLR0913
                             top = value
                     for j in range(n):
                         logits[j] = logits[j] - top
-                    _exp_into(logits, w, loop)
+                    exp_into(logits, w, n, loop)
                     total = _row_total(w, n)
                     running = 0.0
                     for j in range(n):

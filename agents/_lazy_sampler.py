@@ -178,16 +178,16 @@ class LazySampler(PrivateAgent):
         exponential mechanism would refuse, or a numpy that does not hand out its ``exp`` loop
         to compiled code play round by round through ``act``'s hooks.
         """
-        from agents._bandit_kernels import _register_overloads, numpy_loop
         from agents._kernels import check_block, finish_block, hook_loop
         from agents._lazy_kernel import lazy_rounds
+        from agents._numpy_loops import register, ufunc_loop
         from dp_experts_env._jit import jit_enabled
 
         b, n, batch, t0 = self.num_envs, self.n_experts, int(self.batch), int(self.t)
         rate = np.broadcast_to(np.asarray(self._rate(), dtype=np.float64), (b,))
         temperature = self._temperature(rate)
         compiled = jit_enabled()
-        loop = numpy_loop(np.exp) if compiled else np.zeros(3, dtype=np.int64)
+        loop = ufunc_loop(np.exp, (8, 8)) if compiled else np.zeros(3, dtype=np.int64)
         finite = np.isfinite(temperature).all() and (rate > 0.0).all()
         if loop is None or not finite:  # act's refusals and infinite-rate branches, as act runs
             return hook_loop(self, obs)
@@ -208,7 +208,7 @@ class LazySampler(PrivateAgent):
         expert = np.array(self._expert, dtype=np.int64)
         held = np.array(self._held_loss, dtype=np.float64)
         if compiled:
-            _register_overloads()
+            register()
         run = lazy_rounds if compiled else lazy_rounds.py_func  # type: ignore[attr-defined]
         actions = run(
             np.ascontiguousarray(clip_unit(losses)), t0, batch, self._block_sum, self.cum_loss,

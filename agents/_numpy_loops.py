@@ -11,7 +11,8 @@ Python forms call the ufunc itself). An elementwise loop gives every element the
 in any other array (tested for each loop used: ``tests/test_klucb_block.py``,
 ``tests/test_tsallis_block.py``).
 Where numpy does not hand a loop out, :func:`ufunc_loop` returns None and the learners keep
-their per-round path. :mod:`agents._bandit_kernels` holds the older ``exp``-only form.
+their per-round path. This module is the one way kernels reach numpy's loops: the bandit
+(:mod:`agents._bandit_kernels`), lazy-sampler, KL-UCB and Tsallis-INF kernels all call it.
 """
 
 from __future__ import annotations
@@ -73,8 +74,12 @@ def ufunc_loop(ufunc: np.ufunc, strides: tuple[int, ...]) -> np.ndarray | None:
 
 
 def exp_into(x: np.ndarray, out: np.ndarray, n: int, loop: np.ndarray) -> None:
-    """``out[:n] = np.exp(x[:n])`` (compiled: ``loop``, numpy's exp loop, strides 8, 8)."""
-    np.exp(x[:n], out=out[:n])
+    """``out[:n] = np.exp(x[:n])`` (compiled: ``loop``, numpy's exp loop, strides 8, 8).
+
+    ``x`` and ``out`` may have any number of dimensions when C-contiguous: their first ``n``
+    elements in memory order (``n = x.size``: the whole array, as ``np.exp`` of it gives).
+    """
+    np.exp(x.reshape(-1)[:n], out=out.reshape(-1)[:n])
 
 
 def log_into(x: np.ndarray, out: np.ndarray, n: int, loop: np.ndarray) -> None:

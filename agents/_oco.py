@@ -57,6 +57,7 @@ __all__ = [
     "box_log_normaliser",
     "box_sample",
     "diameter",
+    "log1mexp",
     "log_ncx2_cdf",
     "log_normaliser",
     "project",
@@ -84,7 +85,7 @@ def project(x: np.ndarray, body: str, radius: float) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- box
-def _log1mexp(x: np.ndarray) -> np.ndarray:
+def log1mexp(x: np.ndarray) -> np.ndarray:
     """``log(1 - e^x)`` for ``x <= 0``, accurate at both ends."""
     x = np.asarray(x, dtype=np.float64)
     with np.errstate(divide="ignore"):
@@ -98,7 +99,7 @@ def log_ndtr_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     lo = np.where(flip, -b, a)
     hi = np.where(flip, -a, b)
     top, bottom = special.log_ndtr(hi), special.log_ndtr(lo)
-    return top + _log1mexp(bottom - top)
+    return top + log1mexp(bottom - top)
 
 
 def box_log_normaliser(cum: np.ndarray, beta: float, lam: float, radius: float) -> np.ndarray:

@@ -18,10 +18,10 @@ import numpy as np
 from agents._kernels import accumulate, own_hooks, round_uniforms
 from agents._oco import (
     OCOAgent,
-    _log1mexp,
     ball_sample,
     box_sample,
     claim,
+    log1mexp,
     log_normaliser,
     project,
 )
@@ -572,7 +572,7 @@ class PCOMW(OCOAgent):
             with np.errstate(divide="ignore"):
                 stay = np.where(left, log_stay, 0.0)
                 move = np.where(
-                    left, _log1mexp(log_stay) + log_density(t + 1, x[:, t + 1]), -np.inf
+                    left, log1mexp(log_stay) + log_density(t + 1, x[:, t + 1]), -np.inf
                 )
             total = total + np.where(moved, move, stay)
             used = used + moved

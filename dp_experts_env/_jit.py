@@ -29,6 +29,11 @@ Environment:
   location is writable, kernels are compiled in memory instead.
 * :func:`consultations` counts the calls of :func:`jit_enabled` in this process: the test suite
   uses it to tell which tests depend on the path (tests/README.md, "Two paths, one run").
+
+The module stays private (``_jit``) although the kernels of ``agents`` import it: it is the
+project's own compiled-path machinery, not an interface for users of the learners or envs, so it
+is left out of the API reference. Its seam is ``__all__``: another package imports those names
+only (tests/test_seams.py), never an underscore name.
 """
 
 from __future__ import annotations
@@ -290,14 +295,23 @@ def helper(func: F | None = None, *, inline: bool = True) -> Any:
     return mark if func is None else mark(func)
 
 
-def _compile_helpers(func: Callable[..., Any]) -> None:
-    """Replace the module globals of ``func`` marked by :func:`helper` by numba functions."""
+def _compile_helpers(func: Callable[..., Any], done: set[int] | None = None) -> None:
+    """Replace the module globals of ``func`` marked by :func:`helper` by numba functions.
+
+    A helper imported from another module (``agents._kernels.numpy_sum`` in a bandit kernel's
+    module) calls the helpers of its own module: those are compiled first, so a kernel needs no
+    call that prepares another module's helpers.
+    """
     import numba
 
     names = func.__globals__
+    done = set() if done is None else done
+    done.add(id(names))
     for name, value in list(names.items()):
         how = getattr(value, "_dp_helper", None)
         if how is not None and not isinstance(value, numba.core.registry.CPUDispatcher):
+            if id(value.__globals__) not in done:
+                _compile_helpers(value, done)
             names[name] = _njit(value, inline=how)
 
 

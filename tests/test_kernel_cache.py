@@ -65,7 +65,12 @@ def test_the_project_kernels_reach_their_cross_module_helpers():
     svt = [Path(f).name for f in _jit.reached_files(_svt_kernels.svt_rounds)[0]]
     assert svt == sorted(["_svt_kernels.py", HELPER_FILE.name])
     lazy = {Path(f).name for f in _jit.reached_files(_lazy_kernel.lazy_rounds)[0]}
-    assert {"_lazy_kernel.py", "_kernels.py", "_bandit_kernels.py"} <= lazy
+    assert {"_lazy_kernel.py", "_kernels.py", "_numpy_loops.py"} <= lazy
+    # The bandit kernel reaches numpy's loops (exp_into) and numpy_sum in other files.
+    from agents import _bandit_kernels
+
+    bandit = {Path(f).name for f in _jit.reached_files(_bandit_kernels.exp4_rounds)[0]}
+    assert {"_bandit_kernels.py", "_kernels.py", "_numpy_loops.py"} <= bandit
     # The OCO learners' kernels: their own file (and the tree kernel theirs), so an edit of
     # agents/_oco_kernels.py compiles afresh.
     from agents import _kernels, _oco_kernels
@@ -73,6 +78,30 @@ def test_the_project_kernels_reach_their_cross_module_helpers():
     for oco_kernel in (_oco_kernels.ogd_box_rounds, _oco_kernels.pcomw_rounds):
         assert [Path(f).name for f in _jit.reached_files(oco_kernel)[0]] == ["_oco_kernels.py"]
     assert [Path(f).name for f in _jit.reached_files(_kernels.tree_block)[0]] == ["_kernels.py"]
+
+
+def test_a_helper_from_another_module_brings_its_own_helpers(tmp_path, monkeypatch):
+    """A kernel calls another module's helper, which calls a helper of its own module: it
+    compiles with no call preparing that module (the bandit kernels' ``numpy_sum`` needed one).
+    The mutant, compiling only the kernel's own module's helpers, fails to type ``inner``."""
+    numba = pytest.importorskip("numba")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("DP_EXPERTS_NO_JIT", "0")
+    monkeypatch.delenv("DP_EXPERTS_NUMBA", raising=False)
+    pkg = tmp_path / "kchelp"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "inner.py").write_text(
+        "from dp_experts_env._jit import helper\n\n\n@helper\ndef inner(x):\n    return x + 1.0\n"
+        "\n\n@helper(inline=False)\ndef outer(x):\n    return inner(x) * 2.0\n"
+    )
+    (pkg / "kern.py").write_text(
+        "from dp_experts_env._jit import kernel\nfrom kchelp.inner import outer\n\n\n"
+        "@kernel\ndef k(x):\n    return outer(x)\n"
+    )
+    module = importlib.import_module("kchelp.kern")
+    assert module.k(1.5) == 5.0
+    assert isinstance(module.k.resolve(), numba.core.registry.CPUDispatcher)
 
 
 PLAY = """

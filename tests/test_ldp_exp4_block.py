@@ -18,6 +18,7 @@ import pytest
 
 import agents
 from agents import _bandit_kernels as kernels
+from agents import _numpy_loops as numpy_loops
 from dp_experts_env import _jit
 
 HORIZON = 60
@@ -133,7 +134,7 @@ def path(request, monkeypatch):
         if not _jit.jit_enabled():
             pytest.skip("numba is not installed")
     else:
-        monkeypatch.setattr(_jit, "jit_enabled", lambda: True)
+        monkeypatch.setattr(kernels, "jit_enabled", lambda: True)  # kernel_ready without numba
         monkeypatch.setattr(
             kernels, "run_exp4_block", functools.partial(kernels.run_exp4_block, compiled=False)
         )
@@ -288,19 +289,22 @@ def test_first_observation_is_checked_like_act(path):
 
 
 def test_numpy_exp_loop_is_numpys_exp():
-    loop = kernels.numpy_loop(np.exp)
+    """The kernel's call on a (B, N) array: every element, compiled and in Python."""
+    loop = numpy_loops.ufunc_loop(np.exp, (8, 8))
     if loop is None:
         pytest.skip("this numpy does not hand out its strided loops")
     pytest.importorskip("numba")
-    kernels._register_overloads()
+    numpy_loops.register()
     import numba
 
-    call = numba.njit(lambda z, out, loop: kernels._exp_into(z, out, loop))
+    call = numba.njit(lambda z, out, loop: numpy_loops.exp_into(z, out, z.size, loop))
     z = -np.random.default_rng(0).random((300, 7)) * 40.0
     z[0, :3] = (0.0, -0.0, -745.5)  # exp(0) = 1, and an underflow to a subnormal
-    out = np.empty_like(z)
-    call(z, out, loop)
-    assert _same(out, np.exp(z))
+    python = lambda z, out, loop: numpy_loops.exp_into(z, out, z.size, loop)  # noqa: E731
+    for run in (call, python):
+        out = np.full_like(z, np.nan)
+        run(z, out, loop)
+        assert _same(out, np.exp(z))
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,10 @@ count for the names, not for the circles, since they never run):
   ``m._x`` on an imported module are refused across modules, with one exception: a module whose
   name starts with "_" inside a package (``agents._kernels``) may be imported by that package's
   own modules (any depth), as the package's private helper.
+* **A package's private module seen from another package** (``dp_experts_env._jit``, the
+  compiled-path switch the kernels of ``agents`` use; ``dp_experts_env._validation``): only the
+  names in its ``__all__`` are imported (the module stays private: it is the project's own
+  machinery, left out of the API reference, and ``__all__`` is the seam it keeps).
 * **Circles**: no strongly connected component of more than one module in the graph of the
   imports that run (module level and lazy).
 
@@ -18,6 +22,7 @@ that no longer occurs, so the lists only shrink and are never stale.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -27,21 +32,14 @@ from _import_graph import (
     ROOT,
     circles,
     graph,
+    parse,
     private_attribute_reads,
     project_imports,
     project_modules,
 )
 
 # (importing file, "module:name") -> the file that must change (make a seam public or move code).
-PRIVATE_ALLOWED = {
-    ("agents/_bandit_kernels.py", "dp_experts_env:_jit"): "dp_experts_env/_jit.py",
-    ("agents/_bandit_kernels.py", "dp_experts_env._jit:_compile_helpers"): "dp_experts_env/_jit.py",
-    ("agents/_lazy_kernel.py", "agents._bandit_kernels:_exp_into"): "agents/_bandit_kernels.py",
-    (
-        "agents/_lazy_sampler.py",
-        "agents._bandit_kernels:_register_overloads",
-    ): "agents/_bandit_kernels.py",
-    ("agents/p_comw.py", "agents._oco:_log1mexp"): "agents/_oco.py",
+PRIVATE_ALLOWED: dict[tuple[str, str], str] = {
 }
 
 # A circle (its modules, sorted) -> the file that must change to break it.
@@ -78,6 +76,33 @@ def private_uses(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> set
     return found
 
 
+def _declared_all(path: Path) -> set[str] | None:
+    """The literal ``__all__`` of a module's source, or None when it has none."""
+    for node in parse(path).body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        if isinstance(target, ast.Name) and target.id == "__all__" and node.value is not None:
+            return set(ast.literal_eval(node.value))
+    return None
+
+
+def outside_all(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> set[tuple[str, str]]:
+    """``(file, "module:name")``: a private module's name imported from outside its package
+    that is not in the module's ``__all__`` (every name, when it declares none)."""
+    modules = project_modules(root, packages)
+    found = set()
+    for item in project_imports(root, packages):
+        parts = item.module.split(".")
+        private = [k for k, part in enumerate(parts) if _private(part)]
+        if item.name is None or item.module not in modules or not private:
+            continue
+        package = ".".join(parts[: private[0]])
+        if (item.importer + ".").startswith(package + "."):
+            continue
+        if item.name not in (_declared_all(modules[item.module]) or set()):
+            found.add((item.path, f"{item.module}:{item.name}"))
+    return found
+
+
 def module_circles(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> set[tuple[str, ...]]:
     """The import circles (sorted module names) of the imports that run."""
     return set(circles(graph(project_imports(root, packages), project_modules(root, packages))))
@@ -99,6 +124,10 @@ def against_allowlist(found: Iterable, allowed: Mapping) -> list[str]:
 
 def test_no_private_name_crosses_a_module():
     assert against_allowlist(private_uses(), PRIVATE_ALLOWED) == []
+
+
+def test_another_package_uses_a_private_module_through_its_all_only():
+    assert outside_all() == set()
 
 
 def test_no_import_circle():
@@ -178,6 +207,27 @@ def test_harmless_imports_pass(tmp_path):
         "pkg/__init__.py": "from . import _helper\n",  # the package itself
     }
     assert _private_uses_with(tmp_path, harmless) == set()
+
+
+def test_a_private_module_s_names_outside_its_all_are_caught(tmp_path):
+    """Mutants: a name left out of ``__all__``, a module with no ``__all__``; harmless: the
+    names in ``__all__``, and the package's own modules importing anything."""
+    root = _tree(
+        tmp_path,
+        {
+            **_BASE,
+            "pkg/_seam.py": '__all__ = ["shown"]\n\n\ndef shown():\n    pass\n\n\n'
+            "def hidden():\n    pass\n",
+            "other/c.py": "from pkg._seam import shown\nfrom pkg._seam import hidden\n",
+            "other/d.py": "def f():\n    from pkg._helper import public\n",  # no __all__
+            "other/e.py": "from pkg._seam import shown\n",
+            "pkg/f.py": "from pkg._seam import hidden\nfrom pkg._helper import public\n",
+        },
+    )
+    assert outside_all(root, ("pkg", "other")) == {
+        ("other/c.py", "pkg._seam:hidden"),
+        ("other/d.py", "pkg._helper:public"),
+    }
 
 
 def test_a_circle_is_caught_through_lazy_and_submodule_imports(tmp_path):
