@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import os
 import subprocess
@@ -125,7 +126,7 @@ def test_driver_memory_on_a_million_rows_stays_under_the_cap(tmp_path, monkeypat
     assert rows >= ROWS
     script = textwrap.dedent(
         f"""
-        import os, sys
+        import sys
         from dp_experts_env.evaluation import EnvEntry, Grid, run_grid
         from dp_experts_env.evaluation import backends
         backends.run_cells = None  # a no-op rerun: nothing may be played
@@ -136,35 +137,26 @@ def test_driver_memory_on_a_million_rows_stays_under_the_cap(tmp_path, monkeypat
         grid = Grid(
             ["follow-the-leader"], envs, n_seeds={grid.n_seeds}, seeds_per_cell=1000, n_record=64
         )
-        for mode in sys.argv[2:]:
-            if mode == "final":  # not a no-op: results.csv is written again, run by run
-                os.unlink(os.path.join(sys.argv[1], "results.csv"))
-            frame = run_grid(grid, sys.argv[1], backend="serial", progress=False, rows=mode)
-            # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so a child forked from a
-            # big pytest process (late in the full suite) would report the parent's size.
-            with open("/proc/self/status") as fh:
-                peak = next(int(ln.split()[1]) for ln in fh if ln.startswith("VmHWM:")) / 1024
-            with open(os.path.join(sys.argv[1], "summary.csv")) as fh:
-                n_summary = sum(1 for _ in fh)
-            print(mode, len(frame), frame["dynamic_regret"].sum(), peak, n_summary)
-            del frame
-            # Reset the high-water mark to the current resident size for the next mode: what
-            # the previous mode left resident still counts, so the next peak is never lower
-            # than a fresh process's.
-            with open("/proc/self/clear_refs", "w") as fh:
-                fh.write("5")
+        frame = run_grid(grid, sys.argv[1], backend="serial", progress=False, rows=sys.argv[2])
+        # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so a child forked from a
+        # big pytest process (late in the full suite) would report the parent's size.
+        with open("/proc/self/status") as fh:
+            peak = next(int(ln.split()[1]) for ln in fh if ln.startswith("VmHWM:")) / 1024
+        print(len(frame), frame["dynamic_regret"].sum(), peak)
         """
     )
     # The folder as earlier versions wrote it (one file per run), then as a sweep writes it
-    # now (one unit file per unit: here per env, 977 runs each). One process per layout plays
-    # both modes, the smaller first: "final" in a fresh process (as a separate process would),
-    # then "all" from the peak reset (see the script).
-    caps = {"final": (FINAL_CAP_MB, grid.n_seeds * N_ENVS), "all": (MEMORY_CAP_MB, rows)}
-    for layout, convert in (("run files", None), ("unit files", _pack_folder)):
-        if convert is not None:
+    # now (one unit file per unit: here per env, 977 runs each).
+    layouts = (("run files", None), ("unit files", _pack_folder))
+    for (layout, convert), (mode, cap, expected) in itertools.product(
+        layouts, (("all", MEMORY_CAP_MB, rows), ("final", FINAL_CAP_MB, None))
+    ):
+        if convert is not None and mode == "all":
             convert(tmp_path / "out")
+        if mode == "final":  # not a no-op: results.csv is written again, streamed run by run
+            (tmp_path / "out" / "results.csv").unlink()
         proc = subprocess.run(
-            [sys.executable, "-c", script, str(tmp_path / "out"), "final", "all"],
+            [sys.executable, "-c", script, str(tmp_path / "out"), mode],
             capture_output=True,
             text=True,
             timeout=300,
@@ -172,16 +164,13 @@ def test_driver_memory_on_a_million_rows_stays_under_the_cap(tmp_path, monkeypat
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
         assert proc.returncode == 0, proc.stderr
-        lines = proc.stdout.splitlines()
-        assert [line.split()[0] for line in lines] == ["final", "all"], proc.stdout
-        for line in lines:
-            mode, n_rows, _, peak_mb, n_summary = line.split()
-            cap, expected = caps[mode]
-            assert int(n_rows) == expected
-            said = f"{layout}, rows={mode}: driver peak {float(peak_mb):.0f} MB for {rows} rows"
-            print(said)  # pytest -s
-            assert float(peak_mb) < cap, said
-            assert int(n_summary) == 1 + N_ENVS, said
+        n_rows, _, peak_mb = proc.stdout.split()
+        assert int(n_rows) == (expected or grid.n_seeds * N_ENVS)
+        said = f"{layout}, rows={mode}: driver peak {float(peak_mb):.0f} MB for {rows} rows"
+        print(said)  # pytest -s
+        assert float(peak_mb) < cap, said
+        summary = (tmp_path / "out" / "summary.csv").read_text().splitlines()
+        assert len(summary) == 1 + N_ENVS
     with open(tmp_path / "out" / "results.csv") as fh:
         assert sum(1 for _ in fh) == rows + 1
 
