@@ -61,7 +61,9 @@ def _audit(name, *, multiplier=1.0, epsilon=1.0, params=None, runs, selection_ru
 
     The audit is a function of its arguments (fixed seed), so tests that read the same audit
     share it: svt-restart's part-level audits (seconds each) serve both the zoo's tests and the
-    detector's own test. No test of this module patches svt-restart's class.
+    detector's own test. No test of this module patches svt-restart's class. A cache hit does
+    not consult the compiled/numpy path, so the numpy-path pass's watch (tests/_path_split.py)
+    would not see it: only slow tests (never in that pass) share a report today.
     """
     if name in PART_LEVEL:
         key = (name, multiplier, epsilon, tuple(sorted((params or {}).items())), runs,
