@@ -172,19 +172,27 @@ def test_adap_ucb_release_noise_is_laplace_of_scale_one_over_epsilon():
 
 # ----------------------------------------------------------------------------- log T rate
 def regret_per_run(name, horizon, *, runs=8, gap=0.2, seed=0, **params):
-    """Mean pseudo-regret of a K = 2 bandit: arm 0 Bernoulli(0.5 - gap), arm 1 Bernoulli(0.5)."""
+    """Mean pseudo-regret of a K = 2 bandit: arm 0 Bernoulli(0.5 - gap), arm 1 Bernoulli(0.5).
+
+    The game is oblivious (both arms' losses drawn up front), so a learner with a bandit block
+    path plays it in one ``play_bandit_block`` call -- bit for bit its ``act`` calls
+    (test_klucb_block.py, test_ucb_block.py, test_tsallis_block.py) at a fraction of the
+    interpreter's cost; the others play round by round on the same losses.
+    """
     agent = agents.make(
         name, n_experts=2, n_arms=2, horizon=horizon, num_envs=runs, seed=seed, **params
     )
     rng = np.random.default_rng(seed + 1)
-    means = np.array([0.5 - gap, 0.5])
-    last_a, last_l, bad = np.zeros(runs, dtype=np.int64), np.zeros(runs), 0
-    for _ in range(horizon):
-        a = agent.act(_obs(2, runs, last_a, last_l))
-        last_l = (rng.random(runs) < means[a]).astype(float)
-        last_a = a
-        bad += int(a.sum())
-    return gap * bad / runs
+    losses = (rng.random((horizon, runs, 2)) < np.array([0.5 - gap, 0.5])).astype(float)
+    first = _obs(2, runs, np.zeros(runs, dtype=np.int64), np.zeros(runs))
+    if hasattr(agent, "play_bandit_block"):
+        actions = agent.play_bandit_block(first, None, losses, np.arange(runs))
+    else:
+        actions, obs, every = np.zeros((horizon, runs), dtype=np.int64), first, np.arange(runs)
+        for t in range(horizon):
+            actions[t] = agent.act(obs)
+            obs = _obs(2, runs, actions[t], losses[t, every, actions[t]])
+    return gap * int(actions.sum()) / runs
 
 
 #: per decade of T, a log-T learner's regret grows by about the same amount (ratio of successive
