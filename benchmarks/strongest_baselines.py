@@ -51,6 +51,7 @@ from agents.base import clip_unit  # noqa: E402
 from agents.full_info import fixed_share_tuning  # noqa: E402
 from agents.private_fixed_share import PrivateFixedShare, block_tuning  # noqa: E402
 from benchmarks._common import parse_args, write_json  # noqa: E402
+from dp_experts_env import samplers  # noqa: E402
 from dp_experts_env.evaluation.episode import play  # noqa: E402
 
 EPSILONS = (0.5, 1.0, 2.0, math.inf)
@@ -154,7 +155,7 @@ class LInfRelease(PrivateFixedShare):
             return
         n = self.n_experts
         u = self.rng.random((2 * n + 1,))
-        radius = -np.log(u[:, : n + 1]).sum(axis=1, keepdims=True) / self.epsilon
+        radius = samplers.exponential(u[:, : n + 1]).sum(axis=1, keepdims=True) / self.epsilon
         noisy = self.block_sums + radius * (2.0 * u[:, n + 1 :] - 1.0)
         self.log_weights = log_mix_uniform(
             log_softmax(self.log_weights - self.eta * noisy), self.alpha
@@ -194,7 +195,7 @@ class LeaderRelease(PrivateFixedShare):
         self.block_sums += clip_unit(obs)
         if self.t % self.block:
             return
-        gumbel = -np.log(-np.log(self.rng.random((self.n_experts,))))
+        gumbel = samplers.gumbel(self.rng.random((self.n_experts,)))
         chosen = np.argmax(-0.5 * self.epsilon * self.block_sums + gumbel, axis=1)
         loss = np.ones_like(self.block_sums)
         loss[np.arange(loss.shape[0]), chosen] = 0.0
