@@ -305,7 +305,6 @@ class OCOAgent(Agent):
         self.radius = check_float("radius", radius, minimum=0.0, min_inclusive=False)
         self.grad_bound = check_float("grad_bound", grad_bound, minimum=0.0, min_inclusive=False)
         self.diameter = diameter(self.body, self.radius, self.dim)
-        self.last_points = np.zeros((self.num_envs, self.dim))
 
     def reset(self, seed: int | Sequence[int] | None = None) -> None:
         """New episode; with a seed the streams (coins and rejection sampler) restart from it."""
@@ -317,7 +316,6 @@ class OCOAgent(Agent):
                 for s in seeds
             ]
         super().reset(seed)
-        self.last_points = np.zeros((self.num_envs, self.dim))
 
     def act(self, obs: Any) -> np.ndarray:
         """Learn from last round's gradient (if a round was played), then return the points."""
@@ -330,7 +328,6 @@ class OCOAgent(Agent):
             self._learn(g)
         points = np.asarray(self._choose(g), dtype=np.float64)
         self.t += 1
-        self.last_points = points
         return points[0].copy() if single else points.copy()
 
     def play_block(self, obs: Any) -> np.ndarray:
@@ -354,7 +351,6 @@ class OCOAgent(Agent):
             part = grads[lo : lo + step]
             points[lo : lo + len(part)] = self._block(part)
             self.t = t0 + lo + len(part)
-        self.last_points = points[-1].copy()
         return points
 
     def _block(self, grads: np.ndarray) -> np.ndarray:

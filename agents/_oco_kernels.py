@@ -79,7 +79,6 @@ def oco_hook_loop(agent: Any, grads: np.ndarray) -> np.ndarray:
             agent._learn(g)
         chosen = np.asarray(agent._choose(g), dtype=np.float64)
         agent.t += 1
-        agent.last_points = chosen
         points[i] = chosen
     return points
 

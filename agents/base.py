@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -149,10 +149,6 @@ class PrivacyClaim:
             f"{kind}{asked} {self.model}, vs {self.holds_against}, certified "
             f"[{self.accountant}; noise: {noise}]"
         )
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain dict (for result rows and JSON)."""
-        return asdict(self)
 
 
 def no_privacy(feedback: str = "full") -> PrivacyClaim:

@@ -218,7 +218,7 @@ class GaussianDPFTRLOCO(TreeFTRLOCO):
         return value
 
     def _calibrate(self) -> float:
-        sigma, self._guarantee = gaussian_tree_calibration(
+        sigma, _ = gaussian_tree_calibration(
             self.l2_sensitivity, self.levels, self.epsilon, self.delta
         )
         return sigma

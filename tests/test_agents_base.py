@@ -33,7 +33,7 @@ def test_privacy_claim_validation_and_summary():
     assert uncertified.startswith("NOT CERTIFIED: states 0.5-DP")
     none = no_privacy("bandit")
     assert not none.is_private and none.summary() == "not private"
-    assert none.as_dict()["feedback"] == "bandit" and none.as_dict()["model"] == "none"
+    assert none.feedback == "bandit" and none.model == "none"
     for bad, match in [
         ({"epsilon": 0.0}, "epsilon must be > 0"),
         ({"epsilon": 1.0, "delta": 1.0}, "delta must lie in"),

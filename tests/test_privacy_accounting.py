@@ -22,7 +22,7 @@ def test_basic_composition_adds_epsilons_and_deltas():
     assert g.epsilon == pytest.approx(1.0) and g.delta == pytest.approx(1e-5)
     g = basic_composition([0.5, 0.25], [0.0, 1e-3])
     assert (g.epsilon, g.delta) == (0.75, 1e-3)
-    assert basic_composition(2.0).epsilon == 2.0 and basic_composition(2.0).is_pure
+    assert basic_composition(2.0).epsilon == 2.0 and basic_composition(2.0).delta == 0.0
 
 
 def test_advanced_composition_known_answer():

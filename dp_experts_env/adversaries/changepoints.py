@@ -217,11 +217,6 @@ class ChangePointSchedule:
                 )
         return np.asarray(rounds, dtype=np.int64)
 
-    @property
-    def is_random(self) -> bool:
-        """True when the schedule differs between runs (drawn from the structure stream)."""
-        return self.mode in ("uniform", "min_gap")
-
     def draw(self, rng: BatchRNG) -> np.ndarray:
         """(B, K) sorted 1-based change rounds, one row per run of ``rng``."""
         runs = rng.num_runs

@@ -54,7 +54,6 @@ __all__ = [
     "OCO_FAMILIES",
     "OCOParams",
     "OCOAdversary",
-    "best_point",
     "dual_norm",
     "load_gradients",
 ]
@@ -170,19 +169,6 @@ def dual_norm(v: np.ndarray, body: str) -> np.ndarray:
     if body == "box":
         return np.abs(v).sum(axis=-1)
     return np.sqrt(np.einsum("...i,...i->...", v, v))
-
-
-def best_point(s: np.ndarray, body: str, radius: float) -> np.ndarray:
-    """The minimiser of ``<s, x>`` over the body: ``-R sign(s)`` (box), ``-R s/||s||`` (ball).
-
-    Coordinates (box) or vectors (ball) with ``s = 0`` get 0 (every point is optimal there).
-    """
-    s = np.asarray(s, dtype=np.float64)
-    if body == "box":
-        return -radius * np.sign(s)
-    norm = np.sqrt(np.einsum("...i,...i->...", s, s))[..., None]
-    safe = np.where(norm > 0, norm, 1.0)
-    return np.where(norm > 0, -radius * s / safe, 0.0)
 
 
 def load_gradients(data: Any) -> np.ndarray:

@@ -190,7 +190,6 @@ class AttackCore:
         if learner_params is not None and not isinstance(learner_params, Mapping):
             raise TypeError(f"learner_params must be a dict, got {type(learner_params).__name__}")
         self.oblivious = oblivious
-        self.learner_name = learner
         self.epsilon = epsilon
         self.learner_params = dict(learner_params or {})
         self.learner = build_learner(

@@ -45,13 +45,11 @@ __all__ = [
     "FAMILY_KINDS",
     "family_kinds",
     "train_adversary",
-    "policy_curves",
     "play_policy",
     "random_curves",
     "family_curves",
     "family_variants",
     "replay_curves",
-    "export_sequence",
     "find_defects",
     "exact_comparison",
     "run_attack",
@@ -308,11 +306,6 @@ def _play_attack(config: AttackConfig, seeds: Sequence[int], choose: Any) -> dic
     return {"curve": np.stack(curve), "losses": np.stack(losses, axis=1)}
 
 
-def policy_curves(model: Any, config: AttackConfig, seeds: Sequence[int]) -> np.ndarray:
-    """(T, R) regret curves of the trained adversary (deterministic policy) on ``seeds``."""
-    return play_policy(model, config, seeds)["curve"]
-
-
 def play_policy(model: Any, config: AttackConfig, seeds: Sequence[int]) -> dict[str, Any]:
     """The trained adversary (deterministic policy) on ``seeds``.
 
@@ -326,19 +319,6 @@ def random_curves(config: AttackConfig, seeds: Sequence[int]) -> np.ndarray:
     rng = np.random.default_rng([int(seeds[0]), 0xADD])
     shape = (len(seeds), config.n_experts)
     return _play_attack(config, seeds, lambda obs: rng.uniform(-1.0, 1.0, shape))["curve"]
-
-
-def export_sequence(model: Any, config: AttackConfig) -> np.ndarray:
-    """The (T, N) loss sequence of an oblivious trained adversary (its deterministic policy).
-
-    Its observation depends on its own past losses only, so every run produces the same matrix;
-    one run is played with an arbitrary learner seed. (:func:`run_attack` exports the matrix its
-    evaluation batch played instead: the network on one run may differ in the last bits.)
-    """
-    if not config.oblivious:
-        raise ValueError("oblivious: only an oblivious adversary has a fixed loss sequence")
-    played = _play_attack(config, [0], lambda obs: model.predict(obs, deterministic=True)[0])
-    return played["losses"][0]
 
 
 def _learner_on(env: Any, config: AttackConfig, seeds: Sequence[int]) -> np.ndarray:

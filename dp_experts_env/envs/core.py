@@ -221,12 +221,6 @@ class GameCore:
                 stacklevel=2,
             )
         self.n_actions = self.n_arms if bandit else self.n_experts
-        means_keys = MEANS_KEYS if bandit else MEANS_KEYS[1:]
-        self.info_keys = (
-            INFO_KEYS
-            + (means_keys if adversary.knows_means else ())
-            + (SEGMENT_KEYS if adversary.has_segments else ())
-        )
         streams, n = self.num_streams, self.n_experts
         # Run r's row in the adversary's (streams, ...) arrays; arange(B) without copies.
         self._rows = np.tile(np.arange(streams), self.copies)

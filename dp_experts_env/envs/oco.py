@@ -58,10 +58,9 @@ from dp_experts_env.batch_rng import run_seeds
 from dp_experts_env.envs.factory import ID_KIND, check_id_kind
 from dp_experts_env.fixed_order import dot
 
-__all__ = ["OCOCore", "OCOEnv", "OCOVectorEnv", "OCO_INFO_KEYS"]
+__all__ = ["OCOCore", "OCOEnv", "OCOVectorEnv"]
 
 SEED_HIGH = 2**63 - 1
-OCO_INFO_KEYS = ("round", "loss", "cumulative_loss", "static_regret", "per_round_best_regret")
 _DYN_WORK = 1 << 16  # (S + 1) d 2^d per run and round: above it dynamic regret is left out
 _ACTION_SLACK = 1e-6  # relative: float32 actions round R by up to 6e-8
 
@@ -106,12 +105,6 @@ class OCOCore:
         if self.exact_dynamic:
             corners = np.array(np.meshgrid(*[[-1.0, 1.0]] * d, indexing="ij"))
             self._signs = corners.reshape(d, -1).T  # (2^d, d): the box's dual-norm maximisers
-        self.info_keys = (
-            OCO_INFO_KEYS
-            + (("dynamic_regret",) if self.exact_dynamic else ())
-            + (("static_pseudo_regret",) if adversary.knows_means else ())
-            + (("segment",) if adversary.has_segments else ())
-        )
         self.t = 0
         self._pending: np.ndarray | None = None
 

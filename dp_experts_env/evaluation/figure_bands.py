@@ -13,15 +13,10 @@ import numpy as np
 import pandas as pd
 
 
-def _curve_band(matrix: np.ndarray, confidence: float, n_boot: int, seed: int):
-    """Mean over seeds (axis 1) with a percentile bootstrap band, vectorised over rounds."""
-    return curve_bands([matrix], confidence, n_boot, seed)[0]
-
-
 def curve_bands(
     matrices: list[np.ndarray], confidence: float, n_boot: int, seed: int
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """:func:`_curve_band` of several (rounds, seeds) matrices: (mean, low, high) of each.
+    """Mean over seeds (axis 1) with a percentile bootstrap band: (mean, low, high) of each.
 
     Each curve is resampled as if alone: ``n_boot`` draws of its seeds with replacement from a
     generator seeded with ``seed`` (the same draws for every curve of as many seeds), the band

@@ -10,14 +10,8 @@ dashed, private ones solid (:func:`line_kwargs`).
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Iterable
 from typing import Any
-
-
-def _eps_text(eps: float) -> str:
-    return "non-private" if not math.isfinite(eps) else f"ε = {eps:g}"
-
 
 #: Width in inches of one column of a two-column paper, and of the full text width.
 COLUMN_WIDTH = 3.5

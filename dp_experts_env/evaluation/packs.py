@@ -33,7 +33,6 @@ __all__ = [
     "record_header",
     "record_payload",
     "record_problem",
-    "rows_of",
     "split_record",
 ]
 
@@ -60,15 +59,6 @@ def split_record(raw: bytes) -> tuple[dict[str, Any], bytes]:
     if not isinstance(header, dict):
         raise ValueError("header is not an object")
     return header, payload
-
-
-def rows_of(payload: dict[str, Any], n: int) -> list[dict[str, Any]]:
-    """The ``n`` rows (dicts, in the stored column order) of a parsed run payload."""
-    const, cols = payload["const"], payload["cols"]
-    return [
-        {name: const[name] if name in const else cols[name][i] for name in payload["order"]}
-        for i in range(n)
-    ]
 
 
 class DamagedPack(ValueError):

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import io
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -365,14 +365,13 @@ def plot_regret_vs_horizon(
     env_id: str,
     metric: str = "dynamic_regret",
     *,
-    theory_slope: float | Mapping[str, float] = 0.5,
+    theory_slope: float = 0.5,
 ) -> Figure:
     """Final regret against T on log-log axes (needs >= 2 horizons).
 
     Each learner (and epsilon) shows its mean final regret per T with the 95% bootstrap
     interval of summary.csv as error bars, and its least-squares power law ``c T^slope`` as a
-    line (slope in the legend). ``theory_slope`` draws a grey dotted reference line (one value)
-    or, given per learner, a dotted line in the learner's colour.
+    line (slope in the legend). ``theory_slope`` draws a grey dotted reference line.
     """
     data = frame[frame["env_id"] == env_id]
     last = data.groupby(["env", "agent", "epsilon", "seed"])["round"].transform("max")
@@ -431,10 +430,7 @@ def plot_regret_vs_horizon(
                 label="_nolegend_" if fitted else label,
             )
             bars.lines[0].set_gid(f"{agent}|{float(eps)!r}")
-            if isinstance(theory_slope, Mapping) and agent in theory_slope and positive.any():
-                t0, r0 = ts[positive][0], means[positive][0]
-                ax.plot(ts, r0 * (ts / t0) ** theory_slope[agent], ":", color=line["color"], lw=1)
-        if not isinstance(theory_slope, Mapping) and anchors:
+        if anchors:
             # One reference line through the geometric middle of the smallest-T points.
             t0 = min(a[0] for a in anchors)
             r0 = float(np.exp(np.mean([np.log(a[1]) for a in anchors])))

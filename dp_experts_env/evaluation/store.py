@@ -72,7 +72,6 @@ from dp_experts_env.evaluation.packs import (
     parse_pack,
     record_header,
     record_problem,
-    rows_of,
     split_record,
 )
 from dp_experts_env.evaluation.safe_files import (
@@ -392,11 +391,6 @@ class CellStore:
             except (ValueError, KeyError, TypeError, AttributeError):
                 continue
         return None
-
-    def load_run(self, run_id: str) -> list[dict[str, Any]] | None:
-        """Rows of a run if a copy passes its checks (key not re-derived)."""
-        loaded = self._load(run_id)
-        return None if loaded is None else rows_of(*loaded)
 
     # ---------------------------------------------------------------- writing
     def save_unit(

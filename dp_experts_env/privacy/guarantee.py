@@ -33,11 +33,6 @@ class Guarantee:
         object.__setattr__(self, "epsilon", eps)
         object.__setattr__(self, "delta", float(self.delta))
 
-    @property
-    def is_pure(self) -> bool:
-        """True for pure DP (delta == 0)."""
-        return self.delta == 0.0
-
     def summary(self) -> str:
         """One line, e.g. ``'(1, 1e-06)-DP [advanced composition]'``."""
         if math.isinf(self.epsilon):
