@@ -169,8 +169,9 @@ def _privacy(
     )
     mine = {n: r for n, r in played.items() if not applicability(entrant.name, r.task)}
     certified = certified_epsilons(mine, label)
-    if mine:
-        first = next(iter(mine.values())).task
+    grids = [r.task for r in mine.values() if not r.task.learned]  # a learned task has no env
+    if grids:
+        first = grids[0]
         stated = stated_claims(entrant.name, entrant.params, first, protocol.epsilons)
         for key, entry in certified.items():
             entry.update(stated.get(key, {}))
