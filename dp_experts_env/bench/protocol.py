@@ -1,8 +1,9 @@
 """A benchmark protocol as data: tasks grouped by capability, read from a shipped version.
 
-A protocol (``bench-v1``) lists tasks, each an (env id, family, sizes, seeds, metric) row with
-a ``quick`` variant (smaller sizes or seeds), the privacy levels every private learner plays,
-and per feedback kind the no-learning control and the non-private reference learners. Its
+A protocol (``bench-v1``, ``bench-v2``) lists tasks, each an (env id, family, sizes, seeds,
+metric) row with a ``quick`` variant (smaller sizes or seeds; a learned-adversary task also
+names its frozen adversary), the privacy levels every private learner plays, and per feedback
+kind the no-learning control and the non-private reference learners. Its
 identity is its version plus a content hash (SHA-256 of the canonical JSON of the parsed
 protocol): ``tests/test_bench_protocol.py`` pins the hash of every shipped version, so a task
 cannot change without a new version, and cards of different versions are never ranked together
@@ -22,6 +23,7 @@ from typing import Any
 import tomllib
 
 __all__ = [
+    "DEFAULT_VERSION",
     "Protocol",
     "Roster",
     "Task",
@@ -33,6 +35,8 @@ __all__ = [
 
 #: Shipped versions and the data module holding each.
 _VERSIONS = {"bench-v1": "bench_v1", "bench-v2": "bench_v2"}
+#: The version ``dp-experts bench`` plays unless told otherwise (its quick reference set ships).
+DEFAULT_VERSION = "bench-v2"
 
 _TASK_KEYS = {"name", "capability", "env", "family", "sizes", "seeds", "metric", "quick"}
 #: A learned-adversary task (bench-v2 on) adds ``adversary``: the frozen policy it plays.
@@ -252,7 +256,7 @@ def protocol_versions() -> list[str]:
     return list(_VERSIONS)
 
 
-def load_protocol(version: str = "bench-v1") -> Protocol:
+def load_protocol(version: str = DEFAULT_VERSION) -> Protocol:
     """A shipped protocol by version.
 
     Raises:
