@@ -98,9 +98,9 @@ def test_v2_grid_tasks_play_v1_cells_and_fingerprints() -> None:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda t: t.replace("train_seed = 0}", "train_seed = 0, colour = 1}"), "adversary"),
+        (lambda t: t.replace("train_seed = 0\n", "train_seed = 0\ncolour = 1\n"), "adversary"),
         (lambda t: t.replace('env = "DPExperts-Attack-v0"', 'env = "DPExperts-Shift-v0"'), "plays"),
-        (lambda t: t.replace("adversary = {digest", "# adversary = {digest"), "needs an adv"),
+        (lambda t: t.split("\n[task.adversary]")[0], "needs an adversary"),
         (lambda t: t.replace("{n_experts = 2, horizon = 200}", "{horizon = 200}"), "n_experts"),
     ],
 )
@@ -172,6 +172,23 @@ def test_cells_resume_and_replay_when_their_key_changes(task, tmp_path, monkeypa
     cell.write_text(cell.read_text()[:20])
     with pytest.raises(AssertionError, match="played again"):
         learned_task.play_learned_task(small, players, (1.0, math.inf), tmp_path)
+
+
+def test_the_task_plays_without_torch_or_sb3(task, tmp_path, monkeypatch) -> None:
+    """The play is numpy only: with torch and Stable-Baselines3 unimportable it still runs
+    (a module set to None in ``sys.modules`` raises ImportError on import)."""
+    import sys
+
+    from dp_experts_env.bench import learned_task
+
+    for name in ("torch", "stable_baselines3"):
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(ImportError):
+        import torch  # noqa: F401
+    frame = learned_task.play_learned_task(
+        dataclasses.replace(task, seeds=2), [("hedge", {}, "hedge")], (1.0,), tmp_path
+    )
+    assert len(frame) == 2 and np.isfinite(frame["static_regret"]).all()
 
 
 @pytest.fixture(scope="module")
