@@ -74,6 +74,7 @@ def ink(png: Path) -> float:
 
 @pytest.fixture(scope="module")
 def card_page(tmp_path_factory) -> Path:
+    """A quick card on three tasks, bench-v2's learned-adversary task among them."""
     from dp_experts_env.bench.command import bench_learner
 
     out = tmp_path_factory.mktemp("browser")
@@ -83,7 +84,7 @@ def card_page(tmp_path_factory) -> Path:
         out,
         quick=True,
         backend="serial",
-        protocol=tiny_protocol(("shift", "anti-lazy"), horizon=200, seeds=3),
+        protocol=tiny_protocol(("shift", "anti-lazy", "learned-adversary"), horizon=200, seeds=3),
     )
     return out / "card.html"
 

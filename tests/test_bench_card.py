@@ -294,18 +294,20 @@ def test_scores_in_the_card_are_finite_or_absent(benched) -> None:
             assert all(math.isfinite(v) for k, v in s.items() if k != "tasks")
 
 
-def test_the_shipped_reference_set_is_bench_v1_quick_of_every_builtin() -> None:
-    """The package's reference set: its key names bench-v1 (pinned digest), quick; one row per
-    built-in learner, each row's scores within its kind's tasks; one scale per task."""
+@pytest.mark.parametrize("version", ["bench-v1", "bench-v2"])
+def test_the_shipped_reference_set_is_quick_of_every_builtin(version) -> None:
+    """The package's reference set of each version: its key names the version (pinned digest),
+    quick; one row per built-in learner, each row's scores within its kind's tasks; one scale
+    per task."""
     from test_bench_protocol import PINNED
 
     from dp_experts_env.bench import load_protocol
     from dp_experts_env.bench.command import builtin_learners, shipped_reference
 
-    protocol = load_protocol("bench-v1")
+    protocol = load_protocol(version)
     ref = shipped_reference(protocol, quick=True)
     assert ref is not None and shipped_reference(protocol, quick=False) is None
-    assert ref["key"]["protocol"] == "bench-v1" and ref["key"]["digest"] == PINNED["bench-v1"]
+    assert ref["key"]["protocol"] == version and ref["key"]["digest"] == PINNED[version]
     assert ref["key"]["quick"] is True
     assert sorted(e["label"] for e in ref["entries"]) == sorted(builtin_learners())
     assert set(ref["scales"]) == {t.name for t in protocol.quick_tasks}
@@ -337,7 +339,8 @@ def test_recompute_replays_the_reference_set_beside_the_learner(monkeypatch, tmp
 
 
 @pytest.mark.slow  # the 38 built-ins' fingerprints: about 4 s of CPU
-def test_the_shipped_reference_set_matches_this_code() -> None:
+@pytest.mark.parametrize("version", ["bench-v1", "bench-v2"])
+def test_the_shipped_reference_set_matches_this_code(version) -> None:
     """Skips, naming them, when rows of the shipped set are stale: their learners play
     differently now (a card leaves them out, naming them), or the scoring code scores
     differently (a card is then unranked)."""
@@ -347,13 +350,14 @@ def test_the_shipped_reference_set_matches_this_code() -> None:
     from dp_experts_env.bench.leaderboard import stale_rows
     from dp_experts_env.bench.runner import Entrant
 
-    protocol = load_protocol("bench-v1")
+    protocol = load_protocol(version)
     ref = shipped_reference(protocol, quick=True)
     entrants = [Entrant(e["name"], e["params"]) for e in ref["entries"]]
     stale = stale_rows(ref, fingerprints(protocol, entrants))
     regenerate = (
-        "run `dp-experts bench --all --quick`, then dp_experts_env.bench.command."
-        "ship_reference('results/bench-all-quick/reference-set.json') (docs/bench.md)"
+        f"run `dp-experts bench --all --quick --protocol {version}`, then dp_experts_env."
+        "bench.command.ship_reference('results/bench-all-quick/reference-set.json') "
+        "(docs/bench.md)"
     )
     if ref["key"]["scoring"] != scoring_fingerprint():
         pytest.skip(f"the scoring code scores differently from the shipped set's: {regenerate}")

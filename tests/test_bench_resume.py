@@ -1,7 +1,9 @@
 """A bench killed with SIGKILL resumes to the same card; the Ray backend writes the same card.
 
 Both come from the grid runner the bench plays its tasks on (each task a resumable results
-folder; any backend plays the same rows): these tests check the bench keeps both properties.
+folder; any backend plays the same rows) and, for bench-v2's learned-adversary task, from its
+stored cells (played in the bench's process whatever the backend): these tests check the bench
+keeps both properties.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from test_bench_protocol import tiny_protocol
 
 from dp_experts_env.bench.command import bench_learner
 
-TASKS = ("shift", "anti-lazy", "stochastic")
+TASKS = ("shift", "anti-lazy", "stochastic", "learned-adversary")
 LEARNER = "noisy-clipped-hedge"
 
 

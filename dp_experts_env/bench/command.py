@@ -32,7 +32,7 @@ from dp_experts_env.bench.privacy import (
     claim_verdicts,
     stated_claims,
 )
-from dp_experts_env.bench.protocol import Protocol, load_protocol
+from dp_experts_env.bench.protocol import DEFAULT_VERSION, Protocol, load_protocol
 from dp_experts_env.bench.render import card_html, card_markdown
 from dp_experts_env.bench.runner import (
     Entrant,
@@ -169,8 +169,9 @@ def _privacy(
     )
     mine = {n: r for n, r in played.items() if not applicability(entrant.name, r.task)}
     certified = certified_epsilons(mine, label)
-    if mine:
-        first = next(iter(mine.values())).task
+    grids = [r.task for r in mine.values() if not r.task.learned]  # a learned task has no env
+    if grids:
+        first = grids[0]
         stated = stated_claims(entrant.name, entrant.params, first, protocol.epsilons)
         for key, entry in certified.items():
             entry.update(stated.get(key, {}))
@@ -280,7 +281,7 @@ def bench_learner(
         n_jobs: worker processes of the local backend.
         address: Ray cluster address.
         progress: show the grid runner's progress bar.
-        protocol: the protocol (default ``bench-v1``).
+        protocol: the protocol (default :data:`~dp_experts_env.bench.protocol.DEFAULT_VERSION`).
         command: the command line written on the card.
 
     Returns:
@@ -400,7 +401,11 @@ def add_parser(sub: Any) -> None:
         metavar="FILE",
         help="rank against this reference-set.json (from bench --all)",
     )
-    p.add_argument("--protocol", default="bench-v1", help="protocol version (default bench-v1)")
+    p.add_argument(
+        "--protocol",
+        default=DEFAULT_VERSION,
+        help=f"protocol version (default {DEFAULT_VERSION}; docs/bench.md lists the others)",
+    )
     p.add_argument(
         "--backend",
         choices=("local", "serial", "ray"),
@@ -424,7 +429,7 @@ def _command_line(args: Any) -> str:
         value = getattr(args, option)
         if value is not None and not (option == "backend" and value == "local"):
             words += [f"--{option}", str(value)]
-    if args.protocol != "bench-v1":
+    if args.protocol != DEFAULT_VERSION:
         words += ["--protocol", args.protocol]
     return shlex.join(words)
 

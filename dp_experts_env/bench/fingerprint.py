@@ -47,10 +47,15 @@ _DIGITS = 12  # significant digits of every hashed float (module docstring)
 
 
 def fingerprint_tasks(protocol: Protocol) -> list[Task]:
-    """The protocol's tasks at the fingerprint's sizes (same env, family and other sizes)."""
+    """The protocol's grid tasks at the fingerprint's sizes (same env, family and other sizes).
+
+    A learned-adversary task is left out: it plays a learner the grid tasks already sample,
+    against a policy the protocol's digest pins, so bench-v2's fingerprints equal bench-v1's.
+    """
     return [
         Task(**{**task.__dict__, "sizes": {**task.sizes, "horizon": FINGERPRINT_HORIZON}})
         for task in protocol.tasks
+        if not task.learned
     ]
 
 

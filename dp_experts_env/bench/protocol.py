@@ -1,8 +1,9 @@
 """A benchmark protocol as data: tasks grouped by capability, read from a shipped version.
 
-A protocol (``bench-v1``) lists tasks, each an (env id, family, sizes, seeds, metric) row with
-a ``quick`` variant (smaller sizes or seeds), the privacy levels every private learner plays,
-and per feedback kind the no-learning control and the non-private reference learners. Its
+A protocol (``bench-v1``, ``bench-v2``) lists tasks, each an (env id, family, sizes, seeds,
+metric) row with a ``quick`` variant (smaller sizes or seeds; a learned-adversary task also
+names its frozen adversary), the privacy levels every private learner plays, and per feedback
+kind the no-learning control and the non-private reference learners. Its
 identity is its version plus a content hash (SHA-256 of the canonical JSON of the parsed
 protocol): ``tests/test_bench_protocol.py`` pins the hash of every shipped version, so a task
 cannot change without a new version, and cards of different versions are never ranked together
@@ -22,6 +23,7 @@ from typing import Any
 import tomllib
 
 __all__ = [
+    "DEFAULT_VERSION",
     "Protocol",
     "Roster",
     "Task",
@@ -32,9 +34,15 @@ __all__ = [
 ]
 
 #: Shipped versions and the data module holding each.
-_VERSIONS = {"bench-v1": "bench_v1"}
+_VERSIONS = {"bench-v1": "bench_v1", "bench-v2": "bench_v2"}
+#: The version ``dp-experts bench`` plays unless told otherwise (its quick reference set ships).
+DEFAULT_VERSION = "bench-v2"
 
 _TASK_KEYS = {"name", "capability", "env", "family", "sizes", "seeds", "metric", "quick"}
+#: A learned-adversary task (bench-v2 on) adds ``adversary``: the frozen policy it plays.
+_ADVERSARY_KEYS = {"digest", "trained_against", "timesteps", "train_seed"}
+#: The env id of a learned-adversary task (``dp_experts_env.attack.env.ATTACK_ID``).
+LEARNED_ENV = "DPExperts-Attack-v0"
 _METRICS = ("dynamic_regret", "static_regret")
 
 
@@ -60,6 +68,9 @@ class Task:
         capability: the capability it measures (tasks are grouped by it on the card).
         env: registered env id. family: the loss model. sizes: the env's other keywords.
         seeds: runs per (learner, epsilon). metric: the regret column scored.
+        adversary: for a learned-adversary task, the frozen policy it plays (``digest`` of
+            its shipped arrays, ``trained_against``, ``timesteps``, ``train_seed``); None for
+            a grid task.
     """
 
     name: str
@@ -69,6 +80,12 @@ class Task:
     sizes: Mapping[str, Any]
     seeds: int
     metric: str
+    adversary: Mapping[str, Any] | None = None
+
+    @property
+    def learned(self) -> bool:
+        """Whether it is a learned-adversary task (played by ``bench/learned_task.py``)."""
+        return self.adversary is not None
 
     def env_params(self) -> dict[str, Any]:
         """The env's keywords: the family and the sizes."""
@@ -127,7 +144,7 @@ def _task(raw: Any, index: int) -> tuple[Task, Task]:
     if not isinstance(raw, Mapping):
         raise ValueError(f"[[task]] number {index + 1} must be a table")
     missing = _TASK_KEYS - set(raw)
-    unknown = set(raw) - _TASK_KEYS
+    unknown = set(raw) - _TASK_KEYS - {"adversary"}
     if missing or unknown:
         raise ValueError(
             f"[[task]] number {index + 1}: missing {sorted(missing)}, unknown {sorted(unknown)}"
@@ -145,6 +162,7 @@ def _task(raw: Any, index: int) -> tuple[Task, Task]:
         sizes=dict(raw["sizes"]),
         seeds=seeds,
         metric=str(raw["metric"]),
+        adversary=_adversary(raw),
     )
     quick = raw["quick"]
     if not isinstance(quick, Mapping) or not set(quick) <= {"sizes", "seeds"}:
@@ -154,6 +172,26 @@ def _task(raw: Any, index: int) -> tuple[Task, Task]:
         raise ValueError(f"task {full.name!r}: quick seeds must be an integer >= 2")
     q_sizes = {**full.sizes, **dict(quick.get("sizes", {}))}
     return full, Task(**{**full.__dict__, "sizes": q_sizes, "seeds": q_seeds})
+
+
+def _adversary(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+    if "adversary" not in raw:
+        if raw["env"] == LEARNED_ENV:
+            raise ValueError(f"task {raw['name']!r}: env {LEARNED_ENV} needs an adversary table")
+        return None
+    adversary = raw["adversary"]
+    if not isinstance(adversary, Mapping) or set(adversary) != _ADVERSARY_KEYS:
+        raise ValueError(
+            f"task {raw['name']!r}: adversary must have exactly {sorted(_ADVERSARY_KEYS)}"
+        )
+    if raw["env"] != LEARNED_ENV or raw["metric"] != "static_regret":
+        raise ValueError(
+            f"task {raw['name']!r}: a learned adversary plays env {LEARNED_ENV!r} with metric "
+            f"'static_regret', got {raw['env']!r} and {raw['metric']!r}"
+        )
+    if not {"n_experts", "horizon"} <= set(raw["sizes"]):
+        raise ValueError(f"task {raw['name']!r}: sizes must give n_experts and horizon")
+    return dict(adversary)
 
 
 def _digest(data: Mapping[str, Any]) -> str:
@@ -218,7 +256,7 @@ def protocol_versions() -> list[str]:
     return list(_VERSIONS)
 
 
-def load_protocol(version: str = "bench-v1") -> Protocol:
+def load_protocol(version: str = DEFAULT_VERSION) -> Protocol:
     """A shipped protocol by version.
 
     Raises:
@@ -235,9 +273,14 @@ def load_protocol(version: str = "bench-v1") -> Protocol:
 
 
 def task_feedback(task: Task) -> str:
-    """The feedback kind of a task's env id (``full``, ``bandit`` or ``oco``)."""
+    """The feedback kind of a task's env id (``full``, ``bandit`` or ``oco``).
+
+    A learned-adversary task gives full information (the attack env's ``feedback="full"``).
+    """
     from dp_experts_env.kinds import KINDS
 
+    if task.learned:
+        return "full"
     for spec in KINDS.values():
         if spec.env_id == task.env:
             return spec.feedback

@@ -1,5 +1,8 @@
 """Play a protocol's tasks on the suite's grid runner: one grid and one results folder per task.
 
+A learned-adversary task (``task.learned``, bench-v2 on) is no grid: its learners play against a
+frozen adaptive policy (:mod:`dp_experts_env.bench.learned_task`), in ``OUT/runs/<task>`` too.
+
 Each task is a :class:`~dp_experts_env.evaluation.Grid` of the feedback kind's control, its
 reference learners and the learners benched, over the protocol's epsilons and the task's seeds,
 run by :func:`~dp_experts_env.evaluation.run_grid` in ``OUT/runs/<task>``: the runs are stored
@@ -147,6 +150,19 @@ def play_tasks(
         players = [e for e in entrants if not applicability(e.name, task)]
         if not players:
             continue
+        control, references = roster_labels(protocol, task)
+        if task.learned:
+            from dp_experts_env.bench.learned_task import play_learned_task
+
+            entries = _entries(protocol.rosters[task_feedback(task)], players)
+            frame = play_learned_task(
+                task,
+                [(e.name, e.params, e.display) for e in entries],
+                protocol.epsilons,
+                out / "runs" / task.name,
+            )
+            played[task.name] = TaskRows(task, frame, control, references)
+            continue
         grid = task_grid(protocol, task, players)
         frame = run_grid(
             grid,
@@ -159,6 +175,5 @@ def play_tasks(
             report=False,
             rows="final",
         )
-        control, references = roster_labels(protocol, task)
         played[task.name] = TaskRows(task, frame, control, references)
     return played
