@@ -24,6 +24,7 @@ conversions and ``over="experts"`` play through ``act``, as does ``DP_EXPERTS_NO
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -39,6 +40,7 @@ __all__ = [
     "ResamplePages",
     "ftpl_ready",
     "ftpl_rounds",
+    "pages_for",
     "resample_counts",
     "run_ftpl_block",
 ]
@@ -84,6 +86,25 @@ class ResamplePages:
         for r in runs:
             self.page[r] = samplers.laplace(self._generators[r].random(size), 1.0)
             self.cursor[r] = 0
+
+
+# Each BatchRNG's resampling streams, by width: cores rebuilt on one rng share them.
+_PAGES: weakref.WeakKeyDictionary[BatchRNG, dict[int, ResamplePages]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def pages_for(rng: BatchRNG, width: int) -> ResamplePages:
+    """The resampling streams that go with ``rng`` (m = ``width`` variates per redraw).
+
+    An owner's ``reset()`` without a seed keeps its ``rng`` and builds a fresh core: the core's
+    resampling streams go on from where they were, as ``rng`` does (a new episode sees fresh
+    redraws); a new ``rng`` (a seeded reset, a new learner) starts new ones from its seeds.
+    """
+    by_width = _PAGES.setdefault(rng, {})
+    if width not in by_width:
+        by_width[width] = ResamplePages(rng, width)
+    return by_width[width]
 
 
 def resample_counts(

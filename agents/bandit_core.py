@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agents._ftpl_gr import ResamplePages, resample_counts
+from agents._ftpl_gr import pages_for, resample_counts
 from agents._simplex import softmax
 from dp_experts_env._validation import check_float, check_int, check_probability
 from dp_experts_env.batch_rng import BatchRNG
@@ -368,7 +368,7 @@ class FtplGRCore(BanditCore):
     Attributes:
         last_resamples: (B,) the ``M_n`` of the last update.
         second_moment: (B,) ``S_n`` of the adaptive rate (``q0`` after a reset; adaptive only).
-        pages: the runs' resampling streams.
+        pages: the runs' resampling streams (shared by the cores built on one ``rng``).
 
     Cost: sample O(m); update O(m min(G, M)) per run, at most O(m^2) in expectation (memory
     O(256 m) per run for the pages).
@@ -390,7 +390,7 @@ class FtplGRCore(BanditCore):
                 f"adaptive must be an AdaptiveFtplRate or None, got {type(adaptive).__name__}"
             )
         self.adaptive = adaptive
-        self.pages = ResamplePages(rng, self.n_arms)
+        self.pages = pages_for(rng, self.n_arms)  # they go on when a core is rebuilt on rng
         self.reset()
 
     def reset(self) -> None:

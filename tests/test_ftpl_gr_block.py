@@ -184,3 +184,28 @@ def test_a_kernel_only_bug_is_caught_and_a_harmless_change_passes(monkeypatch):
     assert err.value.check == "paths" and "differs from act" in str(err.value), str(err.value)
     monkeypatch.setattr(ftpl, "run_ftpl_block", _rows_copied)
     assert check_agent("ftpl-gr", checks=["paths"]).passed == ["paths"]
+
+
+def _play(agent, rounds: int) -> np.ndarray:
+    runs, arms = agent.num_envs, agent.n_arms
+    obs = {"advice": np.broadcast_to(np.eye(arms), (runs, arms, arms)),
+           "last_action": np.zeros(runs, np.int64), "last_loss": np.zeros((runs, 1))}
+    played = []
+    for t in range(rounds):
+        a = agent.act(obs)
+        played.append(a)
+        obs = {**obs, "last_action": a.copy(), "last_loss": ((a + t) % 3 / 2.0)[:, None]}
+    return np.stack(played)
+
+
+def test_a_new_episode_goes_on_with_the_resampling_stream_a_seeded_reset_restarts_it():
+    agent = agents.make("ftpl-gr", n_experts=3, n_arms=3, horizon=30, num_envs=2, seed=4)
+    first = _play(agent, 30)
+    pages, cursor = agent.core.pages, agent.core.pages.cursor.copy()
+    assert cursor.max() > 0  # the episode drew redraws
+    agent.reset()  # same rng: a fresh core continues the resampling streams
+    assert agent.core.pages is pages and np.array_equal(agent.core.pages.cursor, cursor)
+    assert not np.array_equal(_play(agent, 30), first)  # fresh randomness (main and pages)
+    agent.reset(4)  # a seeded reset replays the learner built with that seed
+    assert agent.core.pages is not pages
+    np.testing.assert_array_equal(_play(agent, 30), first)
