@@ -366,8 +366,8 @@ class FtplGR(_CoreBandit):
         num_envs: B.
         seed: int (run b uses seed + b), sequence of B ints, or None.
 
-    Per-round cost: O(M m) per run (all M redraws are drawn so runs stay aligned; memory
-    O(256 m) per run for the chunked redraws). Expensive for large T: M grows like sqrt(m T).
+    Per-round cost: O(m min(G, M)) per run, G the redraws to the first hit (at most m redraws
+    per round in expectation; memory O(256 m) per run for the resampling pages).
     """
 
     def __init__(
@@ -384,9 +384,8 @@ class FtplGR(_CoreBandit):
     ) -> None:
         super().__init__(n_experts, horizon, over=over, num_envs=num_envs, seed=seed, n_arms=n_arms)
         m = self.n_core_arms
-        # Every round draws max_resamples x m Laplace variables per run (all of them, so the
-        # random stream does not depend on the losses): cap the work of a round at ~1e8 draws,
-        # about a second, instead of a round that never ends.
+        # A round draws up to max_resamples x m Laplace variables per run: cap the work of a
+        # round at ~1e8 draws, about a second, instead of a round that never ends.
         self.max_resamples = (
             math.ceil(math.sqrt(m * horizon))
             if max_resamples is None
@@ -404,6 +403,47 @@ class FtplGR(_CoreBandit):
         return FtplGRCore(
             self.rng, self.n_core_arms, eta=self.eta, max_resamples=self.max_resamples
         )
+
+    def play_bandit_block(
+        self,
+        first: Mapping[str, np.ndarray],
+        advice: np.ndarray | None,
+        losses: np.ndarray,
+        rows: np.ndarray,
+    ) -> np.ndarray:
+        """K rounds of :meth:`act` in one call (the bandit block protocol).
+
+        Over the arms the block runs in the compiled kernel of :mod:`agents._ftpl_gr` (bit for
+        bit K ``act`` calls); ``over="experts"`` and ``DP_EXPERTS_NO_JIT`` play the K rounds
+        through ``act``.
+
+        Args:
+            first: the observation of the block's first round (keys as in ``act``).
+            advice: (K, B, N, K_arms) the rounds' advice, or None.
+            losses: (K, S, K_arms) the block's losses (read at the played arms only).
+            rows: (B,) the loss stream of each run.
+
+        Returns:
+            (K, B) int64 actions.
+        """
+        from agents import _bandit_kernels as kernels
+        from agents import _ftpl_gr as ftpl
+
+        k = len(losses)
+        if not k or self.over != "arms" or not ftpl.ftpl_ready():
+            return kernels.act_loop(self, first, advice, losses, rows)
+        batch, _, _, _ = kernels.block_inputs(self, first, advice, k, uses_advice=False)
+        learn_first = self.t > 0
+        loss0 = self._checked_loss(batch) if learn_first else np.zeros(self.num_envs)
+        choice = np.array(self.core_choices, dtype=np.int64)
+        actions = ftpl.run_ftpl_block(
+            self.core, choice=choice, losses=losses, rows=rows, loss0=loss0,
+            learn_first=learn_first,
+        )
+        self.core_choices = choice
+        self.t += k
+        self.last_actions = actions[-1].copy()
+        return actions
 
     def action_distribution(self) -> np.ndarray:
         """Not available for FTPL (no closed-form law)."""

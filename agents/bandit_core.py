@@ -25,8 +25,9 @@ Core API (every method is batch-first, no Python loop over runs)::
   batched conversion this is the batch index, not the environment round), per run.
 * All randomness comes from the ``rng`` given at construction (a
   :class:`~dp_experts_env.batch_rng.BatchRNG`); every call draws a number of uniforms that depends
-  only on the call (never on the data), so a batch reproduces single runs bit for bit. An owner
-  that replaces its ``rng`` (``Agent.reset(seed)``) must build a fresh core.
+  only on the call (never on the data), so a batch reproduces single runs bit for bit (FTPL-GR's
+  resampling reads per-run streams seeded from ``rng``'s seeds, each run as far as it needs). An
+  owner that replaces its ``rng`` (``Agent.reset(seed)``) must build a fresh core.
 * ``cum_estimate`` (B, m) holds the cumulative loss estimates; learners are FTRL-type, so the
   state is exactly this array plus the clock.
 
@@ -55,6 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from agents._ftpl_gr import pages_for, resample_counts
 from agents._simplex import softmax
 from dp_experts_env._validation import check_float, check_int, check_probability
 from dp_experts_env.batch_rng import BatchRNG
@@ -351,9 +353,10 @@ class FtplGRCore(BanditCore):
     rate of the values fed so far, per run, non-increasing (FTPL's potential bound with
     non-increasing rates; docs/algorithms.md, "Calibration"). ``eta`` is then unused.
 
-    Randomness: ``sample`` draws m Laplace variates per run; ``update`` always draws all ``M * m``
-    (in chunks), whatever the first success, so runs stay aligned. The law of the played arm has
-    no closed form, so :meth:`distribution` raises ``NotImplementedError``.
+    Randomness: ``sample`` draws m Laplace variates per run from ``rng``; ``update`` reads each
+    run's redraws from its own resampling stream (:class:`agents._ftpl_gr.ResamplePages`, apart
+    from ``rng``) up to the first hit only, so a batch still equals its single runs. The law of
+    the played arm has no closed form, so :meth:`distribution` raises ``NotImplementedError``.
 
     Args:
         rng: the owner's BatchRNG.
@@ -365,11 +368,11 @@ class FtplGRCore(BanditCore):
     Attributes:
         last_resamples: (B,) the ``M_n`` of the last update.
         second_moment: (B,) ``S_n`` of the adaptive rate (``q0`` after a reset; adaptive only).
+        pages: the runs' resampling streams (shared by the cores built on one ``rng``).
 
-    Cost: sample O(m); update O(M m) per run (memory O(chunk * m) per run).
+    Cost: sample O(m); update O(m min(G, M)) per run, at most O(m^2) in expectation (memory
+    O(256 m) per run for the pages).
     """
-
-    _CHUNK = 256
 
     def __init__(
         self,
@@ -387,10 +390,11 @@ class FtplGRCore(BanditCore):
                 f"adaptive must be an AdaptiveFtplRate or None, got {type(adaptive).__name__}"
             )
         self.adaptive = adaptive
+        self.pages = pages_for(rng, self.n_arms)  # they go on when a core is rebuilt on rng
         self.reset()
 
     def reset(self) -> None:
-        """Forget all feedback."""
+        """Forget all feedback (the resampling streams go on, as ``rng`` does)."""
         super().reset()
         self.last_resamples = np.zeros(self.num_runs, dtype=np.int64)
         if self.adaptive is not None:
@@ -422,17 +426,8 @@ class FtplGRCore(BanditCore):
 
     def _estimate(self, arms: np.ndarray, feedback: np.ndarray) -> np.ndarray:
         m_cap = self.max_resamples
-        first = np.full(self.num_runs, m_cap, dtype=np.int64)
-        scale = self._scale(2)
-        done = 0
-        while done < m_cap:
-            size = min(self._CHUNK, m_cap - done)
-            noise = self.rng.laplace(scale, (size, self.n_arms))
-            hits = np.argmin(self.cum_estimate[:, None, :] + noise, axis=2) == arms[:, None]
-            found = hits.any(axis=1)
-            index = done + 1 + np.argmax(hits, axis=1)
-            first = np.where(found & (index < first), index, first)  # earliest hit wins
-            done += size
+        scale = self._scale(0)
+        first = resample_counts(self.pages, self.cum_estimate, arms, scale, m_cap)
         self.last_resamples = first
         if self.adaptive is not None:
             # q_n with this round's rate (before S moves): bounds the round's gap over eta_n.

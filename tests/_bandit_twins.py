@@ -60,8 +60,11 @@ def state(agent) -> dict:
     return out
 
 
-def play_both(name, kwargs, n, arms, dense, blocks, seed=5) -> None:
-    """A twin plays round by round, the other in ``blocks`` on NaN-poisoned losses: equal."""
+def play_both(name, kwargs, n, arms, dense, blocks, seed=5) -> tuple:
+    """A twin plays round by round, the other in ``blocks`` on NaN-poisoned losses: equal.
+
+    Returns the two twins (round by round, in blocks) for further comparisons.
+    """
     horizon = sum(blocks)
     per_round, blocked = (
         agents.make(name, n_experts=n, n_arms=arms, horizon=horizon, num_envs=RUNS, seed=11,
@@ -92,3 +95,4 @@ def play_both(name, kwargs, n, arms, dense, blocks, seed=5) -> None:
     assert a.keys() == b.keys()
     for key in a:
         assert a[key].dtype == b[key].dtype and a[key].tobytes() == b[key].tobytes(), key
+    return per_round, blocked
