@@ -25,7 +25,7 @@ from dp_experts_env.privacy.declaration import (
     Parallel,
     PostProcessing,
 )
-from dp_experts_env.privacy.mechanisms import laplace_calibration, laplace_mechanism
+from dp_experts_env.privacy.mechanisms import laplace_mechanism
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = ["DPSE", "epoch_length", "elimination_margin"]
@@ -111,6 +111,7 @@ class DPSE(PrivateAgent):
     """
 
     feedback = "bandit"
+    pure_dp = True
     tunings = ("paper",)
     default_tuning = "paper"
     claim_summary = "pure eps-DP: Laplace on each epoch's per-arm loss sums, disjoint epochs"
@@ -148,8 +149,6 @@ class DPSE(PrivateAgent):
             seed=seed,
             n_arms=n_arms,
         )
-        if self.delta != 0.0:
-            raise ValueError(f"delta must be 0 for this pure epsilon-DP learner, got {self.delta}")
         self.beta = (
             1.0 / self.horizon
             if beta is None
@@ -158,7 +157,7 @@ class DPSE(PrivateAgent):
         self.epoch_scale = check_float("epoch_scale", epoch_scale, minimum=0.0)
         self.threshold_scale = check_float("threshold_scale", threshold_scale, minimum=0.0)
         # One epoch's (K,) sums move by at most 1 in L1 when one round's loss is replaced.
-        self.noise_scale, self._release = laplace_calibration(1.0, self.epsilon, noise=self.noise)
+        self.noise_scale = self._calibrate_laplace(1.0)
         self.reset(seed)
 
     @property

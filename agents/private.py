@@ -44,6 +44,7 @@ from dp_experts_env._validation import (
 )
 from dp_experts_env.privacy.declaration import Mechanism, account
 from dp_experts_env.privacy.guarantee import Guarantee
+from dp_experts_env.privacy.mechanisms import laplace_calibration
 from dp_experts_env.privacy.noise import BACKENDS, NoiseBackend, get_backend, root_backend
 
 __all__ = ["PrivateAgent", "MODES", "TUNINGS"]
@@ -70,6 +71,8 @@ class PrivateAgent(Agent):
     noise_backends: tuple[str, ...] = BACKENDS
     #: why a backend outside ``noise_backends`` is refused (for the error message).
     noise_refusal: str = ""
+    #: a pure epsilon-DP learner: ``delta > 0`` is refused.
+    pure_dp: bool = False
 
     def __init__(
         self,
@@ -88,6 +91,8 @@ class PrivateAgent(Agent):
         super().__init__(n_experts, horizon, num_envs=num_envs, seed=seed, n_arms=n_arms)
         self.epsilon = check_learner_epsilon("epsilon", epsilon)
         self.delta = check_delta("delta", self.default_delta if delta is None else delta)
+        if self.pure_dp and self.delta != 0.0:
+            raise ValueError(f"delta must be 0 for this pure epsilon-DP learner, got {self.delta}")
         self.mode = check_choice("mode", mode, MODES)
         default = self.default_tuning if self.default_tuning in self.tunings else self.tunings[0]
         self.tuning = check_choice("tuning", default if tuning is None else tuning, self.tunings)
@@ -166,6 +171,19 @@ class PrivateAgent(Agent):
                 "this agent plays several epsilons (set_run_epsilons): each run has its own "
                 "claim; build an agent at each epsilon to read it"
             )
+
+    def _calibrate_laplace(
+        self, l1_sensitivity: float, epsilon: float | None = None, *, dim: int = 1
+    ) -> float:
+        """The scale of the learner's Laplace release (its guarantee becomes ``_release``).
+
+        :func:`~dp_experts_env.privacy.mechanisms.laplace_calibration` at ``epsilon`` (default
+        the learner's) with the learner's noise backend, so the claim states what the releases
+        cost.
+        """
+        eps = self.epsilon if epsilon is None else epsilon
+        scale, self._release = laplace_calibration(l1_sensitivity, eps, noise=self.noise, dim=dim)
+        return scale
 
     @property
     def is_private(self) -> bool:

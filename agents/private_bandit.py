@@ -78,6 +78,7 @@ class _BatchedConversion(PrivateAgent):
     audit_hints: ClassVar[Mapping[str, Any]] = {"params": {"tau": 1}}
 
     feedback = "bandit"
+    pure_dp = True
     _OVER_EXPERTS = False  # a choice is an expert whose advice is played (else an arm)
 
     def __init__(
@@ -114,8 +115,6 @@ class _BatchedConversion(PrivateAgent):
             seed=seed,
             n_arms=n_arms,
         )
-        if self.delta != 0.0:
-            raise ValueError(f"delta must be 0 for this pure epsilon-DP learner, got {self.delta}")
         self.base = check_choice("base", base, BASES)
         self.tail = check_choice("tail", tail, TAILS)
         overrides = {"eta": eta, "gamma": gamma, "sigma": sigma, "resample_cap": resample_cap}
@@ -148,9 +147,7 @@ class _BatchedConversion(PrivateAgent):
         params.update({k: v for k, v in overrides.items() if v is not None})
         self.base_params = self._check_base_params(params)
         # Sensitivity of a batch mean of losses in [0, 1] when one loss is replaced: 1/tau.
-        self.noise_scale, self._release = laplace_calibration(
-            1.0 / self.tau, self.epsilon, noise=self.noise
-        )
+        self.noise_scale = self._calibrate_laplace(1.0 / self.tau)
         self._release_epsilon = self.epsilon  # what the releases spend (tests weaken it)
         self._noiseless = False  # test hook: the non-private batched base learner
         self.reset(seed)

@@ -177,7 +177,7 @@ class LDPExp4(_PrivateExp4Base):
         )
         n, k, t = self.n_experts, self.n_arms, self.horizon
         # One Laplace release per round of the observed loss in [0, 1] (L1 sensitivity 1).
-        self.noise_scale, self._release = laplace_calibration(1.0, self.epsilon, noise=self.noise)
+        self.noise_scale = self._calibrate_laplace(1.0)
         self._release_epsilon = self.epsilon  # what the releases spend (tests weaken it)
         if not self.is_private:
             # No privacy: EXP4 itself (its rate sqrt(2 ln N / (T K)), no extra exploration).
@@ -448,7 +448,7 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         loss_scale = None
         if release == "loss" and self.is_private:
             # One Laplace release per round of the observed loss in [0, 1] (L1 sensitivity 1).
-            loss_scale, self._release = laplace_calibration(1.0, self.epsilon, noise=self.noise)
+            loss_scale = self._calibrate_laplace(1.0)
         if tau is None or eta is None or gamma is None:
             tuned = tune_batched_exp4(
                 n,
@@ -492,10 +492,9 @@ class PrivateBatchedExp4(_PrivateExp4Base):
             self._release_sensitivity = n * k / (self.gamma * tau)
             self._release_epsilon = self.epsilon
         if release == "estimates":
-            self.noise_scale, self._release = laplace_calibration(
+            self.noise_scale = self._calibrate_laplace(
                 self._release_sensitivity,
                 self._release_epsilon,
-                noise=self.noise,
                 dim=1 if composition == "advanced" else n,
             )
         self.composed_epsilon = self._composed().epsilon

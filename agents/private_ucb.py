@@ -28,7 +28,7 @@ from dp_experts_env.privacy.declaration import (
     Parallel,
     PostProcessing,
 )
-from dp_experts_env.privacy.mechanisms import laplace_calibration, laplace_mechanism
+from dp_experts_env.privacy.mechanisms import laplace_mechanism
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = ["AdaPUCB"]
@@ -80,6 +80,7 @@ class AdaPUCB(PrivateAgent):
     """
 
     feedback = "bandit"
+    pure_dp = True
     tunings = ("paper",)
     default_tuning = "paper"
     claim_summary = "pure eps-DP: Laplace on each episode's loss sum, disjoint episodes"
@@ -111,11 +112,9 @@ class AdaPUCB(PrivateAgent):
             seed=seed,
             n_arms=n_arms,
         )
-        if self.delta != 0.0:
-            raise ValueError(f"delta must be 0 for this pure epsilon-DP learner, got {self.delta}")
         self.alpha = check_float("alpha", alpha, minimum=0.0, min_inclusive=False)
         # One episode's loss sum moves by at most 1 when one round's loss vector is replaced.
-        self.noise_scale, self._release = laplace_calibration(1.0, self.epsilon, noise=self.noise)
+        self.noise_scale = self._calibrate_laplace(1.0)
         self.reset(seed)
 
     @property
