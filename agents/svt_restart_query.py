@@ -11,7 +11,12 @@ import numpy as np
 
 from dp_experts_env._jit import helper, kernel
 
-__all__ = ["bernstein_query_kernel", "push_snapshots_kernel", "window_bound"]
+__all__ = [
+    "bernstein_query",
+    "bernstein_query_kernel",
+    "push_snapshots_kernel",
+    "window_bound",
+]
 
 
 @helper
@@ -41,6 +46,66 @@ def window_bound(
     return b
 
 
+@helper
+def bernstein_query(
+    r: int,
+    cum: np.ndarray,
+    cum_sq: np.ndarray,
+    snap_experts: np.ndarray,
+    snap_learner: np.ndarray,
+    snap_sq: np.ndarray,
+    empty: np.ndarray,
+    counts: np.ndarray,
+    offsets: np.ndarray,
+    slopes: np.ndarray,
+    dslopes: np.ndarray,
+    with_d: bool,
+    c: float,
+    scale: float,
+    learner: np.ndarray,
+    min_offset: np.ndarray,
+    ds_low: float,
+    ds_high: float,
+) -> float:
+    """Run r's dyadic Bernstein/betting query (:meth:`SVTRestart._bernstein_query_dyadic`).
+
+    The maximum over (expert, column) elements (see :func:`bernstein_query_kernel`); with
+    ``min_offset`` finite (svt-restart's block kernel) an element is skipped
+    when an upper bound of its query lies below the largest query so far by a margin far above
+    rounding: the boundary ``b = min_k (offsets[k] + slopes[k] v + dslopes[k] d)`` is at least
+    ``min_offset[q] + min_k dslopes[k] d`` (slopes > 0, v >= 0, dslopes in [ds_low, ds_high],
+    > 0), so the query ``d - scale (b + c)`` is at most ``d - scale (lb + c)``; a float maximum
+    does not depend on the elements below it, so the result is the same float. With
+    ``min_offset`` all ``-inf`` nothing is skipped.
+    """
+    n, cols = snap_experts.shape[1], snap_experts.shape[2]
+    best = -np.inf
+    for q in range(cols):
+        learner[q] = cum[r, n] - snap_learner[r, q]
+    for j in range(n):
+        cj, sj = cum[r, j], cum_sq[r, j]
+        for q in range(cols):
+            if empty[r, q]:
+                continue
+            expert = cj - snap_experts[r, j, q]
+            d = learner[q] - expert
+            lb = min_offset[q]
+            if with_d:
+                lb = lb + (ds_low * d if d >= 0.0 else ds_high * d)
+            upper = d - scale * (lb + c)
+            # 1e-9 relative: rounding moves these few operations by ~1e-15 relative
+            if upper + 1e-9 * (abs(d) + scale * (abs(lb) + abs(c)) + 1.0) < best:
+                continue
+            v = sj - snap_sq[r, j, q]
+            if v < 0.0:
+                v = 0.0
+            b = window_bound(offsets, slopes, dslopes, counts[q], v, d, with_d)
+            query = d - scale * (b + c)
+            if query > best:
+                best = query
+    return best
+
+
 @kernel
 def bernstein_query_kernel(  # pragma: no cover - compiled; its Python form runs in the tests
     cum: np.ndarray,
@@ -67,28 +132,14 @@ def bernstein_query_kernel(  # pragma: no cover - compiled; its Python form runs
     ``d - scale (b + const[r])``; ``out[r]`` = the largest query of run r's non-empty columns
     (-inf when all are empty).
     """
-    runs, n, cols = snap_experts.shape
+    cols = snap_experts.shape[2]
     learner = np.empty(cols)
-    for r in range(runs):
-        best = -np.inf
-        c = const[r]
-        for q in range(cols):
-            learner[q] = cum[r, n] - snap_learner[r, q]
-        for j in range(n):
-            cj, sj = cum[r, j], cum_sq[r, j]
-            for q in range(cols):
-                if empty[r, q]:
-                    continue
-                expert = cj - snap_experts[r, j, q]
-                d = learner[q] - expert
-                v = sj - snap_sq[r, j, q]
-                if v < 0.0:
-                    v = 0.0
-                b = window_bound(offsets, slopes, dslopes, counts[q], v, d, with_d)
-                query = d - scale * (b + c)
-                if query > best:
-                    best = query
-        out[r] = best
+    no_pruning = np.full(cols, -np.inf)
+    for r in range(snap_experts.shape[0]):
+        out[r] = bernstein_query(
+            r, cum, cum_sq, snap_experts, snap_learner, snap_sq, empty, counts, offsets, slopes,
+            dslopes, with_d, const[r], scale, learner, no_pruning, 0.0, 0.0,
+        )  # fmt: skip
 
 
 @kernel
