@@ -47,18 +47,30 @@ from dp_experts_env.privacy.guarantee import Guarantee
 from dp_experts_env.privacy.mechanisms import laplace_calibration
 from dp_experts_env.privacy.noise import BACKENDS, NoiseBackend, get_backend, root_backend
 
-__all__ = ["PrivateAgent", "MODES", "TUNINGS"]
+__all__ = ["COMMON_ARGS", "MODES", "TUNINGS", "PrivateAgent", "common_args"]
 
 MODES = ("strict", "paper")
 TUNINGS = ("paper", "calibrated")
+#: the keywords a learner's ``__init__`` forwards to :class:`PrivateAgent`'s
+COMMON_ARGS = ("epsilon", "delta", "mode", "tuning", "noise", "num_envs", "seed", "n_arms")
+
+
+def common_args(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The common keywords among a learner's ``__init__`` arguments, to forward unchanged.
+
+    Called as ``super().__init__(n_experts, horizon, **common_args(locals()))`` first thing in
+    ``__init__``: each learner keeps its explicit signature (the registry and the CLI read it)
+    without restating the forwarding, keyword by keyword.
+    """
+    return {key: arguments[key] for key in COMMON_ARGS if key in arguments}
 
 
 class PrivateAgent(Agent):
     """An :class:`~agents.base.Agent` with a privacy budget.
 
-    Subclasses call ``super().__init__`` with the common arguments, read ``self.epsilon``,
-    ``self.delta``, ``self.mode``, ``self.tuning`` and ``self.noise`` (a backend), finish their own
-    validation and set-up, then call ``self.reset(seed)``.
+    Subclasses call ``super().__init__`` with the common arguments (:func:`common_args`), read
+    ``self.epsilon``, ``self.delta``, ``self.mode``, ``self.tuning`` and ``self.noise`` (a
+    backend), finish their own validation and set-up, then call ``self.reset(seed)``.
     """
 
     #: delta the learner needs (> 0 for approximate-DP learners); used as the default.

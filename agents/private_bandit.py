@@ -31,7 +31,7 @@ from agents.bandit_core import (
     TsallisInfCore,
 )
 from agents.base import BanditObs, PrivacyClaim
-from agents.private import PrivateAgent
+from agents.private import PrivateAgent, common_args
 from agents.private_bandit_tuning import (
     BASES,
     DEFAULT_FTPL_RATE,
@@ -103,18 +103,7 @@ class _BatchedConversion(PrivateAgent):
         num_envs: int = 1,
         seed: int | Sequence[int] | None = None,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            epsilon=epsilon,
-            delta=delta,
-            mode=mode,
-            tuning=tuning,
-            noise=noise,
-            num_envs=num_envs,
-            seed=seed,
-            n_arms=n_arms,
-        )
+        super().__init__(n_experts, horizon, **common_args(locals()))
         self.base = check_choice("base", base, BASES)
         self.tail = check_choice("tail", tail, TAILS)
         overrides = {"eta": eta, "gamma": gamma, "sigma": sigma, "resample_cap": resample_cap}

@@ -18,7 +18,7 @@ import numpy as np
 from agents._bandit_block import play_rounds, played_losses
 from agents._kernels import plain_fast_backend
 from agents.base import BanditObs, PrivacyClaim
-from agents.private import PrivateAgent
+from agents.private import PrivateAgent, common_args
 from agents.registry import register
 from dp_experts_env import samplers
 from dp_experts_env._validation import check_float
@@ -100,18 +100,7 @@ class AdaPUCB(PrivateAgent):
         num_envs: int = 1,
         seed: int | Sequence[int] | None = None,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            epsilon=epsilon,
-            delta=delta,
-            mode=mode,
-            tuning=tuning,
-            noise=noise,
-            num_envs=num_envs,
-            seed=seed,
-            n_arms=n_arms,
-        )
+        super().__init__(n_experts, horizon, **common_args(locals()))
         self.alpha = check_float("alpha", alpha, minimum=0.0, min_inclusive=False)
         # One episode's loss sum moves by at most 1 when one round's loss vector is replaced.
         self.noise_scale = self._calibrate_laplace(1.0)
