@@ -292,18 +292,15 @@ def audit_learner(
     best = found[2]
     n_test = args.test_runs(best.scenario, DEFAULT_RUNS)
     test_seed = base + TEST_SEED_OFFSET
-    sides = [
-        play_scenario(
-            agent,
-            best.scenario,
-            side=s,
-            n_runs=n_test,
-            seed=test_seed + s * n_test,
-            multiplier=mult,
-            record=best.view == "releases",
-        )
-        for s in (0, 1)
-    ]
+
+    def test_sides(**how: bool) -> list[Any]:  # both sides' test runs (act, or block=True)
+        return [
+            play_scenario(agent, best.scenario, side=s, n_runs=n_test,
+                          seed=test_seed + s * n_test, multiplier=mult, **how)
+            for s in (0, 1)
+        ]  # fmt: skip
+
+    sides = test_sides(record=best.view == "releases")
     claim = sides[0].claim
     stale = noise_freshness(agent, best.scenario, seed=test_seed + 2 * n_test, multiplier=mult)
     # The long game runs under the hints' public settings too (as every derived scenario): at
@@ -326,18 +323,7 @@ def audit_learner(
         # The test runs again through the block entry point, seeds unchanged: the actions
         # must be the same, and an action event is counted there too (releases are recorded
         # on act only; the path check compares the kernels' drawn noise with act's).
-        block_sides = [
-            play_scenario(
-                agent,
-                best.scenario,
-                side=s,
-                n_runs=n_test,
-                seed=test_seed + s * n_test,
-                multiplier=mult,
-                block=True,
-            )
-            for s in (0, 1)
-        ]
+        block_sides = test_sides(block=True)
         differ = differ or first_difference(sides, block_sides)
     if not best.scenario.keyed and _has_block(agent) and best.view == "actions":
         block_result = args.count(
