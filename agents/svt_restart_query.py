@@ -76,9 +76,10 @@ def bernstein_query(
     ``min_offset[q] + min_k dslopes[k] d`` (slopes > 0, v >= 0, dslopes in [ds_low, ds_high],
     > 0), so the query ``d - scale (b + c)`` is at most ``d - scale (lb + c)``; a float maximum
     does not depend on the elements below it, so the result is the same float. With
-    ``min_offset`` all ``-inf`` nothing is skipped.
+    ``min_offset`` all ``-inf`` nothing is skipped (and no bound is computed).
     """
     n, cols = snap_experts.shape[1], snap_experts.shape[2]
+    prune = cols > 0 and min_offset[0] > -np.inf
     best = -np.inf
     for q in range(cols):
         learner[q] = cum[r, n] - snap_learner[r, q]
@@ -89,13 +90,14 @@ def bernstein_query(
                 continue
             expert = cj - snap_experts[r, j, q]
             d = learner[q] - expert
-            lb = min_offset[q]
-            if with_d:
-                lb = lb + (ds_low * d if d >= 0.0 else ds_high * d)
-            upper = d - scale * (lb + c)
-            # 1e-9 relative: rounding moves these few operations by ~1e-15 relative
-            if upper + 1e-9 * (abs(d) + scale * (abs(lb) + abs(c)) + 1.0) < best:
-                continue
+            if prune:
+                lb = min_offset[q]
+                if with_d:
+                    lb = lb + (ds_low * d if d >= 0.0 else ds_high * d)
+                upper = d - scale * (lb + c)
+                # 1e-9 relative: rounding moves these few operations by ~1e-15 relative
+                if upper + 1e-9 * (abs(d) + scale * (abs(lb) + abs(c)) + 1.0) < best:
+                    continue
             v = sj - snap_sq[r, j, q]
             if v < 0.0:
                 v = 0.0
