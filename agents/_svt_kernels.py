@@ -29,9 +29,9 @@ import numpy as np
 
 from agents._kernels import check_block, hook_loop, plain_fast_backend
 from agents.base import clip_unit
-from agents.svt_restart_query import bernstein_query
+from agents.svt_restart_query import bernstein_query, push_snapshots
 from dp_experts_env import samplers
-from dp_experts_env._jit import helper, jit_enabled, kernel
+from dp_experts_env._jit import jit_enabled, kernel
 from dp_experts_env.batch_rng import BatchRNG
 from dp_experts_env.privacy.mechanisms import AboveThreshold
 
@@ -192,43 +192,6 @@ def play_rounds(agent: Any, obs: Any) -> np.ndarray:
     return actions
 
 
-@helper
-def _push(
-    r: int,
-    tau: int,
-    t: int,
-    pow2: np.ndarray,
-    store_index: np.ndarray,
-    cum: np.ndarray,
-    cum_sq: np.ndarray,
-    snap_experts: np.ndarray,
-    snap_learner: np.ndarray,
-    snap_sq: np.ndarray,
-    col_time: np.ndarray,
-    col_empty: np.ndarray,
-    snap_time: np.ndarray,
-    snap_count: np.ndarray,
-) -> None:
-    """``SVTRestart._push_snapshots`` for run r (a start at every level with tau % 2^k == 0)."""
-    n = snap_experts.shape[1]
-    levels, slots = store_index.shape
-    for lev in range(levels):
-        if tau % pow2[lev] != 0:
-            continue
-        slot = snap_count[r, lev] % slots
-        col = store_index[lev, slot]
-        if col >= 0:
-            for j in range(n):
-                snap_experts[r, j, col] = cum[j]
-            snap_learner[r, col] = cum[n]
-            for j in range(n):
-                snap_sq[r, j, col] = cum_sq[j]
-            col_time[r, col] = t
-            col_empty[r, col] = False
-        snap_time[r, lev, slot] = t
-        snap_count[r, lev] += 1
-
-
 @kernel
 def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the tests
     start: int,
@@ -345,7 +308,7 @@ def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the test
                     any_top = True
                 fired = top and active[r]
                 if not fired:
-                    _push(
+                    push_snapshots(
                         r,
                         tau,
                         t,
@@ -353,6 +316,7 @@ def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the test
                         store_index,
                         cum[r],
                         cum_sq[r],
+                        True,
                         snap_experts,
                         snap_learner,
                         snap_sq,
@@ -394,7 +358,7 @@ def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the test
                 col_empty[r, top_col] = False
                 col_time[r, top_col] = origin_time
                 if paper:
-                    _push(
+                    push_snapshots(
                         r,
                         1,
                         t,
@@ -402,6 +366,7 @@ def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the test
                         store_index,
                         cum[r],
                         cum_sq[r],
+                        True,
                         snap_experts,
                         snap_learner,
                         snap_sq,

@@ -14,6 +14,7 @@ from dp_experts_env._jit import helper, kernel
 __all__ = [
     "bernstein_query",
     "bernstein_query_kernel",
+    "push_snapshots",
     "push_snapshots_kernel",
     "window_bound",
 ]
@@ -144,6 +145,48 @@ def bernstein_query_kernel(  # pragma: no cover - compiled; its Python form runs
         )  # fmt: skip
 
 
+@helper
+def push_snapshots(
+    r: int,
+    tau: int,
+    t: int,
+    pow2: np.ndarray,
+    store_index: np.ndarray,
+    cum: np.ndarray,
+    cum_sq: np.ndarray,
+    with_sq: bool,
+    snap_experts: np.ndarray,
+    snap_learner: np.ndarray,
+    snap_sq: np.ndarray,
+    col_time: np.ndarray,
+    col_empty: np.ndarray,
+    snap_time: np.ndarray,
+    snap_count: np.ndarray,
+) -> None:
+    """``SVTRestart._push_snapshots`` for run r: a start at every level with tau % 2^k == 0.
+
+    ``cum`` and ``cum_sq`` are run r's rows; ``snap_sq`` is written only ``with_sq``.
+    """
+    n = snap_experts.shape[1]
+    levels, slots = store_index.shape
+    for lev in range(levels):
+        if tau % pow2[lev] != 0:
+            continue
+        slot = snap_count[r, lev] % slots
+        col = store_index[lev, slot]
+        if col >= 0:
+            for j in range(n):
+                snap_experts[r, j, col] = cum[j]
+            snap_learner[r, col] = cum[n]
+            if with_sq:
+                for j in range(n):
+                    snap_sq[r, j, col] = cum_sq[j]
+            col_time[r, col] = t
+            col_empty[r, col] = False
+        snap_time[r, lev, slot] = t
+        snap_count[r, lev] += 1
+
+
 @kernel
 def push_snapshots_kernel(  # pragma: no cover - compiled; its Python form runs in the tests
     tau: np.ndarray,
@@ -163,24 +206,9 @@ def push_snapshots_kernel(  # pragma: no cover - compiled; its Python form runs 
     snap_count: np.ndarray,
 ) -> None:
     """:meth:`SVTRestart._push_snapshots` run by run (copies only: the same values)."""
-    runs, n, _ = snap_experts.shape
-    levels, slots = store_index.shape
-    for r in range(runs):
-        if not mask[r]:
-            continue
-        for lev in range(levels):
-            if tau[r] % pow2[lev] != 0:
-                continue
-            slot = snap_count[r, lev] % slots
-            col = store_index[lev, slot]
-            if col >= 0:
-                for j in range(n):
-                    snap_experts[r, j, col] = cum[r, j]
-                snap_learner[r, col] = cum[r, n]
-                if with_sq:
-                    for j in range(n):
-                        snap_sq[r, j, col] = cum_sq[r, j]
-                col_time[r, col] = t
-                col_empty[r, col] = False
-            snap_time[r, lev, slot] = t
-            snap_count[r, lev] += 1
+    for r in range(snap_experts.shape[0]):
+        if mask[r]:
+            push_snapshots(
+                r, tau[r], t, pow2, store_index, cum[r], cum_sq[r], with_sq, snap_experts,
+                snap_learner, snap_sq, col_time, col_empty, snap_time, snap_count,
+            )  # fmt: skip
