@@ -568,9 +568,8 @@ def tree_block(x, noise, exact, noisy, t0, out):  # noqa: ANN001, ANN201
                 out[i, b, j] = acc
 
 
-@kernel
-def shift_by_max(log_w, step, d):  # noqa: ANN001, ANN201
-    """``z = log_w - step`` and ``d = z - z.max(axis=1, keepdims=True)`` of (B, N) arrays."""
+@helper
+def _shift_rows(log_w, step, d):  # noqa: ANN001, ANN202
     runs, n = log_w.shape
     for b in range(runs):
         top = log_w[b, 0] - step[b, 0]
@@ -582,6 +581,12 @@ def shift_by_max(log_w, step, d):  # noqa: ANN001, ANN201
                 top = v
         for j in range(n):
             d[b, j] = d[b, j] - top
+
+
+@kernel
+def shift_by_max(log_w, step, d):  # noqa: ANN001, ANN201
+    """``z = log_w - step`` and ``d = z - z.max(axis=1, keepdims=True)`` of (B, N) arrays."""
+    _shift_rows(log_w, step, d)
 
 
 @kernel
@@ -608,18 +613,8 @@ def mix_round(prev, finish, d, lt, c1, c2, step, advance):  # noqa: ANN001, ANN2
         for b in range(runs):
             for j in range(n):
                 prev[b, j] = logaddexp(c1 + (d[b, j] - lt[b, 0]), c2)
-    if not advance:
-        return
-    for b in range(runs):
-        top = prev[b, 0] - step[b, 0]
-        d[b, 0] = top
-        for j in range(1, n):
-            v = prev[b, j] - step[b, j]
-            d[b, j] = v
-            if v > top or v != v:
-                top = v
-        for j in range(n):
-            d[b, j] = d[b, j] - top
+    if advance:
+        _shift_rows(prev, step, d)  # this round's shifted logits, as shift_by_max
 
 
 @kernel

@@ -98,10 +98,10 @@ def xlogy_into(
 
 
 def power_scalar_into(
-    x: np.ndarray, exponent: np.ndarray, out: np.ndarray, n: int, loop: np.ndarray
+    x: np.ndarray, y: np.ndarray, out: np.ndarray, n: int, loop: np.ndarray
 ) -> None:
-    """``out[:n] = x[:n] ** exponent[0]`` (compiled: numpy's ``power`` loop, strides 8, 0, 8)."""
-    np.power(x[:n], exponent[0], out=out[:n])
+    """``out[:n] = x[:n] ** y[0]`` (compiled: numpy's ``power`` loop, strides 8, 0, 8)."""
+    np.power(x[:n], y[0], out=out[:n])
 
 
 def register() -> None:
@@ -144,38 +144,26 @@ def register() -> None:
     overload(exp_into)(unary_impl)
     overload(log_into)(unary_impl)
 
-    @overload(xlogy_into)
-    def binary_impl(x, y, out, n, loop):  # noqa: ANN001, ANN202, ARG001
-        def impl(x, y, out, n, loop):  # noqa: ANN001, ANN202
-            data = np.empty(3, dtype=np.int64)
-            sizes = np.empty(4, dtype=np.int64)
-            data[0] = x.ctypes.data
-            data[1] = y.ctypes.data
-            data[2] = out.ctypes.data
-            sizes[0] = n
-            sizes[1] = 8
-            sizes[2] = 8
-            sizes[3] = 8
-            call_loop(loop[0], loop[1], data.ctypes.data, sizes.ctypes.data,
-                      sizes.ctypes.data + 8, loop[2])
+    def binary_impl(second_stride: int):  # noqa: ANN202
+        # xlogy's y is an array (stride 8); power's exponent a scalar read in place (stride 0).
+        def typer(x, y, out, n, loop):  # noqa: ANN001, ANN202, ARG001
+            def impl(x, y, out, n, loop):  # noqa: ANN001, ANN202
+                data = np.empty(3, dtype=np.int64)
+                sizes = np.empty(4, dtype=np.int64)
+                data[0] = x.ctypes.data
+                data[1] = y.ctypes.data
+                data[2] = out.ctypes.data
+                sizes[0] = n
+                sizes[1] = 8
+                sizes[2] = second_stride
+                sizes[3] = 8
+                call_loop(loop[0], loop[1], data.ctypes.data, sizes.ctypes.data,
+                          sizes.ctypes.data + 8, loop[2])
 
-        return impl
+            return impl
 
-    @overload(power_scalar_into)
-    def power_impl(x, exponent, out, n, loop):  # noqa: ANN001, ANN202, ARG001
-        def impl(x, exponent, out, n, loop):  # noqa: ANN001, ANN202
-            data = np.empty(3, dtype=np.int64)
-            sizes = np.empty(4, dtype=np.int64)
-            data[0] = x.ctypes.data
-            data[1] = exponent.ctypes.data
-            data[2] = out.ctypes.data
-            sizes[0] = n
-            sizes[1] = 8
-            sizes[2] = 0
-            sizes[3] = 8
-            call_loop(loop[0], loop[1], data.ctypes.data, sizes.ctypes.data,
-                      sizes.ctypes.data + 8, loop[2])
+        return typer
 
-        return impl
-
+    overload(xlogy_into)(binary_impl(8))
+    overload(power_scalar_into)(binary_impl(0))
     _REGISTERED.append(True)

@@ -29,9 +29,9 @@ import numpy as np
 
 from agents._kernels import check_block, hook_loop, plain_fast_backend
 from agents.base import clip_unit
-from agents.svt_restart_query import window_bound as _window_bound
+from agents.svt_restart_query import bernstein_query, push_snapshots
 from dp_experts_env import samplers
-from dp_experts_env._jit import helper, jit_enabled, kernel
+from dp_experts_env._jit import jit_enabled, kernel
 from dp_experts_env.batch_rng import BatchRNG
 from dp_experts_env.privacy.mechanisms import AboveThreshold
 
@@ -192,101 +192,6 @@ def play_rounds(agent: Any, obs: Any) -> np.ndarray:
     return actions
 
 
-@helper
-def _push(
-    r: int,
-    tau: int,
-    t: int,
-    pow2: np.ndarray,
-    store_index: np.ndarray,
-    cum: np.ndarray,
-    cum_sq: np.ndarray,
-    snap_experts: np.ndarray,
-    snap_learner: np.ndarray,
-    snap_sq: np.ndarray,
-    col_time: np.ndarray,
-    col_empty: np.ndarray,
-    snap_time: np.ndarray,
-    snap_count: np.ndarray,
-) -> None:
-    """``SVTRestart._push_snapshots`` for run r (a start at every level with tau % 2^k == 0)."""
-    n = snap_experts.shape[1]
-    levels, slots = store_index.shape
-    for lev in range(levels):
-        if tau % pow2[lev] != 0:
-            continue
-        slot = snap_count[r, lev] % slots
-        col = store_index[lev, slot]
-        if col >= 0:
-            for j in range(n):
-                snap_experts[r, j, col] = cum[j]
-            snap_learner[r, col] = cum[n]
-            for j in range(n):
-                snap_sq[r, j, col] = cum_sq[j]
-            col_time[r, col] = t
-            col_empty[r, col] = False
-        snap_time[r, lev, slot] = t
-        snap_count[r, lev] += 1
-
-
-@helper
-def _query(
-    r: int,
-    cum: np.ndarray,
-    cum_sq: np.ndarray,
-    snap_experts: np.ndarray,
-    snap_learner: np.ndarray,
-    snap_sq: np.ndarray,
-    empty: np.ndarray,
-    counts: np.ndarray,
-    offsets: np.ndarray,
-    slopes: np.ndarray,
-    dslopes: np.ndarray,
-    with_d: bool,
-    c: float,
-    scale: float,
-    learner: np.ndarray,
-    min_offset: np.ndarray,
-    ds_low: float,
-    ds_high: float,
-) -> float:
-    """Run r's dyadic Bernstein/betting query: ``SVTRestart._bernstein_query_kernel``'s floats.
-
-    The maximum over (expert, column) elements, each computed as there; an element is skipped
-    when an upper bound of its query lies below the largest query so far by a margin far above
-    rounding: the boundary ``b = min_k (offsets[k] + slopes[k] v + dslopes[k] d)`` is at least
-    ``min_offset[q] + min_k dslopes[k] d`` (slopes > 0, v >= 0, dslopes in [ds_low, ds_high],
-    > 0), so the query ``d - scale (b + c)`` is at most ``d - scale (lb + c)``; a float maximum
-    does not depend on the elements below it, so the result is the same float.
-    """
-    n, cols = snap_experts.shape[1], snap_experts.shape[2]
-    best = -np.inf
-    for q in range(cols):
-        learner[q] = cum[r, n] - snap_learner[r, q]
-    for j in range(n):
-        cj, sj = cum[r, j], cum_sq[r, j]
-        for q in range(cols):
-            if empty[r, q]:
-                continue
-            expert = cj - snap_experts[r, j, q]
-            d = learner[q] - expert
-            lb = min_offset[q]
-            if with_d:
-                lb = lb + (ds_low * d if d >= 0.0 else ds_high * d)
-            upper = d - scale * (lb + c)
-            # 1e-9 relative: rounding moves these few operations by ~1e-15 relative
-            if upper + 1e-9 * (abs(d) + scale * (abs(lb) + abs(c)) + 1.0) < best:
-                continue
-            v = sj - snap_sq[r, j, q]
-            if v < 0.0:
-                v = 0.0
-            b = _window_bound(offsets, slopes, dslopes, counts[q], v, d, with_d)
-            query = d - scale * (b + c)
-            if query > best:
-                best = query
-    return best
-
-
 @kernel
 def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the tests
     start: int,
@@ -371,7 +276,7 @@ def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the test
                 for j in range(n):
                     window[r, j] += losses[i, r, j]
                 tau = t - epoch_start[r] + 1
-                query = _query(
+                query = bernstein_query(
                     r,
                     cum,
                     cum_sq,
@@ -403,7 +308,7 @@ def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the test
                     any_top = True
                 fired = top and active[r]
                 if not fired:
-                    _push(
+                    push_snapshots(
                         r,
                         tau,
                         t,
@@ -411,6 +316,7 @@ def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the test
                         store_index,
                         cum[r],
                         cum_sq[r],
+                        True,
                         snap_experts,
                         snap_learner,
                         snap_sq,
@@ -452,7 +358,7 @@ def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the test
                 col_empty[r, top_col] = False
                 col_time[r, top_col] = origin_time
                 if paper:
-                    _push(
+                    push_snapshots(
                         r,
                         1,
                         t,
@@ -460,6 +366,7 @@ def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the test
                         store_index,
                         cum[r],
                         cum_sq[r],
+                        True,
                         snap_experts,
                         snap_learner,
                         snap_sq,

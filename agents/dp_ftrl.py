@@ -17,7 +17,7 @@ import numpy as np
 from agents._simplex import softmax
 from agents.base import PrivacyClaim, clip_unit
 from agents.full_info import hedge_eta
-from agents.private import PrivateAgent
+from agents.private import PrivateAgent, common_args
 from agents.registry import register
 from dp_experts_env import samplers
 from dp_experts_env._jit import jit_enabled
@@ -90,17 +90,7 @@ class DPFTRLTree(PrivateAgent):
         num_envs: int = 1,
         seed: int | Sequence[int] | None = None,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            epsilon=epsilon,
-            delta=delta,
-            mode=mode,
-            tuning=tuning,
-            noise=noise,
-            num_envs=num_envs,
-            seed=seed,
-        )
+        super().__init__(n_experts, horizon, **common_args(locals()))
         n, t_max = self.n_experts, self.horizon
         # The tree holds the T - 1 losses a game feeds it: one level fewer at T = 2^k.
         self._items = max(1, t_max - 1)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from agents.base import BanditObs
+from agents.private import common_args
 from agents.private_ucb import AdaPUCB
 from agents.registry import register
 from agents.ucb import kl_lower_bound
@@ -104,19 +105,7 @@ class DPKLUCB(AdaPUCB):
         seed: int | Sequence[int] | None = None,
     ) -> None:
         self.means = check_choice("means", means, ("all", "last"))
-        super().__init__(
-            n_experts,
-            horizon,
-            n_arms=n_arms,
-            epsilon=epsilon,
-            delta=delta,
-            alpha=alpha,
-            mode=mode,
-            tuning=tuning,
-            noise=noise,
-            num_envs=num_envs,
-            seed=seed,
-        )
+        super().__init__(n_experts, horizon, alpha=alpha, **common_args(locals()))
 
     def _init_state(self) -> None:
         super()._init_state()

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from agents.base import BanditObs, PrivacyClaim
-from agents.private import PrivateAgent
+from agents.private import PrivateAgent, common_args
 from agents.registry import register
 from dp_experts_env._validation import check_float
 from dp_experts_env.privacy.declaration import (
@@ -25,7 +25,7 @@ from dp_experts_env.privacy.declaration import (
     Parallel,
     PostProcessing,
 )
-from dp_experts_env.privacy.mechanisms import laplace_calibration, laplace_mechanism
+from dp_experts_env.privacy.mechanisms import laplace_mechanism
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = ["DPSE", "epoch_length", "elimination_margin"]
@@ -111,6 +111,7 @@ class DPSE(PrivateAgent):
     """
 
     feedback = "bandit"
+    pure_dp = True
     tunings = ("paper",)
     default_tuning = "paper"
     claim_summary = "pure eps-DP: Laplace on each epoch's per-arm loss sums, disjoint epochs"
@@ -136,20 +137,7 @@ class DPSE(PrivateAgent):
         num_envs: int = 1,
         seed: int | Sequence[int] | None = None,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            epsilon=epsilon,
-            delta=delta,
-            mode=mode,
-            tuning=tuning,
-            noise=noise,
-            num_envs=num_envs,
-            seed=seed,
-            n_arms=n_arms,
-        )
-        if self.delta != 0.0:
-            raise ValueError(f"delta must be 0 for this pure epsilon-DP learner, got {self.delta}")
+        super().__init__(n_experts, horizon, **common_args(locals()))
         self.beta = (
             1.0 / self.horizon
             if beta is None
@@ -158,7 +146,7 @@ class DPSE(PrivateAgent):
         self.epoch_scale = check_float("epoch_scale", epoch_scale, minimum=0.0)
         self.threshold_scale = check_float("threshold_scale", threshold_scale, minimum=0.0)
         # One epoch's (K,) sums move by at most 1 in L1 when one round's loss is replaced.
-        self.noise_scale, self._release = laplace_calibration(1.0, self.epsilon, noise=self.noise)
+        self.noise_scale = self._calibrate_laplace(1.0)
         self.reset(seed)
 
     @property

@@ -17,7 +17,7 @@ import numpy as np
 from agents._simplex import softmax
 from agents.base import PrivacyClaim, clip_unit
 from agents.full_info import hedge_eta
-from agents.private import PrivateAgent
+from agents.private import PrivateAgent, common_args
 from agents.registry import register
 from dp_experts_env import samplers
 from dp_experts_env._validation import check_float
@@ -101,17 +101,7 @@ class GaussianTreeHedge(PrivateAgent):
         num_envs: int = 1,
         seed: int | Sequence[int] | None = None,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            epsilon=epsilon,
-            delta=delta,
-            mode=mode,
-            tuning=tuning,
-            noise=noise,
-            num_envs=num_envs,
-            seed=seed,
-        )
+        super().__init__(n_experts, horizon, **common_args(locals()))
         if self.is_private and not self.delta > 0.0:
             raise ValueError("delta must be > 0: a Gaussian mechanism is never pure DP")
         n, t = self.n_experts, self.horizon

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from agents.base import PrivacyClaim, clip_unit
-from agents.private import PrivateAgent
+from agents.private import PrivateAgent, common_args
 from agents.registry import register
 from dp_experts_env._validation import check_choice
 from dp_experts_env.batch_rng import BatchRNG
@@ -148,17 +148,7 @@ class LimitedUpdates(PrivateAgent):
         num_envs: int = 1,
         seed: int | Sequence[int] | None = None,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            epsilon=epsilon,
-            delta=delta,
-            mode=mode,
-            tuning=tuning,
-            noise=noise,
-            num_envs=num_envs,
-            seed=seed,
-        )
+        super().__init__(n_experts, horizon, **common_args(locals()))
         self.selector = check_choice("selector", selector, SELECTORS)
         self.selection_epsilon = self.epsilon
         self.selection_scale = selection_scale(self.selector, self.epsilon, self.noise)

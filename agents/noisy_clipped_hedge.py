@@ -14,7 +14,7 @@ import numpy as np
 
 from agents.base import PrivacyClaim, clip_unit
 from agents.noisy_clipped_hedge_tuning import calibrated_eta, paper_eta, tracking_complexity
-from agents.private import PrivateAgent
+from agents.private import PrivateAgent, common_args
 from agents.registry import register
 from dp_experts_env import samplers
 from dp_experts_env._jit import jit_enabled
@@ -152,17 +152,7 @@ class NoisyClippedHedge(PrivateAgent):
         num_envs: int = 1,
         seed: int | Sequence[int] | None = None,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            epsilon=epsilon,
-            delta=delta,
-            mode=mode,
-            tuning=tuning,
-            noise=noise,
-            num_envs=num_envs,
-            seed=seed,
-        )
+        super().__init__(n_experts, horizon, **common_args(locals()))
         self.n_switches = check_int("n_switches", n_switches, minimum=0, maximum=self.horizon)
         self._set_noise()
         self.clip_level = max(self.n_switches, 1) / (self.n_experts * self.horizon)

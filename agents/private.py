@@ -44,20 +44,33 @@ from dp_experts_env._validation import (
 )
 from dp_experts_env.privacy.declaration import Mechanism, account
 from dp_experts_env.privacy.guarantee import Guarantee
+from dp_experts_env.privacy.mechanisms import laplace_calibration
 from dp_experts_env.privacy.noise import BACKENDS, NoiseBackend, get_backend, root_backend
 
-__all__ = ["PrivateAgent", "MODES", "TUNINGS"]
+__all__ = ["COMMON_ARGS", "MODES", "TUNINGS", "PrivateAgent", "common_args"]
 
 MODES = ("strict", "paper")
 TUNINGS = ("paper", "calibrated")
+#: the keywords a learner's ``__init__`` forwards to :class:`PrivateAgent`'s
+COMMON_ARGS = ("epsilon", "delta", "mode", "tuning", "noise", "num_envs", "seed", "n_arms")
+
+
+def common_args(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The common keywords among a learner's ``__init__`` arguments, to forward unchanged.
+
+    Called as ``super().__init__(n_experts, horizon, **common_args(locals()))`` first thing in
+    ``__init__``: each learner keeps its explicit signature (the registry and the CLI read it)
+    without restating the forwarding, keyword by keyword.
+    """
+    return {key: arguments[key] for key in COMMON_ARGS if key in arguments}
 
 
 class PrivateAgent(Agent):
     """An :class:`~agents.base.Agent` with a privacy budget.
 
-    Subclasses call ``super().__init__`` with the common arguments, read ``self.epsilon``,
-    ``self.delta``, ``self.mode``, ``self.tuning`` and ``self.noise`` (a backend), finish their own
-    validation and set-up, then call ``self.reset(seed)``.
+    Subclasses call ``super().__init__`` with the common arguments (:func:`common_args`), read
+    ``self.epsilon``, ``self.delta``, ``self.mode``, ``self.tuning`` and ``self.noise`` (a
+    backend), finish their own validation and set-up, then call ``self.reset(seed)``.
     """
 
     #: delta the learner needs (> 0 for approximate-DP learners); used as the default.
@@ -70,6 +83,8 @@ class PrivateAgent(Agent):
     noise_backends: tuple[str, ...] = BACKENDS
     #: why a backend outside ``noise_backends`` is refused (for the error message).
     noise_refusal: str = ""
+    #: a pure epsilon-DP learner: ``delta > 0`` is refused.
+    pure_dp: bool = False
 
     def __init__(
         self,
@@ -88,6 +103,8 @@ class PrivateAgent(Agent):
         super().__init__(n_experts, horizon, num_envs=num_envs, seed=seed, n_arms=n_arms)
         self.epsilon = check_learner_epsilon("epsilon", epsilon)
         self.delta = check_delta("delta", self.default_delta if delta is None else delta)
+        if self.pure_dp and self.delta != 0.0:
+            raise ValueError(f"delta must be 0 for this pure epsilon-DP learner, got {self.delta}")
         self.mode = check_choice("mode", mode, MODES)
         default = self.default_tuning if self.default_tuning in self.tunings else self.tunings[0]
         self.tuning = check_choice("tuning", default if tuning is None else tuning, self.tunings)
@@ -166,6 +183,19 @@ class PrivateAgent(Agent):
                 "this agent plays several epsilons (set_run_epsilons): each run has its own "
                 "claim; build an agent at each epsilon to read it"
             )
+
+    def _calibrate_laplace(
+        self, l1_sensitivity: float, epsilon: float | None = None, *, dim: int = 1
+    ) -> float:
+        """The scale of the learner's Laplace release (its guarantee becomes ``_release``).
+
+        :func:`~dp_experts_env.privacy.mechanisms.laplace_calibration` at ``epsilon`` (default
+        the learner's) with the learner's noise backend, so the claim states what the releases
+        cost.
+        """
+        eps = self.epsilon if epsilon is None else epsilon
+        scale, self._release = laplace_calibration(l1_sensitivity, eps, noise=self.noise, dim=dim)
+        return scale
 
     @property
     def is_private(self) -> bool:

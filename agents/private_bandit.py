@@ -31,7 +31,7 @@ from agents.bandit_core import (
     TsallisInfCore,
 )
 from agents.base import BanditObs, PrivacyClaim
-from agents.private import PrivateAgent
+from agents.private import PrivateAgent, common_args
 from agents.private_bandit_tuning import (
     BASES,
     DEFAULT_FTPL_RATE,
@@ -78,6 +78,7 @@ class _BatchedConversion(PrivateAgent):
     audit_hints: ClassVar[Mapping[str, Any]] = {"params": {"tau": 1}}
 
     feedback = "bandit"
+    pure_dp = True
     _OVER_EXPERTS = False  # a choice is an expert whose advice is played (else an arm)
 
     def __init__(
@@ -102,20 +103,7 @@ class _BatchedConversion(PrivateAgent):
         num_envs: int = 1,
         seed: int | Sequence[int] | None = None,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            epsilon=epsilon,
-            delta=delta,
-            mode=mode,
-            tuning=tuning,
-            noise=noise,
-            num_envs=num_envs,
-            seed=seed,
-            n_arms=n_arms,
-        )
-        if self.delta != 0.0:
-            raise ValueError(f"delta must be 0 for this pure epsilon-DP learner, got {self.delta}")
+        super().__init__(n_experts, horizon, **common_args(locals()))
         self.base = check_choice("base", base, BASES)
         self.tail = check_choice("tail", tail, TAILS)
         overrides = {"eta": eta, "gamma": gamma, "sigma": sigma, "resample_cap": resample_cap}
@@ -148,9 +136,7 @@ class _BatchedConversion(PrivateAgent):
         params.update({k: v for k, v in overrides.items() if v is not None})
         self.base_params = self._check_base_params(params)
         # Sensitivity of a batch mean of losses in [0, 1] when one loss is replaced: 1/tau.
-        self.noise_scale, self._release = laplace_calibration(
-            1.0 / self.tau, self.epsilon, noise=self.noise
-        )
+        self.noise_scale = self._calibrate_laplace(1.0 / self.tau)
         self._release_epsilon = self.epsilon  # what the releases spend (tests weaken it)
         self._noiseless = False  # test hook: the non-private batched base learner
         self.reset(seed)
@@ -474,35 +460,9 @@ class PrivateBanditOverExperts(_BatchedConversion):
     Static regret against the best expert, for small N. Advice is public (erratum E-PAB-19):
     the chosen experts are private w.r.t. the advice too, the played arms are not.
 
-    Privacy claim: pure ``epsilon``-DP, central, against adaptive adversaries (Lemma 3): one
-    round's loss moves one batch mean by at most 1/tau, released with ``Lap(1/(tau epsilon))``;
-    batches are disjoint and all else is post-processing of the releases and fresh coins, for
-    every tau, base learner and constant. The trailing ``T mod tau`` rounds are played
-    (``tail="hold"``: the last choice, erratum E-PAB-2; ``"sample"``: a fresh draw) but never
-    released. Modes ``"strict"`` and ``"paper"`` coincide. Tuning ``"calibrated"`` (default:
-    tau minimising the base learner's noisy bound, ``tau <= T // 10``) or ``"paper"``
-    (``tau = ceil(1/epsilon)``, lemma-level base constants at ``T_B = floor(T/tau)``, erratum
-    E-PAB-1); ``tau=``, ``sigma=``, ``eta=``, ``gamma=``, ``resample_cap=`` override; ``rate=``
-    picks FTPL-GR's rate rule. ``epsilon=math.inf`` feeds exact batch means. The full tunings,
-    deviations (errata E-PAB-1/2/5/12/24, clipped losses) and measurements: docs/algorithms.md
-    (this learner's row, "Notes on the private bandit learners (PAB)", "Calibration").
-
-    Args:
-        n_experts: N (the env's).
-        horizon: T.
-        n_arms: K (>= 2).
-        epsilon: privacy parameter (> 0); delta must be 0 (pure DP).
-        mode, tuning, noise, num_envs, seed: see :class:`~agents.private.PrivateAgent`.
-        base: ``"tsallis-inf"`` (default), ``"exp3"`` or ``"ftpl-gr"``.
-        tau: batch length in [1, T] (default from ``tuning``).
-        sigma, eta, gamma, resample_cap: base constants (HTINF; EXP3; FTPL-GR's rate and M).
-        rate: FTPL-GR's rate rule, ``"fixed"`` (default) or ``"adaptive"``.
-        tail: ``"hold"`` (default) or ``"sample"``, the play of the trailing partial batch.
-
-    Attributes:
-        tau, n_batches: batch length and base-learner updates ``floor(T / tau)``.
-        noise_scale: the Laplace scale used. base_params, tuned, rate: the tuning's record.
-        base_learner: the batched base learner. choice: (B,) the current batch's choice.
+    Privacy claim, modes, tunings, arguments and attributes: those of
+    :class:`PrivateBatchedBandit` (the base learner's choices are the N experts here, not the K
+    arms).
     """
 
     _OVER_EXPERTS = True

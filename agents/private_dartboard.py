@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from agents._lazy_sampler import LazySampler
 from agents.base import PrivacyClaim
+from agents.private import common_args
 from agents.private_dartboard_tuning import (
     P_MAX,
     DartboardParameters,
@@ -119,18 +120,7 @@ class PrivateShrinkingDartboard(LazySampler):
         seed: int | Sequence[int] | None = None,
         n_arms: int | None = None,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            epsilon=epsilon,
-            delta=delta,
-            mode=mode,
-            tuning=tuning,
-            noise=noise,
-            num_envs=num_envs,
-            seed=seed,
-            n_arms=n_arms,
-        )
+        super().__init__(n_experts, horizon, **common_args(locals()))
         self._overrides = (eta, p, budget)
         self._configure(self._parameters(self.epsilon))
         self.reset(seed)
@@ -301,21 +291,7 @@ class BatchedPrivateShrinkingDartboard(PrivateShrinkingDartboard):
         n_arms: int | None = None,
     ) -> None:
         self._batch_request = batch_size
-        super().__init__(
-            n_experts,
-            horizon,
-            epsilon=epsilon,
-            delta=delta,
-            mode=mode,
-            tuning=tuning,
-            noise=noise,
-            eta=eta,
-            p=p,
-            budget=budget,
-            num_envs=num_envs,
-            seed=seed,
-            n_arms=n_arms,
-        )
+        super().__init__(n_experts, horizon, eta=eta, p=p, budget=budget, **common_args(locals()))
 
     def _batch_size(self, epsilon: float) -> int:
         req = self._batch_request

@@ -26,7 +26,7 @@ from agents._bandit_block import play_rounds, played_losses, segment_starts
 from agents._kernels import PLAY_UNIFORMS, categorical_rows, plain_fast_backend
 from agents.bandit_core import Exp4Core
 from agents.base import BanditObs, PrivacyClaim
-from agents.private import PrivateAgent
+from agents.private import PrivateAgent, common_args
 from agents.private_bandit_bounds import second_moment_bound
 from agents.private_exp4_tuning import (
     COMPOSITIONS,
@@ -163,21 +163,10 @@ class LDPExp4(_PrivateExp4Base):
         num_envs: int = 1,
         seed: int | Sequence[int] | None = None,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            epsilon=epsilon,
-            delta=delta,
-            mode=mode,
-            tuning=tuning,
-            noise=noise,
-            num_envs=num_envs,
-            seed=seed,
-            n_arms=n_arms,
-        )
+        super().__init__(n_experts, horizon, **common_args(locals()))
         n, k, t = self.n_experts, self.n_arms, self.horizon
         # One Laplace release per round of the observed loss in [0, 1] (L1 sensitivity 1).
-        self.noise_scale, self._release = laplace_calibration(1.0, self.epsilon, noise=self.noise)
+        self.noise_scale = self._calibrate_laplace(1.0)
         self._release_epsilon = self.epsilon  # what the releases spend (tests weaken it)
         if not self.is_private:
             # No privacy: EXP4 itself (its rate sqrt(2 ln N / (T K)), no extra exploration).
@@ -379,18 +368,7 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         self.composition = check_choice("composition", composition, COMPOSITIONS)
         if (composition == "pure" or release == "loss") and delta is None:
             delta = 0.0
-        super().__init__(
-            n_experts,
-            horizon,
-            epsilon=epsilon,
-            delta=delta,
-            mode=mode,
-            tuning=tuning,
-            noise=noise,
-            num_envs=num_envs,
-            seed=seed,
-            n_arms=n_arms,
-        )
+        super().__init__(n_experts, horizon, **common_args(locals()))
         n, k, t = self.n_experts, self.n_arms, self.horizon
         if (
             release == "estimates"
@@ -448,7 +426,7 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         loss_scale = None
         if release == "loss" and self.is_private:
             # One Laplace release per round of the observed loss in [0, 1] (L1 sensitivity 1).
-            loss_scale, self._release = laplace_calibration(1.0, self.epsilon, noise=self.noise)
+            loss_scale = self._calibrate_laplace(1.0)
         if tau is None or eta is None or gamma is None:
             tuned = tune_batched_exp4(
                 n,
@@ -492,10 +470,9 @@ class PrivateBatchedExp4(_PrivateExp4Base):
             self._release_sensitivity = n * k / (self.gamma * tau)
             self._release_epsilon = self.epsilon
         if release == "estimates":
-            self.noise_scale, self._release = laplace_calibration(
+            self.noise_scale = self._calibrate_laplace(
                 self._release_sensitivity,
                 self._release_epsilon,
-                noise=self.noise,
                 dim=1 if composition == "advanced" else n,
             )
         self.composed_epsilon = self._composed().epsilon

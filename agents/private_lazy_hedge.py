@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from agents._lazy_sampler import LazySampler
 from agents.base import PrivacyClaim
+from agents.private import common_args
 from agents.private_lazy_hedge_tuning import LazyHedgeParameters, lazy_hedge_parameters
 from agents.registry import register
 from dp_experts_env.privacy.declaration import Mechanism, SamplingSteps
@@ -97,18 +98,7 @@ class PrivateLazyHedge(LazySampler):
         seed: int | Sequence[int] | None = None,
         n_arms: int | None = None,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            epsilon=epsilon,
-            delta=delta,
-            mode=mode,
-            tuning=tuning,
-            noise=noise,
-            num_envs=num_envs,
-            seed=seed,
-            n_arms=n_arms,
-        )
+        super().__init__(n_experts, horizon, **common_args(locals()))
         self._overrides = (beta, p, budget)
         self._configure(self._parameters(self.epsilon))
         self.reset(seed)

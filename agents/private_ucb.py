@@ -18,7 +18,7 @@ import numpy as np
 from agents._bandit_block import play_rounds, played_losses
 from agents._kernels import plain_fast_backend
 from agents.base import BanditObs, PrivacyClaim
-from agents.private import PrivateAgent
+from agents.private import PrivateAgent, common_args
 from agents.registry import register
 from dp_experts_env import samplers
 from dp_experts_env._validation import check_float
@@ -28,7 +28,7 @@ from dp_experts_env.privacy.declaration import (
     Parallel,
     PostProcessing,
 )
-from dp_experts_env.privacy.mechanisms import laplace_calibration, laplace_mechanism
+from dp_experts_env.privacy.mechanisms import laplace_mechanism
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = ["AdaPUCB"]
@@ -80,6 +80,7 @@ class AdaPUCB(PrivateAgent):
     """
 
     feedback = "bandit"
+    pure_dp = True
     tunings = ("paper",)
     default_tuning = "paper"
     claim_summary = "pure eps-DP: Laplace on each episode's loss sum, disjoint episodes"
@@ -99,23 +100,10 @@ class AdaPUCB(PrivateAgent):
         num_envs: int = 1,
         seed: int | Sequence[int] | None = None,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            epsilon=epsilon,
-            delta=delta,
-            mode=mode,
-            tuning=tuning,
-            noise=noise,
-            num_envs=num_envs,
-            seed=seed,
-            n_arms=n_arms,
-        )
-        if self.delta != 0.0:
-            raise ValueError(f"delta must be 0 for this pure epsilon-DP learner, got {self.delta}")
+        super().__init__(n_experts, horizon, **common_args(locals()))
         self.alpha = check_float("alpha", alpha, minimum=0.0, min_inclusive=False)
         # One episode's loss sum moves by at most 1 when one round's loss vector is replaced.
-        self.noise_scale, self._release = laplace_calibration(1.0, self.epsilon, noise=self.noise)
+        self.noise_scale = self._calibrate_laplace(1.0)
         self.reset(seed)
 
     @property

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from agents.base import PrivacyClaim, clip_unit
-from agents.private import PrivateAgent
+from agents.private import PrivateAgent, common_args
 from agents.registry import register
 from dp_experts_env._validation import check_choice, check_float, check_int
 from dp_experts_env.privacy.declaration import ExponentialMechanism, Mechanism, Parallel
@@ -131,18 +131,7 @@ class RandomizedPrefixSoftmax(PrivateAgent):
         seed: int | Sequence[int] | None = None,
         n_arms: int | None = None,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            epsilon=epsilon,
-            delta=delta,
-            mode=mode,
-            tuning=tuning,
-            noise=noise,
-            num_envs=num_envs,
-            seed=seed,
-            n_arms=n_arms,
-        )
+        super().__init__(n_experts, horizon, **common_args(locals()))
         self.eta_cap = check_float(
             "eta_cap", eta_cap, minimum=0.0, min_inclusive=False, allow_inf=True
         )

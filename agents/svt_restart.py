@@ -20,7 +20,7 @@ from agents.limited_updates import (
     selection,
     selection_scale,
 )
-from agents.private import PrivateAgent
+from agents.private import PrivateAgent, common_args
 from agents.registry import register
 from agents.selection_streams import SelectionStreams
 from agents.svt_restart_query import bernstein_query_kernel, push_snapshots_kernel
@@ -157,17 +157,7 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
         num_envs: int = 1,
         seed: int | Sequence[int] | None = None,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            epsilon=epsilon,
-            delta=delta,
-            mode=mode,
-            tuning=tuning,
-            noise=noise,
-            num_envs=num_envs,
-            seed=seed,
-        )
+        super().__init__(n_experts, horizon, **common_args(locals()))
         self._check_settings(selector, window_grid, boundary, threshold_scale, max_restarts)
         self.beta = self._check_beta(beta)
         self._check_memory()

@@ -11,7 +11,13 @@ import numpy as np
 
 from dp_experts_env._jit import helper, kernel
 
-__all__ = ["bernstein_query_kernel", "push_snapshots_kernel", "window_bound"]
+__all__ = [
+    "bernstein_query",
+    "bernstein_query_kernel",
+    "push_snapshots",
+    "push_snapshots_kernel",
+    "window_bound",
+]
 
 
 @helper
@@ -41,6 +47,68 @@ def window_bound(
     return b
 
 
+@helper
+def bernstein_query(
+    r: int,
+    cum: np.ndarray,
+    cum_sq: np.ndarray,
+    snap_experts: np.ndarray,
+    snap_learner: np.ndarray,
+    snap_sq: np.ndarray,
+    empty: np.ndarray,
+    counts: np.ndarray,
+    offsets: np.ndarray,
+    slopes: np.ndarray,
+    dslopes: np.ndarray,
+    with_d: bool,
+    c: float,
+    scale: float,
+    learner: np.ndarray,
+    min_offset: np.ndarray,
+    ds_low: float,
+    ds_high: float,
+) -> float:
+    """Run r's dyadic Bernstein/betting query (:meth:`SVTRestart._bernstein_query_dyadic`).
+
+    The maximum over (expert, column) elements (see :func:`bernstein_query_kernel`); with
+    ``min_offset`` finite (svt-restart's block kernel) an element is skipped
+    when an upper bound of its query lies below the largest query so far by a margin far above
+    rounding: the boundary ``b = min_k (offsets[k] + slopes[k] v + dslopes[k] d)`` is at least
+    ``min_offset[q] + min_k dslopes[k] d`` (slopes > 0, v >= 0, dslopes in [ds_low, ds_high],
+    > 0), so the query ``d - scale (b + c)`` is at most ``d - scale (lb + c)``; a float maximum
+    does not depend on the elements below it, so the result is the same float. With
+    ``min_offset`` all ``-inf`` nothing is skipped (and no bound is computed).
+    """
+    n, cols = snap_experts.shape[1], snap_experts.shape[2]
+    prune = cols > 0 and min_offset[0] > -np.inf
+    best = -np.inf
+    for q in range(cols):
+        learner[q] = cum[r, n] - snap_learner[r, q]
+    for j in range(n):
+        cj, sj = cum[r, j], cum_sq[r, j]
+        for q in range(cols):
+            if empty[r, q]:
+                continue
+            expert = cj - snap_experts[r, j, q]
+            d = learner[q] - expert
+            if prune:
+                lb = min_offset[q]
+                if with_d:
+                    lb = lb + (ds_low * d if d >= 0.0 else ds_high * d)
+                upper = d - scale * (lb + c)
+                # 1e-9 relative: rounding moves these few operations by ~1e-15 relative
+                if upper + 1e-9 * (abs(d) + scale * (abs(lb) + abs(c)) + 1.0) < best:
+                    continue
+            v = sj - snap_sq[r, j, q]
+            if v < 0.0:
+                v = 0.0
+            b = window_bound(offsets, slopes, dslopes, counts[q], v, d, with_d)
+            query = d - scale * (b + c)
+            if query > best:
+                best = query
+    return best
+
+
 @kernel
 def bernstein_query_kernel(  # pragma: no cover - compiled; its Python form runs in the tests
     cum: np.ndarray,
@@ -67,28 +135,56 @@ def bernstein_query_kernel(  # pragma: no cover - compiled; its Python form runs
     ``d - scale (b + const[r])``; ``out[r]`` = the largest query of run r's non-empty columns
     (-inf when all are empty).
     """
-    runs, n, cols = snap_experts.shape
+    cols = snap_experts.shape[2]
     learner = np.empty(cols)
-    for r in range(runs):
-        best = -np.inf
-        c = const[r]
-        for q in range(cols):
-            learner[q] = cum[r, n] - snap_learner[r, q]
-        for j in range(n):
-            cj, sj = cum[r, j], cum_sq[r, j]
-            for q in range(cols):
-                if empty[r, q]:
-                    continue
-                expert = cj - snap_experts[r, j, q]
-                d = learner[q] - expert
-                v = sj - snap_sq[r, j, q]
-                if v < 0.0:
-                    v = 0.0
-                b = window_bound(offsets, slopes, dslopes, counts[q], v, d, with_d)
-                query = d - scale * (b + c)
-                if query > best:
-                    best = query
-        out[r] = best
+    no_pruning = np.full(cols, -np.inf)
+    for r in range(snap_experts.shape[0]):
+        out[r] = bernstein_query(
+            r, cum, cum_sq, snap_experts, snap_learner, snap_sq, empty, counts, offsets, slopes,
+            dslopes, with_d, const[r], scale, learner, no_pruning, 0.0, 0.0,
+        )  # fmt: skip
+
+
+@helper
+def push_snapshots(
+    r: int,
+    tau: int,
+    t: int,
+    pow2: np.ndarray,
+    store_index: np.ndarray,
+    cum: np.ndarray,
+    cum_sq: np.ndarray,
+    with_sq: bool,
+    snap_experts: np.ndarray,
+    snap_learner: np.ndarray,
+    snap_sq: np.ndarray,
+    col_time: np.ndarray,
+    col_empty: np.ndarray,
+    snap_time: np.ndarray,
+    snap_count: np.ndarray,
+) -> None:
+    """``SVTRestart._push_snapshots`` for run r: a start at every level with tau % 2^k == 0.
+
+    ``cum`` and ``cum_sq`` are run r's rows; ``snap_sq`` is written only ``with_sq``.
+    """
+    n = snap_experts.shape[1]
+    levels, slots = store_index.shape
+    for lev in range(levels):
+        if tau % pow2[lev] != 0:
+            continue
+        slot = snap_count[r, lev] % slots
+        col = store_index[lev, slot]
+        if col >= 0:
+            for j in range(n):
+                snap_experts[r, j, col] = cum[j]
+            snap_learner[r, col] = cum[n]
+            if with_sq:
+                for j in range(n):
+                    snap_sq[r, j, col] = cum_sq[j]
+            col_time[r, col] = t
+            col_empty[r, col] = False
+        snap_time[r, lev, slot] = t
+        snap_count[r, lev] += 1
 
 
 @kernel
@@ -110,24 +206,9 @@ def push_snapshots_kernel(  # pragma: no cover - compiled; its Python form runs 
     snap_count: np.ndarray,
 ) -> None:
     """:meth:`SVTRestart._push_snapshots` run by run (copies only: the same values)."""
-    runs, n, _ = snap_experts.shape
-    levels, slots = store_index.shape
-    for r in range(runs):
-        if not mask[r]:
-            continue
-        for lev in range(levels):
-            if tau[r] % pow2[lev] != 0:
-                continue
-            slot = snap_count[r, lev] % slots
-            col = store_index[lev, slot]
-            if col >= 0:
-                for j in range(n):
-                    snap_experts[r, j, col] = cum[r, j]
-                snap_learner[r, col] = cum[r, n]
-                if with_sq:
-                    for j in range(n):
-                        snap_sq[r, j, col] = cum_sq[r, j]
-                col_time[r, col] = t
-                col_empty[r, col] = False
-            snap_time[r, lev, slot] = t
-            snap_count[r, lev] += 1
+    for r in range(snap_experts.shape[0]):
+        if mask[r]:
+            push_snapshots(
+                r, tau[r], t, pow2, store_index, cum[r], cum_sq[r], with_sq, snap_experts,
+                snap_learner, snap_sq, col_time, col_empty, snap_time, snap_count,
+            )  # fmt: skip

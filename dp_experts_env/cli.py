@@ -505,7 +505,7 @@ def _finish(frame: Any, out: Path, metric: str, figures: bool, pdf: bool = False
 def _cmd_run(args: argparse.Namespace) -> int:
     import agents
     from dp_experts_env._validation import check_learner_epsilon
-    from dp_experts_env.evaluation import AgentEntry, EnvEntry, Grid, run_grid
+    from dp_experts_env.evaluation import AgentEntry, EnvEntry, Grid
 
     for eps in args.epsilon or ():
         # names the flag the user typed, not the grid field; inf = the noise removed
@@ -519,7 +519,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     env = EnvEntry(args.env, _parse_assignments(args.env_set, "--env-set"))
     grid = Grid(agents=[agent], envs=[env], epsilons=args.epsilon or [1.0], n_seeds=args.seeds)
     _say_noise(args.noise, apply_noise(grid, args.noise))
-    out = Path(args.out or f"results/run-{args.agent}")
+    return _run_and_finish(grid, Path(args.out or f"results/run-{args.agent}"), args)
+
+
+def _run_and_finish(grid: Any, out: Path, args: argparse.Namespace) -> int:
+    """``run`` and ``compare``: play the grid into ``out``, then the table, report and figures."""
+    from dp_experts_env.evaluation import run_grid
+
     frame = run_grid(
         grid,
         out,
@@ -536,7 +542,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from dp_experts_env.evaluation import Grid, default_grid, run_grid
+    from dp_experts_env.evaluation import Grid, default_grid
 
     if args.grid:
         if args.horizon is not None or args.agents is not None:
@@ -573,19 +579,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             or ("results/default-noise-grid" if args.noise == "grid" else "results/default")
         )
     _say_noise(args.noise, apply_noise(grid, args.noise))
-    frame = run_grid(
-        grid,
-        out,
-        backend=args.backend,
-        n_jobs=args.jobs,
-        address=args.address,
-        progress=_show_progress(args),
-        report=False,  # _finish writes the report for the chosen --metric
-        # without figures only each run's last row is needed: the table streams to disk
-        rows="final" if args.no_figures else "all",
-    )
-    _finish(frame, out, args.metric, not args.no_figures, args.pdf)
-    return 0
+    return _run_and_finish(grid, out, args)
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:

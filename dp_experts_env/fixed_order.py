@@ -8,6 +8,9 @@ value that feeds results, ``info`` or a sampling decision uses :func:`dot` inste
 is one correctly rounded multiplication and the sum runs left to right over the last axis, an
 order no library or CPU changes.
 
+:func:`accumulate` adds K rows to a running total in round order (``cumsum`` along the rounds),
+the floats K in-place additions give.
+
 Not covered here, and not reductions: numpy's transcendental functions (``log``, ``exp``,
 ``cos``) have CPU-specific SIMD kernels that may differ in the last bit; tests compare such
 values across machines with a tolerance (``tests/_lock_arrays.py``).
@@ -17,7 +20,20 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["dot"]
+__all__ = ["accumulate", "dot"]
+
+
+def accumulate(total: np.ndarray, increments: np.ndarray) -> np.ndarray:
+    """``total += increments[k]`` for k = 0..K-1 in order; returns the K partial totals.
+
+    ``cumsum`` along the rounds adds the rows one after the other, so with the running total
+    folded into the first row every partial sum is the float K in-place additions give.
+    """
+    buffer = np.array(increments, dtype=np.float64)
+    buffer[0] += total
+    np.cumsum(buffer, axis=0, out=buffer)
+    total[...] = buffer[-1]
+    return buffer
 
 
 def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:

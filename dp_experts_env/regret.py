@@ -51,6 +51,7 @@ import numpy as np
 from dp_experts_env._jit import jit_enabled
 from dp_experts_env._regret_kernel import compiled_update, table_block
 from dp_experts_env._validation import check_int
+from dp_experts_env.fixed_order import accumulate
 
 __all__ = ["RegretCost", "RegretTracker", "regret_cost", "table_memory_limit"]
 
@@ -100,18 +101,6 @@ def table_memory_limit() -> int:
 # The ufunc reduction itself: the same values as ndarray.min, without its Python wrapper layers
 # (they dominate at B = 1, where every env step calls it several times).
 _min_reduce = np.minimum.reduce
-
-
-def _accumulate(total: np.ndarray, increments: np.ndarray) -> None:
-    """``total += increments[k]`` for k = 0..K-1 in order, in one vectorised pass.
-
-    ``cumsum`` along the rounds adds the rows one after the other, so with the running total
-    folded into the first row every partial sum is the float K in-place additions give.
-    """
-    buffer = np.array(increments, dtype=np.float64)
-    buffer[0] += total
-    np.cumsum(buffer, axis=0, out=buffer)
-    total[...] = buffer[-1]
 
 
 class RegretTracker:
@@ -326,15 +315,15 @@ class RegretTracker:
             self._per_round_best,
             self._best_current,
         )
-        _accumulate(self.cumulative_loss, learner_loss)
+        accumulate(self.cumulative_loss, learner_loss)
         if expert_means is not None and learner_mean is not None:
             self._has_means = True
             least = _min_reduce(expert_means, axis=2)  # (K, streams)
             shaped = learner_mean.reshape(rounds, self.copies, self.num_streams)
-            _accumulate(self._pseudo, (shaped - least[:, None, :]).reshape(rounds, -1))
+            accumulate(self._pseudo, (shaped - least[:, None, :]).reshape(rounds, -1))
             if self.static_pseudo:
-                _accumulate(self._learner_mean_sum, learner_mean)
-                _accumulate(self._expert_mean_sum.reshape(-1), expert_means.reshape(rounds, -1))
+                accumulate(self._learner_mean_sum, learner_mean)
+                accumulate(self._expert_mean_sum.reshape(-1), expert_means.reshape(rounds, -1))
         self._best_current = True
         self.round += rounds
 

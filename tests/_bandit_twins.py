@@ -2,12 +2,20 @@
 
 The block twin's losses are NaN except at the arms the round-by-round twin played (the bandit
 block protocol: only the played arm's loss is read, after playing it); actions, state and the
-next uniforms must be equal (``play_both``).
+next uniforms must be equal (``play_both``). Beside them the kernels' scaffolding: ``spy``
+(count a function's calls), ``kernel_path`` (the compiled kernel or its Python form) and
+``caught_then_passes`` (a planted block-only bug fails ``check_agent``'s paths check, a
+harmless change passes).
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
+import pytest
 
 import agents
 
@@ -96,3 +104,45 @@ def play_both(name, kwargs, n, arms, dense, blocks, seed=5) -> tuple:
     for key in a:
         assert a[key].dtype == b[key].dtype and a[key].tobytes() == b[key].tobytes(), key
     return per_round, blocked
+
+
+def spy(monkeypatch, owner: Any, attr: str) -> list:
+    """Count the calls of ``owner.attr`` (it still runs): one item per call in the list."""
+    calls: list = []
+    original = getattr(owner, attr)
+    monkeypatch.setattr(owner, attr, lambda *a, **kw: calls.append(1) or original(*a, **kw))
+    return calls
+
+
+def kernel_path(
+    param: str, monkeypatch, module: Any, ready: str, run: str, compiled: Callable[[], bool]
+) -> list:
+    """A ``path`` fixture's set-up: ``module.run`` compiled, or as its Python form (``"python"``).
+
+    The compiled path is skipped unless ``compiled()``; the Python form is made ready
+    (``module.ready`` true). Returns the spy on ``module.run``: the fixture asserts it ran.
+    """
+    monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
+    monkeypatch.delenv("DP_EXPERTS_NUMBA", raising=False)
+    if param == "compiled":
+        if not compiled():
+            pytest.skip("numba or the loops are unavailable")
+    else:
+        monkeypatch.setattr(module, ready, lambda: True)
+        python_form = functools.partial(getattr(module, run), compiled=False)
+        monkeypatch.setattr(module, run, python_form)
+    return spy(monkeypatch, module, run)
+
+
+def caught_then_passes(name: str, plant: Callable[[Any], None], mutant: Any, harmless: Any,
+                       says: str = "differs from act") -> None:  # fmt: skip
+    """``plant(mutant)`` fails ``check_agent``'s paths check on ``name`` (its message holding
+    ``says``); ``plant(harmless)`` passes it."""
+    from dp_experts_env.testing import ContractError, check_agent
+
+    plant(mutant)
+    with pytest.raises(ContractError) as err:
+        check_agent(name, checks=["paths"])
+    assert err.value.check == "paths" and says in str(err.value), str(err.value)
+    plant(harmless)
+    assert check_agent(name, checks=["paths"]).passed == ["paths"]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from agents._svt_kernels import _window_bound as svt_window_bound
+from agents.svt_restart_query import window_bound as svt_window_bound
 from dp_experts_env import _jit
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 import pytest
-from _bandit_twins import play_both
+from _bandit_twins import caught_then_passes, kernel_path, play_both, spy
 
 from agents import _bandit_klucb as klucb
 from agents import _numpy_loops as numpy_loops
@@ -32,21 +32,8 @@ BLOCKINGS = {
 @pytest.fixture(params=["compiled", "python"])
 def path(request, monkeypatch):
     """The compiled kernel or its Python form; the block must run the kernel."""
-    monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
-    monkeypatch.delenv("DP_EXPERTS_NUMBA", raising=False)
-    if request.param == "compiled":
-        if not klucb.klucb_ready():
-            pytest.skip("numba or the loops are unavailable")
-    else:
-        monkeypatch.setattr(klucb, "klucb_ready", lambda: True)
-        monkeypatch.setattr(
-            klucb, "run_klucb_block", functools.partial(klucb.run_klucb_block, compiled=False)
-        )
-    calls = []
-    original = klucb.run_klucb_block
-    monkeypatch.setattr(
-        klucb, "run_klucb_block", lambda *a, **kw: calls.append(1) or original(*a, **kw)
-    )
+    ready = klucb.klucb_ready
+    calls = kernel_path(request.param, monkeypatch, klucb, "klucb_ready", "run_klucb_block", ready)
     yield request.param
     assert calls, "the kernel never ran"
 
@@ -125,11 +112,7 @@ def test_the_loops_give_numpy_s_bits_and_the_c_library_s_do_not():
 def test_numpy_path_plays_through_act(monkeypatch):
     monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
     assert not _jit.jit_enabled() and not klucb.klucb_ready()
-    calls = []
-    original = klucb.run_klucb_block
-    monkeypatch.setattr(
-        klucb, "run_klucb_block", lambda *a, **kw: calls.append(1) or original(*a, **kw)
-    )
+    calls = spy(monkeypatch, klucb, "run_klucb_block")
     play_both("kl-ucb", {}, 5, 5, False, BLOCKINGS["long"])
     assert not calls
 
@@ -146,14 +129,8 @@ def _losses_copied(sums, counts, last, levels, t0, iterations, losses, *rest, **
 
 
 def test_a_kernel_only_bug_is_caught_and_a_harmless_change_passes(monkeypatch):
-    from dp_experts_env.testing import ContractError, check_agent
-
     monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
     if not klucb.klucb_ready():
         pytest.skip("numba or the loops are unavailable")
-    monkeypatch.setattr(klucb, "run_klucb_block", _half_level)
-    with pytest.raises(ContractError) as err:
-        check_agent("kl-ucb", checks=["paths"])
-    assert err.value.check == "paths" and "differs from act" in str(err.value), str(err.value)
-    monkeypatch.setattr(klucb, "run_klucb_block", _losses_copied)
-    assert check_agent("kl-ucb", checks=["paths"]).passed == ["paths"]
+    plant = functools.partial(monkeypatch.setattr, klucb, "run_klucb_block")
+    caught_then_passes("kl-ucb", plant, _half_level, _losses_copied)

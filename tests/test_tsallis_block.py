@@ -19,33 +19,19 @@ import types
 
 import numpy as np
 import pytest
-from _bandit_twins import BLOCKINGS, play_both
+from _bandit_twins import BLOCKINGS, caught_then_passes, kernel_path, play_both, spy
 
 from agents import _bandit_kernels as kernels
 from agents import _bandit_tsallis as tsallis
 from agents import _numpy_loops as numpy_loops
 from dp_experts_env import _jit, samplers
-from dp_experts_env.testing import ContractError, check_agent
 
 
 @pytest.fixture(params=["compiled", "python"])
 def path(request, monkeypatch):
     """The compiled kernel or its Python form; the block must not fall back to ``act``."""
-    monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
-    monkeypatch.delenv("DP_EXPERTS_NUMBA", raising=False)
-    if request.param == "compiled":
-        if not _jit.jit_enabled():
-            pytest.skip("numba is not installed")
-    else:
-        monkeypatch.setattr(tsallis, "tsallis_ready", lambda: True)
-        monkeypatch.setattr(
-            tsallis, "run_tsallis_block",
-            functools.partial(tsallis.run_tsallis_block, compiled=False),
-        )
-    calls = []
-    original = tsallis.run_tsallis_block
-    monkeypatch.setattr(
-        tsallis, "run_tsallis_block", lambda *a, **kw: calls.append(1) or original(*a, **kw)
+    calls = kernel_path(
+        request.param, monkeypatch, tsallis, "tsallis_ready", "run_tsallis_block", _jit.jit_enabled
     )
     yield request.param
     assert calls, "the kernel never ran"
@@ -119,24 +105,14 @@ def test_a_kernel_only_noise_bug_is_caught_and_a_harmless_change_passes(monkeypa
     monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
     if not tsallis.tsallis_ready():
         pytest.skip("the kernel does not run here")
-    _plant_law(monkeypatch, _half_noise)
-    with pytest.raises(ContractError) as err:
-        check_agent(name, checks=["paths"])
-    assert err.value.check == "paths" and "drawn noise" in str(err.value), str(err.value)
-    _plant_law(monkeypatch, _same_noise_as_array)
-    assert check_agent(name, checks=["paths"]).passed == ["paths"]
+    plant = functools.partial(_plant_law, monkeypatch)
+    caught_then_passes(name, plant, _half_noise, _same_noise_as_array, "drawn noise")
 
 
 def test_other_backends_and_bases_keep_their_paths(monkeypatch):
     monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
-    calls = []
-    original = tsallis.run_tsallis_block
-    monkeypatch.setattr(
-        tsallis, "run_tsallis_block", lambda *a, **kw: calls.append(1) or original(*a, **kw)
-    )
-    fallback = []
-    act_loop = kernels.act_loop
-    monkeypatch.setattr(kernels, "act_loop", lambda *a: fallback.append(1) or act_loop(*a))
+    calls = spy(monkeypatch, tsallis, "run_tsallis_block")
+    fallback = spy(monkeypatch, kernels, "act_loop")
     play_both("private-batched-bandit", {"noise": "grid"}, 3, 3, False, BLOCKINGS["mixed"])
     play_both("private-batched-bandit", {"base": "exp3"}, 3, 3, False, BLOCKINGS["mixed"])
     play_both("tsallis-inf", {"over": "experts"}, 4, 3, True, BLOCKINGS["mixed"])
@@ -146,11 +122,7 @@ def test_other_backends_and_bases_keep_their_paths(monkeypatch):
 
 def test_numpy_path_plays_through_act(monkeypatch):
     monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
-    calls = []
-    original = tsallis.run_tsallis_block
-    monkeypatch.setattr(
-        tsallis, "run_tsallis_block", lambda *a, **kw: calls.append(1) or original(*a, **kw)
-    )
+    calls = spy(monkeypatch, tsallis, "run_tsallis_block")
     play_both("tsallis-inf", {}, 5, 5, False, BLOCKINGS["mixed"])
     play_both("private-batched-bandit", {}, 5, 5, False, BLOCKINGS["mixed"])
     assert not calls
@@ -175,9 +147,5 @@ def test_tsallis_inf_kernel_bug_is_caught_and_a_harmless_change_passes(monkeypat
     monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
     if not tsallis.tsallis_ready():
         pytest.skip("the kernel does not run here")
-    monkeypatch.setattr(tsallis, "run_tsallis_block", _skip_flipped)
-    with pytest.raises(ContractError) as err:
-        check_agent("tsallis-inf", checks=["paths"])
-    assert err.value.check == "paths" and "differs from act" in str(err.value), str(err.value)
-    monkeypatch.setattr(tsallis, "run_tsallis_block", _rows_copied)
-    assert check_agent("tsallis-inf", checks=["paths"]).passed == ["paths"]
+    plant = functools.partial(monkeypatch.setattr, tsallis, "run_tsallis_block")
+    caught_then_passes("tsallis-inf", plant, _skip_flipped, _rows_copied)

@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from dp_experts_env._validation import check_float, check_int, check_loss_array
+from dp_experts_env._validation import check_loss_array
 from dp_experts_env.audit.bounds import INCONCLUSIVE_FACTOR, AuditResult
 from dp_experts_env.audit.checks import (
     claim_share,
@@ -52,6 +52,7 @@ from dp_experts_env.audit.search import (
     TEST_SEED_OFFSET,
     first_difference,
     path_check,
+    search_args,
     search_scenarios,
 )
 from dp_experts_env.audit.selection import check_audit_args, evaluate_event, select_event
@@ -257,15 +258,12 @@ def audit_learner(
             runs=runs, selection_runs=selection_runs, pairs=pairs, time_budget=time_budget,
             alpha=alpha, seed=seed,
         )  # fmt: skip
-    selection_runs = 4_000 if selection_runs is None else selection_runs
-    fixed = None if runs is None else check_int("runs", runs, minimum=200)
-    n_sel = check_int("selection_runs", selection_runs, minimum=200)
-    alpha = check_float("alpha", alpha, minimum=0.0, maximum=0.5, min_inclusive=False)
-    seed = check_int("seed", seed, minimum=0)
-    budget = check_float("time_budget", time_budget, minimum=0.0)
-    mult = check_float("multiplier", multiplier, minimum=0.0)
-    user = dict(params or {})
-    user.setdefault("epsilon", epsilon)
+    args = search_args(
+        epsilon=epsilon, params=params, multiplier=multiplier, runs=runs, seed=seed,
+        selection_runs=4_000 if selection_runs is None else selection_runs, alpha=alpha,
+        time_budget=time_budget,
+    )  # fmt: skip
+    user, mult, alpha = args.user, args.multiplier, args.alpha
     declared = declaration_of(agent, user)
     if declared is None:
         warnings.warn(UNDECLARED.format(agent=agent), UserWarning, stacklevel=2)
@@ -273,45 +271,36 @@ def audit_learner(
         scenarios = derived_scenarios(agent, declared) + generic_scenarios(
             agent, undeclared=declared is None
         )
-    scenarios = [
-        Scenario(s.label, s.losses, s.neighbor, {**s.params, **user}, s.keyed, s.advice, s.runs)
-        for s in scenarios
-    ]
-    total = len(scenarios)
-    if pairs is not None:
-        scenarios = scenarios[: check_int("pairs", pairs, minimum=1)]
+    scenarios, total = args.with_params(scenarios, pairs)
     record = declares_releases(declared) if releases is None else bool(releases)
-    base = seed * 2 * TEST_SEED_OFFSET
+    base = args.base
     began = time.perf_counter()
 
     def score(i: int, scenario: Scenario) -> tuple[list[Candidate], Any]:
         return _score_scenario(
             agent,
             scenario,
-            n_sel=n_sel,
-            n_test=fixed or scenario.runs or DEFAULT_RUNS,
-            seed=base + 2 * i * n_sel,
+            n_sel=args.selection_runs,
+            n_test=args.test_runs(scenario, DEFAULT_RUNS),
+            seed=base + 2 * i * args.selection_runs,
             multiplier=mult,
             record=record,
             alpha=alpha,
         )
 
-    found = search_scenarios(agent, scenarios, score, budget=budget, began=began)
-    candidates, skipped, best = found
-    n_test = fixed or best.scenario.runs or DEFAULT_RUNS
+    found = search_scenarios(agent, scenarios, score, budget=args.budget, began=began)
+    best = found[2]
+    n_test = args.test_runs(best.scenario, DEFAULT_RUNS)
     test_seed = base + TEST_SEED_OFFSET
-    sides = [
-        play_scenario(
-            agent,
-            best.scenario,
-            side=s,
-            n_runs=n_test,
-            seed=test_seed + s * n_test,
-            multiplier=mult,
-            record=best.view == "releases",
-        )
-        for s in (0, 1)
-    ]
+
+    def test_sides(**how: bool) -> list[Any]:  # both sides' test runs (act, or block=True)
+        return [
+            play_scenario(agent, best.scenario, side=s, n_runs=n_test,
+                          seed=test_seed + s * n_test, multiplier=mult, **how)
+            for s in (0, 1)
+        ]  # fmt: skip
+
+    sides = test_sides(record=best.view == "releases")
     claim = sides[0].claim
     stale = noise_freshness(agent, best.scenario, seed=test_seed + 2 * n_test, multiplier=mult)
     # The long game runs under the hints' public settings too (as every derived scenario): at
@@ -322,16 +311,8 @@ def audit_learner(
         agent, best.scenario, params=exposed, seed=test_seed + 2 * n_test, multiplier=mult
     )
     view = (lambda o: o.releases) if best.view == "releases" else (lambda o: o.actions)
-    result = evaluate_event(
-        best.selection,
-        view(sides[0]),
-        view(sides[1]),
-        alpha=alpha,
-        claimed_epsilon=float(claim.epsilon),
-        claimed_delta=float(claim.delta),
-        n_runs=n_test,
-        share=claim_share(agent, best.scenario),
-    )
+    share = claim_share(agent, best.scenario)
+    result = args.count(best.selection, view(sides[0]), view(sides[1]), claim, n_test, share=share)
     if result.inconclusive and INCONCLUSIVE_FACTOR * result.share <= 1.0:
         # A split claim: no event reading one part can beat the whole claim, so the verdict
         # names what a test of one part against its own epsilon would need instead.
@@ -342,30 +323,13 @@ def audit_learner(
         # The test runs again through the block entry point, seeds unchanged: the actions
         # must be the same, and an action event is counted there too (releases are recorded
         # on act only; the path check compares the kernels' drawn noise with act's).
-        block_sides = [
-            play_scenario(
-                agent,
-                best.scenario,
-                side=s,
-                n_runs=n_test,
-                seed=test_seed + s * n_test,
-                multiplier=mult,
-                block=True,
-            )
-            for s in (0, 1)
-        ]
+        block_sides = test_sides(block=True)
         differ = differ or first_difference(sides, block_sides)
     if not best.scenario.keyed and _has_block(agent) and best.view == "actions":
-        block_result = evaluate_event(
-            best.selection,
-            block_sides[0].actions,
-            block_sides[1].actions,
-            alpha=alpha,
-            claimed_epsilon=float(claim.epsilon),
-            claimed_delta=float(claim.delta),
-            n_runs=n_test,
-            share=claim_share(agent, best.scenario),
-        )
+        block_result = args.count(
+            best.selection, block_sides[0].actions, block_sides[1].actions, claim, n_test,
+            share=share,
+        )  # fmt: skip
     tree_check = None
     if part_tests and declared is not None and "tree" in declared_kinds(declared):
         tree_check = tree_counter_test(
@@ -384,20 +348,15 @@ def audit_learner(
             multiplier=mult,
             alpha=alpha,
         )
-    return AuditReport(
-        agent=agent,
-        multiplier=mult,
+    return args.report(
+        agent,
+        found,
         result=result,
-        chosen=best,
-        candidates=candidates,
         claim=claim,
-        selection_runs=n_sel,
-        test_runs=n_test,
-        scenarios_total=total,
-        skipped=skipped,
-        time_budget=budget,
-        seconds=time.perf_counter() - began,
-        declaration=declared.describe() if declared is not None else "",
+        n_test=n_test,
+        total=total,
+        declared=declared,
+        began=began,
         stale_noise=stale,
         foreign_noise=foreign,
         part_check=checked,

@@ -28,12 +28,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from dp_experts_env._validation import check_float, check_int
+from dp_experts_env._validation import check_float
 from dp_experts_env.audit.events import families_for
 from dp_experts_env.audit.oco_statistics import (
     OCOAuditResult,
@@ -43,10 +43,20 @@ from dp_experts_env.audit.oco_statistics import (
 )
 from dp_experts_env.audit.play import ScenarioRefused
 from dp_experts_env.audit.report import AuditReport, Candidate
-from dp_experts_env.audit.scenarios import GAUSSIAN_AUDIT_DELTA
-from dp_experts_env.audit.search import TEST_SEED_OFFSET, path_check, search_scenarios
-from dp_experts_env.audit.selection import check_audit_args, evaluate_event, select_event
+from dp_experts_env.audit.scenarios import GAUSSIAN_AUDIT_DELTA, Scenario
+from dp_experts_env.audit.search import (
+    TEST_SEED_OFFSET,
+    first_difference,
+    path_check,
+    search_args,
+    search_scenarios,
+)
+from dp_experts_env.audit.selection import check_audit_args, select_event
 from dp_experts_env.evaluation.paths import BLOCKS, block_method
+
+#: the OCO audit's scenarios are :class:`~dp_experts_env.audit.scenarios.Scenario`\ s (its
+#: ``keyed`` and ``advice`` unused): the former name
+OCOScenario = Scenario
 
 __all__ = [
     "DEFAULT_OCO_RUNS",
@@ -67,40 +77,6 @@ __all__ = [
 DEFAULT_OCO_RUNS = 100_000
 #: selection runs per side and scenario by default (OCO games here are short and cheap)
 DEFAULT_OCO_SELECTION_RUNS = 20_000
-
-
-@dataclass(frozen=True, eq=False)
-class OCOScenario:
-    """A neighbouring pair of gradient sequences and the public parameters to play them with.
-
-    Attributes:
-        label: the scenario in words.
-        losses: (T, d) gradients on the input (row t is observed before round t + 2's play).
-        neighbor: the same with exactly one row replaced.
-        params: public learner parameters (privacy must hold for all of them).
-        runs: test runs per side if this scenario is chosen (None: :data:`DEFAULT_OCO_RUNS`).
-    """
-
-    label: str
-    losses: np.ndarray
-    neighbor: np.ndarray
-    params: Mapping[str, Any] = field(default_factory=dict)
-    runs: int | None = None
-
-    @property
-    def changed_round(self) -> int:
-        """The index of the row in which the pair differs."""
-        rows = np.flatnonzero(np.any(self.losses != self.neighbor, axis=1))
-        if len(rows) != 1:
-            raise ValueError(
-                f"the gradient sequences must differ in exactly one row, not {len(rows)}"
-            )
-        return int(rows[0])
-
-    @property
-    def horizon(self) -> int:
-        """T."""
-        return int(self.losses.shape[0])
 
 
 def first_round_pair(
@@ -140,9 +116,9 @@ def oco_declaration_of(agent: str, params: Mapping[str, Any] | None = None) -> A
     return getattr(built, "declaration", None)
 
 
-def _first(t: int, why: str, g: float, params: Mapping[str, Any] | None = None) -> OCOScenario:
+def _first(t: int, why: str, g: float, params: Mapping[str, Any] | None = None) -> Scenario:
     shown = "; " + ", ".join(f"{k}={v:g}" for k, v in (params or {}).items()) if params else ""
-    return OCOScenario(
+    return Scenario(
         f"first-round +-G, d=1, T={t} ({why}){shown}",
         *first_round_pair(t, 1, g),
         dict(params or {}),
@@ -163,7 +139,7 @@ def fed_pair(horizon: int, grad: float = 1.0, *, seed: int = 12345) -> tuple[np.
 
 
 
-def derived_oco_scenarios(declaration: Any, *, grad_bound: float = 1.0) -> list[OCOScenario]:
+def derived_oco_scenarios(declaration: Any, *, grad_bound: float = 1.0) -> list[Scenario]:
     """Scenarios derived from an OCO learner's declared mechanisms (none without one).
 
     * a tree (``TreeAggregation``): first-round pairs at T = 3 and 5 (``T = 2^m + 1``: the first
@@ -180,7 +156,7 @@ def derived_oco_scenarios(declaration: Any, *, grad_bound: float = 1.0) -> list[
     if declaration is None:
         return []
     g = check_float("grad_bound", grad_bound, minimum=0.0, min_inclusive=False)
-    out: list[OCOScenario] = []
+    out: list[Scenario] = []
     for leaf in leaves(declaration):
         if leaf.kind == "tree":
             if getattr(leaf, "noise", "laplace") == "gaussian" and leaf.delta > 0:
@@ -195,7 +171,7 @@ def derived_oco_scenarios(declaration: Any, *, grad_bound: float = 1.0) -> list[
                 _first(2, "one node read", g),
             ]
             out += [
-                OCOScenario(f"tree fed all T items, d=1, T={t}, row 0 negated", *fed_pair(t, g))
+                Scenario(f"tree fed all T items, d=1, T={t}, row 0 negated", *fed_pair(t, g))
                 for t in (17, 33)
             ]
         elif leaf.kind == "sampling":
@@ -206,7 +182,7 @@ def derived_oco_scenarios(declaration: Any, *, grad_bound: float = 1.0) -> list[
                 _first(8, "a longer path", g),
             ]
             out += [
-                OCOScenario(f"long game, d=1, T={t}, row 0 negated", *fed_pair(t, g))
+                Scenario(f"long game, d=1, T={t}, row 0 negated", *fed_pair(t, g))
                 for t in (16, 32)
             ]
     seen: set[str] = set()
@@ -215,7 +191,7 @@ def derived_oco_scenarios(declaration: Any, *, grad_bound: float = 1.0) -> list[
 
 def default_oco_scenarios(
     agent: str, *, grad_bound: float = 1.0, params: Mapping[str, Any] | None = None
-) -> list[OCOScenario]:
+) -> list[Scenario]:
     """The default search of an OCO learner: derived from its declaration, then generic.
 
     The derived candidates (:func:`derived_oco_scenarios`) come first, so a short budget still
@@ -227,13 +203,13 @@ def default_oco_scenarios(
     out = derived_oco_scenarios(declared, grad_bound=g)
     if not out:
         out = [_first(t, "generic", g) for t in (2, 3, 4)]
-    out.append(OCOScenario("random signs, d=4, T=8, row 4 negated", *sign_pair(8, 4, g)))
+    out.append(Scenario("random signs, d=4, T=8, row 4 negated", *sign_pair(8, 4, g)))
     return out
 
 
 def _play(
     agent: str,
-    scenario: OCOScenario,
+    scenario: Scenario,
     side: int,
     n: int,
     seed: int,
@@ -283,7 +259,7 @@ def _play_points(built: Any, data: np.ndarray, n: int) -> np.ndarray:
     return points
 
 
-def _views(scenario: OCOScenario, paths: list[np.ndarray], built: Any) -> dict[str, tuple]:
+def _views(scenario: Scenario, paths: list[np.ndarray], built: Any) -> dict[str, tuple]:
     """Each view's (input, neighbour) data, its event kind and family options."""
     x, xp = scenario.losses, scenario.neighbor
     row = scenario.changed_round
@@ -303,9 +279,9 @@ def audit_oco_learner(
     epsilon: float = 1.0,
     params: Mapping[str, Any] | None = None,
     multiplier: float = 1.0,
-    scenarios: Sequence[OCOScenario] | None = None,
+    scenarios: Sequence[Scenario] | None = None,
     runs: int | None = None,
-    selection_runs: int = DEFAULT_OCO_SELECTION_RUNS,
+    selection_runs: int | None = None,
     pairs: int | None = None,
     time_budget: float = 120.0,
     alpha: float = 1e-3,
@@ -323,7 +299,8 @@ def audit_oco_learner(
         scenarios: candidates in search order (default :func:`default_oco_scenarios`).
         runs: test runs per side (>= 200; default the chosen scenario's, else
             :data:`DEFAULT_OCO_RUNS`).
-        selection_runs: runs per side for scoring each scenario (>= 200).
+        selection_runs: runs per side for scoring each scenario (>= 200; default
+            :data:`DEFAULT_OCO_SELECTION_RUNS`).
         pairs: search at most this many scenarios.
         time_budget: seconds for the search (the test always runs).
         alpha: error probability of the final bound.
@@ -338,14 +315,12 @@ def audit_oco_learner(
     entry = agents.spec(agent)  # unknown names raise, listing the learners
     if not entry.private or entry.feedback != "oco":
         raise ValueError(f"agent {agent!r} is not a private OCO learner")
-    fixed = None if runs is None else check_int("runs", runs, minimum=200)
-    n_sel = check_int("selection_runs", selection_runs, minimum=200)
-    alpha = check_float("alpha", alpha, minimum=0.0, maximum=0.5, min_inclusive=False)
-    seed = check_int("seed", seed, minimum=0)
-    budget = check_float("time_budget", time_budget, minimum=0.0)
-    mult = check_float("multiplier", multiplier, minimum=0.0)
-    user = dict(params or {})
-    user.setdefault("epsilon", epsilon)
+    args = search_args(
+        epsilon=epsilon, params=params, multiplier=multiplier, runs=runs, seed=seed,
+        selection_runs=DEFAULT_OCO_SELECTION_RUNS if selection_runs is None else selection_runs,
+        alpha=alpha, time_budget=time_budget,
+    )  # fmt: skip
+    user, mult, alpha = args.user, args.multiplier, args.alpha
     if mult != 1.0:
         if "noise_multiplier" in user:
             raise ValueError(
@@ -359,23 +334,18 @@ def audit_oco_learner(
             grad_bound=float(user.get("grad_bound", 1.0)),
             params={k: v for k, v in user.items() if k != "noise_multiplier"},
         )
-    scenarios = [
-        OCOScenario(s.label, s.losses, s.neighbor, {**s.params, **user}, s.runs) for s in scenarios
-    ]
-    total = len(scenarios)
-    if pairs is not None:
-        scenarios = scenarios[: check_int("pairs", pairs, minimum=1)]
-    base = seed * 2 * TEST_SEED_OFFSET
+    scenarios, total = args.with_params(scenarios, pairs)
+    base, n_sel = args.base, args.selection_runs
     began = time.perf_counter()
 
-    def score(i: int, scenario: OCOScenario) -> tuple[list[Candidate], Any]:
+    def score(i: int, scenario: Scenario) -> tuple[list[Candidate], Any]:
         start = time.perf_counter()
         played = [
             _play(agent, scenario, s, n_sel, base + (2 * i + s) * n_sel, scenario.params)
             for s in (0, 1)
         ]
         claim = played[0][1].privacy
-        n_test = fixed or scenario.runs or DEFAULT_OCO_RUNS
+        n_test = args.test_runs(scenario, DEFAULT_OCO_RUNS)
         # Families are fitted on one half of the selection runs and scored on the other.
         fit, held = slice(0, n_sel // 2), slice(n_sel // 2, n_sel)
         views = _views(scenario, [played[0][0], played[1][0]], played[0][1])
@@ -389,25 +359,17 @@ def audit_oco_learner(
             found.append(Candidate(scenario, view, sel, seconds, float(claim.epsilon)))
         return found, claim
 
-    found = search_scenarios(agent, scenarios, score, budget=budget, began=began)
-    candidates, skipped, best = found
-    chosen: OCOScenario = best.scenario  # type: ignore[assignment]
-    n_test = fixed or chosen.runs or DEFAULT_OCO_RUNS
+    found = search_scenarios(agent, scenarios, score, budget=args.budget, began=began)
+    best = found[2]
+    chosen: Scenario = best.scenario  # type: ignore[assignment]
+    n_test = args.test_runs(chosen, DEFAULT_OCO_RUNS)
     test_seed = base + TEST_SEED_OFFSET
     played = [
         _play(agent, chosen, s, n_test, test_seed + s * n_test, chosen.params) for s in (0, 1)
     ]
     claim = played[0][1].privacy
     a, b, _, _ = _views(chosen, [played[0][0], played[1][0]], played[0][1])[best.view]
-    result = evaluate_event(
-        best.selection,
-        a,
-        b,
-        alpha=alpha,
-        claimed_epsilon=float(claim.epsilon),
-        claimed_delta=float(claim.delta),
-        n_runs=n_test,
-    )
+    result = args.count(best.selection, a, b, claim, n_test)
     if best.view == "likelihood ratio":
         result = replace(result, event=result.event.replace("output", "log-likelihood ratio"))
     # The path check of check_agent, and the test runs replayed through the block entry point
@@ -419,43 +381,22 @@ def audit_oco_learner(
             _play(agent, chosen, s, n_test, test_seed + s * n_test, chosen.params, block=True)
             for s in (0, 1)
         ]
-        differ = differ or _first_point_difference(played, block)
+        differ = differ or first_difference([p for p, _ in played], [p for p, _ in block])
         a, b, _, _ = _views(chosen, [block[0][0], block[1][0]], block[0][1])[best.view]
-        block_result = evaluate_event(
-            best.selection, a, b, alpha=alpha, claimed_epsilon=float(claim.epsilon),
-            claimed_delta=float(claim.delta), n_runs=n_test,
-        )  # fmt: skip
-    return AuditReport(
-        agent=agent,
-        multiplier=mult,
+        block_result = args.count(best.selection, a, b, claim, n_test)
+    return args.report(
+        agent,
+        found,
         result=result,
-        chosen=best,
-        candidates=candidates,
         claim=claim,
-        selection_runs=n_sel,
-        test_runs=n_test,
-        scenarios_total=total,
-        skipped=skipped,
-        time_budget=budget,
-        seconds=time.perf_counter() - began,
-        declaration=declared.describe() if declared is not None else "",
+        n_test=n_test,
+        total=total,
+        declared=declared,
+        began=began,
         paths=paths,
         paths_differ=differ,
         block_result=block_result,
     )
-
-
-def _first_point_difference(act: Sequence[tuple], block: Sequence[tuple]) -> str:
-    """Where the block path's points differ from act's on the same seeds; "" when nowhere."""
-    for side, ((a, _), (b, _)) in enumerate(zip(act, block, strict=True)):
-        differ = np.any(a != b, axis=-1)
-        if differ.any():
-            run, t = np.argwhere(differ)[0]
-            return (
-                f"the audit's test runs: side {side}, run {run}: the block path plays "
-                f"{b[run, t].tolist()} at round {t + 1}, act {a[run, t].tolist()}"
-            )
-    return ""
 
 
 def _build_oco_agent(agent: Any, n: int, seed: int, horizon: int, dim: int, params: dict) -> Any:

@@ -11,6 +11,7 @@ test runs seeded from :data:`TEST_SEED_OFFSET` on (disjoint from every selection
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -18,13 +19,88 @@ from typing import Any
 
 import numpy as np
 
+from dp_experts_env._validation import check_float, check_int
+from dp_experts_env.audit.bounds import AuditResult
 from dp_experts_env.audit.play import Outputs, ScenarioRefused
-from dp_experts_env.audit.report import Candidate
+from dp_experts_env.audit.report import AuditReport, Candidate
+from dp_experts_env.audit.selection import Selection, evaluate_event
 
-__all__ = ["TEST_SEED_OFFSET", "first_difference", "path_check", "search_scenarios"]
+__all__ = [
+    "TEST_SEED_OFFSET",
+    "SearchArgs",
+    "first_difference",
+    "path_check",
+    "search_args",
+    "search_scenarios",
+]
 
 TEST_SEED_OFFSET = 500_000_000_000  # test runs' seeds start here (selection runs below it)
-#: test runs per side when neither the caller nor the chosen scenario says otherwise
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchArgs:
+    """A learner audit's validated arguments (:func:`search_args`), shared by both searches.
+
+    ``runs`` is the caller's test runs per side (None: the chosen scenario's or a default);
+    ``user`` the caller's learner parameters, ``epsilon`` included.
+    """
+
+    runs: int | None
+    selection_runs: int
+    alpha: float
+    seed: int
+    budget: float
+    multiplier: float
+    user: dict[str, Any]
+
+    @property
+    def base(self) -> int:
+        """The first selection run's seed; test runs start :data:`TEST_SEED_OFFSET` above."""
+        return self.seed * 2 * TEST_SEED_OFFSET
+
+    def test_runs(self, scenario: Any, default: int) -> int:
+        """Test runs per side: the caller's, else the scenario's, else ``default``."""
+        return self.runs or scenario.runs or default
+
+    def with_params(self, scenarios: Sequence[Any], pairs: int | None) -> tuple[list[Any], int]:
+        """The scenarios with the caller's parameters winning, cut to ``pairs``; and how many."""
+        merged = [dataclasses.replace(s, params={**s.params, **self.user}) for s in scenarios]
+        cut = merged if pairs is None else merged[: check_int("pairs", pairs, minimum=1)]
+        return cut, len(merged)
+
+    def count(self, selection: Selection | None, a: Any, b: Any, claim: Any, n: int,
+              **share: float) -> AuditResult:  # fmt: skip
+        """The chosen event counted on ``n`` test runs per side against ``claim``."""
+        return evaluate_event(selection, a, b, alpha=self.alpha, n_runs=n, **share,
+                              claimed_epsilon=float(claim.epsilon),
+                              claimed_delta=float(claim.delta))  # fmt: skip
+
+    def report(self, agent: str, found: tuple, *, claim: Any, n_test: int, total: int,
+               declared: Any, began: float, **checks: Any) -> AuditReport:  # fmt: skip
+        """The :class:`AuditReport` of a search ``found`` (:func:`search_scenarios`'s answer)."""
+        candidates, skipped, best = found
+        return AuditReport(
+            agent=agent, multiplier=self.multiplier, chosen=best, candidates=candidates,
+            claim=claim, selection_runs=self.selection_runs, test_runs=n_test,
+            scenarios_total=total, skipped=skipped, time_budget=self.budget,
+            seconds=time.perf_counter() - began,
+            declaration=declared.describe() if declared is not None else "", **checks,
+        )  # fmt: skip
+
+
+def search_args(*, epsilon: float, params: Mapping[str, Any] | None, multiplier: float,
+                runs: int | None, selection_runs: int, alpha: float, seed: int,
+                time_budget: float) -> SearchArgs:  # fmt: skip
+    """Validate a learner audit's arguments (ValueError / TypeError naming the bad one)."""
+    fixed = None if runs is None else check_int("runs", runs, minimum=200)
+    n_sel = check_int("selection_runs", selection_runs, minimum=200)
+    alpha = check_float("alpha", alpha, minimum=0.0, maximum=0.5, min_inclusive=False)
+    seed = check_int("seed", seed, minimum=0)
+    budget = check_float("time_budget", time_budget, minimum=0.0)
+    mult = check_float("multiplier", multiplier, minimum=0.0)
+    user = {**(params or {})}
+    user.setdefault("epsilon", epsilon)
+    return SearchArgs(fixed, n_sel, alpha, seed, budget, mult, user)
 
 
 def search_scenarios(
@@ -79,14 +155,23 @@ def path_check(agent: str, params: Mapping[str, Any]) -> tuple[str, str]:
     return describe_settings(found), "; ".join(differ)
 
 
-def first_difference(act: Sequence[Outputs], block: Sequence[Outputs]) -> str:
-    """Where the block path's test runs differ from act's (same seeds); "" when nowhere."""
+def first_difference(
+    act: Sequence[Outputs | np.ndarray], block: Sequence[Outputs | np.ndarray]
+) -> str:
+    """Where the block path's test runs differ from act's (same seeds); "" when nowhere.
+
+    Each side is an audit's :class:`~dp_experts_env.audit.play.Outputs` (its (n, T) actions) or
+    an (n, T, d) array of OCO points (a round differs when any coordinate does).
+    """
     for side, (a, b) in enumerate(zip(act, block, strict=True)):
-        differ = a.actions != b.actions
+        a, b = getattr(a, "actions", a), getattr(b, "actions", b)
+        differ = a != b
+        if differ.ndim == 3:
+            differ = differ.any(axis=-1)
         if differ.any():
             run, t = np.argwhere(differ)[0]
             return (
                 f"the audit's test runs: side {side}, run {run}: the block path plays "
-                f"{b.actions[run, t]} at round {t + 1}, act {a.actions[run, t]}"
+                f"{b[run, t].tolist()} at round {t + 1}, act {a[run, t].tolist()}"
             )
     return ""

@@ -56,26 +56,13 @@ from dp_experts_env._validation import check_int
 from dp_experts_env.adversaries.oco import OCOAdversary, OCOParams, dual_norm
 from dp_experts_env.batch_rng import run_seeds
 from dp_experts_env.envs.factory import ID_KIND, check_id_kind
-from dp_experts_env.fixed_order import dot
+from dp_experts_env.fixed_order import accumulate, dot
 
 __all__ = ["OCOCore", "OCOEnv", "OCOVectorEnv"]
 
 SEED_HIGH = 2**63 - 1
 _DYN_WORK = 1 << 16  # (S + 1) d 2^d per run and round: above it dynamic regret is left out
 _ACTION_SLACK = 1e-6  # relative: float32 actions round R by up to 6e-8
-
-
-def _running(total: np.ndarray, increments: np.ndarray) -> np.ndarray:
-    """``total += increments[k]`` for k = 0..K-1 in order; returns the K partial totals.
-
-    ``cumsum`` along the rounds adds the rows one after the other, so with the running total
-    folded into the first row every partial sum is the float K in-place additions give.
-    """
-    buffer = np.array(increments, dtype=np.float64)
-    buffer[0] += total
-    np.cumsum(buffer, axis=0, out=buffer)
-    total[...] = buffer[-1]
-    return buffer
 
 
 class OCOCore:
@@ -253,9 +240,9 @@ class OCOCore:
         adv, r, body = self.adversary, self.radius, self.body
         flat = grads.reshape(k * b, d)
         loss = np.einsum("bi,bi->b", flat, points).reshape(k, b)
-        _running(self._cum_loss, loss)
-        sums = _running(self._grad_sum, grads)
-        _running(self._best_each, (r * dual_norm(flat, body)).reshape(k, b))
+        accumulate(self._cum_loss, loss)
+        sums = accumulate(self._grad_sum, grads)
+        accumulate(self._best_each, (r * dual_norm(flat, body)).reshape(k, b))
         if self.exact_dynamic:
             for i in range(k):
                 best = self._best_switching(sums[i])
@@ -273,9 +260,9 @@ class OCOCore:
             info["dynamic_regret"] = self._cum_loss + r * best
         if adv.knows_means:
             means = np.stack([adv.means(start + 1 + i) for i in range(k)])
-            _running(self._mean_sum, means)
+            accumulate(self._mean_sum, means)
             mean_loss = np.einsum("bi,bi->b", means.reshape(k * b, d), points).reshape(k, b)
-            _running(self._cum_mean_loss, mean_loss)
+            accumulate(self._cum_mean_loss, mean_loss)
             best_fixed = r * dual_norm(self._mean_sum, body)
             info["static_pseudo_regret"] = self._cum_mean_loss + best_fixed
         if adv.has_segments:
