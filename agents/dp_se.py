@@ -25,7 +25,6 @@ from dp_experts_env.privacy.declaration import (
     Parallel,
     PostProcessing,
 )
-from dp_experts_env.privacy.mechanisms import laplace_mechanism
 from dp_experts_env.privacy.noise import NoiseBackend
 
 __all__ = ["DPSE", "epoch_length", "elimination_margin"]
@@ -146,7 +145,7 @@ class DPSE(PrivateAgent):
         self.epoch_scale = check_float("epoch_scale", epoch_scale, minimum=0.0)
         self.threshold_scale = check_float("threshold_scale", threshold_scale, minimum=0.0)
         # One epoch's (K,) sums move by at most 1 in L1 when one round's loss is replaced.
-        self.noise_scale = self._calibrate_laplace(1.0)
+        self.noise_scale = self._calibrate_laplace(1.0, dim=int(self.n_arms))
         self.reset(seed)
 
     @property
@@ -203,13 +202,13 @@ class DPSE(PrivateAgent):
         count = self.active.sum(axis=1)
         ended = (self.position >= self.length * count) & (count > 1)
         # Every run releases every round: its ended epoch's sums, or data-free zeros.
-        noisy = laplace_mechanism(
-            np.where(ended[:, None], self.sums, 0.0),
-            l1_sensitivity=1.0,
-            epsilon=self.epsilon,
-            rng=self.rng,
-            noise=self.noise,
-        ).value
+        # laplace_mechanism's draw at the scale calibrated once in __init__ (not every round).
+        values = np.where(ended[:, None], self.sums, 0.0)
+        noisy = (
+            values
+            if self.noise_scale == 0.0
+            else self.noise.add_laplace(self.rng, values, self.noise_scale)
+        )
         if not ended.any():
             return
         rows = self._rows[ended]
