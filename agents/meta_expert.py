@@ -25,7 +25,7 @@ from agents.meta_expert_tuning import (
     suffix_rows,
 )
 from agents.noisy_clipped_hedge import noisy_rounds
-from agents.private import PrivateAgent
+from agents.private import PrivateAgent, common_args
 from agents.registry import make, register, spec
 from dp_experts_env import samplers
 from dp_experts_env._jit import jit_enabled
@@ -117,17 +117,7 @@ class MetaExpertReduction(PrivateAgent):
         num_envs: int = 1,
         seed: int | Sequence[int] | None = None,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            epsilon=epsilon,
-            delta=delta,
-            mode=mode,
-            tuning=tuning,
-            noise=noise,
-            num_envs=num_envs,
-            seed=seed,
-        )
+        super().__init__(n_experts, horizon, **common_args(locals()))
         self.n_switches = check_int("n_switches", n_switches, minimum=0)
         self._s = min(self.n_switches, self.horizon - 1)
         self.method = check_choice("method", method, METHODS)

@@ -20,7 +20,7 @@ from agents._simplex import log_mix_uniform, log_softmax, softmax
 from agents.base import PrivacyClaim, clip_unit
 from agents.full_info import fixed_share_tuning
 from agents.noisy_clipped_hedge import calibrated_eta
-from agents.private import PrivateAgent
+from agents.private import PrivateAgent, common_args
 from agents.registry import register
 from dp_experts_env import samplers
 from dp_experts_env._validation import check_float, check_int, check_probability
@@ -138,17 +138,7 @@ class PrivateFixedShare(PrivateAgent):
         num_envs: int = 1,
         seed: int | Sequence[int] | None = None,
     ) -> None:
-        super().__init__(
-            n_experts,
-            horizon,
-            epsilon=epsilon,
-            delta=delta,
-            mode=mode,
-            tuning=tuning,
-            noise=noise,
-            num_envs=num_envs,
-            seed=seed,
-        )
+        super().__init__(n_experts, horizon, **common_args(locals()))
         n, t = self.n_experts, self.horizon
         self.n_switches = check_int("n_switches", n_switches, minimum=0)
         if block is None:
