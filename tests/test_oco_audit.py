@@ -417,3 +417,19 @@ def test_an_oco_learner_without_a_block_path_reports_act_only():
     assert "act is the only path" in report.paths and report.block_result is None
     builtin = audit_learner_default("dp-ftrl-oco")
     assert "play_block" in builtin.paths and "equals act" in builtin.paths, builtin.paths
+
+
+def test_oco_scenario_keeps_its_former_argument_order():
+    """``OCOScenario``'s fifth positional argument is ``runs``, as before it became ``Scenario``.
+
+    A bare alias of ``Scenario`` read it as ``keyed`` and silently dropped the run count.
+    """
+    from dp_experts_env.audit.oco import OCOScenario
+    from dp_experts_env.audit.scenarios import Scenario
+
+    grads = np.zeros((3, 2))
+    neighbor = grads.copy()
+    neighbor[1, 0] = 1.0
+    scenario = OCOScenario("pair", grads, neighbor, {"step": 0.1}, 1000)
+    assert isinstance(scenario, Scenario)
+    assert scenario.runs == 1000 and not scenario.keyed and dict(scenario.params) == {"step": 0.1}

@@ -54,9 +54,20 @@ from dp_experts_env.audit.search import (
 from dp_experts_env.audit.selection import check_audit_args, select_event
 from dp_experts_env.evaluation.paths import BLOCKS, block_method
 
-#: the OCO audit's scenarios are :class:`~dp_experts_env.audit.scenarios.Scenario`\ s (its
-#: ``keyed`` and ``advice`` unused): the former name
-OCOScenario = Scenario
+
+def OCOScenario(  # noqa: N802 - the former class's name, kept as its constructor
+    label: str,
+    losses: np.ndarray,
+    neighbor: np.ndarray,
+    params: Mapping[str, Any] | None = None,
+    runs: int | None = None,
+) -> Scenario:
+    """The OCO audit's scenario in the former class's argument order (``runs`` fifth).
+
+    The OCO audit plays :class:`~dp_experts_env.audit.scenarios.Scenario` objects (their ``keyed``
+    and ``advice`` unused); a bare alias would read a fifth positional argument as ``keyed``.
+    """
+    return Scenario(label, losses, neighbor, dict(params or {}), runs=runs)
 
 __all__ = [
     "DEFAULT_OCO_RUNS",
