@@ -507,8 +507,11 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
             np.putmask(regret, self._col_empty, -np.inf)
             return regret, length
         starts = np.arange(self.horizon)  # u = 0..T-1; window [u+1, t]
-        diff = self._cum[:, None, :] - self._prefix[:, : self.horizon, :]
-        regret = diff[..., n] - diff[..., :n].min(axis=-1)
+        # Only starts u < t can be valid: the later columns are -inf whatever their sums.
+        m = min(t, self.horizon)
+        diff = self._cum[:, None, :] - self._prefix[:, :m, :]
+        regret = np.full((self.num_envs, self.horizon), -np.inf)
+        regret[:, :m] = diff[..., n] - diff[..., :n].min(axis=-1)
         valid = (starts[None, :] < t) & (starts[None, :] >= self.epoch_start[:, None] - 1)
         regret = np.where(valid, regret, -np.inf)
         return regret, np.broadcast_to(t - starts[None, :], regret.shape)
