@@ -24,7 +24,6 @@ conversions and ``over="experts"`` play through ``act``, as does ``DP_EXPERTS_NO
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -88,10 +87,11 @@ class ResamplePages:
             self.cursor[r] = 0
 
 
-# Each BatchRNG's resampling streams, by width: cores rebuilt on one rng share them.
-_PAGES: weakref.WeakKeyDictionary[BatchRNG, dict[int, ResamplePages]] = (
-    weakref.WeakKeyDictionary()
-)
+# The attribute of a BatchRNG holding its resampling streams, by width. They live on the rng
+# object, not in a registry: copy.deepcopy and pickle copy them with the main stream (their memo
+# keeps a core's ``pages`` the very object its copied rng holds), so a copy goes on as the
+# original would; a new rng (a seeded reset) starts new ones.
+_PAGES_ATTR = "resample_pages"
 
 
 def pages_for(rng: BatchRNG, width: int) -> ResamplePages:
@@ -99,9 +99,10 @@ def pages_for(rng: BatchRNG, width: int) -> ResamplePages:
 
     An owner's ``reset()`` without a seed keeps its ``rng`` and builds a fresh core: the core's
     resampling streams go on from where they were, as ``rng`` does (a new episode sees fresh
-    redraws); a new ``rng`` (a seeded reset, a new learner) starts new ones from its seeds.
+    redraws), in a deep copy or an unpickled owner too; a new ``rng`` (a seeded reset, a new
+    learner) starts new ones from its seeds.
     """
-    by_width = _PAGES.setdefault(rng, {})
+    by_width = vars(rng).setdefault(_PAGES_ATTR, {})
     if width not in by_width:
         by_width[width] = ResamplePages(rng, width)
     return by_width[width]

@@ -368,7 +368,8 @@ class FtplGRCore(BanditCore):
     Attributes:
         last_resamples: (B,) the ``M_n`` of the last update.
         second_moment: (B,) ``S_n`` of the adaptive rate (``q0`` after a reset; adaptive only).
-        pages: the runs' resampling streams (shared by the cores built on one ``rng``).
+        pages: the runs' resampling streams (held on ``rng``: shared by the cores built on it,
+            copied with it).
 
     Cost: sample O(m); update O(m min(G, M)) per run, at most O(m^2) in expectation (memory
     O(256 m) per run for the pages).

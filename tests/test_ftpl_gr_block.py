@@ -6,13 +6,16 @@ included) and next uniforms as a twin playing round by round, compiled and as th
 Python form, with pages of one or two redraws (a page turned inside a resampling, the kernel
 resumed) and of the default size. Known answers: the resampling reads each run's own stream
 (seeded ``[seed, stream, RESAMPLE_KEY]``) up to the first hit and no further; a batch equals its
-single runs. A planted kernel-only bug (half the perturbation scale) fails ``check_agent``'s
+single runs; a deep copy or unpickled agent plays on (its episode and the next) as the
+original would. A planted kernel-only bug (half the perturbation scale) fails ``check_agent``'s
 paths check, a harmless change passes; ``over="experts"`` and the numpy path play ``act``.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
+import pickle
 
 import numpy as np
 import pytest
@@ -186,12 +189,17 @@ def test_a_kernel_only_bug_is_caught_and_a_harmless_change_passes(monkeypatch):
     assert check_agent("ftpl-gr", checks=["paths"]).passed == ["paths"]
 
 
-def _play(agent, rounds: int) -> np.ndarray:
+def _play(agent, rounds: int, before: np.ndarray | None = None) -> np.ndarray:
+    """``rounds`` rounds of a fixed game, going on after the actions ``before`` if given."""
     runs, arms = agent.num_envs, agent.n_arms
     obs = {"advice": np.broadcast_to(np.eye(arms), (runs, arms, arms)),
            "last_action": np.zeros(runs, np.int64), "last_loss": np.zeros((runs, 1))}
+    start = 0 if before is None else len(before)
+    if start:
+        a = before[-1]
+        obs = {**obs, "last_action": a.copy(), "last_loss": ((a + start - 1) % 3 / 2.0)[:, None]}
     played = []
-    for t in range(rounds):
+    for t in range(start, start + rounds):
         a = agent.act(obs)
         played.append(a)
         obs = {**obs, "last_action": a.copy(), "last_loss": ((a + t) % 3 / 2.0)[:, None]}
@@ -209,3 +217,34 @@ def test_a_new_episode_goes_on_with_the_resampling_stream_a_seeded_reset_restart
     agent.reset(4)  # a seeded reset replays the learner built with that seed
     assert agent.core.pages is not pages
     np.testing.assert_array_equal(_play(agent, 30), first)
+
+
+def _pages(agent):
+    return getattr(agent, "core", getattr(agent, "base_learner", None)).pages
+
+
+@pytest.mark.parametrize(
+    "copier", [copy.deepcopy, lambda a: pickle.loads(pickle.dumps(a))], ids=["deepcopy", "pickle"]
+)
+@pytest.mark.parametrize(
+    ("name", "kwargs"),
+    [("ftpl-gr", {}), ("private-batched-bandit", {"base": "ftpl-gr", "epsilon": 4.0})],
+)
+def test_a_copy_goes_on_as_the_original_would(name, kwargs, copier):
+    # Known answer: with the streams in a process-global registry keyed by the rng, a copy's
+    # reset() restarted them from the seed (its new episode re-read episode 1's redraws).
+    agent = agents.make(name, n_experts=3, n_arms=3, horizon=40, num_envs=2, seed=4, **kwargs)
+    before = _play(agent, 25)
+    twin = copier(agent)
+    assert _pages(twin) is not _pages(agent) and _pages(twin).cursor.max() > 0
+    rest = _play(agent, 15, before)
+    np.testing.assert_array_equal(_play(twin, 15, before), rest)  # the episode goes on
+    for a in (agent, twin):
+        a.reset()  # unseeded: both go on with their streams, main and resampling
+    np.testing.assert_array_equal(_play(twin, 40), _play(agent, 40))
+    for key in ("page", "cursor"):
+        assert getattr(_pages(twin), key).tobytes() == getattr(_pages(agent), key).tobytes()
+    assert twin.rng.random((3,)).tobytes() == agent.rng.random((3,)).tobytes()
+    twin.reset(4)  # a seeded reset restarts them: the learner built with seed 4
+    fresh = agents.make(name, n_experts=3, n_arms=3, horizon=40, num_envs=2, seed=4, **kwargs)
+    np.testing.assert_array_equal(_play(twin, 40), _play(fresh, 40))
