@@ -70,8 +70,8 @@ class Task:
         env: registered env id. family: the loss model. sizes: the env's other keywords.
         seeds: runs per (learner, epsilon). metric: the regret column scored.
         adversary: for a learned-adversary task, the frozen policy it plays (``digest`` of
-            its shipped arrays, ``trained_against``, ``timesteps``, ``train_seed``); None for
-            a grid task.
+            its shipped arrays, ``trained_against``, ``timesteps``, ``train_seed``, and
+            ``labels = "permuted"``: bench/learned_task.py); None for a grid task.
     """
 
     name: str
