@@ -49,6 +49,7 @@ def test_the_shipped_adversary_has_the_digest_bench_v2_pins(task) -> None:
         "trained_against": "hedge",
         "timesteps": 50000,
         "train_seed": 0,
+        "labels": "permuted",
     }
 
 
@@ -102,6 +103,8 @@ def test_v2_grid_tasks_play_v1_cells_and_fingerprints() -> None:
         (lambda t: t.replace('env = "DPExperts-Attack-v0"', 'env = "DPExperts-Shift-v0"'), "plays"),
         (lambda t: t.split("\n[task.adversary]")[0], "needs an adversary"),
         (lambda t: t.replace("{n_experts = 2, horizon = 200}", "{horizon = 200}"), "n_experts"),
+        (lambda t: t.replace('labels = "permuted"', 'labels = "fixed"'), "must be 'permuted'"),
+        (lambda t: t.replace('labels = "permuted"\n', ""), "adversary must have exactly"),
     ],
 )
 def test_bad_learned_tasks_are_refused_by_name(edit, message) -> None:
@@ -145,6 +148,113 @@ def test_known_regrets_and_the_scale(task, policy) -> None:
     assert curve[0] > curve[1] > curve[2]
     record = play_learned(short, policy, "noisy-clipped-hedge", {}, 1.0)
     assert float(record["epsilon_certified"]) == 1.0 and record["certified"]
+
+
+def test_label_permutations_are_balanced_public_and_relabel_both_ways(task) -> None:
+    """Each learner label is each adversary label in half the runs (N = 2, 64 and 16 seeds),
+    the same on every call; the wrapped policy sees the observation's expert blocks in its
+    labels and answers in the learner's (checked against a policy echoing its last-loss block)."""
+    from dp_experts_env.bench.learned_task import PermutedPolicy, label_permutations
+
+    for seeds in (64, 16):
+        perms = label_permutations(dataclasses.replace(task, seeds=seeds))
+        assert perms.shape == (seeds, 2) and (np.sort(perms, axis=1) == [0, 1]).all()
+        assert np.bincount(perms[:, 0]).tolist() == [seeds // 2, seeds // 2]
+        assert np.array_equal(perms, label_permutations(dataclasses.replace(task, seeds=seeds)))
+    perms = np.array([[0, 1], [1, 0]])
+    obs = np.random.default_rng(3).random((2, 13)).astype(np.float32)
+    seen = []
+
+    def echo(o: np.ndarray) -> np.ndarray:
+        seen.append(o)
+        return o[:, 5:7]  # the last loss vector, in the adversary's labels
+
+    out = PermutedPolicy(echo, perms)(obs)
+    assert np.array_equal(seen[0][0], obs[0]) and np.array_equal(out, obs[:, 5:7])
+    swapped = obs[1, 1:].reshape(6, 2)[:, ::-1].ravel()
+    assert np.array_equal(seen[0][1], np.concatenate([obs[1, :1], swapped]))
+    with pytest.raises(ValueError, match="permutations"):
+        PermutedPolicy(echo, np.array([[0, 0], [1, 0]]))
+    with pytest.raises(ValueError, match="obs"):
+        PermutedPolicy(echo, perms)(obs[:, :12])
+
+
+@pytest.fixture
+def fixed_label_learners():
+    """Planted learners that never learn: always expert 0, always expert 1 (removed after)."""
+    from agents import registry
+    from agents.full_info import FollowTheLeader
+
+    saved = dict(registry._REGISTRY)
+    for label in (0, 1):
+
+        class Fixed(FollowTheLeader):
+            """Planted: always the same expert label."""
+
+            def _distribution(self, round_index: int, label=label) -> np.ndarray:
+                law = np.zeros((self.num_envs, self.n_experts))
+                law[:, label] = 1.0
+                return law
+
+            def _choose(self, obs: np.ndarray, label=label) -> np.ndarray:
+                self.rng.random()
+                return np.full(self.num_envs, label, dtype=np.int64)
+
+        registry.register(f"test-always-expert-{label}", private=False, summary="planted")(Fixed)
+    yield
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(saved)
+
+
+def test_a_fixed_label_learner_cannot_game_the_task(
+    task, policy, fixed_label_learners, monkeypatch
+):
+    """Normalised score (uniform 0, follow-the-leader 1) on the task's 64 seeds: always-expert-0
+    and always-expert-1 score at most 0.1 (measured -0.005 each) while Hedge keeps at least 0.9
+    (measured 0.96). Mutant: the labels left unpermuted (identity permutations), where
+    always-expert-0 scores above 0.9 (the reviewer's issue-42 finding) -- caught."""
+    from dp_experts_env.bench import learned_task
+
+    def scores(names: list[str]) -> dict[str, float]:
+        mean = {
+            n: float(np.mean(learned_task.play_learned(task, policy, n, {}, None)["static_regret"]))
+            for n in ["uniform", "follow-the-leader", *names]
+        }
+        control, best = mean["uniform"], mean["follow-the-leader"]
+        return {n: (control - mean[n]) / (control - best) for n in names}
+
+    fair = scores(["test-always-expert-0", "test-always-expert-1", "hedge"])
+    assert fair["test-always-expert-0"] <= 0.1 and fair["test-always-expert-1"] <= 0.1
+    assert fair["hedge"] >= 0.9
+    monkeypatch.setattr(
+        learned_task, "label_permutations", lambda t: np.tile(np.arange(2), (t.seeds, 1))
+    )
+    assert scores(["test-always-expert-0"])["test-always-expert-0"] > 0.9
+
+
+def test_the_cell_key_covers_the_forward_pass(task, tmp_path, monkeypatch) -> None:
+    """Mutant: frozen_policy.py with its output negated changes the cell key (its cells play
+    again). Harmless: a byte-identical copy keeps the key. (Any edit of the file, a comment's
+    included, changes the key: safe, it only plays the cells again.)"""
+    from pathlib import Path
+
+    from dp_experts_env.bench import frozen_policy, learned_task
+
+    def key() -> str:
+        return json.dumps(learned_task._cell_key(task, "hedge", {}, None), sort_keys=True)
+
+    source = Path(frozen_policy.__file__).read_text()
+    negated = source.replace("return np.clip(mean,", "return np.clip(-mean,")
+    assert negated != source
+    (tmp_path / "fp_copy.py").write_text(source)
+    (tmp_path / "fp_negated.py").write_text(negated)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    shipped = key()
+    for module, same in (("fp_copy", True), ("fp_negated", False)):
+        monkeypatch.setattr(
+            learned_task, "RUNNER_SOURCES", ("dp_experts_env.bench.learned_task", module)
+        )
+        assert (key() == shipped) is same
 
 
 def test_cells_resume_and_replay_when_their_key_changes(task, tmp_path, monkeypatch) -> None:
@@ -216,15 +326,16 @@ def test_a_v2_card_shows_the_learned_task_and_its_figures_equal_the_json(v2_card
 
 @pytest.mark.slow
 def test_the_numpy_pass_is_the_sb3_policys_deterministic_action(task, policy) -> None:
-    """On the training env (Hedge, N = 2, T = 200), along episodes the SB3 policy drives, the
-    float64 numpy pass gives its actions to 1e-5 and the same regrets to 1e-6; a policy with
-    one weight moved (the mutant) does not."""
+    """On the training env (Hedge, N = 2, T = 200), along episodes the SB3 policy drives through
+    the task's label permutations (its first 8 runs'), the float64 numpy pass gives its actions
+    to 1e-5 and the same regrets to 1e-6; a policy with one weight moved (the mutant) does not."""
     pytest.importorskip("stable_baselines3")
     import torch
     from gymnasium import spaces
     from stable_baselines3.common.policies import ActorCriticPolicy
 
     from dp_experts_env.attack.env import AttackCore
+    from dp_experts_env.bench.learned_task import PermutedPolicy, label_permutations
 
     arrays = load_shipped(task.adversary["digest"])
     arch = json.loads(str(arrays["architecture"]))
@@ -243,19 +354,23 @@ def test_the_numpy_pass_is_the_sb3_policys_deterministic_action(task, policy) ->
     sb3.set_training_mode(False)
     mutant = dict(arrays)
     mutant["w/action_net.bias"] = arrays["w/action_net.bias"] + np.float32(0.01)
-    wrong = FrozenPolicy(mutant)
+    perms = label_permutations(dataclasses.replace(task, seeds=8))
+    assert 0 < int(perms[:, 0].sum()) < 8  # both labellings are checked
+    numpy_pass = PermutedPolicy(policy, perms)
+    wrong = PermutedPolicy(FrozenPolicy(mutant), perms)
+    torch_pass = PermutedPolicy(lambda o: sb3.predict(o, deterministic=True)[0], perms)
 
     def regrets(choose) -> tuple[np.ndarray, float, float]:
         core = AttackCore(8, learner="hedge", n_experts=2, horizon=200)
         obs, gap, gap_wrong = core.reset(list(range(1_000_000, 1_000_008))), 0.0, 0.0
         for _ in range(200):
-            torch_action = sb3.predict(obs, deterministic=True)[0]
-            gap = max(gap, float(np.abs(policy(obs) - torch_action).max()))
+            torch_action = torch_pass(obs)
+            gap = max(gap, float(np.abs(numpy_pass(obs) - torch_action).max()))
             gap_wrong = max(gap_wrong, float(np.abs(wrong(obs) - torch_action).max()))
             obs, _, info = core.step(choose(obs, torch_action))
         return info["static_regret"], gap, gap_wrong
 
     by_torch, gap, gap_wrong = regrets(lambda obs, a: a)
-    by_numpy, _, _ = regrets(lambda obs, a: policy(obs))
+    by_numpy, _, _ = regrets(lambda obs, a: numpy_pass(obs))
     assert gap < 1e-5 and gap_wrong > 1e-3
     np.testing.assert_allclose(by_numpy, by_torch, rtol=0, atol=1e-6)

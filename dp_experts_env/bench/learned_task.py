@@ -9,10 +9,17 @@ against the frozen policy (:class:`~dp_experts_env.bench.frozen_policy.FrozenPol
 only). Run ``i`` seeds the learner with ``EVAL_SEED_BASE + 1000 * train_seed + i``, the
 evaluation seeds ``dp-experts attack`` uses for that training seed (no training episode's).
 
+The adversary sees the expert labels through a public, seeded permutation per run
+(:func:`label_permutations`, :class:`PermutedPolicy`; ``labels = "permuted"`` in the task): it
+was trained to make one label bad, so with fixed labels a learner that never learns but always
+plays the other label would beat every reference. Permuted, each label plays each of the
+adversary's roles equally often, and a fixed-label learner scores like uniform play.
+
 Each (learner, epsilon) is stored as it finishes in ``OUT/runs/<task>/cells/``, keyed by the
 task, the adversary's digest, the learner and its keywords, the seeds and the code that makes
-the rows (the learner's and the attack env's source hashes, this module's), so a killed bench
-resumes and an edited learner is played again. The rows are those of a grid's final round
+the rows (the learner's and the attack env's source hashes, this module's and the forward
+pass's: :data:`RUNNER_SOURCES`), so a killed bench resumes and an edited learner or forward
+pass is played again. The rows are those of a grid's final round
 (``agent``, ``epsilon``, ``seed``, the metric, ``epsilon_certified``, ``certified``), so the
 scores, the card and the certified epsilons read them like any task's. These cells play in the
 calling process whatever the backend (a few seconds for every built-in; docs/bench.md).
@@ -31,7 +38,25 @@ import numpy as np
 
 from dp_experts_env.bench.protocol import Task
 
-__all__ = ["learned_seeds", "play_learned", "play_learned_task"]
+__all__ = [
+    "PERMUTATION_SALT",
+    "RUNNER_SOURCES",
+    "PermutedPolicy",
+    "label_permutations",
+    "learned_seeds",
+    "play_learned",
+    "play_learned_task",
+    "runner_hash",
+]
+
+#: Public salt of the label permutations' generator (seeded with it and the training seed).
+PERMUTATION_SALT = 42
+#: The modules whose source the rows depend on beyond the learner and the attack env (the
+#: cell key hashes their files: any edit, a comment's included, plays the cells again).
+RUNNER_SOURCES = (
+    "dp_experts_env.bench.learned_task",
+    "dp_experts_env.bench.frozen_policy",
+)
 
 
 def learned_seeds(task: Task) -> list[int]:
@@ -42,6 +67,50 @@ def learned_seeds(task: Task) -> list[int]:
     return list(range(start, start + task.seeds))
 
 
+def label_permutations(task: Task) -> np.ndarray:
+    """The (seeds, N) label permutations: run i's learner label k is the adversary's ``[i, k]``.
+
+    Balanced: run i's permutation is a seeded base permutation rolled by ``shift[i]``, the
+    shifts a seeded shuffle of ``i mod N``; so when N divides the seed count each learner label
+    is each adversary label in exactly seeds / N runs. Public: the generator is seeded with
+    :data:`PERMUTATION_SALT` and the task's training seed, never with anything the learner plays.
+    """
+    n, runs = int(task.sizes["n_experts"]), int(task.seeds)
+    rng = np.random.default_rng([PERMUTATION_SALT, int(task.adversary["train_seed"])])
+    base = rng.permutation(n)
+    shifts = rng.permutation(np.arange(runs) % n)
+    return np.stack([np.roll(base, int(s)) for s in shifts]).astype(np.int64)
+
+
+class PermutedPolicy:
+    """A policy played through per-run label permutations (:func:`label_permutations`).
+
+    The observation (``t / T`` then blocks of N expert-indexed features) is relabelled into the
+    adversary's labels, and its loss vector back into the learner's.
+
+    Args:
+        policy: (B, obs_size) observations -> (B, N) actions, in the adversary's labels.
+        permutations: (B, N) ints, row i a permutation of range(N).
+    """
+
+    def __init__(self, policy: Any, permutations: np.ndarray) -> None:
+        perms = np.asarray(permutations, dtype=np.int64)
+        if perms.ndim != 2 or not (np.sort(perms, axis=1) == np.arange(perms.shape[1])).all():
+            raise ValueError("permutations: a (runs, N) array of permutations of range(N)")
+        self.policy, self.perms, self.inverse = policy, perms, np.argsort(perms, axis=1)
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        """(B, 1 + k N) observations in the learner's labels -> (B, N) actions in its labels."""
+        b, n = self.perms.shape
+        obs = np.asarray(obs)
+        if obs.shape[0] != b or (obs.shape[1] - 1) % n:
+            raise ValueError(f"obs: shape (runs={b}, 1 + k * {n}) expected, got {obs.shape}")
+        blocks = obs[:, 1:].reshape(b, -1, n)
+        seen = np.take_along_axis(blocks, self.inverse[:, None, :], axis=2)
+        action = np.asarray(self.policy(np.concatenate([obs[:, :1], seen.reshape(b, -1)], 1)))
+        return np.take_along_axis(action.reshape(b, n), self.perms, axis=1)
+
+
 def play_learned(
     task: Task,
     policy: Any,
@@ -50,6 +119,8 @@ def play_learned(
     epsilon: float | None,
 ) -> dict[str, Any]:
     """One learner at one epsilon against the frozen adversary, all seeds in one batch.
+
+    The adversary ``policy`` (in its own labels) plays through :func:`label_permutations`.
 
     Returns:
         ``{"static_regret": [...], "dynamic_regret": [...]}`` per run, and the learner's claim
@@ -66,10 +137,11 @@ def play_learned(
         epsilon=epsilon,
         learner_params=dict(params),
     )
+    permuted = PermutedPolicy(policy, label_permutations(task))
     obs = core.reset(learned_seeds(task))
     info: dict[str, Any] = {}
     for _ in range(core.horizon):
-        obs, _, info = core.step(policy(obs))
+        obs, _, info = core.step(permuted(obs))
     claim = core.learner.privacy
     return {
         "static_regret": np.asarray(info["static_regret"], dtype=np.float64).tolist(),
@@ -80,8 +152,21 @@ def play_learned(
     }
 
 
-def _source_hash() -> str:
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+def runner_hash(modules: Sequence[str] | None = None) -> str:
+    """SHA-256 (16 hex) of the source files of ``modules`` (default :data:`RUNNER_SOURCES`).
+
+    The cell key's ``runner``: the files' bytes in order, each preceded by its length.
+    """
+    from importlib.util import find_spec
+
+    h = hashlib.sha256()
+    for name in RUNNER_SOURCES if modules is None else modules:
+        spec = find_spec(name)
+        if spec is None or spec.origin is None:
+            raise ValueError(f"modules: {name!r} has no source file")
+        text = Path(spec.origin).read_bytes()
+        h.update(f"{len(text)}:".encode() + text)
+    return h.hexdigest()[:16]
 
 
 def _cell_key(task: Task, name: str, params: Mapping[str, Any], epsilon: float | None) -> dict:
@@ -97,7 +182,7 @@ def _cell_key(task: Task, name: str, params: Mapping[str, Any], epsilon: float |
         "params": dict(params),
         "epsilon": "none" if epsilon is None else repr(float(epsilon)),
         "code": code_fingerprint(name, ATTACK_ID),
-        "runner": _source_hash(),
+        "runner": runner_hash(),
     }
 
 

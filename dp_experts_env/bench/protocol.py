@@ -39,8 +39,9 @@ _VERSIONS = {"bench-v1": "bench_v1", "bench-v2": "bench_v2"}
 DEFAULT_VERSION = "bench-v2"
 
 _TASK_KEYS = {"name", "capability", "env", "family", "sizes", "seeds", "metric", "quick"}
-#: A learned-adversary task (bench-v2 on) adds ``adversary``: the frozen policy it plays.
-_ADVERSARY_KEYS = {"digest", "trained_against", "timesteps", "train_seed"}
+#: A learned-adversary task (bench-v2 on) adds ``adversary``: the frozen policy it plays and
+#: ``labels = "permuted"`` (the expert labels it sees are permuted per run: bench/learned_task.py).
+_ADVERSARY_KEYS = {"digest", "trained_against", "timesteps", "train_seed", "labels"}
 #: The env id of a learned-adversary task (``dp_experts_env.attack.env.ATTACK_ID``).
 LEARNED_ENV = "DPExperts-Attack-v0"
 _METRICS = ("dynamic_regret", "static_regret")
@@ -69,8 +70,8 @@ class Task:
         env: registered env id. family: the loss model. sizes: the env's other keywords.
         seeds: runs per (learner, epsilon). metric: the regret column scored.
         adversary: for a learned-adversary task, the frozen policy it plays (``digest`` of
-            its shipped arrays, ``trained_against``, ``timesteps``, ``train_seed``); None for
-            a grid task.
+            its shipped arrays, ``trained_against``, ``timesteps``, ``train_seed``, and
+            ``labels = "permuted"``: bench/learned_task.py); None for a grid task.
     """
 
     name: str
@@ -191,6 +192,11 @@ def _adversary(raw: Mapping[str, Any]) -> dict[str, Any] | None:
         )
     if not {"n_experts", "horizon"} <= set(raw["sizes"]):
         raise ValueError(f"task {raw['name']!r}: sizes must give n_experts and horizon")
+    if adversary["labels"] != "permuted":
+        raise ValueError(
+            f"task {raw['name']!r}: adversary labels must be 'permuted', "
+            f"got {adversary['labels']!r}"
+        )
     return dict(adversary)
 
 
