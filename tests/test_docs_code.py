@@ -14,6 +14,10 @@ How each block is run, by its fence's language:
 * ``toml`` -- a grid file: read with ``Grid.from_toml`` (parsed and validated, not run).
 * ``text`` -- a figure or a folder listing, not code.
 
+The python and bash blocks of a page in ``RUN_ELSEWHERE`` are run by the test named there (each
+block alone, as a newcomer pastes it), not again here: they skip with that test's name, and
+``test_pages_run_elsewhere_are_covered`` checks that the test runs exactly the page's blocks.
+
 A block that must not run carries a marker on the line before its fence:
 ``<!-- doc-test: skip (reason) -->`` (a signature listing, an install command, a command that
 runs for minutes and whose test-size version is tested elsewhere); ``<!-- doc-test: slow -->``
@@ -40,6 +44,8 @@ _MARKER = re.compile(r"^\s*<!--\s*doc-test:\s*(skip|slow)\s*(?:\((.+)\))?\s*-->\
 TIMEOUT = 300
 #: Modules of the optional extras: a block that needs a missing one is skipped, not failed.
 OPTIONAL = ("torch", "stable_baselines3", "ray", "dp_accounting", "numba")
+#: Pages whose python and bash blocks another test runs (its module's ``BLOCKS``: (lang, code)).
+RUN_ELSEWHERE = {"docs/own_learner.md": "test_own_learner_doc"}
 
 
 @dataclass(frozen=True)
@@ -150,6 +156,9 @@ def test_doc_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.Monkey
         pytest.skip(f"marked in the doc: {block.reason}")
     if block.lang == "text":
         return
+    elsewhere = RUN_ELSEWHERE.get(str(block.path.relative_to(ROOT)))
+    if elsewhere and block.lang in ("python", "bash"):
+        pytest.skip(f"run by tests/{elsewhere}.py::test_block_runs (each block alone)")
     assert block.lang in KNOWN, (
         f"{block.where}: a {block.lang or 'plain'} fence; use one of {KNOWN} or mark it "
         "<!-- doc-test: skip (reason) -->"
@@ -200,3 +209,13 @@ def test_the_extraction_finds_blocks_and_markers(tmp_path: Path) -> None:
         (11, "bash", None, None),
     ]
     assert found[0].code == "x = 1\n" and found[2].code == "echo hi\n"
+
+
+def test_pages_run_elsewhere_are_covered() -> None:
+    """The test a page's blocks are left to runs exactly that page's python and bash blocks."""
+    import importlib
+
+    for page, module in RUN_ELSEWHERE.items():
+        here = [(b.lang, b.code) for b in blocks_of(ROOT / page) if b.lang in ("python", "bash")]
+        assert here, f"{page} has no python or bash block"
+        assert importlib.import_module(module).BLOCKS == here, f"{module} and {page} differ"

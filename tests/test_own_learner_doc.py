@@ -1,5 +1,6 @@
 """docs/own_learner.md: every code block runs (python in a fresh interpreter, bash from the
-repository root), as a newcomer would paste them."""
+repository root with ``-euo pipefail``), as a newcomer would paste them. The page's only runner:
+tests/test_docs_code.py leaves these blocks to this test and checks that ``BLOCKS`` covers them."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ def test_the_page_has_runnable_blocks():
 def test_block_runs(lang, code, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "DP_EXPERTS_PLUGINS"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    cmd = [sys.executable, "-c", code] if lang == "python" else ["bash", "-ec", code]
+    shell = ["bash", "-euo", "pipefail", "-c", code]
+    cmd = [sys.executable, "-c", code] if lang == "python" else shell
     run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]

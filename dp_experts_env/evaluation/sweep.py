@@ -26,7 +26,7 @@ import pandas as pd
 
 from dp_experts_env._validation import check_choice
 from dp_experts_env.evaluation.backends import CellCompletion, execute_units
-from dp_experts_env.evaluation.grid import Grid, json_default
+from dp_experts_env.evaluation.grid import Cell, Grid, json_default
 from dp_experts_env.evaluation.store import (
     CellStore,
     ResultsFolderBusy,
@@ -203,7 +203,10 @@ def run_grid(
     log = log if log is not None else sys.stderr
     out = Path(out_dir)
     forget_fingerprints()  # code edited since the last sweep in this process must count
-    run_ids = _current_runs(grid, out)
+    store = CellStore(out)
+    # Keyed once per call: the no-op check and a sweep with runs to write both read these.
+    runs = [(cell, store.runs(cell)) for cell in grid.cells()]
+    run_ids = _current_runs(grid, out, runs)
     if run_ids is not None:  # nothing to compute: read only, no lock
         try:
             frame = CellStore(out).frame(run_ids, last_only=rows == "final")
@@ -220,7 +223,7 @@ def run_grid(
             raise
         except OSError as err:
             raise _write_error(f"cannot use results folder {str(out)!r}: {err}", err) from err
-        frame = _run_locked(grid, out, backend, n_jobs, address, progress, log, rows)
+        frame = _run_locked(grid, out, runs, backend, n_jobs, address, progress, log, rows)
         if report or figures:
             _write_report(frame, out, figures, pdf)
         return frame
@@ -232,7 +235,11 @@ def _write_report(frame: pd.DataFrame, out: Path, figures: bool, pdf: bool = Fal
     write_report(frame, out, figures=figures, pdf=pdf)
 
 
-def _current_runs(grid: Grid, out: Path) -> list[str] | None:
+#: Each cell of a grid with its (seed index, key, run id) triples (:meth:`CellStore.runs`).
+_GridRuns = list[tuple[Cell, list[tuple[int, dict, str]]]]
+
+
+def _current_runs(grid: Grid, out: Path, runs: _GridRuns) -> list[str] | None:
     """The grid's run ids when the folder already holds all of them, complete; else None.
 
     Reads only: the manifest must be complete and list exactly this grid's runs, ``grid.json``
@@ -241,7 +248,7 @@ def _current_runs(grid: Grid, out: Path) -> list[str] | None:
     if not (out / "manifest.json").is_file():
         return None
     store = CellStore(out)
-    pairs = [(key, run_id) for cell in grid.cells() for _, key, run_id in store.runs(cell)]
+    pairs = [(key, run_id) for _, triples in runs for _, key, run_id in triples]
     run_ids = [run_id for _, run_id in pairs]
     if not store.manifest_is(grid.to_dict(), run_ids):
         return None
@@ -264,6 +271,7 @@ def _write_error(message: str, cause: OSError) -> SweepWriteError:
 def _run_locked(
     grid: Grid,
     out: Path,
+    runs: _GridRuns,
     backend: str,
     n_jobs: int | None,
     address: str | None,
@@ -303,10 +311,10 @@ def _run_locked(
         todo_of = []  # the grid's cell each todo cell is the missing seeds of
         problems: dict[str, list[str]] = {}  # why stored runs cannot be used -> which
         keys: dict[tuple[str, int], tuple[int, dict, str]] = {}  # (cell, seed) -> its run
-        for cell in grid.cells():
+        for cell, triples in runs:
             missing = []
             cell_id = cell.cell_id
-            for seed, key, run_id in store.runs(cell):
+            for seed, key, run_id in triples:
                 keys[cell_id, seed] = (seed, key, run_id)
                 run_ids.append(run_id)
                 _, problem = store.check(run_id, key)
