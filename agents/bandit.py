@@ -122,6 +122,58 @@ class _CoreBandit(BanditBaseline):
             self._last_law = np.einsum("bn,bnk->bk", self.core.distribution(), obs.advice)
         return self.rng.categorical(advice)
 
+    def _arms_kernel_ready(self) -> bool:
+        """Whether the core's compiled block kernel can play (learners that have one say so)."""
+        return False
+
+    def _run_arms_block(
+        self,
+        choice: np.ndarray,
+        losses: np.ndarray,
+        rows: np.ndarray,
+        loss0: np.ndarray,
+        learn_first: bool,
+    ) -> np.ndarray:
+        """The compiled block over the arms: (K, B) actions; ``choice`` left at the last."""
+        raise NotImplementedError
+
+    def play_bandit_block(
+        self,
+        first: Mapping[str, np.ndarray],
+        advice: np.ndarray | None,
+        losses: np.ndarray,
+        rows: np.ndarray,
+    ) -> np.ndarray:
+        """K rounds of :meth:`act` in one call (the bandit block protocol).
+
+        Over the arms a core with a compiled block kernel (:meth:`_run_arms_block`) plays it,
+        bit for bit K ``act`` calls; ``over="experts"``, ``DP_EXPERTS_NO_JIT`` and a missing
+        kernel entry point play the K rounds through ``act``.
+
+        Args:
+            first: the observation of the block's first round (keys as in ``act``).
+            advice: (K, B, N, K_arms) the rounds' advice, or None.
+            losses: (K, S, K_arms) the block's losses (read at the played arms only).
+            rows: (B,) the loss stream of each run.
+
+        Returns:
+            (K, B) int64 actions.
+        """
+        from agents import _bandit_kernels as kernels
+
+        k = len(losses)
+        if not k or self.over != "arms" or not self._arms_kernel_ready():
+            return kernels.act_loop(self, first, advice, losses, rows)
+        batch, _, _, _ = kernels.block_inputs(self, first, advice, k, uses_advice=False)
+        learn_first = self.t > 0
+        loss0 = self._checked_loss(batch) if learn_first else np.zeros(self.num_envs)
+        choice = np.array(self.core_choices, dtype=np.int64)
+        actions = self._run_arms_block(choice, losses, rows, loss0, learn_first)
+        self.core_choices = choice
+        self.t += k
+        self.last_actions = actions[-1].copy()
+        return actions
+
     def action_distribution(self) -> np.ndarray:
         """(B, K) law of the last action (``over="arms"``: also before the first act)."""
         if self.over == "arms":
@@ -298,49 +350,30 @@ class TsallisInf(_CoreBandit):
     def _make_core(self) -> BanditCore:
         return TsallisInfCore(self.rng, self.n_core_arms, sigma=self.sigma, skip=self.skip)
 
-    def play_bandit_block(
-        self,
-        first: Mapping[str, np.ndarray],
-        advice: np.ndarray | None,
-        losses: np.ndarray,
-        rows: np.ndarray,
-    ) -> np.ndarray:
-        """K rounds of :meth:`act` in one call (the bandit block protocol).
-
-        Over the arms the block runs in the compiled kernel of :mod:`agents._bandit_tsallis`
-        (bit for bit K ``act`` calls); ``over="experts"``, ``DP_EXPERTS_NO_JIT`` and a numpy
-        without its ``power`` loop entry point play the K rounds through ``act``.
-
-        Args:
-            first: the observation of the block's first round (keys as in ``act``).
-            advice: (K, B, N, K_arms) the rounds' advice, or None.
-            losses: (K, S, K_arms) the block's losses (read at the played arms only).
-            rows: (B,) the loss stream of each run.
-
-        Returns:
-            (K, B) int64 actions.
-        """
-        from agents import _bandit_kernels as kernels
+    def _arms_kernel_ready(self) -> bool:
         from agents import _bandit_tsallis as tsallis
 
-        k = len(losses)
-        if not k or self.over != "arms" or not tsallis.tsallis_ready():
-            return kernels.act_loop(self, first, advice, losses, rows)
-        batch, _, _, _ = kernels.block_inputs(self, first, advice, k, uses_advice=False)
-        learns = np.ones(k, dtype=bool)
-        learns[0] = self.t > 0
-        loss0 = self._checked_loss(batch) if learns[0] else np.zeros(self.num_envs)
-        choice = np.array(self.core_choices, dtype=np.int64)
-        actions = tsallis.run_tsallis_block(
+        return tsallis.tsallis_ready()
+
+    def _run_arms_block(
+        self,
+        choice: np.ndarray,
+        losses: np.ndarray,
+        rows: np.ndarray,
+        loss0: np.ndarray,
+        learn_first: bool,
+    ) -> np.ndarray:
+        """:mod:`agents._bandit_tsallis`'s kernel (the private conversions' too): no noise."""
+        from agents import _bandit_tsallis as tsallis
+
+        learns = np.ones(len(losses), dtype=bool)
+        learns[0] = learn_first
+        return tsallis.run_tsallis_block(
             self.core, self.rng, choice=choice, batch_sum=np.zeros(self.num_envs),
-            learns=learns, releases=learns, samples=np.ones(k, dtype=bool), scale=0.0,
-            private=False, tau=1, losses=losses, rows=rows, loss0=loss0, first_advice=None,
-            block_advice=None,
-        )
-        self.core_choices = choice
-        self.t += k
-        self.last_actions = actions[-1].copy()
-        return actions
+            learns=learns, releases=learns, samples=np.ones(len(losses), dtype=bool),
+            scale=0.0, private=False, tau=1, losses=losses, rows=rows, loss0=loss0,
+            first_advice=None, block_advice=None,
+        )  # fmt: skip
 
 
 @register(
@@ -404,46 +437,26 @@ class FtplGR(_CoreBandit):
             self.rng, self.n_core_arms, eta=self.eta, max_resamples=self.max_resamples
         )
 
-    def play_bandit_block(
-        self,
-        first: Mapping[str, np.ndarray],
-        advice: np.ndarray | None,
-        losses: np.ndarray,
-        rows: np.ndarray,
-    ) -> np.ndarray:
-        """K rounds of :meth:`act` in one call (the bandit block protocol).
-
-        Over the arms the block runs in the compiled kernel of :mod:`agents._ftpl_gr` (bit for
-        bit K ``act`` calls); ``over="experts"`` and ``DP_EXPERTS_NO_JIT`` play the K rounds
-        through ``act``.
-
-        Args:
-            first: the observation of the block's first round (keys as in ``act``).
-            advice: (K, B, N, K_arms) the rounds' advice, or None.
-            losses: (K, S, K_arms) the block's losses (read at the played arms only).
-            rows: (B,) the loss stream of each run.
-
-        Returns:
-            (K, B) int64 actions.
-        """
-        from agents import _bandit_kernels as kernels
+    def _arms_kernel_ready(self) -> bool:
         from agents import _ftpl_gr as ftpl
 
-        k = len(losses)
-        if not k or self.over != "arms" or not ftpl.ftpl_ready():
-            return kernels.act_loop(self, first, advice, losses, rows)
-        batch, _, _, _ = kernels.block_inputs(self, first, advice, k, uses_advice=False)
-        learn_first = self.t > 0
-        loss0 = self._checked_loss(batch) if learn_first else np.zeros(self.num_envs)
-        choice = np.array(self.core_choices, dtype=np.int64)
-        actions = ftpl.run_ftpl_block(
+        return ftpl.ftpl_ready()
+
+    def _run_arms_block(
+        self,
+        choice: np.ndarray,
+        losses: np.ndarray,
+        rows: np.ndarray,
+        loss0: np.ndarray,
+        learn_first: bool,
+    ) -> np.ndarray:
+        """:mod:`agents._ftpl_gr`'s kernel."""
+        from agents import _ftpl_gr as ftpl
+
+        return ftpl.run_ftpl_block(
             self.core, choice=choice, losses=losses, rows=rows, loss0=loss0,
             learn_first=learn_first,
-        )
-        self.core_choices = choice
-        self.t += k
-        self.last_actions = actions[-1].copy()
-        return actions
+        )  # fmt: skip
 
     def action_distribution(self) -> np.ndarray:
         """Not available for FTPL (no closed-form law)."""
