@@ -1,8 +1,7 @@
 """Privacy: noise backends, mechanisms, accounting and the statistics of audits.
 
-Imports nothing from envs, agents or evaluation. The audit statistics (:mod:`.audit`, which needs
-``scipy.stats``) load on first use of one of their names, so importing a learner stays light; the
-driver that plays learners in an audit is :mod:`dp_experts_env.evaluation.audit`.
+Imports nothing from envs, agents or evaluation; the audit statistics (scipy.stats) load on
+first use of one of their names.
 """
 
 from typing import Any

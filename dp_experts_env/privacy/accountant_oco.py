@@ -1,47 +1,13 @@
 """Renyi accountant of continuous P-COMW with linear losses (box or ball): tight and certified.
 
 P-COMW (Agarwal, Kale, Singh & Thakurta, "Improved Differentially Private and Lazy Online Convex
-Optimization", Algorithm 1) releases a point ``x_{t+1}`` and a switch flag after each round. For
-linear losses ``<g, x>`` with ``||g|| <= G`` on a convex body K of diameter D every per-round
-privacy quantity has an explicit bound, so the rounds can be composed in Renyi divergence
-(Mironov 2017) instead of through the paper's concentration argument (Theorem "DP"). Notation:
-``mu_L ∝ exp(-beta(<L, x> + lambda/2 ||x||^2))`` on K, ``kappa = beta G^2/lambda``,
-``W = 2 beta G D`` and ``Delta = g_t0 - g'_t0`` (``||Delta|| <= 2G``) the neighbours' difference.
-
-Facts (docs/privacy.md, "P-COMW's Renyi accountant", gives the proofs):
-
-1. ``mu_L`` is ``beta lambda``-strongly log-concave on a convex body, so (Brascamp-Lieb)
-   ``Cov(mu_L) <= I/(beta lambda)`` and the log-normaliser ``F(L) = ln Z(L)`` has Hessian
-   ``beta^2 Cov <= (beta/lambda) I``.
-2. A fresh sample: ``mu_L`` and ``mu_{L - Delta}`` are members of one exponential family, so
-   ``D_a(mu_L || mu_{L-Delta}) <= a beta ||Delta||^2/(2 lambda) <= 2 a kappa`` (fact 1), and
-   ``|ln mu_L(y)/mu_{L-Delta}(y)| <= beta width_K(Delta) <= W`` (a pure bound, composed through
-   its worst pair, randomized response).
-3. The stay coin of a later round ``t > t0``: the two ratios ``r_t(x)`` differ by the factor
-   ``exp(F(L) - F(L+g) - F(L-Delta) + F(L-Delta+g))``, independent of x, whose log is at most
-   ``(beta/lambda) ||Delta|| ||g|| <= 2 kappa`` (fact 1) and at most ``beta width_K(g) <= W/2``.
-4. The coin of round t0: ``ln r(x)/r'(x) = -beta <Delta, x> + ln E_{mu_{L+g}} e^{beta <Delta, Y>}``
-   lies in ``[-W, W]``, and the clip ``Pi`` keeps both stay probabilities in
-   ``[(1 - p) Phi^{-2}, 1 - p]``: the log-ratio of the stay probabilities is at most
-   ``min(2 ln Phi, W)``.
-
-A round's release is "stay" (probability q) or "switch and draw y from mu" (``(1 - q) mu(y)``),
-so its Renyi divergence is exactly
-``ln(q^a q'^{1-a} + (1-q)^a (1-q')^{1-a} e^{(a-1) D_a(mu||mu')}) / (a - 1)``; the bracket is
-jointly convex in ``(q, q')`` and the feasible set (both in ``[lo, hi]``, log-ratio at most the
-coin bound) is a polygon, so the supremum is attained at one of its vertices and is computed
-exactly. Rounds before t0 and rounds with the budget spent cost 0; the worst case ``t0 = 1``
-composes one round-t0 term and ``T - 2`` later ones (the point of round ``T + 1`` is never
-released). Every bound holds for every history, so the composition is valid against adaptive
-adversaries. The total converts to ``(epsilon, delta)`` by Canonne, Kamath & Steinke (2020),
-Prop. 12: ``epsilon = rdp(a) + ln(1 - 1/a) - (ln delta + ln a)/(a - 1)``, minimised over a grid
-of orders. No closeness event is needed, so the certified delta is the requested one.
-
-:func:`randomized_response_rdp`, :func:`lazy_round_rdp` and :func:`rdp_to_dp` are the three steps
-of that argument (fact 2's pure bound, one round's exact divergence, the conversion). They are
-public so that each step can be checked on its own -- against closed forms and brute-force
-divergences in the tests, or by a reader re-deriving a certificate -- although only
-:func:`pcomw_rdp_account` composes them.
+Optimization", Algorithm 1) releases a switch flag and a point per round. For linear losses
+``<g, x>`` (``||g|| <= G``, body diameter D) each round's Renyi divergence has an exact
+supremum, composed over the rounds (Mironov 2017) and converted to ``(epsilon, delta)`` by
+Canonne, Kamath & Steinke 2020, Prop. 12; the certified delta is the requested one. Notation:
+``kappa = beta G^2/lambda``, ``W = 2 beta G D``. Proofs: docs/privacy.md, "P-COMW's Renyi
+accountant". :func:`randomized_response_rdp`, :func:`lazy_round_rdp` and :func:`rdp_to_dp` are
+the argument's three steps, public so each can be checked on its own.
 """
 
 from __future__ import annotations
@@ -78,11 +44,7 @@ def _check(name: str, value: float, low: float, high: float = math.inf) -> float
 
 
 def randomized_response_rdp(epsilon: float, orders: np.ndarray = ORDERS) -> np.ndarray:
-    """Renyi divergence of the worst epsilon-DP pair (randomized response) at each order.
-
-    Every pair of laws whose log-ratio is bounded by epsilon is a post-processing of randomized
-    response with that epsilon, so this bounds their Renyi divergence at every order.
-    """
+    """Renyi divergence of the worst epsilon-DP pair (randomized response) at each order."""
     a = np.asarray(orders, dtype=np.float64)
     e = float(epsilon)
     return (np.logaddexp(a * e, (1.0 - a) * e) - np.logaddexp(0.0, e)) / (a - 1.0)
@@ -94,17 +56,15 @@ def lazy_round_rdp(
     """Supremum of one lazy round's Renyi divergence over the feasible stay probabilities.
 
     ``sup (1/(a-1)) ln(q^a q'^{1-a} + (1-q)^a (1-q')^{1-a} M_a)`` over ``q, q'`` in
-    ``[low, high]`` with ``|ln(q/q')| <= coin``, where ``ln M_a = log_m`` bounds
-    ``(a - 1) D_a`` of the fresh samples. The bracket is jointly convex (sums of perspectives of
-    ``u^a``) and the feasible set is a polygon, so the maximum sits on a vertex; the six points
-    below contain every vertex and are all feasible.
+    ``[low, high]`` with ``|ln(q/q')| <= coin``; jointly convex on a polygon, so the maximum is at
+    one of the six candidate vertices.
 
     Args:
         orders: (A,) Renyi orders > 1.
         coin: bound on the log-ratio of the two stay probabilities (>= 0).
         log_low: log of the smallest stay probability.
         log_high: log of the largest stay probability (< 0).
-        log_m: (A,) values of ``(a - 1) D_a(sample || sample')`` (upper bounds).
+        log_m: (A,) upper bounds of ``(a - 1) D_a(sample || sample')``.
     """
     return _round_rdp(np.asarray(orders, float), coin, np.array([log_low]), np.array([log_high]),
                       np.asarray(log_m, float))[0]  # fmt: skip
@@ -128,7 +88,7 @@ def _round_rdp(
 def rdp_to_dp(rdp: np.ndarray, delta: float, orders: np.ndarray = ORDERS) -> tuple[float, float]:
     """``(epsilon, order)``: the best ``(epsilon, delta)`` conversion over the orders.
 
-    Canonne, Kamath & Steinke 2020, Prop. 12: (a, rho)-RDP implies (epsilon, delta)-DP with
+    Canonne, Kamath & Steinke 2020, Prop. 12:
     ``epsilon = rho + ln(1 - 1/a) - (ln delta + ln a)/(a - 1)``.
     """
     a = np.asarray(orders, dtype=np.float64)
@@ -145,11 +105,11 @@ class PCOMWRenyiAccount(NamedTuple):
     """What :func:`pcomw_rdp_account` certifies.
 
     Attributes:
-        epsilon: certified epsilon at ``delta``. delta: the requested delta (no other slack).
+        epsilon: certified epsilon at ``delta`` (the requested delta).
         order: the Renyi order that gave epsilon.
         first_round: Renyi divergence (at ``order``) of the round reading the changed gradient.
         later_round: the same for one later round.
-        coin_t0: bound on the round-t0 stay log-ratio. coin: the same for later rounds.
+        coin_t0: bound on the round-t0 stay log-ratio; ``coin`` for later rounds.
         sample_pure: pure bound W on a fresh sample's log-ratio.
     """
 
@@ -241,10 +201,10 @@ def _best_p(kappa: float, horizon: int, dim: int, delta: float) -> tuple[float, 
 
 
 def pcomw_best_p(kappa: float, horizon: int, dim: int, delta: float) -> float:
-    """The forced-resample probability p with the smallest certified epsilon at this kappa.
+    """The forced-resample probability with the smallest certified epsilon at this kappa.
 
-    For the calibrated geometry (``lambda = (G/D) sqrt(2T + 2 d ln(T)/kappa)``,
-    ``ln Phi = beta G D``); a log grid over ``[min(1/2, 1/T), 0.999]`` refined once.
+    Calibrated geometry (:func:`pcomw_calibrated`); a log grid over ``[min(1/2, 1/T), 0.999]``
+    refined once.
     """
     k = _check("kappa", kappa, 0.0)
     return _best_p(k, int(horizon), int(dim), _check("delta", delta, 0.0, 1.0))[1]
@@ -254,9 +214,9 @@ def pcomw_best_p(kappa: float, horizon: int, dim: int, delta: float) -> float:
 def pcomw_calibrated(horizon: int, dim: int, epsilon: float, delta: float) -> tuple[float, float]:
     """``(kappa, p)`` of P-COMW's calibrated dp tuning (docs/algorithms.md).
 
-    With ``lambda = (G/D) sqrt(2T + 2 d ln(T)/kappa)`` and ``ln Phi = beta G D`` (no clipping for
-    linear losses), the certified epsilon depends on (kappa, p, T, d, delta) only. Returns the
-    largest kappa (geometric bisection, 48 steps) whose best p certifies at most ``epsilon``.
+    With ``lambda = (G/D) sqrt(2T + 2 d ln(T)/kappa)`` and ``ln Phi = beta G D`` the certificate
+    depends on (kappa, p, T, d, delta) only: the largest kappa (geometric bisection) whose best p
+    certifies at most ``epsilon``.
 
     Raises:
         ValueError: if even kappa = 1e-16 spends more than ``epsilon``.

@@ -1,32 +1,11 @@
-"""Composition rules: how per-step privacy adds up over a run.
+"""Composition rules: how per-step privacy adds up over a run (docs/privacy.md, "Accounting").
 
-In-house (no dependencies):
-
-* :func:`basic_composition` -- epsilons and deltas add (Dwork–Roth Thm 3.16).
-* :func:`advanced_composition` -- k adaptive eps-DP steps are
-  ``(sqrt(2k ln(1/delta')) eps + k eps (e^eps - 1), delta' + k delta)``-DP
-  (Dwork, Rothblum & Vadhan 2010; Dwork–Roth Thm 3.20), and its heterogeneous form
-  :func:`advanced_composition_heterogeneous`.
-* :func:`compose` -- the better of the two for k identical steps.
-* :func:`parallel_composition` -- mechanisms on disjoint parts of the data (e.g. disjoint windows
-  of rounds): the worst of them.
-* :func:`per_step_epsilon` -- the inverse: the largest per-step epsilon whose k-fold composition
-  stays within a target (bisection).
-
-Optional (``pip install dp-experts-env[accounting]``): :func:`pld_laplace_composition` wraps
-Google's ``dp-accounting`` privacy-loss-distribution accountant for a tight epsilon of k Laplace
-steps. Two traps, both handled here:
-
-1. ``delta = 0``: the PLD accountant returns ``inf`` (it cannot certify pure DP), so the wrapper
-   refuses ``delta = 0``; use :func:`basic_composition` for pure DP.
-2. Neighbouring relation: our neighbours REPLACE one round's datum, and the sensitivities we pass
-   are measured for that relation. dp-accounting's ``REPLACE_ONE`` would re-derive the sensitivity
-   from an add/remove one (doubling it for Gaussian, refusing Laplace). The right call is
-   ``ADD_OR_REMOVE_ONE`` with ``noise_multiplier = scale / replace_one_sensitivity``: the
-   Laplace privacy-loss distribution depends only on the shift, not on how it arose.
-
-The exact per-step accountants of the lazy learners (derived for this suite) live in
-``exact_accountants.py``.
+Basic, advanced (Dwork, Rothblum & Vadhan 2010; Dwork–Roth Thm 3.20) and parallel composition,
+and their inverse :func:`per_step_epsilon`, without dependencies; :func:`pld_laplace_composition`
+wraps the optional ``dp-accounting`` PLD accountant. Neighbours REPLACE one round's datum: the
+wrapper calls dp-accounting with ``ADD_OR_REMOVE_ONE`` at ``noise_multiplier = scale /
+replace_one_sensitivity`` (the Laplace privacy-loss law depends only on the shift) and refuses
+``delta = 0`` (the PLD accountant returns ``inf`` there).
 """
 
 from __future__ import annotations
@@ -101,8 +80,8 @@ def advanced_composition(
 ) -> Guarantee:
     """Advanced composition of k adaptive (epsilon, delta)-DP steps (Dwork–Roth Thm 3.20).
 
-    ``eps' = sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1)``, total delta ``delta' + k delta``.
-    The result can exceed ``k * epsilon`` for large epsilon; :func:`compose` takes the better.
+    ``sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1)``, total delta ``delta' + k delta``; it can
+    exceed ``k * epsilon`` (:func:`compose` takes the better).
 
     Args:
         epsilon: per-step epsilon (> 0).
@@ -128,9 +107,8 @@ def advanced_composition_heterogeneous(
 ) -> Guarantee:
     """Advanced composition with per-step epsilons.
 
-    ``eps' = sqrt(2 ln(1/delta') sum eps_i^2) + sum eps_i (e^eps_i - 1)``, total delta
-    ``delta' + sum delta_i`` (the DRV bound with heterogeneous steps; Kairouz, Oh & Viswanath
-    2015, Thm 3.5 give the same leading terms).
+    ``sqrt(2 ln(1/delta') sum eps_i^2) + sum eps_i (e^eps_i - 1)``, total delta
+    ``delta' + sum delta_i``.
     """
     eps = _epsilons("epsilons", epsilons)
     dp = check_delta("delta_prime", delta_prime)
@@ -169,12 +147,10 @@ def compose(epsilon: float, k: int, *, delta: float = 0.0, delta_prime: float = 
 
 
 def combine(parts: Sequence[Guarantee], rule: str = "basic", what: str = "") -> Guarantee:
-    """Compose a learner's mechanisms into one guarantee whose text lists the parts.
+    """Compose a learner's guarantees into one whose text lists the parts.
 
-    ``rule="basic"``: the parts all read the same data (adaptively), so epsilons and deltas add.
-    ``rule="parallel"``: each part reads a disjoint set of rounds, so the worst part counts.
-    An ``inf`` part (noise removed) makes the whole unbounded. ``what`` names the composition
-    (e.g. "selections + detector") in the accountant text.
+    ``rule="basic"``: the parts read the same data (epsilons and deltas add); ``"parallel"``: each
+    reads disjoint rounds (the worst counts). ``what`` names the composition in the text.
     """
     check_choice("rule", rule, ("basic", "parallel"))
     gs = list(parts)
@@ -192,12 +168,9 @@ def combine(parts: Sequence[Guarantee], rule: str = "basic", what: str = "") -> 
 
 
 def parallel_composition(guarantees: Sequence[Guarantee]) -> Guarantee:
-    """Mechanisms applied to disjoint parts of the data: ``(max eps_i, max delta_i)``.
+    """Mechanisms on disjoint parts of the data: ``(max eps_i, max delta_i)``.
 
-    Under event-level neighbours (one round's datum replaced), mechanisms that each read a
-    disjoint window of rounds compose in parallel: the replaced round lies in one window only.
-    The caller vouches for disjointness, and that each mechanism's choice of window does not
-    depend on the data it protects.
+    The caller vouches for disjointness and for windows chosen independently of the protected data.
     """
     gs = list(guarantees)
     if not gs or not all(isinstance(g, Guarantee) for g in gs):
@@ -223,14 +196,14 @@ def per_step_epsilon(
     Args:
         total_epsilon: the target epsilon of the whole run (> 0).
         k: number of steps.
-        delta_prime: slack for advanced composition (needed for ``method="advanced"``).
-        delta: per-step delta (only checked: deltas add up regardless of the method).
-        method: ``"basic"`` (``total / k``), ``"advanced"`` (invert the DRV bound by bisection)
-            or ``"best"`` (the larger of the two, i.e. invert :func:`compose`).
+        delta_prime: slack for advanced composition (needed unless ``method="basic"``).
+        delta: per-step delta (only checked).
+        method: ``"basic"`` (``total / k``), ``"advanced"`` (the DRV bound inverted by bisection)
+            or ``"best"`` (the larger of the two).
         tol: relative bisection tolerance.
 
     Returns:
-        The per-step epsilon (never above the exact inverse: bisection keeps the feasible end).
+        The per-step epsilon (bisection keeps the feasible end).
     """
     target = check_epsilon("total_epsilon", total_epsilon)
     k = check_int("k", k, minimum=1)
@@ -268,17 +241,14 @@ def has_dp_accounting() -> bool:
 def pld_laplace_composition(
     epsilon: float, k: int, delta: float, *, discretization: float = 1e-4
 ) -> Guarantee:
-    """Tight epsilon of k adaptive Laplace steps, each epsilon-DP, via dp-accounting's PLD.
+    """Tight epsilon of k adaptive epsilon-DP Laplace steps, via dp-accounting's PLD.
 
-    Each step is a Laplace mechanism with noise scale ``sensitivity / epsilon`` for our
-    replace-one neighbours, i.e. ``LaplaceDpEvent(noise_multiplier=1/epsilon)`` under
-    ``ADD_OR_REMOVE_ONE`` (see the module docstring for why not ``REPLACE_ONE``). The result is
-    never worse than basic composition (the smaller epsilon is reported).
+    Never worse than basic composition (the smaller epsilon is reported).
 
     Args:
         epsilon: per-step epsilon (> 0).
         k: number of steps.
-        delta: target delta, in (0, 1): the PLD accountant cannot certify delta = 0.
+        delta: target delta, in (0, 1).
         discretization: PLD value discretization (smaller is tighter and slower).
 
     Raises:

@@ -1,9 +1,4 @@
-"""The audit statistics' former import path: they live in :mod:`dp_experts_env.audit`.
-
-The statistics work on recorded outputs only and sit in the privacy layer
-(:mod:`dp_experts_env.audit.bounds`, :mod:`~dp_experts_env.audit.events`,
-:mod:`~dp_experts_env.audit.selection`); this module re-exports them.
-"""
+"""The audit statistics' former import path: re-exports :mod:`dp_experts_env.audit`'s."""
 
 from dp_experts_env.audit.bounds import *  # noqa: F403
 from dp_experts_env.audit.events import *  # noqa: F403

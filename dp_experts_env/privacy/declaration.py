@@ -1,32 +1,13 @@
 """Mechanisms as data: what a private learner runs, declared once, composed by one accountant.
 
-A private learner declares the mechanisms it runs (per round, per window, per epoch) as a small
-tree of frozen records, modelled on dp-accounting's ``DpEvent`` objects:
-
-* leaves -- :class:`LaplaceRelease` (a released noisy vector: shape, L1 sensitivity, scale),
-  :class:`ReportNoisyMin` and :class:`ExponentialMechanism` (a private selection),
-  :class:`SparseVector` (threshold and query noise, number of positives),
-  :class:`TreeAggregation` (binary-tree running sums: leaves, levels, per-node noise) and
-  :class:`SamplingSteps` (lazy sampling whose cost only an exact hand-written accountant
-  bounds: the coin and the resamples, with the accountant's name and result);
-* compositions -- :class:`Sequential` (mechanisms reading the same data: basic composition, or
-  advanced composition when it is smaller and a slack is declared), :class:`Repeated` (k
-  adaptive copies), :class:`Parallel` (copies reading disjoint windows, epochs or rounds: the
-  worst one counts under replace-one-round neighbours) and :class:`PostProcessing` (what the
-  learner computes from the released values: free).
-
-:func:`account` composes a declaration into a :class:`~.guarantee.Guarantee` whose text is
-generated from the declaration (:meth:`Mechanism.describe`). :func:`dp_event` translates a
-declaration into dp-accounting's events where the library has them (Laplace, Gaussian,
-compositions), so tests can cross-check the hand-written formulas against the library's PLD /
-RDP accountants (:func:`library_epsilon`); selections, the sparse vector and the lazy samplers
-have no library event and keep their exact hand-written accountants (each tested on known
-answers). The audit (:mod:`dp_experts_env.evaluation.audit`) reads the same declaration to
-decide which releases to record and which mechanism-level tests and scenarios to run.
-
-Sensitivities are the ones the noise is calibrated to: with the ``grid`` backend that is the
-lattice's effective sensitivity (true sensitivity plus the rounding slack), so the epsilon
-computed here is what the noise actually certifies.
+A declaration is a tree of frozen records modelled on dp-accounting's ``DpEvent``: leaves
+(:class:`LaplaceRelease`, :class:`ReportNoisyMin`, :class:`ExponentialMechanism`,
+:class:`SparseVector`, :class:`TreeAggregation`, :class:`SamplingSteps`) and compositions
+(:class:`Sequential`, :class:`Repeated`, :class:`Parallel`, :class:`PostProcessing`).
+:func:`account` composes it into a :class:`~.guarantee.Guarantee` with generated text;
+:func:`dp_event` and :func:`library_epsilon` cross-check it with dp-accounting; the audit reads
+it to choose its tests. Sensitivities are those the noise is calibrated to (the grid backend's
+effective sensitivity). docs/privacy.md, "Privacy as data".
 """
 
 from __future__ import annotations
@@ -79,11 +60,9 @@ def _laplace_epsilon(sensitivity: float, scale: float) -> float:
 
 
 def advanced_composition_epsilon(epsilon: float, k: int, delta: float) -> float:
-    """Epsilon of ``k`` epsilon-DP mechanisms composed adaptively, at extra ``delta``.
+    """Epsilon of ``k`` adaptive epsilon-DP mechanisms at extra ``delta`` (Dwork & Roth Thm 3.20).
 
-    Dwork, Rothblum & Vadhan 2010 (Dwork & Roth Thm 3.20): ``sqrt(2 k ln(1/delta)) epsilon +
-    k epsilon (e^epsilon - 1)``, valid for every epsilon (the ``sqrt(8 k ln(1/delta))`` form
-    used by Thm 3.26 needs small epsilon).
+    ``sqrt(2 k ln(1/delta)) epsilon + k epsilon (e^epsilon - 1)``, valid for every epsilon.
     """
     if math.isinf(epsilon):
         return math.inf
@@ -98,8 +77,7 @@ def _total_delta(delta: float) -> float:
 class Mechanism:
     """Base of every declared mechanism and composition (frozen dataclasses).
 
-    Subclasses define :meth:`cost` (epsilon, delta) and :meth:`describe` (the claim's text).
-    ``kind`` names the mechanism class for the audit (which reads declarations, never names).
+    Subclasses define :meth:`cost` and :meth:`describe`; ``kind`` names the class for the audit.
     """
 
     kind: ClassVar[str] = ""
@@ -127,8 +105,7 @@ class LaplaceRelease(Mechanism):
     Attributes:
         what: the released value in words ("the round's loss vector").
         shape: shape of one release (per run).
-        sensitivity: L1 sensitivity of the released value under one datum's change, the one
-            the noise is calibrated to (the backend's effective sensitivity).
+        sensitivity: L1 sensitivity the noise is calibrated to.
         scale: Laplace scale per coordinate (0: no noise, epsilon = inf).
     """
 
@@ -153,11 +130,7 @@ class LaplaceRelease(Mechanism):
 
 @dataclass(frozen=True)
 class _Selection(Mechanism):
-    """A private choice of one of ``candidates`` by their scores (report-noisy-min, exponential).
-
-    Both cost ``2 sensitivity / scale`` per datum (``sensitivity / scale`` for monotone scores);
-    subclasses differ only in how the choice is drawn and in their text.
-    """
+    """A private choice of one of ``candidates``: ``2 sensitivity / scale`` (1x if monotone)."""
 
     what: str
     candidates: int
@@ -186,10 +159,7 @@ class _Selection(Mechanism):
 
 @dataclass(frozen=True)
 class ReportNoisyMin(_Selection):
-    """Index of the smallest ``score + Lap(scale)`` (Dwork & Roth, Claim 3.9).
-
-    epsilon = ``2 sensitivity / scale`` (``sensitivity / scale`` for monotone scores).
-    """
+    """Index of the smallest ``score + Lap(scale)`` (Dwork & Roth, Claim 3.9)."""
 
     kind: ClassVar[str] = "noisy-min"
     label: ClassVar[str] = "report-noisy-min"
@@ -200,11 +170,7 @@ class ReportNoisyMin(_Selection):
 
 @dataclass(frozen=True)
 class ExponentialMechanism(_Selection):
-    """``P(j) ~ exp(-score_j / scale)`` (the Gumbel-max form has Gumbel scale ``scale``).
-
-    epsilon = ``2 sensitivity / scale`` (``sensitivity / scale`` for monotone scores; McSherry &
-    Talwar 2007).
-    """
+    """``P(j) ~ exp(-score_j / scale)``, Gumbel scale ``scale`` (McSherry & Talwar 2007)."""
 
     kind: ClassVar[str] = "exponential"
     label: ClassVar[str] = "exponential mechanism"
@@ -217,15 +183,9 @@ class ExponentialMechanism(_Selection):
 class SparseVector(Mechanism):
     """Sparse vector: noisy queries against a noisy threshold, halting after ``positives`` TOPs.
 
-    The threshold noise is redrawn after each TOP, the query noise is fresh for every query.
-    One segment (up to one TOP) costs ``sensitivity / threshold_scale + 2 sensitivity /
-    query_scale`` (Lyu, Su & Li 2017, Thm 2; with ``query_scale = 2 threshold_scale`` this is
-    Dwork & Roth's AboveThreshold, Thm 3.23); ``positives`` segments compose basically, or, with
-    ``delta > 0``, by advanced composition (Dwork, Rothblum & Vadhan: ``sqrt(2 c ln(1/delta))
-    segment + c segment (e^segment - 1)``), whichever is smaller. (Dwork & Roth's Thm 3.26 form
-    ``segment sqrt(8 c ln(1/delta))`` drops the second term and holds only for small segments.)
-    ``draws``, when given, is how many scalar noise draws (queries and thresholds) a run makes
-    in a game of the learner's horizon (the audit checks them: :func:`scalar_draws`).
+    One segment costs ``sensitivity / threshold_scale + 2 sensitivity / query_scale`` (Lyu, Su &
+    Li 2017, Thm 2); segments compose basically or, with ``delta > 0``, by the exact advanced
+    composition when smaller. ``draws``: scalar draws per run in one game (:func:`scalar_draws`).
     """
 
     what: str
@@ -268,13 +228,10 @@ class SparseVector(Mechanism):
 class TreeAggregation(Mechanism):
     """Binary-tree running sums: each dyadic node released once with noise.
 
-    One item lies in at most ``levels`` nodes. Laplace nodes: epsilon = ``levels sensitivity /
-    scale`` (basic composition over the levels; ``sensitivity`` is L1). Gaussian nodes
-    (``noise="gaussian"``, ``sensitivity`` L2, ``scale`` the standard deviation): ``rho = levels
-    sensitivity^2 / (2 scale^2)``-zCDP, converted at ``delta`` by ``rho + 2 sqrt(rho
-    ln(1/delta))`` (Bun & Steinke 2016, Prop. 1.3); with ``profile="gdp"`` the levels compose
-    to ``mu = sqrt(levels) sensitivity / scale``-GDP, converted at ``delta`` by the exact
-    Gaussian privacy profile (Dong, Roth & Su 2019; :mod:`~dp_experts_env.privacy.gaussian`).
+    Laplace (``sensitivity`` L1): ``levels sensitivity / scale``. Gaussian (L2, ``scale`` the
+    standard deviation): ``rho``-zCDP converted at ``delta`` (Bun & Steinke 2016, Prop. 1.3), or
+    with ``profile="gdp"`` ``mu = sqrt(levels) sensitivity / scale``-GDP by the exact profile
+    (Dong, Roth & Su 2019).
     """
 
     what: str
@@ -344,11 +301,8 @@ class TreeAggregation(Mechanism):
 class SamplingSteps(Mechanism):
     """Lazy sampling (a data-dependent coin plus resamples) bounded by an exact accountant.
 
-    No library has an accountant for these samplers, so the learner names the exact hand-written
-    one (in :mod:`~dp_experts_env.privacy.exact_accountants` or
-    :mod:`~dp_experts_env.privacy.accountant_oco`) and its result; ``coin_epsilon``,
-    ``resample_epsilon`` and ``resamples`` say what the accountant composed (the audit reads
-    them).
+    ``accountant`` names the hand-written accountant and its result; ``coin_epsilon``,
+    ``resample_epsilon`` and ``resamples`` are what it composed (the audit reads them).
     """
 
     what: str
@@ -372,11 +326,7 @@ class SamplingSteps(Mechanism):
 # --------------------------------------------------------------------------- compositions
 @dataclass(frozen=True)
 class Sequential(Mechanism):
-    """Mechanisms that read the same data adaptively.
-
-    Basic composition (epsilons and deltas add); with ``delta_prime > 0`` the heterogeneous
-    advanced composition (Dwork, Rothblum & Vadhan) when it is smaller.
-    """
+    """Mechanisms reading the same data: basic composition, or heterogeneous advanced if smaller."""
 
     parts: tuple[Mechanism, ...]
     delta_prime: float = 0.0
@@ -445,13 +395,10 @@ class Repeated(Mechanism):
 
 @dataclass(frozen=True)
 class Parallel(Mechanism):
-    """Copies of ``part`` on disjoint data (windows, epochs, batches, rounds).
+    """Copies of ``part`` on disjoint data (windows, epochs, batches, rounds): one copy's cost.
 
-    Under replace-one-round neighbours the changed round lies in one copy only, so the cost is
-    one copy's. The declaring learner vouches that the partition does not depend on the
-    protected data beyond what the other declared mechanisms release. ``copies``, when given,
-    is how many copies a game of the learner's horizon runs (a fresh draw each): the audit
-    checks that at least that much noise was drawn (:func:`fresh_draws`).
+    The learner vouches that the partition depends on no protected data beyond its other declared
+    releases. ``copies``: copies per game, each a fresh draw (:func:`fresh_draws`).
     """
 
     part: Mechanism
@@ -494,11 +441,7 @@ class PostProcessing(Mechanism):
 
 
 def fresh_draws(mechanism: Mechanism) -> int:
-    """Laplace coordinates per run the declaration promises to draw fresh in one game.
-
-    Counted for Laplace releases under :class:`Parallel` copies with a declared count (``copies
-    x`` the release's size); 0 where the declaration says nothing countable.
-    """
+    """Laplace coordinates per run declared fresh in one game (counted ``Parallel`` copies)."""
     if isinstance(mechanism, Parallel) and mechanism.copies is not None:
         inner = mechanism.part
         while isinstance(inner, (PostProcessing, Repeated)):
@@ -554,12 +497,8 @@ def account(mechanism: Mechanism, *, source: str = "") -> Guarantee:
 def dp_event(mechanism: Mechanism) -> Any:
     """The dp-accounting ``DpEvent`` of a declaration, or None where the library has none.
 
-    Laplace releases and Laplace trees map to ``LaplaceDpEvent`` (noise multiplier
-    ``scale / sensitivity``; a tree is the self-composition over its levels), Gaussian trees to
-    ``GaussianDpEvent``; parallel copies and post-processing to their part's event (one datum
-    meets one copy); sequential and repeated compositions to ``ComposedDpEvent`` and
-    ``SelfComposedDpEvent``. Selections, the sparse vector and lazy sampling have no library
-    event (None).
+    Laplace and Gaussian releases and trees, their parallel, repeated and sequential compositions
+    map to events; selections, the sparse vector and lazy sampling do not.
     """
     import dp_accounting
 
@@ -585,9 +524,7 @@ def dp_event(mechanism: Mechanism) -> Any:
 def library_epsilon(mechanism: Mechanism, delta: float, *, accountant: str = "pld") -> float:
     """Epsilon at ``delta`` of a declaration by dp-accounting's PLD or RDP accountant.
 
-    Neighbours are ``ADD_OR_REMOVE_ONE`` (a Laplace or Gaussian release of a value whose
-    replace-one change is ``sensitivity`` is the library's add/remove event at that noise
-    multiplier; see :func:`~.accounting.pld_laplace_composition`).
+    Neighbours are ``ADD_OR_REMOVE_ONE`` (see :func:`~.accounting.pld_laplace_composition`).
 
     Raises:
         ValueError: the declaration has a part without a library event.
@@ -614,12 +551,10 @@ def library_epsilon(mechanism: Mechanism, delta: float, *, accountant: str = "pl
 
 # --------------------------------------------------------------------------- the audit's power
 def composed_parts(mechanism: Mechanism) -> tuple[Mechanism, ...]:
-    """The mechanisms a sequential composition splits the claim among, through parallel copies.
+    """The parts a sequential composition splits the claim among.
 
-    ``Parallel`` and ``PostProcessing`` are looked through (one datum meets one copy, and
-    post-processing adds no cost); a ``Sequential`` contributes each of its parts (flattened);
-    anything else, ``Repeated`` included (copies of one kind, read by one statistic), is one
-    part. A declaration with no sequential composition is its own single part.
+    ``Parallel`` and ``PostProcessing`` are looked through, ``Sequential`` flattened; anything else
+    (``Repeated`` included) is one part.
     """
     if isinstance(mechanism, (Parallel, PostProcessing)):
         return composed_parts(mechanism.part)
@@ -629,12 +564,9 @@ def composed_parts(mechanism: Mechanism) -> tuple[Mechanism, ...]:
 
 
 def largest_share(mechanism: Mechanism) -> float:
-    """The largest part's epsilon over the whole claim's (1 when the claim is not split).
+    """The largest part's epsilon over the whole claim's (1 when not split).
 
-    A learner spending ``f`` times its claim may spend ``f`` times each part's epsilon; an
-    event that reads one part then shows at most ``f x largest_share x claim``. The audit
-    scales the power it requires of a pass by this share (a heterogeneous split such as
-    selections + sparse vector is read by no single event family).
+    The audit scales the power it requires of a pass by this share.
     """
     parts = composed_parts(mechanism)
     total = mechanism.cost()[0]

@@ -1,52 +1,15 @@
 """Exact per-step privacy accountants of the lazy (shrinking-dartboard) learners.
 
-The lazy learners (private shrinking dartboards of Asi, Feldman, Koren & Talwar; private lazy Hedge
-from Agarwal, Kale, Singh & Thakurta's P-COMW) spend privacy only at a few events. Neighbouring loss
-sequences differ at one round ``t1``; conditioned on everything released before:
-
-* rounds before ``t1`` cost nothing;
-* the stay/switch coin that reads the changed loss costs ``e_sw`` (once);
-* every fresh sample drawn after ``t1`` (at most ``budget`` of them) costs ``e_rs``;
-* stays after ``t1`` cost nothing (their coins read unchanged losses).
-
-Composing these exact per-step costs is much tighter than the papers' closed forms, so learners
-calibrate their learning rate to a target epsilon by bisection (:func:`calibrate`) on the
-functions below. All functions accept floats or numpy arrays (broadcast together) and return a
-float for scalar inputs.
-
-Sources:
-
-* Shrinking dartboard ``w = (1 - eta)^L`` (Asi, Feldman, Koren & Talwar 2023, "Private Online
-  Prediction from Experts", Section 3.1: Alg. 1 / Thm 2 / Thm 5): :func:`dartboard_switch_cost`,
-  :func:`dartboard_resample_cost`, :func:`dartboard_epsilon`, :func:`dartboard_paper_epsilon`,
-  :func:`dartboard_regret_bound`, :func:`dartboard_budget`.
-* Private lazy Hedge ``w = exp(-beta L)`` (the unnormalised- and normalised-ratio discrete forms
-  of Agarwal, Kale, Singh & Thakurta's P-COMW, derived for this suite, docs/algorithms.md):
-  :func:`lazy_hedge_budget`, :func:`lazy_hedge_epsilon`, :func:`lazy_hedge_normalized_epsilon`,
-  :func:`lazy_hedge_regret_bound`.
-* Continuous P-COMW (Agarwal, Kale, Singh & Thakurta, Section 4 and Appendix D, Theorem "DP"):
-  :func:`pcomw_account`, :func:`pcomw_theorem41_kappa`, :func:`pcomw_regret_bound`.
-
-Composition rules used (both valid for adaptively chosen steps; written here in vectorised form
-so calibration can bisect over whole parameter grids -- the scalar versions are
-:func:`dp_experts_env.privacy.accounting.compose`, and the tests check the two agree):
-
-* ``advanced``: ``k`` steps of ``e`` each give ``sqrt(2 k ln(1/delta)) e + k e (e^e - 1)``
-  (Dwork, Rothblum, Vadhan 2010; Dwork & Roth Thm 3.20), never worse than basic ``k e`` here
-  because the minimum of the two is taken.
-* ``adaptive``: steps with ``sum eps_t^2 <= S2`` give ``1.5 S2 + sqrt(6 S2 ln(1/delta))``
-  (Whitehouse et al. 2022, as used in Agarwal, Kale, Singh & Thakurta's Appendix A).
-
-Natural logarithms throughout (erratum E-AFKT-12).
-
-Why the per-event pieces are public although only the composite accountants call them: a claim
-is only as good as the cost charged for each event, so :func:`dartboard_switch_cost` and
-:func:`dartboard_resample_cost` are exposed for anyone who checks a claim by hand or against an
-exact privacy-loss computation (the tests do both). :func:`lazy_hedge_normalized_epsilon` is the
-accountant of the literal (normalised-ratio) translation, kept as the ablation that justifies the
-unnormalised form; :func:`pcomw_theorem41_kappa` and :func:`pcomw_regret_bound` reproduce the
-paper's parameter choice and bound for continuous P-COMW, the reference its calibrated tuning is
-compared with.
+Neighbouring loss sequences differ at one round ``t1``; conditioned on everything released
+before, only the coin that reads the changed loss (``e_sw``, once) and each fresh sample after
+``t1`` (``e_rs``, at most ``budget``) cost privacy. Learners calibrate to a target epsilon by
+:func:`calibrate` on these functions (docs/algorithms.md, "Notes on the lazy private learners").
+Sources: the shrinking dartboard of Asi, Feldman, Koren & Talwar 2023, Section 3.1
+(``dartboard_*``); private lazy Hedge, the discrete form of Agarwal, Kale, Singh & Thakurta's
+P-COMW derived for this suite (``lazy_hedge_*``); continuous P-COMW, their Section 4 and
+Appendix D (``pcomw_*``). Steps compose by ``min(basic, advanced)`` (Dwork & Roth Thm 3.20) or
+the adaptive ``1.5 S2 + sqrt(6 S2 ln(1/delta))`` (Whitehouse et al. 2022). Inputs are floats or
+broadcastable arrays; scalar inputs return a float. Natural logarithms (erratum E-AFKT-12).
 """
 
 from __future__ import annotations
@@ -143,10 +106,8 @@ def _lam(eta: np.ndarray) -> np.ndarray:
 def dartboard_switch_cost(eta: Number, p: Number, batch: Number = 1) -> Number:
     """Privacy cost of the one switch coin that reads the changed loss (derived for this suite).
 
-    The coin stays with probability ``(1 - p)(1 - eta)^g`` where ``g`` is the held expert's
-    (block-averaged) loss, which one replaced loss vector moves by at most ``1/batch``. The stay
-    probabilities differ by at most ``e^{lam/batch}`` and the switch probabilities by at most
-    ``(1 - (1 - p)(1 - eta)^{1/batch}) / p`` (worst case at ``g = 0``).
+    The coin stays with probability ``(1 - p)(1 - eta)^g``; one replaced loss moves ``g`` by at
+    most ``1/batch`` (worst case at ``g = 0``).
 
     Args:
         eta: step size in (0, 1).
@@ -166,11 +127,7 @@ def dartboard_switch_cost(eta: Number, p: Number, batch: Number = 1) -> Number:
 
 
 def dartboard_resample_cost(eta: Number, batch: Number = 1) -> Number:
-    """Privacy cost of one fresh sample from ``P(i) ∝ (1 - eta)^{L(i)}``: ``2 ln(1/(1-eta)) / B``.
-
-    The exponential mechanism on scores that move by at most ``1/B`` (the
-    paper's ``4 eta / B`` is a looser bound, erratum E-AFKT-7).
-    """
+    """Cost of one sample from ``P(i) ∝ (1 - eta)^{L(i)}``: ``2 ln(1/(1-eta)) / B`` (E-AFKT-7)."""
     eta = _arr("eta", eta, low=0.0, high=1.0, low_open=True, high_open=True)
     batch = _arr("batch", batch, low=1.0)
     return _out(2.0 * _lam(eta) / batch)
@@ -181,9 +138,8 @@ def dartboard_epsilon(
 ) -> Number:
     """Exact accountant of the (batched) private shrinking dartboard.
 
-    ``e_sw`` by basic composition, plus at most ``budget`` resamples of ``e_rs`` each composed
-    by basic composition (``delta = 0``) or the better of basic and advanced composition
-    (``delta > 0``; total slack ``delta``).
+    ``e_sw`` plus at most ``budget`` resamples of ``e_rs``, composed basically (``delta = 0``) or by
+    the better of basic and advanced composition.
 
     Args:
         eta: step size in (0, 1).
@@ -205,13 +161,10 @@ def dartboard_epsilon(
 def dartboard_paper_epsilon(
     eta: Number, p: Number, horizon: Number, delta: Number = 0.0, batch: Number = 1
 ) -> Number:
-    """The papers' closed forms (with ``K = 4 T p / B`` resamples), for ``mode="paper"``.
+    """The papers' closed forms (``K = 4 T p / B`` resamples), for ``mode="paper"``.
 
-    * ``batch == 1``: Theorem 2 -- pure ``eta/p + 16 T p eta``; approximate
-      ``5 eta/p + 100 T p eta^2 + 20 eta sqrt(T p ln(1/delta))``.
-    * ``batch > 1``: Theorem 5 (approximate) ``5 eta/(B p) + 100 T p eta^2 / B^3
-      + (20 eta / B) sqrt(12 (T p / B) ln(1/delta))``; pure: the derived basic-composition
-      analogue ``eta/(B p) + 16 T p eta / B^2`` (erratum E-AFKT-11).
+    ``batch == 1``: Theorem 2. ``batch > 1``: Theorem 5 (approximate); pure: the derived analogue
+    ``eta/(B p) + 16 T p eta / B^2`` (erratum E-AFKT-11).
     """
     eta = _arr("eta", eta, low=0.0, high=1.0, low_open=True, high_open=True)
     p = _arr("p", p, low=0.0, high=1.0, low_open=True)
@@ -243,11 +196,7 @@ def dartboard_budget(p: Number, horizon: Number, batch: Number = 1) -> Number:
 def dartboard_regret_bound(
     eta: Number, p: Number, horizon: Number, n_experts: Number, batch: Number = 1
 ) -> Number:
-    """Theorem 2 / Theorem 5 bound ``eta T + B ln(d)/eta + 2 T exp(-T p / (3 B))``.
-
-    Valid for oblivious losses with ``p < 1/2``, ``eta < 1/2``, ``eta <= p`` and budget
-    ``K = 4 T p / B``.
-    """
+    """Theorem 2 / 5 bound ``eta T + B ln(d)/eta + 2 T exp(-T p / (3 B))`` (oblivious losses)."""
     eta = _arr("eta", eta, low=0.0, high=1.0, low_open=True, high_open=True)
     p = _arr("p", p, low=0.0, high=1.0, low_open=True)
     t = _arr("horizon", horizon, low=1.0)
@@ -258,10 +207,7 @@ def dartboard_regret_bound(
 
 # --------------------------------------------------------------------------- lazy Hedge (001)
 def lazy_hedge_budget(beta: Number, p: Number, horizon: Number) -> Number:
-    """Switch budget ``B = 3 ptilde T`` with ``ptilde = p + (1 - p)(1 - e^{-beta})``.
-
-    Real-valued; the learner switches while ``b < B``, so at most ``ceil(B)`` times.
-    """
+    """Switch budget ``B = 3 ptilde T``, ``ptilde = p + (1 - p)(1 - e^{-beta})``."""
     beta = _arr("beta", beta, low=0.0, low_open=True)
     p = _arr("p", p, low=0.0, high=1.0)
     t = _arr("horizon", horizon, low=1.0)
@@ -271,18 +217,14 @@ def lazy_hedge_budget(beta: Number, p: Number, horizon: Number) -> Number:
 def lazy_hedge_epsilon(beta: Number, p: Number, budget: Number, delta: Number = 0.0) -> Number:
     """Exact accountant of private lazy Hedge, unnormalised-ratio form.
 
-    Per-step costs: ``beta/p`` for the coin that reads the changed loss, ``2 beta`` for each of
-    at most ``ceil(budget)`` fresh samples after it. ``delta > 0``: the better of
-    ``1.5 S2 + sqrt(6 S2 ln(1/delta))`` with ``S2 = (beta/p)^2 + 4 beta^2 ceil(budget)`` (the
-    adaptive composition of Whitehouse et al.) and basic composition; ``delta = 0``: basic
-    composition ``beta/p + 2 beta ceil(budget)``.
+    ``beta/p`` for the coin, ``2 beta`` for each of at most ``ceil(budget)`` samples after it;
+    basic composition, or with ``delta > 0`` the better of basic and adaptive composition.
 
     Args:
         beta: inverse temperature (> 0).
         p: forced-switch probability in (0, 1].
-        budget: switch budget B (>= 0, real; ``ceil(B)`` switches at most).
-        delta: slack in [0, 1). The paper's split uses ``delta/2`` here (log(2/delta)); all
-            per-step deltas are 0, so the full ``delta`` is valid.
+        budget: switch budget B (>= 0, real).
+        delta: slack in [0, 1) (all per-step deltas are 0, so the full ``delta`` is valid).
 
     Returns:
         The epsilon spent.
@@ -301,12 +243,7 @@ def lazy_hedge_epsilon(beta: Number, p: Number, budget: Number, delta: Number = 
 def lazy_hedge_normalized_epsilon(
     beta: Number, p: Number, horizon: Number, delta: Number
 ) -> Number:
-    """Accountant of the normalised-ratio ablation (literal P-COMW on N points).
-
-    ``S2 = 4 beta^2/p^2 + 8 beta^2 ceil(B) + 2 T eta^2/p^2`` with ``eta = 2 beta^2 e^beta``,
-    ``B = 3 ptilde T``, ``ptilde = p + 1 - e^{-2 beta}``; epsilon ``1.5 S2 + sqrt(6 S2
-    ln(1/delta))``. Needs ``delta > 0``.
-    """
+    """Accountant of the normalised-ratio ablation (literal P-COMW on N points); ``delta > 0``."""
     beta = _arr("beta", beta, low=0.0, low_open=True)
     p = _arr("p", p, low=0.0, high=1.0, low_open=True)
     t = _arr("horizon", horizon, low=1.0)
@@ -322,8 +259,7 @@ def lazy_hedge_regret_bound(
 ) -> Number:
     """Oblivious regret bound ``ln(N)/beta + beta T/8 + 2 T exp(-ptilde T)`` (private lazy Hedge).
 
-    ``switch_rate`` is ``ptilde``; default ``p + (1 - p)(1 - e^{-beta})`` (unnormalised ratio with
-    budget ``3 ptilde T``).
+    ``switch_rate`` is ``ptilde`` (default: :func:`lazy_hedge_budget`'s).
     """
     beta = _arr("beta", beta, low=0.0, low_open=True)
     p = _arr("p", p, low=0.0, high=1.0)
@@ -342,13 +278,11 @@ class PCOMWAccount(NamedTuple):
 
     Attributes:
         epsilon: ``1.5 S2 + sqrt(6 S2 ln(2/delta))``.
-        delta: certified slack ``delta/2 + T (4 d' + 9 T d' + 3 e^{-ptilde T})``,
-            ``d' = delta / (60 T^2)`` (erratum E-AKST-3).
+        delta: certified slack (erratum E-AKST-3).
         log_phi: ``ln Phi = 36 kappa + 2 sqrt(72 kappa ln(120 T^2 / delta))``.
         p: forced-switch probability ``max(T^{-1/3}, (kappa / ln Phi)^{2/3})``.
         budget: ``3 ptilde T`` with ``ptilde = p + 1 - Phi^{-2}``.
-        sum_sq: ``S2 = 4 ln^2 Phi / p^2 + 2 ceil(B) ln^2 Phi + 8 kappa^2 T / p^2`` (erratum
-        E-AKST-2).
+        sum_sq: ``S2`` (erratum E-AKST-2).
     """
 
     epsilon: float
@@ -382,9 +316,9 @@ def pcomw_account(kappa: float, horizon: float, delta: float) -> PCOMWAccount:
 
 
 def pcomw_theorem41_kappa(horizon: float, epsilon: float, delta: float) -> float:
-    """``kappa = beta G^2 / lambda`` of Theorem 4.1's literal constants (any G, D, d).
+    """``kappa`` of Theorem 4.1's literal constants (any G, D, d).
 
-    ``kappa = min(eps^2 / T^{2/3}, eps^{3/2} / T^{3/4}) / (1e5 ln^2(T/delta))``.
+    ``min(eps^2 / T^{2/3}, eps^{3/2} / T^{3/4}) / (1e5 ln^2(T/delta))``.
     """
     t = float(_arr("horizon", horizon, low=1.0))
     e = float(_arr("epsilon", epsilon, low=0.0, low_open=True))
@@ -396,10 +330,7 @@ def pcomw_theorem41_kappa(horizon: float, epsilon: float, delta: float) -> float
 def pcomw_regret_bound(
     kappa: float, horizon: float, dim: int, lipschitz: float, diameter: float
 ) -> float:
-    """Regret bound ``G D sqrt(2T + 2 d ln(T) / kappa)`` at the regret-optimal lambda (Section 4).
-
-    The tests compare this value divided by T with worked reference numbers.
-    """
+    """Regret bound ``G D sqrt(2T + 2 d ln(T) / kappa)`` at the best lambda (Section 4)."""
     k = float(_arr("kappa", kappa, low=0.0, low_open=True))
     t = float(_arr("horizon", horizon, low=1.0))
     d = float(_arr("dim", dim, low=1.0))
@@ -419,10 +350,8 @@ def calibrate(
 ) -> Number:
     """The largest parameter in ``[lower, upper]`` whose privacy spend is at most ``target``.
 
-    Bisection (geometric when ``lower > 0``, since learning rates span orders of magnitude) on a
-    non-decreasing ``spend``; vectorised: ``target``, ``lower`` and ``upper`` broadcast together
-    and ``spend`` is called on arrays. The returned value always satisfies
-    ``spend(x) <= target`` (it is the feasible end of the final bracket).
+    Bisection (geometric when ``lower > 0``) on a non-decreasing ``spend``, vectorised over the
+    broadcast arguments; the result always satisfies ``spend(x) <= target``.
 
     Args:
         spend: non-decreasing map from the parameter to the epsilon spent.

@@ -1,20 +1,10 @@
 """The exact (epsilon, delta) of Gaussian mechanisms and their adaptive compositions.
 
-A Gaussian mechanism whose query has L2 sensitivity ``Delta``, released with noise
-``N(0, sigma^2 I)``, is ``mu``-GDP with ``mu = Delta / sigma`` (Dong, Roth & Su 2019,
-"Gaussian Differential Privacy", Thm 2.7), and the adaptive composition of ``mu_i``-GDP
-mechanisms is ``sqrt(sum mu_i^2)``-GDP exactly (their Cor. 3.3). ``mu``-GDP is
-``(epsilon, delta(epsilon))``-DP for every epsilon with
-
-    ``delta(epsilon) = Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu - mu/2)``
-
-(their Cor. 2.13; Balle & Wang 2018, "Improving the Gaussian mechanism", Thm 8), and no smaller
-delta holds: this is the tight privacy profile, not a bound. dp-accounting's PLD accountant
-computes the same profile numerically (tests/test_oco_fair.py cross-checks them).
-
-Used by the Gaussian binary-tree DP-FTRL (``gaussian-dp-ftrl-oco``): one gradient enters
-``levels`` tree nodes, each a Gaussian release of sensitivity ``Delta``, so the whole run is
-``sqrt(levels) Delta / sigma``-GDP.
+``N(0, sigma^2 I)`` noise on an L2-sensitivity-``Delta`` query is ``Delta / sigma``-GDP; GDP
+composes as ``sqrt(sum mu_i^2)`` (Dong, Roth & Su 2019, Thm 2.7, Cor. 3.3); ``mu``-GDP is
+``(epsilon, delta(epsilon))``-DP with the tight profile
+``delta(epsilon) = Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu - mu/2)`` (their
+Cor. 2.13; Balle & Wang 2018, Thm 8). Used by ``gaussian-dp-ftrl-oco``'s tree.
 """
 
 from __future__ import annotations
@@ -40,7 +30,7 @@ def gdp_delta(epsilon: float, mu: float) -> float:
         return 0.0
     if math.isinf(mu):
         return 1.0
-    from scipy.special import log_ndtr  # ~0.25 s to import: paid only where used
+    from scipy.special import log_ndtr  # slow to import: paid only where used
 
     a = float(log_ndtr(-eps / mu + mu / 2.0))
     b = eps + float(log_ndtr(-eps / mu - mu / 2.0))
@@ -49,10 +39,7 @@ def gdp_delta(epsilon: float, mu: float) -> float:
 
 
 def gdp_epsilon(mu: float, delta: float) -> float:
-    """The least epsilon with ``delta(epsilon) <= delta`` for a ``mu``-GDP mechanism.
-
-    ``delta(epsilon)`` decreases in epsilon; bisection to a relative precision of 1e-12.
-    """
+    """The least epsilon with ``delta(epsilon) <= delta`` for ``mu``-GDP (bisection)."""
     mu = check_float("mu", mu, minimum=0.0)
     delta = check_delta("delta", delta)
     if not delta > 0.0:
@@ -74,11 +61,7 @@ def gdp_epsilon(mu: float, delta: float) -> float:
 
 
 def gdp_mu(epsilon: float, delta: float) -> float:
-    """The largest ``mu`` whose ``mu``-GDP mechanism is ``(epsilon, delta)``-DP.
-
-    ``delta(epsilon)`` increases in mu; bisection to a relative precision of 1e-12 (the
-    returned mu is on the safe side: ``gdp_delta(epsilon, mu) <= delta``).
-    """
+    """The largest ``mu`` whose ``mu``-GDP mechanism is ``(epsilon, delta)``-DP (safe side)."""
     eps = check_epsilon("epsilon", epsilon)
     delta = check_delta("delta", delta)
     if not delta > 0.0:
@@ -102,14 +85,11 @@ def gaussian_tree_calibration(
 ) -> tuple[float, Guarantee]:
     """Node noise of a binary-tree counter with Gaussian nodes, and what it certifies.
 
-    One item enters at most ``levels`` nodes, each released with ``N(0, sigma^2 I)`` and moved
-    by at most ``l2_sensitivity`` in L2: the releases compose to ``mu = sqrt(levels) Delta /
-    sigma``-GDP. ``sigma`` is the smallest with that mu ``(epsilon, delta)``-DP (the tight
-    profile above). ``epsilon = inf`` gives ``sigma = 0`` (no noise, no privacy).
+    The ``levels`` nodes an item enters compose to ``mu = sqrt(levels) Delta / sigma``-GDP;
+    ``sigma`` is the smallest with that mu ``(epsilon, delta)``-DP; ``epsilon = inf`` gives 0.
 
     Returns:
-        ``(sigma, Guarantee(epsilon', delta))`` with ``epsilon' <= epsilon`` the profile's
-        epsilon at that sigma (equal up to the bisection's precision).
+        ``(sigma, Guarantee(epsilon', delta))`` with ``epsilon' <= epsilon`` at that sigma.
     """
     sens = check_float("l2_sensitivity", l2_sensitivity, minimum=0.0, min_inclusive=False)
     levels = check_int("levels", levels, minimum=1)

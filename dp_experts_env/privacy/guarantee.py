@@ -12,11 +12,10 @@ class Guarantee:
     """An (epsilon, delta)-DP statement and the rule it comes from.
 
     Attributes:
-        epsilon: privacy loss bound (> 0; ``inf`` means no privacy, e.g. noise switched off).
+        epsilon: privacy loss bound (> 0; ``inf`` means no privacy).
         delta: approximate-DP slack in [0, 1) (0 for pure DP).
         accountant: the theorem or composition rule behind the numbers.
-        neighbouring: what the two neighbouring inputs may differ in, when it needs saying
-            (informative only; the sensitivity in ``accountant`` usually says it).
+        neighbouring: what neighbouring inputs may differ in, when it needs saying.
     """
 
     epsilon: float
@@ -42,10 +41,7 @@ class Guarantee:
 
 
 class Release(NamedTuple):
-    """What a one-shot mechanism returns: the released value and the privacy it costs.
-
-    Unpacks as ``value, guarantee = mechanism(...)``.
-    """
+    """What a one-shot mechanism returns: ``value, guarantee = mechanism(...)``."""
 
     value: Any
     guarantee: Guarantee

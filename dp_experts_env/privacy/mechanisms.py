@@ -1,20 +1,10 @@
-"""Differentially private mechanisms, written once and batched over runs.
+"""Differentially private mechanisms, batched over runs (docs/privacy.md, "Mechanisms").
 
-Every mechanism draws its randomness from ``rng``:
-
-* a :class:`~dp_experts_env.batch_rng.BatchRNG` of B runs -- inputs carry a leading run axis of
-  length B (a leading axis of length 1 is broadcast to all runs) and outputs have shape
-  ``(B, ...)``. Each call consumes the same number of uniforms from every run, whatever the
-  data, so run ``b`` of a batch equals a single run seeded ``seeds[b]``.
-* a :class:`numpy.random.Generator` -- one unbatched run: inputs and outputs have no run axis.
-
-Noise comes from a backend (``noise="fast"`` | ``"grid"`` or a backend object, see
-:mod:`dp_experts_env.privacy.noise`); sensitivities are passed through the backend's
-``effective_sensitivity`` so the grid backend's rounding slack is paid for.
-
-One-shot mechanisms return a :class:`~dp_experts_env.privacy.guarantee.Release`
-``(value, guarantee)``; the stateful ones (:class:`AboveThreshold`, :class:`TreeCounter`) expose
-a ``guarantee`` property. Scores are LOSSES throughout: selection mechanisms pick small scores
+``rng`` is a :class:`~dp_experts_env.batch_rng.BatchRNG` of B runs (inputs and outputs carry a
+leading run axis of length B; length 1 is broadcast; every run consumes the same uniforms, so run
+``b`` equals a single run seeded ``seeds[b]``) or a :class:`numpy.random.Generator` (one run, no
+run axis). Noise comes from a backend (:mod:`dp_experts_env.privacy.noise`) whose effective
+sensitivity pays the grid's rounding slack. Scores are LOSSES: selections pick small scores
 (erratum E-ARS-1).
 """
 
@@ -66,10 +56,9 @@ def _num_runs(rng: RandomSource) -> int:
 
 
 def _batched(name: str, values: object, rng: RandomSource, min_dims: int) -> np.ndarray:
-    """Return ``values`` as a float64 array with a leading run axis of length B.
+    """``values`` as float64 with a leading run axis of length B (added for a Generator).
 
-    ``min_dims`` is the number of axes a single run's value has (0 for scalars, 1 for vectors).
-    With a Generator the run axis (length 1) is added here and removed again by the caller.
+    ``min_dims`` is the number of axes of one run's value (0 scalars, 1 vectors).
     """
     try:
         arr = np.asarray(values, dtype=np.float64)
@@ -109,11 +98,7 @@ def _gumbel(backend: NoiseBackend, rng: RandomSource, shape: tuple[int, ...]) ->
 
 
 def _argmin_random_ties(scores: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Row-wise argmin of ``scores`` with ties broken by the i.i.d. continuous ``keys``.
-
-    The epsilon -> inf limit of every selection mechanism here: the exact minimiser, uniformly
-    random among equal scores (the keys are the draws the finite-epsilon mechanism would use).
-    """
+    """Row-wise argmin, ties broken by ``keys`` (every selection's epsilon = inf limit)."""
     tied = scores == scores.min(axis=-1, keepdims=True)
     return np.argmin(np.where(tied, keys, np.inf), axis=-1).astype(np.int64)
 
@@ -124,11 +109,7 @@ def _sensitivity(name: str, value: object) -> float:
 
 # --------------------------------------------------------------------------- Laplace
 def laplace_epsilon(l1_sensitivity: float, scale: float) -> float:
-    """Epsilon that Laplace noise of ``scale`` certifies for a query of ``l1_sensitivity``.
-
-    ``inf`` at scale 0 (the noise removed). Learners that hold a scale (rather than calling
-    :func:`laplace_mechanism` with an epsilon) read their certified epsilon from here.
-    """
+    """Epsilon of Laplace noise of ``scale`` for ``l1_sensitivity`` (``inf`` at scale 0)."""
     return math.inf if scale == 0.0 else l1_sensitivity / scale
 
 
@@ -139,17 +120,13 @@ def laplace_calibration(
     noise: str | NoiseBackend = "fast",
     dim: int = 1,
 ) -> tuple[float, Guarantee]:
-    """The Laplace scale :func:`laplace_mechanism` uses for a query, and what it certifies.
-
-    One function computes both, so a learner that states its claim before releasing anything
-    (its ``privacy`` property) states exactly what its releases will cost.
+    """The Laplace scale :func:`laplace_mechanism` uses for a query, and its guarantee.
 
     Args:
         l1_sensitivity: the query's L1 sensitivity (> 0).
-        epsilon: privacy parameter (> 0); ``math.inf`` gives scale 0 (no noise, no privacy).
-        noise: ``"fast"``, ``"grid"`` or a backend object (the grid backend's rounding slack
-            is added to the sensitivity).
-        dim: number of coordinates of one run's query (for the backend's slack).
+        epsilon: privacy parameter (> 0); ``math.inf`` gives scale 0.
+        noise: ``"fast"``, ``"grid"`` or a backend object.
+        dim: coordinates of one run's query (for the backend's slack).
 
     Returns:
         ``(scale, Guarantee(epsilon, 0))``.
@@ -175,20 +152,16 @@ def laplace_mechanism(
     """Release ``values + Lap(l1_sensitivity / epsilon)`` coordinatewise (Dwork–Roth Thm 3.6).
 
     Args:
-        values: ``(B, *shape)`` query values (a BatchRNG) or ``shape`` (a Generator). Each run's
-            whole array is one query; its L1 sensitivity is ``l1_sensitivity``.
-        l1_sensitivity: max over neighbours of ``||f(x) - f(x')||_1`` for one run's array (> 0);
-            with ``per_coordinate=True``, of each coordinate's change.
-        epsilon: privacy parameter (> 0); ``math.inf`` releases the exact values (no privacy).
+        values: ``(B, *shape)`` (BatchRNG) or ``shape`` (Generator); one run's array is one query.
+        l1_sensitivity: L1 sensitivity of one run's array (> 0), or of each coordinate with
+            ``per_coordinate``.
+        epsilon: privacy parameter (> 0); ``math.inf`` releases the exact values, drawing nothing.
         rng: a BatchRNG or a numpy Generator.
         noise: ``"fast"``, ``"grid"`` or a backend object.
-        per_coordinate: treat every coordinate as its own query (each one
-            ``epsilon``-DP); composing them is the caller's business (basic or advanced
-            composition over the coordinates).
+        per_coordinate: each coordinate is its own epsilon-DP query (the caller composes them).
 
     Returns:
-        ``Release(noisy_values, Guarantee(epsilon))`` -- pure epsilon-DP (per coordinate when
-        ``per_coordinate``).
+        ``Release(noisy_values, Guarantee(epsilon))``.
     """
     _check_rng(rng)
     backend = get_backend(noise)
@@ -216,17 +189,13 @@ def report_noisy_min(
 ) -> Release:
     """Index of the smallest ``score + Lap(2 * sensitivity / epsilon)`` (Dwork–Roth Claim 3.9).
 
-    Report-noisy-max on negated losses. ``monotone=True`` (all scores move the same way between
-    neighbours, e.g. counts) halves the noise to ``Lap(sensitivity / epsilon)``.
-
     Args:
         scores: ``(B, N)`` losses (BatchRNG) or ``(N,)`` (Generator).
         sensitivity: max change of any single score between neighbours (> 0).
-        epsilon: privacy parameter (> 0); ``math.inf`` is the limit, an exact argmin with
-            uniformly random tie-breaking (same draw count).
+        epsilon: privacy parameter (> 0); ``math.inf``: exact argmin, random ties, same draws.
         rng: a BatchRNG or a numpy Generator.
         noise: noise backend.
-        monotone: whether the scores are monotone (see above).
+        monotone: scores move the same way between neighbours: ``Lap(sensitivity / epsilon)``.
 
     Returns:
         ``Release(indices, Guarantee(epsilon))``: ``(B,)`` int64 (BatchRNG) or an int64 scalar.
@@ -292,18 +261,16 @@ def exponential_mechanism(
 ) -> Release:
     """Sample ``i`` with probability proportional to ``exp(-eps * score_i / (2 sens))``.
 
-    The exponential mechanism (McSherry–Talwar; Dwork–Roth Thm 3.10) for losses, sampled by
-    Gumbel-max: ``argmax_i(-eps * score_i / (2 sens) + G_i)``. ``monotone=True`` uses
-    ``eps / sens``. One Gumbel per candidate per run, so draw counts never depend on the data.
+    The exponential mechanism (McSherry–Talwar; Dwork–Roth Thm 3.10) for losses, by Gumbel-max:
+    one Gumbel per candidate per run, whatever the data.
 
     Args:
         scores: ``(B, N)`` losses (BatchRNG) or ``(N,)`` (Generator).
         sensitivity: max change of any single score between neighbours (> 0).
         epsilon: privacy parameter (> 0).
         rng: a BatchRNG or a numpy Generator.
-        monotone: whether the scores are monotone.
-        noise: noise backend (both current backends draw float Gumbels; the released value is
-            an index, not a float).
+        monotone: scores are monotone: ``eps / sens``.
+        noise: noise backend.
 
     Returns:
         ``Release(indices, Guarantee(epsilon))``.
@@ -328,13 +295,11 @@ def exponential_mechanism(
 
 # --------------------------------------------------------------------------- per-run epsilons
 def run_epsilons(epsilons: object, rng: RandomSource) -> np.ndarray:
-    """``epsilons`` as a (B,) float64 array of finite values > 0, one per run of a BatchRNG.
+    """``epsilons`` as a (B,) array of finite values > 0, one per run of a BatchRNG.
 
-    Several privacy levels can share one batch (one call per round instead of one per level):
-    run b of a mechanism given per-run epsilons draws and computes exactly what the same
-    mechanism at ``epsilon=epsilons[b]`` does for that run, the same floats. Each run is then
-    ``epsilons[b]``-DP: there is no single guarantee to return, so these forms release values
-    only, and a caller states one claim per epsilon.
+    Run b of a ``*_runs`` mechanism computes exactly what the mechanism at ``epsilons[b]`` does
+    (same floats) and is ``epsilons[b]``-DP; these forms release values only (docs/privacy.md,
+    "Per-run epsilons").
     """
     if not isinstance(rng, BatchRNG):
         raise TypeError(
@@ -357,10 +322,7 @@ def report_noisy_min_runs(
     noise: str | NoiseBackend = "fast",
     monotone: bool = False,
 ) -> np.ndarray:
-    """:func:`report_noisy_min` with its own finite epsilon per run: (B,) int64 indices.
-
-    Run b is ``epsilons[b]``-DP (see :func:`run_epsilons`).
-    """
+    """:func:`report_noisy_min` with a finite epsilon per run: (B,) int64 indices."""
     sens = _sensitivity("sensitivity", sensitivity)
     eps = run_epsilons(epsilons, rng)
     backend = get_backend(noise)
@@ -379,10 +341,7 @@ def exponential_mechanism_runs(
     monotone: bool = False,
     noise: str | NoiseBackend = "fast",
 ) -> np.ndarray:
-    """:func:`exponential_mechanism` with its own finite epsilon per run: (B,) int64 indices.
-
-    Run b is ``epsilons[b]``-DP (see :func:`run_epsilons`).
-    """
+    """:func:`exponential_mechanism` with a finite epsilon per run: (B,) int64 indices."""
     sens = _sensitivity("sensitivity", sensitivity)
     eps = run_epsilons(epsilons, rng)
     backend = get_backend(noise)
@@ -396,35 +355,24 @@ def exponential_mechanism_runs(
 class AboveThreshold:
     """Sparse vector technique, batched over runs (Dwork–Roth Alg. 1 and 2).
 
-    One instance answers a stream of queries per run and halts (per run) after ``max_tops`` TOP
-    answers. With ``c = max_tops`` and query sensitivity ``Delta``:
-
-    * ``sigma = 2 c Delta / epsilon`` (pure DP), or, when ``delta > 0`` and it is smaller,
-      ``sigma = sqrt(32 c ln(1/delta)) Delta / epsilon`` (advanced composition over the c
-      segments; Dwork–Roth Thm 3.26);
-    * threshold noise ``Lap(sigma)`` drawn once per run at start and redrawn after each TOP;
-    * query noise ``Lap(2 sigma)`` drawn fresh for every query.
-
-    For ``c = 1`` this is AboveThreshold: threshold ``Lap(2 Delta / eps)``, query
-    ``Lap(4 Delta / eps)``. A halted run answers False to everything until :meth:`restart`.
-    Noise is drawn for every run on every call (halted runs discard theirs), so the draw count
-    never depends on other runs.
+    Each run halts after ``c = max_tops`` TOPs. ``sigma = 2 c Delta / epsilon``, or
+    ``sqrt(32 c ln(1/delta)) Delta / epsilon`` when ``delta > 0`` and advanced composition certifies
+    it (Thm 3.26); threshold noise ``Lap(sigma)`` at start and after each TOP, query noise
+    ``Lap(2 sigma)`` per query. Noise is drawn for every run on every call (halted runs discard it).
 
     Args:
-        epsilon: privacy parameter of the instance (> 0; ``math.inf``: exact comparisons), or
-            a (B,) array of finite per-run values (BatchRNG only): run b then draws what an
-            instance at ``epsilon[b]`` draws and is ``epsilon[b]``-DP; :attr:`guarantee`
-            refuses to state one value for such an instance.
+        epsilon: privacy of the instance (> 0; ``math.inf``: exact comparisons), or a (B,) array
+            of finite per-run values (BatchRNG only; :attr:`guarantee` then raises).
         sensitivity: sensitivity of each query (> 0).
         rng: a BatchRNG (B runs) or a numpy Generator (one run, scalar queries and answers).
         threshold: public threshold, a float or a (B,) array.
         max_tops: c, the number of TOP answers before a run halts.
-        delta: 0 for pure DP; > 0 allows the advanced-composition calibration for c > 1.
+        delta: 0 for pure DP; > 0 allows the advanced-composition calibration.
         noise: noise backend.
 
     Attributes:
         halted: (B,) bool, runs that have used up their TOPs.
-        n_tops: (B,) int, TOP answers given since the last restart.
+        n_tops: (B,) int, TOP answers since the last restart.
         sigma: the threshold noise scale (query noise is ``2 * sigma``).
     """
 
@@ -471,7 +419,7 @@ class AboveThreshold:
         return self._threshold.copy()
 
     def _calibrate(self, epsilon: float, delta: float) -> tuple[float, float]:
-        """(sigma, delta used) of an instance at ``epsilon`` (see the class docstring)."""
+        """(sigma, delta used) of an instance at ``epsilon``."""
         c = self.max_tops
         sens = self.backend.effective_sensitivity(self.sensitivity, 1)
         sigma = 2.0 * c * sens / epsilon
@@ -554,12 +502,10 @@ class AboveThreshold:
     def restart(
         self, mask: np.ndarray | None = None, threshold: float | np.ndarray | None = None
     ) -> None:
-        """Start a fresh instance for the runs in ``mask`` (all runs when None).
+        """Start a fresh instance (a new privacy cost) for the runs in ``mask`` (all when None).
 
-        Fresh threshold noise is drawn for every run (same draw count for all) and kept only
-        where ``mask`` is True; those runs' TOP count and halt flag are cleared. A new public
-        ``threshold`` (float or (B,)) may be given; it applies to the restarted runs.
-        Each restart begins a new instance whose privacy composes with the previous ones.
+        Threshold noise is drawn for every run and kept where ``mask``; those runs' TOPs and halt
+        flags are cleared. A new public ``threshold`` (float or (B,)) applies to them.
         """
         if mask is None:
             m = np.ones(self.num_runs, dtype=bool)
@@ -581,12 +527,9 @@ _SPARSE_VECTOR_LOGS: list[list[AboveThreshold]] = []
 
 @contextmanager
 def recording_sparse_vectors() -> Iterator[list[AboveThreshold]]:
-    """Collect every :class:`AboveThreshold` instance built inside the context (audit hook).
+    """Collect every :class:`AboveThreshold` built inside the context (the audit's hook).
 
-    The audit builds a learner inside this context to reach the sparse-vector instance the
-    learner runs (its backend, calibration and restarts as built) and test it against the
-    learner's declared sparse-vector part, without knowing the learner's attribute names. Outside
-    the context construction is unchanged (no draw, no state).
+    Outside the context construction is unchanged.
 
     Yields:
         A list that receives each instance as it is constructed, in order.
@@ -601,16 +544,10 @@ def recording_sparse_vectors() -> Iterator[list[AboveThreshold]]:
 
 # --------------------------------------------------------------------------- tree counter
 def tree_levels(items: int) -> int:
-    """Tree levels a binary-tree counter over ``items`` items needs: ``items.bit_length()``.
+    """Levels a binary-tree counter over ``items`` items needs: ``max(1, items.bit_length())``.
 
-    The counter releases the dyadic block ``((k - 1) 2^j, k 2^j]`` when it completes, so only
-    blocks with ``k 2^j <= items`` are ever released; the first item lies in one block of
-    each level j with ``2^j <= items`` (``floor(log2 items) + 1`` of them) and no item lies in
-    more. This is the exact factor the per-node noise needs (tested against a brute-force count
-    of the released nodes each item lies in). A learner of horizon T adds one item per round it
-    learns from, T - 1 of them (round T's feedback is never used), so its counter is built
-    over ``max(1, T - 1)`` items: one level fewer than a counter over T items when T is a power
-    of two. At least 1 (a counter over no item still declares its node noise).
+    The exact number of released nodes one item lies in (docs/privacy.md, "Mechanisms"); a learner
+    of horizon T builds its counter over ``max(1, T - 1)`` items (round T's feedback is unused).
     """
     if isinstance(items, bool) or not isinstance(items, (int, np.integer)):
         raise TypeError(f"items must be an int, got {type(items).__name__}")
@@ -622,25 +559,21 @@ def tree_levels(items: int) -> int:
 class TreeCounter:
     """Binary-tree counter for running sums (Dwork et al. 2010; Chan, Shi & Song 2011).
 
-    Releases the running sums ``S_t = x_1 + ... + x_t`` of (B, d) vectors for t = 1..T. Each
-    dyadic block of time steps is a tree node whose exact partial sum is released once, with
-    Laplace noise, when the block completes; ``S_t`` is the sum of the noisy nodes given by the
-    binary digits of t. An item lies in at most ``levels = T.bit_length()`` released nodes
-    (:func:`tree_levels`, exact), so per-node noise ``Lap(levels * Delta_1 / epsilon)`` makes the
-    whole output stream epsilon-DP (basic composition over the levels). Memory is O(d log T) per
-    run.
+    Releases ``S_t = x_1 + ... + x_t`` of (B, d) items for t = 1..T; each dyadic block is a node
+    released once, when it completes, with ``Lap(levels * Delta_1 / epsilon)``, so the stream is
+    epsilon-DP. Memory O(d log T) per run.
 
     Args:
         horizon: T, the number of items.
         dim: d, the length of each item vector.
         l1_sensitivity: max L1 change of one item between neighbours (> 0).
-        epsilon: privacy parameter (> 0); ``math.inf`` switches noise off (exact sums, no draws).
+        epsilon: privacy parameter (> 0); ``math.inf``: exact sums, no draws.
         rng: a BatchRNG (B runs, items (B, d)) or a numpy Generator (one run, items (d,)).
         noise: noise backend.
 
     Attributes:
         t: items added so far.
-        levels: number of tree levels (``horizon.bit_length()``).
+        levels: number of tree levels (:func:`tree_levels`).
         node_scale: Laplace scale of each node's noise (0 with noise off).
     """
 
@@ -678,9 +611,7 @@ class TreeCounter:
     def set_run_epsilons(self, epsilons: object) -> None:
         """Give each run of a BatchRNG its own finite epsilon (before the first item).
 
-        Run b's nodes then get the noise scale a counter built with ``epsilon=epsilons[b]``
-        uses (the same floats), so one counter can serve runs at several privacy levels; each
-        run is ``epsilons[b]``-DP and :attr:`guarantee` refuses to state one value for them.
+        Run b's nodes get the scale of a counter at ``epsilons[b]``; :attr:`guarantee` then raises.
         """
         if not isinstance(self.rng, BatchRNG):
             raise TypeError("per-run epsilons need a BatchRNG (batched runs)")

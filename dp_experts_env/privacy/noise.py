@@ -1,28 +1,12 @@
 """Noise backends: where every private learner's randomness is turned into noise.
 
-A backend draws from a :class:`~dp_experts_env.batch_rng.BatchRNG` (B per-run streams; results
-have shape ``(B, *shape)``) or from a plain :class:`numpy.random.Generator` (results have shape
-``shape``). Each variate consumes a fixed number of uniforms, so batches reproduce single runs.
-
-* ``fast`` -- textbook inverse-CDF sampling in float64. Simulation-grade: the low-order bits of a
-  floating-point Laplace sample leak the input (Mironov 2012), so it must not be used to protect
-  real data. Fine for measuring regret.
-* ``grid`` -- discrete Laplace (two-sided geometric) on the lattice ``2**-k``: the input is rounded
-  to the lattice and integer noise is added, so every output is a lattice point whatever the input
-  and the floating-point attack has nothing to read. The geometric variates behind it are
-  drawn so that float resolution distorts their law only beyond ~40 e-folds (probability ~e^-40,
-  see ``dp_experts_env.samplers.geometric``). The rounding can move a value by half a
-  lattice step, so the effective L1 sensitivity grows by at most ``dim * 2**-k``; the backend adds
-  that to the sensitivity it is told (see :meth:`NoiseBackend.effective_sensitivity`).
-
-Two wrappers exist for audits only (``dp-experts audit``, docs/privacy.md §4); neither is a noise
-source of its own, and neither changes the sensitivity a learner calibrates to, so a learner
-built with one states the same claim while drawing different noise:
-
-* :class:`ScaledBackend` -- multiplies every noise draw of a base backend by a constant (0.5
-  halves it, 0 removes it): the weakened "mutants" an audit must catch.
-* :class:`RecordingBackend` -- keeps every value a learner releases through ``add_laplace``, so an
-  audit can test the releases themselves and not only the actions computed from them.
+A backend draws from a :class:`~dp_experts_env.batch_rng.BatchRNG` (results ``(B, *shape)``)
+or a :class:`numpy.random.Generator` (results ``shape``), a fixed number of uniforms per
+variate, so batches reproduce single runs. ``fast`` is float64 inverse-CDF sampling
+(simulation-grade: float Laplace samples leak the input, Mironov 2012); ``grid`` is discrete
+Laplace on the lattice ``2**-k`` with the rounding slack added to the sensitivity.
+:class:`ScaledBackend`, :class:`LaterCallsScaled` and :class:`RecordingBackend` are audit-only
+wrappers that keep the learner's calibration and claim. docs/privacy.md, "Noise backends".
 """
 
 from __future__ import annotations
@@ -53,7 +37,7 @@ RandomSource = BatchRNG | np.random.Generator
 
 
 def _uniforms(rng: RandomSource, shape: tuple[int, ...]) -> np.ndarray:
-    """Raw uniforms on [0, 1) from either kind of source (the laws clip them themselves)."""
+    """Raw uniforms on [0, 1) from either kind of source."""
     if isinstance(rng, BatchRNG):
         return rng.random(shape)
     if isinstance(rng, np.random.Generator):
@@ -120,9 +104,7 @@ class GridBackend:
         self.step = 2.0**-self.bits
 
     def _discrete_laplace(self, rng: RandomSource, scale: float, shape: tuple[int, ...]):
-        # Two-sided geometric with P(X = k) proportional to exp(-|k| step / scale)
-        # (samplers.discrete_laplace); its six uniforms per variate drawn in one call (the
-        # per-call cost of a BatchRNG dominates for small arrays).
+        # One call for all six uniforms per variate: a BatchRNG's per-call cost dominates.
         t = np.asarray(scale, dtype=np.float64) / self.step
         if np.any(t < 0) or not np.all(np.isfinite(t)):
             raise ValueError(f"scale must be finite and >= 0, got {scale}")
@@ -153,13 +135,9 @@ class GridBackend:
 class ScaledBackend:
     """Audit-only: the noise of ``base`` multiplied by ``multiplier`` (the claim is unchanged).
 
-    Every Laplace scale (``laplace``, ``add_laplace``) and every Gumbel variate is multiplied by
-    ``multiplier``; ``effective_sensitivity`` is the base's, so a learner calibrates exactly as
-    with ``base`` and states the same claim. Halving the Gumbel noise of a Gumbel-max sampler
-    doubles its inverse temperature, so 0.5 weakens selections as it weakens Laplace releases.
-    Learners that sample without a backend (the lazy samplers) read :func:`noise_multiplier`
-    and scale their inverse temperature by ``1 / multiplier``. ``multiplier = 0`` removes the
-    noise (uniforms are still consumed, so runs stay aligned with the base backend's draws).
+    Laplace scales and Gumbel variates are scaled (so 0.5 weakens selections too); the sensitivity
+    is the base's. Backend-free samplers read :func:`noise_multiplier`. ``multiplier = 0`` removes
+    the noise but still consumes the uniforms.
 
     Args:
         base: the backend to weaken (``"fast"``, ``"grid"`` or a backend object).
@@ -202,11 +180,8 @@ class ScaledBackend:
 class LaterCallsScaled(ScaledBackend):
     """Audit-only: the first ``keep`` calls of ``base`` unchanged, every later one scaled.
 
-    Calls are ``laplace``, ``add_laplace`` and ``gumbel``, counted in order. With
-    ``multiplier = 0`` the learner gets real noise from its first calls and none afterwards:
-    a learner whose later draws reach its outputs then plays differently, while one that
-    draws fresh noise for show and keeps using its first draw (cached noise) does not
-    (:func:`dp_experts_env.evaluation.audit.noise_provenance`).
+    With ``multiplier = 0`` a learner that keeps using its first draw (cached noise) plays as
+    before, one whose later draws reach its outputs does not (the audit's noise provenance).
 
     Args:
         base: the backend (a name or a backend object).
@@ -241,12 +216,8 @@ class LaterCallsScaled(ScaledBackend):
 class RecordingBackend:
     """Audit-only: ``base`` unchanged, keeping every ``add_laplace`` output and its inputs.
 
-    ``releases`` holds one ``(values, noisy)`` pair of float64 arrays per call, each with the run
-    axis first (shape ``(B, ...)`` for a BatchRNG), while ``enabled`` is True and fewer than
-    ``max_calls`` calls are kept (memory stays bounded however long the game). Only learners
-    whose claim covers these values as releases (the Laplace releases of their accountant, not
-    the internal noisy scores of a selection or a sparse-vector test) may be audited on them; the
-    audit driver keeps that list.
+    ``releases`` holds ``(values, noisy)`` float64 pairs, run axis first, while ``enabled`` and
+    fewer than ``max_calls`` are kept. Only values a claim covers as releases may be audited.
 
     Args:
         base: the backend to record (a name or a backend object, possibly a ScaledBackend).
@@ -259,8 +230,7 @@ class RecordingBackend:
         self.max_calls = check_int("max_calls", max_calls, minimum=0)
         self.enabled = True
         self.releases: list[tuple[np.ndarray, np.ndarray]] = []
-        #: Laplace coordinates drawn per run so far (``laplace`` and ``add_laplace``, recorded
-        #: or not): the audit compares it with what a learner declares it draws.
+        #: Laplace coordinates drawn per run so far (checked against the declaration)
         self.drawn = 0
         #: calls that drew one scalar per run (sparse-vector queries and thresholds)
         self.drawn_scalar = 0

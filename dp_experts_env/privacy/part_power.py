@@ -1,20 +1,12 @@
 """What a test of one declared part against its own epsilon would need (split claims).
 
-A claim composed sequentially of different mechanisms (selections + a sparse-vector detector)
-is split among them: a learner spending :data:`~dp_experts_env.privacy.audit.INCONCLUSIVE_FACTOR`
-times its claim shows at most that factor times a part's epsilon on an event reading that part
-only, which may be no more than the whole claim (docs/privacy.md, "Split claims"). Such an
-event can still be compared with the part's *own* epsilon. This module computes, from the
-declaration alone, what that comparison would need for a :class:`SparseVector` part: the best
-event of one AboveThreshold segment ("m BOTTOMs, then a TOP") for a mechanism with its noise
-scales divided by the factor, its probability and log-ratio (numerical integration over the
-threshold noise, no sampling), and the runs per side at which a Clopper-Pearson test of that
-event would show a bound above the part's epsilon.
-
-The neighbour moves every query by the declared sensitivity, in the direction that hurts most
-(BOTTOM queries up, the TOP query down): the worst case the declaration allows. A learner whose
-queries cannot move that far, or not in opposite directions, needs more runs; the number is a
-lower bound for the learner, exact for the declared mechanism.
+For a claim split sequentially among mechanisms, computes from the declaration alone the best
+event of one :class:`SparseVector` segment ("m BOTTOMs, then a TOP") for a learner spending
+:data:`~dp_experts_env.privacy.audit.INCONCLUSIVE_FACTOR` times its claim, its probability and
+log-ratio (numerical integration over the threshold noise), the runs per side a Clopper-Pearson
+test of it needs, and runs that test on a learner's own instance. The neighbour moves every
+query by the declared sensitivity the worst way, so the run count is exact for the declared
+mechanism and a lower bound for the learner (docs/privacy.md, "Split claims").
 """
 
 from __future__ import annotations
@@ -51,17 +43,16 @@ class PartTest:
 
     Attributes:
         kind: the part's mechanism kind (``"sparse-vector"``).
-        part_epsilon: the part's own epsilon (what a part-level test compares with).
+        part_epsilon: the part's own epsilon.
         factor: spending factor of the hypothetical learner (noise scales divided by it).
         event_epsilon: the event's true log-ratio for that learner.
         probability: the event's probability on its favoured side.
-        runs: runs per side at which a test of the event (Clopper-Pearson, ``alpha``) shows a
-            bound above ``part_epsilon`` with the counts at their expected values (``inf``: no
-            event of the part can, e.g. at ``factor = 1``).
+        runs: runs per side at which a Clopper-Pearson test (``alpha``) at the expected counts
+            shows a bound above ``part_epsilon`` (``inf``: no event can).
         event: the event in words.
         bottoms: BOTTOM answers before the TOP in the event.
-        bottom_query: each BOTTOM query's value minus the noiseless threshold (input side).
-        top_query: the TOP query's value minus the noiseless threshold (input side).
+        bottom_query: each BOTTOM query minus the noiseless threshold (input side).
+        top_query: the TOP query minus the noiseless threshold (input side).
         sensitivity: how far the neighbour moves each query (the declared sensitivity).
     """
 
@@ -102,11 +93,8 @@ def sparse_vector_part_test(
 ) -> PartTest:
     """The cheapest witness of one AboveThreshold segment of ``part`` spending ``factor`` x.
 
-    Events "m BOTTOMs with every query at offset ``b`` from the threshold, then a TOP at
-    offset ``t``" (m in 0..16, offsets on a grid of half threshold-noise scales) are evaluated
-    exactly on the input (queries as placed) and the neighbour (BOTTOM queries raised, the TOP
-    query lowered, by the declared sensitivity); the event needing the fewest runs per side is
-    returned.
+    Events "m BOTTOMs at offset ``b``, then a TOP at offset ``t``" (m in 0..16, offsets on a grid
+    of half threshold-noise scales) are evaluated exactly on the input and the neighbour.
     """
     eps_part = float(part.cost()[0])
     scale_t = part.threshold_scale / factor
@@ -164,11 +152,7 @@ def sparse_vector_part_test(
 
 
 def sparse_vector_parts(declaration: Mechanism) -> list[SparseVector]:
-    """A split claim's sparse-vector parts that a part-level event can read ([] if not split).
-
-    Only parts that are one AboveThreshold segment (``positives == 1``, pure) are read: an
-    event over one segment of a multi-TOP part is bounded by the segment, not the part.
-    """
+    """A split claim's single-segment pure sparse-vector parts ([] if not split)."""
     parts = composed_parts(declaration)
     if len(parts) < 2:
         return []
@@ -185,10 +169,7 @@ def sparse_vector_parts(declaration: Mechanism) -> list[SparseVector]:
 def part_test(
     declaration: Mechanism, *, factor: float = INCONCLUSIVE_FACTOR, alpha: float = 1e-3
 ) -> PartTest | None:
-    """The cheapest part-level witness among a split claim's sparse-vector parts, or None.
-
-    The parts read are those of :func:`sparse_vector_parts`.
-    """
+    """The cheapest part-level witness among :func:`sparse_vector_parts`, or None."""
     found = [
         sparse_vector_part_test(p, factor=factor, alpha=alpha)
         for p in sparse_vector_parts(declaration)
@@ -253,14 +234,9 @@ class PartCheck:
 def run_sparse_vector_part(detector: object, plan: PartTest, *, alpha: float = 1e-3) -> PartCheck:
     """Test one AboveThreshold instance (2n runs) on ``plan``'s event: input vs neighbour.
 
-    The first half of the instance's runs answers the input's queries (``m`` at the public
-    threshold + ``plan.bottom_query``, then one at + ``plan.top_query``), the second half the
-    neighbour's (BOTTOM queries raised and the TOP query lowered by the declared sensitivity,
-    ``plan.event`` says by how much). Every run is restarted first (fresh threshold noise). The
-    event "every BOTTOM query answered BOTTOM, then a TOP" is counted per side and its
-    Clopper-Pearson lower bound returned. Queries are placed by the test, so it checks the
-    instance's noise (backend, calibration, restart) against the declared part, not how the
-    learner computes its queries.
+    Every run is restarted; the first half answers the input's queries, the second the
+    neighbour's; the event is counted per side. The test places the queries, so it checks the
+    instance's noise against the declared part, not how the learner computes its queries.
 
     Args:
         detector: an :class:`~dp_experts_env.privacy.mechanisms.AboveThreshold` over a
