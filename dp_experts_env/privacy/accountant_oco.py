@@ -1,13 +1,11 @@
 """Renyi accountant of continuous P-COMW with linear losses (box or ball): tight and certified.
 
 P-COMW (Agarwal, Kale, Singh & Thakurta, "Improved Differentially Private and Lazy Online Convex
-Optimization", Algorithm 1) releases a switch flag and a point per round. For linear losses
-``<g, x>`` (``||g|| <= G``, body diameter D) each round's Renyi divergence has an exact
-supremum, composed over the rounds (Mironov 2017) and converted to ``(epsilon, delta)`` by
-Canonne, Kamath & Steinke 2020, Prop. 12; the certified delta is the requested one. Notation:
-``kappa = beta G^2/lambda``, ``W = 2 beta G D``. Proofs: docs/privacy.md, "P-COMW's Renyi
-accountant". :func:`randomized_response_rdp`, :func:`lazy_round_rdp` and :func:`rdp_to_dp` are
-the argument's three steps, public so each can be checked on its own.
+Optimization", Algorithm 1): each round's exact Renyi supremum, composed (Mironov 2017) and
+converted by Canonne, Kamath & Steinke 2020, Prop. 12; ``kappa = beta G^2/lambda``,
+``W = 2 beta G D``. Proofs: docs/privacy.md, "P-COMW's Renyi accountant". The argument's three
+steps (:func:`randomized_response_rdp`, :func:`lazy_round_rdp`, :func:`rdp_to_dp`) are public
+so each can be checked on its own.
 """
 
 from __future__ import annotations
@@ -29,8 +27,7 @@ __all__ = [
     "rdp_to_dp",
 ]
 
-# Renyi orders a > 1 tried by the conversion (any order gives a valid bound; the grid only
-# decides how close to the best one the certificate gets).
+# Renyi orders a > 1 tried by the conversion (every order is valid; the grid sets tightness).
 ORDERS = np.concatenate([1.0 + np.logspace(-2, 0, 20)[:-1], np.logspace(math.log10(2.0), 6, 160)])
 
 

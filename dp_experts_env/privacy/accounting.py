@@ -1,11 +1,7 @@
 """Composition rules: how per-step privacy adds up over a run (docs/privacy.md, "Accounting").
 
-Basic, advanced (Dwork, Rothblum & Vadhan 2010; Dwork–Roth Thm 3.20) and parallel composition,
-and their inverse :func:`per_step_epsilon`, without dependencies; :func:`pld_laplace_composition`
-wraps the optional ``dp-accounting`` PLD accountant. Neighbours REPLACE one round's datum: the
-wrapper calls dp-accounting with ``ADD_OR_REMOVE_ONE`` at ``noise_multiplier = scale /
-replace_one_sensitivity`` (the Laplace privacy-loss law depends only on the shift) and refuses
-``delta = 0`` (the PLD accountant returns ``inf`` there).
+Neighbours REPLACE one round's datum: :func:`pld_laplace_composition` calls dp-accounting with
+``ADD_OR_REMOVE_ONE`` at ``noise_multiplier = scale / sensitivity`` and refuses ``delta = 0``.
 """
 
 from __future__ import annotations
@@ -60,12 +56,7 @@ def _total_delta(delta: float) -> float:
 def basic_composition(
     epsilons: float | Sequence[float], deltas: float | Sequence[float] = 0.0
 ) -> Guarantee:
-    """Sequential (adaptive) composition: ``(sum eps_i, sum delta_i)``.
-
-    Args:
-        epsilons: per-step epsilons (each > 0).
-        deltas: per-step deltas (a number applies to every step).
-    """
+    """Sequential (adaptive) composition: ``(sum eps_i, sum delta_i)`` (a number: every step)."""
     eps = _epsilons("epsilons", epsilons)
     dl = _deltas("deltas", deltas, eps.size)
     return Guarantee(
@@ -80,14 +71,9 @@ def advanced_composition(
 ) -> Guarantee:
     """Advanced composition of k adaptive (epsilon, delta)-DP steps (Dwork–Roth Thm 3.20).
 
-    ``sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1)``, total delta ``delta' + k delta``; it can
-    exceed ``k * epsilon`` (:func:`compose` takes the better).
-
-    Args:
-        epsilon: per-step epsilon (> 0).
-        k: number of steps (>= 1).
-        delta_prime: the slack of the composition theorem, in (0, 1).
-        delta: per-step delta.
+    ``sqrt(2 k ln(1/delta_prime)) epsilon + k epsilon (e^epsilon - 1)``, total delta
+    ``delta_prime + k delta`` (``delta_prime`` in (0, 1)); it can exceed ``k * epsilon``
+    (:func:`compose` takes the better).
     """
     eps = check_epsilon("epsilon", epsilon)
     k = check_int("k", k, minimum=1)
@@ -95,8 +81,7 @@ def advanced_composition(
     if dp <= 0.0:
         raise ValueError("delta_prime must be > 0 for advanced composition (use basic for 0)")
     d = check_delta("delta", delta)
-    # e^eps overflows a float past eps ~ 709; the bound is useless long before (compose() then
-    # falls back to basic composition), so report it as unbounded instead of raising.
+    # e^eps overflows past eps ~ 709, where the bound is useless anyway: report it unbounded.
     drift = k * eps * math.expm1(eps) if eps < 700.0 else math.inf
     total = math.sqrt(2.0 * k * math.log(1.0 / dp)) * eps + drift
     return Guarantee(total, _total_delta(dp + k * d), f"advanced composition (DRV) of {k} steps")
@@ -128,14 +113,7 @@ def advanced_composition_heterogeneous(
 
 
 def compose(epsilon: float, k: int, *, delta: float = 0.0, delta_prime: float = 0.0) -> Guarantee:
-    """Compose k identical adaptive steps: basic, or advanced composition when smaller.
-
-    Args:
-        epsilon: per-step epsilon.
-        k: number of steps.
-        delta: per-step delta.
-        delta_prime: slack allowed for advanced composition (0: basic only, pure when delta=0).
-    """
+    """Compose k identical adaptive steps: basic, or advanced if smaller and ``delta_prime > 0``."""
     eps = check_epsilon("epsilon", epsilon)
     k = check_int("k", k, minimum=1)
     d = check_delta("delta", delta)
@@ -228,7 +206,6 @@ def per_step_epsilon(
     return lo if method == "advanced" else max(lo, basic)
 
 
-# --------------------------------------------------------------------------- dp-accounting
 def has_dp_accounting() -> bool:
     """True when the optional ``dp-accounting`` package can be imported."""
     try:

@@ -1,13 +1,9 @@
 """Mechanisms as data: what a private learner runs, declared once, composed by one accountant.
 
-A declaration is a tree of frozen records modelled on dp-accounting's ``DpEvent``: leaves
-(:class:`LaplaceRelease`, :class:`ReportNoisyMin`, :class:`ExponentialMechanism`,
-:class:`SparseVector`, :class:`TreeAggregation`, :class:`SamplingSteps`) and compositions
-(:class:`Sequential`, :class:`Repeated`, :class:`Parallel`, :class:`PostProcessing`).
-:func:`account` composes it into a :class:`~.guarantee.Guarantee` with generated text;
-:func:`dp_event` and :func:`library_epsilon` cross-check it with dp-accounting; the audit reads
-it to choose its tests. Sensitivities are those the noise is calibrated to (the grid backend's
-effective sensitivity). docs/privacy.md, "Privacy as data".
+A declaration is a tree of frozen records (leaves and compositions, modelled on dp-accounting's
+``DpEvent``); :func:`account` composes it into a :class:`~.guarantee.Guarantee` with generated
+text, :func:`library_epsilon` cross-checks it with dp-accounting, and the audit reads it.
+Sensitivities are those the noise is calibrated to. docs/privacy.md, "Privacy as data".
 """
 
 from __future__ import annotations
@@ -97,7 +93,6 @@ class Mechanism:
         return ()
 
 
-# --------------------------------------------------------------------------- leaves
 @dataclass(frozen=True)
 class LaplaceRelease(Mechanism):
     """A noisy vector released to the learner: ``value + Lap(scale)`` per coordinate.
@@ -183,9 +178,9 @@ class ExponentialMechanism(_Selection):
 class SparseVector(Mechanism):
     """Sparse vector: noisy queries against a noisy threshold, halting after ``positives`` TOPs.
 
-    One segment costs ``sensitivity / threshold_scale + 2 sensitivity / query_scale`` (Lyu, Su &
-    Li 2017, Thm 2); segments compose basically or, with ``delta > 0``, by the exact advanced
-    composition when smaller. ``draws``: scalar draws per run in one game (:func:`scalar_draws`).
+    A segment costs ``sensitivity / threshold_scale + 2 sensitivity / query_scale`` (Lyu, Su & Li
+    2017, Thm 2), composed basically or (``delta > 0``) by advanced composition if smaller;
+    ``draws``: scalar draws per run in one game (:func:`scalar_draws`).
     """
 
     what: str
@@ -323,7 +318,6 @@ class SamplingSteps(Mechanism):
         return f"{self.what}: {self.accountant}"
 
 
-# --------------------------------------------------------------------------- compositions
 @dataclass(frozen=True)
 class Sequential(Mechanism):
     """Mechanisms reading the same data: basic composition, or heterogeneous advanced if smaller."""
@@ -467,7 +461,6 @@ def fresh_draws_leaf(mechanism: Mechanism) -> int:
     return 0
 
 
-# --------------------------------------------------------------------------- the accountant
 def leaves(mechanism: Mechanism) -> Iterator[Mechanism]:
     """Every leaf mechanism of a declaration, depth first."""
     kids = mechanism.children()
@@ -493,7 +486,6 @@ def account(mechanism: Mechanism, *, source: str = "") -> Guarantee:
     return Guarantee(eps, delta, text)
 
 
-# --------------------------------------------------------------------------- dp-accounting
 def dp_event(mechanism: Mechanism) -> Any:
     """The dp-accounting ``DpEvent`` of a declaration, or None where the library has none.
 
@@ -549,7 +541,6 @@ def library_epsilon(mechanism: Mechanism, delta: float, *, accountant: str = "pl
     return float(acc.get_epsilon(delta))
 
 
-# --------------------------------------------------------------------------- the audit's power
 def composed_parts(mechanism: Mechanism) -> tuple[Mechanism, ...]:
     """The parts a sequential composition splits the claim among.
 

@@ -8,8 +8,13 @@ Sources: the shrinking dartboard of Asi, Feldman, Koren & Talwar 2023, Section 3
 (``dartboard_*``); private lazy Hedge, the discrete form of Agarwal, Kale, Singh & Thakurta's
 P-COMW derived for this suite (``lazy_hedge_*``); continuous P-COMW, their Section 4 and
 Appendix D (``pcomw_*``). Steps compose by ``min(basic, advanced)`` (Dwork & Roth Thm 3.20) or
-the adaptive ``1.5 S2 + sqrt(6 S2 ln(1/delta))`` (Whitehouse et al. 2022). Inputs are floats or
-broadcastable arrays; scalar inputs return a float. Natural logarithms (erratum E-AFKT-12).
+the adaptive ``1.5 S2 + sqrt(6 S2 ln(1/delta))`` (Whitehouse et al. 2022). Natural logarithms
+(erratum E-AFKT-12).
+
+Parameters (floats or broadcastable arrays; scalar inputs return a float): ``eta`` step size in
+(0, 1); ``p`` forced-switch probability in (0, 1]; ``batch`` block length B >= 1; ``budget``
+the most data-dependent resamples or switches after the changed round (>= 0, rounded up);
+``delta`` approximate-DP slack in [0, 1) (0: pure DP); ``beta`` inverse temperature (> 0).
 """
 
 from __future__ import annotations
@@ -41,7 +46,6 @@ __all__ = [
 Number = float | np.ndarray
 
 
-# --------------------------------------------------------------------------- input checks
 def _arr(
     name: str,
     value: object,
@@ -97,7 +101,6 @@ def _adaptive(sum_sq: np.ndarray, delta: np.ndarray) -> np.ndarray:
     return 1.5 * sum_sq + np.sqrt(6.0 * sum_sq * _log_inv_delta(delta))
 
 
-# --------------------------------------------------------------------------- dartboard (002)
 def _lam(eta: np.ndarray) -> np.ndarray:
     """``ln(1 / (1 - eta))``: the exponential-weights temperature of ``(1 - eta)^L``."""
     return -np.log1p(-eta)
@@ -107,15 +110,7 @@ def dartboard_switch_cost(eta: Number, p: Number, batch: Number = 1) -> Number:
     """Privacy cost of the one switch coin that reads the changed loss (derived for this suite).
 
     The coin stays with probability ``(1 - p)(1 - eta)^g``; one replaced loss moves ``g`` by at
-    most ``1/batch`` (worst case at ``g = 0``).
-
-    Args:
-        eta: step size in (0, 1).
-        p: forced-switch probability in (0, 1].
-        batch: block length B >= 1 (1 for the unbatched dartboard).
-
-    Returns:
-        ``max(lam/B, ln((1 - (1-p)(1-eta)^{1/B}) / p))`` with ``lam = ln(1/(1-eta))``.
+    most ``1/batch``: ``max(lam/B, ln((1 - (1-p)(1-eta)^{1/B}) / p))``, ``lam = ln(1/(1-eta))``.
     """
     eta = _arr("eta", eta, low=0.0, high=1.0, low_open=True, high_open=True)
     p = _arr("p", p, low=0.0, high=1.0, low_open=True)
@@ -136,20 +131,9 @@ def dartboard_resample_cost(eta: Number, batch: Number = 1) -> Number:
 def dartboard_epsilon(
     eta: Number, p: Number, budget: Number, delta: Number = 0.0, batch: Number = 1
 ) -> Number:
-    """Exact accountant of the (batched) private shrinking dartboard.
+    """Epsilon of the (batched) private shrinking dartboard: ``e_sw`` plus ``budget`` resamples.
 
-    ``e_sw`` plus at most ``budget`` resamples of ``e_rs``, composed basically (``delta = 0``) or by
-    the better of basic and advanced composition.
-
-    Args:
-        eta: step size in (0, 1).
-        p: forced-switch probability in (0, 1].
-        budget: the most data-dependent resamples after the changed round (>= 0; rounded up).
-        delta: approximate-DP slack in [0, 1); 0 for pure DP.
-        batch: block length B >= 1.
-
-    Returns:
-        The epsilon spent.
+    Resamples compose basically (``delta = 0``) or by the better of basic and advanced composition.
     """
     budget = np.ceil(_arr("budget", budget, low=0.0))
     delta = _arr("delta", delta, low=0.0, high=1.0, high_open=True)
@@ -205,7 +189,6 @@ def dartboard_regret_bound(
     return _out(eta * t + b * np.log(d) / eta + 2.0 * t * np.exp(-t * p / (3.0 * b)))
 
 
-# --------------------------------------------------------------------------- lazy Hedge (001)
 def lazy_hedge_budget(beta: Number, p: Number, horizon: Number) -> Number:
     """Switch budget ``B = 3 ptilde T``, ``ptilde = p + (1 - p)(1 - e^{-beta})``."""
     beta = _arr("beta", beta, low=0.0, low_open=True)
@@ -215,19 +198,11 @@ def lazy_hedge_budget(beta: Number, p: Number, horizon: Number) -> Number:
 
 
 def lazy_hedge_epsilon(beta: Number, p: Number, budget: Number, delta: Number = 0.0) -> Number:
-    """Exact accountant of private lazy Hedge, unnormalised-ratio form.
+    """Epsilon of private lazy Hedge, unnormalised-ratio form.
 
     ``beta/p`` for the coin, ``2 beta`` for each of at most ``ceil(budget)`` samples after it;
-    basic composition, or with ``delta > 0`` the better of basic and adaptive composition.
-
-    Args:
-        beta: inverse temperature (> 0).
-        p: forced-switch probability in (0, 1].
-        budget: switch budget B (>= 0, real).
-        delta: slack in [0, 1) (all per-step deltas are 0, so the full ``delta`` is valid).
-
-    Returns:
-        The epsilon spent.
+    basic composition, or with ``delta > 0`` the better of basic and adaptive composition at
+    the full ``delta`` (every per-step delta is 0).
     """
     beta = _arr("beta", beta, low=0.0, low_open=True)
     p = _arr("p", p, low=0.0, high=1.0, low_open=True)
@@ -272,7 +247,6 @@ def lazy_hedge_regret_bound(
     return _out(np.log(n) / beta + beta * t / 8.0 + 2.0 * t * np.exp(-rate * t))
 
 
-# ------------------------------------------------------------------- P-COMW (Theorem "DP")
 class PCOMWAccount(NamedTuple):
     """Privacy of continuous P-COMW at ``kappa = beta G^2 / lambda`` (Theorem "DP", Section 4).
 
@@ -296,10 +270,8 @@ class PCOMWAccount(NamedTuple):
 def pcomw_account(kappa: float, horizon: float, delta: float) -> PCOMWAccount:
     """The Theorem "DP" accountant of continuous P-COMW, pre-simplified S2 (E-AKST-2).
 
-    Args:
-        kappa: ``beta G^2 / lambda`` (> 0); every privacy quantity depends on it alone.
-        horizon: T >= 1.
-        delta: target slack in (0, 1/2].
+    Every quantity depends on ``kappa = beta G^2 / lambda`` (> 0), the horizon T >= 1 and the
+    target ``delta`` in (0, 1/2] alone.
     """
     k = float(_arr("kappa", kappa, low=0.0, low_open=True))
     t = float(_arr("horizon", horizon, low=1.0))
@@ -339,7 +311,6 @@ def pcomw_regret_bound(
     return g * dd * math.sqrt(2.0 * t + 2.0 * d * math.log(t) / k)
 
 
-# --------------------------------------------------------------------------- calibration
 def calibrate(
     spend: Callable[[np.ndarray], np.ndarray],
     target: Number,

@@ -1,10 +1,8 @@
 """The exact (epsilon, delta) of Gaussian mechanisms and their adaptive compositions.
 
-``N(0, sigma^2 I)`` noise on an L2-sensitivity-``Delta`` query is ``Delta / sigma``-GDP; GDP
-composes as ``sqrt(sum mu_i^2)`` (Dong, Roth & Su 2019, Thm 2.7, Cor. 3.3); ``mu``-GDP is
-``(epsilon, delta(epsilon))``-DP with the tight profile
-``delta(epsilon) = Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu - mu/2)`` (their
-Cor. 2.13; Balle & Wang 2018, Thm 8). Used by ``gaussian-dp-ftrl-oco``'s tree.
+``Delta / sigma``-GDP per release, ``sqrt(sum mu_i^2)`` composed, and the tight profile
+``delta(epsilon) = Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu - mu/2)`` (Dong, Roth &
+Su 2019, Thm 2.7, Cor. 3.3, Cor. 2.13; Balle & Wang 2018, Thm 8).
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Differentially private mechanisms, batched over runs (docs/privacy.md, "Mechanisms").
 
-``rng`` is a :class:`~dp_experts_env.batch_rng.BatchRNG` of B runs (inputs and outputs carry a
-leading run axis of length B; length 1 is broadcast; every run consumes the same uniforms, so run
-``b`` equals a single run seeded ``seeds[b]``) or a :class:`numpy.random.Generator` (one run, no
-run axis). Noise comes from a backend (:mod:`dp_experts_env.privacy.noise`) whose effective
-sensitivity pays the grid's rounding slack. Scores are LOSSES: selections pick small scores
-(erratum E-ARS-1).
+``rng`` is a :class:`~dp_experts_env.batch_rng.BatchRNG` of B runs (a leading run axis; length 1
+broadcast; run ``b`` equals a single run seeded ``seeds[b]``) or a Generator (no run axis).
+Scores are LOSSES: selections pick small scores (erratum E-ARS-1).
 """
 
 from __future__ import annotations
@@ -42,7 +39,6 @@ __all__ = [
 RandomSource = BatchRNG | np.random.Generator
 
 
-# --------------------------------------------------------------------------- shared helpers
 def _check_rng(rng: object) -> None:
     if not isinstance(rng, (BatchRNG, np.random.Generator)):
         raise TypeError(
@@ -107,7 +103,6 @@ def _sensitivity(name: str, value: object) -> float:
     return check_float(name, value, minimum=0.0, min_inclusive=False)
 
 
-# --------------------------------------------------------------------------- Laplace
 def laplace_epsilon(l1_sensitivity: float, scale: float) -> float:
     """Epsilon of Laplace noise of ``scale`` for ``l1_sensitivity`` (``inf`` at scale 0)."""
     return math.inf if scale == 0.0 else l1_sensitivity / scale
@@ -120,16 +115,9 @@ def laplace_calibration(
     noise: str | NoiseBackend = "fast",
     dim: int = 1,
 ) -> tuple[float, Guarantee]:
-    """The Laplace scale :func:`laplace_mechanism` uses for a query, and its guarantee.
+    """``(scale, Guarantee(epsilon, 0))`` that :func:`laplace_mechanism` uses for a query.
 
-    Args:
-        l1_sensitivity: the query's L1 sensitivity (> 0).
-        epsilon: privacy parameter (> 0); ``math.inf`` gives scale 0.
-        noise: ``"fast"``, ``"grid"`` or a backend object.
-        dim: coordinates of one run's query (for the backend's slack).
-
-    Returns:
-        ``(scale, Guarantee(epsilon, 0))``.
+    ``dim`` is the query's coordinates (for the backend's slack); ``epsilon = inf`` gives scale 0.
     """
     sens = _sensitivity("l1_sensitivity", l1_sensitivity)
     eps = check_epsilon("epsilon", epsilon, allow_inf=True)
@@ -171,13 +159,11 @@ def laplace_mechanism(
     arr = _batched("values", arr, rng, arr.ndim - (1 if isinstance(rng, BatchRNG) else 0))
     dim = 1 if per_coordinate else int(np.prod(arr.shape[1:], dtype=np.int64))
     scale, guarantee = laplace_calibration(l1_sensitivity, epsilon, noise=backend, dim=max(dim, 1))
-    # epsilon = inf releases the exact values and draws nothing (every run of a batch has the
-    # same epsilon, so batches still equal single runs).
+    # epsilon = inf draws nothing (one epsilon for the whole batch: batches still equal runs).
     noisy = arr.copy() if scale == 0.0 else backend.add_laplace(rng, arr, scale)
     return Release(_unbatch(noisy, rng), guarantee)
 
 
-# --------------------------------------------------------------------------- selection
 def report_noisy_min(
     scores: object,
     *,
@@ -227,14 +213,7 @@ def exponential_mechanism_probabilities(
 ) -> np.ndarray:
     """Exact output law of :func:`exponential_mechanism`: ``softmax(-eps * score / (2 sens))``.
 
-    Args:
-        scores: array whose last axis indexes the candidates (any leading shape).
-        sensitivity: max change of any single score between neighbours (> 0).
-        epsilon: privacy parameter (> 0).
-        monotone: use ``eps / sens`` instead of ``eps / (2 sens)``.
-
-    Returns:
-        Probabilities of the same shape as ``scores`` (rows sum to 1).
+    Over the last axis of ``scores`` (any leading shape); ``eps / sens`` when ``monotone``.
     """
     sens = _sensitivity("sensitivity", sensitivity)
     eps = check_epsilon("epsilon", epsilon, allow_inf=True)
@@ -293,7 +272,6 @@ def exponential_mechanism(
     )
 
 
-# --------------------------------------------------------------------------- per-run epsilons
 def run_epsilons(epsilons: object, rng: RandomSource) -> np.ndarray:
     """``epsilons`` as a (B,) array of finite values > 0, one per run of a BatchRNG.
 
@@ -351,7 +329,6 @@ def exponential_mechanism_runs(
     return np.argmax(logits + gumbel, axis=-1).astype(np.int64)
 
 
-# --------------------------------------------------------------------------- sparse vector
 class AboveThreshold:
     """Sparse vector technique, batched over runs (Dwork–Roth Alg. 1 and 2).
 
@@ -427,8 +404,7 @@ class AboveThreshold:
             from dp_experts_env.privacy.declaration import advanced_composition_epsilon
 
             sigma_adv = math.sqrt(32.0 * c * math.log(1.0 / delta)) * sens / epsilon
-            # Thm 3.26's scale, kept only where advanced composition (exact form) certifies
-            # epsilon with it: the sqrt(8 c ln(1/delta)) shortcut fails for large segments.
+            # Thm 3.26's scale only where the exact advanced composition certifies it.
             segment = 2.0 * sens / sigma_adv  # threshold Lap(sigma) + query Lap(2 sigma)
             if sigma_adv < sigma and advanced_composition_epsilon(segment, c, delta) <= epsilon:
                 return sigma_adv, delta
@@ -529,8 +505,6 @@ _SPARSE_VECTOR_LOGS: list[list[AboveThreshold]] = []
 def recording_sparse_vectors() -> Iterator[list[AboveThreshold]]:
     """Collect every :class:`AboveThreshold` built inside the context (the audit's hook).
 
-    Outside the context construction is unchanged.
-
     Yields:
         A list that receives each instance as it is constructed, in order.
     """
@@ -542,7 +516,6 @@ def recording_sparse_vectors() -> Iterator[list[AboveThreshold]]:
         _SPARSE_VECTOR_LOGS.remove(log)
 
 
-# --------------------------------------------------------------------------- tree counter
 def tree_levels(items: int) -> int:
     """Levels a binary-tree counter over ``items`` items needs: ``max(1, items.bit_length())``.
 

@@ -1,12 +1,10 @@
 """Noise backends: where every private learner's randomness is turned into noise.
 
-A backend draws from a :class:`~dp_experts_env.batch_rng.BatchRNG` (results ``(B, *shape)``)
-or a :class:`numpy.random.Generator` (results ``shape``), a fixed number of uniforms per
-variate, so batches reproduce single runs. ``fast`` is float64 inverse-CDF sampling
-(simulation-grade: float Laplace samples leak the input, Mironov 2012); ``grid`` is discrete
-Laplace on the lattice ``2**-k`` with the rounding slack added to the sensitivity.
-:class:`ScaledBackend`, :class:`LaterCallsScaled` and :class:`RecordingBackend` are audit-only
-wrappers that keep the learner's calibration and claim. docs/privacy.md, "Noise backends".
+A fixed number of uniforms per variate from a :class:`~dp_experts_env.batch_rng.BatchRNG`
+(results ``(B, *shape)``) or a Generator (``shape``). ``fast``: float64, simulation-grade
+(Mironov 2012); ``grid``: discrete Laplace on a lattice, its slack added to the sensitivity; the
+``Scaled``/``LaterCallsScaled``/``Recording`` wrappers are audit-only and keep the claim.
+docs/privacy.md, "Noise backends".
 """
 
 from __future__ import annotations
@@ -33,7 +31,6 @@ __all__ = [
 ]
 
 RandomSource = BatchRNG | np.random.Generator
-
 
 
 def _uniforms(rng: RandomSource, shape: tuple[int, ...]) -> np.ndarray:

@@ -1,12 +1,9 @@
 """What a test of one declared part against its own epsilon would need (split claims).
 
-For a claim split sequentially among mechanisms, computes from the declaration alone the best
-event of one :class:`SparseVector` segment ("m BOTTOMs, then a TOP") for a learner spending
-:data:`~dp_experts_env.privacy.audit.INCONCLUSIVE_FACTOR` times its claim, its probability and
-log-ratio (numerical integration over the threshold noise), the runs per side a Clopper-Pearson
-test of it needs, and runs that test on a learner's own instance. The neighbour moves every
-query by the declared sensitivity the worst way, so the run count is exact for the declared
-mechanism and a lower bound for the learner (docs/privacy.md, "Split claims").
+For a :class:`SparseVector` part, from the declaration alone: the best "m BOTTOMs, then a TOP"
+event for a learner spending :data:`~dp_experts_env.privacy.audit.INCONCLUSIVE_FACTOR` x (by
+numerical integration), the runs a Clopper-Pearson test of it needs (exact for the declared
+mechanism, a lower bound for the learner), and the test itself (docs/privacy.md, "Split claims").
 """
 
 from __future__ import annotations
@@ -116,8 +113,7 @@ def sparse_vector_part_test(
             events.append((m, int(b), int(t), float(p_in[b, t]), float(p_nb[b, t])))
     if not events:
         return PartTest(part.kind, eps_part, factor, math.nan, math.nan, math.inf, "")
-    # Rank by the normal approximation of the log-ratio's spread, then count exactly (the
-    # Clopper-Pearson bound at the expected counts) for the few best.
+    # Rank by a normal approximation, then count exactly (Clopper-Pearson) for the few best.
     hi = np.array([e[3] for e in events])
     lo = np.array([e[4] for e in events])
     spread = np.sqrt((1.0 - hi) / hi + (1.0 - lo) / lo)
@@ -177,7 +173,6 @@ def part_test(
     return min(found, key=lambda r: r.runs) if found else None
 
 
-# --------------------------------------------------------------------------- running the test
 #: Runs per side of a part-level test: this many times the run count at which the event's
 #: expected counts first clear the part's epsilon (power to spare against count noise) ...
 PART_RUNS_FACTOR = 4.0
