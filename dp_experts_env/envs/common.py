@@ -48,11 +48,7 @@ SHARED_KEYWORDS_DOC = """
 
 
 def families_doc(kinds: tuple[str, ...]) -> str:
-    """Docstring section listing each kind's families, their knobs and summaries.
-
-    Built when the env module is imported, so it lists the families registered by then (all
-    built-in ones); ``dp_experts_env.adversaries.families(kind)`` is always current.
-    """
+    """Docstring section listing each kind's families registered at import, knobs and summaries."""
     from dp_experts_env.adversaries import families, family_factory, family_params
 
     lines = ["", "    Families (``family=``; knobs are further keywords):"]
@@ -71,10 +67,8 @@ def families_doc(kinds: tuple[str, ...]) -> str:
 class GameSetup:
     """Mixin: builds the core from constructor keywords and exposes the public attributes.
 
-    Attributes (on single and vector envs alike):
-        n_experts, horizon, n_arms (None for full information), feedback (``"full"`` or
-        ``"bandit"``), kind, family, n_switches, params (the family's knobs as a frozen
-        dataclass, None for an Adversary instance), and ``core`` (the :class:`GameCore`).
+    Attributes: ``n_experts``, ``horizon``, ``n_arms`` (None for full information), ``feedback``,
+    ``kind``, ``family``, ``n_switches``, ``params`` (None for an Adversary instance), ``core``.
     """
 
     #: The kinds this env class serves (subclasses: the kinds of one feedback).

@@ -1,48 +1,8 @@
 """The batched game core shared by the single and the vector environments.
 
-One :class:`GameCore` plays B runs of an experts game in lockstep: it owns an
-:class:`~dp_experts_env.adversaries.Adversary` and a :class:`~dp_experts_env.regret.RegretTracker`
-and implements the round protocol of docs/environments.md with no Python loop over runs.
-
-Timing of round t (the rule that keeps adaptive adversaries honest): round t's data is fetched
-*before* the round-t action is read. :meth:`GameCore.reset` fetches round 1;
-:meth:`GameCore.step` validates the actions, charges them, hands them to the adversary
-(``record``), updates the regret, and only then fetches round t + 1, whose advice (bandit
-envs) goes into the returned observation. An action can therefore never influence the data of its
-own round.
-
-Regret inputs per round: full information charges ``l_t[a]`` and the experts' losses are ``l_t``;
-bandit with advice charges the played arm's loss and the experts' losses are ``<advice_j, l_t>``.
-Pseudo-regrets use the means the same way (expert means ``<advice_j, mu_t>`` for bandits):
-``per_round_best_pseudo_regret`` against the best expert in expectation of every round and, on
-the bandit envs, ``static_pseudo_regret`` against the best fixed expert in expectation (the
-papers' regret; where advice is drawn afresh every round the per-round best is an oracle). The
-full-information envs leave the static one out: their known-means families are stationary
-(where the two coincide) or shifting (where the per-round best is the change-point comparator),
-and it would cost each full-information step about a tenth of its time at B = 1.
-
-Two things a caller may switch on for speed, neither changing a single value:
-
-* ``info=False`` in :meth:`GameCore.step` skips building ``info`` (nine fresh arrays and three
-  regret reductions) on rounds nobody reads; the regret itself is always updated.
-* ``copies`` > 1 plays every loss stream of an *oblivious* adversary with several runs (common
-  random numbers for several learners): the adversary draws ``num_runs // copies`` streams once,
-  the experts' side of the regret is kept once per stream, and run ``r`` plays stream
-  ``r % streams``. Each run sees exactly the observations, losses and ``info`` it would see alone
-  with its stream's seed.
-
-Block steps (oblivious adversaries only): :meth:`GameCore.next_block` fetches the data of the next
-K rounds at once, a :class:`RoundBlock` of (K, streams, ...) arrays, and :meth:`GameCore.step_block`
-plays (K, B) actions on them. Losses that ignore the learner can be drawn before any of the K
-actions is chosen, so a learner may choose all K actions in one call (``play_block``) with no
-per-round interpreter work. A block is K single steps bit for bit: the same rounds are fetched in
-the same order, the regret is updated round by round with the same operations, and ``info`` (of
-the block's last round) and the returned observation are what the K-th ``step`` returns.
-
-Identity advice (``DPExperts-Bandit-v0``, adversaries with ``identity_advice``): expert j's loss
-is arm j's loss, which is exactly ``<e_j, l_t>`` (a sum of one product by 1 and zeros), so the
-(B, K, K) product is never formed and the advice observation is a read-only broadcast view of one
-flattened K x K identity: O(K) work and memory per run and round.
+:class:`GameCore` plays B runs in lockstep with no Python loop over runs (docs/environments.md,
+"Protocol", "Block steps", "Shared loss streams"). Round t's data is fetched before the round-t
+action is read; ``copies``, blocks and ``info=False`` change no value.
 """
 
 from __future__ import annotations
@@ -81,8 +41,7 @@ MEANS_KEYS = ("static_pseudo_regret", "per_round_best_pseudo_regret")
 #: Added when the adversary has stationary segments.
 SEGMENT_KEYS = ("segment", "shift")
 
-# The ufunc reductions themselves: the same values as ndarray.min/max without their Python
-# wrapper layers, which cost more than the reduction at small B.
+# Bare ufunc reductions: ndarray.min/max's wrappers cost more than the reduction at small B.
 _min_reduce = np.minimum.reduce
 _max_reduce = np.maximum.reduce
 
@@ -104,7 +63,7 @@ class SlowRegretWarning(UserWarning):
 
 
 class SharedStreamError(ValueError):
-    """``copies`` > 1 was asked of an adversary whose losses react to the learner's actions."""
+    """``copies`` > 1 or blocks were asked of an adversary that reacts to the actions."""
 
 
 @dataclass
@@ -152,10 +111,10 @@ class GameCore:
         adversary: the loss model (owned by the core from now on).
         n_switches: the comparator's switch budget S for ``dynamic_regret``.
         num_runs: B.
-        copies: runs per loss stream (default 1). With ``copies`` = C > 1 the adversary plays
-            B / C streams (``reset`` takes one seed per stream) and run ``r`` plays stream
-            ``r % (B / C)``; it must be oblivious (:class:`SharedStreamError` otherwise).
+        copies: runs per loss stream (default 1); with C > 1 the adversary plays B / C streams
+            and run ``r`` plays stream ``r % (B / C)``; it must be oblivious.
         dynamic_regret: False drops the exact S-switch table (``dynamic_regret`` is NaN).
+        dynamic_is_static: a replay with S defaulted to 0 (``info`` says so).
 
     Raises:
         ValueError: the S-switch table would not fit in memory (names ``n_switches`` and
@@ -235,8 +194,7 @@ class GameCore:
                     f"{self.n_arms}"
                 )
         elif self.feedback == "bandit":
-            # Scratch for <advice_j, l_t>: a product then a last-axis sum, whose rounding
-            # depends on K only (never on B), so batches match single runs bit for bit.
+            # Scratch for <advice_j, l_t>: rounding depends on K only (batches equal single runs).
             self._product = np.empty((streams, n, self.n_arms))
             self._expert_losses = np.empty((streams, n))
             self._expert_means = np.empty((streams, n))
@@ -245,12 +203,10 @@ class GameCore:
         self.t = 0
         self.started = False
 
-    # ----------------------------------------------------------------- protocol
     def reset(self, seeds: list[int], neighbor: Neighbor | dict | None = None) -> Any:
         """Start the games (stream s from ``seeds[s]``) and return the batched first observation.
 
-        Without copies there is one stream per run (run b from ``seeds[b]``). ``neighbor``
-        replaces one round's datum in every run (validated by the adversary).
+        ``neighbor`` replaces one round's datum in every run (validated by the adversary).
         """
         if len(seeds) != self.num_streams:
             what = "seeds" if self.copies == 1 else f"seeds (one per stream, copies={self.copies})"
@@ -300,13 +256,11 @@ class GameCore:
 
         Args:
             actions: (B,) integer actions.
-            info: False skips building ``info`` (an empty dict is returned); the regret is
-                updated all the same, so a later round's ``info`` is unchanged.
+            info: False skips building ``info`` (an empty dict); the regret is updated all the same.
 
         Returns:
-            (observation batch, charged losses (B,), info dict of (B,) arrays). The arrays are
-            fresh every call: callers may keep them (identity advice is a read-only view of a
-            constant, equally safe to keep).
+            (observation batch, charged losses (B,), info dict of (B,) arrays), fresh arrays the
+            caller may keep.
         """
         self._check_live()
         a = self.check_actions(actions)
@@ -315,8 +269,7 @@ class GameCore:
         charged = rnd.losses[self._rows, a]  # fancy indexing: a fresh array
         self._update_regret(rnd, a, charged)
         self.t += 1
-        # Everything read from this round's arrays is copied before the next fetch, which may
-        # reuse the adversary's buffers.
+        # Copied before the next fetch, which may reuse the adversary's buffers.
         info_dict = self._info(rnd, charged) if info else {}
         full_obs = None if self.feedback == "bandit" else self._loss_obs(rnd.losses)
         if self.copies == 1:
@@ -335,21 +288,14 @@ class GameCore:
         return obs, charged, info_dict
 
     def step_one(self, action: int) -> tuple[Any, float, dict[str, Any]]:
-        """:meth:`step` for B = 1 with an already validated action in [0, n_actions).
-
-        The same values as ``step`` run by run, unbatched: the observation of the single run
-        (fresh arrays), the charged loss as a Python float and ``info`` as Python scalars (the
-        ``.item()`` of each (1,) array ``step`` would return). It skips the (B,) arrays that
-        ``step`` builds only to be unbatched again, which dominate a step at B = 1.
-        """
+        """:meth:`step` for B = 1 with a validated action: the same values as Python scalars."""
         self._check_live()
         if self.num_runs != 1:
             raise RuntimeError(f"step_one needs a core with one run, this one has {self.num_runs}")
         a = np.array([action], dtype=np.int64)
         rnd = self._round
         assert rnd is not None
-        # A basic-indexing view of the (1,) column: the same values as the fancy-indexed copy
-        # ``step`` makes, read only before the next fetch may reuse the adversary's buffer.
+        # A view equal to ``step``'s copy, read before the next fetch may reuse the buffer.
         charged = rnd.losses[:, action]
         self._update_regret(rnd, action, charged)
         self.t += 1
@@ -363,8 +309,7 @@ class GameCore:
         if bandit:
             advice = self._advice_obs(self._round)[0]
             obs: Any = {
-                # A single env returns fresh arrays (Gymnasium's check_env asks for it even for
-                # constants), so the shared identity view is copied here: O(K^2) for one run.
+                # A single env returns fresh arrays (check_env asks it of constants too).
                 "advice": advice.copy() if self.identity_advice else advice,
                 "last_action": np.int64(action),
                 "last_loss": last_loss,
@@ -373,7 +318,6 @@ class GameCore:
             obs = full_obs
         return obs, loss, info
 
-    # ----------------------------------------------------------------- block steps
     @property
     def supports_blocks(self) -> bool:
         """True when the losses ignore the actions, so K rounds can be fetched before playing."""
@@ -382,9 +326,8 @@ class GameCore:
     def next_block(self, k: int) -> RoundBlock:
         """Fetch the data of the next ``min(k, T - t)`` rounds (the current one first).
 
-        The rounds are fetched exactly as K single steps would fetch them (the adversary's
-        ``next_round`` in order), so the data are the same floats. Call :meth:`step_block`
-        next; until then the core holds the block and refuses single steps.
+        The same floats as K single steps; call :meth:`step_block` next (single steps are refused
+        until then).
 
         Raises:
             SharedStreamError: the adversary reacts to the actions (no blocks then).
@@ -441,8 +384,7 @@ class GameCore:
 
         Args:
             actions: (K, B) integer actions, row k for round ``block.start + k``.
-            info: False skips building ``info``; True builds the ``info`` of the block's last
-                round (the one the K-th ``step`` returns).
+            info: True builds the ``info`` of the block's last round.
 
         Returns:
             (the observation after the last round, charged losses (K, B), info).
@@ -494,7 +436,6 @@ class GameCore:
             obs = full_obs
         return obs, charged, info_dict
 
-    # ----------------------------------------------------------------- internals
     def _check_live(self) -> None:
         if self.done:
             raise RuntimeError(
@@ -510,8 +451,7 @@ class GameCore:
         return np.tile(np.asarray(losses, dtype=np.float64), (self.copies, 1))
 
     def _update_regret(self, rnd: Round, a: np.ndarray | int, charged: np.ndarray) -> None:
-        # ``a`` is the (B,) actions (fancy indexing) or, at B = 1, the action as an int (a basic
-        # column view): either way ``means[:, a]`` per run holds the same values.
+        # ``a``: (B,) actions, or at B = 1 an int (a column view): the same ``means[:, a]``.
         means = rnd.means if self.adversary.knows_means else None
         if self.identity_advice:
             # Expert j is arm j: <e_j, l_t> is l_t(j) exactly (1 * l and zeros add nothing).
@@ -544,12 +484,9 @@ class GameCore:
     def _update_regret_block(
         self, block: RoundBlock, picks: tuple[np.ndarray, ...], charged: np.ndarray
     ) -> None:
-        """:meth:`_update_regret` of every round of a bandit block, at once.
+        """:meth:`_update_regret` of every round of a bandit block, at once (bit for bit).
 
-        ``<advice_j, l_t>`` is a product then a last-axis sum of a contiguous array, whose
-        rounding depends on the number of arms only (each row is summed alone, whatever the
-        leading axes), so the (K, streams, N) block holds the K per-round values bit for bit;
-        the tracker's ``update_block`` is K ``update`` calls bit for bit.
+        ``<advice_j, l_t>``'s rounding depends on the number of arms only, never on leading axes.
         """
         means = block.means if self.adversary.knows_means else None
         if self.adversary.knows_means and means is None:
@@ -576,8 +513,7 @@ class GameCore:
         """Flattened advice (B, N*K) of the round about to be played (zeros after the last)."""
         b, size = self.num_runs, self.n_experts * self.n_arms
         if self.identity_advice:
-            # The same values as a copy of the (B, K, K) identity, as a read-only view of one
-            # flattened identity made once: O(1) per round instead of O(B K^2).
+            # A read-only view of one flattened identity made once: O(1) per round, not O(B K^2).
             if rnd is None:
                 return np.broadcast_to(np.zeros(size), (b, size))
             if self._flat_identity is None:

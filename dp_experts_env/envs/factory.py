@@ -1,28 +1,9 @@
 """From constructor keywords to a loss model: the environment's keywords and the family's.
 
-Every environment id serves one *kind* (declared in the kind table, :mod:`dp_experts_env.kinds`).
-A kind fixes the feedback (full information or bandit with advice), the default family and the
-default sizes. :func:`build_game` splits the constructor keywords into the environment's own,
-declared once in :class:`EnvParams` (``n_experts``, ``horizon``, ``n_arms``, ``n_switches``,
-``family``, ``adversary``), and the chosen family's knobs, declared by the family's parameter
-dataclass (:func:`~dp_experts_env.adversaries.family_params`), and builds an
-:class:`~dp_experts_env.adversaries.Adversary` and the comparator switch budget.
-
-Rules:
-
-* A family receives its parameter object (``params=``: an instance of its declaration with the
-  user's values and the declared defaults for the rest) plus the sizes it takes: the user's,
-  else the kind's default for the sizes it lets the env fill (``FamilyParams.FILLED``). Its
-  knobs never reach it as keywords, so their defaults live in the declaration only. A keyword
-  that is neither an env keyword nor a knob of the family is an error naming the keyword, the
-  family and the keywords it accepts: nothing is silently dropped.
-* ``n_shifts``, ``gap`` and ``losses`` set to None count as not given (they were env keywords
-  with a None default and stay so for callers that pass them through).
-* ``adversary`` may be an :class:`Adversary` instance (any kind; used as is after checking that
-  it fits the kind; the env plays on its own deep copy), or, for the adaptive kind, a family
-  name or a policy object (wrapped in ``PolicyAdversary``).
-* ``losses`` selects the ``"replay"`` family (oblivious and bandit kinds) unless another is
-  named.
+:func:`build_game` splits the keywords into the env's own (:class:`EnvParams`) and the family's
+knobs (passed only as ``params=``, so defaults live in the declaration), refuses the rest by
+name, and builds the :class:`~dp_experts_env.adversaries.Adversary` and the switch budget
+(docs/environments.md, "Parameters as data").
 """
 
 from __future__ import annotations
@@ -64,18 +45,14 @@ def feedback_of(kind: str) -> str:
 class EnvParams:
     """The keywords every experts and bandit environment takes itself (None: the default).
 
-    Every other constructor keyword is a knob of the chosen family.
-
     Attributes:
         n_experts: N (bandit kind: must equal ``n_arms``; given alone it sets ``n_arms``).
         horizon: T.
         n_arms: K (bandit kinds only).
-        n_switches: the comparator's switch budget S (default: the adversary's
-            ``default_switches``, i.e. its number of change points).
+        n_switches: the comparator's switch budget S (default: the adversary's change points).
         family: family name of the kind (default: the kind's default family).
         adversary: an Adversary instance, or (adaptive kind) a family name or policy object.
-        dynamic_regret: False drops the exact S-switch table (``dynamic_regret`` is then NaN;
-            default True).
+        dynamic_regret: False drops the exact S-switch table (``dynamic_regret`` is NaN).
     """
 
     n_experts: int | None = None
@@ -104,14 +81,11 @@ class Game:
     Attributes:
         adversary: the loss model (not yet reset).
         kind: the environment kind.
-        family: the family name (``"custom"`` for a user adversary object that is not a
-            registered family, ``"policy"`` for a wrapped adaptive policy).
+        family: the family name (``"custom"``: an unregistered Adversary; ``"policy"``: a policy).
         n_switches: the comparator's switch budget S.
-        params: the family's knobs as built (its parameter dataclass, declared defaults
-            filled in); None for an Adversary instance, which was configured by its caller.
+        params: the family's knobs as built; None for an Adversary instance.
         dynamic_regret: whether the exact S-switch table is kept.
-        dynamic_is_static: a user's replay matrix with no ``n_switches`` given: S = 0, so the
-            dynamic regret is the static one (``info`` and the printed table say so).
+        dynamic_is_static: a replay with no ``n_switches`` given: S = 0, said in ``info``.
     """
 
     adversary: Adversary
@@ -123,16 +97,13 @@ class Game:
     dynamic_is_static: bool = False
 
 
-#: Largest horizon, number of experts and number of arms an env accepts. Change points and
-#: schedules compute k * T in int64, which overflows near 2**63, and numpy refuses arrays that
-#: large with a message naming no parameter; 2**31 rounds (or experts) is far beyond anything
-#: playable, so a larger value is a typo to report, not a game to build.
+#: Largest horizon, number of experts and number of arms an env accepts (k * T must fit int64;
+#: anything larger is a typo to report by name).
 MAX_HORIZON = 2**31
 MAX_SIZE = 2**31
 
-#: Keyword the registry adds to every id's kwargs next to ``kind``: ``gym.make(id, kind=...)``
-#: replaces the registered ``kind`` but not this one, so a kind contradicting the id is refused
-#: instead of silently building another kind's env under the id.
+#: Keyword the registry adds next to ``kind`` (which ``gym.make(id, kind=...)`` can replace),
+#: so a kind contradicting the id is refused.
 
 
 def check_id_kind(kind: str, id_kind: Any) -> None:
@@ -147,8 +118,7 @@ def check_id_kind(kind: str, id_kind: Any) -> None:
     )
 
 
-#: Bytes an experts env holds per run and expert (measured ~170: about 21 float64 arrays of
-#: shape (B, N) across the core, the regret bookkeeping and the loss buffers), rounded up.
+#: Bytes an experts env holds per run and expert (about 21 float64 (B, N) arrays), rounded up.
 _BYTES_PER_RUN_EXPERT = 200
 
 
@@ -157,11 +127,9 @@ def build_game(kind: str, *, num_runs: int = 1, **keywords: Any) -> Game:
 
     Args:
         kind: environment kind (a key of :data:`~dp_experts_env.kinds.ENV_KINDS`).
-        num_runs: the runs the env will play (B), for the memory estimate that bounds the sizes.
+        num_runs: the runs the env will play (B), for the memory estimate.
         **keywords: the env keywords of :class:`EnvParams` and the chosen family's knobs (e.g.
-            ``n_shifts``, ``gap``; ``losses``: a (T, N) loss matrix, ``.npy`` or ``.csv`` path
-            for the oblivious ``"replay"``, or a (T, K) arm-loss matrix for the bandit kinds'
-            ``"replay"``, which BanditAdvice pairs with ``advice=``).
+            ``losses``: a (T, N) or, bandit kinds, (T, K) matrix or ``.npy``/``.csv`` path).
 
     Returns:
         the resolved :class:`Game`.
@@ -235,13 +203,11 @@ def build_game(kind: str, *, num_runs: int = 1, **keywords: Any) -> Game:
         n_switches=s,
         params=params,
         dynamic_regret=bool(dynamic),
-        # A replayed matrix has no change structure the suite knows of: without n_switches its
-        # "dynamic" regret is the static one, which a reader must be told, not left to infer.
+        # A replay has no known change structure: without n_switches its dynamic regret is static.
         dynamic_is_static=family_name == "replay" and n_switches is None and s == 0,
     )
 
 
-# ----------------------------------------------------------------------------- helpers
 def _family_names(kind: str) -> list[str]:
     names = families(kind)
     if not names:
@@ -278,10 +244,7 @@ def _call_with(
 ) -> tuple[Adversary, FamilyParams]:
     """Call a family factory with its parameter object plus the sizes it takes.
 
-    The knobs reach the family only as ``params=`` (an instance of its declaration, the user's
-    values and the declared defaults), never as keywords, so no default is taken from anywhere
-    but the declaration. ``fill_sizes=False`` (a user loss matrix) passes only the sizes the
-    user gave.
+    ``fill_sizes=False`` (a user loss matrix) passes only the sizes the user gave.
     """
     unknown = declared.unknown_keywords(given)
     if unknown:

@@ -1,43 +1,8 @@
 """Online linear optimisation on a convex body: ``DPExperts-OCO-v0`` (single and vector env).
 
-The continuous-action setting of Agarwal, Kale, Singh & Thakurta, "Improved Differentially
-Private and Lazy Online Convex Optimization" (§2): each round the learner plays a point ``x_t`` of
-a body ``K`` -- the box ``[-R, R]^d`` (default) or the Euclidean ball of radius R -- then the env
-charges the linear loss ``l_t(x_t) = <g_t, x_t>`` with ``||g_t||_2 <= G`` and reveals ``g_t`` (the
-whole loss function: full information).
-
-Protocol: ``action_space = Box(-R, R, (d,), float32)`` (for the ball, its bounding box: a point of
-the box outside the ball is played at its radial projection ``R x / ||x||``; actions outside the
-box raise ``ValueError``). ``observation_space = Box(-G, G, (d,), float64)``: the gradient of the
-round just played (zeros after ``reset``). ``reward = -<g_t, x_t>`` (a Python float),
-``terminated`` after round T, never ``truncated``. Round t's gradient is fixed before round t's
-action is read (adaptive family: from the past plays only).
-
-``info`` (scalars; for evaluation, never for agents):
-
-* ``round``, ``loss`` (``<g_t, x_t>``), ``cumulative_loss``;
-* ``static_regret`` -- exact, against the best fixed point of the body in hindsight. For linear
-  losses the best point is closed form: ``-R sign(S_t)`` on the box (value ``-R ||S_t||_1``) and
-  ``-R S_t / ||S_t||`` on the ball (value ``-R ||S_t||_2``), ``S_t = g_1 + ... + g_t``;
-* ``per_round_best_regret`` -- exact dynamic regret against the best point of every round
-  (a comparator that may move every round): ``sum_s <g_s, x_s> + R sum_s ||g_s||_*``;
-* ``static_pseudo_regret`` -- where the family knows its means ``m_s`` (stochastic, shifting,
-  rademacher, anti_ftl): against the best fixed point in expectation,
-  ``sum_s <m_s, x_s> + R ||m_1 + ... + m_t||_*`` (the experts envs' key of the same name);
-* ``segment`` -- shifting family: index of the current mean segment;
-* ``dynamic_regret`` -- against the best comparator with at most S switches (``n_switches``,
-  default: the number of change points, 0 for unshifted families), exact where it is computable:
-  on the box ``R ||v||_1 = max over the 2^d sign vectors sigma of <sigma, v>``, so the best
-  partition of rounds 1..t into at most S + 1 blocks (block value ``R ||block sum||_1``) follows
-  an online recursion of O(S d 2^d) per round (:meth:`OCOCore._best_switching`); the key is
-  reported when ``(S + 1) d 2^d <= 65536``. On a ball of dimension >= 2 the block value
-  ``R ||block sum||_2`` is a maximum over infinitely many directions, no such finite recursion
-  exists, and the key is left out rather than approximated (a 1-D ball is an interval and is
-  exact).
-
-Seeding and neighbours as in the experts envs: round t's data is a pure function of (reset seed,
-t), generated in chunks; ``reset(seed=s, options={"neighbor": {"round": t, "loss": g}})`` replays
-the same game with round t's gradient replaced by ``g`` (``||g|| <= G`` is checked).
+The setting of Agarwal, Kale, Singh & Thakurta, "Improved Differentially Private and Lazy Online
+Convex Optimization" (§2): play ``x_t`` in a box or ball, pay ``<g_t, x_t>``, see ``g_t``
+(docs/environments.md, "DPExperts-OCO-v0").
 """
 
 from __future__ import annotations
@@ -68,10 +33,7 @@ _ACTION_SLACK = 1e-6  # relative: float32 actions round R by up to 6e-8
 class OCOCore:
     """B runs of one OCO game stepped in lockstep (batch-first, no Python loop over runs).
 
-    Block steps (oblivious families only): :meth:`next_block` fetches the gradients of the next
-    K rounds, (K, B, d), and :meth:`step_block` plays (K, B, d) points on them: K :meth:`step`
-    calls bit for bit (the same fetches in the same order; every running sum is accumulated
-    round by round with ``cumsum``; the S-switch recursion runs once per round), with ``info``
+    Block steps (oblivious families only) are K :meth:`step` calls bit for bit, with ``info``
     built for the block's last round only.
     """
 
@@ -183,10 +145,7 @@ class OCOCore:
         return bool(self.adversary.oblivious)
 
     def next_block(self, k: int) -> np.ndarray:
-        """The gradients of the next ``min(k, T - t)`` rounds, (K, B, d), read-only.
-
-        Fetched exactly as K single steps fetch them (``gradient(t)`` in order). Call
-        :meth:`step_block` next; until then single steps are refused.
+        """The gradients of the next ``min(k, T - t)`` rounds, (K, B, d), for :meth:`step_block`.
 
         Raises:
             ValueError: the family reacts to the plays (``adaptive``), or ``k`` < 1.
@@ -276,12 +235,9 @@ class OCOCore:
     def _best_switching(self, grad_sum: np.ndarray | None = None) -> np.ndarray:
         """``F_S(t)``, the value of the best comparator with at most S switches, divided by -R.
 
-        ``F_S(t)`` is the max over partitions of rounds 1..t into <= S + 1 blocks of the sum of
-        the blocks' ``||block sum||_1`` (the best S-switch comparator pays ``-R F_S(t)``).
-
         ``||v||_1 = max_sigma <sigma, v>`` over the 2^d sign vectors, so
         ``F_j(t) = max_sigma [<sigma, S_t> + max_{b<t} (F_{j-1}(b) - <sigma, S_b>)]``: an exact
-        O(S d 2^d) recursion per round, the continuous analogue of the experts envs' O(N S) one.
+        O(S d 2^d) recursion per round.
         """
         grad_sum = self._grad_sum if grad_sum is None else grad_sum
         # (B, 2^d). Not ``S @ signs.T``: BLAS sums in a CPU-dependent order (fixed_order.py).
@@ -312,8 +268,7 @@ def _parse_neighbor(options: Any, dim: int) -> tuple[int, np.ndarray] | None:
     return nb["round"], np.asarray(nb["loss"], dtype=np.float64).reshape(-1)
 
 
-# The env's own keywords besides the fields of OCOParams (``n_experts`` is an alias of ``dim``,
-# ``losses`` of ``gradients``).
+# The env's own keywords besides OCOParams' fields (aliases of ``dim`` and ``gradients``).
 _ENV_KEYWORDS = ("n_switches", "n_experts", "losses", "kind", "render_mode")
 
 
@@ -368,21 +323,14 @@ class _OCOSetup:
 class OCOEnv(_OCOSetup, gym.Env):
     """Online linear optimisation over a box or a ball (``DPExperts-OCO-v0``).
 
-    See :mod:`dp_experts_env.envs.oco` for the protocol, ``info`` and what is not reported.
+    Keywords: the fields of :class:`~dp_experts_env.adversaries.oco.OCOParams` (the loss model's
+    knobs and defaults), plus ``n_experts`` (alias of ``dim``), ``losses`` (alias of
+    ``gradients``), ``n_switches`` (S of ``dynamic_regret``; default: the model's change points)
+    and ``render_mode`` (``"ansi"``, ``"rgb_array"`` or None).
 
-    Keywords: the fields of :class:`~dp_experts_env.adversaries.oco.OCOParams`, the one
-    declaration of the loss model's knobs and their defaults (``family``, ``dim``, ``horizon``,
-    ``body``, ``radius``, ``grad_bound``, ``gap``, ``n_shifts``, ``gradients``; which family a
-    knob applies to is declared there too), plus the env's own:
-        n_experts: an alias of ``dim`` (the suite's shared size keyword).
-        losses: an alias of ``gradients`` (the (T, d) matrix of ``family="replay"``).
-        n_switches: S of ``dynamic_regret`` (default: the model's number of change points).
-        render_mode: ``"ansi"`` or None.
-
-    Attributes: ``dim`` (also ``n_experts``, the observation length, for shared tooling),
-    ``horizon``, ``body``, ``radius``, ``grad_bound``, ``family``, ``feedback = "oco"``, and
-    ``params``: the :class:`~dp_experts_env.adversaries.oco.OCOParams` played (family, sizes and
-    family defaults resolved).
+    Attributes: ``dim`` (also ``n_experts``), ``horizon``, ``body``, ``radius``, ``grad_bound``,
+    ``family``, ``feedback = "oco"`` and ``params``, the resolved
+    :class:`~dp_experts_env.adversaries.oco.OCOParams` played.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 30}
@@ -422,11 +370,7 @@ class OCOEnv(_OCOSetup, gym.Env):
         return obs[0], 0.0 - float(loss[0]), self.core.t >= self.horizon, False, out
 
     def render(self) -> str | np.ndarray | None:
-        """The last round as text (``"ansi"``) or as bars (``"rgb_array"``); None without a mode.
-
-        ``"rgb_array"``: a (64, 16 d, 3) uint8 frame, one bar per coordinate of the last point,
-        of height proportional to ``(x_i + R) / 2R``.
-        """
+        """The last round as text (``"ansi"``) or a (64, 16 d, 3) uint8 frame (``"rgb_array"``)."""
         if self.render_mode == "rgb_array":
             frame = np.full((64, 16 * self.dim, 3), 255, dtype=np.uint8)
             heights = np.rint((self._last_point + self.radius) / (2 * self.radius) * 63)
@@ -447,9 +391,8 @@ class OCOEnv(_OCOSetup, gym.Env):
 class OCOVectorEnv(_OCOSetup, VectorEnv):
     """Native vector version of :class:`OCOEnv`: B runs in lockstep, run b == single seed s+b.
 
-    Actions (B, d); observations (B, d); rewards, terminations, truncations (B,); ``info`` values
-    (B,) arrays with Gymnasium's ``_key`` masks. Autoreset: ``NEXT_STEP`` (the step after the last
-    round ignores its actions and starts new episodes from each run's own seed generator).
+    Batched actions and observations (B, d); ``info`` values (B,) arrays with Gymnasium's ``_key``
+    masks; autoreset ``NEXT_STEP``.
     """
 
     metadata: dict[str, Any] = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -500,10 +443,7 @@ class OCOVectorEnv(_OCOSetup, VectorEnv):
         return obs, 0.0 - loss, np.full(b, done), np.zeros(b, dtype=bool), info
 
     def next_block(self, k: int) -> np.ndarray:
-        """The gradients of the next ``min(k, T - t)`` rounds, (K, B, d) (oblivious families).
-
-        Play them with :meth:`step_block`; together they are K :meth:`step` calls bit for bit.
-        """
+        """The gradients of the next ``min(k, T - t)`` rounds, (K, B, d), for :meth:`step_block`."""
         if self._needs_autoreset:
             raise RuntimeError("the episode is over: call reset() before next_block()")
         return self.core.next_block(k)

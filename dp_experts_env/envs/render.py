@@ -1,7 +1,6 @@
 """Minimal rendering of the single env: a text line (``"ansi"``) or a bar chart (``"rgb_array"``).
 
-Rendering exists so that tools which ask for a render mode by default (Stable-Baselines3's
-``make_vec_env`` asks for ``"rgb_array"``) work without warnings; it shows the last round only.
+It exists so tools that ask for a render mode (Stable-Baselines3's ``make_vec_env``) work.
 """
 
 from __future__ import annotations
@@ -33,11 +32,7 @@ def render_ansi(horizon: int, last: dict[str, Any] | None) -> str:
 
 
 def render_rgb(n_actions: int, last: dict[str, Any] | None) -> np.ndarray:
-    """Bars of the last revealed losses (one per action; the played one in red).
-
-    Full information reveals every action's loss; bandit feedback only the played arm's, so only
-    that bar is drawn.
-    """
+    """Bars of the last revealed losses (the played one in red; bandit feedback: that one only)."""
     frame = np.full((_HEIGHT, _BAR * n_actions, 3), 255, dtype=np.uint8)
     if last is None:
         return frame

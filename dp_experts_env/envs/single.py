@@ -45,11 +45,9 @@ class _SingleEnv(GameSetup, gym.Env):
         """Start an episode.
 
         Args:
-            seed: the adversary's run seed; None draws a fresh one from the env's ``np_random``
-                (so successive episodes differ but reproduce from the first seed).
-            options: ``{"neighbor": {"round": t, "loss": vector}}`` replays the same game with
-                round t's protected datum replaced: the loss vector (full information), the
-                arm losses (bandit envs), the base losses an adaptive policy reacts to.
+            seed: the adversary's run seed; None draws one from the env's ``np_random``.
+            options: ``{"neighbor": {"round": t, "loss": vector}}`` replays the game with round t's
+                protected datum (loss vector, arm losses, adaptive base losses) replaced.
 
         Returns:
             (observation, {}): all-zero losses (full information) or round 1's advice (bandit).
@@ -74,19 +72,14 @@ class _SingleEnv(GameSetup, gym.Env):
         return obs_1, reward, terminated, False, info_1
 
     def next_block(self, k: int) -> Any:
-        """The data of the next ``min(k, T - t)`` rounds (oblivious games only).
-
-        A :class:`~dp_experts_env.envs.core.RoundBlock` of (K, 1, ...) arrays; play it with
-        :meth:`step_block`. Together they are K :meth:`step` calls bit for bit.
-        """
+        """The next ``min(k, T - t)`` rounds as a :class:`~dp_experts_env.envs.core.RoundBlock`."""
         return self.core.next_block(k)
 
     def step_block(self, actions: Any) -> tuple[Any, np.ndarray, bool, bool, dict[str, Any]]:
-        """Play the pending block with (K,) actions.
+        """Play the pending block with (K,) actions: K :meth:`step` calls, bit for bit.
 
         Returns:
-            (observation after the block's last round, rewards (K,), terminated, False, info of
-            the last round as :meth:`step` returns it).
+            (last observation, rewards (K,), terminated, False, the last round's info).
         """
         arr = np.asarray(actions)
         if arr.ndim != 1:
@@ -139,16 +132,11 @@ class _SingleEnv(GameSetup, gym.Env):
 
 
 class ExpertsEnv(_SingleEnv):
-    """Prediction with expert advice under full information.
+    """Prediction with expert advice under full information (docs/environments.md, "Protocol").
 
-    Serves the full-information kinds of the kind table (:mod:`dp_experts_env.kinds`).
-
-    Each round the learner picks an expert ``a`` (``Discrete(N)``); the env charges ``l_t[a]`` and
-    reveals the whole loss vector ``l_t`` (``Box(0, 1, (N,), float64)``); ``reward = -l_t[a]``;
-    ``terminated`` after round T. ``reset`` returns zeros. ``info`` holds ``round, loss,
-    cumulative_loss, static_regret, dynamic_regret, per_round_best_regret`` and, when the loss
-    model knows them, ``static_pseudo_regret, per_round_best_pseudo_regret, segment, shift``.
-    Agents must not read ``info``.
+    The learner picks an expert ``a`` (``Discrete(N)``), is charged ``l_t[a]`` (``reward =
+    -l_t[a]``) and sees ``l_t`` (``Box(0, 1, (N,), float64)``; zeros after ``reset``);
+    ``terminated`` after round T. ``info`` is for evaluation only: agents must not read it.
 
     Args:
         kind: one of ``kinds`` (the full-information rows of the kind table; set by the id).
@@ -160,13 +148,11 @@ class ExpertsEnv(_SingleEnv):
 class BanditAdviceEnv(_SingleEnv):
     """Bandits with expert advice (the bandit kinds of :mod:`dp_experts_env.kinds`).
 
-    Each round N experts advise distributions over K arms; the learner pulls an arm
-    (``Discrete(K)``) and sees only that arm's loss. Observation: ``Dict(advice: Box(0, 1, (N*K,)),
-    last_action: Discrete(K), last_loss: Box(0, 1, (1,)))`` where ``advice[j*K + i]`` is expert j's
-    probability of arm i *for the round about to be played*, and ``last_action``/``last_loss`` are
-    the previous round's arm and loss (zeros after ``reset``; advice is zeros after the last
-    round). ``reward = -l_t[a]``. Regret compares with the experts, whose losses are
-    ``<advice_j, l_t>``. The ``bandit`` kind has the K identity experts (N = K).
+    The learner pulls an arm (``Discrete(K)``) and sees only its loss. Observation:
+    ``Dict(advice: Box(0, 1, (N*K,)), last_action: Discrete(K), last_loss: Box(0, 1, (1,)))``,
+    ``advice[j*K + i]`` expert j's probability of arm i for the round about to be played (zeros
+    after the last round), ``last_*`` the previous round's (zeros after ``reset``). Experts' losses
+    are ``<advice_j, l_t>``; the ``bandit`` kind has the K identity experts.
 
     Args:
         kind: one of ``kinds`` (the bandit rows of the kind table; set by the id).

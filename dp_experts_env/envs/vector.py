@@ -1,28 +1,8 @@
 """Native vector environments: the batched core with B = ``num_envs``.
 
-Run ``b`` of a vector env reset with seed ``s`` is, bit for bit, the single env reset with seed
-``s + b`` (and so are the episodes that follow ``reset(seed=None)``): every run keeps its own
-episode-seed generator, exactly as a single env keeps its ``np_random``.
-
-All runs share one round clock and end together after T rounds. Autoreset follows Gymnasium's
-``NEXT_STEP`` mode: the ``step`` after the last round ignores its actions, starts new episodes
-(fresh seeds from each run's generator, no neighbour) and returns the reset observations with zero
-rewards and an empty ``info``.
-
-Two keywords for callers that play many runs for an evaluation (neither changes any value):
-
-* ``copies=C`` (constructor): the ``num_envs`` runs share ``num_envs // C`` loss streams, run
-  ``r`` playing stream ``r % (num_envs // C)`` -- common random numbers for C learners, each
-  given its own slice of runs, with the stream drawn once and the experts' side of the regret
-  kept once per stream. ``reset`` then takes one seed per stream. Needs an oblivious adversary
-  (:class:`~dp_experts_env.envs.core.SharedStreamError` otherwise).
-* ``info_rounds`` (attribute): None (default) builds ``info`` on every step, as Gymnasium
-  expects; a set of rounds builds it only when the round just played is in the set and returns
-  an empty ``info`` otherwise, which saves the per-round info arrays.
-
-Block steps (oblivious adversaries): :meth:`~_VectorEnv.next_block` returns the data of the next
-K rounds and :meth:`~_VectorEnv.step_block` plays (K, B) actions on them, K single steps bit for
-bit (see :mod:`dp_experts_env.envs.core`).
+Run ``b`` reset with seed ``s`` is, bit for bit, the single env reset with seed ``s + b``; runs
+end together; autoreset is Gymnasium's ``NEXT_STEP``. ``copies``, ``info_rounds`` and blocks
+change no value (docs/environments.md).
 """
 
 from __future__ import annotations
@@ -86,11 +66,7 @@ class _VectorEnv(GameSetup, VectorEnv):
 
     @property
     def observation_space(self) -> Any:
-        """The batched observation space, built on first access.
-
-        Gymnasium's batched Box stores bounds of the full (B, ...) shape: for the bandit envs
-        that is four (B, N*K) arrays (8.6 GB at K = 1000, B = 256), which playing never reads.
-        """
+        """The batched observation space, built on first access (its bounds can be huge)."""
         if self._observation_space is None:
             self._observation_space = batch_space(self.single_observation_space, self.num_envs)
         return self._observation_space
@@ -124,11 +100,10 @@ class _VectorEnv(GameSetup, VectorEnv):
         """Start B episodes.
 
         Args:
-            seed: an int ``s`` (runs get ``s, s+1, ..., s+B-1``), a sequence of B ints, or None
-                (each run draws a fresh seed from its own generator). With ``copies`` these
-                are the seeds of the ``num_envs // copies`` streams.
+            seed: an int ``s`` (runs get ``s, ..., s+B-1``), a sequence of B ints (one per stream
+                with ``copies``), or None (each run's own generator).
             options: ``{"neighbor": {"round": t, "loss": vector}}`` replaces round t's protected
-                datum in every run (as for the single env).
+                datum in every run.
 
         Returns:
             (batched observation, {}).
@@ -164,9 +139,7 @@ class _VectorEnv(GameSetup, VectorEnv):
         obs, charged, info = self.core.step(actions, rounds is None or self.core.t + 1 in rounds)
         done = self.core.t >= self.horizon
         self._needs_autoreset = done
-        # Gymnasium's vector-info convention: a mask per key saying which runs report it. One
-        # fresh all-True block per step, a row per key: still fresh, writable arrays the caller
-        # may keep, for one allocation instead of one per key.
+        # Gymnasium's ``_key`` masks: one fresh all-True block per step, a row per key.
         if info:
             masks = np.ones((len(info), b), dtype=bool)
             for key, mask in zip(list(info), masks, strict=True):
@@ -174,10 +147,9 @@ class _VectorEnv(GameSetup, VectorEnv):
         return obs, 0.0 - charged, np.full(b, done), np.zeros(b, dtype=bool), info
 
     def next_block(self, k: int) -> Any:
-        """The data of the next ``min(k, T - t)`` rounds of every stream (oblivious games only).
+        """The next ``min(k, T - t)`` rounds, a :class:`~dp_experts_env.envs.core.RoundBlock`.
 
-        A :class:`~dp_experts_env.envs.core.RoundBlock` of (K, streams, ...) arrays; play it
-        with :meth:`step_block`. Together they are K :meth:`step` calls bit for bit.
+        Oblivious games only; :meth:`step_block` plays it (K :meth:`step` calls bit for bit).
         """
         if self._needs_autoreset:
             raise RuntimeError("the episode is over: call reset() before next_block()")
@@ -189,9 +161,8 @@ class _VectorEnv(GameSetup, VectorEnv):
         """Play the pending block with (K, B) actions.
 
         Returns:
-            (observation after the block's last round, rewards (K, B), terminated (B,),
-            truncated (B,), info of the last round). ``info`` follows ``info_rounds`` for the
-            block's last round; the per-round ``info`` of the other rounds is not built.
+            (last observation, rewards (K, B), terminated (B,), truncated (B,), the last round's
+            info, per ``info_rounds``).
         """
         rounds = self._info_rounds
         last = self.core.t + len(np.asarray(actions))
@@ -209,9 +180,7 @@ class _VectorEnv(GameSetup, VectorEnv):
 class ExpertsVectorEnv(_VectorEnv):
     """Vector version of :class:`~dp_experts_env.envs.ExpertsEnv` (full information).
 
-    Observations are (B, N) loss vectors; actions (B,) ints; rewards, terminations and
-    truncations (B,) arrays; every ``info`` value is a (B,) array (plus Gymnasium's ``_key``
-    masks, all True).
+    Observations (B, N); actions, rewards, terminations, truncations and ``info`` values (B,).
 
     Args:
         num_envs: B, the number of runs played in lockstep.
@@ -224,8 +193,7 @@ class ExpertsVectorEnv(_VectorEnv):
 class BanditAdviceVectorEnv(_VectorEnv):
     """Vector version of :class:`~dp_experts_env.envs.BanditAdviceEnv` (bandit feedback).
 
-    Observations are dicts of batched arrays: ``advice`` (B, N*K), ``last_action`` (B,),
-    ``last_loss`` (B, 1).
+    Observations: ``advice`` (B, N*K), ``last_action`` (B,), ``last_loss`` (B, 1).
 
     Args:
         num_envs: B, the number of runs played in lockstep.
