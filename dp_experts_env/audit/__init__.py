@@ -1,24 +1,8 @@
 """The privacy audit: search for evidence against a learner's claim, then test it once.
 
-One package, two layers. The statistics work on recorded outputs only and sit in the privacy
-layer (they import no learner): :mod:`~dp_experts_env.audit.bounds` (Clopper-Pearson bounds,
-power, :class:`AuditResult`), :mod:`~dp_experts_env.audit.events` (the event families),
-:mod:`~dp_experts_env.audit.selection` (select on selection runs, count on test runs; audits of
-mechanisms and samples) and :mod:`~dp_experts_env.audit.oco_statistics` (events on released
-points). The drivers play learners and sit in the evaluation layer:
-:mod:`~dp_experts_env.audit.scenarios` (neighbouring pairs, derived from a learner's
-declaration), :mod:`~dp_experts_env.audit.play` (one side of a scenario, through ``act`` or the
-block entry point), :mod:`~dp_experts_env.audit.checks` (noise freshness and provenance, part,
-tree and query checks), :mod:`~dp_experts_env.audit.report`,
-:mod:`~dp_experts_env.audit.search` (``search_scenarios``, the one search loop of every audit,
-and the path check) and :mod:`~dp_experts_env.audit.learner`, whose :func:`audit_learner`
-audits every private learner, discrete or continuous (OCO learners' scenarios and views:
-:mod:`~dp_experts_env.audit.oco`). ``dp-experts audit`` and
-``dp_experts_env.testing.check_agent`` call :func:`audit_learner`.
-
-Every public name of those modules is available here, loaded on first use (the statistics
-import ``scipy.stats``). The former modules ``dp_experts_env.privacy.audit``,
-``privacy.audit_oco``, ``evaluation.audit`` and ``evaluation.audit_oco`` re-export them.
+Statistics (privacy layer: bounds, events, selection, oco_statistics) and drivers (evaluation
+layer: scenarios, play, checks, report, search, learner, oco); docs/privacy.md, "The audit
+package". Every public name is available here, loaded on first use.
 """
 
 from __future__ import annotations

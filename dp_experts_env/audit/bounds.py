@@ -1,26 +1,8 @@
 """The statistics of an audit: Clopper-Pearson bounds on epsilon, power, the result.
 
-Method (docs/privacy.md §4). Draw outputs of the mechanism on an input ``x`` and on a neighbour
-``x'`` with independent seeds. On one set of runs (the *selection* runs) search a family of
-candidate events E (and their complements, in both directions) for the one that promises the
-largest bound; on a second, independent set (the *test* runs) count E on each side and turn the
-counts into one-sided Clopper–Pearson bounds at confidence ``1 - alpha`` (``alpha / 2`` per side,
-union bound)::
-
-    epsilon_lower_bound = log((p_hi_lower - delta) / p_lo_upper)
-
-where ``p_hi`` is the probability of E on the side where it is more likely. An
-(epsilon, delta)-DP mechanism satisfies ``P(E | x) <= e^epsilon P(E | x') + delta`` for every E,
-so with probability at least ``1 - alpha`` the bound does not exceed the true epsilon. Because E
-is fixed before the test runs are looked at, no multiple-testing correction is needed.
-
-Reading a result: a bound above the claim is a violation (wrong at most with probability
-``alpha``). A bound below it proves nothing; :func:`detectable_epsilon` says how large a true
-epsilon the chosen event could have revealed at the run count used (the audit's power).
-
-This module works on counts only; the events are :mod:`dp_experts_env.audit.events`, their
-selection and test :mod:`dp_experts_env.audit.selection`, the drivers that play learners
-:mod:`dp_experts_env.audit.search`.
+``epsilon_lower_bound = log((p_hi_lower - delta) / p_lo_upper)`` on test runs independent of the
+event's selection exceeds the true epsilon with probability at most ``alpha``; a bound below
+the claim proves nothing (:func:`detectable_epsilon` is its power; docs/privacy.md, "Method").
 """
 
 from __future__ import annotations
@@ -42,7 +24,6 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------- statistics
 def clopper_pearson(count: Any, n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """One-sided Clopper–Pearson bounds for a binomial proportion.
 
@@ -66,8 +47,8 @@ def epsilon_lower_bound(
 ) -> np.ndarray:
     """Lower bound on epsilon from an event seen ``count_hi`` vs ``count_lo`` times in n runs each.
 
-    ``log((CP_lower(count_hi) - delta) / CP_upper(count_lo))`` with ``alpha / 2`` per bound, so
-    the pair holds with confidence ``1 - alpha``. Returns 0 where the bound is not positive.
+    ``log((CP_lower(count_hi) - delta) / CP_upper(count_lo))``, ``alpha / 2`` per bound; 0 where
+    not positive.
     """
     lo_hi, _ = clopper_pearson(count_hi, n, alpha / 2.0)
     _, up_lo = clopper_pearson(count_lo, n, alpha / 2.0)
@@ -82,11 +63,9 @@ def detectable_epsilon(
 ) -> float:
     """Power of a test: the smallest true epsilon its event would have shown above the claim.
 
-    The event was seen ``count_hi`` times in ``n`` runs on its favoured side. Had the other side
-    seen it ``n (p - delta) e^{-eps}`` times (``p = count_hi / n``: a mechanism exactly
-    ``eps``-DP on this event), the bound would exceed ``claimed_epsilon`` for every ``eps``
-    above the returned value. ``inf`` when no count on the other side (not even 0) would: the
-    event is too rare for this run count to show any violation.
+    The event was seen ``count_hi`` times in ``n`` runs on its favoured side; an ``eps``-DP
+    mechanism would show it ``n (p - delta) e^{-eps}`` times on the other. ``inf`` when no count
+    on the other side (not even 0) would exceed ``claimed_epsilon``.
     """
     if not math.isfinite(claimed_epsilon):
         return math.inf
@@ -121,14 +100,10 @@ def runs_needed(
 ) -> float:
     """Runs per side at which an event would show a learner spending twice its claim.
 
-    The event (seen ``count_hi`` times in ``n`` runs on its favoured side) and the factor
-    (:data:`INCONCLUSIVE_FACTOR`) are as in :attr:`AuditResult.inconclusive`. The event's
-    frequency is held at ``count_hi / n`` and the run count doubled until
-    :func:`detectable_epsilon` falls below ``INCONCLUSIVE_FACTOR * claimed_epsilon`` (``inf``
-    when the event was never seen or beyond 2^40 runs). ``share`` (the declaration's
-    :func:`~dp_experts_env.privacy.declaration.largest_share`) scales the target: an event
-    reading one part of a split claim shows at most ``INCONCLUSIVE_FACTOR x share x claim``,
-    and when that is not above the claim no run count suffices (``inf``).
+    The event's frequency is held and the run count doubled until :func:`detectable_epsilon`
+    falls below ``INCONCLUSIVE_FACTOR * share * claimed_epsilon`` (``inf`` when never seen, beyond
+    2^40 runs, or when that target is not above the claim). ``share``: the declaration's
+    :func:`~dp_experts_env.privacy.declaration.largest_share`.
     """
     target = INCONCLUSIVE_FACTOR * share * claimed_epsilon
     if count_hi <= 0 or not math.isfinite(claimed_epsilon) or target <= claimed_epsilon:
@@ -162,23 +137,10 @@ class AuditResult:
         n_heldout: test runs per side (the denominators of ``counts``).
         n_runs: runs per side.
         alpha: error probability of the bound.
-        detectable_epsilon: power: the smallest true epsilon this event, at this run count,
-            would have shown above the claim (:func:`detectable_epsilon`; ``inf``: none).
-        runs_needed: runs per side at which the event, seen as often as here, would have
-            shown a learner spending :data:`INCONCLUSIVE_FACTOR` times its claim (nan: not
-            computed; inf: the event was never seen, or the claim is split so that no event
-            reading one part can show it, no run count can be read off it).
-        part: for a split claim, what a test of one declared part against its own epsilon
-            would need (a :class:`~dp_experts_env.privacy.part_power.PartTest`, named in the
-            inconclusive verdict; None: not computed, or no part the computation reads).
-        share: the largest composed part's share of the claim
-            (:func:`~dp_experts_env.privacy.declaration.largest_share`; 1 for a claim that is
-            not split): a learner spending twice its claim shows at most ``2 x share x claim``
-            on an event reading one part, so a pass needs that much power to carry information.
-
-    A pass is *inconclusive* (:attr:`inconclusive`) when the test could not have shown even a
-    learner spending :data:`INCONCLUSIVE_FACTOR` times the claimed epsilon: it then carries no
-    information and the verdict says so, with :attr:`runs_needed`.
+        detectable_epsilon: the power (:func:`detectable_epsilon`; ``inf``: none).
+        runs_needed: :func:`runs_needed` (nan: not computed).
+        share: the largest composed part's share of the claim (1: not split).
+        part: for a split claim, a :class:`~dp_experts_env.privacy.part_power.PartTest` (or None).
     """
 
     epsilon_lower_bound: float
@@ -197,16 +159,13 @@ class AuditResult:
 
     @property
     def inconclusive(self) -> bool:
-        """A pass that could not have seen a learner spending twice its claim (no information)."""
+        """A pass that could not have seen a learner spending twice its claim (share-scaled)."""
         power = self.detectable_epsilon
         return self.passed and not power < INCONCLUSIVE_FACTOR * self.share * self.claimed_epsilon
 
     @property
     def verdict(self) -> str:
-        """``"VIOLATION ..."``, ``"inconclusive at this run count ..."`` or a plain pass.
-
-        A plain pass reads ``"no violation found (could detect eps > X)"``.
-        """
+        """``"VIOLATION ..."``, ``"inconclusive at this run count ..."`` or a plain pass."""
         if not self.passed:
             return (
                 f"VIOLATION: epsilon >= {self.epsilon_lower_bound:.3f} > claimed "

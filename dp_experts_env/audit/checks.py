@@ -1,11 +1,6 @@
 """The audit's checks beside the event test: noise freshness and provenance, parts, trees, queries.
 
-* :func:`noise_freshness`: no Laplace draw reappears across rounds or runs, and the learner
-  draws what its declaration promises;
-* :func:`noise_provenance`: the actions depend on the backend's noise, and on fresh draws;
-* :func:`part_level_test`: a split claim's sparse-vector part tested against its own epsilon;
-* :func:`tree_counter_test`: a declared tree counter audited on its own releases;
-* :func:`query_sensitivity_check`: a sparse vector's query sensitivity by brute force.
+docs/privacy.md, "Noise freshness" to "svt-restart's query sensitivity, by brute force".
 """
 
 from __future__ import annotations
@@ -62,15 +57,9 @@ def noise_freshness(
 ) -> str:
     """Check that no Laplace draw reappears across runs or rounds; "" when all are fresh.
 
-    Side 0 of ``scenario`` is played with every ``add_laplace`` call recorded from the first
-    round (at most 256 calls). Noise is ``noisy - exact`` per call and run. Two runs (distinct
-    seeds) drawing the same noise vector in one call, or one run drawing the same vector in two
-    calls, in more than 1/8 of the runs, is reported: fresh continuous (or fine-lattice) noise
-    repeats with probability ~0. So is a learner that draws fewer Laplace coordinates (through
-    the backend's ``laplace`` or ``add_laplace``) than its declaration promises
-    (:func:`~dp_experts_env.privacy.declaration.fresh_draws`). It catches noise drawn once and
-    reused every round and a generator re-seeded to a fixed state. Learners that draw no
-    Laplace noise and declare none pass trivially.
+    Side 0 is played with every ``add_laplace`` call recorded (at most 256). A noise vector repeated
+    across runs or calls in more than 1/8 of the runs is reported, and so is a learner drawing fewer
+    Laplace coordinates than :func:`~dp_experts_env.privacy.declaration.fresh_draws` promises.
     """
     params, _ = noise_params(agent, scenario.params, multiplier, record=False)
     base = params.pop("noise", scenario.params.get("noise", "fast"))
@@ -129,16 +118,14 @@ def noise_freshness(
     return ""
 
 
-#: declared kinds whose noise the learner draws through its noise backend (Laplace releases,
-#: trees, report-noisy-min, Gumbel-max exponential mechanisms, sparse-vector queries/thresholds)
+#: declared kinds whose noise the learner draws through its noise backend
 BACKEND_KINDS = frozenset({"laplace", "tree", "noisy-min", "exponential", "sparse-vector"})
 
 
 def provenance_game(agent: str, params: Mapping[str, Any]) -> Scenario:
     """A game on which any noisy learner's actions depend on its noise: random losses, T = 24.
 
-    N = 4 experts (bandit learners: K = 2 arms, identity advice), uniform [0, 1] losses from a
-    fixed seed; the pair's second side is never played (the check plays one side twice).
+    N = 4 experts (bandit learners: K = 2 arms, identity advice) from a fixed seed.
     """
     width = 2 if learner_feedback(agent) == "bandit" else 4
     x = np.random.default_rng(12345).random((24, width))
@@ -189,19 +176,11 @@ def noise_provenance(
 ) -> str:
     """Check that the learner's outputs come from its backend's noise; "" when they do.
 
-    A learner whose declaration promises backend noise (a mechanism of :data:`BACKEND_KINDS`)
-    is played on side 0 of ``scenario`` twice with the same seeds: once as built and once with
-    every backend variate multiplied by 0 (:class:`ScaledBackend`; the uniforms are still
-    drawn, so every other random choice is the same). A learner whose noise comes from the
-    backend then plays differently in some run. Some scenarios fix the plays whatever the
-    noise (a bandit's first exploration rounds, advice that names one arm), so identical
-    actions are confirmed on a second game where every noisy learner's plays depend on its
-    noise (:func:`provenance_game`: random losses, T = 24, the learner's ``params``).
-    Identical actions on both mean the noise that reaches the actions is drawn elsewhere (the
-    learner's own generator), which neither the draw counts, the freshness check nor the
-    recorded releases can see, and which the claim's backend (and an audit mutant's
-    multiplier) does not describe. Learners that declare no backend noise, and noise-removed
-    mutants (``multiplier = 0``), are not checked.
+    For a learner declaring backend noise (:data:`BACKEND_KINDS`), side 0 is played twice with
+    the same seeds, as built and with the backend's noise x0 (:class:`ScaledBackend`), confirmed
+    on :func:`provenance_game`; identical actions mean the noise comes from elsewhere. Then the
+    first call kept and later ones x0 (:class:`LaterCallsScaled`) catches cached noise. Learners
+    declaring no backend noise and noise-removed mutants are not checked.
     """
     declared = declaration_of(agent, scenario.params)
     if declared is None or multiplier == 0.0 or not (set(declared_kinds(declared)) & BACKEND_KINDS):
@@ -213,8 +192,7 @@ def noise_provenance(
             f"same actions in all {n_runs} runs of two games with the backend's noise removed "
             "(noise drawn outside the backend, e.g. from the learner's own generator)"
         )
-    # The noise it uses must be the noise it draws: with every backend call after the first
-    # left without noise, a learner using its fresh draws plays differently on the long game.
+    # Cached noise: with every call after the first noiseless, a fresh-noise learner changes.
     if _same_actions_without_noise(agent, games[1], n_runs, seed, multiplier, keep=1):
         return (
             f"the learner played the same actions in all {n_runs} runs of a {games[1].horizon}"
@@ -226,13 +204,7 @@ def noise_provenance(
 
 
 def claim_share(agent: str, scenario: Scenario) -> float:
-    """The largest composed part's share of the claim in ``scenario`` (1: not split).
-
-    Read off the declaration of the learner built with the scenario's parameters
-    (:func:`~dp_experts_env.privacy.declaration.largest_share`): a claim split among
-    mechanisms that no single event family reads jointly (selections + a sparse vector) needs
-    more power for a pass to carry information.
-    """
+    """The largest composed part's share of the claim in ``scenario`` (1: not split)."""
     from dp_experts_env.privacy.declaration import largest_share
 
     declared = declaration_of(agent, scenario.params)
@@ -242,8 +214,7 @@ def claim_share(agent: str, scenario: Scenario) -> float:
 def part_test_plan(agent: str, scenario: Scenario, alpha: float) -> Any:
     """What a test of one declared part against its own epsilon would need (None: no such part).
 
-    Computed from the declaration of the learner built with the scenario's parameters
-    (:func:`~dp_experts_env.privacy.part_power.part_test`), never from its name.
+    Computed from the built learner's declaration, never from its name.
     """
     from dp_experts_env.privacy.part_power import part_test
 
@@ -278,23 +249,15 @@ def part_level_test(
 ) -> Any:
     """Test a split claim's sparse-vector part on the learner's own instance (None: no such part).
 
-    Everything comes from the declaration of the learner as built with ``scenario``'s
-    parameters (two experts, the scenario's horizon; the scenario's own shape if the learner
-    refuses two): its sparse-vector parts that one event can read
-    (:func:`~dp_experts_env.privacy.part_power.sparse_vector_parts`), for each the event a
-    learner spending :data:`INCONCLUSIVE_FACTOR` x would show most cheaply
-    (:func:`~dp_experts_env.privacy.part_power.sparse_vector_part_test`, computed before any
-    run) and the run count (:func:`~dp_experts_env.privacy.part_power.part_runs`). The learner
-    is built with ``2 x`` :data:`PART_CHUNK` runs at a time inside
-    :func:`~dp_experts_env.privacy.mechanisms.recording_sparse_vectors`; the instance whose noise
-    scales are the part's declared ones is driven with the event's queries on both sides
-    (:func:`~dp_experts_env.privacy.part_power.run_sparse_vector_part`). The learner's noise
-    backend (and a mutant's ``multiplier``) is the one it plays with; its query computation is
-    not exercised (queries are placed by the test at the declared sensitivity).
+    From the declaration of the learner built with ``scenario``'s parameters (two experts, else
+    the scenario's shape): the part with the cheapest planned event
+    (:func:`~dp_experts_env.privacy.part_power.sparse_vector_part_test`) is run on the learner's
+    own AboveThreshold (its backend and a mutant's ``multiplier``), ``2 x``
+    :data:`PART_CHUNK` runs per build, with the queries placed by the test.
 
     Returns:
-        The :class:`~dp_experts_env.privacy.part_power.PartCheck` of the part with the cheapest
-        event, or None (no split claim, no readable part, or no matching instance).
+        The :class:`~dp_experts_env.privacy.part_power.PartCheck`, or None (no split claim, no
+        readable part, or no matching instance).
     """
     from dp_experts_env.privacy.mechanisms import recording_sparse_vectors
     from dp_experts_env.privacy.part_power import (
@@ -348,8 +311,10 @@ class TreeCheck:
     """:func:`tree_counter_test`: the learner's own tree counter audited on its releases.
 
     Attributes:
-        horizon: the learner's T; items: the items its counter holds (T or T - 1).
-        levels: the counter's levels. result: the test of the nodes holding item 1.
+        horizon: the learner's T.
+        items: the items its counter holds (T or T - 1).
+        levels: the counter's levels.
+        result: the test of the nodes holding item 1.
     """
 
     horizon: int
@@ -418,12 +383,9 @@ def tree_counter_test(
 ) -> TreeCheck | None:
     """Part-level test of a learner's binary-tree counter, on the learner's own instance.
 
-    At each T (T = 3 and T = 2^m + 1: a counter of 2^m items holds item 1 in m + 1 nodes, the
-    case a level count one short misses), the counter the learner built is fed its items
-    directly, item 1 moved by the counter's L1 sensitivity between the sides, and the nodes
-    holding item 1 (released at t = 1, 2, 4, ...) are tested with the Laplace
-    likelihood-ratio events against the counter's own epsilon. Returns the strongest check
-    (a violation if any), or None when the learner holds no counter.
+    At each T (3 and 2^m + 1, where a level count one short shows), item 1 moves by the counter's
+    L1 sensitivity and the nodes holding it are tested against the counter's own epsilon. Returns
+    the strongest check, or None when the learner holds no counter.
     """
     params = {"epsilon": 1.0, **dict(params or {})}
     worst = None
@@ -475,12 +437,9 @@ def query_sensitivity_check(
 ) -> str:
     """Brute force: the largest change of a sparse vector's query against its declaration.
 
-    Every loss sequence of ``horizon`` rows over ``values`` (``width`` experts) and every
-    neighbour (one row replaced by another row of ``values``) is played as one run, both sides
-    with the same seed, on the learner's own detector (its ``AboveThreshold``, whose ``test``
-    is watched); at each round whose history (actions, detector answers) is still the same on
-    both sides, ``|q - q'|`` must not exceed the declared sensitivity of the sparse vector.
-    Deterministic; returns "" when it holds (or nothing is declared), else the worst pair.
+    Every loss sequence over ``values`` and every one-row neighbour is played on the learner's own
+    detector, same seed; while the histories agree, ``|q - q'|`` must not exceed the declared
+    sensitivity. Returns "" when it holds (or nothing is declared), else the worst pair.
     """
     from dp_experts_env.privacy.declaration import leaves
 

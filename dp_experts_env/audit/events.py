@@ -1,9 +1,6 @@
 """Event families of an audit: which sets of outputs the selection tries.
 
-Each family (:class:`EventFamily`) counts its events on recorded outputs: thresholds of real
-outputs, per-round and block events of action sequences, joint windows, switch and play counts
-(:func:`sequence_families`), and the Laplace contrasts of recorded releases
-(:func:`release_families`). Selection and test: :mod:`dp_experts_env.audit.selection`.
+docs/privacy.md, "Views and events", lists them.
 """
 
 from __future__ import annotations
@@ -23,7 +20,6 @@ _MAX_CODES = 4096  # largest alphabet of a window of joint actions (k ** length)
 _RUNS_PER_CODE = 16  # selection runs per side per joint-window value (fewer: the order is noise)
 
 
-# --------------------------------------------------------------------------- event families
 class EventFamily:
     """Candidate events over samples of shape (n, ...): counted in bulk, evaluated one by one."""
 
@@ -166,10 +162,7 @@ class _RoundValue(EventFamily):
 
 
 class _Moves(_RoundValue):
-    """{J_t = j and J_t != J_{t-1}} (a switch into j at round t) and {J_t == J_{t-1}} (a stay).
-
-    Counted as values of the move sequence ``M_t = J_t if J_t != J_{t-1} else k``.
-    """
+    """{J_t = j and J_t != J_{t-1}} (a switch into j at round t) and {J_t == J_{t-1}} (a stay)."""
 
     def __init__(self, rounds: int, k: int, first: int, offset: int) -> None:
         super().__init__(rounds, k + 1, max(first, 1), offset)
@@ -277,20 +270,10 @@ def sequence_families(
 ) -> list[EventFamily]:
     """Candidate events over action sequences ``(n, T)`` with values in ``[0, k)``.
 
-    Rounds before ``first`` cannot depend on the differing datum; they still enter joint events
-    (a window starting before ``first`` conditions on the state the change meets).
-
-    * ``{J_t = j}`` for each round ``t >= first``; a switch into ``j`` at round ``t``
-      (``J_t = j != J_{t-1}``) and a stay (``J_t = J_{t-1}``);
-    * ``{J_t = j for every t in a block}`` (blocks between up to 17 grid points);
-    * joint windows: ``{(J_s, ..., J_{s+L-1}) in S}`` for windows starting at ``first - 2``,
-      ``first - 1`` and ``first``, S a single tuple or the tuples most favoured by one side in
-      the selection runs; ``k^L`` is at most 4096 and at most ``n / 16`` for ``n`` selection
-      runs per side (with fewer runs per tuple the likelihood order is noise);
-    * counts: number of switches, plays of each value after ``first`` (``>= c``), and the round
-      of the first switch at or after ``first``.
-
-    ``offset`` is added to round indices in the descriptions (the global index of column 0).
+    Per-round values, switches and stays from round ``first``; constant blocks; joint windows
+    starting at ``first - 2 .. first`` (``k^L <= min(4096, n / 16)``); switch and play counts and
+    the first switch. Rounds before ``first`` enter joint events only. ``offset`` is added to round
+    indices in the descriptions.
     """
     rounds = sel_a.shape[1]
     fams: list[EventFamily] = []
@@ -325,20 +308,12 @@ def sequence_families(
 class _LaplaceContrast(EventFamily):
     """Thresholds on the Laplace likelihood-ratio statistic of recorded releases.
 
-    Samples have shape ``(n, 2, 1 + D)``: column 0 holds a discrete key on both channels (the
-    driver puts the action of the changed round there), columns 1.. each release coordinate's
-    exact input (channel 0) and noisy output (channel 1). Fitted on the selection runs only:
-    the centres ``c_a``, ``c_b`` (means of the exact inputs on each side) and the noise scale
-    ``b`` (mean absolute noise) of every coordinate. The statistic
-    ``sum_i sign(c_a - c_b) clip(y_i - (c_a + c_b)/2, +-|c_a - c_b|/2) / b_i`` is the
-    log-likelihood ratio of independent Laplace releases centred at ``c_a`` vs ``c_b`` (up to a
-    constant), the most powerful statistic when the noise is Laplace; for any other law it is
-    just another event, and the test stays valid.
-
-    With ``grouped``, the centres are fitted per key: a bandit learner's release reads the loss
-    of the arm it played, so its exact input is a mixture over arms, and the key (an output
-    the claim covers) separates the components. Keys seen fewer than 20 times on a side add
-    nothing.
+    Samples ``(n, 2, 1 + D)``: column 0 a discrete key (the changed round's action), columns 1..
+    each coordinate's exact input (channel 0) and noisy output (channel 1). Centres and scales are
+    fitted on the selection runs; the statistic
+    ``sum_i sign(c_a - c_b) clip(y_i - (c_a + c_b)/2, +-|c_a - c_b|/2) / b_i`` is the most powerful
+    for Laplace noise and a valid event for any. With ``grouped``, centres are fitted per key
+    (keys seen fewer than 20 times on a side add nothing).
     """
 
     def __init__(self, sel_a: np.ndarray, sel_b: np.ndarray, *, grouped: bool = False) -> None:
@@ -394,12 +369,9 @@ class _LaplaceContrast(EventFamily):
 class _ExactDifferences(EventFamily):
     """Joint release events: ``{y_i - y_j = d}`` for two released coordinates i, j.
 
-    Fresh noise makes an exact difference between two releases an event of probability 0 on
-    both sides; noise reused across rounds (or calls) makes ``y_i - y_j = x_i - x_j`` exactly,
-    which differs between the sides when the changed round feeds one of them. Pairs are the
-    coordinates (of the first :data:`_MAX_DIFF_COLUMNS`) whose noise was equal in more than half
-    of the pooled selection runs; ``d`` is each side's most common exact difference there (a
-    constant fitted on the selection runs, so the event is a function of the output alone).
+    Fresh noise makes such an event probability 0; noise reused across calls makes it
+    ``x_i - x_j``, which differs between the sides. Pairs and ``d`` are fitted on the selection
+    runs (first :data:`_MAX_DIFF_COLUMNS` coordinates).
     """
 
     def __init__(self, sel_a: np.ndarray, sel_b: np.ndarray) -> None:
@@ -442,12 +414,7 @@ _MAX_DIFF_PAIRS = 32
 
 
 def release_families(sel_a: np.ndarray, sel_b: np.ndarray) -> list[EventFamily]:
-    """Candidate events over recorded releases ``(n, 2, 1 + D)``.
-
-    The Laplace likelihood-ratio statistic (:class:`_LaplaceContrast`) with one pair of centres
-    per coordinate, and with centres fitted per value of the key in column 0; and joint events
-    on exact differences between releases of different rounds (:class:`_ExactDifferences`).
-    """
+    """Candidate events over recorded releases ``(n, 2, 1 + D)`` (contrasts, exact differences)."""
     if sel_a.shape[-1] <= 1:
         return []
     fams = [

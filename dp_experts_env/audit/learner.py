@@ -1,20 +1,7 @@
 """The audit of a learner: :func:`audit_learner` (every private learner) and :func:`audit_agent`.
 
-* :func:`audit_agent` -- one neighbouring pair, one set of public parameters: half of each side's
-  runs select the event, the other half tests it (the primitive; used by unit tests).
-* :func:`audit_learner` -- the search behind ``dp-experts audit``: candidate *scenarios*
-  (neighbouring pair x public hyper-parameters x game size) from
-  :func:`~dp_experts_env.audit.scenarios.default_scenarios`, each played on *selection* runs and
-  scored by the bound its best event promises (the loop:
-  :func:`~dp_experts_env.audit.search.search_scenarios`); the best (scenario, event) is then
-  counted on fresh *test* runs with independent seeds, once, so the bound is valid at confidence
-  ``1 - alpha`` whatever the search looked at. The report states the budget, what was searched
-  and the power of the final event, and the checks beside the test
-  (:mod:`~dp_experts_env.audit.checks`, the path check).
-
-Continuous-action (OCO) learners go through the same search loop with their own scenarios and
-views (:mod:`dp_experts_env.audit.oco`); :func:`audit_learner` dispatches on the learner's
-feedback kind.
+The search scores scenarios on selection runs, then counts the best (scenario, event) once on
+fresh test runs, so the bound holds at ``1 - alpha`` (docs/privacy.md, "Method").
 """
 
 from __future__ import annotations
@@ -64,7 +51,6 @@ DEFAULT_RUNS = 100_000
 #: Laplace releases kept per run after the changed row (tree nodes holding the first of 2^16
 
 
-# --------------------------------------------------------------------------- one pair
 def audit_agent(
     agent: str | Callable[[int, int], Any],
     losses: Any,
@@ -80,23 +66,18 @@ def audit_agent(
 ) -> AuditResult:
     """Audit a learner's privacy claim on one pair of neighbouring loss sequences.
 
-    One batched agent of ``n_runs`` runs plays each side (agent seeds ``2 k n`` and
-    ``(2k + 1) n`` for ``seed = k``, ``n = n_runs``: sides and audit seeds never share runs).
-    The first half of each side's runs selects the event (the families of
-    :func:`~dp_experts_env.privacy.audit.sequence_families`: per-round, block, joint-window,
-    switch and play-count events over the rounds after the differing one, windows reaching one
-    or two rounds back), the second half tests it.
+    Each side plays ``n_runs`` runs (seeds ``2 k n`` and ``(2k + 1) n`` for ``seed = k``); half
+    select the event (:func:`~dp_experts_env.audit.events.sequence_families`), half test it.
 
     Args:
-        agent: a registered agent name (built with ``agents.make(name, n_experts=N, horizon=T,
+        agent: a registered agent name (``agents.make(name, n_experts=N, horizon=T,
             num_envs=n_runs, seed=..., **agent_params)``) or a factory ``f(num_envs, seed)``.
         losses: (T, N) losses in [0, 1] (bandit agents: (T, K) losses of the arms).
         neighbor_losses: the same with exactly one row changed.
         n_runs: runs per side (>= 200).
         alpha: error probability of the lower bound.
         seed: first agent seed.
-        advice: bandit agents only: (N, K) or (T, N, K) expert advice (rows are distributions);
-            default the identity (N = K).
+        advice: bandit agents only: (N, K) or (T, N, K) advice; default the identity (N = K).
         keyed: rows are rotated onto the previous action (an adaptive adversary).
         multiplier: noise factor of an audit mutant (1: the learner as built).
         **agent_params: passed to ``agents.make`` (e.g. ``epsilon=1.0``).
@@ -175,9 +156,7 @@ def _score_scenario(
     claim = sides[0].claim
     _check_adversary(scenario, claim)
     delta = float(claim.delta)
-    # Families are fitted (window values, likelihood orders, release centres) on one half of
-    # the selection runs and scored on the other: scoring on the runs that ordered them would
-    # reward noise.
+    # Families fitted on one half of the selection runs, scored on the other (else noise wins).
     fit, score = slice(0, n_sel // 2), slice(n_sel // 2, n_sel)
     a, b = sides[0].actions, sides[1].actions
     k = int(scenario.losses.shape[1])
@@ -214,33 +193,25 @@ def audit_learner(
     """Search scenarios for the strongest evidence against a learner's claim, then test it once.
 
     Args:
-        agent: a registered private learner; an OCO learner is audited by
-            :func:`~dp_experts_env.audit.oco.audit_oco_learner` (its scenarios and views, the
-            same search), which takes the arguments up to ``seed``.
-        epsilon: the epsilon the learner is built with (its claim is what its accountant
-            certifies at the parameters of each scenario).
-        params: extra learner parameters (``mode``, ``noise``, ...), applied to every scenario;
-            they win over a scenario's own settings, so a user can pin a parameter the search
-            would otherwise vary (scenarios the learner then refuses are skipped and reported).
+        agent: a registered private learner; OCO learners go to
+            :func:`~dp_experts_env.audit.oco.audit_oco_learner` (arguments up to ``seed``).
+        epsilon: the epsilon the learner is built with.
+        params: extra learner parameters, applied to every scenario and winning over its own
+            (scenarios the learner then refuses are skipped and reported).
         multiplier: noise factor of an audit mutant (0.5 halves the noise, 0 removes it; the
-            claim is unchanged). 1 audits the learner as built.
+            claim is unchanged).
         scenarios: candidate scenarios, in search order (default :func:`default_scenarios`).
-        runs: test runs per side (>= 200) for every scenario (default: the chosen scenario's
-            ``runs``, else :data:`DEFAULT_RUNS`). Each scenario is scored by the bound a test of
-            its own size is predicted to give.
-        selection_runs: runs per side for scoring each scenario (>= 200; default 4,000, and
-            :data:`~dp_experts_env.audit.oco.DEFAULT_OCO_SELECTION_RUNS` for OCO learners).
+        runs: test runs per side (>= 200; default the chosen scenario's, else
+            :data:`DEFAULT_RUNS`).
+        selection_runs: runs per side for scoring each scenario (>= 200; default 4,000, or
+            :data:`~dp_experts_env.audit.oco.DEFAULT_OCO_SELECTION_RUNS`).
         pairs: search at most this many scenarios (default all).
-        time_budget: seconds for the search; scenarios left when it is spent are skipped (the
-            report says how many were searched). The test always runs.
+        time_budget: seconds for the search (the test always runs).
         alpha: error probability of the final bound.
-        seed: audit seed; selection and test runs use disjoint seed ranges derived from it.
-        releases: audit recorded Laplace releases as well as actions (default: when the
-            learner declares a mechanism that releases noisy values).
-        part_tests: when the claim is split among composed mechanisms and a sparse-vector part
-            can be read alone, test that part against its own epsilon
-            (:func:`part_level_test`; skipped when the main test already found a violation);
-            and test a declared tree counter on its own (:func:`tree_counter_test`).
+        seed: audit seed; selection and test runs use disjoint seed ranges.
+        releases: audit recorded Laplace releases too (default: when the declaration releases).
+        part_tests: run :func:`part_level_test` for a split claim (unless already violated) and
+            :func:`tree_counter_test` for a declared tree counter.
 
     Returns:
         An :class:`AuditReport`; ``report.violation`` is the verdict.
@@ -303,9 +274,7 @@ def audit_learner(
     sides = test_sides(record=best.view == "releases")
     claim = sides[0].claim
     stale = noise_freshness(agent, best.scenario, seed=test_seed + 2 * n_test, multiplier=mult)
-    # The long game runs under the hints' public settings too (as every derived scenario): at
-    # its defaults a learner may make no data-dependent play in 24 rounds (dp-se's first epoch
-    # is thousands of rounds), and unused noise would read as noise drawn elsewhere.
+    # Under the hints' settings: at defaults a learner may not use its noise in 24 rounds.
     exposed = {**audit_hints(agent).get("params", {}), **user}
     foreign = noise_provenance(
         agent, best.scenario, params=exposed, seed=test_seed + 2 * n_test, multiplier=mult
@@ -314,15 +283,12 @@ def audit_learner(
     share = claim_share(agent, best.scenario)
     result = args.count(best.selection, view(sides[0]), view(sides[1]), claim, n_test, share=share)
     if result.inconclusive and INCONCLUSIVE_FACTOR * result.share <= 1.0:
-        # A split claim: no event reading one part can beat the whole claim, so the verdict
-        # names what a test of one part against its own epsilon would need instead.
+        # A split claim: the verdict names what a test of one part would need instead.
         result = dataclasses.replace(result, part=part_test_plan(agent, best.scenario, alpha))
     paths, differ = path_check(agent, user)
     block_result = None
     if not best.scenario.keyed and _has_block(agent):
-        # The test runs again through the block entry point, seeds unchanged: the actions
-        # must be the same, and an action event is counted there too (releases are recorded
-        # on act only; the path check compares the kernels' drawn noise with act's).
+        # The test runs replayed through the block entry point (seeds unchanged), event counted too.
         block_sides = test_sides(block=True)
         differ = differ or first_difference(sides, block_sides)
     if not best.scenario.keyed and _has_block(agent) and best.view == "actions":

@@ -1,26 +1,7 @@
 """The audit of continuous-action (OCO) learners: their scenarios, views and path check.
 
-The plan of :func:`~dp_experts_env.audit.learner.audit_learner` and its search loop
-candidate *scenarios* (a pair of gradient sequences differing in one round, with the public
-parameters to play it with) are played on *selection* runs; half of those fit the event families
-of each view, the other half score every event by the bound a test of the final size is
-predicted to give; the best (scenario, view, event) is then counted once on fresh *test* runs
-with seeds disjoint from every selection run, so the Clopper-Pearson bound holds at confidence
-``1 - alpha`` whatever the search looked at. When the learner has a block entry point
-(``play_block``), the path check of ``check_agent`` runs and the test runs are replayed through
-it (same seeds): the points must be equal, and the event is counted there too
-(``AuditReport.paths``, ``paths_differ``, ``block_result``).
-
-Views of a path ``x_1..x_T`` (post-processing of the released points, see
-:mod:`dp_experts_env.audit.oco_statistics`): ``"sequence"`` -- one token per round from the
-changed round on, ``2 * moved + side`` (half-space through the centre, normal the gradient
-difference); ``"likelihood ratio"`` -- the log-ratio of the path's density under the two
-sequences, for learners with ``path_log_likelihood`` (P-COMW), the Neyman-Pearson statistic.
-
-Privacy must hold for every horizon and every pair, so short games are legitimate witnesses:
-P-COMW's whole leak at ``T = 2`` is one coin and one fresh Gibbs sample, where its certificate is
-close to the exact epsilon; the tree learner's first gradient sits in every node released before
-the last play at ``T = 3`` and ``T = 5``.
+The plan of :func:`~dp_experts_env.audit.learner.audit_learner` on gradient pairs, with the
+views of :mod:`~dp_experts_env.audit.oco_statistics` (docs/privacy.md, "Continuous actions").
 """
 
 from __future__ import annotations
@@ -62,11 +43,7 @@ def OCOScenario(  # noqa: N802 - the former class's name, kept as its constructo
     params: Mapping[str, Any] | None = None,
     runs: int | None = None,
 ) -> Scenario:
-    """The OCO audit's scenario in the former class's argument order (``runs`` fifth).
-
-    The OCO audit plays :class:`~dp_experts_env.audit.scenarios.Scenario` objects (their ``keyed``
-    and ``advice`` unused); a bare alias would read a fifth positional argument as ``keyed``.
-    """
+    """The OCO audit's scenario in the former class's argument order (``runs`` fifth)."""
     return Scenario(label, losses, neighbor, dict(params or {}), runs=runs)
 
 __all__ = [
@@ -93,11 +70,7 @@ DEFAULT_OCO_SELECTION_RUNS = 20_000
 def first_round_pair(
     horizon: int, dim: int = 1, grad: float = 1.0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``g_1 = +G e_1`` on the input, ``-G e_1`` on the neighbour, zero gradients afterwards.
-
-    The two gradients are the farthest apart a norm bound G allows; with nothing else in the
-    game every later point's law depends on the change alone.
-    """
+    """``g_1 = +G e_1`` on the input, ``-G e_1`` on the neighbour, zero gradients afterwards."""
     x = np.zeros((horizon, dim))
     x[0, 0] = grad
     xp = x.copy()
@@ -115,11 +88,7 @@ def sign_pair(horizon: int, dim: int, grad: float = 1.0, *, seed: int = 12345):
 
 
 def oco_declaration_of(agent: str, params: Mapping[str, Any] | None = None) -> Any:
-    """The mechanisms an OCO learner declares (``agent.declaration``), or None.
-
-    Built with d = 1, T = 8 and ``params``; None when the learner declares nothing (the audit
-    then runs the generic scenarios only) or cannot be built with these parameters.
-    """
+    """The mechanisms an OCO learner declares at d = 1, T = 8 and ``params``, or None."""
     try:
         built = _build_oco_agent(agent, 1, 0, 8, 1, dict(params or {}))
     except (ValueError, TypeError):
@@ -137,30 +106,19 @@ def _first(t: int, why: str, g: float, params: Mapping[str, Any] | None = None) 
 
 
 def fed_pair(horizon: int, grad: float = 1.0, *, seed: int = 12345) -> tuple[np.ndarray, ...]:
-    """One dimension, a gradient ``+-G`` every round (random signs), the neighbour negating row 0.
-
-    Every round feeds the learner (a tree counter fed all T items, a sampler whose state spans
-    the game), and the changed gradient lies in every later running sum.
-    """
+    """One dimension, a gradient ``+-G`` every round (random signs); the neighbour negates row 0."""
     x, _ = sign_pair(horizon, 1, grad, seed=seed)
     xp = x.copy()
     xp[0] *= -1.0
     return x, xp
 
 
-
-
 def derived_oco_scenarios(declaration: Any, *, grad_bound: float = 1.0) -> list[Scenario]:
     """Scenarios derived from an OCO learner's declared mechanisms (none without one).
 
-    * a tree (``TreeAggregation``): first-round pairs at T = 3 and 5 (``T = 2^m + 1``: the first
-      gradient lies in every node read by a later play) and 2, then the counter fed all T items
-      (``fed_pair``, T = 17 and 33); a Gaussian tree (delta > 0) first at the public
-      ``delta = GAUSSIAN_AUDIT_DELTA`` (a valid claim of the same learner whose epsilon sits on
-      events an audit reaches);
-    * lazy sampling (``SamplingSteps``): first-round pairs at T = 2, 3, 4, 8 (one coin and one
-      fresh sample at T = 2, where the certificate is nearly tight), then long games (T = 16,
-      32, a gradient every round).
+    A tree: first-round pairs at T = 3, 5, 2, then :func:`fed_pair` at T = 17 and 33 (Gaussian
+    trees first at ``GAUSSIAN_AUDIT_DELTA``); lazy sampling: first-round pairs at T = 2, 3, 4, 8,
+    then long games at T = 16 and 32.
     """
     from dp_experts_env.privacy.declaration import leaves
 
@@ -205,9 +163,8 @@ def default_oco_scenarios(
 ) -> list[Scenario]:
     """The default search of an OCO learner: derived from its declaration, then generic.
 
-    The derived candidates (:func:`derived_oco_scenarios`) come first, so a short budget still
-    tries them; the generic one (random signs, d = 4, T = 8, row 4 negated) follows. A learner
-    that declares nothing gets first-round pairs at T = 2, 3, 4 and the generic one.
+    The generic pair: random signs, d = 4, T = 8, row 4 negated. A learner that declares nothing
+    gets first-round pairs at T = 2, 3, 4 and the generic one.
     """
     g = check_float("grad_bound", grad_bound, minimum=0.0, min_inclusive=False)
     declared = oco_declaration_of(agent, params)
@@ -228,11 +185,7 @@ def _play(
     *,
     block: bool = False,
 ) -> tuple[np.ndarray, Any]:
-    """(n, T, d) points of one side of a scenario, and the learner that played them.
-
-    With ``block``, through the learner's ``play_block`` in the blocks of
-    :data:`~dp_experts_env.evaluation.paths.BLOCKS`, as users' runs play an oblivious game.
-    """
+    """(n, T, d) points of one side of a scenario (``block``: by ``play_block``), the learner."""
     data = scenario.losses if side == 0 else scenario.neighbor
     horizon, dim = data.shape
     try:
@@ -298,28 +251,15 @@ def audit_oco_learner(
     alpha: float = 1e-3,
     seed: int = 0,
 ) -> AuditReport:
-    """Search scenarios for the strongest evidence against an OCO learner's claim, test it once.
+    """:func:`~dp_experts_env.audit.learner.audit_learner` for a private OCO learner.
 
-    Args:
-        agent: a registered private OCO learner (``p-comw``, ``dp-ftrl-oco``).
-        epsilon: the epsilon the learner is built with.
-        params: extra learner parameters applied to every scenario (they win over the
-            scenario's own); scenarios the learner then refuses are skipped and reported.
-        multiplier: audit mutant: the learner's audit-only ``noise_multiplier`` (0.5 halves the
-            noise, 0 removes it; the claim is that of the correct learner).
-        scenarios: candidates in search order (default :func:`default_oco_scenarios`).
-        runs: test runs per side (>= 200; default the chosen scenario's, else
-            :data:`DEFAULT_OCO_RUNS`).
-        selection_runs: runs per side for scoring each scenario (>= 200; default
-            :data:`DEFAULT_OCO_SELECTION_RUNS`).
-        pairs: search at most this many scenarios.
-        time_budget: seconds for the search (the test always runs).
-        alpha: error probability of the final bound.
-        seed: audit seed; selection and test runs use disjoint seed ranges derived from it.
+    The same arguments up to ``seed`` (``multiplier`` sets the learner's audit-only
+    ``noise_multiplier``; ``runs`` and ``selection_runs`` default to :data:`DEFAULT_OCO_RUNS` and
+    :data:`DEFAULT_OCO_SELECTION_RUNS`), the scenarios of :func:`default_oco_scenarios`, and the
+    views ``"sequence"`` and ``"likelihood ratio"``.
 
     Returns:
-        An :class:`~dp_experts_env.evaluation.audit.AuditReport` (``view`` is ``"sequence"`` or
-        ``"likelihood ratio"``); ``report.violation`` is the verdict.
+        An :class:`~dp_experts_env.audit.report.AuditReport`; ``report.violation`` is the verdict.
     """
     import agents
 
@@ -383,8 +323,7 @@ def audit_oco_learner(
     result = args.count(best.selection, a, b, claim, n_test)
     if best.view == "likelihood ratio":
         result = replace(result, event=result.event.replace("output", "log-likelihood ratio"))
-    # The path check of check_agent, and the test runs replayed through the block entry point
-    # users' runs call (seeds unchanged): equal points, and the event counted there too.
+    # The path check, and the test runs replayed through the block entry point (same seeds).
     paths, differ = path_check(agent, user)
     block_result = None
     if block_method(played[0][1]) is not None:
@@ -437,25 +376,20 @@ def audit_oco_agent(
 ) -> OCOAuditResult:
     """Audit an OCO learner's claim on two gradient sequences differing in one round.
 
-    Plays ``n_runs`` runs on each sequence and hands the points to
-    :func:`dp_experts_env.privacy.audit_oco.audit_oco_paths` (the statistics).
-
     Args:
-        agent: a registered OCO learner (built with ``dim``, ``horizon``, ``num_envs``, ``seed``
-            and ``agent_params``) or a factory ``f(num_envs, seed)``.
+        agent: a registered OCO learner or a factory ``f(num_envs, seed)``.
         gradients: (T, d) gradients fed as observations (round t's agent sees row t - 1).
         neighbor_gradients: the same with exactly one row changed.
         n_runs: runs per side (>= 200); sides use agent seeds ``2 k n`` and ``(2k + 1) n``.
         alpha: error probability of the lower bound (split between the two reductions).
-        seed: first agent seed (sides and audit seeds never share runs).
+        seed: first agent seed.
         direction: the half-space normal (default: the difference of the two differing rows).
         threshold: the half-space offset.
-        likelihood: also audit likelihood-ratio events when the learner has
-            ``path_log_likelihood`` (default True).
+        likelihood: also audit likelihood-ratio events (learners with ``path_log_likelihood``).
         **agent_params: passed to ``agents.make`` with a registered name (e.g. ``epsilon=1.0``).
 
     Returns:
-        The :class:`~dp_experts_env.privacy.audit_oco.OCOAuditResult` of ``audit_oco_paths``.
+        The :class:`~dp_experts_env.audit.oco_statistics.OCOAuditResult`.
     """
     n, alpha, seed = check_audit_args(n_runs, alpha, seed)
     x = np.asarray(gradients, dtype=np.float64)

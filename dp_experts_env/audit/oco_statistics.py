@@ -1,28 +1,7 @@
 """Privacy audit of continuous-action (OCO) learners: events on the released points.
 
-The statistics are those of :mod:`dp_experts_env.audit.selection` (selection on one half of the
-runs, Clopper-Pearson on the other). What changes is the output: a learner on
-``DPExperts-OCO-v0`` releases a sequence of points ``x_t`` of a body in R^d, so each run's
-sequence is reduced -- a post-processing, which cannot raise the true epsilon -- in two ways, each
-audited at confidence ``1 - alpha/2`` (a union bound keeps the pair at ``1 - alpha``):
-
-* **sequence events**: one small integer per round from the round the differing gradient is
-  read on, ``2 * moved + side`` with ``side = 1{<v, x_t> > c}`` (a half-space through the
-  centre; ``v`` defaults to the difference of the two neighbouring gradients, ``c`` to 0) and
-  ``moved = 1{x_t != x_{t-1}}`` (the lazy learners' switch flags, which their claims cover),
-  audited with the per-round, block and switch-count events of ``audit_agent``;
-* **likelihood-ratio events** (learners with a ``path_log_likelihood(points, gradients)``
-  method, e.g. ``p-comw``): the log-ratio of the path's density under the two gradient
-  sequences, thresholded. By Neyman-Pearson these are the most powerful events when the
-  density is the learner's true one; a wrong density only costs power, never validity.
-
-The result also states the audit's power: ``detectable_epsilon`` is the smallest true epsilon
-that one of the two final events (seen ``count`` times on its favoured side in this many runs)
-would have flagged as a violation of the claim -- so a pass reads "no violation found (could detect
-eps > X)"; ``inf`` means neither event could reveal any violation.
-
-This module works on recorded points only; the driver that plays a learner on the two sequences
-is :func:`dp_experts_env.audit.oco.audit_oco_agent`.
+Two reductions of each run's points, each audited at ``1 - alpha/2``: sequence tokens
+``2 * moved + 1{<v, x_t> > c}`` and, with ``path_log_likelihood``, likelihood-ratio events.
 """
 
 from __future__ import annotations
@@ -49,11 +28,11 @@ __all__ = [
 
 @dataclass(frozen=True)
 class OCOAuditResult(AuditResult):
-    """An :class:`~dp_experts_env.privacy.audit.AuditResult` with the audit's power.
+    """An :class:`~dp_experts_env.audit.bounds.AuditResult` with the audit's power.
 
     Attributes:
         detectable_epsilon: smallest true epsilon one of the final events would have flagged
-            (``inf``: none); see :func:`detectable_epsilon`.
+            (``inf``: none).
         statistic: ``"likelihood ratio"`` or ``"sequence"``: which reduction gave the result.
     """
 
@@ -135,17 +114,14 @@ def audit_oco_paths(
         neighbor_gradients: the same with exactly one row changed.
         claimed_epsilon: the claim's epsilon.
         claimed_delta: the claim's delta.
-        density: optional ``density(points, gradients) -> (n,)`` log-density of each path under a
-            gradient sequence (the learner's ``path_log_likelihood``); adds the likelihood-ratio
-            events (a wrong density costs power, never validity).
+        density: optional ``density(points, gradients) -> (n,)`` path log-density (the learner's
+            ``path_log_likelihood``); adds the likelihood-ratio events.
         alpha: error probability of the lower bound (split between the two reductions).
         direction: the half-space normal (default: the difference of the two differing rows).
         threshold: the half-space offset.
 
     Returns:
-        An :class:`OCOAuditResult` (the union bound makes the pair valid at ``1 - alpha``): the
-        event of the reduction with the larger lower bound, and as power the smaller
-        ``detectable_epsilon`` of the two reductions' final events.
+        An :class:`OCOAuditResult`: the reduction with the larger bound, the better power.
     """
     x = np.asarray(gradients, dtype=np.float64)
     xp = np.asarray(neighbor_gradients, dtype=np.float64)
@@ -162,8 +138,7 @@ def audit_oco_paths(
     eps, dlt = float(claimed_epsilon), float(claimed_delta)
     split = 2.0 if density is not None else 1.0
     sequences = [encode_points(p, v, c) for p in pts]
-    # The point of the round reading the changed gradient (index row + 1) is the first one that
-    # can depend on it; index row is kept because the coin of that round reads it.
+    # Index row + 1 is the first point that can depend on the change; row's coin reads it too.
     a, b = sequences[0][:, row:], sequences[1][:, row:]
     seq = select_and_test(
         a,

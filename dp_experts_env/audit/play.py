@@ -1,13 +1,8 @@
 """Playing one side of a scenario: learners fed observations directly, no env.
 
-Full-information learners see the previous round's loss vector (zeros before round 0); bandit
-learners see the round's advice, the arm they played and its loss. A *keyed* scenario is an
-adaptive adversary: round t's loss vector is the protected row ``z_t`` rotated so that
-``z_t[0]`` lands on the action played at round ``t - 1`` (the same function on both sides, so
-the pair differs in one datum). Weakened learners ("mutants") are built with an audit-only
-noise wrapper (:class:`~dp_experts_env.privacy.noise.ScaledBackend`); Laplace releases are
-recorded by :class:`~dp_experts_env.privacy.noise.RecordingBackend`. With ``block``, an
-oblivious scenario is played through the learner's block entry point, as users' runs play it.
+A *keyed* scenario is an adaptive adversary: row ``z_t`` is rotated so ``z_t[0]`` lands on the
+action of round ``t - 1``. ``block`` plays an oblivious scenario through the learner's block
+entry point.
 """
 
 from __future__ import annotations
@@ -40,7 +35,6 @@ __all__ = [
 MAX_RELEASES = 16
 
 
-# --------------------------------------------------------------------------- playing
 class ScenarioRefused(ValueError):
     """The learner cannot be built with a scenario's parameters (the search skips it)."""
 
@@ -51,9 +45,9 @@ class Outputs:
 
     Attributes:
         actions: (n, T) actions.
-        releases: (n, 2, 1 + D): column 0 the action of the changed round (on both channels),
-            then the exact inputs (channel 0) and noisy outputs (channel 1) of the Laplace
-            releases made after the changed row was fed (None when not recorded).
+        releases: (n, 2, 1 + D): column 0 the changed round's action, then the exact inputs
+            (channel 0) and noisy outputs (channel 1) of the Laplace releases after the changed
+            row (None when not recorded).
         claim: the learner's privacy claim.
         seconds: wall time of the play.
     """
@@ -67,10 +61,9 @@ class Outputs:
 def build_learner(
     agent: Any, n: int, seed: int, game: dict[str, int], params: Mapping[str, Any]
 ) -> Any:
-    """A learner of ``n`` runs (seeds ``seed, seed + 1, ...``) on a game of the audit.
+    """A learner of ``n`` runs (seeds ``seed, seed + 1, ...``) on a game ``{"n", "t", "k"}``.
 
-    ``game`` holds ``n`` experts, ``t`` rounds and ``k`` arms; ``agent`` is a registered name
-    (built with ``params``) or a factory ``f(num_envs, seed)``.
+    ``agent`` is a registered name (built with ``params``) or a factory ``f(num_envs, seed)``.
     """
     if isinstance(agent, str):
         import agents  # the evaluation layer may import learners; privacy may not
@@ -156,8 +149,7 @@ def play_game(
         prev = a
     releases = None
     if recorder is not None:
-        # Column 0: the action of the changed round (the release families may fit their
-        # centres per action: a bandit learner's release reads the loss of the arm it played).
+        # Column 0: the changed round's action (a bandit release reads the played arm's loss).
         key = np.repeat(actions[:, changed, None, None].astype(np.float64), 2, axis=1)
         # Calls on a subset of the runs (a learner updating only some runs) have no per-run row.
         calls = [c for c in recorder.releases if c[0].shape[:1] == (n,)]
@@ -173,9 +165,7 @@ def play_game(
 def _play_blocks(agent: Any, losses: np.ndarray, advice: np.ndarray | None, n: int) -> np.ndarray:
     """The game of :func:`play_game` (oblivious) through the learner's block entry point.
 
-    What users' runs call on an oblivious game (``play_block`` with the block's observations,
-    ``play_bandit_block`` with the block's losses and advice), in the blocks of
-    :data:`~dp_experts_env.evaluation.paths.BLOCKS`; returns the (n, T) actions.
+    In the blocks of :data:`~dp_experts_env.evaluation.paths.BLOCKS`; returns the (n, T) actions.
     """
     from dp_experts_env.evaluation.paths import BLOCKS
 
@@ -214,11 +204,7 @@ def _play_blocks(agent: Any, losses: np.ndarray, advice: np.ndarray | None, n: i
 
 
 def relative_actions(actions: np.ndarray, k: int) -> np.ndarray:
-    """``(J_0, J_1 - J_0, J_2 - J_1, ...) mod k``: a keyed scenario's actions in its own frame.
-
-    A keyed adversary places each row relative to the previous action, so events about moves
-    (``J_t - J_{t-1}``) are the natural ones; the map is a bijection (post-processing).
-    """
+    """``(J_0, J_1 - J_0, J_2 - J_1, ...) mod k``: a keyed scenario's actions in its own frame."""
     rel = actions.astype(np.int64)
     rel[:, 1:] = (rel[:, 1:] - rel[:, :-1]) % k
     return rel.astype(actions.dtype)
@@ -274,14 +260,10 @@ def play_scenario(
 ) -> Outputs:
     """Play one side (0: ``losses``, 1: ``neighbor``) of a scenario with ``n_runs`` runs.
 
-    With ``block``, an oblivious (not keyed) scenario is played through the learner's block
-    entry point, as users' runs play it (:func:`_play_blocks`; no releases recorded).
-
-    Run ``b`` uses agent seed ``seed + b``. Keyed scenarios return their actions as
-    :func:`relative_actions`. ``multiplier`` weakens (or strengthens) the noise
-    through a :class:`ScaledBackend`; ``record`` keeps the Laplace releases made after the changed
-    row was fed. With ``refusable``, a learner that cannot be built with the scenario's
-    parameters raises :class:`ScenarioRefused` (the search skips the scenario).
+    Run ``b`` uses agent seed ``seed + b``; keyed scenarios return :func:`relative_actions`.
+    ``multiplier`` scales the noise (:class:`ScaledBackend`); ``record`` keeps the Laplace
+    releases after the changed row; ``block`` plays an oblivious scenario through the block entry
+    point (no releases); with ``refusable`` an unbuildable learner raises :class:`ScenarioRefused`.
     """
     losses = scenario.losses if side == 0 else scenario.neighbor
     horizon, width = losses.shape

@@ -18,7 +18,6 @@ UNDECLARED = (
 )
 
 
-
 @dataclass(frozen=True, eq=False)
 class Candidate:
     """A scenario scored on selection runs: its best event per view."""
@@ -51,30 +50,18 @@ class AuditReport:
         chosen: the candidate tested (scenario and view).
         candidates: every candidate scored, in search order.
         claim: the learner's claim in the chosen scenario.
-        selection_runs: runs per side and scenario in the search. test_runs: runs per side in
-            the test.
-        scenarios_total: scenarios available; :meth:`searched` of them were scored within the
-            budget.
+        selection_runs: runs per side and scenario in the search (``test_runs``: in the test).
+        scenarios_total: scenarios available (:meth:`searched` were scored).
         skipped: scenarios the learner refused to be built with (and why).
-        time_budget: seconds allowed for the search. seconds: wall time of search and test.
-        declaration: the learner's declared mechanisms, in words ("" when it declares
-            nothing: generic scenarios only).
-        stale_noise: what the noise-freshness check found reappearing ("" when every draw
-            was fresh); a finding is a violation.
-        foreign_noise: what the noise-provenance check found (:func:`noise_provenance`: the
-            actions do not depend on the backend's noise; "" when they do); a violation.
-        paths: what the path-equivalence check compared (block entry point against ``act``,
-            :mod:`~dp_experts_env.evaluation.paths`), per setting.
-        paths_differ: where the two paths differ (the check's first round, or the first run
-            and round of the audit's own test runs that differ); "" when equal. A violation:
-            the evidence about ``act`` is not about the code users run.
-        query_check: what the brute-force check of a declared sparse vector's query
-            sensitivity found (:func:`query_sensitivity_check`); "" when it holds.
-        tree_check: the part-level test of a declared tree counter (:func:`tree_counter_test`,
-            at T = 3 and 5); a violation fails the audit. None without a tree.
-        block_result: the chosen event counted on the same test runs played through the
-            block entry point (None: no block entry point, a keyed scenario or a release view;
-            a release view's block runs are still compared with act's, action for action).
+        time_budget: seconds allowed for the search (``seconds``: search and test took).
+        declaration: the declared mechanisms in words ("": generic scenarios only).
+        stale_noise, foreign_noise: the noise freshness and provenance findings ("": none).
+        paths: what the path-equivalence check compared, per setting.
+        paths_differ: where block path and ``act`` differ ("" when equal).
+        query_check: the query-sensitivity finding ("" when it holds).
+        tree_check: the tree counter's part-level test (None without a tree).
+        block_result: the chosen event counted on the test runs through the block entry point
+            (None: no block path, a keyed scenario or a release view).
     """
 
     agent: str

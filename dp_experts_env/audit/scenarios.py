@@ -1,10 +1,6 @@
 """The audit's candidate scenarios: neighbouring pairs, derived from what a learner declares.
 
-A :class:`Scenario` is a neighbouring pair of games (one row replaced) with the public
-parameters to play it with. The pairs (:func:`rival_pair`, :func:`flip_pair`,
-:func:`complement_pair`, :func:`swap_pair`) and the default search of ``dp-experts audit``
-(:func:`default_scenarios`): scenarios derived from the learner's declared mechanisms
-(:func:`derived_scenarios`; docs/privacy.md §4 says why each), then generic ones.
+docs/privacy.md, "Scenarios: pairs, public settings, adversaries".
 """
 
 from __future__ import annotations
@@ -38,21 +34,18 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------- scenarios
 @dataclass(frozen=True, eq=False)
 class Scenario:
     """A neighbouring pair of games and the public parameters to play them with.
 
     Attributes:
         label: the scenario in words (pair, changed round, parameters).
-        losses: (T, W) protected rows ``z_t`` on the input (W = N experts, or K arms for bandit
-            learners), values in [0, 1].
+        losses: (T, W) protected rows ``z_t`` in [0, 1] (W = N experts, or K arms).
         neighbor: the same with exactly one row replaced.
         params: public hyper-parameters passed to the learner (privacy must hold for all).
-        keyed: adaptive adversary (see the module docstring).
+        keyed: adaptive adversary (:mod:`~dp_experts_env.audit.play`).
         advice: bandit learners: (N, K) advice (default: the identity, N = K).
-        runs: test runs per side if this scenario is chosen (None: :data:`DEFAULT_RUNS`); cheap
-            scenarios whose evidence sits close to the claim ask for more.
+        runs: test runs per side if chosen (None: :data:`DEFAULT_RUNS`).
     """
 
     label: str
@@ -86,15 +79,13 @@ def differing_row(losses: np.ndarray, neighbor: np.ndarray) -> int:
     return int(rows[0])
 
 
-# --------------------------------------------------------------------------- pairs
 def rival_pair(
     horizon: int, width: int, row: int, *, target: int = 0, background: float = 0.5
 ) -> tuple[np.ndarray, np.ndarray]:
     """One candidate gains while all its rivals lose: the worst case of a private selection.
 
-    Every row is ``background`` except ``row``: on the input the target's loss is 1 and its
-    rivals' 0; on the neighbour the target's is 0 and its rivals' 1 (every coordinate moves by
-    the whole loss range, so an L1-calibrated release is tested at its sensitivity).
+    Row ``row``: target 1 and rivals 0 on the input, the opposite on the neighbour; every other
+    row is ``background``.
     """
     x = np.full((horizon, width), float(background))
     x[row] = 0.0
@@ -107,10 +98,7 @@ def rival_pair(
 def flip_pair(
     horizon: int, width: int, row: int, *, background: float = 0.5
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Row ``row`` all zeros on the input, all ones on the neighbour.
-
-    Whatever arm is played, its loss moves by 1: the worst case of a bandit learner's release.
-    """
+    """Row ``row`` all zeros on the input, all ones on the neighbour (a bandit release's worst)."""
     x = np.full((horizon, width), float(background))
     x[row] = 0.0
     xp = x.copy()
@@ -150,7 +138,6 @@ def make_scenario(
     return Scenario(where, x, xp, dict(params or {}), keyed=keyed, advice=advice, runs=runs)
 
 
-# --------------------------------------------------------------------------- declarations
 def learner_feedback(agent: str) -> str:
     """The registered learner's feedback kind (``full``, ``bandit``, ``oco``, ``any``)."""
     import agents
@@ -159,12 +146,10 @@ def learner_feedback(agent: str) -> str:
 
 
 def declaration_of(agent: str, params: Mapping[str, Any] | None = None) -> Any:
-    """The mechanisms ``agent`` declares (``agent.declaration``) on a small game, or None.
+    """The mechanisms ``agent`` declares on a small game, or None.
 
-    Built with N = 4 experts (K = 2 arms, N = 2 for bandit learners) and T = 8, or, if the
-    learner refuses that game, N = K = 8 and T = 64, with ``params``; None when the learner
-    declares nothing (an outside or older learner: the audit then runs its generic scenarios
-    only and says so) or cannot be built with these parameters.
+    Built with N = 4 (bandits: K = 2, N = 2) and T = 8, else N = K = 8 and T = 64, with
+    ``params``; None when the learner declares nothing or cannot be built.
     """
     bandit = learner_feedback(agent) == "bandit"
     games = ({"n": 2 if bandit else 4, "t": 8, "k": 2}, {"n": 8, "t": 64, "k": 8})
@@ -201,11 +186,8 @@ def declares_releases(declaration: Any) -> bool:
 def _opposite_pair(horizon: int, width: int, row: int) -> tuple[np.ndarray, np.ndarray]:
     """Expert 0 leads, then row ``row`` moves a sparse-vector query up (input) or down.
 
-    Before ``row`` expert 0 has loss 0 and the rest 1/2 (the learner holds expert 0); at
-    ``row`` the input charges expert 0 a full loss and frees expert 1 (the learner's window
-    loss minus the best expert's rises by 2), the neighbour the opposite (it falls): two
-    queries moving in opposite directions, the sparse vector's worst case. Rows after
-    ``row`` keep every expert at 1/2, so later queries stay near the threshold.
+    Two queries moving in opposite directions, the sparse vector's worst case; later rows keep
+    every expert at 1/2 so later queries stay near the threshold.
     """
     x = np.full((horizon, width), 0.5)
     x[:row, 0] = 0.0
@@ -227,9 +209,7 @@ def _restart_chain(horizon: int, width: int, row: int) -> tuple[np.ndarray, np.n
 
 
 def _sampling_scenarios(h: Mapping[str, Any]) -> list[Scenario]:
-    # One data-dependent resample: the accountant charges the coin that reads the changed loss
-    # and a draw of the exponential mechanism, both nearly tight with many rivals. The
-    # evidence sits close to the claim, and these learners are cheap to play: large runs.
+    # One data-dependent resample: nearly tight, evidence close to the claim (large runs).
     base = dict(h.get("params", {}))
     top = float(h.get("p_top", 0.45))
     runs = h.get("runs")
@@ -250,8 +230,7 @@ def _sampling_scenarios(h: Mapping[str, Any]) -> list[Scenario]:
     return out
 
 
-#: the delta at which a Gaussian tree's claim is also audited: its epsilon at delta = 1e-5 lives
-#: on events of probability ~1e-5, beyond an action-level audit; at 1e-2 on events of ~1e-2
+#: the public delta at which a Gaussian tree's claim is also audited (events an audit reaches)
 GAUSSIAN_AUDIT_DELTA = 1e-2
 
 
@@ -266,10 +245,7 @@ def gaussian_tree(declaration: Any) -> bool:
 
 
 def _tree_scenarios(h: Mapping[str, Any], gaussian: bool = False) -> list[Scenario]:
-    # T = 2^m + 1: the first loss enters all m + 1 tree nodes released before the last play;
-    # the counter is fed all T items (T = 17, 33), not only the first few. A Gaussian tree
-    # first at the public delta = GAUSSIAN_AUDIT_DELTA (a valid claim of the same learner whose
-    # epsilon sits on events an action-level audit reaches).
+    # T = 2^m + 1: the first loss enters all m + 1 tree nodes released before the last play.
     p, x = dict(h.get("params", {})), {**h.get("params", {}), **h.get("exposed", {})}
     cap = int(h.get("max_horizon", 64))
     d = {**p, "delta": GAUSSIAN_AUDIT_DELTA}
@@ -293,8 +269,7 @@ def _release_scenarios(h: Mapping[str, Any], bandit: bool) -> list[Scenario]:
     if bandit:
         out = []
         if h.get("agree"):
-            # Every expert recommends arm 0 and exploration is nearly uniform: the importance
-            # weights 1/Q(arm 0) come close to the bound the noise is calibrated to.
+            # Importance weights 1/Q(arm 0) near the bound the noise is calibrated to.
             agree = np.array([[1.0, 0.0], [1.0, 0.0]])
             out += [
                 make_scenario(
@@ -348,12 +323,8 @@ def _sparse_vector_scenarios(h: Mapping[str, Any]) -> list[Scenario]:
 def derived_scenarios(agent: str, declaration: Any) -> list[Scenario]:
     """Scenarios derived from the declared mechanisms (and the learner's ``audit_hints``).
 
-    Each declared kind brings the pairs where it is most exposed (docs/privacy.md §4): a lazy
-    sampler one data-dependent resample; a tree T = 2^m + 1 and trees fed all T items (a
-    Gaussian tree first at the public delta :data:`GAUSSIAN_AUDIT_DELTA`); a
-    Laplace release rival pairs, a high-rate long game and (bandits) flips; a selection rival
-    pairs around an update; a sparse vector rival pairs, opposite-direction queries and a
-    restart chain. None (no declaration) gives no derived scenario.
+    Each declared kind brings the pairs where it is most exposed (docs/privacy.md, "Scenarios");
+    no declaration gives none.
     """
     if declaration is None:
         return []
@@ -378,12 +349,7 @@ def derived_scenarios(agent: str, declaration: Any) -> list[Scenario]:
 
 
 def swap_pair(horizon: int, width: int, row: int) -> tuple[np.ndarray, np.ndarray]:
-    """Expert 0 leads every round; in ``row`` of the neighbour experts 0 and 1 swap losses.
-
-    Every later cumulative comparison between the leader and its first rival moves by 2: a
-    learner that re-reads the same loss in many releases (selections, restarts, windows)
-    shows every one of them on a long game.
-    """
+    """Expert 0 leads every round; in ``row`` of the neighbour experts 0 and 1 swap losses."""
     x = np.full((horizon, width), 0.5)
     x[:, 0] = 0.25
     xp = x.copy()
@@ -392,13 +358,7 @@ def swap_pair(horizon: int, width: int, row: int) -> tuple[np.ndarray, np.ndarra
 
 
 def _long_generic(bandit: bool) -> list[Scenario]:
-    """The longer search for a learner that declares nothing: long games, T up to 64.
-
-    A learner spending its claim over many releases of one loss shows it only on a game long
-    enough to hold them; without a declaration the audit does not know which releases exist,
-    so it tries swap and rival pairs with the change early (read by every later release) and
-    in the middle, at T = 16, 32 and 64.
-    """
+    """The longer search for a learner declaring nothing: swap and rival pairs, T = 16, 32, 64."""
     if bandit:
         eye = np.eye(2)
         return [
@@ -417,12 +377,7 @@ def _long_generic(bandit: bool) -> list[Scenario]:
 
 
 def generic_scenarios(agent: str, *, undeclared: bool = False) -> list[Scenario]:
-    """Candidates for every learner.
-
-    The first round, an update boundary, a leader flip after a long identical run, the last
-    used round, the complement of a random row; a learner that declares nothing
-    (``undeclared``) also gets the long games of :func:`_long_generic`.
-    """
+    """Candidates for every learner (the long games too when ``undeclared``)."""
     import agents
 
     bandit = agents.spec(agent).feedback == "bandit"
@@ -457,11 +412,8 @@ def default_scenarios(
 ) -> list[Scenario]:
     """The default search of ``dp-experts audit`` for ``agent``: derived, then generic.
 
-    The derived candidates come from the learner's declared mechanisms
-    (:func:`derived_scenarios`; docs/privacy.md §4 says why each), first so that a short
-    budget still tries them; the generic ones (first round, an update boundary, a leader flip
-    after a long identical run, the last used round, a random row's complement) follow. A
-    learner that declares nothing gets the generic ones only, with long games added.
+    Derived candidates come first so a short budget still tries them; a learner that declares
+    nothing gets the generic ones with long games added.
     """
     params: dict[str, Any] = {"epsilon": epsilon}
     if mode is not None:

@@ -1,12 +1,6 @@
 """The one search loop of every audit, and the path check it runs.
 
-:func:`search_scenarios` scores candidate scenarios in order within a time budget and returns the
-candidate whose predicted bound reaches farthest past its claim; the learner audits of
-:mod:`dp_experts_env.audit.learner` (discrete actions) and :mod:`dp_experts_env.audit.oco`
-(continuous actions) supply the scenarios and the scoring, then count the chosen event once on
-test runs seeded from :data:`TEST_SEED_OFFSET` on (disjoint from every selection run).
-:func:`path_check` is ``check_agent``'s path-equivalence check (block entry point against
-``act``), which every audit of a learner with a block entry point runs.
+Test runs are seeded from :data:`TEST_SEED_OFFSET` on, disjoint from every selection run.
 """
 
 from __future__ import annotations
@@ -39,11 +33,7 @@ TEST_SEED_OFFSET = 500_000_000_000  # test runs' seeds start here (selection run
 
 @dataclasses.dataclass(frozen=True)
 class SearchArgs:
-    """A learner audit's validated arguments (:func:`search_args`), shared by both searches.
-
-    ``runs`` is the caller's test runs per side (None: the chosen scenario's or a default);
-    ``user`` the caller's learner parameters, ``epsilon`` included.
-    """
+    """A learner audit's validated arguments (:func:`search_args`), shared by both searches."""
 
     runs: int | None
     selection_runs: int
@@ -113,14 +103,12 @@ def search_scenarios(
 ) -> tuple[list[Candidate], list[str], Candidate]:
     """The search loop of every audit: score scenarios in order within a time budget.
 
-    ``score(i, scenario)`` plays the ``i``-th scenario on selection runs and returns its
-    candidates (one per view) and the learner's claim there; a scenario the learner refuses
-    (:class:`~dp_experts_env.audit.play.ScenarioRefused`) is skipped and named. The search stops
-    when ``budget`` seconds since ``began`` are spent (after at least one candidate).
+    ``score(i, scenario)`` returns the scenario's candidates (one per view) and the learner's
+    claim; refused scenarios (:class:`~dp_experts_env.audit.play.ScenarioRefused`) are skipped and
+    named. The search stops after ``budget`` seconds (and at least one candidate).
 
     Returns:
-        ``(candidates, skipped, best)``: every candidate scored, the refusals, and the candidate
-        whose predicted bound reaches farthest past its claim (the one the test counts).
+        ``(candidates, skipped, best)``; ``best`` reaches farthest past its claim.
 
     Raises:
         ValueError: a claim of epsilon = inf (nothing to audit), or no scenario could be played.
@@ -160,8 +148,7 @@ def first_difference(
 ) -> str:
     """Where the block path's test runs differ from act's (same seeds); "" when nowhere.
 
-    Each side is an audit's :class:`~dp_experts_env.audit.play.Outputs` (its (n, T) actions) or
-    an (n, T, d) array of OCO points (a round differs when any coordinate does).
+    Each side is :class:`~dp_experts_env.audit.play.Outputs` or an (n, T, d) array of OCO points.
     """
     for side, (a, b) in enumerate(zip(act, block, strict=True)):
         a, b = getattr(a, "actions", a), getattr(b, "actions", b)

@@ -1,9 +1,7 @@
 """Select an event on selection runs, count it on test runs: the audit's test.
 
-The event (or its complement, either direction) that promises the largest bound on the
-selection runs is counted once on independent test runs (:func:`select_event`,
-:func:`evaluate_event`); :func:`audit_samples` and :func:`audit_mechanism` do both on outputs
-already drawn or on a batched mechanism.
+:func:`audit_samples` and :func:`audit_mechanism` do both on outputs already drawn or on a
+batched mechanism.
 """
 
 from __future__ import annotations
@@ -49,11 +47,7 @@ _SELECTION_ALPHA = 0.05  # per-candidate shrinkage when ranking events on select
 def _predicted_bound(
     hi: np.ndarray, lo: np.ndarray, n_sel: int, n_test: int, *, alpha: float, delta: float
 ) -> np.ndarray:
-    """What a test on ``n_test`` runs can be expected to show for events seen hi/lo in n_sel.
-
-    The selection proportions are shrunk to their Clopper–Pearson bounds at level 0.05 (so an
-    event seen 3 times against 0 does not look infinite) and projected to the test size.
-    """
+    """Expected test bound at ``n_test`` runs of events seen hi/lo in n_sel (CP-shrunk at 0.05)."""
     p_hi, _ = clopper_pearson(hi, n_sel, _SELECTION_ALPHA)
     _, p_lo = clopper_pearson(lo, n_sel, _SELECTION_ALPHA)
     return epsilon_lower_bound(p_hi * n_test, p_lo * n_test, n_test, alpha=alpha, delta=delta)
@@ -64,7 +58,9 @@ class Selection:
     """An event chosen on selection runs, ready to be counted on test runs.
 
     Attributes:
-        family: the event family. index: the event within it. complement: use its complement.
+        family: the event family.
+        index: the event within it.
+        complement: use its complement.
         a_over_b: the event is more likely on the input (else on the neighbour).
         score: the bound a test of ``n_test`` runs was predicted to give.
         description: the event in words, with the side it favours.
@@ -94,9 +90,7 @@ def select_event(
 ) -> Selection | None:
     """The event (or complement, either direction) with the best predicted test bound.
 
-    Every candidate is scored by :func:`_predicted_bound` at the test size ``n_test``. When no
-    candidate promises a positive bound, the one with the largest smoothed log-ratio is kept
-    (the test will then show what it can). ``None`` when the families are empty.
+    Without a positive prediction, the largest smoothed log-ratio; ``None`` when no family.
     """
     n_sel = sel_a.shape[0]
     cand = [(f, i) for f, fam in enumerate(families) for i in range(fam.size)]
@@ -139,11 +133,7 @@ def evaluate_event(
     n_runs: int | None = None,
     share: float = 1.0,
 ) -> AuditResult:
-    """Count a selected event on test runs and bound epsilon (with the test's power).
-
-    ``share`` is the declaration's largest part's share of the claim (see
-    :attr:`AuditResult.share`).
-    """
+    """Count a selected event on test runs and bound epsilon (with the test's power)."""
     m = out_a.shape[0]
     if selection is None:
         return AuditResult(
@@ -240,9 +230,7 @@ def audit_samples(
     alpha: float = 1e-3,
     output: str = "auto",
 ) -> AuditResult:
-    """Audit from outputs already drawn: ``samples`` on x, ``neighbor_samples`` on x'.
-
-    The first half of each side's runs selects the event, the second half tests it.
+    """Audit from outputs already drawn: half of each side selects the event, half tests it.
 
     Args:
         samples: (n,) or (n, m) outputs of n independent runs on the input.
@@ -250,10 +238,8 @@ def audit_samples(
         claimed_epsilon: the claim under test (``inf`` always passes).
         claimed_delta: delta of the claim.
         alpha: error probability of the lower bound.
-        output: ``"discrete"`` (indices, booleans; 1-D), ``"real"`` (threshold events per
-            column), ``"sequence"`` (integer sequences (n, T) with values in [0, k): the events
-            of :func:`sequence_families`) or ``"auto"`` (bool/int 1-D -> discrete, int 2-D ->
-            sequence, float -> real).
+        output: ``"discrete"`` (1-D), ``"real"`` (thresholds per column), ``"sequence"`` ((n, T)
+            in [0, k)) or ``"auto"`` (by dtype and shape).
     """
     eps = check_epsilon("claimed_epsilon", claimed_epsilon, allow_inf=True)
     dlt = check_delta("claimed_delta", claimed_delta)
@@ -286,7 +272,6 @@ def audit_samples(
     )
 
 
-# --------------------------------------------------------------------------- mechanisms
 def audit_mechanism(
     fn: Callable[[Any, BatchRNG], Any],
     x: Any,
@@ -301,19 +286,14 @@ def audit_mechanism(
 ) -> AuditResult:
     """Audit a batched mechanism ``fn(x, rng) -> outputs of n_runs runs``.
 
-    ``fn`` receives a :class:`BatchRNG` of ``n_runs`` runs and must return one output per run:
-    a (n_runs,) array of indices, booleans or reals (or (n_runs, m); a
-    :class:`~dp_experts_env.privacy.guarantee.Release` is unwrapped). Runs on ``x`` use run
-    seeds ``2 k n .. (2k+1) n - 1`` for ``seed = k`` and ``n = n_runs``; runs on ``x_neighbor``
-    the next ``n_runs`` seeds, so different audit seeds never share runs. Post-processing
-    the mechanism's output inside ``fn`` is allowed (it cannot raise the true epsilon), which is
-    how special events (e.g. low-order bits of a float) are audited.
+    ``fn`` gets a :class:`BatchRNG` and returns one output per run (a ``Release`` is unwrapped);
+    post-processing inside ``fn`` is allowed. Run seeds ``2 k n ..`` on ``x`` and the next ``n``
+    on ``x_neighbor``, so audit seeds never share runs.
 
     Args:
         fn: the mechanism.
         x: the input.
-        x_neighbor: a neighbouring input (the caller vouches that they are neighbours for the
-            sensitivity the mechanism assumes).
+        x_neighbor: a neighbouring input (for the sensitivity the mechanism assumes).
         n_runs: runs per side (>= 200).
         alpha: error probability of the lower bound.
         seed: first seed.
