@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from importlib import resources
 
 import numpy as np
 import pytest
@@ -20,8 +21,8 @@ from dp_experts_env.bench import load_protocol
 from dp_experts_env.bench.frozen_policy import (
     SHIPPED,
     FrozenPolicy,
+    actor_json,
     load_shipped,
-    module_text,
     policy_digest,
 )
 from dp_experts_env.bench.protocol import parse_protocol, task_feedback
@@ -39,11 +40,17 @@ def policy(task):
 
 
 def test_the_shipped_adversary_has_the_digest_bench_v2_pins(task) -> None:
-    from importlib import import_module
-
     assert task.learned and task.name == "learned-adversary"
     arrays = load_shipped(task.adversary["digest"])
-    assert policy_digest(arrays) == task.adversary["digest"] == import_module(SHIPPED).DIGEST
+    shipped = json.loads(resources.files("dp_experts_env.bench").joinpath(SHIPPED).read_text())
+    assert policy_digest(arrays) == task.adversary["digest"] == shipped["digest"]
+    assert shipped["training"] == {
+        "learner": "hedge",
+        "n_experts": 2,
+        "horizon": 200,
+        "timesteps": 50000,
+        "seed": 0,
+    }
     assert task.adversary == {
         "digest": task.adversary["digest"],
         "trained_against": "hedge",
@@ -53,23 +60,40 @@ def test_the_shipped_adversary_has_the_digest_bench_v2_pins(task) -> None:
     }
 
 
-def test_an_edited_adversary_is_refused_and_a_re_encoding_is_not(task, tmp_path, monkeypatch):
-    """Mutant: one weight of the shipped actor moved by 1e-6 (caught by the digest). Harmless:
-    the same arrays written again through ``module_text`` (same digest, loads)."""
+def test_the_shipped_adversary_is_package_data_read_bit_for_bit(task) -> None:
+    """The file is found through importlib.resources (package data: test_bench_card.py's
+    ``test_every_bench_data_file_is_package_data``); its arrays are float32, each the bytes its
+    base64 text holds."""
+    import base64
+
+    file = resources.files("dp_experts_env.bench").joinpath(SHIPPED)
+    assert file.is_file() and SHIPPED.endswith(".json")
+    data = json.loads(file.read_text())
     arrays = load_shipped(task.adversary["digest"])
-    monkeypatch.syspath_prepend(str(tmp_path))
-    (tmp_path / "same_adversary.py").write_text(module_text(arrays, "re-encoded"))
-    assert (
-        policy_digest(load_shipped(task.adversary["digest"], "same_adversary"))
-        == (task.adversary["digest"])
-    )
+    assert set(arrays) == {"architecture", *data["arrays"]} and len(data["arrays"]) == 6
+    for name, entry in data["arrays"].items():
+        assert arrays[name].dtype == np.float32 and list(arrays[name].shape) == entry["shape"]
+        assert arrays[name].astype("<f4").tobytes() == base64.b64decode(entry["float32_le_base64"])
+    assert sum(a.size for k, a in arrays.items() if k != "architecture") == 5186
+
+
+def test_an_edited_adversary_is_refused_and_a_re_encoding_is_not(task, tmp_path):
+    """Mutant: one weight of the shipped actor moved by 1e-6 (caught by the digest). Harmless:
+    the same arrays written again through ``actor_json`` (same digest, loads)."""
+    arrays = load_shipped(task.adversary["digest"])
+    same = tmp_path / "same_adversary.json"
+    same.write_text(actor_json(arrays, {"note": "re-encoded"}))
+    assert policy_digest(load_shipped(task.adversary["digest"], same)) == task.adversary["digest"]
     edited = dict(arrays)
     name = "w/action_net.bias"
     edited[name] = arrays[name] + np.float32(1e-6)
     assert not np.array_equal(edited[name], arrays[name])
-    (tmp_path / "edited_adversary.py").write_text(module_text(edited, "edited"))
+    (tmp_path / "edited_adversary.json").write_text(actor_json(edited, {"note": "edited"}))
     with pytest.raises(ValueError, match="needs a new protocol version"):
-        load_shipped(task.adversary["digest"], "edited_adversary")
+        load_shipped(task.adversary["digest"], tmp_path / "edited_adversary.json")
+    (tmp_path / "other.json").write_text('{"format": "something else"}')
+    with pytest.raises(ValueError, match="is not a frozen actor"):
+        load_shipped(task.adversary["digest"], tmp_path / "other.json")
 
 
 def test_bench_v2_is_bench_v1_plus_the_learned_task() -> None:

@@ -10,6 +10,8 @@ import json
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +54,10 @@ __all__ = [
     "card_key_text",
     "cmd_bench",
     "parse_assignments",
+    "reference_file_name",
     "ship_reference",
     "shipped_reference",
+    "shipped_reference_folder",
     "write_card",
 ]
 
@@ -75,17 +79,21 @@ def builtin_learners() -> list[str]:
 
 def shipped_reference(protocol: Protocol, quick: bool) -> dict[str, Any] | None:
     """The reference set shipped with the package for this protocol and mode, if any."""
-    from importlib import import_module
-
-    stem = f"{protocol.version.replace('-', '_')}_{'quick' if quick else 'full'}"
-    name = f"dp_experts_env.bench.reference.{stem}"
-    try:
-        module = import_module(name)
-    except ModuleNotFoundError as err:
-        if err.name != name:
-            raise
+    name = reference_file_name(protocol.version, quick)
+    file = shipped_reference_folder().joinpath(name)
+    if not file.is_file():
         return None
-    return parse_reference_set(module.DATA, f"the shipped {stem} set")
+    return parse_reference_set(file.read_text(encoding="utf-8"), f"the shipped {name}")
+
+
+def shipped_reference_folder() -> Traversable:
+    """Where the shipped sets are read: ``bench/reference/``, through :mod:`importlib.resources`."""
+    return resources.files("dp_experts_env.bench").joinpath("reference")
+
+
+def reference_file_name(version: str, quick: bool) -> str:
+    """The shipped set's file name: ``bench_v2_quick.json`` for bench-v2 quick."""
+    return f"{version.replace('-', '_')}_{'quick' if quick else 'full'}.json"
 
 
 def ship_reference(reference_file: str | Path, folder: str | Path | None = None) -> Path:
@@ -93,26 +101,16 @@ def ship_reference(reference_file: str | Path, folder: str | Path | None = None)
 
     Args:
         reference_file: the set ``dp-experts bench --all`` wrote.
-        folder: where the data module goes (default the package's ``bench/reference/``, i.e.
-            the checkout's source tree in an editable install).
+        folder: where the file goes (default the source tree's ``dp_experts_env/bench/reference/``).
 
     Returns:
-        The module written (``bench_v1_quick.py`` for a bench-v1 quick set).
+        The file written (:func:`reference_file_name` of the set's key).
     """
     ref = load_reference_set(reference_file)
     key = ref["key"]
-    stem = f"{key['protocol'].replace('-', '_')}_{'quick' if key['quick'] else 'full'}"
     folder = Path(folder) if folder is not None else Path(__file__).parent / "reference"
-    text = _reference_text(ref)
-    if "\"\"\"" in text:
-        raise ValueError("a reference set cannot hold three double quotes in a row")
-    module = (
-        f'"""The {key["protocol"]} {"quick" if key["quick"] else "full"} reference set '
-        '(written by ``dp-experts bench --all``)."""\n\n'
-        f'DATA = r"""\n{text}\n"""\n'
-    )
-    path = folder / f"{stem}.py"
-    _write_text(path, module)
+    path = folder / reference_file_name(key["protocol"], key["quick"])
+    _write_text(path, _reference_text(ref) + "\n")
     return path
 
 
