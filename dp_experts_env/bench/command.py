@@ -1,8 +1,4 @@
-"""``dp-experts bench``: play a protocol for one learner (or every built-in) and write its card.
-
-:func:`bench_learner` and :func:`bench_all` are the library entry points; :func:`add_parser` and
-:func:`cmd_bench` register the subcommand in :mod:`dp_experts_env.cli`.
-"""
+"""``dp-experts bench``: :func:`bench_learner`, :func:`bench_all` and the subcommand."""
 
 from __future__ import annotations
 
@@ -101,10 +97,10 @@ def ship_reference(reference_file: str | Path, folder: str | Path | None = None)
 
     Args:
         reference_file: the set ``dp-experts bench --all`` wrote.
-        folder: where the file goes (default the source tree's ``dp_experts_env/bench/reference/``).
+        folder: where to write (default the source tree's ``dp_experts_env/bench/reference/``).
 
     Returns:
-        The file written (:func:`reference_file_name` of the set's key).
+        The file written: :func:`reference_file_name` of the set's key.
     """
     ref = load_reference_set(reference_file)
     key = ref["key"]
@@ -221,11 +217,10 @@ def bench_all(
     progress: bool = False,
     command: str = "dp-experts bench --all",
 ) -> dict[str, Any]:
-    """Every built-in learner's card (``OUT/cards/<label>/``) and the reference set.
+    """Every built-in learner's card (``OUT/cards/<label>/``) from one grid per task.
 
-    One grid per task plays every learner at once (the control and references once), so each
-    card reads the same control and reference rows. Returns the reference set, also written to
-    ``OUT/reference-set.json``.
+    Returns:
+        The reference set, also written to ``OUT/reference-set.json``.
     """
     protocol = protocol or load_protocol()
     out = Path(out)
@@ -260,26 +255,22 @@ def bench_learner(
     progress: bool = False,
     command: str = "",
 ) -> dict[str, Any]:
-    """One learner's card, ranked among a reference set; written to ``out``.
-
-    The set's rows of the learner's kind are ranked while their learners play as when the set
-    was written (their behaviour fingerprints, :mod:`dp_experts_env.bench.fingerprint`); the
-    others are left out and named, or re-played with ``replay_stale``.
+    """One learner's card, ranked among a reference set's current rows; written to ``out``.
 
     Args:
         name: the learner.
-        params: its keywords.
+        params: its keywords (``epsilon`` is refused: the protocol sets it).
         out: the card's folder (the task runs under ``out/runs``: a second call resumes).
         quick: the protocol's ``--quick`` tasks.
+        protocol: the protocol (default :data:`~dp_experts_env.bench.protocol.DEFAULT_VERSION`).
         reference: a reference set (dict or file); None: the shipped one for this protocol.
         recompute: re-play every built-in learner on the same grids and rank among those.
-        replay_stale: re-play the set's rows whose learner plays differently now (in
-            ``out/replayed``) and rank among the fresh rows.
+        replay_stale: re-play (in ``out/replayed``) the rows whose learner's fingerprint moved;
+            else they are left out and named.
         backend: where cells run (``local``, ``serial``, ``ray``).
         n_jobs: worker processes of the local backend.
         address: Ray cluster address.
         progress: show the grid runner's progress bar.
-        protocol: the protocol (default :data:`~dp_experts_env.bench.protocol.DEFAULT_VERSION`).
         command: the command line written on the card.
 
     Returns:
@@ -289,8 +280,7 @@ def bench_learner(
 
     agents.spec(name)  # unknown names raise, listing the learners
     if "epsilon" in (params or {}):
-        # A grid runs a learner with its own epsilon once, labelled inf: the card would show
-        # a private learner's scores as its noise-free ones.
+        # A grid runs a learner with its own epsilon once, labelled inf (as noise-free).
         raise ValueError(
             "epsilon is set by the protocol (each private learner plays every epsilon of it); "
             "remove --set epsilon=..."
@@ -342,10 +332,7 @@ def _replayed(
     prints: Mapping[str, str],
     run: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """``ref`` with the ``stale`` rows re-played in ``out/replayed``.
-
-    A row holds scores only, so neither the audit nor the claims are run for them.
-    """
+    """``ref`` with the ``stale`` rows re-played in ``out/replayed`` (scores only: no audit)."""
     if not stale:
         return dict(ref)
     entries = {e["label"]: e for e in ref["entries"]}

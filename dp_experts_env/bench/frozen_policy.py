@@ -1,11 +1,4 @@
-"""A trained adversary frozen as data and played with numpy alone (the learned-adversary task).
-
-bench-v2's ``learned-adversary`` task plays one PPO actor trained once, offline
-(``scripts/train_bench_adversary.py``). Its arrays ship as package data (:data:`SHIPPED`,
-base64 float32, no pickle), identified by :func:`policy_digest`, which the protocol pins.
-:class:`FrozenPolicy` is its deterministic action (SB3's ``predict(obs, deterministic=True)``)
-by a float64 numpy forward pass: no torch or Stable-Baselines3 needed (docs/bench.md).
-"""
+"""bench-v2's frozen PPO adversary: package data pinned by digest, played by numpy alone."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""Protocol ``bench-v1``: the tasks of a benchmark card (docs/bench.md, "The protocol").
-
-Changing anything here changes the protocol's content hash, which
-``tests/test_bench_protocol.py`` pins per version: a change needs a new version (a new module),
-never an edit of this one.
-"""
+"""Protocol ``bench-v1`` (docs/bench.md). Its hash is pinned: a change is a new version."""
 
 TEXT = r"""
 version = "bench-v1"

@@ -1,12 +1,4 @@
-"""Protocol ``bench-v2``: ``bench-v1``'s tasks unchanged, plus the learned-adversary task.
-
-The text is bench-v1's with its version renamed and one task appended (docs/bench.md, "The
-learned-adversary task"): every full-information learner plays against one PPO adversary
-trained once against Hedge, frozen as data (``learned_adversary_v2.py``, pinned here by its
-digest; ``scripts/train_bench_adversary.py`` re-trains it bit for bit). Both versions' content
-hashes are pinned in ``tests/test_bench_protocol.py``, so an edit of bench-v1's text that
-would move this one fails there too.
-"""
+"""Protocol ``bench-v2``: bench-v1's text renamed plus the learned-adversary task (both pinned)."""
 
 from dp_experts_env.bench.protocols.bench_v1 import TEXT as _V1
 
