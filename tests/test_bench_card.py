@@ -331,7 +331,7 @@ def test_the_shipped_reference_set_holds_every_builtin(version, quick) -> None:
 
 
 def test_every_bench_data_file_is_package_data() -> None:
-    """Every data file under dp_experts_env/bench/ (the shipped sets, the frozen adversary) is
+    """Every data file under dp_experts_env/bench/ (protocols, shipped sets, the adversary) is
     found through importlib.resources and matched by a package-data glob of pyproject.toml, so
     a wheel carries it (a file no glob matches is the mutant this catches)."""
     from importlib import resources
@@ -351,7 +351,11 @@ def test_every_bench_data_file_is_package_data() -> None:
     assert {"reference/bench_v1_quick.json", "reference/bench_v2_quick.json"} <= set(
         map(str, files)
     )
-    assert "protocols/learned_adversary_v2.json" in set(map(str, files))
+    assert {
+        "protocols/bench_v1.toml",
+        "protocols/bench_v2.toml",
+        "protocols/learned_adversary_v2.json",
+    } <= set(map(str, files))
     for rel in files:
         assert resources.files("dp_experts_env.bench").joinpath(str(rel)).is_file(), rel
         assert any(("bench" / rel).match(g) for g in globs), f"{rel} is not package data"

@@ -7,7 +7,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import import_module
+from importlib import resources
 from typing import Any
 
 import tomllib
@@ -19,12 +19,13 @@ __all__ = [
     "Task",
     "load_protocol",
     "parse_protocol",
+    "protocol_text",
     "protocol_versions",
     "task_feedback",
 ]
 
-#: Shipped versions and the data module holding each.
-_VERSIONS = {"bench-v1": "bench_v1", "bench-v2": "bench_v2"}
+#: Shipped versions and the TOML file (package data of ``dp_experts_env.bench``) holding each.
+_VERSIONS = {"bench-v1": "protocols/bench_v1.toml", "bench-v2": "protocols/bench_v2.toml"}
 #: The version ``dp-experts bench`` plays unless told otherwise (its quick reference set ships).
 DEFAULT_VERSION = "bench-v2"
 
@@ -256,13 +257,22 @@ def load_protocol(version: str = DEFAULT_VERSION) -> Protocol:
     Raises:
         ValueError: an unknown version (the shipped ones listed), or a text declaring another.
     """
+    protocol = parse_protocol(protocol_text(version))
+    if protocol.version != version:
+        raise ValueError(f"protocol file for {version!r} declares {protocol.version!r}")
+    return protocol
+
+
+def protocol_text(version: str) -> str:
+    """A shipped protocol's TOML text, read through :mod:`importlib.resources`.
+
+    Raises:
+        ValueError: an unknown version (the shipped ones listed).
+    """
     if version not in _VERSIONS:
         raise ValueError(f"unknown protocol version {version!r}; shipped: {protocol_versions()}")
-    module = import_module(f"dp_experts_env.bench.protocols.{_VERSIONS[version]}")
-    protocol = parse_protocol(module.TEXT)
-    if protocol.version != version:
-        raise ValueError(f"protocol module for {version!r} declares {protocol.version!r}")
-    return protocol
+    file = resources.files("dp_experts_env.bench").joinpath(_VERSIONS[version])
+    return file.read_text(encoding="utf-8")
 
 
 def task_feedback(task: Task) -> str:

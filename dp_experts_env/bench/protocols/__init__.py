@@ -1,1 +1,0 @@
-"""The shipped protocols (``TEXT``: TOML), one module per version, and bench-v2's adversary."""
