@@ -3,12 +3,12 @@
 The adversary is ``dp-experts attack``'s PPO (:func:`dp_experts_env.attack.run.train_adversary`)
 trained once against Hedge at its default (N = 2, T = 200, 50,000 steps, seed 0, torch on one
 thread; docs/bench.md, "The learned-adversary task" says why these). Its actor ships as
-``dp_experts_env/bench/protocols/learned_adversary_v2.py``, pinned by digest in bench-v2.
+``dp_experts_env/bench/protocols/learned_adversary_v2.json``, pinned by digest in bench-v2.
 
 Usage (needs the ``sb3`` extra)::
 
     PYTHONPATH=. python scripts/train_bench_adversary.py            # check: digest == shipped
-    PYTHONPATH=. python scripts/train_bench_adversary.py --write    # rewrite the data module
+    PYTHONPATH=. python scripts/train_bench_adversary.py --write    # rewrite the data file
 
 ``--write`` is for a new protocol version only: bench-v2 pins the shipped digest.
 """
@@ -44,30 +44,26 @@ def train() -> tuple[dict, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Train; compare with (or with ``--write`` rewrite) the shipped data module."""
+    """Train; compare with (or with ``--write`` rewrite) the shipped data file."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="rewrite the shipped data module")
+    parser.add_argument("--write", action="store_true", help="rewrite the shipped data file")
     args = parser.parse_args(argv)
-    from importlib import import_module
+    import json
 
-    from dp_experts_env.bench.frozen_policy import SHIPPED, module_text, policy_digest
+    import dp_experts_env.bench
+    from dp_experts_env.bench.frozen_policy import SHIPPED, actor_json, policy_digest
 
     start = time.perf_counter()
     arrays, cpu = train()
     digest = policy_digest(arrays)
     wall = time.perf_counter() - start
     print(f"trained {CONFIG}: digest {digest} ({cpu:.1f} s CPU, {wall:.1f} s wall)")
+    path = Path(dp_experts_env.bench.__file__).parent / SHIPPED
     if args.write:
-        header = (
-            "bench-v2's frozen learned adversary: PPO's actor trained once against Hedge.\n\n"
-            f"Training: {CONFIG}\n"
-            "(scripts/train_bench_adversary.py --write). Data only: the actor's float32 arrays."
-        )
-        path = Path(__file__).resolve().parents[1] / (SHIPPED.replace(".", "/") + ".py")
-        path.write_text(module_text(arrays, header))
+        path.write_text(actor_json(arrays, CONFIG))
         print(f"wrote {path} ({path.stat().st_size:,} bytes)")
         return 0
-    shipped = import_module(SHIPPED).DIGEST
+    shipped = json.loads(path.read_text())["digest"]
     if shipped != digest:
         print(f"DIFFERS from the shipped adversary ({shipped})", file=sys.stderr)
         return 1

@@ -294,26 +294,72 @@ def test_scores_in_the_card_are_finite_or_absent(benched) -> None:
             assert all(math.isfinite(v) for k, v in s.items() if k != "tasks")
 
 
-@pytest.mark.parametrize("version", ["bench-v1", "bench-v2"])
-def test_the_shipped_reference_set_is_quick_of_every_builtin(version) -> None:
-    """The package's reference set of each version: its key names the version (pinned digest),
-    quick; one row per built-in learner, each row's scores within its kind's tasks; one scale
-    per task."""
+def shipped_sets() -> list[tuple[str, bool]]:
+    """(version, quick) of every shipped reference set: both versions' quick sets must ship
+    (their tests fail if absent); a full set is tested once it is shipped."""
+    from dp_experts_env.bench.command import reference_file_name, shipped_reference_folder
+
+    folder = shipped_reference_folder()
+    return [
+        (version, quick)
+        for version in ("bench-v1", "bench-v2")
+        for quick in (True, False)
+        if quick or folder.joinpath(reference_file_name(version, quick)).is_file()
+    ]
+
+
+@pytest.mark.parametrize(("version", "quick"), shipped_sets())
+def test_the_shipped_reference_set_holds_every_builtin(version, quick) -> None:
+    """The package's reference set of each version and mode: its key names the version (pinned
+    digest) and mode; one row per built-in learner, each row's scores within its kind's tasks;
+    one scale per task."""
     from test_bench_protocol import PINNED
 
     from dp_experts_env.bench import load_protocol
     from dp_experts_env.bench.command import builtin_learners, shipped_reference
 
     protocol = load_protocol(version)
-    ref = shipped_reference(protocol, quick=True)
-    assert ref is not None and shipped_reference(protocol, quick=False) is None
+    ref = shipped_reference(protocol, quick=quick)
+    assert ref is not None
     assert ref["key"]["protocol"] == version and ref["key"]["digest"] == PINNED[version]
-    assert ref["key"]["quick"] is True
+    assert ref["key"]["quick"] is quick
     assert sorted(e["label"] for e in ref["entries"]) == sorted(builtin_learners())
-    assert set(ref["scales"]) == {t.name for t in protocol.quick_tasks}
+    assert set(ref["scales"]) == {t.name for t in protocol.chosen(quick)}
     by_label = {e["label"]: e for e in ref["entries"]}
     assert abs(by_label["uniform"]["overall"]) < 1e-12  # the control: 0 on every task
     assert by_label["hedge"]["capabilities"]["bandit"] is None  # not its kind
+
+
+def test_every_bench_data_file_is_package_data() -> None:
+    """Every data file under dp_experts_env/bench/ (protocols, shipped sets, the adversary) is
+    found through importlib.resources and matched by a package-data glob of pyproject.toml, so
+    a wheel carries it (a file no glob matches is the mutant this catches)."""
+    from importlib import resources
+    from pathlib import Path, PurePosixPath
+
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    setuptools = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    globs = setuptools["package-data"]["dp_experts_env"]
+    bench = root / "dp_experts_env" / "bench"
+    files = sorted(
+        PurePosixPath(p.relative_to(bench).as_posix())
+        for p in bench.rglob("*")
+        if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts
+    )
+    assert {"reference/bench_v1_quick.json", "reference/bench_v2_quick.json"} <= set(
+        map(str, files)
+    )
+    assert {
+        "protocols/bench_v1.toml",
+        "protocols/bench_v2.toml",
+        "protocols/learned_adversary_v2.json",
+    } <= set(map(str, files))
+    for rel in files:
+        assert resources.files("dp_experts_env.bench").joinpath(str(rel)).is_file(), rel
+        assert any(("bench" / rel).match(g) for g in globs), f"{rel} is not package data"
+    assert not any(PurePosixPath("bench/reference/x.csv").match(g) for g in globs)
 
 
 def test_recompute_replays_the_reference_set_beside_the_learner(monkeypatch, tmp_path) -> None:
@@ -339,8 +385,8 @@ def test_recompute_replays_the_reference_set_beside_the_learner(monkeypatch, tmp
 
 
 @pytest.mark.slow  # the 38 built-ins' fingerprints: about 4 s of CPU
-@pytest.mark.parametrize("version", ["bench-v1", "bench-v2"])
-def test_the_shipped_reference_set_matches_this_code(version) -> None:
+@pytest.mark.parametrize(("version", "quick"), shipped_sets())
+def test_the_shipped_reference_set_matches_this_code(version, quick) -> None:
     """Skips, naming them, when rows of the shipped set are stale: their learners play
     differently now (a card leaves them out, naming them), or the scoring code scores
     differently (a card is then unranked)."""
@@ -351,13 +397,14 @@ def test_the_shipped_reference_set_matches_this_code(version) -> None:
     from dp_experts_env.bench.runner import Entrant
 
     protocol = load_protocol(version)
-    ref = shipped_reference(protocol, quick=True)
+    ref = shipped_reference(protocol, quick=quick)
     entrants = [Entrant(e["name"], e["params"]) for e in ref["entries"]]
     stale = stale_rows(ref, fingerprints(protocol, entrants))
+    out = "results/bench-all-quick" if quick else "results/bench-all"
     regenerate = (
-        f"run `dp-experts bench --all --quick --protocol {version}`, then dp_experts_env."
-        "bench.command.ship_reference('results/bench-all-quick/reference-set.json') "
-        "(docs/bench.md)"
+        f"run `dp-experts bench --all{' --quick' if quick else ''} --protocol {version} "
+        f"--out {out}`, then dp_experts_env.bench.command.ship_reference("
+        f"'{out}/reference-set.json') (docs/bench.md)"
     )
     if ref["key"]["scoring"] != scoring_fingerprint():
         pytest.skip(f"the scoring code scores differently from the shipped set's: {regenerate}")
@@ -421,18 +468,44 @@ def test_an_outside_learner_is_ranked_among_the_reference_set(benched) -> None:
     assert data["leaderboard"]["note"] == "" and data["learner"]["private"] is True
 
 
-def test_ship_reference_writes_the_data_module_of_its_key(benched, tmp_path) -> None:
-    import importlib.util
-
-    from dp_experts_env.bench.command import ship_reference
+def test_ship_reference_writes_the_file_of_its_key(benched, tmp_path, monkeypatch) -> None:
+    """The set ``bench --all`` wrote, shipped to a folder, is read back by ``shipped_reference``
+    from there (the package's folder patched), equal to the set; not a set: refused."""
+    from dp_experts_env.bench import command
 
     ref, _, _, root = benched
-    path = ship_reference(root / "all" / "reference-set.json", tmp_path)
-    assert path.name == "bench_tiny_quick.py"
-    spec = importlib.util.spec_from_file_location("shipped_tiny", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert json.loads(module.DATA) == ref
+    path = command.ship_reference(root / "all" / "reference-set.json", tmp_path)
+    assert path == tmp_path / "bench_tiny_quick.json"
+    assert json.loads(path.read_text()) == ref
+    monkeypatch.setattr(command, "shipped_reference_folder", lambda: tmp_path)
+    tiny = tiny_protocol(("shift", "bandit"), horizon=200, seeds=3)
+    assert command.shipped_reference(tiny, quick=True) == ref
+    assert command.shipped_reference(tiny, quick=False) is None
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(ValueError, match="not a reference set"):
-        ship_reference(tmp_path / "bad.json", tmp_path)
+        command.ship_reference(tmp_path / "bad.json", tmp_path)
+
+
+def test_a_shipped_full_set_is_found_for_full_cards(tmp_path, monkeypatch) -> None:
+    """The integrator's path: ``ship_reference('results/bench-all/reference-set.json')`` of a
+    full bench-v2 set writes ``bench_v2_full.json``, which ``shipped_reference(protocol,
+    quick=False)`` then reads (a small synthetic set: two rows of the shipped quick one, its key
+    made full). Controls: a full bench-v1 set is not bench-v2's, the quick set is untouched."""
+    from dp_experts_env.bench import command, load_protocol
+
+    v2 = load_protocol("bench-v2")
+    quick = command.shipped_reference(v2, quick=True)
+    full = {**quick, "key": {**quick["key"], "quick": False}, "entries": quick["entries"][:2]}
+    source = tmp_path / "results" / "reference-set.json"
+    source.parent.mkdir()
+    source.write_text(json.dumps(full, indent=1))
+    package = tmp_path / "reference"
+    package.mkdir()
+    path = command.ship_reference(source, folder=package)
+    assert path == package / "bench_v2_full.json"
+    monkeypatch.setattr(command, "shipped_reference_folder", lambda: package)
+    assert command.shipped_reference(v2, quick=False) == full
+    assert command.shipped_reference(v2, quick=True) is None  # only the full set is there
+    assert command.shipped_reference(load_protocol("bench-v1"), quick=False) is None
+    monkeypatch.undo()
+    assert command.shipped_reference(v2, quick=True) == quick

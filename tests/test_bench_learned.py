@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from importlib import resources
 
 import numpy as np
 import pytest
@@ -20,12 +21,11 @@ from dp_experts_env.bench import load_protocol
 from dp_experts_env.bench.frozen_policy import (
     SHIPPED,
     FrozenPolicy,
+    actor_json,
     load_shipped,
-    module_text,
     policy_digest,
 )
-from dp_experts_env.bench.protocol import parse_protocol, task_feedback
-from dp_experts_env.bench.protocols import bench_v2
+from dp_experts_env.bench.protocol import parse_protocol, protocol_text, task_feedback
 
 
 @pytest.fixture(scope="module")
@@ -39,11 +39,17 @@ def policy(task):
 
 
 def test_the_shipped_adversary_has_the_digest_bench_v2_pins(task) -> None:
-    from importlib import import_module
-
     assert task.learned and task.name == "learned-adversary"
     arrays = load_shipped(task.adversary["digest"])
-    assert policy_digest(arrays) == task.adversary["digest"] == import_module(SHIPPED).DIGEST
+    shipped = json.loads(resources.files("dp_experts_env.bench").joinpath(SHIPPED).read_text())
+    assert policy_digest(arrays) == task.adversary["digest"] == shipped["digest"]
+    assert shipped["training"] == {
+        "learner": "hedge",
+        "n_experts": 2,
+        "horizon": 200,
+        "timesteps": 50000,
+        "seed": 0,
+    }
     assert task.adversary == {
         "digest": task.adversary["digest"],
         "trained_against": "hedge",
@@ -53,30 +59,48 @@ def test_the_shipped_adversary_has_the_digest_bench_v2_pins(task) -> None:
     }
 
 
-def test_an_edited_adversary_is_refused_and_a_re_encoding_is_not(task, tmp_path, monkeypatch):
-    """Mutant: one weight of the shipped actor moved by 1e-6 (caught by the digest). Harmless:
-    the same arrays written again through ``module_text`` (same digest, loads)."""
+def test_the_shipped_adversary_is_package_data_read_bit_for_bit(task) -> None:
+    """The file is found through importlib.resources (package data: test_bench_card.py's
+    ``test_every_bench_data_file_is_package_data``); its arrays are float32, each the bytes its
+    base64 text holds."""
+    import base64
+
+    file = resources.files("dp_experts_env.bench").joinpath(SHIPPED)
+    assert file.is_file() and SHIPPED.endswith(".json")
+    data = json.loads(file.read_text())
     arrays = load_shipped(task.adversary["digest"])
-    monkeypatch.syspath_prepend(str(tmp_path))
-    (tmp_path / "same_adversary.py").write_text(module_text(arrays, "re-encoded"))
-    assert (
-        policy_digest(load_shipped(task.adversary["digest"], "same_adversary"))
-        == (task.adversary["digest"])
-    )
+    assert set(arrays) == {"architecture", *data["arrays"]} and len(data["arrays"]) == 6
+    for name, entry in data["arrays"].items():
+        assert arrays[name].dtype == np.float32 and list(arrays[name].shape) == entry["shape"]
+        assert arrays[name].astype("<f4").tobytes() == base64.b64decode(entry["float32_le_base64"])
+    assert sum(a.size for k, a in arrays.items() if k != "architecture") == 5186
+
+
+def test_an_edited_adversary_is_refused_and_a_re_encoding_is_not(task, tmp_path):
+    """Mutant: one weight of the shipped actor moved by 1e-6 (caught by the digest). Harmless:
+    the same arrays written again through ``actor_json`` (same digest, loads)."""
+    arrays = load_shipped(task.adversary["digest"])
+    same = tmp_path / "same_adversary.json"
+    same.write_text(actor_json(arrays, {"note": "re-encoded"}))
+    assert policy_digest(load_shipped(task.adversary["digest"], same)) == task.adversary["digest"]
     edited = dict(arrays)
     name = "w/action_net.bias"
     edited[name] = arrays[name] + np.float32(1e-6)
     assert not np.array_equal(edited[name], arrays[name])
-    (tmp_path / "edited_adversary.py").write_text(module_text(edited, "edited"))
+    (tmp_path / "edited_adversary.json").write_text(actor_json(edited, {"note": "edited"}))
     with pytest.raises(ValueError, match="needs a new protocol version"):
-        load_shipped(task.adversary["digest"], "edited_adversary")
+        load_shipped(task.adversary["digest"], tmp_path / "edited_adversary.json")
+    (tmp_path / "other.json").write_text('{"format": "something else"}')
+    with pytest.raises(ValueError, match="is not a frozen actor"):
+        load_shipped(task.adversary["digest"], tmp_path / "other.json")
 
 
 def test_bench_v2_is_bench_v1_plus_the_learned_task() -> None:
     v1, v2 = load_protocol("bench-v1"), load_protocol("bench-v2")
     assert v2.version == "bench-v2" and v2.digest != v1.digest
     assert v2.tasks[:-1] == v1.tasks and v2.quick_tasks[:-1] == v1.quick_tasks
-    assert (v2.epsilons, v2.rosters, v2.min_gap) == (v1.epsilons, v1.rosters, v1.min_gap)
+    same = ("epsilons", "rosters", "min_gap", "base_seed", "n_record")
+    assert [getattr(v2, k) for k in same] == [getattr(v1, k) for k in same]
     learned = v2.tasks[-1]
     assert learned.capability == "static-worst-case" and task_feedback(learned) == "full"
     assert v2.capabilities() == v1.capabilities()
@@ -108,8 +132,8 @@ def test_v2_grid_tasks_play_v1_cells_and_fingerprints() -> None:
     ],
 )
 def test_bad_learned_tasks_are_refused_by_name(edit, message) -> None:
-    text = edit(bench_v2.TEXT)
-    assert text != bench_v2.TEXT
+    text = edit(protocol_text("bench-v2"))
+    assert text != protocol_text("bench-v2")
     with pytest.raises(ValueError, match=message):
         parse_protocol(text)
 

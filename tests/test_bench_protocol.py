@@ -12,8 +12,12 @@ import dataclasses
 import pytest
 
 from dp_experts_env.bench import load_protocol, protocol_versions
-from dp_experts_env.bench.protocol import Protocol, parse_protocol, task_feedback
-from dp_experts_env.bench.protocols import bench_v1
+from dp_experts_env.bench.protocol import (
+    Protocol,
+    parse_protocol,
+    protocol_text,
+    task_feedback,
+)
 from dp_experts_env.bench.runner import applicability, task_grid
 
 #: Content hash of every shipped version. A new version adds its line; an existing line never
@@ -60,7 +64,7 @@ def test_every_shipped_version_keeps_its_pinned_hash() -> None:
 
 def test_a_changed_task_changes_the_hash_and_a_comment_does_not() -> None:
     """Mutant: one task's horizon edited (caught). Harmless: a comment and blank lines added."""
-    text = bench_v1.TEXT
+    text = protocol_text("bench-v1")
     original = parse_protocol(text).digest
     mutant = text.replace("horizon = 10000, n_shifts = 4", "horizon = 10001, n_shifts = 4", 1)
     assert mutant != text
@@ -117,7 +121,7 @@ def test_every_quick_task_builds_with_its_roster() -> None:
 )
 def test_bad_protocols_are_refused_by_name(edit, message) -> None:
     with pytest.raises(ValueError, match=message):
-        parse_protocol(edit(bench_v1.TEXT))
+        parse_protocol(edit(protocol_text("bench-v1")))
 
 
 def test_unknown_version_lists_the_shipped_ones() -> None:

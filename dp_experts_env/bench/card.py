@@ -1,9 +1,4 @@
-"""A learner's card as data: what ``bench.json`` holds (schema in docs/bench.md).
-
-:func:`build_card` turns the task rows played by :func:`~dp_experts_env.bench.runner.play_tasks`
-into the card's dict. What keys a card for the leaderboard is behaviour, not source:
-the learner's fingerprint and the scoring code's (:mod:`dp_experts_env.bench.fingerprint`).
-"""
+"""A learner's card as data: what ``bench.json`` holds (schema in docs/bench.md, "Outputs")."""
 
 from __future__ import annotations
 
@@ -44,20 +39,22 @@ def build_card(
     privacy: Mapping[str, Any] | None = None,
     claims: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The card of ``entrant`` from the tasks' rows (``played``: every task it plays).
+    """The card of ``entrant`` from the task rows it played.
 
     Args:
         protocol: the protocol played.
         entrant: the learner.
-        played: ``{task name: TaskRows}``, as :func:`~dp_experts_env.bench.runner.play_tasks`
-            returns (tasks the learner does not play may be missing or present).
+        played: ``{task name: TaskRows}`` (:func:`dp_experts_env.bench.runner.play_tasks`);
+            tasks the learner does not play may be absent.
         quick: whether the ``--quick`` tasks were played.
         command: the exact command line that produced the card.
-        scoring: :func:`~dp_experts_env.bench.fingerprint.scoring_fingerprint`.
-        fingerprint: the learner's behaviour fingerprint
-            (:func:`~dp_experts_env.bench.fingerprint.fingerprints`).
+        scoring: the scoring code's fingerprint (:mod:`dp_experts_env.bench.fingerprint`).
+        fingerprint: the learner's behaviour fingerprint (same module).
         privacy: ``{"certified": ..., "audit": ...}`` (:mod:`dp_experts_env.bench.privacy`).
         claims: claim verdict records.
+
+    Raises:
+        ValueError: a task the learner plays is missing from ``played``.
     """
     import agents
 

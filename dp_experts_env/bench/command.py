@@ -1,8 +1,4 @@
-"""``dp-experts bench``: play a protocol for one learner (or every built-in) and write its card.
-
-:func:`bench_learner` and :func:`bench_all` are the library entry points; :func:`add_parser` and
-:func:`cmd_bench` register the subcommand in :mod:`dp_experts_env.cli`.
-"""
+"""``dp-experts bench``: :func:`bench_learner`, :func:`bench_all` and the subcommand."""
 
 from __future__ import annotations
 
@@ -10,6 +6,8 @@ import json
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +50,10 @@ __all__ = [
     "card_key_text",
     "cmd_bench",
     "parse_assignments",
+    "reference_file_name",
     "ship_reference",
     "shipped_reference",
+    "shipped_reference_folder",
     "write_card",
 ]
 
@@ -75,17 +75,21 @@ def builtin_learners() -> list[str]:
 
 def shipped_reference(protocol: Protocol, quick: bool) -> dict[str, Any] | None:
     """The reference set shipped with the package for this protocol and mode, if any."""
-    from importlib import import_module
-
-    stem = f"{protocol.version.replace('-', '_')}_{'quick' if quick else 'full'}"
-    name = f"dp_experts_env.bench.reference.{stem}"
-    try:
-        module = import_module(name)
-    except ModuleNotFoundError as err:
-        if err.name != name:
-            raise
+    name = reference_file_name(protocol.version, quick)
+    file = shipped_reference_folder().joinpath(name)
+    if not file.is_file():
         return None
-    return parse_reference_set(module.DATA, f"the shipped {stem} set")
+    return parse_reference_set(file.read_text(encoding="utf-8"), f"the shipped {name}")
+
+
+def shipped_reference_folder() -> Traversable:
+    """Where the shipped sets are read: ``bench/reference/``, through :mod:`importlib.resources`."""
+    return resources.files("dp_experts_env.bench").joinpath("reference")
+
+
+def reference_file_name(version: str, quick: bool) -> str:
+    """The shipped set's file name: ``bench_v2_quick.json`` for bench-v2 quick."""
+    return f"{version.replace('-', '_')}_{'quick' if quick else 'full'}.json"
 
 
 def ship_reference(reference_file: str | Path, folder: str | Path | None = None) -> Path:
@@ -93,26 +97,16 @@ def ship_reference(reference_file: str | Path, folder: str | Path | None = None)
 
     Args:
         reference_file: the set ``dp-experts bench --all`` wrote.
-        folder: where the data module goes (default the package's ``bench/reference/``, i.e.
-            the checkout's source tree in an editable install).
+        folder: where to write (default the source tree's ``dp_experts_env/bench/reference/``).
 
     Returns:
-        The module written (``bench_v1_quick.py`` for a bench-v1 quick set).
+        The file written: :func:`reference_file_name` of the set's key.
     """
     ref = load_reference_set(reference_file)
     key = ref["key"]
-    stem = f"{key['protocol'].replace('-', '_')}_{'quick' if key['quick'] else 'full'}"
     folder = Path(folder) if folder is not None else Path(__file__).parent / "reference"
-    text = _reference_text(ref)
-    if "\"\"\"" in text:
-        raise ValueError("a reference set cannot hold three double quotes in a row")
-    module = (
-        f'"""The {key["protocol"]} {"quick" if key["quick"] else "full"} reference set '
-        '(written by ``dp-experts bench --all``)."""\n\n'
-        f'DATA = r"""\n{text}\n"""\n'
-    )
-    path = folder / f"{stem}.py"
-    _write_text(path, module)
+    path = folder / reference_file_name(key["protocol"], key["quick"])
+    _write_text(path, _reference_text(ref) + "\n")
     return path
 
 
@@ -223,11 +217,10 @@ def bench_all(
     progress: bool = False,
     command: str = "dp-experts bench --all",
 ) -> dict[str, Any]:
-    """Every built-in learner's card (``OUT/cards/<label>/``) and the reference set.
+    """Every built-in learner's card (``OUT/cards/<label>/``) from one grid per task.
 
-    One grid per task plays every learner at once (the control and references once), so each
-    card reads the same control and reference rows. Returns the reference set, also written to
-    ``OUT/reference-set.json``.
+    Returns:
+        The reference set, also written to ``OUT/reference-set.json``.
     """
     protocol = protocol or load_protocol()
     out = Path(out)
@@ -262,26 +255,22 @@ def bench_learner(
     progress: bool = False,
     command: str = "",
 ) -> dict[str, Any]:
-    """One learner's card, ranked among a reference set; written to ``out``.
-
-    The set's rows of the learner's kind are ranked while their learners play as when the set
-    was written (their behaviour fingerprints, :mod:`dp_experts_env.bench.fingerprint`); the
-    others are left out and named, or re-played with ``replay_stale``.
+    """One learner's card, ranked among a reference set's current rows; written to ``out``.
 
     Args:
         name: the learner.
-        params: its keywords.
+        params: its keywords (``epsilon`` is refused: the protocol sets it).
         out: the card's folder (the task runs under ``out/runs``: a second call resumes).
         quick: the protocol's ``--quick`` tasks.
+        protocol: the protocol (default :data:`~dp_experts_env.bench.protocol.DEFAULT_VERSION`).
         reference: a reference set (dict or file); None: the shipped one for this protocol.
         recompute: re-play every built-in learner on the same grids and rank among those.
-        replay_stale: re-play the set's rows whose learner plays differently now (in
-            ``out/replayed``) and rank among the fresh rows.
+        replay_stale: re-play (in ``out/replayed``) the rows whose learner's fingerprint moved;
+            else they are left out and named.
         backend: where cells run (``local``, ``serial``, ``ray``).
         n_jobs: worker processes of the local backend.
         address: Ray cluster address.
         progress: show the grid runner's progress bar.
-        protocol: the protocol (default :data:`~dp_experts_env.bench.protocol.DEFAULT_VERSION`).
         command: the command line written on the card.
 
     Returns:
@@ -291,8 +280,7 @@ def bench_learner(
 
     agents.spec(name)  # unknown names raise, listing the learners
     if "epsilon" in (params or {}):
-        # A grid runs a learner with its own epsilon once, labelled inf: the card would show
-        # a private learner's scores as its noise-free ones.
+        # A grid runs a learner with its own epsilon once, labelled inf (as noise-free).
         raise ValueError(
             "epsilon is set by the protocol (each private learner plays every epsilon of it); "
             "remove --set epsilon=..."
@@ -344,10 +332,7 @@ def _replayed(
     prints: Mapping[str, str],
     run: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """``ref`` with the ``stale`` rows re-played in ``out/replayed``.
-
-    A row holds scores only, so neither the audit nor the claims are run for them.
-    """
+    """``ref`` with the ``stale`` rows re-played in ``out/replayed`` (scores only: no audit)."""
     if not stale:
         return dict(ref)
     entries = {e["label"]: e for e in ref["entries"]}

@@ -1,22 +1,4 @@
-"""A learner's behaviour fingerprint: what keys a row of a reference set (the leaderboard).
-
-A reference row is valid while its learner plays as it did when the row was written. Hashing
-source files says "the code changed" for a docstring edit too, and then every card goes
-unranked; so a row is keyed by behaviour instead: :func:`fingerprints` plays each learner on
-short, seeded versions of the protocol's tasks of its feedback kind (``FINGERPRINT_HORIZON``
-rounds, ``FINGERPRINT_SEEDS`` runs, the family and other sizes of the task; epsilon 1 and inf for
-a private learner) through the evaluation's episode loop, on both paths -- the compiled one
-(block play: ``play_block``, the bandit block protocol) and the numpy reference (``act`` round
-by round) -- and hashes the rows' regrets at the recorded rounds and the certified epsilons.
-The two paths must agree (the project's tests say they do for every built-in); where they do
-not, the fingerprint hashes both and so differs from any recorded one. Where numba is missing
-only the numpy path is played, which gives the same fingerprint when the paths agree.
-
-Floats are hashed at 12 significant digits: the regrets move in the last bits across CPUs
-(numpy's SIMD ``exp``/``log`` are chosen per CPU; tests/README.md, "Behaviour locks"), and a row
-must not go stale on another machine for that. :func:`scoring_fingerprint` keys the scoring code
-the same way: the scores it gives on a fixed, hand-made task.
-"""
+"""Behaviour fingerprints keying reference rows and sets (docs/bench.md, "The leaderboard")."""
 
 from __future__ import annotations
 
@@ -37,21 +19,16 @@ __all__ = [
     "scoring_fingerprint",
 ]
 
-#: Rounds and runs of each fingerprint play: long enough that every learner acts past its first
-#: rounds (restarts at t = 2^m, block picks, tree nodes), short enough that a card can play the
-#: fingerprints of every reference row of its kind (costs in docs/bench.md, "The leaderboard").
+#: Rounds and runs of each fingerprint play: past every learner's first restarts, block picks
+#: and tree nodes, yet cheap enough for a card to play its kind's rows.
 FINGERPRINT_HORIZON = 64
 FINGERPRINT_SEEDS = 2
 
-_DIGITS = 12  # significant digits of every hashed float (module docstring)
+_DIGITS = 12  # significant digits of every hashed float: the last bits move across CPUs
 
 
 def fingerprint_tasks(protocol: Protocol) -> list[Task]:
-    """The protocol's grid tasks at the fingerprint's sizes (same env, family and other sizes).
-
-    A learned-adversary task is left out: it plays a learner the grid tasks already sample,
-    against a policy the protocol's digest pins, so bench-v2's fingerprints equal bench-v1's.
-    """
+    """The protocol's grid tasks at :data:`FINGERPRINT_HORIZON` (the learned task left out)."""
     return [
         Task(**{**task.__dict__, "sizes": {**task.sizes, "horizon": FINGERPRINT_HORIZON}})
         for task in protocol.tasks
@@ -112,8 +89,8 @@ def _paths_played(cells: Sequence[Any]) -> list[dict[str, list[Any]]]:
 def fingerprints(protocol: Protocol, entrants: Sequence[Entrant]) -> dict[str, str]:
     """``{label: 16 hex digits}``: each learner's behaviour on the protocol's tasks of its kind.
 
-    Learners are played together (one episode per task and seed on shared loss streams; a
-    learner's rows are the ones it gets alone, so adding learners changes no fingerprint).
+    Learners play together on shared loss streams; each gets the rows it gets alone. Where the
+    two paths disagree both are hashed, so the fingerprint matches no recorded one.
 
     Args:
         protocol: whose tasks (env, family, sizes other than the horizon) are played.
@@ -141,11 +118,7 @@ def _digest(value: Any) -> str:
 
 
 def scoring_fingerprint(min_gap: float = 0.2) -> str:
-    """The scoring code's behaviour: the scores it gives on a fixed hand-made task (16 hex).
-
-    A change of the formula, the bootstrap or the aggregation changes it; an edit that scores
-    alike (a docstring, a refactor) does not.
-    """
+    """The scoring code's behaviour (16 hex): the scores it gives on a fixed hand-made task."""
     import numpy as np
     import pandas as pd
 

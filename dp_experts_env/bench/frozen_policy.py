@@ -1,17 +1,4 @@
-"""A trained adversary frozen as data and played with numpy alone (the learned-adversary task).
-
-The ``learned-adversary`` task of ``bench-v2`` (docs/bench.md) plays every learner against one
-PPO adversary trained once, offline (``scripts/train_bench_adversary.py``). Its weights ship
-as a Python data module (:data:`SHIPPED`: the actor's arrays base64-encoded, no pickle) and
-are identified by :func:`policy_digest`, which the protocol pins. :class:`FrozenPolicy` is the
-policy's deterministic action -- the mean of its Gaussian, clipped to the action box, as
-Stable-Baselines3's ``predict(obs, deterministic=True)`` returns it -- computed by a forward
-pass of the MLP in float64 numpy, so playing the task needs neither torch nor
-Stable-Baselines3. (Torch computes in float32: the two agree to about 1e-6,
-tests/test_bench_learned.py.)
-
-Only the actor is shipped: the value network and the log standard deviation do not act.
-"""
+"""bench-v2's frozen PPO adversary: package data pinned by digest, played by numpy alone."""
 
 from __future__ import annotations
 
@@ -19,35 +6,38 @@ import base64
 import hashlib
 import json
 from collections.abc import Mapping
-from importlib import import_module
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 __all__ = [
+    "FORMAT",
     "SHIPPED",
     "FrozenPolicy",
     "actor_arrays",
+    "actor_json",
     "load_shipped",
-    "module_text",
     "policy_digest",
 ]
 
-#: The data module holding the shipped adversary of ``bench-v2``.
-SHIPPED = "dp_experts_env.bench.protocols.learned_adversary_v2"
+#: The shipped adversary of ``bench-v2``: package data of ``dp_experts_env.bench``.
+SHIPPED = "protocols/learned_adversary_v2.json"
+#: Layout of a frozen actor's JSON file.
+FORMAT = "dp-experts-frozen-actor/1"
 
 _ACTOR = ("w/mlp_extractor.policy_net.", "w/action_net.")
 
 
 def actor_arrays(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The arrays that act, from :func:`dp_experts_env.attack.model.policy_arrays`'s output.
+    """The acting arrays (``architecture`` and the actor's float32 weights) of a policy.
 
-    Keeps ``architecture`` and the actor's weights (``mlp_extractor.policy_net.*``,
-    ``action_net.*``) as float32, in a fixed order.
+    Args:
+        arrays: :func:`dp_experts_env.attack.model.policy_arrays`'s output.
 
     Raises:
-        ValueError: a policy whose actor is not an MLP of this layout (another activation, a
-            separate features extractor with weights).
+        ValueError: an actor that is not a Tanh or ReLU MlpPolicy without extractor weights.
     """
     arch = json.loads(str(arrays["architecture"]))
     if arch.get("activation") not in ("Tanh", "ReLU") or arch.get("policy") != "MlpPolicy":
@@ -71,55 +61,62 @@ def policy_digest(arrays: Mapping[str, np.ndarray]) -> str:
     return h.hexdigest()
 
 
-def module_text(arrays: Mapping[str, np.ndarray], header: str) -> str:
-    """The Python data module that ships ``arrays`` (``ARCHITECTURE``, ``ARRAYS``, ``DIGEST``).
+def actor_json(arrays: Mapping[str, np.ndarray], training: Mapping[str, Any]) -> str:
+    """The JSON text that ships ``arrays`` (read back bit for bit by :func:`load_shipped`).
 
-    ``header`` is its docstring: a summary line, a blank line, then lines of at most 100
-    characters.
+    Args:
+        arrays: :func:`actor_arrays`'s output.
+        training: the training run's settings, recorded beside the arrays.
     """
-    lines = [f'"""{header}\n"""', "", f'DIGEST = "{policy_digest(arrays)}"']
-    arch = str(arrays["architecture"])
-    parts = "\n".join(f"    {arch[i : i + 80]!r}" for i in range(0, len(arch), 80))
-    lines.append(f"ARCHITECTURE = (\n{parts}\n)")
-    lines.append("# name: (shape, little-endian float32 bytes in base64)")
-    lines.append("ARRAYS = {")
-    for name in sorted(k for k in arrays if k != "architecture"):
-        value = np.ascontiguousarray(arrays[name], dtype="<f4")
-        text = base64.b64encode(value.tobytes()).decode()
-        chunks = [text[i : i + 88] for i in range(0, len(text), 88)]
-        body = "\n".join(f'        "{c}"' for c in chunks)
-        lines.append(f'    "{name}": (\n        {list(value.shape)},\n{body},\n    ),')
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    data = {
+        "format": FORMAT,
+        "training": dict(training),
+        "digest": policy_digest(arrays),
+        "architecture": str(arrays["architecture"]),
+        "arrays": {
+            name: {
+                "shape": list(np.shape(arrays[name])),
+                "float32_le_base64": base64.b64encode(
+                    np.ascontiguousarray(arrays[name], dtype="<f4").tobytes()
+                ).decode(),
+            }
+            for name in sorted(k for k in arrays if k != "architecture")
+        },
+    }
+    return json.dumps(data, indent=1) + "\n"
 
 
-def _decode(module: Any) -> dict[str, np.ndarray]:
-    arrays: dict[str, np.ndarray] = {"architecture": np.array(module.ARCHITECTURE)}
-    for name, (shape, text) in module.ARRAYS.items():
-        raw = np.frombuffer(base64.b64decode(text), dtype="<f4")
-        arrays[name] = raw.reshape(shape).astype(np.float32)
-    return arrays
-
-
-def load_shipped(digest: str, module: str = SHIPPED) -> dict[str, np.ndarray]:
-    """The shipped actor's arrays, checked against the digest a protocol pins.
+def load_shipped(digest: str, path: str | Path | None = None) -> dict[str, np.ndarray]:
+    """An actor's arrays from its JSON file (default the shipped one), checked against ``digest``.
 
     Raises:
-        ValueError: the arrays' digest is not ``digest`` (the data module was edited or
-            re-trained without a new protocol version).
+        ValueError: the file is not a frozen actor, or its arrays' digest is not ``digest`` (an
+            edited or re-trained adversary needs a new protocol version).
     """
-    arrays = _decode(import_module(module))
+    if path is None:
+        name, file = SHIPPED, resources.files("dp_experts_env.bench").joinpath(SHIPPED)
+    else:
+        name, file = str(path), Path(path)
+    data = json.loads(file.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError(f"{name} is not a frozen actor ({FORMAT})")
+    arrays: dict[str, np.ndarray] = {"architecture": np.array(data["architecture"])}
+    for key, entry in data["arrays"].items():
+        raw = np.frombuffer(base64.b64decode(entry["float32_le_base64"]), dtype="<f4")
+        arrays[key] = raw.reshape(entry["shape"]).astype(np.float32)
     found = policy_digest(arrays)
     if found != digest:
         raise ValueError(
-            f"the shipped adversary {module} has digest {found}, the protocol pins {digest}: "
+            f"the adversary {name} has digest {found}, the protocol pins {digest}: "
             "a re-trained or edited adversary needs a new protocol version"
         )
     return arrays
 
 
 class FrozenPolicy:
-    """The deterministic action of a frozen actor, by a float64 numpy forward pass.
+    """The deterministic action of a frozen actor (the Gaussian's mean clipped to the box).
+
+    Computed in float64; torch's float32 pass agrees to about 1e-6 (tests/test_bench_learned.py).
 
     Args:
         arrays: :func:`actor_arrays`'s output (or :func:`load_shipped`'s).

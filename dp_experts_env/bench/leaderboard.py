@@ -1,13 +1,4 @@
-"""The leaderboard: a reference set of built-in learners' card summaries, and ranking against it.
-
-A reference set (``reference-set.json``, written by ``dp-experts bench --all``) holds one summary
-per learner (its capability scores at its headline epsilon and its behaviour fingerprint), every
-task's scale and its key: the protocol version and digest, quick or full, and the scoring code's
-fingerprint (:mod:`dp_experts_env.bench.fingerprint`). A card is ranked only among summaries of
-the same key and scales (:func:`rank` refuses anything else), and a summary whose learner plays
-differently now (another fingerprint) is stale: left out with its name, or re-played by the
-caller (:func:`stale_rows`).
-"""
+"""Reference sets of card summaries and ranking against one (docs/bench.md, "The leaderboard")."""
 
 from __future__ import annotations
 
@@ -52,11 +43,7 @@ def card_key(card: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def summary(card: Mapping[str, Any]) -> dict[str, Any]:
-    """A card's leaderboard row: who, its capability means at the headline epsilon, overall.
-
-    ``overall`` is the IQM (rliable's 25% trimmed mean) of the capability scores: one capability
-    far below 0 (a private learner punished by an adaptive adversary) does not decide the rank.
-    """
+    """A card's row: who, its capability means at the headline epsilon, ``overall`` (their IQM)."""
     from dp_experts_env.evaluation.stats import iqm
 
     scores = headline(card)
@@ -99,11 +86,7 @@ def reference_set(cards: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def _scales(cards: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
-    """``{task: [C, B]}`` over the cards (the scale of every task some card played).
-
-    Raises:
-        VersionMismatch: two cards scored one task on different scales.
-    """
+    """``{task: [C, B]}`` over the cards; VersionMismatch when two differ on a task."""
     out: dict[str, list[float]] = {}
     for card in cards:
         for task, scale in _card_scales(card).items():
@@ -124,7 +107,7 @@ def load_reference_set(path: str | Path) -> dict[str, Any]:
     """Read a reference set written by ``dp-experts bench --all``.
 
     Raises:
-        ValueError: the file is not a reference set of this schema.
+        ValueError: the file cannot be read or is not a reference set of this schema.
     """
     path = Path(path)
     try:
@@ -161,7 +144,7 @@ def comparable_rows(card: Mapping[str, Any], reference: Mapping[str, Any]) -> li
 
 
 def stale_rows(reference: Mapping[str, Any], current: Mapping[str, str]) -> list[str]:
-    """Labels of the set's rows whose learner's fingerprint is not ``current``'s (in set order).
+    """Labels of the set's rows whose fingerprint is not ``current[label]`` (in set order).
 
     Args:
         reference: a reference set.
@@ -179,24 +162,17 @@ def rank(
     reference: Mapping[str, Any] | None,
     current: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The card's leaderboard: its row among the reference set's rows of its feedback kind.
-
-    Rows are sorted by overall score (the IQM of the capability scores at each learner's
-    headline epsilon; None last). A row whose learner's fingerprint now (``current``) differs
-    from the one recorded is left out and named in ``note``.
+    """The card's leaderboard: its row among the set's current rows of its kind, by overall.
 
     Args:
         card: the card ranked.
         reference: the reference set, or None (the card is ranked alone).
-        current: ``{label: fingerprint}`` now of every row of :func:`comparable_rows` (the
-            caller plays them: :func:`~dp_experts_env.bench.fingerprint.fingerprints`);
-            required with a reference set.
+        current: ``{label: fingerprint}`` now of every row of :func:`comparable_rows`
+            (required with a set); a row whose fingerprint moved is left out, named in ``note``.
 
     Raises:
-        VersionMismatch: the set's key (protocol version, digest, quick, scoring) differs from
-            the card's: such cards are never ranked together; or a task's scale (the control's
-            and the best reference's mean regret) differs from the set's beyond float rounding
-            (1e-9 relative).
+        VersionMismatch: the set's key differs from the card's, or a task's scale differs from
+            the set's beyond 1e-9 relative.
         ValueError: a reference set without ``current`` for each of its comparable rows.
     """
     mine = summary(card)
@@ -245,8 +221,3 @@ def rank(
 def _same_kind(a: str, b: str) -> bool:
     """Learners comparable on one table: same feedback, ``any`` with full and bandit."""
     return a == b or ("any" in (a, b) and "oco" not in (a, b))
-
-
-def finite(value: Any) -> bool:
-    """True for a finite number."""
-    return isinstance(value, (int, float)) and math.isfinite(value)

@@ -1,29 +1,4 @@
-"""Play a learned-adversary task: every learner against one frozen, adaptive PPO adversary.
-
-A task with an ``adversary`` entry (``bench-v2``'s ``learned-adversary``) is not a grid: the
-adversary reacts to the learner's plays, so there are no loss streams to share. Each learner
-(the feedback kind's control and references, then the entrants) plays, at each epsilon, one
-batch of the task's seeds in ``DPExperts-Attack-v0``'s engine
-(:class:`~dp_experts_env.attack.env.AttackCore`, full information, realized static regret)
-against the frozen policy (:class:`~dp_experts_env.bench.frozen_policy.FrozenPolicy`: numpy
-only). Run ``i`` seeds the learner with ``EVAL_SEED_BASE + 1000 * train_seed + i``, the
-evaluation seeds ``dp-experts attack`` uses for that training seed (no training episode's).
-
-The adversary sees the expert labels through a public, seeded permutation per run
-(:func:`label_permutations`, :class:`PermutedPolicy`; ``labels = "permuted"`` in the task): it
-was trained to make one label bad, so with fixed labels a learner that never learns but always
-plays the other label would beat every reference. Permuted, each label plays each of the
-adversary's roles equally often, and a fixed-label learner scores like uniform play.
-
-Each (learner, epsilon) is stored as it finishes in ``OUT/runs/<task>/cells/``, keyed by the
-task, the adversary's digest, the learner and its keywords, the seeds and the code that makes
-the rows (the learner's and the attack env's source hashes, this module's and the forward
-pass's: :data:`RUNNER_SOURCES`), so a killed bench resumes and an edited learner or forward
-pass is played again. The rows are those of a grid's final round
-(``agent``, ``epsilon``, ``seed``, the metric, ``epsilon_certified``, ``certified``), so the
-scores, the card and the certified epsilons read them like any task's. These cells play in the
-calling process whatever the backend (a few seconds for every built-in; docs/bench.md).
-"""
+"""Play a learned-adversary task, cells stored (docs/bench.md, "The learned-adversary task")."""
 
 from __future__ import annotations
 
@@ -51,8 +26,7 @@ __all__ = [
 
 #: Public salt of the label permutations' generator (seeded with it and the training seed).
 PERMUTATION_SALT = 42
-#: The modules whose source the rows depend on beyond the learner and the attack env (the
-#: cell key hashes their files: any edit, a comment's included, plays the cells again).
+#: Modules whose source files the cell key hashes, beyond the learner's and the attack env's.
 RUNNER_SOURCES = (
     "dp_experts_env.bench.learned_task",
     "dp_experts_env.bench.frozen_policy",
@@ -60,7 +34,7 @@ RUNNER_SOURCES = (
 
 
 def learned_seeds(task: Task) -> list[int]:
-    """The learner seeds of a learned-adversary task's runs (module docstring)."""
+    """The learner seeds of the runs: ``dp-experts attack``'s evaluation seeds for the task."""
     from dp_experts_env.attack.run import EVAL_SEED_BASE
 
     start = EVAL_SEED_BASE + 1000 * int(task.adversary["train_seed"])
@@ -70,10 +44,8 @@ def learned_seeds(task: Task) -> list[int]:
 def label_permutations(task: Task) -> np.ndarray:
     """The (seeds, N) label permutations: run i's learner label k is the adversary's ``[i, k]``.
 
-    Balanced: run i's permutation is a seeded base permutation rolled by ``shift[i]``, the
-    shifts a seeded shuffle of ``i mod N``; so when N divides the seed count each learner label
-    is each adversary label in exactly seeds / N runs. Public: the generator is seeded with
-    :data:`PERMUTATION_SALT` and the task's training seed, never with anything the learner plays.
+    A seeded base permutation rolled by a seeded shuffle of ``i mod N`` (balanced when N divides
+    the seeds), seeded with :data:`PERMUTATION_SALT` and the training seed only: public.
     """
     n, runs = int(task.sizes["n_experts"]), int(task.seeds)
     rng = np.random.default_rng([PERMUTATION_SALT, int(task.adversary["train_seed"])])
@@ -85,8 +57,8 @@ def label_permutations(task: Task) -> np.ndarray:
 class PermutedPolicy:
     """A policy played through per-run label permutations (:func:`label_permutations`).
 
-    The observation (``t / T`` then blocks of N expert-indexed features) is relabelled into the
-    adversary's labels, and its loss vector back into the learner's.
+    The observation (``t / T``, then blocks of N expert-indexed features) goes into the
+    adversary's labels, its loss vector back into the learner's.
 
     Args:
         policy: (B, obs_size) observations -> (B, N) actions, in the adversary's labels.
@@ -118,9 +90,7 @@ def play_learned(
     params: Mapping[str, Any],
     epsilon: float | None,
 ) -> dict[str, Any]:
-    """One learner at one epsilon against the frozen adversary, all seeds in one batch.
-
-    The adversary ``policy`` (in its own labels) plays through :func:`label_permutations`.
+    """One learner at one epsilon against ``policy`` (in its own labels), all seeds at once.
 
     Returns:
         ``{"static_regret": [...], "dynamic_regret": [...]}`` per run, and the learner's claim
@@ -153,10 +123,7 @@ def play_learned(
 
 
 def runner_hash(modules: Sequence[str] | None = None) -> str:
-    """SHA-256 (16 hex) of the source files of ``modules`` (default :data:`RUNNER_SOURCES`).
-
-    The cell key's ``runner``: the files' bytes in order, each preceded by its length.
-    """
+    """SHA-256 (16 hex) of the source files of ``modules`` (default :data:`RUNNER_SOURCES`)."""
     from importlib.util import find_spec
 
     h = hashlib.sha256()
@@ -211,10 +178,9 @@ def play_learned_task(
     epsilons: Sequence[float],
     folder: str | Path,
 ) -> Any:
-    """The final rows of every player (``(name, keywords, label)``) on a learned-adversary task.
+    """The final rows of every player (``(name, keywords, label)``), cells read or played.
 
-    A private learner plays every epsilon (``inf``: its noise removed), a non-private one once
-    (epsilon ``inf`` in its rows), as in a grid.
+    As in a grid, a private learner plays every epsilon, a non-private one once (``inf``).
 
     Returns:
         A pandas DataFrame, one row per (player, epsilon, seed index).

@@ -1,13 +1,4 @@
-"""The privacy side of a card: certified epsilons, the audit's verdict, the claims' verdicts.
-
-Nothing here judges privacy itself: the certified epsilon is what the learner's accountant states
-for the mechanisms run on each task (the ``epsilon_certified`` and ``certified`` columns of its
-rows); the audit verdict is the suite's default audit
-(:func:`dp_experts_env.evaluation.audit.audit_learner`, or ``audit_oco_learner`` for continuous
-actions) at epsilon 1, as ``dp-experts audit`` runs it; the claim verdicts are ``dp-experts
-reproduce --agent`` in quick mode (:func:`dp_experts_env.evaluation.reproduce.run_claims`) on
-the claims that apply to the learner's kind.
-"""
+"""The privacy side of a card: certified epsilons, audit and claim verdicts (docs/bench.md)."""
 
 from __future__ import annotations
 
@@ -41,10 +32,7 @@ QUICK_CLAIMS = "not run in --quick: each claim's quick sweeps take minutes; run 
 
 
 def certified_epsilons(per_task_rows: Mapping[str, Any], label: str) -> dict[str, Any]:
-    """Per requested epsilon: the largest certified epsilon over the tasks, and if all certify.
-
-    ``certified`` False: some run's learner knowingly departs from its accounting.
-    """
+    """Per requested epsilon: the largest certified epsilon over the tasks, and if all certify."""
     out: dict[str, Any] = {}
     for rows in per_task_rows.values():
         frame = rows.frame
@@ -64,11 +52,10 @@ def certified_epsilons(per_task_rows: Mapping[str, Any], label: str) -> dict[str
 def stated_claims(
     name: str, params: Mapping[str, Any], task: Any, epsilons: Sequence[float]
 ) -> dict[str, dict[str, Any]]:
-    """The learner's own claim at each epsilon, built on one task's env (its first task).
+    """The learner's own claim at each epsilon, built on ``task``'s env.
 
     Returns:
-        ``{"<eps>": {"delta", "claim"}}``: the claim's delta and its one-line summary
-        (``PrivacyClaim.summary``: epsilon, delta, model, adversary, accountant, noise backend).
+        ``{"<eps>": {"delta", "claim"}}``: the claim's delta and ``PrivacyClaim.summary()``.
     """
     import gymnasium as gym
 
@@ -116,11 +103,7 @@ def _plays(mine: str, env_feedback: str) -> bool:
 
 
 def applicable_claims(name: str) -> list[tuple[Any, str]]:
-    """Every registered claim with ``""`` when it applies to ``name``, else why not.
-
-    A claim applies when each sweep in its learner role is on an env of the learner's feedback,
-    reads no learner internals, and -- when it plays finite epsilons -- the learner is private.
-    """
+    """Every registered claim with ``""`` when it applies to ``name``, else why not."""
     import agents
     from dp_experts_env.bench.runner import learner_feedback
     from dp_experts_env.evaluation.paper_claims import get_claims
@@ -161,8 +144,8 @@ def claim_verdicts(
 ) -> list[dict[str, Any]]:
     """One record per registered claim: its verdict for ``name`` and the reason.
 
-    The claims that apply run as ``dp-experts reproduce --agent NAME --quick`` would (results in
-    ``out``); the others are ``n/a`` with the reason; on a ``--quick`` card none runs.
+    The claims that apply run as ``reproduce --agent NAME --quick`` (results in ``out``), unless
+    ``quick``; the others are ``n/a``.
     """
     from dp_experts_env.evaluation.reproduce import run_claims
 

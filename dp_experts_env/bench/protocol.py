@@ -1,14 +1,4 @@
-"""A benchmark protocol as data: tasks grouped by capability, read from a shipped version.
-
-A protocol (``bench-v1``, ``bench-v2``) lists tasks, each an (env id, family, sizes, seeds,
-metric) row with a ``quick`` variant (smaller sizes or seeds; a learned-adversary task also
-names its frozen adversary), the privacy levels every private learner plays, and per feedback
-kind the no-learning control and the non-private reference learners. Its
-identity is its version plus a content hash (SHA-256 of the canonical JSON of the parsed
-protocol): ``tests/test_bench_protocol.py`` pins the hash of every shipped version, so a task
-cannot change without a new version, and cards of different versions are never ranked together
-(:mod:`dp_experts_env.bench.leaderboard`).
-"""
+"""A benchmark protocol as data, read from a shipped version (docs/bench.md, "The protocol")."""
 
 from __future__ import annotations
 
@@ -17,7 +7,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import import_module
+from importlib import resources
 from typing import Any
 
 import tomllib
@@ -29,18 +19,18 @@ __all__ = [
     "Task",
     "load_protocol",
     "parse_protocol",
+    "protocol_text",
     "protocol_versions",
     "task_feedback",
 ]
 
-#: Shipped versions and the data module holding each.
-_VERSIONS = {"bench-v1": "bench_v1", "bench-v2": "bench_v2"}
+#: Shipped versions and the TOML file (package data of ``dp_experts_env.bench``) holding each.
+_VERSIONS = {"bench-v1": "protocols/bench_v1.toml", "bench-v2": "protocols/bench_v2.toml"}
 #: The version ``dp-experts bench`` plays unless told otherwise (its quick reference set ships).
 DEFAULT_VERSION = "bench-v2"
 
 _TASK_KEYS = {"name", "capability", "env", "family", "sizes", "seeds", "metric", "quick"}
-#: A learned-adversary task (bench-v2 on) adds ``adversary``: the frozen policy it plays and
-#: ``labels = "permuted"`` (the expert labels it sees are permuted per run: bench/learned_task.py).
+#: The ``adversary`` table of a learned-adversary task (bench-v2 on).
 _ADVERSARY_KEYS = {"digest", "trained_against", "timesteps", "train_seed", "labels"}
 #: The env id of a learned-adversary task (``dp_experts_env.attack.env.ATTACK_ID``).
 LEARNED_ENV = "DPExperts-Attack-v0"
@@ -69,9 +59,8 @@ class Task:
         capability: the capability it measures (tasks are grouped by it on the card).
         env: registered env id. family: the loss model. sizes: the env's other keywords.
         seeds: runs per (learner, epsilon). metric: the regret column scored.
-        adversary: for a learned-adversary task, the frozen policy it plays (``digest`` of
-            its shipped arrays, ``trained_against``, ``timesteps``, ``train_seed``, and
-            ``labels = "permuted"``: bench/learned_task.py); None for a grid task.
+        adversary: a learned-adversary task's frozen policy (its ``digest`` and training,
+            ``labels = "permuted"``); None for a grid task.
     """
 
     name: str
@@ -85,7 +74,7 @@ class Task:
 
     @property
     def learned(self) -> bool:
-        """Whether it is a learned-adversary task (played by ``bench/learned_task.py``)."""
+        """Whether it is a learned-adversary task (:mod:`dp_experts_env.bench.learned_task`)."""
         return self.adversary is not None
 
     def env_params(self) -> dict[str, Any]:
@@ -101,8 +90,8 @@ class Protocol:
         version: e.g. ``"bench-v1"``. digest: SHA-256 of the parsed content (hex).
         epsilons: the privacy levels of private learners (``inf``: the noise removed).
         base_seed, n_record: as in a grid (:class:`~dp_experts_env.evaluation.Grid`).
-        min_gap: a task is scored only where the best reference's mean regret is below the
-            control's by at least this fraction of the control's.
+        min_gap: a task is scored only where the best reference beats the control's mean
+            regret by at least this fraction of it.
         rosters: per feedback kind (``full``, ``bandit``, ``oco``), its :class:`Roster`.
         tasks: the full tasks. quick_tasks: their ``--quick`` variants, same names and order.
     """
@@ -201,7 +190,7 @@ def _adversary(raw: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _digest(data: Mapping[str, Any]) -> str:
-    # inf is not JSON: spelt as a string, the canonical form stays one text per content.
+    # inf is not JSON: spelt as a string.
     def plain(value: Any) -> Any:
         if isinstance(value, float) and math.isinf(value):
             return "inf" if value > 0 else "-inf"
@@ -266,23 +255,28 @@ def load_protocol(version: str = DEFAULT_VERSION) -> Protocol:
     """A shipped protocol by version.
 
     Raises:
-        ValueError: an unknown version (the message lists the shipped ones), or a shipped text
-            whose declared version differs from its module's.
+        ValueError: an unknown version (the shipped ones listed), or a text declaring another.
     """
-    if version not in _VERSIONS:
-        raise ValueError(f"unknown protocol version {version!r}; shipped: {protocol_versions()}")
-    module = import_module(f"dp_experts_env.bench.protocols.{_VERSIONS[version]}")
-    protocol = parse_protocol(module.TEXT)
+    protocol = parse_protocol(protocol_text(version))
     if protocol.version != version:
-        raise ValueError(f"protocol module for {version!r} declares {protocol.version!r}")
+        raise ValueError(f"protocol file for {version!r} declares {protocol.version!r}")
     return protocol
 
 
-def task_feedback(task: Task) -> str:
-    """The feedback kind of a task's env id (``full``, ``bandit`` or ``oco``).
+def protocol_text(version: str) -> str:
+    """A shipped protocol's TOML text, read through :mod:`importlib.resources`.
 
-    A learned-adversary task gives full information (the attack env's ``feedback="full"``).
+    Raises:
+        ValueError: an unknown version (the shipped ones listed).
     """
+    if version not in _VERSIONS:
+        raise ValueError(f"unknown protocol version {version!r}; shipped: {protocol_versions()}")
+    file = resources.files("dp_experts_env.bench").joinpath(_VERSIONS[version])
+    return file.read_text(encoding="utf-8")
+
+
+def task_feedback(task: Task) -> str:
+    """The feedback kind of a task's env id (``full``, ``bandit``, ``oco``; learned: ``full``)."""
     from dp_experts_env.kinds import KINDS
 
     if task.learned:

@@ -1,11 +1,4 @@
-"""A card's human pages: ``card.md`` and a self-contained ``card.html``.
-
-The HTML has no script and loads nothing: its figures are inline SVG drawn here from the card's
-numbers (capability bars at the headline epsilon, one privacy-utility curve per capability), on
-a score axis wide enough for every value (:func:`axis_of`: nothing is clipped).
-Every drawn value carries its exact number in a ``data-value`` attribute next to its geometry,
-so a test can check each figure against ``bench.json`` (tests/test_bench_card.py).
-"""
+"""A card's pages: ``card.md`` and a self-contained ``card.html`` (inline SVG, ``data-value``)."""
 
 from __future__ import annotations
 
@@ -37,10 +30,7 @@ def _fmt(value: Any) -> str:
 
 
 def axis_of(card: Mapping[str, Any]) -> tuple[float, float]:
-    """The score range of a card's figures, so that no bar, whisker or point is clipped.
-
-    [-0.5, 1.5], widened by halves to every value drawn (means and interval ends).
-    """
+    """The score axis: [-0.5, 1.5] widened by halves to every value drawn (none clipped)."""
     values = [0.0, 1.0]
     for entry in card["capabilities"].values():
         for s in entry["scores"].values():

@@ -1,14 +1,4 @@
-"""Play a protocol's tasks on the suite's grid runner: one grid and one results folder per task.
-
-A learned-adversary task (``task.learned``, bench-v2 on) is no grid: its learners play against a
-frozen adaptive policy (:mod:`dp_experts_env.bench.learned_task`), in ``OUT/runs/<task>`` too.
-
-Each task is a :class:`~dp_experts_env.evaluation.Grid` of the feedback kind's control, its
-reference learners and the learners benched, over the protocol's epsilons and the task's seeds,
-run by :func:`~dp_experts_env.evaluation.run_grid` in ``OUT/runs/<task>``: the runs are stored
-as they finish (a killed bench resumes), every learner faces the same loss streams (env seeds
-depend on the env and the seed index only), and any backend of the runner plays the same rows.
-"""
+"""Play a protocol's tasks: one stored, resumable grid per task in ``OUT/runs/<task>``."""
 
 from __future__ import annotations
 
@@ -65,11 +55,7 @@ def learner_feedback(name: str) -> str:
 
 
 def applicability(name: str, task: Task) -> str:
-    """Why ``name`` does not play ``task`` (``""`` when it does).
-
-    A learner plays the tasks of its registry feedback kind; ``any`` learners (they play
-    discrete actions) play the full-information and bandit tasks.
-    """
+    """Why ``name`` does not play ``task``, ``""`` when it does (its kind's; ``any``: not OCO)."""
     mine = learner_feedback(name)
     theirs = task_feedback(task)
     if mine == theirs or (mine == "any" and theirs != "oco"):
@@ -138,10 +124,7 @@ def play_tasks(
     progress: bool = False,
     log: Any = None,
 ) -> dict[str, TaskRows]:
-    """Run every task some entrant plays; return each task's final rows by task name.
-
-    A task no entrant plays (its feedback kind) is not run.
-    """
+    """Run every task some entrant plays (no other); return its final rows by task name."""
     from dp_experts_env.evaluation import run_grid
 
     out = Path(out)

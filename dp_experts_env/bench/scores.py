@@ -1,16 +1,4 @@
-"""Normalised scores of a card: per task, per capability, and along epsilon.
-
-On a task, run ``i`` of a learner with final regret ``R_i`` scores ``(C - R_i) / (C - B)``:
-``C`` the mean final regret of the feedback kind's no-learning control and ``B`` the smallest mean
-final regret among the non-private reference learners, both on the same loss streams (common
-random numbers). So the control's mean score is 0 and the best reference's is 1, exactly;
-above 1 beats every reference. A task where no reference beats the control (``C <= B``) has no
-scale and is not scored (its reason says so); nor is one where the gap ``C - B`` is below the
-protocol's ``min_gap`` fraction of ``C``, where the scale is noise and scores explode.
-Intervals are percentile bootstraps of the suite's statistics
-(:mod:`dp_experts_env.evaluation.stats`): per task over runs, per capability stratified over
-its tasks (every task keeps its number of runs).
-"""
+"""Normalised scores ``(C - R_i) / (C - B)`` per task, capability and epsilon (docs/bench.md)."""
 
 from __future__ import annotations
 
@@ -126,9 +114,8 @@ def capability_scores(
         capabilities: ``{capability: [task names]}``.
 
     Returns:
-        ``{capability: {"<eps>": {"mean", ..., "iqm", ..., "tasks"}}}``; an epsilon is listed
-        when every scored task of the capability has it (a capability with no scored task has
-        none). The privacy-utility curve of a capability is its entries along epsilon.
+        ``{capability: {"<eps>": {"mean", ..., "iqm", ..., "tasks"}}}``, at the epsilons every
+        scored task of the capability has (none without a scored task).
     """
     from dp_experts_env.evaluation.stats import stratified_bootstrap_ci
 
