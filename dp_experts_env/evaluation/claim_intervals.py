@@ -1,22 +1,10 @@
 """Intervals that cover for the claims' means and slopes, band p-values and Holm's step-down.
 
-The percentile bootstrap over 4-16 seeds under-covers (issue 36: 71-78% at 4 seeds for a nominal
-95%). Means and log-log slopes, the quantities of most claims, get t-based intervals instead:
-
-* a mean: ``mean +- t(n-1) s / sqrt(n)``;
-* the least-squares slope of log(mean) on log(x) (seeds independent at every x): by the delta
-  method ``var(log mean_x) = s_x^2 / (n_x mean_x^2)``, the slope ``sum_x c_x log mean_x`` has
-  variance ``sum_x c_x^2 var(log mean_x)``, with Welch-Satterthwaite degrees of freedom;
-* the slope of ``log(mean_x - mean_base)`` (a cost above a shared baseline): the same with the
-  baseline's term in every x.
-
-tests/test_claim_intervals.py simulates experiments with a known truth at every seed count the
-claims use and checks coverage >= 93% for the nominal 95%. The other analyses (ratios, spreads,
-the collapse exponent, a power plus a constant) keep their seed bootstrap.
-
-``band_p_value`` turns a measurement into the p-value of the decision its verdict makes
-(``holds``: the quantity is inside the band; ``fails``: outside), one-sided at the band's edge,
-so that a 95% interval inside the band is ``p <= 0.025``; :func:`holm` reads the claims together.
+A mean gets ``mean +- t(n-1) s / sqrt(n)``; a least-squares slope of log(mean) on log(x), plain
+(:func:`slope_t`) or above a baseline (:func:`excess_slope_t`), the delta-method variance with
+Welch-Satterthwaite degrees of freedom (docs/reproduce.md, "Intervals"). :func:`band_p_value`
+is the one-sided p-value of a verdict's decision at the band's edge; :func:`holm` reads the
+claims together.
 """
 
 from __future__ import annotations

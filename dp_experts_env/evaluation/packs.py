@@ -1,17 +1,10 @@
 """The unit-file format: two-line run records and the packs that hold them.
 
-A run record is two lines: a header (format version, key, checksum, row count, columns) and the
-rows as columns: the columns whose value is the same on every row of the run (agent, env,
-epsilon, seed, ...) once, the others (round, the metrics) as lists
-(:mod:`~dp_experts_env.evaluation.columns`). The checksum is the SHA-256 of the second line's
-bytes as stored, so checking a record never re-serialises it, and reading a run costs one JSON
-parse of a few lists, not one dict per row.
-
-Unit files (``cells/unit-<digest>.pack``, written since pack version 1): one file per unit of
-work, written once when the unit finishes. Line 1 is the pack header -- ``{"pack": 1, "runs":
-[run ids], "bytes": size of the rest, "checksum": SHA-256 of the rest}`` -- and the rest is
-one two-line record per listed run, in order. Run files (``cells/<run id>.json``, one record
-each) are what versions before packs wrote; they are still read, with the same checks.
+A run record is a header line (format version, key, checksum of the second line's bytes as
+stored, row count, columns) and its rows as columns (:mod:`~dp_experts_env.evaluation.columns`).
+A unit file (``cells/unit-<digest>.pack``) is a pack header line then one record per listed
+run; run files (``cells/<run id>.json``, one record) of earlier versions are still read
+(docs/grid.md, "Unit files, and folders written by earlier versions").
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The claims of Asi, Raman & Saha 2025, "Tracking the Best Expert Privately".
 
-The paper's rates as experiments (data for :mod:`dp_experts_env.evaluation.claims`' engine):
-tracking the best expert privately: svt-restart and the Laplace tracker on shifting envs, the
-collapse threshold, the lazy/adaptive separation and the adaptive lower bound (Table 1, Sect. 4.6,
-Sect. 5, Thm 3.6, 5.1, 5.2, B.1). The choices of sizes and quantities are documented in
-docs/reproduce.md.
+svt-restart and the Laplace tracker on shifting envs, the collapse threshold, the lazy/adaptive
+separation and the adaptive lower bound (Table 1, Sect. 4.6, Sect. 5, Thm 3.6, 5.1, 5.2, B.1);
+sizes and quantities in docs/reproduce.md.
 """
 
 from __future__ import annotations
@@ -168,9 +166,8 @@ svt_eps = Claim(
             "svt-restart",
             "DPExperts-Shift-v0",
             (Point(math.inf, _svt_env, math.inf),),
-            # The boundary's level at finite epsilon (beta / 4, as the two detector-noise tails
-            # and the selection allowance); at epsilon = inf it would take all of beta, an
-            # epsilon-free difference that is not the 1/epsilon term (#29).
+            # The boundary's level at finite epsilon (beta / 4): at epsilon = inf it would take
+            # all of beta, an epsilon-free difference that is not the 1/epsilon term.
             agent_params={"beta": 0.0125},
         ),
     ),
@@ -379,11 +376,8 @@ LAZY_TWINS = {
     "twin-ftl_trap": {"family": "ftl_trap"},
     "twin-stationary": {"family": "switching_deterministic", "n_shifts": 0},
 }
-#: A learner is sublinear on a twin when its static regret per round at the largest T is below
-#: this (upper end of the 95% interval); a learner that is linear there (Follow-the-Leader on
-#: ftl_trap: 1/2 per round; a constant expert on the stationary twin: ~0.9) is linear for
-#: another reason than laziness. A fifth of Follow-the-Leader's 1/2 (first set at 0.05, which
-#: private-lazy-hedge's quick run at T = 4,000 straddled: 0.048 [0.036, 0.060] per round).
+#: Sublinear on a twin: the upper end of the static regret per round's interval at the largest
+#: T below this, a fifth of Follow-the-Leader's 1/2 on ftl_trap (docs/reproduce.md, "Gates").
 TWIN_RATE = 0.1
 
 
@@ -669,10 +663,7 @@ lower_bound = Claim(
 
 
 def claims(quick: bool = False) -> list[Claim]:
-    """The paper's claims in report order.
-
-    ``quick``: the sizes of ``--quick`` where a claim itself differs (the collapse's horizons).
-    """
+    """The paper's claims in report order (``quick``: the ``--quick`` sizes where they differ)."""
     return [
         svt_vs_t,
         svt_vs_s,
