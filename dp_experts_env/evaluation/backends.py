@@ -321,10 +321,7 @@ def _local(
     progress: Progress | None = None,
     as_columns: bool = False,
 ) -> Iterator[list[Any]]:
-    """``n_jobs`` processes play the units: this one and ``n_jobs - 1`` pool workers.
-
-    This process, whose imports are paid, plays the first unit and any no worker has started.
-    """
+    """``n_jobs`` processes play the units: this one (the first and unstarted ones) and workers."""
     # "spawn" keeps workers free of the parent's threads and state (numpy/BLAS, matplotlib).
     context = multiprocessing.get_context("spawn")
     own, rest = units[0], list(units[1:])
@@ -354,8 +351,7 @@ def _local(
         )
     try:
         with owned as pool:
-            # Results are dropped as soon as they are yielded (a finished future keeps its
-            # result alive until the pool exits: every row of the sweep, at the end).
+            # Futures dropped once yielded: a finished one keeps its rows until the pool exits.
             futures = {
                 pool.submit(_play, unit, i + 1, False, as_columns): i + 1
                 for i, unit in enumerate(rest)
@@ -378,8 +374,7 @@ def _local(
             except BaseException:
                 for future in list(futures):
                     future.cancel()
-                # Running cells cannot be cancelled; without this the pool's exit would wait
-                # for them (a Ctrl-C that hangs until the slowest cell ends).
+                # Running cells cannot be cancelled: the pool's exit would wait for them.
                 for process in list(getattr(pool, "_processes", {}).values()):
                     process.terminate()
                 if _SHARED is not None:
@@ -437,10 +432,7 @@ def shared_pool() -> Iterator[None]:
 def _ray(
     cells: Sequence[Cell], address: str | None, as_columns: bool = False
 ) -> Iterator[list[Any]]:
-    """Play the cells as Ray tasks, yielding each task's results (cells or seed blocks of them).
-
-    Work below one task's floor (:data:`RAY_TASK_SECONDS`) plays in this process, without Ray.
-    """
+    """Play the cells as Ray tasks (below :data:`RAY_TASK_SECONDS` of work: here, no Ray)."""
     try:
         import ray
     except ImportError as err:  # pragma: no cover - depends on the extra
@@ -460,14 +452,12 @@ def _ray(
                 log_to_driver=False,
                 ignore_reinit_error=True,
             )
-    # Tasks from the cluster's CPUs, not this machine's (a driver on a 2-CPU head fills a
-    # 64-CPU cluster), but no more than the work pays for (ray_tasks).
+    # The cluster's CPUs, not this machine's (a 2-CPU head fills a 64-CPU cluster).
     cpus = int(ray.cluster_resources().get("CPU", 0)) or (os.cpu_count() or 1)
     tasks = ray_tasks(cells, cpus)
     from dp_experts_env.plugins import worker_env
 
-    # Ray workers are fresh processes that may not share this one's environment (a cluster):
-    # the plug-in modules and their folders travel with every task.
+    # A cluster's workers may not share this environment: the plug-ins travel with each task.
     carried = worker_env()
     remote = ray.remote(_run_task)
     if carried:

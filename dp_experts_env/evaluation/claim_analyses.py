@@ -55,10 +55,7 @@ class Measurement:
 def local_slopes(
     xs: np.ndarray, means: np.ndarray, window: int = LOCAL_WINDOW
 ) -> tuple[float, ...]:
-    """Least-squares log-log slopes over every ``window`` consecutive points (x sorted).
-
-    Fewer points than a window give one slope over all of them.
-    """
+    """Log-log slopes over every ``window`` consecutive points (fewer: one over all)."""
     if xs.size < 2 or np.any(means <= 0):
         return ()
     if xs.size < window:
@@ -68,7 +65,6 @@ def local_slopes(
     )
 
 
-# ----------------------------------------------------------------------------- analyses
 def _per_x(rows: pd.DataFrame, metric: str) -> tuple[np.ndarray, list[np.ndarray]]:
     """Sorted x values and, per x, the seeds' final values of ``metric``."""
     xs = np.sort(rows["x"].unique())
@@ -102,10 +98,7 @@ def _interval(samples: np.ndarray) -> tuple[float, float]:
 def loglog_slope(
     rows: pd.DataFrame, metric: str, *, floor: float = 1e-9, seed: int = 0
 ) -> Measurement:
-    """Slope of log(mean ``metric``) against log(x), with a t interval (``seed`` is unused).
-
-    NaN (inconclusive) when a mean is at or below ``floor``: no point is dropped.
-    """
+    """Slope of log(mean ``metric``) on log(x), t interval; NaN if a mean is <= ``floor``."""
     xs, groups = _per_x(rows, metric)
     if xs.size < 2:
         raise ValueError("a slope needs at least two x values")
@@ -258,11 +251,7 @@ def mean_with_ci(rows: pd.DataFrame, metric: str, *, seed: int = 0) -> Measureme
 def worst_case_loglog_slope(
     frames: Mapping[str, pd.DataFrame], metric: str, *, seed: int = 0
 ) -> Measurement:
-    """Slope of log(the largest mean ``metric`` over a family of sequences) against log(x).
-
-    ``frames[name]``: the rows of one sequence of the family (the same x everywhere). The
-    interval is the seed bootstrap's, the maximum taken per resample.
-    """
+    """Slope of log(the largest mean ``metric`` over sequences ``frames``) on log(x)."""
     names = list(frames)
     per = {n: _per_x(frames[n], metric) for n in names}
     xs = per[names[0]][0]
@@ -329,11 +318,7 @@ def _gain_samples(
 def _spreads(
     logx: Sequence[np.ndarray], gains: Sequence[np.ndarray], shifts: np.ndarray, n_grid: int = 25
 ) -> np.ndarray:
-    """Largest spread across curves, per candidate shift set, after linear interpolation.
-
-    ``shifts[j, k]`` moves curve k along log x for candidate j; ``gains[k]`` is (rows, n_x);
-    the result is (rows, candidates), NaN where the shifted ranges do not overlap.
-    """
+    """Largest spread across the shifted curves, per row and candidate shift (NaN: no overlap)."""
     rows = gains[0].shape[0]
     out = np.full((rows, shifts.shape[0]), np.nan)
     for j, shift in enumerate(shifts):

@@ -1,12 +1,8 @@
 """Gates a claim's verdict passes before ``holds``: privacy, specificity, testability.
 
-After :func:`~dp_experts_env.evaluation.claims.judge`, :func:`apply_gates` closes the routes by
-which an outside learner could pass a band test for reasons the claim is not about, in order:
-``not private`` (:func:`privacy_gate`: a certificate at most each gated point's epsilon and a
-short audit finding no violation), ``not specific`` (:attr:`Claim.specific`, replacing a
-``holds``) and ``untestable at these sizes`` (:attr:`Claim.untestable`). Then the verdicts are
-read across base seeds (:func:`combine_seeds`) and across claims (:func:`holm_verdicts`).
-docs/reproduce.md ("Gates an outside learner cannot game", "Read together").
+:func:`apply_gates` gives ``not private`` (:func:`privacy_gate`), ``not specific`` and
+``untestable at these sizes``; :func:`combine_seeds` and :func:`holm_verdicts` read verdicts
+across base seeds and claims (docs/reproduce.md, "Gates an outside learner cannot game").
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Intervals that cover for the claims' means and slopes, band p-values and Holm's step-down.
 
-A mean gets ``mean +- t(n-1) s / sqrt(n)``; a least-squares slope of log(mean) on log(x), plain
-(:func:`slope_t`) or above a baseline (:func:`excess_slope_t`), the delta-method variance with
-Welch-Satterthwaite degrees of freedom (docs/reproduce.md, "Intervals"). :func:`band_p_value`
-is the one-sided p-value of a verdict's decision at the band's edge; :func:`holm` reads the
-claims together.
+t intervals for a mean and, by the delta method with Welch-Satterthwaite degrees of freedom,
+for log-log slopes (docs/reproduce.md, "Intervals").
 """
 
 from __future__ import annotations
@@ -110,9 +107,8 @@ def band_p_value(
 ) -> float:
     """The one-sided p-value of ``decision`` (``holds`` or ``fails``) against the band.
 
-    With a t measurement (``se``, ``df``) the p-value is the t tail beyond the band's edge; with
-    bootstrap ``draws`` it is the share of draws on the other side of the edge (the inversion of
-    the percentile interval). 1.0 when neither is available or for another decision.
+    The t tail beyond the band's edge (``se``, ``df``), else the share of bootstrap ``draws``
+    beyond it; 1.0 when neither is available or for another decision.
 
     Args:
         kind: ``two_sided``, ``at_most`` or ``at_least``.

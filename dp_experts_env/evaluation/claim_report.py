@@ -68,7 +68,6 @@ def control_name(claim: Claim) -> str:
     return claim.control.agent + (f" ({params})" if params else "")
 
 
-# ----------------------------------------------------------------------------- outputs
 def write_outputs(
     claims: Sequence[Claim],
     results: Sequence[Mapping[str, Any]],

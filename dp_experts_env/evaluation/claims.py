@@ -1,14 +1,8 @@
 """Claims of the papers as experiments plus a verdict: the data model and the judge.
 
-A :class:`Claim` names a paper's statement, the :class:`Sweep` s that measure it on the grid
-runner, the analysis giving a :class:`Measurement` with a 95% interval, and a no-learning
-:class:`Control` played in the learner's role on the same loss streams. :func:`verdict` is the
-band test of the interval against ``predicted +- tolerance`` (``two_sided``, ``at_most``,
-``at_least``); :func:`judge` weighs it with the control, the learner's level and its local slopes
-into one of :data:`VERDICTS`. The verdicts, the gates that follow
-(:mod:`~dp_experts_env.evaluation.claim_gates`) and the intervals
-(:mod:`~dp_experts_env.evaluation.claim_intervals`, a seed bootstrap for the other analyses) are
-described in docs/reproduce.md ("Verdicts", "Gates an outside learner cannot game").
+A :class:`Claim` is a paper's statement, the :class:`Sweep` s measuring it, the analysis giving
+a :class:`Measurement` and a no-learning :class:`Control`; :func:`verdict` is the band test and
+:func:`judge` the verdict (docs/reproduce.md, "What a claim is", "Verdicts").
 """
 
 from __future__ import annotations

@@ -34,10 +34,7 @@ def _as_array(values: list[Any]) -> Any:
 
 
 def run_columns(rows: list[dict[str, Any]]) -> RunColumns:
-    """One run's rows (dicts with the keys of the first row) as columns.
-
-    A column is constant when every row holds an equal value of the same type (never NaN).
-    """
+    """One run's rows as columns; the constant ones (equal, one type, never NaN) once."""
     order = list(rows[0])
     const: dict[str, Any] = {}
     cols: dict[str, Any] = {}

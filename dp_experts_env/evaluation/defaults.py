@@ -22,10 +22,7 @@ AGENT_DEFAULTS: dict[str, dict[str, object]] = {}
 
 
 def default_agents() -> list[AgentEntry]:
-    """Baselines, then every registered private full-information learner in its default form.
-
-    The paper-mode rows (``NAME:paper``, agents/paper_modes.py) are requested by name.
-    """
+    """Baselines, then every registered private full-information learner (paper modes by name)."""
     import agents
 
     listing = agents.available()

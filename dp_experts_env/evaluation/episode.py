@@ -1,15 +1,10 @@
 """The episode loop: batched agents against one native vector env.
 
-Only observations reach the agents; ``info`` is read here, at the recorded rounds only. All seeds
-of a cell play in one batch. Cells that differ only in the learner play one episode on an env
-built with ``copies`` when the adversary is oblivious (:func:`run_cells`; docs/grid.md, "Seeds
-and common random numbers"); each row is the same float as :func:`run_one` of its cell.
-
-On the compiled path an oblivious env plays in blocks of K rounds (``next_block`` /
-``step_block``): each learner chooses a block in one call where it has the block entry point
-(``play_block`` on full information and OCO, ``play_bandit_block`` on bandits:
-docs/architecture.md), else by K calls of ``act``. Blocks end at the recorded rounds; every value
-equals the per-round loop's (``DP_EXPERTS_NO_JIT=1``).
+Only observations reach the agents; ``info`` is read here, at the recorded rounds. Cells that
+differ only in the learner share one episode on an oblivious env (:func:`run_cells`); on the
+compiled path an oblivious env plays in blocks (``play_block`` / ``play_bandit_block`` where a
+learner has them, else K ``act`` calls), every value equal to the per-round loop's
+(docs/grid.md, "Seeds and common random numbers"; docs/architecture.md, block entry points).
 """
 
 from __future__ import annotations
@@ -246,10 +241,7 @@ def _play_oco_blocks(
     obs: np.ndarray,
     keep: set[int],
 ) -> dict[str, np.ndarray]:
-    """:func:`_play_blocks` on an OCO env, whose observations are known before the block.
-
-    Round t's observation is the gradient of round t - 1 whatever was played.
-    """
+    """:func:`_play_blocks` on an OCO env: round t sees round t - 1's gradient."""
     base = env.unwrapped
     core = base.core
     horizon = int(base.horizon)
@@ -432,11 +424,7 @@ def _make_agent(cell: Cell, env_view: Any) -> Any:
 
 
 def _batched_learner(cells: list[Cell], env: Any, num_runs: int) -> tuple[Any, list[Any]] | None:
-    """One agent playing several epsilons of one learner, with each epsilon's claim; or None.
-
-    For learners with ``set_run_epsilons`` (docs/grid.md); each claim is read from an agent
-    built at its epsilon (a claim depends on the parameters, never on the data).
-    """
+    """One agent for several epsilons of a ``set_run_epsilons`` learner, their claims; or None."""
     first = cells[0]
     if not callable(getattr(agents_pkg.spec(first.agent.name).cls, "set_run_epsilons", None)):
         return None
@@ -461,10 +449,7 @@ def _batched_learner(cells: list[Cell], env: Any, num_runs: int) -> tuple[Any, l
 
 
 def _plan_agents(cells: list[Cell], env: Any, num_runs: int) -> list[tuple[Any, list[tuple]]]:
-    """Agents for the cells, in play order: ``(agent, [(cell, claim or None), ...])``.
-
-    Claim None: read it from the agent after play.
-    """
+    """Agents for the cells in play order: ``(agent, [(cell, claim or None), ...])``."""
     view = env if len(cells) == 1 else _as_seen_alone(env, num_runs)
     by_learner: dict[str, list[Cell]] = {}
     for cell in cells:
@@ -489,10 +474,7 @@ def _rows(
     rounds: np.ndarray,
     restarts: np.ndarray | None = None,
 ) -> list[dict[str, Any]]:
-    """The cell's tidy rows from its (len(rounds), B) curves.
-
-    ``restarts`` (B,): a restart-based learner's final restart counts, on the last round's rows.
-    """
+    """The cell's tidy rows from its (len(rounds), B) curves, ``restarts`` on the last round's."""
     fixed: dict[str, Any] = {
         "agent": cell.agent.display,
         "agent_name": cell.agent.name,

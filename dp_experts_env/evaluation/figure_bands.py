@@ -97,11 +97,7 @@ def bootstrap_cis(groups: list[np.ndarray], n_boot: int = 2000) -> np.ndarray:
 
 
 def round_matrix(group: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
-    """Rounds (sorted) and the (rounds, seeds) matrix of ``metric``, seeds in sorted order.
-
-    What ``group.pivot_table(index="round", columns="seed", values=metric)`` gives; the rows
-    are placed directly when every (round, seed) pair occurs once with a value.
-    """
+    """Sorted rounds and the (rounds, seeds) matrix of ``metric``: a faster ``pivot_table``."""
     values = group[metric].to_numpy(dtype=np.float64)
     rounds, r_idx = np.unique(group["round"].to_numpy(), return_inverse=True)
     seeds, s_idx = np.unique(group["seed"].to_numpy(), return_inverse=True)

@@ -95,10 +95,7 @@ def fit_text(fig: Figure, text: Any, options: list[str], width: float) -> int:
 
 
 def legend_below(fig: Figure, handles: list[Any], labels: list[str], width: float) -> Any:
-    """One legend under the axes, as many columns as the figure width holds; the figure grows.
-
-    The axes keep their size in inches; labels as the table's (:func:`learner_label`).
-    """
+    """One legend under the axes in as many columns as fit; the figure grows, not the axes."""
     labels = [learner_label(label) for label in labels]
     longest = max((len(label) for label in labels), default=10)
     # A first guess at 7 pt (0.05 in per character, 0.45 in per handle), then measured.
@@ -125,10 +122,7 @@ def legend_below(fig: Figure, handles: list[Any], labels: list[str], width: floa
 
 
 def _room_below(fig: Figure, legend: Any, legend_height: float) -> None:
-    """Grow the figure at the bottom by a legend's height and put the legend there.
-
-    The axes' margins and the suptitle's distance to the top stay the same in inches.
-    """
+    """Put a legend below the axes, growing the figure (axes and suptitle fixed in inches)."""
     width, height = fig.get_size_inches()
     pad = legend.borderaxespad * legend._fontsize / 72  # what the legend keeps off its anchor
     below = legend_height + pad + EDGE
@@ -191,10 +185,7 @@ def _tick_labels(axis: Any) -> list[str]:
 
 
 def _fit_sides(fig: Figure) -> None:
-    """Widen a side margin that the y tick labels and label, or the last x tick label, pass.
-
-    Only labels longer than the margins hold (4 characters on y, 3 on the last x) are measured.
-    """
+    """Widen a side margin that long y tick labels or the last x tick label pass (measured)."""
     first = [ax for ax in fig.axes if ax.get_subplotspec().is_first_col()]
     last = [ax for ax in fig.axes if ax.get_subplotspec().is_last_col()]
     long_y = any(len(label) > 4 for ax in first for label in _tick_labels(ax.yaxis))
@@ -218,11 +209,7 @@ def _fit_sides(fig: Figure) -> None:
 
 
 def pin_titles(fig: Figure) -> None:
-    """Fix each axes title where matplotlib's automatic placement would leave it (``y=1``).
-
-    Skips the placement's search at each draw where no top ticks or offset text lift the title.
-    Call it when the layout is final.
-    """
+    """Pin each axes title where matplotlib would place it (``y=1``), once the layout is final."""
     for ax in fig.axes:
         if not ax.get_title():
             continue

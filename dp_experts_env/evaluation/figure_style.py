@@ -111,11 +111,7 @@ _FIXED_COLOUR = {
 
 
 def learner_style(label: str) -> dict[str, Any]:
-    """Colour and marker of one learner label, a function of the label alone.
-
-    Uniform play is black without marker; a registered learner has its fixed colour
-    (:data:`_FIXED_COLOUR`), any other label one from a hash of the label.
-    """
+    """Colour and marker of a label, a function of the label alone (fixed if registered)."""
     if _is_reference(label):
         return {"color": "black", "marker": None}
     if label in _FIXED_COLOUR:

@@ -52,9 +52,8 @@ def _module_source(name: str) -> tuple[str | None, bytes]:
     return spec.origin, Path(spec.origin).read_bytes()
 
 
-# (module name, SHA-256 of its source) -> its import statements, parsed; also kept on disk,
-# signed, in the calibrations' cache folder (agents._public_cache), so a new process does not
-# parse every source file again.
+# (module name, SHA-256 of its source) -> its import statements; also kept on disk, signed, in
+# the calibrations' cache folder (agents._public_cache) for the next process.
 _PARSED: dict[tuple[str, str], tuple[tuple[str, tuple[str, ...]], ...]] = {}
 _PARSED_STATE = {"loaded": False, "dirty": False}
 _PARSED_FILE = "imports-v2.json"
@@ -119,18 +118,14 @@ def _import_statements(
 
 @functools.cache
 def _imports(name: str, tops: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """Project modules a module imports anywhere in its source (lazy imports included).
-
-    Modules of the outside packages ``tops`` (plug-ins) are listed and resolved the same way.
-    """
+    """Project (and plug-in ``tops``) modules a module imports anywhere in its source."""
     origin, source = _module_source(name)
     if origin is None:
         return ()
     found: set[str] = set()
     for base, names in _import_statements(name, origin, source):
         found.add(base)
-        # `from pkg import submodule`: only a package has submodules (looking one up in a plain
-        # module would import it).
+        # Only a package has submodules (a lookup in a plain module would import it).
         if names and _top(base) in (*_PROJECT, *tops) and _is_package(base):
             found.update(c for c in (f"{base}.{n}" for n in names) if _module_source(c)[0])
     return tuple(
@@ -155,10 +150,7 @@ def _closure(
     follow: Callable[[str], bool] = _project_module,
     tops: tuple[str, ...] = (),
 ) -> list[str]:
-    """The roots and every module they import, transitively, that ``follow`` accepts.
-
-    ``tops`` names the outside packages (plug-ins) whose imports are walked too.
-    """
+    """The roots and their transitive imports that ``follow`` accepts (plug-ins ``tops`` too)."""
     seen: set[str] = set()
     stack = [r for r in roots if follow(r)]
     while stack:

@@ -1,10 +1,8 @@
 """Experiment grids: agents x envs x epsilons x seeds, as a list of independent cells.
 
-A :class:`Cell` is one (agent, env, epsilon) over a block of seed indices, played as one batch.
-Adversary seeds depend on (base seed, env key, seed index) only, so every agent and epsilon faces
-the same losses; agent seeds on (base seed, agent key, epsilon, seed index). Grids are built in
-Python (:class:`Grid`) or read from TOML (:meth:`Grid.from_toml`) and validated before any cell
-runs. docs/grid.md ("The grid file", "Seeds and common random numbers").
+A :class:`Cell` is one (agent, env, epsilon) over a block of seed indices, played as one batch;
+adversary seeds are keyed by (env, seed index) only (docs/grid.md, "Seeds and common random
+numbers"). :class:`Grid` is built in Python or read from TOML and validated before any cell runs.
 """
 
 from __future__ import annotations
@@ -45,11 +43,7 @@ __all__ = [
 
 
 def plain_numbers(value: Any) -> Any:
-    """``value`` with numpy scalars turned into Python ones (recursively through containers).
-
-    So numpy-built grids give the same keys and seeds as Python ones; arrays are kept; mappings
-    come back as dicts with string keys.
-    """
+    """``value`` with numpy scalars as Python ones, recursively (arrays kept, mapping keys str)."""
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, Mapping):
@@ -75,10 +69,7 @@ def json_default(value: Any) -> Any:
 
 
 def canonical_json(params: Mapping[str, Any]) -> str:
-    """One JSON text per content (the identity of cells, entries and stored keys).
-
-    Keys sorted, no spaces, numpy numbers as Python ones.
-    """
+    """One JSON text per content: keys sorted, no spaces, numpy numbers as Python ones."""
     return json.dumps(
         plain_numbers(dict(params)), sort_keys=True, separators=(",", ":"), default=json_default
     )
@@ -109,10 +100,7 @@ def _seed_of(words: tuple[int, ...]) -> int:
 
 
 def record_rounds(horizon: int, n_points: int = 64) -> np.ndarray:
-    """At most ``n_points`` rounds in 1..T at which curves are kept, always T.
-
-    Half log-spaced (the early rounds), half evenly spaced (change points on a linear axis).
-    """
+    """At most ``n_points`` rounds of 1..T (always T) to keep: half log-, half evenly spaced."""
     horizon = check_int("horizon", horizon, minimum=1)
     n_points = check_int("n_points", n_points, minimum=2)
     half = max(1, n_points // 2)
@@ -365,7 +353,6 @@ class Grid:
             raise ValueError("pairs must list at least one [env label, epsilon] (or be omitted)")
         return out
 
-    # ----------------------------------------------------------------- construction
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Grid:
         """Build from a mapping with the TOML layout (see docs/grid.md)."""
@@ -426,7 +413,6 @@ class Grid:
         except (TypeError, ValueError) as err:
             raise type(err)(f"grid file {str(path)!r}: {err}") from err
 
-    # ----------------------------------------------------------------- use
     def cells(self) -> list[Cell]:
         """Every cell of the grid, in a stable order."""
         from agents import spec  # evaluation sits on top: it may see agents
@@ -479,8 +465,7 @@ class Grid:
             try:
                 instance = gym.make(env.id, **dict(env.params))
             except (TypeError, ValueError) as err:
-                # gymnasium re-raises a creator's TypeError with its internal kwargs appended;
-                # the creator's own message already names the keyword and the accepted ones.
+                # gymnasium appends its internal kwargs to the creator's own, clearer message.
                 cause = err.__cause__ if isinstance(err.__cause__, TypeError) else err
                 raise ValueError(f"env {env.display}: {cause}") from err
             for agent in self.agents:

@@ -51,11 +51,7 @@ def kept_bytes(size: EnvSize) -> float:
 
 
 def sweep_bytes(units: list[tuple[EnvSize, int, int]]) -> float:
-    """Peak bytes of a serial sweep.
-
-    Args:
-        units: per env, (its size, the runs of its largest unit, all its runs).
-    """
+    """Peak bytes of a serial sweep of ``units``: per env, (size, largest unit's runs, runs)."""
     largest = max((play_bytes(s) * unit for s, unit, _ in units), default=0.0)
     return FIXED_BYTES + largest + sum(kept_bytes(s) * total for s, _, total in units)
 
@@ -87,8 +83,7 @@ def env_size(env_id: str, params: dict, n_record: int) -> EnvSize:
 def check_grid_memory(grid: Any, limit: int | None = None) -> float:
     """Refuse a grid whose serial sweep would pass the memory limit, before it runs.
 
-    The message names a ``seeds_per_cell`` that fits when there is one. Call it on a validated
-    grid.
+    The message names a ``seeds_per_cell`` that fits, if any. Call it on a validated grid.
 
     Returns:
         The estimate in bytes (below the limit).

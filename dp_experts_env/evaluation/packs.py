@@ -1,10 +1,6 @@
 """The unit-file format: two-line run records and the packs that hold them.
 
-A run record is a header line (format version, key, checksum of the second line's bytes as
-stored, row count, columns) and its rows as columns (:mod:`~dp_experts_env.evaluation.columns`).
-A unit file (``cells/unit-<digest>.pack``) is a pack header line then one record per listed
-run; run files (``cells/<run id>.json``, one record) of earlier versions are still read
-(docs/grid.md, "Unit files, and folders written by earlier versions").
+docs/grid.md, "Unit files, and folders written by earlier versions".
 """
 
 from __future__ import annotations
@@ -125,10 +121,7 @@ def record_header(line: bytes) -> dict[str, Any] | None:
 
 
 def key_digest(key: Any) -> str:
-    """SHA-256 of a key's JSON form (keys sorted): equal digests, equal keys.
-
-    A stored key too deep to serialise (planted) gets a digest no current key has.
-    """
+    """SHA-256 of a key's JSON form (keys sorted); "unserialisable" for a planted deep key."""
     try:
         text = json.dumps(key, sort_keys=True, separators=(",", ":"), allow_nan=True)
     except (RecursionError, ValueError, TypeError):

@@ -1,12 +1,8 @@
 """Path equivalence: a learner's block entry point against round-by-round ``act``.
 
-Users' runs play oblivious games through ``play_block`` / ``play_bandit_block`` (compiled where
-numba is present), the audit through ``act``; the audit covers users' runs only if both are the
-same random function of the data. :func:`compare_paths` plays one seeded game both ways with
-twin learners and requires, after every block, equal actions, equal state (as bytes), the same
-random stream and the same drawn Laplace noise (as multisets); the first differing block is
-replayed in growing prefixes to name its round. It compares the paths, it judges neither.
-docs/privacy.md ("Path equivalence: the code users run").
+:func:`compare_paths` plays one seeded game both ways with twin learners and requires, after
+every block, equal actions, state, random stream and drawn Laplace noise, naming the first
+round that differs (docs/privacy.md, "Path equivalence: the code users run").
 """
 
 from __future__ import annotations
@@ -93,7 +89,6 @@ def block_method(agent: Any) -> str | None:
     return name if callable(getattr(agent, name, None)) else None
 
 
-# ----------------------------------------------------------------------------- the game
 @dataclass(frozen=True)
 class _Game:
     """The data of one oblivious game: what both paths are fed."""
@@ -134,7 +129,6 @@ def _charged(game: _Game, t: int, actions: np.ndarray) -> np.ndarray:
     return game.losses[t][np.arange(len(actions)), actions]
 
 
-# ----------------------------------------------------------------------------- snapshots
 def _stream(rng: Any) -> bytes:
     twin = copy.deepcopy(rng)
     if isinstance(twin, BatchRNG):
@@ -230,7 +224,6 @@ def _noise_difference(
     return ""
 
 
-# ----------------------------------------------------------------------------- the two paths
 @dataclass
 class _Reference:
     """The act path, round by round: actions, state after each round, noise of each round."""
@@ -399,13 +392,8 @@ def _locate(
     return PathReport(method, compiled, horizon, found[0] + 1, found[1])
 
 
-# ----------------------------------------------------------------------------- settings
 def hint_settings(cls: Any) -> list[dict[str, Any]]:
-    """The settings of ``cls.audit_hints`` the paths are compared at, beyond the defaults.
-
-    ``params``, ``params`` with ``exposed``, and ``params`` at each of ``batch_sizes``: where a
-    kernel bug a default game never reaches (a binding resample budget) shows.
-    """
+    """Settings of ``cls.audit_hints``: ``params``, with ``exposed``, at each ``batch_sizes``."""
     hints = dict(getattr(cls, "audit_hints", {}) or {})
     params = dict(hints.get("params", {}) or {})
     exposed = {**params, **dict(hints.get("exposed", {}) or {})}
@@ -452,7 +440,6 @@ def describe_settings(found: Sequence[tuple[str, PathReport]]) -> str:
     return "; ".join(f"{label}: {report.describe()}" for label, report in found)
 
 
-# ----------------------------------------------------------------------------- a learner's check
 #: Per feedback kind: the env id and keywords a learner is checked on (``check_agent`` too).
 HOME_ENV: dict[str, tuple[str, dict[str, Any]]] = {
     "full": ("DPExperts-Stochastic-v0", {"n_experts": 4}),
@@ -508,11 +495,7 @@ def learner_path_reports(
 def path_reports(
     agent: str, params: dict[str, Any] | None = None
 ) -> list[tuple[str, PathReport]]:
-    """The path check of a registered learner (``check_agent``'s ``paths``, the audit's).
-
-    Built with ``agents.make(agent, env=..., seed=7, **params)``, a private one at epsilon 1
-    unless ``params`` sets another.
-    """
+    """The path check of a registered learner, built at seed 7 (epsilon 1 unless ``params``)."""
     import agents
 
     entry = agents.spec(agent)  # unknown names raise, listing the learners

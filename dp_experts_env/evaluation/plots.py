@@ -1,10 +1,8 @@
 """Figures a paper would use, drawn from tidy result rows (matplotlib, PNG; PDF on request).
 
-The regret against round, epsilon and horizon and the aggregate across envs; every plotted end
-point is the ``summary.csv`` mean of its (env, agent, epsilon). The figures are described in
-docs/grid.md ("Reading the table and the figures"). Style, layout and bands live in
-:mod:`~dp_experts_env.evaluation.figure_style`, :mod:`~dp_experts_env.evaluation.figure_layout`
-and :mod:`~dp_experts_env.evaluation.figure_bands`; the style names stay importable from here.
+Every plotted end point is the ``summary.csv`` mean of its (env, agent, epsilon); the figures
+are described in docs/grid.md ("Reading the table and the figures"). The style names of
+:mod:`~dp_experts_env.evaluation.figure_style` stay importable from here.
 """
 
 from __future__ import annotations
@@ -168,8 +166,7 @@ def plot_regret_vs_round(
                 # What the end point stands for (tests read it back against summary.csv).
                 drawn.set_gid(f"{agent}|{gid_eps!r}")
                 handles.setdefault(agent, drawn)
-                # fill_between's polygon (along lo, back along hi), all of a panel's bands
-                # drawn as one collection below
+                # fill_between's polygon; a panel's bands are drawn as one collection below
                 bands.append(
                     np.column_stack([np.r_[rounds, rounds[::-1]], np.r_[lo, hi[::-1]]])
                 )
@@ -427,10 +424,7 @@ def plot_regret_vs_horizon(
 
 
 def plot_aggregate(frame: pd.DataFrame, metric: str = "dynamic_regret") -> Figure | None:
-    """IQM of uniform-normalised scores across envs per learner, with 95% CIs (aggregate.csv).
-
-    rliable's interval-estimate plot; None when the rows hold one env or no uniform play.
-    """
+    """IQM of normalised scores across envs per learner, 95% CIs (None: one env or no uniform)."""
     table = aggregate_table(frame, metric, reference=REFERENCE_LEARNER)
     if table is None or table.empty:
         return None
@@ -507,10 +501,7 @@ def write_figure(fig: Figure, path: str | Path, **savefig: Any) -> Path:
 
 
 def _slug(text: str) -> str:
-    """File-name-safe label, at most 64 characters, distinct for distinct labels.
-
-    A changed label is tagged with a hash of the whole label ("a b" and "a_b" stay apart).
-    """
+    """File-name-safe label of at most 64 characters, tagged with a hash when changed."""
     slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
     if slug == text and len(slug) <= 64:
         return slug
@@ -529,10 +520,7 @@ def make_figures(
     *,
     pdf: bool = False,
 ) -> list[Path]:
-    """Every figure the rows support, written under ``out_dir`` (:func:`figure_stem` names).
-
-    ``pdf=True`` writes a ``.pdf`` of each as well.
-    """
+    """Every figure the rows support under ``out_dir`` (PDFs too with ``pdf``)."""
     out = Path(out_dir)
     paths: list[Path] = []
     formats = FORMATS if pdf else ("png",)

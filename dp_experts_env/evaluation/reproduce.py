@@ -1,10 +1,8 @@
 """``dp-experts reproduce``: run the papers' claims and write claims.csv, figures and report.md.
 
-Each claim's sweeps and its no-learning control run on the grid runner, one results folder per
-(claim, sweep) under ``OUT/runs/`` (reused, resumable, any backend); custom experiments are
-stored with the code they ran. Every claims.csv row carries its claim's code version
-(:func:`claim_code_version`); an earlier row of changed code is dropped, never mixed in.
-docs/reproduce.md ("Code versions", "Base seeds and stability", "Outputs").
+Each claim's sweeps and control run on the grid runner under ``OUT/runs/``; every claims.csv
+row carries its claim's code version (:func:`claim_code_version`), and an earlier row of changed
+code is dropped (docs/reproduce.md, "Code versions", "Base seeds and stability").
 """
 
 from __future__ import annotations
@@ -91,10 +89,7 @@ def sweep_rows(
     noise: str | None = None,
     base_seed: int = 0,
 ) -> pd.DataFrame:
-    """Final rows of one sweep (one row per seed and point) with its ``x`` column.
-
-    A base seed other than 0 has folders of its own (``<sweep>@s<K>``).
-    """
+    """Final rows of one sweep with its ``x`` column (base seed K > 0: ``<sweep>@sK`` folders)."""
     import agents
 
     points, seeds = sweep.chosen(quick)
@@ -171,10 +166,7 @@ def _point_rows(
 def _custom_rows(
     claim: Claim, sweep: Sweep, out: Path, points: tuple, seeds: int, base_seed: int = 0
 ) -> pd.DataFrame:
-    """Rows of a custom sweep, reused when its configuration and code are unchanged.
-
-    A base seed other than 0 is passed to the experiment as ``base_seed=`` and stored apart.
-    """
+    """Rows of a custom sweep, reused while its configuration and code are unchanged."""
     config = {
         "agent": sweep.agent,
         "params": dict(sweep.agent_params),
@@ -335,10 +327,7 @@ def _judge_at(
     quick: bool,
     control_rows: Mapping[str, pd.DataFrame] | None = None,
 ) -> _Judged:
-    """Run and judge ``tested`` (``claim`` with the learner in its role) at one base seed.
-
-    ``control_rows``: the control's rows of another base seed, read instead of running it here.
-    """
+    """Run and judge ``tested`` at one base seed (``control_rows``: another seed's, not re-run)."""
     rows = {s.key: sweep_rows(tested, s, out, base_seed=base_seed, **run) for s in tested.sweeps}
     m = tested.analyse(rows)
     mc = None
@@ -390,10 +379,7 @@ def _role_means(claim: Claim, rows: Mapping[str, pd.DataFrame]) -> pd.Series | N
 def learner_ratios(
     claim: Claim, rows: Mapping[str, pd.DataFrame], control_rows: Mapping[str, pd.DataFrame]
 ) -> dict[float, float] | None:
-    """``{x: learner's mean regret / the control's}`` on the claim's first learner sweep.
-
-    None without a learning gate or where the control's mean is not positive.
-    """
+    """``{x: learner's mean regret / the control's}``; None without a learning gate or level."""
     if claim.learning_fraction is None:
         return None
     mine, theirs = _role_means(claim, rows), _role_means(claim, control_rows)
@@ -421,11 +407,7 @@ def _with_earlier(
     quick: bool,
     log: Any = None,
 ) -> tuple[list[Claim], list[dict[str, Any]]]:
-    """The claims and rows of this call plus those an earlier call wrote to ``out``.
-
-    Earlier rows are kept for claims still registered at their current code version; others
-    are dropped and named on ``log``.
-    """
+    """This call's claims and rows plus earlier, registered and current ones (others logged)."""
     from dp_experts_env.evaluation.paper_claims import get_claims
 
     earlier = _earlier_rows(out)
@@ -521,10 +503,7 @@ def _row(
 def results_key(
     config: Mapping[str, Any], agent: str, env_id: str, *, claim: Claim | None = None
 ) -> str:
-    """Identity of a custom experiment's result: its configuration and the code it ran.
-
-    The code: the learner's and env's and, with ``claim``, :func:`claim_code_version`.
-    """
+    """A custom experiment's result identity: its configuration and code (learner, env, claim)."""
     from dp_experts_env.evaluation.store import code_fingerprint
 
     code = dict(code_fingerprint(agent, env_id))
@@ -590,11 +569,7 @@ def _earlier_rows(out: Path) -> list[dict[str, Any]] | None:
 
 
 def stale_claims(out: str | Path) -> dict[str, str]:
-    """Claims of ``out/claims.csv`` whose code version is not the current one (read only).
-
-    Returns ``{claim name: reason}``; each row is checked against the registry of its ``mode``
-    (full when it has none).
-    """
+    """``{claim: reason}`` of ``out/claims.csv``'s rows of a stale code version (per ``mode``)."""
     from dp_experts_env.evaluation.paper_claims import get_claims
 
     rows = _earlier_rows(Path(out)) or []
@@ -610,7 +585,6 @@ def stale_claims(out: str | Path) -> dict[str, str]:
     return out_of_date
 
 
-# ----------------------------------------------------------------------------- command line
 def add_parser(sub: Any) -> None:
     """The ``reproduce`` subcommand (registered by :mod:`dp_experts_env.cli`)."""
     from dp_experts_env.evaluation.paper_claims import claim_names

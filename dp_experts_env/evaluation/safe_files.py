@@ -44,7 +44,6 @@ class UnsafeResultsFolder(ValueError):
     """A results folder holds a file that could make us read or write outside it."""
 
 
-# ----------------------------------------------------------------------------- the boundary
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # absent on Windows, where symlinks need privileges
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a planted FIFO must not hang the open
@@ -111,7 +110,6 @@ def read_plain(path: str | Path) -> bytes:
         return fh.read()
 
 
-# ----------------------------------------------------------------------------- file writing
 def _umask() -> int:
     # os.umask can only be read by setting it; restore it at once.
     mask = os.umask(0o022)
@@ -185,7 +183,6 @@ def loads(raw: str | bytes) -> Any:
         ) from None
 
 
-# ----------------------------------------------------------------------------- the lock
 @contextlib.contextmanager
 def folder_lock(folder: str | Path) -> Iterator[None]:
     """Hold an exclusive lock on a results folder (``.lock``) for the duration of a sweep.

@@ -221,12 +221,8 @@ def performance_profile(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run-score distribution: fraction of runs with score > tau, for each tau, with a band.
 
-    Args:
-        groups: one array of per-run scores per task, or a (runs, tasks) matrix.
-        taus: thresholds.
-        confidence: coverage of the stratified-bootstrap percentile band.
-        n_boot: number of bootstrap resamples.
-        seed: seed of the bootstrap's generator.
+    ``groups`` and the band's ``confidence``, ``n_boot`` and ``seed`` as in
+    :func:`stratified_bootstrap_ci`; ``taus`` the thresholds.
 
     Returns:
         (fraction, lower, upper), each of shape (len(taus),); runs of all tasks pooled.
@@ -302,11 +298,8 @@ def aggregate_scores(
 ) -> list[dict[str, Any]]:
     """IQM and mean of normalised scores across tasks, each with a stratified-bootstrap CI.
 
-    Args:
-        scores: the output of :func:`normalized_scores`.
-        confidence: interval coverage.
-        n_boot: bootstrap resamples.
-        seed: bootstrap seed (the same for every learner).
+    ``scores`` from :func:`normalized_scores`; ``confidence``, ``n_boot`` and ``seed`` (the same
+    for every learner) as in :func:`stratified_bootstrap_ci`.
 
     Returns:
         One record per learner: agent, epsilon, tasks, runs, iqm, iqm_low, iqm_high, mean,

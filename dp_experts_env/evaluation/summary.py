@@ -24,11 +24,7 @@ __all__ = ["final_rows", "summarize", "aggregate_table"]
 
 
 def final_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows at each run's (agent, env, epsilon, seed) last recorded round.
-
-    Runs are found from integer codes of the key columns (``pd.factorize``): a groupby over the
-    string columns would cost ten times the memory.
-    """
+    """Rows at each run's last recorded round (runs by ``pd.factorize`` codes: little memory)."""
     if frame.empty:
         return frame
     group = np.zeros(len(frame), dtype=np.int64)
@@ -109,11 +105,7 @@ def summarize(
 def aggregate_table(
     frame: pd.DataFrame, metric: str = "dynamic_regret", *, reference: str = "uniform"
 ) -> pd.DataFrame | None:
-    """IQM and mean of reference-normalised scores across envs (None: one env or no reference).
-
-    See :func:`~dp_experts_env.evaluation.stats.normalized_scores` and
-    :func:`~dp_experts_env.evaluation.stats.aggregate_scores`.
-    """
+    """IQM and mean of reference-normalised scores across envs (None: one env or no reference)."""
     if frame["env"].nunique() < 2 or reference not in set(frame["agent"]):
         return None
     try:

@@ -110,10 +110,7 @@ def _certified(value: float, private: bool, requested: float) -> str:
 
 
 def _static_note(env: str) -> str:
-    """A note for a replayed matrix with no ``n_switches``: its dynamic regret is the static one.
-
-    Read from the env's display (``id[params]``): a user-labelled env gets none.
-    """
+    """The note of a replayed matrix without ``n_switches`` (dynamic = static regret)."""
     if env.startswith("DPExperts-Oblivious-v0[") and "losses=" in env and "n_switches=" not in env:
         if "family=" not in env or "family=replay" in env:
             return "  (replay without n_switches: S = 0, dynamic regret = static regret)"

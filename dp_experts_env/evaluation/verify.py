@@ -1,9 +1,7 @@
 """``dp-experts verify OUT``: is a results folder what the current code would produce? Read only.
 
-Every (cell, seed) of the manifest's grid is keyed again with the code as it is now and counted
-current, stale, missing, foreign or damaged, with the manifest's problems; a ``reproduce``
-folder is checked folder by folder and its claims.csv rows against their claims' code versions.
-Nothing is written, no lock is taken (docs/grid.md, "``dp-experts verify``").
+Every run is keyed again with the current code and counted current, stale, missing, foreign or
+damaged (docs/grid.md, "``dp-experts verify``").
 """
 
 from __future__ import annotations

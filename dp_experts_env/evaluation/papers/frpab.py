@@ -1,9 +1,7 @@
 """The claims of "Faster Rates for Private Adversarial Bandits" (2025).
 
-The paper's rates as experiments (data for :mod:`dp_experts_env.evaluation.claims`' engine): private
-adversarial bandits: the central sqrt(KT/epsilon) rate and its separation from local DP, LDP-EXP4
-and private batched EXP4 with advice (Thm 1, 9, 10, Cor. 2). The choices of sizes and quantities are
-documented in docs/reproduce.md.
+The central sqrt(KT/epsilon) rate and its separation from local DP, LDP-EXP4 and private batched
+EXP4 with advice (Thm 1, 9, 10, Cor. 2); sizes and quantities in docs/reproduce.md.
 """
 
 from __future__ import annotations
