@@ -4,7 +4,8 @@ Only observations reach the agents; ``info`` is read here, at the recorded round
 differ only in the learner share one episode on an oblivious env (:func:`run_cells`); on the
 compiled path an oblivious env plays in blocks (``play_block`` / ``play_bandit_block`` where a
 learner has them, else K ``act`` calls), every value equal to the per-round loop's
-(docs/grid.md, "Seeds and common random numbers"; docs/architecture.md, block entry points).
+(docs/grid.md, "Seeds and common random numbers"; docs/architecture.md, "Compiled kernels and
+block play").
 """
 
 from __future__ import annotations
