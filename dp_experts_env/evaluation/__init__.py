@@ -5,13 +5,11 @@ from typing import TYPE_CHECKING, Any
 
 from dp_experts_env.learner_package import check_learner_package
 
-# Every module of this package imports the learners: a foreign module named "agents" earlier on
-# sys.path is refused here, by name, before anything runs with it.
+# A foreign module named "agents" earlier on sys.path is refused here, by name.
 check_learner_package()
 
-# Each public name and the submodule that defines it. They load on first use: a spawned grid
-# worker imports this package to play cells and needs none of the figures (matplotlib), result
-# tables (pandas) or statistics (scipy.stats) that the parent process writes.
+# Each public name and its submodule, loaded on first use: a grid worker needs no matplotlib,
+# pandas or scipy.stats.
 _EXPORTS = {
     "default_grid": "defaults",
     "play": "episode",

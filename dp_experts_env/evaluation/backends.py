@@ -1,13 +1,8 @@
 """Where cells run: in this process, a local process pool, or a Ray cluster.
 
-Every backend maps the pure function :func:`~dp_experts_env.evaluation.episode.run_cells` over
-*units* of work and yields each unit's results as it finishes (:func:`execute_units`: per cell,
-its runs as columns of arrays, :mod:`~dp_experts_env.evaluation.columns`; :func:`execute`: per
-cell, its rows); the caller stores each unit as it arrives, so an interrupted sweep keeps every
-finished unit. A unit is a list of cells that play
-one episode together (same env, seeds and recorded rounds: :func:`plan_units`), so a loss stream
-is simulated once per unit, not once per cell. Results do not depend on the backend nor on how
-cells are grouped: a cell's seeds come from the cell itself.
+Every backend maps the pure :func:`~dp_experts_env.evaluation.episode.run_cells` over *units*
+(cells that play one episode together: :func:`plan_units`) and yields each unit's results as it
+finishes. Results do not depend on the backend nor on the grouping. docs/grid.md ("Backends").
 """
 
 from __future__ import annotations
@@ -51,16 +46,9 @@ Result = tuple[Cell, list[dict[str, Any]]]
 UnitResult = tuple[Cell, dict[int, Any]]
 
 
-#: Run-rounds of work that pay for one more process. A spawned worker costs ~2.5 s of CPU
-#: (interpreter, imports, loading compiled kernels) before its first cell; a run-round of the
-#: default comparison costs ~1.4 us in blocks, so 2e7 run-rounds (~30 s) make the start-up
-#: under a tenth of what the worker does.
+#: Run-rounds of work that pay for one more process (a worker's start-up under a tenth of it).
 ROUNDS_PER_PROCESS = 20_000_000
-#: Run-rounds below which a grid plays on the numpy path: importing numba and loading its cached
-#: kernels costs ~0.4 s of CPU in a process, which the kernels win back from about 1.5e5
-#: run-rounds of the default comparison on (its cells in a fresh process, with bytecode cached:
-#: at T = 100 / 300 / 1,000, i.e. 5e4 / 1.5e5 / 5e5 run-rounds, 0.63 / 0.72 / 0.95 s compiled
-#: against 0.34 / 0.79 / 2.27 s on numpy). Rows are the same on both paths.
+#: Run-rounds below which a grid plays on the numpy path (loading numba would cost more).
 JIT_MIN_WORK = 150_000
 _DEFAULT_HORIZON = 10_000  # assumed for an env whose horizon is neither given nor declared
 
@@ -86,12 +74,7 @@ def estimate_work(cells: Sequence[Cell]) -> int:
 
 
 def _numpy_pays(cells: Sequence[Cell]) -> bool:
-    """True when ``cells`` play cheaper on the numpy path than with numba to load first.
-
-    Below :data:`JIT_MIN_WORK` run-rounds, unless numba is loaded already or the grid is one of
-    a command's many (:func:`shared_pool`, ``dp-experts reproduce``: the load is paid once for
-    all of them).
-    """
+    """True below :data:`JIT_MIN_WORK` run-rounds, unless numba is loaded or a pool is shared."""
     return _SHARED is None and not _numba_loaded() and estimate_work(cells) < JIT_MIN_WORK
 
 
@@ -100,18 +83,12 @@ def _numba_loaded() -> bool:
 
 
 def worth_processes(cells: Sequence[Cell]) -> int:
-    """How many processes the work of ``cells`` pays for (1: play them in this process).
-
-    One per :data:`ROUNDS_PER_PROCESS` run-rounds: the default comparison (50 cells x 10 seeds x
-    10^4 rounds = 5e6) plays in the calling process, with no worker to start.
-    """
+    """How many processes the work of ``cells`` pays for: one per :data:`ROUNDS_PER_PROCESS`."""
     return max(1, estimate_work(cells) // ROUNDS_PER_PROCESS)
 
 
-#: CPU nanoseconds per run-round of the built-in learners, each playing one cell of 10 seeds at
-#: T = 10^4 on its default env on the compiled path (``benchmarks/learner_costs.py``, issue 40's
-#: table in benchmarks/README.md; rounded). Weighs the cells the Ray planner deals out; a
-#: learner not listed (a plug-in, a new learner) counts :data:`DEFAULT_NS`.
+#: CPU nanoseconds per run-round of the built-in learners (``benchmarks/learner_costs.py``),
+#: the weights of the Ray planner; a learner not listed counts :data:`DEFAULT_NS`.
 LEARNER_NS = {
     "limited-updates": 400, "batched-private-shrinking-dartboard": 460,
     "randomized-prefix-softmax": 480, "private-lazy-hedge": 540, "ldp-exp4": 570,
@@ -125,10 +102,8 @@ LEARNER_NS = {
     "private-bandit-over-experts": 22_000, "ftpl-gr": 27_000,
 }  # fmt: skip
 DEFAULT_NS = 1_000
-#: Estimated CPU seconds a Ray task carries at least. A task on a fresh Ray worker pays its
-#: start (interpreter, imports, compiled kernels: ~2.5 s of CPU, as a local worker); 20 s of
-#: work keeps that near a tenth, and Ray reuses a worker for the next tasks (no ``max_calls``).
-#: ``DP_EXPERTS_RAY_TASK_SECONDS`` overrides it (``0``: one task per cluster CPU, as before).
+#: Estimated CPU seconds a Ray task carries at least (a worker's start-up near a tenth of it);
+#: ``DP_EXPERTS_RAY_TASK_SECONDS`` overrides it (``0``: one task per cluster CPU).
 RAY_TASK_SECONDS = 20.0
 
 
@@ -160,15 +135,10 @@ def _task_seconds() -> float:
 def ray_tasks(
     cells: Sequence[Cell], cpus: int, task_seconds: float | None = None
 ) -> list[list[list[Cell]]]:
-    """The Ray backend's tasks: each a list of units, at most ``cpus``, none below the floor.
+    """The Ray backend's tasks: lists of units, one per ``task_seconds`` of work, 1 to ``cpus``.
 
-    As many tasks as the work pays for: ``estimated seconds // task_seconds`` (default
-    :data:`RAY_TASK_SECONDS`, or ``DP_EXPERTS_RAY_TASK_SECONDS``; ``0``: ``cpus`` tasks), at
-    least one and at most ``cpus``. Units are planned for that many tasks
-    (:func:`plan_units` with seed blocks) and, where there are more units than tasks (a grid of
-    many envs), dealt to the tasks heaviest first, each to the lightest task so far, weighed by
-    :func:`estimate_seconds`. Pure planning (no Ray). Work below one floor does not reach Ray
-    at all: the backend plays it in the calling process.
+    ``task_seconds`` defaults to :data:`RAY_TASK_SECONDS` (``0``: ``cpus`` tasks). Surplus units
+    are dealt heaviest first, each to the lightest task. Pure planning (no Ray).
     """
     floor = _task_seconds() if task_seconds is None else task_seconds
     cpus = check_int("cpus", cpus, minimum=1)
@@ -185,17 +155,12 @@ def ray_tasks(
     return tasks
 
 
-#: Seeds a unit keeps before learners are split instead (a batch of runs is played as one
-#: vectorised episode: fewer than ~16 runs per batch cost more per run-round).
+#: Seeds a unit keeps before learners are split instead (smaller batches cost more per run).
 MIN_SEED_BLOCK = 16
 
 
 def _split_seeds(units: list[list[Cell]], n_units: int, min_block: int) -> None:
-    """Halve the seed block of the heaviest unit (:func:`estimate_seconds`) until ``n_units``.
-
-    A seed's rows do not depend on its batch (:meth:`Cell.with_seeds`), and each part simulates
-    only its own seeds' losses: no work is repeated.
-    """
+    """Halve the seed block of the heaviest unit until ``n_units`` (no work is repeated)."""
     while len(units) < n_units:
         largest = max(units, key=estimate_seconds)
         seeds = largest[0].seed_indices
@@ -212,17 +177,10 @@ def plan_units(
 ) -> list[list[Cell]]:
     """Group cells that can share one episode, split so there are about ``n_units`` units.
 
-    Cells with the same env, seed indices and recorded rounds form a group (in the order they
-    first appear). Each group is one unit, unless fewer groups than ``n_units`` exist: then the
-    largest groups are split (each part simulates the loss stream again, so splitting buys
-    parallel workers with a little extra work). A split keeps a learner's cells together and
-    deals learners out to the parts, heaviest first by :func:`estimate_seconds` (private
-    learners have one cell per epsilon), each to the lighter part.
-
-    With ``seed_blocks`` (the Ray backend, sized by a cluster's CPUs) units are also split into
-    blocks of seeds: first while each block keeps :data:`MIN_SEED_BLOCK` seeds, then learners as
-    above, then seeds down to one per unit. A split cell covers a subset of the cell's seeds
-    (its rows are those seeds' rows of the whole cell).
+    Groups (same :func:`~dp_experts_env.evaluation.episode.group_key`) are split between
+    learners, heaviest first, while there are fewer than ``n_units``. With ``seed_blocks`` (Ray)
+    seed blocks are halved first down to :data:`MIN_SEED_BLOCK` seeds, and after the learner
+    split down to one seed.
     """
     groups: dict[Any, list[Cell]] = {}
     for cell in cells:
@@ -251,8 +209,7 @@ def _split_learners(units: list[list[Cell]], n_units: int) -> None:
         units.extend(parts)
 
 
-#: ``callback(index of the unit, fraction of its current episode played)``: progress inside
-#: units, reported to :func:`execute`'s caller (a bar moves during a long unit).
+#: ``callback(index of the unit, fraction of its current episode played)``.
 Progress = Callable[[int, float], None]
 _REPORT_EVERY = 0.5  # seconds between progress reports of one process
 
@@ -285,12 +242,7 @@ def _shipped(results: list[Result], as_columns: bool) -> list[Any]:
 def _play(
     unit: list[Cell], index: int, numpy_only: bool = False, as_columns: bool = False
 ) -> list[Any]:
-    """Play one unit, its index known to this process's progress hook.
-
-    ``numpy_only``: on the numpy path (:func:`~dp_experts_env._jit.numpy_path`), for work too
-    small to pay for loading the compiled kernels. ``as_columns``: each cell's runs as columns
-    (:data:`UnitResult`), else its rows (:data:`Result`).
-    """
+    """Play one unit, on the numpy path if ``numpy_only``; results as columns or rows."""
     _UNIT[0] = index
     if numpy_only:
         with numpy_path():
@@ -332,11 +284,7 @@ _BROKEN_POOL = (
 
 
 def _watch_parent(parent_pid: int, interval: float = 0.5) -> None:
-    """Exit this worker as soon as its parent is gone (a daemon thread polls the parent id).
-
-    Without it a worker of a killed sweep plays its cell to the end as an orphan (a pool worker
-    notices the lost parent only when it next reads its task queue).
-    """
+    """Exit this worker as soon as its parent is gone, rather than finish its cell as an orphan."""
     while True:
         time.sleep(interval)
         if os.getppid() != parent_pid:
@@ -344,11 +292,7 @@ def _watch_parent(parent_pid: int, interval: float = 0.5) -> None:
 
 
 def _load_plugins() -> None:
-    """Register the outside learners and families in this (worker) process.
-
-    A spawned or Ray worker starts with the built-ins only: the learners of ``DP_EXPERTS_PLUGINS``
-    modules and of installed entry points register here, before any cell looks a name up.
-    """
+    """Register the outside learners and families in this (spawned or Ray) worker process."""
     from agents.registry import load_plugins
     from dp_experts_env.adversaries.registry import load_family_plugins
 
@@ -363,8 +307,7 @@ def _run_task(task: Sequence[Sequence[Cell]], as_columns: bool = False) -> list[
 
 
 def _init_worker(parent_pid: int, reports: Any = None) -> None:
-    # Ctrl-C reaches the whole process group; the parent reports it and stops the workers, so
-    # the workers ignore it instead of each printing a KeyboardInterrupt traceback.
+    # Ctrl-C reaches the whole process group; the parent alone reports it and stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
     _load_plugins()
@@ -378,12 +321,7 @@ def _local(
     progress: Progress | None = None,
     as_columns: bool = False,
 ) -> Iterator[list[Any]]:
-    """``n_jobs`` processes play the units: this one and ``n_jobs - 1`` pool workers.
-
-    A spawned worker pays its interpreter start and imports (about 2 s of CPU) before its first
-    cell; this process has paid them already, so it plays the first unit itself while the
-    workers play the others, then takes over any unit no worker has started.
-    """
+    """``n_jobs`` processes play the units: this one (the first and unstarted ones) and workers."""
     # "spawn" keeps workers free of the parent's threads and state (numpy/BLAS, matplotlib).
     context = multiprocessing.get_context("spawn")
     own, rest = units[0], list(units[1:])
@@ -413,8 +351,7 @@ def _local(
         )
     try:
         with owned as pool:
-            # Results are dropped as soon as they are yielded (a finished future keeps its
-            # result alive until the pool exits: every row of the sweep, at the end).
+            # Futures dropped once yielded: a finished one keeps its rows until the pool exits.
             futures = {
                 pool.submit(_play, unit, i + 1, False, as_columns): i + 1
                 for i, unit in enumerate(rest)
@@ -437,8 +374,7 @@ def _local(
             except BaseException:
                 for future in list(futures):
                     future.cancel()
-                # Running cells cannot be cancelled; without this the pool's exit would wait
-                # for them (a Ctrl-C that hangs until the slowest cell ends).
+                # Running cells cannot be cancelled: the pool's exit would wait for them.
                 for process in list(getattr(pool, "_processes", {}).values()):
                     process.terminate()
                 if _SHARED is not None:
@@ -480,12 +416,7 @@ _SHARED: _SharedPool | None = None
 
 @contextlib.contextmanager
 def shared_pool() -> Iterator[None]:
-    """Every ``local`` run inside the block uses one process pool (``dp-experts reproduce``).
-
-    Without it each :func:`execute` starts its own workers and pays their start-up (interpreter,
-    imports, compiled kernels: ~2.5 s of CPU each); a command that runs many grids starts them
-    once. Nested blocks share the outer pool.
-    """
+    """Every ``local`` run inside the block uses one process pool; nested blocks share it."""
     global _SHARED
     if _SHARED is not None:
         yield
@@ -501,18 +432,12 @@ def shared_pool() -> Iterator[None]:
 def _ray(
     cells: Sequence[Cell], address: str | None, as_columns: bool = False
 ) -> Iterator[list[Any]]:
-    """Play the cells as Ray tasks, yielding each task's results (cells or seed blocks of them).
-
-    A grid whose estimated work is below one task's floor (:data:`RAY_TASK_SECONDS`) plays in
-    this process, without starting or calling Ray.
-    """
+    """Play the cells as Ray tasks (below :data:`RAY_TASK_SECONDS` of work: here, no Ray)."""
     try:
         import ray
     except ImportError as err:  # pragma: no cover - depends on the extra
         raise RuntimeError("backend='ray' needs Ray: pip install 'dp-experts-env[ray]'") from err
     if 0 < _task_seconds() and estimate_seconds(cells) < _task_seconds():
-        # Less work than one task carries: no worker pays for its start (as worth_processes
-        # keeps a local grid of a few seconds in this process); the rows are the same.
         yield from _serial(plan_units(cells, 1), None, _numpy_pays(cells), as_columns)
         return
     address = address or os.environ.get("RAY_ADDRESS")
@@ -527,14 +452,12 @@ def _ray(
                 log_to_driver=False,
                 ignore_reinit_error=True,
             )
-    # Tasks from the cluster's CPUs, not this machine's (a driver on a 2-CPU head fills a
-    # 64-CPU cluster), but no more than the work pays for (ray_tasks).
+    # The cluster's CPUs, not this machine's (a 2-CPU head fills a 64-CPU cluster).
     cpus = int(ray.cluster_resources().get("CPU", 0)) or (os.cpu_count() or 1)
     tasks = ray_tasks(cells, cpus)
     from dp_experts_env.plugins import worker_env
 
-    # Ray workers are fresh processes that may not share this one's environment (a cluster):
-    # the plug-in modules and their folders travel with every task.
+    # A cluster's workers may not share this environment: the plug-ins travel with each task.
     carried = worker_env()
     remote = ray.remote(_run_task)
     if carried:
@@ -553,11 +476,7 @@ def _ray(
 
 
 class CellCompletion:
-    """Which cell each returned part belongs to, and when a cell is complete.
-
-    A part is a cell or a seed block of one: the Ray backend splits cells into seed blocks
-    (:func:`plan_units`), whose runs come back from several units.
-    """
+    """Which cell each returned part (a cell or a seed block of one) is from; when it is whole."""
 
     def __init__(self, cells: Sequence[Cell]) -> None:
         self._by_seed = {
@@ -629,10 +548,8 @@ def execute_units(
     """Run cells on a backend, yielding each unit's results as the unit finishes.
 
     A unit's results are ``(cell, {seed index: run columns})`` pairs
-    (:func:`~dp_experts_env.evaluation.columns.by_seed`: per run, its constant columns once and
-    the others as numpy arrays), which is what crosses a process or Ray boundary. On ``ray`` a
-    cell may come back in seed blocks from several units (:class:`CellCompletion` tells when
-    it is complete). Arguments as :func:`execute`.
+    (:func:`~dp_experts_env.evaluation.columns.by_seed`); on ``ray`` a cell may come back in
+    seed blocks (:class:`CellCompletion`). Arguments as :func:`execute`.
     """
     return _units(cells, backend, n_jobs, address, progress, True)
 
@@ -650,12 +567,13 @@ def execute(
     Args:
         cells: the cells to run.
         backend: ``local`` (process pool, default), ``serial`` (this process) or ``ray``.
-        n_jobs: processes for ``local`` (default: the number of CPUs, but no more than the work
-            pays for: :func:`worth_processes`; a grid of a few seconds plays in this process).
+        n_jobs: processes for ``local`` (default: the CPUs, at most :func:`worth_processes`).
         address: Ray cluster address (default: ``RAY_ADDRESS`` or a local Ray instance).
-        progress: called as ``progress(unit, fraction)`` (the unit's cells, the fraction of its
-            current episode played) about every half second while units play, from this
-            process (``local`` workers report through a queue); not supported on ``ray``.
+        progress: ``progress(unit's cells, fraction of its episode played)``, about every half
+            second, in this process; not on ``ray``.
+
+    Yields:
+        ``(cell, rows)`` pairs.
     """
     units = _units(cells, backend, n_jobs, address, progress, False)
     if backend != "ray":

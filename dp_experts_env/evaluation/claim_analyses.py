@@ -1,12 +1,8 @@
 """The analyses of the papers' claims: rows of a claim's sweeps -> a :class:`Measurement`.
 
-Slopes are least-squares fits (``scipy.stats.linregress``) of log mean against log x. Means
-and slopes (plain, and above a baseline) have t intervals at 95%
-(:mod:`~dp_experts_env.evaluation.claim_intervals`); the other analyses (ratios, spreads, the
-collapse exponent, a power plus a constant) a bootstrap over seeds (seeds resampled
-independently at every x, 2,000 resamples, percentile interval at 95%). Local slopes (fits over
-:data:`LOCAL_WINDOW` consecutive points) tell burn-in from failure in
-:func:`~dp_experts_env.evaluation.claims.judge`.
+Slopes are least-squares fits of log mean against log x. Means and slopes have t intervals
+(:mod:`~dp_experts_env.evaluation.claim_intervals`), the other analyses a percentile bootstrap
+over seeds, resampled independently at every x (docs/reproduce.md, "Verdicts").
 """
 
 from __future__ import annotations
@@ -50,8 +46,7 @@ class Measurement:
     ci_high: float
     detail: str = ""
     local: tuple[float, ...] = ()  # local slopes over LOCAL_WINDOW consecutive points (if any)
-    # A t interval's standard error and degrees of freedom (NaN for a bootstrap interval) and a
-    # bootstrap interval's draws (None for a t interval): what a band p-value is computed from.
+    # What a band p-value is computed from: a t interval's se and df, or a bootstrap's draws.
     se: float = math.nan
     df: float = math.nan
     draws: np.ndarray | None = field(default=None, repr=False, compare=False)
@@ -60,11 +55,7 @@ class Measurement:
 def local_slopes(
     xs: np.ndarray, means: np.ndarray, window: int = LOCAL_WINDOW
 ) -> tuple[float, ...]:
-    """Least-squares log-log slopes over every ``window`` consecutive points (x sorted).
-
-    Fewer points than a window give one slope over all of them: a single window, which tells
-    no trend (a failure there is reported inconclusive, not fails).
-    """
+    """Log-log slopes over every ``window`` consecutive points (fewer: one over all)."""
     if xs.size < 2 or np.any(means <= 0):
         return ()
     if xs.size < window:
@@ -74,7 +65,6 @@ def local_slopes(
     )
 
 
-# ----------------------------------------------------------------------------- analyses
 def _per_x(rows: pd.DataFrame, metric: str) -> tuple[np.ndarray, list[np.ndarray]]:
     """Sorted x values and, per x, the seeds' final values of ``metric``."""
     xs = np.sort(rows["x"].unique())
@@ -108,11 +98,7 @@ def _interval(samples: np.ndarray) -> tuple[float, float]:
 def loglog_slope(
     rows: pd.DataFrame, metric: str, *, floor: float = 1e-9, seed: int = 0
 ) -> Measurement:
-    """Slope of log(mean ``metric``) against log(x), with a t interval (``seed`` is unused).
-
-    Means at or below ``floor`` cannot be placed on a log scale; the fit then reports NaN (the
-    claim is judged inconclusive rather than silently dropping points).
-    """
+    """Slope of log(mean ``metric``) on log(x), t interval; NaN if a mean is <= ``floor``."""
     xs, groups = _per_x(rows, metric)
     if xs.size < 2:
         raise ValueError("a slope needs at least two x values")
@@ -146,11 +132,7 @@ def ratio_of_means(
 def largest_ratio_over_x(
     rows: pd.DataFrame, ref: pd.DataFrame, metric: str, *, seed: int = 0
 ) -> Measurement:
-    """Largest, over x, of mean ``metric`` of ``rows`` / mean of ``ref`` at the same x.
-
-    ``ref`` is a reference played on the same envs and seeds (uniform play); the interval
-    bootstraps the seeds of both at every x.
-    """
+    """Largest, over x, of mean ``metric`` of ``rows`` / mean of ``ref`` (same envs, seeds)."""
     xs, groups = _per_x(rows, metric)
     _, ref_groups = _per_x(ref[ref["x"].isin(xs)], metric)
     if len(ref_groups) != len(groups):
@@ -170,11 +152,7 @@ def largest_ratio_over_x(
 
 
 def _profile_exponent(xs: np.ndarray, means: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """Best exponent p of ``means ~ a x^p + b`` per row of ``means`` (rows: bootstrap samples).
-
-    For each p on ``grid`` the model is linear in (a, b): a least-squares fit with relative
-    weights (1 / mean) gives its residual; the p of the smallest residual is returned.
-    """
+    """Best exponent p on ``grid`` of ``means ~ a x^p + b`` per row (weights 1 / mean)."""
     means = np.atleast_2d(means)
     w = 1.0 / np.where(means > 0, means, np.nan)
     best = np.full(means.shape[0], np.nan)
@@ -202,9 +180,8 @@ def power_plus_constant(
 ) -> Measurement:
     """Exponent p of the theorem's shape ``a x^p + b`` (b free), with a seed-bootstrap interval.
 
-    A regret that is a power of x plus an x-independent term (``a / gap + b``) bends a pure
-    power-law fit toward 0; fitting the constant too measures the power itself. Needs at least
-    4 x values (3 parameters); the exponent is searched on ``grid`` (default -3..3, step 0.01).
+    A free constant keeps ``a / gap + b`` from bending a power-law fit toward 0. Needs 4 x
+    values; p is searched on ``grid`` (default -3..3, step 0.01).
     """
     xs, groups = _per_x(rows, metric)
     if xs.size < 4:
@@ -228,10 +205,9 @@ def spread_of_normalised_gain(
 ) -> Measurement:
     """Largest gap, across series at the same x, of the normalised gain ``(L - R)/(L - H)``.
 
-    ``curves[k]`` are a learner's rows of series k (one series per horizon), ``low[k]`` the
-    rows of the weak reference (uniform play, L) and ``high[k]`` those of the strong one (the
-    non-private tracker, H). A privacy transition that depends on x only (a collapse) gives a
-    small spread. The interval bootstraps seeds within every (series, x).
+    ``curves[k]``: a learner's rows of series k (one per horizon); ``low[k]`` / ``high[k]``:
+    the weak (L, uniform play) and strong (H, the non-private tracker) references. A collapse
+    gives a small spread.
     """
     rng_seed = seed
     keys = list(curves)
@@ -275,13 +251,7 @@ def mean_with_ci(rows: pd.DataFrame, metric: str, *, seed: int = 0) -> Measureme
 def worst_case_loglog_slope(
     frames: Mapping[str, pd.DataFrame], metric: str, *, seed: int = 0
 ) -> Measurement:
-    """Slope of log(the largest mean ``metric`` over a family of sequences) against log(x).
-
-    ``frames[name]`` are the rows of one sequence of the family (the same x everywhere); at
-    each x the worst sequence's mean is taken. The interval is the seed bootstrap's (every
-    sequence's seeds resampled independently at every x, the maximum taken per resample): a
-    maximum over sequences has no t interval.
-    """
+    """Slope of log(the largest mean ``metric`` over sequences ``frames``) on log(x)."""
     names = list(frames)
     per = {n: _per_x(frames[n], metric) for n in names}
     xs = per[names[0]][0]
@@ -312,9 +282,8 @@ def excess_loglog_slope(
 ) -> Measurement:
     """Slope in log-log of ``mean(rows at x) - mean(base)``: the part of regret x explains.
 
-    ``base`` is the same learner without the effect (e.g. epsilon = inf), so the excess is the
-    cost of privacy; its t interval (delta method) counts both. Non-positive excesses give NaN
-    (inconclusive); ``seed`` is unused.
+    ``base``: the same learner without the effect (epsilon = inf: the excess is the cost of
+    privacy); the t interval counts both. NaN when an excess is not positive.
     """
     xs, groups = _per_x(rows, metric)
     b = base[metric].to_numpy(np.float64)
@@ -349,12 +318,7 @@ def _gain_samples(
 def _spreads(
     logx: Sequence[np.ndarray], gains: Sequence[np.ndarray], shifts: np.ndarray, n_grid: int = 25
 ) -> np.ndarray:
-    """Largest spread across curves, per candidate shift set, after linear interpolation.
-
-    ``shifts[j, k]`` moves curve k along log x for candidate j; the spread is taken on a grid
-    over the range every shifted curve covers (NaN where the ranges do not overlap). ``gains[k]``
-    is (rows, n_x); the result is (rows, candidates).
-    """
+    """Largest spread across the shifted curves, per row and candidate shift (NaN: no overlap)."""
     rows = gains[0].shape[0]
     out = np.full((rows, shifts.shape[0]), np.nan)
     for j, shift in enumerate(shifts):
@@ -387,14 +351,11 @@ def collapse_exponent(
 ) -> Measurement:
     """Exponent b of S in the abscissa under which the normalised-gain curves of several S collapse.
 
-    ``curves[s]`` are a learner's rows at S = s, each x being ``epsilon / (N sqrt(S/T))`` (the
-    abscissa with S^(1/2)); ``low[s]`` / ``high[s]`` the rows of the weak and strong references
-    (uniform play, the non-private tracker). Plotting against ``x S^(1/2 - b)`` puts S^b in the
-    abscissa: b = 1/2 is the theorem's threshold, b = 0 drops S. The measured b minimises the
-    largest spread across S of the interpolated gain curves (searched on ``grid``, default
-    -0.5..1.5 step 0.05); its interval is the seed bootstrap's. NaN (no fit) when a curve does
-    not cross the transition (its gain rises by less than ``min_rise``) or when no b brings the
-    spread to ``max_spread`` or below (nothing collapses).
+    ``curves[s]``: a learner's rows at S = s, x = ``epsilon / (N sqrt(S/T))``; ``low`` /
+    ``high``: the references. Against ``x S^(1/2 - b)``, b = 1/2 is the theorem's threshold and
+    b = 0 drops S; b minimises the largest spread across S of the gain curves (on ``grid``,
+    default -0.5..1.5 step 0.05). NaN when a gain rises by less than ``min_rise`` or no b brings
+    the spread to ``max_spread``.
     """
     grid = np.round(np.arange(-0.5, 1.5 + 1e-9, 0.05), 2) if grid is None else grid
     ss = sorted(curves)

@@ -1,31 +1,8 @@
 """Gates a claim's verdict passes before ``holds``: privacy, specificity, testability.
 
-:func:`~dp_experts_env.evaluation.claims.judge` weighs a learner's measurement against the
-predicted band and the no-learning control. A learner brought from outside (``dp-experts
-reproduce CLAIM --agent NAME``) can pass that test for reasons the claim is not about; the gates
-here close those routes (:func:`apply_gates`, in this order):
-
-* ``not private`` (:func:`privacy_gate`): a claim whose statement involves epsilon
-  (:attr:`Claim.privacy_gated`: a learner sweep runs at a finite epsilon) is about a learner at
-  that privacy level. The rows of every such point must carry a certified claim (``certified``)
-  whose epsilon (``epsilon_certified``, what the learner's accountant certifies for the
-  mechanisms that ran) is at most the point's epsilon, and a short audit at the smallest such
-  epsilon (:func:`~dp_experts_env.evaluation.audit.audit_learner`, or the OCO audit, in the
-  configuration that catches every built-in learner's noise-removed mutant in
-  tests/test_audit_zoo.py: one scenario, 400 selection and 1,000 test runs per side) must find
-  no violation. A learner registered as non-private, or whose certificate is missing, is not
-  private for these claims.
-* ``not specific`` (:attr:`Claim.specific`): a lower bound whose twin experiment shows the
-  phenomenon has another cause (the same learner at epsilon = inf linear too; a lazy sampler's
-  oblivious twin linear too). Only a ``holds`` is replaced.
-* ``untestable at these sizes`` (:attr:`Claim.untestable`): a claim the suite's sizes cannot
-  settle; a verdict other than ``holds`` / ``fails`` is reported with that label and the size
-  needed, apart from the count.
-
-Then the verdicts are read across base seeds (:func:`combine_seeds`: ``unstable`` unless they
-agree) and across claims (:func:`holm_verdicts`: Holm's step-down over the band p-values of
-:mod:`~dp_experts_env.evaluation.claim_intervals`). Every function here decides a verdict, so the
-module is part of every claim's code version (``reproduce.claim_code_version``).
+:func:`apply_gates` gives ``not private`` (:func:`privacy_gate`), ``not specific`` and
+``untestable at these sizes``; :func:`combine_seeds` and :func:`holm_verdicts` read verdicts
+across base seeds and claims (docs/reproduce.md, "Gates an outside learner cannot game").
 """
 
 from __future__ import annotations
@@ -85,7 +62,7 @@ class Gate:
 
 
 def certificate_check(claim: Claim, rows: Mapping[str, pd.DataFrame], *, quick: bool) -> Gate:
-    """Every gated point's rows certified at an epsilon <= the point's (see the module).
+    """Every gated point's rows certified at an epsilon <= the point's.
 
     Args:
         claim: the claim as run (its learner in the role).
@@ -119,9 +96,8 @@ def certificate_check(claim: Claim, rows: Mapping[str, pd.DataFrame], *, quick: 
 def _point_scenario(agent: str, params: Mapping[str, Any], game: tuple[int, int]) -> list:
     """A rival pair on the point's own game (``game``: T and N, capped), changed in round 0.
 
-    The audit's own scenarios are games of a few rounds; a learner whose leak starts late (a
-    uniform warm-up before noiseless play) is visible only on a longer game. Full-information
-    learners only (bandit and OCO learners keep the audit's own scenarios).
+    A leak that starts late (a warm-up before noiseless play) shows only on a longer game than
+    the audit's own. Full-information learners only.
     """
     import agents
     from dp_experts_env.evaluation.audit import Scenario, rival_pair
@@ -145,8 +121,7 @@ def audit_once(
     """``(no violation, one line)`` of the gate's short audit of ``agent`` at ``epsilon``.
 
     The candidates: the audit's first default scenario and, with ``game = (T, N)``, a rival
-    pair on that game (:func:`_point_scenario`). Memoised per (learner class, keywords,
-    epsilon, game, seed) within the process: every claim and base seed reuses one audit.
+    pair on that game. Memoised per (learner class, keywords, epsilon, game, seed).
     """
     import agents
 
@@ -198,7 +173,7 @@ def audit_once(
 def privacy_gate(
     claim: Claim, rows: Mapping[str, pd.DataFrame], *, quick: bool, seed: int = 0
 ) -> Gate | None:
-    """The privacy gate of a gated claim (None when the claim is not gated; see the module)."""
+    """The privacy gate of a gated claim (None when the claim is not gated)."""
     if not claim.privacy_gated:
         return None
     points = gated_points(claim, quick=quick)
@@ -255,12 +230,7 @@ def apply_gates(
 
 
 def combine_seeds(base_seeds: Sequence[int], judgements: Sequence[Judgement]) -> Judgement:
-    """One verdict from a claim's verdicts at several base seeds.
-
-    The same verdict at every base seed is that verdict (the first seed's reason); anything
-    else is ``unstable``, with every seed's verdict in the reason. A single base seed is
-    judged alone.
-    """
+    """One verdict from several base seeds' verdicts: theirs if equal, else ``unstable``."""
     first = judgements[0]
     verdicts = [j.verdict for j in judgements]
     if len(set(verdicts)) == 1:
@@ -283,9 +253,8 @@ def combine_seeds(base_seeds: Sequence[int], judgements: Sequence[Judgement]) ->
 def holm_verdicts(results: Sequence[dict[str, Any]]) -> None:
     """Fill ``holm_verdict``: the verdicts read together (Holm's step-down, in place).
 
-    The family is every row but the untestable ones; a ``holds`` or ``fails`` whose p-value
-    (``p_value``: one-sided at the band's edge, 0.025 for a 95% interval just inside) is not
-    rejected by Holm's step-down at 0.025 becomes ``inconclusive``; other verdicts are kept.
+    Over every row but the untestable ones, a ``holds`` or ``fails`` whose ``p_value`` Holm's
+    step-down does not reject at 0.025 becomes ``inconclusive``.
     """
     family = [r for r in results if r["verdict"] != UNTESTABLE]
     kept = holm([float(r["p_value"]) for r in family])

@@ -1,22 +1,7 @@
 """Intervals that cover for the claims' means and slopes, band p-values and Holm's step-down.
 
-The percentile bootstrap over 4-16 seeds under-covers (issue 36: 71-78% at 4 seeds for a nominal
-95%). Means and log-log slopes, the quantities of most claims, get t-based intervals instead:
-
-* a mean: ``mean +- t(n-1) s / sqrt(n)``;
-* the least-squares slope of log(mean) on log(x) (seeds independent at every x): by the delta
-  method ``var(log mean_x) = s_x^2 / (n_x mean_x^2)``, the slope ``sum_x c_x log mean_x`` has
-  variance ``sum_x c_x^2 var(log mean_x)``, with Welch-Satterthwaite degrees of freedom;
-* the slope of ``log(mean_x - mean_base)`` (a cost above a shared baseline): the same with the
-  baseline's term in every x.
-
-tests/test_claim_intervals.py simulates experiments with a known truth at every seed count the
-claims use and checks coverage >= 93% for the nominal 95%. The other analyses (ratios, spreads,
-the collapse exponent, a power plus a constant) keep their seed bootstrap.
-
-``band_p_value`` turns a measurement into the p-value of the decision its verdict makes
-(``holds``: the quantity is inside the band; ``fails``: outside), one-sided at the band's edge,
-so that a 95% interval inside the band is ``p <= 0.025``; :func:`holm` reads the claims together.
+t intervals for a mean and, by the delta method with Welch-Satterthwaite degrees of freedom,
+for log-log slopes (docs/reproduce.md, "Intervals").
 """
 
 from __future__ import annotations
@@ -122,9 +107,8 @@ def band_p_value(
 ) -> float:
     """The one-sided p-value of ``decision`` (``holds`` or ``fails``) against the band.
 
-    With a t measurement (``se``, ``df``) the p-value is the t tail beyond the band's edge; with
-    bootstrap ``draws`` it is the share of draws on the other side of the edge (the inversion of
-    the percentile interval). 1.0 when neither is available or for another decision.
+    The t tail beyond the band's edge (``se``, ``df``), else the share of bootstrap ``draws``
+    beyond it; 1.0 when neither is available or for another decision.
 
     Args:
         kind: ``two_sided``, ``at_most`` or ``at_least``.

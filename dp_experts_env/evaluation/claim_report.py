@@ -1,9 +1,7 @@
 """``dp-experts reproduce``'s outputs: claims.csv, the figures and report.md.
 
-:func:`write_outputs` writes a run's rows (:data:`COLUMNS`), one figure per claim (the learner's
-and the control's curves, or the claim's own quantity) and report.md (:func:`report_text`: the
-table with raw and Holm-adjusted verdicts, one paragraph per claim, the count line of
-:func:`verdict_counts`).
+:func:`write_outputs` writes the rows (:data:`COLUMNS`), one figure per claim and report.md
+(:func:`report_text`: raw and Holm-adjusted verdicts, one paragraph per claim).
 """
 
 from __future__ import annotations
@@ -70,7 +68,6 @@ def control_name(claim: Claim) -> str:
     return claim.control.agent + (f" ({params})" if params else "")
 
 
-# ----------------------------------------------------------------------------- outputs
 def write_outputs(
     claims: Sequence[Claim],
     results: Sequence[Mapping[str, Any]],
@@ -318,11 +315,7 @@ def report_text(
 
 
 def verdict_counts(verdicts: Sequence[tuple[str, str]]) -> str:
-    """One line: the count of each verdict over the testable claims, the untestable apart.
-
-    Args:
-        verdicts: ``(claim name, verdict)`` pairs.
-    """
+    """One line: each verdict's count over ``(claim, verdict)`` pairs, the untestable apart."""
     judged = [v for _, v in verdicts if v != UNTESTABLE]
     apart = [name for name, v in verdicts if v == UNTESTABLE]
     text = f"Verdicts of {len(judged)} claims: " + ", ".join(

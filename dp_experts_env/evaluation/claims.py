@@ -1,49 +1,8 @@
-"""Claims of the papers as experiments plus a verdict: the data model and the analyses.
+"""Claims of the papers as experiments plus a verdict: the data model and the judge.
 
-A :class:`Claim` names a paper's statement (a rate exponent, a ratio, a flat line), the
-experiment that measures it (one or more :class:`Sweep` s, each a series of points played on the
-grid runner, so it is cached per (cell, seed), resumable and runs on any backend), the analysis
-that turns the rows into a :class:`Measurement` with a confidence interval, and a
-:class:`Control`: a learner that learns nothing, run in the learner's role in the same sweep on
-the same loss streams. :func:`judge` gives one of :data:`VERDICTS`:
-
-* ``holds``: the interval lies in the predicted band (see the kinds below), the learner is in the
-  theorem's regime (clearly learning: its mean regret below ``learning_fraction`` of the
-  control's) and the control does not pass the same test;
-* ``fails``: the interval lies outside the band while the learner is in the regime and its local
-  slopes (fits over 3 consecutive points) are not moving toward the prediction;
-* ``burn-in``: the learner has not left the control's level, or it fails while its local slopes
-  still move toward the prediction (the horizon is too short, not the theorem wrong);
-* ``vacuous``: the learner passes but so does the control (the test could not have failed), or the
-  paper's explicit bound is above the trivial bound at a measured point (the fit runs where the
-  theorem says nothing);
-* ``inconclusive``: the interval straddles the band's edge, or a failure cannot be told from
-  burn-in (fewer than two local-slope windows, e.g. three points in quick mode);
-* ``not in regime``: the learner never leaves the control's level and is not moving toward
-  leaving it (its regret / the control's does not fall across x): the theorem's learner model
-  does not apply (a static learner on a shifting env), so running longer would not help.
-
-The gates of :mod:`dp_experts_env.evaluation.claim_gates` come after: ``not private`` (a claim
-whose statement involves epsilon, for a learner without a certificate at each point or whose
-short audit finds a violation), ``not specific`` (a lower bound whose twin shows the phenomenon
-is not the claimed one) and ``untestable at these sizes`` (a claim the suite's sizes cannot
-settle, reported apart from the count).
-
-The band test of the interval against ``predicted +- tolerance`` (:func:`verdict`):
-
-* ``"two_sided"``: ``holds`` when the whole interval lies within ``predicted +- tolerance``,
-  ``fails`` when it lies wholly outside, ``inconclusive`` otherwise;
-* ``"at_most"`` (an upper bound, e.g. a rate exponent that may be beaten): ``holds`` when the
-  upper end is ``<= predicted + tolerance``, ``fails`` when the lower end is above it;
-* ``"at_least"``: the mirror image.
-
-Slopes are least-squares fits (``scipy.stats.linregress``) of log mean against log x. Means
-and slopes (plain, and above a baseline) have t intervals at 95%
-(:mod:`~dp_experts_env.evaluation.claim_intervals`: the delta method with Welch-Satterthwaite
-degrees of freedom for slopes; coverage simulated in the tests); the other analyses (ratios,
-spreads, the collapse exponent, a power plus a constant) a bootstrap over seeds (seeds resampled
-independently at every x, 2,000 resamples, percentile interval at 95%), the seed-level
-randomness being what separates two runs of the same experiment.
+A :class:`Claim` is a paper's statement, the :class:`Sweep` s measuring it, the analysis giving
+a :class:`Measurement` and a no-learning :class:`Control`; :func:`verdict` is the band test and
+:func:`judge` the verdict (docs/reproduce.md, "What a claim is", "Verdicts").
 """
 
 from __future__ import annotations
@@ -55,8 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-# The analyses and their Measurement live in claim_analyses; they are re-exported here, where
-# claims and their tests have always found them.
+# Re-exported: claims and their tests import the analyses from here.
 from dp_experts_env.evaluation.claim_analyses import (
     LOCAL_WINDOW,
     Measurement,
@@ -146,9 +104,9 @@ class Sweep:
         agent_params: learner keywords.
         metric: the regret column read (``dynamic_regret``, ``static_regret``, ...).
         seeds: seeds per point (full run); ``quick_seeds`` for ``--quick``.
-        custom: for quantities the grid rows do not hold (a learner's switch counter): a
-            function ``(sweep, points, seeds) -> rows`` with columns ``x``, ``seed`` and
-            ``metric``; its rows are stored with the code fingerprint of learner and env.
+        custom: ``(sweep, points, seeds) -> rows`` (columns ``x``, ``seed``, ``metric``) for a
+            quantity the grid rows do not hold (a learner's switch counter).
+        store_as: results folder of a substitute learner (set by :meth:`Claim.with_learner`).
     """
 
     key: str
@@ -180,10 +138,9 @@ class Control:
     """The no-learning learner a claim's learner is checked against.
 
     Attributes:
-        agent: registered learner name (``uniform``; ``ogd`` with ``step=0``, the centre point,
-            on OCO).
+        agent: registered learner name (``uniform``; ``ogd`` with ``step=0`` on OCO).
         params: its keywords.
-        why: one line for the report: what the control is and why it cannot learn.
+        why: one line for the report: why the control cannot learn.
     """
 
     agent: str
@@ -205,31 +162,25 @@ class Claim:
         tolerance: the band around ``predicted`` within which the claim holds.
         kind: ``"two_sided"``, ``"at_most"`` or ``"at_least"``.
         sweeps: the experiment.
-        analyse: rows of every sweep (``{sweep key: final rows with an ``x`` column}``) ->
-            :class:`Measurement`.
+        analyse: ``{sweep key: final rows with an x column} -> Measurement``.
         x_label: the figure's x axis.
         log_x: whether the figure's x axis is logarithmic.
         notes: what a reader needs to interpret the verdict (constants, scale, errata).
-        figure: optional ``(rows, ax) -> y label`` drawing the claim's own figure (e.g. the
-            measured quantity rather than raw regret); default: mean +- s.e. of every sweep.
-        control: the no-learning learner run in the learner's role (:class:`Control`).
+        figure: optional ``(rows, ax) -> y label`` drawing the claim's own figure; default:
+            mean +- s.e. of every sweep.
+        control: the no-learning learner run in the learner's role.
         no_control: why the claim has no control (required when ``control`` is None).
-        learning_fraction: the learner is "clearly learning" where its mean regret is below this
-            fraction of the control's; None for claims whose learner is expected not to learn
-            (lower bounds), which then have no learning gate.
-        learning_at: where the gate is checked: ``"all"`` x (a rate is judged only in the
-            learner's regime) or the ``"largest"`` x (a curve that starts at the control's
-            level by design, as the threshold collapse does).
+        learning_fraction: "clearly learning" below this fraction of the control's mean
+            regret; None: no learning gate (lower bounds).
+        learning_at: where the gate is checked: ``"all"`` x or the ``"largest"`` x (a curve
+            that starts at the control's level by design).
         learner_sweeps: keys of the sweeps in the learner's role (default :meth:`roles`).
-        explicit_bound: ``point -> (the paper's explicit bound, the trivial bound)`` where the
-            paper states constants; a claim whose bound is above the trivial one at any of its
-            points is ``vacuous``.
-        no_privacy_gate: why a claim whose learner runs at a finite epsilon is not privacy-gated
-            (its statement does not involve epsilon); empty: gated (:attr:`privacy_gated`).
-        specific: for a lower bound, ``rows -> ""`` when its twins show the phenomenon is the
-            claimed one, else the reason naming the twin that failed (``not specific``).
-        untestable: the sizes a claim would need when the suite's cannot settle it (its
-            verdict is then ``untestable at these sizes`` unless it holds or fails).
+        explicit_bound: ``point -> (paper's explicit bound, trivial bound)``; a bound above the
+            trivial one at any point makes the claim ``vacuous``.
+        no_privacy_gate: why a claim at a finite epsilon is not privacy-gated; empty: gated.
+        specific: for a lower bound, ``rows -> ""`` when its twins show the claimed
+            phenomenon, else the reason naming the failing twin (``not specific``).
+        untestable: the sizes a claim would need when the suite's cannot settle it.
     """
 
     name: str
@@ -258,11 +209,7 @@ class Claim:
 
     @property
     def privacy_gated(self) -> bool:
-        """True when a learner sweep runs at a finite epsilon and no reason exempts the claim.
-
-        Such a statement is about a learner at that privacy level: a learner without a
-        certificate there cannot hold it (``claim_gates.privacy_gate``).
-        """
+        """True when a learner sweep runs at a finite epsilon and no reason exempts the claim."""
         if self.no_privacy_gate:
             return False
         return bool(gated_points(self, quick=False) or gated_points(self, quick=True))
@@ -285,10 +232,7 @@ class Claim:
             )
 
     def roles(self) -> tuple[str, ...]:
-        """Keys of the sweeps that play the claim's learner (replaced by a control or --agent).
-
-        Default: every sweep of the first sweep's learner (its epsilon = inf contrast too).
-        """
+        """Keys of the sweeps in the learner's role; default: every sweep of the first's learner."""
         if self.learner_sweeps:
             return self.learner_sweeps
         if not self.sweeps:
@@ -303,9 +247,7 @@ class Claim:
     def with_learner(self, agent: str, params: Mapping[str, Any] | None = None) -> Claim:
         """This claim with ``agent`` in the learner's role (every sweep of :meth:`roles`).
 
-        The sweeps keep their keys (the analysis reads them) and get a ``~agent`` storage
-        suffix, so the control's runs and the learner's never share a results folder unless they
-        are the same learner with the same keywords.
+        The sweeps keep their keys and store under a ``~agent`` suffix of their own.
 
         Raises:
             ValueError: for a sweep that reads a learner's internals (a switch counter).
@@ -330,10 +272,7 @@ class Claim:
 
 
 def gated_points(claim: Claim, *, quick: bool) -> list[tuple[Sweep, Point]]:
-    """The (learner sweep, point) pairs at a finite epsilon: where a certificate is needed.
-
-    Custom sweeps (a learner's internals) are left out: their rows carry no certificate.
-    """
+    """The (learner sweep, point) pairs at a finite epsilon, custom sweeps left out."""
     roles = set(claim.roles())
     out = []
     for s in claim.sweeps:
@@ -402,14 +341,14 @@ def judge(
     ratios: Mapping[float, float] | None = None,
     bounds: Mapping[float, tuple[float, float]] | None = None,
 ) -> Judgement:
-    """The verdict of a measurement given its control (see the module docstring).
+    """The verdict of a measurement given its control (docs/reproduce.md, "Verdicts").
 
     Args:
         claim: the claim (band, kind, learning fraction).
         m: the learner's measurement.
-        control: the same analysis on the control's rows (None: the claim has no control).
-        ratios: ``{x: mean regret of the learner / the control's}`` on the learner's sweep.
-        bounds: ``{x: (the paper's explicit bound, the trivial bound)}`` where it gives one.
+        control: the same analysis on the control's rows (None: no control).
+        ratios: ``{x: learner's mean regret / the control's}``.
+        bounds: ``{x: (paper's explicit bound, trivial bound)}`` where the paper gives one.
     """
     band = verdict(claim, m)
     parts = []
@@ -439,8 +378,7 @@ def judge(
 
     loose = sorted(x for x, (b, t) in (bounds or {}).items() if b >= t)
     if loose:
-        # A fit over points where the theorem says nothing (its bound above the trivial one)
-        # cannot contradict it.
+        # Where the theorem says nothing, a fit cannot contradict it.
         return out(
             "vacuous",
             "the paper's explicit bound is above the trivial bound at x = "

@@ -1,15 +1,9 @@
 """A run's rows as columns: how results travel from a worker to the results folder.
 
-A played cell gives tidy rows (one dict per seed and recorded round,
-:func:`~dp_experts_env.evaluation.episode.run_cells`). Per seed (a *run*), the columns whose value
-is the same on every row (agent, env, epsilon, seed, ...) are kept once and the others (round,
-the metrics) as one numpy array each: a unit's results cross a process or Ray boundary as a few
-arrays per run instead of thousands of dicts, and the store serialises them without rebuilding a
-row. :func:`payload` gives exactly the bytes the row-by-row serialisation gave before (arrays hold
-the same Python values: float64 for floats, int64 for ints, bool for bools; anything else stays a
-list), so stored files and ``results.csv`` do not change.
-
-No pandas here: workers import this module.
+Per run, the columns constant over its rows (agent, env, epsilon, seed, ...) are kept once and
+the others as one numpy array each (float64, int64 or bool; anything else a list), so a unit
+crosses a process or Ray boundary as a few arrays per run. :func:`payload` gives the same bytes
+as the row-by-row serialisation. No pandas here: workers import this module.
 """
 
 from __future__ import annotations
@@ -40,11 +34,7 @@ def _as_array(values: list[Any]) -> Any:
 
 
 def run_columns(rows: list[dict[str, Any]]) -> RunColumns:
-    """One run's rows (dicts with the keys of the first row) as columns.
-
-    A column is constant when every row holds a value of the same type equal to the first
-    (``NaN`` never is: ``NaN != NaN``); the columns are those of the first row, in its order.
-    """
+    """One run's rows as columns; the constant ones (equal, one type, never NaN) once."""
     order = list(rows[0])
     const: dict[str, Any] = {}
     cols: dict[str, Any] = {}

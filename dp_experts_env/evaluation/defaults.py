@@ -1,16 +1,8 @@
 """The default comparison: what ``dp-experts compare`` runs with no arguments.
 
-DPExperts-Shift-v0 with N = 10 experts, T = 10,000 rounds, 4 shifts (comparator budget S = 4) and
-gap 0.3; the non-private baselines and every private full-information learner that is registered;
-epsilon in {0.5, 2, 8, 32, inf}; 10 seeds. Every agent and epsilon faces the same 10 loss
-sequences.
-
-Why these settings: at gap 0.1 no detector that keeps its false-alarm promise sees a shift within
-a 2,000-round segment, and at epsilon <= 2 every private tracker sits near uniform play (its noise
-dominates: the Laplace trackers need epsilon of order N sqrt(S/T) x 30 to track), so the figure
-would show only the cost of privacy, never its trade-off. The grid spans the transition: near
-uniform at epsilon = 0.5, near Fixed-Share at 32, and the learner with its noise removed at inf
-(docs/algorithms.md has the measured curve of every learner).
+DPExperts-Shift-v0 with N = 10, T = 10,000, 4 shifts and gap 0.3; the non-private baselines and
+every registered private full-information learner; epsilon in {0.5, 2, 8, 32, inf}; 10 seeds
+(docs/grid.md, "The default comparison").
 """
 
 from __future__ import annotations
@@ -25,16 +17,12 @@ __all__ = ["BASELINES", "AGENT_DEFAULTS", "default_grid", "default_agents"]
 #: Non-private full-information references, in the order a reader expects them.
 BASELINES = ("uniform", "follow-the-leader", "hedge", "fixed-share", "shrinking-dartboard")
 
-#: Per-learner settings for the default grid (data-independent choices only; none needed now:
-#: every learner's own defaults are practical at T = 10^4, e.g. svt-restart's dyadic windows).
+#: Per-learner settings for the default grid (data-independent choices only; none needed now).
 AGENT_DEFAULTS: dict[str, dict[str, object]] = {}
 
 
 def default_agents() -> list[AgentEntry]:
-    """Baselines, then every registered private full-information learner in its default form.
-
-    The paper-mode rows (``NAME:paper``, agents/paper_modes.py) are requested by name.
-    """
+    """Baselines, then every registered private full-information learner (paper modes by name)."""
     import agents
 
     listing = agents.available()

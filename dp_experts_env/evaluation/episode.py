@@ -1,39 +1,11 @@
 """The episode loop: batched agents against one native vector env.
 
-Only observations reach the agents; ``info`` is read here, by the evaluation, at log-spaced
-rounds (the env builds it on those rounds only). All seeds of a cell play in one batch, so there
-is no Python loop over runs.
-
-Cells that differ only in the learner (same env, seeds and recorded rounds) play *one* episode
-together when the env's losses ignore the actions (an oblivious adversary): the env is built with
-``copies`` = number of cells, draws each seed's loss stream once and keeps the experts' side of
-the regret once per stream, and every learner plays its own slice of runs
-(:func:`run_cells`). A learner sees exactly the observations it would see alone, so every row is
-the same float as :func:`run_one` of its cell gives (common random numbers were already the rule:
-adversary seeds depend on the env and the seed index only).
-
-Block play: when the env's losses ignore the actions (an oblivious adversary) and the compiled
-path is on (:func:`dp_experts_env._jit.jit_enabled`), the loop fetches the data of K rounds at
-once (``next_block``), lets the learners choose the block's K actions and plays them with one
-``step_block`` (the env charges the block and updates the regret at once). With full information
-each learner chooses its K actions in one call (``play_block`` where the learner has one; K calls
-of ``act`` otherwise). With bandit feedback (the K-armed bandit and bandit-with-advice envs) a
-learner's observation of round t holds its own loss of round t - 1, so it cannot see the block's
-losses before acting: a learner with ``play_bandit_block(first, advice, losses, rows)`` (the
-bandit block protocol: the first round's observation, the block's advice for its runs, the
-block's losses and the stream of each run; it returns the (K, b) actions K ``act`` calls would
-give, reads only the played arms' losses, after playing them, and draws its random numbers in
-the per-round order) chooses the block in one call (among the built-ins: EXP3 / EXP4, Tsallis-INF,
-KL-UCB, the UCB family, Thompson, the batched conversions, the private EXP4s and uniform play); the
-others act round by round, K calls of ``act``, each on what a single step would return (the round's
-advice from the block, its last action and the loss that action is charged). Blocks end at the
-recorded rounds, so ``info`` is read exactly where the per-round loop reads it. Every value is the
-same float as the per-round loop's (``DP_EXPERTS_NO_JIT=1`` runs that loop; the tests compare the
-two). OCO envs
-with an oblivious family play in blocks too: the observation of round t is the gradient of round
-t - 1 whatever was played, so the block's (K, B, d) gradients are fetched first and each learner
-chooses its K points in one ``play_block`` call where it has one (every registered OCO learner
-does: :mod:`agents._oco_kernels`), else acts round by round on them.
+Only observations reach the agents; ``info`` is read here, at the recorded rounds. Cells that
+differ only in the learner share one episode on an oblivious env (:func:`run_cells`); on the
+compiled path an oblivious env plays in blocks (``play_block`` / ``play_bandit_block`` where a
+learner has them, else K ``act`` calls), every value equal to the per-round loop's
+(docs/grid.md, "Seeds and common random numbers"; docs/architecture.md, "Compiled kernels and
+block play").
 """
 
 from __future__ import annotations
@@ -70,14 +42,11 @@ __all__ = [
 ]
 
 #: Doubles of observations per block (all runs): K = BLOCK_ELEMENTS // (B N), at least 1 and at
-#: most BLOCK_ROUNDS. Big enough that the per-block Python work is small next to the
-#: arithmetic, small enough that a block's arrays take a few megabytes whatever T is.
+#: most BLOCK_ROUNDS, so a block's arrays take a few megabytes whatever T is.
 BLOCK_ELEMENTS = 1 << 20
 BLOCK_ROUNDS = 8192
 
-#: ``hook(t, horizon)``, called every 1024 rounds of an episode when set: the sweep's progress
-#: report inside a unit (:mod:`~dp_experts_env.evaluation.backends` sets it in each worker).
-#: It only observes the round counter; rows never depend on it.
+#: ``hook(t, horizon)``, called every 1024 rounds when set (the backends' progress report).
 progress_hook: Callable[[int, int], None] | None = None
 
 METRICS = (
@@ -111,18 +80,18 @@ def play_shared(
 ) -> dict[str, np.ndarray]:
     """Play one episode of a vector env whose runs are split between several batched agents.
 
-    Agent ``k`` plays the next ``agents[k].num_envs`` runs (consecutive slices, in order); the
-    slices must cover the env's runs. With several agents the env normally shares its loss
-    streams (built with ``copies``), so each agent faces the same losses.
-
     Args:
-        env: a native vector env.
-        agents: batched agents; their ``num_envs`` add up to ``env.num_envs``.
+        env: a native vector env (with ``copies`` for shared loss streams).
+        agents: batched agents playing consecutive slices of runs; their ``num_envs`` add up to
+            ``env.num_envs``.
         env_seeds: the seeds ``env.reset`` takes (one per stream).
         rounds: sorted rounds at which to keep the metrics.
 
     Returns:
         metric name -> array of shape (len(rounds), env.num_envs).
+
+    Raises:
+        ValueError: when the agents' runs do not add up to the env's.
     """
     base = env.unwrapped
     horizon = int(base.horizon)
@@ -134,8 +103,7 @@ def play_shared(
         start += int(agent.num_envs)
     if start != env.num_envs:
         raise ValueError(f"the agents play {start} runs but the env has {env.num_envs}")
-    # Ask the env for info on the recorded rounds only (an env without the switch builds it
-    # every round; only the recorded ones are read either way).
+    # An env without the info_rounds switch builds info every round; only kept rounds are read.
     lean = hasattr(type(base), "info_rounds")
     previous = base.info_rounds if lean else None
     if lean:
@@ -274,14 +242,7 @@ def _play_oco_blocks(
     obs: np.ndarray,
     keep: set[int],
 ) -> dict[str, np.ndarray]:
-    """:func:`_play_blocks` on an OCO env: (K, B, d) gradients, each learner's ``act`` per round.
-
-    Round t's observation is the gradient of round t - 1 (zeros at round 1), whatever was
-    played, so the block's observations are known before its first action. A learner with
-    ``play_block(obs)`` (the (K, b, d) observations K ``act`` calls would receive in, the
-    (K, b, d) points they would return out, the same state after) chooses the block in one call;
-    the others act round by round.
-    """
+    """:func:`_play_blocks` on an OCO env: round t sees round t - 1's gradient."""
     base = env.unwrapped
     core = base.core
     horizon = int(base.horizon)
@@ -335,13 +296,9 @@ def _bandit_block_actions(
 ) -> None:
     """Fill ``actions`` (K, B) with the agents' actions on a bandit block.
 
-    An agent with ``play_bandit_block`` plays its runs' K rounds in one call (the bandit block
-    protocol, module docstring); its answer is checked here. The others act round by round.
-    Round i's observation is what the per-round loop would hand the agent: the advice of round
-    i (the block's, each run its stream's row), and its own action and charged loss of round
-    i - 1 (``first``, the observation the env returned, for the block's first round). The
-    losses ignore the actions (the block exists only then), so charging round i - 1 here gives
-    the loss ``step`` would charge; the env charges the block again in ``step_block``.
+    An agent without ``play_bandit_block`` gets, at round i, what the per-round loop would hand
+    it: round i's advice and its own action and loss of round i - 1 (``first`` at i = 0). The
+    losses ignore the actions, so charging here gives what ``step`` charges.
     """
     k = len(block)
     size = core.n_experts * core.n_arms
@@ -450,12 +407,7 @@ def _shares_streams(env_id: str) -> bool:
 
 
 def _as_seen_alone(env: Any, num_runs: int) -> Any:
-    """What ``agents.make(env=...)`` reads, as if the env had ``num_runs`` runs and no copies.
-
-    A learner built from a slice of a shared env must be built exactly as from its own env:
-    same N, T, K, S and feedback, its own B, and (for learners that train on the env) the spec
-    of the env it would have had.
-    """
+    """What ``agents.make(env=...)`` reads, as if the env had ``num_runs`` runs and no copies."""
     spec = getattr(env, "spec", None)
     if spec is not None:
         kwargs = {k: v for k, v in spec.kwargs.items() if k != "copies"}
@@ -473,14 +425,7 @@ def _make_agent(cell: Cell, env_view: Any) -> Any:
 
 
 def _batched_learner(cells: list[Cell], env: Any, num_runs: int) -> tuple[Any, list[Any]] | None:
-    """One agent playing several epsilons of one learner, with each epsilon's claim; or None.
-
-    Learners that offer ``set_run_epsilons`` (a batching hook: run b behaves exactly as an agent
-    built at its own epsilon with its own seed) play their finite epsilons as one batch of
-    ``len(cells) * num_runs`` runs: one ``act`` per round instead of one per epsilon. The claims
-    are read from one agent per epsilon built on the side (a claim depends on the parameters,
-    never on the data).
-    """
+    """One agent for several epsilons of a ``set_run_epsilons`` learner, their claims; or None."""
     first = cells[0]
     if not callable(getattr(agents_pkg.spec(first.agent.name).cls, "set_run_epsilons", None)):
         return None
@@ -505,12 +450,7 @@ def _batched_learner(cells: list[Cell], env: Any, num_runs: int) -> tuple[Any, l
 
 
 def _plan_agents(cells: list[Cell], env: Any, num_runs: int) -> list[tuple[Any, list[tuple]]]:
-    """Agents for the cells, in play order: ``(agent, [(cell, claim or None), ...])``.
-
-    A learner's cells at finite epsilons share one agent where the learner supports it (see
-    :func:`_batched_learner`); every other cell gets its own agent (claim None: read it from
-    the agent after play, as always).
-    """
+    """Agents for the cells in play order: ``(agent, [(cell, claim or None), ...])``."""
     view = env if len(cells) == 1 else _as_seen_alone(env, num_runs)
     by_learner: dict[str, list[Cell]] = {}
     for cell in cells:
@@ -535,12 +475,7 @@ def _rows(
     rounds: np.ndarray,
     restarts: np.ndarray | None = None,
 ) -> list[dict[str, Any]]:
-    """The cell's tidy rows from its (len(rounds), B) curves.
-
-    ``restarts`` (B,): a restart-based learner's final restart count per run (its
-    ``restarts`` attribute), written on the rows of the last round only.
-    """
-    # The run's constant fields, computed once (a display label is a sorted join).
+    """The cell's tidy rows from its (len(rounds), B) curves, ``restarts`` on the last round's."""
     fixed: dict[str, Any] = {
         "agent": cell.agent.display,
         "agent_name": cell.agent.name,
@@ -569,9 +504,11 @@ def _rows(
 def run_cells(cells: Sequence[Cell]) -> list[tuple[Cell, list[dict[str, Any]]]]:
     """Run cells of one group (same :func:`group_key`) and return ``(cell, rows)`` pairs. Pure.
 
-    With an oblivious adversary the cells share one env whose loss streams are drawn once
-    (``copies``); otherwise (an adaptive adversary, an env without shared streams) each cell
-    plays its own episode. The rows are the same either way.
+    The cells share one env with ``copies`` where the adversary allows it, else each plays
+    alone; the rows are the same either way.
+
+    Raises:
+        ValueError: for cells of different groups.
     """
     cells = list(cells)
     if not cells:

@@ -1,26 +1,16 @@
 """The exact worst case of a two-expert learner whose law depends only on its past losses.
 
-For N = 2 experts and losses in {0, 1}^2, a learner whose probability of playing expert 0 at
-round t is a function ``p_t(L0, L1)`` of the cumulative losses alone (Hedge, follow-the-leader
-with random ties) has an exact worst case over every loss sequence: a dynamic program over
-(t, L0, L1),
+For N = 2 and losses in {0, 1}^2, a learner playing expert 0 at round t with probability
+``p_t(L0, L1)`` of its cumulative losses alone (Hedge, follow-the-leader) has an exact worst case,
+a dynamic program over (t, L0, L1):
 
     V_T(a, b) = -min(a, b),
     V_t(a, b) = max over l in {0, 1}^2 of
-                p_t(a, b) l0 + (1 - p_t(a, b)) l1 + V_{t+1}(a + l0, b + l1),
+                p_t(a, b) l0 + (1 - p_t(a, b)) l1 + V_{t+1}(a + l0, b + l1).
 
-whose value ``V_0(0, 0)`` is the largest expected static regret any (oblivious or adaptive)
-adversary with {0, 1}-valued losses can force (fractional losses can force more: follow-the-
-leader's trap opens with (1/2, 0) to avoid ties): the learner's law reacts to the losses only,
-so an adaptive adversary gains nothing over the best fixed sequence, which the argmax path is.
-It is the yardstick of a learned adversary's regret: ``dp-experts attack`` reports it and the
-learned/exact ratio in attack.json where it applies (docs/attack.md).
-
-The law is read from the learner (``action_distribution()`` after the rounds' observations) on a
-canonical sequence reaching each (a, b) at each t (one batched pass, :func:`loss_law`);
-:func:`exact_worst_case` first checks that the law depends on the cumulative losses alone (the
-same with the non-zero rounds in the other order and under another seed) and refuses a learner
-whose law does not (Fixed-Share, a lazy sampler's conditional law).
+``V_0(0, 0)`` is the largest expected static regret any adversary with {0, 1} losses can force
+(an adaptive one gains nothing over the argmax path; fractional losses can force more). It is
+the yardstick of ``dp-experts attack`` (docs/attack.md, "The exact yardstick").
 """
 
 from __future__ import annotations
@@ -49,8 +39,7 @@ class WorstCase:
 def _round_losses(r: int, a: np.ndarray, b: np.ndarray, reverse: bool) -> np.ndarray:
     """Round r's loss vectors of the runs reaching (a, b).
 
-    min(a, b) rounds (1, 1) and |a - b| rounds (1, 0) or (0, 1), in that order (``reverse``: the
-    other order), then (0, 0).
+    min(a, b) rounds (1, 1), |a - b| rounds (1, 0) or (0, 1) (``reverse``: first), then (0, 0).
     """
     both, lead = np.minimum(a, b), np.abs(a - b)
     first, second = (lead, both) if reverse else (both, lead)
@@ -73,9 +62,8 @@ def loss_law(
 ) -> list[np.ndarray]:
     """``laws[t][a, b]``: the learner's probability of expert 0 at round t after losses (a, b).
 
-    One batch of T^2 runs, one per (a, b) with a, b < T, each playing its non-zero rounds first
-    (``reverse``: in the other order) and (0, 0) after, so run (a, b) is at (a, b) from round
-    max(a, b) on: T rounds read every state (O(T^3) work). Entries with a or b above t are NaN.
+    One batch of T^2 runs, run (a, b) at state (a, b) from round max(a, b) on (O(T^3) work);
+    entries not reached by round t are NaN.
     """
     import agents
 
@@ -102,6 +90,8 @@ def exact_worst_case(
 ) -> WorstCase:
     """The exact worst-case expected static regret of ``agent`` with N = 2 (see the module).
 
+    The law is first checked to be the same under another order of the losses and another seed.
+
     Args:
         agent: a registered full-information learner with ``action_distribution()``.
         horizon: T (1..256).
@@ -109,8 +99,7 @@ def exact_worst_case(
 
     Raises:
         ValueError: a horizon out of range, or a learner whose law is not a function of its
-            cumulative losses (it differs under another order of the same losses or another
-            seed).
+            cumulative losses (Fixed-Share, a lazy sampler).
     """
     if isinstance(horizon, bool) or not isinstance(horizon, int) or not 1 <= horizon <= MAX_HORIZON:
         raise ValueError(f"horizon must be an int in [1, {MAX_HORIZON}], got {horizon!r}")

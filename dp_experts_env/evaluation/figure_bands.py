@@ -1,9 +1,4 @@
-"""The uncertainty drawn in the figures: seed-bootstrap bands of regret curves and intervals.
-
-The per-round matrix of a group of runs (:func:`round_matrix`), the bootstrap band of its mean
-curve (:func:`curve_bands`, quantiles taken on sorted resamples) and the intervals of the end
-points (:func:`bootstrap_cis`) that :mod:`~dp_experts_env.evaluation.plots` draws.
-"""
+"""The uncertainty drawn in the figures: seed-bootstrap bands of regret curves and intervals."""
 
 from __future__ import annotations
 
@@ -18,15 +13,10 @@ def curve_bands(
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Mean over seeds (axis 1) with a percentile bootstrap band: (mean, low, high) of each.
 
-    Each curve is resampled as if alone: ``n_boot`` draws of its seeds with replacement from a
-    generator seeded with ``seed`` (the same draws for every curve of as many seeds), the band
-    the percentile interval of the resample means. A resample mean is computed as the seeds'
-    values times how often the resample drew each, over the seed count: one matrix product
-    per group of curves instead of a (rounds, n_boot, seeds) gather per curve (the same
-    resamples, sums in another order: within 1e-15 relative of the gathered means). Curves
-    with a missing or infinite value keep the gather, where a seed not drawn cannot turn a
-    mean into NaN (0 x inf). The percentiles of all the curves' resample means are taken at
-    once, from sorted rows (:func:`_sorted_quantiles`).
+    Each curve is resampled as if alone (``n_boot`` draws of its seeds from a generator seeded
+    with ``seed``). Finite curves of one seed count share one matrix product of draw counts
+    (within 1e-15 relative of a gather); a curve with a non-finite value keeps the gather,
+    where a seed not drawn cannot turn a mean into NaN (0 x inf).
     """
     out: list[Any] = [None] * len(matrices)
     by_seeds: dict[tuple[int, bool], list[int]] = {}
@@ -60,10 +50,7 @@ def curve_bands(
 def _sorted_quantiles(rows: np.ndarray, qs: tuple[float, ...]) -> list[np.ndarray]:
     """``np.quantile(rows, q, axis=1)`` (method "linear") of each q, for rows sorted ascending.
 
-    numpy's own interpolation between the two order statistics around ``(n - 1) q`` (the same
-    formula, so the same floats), read off the sorted rows: np.quantile would copy the rows
-    and select the statistics again, ~3x the cost of numpy's sort for the default figure's
-    3,000 rows of 500 resample means. A row holding NaN (sorted last) gives NaN, as there.
+    numpy's own formula (the same floats) without its copy and selection; NaN rows give NaN.
     """
     n = rows.shape[1]
     has_nan = np.isnan(rows[:, -1])
@@ -83,9 +70,7 @@ def _sorted_quantiles(rows: np.ndarray, qs: tuple[float, ...]) -> list[np.ndarra
 def bootstrap_cis(groups: list[np.ndarray], n_boot: int = 2000) -> np.ndarray:
     """:func:`~dp_experts_env.evaluation.stats.bootstrap_ci` (mean) of each group: (k, 3).
 
-    The same floats as one call per group (the same draws: a generator seeded 0 per group,
-    the same row means, numpy's percentiles; tests/test_plots_style.py checks equality), for
-    all groups of one size at once: the epsilon figure's 45 points cost one gather, not 45.
+    The same floats as one call per group, for all groups of one size at once.
     """
     out = np.empty((len(groups), 3))
     by_size: dict[int, list[int]] = {}
@@ -112,13 +97,7 @@ def bootstrap_cis(groups: list[np.ndarray], n_boot: int = 2000) -> np.ndarray:
 
 
 def round_matrix(group: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
-    """Rounds (sorted) and the (rounds, seeds) matrix of ``metric``, seeds in sorted order.
-
-    What ``group.pivot_table(index="round", columns="seed", values=metric)`` gives, without its
-    cost (~6 ms a call, 70 calls for the default figure): when every (round, seed) pair occurs
-    once and no value is missing, the rows are placed directly; otherwise the pivot (mean of
-    repeated pairs, missing values skipped) is taken.
-    """
+    """Sorted rounds and the (rounds, seeds) matrix of ``metric``: a faster ``pivot_table``."""
     values = group[metric].to_numpy(dtype=np.float64)
     rounds, r_idx = np.unique(group["round"].to_numpy(), return_inverse=True)
     seeds, s_idx = np.unique(group["seed"].to_numpy(), return_inverse=True)

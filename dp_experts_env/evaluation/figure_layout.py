@@ -1,10 +1,7 @@
 """Figure layout without pyplot: bare figures, fitted titles, legends below, measured margins.
 
-Figures are built as a bare :class:`~matplotlib.figure.Figure` with an Agg canvas
-(:func:`new_figure`) and laid out before saving, without ``bbox_inches="tight"``: titles are
-wrapped or shrunk to the width (:func:`fit_text`, :func:`pin_titles`), the legend sits below the
-axes with the figure grown to fit (:func:`legend_below`), and the side margins follow the drawn
-tick labels (:func:`place_axes`), so a saved PNG is the figure's own size.
+Figures are laid out before saving, without ``bbox_inches="tight"`` (which draws twice), so a
+saved PNG is the figure's own size.
 """
 
 from __future__ import annotations
@@ -19,14 +16,8 @@ from matplotlib.transforms import Bbox
 
 from dp_experts_env.evaluation.table import learner_label
 
-#: Margins (inches) around the axes of the default comparison's figures, set directly instead
-#: of by ``tight_layout``, which lays out every tick label and title once more before the
-#: figure is drawn (~0.1-0.2 s of CPU per figure). Sized for 7-8 pt text: y tick labels of up to
-#: five characters and the y label on the left, tick labels and the x label below, the title
-#: lines above (titles too wide for the figure are wrapped or shrunk by :func:`fit_text`); the
-#: legend below is measured and the figure grown to hold it (:func:`legend_below`). Figures
-#: are saved as laid out, without ``bbox_inches="tight"``, which would draw each figure twice
-#: (once to measure everything, once to render).
+#: Margins (inches) around the axes, set directly (``tight_layout`` lays out every label once
+#: more); sized for 7-8 pt text and y tick labels of up to five characters.
 _MARGIN_LEFT, _MARGIN_RIGHT, _MARGIN_BOTTOM, _PANEL_GAP = 0.55, 0.12, 0.4, 0.32
 
 def round_label(value: float, _pos: int) -> str:
@@ -44,11 +35,8 @@ def new_figure(
 ) -> tuple[Figure, Any]:
     """A figure and its axes outside pyplot; call it under ``matplotlib.rc_context(STYLE)``.
 
-    pyplot would register the figure with a manager that has to be closed (and costs its import);
-    a bare :class:`~matplotlib.figure.Figure` is freed like any object. The Agg canvas gives the
-    renderer that measures the legend and the titles for the layout (:func:`_inches`).
-    ``grid=True`` creates the axes with their major grid on (what ``ax.grid(True)`` sets, without
-    its pass over every tick already made).
+    A bare figure with an Agg canvas (the renderer that measures the layout) is freed like any
+    object. ``grid=True``: the axes' major grid on from the start (cheaper than ``ax.grid``).
     """
     fig = Figure(figsize=(width, height))
     FigureCanvasAgg(fig)
@@ -57,10 +45,7 @@ def new_figure(
 
 
 def _inches(fig: Figure, artist: Any) -> Bbox:
-    """Extent of ``artist`` in inches from the figure's lower left corner.
-
-    Lays out that artist alone (its text lines, or a legend's entries), not the whole figure.
-    """
+    """Extent of ``artist`` in inches from the figure's lower left corner (laid out alone)."""
     box = artist.get_window_extent(fig.canvas.get_renderer())
     return box.transformed(fig.dpi_scale_trans.inverted())
 
@@ -93,8 +78,8 @@ def _comma_wrapped(text: str, fraction: float) -> str:
 def fit_text(fig: Figure, text: Any, options: list[str], width: float) -> int:
     """Give ``text`` the first of ``options`` at most ``width`` inches wide; its line count.
 
-    When none fits, the last option is broken after commas and, if still too wide, set in a
-    smaller font (down to :data:`_MIN_TITLE_SIZE`): a title is never cut at the figure's edge.
+    When none fits, the last is broken after commas and, if still too wide, shrunk (down to
+    :data:`_MIN_TITLE_SIZE`).
     """
     for option in options:
         text.set_text(option)
@@ -110,16 +95,10 @@ def fit_text(fig: Figure, text: Any, options: list[str], width: float) -> int:
 
 
 def legend_below(fig: Figure, handles: list[Any], labels: list[str], width: float) -> Any:
-    """One legend under the axes, as many columns as the figure width holds; the figure grows.
-
-    The figure's height grows by the legend's measured height (the axes keep their size in
-    inches), so that the saved image holds the legend without ``bbox_inches="tight"``. A bare
-    learner name whose defaults are the suite's variant gets "(suite variant)", as in the table.
-    """
+    """One legend under the axes in as many columns as fit; the figure grows, not the axes."""
     labels = [learner_label(label) for label in labels]
     longest = max((len(label) for label in labels), default=10)
-    # About 0.05 in per character at 7 pt (measured on the default comparison's legend) plus
-    # 0.45 in for the handle and the spacing; checked against the measured width below.
+    # A first guess at 7 pt (0.05 in per character, 0.45 in per handle), then measured.
     ncol = max(1, min(len(labels), int(width // (0.05 * longest + 0.45))))
     while True:
         legend = fig.legend(
@@ -143,12 +122,7 @@ def legend_below(fig: Figure, handles: list[Any], labels: list[str], width: floa
 
 
 def _room_below(fig: Figure, legend: Any, legend_height: float) -> None:
-    """Grow the figure at the bottom by a legend's height and put the legend there.
-
-    The axes keep their margins in inches (the subplot parameters are fractions, recomputed for
-    the new height), the suptitle keeps its distance to the top, and the legend's upper edge
-    sits where the figure's bottom edge was (less the legend's ``borderaxespad``).
-    """
+    """Put a legend below the axes, growing the figure (axes and suptitle fixed in inches)."""
     width, height = fig.get_size_inches()
     pad = legend.borderaxespad * legend._fontsize / 72  # what the legend keeps off its anchor
     below = legend_height + pad + EDGE
@@ -170,11 +144,8 @@ _LINE = 8 * 1.25 / 72  # one 8 pt text line, in inches
 def place_axes(fig: Figure, title_lines: int, planned_lines: int | None = None) -> None:
     """Margins for axes with a title (``title_lines`` lines of 8 pt text above the top axes).
 
-    The figure's height was chosen for ``planned_lines`` title lines (default: as many as it
-    has); a title wrapped onto more lines grows the figure, so the axes keep their height.
-    An offset text over a y axis (the "1e7" of a large scale), over which matplotlib lifts
-    the titles, takes one line more. The side margins are then checked against the axes' tick
-    labels (:func:`_fit_sides`).
+    A title longer than ``planned_lines`` (default: ``title_lines``) grows the figure, so the
+    axes keep their height; a y offset text (the "1e7") takes one line more.
     """
     width, height = fig.get_size_inches()
     planned = title_lines if planned_lines is None else planned_lines
@@ -214,13 +185,7 @@ def _tick_labels(axis: Any) -> list[str]:
 
 
 def _fit_sides(fig: Figure) -> None:
-    """Widen a side margin that the y tick labels and label, or the last x tick label, pass.
-
-    The left margin holds y tick labels of up to four characters ("3000", the default
-    comparison's, leave 0.04 in to the edge) and the right one a last x tick label of three
-    ("10k"). Longer ones (regrets of 10,000 and more) are measured: the axes' ticks are laid
-    out (and kept for the drawing), and the margin widened by what passes the figure's edge.
-    """
+    """Widen a side margin that long y tick labels or the last x tick label pass (measured)."""
     first = [ax for ax in fig.axes if ax.get_subplotspec().is_first_col()]
     last = [ax for ax in fig.axes if ax.get_subplotspec().is_last_col()]
     long_y = any(len(label) > 4 for ax in first for label in _tick_labels(ax.yaxis))
@@ -244,15 +209,7 @@ def _fit_sides(fig: Figure) -> None:
 
 
 def pin_titles(fig: Figure) -> None:
-    """Fix each axes title where matplotlib's automatic placement would leave it.
-
-    The automatic placement lays out every axes' y tick labels once more at each draw, to lift
-    the title over x tick labels at the top or a y offset text (the "1e6" of a large scale)
-    under it. The axes here have their x ticks and label at the bottom, so where no offset text
-    shows, the title stays at the top of the axes: pinned there (``y=1``), the drawing skips
-    that search (~0.03 s of CPU per axes). Call it when the layout is final (the offset text
-    depends on the ticks, and they on the axes' size).
-    """
+    """Pin each axes title where matplotlib would place it (``y=1``), once the layout is final."""
     for ax in fig.axes:
         if not ax.get_title():
             continue

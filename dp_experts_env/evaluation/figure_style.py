@@ -1,10 +1,8 @@
 """How every figure looks: paper widths, matplotlib settings, one colour and marker per learner.
 
-Figures are :data:`COLUMN_WIDTH` (one panel) or :data:`FULL_WIDTH` wide with 7-8 pt text
-(:data:`STYLE`); every learner keeps one colour and marker in every figure and every results
-folder (:func:`learner_style`, a function of the learner's name; colour-blind-safe hues).
-Uniform play (:data:`REFERENCE_LEARNER`) is a black dashed line; other non-private learners are
-dashed, private ones solid (:func:`line_kwargs`).
+Every learner keeps one colour and marker in every figure and results folder; uniform play
+(:data:`REFERENCE_LEARNER`) is black dashed, other non-private learners dashed, private ones
+solid (docs/grid.md, "Reading the table and the figures").
 """
 
 from __future__ import annotations
@@ -42,10 +40,8 @@ STYLE: dict[str, Any] = {
 }
 
 
-#: Colour-blind-safe qualitative colours: the Okabe & Ito (2008) set without black (kept for the
-#: uniform reference) and yellow (too pale on white), then Paul Tol's "muted" colours for larger
-#: comparisons. No two are light and dark shades of one hue (CIE76 distance >= 20 for every
-#: pair); learners past the 14th reuse colours with another marker.
+#: Colour-blind-safe colours: Okabe & Ito (2008) without black (uniform's) and yellow, then
+#: Paul Tol's "muted" (CIE76 distance >= 20 for every pair); past the 14th, another marker.
 PALETTE = (
     "#0072B2",  # blue
     "#E69F00",  # orange
@@ -76,11 +72,8 @@ def _is_reference(label: str) -> bool:
     return label.split("[", 1)[0] == REFERENCE_LEARNER
 
 
-#: Fixed palette index of each learner the suite registers, so that a learner has the same
-#: colour in every results folder (whatever else the grid holds). Learners that share a figure
-#: (one feedback type: full information, bandit, OCO) have distinct colours; other names
-#: (plug-ins, labelled variants such as ``hedge[eta=0.1]``) take a colour and marker from a
-#: hash of their label.
+#: Fixed palette index of each registered learner, distinct within one feedback type; other
+#: labels take a colour and marker from a hash of the label.
 _FIXED_COLOUR = {
     # full information
     "hedge": 0,
@@ -118,12 +111,7 @@ _FIXED_COLOUR = {
 
 
 def learner_style(label: str) -> dict[str, Any]:
-    """Colour and marker of one learner label, a function of the label alone.
-
-    Uniform play (the reference of every score) is black without marker; a registered learner
-    has its fixed colour (:data:`_FIXED_COLOUR`); any other label a colour and marker from a
-    hash of the label, so it too keeps them across results folders.
-    """
+    """Colour and marker of a label, a function of the label alone (fixed if registered)."""
     if _is_reference(label):
         return {"color": "black", "marker": None}
     if label in _FIXED_COLOUR:

@@ -1,9 +1,6 @@
 """What a run's cache key says about the code and data that made it: source and file hashes.
 
-:func:`code_fingerprint` hashes the source of a learner's and an env's modules and of every
-project module they import (read from source, lazy imports included), :func:`plugin_fingerprint`
-the plug-ins in effect, :func:`data_fingerprint` the data files a parameter names. The results
-folder's store (:mod:`~dp_experts_env.evaluation.store`) puts them into every run's key.
+The store puts them into every run's key (docs/grid.md, "Cache keys").
 """
 
 from __future__ import annotations
@@ -27,14 +24,11 @@ __all__ = [
 ]
 
 
-# Aggregating package __init__ modules import every learner / env; following them would make
-# every key depend on every module. Evaluation code other than the episode loop (tables, plots,
-# CLI) does not change rows.
+# Aggregating __init__ modules would make every key depend on every module.
 _UNFOLLOWED = ("agents", "dp_experts_env", "dp_experts_env.cli", "dp_experts_env.__main__")
 
 
-#: Evaluation modules that change rows: the episode loop, and the grid module, which derives
-#: every env and agent seed and the recorded rounds.
+#: Evaluation modules that change rows: the episode loop and the grid (seeds, recorded rounds).
 _ROW_MODULES = ("dp_experts_env.evaluation.episode", "dp_experts_env.evaluation.grid")
 
 
@@ -58,11 +52,8 @@ def _module_source(name: str) -> tuple[str | None, bytes]:
     return spec.origin, Path(spec.origin).read_bytes()
 
 
-# (module name, SHA-256 of its source) -> its import statements, parsed. Kept across sweeps (an
-# edited file is another digest), so a process running many grids (reproduce) parses each file
-# once, not once per grid. Also kept on disk, signed, in the cache folder of the calibrations
-# (agents._public_cache: read_entry / write_entry), so a new process does not parse the ~60
-# source files again (~0.4 s of CPU); a planted or edited entry is ignored and named there.
+# (module name, SHA-256 of its source) -> its import statements; also kept on disk, signed, in
+# the calibrations' cache folder (agents._public_cache) for the next process.
 _PARSED: dict[tuple[str, str], tuple[tuple[str, tuple[str, ...]], ...]] = {}
 _PARSED_STATE = {"loaded": False, "dirty": False}
 _PARSED_FILE = "imports-v2.json"
@@ -89,8 +80,7 @@ def _save_parsed() -> None:
     if not _PARSED_STATE["dirty"]:
         return
     _PARSED_STATE["dirty"] = False
-    # The project's modules only (a plug-in's are parsed again: no entry for every temporary
-    # module a test or a user ever named).
+    # The project's modules only: no entry for every temporary module ever named.
     records = [
         [*key, [[b, list(ns)] for b, ns in value]]
         for key, value in _PARSED.items()
@@ -128,18 +118,14 @@ def _import_statements(
 
 @functools.cache
 def _imports(name: str, tops: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """Project modules a module imports anywhere in its source (lazy imports included).
-
-    Modules of the outside packages ``tops`` (plug-ins) are listed and resolved the same way.
-    """
+    """Project (and plug-in ``tops``) modules a module imports anywhere in its source."""
     origin, source = _module_source(name)
     if origin is None:
         return ()
     found: set[str] = set()
     for base, names in _import_statements(name, origin, source):
         found.add(base)
-        # `from pkg import submodule`. Only a package has submodules: looking one up in a plain
-        # module would import that module (and whatever it imports: ~1 s for the accountants).
+        # Only a package has submodules (a lookup in a plain module would import it).
         if names and _top(base) in (*_PROJECT, *tops) and _is_package(base):
             found.update(c for c in (f"{base}.{n}" for n in names) if _module_source(c)[0])
     return tuple(
@@ -164,10 +150,7 @@ def _closure(
     follow: Callable[[str], bool] = _project_module,
     tops: tuple[str, ...] = (),
 ) -> list[str]:
-    """The roots and every module they import, transitively, that ``follow`` accepts.
-
-    ``tops`` names the outside packages (plug-ins) whose imports are walked too.
-    """
+    """The roots and their transitive imports that ``follow`` accepts (plug-ins ``tops`` too)."""
     seen: set[str] = set()
     stack = [r for r in roots if follow(r)]
     while stack:
@@ -206,12 +189,9 @@ def _package_version() -> str:
 def code_fingerprint(agent_name: str, env_id: str) -> dict[str, str]:
     """Package version and source hashes of the code that produces a cell's rows.
 
-    The learner's hash covers the modules of its class and base classes and every project module
-    they import (transitively; the privacy mechanisms, the batch RNG); the env's covers the
-    modules of its single and vector entry points and their imports (the adversary families, the
-    regret bookkeeping), plus the episode loop and ``evaluation/grid.py`` (seed derivation and
-    recorded rounds). Hashes are of the source files, so editing a
-    learner's learning rate changes its key even when the version number does not move.
+    The learner's hash covers its class's and base classes' modules and the project modules
+    they import, transitively; the env's its entry points' modules and their imports, plus the
+    episode loop and the grid.
     """
     import gymnasium as gym
 
@@ -235,8 +215,7 @@ def code_fingerprint(agent_name: str, env_id: str) -> dict[str, str]:
             env_roots.add(entry.partition(":")[0])
         elif entry is not None:
             env_roots.update(c.__module__ for c in getattr(entry, "__mro__", [entry]))
-    # An env's package (dp_experts_env.envs) re-exports its classes; the adversary families are
-    # found through the factory's imports.
+    # The env's package: the adversary families are found through the factory's imports.
     env_roots |= {m.rpartition(".")[0] for m in list(env_roots) if m.count(".") > 1}
     fingerprint = {
         "package": _package_version(),
@@ -254,13 +233,9 @@ def code_fingerprint(agent_name: str, env_id: str) -> dict[str, str]:
 def plugin_fingerprint() -> dict[str, str] | None:
     """The plug-ins in effect and a SHA-256 of their code; None when there are none.
 
-    The list is every module of ``DP_EXPERTS_PLUGINS`` and every entry point of the learner and
-    family groups (``group:name=module:object``); the code is the source of each such module
-    and of every module of its own package it imports, transitively (the walk
-    :func:`code_fingerprint` makes for the project). It joins every run's key: a plug-in may
-    register a family any env plays, or patch a built-in learner, so editing one, adding one or
-    removing one changes every key (the rows are played again; ``verify`` names the runs
-    stale with ``code.plugins``). A module that cannot be found is listed as ``missing:``.
+    ``{"list": the DP_EXPERTS_PLUGINS modules and entry points (a module not found as
+    "missing:"), "code": the hash of their packages' modules they import}``; it joins every
+    run's key, since a plug-in may patch a built-in.
     """
     from dp_experts_env import plugins as plugins_mod
 
@@ -292,8 +267,7 @@ def forget_fingerprints() -> None:
     _FILE_DIGESTS.clear()
 
 
-# (resolved path, size, mtime) -> digest: every seed of every cell names the same data file, and
-# hashing a large replay matrix once per seed would dominate the planning of a sweep.
+# (resolved path, size, mtime) -> digest: every seed of every cell names the same data file.
 _FILE_DIGESTS: dict[tuple[str, int, int], str] = {}
 
 
@@ -314,12 +288,7 @@ def _hash_file(path: Path) -> str:
 
 
 def data_fingerprint(params: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
-    """SHA-256 of every file a parameter names (``{"env.losses": digest}``).
-
-    A string or path parameter that names an existing file (relative to the working directory,
-    as the env reads it) is a data file: replacing its content changes the key even though the
-    parameter (the path) does not change. Nested tables are searched too.
-    """
+    """SHA-256 of every existing file a (nested) parameter names (``{"env.losses": digest}``)."""
     out: dict[str, str] = {}
     for key, value in params.items():
         name = f"{prefix}{key}"

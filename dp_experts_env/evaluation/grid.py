@@ -1,15 +1,8 @@
 """Experiment grids: agents x envs x epsilons x seeds, as a list of independent cells.
 
-A :class:`Cell` is one (agent, env, epsilon) combination over a block of seed indices. Its runs
-are played as one batch (B = number of seeds in the block), so a cell costs one batched episode,
-not B Python loops. Seeds come from :class:`numpy.random.SeedSequence` keyed by the cell:
-
-* the adversary stream of seed index ``i`` depends on (base seed, env key, i) only, so every
-  agent and every epsilon faces exactly the same losses (common random numbers);
-* the agent stream depends on (base seed, agent key, epsilon, i).
-
-Grids are built in Python (:class:`Grid`) or read from a TOML file (:meth:`Grid.from_toml`; the
-format is documented in docs/grid.md). Everything is validated before any cell runs.
+A :class:`Cell` is one (agent, env, epsilon) over a block of seed indices, played as one batch;
+adversary seeds are keyed by (env, seed index) only (docs/grid.md, "Seeds and common random
+numbers"). :class:`Grid` is built in Python or read from TOML and validated before any cell runs.
 """
 
 from __future__ import annotations
@@ -50,12 +43,7 @@ __all__ = [
 
 
 def plain_numbers(value: Any) -> Any:
-    """``value`` with numpy scalars turned into Python ones (recursively through containers).
-
-    A grid built with ``np.arange``/``astype(int)`` must give the same keys, seeds and JSON as
-    the same grid written with Python numbers; arrays (a replay loss matrix) are kept as arrays.
-    Mappings come back as dicts with string keys, lists and tuples keep their type.
-    """
+    """``value`` with numpy scalars as Python ones, recursively (arrays kept, mapping keys str)."""
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, Mapping):
@@ -71,8 +59,7 @@ def json_default(value: Any) -> Any:
     Returns a numpy array's content hash (``{"array_sha256", "shape", "dtype"}``), a numpy
     scalar's Python value, and ``str(value)`` for anything else JSON cannot write.
     """
-    # An array's str() elides its middle, so two different loss matrices would share a key:
-    # use its content hash instead.
+    # An array's str() elides its middle: two loss matrices would share a key.
     if isinstance(value, np.ndarray):
         digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
         return {"array_sha256": digest, "shape": list(value.shape), "dtype": str(value.dtype)}
@@ -82,19 +69,13 @@ def json_default(value: Any) -> Any:
 
 
 def canonical_json(params: Mapping[str, Any]) -> str:
-    """One JSON text per content: keys sorted, no spaces, numpy numbers as Python ones.
-
-    The identity of cells, entries and stored keys (their digests hash this text): two mappings
-    with equal content give the same string whatever their key order or number types.
-    """
+    """One JSON text per content: keys sorted, no spaces, numpy numbers as Python ones."""
     return json.dumps(
         plain_numbers(dict(params)), sort_keys=True, separators=(",", ":"), default=json_default
     )
 
 
-# Deprecated aliases of the three names above, kept for one release for code written against
-# the former private names (branches merged alongside this change); new code uses the public
-# names, and tests/test_seams.py refuses these aliases outside its allowlist.
+# Deprecated aliases of the former private names, for one release (tests/test_seams.py).
 _plain = plain_numbers
 _json_default = json_default
 _canonical = canonical_json
@@ -113,18 +94,13 @@ def derive_seed(base_seed: int, *key: Any) -> int:
 
 @functools.lru_cache(maxsize=1 << 16)
 def _seed_of(words: tuple[int, ...]) -> int:
-    # Every agent of a grid asks for the same env seeds, and a cell's seeds are asked for by
-    # the store and by the episode: a SeedSequence costs ~20 us.
+    # Cached: the same seeds are asked for by every agent, the store and the episode.
     state = np.random.SeedSequence(list(words)).generate_state(1, np.uint64)[0]
     return int(state >> np.uint64(1))
 
 
 def record_rounds(horizon: int, n_points: int = 64) -> np.ndarray:
-    """Rounds 1..T at which curves are kept: log-spaced plus evenly spaced, always T.
-
-    Log spacing resolves the early rounds; the evenly spaced half keeps change points visible
-    on a linear round axis. At most ``n_points`` rounds (fewer when T is small).
-    """
+    """At most ``n_points`` rounds of 1..T (always T) to keep: half log-, half evenly spaced."""
     horizon = check_int("horizon", horizon, minimum=1)
     n_points = check_int("n_points", n_points, minimum=2)
     half = max(1, n_points // 2)
@@ -278,9 +254,7 @@ def _check_agent_keywords(name: str, params: Mapping[str, Any]) -> None:
         )
 
 
-#: Most seeds a grid runs. A cell plays its seeds as one batch (B runs in memory at once) and
-#: stores n_record rows per seed: a million seeds is ~64 million rows per cell, beyond what a
-#: results folder is for; larger values are typos (2**63 - 1 used to end in a MemoryError).
+#: Most seeds a grid runs (a million is ~64 million rows per cell: more is a typo).
 MAX_SEEDS = 1_000_000
 #: Most recorded rounds per curve (each is a row per seed; figures need ~100).
 MAX_RECORD = 100_000
@@ -310,10 +284,8 @@ class Grid:
         base_seed: root of every derived seed.
         seeds_per_cell: seeds batched into one cell (None: all of them).
         n_record: log-spaced rounds kept per curve.
-        pairs: only these ``(env display, epsilon)`` pairs of the cross product (None: all of
-            it); non-private agents play each listed env once. A sweep whose points pair each
-            env with its own epsilon is one grid this way, so its cells on one env share a loss
-            stream and a private learner is one batch over their epsilons.
+        pairs: only these ``(env display, epsilon)`` pairs of the cross product (None: all);
+            non-private agents play each listed env once.
     """
 
     agents: Sequence[AgentEntry | str]
@@ -381,7 +353,6 @@ class Grid:
             raise ValueError("pairs must list at least one [env label, epsilon] (or be omitted)")
         return out
 
-    # ----------------------------------------------------------------- construction
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Grid:
         """Build from a mapping with the TOML layout (see docs/grid.md)."""
@@ -442,7 +413,6 @@ class Grid:
         except (TypeError, ValueError) as err:
             raise type(err)(f"grid file {str(path)!r}: {err}") from err
 
-    # ----------------------------------------------------------------- use
     def cells(self) -> list[Cell]:
         """Every cell of the grid, in a stable order."""
         from agents import spec  # evaluation sits on top: it may see agents
@@ -469,8 +439,10 @@ class Grid:
     def validate(self) -> None:
         """Fail before any cell runs: unknown names, incompatible feedback, bad parameters.
 
-        Each (agent, env) pair is built once at its real size with one run, which runs every
-        constructor check without playing a round.
+        Each (agent, env) pair is built once with one run, playing no round.
+
+        Raises:
+            ValueError: naming the env or agent and the problem.
         """
         import gymnasium as gym
 
@@ -478,8 +450,7 @@ class Grid:
 
         for env in self.envs:
             if "render_mode" in env.params:
-                # Cells play the native vector env, which does not render: without this check
-                # the single env built below accepts the keyword and the first cell fails.
+                # The single env below would accept it; the vector envs cells play would not.
                 raise ValueError(
                     f"env {env.display}: render_mode is not a grid parameter (cells run vector "
                     "envs, which do not render); remove it"
@@ -494,8 +465,7 @@ class Grid:
             try:
                 instance = gym.make(env.id, **dict(env.params))
             except (TypeError, ValueError) as err:
-                # gymnasium re-raises a creator's TypeError with its internal kwargs appended;
-                # the creator's own message already names the keyword and the accepted ones.
+                # gymnasium appends its internal kwargs to the creator's own, clearer message.
                 cause = err.__cause__ if isinstance(err.__cause__, TypeError) else err
                 raise ValueError(f"env {env.display}: {cause}") from err
             for agent in self.agents:
@@ -512,11 +482,7 @@ class Grid:
             instance.close()
 
     def _check_batch_memory(self, env: EnvEntry, base: Any) -> None:
-        """Refuse a cell batch whose env arrays would not fit (the env was built with one run).
-
-        A unit plays ``seeds_per_cell`` runs for every learner and epsilon at once; the estimate
-        is the env's own (~200 bytes per run and expert, 8 floats per run and dimension for OCO).
-        """
+        """Refuse a cell batch whose env arrays would not fit (all learners, epsilons at once)."""
         from dp_experts_env._validation import check_memory
 
         block = self.seeds_per_cell or self.n_seeds

@@ -1,10 +1,7 @@
 """The results folder's manifest: the run ids of the grid last run there, with a checksum.
 
-``manifest.json`` lists the run ids of the grid last run in the folder; the results table, the
-summary and ``dp-experts plot`` read exactly those runs. It carries a checksum of its grid and
-run list (plain SHA-256: the store re-derives the list from the unit files too,
-:func:`~dp_experts_env.evaluation.store.manifest_problem`), and ``complete`` once every listed
-run and ``results.csv`` are written.
+The results table, the summary and ``dp-experts plot`` read exactly those runs; ``complete`` is
+set once every run and ``results.csv`` are written (docs/grid.md, "The manifest").
 """
 
 from __future__ import annotations
@@ -54,10 +51,10 @@ def manifest_data(grid_dict: Mapping[str, Any], run_ids: list[str], complete: bo
 
 
 def read_manifest(folder: str | Path) -> dict[str, Any]:
-    """The folder's manifest; ValueError when there is none, it is damaged or unsafe.
+    """The folder's manifest, its checksum and run ids checked.
 
-    The checksum is verified and every run id is checked to be a plain file name before the
-    caller builds a path from it.
+    Raises:
+        ValueError: no manifest, a damaged one, or an unsafe run id.
     """
     path = Path(folder) / MANIFEST
     try:

@@ -1,18 +1,9 @@
 """The memory a sweep needs: a per-run model measured on the serial sweep, and its check.
 
-A sweep holds, at its peak, the interpreter with its imports and compiled kernels, the runs of
-the unit being played (env and learner state, the episode's per-round bookkeeping and the rows
-of the unit as Python objects until they are stored) and, for every run of the grid, its rows
-in the results table the sweep returns. The model, fitted to the peak resident memory of
-``run_grid`` on the serial backend (docs/grid.md "Memory and progress of a large sweep"), per
-run:
-
-* played: ``37 kB + 500 B x N + 8 B x T + 140 B x R``;
-* kept: ``3.6 kB + 150 B x R``;
-
-with N experts (plus arms), T rounds and R recorded rounds (``min(n_record, T)``), plus
-:data:`FIXED_BYTES` (interpreter, imports, compiled kernels). ``tests/test_memory_model.py``
-holds it to the measured peak at two sizes (within 1.5x).
+Per run, with N experts (plus arms), T rounds and R = ``min(n_record, T)`` recorded rounds:
+played ``37 kB + 500 B x N + 8 B x T + 140 B x R`` (the largest unit at once), kept
+``3.6 kB + 150 B x R`` (every run), plus :data:`FIXED_BYTES`. Fitted to the peak resident
+memory of a serial ``run_grid`` (docs/grid.md, "Memory and progress of a large sweep").
 """
 
 from __future__ import annotations
@@ -60,11 +51,7 @@ def kept_bytes(size: EnvSize) -> float:
 
 
 def sweep_bytes(units: list[tuple[EnvSize, int, int]]) -> float:
-    """Peak bytes of a serial sweep.
-
-    Args:
-        units: per env, (its size, the runs of its largest unit, all its runs).
-    """
+    """Peak bytes of a serial sweep of ``units``: per env, (size, largest unit's runs, runs)."""
     largest = max((play_bytes(s) * unit for s, unit, _ in units), default=0.0)
     return FIXED_BYTES + largest + sum(kept_bytes(s) * total for s, _, total in units)
 
@@ -96,10 +83,7 @@ def env_size(env_id: str, params: dict, n_record: int) -> EnvSize:
 def check_grid_memory(grid: Any, limit: int | None = None) -> float:
     """Refuse a grid whose serial sweep would pass the memory limit, before it runs.
 
-    The largest unit's runs are played at once (``seeds_per_cell`` seeds x the learner/epsilon
-    cells of its env) and every run's rows are kept. When a smaller ``seeds_per_cell`` would
-    fit, the message names it; otherwise fewer seeds or recorded rounds are needed. Call it on
-    a validated grid (its envs build).
+    The message names a ``seeds_per_cell`` that fits, if any. Call it on a validated grid.
 
     Returns:
         The estimate in bytes (below the limit).

@@ -1,17 +1,6 @@
 """The unit-file format: two-line run records and the packs that hold them.
 
-A run record is two lines: a header (format version, key, checksum, row count, columns) and the
-rows as columns: the columns whose value is the same on every row of the run (agent, env,
-epsilon, seed, ...) once, the others (round, the metrics) as lists
-(:mod:`~dp_experts_env.evaluation.columns`). The checksum is the SHA-256 of the second line's
-bytes as stored, so checking a record never re-serialises it, and reading a run costs one JSON
-parse of a few lists, not one dict per row.
-
-Unit files (``cells/unit-<digest>.pack``, written since pack version 1): one file per unit of
-work, written once when the unit finishes. Line 1 is the pack header -- ``{"pack": 1, "runs":
-[run ids], "bytes": size of the rest, "checksum": SHA-256 of the rest}`` -- and the rest is
-one two-line record per listed run, in order. Run files (``cells/<run id>.json``, one record
-each) are what versions before packs wrote; they are still read, with the same checks.
+docs/grid.md, "Unit files, and folders written by earlier versions".
 """
 
 from __future__ import annotations
@@ -132,10 +121,7 @@ def record_header(line: bytes) -> dict[str, Any] | None:
 
 
 def key_digest(key: Any) -> str:
-    """SHA-256 of a key's JSON form (keys sorted): equal digests, equal keys.
-
-    A stored key too deep to serialise (planted) gets a digest no current key has.
-    """
+    """SHA-256 of a key's JSON form (keys sorted); "unserialisable" for a planted deep key."""
     try:
         text = json.dumps(key, sort_keys=True, separators=(",", ":"), allow_nan=True)
     except (RecursionError, ValueError, TypeError):

@@ -1,16 +1,8 @@
 """The registry of the papers' claims that ``dp-experts reproduce`` checks.
 
-None of the five papers has an experiment: what they claim are rates (upper bounds, lower
-bounds, dependences on T, S, epsilon, the gap). Each claim turns one of them into a measurable
-quantity on this suite's environments (an exponent, a ratio, a spread) with a tolerance and a
-direction. Upper bounds are one-sided (``at_most``): a learner may do better than its bound.
-Where the rate is the learner's exact behaviour on a construction built for it (a horizon-free
-bound, a 1/epsilon dependence, the sqrt(KT/epsilon) scaling on its matching env) the claim is
-two-sided. The choices of sizes and of the measured quantity are documented in docs/reproduce.md.
-
-The claims themselves are data, one module per paper in
-:mod:`dp_experts_env.evaluation.papers`; this module finds every such module (no list to edit)
-and orders them by their ``REPORT_ORDER``.
+The claims are data, one module per paper in :mod:`dp_experts_env.evaluation.papers`; this
+module finds every such module (no list to edit) and orders them by their ``REPORT_ORDER``.
+How the papers' rates become measurable claims: docs/reproduce.md.
 """
 
 from __future__ import annotations

@@ -1,27 +1,8 @@
 """Path equivalence: a learner's block entry point against round-by-round ``act``.
 
-Users' runs (``dp-experts run``, ``compare``, sweeps) play oblivious games through a learner's
-block entry point when it has one (``play_block`` with full information or OCO gradients,
-``play_bandit_block`` with bandit feedback; compiled kernels when numba is present:
-:mod:`dp_experts_env.evaluation.episode`), while the privacy audit's scenarios feed ``act``
-round by round. What the audit certifies covers the code users run only if the two paths are
-the same random function of the data. :func:`compare_paths` plays one seeded game both ways
-with twin learners (same seed) and requires, block after block:
-
-* equal actions (integers equal, points equal as doubles);
-* equal state afterwards: every array, integer, string and float attribute of the learner and
-  of the suite's objects it holds (trees, cores, detectors), compared as bytes;
-* the same random stream afterwards (a copy of each generator draws the same next uniforms:
-  the same number of uniforms was consumed);
-* the same drawn Laplace noise: every variate the two paths drew through the suite's samplers
-  (:func:`dp_experts_env.samplers.laplace_tap`), values and scales, as multisets (a block
-  draws its rounds' noise in one array, ``act`` one round at a time).
-
-On the first block that differs, the block is replayed from its start in growing prefixes
-until one differs: the report names that round and what differed. A planted kernel-only bug
-(noise at half scale, one draw per block, a budget off by one, a node released without
-noise) therefore fails with its round named. The check compares the two paths; it does not
-judge either (the audit does that, on ``act``).
+:func:`compare_paths` plays one seeded game both ways with twin learners and requires, after
+every block, equal actions, state, random stream and drawn Laplace noise, naming the first
+round that differs (docs/privacy.md, "Path equivalence: the code users run").
 """
 
 from __future__ import annotations
@@ -53,8 +34,8 @@ __all__ = [
     "path_reports",
 ]
 
-#: Block sizes the block path plays, in turn (cycled): a single round, blocks crossing powers
-#: of two and batch ends, and a long one.
+#: Block sizes the block path plays, cycled: one round, blocks crossing powers of two and
+#: batch ends, and a long one.
 BLOCKS = (1, 6, 13, 2, 9, 3, 17, 5)
 #: Attributes that may legitimately differ between twins (caches of public data, seeds kept
 #: for ``reset``).
@@ -67,8 +48,7 @@ class PathReport:
     """What :func:`compare_paths` found.
 
     Attributes:
-        method: the block entry point compared with ``act`` (None: the learner has none, so
-            ``act`` is the only path).
+        method: the block entry point compared with ``act`` (None: ``act`` is the only path).
         compiled: whether the compiled kernels ran (numba present and not disabled).
         rounds: rounds played on each path.
         first_round: the first round (1-based) whose result differs; None when equal.
@@ -109,7 +89,6 @@ def block_method(agent: Any) -> str | None:
     return name if callable(getattr(agent, name, None)) else None
 
 
-# ----------------------------------------------------------------------------- the game
 @dataclass(frozen=True)
 class _Game:
     """The data of one oblivious game: what both paths are fed."""
@@ -150,7 +129,6 @@ def _charged(game: _Game, t: int, actions: np.ndarray) -> np.ndarray:
     return game.losses[t][np.arange(len(actions)), actions]
 
 
-# ----------------------------------------------------------------------------- snapshots
 def _stream(rng: Any) -> bytes:
     twin = copy.deepcopy(rng)
     if isinstance(twin, BatchRNG):
@@ -203,14 +181,11 @@ def _state_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
 def _drop_padding(
     drawn: list[tuple[np.ndarray, np.ndarray]],
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Leave out the variates a block path computes from its padding.
+    """Leave out the variates a block path computes from its padding and throws away.
 
-    A block's first round may learn nothing (round 1 has no loss yet); the block kernels then
-    pad its uniforms so the K rounds form one array, with 0 (whose Laplace transform,
-    ``samplers.laplace(0, scale)``, is about ``-36.7 scale``) or with 0.5 (a zero noise), and throw
-    the padded values away. A genuine draw gives one of these values only for a uniform below
-    ``2**-54`` or exactly 0.5, so they are the padding and not compared; a zero noise is no
-    noise either way (tests/test_path_equivalence.py pins the reason).
+    A block whose first round learns nothing pads its uniforms with 0 (``samplers.laplace(0,
+    scale)``, about ``-36.7 scale``) or 0.5 (zero noise); a genuine draw gives these values only
+    for a uniform below ``2**-54`` or exactly 0.5 (docs/privacy.md, "Path equivalence").
     """
     out = []
     for values, scales in drawn:
@@ -249,7 +224,6 @@ def _noise_difference(
     return ""
 
 
-# ----------------------------------------------------------------------------- the two paths
 @dataclass
 class _Reference:
     """The act path, round by round: actions, state after each round, noise of each round."""
@@ -356,14 +330,15 @@ def compare_paths(
     Args:
         make: builds a fresh learner, the same one each call (fixed seed and parameters).
         horizon: rounds to play (at most the learner's T).
-        seed: seed of the synthetic game (full information: losses in [0, 1] with ties;
-            bandit: losses and Dirichlet advice).
+        seed: seed of the synthetic game (losses with ties; bandit: and Dirichlet advice).
         blocks: block sizes of the block path, cycled.
-        gradients: OCO learners: the (T, B, d) observations to feed (an OCO env's gradients).
+        gradients: OCO learners: the (T, B, d) observations to feed (required for them).
 
     Returns:
-        A :class:`PathReport`; ``report.equal`` is the verdict, ``first_round`` the first
-        round (1-based) that differs.
+        A :class:`PathReport`; ``report.equal`` is the verdict.
+
+    Raises:
+        ValueError: for an OCO learner without ``gradients``.
     """
     probe = make()
     method = block_method(probe)
@@ -417,16 +392,8 @@ def _locate(
     return PathReport(method, compiled, horizon, found[0] + 1, found[1])
 
 
-# ----------------------------------------------------------------------------- settings
 def hint_settings(cls: Any) -> list[dict[str, Any]]:
-    """The public parameter settings the paths are compared at, beyond the defaults.
-
-    A kernel's bug may sit where a default game never goes (a resample budget that does not
-    bind in a short game, a tree level never reached): the learner's ``audit_hints`` name the
-    settings where its mechanisms are most exposed (``params``, and ``params`` with
-    ``exposed``, each of ``batch_sizes``), and the paths are compared there too, as the audit
-    plays them. Settings the learner refuses are left out by :func:`compare_settings`.
-    """
+    """Settings of ``cls.audit_hints``: ``params``, with ``exposed``, at each ``batch_sizes``."""
     hints = dict(getattr(cls, "audit_hints", {}) or {})
     params = dict(hints.get("params", {}) or {})
     exposed = {**params, **dict(hints.get("exposed", {}) or {})}
@@ -449,8 +416,8 @@ def compare_settings(
 ) -> list[tuple[str, PathReport]]:
     """:func:`compare_paths` at the defaults and at each setting; (label, report) pairs.
 
-    ``build(**setting)`` returns a fresh learner (fixed seed); a setting it refuses
-    (ValueError, TypeError) is left out. Stops at the first setting whose paths differ.
+    ``build(**setting)`` returns a fresh learner; a setting it refuses is left out. Stops at the
+    first setting whose paths differ.
     """
     out: list[tuple[str, PathReport]] = []
     for setting in [{}, *settings]:
@@ -473,9 +440,7 @@ def describe_settings(found: Sequence[tuple[str, PathReport]]) -> str:
     return "; ".join(f"{label}: {report.describe()}" for label, report in found)
 
 
-# ----------------------------------------------------------------------------- a learner's check
-#: Per feedback kind: the env id and keywords a learner is checked on (tiny, seeded games);
-#: ``check_agent``'s checks use the same homes.
+#: Per feedback kind: the env id and keywords a learner is checked on (``check_agent`` too).
 HOME_ENV: dict[str, tuple[str, dict[str, Any]]] = {
     "full": ("DPExperts-Stochastic-v0", {"n_experts": 4}),
     "any": ("DPExperts-Stochastic-v0", {"n_experts": 4}),
@@ -530,11 +495,7 @@ def learner_path_reports(
 def path_reports(
     agent: str, params: dict[str, Any] | None = None
 ) -> list[tuple[str, PathReport]]:
-    """The path check of a registered learner (``check_agent``'s ``paths``, the audit's).
-
-    Built with ``agents.make(agent, env=..., seed=7, **params)`` at epsilon 1 (a private
-    learner; ``params`` may set another) and at each setting of its ``audit_hints``.
-    """
+    """The path check of a registered learner, built at seed 7 (epsilon 1 unless ``params``)."""
     import agents
 
     entry = agents.spec(agent)  # unknown names raise, listing the learners

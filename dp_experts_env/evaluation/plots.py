@@ -1,23 +1,8 @@
 """Figures a paper would use, drawn from tidy result rows (matplotlib, PNG; PDF on request).
 
-* :func:`plot_regret_vs_round` -- mean regret curve per agent with a bootstrap confidence band,
-  one panel per requested epsilon holding only the runs at that epsilon, and one "no noise"
-  panel for the private learners at epsilon = inf (non-private agents appear in every panel as
-  references).
-* :func:`plot_regret_vs_epsilon` -- the privacy-utility trade-off: final regret against the
-  epsilon each learner's accountant certifies (the requested one written where it differs) per
-  private agent; non-private agents as horizontal dashed lines.
-* :func:`plot_regret_vs_horizon` -- final regret against T on log-log axes: bootstrap error bars,
-  each learner's fitted power law (slope and its seed-bootstrap 95% interval in the legend) and
-  a reference slope.
-
-Every plotted end point (last round of a curve, point of the epsilon and horizon figures) is the
-``summary.csv`` mean of its (env, agent, epsilon); tests/test_figures_equal_table.py checks it.
-
-Styling is for papers (:mod:`~dp_experts_env.evaluation.figure_style`: widths, fonts, one colour
-and marker per learner); figures are built without pyplot and laid out before saving
-(:mod:`~dp_experts_env.evaluation.figure_layout`); bands and intervals come from
-:mod:`~dp_experts_env.evaluation.figure_bands`. The style names stay importable from here.
+Every plotted end point is the ``summary.csv`` mean of its (env, agent, epsilon); the figures
+are described in docs/grid.md ("Reading the table and the figures"). The style names of
+:mod:`~dp_experts_env.evaluation.figure_style` stay importable from here.
 """
 
 from __future__ import annotations
@@ -92,7 +77,6 @@ _NICE = {
 
 def _private_agents(data: pd.DataFrame) -> set[str]:
     """Learners with a privacy parameter: a finite epsilon anywhere, or flagged private."""
-    # unique() first: a set of the column itself would iterate every row in Python
     private = set(data.loc[np.isfinite(data["epsilon"].astype(float)), "agent"].unique())
     if "private" in data.columns:
         private |= set(data.loc[data["private"].astype(bool), "agent"].unique())
@@ -107,11 +91,7 @@ def _certified(group: pd.DataFrame) -> float:
 
 
 def _spends_other(requested: float, certified: float) -> bool:
-    """Whether a learner certifies an epsilon more than 1% away from the requested one.
-
-    Float-tolerant: an accountant's 31.96 for a requested 32 is not worth a label on a figure
-    (summary.csv keeps the exact value); 7.73 for 8 or 0.25 for 2 is.
-    """
+    """Whether a learner certifies an epsilon more than 1% away from the requested one."""
     if not (math.isfinite(requested) and math.isfinite(certified)):
         return False
     return not math.isclose(requested, certified, rel_tol=0.01)
@@ -142,13 +122,11 @@ def plot_regret_vs_round(
 ) -> Figure:
     """Regret against round for every agent on ``env``; one panel per requested epsilon.
 
-    Each panel holds the private learners run at its epsilon only; a last panel, "no noise",
-    holds the private learners run at epsilon = inf (their noise removed). Non-private learners
-    (one run each) appear in every panel as dashed references. A learner whose accountant
-    certifies another epsilon than the panel's (say a learner that spends 0.25 for any request
-    >= 0.25) is annotated with the epsilon it spends at the end of its curve. Every curve's end
-    point is the ``summary.csv`` mean of its (agent, epsilon). One panel is
-    :data:`COLUMN_WIDTH` wide, several share :data:`FULL_WIDTH`; the legend sits below.
+    The private learners at each epsilon, a last "no noise" panel at epsilon = inf, non-private
+    learners as dashed references in every panel.
+
+    Raises:
+        ValueError: when no row is of ``env``.
     """
     data = frame[frame["env"] == env]
     if data.empty:
@@ -169,8 +147,6 @@ def plot_regret_vs_round(
         for ax, eps in zip(axes[0], epsilons, strict=True):
             bands: list[np.ndarray] = []
             band_colours: list[str] = []
-            # The panel's rows: its epsilon's, and the non-private learners' (which have no
-            # finite epsilon); the "no noise" panel: every row at a non-finite epsilon.
             panel = sorted(
                 (agent, key)
                 for agent, key in curves
@@ -190,8 +166,7 @@ def plot_regret_vs_round(
                 # What the end point stands for (tests read it back against summary.csv).
                 drawn.set_gid(f"{agent}|{gid_eps!r}")
                 handles.setdefault(agent, drawn)
-                # fill_between's polygon (along lo, back along hi), all of a panel's bands
-                # drawn as one collection below
+                # fill_between's polygon; a panel's bands are drawn as one collection below
                 bands.append(
                     np.column_stack([np.r_[rounds, rounds[::-1]], np.r_[lo, hi[::-1]]])
                 )
@@ -211,8 +186,7 @@ def plot_regret_vs_round(
                     PolyCollection(bands, facecolors=band_colours, alpha=0.15, linewidths=0)
                 )
             ax.set_xlim(0, data["round"].max())
-            # Few, short round labels (10k, not 10000) so that neighbouring panels' last and
-            # first labels do not run into each other at full width.
+            # Short round labels (10k) keep neighbouring panels' labels apart.
             ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(nbins=4))
             ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(round_label))
             ax.set_xlabel("round t")
@@ -220,8 +194,6 @@ def plot_regret_vs_round(
         axes[0][0].set_ylabel(_NICE.get(metric, metric))
         per_panel = "; a panel per ε" if len(epsilons) > 1 else ""
         note = f"mean, {confidence:.0%} bootstrap band{per_panel}; dashed: non-private"
-        # One line across the page if it fits, else the env label and the note on lines of
-        # their own (the default comparison's label is too long for one line with the note).
         options = [f"{env_title(env)}\n{note}"]
         if width > COLUMN_WIDTH:
             options[:0] = [f"{env}: {note}", f"{env}\n{note}"]
@@ -239,9 +211,8 @@ def _round_curves(
 ) -> dict[tuple[str, float], tuple[Any, ...]]:
     """Every curve of one env's rows, each computed once (a reference is drawn in every panel).
 
-    Keyed by (agent, epsilon), every non-finite epsilon as inf (the "no noise" panel's rows);
-    values: rounds, mean, band low and high (:func:`curve_bands`), the epsilon of the group's
-    first row (the drawn line's gid) and the certified epsilon (:func:`_certified`).
+    ``{(agent, epsilon, non-finite as inf): (rounds, mean, band low, band high, the group's
+    first epsilon, the certified epsilon)}``.
     """
     eps = data["epsilon"].astype(float).to_numpy()
     key = pd.Series(np.where(np.isfinite(eps), eps, np.inf), index=data.index)
@@ -273,15 +244,11 @@ def _draw_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str) -> Figur
     final = data[data["round"] == last]
     styles = learner_styles(frame["agent"].unique())
     fig, ax = new_figure(COLUMN_WIDTH, 2.6, grid=True)
-    # A private learner has at least one finite epsilon; its epsilon = inf run (noise removed)
-    # is the right end of its curve, drawn at an "inf" tick past the largest finite epsilon.
-    # Each point sits at the epsilon the learner's accountant certifies (a learner that spends
-    # 0.25 for any request >= 0.25 is drawn at 0.25, its requests written next to the point).
+    # Points at the certified epsilon; epsilon = inf at an "inf" tick past the largest one.
     private = sorted(_private_agents(final))
     epsilons = sorted(e for e in final["epsilon"].unique() if math.isfinite(e))
     x_inf = (epsilons[-1] * 4.0) if epsilons else 1.0
-    # Learners sit side by side around each epsilon (a small log-x offset) so that their error
-    # bars do not hide one another.
+    # A small log-x offset per learner keeps error bars apart.
     step = min(0.02, 0.12 / max(len(private) - 1, 1))
     references: list[float] = []
     lowest = epsilons[0] if epsilons else 1.0
@@ -345,8 +312,7 @@ def _draw_regret_vs_epsilon(frame: pd.DataFrame, env: str, metric: str) -> Figur
         ticks = epsilons + ([x_inf] if has_inf else [])
         ax.set_xticks(ticks, [f"{e:g}" for e in epsilons] + (["∞"] if has_inf else []))
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-        # Room for the side-by-side offsets plus a margin; with one epsilon the autoscaled axis
-        # would span only the offsets and push the points to the frame.
+        # With one epsilon the autoscaled axis would span only the offsets.
         reach = 10.0 ** (step * max(len(private) - 1, 0) / 2 + 0.1)
         ax.set_xlim(min(epsilons[0], lowest) / reach, ticks[-1] * reach)
     ax.set_xlabel("certified privacy parameter ε (log scale)")
@@ -367,11 +333,12 @@ def plot_regret_vs_horizon(
     *,
     theory_slope: float = 0.5,
 ) -> Figure:
-    """Final regret against T on log-log axes (needs >= 2 horizons).
+    """Final regret against T on log-log axes, with fitted power laws (needs >= 2 horizons).
 
-    Each learner (and epsilon) shows its mean final regret per T with the 95% bootstrap
-    interval of summary.csv as error bars, and its least-squares power law ``c T^slope`` as a
-    line (slope in the legend). ``theory_slope`` draws a grey dotted reference line.
+    ``theory_slope`` draws a grey dotted reference line.
+
+    Raises:
+        ValueError: with fewer than two horizons for ``env_id``.
     """
     data = frame[frame["env_id"] == env_id]
     last = data.groupby(["env", "agent", "epsilon", "seed"])["round"].transform("max")
@@ -408,8 +375,7 @@ def plot_regret_vs_horizon(
                     else ""
                 )
                 grid_t = np.geomspace(ts[positive][0], ts[positive][-1], 50)
-                # The legend entry is the fitted line (its dash tells epsilons apart) with the
-                # learner's marker; markevery=[] keeps the marker off the line itself.
+                # markevery=[]: the marker in the legend only.
                 ax.plot(
                     grid_t,
                     np.exp(intercept) * grid_t**slope,
@@ -458,12 +424,7 @@ def plot_regret_vs_horizon(
 
 
 def plot_aggregate(frame: pd.DataFrame, metric: str = "dynamic_regret") -> Figure | None:
-    """IQM of uniform-normalised scores across envs per learner, with 95% CIs (aggregate.csv).
-
-    rliable's interval-estimate plot: one row per learner (and epsilon), best on top, the IQM
-    as a point and its stratified-bootstrap interval as a bar; the mean as a hollow marker.
-    None when the rows hold one env or no uniform play.
-    """
+    """IQM of normalised scores across envs per learner, 95% CIs (None: one env or no uniform)."""
     table = aggregate_table(frame, metric, reference=REFERENCE_LEARNER)
     if table is None or table.empty:
         return None
@@ -493,18 +454,11 @@ def plot_aggregate(frame: pd.DataFrame, metric: str = "dynamic_regret") -> Figur
     return fig
 
 
-#: Formats a figure can be saved in; PNG is the default, PDF on request (``pdf=True``,
-#: ``dp-experts compare --pdf``): a PDF with embedded, subset TrueType fonts costs ~0.1 s of CPU
-#: per figure, more than the PNG.
+#: Formats a figure can be saved in; PNG is the default, PDF on request.
 FORMATS = ("png", "pdf")
-
-#: Resolution of the PNGs: 200 dpi (1,400 pixels across a full-width figure) is sharp on a
-#: screen and costs ~0.15 s less CPU for the default comparison's two figures than 300 dpi
-#: (rendering and PNG encoding grow with the pixels); a paper takes the vector PDF (``pdf=True``).
+#: Resolution of the PNGs (a paper takes the vector PDF).
 PNG_DPI = 200
-
-#: zlib level of the PNGs: 3 encodes the default comparison's round figure in ~30 ms of CPU
-#: instead of ~44 ms at zlib's default 6, for a file ~4% larger (the same pixels).
+#: zlib level of the PNGs (docs/grid.md, "Reading the table and the figures").
 PNG_COMPRESSION = 3
 
 
@@ -513,26 +467,23 @@ def save_figure(
 ) -> list[Path]:
     """Save in each of ``formats`` (PNG by default; ``("png", "pdf")`` for both); returns the paths.
 
-    Each file is rendered to memory and written like every other output of a results folder
-    (:func:`~dp_experts_env.evaluation.store.write_atomic`: a temporary file in the same folder
-    renamed over the destination), so a symbolic link planted at a figure's name is replaced,
-    never followed, and a kill leaves the previous figure. The folder itself must be a real
-    folder (:func:`~dp_experts_env.evaluation.store.plain_dir`).
+    Written atomically (:func:`write_figure`) into a real folder, never through a link.
+
+    Raises:
+        ValueError: for an unknown format.
     """
     from dp_experts_env.evaluation.store import plain_dir
 
     stem = Path(path_stem)
     plain_dir(stem.parent)
-    # Append the suffix: with_suffix() would replace whatever follows the stem's last "." (an
-    # env label "gap=0.1" and "gap=0.2" would both be saved as "...gap=0.png").
+    # Appended, not with_suffix(): "gap=0.1" and "gap=0.2" would both become "gap=0.png".
     formats = tuple(formats)
     if not formats or any(f not in FORMATS for f in formats):
         raise ValueError(f"formats must be a non-empty subset of {FORMATS}, got {formats!r}")
     paths = [stem.parent / f"{stem.name}.{fmt}" for fmt in formats]
     with matplotlib.rc_context(STYLE):  # fonttype is read when the PDF is written
         for path in paths:
-            # As laid out: the figure holds its titles and legend (legend_below, fit_text);
-            # bbox_inches="tight" would draw it twice, once to measure and once to render.
+            # As laid out: bbox_inches="tight" would draw the figure twice.
             png = path.suffix == ".png"
             extra = {"pil_kwargs": {"compress_level": PNG_COMPRESSION}} if png else {}
             write_figure(fig, path, dpi=PNG_DPI, **extra)
@@ -550,13 +501,7 @@ def write_figure(fig: Figure, path: str | Path, **savefig: Any) -> Path:
 
 
 def _slug(text: str) -> str:
-    """File-name-safe label, at most 64 characters, distinct for distinct labels.
-
-    A label that had to be changed (characters replaced, or cut) is tagged with a hash of the
-    whole label, so two envs that differ only in a replaced character or past the cut (say
-    n_experts=32 and 64, or "a b" and "a_b") do not overwrite each other's figures. 64 keeps the
-    longest file name (kind, metric, label, suffix) within 100 characters.
-    """
+    """File-name-safe label of at most 64 characters, tagged with a hash when changed."""
     slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
     if slug == text and len(slug) <= 64:
         return slug
@@ -575,12 +520,7 @@ def make_figures(
     *,
     pdf: bool = False,
 ) -> list[Path]:
-    """Every figure the rows support, written under ``out_dir``.
-
-    Files are named ``<kind>_<metric>_<env label>.png`` (:func:`figure_stem`), so figures of
-    different envs or metrics never overwrite one another; ``pdf=True`` writes a ``.pdf`` of
-    each as well.
-    """
+    """Every figure the rows support under ``out_dir`` (PDFs too with ``pdf``)."""
     out = Path(out_dir)
     paths: list[Path] = []
     formats = FORMATS if pdf else ("png",)
@@ -590,8 +530,7 @@ def make_figures(
             out / figure_stem("round", metric, env),
             formats,
         )
-        # A privacy-utility curve needs two privacy levels: non-private rows (epsilon = inf)
-        # do not count, so a one-epsilon grid draws no epsilon figure.
+        # A privacy-utility curve needs two finite epsilons.
         finite = [e for e in frame[frame["env"] == env]["epsilon"].unique() if math.isfinite(e)]
         if len(finite) >= 2:
             paths += save_figure(

@@ -1,7 +1,7 @@
 """The files a finished sweep leaves next to its rows: summary, aggregate across envs, figures.
 
-:func:`write_report` is what both ``run_grid`` (Python) and ``dp-experts compare``/``run`` (the
-command line) call, so a results folder looks the same whichever way it was produced.
+:func:`write_report` serves ``run_grid`` and the command line alike, so a results folder looks
+the same whichever way it was produced.
 """
 
 from __future__ import annotations
@@ -18,10 +18,7 @@ __all__ = ["Report", "resolve_metric", "aggregate_table", "write_report"]
 
 
 class Report(dict):
-    """What :func:`write_report` wrote.
-
-    Keys: ``metric``, ``summary`` (frame), ``aggregate`` (frame or None), ``figures`` (paths).
-    """
+    """What :func:`write_report` wrote: ``metric``, ``summary``, ``aggregate``, ``figures``."""
 
 
 def resolve_metric(frame: pd.DataFrame, metric: str = "dynamic_regret") -> str:
@@ -57,12 +54,12 @@ def write_report(
     Args:
         frame: the rows of a sweep (``run_grid``'s return value).
         out_dir: the results folder.
-        metric: the regret to rank and draw (static regret where dynamic is not reported).
-        figures: also draw every figure the rows support under ``out_dir/figures`` (PNG).
+        metric: the regret to rank and draw (:func:`resolve_metric`).
+        figures: also draw every figure the rows support under ``out_dir/figures``.
         pdf: with ``figures``, also save each figure as PDF.
 
     Returns:
-        A :class:`Report` with the metric used, the tables and the figure paths.
+        A :class:`Report`.
     """
     out = Path(out_dir)
     metric = resolve_metric(frame, metric)

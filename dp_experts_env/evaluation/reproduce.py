@@ -1,26 +1,8 @@
 """``dp-experts reproduce``: run the papers' claims and write claims.csv, figures and report.md.
 
-Each claim's sweeps run on the grid runner (:func:`~dp_experts_env.evaluation.sweep.run_grid`),
-one results folder per (claim, sweep, epsilon) under ``OUT/runs/``, so a second call reuses every
-stored (cell, seed) and an interrupted call resumes; any backend of the runner works. Claims that
-read a learner's internals (a switch counter) run :func:`custom` experiments whose results are
-stored with the code fingerprint of the learner and env and the claim's own code version
-(:func:`claim_code_version`), so a change of either re-runs them.
-
-Every claims.csv row carries the ``code`` version of its claim. Re-running some claims keeps the
-other claims' earlier rows only when their code version is still the current one; a row of
-changed code is dropped (and named on the log), so claims.csv never mixes verdicts of different
-code.
-
-Every claim also runs its no-learning control (:class:`~dp_experts_env.evaluation.claims.Control`)
-in the learner's role, in the same sweep, on the same loss streams (same envs and seeds), and the
-verdict (:func:`~dp_experts_env.evaluation.claims.judge`) weighs the learner against it:
-``holds``, ``fails``, ``burn-in``, ``vacuous`` or ``inconclusive``. ``agent=`` (``dp-experts
-reproduce CLAIM --agent NAME``) puts any registered learner in the claim's role.
-
-Outputs in ``OUT``: ``claims.csv`` (one row per claim: paper, source, learner, predicted,
-measured, ci_low, ci_high, verdict, reason, control, control_measured, control_verdict, ...),
-``figures/<claim>.png`` (the learner's and the control's curves) and ``report.md``.
+Each claim's sweeps and control run on the grid runner under ``OUT/runs/``; every claims.csv
+row carries its claim's code version (:func:`claim_code_version`), and an earlier row of changed
+code is dropped (docs/reproduce.md, "Code versions", "Base seeds and stability").
 """
 
 from __future__ import annotations
@@ -107,12 +89,7 @@ def sweep_rows(
     noise: str | None = None,
     base_seed: int = 0,
 ) -> pd.DataFrame:
-    """Final rows of one sweep (one row per seed and point) with its ``x`` column.
-
-    Points with the same epsilon share one grid (their envs labelled by x); each grid has its
-    own results folder, so stored runs are reused. ``base_seed`` is the grid's root seed; a
-    base seed other than 0 has folders of its own (``<sweep>@s<K>``).
-    """
+    """Final rows of one sweep with its ``x`` column (base seed K > 0: ``<sweep>@sK`` folders)."""
     import agents
 
     points, seeds = sweep.chosen(quick)
@@ -123,8 +100,7 @@ def sweep_rows(
     allowed = getattr(spec.cls, "noise_backends", None)
     if callable(getattr(spec.cls, "noise_backends_for", None)):  # depends on the parameters
         allowed = spec.cls.noise_backends_for(params)
-    # Learners that refuse a backend (the lazy samplers draw no Laplace noise) keep their own,
-    # as `compare --noise` does.
+    # A learner that refuses the backend keeps its own, as `compare --noise` does.
     if noise is not None and spec.private and (allowed is None or noise in allowed):
         params["noise"] = noise
     by_eps: dict[float | None, list] = {}
@@ -141,8 +117,7 @@ def sweep_rows(
             folder = out / "runs" / claim.name / f"{sweep.folder}-{tag}{suffix}"
             frames.append(_point_rows(sweep.agent, params, sweep.env_id, pts, seeds, folder, run))
         return pd.concat(frames, ignore_index=True)
-    # One grid for the whole sweep: its points on one env share a loss stream and a private
-    # learner is one batch over their epsilons (rows are the same as one grid per epsilon).
+    # One grid for the whole sweep (the same rows as one grid per epsilon, in less work).
     rows = _point_rows(
         sweep.agent, params, sweep.env_id, points, seeds,
         out / "runs" / claim.name / f"{sweep.folder}{suffix}", run,
@@ -191,10 +166,7 @@ def _point_rows(
 def _custom_rows(
     claim: Claim, sweep: Sweep, out: Path, points: tuple, seeds: int, base_seed: int = 0
 ) -> pd.DataFrame:
-    """Rows of a custom sweep, reused when its configuration and code are unchanged.
-
-    A base seed other than 0 is passed to the experiment as ``base_seed=`` and stored apart.
-    """
+    """Rows of a custom sweep, reused while its configuration and code are unchanged."""
     config = {
         "agent": sweep.agent,
         "params": dict(sweep.agent_params),
@@ -250,9 +222,7 @@ def run_claims(
         log: a stream for one line per claim (None: silent).
         agent: a registered learner to put in every claim's learner role (None: the claim's own).
         agent_params: its keywords.
-        base_seeds: the root seeds of the runs; each claim is judged at each of them and the
-            verdicts combined (:func:`combine_seeds`: the same verdict everywhere, else
-            ``unstable``). The command's default is three (0, 1, 2); ``--seed K`` one.
+        base_seeds: the root seeds; the verdicts at each are combined (:func:`combine_seeds`).
 
     Returns:
         The claims.csv rows of these claims.
@@ -274,18 +244,13 @@ def run_claims(
     chosen_claims = []
     from dp_experts_env.evaluation.backends import shared_pool
 
-    # One process pool for every grid of the command (not one per sweep and epsilon); grids of a
-    # few seconds play in this process anyway (backends.worth_processes).
     base_seeds = _check_base_seeds(base_seeds)
     with shared_pool():
         for claim in claims:
             start = time.perf_counter()
             tested = claim if agent is None else claim.with_learner(agent, agent_params)
             chosen_claims.append(tested)
-            # The control is measured once, at the first base seed, and read at every base seed:
-            # it shows the claim's test could fail and gives uniform play's level, an expectation
-            # over the claim's envs that no base seed changes; only the learner is re-run
-            # (docs/reproduce.md, "Base seeds and stability": about a third of a run's cost).
+            # The control runs at the first base seed only (docs/reproduce.md, "Base seeds").
             judged = [_judge_at(claim, tested, out, run, base_seed=base_seeds[0], quick=quick)]
             judged += [
                 _judge_at(
@@ -362,10 +327,7 @@ def _judge_at(
     quick: bool,
     control_rows: Mapping[str, pd.DataFrame] | None = None,
 ) -> _Judged:
-    """Run and judge ``tested`` (``claim`` with the learner in its role) at one base seed.
-
-    ``control_rows``: the control's rows of another base seed, read instead of running it here.
-    """
+    """Run and judge ``tested`` at one base seed (``control_rows``: another seed's, not re-run)."""
     rows = {s.key: sweep_rows(tested, s, out, base_seed=base_seed, **run) for s in tested.sweeps}
     m = tested.analyse(rows)
     mc = None
@@ -417,11 +379,7 @@ def _role_means(claim: Claim, rows: Mapping[str, pd.DataFrame]) -> pd.Series | N
 def learner_ratios(
     claim: Claim, rows: Mapping[str, pd.DataFrame], control_rows: Mapping[str, pd.DataFrame]
 ) -> dict[float, float] | None:
-    """``{x: learner's mean regret / the control's}`` on the claim's first learner sweep.
-
-    None when the claim judges no learning (``learning_fraction`` None) or the control's mean is
-    not positive somewhere (no level to compare with).
-    """
+    """``{x: learner's mean regret / the control's}``; None without a learning gate or level."""
     if claim.learning_fraction is None:
         return None
     mine, theirs = _role_means(claim, rows), _role_means(claim, control_rows)
@@ -449,13 +407,7 @@ def _with_earlier(
     quick: bool,
     log: Any = None,
 ) -> tuple[list[Claim], list[dict[str, Any]]]:
-    """The claims and rows of this call plus those an earlier call wrote to ``out``.
-
-    Re-running one claim must not drop the others from claims.csv and report.md; earlier rows
-    are kept only for claims that are still registered (their figures are already on disk) and
-    whose code version is still the current one: a verdict of other code is dropped and named
-    on ``log``, never shown as if current.
-    """
+    """This call's claims and rows plus earlier, registered and current ones (others logged)."""
     from dp_experts_env.evaluation.paper_claims import get_claims
 
     earlier = _earlier_rows(out)
@@ -551,12 +503,7 @@ def _row(
 def results_key(
     config: Mapping[str, Any], agent: str, env_id: str, *, claim: Claim | None = None
 ) -> str:
-    """Identity of a custom experiment's result: its configuration and the code it ran.
-
-    The code is the learner's and env's (:func:`~dp_experts_env.evaluation.store.code_fingerprint`)
-    and, with ``claim``, the claim's own (:func:`claim_code_version`: the experiment function
-    lives in the claims' module, not in the learner's).
-    """
+    """A custom experiment's result identity: its configuration and code (learner, env, claim)."""
     from dp_experts_env.evaluation.store import code_fingerprint
 
     code = dict(code_fingerprint(agent, env_id))
@@ -565,9 +512,8 @@ def results_key(
     return json.dumps({"config": dict(config), "code": code}, sort_keys=True)
 
 
-#: Evaluation modules a claim's rows and verdict depend on (beyond the learner's and env's code):
-#: the analyses and the claims' registry, the statistics, the episode loop and the seed
-#: derivation. Tables, figures, the sweep machinery and the CLI do not change a verdict.
+#: Evaluation modules a claim's rows and verdict depend on (tables, figures, the sweep machinery
+#: and the CLI do not change a verdict).
 _CLAIM_MODULES = frozenset(
     {
         "dp_experts_env.evaluation.claims",
@@ -591,17 +537,15 @@ def _claim_follows(name: str) -> bool:
 
 
 def claim_code_version(claim: Claim) -> str:
-    """A 16-hex-digit version of the code that decides a claim's rows and verdict.
+    """A 16-hex-digit SHA-256 of the code that decides a claim's rows and verdict.
 
-    A SHA-256 over the source of the modules defining the claim's analysis, figure and custom
-    experiments and of the project modules they import (:data:`_CLAIM_MODULES` of the
-    evaluation package), plus the code fingerprint of every sweep's learner and env.
+    Over the modules of its analysis, figure and custom experiments, the project modules they
+    import (:data:`_CLAIM_MODULES` of this package), and every sweep's learner and env code.
     """
     from dp_experts_env.evaluation.paper_claims import paper_modules
     from dp_experts_env.evaluation.store import code_fingerprint, module_fingerprint
 
-    # Every paper's module, as when the claims were one module: a claim's sweeps and constants
-    # are data there, whichever module its analysis comes from.
+    # Every paper's module: a claim's sweeps and constants are data there.
     roots = set(_CLAIM_MODULES) | {m.__name__ for m in paper_modules()}
     for fn in (claim.analyse, claim.figure, *(s.custom for s in claim.sweeps)):
         module = getattr(fn, "__module__", None)
@@ -625,12 +569,7 @@ def _earlier_rows(out: Path) -> list[dict[str, Any]] | None:
 
 
 def stale_claims(out: str | Path) -> dict[str, str]:
-    """Claims of ``out/claims.csv`` whose code version is not the current one (read only).
-
-    Returns ``{claim name: reason}``. Each row is checked against the registry of its own mode
-    (``mode``: a claim whose sweeps differ between modes, the collapse's horizons, has a code
-    version per mode); a row without a mode (an older claims.csv) against the full registry.
-    """
+    """``{claim: reason}`` of ``out/claims.csv``'s rows of a stale code version (per ``mode``)."""
     from dp_experts_env.evaluation.paper_claims import get_claims
 
     rows = _earlier_rows(Path(out)) or []
@@ -646,7 +585,6 @@ def stale_claims(out: str | Path) -> dict[str, str]:
     return out_of_date
 
 
-# ----------------------------------------------------------------------------- command line
 def add_parser(sub: Any) -> None:
     """The ``reproduce`` subcommand (registered by :mod:`dp_experts_env.cli`)."""
     from dp_experts_env.evaluation.paper_claims import claim_names

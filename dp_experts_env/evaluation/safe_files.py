@@ -1,14 +1,7 @@
 """The results folder's trust boundary: files read without following links, atomic writes, the lock.
 
-A results folder may come from someone else (a shared group folder, an unpacked archive), so
-nothing in it may make a sweep or a plot read or write outside it: run ids are checked to be
-plain file names before any path is built from them (:func:`check_run_id`); files are read
-with ``O_NOFOLLOW`` and must be regular files (:func:`read_plain`, :func:`read_first_line`);
-the folders written into (``cells/``, ``figures/``) must be real folders, not symbolic links
-(:func:`plain_dir`); outputs are renamed over their destination (:func:`write_atomic`), which
-replaces a planted symbolic link instead of following it; JSON nested past the recursion limit
-is a ValueError (:func:`loads`); the ``.lock`` file is opened with ``O_NOFOLLOW``, must be a
-regular file with one link, and is never truncated (:func:`folder_lock`).
+A results folder may come from someone else, so nothing in it may make a sweep or a plot read or
+write outside it (docs/grid.md, "The trust boundary").
 """
 
 from __future__ import annotations
@@ -51,7 +44,6 @@ class UnsafeResultsFolder(ValueError):
     """A results folder holds a file that could make us read or write outside it."""
 
 
-# ----------------------------------------------------------------------------- the boundary
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # absent on Windows, where symlinks need privileges
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a planted FIFO must not hang the open
@@ -61,10 +53,10 @@ _RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}")
 
 
 def check_run_id(run_id: Any) -> str:
-    """Return ``run_id`` if it is a plain file stem (no separator, no ``..``); else ValueError.
+    """Return ``run_id`` if it is a plain file stem (no separator, no ``..``).
 
-    Run ids come from a manifest, which is a file of the folder: they are checked before any
-    path is built from them, so ``../../elsewhere/file`` cannot make us read outside the folder.
+    Raises:
+        UnsafeResultsFolder: a ValueError, for any other run id (an altered manifest).
     """
     if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id) or ".." in run_id:
         raise UnsafeResultsFolder(
@@ -75,11 +67,7 @@ def check_run_id(run_id: Any) -> str:
 
 
 def plain_dir(path: str | Path, *, create: bool = True) -> Path:
-    """``path`` as a real folder (created if missing); UnsafeResultsFolder for a symlink.
-
-    A folder of the results folder that is a symbolic link (``figures -> ~/``) would make every
-    file written "into" it land elsewhere.
-    """
+    """``path`` as a real folder (created if missing); UnsafeResultsFolder for a symlink."""
     path = Path(path)
     if create:
         with contextlib.suppress(FileExistsError):
@@ -122,7 +110,6 @@ def read_plain(path: str | Path) -> bytes:
         return fh.read()
 
 
-# ----------------------------------------------------------------------------- file writing
 def _umask() -> int:
     # os.umask can only be read by setting it; restore it at once.
     mask = os.umask(0o022)
@@ -139,14 +126,11 @@ def write_atomic(
         path: the destination.
         writer: called with the open temporary file.
         text: open in text mode (else binary).
-        durable: ``fsync`` before the rename, so the file survives a power loss too. Run files
-            skip it (it cost ~7 ms per file, most of a sweep of short cells): a run file torn
-            by a power loss fails its checksum and is played again.
+        durable: ``fsync`` before the rename (run files skip it: a torn one fails its
+            checksum and is played again).
 
-    A full disk or a kill leaves the previous file (or none) in place, never a truncated one (an
-    OSError without a file name, ENOSPC from a write, gets ``path`` as its name). The
-    file gets the mode an ordinary ``open`` would give it (0666 minus the umask), not mkstemp's
-    0600.
+    A full disk or a kill leaves the previous file (or none), never a truncated one; the file
+    gets an ordinary ``open``'s mode (0666 minus the umask).
     """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
@@ -188,9 +172,8 @@ class TooDeep(ValueError):
 def loads(raw: str | bytes) -> Any:
     """``json.loads`` for files of a results folder: deep nesting is a ValueError, not a crash.
 
-    A line nested deeper than the recursion limit makes ``json.loads`` raise RecursionError,
-    which the readers do not expect; as a ValueError (:class:`TooDeep`) the file is reported
-    as damaged like any other, and its runs are played again.
+    Raises:
+        TooDeep: a ValueError, so the file is reported as damaged like any other.
     """
     try:
         return json.loads(raw)
@@ -200,19 +183,17 @@ def loads(raw: str | bytes) -> Any:
         ) from None
 
 
-# ----------------------------------------------------------------------------- the lock
 @contextlib.contextmanager
 def folder_lock(folder: str | Path) -> Iterator[None]:
     """Hold an exclusive lock on a results folder (``.lock``) for the duration of a sweep.
 
-    A second sweep into the same folder fails at once with :class:`ResultsFolderBusy` instead of
-    racing the first one. The lock is an OS lock on an open file, so it is released when its
-    process dies, even by ``kill -9``; a stale ``.lock`` file does not block anything.
+    An OS lock on an open file, released when its process dies (even by ``kill -9``). The file
+    must be a regular file with one link, is never followed or truncated (the holder's process
+    id is written over its first bytes).
 
-    The file is opened with ``O_NOFOLLOW`` (a ``.lock`` that is a symbolic link is refused, not
-    followed) and must be a regular file with a single link (a hard link to a file elsewhere is
-    refused too). It is never truncated: the holder's process id is written over its first
-    bytes, padded to a fixed width.
+    Raises:
+        ResultsFolderBusy: another process holds the lock.
+        UnsafeResultsFolder: a ``.lock`` that is a link or not a regular file.
     """
     path = Path(folder) / ".lock"
     try:

@@ -1,26 +1,9 @@
 """Summary statistics over seeds, following rliable's definitions, on numpy and scipy.
 
-The definitions are those of Agarwal et al. (2021, "Deep RL at the edge of the statistical
-precipice") as implemented by the ``rliable`` package, so numbers computed here can be put next
-to numbers computed with it:
-
-* **IQM** (interquartile mean): ``scipy.stats.trim_mean(x, 0.25)`` of all runs (of all tasks):
-  ``floor(n / 4)`` values are cut from each end and the rest averaged.
-* **Stratified bootstrap**: each replicate resamples runs with replacement *within* each task
-  (environment), so tasks keep their number of runs; intervals are percentile intervals.
-* **Aggregate across tasks**: scores are first normalised per task (here ``1 - regret /
-  regret_ref`` with ``regret_ref`` the mean regret of a reference learner on that task, so 1 is
-  no regret and 0 is the reference), then pooled as a (runs, tasks) matrix.
-* **Probability of improvement** P(X > Y): per task the Mann-Whitney U statistic of X's runs
-  against Y's runs divided by ``n_x * n_y`` (ties count one half; 0.5 when both are identical),
-  averaged over tasks; its interval resamples X's and Y's runs independently within each task.
-* **Performance profile**: the fraction of runs (over all tasks) whose score is strictly above
-  each threshold tau, with a stratified-bootstrap band.
-
-Two deliberate differences, kept for the suite's single-task tables: :func:`aggregate` with
-``"median"`` is the median of the pooled runs (rliable's ``aggregate_median`` is the median of
-the per-task means, which for one task is the mean); and matrices here may hold tasks with
-different numbers of runs (a list of per-task arrays), which rliable does not accept.
+IQM, stratified bootstrap intervals, normalised scores, probability of improvement and
+performance profiles as Agarwal et al. (2021, "Deep RL at the edge of the statistical
+precipice") define them; the definitions and the two deliberate differences from rliable are in
+docs/statistics.md.
 """
 
 from __future__ import annotations
@@ -48,10 +31,7 @@ __all__ = [
 
 
 def _trim_mean(a: np.ndarray, proportion: float, axis: int) -> np.ndarray:
-    """``scipy.stats.trim_mean`` for numpy arrays, the same operations in the same order.
-
-    Spelled out so a summary does not import ``scipy.stats`` (~0.6 s CPU per process).
-    """
+    """``scipy.stats.trim_mean``, the same operations in the same order, without its import."""
     nobs = a.shape[axis]
     low = int(proportion * nobs)
     high = nobs - low
@@ -64,11 +44,7 @@ def _trim_mean(a: np.ndarray, proportion: float, axis: int) -> np.ndarray:
 
 
 def iqm(values: Sequence[float] | np.ndarray) -> float:
-    """Interquartile mean as rliable defines it: ``scipy.stats.trim_mean(values, 0.25)``.
-
-    ``floor(n / 4)`` values are cut from each end of the sorted sample and the rest averaged
-    (for n = 10, the mean of the 3rd to 8th smallest values).
-    """
+    """Interquartile mean as rliable defines it: ``scipy.stats.trim_mean(values, 0.25)``."""
     x = np.asarray(values, dtype=np.float64).ravel()
     if x.size == 0:
         raise ValueError("values must not be empty")
@@ -141,13 +117,12 @@ def stratified_bootstrap_ci(
     """Point estimate and percentile bootstrap interval, resampling runs within each task.
 
     Args:
-        groups: one array of per-run values per task (e.g. per environment), or a
-            (runs, tasks) matrix as rliable takes; the statistic is computed on the pooled
-            resample, so every task keeps its number of runs.
+        groups: one array of per-run values per task, or a (runs, tasks) matrix; the
+            statistic is computed on the pooled resample.
         statistic: ``mean``, ``median`` or ``iqm``.
         confidence: coverage of the two-sided percentile interval.
         n_boot: number of bootstrap resamples.
-        seed: seed of the bootstrap's own generator (results are reproducible).
+        seed: seed of the bootstrap's own generator.
 
     Returns:
         (estimate, lower, upper).
@@ -157,7 +132,6 @@ def stratified_bootstrap_ci(
     arrays = _groups(groups)
     estimate = fn(np.concatenate(arrays))
     rng = np.random.default_rng(seed)
-    # Resample indices for all bootstrap replicates of a group at once: (n_boot, n_g).
     resampled = [a[rng.integers(0, a.size, size=(n_boot, a.size))] for a in arrays]
     boots = _rowwise(statistic, np.concatenate(resampled, axis=1))
     lower, upper = _percentile_interval(boots, confidence)
@@ -182,7 +156,6 @@ def _poi_task(x: np.ndarray, y: np.ndarray) -> float:
     """P(X > Y) + P(X = Y) / 2 for one task: the normalised Mann-Whitney U of x against y."""
     if x.shape == y.shape and np.array_equal(x, y):
         return 0.5
-    # Counting pairs directly equals mannwhitneyu(x, y).statistic / (n_x n_y) and is vectorised.
     diff = x[:, None] - y[None, :]
     return float(((diff > 0).sum() + 0.5 * (diff == 0).sum()) / diff.size)
 
@@ -194,9 +167,8 @@ def probability_of_improvement(
     """Probability that a run of X scores higher than a run of Y, averaged over tasks.
 
     Args:
-        scores_x: X's runs, one array per task or a (runs, tasks) matrix (higher is better:
-            pass minus the regret, or a normalised score).
-        scores_y: Y's runs on the same tasks (its number of runs may differ from X's).
+        scores_x: X's runs, one array per task or a (runs, tasks) matrix (higher is better).
+        scores_y: Y's runs on the same tasks.
 
     Returns:
         The mean over tasks of U / (n_x n_y), U the Mann-Whitney statistic (ties count 1/2).
@@ -219,8 +191,8 @@ def probability_of_improvement_ci(
 ) -> tuple[float, float, float]:
     """:func:`probability_of_improvement` with a percentile interval.
 
-    As rliable's ``StratifiedIndependentBootstrap``: each replicate resamples X's runs and Y's
-    runs independently, within each task.
+    X's and Y's runs are resampled independently within each task (rliable's
+    ``StratifiedIndependentBootstrap``).
 
     Returns:
         (estimate, lower, upper).
@@ -249,16 +221,11 @@ def performance_profile(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run-score distribution: fraction of runs with score > tau, for each tau, with a band.
 
-    Args:
-        groups: one array of per-run scores per task, or a (runs, tasks) matrix.
-        taus: thresholds.
-        confidence: coverage of the stratified-bootstrap percentile band.
-        n_boot: number of bootstrap resamples.
-        seed: seed of the bootstrap's generator.
+    ``groups`` and the band's ``confidence``, ``n_boot`` and ``seed`` as in
+    :func:`stratified_bootstrap_ci`; ``taus`` the thresholds.
 
     Returns:
-        (fraction, lower, upper), each of shape (len(taus),). With equal runs per task the
-        fraction is rliable's ``np.mean(scores > tau)``; with unequal runs, runs are pooled.
+        (fraction, lower, upper), each of shape (len(taus),); runs of all tasks pooled.
     """
     confidence, n_boot = _check_boot(confidence, n_boot)
     arrays = _groups(groups)
@@ -271,8 +238,7 @@ def performance_profile(
     resampled = np.concatenate(
         [a[rng.integers(0, a.size, size=(n_boot, a.size))] for a in arrays], axis=1
     )
-    # Fraction above tau per replicate via a sorted search: (n_boot, len(taus)) without the
-    # (n_boot, runs, taus) boolean cube.
+    # A sorted search avoids the (n_boot, runs, taus) boolean cube.
     resampled.sort(axis=1)
     above = np.stack(
         [resampled.shape[1] - np.searchsorted(row, tau, side="right") for row in resampled]
@@ -288,12 +254,9 @@ def normalized_scores(
     reference: str = "uniform",
     task: str = "env",
 ) -> dict[tuple[str, float], list[np.ndarray]]:
-    """Per-learner per-task normalised scores from final-round result rows.
+    """Per-learner per-task normalised scores ``1 - regret / ref`` from final-round rows.
 
-    The score of a run is ``1 - regret / ref``, ``ref`` the mean final regret of ``reference``
-    on that task (a fixed per-task constant, as rliable normalises by per-task reference
-    scores): 1 = no regret, 0 = as much regret as the reference, negative = worse. Higher is
-    better, so rliable's conventions (IQM, profiles, P(X > Y)) read the right way round.
+    ``ref`` is the reference's mean final regret on the task: 1 = no regret, 0 = the reference.
 
     Args:
         final: a pandas frame of final-round rows with columns ``agent``, ``epsilon``, ``task``
@@ -303,9 +266,11 @@ def normalized_scores(
         task: the column that names a task.
 
     Returns:
-        ``{(agent, epsilon): [scores on task 1, scores on task 2, ...]}`` over the tasks on
-        which the reference ran with a positive mean regret; a learner missing a task is left
-        out (rliable needs every task for every learner).
+        ``{(agent, epsilon): [scores per task]}`` over the tasks where the reference's mean
+        regret is positive; a learner missing one of them is left out.
+
+    Raises:
+        ValueError: for a missing column, or no task with a positive reference regret.
     """
     for column in ("agent", "epsilon", task, metric):
         if column not in final.columns:
@@ -333,11 +298,8 @@ def aggregate_scores(
 ) -> list[dict[str, Any]]:
     """IQM and mean of normalised scores across tasks, each with a stratified-bootstrap CI.
 
-    Args:
-        scores: the output of :func:`normalized_scores`.
-        confidence: interval coverage.
-        n_boot: bootstrap resamples.
-        seed: bootstrap seed (the same for every learner).
+    ``scores`` from :func:`normalized_scores`; ``confidence``, ``n_boot`` and ``seed`` (the same
+    for every learner) as in :func:`stratified_bootstrap_ci`.
 
     Returns:
         One record per learner: agent, epsilon, tasks, runs, iqm, iqm_low, iqm_high, mean,
@@ -372,7 +334,10 @@ def fit_loglog_slope(horizons: Sequence[float], regrets: Sequence[float]) -> tup
     """Least-squares fit of log(regret) = slope * log(T) + intercept.
 
     Returns:
-        (slope, intercept). Non-positive regrets cannot be placed on a log scale and raise.
+        (slope, intercept).
+
+    Raises:
+        ValueError: for fewer than 2 points, mismatched lengths, or non-positive values.
     """
     t = np.asarray(horizons, dtype=np.float64).ravel()
     r = np.asarray(regrets, dtype=np.float64).ravel()

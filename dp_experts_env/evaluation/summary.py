@@ -1,9 +1,7 @@
 """The tables of a sweep's rows: each run's final row, the per-learner summary, the aggregate.
 
-:func:`summarize` is ``summary.csv`` and :func:`aggregate_table` ``aggregate.csv``; the sweep
-(:mod:`~dp_experts_env.evaluation.sweep`), the report (:mod:`~dp_experts_env.evaluation.report`)
-and the aggregate figure (:mod:`~dp_experts_env.evaluation.plots`) read them from here, so none
-of those three imports another to get a table (no import circle between them).
+:func:`summarize` is ``summary.csv`` and :func:`aggregate_table` ``aggregate.csv``; the sweep,
+the report and the aggregate figure all read them from here (no import circle between them).
 """
 
 from __future__ import annotations
@@ -26,12 +24,7 @@ __all__ = ["final_rows", "summarize", "aggregate_table"]
 
 
 def final_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows at each run's last recorded round (the episode's end).
-
-    A run is an (agent, env, epsilon, seed). The groups are found from integer codes of each
-    key column (``pd.factorize``) rather than a groupby over the string columns, whose hash
-    tables cost ~400 bytes per row of a 1M-row frame; this costs ~40.
-    """
+    """Rows at each run's last recorded round (runs by ``pd.factorize`` codes: little memory)."""
     if frame.empty:
         return frame
     group = np.zeros(len(frame), dtype=np.int64)
@@ -59,13 +52,10 @@ def summarize(
 ) -> pd.DataFrame:
     """Final-round table per (env, agent, epsilon), ranked by mean ``metric`` within each env.
 
-    Columns: mean with its bootstrap CI (``ci_low``, ``ci_high``), IQM (rliable's 25% trimmed
-    mean) with its bootstrap CI (``iqm_low``, ``iqm_high``), median, static regret mean, and
-    ``score`` =
-    1 - metric / metric(``baseline``) averaged over seeds (common random numbers pair the seeds;
-    1 is zero regret, 0 is the baseline's), NaN when the baseline is not in the grid. When the
-    rows carry ``restarts`` (a restart-based learner ran), ``restarts_mean`` is the mean final
-    restart count per run (NaN for learners that do not restart).
+    Columns: mean and IQM with bootstrap CIs (``ci_low``, ``ci_high``, ``iqm_low``,
+    ``iqm_high``), median, static regret mean, the score ``1 - metric / metric(baseline)``
+    averaged over paired seeds (NaN without the baseline) and, when rows carry ``restarts``,
+    ``restarts_mean``.
     """
     if metric not in frame.columns:
         raise ValueError(f"metric must be one of the result columns, got {metric!r}")
@@ -100,7 +90,6 @@ def summarize(
             }
         )
         if "restarts" in final.columns:
-            # Restart-based learners (svt-restart) count their restarts per run (#29).
             counts = group["restarts"].dropna()
             records[-1]["restarts_mean"] = float(counts.mean()) if len(counts) else math.nan
     table = pd.DataFrame(records)
@@ -116,11 +105,7 @@ def summarize(
 def aggregate_table(
     frame: pd.DataFrame, metric: str = "dynamic_regret", *, reference: str = "uniform"
 ) -> pd.DataFrame | None:
-    """IQM and mean of reference-normalised scores across envs (None: one env or no reference).
-
-    See :func:`~dp_experts_env.evaluation.stats.normalized_scores` and
-    :func:`~dp_experts_env.evaluation.stats.aggregate_scores`.
-    """
+    """IQM and mean of reference-normalised scores across envs (None: one env or no reference)."""
     if frame["env"].nunique() < 2 or reference not in set(frame["agent"]):
         return None
     try:

@@ -1,23 +1,8 @@
 """The table ``dp-experts compare`` prints: compact (120 columns), readable, ties marked.
 
-``summary.csv`` keeps every column (CIs of the IQM, median, static regret, ...); the terminal
-table shows what a reader compares, one row per (env, learner, epsilon):
-
-* ``env``: a short label (A, B, ...) whose full text is in a header line above the table;
-* ``rank``: within the env by mean final regret; ``=`` marks a learner whose 95% interval
-  overlaps the interval of the learner ranked just above it (the two are not told apart);
-  ``*`` marks the best private learner at its epsilon (the lowest mean among the private
-  learners run at that finite epsilon in that env; :func:`best_private`);
-* ``learner``; `` (suite variant)`` follows a learner run with its defaults where those are not
-  its paper's algorithm (:data:`SUITE_VARIANTS`; its paper's form is a keyword away);
-* ``eps``: the requested epsilon, ``inf (no noise)`` for a private learner with its noise
-  removed, ``non-private`` for a learner without a privacy parameter;
-* ``certified``: the epsilon the learner's accountant certifies for the run (differs from the
-  request where a learner caps its budget, e.g. randomized-prefix-softmax:paper spends 0.25 for
-  any request >= 0.25); ``-`` where nothing is certified;
-* ``mean [95% CI]``, ``IQM`` and ``score`` (1 - regret / uniform's on the same loss stream);
-* ``restarts``: the mean final restart count per run of a restart-based learner (svt-restart),
-  ``-`` for the others; shown when the grid ran one.
+One row per (env, learner, epsilon), env labels A, B, ... explained in header lines; the columns
+are described in docs/grid.md ("Reading the table and the figures"); ``summary.csv`` keeps every
+column.
 """
 
 from __future__ import annotations
@@ -37,19 +22,15 @@ WIDTH = 120
 #: keywords that give the paper's form (docs/algorithms.md has each one's row); each also has a
 #: paper-mode row by name, ``NAME:paper`` (``agents/paper_modes.py``).
 SUITE_VARIANTS: dict[str, str] = {
-    "private-batched-exp4": "release='estimates'",  # default release='loss' (#29)
+    "private-batched-exp4": "release='estimates'",  # default release='loss'
     "svt-restart": "tuning='paper', window_grid='all'",  # default: the suite's detector
-    "dp-klucb": "means='last'",  # default: every released episode (#38)
-    "randomized-prefix-softmax": "eta_cap=0.125",  # default: uncapped, eps-DP (#38)
+    "dp-klucb": "means='last'",  # default: every released episode
+    "randomized-prefix-softmax": "eta_cap=0.125",  # default: uncapped, eps-DP
 }
 
 
 def learner_label(agent: str) -> str:
-    """The learner as the table prints it: ``(suite variant)`` after a variant's name.
-
-    Only the bare names of :data:`SUITE_VARIANTS` (their defaults) are marked; a grid label
-    with parameters, ``name[...]``, is printed as it is.
-    """
+    """The learner as the table prints it: ``(suite variant)`` after a bare variant's name."""
     return f"{agent} (suite variant)" if agent in SUITE_VARIANTS else agent
 
 
@@ -82,12 +63,7 @@ def ties(table: pd.DataFrame) -> list[bool]:
 
 
 def best_private(table: pd.DataFrame, metric: str, private: set[str]) -> list[bool]:
-    """Per row: is it the best private learner at its (env, finite epsilon)?
-
-    The lowest mean final ``metric`` among the rows of private learners at that finite epsilon
-    in that env (ties: every row at the minimum). Rows at ``epsilon = inf`` (noise removed)
-    and of non-private learners are never marked.
-    """
+    """Per row: is it the best private learner (lowest mean, ties all) at its (env, finite eps)?"""
     means = table[f"{metric}_mean"].astype(float).to_numpy()
     eps = table["epsilon"].astype(float).to_numpy()
     candidate = [
@@ -134,11 +110,7 @@ def _certified(value: float, private: bool, requested: float) -> str:
 
 
 def _static_note(env: str) -> str:
-    """A note for a replayed matrix with no ``n_switches``: its dynamic regret is the static one.
-
-    Read from the env's display (``id[params]``): a user-labelled env gets no note, but its
-    episodes' ``info["dynamic_regret_is_static"]`` still says so.
-    """
+    """The note of a replayed matrix without ``n_switches`` (dynamic = static regret)."""
     if env.startswith("DPExperts-Oblivious-v0[") and "losses=" in env and "n_switches=" not in env:
         if "family=" not in env or "family=replay" in env:
             return "  (replay without n_switches: S = 0, dynamic regret = static regret)"
@@ -154,8 +126,8 @@ def terminal_table(frame: pd.DataFrame, table: pd.DataFrame, metric: str) -> str
         metric: the regret column the summary ranks by.
 
     Returns:
-        Header lines naming each env, then the table (at most :data:`WIDTH` columns when the
-        learner names are at most 35 characters long, as every registered learner's is).
+        Header lines naming each env, then the table (at most :data:`WIDTH` columns for
+        learner names of up to 35 characters).
     """
     private = set(frame.loc[frame["epsilon"].astype(float) < math.inf, "agent"])
     if "private" in frame.columns:

@@ -1,21 +1,7 @@
 """``dp-experts verify OUT``: is a results folder what the current code would produce? Read only.
 
-For every (cell, seed) of the grid in the folder's manifest the run's key is derived again from
-the code as it is now (:meth:`~dp_experts_env.evaluation.store.CellStore.key`) and compared with
-what the folder holds:
-
-* **current**: the manifest lists the run under its current key and the file passes its checks;
-* **stale**: the manifest lists a run of the same cell and seed made by other code, data, seeds
-  or file format (the reason names which part of the key changed);
-* **missing**: a run of the grid that the folder does not hold (never played, deleted);
-* **foreign**: a listed run file that belongs to no cell of the grid, or whose name does not
-  match its own key (copied in, renamed or planted);
-* **damaged**: a listed file of the right name that does not parse or fails its checksum.
-
-Manifest problems (no manifest, a bad checksum, an unsafe run id, ``grid.json`` disagreeing with
-it, a sweep that did not finish) are reported too. A ``dp-experts reproduce`` folder is checked
-folder by folder (``runs/*/*``), and its ``claims.csv`` rows are checked against the current
-code version of their claim. Nothing is written, no lock is taken.
+Every run is keyed again with the current code and counted current, stale, missing, foreign or
+damaged (docs/grid.md, "``dp-experts verify``").
 """
 
 from __future__ import annotations

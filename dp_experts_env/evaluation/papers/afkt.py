@@ -1,8 +1,7 @@
 """The claims of Asi, Feldman, Koren & Talwar 2023, "Private Online Prediction from Experts".
 
-The paper's rates as experiments (data for :mod:`dp_experts_env.evaluation.claims`' engine): the
-private shrinking dartboards: worst-case regret in T over oblivious families and the cost of privacy
-(Thm 2, 5, Cor. 3, 6). The choices of sizes and quantities are documented in docs/reproduce.md.
+The private shrinking dartboards: worst-case regret in T over oblivious families and the cost of
+privacy (Thm 2, 5, Cor. 3, 6); sizes and quantities in docs/reproduce.md.
 """
 
 from __future__ import annotations
@@ -138,13 +137,9 @@ dartboard_eps = Claim(
 )
 
 
-#: Cor. 6's range of epsilon, ln^(2/3)(1/delta) ln d / T <= epsilon <= ln^(2/3)(1/delta) ln d /
-#: T^(1/3), holds at epsilon = 0.1 (delta = 1e-6, d = 10) for 133 <= T <= 2.3 x 10^6. The
-#: horizons are powers of 2: anti_lazy switches just after every 2^m, so the static regret at
-#: T = 2^k is self-similar in k (at other T it depends on where T falls between switches).
+#: Within Cor. 6's range of epsilon (delta = 1e-6, d = 10) for 133 <= T <= 2.3 x 10^6.
 BATCHED_DART_EPS = 0.1
-#: Thm 5's bound at the learner's parameters is above T at 2^10 (1.14 T), so the sweep starts
-#: at 2^12 (0.58 T; 0.025 T at 2^20).
+#: Powers of 2 (anti_lazy switches after every 2^m), from where Thm 5's bound is below T.
 BATCHED_DART_T = (2**12, 2**14, 2**16, 2**18, 2**20)
 BATCHED_DART_T_QUICK = (2**12, 2**14, 2**16)
 
@@ -207,10 +202,7 @@ batched_dartboard_t = Claim(
 
 
 def claims(quick: bool = False) -> list[Claim]:
-    """The paper's claims in report order.
-
-    ``quick``: the sizes of ``--quick`` where a claim itself differs (the collapse's horizons).
-    """
+    """The paper's claims in report order (``quick``: the ``--quick`` sizes where they differ)."""
     del quick  # no claim of this paper differs in quick mode
     return [
         dartboard_t,

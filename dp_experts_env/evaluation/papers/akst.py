@@ -1,8 +1,7 @@
 """The claims of Agarwal, Kale, Singh & Thakurta, "Improved Differentially Private and Lazy OCO".
 
-The paper's rates as experiments (data for :mod:`dp_experts_env.evaluation.claims`' engine): lazy
-and private OCO: p-comw-lazy's switches and regret, p-comw's DP regret (Thm 4.1, 4.2). The choices
-of sizes and quantities are documented in docs/reproduce.md.
+p-comw-lazy's switches and regret, p-comw's DP regret (Thm 4.1, 4.2); sizes and quantities in
+docs/reproduce.md.
 """
 
 from __future__ import annotations
@@ -130,9 +129,8 @@ lazy_regret = Claim(
 )
 
 
-# The full run starts at 10^4, where p-comw has left the centre point's level (0.50 x its regret
-# in the earlier full run at 1e3..3e4, whose local slopes were still falling at 3e4: 0.81 ->
-# 0.64), and goes as far as its per-round cost allows (docs/reproduce.md, "Horizons").
+# From where p-comw has left the centre point's level to what its per-round cost allows
+# (docs/reproduce.md, "Measured: the longer horizons ...").
 DP_OCO_T = (10_000, 30_000, 100_000, 300_000)
 DP_OCO_T_QUICK = (1_000, 3_000, 10_000)
 
@@ -168,10 +166,7 @@ dp_oco = Claim(
 
 
 def claims(quick: bool = False) -> list[Claim]:
-    """The paper's claims in report order.
-
-    ``quick``: the sizes of ``--quick`` where a claim itself differs (the collapse's horizons).
-    """
+    """The paper's claims in report order (``quick``: the ``--quick`` sizes where they differ)."""
     del quick  # no claim of this paper differs in quick mode
     return [
         lazy_switches,

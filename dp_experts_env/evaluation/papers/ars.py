@@ -1,10 +1,8 @@
 """The claims of Asi, Raman & Saha 2025, "Tracking the Best Expert Privately".
 
-The paper's rates as experiments (data for :mod:`dp_experts_env.evaluation.claims`' engine):
-tracking the best expert privately: svt-restart and the Laplace tracker on shifting envs, the
-collapse threshold, the lazy/adaptive separation and the adaptive lower bound (Table 1, Sect. 4.6,
-Sect. 5, Thm 3.6, 5.1, 5.2, B.1). The choices of sizes and quantities are documented in
-docs/reproduce.md.
+svt-restart and the Laplace tracker on shifting envs, the collapse threshold, the lazy/adaptive
+separation and the adaptive lower bound (Table 1, Sect. 4.6, Sect. 5, Thm 3.6, 5.1, 5.2, B.1);
+sizes and quantities in docs/reproduce.md.
 """
 
 from __future__ import annotations
@@ -56,9 +54,8 @@ def _thm36_bound(p: Point) -> tuple[float, float]:
     return bound, t
 
 
-#: Horizons of the T-claims on the shifting env. Theorem 3.6's explicit bound (S = 4, N = 10,
-#: epsilon = 8) is below T only from T ~ 1.6 x 10^4 on, so the full run starts at 2 x 10^4;
-#: quick mode's horizons are below it and cannot settle ars-shift-dr-vs-T (it says `vacuous`).
+#: Horizons of the T-claims on the shifting env: from where Theorem 3.6's explicit bound is
+#: below T (T ~ 1.6 x 10^4; quick mode's are below it: `vacuous`).
 SHIFT_T = (20_000, 40_000, 80_000, 160_000)
 SHIFT_T_QUICK = (2_500, 5_000, 10_000)
 
@@ -168,9 +165,8 @@ svt_eps = Claim(
             "svt-restart",
             "DPExperts-Shift-v0",
             (Point(math.inf, _svt_env, math.inf),),
-            # The boundary's level at finite epsilon (beta / 4, as the two detector-noise tails
-            # and the selection allowance); at epsilon = inf it would take all of beta, an
-            # epsilon-free difference that is not the 1/epsilon term (#29).
+            # The boundary's level at finite epsilon (beta / 4): at epsilon = inf it would take
+            # all of beta, an epsilon-free difference that is not the 1/epsilon term.
             agent_params={"beta": 0.0125},
         ),
     ),
@@ -208,8 +204,7 @@ def _collapse_sweeps(horizons: tuple[int, ...], quick: bool) -> tuple[Sweep, ...
     return tuple(out)
 
 
-#: A collapse is only testable on curves that cross the transition: the mean normalised gain
-#: must rise by at least this much from the smallest x to the largest (uniform play's is 0).
+#: Least rise of the mean normalised gain across x for a curve to cross the transition.
 COLLAPSE_MIN_RISE = 0.5
 
 
@@ -229,8 +224,7 @@ def _collapse(rows: Mapping[str, pd.DataFrame]) -> Measurement:
         gain = (low - means) / (low - high)
         rises.append(float(gain.iloc[-1] - gain.iloc[0]))
     if min(rises) < COLLAPSE_MIN_RISE:
-        # Curves that stay flat (a learner that never leaves uniform play, or never reaches
-        # Fixed-Share) coincide trivially: there is no transition to line up.
+        # Flat curves coincide trivially: there is no transition to line up.
         return Measurement(
             math.nan,
             math.nan,
@@ -289,8 +283,7 @@ def _collapse_claim(quick_horizons: bool) -> Claim:
     )
 
 
-#: The S-dependence of the threshold: one T, several S, x on a factor-2 grid so that dropping
-#: S from the abscissa (x sqrt(S)) moves the curves by whole grid steps.
+#: One T, several S, x on a factor-2 grid: dropping S moves the curves by whole grid steps.
 COLLAPSE_S = (1, 4, 16)
 COLLAPSE_S_T = 10_000
 COLLAPSE_S_X = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
@@ -379,11 +372,8 @@ LAZY_TWINS = {
     "twin-ftl_trap": {"family": "ftl_trap"},
     "twin-stationary": {"family": "switching_deterministic", "n_shifts": 0},
 }
-#: A learner is sublinear on a twin when its static regret per round at the largest T is below
-#: this (upper end of the 95% interval); a learner that is linear there (Follow-the-Leader on
-#: ftl_trap: 1/2 per round; a constant expert on the stationary twin: ~0.9) is linear for
-#: another reason than laziness. A fifth of Follow-the-Leader's 1/2 (first set at 0.05, which
-#: private-lazy-hedge's quick run at T = 4,000 straddled: 0.048 [0.036, 0.060] per round).
+#: Sublinear on a twin: the upper end of the static regret per round's interval at the largest
+#: T below this, a fifth of Follow-the-Leader's 1/2 on ftl_trap (docs/reproduce.md, "Gates").
 TWIN_RATE = 0.1
 
 
@@ -550,9 +540,8 @@ def _stationary_below(values: tuple[int, ...]) -> tuple[Point, ...]:
     return tuple(Point(float(t), _stationary(t), LOWER_X * math.sqrt(LOWER_S / t)) for t in values)
 
 
-#: The construction must make the learner grow faster than it does on a stationary env at the
-#: same epsilon and N: linear (slope ~1) against a learner that is sublinear there (<= ~0.6,
-#: e.g. log N / epsilon regret with epsilon ~ T^-1/2 is sqrt(T) log T).
+#: How much faster (in slope) the learner must grow on the construction than on a stationary
+#: env at the same epsilon and N (linear, ~1, against sublinear, <= ~0.6).
 LOWER_CONTRAST = 0.3
 
 
@@ -573,10 +562,7 @@ def _lower_bound_specific(rows: Mapping[str, pd.DataFrame]) -> str:
 
 
 def _lower_bound_slopes(rows: Mapping[str, pd.DataFrame]) -> Measurement:
-    """Slope on the construction minus the slope on the stationary env (same learner, epsilon).
-
-    The detail adds both slopes and the noiseless contrast's slope on the construction.
-    """
+    """Slope on the construction minus on the stationary env (same learner and epsilon)."""
     private = loglog_slope(rows["noisy-clipped-hedge"], "dynamic_regret")
     calm = loglog_slope(rows["nch-stationary"], "dynamic_regret")
     free = loglog_slope(rows["noisy-clipped-hedge-eps-inf"], "dynamic_regret")
@@ -589,8 +575,7 @@ def _lower_bound_slopes(rows: Mapping[str, pd.DataFrame]) -> Measurement:
     )
     if not (math.isfinite(private.value) and math.isfinite(calm.value)):
         return Measurement(math.nan, math.nan, math.nan, text)
-    # Both intervals come from independent seed bootstraps: the difference's interval is the
-    # conservative one (lower end minus upper end, and the converse).
+    # Independent bootstraps: the difference's conservative interval.
     return Measurement(
         private.value - calm.value,
         private.ci_low - calm.ci_high,
@@ -646,9 +631,7 @@ lower_bound = Claim(
     untestable="no learner of the suite learns the stationary env at epsilon = 0.5 sqrt(S/T) with "
     "N = T/2 experts at T <= 8,000; the regime needs a learner whose regret there is below 0.8 x "
     "uniform play's (for noisy-clipped-hedge, whose noise grows with N, far larger T)",
-    # The learning gate reads the first learner sweep, the stationary env: the claim is judged
-    # only where the learner learns there, so linear growth on the construction is the
-    # construction's doing, not the learner's epsilon.
+    # The learning gate reads the first, the stationary env (docs/reproduce.md, "Verdicts").
     learner_sweeps=("nch-stationary", "noisy-clipped-hedge", "noisy-clipped-hedge-eps-inf"),
     x_label="T",
     notes="A lower bound holds for every private learner, so running one learner cannot confirm "
@@ -669,10 +652,7 @@ lower_bound = Claim(
 
 
 def claims(quick: bool = False) -> list[Claim]:
-    """The paper's claims in report order.
-
-    ``quick``: the sizes of ``--quick`` where a claim itself differs (the collapse's horizons).
-    """
+    """The paper's claims in report order (``quick``: the ``--quick`` sizes where they differ)."""
     return [
         svt_vs_t,
         svt_vs_s,

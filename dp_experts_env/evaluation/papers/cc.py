@@ -1,8 +1,7 @@
 """Claims of Cesari & Colomboni 2026, "Optimal Gap-Dependent Regret for Private Stochastic DTOL".
 
-The paper's rates as experiments (data for :mod:`dp_experts_env.evaluation.claims`' engine):
-randomized prefix softmax: horizon-free regret, its explicit constant, 1/epsilon and 1/gap (Thm 1,
-eqs. (1)-(2)). The choices of sizes and quantities are documented in docs/reproduce.md.
+Randomized prefix softmax: horizon-free regret, its explicit constant, 1/epsilon and 1/gap
+(Thm 1, eqs. (1)-(2)); sizes and quantities in docs/reproduce.md.
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ def _gap_env(gap: float, t: int = 10_000) -> dict[str, object]:
 
 
 #: The claims test the printed algorithm (its step cap eta <= 1/8), not the suite's uncapped
-#: default (issue 38 item 4): the paper-mode row, played under the learner's own key.
+#: default: the paper-mode row, played under the learner's own key.
 RPS_PAPER = "randomized-prefix-softmax:paper"
 RPS_T = (1_000, 4_000, 16_000, 64_000)
 RPS_T_QUICK = (1_000, 4_000, 16_000)
@@ -189,10 +188,7 @@ rps_gap = Claim(
 
 
 def claims(quick: bool = False) -> list[Claim]:
-    """The paper's claims in report order.
-
-    ``quick``: the sizes of ``--quick`` where a claim itself differs (the collapse's horizons).
-    """
+    """The paper's claims in report order (``quick``: the ``--quick`` sizes where they differ)."""
     del quick  # no claim of this paper differs in quick mode
     return [
         rps_horizon_free,

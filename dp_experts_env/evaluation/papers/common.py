@@ -39,10 +39,7 @@ def slope_experiment(
     agent_params: Mapping[str, object] | None = None,
     learner: str = "",
 ) -> dict[str, object]:
-    """One learner over a series of points, judged by its log-log slope (``Claim`` keywords).
-
-    ``learner`` is the registered name played under the key ``agent`` (default: ``agent``).
-    """
+    """One learner over points, judged by its log-log slope; ``learner`` plays under ``agent``."""
     sweep = Sweep(
         agent,
         learner or agent,

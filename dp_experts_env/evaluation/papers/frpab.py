@@ -1,9 +1,7 @@
 """The claims of "Faster Rates for Private Adversarial Bandits" (2025).
 
-The paper's rates as experiments (data for :mod:`dp_experts_env.evaluation.claims`' engine): private
-adversarial bandits: the central sqrt(KT/epsilon) rate and its separation from local DP, LDP-EXP4
-and private batched EXP4 with advice (Thm 1, 9, 10, Cor. 2). The choices of sizes and quantities are
-documented in docs/reproduce.md.
+The central sqrt(KT/epsilon) rate and its separation from local DP, LDP-EXP4 and private batched
+EXP4 with advice (Thm 1, 9, 10, Cor. 2); sizes and quantities in docs/reproduce.md.
 """
 
 from __future__ import annotations
@@ -97,11 +95,8 @@ htinf_sqrt = Claim(
     "rate with a constant below uniform play's.",
 )
 
-# The central-vs-local separation is visible only where local DP must be linear,
-# epsilon < 1 / sqrt(T) (Basu et al. 2019, as the paper cites them after Cor. 2), while uniform
-# play's regret is still proportional to sqrt(K T / epsilon): on the gap 4 sqrt(K / (epsilon T)),
-# at most its cap 0.5 only for epsilon T >= 64 K = 320; the path epsilon T = 320 sits at the cap
-# (gap 0.5, as measured when the claim was designed) and has epsilon sqrt(T) < 1 from T = 102,400.
+# The separation's path: local DP linear (epsilon sqrt(T) < 1) and the gap at its cap (epsilon T
+# >= 64 K = 320); docs/reproduce.md, "The local-DP headline of paper 004".
 SEPARATION_EPS_T = 320.0
 SEPARATION_T = (128_000, 256_000)  # epsilon sqrt(T) = 0.89, 0.63
 # epsilon sqrt(T) = 5.1, 2.5: outside the separation's regime, so quick mode cannot settle it
@@ -209,13 +204,8 @@ ldp_eps = Claim(
 
 
 ADVICE_T_QUICK = (1_000, 4_000, 16_000)
-# Full-run horizons per learner: each starts where the earlier full run (T = 10^3..6.4 x 10^4)
-# saw the learner leave uniform play's level with its local slopes still falling, and goes as far
-# as the per-round cost allows (docs/reproduce.md, "Horizons"). The batched learner plays its
-# blocks in batch segments (play_bandit_block); its local slopes at 6.4 x 10^4 .. 1.024 x 10^6
-# (0.82, 0.83, 0.74, 0.70) were still falling above Thm 10's 2/3, so the full run goes to
-# 2.048 x 10^6 (horizons fixed before that run; 443 s CPU alone, docs/reproduce.md, "Bandit block
-# play").
+# Full-run horizons per learner: from where it left uniform play's level to what its per-round
+# cost allows (docs/reproduce.md, "Measured: the longer horizons ..." and "... bandit block play").
 LDP_ADVICE_T = (32_000, 64_000, 128_000, 256_000)
 BATCHED_ADVICE_T = (256_000, 512_000, 1_024_000, 2_048_000)
 
@@ -281,17 +271,13 @@ batched_advice = _advice_claim(
     2 / 3,
     BATCHED_ADVICE_T,
     {"release": "estimates"},  # Thm 10 is about Alg. 2's per-expert release, not the default
-    # 12 seeds per base seed (36 over the default three): at 16 the claim alone cost 443 s CPU
-    # per base seed, above the full run's budget at three (docs/reproduce.md, "Full-run budget").
+    # 12 seeds: the full run's budget at three base seeds (docs/reproduce.md, "Full-run budget").
     seeds=12,
 )
 
 
 def claims(quick: bool = False) -> list[Claim]:
-    """The paper's claims in report order.
-
-    ``quick``: the sizes of ``--quick`` where a claim itself differs (the collapse's horizons).
-    """
+    """The paper's claims in report order (``quick``: the ``--quick`` sizes where they differ)."""
     del quick  # no claim of this paper differs in quick mode
     return [
         htinf_sqrt,
