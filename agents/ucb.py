@@ -116,7 +116,7 @@ class UCB1(_IndexBandit):
     """UCB1 on losses.
 
     Source: Auer, Cesa-Bianchi & Fischer 2002, "Finite-time analysis of the multiarmed bandit
-    problem", Fig. 1 and Thm 1: after the round robin, round t + 1 plays
+    problem", Fig. 1 and Thm 1. After the round robin, round t + 1 plays
     ``argmin_i Lbar_i - sqrt(c ln t / n_i)``. No deviation.
 
     Args:
@@ -155,7 +155,7 @@ class KLUCB(_IndexBandit):
     """KL-UCB with the Bernoulli divergence, on losses.
 
     Source: Garivier & Cappé 2011, "The KL-UCB Algorithm for Bounded Stochastic Bandits and Beyond",
-    Algorithm 1 and Thm 1: after the round robin, round t + 1 plays the lowest
+    Algorithm 1 and Thm 1. After the round robin, round t + 1 plays the lowest
     ``q_i = min{q <= Lbar_i : n_i kl(Lbar_i, q) <= ln t + c ln ln t}``. Deviation: a fixed number of
     Newton steps (:func:`kl_lower_bound`), the same work in every run.
 
@@ -232,7 +232,7 @@ class ThompsonSampling(_IndexBandit):
     """Thompson sampling with Beta(1, 1) priors on each arm's mean loss.
 
     Source: Thompson 1933; Agrawal & Goyal 2012, "Analysis of Thompson Sampling for the Multi-armed
-    Bandit Problem", Algorithm 2 (a loss in [0, 1] becomes the trial ``y ~ Bernoulli(loss)``): after
+    Bandit Problem", Algorithm 2 (a loss in [0, 1] becomes the trial ``y ~ Bernoulli(loss)``). After
     the round robin, round t + 1 draws ``theta_i ~ Beta(1 + F_i, 1 + n_i - F_i)`` and plays
     ``argmin theta``. Deviation: the round-robin start (the source samples the prior from round 1).
 
