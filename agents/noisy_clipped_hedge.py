@@ -1,8 +1,4 @@
-"""Private Lu–Zhang learner: Hedge on Laplace-noised losses over a clipped simplex.
-
-Source: Algorithm 3 (Section 5.2) of Asi, Raman & Saha, "Tracking the Best Expert Privately" (a
-private version of Lu & Zhang 2019, Algorithm 2); Theorems 5.2 and B.2.
-"""
+"""Private Lu–Zhang learner (Asi, Raman & Saha, Alg. 3): Hedge on noisy losses, clipped simplex."""
 
 from __future__ import annotations
 
@@ -37,9 +33,8 @@ __all__ = ["NoisyClippedHedge", "clip_project", "calibrated_eta", "tracking_comp
 def clip_project(log_v: np.ndarray, floor: float) -> np.ndarray:
     """Project unnormalised log-weights onto the clipped simplex {w : sum w = 1, w >= floor}.
 
-    The entropic projection is ``w(j) = max(floor, c * v(j))`` with ``c`` making the weights sum to
-    one, found for all rows at once by peeling: ``c`` only decreases, so a clipped coordinate stays
-    clipped and the loop ends within N passes.
+    ``w(j) = max(floor, c * v(j))`` with ``c`` found for all rows at once by peeling (``c`` only
+    decreases, so at most N passes).
 
     Args:
         log_v: (B, N) log of the unnormalised weights (any finite values).
@@ -100,29 +95,23 @@ class NoisyClippedHedge(PrivateAgent):
     (Algorithm 3, Theorems 5.2 / B.2), a private version of Lu & Zhang 2019, Algorithm 2. For
     adaptive adversaries with a switch budget S (dynamic regret).
 
-    Each round plays ``J_t ~ w_t``, releases ``l~_t = l_t + Z_t`` (Laplace per coordinate) and sets
+    Each round plays ``J_t ~ w_t``, releases ``l~_t = l_t + Z_t`` and sets
     ``w_{t+1}(j) = max(a, c w_t(j) exp(-eta l~_t(j)))``, ``a = S_eff / (N T)``. Claim: pure
-    epsilon-DP against adaptive adversaries (each loss vector released once, L1 sensitivity N; the
-    plays are post-processing and fresh coins).
-
-    Deviations: ``S_eff = max(S, 1)`` (E-ARS-16); log-space weights with the closed-form projection
-    (E-ARS-18); losses clipped to [0, 1]; fresh play coins (Theorem B.1).
+    epsilon-DP against adaptive adversaries (each loss vector released once, L1 sensitivity N).
+    Deviations: ``S_eff = max(S, 1)`` (E-ARS-16); log-space weights (E-ARS-18); clipped losses;
+    fresh play coins (Theorem B.1).
 
     Args:
-        n_experts: N (also ``horizon``, ``epsilon``, ``delta``, ``noise``, ``num_envs``, ``seed``:
-            as :class:`~agents.private.PrivateAgent`).
+        n_experts: N (also ``horizon``, ``epsilon``, ``delta``, ``noise``, ``num_envs``, ``seed``).
         n_switches: S, the comparator's switch budget (public; ``agents.make`` passes the env's).
-        mode: ``"strict"`` (default, ``Lap(N/epsilon)``, E-ARS-15) or ``"paper"``
-            (``Lap(1/epsilon)`` as printed: ``(N epsilon)``-DP, uncertified).
-        tuning: ``"calibrated"`` (default, :func:`calibrated_eta`) or ``"paper"`` (Theorem 5.2,
-            :func:`paper_eta`); docs/algorithms.md ("Calibration").
+        mode: ``"strict"`` (``Lap(N/epsilon)``, E-ARS-15) or ``"paper"`` (``Lap(1/epsilon)``:
+            ``(N epsilon)``-DP, uncertified).
+        tuning: ``"calibrated"`` (:func:`calibrated_eta`) or ``"paper"`` (:func:`paper_eta`).
         eta: learning rate override (> 0).
 
     Attributes:
-        noise_sensitivity: the L1 sensitivity the noise is calibrated to (N strict, 1 paper).
-        noise_scale: the Laplace scale b per coordinate.
-        clip_level: a.
-        effective_epsilon: the epsilon the accountant certifies for the noise used.
+        effective_epsilon: the epsilon certified for the noise used (also ``noise_sensitivity``,
+            ``noise_scale`` b, ``clip_level`` a).
     """
 
     #: public settings under which the declared mechanisms are most exposed (the audit)
@@ -173,10 +162,9 @@ class NoisyClippedHedge(PrivateAgent):
         return rate(self.n_experts, self.horizon, max(self.n_switches, 1), noise_scale)
 
     def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
-        """Give each run its own finite epsilon; True when applied (False: nothing changed).
+        """Run b plays as if built with ``epsilon=epsilons[b]`` (finite); True when applied.
 
-        Run b then plays as an agent built with ``epsilon=epsilons[b]`` and the same seed (same
-        floats). :attr:`privacy` then refuses to state one claim.
+        :attr:`privacy` then refuses to state one claim.
         """
         values = self._accept_run_epsilons(epsilons)
         if values is None:

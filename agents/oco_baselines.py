@@ -1,8 +1,4 @@
-"""Baselines for ``DPExperts-OCO-v0``: OGD, FTRL and private tree-aggregated FTRL.
-
-Online gradient descent, FTRL with P-COMW's regulariser, and private FTRL on tree-aggregated
-gradient sums; all play points of the env's body from gradient feedback.
-"""
+"""Baselines for ``DPExperts-OCO-v0``: OGD, FTRL and private tree-aggregated FTRL."""
 
 from __future__ import annotations
 
@@ -208,7 +204,6 @@ class TreeFTRLOCO(OCOAgent):
         )
         self.reset(seed)
 
-    # ----------------------------------------------------------------- subclass hooks
     def _check_delta(self, delta: float | None) -> float:
         """The validated delta (``self.law`` and ``self.epsilon`` are set)."""
         raise NotImplementedError
@@ -220,7 +215,6 @@ class TreeFTRLOCO(OCOAgent):
     def _backend_refusal(self, kind: str) -> str:
         return f"noise={kind!r} does not apply to {getattr(self, 'name', type(self).__name__)}"
 
-    # ----------------------------------------------------------------- claim
     def _sensitivity(self) -> float:
         """The declared node sensitivity: L2 ``2G`` (Gaussian), L1 ``2G sqrt(d)`` (Laplace)."""
         if self.law == "gaussian":
@@ -276,7 +270,6 @@ class TreeFTRLOCO(OCOAgent):
             **extra,
         )
 
-    # ----------------------------------------------------------------- play
     def _init_state(self) -> None:
         self.noisy_sum = np.zeros((self.num_envs, self.dim))
         if self.law == "gaussian":
@@ -377,21 +370,15 @@ class DPFTRLOCO(TreeFTRLOCO):
     learning, the baseline of Agarwal, Kale, Singh & Thakurta's Table 1. Plays as
     :class:`TreeFTRLOCO`.
 
-    Privacy: pure ``epsilon``-DP of the played points (neighbours differing in one gradient,
-    ``||g|| <= G``), against adaptive adversaries: one gradient enters at most ``levels`` nodes,
-    each of L1 sensitivity ``2 G sqrt(d)``, basic composition over the levels. ``law="gaussian"``
-    (Kairouz et al.'s choice): ``N(0, sigma^2 I)`` nodes, L2 sensitivity ``2G``, sigma calibrated by
-    zCDP (Bun & Steinke 2016), the claim by the exact Gaussian-DP profile (Dong, Roth & Su 2019).
-    ``epsilon=math.inf`` is ``ftrl-oco`` with this lambda. Calibration and numbers:
-    docs/algorithms.md.
-
-    Deviations from Kairouz et al.: Laplace by default (pure DP); no tree-completion trick; the
-    exact GDP accountant.
+    Privacy: pure ``epsilon``-DP of the played points (one gradient replaced, ``||g|| <= G``),
+    against adaptive adversaries: a gradient enters at most ``levels`` nodes of L1 sensitivity
+    ``2 G sqrt(d)``, composed. ``law="gaussian"``: ``N(0, sigma^2 I)`` nodes calibrated by zCDP, the
+    claim by the exact Gaussian-DP profile. Deviations from Kairouz et al.: Laplace by default; no
+    tree-completion trick. Calibration: docs/algorithms.md.
 
     Args: as :class:`~agents._oco.OCOAgent`, plus ``law``, ``lam`` (overrides lambda), ``delta``
     (Gaussian only, default 1e-5), ``noise`` (``"fast"`` or ``"grid"``; Gaussian: ``"fast"``),
-    ``mode`` (no effect) and ``noise_multiplier`` (audit only: scales the node noise, the claim kept
-    and marked uncertified).
+    ``mode`` (no effect) and ``noise_multiplier`` (audit only, the claim marked uncertified).
     """
 
     laws = ("laplace", "gaussian")

@@ -1,9 +1,4 @@
-"""P-COMW's fair opponents on ``DPExperts-OCO-v0``: lazy FTRL and Gaussian DP-FTRL.
-
-``lazy-ftrl-oco``: FTRL recomputed at S fixed rounds (at most S switches, lazy P-COMW's budget).
-``gaussian-dp-ftrl-oco``: DP-FTRL with Gaussian node noise and the exact privacy profile
-(:mod:`dp_experts_env.privacy.gaussian`), the ``(epsilon, delta)`` baseline for P-COMW's claim.
-"""
+"""P-COMW's fair opponents on ``DPExperts-OCO-v0``: lazy FTRL and Gaussian DP-FTRL."""
 
 from __future__ import annotations
 
@@ -131,16 +126,13 @@ class GaussianDPFTRLOCO(TreeFTRLOCO):
     :class:`~agents.oco_baselines.TreeFTRLOCO` with ``N(0, sigma^2 I)`` nodes.
 
     Privacy: ``(epsilon, delta)``-DP of the played points (one gradient replaced, ``||g|| <= G``),
-    against adaptive adversaries: each of at most ``levels`` nodes moves by ``2G`` in L2, so
-    ``mu = sqrt(levels) 2G / sigma``-GDP, sigma the smallest meeting the request
-    (:func:`~dp_experts_env.privacy.gaussian.gaussian_tree_calibration`). ``delta`` defaults to
-    1e-5; ``epsilon=math.inf`` is ``ftrl-oco`` with this lambda. Tuning (the only one):
-    ``lambda = sqrt(2 T G^2 + 2 d levels sigma^2) / D``. Noise ``"fast"`` only; ``noise_multiplier``
-    (audit only) scales the node noise, the claim kept and marked uncertified; ``mode`` has no
-    effect.
+    against adaptive adversaries: ``mu = sqrt(levels) 2G / sigma``-GDP, sigma the smallest meeting
+    the request (:func:`~dp_experts_env.privacy.gaussian.gaussian_tree_calibration`).
+    ``epsilon=math.inf`` is ``ftrl-oco`` with this lambda. Deviations from Kairouz et al.: no
+    tree-completion trick; the exact GDP accountant instead of RDP.
 
-    Deviations from Kairouz et al.: no tree-completion trick; the exact GDP accountant instead of
-    their RDP one.
+    Args: as :class:`~agents.oco_baselines.DPFTRLOCO` (``delta`` default 1e-5, noise ``"fast"``
+    only, one tuning, no ``law``).
     """
 
     default_delta = 1e-5

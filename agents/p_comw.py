@@ -1,8 +1,6 @@
 """P-COMW: Gibbs sampling with lazy rejection over a convex body (private and lazy OCO).
 
-Source: Agarwal, Kale, Singh & Thakurta, "Improved Differentially Private and Lazy Online Convex
-Optimization", Algorithm 1 with Theorems 4.1 (DP-OCO) and 4.2 (lazy OCO); derivations in
-docs/algorithms.md ("P-COMW: the two settings and the calibrated tuning").
+Derivations: docs/algorithms.md ("P-COMW: the two settings and the calibrated tuning").
 """
 
 from __future__ import annotations
@@ -314,26 +312,17 @@ class PCOMW(OCOAgent):
     Optimization", Algorithm 1 with Theorem 4.1 (``setting="dp"``) or 4.2 (``setting="lazy"``);
     docs/algorithms.md ("P-COMW") has the derivations, modes and tunings.
 
-    Round t's target is the Gibbs law ``mu_t ∝ exp(-beta(<L_{t-1}, x> + lambda/2 ||x||^2))`` on the
-    body, sampled exactly; the point is kept unless a forced coin (p) fires or the stay coin
-    ``Ber(Pi(r_t / Phi))`` fails, and a switch spends one unit of the budget B.
-
-    Privacy (``setting="dp"``): ``(epsilon_out, delta)``-DP of the played points, neighbours
-    differing in one gradient, ``||g|| <= G``, against adaptive adversaries; ``epsilon_out`` is
-    what the accountant certifies and the claim names it. ``epsilon=math.inf`` plays the regularised
-    leader (= ``ftrl-oco``); ``setting="lazy"`` is not private.
-
-    Deviations: ``x_1 ~ mu_1`` (E-AKST-4); linear losses only (exact sampling and normalisers); a
-    gradient longer than G raises instead of being clipped.
+    The point is kept unless a forced coin (p) fires or the stay coin ``Ber(Pi(r_t / Phi))`` fails;
+    a switch draws the Gibbs law ``mu_{t+1}`` exactly and spends one unit of the budget B. Privacy
+    (dp): ``(epsilon_out, delta)``-DP of the played points (one gradient replaced, ``||g|| <= G``)
+    against adaptive adversaries, ``epsilon_out`` what the named accountant certifies;
+    ``epsilon=math.inf`` plays ``ftrl-oco``'s leader. Deviations: ``x_1 ~ mu_1`` (E-AKST-4); linear
+    losses only.
 
     Args:
-        n_experts: d (or ``dim``).
-        horizon: T (>= 2).
-        body: the env's body K (with ``radius``).
-        grad_bound: G.
-        setting: ``"dp"`` (default) or ``"lazy"``.
-        epsilon: privacy target (dp).
-        delta: in (0, 1/2] (dp; default 1e-5).
+        n_experts: d (also ``horizon`` T >= 2 and the geometry: as :class:`~agents._oco.OCOAgent`).
+        setting: ``"dp"`` (default) or ``"lazy"`` (not private).
+        epsilon: privacy target (dp; ``delta`` in (0, 1/2], default 1e-5).
         switch_budget: S (lazy; default ``sqrt(d T)``).
         mode: ``"strict"`` or ``"paper"`` (E-AKST-1..3, uncertified).
         tuning: ``"calibrated"`` (:func:`pcomw_parameters`) or ``"paper"``.
@@ -341,11 +330,10 @@ class PCOMW(OCOAgent):
         noise: ``"fast"`` only (the exact samplers draw floats).
         noise_multiplier: audit only: the Gibbs spread scaled, the claim kept and marked
             uncertified.
-        num_envs: as for every agent (also ``seed``).
 
     Attributes:
-        parameters: the :class:`PCOMWParameters` (also as ``beta``, ``lam``, ``p``, ``budget``,
-            ``log_phi``); per episode ``resamples`` and ``switches`` (B,).
+        parameters: the :class:`PCOMWParameters` (``beta``, ``lam``, ``p``, ``budget`` and
+            ``log_phi`` also as attributes); per episode ``resamples`` and ``switches`` (B,).
     """
 
     #: noise backends the learner draws from; others are refused (nothing to put on a lattice).
@@ -452,7 +440,6 @@ class PCOMW(OCOAgent):
                     stacklevel=2,
                 )
 
-    # ------------------------------------------------------------------ claim
     @property
     def privacy(self) -> PrivacyClaim:
         """The accountant's certificate (dp); not private in the lazy setting or at eps=inf."""
@@ -505,13 +492,8 @@ class PCOMW(OCOAgent):
             accountant=how,
         )
 
-    # ------------------------------------------------------------------ likelihood
     def path_log_likelihood(self, points: np.ndarray, gradients: np.ndarray) -> np.ndarray:
-        """Log-density of released paths under a gradient sequence (this learner's parameters).
-
-        ``mu_1(x_1)`` times, per round, the stay probability or ``(1 - q_t) mu_{t+1}(x_{t+1})``,
-        with the budget enforced. Audits use the difference between two neighbouring sequences as
-        their statistic.
+        """Log-density of released paths under a gradient sequence (the audit's statistic).
 
         Args:
             points: (n, T, d) released paths (or (T, d)).
@@ -552,7 +534,6 @@ class PCOMW(OCOAgent):
             used = used + moved
         return total
 
-    # ------------------------------------------------------------------ hooks
     def _init_state(self) -> None:
         b, d = self.num_envs, self.dim
         self.cum = np.zeros((b, d))
@@ -618,12 +599,7 @@ class PCOMW(OCOAgent):
         return self.point
 
     def _block(self, grads: np.ndarray) -> np.ndarray:
-        """K rounds at once (:mod:`agents._oco_kernels`): the box's chain compiled.
-
-        numpy draws every round's Gibbs sample from that round's own uniforms;
-        :func:`~agents._oco_kernels.pcomw_path` runs the stay-or-move chain. The ball and
-        subclasses' hooks play round by round.
-        """
+        """K rounds at once: the box's chain compiled (:func:`~agents._oco_kernels.pcomw_path`)."""
         hooks = ("_learn", "_choose", "_sample", "_log_z_of", "_init_state")
         if not own_hooks(self, PCOMW, hooks):
             return oco_hook_loop(self, grads)

@@ -1,9 +1,7 @@
 """Paper-mode rows by name: learners whose defaults are the suite's variant, as printed.
 
-``agents.make("private-batched-exp4:paper")``, ``"dp-klucb:paper"``,
-``"randomized-prefix-softmax:paper"`` and ``"svt-restart:paper"`` build the paper's algorithm under
-its own name, so a grid or table can hold both rows. Each is its learner with one or two defaults
-changed.
+``"private-batched-exp4:paper"``, ``"dp-klucb:paper"``, ``"randomized-prefix-softmax:paper"`` and
+``"svt-restart:paper"``: the learner with one or two defaults changed, so a grid holds both rows.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """PPO as a non-private RL baseline that takes part in comparisons (``agents.make("ppo", ...)``).
 
-It learns *across* episodes: it trains a PPO policy (Stable-Baselines3) on simulated episodes of the
-env's public description with its own training seeds, then plays frozen, fed the loss statistics
-seen so far (:class:`dp_experts_env.wrappers.LossFeatures`). Read it as "what a learner tuned to
-this class of environments reaches", not as an online algorithm. It imports the env layer and the
-``sb3`` extra lazily, when built.
+It trains across simulated episodes of the env's public description, then plays frozen: "what a
+learner tuned to this class of environments reaches", not an online algorithm. It imports the env
+layer and the ``sb3`` extra lazily, when built.
 """
 
 from __future__ import annotations
@@ -38,17 +36,13 @@ class PPOBaseline(Agent):
     :class:`dp_experts_env.wrappers.LossFeatures` observations. Not private.
 
     Args:
-        n_experts: N.
-        horizon: T.
-        num_envs: B.
+        n_experts: N (also ``horizon`` T, ``num_envs`` B; ``n_arms`` unused).
         seed: seeds the action sampling (run b uses seed + b).
-        n_arms: unused (full information only).
         env_spec: the env's Gymnasium spec (``agents.make(..., env=env)`` passes it).
-        env_id: instead of ``env_spec``: the env id to train on.
-        env_kwargs: with ``env_id``: its keywords.
+        env_id: instead of ``env_spec``: the env id to train on (with ``env_kwargs``).
         timesteps: training steps (rounds over all parallel training runs).
-        train_seed: seeds training; the policy is a fixed function of the env description,
-            ``timesteps``, ``train_seed`` and the features.
+        train_seed: seeds training; the policy is a function of the env description, ``timesteps``,
+            ``train_seed`` and the features.
         windows: recent-window lengths of the features.
         deterministic: play the highest-scoring expert instead of sampling the policy.
     """

@@ -1,20 +1,14 @@
 """Plumbing shared by the private learners: budget, mode, tuning and noise-backend arguments.
 
-Every private learner takes the same keywords, validated here once:
-
-* ``epsilon`` (> 0, or ``math.inf``: the same algorithm without noise, "not private") and
-  ``delta`` (in [0, 1)): the target privacy of the whole run.
-* ``mode``: ``"strict"`` (default: privacy-correct) or ``"paper"`` (as printed; the claim says
-  ``certified=False`` where the paper is wrong).
-* ``tuning``: ``"paper"`` (the theorem's constants) or ``"calibrated"`` (default: from public
-  quantities alone; docs/algorithms.md, "Calibration").
-* ``noise``: the backend, ``"fast"`` (floats) or ``"grid"`` (lattice), among the learner's
-  ``noise_backends`` (the audit-only wrappers of :mod:`dp_experts_env.privacy.noise` are
-  accepted over any of them).
+Every private learner takes the same keywords, validated here once: ``epsilon`` (> 0, or
+``math.inf``: the same algorithm without noise, "not private") and ``delta`` (in [0, 1)) for the
+whole run; ``mode`` (``"strict"``, or ``"paper"`` as printed, uncertified where the paper is wrong);
+``tuning`` (``"paper"`` or ``"calibrated"``: public quantities alone); ``noise`` (``"fast"`` or
+``"grid"``, among the learner's ``noise_backends``; docs/privacy.md).
 
 A learner declares its mechanisms in :attr:`PrivateAgent.declaration`; its claim is composed from
-that by the one accountant (:meth:`PrivateAgent._declared_claim`), and the audit reads the same
-declaration. A learner declaring nothing states its claim through :meth:`PrivateAgent._claim`.
+that by the one accountant (:meth:`PrivateAgent._declared_claim`) and the audit reads it too. A
+learner declaring nothing states its claim through :meth:`PrivateAgent._claim`.
 """
 
 from __future__ import annotations

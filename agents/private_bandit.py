@@ -1,10 +1,7 @@
 """Batch-and-Laplace private bandit learners ("Faster Rates for Private Adversarial Bandits").
 
-Play one choice for tau rounds, release the batch-mean loss plus ``Lap(1/(tau epsilon))`` and feed
-it to a non-private base learner that tolerates noisy, negative feedback (``base=``:
-``"tsallis-inf"`` (HTINF), ``"exp3"``, ``"ftpl-gr"``); the base learner's clock is its update count
-(erratum E-PAB-1), its horizon ``floor(T / tau)``. ``private-batched-bandit`` (Alg. 1) plays the K
-arms; ``private-bandit-over-experts`` (Alg. 5 over Alg. 1) plays the N experts as meta-arms.
+One choice per batch of tau rounds, the batch-mean loss plus ``Lap(1/(tau epsilon))`` fed to a
+non-private base learner: over the K arms (Alg. 1) or the N experts as meta-arms (Alg. 5).
 """
 
 from __future__ import annotations
@@ -134,7 +131,6 @@ class _BatchedConversion(PrivateAgent):
         self._noiseless = False  # test hook: the non-private batched base learner
         self.reset(seed)
 
-    # ----------------------------------------------------------------- set-up
     def _n_choices(self) -> int:
         raise NotImplementedError
 
@@ -203,7 +199,6 @@ class _BatchedConversion(PrivateAgent):
             )
         return out
 
-    # ----------------------------------------------------------------- episode
     def _init_state(self) -> None:
         # A fresh core per episode: the core holds the (possibly replaced) self.rng.
         p, m = self.base_params, self._n_choices()
@@ -268,7 +263,7 @@ class _BatchedConversion(PrivateAgent):
 
         Played in segments between batch ends (:mod:`agents._bandit_block`): a segment's first round
         through :meth:`act`, the frozen choice after it (:meth:`_play_rest`). Past the horizon,
-        round by round. Args as in :meth:`agents.private_exp4.LDPExp4.play_bandit_block`.
+        round by round.
         """
         k = int(losses.shape[0])
         actions = np.empty((k, self.num_envs), dtype=np.int64)
@@ -363,33 +358,27 @@ class PrivateBatchedBandit(_BatchedConversion):
     "Faster Rates for Private Adversarial Bandits" (Section 3, Appendix E). Advice is ignored.
 
     Privacy: pure ``epsilon``-DP, central, against adaptive adversaries (Lemma 3: sensitivity 1/tau
-    per batch mean, disjoint batches). The trailing ``T mod tau`` rounds are played but never
-    released (erratum E-PAB-2). Modes ``"strict"`` and ``"paper"`` coincide; ``epsilon=math.inf``
-    feeds exact batch means. Tunings and deviations (errata E-PAB-1/2/5/12/24, clipped losses):
-    docs/algorithms.md (this learner's row, "Calibration").
+    per batch mean, disjoint batches); the trailing ``T mod tau`` rounds are never released
+    (E-PAB-2). Modes coincide; ``epsilon=math.inf`` feeds exact batch means. Tunings and deviations
+    (errata E-PAB-1/2/5/12/24, clipped losses): docs/algorithms.md (this learner's row).
 
     Args:
-        n_experts: N (the env's).
-        horizon: T.
-        n_arms: K (>= 2).
+        n_experts: N (also ``horizon``, ``n_arms`` >= 2, ``mode``, ``noise``, ``num_envs``,
+            ``seed``: see :class:`~agents.private.PrivateAgent`).
         epsilon: privacy parameter (> 0); delta must be 0 (pure DP).
-        mode: see :class:`~agents.private.PrivateAgent` (also ``noise``, ``num_envs``, ``seed``).
         tuning: ``"calibrated"`` (default: tau minimising the base's noisy bound,
             ``tau <= T // 10``) or ``"paper"`` (``tau = ceil(1/epsilon)``, lemma-level base
             constants).
         base: ``"tsallis-inf"`` (default), ``"exp3"`` or ``"ftpl-gr"``.
-        tau: batch length in [1, T]; default from ``tuning``.
-        sigma: HTINF's constant override (``eta``, ``gamma``: EXP3's; ``resample_cap``: FTPL-GR's
-            M).
+        tau: batch length in [1, T] (also the base constants ``sigma``, ``eta``, ``gamma``,
+            ``resample_cap``); default from ``tuning``.
         rate: FTPL-GR's rate rule, ``"fixed"`` (default) or ``"adaptive"``.
         tail: the trailing partial batch's play: ``"hold"`` (default) or ``"sample"`` (a fresh
             draw).
 
     Attributes:
-        n_batches: the base learner's updates, ``floor(T / tau)``.
-        noise_scale: the Laplace scale used.
-        base_learner: the batched base learner (``base_params``, ``tuned``: the tuning's record).
-        choice: (B,) the current batch's choice.
+        base_learner: the batched base learner (also ``n_batches``, ``noise_scale``, ``tuned``,
+            ``choice`` (B,): the current batch's choice).
     """
 
     def _n_choices(self) -> int:

@@ -1,8 +1,6 @@
 """FTPL-GR's calibrated bounds and rates as the batched conversion's base learner.
 
-The regret bounds of FTPL with geometric resampling fed ``l + Lap(lam)`` (Alg. 4's fixed rate, the
-tight variant, the adaptive rate) and the grids minimising them, functions of public quantities only
-(m, T_B, lam). docs/algorithms.md ("Calibration") derives them.
+Functions of public quantities only (m, T_B, lam); docs/algorithms.md ("Calibration") derives them.
 """
 
 from __future__ import annotations

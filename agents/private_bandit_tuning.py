@@ -1,14 +1,9 @@
 """Parameters of the private bandit learners ("Faster Rates for Private Adversarial Bandits").
 
-Pure functions of public quantities (arms or experts, T, epsilon, delta, the Laplace scale), never
-of losses. ``"paper"``: the theorem's parameters, the base learner's lemma-level constants at its
-real horizon ``T_B = floor(T / tau)`` and noise ``lam = 1 / (epsilon tau)`` (ValueError when they
-are not valid). ``"calibrated"``: the minimiser of a regret bound over a grid
-(``tau <= max(1, T // 10)``, ``gamma <= 1``) charging the noisy loss by its second moment
-(docs/algorithms.md, "Calibration"). Small logarithms are guarded with ``max(log x, 1)``; ``log N``
-uses ``max(N, 2)``.
-
-This module tunes the batched conversion (Alg. 1 / Thm 7); it re-exports the names of
+Pure functions of public quantities, never of losses: ``"paper"`` evaluates the base learner's
+lemma-level constants at ``T_B = floor(T / tau)`` and ``lam = 1 / (epsilon tau)`` (ValueError when
+not valid); ``"calibrated"`` minimises a second-moment regret bound over a grid (docs/algorithms.md,
+"Calibration"). Small logarithms are guarded (``max(log x, 1)``, N >= 2). Re-exports the names of
 :mod:`agents.private_bandit_ftpl_tuning`, :mod:`agents.private_exp4_tuning` and
 :mod:`agents.private_bandit_bounds`.
 """
@@ -114,7 +109,6 @@ class BatchedBanditTuning:
 
 
 
-# ---------------------------------------------------------------------------- Alg. 1 / Thm 7
 def paper_tau(epsilon: float, horizon: int) -> int:
     """``tau = ceil(1 / epsilon)`` of Thm 1 / Cor. 2 / Cor. 8; refuses ``epsilon < 1 / T``."""
     tau = math.ceil(1.0 / epsilon - 1e-12)
@@ -224,7 +218,7 @@ def tune_batched_bandit(
         n_arms: m, the arms the base learner plays (K for Alg. 1, N for Thm 7).
         horizon: T.
         epsilon: privacy parameter.
-        tuning: ``"paper"`` (``tau = ceil(1/epsilon)``) or ``"calibrated"`` (tau minimising
+        tuning: ``"paper"`` (``tau = ceil(1/epsilon)``) or ``"calibrated"`` (the tau minimising
             ``tau R~_B(T_B, m, 1/(epsilon tau)) + tau`` over ``tau <= T // 10``).
         tau: a batch length fixed by the user (the base constants still follow ``tuning``).
         gamma_given: the user fixes EXP3's gamma, so the formula's gamma need not be <= 1.

@@ -1,9 +1,7 @@
 """Private shrinking dartboard (Algorithm 1) and its batched variant (Thm 5 / Cor. 6).
 
-Source: Asi, Feldman, Koren & Talwar 2023, "Private Online Prediction from Experts: Separations
-and Faster Rates", Algorithm 1, Theorem 2, Corollaries 3-4, Theorem 5, Corollary 6
-(Section 3.1; errata E-AFKT-1 to E-AFKT-12). The mechanism is the shared core of
-:mod:`agents._lazy_sampler` with weights ``(1 - eta)^L = exp(-lam L)``, ``lam = ln(1/(1 - eta))``.
+Source: Asi, Feldman, Koren & Talwar 2023 (errata E-AFKT-1 to E-AFKT-12); the mechanism is
+:mod:`agents._lazy_sampler` with weights ``(1 - eta)^L = exp(-lam L)``.
 """
 
 from __future__ import annotations
@@ -61,20 +59,16 @@ class PrivateShrinkingDartboard(LazySampler):
     holds against oblivious (and stochastic) adversaries only.
 
     Each round keeps the held expert with probability ``(1 - p)(1 - eta)^{l(x)}``, else redraws by
-    the exponential mechanism, at most ``K - 1`` times (k starts at 1, E-AFKT-1), then freezes
-    (E-AFKT-2). Claim: ``(epsilon, delta)``-DP (pure when ``delta = 0``) of the actions,
-    replace-one-round neighbours, against adaptive adversaries, by the exact per-step accountant; it
-    may state less than the requested epsilon once eta reaches Hedge's rate.
-
-    Deviations: integer ``K = max(1, floor(4 T p))`` (E-AFKT-3); derived p capped at 0.45 and eta at
-    p; losses clipped to [0, 1].
+    the exponential mechanism, at most ``K - 1`` times (E-AFKT-1), then freezes (E-AFKT-2). Claim:
+    ``(epsilon, delta)``-DP of the actions, replace-one-round neighbours, against adaptive
+    adversaries, by the exact per-step accountant (it may state less than the request). Deviations:
+    integer ``K = max(1, floor(4 T p))`` (E-AFKT-3); p <= 0.45, eta <= p; clipped losses.
 
     Args:
-        n_experts: d (also ``horizon``, ``epsilon``, ``num_envs``, ``seed``: as
-            :class:`~agents.private.PrivateAgent`; ``n_arms`` is ignored).
+        n_experts: d (also ``horizon``, ``epsilon``, ``num_envs``, ``seed``; ``n_arms`` ignored).
         delta: default 1e-6 (Corollary 3); 0 for pure DP.
         mode: ``"strict"`` (the exact accountant calibrates) or ``"paper"`` (Theorem 2's closed form
-            calibrates; the exact accountant certifies).
+            calibrates, the exact accountant certifies).
         tuning: ``"calibrated"`` (default) or ``"paper"`` (Corollary 3 or 4 at ``min(epsilon, 1)``,
             E-AFKT-5); :mod:`agents.private_dartboard_tuning`.
         noise: ``"fast"`` only (float inverse-CDF sampling).
@@ -82,7 +76,7 @@ class PrivateShrinkingDartboard(LazySampler):
 
     Attributes:
         epsilon_spent: the exact accountant's epsilon (also ``epsilon_paper``, ``regret_bound``,
-            ``max_resamples = min(K - 1, decisions)``, ``inverse_temperature``).
+            ``max_resamples``, ``inverse_temperature``).
     """
 
     #: public settings under which the declared mechanisms are most exposed (the audit)
@@ -136,11 +130,9 @@ class PrivateShrinkingDartboard(LazySampler):
         )
 
     def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
-        """Give each run its own finite epsilon; True when applied (False: nothing changed).
+        """Run b plays as if built with ``epsilon=epsilons[b]`` (finite); True when applied.
 
-        Run b then plays as an agent built with ``epsilon=epsilons[b]`` and the same seed (same
-        floats). Refused when the epsilons' block sizes differ. :attr:`privacy` then refuses to
-        state one claim.
+        Refused when the block sizes differ; :attr:`privacy` then refuses to state one claim.
         """
         values = self._accept_run_epsilons(epsilons)
         if values is None:
@@ -222,17 +214,16 @@ class BatchedPrivateShrinkingDartboard(PrivateShrinkingDartboard):
     and Faster Rates", Section 3.1.1: Theorem 5, Corollary 6. For oblivious adversaries at small
     epsilon.
 
-    Algorithm 1 runs on the averages of disjoint blocks of B rounds (E-AFKT-10; horizon
-    ``ceil(T/B)``, ``K = max(1, floor(4 T p / B))``) and its choice is played for the next block; a
-    short final block is never used. Claim: as :class:`PrivateShrinkingDartboard` with per-step
-    costs divided by B (exact accountant); Theorem 5's closed form exceeds epsilon at Corollary 6's
-    parameters (E-AFKT-8) and the claim says which certifies. ``tuning="paper"`` needs
-    ``delta > 0``.
+    Algorithm 1 runs on the averages of disjoint blocks of B rounds (E-AFKT-10) and its choice is
+    played for the next block; a short final block is never used. Claim: as
+    :class:`PrivateShrinkingDartboard` with per-step costs divided by B; Theorem 5's closed form
+    exceeds epsilon at Corollary 6's parameters (E-AFKT-8), the exact accountant certifies.
 
     Args:
         batch_size: ``"balanced"`` (default: Cor. 6's balance, E-AFKT-9; calibrated: the best power
             of two up to 4x it), ``"paper"`` (Cor. 6 as printed) or an int in [1, T].
-        n_experts: d (others as :class:`PrivateShrinkingDartboard`).
+        n_experts: d (others as :class:`PrivateShrinkingDartboard`; ``tuning="paper"`` needs
+            ``delta > 0``).
     """
 
     audit_hints: ClassVar[Mapping[str, Any]] = {

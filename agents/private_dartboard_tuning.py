@@ -1,8 +1,7 @@
 """The dartboards' parameters: step size, forced-switch probability, budget and block size.
 
-Pure functions of public quantities (d, T, epsilon, delta, the mode, the block size): Corollaries 3,
-4 and 6 of Asi, Feldman, Koren & Talwar 2023 (``tuning="paper"``) and the calibrated grid
-(docs/algorithms.md, "Calibration"). Memoised (:func:`agents._public_cache.public_cache`).
+Public quantities only: Corollaries 3, 4 and 6 of Asi, Feldman, Koren & Talwar 2023 (``"paper"``)
+and the calibrated grid (docs/algorithms.md, "Calibration"); memoised.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """EXP4-type private learners for bandits with expert advice (Algs. 6 and 2, "Faster Rates...").
 
-Both keep exponential weights over the N experts in log space, play
-``Q_t = (1 - gamma) P A_t + gamma / K`` from the current (public) advice and learn from the
-importance-weighted expert losses ``mu_t^j(I_t) l_t(I_t) / Q_t(I_t)``; losses are clipped to [0, 1].
-``ldp-exp4`` (Alg. 6) adds ``Lap(1/epsilon)`` to every observed loss (local DP);
-``private-batched-exp4`` (Alg. 2) freezes the weights per batch of tau rounds and adds the noise to
-the released batch losses (central DP).
+``ldp-exp4`` (Alg. 6, local DP) and ``private-batched-exp4`` (Alg. 2, central DP): exponential
+weights over the N experts, ``Q_t = (1 - gamma) P A_t + gamma / K`` from the public advice.
 """
 
 from __future__ import annotations
@@ -116,24 +112,20 @@ class LDPExp4(_PrivateExp4Base):
     Source: Algorithm 6 and Theorem 9 of "Faster Rates for Private Adversarial Bandits".
 
     Privacy: ``epsilon``-local DP against adaptive adversaries (each loss privatised once,
-    sensitivity 1); advice is public (erratum E-PAB-19). Modes ``"strict"`` and ``"paper"``
-    coincide; ``epsilon=math.inf`` runs EXP4. Tunings and deviations: docs/algorithms.md (the
-    ``ldp-exp4`` row, "Calibration").
+    sensitivity 1); advice is public (E-PAB-19). Modes coincide; ``epsilon=math.inf`` runs EXP4.
+    Tunings and deviations: docs/algorithms.md (the ``ldp-exp4`` row, "Calibration").
 
     Args:
-        n_experts: N.
-        horizon: T.
+        n_experts: N (also ``horizon`` T, ``mode``, ``noise``, ``num_envs``, ``seed``: see
+            :class:`~agents.private.PrivateAgent`).
         n_arms: K (>= 2).
         epsilon: privacy parameter (> 0); delta is not used (pure DP).
-        mode: see :class:`~agents.private.PrivateAgent` (also ``noise``, ``num_envs``, ``seed``).
         tuning: ``"calibrated"`` (default: a second-moment bound's minimiser) or ``"paper"``
             (Theorem 9; ValueError when its gamma exceeds 1).
-        eta: learning rate (> 0); default from ``tuning``.
-        gamma: uniform mixing in [0, 1]; default from ``tuning``.
+        eta: learning rate (> 0; also ``gamma``, mixing in [0, 1]); default from ``tuning``.
 
     Attributes:
-        noise_scale: the Laplace scale used.
-        bound: the regret bound the tuning minimised, at these constants.
+        bound: the regret bound the tuning minimised (also ``noise_scale``).
     """
 
     def __init__(
@@ -229,18 +221,10 @@ class LDPExp4(_PrivateExp4Base):
         losses: np.ndarray,
         rows: np.ndarray,
     ) -> np.ndarray:
-        """K rounds of :meth:`act` in one compiled call (the bandit block protocol).
+        """K rounds of :meth:`act` in one compiled call, bit for bit (the bandit block protocol).
 
-        Args:
-            first: the observation of the block's first round (keys as in ``act``).
-            advice: (K, B, N, K_arms) the rounds' advice, or None for identity advice.
-            losses: (K, S, K_arms); run r reads ``losses[i, rows[r], a]`` for its played arm only.
-            rows: (B,) the loss stream of each run.
-
-        Returns:
-            (K, B) int64 actions, bit for bit those of K ``act`` calls. Without the compiled kernel
-                or
-            with a noise backend other than plain ``fast``, the rounds go through ``act``.
+        The protocol's arguments: docs/architecture.md. Without the compiled kernel, or with a noise
+        backend other than plain ``fast``, the rounds go through ``act``.
         """
         from agents import _bandit_kernels as kernels
 
@@ -271,36 +255,27 @@ class PrivateBatchedExp4(_PrivateExp4Base):
 
     Source: Algorithm 2 and Theorem 10 of "Faster Rates for Private Adversarial Bandits".
 
-    The trailing ``T mod tau`` rounds are played but never released nor learned from. Privacy
-    (central, vs adaptive): ``release="loss"`` (the default unless ``composition``,
-    ``tuning="paper"`` or ``mode="paper"`` is given; an addition) releases each observed loss with
-    ``Lap(1/epsilon)``: pure epsilon-DP. ``release="estimates"`` (Alg. 2) releases ``Acc / tau``
-    plus Laplace per expert (sensitivity ``K/(gamma tau)``), composed by ``composition``. Mode
-    ``"strict"`` spends exactly epsilon, ``"paper"`` keeps the printed noise and may be uncertified.
-    Details: docs/algorithms.md (the ``private-batched-exp4`` row, "Calibration").
+    The trailing ``T mod tau`` rounds are never released nor learned from. Privacy (central, vs
+    adaptive): ``release="loss"`` (an addition) releases each observed loss with ``Lap(1/epsilon)``,
+    pure epsilon-DP; ``release="estimates"`` (Alg. 2) releases ``Acc / tau`` plus Laplace per expert
+    (sensitivity ``K/(gamma tau)``), composed by ``composition``; ``"strict"`` spends exactly
+    epsilon, ``"paper"`` keeps the printed noise (maybe uncertified). Details: docs/algorithms.md.
 
     Args:
-        n_experts: N.
-        horizon: T.
-        n_arms: K (>= 2).
+        n_experts: N (also ``horizon``, ``n_arms``, ``mode``, ...: as :class:`LDPExp4`).
         epsilon: privacy parameter (> 0).
         delta: in (0, 1/e] (default 1e-6; 0 with ``"pure"`` or ``release="loss"``).
-        mode: see :class:`~agents.private.PrivateAgent` (also ``noise``, ``num_envs``, ``seed``).
-        tuning: ``"calibrated"`` (default: a second-moment grid over tau and gamma) or ``"paper"``
-            (Theorem 10).
+        tuning: ``"calibrated"`` (default: a second-moment grid) or ``"paper"`` (Theorem 10).
         composition: ``"advanced"`` (when unset) or ``"pure"`` (``release="estimates"`` only).
-        release: ``"loss"`` or ``"estimates"``.
-        tau: batch length in [1, T]; default from ``tuning``.
-        eta: learning rate (> 0); default from ``tuning``.
-        gamma: mixing in (0, 1]; default from ``tuning``.
+        release: ``"loss"``, or ``"estimates"`` (the default when ``composition``,
+            ``tuning="paper"`` or ``mode="paper"`` is given).
+        tau: batch length in [1, T] (also ``eta`` > 0, ``gamma`` in (0, 1]); default from
+            ``tuning``.
         max_gamma: cap on the calibrated gamma.
 
     Attributes:
-        n_batches: ``floor(T / tau)``.
-        bound: the tuned regret bound.
-        noise_scale: the Laplace scale used.
         per_expert_epsilon: eps0 of each coordinate's release (epsilon with ``release="loss"``).
-        composed_epsilon: what is certified.
+        composed_epsilon: what is certified (also ``n_batches``, ``bound``, ``noise_scale``).
     """
 
     #: public settings under which the declared mechanisms are most exposed (the audit)
@@ -605,10 +580,9 @@ class PrivateBatchedExp4(_PrivateExp4Base):
     ) -> np.ndarray:
         """(K, b) actions of K rounds, bit for bit those of K ``act`` calls (the block protocol).
 
-        Played in segments between weight updates (:mod:`agents._bandit_block`): each segment's
-        first round through :meth:`act`, the rest as whole-array operations in the per-round stream
-        order. Past the horizon, or ``release="loss"`` with a backend other than ``fast``, round by
-        round. Args as in :meth:`LDPExp4.play_bandit_block`.
+        Played in segments between weight updates (:mod:`agents._bandit_block`): a segment's first
+        round through :meth:`act`, the rest as whole-array operations in the stream's order. Past
+        the horizon, or ``release="loss"`` with a backend other than ``fast``, round by round.
         """
         k = int(losses.shape[0])
         actions = np.empty((k, self.num_envs), dtype=np.int64)

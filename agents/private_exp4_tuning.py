@@ -90,7 +90,6 @@ class Exp4Tuning:
 
 
 
-# ---------------------------------------------------------------------------- Alg. 6
 def ldp_exp4_bound(n: int, k: int, horizon: int, epsilon: float, eta: float, gamma: float) -> float:
     """Thm 9's bound at any (eta, gamma).
 
@@ -137,7 +136,6 @@ def tune_ldp_exp4(
     return Exp4Tuning(eta, gamma, 1, second_moment_bound(n, k, horizon, lam, eta, gamma))
 
 
-# ---------------------------------------------------------------------------- Alg. 2
 def batched_exp4_noise_constant(n: int, k: int, delta: float, composition: str) -> float:
     """``s`` in Alg. 2's Laplace scale ``s / (gamma tau epsilon)``.
 

@@ -68,19 +68,17 @@ class PrivateFixedShare(PrivateAgent):
     reduction (Merhav, Ordentlich, Seroussi & Weinberger 2002) with the Laplace mechanism (Dwork &
     Roth, Thm 3.6): a private tracking baseline of the suite, in none of its papers.
 
-    Each round plays ``J_t ~ w`` with a fresh coin, ``w`` fixed within a block; a finished block's
-    sums (losses clipped to [0, 1]) are released as ``L + Lap(N / epsilon)`` per coordinate, then
-    ``w = (1 - alpha) softmax(log w - eta L~) + alpha / N``. The unfinished last block is never
-    released. Claim: pure epsilon-DP against adaptive adversaries (L1 sensitivity N, disjoint
-    blocks), composed from :attr:`declaration`. At epsilon = inf, m = 1: ``fixed-share``'s floats
-    and draws. ``mode`` and ``tuning`` change nothing (no erratum, one tuning).
+    A finished block's sums (losses clipped to [0, 1]) are released as ``L + Lap(N / epsilon)`` per
+    coordinate, then ``w = (1 - alpha) softmax(log w - eta L~) + alpha / N``; rounds play
+    ``J_t ~ w`` with fresh coins; the last, unfinished block is never released. Claim: pure
+    epsilon-DP against adaptive adversaries (L1 sensitivity N, disjoint blocks). At epsilon = inf:
+    ``fixed-share``'s floats and draws. ``mode`` and ``tuning`` change nothing.
 
     Args:
+        n_experts: N (others: see :class:`~agents.private.PrivateAgent`).
         n_switches: S, the comparator's switch budget (public; ``agents.make`` passes the env's).
         block: block length m override (1 <= m <= T; default :func:`default_block`).
-        alpha: mixing rate override, in [0, 1] (default :func:`block_tuning`).
-        eta: rate override (> 0), applied to the block sums.
-        n_experts: N (others: see :class:`~agents.private.PrivateAgent`).
+        alpha: mixing rate override in [0, 1] (also ``eta`` > 0 on the sums; :func:`block_tuning`).
     """
 
     tunings = ("calibrated",)

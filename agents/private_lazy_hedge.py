@@ -32,20 +32,16 @@ class PrivateLazyHedge(LazySampler):
 
     Source: the discrete form of Algorithm 1 (P-COMW, Section 4) of Agarwal, Kale, Singh & Thakurta,
     "Improved Differentially Private and Lazy Online Convex Optimization". Derived for this suite
-    (the paper has no experts algorithm); the mechanism of Asi, Feldman, Koren & Talwar's private
-    shrinking dartboard with ``e^{-beta l}`` weights. Its regret bound holds against oblivious (and
-    stochastic) adversaries only.
+    (docs/algorithms.md, "Notes on the lazy private learners"); its regret bound holds against
+    oblivious (and stochastic) adversaries only.
 
     After round t, switch when ``b < B`` and (``U' < p`` or ``U >= exp(-beta g_t(I_t))``), drawing
-    ``I_{t+1} ~ softmax(-beta L)``; with ``B = inf`` the law of ``I_t`` is Hedge's. Claim:
-    ``(epsilon, delta)``-DP of the actions (pure when ``delta = 0``), replace-one-round neighbours,
-    against adaptive adversaries, by the exact accountant (``beta/p`` for the coin reading the
-    changed loss, ``2 beta`` per later resample); it may state less than the request. Losses are
-    clipped to [0, 1].
+    ``I_{t+1} ~ softmax(-beta L)``. Claim: ``(epsilon, delta)``-DP of the actions, replace-one-round
+    neighbours, against adaptive adversaries, by the exact accountant (it may state less than the
+    request). Losses are clipped to [0, 1].
 
     Args:
-        n_experts: N (also ``horizon``, ``epsilon``, ``num_envs``, ``seed``: as
-            :class:`~agents.private.PrivateAgent`; ``n_arms`` is ignored).
+        n_experts: N (also ``horizon``, ``epsilon``, ``num_envs``, ``seed``; ``n_arms`` ignored).
         delta: default 1e-6; 0 for pure DP.
         mode: ``"strict"`` (``delta' = delta``) or ``"paper"`` (``delta' = delta/2``, Theorem "DP").
         tuning: ``"calibrated"`` (default) or ``"paper"``; :mod:`agents.private_lazy_hedge_tuning`.
@@ -53,8 +49,7 @@ class PrivateLazyHedge(LazySampler):
         beta: override (also ``p`` and ``budget``, the real switch budget B; spending <= epsilon).
 
     Attributes:
-        epsilon_spent: the accountant's epsilon (also ``regret_bound``, ``inverse_temperature``,
-            ``max_resamples = min(ceil(budget), T - 1)``).
+        epsilon_spent: the accountant's epsilon (also ``regret_bound``, ``max_resamples``).
     """
 
     #: public settings under which the declared mechanisms are most exposed (the audit)
@@ -114,10 +109,9 @@ class PrivateLazyHedge(LazySampler):
         )
 
     def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
-        """Give each run its own finite epsilon; True when applied (False: nothing changed).
+        """Run b plays as if built with ``epsilon=epsilons[b]`` (finite); True when applied.
 
-        Run b then plays as an agent built with ``epsilon=epsilons[b]`` and the same seed (same
-        floats). :attr:`privacy` then refuses to state one claim.
+        :attr:`privacy` then refuses to state one claim.
         """
         values = self._accept_run_epsilons(epsilons)
         if values is None:

@@ -35,28 +35,21 @@ class AdaPUCB(PrivateAgent):
     """AdaP-UCB: a pure epsilon-DP UCB with arm-specific doubling episodes.
 
     Source: Azize & Basu 2022, "When Privacy Meets Partial Information: A Refined Analysis of
-    Differentially Private Bandits" (NeurIPS 2022), Algorithm 2 (AdaP-UCB) and its regret theorem,
-    in the loss frame.
+    Differentially Private Bandits" (NeurIPS 2022), Algorithm 2 (AdaP-UCB), in the loss frame.
 
-    After one play of each arm, episode l (from round t_l) plays
+    After one play of each arm, an episode plays
     ``argmin_i Ltilde_i - sqrt(alpha ln t_l / (2 n_i)) - alpha ln t_l / (epsilon n_i)`` until its
-    play count doubles; ``Ltilde_i`` is the last episode's loss sum plus ``Lap(1/epsilon)`` over its
-    length ``n_i``. Claim: pure epsilon-DP, central, against adaptive adversaries: each loss enters
-    one released episode sum (sensitivity 1), episodes are disjoint (adaptive parallel composition);
-    the episode open at round T is never released. Every run releases every round (a data-free 0
-    while its episode goes on), so a batch equals single runs bit for bit. ``epsilon=math.inf``: no
-    noise and no ``1/epsilon`` term.
-
-    Deviations: the index on ``1 - loss``; losses clipped to [0, 1]; ties to the lowest arm.
+    play count doubles; ``Ltilde_i`` is the last episode's sum plus ``Lap(1/epsilon)`` over its
+    length. Claim: pure epsilon-DP, central, against adaptive adversaries (disjoint episode sums of
+    sensitivity 1); the episode open at round T is never released. Every run releases every round (a
+    data-free 0 mid-episode), so a batch equals single runs. Deviations: the index on ``1 - loss``;
+    clipped losses; ties to the lowest arm.
 
     Args:
-        n_experts: N (the env's; advice is ignored).
-        horizon: T (anytime: only validated).
-        n_arms: K (>= 2).
+        n_experts: N (also ``horizon``, ``n_arms``: as :class:`~agents.ucb.UCB1`; ``mode``,
+            ``tuning`` (``"paper"`` only), ``noise``, ``num_envs``, ``seed``).
         epsilon: privacy parameter (> 0, or ``math.inf``); delta must be 0.
         alpha: exploration constant (default 3.1 > 3, public).
-        mode: equal to ``"strict"`` for ``"paper"`` (also ``tuning``: ``"paper"`` only, ``noise``,
-            ``num_envs``, ``seed``: see :class:`~agents.private.PrivateAgent`).
     """
 
     feedback = "bandit"
@@ -111,7 +104,6 @@ class AdaPUCB(PrivateAgent):
             "the UCB index and the plays",
         )
 
-    # ----------------------------------------------------------------- episode
     def _init_state(self) -> None:
         b, k = self.num_envs, int(self.n_arms)
         self.private_mean = np.zeros((b, k))  # Ltilde: last episode's released mean loss
@@ -179,7 +171,6 @@ class AdaPUCB(PrivateAgent):
         Rounds where no run's episode ends are whole-array operations (:meth:`_play_quiet`); the
         first round, the round robin and every episode end go through :meth:`act`'s hooks. The
         ``grid`` backend, the audit's wrappers and a block past the horizon play through ``act``.
-        Args as in :meth:`agents.private_exp4.LDPExp4.play_bandit_block`.
         """
         k = int(losses.shape[0])
         actions = np.empty((k, self.num_envs), dtype=np.int64)

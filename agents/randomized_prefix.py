@@ -1,8 +1,6 @@
 """Randomized-prefix softmax (Cesari & Colomboni 2026): horizon-free private FTL.
 
-Source: T. Cesari and R. Colomboni, "Optimal Gap-Dependent Regret for Private Stochastic
-Decision-Theoretic Online Learning" (arXiv:2605.29148), Sections 4-5; the restart variants for
-shifting losses are the suite's additions.
+The restart variants for shifting losses are the suite's additions.
 """
 
 from __future__ import annotations
@@ -68,28 +66,21 @@ class RandomizedPrefixSoftmax(PrivateAgent):
     Theorem 1 (regret on i.i.d. losses with a unique best expert; no guarantee on other sequences,
     e.g. the oblivious family ``dyadic_alternating``).
 
-    Block r + 1 (rounds ``2^{r+1} .. 2^{r+2} - 1``) plays ``softmax(-eta L_r(M_r))``, the sum of a
-    random prefix of block r's losses (block 0: uniform), with ``eta = min(epsilon / 2, eta_cap)``;
-    the prefix is drawn at the block's start (equal in law to the paper's draw after it). Claim:
-    pure ``2 eta``-DP of the actions, replace-one-round neighbours, vs oblivious losses (Lemma 3,
-    Proposition 1); losses clipped to [0, 1]. ``mode``/``tuning`` change nothing.
-
-    Deviation: ``eta_cap = inf`` by default; the paper's ``eta <= 1/8`` (Theorem 1) is
-    ``eta_cap=0.125``, or ``randomized-prefix-softmax:paper`` (:mod:`agents.paper_modes`).
+    Block r + 1 plays ``softmax(-eta L_r(M_r))``, the sum of a random prefix of block r's losses,
+    with ``eta = min(epsilon / 2, eta_cap)``; the prefix is drawn at the block's start (equal in
+    law). Claim: pure ``2 eta``-DP of the actions, replace-one-round neighbours, vs oblivious
+    losses; losses clipped. Deviation: ``eta_cap = inf`` by default (the paper's 1/8 is
+    ``randomized-prefix-softmax:paper``, :mod:`agents.paper_modes`).
 
     Args:
-        n_experts: N (also ``horizon``, ``epsilon``, ``num_envs``, ``seed``; delta ignored).
+        n_experts: N (also ``horizon``, ``epsilon``, ``num_envs``, ``seed``; ``mode``, ``tuning``
+            change nothing).
         eta_cap: cap on the inverse temperature.
         prefix: ``"random"`` (paper) or ``"full"`` (ablation, regret theorem void).
-        restarts: data-independent: ``"none"`` (paper), ``"periodic"`` (every ``window`` rounds) or
-            ``"capped"`` (blocks ``min(2^r, window)``).
-        window: default ``T / (S + 1)`` from ``n_switches`` S, rounded (periodic) or down to a power
-            of two (capped).
+        restarts: ``"none"`` (paper), ``"periodic"`` (every ``window`` rounds) or ``"capped"``
+            (blocks ``min(2^r, window)``).
+        window: default ``T / (S + 1)`` from ``n_switches`` S (capped: down to a power of two).
         noise: ``"fast"`` only (Gumbel-max sampling is float under every backend).
-
-    Attributes:
-        epsilon_spent: ``2 eta`` (also ``eta``, ``window``, ``block_index``, ``prefix_length``
-            (B,)).
     """
 
     #: public settings under which the declared mechanisms are most exposed (the audit)
@@ -135,10 +126,9 @@ class RandomizedPrefixSoftmax(PrivateAgent):
         self.reset(seed)
 
     def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
-        """Give each run its own finite epsilon; True when applied (False: nothing changed).
+        """Run b plays as if built with ``epsilon=epsilons[b]`` (finite); True when applied.
 
-        Run b then plays as an agent built with ``epsilon=epsilons[b]`` and the same seed (same
-        floats). :attr:`privacy` then refuses to state one claim.
+        :attr:`privacy` then refuses to state one claim.
         """
         values = self._accept_run_epsilons(epsilons)
         if values is None:
@@ -189,7 +179,6 @@ class RandomizedPrefixSoftmax(PrivateAgent):
             "blocks (each loss vector feeds one pick)",
         )
 
-    # ----------------------------------------------------------------- clock
     def _block_length(self, r: int) -> int:
         n = 1 << r
         return min(n, self.window) if self.restarts == "capped" else n

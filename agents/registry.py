@@ -41,20 +41,17 @@ _SCANNED = False
 def load_plugins(*, rescan: bool = False) -> list[str]:
     """Register the outside learners: ``DP_EXPERTS_PLUGINS`` modules, then entry points.
 
-    Idempotent: each module is imported once and the entry points of ``dp_experts_env.agents`` are
-    scanned once per process (``rescan=True`` scans again). Every registry lookup calls it, so the
-    CLI and every worker see the same learners. An entry point ``name = "module:Class"`` names a
-    class registered under that name, or an undecorated :class:`~agents.base.Agent` subclass
-    registered with its ``private`` (required) and ``summary`` (default: its docstring's first line)
-    attributes.
+    Idempotent (``rescan=True`` scans the entry points again); every registry lookup calls it. An
+    entry point ``name = "module:Class"`` names a class registered under that name, or an
+    undecorated :class:`~agents.base.Agent` subclass with a ``private`` (and optional ``summary``)
+    attribute (docs/own_learner.md).
 
     Returns:
         Names registered by this call.
 
     Raises:
         dp_experts_env.plugins.PluginError: a module of ``DP_EXPERTS_PLUGINS`` cannot be imported.
-        TypeError: an entry point names something that is not a learner class, or an undecorated
-            class without a ``private`` attribute.
+        TypeError: an entry point names no learner class, or an undecorated one without ``private``.
         ValueError: an entry point's name is taken by another learner.
     """
     global _SCANNED

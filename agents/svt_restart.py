@@ -1,8 +1,4 @@
-"""Limited updates restarted by a sparse-vector shift detector (shifting-stochastic losses).
-
-Source: Algorithm 2 and Theorem 3.6 (Section 3.2) of Asi, Raman & Saha 2025, "Tracking the Best
-Expert Privately".
-"""
+"""Limited updates restarted by a sparse-vector shift detector (Asi, Raman & Saha 2025, Alg. 2)."""
 
 from __future__ import annotations
 
@@ -95,23 +91,18 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
     Source: Asi, Raman & Saha 2025, "Tracking the Best Expert Privately", Section 3.2 (Algorithm 2,
     Lemmas 3.4-3.5, Theorem 3.6). For shifting-stochastic losses.
 
-    An epoch runs a fresh :class:`~agents.limited_updates.LimitedUpdates` on a local clock and a
-    fresh AboveThreshold, asked once per round the largest over the epoch's windows, experts and
-    lambdas of the window regret minus its slack (:mod:`agents.svt_restart_tuning`); when it fires
-    both restart. Claim: pure epsilon-DP against adaptive adversaries, basic composition of the
-    selections and the detector (query sensitivity D, 2 at the default, erratum E-ARS-6) over
-    data-disjoint epochs; ``epsilon=inf`` compares exactly (a tie does not fire), not private.
-    docs/algorithms.md ("Calibration") derives D, the slack and the union.
-
-    Deviations: one query per round, the maximum of the window queries (E-ARS-9); argmin (E-ARS-1);
-    play before the loss, all T rounds (E-ARS-8); uniform first expert per epoch (E-ARS-2); next
-    epoch at ``t + 1`` (E-ARS-7); losses clipped to [0, 1]; the calibrated boundaries.
+    An epoch runs a fresh :class:`~agents.limited_updates.LimitedUpdates` and a fresh
+    AboveThreshold, asked once per round the largest window regret minus its slack
+    (:mod:`agents.svt_restart_tuning`); when it fires both restart. Claim: pure epsilon-DP against
+    adaptive adversaries, basic composition of the selections and the detector (query sensitivity D,
+    2 at the default, E-ARS-6) over data-disjoint epochs; ``epsilon=inf`` compares exactly, not
+    private. Deviations: one query per round (E-ARS-9); argmin (E-ARS-1); play before the loss
+    (E-ARS-8); uniform first expert (E-ARS-2); epochs at ``t + 1`` (E-ARS-7); clipped losses; the
+    calibrated boundaries (docs/algorithms.md, "Calibration").
 
     Args:
-        n_experts: N (also ``horizon``, ``epsilon``, ``delta``, ``noise``, ``num_envs``, ``seed``:
-            as :class:`~agents.private.PrivateAgent`).
-        mode: ``"strict"`` or ``"paper"`` (noise for D = 1, epoch at t; certified only up to
-            ``(D + 1/2) epsilon``).
+        n_experts: N (also ``horizon``, ``epsilon``, ``delta``, ``noise``, ``num_envs``, ``seed``).
+        mode: ``"strict"`` or ``"paper"`` (noise for D = 1, epoch at t; uncertified).
         tuning: ``"calibrated"`` (default) or ``"paper"`` (Theorem 3.1 constants, beta = 1/T).
         selector: ``"rnm"`` (report-noisy-min) or ``"em"`` (exponential mechanism).
         threshold_scale: multiplies the slack; in :data:`THRESHOLD_SCALE_RANGE`.
@@ -122,8 +113,7 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
         beta: the per-epoch false-alarm level, in (0, 1/2] (default 0.05; paper: 1/T).
 
     Attributes:
-        restarts: (B,) restarts so far (also ``epoch_start`` (B,), ``detector``, the noise scales
-            and the tuning's ``alpha``, ``term_beta``, ``union_size``, ``window_starts``).
+        restarts: (B,) restarts so far (also ``epoch_start`` (B,), ``detector``, the noise scales).
     """
 
     #: public settings under which the declared mechanisms are most exposed (the audit)
@@ -160,7 +150,6 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
         self._calibrate()  # SVTRestartTuning: tail levels, union, thresholds (public only)
         self.reset(seed)
 
-    # ----------------------------------------------------------------- construction steps
     def _check_settings(
         self,
         selector: str,
@@ -263,7 +252,6 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
         self._stored_level, self._stored_slot = np.nonzero(index >= 0)  # row-major = columns
         self._stored = top * half + DYADIC_STARTS
 
-    # ----------------------------------------------------------------- thresholds
     def _noise_parameters(self, epsilon: float) -> tuple[float, float, float, float, float]:
         """Selection and detector epsilons, selection scale, threshold and query noise scales."""
         selection_epsilon = epsilon / 2.0
@@ -277,7 +265,6 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
             4.0 * d_eff / detector_epsilon,
         )
 
-    # ----------------------------------------------------------------- claim
     @property
     def declaration(self) -> Mechanism:
         """Per epoch: selections on disjoint windows + one sparse-vector detector; epochs disjoint.
@@ -341,7 +328,6 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
             source="Asi, Raman & Saha 2025, Alg. 2 with errata E-ARS-6, E-ARS-7"
         )
 
-    # ----------------------------------------------------------------- state
     def _init_state(self) -> None:
         b, n = self.num_envs, self.n_experts
         self._window = np.zeros((b, n))
@@ -459,7 +445,6 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
         self._snap_time[runs, lev, slot] = t
         self._snap_count[runs, lev] += 1
 
-    # ----------------------------------------------------------------- detector
     def _window_regret(self, t: int) -> tuple[np.ndarray, np.ndarray]:
         """(B, Q) window regrets and window lengths at global round ``t`` (invalid: -inf)."""
         n = self.n_experts
@@ -589,7 +574,6 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
         query = np.where(empty[:, None, :], -np.inf, query)
         return _max_reduce(query.reshape(self.num_envs, -1), axis=1)
 
-    # ----------------------------------------------------------------- hooks
     def _learn(self, obs: np.ndarray) -> None:
         t = self.t  # the round just played (1-based)
         losses = clip_unit(obs)  # sensitivity bounds need losses in [0, 1]

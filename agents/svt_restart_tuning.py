@@ -52,17 +52,10 @@ def bernstein_boundary(
 ) -> np.ndarray:
     """``min_k (level_log + psi(lambda_k) V) / lambda_k``: the empirical-Bernstein boundary.
 
-    Time-uniform at level ``a`` over window lengths when ``level_log = ln(K / a)``, K lambdas of
-    :data:`BERNSTEIN_LAMBDAS` (proof: docs/algorithms.md, "The empirical-Bernstein boundary").
-    Elementwise; concave and piecewise linear in V with slopes in (0, 0.39).
-
-    Args:
-        second_moment: V, the window's observed ``sum X_s^2``.
-        level_log: ``ln(K / a)``.
-        counts: broadcastable to V; use only the first ``counts`` lambdas (largest first).
-
-    Returns:
-        The boundary, shaped as V.
+    ``V`` = ``second_moment``, the window's observed ``sum X_s^2``; with ``level_log = ln(K / a)``
+    it holds at level ``a`` at every window length (docs/algorithms.md, "The empirical-Bernstein
+    boundary"). Elementwise; concave, piecewise linear in V with slopes in (0, 0.39). ``counts``
+    (broadcastable to V): use only the first ``counts`` lambdas (largest first).
     """
     v = np.asarray(second_moment, dtype=np.float64)
     out = None
@@ -212,8 +205,7 @@ class SVTRestartTuning:
             n = np.arange(1, t_max + 1, dtype=np.float64)
             union = self._union_size(v0)
             if self._betting:
-                # Fires only if a_k n - c_k L > 1 for some k (D <= n - 2 N); all lambdas:
-                # conservative.
+                # Fires only if a_k n - c_k L > 1 for some k (D <= n - 2 N); all k: conservative.
                 c, a, _ = betting_coefficients()
                 level = math.log(self.n_experts * union / self.term_beta)
                 reach = (a[:, None] * n[None, :] - (c * level)[:, None]).max(axis=0)
@@ -282,10 +274,9 @@ class SVTRestartTuning:
         return alpha, (reg_const, 2.0 * log(n * self.window_starts / beta), MIXTURE_RHO)
 
     def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
-        """Give each run its own finite epsilon; True when applied (False: nothing changed).
+        """Run b plays as if built with ``epsilon=epsilons[b]`` (finite); True when applied.
 
-        Run b then plays as an agent built with ``epsilon=epsilons[b]`` and the same seed (same
-        floats). :attr:`privacy` then refuses to state one claim.
+        :attr:`privacy` then refuses to state one claim.
         """
         values = self._accept_run_epsilons(epsilons)
         if values is None or not math.isfinite(self.epsilon):
@@ -323,15 +314,8 @@ class SVTRestartTuning:
         """The slack a window of ``length`` n rounds must exceed, as a window difference D.
 
         Normal mixture / paper: ``threshold_scale * (Reg(n - 1) + alpha + 1)``; Bernstein: the same
-        at ``V = second_moment n``; betting (default): :meth:`_betting_slack`.
-
-        Args:
-            length: window lengths n.
-            second_moment: the window's ``V / n`` in [0, 1] (Bernstein and betting; 1 is the worst
-                case, 1/2 two independent fair coins).
-
-        Returns:
-            The slack, shaped as ``length``.
+        at ``V = second_moment n``; betting (default): :meth:`_betting_slack`. ``second_moment``:
+        the window's ``V / n`` in [0, 1] (1 the worst case, 1/2 two independent fair coins).
         """
         second_moment = check_float("second_moment", second_moment, minimum=0.0, maximum=1.0)
         c0 = self._reg[0]

@@ -1,10 +1,7 @@
 """Stochastic-bandit baselines: UCB1, KL-UCB and Thompson sampling (Bernoulli / Beta).
 
-Index policies for i.i.d. arm losses with a gap (regret ``log T``). They play the K arms and ignore
-expert advice; they work on losses (a lower confidence bound on the mean loss is the upper one on
-the reward ``1 - loss``). Each starts with one play of every arm (round robin); index ties go to the
-lowest arm. Every round draws the same number of uniforms in every run (none for UCB1 and KL-UCB, 1
-+ K for Thompson), so a batch equals single runs bit for bit.
+Index policies on losses, blind to advice: one play of every arm first, index ties to the lowest
+arm, the same uniforms per round in every run (a batch equals single runs bit for bit).
 """
 
 from __future__ import annotations
@@ -124,8 +121,7 @@ class UCB1(_IndexBandit):
         horizon: T (anytime: only validated).
         n_arms: K (>= 2).
         c: exploration constant (the source's 2).
-        num_envs: B.
-        seed: int (run b uses seed + b), sequence of B ints, or None (UCB1 draws nothing).
+        num_envs: B (``seed``: int, run b using seed + b, a sequence of B ints, or None).
     """
 
     def __init__(
@@ -157,16 +153,12 @@ class KLUCB(_IndexBandit):
     Source: Garivier & Cappé 2011, "The KL-UCB Algorithm for Bounded Stochastic Bandits and Beyond",
     Algorithm 1 and Thm 1. After the round robin, round t + 1 plays the lowest
     ``q_i = min{q <= Lbar_i : n_i kl(Lbar_i, q) <= ln t + c ln ln t}``. Deviation: a fixed number of
-    Newton steps (:func:`kl_lower_bound`), the same work in every run.
+    Newton steps (:func:`kl_lower_bound`).
 
     Args:
-        n_experts: N (the env's; advice is ignored).
-        horizon: T (anytime: only validated).
-        n_arms: K (>= 2).
+        n_experts: as :class:`UCB1` (also ``horizon``, ``n_arms``, ``num_envs``, ``seed``).
         c: the ``ln ln t`` factor (default 0, the source's practical choice; its theorem takes 3).
         iterations: Newton steps for the bound.
-        num_envs: B.
-        seed: int, sequence of B ints, or None (KL-UCB draws nothing).
     """
 
     def __init__(
@@ -234,17 +226,11 @@ class ThompsonSampling(_IndexBandit):
     Source: Thompson 1933; Agrawal & Goyal 2012, "Analysis of Thompson Sampling for the Multi-armed
     Bandit Problem", Algorithm 2 (a loss in [0, 1] becomes the trial ``y ~ Bernoulli(loss)``). After
     the round robin, round t + 1 draws ``theta_i ~ Beta(1 + F_i, 1 + n_i - F_i)`` and plays
-    ``argmin theta``. Deviation: the round-robin start (the source samples the prior from round 1).
-
-    Per round and run: one uniform (the next loss's trial) and K (the Beta draws by inverse CDF,
-    also in the round-robin rounds).
+    ``argmin theta``; per round and run it draws one uniform (the next trial) and K (the Beta
+    draws). Deviation: the round-robin start (the source samples the prior from round 1).
 
     Args:
-        n_experts: N (the env's; advice is ignored).
-        horizon: T (anytime: only validated).
-        n_arms: K (>= 2).
-        num_envs: B.
-        seed: int (run b uses seed + b), sequence of B ints, or None.
+        n_experts: as :class:`UCB1` (also ``horizon``, ``n_arms``, ``num_envs``, ``seed``).
     """
 
     def __init__(
