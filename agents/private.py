@@ -4,7 +4,8 @@ Every private learner takes the same keywords, validated here once: ``epsilon`` 
 ``math.inf``: the same algorithm without noise, "not private") and ``delta`` (in [0, 1)) for the
 whole run; ``mode`` (``"strict"``, or ``"paper"`` as printed, uncertified where the paper is wrong);
 ``tuning`` (``"paper"`` or ``"calibrated"``: public quantities alone); ``noise`` (``"fast"`` or
-``"grid"``, among the learner's ``noise_backends``; docs/privacy.md).
+``"grid"``, among the learner's ``noise_backends``, or an audit-only wrapper of one of them such as
+``ScaledBackend``; docs/privacy.md).
 
 A learner declares its mechanisms in :attr:`PrivateAgent.declaration`; its claim is composed from
 that by the one accountant (:meth:`PrivateAgent._declared_claim`) and the audit reads it too. A
@@ -63,7 +64,7 @@ class PrivateAgent(Agent):
     tunings: tuple[str, ...] = TUNINGS
     #: the tuning used when ``tuning`` is not given.
     default_tuning: str = "calibrated"
-    #: noise backends the learner draws from (others are refused, see the module docstring).
+    #: noise backends the learner draws from (others are refused; docs/privacy.md).
     noise_backends: tuple[str, ...] = BACKENDS
     #: why a backend outside ``noise_backends`` is refused (for the error message).
     noise_refusal: str = ""
