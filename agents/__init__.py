@@ -3,10 +3,8 @@
 import importlib as _importlib
 import pkgutil as _pkgutil
 
-# Every public module of this package is imported, and a learner module registers itself on
-# import (``@register``): a new learner is one new module, with no list to edit (as Gymnasium's
-# registry needs no import list). Modules whose name starts with "_" are helpers (kernels,
-# caches) and load on use.
+# Every public module is imported and registers its learners (``@register``): a new learner is one
+# new module, no list to edit. "_" modules are helpers (kernels, caches), loaded on use.
 for _module in sorted(m.name for m in _pkgutil.iter_modules(__path__)):
     if not _module.startswith("_"):
         _importlib.import_module(f"{__name__}.{_module}")

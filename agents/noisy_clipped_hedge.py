@@ -1,8 +1,4 @@
-"""Private Lu–Zhang learner: Hedge on Laplace-noised losses over a clipped simplex.
-
-Source: Algorithm 3 (Section 5.2) of Asi, Raman & Saha, "Tracking the Best Expert Privately" (a
-private version of Lu & Zhang 2019, Algorithm 2); Theorems 5.2 and B.2.
-"""
+"""Private Lu–Zhang learner (Asi, Raman & Saha, Alg. 3): Hedge on noisy losses, clipped simplex."""
 
 from __future__ import annotations
 
@@ -37,11 +33,8 @@ __all__ = ["NoisyClippedHedge", "clip_project", "calibrated_eta", "tracking_comp
 def clip_project(log_v: np.ndarray, floor: float) -> np.ndarray:
     """Project unnormalised log-weights onto the clipped simplex {w : sum w = 1, w >= floor}.
 
-    The entropic (KL) projection has the closed form ``w(j) = max(floor, c * v(j))`` with the
-    scalar ``c`` chosen so the weights sum to one (KKT conditions). ``c`` is found by a peeling
-    loop, run for all rows at once: compute ``c`` on the free
-    coordinates, clip those below the floor, repeat. ``c`` only decreases, so a clipped coordinate
-    stays clipped and the loop ends within N passes.
+    ``w(j) = max(floor, c * v(j))`` with ``c`` found for all rows at once by peeling (``c`` only
+    decreases, so at most N passes).
 
     Args:
         log_v: (B, N) log of the unnormalised weights (any finite values).
@@ -72,8 +65,8 @@ def noisy_rounds(
 ) -> Mechanism:
     """Declared: round t's loss vector (L1 sensitivity N) + Laplace(scale), released once.
 
-    ``scale`` may be a per-run array of equal values (one epsilon); the smallest is declared.
-    A game of ``horizon`` rounds releases ``horizon - 1`` vectors (the last loss is never fed).
+    A per-run ``scale`` (one epsilon) declares its smallest value; a game of ``horizon`` rounds
+    releases ``horizon - 1`` vectors.
     """
     return PostProcessing(
         Parallel(
@@ -98,40 +91,27 @@ def noisy_rounds(
 class NoisyClippedHedge(PrivateAgent):
     """Hedge over a clipped simplex driven by Laplace-noised loss vectors.
 
-    Source: Asi, Raman & Saha 2025, "Tracking the Best Expert Privately", Section 5.2 and
-    Appendix B (Algorithm 3, Theorems 5.2 / B.2), a private version of Lu & Zhang 2019,
-    Algorithm 2. For adaptive adversaries with a switch budget S (dynamic regret).
+    Source: Asi, Raman & Saha 2025, "Tracking the Best Expert Privately", Section 5.2 and Appendix B
+    (Algorithm 3, Theorems 5.2 / B.2), a private version of Lu & Zhang 2019, Algorithm 2. For
+    adaptive adversaries with a switch budget S (dynamic regret).
 
-    Each round: play ``J_t ~ w_t`` with fresh randomness; release ``l~_t = l_t + Z_t`` (i.i.d.
-    Laplace per coordinate); update ``w_{t+1}(j) = max(a, c w_t(j) exp(-eta l~_t(j)))``, the
-    mirror step onto the clipped simplex ``{w >= a}``, ``a = S_eff / (N T)``.
-
-    Claim: pure epsilon-DP against adaptive adversaries: the Laplace mechanism on each round's
-    loss vector with L1 sensitivity N, each vector released once; the plays are
-    post-processing of the noisy losses and independent coins.
+    Each round plays ``J_t ~ w_t``, releases ``l~_t = l_t + Z_t`` and sets
+    ``w_{t+1}(j) = max(a, c w_t(j) exp(-eta l~_t(j)))``, ``a = S_eff / (N T)``. Claim: pure
+    epsilon-DP against adaptive adversaries (each loss vector released once, L1 sensitivity N).
+    Deviations: ``S_eff = max(S, 1)`` (E-ARS-16); log-space weights (E-ARS-18); clipped losses;
+    fresh play coins (Theorem B.1).
 
     Args:
+        n_experts: N (also ``horizon``, ``epsilon``, ``delta``, ``noise``, ``num_envs``, ``seed``).
         n_switches: S, the comparator's switch budget (public; ``agents.make`` passes the env's).
-        mode: ``"strict"`` (default, ``Lap(N/epsilon)``, erratum E-ARS-15) or ``"paper"``
-            (``Lap(1/epsilon)`` as printed: ``(N epsilon)``-DP, so ``certified=False``).
-        tuning: ``"calibrated"`` (default, :func:`calibrated_eta`: Hedge for a [0, 1] loss plus
-            Laplace(b) noise with Fixed-Share's S-switch complexity; Fixed-Share's rate at
-            epsilon = inf) or ``"paper"`` (Theorem 5.2, :func:`paper_eta`); docs/algorithms.md.
-        eta: learning rate override (> 0; a public constant, privacy does not depend on it).
-        n_experts, horizon, epsilon, delta, noise, num_envs, seed: as :class:`PrivateAgent`.
-
-    Deviations: ``S_eff = max(S, 1)`` in eta and the clip level (erratum E-ARS-16); log-space
-    weights with the closed-form projection (E-ARS-18); losses clipped to [0, 1]; plays and
-    noise use disjoint draws of the per-run stream (fresh play coins, Theorem B.1).
-
-    Per-round cost: O(N) time (plus a few projection passes), O(N) memory per run.
+        mode: ``"strict"`` (``Lap(N/epsilon)``, E-ARS-15) or ``"paper"`` (``Lap(1/epsilon)``:
+            ``(N epsilon)``-DP, uncertified).
+        tuning: ``"calibrated"`` (:func:`calibrated_eta`) or ``"paper"`` (:func:`paper_eta`).
+        eta: learning rate override (> 0).
 
     Attributes:
-        noise_sensitivity: the L1 sensitivity the noise is calibrated to (N strict, 1 paper).
-        noise_scale: the Laplace scale b used per coordinate.
-        eta: the learning rate used.
-        clip_level: a.
-        effective_epsilon: the epsilon the accountant actually certifies for the noise used.
+        effective_epsilon: the epsilon certified for the noise used (also ``noise_sensitivity``,
+            ``noise_scale`` b, ``clip_level`` a).
     """
 
     #: public settings under which the declared mechanisms are most exposed (the audit)
@@ -161,8 +141,7 @@ class NoisyClippedHedge(PrivateAgent):
             self.eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
         else:
             self.eta = self._default_eta(self.noise_scale)
-        # The Laplace scale of each run's noise: noise_scale, or a (B, 1) column of per-run
-        # scales after set_run_epsilons.
+        # noise_scale, or a (B, 1) column of per-run scales after set_run_epsilons.
         self._run_scale: float | np.ndarray = self.noise_scale
         self.reset(seed)
 
@@ -183,12 +162,9 @@ class NoisyClippedHedge(PrivateAgent):
         return rate(self.n_experts, self.horizon, max(self.n_switches, 1), noise_scale)
 
     def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
-        """Give each run its own finite epsilon; True when applied (False: nothing changed).
+        """Run b plays as if built with ``epsilon=epsilons[b]`` (finite); True when applied.
 
-        Run b then draws and updates exactly as an agent built with ``epsilon=epsilons[b]``
-        and the same seed (its noise scale and default rate, the same floats), so an evaluation
-        can play this learner's epsilons as one batch. :attr:`privacy` then refuses to state one
-        claim; build an agent at each epsilon to read its claim.
+        :attr:`privacy` then refuses to state one claim.
         """
         values = self._accept_run_epsilons(epsilons)
         if values is None:
@@ -228,9 +204,9 @@ class NoisyClippedHedge(PrivateAgent):
         )
 
     def action_distribution(self) -> np.ndarray:
-        """(B, N) law ``w_t`` of the action the last ``act`` returned (uniform before any).
+        """(B, N) law ``w_t`` of the last ``act``'s action (uniform before any).
 
-        Derived from noisy losses only, so it is covered by the privacy claim.
+        Derived from noisy losses only (covered by the claim).
         """
         return np.exp(self._log_w)
 
@@ -264,10 +240,9 @@ class NoisyClippedHedge(PrivateAgent):
     def play_block(self, obs: np.ndarray) -> np.ndarray:
         """K rounds of :meth:`act` at once (see :mod:`agents._kernels`).
 
-        The Laplace releases and the play draws of the K rounds come from one read of each
-        run's stream (fast backend; other backends play round by round). The weights are
-        recursive through ``exp`` and ``log``, so those stay numpy calls per round; the
-        clipped projection's peeling runs compiled, and the K softmaxes and draws at once.
+        The K rounds' releases and draws come from one read of each run's stream (``fast`` backend;
+        others play round by round); the weights' ``exp``/``log`` stay numpy per round, the peeling
+        runs compiled.
         """
         from agents._kernels import (
             PLAY_UNIFORMS,
@@ -304,9 +279,7 @@ class NoisyClippedHedge(PrivateAgent):
         projected = np.empty((b, n))
         masked = np.empty(n)
         if jit_enabled():
-            # The kernels resolved once (their per-call switch check costs more than their
-            # work); the shift by the maximum in a kernel too: two kernel and two numpy calls
-            # (exp, log) a round.
+            # Kernels resolved once: their per-call switch check costs more than their work.
             peel, shift = clip_peel.resolve(), shift_by_max.resolve()
             steps = self.eta * noisy  # (K, B, N): each row is the per-round product
             v = np.empty((b, n))

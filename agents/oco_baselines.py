@@ -1,8 +1,4 @@
-"""Baselines for ``DPExperts-OCO-v0``: OGD, FTRL and private tree-aggregated FTRL.
-
-Online gradient descent, FTRL with P-COMW's regulariser, and private FTRL on tree-aggregated
-gradient sums; all play points of the env's body from gradient feedback.
-"""
+"""Baselines for ``DPExperts-OCO-v0``: OGD, FTRL and private tree-aggregated FTRL."""
 
 from __future__ import annotations
 
@@ -42,12 +38,9 @@ class OGD(OCOAgent):
     """Projected online gradient descent on the box or ball.
 
     Source: Zinkevich 2003, "Online convex programming and generalized infinitesimal gradient
-    ascent" (Theorem 1), the standard non-private OCO baseline; cited as the ``GD sqrt(T)``
-    reference rate by Agarwal, Kale, Singh & Thakurta (§1).
-
-    ``x_1 = 0`` (the centre), ``x_{t+1} = Proj_K(x_t - eta g_t)`` with the fixed step
-    ``eta = D / (G sqrt T)`` (``step=`` overrides it), regret ``<= D^2/(2 eta) + eta G^2 T/2 =
-    G D sqrt(T)``. Deterministic. Privacy: none. Deviations: none.
+    ascent" (Theorem 1), the ``GD sqrt(T)`` reference rate of Agarwal, Kale, Singh & Thakurta (§1).
+    Plays ``x_1 = 0``, ``x_{t+1} = Proj_K(x_t - eta g_t)`` with ``eta = D / (G sqrt T)`` (``step=``
+    overrides). Deterministic, not private, no deviation.
 
     Args: as :class:`~agents._oco.OCOAgent`, plus ``step``.
     """
@@ -99,12 +92,9 @@ class OGD(OCOAgent):
 class FTRLOCO(OCOAgent):
     """Follow-the-regularised-leader with ``lambda/2 ||x||^2`` (P-COMW's regulariser).
 
-    Source: the FTRL analysis used by Agarwal, Kale, Singh & Thakurta (Lemma A.2, FTL-BTL, and the
-    ``lambda D^2/2 + G^2 T/lambda`` terms of their regret theorem); for linear losses
-    ``argmin_K <L_t, x> + lambda/2 ||x||^2 = Proj_K(-L_t/lambda)`` (lazy projection / dual
-    averaging). ``lambda = (G/D) sqrt(2T)`` (``lam=`` overrides) gives regret
-    ``<= G D sqrt(2T)``. It is what P-COMW becomes when its sampling noise is removed
-    (``epsilon=math.inf``). Deterministic. Privacy: none. Deviations: none.
+    Source: the FTRL analysis used by Agarwal, Kale, Singh & Thakurta (Lemma A.2 and their regret
+    theorem). Plays ``Proj_K(-L_t/lambda)`` with ``lambda = (G/D) sqrt(2T)`` (``lam=`` overrides);
+    P-COMW at ``epsilon=math.inf``. Deterministic, not private, no deviation.
     """
 
     def __init__(
@@ -147,21 +137,15 @@ class FTRLOCO(OCOAgent):
 
 
 class TreeFTRLOCO(OCOAgent):
-    """FTRL on binary-tree noisy gradient sums: what the DP-FTRL learners for OCO share.
+    """FTRL on binary-tree noisy gradient sums: what the (unregistered) DP-FTRL learners share.
 
-    Not registered. Round t + 1 plays ``Proj_K(-L~_t / lambda)`` where ``L~_t`` is the running
-    gradient sum released by a binary tree over the ``T - 1`` gradients a game feeds it
-    (``levels = (T - 1).bit_length()``,
-    :func:`~dp_experts_env.privacy.mechanisms.tree_levels`); each node gets Laplace noise
-    (the suite's :class:`~dp_experts_env.privacy.mechanisms.TreeCounter`) or ``N(0, sigma^2
-    I)`` noise (:meth:`_gaussian_step`, the same dyadic blocks). The claim is the accounted
-    declaration (a :class:`~dp_experts_env.privacy.declaration.TreeAggregation`, plays
-    post-processing); ``noise_multiplier`` (audit only) scales the node noise and marks the
-    claim uncertified. Subclasses say how sigma or b is calibrated (:meth:`_calibrate`),
-    which deltas and backends they take, and the Gaussian accountant's profile.
-
-    ``lambda = sqrt(2 T G^2 + 2 d levels v) / D`` with ``v`` the per-coordinate node variance
-    (``2 b^2`` for Laplace, ``sigma^2`` for Gaussian), the rule of docs/algorithms.md.
+    Round t + 1 plays ``Proj_K(-L~_t / lambda)``, ``L~_t`` the running sum released by a binary tree
+    over the ``T - 1`` gradients a game feeds it, with Laplace
+    (:class:`~dp_experts_env.privacy.mechanisms.TreeCounter`) or ``N(0, sigma^2 I)`` node noise.
+    ``lambda = sqrt(2 T G^2 + 2 d levels v) / D``, v the per-coordinate node variance. The claim is
+    the accounted declaration; ``noise_multiplier`` (audit only) scales the node noise and marks the
+    claim uncertified. Subclasses set the calibration (:meth:`_calibrate`), deltas, backends and the
+    Gaussian accountant.
     """
 
     #: node laws a subclass accepts (``law=``)
@@ -220,7 +204,6 @@ class TreeFTRLOCO(OCOAgent):
         )
         self.reset(seed)
 
-    # ----------------------------------------------------------------- subclass hooks
     def _check_delta(self, delta: float | None) -> float:
         """The validated delta (``self.law`` and ``self.epsilon`` are set)."""
         raise NotImplementedError
@@ -232,7 +215,6 @@ class TreeFTRLOCO(OCOAgent):
     def _backend_refusal(self, kind: str) -> str:
         return f"noise={kind!r} does not apply to {getattr(self, 'name', type(self).__name__)}"
 
-    # ----------------------------------------------------------------- claim
     def _sensitivity(self) -> float:
         """The declared node sensitivity: L2 ``2G`` (Gaussian), L1 ``2G sqrt(d)`` (Laplace)."""
         if self.law == "gaussian":
@@ -242,11 +224,7 @@ class TreeFTRLOCO(OCOAgent):
 
     @property
     def declaration(self) -> Mechanism | None:
-        """A binary tree of the running gradient sums; the plays are post-processing.
-
-        The declared scale is the learner's calibrated one (an audit mutant's multiplier is not
-        part of the declaration); None at epsilon = inf.
-        """
+        """A binary tree of the running gradient sums, calibrated scale (None at epsilon = inf)."""
         if math.isinf(self.epsilon):
             return None
         gaussian = self.law == "gaussian"
@@ -292,7 +270,6 @@ class TreeFTRLOCO(OCOAgent):
             **extra,
         )
 
-    # ----------------------------------------------------------------- play
     def _init_state(self) -> None:
         self.noisy_sum = np.zeros((self.num_envs, self.dim))
         if self.law == "gaussian":
@@ -316,9 +293,8 @@ class TreeFTRLOCO(OCOAgent):
             self._gaussian_step(g)
 
     def _gaussian_step(self, g: np.ndarray) -> None:
-        # The binary tree with Gaussian node noise (same dyadic blocks as TreeCounter): the
-        # block completing at t gets d fresh normals per run (drawn every round while there is
-        # noise: a fixed consumption, so batches equal single runs).
+        # Gaussian nodes, TreeCounter's dyadic blocks: d normals per run every round (fixed
+        # consumption, so batches equal single runs).
         self._count += 1
         t = self._count
         level = (t & -t).bit_length() - 1
@@ -339,12 +315,9 @@ class TreeFTRLOCO(OCOAgent):
     def _block(self, grads: np.ndarray) -> np.ndarray:
         """The tree's K releases in one kernel call (:func:`agents._kernels.tree_block`).
 
-        Each learned round reads its node's noise and nothing else: the Laplace nodes' d
-        variates per round come from one read of the stream (the one sampler,
-        :func:`dp_experts_env.samplers.laplace`),
-        the Gaussian nodes' from ``BatchRNG.normal`` a round at a time; the projections are
-        computed at once. One coordinate (numpy sums the levels pairwise
-        there), the lattice backend and subclasses' own hooks play round by round.
+        Laplace nodes read the stream once (:func:`dp_experts_env.samplers.laplace`), Gaussian ones
+        ``BatchRNG.normal`` a round at a time; one coordinate, the lattice backend and subclasses'
+        own hooks play round by round.
         """
         hooks = ("_learn", "_choose", "_gaussian_step", "_init_state")
         gaussian = self.law == "gaussian"
@@ -365,8 +338,7 @@ class TreeFTRLOCO(OCOAgent):
             if gaussian:
                 noise = np.empty((0, runs, d))
                 if self.node_scale > 0.0:
-                    # BatchRNG's own normals, a round's draw at a time: its Box-Muller reads a
-                    # round's d + d uniforms in an order one call for the block would not keep.
+                    # A round at a time: one call for the block would reorder Box-Muller's uniforms.
                     z = np.stack([self.rng.normal((d,)) for _ in range(m)])
                     noise = self.noise_multiplier * self.node_scale * z
                 tree_block(learn, noise, self._exact, self._noisy, self._count, sums[int(first) :])
@@ -393,39 +365,20 @@ class TreeFTRLOCO(OCOAgent):
 class DPFTRLOCO(TreeFTRLOCO):
     """Private FTRL for OCO: the regularised leader on tree-aggregated noisy gradient sums.
 
-    Source: DP-FTRL of Kairouz, McMahan, Song, Thakkar, Thakurta & Xu 2021 ("Practical and
-    private (deep) learning without sampling or shuffling") and Jain & Thakurta's tree-based
-    private online learning, the ``d^{1/4} sqrt(T/eps)``-type baseline that Agarwal, Kale, Singh
-    & Thakurta compare with (their Table 1).
+    Source: DP-FTRL of Kairouz, McMahan, Song, Thakkar, Thakurta & Xu 2021 ("Practical and private
+    (deep) learning without sampling or shuffling") and Jain & Thakurta's tree-based private online
+    learning, the baseline of Agarwal, Kale, Singh & Thakurta's Table 1. Plays as
+    :class:`TreeFTRLOCO`.
 
-    Exact variant: the running sums ``L_t = g_1 + ... + g_t`` are released by the binary-tree
-    counter :class:`~dp_experts_env.privacy.mechanisms.TreeCounter` with Laplace noise (pure DP);
-    round t + 1 plays ``Proj_K(-L~_t / lambda)`` (the play of :class:`TreeFTRLOCO`).
+    Privacy: pure ``epsilon``-DP of the played points (one gradient replaced, ``||g|| <= G``),
+    against adaptive adversaries: a gradient enters at most ``levels`` nodes of L1 sensitivity
+    ``2 G sqrt(d)``, composed. ``law="gaussian"``: ``N(0, sigma^2 I)`` nodes calibrated by zCDP, the
+    claim by the exact Gaussian-DP profile. Deviations from Kairouz et al.: Laplace by default; no
+    tree-completion trick. Calibration: docs/algorithms.md.
 
-    Privacy claim: pure ``epsilon``-DP of the played points, replace-one-gradient neighbours with
-    ``||g|| <= G``, against adaptive adversaries. Accountant: the tree holds the T - 1
-    gradients a game feeds it; one gradient enters at most ``levels = (T - 1).bit_length()``
-    released tree nodes (exact, :func:`~dp_experts_env.privacy.mechanisms.tree_levels`) and
-    changes each by at most ``||g - g'||_1 <= sqrt(d) ||g - g'||_2 <= 2 G sqrt(d)``; per-node
-    noise ``Lap(levels 2 G sqrt(d) / epsilon)`` per coordinate, basic composition over the
-    levels; the plays are post-processing. ``epsilon=math.inf`` removes the noise (=
-    ``ftrl-oco`` with this lambda).
-
-    ``law="gaussian"`` is Kairouz et al.'s own choice: node noise ``N(0, sigma^2 I)`` with the
-    L2 sensitivity ``2G``, sigma calibrated by zCDP to the request (Bun & Steinke 2016, Prop.
-    1.3; ``delta`` default 1e-5); the claim is the tighter exact Gaussian-DP profile of the same
-    releases (Dong, Roth & Su 2019). docs/algorithms.md has the calibration and the numbers.
-
-    Deviations from Kairouz et al.: the default law is Laplace (pure DP, the suite's tree
-    counter); no "honest" tree-completion trick; the exact GDP accountant for the claim.
-
-    Tuning (``"calibrated"``, from public d, G, D, T, epsilon only): ``lambda = sqrt(2 T G^2 +
-    2 d levels v) / D`` with v the per-coordinate node variance (``lam=`` overrides). Noise:
-    ``"fast"`` or ``"grid"`` for the Laplace law, ``"fast"`` only for the Gaussian one.
-    ``mode`` has no effect (no erratum); ``delta`` is ignored by the Laplace law.
-    ``noise_multiplier`` (audit-only, default 1) scales the node noise while the claim keeps the
-    epsilon of the unscaled learner (marked uncertified): the weakened learners an audit must
-    catch (0 removes the noise).
+    Args: as :class:`~agents._oco.OCOAgent`, plus ``law``, ``lam`` (overrides lambda), ``delta``
+    (Gaussian only, default 1e-5), ``noise`` (``"fast"`` or ``"grid"``; Gaussian: ``"fast"``),
+    ``mode`` (no effect) and ``noise_multiplier`` (audit only, the claim marked uncertified).
     """
 
     laws = ("laplace", "gaussian")

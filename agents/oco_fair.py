@@ -1,13 +1,4 @@
-"""P-COMW's fair opponents on ``DPExperts-OCO-v0``: lazy FTRL and Gaussian DP-FTRL (#29).
-
-* ``lazy-ftrl-oco`` -- the non-private lazy baseline: FTRL with P-COMW's L2 regulariser,
-  recomputed only at ``S`` fixed rounds (so it switches at most S times, the budget of lazy
-  P-COMW), the point held in between.
-* ``gaussian-dp-ftrl-oco`` -- DP-FTRL on a binary tree with Gaussian node noise calibrated by the
-  exact privacy profile of the composed Gaussian mechanism
-  (:mod:`dp_experts_env.privacy.gaussian`, cross-checked against dp-accounting), the
-  ``(epsilon, delta)`` baseline that P-COMW's (epsilon, delta) claim should be compared with.
-"""
+"""P-COMW's fair opponents on ``DPExperts-OCO-v0``: lazy FTRL and Gaussian DP-FTRL."""
 
 from __future__ import annotations
 
@@ -30,10 +21,9 @@ __all__ = ["LazyFTRLOCO", "GaussianDPFTRLOCO", "lazy_schedule"]
 
 
 def lazy_schedule(horizon: int, switches: int) -> np.ndarray:
-    """The rounds (1-indexed, increasing) at which lazy FTRL recomputes: ``S`` evenly spaced.
+    """The S rounds (1-indexed, increasing) where lazy FTRL recomputes.
 
-    Round ``r_k = 1 + ceil(k T / (S + 1))`` for k = 1..S, so the T rounds fall into S + 1 blocks
-    of (nearly) equal length; round 1 plays the regulariser's minimiser.
+    ``r_k = 1 + ceil(k T / (S + 1))`` for k = 1..S: S + 1 blocks of (nearly) equal length.
     """
     k = np.arange(1, switches + 1, dtype=np.int64)
     rounds = 1 + -(-k * horizon // (switches + 1))
@@ -48,22 +38,14 @@ def lazy_schedule(horizon: int, switches: int) -> np.ndarray:
 class LazyFTRLOCO(OCOAgent):
     """FTRL with P-COMW's regulariser, recomputed on a fixed schedule of S rounds.
 
-    Source: the standard blocking reduction for lazy online learning (play a fixed point per
-    block, update on the block's summed loss; Merhav, Ordentlich, Seroussi & Weinberger 2002;
-    Agarwal, Kale, Singh & Thakurta §1 cite switching-limited learning as the lazy setting) with
-    the FTRL step of ``ftrl-oco``. Blocks of length ``m ~ T/(S+1)``: FTRL over the S + 1 block
-    gradients (norm <= m G) with ``lambda = (G/D) sqrt(2 T m)`` has regret
-    ``<= G D sqrt(2 T m) ~ G D T sqrt(2/(S+1))``. Round ``r_k`` (:func:`lazy_schedule`) plays
-    ``Proj_K(-L_{r_k - 1}/lambda)``, every other round repeats the last point: at most S switches,
-    deterministic. ``switch_budget`` defaults to lazy P-COMW's ``sqrt(d T)`` (its paper's regime
-    boundary), so the two face the same budget; ``switches`` (B,) counts the point changes.
+    Source: the blocking reduction for lazy online learning (Merhav, Ordentlich, Seroussi &
+    Weinberger 2002) with the FTRL step of ``ftrl-oco``. Round ``r_k`` (:func:`lazy_schedule`) plays
+    ``Proj_K(-L_{r_k - 1}/lambda)``, other rounds repeat the last point; ``switches`` (B,) counts
+    the changes. Regret ``<= G D sqrt(2 T m)``, ``m = ceil(T/(S+1))``. Deterministic, not private,
+    no deviation.
 
-    Privacy: none. Deviations: none (the schedule is even rather than the paper-free choice of a
-    particular reduction).
-
-    Args: as :class:`~agents._oco.OCOAgent`, plus ``switch_budget`` (S in [0, T - 1], default
-    ``min(sqrt(d T), T - 1)``, rounded down) and ``lam`` (default ``(G/D) sqrt(2 T m)``,
-    m = ceil(T/(S+1))).
+    Args: as :class:`~agents._oco.OCOAgent`, plus ``switch_budget`` (S in [0, T - 1], default lazy
+    P-COMW's ``min(sqrt(d T), T - 1)``, rounded down) and ``lam`` (default ``(G/D) sqrt(2 T m)``).
     """
 
     def __init__(
@@ -138,38 +120,19 @@ class LazyFTRLOCO(OCOAgent):
 class GaussianDPFTRLOCO(TreeFTRLOCO):
     """DP-FTRL with Gaussian tree aggregation and the exact Gaussian accountant.
 
-    Source: DP-FTRL of Kairouz, McMahan, Song, Thakkar, Thakurta & Xu 2021 ("Practical and
-    private (deep) learning without sampling or shuffling", Alg. 1 with the binary-tree
-    aggregation and Gaussian node noise), the baseline of Agarwal, Kale, Singh & Thakurta's
-    Table 1; the accountant is the Gaussian-DP composition of Dong, Roth & Su 2019.
+    Source: DP-FTRL of Kairouz, McMahan, Song, Thakkar, Thakurta & Xu 2021 ("Practical and private
+    (deep) learning without sampling or shuffling", Alg. 1), the baseline of Agarwal, Kale, Singh &
+    Thakurta's Table 1; Gaussian-DP composition of Dong, Roth & Su 2019. Plays as
+    :class:`~agents.oco_baselines.TreeFTRLOCO` with ``N(0, sigma^2 I)`` nodes.
 
-    The running gradient sums are released by a binary tree whose node noise is
-    ``N(0, sigma^2 I)``; round t + 1 plays ``Proj_K(-L~_t / lambda)`` (the tree and play of
-    :class:`~agents.oco_baselines.TreeFTRLOCO`, shared with ``dp-ftrl-oco``). The tree holds the
-    T - 1 gradients a game feeds it; replacing one gradient (``||g|| <= G``) moves each of the at
-    most ``levels = (T - 1).bit_length()`` released nodes containing it
-    (:func:`~dp_experts_env.privacy.mechanisms.tree_levels`, exact) by at most ``2G`` in L2,
-    so the releases compose to ``mu = sqrt(levels) 2G / sigma``-GDP; sigma is the smallest
-    whose mu is ``(epsilon, delta)``-DP by the tight profile
-    (:func:`~dp_experts_env.privacy.gaussian.gaussian_tree_calibration`). This spends the same
-    budget with 24% less noise than ``dp-ftrl-oco``'s ``law="gaussian"`` (zCDP then
-    ``epsilon = rho + 2 sqrt(rho ln(1/delta))``) at epsilon = 1, T = 10^4.
+    Privacy: ``(epsilon, delta)``-DP of the played points (one gradient replaced, ``||g|| <= G``),
+    against adaptive adversaries: ``mu = sqrt(levels) 2G / sigma``-GDP, sigma the smallest meeting
+    the request (:func:`~dp_experts_env.privacy.gaussian.gaussian_tree_calibration`).
+    ``epsilon=math.inf`` is ``ftrl-oco`` with this lambda. Deviations from Kairouz et al.: no
+    tree-completion trick; the exact GDP accountant instead of RDP.
 
-    Privacy claim: ``(epsilon, delta)``-DP of the played points, replace-one-gradient
-    neighbours, against adaptive adversaries (GDP composition is adaptive); plays are
-    post-processing. ``delta`` defaults to 1e-5 (P-COMW's default claim is also approximate DP).
-    ``epsilon=math.inf`` removes the noise (= ``ftrl-oco`` with this lambda).
-
-    Tuning (``"calibrated"``, the only one): ``lambda = sqrt(2 T G^2 + 2 d levels sigma^2) / D``
-    -- FTRL whose sums carry zero-mean noise of per-coordinate variance up to ``levels sigma^2``,
-    tuned as for gradients of squared norm ``G^2 + d levels sigma^2 / T`` (the rule of
-    ``dp-ftrl-oco``). Noise backend ``"fast"`` only (the normals come from the learner's own
-    stream; ``"grid"`` holds Laplace noise only). ``noise_multiplier`` (audit only) scales the
-    node noise while the claim keeps the unscaled epsilon (marked uncertified). ``mode`` is
-    accepted for interface uniformity and has no effect (no erratum to reproduce).
-
-    Deviations from Kairouz et al.: no tree-completion trick; the exact GDP accountant instead
-    of their RDP one (tighter: same noise, smaller epsilon).
+    Args: as :class:`~agents.oco_baselines.DPFTRLOCO` (``delta`` default 1e-5, noise ``"fast"``
+    only, one tuning, no ``law``).
     """
 
     default_delta = 1e-5

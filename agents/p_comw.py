@@ -1,9 +1,6 @@
 """P-COMW: Gibbs sampling with lazy rejection over a convex body (private and lazy OCO).
 
-Source: Agarwal, Kale, Singh & Thakurta, "Improved Differentially Private and Lazy Online Convex
-Optimization", Algorithm 1 (printed "P-OCMW" in its caption, "P-COMW" in the text), with the
-parameters of Theorem 4.1 (DP-OCO) and Theorem 4.2 (lazy OCO) and the privacy accounting of
-the paper's Theorem "DP" (Appendix D, Claim D.1 composed with Lemma A.1).
+Derivations: docs/algorithms.md ("P-COMW: the two settings and the calibrated tuning").
 """
 
 from __future__ import annotations
@@ -57,18 +54,20 @@ class PCOMWParameters:
     """What P-COMW runs with and what it spends.
 
     Attributes:
-        beta: inverse temperature. lam: regulariser lambda. kappa: ``beta G^2 / lambda``.
-        log_phi: ``ln Phi`` of the stay coin's clip. p: forced-resample probability.
-        budget: real resample budget B (``inf`` in the lazy setting).
-        epsilon: certified epsilon (``inf`` when not private). delta: certified delta.
+        beta: inverse temperature.
+        lam: regulariser lambda.
+        kappa: ``beta G^2 / lambda``.
+        log_phi: ``ln Phi`` of the stay coin's clip.
+        p: forced-resample probability.
+        budget: resample budget B (``inf`` in the lazy setting).
+        epsilon: certified epsilon (``inf`` when not private).
+        delta: certified delta.
         certified: False when the accounting reproduces a paper erratum (``mode="paper"``).
         expected_switches: bound on the expected number of switches (exact when ``clip_free``).
-        regret_bound: the paper's regret bound (Theorem "regret") at these parameters.
-        accountant: which accountant certified epsilon: ``"renyi"``
-            (:mod:`dp_experts_env.privacy.accountant_oco`), ``"theorem-dp"`` (the paper's, with
-            errata E-AKST-2/3 fixed), ``"printed"`` (as printed, not certified) or ``""``.
-        clip_free: ``ln Phi >= beta G D``: the clip never binds for linear losses, so the
-            played point follows the Gibbs law exactly while budget is left.
+        regret_bound: Theorem "regret"'s bound at these parameters.
+        accountant: ``"renyi"``, ``"theorem-dp"`` (errata E-AKST-2/3 fixed), ``"printed"``
+            (uncertified) or ``""``.
+        clip_free: ``ln Phi >= beta G D``: the clip never binds for linear losses.
     """
 
     beta: float
@@ -87,12 +86,7 @@ class PCOMWParameters:
 
 
 def paper_epsilon(kappa: float, horizon: float, delta: float) -> tuple[float, float, float]:
-    """Theorem "DP" as printed: ``(eps, delta_out, ln Phi)`` with the simplified S2.
-
-    ``S2 = 7 T^{2/3} ln^2 Phi + 12 ln^3 Phi T + 11 kappa^{2/3} ln^{4/3} Phi T`` (erratum E-AKST-2:
-    the constant 7 is too small) and ``delta_out = delta + 3 T exp(-(1 - Phi^{-2}) T)``
-    (erratum E-AKST-3: vacuous at small T).
-    """
+    """Theorem "DP" as printed: ``(eps, delta_out, ln Phi)``, simplified S2 (errata E-AKST-2/3)."""
     acc = pcomw_account(kappa, horizon, delta)
     lp, t = acc.log_phi, float(horizon)
     s2 = 7 * t ** (2 / 3) * lp**2 + 12 * lp**3 * t + 11 * kappa ** (2 / 3) * lp ** (4 / 3) * t
@@ -107,11 +101,7 @@ def _regret(lam, beta, big_g, dd, d, t, tail) -> float:
 
 
 def _switch_rate(p: float, log_phi: float, clip_free: bool) -> float:
-    """Per-round switch probability given the Gibbs law.
-
-    Exact ``p + (1-p)(1 - 1/Phi)`` when the clip never binds (the stay probability then averages
-    ``(1-p)/Phi`` under the Gibbs law), else the bound ``p + (1-p)(1 - Phi^{-2})``.
-    """
+    """Per-round switch probability: exact ``p + (1-p)(1 - 1/Phi)`` when clip-free, else a bound."""
     return p - (1 - p) * math.expm1(-(1.0 if clip_free else 2.0) * log_phi)
 
 
@@ -194,24 +184,13 @@ def pcomw_parameters(
 ) -> PCOMWParameters:
     """Parameters of P-COMW from public quantities only (d, D, G, T, epsilon, delta, S).
 
-    ``setting="dp"``, ``mode="strict"``: ``tuning="calibrated"`` (default) takes
-    ``ln Phi = beta G D`` (the clip never binds for linear losses),
-    ``lambda = (G/D) sqrt(2T + 2 d ln(T)/kappa)``, ``beta = kappa lambda / G^2`` and the largest
-    kappa (with its best p) that the Renyi accountant
-    (:func:`~dp_experts_env.privacy.accountant_oco.pcomw_rdp_account`) certifies within
-    epsilon; ``kappa=`` fixes kappa instead (it must fit epsilon). ``tuning="paper"`` is
-    Theorem 4.1 with ``lambda_1 = sqrt(2T)`` (E-AKST-1) and Theorem "DP"'s Phi, p, B; its claim
-    is the smaller of the Renyi and the (corrected) Theorem "DP" certificates, both valid.
-
-    ``mode="paper"`` reproduces the printed formulas (``lambda_1 = 1/(2 sqrt T)``, the printed
-    S2 and delta; ``tuning="calibrated"`` then bisects kappa on the printed S2 with Theorem
-    "DP"'s Phi and p): not certified.
-
-    ``setting="lazy"`` (non-private, ``p = 0``, ``B = inf``): ``tuning="paper"`` is Theorem 4.2
-    for switch budget S; ``tuning="calibrated"`` takes the better (smaller regret bound) of
-    (a) ``ln Phi = -ln(1 - S/(T-1))``, ``beta = ln Phi/(G D)``, ``lambda = G sqrt(2T)/D``
-    (exactly S expected switches, no clipping) and (b) ``(1 - Phi^{-2}) T = S`` with Theorem
-    4.2's concentration formula for Phi and the regret-optimal lambda.
+    ``setting="dp"``: ``tuning="calibrated"`` (default) takes ``ln Phi = beta G D``, the
+    regret-optimal lambda at kappa and the largest kappa (with its best p) that the Renyi accountant
+    (:func:`~dp_experts_env.privacy.accountant_oco.pcomw_rdp_account`) certifies within epsilon
+    (``kappa=`` fixes it); ``tuning="paper"`` is Theorem 4.1 (E-AKST-1) with Theorem "DP"'s Phi, p,
+    B. ``mode="paper"`` reproduces the printed formulas, uncertified. ``setting="lazy"`` (``p = 0``,
+    ``B = inf``): Theorem 4.2, or calibrated, the better of two settings with S expected switches.
+    Derivations: docs/algorithms.md ("P-COMW: the two settings and the calibrated tuning").
     """
     setting = check_choice("setting", setting, SETTINGS)
     t, d, dd, big_g = horizon, dim, diameter, grad_bound
@@ -329,43 +308,32 @@ def _dp_renyi(t, d, dd, big_g, eps, dl, kappa) -> PCOMWParameters:
 class PCOMW(OCOAgent):
     """P-COMW on ``DPExperts-OCO-v0``: exact Gibbs samples, resampled rarely.
 
-    Source: Agarwal, Kale, Singh & Thakurta, "Improved Differentially Private and Lazy Online
-    Convex Optimization", Algorithm 1 with Theorem 4.1 (``setting="dp"``) or Theorem 4.2
-    (``setting="lazy"``); docs/algorithms.md ("P-COMW") has the derivations, modes and tunings.
+    Source: Agarwal, Kale, Singh & Thakurta, "Improved Differentially Private and Lazy Online Convex
+    Optimization", Algorithm 1 with Theorem 4.1 (``setting="dp"``) or 4.2 (``setting="lazy"``);
+    docs/algorithms.md ("P-COMW") has the derivations, modes and tunings.
 
-    Algorithm (per run): round t's target is the Gibbs law ``mu_t ∝ exp(-beta(<L_{t-1}, x> +
-    lambda/2 ||x||^2))`` on the body, sampled exactly (truncated normals on the box, rejection on
-    the ball; never a projected Gaussian). ``x_1 ~ mu_1`` with ``b = 0`` (E-AKST-4); after round
-    t the point is kept unless a forced coin (p) fires or the stay coin ``Ber(Pi(r_t / Phi))``
-    fails (``r_t`` the exact ratio of the normalised densities); a switch draws
-    ``x_{t+1} ~ mu_{t+1}`` and spends one unit of the budget B, then the point is frozen.
-
-    Privacy claim (``setting="dp"``): ``(epsilon_out, delta)``-DP of the played points (and switch
-    flags), replace-one-gradient neighbours with ``||g|| <= G``, against adaptive adversaries;
-    ``epsilon_out`` is what the Renyi accountant for linear losses certifies
-    (:func:`dp_experts_env.privacy.accountant_oco.pcomw_rdp_account`; with ``tuning="paper"``
-    the smaller of that and the corrected Theorem "DP", E-AKST-2/3), and the claim names it.
-    ``epsilon=math.inf`` plays the regularised leader (= ``ftrl-oco``); ``setting="lazy"`` is
-    not private; ``mode="paper"`` reproduces the printed formulas (E-AKST-1..3), uncertified.
+    The point is kept unless a forced coin (p) fires or the stay coin ``Ber(Pi(r_t / Phi))`` fails;
+    a switch draws the Gibbs law ``mu_{t+1}`` exactly and spends one unit of the budget B. Privacy
+    (dp): ``(epsilon_out, delta)``-DP of the played points (one gradient replaced, ``||g|| <= G``)
+    against adaptive adversaries, ``epsilon_out`` what the named accountant certifies;
+    ``epsilon=math.inf`` plays ``ftrl-oco``'s leader. Deviations: ``x_1 ~ mu_1`` (E-AKST-4); linear
+    losses only.
 
     Args:
-        n_experts / dim: d. horizon: T (>= 2). body, radius, grad_bound: the env's K and G.
-        setting: ``"dp"`` (default) or ``"lazy"``.
-        epsilon, delta: privacy target (dp; default delta 1e-5, in (0, 1/2]).
+        n_experts: d (also ``horizon`` T >= 2 and the geometry: as :class:`~agents._oco.OCOAgent`).
+        setting: ``"dp"`` (default) or ``"lazy"`` (not private).
+        epsilon: privacy target (dp; ``delta`` in (0, 1/2], default 1e-5).
         switch_budget: S (lazy; default ``sqrt(d T)``).
-        mode, tuning: ``"strict"`` / ``"paper"``; ``"calibrated"`` (:func:`pcomw_parameters`,
-            public quantities only) / ``"paper"``. kappa: explicit ``beta G^2/lambda`` (dp).
-        noise: ``"fast"`` only (exact float samplers: no Laplace release for a lattice).
-        noise_multiplier: audit only: the Gibbs spread scaled (0: the leader), the claim kept
-            and marked uncertified.
-        num_envs, seed: as for every agent.
-
-    Deviations: only linear losses (the env's), for which sampling and normalisers are exact;
-    a gradient longer than G raises instead of being clipped.
+        mode: ``"strict"`` or ``"paper"`` (E-AKST-1..3, uncertified).
+        tuning: ``"calibrated"`` (:func:`pcomw_parameters`) or ``"paper"``.
+        kappa: explicit ``beta G^2/lambda`` (dp).
+        noise: ``"fast"`` only (the exact samplers draw floats).
+        noise_multiplier: audit only: the Gibbs spread scaled, the claim kept and marked
+            uncertified.
 
     Attributes:
-        parameters (:class:`PCOMWParameters`), beta, lam, p, budget, log_phi; per episode
-        ``resamples`` and ``switches`` (B,).
+        parameters: the :class:`PCOMWParameters` (``beta``, ``lam``, ``p``, ``budget`` and
+            ``log_phi`` also as attributes); per episode ``resamples`` and ``switches`` (B,).
     """
 
     #: noise backends the learner draws from; others are refused (nothing to put on a lattice).
@@ -472,7 +440,6 @@ class PCOMW(OCOAgent):
                     stacklevel=2,
                 )
 
-    # ------------------------------------------------------------------ claim
     @property
     def privacy(self) -> PrivacyClaim:
         """The accountant's certificate (dp); not private in the lazy setting or at eps=inf."""
@@ -505,10 +472,7 @@ class PCOMW(OCOAgent):
 
     @property
     def declaration(self) -> Mechanism | None:
-        """The lazy Gibbs sampler: a coin per round + resamples, bounded by the exact accountant.
-
-        None in the lazy setting (not private) and at epsilon = inf.
-        """
+        """The lazy Gibbs sampler: a coin per round + resamples (None when not private)."""
         if self.setting == "lazy" or math.isinf(self.epsilon):
             return None
         prm = self.parameters
@@ -528,20 +492,12 @@ class PCOMW(OCOAgent):
             accountant=how,
         )
 
-    # ------------------------------------------------------------------ likelihood
     def path_log_likelihood(self, points: np.ndarray, gradients: np.ndarray) -> np.ndarray:
-        """Log-density of released paths under a gradient sequence (this learner's parameters).
-
-        The law of a path ``x_1..x_T`` is ``mu_1(x_1)`` times, for each round t < T, the stay
-        probability ``q_t(x_t)`` when ``x_{t+1} = x_t`` or ``(1 - q_t(x_t)) mu_{t+1}(x_{t+1})``
-        when the point moved (a fresh draw equals the old point with probability 0), with the
-        budget enforced. Audits use the difference between two neighbouring gradient sequences
-        as their statistic (a post-processing of the released points, valid whatever its
-        accuracy; the most powerful one when it is exact).
+        """Log-density of released paths under a gradient sequence (the audit's statistic).
 
         Args:
             points: (n, T, d) released paths (or (T, d)).
-            gradients: (T, d) gradients; row t is ``g_{t+1}`` (the last row is never read).
+            gradients: (T, d); row t is ``g_{t+1}`` (the last row is never read).
 
         Returns:
             (n,) log-densities (``-inf`` for paths the learner cannot produce).
@@ -578,7 +534,6 @@ class PCOMW(OCOAgent):
             used = used + moved
         return total
 
-    # ------------------------------------------------------------------ hooks
     def _init_state(self) -> None:
         b, d = self.num_envs, self.dim
         self.cum = np.zeros((b, d))
@@ -644,14 +599,7 @@ class PCOMW(OCOAgent):
         return self.point
 
     def _block(self, grads: np.ndarray) -> np.ndarray:
-        """K rounds at once (:mod:`agents._oco_kernels`): the box's chain compiled.
-
-        numpy computes the running sums, the normalisers and a fresh Gibbs draw for every
-        round from the round's own uniforms (elementwise, so the draws the per-round path makes
-        at its moves are among them); :func:`~agents._oco_kernels.pcomw_path` runs the
-        stay-or-move chain. The ball's rejection sampler and subclasses' hooks play round by
-        round.
-        """
+        """K rounds at once: the box's chain compiled (:func:`~agents._oco_kernels.pcomw_path`)."""
         hooks = ("_learn", "_choose", "_sample", "_log_z_of", "_init_state")
         if not own_hooks(self, PCOMW, hooks):
             return oco_hook_loop(self, grads)
@@ -705,11 +653,9 @@ class PCOMW(OCOAgent):
 class PCOMWLazy(PCOMW):
     """P-COMW in its lazy, non-private setting: ``p-comw`` with ``setting="lazy"``.
 
-    Source: Agarwal, Kale, Singh & Thakurta, "Improved Differentially Private and Lazy Online
-    Convex Optimization", Algorithm 1 with Theorem 4.2 (see :class:`PCOMW`). Registered under
-    its own name so that grids and listings treat it as the non-private learner it is (it runs
-    once per seed, not once per epsilon). Takes ``switch_budget`` (S, default ``sqrt(d T)``),
-    ``tuning`` and the env's geometry; ``epsilon`` and ``delta`` are ignored.
+    Source: Agarwal, Kale, Singh & Thakurta, "Improved Differentially Private and Lazy Online Convex
+    Optimization", Algorithm 1 with Theorem 4.2 (see :class:`PCOMW`). A name of its own so that
+    grids run it once per seed, not per epsilon; ``epsilon`` and ``delta`` are ignored.
     """
 
     def __init__(self, n_experts: int | None = None, horizon: int | None = None, **kwargs):

@@ -1,10 +1,7 @@
 """Paper-mode rows by name: learners whose defaults are the suite's variant, as printed.
 
-``agents.make("private-batched-exp4:paper")``, ``"dp-klucb:paper"``,
-``"randomized-prefix-softmax:paper"`` and ``"svt-restart:paper"`` build the paper's algorithm
-under its own name, so a grid, a table or a figure can hold both rows (the compare table marks
-the defaults "(suite variant)"; docs/algorithms.md has both rows). Each is its learner with one
-or two defaults changed; every other keyword is the learner's.
+``"private-batched-exp4:paper"``, ``"dp-klucb:paper"``, ``"randomized-prefix-softmax:paper"`` and
+``"svt-restart:paper"``: the learner with one or two defaults changed, so a grid holds both rows.
 """
 
 from __future__ import annotations
@@ -34,10 +31,8 @@ __all__ = [
 class PrivateBatchedExp4Paper(PrivateBatchedExp4):
     """``private-batched-exp4`` with ``release="estimates"``: PAB Alg. 2 as printed.
 
-    Source: "Faster Rates for Private Adversarial Bandits", Algorithm 2 and Theorem 10 (the
-    paper's release of the experts' batch estimates; the default ``release="loss"`` is the
-    suite's addition). Everything else, the claim included, is
-    :class:`~agents.private_exp4.PrivateBatchedExp4`'s.
+    Source: "Faster Rates for Private Adversarial Bandits", Algorithm 2 and Theorem 10. Everything
+    else is :class:`~agents.private_exp4.PrivateBatchedExp4`'s.
     """
 
     @functools.wraps(PrivateBatchedExp4.__init__)
@@ -53,8 +48,8 @@ class PrivateBatchedExp4Paper(PrivateBatchedExp4):
 class DPKLUCBPaper(DPKLUCB):
     """``dp-klucb`` with ``means="last"``: AdaP-KLUCB's forgetting, as the source prints it.
 
-    Source: Azize & Basu 2022, AdaP-KLUCB (Section 5): the index reads each arm's last episode
-    only. Everything else, the claim included, is :class:`~agents.dp_klucb.DPKLUCB`'s.
+    Source: Azize & Basu 2022, AdaP-KLUCB (Section 5). Everything else is
+    :class:`~agents.dp_klucb.DPKLUCB`'s.
     """
 
     @functools.wraps(DPKLUCB.__init__)
@@ -70,10 +65,8 @@ class DPKLUCBPaper(DPKLUCB):
 class RandomizedPrefixSoftmaxPaper(RandomizedPrefixSoftmax):
     """``randomized-prefix-softmax`` with ``eta_cap=0.125``: the printed rate, eps <= 0.25.
 
-    Source: Cesari & Colomboni 2026, Section 4 and Theorem 1 (``eta = min(epsilon/2, 1/8)``: the
-    theorem needs ``eta <= 1/8``, so at most 0.25 of any budget is spent and certified). The
-    default ``eta_cap=inf`` is the suite's variant. Everything else is
-    :class:`~agents.randomized_prefix.RandomizedPrefixSoftmax`'s.
+    Source: Cesari & Colomboni 2026, Section 4 and Theorem 1 (``eta = min(epsilon/2, 1/8)``).
+    Everything else is :class:`~agents.randomized_prefix.RandomizedPrefixSoftmax`'s.
     """
 
     @functools.wraps(RandomizedPrefixSoftmax.__init__)
@@ -90,11 +83,9 @@ class SVTRestartPaper(SVTRestart):
     """``svt-restart`` with ``tuning="paper"`` and ``window_grid="all"``: the paper's detector.
 
     Source: Asi, Raman & Saha 2025, "Tracking the Best Expert Privately", Section 3.2, Algorithm 2
-    with Theorem 3.1's slack (beta = 1/T) over every window start of the epoch. The default's
-    betting boundary on the dyadic grid is the suite's detector. ``mode`` stays ``"strict"``:
-    the errata that make the claim true (query sensitivity 2, E-ARS-6; epochs at t + 1, E-ARS-7;
-    one query per round, E-ARS-9) apply; ``mode="paper"`` gives the printed noise, uncertified.
-    Everything else is :class:`~agents.svt_restart.SVTRestart`'s. Per-round cost O(N t).
+    with Theorem 3.1's slack (beta = 1/T) over every window start. ``mode`` stays ``"strict"`` (the
+    errata E-ARS-6, E-ARS-7, E-ARS-9 apply). Everything else is
+    :class:`~agents.svt_restart.SVTRestart`'s.
     """
 
     @functools.wraps(SVTRestart.__init__)

@@ -1,15 +1,8 @@
 """PPO as a non-private RL baseline that takes part in comparisons (``agents.make("ppo", ...)``).
 
-Unlike every other learner of the suite, this one learns *across* episodes: before it plays, it
-trains a PPO policy (Stable-Baselines3) on simulated episodes of the same env description (id
-and keywords: the public protocol) with training seeds of its own, then plays the evaluation
-episodes with that policy frozen, feeding it the loss statistics of the rounds seen so far
-(:class:`dp_experts_env.wrappers.LossFeatures`). It therefore knows the *distribution* of the
-adversary, which the online learners do not: read it as "what a learner tuned to this class of
-environments reaches", not as an online algorithm. It is not private.
-
-Layering: agents normally never touch environments; this baseline imports the env layer (and
-the ``sb3`` extra) lazily, when it is built, because training on the env is what it is.
+It trains across simulated episodes of the env's public description, then plays frozen: "what a
+learner tuned to this class of environments reaches", not an online algorithm. It imports the env
+layer and the ``sb3`` extra lazily, when built.
 """
 
 from __future__ import annotations
@@ -24,8 +17,7 @@ from agents.registry import register
 
 __all__ = ["PPOBaseline"]
 
-# Trained policies by their full training description: grid cells of the same learner and env
-# (other seeds) reuse the policy trained in the same process instead of training again.
+# Trained policies by their full training description, reused within a process.
 _TRAINED: dict[tuple, Any] = {}
 _SPEC_NOISE = ("num_envs", "vectorization_mode", "render_mode")
 
@@ -40,28 +32,19 @@ class PPOBaseline(Agent):
     """PPO trained on the env's public description, playing with a per-expert scoring policy.
 
     Source: Schulman et al. (2017), "Proximal Policy Optimization Algorithms", as implemented by
-    Stable-Baselines3, with :class:`dp_experts_env.rl.ExpertScorePolicy` (one shared scorer per
-    expert) on :class:`dp_experts_env.wrappers.LossFeatures` observations. Privacy claim: none.
+    Stable-Baselines3, with :class:`dp_experts_env.rl.ExpertScorePolicy` on
+    :class:`dp_experts_env.wrappers.LossFeatures` observations. Not private.
 
     Args:
-        n_experts: N.
-        horizon: T.
-        num_envs: B.
+        n_experts: N (also ``horizon`` T, ``num_envs`` B; ``n_arms`` unused).
         seed: seeds the action sampling (run b uses seed + b).
-        n_arms: unused (full information only).
-        env_spec: the env's Gymnasium spec (``agents.make(..., env=env)`` passes it): id and
-            keywords of the episodes to train on.
-        env_id: instead of ``env_spec``: the env id to train on.
-        env_kwargs: with ``env_id``: its keywords.
+        env_spec: the env's Gymnasium spec (``agents.make(..., env=env)`` passes it).
+        env_id: instead of ``env_spec``: the env id to train on (with ``env_kwargs``).
         timesteps: training steps (rounds over all parallel training runs).
-        train_seed: seeds training (PPO and the training episodes). The policy is a fixed
-            function of (env description, timesteps, train_seed, features), shared by all runs;
-            vary ``train_seed`` across grid entries to see training variance.
+        train_seed: seeds training; the policy is a function of the env description, ``timesteps``,
+            ``train_seed`` and the features.
         windows: recent-window lengths of the features.
         deterministic: play the highest-scoring expert instead of sampling the policy.
-
-    Per-round cost: one forward pass of a (B*N, groups) x 32 network plus O(N * len(windows))
-    feature updates per run; training costs ``timesteps`` env steps (about 10k steps/s).
     """
 
     feedback: ClassVar[str] = "full"
@@ -103,8 +86,7 @@ class PPOBaseline(Agent):
         self.deterministic = deterministic
         self.timesteps, self.train_seed = int(timesteps), int(train_seed)
         self.features = LossFeatures(self.n_experts, self.horizon, windows=tuple(windows))
-        # Training waits for the first action: building the learner (as a grid's up-front
-        # validation does) stays cheap, and a process trains each policy once (cache below).
+        # Training waits for the first action: building the learner stays cheap.
         self.model: Any = None
         self.reset(seed)
 

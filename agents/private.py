@@ -1,28 +1,15 @@
 """Plumbing shared by the private learners: budget, mode, tuning and noise-backend arguments.
 
-Every private learner takes the same keywords, validated here once:
+Every private learner takes the same keywords, validated here once: ``epsilon`` (> 0, or
+``math.inf``: the same algorithm without noise, "not private") and ``delta`` (in [0, 1)) for the
+whole run; ``mode`` (``"strict"``, or ``"paper"`` as printed, uncertified where the paper is wrong);
+``tuning`` (``"paper"`` or ``"calibrated"``: public quantities alone); ``noise`` (``"fast"`` or
+``"grid"``, among the learner's ``noise_backends``, or an audit-only wrapper of one of them such as
+``ScaledBackend``; docs/privacy.md).
 
-* ``epsilon`` (> 0, or ``math.inf``) and ``delta`` (in [0, 1)) -- the target privacy of the whole
-  run. ``epsilon=math.inf`` runs the same algorithm with its noise removed (its claim says "not
-  private"): the right end of a privacy-utility curve.
-* ``mode`` -- ``"strict"`` (default: privacy-correct noise and sensitivities) or ``"paper"``
-  (reproduces the paper as printed; the claim says ``certified=False`` where the paper is wrong).
-* ``tuning`` -- ``"paper"`` (the theorem's constants) or ``"calibrated"`` (the default: picked
-  from public quantities (N, K, T, S, epsilon, delta) alone, never from the losses being
-  protected; each learner's derivation is in docs/algorithms.md).
-* ``noise`` -- the noise backend, ``"fast"`` (simulation-grade floats) or ``"grid"`` (lattice).
-  A learner lists the backends it can use in ``noise_backends`` and refuses the others: one whose
-  privacy comes from sampling probabilities alone (no Laplace release) has nothing for the
-  lattice to replace, and a claim naming a backend that never ran would mislead. The audit-only
-  wrappers of :mod:`dp_experts_env.privacy.noise` (ScaledBackend, RecordingBackend) are accepted
-  over any listed backend.
-
-Privacy as data: a learner declares the mechanisms it runs in :attr:`PrivateAgent.declaration`
-(:mod:`dp_experts_env.privacy.declaration`); :meth:`PrivateAgent._declared_claim` composes the
-claim from it with the one accountant (:func:`~dp_experts_env.privacy.declaration.account`), so
-the claim's numbers and text come from the declaration, and the audit reads the same declaration.
-A learner that declares nothing (``declaration`` is None) keeps stating its claim through
-:meth:`PrivateAgent._claim`; the audit then falls back to its generic scenarios and says so.
+A learner declares its mechanisms in :attr:`PrivateAgent.declaration`; its claim is composed from
+that by the one accountant (:meth:`PrivateAgent._declared_claim`) and the audit reads it too. A
+learner declaring nothing states its claim through :meth:`PrivateAgent._claim`.
 """
 
 from __future__ import annotations
@@ -58,9 +45,7 @@ COMMON_ARGS = ("epsilon", "delta", "mode", "tuning", "noise", "num_envs", "seed"
 def common_args(arguments: Mapping[str, Any]) -> dict[str, Any]:
     """The common keywords among a learner's ``__init__`` arguments, to forward unchanged.
 
-    Called as ``super().__init__(n_experts, horizon, **common_args(locals()))`` first thing in
-    ``__init__``: each learner keeps its explicit signature (the registry and the CLI read it)
-    without restating the forwarding, keyword by keyword.
+    Use: ``super().__init__(n_experts, horizon, **common_args(locals()))``.
     """
     return {key: arguments[key] for key in COMMON_ARGS if key in arguments}
 
@@ -79,7 +64,7 @@ class PrivateAgent(Agent):
     tunings: tuple[str, ...] = TUNINGS
     #: the tuning used when ``tuning`` is not given.
     default_tuning: str = "calibrated"
-    #: noise backends the learner draws from (others are refused, see the module docstring).
+    #: noise backends the learner draws from (others are refused; docs/privacy.md).
     noise_backends: tuple[str, ...] = BACKENDS
     #: why a backend outside ``noise_backends`` is refused (for the error message).
     noise_refusal: str = ""
@@ -116,29 +101,19 @@ class PrivateAgent(Agent):
                 f" (it accepts {', '.join(map(repr, self.noise_backends))}): {self.noise_refusal}"
             )
 
-    #: public hyper-parameters under which the declared mechanisms are most exposed to an audit
-    #: (privacy must hold for every value; the audit derives its scenarios from the declaration
-    #: and these): ``params`` for every derived scenario, ``exposed`` for those that push the
-    #: learner hardest, ``variants`` (a list of parameter sets) for public alternatives of the
-    #: mechanism, ``max_horizon`` caps long scenarios (cost), ``runs`` the test runs a derived
-    #: scenario asks for; sampling learners add ``p_top`` and ``batch_sizes``, bandit learners
-    #: ``agree`` (every expert recommends one arm: importance weights near their bound).
+    #: public hyper-parameters under which the declared mechanisms are most exposed to an audit:
+    #: ``params`` (every scenario), ``exposed`` (the hardest), ``variants`` (public alternatives),
+    #: ``max_horizon``, ``runs``; sampling learners add ``p_top`` and ``batch_sizes``, bandit
+    #: learners ``agree`` (docs/privacy.md)
     audit_hints: ClassVar[Mapping[str, Any]] = {}
 
     #: per-run epsilons after ``set_run_epsilons`` (learners that offer it), else None.
     _run_epsilons: list[float] | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Make every subclass's ``declaration`` refuse runs at several epsilons.
-
-        A declaration states the noise of one epsilon; after ``set_run_epsilons`` with other
-        values it would describe no single run (the claim already refuses, see
-        :meth:`_check_one_epsilon`), so an audit or accountant reading it must be refused too.
-        Done here, once, so a learner written outside the package inherits the check.
-        """
+        """Make every subclass's ``declaration`` (outside ones too) refuse several epsilons."""
         super().__init_subclass__(**kwargs)
-        # Looked up through the MRO, so a declaration inherited from a mixin that is not a
-        # PrivateAgent is wrapped too (an independent review's counterexample).
+        # Through the MRO: a declaration inherited from a non-PrivateAgent mixin is wrapped too.
         prop = inspect.getattr_static(cls, "declaration", None)
         if isinstance(prop, property) and prop.fget is not None:
             if getattr(prop.fget, "_checks_one_epsilon", False):
@@ -157,11 +132,8 @@ class PrivateAgent(Agent):
     def _accept_run_epsilons(self, epsilons: Sequence[float]) -> list[float] | None:
         """Validated per-run epsilons for ``set_run_epsilons``, or None when they cannot apply.
 
-        ``set_run_epsilons`` (offered by learners whose epsilon enters only through per-run
-        scales and rates) gives run b the noise, rates and budget an agent built with
-        ``epsilon=epsilons[b]`` and the same seed would use, the same floats, so an evaluation can
-        play a learner's epsilons as one batch. Infinite epsilons are refused (None): no noise is
-        drawn at all then, so the runs would not match.
+        Run b then plays as an agent built with ``epsilon=epsilons[b]`` and the same seed. Infinite
+        epsilons are refused (None): no noise is drawn then, so the runs would not match.
         """
         eps = np.asarray(epsilons, dtype=np.float64).reshape(-1)
         if eps.shape != (self.num_envs,):
@@ -187,11 +159,9 @@ class PrivateAgent(Agent):
     def _calibrate_laplace(
         self, l1_sensitivity: float, epsilon: float | None = None, *, dim: int = 1
     ) -> float:
-        """The scale of the learner's Laplace release (its guarantee becomes ``_release``).
+        """The scale of the Laplace release at ``epsilon`` (default the learner's).
 
-        :func:`~dp_experts_env.privacy.mechanisms.laplace_calibration` at ``epsilon`` (default
-        the learner's) with the learner's noise backend, so the claim states what the releases
-        cost.
+        Sets ``_release``.
         """
         eps = self.epsilon if epsilon is None else epsilon
         scale, self._release = laplace_calibration(l1_sensitivity, eps, noise=self.noise, dim=dim)
@@ -206,17 +176,14 @@ class PrivateAgent(Agent):
     def declaration(self) -> Mechanism | None:
         """The mechanisms this learner runs, as data (None: not declared).
 
-        Learners override it; the claim (:meth:`_declared_claim`) and the audit read it. It
-        describes the noise actually added (the backend's effective sensitivities, the scales in
-        use), in strict and paper mode alike.
+        The claim and the audit read it; it describes the noise actually added, in both modes.
         """
         return None
 
     def _declared_claim(self, *, source: str = "", **kwargs: object) -> PrivacyClaim:
-        """The claim composed from :attr:`declaration` by the one accountant.
+        """The claim composed from :attr:`declaration`.
 
-        ``source`` names the algorithm and proof the composition follows (it ends the text);
-        ``kwargs`` are those of :meth:`_claim`.
+        ``source`` ends its text; ``kwargs`` are those of :meth:`_claim`.
         """
         if not self.is_private:  # epsilon = inf: no noise, nothing to compose
             return self._claim(Guarantee(math.inf, 0.0, "noise removed"), **kwargs)  # type: ignore[arg-type]
@@ -254,9 +221,7 @@ class PrivateAgent(Agent):
     ) -> PrivacyClaim:
         """The learner's claim, read off the guarantee its accountant composed.
 
-        The epsilon and delta are those of ``guarantee`` (never the requested values restated),
-        so a claim cannot say more than the noise added certifies. At ``epsilon = inf`` the
-        claim is "not private". The noise backend is recorded.
+        Never the requested values restated; "not private" at ``epsilon = inf``; names the backend.
         """
         feedback = feedback or ("bandit" if self.feedback == "bandit" else "full")
         if not self.is_private or math.isinf(guarantee.epsilon):

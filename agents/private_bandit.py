@@ -1,17 +1,7 @@
 """Batch-and-Laplace private bandit learners ("Faster Rates for Private Adversarial Bandits").
 
-One idea does the work: play one choice for tau rounds, release the batch-mean loss plus
-``Lap(1/(tau epsilon))``, and feed the released number to a non-private base learner that
-tolerates noisy, negative feedback. Batching divides the sensitivity -- and so the noise -- by tau.
-
-* ``private-batched-bandit`` (Algorithm 1, Cor. 2 / 22 / 24): the base learner plays the K arms.
-* ``private-bandit-over-experts`` (Thm 7 / Cor. 8 = Algorithm 5 over Algorithm 1): the base learner
-  plays the N experts as meta-arms; each round the learner follows the chosen expert's advice.
-
-Base learners (``base=``): ``"tsallis-inf"`` (HTINF, alpha = 2, with skipping), ``"exp3"`` (EXP3
-with mixing) and ``"ftpl-gr"`` (FTPL with geometric resampling, :mod:`agents.ftpl_gr`). The base
-learner's clock is its own update counter (the batch index, erratum E-PAB-1), and its horizon is the
-number of batches ``floor(T / tau)``.
+One choice per batch of tau rounds, the batch-mean loss plus ``Lap(1/(tau epsilon))`` fed to a
+non-private base learner: over the K arms (Alg. 1) or the N experts as meta-arms (Alg. 5).
 """
 
 from __future__ import annotations
@@ -141,7 +131,6 @@ class _BatchedConversion(PrivateAgent):
         self._noiseless = False  # test hook: the non-private batched base learner
         self.reset(seed)
 
-    # ----------------------------------------------------------------- set-up
     def _n_choices(self) -> int:
         raise NotImplementedError
 
@@ -164,11 +153,7 @@ class _BatchedConversion(PrivateAgent):
 
     @property
     def bound(self) -> float:
-        """Proof-level regret bound ``tau R~_B(T_B, m, 1/(epsilon tau)) + tau``.
-
-        Evaluated at the tuned constants (user overrides of the base constants are not
-        reflected).
-        """
+        """Regret bound ``tau R~_B(T_B, m, 1/(epsilon tau)) + tau`` at the tuned constants."""
         return self.tuned.bound
 
     @property
@@ -214,7 +199,6 @@ class _BatchedConversion(PrivateAgent):
             )
         return out
 
-    # ----------------------------------------------------------------- episode
     def _init_state(self) -> None:
         # A fresh core per episode: the core holds the (possibly replaced) self.rng.
         p, m = self.base_params, self._n_choices()
@@ -244,20 +228,14 @@ class _BatchedConversion(PrivateAgent):
             release = self._batch_sum / self.tau
             if not self._noiseless:
                 scale = self._release_scale()
-                # laplace_mechanism's draw with the scale it would calibrate (one per epsilon):
-                # epsilon = inf draws nothing.
+                # laplace_mechanism's draw at its calibrated scale; epsilon = inf draws nothing.
                 if scale != 0.0:
                     release = self.noise.add_laplace(self.rng, release, scale)
             self.base_learner.update(self.choice, release)
             self._batch_sum[:] = 0.0
 
     def _release_scale(self) -> float:
-        """The Laplace scale of a batch release, :func:`laplace_calibration`'s, once per epsilon.
-
-        The releases are ``laplace_mechanism(batch mean, l1_sensitivity=1/tau, epsilon)`` with
-        this scale; the calibration is kept instead of being recomputed at every release (a
-        test may weaken ``_release_epsilon`` after construction: a new value recalibrates).
-        """
+        """The Laplace scale of a batch release (sensitivity 1/tau), calibrated once per epsilon."""
         cached = self.__dict__.get("_scale_for")
         if cached is None or cached[0] != self._release_epsilon:
             scale, _ = laplace_calibration(1.0 / self.tau, self._release_epsilon, noise=self.noise)
@@ -283,23 +261,9 @@ class _BatchedConversion(PrivateAgent):
     ) -> np.ndarray:
         """(K, b) actions of K rounds, bit for bit those of K ``act`` calls (the block protocol).
 
-        The choice is frozen inside a batch of tau rounds, so the block is played in segments
-        (see :mod:`agents._bandit_block`): a segment's first round (a batch end: the release,
-        the base learner's update and draw) goes through :meth:`act`; its other rounds play the
-        frozen choice (:meth:`_play_rest`) and add their clipped losses to the batch sum in
-        round order. The rounds' observations are not re-validated (the env made them); a block
-        past the horizon runs round by round.
-
-        Args:
-            first: the observation of the block's first round (this agent's runs).
-            advice: (K, b, N, K_arms) the rounds' advice, or None for identity advice (every
-                round's is ``first["advice"]``).
-            losses: (K, S, K_arms) the block's losses; run r plays stream ``rows[r]``. Only the
-                played arms' entries are read, after they are played.
-            rows: (b,) int.
-
-        Returns:
-            (K, b) int64 actions.
+        Played in segments between batch ends (:mod:`agents._bandit_block`): a segment's first round
+        through :meth:`act`, the frozen choice after it (:meth:`_play_rest`). Past the horizon,
+        round by round.
         """
         k = int(losses.shape[0])
         actions = np.empty((k, self.num_envs), dtype=np.int64)
@@ -378,11 +342,7 @@ class _BatchedConversion(PrivateAgent):
     def _play_rest(
         self, first: dict[str, np.ndarray], advice: np.ndarray | None, s: int
     ) -> np.ndarray:
-        """(s, b) actions of ``s`` rounds inside a batch (the choice frozen), drawn in order.
-
-        ``advice``: the rounds' (s, b, N, K_arms) advice, or None (identity:
-        ``first["advice"]``).
-        """
+        """(s, b) actions of ``s`` rounds inside a batch (the choice frozen), drawn in order."""
         raise NotImplementedError
 
 
@@ -394,42 +354,31 @@ class _BatchedConversion(PrivateAgent):
 class PrivateBatchedBandit(_BatchedConversion):
     """Non-private-to-private conversion for adversarial K-armed bandits.
 
-    Source: Algorithm 1, Lemma 3, Theorem 1 and Corollaries 2 (HTINF), 22 (EXP3) and 24
-    (FTPL-GR) of "Faster Rates for Private Adversarial Bandits" (Section 3, Appendix E).
+    Source: Algorithm 1, Lemma 3, Theorem 1 and Corollaries 2 (HTINF), 22 (EXP3) and 24 (FTPL-GR) of
+    "Faster Rates for Private Adversarial Bandits" (Section 3, Appendix E). Advice is ignored.
 
-    Rounds are cut into batches of tau. At a batch start the base learner draws an arm, played
-    for the whole batch; at the batch end ``mean loss + Lap(1/(tau epsilon))`` is fed to the base
-    learner as that arm's loss. Static regret against the best arm (advice is ignored).
-
-    Privacy claim: pure ``epsilon``-DP, central, against adaptive adversaries (Lemma 3): one
-    round's loss moves one batch mean by at most 1/tau, released with ``Lap(1/(tau epsilon))``;
-    batches are disjoint and all else is post-processing of the releases and fresh coins, for
-    every tau, base learner and constant. The trailing ``T mod tau`` rounds are played
-    (``tail="hold"``: the last choice, erratum E-PAB-2; ``"sample"``: a fresh draw) but never
-    released. Modes ``"strict"`` and ``"paper"`` coincide. Tuning ``"calibrated"`` (default:
-    tau minimising the base learner's noisy bound, ``tau <= T // 10``) or ``"paper"``
-    (``tau = ceil(1/epsilon)``, lemma-level base constants at ``T_B = floor(T/tau)``, erratum
-    E-PAB-1); ``tau=``, ``sigma=``, ``eta=``, ``gamma=``, ``resample_cap=`` override; ``rate=``
-    picks FTPL-GR's rate rule. ``epsilon=math.inf`` feeds exact batch means. The full tunings,
-    deviations (errata E-PAB-1/2/5/12/24, clipped losses) and measurements: docs/algorithms.md
-    (this learner's row, "Notes on the private bandit learners (PAB)", "Calibration").
+    Privacy: pure ``epsilon``-DP, central, against adaptive adversaries (Lemma 3: sensitivity 1/tau
+    per batch mean, disjoint batches); the trailing ``T mod tau`` rounds are never released
+    (E-PAB-2). Modes coincide; ``epsilon=math.inf`` feeds exact batch means. Tunings and deviations
+    (errata E-PAB-1/2/5/12/24, clipped losses): docs/algorithms.md (this learner's row).
 
     Args:
-        n_experts: N (the env's).
-        horizon: T.
-        n_arms: K (>= 2).
+        n_experts: N (also ``horizon``, ``n_arms`` >= 2, ``mode``, ``noise``, ``num_envs``,
+            ``seed``: see :class:`~agents.private.PrivateAgent`).
         epsilon: privacy parameter (> 0); delta must be 0 (pure DP).
-        mode, tuning, noise, num_envs, seed: see :class:`~agents.private.PrivateAgent`.
+        tuning: ``"calibrated"`` (default: tau minimising the base's noisy bound,
+            ``tau <= T // 10``) or ``"paper"`` (``tau = ceil(1/epsilon)``, lemma-level base
+            constants).
         base: ``"tsallis-inf"`` (default), ``"exp3"`` or ``"ftpl-gr"``.
-        tau: batch length in [1, T] (default from ``tuning``).
-        sigma, eta, gamma, resample_cap: base constants (HTINF; EXP3; FTPL-GR's rate and M).
+        tau: batch length in [1, T] (also the base constants ``sigma``, ``eta``, ``gamma``,
+            ``resample_cap``); default from ``tuning``.
         rate: FTPL-GR's rate rule, ``"fixed"`` (default) or ``"adaptive"``.
-        tail: ``"hold"`` (default) or ``"sample"``, the play of the trailing partial batch.
+        tail: the trailing partial batch's play: ``"hold"`` (default) or ``"sample"`` (a fresh
+            draw).
 
     Attributes:
-        tau, n_batches: batch length and base-learner updates ``floor(T / tau)``.
-        noise_scale: the Laplace scale used. base_params, tuned, rate: the tuning's record.
-        base_learner: the batched base learner. choice: (B,) the current batch's choice.
+        base_learner: the batched base learner (also ``n_batches``, ``noise_scale``, ``tuned``,
+            ``choice`` (B,): the current batch's choice).
     """
 
     def _n_choices(self) -> int:
@@ -455,14 +404,9 @@ class PrivateBanditOverExperts(_BatchedConversion):
     Source: Algorithm 5, Theorems 6-7 and Corollary 8 of "Faster Rates for Private Adversarial
     Bandits" (Section 4, Appendix F.1-F.2).
 
-    The base learner plays the N experts: an expert is held for a batch and every round plays
-    ``I_t ~`` its advice; the batch's mean loss plus Laplace is that expert's released loss.
-    Static regret against the best expert, for small N. Advice is public (erratum E-PAB-19):
-    the chosen experts are private w.r.t. the advice too, the played arms are not.
-
-    Privacy claim, modes, tunings, arguments and attributes: those of
-    :class:`PrivateBatchedBandit` (the base learner's choices are the N experts here, not the K
-    arms).
+    An expert is held for a batch and each round plays ``I_t ~`` its advice. Advice is public
+    (erratum E-PAB-19): the chosen experts are private, the played arms are not. Privacy, modes,
+    tunings and arguments: those of :class:`PrivateBatchedBandit`, over the N experts.
     """
 
     _OVER_EXPERTS = True

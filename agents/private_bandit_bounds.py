@@ -1,8 +1,7 @@
 """Regret-bound pieces shared by the private bandit tunings (public quantities only).
 
-Guarded logarithms, the second-moment bound of exponential weights fed noisy losses (EXP3 as
-the batched conversion's base learner, EXP4 in :mod:`agents.private_exp4_tuning`) and the grid
-of batch lengths a calibrated tuning searches. docs/algorithms.md ("Calibration") derives them.
+Guarded logarithms, the second-moment bound of exponential weights fed noisy losses and the grid of
+batch lengths; docs/algorithms.md ("Calibration") derives them.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ __all__ = ["glog", "log_experts", "second_moment_bound", "second_moment_exp3", "
 
 
 def glog(x: float) -> float:
-    """Guarded natural log ``max(log x, 1)`` for the log terms of the bounds (guarded)."""
+    """Guarded natural log ``max(log x, 1)`` for the log terms of the bounds."""
     return max(math.log(x), 1.0) if x > 0 else 1.0
 
 
@@ -29,12 +28,8 @@ def second_moment_bound(
 ) -> float:
     """Calibrated regret bound of EXP4 fed ``l + Lap(lam)`` (EXP3: ``n = k``, identity experts).
 
-    ``log N / eta + eta T K (1/2 + 2 lam^2) + gamma T + 1``: exponential weights pay
-    ``eta/2`` times the second moment of the bounded part of the importance-weighted estimate
-    (at most K per round) and, for the noise part, which can be negative, ``eta`` times its
-    second moment ``2 lam^2 K``; the exploration ``gamma`` keeps every estimate above
-    ``-1/eta`` while ``|Z| <= lam log(KT)``, which needs ``gamma >= eta K lam log(KT)``
-    (``inf`` where that or ``gamma <= 1`` fails).
+    ``log N / eta + eta T K (1/2 + 2 lam^2) + gamma T + 1``; ``inf`` unless
+    ``eta K lam log(KT) <= gamma <= 1`` (the exploration keeping every estimate above ``-1/eta``).
     """
     if eta <= 0 or gamma > 1.0 or gamma < eta * k * lam * glog(k * horizon) * (1 - 1e-12):
         return math.inf
@@ -46,11 +41,9 @@ def second_moment_bound(
 def second_moment_exp3(
     n: int, k: int, horizon: int, lam: float, max_gamma: float = 0.5
 ) -> tuple[float, float]:
-    """``(eta, gamma)`` minimising :func:`second_moment_bound` (gamma at its lower limit).
+    """``(eta, gamma)`` minimising :func:`second_moment_bound`, gamma at its lower limit.
 
-    With ``gamma = eta K lam log(KT)`` the bound is ``log N / eta + eta T (K (1/2 + 2 lam^2) +
-    K lam log(KT))``, minimised at ``eta = sqrt(log N / (T (...)))``; gamma is capped at
-    ``max_gamma`` (then eta shrinks with it). At ``lam = 0`` this is EXP4's
+    gamma is capped at ``max_gamma`` (eta then shrinks with it); at ``lam = 0`` this is EXP4's
     ``sqrt(2 log N / (T K))`` with no exploration.
     """
     lg = glog(k * horizon)
@@ -67,7 +60,7 @@ def second_moment_exp3(
 def tau_grid(horizon: int, extra: int | None = None) -> np.ndarray:
     """The batch lengths a calibrated tuning tries: ``1 .. max(1, T // 10)`` (and ``extra``).
 
-    Every integer up to 2000 (the bounds are cheap), then a fine log grid.
+    Every integer up to 2000, then a fine log grid.
     """
     top = max(1, horizon // 10)
     grid = np.arange(1, min(top, 2000) + 1)

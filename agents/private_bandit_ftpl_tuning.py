@@ -1,10 +1,6 @@
 """FTPL-GR's calibrated bounds and rates as the batched conversion's base learner.
 
-The calibrated regret bounds of FTPL with geometric resampling fed ``l + Lap(lam)`` (the fixed
-rate of Alg. 4, the tight variant and the self-confident adaptive rate) and the grids that
-minimise them, as functions of public quantities only (m, T_B, lam); used by
-:func:`agents.private_bandit_tuning.tune_batched_bandit`. docs/algorithms.md ("Calibration")
-derives them.
+Functions of public quantities only (m, T_B, lam); docs/algorithms.md ("Calibration") derives them.
 """
 
 from __future__ import annotations
@@ -31,22 +27,9 @@ __all__ = [
 def ftpl_gr_bound(m: int, horizon: int, lam: float, eta: float, cap: int) -> float:
     """Calibrated regret bound of FTPL-GR fed ``l + Lap(lam)`` (``inf`` where it does not apply).
 
-    ``(1 + log m)/eta + eta T m (1 + 2 lam^2 (1 + (1 - s)^-3)) + m T/(e M)`` with
-    ``s = eta M lam < 1``: perturbation term, stability term charged by second moments (as for
-    EXP3), and the bias of resampling capped at M. Proof (docs/algorithms.md, "Calibration",
-    #29's third revision): FTPL's potential ``Phi(L) = E min_i (L_i + Z_i)`` gives regret <=
-    ``E max_i Z_i`` (<= ``(1 + log m)/eta``) + the Bregman gaps of the updates + the bias. An
-    update moves one coordinate by ``c = K y`` (``y = l + N`` the fed value, ``N ~ Lap(lam)``,
-    K the resample count); the Laplace perturbation is ``eta``-log-Lipschitz, so the gap is at
-    most ``(p/eta) psi(eta c)``, ``psi(x) = e^-x - 1 + x``: ``<= eta p c^2/2`` for ``c >= 0``
-    and ``<= (eta p c^2/2) e^(eta M |N|)`` for ``c < 0`` (only when ``N < -l``), whose noise
-    moment ``E[N^2 e^(eta M |N|); N < 0] = lam^2/(1 - s)^3`` is finite when ``s < 1``. With
-    ``p^2 E K^2 <= 2`` a round costs at most ``eta m (1 + lam^2 (1 + (1 - s)^-3))``; this bound
-    charges twice that noise part (the second revision's constants, kept as the default:
-    :func:`ftpl_gr_tight_bound` is lower but its minimiser is no faster per round). (Before
-    #29's second revision the tuning asked ``eta M lam log(m T) <= 1``, a pathwise ``eta |yhat|
-    <= 1`` on all but a ``1/(mT)`` fraction of the rounds; the in-expectation step drops the
-    log factor.)
+    ``(1 + log m)/eta + eta T m (1 + 2 lam^2 (1 + (1 - s)^-3)) + m T/(e M)``, ``s = eta M lam < 1``:
+    perturbation, stability charged by second moments, resampling bias (proof: docs/algorithms.md,
+    "Calibration").
     """
     s = eta * cap * lam
     if eta <= 0 or cap < 1 or s >= 1.0:
@@ -75,12 +58,9 @@ def _ftpl_grid(top: int, lam: float, free: float) -> tuple[np.ndarray, np.ndarra
 def ftpl_gr_calibrated(m: int, horizon: int, lam: float) -> tuple[float, int, float]:
     """``(eta, M, bound)`` minimising :func:`ftpl_gr_bound` over the resampling cap M and eta.
 
-    M runs over a 64-point log grid up to ``ceil(sqrt(m T))`` (Lemma 25's M; larger M only
-    shrinks a bias term already below the others and costs O(M m) per update); for each M,
-    eta over a 256-point log grid from ``free / 50`` to ``min(free, (1 - 1e-6)/(M lam))``,
-    ``free = sqrt((1 + log m)/(T m (1 + 4 lam^2)))`` the minimiser at ``s = 0`` (the noise
-    penalty grows with eta, so the minimiser is below ``free``). At ``lam = 0`` eta is
-    ``free`` and M = ``ceil(sqrt(m T))``, the textbook rate.
+    M on a 64-point log grid up to ``ceil(sqrt(m T))`` (Lemma 25's), eta on 256 log points below
+    ``free = sqrt((1 + log m)/(T m (1 + 4 lam^2)))`` (the minimiser at ``s = 0``) and
+    ``(1 - 1e-6)/(M lam)``. At ``lam = 0``: ``free`` and ``ceil(sqrt(m T))``.
     """
     tb = max(1, horizon)
     top = math.ceil(math.sqrt(m * tb))
@@ -101,13 +81,9 @@ def ftpl_gr_calibrated(m: int, horizon: int, lam: float) -> tuple[float, int, fl
 
 @functools.lru_cache(maxsize=64)
 def laplace_max_mean(m: int) -> float:
-    """``E max_i Z_i`` for m iid standard Laplace variates (exact).
+    """``E max_i Z_i`` for m iid standard Laplace variates, exactly.
 
-    A Laplace variate is an Exp(1) variate with a fair random sign. With ``k`` of the m signs
-    positive (``k ~ Bin(m, 1/2)``) the maximum is the largest of k Exp(1) variates, of mean
-    ``H_k`` (harmonic number); with none positive it is minus the smallest of m, of mean
-    ``-1/m``. So ``E max = sum_k C(m, k) 2^-m H_k - 2^-m / m`` (0.75 at m = 2, 2.236 at
-    m = 10; below ``1 + ln m``).
+    ``sum_k C(m, k) 2^-m H_k - 2^-m / m`` (H_k the harmonic numbers).
     """
     if m < 1:
         raise ValueError(f"m must be >= 1, got {m}")
@@ -137,18 +113,8 @@ def ftpl_gr_tight_bound(m: int, horizon: int, lam: float, eta: float, cap: int) 
     """Tight regret bound of FTPL-GR fed ``l + Lap(lam)`` (``inf`` where it does not apply).
 
     ``E_m/eta + eta T m (1 + 2 lam^2 c/(1 - s^2)) + m T (M/(M+1))^M/(M+1)`` with ``u = eta M``,
-    ``s = u lam < 1``, ``c = max(1, 1 - u + u^2/2)`` and ``E_m`` = :func:`laplace_max_mean`
-    (docs/algorithms.md, "Calibration", #29's third revision; not the default, see
-    :func:`ftpl_gr_tight_calibrated`). FTPL's potential ``Phi(L) = E min_i (L_i + Z_i)`` gives
-    regret against the estimates <= ``E max_i Z_i`` + the Bregman gaps of the updates. An
-    update moves only the played coordinate, by ``c = K y`` (``y = l + N`` the fed value,
-    ``N ~ Lap(lam)``, K the resample count), and the played arm's probability moves by a factor
-    within ``e^(+-eta |r|)`` along the way, so the gap is at most ``(p/eta) psi(eta c)``,
-    ``psi(x) = e^-x - 1 + x``, for either sign of c. Given K, the Laplace moment generating
-    function makes ``E_N psi(b (l + N))`` exact (``b = eta K``): ``e^(-b l)/(1 - b^2 lam^2) -
-    1 + b l <= b^2/2 + b^2 lam^2 c/(1 - s^2)`` for ``l`` in [0, 1]; with ``p^2 E K^2 <= 2`` per
-    arm a round costs at most ``eta m (1 + 2 lam^2 c/(1 - s^2))``. The truncation at M biases
-    each arm's estimate by at most ``p (1 - p)^M``, largest at ``p = 1/(M+1)``.
+    ``s = u lam < 1``, ``c = max(1, 1 - u + u^2/2)``, ``E_m`` = :func:`laplace_max_mean`. Not the
+    default (proof and comparison: docs/algorithms.md, "Calibration").
     """
     if eta <= 0 or cap < 1 or eta * cap * lam >= 1.0:
         return math.inf
@@ -156,13 +122,7 @@ def ftpl_gr_tight_bound(m: int, horizon: int, lam: float, eta: float, cap: int) 
 
 
 def ftpl_gr_tight_calibrated(m: int, horizon: int, lam: float) -> tuple[float, int, float]:
-    """``(eta, M, bound)`` minimising :func:`ftpl_gr_tight_bound` on the default's (M, eta) grid.
-
-    Not the learner's default (docs/algorithms.md, "Calibration": its minimiser has about the
-    default's ``eta / tau``, so it does not reach #29's target either); kept so that the
-    comparison in the docs can be recomputed and tested. ``free = sqrt(E_m/(T m (1 + 2
-    lam^2)))`` is its minimiser at ``s = 0``.
-    """
+    """``(eta, M, bound)`` minimising :func:`ftpl_gr_tight_bound` on the default's (M, eta) grid."""
     tb = max(1, horizon)
     top = math.ceil(math.sqrt(m * tb))
     free = math.sqrt(laplace_max_mean(m) / (tb * m * (1.0 + 2.0 * lam * lam)))
@@ -178,10 +138,7 @@ def ftpl_gr_tight_calibrated(m: int, horizon: int, lam: float) -> tuple[float, i
 def laplace_fed_moment(level: float, lam: float, power: int, rate: float) -> float:
     """``E[(l + N)^k exp(b max(0, -(l + N)))]`` for ``N ~ Lap(lam)``, ``l >= 0``, k = 2 or 4.
 
-    Exact: ``E (l + N)^k`` plus the negative side's excess. For ``l + N < 0`` write ``w = -(l +
-    N) > 0``, of density ``e^(-l/lam) e^(-w/lam)/(2 lam)``, so ``E[w^k e^(b w); w > 0] =
-    (k!/2) lam^k e^(-l/lam)/(1 - b lam)^(k+1)`` (``inf`` unless ``b lam < 1``). Convex in l
-    (``z^k e^(b z_-)`` is), so on [0, 1] its maximum is at ``l`` = 0 or 1.
+    Exact (``inf`` unless ``b lam < 1``); convex in l, so its maximum on [0, 1] is at 0 or 1.
     """
     if power not in (2, 4):
         raise ValueError(f"power must be 2 or 4, got {power}")
@@ -203,15 +160,9 @@ def ftpl_gr_adaptive_bound(
 ) -> float:
     """Worst-case regret bound of FTPL-GR with the adaptive rate of ``AdaptiveFtplRate``.
 
-    ``E_m/eta_max + 2 sqrt(2 E_m (q0 + T v)) + sqrt(E_m/2) T u2/(2 q0^(3/2))`` plus the
-    resampling bias ``m T (M/(M+1))^M/(M+1)``, with ``eta_max = s/(M lam)`` (``inf`` at
-    lam = 0), ``v = m max_l A_2(l, eta_max M)`` and ``u2 = M m max_l A_4(l, 2 eta_max M)``
-    (``A_k`` = :func:`laplace_fed_moment`, l in {0, 1}),
-    ``E_m`` = :func:`laplace_max_mean` (docs/algorithms.md, "Calibration", the adaptive rate).
-    The proof: FTPL's potential with non-increasing rates costs ``E_m/eta_T`` plus the Bregman
-    gaps; round n's gap is at most ``eta_n E[q_n | past]`` (``q_n = M_n y_n^2 e^(eta_n M
-    y_n^-)``, ``E[q_n | past] <= v``, ``E[q_n^2 | past] <= u2``); and ``sum_n q_n /
-    sqrt(S_{n-1}) <= 2 sqrt(S_T) + sum_n q_n^2/(2 q0^(3/2))``. Needs ``s < 1/2`` when lam > 0.
+    ``E_m/eta_max + 2 sqrt(2 E_m (q0 + T v)) + sqrt(E_m/2) T u2/(2 q0^(3/2))`` plus the resampling
+    bias, ``eta_max = s/(M lam)``, v and u2 from :func:`laplace_fed_moment`. Needs ``s < 1/2`` when
+    lam > 0 (proof: docs/algorithms.md, "Calibration", the adaptive rate).
     """
     if cap < 1 or q0 <= 0 or (lam > 0 and not 0 < s < 0.5):
         return math.inf
@@ -268,9 +219,8 @@ def ftpl_gr_adaptive_calibrated(
 ) -> tuple[float, int, float, float]:
     """``(eta_max, M, q0, bound)`` minimising :func:`ftpl_gr_adaptive_bound`.
 
-    M on a 48-point log grid up to ``ceil(sqrt(m T))`` (as the fixed rate's), ``s = eta_max M
-    lam`` on 24 points of (0, 1/2) and q0 on a 40-point log grid from ``m`` to ``1e3 m T``.
-    At lam = 0 there is no cap (``eta_max = inf``).
+    M on 48 log points up to ``ceil(sqrt(m T))``, ``s = eta_max M lam`` on 24 points of (0, 1/2), q0
+    on 40 log points from ``m`` to ``1e3 m T``; at lam = 0, ``eta_max = inf``.
     """
     tb = max(1, horizon)
     top = math.ceil(math.sqrt(m * tb))

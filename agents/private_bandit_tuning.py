@@ -1,29 +1,11 @@
 """Parameters of the private bandit learners ("Faster Rates for Private Adversarial Bandits").
 
-Everything here is a pure function of public quantities -- the number of arms or experts, the
-horizon T, epsilon, delta and the Laplace scale those imply -- never of losses. Two tunings:
-
-* ``"paper"`` -- the theorem's parameters. For the batched conversion (Alg. 1, Thm 7) the base
-  learner's constants are the lemma-level formulas evaluated at its real horizon
-  ``T_B = floor(T / tau)`` and noise level ``lam = 1 / (epsilon tau)`` (the lemma-level
-  formulas); the paper's closed forms substitute ``epsilon T`` and 1 for them. When the
-  theorem's parameters are not valid (``tau > T``, ``gamma > 1``, ``eta >= 1``) a ``ValueError``
-  says why.
-* ``"calibrated"`` -- minimise a regret bound over a grid (``tau <= max(1, T // 10)``,
-  ``gamma <= 1``) that never looks at data. Where the paper's proof charges the squared noisy
-  loss by its high-probability maximum (the ``10 lam^2 log^2`` factors), the calibrated bound
-  charges its second moment, ``E (l + Z)^2 <= 1 + 2 lam^2`` for ``Z ~ Lap(lam)``, and keeps the
-  maximum only where it is needed: the exploration that keeps the importance-weighted
-  estimates above ``-1/eta`` (docs/algorithms.md, "Calibration").
-
-Logarithms that can be tiny or non-positive (``log(K T_B)``, ``log(N T)``, ``log T_B``) are
-guarded with ``max(log x, 1)`` (guarded); ``log N`` uses ``max(N, 2)`` so that a single expert does
-not produce a zero learning rate.
-
-This module tunes the batched conversion (Alg. 1 / Thm 7); FTPL-GR's bounds and grids are in
-:mod:`agents.private_bandit_ftpl_tuning`, the EXP4 learners' in :mod:`agents.private_exp4_tuning`
-and the pieces both use in :mod:`agents.private_bandit_bounds`. Their names are re-exported
-here.
+Pure functions of public quantities, never of losses: ``"paper"`` evaluates the base learner's
+lemma-level constants at ``T_B = floor(T / tau)`` and ``lam = 1 / (epsilon tau)`` (ValueError when
+not valid); ``"calibrated"`` minimises a second-moment regret bound over a grid (docs/algorithms.md,
+"Calibration"). Small logarithms are guarded (``max(log x, 1)``, N >= 2). Re-exports the names of
+:mod:`agents.private_bandit_ftpl_tuning`, :mod:`agents.private_exp4_tuning` and
+:mod:`agents.private_bandit_bounds`.
 """
 
 from __future__ import annotations
@@ -97,8 +79,7 @@ __all__ = [
 ]
 
 BASES = ("tsallis-inf", "exp3", "ftpl-gr")
-#: FTPL-GR's learning-rate rules: Alg. 4's fixed eta, or the self-confident rate of the released
-#: values (docs/algorithms.md, "Calibration"); calibrated tuning only
+#: FTPL-GR's learning-rate rules: Alg. 4's fixed eta, or the self-confident rate (calibrated only)
 FTPL_RATES = ("fixed", "adaptive")
 #: the rate rule of ``base="ftpl-gr"`` under ``tuning="calibrated"`` when none is given
 DEFAULT_FTPL_RATE = "fixed"
@@ -112,14 +93,10 @@ class BatchedBanditTuning:
         base: the base learner (``"tsallis-inf"``, ``"exp3"`` or ``"ftpl-gr"``).
         tau: batch length.
         n_batches: ``floor(T / tau)``: the base learner's horizon and number of updates.
-        lam: Laplace scale of the released batch mean, ``1 / (epsilon tau)`` (before any
-            lattice slack of the noise backend).
-        params: the base learner's constants (``sigma``; ``eta``, ``gamma``; ``eta``,
-            ``resample_cap``).
-        bound: the proof-level regret bound ``tau * R~_B(T_B, m, lam) + tau`` at these values
-            (may exceed T: the theory is vacuous at small T).
-        caps: the public caps the tuning sits on (empty when the bound's minimiser is
-            interior), in words, for the claim's notes.
+        lam: Laplace scale of the released batch mean, ``1 / (epsilon tau)``.
+        params: the base learner's constants.
+        bound: the regret bound ``tau * R~_B(T_B, m, lam) + tau`` (may exceed T).
+        caps: the public caps the tuning sits on, in words (empty when interior).
     """
 
     base: str
@@ -132,13 +109,8 @@ class BatchedBanditTuning:
 
 
 
-# ---------------------------------------------------------------------------- Alg. 1 / Thm 7
 def paper_tau(epsilon: float, horizon: int) -> int:
-    """``tau = ceil(1 / epsilon)`` of Thm 1 / Cor. 2 / Cor. 8; refuses ``epsilon < 1 / T``.
-
-    For ``epsilon >= 1`` this is 1 (outside the theorems' range ``epsilon <= 1``, but the
-    Laplace mechanism is still ``epsilon``-DP).
-    """
+    """``tau = ceil(1 / epsilon)`` of Thm 1 / Cor. 2 / Cor. 8; refuses ``epsilon < 1 / T``."""
     tau = math.ceil(1.0 / epsilon - 1e-12)
     if tau > horizon:
         raise ValueError(
@@ -154,18 +126,10 @@ def base_parameters(
 ) -> dict[str, float | int]:
     """The base learner's constants at horizon ``n_batches`` and noise ``lam``.
 
-    With ``tuning="calibrated"`` EXP3 uses the second-moment rate of
-    :func:`second_moment_exp3` instead of Cor. 22's and FTPL-GR the second-moment rate and
-    resampling cap of :func:`ftpl_gr_calibrated` instead of Lemma 25's; HTINF is the same in
-    both.
-
-    * ``tsallis-inf`` (HTINF, alpha = 2): ``sigma = sqrt(2 + 4 lam^2)``.
-    * ``exp3`` (Cor. 22, lemma level): ``eta = sqrt(log m / (2 T_B m (1 + 10 max(lam^2, lam)
-      log^2(m T_B))))`` and ``gamma = 4 eta lam m log(m T_B)``.
-    * ``ftpl-gr`` (Lemma 25 at T_B): ``M = ceil(sqrt(m T_B))`` and ``eta = min(sqrt(log m /
-      (m T_B (1 + 10 lam^2 log^2(m T_B)))), 1 / (M (1 + 4 lam log T_B)))`` (lam, not eta).
-    * ``ftpl-gr`` with ``rate="adaptive"`` (calibrated only): the rate cap ``eta`` (=
-      ``eta_max``, ``inf`` at lam = 0), M and ``q0`` of :func:`ftpl_gr_adaptive_calibrated`.
+    HTINF: ``sigma = sqrt(2 + 4 lam^2)``. EXP3: Cor. 22 at lemma level (calibrated:
+    :func:`second_moment_exp3`). FTPL-GR: Lemma 25 at T_B (calibrated: :func:`ftpl_gr_calibrated`;
+    ``rate="adaptive"``: :func:`ftpl_gr_adaptive_calibrated`). Formulas: docs/algorithms.md
+    ("Calibration").
     """
     tb = max(1, n_batches)
     _check_rate_rule(base, tuning, rate)
@@ -200,10 +164,8 @@ def base_noisy_regret(
 ) -> float:
     """Upper bound on ``R~_B(T_B, m, lam)`` with the constants of :func:`base_parameters`.
 
-    HTINF: Thm 21 with the heavy-tail moment of ``l + Lap(lam)``; EXP3: proof of Cor. 22
-    (``inf`` when ``gamma > 1``, where the proof does not apply), or with
-    ``tuning="calibrated"`` the second-moment bound :func:`second_moment_bound`; FTPL-GR:
-    Lemma 25; with ``rate="adaptive"`` :func:`ftpl_gr_adaptive_bound` at its minimiser.
+    HTINF: Thm 21; EXP3: Cor. 22's proof (``inf`` when ``gamma > 1``) or, calibrated,
+    :func:`second_moment_bound`; FTPL-GR: Lemma 25, or :func:`ftpl_gr_adaptive_bound`.
     """
     tb = max(1, n_batches)
     _check_rate_rule(base, tuning, rate)
@@ -256,14 +218,11 @@ def tune_batched_bandit(
         n_arms: m, the arms the base learner plays (K for Alg. 1, N for Thm 7).
         horizon: T.
         epsilon: privacy parameter.
-        tuning: ``"paper"`` (``tau = ceil(1/epsilon)``) or ``"calibrated"`` (``tau``
-            minimising the proof-level bound ``tau R~_B(T_B, m, 1/(epsilon tau)) + tau`` over a
-            grid with ``tau <= T // 10``).
-        tau: a batch length fixed by the user (the base constants still follow ``tuning``'s
-            formulas at this tau).
+        tuning: ``"paper"`` (``tau = ceil(1/epsilon)``) or ``"calibrated"`` (the tau minimising
+            ``tau R~_B(T_B, m, 1/(epsilon tau)) + tau`` over ``tau <= T // 10``).
+        tau: a batch length fixed by the user (the base constants still follow ``tuning``).
         gamma_given: the user fixes EXP3's gamma, so the formula's gamma need not be <= 1.
-        rate: FTPL-GR's rate rule, ``"fixed"`` or ``"adaptive"`` (calibrated ftpl-gr only:
-            tau, M, the rate cap and q0 minimise :func:`ftpl_gr_adaptive_bound`).
+        rate: FTPL-GR's rate rule, ``"fixed"`` or ``"adaptive"`` (calibrated ftpl-gr only).
 
     Raises:
         ValueError: for ``tuning="paper"`` when the theorem's parameters are not valid.
@@ -312,12 +271,10 @@ def tune_batched_bandit(
 
 
 def ftpl_gr_tight_tuning(n_arms: int, horizon: int, epsilon: float) -> BatchedBanditTuning:
-    """Alg. 1 + FTPL-GR tuned on :func:`ftpl_gr_tight_bound` (tau, then eta and M), for comparison.
+    """Alg. 1 + FTPL-GR tuned on :func:`ftpl_gr_tight_bound`, for comparison.
 
-    The same search as ``tune_batched_bandit("ftpl-gr", ..., "calibrated")`` -- tau over the
-    grid ``tau <= T // 10`` minimising ``tau R_B + tau`` -- with the tight bound in place of
-    :func:`ftpl_gr_bound`. Pass its ``tau``, ``eta`` and ``resample_cap`` to
-    ``private-batched-bandit`` to run it (all public quantities).
+    The calibrated search of :func:`tune_batched_bandit` with the tight bound; its ``tau``, ``eta``
+    and ``resample_cap`` can be passed to ``private-batched-bandit``.
     """
     if not epsilon > 0:
         raise ValueError(f"epsilon must be > 0, got {epsilon!r}")

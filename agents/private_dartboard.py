@@ -1,9 +1,7 @@
 """Private shrinking dartboard (Algorithm 1) and its batched variant (Thm 5 / Cor. 6).
 
-Source: Asi, Feldman, Koren & Talwar 2023, "Private Online Prediction from Experts: Separations
-and Faster Rates", Algorithm 1, Theorem 2, Corollaries 3-4, Theorem 5, Corollary 6
-(Section 3.1; errata E-AFKT-1 to E-AFKT-12). The mechanism is the shared core of
-:mod:`agents._lazy_sampler` with weights ``(1 - eta)^L = exp(-lam L)``, ``lam = ln(1/(1 - eta))``.
+Source: Asi, Feldman, Koren & Talwar 2023 (errata E-AFKT-1 to E-AFKT-12); the mechanism is
+:mod:`agents._lazy_sampler` with weights ``(1 - eta)^L = exp(-lam L)``.
 """
 
 from __future__ import annotations
@@ -56,42 +54,29 @@ __all__ = [
 class PrivateShrinkingDartboard(LazySampler):
     """Private shrinking dartboard: Hedge's marginals, few data-dependent switches.
 
-    Source: Asi, Feldman, Koren & Talwar 2023, "Private Online Prediction from Experts:
-    Separations and Faster Rates", Section 3.1: Algorithm 1, Theorem 2, Corollaries 3 and 4.
-    For oblivious (and stochastic) adversaries: the regret bound
-    ``eta T + ln(d)/eta + 2 T exp(-T p / 3)`` holds against them only.
+    Source: Asi, Feldman, Koren & Talwar 2023, "Private Online Prediction from Experts: Separations
+    and Faster Rates", Section 3.1: Algorithm 1, Theorem 2, Corollaries 3 and 4. Its regret bound
+    holds against oblivious (and stochastic) adversaries only.
 
-    Round 1 plays a uniform expert. Each later round keeps the held expert ``x`` with
-    probability ``(1 - p)(1 - eta)^{l(x)}`` and otherwise draws afresh from
-    ``P(i) ~ (1 - eta)^{L(i)}`` (exponential mechanism) while ``k < K``; k starts at 1 (erratum
-    E-AFKT-1), so at most ``K - 1`` resamples, then the expert is frozen (E-AFKT-2); a resample
-    may return the same expert and still counts (E-AFKT-15).
-
-    Claim: ``(epsilon, delta)``-DP (pure when ``delta = 0``) of the actions under
-    replace-one-round neighbours, against adaptive adversaries, by the exact per-step
-    accountant (switch coin ``max(lam, ln((1 - (1-p)(1-eta))/p))`` plus ``K - 1`` resamples of
-    ``2 lam``; basic, or the better of basic and advanced composition). It states the exact
-    epsilon, below the requested one once eta reaches Hedge's rate.
+    Each round keeps the held expert with probability ``(1 - p)(1 - eta)^{l(x)}``, else redraws by
+    the exponential mechanism, at most ``K - 1`` times (E-AFKT-1), then freezes (E-AFKT-2). Claim:
+    ``(epsilon, delta)``-DP of the actions, replace-one-round neighbours, against adaptive
+    adversaries, by the exact per-step accountant (it may state less than the request). Deviations:
+    integer ``K = max(1, floor(4 T p))`` (E-AFKT-3); p <= 0.45, eta <= p; clipped losses.
 
     Args:
-        delta: default 1e-6 (approximate DP, Corollary 3); 0 for pure DP.
-        mode: ``"strict"`` (the exact accountant calibrates) or ``"paper"`` (Theorem 2's closed
-            form calibrates, reported as ``epsilon_paper``; the exact accountant certifies).
-        tuning: ``"calibrated"`` (default: grid over p, bisection on eta, eta capped at Hedge's
-            ``sqrt(8 ln d / T)``, smallest :func:`selection_bound`) or ``"paper"`` (Corollary 3
-            or 4 at ``min(epsilon, 1)``, erratum E-AFKT-5); :mod:`agents.private_dartboard_tuning`.
-        noise: ``"fast"`` only (float inverse-CDF sampling; no Laplace noise for ``"grid"``).
-        eta, p, budget: overrides of the derived values (``0 < eta <= p < 1/2``, spending at
-            most epsilon). ``epsilon=inf``: p = 0, no budget, Hedge's rate.
-        n_experts (d), horizon (T, needed in advance), epsilon, num_envs, seed: as
-            :class:`PrivateAgent`; n_arms: ignored.
+        n_experts: d (also ``horizon``, ``epsilon``, ``num_envs``, ``seed``; ``n_arms`` ignored).
+        delta: default 1e-6 (Corollary 3); 0 for pure DP.
+        mode: ``"strict"`` (the exact accountant calibrates) or ``"paper"`` (Theorem 2's closed form
+            calibrates, the exact accountant certifies).
+        tuning: ``"calibrated"`` (default) or ``"paper"`` (Corollary 3 or 4 at ``min(epsilon, 1)``,
+            E-AFKT-5); :mod:`agents.private_dartboard_tuning`.
+        noise: ``"fast"`` only (float inverse-CDF sampling).
+        eta: override (``0 < eta <= p < 1/2``, also ``p`` and ``budget``; spending at most epsilon).
 
-    Deviations: integer ``K = max(1, floor(4 T p))`` (E-AFKT-3); derived p capped at 0.45 and
-    eta at p; losses clipped to [0, 1].
-
-    Attributes: eta, p, budget, ``max_resamples = min(K - 1, decisions)``, epsilon_spent (exact),
-    epsilon_paper and regret_bound (Theorem 2 at these parameters), inverse_temperature
-    (``lam = ln(1/(1 - eta))``). Per-round cost: O(N) per run, O(N) per resample.
+    Attributes:
+        epsilon_spent: the exact accountant's epsilon (also ``epsilon_paper``, ``regret_bound``,
+            ``max_resamples``, ``inverse_temperature``).
     """
 
     #: public settings under which the declared mechanisms are most exposed (the audit)
@@ -145,13 +130,9 @@ class PrivateShrinkingDartboard(LazySampler):
         )
 
     def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
-        """Give each run its own finite epsilon; True when applied (False: nothing changed).
+        """Run b plays as if built with ``epsilon=epsilons[b]`` (finite); True when applied.
 
-        Run b then samples with the rate, forced-switch probability and resample budget of an
-        agent built with ``epsilon=epsilons[b]`` and the same seed (the same floats), so an
-        evaluation can play this learner's epsilons as one batch. Refused (False) when the
-        epsilons' block sizes differ. :attr:`privacy` then refuses to state one claim; build an
-        agent at each epsilon to read its claim.
+        Refused when the block sizes differ; :attr:`privacy` then refuses to state one claim.
         """
         values = self._accept_run_epsilons(epsilons)
         if values is None:
@@ -205,8 +186,7 @@ class PrivateShrinkingDartboard(LazySampler):
         if not self.is_private:
             return None
         comp = "basic composition" if self.delta == 0 else "min(basic, advanced) composition"
-        # The scalar parameters: after set_run_epsilons the per-run arrays all hold them (a
-        # declaration at several epsilons is refused before this body runs).
+        # Several epsilons are refused before this body runs: the arrays hold one value.
         par = self.parameters
         resamples = int(max_resamples(par.budget, self.horizon, self.batch))
         return SamplingSteps(
@@ -230,41 +210,20 @@ class PrivateShrinkingDartboard(LazySampler):
 class BatchedPrivateShrinkingDartboard(PrivateShrinkingDartboard):
     """The private shrinking dartboard run on block-averaged losses, one expert per block.
 
-    Source: Asi, Feldman, Koren & Talwar 2023, "Private Online Prediction from Experts:
-    Separations and Faster Rates", Section 3.1.1: Theorem 5, Corollary 6. Built for oblivious
-    adversaries in the high-privacy regime (small epsilon).
+    Source: Asi, Feldman, Koren & Talwar 2023, "Private Online Prediction from Experts: Separations
+    and Faster Rates", Section 3.1.1: Theorem 5, Corollary 6. For oblivious adversaries at small
+    epsilon.
 
-    Algorithm: rounds are cut into disjoint blocks of ``B`` rounds (erratum E-AFKT-10); Algorithm 1
-    runs on the block averages ``(1/B) sum l_t`` (horizon ``ceil(T/B)``,
-    ``K = max(1, floor(4 T p / B))``) and its choice is played for the whole next block. A short
-    final block is never used.
-
-    Batch size (``batch_size=``): ``"balanced"`` (default) -- the size that balances Cor. 6's two
-    regret terms, ``B* = (400 ln^{2/3}(1/delta) ln d / (T^{1/3} eps^2))^{3/5}`` (erratum
-    E-AFKT-9); ``"paper"`` -- Cor. 6's printed ``B ∝ eps^{-3/5}``; or an integer in [1, T].
-    Under ``tuning="paper"`` both formulas use ``min(epsilon, 1)``. Under the default
-    ``tuning="calibrated"``, ``"balanced"`` picks the power of two up to 4x the balance (at the
-    requested epsilon) with the smallest :func:`selection_bound`; the block shrinks to 1 as
-    privacy stops binding (and is 1 at ``epsilon=math.inf``).
-
-    Privacy claim: as :class:`PrivateShrinkingDartboard` with per-step costs ``e_sw = max(lam/B,
-    ln((1 - (1-p)(1-eta)^{1/B})/p))`` and ``e_rs = 2 lam / B`` (exact accountant). ``mode="paper"``
-    calibrates with Theorem 5's closed form (``delta > 0``) or the derived pure analogue
-    ``eta/(Bp) + 16 T p eta / B^2`` (erratum E-AFKT-11). Theorem 5's printed sqrt(12) makes that
-    closed form exceed epsilon at Corollary 6's parameters (erratum E-AFKT-8); the exact accountant
-    certifies them, and the claim says which is which.
-
-    Tuning: ``"paper"`` -- Corollary 6's ``p = (B/(T ln(1/delta)))^{1/3}``, ``eta = B p eps/40``
-    (capped at p), approximate DP only (``delta = 0`` raises); ``"calibrated"`` (default) -- as
-    the unbatched learner, at the chosen B.
+    Algorithm 1 runs on the averages of disjoint blocks of B rounds (E-AFKT-10) and its choice is
+    played for the next block; a short final block is never used. Claim: as
+    :class:`PrivateShrinkingDartboard` with per-step costs divided by B; Theorem 5's closed form
+    exceeds epsilon at Corollary 6's parameters (E-AFKT-8), the exact accountant certifies.
 
     Args:
-        batch_size: ``"balanced"``, ``"paper"`` or an int in [1, T].
-        (others as :class:`PrivateShrinkingDartboard`; default delta 1e-6.)
-
-    Deviations: integer block size and K; derived p capped at 0.45; eta capped at p.
-
-    Per-round cost: O(N) per run (block sum); one O(N) decision per block.
+        batch_size: ``"balanced"`` (default: Cor. 6's balance, E-AFKT-9; calibrated: the best power
+            of two up to 4x it), ``"paper"`` (Cor. 6 as printed) or an int in [1, T].
+        n_experts: d (others as :class:`PrivateShrinkingDartboard`; ``tuning="paper"`` needs
+            ``delta > 0``).
     """
 
     audit_hints: ClassVar[Mapping[str, Any]] = {
@@ -311,8 +270,7 @@ class BatchedPrivateShrinkingDartboard(PrivateShrinkingDartboard):
             if req == "balanced" and self.tuning == "calibrated":
                 return self._calibrated_batch(epsilon)
             rule = balanced_batch_size if req == "balanced" else paper_batch_size
-            # The corollary's balance at the epsilon actually requested (not min(eps, 1)): the
-            # block shrinks to 1 as privacy stops binding, instead of freezing at eps = 1.
+            # At the requested epsilon (not min(eps, 1)): the block shrinks to 1 as eps grows.
             eps = min(epsilon, 1.0) if self.tuning == "paper" else epsilon
             return rule(self.n_experts, self.horizon, eps, self.delta)
         return check_int("batch_size", req, minimum=1, maximum=self.horizon)

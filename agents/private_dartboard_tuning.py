@@ -1,9 +1,7 @@
 """The dartboards' parameters: step size, forced-switch probability, budget and block size.
 
-Pure functions of public quantities (d, T, epsilon, delta, the mode and the block size), never of
-losses: Corollaries 3, 4 and 6 of Asi, Feldman, Koren & Talwar 2023 (``tuning="paper"``) and the
-calibrated grid over p with bisection on eta under the exact accountant (docs/algorithms.md,
-Calibration). Memoised on their arguments (:func:`agents._public_cache.public_cache`).
+Public quantities only: Corollaries 3, 4 and 6 of Asi, Feldman, Koren & Talwar 2023 (``"paper"``)
+and the calibrated grid (docs/algorithms.md, "Calibration"); memoised.
 """
 
 from __future__ import annotations
@@ -46,14 +44,11 @@ class DartboardParameters:
     Attributes:
         eta: step size (weights ``(1 - eta)^L``).
         p: forced-switch probability per decision.
-        budget: the paper's K; the learner makes at most ``K - 1`` resamples (k starts at 1).
+        budget: the paper's K; at most ``K - 1`` resamples (k starts at 1).
         batch: rounds per block (1 for Alg. 1).
-        epsilon_exact: epsilon of the exact accountant
-            (:mod:`dp_experts_env.privacy.exact_accountants`) charging
-            :func:`max_resamples` resamples (``K - 1``, at most the number of decisions).
-        epsilon_paper: the paper's closed form (Thm 2 / Thm 5; derived pure analogue for
-            batch > 1) with ``K = 4 T p / B``.
-        regret_bound: Thm 2 / Thm 5 bound ``eta T + B ln(d)/eta + 2 T exp(-T p / (3 B))``.
+        epsilon_exact: the exact accountant's epsilon for :func:`max_resamples` resamples.
+        epsilon_paper: the paper's closed form (Thm 2 / Thm 5; the pure analogue for batch > 1).
+        regret_bound: Thm 2 / Thm 5's ``eta T + B ln(d)/eta + 2 T exp(-T p / (3 B))``.
     """
 
     eta: float
@@ -72,16 +67,16 @@ def _ln_inv(delta: float) -> float:
 def paper_batch_size(n_experts: int, horizon: int, epsilon: float, delta: float) -> int:
     """Corollary 6's printed batch ``ln^{2/5}(1/delta) ln^{3/5}(d) / (T^{1/5} eps^{3/5})``.
 
-    Rounded to the nearest integer and clipped to [1, T].
+    Rounded into [1, T].
     """
     b = _ln_inv(delta) ** 0.4 * math.log(n_experts) ** 0.6 / (horizon**0.2 * epsilon**0.6)
     return int(min(max(round(b), 1), horizon))
 
 
 def balanced_batch_size(n_experts: int, horizon: int, epsilon: float, delta: float) -> int:
-    """The batch that balances Cor. 6's two regret terms (erratum E-AFKT-9).
+    """The batch balancing Cor. 6's two regret terms (E-AFKT-9), rounded into [1, T].
 
-    ``B* = (400 ln^{2/3}(1/delta) ln(d) / (T^{1/3} eps^2))^{3/5}``, rounded, clipped to [1, T].
+    ``B* = (400 ln^{2/3}(1/delta) ln(d) / (T^{1/3} eps^2))^{3/5}``.
     """
     # Past eps ~ 1e150 eps**2 overflows a float; such budgets all give a block of 1.
     eps = min(epsilon, 1e100)
@@ -106,11 +101,7 @@ def _spend(mode: str, eta, p, k, horizon: int, delta: float, batch: int):
 
 
 def max_resamples(budget, horizon: int, batch: int = 1):
-    """Resamples a run can make: ``K - 1`` (k starts at 1), and never more than the decisions.
-
-    There are ``ceil(T / B) - 1`` decision points after the first block, so a budget beyond that
-    never binds and is not charged.
-    """
+    """Resamples a run can make: ``K - 1``, at most the ``ceil(T / B) - 1`` decisions."""
     return np.minimum(np.maximum(np.asarray(budget) - 1, 0), math.ceil(horizon / batch) - 1)
 
 
@@ -130,8 +121,7 @@ def _check_loaded(
 ) -> str:
     """Why parameters read from the disk cache cannot be used ("" when they can).
 
-    Both spends are recomputed with the accountants from the loaded eta, p and budget: the
-    claim a learner states is never read from the cache.
+    spends are recomputed.
     """
     if params.batch != batch:
         return f"its batch {params.batch} is not {batch}"
@@ -173,19 +163,15 @@ def dartboard_parameters(
 ) -> DartboardParameters:
     """Step size, forced-switch probability and budget from (N, T, epsilon, delta) alone.
 
-    ``tuning="paper"``: Corollary 3 (``delta > 0``) or Corollary 4 (``delta = 0``) for
-    ``batch = 1``; Corollary 6's ``p = (B / (T ln(1/delta)))^{1/3}``, ``eta = B p eps / 40`` for
-    ``batch > 1`` (approximate DP only). The corollaries assume ``epsilon <= 1``; larger targets
-    run at ``epsilon = 1`` (erratum E-AFKT-5). ``tuning="calibrated"``: for each ``p`` on a
-    geometric grid the largest ``eta <= min(p, sqrt(B ln d / T))`` whose spend under the mode's
-    accountant (exact for ``"strict"``, the paper's closed form for ``"paper"``) is at most epsilon
-    (bisection), keeping the ``p`` with the smallest regret bound.
-
-    Explicit ``eta``, ``p`` or ``budget`` override the derived values.
+    ``tuning="paper"``: Corollary 3 (``delta > 0``) or 4 (``delta = 0``), Corollary 6 for
+    ``batch > 1`` (approximate DP only), at ``min(epsilon, 1)`` (E-AFKT-5). ``"calibrated"``: per
+    ``p`` on a geometric grid the largest eta (:func:`_calibrated_eta`) spending at most epsilon
+    under the mode's accountant; the ``p`` with the smallest :func:`selection_bound` wins. Explicit
+    ``eta``, ``p`` or ``budget`` override.
 
     Raises:
-        ValueError: on parameters outside the theorems' range (``0 < eta <= p < 1/2``) or that
-            spend more than ``epsilon`` under the exact accountant.
+        ValueError: on parameters outside ``0 < eta <= p < 1/2`` or spending more than ``epsilon``
+            under the exact accountant.
     """
     d, t = n_experts, horizon
     blocks = math.ceil(t / batch)
@@ -199,8 +185,7 @@ def dartboard_parameters(
         budget = check_int("budget", budget, minimum=1)
     hedge_rate = min(P_MAX, math.sqrt(8.0 * batch * math.log(d) / t)) if d > 1 else P_MAX
     if math.isinf(epsilon):
-        # No privacy: no forced resamples (p = 0), an unlimited budget and Hedge's rate, i.e.
-        # the non-private shrinking dartboard (whose marginals are Hedge's).
+        # No privacy: the non-private shrinking dartboard (Hedge's marginals).
         eta = hedge_rate if eta is None else eta
         p = 0.0 if p is None else p
         k = blocks + 1 if budget is None else budget
@@ -274,10 +259,8 @@ def dartboard_parameters(
 def selection_bound(eta, p, horizon: int, n_experts: int, batch: int):
     """What ``tuning="calibrated"`` minimises over (B, p): ``lam T/8 + B ln d/lam + 2T e^{-Tp/3B}``.
 
-    Theorem 2 / 5's ``eta T + B ln(d) / eta`` with Hoeffding's ``1/8`` on the first term (the
-    exponential-weights analysis for [0, 1] losses, ``lam = ln(1/(1 - eta))`` the weights' rate),
-    plus the theorems' budget-exhaustion term. The looser printed bound would steer every
-    epsilon towards ``eta = sqrt(B ln d / T)``, about 3x below Hedge's rate.
+    Theorem 2 / 5's bound with Hoeffding's 1/8 (``lam = ln(1/(1 - eta))``), so eta can reach Hedge's
+    rate.
     """
     eta = np.asarray(eta, dtype=np.float64)
     lam = -np.log1p(-eta)
@@ -300,13 +283,7 @@ def _calibrated_eta(
     ks,
     hedge_rate: float,
 ) -> np.ndarray:
-    """Largest eta per p (<= p and <= Hedge's rate ``sqrt(8 B ln d / T)``) spending <= epsilon.
-
-    The cap is the rate the non-private dartboard uses (Hoeffding's analysis of exponential
-    weights on [0, 1] losses), not the theorem's ``sqrt(B ln d / T)`` (the optimum of its looser
-    ``eta T + B ln(d) / eta``), so the learner reaches its non-private counterpart as epsilon
-    grows instead of stopping ~3x above it.
-    """
+    """Largest eta per p (<= p and <= Hedge's rate ``sqrt(8 B ln d / T)``) spending <= epsilon."""
     upper = np.minimum(np.minimum(ps, P_MAX), max(hedge_rate, 1e-12))
     return np.asarray(
         calibrate(lambda x: _spend(mode, x, ps, ks, t, delta, batch), epsilon, upper * 1e-12, upper)
@@ -316,11 +293,7 @@ def _calibrated_eta(
 def calibrated_batch_size(
     n_experts: int, horizon: int, epsilon: float, delta: float, mode: str
 ) -> int:
-    """The calibrated block size (public quantities only).
-
-    Among powers of two up to 4x Corollary 6's balance, the one with the smallest
-    :func:`selection_bound` after calibrating (p, eta) for it.
-    """
+    """The calibrated block: the power of two up to 4x Cor. 6's balance minimising the bound."""
     top = 4 * balanced_batch_size(n_experts, horizon, epsilon, delta)
     best, best_bound = 1, math.inf
     for batch in sorted({min(2**k, horizon) for k in range(top.bit_length() + 1)}):

@@ -1,17 +1,7 @@
 """EXP4-type private learners for bandits with expert advice (Algs. 6 and 2, "Faster Rates...").
 
-The source is "Faster Rates for Private Adversarial Bandits". Both learners keep exponential
-weights over the N experts in log space (numerically stable), mix the experts' advice into an
-action distribution ``Q_t = (1 - gamma) P A_t + gamma / K`` recomputed every round from the
-current (public) advice, and learn from the importance-weighted expert losses
-``mu_t^j(I_t) l_t(I_t) / Q_t(I_t)``. They differ in where the Laplace noise goes:
-
-* ``ldp-exp4`` (Alg. 6): on every observed loss, ``Lap(1/epsilon)``, before anything else
-  touches it -- local DP.
-* ``private-batched-exp4`` (Alg. 2): on the N-vector of per-expert batch-mean estimates, once per
-  batch of tau rounds; the weights P are frozen inside a batch -- central (epsilon, delta)-DP.
-
-Losses are clipped to [0, 1] before use, so the sensitivities hold whatever the env sends.
+``ldp-exp4`` (Alg. 6, local DP) and ``private-batched-exp4`` (Alg. 2, central DP): exponential
+weights over the N experts, ``Q_t = (1 - gamma) P A_t + gamma / K`` from the public advice.
 """
 
 from __future__ import annotations
@@ -119,32 +109,23 @@ class _PrivateExp4Base(PrivateAgent):
 class LDPExp4(_PrivateExp4Base):
     """Locally private EXP4: EXP4 fed ``l_t(I_t) + Lap(1/epsilon)``.
 
-    Source: Algorithm 6 and Theorem 9 of "Faster Rates for Private Adversarial
-    Bandits" (bandits with expert advice, N experts, K arms).
+    Source: Algorithm 6 and Theorem 9 of "Faster Rates for Private Adversarial Bandits".
 
-    Each round: ``P_t`` = softmax of the log-weights, ``Q_t = (1 - gamma) P_t A_t + gamma/K``,
-    draw ``I_t ~ Q_t``; after observing ``l_t(I_t)`` release ``l' = l_t(I_t) + Z_t`` with
-    ``Z_t ~ Lap(1/epsilon)`` and update ``log w(j) -= eta mu_t^j(I_t) l' / Q_t(I_t)``.
-
-    Privacy claim: ``epsilon``-DP, in fact ``epsilon``-local DP (``model="local"``), against
-    adaptive adversaries: every loss is privatised (sensitivity 1) before the learner uses it,
-    and used once. Advice is public (erratum E-PAB-19). Modes ``"strict"`` and ``"paper"``
-    coincide. Tuning ``"calibrated"`` (default: a second-moment bound's minimiser) or
-    ``"paper"`` (Theorem 9; a ``ValueError`` when its gamma exceeds 1); ``eta=``/``gamma=``
-    override. ``epsilon=math.inf`` runs EXP4 itself. Both tunings, the deviations (log guards,
-    clipped losses) and the measurements: docs/algorithms.md (the ``ldp-exp4`` row, "Notes on
-    the private bandit learners (PAB)" and "Calibration").
+    Privacy: ``epsilon``-local DP against adaptive adversaries (each loss privatised once,
+    sensitivity 1); advice is public (E-PAB-19). Modes coincide; ``epsilon=math.inf`` runs EXP4.
+    Tunings and deviations: docs/algorithms.md (the ``ldp-exp4`` row, "Calibration").
 
     Args:
-        n_experts: N. horizon: T. n_arms: K (>= 2).
+        n_experts: N (also ``horizon`` T, ``mode``, ``noise``, ``num_envs``, ``seed``: see
+            :class:`~agents.private.PrivateAgent`).
+        n_arms: K (>= 2).
         epsilon: privacy parameter (> 0); delta is not used (pure DP).
-        mode, tuning, noise, num_envs, seed: see :class:`~agents.private.PrivateAgent`.
-        eta: learning rate (> 0), gamma: uniform mixing in [0, 1] (default from ``tuning``).
+        tuning: ``"calibrated"`` (default: a second-moment bound's minimiser) or ``"paper"``
+            (Theorem 9; ValueError when its gamma exceeds 1).
+        eta: learning rate (> 0; also ``gamma``, mixing in [0, 1]); default from ``tuning``.
 
     Attributes:
-        eta, gamma: the constants used. noise_scale: the Laplace scale used (``1/epsilon`` with
-        the fast backend). bound: the regret bound the tuning minimised (Theorem 9's for
-        ``"paper"``, the second-moment one for ``"calibrated"``) at these constants.
+        bound: the regret bound the tuning minimised (also ``noise_scale``).
     """
 
     def __init__(
@@ -240,22 +221,10 @@ class LDPExp4(_PrivateExp4Base):
         losses: np.ndarray,
         rows: np.ndarray,
     ) -> np.ndarray:
-        """K rounds of :meth:`act` in one compiled call (the bandit block protocol).
+        """K rounds of :meth:`act` in one compiled call, bit for bit (the bandit block protocol).
 
-        Args:
-            first: the observation of the block's first round (keys as in ``act``).
-            advice: (K, B, N, K_arms) the rounds' advice, or None when every round's advice is
-                ``first["advice"]`` (the identity of a K-armed bandit env).
-            losses: (K, S, K_arms) the block's losses; run r reads ``losses[i, rows[r], a]``
-                only for the arm a it played at round i, after choosing it.
-            rows: (B,) the loss stream of each run.
-
-        Returns:
-            (K, B) int64 actions, bit for bit those of K ``act`` calls, the agent left in the
-            same state with its stream read as far (:mod:`agents._bandit_kernels`). The
-            compiled kernel runs with the plain ``fast`` noise backend; the ``grid`` backend,
-            the audit's wrappers, ``DP_EXPERTS_NO_JIT`` and a numpy without its loop entry
-            point play the K rounds through ``act``.
+        The protocol's arguments: docs/architecture.md. Without the compiled kernel, or with a noise
+        backend other than plain ``fast``, the rounds go through ``act``.
         """
         from agents import _bandit_kernels as kernels
 
@@ -286,39 +255,27 @@ class PrivateBatchedExp4(_PrivateExp4Base):
 
     Source: Algorithm 2 and Theorem 10 of "Faster Rates for Private Adversarial Bandits".
 
-    Rounds are cut into batches of tau. ``P_r`` = softmax of the log-weights is kept for a
-    batch; every round ``Q_t = (1 - gamma) P_r A_t + gamma/K`` follows that round's (public)
-    advice, ``I_t ~ Q_t`` and ``Acc(j) += mu_t^j(I_t) l_t(I_t) / Q_t(I_t)``; at the batch end
-    ``Acc / tau + Z`` is released and ``log w -= eta * release``. The trailing ``T mod tau``
-    rounds are played with the last weights and never released or learned from.
-
-    Privacy claim (central, against adaptive adversaries): ``release="loss"`` (the default
-    unless ``composition``, ``tuning="paper"`` or ``mode="paper"`` is given; an addition)
-    releases each observed loss once with ``Lap(1/epsilon)``: pure epsilon-DP.
-    ``release="estimates"`` (Alg. 2 as printed) releases ``Acc / tau`` plus Laplace per expert
-    (sensitivity ``K/(gamma tau)``): ``composition="advanced"`` composes the N coordinates to
-    (epsilon, delta)-DP, ``"pure"`` calibrates to the L1 sensitivity (erratum E-PAB-7). Modes:
-    ``"strict"`` spends exactly epsilon (more noise than printed where the paper's does not
-    compose), ``"paper"`` keeps the printed noise and may be uncertified; both need
-    ``delta <= 1/e``. Tuning ``"calibrated"`` (default: a second-moment grid over tau and gamma)
-    or ``"paper"`` (Theorem 10). The full derivations, deviations and measurements:
-    docs/algorithms.md (the ``private-batched-exp4`` row, "Notes on the private bandit learners
-    (PAB)" and "Calibration").
+    The trailing ``T mod tau`` rounds are never released nor learned from. Privacy (central, vs
+    adaptive): ``release="loss"`` (an addition) releases each observed loss with ``Lap(1/epsilon)``,
+    pure epsilon-DP; ``release="estimates"`` (Alg. 2) releases ``Acc / tau`` plus Laplace per expert
+    (sensitivity ``K/(gamma tau)``), composed by ``composition``; ``"strict"`` spends exactly
+    epsilon, ``"paper"`` keeps the printed noise (maybe uncertified). Details: docs/algorithms.md.
 
     Args:
-        n_experts: N. horizon: T. n_arms: K (>= 2).
-        epsilon: privacy parameter (> 0). delta: in (0, 1/e] (default 1e-6; 0 with ``pure``).
-        mode, noise, num_envs, seed: see :class:`~agents.private.PrivateAgent`.
-        tuning: ``"calibrated"`` (default) or ``"paper"``.
-        composition: ``"advanced"`` (used when unset) or ``"pure"`` (``"estimates"`` only).
-        release: ``"loss"`` or ``"estimates"`` (see above).
-        tau: batch length in [1, T]; eta: rate (> 0); gamma: mixing in (0, 1] (defaults from
-            ``tuning``). max_gamma: cap on the calibrated gamma (default 0.5).
+        n_experts: N (also ``horizon``, ``n_arms``, ``mode``, ...: as :class:`LDPExp4`).
+        epsilon: privacy parameter (> 0).
+        delta: in (0, 1/e] (default 1e-6; 0 with ``"pure"`` or ``release="loss"``).
+        tuning: ``"calibrated"`` (default: a second-moment grid) or ``"paper"`` (Theorem 10).
+        composition: ``"advanced"`` (when unset) or ``"pure"`` (``release="estimates"`` only).
+        release: ``"loss"``, or ``"estimates"`` (the default when ``composition``,
+            ``tuning="paper"`` or ``mode="paper"`` is given).
+        tau: batch length in [1, T] (also ``eta`` > 0, ``gamma`` in (0, 1]); default from
+            ``tuning``.
+        max_gamma: cap on the calibrated gamma.
 
     Attributes:
-        tau, eta, gamma, n_batches, bound: the constants, ``floor(T / tau)``, the tuned bound.
-        noise_scale: the Laplace scale used. per_expert_epsilon: eps0 of each coordinate's
-            release (epsilon with ``release="loss"``). composed_epsilon: what is certified.
+        per_expert_epsilon: eps0 of each coordinate's release (epsilon with ``release="loss"``).
+        composed_epsilon: what is certified (also ``n_batches``, ``bound``, ``noise_scale``).
     """
 
     #: public settings under which the declared mechanisms are most exposed (the audit)
@@ -353,8 +310,7 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         seed: int | Sequence[int] | None = None,
     ) -> None:
         if release is None:
-            # Alg. 2's own release where a setting of it is asked for, else the per-round one
-            # (less noise at every measured epsilon, pure DP).
+            # Alg. 2's own release where a setting of it is asked for.
             alg2 = composition is not None or tuning == "paper" or mode == "paper"
             release = "estimates" if alg2 else "loss"
         self.release = check_choice("release", release, RELEASES)
@@ -388,24 +344,19 @@ class PrivateBatchedExp4(_PrivateExp4Base):
             tau = check_int("tau", tau, minimum=1, maximum=t)
         if eta is not None:
             eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
-        # The privacy split comes first: it depends only on (epsilon, N, delta, mode), and the
-        # calibrated tuning must see the noise the learner will really add.
+        # The privacy split first: the calibrated tuning must see the noise really added.
         self.composition_used = composition
         self._certified = True
         if not self.is_private:
             self.per_expert_epsilon = math.inf
         elif release == "loss":
-            # Each round's observed loss is released once (sensitivity 1): the estimates of
-            # every expert are post-processing, so each is as private as the whole release.
             self.per_expert_epsilon, self.composition_used = self.epsilon, "parallel"
         elif composition == "advanced":
             eps0 = self.epsilon / (3.0 * math.sqrt(n * math.log(1.0 / self.delta)))  # paper
             self._certified = drv_epsilon(eps0, n, self.delta) <= self.epsilon * (1 + 1e-12)
             if self.mode == "strict":
-                # Spend the whole budget with the least noise: the largest eps0 whose N-fold
-                # advanced composition is epsilon (the paper's 3 sqrt(N log 1/delta) leaves most
-                # of it unspent), or basic composition (eps0 = epsilon / N, pure) when that is
-                # larger, as it is at large epsilon (erratum E-PAB-7).
+                # Spend the whole budget: the largest composable eps0, or basic composition
+                # when larger (erratum E-PAB-7).
                 eps0 = max(max_composable_epsilon(self.epsilon, n, self.delta), 0.0)
                 if self.epsilon / n >= eps0:
                     eps0, self.composition_used = self.epsilon / n, "basic"
@@ -418,14 +369,12 @@ class PrivateBatchedExp4(_PrivateExp4Base):
             tau = 1 if tau is None else tau
             eta = math.sqrt(2.0 * math.log(max(n, 2)) / (t * k)) if eta is None else eta
             gamma = 0.0 if gamma is None else gamma
-        # Per-coordinate Laplace scale at gamma tau = 1: K / eps0 per expert, or N K / epsilon
-        # for the pure L1 release (sensitivities K/(gamma tau) and N K/(gamma tau)).
+        # Per-coordinate Laplace scale at gamma tau = 1.
         per_unit = (
             k / self.per_expert_epsilon if composition == "advanced" else n * k / self.epsilon
         )
         loss_scale = None
         if release == "loss" and self.is_private:
-            # One Laplace release per round of the observed loss in [0, 1] (L1 sensitivity 1).
             loss_scale = self._calibrate_laplace(1.0)
         if tau is None or eta is None or gamma is None:
             tuned = tune_batched_exp4(
@@ -495,11 +444,7 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         self.reset(seed)
 
     def _composed(self) -> Guarantee:
-        """The batch release's guarantee, composed over the N coordinates where it is per expert.
-
-        Batches are disjoint (each loss enters one release), so a batch's guarantee is the
-        learner's.
-        """
+        """The batch release's guarantee, composed over the N coordinates; batches are disjoint."""
         n = self.n_experts
         if self.composition_used == "parallel":
             return self._release  # one release per round, each loss in one round
@@ -539,13 +484,10 @@ class PrivateBatchedExp4(_PrivateExp4Base):
                 "beat following a random expert"
             )
         if not self._certified:
-            # Paper mode where the printed noise does not compose: the printed epsilon, marked
-            # uncertified, with what the composition does give.
             notes += f"; advanced composition only certifies epsilon'={declared.epsilon:.4g}"
             stated = Guarantee(self.epsilon, self.delta, "paper: " + declared.accountant)
             return self._claim(stated, certified=False, notes=notes)
-        # The per-expert epsilon is the bisection's feasible end, so the composition is at most
-        # the request; min() only absorbs the float rounding of recomputing it.
+        # min() only absorbs the float rounding of recomputing the bisection's feasible end.
         certified = Guarantee(
             min(declared.epsilon, self.epsilon), declared.delta, declared.accountant
         )
@@ -553,11 +495,7 @@ class PrivateBatchedExp4(_PrivateExp4Base):
 
     @property
     def declaration(self) -> Mechanism | None:
-        """The batch's per-expert estimates + Laplace, one release per disjoint batch.
-
-        Per coordinate (composed over the N coordinates: basic, or advanced when smaller) or,
-        for ``composition="pure"``, as one L1 release of the N-vector.
-        """
+        """The batch estimates (or per-round losses) + Laplace, one release per disjoint batch."""
         if not self.is_private:
             return None
         n = self.n_experts
@@ -605,7 +543,7 @@ class PrivateBatchedExp4(_PrivateExp4Base):
 
     def _learn(self, obs: BanditObs) -> None:
         if self.t > self.n_batches * self.tau:
-            return  # trailing partial batch: never released, never learned from (never released)
+            return  # trailing partial batch: never released, never learned from
         loss = self._observed_loss(obs)
         if self.release == "loss" and not self._noiseless:
             loss = laplace_mechanism(
@@ -631,8 +569,6 @@ class PrivateBatchedExp4(_PrivateExp4Base):
             self._acc[:] = 0.0
 
     def _choose(self, obs: BanditObs) -> np.ndarray:
-        # The core's weights change only at batch ends, so P_r is frozen within a batch while
-        # Q_t follows each round's advice (advice is public).
         return self._sample(obs.advice)
 
     def play_bandit_block(
@@ -644,26 +580,9 @@ class PrivateBatchedExp4(_PrivateExp4Base):
     ) -> np.ndarray:
         """(K, b) actions of K rounds, bit for bit those of K ``act`` calls (the block protocol).
 
-        The weights change only where a batch ends, so the block is played in segments (see
-        :mod:`agents._bandit_block`): a segment's first round goes through :meth:`act`; its
-        other rounds share the frozen ``P_r``, so their ``Q_t`` (one ``einsum`` over the
-        segment, each round's row summed in the same order as a single round's), their draws
-        (one uniform per round, and first one for the released loss with ``release="loss"``,
-        in the per-round order) and their estimates (accumulated in round order) are whole-array
-        operations. The rounds' observations are not re-validated (the env made them); a block
-        past the horizon, or ``release="loss"`` with a noise backend other than ``fast``, runs
-        round by round.
-
-        Args:
-            first: the observation of the block's first round (this agent's runs).
-            advice: (K, b, N, K_arms) the rounds' advice, or None for identity advice (every
-                round's is ``first["advice"]``).
-            losses: (K, S, K_arms) the block's losses; run r plays stream ``rows[r]``. Only the
-                played arms' entries are read, after they are played.
-            rows: (b,) int.
-
-        Returns:
-            (K, b) int64 actions.
+        Played in segments between weight updates (:mod:`agents._bandit_block`): a segment's first
+        round through :meth:`act`, the rest as whole-array operations in the stream's order. Past
+        the horizon, or ``release="loss"`` with a backend other than ``fast``, round by round.
         """
         k = int(losses.shape[0])
         actions = np.empty((k, self.num_envs), dtype=np.int64)
@@ -692,11 +611,10 @@ class PrivateBatchedExp4(_PrivateExp4Base):
         return actions
 
     def _one_round_batches(self) -> bool:
-        """True for batches of one round with the released loss: ldp-exp4's rounds (its kernel).
+        """True for one-round batches with the released loss: ldp-exp4's rounds (its kernel).
 
-        The estimate goes through ``Acc = 0 + e`` and ``Acc / 1`` before reaching the weights:
-        the same double as ``e`` (a sum of nonzero terms is never -0.0, so ``0 + e`` changes no
-        bit that reaches ``cum``).
+        ``Acc = 0 + e`` then ``Acc / 1`` leave ``e``'s bits unchanged (a sum of nonzero terms is
+        never negative zero).
         """
         return self.tau == 1 and self.release == "loss"
 

@@ -1,8 +1,8 @@
 """Parameters of the private EXP4 learners: LDP-EXP4 (Alg. 6) and private batched EXP4 (Alg. 2).
 
-Pure functions of public quantities ("Faster Rates for Private Adversarial Bandits", Thms 9
-and 10): the proof-level bounds at any (eta, gamma, tau), the paper's tuning and the calibrated
-grids (docs/algorithms.md, "Calibration"); :mod:`agents.private_exp4` reads them.
+Pure functions of public quantities ("Faster Rates for Private Adversarial Bandits", Thms 9 and 10):
+the proof-level bounds, the paper's tuning and the calibrated grids; derivations in
+docs/algorithms.md ("Calibration").
 """
 
 from __future__ import annotations
@@ -38,23 +38,21 @@ __all__ = [
 ]
 
 COMPOSITIONS = ("advanced", "pure")
-#: what private batched EXP4 releases: each observed loss (``"loss"``) or, as Alg. 2 prints it,
-#: the per-expert batch means (``"estimates"``); docs/algorithms.md, "Calibration"
+#: what private batched EXP4 releases: each observed loss or (Alg. 2) the per-expert batch means
 RELEASES = ("loss", "estimates")
 
 
 def drv_epsilon(eps0: float, k: int, delta: float) -> float:
-    """Advanced composition (Dwork, Rothblum & Vadhan 2010; Dwork & Roth 2014, Thm 3.20).
+    """Advanced composition (Dwork, Rothblum & Vadhan 2010).
 
-    k adaptively composed ``eps0``-DP mechanisms are ``(eps', delta)``-DP with
-    ``eps' = sqrt(2 k log(1/delta)) eps0 + k eps0 (e^eps0 - 1)``; computed by the privacy core's
-    :func:`~dp_experts_env.privacy.accounting.advanced_composition`.
+    ``eps' = sqrt(2 k log(1/delta)) eps0 + k eps0 (e^eps0 - 1)`` for k composed ``eps0``-DP
+    mechanisms.
     """
     return advanced_composition(eps0, k, delta).epsilon
 
 
 def paper_composition_epsilon(eps0: float, k: int, delta: float) -> float:
-    """Advanced composition as printed in the paper (Lemma 15).
+    """Advanced composition as printed (Lemma 15).
 
     ``eps' = 1.5 k eps0^2 + sqrt(6 k eps0^2 log(1/delta))``.
     """
@@ -76,8 +74,8 @@ class Exp4Tuning:
     """Parameters of LDP-EXP4 (Alg. 6) or private batched EXP4 (Alg. 2).
 
     Attributes:
-        eta: learning rate of the multiplicative weights over experts.
-        gamma: uniform exploration mixed into the action distribution (``Q_t >= gamma / K``).
+        eta: learning rate of the weights over experts.
+        gamma: uniform exploration (``Q_t >= gamma / K``).
         tau: batch length (1 for Alg. 6).
         bound: the proof-level regret bound at these values.
         caps: the public caps the tuning sits on, in words (empty when interior).
@@ -92,13 +90,11 @@ class Exp4Tuning:
 
 
 
-# ---------------------------------------------------------------------------- Alg. 6
 def ldp_exp4_bound(n: int, k: int, horizon: int, epsilon: float, eta: float, gamma: float) -> float:
-    """Proof-level bound of Thm 9 at any (eta, gamma) (``inf`` where the proof does not apply).
+    """Thm 9's bound at any (eta, gamma).
 
-    ``log N / eta + gamma T + 2 eta K T (1 + 10 lam^2 log^2(K T)) + 1`` with ``lam = 1/epsilon``,
-    valid when ``gamma >= 4 eta K lam log(K T)`` (so that ``eta |l'| <= 1`` on the good event)
-    and ``gamma <= 1``.
+    ``log N / eta + gamma T + 2 eta K T (1 + 10 lam^2 log^2(K T)) + 1``, ``lam = 1/epsilon``;
+    ``inf`` outside ``4 eta K lam log(KT) <= gamma <= 1``.
     """
     lam = 1.0 / epsilon
     lg = glog(k * horizon)
@@ -117,11 +113,9 @@ def tune_ldp_exp4(
 ) -> Exp4Tuning:
     """Learning rate and exploration of LDP-EXP4 (Alg. 6).
 
-    ``"paper"``: Thm 9, ``eta = sqrt(log N / (3 T K (1 + 10 log^2(KT) / epsilon^2)))`` and
-    ``gamma = 4 eta K log(KT) / epsilon``; refuses ``gamma > 1``; ``bound`` is Thm 9's.
-    ``"calibrated"``: :func:`second_moment_exp3` at the Laplace scale actually used
-    (``noise_scale``, default ``1/epsilon``), gamma capped at 1/2; ``bound`` is
-    :func:`second_moment_bound`.
+    ``"paper"``: Thm 9's eta and gamma (ValueError when ``gamma > 1``). ``"calibrated"``:
+    :func:`second_moment_exp3` at the Laplace scale used (``noise_scale``, default ``1/epsilon``),
+    gamma capped at 1/2.
     """
     lam = 1.0 / epsilon
     lg = glog(k * horizon)
@@ -142,14 +136,10 @@ def tune_ldp_exp4(
     return Exp4Tuning(eta, gamma, 1, second_moment_bound(n, k, horizon, lam, eta, gamma))
 
 
-# ---------------------------------------------------------------------------- Alg. 2
 def batched_exp4_noise_constant(n: int, k: int, delta: float, composition: str) -> float:
-    """``s`` in the Laplace scale ``s / (gamma tau epsilon)`` of Alg. 2.
+    """``s`` in Alg. 2's Laplace scale ``s / (gamma tau epsilon)``.
 
-    ``"advanced"`` (paper): ``3 K sqrt(N log(1/delta))`` per coordinate, advanced composition
-    over the N coordinates. ``"pure"`` (an addition, erratum E-PAB-7): ``N K``, the L1
-    sensitivity of the
-    N-vector, giving pure epsilon-DP.
+    ``"advanced"``: ``3 K sqrt(N log(1/delta))`` per coordinate; ``"pure"`` (E-PAB-7): ``N K``.
     """
     if composition == "advanced":
         return 3.0 * k * math.sqrt(n * math.log(1.0 / delta))
@@ -168,12 +158,11 @@ def batched_exp4_bound(
     eta: float,
     gamma: float,
 ) -> float:
-    """Proof-level bound of Thm 10 at any (tau, eta, gamma) (``inf`` where it does not apply).
+    """Thm 10's bound at any (tau, eta, gamma).
 
-    ``tau log N / eta + gamma T + eta T K + 10 eta T lam^2 log^2(NT) + 2 tau`` with
-    ``lam = s / (gamma tau epsilon)``; valid for ``eta < 1``, ``gamma <= 1`` and
-    ``gamma >= 4 eta s log(NT) / (tau epsilon)`` (with the paper's s this is its
-    ``12 eta K sqrt(N L) log(NT) / (epsilon tau)``).
+    ``tau log N / eta + gamma T + eta T K + 10 eta T lam^2 log^2(NT) + 2 tau``,
+    ``lam = s / (gamma tau epsilon)``; ``inf`` unless ``eta < 1``, ``gamma <= 1`` and
+    ``gamma >= 4 eta s log(NT) / (tau epsilon)``.
     """
     lg = glog(n * horizon)
     if not (0 < eta < 1) or gamma > 1.0:
@@ -208,18 +197,11 @@ def tune_batched_exp4(
 ) -> Exp4Tuning:
     """Batch length, learning rate and exploration of private batched EXP4 (Alg. 2).
 
-    With ``release="loss"`` (each observed loss + ``Lap(loss_scale)``, default ``1/epsilon``)
-    the calibrated grid is :func:`calibrated_loss_release_grid`; Thm 10's recipe is for the
-    per-expert release only, so ``tuning="paper"`` refuses it.
-
-    ``"paper"``: Thm 10's formulas with ``L = log(1/delta)``; tau is rounded to an integer in
-    ``[1, T]`` and gamma is computed from the rounded tau. Refuses ``gamma > 1`` (Q_t
-    would not be a distribution) and ``eta >= 1``. ``"calibrated"``: the minimiser of
-    :func:`calibrated_batched_exp4_grid` over ``tau <= T // 10`` and ``gamma`` in
-    ``[1e-4, max_gamma]`` at the per-coordinate Laplace scale the learner will actually add,
-    ``coordinate_scale / (gamma tau)`` (default: the paper's ``s / epsilon``; the strict learner
-    passes ``K / eps0`` for the per-expert epsilon it really uses). A ``tau`` or ``eta`` given by
-    the user is kept and the others are chosen around it.
+    ``"paper"``: Thm 10 with ``L = log(1/delta)``, tau rounded into ``[1, T]``; ValueError when
+    ``gamma > 1`` or ``eta >= 1``, or with ``release="loss"``. ``"calibrated"``: the minimiser of
+    :func:`calibrated_batched_exp4_grid` (``release="loss"``: :func:`calibrated_loss_release_grid`)
+    over ``tau <= T // 10`` and gamma in ``[1e-4, max_gamma]`` at the Laplace scale the learner will
+    add, ``coordinate_scale / (gamma tau)``. A given ``tau`` or ``eta`` is kept.
     """
     s = math.nan if release == "loss" else batched_exp4_noise_constant(n, k, delta, composition)
     lg = glog(n * horizon)
@@ -296,16 +278,8 @@ def calibrated_batched_exp4_grid(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Calibrated bound of private batched EXP4 on a (tau, gamma) grid, with its best eta.
 
-    The released per-expert batch mean is ``Acc_j / tau + Z_j`` with
-    ``Z_j ~ Lap(lam)``, ``lam = coordinate_scale / (gamma tau)``. Exponential weights over the
-    ``T / tau`` batches, scaled back to rounds, pay ``tau log N / eta`` plus ``eta T`` times
-    ``(1 + K / ((1 - gamma) tau)) / 2 + 2 lam^2``: half the second moment of the bounded batch
-    mean (its square mean at most 1, its variance at most ``K / ((1 - gamma) tau)`` in the
-    weights' average since ``Q_t >= (1 - gamma) P A_t``, and at most ``K / (gamma tau)``) and
-    the whole second moment of the noise; then ``gamma T`` for exploration and ``2 tau`` for the
-    partial batches. The noise stays above ``-1/eta`` while ``eta lam log(N T / tau) <= 1``;
-    eta is the bound's minimiser capped there (or the given ``eta``, infeasible grid points
-    getting ``inf``).
+    The second-moment bound of docs/algorithms.md ("Calibration"), eta capped by
+    ``eta lam log(N T / tau) <= 1`` (or the given ``eta``; infeasible points get ``inf``).
 
     Returns:
         ``(bound, eta)`` arrays of shape ``(len(taus), len(gammas))``.
@@ -339,31 +313,9 @@ def calibrated_loss_release_grid(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Calibrated bound of batched EXP4 fed ``y_t = l_t(I_t) + Lap(lam)`` (``release="loss"``).
 
-    Batch b's estimate of expert j is the sum ``X_j = S_j + W_j``, ``S_j = sum_t c_tj l_t(I_t)``,
-    ``W_j = sum_t c_tj Z_t``, ``c_tj = mu_t^j(I_t) / Q_t(I_t)`` in ``[0, K / gamma]``; the
-    learner's weights move by ``exp(-rho X_j)``, ``rho = eta / tau`` (``eta`` is the rate on
-    the batch mean). The bound holds in expectation (oblivious losses):
-
-    * Given the coins, ``W`` is independent of the frozen weights P and of S, so by Jensen
-      ``E_W log sum_j P_j e^{-rho X_j} <= log sum_j P_j e^{-rho S_j} E e^{-rho W_j}`` and
-      ``E e^{-rho W_j} = prod_t 1 / (1 - (rho c_tj lam)^2) <= exp(a_j)``,
-      ``a_j = (4/3) rho^2 lam^2 sum_t c_tj^2``, when ``rho lam K / gamma <= 1/2``.
-    * With ``rho lam (K / gamma) sqrt(tau) <= 1/2`` (the cap on eta), ``a_j <= 1/3`` and
-      ``e^{-rho S} e^{a} <= 1 - rho S + rho^2 S^2 / 2 + 1.4 a``, so a batch costs at most
-      ``rho sum_j P_j S_j^2 / 2 + 1.87 rho lam^2 sum_j P_j sum_t c_tj^2`` beyond its loss.
-    * Over the coins, ``sum_j P_j E c_tj^2 <= sum_i (P A_t)(i) / Q_t(i) <= K / (1 - gamma)``
-      and ``E S_j^2 <= tau (tau - 1) + tau K / (1 - gamma)`` in the weights' average (the
-      cross terms of two rounds are products of expert losses, at most 1); ``E X_j`` is
-      expert j's batch loss, so the comparator's estimate is unbiased.
-
-    Summed over the ``T / tau`` batches and written with ``eta``: ``tau log N / eta +
-    eta T ((1 - 1/tau + K/((1 - gamma) tau))/2 + 2 lam^2 K/((1 - gamma) tau)) + gamma T +
-    2 tau`` (exploration, partial batches); at ``lam = 0``, ``tau = 1`` and ``gamma -> 0`` the
-    minimiser is EXP4's ``sqrt(2 log N / (T K))``. Unlike the per-expert release, the noise is
-    averaged over the batch and weighted by the weights' spread ``K/(1 - gamma)`` rather than
-    added once per expert at sensitivity ``K/(gamma tau)``. eta is the bound's minimiser capped at
-    ``gamma sqrt(tau) / (2 K lam)`` (or the given ``eta``, infeasible points getting ``inf``).
-    A public function of (N, K, T, lam); privacy does not depend on it.
+    An in-expectation bound over oblivious losses (derivation: docs/algorithms.md,
+    "private-batched-exp4, ``release="loss"``"), eta capped at ``gamma sqrt(tau) / (2 K lam)`` (or
+    the given ``eta``; infeasible points get ``inf``).
 
     Returns:
         ``(bound, eta)`` arrays of shape ``(len(taus), len(gammas))``.
@@ -372,8 +324,7 @@ def calibrated_loss_release_grid(
     gamma = np.asarray(gammas, dtype=np.float64)[None, :]
     spread = k / np.maximum(1.0 - gamma, 1e-300)
     v = 0.5 * (1.0 - 1.0 / tau + spread / tau) + 2.0 * lam * lam * spread / tau
-    # rho = eta / tau is the rate on batch sums; the in-expectation step needs
-    # rho lam (K / gamma) sqrt(tau) <= 1/2 (docstring).
+    # The bound needs rho lam (K / gamma) sqrt(tau) <= 1/2, rho = eta / tau.
     cap = np.sqrt(tau) * gamma / np.maximum(2.0 * k * lam, 1e-300)
     if eta is None:
         eta_arr = np.minimum(np.sqrt(tau * log_experts(n) / (horizon * v)), cap)

@@ -1,11 +1,6 @@
 """Batched noisy Fixed-Share: a pure-DP tracker that releases each block's loss sums once.
 
-Source: Fixed-Share (Herbster & Warmuth 1998, in the form of Cesa-Bianchi & Lugosi 2006, §5.2)
-played on blocks of m rounds (the blocking reduction of Merhav, Ordentlich, Seroussi & Weinberger
-2002), each block's loss sums released with the Laplace mechanism (Dwork & Roth, Thm 3.6). A
-private baseline the suite adds for the tracking setting (issue #38); no paper of the suite
-prints it. Derivation of the block length and rates: docs/algorithms.md, "The strongest private
-baselines (#38)".
+Derivation of the block length and rates: docs/algorithms.md (``private-fixed-share``: derivation).
 """
 
 from __future__ import annotations
@@ -34,12 +29,7 @@ __all__ = ["PrivateFixedShare", "default_block", "block_tuning"]
 def default_block(n_experts: int, horizon: int, epsilon: float) -> int:
     """The block length ``m = round(sqrt(8) N / epsilon)``, in [1, T] (1 at epsilon = inf).
 
-    It minimises the bound the rate is tuned with (:func:`block_tuning`): exponential weights
-    over the ``T / m`` blocks, fed block means in [0, 1] (log-MGF ``eta^2 / 8``, Hoeffding) plus
-    Laplace noise of scale ``N / (epsilon m)`` (log-MGF ``~ eta^2 (N / (epsilon m))^2``), pay at
-    the best rate ``2 m sqrt(C (T / m)(1/8 + N^2 / (epsilon m)^2)) = 2 sqrt(C T (m / 8 + N^2 /
-    (epsilon^2 m)))``, smallest at ``m = sqrt(8) N / epsilon`` (C, the comparator's log-size,
-    changes only logarithmically with m). Public quantities only (N, T, epsilon).
+    The minimiser of the bound :func:`block_tuning` tunes with, from N, T, epsilon only.
     """
     if math.isinf(epsilon):
         return 1
@@ -51,12 +41,9 @@ def block_tuning(
 ) -> tuple[float, float]:
     """Fixed-Share's ``(alpha, eta)`` for the game of ``ceil(T / m)`` blocks, eta per loss sum.
 
-    The block game feeds block means in [0, 1] plus Laplace noise of scale ``b / m`` (``b`` the
-    scale on the sums); its S-switch comparator has at most S switches among the blocks.
-    ``alpha = S / (K - 1)`` over the K blocks (Fixed-Share's standard rate), and the rate on the
-    means is noisy-clipped-hedge's calibrated ``sqrt(C / (K (1/8 + (b/m)^2)))`` (capped at
-    ``m / (2 b)``; C Fixed-Share's S-switch complexity at K rounds), divided by m to apply to
-    the sums. With no noise and m = 1 this is exactly Fixed-Share's tuning.
+    ``alpha = S / (K - 1)`` over the K blocks; eta is noisy-clipped-hedge's calibrated rate on the
+    block means with noise scale ``b / m`` (``b`` the scale on the sums), divided by m. With no
+    noise and m = 1 this is Fixed-Share's tuning.
 
     Returns:
         ``(alpha, eta)`` with eta the rate applied to a block's loss sums.
@@ -77,45 +64,26 @@ def block_tuning(
 class PrivateFixedShare(PrivateAgent):
     """Fixed-Share over blocks of m rounds, each block's loss sums released once with Laplace.
 
-    Source: Fixed-Share (Herbster & Warmuth 1998; Cesa-Bianchi & Lugosi 2006, §5.2) on the
-    blocking reduction (Merhav et al. 2002) with the Laplace mechanism (Dwork & Roth, Thm 3.6):
-    a private tracking baseline added by the suite (issue #38), not an algorithm of its papers.
+    Source: Fixed-Share (Herbster & Warmuth 1998; Cesa-Bianchi & Lugosi 2006, §5.2) on the blocking
+    reduction (Merhav, Ordentlich, Seroussi & Weinberger 2002) with the Laplace mechanism (Dwork &
+    Roth, Thm 3.6): a private tracking baseline of the suite, in none of its papers.
 
-    Every round plays ``J_t ~ w`` with a fresh coin, ``w`` fixed within a block. When a block of
-    m rounds ends, its loss sums ``L`` (losses clipped to [0, 1]) are released once as
-    ``L~ = L + Lap(N / epsilon)`` per coordinate, and Fixed-Share steps on them:
-    ``v = softmax(log w - eta L~)``, ``w = (1 - alpha) v + alpha / N``. The last, unfinished
-    block is never released.
-
-    Privacy claim: pure epsilon-DP against adaptive adversaries. Changing one round's loss
-    vector moves one block's sums by at most 1 per coordinate (L1 sensitivity N); each block is
-    released once (parallel composition over the disjoint blocks); the plays are
-    post-processing of the releases and independent coins. The claim is composed from the
-    declaration (:attr:`declaration`).
-
-    Tuning (public quantities N, T, S, epsilon only; docs/algorithms.md derives them):
-    ``m = round(sqrt(8) N / epsilon)`` (:func:`default_block`), ``alpha`` and ``eta`` from
-    Fixed-Share's bound on the game of blocks (:func:`block_tuning`). At epsilon = inf, m = 1
-    and the learner is ``fixed-share`` (the same floats, the same draws). Overrides: ``block``,
-    ``alpha``, ``eta`` (public constants; privacy does not depend on them). ``mode`` and
-    ``tuning`` are accepted for the common interface and change nothing (no erratum, one
-    tuning).
-
-    Per-round cost: O(N) per run (one categorical draw; N Laplace draws and one Fixed-Share step
-    per block). Memory O(N) per run.
+    A finished block's sums (losses clipped to [0, 1]) are released as ``L + Lap(N / epsilon)`` per
+    coordinate, then ``w = (1 - alpha) softmax(log w - eta L~) + alpha / N``; rounds play
+    ``J_t ~ w`` with fresh coins; the last, unfinished block is never released. Claim: pure
+    epsilon-DP against adaptive adversaries (L1 sensitivity N, disjoint blocks). At epsilon = inf:
+    ``fixed-share``'s floats and draws. ``mode`` and ``tuning`` change nothing.
 
     Args:
+        n_experts: N (others: see :class:`~agents.private.PrivateAgent`).
         n_switches: S, the comparator's switch budget (public; ``agents.make`` passes the env's).
-        block: block length m override (1 <= m <= T).
-        alpha: mixing rate override, in [0, 1].
-        eta: rate override (> 0), applied to the block sums.
-        (others: see :class:`~agents.private.PrivateAgent`).
+        block: block length m override (1 <= m <= T; default :func:`default_block`).
+        alpha: mixing rate override in [0, 1] (also ``eta`` > 0 on the sums; :func:`block_tuning`).
     """
 
     tunings = ("calibrated",)
-    #: the audit's scenarios (privacy holds for every public block length and rate): blocks of
-    #: 2 so a short game releases a block holding the changed round; per-round releases and a
-    #: high rate where the plays follow a release most closely.
+    #: the audit's scenarios: blocks of 2 (a short game releases the changed round), per-round
+    #: releases and a high rate
     audit_hints: ClassVar[Mapping[str, Any]] = {
         "params": {"block": 2},
         "exposed": {"block": 1, "eta": 100.0},
@@ -221,11 +189,8 @@ class PrivateFixedShare(PrivateAgent):
     def play_block(self, obs: np.ndarray) -> np.ndarray:
         """K rounds of :meth:`act` at once (see :mod:`agents._kernels`), bit for bit.
 
-        A run reads, per round, N Laplace uniforms when a block ends (before its play) and one
-        play uniform; the block's draws come from one read of the stream (``fast`` backend;
-        other backends play round by round). The sums grow round by round as in ``act``; the
-        law is fixed between releases, so the softmaxes and draws are taken for the K rounds
-        at once.
+        One read of the stream for the block (``fast`` backend; others round by round); the law is
+        fixed between releases, so the softmaxes and draws are taken at once.
         """
         from agents._kernels import (
             PLAY_UNIFORMS,

@@ -1,11 +1,7 @@
 """Private lazy Hedge: the discrete (experts) form of P-COMW, unnormalised-ratio variant.
 
-Source: Agarwal, Kale, Singh & Thakurta, "Improved Differentially Private and Lazy Online Convex
-Optimization", Algorithm 1 (P-COMW) specialised to N experts (derived for this suite,
-docs/algorithms.md): on a finite set the strong-convexity term is constant, the Gibbs law is Hedge's
-``exp(-beta L)``, and the rejection step becomes the Geulen-Voecking-Winkler dartboard with forced
-resampling and a switch budget. The mechanism is :mod:`agents._lazy_sampler` with inverse
-temperature ``beta``.
+The mechanism is :mod:`agents._lazy_sampler` with inverse temperature ``beta``; the discrete
+derivation is in docs/algorithms.md.
 """
 
 from __future__ import annotations
@@ -34,42 +30,26 @@ __all__ = ["LazyHedgeParameters", "PrivateLazyHedge", "lazy_hedge_parameters"]
 class PrivateLazyHedge(LazySampler):
     """Private lazy Hedge (unnormalised ratio): exponential weights, resampled rarely.
 
-    Source: the discrete form of Algorithm 1 (P-COMW, Section 4) of Agarwal, Kale, Singh &
-    Thakurta, "Improved Differentially Private and Lazy Online Convex Optimization" (derived for
-    this suite; the mechanism of Asi, Feldman, Koren & Talwar's private shrinking dartboard with
-    ``e^{-beta l}`` for ``(1 - eta)^l``). For oblivious (and stochastic) adversaries: the bound
-    ``ln(N)/beta + beta T/8 + 2 T exp(-ptilde T)`` holds against them only.
+    Source: the discrete form of Algorithm 1 (P-COMW, Section 4) of Agarwal, Kale, Singh & Thakurta,
+    "Improved Differentially Private and Lazy Online Convex Optimization". Derived for this suite
+    (docs/algorithms.md, "Notes on the lazy private learners"); its regret bound holds against
+    oblivious (and stochastic) adversaries only.
 
-    ``I_1`` uniform, ``b = 0``. After round t: ``L += g_t``; switch when ``b < B`` and
-    (``U' < p`` or ``U >= exp(-beta g_t(I_t))``); a switch sets ``b += 1`` and draws
-    ``I_{t+1} ~ softmax(-beta L)`` (exponential mechanism); else ``I_{t+1} = I_t``. With
-    ``B = inf`` the law of ``I_t`` is exactly Hedge's.
-
-    Claim: ``(epsilon, delta)``-DP of the actions (pure when ``delta = 0``), replace-one-round
-    neighbours, against adaptive adversaries (the paper's footnote 3). Exact accountant:
-    ``beta/p`` for the coin reading the changed loss, ``2 beta`` per later resample (at most
-    ``ceil(B)``), composed by ``1.5 S2 + sqrt(6 S2 ln(1/delta'))``,
-    ``S2 = (beta/p)^2 + 4 beta^2 ceil(B)``, or basic composition when smaller (always at
-    ``delta = 0``). It states the accountant's epsilon (below the request once beta is capped).
+    After round t, switch when ``b < B`` and (``U' < p`` or ``U >= exp(-beta g_t(I_t))``), drawing
+    ``I_{t+1} ~ softmax(-beta L)``. Claim: ``(epsilon, delta)``-DP of the actions, replace-one-round
+    neighbours, against adaptive adversaries, by the exact accountant (it may state less than the
+    request). Losses are clipped to [0, 1].
 
     Args:
+        n_experts: N (also ``horizon``, ``epsilon``, ``num_envs``, ``seed``; ``n_arms`` ignored).
         delta: default 1e-6; 0 for pure DP.
-        mode: ``"strict"`` (``delta' = delta``: every per-step delta is 0) or ``"paper"``
-            (``delta' = delta/2``, the paper's Theorem "DP" split).
-        tuning: ``"calibrated"`` (default: also picks p on a grid, smallest regret bound) or
-            ``"paper"`` (``p = (6T)^{-1/3}``, beta by bisection, capped at
-            ``sqrt(8 ln N / T)``); :mod:`agents.private_lazy_hedge_tuning`.
-        noise: ``"fast"`` only (float inverse-CDF sampler; ``"grid"`` is refused).
-        beta, p, budget: overrides (must spend at most epsilon); ``budget`` is the real switch
-            budget B (default ``3 ptilde T``, ``ptilde = p + (1 - p)(1 - e^{-beta})``).
-        n_experts, horizon (needed in advance), epsilon, num_envs, seed: as
-            :class:`PrivateAgent`; n_arms: ignored. ``epsilon=inf``: p = 0, no budget, Hedge.
+        mode: ``"strict"`` (``delta' = delta``) or ``"paper"`` (``delta' = delta/2``, Theorem "DP").
+        tuning: ``"calibrated"`` (default) or ``"paper"``; :mod:`agents.private_lazy_hedge_tuning`.
+        noise: ``"fast"`` only (float inverse-CDF sampler).
+        beta: override (also ``p`` and ``budget``, the real switch budget B; spending <= epsilon).
 
-    Deviations: the discrete derivation is the suite's (the paper has no experts algorithm);
-    losses are clipped to [0, 1], the range the accountant assumes.
-
-    Attributes: beta, p, budget, ``max_resamples = min(ceil(budget), T - 1)``, epsilon_spent,
-    regret_bound, inverse_temperature (``beta``). Per-round cost: O(N) per run.
+    Attributes:
+        epsilon_spent: the accountant's epsilon (also ``regret_bound``, ``max_resamples``).
     """
 
     #: public settings under which the declared mechanisms are most exposed (the audit)
@@ -129,12 +109,9 @@ class PrivateLazyHedge(LazySampler):
         )
 
     def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
-        """Give each run its own finite epsilon; True when applied (False: nothing changed).
+        """Run b plays as if built with ``epsilon=epsilons[b]`` (finite); True when applied.
 
-        Run b then samples with the beta, forced-switch probability and budget of an agent
-        built with ``epsilon=epsilons[b]`` and the same seed (the same floats), so an
-        evaluation can play this learner's epsilons as one batch. :attr:`privacy` then refuses
-        to state one claim; build an agent at each epsilon to read its claim.
+        :attr:`privacy` then refuses to state one claim.
         """
         values = self._accept_run_epsilons(epsilons)
         if values is None:
@@ -170,8 +147,7 @@ class PrivateLazyHedge(LazySampler):
             if self.delta == 0
             else f"min(basic, 1.5 S2 + sqrt(6 S2 ln(1/{self.parameters.composition_delta:g})))"
         )
-        # The scalar parameters: after set_run_epsilons the per-run arrays all hold them (a
-        # declaration at several epsilons is refused before this body runs).
+        # Several epsilons are refused before this body runs: the arrays hold one value.
         par = self.parameters
         resamples = min(math.ceil(par.budget), self.horizon - 1)
         return SamplingSteps(

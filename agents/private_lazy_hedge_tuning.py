@@ -1,8 +1,7 @@
 """private-lazy-hedge's parameters: beta, the forced-switch probability p and the budget.
 
-Pure functions of public quantities (N, T, epsilon, delta, the mode), never of losses: the
-derivation's recipe (``tuning="paper"``) and the calibrated grid over p with bisection on beta
-under the exact accountant (docs/algorithms.md, Calibration). Memoised on their arguments.
+Pure functions of public quantities (N, T, epsilon, delta, the mode), memoised: the derivation's
+recipe (``tuning="paper"``) and the calibrated grid (docs/algorithms.md, "Calibration").
 """
 
 from __future__ import annotations
@@ -34,9 +33,8 @@ class LazyHedgeParameters:
     Attributes:
         beta: inverse temperature.
         p: forced-switch probability per round.
-        budget: real switch budget B (the learner switches while ``b < B``: ``ceil(B)`` at most).
-        composition_delta: the delta the composition is charged with (``delta`` in strict mode,
-            ``delta / 2`` in paper mode).
+        budget: real switch budget B (at most ``ceil(B)`` switches).
+        composition_delta: the delta the composition is charged with (``delta / 2`` in paper mode).
         epsilon_spent: the accountant's epsilon.
         regret_bound: ``ln(N)/beta + beta T/8 + 2 T exp(-ptilde T)``.
     """
@@ -64,8 +62,7 @@ def _check_loaded(
 ) -> str:
     """Why parameters read from the disk cache cannot be used ("" when they can).
 
-    The spend is recomputed with the accountant from the loaded beta, p and budget: the claim
-    a learner states is never read from the cache.
+    the spend is recomputed.
     """
     if math.isinf(epsilon):
         return "" if math.isinf(params.epsilon_spent) else "a finite spend at epsilon = inf"
@@ -103,12 +100,9 @@ def lazy_hedge_parameters(
 ) -> LazyHedgeParameters:
     """Beta, p and budget of private lazy Hedge from (N, T, epsilon, delta) alone.
 
-    ``tuning="paper"`` is the derivation's recipe: ``p = (6T)^{-1/3}``, beta by bisection on the
-    accountant, then ``beta <- min(beta, sqrt(8 ln N / T))`` (Hedge's non-private rate), budget
-    ``3 ptilde T``. ``tuning="calibrated"`` also searches ``p`` on a geometric grid for the
-    smallest regret bound. ``mode="paper"`` charges the composition with ``delta/2`` (the
-    paper's Theorem "DP" split); ``"strict"`` uses the full delta,
-    which is valid because every per-step delta is 0.
+    ``tuning="paper"``: ``p = (6T)^{-1/3}``, beta by bisection on the accountant capped at Hedge's
+    ``sqrt(8 ln N / T)``, budget ``3 ptilde T``. ``"calibrated"`` also searches p on a geometric
+    grid for the smallest regret bound. ``mode="paper"`` charges the composition with ``delta/2``.
 
     Raises:
         ValueError: if explicit parameters spend more than ``epsilon``.
@@ -123,8 +117,7 @@ def lazy_hedge_parameters(
         budget = check_float("budget", budget, minimum=0.0)
     cap = math.sqrt(8.0 * math.log(n) / t) if n > 1 else 1.0
     if math.isinf(epsilon):
-        # No privacy: Hedge's rate, no forced resamples, a budget that never binds -- exactly
-        # the non-private lazy Hedge (shrinking dartboard with exp(-beta l) weights).
+        # No privacy: the non-private lazy Hedge.
         beta = cap if beta is None else beta
         return LazyHedgeParameters(
             beta=beta,

@@ -1,12 +1,4 @@
-"""A private UCB for stochastic bandits: AdaP-UCB (arm-specific doubling episodes + Laplace).
-
-Azize & Basu 2022 ("When Privacy Meets Partial Information: A Refined Analysis of
-Differentially Private Bandits", Section 5) build an epsilon-DP index policy from three
-ingredients: the Laplace mechanism, arm-dependent adaptive episodes, and statistics computed from
-the rewards of the last episode only. Each loss then enters exactly one Laplace release, so the
-whole run is epsilon-DP by parallel composition, and the regret keeps the ``log T`` rate:
-``O(sum_i log T / Delta_i + K log T / epsilon)``.
-"""
+"""A private UCB for stochastic bandits: AdaP-UCB (arm-specific doubling episodes + Laplace)."""
 
 from __future__ import annotations
 
@@ -43,40 +35,21 @@ class AdaPUCB(PrivateAgent):
     """AdaP-UCB: a pure epsilon-DP UCB with arm-specific doubling episodes.
 
     Source: Azize & Basu 2022, "When Privacy Meets Partial Information: A Refined Analysis of
-    Differentially Private Bandits" (NeurIPS 2022), Algorithm 2 (AdaP-UCB) and its regret
-    theorem, in the loss frame. Arms 0, ..., K-1 are played once each (episodes of length 1).
-    Then, at the start of episode l (round t_l), the learner picks
+    Differentially Private Bandits" (NeurIPS 2022), Algorithm 2 (AdaP-UCB), in the loss frame.
 
-        ``a_l = argmin_i  Ltilde_i - sqrt(alpha ln t_l / (2 n_i)) - alpha ln t_l / (epsilon n_i)``
-
-    (``Ltilde_i`` the private mean loss of arm i's last episode, ``n_i`` that episode's length)
-    and plays it until its play count has doubled (an episode as long as all its earlier plays
-    together). At the episode's end the learner releases the episode's loss sum plus
-    ``Lap(1/epsilon)`` and divides by its length: ``Ltilde`` of that arm. Only the last episode's
-    losses enter the index (the "forgetting" that makes the releases disjoint).
-
-    Claim: pure epsilon-DP, central model, against adaptive adversaries: a replaced round
-    changes one arm's loss, which enters exactly one episode sum (sensitivity 1,
-    ``Lap(1/epsilon)``); episodes are disjoint and their boundaries and arms are functions of
-    earlier releases (adaptive parallel composition); actions are post-processing; the episode
-    open at round T is never released. Every round each run makes one release (a data-free 0
-    when its episode goes on: no privacy cost), so a batch equals single runs bit for bit.
-    Tuning ``"paper"`` only (``alpha = 3.1 > 3``, public). ``epsilon=math.inf``: no noise and no
-    ``1/epsilon`` term (the non-private counterpart; plain UCB1 is ``ucb1``).
+    After one play of each arm, an episode plays
+    ``argmin_i Ltilde_i - sqrt(alpha ln t_l / (2 n_i)) - alpha ln t_l / (epsilon n_i)`` until its
+    play count doubles; ``Ltilde_i`` is the last episode's sum plus ``Lap(1/epsilon)`` over its
+    length. Claim: pure epsilon-DP, central, against adaptive adversaries (disjoint episode sums of
+    sensitivity 1); the episode open at round T is never released. Every run releases every round (a
+    data-free 0 mid-episode), so a batch equals single runs. Deviations: the index on ``1 - loss``;
+    clipped losses; ties to the lowest arm.
 
     Args:
-        n_experts: N (the env's; the learner plays the K arms and ignores advice).
-        horizon: T (the learner is anytime; T is only validated).
-        n_arms: K (>= 2).
+        n_experts: N (also ``horizon``, ``n_arms``: as :class:`~agents.ucb.UCB1`; ``mode``,
+            ``tuning`` (``"paper"`` only), ``noise``, ``num_envs``, ``seed``).
         epsilon: privacy parameter (> 0, or ``math.inf``); delta must be 0.
-        alpha: exploration constant (default 3.1).
-        mode, tuning, noise, num_envs, seed: see :class:`~agents.private.PrivateAgent`
-            (``mode="paper"`` equals ``"strict"``: the source's noise is correct).
-
-    Deviations: the source's index is written for rewards; here it is the same index on
-    ``1 - loss``. Losses are clipped to [0, 1] (the range the sensitivity assumes). Index ties go
-    to the lowest arm. Per-round cost O(K) per run at an episode start, O(1) otherwise; memory
-    O(K).
+        alpha: exploration constant (default 3.1 > 3, public).
     """
 
     feedback = "bandit"
@@ -131,7 +104,6 @@ class AdaPUCB(PrivateAgent):
             "the UCB index and the plays",
         )
 
-    # ----------------------------------------------------------------- episode
     def _init_state(self) -> None:
         b, k = self.num_envs, int(self.n_arms)
         self.private_mean = np.zeros((b, k))  # Ltilde: last episode's released mean loss
@@ -154,8 +126,7 @@ class AdaPUCB(PrivateAgent):
         self.episode_played += 1
         self.counts[self._rows, self.arm] += 1
         ended = self.episode_played >= self.episode_length
-        # Every run releases every round (see the class docstring): the ended episodes' sums,
-        # and a data-free 0 for the others.
+        # Every run releases every round: the ended episodes' sums, a data-free 0 for the others.
         noisy = laplace_mechanism(
             np.where(ended, self.episode_sum, 0.0),
             l1_sensitivity=1.0,
@@ -197,23 +168,9 @@ class AdaPUCB(PrivateAgent):
     ) -> np.ndarray:
         """(K, b) actions of K rounds, bit for bit those of K ``act`` calls (the block protocol).
 
-        The arm changes only where an episode ends, so rounds where no run's episode ends
-        ("quiet" rounds: each run adds its clipped loss to its episode sum, counts the play and
-        releases a data-free zero plus Laplace noise that nothing reads) are played as whole
-        arrays (:meth:`_play_quiet`); the block's first round, the round-robin start and every
-        round where some episode ends (a release that is read, a new index) go through
-        :meth:`act`'s hooks. The ``grid`` backend, the audit's wrappers and a block past the
-        horizon play every round through ``act``.
-
-        Args:
-            first: the observation of the block's first round (this agent's runs).
-            advice: (K, b, N, K_arms) the rounds' advice, or None (ignored: UCB plays arms).
-            losses: (K, S, K_arms) the block's losses; only the played arms' entries are read,
-                after they are played.
-            rows: (b,) the loss stream of each run.
-
-        Returns:
-            (K, b) int64 actions.
+        Rounds where no run's episode ends are whole-array operations (:meth:`_play_quiet`); the
+        first round, the round robin and every episode end go through :meth:`act`'s hooks. The
+        ``grid`` backend, the audit's wrappers and a block past the horizon play through ``act``.
         """
         k = int(losses.shape[0])
         actions = np.empty((k, self.num_envs), dtype=np.int64)

@@ -1,9 +1,6 @@
 """Randomized-prefix softmax (Cesari & Colomboni 2026): horizon-free private FTL.
 
-Source: T. Cesari and R. Colomboni, "Optimal Gap-Dependent Regret for Private Stochastic
-Decision-Theoretic Online Learning" (arXiv:2605.29148), Section 4 (the algorithm), Lemma 3 and
-Proposition 1 (privacy, Section 5.2), Theorem 1 (regret). The restart variants for shifting
-losses are the suite's additions, not the paper's.
+The restart variants for shifting losses are the suite's additions.
 """
 
 from __future__ import annotations
@@ -38,8 +35,8 @@ def selection_law(block_losses: np.ndarray, eta: float, prefix: str = "random") 
     Args:
         block_losses: (n, N) loss vectors of the block, in order (n = 1 or an even length).
         eta: inverse temperature.
-        prefix: ``"random"`` -- the prefix length is uniform on ``{n/2 + 1, ..., n}`` (``1`` when
-            ``n = 1``); ``"full"`` -- the whole block.
+        prefix: ``"random"`` (the prefix length uniform on ``{n/2 + 1, ..., n}``, 1 when ``n = 1``)
+            or ``"full"`` (the whole block).
 
     Returns:
         (N,) probabilities ``mean_m softmax(-eta L(m))`` over the prefix lengths m.
@@ -65,41 +62,25 @@ def selection_law(block_losses: np.ndarray, eta: float, prefix: str = "random") 
 class RandomizedPrefixSoftmax(PrivateAgent):
     """Randomized-prefix softmax: one exponential-mechanism pick per dyadic block.
 
-    Source: Cesari & Colomboni 2026, Section 4 (algorithm), Lemma 3 and Proposition 1
-    (privacy), Theorem 1 (regret ``1 + 800 ln N / Delta_min + 16 ln N / eta`` at every T on
-    i.i.d. losses with a unique best expert; no guarantee on oblivious or adaptive sequences:
-    the public clock is easy to exploit, e.g. the oblivious family ``dyadic_alternating``).
+    Source: Cesari & Colomboni 2026, Section 4 (algorithm), Lemma 3 and Proposition 1 (privacy),
+    Theorem 1 (regret on i.i.d. losses with a unique best expert; no guarantee on other sequences,
+    e.g. the oblivious family ``dyadic_alternating``).
 
-    Algorithm: blocks ``{2^r, ..., 2^{r+1} - 1}`` (1-based rounds); block 0 plays a uniform
-    expert, block r + 1 plays ``softmax(-eta L_r(M_r))``, ``L_r(m)`` the sum of the first m loss
-    vectors of block r only, ``M_r`` uniform on ``{2^{r-1} + 1, ..., 2^r}`` (``M_0 = 1``), drawn
-    from the agent's stream at the block's start (equal in law to the paper's draw after it).
-    ``eta = min(epsilon / 2, eta_cap)``.
-
-    Default and paper mode: ``eta_cap = inf`` by default (the suite's variant: the full,
-    still epsilon-DP rate); the paper prints ``eta <= 1/8`` (Theorem 1 needs it), so it spends
-    at most 0.25 whatever the request. That form is ``eta_cap=0.125``, or by name
-    ``randomized-prefix-softmax:paper`` (``agents/paper_modes.py``). ``mode``/``tuning`` are
-    accepted for a uniform interface and change nothing (no erratum, nothing to tune).
-
-    Privacy claim: pure ``2 eta``-DP of the actions, replace-one-round neighbours, vs
-    oblivious losses (the paper proves fixed sequences). Each pick is the exponential mechanism
-    on 1-sensitive prefix sums (Lemma 3, any data-independent prefix law); each loss feeds one
-    pick (Proposition 1's factorisation). Losses are clipped to [0, 1] (sensitivity 1).
+    Block r + 1 plays ``softmax(-eta L_r(M_r))``, the sum of a random prefix of block r's losses,
+    with ``eta = min(epsilon / 2, eta_cap)``; the prefix is drawn at the block's start (equal in
+    law). Claim: pure ``2 eta``-DP of the actions, replace-one-round neighbours, vs oblivious
+    losses; losses clipped. Deviation: ``eta_cap = inf`` by default (the paper's 1/8 is
+    ``randomized-prefix-softmax:paper``, :mod:`agents.paper_modes`).
 
     Args:
-        n_experts, horizon, epsilon, num_envs, seed: as every learner (delta ignored: pure).
-        eta_cap: cap on the inverse temperature (default inf; 0.125 is the paper's).
+        n_experts: N (also ``horizon``, ``epsilon``, ``num_envs``, ``seed``; ``mode``, ``tuning``
+            change nothing).
+        eta_cap: cap on the inverse temperature.
         prefix: ``"random"`` (paper) or ``"full"`` (ablation, regret theorem void).
-        restarts: the suite's additions for shifting losses, data-independent: ``"none"``
-            (paper), ``"periodic"`` (restart every ``window`` rounds) or ``"capped"`` (blocks
-            ``min(2^r, window)``, a power of two). window: default ``T / (S + 1)`` from the
-            public horizon and ``n_switches`` S, rounded (periodic) or down to a power of two.
+        restarts: ``"none"`` (paper), ``"periodic"`` (every ``window`` rounds) or ``"capped"``
+            (blocks ``min(2^r, window)``).
+        window: default ``T / (S + 1)`` from ``n_switches`` S (capped: down to a power of two).
         noise: ``"fast"`` only (Gumbel-max sampling is float under every backend).
-
-    Attributes: eta, epsilon_spent (``2 eta``), window, block_index, prefix_length (B,).
-
-    Per-round cost: O(N) per run (masked loss sum), plus one O(N) pick per block.
     """
 
     #: public settings under which the declared mechanisms are most exposed (the audit)
@@ -145,12 +126,9 @@ class RandomizedPrefixSoftmax(PrivateAgent):
         self.reset(seed)
 
     def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
-        """Give each run its own finite epsilon; True when applied (False: nothing changed).
+        """Run b plays as if built with ``epsilon=epsilons[b]`` (finite); True when applied.
 
-        Run b then picks with the rate ``2 eta`` of an agent built with ``epsilon=epsilons[b]``
-        and the same seed (the same floats), so an evaluation can play this learner's epsilons
-        as one batch. :attr:`privacy` then refuses to state one claim; build an agent at each
-        epsilon to read its claim.
+        :attr:`privacy` then refuses to state one claim.
         """
         values = self._accept_run_epsilons(epsilons)
         if values is None:
@@ -201,7 +179,6 @@ class RandomizedPrefixSoftmax(PrivateAgent):
             "blocks (each loss vector feeds one pick)",
         )
 
-    # ----------------------------------------------------------------- clock
     def _block_length(self, r: int) -> int:
         n = 1 << r
         return min(n, self.window) if self.restarts == "capped" else n
@@ -260,13 +237,9 @@ class RandomizedPrefixSoftmax(PrivateAgent):
     def play_block(self, obs: np.ndarray) -> np.ndarray:
         """K rounds of :meth:`act` at once: the same actions, state and draws, bit for bit.
 
-        Between events the action is constant and learning is ``_prefix_sum += where(position
-        <= prefix_length, clip(loss), 0)``, so those rounds run as one masked sequential sum
-        (:func:`agents._kernels.running_total`: the in-place additions in order). The
-        events -- round 1, the round that ends a block (its pick and the next prefix draw) and
-        a periodic restart -- run ``act``'s own hooks, so they draw what ``act`` draws, in its
-        order. A subclass that overrides a hook plays round by round
-        (:func:`agents._kernels.hook_loop`).
+        Rounds between events are one masked sequential sum (:func:`agents._kernels.running_total`);
+        events (round 1, a block's end, a periodic restart) run ``act``'s hooks. A subclass
+        overriding a hook plays round by round (:func:`agents._kernels.hook_loop`).
         """
         from agents._kernels import check_block, hook_loop, hook_round, running_total
 

@@ -41,26 +41,17 @@ _SCANNED = False
 def load_plugins(*, rescan: bool = False) -> list[str]:
     """Register the outside learners: ``DP_EXPERTS_PLUGINS`` modules, then entry points.
 
-    Idempotent and cheap after the first call: the modules of the environment variable are
-    imported once each, and the installed entry points of the group ``dp_experts_env.agents``
-    are scanned once per process (``rescan=True`` scans again, for a package installed since).
-    Every registry lookup (:func:`spec`, :func:`make`, :func:`available`) calls it, so the
-    CLI, the local workers and the Ray workers all see the same learners as built-ins.
-
-    An entry point names a learner class (``name = "module:Class"``): a class its module
-    already registered with :func:`register` under that name is taken as it is; an
-    undecorated :class:`~agents.base.Agent` subclass is registered under the entry point's
-    name, with its class attributes ``private`` (required) and ``summary`` (default: the first
-    line of its docstring).
+    Idempotent (``rescan=True`` scans the entry points again); every registry lookup calls it. An
+    entry point ``name = "module:Class"`` names a class registered under that name, or an
+    undecorated :class:`~agents.base.Agent` subclass with a ``private`` (and optional ``summary``)
+    attribute (docs/own_learner.md).
 
     Returns:
         Names registered by this call.
 
     Raises:
-        dp_experts_env.plugins.PluginError: a module of ``DP_EXPERTS_PLUGINS`` cannot be
-            imported.
-        TypeError: an entry point names something that is not a learner class, or an
-            undecorated class without a ``private`` attribute.
+        dp_experts_env.plugins.PluginError: a module of ``DP_EXPERTS_PLUGINS`` cannot be imported.
+        TypeError: an entry point names no learner class, or an undecorated one without ``private``.
         ValueError: an entry point's name is taken by another learner.
     """
     global _SCANNED
@@ -102,8 +93,7 @@ def _register_entry_point(name: str, value: str, obj: Any) -> None:
 def source(name: str) -> str:
     """Where learner ``name`` comes from.
 
-    ``"built-in"``, ``"package NAME VERSION"`` (an installed package), or
-    ``"module M (DP_EXPERTS_PLUGINS)"`` for an uninstalled plug-in module.
+    ``"built-in"``, ``"package NAME VERSION"`` or ``"module M (DP_EXPERTS_PLUGINS)"``.
     """
     return _plugins.source_of(spec(name).cls.__module__)
 
@@ -148,10 +138,8 @@ _GAME_ATTRS = (
 def _game_of(env: Any) -> dict[str, Any]:
     """Read N, T, K, feedback and B from a single or vector env without importing envs.
 
-    Accepts our single and native vector envs (attributes on the env or its ``unwrapped``), and
-    wrappers that hold several of our envs and expose ``get_attr`` and ``num_envs``
-    (Gymnasium's ``SyncVectorEnv``/``AsyncVectorEnv``, Stable-Baselines3's ``DummyVecEnv``/
-    ``SubprocVecEnv``); their sub-environments must agree on every attribute.
+    Our single and native vector envs, and wrappers exposing ``get_attr`` and ``num_envs``
+    (Gymnasium's and SB3's vector envs) whose sub-environments agree on every attribute.
     """
     base = getattr(env, "unwrapped", env)
     if all(hasattr(base, a) for a in ("n_experts", "horizon", "feedback")):
@@ -186,12 +174,10 @@ def _accepts(cls: type[Agent], keyword: str) -> bool:
 def make(name: str, env: Any = None, **params: Any) -> Agent:
     """Build learner ``name``.
 
-    With ``env``, N, T, K and B (``num_envs``) are read from it, and a learner that cannot use
-    the env's feedback is refused. Learners tuned for a switch budget (those whose constructor
-    takes ``n_switches``) receive the env's comparator budget S unless it is given: S is public
-    in the tracking-the-best-expert setting (Asi, Raman & Saha, Section 2.1). Without ``env``, pass
-    ``n_experts=``, ``horizon=`` (and ``n_arms=``). Every other keyword goes to the learner
-    (``epsilon``, ``seed``, ``mode``, ...).
+    With ``env``, N, T, K and B are read from it and a learner that cannot use its feedback is
+    refused; a learner taking ``n_switches`` receives the env's public comparator budget S unless
+    given (Asi, Raman & Saha, Section 2.1). Without ``env``, pass ``n_experts=``, ``horizon=`` (and
+    ``n_arms=``). Other keywords go to the learner.
     """
     entry = spec(name)
     if env is not None:
@@ -208,8 +194,7 @@ def make(name: str, env: Any = None, **params: Any) -> Agent:
         if switches is not None and _accepts(entry.cls, "n_switches"):
             params.setdefault("n_switches", switches)
         if _accepts(entry.cls, "env_spec"):
-            # Learners that train on simulated episodes (the PPO baseline) need the env's id
-            # and keywords; online learners never see them.
+            # Learners training on simulated episodes (PPO) need the env's id and keywords.
             base = getattr(env, "unwrapped", env)
             found = getattr(env, "spec", None) or getattr(base, "spec", None)
             if found is None and callable(getattr(env, "get_attr", None)):
@@ -247,13 +232,11 @@ def _reference(cls: type[Agent]) -> str:
 
 
 def available() -> list[dict[str, Any]]:
-    """Registered learners: name, feedback, whether private, the kind of claim, one-line summary.
+    """Registered learners: name, feedback, private, claim kind, summary, source and reference.
 
-    ``claim`` is ``"none (not private)"`` for baselines; private learners may describe their
-    claim with a class attribute ``claim_summary`` (the exact epsilon/delta depend on the
-    parameters: read ``agent.privacy`` of a built agent). ``source`` says where the learner
-    comes from (``"built-in"``, or the package or plug-in module of an outside learner);
-    ``reference`` is the first sentence of the ``Source:`` of its docstring (the paper).
+    ``claim`` is ``"none (not private)"`` for baselines, else the class's ``claim_summary`` (the
+    exact numbers: ``agent.privacy``); ``source`` as :func:`source`; ``reference`` the first
+    sentence of the docstring's ``Source:``.
     """
     load_plugins()
     return [

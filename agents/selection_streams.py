@@ -1,10 +1,4 @@
-"""Per-run uniform streams read only by the runs that draw (svt-restart's selections).
-
-A batch of B runs must equal B single runs with the same seeds; when a draw happens at
-run-dependent rounds, drawing for every run every round wastes most uniforms. Here each run owns
-a stream with its own cursor, and a :class:`RunsView` of some runs is a
-:class:`~dp_experts_env.batch_rng.BatchRNG` the mechanisms draw from as usual.
-"""
+"""Per-run uniform streams read only by the runs that draw (svt-restart's selections)."""
 
 from __future__ import annotations
 
@@ -24,12 +18,9 @@ _SELECTION_CHUNK = 256
 class SelectionStreams:
     """One uniform stream per run, read only by the runs that select this round.
 
-    A selection (or an epoch's uniform first expert) happens at run-dependent rounds, about
-    log2(T) times per epoch, so drawing its noise every round for every run (to keep the draw
-    count the same for all runs of a batch) wasted most of it. Here each run owns a stream
-    (seeded from its agent seed, apart from the agent's main stream) with its own cursor: a
-    draw consumes uniforms from the runs that draw only, so run b of a batch still matches a
-    single run seeded ``seeds[b]``, without any draw on the rounds nobody selects.
+    Selections happen at run-dependent rounds; each run owns a stream (seeded from its agent seed,
+    apart from the main stream) with its own cursor, so run b of a batch matches a single run seeded
+    ``seeds[b]`` without drawing on the rounds nobody selects.
     """
 
     def __init__(self, seeds: Sequence[int]) -> None:
@@ -71,11 +62,7 @@ class SelectionStreams:
 
 
 class RunsView(BatchRNG):
-    """The runs ``runs`` of a :class:`SelectionStreams` as a BatchRNG (for the mechanisms).
-
-    Every BatchRNG law (Laplace, Gumbel, integers, ...) is a transform of ``_take``, so the
-    mechanisms draw exactly as from a BatchRNG, only from these runs' selection streams.
-    """
+    """The runs ``runs`` of a :class:`SelectionStreams` as a BatchRNG drawing from their streams."""
 
     def __init__(self, streams: SelectionStreams, runs: np.ndarray) -> None:  # noqa: D107
         # No BatchRNG.__init__: the uniforms come from ``streams``, not from own generators.

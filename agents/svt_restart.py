@@ -1,8 +1,4 @@
-"""Limited updates restarted by a sparse-vector shift detector (shifting-stochastic losses).
-
-Source: Algorithm 2 and Theorem 3.6 (Section 3.2) of Asi, Raman & Saha 2025, "Tracking the Best
-Expert Privately".
-"""
+"""Limited updates restarted by a sparse-vector shift detector (Asi, Raman & Saha 2025, Alg. 2)."""
 
 from __future__ import annotations
 
@@ -76,8 +72,7 @@ WINDOW_GRIDS = ("dyadic", "all")
 #: the empirical-Bernstein one in its second moment, or the n-only normal mixture
 BOUNDARIES = ("betting", "bernstein", "normal-mixture")
 #: the accepted threshold_scale, [min, max]: far from float overflow in the betting query's
-#: ``(1 - a_k) / threshold_scale`` (a subnormal scale makes it inf and the detector never
-#: fires) and in the noise scales, which grow like threshold_scale
+#: ``(1 - a_k) / threshold_scale`` and in the noise scales
 THRESHOLD_SCALE_RANGE = (1e-100, 1e100)
 #: refuse window_grid="all" when its prefix-sum history would exceed this many bytes
 _ALL_GRID_MAX_BYTES = 1 << 30
@@ -93,43 +88,32 @@ _max_reduce = np.maximum.reduce
 class SVTRestart(SVTRestartTuning, PrivateAgent):
     """Limited updates (eps/2) restarted whenever AboveThreshold (eps/2) detects window regret.
 
-    Source: Asi, Raman & Saha 2025, "Tracking the Best Expert Privately", Section 3.2
-    (Algorithm 2, Lemmas 3.4-3.5, Theorem 3.6). For shifting-stochastic losses.
+    Source: Asi, Raman & Saha 2025, "Tracking the Best Expert Privately", Section 3.2 (Algorithm 2,
+    Lemmas 3.4-3.5, Theorem 3.6). For shifting-stochastic losses.
 
-    An epoch runs a fresh :class:`~agents.limited_updates.LimitedUpdates` on a local clock
-    (uniform first expert, private selections at local times 2, 4, 8, ...) and a fresh
-    AboveThreshold; after every round the detector gets one query, the largest over the
-    epoch's tested windows, experts and lambdas of the window regret minus its slack
-    (:mod:`agents.svt_restart_tuning`). When it fires both restart; the new epoch starts at
-    ``t + 1`` (erratum E-ARS-7). Claim: pure epsilon-DP against adaptive adversaries, the basic
-    composition of the selections (disjoint windows) and the detector (query sensitivity D, 2 at
-    the default, erratum E-ARS-6) over data-disjoint epochs; ``epsilon=inf``: exact argmin and
-    comparisons (a tie does not fire), not private. docs/algorithms.md (Calibration) derives D,
-    the slack and the union, and holds the measurements.
+    An epoch runs a fresh :class:`~agents.limited_updates.LimitedUpdates` and a fresh
+    AboveThreshold, asked once per round the largest window regret minus its slack
+    (:mod:`agents.svt_restart_tuning`); when it fires both restart. Claim: pure epsilon-DP against
+    adaptive adversaries, basic composition of the selections and the detector (query sensitivity D,
+    2 at the default, E-ARS-6) over data-disjoint epochs; ``epsilon=inf`` compares exactly, not
+    private. Deviations: one query per round (E-ARS-9); argmin (E-ARS-1); play before the loss
+    (E-ARS-8); uniform first expert (E-ARS-2); epochs at ``t + 1`` (E-ARS-7); clipped losses; the
+    calibrated boundaries (docs/algorithms.md, "Calibration").
 
     Args:
-        n_experts, horizon, epsilon, delta, noise, num_envs, seed: as :class:`PrivateAgent`.
-        mode: ``"strict"`` (D as derived, epoch at ``t + 1``) or ``"paper"`` (noise for D = 1,
-            epoch at t; certified only up to ``(D + 1/2) epsilon``: the claim's note).
-        tuning: ``"calibrated"`` (default: tail bounds at beta/4 plus a heuristic selection
-            allowance) or ``"paper"`` (Theorem 3.1 / Algorithm 2 constants, beta = 1/T).
+        n_experts: N (also ``horizon``, ``epsilon``, ``delta``, ``noise``, ``num_envs``, ``seed``).
+        mode: ``"strict"`` or ``"paper"`` (noise for D = 1, epoch at t; uncertified).
+        tuning: ``"calibrated"`` (default) or ``"paper"`` (Theorem 3.1 constants, beta = 1/T).
         selector: ``"rnm"`` (report-noisy-min) or ``"em"`` (exponential mechanism).
         threshold_scale: multiplies the slack; in :data:`THRESHOLD_SCALE_RANGE`.
-        window_grid: ``"dyadic"`` (default, erratum E-ARS-9: the last :data:`DYADIC_STARTS`
-            multiples of 2^k per level) or ``"all"`` (every start, refused above 1 GiB).
+        window_grid: ``"dyadic"`` (default: the last :data:`DYADIC_STARTS` multiples of 2^k per
+            level) or ``"all"`` (every start, refused above 1 GiB).
         boundary: one of :data:`BOUNDARIES` (calibrated tuning only).
         max_restarts: cap on restarts; then the last epoch goes on without a detector (E-ARS-10).
         beta: the per-epoch false-alarm level, in (0, 1/2] (default 0.05; paper: 1/T).
 
-    Deviations: one query per round (the maximum of the window queries, same sensitivity,
-    E-ARS-9); argmin (E-ARS-1); play before the loss, all T rounds (E-ARS-8); uniform first
-    expert per epoch (E-ARS-2); losses clipped to [0, 1]; the calibrated boundaries. A
-    selection's noise comes from a per-run stream read only when that run selects. Per-round
-    cost: O(N log T) (dyadic) or O(N t) (all) per run; compiled kernels on the JIT.
-
-    Attributes: selection_scale, query_sensitivity, threshold_noise_scale, query_noise_scale,
-    alpha, beta, term_beta, union_size, window_starts, queries_per_instance, windows_per_round,
-    detector, restarts (B,) and epoch_start (B,) (the current epoch's first global round).
+    Attributes:
+        restarts: (B,) restarts so far (also ``epoch_start`` (B,), ``detector``, the noise scales).
     """
 
     #: public settings under which the declared mechanisms are most exposed (the audit)
@@ -166,7 +150,6 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
         self._calibrate()  # SVTRestartTuning: tail levels, union, thresholds (public only)
         self.reset(seed)
 
-    # ----------------------------------------------------------------- construction steps
     def _check_settings(
         self,
         selector: str,
@@ -179,13 +162,10 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
         self.selector = check_choice("selector", selector, SELECTORS)
         self.window_grid = check_choice("window_grid", window_grid, WINDOW_GRIDS)
         self.boundary = check_choice("boundary", boundary, BOUNDARIES)
-        # The paper tuning keeps Theorem 3.1's n-only Reg; the boundary applies to calibrated.
-        # _bernstein: the query reads a second per-window statistic (the Bernstein boundary's
-        # second moment, or the betting boundary's negative part; same storage and path).
+        # _bernstein: the query reads a second per-window statistic (V, or betting's N).
         self._betting = self.boundary == "betting" and self.tuning == "calibrated"
         self._bernstein = self.boundary in ("bernstein", "betting") and self.tuning == "calibrated"
-        # The betting query's stored slopes are (1 - a_k) / threshold_scale: a subnormal scale
-        # overflows them to inf and the query to nan, which would silently never fire.
+        # A subnormal scale overflows (1 - a_k) / threshold_scale: a detector never firing.
         self.threshold_scale = check_float("threshold_scale", threshold_scale)
         low, high = THRESHOLD_SCALE_RANGE
         if not low <= self.threshold_scale <= high:
@@ -225,11 +205,8 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
     def _set_privacy_parameters(self) -> None:
         """The query sensitivity and the noise scales: the only parameters the claim reads.
 
-        Erratum E-ARS-6: a replaced loss vector moves each window difference by <= 2 (paper:
-        1); the betting query's range is ``max_k (2 + (threshold_scale - 1) s_k)``, the
-        Bernstein one's ``max_d d (1 + c (2 - d))`` with ``c = threshold_scale kappa``
-        (:func:`betting_query_sensitivity`, :func:`bernstein_query_sensitivity`;
-        docs/algorithms.md, Calibration). Paper mode's noise assumes 1 (uncertified).
+        Erratum E-ARS-6: :func:`betting_query_sensitivity` or :func:`bernstein_query_sensitivity` (2
+        for the n-only boundary). Paper mode's noise assumes 1 (uncertified).
         """
         slope = float(bernstein_slopes().max()) if self._bernstein else 0.0
         if self._betting:
@@ -246,8 +223,7 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
         ) = self._noise_parameters(self.epsilon)
         # epsilon = inf: the detector compares exactly (a tie does not fire; see _learn).
         self._exact_detector = math.isinf(self.detector_epsilon)
-        # Per-run values after set_run_epsilons: selection and detector epsilons (B,), and the
-        # slack's epsilon-dependent terms (B, 1); None while every run plays self.epsilon.
+        # Per-run values after set_run_epsilons; None while every run plays self.epsilon.
         self._runs: dict[str, np.ndarray] | None = None
 
     def _set_query_grid(self) -> None:
@@ -265,11 +241,8 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
     def _dedup_grid(self) -> None:
         """Which (level, slot) window starts get their sums stored and queried.
 
-        Level k's ring slot ``c % DYADIC_STARTS`` holds the start ``u = c 2^k`` (local time), so
-        an even slot holds a multiple of ``2^(k+1)``, which level k+1 also holds (its ring spans
-        twice the time) with the same snapshot. Below the top level only the odd slots are new;
-        querying them plus the whole top level covers the same windows with the same values,
-        about half of ``levels * DYADIC_STARTS``.
+        An even slot of level k holds a start level k+1 also holds (same snapshot), so below the top
+        level only the odd slots are stored: the same windows with the same values.
         """
         top, half = self._levels - 1, DYADIC_STARTS // 2
         index = np.full((self._levels, DYADIC_STARTS), -1, dtype=np.int64)
@@ -279,7 +252,6 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
         self._stored_level, self._stored_slot = np.nonzero(index >= 0)  # row-major = columns
         self._stored = top * half + DYADIC_STARTS
 
-    # ----------------------------------------------------------------- thresholds
     def _noise_parameters(self, epsilon: float) -> tuple[float, float, float, float, float]:
         """Selection and detector epsilons, selection scale, threshold and query noise scales."""
         selection_epsilon = epsilon / 2.0
@@ -293,14 +265,11 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
             4.0 * d_eff / detector_epsilon,
         )
 
-    # ----------------------------------------------------------------- claim
     @property
     def declaration(self) -> Mechanism:
         """Per epoch: selections on disjoint windows + one sparse-vector detector; epochs disjoint.
 
-        In paper mode the detector's noise is calibrated to sensitivity 1 while its queries are
-        2-sensitive, and a restart round is read by two epochs (errata E-ARS-6, E-ARS-7): the
-        declaration then states the paper's accounting, which the claim marks uncertified.
+        Paper mode states the paper's accounting (errata E-ARS-6, E-ARS-7), marked uncertified.
         """
         detector = self.detector
         epoch = Sequential(
@@ -330,8 +299,7 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
                     query_scale=2.0 * float(np.min(detector.sigma)),
                     positives=detector.max_tops,
                     delta=detector.delta,
-                    # a threshold at the start, then each round one query and one fresh
-                    # threshold (restart draws for every run: fixed consumption)
+                    # restart draws for every run each round: fixed consumption
                     draws=2 * self.horizon - 1,
                 ),
             ),
@@ -360,7 +328,6 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
             source="Asi, Raman & Saha 2025, Alg. 2 with errata E-ARS-6, E-ARS-7"
         )
 
-    # ----------------------------------------------------------------- state
     def _init_state(self) -> None:
         b, n = self.num_envs, self.n_experts
         self._window = np.zeros((b, n))
@@ -370,26 +337,21 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
         self._cum_sq = np.zeros((b, n))
         self.epoch_start = np.ones(b, dtype=np.int64)
         self._run_index = np.arange(b)
-        # Global round of each run's next possible selection (or epoch start); a lower bound
-        # is enough (rounds before the earliest one skip the selection bookkeeping).
+        # Each run's next possible selection round; a lower bound is enough.
         self._next_event = np.ones(b, dtype=np.int64)
         self._next_min = 1
         self.restarts = np.zeros(b, dtype=np.int64)
         self._active = np.ones(b, dtype=bool) if self.max_restarts != 0 else np.zeros(b, bool)
         if self.window_grid == "dyadic":
             shape = (b, self._levels, DYADIC_STARTS)
-            # Expert sums with the expert axis before the window axis, so the min over experts
-            # is an elementwise minimum of rows (fast at large B) rather than a reduction over a
-            # short trailing axis; the learner's sums apart. Values are those of self._cum.
-            # Only the de-duplicated starts (_dedup_grid) keep sums; _snap_time and _snap_count
-            # still describe every (level, slot) start.
+            # Expert axis before the window axis: the min over experts is a min of rows. Only
+            # the de-duplicated starts (_dedup_grid) keep sums.
             self._snap_experts = np.zeros((b, n, self._stored))
             self._snap_learner = np.zeros((b, self._stored))
             self._snap_sq = np.zeros((b, n, self._stored)) if self._bernstein else None
             self._snap_time = np.zeros(shape, dtype=np.int64)
             self._snap_count = np.zeros((b, self._levels), dtype=np.int64)
-            # Per stored column: its snapshot's time and whether it holds one yet (what the
-            # (level, slot) tables say, kept per column so a query reads them directly).
+            # Per stored column: its snapshot's time and whether it holds one yet.
             self._col_time = np.zeros((b, self._stored), dtype=np.int64)
             self._col_empty = np.ones((b, self._stored), dtype=bool)
             self._diff_buf = np.zeros((b, n, self._stored))
@@ -414,11 +376,7 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
         )
 
     def _init_query_tables(self) -> None:
-        """Public pieces and buffers of the dyadic Bernstein query (:meth:`_bernstein_query`).
-
-        ``level_log / lambda_k`` and the slopes are the floats :func:`bernstein_boundary`
-        computes (Python scalars, the same division).
-        """
+        """Public pieces and buffers of the dyadic query (:func:`bernstein_boundary`'s floats)."""
         b, n, q = self.num_envs, self.n_experts, self._stored
         level_log = self._reg[1]
         if self._betting:
@@ -433,8 +391,7 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
             self._lambda_dslopes = np.zeros(len(BERNSTEIN_LAMBDAS))
         counts = self._col_lambdas
         self._col_counts = np.ascontiguousarray(counts, dtype=np.int64)
-        # Per lambda k, its offset on the columns that use it (k < K_u) and +inf on the others:
-        # inf + s v = inf never lowers the min, and a used column adds the same two floats.
+        # Per lambda k: its offset on the columns using it, +inf (never the min) elsewhere.
         lambdas = np.arange(len(BERNSTEIN_LAMBDAS))[:, None]
         self._column_offsets = np.where(
             lambdas < counts[None, :], self._lambda_offsets[:, None], np.inf
@@ -453,10 +410,7 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
         self._scale = float(self.threshold_scale)
 
     def _push_snapshots(self, tau: np.ndarray, mask: np.ndarray, t: int) -> None:
-        """Record the running sums after global round ``t`` (local time ``tau``) as window starts.
-
-        A start is kept at every level k with ``tau % 2^k == 0`` (runs in ``mask`` only).
-        """
+        """Record the sums after round ``t`` (local ``tau``) at each level k dividing ``tau``."""
         if jit_enabled():
             push_snapshots_kernel(
                 tau,
@@ -491,14 +445,11 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
         self._snap_time[runs, lev, slot] = t
         self._snap_count[runs, lev] += 1
 
-    # ----------------------------------------------------------------- detector
     def _window_regret(self, t: int) -> tuple[np.ndarray, np.ndarray]:
         """(B, Q) window regrets and window lengths at global round ``t`` (invalid: -inf)."""
         n = self.n_experts
         if self.window_grid == "dyadic":
-            # Same arithmetic as (cum - snapshot) per expert and for the learner, then the min
-            # over experts: every value is the same float as in a (B, Q, N+1) difference tensor.
-            # Columns: the de-duplicated starts of _dedup_grid (duplicates add no new window).
+            # The same floats as a (B, Q, N+1) difference tensor, over _dedup_grid's columns.
             diff = np.subtract(self._cum[:, :n, None], self._snap_experts, out=self._diff_buf)
             best = np.minimum.reduce(diff, axis=1)  # (B, Q)
             regret = self._cum[:, n, None] - self._snap_learner
@@ -517,11 +468,9 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
         return regret, np.broadcast_to(t - starts[None, :], regret.shape)
 
     def _bernstein_query(self, t: int) -> np.ndarray:
-        """(B,) max over windows and experts of ``D_j - slack(V_j)`` (Bernstein boundary).
+        """(B,) max over windows and experts of ``D_j - slack(V_j)`` (Bernstein or betting).
 
-        ``D_j`` = the learner's window loss minus expert j's, ``V_j`` = the window's sum of
-        ``(l_s(I_s) - l_s(j))^2``; the slack is ``threshold_scale (c0 + b(V_j) + alpha + 1)``
-        with b = :func:`bernstein_boundary` (per run: c0 and alpha at each run's epsilon).
+        ``slack = threshold_scale (c0 + b(V_j) + alpha + 1)``, c0 and alpha per run.
         """
         if self.window_grid == "dyadic":
             return self._bernstein_query_dyadic()
@@ -536,9 +485,8 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
     def _bernstein_query_dyadic(self) -> np.ndarray:
         """The dyadic query of :meth:`_bernstein_query_reference`, the same floats, faster.
 
-        Compiled (one pass, :func:`~agents.svt_restart_query.bernstein_query_kernel`) when the
-        JIT is enabled; else numpy in place with buffers, the lambdas a column does not use
-        masked by +inf offsets, and the empty columns masked after the (exact) max over experts.
+        Compiled (:func:`~agents.svt_restart_query.bernstein_query_kernel`) when the JIT is on; else
+        numpy in place, unused lambdas masked by +inf offsets.
         """
         n = self.n_experts
         const = self._query_const()
@@ -626,7 +574,6 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
         query = np.where(empty[:, None, :], -np.inf, query)
         return _max_reduce(query.reshape(self.num_envs, -1), axis=1)
 
-    # ----------------------------------------------------------------- hooks
     def _learn(self, obs: np.ndarray) -> None:
         t = self.t  # the round just played (1-based)
         losses = clip_unit(obs)  # sensitivity bounds need losses in [0, 1]
@@ -657,9 +604,7 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
             query = _max_reduce(regret - slack, axis=1)
         query = np.where(np.isfinite(query), query, -1e300)
         if self._exact_detector:
-            # Without noise the detector compares exactly (query >= 0): a window regret equal
-            # to its slack (slack(1) = 1 = the largest one-round regret at epsilon = inf under
-            # tuning="paper") must not fire; it has to exceed it.
+            # Exact comparison: a regret equal to its slack (paper: slack(1) = 1) must not fire.
             query = np.nextafter(query, -np.inf)
         top = self.detector.test(query)
         fired = top & self._active
@@ -764,9 +709,8 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
     def play_block(self, obs: np.ndarray) -> np.ndarray:
         """K rounds of :meth:`act` at once: the same actions, state and draws.
 
-        Compiled between selections where :func:`agents._svt_kernels.block_supported` (the
-        default dyadic Bernstein/betting query, ``fast`` noise, the JIT on); else the hooks
-        round by round (:func:`agents._kernels.hook_loop`).
+        Compiled between selections where :func:`agents._svt_kernels.block_supported`; else the
+        hooks round by round (:func:`agents._kernels.hook_loop`).
         """
         from agents._svt_kernels import play_rounds
 

@@ -1,8 +1,7 @@
 """svt-restart's per-round query and snapshot pushes, compiled (the numpy path's floats).
 
-:class:`~agents.svt_restart.SVTRestart` calls these when the JIT is enabled; each computes
-the same floats as the numpy path in the same order (``+ - *``, min and max only), so both
-paths give the same actions (tests/test_svt_restart.py, the learner lock on both paths).
+Each computes the numpy path's floats in its order (``+ - *``, min and max only), so both paths give
+the same actions.
 """
 
 from __future__ import annotations
@@ -32,8 +31,7 @@ def window_bound(
 ) -> float:
     """One element's boundary ``min_{k < count} (offsets[k] + slopes[k] v [+ dslopes[k] d])``.
 
-    Shared by the per-round query kernel and svt-restart's block kernel
-    (:mod:`agents._svt_kernels`), so both compute the same floats in the same order.
+    Shared with svt-restart's block kernel (:mod:`agents._svt_kernels`): the same floats.
     """
     b = offsets[0] + slopes[0] * v
     if with_d:
@@ -70,14 +68,10 @@ def bernstein_query(
 ) -> float:
     """Run r's dyadic Bernstein/betting query (:meth:`SVTRestart._bernstein_query_dyadic`).
 
-    The maximum over (expert, column) elements (see :func:`bernstein_query_kernel`); with
-    ``min_offset`` finite (svt-restart's block kernel) an element is skipped
-    when an upper bound of its query lies below the largest query so far by a margin far above
-    rounding: the boundary ``b = min_k (offsets[k] + slopes[k] v + dslopes[k] d)`` is at least
-    ``min_offset[q] + min_k dslopes[k] d`` (slopes > 0, v >= 0, dslopes in [ds_low, ds_high],
-    > 0), so the query ``d - scale (b + c)`` is at most ``d - scale (lb + c)``; a float maximum
-    does not depend on the elements below it, so the result is the same float. With
-    ``min_offset`` all ``-inf`` nothing is skipped (and no bound is computed).
+    With ``min_offset`` finite (the block kernel) an element is skipped when an upper bound of its
+    query, from ``b >= min_offset[q] + min_k dslopes[k] d``, lies below the running maximum by far
+    more than rounding: the maximum is the same float. With ``min_offset`` all ``-inf`` nothing is
+    skipped.
     """
     n, cols = snap_experts.shape[1], snap_experts.shape[2]
     prune = cols > 0 and min_offset[0] > -np.inf
@@ -128,12 +122,8 @@ def bernstein_query_kernel(  # pragma: no cover - compiled; its Python form runs
 ) -> None:
     """:meth:`SVTRestart._bernstein_query` (dyadic grid) in one pass: the same floats.
 
-    Every element is computed with the numpy path's operations in its order (``+ - *``,
-    ``min``, ``max`` only, so compiled and numpy agree bit for bit): ``V = max(cum_sq -
-    snap_sq, 0)`` (the betting boundary: the negative part N), ``d = learner - expert``,
-    ``b = min_{k < counts[q]} (offsets[k] + slopes[k] V [+ dslopes[k] d if with_d])``, query
-    ``d - scale (b + const[r])``; ``out[r]`` = the largest query of run r's non-empty columns
-    (-inf when all are empty).
+    ``out[r]`` is the largest ``d - scale (b + const[r])`` over run r's non-empty columns and the
+    experts (-inf when all are empty), ``b`` as in :func:`window_bound`.
     """
     cols = snap_experts.shape[2]
     learner = np.empty(cols)
@@ -163,10 +153,7 @@ def push_snapshots(
     snap_time: np.ndarray,
     snap_count: np.ndarray,
 ) -> None:
-    """``SVTRestart._push_snapshots`` for run r: a start at every level with tau % 2^k == 0.
-
-    ``cum`` and ``cum_sq`` are run r's rows; ``snap_sq`` is written only ``with_sq``.
-    """
+    """``SVTRestart._push_snapshots`` for run r; ``snap_sq`` is written only ``with_sq``."""
     n = snap_experts.shape[1]
     levels, slots = store_index.shape
     for lev in range(levels):

@@ -1,10 +1,8 @@
 """svt-restart's tuning: the detector's boundaries, their sensitivities and the slack.
 
-Everything here is a function of public quantities (N, T, epsilon, beta, the settings), never of
-losses: the betting and empirical-Bernstein boundaries with the L1 sensitivity of the queries
-that read them, the union over window starts (U) and lambdas (S), and the calibrated or paper
-slack a window must exceed. :class:`~agents.svt_restart.SVTRestart` mixes in
-:class:`SVTRestartTuning`; the derivations are in docs/algorithms.md (Calibration, svt-restart).
+Functions of public quantities only (N, T, epsilon, beta, the settings), never of losses.
+:class:`~agents.svt_restart.SVTRestart` mixes in :class:`SVTRestartTuning`; the derivations and
+proofs are in docs/algorithms.md ("Calibration", "The derivations", svt-restart).
 """
 
 from __future__ import annotations
@@ -31,15 +29,13 @@ __all__ = [
 ]
 
 #: the lambda grid of the empirical-Bernstein and betting boundaries: 0.5 * 2^(-k/2), k = 0..7
-#: (0.5 down to 0.044: the optimal lambda ~ sqrt(2 L / V) for second moments V from ~100 to
-#: T = 10^4 at L ~ 15; lambda <= 1/2 keeps the Bernstein boundary's slope in V below 1/2)
+#: (lambda <= 1/2 keeps the Bernstein boundary's slope in V below 1/2)
 BERNSTEIN_LAMBDAS = tuple(0.5 * 2.0 ** (-k / 2.0) for k in range(8))
 #: window starts kept per dyadic level: the last DYADIC_STARTS multiples of 2^k
 DYADIC_STARTS = 8
 # The de-duplicated dyadic storage relies on ring slot parity = parity of u / 2^k.
 assert DYADIC_STARTS % 2 == 0
-#: calibrated tuning's per-epoch level beta (the three tail bounds of the slack each hold at
-#: beta / 4 at finite epsilon; docs/algorithms.md says what is and is not proven)
+#: calibrated tuning's per-epoch level beta
 DEFAULT_FALSE_ALARM = 0.05
 #: rho of the normal-mixture boundary: where (in window length) it is tightest, roughly
 MIXTURE_RHO = 16.0
@@ -56,15 +52,10 @@ def bernstein_boundary(
 ) -> np.ndarray:
     """``min_k (level_log + psi(lambda_k) V) / lambda_k``: the empirical-Bernstein boundary.
 
-    For a window difference with increments ``X_s`` in [-1, 1] and conditional means mu_s,
-    ``exp(lambda (sum X_s - mu_s) - psi(lambda) sum X_s^2)`` is a non-negative
-    supermartingale for every lambda in [0, 1) (Fan et al.'s ``e^(l y - psi(l) y^2) <= 1 + l y``
-    for ``y = X_s >= -1``, then ``1 + l mu_s <= e^(l mu_s)``), so by Ville's inequality and a
-    union over the K lambdas of :data:`BERNSTEIN_LAMBDAS`, with ``level_log = ln(K / a)`` the
-    martingale part stays below this boundary at every window length at once with probability
-    ``1 - a``. ``V`` = ``second_moment`` = the window's observed ``sum X_s^2``. Elementwise;
-    concave and piecewise linear in V with slopes in (0, 0.39). ``counts`` (broadcastable to V):
-    use only the first ``counts`` lambdas (largest first) for each element.
+    ``V`` = ``second_moment``, the window's observed ``sum X_s^2``; with ``level_log = ln(K / a)``
+    it holds at level ``a`` at every window length (docs/algorithms.md, "The empirical-Bernstein
+    boundary"). Elementwise; concave, piecewise linear in V with slopes in (0, 0.39). ``counts``
+    (broadcastable to V): use only the first ``counts`` lambdas (largest first).
     """
     v = np.asarray(second_moment, dtype=np.float64)
     out = None
@@ -84,10 +75,8 @@ def bernstein_query_sensitivity(c: float) -> float:
     """``max_{d in [0, 2]} d (1 + c (2 - d))``: 2 if ``c <= 1/2``, else ``1 + c + 1/(4 c)``.
 
     The L1 sensitivity of a window query ``D_j - threshold_scale b(V_j) - const`` when b is
-    kappa-Lipschitz and ``c = threshold_scale kappa``: one replaced round moves the window's
-    increment ``x = l(I) - l(j)`` in [-1, 1] to x', so D_j by ``d = |x' - x|`` and
-    ``V_j = sum x^2`` by ``d |x' + x|``, and ``|x' + x| + |x' - x| = 2 max(|x|, |x'|) <= 2``.
-    The maximiser is ``d = 2`` while ``c <= 1/2``, else ``d = 1 + 1/(2 c)``.
+    kappa-Lipschitz and ``c = threshold_scale kappa`` (proof: docs/algorithms.md, "Privacy with the
+    Bernstein boundary").
     """
     c = check_float("c", c, minimum=0.0)
     return 2.0 if c <= 0.5 else 1.0 + c + 1.0 / (4.0 * c)
@@ -96,10 +85,8 @@ def bernstein_query_sensitivity(c: float) -> float:
 def betting_coefficients() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(c_k, a_k, s_k)`` of the betting boundary on :data:`BERNSTEIN_LAMBDAS`.
 
-    ``r_k = ln((1 + lam)/(1 - lam))`` (the range of one round's log-wealth),
-    ``c_k = 2 / r_k`` (normalises every lambda's query to sensitivity 2),
-    ``a_k = c_k ln(1 + lam)`` (the window difference's coefficient, < 1) and
-    ``s_k = -c_k ln(1 - lam^2)`` (the negative part's); ``2 a_k + s_k = 2`` exactly.
+    ``c_k = 2 / ln((1 + lam)/(1 - lam))``, ``a_k = c_k ln(1 + lam)``, ``s_k = -c_k ln(1 - lam^2)``;
+    ``2 a_k + s_k = 2`` exactly.
     """
     lam = np.array(BERNSTEIN_LAMBDAS)
     r = np.log1p(lam) - np.log1p(-lam)
@@ -116,22 +103,11 @@ def betting_boundary(
 ) -> np.ndarray:
     """``min_k (c_k L + s_k N + (1 - a_k) D / threshold_scale)``: the betting boundary.
 
-    For a window difference with increments ``X_s`` in [-1, 1] and conditional means mu_s,
-    ``N = sum max(-X_s, 0)`` (the window's negative part), ``D = sum X_s`` and
-    ``L = level_log``. ``g(x) = lam x - ln(1 + lam x)`` is convex with ``g(0) = 0``, so on
-    [0, 1] it lies below its chord ``(lam - ln(1 + lam)) x`` and on [-1, 0] below
-    ``(-lam - ln(1 - lam)) |x|``; with ``f`` these chords, ``exp(lam x - f(x)) <= 1 + lam x``
-    on [-1, 1], so ``exp(lam (D - sum mu_s) - sum f(X_s))`` is a non-negative
-    supermartingale (equal to the betting wealth ``prod (1 + lam X_s)`` times
-    ``exp(-lam sum mu_s)`` when every ``X_s`` is in {-1, 0, 1}). Its log is
-    ``ln(1 + lam) D + ln(1 - lam^2) N - lam sum mu_s``; Ville's inequality and a union over the
-    lambdas (``level_log = ln(K / a)``) bound the chance it ever reaches L by a. The query
-    ``D - threshold_scale (boundary + const)`` is then ``max_k (a_k D - threshold_scale (c_k L
-    + s_k N + const))``: ``c_k`` times the log-wealth above L at ``threshold_scale = 1``.
-    Elementwise; ``counts`` as in :func:`bernstein_boundary`. ``threshold_scale`` is not
-    checked here (a hot path); :class:`~agents.svt_restart.SVTRestart` accepts it only in
-    :data:`~agents.svt_restart.THRESHOLD_SCALE_RANGE`, since a subnormal one overflows
-    ``(1 - a_k)/threshold_scale``.
+    ``N = sum max(-X_s, 0)`` is the window's negative part, ``D = sum X_s``,
+    ``L = level_log = ln(K / a)``: time-uniform at level ``a`` (proof: docs/algorithms.md, "The
+    betting boundary"). Elementwise; ``counts`` as in :func:`bernstein_boundary`.
+    ``threshold_scale`` is not checked here (a hot path): callers keep it in
+    :data:`~agents.svt_restart.THRESHOLD_SCALE_RANGE`, since a subnormal one overflows.
     """
     c, a, s = (x.tolist() for x in betting_coefficients())
     neg = np.asarray(negative, dtype=np.float64)
@@ -149,13 +125,10 @@ def betting_boundary(
 
 
 def betting_query_sensitivity(threshold_scale: float) -> float:
-    """``max_k (2 a_k + threshold_scale s_k) = max_k (2 + (threshold_scale - 1) s_k)``.
+    """``max_k (2 + (threshold_scale - 1) s_k)``: the betting query's L1 sensitivity.
 
-    Each lambda's query ``a_k D - threshold_scale (s_k N + const)`` is a sum over the window's
-    rounds of ``h(x) = a_k x - threshold_scale s_k max(-x, 0)``, increasing on [-1, 1], so one
-    replaced round moves it by at most ``h(1) - h(-1) = 2 a_k + threshold_scale s_k``; the
-    maximum over lambdas, windows and experts moves by at most the largest. 2 at the default
-    ``threshold_scale = 1`` (``2 a_k + s_k = 2``).
+    2 at the default ``threshold_scale = 1`` (proof: docs/algorithms.md, "Privacy with the betting
+    boundary").
     """
     ts = check_float("threshold_scale", threshold_scale, minimum=0.0, min_inclusive=False)
     _, _, s = betting_coefficients()
@@ -168,26 +141,18 @@ def betting_query_sensitivity(threshold_scale: float) -> float:
 class SVTRestartTuning:
     """The thresholds of :class:`~agents.svt_restart.SVTRestart` (mixed into it).
 
-    Reads the learner's public settings (``n_experts``, ``horizon``, ``tuning``, ``boundary``
-    flags, ``threshold_scale``, ``beta``, the dyadic levels and the noise scales) and sets
-    ``term_beta``, ``window_starts`` (U), ``union_size`` (S), ``lowest_level``, ``alpha`` and
-    the slack's constants; :meth:`slack` and :meth:`detection_length` read them back, and
-    :meth:`set_run_epsilons` sets them per run.
+    Reads the learner's public settings and sets ``term_beta``, ``window_starts`` (U),
+    ``union_size`` (S), ``lowest_level``, ``alpha`` and the slack's constants.
     """
 
     def _calibrate(self) -> None:
         """Set the tail levels, the union over window starts and the thresholds.
 
-        Each tail term of the calibrated slack holds at level ``term_beta``: beta / 4 at finite
-        epsilon for the boundary, query-noise and threshold-noise tails (union <= 3 beta / 4
-        <= beta; the selection-noise allowance c0 is computed at this level too, but is a
-        heuristic allowance, not a tail bound); at epsilon = inf only the boundary is non-zero
-        and takes beta.
+        Calibrated at finite epsilon, each of the three tail terms holds at
+        ``term_beta = beta / 4``; otherwise ``term_beta = beta``.
         """
         finite = math.isfinite(self.epsilon)
         self.term_beta = self.beta / 4.0 if self.tuning == "calibrated" and finite else self.beta
-        # Window starts one epoch may test at a length where a window can fire at all (the
-        # union of the time-uniform boundary; see _count_window_starts).
         self.window_starts = self._count_window_starts()
         # Bernstein, dyadic grid: how many lambdas each stored start column uses.
         self._col_lambdas = (
@@ -200,13 +165,8 @@ class SVTRestartTuning:
     def _level_lambdas(self) -> np.ndarray:
         """K_v: how many of :data:`BERNSTEIN_LAMBDAS` (largest first) a level-v start uses.
 
-        A dyadic start of level v < top is tested at lengths up to ``n_max = DYADIC_STARTS 2^v``
-        only (see :meth:`_count_window_starts`), so its second moment is at most that, and the
-        small lambdas (optimal only for larger V) add to the union without lowering its
-        boundary: it keeps the lambdas ``>= sqrt(L / n_max)``, ``L = ln(N T K / beta')`` (a
-        public reference level; the optimum ``sqrt(2 L / V)`` at ``V = n_max``, one grid step
-        below), at least one. The top level (the epoch origin, tested at every length) keeps
-        all K. Which lambdas a start uses is public, so the union stays valid.
+        The lambdas ``>= sqrt(L / (DYADIC_STARTS 2^v))``, at least one; the top level keeps all
+        (docs/algorithms.md, "The empirical-Bernstein boundary"). Public, so the union stays valid.
         """
         lam = np.array(BERNSTEIN_LAMBDAS)
         top = self._levels - 1
@@ -229,22 +189,11 @@ class SVTRestartTuning:
     def _count_window_starts(self) -> int:
         """U: the window starts an epoch may test at a length where a window can fire.
 
-        A window of n rounds has regret at most n and fires (on the detector's good noise
-        event, at ``threshold_scale >= 1``) only if its regret exceeds ``b(n) + 1``, so lengths
-        with ``n <= b(n) + 1`` never fire, and a start tested only at such lengths needs no
-        share of beta. In the dyadic grid a start u whose largest power-of-two divisor is
-        ``2^v`` (v below the top level) is tested at lengths up to and including
-        ``DYADIC_STARTS 2^v``: the query of round ``t = u + DYADIC_STARTS 2^v`` runs before that
-        round's snapshot evicts u from level v's ring (the epoch origin stays at the top level).
-        With ``n_min`` the least length that can fire, only the ``ceil(T / 2^v0)`` multiples of
-        ``2^v0``, ``v0 = ceil(log2(n_min / DYADIC_STARTS))`` (the excluded levels have
-        ``DYADIC_STARTS 2^v < n_min``), count (``self.lowest_level`` = v0). ``n_min`` depends on
-        U through b; the largest self-consistent v0 is taken, U = T (every local time) the
-        fallback when none is, and always at ``threshold_scale < 1`` (the step above then
-        fails). The paper tuning and the "all" grid count every local time. Sets
-        ``self.union_size``: the events of the union (per expert): U, or with the Bernstein
-        boundary the sum over the counted starts of the lambdas each uses
-        (:meth:`_level_lambdas`; the "all" grid: U K).
+        Also sets ``self.lowest_level`` (v0: only multiples of ``2^v0`` count) and
+        ``self.union_size`` (S, the union's events per expert; with the Bernstein boundary the sum
+        of each counted start's lambdas). The paper tuning, the "all" grid and
+        ``threshold_scale < 1`` count every local time (U = T). Derivation: docs/algorithms.md, "The
+        boundary".
         """
         t_max = self.horizon
         self.lowest_level = 0
@@ -256,20 +205,14 @@ class SVTRestartTuning:
             n = np.arange(1, t_max + 1, dtype=np.float64)
             union = self._union_size(v0)
             if self._betting:
-                # On the noise event a window fires only if a_k D - s_k N - c_k L > 1 for some
-                # k (threshold_scale >= 1, c0, alpha >= 0), and D <= n - 2 N (sum |X_s| <= n),
-                # so a_k D - s_k N <= a_k n: it fires only if a_k n - c_k L > 1 for some k
-                # (all lambdas: the lowest of all starts, conservative here).
+                # Fires only if a_k n - c_k L > 1 for some k (D <= n - 2 N); all k: conservative.
                 c, a, _ = betting_coefficients()
                 level = math.log(self.n_experts * union / self.term_beta)
                 reach = (a[:, None] * n[None, :] - (c * level)[:, None]).max(axis=0)
                 ok = np.flatnonzero(reach > 1.0)
                 return int(ok[0]) + 1 if len(ok) else None
             if self._bernstein:
-                # A window of n rounds has D_j <= sum |X_s| <= sqrt(n V) (Cauchy-Schwarz) and
-                # sqrt(n V) - b(V) increases in V on [0, n] (its slope is >= 1/2 - 0.39), so it
-                # fires only if n > b(n) + 1, as for the n-only boundary. The full lambda grid
-                # gives the lowest boundary of any start (a lower bound: conservative here).
+                # Fires only if n > b(n) + 1 (D <= sqrt(n V)); the full grid is conservative.
                 b = bernstein_boundary(n, math.log(self.n_experts * union / self.term_beta))
             else:
                 c1 = 2.0 * math.log(self.n_experts * union / self.term_beta)
@@ -278,19 +221,15 @@ class SVTRestartTuning:
             return int(ok[0]) + 1 if len(ok) else None
 
         def lowest_level(n_min: int) -> int:
-            # The least v whose starts reach length n_min: DYADIC_STARTS 2^v >= n_min (a start
-            # of level v is tested up to and including DYADIC_STARTS 2^v rounds).
+            # Level v's starts are tested up to and including DYADIC_STARTS 2^v rounds.
             return max(0, math.ceil(math.log2(n_min / DYADIC_STARTS)))
 
         self.union_size = self._union_size(0)
         self.lowest_level = 0
         if self.threshold_scale < 1.0:
-            # Below 1 the slack s (b + c0 + alpha + 1) may undercut b(n) + 1 (and the noise
-            # tails), so the "fires only above b(n) + 1" step fails: count every start.
+            # The slack may undercut b(n) + 1: "fires only above b(n) + 1" fails.
             return t_max
-        # The largest self-consistent v0 (the smallest union): with the starts of the levels
-        # >= v0 in the union, the least firing length n_min must exceed every tested length
-        # of the levels below (DYADIC_STARTS 2^(v0 - 1) < n_min). Any such v0 is valid.
+        # The largest self-consistent v0 (the smallest union); any such v0 is valid.
         for v1 in range(self._levels - 1, 0, -1):
             n1 = first_firing(v1)
             if n1 is not None and lowest_level(n1) >= v1:
@@ -329,20 +268,15 @@ class SVTRestartTuning:
         reg_const = 2.0 * sel_scale * log(n * selections / beta)
         alpha = query_scale * log(k / (2.0 * beta))
         alpha += thr_scale * log(1.0 / (2.0 * beta))
-        # The time-uniform part (_deviation) is epsilon-free: c1 and shift carry its level
-        # term (2 ln(N U / beta) and rho; Bernstein: ln(N U K / beta), no shift).
+        # c1 and shift carry _deviation's epsilon-free level term.
         if self._bernstein:
             return alpha, (reg_const, self._bernstein_level_log(), 0.0)
         return alpha, (reg_const, 2.0 * log(n * self.window_starts / beta), MIXTURE_RHO)
 
     def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
-        """Give each run its own finite epsilon; True when applied (False: nothing changed).
+        """Run b plays as if built with ``epsilon=epsilons[b]`` (finite); True when applied.
 
-        Run b then selects, tests and restarts as an agent built with ``epsilon=epsilons[b]``
-        and the same seed (its selection and detector noise, thresholds and slack, the same
-        floats), so an evaluation can play this learner's epsilons as one batch.
-        :attr:`privacy` then refuses to state one claim; build an agent at each epsilon to
-        read its claim.
+        :attr:`privacy` then refuses to state one claim.
         """
         values = self._accept_run_epsilons(epsilons)
         if values is None or not math.isfinite(self.epsilon):
@@ -357,19 +291,16 @@ class SVTRestartTuning:
             "alpha": np.array([found[e][1][0] for e in values])[:, None],
         }
         self._slack_cache = None
-        # A new episode from the same seeds: the detector's first threshold noise is drawn
-        # again, now at each run's scale (as an agent built at that epsilon draws it).
+        # Redraw the first threshold noise at each run's scale, as that agent would.
         self.reset(list(self.rng.seeds))
         return True
 
     def _deviation(self, length: np.ndarray, second_moment: float = 1.0) -> np.ndarray:
         """The epsilon-free part of ``Reg(n - 1)`` for windows of ``length`` n rounds.
 
-        ``tuning="paper"``: Theorem 3.1's ``9 sqrt((n - 1) log(TN/beta))``. Calibrated,
-        ``boundary="normal-mixture"``: the time-uniform normal-mixture boundary
-        ``sqrt((n + rho) (ln((n + rho)/rho) + 2 ln(N U/beta)))`` (level ``beta / (N U)`` per
-        window start and expert). ``boundary="bernstein"``: :func:`bernstein_boundary` at
-        ``V = second_moment * n`` (the detector itself uses each window's observed V).
+        Paper: Theorem 3.1's ``9 sqrt((n - 1) log(TN/beta))``; normal mixture:
+        ``sqrt((n + rho) (ln((n + rho)/rho) + 2 ln(N U/beta)))``; Bernstein:
+        :func:`bernstein_boundary` at ``V = second_moment * n``.
         """
         _, c1, shift = self._reg
         n = np.asarray(length, dtype=np.float64)
@@ -382,16 +313,9 @@ class SVTRestartTuning:
     def slack(self, length: np.ndarray | int, second_moment: float = 1.0) -> np.ndarray:
         """The slack a window of ``length`` n rounds must exceed, as a window difference D.
 
-        Normal mixture / paper tuning: ``threshold_scale * (Reg(n - 1) + alpha + 1)``.
-        Bernstein: the same with ``Reg`` at the second moment ``V = second_moment n``.
-        Betting (default): the D that ternary streams (differences in {-1, 0, 1}, so
-        ``N = (V - D)/2``) need for some lambda's query to be positive
-        (:meth:`_betting_slack`; the betting query's slack depends on the window's negative
-        part N, not on n alone).
-
-        ``second_moment`` (Bernstein and betting boundaries): the window's ``V / n``, the mean of
-        ``(l_s(I_s) - l_s(j))^2``; 1 is the largest (any [0, 1] losses), 1/2 that of two
-        independent fair coins.
+        Normal mixture / paper: ``threshold_scale * (Reg(n - 1) + alpha + 1)``; Bernstein: the same
+        at ``V = second_moment n``; betting (default): :meth:`_betting_slack`. ``second_moment``:
+        the window's ``V / n`` in [0, 1] (1 the worst case, 1/2 two independent fair coins).
         """
         second_moment = check_float("second_moment", second_moment, minimum=0.0, maximum=1.0)
         c0 = self._reg[0]
@@ -401,12 +325,9 @@ class SVTRestartTuning:
         return self.threshold_scale * (c0 + dev + self.alpha + 1.0)
 
     def _betting_slack(self, n: np.ndarray, second_moment: float) -> np.ndarray:
-        """The window difference D the betting boundary needs at n rounds, V = second_moment n.
+        """The D the betting boundary needs at n rounds, ``V = second_moment n``.
 
-        For differences in {-1, 0, 1} (Bernoulli losses) the negative part is
-        ``N = (V - D) / 2``, so the query ``a_k D - ts (s_k N + c_k L + const)`` is positive iff
-        ``D > ts (s_k V / 2 + c_k L + const) / (a_k + ts s_k / 2)``; the least over lambdas.
-        Other [0, 1] streams have ``N >= (V - D) / 2`` (``x^2 <= |x|``) and need more.
+        Exact for differences in {-1, 0, 1} (``N = (V - D) / 2``); other streams need more.
         """
         c, a, s = betting_coefficients()
         ts, const = self.threshold_scale, self._reg[0] + self.alpha + 1.0
@@ -417,11 +338,7 @@ class SVTRestartTuning:
     def detection_length(self, gap: float, second_moment: float = 1.0) -> int | None:
         """The shortest window a shift of ``gap`` can make fire in expectation, or None.
 
-        The least n <= T with ``gap * n > slack(n)`` (the slack at this learner's epsilon, its
-        noise terms included): after a shift that makes the played expert ``gap`` worse per
-        round than the best one, a window of n post-shift rounds has expected regret
-        ``gap * n``, so a segment shorter than this cannot be detected in expectation. None when
-        no n <= T qualifies.
+        The least n <= T with ``gap * n > slack(n)`` at this learner's epsilon; None when none.
         """
         gap = check_float("gap", gap, minimum=0.0, min_inclusive=False)
         n = np.arange(1, self.horizon + 1, dtype=np.float64)
@@ -429,11 +346,7 @@ class SVTRestartTuning:
         return int(ok[0]) + 1 if len(ok) else None
 
     def _slack_table(self, t: int) -> np.ndarray:
-        """``slack(n)`` for n = 0..>=t (entry 0 unused), grown by doubling up to T.
-
-        The slack depends on the window length only, so it is computed once per length, not
-        for every window every round: the same floats as :meth:`slack`, elementwise.
-        """
+        """``slack(n)`` for n = 0..>=t (entry 0 unused), grown by doubling; as :meth:`slack`."""
         table = getattr(self, "_slack_cache", None)
         if table is None or table.shape[-1] <= t:
             size = min(max(2 * (t + 1), 64), self.horizon + 1)

@@ -1,18 +1,7 @@
 """Stochastic-bandit baselines: UCB1, KL-UCB and Thompson sampling (Bernoulli / Beta).
 
-These are the index policies users expect next to EXP3 on ``DPExperts-Bandit-v0``: built for
-i.i.d. arm losses with a gap, where their (pseudo-)regret grows like ``log T`` (EXP3's like
-``sqrt T``). All three play the K arms and ignore expert advice (on
-``DPExperts-BanditAdvice-v0`` they are advice-blind baselines, as ``exp3`` with ``over="arms"``).
-
-The env's feedback is a loss in [0, 1]; each policy works on losses directly (a lower confidence
-bound on an arm's mean loss is the upper confidence bound on its mean reward ``1 - loss``). Every
-policy starts by playing arms 0, 1, ..., K-1 once (round robin), then follows its index; index
-ties go to the lowest arm (UCB1, KL-UCB: deterministic policies, as in their sources).
-
-Batching: the state is (B, K) counts and sums; every round draws the same number of uniforms in
-every run (none for UCB1 and KL-UCB; 1 + K for Thompson sampling), so a batch equals single runs
-bit for bit.
+Index policies on losses, blind to advice: one play of every arm first, index ties to the lowest
+arm, the same uniforms per round in every run (a batch equals single runs bit for bit).
 """
 
 from __future__ import annotations
@@ -42,14 +31,11 @@ def bernoulli_kl(p: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 
 def kl_lower_bound(mean: np.ndarray, level: np.ndarray, iterations: int = 8) -> np.ndarray:
-    """``min{q in [0, mean] : kl(mean, q) <= level}`` by Newton's method, elementwise.
+    """``min{q in [0, mean] : kl(mean, q) <= level}`` by Newton's method on ``ln q``, elementwise.
 
-    The KL-UCB confidence bound on a mean loss (Garivier & Cappé 2011, in the loss frame). Newton
-    runs on ``s = ln q``: ``s -> kl(mean, e^s)`` is convex and decreasing below ``ln mean`` and
-    nearly linear as q -> 0, so from Pinsker's bound ``mean - sqrt(level / 2)`` (where
-    ``kl >= level``) the iterates increase monotonically to the root: every iterate lies at or
-    below the exact bound (the optimistic side for losses). Eight steps reach it to about 1e-10
-    at the sizes the suite plays.
+    The KL-UCB bound on a mean loss (Garivier & Cappé 2011). From Pinsker's bound the iterates
+    increase monotonically to the root, so each lies at or below the exact bound (the optimistic
+    side for losses).
     """
     p = np.asarray(mean, dtype=np.float64)
     level = np.broadcast_to(np.asarray(level, dtype=np.float64), p.shape)
@@ -70,10 +56,7 @@ def kl_lower_bound(mean: np.ndarray, level: np.ndarray, iterations: int = 8) -> 
 
 
 class _IndexBandit(BanditBaseline):
-    """Counts, sums and the round-robin start shared by the index policies.
-
-    Subclasses implement :meth:`_index` ((B, K) scores; the arm with the lowest is played).
-    """
+    """Counts, sums and the round-robin start; :meth:`_index` gives (B, K) scores, lowest played."""
 
     def __init__(
         self,
@@ -130,21 +113,15 @@ class UCB1(_IndexBandit):
     """UCB1 on losses.
 
     Source: Auer, Cesa-Bianchi & Fischer 2002, "Finite-time analysis of the multiarmed bandit
-    problem", Fig. 1 (UCB1) and Thm 1. After one play of each arm, round t + 1 plays
-    ``argmin_i  Lbar_i - sqrt(c ln t / n_i)`` (``Lbar_i`` the mean loss of arm i, ``n_i`` its
-    plays, t the rounds so far): the optimistic index of the reward ``1 - loss``. With c = 2 the
-    expected regret on i.i.d. losses in [0, 1] is at most ``sum_i 8 ln T / Delta_i + (1 +
-    pi^2/3) sum_i Delta_i``.
+    problem", Fig. 1 and Thm 1. After the round robin, round t + 1 plays
+    ``argmin_i Lbar_i - sqrt(c ln t / n_i)``. No deviation.
 
     Args:
-        n_experts: N (the env's; UCB1 plays the K arms and ignores advice).
-        horizon: T (UCB1 is anytime: T is only validated).
+        n_experts: N (the env's; advice is ignored).
+        horizon: T (anytime: only validated).
         n_arms: K (>= 2).
-        c: exploration constant (default 2, the source's).
-        num_envs: B.
-        seed: int (run b uses seed + b), sequence of B ints, or None (UCB1 draws nothing).
-
-    Deviation: none (ties go to the lowest arm). Per-round cost O(K) per run; memory O(K).
+        c: exploration constant (the source's 2).
+        num_envs: B (``seed``: int, run b using seed + b, a sequence of B ints, or None).
     """
 
     def __init__(
@@ -173,26 +150,15 @@ class UCB1(_IndexBandit):
 class KLUCB(_IndexBandit):
     """KL-UCB with the Bernoulli divergence, on losses.
 
-    Source: Garivier & Cappé 2011, "The KL-UCB Algorithm for Bounded Stochastic Bandits and
-    Beyond", Algorithm 1 and Thm 1. After one play of each arm, round t + 1 plays the arm with the
-    lowest ``q_i = min{q <= Lbar_i : n_i kl(Lbar_i, q) <= ln t + c ln ln t}`` (the reward index
-    of the source applied to ``1 - loss``; ``kl`` the Bernoulli divergence, valid for any losses
-    in [0, 1]). Regret ``sum_i (1 + o(1)) Delta_i ln T / kl(mu_i, mu*)`` (asymptotically
-    optimal for Bernoulli arms).
+    Source: Garivier & Cappé 2011, "The KL-UCB Algorithm for Bounded Stochastic Bandits and Beyond",
+    Algorithm 1 and Thm 1. After the round robin, round t + 1 plays the lowest
+    ``q_i = min{q <= Lbar_i : n_i kl(Lbar_i, q) <= ln t + c ln ln t}``. Deviation: a fixed number of
+    Newton steps (:func:`kl_lower_bound`).
 
     Args:
-        n_experts: N (the env's; KL-UCB plays the K arms and ignores advice).
-        horizon: T (anytime: only validated).
-        n_arms: K (>= 2).
-        c: the ``ln ln t`` factor; default 0, the source's recommendation in practice (its
-            theorem takes c = 3).
-        iterations: Newton steps for the bound (default 8; see :func:`kl_lower_bound`).
-        num_envs: B.
-        seed: int, sequence of B ints, or None (KL-UCB draws nothing).
-
-    Deviation: a fixed number of Newton steps from Pinsker's bound (no tolerance loop: the
-    same work in every run).
-    Per-round cost O(K * iterations) per run; memory O(K).
+        n_experts: as :class:`UCB1` (also ``horizon``, ``n_arms``, ``num_envs``, ``seed``).
+        c: the ``ln ln t`` factor (default 0, the source's practical choice; its theorem takes 3).
+        iterations: Newton steps for the bound.
     """
 
     def __init__(
@@ -227,18 +193,8 @@ class KLUCB(_IndexBandit):
     ) -> np.ndarray:
         """K rounds of :meth:`act` in one compiled call (the bandit block protocol).
 
-        The kernel of :mod:`agents._bandit_klucb` (bit for bit K ``act`` calls);
-        ``DP_EXPERTS_NO_JIT`` and a numpy or scipy without the loop entry points play the K
-        rounds through ``act``.
-
-        Args:
-            first: the observation of the block's first round (keys as in ``act``).
-            advice: (K, B, N, K_arms) the rounds' advice, or None (ignored: KL-UCB plays arms).
-            losses: (K, S, K_arms) the block's losses (read at the played arms only).
-            rows: (B,) the loss stream of each run.
-
-        Returns:
-            (K, B) int64 actions.
+        :mod:`agents._bandit_klucb`'s kernel, bit for bit K ``act`` calls; without it, through
+        ``act``.
         """
         from agents import _bandit_kernels as kernels
         from agents import _bandit_klucb as klucb
@@ -267,25 +223,14 @@ class KLUCB(_IndexBandit):
 class ThompsonSampling(_IndexBandit):
     """Thompson sampling with Beta(1, 1) priors on each arm's mean loss.
 
-    Source: Thompson 1933; Agrawal & Goyal 2012, "Analysis of Thompson Sampling for the
-    Multi-armed Bandit Problem", Algorithm 2 (losses in [0, 1] are turned into Bernoulli trials:
-    ``y ~ Bernoulli(loss)``, exact for 0/1 losses) and their 2013 bound ``(1 + o(1)) sum_i
-    Delta_i ln T / kl(mu_i, mu*)``. After one play of each arm, round t + 1 draws
-    ``theta_i ~ Beta(1 + F_i, 1 + n_i - F_i)`` (``F_i`` the Bernoulli ones seen on arm i) and
-    plays ``argmin theta``.
+    Source: Thompson 1933; Agrawal & Goyal 2012, "Analysis of Thompson Sampling for the Multi-armed
+    Bandit Problem", Algorithm 2 (a loss in [0, 1] becomes the trial ``y ~ Bernoulli(loss)``). After
+    the round robin, round t + 1 draws ``theta_i ~ Beta(1 + F_i, 1 + n_i - F_i)`` and plays
+    ``argmin theta``; per round and run it draws one uniform (the next trial) and K (the Beta
+    draws). Deviation: the round-robin start (the source samples the prior from round 1).
 
     Args:
-        n_experts: N (the env's; plays the K arms and ignores advice).
-        horizon: T (anytime: only validated).
-        n_arms: K (>= 2).
-        num_envs: B.
-        seed: int (run b uses seed + b), sequence of B ints, or None.
-
-    Random stream: every round draws one uniform per run (the Bernoulli trial of the loss about
-    to be seen: drawn before it, used in the next round's update) and K uniforms per run (the
-    Beta draws by inverse CDF, ``scipy.special.betaincinv``; drawn also in the round-robin
-    rounds). Deviation: the round-robin start (the source samples from the prior from round 1).
-    Per-round cost O(K) per run plus K incomplete-beta inversions (~3 us each); memory O(K).
+        n_experts: as :class:`UCB1` (also ``horizon``, ``n_arms``, ``num_envs``, ``seed``).
     """
 
     def __init__(
@@ -328,21 +273,9 @@ class ThompsonSampling(_IndexBandit):
     ) -> np.ndarray:
         """K rounds of :meth:`act` in one call (the bandit block protocol), bit for bit.
 
-        The Beta draws depend on the state, and ``betaincinv`` (scipy's inversion) has no
-        bit-exact compiled twin, so every round still inverts its K uniforms in numpy; what the
-        block saves is the rest of ``act``: the K rounds' uniforms are one read of the stream
-        (the trial's, then the K draws', per round), and the Beta parameters
-        ``1 + F`` and ``1 + n - F`` are kept and updated at the played arm only (the same
-        doubles ``act`` recomputes for every arm).
-
-        Args:
-            first: the observation of the block's first round (keys as in ``act``).
-            advice: (K, B, N, K_arms) the rounds' advice, or None (ignored: plays the arms).
-            losses: (K, S, K_arms) the block's losses (read at the played arms only).
-            rows: (B,) the loss stream of each run.
-
-        Returns:
-            (K, B) int64 actions.
+        ``betaincinv`` has no bit-exact compiled twin, so each round still inverts its K uniforms in
+        numpy; the block reads the stream once and updates the Beta parameters at the played arm
+        only.
         """
         from scipy.special import betaincinv
 
