@@ -1,24 +1,10 @@
 """Real-data tasks: loss matrices of online classifiers on datasets bundled with scikit-learn.
 
-Oblivious families ``digits`` and ``breast_cancer`` (``gym.make("DPExperts-Oblivious-v0",
-family="digits")``): replays of shipped 0/1 loss matrices, so running them needs numpy alone.
-Each expert is an online classifier of scikit-learn trained prequentially on the dataset's
-stream; its loss in round t is 1 when it misclassified example t. The matrices are built by
-``scripts/make_real_tasks.py`` (the only place scikit-learn is needed) and stored in
-``dp_experts_env/adversaries/data/<task>.npz`` with their expert names, segment starts and S.
-
-Change structure and S. The stream is the dataset shuffled once (seed 0) and cut into S + 1
-equal segments; from the second segment on each segment's features are permuted by a fixed
-random permutation (seed 1), so what the classifiers learnt stops working at known rounds and the
-best classifier changes (docs/environments.md lists it per segment). The env's default switch
-budget for ``dynamic_regret`` is that S (4 for digits, 2 for breast_cancer); rounds carry
-``segment``/``shift`` in ``info``.
-
-Provenance and licences: digits is the test part of the UCI "Optical Recognition of Handwritten
-Digits" data (Alpaydin & Kaynak, 1998; 1,797 8x8 images, 10 classes); breast_cancer is the UCI
-"Breast Cancer Wisconsin (Diagnostic)" data (Wolberg, Street & Mangasarian, 1995; 569 examples,
-30 features, 2 classes). Both ship with scikit-learn (BSD-3-Clause); the UCI repository licenses
-them CC BY 4.0. The shipped files hold only the derived 0/1 loss matrices.
+Oblivious families ``digits`` and ``breast_cancer``: replays of shipped 0/1 loss matrices
+(``adversaries/data/<task>.npz``, built by ``scripts/make_real_tasks.py``) of online scikit-learn
+classifiers trained prequentially, the features permuted at S known change points, which are the
+default switch budget. Data, change structure, provenance and licences: docs/environments.md,
+"Real-data tasks".
 """
 
 from __future__ import annotations
@@ -77,8 +63,8 @@ class RealTask(Adversary):
 
     Args:
         n_experts: unset (or None) or the task's N (8 classifiers).
-        horizon: unset (or None) for the whole stream, or a prefix length T <= the stream's;
-            the default S counts the change points inside the prefix.
+        horizon: unset (or None) for the whole stream, or a prefix length (S counts the change
+            points inside it).
         params: :class:`RealTaskParams` (no knobs).
     """
 
@@ -131,8 +117,7 @@ class RealTask(Adversary):
 class Digits(RealTask):
     """Eight online classifiers on scikit-learn's digits (T=1797, N=8, S=4 feature permutations).
 
-    0/1 mistakes of prequential scikit-learn classifiers on the UCI handwritten digits bundled
-    with scikit-learn, features permuted at 4 documented change points (module docstring).
+    The UCI handwritten digits (test part) bundled with scikit-learn.
     """
 
     TASK = "digits"
@@ -142,8 +127,7 @@ class Digits(RealTask):
 class BreastCancer(RealTask):
     """Eight online classifiers on scikit-learn's breast_cancer (T=569, N=8, S=2 permutations).
 
-    0/1 mistakes of prequential scikit-learn classifiers on the UCI Breast Cancer Wisconsin
-    (Diagnostic) data bundled with scikit-learn, features permuted at 2 change points.
+    The UCI Breast Cancer Wisconsin (Diagnostic) data bundled with scikit-learn.
     """
 
     TASK = "breast_cancer"

@@ -36,9 +36,7 @@ __all__ = [
 class PunishLastPolicy(AdaptivePolicy):
     """Loss 1 on every expert played in the last ``k`` rounds, the base datum elsewhere.
 
-    ``PunishLast(k)`` (the suite's example, not from a paper): ``l_t(j) = 1`` if
-    ``j in {J_{t-1}, ..., J_{t-k}}`` else ``z_t(j)``. Lazy learners (``J_t = J_{t-1}``) pay every
-    round. Memory O(B * k).
+    The suite's example, not from a paper: lazy learners pay every round. Memory O(B k).
     """
 
     def __init__(self, k: int = 1) -> None:
@@ -57,9 +55,8 @@ class PunishLastPolicy(AdaptivePolicy):
 class PunishFrequentPolicy(AdaptivePolicy):
     """Loss 1 on the ``n_punished`` experts played most often in the last ``window`` rounds.
 
-    ``PunishFrequent(W, m)`` (the suite's example). Choices: only experts played at
-    least once in the window can be punished (early rounds punish fewer than m); ties in the count
-    go to the lower expert index (deterministic, no coins). Memory O(B * (N + W)).
+    The suite's example. Only experts played in the window are punished; ties go to the lower
+    index (no coins). Memory O(B (N + W)).
     """
 
     def __init__(self, window: int = 100, n_punished: int = 1) -> None:
@@ -124,8 +121,7 @@ def punish_last(
 ) -> PolicyAdversary:
     """PunishLast(k) (an adaptive example), the default adaptive family.
 
-    Knobs (:class:`PunishLastParams`, which holds the defaults, or keywords): ``k`` (>= 1)
-    rounds of memory; ``base``/``base_mean`` as in :class:`PolicyAdversary`.
+    Knobs: :class:`PunishLastParams` (``k`` >= 1; ``base``/``base_mean``).
     """
     p = PunishLastParams.resolve(params, knobs)
     return PolicyAdversary(
@@ -142,8 +138,7 @@ def punish_frequent(
 ) -> PolicyAdversary:
     """PunishFrequent(W, m): loss 1 on the m most played experts of the last W.
 
-    Knobs (:class:`PunishFrequentParams`, or keywords): ``window`` = W (>= 1), ``n_punished``
-    = m (1..N), ``base``/``base_mean`` as in :class:`PolicyAdversary`.
+    Knobs: :class:`PunishFrequentParams` (W >= 1, m in 1..N; ``base``/``base_mean``).
     """
     p = PunishFrequentParams.resolve(params, knobs)
     n_experts = check_int("n_experts", n_experts, minimum=1)
