@@ -30,16 +30,12 @@ __all__ = [
     "real_array",
 ]
 
-#: Smallest privacy level a learner (or a grid, or ``--epsilon``) accepts. Noise scales and
-#: temperatures grow like 1/epsilon times the horizon; below about 1e-12 several learners
-#: overflow (OverflowError, ZeroDivisionError) or play NaN, and at 1e-6 every learner of the
-#: suite still runs with a wide margin. A learner at epsilon = 1e-6 is pure noise for any
-#: horizon this suite plays, so nothing is lost by refusing smaller values.
+#: Smallest privacy level a learner (or a grid, or ``--epsilon``) accepts: below about 1e-12
+#: several learners overflow or play NaN, and at 1e-6 every learner is already pure noise.
 EPSILON_MIN = 1e-6
 
-#: Bytes a single constructor may ask for before it is refused as a typo (16 GiB): sizes are
-#: bounded by a memory estimate, so ``dim=10**9`` fails at once, naming the parameter, instead
-#: of a MemoryError minutes later.
+#: Bytes a single constructor may ask for before it is refused as a typo (16 GiB), naming the
+#: parameter, instead of a MemoryError minutes later.
 MEMORY_LIMIT = 16 * 2**30
 
 
@@ -102,8 +98,7 @@ def check_epsilon(name: str, value: Any, *, allow_inf: bool = False) -> float:
 def check_learner_epsilon(name: str, value: Any, *, allow_inf: bool = True) -> float:
     """Check a learner's privacy level: ``EPSILON_MIN <= epsilon`` (``inf``: no noise).
 
-    Lower-level privacy code (accountants composing many tiny per-round epsilons) uses
-    :func:`check_epsilon`, which has no floor.
+    Accountants composing tiny per-round epsilons use :func:`check_epsilon` (no floor).
     """
     eps = check_epsilon(name, value, allow_inf=allow_inf)
     if eps < EPSILON_MIN:
@@ -190,8 +185,7 @@ def check_loss_array(
 ) -> np.ndarray:
     """Return a float64 copy of ``value`` after checking dimension, shape, finiteness and range.
 
-    Values outside ``[low, high]`` are rejected, never clipped: a silently clipped loss would
-    change the game the user asked for.
+    Values outside ``[low, high]`` are rejected, never clipped.
     """
     if _complex(value):
         # float64 conversion would drop the imaginary part with a warning only
