@@ -1,11 +1,8 @@
 """Bandits with N experts' advice: the advice-model base and the ``bandit_advice`` families.
 
-The setting of "Faster Rates for Private Adversarial Bandits" (Sections 2.2-2.3). Each round the
-public advice ``A_t`` (B, N, K) comes from the ADVICE stream (or is fixed at reset); the protected
-datum is the arm-loss vector ``l_t`` (B, K) in [0, 1] (DATA stream, K uniforms per round for the
-Bernoulli families), which a neighbouring game replaces while the advice stays (erratum E-PAB-19).
-Expert ``j``'s loss is ``<A_t[j], l_t>``; ``Round.means`` are the arm means given the public draws.
-The ``"bandit"`` kind (identity experts) lives in :mod:`dp_experts_env.adversaries.bandit`.
+"Faster Rates for Private Adversarial Bandits" (Sections 2.2-2.3): public advice ``A_t``
+(B, N, K), protected arm losses ``l_t`` (B, K), which a neighbour replaces while the advice stays
+(erratum E-PAB-19); expert ``j``'s loss is ``<A_t[j], l_t>``.
 """
 
 from __future__ import annotations
@@ -178,9 +175,8 @@ class AdviceAdversary(Adversary):
             shift=self._shift.copy(),
         )
 
-    # -- block form: k rounds draw exactly what k calls of _draw/_finish draw (BatchRNG's
-    # doubles do not depend on the count per call). _has_block_form refuses a class whose
-    # per-round hook is overridden below its block hook, so no subclass inherits a stale law.
+    # Block form: k rounds draw what k calls of _draw/_finish draw. _has_block_form refuses a
+    # per-round hook overridden below its block hook, so no subclass inherits a stale law.
     _BLOCK_HOOKS: ClassVar[tuple[tuple[str, str], ...]] = (
         ("_public", "_public_block"),
         ("_advice", "_advice_block"),
@@ -197,10 +193,7 @@ class AdviceAdversary(Adversary):
         return segment, shift
 
     def _public_block(self, t: int, k: int, segment: np.ndarray) -> np.ndarray | None:
-        """Rounds t..t+k-1's public draws, as k calls of ``_public``: (k, B, K) arm means.
-
-        ``segment`` is the (k, B) segment of every round. None: the family has no block form.
-        """
+        """(k, B, K) arm means of rounds t..t+k-1 as k ``_public`` calls; None: no block form."""
         return None
 
     def _advice_block(self, t: int, k: int) -> np.ndarray:
@@ -263,7 +256,6 @@ class AdviceAdversary(Adversary):
         return np.broadcast_to(eye, (self.num_runs, self.n_arms, self.n_arms))
 
 
-# --------------------------------------------------------------------------- planted experts
 class PlantedExpert(AdviceAdversary):
     """Planted expert, stochastic (a separating instance for the bandit-with-advice learners).
 
@@ -301,7 +293,6 @@ class PlantedExpert(AdviceAdversary):
         return None
 
     def _setup(self, rng: BatchRNG) -> None:
-        # Planted behaviour of each segment: uniform, then uniform among the others.
         self._planted_seq = plant_best(rng, self.n_segments, self._n_behaviours)
         self._mix: np.ndarray | float = self.smoothing
 
@@ -422,7 +413,6 @@ class DuplicatedExperts(PlantedExpert):
         return np.argmin(mix, axis=1)
 
 
-# ------------------------------------------------------------------------------ policy class
 class PolicyClass(AdviceAdversary):
     """Policy-class (contextual) experts: N = K^C deterministic maps.
 
@@ -515,7 +505,6 @@ class PolicyClass(AdviceAdversary):
         return _one_hot(rec, self.n_arms)
 
 
-# ---------------------------------------------------------------- deterministic instances
 class Lemma11Switch(AdviceAdversary):
     """Lemma-11 switch instance ("Faster Rates for Private Adversarial Bandits", Section 5.2).
 
@@ -597,7 +586,6 @@ class Lemma11Switch(AdviceAdversary):
         return np.broadcast_to(self._advice_matrix, shape)
 
 
-# ------------------------------------------------------------------------------ parameters
 @dataclass(frozen=True)
 class PlantedLawParams(BanditParams):
     """The planted-expert law shared by :class:`PlantedExpert` and :class:`DuplicatedExperts`."""
@@ -643,7 +631,6 @@ class Lemma11SwitchParams(BanditParams):
     switch_round: int | None = None
 
 
-# ------------------------------------------------------------------------------ registration
 register_family("bandit_advice", "planted_expert", PlantedExpertParams)(PlantedExpert)
 register_family("bandit_advice", "shifting_planted_expert", ShiftingPlantedExpertParams)(
     ShiftingPlantedExpert

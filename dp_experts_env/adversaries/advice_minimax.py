@@ -1,10 +1,7 @@
 """Instances built for sqrt(T) regret: the classic minimax construction, with a settable gap.
 
-The lower-bound instance of the adversarial bandit (Auer, Cesa-Bianchi, Freund & Schapire 2002,
-"The nonstochastic multiarmed bandit problem", Thm 5.1): every arm Bernoulli(1/2) but one,
-Bernoulli(1/2 - gap), ``gap`` of order ``sqrt(K/T)``; the ``bandit_advice`` family lifts it to N
-experts as meta-arms. Default gap (public quantities only): ``min(1/2, gap_scale sqrt(N / T))``
-(docs/environments.md, "Families and their knobs").
+Auer, Cesa-Bianchi, Freund & Schapire 2002, "The nonstochastic multiarmed bandit problem",
+Thm 5.1; the ``bandit_advice`` family lifts it to N experts as meta-arms (docs/environments.md).
 """
 
 from __future__ import annotations
@@ -26,10 +23,7 @@ DEFAULT_GAP_SCALE = 4.0
 
 
 def minimax_gap(n_experts: Any, horizon: Any, gap: float | None, gap_scale: float | None) -> Any:
-    """The gap of a minimax instance: ``gap`` as given (the family checks it), else the default.
-
-    The default is ``min(1/2, c sqrt(N/T))``, ``c = gap_scale`` or ``DEFAULT_GAP_SCALE``.
-    """
+    """``gap`` as given, else ``min(1/2, c sqrt(N/T))`` with ``c = gap_scale`` or the default."""
     if gap is not None and gap_scale is not None:
         raise ValueError(
             f"give gap or gap_scale, not both (got gap={gap!r}, gap_scale={gap_scale!r}): gap "

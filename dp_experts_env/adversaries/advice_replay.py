@@ -1,12 +1,9 @@
 """Replay of a user's bandit game: a (T, K) arm-loss matrix and the experts' advice.
 
-Family ``replay`` of both bandit kinds: row ``t`` of the user's matrix in round ``t``, whose
-means are the row (a neighbouring game changes the losses and keeps the original means). The
-advice (``bandit_advice``; ``bandit`` is the ``"identity"`` case) is ``"identity"``, an (N, K)
-matrix, a (T, N, K) tensor or a pure function ``rule(t) -> (N, K)`` of the 1-based round, called
-once per round and once at construction (a lambda makes the env unpicklable). Every advice row
-must be a distribution (checked within ``ADVICE_SUM_TOLERANCE``, never renormalised); advice is
-public and a neighbour leaves it unchanged. See docs/environments.md, "Families and their knobs".
+Family ``replay`` of both bandit kinds. The advice is ``"identity"`` (the ``bandit`` kind), an
+(N, K) matrix, a (T, N, K) tensor or a pure function ``rule(t) -> (N, K)`` of the 1-based round;
+rows are checked to be distributions, never renormalised; a neighbour keeps the advice and the
+original means (docs/environments.md, "Families and their knobs").
 """
 
 from __future__ import annotations

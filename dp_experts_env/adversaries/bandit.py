@@ -177,7 +177,6 @@ class ShiftingBernoulli(BanditBernoulliGap):
         self._use_schedule(p.n_shifts, p.change_points, p.min_length)
 
 
-# ------------------------------------------------------------------------------ parameters
 @dataclass(frozen=True)
 class PeriodicSwapParams(BanditParams):
     """Knobs of :class:`PeriodicSwap`."""
@@ -198,7 +197,6 @@ class ShiftingBernoulliParams(BanditBernoulliGapParams, ShiftParams):
     """Knobs of :class:`ShiftingBernoulli`: the gap, the first best arm and the schedule."""
 
 
-# ------------------------------------------------------------------------------ registration
 register_family("bandit", "bernoulli_gap", BanditBernoulliGapParams)(BanditBernoulliGap)
 register_family("bandit", "shifting_bernoulli", ShiftingBernoulliParams)(ShiftingBernoulli)
 register_family("bandit", "periodic_swap", PeriodicSwapParams)(PeriodicSwap)

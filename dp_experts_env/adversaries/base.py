@@ -1,12 +1,9 @@
 """The adversary contract: batched, seeded loss models with no Gymnasium inside.
 
-An adversary plays B independent games at once, each round in two phases so that the
-event-level neighbouring relation is the same for every model: ``_draw(t)`` produces the
-protected *datum* ``z_t`` (B, D) (the loss vector, the arm losses, or the base losses an adaptive
-policy reacts to; a fixed number of uniforms per round), and ``_finish(t, z)`` turns it into a
-:class:`Round`, possibly using past actions but never the current one. A neighbouring game
-(``reset(..., neighbor=Neighbor(t, vector))``) replaces ``z_t`` between the two phases and leaves
-every other round and stream untouched.
+B games at once, each round in two phases: ``_draw(t)`` produces the protected datum ``z_t``
+(B, D) with a fixed number of uniforms, ``_finish(t, z)`` turns it into a :class:`Round` (past
+actions allowed, never the current one). A neighbouring game (``reset(..., neighbor=...)``)
+replaces ``z_t`` between the two phases and leaves every other round and stream untouched.
 """
 
 from __future__ import annotations
@@ -68,9 +65,7 @@ class Adversary(ABC):
         knows_means: True when rounds carry ``means`` (pseudo-regret is then reported).
         has_segments: True when rounds carry ``segment``/``shift``.
 
-    Instance attributes every subclass must keep meaningful:
-        default_switches: the comparator switch budget S an env uses when the user gives none
-            (the model's change points or planted switches).
+    Subclasses also keep ``default_switches``, the env's default comparator switch budget S.
     """
 
     feedback: ClassVar[str] = "full"
@@ -90,7 +85,6 @@ class Adversary(ABC):
         self.t = 0
         self._neighbor: Neighbor | None = None
 
-    # ----------------------------------------------------------------- public protocol
     @property
     def datum_size(self) -> int:
         """Length D of one round's protected datum (N for full information, K for bandits)."""
@@ -139,18 +133,13 @@ class Adversary(ABC):
         return self._finish(self.t, z)
 
     def next_rounds(self, k: int) -> Round | None:
-        """Rounds t+1..t+k at once, each field a (k, B, ...) array; None: no block form.
-
-        Only for oblivious models, and exactly what ``k`` calls of :meth:`next_round` give
-        (draws, order and state after). The default has none.
-        """
+        """Rounds t+1..t+k as ``k`` :meth:`next_round` calls give them (k, B, ...), or None."""
         return None
 
     def record(self, actions: np.ndarray) -> None:
         """Receive the actions played in the current round (adaptive models override)."""
         return None
 
-    # ----------------------------------------------------------------- subclass hooks
     @abstractmethod
     def _reset(self, seeds: list[int]) -> None:
         """Allocate the per-episode state of B runs (streams, change points, means)."""

@@ -6,14 +6,11 @@ round ``tau_k`` is flagged as a *shift*. Modes:
 
 * ``"even"``: ``tau_k = floor(k T / (K + 1)) + 1``.
 * ``"uniform"``: K distinct rounds uniform in ``{2, ..., T}``.
-* ``"min_gap"``: uniform over the schedules whose every segment lasts at least ``min_length``,
-  drawn exactly as a K-subset of ``{1, ..., T - (K+1) min_length + K}`` (stars and bars).
-* ``"anti_doubling"``: the K largest rounds ``2^m + 1 <= T``, just after the public update times
-  of lazy learners (ARS Algorithm 1).
+* ``"min_gap"``: uniform over the schedules whose segments last at least ``min_length``.
+* ``"anti_doubling"``: the K largest rounds ``2^m + 1 <= T`` (after lazy learners' updates).
 * an explicit list of rounds (passed as the mode).
 
-Random modes draw each run's schedule from the structure stream, with a number of uniforms that
-depends on (T, K, mode, min_length) only.
+Random modes draw each run's schedule from the structure stream.
 """
 
 from __future__ import annotations
@@ -77,11 +74,7 @@ def segment_lengths(change_points: np.ndarray, horizon: int) -> np.ndarray:
 
 
 def uniform_subsets(rng: BatchRNG, n: int, k: int) -> np.ndarray:
-    """A uniformly random k-subset of ``{1, ..., n}`` per run, sorted: (B, k) int64.
-
-    The k smallest of n uniform keys win: exactly ``n`` uniforms per run (none when ``k`` is 0
-    or ``n``), O(B (k + chunk)) memory.
-    """
+    """A uniform k-subset of ``{1, ..., n}`` per run, sorted (B, k): the k least of n keys."""
     runs = rng.num_runs
     if k == 0:
         return np.zeros((runs, 0), np.int64)

@@ -66,11 +66,7 @@ class AntiLazyParams(LevelParams):
 
 @dataclass(frozen=True)
 class SampledStochasticParams(FamilyParams):
-    """Knobs of :class:`SampledStochastic`: ``model`` and that shift family's own knobs.
-
-    The model's knobs (further keywords) are kept in ``model_knobs``; :meth:`knob_names` lists
-    them for the model named.
-    """
+    """Knobs of :class:`SampledStochastic`: ``model``, and that family's in ``model_knobs``."""
 
     model: str = "bernoulli_gap"
     model_knobs: Mapping[str, Any] = field(default_factory=dict)
@@ -212,8 +208,7 @@ class DyadicAlternating(SegmentModel):
 class FtlTrap(Adversary):
     """Oblivious family ``ftl_trap``: ``(1/2, 0)``, then ``(0, 1)``, ``(1, 0)``, ``(0, 1)``, ...
 
-    Follow-the-Leader always picks the expert about to lose. Experts 2..N-1 have loss 1 (pass
-    ``n_experts=2`` for the textbook sequence). No randomness, no knobs.
+    Follow-the-Leader always picks the expert about to lose; experts 2..N-1 have loss 1. No knobs.
     """
 
     def __init__(
@@ -381,10 +376,7 @@ def load_losses(losses: Any, *, rescale: bool = False) -> np.ndarray:
 
 
 class FromLosses:
-    """The type of :data:`FROM_LOSSES`: a size read from the replayed matrix (as None does).
-
-    The sentinel only makes the default explicit in the signatures of the matrix families.
-    """
+    """The type of :data:`FROM_LOSSES`: a size read from the replayed matrix (as None does)."""
 
     def __repr__(self) -> str:
         return "FROM_LOSSES"

@@ -1,10 +1,8 @@
 """Gradient models for online linear optimisation on a convex body (the OCO environment).
 
-Round t charges ``l_t(x) = <g_t, x>`` for ``x`` in the box ``[-R, R]^d`` or the ball of radius R,
-with ``||g_t||_2 <= G``. The data side only: pure, seeded, batched over B runs, no Gymnasium. The
-families' laws are in docs/environments.md ("DPExperts-OCO-v0"). Round t is a pure function of
-(run seed, t) (a fixed count of uniforms per round, drawn in chunks: O(chunk d) memory).
-``reset(seeds, neighbor=(t, g))`` replaces round t's gradient by ``g`` (the neighbouring dataset).
+Round t charges ``<g_t, x>`` with ``||g_t||_2 <= G``; round t is a pure function of (seed, t) and
+``reset(seeds, neighbor=(t, g))`` replaces its gradient. Families: docs/environments.md,
+"DPExperts-OCO-v0".
 """
 
 from __future__ import annotations
@@ -273,7 +271,6 @@ class OCOAdversary:
         self._chunk = max(1, min(self.horizon, per_run // max(1, self._per_round)))
         self._seeds: tuple[int, ...] | None = None
 
-    # ------------------------------------------------------------------ episode
     def reset(self, seeds: Sequence[int], neighbor: tuple[int, np.ndarray] | None = None) -> None:
         """Start B runs with the given seeds; ``neighbor = (t, g)`` replaces round t's gradient."""
         seeds = [int(s) for s in seeds]
@@ -365,10 +362,7 @@ class OCOAdversary:
         return g
 
     def next_rounds(self, k: int) -> np.ndarray | None:
-        """(k, B, d) gradients of rounds t+1..t+k at once: k :meth:`gradient` calls bit for bit.
-
-        None (call :meth:`gradient` k times) for the adaptive family, with a neighbour, or past T.
-        """
+        """(k, B, d) gradients as k :meth:`gradient` calls; None: adaptive, neighbour or past T."""
         if self._seeds is None:
             raise RuntimeError("call reset before next_rounds")
         if k < 1 or not self.oblivious or self._neighbor is not None or self.t + k > self.horizon:

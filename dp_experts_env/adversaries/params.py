@@ -1,12 +1,8 @@
 """Family parameters as data: every loss-model family declares its knobs in a frozen dataclass.
 
-A family's *knobs* (its keywords besides the sizes) are the fields of a frozen dataclass deriving
-from :class:`FamilyParams`, the only place a knob's name and default are written; the env factory
-routes and refuses keywords by them, the family's constructor validates the values
-(docs/environments.md, "Parameters as data"). Class variables: ``SIZES``, the sizes the
-constructor takes; ``FILLED``, those an env fills with the kind's default (None: all; a replay
-family none). Shared knobs: :class:`ShiftParams`, :class:`GapBaseParams`, :class:`LevelParams`,
-:class:`BaseLossParams`.
+A family's knobs (its keywords besides the sizes) are the fields of a :class:`FamilyParams`
+subclass, the only place their names and defaults are written; the env factory routes keywords by
+them, the family's constructor validates the values (docs/environments.md, "Parameters as data").
 """
 
 from __future__ import annotations
@@ -42,11 +38,7 @@ class FamilyParams:
 
     @classmethod
     def knob_names(cls, given: Mapping[str, Any] | None = None) -> tuple[str, ...]:
-        """The keywords the family takes besides its sizes.
-
-        Args:
-            given: the keywords of the call (a forwarding family adds its target's knobs).
-        """
+        """The keywords the family takes besides its sizes (``given``: the call's keywords)."""
         return tuple(f.name for f in fields(cls))
 
     @classmethod

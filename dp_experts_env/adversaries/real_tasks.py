@@ -1,10 +1,7 @@
 """Real-data tasks: loss matrices of online classifiers on datasets bundled with scikit-learn.
 
-Oblivious families ``digits`` and ``breast_cancer``: replays of shipped 0/1 loss matrices
-(``adversaries/data/<task>.npz``, built by ``scripts/make_real_tasks.py``) of online scikit-learn
-classifiers trained prequentially, the features permuted at S known change points, which are the
-default switch budget. Data, change structure, provenance and licences: docs/environments.md,
-"Real-data tasks".
+Oblivious families ``digits`` and ``breast_cancer`` replay shipped matrices (built by
+``scripts/make_real_tasks.py``); data, S and licences: docs/environments.md, "Real-data tasks".
 """
 
 from __future__ import annotations
@@ -98,7 +95,6 @@ class RealTask(Adversary):
         starts = task["segment_starts"]
         self.change_points = starts[(starts > 0) & (starts < t)] + 1  # 1-based first rounds
         self.default_switches = len(self.change_points)
-        # segment of each round (1-based t -> index)
         self._segment = np.searchsorted(self.change_points, np.arange(1, t + 1), side="right")
 
     def _reset(self, seeds: list[int]) -> None:
@@ -115,19 +111,13 @@ class RealTask(Adversary):
 
 @register_family("oblivious", "digits", RealTaskParams)
 class Digits(RealTask):
-    """Eight online classifiers on scikit-learn's digits (T=1797, N=8, S=4 feature permutations).
-
-    The UCI handwritten digits (test part) bundled with scikit-learn.
-    """
+    """Eight online classifiers on scikit-learn's digits (T=1797, N=8, S=4 feature permutations)."""
 
     TASK = "digits"
 
 
 @register_family("oblivious", "breast_cancer", RealTaskParams)
 class BreastCancer(RealTask):
-    """Eight online classifiers on scikit-learn's breast_cancer (T=569, N=8, S=2 permutations).
-
-    The UCI Breast Cancer Wisconsin (Diagnostic) data bundled with scikit-learn.
-    """
+    """Eight online classifiers on scikit-learn's breast_cancer (T=569, N=8, S=2 permutations)."""
 
     TASK = "breast_cancer"

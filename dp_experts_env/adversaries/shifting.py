@@ -52,7 +52,6 @@ __all__ = [
 ]
 
 
-# ----------------------------------------------------------------------------- shared helpers
 class GapSpec:
     """A gap in (0, cap] or ``"hard"`` (``min(cap, sqrt(ln N / L))``); ``name`` for messages."""
 
@@ -71,10 +70,7 @@ class GapSpec:
 
 
 def plant_best(rng: BatchRNG, n_segments: int, n_experts: int) -> np.ndarray:
-    """(B, n_segments) planted best experts; each differs from the previous segment's.
-
-    ``b_k = (b_{k-1} + d_k) mod N`` with ``d_k`` uniform in ``{1..N-1}``; ``n_segments`` uniforms.
-    """
+    """(B, n_segments) planted best experts, each uniform among the others than the previous."""
     first = rng.integers(n_experts, (1,))
     if n_segments == 1:
         return first
@@ -102,7 +98,6 @@ def clipped_normal_mean(loc: np.ndarray, sigma: float) -> np.ndarray:
     return (1.0 - cdf_b) + loc * (cdf_b - cdf_a) + sigma * (pdf_a - pdf_b)
 
 
-# ----------------------------------------------------------------------------- base classes
 class SegmentModel(Adversary):
     """A piecewise-stationary loss model: change points, one law per segment, i.i.d. rounds.
 
@@ -142,7 +137,6 @@ class SegmentModel(Adversary):
         self.n_shifts = self.schedule.n_shifts
         self.default_switches = self.n_shifts
 
-    # -- hooks ------------------------------------------------------------------------------
     @abstractmethod
     def _build(self, rng: BatchRNG, change_points: np.ndarray) -> None:
         """Draw and store the laws of the K + 1 segments of every run (structure stream)."""
@@ -155,7 +149,6 @@ class SegmentModel(Adversary):
     def _sample(self, rng: BatchRNG, params: np.ndarray) -> np.ndarray:
         """One round's (B, N) losses; must consume a fixed number of uniforms."""
 
-    # -- protocol ---------------------------------------------------------------------------
     def _reset(self, seeds: list[int]) -> None:
         b = len(seeds)
         self._run_index = np.arange(b)
@@ -189,12 +182,8 @@ class SegmentModel(Adversary):
             shift=self._shift,
         )
 
-    # -- block form -------------------------------------------------------------------------
     def _sample_block(self, rng: BatchRNG, params: np.ndarray) -> np.ndarray | None:
-        """(k, B, N) losses of k rounds from per-round params (k, B, N), or None (no block form).
-
-        Must draw exactly what k calls of :meth:`_sample` draw, in order.
-        """
+        """(k, B, N) losses drawn as k :meth:`_sample` calls, or None (no block form)."""
         return None
 
     def next_rounds(self, k: int) -> Round | None:
@@ -245,7 +234,6 @@ class SegmentModel(Adversary):
             shift=shift,
         )
 
-    # -- inspection -------------------------------------------------------------------------
     def segment_means(self) -> np.ndarray:
         """(B, K + 1, N) expected losses of every segment of every run (after reset)."""
         if self.num_runs == 0:
@@ -267,8 +255,7 @@ class SegmentModel(Adversary):
 class PlantedModel(SegmentModel):
     """One planted best expert per segment, changing at every shift.
 
-    In segment k expert ``b_k`` has value ``best_value`` and the others ``rest_value``;
-    subclasses give the two values per segment through :meth:`_segment_values`.
+    Subclasses give the planted and the other experts' values per segment (:meth:`_segment_values`).
     """
 
     def _build(self, rng: BatchRNG, change_points: np.ndarray) -> None:
@@ -323,7 +310,6 @@ class _BaseGap(PlantedModel):
         return self.base - gaps, np.full(lengths.shape, self.base)
 
 
-# ----------------------------------------------------------------------------- families
 @dataclass(frozen=True)
 class BernoulliGapParams(ShiftParams, GapBaseParams):
     """Knobs of :class:`BernoulliGap`: the schedule, ``gap`` and ``base``."""

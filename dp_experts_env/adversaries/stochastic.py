@@ -262,8 +262,7 @@ class StationaryCorrelated(Correlated):
 class StationaryUniformMeans(UniformMeans):
     """Stochastic family ``uniform_means``: the shift family ``uniform_means`` with K = 0.
 
-    Knobs: :class:`MeansLawParams` (see
-    :class:`~dp_experts_env.adversaries.shifting.UniformMeans`).
+    Knobs: :class:`MeansLawParams`.
     """
 
     has_segments = False

@@ -1,13 +1,10 @@
 """Adaptive loss models: round ``t``'s losses react to past actions, never to the current one.
 
-Asi, Raman & Saha, Section 2.1 (the ``l_t(., J_{1:t-1}, z_t)`` form), and the lower bounds of
-Asi, Feldman, Koren & Talwar, Section 4 and Appendix C. Each model is a :class:`PolicyAdversary`:
-a base generator draws the protected datum ``z_t`` (B, N) from the DATA stream (a neighbour
-replaces exactly it), and an :class:`AdaptivePolicy` maps ``(t, z_t, past actions)`` to losses,
-with public coins from the ADVICE stream only; the adversary is the same function in
-neighbouring games (Definition 2.1). ``next_round`` before ``record`` of the previous round
-raises, so the current action never leaks into the current losses. Modules: :mod:`.framework`,
-:mod:`.policies`, :mod:`.lower_bounds` (re-exported here).
+Asi, Raman & Saha, Section 2.1 (``l_t(., J_{1:t-1}, z_t)``; Definition 2.1), and the lower bounds
+of Asi, Feldman, Koren & Talwar, Section 4 and Appendix C. A :class:`PolicyAdversary` draws the
+protected datum ``z_t`` (DATA stream; a neighbour replaces it) and its :class:`AdaptivePolicy`
+maps ``(t, z_t, past actions)`` to losses, with public coins (ADVICE stream) only.
+``next_round`` before ``record`` of the previous round raises.
 """
 
 from dp_experts_env.adversaries.adaptive.framework import (

@@ -1,10 +1,6 @@
 """The adaptive framework: action history, policies, base data and :class:`PolicyAdversary`.
 
-An adaptive model is a :class:`PolicyAdversary`: a *base* generator (:class:`BaseLosses`) draws
-the protected datum ``z_t`` and an :class:`AdaptivePolicy` maps ``(t, z_t, past actions)`` to the
-round's losses (see :mod:`dp_experts_env.adversaries.adaptive` for the timing and randomness
-rules). The built-in policies live in :mod:`~dp_experts_env.adversaries.adaptive.policies`, the
-lower-bound constructions in :mod:`~dp_experts_env.adversaries.adaptive.lower_bounds`.
+Timing and randomness rules: :mod:`dp_experts_env.adversaries.adaptive`.
 """
 
 from __future__ import annotations
@@ -47,7 +43,6 @@ def _nbytes_of(obj: object, skip: tuple[object, ...] = ()) -> int:
     return int(total)
 
 
-# --------------------------------------------------------------------------------------- history
 class ActionHistory:
     """The last ``window`` actions of B runs, in a ring buffer (O(B * window) memory).
 
@@ -76,10 +71,7 @@ class ActionHistory:
         return evicted
 
     def last(self, k: int | None = None) -> np.ndarray:
-        """The most recent ``k`` actions (all kept ones if None), newest first: shape (B, <= k).
-
-        Column 0 is ``J_{t-1}``; fewer columns early in the game or past the window.
-        """
+        """The last ``k`` actions (all kept if None), newest (``J_{t-1}``) first: (B, <= k)."""
         kept = min(self.count, self.window)
         k = kept if k is None else max(0, min(int(k), kept))
         if k == 0:
@@ -92,7 +84,6 @@ class ActionHistory:
         return int(self._buf.nbytes)
 
 
-# --------------------------------------------------------------------------------------- policy
 class AdaptivePolicy(ABC):
     """How losses react to past actions; subclass it to write your own adaptive adversary.
 
@@ -139,12 +130,10 @@ class AdaptivePolicy(ABC):
         return _nbytes_of(self)
 
 
-# ----------------------------------------------------------------------------------------- bases
 class BaseLosses:
     """Generator of the protected base datum ``z_t`` (B, N): a pure function of (seed, t).
 
-    Subclasses implement ``draw``; ``reset`` receives the DATA stream. Each round consumes the
-    same number of uniforms whatever the data.
+    Subclasses implement ``draw`` with a fixed number of uniforms per round (the DATA stream).
     """
 
     def reset(self, num_runs: int, n_experts: int, horizon: int, rng: BatchRNG) -> None:
@@ -219,7 +208,6 @@ def make_base(base: Any, n_experts: int, base_mean: Any) -> BaseLosses:
     return _BernoulliBase(mean)
 
 
-# ------------------------------------------------------------------------------------- adversary
 def _check_actions(actions: Any, num_runs: int, n_experts: int) -> np.ndarray:
     arr = np.asarray(actions)
     if arr.dtype.kind not in "iu":

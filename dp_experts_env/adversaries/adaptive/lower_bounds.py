@@ -39,7 +39,6 @@ __all__ = [
 ]
 
 
-# ------------------------------------------------ sign estimation (Asi et al. 2023, Section 4)
 def _largest_t0(epsilon: float) -> int:
     """Largest T0 >= 1 with 200 sqrt(T0) ln(T0) <= 1/epsilon (Asi et al. 2023, Thm 9)."""
     budget = 1.0 / epsilon
@@ -174,7 +173,6 @@ def _sign_game(
     return PolicyAdversary(n_experts, horizon, policy=SignEstimationPolicy(p, rounds), base=base)
 
 
-# ------------------------------------------------------------------------------- block restart
 class BlockRestartPolicy(AdaptivePolicy):
     """Asi-Raman-Saha Theorem 5.1 skeleton (E-ARS-19): S+1 blocks, a fresh inner game per block.
 
@@ -304,7 +302,8 @@ def sign_estimation(
         fingerprint_fraction: share of fingerprinting columns, rounded up (erratum E-AFKT-19).
         hard_rounds: T_hard (None: ``min(T, floor(0.9 p))``, at least 1; <= min(T, p)).
         epsilon: optional learner epsilon; caps T_hard at the largest T0 with
-            ``200 sqrt(T0) ln T0 <= 1/epsilon`` (the theorem's larger-eps extension).
+            ``200 sqrt(T0) ln T0 <= 1/epsilon`` (the theorem's larger-eps extension; T0 is tiny
+            unless epsilon is very small).
 
     The user schedule is round-robin over a random permutation (erratum E-AFKT-20).
     """

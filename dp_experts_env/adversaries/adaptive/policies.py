@@ -32,12 +32,8 @@ __all__ = [
 ]
 
 
-# ---------------------------------------------------------------------------- built-in policies
 class PunishLastPolicy(AdaptivePolicy):
-    """Loss 1 on every expert played in the last ``k`` rounds, the base datum elsewhere.
-
-    The suite's example, not from a paper: lazy learners pay every round. Memory O(B k).
-    """
+    """Loss 1 on every expert played in the last ``k`` rounds, the base datum elsewhere."""
 
     def __init__(self, k: int = 1) -> None:
         self.k = check_int("k", k, minimum=1)
@@ -55,8 +51,7 @@ class PunishLastPolicy(AdaptivePolicy):
 class PunishFrequentPolicy(AdaptivePolicy):
     """Loss 1 on the ``n_punished`` experts played most often in the last ``window`` rounds.
 
-    The suite's example. Only experts played in the window are punished; ties go to the lower
-    index (no coins). Memory O(B (N + W)).
+    Only experts played in the window are punished; ties go to the lower index (no coins).
     """
 
     def __init__(self, window: int = 100, n_punished: int = 1) -> None:
@@ -119,10 +114,7 @@ def punish_last(
     params: PunishLastParams | None = None,
     **knobs: Any,
 ) -> PolicyAdversary:
-    """PunishLast(k) (an adaptive example), the default adaptive family.
-
-    Knobs: :class:`PunishLastParams` (``k`` >= 1; ``base``/``base_mean``).
-    """
+    """The default adaptive family, the suite's example; knobs: :class:`PunishLastParams`."""
     p = PunishLastParams.resolve(params, knobs)
     return PolicyAdversary(
         n_experts, horizon, policy=PunishLastPolicy(p.k), base=p.base, base_mean=p.base_mean
@@ -136,10 +128,7 @@ def punish_frequent(
     params: PunishFrequentParams | None = None,
     **knobs: Any,
 ) -> PolicyAdversary:
-    """PunishFrequent(W, m): loss 1 on the m most played experts of the last W.
-
-    Knobs: :class:`PunishFrequentParams` (W >= 1, m in 1..N; ``base``/``base_mean``).
-    """
+    """PunishFrequent(W, m) (the suite's example); knobs: :class:`PunishFrequentParams`."""
     p = PunishFrequentParams.resolve(params, knobs)
     n_experts = check_int("n_experts", n_experts, minimum=1)
     n_punished = check_int("n_punished", p.n_punished, minimum=1, maximum=n_experts)
