@@ -1,13 +1,9 @@
 """``DPExperts-Attack-v0``: the adversary is the RL agent, a registered learner is its environment.
 
-The roles of the other envs are swapped: each round the embedded learner has already drawn
-its hidden action ``a_t``; the agent's action ``a`` in ``Box(-1, 1, (N,))`` is the loss vector
-``l_t = (a + 1) / 2`` (clipped); the reward is the increase of the learner's regret (static or
-S-switch), so the return is its final regret. ``reward="expected"`` charges ``<p_t, l_t>`` with
-the learner's ``action_distribution()`` (same mean, less noise). ``oblivious=True`` observes the
-adversary's own past losses only. Observations, seeding and ``feedback``: docs/attack.md, "The
-adversary's environment". This module sits above ``agents/`` and is registered by a string entry
-point, so ``import dp_experts_env`` does not import the learners.
+Each round the embedded learner has already drawn its hidden action; the agent's action ``a`` is
+the loss vector ``(a + 1) / 2`` and the reward the increase of the learner's regret, so the return
+is its final regret (docs/attack.md, "The adversary's environment"). Registered by a string entry
+point: ``import dp_experts_env`` does not import the learners.
 """
 
 from __future__ import annotations
@@ -177,7 +173,6 @@ class AttackCore:
         identity.setflags(write=False)
         self._advice = np.broadcast_to(identity, (self.num_runs, n * n))
 
-    # ------------------------------------------------------------------ protocol
     def reset(self, seeds: Sequence[int]) -> np.ndarray:
         """Start B episodes; run ``b``'s learner is seeded ``seeds[b]``."""
         b, n = self.num_runs, self.n_experts
@@ -217,7 +212,6 @@ class AttackCore:
         if self.reward == "expected":
             law = np.asarray(self.learner.action_distribution(), dtype=np.float64)
             self.expected_loss += np.einsum("bn,bn->b", law, l_t)
-            # comparator loss = cumulative loss - regret (static or S-switch)
             regret = self.expected_loss - (self.tracker.cumulative_loss - regret)
         reward = regret - self.regret
         self.regret = regret
@@ -246,7 +240,6 @@ class AttackCore:
             return self.tracker.static_regret
         return self.tracker.dynamic_regret
 
-    # ------------------------------------------------------------------ observation
     def observation(self) -> np.ndarray:
         """(B, obs_size) float32 features (module docstring)."""
         b, n, t = self.num_runs, self.n_experts, self.t

@@ -1,10 +1,8 @@
 """The trained adversary saved as data: weights as arrays, the policy's architecture as JSON.
 
-``PPO.load`` of someone else's file runs their code, so ``adversary.npz`` holds one array per
-tensor of the policy's ``state_dict`` and an ``architecture`` JSON entry, read with
-``allow_pickle=False``; :func:`load_policy` rebuilds the same policy and refuses a pickled model
-by name (docs/attack.md, "The saved adversary"). Supported: what the attack trains, an
-``MlpPolicy`` on Box spaces without state-dependent exploration, Tanh or ReLU.
+``PPO.load`` of someone else's file runs their code, so ``adversary.npz`` holds plain arrays
+read with ``allow_pickle=False`` (docs/attack.md, "The saved adversary"). Supported: what the
+attack trains, an ``MlpPolicy`` on Box spaces without state-dependent exploration.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Train a learned adversary against a learner and hold it against the families and the bound.
 
-:func:`run_attack` trains SB3 PPO on the native vector ``DPExperts-Attack-v0``, then evaluates
-the learned adversary, a uniformly random one and every hand-built family of the compared kinds
-on fresh seeds (from ``EVAL_SEED_BASE + 1000 * seed``), and flags as a *defect* every regret whose
-whole 95% interval lies above the learner's declared bound (docs/attack.md, "Training and
-evaluation").
+:func:`run_attack` trains PPO, evaluates it, a random adversary and the families on fresh seeds
+(from ``EVAL_SEED_BASE + 1000 * seed``), and flags *defects* (docs/attack.md).
 """
 
 from __future__ import annotations
@@ -55,10 +52,7 @@ def feedback_of(kind: str) -> str:
 
 
 def family_kinds(kind: str, oblivious: bool) -> tuple[str, ...]:
-    """The kinds whose families an attack is compared with.
-
-    An oblivious attack is compared with the oblivious kinds only; ``bandit`` with all its own.
-    """
+    """The kinds whose families an attack is compared with (oblivious attacks: oblivious kinds)."""
     check_choice("kind", kind, FAMILY_KINDS)
     if kind == "bandit":
         return ("bandit",)
@@ -125,7 +119,6 @@ class AttackConfig:
         if not isinstance(self.oblivious, bool):
             raise TypeError(f"oblivious must be True or False, got {self.oblivious!r}")
         family_kinds(self.kind, self.oblivious)
-        # Unknown learner, bandit learner, epsilon on a non-private learner, unknown knobs.
         agent = self.learner_instance()
         if self.train_reward == "expected" and not _has_law(agent):
             raise ValueError(
@@ -210,7 +203,6 @@ def _has_law(agent: Any) -> bool:
     return callable(getattr(agent, "action_distribution", None))
 
 
-# ---------------------------------------------------------------------------- training
 def _progress_callback(total: int, stream: Any) -> Any:
     """A text progress bar (steps, rate, last episodes' mean regret) on ``stream``."""
     from stable_baselines3.common.callbacks import BaseCallback
@@ -276,7 +268,6 @@ def train_adversary(config: AttackConfig, progress: bool = False) -> tuple[Any, 
     return model, time.process_time() - cpu
 
 
-# ---------------------------------------------------------------------------- evaluation
 def _play_attack(config: AttackConfig, seeds: Sequence[int], choose: Any) -> dict[str, Any]:
     """Play one episode per seed in the attack env; ``choose(obs) -> (B, N) actions``."""
     env = AttackVectorEnv(len(seeds), **config.env_kwargs())
@@ -291,10 +282,7 @@ def _play_attack(config: AttackConfig, seeds: Sequence[int], choose: Any) -> dic
 
 
 def play_policy(model: Any, config: AttackConfig, seeds: Sequence[int]) -> dict[str, Any]:
-    """The trained adversary (deterministic policy) on ``seeds``.
-
-    Returns ``curve`` ((T, R) regret curves) and ``losses`` ((R, T, N) loss vectors played).
-    """
+    """The trained adversary on ``seeds``: ``curve`` (T, R) and ``losses`` (R, T, N) played."""
     return _play_attack(config, seeds, lambda obs: model.predict(obs, deterministic=True)[0])
 
 
@@ -324,11 +312,7 @@ def _learner_on(env: Any, config: AttackConfig, seeds: Sequence[int]) -> np.ndar
 
 
 def replay_curves(losses: np.ndarray, config: AttackConfig, seeds: Sequence[int]) -> np.ndarray:
-    """(T, R) regret curves of the configured learner replaying a loss matrix.
-
-    ``losses`` ((T, N) array or ``.npy`` path) is played by ``DPExperts-Oblivious-v0``'s
-    ``replay`` family.
-    """
+    """(T, R) regret curves of the configured learner replaying ``losses`` (array or ``.npy``)."""
     import gymnasium as gym
 
     kind = "bandit" if config.feedback == "bandit" else "oblivious"
@@ -398,7 +382,6 @@ def family_curves(config: AttackConfig, seeds: Sequence[int]) -> dict[str, Any]:
     return out
 
 
-# ---------------------------------------------------------------------------- report
 def _summary(curves: np.ndarray, seed: int = 0) -> dict[str, float]:
     """Final regret: mean and 95% percentile-bootstrap interval over the runs."""
     from dp_experts_env.evaluation.stats import bootstrap_ci
@@ -446,10 +429,7 @@ def exact_comparison(config: AttackConfig, learned_regret: float) -> dict[str, A
 
 
 def find_defects(results: Mapping[str, Mapping[str, float]], bound: float | None) -> list[str]:
-    """Every adversary whose regret's whole 95% interval lies above the declared bound.
-
-    The bound is on expected regret, which the runs' mean estimates.
-    """
+    """Every adversary whose regret's whole 95% interval lies above the declared bound."""
     if bound is None:
         return []
     return [
@@ -491,10 +471,7 @@ def run_attack(
     progress: bool = False,
     model: Any = None,
 ) -> dict[str, Any]:
-    """Train (unless ``model`` is given), evaluate and report; write ``attack.json`` and files.
-
-    Returns the report (the content of ``attack.json``).
-    """
+    """Train (unless ``model`` is given), evaluate, write ``attack.json`` and files; return it."""
     config.validate()
     if out_dir is not None:
         check_outputs(out_dir)  # before training: a refused folder costs nothing
@@ -545,8 +522,7 @@ def run_attack(
     )
     sequence = None
     if config.oblivious:
-        # The sequence of the evaluation batch: another batch size may move the network's last
-        # bits, and with them near-ties of tie-sensitive learners (FTL, limited-updates).
+        # The evaluation batch's sequence: another batch size may move near-ties (last bits).
         sequence = played["losses"][0]
         report["sequence_spread"] = float(np.abs(played["losses"] - sequence).max())
         replayed = _summary(replay_curves(sequence, config, seeds))
@@ -587,11 +563,7 @@ OUTPUTS = ("attack.json", "attack.png", "sequence.npy", MODEL_FILE)
 
 
 def check_outputs(out_dir: str | Path) -> Path:
-    """The output folder, made if missing; UnsafeResultsFolder if it or an output is a link.
-
-    Outputs are written to a temporary file and renamed over their destination, so nothing
-    outside the folder is ever written.
-    """
+    """The output folder, made if missing; UnsafeResultsFolder if it or an output is a link."""
     out = plain_dir(out_dir)
     for name in OUTPUTS:
         if (out / name).is_symlink():
