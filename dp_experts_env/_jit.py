@@ -1,12 +1,8 @@
 """The switch between compiled kernels (numba) and the numpy reference path.
 
-Kernels are plain Python in the subset numba compiles; :func:`kernel` returns the compiled form
-when the JIT is enabled, else the function itself. The numpy path is the reference: the compiled
-one must equal it bit for bit (rules, cache folders and switches: docs/architecture.md).
-``DP_EXPERTS_NO_JIT=1`` (or ``DP_EXPERTS_NUMBA=0``) and :func:`numpy_path` force the numpy path;
-:func:`consultations` counts the path decisions (tests/README.md, "Two paths, one run"). The
-module is private machinery, left out of the API reference; other packages import its
-``__all__`` only.
+:func:`kernel` returns the compiled form when the JIT is enabled, else the Python function; the
+numpy path is the reference, equal bit for bit (docs/architecture.md). ``DP_EXPERTS_NO_JIT=1``
+and :func:`numpy_path` force it. Private machinery: other packages import ``__all__`` only.
 """
 
 from __future__ import annotations
@@ -86,10 +82,7 @@ _CONSULTED = [0]  # calls of jit_enabled() in this process
 
 
 def consultations() -> int:
-    """How many times this process asked :func:`jit_enabled` which path to take.
-
-    Code whose count does not move behaves the same on both paths.
-    """
+    """How many times this process asked :func:`jit_enabled` which path to take."""
     return _CONSULTED[0]
 
 
@@ -105,8 +98,7 @@ def jit_enabled() -> bool:
     return numba_available()
 
 
-#: Top-level packages whose functions are walked into by :func:`reached_files` (besides the
-#: kernel's own package): the code a kernel can reach that changes with this project.
+#: Top-level packages :func:`reached_files` walks into (besides the kernel's own).
 _OWN_PACKAGES = frozenset({"agents", "dp_experts_env"})
 _CONSTANTS = (bool, int, float, complex, str, bytes, type(None))
 
@@ -181,10 +173,7 @@ def reached_files(func: Callable[..., Any]) -> tuple[list[str], list[str]]:
 
 
 def kernel_key(func: Callable[..., Any]) -> str:
-    """A hash (16 hex digits) of everything :func:`reached_files` finds, with its sources' bytes.
-
-    The kernel's cache folder: an edit anywhere in the code it reaches compiles it afresh.
-    """
+    """The cache folder's name: a hash of what :func:`reached_files` finds and its sources."""
     files, data = reached_files(func)
     digest = hashlib.sha256()
     import numba
@@ -248,10 +237,7 @@ def _compile(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def helper(func: F | None = None, *, inline: bool = True) -> Any:
-    """Mark a function a kernel calls: compiled along with the kernels that call it.
-
-    Inlined unless ``inline=False`` (a recursive helper cannot be).
-    """
+    """Mark a function kernels call: compiled with them, inlined unless ``inline=False``."""
 
     def mark(f: F) -> F:
         f._dp_helper = "always" if inline else "never"  # type: ignore[attr-defined]
@@ -261,10 +247,7 @@ def helper(func: F | None = None, *, inline: bool = True) -> Any:
 
 
 def _compile_helpers(func: Callable[..., Any], done: set[int] | None = None) -> None:
-    """Replace the module globals of ``func`` marked by :func:`helper` by numba functions.
-
-    A helper imported from another module has its own module's helpers compiled first.
-    """
+    """Replace the module globals of ``func`` marked by :func:`helper` by numba functions."""
     import numba
 
     names = func.__globals__

@@ -1,11 +1,8 @@
 """The compiled form of the S-switch regret recursion (numba, see :mod:`dp_experts_env._jit`).
 
-:func:`table_block` does the numpy update's arithmetic for K rounds in one call: per stream and
-round, each level's row in one vectorisable pass (``min(old, best below) + loss``), then its
-minimum in a second pass with eight independent accumulators (a minimum folded into the first
-pass is a serial dependency LLVM cannot vectorise without ``fastmath``). Minima do not round, so
-every value is numpy's float. Per-round updates use it from :data:`MIN_ELEMENTS` entries on
-(below, numba's call overhead exceeds the work), block updates at every size.
+:func:`table_block` does the numpy update's arithmetic for K rounds: each level's row in one
+vectorisable pass, then its minimum in a second (a fused minimum would not vectorise without
+``fastmath``); minima do not round, so every value is numpy's float.
 """
 
 from __future__ import annotations
@@ -74,8 +71,7 @@ def table_block(cum_expert, table, scratch, losses, per_round_best, best_current
                 scratch[b, c + 1] = _row_min(table[b, c])
         for k in range(rounds):
             loss = losses[k, b]
-            # Level c + 1 may switch from level c: top down, so each level reads the previous
-            # round's best of the level below.
+            # Top down: each level reads the previous round's best of the level below.
             for c in range(levels - 1, -1, -1):
                 below = scratch[b, c]
                 row = table[b, c]

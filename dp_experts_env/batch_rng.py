@@ -1,10 +1,8 @@
 """Per-run random streams for batched simulation.
 
-Each run owns a :class:`numpy.random.Generator`, so run ``b`` of a batch equals a single run
-seeded ``seeds[b]`` bit for bit; :class:`BatchRNG` draws uniforms for all runs in chunks and
-serves them from a ``(B, chunk)`` buffer, so a stream does not depend on the chunk size. The
-contract: every call consumes the same number of uniforms from every run, set by the call's
-shape only (draw for all runs, then mask). Other laws come from :mod:`dp_experts_env.samplers`.
+Each run owns a :class:`numpy.random.Generator` (run ``b`` equals a single run seeded
+``seeds[b]``), read in chunks. The contract: every call consumes the same number of uniforms from
+every run, set by the call's shape only (draw for all runs, then mask).
 """
 
 from __future__ import annotations
@@ -32,17 +30,12 @@ __all__ = ["LAPLACE_TAPS", "BatchRNG", "laplace_tap", "run_seeds", "tap_laplace"
 _BUFFER_DOUBLES = 1 << 22
 _MAX_CHUNK = 4096
 _MIN_CHUNK = 64
-# References to the buffer when no view of it is alive: the attribute, the local name in _take
-# and getrefcount's own argument.
+# References to the buffer when no view is alive: the attribute, _take's local, getrefcount's.
 _UNSHARED = 3
 
 
 def run_seeds(seed: int | Sequence[int] | None, num_runs: int) -> list[int]:
-    """Expand a seed into one integer seed per run.
-
-    An integer ``s`` gives ``s, s+1, ..., s+B-1`` (Gymnasium's vector-env convention); a sequence
-    is used as is; ``None`` draws fresh entropy.
-    """
+    """One seed per run: ``s, s+1, ..., s+B-1`` for an integer, a sequence as is, None fresh."""
     if seed is None:
         base = int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(2))
         return [base + b for b in range(num_runs)]
@@ -94,8 +87,7 @@ class BatchRNG:
         if count > available:
             # The buffer keeps one width (leftover + fresh draws), so it can be reused.
             size = max(self._chunk, count) - available
-            # Refilled in place when no view of the buffer is alive (a fresh large allocation
-            # costs page faults); otherwise a fresh buffer, as callers may still read old views.
+            # In place when no view is alive (fresh allocations cost page faults), else fresh.
             if buffer.shape[1] == available + size and sys.getrefcount(buffer) <= _UNSHARED:
                 if available:
                     buffer[:, :available] = buffer[:, cursor:].copy()
@@ -148,10 +140,7 @@ class BatchRNG:
         return np.minimum(draws, high_arr - 1)
 
     def categorical(self, probs: np.ndarray) -> np.ndarray:
-        """One draw per run from the rows of ``probs`` (shape (B, K)); returns (B,) int64.
-
-        Inverse CDF, one uniform per run; rows are scaled by their sum.
-        """
+        """One inverse-CDF draw per run from the rows of ``probs`` (B, K); (B,) int64."""
         probs = np.asarray(probs, dtype=np.float64)
         cdf = np.cumsum(probs, axis=-1)
         # probs.shape[0] is the run axis, which self.random adds itself.

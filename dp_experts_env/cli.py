@@ -50,10 +50,7 @@ A killed compare resumes where it stopped: re-run the same command with the same
 
 
 def add_noise_option(p: argparse.ArgumentParser) -> None:
-    """``--noise {fast,grid}``: the noise backend of every private learner of a grid.
-
-    Shared by the commands that run grids; apply it with :func:`apply_noise`.
-    """
+    """``--noise {fast,grid}``: the noise backend of a grid's private learners."""
     from dp_experts_env.privacy.noise import BACKENDS
 
     p.add_argument(
@@ -397,11 +394,7 @@ def _undeclared(item: dict[str, Any]) -> bool:
 
 
 def _claim_line(item: dict[str, Any]) -> str:
-    """A learner's privacy claim: what ``agent.privacy.summary()`` says for a small default game.
-
-    Private learners are built at epsilon = 1, N = 4 (K = 3), T = 1000; one that needs more
-    falls back to the registry's description of its claim.
-    """
+    """The learner's ``privacy.summary()`` at eps 1, N = 4 (K = 3), T = 1000, or the registry's."""
     import agents
 
     if not item["private"]:
@@ -623,8 +616,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
     scenarios = None
     if args.n_experts is not None or args.horizon is not None:
-        # One given pair (the neighbour differs in round T // 2); limits keep a typo from
-        # asking for terabytes.
+        # One given pair (neighbour at round T // 2); limits keep a typo from asking for TBs.
         horizon = check_int(
             "--horizon", 8 if args.horizon is None else args.horizon, minimum=2, maximum=1_000_000
         )

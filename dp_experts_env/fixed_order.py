@@ -1,10 +1,8 @@
 """Inner products summed in one fixed order, the same on every machine.
 
-``a @ b`` goes through BLAS, whose kernel (chosen per CPU) may sum a dot product in another
-order, so its last bit can differ between machines. Every value that feeds results, ``info`` or
-a sampling decision uses :func:`dot` instead (left to right over the last axis);
-:func:`accumulate` adds K rows to a running total in round order (docs/environments.md, "What is
-bit for bit, and where").
+BLAS picks its kernel per CPU, so ``a @ b`` can differ in the last bit between machines; every
+value that feeds results, ``info`` or a sampling decision uses :func:`dot` instead
+(docs/environments.md, "What is bit for bit, and where").
 """
 
 from __future__ import annotations
@@ -15,10 +13,7 @@ __all__ = ["accumulate", "dot"]
 
 
 def accumulate(total: np.ndarray, increments: np.ndarray) -> np.ndarray:
-    """``total += increments[k]`` for k = 0..K-1 in order; returns the K partial totals.
-
-    Every partial sum is the float K in-place additions give.
-    """
+    """``total += increments[k]`` for k = 0..K-1 in order; returns the K partial totals."""
     buffer = np.array(increments, dtype=np.float64)
     buffer[0] += total
     np.cumsum(buffer, axis=0, out=buffer)

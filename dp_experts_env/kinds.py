@@ -1,10 +1,8 @@
 """The one table of environment kinds: every kind is declared here once.
 
-A *kind* is what an environment id serves: its feedback, default loss model and sizes, and
-whether its losses must ignore the learner. The family registry, the env factory, the env classes
-and :mod:`dp_experts_env.registration` (one Gymnasium id per row) all read it. A new kind is one
-:class:`KindSpec` row plus its families; a new feedback also a :class:`FeedbackSpec` row. This
-module imports nothing from the package.
+A *kind* is what an environment id serves (feedback, default loss model and sizes). A new kind
+is one :class:`KindSpec` row plus its families; a new feedback also a :class:`FeedbackSpec` row.
+This module imports nothing from the package.
 """
 
 from __future__ import annotations
@@ -24,8 +22,7 @@ __all__ = [
     "kinds_of",
 ]
 
-#: The keyword carrying a registered id's kind: it survives a ``kind=`` given to ``gym.make``, so
-#: the env can refuse the contradiction (:func:`dp_experts_env.envs.factory.check_id_kind`).
+#: The keyword carrying a registered id's kind, which survives a ``kind=`` given to ``gym.make``.
 ID_KIND = "_id_kind"
 
 
@@ -173,6 +170,5 @@ def kinds_of(feedback: str) -> tuple[str, ...]:
     return tuple(k for k, spec in KINDS.items() if spec.feedback == feedback)
 
 
-#: The kinds whose loss models are :class:`~dp_experts_env.adversaries.Adversary` families
-#: (registered with ``register_family``); the OCO kind has its own gradient models.
+#: The kinds whose loss models are ``register_family`` families (not OCO's gradient models).
 ENV_KINDS: tuple[str, ...] = kinds_of("full") + kinds_of("bandit")

@@ -1,10 +1,7 @@
 """Outside code joins the suite without editing a list: plug-in modules and entry points.
 
-Two ways in, read by every process that looks a learner or family up (:func:`worker_env`
-carries them to workers): **entry points** of an installed package in the groups
-:data:`AGENT_GROUP` (``my-ftpl = "my_package.ftpl:MyFTPL"``) and :data:`FAMILY_GROUP`
-(``"kind.family" = ...``), and **modules** named in :data:`ENV_VAR` (comma-separated, importable
-from ``PYTHONPATH``), whose import registers their learners and families (docs/own_learner.md).
+Entry points of the groups :data:`AGENT_GROUP` and :data:`FAMILY_GROUP`, and modules named in
+:data:`ENV_VAR`, read by every process that looks a learner or family up (docs/own_learner.md).
 This module imports nothing of the package: both registries call it.
 """
 
@@ -48,10 +45,7 @@ _ORIGIN: dict[str, str] = {}
 
 
 class PluginError(ImportError, ValueError):
-    """A plug-in named by :data:`ENV_VAR` or an entry point could not be loaded.
-
-    A ValueError, so every command reports it as one line (exit code 2), not a traceback.
-    """
+    """A plug-in could not be loaded (a ValueError: commands report it as one line)."""
 
 
 def plugin_modules() -> list[str]:
@@ -137,11 +131,7 @@ def _dist_name(ep: metadata.EntryPoint) -> str:
 
 
 def source_of(module: str) -> str:
-    """Where the code of ``module`` comes from: built-in, a package, or a plug-in module.
-
-    ``"built-in"``, ``"package NAME VERSION"``, ``"module M (DP_EXPERTS_PLUGINS)"`` or
-    ``"module M"``.
-    """
+    """Where ``module`` comes from: ``"built-in"``, ``"package NAME VERSION"`` or ``"module M"``."""
     top = module.split(".")[0]
     if top in _BUILT_IN:
         return "built-in"
@@ -174,10 +164,7 @@ def _module_root(name: str) -> str | None:
 
 
 def plugin_paths() -> list[str]:
-    """Folders a worker needs on its path to import this process's plug-ins.
-
-    Those of the :data:`ENV_VAR` modules, then of the entry points' distributions, deduplicated.
-    """
+    """Folders a worker needs on its path to import this process's plug-ins."""
     paths: list[str] = []
     for name in plugin_modules():
         root = _module_root(name)
@@ -200,10 +187,7 @@ def plugin_paths() -> list[str]:
 
 
 def worker_env() -> dict[str, str]:
-    """Environment variables that let a fresh worker process load this process's plug-ins.
-
-    :data:`ENV_VAR` and ``PYTHONPATH`` plus :func:`plugin_paths` (empty when nothing to carry).
-    """
+    """:data:`ENV_VAR` and ``PYTHONPATH`` (with :func:`plugin_paths`) for a fresh worker."""
     paths = plugin_paths()
     env: dict[str, str] = {}
     if plugin_modules():

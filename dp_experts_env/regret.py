@@ -1,13 +1,9 @@
 """Exact, batched, online regret bookkeeping: prefix regrets after round ``t`` of B runs at once.
 
-The regrets (static, S-switch dynamic, per-round best, and the two pseudo-regrets when the means
-are known) are defined in docs/environments.md, "info"; the cost of the exact comparator in
-"Large S and N". The dynamic programme keeps ``M[b, c, j]`` = least loss of a sequence ending at
-expert ``j`` with at most ``c`` switches: O(B (S+2) N) memory, none when S >= T - 1 (the per-round
-best is then the same value). With ``copies`` > 1, run ``r`` plays stream ``r % streams`` and all
-that depends on the experts' losses only is kept once per stream, with the same floats as a
-tracker of that run alone. Large trackers and :meth:`RegretTracker.update_block` run compiled
-(:mod:`dp_experts_env._regret_kernel`) with the same floats.
+The regrets are defined in docs/environments.md, "info", the comparator's cost in "Large S and N".
+The dynamic programme keeps ``M[b, c, j]`` = least loss of a sequence ending at expert ``j`` with
+at most ``c`` switches (none when S >= T - 1). With ``copies`` > 1, run ``r`` plays stream
+``r % streams``, whose expert-only state is kept once, with the same floats as a lone tracker.
 """
 
 from __future__ import annotations
@@ -159,8 +155,7 @@ class RegretTracker:
         self._cum_expert = np.zeros((b, n))  # row c = 0 of the table: fixed-expert losses
         # Levels 1..S contiguous apart from level 0: in-place ops on a strided view are slower.
         self._table = np.zeros((b, levels, n))
-        # Per-level minima of the current table (column 0: fixed-expert sums), computed once a
-        # round for both the next update and info; the flag says whether they are current.
+        # Per-level minima (column 0: fixed-expert sums), once a round; the flag: still current.
         self._scratch = np.zeros((b, levels + 1))  # all zero: the minima of the empty game
         self._best_current = True
         self._make_views()
@@ -200,7 +195,6 @@ class RegretTracker:
         losses = expert_losses
         table = self._table
         if self._compiled is not None and losses.dtype == np.float64:
-            # The same arithmetic in one pass per stream (dp_experts_env._regret_kernel).
             self._compiled(
                 self._cum_expert,
                 table,
@@ -308,10 +302,7 @@ class RegretTracker:
         return self._scratch[:, -1].copy()  # level S (the fixed experts when S = 0)
 
     def run_values(self, run: int = 0) -> tuple[float, float, float, float]:
-        """Run ``run``'s cumulative loss and static, dynamic and per-round-best regrets.
-
-        Python floats, the same doubles as the (B,) properties, without building (B,) arrays.
-        """
+        """Run ``run``'s cumulative loss and static, dynamic and per-round-best regrets (floats)."""
         if not self._best_current:
             self._refresh_best()
         stream = run % self.num_streams
@@ -355,10 +346,7 @@ class RegretTracker:
 
     @property
     def static_pseudo_regret(self) -> np.ndarray | None:
-        """(B,) pseudo-regret against the best fixed expert in expectation, or ``None``.
-
-        ``None`` when means were never supplied or ``static_pseudo=False``.
-        """
+        """(B,) pseudo-regret against the best fixed expert in expectation, or ``None``."""
         if not (self._has_means and self.static_pseudo):
             return None
         return self._minus_stream(

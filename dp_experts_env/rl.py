@@ -1,9 +1,7 @@
 """PPO (Stable-Baselines3) trained on the suite's full-information envs: the RL baseline's engine.
 
-PPO learns here on :class:`~dp_experts_env.wrappers.LossFeatures` observations with one small
-network shared by the experts (:class:`ExpertScorePolicy`), so "prefer the expert whose recent
-losses are lowest" is learnt once for all N; the discount is 0, since an action does not change
-later losses on oblivious envs (docs/rl.md, "The PPO baseline"). Needs the ``sb3`` extra.
+:class:`~dp_experts_env.wrappers.LossFeatures` observations, one network shared by the experts
+(:class:`ExpertScorePolicy`), discount 0 (docs/rl.md, "The PPO baseline"). Needs the ``sb3`` extra.
 """
 
 from __future__ import annotations
@@ -24,8 +22,7 @@ from dp_experts_env.wrappers import LossFeatures, VectorLossStatistics
 
 __all__ = ["ExpertScorePolicy", "train_ppo", "PPO_DEFAULTS"]
 
-#: PPO settings used by :func:`train_ppo` unless overridden (chosen on DPExperts-Shift-v0 with
-#: training seeds only; see docs/algorithms.md, "RL baseline").
+#: PPO settings of :func:`train_ppo` (chosen on training seeds only; docs/algorithms.md).
 PPO_DEFAULTS: dict[str, Any] = {
     "n_steps": 128,
     "batch_size": 256,

@@ -1,11 +1,8 @@
 """One sampler per law: every variate of the suite is one of these functions of uniforms.
 
-Each law turns given uniforms on [0, 1) into variates, elementwise, with a fixed number of
-uniforms per variate (``*_UNIFORMS``). ``BatchRNG``'s methods, the noise backends of
-:mod:`dp_experts_env.privacy.noise` and the learners' block paths all call it as
-``samplers.<law>(...)`` at call time (never a name bound at import), so a change or a patch here
-is a change of every path; compiled kernels never evaluate a law (docs/architecture.md, "One
-sampler per law").
+Each law maps a fixed number of uniforms per variate (``*_UNIFORMS``) to variates. Every path
+calls it as ``samplers.<law>(...)`` at call time, so a change or a patch here changes every path
+(docs/architecture.md, "One sampler per law").
 """
 
 from __future__ import annotations
@@ -36,8 +33,7 @@ __all__ = [
     "tap_laplace",
 ]
 
-#: The open interval (0, 1) every log-based law clips its uniforms to: 2**-54 keeps both 0 and
-#: 1 - 2**-53 strictly inside after the shift.
+#: The open interval log-based laws clip uniforms to (0, 1 - 2**-53 inside after the shift).
 OPEN_LOW = 2.0**-54
 OPEN_HIGH = 1.0 - 2.0**-54
 
@@ -58,11 +54,7 @@ LAPLACE_TAPS: list[list[tuple[np.ndarray, np.ndarray]]] = []
 
 @contextlib.contextmanager
 def laplace_tap() -> Iterator[list[tuple[np.ndarray, np.ndarray]]]:
-    """Record every Laplace variate drawn inside the block: a list of (values, scales) pairs.
-
-    :func:`laplace` reports here; the path-equivalence check
-    (:mod:`dp_experts_env.evaluation.paths`) compares what two paths drew. It never changes a draw.
-    """
+    """Record every Laplace variate drawn inside the block: a list of (values, scales) pairs."""
     drawn: list[tuple[np.ndarray, np.ndarray]] = []
     LAPLACE_TAPS.append(drawn)
     try:
@@ -98,8 +90,7 @@ def _scalar(out: np.ndarray) -> Any:
 def laplace(u: Any, scale: Any) -> Any:
     """Laplace(0, ``scale``) variates from uniforms ``u`` (one each), reported to open taps.
 
-    :func:`laplace_law`, then the taps. ``scale`` broadcasts against ``u`` (a float, or a (B, 1)
-    column of per-run scales).
+    ``scale`` broadcasts against ``u`` (a float, or a (B, 1) column of per-run scales).
     """
     drawn = laplace_law(u, scale)
     if LAPLACE_TAPS:  # the audit's path-equivalence check is listening
@@ -143,10 +134,7 @@ def gumbel(u: Any) -> Any:
 
 
 def normal(u1: Any, u2: Any) -> Any:
-    """Standard normal variates by Box-Muller: ``sqrt(-2 log u1) cos(2 pi u2)``.
-
-    ``u1`` and ``u2`` are the two uniforms of each variate (``u1`` clipped into (0, 1)).
-    """
+    """Standard normal variates by Box-Muller: ``sqrt(-2 log u1) cos(2 pi u2)``, u1 clipped."""
     return np.sqrt(-2.0 * np.log(open_interval(u1))) * np.cos(2.0 * np.pi * np.asarray(u2))
 
 

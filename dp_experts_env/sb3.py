@@ -1,10 +1,8 @@
 """Stable-Baselines3 on the native vector env: :class:`SB3VecEnv` and :func:`make_sb3_vec_env`.
 
-The adapter turns the native Gymnasium ``VectorEnv`` (five return values, ``NEXT_STEP``
-autoreset) into SB3's ``VecEnv`` protocol (four values, ``terminal_observation``, the reset
-observation on the terminal step) without a Python loop over the game. ``venv.seed(s)`` plays run
-``b`` with seed ``s + b``, as ``DummyVecEnv`` does. Example and details: docs/rl.md. Needs the
-``sb3`` extra.
+The native Gymnasium ``VectorEnv`` seen through SB3's ``VecEnv`` protocol without a Python loop
+over the game; ``venv.seed(s)`` plays run ``b`` with seed ``s + b``, as ``DummyVecEnv`` does
+(docs/rl.md). Needs the ``sb3`` extra.
 """
 
 from __future__ import annotations
@@ -25,11 +23,7 @@ __all__ = ["SB3VecEnv", "make_sb3_vec_env", "quiet_logger"]
 
 
 def quiet_logger() -> Any:
-    """A Stable-Baselines3 logger that writes nothing anywhere.
-
-    Pass it to ``model.set_logger`` before ``learn``: SB3's default logger makes an empty
-    ``SB3-<date>`` folder in the system temporary folder on every call.
-    """
+    """An SB3 logger that writes nothing (the default leaves an empty temporary folder per call)."""
     from stable_baselines3.common.logger import Logger
 
     return Logger(folder=None, output_formats=[])
@@ -61,7 +55,6 @@ class SB3VecEnv(VecEnv):
         """The Gymnasium spec of the wrapped env (id and keywords), or None."""
         return getattr(self.venv, "spec", None) or getattr(self.venv.unwrapped, "spec", None)
 
-    # ------------------------------------------------------------------ stepping
     def reset(self) -> VecEnvObs:
         """Reset every run; uses the seeds and options set by ``seed``/``set_options`` once."""
         seeds = None if all(s is None for s in self._seeds) else self._seeds
@@ -99,8 +92,7 @@ class SB3VecEnv(VecEnv):
                 )
             for i in range(self.num_envs):
                 infos[i]["terminal_observation"] = _row(obs, i)
-            # SB3 returns the next episode's first observation on the terminal step: this
-            # unseeded reset is what NEXT_STEP autoreset would do on the following step.
+            # SB3 wants the next episode's first observation now: NEXT_STEP's reset, one step early.
             obs, reset_info = self.venv.reset()
             self.reset_infos = self._split_info(reset_info)
         return obs, np.asarray(reward, dtype=np.float32), dones, infos
@@ -109,7 +101,6 @@ class SB3VecEnv(VecEnv):
         """Close the wrapped vector env."""
         self.venv.close()
 
-    # ------------------------------------------------------------------ attributes
     def _indices(self, indices: VecEnvIndices) -> list[int]:
         return list(self._get_indices(indices))
 
@@ -149,7 +140,6 @@ class SB3VecEnv(VecEnv):
         """No rendering of vector runs."""
         return [None for _ in range(self.num_envs)]
 
-    # ------------------------------------------------------------------ helpers
     def _split_info(self, info: dict[str, Any]) -> list[dict[str, Any]]:
         """Gymnasium's dict of (B,) arrays with ``_key`` masks -> SB3's list of B dicts."""
         out: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]

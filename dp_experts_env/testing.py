@@ -1,16 +1,11 @@
 """``check_agent``: the learner contract and the privacy audit, for any learner.
 
-What Gymnasium's ``check_env`` is for environments, :func:`check_agent` is for learners: the
-suite's own contract (``tests/test_learner_contract.py``), for a registered name or a factory,
-e.g. ``check_agent("my-ftpl")`` or ``test_my_ftpl = contract_tests("my-ftpl")``
-(docs/own_learner.md). The checks (:data:`CHECKS`, in order): ``claim`` (well formed; a private
-one names its accountant and noise backend and certifies at most the epsilon asked for),
-``actions``, ``horizon`` (a round past T refused), ``observations`` (NaN or out-of-range
-refused), ``seeding``, ``batching`` (B runs seeded ``s`` equal single runs seeded ``s + b``),
-``paths`` (a block entry point equals ``act``: :mod:`dp_experts_env.evaluation.paths`),
-``monotone`` (private: regret does not rise with epsilon), ``epsilon_inf`` (private: not private
-and noiseless at epsilon = inf; ``epsilon_inf_limit = "name"`` must match that learner's regret)
-and ``audit`` (private: the privacy audit finds no violation of the claim).
+What Gymnasium's ``check_env`` is for environments, :func:`check_agent` is for learners
+(docs/own_learner.md). The checks (:data:`CHECKS`, in order): ``claim`` (a private one names its
+accountant and backend and certifies at most the epsilon asked for), ``actions``, ``horizon``,
+``observations``, ``seeding``, ``batching`` (B runs seeded ``s`` equal single runs seeded
+``s + b``), ``paths`` (a block entry point equals ``act``), ``monotone``, ``epsilon_inf``
+(``epsilon_inf_limit = "name"`` must match that learner's regret) and ``audit``.
 """
 
 from __future__ import annotations
@@ -61,8 +56,8 @@ MONOTONE_ENV: dict[str, tuple[str, dict[str, Any]]] = {
     "bandit": ("DPExperts-Bandit-v0", {"n_arms": 3}),
     "oco": ("DPExperts-OCO-v0", {"dim": 3}),
 }
-#: Regret may rise between neighbouring epsilons by at most MONOTONE_SE standard errors of the
-#: paired difference, and must fall from the smallest to the largest by more than DROP_SE.
+#: Regret may rise between neighbouring epsilons by <= MONOTONE_SE paired standard errors, and
+#: must fall from the smallest to the largest by > DROP_SE.
 MONOTONE_SE, DROP_SE = 2.0, 3.0
 MONOTONE_EPSILONS = (0.1, 1.0, 100.0)
 HORIZON = 40
@@ -200,7 +195,6 @@ def _play(agent: Agent, env: Any, seed: Any) -> tuple[np.ndarray, dict[str, Any]
             return np.array(actions), info
 
 
-# ----------------------------------------------------------------------------- the checks
 def _check_claim(t: _Target, fail: Callable[[str], None]) -> None:
     env = _env(t.feedback)
     agent = t.build(env, seed=0)
@@ -310,10 +304,7 @@ def _check_batching(t: _Target, fail: Callable[[str], None]) -> None:
 
 
 def path_reports(t: _Target | str | Callable[..., Agent], params: dict[str, Any] | None = None):
-    """The ``paths`` check's comparisons: a list of (setting, :class:`PathReport`).
-
-    :func:`dp_experts_env.evaluation.paths.learner_path_reports` at epsilon 1, seed 7.
-    """
+    """The ``paths`` check's comparisons: a list of (setting, :class:`PathReport`)."""
     t = t if isinstance(t, _Target) else _Target(t, params or {})
 
     def build(env: Any, **setting: Any) -> Agent:
@@ -423,11 +414,7 @@ TOO_LOW = "audit power too low for this learner"
 
 
 def _weakened(t: _Target) -> tuple[dict[str, Any], float] | None:
-    """(learner keywords, audit multiplier) that build ``t`` with half its noise, or None.
-
-    Through ``noise=`` (a :class:`~dp_experts_env.privacy.noise.ScaledBackend`), else
-    ``noise_multiplier``.
-    """
+    """(learner keywords, audit multiplier) building ``t`` with half its noise, or None."""
     if t.accepts("noise"):
         return {}, POWER_MULTIPLIER
     if t.accepts("noise_multiplier"):

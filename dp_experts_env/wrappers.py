@@ -1,10 +1,7 @@
 """Observation wrappers that give RL policies the statistics online learners keep to themselves.
 
-The observation becomes each expert's mean loss over all rounds so far (``cumulative``) and over
-the last ``w`` rounds for each window (``windows``), centred across experts and scaled by
-sqrt(rounds averaged) (so i.i.d. noise is about the per-round spread in every feature), plus
-t / T (``round_index``). :class:`LossStatistics` wraps a single env, :class:`VectorLossStatistics`
-a native vector env; both use :class:`LossFeatures` (docs/rl.md, "Observation wrappers").
+Each expert's mean loss over all rounds so far and over recent windows, centred across experts and
+scaled by sqrt(rounds averaged), plus t / T (docs/rl.md, "Observation wrappers").
 """
 
 from __future__ import annotations
