@@ -411,11 +411,7 @@ def _claim_line(item: dict[str, Any]) -> str:
 
 
 def _print_aggregate(table: Any, n_envs: int, metric: str) -> None:
-    """The aggregate.csv table (several envs and uniform play in the grid), if there is one.
-
-    IQM and mean of the normalised score 1 - regret / (uniform's mean regret), with
-    stratified-bootstrap 95% intervals (:mod:`dp_experts_env.evaluation.stats`).
-    """
+    """The aggregate.csv table: IQM and mean normalised scores with their 95% intervals."""
     import pandas as pd
 
     if table is None:

@@ -22,7 +22,8 @@ __all__ = [
     "kinds_of",
 ]
 
-#: The keyword carrying a registered id's kind, which survives a ``kind=`` given to ``gym.make``.
+#: The keyword carrying a registered id's kind: it survives a ``kind=`` given to ``gym.make``, so
+#: :func:`dp_experts_env.envs.factory.check_id_kind` can refuse the contradiction.
 ID_KIND = "_id_kind"
 
 

@@ -201,8 +201,8 @@ def worker_env() -> dict[str, str]:
 def iter_new(group: str, done: set[tuple[str, str]]) -> Iterator[tuple[metadata.EntryPoint, Any]]:
     """Load the entry points of ``group`` not in ``done`` (updated), yielding ``(ep, object)``.
 
-    One that fails to load is skipped with a warning (as Gymnasium does): a broken installed
-    package must not stop the suite (a module named in :data:`ENV_VAR` raises instead).
+    One that fails to load is skipped with a warning: a broken installed package must not stop
+    the suite.
     """
     for ep in entry_points(group):
         key = (ep.name, ep.value)

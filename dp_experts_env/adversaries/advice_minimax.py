@@ -66,8 +66,8 @@ class MinimaxAdvice(PlantedExpert):
 
     Each round a good arm ``g_t`` is uniform on [K]; the planted expert recommends it, the others
     a uniform arm: only following the advice helps. Knobs: :class:`MinimaxAdviceParams` (``gap``
-    as in :class:`MinimaxBandit`; :class:`~dp_experts_env.adversaries.advice.PlantedExpert`'s
-    law with defaults 1, 0, 0).
+    as in :class:`MinimaxBandit`; ``rho_star``, ``rho``, ``smoothing`` as in
+    :class:`~dp_experts_env.adversaries.advice.PlantedExpert`, defaults 1, 0, 0).
     """
 
     def __init__(

@@ -70,7 +70,7 @@ class GapSpec:
 
 
 def plant_best(rng: BatchRNG, n_segments: int, n_experts: int) -> np.ndarray:
-    """(B, n_segments) planted best experts, each uniform among the others than the previous."""
+    """(B, n_segments) planted best experts: uniform, then uniform among all but the previous."""
     first = rng.integers(n_experts, (1,))
     if n_segments == 1:
         return first

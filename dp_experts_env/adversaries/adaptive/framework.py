@@ -231,8 +231,8 @@ class PolicyAdversary(Adversary):
         params: the base datum (:class:`PolicyAdversaryParams`, or its knobs as keywords), as
             :func:`make_base` reads ``base`` and ``base_mean``.
 
-    The policy's ``default_switches`` and ``has_segments`` become the adversary's. The env must
-    call ``record(actions)`` after every round; ``next_round`` raises if it was skipped.
+    The policy's ``default_switches`` and ``has_segments`` become the adversary's; the env calls
+    ``record(actions)`` after every round.
     """
 
     oblivious = False
