@@ -1,9 +1,7 @@
 """dp-experts-env: differentially private online learning with expert advice.
 
-Importing the package registers every environment id with Gymnasium (string entry points: the
-env modules load when an env is made). The env classes below load on first use, so the layers
-that only need the package's lower modules (the learners in ``agents/`` read ``privacy/``,
-``batch_rng``, ``_validation``) never import an environment.
+Importing the package registers every environment id with Gymnasium (string entry points); the
+env classes load on first use, so layers that need only the lower modules never import an env.
 """
 
 from importlib import import_module

@@ -1,39 +1,8 @@
 """The switch between compiled kernels (numba) and the numpy reference path.
 
-Kernels are plain Python functions written in the subset numba compiles; :func:`kernel` returns
-the compiled form when the JIT is enabled and the function itself otherwise (so the kernels run,
-slowly, as Python when numba is missing: their tests run on both paths). Callers that have a
-numpy path (the per-round ``act`` of the learners, the numpy regret update) use it whenever
-:func:`jit_enabled` is False: that path is the reference, and the compiled one must equal it bit
-for bit.
-
-Kernels only use operations whose IEEE result does not depend on the implementation (``+ - * /``,
-``min``, ``max``, comparisons, ``sqrt``) in the order numpy applies them; numpy's own ``exp`` and
-``log`` (SIMD code on AVX-512 machines) differ from the C library's in the last bit for a few
-percent of inputs, so transcendental functions are evaluated by numpy, vectorised over a block,
-and handed to the kernels.
-
-Environment:
-
-* ``DP_EXPERTS_NO_JIT=1`` (or the older ``DP_EXPERTS_NUMBA=0``) forces the numpy path.
-* :func:`numpy_path` forces it for a block of code: a grid too small to pay for importing numba
-  and loading its cached kernels (~0.4 s of CPU) plays without them
-  (:func:`dp_experts_env.evaluation.backends.execute`); results are the same either way.
-* Compiled kernels are cached on disk (numba ``cache=True``) in a folder named by
-  :func:`kernel_key`, a hash of the source of every module whose code the kernel reaches (its
-  own module and every helper's, across files), of the constants it reads and of the numpy and
-  numba versions: numba itself only checks the kernel's own file, so an edit to a helper in
-  another file would otherwise replay the old compiled code. The folders live under
-  ``NUMBA_CACHE_DIR`` when it is set, else in ``__pycache__/kernels`` next to the kernel's
-  source, else (a read-only source tree) in ``~/.cache/dp-experts-env/kernels``. Where no
-  location is writable, kernels are compiled in memory instead.
-* :func:`consultations` counts the calls of :func:`jit_enabled` in this process: the test suite
-  uses it to tell which tests depend on the path (tests/README.md, "Two paths, one run").
-
-The module stays private (``_jit``) although the kernels of ``agents`` import it: it is the
-project's own compiled-path machinery, not an interface for users of the learners or envs, so it
-is left out of the API reference. Its seam is ``__all__``: another package imports those names
-only (tests/test_seams.py), never an underscore name.
+:func:`kernel` returns the compiled form when the JIT is enabled, else the Python function; the
+numpy path is the reference, equal bit for bit (docs/architecture.md). ``DP_EXPERTS_NO_JIT=1``
+and :func:`numpy_path` force it. Private machinery: other packages import ``__all__`` only.
 """
 
 from __future__ import annotations
@@ -79,13 +48,9 @@ def numba_available() -> bool:
 def _load_numpy_implementations() -> None:
     """Import ``numba.np.arraymath`` (which numba loads before its first kernel) without BLAS.
 
-    At import, ``numba.np.arraymath`` tries ``scipy.linalg.cython_blas`` (~0.3 s of CPU: it
-    imports ``scipy.linalg``) only to decide whether ``np.correlate``/``np.convolve`` compile to
-    a BLAS dot or to a plain loop; no kernel of the suite calls either. The import is refused
-    while that module loads (``sys.modules[name] = None`` makes ``import name`` raise
-    ImportError) and allowed again at once, so numba's BLAS-backed functions (``np.dot``, ``@``,
-    ``np.linalg``), which import it when they are compiled, still work in this process (tested
-    in tests/test_fixed_cost.py). A process that already imported either module is left alone.
+    ``scipy.linalg.cython_blas`` (which only decides how ``np.correlate``/``np.convolve``
+    compile, used by no kernel) is refused while that module loads and allowed again at once,
+    so BLAS-backed functions still compile later. A process that imported either is left alone.
     """
     import sys
 
@@ -117,11 +82,7 @@ _CONSULTED = [0]  # calls of jit_enabled() in this process
 
 
 def consultations() -> int:
-    """How many times this process asked :func:`jit_enabled` which path to take.
-
-    A piece of code whose count does not move cannot behave differently on the two paths (every
-    path decision of the package goes through :func:`jit_enabled`).
-    """
+    """How many times this process asked :func:`jit_enabled` which path to take."""
     return _CONSULTED[0]
 
 
@@ -137,8 +98,7 @@ def jit_enabled() -> bool:
     return numba_available()
 
 
-#: Top-level packages whose functions are walked into by :func:`reached_files` (besides the
-#: kernel's own package): the code a kernel can reach that changes with this project.
+#: Top-level packages :func:`reached_files` walks into (besides the kernel's own).
 _OWN_PACKAGES = frozenset({"agents", "dp_experts_env"})
 _CONSTANTS = (bool, int, float, complex, str, bytes, type(None))
 
@@ -194,10 +154,9 @@ def _has_contents(cell: Any) -> bool:
 def reached_files(func: Callable[..., Any]) -> tuple[list[str], list[str]]:
     """The source files and constants whose change can change what ``func`` compiles to.
 
-    Walks the globals ``func`` names (and, for a module, the attributes it reads) into every
-    function of this project (and of the kernel's own top-level package) it calls, kernels and
-    helpers in other files included. Functions of other libraries are named with their
-    library's version; constants (numbers, strings, tuples of them, arrays) by value.
+    Walks the globals ``func`` names into every function of this project (and of the kernel's
+    top-level package) it reaches, across files; other libraries count by version, constants
+    by value.
 
     Args:
         func: a kernel (decorated or not), a helper or any Python function.
@@ -214,11 +173,7 @@ def reached_files(func: Callable[..., Any]) -> tuple[list[str], list[str]]:
 
 
 def kernel_key(func: Callable[..., Any]) -> str:
-    """A hash (16 hex digits) of everything :func:`reached_files` finds, with its sources' bytes.
-
-    Kernels are cached under a folder of this name, so an edit anywhere in the code a kernel
-    reaches compiles it afresh instead of loading the old machine code.
-    """
+    """The cache folder's name: a hash of what :func:`reached_files` finds and its sources."""
     files, data = reached_files(func)
     digest = hashlib.sha256()
     import numba
@@ -282,11 +237,7 @@ def _compile(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def helper(func: F | None = None, *, inline: bool = True) -> Any:
-    """Mark a function a kernel calls: compiled along with the kernels that call it.
-
-    Until then it is the Python function, so kernels run as Python without numba. Inlined
-    unless ``inline=False`` (a recursive helper cannot be inlined).
-    """
+    """Mark a function kernels call: compiled with them, inlined unless ``inline=False``."""
 
     def mark(f: F) -> F:
         f._dp_helper = "always" if inline else "never"  # type: ignore[attr-defined]
@@ -296,12 +247,7 @@ def helper(func: F | None = None, *, inline: bool = True) -> Any:
 
 
 def _compile_helpers(func: Callable[..., Any], done: set[int] | None = None) -> None:
-    """Replace the module globals of ``func`` marked by :func:`helper` by numba functions.
-
-    A helper imported from another module (``agents._kernels.numpy_sum`` in a bandit kernel's
-    module) calls the helpers of its own module: those are compiled first, so a kernel needs no
-    call that prepares another module's helpers.
-    """
+    """Replace the module globals of ``func`` marked by :func:`helper` by numba functions."""
     import numba
 
     names = func.__globals__
@@ -318,9 +264,8 @@ def _compile_helpers(func: Callable[..., Any], done: set[int] | None = None) -> 
 def kernel(func: F) -> F:
     """Decorate a kernel: compiled (and cached) on first call when the JIT is enabled.
 
-    The choice is made at each call (cheap), so ``DP_EXPERTS_NO_JIT`` set by a test applies at
-    once; the compiled dispatcher is built once per process. Functions the kernel calls are
-    marked with :func:`helper` (module-level, in the kernel's module).
+    The path is chosen at each call, so ``DP_EXPERTS_NO_JIT`` set by a test applies at once.
+    Functions the kernel calls are marked with :func:`helper`.
     """
     compiled: list[Callable[..., Any]] = []
 

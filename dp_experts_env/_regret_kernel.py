@@ -1,21 +1,8 @@
 """The compiled form of the S-switch regret recursion (numba, see :mod:`dp_experts_env._jit`).
 
-The numpy update makes four passes over the (streams, S, N) switch table per round (a minimum,
-an add, then the per-level minima the next round needs) plus two over the (streams, N) sums.
-:func:`table_block` does the same arithmetic for K rounds in one call: per stream and round, each
-level's row is updated in one vectorisable pass (``min(old, best below) + loss``) and its minimum
-taken in a second pass with eight independent accumulators. Minima do not round, so every value is
-the same float as numpy's; the levels are updated from the top down so each reads the previous
-round's best of the level below, as the numpy path does.
-
-(The earlier one-pass kernel folded the minimum into the update loop: a serial ``min``
-dependency per entry that LLVM cannot vectorise without ``fastmath``, which made it slower than
-numpy on deep tables, 1.36x at B = 16, S = 64, N = 1000.)
-
-Per-round updates (:meth:`~dp_experts_env.regret.RegretTracker.update`) use the kernel only for
-large tables (at least :data:`MIN_ELEMENTS` entries: below that numba's call overhead exceeds the
-numpy work); block updates (``update_block``) use it at every size. ``DP_EXPERTS_NO_JIT=1`` (or
-``DP_EXPERTS_NUMBA=0``) keeps the numpy path; the tests compare the two value for value.
+:func:`table_block` does the numpy update's arithmetic for K rounds: each level's row in one
+vectorisable pass, then its minimum in a second (a fused minimum would not vectorise without
+``fastmath``); minima do not round, so every value is numpy's float.
 """
 
 from __future__ import annotations
@@ -84,8 +71,7 @@ def table_block(cum_expert, table, scratch, losses, per_round_best, best_current
                 scratch[b, c + 1] = _row_min(table[b, c])
         for k in range(rounds):
             loss = losses[k, b]
-            # Level c + 1 (table row c) may switch from level c: top down, so every level reads
-            # the previous round's best of the level below before that best is replaced.
+            # Top down: each level reads the previous round's best of the level below.
             for c in range(levels - 1, -1, -1):
                 below = scratch[b, c]
                 row = table[b, c]

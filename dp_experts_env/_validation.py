@@ -30,26 +30,17 @@ __all__ = [
     "real_array",
 ]
 
-#: Smallest privacy level a learner (or a grid, or ``--epsilon``) accepts. Noise scales and
-#: temperatures grow like 1/epsilon times the horizon; below about 1e-12 several learners
-#: overflow (OverflowError, ZeroDivisionError) or play NaN, and at 1e-6 every learner of the
-#: suite still runs with a wide margin. A learner at epsilon = 1e-6 is pure noise for any
-#: horizon this suite plays, so nothing is lost by refusing smaller values.
+#: Smallest epsilon a learner accepts (below ~1e-12 some overflow; at 1e-6 all are pure noise).
 EPSILON_MIN = 1e-6
 
-#: Bytes a single constructor may ask for before it is refused as a typo (16 GiB): sizes are
-#: bounded by a memory estimate, so ``dim=10**9`` fails at once, naming the parameter, instead
-#: of a MemoryError minutes later.
+#: Bytes a single constructor may ask for before it is refused as a typo (16 GiB).
 MEMORY_LIMIT = 16 * 2**30
 
 
 def check_int(
     name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None
 ) -> int:
-    """Return ``value`` as an ``int`` after checking its type and range.
-
-    Booleans are rejected: ``True`` is not a number of experts.
-    """
+    """Return ``value`` as an ``int`` after checking its type (no booleans) and range."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} ({value!r})")
     value = int(value)
@@ -100,11 +91,7 @@ def check_epsilon(name: str, value: Any, *, allow_inf: bool = False) -> float:
 
 
 def check_learner_epsilon(name: str, value: Any, *, allow_inf: bool = True) -> float:
-    """Check a learner's privacy level: ``EPSILON_MIN <= epsilon`` (``inf``: no noise).
-
-    Lower-level privacy code (accountants composing many tiny per-round epsilons) uses
-    :func:`check_epsilon`, which has no floor.
-    """
+    """Check a learner's privacy level: ``EPSILON_MIN <= epsilon`` (``inf``: no noise)."""
     eps = check_epsilon(name, value, allow_inf=allow_inf)
     if eps < EPSILON_MIN:
         raise ValueError(
@@ -143,10 +130,7 @@ def did_you_mean(value: Any, choices: Iterable[str]) -> str:
 
 
 def real_array(name: str, value: Any) -> np.ndarray:
-    """``value`` as a float64 array; TypeError for complex numbers (never dropped silently).
-
-    Cheap enough for an ``act`` path: a float64 array is returned as it is.
-    """
+    """``value`` as a float64 array (returned as it is if so); TypeError for complex numbers."""
     if isinstance(value, np.ndarray) and value.dtype == np.float64:
         return value
     if _complex(value):
@@ -188,11 +172,7 @@ def check_loss_array(
     low: float = 0.0,
     high: float = 1.0,
 ) -> np.ndarray:
-    """Return a float64 copy of ``value`` after checking dimension, shape, finiteness and range.
-
-    Values outside ``[low, high]`` are rejected, never clipped: a silently clipped loss would
-    change the game the user asked for.
-    """
+    """A float64 copy of ``value`` after checking dimension, shape, finiteness and range."""
     if _complex(value):
         # float64 conversion would drop the imaginary part with a warning only
         raise TypeError(f"{name} must be real numbers, got complex values")

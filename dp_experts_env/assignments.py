@@ -1,8 +1,6 @@
 """``key=value`` options of the command line (``--set``, ``--env-set``) as a parameter mapping.
 
-Shared by every command that takes learner or env parameters (``dp-experts run``, ``audit``,
-``attack``), so the syntax has one reader; it imports nothing of the project, so any layer may
-use it.
+The one reader of that syntax for every command; it imports nothing of the project.
 """
 
 from __future__ import annotations
@@ -25,8 +23,8 @@ def parse_assignments(items: Sequence[str] | None, what: str) -> dict[str, Any]:
         The pairs in order, keys stripped of spaces; a repeated key keeps its last value.
 
     Raises:
-        ValueError: an item has no ``=``, or its value is JSON nested deeper than the parser's
-            recursion limit; the message names ``what`` and the item's key.
+        ValueError: an item has no ``=``, or its JSON value nests too deep (naming ``what``
+            and the key).
     """
     out: dict[str, Any] = {}
     for item in items or ():

@@ -1,19 +1,8 @@
 """Per-run random streams for batched simulation.
 
-Every batched object (adversary, agent, mechanism) holds state with a leading run axis of length
-B. To make run ``b`` of a batch behave bit for bit like a single run seeded with ``seeds[b]``,
-each run owns its own :class:`numpy.random.Generator`. Drawing from B generators every round would
-be a Python loop over runs in the hot path, so :class:`BatchRNG` draws uniforms for all runs in
-chunks (one loop over runs per chunk, not per call) and serves them from a ``(B, chunk)`` buffer
-with a shared cursor.
-
-Contract that keeps batches and single runs identical: every call consumes the same number of
-uniforms from every run, and that number depends only on the call's shape, never on another run's
-data. Code written batch-first satisfies this naturally (draw for all runs, then mask).
-
-Only uniforms are buffered; other laws are derived by inverse transforms, so a run's stream is
-the same whatever the chunk size: round ``t``'s draws are a pure function of (seed, draws made
-before), which is what lets adversaries regenerate round ``t`` from (seed, t) in chunks.
+Each run owns a :class:`numpy.random.Generator` (run ``b`` equals a single run seeded
+``seeds[b]``), read in chunks. The contract: every call consumes the same number of uniforms from
+every run, set by the call's shape only (draw for all runs, then mask).
 """
 
 from __future__ import annotations
@@ -26,8 +15,7 @@ import numpy as np
 
 from dp_experts_env import samplers
 
-# The taps and the open interval live with the laws (dp_experts_env.samplers); re-exported here
-# because callers have imported them from this module.
+# Re-exported from dp_experts_env.samplers for callers that import them from here.
 from dp_experts_env.samplers import (  # noqa: F401
     LAPLACE_TAPS,
     OPEN_HIGH,
@@ -38,23 +26,16 @@ from dp_experts_env.samplers import (  # noqa: F401
 
 __all__ = ["LAPLACE_TAPS", "BatchRNG", "laplace_tap", "run_seeds", "tap_laplace"]
 
-# Refill size per run: at most 4096 doubles (32 KB, so a single run starts cheaply), at most
-# 4 M doubles (32 MB) across a batch, at least 64 per run. The stream does not depend on it.
+# Refill size per run: <= 4096 doubles, <= 4 M across a batch, >= 64 (streams do not depend on it).
 _BUFFER_DOUBLES = 1 << 22
 _MAX_CHUNK = 4096
 _MIN_CHUNK = 64
-# References to the buffer when no view of it is alive: the attribute, the local name in _take
-# and getrefcount's own argument.
+# References to the buffer when no view is alive: the attribute, _take's local, getrefcount's.
 _UNSHARED = 3
 
 
 def run_seeds(seed: int | Sequence[int] | None, num_runs: int) -> list[int]:
-    """Expand a seed into one integer seed per run.
-
-    An integer ``s`` gives runs ``s, s+1, ..., s+B-1`` (Gymnasium's vector-env convention, so run
-    ``b`` of a batch matches a single object seeded ``s+b``). A sequence is used as is. ``None``
-    draws fresh entropy from the operating system.
-    """
+    """One seed per run: ``s, s+1, ..., s+B-1`` for an integer, a sequence as is, None fresh."""
     if seed is None:
         base = int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(2))
         return [base + b for b in range(num_runs)]
@@ -106,12 +87,7 @@ class BatchRNG:
         if count > available:
             # The buffer keeps one width (leftover + fresh draws), so it can be reused.
             size = max(self._chunk, count) - available
-            # Refilled in place when nobody holds a view of the buffer (a view keeps a reference
-            # to it): a fresh allocation of up to 32 MB every few steps costs its page faults,
-            # the main cost of a large batch's step. Otherwise a fresh buffer, as callers may
-            # still read their views of the old one. Either way the leftover moves to the front,
-            # then each run's generator writes straight into its row: the same doubles in the
-            # same order as g.random(size).
+            # In place when no view is alive (fresh allocations cost page faults), else fresh.
             if buffer.shape[1] == available + size and sys.getrefcount(buffer) <= _UNSHARED:
                 if available:
                     buffer[:, :available] = buffer[:, cursor:].copy()
@@ -164,11 +140,7 @@ class BatchRNG:
         return np.minimum(draws, high_arr - 1)
 
     def categorical(self, probs: np.ndarray) -> np.ndarray:
-        """One draw per run from the rows of ``probs`` (shape (B, K)); returns (B,) int64.
-
-        Inverse-CDF sampling with one uniform per run. Rows need not be normalised exactly;
-        they are scaled by their sum.
-        """
+        """One inverse-CDF draw per run from the rows of ``probs`` (B, K); (B,) int64."""
         probs = np.asarray(probs, dtype=np.float64)
         cdf = np.cumsum(probs, axis=-1)
         # probs.shape[0] is the run axis, which self.random adds itself.

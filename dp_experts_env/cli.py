@@ -17,8 +17,7 @@ from typing import Any
 
 import numpy as np
 
-# The parser lives below every command (attack/command.py reads it too); the local name keeps
-# the command bodies as they were.
+# The parser lives below every command (attack/command.py reads it too).
 from dp_experts_env.assignments import parse_assignments as _parse_assignments
 
 __all__ = ["main", "build_parser", "add_noise_option", "apply_noise"]
@@ -51,11 +50,7 @@ A killed compare resumes where it stopped: re-run the same command with the same
 
 
 def add_noise_option(p: argparse.ArgumentParser) -> None:
-    """``--noise {fast,grid}``: the noise backend of every private learner of a grid.
-
-    Shared by the commands that run grids (``run``, ``compare``, and any later one) so the option
-    has one name and one meaning; apply it with :func:`apply_noise`.
-    """
+    """``--noise {fast,grid}``: the noise backend of a grid's private learners."""
     from dp_experts_env.privacy.noise import BACKENDS
 
     p.add_argument(
@@ -71,10 +66,8 @@ def add_noise_option(p: argparse.ArgumentParser) -> None:
 def apply_noise(grid: Any, noise: str | None) -> list[str]:
     """Set ``noise`` on every private learner of ``grid`` that draws from a backend.
 
-    Learners that refuse the backend (``noise_backends`` of the class: the lazy samplers and
-    randomized-prefix softmax draw no Laplace noise) keep their own and are returned, so the
-    caller can say so; a learner whose grid entry already sets another ``noise`` is an error.
-    Non-private learners are left alone.
+    Learners whose class's ``noise_backends`` refuse it keep their own and are returned; a grid
+    entry that already sets another ``noise`` is an error. Non-private learners are left alone.
 
     Args:
         grid: an :class:`~dp_experts_env.evaluation.Grid` (its agent entries are replaced).
@@ -401,12 +394,7 @@ def _undeclared(item: dict[str, Any]) -> bool:
 
 
 def _claim_line(item: dict[str, Any]) -> str:
-    """A learner's privacy claim: what ``agent.privacy.summary()`` says for a small default game.
-
-    The exact claim depends on the parameters (epsilon, delta, mode, accountant), so private
-    learners are built at epsilon = 1 on N = 4 experts (K = 3 arms), T = 1000; a learner that
-    needs more to be built falls back to the registry's description of its claim.
-    """
+    """The learner's ``privacy.summary()`` at eps 1, N = 4 (K = 3), T = 1000, or the registry's."""
     import agents
 
     if not item["private"]:
@@ -423,12 +411,7 @@ def _claim_line(item: dict[str, Any]) -> str:
 
 
 def _print_aggregate(table: Any, n_envs: int, metric: str) -> None:
-    """The aggregate.csv table (several envs and uniform play in the grid), if there is one.
-
-    The IQM and mean over all runs of all envs of the normalised score 1 - regret / (uniform's
-    mean regret on that env), each with a stratified-bootstrap 95% interval (rliable's
-    definitions; see dp_experts_env.evaluation.stats).
-    """
+    """The aggregate.csv table: IQM and mean normalised scores with their 95% intervals."""
     import pandas as pd
 
     if table is None:
@@ -462,8 +445,7 @@ def _finish(frame: Any, out: Path, metric: str, figures: bool, pdf: bool = False
         report = write_report(frame, out, metric, figures=figures, pdf=pdf)
         written = True
     except OSError as err:
-        # A complete folder that cannot be written (archived, read-only mount, someone else's):
-        # run_grid read it without writing; the table is computed here and nothing is written.
+        # A complete read-only folder: run_grid read it; the table is computed, nothing written.
         if err.errno not in _READ_ONLY:
             raise
         chosen = resolve_metric(frame, metric)
@@ -630,8 +612,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
     scenarios = None
     if args.n_experts is not None or args.horizon is not None:
-        # One given pair: the neighbour differs in round T // 2; the audit holds runs x T
-        # actions and a T x N loss matrix, so the limits keep a typo from asking for terabytes.
+        # One given pair (neighbour at round T // 2); limits keep a typo from asking for TBs.
         horizon = check_int(
             "--horizon", 8 if args.horizon is None else args.horizon, minimum=2, maximum=1_000_000
         )
@@ -747,8 +728,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dp-experts {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:
-        # A sweep's interrupt says what was saved and how to resume; one before the sweep (a bare
-        # KeyboardInterrupt, whose str() is empty) says that nothing ran.
+        # A sweep's interrupt says what was saved; a bare one (empty str()) that nothing ran.
         message = str(err) or "interrupted before anything ran; nothing was written"
         print(f"\ndp-experts {args.command}: {message}", file=sys.stderr)
         return 130

@@ -1,17 +1,8 @@
 """The one table of environment kinds: every kind is declared here once.
 
-A *kind* is what an environment id serves: its feedback (what the learner observes), the default
-loss model, the default sizes and whether its losses must ignore the learner. Everything else
-reads this table: the family registry (:mod:`dp_experts_env.adversaries.registry`) keys its
-families by kind, the factory (:mod:`dp_experts_env.envs.factory`) takes the defaults from it,
-the env classes serve the kinds of their feedback, and :mod:`dp_experts_env.registration`
-registers one Gymnasium id per row.
-
-Adding a kind is one :class:`KindSpec` row here (plus its families, registered with
-``register_family(kind, name)``); a new feedback type also needs a :class:`FeedbackSpec` row and
-the env classes it names.
-
-This module imports nothing from the package, so every layer may read it.
+A *kind* is what an environment id serves (feedback, default loss model and sizes). A new kind
+is one :class:`KindSpec` row plus its families; a new feedback also a :class:`FeedbackSpec` row.
+This module imports nothing from the package.
 """
 
 from __future__ import annotations
@@ -31,9 +22,8 @@ __all__ = [
     "kinds_of",
 ]
 
-#: The keyword a registered id passes to its env with the id's kind: it survives a ``kind=``
-#: given to ``gym.make`` (which replaces the registered "kind"), so the env can refuse the
-#: contradiction (:func:`dp_experts_env.envs.factory.check_id_kind`).
+#: The keyword carrying a registered id's kind: it survives a ``kind=`` given to ``gym.make``, so
+#: :func:`dp_experts_env.envs.factory.check_id_kind` can refuse the contradiction.
 ID_KIND = "_id_kind"
 
 
@@ -181,6 +171,5 @@ def kinds_of(feedback: str) -> tuple[str, ...]:
     return tuple(k for k, spec in KINDS.items() if spec.feedback == feedback)
 
 
-#: The kinds whose loss models are :class:`~dp_experts_env.adversaries.Adversary` families
-#: (registered with ``register_family``); the OCO kind has its own gradient models.
+#: The kinds whose loss models are ``register_family`` families (not OCO's gradient models).
 ENV_KINDS: tuple[str, ...] = kinds_of("full") + kinds_of("bandit")

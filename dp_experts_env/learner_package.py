@@ -1,11 +1,8 @@
 """Find the suite's learner package ``agents`` and refuse a foreign module of that name.
 
-The learners live in the top-level package ``agents``, installed beside ``dp_experts_env``. A
-researcher's own folder or module called ``agents`` earlier on ``sys.path`` (often the current
-directory, with ``python -m`` or a script run from there) would be imported instead, and the
-evaluation layer would fail much later with an ``AttributeError`` that names neither file. The
-layers above the learners (evaluation, attack, testing) call :func:`check_learner_package`
-before they import ``agents``; it looks the module up without running it.
+A user's own ``agents`` folder earlier on ``sys.path`` would shadow the learners and fail much
+later with an unhelpful ``AttributeError``; the layers above the learners call
+:func:`check_learner_package` before they import ``agents``.
 """
 
 from __future__ import annotations
@@ -29,8 +26,8 @@ def expected_learner_package() -> Path:
 def check_learner_package() -> None:
     """Raise :class:`ForeignAgentsPackage` when ``import agents`` would not load the suite's.
 
-    Cheap and side-effect free: an already imported ``agents`` is checked by its file, else
-    the import system's lookup is asked where it would load ``agents`` from (nothing runs).
+    Side-effect free: an imported ``agents`` is checked by its file, else the import system is
+    asked where it would load it from.
 
     Raises:
         ForeignAgentsPackage: naming the foreign module's file and the expected folder.

@@ -1,21 +1,8 @@
 """Outside code joins the suite without editing a list: plug-in modules and entry points.
 
-Two ways in, read by every process that looks a learner or a loss family up (the CLI, the
-local workers, the Ray workers; :func:`worker_env` carries them to the workers):
-
-* **Entry points** of an installed package (Gymnasium-style ``name = "module:Object"``), in the
-  groups :data:`AGENT_GROUP` (learners; the name is the learner's registry name) and
-  :data:`FAMILY_GROUP` (loss families; the name is ``"kind.family"``)::
-
-      [project.entry-points."dp_experts_env.agents"]
-      my-ftpl = "my_package.ftpl:MyFTPL"
-
-* **Modules** named in the environment variable :data:`ENV_VAR` (comma-separated), for code
-  that is not installed (its folder must be importable: on ``PYTHONPATH``). Importing such a
-  module registers its learners (``@agents.register``) and families (``@register_family``).
-
-This module sits at the bottom of the layers (it imports nothing of the package): the learner
-registry (``agents.registry``) and the family registry (``adversaries.registry``) call it.
+Entry points of the groups :data:`AGENT_GROUP` and :data:`FAMILY_GROUP`, and modules named in
+:data:`ENV_VAR`, read by every process that looks a learner or family up (docs/own_learner.md).
+This module imports nothing of the package: both registries call it.
 """
 
 from __future__ import annotations
@@ -58,11 +45,7 @@ _ORIGIN: dict[str, str] = {}
 
 
 class PluginError(ImportError, ValueError):
-    """A plug-in named by :data:`ENV_VAR` or an entry point could not be loaded.
-
-    Also a ValueError, so every command reports it as one line naming the module and the
-    exception (``dp-experts compare: error: ...``, exit code 2), not as a traceback.
-    """
+    """A plug-in could not be loaded (a ValueError: commands report it as one line)."""
 
 
 def plugin_modules() -> list[str]:
@@ -75,8 +58,7 @@ def import_plugin_modules() -> list[str]:
     """Import every module of :data:`ENV_VAR` (each once per process); return their names.
 
     Raises:
-        PluginError: a module cannot be imported (the message names the variable and the
-            module, and says that its folder must be importable).
+        PluginError: a module cannot be imported (the message names it).
     """
     names = plugin_modules()
     for name in names:
@@ -149,12 +131,7 @@ def _dist_name(ep: metadata.EntryPoint) -> str:
 
 
 def source_of(module: str) -> str:
-    """Where the code of ``module`` comes from: built-in, a package, or a plug-in module.
-
-    ``"built-in"`` for the suite's own modules; ``"package NAME VERSION"`` for code loaded
-    through an entry point or installed by a distribution; ``"module M (DP_EXPERTS_PLUGINS)"``
-    for an uninstalled plug-in module; else ``"module M"``.
-    """
+    """Where ``module`` comes from: ``"built-in"``, ``"package NAME VERSION"`` or ``"module M"``."""
     top = module.split(".")[0]
     if top in _BUILT_IN:
         return "built-in"
@@ -187,11 +164,7 @@ def _module_root(name: str) -> str | None:
 
 
 def plugin_paths() -> list[str]:
-    """Folders a worker needs on its path to import this process's plug-ins.
-
-    The folders of the :data:`ENV_VAR` modules and of the distributions that provide entry
-    points of the two groups, in that order, without duplicates.
-    """
+    """Folders a worker needs on its path to import this process's plug-ins."""
     paths: list[str] = []
     for name in plugin_modules():
         root = _module_root(name)
@@ -214,12 +187,7 @@ def plugin_paths() -> list[str]:
 
 
 def worker_env() -> dict[str, str]:
-    """Environment variables that let a fresh worker process load this process's plug-ins.
-
-    :data:`ENV_VAR` and a ``PYTHONPATH`` that adds :func:`plugin_paths` to the current one
-    (empty when there is nothing to carry). A Ray task's ``runtime_env={"env_vars": ...}``
-    takes it.
-    """
+    """:data:`ENV_VAR` and ``PYTHONPATH`` (with :func:`plugin_paths`) for a fresh worker."""
     paths = plugin_paths()
     env: dict[str, str] = {}
     if plugin_modules():
@@ -233,9 +201,8 @@ def worker_env() -> dict[str, str]:
 def iter_new(group: str, done: set[tuple[str, str]]) -> Iterator[tuple[metadata.EntryPoint, Any]]:
     """Load the entry points of ``group`` not in ``done`` (updated), yielding ``(ep, object)``.
 
-    An entry point that fails to load is skipped with a warning (as Gymnasium does): a broken
-    package that happens to be installed must not stop the suite; a module the user names in
-    :data:`ENV_VAR` is different, and :func:`import_plugin_modules` raises for it.
+    One that fails to load is skipped with a warning: a broken installed package must not stop
+    the suite.
     """
     for ep in entry_points(group):
         key = (ep.name, ep.value)

@@ -1,18 +1,8 @@
 """A pytest plug-in for packages that ship their own learners: the contract as fixtures.
 
-In the ``conftest.py`` of your package::
-
-    pytest_plugins = ["dp_experts_env.pytest_plugin"]
-
-then a test takes the fixture ``check_agent`` (the function
-:func:`dp_experts_env.testing.check_agent`)::
-
-    def test_my_learner(check_agent):
-        check_agent("my-ftpl")
-
-``dp_experts_env.testing.contract_tests`` gives one test case per check instead. The option
-``--dp-audit-runs N`` sets the audit's test runs per side (default 20,000; the CLI's audit uses
-100,000 and detects smaller violations).
+``pytest_plugins = ["dp_experts_env.pytest_plugin"]`` in your ``conftest.py`` gives the fixture
+``check_agent`` (:func:`dp_experts_env.testing.check_agent`) and the option ``--dp-audit-runs N``
+(the audit's runs per side, default 20,000). See docs/own_learner.md.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The registered environment ids: one per row of the kind table (:mod:`dp_experts_env.kinds`).
 
-:func:`register_envs` (called when :mod:`dp_experts_env` is imported) registers every id with
-Gymnasium, so ``gymnasium.make(id, **kwargs)`` builds the single env and
-``gymnasium.make_vec(id, num_envs=B, vectorization_mode="vector_entry_point", **kwargs)`` the
-native vector env. Registering again is a no-op (no "overriding" warning).
+:func:`register_envs` (run at ``import dp_experts_env``) registers the single and native vector
+entry points of every id with Gymnasium; registering again is a no-op.
 """
 
 from __future__ import annotations
@@ -80,8 +78,7 @@ def register_envs() -> None:
             id=entry.id,
             entry_point=entry.entry_point,
             vector_entry_point=entry.vector_entry_point,
-            # The id fixes the kind: "_id_kind" survives a kind= given to gym.make (which
-            # replaces the registered "kind"), so the env can refuse the contradiction.
+            # The id fixes the kind (see dp_experts_env.kinds.ID_KIND's comment).
             kwargs={"kind": entry.kind, ID_KIND: entry.kind},
         )
     # The learned adversary's env embeds a learner, so it lives above agents/ (not a kind row).

@@ -1,43 +1,9 @@
-"""Exact, batched, online regret bookkeeping.
+"""Exact, batched, online regret bookkeeping: prefix regrets after round ``t`` of B runs at once.
 
-All quantities are prefix values after round ``t`` for B runs at once:
-
-* ``static_regret``      = L_t - min_j sum_{s<=t} l_s(j)
-* ``dynamic_regret``     = L_t - OPT_t(S), the best comparator sequence with at most S switches,
-  computed exactly by an O(N*S) dynamic programme over (switches used, current expert)
-* ``per_round_best_regret`` = L_t - sum_{s<=t} min_j l_s(j)  (S unlimited)
-
-and, when the means are known (mu_s(j) the expected loss of expert j in round s, J_s the action):
-
-* ``static_pseudo_regret`` = sum_{s<=t} mu_s(J_s) - min_j sum_{s<=t} mu_s(j): against the best
-  FIXED expert in expectation, the regret the papers bound;
-* ``per_round_best_pseudo_regret`` = sum_{s<=t} (mu_s(J_s) - min_j mu_s(j)): against the best
-  expert in expectation of EVERY round. It equals the static one when one expert is best in every
-  round (stationary models), and is a switching comparator on shifting ones; where the best
-  expert changes from round to round (advice drawn afresh each round) it is an oracle no learner
-  can approach.
-
-The dynamic programme keeps ``M[b, c, j]`` = least loss of a sequence ending at expert ``j`` with at
-most ``c`` switches. Memory is O(B * (S+2) * N), independent of T. When S >= T - 1 the comparator is
-unconstrained, so the table is not kept and the per-round best is used (exactly the same value).
-
-Shared loss streams (``copies`` > 1): when several learners play the same oblivious loss sequence
-(common random numbers), everything that depends on the experts' losses only -- the table, the
-fixed-expert sums, the per-round best, the least mean -- is kept once per *stream*, and only the
-learner's own sums once per *run*. Run ``r`` plays stream ``r % streams``. Every reported value is
-the same float a tracker of that run alone would report (the same operations on the same numbers).
-
-With numba installed, large trackers (at least 65,536 table entries) run the per-round update as
-one compiled pass per stream, and :meth:`RegretTracker.update_block` (K rounds at once, the block
-steps of oblivious games) runs compiled at every size (:mod:`dp_experts_env._regret_kernel`): the
-same floats. ``DP_EXPERTS_NO_JIT=1`` keeps the numpy path.
-
-Cost of the exact S-switch comparator: the table holds ``streams * S * N`` doubles and each round
-updates every entry (about a nanosecond each, compiled). :func:`regret_cost` states both before an
-episode; a tracker whose table would not fit in memory is refused with a ValueError naming
-``n_switches`` and ``n_experts``. ``dynamic_regret=False`` drops the table (the env keyword of the
-same name): ``dynamic_regret`` is then NaN and the cost is that of the static regret, O(N) per run
-and round.
+The regrets are defined in docs/environments.md, "info", the comparator's cost in "Large S and N".
+The dynamic programme keeps ``M[b, c, j]`` = least loss of a sequence ending at expert ``j`` with
+at most ``c`` switches (none when S >= T - 1). With ``copies`` > 1, run ``r`` plays stream
+``r % streams``, whose expert-only state is kept once, with the same floats as a lone tracker.
 """
 
 from __future__ import annotations
@@ -55,8 +21,7 @@ from dp_experts_env.fixed_order import accumulate
 
 __all__ = ["RegretCost", "RegretTracker", "regret_cost", "table_memory_limit"]
 
-#: CPU seconds per table entry and round, compiled (measured: ~0.5-1 ns at N >= 100 on one core;
-#: numpy is 2-4x slower). Used for the estimate only.
+#: CPU seconds per table entry and round, compiled (docs/environments.md). Estimates only.
 _SECONDS_PER_ENTRY = 1.5e-9
 
 
@@ -98,8 +63,7 @@ def table_memory_limit() -> int:
     return int(free // 2)
 
 
-# The ufunc reduction itself: the same values as ndarray.min, without its Python wrapper layers
-# (they dominate at B = 1, where every env step calls it several times).
+# The ufunc reduction itself: ndarray.min's values without its Python wrappers (costly at B = 1).
 _min_reduce = np.minimum.reduce
 
 
@@ -111,17 +75,14 @@ class RegretTracker:
         n_experts: N.
         n_switches: S, the most switches the dynamic comparator may make.
         horizon: T, used only to skip the table when S >= T - 1 (optional).
-        copies: runs per loss stream (default 1): ``num_runs`` must be a multiple of it, and the
-            experts' losses and means given to :meth:`update` have ``num_runs // copies`` rows,
-            one per stream (run ``r`` plays stream ``r % streams``).
-        static_pseudo: keep ``static_pseudo_regret`` (O(B N) more memory and two more array
-            operations per round with means; ``None`` when False).
-        dynamic: keep the exact S-switch table (default). False drops it: ``dynamic_regret``
-            and ``comparator_loss`` are then NaN, and memory and time are O(B N).
+        copies: runs per loss stream (a divisor of ``num_runs``); the experts' arrays given to
+            :meth:`update` have one row per stream.
+        static_pseudo: keep ``static_pseudo_regret`` (``None`` when False).
+        dynamic: keep the exact S-switch table; False: ``dynamic_regret`` and
+            ``comparator_loss`` are NaN, memory and time O(B N).
 
     Raises:
-        ValueError: the switch table would not fit in memory (:func:`table_memory_limit`); the
-            message names ``n_switches`` and ``n_experts`` and the opt-out.
+        ValueError: the switch table would not fit in memory (:func:`table_memory_limit`).
     """
 
     def __init__(
@@ -189,16 +150,12 @@ class RegretTracker:
         self._expert_mean_sum = np.zeros((b, n) if self.static_pseudo else (b, 0))
         self._has_means = False
         levels = self._levels
-        # The old table goes before the new one is allocated: a reset (every env.reset) would
-        # otherwise hold two tables at once, twice the memory regret_cost states.
+        # Free the old table first: a reset must not hold two (regret_cost states one).
         self._table = self._cum_expert = None
         self._cum_expert = np.zeros((b, n))  # row c = 0 of the table: fixed-expert losses
-        # Levels c = 1..S of the table, kept contiguous apart from level 0: in-place minimum and
-        # add on a contiguous block are about twice as fast as on a strided view of one table.
+        # Levels 1..S contiguous apart from level 0: in-place ops on a strided view are slower.
         self._table = np.zeros((b, levels, n))
-        # Per-level minima over the experts of the current table (column 0: the fixed-expert
-        # sums). Kept with a flag saying whether they describe the current state: the next
-        # update needs them, and so does info after this one, so each is computed once a round.
+        # Per-level minima (column 0: fixed-expert sums), once a round; the flag: still current.
         self._scratch = np.zeros((b, levels + 1))  # all zero: the minima of the empty game
         self._best_current = True
         self._make_views()
@@ -212,8 +169,7 @@ class RegretTracker:
         self._best_below = self._scratch[:, :-1, None]
 
     def __getstate__(self) -> dict:
-        # Pickle copies arrays separately, so stored views would lose their alias to _scratch;
-        # drop them and rebuild on load.
+        # Pickled views would lose their alias to _scratch: rebuild them on load.
         return {k: v for k, v in self.__dict__.items() if k not in self._VIEWS}
 
     def __setstate__(self, state: dict) -> None:
@@ -231,8 +187,7 @@ class RegretTracker:
         """Record one round.
 
         Args:
-            expert_losses: (streams, N) losses of the experts this round (for bandits with advice,
-                ``<advice_j, l_t>``); streams = B unless ``copies`` > 1.
+            expert_losses: (streams, N) losses of the experts this round.
             learner_loss: (B,) loss the learner was charged.
             expert_means: (streams, N) expected expert losses this round, if known.
             learner_mean: (B,) expected loss of the learner's chosen action, if known.
@@ -240,7 +195,6 @@ class RegretTracker:
         losses = expert_losses
         table = self._table
         if self._compiled is not None and losses.dtype == np.float64:
-            # The same arithmetic in one pass per stream (dp_experts_env._regret_kernel).
             self._compiled(
                 self._cum_expert,
                 table,
@@ -289,10 +243,6 @@ class RegretTracker:
             learner_loss: (K, B).
             expert_means: (K, streams, N) or None.
             learner_mean: (K, B) or None.
-
-        The switch table runs compiled (one call for the K rounds) when the JIT is enabled;
-        every running sum is a sequential accumulation (``cumsum`` along the rounds, whose
-        additions are those of the K updates, in order).
         """
         rounds = len(expert_losses)
         if not jit_enabled() or expert_losses.dtype != np.float64:
@@ -352,12 +302,7 @@ class RegretTracker:
         return self._scratch[:, -1].copy()  # level S (the fixed experts when S = 0)
 
     def run_values(self, run: int = 0) -> tuple[float, float, float, float]:
-        """Run ``run``'s cumulative loss and static, dynamic and per-round-best regrets.
-
-        Python floats, each the same double as the run's entry of the (B,) properties (a float
-        subtraction is the same IEEE operation on Python floats), without building (B,) arrays:
-        the single env's step reads one run.
-        """
+        """Run ``run``'s cumulative loss and static, dynamic and per-round-best regrets (floats)."""
         if not self._best_current:
             self._refresh_best()
         stream = run % self.num_streams
@@ -401,11 +346,7 @@ class RegretTracker:
 
     @property
     def static_pseudo_regret(self) -> np.ndarray | None:
-        """(B,) pseudo-regret against the best fixed expert in expectation, or ``None``.
-
-        ``sum_s mu_s(J_s) - min_j sum_s mu_s(j)``; ``None`` when means were never supplied or the
-        tracker was built with ``static_pseudo=False``.
-        """
+        """(B,) pseudo-regret against the best fixed expert in expectation, or ``None``."""
         if not (self._has_means and self.static_pseudo):
             return None
         return self._minus_stream(
@@ -414,10 +355,7 @@ class RegretTracker:
 
     @property
     def per_round_best_pseudo_regret(self) -> np.ndarray | None:
-        """(B,) pseudo-regret against the best expert in expectation of every round, or ``None``.
-
-        ``sum_s (mu_s(J_s) - min_j mu_s(j))``; ``None`` when means were never supplied.
-        """
+        """(B,) pseudo-regret against each round's best expert in expectation, or ``None``."""
         return self._pseudo.copy() if self._has_means else None
 
     def state_nbytes(self) -> int:

@@ -1,20 +1,7 @@
 """PPO (Stable-Baselines3) trained on the suite's full-information envs: the RL baseline's engine.
 
-Two choices make PPO learn here, where PPO on the raw observation does not (it stays at uniform
-play's regret, because the last loss vector alone says nothing about which expert is best):
-
-* the observation is :class:`~dp_experts_env.wrappers.LossFeatures` (cumulative and
-  recent-window mean losses, centred and scaled, and the round index);
-* the policy scores every expert with one small shared network applied to that expert's own
-  features (:class:`ExpertScorePolicy`), so "prefer the expert whose recent losses are lowest"
-  is learnt once for all N experts instead of N times by an MLP that must also learn which
-  input belongs to which action.
-
-The discount is 0 by default: on oblivious and stochastic envs an action does not change later
-losses, so the return of a round is its own reward (a contextual bandit); a longer horizon only
-adds variance.
-
-Needs the ``sb3`` extra.
+:class:`~dp_experts_env.wrappers.LossFeatures` observations, one network shared by the experts
+(:class:`ExpertScorePolicy`), discount 0 (docs/rl.md, "The PPO baseline"). Needs the ``sb3`` extra.
 """
 
 from __future__ import annotations
@@ -35,8 +22,7 @@ from dp_experts_env.wrappers import LossFeatures, VectorLossStatistics
 
 __all__ = ["ExpertScorePolicy", "train_ppo", "PPO_DEFAULTS"]
 
-#: PPO settings used by :func:`train_ppo` unless overridden (chosen on DPExperts-Shift-v0 with
-#: training seeds only; see docs/algorithms.md, "RL baseline").
+#: PPO settings of :func:`train_ppo` (chosen on DPExperts-Shift-v0's training seeds only).
 PPO_DEFAULTS: dict[str, Any] = {
     "n_steps": 128,
     "batch_size": 256,
@@ -104,8 +90,7 @@ class ExpertScorePolicy(ActorCriticPolicy):
 
     def _build(self, lr_schedule: Callable[[float], float]) -> None:
         super()._build(lr_schedule)
-        # The scorer already outputs one logit per expert: no extra linear layer that would
-        # mix experts (and break the equivariance).
+        # The scorer outputs one logit per expert: no extra layer mixing experts (equivariance).
         self.action_net = nn.Identity()
         self.optimizer = self.optimizer_class(
             self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
@@ -139,9 +124,8 @@ def train_ppo(
         env_id: a full-information ``DPExperts-*`` id.
         env_kwargs: the env's keywords (N, T, family, ...): the public description of the game.
         timesteps: environment steps of training (rounds summed over the parallel runs).
-        seed: seeds PPO and the training episodes (run ``b`` of the training env is reset with
-            a seed drawn from ``SeedSequence([seed, 0x5EED])``, far from the small seeds used
-            by evaluations).
+        seed: seeds PPO and the training episodes (through ``SeedSequence([seed, 0x5EED])``,
+            away from evaluation seeds).
         num_envs: runs played in parallel during training (one native vector env).
         windows: recent-window lengths of the features.
         cumulative: include the cumulative mean losses.

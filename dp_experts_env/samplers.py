@@ -1,23 +1,8 @@
 """One sampler per law: every variate of the suite is one of these functions of uniforms.
 
-The per-run streams (:class:`~dp_experts_env.batch_rng.BatchRNG`) hand out uniforms only;
-each law below turns given uniforms on [0, 1) into its variates, elementwise, with a fixed
-number of uniforms per variate (``*_UNIFORMS``). Every caller goes through this module:
-``BatchRNG``'s methods (what ``act`` draws), the noise backends of
-:mod:`dp_experts_env.privacy.noise` (``fast``, the lattice's ``grid``, plain
-:class:`numpy.random.Generator` sources) and the block paths of the learners, which read the
-uniforms of K rounds at once and apply the same law to them. So a law is written once: a change
-here is a change of every path (``tests/test_samplers.py`` patches :func:`laplace_law` and
-:func:`normal` and watches every learner's ``act`` and block path follow).
-
-Callers reach a law as an attribute of this module at call time (``samplers.laplace(u, s)``),
-never as a name bound at import, so a patched law is the law everywhere.
-
-Exactness: the operations are numpy's, in a fixed order, so the same uniforms give the same
-doubles on every path. The compiled kernels never evaluate a law themselves: numba calls the C
-library's ``log``/``log1p``/``exp``, which differ from numpy's SIMD loops in the last bit for a
-few percent of inputs (:mod:`agents._kernels`), so a block path draws its rounds' noise with
-these functions before its kernel starts and hands the kernel the variates.
+Each law maps a fixed number of uniforms per variate (``*_UNIFORMS``) to variates. Every path
+calls it as ``samplers.<law>(...)`` at call time, so a change or a patch here changes every path
+(docs/architecture.md, "One sampler per law").
 """
 
 from __future__ import annotations
@@ -48,8 +33,7 @@ __all__ = [
     "tap_laplace",
 ]
 
-#: The open interval (0, 1) every log-based law clips its uniforms to: 2**-54 keeps both 0 and
-#: 1 - 2**-53 strictly inside after the shift.
+#: The open interval log-based laws clip uniforms to (0, 1 - 2**-53 inside after the shift).
 OPEN_LOW = 2.0**-54
 OPEN_HIGH = 1.0 - 2.0**-54
 
@@ -64,20 +48,13 @@ DISCRETE_LAPLACE_UNIFORMS = 6
 # Memoryless split point of the geometric sampler, in e-folds (see geometric).
 _TAIL_CUT = 20.0
 
-#: Open Laplace taps (:func:`laplace_tap`); empty outside an audit, so the sampler tests one
-#: list and goes on.
+#: Open Laplace taps (:func:`laplace_tap`); empty outside an audit.
 LAPLACE_TAPS: list[list[tuple[np.ndarray, np.ndarray]]] = []
 
 
 @contextlib.contextmanager
 def laplace_tap() -> Iterator[list[tuple[np.ndarray, np.ndarray]]]:
-    """Record every Laplace variate drawn inside the block: a list of (values, scales) pairs.
-
-    :func:`laplace` reports here, and every path of a learner draws its Laplace noise through
-    it (``act`` through the ``fast`` backend, block paths on their block's uniforms); the
-    path-equivalence check (:mod:`dp_experts_env.evaluation.paths`) compares what the two
-    paths drew. Recording copies; it never changes a draw.
-    """
+    """Record every Laplace variate drawn inside the block: a list of (values, scales) pairs."""
     drawn: list[tuple[np.ndarray, np.ndarray]] = []
     LAPLACE_TAPS.append(drawn)
     try:
@@ -113,9 +90,7 @@ def _scalar(out: np.ndarray) -> Any:
 def laplace(u: Any, scale: Any) -> Any:
     """Laplace(0, ``scale``) variates from uniforms ``u`` (one each), reported to open taps.
 
-    The entry every path draws Laplace noise through: :func:`laplace_law`, then the taps
-    (:func:`laplace_tap`) see what it returned. ``scale`` broadcasts against ``u`` (a float,
-    or a (B, 1) column of per-run scales).
+    ``scale`` broadcasts against ``u`` (a float, or a (B, 1) column of per-run scales).
     """
     drawn = laplace_law(u, scale)
     if LAPLACE_TAPS:  # the audit's path-equivalence check is listening
@@ -159,10 +134,7 @@ def gumbel(u: Any) -> Any:
 
 
 def normal(u1: Any, u2: Any) -> Any:
-    """Standard normal variates by Box-Muller: ``sqrt(-2 log u1) cos(2 pi u2)``.
-
-    ``u1`` and ``u2`` are the two uniforms of each variate (``u1`` clipped into (0, 1)).
-    """
+    """Standard normal variates by Box-Muller: ``sqrt(-2 log u1) cos(2 pi u2)``, u1 clipped."""
     return np.sqrt(-2.0 * np.log(open_interval(u1))) * np.cos(2.0 * np.pi * np.asarray(u2))
 
 
@@ -171,13 +143,8 @@ def geometric(t: Any, u: np.ndarray) -> np.ndarray:
 
     ``u`` holds three open uniforms per variate on its last axis.
 
-    ``floor(t * Exp(1))`` has this law in exact arithmetic, but a float uniform resolves its far
-    tail badly (the probability of a value there can be off by a large factor, a leak like the
-    one the lattice backend exists to close). So ``G = k M + R`` with block length
-    ``k = ceil(t)``: ``R`` is the geometric truncated to ``[0, k)`` (inverse CDF on a
-    well-conditioned range) and ``M`` is geometric with ratio ``exp(-k/t) >= e^-1``, drawn with
-    the memoryless split ``M = M1 if M1 < c else c + M2`` so that only runs beyond
-    ``2 * _TAIL_CUT`` e-folds (probability ~e^-40) meet the poorly resolved tail.
+    Drawn as ``G = k M + R``, ``k = ceil(t)``, with a memoryless split of ``M`` at ``_TAIL_CUT``
+    e-folds, so float resolution distorts the law only past ~e^-40 (docs/privacy.md).
     """
     k = np.maximum(1.0, np.ceil(t))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -193,9 +160,8 @@ def geometric(t: Any, u: np.ndarray) -> np.ndarray:
 def discrete_laplace(u: Any, t: Any) -> np.ndarray:
     """Two-sided geometric integers (as floats), ``P(X = k)`` proportional to ``exp(-|k| / t)``.
 
-    The difference of two i.i.d. :func:`geometric` variates; ``u`` holds the six uniforms of
-    each variate on its last axis (clipped into (0, 1) here). ``t`` is the scale in lattice
-    steps (finite, >= 0).
+    The difference of two :func:`geometric` variates; ``u`` holds six uniforms per variate on
+    its last axis. ``t`` is the scale in lattice steps (finite, >= 0).
     """
     v = open_interval(u)
     return geometric(t, v[..., :3]) - geometric(t, v[..., 3:])

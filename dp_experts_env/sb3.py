@@ -1,27 +1,8 @@
 """Stable-Baselines3 on the native vector env: :class:`SB3VecEnv` and :func:`make_sb3_vec_env`.
 
-Our vector envs are Gymnasium ``VectorEnv`` objects (five return values, ``NEXT_STEP`` autoreset,
-one ``info`` dict of (B,) arrays). Stable-Baselines3 expects its own ``VecEnv`` protocol: four
-return values, ``terminal_observation`` in a list of per-env info dicts, and a reset observation
-returned on the step that ends an episode. The adapter converts one into the other without a
-Python loop over the game itself, so PPO, ``VecMonitor`` and ``evaluate_policy`` run on the
-batched core (several times the step rate of ``DummyVecEnv`` over single envs; see
-docs/environments.md).
-
-Example::
-
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.vec_env import VecMonitor
-    from dp_experts_env.sb3 import make_sb3_vec_env
-
-    venv = VecMonitor(make_sb3_vec_env("DPExperts-Shift-v0", num_envs=8, horizon=500))
-    PPO("MlpPolicy", venv).learn(10_000)
-
-Seeding follows SB3: ``venv.seed(s)`` makes the next ``reset`` play run ``b`` with seed ``s + b``,
-which is the game ``DummyVecEnv`` plays after the same call (sub-env ``b`` seeded ``s + b``).
-All runs of our envs end together (fixed horizon), so every episode boundary resets all runs.
-
-Importing this module needs the ``sb3`` extra (``pip install -e ".[sb3]"``).
+The native Gymnasium ``VectorEnv`` seen through SB3's ``VecEnv`` protocol without a Python loop
+over the game; ``venv.seed(s)`` plays run ``b`` with seed ``s + b``, as ``DummyVecEnv`` does
+(docs/rl.md). Needs the ``sb3`` extra.
 """
 
 from __future__ import annotations
@@ -42,12 +23,7 @@ __all__ = ["SB3VecEnv", "make_sb3_vec_env", "quiet_logger"]
 
 
 def quiet_logger() -> Any:
-    """A Stable-Baselines3 logger that writes nothing anywhere.
-
-    Without one, ``model.learn`` configures SB3's default logger, which makes an empty
-    ``SB3-<date>`` folder in the system temporary folder on every call, outside any results
-    folder. Pass it to ``model.set_logger`` before ``learn``.
-    """
+    """An SB3 logger that writes nothing (the default leaves an empty temporary folder per call)."""
     from stable_baselines3.common.logger import Logger
 
     return Logger(folder=None, output_formats=[])
@@ -57,10 +33,8 @@ class SB3VecEnv(VecEnv):
     """A Gymnasium vector env seen through Stable-Baselines3's ``VecEnv`` interface.
 
     Args:
-        env: a native vector env (``gym.make_vec(id, vectorization_mode="vector_entry_point")``),
-            optionally wrapped in Gymnasium vector wrappers (such as
-            :class:`dp_experts_env.wrappers.LossStatistics`). Its runs must end their episodes
-            together, as every env of the suite does.
+        env: a native vector env, optionally wrapped in Gymnasium vector wrappers; its runs
+            must end their episodes together, as every env of the suite does.
 
     Raises:
         TypeError: ``env`` is not a Gymnasium ``VectorEnv``.
@@ -81,7 +55,6 @@ class SB3VecEnv(VecEnv):
         """The Gymnasium spec of the wrapped env (id and keywords), or None."""
         return getattr(self.venv, "spec", None) or getattr(self.venv.unwrapped, "spec", None)
 
-    # ------------------------------------------------------------------ stepping
     def reset(self) -> VecEnvObs:
         """Reset every run; uses the seeds and options set by ``seed``/``set_options`` once."""
         seeds = None if all(s is None for s in self._seeds) else self._seeds
@@ -119,9 +92,7 @@ class SB3VecEnv(VecEnv):
                 )
             for i in range(self.num_envs):
                 infos[i]["terminal_observation"] = _row(obs, i)
-            # SB3 returns the first observation of the next episode on the terminal step.
-            # Resetting here (seed None: each run draws its next seed from its own generator)
-            # is exactly what the env's NEXT_STEP autoreset would do on the following step.
+            # SB3 wants the next episode's first observation now: NEXT_STEP's reset, one step early.
             obs, reset_info = self.venv.reset()
             self.reset_infos = self._split_info(reset_info)
         return obs, np.asarray(reward, dtype=np.float32), dones, infos
@@ -130,7 +101,6 @@ class SB3VecEnv(VecEnv):
         """Close the wrapped vector env."""
         self.venv.close()
 
-    # ------------------------------------------------------------------ attributes
     def _indices(self, indices: VecEnvIndices) -> list[int]:
         return list(self._get_indices(indices))
 
@@ -170,7 +140,6 @@ class SB3VecEnv(VecEnv):
         """No rendering of vector runs."""
         return [None for _ in range(self.num_envs)]
 
-    # ------------------------------------------------------------------ helpers
     def _split_info(self, info: dict[str, Any]) -> list[dict[str, Any]]:
         """Gymnasium's dict of (B,) arrays with ``_key`` masks -> SB3's list of B dicts."""
         out: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
@@ -204,13 +173,11 @@ def make_sb3_vec_env(
     Args:
         env_id: a registered ``DPExperts-*`` id.
         num_envs: B, runs played in lockstep.
-        wrappers: callables ``venv -> venv`` applied in order to the Gymnasium vector env before
-            the adaptation (e.g. ``LossStatistics`` for RL policies on full-information envs).
-        **env_kwargs: the env's constructor keywords (``n_experts``, ``horizon``, ...).
+        wrappers: callables ``venv -> venv`` applied in order before the adaptation.
+        **env_kwargs: the env's constructor keywords.
 
     Returns:
-        An SB3 ``VecEnv``; wrap it in ``VecMonitor`` so that ``evaluate_policy`` and the logger
-        read episode returns.
+        An SB3 ``VecEnv`` (wrap it in ``VecMonitor`` for episode returns).
     """
     import dp_experts_env  # noqa: F401 - registers the ids
 

@@ -1,33 +1,11 @@
 """``check_agent``: the learner contract and the privacy audit, for any learner.
 
-What Gymnasium's ``check_env`` is for environments, :func:`check_agent` is for learners: the
-checks the suite runs on its own learners (``tests/test_learner_contract.py``), runnable on an
-outside learner -- a registered name (built-in, entry point or ``DP_EXPERTS_PLUGINS``) or a
-factory -- in its own CI::
-
-    from dp_experts_env.testing import check_agent
-    check_agent("my-ftpl")                      # raises ContractError naming the failed check
-
-or, one pytest case per check (see :func:`contract_tests`)::
-
-    from dp_experts_env.testing import contract_tests
-    test_my_ftpl = contract_tests("my-ftpl")
-
-The checks (:data:`CHECKS`, in order): ``claim`` (a claim is present and well formed; a private
-one names its accountant and noise backend and certifies at most the epsilon asked for),
-``actions`` (every round of a home env gets a valid action; a single observation gets an int),
-``horizon`` (a round past T is refused), ``observations`` (a NaN or out-of-range loss is
-refused), ``seeding`` (the same seed replays the same actions; a private learner's actions
-depend on its seed), ``batching`` (a batch of B runs seeded ``s`` equals B single runs seeded
-``s + b``, bit for bit), ``paths`` (a learner with a block entry point -- ``play_block``,
-``play_bandit_block``, what users' runs call -- gives the actions, state, random stream and
-Laplace noise of round-by-round ``act`` on the same seeded game, at the defaults and at the
-settings its ``audit_hints`` name; a difference names its first round: see
-:mod:`dp_experts_env.evaluation.paths`), ``monotone`` (private: regret does not rise with
-epsilon, paired over seeded runs), ``epsilon_inf`` (private: at epsilon = inf the claim says
-"not private", no noise is drawn, the seed fixes the actions; a learner whose class declares
-``epsilon_inf_limit = "name"`` must then match that learner's regret) and ``audit`` (private:
-the privacy audit of ``dp-experts audit`` finds no violation of the claim).
+What Gymnasium's ``check_env`` is for environments, :func:`check_agent` is for learners
+(docs/own_learner.md). The checks (:data:`CHECKS`, in order): ``claim`` (a private one names its
+accountant and backend and certifies at most the epsilon asked for), ``actions``, ``horizon``,
+``observations``, ``seeding``, ``batching`` (B runs seeded ``s`` equal single runs seeded
+``s + b``), ``paths`` (a block entry point equals ``act``), ``monotone``, ``epsilon_inf``
+(``epsilon_inf_limit = "name"`` must match that learner's regret) and ``audit``.
 """
 
 from __future__ import annotations
@@ -78,9 +56,8 @@ MONOTONE_ENV: dict[str, tuple[str, dict[str, Any]]] = {
     "bandit": ("DPExperts-Bandit-v0", {"n_arms": 3}),
     "oco": ("DPExperts-OCO-v0", {"dim": 3}),
 }
-#: Regret may rise between neighbouring epsilons by at most MONOTONE_SE standard errors of the
-#: paired per-run difference, and must fall from the smallest to the largest by more than
-#: DROP_SE of them (the margins of the suite's learners: tests/README.md).
+#: Regret may rise between neighbouring epsilons by <= MONOTONE_SE paired standard errors, and
+#: must fall from the smallest to the largest by > DROP_SE.
 MONOTONE_SE, DROP_SE = 2.0, 3.0
 MONOTONE_EPSILONS = (0.1, 1.0, 100.0)
 HORIZON = 40
@@ -104,11 +81,9 @@ class AgentCheckReport:
         passed: the checks run and passed, in order. skipped: check -> why it did not apply.
         audit: the audit report (private learners, when audited), else None.
         paths: what the ``paths`` check compared, per setting ("" when it did not run).
-        power: the audit's power self-check (its learner built with half the noise, through
-            the ``noise=`` keyword or a ``noise_multiplier`` keyword, must be caught): what it
-            found, "audit power too low for this learner: ..." when it was not caught.
-        warnings: loud warnings raised (also issued as ``UserWarning``): a private learner
-            that declares no mechanisms, a power self-check that failed or could not run.
+        power: what the audit's power self-check found (half the noise must be caught).
+        warnings: the warnings also issued as ``UserWarning`` (no declared mechanisms, a
+            power self-check that failed or could not run).
     """
 
     target: str
@@ -220,7 +195,6 @@ def _play(agent: Agent, env: Any, seed: Any) -> tuple[np.ndarray, dict[str, Any]
             return np.array(actions), info
 
 
-# ----------------------------------------------------------------------------- the checks
 def _check_claim(t: _Target, fail: Callable[[str], None]) -> None:
     env = _env(t.feedback)
     agent = t.build(env, seed=0)
@@ -330,11 +304,7 @@ def _check_batching(t: _Target, fail: Callable[[str], None]) -> None:
 
 
 def path_reports(t: _Target | str | Callable[..., Agent], params: dict[str, Any] | None = None):
-    """The ``paths`` check's comparisons: a list of (setting, :class:`PathReport`).
-
-    :func:`dp_experts_env.evaluation.paths.learner_path_reports` for a registered name or a
-    factory (the learner built at epsilon 1 with seed 7, at the defaults and its hinted settings).
-    """
+    """The ``paths`` check's comparisons: a list of (setting, :class:`PathReport`)."""
     t = t if isinstance(t, _Target) else _Target(t, params or {})
 
     def build(env: Any, **setting: Any) -> Agent:
@@ -444,11 +414,7 @@ TOO_LOW = "audit power too low for this learner"
 
 
 def _weakened(t: _Target) -> tuple[dict[str, Any], float] | None:
-    """(learner keywords, audit multiplier) that build ``t`` with half its noise, or None.
-
-    Through the contract's ``noise=`` keyword (the audit hands it a
-    :class:`~dp_experts_env.privacy.noise.ScaledBackend`), else a ``noise_multiplier`` keyword.
-    """
+    """(learner keywords, audit multiplier) building ``t`` with half its noise, or None."""
     if t.accepts("noise"):
         return {}, POWER_MULTIPLIER
     if t.accepts("noise_multiplier"):
@@ -572,27 +538,22 @@ def check_agent(
     """Run the learner contract and the privacy audit on a learner; raise on the first failure.
 
     Args:
-        name_or_factory: a registered learner name, or a factory: an :class:`~agents.Agent`
-            subclass or a callable taking the keywords of ``agents.make`` (``n_experts``,
-            ``horizon``, ``num_envs``, ``seed``, ``n_arms``, ``epsilon`` -- it receives those
-            its signature names) and returning a learner.
+        name_or_factory: a registered learner name, an :class:`~agents.Agent` subclass or a
+            callable taking (those its signature names of) the keywords of ``agents.make``.
         params: extra learner keywords (``mode``, ``noise``, ...), used in every check.
         checks: run only these checks (default :data:`CHECKS`).
         skip: checks not to run (say why in your test).
         monotone_runs: seeded runs per epsilon of ``monotone``.
         monotone_horizon: rounds of those runs.
-        audit_runs: test runs per side of the audit (the CLI uses 100,000: more runs detect
-            smaller violations).
+        audit_runs: test runs per side of the audit (the CLI uses 100,000).
         audit_selection_runs: runs per side scoring each candidate scenario.
         audit_time_budget: seconds for the audit's search.
         audit_seed: the audit's seed.
-        power_check: after a passed audit, audit the learner built with half its noise on the
-            scenario chosen (``noise=`` keyword, else ``noise_multiplier``); when that is not
-            caught the report (``report.power``) and a warning say "audit power too low for
-            this learner".
+        power_check: after a passed audit, audit the learner with half its noise; not caught:
+            ``report.power`` and a warning say "audit power too low for this learner".
 
     Returns:
-        An :class:`AgentCheckReport` (checks passed, checks skipped and why, the audit report).
+        An :class:`AgentCheckReport`.
 
     Raises:
         ContractError: a check failed (``err.check`` names it; the message says what).
@@ -681,13 +642,8 @@ def contract_tests(
 ) -> Callable[[str], None]:
     """A pytest test function, one case per check of :func:`check_agent`, for your own CI.
 
-    In a test module of your package::
-
-        from dp_experts_env.testing import contract_tests
-        test_my_learner_contract = contract_tests("my-ftpl")
-
-    Checks that do not apply to the learner are reported as skipped. ``options`` go to
-    :func:`check_agent` (``params``, ``audit_runs``, ``skip``, ...).
+    ``test_my_learner_contract = contract_tests("my-ftpl")`` in a test module; checks that do
+    not apply are skipped. ``options`` go to :func:`check_agent`.
     """
     import pytest
 

@@ -1,23 +1,7 @@
 """Observation wrappers that give RL policies the statistics online learners keep to themselves.
 
-A full-information env shows only the last round's loss vector. An online learner such as Hedge
-keeps the cumulative losses in its own state; a memoryless RL policy (PPO's MLP) cannot, so with
-the raw observation it can at best react to one noisy round and ends at uniform play's regret.
-These wrappers replace the observation with the statistics of all rounds seen so far:
-
-* ``cumulative``: each expert's mean loss over rounds 1..t;
-* ``windows``: each expert's mean loss over the last ``w`` rounds, for each ``w`` (the statistic
-  that lets a policy follow a shifting best expert);
-* ``round_index``: t / T.
-
-Each per-expert statistic is centred across experts (only differences between experts matter
-for the choice) and multiplied by sqrt(number of rounds averaged), so that for i.i.d. losses of
-per-round spread sigma the noise in every feature is about sigma whatever the window: a policy
-sees a gap of ``g`` as ``g * sqrt(w) / sigma`` standard deviations.
-
-:class:`LossStatistics` wraps a single env, :class:`VectorLossStatistics` a native vector env
-(before :class:`dp_experts_env.sb3.SB3VecEnv`); both use :class:`LossFeatures`, which a learner
-can also run on the raw observations it is given (the PPO baseline does).
+Each expert's mean loss over all rounds so far and over recent windows, centred across experts and
+scaled by sqrt(rounds averaged), plus t / T (docs/rl.md, "Observation wrappers").
 """
 
 from __future__ import annotations
@@ -40,8 +24,7 @@ class LossFeatures:
     Args:
         n_experts: N.
         horizon: T (for the round index and the feature bounds).
-        windows: lengths of the recent windows (each >= 1; longer than T means T); empty for
-            none.
+        windows: lengths of the recent windows (each >= 1; longer than T means T).
         cumulative: include the mean loss over all rounds so far.
         round_index: include t / T.
 
@@ -63,8 +46,7 @@ class LossFeatures:
         self.horizon = check_int("horizon", horizon, minimum=1)
         if isinstance(windows, (str, bytes)) or not isinstance(windows, Sequence):
             raise TypeError(f"windows must be a sequence of ints, got {windows!r}")
-        # A window longer than the episode is the whole episode so far (so the defaults fit
-        # any T); duplicates after that cut are dropped.
+        # Cut at T so the defaults fit any T; duplicates after the cut are dropped.
         cut = [min(check_int("windows", w, minimum=1), self.horizon) for w in windows]
         self.windows = tuple(dict.fromkeys(cut))
         self.cumulative = bool(cumulative)
@@ -135,8 +117,7 @@ class LossStatistics(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     Args:
         env: a full-information ``DPExperts-*`` env.
-        **feature_kwargs: ``windows``, ``cumulative``, ``round_index`` (see
-            :class:`LossFeatures`).
+        **feature_kwargs: as for :class:`LossFeatures`.
     """
 
     def __init__(self, env: gym.Env, **feature_kwargs: Any) -> None:
@@ -160,12 +141,11 @@ class LossStatistics(gym.Wrapper, gym.utils.RecordConstructorArgs):
 class VectorLossStatistics(gym.vector.VectorWrapper, gym.utils.RecordConstructorArgs):
     """Native vector env: (B, N) loss observations become (B, dim) :class:`LossFeatures`.
 
-    Follows the env's ``NEXT_STEP`` autoreset: the step after the last round restarts the
-    statistics along with the episodes.
+    Follows the env's ``NEXT_STEP`` autoreset (the statistics restart with the episodes).
 
     Args:
         env: a full-information native vector env.
-        **feature_kwargs: as for :class:`LossStatistics`.
+        **feature_kwargs: as for :class:`LossFeatures`.
     """
 
     def __init__(self, env: gym.vector.VectorEnv, **feature_kwargs: Any) -> None:

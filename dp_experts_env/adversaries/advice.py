@@ -1,25 +1,8 @@
 """Bandits with N experts' advice: the advice-model base and the ``bandit_advice`` families.
 
-The setting of "Faster Rates for Private Adversarial Bandits" (Sections 2.2-2.3). Each round ``t``:
-
-* the public advice ``A_t`` (B, N, K), rows = experts' distributions over the K arms, is drawn
-  from the ADVICE stream (public coins) or fixed at reset (STRUCTURE stream); it is the advice of
-  the round about to be played;
-* the protected datum is the arm-loss vector ``l_t`` (B, K) in [0, 1], drawn from the DATA stream
-  with K uniforms per round (Bernoulli families) or none (deterministic families); it never depends
-  on any action (oblivious models), and a neighbouring game replaces exactly this vector while the
-  advice stays the same (advice is public, erratum E-PAB-19).
-
-``Round.losses`` are the arm losses, ``Round.advice`` the advice, ``Round.means`` the arm means
-given the round's public draws (so pseudo-regret is exact), ``segment``/``shift`` for the shifting
-and switching families. Expert ``j``'s loss is ``<A_t[j], l_t>``.
-
-Kinds and families (constructors ``f(n_experts, horizon, n_arms, **knobs)``):
-
-* ``"bandit_advice"``: ``planted_expert`` (default), ``shifting_planted_expert``, ``policy_class``,
-  ``duplicated_experts``, ``lemma11_switch``.
-* ``"bandit"`` (identity experts, N = K): in :mod:`dp_experts_env.adversaries.bandit`, on the
-  :class:`AdviceAdversary` base defined here.
+"Faster Rates for Private Adversarial Bandits" (Sections 2.2-2.3): public advice ``A_t``
+(B, N, K), protected arm losses ``l_t`` (B, K), which a neighbour replaces while the advice stays
+(erratum E-PAB-19); expert ``j``'s loss is ``<A_t[j], l_t>``.
 """
 
 from __future__ import annotations
@@ -79,8 +62,7 @@ def _one_hot(rec: np.ndarray, n_arms: int, mix: np.ndarray | float = 0.0) -> np.
     mix_arr = np.asarray(mix, dtype=np.float64)
     out = np.empty((*rec.shape, n_arms))
     if not mix_arr.ndim:
-        # One mixing weight: every hot entry is the same float, mix/K + (1 - mix), set by a
-        # flat fancy index (the general path's take/put along the last axis cost ~3x more).
+        # One mixing weight: a flat fancy index is cheaper than take/put along the last axis.
         low = mix_arr / n_arms
         out[...] = low
         flat = out.reshape(-1, n_arms)
@@ -113,21 +95,17 @@ def check_identity_experts(n_experts: Any, n_arms: Any) -> int:
 class AdviceAdversary(Adversary):
     """Base of the bandit models: public advice, protected arm losses, known arm means.
 
-    Subclasses implement ``_public(t)`` (draw the round's public randomness from ``self._coins``
-    with a fixed count and return the arm means (B, K)) and ``_advice(t)``; ``_setup(rng)`` draws
-    per-episode structure from the STRUCTURE stream. ``stochastic_losses`` says whether the datum
-    is Bernoulli(means) (K data uniforms per round) or the means themselves. Segmented models set
-    ``self._schedule`` (a :class:`~dp_experts_env.adversaries.changepoints.ChangePointSchedule`,
-    drawn per run at reset from the STRUCTURE stream) or override ``_advance_segment``; the
-    current segment of every run is ``self._seg`` (B,).
+    Subclasses implement ``_public(t)`` (a fixed count of public coins; returns the arm means
+    (B, K)) and ``_advice(t)``, and may draw structure in ``_setup(rng)``. The datum is
+    Bernoulli(means) when ``stochastic_losses``, else the means. Segmented models set
+    ``self._schedule`` or override ``_advance_segment``; ``self._seg`` (B,) is the segment.
     """
 
     feedback = "bandit"
     oblivious = True
     knows_means = True
     stochastic_losses: ClassVar[bool] = True
-    #: True when every round's advice is the K identity experts (N = K): the env then reads
-    #: expert j's loss as arm j's loss, which is the same number as <e_j, l_t>.
+    #: True when the advice is the K identity experts (N = K): expert j's loss is arm j's.
     identity_advice: bool = False
 
     def __init__(self, n_experts: int, horizon: int, n_arms: int) -> None:
@@ -197,15 +175,8 @@ class AdviceAdversary(Adversary):
             shift=self._shift.copy(),
         )
 
-    # -- block form -------------------------------------------------------------------------
-    # k rounds at once, drawing from every stream exactly what k calls of ``_draw`` and
-    # ``_finish`` draw, in the same order: a stream's doubles do not depend on how many are taken
-    # per call (BatchRNG), so one call for k rounds reshaped (B, k, per-round count) holds the
-    # same doubles as k calls. A family joins by overriding the block hooks next to the hooks
-    # they mirror (``_public_block`` beside ``_public``, ``_advice_block`` beside ``_advice``,
-    # ``_segments_block`` beside ``_advance_segment``); :meth:`_has_block_form` refuses a class
-    # whose per-round hook is overridden below its block hook, so a subclass changing one
-    # round's law never inherits a stale block law.
+    # Block form: k rounds draw what k calls of _draw/_finish draw. _has_block_form refuses a
+    # per-round hook overridden below its block hook, so no subclass inherits a stale law.
     _BLOCK_HOOKS: ClassVar[tuple[tuple[str, str], ...]] = (
         ("_public", "_public_block"),
         ("_advice", "_advice_block"),
@@ -222,10 +193,7 @@ class AdviceAdversary(Adversary):
         return segment, shift
 
     def _public_block(self, t: int, k: int, segment: np.ndarray) -> np.ndarray | None:
-        """Rounds t..t+k-1's public draws, as k calls of ``_public``: (k, B, K) arm means.
-
-        ``segment`` is the (k, B) segment of every round. None: the family has no block form.
-        """
+        """(k, B, K) arm means of rounds t..t+k-1 as k ``_public`` calls; None: no block form."""
         return None
 
     def _advice_block(self, t: int, k: int) -> np.ndarray:
@@ -288,25 +256,15 @@ class AdviceAdversary(Adversary):
         return np.broadcast_to(eye, (self.num_runs, self.n_arms, self.n_arms))
 
 
-# --------------------------------------------------------------------------- planted experts
 class PlantedExpert(AdviceAdversary):
     """Planted expert, stochastic (a separating instance for the bandit-with-advice learners).
 
     Each round a good arm ``g_t`` is uniform on [K]; arm losses are Bernoulli(1/2 - gap*1{i=g_t}).
-    Each expert independently recommends ``g_t`` with probability ``rho`` (``rho_star`` for the
-    planted expert ``j*``, uniform on [N] at reset) and otherwise a uniform arm. Advice is one-hot,
-    mixed with the uniform distribution by ``smoothing`` (choice: a deterministic mixture stands
-    in for a random Dirichlet smoothing). Expected per-round gap between an expert and ``j*``:
-    ``gap (rho_star - rho)(1 - 1/K)(1 - smoothing)``.
-
-    Knobs (:class:`PlantedExpertParams`, which holds the defaults, or keywords): ``gap`` in
-    (0, 1/2], ``rho_star`` and ``rho`` with 0 <= rho < rho_star <= 1, ``smoothing`` in [0, 1).
-    Public draws per round: 1 + 2N uniforms (ADVICE stream); data: K uniforms.
-
-    The defaults make the expected gap between the planted expert and any other 0.256 per round
-    at K = 5, wide enough for learners to separate from play that does not learn
-    (docs/environments.md, "Where learners separate"; with the former gap 0.1 and rho 0.5 no
-    learner beat a randomly chosen expert by more than 18% at T = 10^4).
+    Each expert recommends ``g_t`` with probability ``rho`` (``rho_star`` for the planted expert,
+    uniform on [N] at reset), else a uniform arm; advice is one-hot mixed with uniform by
+    ``smoothing``. Expected per-round gap to the planted expert:
+    ``gap (rho_star - rho)(1 - 1/K)(1 - smoothing)`` (defaults: docs/environments.md, "Where
+    learners separate"). Knobs: :class:`PlantedExpertParams`. Public draws per round: 1 + 2N.
     """
 
     def __init__(
@@ -335,7 +293,6 @@ class PlantedExpert(AdviceAdversary):
         return None
 
     def _setup(self, rng: BatchRNG) -> None:
-        # Planted behaviour of each segment: uniform, then uniform among the others.
         self._planted_seq = plant_best(rng, self.n_segments, self._n_behaviours)
         self._mix: np.ndarray | float = self.smoothing
 
@@ -386,16 +343,11 @@ class PlantedExpert(AdviceAdversary):
 
 
 class ShiftingPlantedExpert(PlantedExpert):
-    """Shifting planted expert: ``j*`` changes at S public change points.
+    """Shifting planted expert: the planted expert changes at S public change points.
 
-    Knobs (:class:`ShiftingPlantedExpertParams`, or keywords): those of :class:`PlantedExpert`,
-    plus the shift env's schedule knobs: ``n_shifts`` = S (>= 0; None = 1, or the length of an
-    explicit list; needs N >= 2 when S >= 1), ``change_points`` ("even", "uniform",
-    "min_gap", "anti_doubling" = geometric spacing 2^m + 1, or an explicit list of rounds) and
-    ``min_length`` (mode "min_gap"); see
-    :class:`~dp_experts_env.adversaries.changepoints.ChangePointSchedule`. Random schedules differ
-    per run (STRUCTURE stream). The new planted expert is uniform among the other N - 1.
-    ``default_switches = S``.
+    Knobs: :class:`ShiftingPlantedExpertParams` (the schedule's as in
+    :class:`~dp_experts_env.adversaries.changepoints.ChangePointSchedule`; S >= 1 needs N >= 2).
+    The new planted expert is uniform among the other N - 1; ``default_switches = S``.
     """
 
     has_segments = True
@@ -416,17 +368,12 @@ class ShiftingPlantedExpert(PlantedExpert):
 
 
 class DuplicatedExperts(PlantedExpert):
-    """Duplicated experts: D behaviours, each copied about N/D times.
+    """Duplicated experts: D planted-expert behaviours, each copied about N/D times.
 
-    Behaviours follow the planted-expert law (one planted behaviour with ``rho_star``, the others
-    ``rho``). Expert ``j`` copies behaviour ``j mod D`` and mixes it with the uniform distribution
-    by its own weight ``xi_j ~ U[0, perturbation)`` drawn at reset (the "tiny perturbation"; the
-    best expert is the planted behaviour's copy with the smallest ``xi``). Memory O(B N).
-
-    Knobs (:class:`DuplicatedExpertsParams`, or keywords): ``n_behaviours`` = D in [1, N]
-    (None: ``min(4, N)``), ``perturbation`` in [0, 1), ``gap``, ``rho_star``, ``rho`` as in
-    :class:`PlantedExpert`.
-    Public draws per round: 1 + 2D uniforms.
+    Expert ``j`` copies behaviour ``j mod D``, mixed with uniform by its own
+    ``xi_j ~ U[0, perturbation)`` drawn at reset; the best expert is the planted behaviour's
+    least perturbed copy. Knobs: :class:`DuplicatedExpertsParams` (D None: ``min(4, N)``).
+    Public draws per round: 1 + 2D.
     """
 
     def __init__(
@@ -466,21 +413,14 @@ class DuplicatedExperts(PlantedExpert):
         return np.argmin(mix, axis=1)
 
 
-# ------------------------------------------------------------------------------ policy class
 class PolicyClass(AdviceAdversary):
     """Policy-class (contextual) experts: N = K^C deterministic maps.
 
     Each round a public context ``c_t`` is uniform on [C]; expert ``j`` recommends digit ``c_t``
-    of ``j`` in base K (computed on the fly: O(N) integers per run and round, no N x C table).
-    Arm losses are Bernoulli(m(c_t, i)) with a mean table drawn at reset: a best arm ``b(c)``
-    uniform on [K] with mean ``1/2 - gap``, the other arms ``1/2 + spread * U/2``, U ~ U[0, 1)
-    [choice: the table's law is left open; this keeps a margin of at least ``gap``]. The
-    best expert is ``sum_c b(c) K^c`` (attribute ``best_expert``).
-
-    Knobs (:class:`PolicyClassParams`, or keywords): ``n_contexts`` = C (None: derived from
-    ``n_experts = K^C``; ``n_experts`` may then be omitted), ``gap`` in (0, 1/2], ``spread`` in
-    [0, 1].
-    N must not exceed ``MAX_POLICY_CLASS_EXPERTS``. Public draws per round: 1 uniform.
+    of ``j`` in base K. Arm losses are Bernoulli with a mean table drawn at reset: best arm
+    ``b(c)`` at ``1/2 - gap``, the others ``1/2 + spread * U/2`` (a choice keeping a margin of
+    ``gap``); the best expert is ``sum_c b(c) K^c``. Knobs: :class:`PolicyClassParams`
+    (``n_contexts`` None: derived from ``n_experts``). N <= ``MAX_POLICY_CLASS_EXPERTS``.
     """
 
     def __init__(
@@ -565,18 +505,13 @@ class PolicyClass(AdviceAdversary):
         return _one_hot(rec, self.n_arms)
 
 
-# ---------------------------------------------------------------- deterministic instances
 class Lemma11Switch(AdviceAdversary):
     """Lemma-11 switch instance ("Faster Rates for Private Adversarial Bandits", Section 5.2).
 
-    Arm 0 has loss 1/2 every round; arm 1 has loss 1 before ``switch_round`` and 0 from it on;
-    any further arm (K > 2, an extension) has loss 1. Experts: the K identity experts followed by
-    N - K distractors that always recommend arm 0 (needs N >= K). The arm-1 expert is best in
-    hindsight iff ``switch_round - 1 < T/2``; the per-round best switches once.
-
-    Knobs (:class:`Lemma11SwitchParams`, or keywords): ``switch_round`` = t0 in [1, T+1]
-    (None: ``T // 4 + 1``; T+1 means never).
-    ``default_switches`` is 1 when 2 <= t0 <= T, else 0. No random draws at all.
+    Arm 0 has loss 1/2; arm 1 has loss 1 before ``switch_round`` = t0 and 0 from it on; further
+    arms (an extension) loss 1. Experts: the K identity experts, then N - K distractors on arm 0.
+    Knobs: :class:`Lemma11SwitchParams` (t0 in [1, T+1], None: ``T // 4 + 1``; T+1 never).
+    No random draws.
     """
 
     stochastic_losses = False
@@ -651,7 +586,6 @@ class Lemma11Switch(AdviceAdversary):
         return np.broadcast_to(self._advice_matrix, shape)
 
 
-# ------------------------------------------------------------------------------ parameters
 @dataclass(frozen=True)
 class PlantedLawParams(BanditParams):
     """The planted-expert law shared by :class:`PlantedExpert` and :class:`DuplicatedExperts`."""
@@ -697,7 +631,6 @@ class Lemma11SwitchParams(BanditParams):
     switch_round: int | None = None
 
 
-# ------------------------------------------------------------------------------ registration
 register_family("bandit_advice", "planted_expert", PlantedExpertParams)(PlantedExpert)
 register_family("bandit_advice", "shifting_planted_expert", ShiftingPlantedExpertParams)(
     ShiftingPlantedExpert

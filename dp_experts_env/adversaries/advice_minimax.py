@@ -1,23 +1,7 @@
 """Instances built for sqrt(T) regret: the classic minimax construction, with a settable gap.
 
-The lower-bound instance of the adversarial bandit (Auer, Cesa-Bianchi, Freund & Schapire 2002,
-"The nonstochastic multiarmed bandit problem", Thm 5.1): every arm has Bernoulli(1/2) losses
-except one, Bernoulli(1/2 - gap), with ``gap`` of order ``sqrt(K/T)``. Uniform play then pays
-``gap (1 - 1/K) T``, of order ``sqrt(K T)``, and no learner can do better than a constant
-fraction of that; with a larger constant in front of ``sqrt(K/T)`` good learners find the best
-arm and the instance separates them from non-learners, while every regret still scales as
-``sqrt(T)``. Rate checks set ``gap`` per (T, epsilon) themselves (e.g. ``4 sqrt(K / (eps T))``).
-
-Family ``minimax`` of the ``bandit`` kind is that instance (identity experts). Family ``minimax``
-of the ``bandit_advice`` kind lifts it to experts: each round a fresh good arm (uniform on [K]),
-one planted expert always recommends it, every other expert a uniform arm, so the expert gap is
-``gap (1 - 1/K)`` and no arm is better than another over time (learning the arms is useless;
-only following the advice helps). Seen through the experts it is the same construction over N
-meta-arms, one better than the others.
-
-Default gap (public quantities only): ``min(1/2, gap_scale * sqrt(N / T))``, N the number of
-experts (= K for the ``bandit`` kind), ``gap_scale = DEFAULT_GAP_SCALE``; pass ``gap`` or
-``gap_scale`` to change it (not both).
+Auer, Cesa-Bianchi, Freund & Schapire 2002, "The nonstochastic multiarmed bandit problem",
+Thm 5.1; the ``bandit_advice`` family lifts it to N experts as meta-arms (docs/environments.md).
 """
 
 from __future__ import annotations
@@ -39,10 +23,7 @@ DEFAULT_GAP_SCALE = 4.0
 
 
 def minimax_gap(n_experts: Any, horizon: Any, gap: float | None, gap_scale: float | None) -> Any:
-    """The gap of a minimax instance: ``gap`` as given (the family checks it), else the default.
-
-    The default is ``min(1/2, c sqrt(N/T))``, ``c = gap_scale`` or ``DEFAULT_GAP_SCALE``.
-    """
+    """``gap`` as given, else ``min(1/2, c sqrt(N/T))`` with ``c = gap_scale`` or the default."""
     if gap is not None and gap_scale is not None:
         raise ValueError(
             f"give gap or gap_scale, not both (got gap={gap!r}, gap_scale={gap_scale!r}): gap "
@@ -60,10 +41,8 @@ def minimax_gap(n_experts: Any, horizon: Any, gap: float | None, gap_scale: floa
 class MinimaxBandit(BanditBernoulliGap):
     """K-armed minimax instance: Bernoulli(1/2) arms but one, Bernoulli(1/2 - gap).
 
-    Identity experts (N = K). The best arm is uniform on [K] at reset (or ``best_arm``).
-    Knobs (:class:`MinimaxBanditParams`, or keywords): ``gap`` in (0, 1/2] (None:
-    ``min(1/2, gap_scale sqrt(K/T))``), ``gap_scale`` > 0 (None: ``DEFAULT_GAP_SCALE``; give
-    ``gap`` or ``gap_scale``), ``best_arm``.
+    Identity experts (N = K); the best arm is uniform on [K] at reset (or ``best_arm``). Knobs:
+    :class:`MinimaxBanditParams` (``gap`` in (0, 1/2] or ``gap_scale`` > 0, not both).
     """
 
     def __init__(
@@ -85,13 +64,10 @@ class MinimaxBandit(BanditBernoulliGap):
 class MinimaxAdvice(PlantedExpert):
     """Minimax instance with advice: a planted expert always right about the round's good arm.
 
-    Each round a good arm ``g_t`` is uniform on [K] (losses Bernoulli(1/2 - gap 1{i = g_t})); the
-    planted expert (uniform on [N] at reset) recommends ``g_t``, the others a uniform arm each.
-    Knobs (:class:`MinimaxAdviceParams`, which holds the defaults, or keywords): ``gap`` in
-    (0, 1/2] (None: ``min(1/2, gap_scale sqrt(N/T))``), ``gap_scale`` as in
-    :class:`MinimaxBandit`; ``rho_star``, ``rho`` and ``smoothing`` as in
-    :class:`~dp_experts_env.adversaries.advice.PlantedExpert` (here an always-right planted
-    expert: 1, 0, 0).
+    Each round a good arm ``g_t`` is uniform on [K]; the planted expert recommends it, the others
+    a uniform arm: only following the advice helps. Knobs: :class:`MinimaxAdviceParams` (``gap``
+    as in :class:`MinimaxBandit`; ``rho_star``, ``rho``, ``smoothing`` as in
+    :class:`~dp_experts_env.adversaries.advice.PlantedExpert`, defaults 1, 0, 0).
     """
 
     def __init__(

@@ -1,22 +1,9 @@
 """Replay of a user's bandit game: a (T, K) arm-loss matrix and the experts' advice.
 
-Family ``replay`` of both bandit kinds. The arm losses are the user's matrix, row ``t`` in round
-``t`` (deterministic: the round's means are the matrix row, so the pseudo-regrets equal the
-realised regrets; as for the other deterministic families, a neighbouring game changes the losses
-and keeps the means of the original matrix). The advice of the ``bandit_advice`` kind is one of
-
-* ``"identity"``: the K identity experts (N = K), i.e. the plain K-armed bandit;
-* an (N, K) matrix: the same advice every round;
-* a (T, N, K) tensor (array or ``.npy`` path): round ``t``'s advice is ``advice[t - 1]``;
-* a rule: a function ``rule(t) -> (N, K) array`` of the round ``t`` (1-based) alone, called once
-  per round while the game is played (and once at construction, to read N). It must be a pure
-  function of ``t`` for the game to be oblivious and reproducible; the env cannot check that.
-  (A rule that is a lambda or a local function makes the env unpicklable.)
-
-Every advice row must be a distribution over the K arms (values in [0, 1], row sums within
-``ADVICE_SUM_TOLERANCE`` of 1); rows are checked, never renormalised. Advice is public: a
-neighbouring game (``reset(neighbor=...)``) replaces one round's arm-loss vector and leaves the
-advice unchanged. The ``bandit`` kind's ``replay`` is the ``"identity"`` case.
+Family ``replay`` of both bandit kinds. The advice is ``"identity"`` (the ``bandit`` kind), an
+(N, K) matrix, a (T, N, K) tensor or a pure function ``rule(t) -> (N, K)`` of the 1-based round;
+rows are checked to be distributions, never renormalised; a neighbour keeps the advice and the
+original means (docs/environments.md, "Families and their knobs").
 """
 
 from __future__ import annotations
@@ -81,11 +68,9 @@ class BanditReplay(AdviceAdversary):
         n_experts: N; unset (None) takes it from the advice; if given, it must match.
         horizon: T; unset takes it from the matrix; if given, it must match.
         n_arms: K; unset takes it from the matrix; if given, it must match.
-        params: :class:`BanditReplayParams`, or its knobs as keywords: ``losses``, the (T, K)
-            arm losses in [0, 1] (array-like, ``.npy`` or ``.csv`` path; copied); ``advice``,
-            ``"identity"``, an (N, K) matrix, a (T, N, K) tensor (array or ``.npy`` path) or a
-            rule ``t -> (N, K)`` (see the module docstring); ``rescale``, which maps the loss
-            matrix affinely onto [0, 1] first (explicit opt-in).
+        params: :class:`BanditReplayParams` (``losses``, read as
+            :func:`~dp_experts_env.adversaries.oblivious.load_losses` does; ``advice``;
+            ``rescale``), or its knobs as keywords.
     """
 
     stochastic_losses = False

@@ -1,14 +1,8 @@
 """The ``bandit`` kind: K-armed adversarial bandits, i.e. bandits with the K identity experts.
 
-Every model here is an :class:`~dp_experts_env.adversaries.advice.AdviceAdversary` whose experts
-are the arms (N = K; ``n_experts`` may be omitted). Identity advice is a read-only broadcast view
-of one K x K identity made once per adversary (no per-round work), and these models set
-``identity_advice`` so the env skips the (B, K, K) advice product altogether.
-
-Families: ``bernoulli_gap`` (default; :class:`BanditBernoulliGap`, not to be confused with the
-shift kind's :class:`~dp_experts_env.adversaries.shifting.BernoulliGap`), ``shifting_bernoulli``,
-``lemma11_switch``, ``periodic_swap``; ``minimax`` and ``replay`` live in ``advice_minimax`` and
-``advice_replay`` with their bandit-with-advice counterparts.
+Each model is an :class:`~dp_experts_env.adversaries.advice.AdviceAdversary` whose experts are
+the arms (N = K; ``n_experts`` may be omitted), with ``identity_advice`` set so the env skips the
+advice product. ``minimax`` and ``replay`` live in ``advice_minimax`` and ``advice_replay``.
 """
 
 from __future__ import annotations
@@ -49,12 +43,9 @@ __all__ = [
 class PeriodicSwap(AdviceAdversary):
     """Batch-aliasing periodic losses, identity experts.
 
-    Arms 0 and 1 swap which one has loss 0 every ``period`` rounds (arm 0 first); the other has
-    loss 1, as has every further arm. Static regret is mild, but a learner committing for ``tau``
-    rounds pays when ``period`` is near ``tau``. ``default_switches = ceil(T/period) - 1`` (the
-    per-round best switches at every swap; the env's switch-budgeted comparator costs O(N S)).
-
-    Knobs (:class:`PeriodicSwapParams`, or keywords): ``period`` >= 1. No random draws.
+    Arms 0 and 1 swap which one has loss 0 every ``period`` rounds (arm 0 first); the others
+    have loss 1. A learner committing for about ``period`` rounds pays.
+    ``default_switches = ceil(T/period) - 1``. Knobs: :class:`PeriodicSwapParams`. No draws.
     """
 
     stochastic_losses = False
@@ -109,9 +100,8 @@ class PeriodicSwap(AdviceAdversary):
 class BanditBernoulliGap(AdviceAdversary):
     """Stochastic K-armed bandit with a gap (identity experts).
 
-    Arm losses are Bernoulli(1/2) except the best arm, Bernoulli(1/2 - gap). The best arm is
-    uniform on [K] at reset (or ``best_arm``). Knobs (:class:`BanditBernoulliGapParams`, or
-    keywords): ``gap`` in (0, 1/2], ``best_arm`` in [0, K) or None.
+    Arm losses are Bernoulli(1/2) except the best arm's, Bernoulli(1/2 - gap); the best arm is
+    uniform on [K] at reset (or ``best_arm``). Knobs: :class:`BanditBernoulliGapParams`.
     """
 
     identity_advice = True
@@ -136,8 +126,7 @@ class BanditBernoulliGap(AdviceAdversary):
     def _setup(self, rng: BatchRNG) -> None:
         seq = plant_best(rng, self.n_segments, self.n_arms)
         if self.best_arm is not None:
-            # Shift the whole sequence so segment 0 starts at best_arm; later arms stay uniform
-            # among the others (same draws, so the stream does not depend on best_arm).
+            # Shift the sequence so segment 0 starts at best_arm (the same draws for any best_arm).
             seq = (seq - seq[:, :1] + self.best_arm) % self.n_arms
         self._best_seq = seq
 
@@ -168,11 +157,9 @@ class BanditBernoulliGap(AdviceAdversary):
 class ShiftingBernoulli(BanditBernoulliGap):
     """:class:`BanditBernoulliGap` whose best arm changes at S public change points.
 
-    Knobs (:class:`ShiftingBernoulliParams`, or keywords): ``gap``, ``best_arm`` (the first
-    segment's best arm), and the schedule knobs of
-    :class:`~dp_experts_env.adversaries.advice.ShiftingPlantedExpert`: ``n_shifts`` = S >= 0
-    (None = 1), ``change_points``, ``min_length``. Each new best arm is
-    uniform among the other K - 1. ``default_switches = S``.
+    Each new best arm is uniform among the other K - 1; ``best_arm`` is the first segment's.
+    Knobs: :class:`ShiftingBernoulliParams` (the schedule's as in
+    :class:`~dp_experts_env.adversaries.advice.ShiftingPlantedExpert`). ``default_switches = S``.
     """
 
     has_segments = True
@@ -190,7 +177,6 @@ class ShiftingBernoulli(BanditBernoulliGap):
         self._use_schedule(p.n_shifts, p.change_points, p.min_length)
 
 
-# ------------------------------------------------------------------------------ parameters
 @dataclass(frozen=True)
 class PeriodicSwapParams(BanditParams):
     """Knobs of :class:`PeriodicSwap`."""
@@ -211,7 +197,6 @@ class ShiftingBernoulliParams(BanditBernoulliGapParams, ShiftParams):
     """Knobs of :class:`ShiftingBernoulli`: the gap, the first best arm and the schedule."""
 
 
-# ------------------------------------------------------------------------------ registration
 register_family("bandit", "bernoulli_gap", BanditBernoulliGapParams)(BanditBernoulliGap)
 register_family("bandit", "shifting_bernoulli", ShiftingBernoulliParams)(ShiftingBernoulli)
 register_family("bandit", "periodic_swap", PeriodicSwapParams)(PeriodicSwap)

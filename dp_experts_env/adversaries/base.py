@@ -1,18 +1,9 @@
 """The adversary contract: batched, seeded loss models with no Gymnasium inside.
 
-An adversary plays B independent games at once. Round ``t`` happens in two phases so that the
-event-level neighbouring relation is the same for every model:
-
-1. ``_draw(t)`` produces the round's *datum* ``z_t`` of shape ``(B, D)``: the protected data of the
-   round (the loss vector for full-information models, the arm-loss vector for bandit models, the
-   base losses an adaptive policy reacts to). For stochastic and oblivious models it is a pure
-   function of (seed, t): draws come from per-run :class:`~dp_experts_env.batch_rng.BatchRNG`
-   streams that consume a fixed number of uniforms per round, generated in chunks.
-2. ``_finish(t, z)`` turns the datum into a :class:`Round` (losses, means, advice, segment),
-   possibly using the actions recorded so far (adaptive models) but never the current one.
-
-A neighbouring game (``reset(..., neighbor=Neighbor(t, vector))``) replaces ``z_t`` between the two
-phases and leaves every other round, and every random stream, untouched.
+B games at once, each round in two phases: ``_draw(t)`` produces the protected datum ``z_t``
+(B, D) with a fixed number of uniforms, ``_finish(t, z)`` turns it into a :class:`Round` (past
+actions allowed, never the current one). A neighbouring game (``reset(..., neighbor=...)``)
+replaces ``z_t`` between the two phases and leaves every other round and stream untouched.
 """
 
 from __future__ import annotations
@@ -39,8 +30,7 @@ class Round:
     """One round of B games.
 
     Attributes:
-        losses: (B, N) expert losses for full-information models; (B, K) arm losses for bandit
-            models.
+        losses: (B, N) expert losses, or (B, K) arm losses for bandit models.
         means: expected values of ``losses`` (same shape), when the model knows them.
         advice: (B, N, K) experts' distributions over arms (bandit models only).
         segment: (B,) index of the stationary segment the round belongs to, when defined.
@@ -65,10 +55,9 @@ class Neighbor:
 class Adversary(ABC):
     """Base class of every loss model.
 
-    Subclasses set the class attributes, validate their own parameters in ``__init__`` (calling
-    ``super().__init__``), allocate per-episode state in ``_reset`` and implement ``_draw``;
-    override ``_finish`` when losses are not the datum itself and ``record`` when they react to
-    actions.
+    Subclasses validate their parameters in ``__init__``, allocate per-episode state in
+    ``_reset`` and implement ``_draw``; they override ``_finish`` when losses are not the datum
+    and ``record`` when they react to actions.
 
     Class attributes:
         feedback: ``"full"`` (learner sees the loss vector) or ``"bandit"`` (advice models).
@@ -76,9 +65,7 @@ class Adversary(ABC):
         knows_means: True when rounds carry ``means`` (pseudo-regret is then reported).
         has_segments: True when rounds carry ``segment``/``shift``.
 
-    Instance attributes every subclass must keep meaningful:
-        default_switches: the comparator switch budget S an env uses when the user gives none
-            (the number of change points / planted switches of the model; 0 for stationary ones).
+    Subclasses also keep ``default_switches``, the env's default comparator switch budget S.
     """
 
     feedback: ClassVar[str] = "full"
@@ -98,7 +85,6 @@ class Adversary(ABC):
         self.t = 0
         self._neighbor: Neighbor | None = None
 
-    # ----------------------------------------------------------------- public protocol
     @property
     def datum_size(self) -> int:
         """Length D of one round's protected datum (N for full information, K for bandits)."""
@@ -147,19 +133,13 @@ class Adversary(ABC):
         return self._finish(self.t, z)
 
     def next_rounds(self, k: int) -> Round | None:
-        """Rounds t+1..t+k at once, each field a (k, B, ...) array; None: no block form.
-
-        Only for oblivious models, and only where the result is exactly what ``k`` calls of
-        :meth:`next_round` give (the same draws in the same order, the same state after).
-        The default has no block form: callers then call :meth:`next_round` ``k`` times.
-        """
+        """Rounds t+1..t+k as ``k`` :meth:`next_round` calls give them (k, B, ...), or None."""
         return None
 
     def record(self, actions: np.ndarray) -> None:
         """Receive the actions played in the current round (adaptive models override)."""
         return None
 
-    # ----------------------------------------------------------------- subclass hooks
     @abstractmethod
     def _reset(self, seeds: list[int]) -> None:
         """Allocate the per-episode state of B runs (streams, change points, means)."""

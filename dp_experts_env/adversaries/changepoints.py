@@ -1,26 +1,16 @@
 """Change-point schedules: where the K shifts of a piecewise-stationary game fall.
 
-Convention (erratum E-ARS-13): K change points ``1 < tau_1 < ... < tau_K <= T`` are 1-based
-rounds; segment ``k`` (0-based) is the half-open range ``[tau_k, tau_{k+1})`` with ``tau_0 = 1`` and
-``tau_{K+1} = T + 1``. A round ``t`` belongs to segment ``#{k : tau_k <= t}``; the round ``tau_k``
-itself is the first round of the new segment and is flagged as a *shift*.
+Convention (erratum E-ARS-13): change points ``1 < tau_1 < ... < tau_K <= T`` are 1-based rounds;
+segment ``k`` (0-based) is ``[tau_k, tau_{k+1})`` with ``tau_0 = 1``, ``tau_{K+1} = T + 1``, and
+round ``tau_k`` is flagged as a *shift*. Modes:
 
-Modes:
+* ``"even"``: ``tau_k = floor(k T / (K + 1)) + 1``.
+* ``"uniform"``: K distinct rounds uniform in ``{2, ..., T}``.
+* ``"min_gap"``: uniform over the schedules whose segments last at least ``min_length``.
+* ``"anti_doubling"``: the K largest rounds ``2^m + 1 <= T`` (after lazy learners' updates).
+* an explicit list of rounds (passed as the mode).
 
-* ``"even"``: ``tau_k = floor(k T / (K + 1)) + 1`` (deterministic).
-* ``"uniform"``: K distinct rounds drawn uniformly from ``{2, ..., T}``, sorted.
-* ``"min_gap"``: uniform over all schedules whose every segment (the first and the last included)
-  lasts at least ``min_length`` rounds. Drawn exactly, without rejection: such schedules are in
-  one-to-one correspondence with K-subsets of ``{1, ..., T - (K+1) min_length + K}`` (stars and
-  bars), which gives the same law as rejection sampling from ``"uniform"``.
-* ``"anti_doubling"``: ``tau = 2^m + 1``, just after the data-independent update times ``t = 2^m``
-  of lazy learners (ARS Algorithm 1); the K *largest* such rounds ``<= T`` are used, so the
-  segments are the last K dyadic blocks. Legitimate because that schedule is public.
-* ``"explicit"``: a user list of rounds (pass the list itself as the mode).
-
-Random modes draw from the structure stream (a :class:`~dp_experts_env.batch_rng.BatchRNG`), so
-every run of a batch gets its own schedule. Every draw consumes a number of uniforms that depends on
-(T, K, mode, min_length) only, never on the data of any run.
+Random modes draw each run's schedule from the structure stream.
 """
 
 from __future__ import annotations
@@ -45,8 +35,7 @@ __all__ = [
 
 CHANGE_POINT_MODES = ("even", "uniform", "min_gap", "anti_doubling", "explicit")
 
-# Keys are drawn for this many candidate rounds at a time when sampling a uniform subset, so the
-# working set stays O(B * (K + chunk)) whatever T is.
+# Candidate rounds keyed at a time by uniform_subsets: O(B (K + chunk)) memory whatever T.
 _SUBSET_CHUNK = 1 << 15
 
 
@@ -85,12 +74,7 @@ def segment_lengths(change_points: np.ndarray, horizon: int) -> np.ndarray:
 
 
 def uniform_subsets(rng: BatchRNG, n: int, k: int) -> np.ndarray:
-    """A uniformly random k-subset of ``{1, ..., n}`` per run, sorted: (B, k) int64.
-
-    Random keys: every candidate gets one uniform and the k smallest keys win. Keys are drawn in
-    chunks and only the k best are kept, so memory is O(B (k + chunk)) and exactly ``n`` uniforms
-    are consumed from every run (none when ``k`` is 0 or ``n``).
-    """
+    """A uniform k-subset of ``{1, ..., n}`` per run, sorted (B, k): the k least of n keys."""
     runs = rng.num_runs
     if k == 0:
         return np.zeros((runs, 0), np.int64)
@@ -117,14 +101,12 @@ class ChangePointSchedule:
 
     Args:
         horizon: T.
-        n_shifts: K, or None for the default: ``min(default_shifts, capacity)`` where the capacity
-            is T - 1 (``anti_doubling``: the number of rounds ``2^m + 1 <= T``); for an explicit
-            list, its length.
-        change_points: a mode name (``"even"``, ``"uniform"``, ``"min_gap"``, ``"anti_doubling"``)
-            or an explicit increasing sequence of rounds in ``{2, ..., T}``.
-        min_length: least segment length of mode ``"min_gap"`` (default
-            ``max(1, T // (4 (K + 1)))``); must satisfy ``(K + 1) * min_length <= T``.
-        default_shifts: K used when ``n_shifts`` is None (capped by the capacity).
+        n_shifts: K; None: ``min(default_shifts, capacity)`` (capacity T - 1, or the rounds
+            ``2^m + 1 <= T`` for ``anti_doubling``), or an explicit list's length.
+        change_points: a mode name or an increasing sequence of rounds in ``{2, ..., T}``.
+        min_length: least segment length of ``"min_gap"`` (default ``max(1, T // (4 (K + 1)))``;
+            ``(K + 1) * min_length <= T``).
+        default_shifts: K when ``n_shifts`` is None.
     """
 
     def __init__(
@@ -263,8 +245,7 @@ class SegmentClock:
         """Enter round ``t`` (called for t = 1, 2, ... in order).
 
         Returns:
-            (segment, shift): fresh (B,) arrays; ``shift`` is True where round ``t`` starts a new
-            segment.
+            (segment, shift): fresh (B,) arrays; ``shift`` where round ``t`` starts a segment.
         """
         if t < self._soonest:
             self.shifted = False
@@ -281,8 +262,7 @@ class SegmentClock:
         """Enter rounds ``t .. t + k - 1`` at once: what ``k`` calls of :meth:`advance` give.
 
         Returns:
-            (segment, shift): fresh (k, B) arrays, row i for round ``t + i``; the clock is left
-            as ``advance(t + k - 1)`` leaves it.
+            (segment, shift): fresh (k, B) arrays, row i for round ``t + i``.
         """
         runs = self._rows.shape[0]
         if t + k - 1 < self._soonest:

@@ -1,34 +1,8 @@
 """Oblivious loss sequences (Asi, Raman & Saha, Section 2.1): fixed before play, never reactive.
 
-None of these models reads the learner's actions (``record`` is the base no-op), and none holds a
-T x N matrix except ``replay``, whose matrix the user supplies. Round ``t`` is generated when it is
-played, as a pure function of (seed, t).
-
-Families of the ``"oblivious"`` environment (keyword-only knobs):
-
-* ``anti_lazy`` (default; ``n_shifts`` = every available point, ``best_loss=0.0``,
-  ``other_loss=1.0``): the best expert switches at ``t = 2^m + 1``, just after the
-  data-independent update times ``2^m`` of lazy learners (ARS Algorithms 1 and 2). The
-  planted best has loss ``best_loss``, every other expert ``other_loss``; the new best is uniform
-  over the other experts. With ``n_shifts = k`` only the k largest points are used.
-* ``switching_deterministic`` (``n_shifts=min(4, T-1)``, ``change_points="even"``,
-  ``min_length``, ``best_loss=0.0``, ``other_loss=1.0``): the same 0/1 structure on any
-  change-point schedule (sanity check: dynamic regret should be small).
-* ``ftl_trap`` (no knobs): ``l_1 = (1/2, 0)``, then ``(0, 1)``, ``(1, 0)``, ... alternating;
-  Follow-the-Leader loses almost every round. Experts beyond the first two (when N > 2) have loss
-  1 every round; pass ``n_experts=2`` for the textbook sequence.
-* ``dyadic_alternating`` (``best_loss=0.0``, ``other_loss=1.0``): on the dyadic block
-  ``[2^r, 2^(r+1) - 1]`` expert ``r mod 2`` has ``best_loss`` and the other ``other_loss``
-  (defeats block-lazy learners such as the randomized-prefix softmax). Extra experts (N > 2) get
-  ``other_loss``.
-* ``sampled_stochastic`` (``model="bernoulli_gap"`` plus that shift family's knobs): one
-  realisation of a shifting-stochastic model, played as a fixed sequence. Reports the model's
-  means and segments.
-* ``replay`` (``losses=`` array, ``.npy`` or ``.csv`` path; ``rescale=False``): the user's
-  (T, N) matrix, validated (2-D, non-empty, finite, in [0, 1]; never clipped) and copied.
-  ``rescale=True`` maps the matrix affinely onto [0, 1] first (explicit opt-in).
-
-``default_switches`` is the number of planted switches (0 for ``ftl_trap`` and ``replay``).
+None reads the learner's actions, and none holds a T x N matrix except ``replay`` (the user's):
+round ``t`` is a pure function of (seed, t). ``default_switches`` is the number of planted
+switches. The ``"oblivious"`` families and knobs: docs/environments.md.
 """
 
 from __future__ import annotations
@@ -92,11 +66,7 @@ class AntiLazyParams(LevelParams):
 
 @dataclass(frozen=True)
 class SampledStochasticParams(FamilyParams):
-    """Knobs of :class:`SampledStochastic`: ``model`` and that shift family's own knobs.
-
-    The model's knobs are forwarded to it: they are given as further keywords, kept in
-    ``model_knobs``, and :meth:`knob_names` lists them for the model the call names.
-    """
+    """Knobs of :class:`SampledStochastic`: ``model``, and that family's in ``model_knobs``."""
 
     model: str = "bernoulli_gap"
     model_knobs: Mapping[str, Any] = field(default_factory=dict)
@@ -146,17 +116,9 @@ def _check_levels(best_loss: float, other_loss: float) -> tuple[float, float]:
 class SwitchingDeterministic(PlantedModel):
     """Oblivious family ``switching_deterministic``: a 0/1 sequence with K planted switches.
 
-    The knobs below are the fields of :class:`SwitchingDeterministicParams`, which holds their
-    defaults; pass them as ``params`` or as keywords.
-
-    Args:
-        n_experts: N (>= 2).
-        horizon: T.
-        n_shifts: K (None: ``min(4, T - 1)``).
-        change_points: schedule mode or explicit list.
-        min_length: least segment length for ``change_points="min_gap"``.
-        best_loss: loss of the planted expert, in [0, 1).
-        other_loss: loss of every other expert, in (best_loss, 1].
+    The planted expert has ``best_loss`` in [0, 1), the others ``other_loss`` in (best_loss, 1],
+    on any change-point schedule. Knobs: :class:`SwitchingDeterministicParams` (K None:
+    ``min(4, T - 1)``).
     """
 
     knows_means = False
@@ -183,16 +145,9 @@ class SwitchingDeterministic(PlantedModel):
 class AntiLazy(SwitchingDeterministic):
     """Oblivious family ``anti_lazy``: the best expert switches just after every ``t = 2^m``.
 
-    The knobs below are the fields of :class:`AntiLazyParams`, which holds their defaults; pass
-    them as ``params`` or as keywords.
-
-    Args:
-        n_experts: N (>= 2).
-        horizon: T.
-        n_shifts: how many of the rounds ``2^m + 1 <= T`` (m >= 1) carry a switch; the largest
-            ones are kept. None: all of them (``floor(log2(T - 1))``).
-        best_loss: loss of the planted expert.
-        other_loss: loss of every other expert.
+    The switches at ``t = 2^m + 1`` follow the data-independent update times of lazy learners
+    (ARS Algorithms 1 and 2); the new best is uniform over the others. Knobs:
+    :class:`AntiLazyParams` (``n_shifts``: how many of those rounds, the largest kept; None: all).
     """
 
     def __init__(
@@ -218,16 +173,8 @@ class AntiLazy(SwitchingDeterministic):
 class DyadicAlternating(SegmentModel):
     """Oblivious family ``dyadic_alternating``: expert ``r mod 2`` is perfect on block r.
 
-    Blocks are ``B_r = [2^r, 2^(r+1) - 1]`` (r >= 0), so the switches fall at ``t = 2^r``, r >= 1.
-
-    The knobs below are the fields of :class:`LevelParams`, which holds their defaults; pass
-    them as ``params`` or as keywords.
-
-    Args:
-        n_experts: N (>= 2; experts 2..N-1 always get ``other_loss``).
-        horizon: T.
-        best_loss: loss of expert ``r mod 2`` on block r.
-        other_loss: loss of the other experts.
+    Blocks are ``B_r = [2^r, 2^(r+1) - 1]`` (defeats block-lazy learners); experts 2..N-1 get
+    ``other_loss``. Knobs: :class:`LevelParams`.
     """
 
     knows_means = False
@@ -261,12 +208,7 @@ class DyadicAlternating(SegmentModel):
 class FtlTrap(Adversary):
     """Oblivious family ``ftl_trap``: ``(1/2, 0)``, then ``(0, 1)``, ``(1, 0)``, ``(0, 1)``, ...
 
-    Follow-the-Leader always picks the expert about to lose: loss about T against about T/2 for
-    either expert. No randomness, no knobs.
-
-    Args:
-        n_experts: N (>= 2; experts 2..N-1 have loss 1 every round).
-        horizon: T.
+    Follow-the-Leader always picks the expert about to lose; experts 2..N-1 have loss 1. No knobs.
     """
 
     def __init__(
@@ -294,16 +236,9 @@ class FtlTrap(Adversary):
 class SampledStochastic(Adversary):
     """Oblivious family ``sampled_stochastic``: a shifting-stochastic model played as a sequence.
 
-    The sequence is one realisation of the shift family ``model``; it is generated round by round
-    (never stored whole) and does not depend on the learner. Rounds carry the model's means and
-    segments.
-
-    Args:
-        n_experts: N.
-        horizon: T.
-        params: :class:`SampledStochasticParams` (``model``, a shift family name, and that
-            family's knobs); or give them as keywords: ``model=`` and that family's keywords
-            (``n_shifts``, ``change_points``, ``gap``, ...).
+    One realisation of the shift family ``model``, generated round by round; rounds carry the
+    model's means and segments. Knobs: :class:`SampledStochasticParams` (``model=`` and that
+    family's keywords).
     """
 
     knows_means = True
@@ -365,11 +300,7 @@ class SampledStochastic(Adversary):
 def sampled_stochastic(
     n_experts: int, horizon: int, params: SampledStochasticParams | None = None, **knobs: Any
 ) -> SampledStochastic:
-    """Oblivious family ``sampled_stochastic``: build a :class:`SampledStochastic`.
-
-    Its knobs beyond ``model`` go to the shift family ``model``; :class:`SampledStochasticParams`
-    declares them for the environments' keyword routing.
-    """
+    """Oblivious family ``sampled_stochastic``: build a :class:`SampledStochastic`."""
     return SampledStochastic(n_experts, horizon, params, **knobs)
 
 
@@ -445,14 +376,7 @@ def load_losses(losses: Any, *, rescale: bool = False) -> np.ndarray:
 
 
 class FromLosses:
-    """The type of :data:`FROM_LOSSES`, the default size of ``replay``: read from the matrix.
-
-    None means the same. Families that replay a matrix (``replay``, the real-data families)
-    annotate their size arguments with it.
-
-    Environments do not fill these sizes because :class:`ReplayParams` declares ``FILLED = ()``;
-    the sentinel only makes the default explicit in the signature.
-    """
+    """The type of :data:`FROM_LOSSES`: a size read from the replayed matrix (as None does)."""
 
     def __repr__(self) -> str:
         return "FROM_LOSSES"
@@ -467,12 +391,10 @@ class Replay(Adversary):
     """Oblivious family ``replay``: play a user's (T, N) loss matrix row by row.
 
     Args:
-        n_experts: N; unset (or None) takes it from the matrix; if given, it must match.
-        horizon: T; unset (or None) takes it from the matrix; if given, it must match.
-        params: :class:`ReplayParams`, or its knobs as keywords: ``losses``, the matrix
-            (array-like, ``.npy`` path or ``.csv`` path; copied, so later changes to the user's
-            array do not change the game), and ``rescale``, which maps the matrix affinely onto
-            [0, 1] first (explicit opt-in; without it values outside [0, 1] are an error).
+        n_experts: N; unset or None: from the matrix, else it must match.
+        horizon: T; as ``n_experts``.
+        params: :class:`ReplayParams` (``losses``, copied and read by :func:`load_losses`;
+            ``rescale``), or its knobs as keywords.
     """
 
     def __init__(

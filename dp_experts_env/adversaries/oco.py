@@ -1,35 +1,8 @@
 """Gradient models for online linear optimisation on a convex body (the OCO environment).
 
-Round t charges ``l_t(x) = <g_t, x>`` for a point ``x`` of a body ``K`` (the box ``[-R, R]^d`` or
-the Euclidean ball of radius R) with ``||g_t||_2 <= G``. This module holds the *data* side only:
-pure, seeded, batched over B runs (leading axis), no Gymnasium inside.
-
-Families (``family=``):
-
-* ``"stochastic"`` -- i.i.d. gradients ``g_t = mu + (1 - gap) G xi_t / sqrt(d)`` with a fixed mean
-  ``mu = gap G v`` (``v`` a unit direction drawn from the seed) and ``xi_t`` uniform random signs:
-  the mean is exactly ``mu`` and ``||g_t|| <= G`` always.
-* ``"shifting"`` -- the same with the mean direction redrawn at ``n_shifts`` evenly spaced change
-  points (``n_shifts + 1`` segments).
-* ``"anti_ftl"`` -- oblivious hard sequence along ``e_1``: ``g_1 = -G/2 e_1``, then ``+G e_1`` on
-  even rounds and ``-G e_1`` on odd ones. Follow-the-leader without regularisation pays linear
-  regret on it; deterministic.
-* ``"rademacher"`` -- oblivious ``g_t = G s_t 1/sqrt(d)``, ``s_t`` a fair random sign: zero mean,
-  the classical ``Omega(sqrt(T))`` lower-bound sequence.
-* ``"replay"`` -- a user (T, d) gradient matrix (array, ``.npy`` or ``.csv``); every row must
-  satisfy ``||g_t|| <= G`` (checked, never clipped).
-* ``"adaptive"`` -- reacts to the learner's past plays (never the current one):
-  ``g_t = G (gap u_t + (1 - gap) xi_t / sqrt(d))`` with ``u_t`` the unit direction of the mean of
-  the points played in rounds ``1..t-1`` (0 before any play) and ``xi_t`` random signs, so a learner
-  that keeps playing the same region is charged for it.
-
-Seeding: round t's data is a pure function of (run seed, t): each family consumes a fixed number of
-uniforms per round from its own :class:`~dp_experts_env.batch_rng.BatchRNG` stream, generated in
-chunks of rounds, so T = 10^6 runs in O(chunk * d) memory. Run b of a batch equals a single run
-seeded with ``seeds[b]``.
-
-Neighbours: ``reset(seeds, neighbor=(t, g))`` plays the same game with round t's gradient replaced
-by ``g`` (checked against the same norm bound), the neighbouring dataset of event-level privacy.
+Round t charges ``<g_t, x>`` with ``||g_t||_2 <= G``; round t is a pure function of (seed, t) and
+``reset(seeds, neighbor=(t, g))`` replaces its gradient. Families: docs/environments.md,
+"DPExperts-OCO-v0".
 """
 
 from __future__ import annotations
@@ -74,10 +47,8 @@ _KIND = KINDS["oco"]
 class OCOParams:
     """The OCO kind's parameters as data: every knob of ``DPExperts-OCO-v0``'s loss model, once.
 
-    One kind-level declaration (the families share most knobs); which family a knob applies to
-    is declared in :attr:`APPLIES`, and a knob whose default depends on the family (None here)
-    takes it from :attr:`FAMILY_DEFAULTS`. The sizes and the body default to the kind table's
-    row (:data:`dp_experts_env.kinds.KINDS`), the single place the env's defaults are written.
+    Which family a knob applies to is :attr:`APPLIES`; a family-dependent default (None here)
+    comes from :attr:`FAMILY_DEFAULTS`; sizes and body from :data:`dp_experts_env.kinds.KINDS`.
 
     Attributes:
         family: one of :data:`OCO_FAMILIES` (None: ``"replay"`` when ``gradients`` is given,
@@ -87,8 +58,7 @@ class OCOParams:
         body: ``"box"`` or ``"ball"``.
         radius: R > 0.
         grad_bound: G > 0, the bound on ``||g_t||_2`` (also the neighbours' bound).
-        gap: the mean's share of G (stochastic, shifting) or the reacting share (adaptive), in
-            [0, 1] (None: the family's default).
+        gap: the mean's (or, adaptive, the reacting) share of G, in [0, 1].
         n_shifts: change points of ``"shifting"`` (< T; None: the family's default).
         gradients: the (T, d) matrix of ``"replay"`` (array, ``.npy`` or ``.csv`` path).
     """
@@ -126,7 +96,7 @@ class OCOParams:
     ) -> OCOParams:
         """The parameters from keywords; None counts as not given; unknown names are refused.
 
-        ``where`` names the caller and ``also`` lists its own keywords, for the message.
+        ``where`` and ``also`` (the caller's own keywords) are for the message.
 
         Raises:
             TypeError: a keyword that is not a field (the message names it and lists them).
@@ -207,16 +177,13 @@ def _check_norms(name: str, g: np.ndarray, bound: float) -> None:
 
 
 class OCOAdversary:
-    """B runs of one gradient model (see the module docstring for the families).
+    """B runs of one gradient model.
 
     Args:
-        family, dim, horizon: as in :class:`OCOParams` (``dim`` and ``horizon`` are fixed by a
-            ``"replay"`` matrix; a contradicting value raises).
-        params: the knobs as an :class:`OCOParams` (then ``family``, ``dim``, ``horizon`` and
-            ``knobs`` stay unset), or None to build it from the other arguments.
+        family, dim, horizon: as in :class:`OCOParams` (a ``"replay"`` matrix fixes the sizes).
+        params: the knobs as an :class:`OCOParams` (then leave the other knobs unset), or None.
         num_runs: B.
-        **knobs: the other fields of :class:`OCOParams` (``body``, ``radius``, ``grad_bound``,
-            ``gap``, ``n_shifts``, ``gradients``).
+        **knobs: the other fields of :class:`OCOParams`.
 
     Attributes:
         params: the parameters played, resolved (family, sizes and family defaults filled in).
@@ -274,15 +241,14 @@ class OCOAdversary:
             )
             self._matrix = None
         gap = params.knob("gap", family)
-        # Families without a mean share keep gap = 0.3 as an inert attribute (as before).
+        # Families without a mean share keep gap = 0.3 as an inert attribute.
         fallback = OCOParams.FAMILY_DEFAULTS["gap"]["stochastic"]
         self.gap = check_float("gap", fallback if gap is None else gap, minimum=0.0, maximum=1.0)
         n_shifts = params.knob("n_shifts", family)
         self.n_shifts = 0
         if n_shifts is not None:
             self.n_shifts = check_int("n_shifts", n_shifts, minimum=0, maximum=self.horizon - 1)
-        # (B, d) float64 state: ~6 arrays measured in the env and its core, the chunked
-        # uniforms, and one direction per mean segment; rounded up to 8 + (S + 1) arrays.
+        # (B, d) float64 state: env and core arrays, chunked uniforms, one direction per segment.
         check_memory(
             f"dim={self.dim} with {self.num_runs} run(s)",
             8.0 * self.num_runs * self.dim * (8 + self.n_shifts + 1),
@@ -305,7 +271,6 @@ class OCOAdversary:
         self._chunk = max(1, min(self.horizon, per_run // max(1, self._per_round)))
         self._seeds: tuple[int, ...] | None = None
 
-    # ------------------------------------------------------------------ episode
     def reset(self, seeds: Sequence[int], neighbor: tuple[int, np.ndarray] | None = None) -> None:
         """Start B runs with the given seeds; ``neighbor = (t, g)`` replaces round t's gradient."""
         seeds = [int(s) for s in seeds]
@@ -397,13 +362,7 @@ class OCOAdversary:
         return g
 
     def next_rounds(self, k: int) -> np.ndarray | None:
-        """(k, B, d) gradients of rounds t+1..t+k at once: k :meth:`gradient` calls bit for bit.
-
-        The uniforms come from the same chunks :meth:`_uniforms` fills, refilled at the same
-        rounds, and every gradient is the same arithmetic in the same order, elementwise over
-        the block. None (no block form; call :meth:`gradient` k times) for the adaptive family,
-        with a neighbour, or past T.
-        """
+        """(k, B, d) gradients as k :meth:`gradient` calls; None: adaptive, neighbour or past T."""
         if self._seeds is None:
             raise RuntimeError("call reset before next_rounds")
         if k < 1 or not self.oblivious or self._neighbor is not None or self.t + k > self.horizon:

@@ -1,25 +1,8 @@
 """Family parameters as data: every loss-model family declares its knobs in a frozen dataclass.
 
-A family's *knobs* are the keywords it takes besides the sizes (N, T, K). Each registered family
-declares them once, as a frozen dataclass deriving from :class:`FamilyParams` (field = knob,
-field default = the knob's default), in the spirit of gymnax's ``EnvParams``. The environment
-factory reads these declarations to validate and route keywords: a keyword that is neither an env
-keyword nor a field of the chosen family's parameters is refused with a message naming it and
-listing the family's knobs. The declaration is the only place a knob's name and default are
-written: a family constructor takes its sizes plus ``params`` (an instance of the declaration)
-and otherwise only ``**knobs``, which :meth:`FamilyParams.resolve` turns into an instance (or
-refuses by name). The values themselves are validated by the family's constructor (the single
-place that knows their ranges).
-
-The class variables say which sizes the family's constructor takes:
-
-* ``SIZES``: the sizes it accepts, as keywords (full information: N and T; bandit: N, T, K);
-* ``FILLED``: the subset an env fills with the kind's default when the user gives none (None:
-  all of ``SIZES``). A replay family sets its sizes from the data, so it fills none.
-
-Knobs shared by several families are declared once here (:class:`ShiftParams`,
-:class:`GapBaseParams`, :class:`LevelParams`, :class:`BaseLossParams`); a family's parameters
-derive from the ones it uses.
+A family's knobs (its keywords besides the sizes) are the fields of a :class:`FamilyParams`
+subclass, the only place their names and defaults are written; the env factory routes keywords by
+them, the family's constructor validates the values (docs/environments.md, "Parameters as data").
 """
 
 from __future__ import annotations
@@ -55,12 +38,7 @@ class FamilyParams:
 
     @classmethod
     def knob_names(cls, given: Mapping[str, Any] | None = None) -> tuple[str, ...]:
-        """The keywords the family takes besides its sizes.
-
-        Args:
-            given: the keywords of the call; families that forward keywords to another family
-                (chosen by one of their knobs) override this to add that family's knobs.
-        """
+        """The keywords the family takes besides its sizes (``given``: the call's keywords)."""
         return tuple(f.name for f in fields(cls))
 
     @classmethod
@@ -88,10 +66,6 @@ class FamilyParams:
     @classmethod
     def resolve(cls: type[_P], params: Any = None, knobs: Mapping[str, Any] | None = None) -> _P:
         """A family constructor's parameters: ``params`` itself, or built from its keywords.
-
-        Family constructors take ``params`` (an instance of their declaration) *or* their knobs
-        as keywords; the keyword path is derived from the declaration, so neither a knob's name
-        nor its default is written in the constructor.
 
         Args:
             params: an instance of ``cls`` (or of a subclass), or None.

@@ -1,24 +1,7 @@
 """Real-data tasks: loss matrices of online classifiers on datasets bundled with scikit-learn.
 
-Oblivious families ``digits`` and ``breast_cancer`` (``gym.make("DPExperts-Oblivious-v0",
-family="digits")``): replays of shipped 0/1 loss matrices, so running them needs numpy alone.
-Each expert is an online classifier of scikit-learn trained prequentially on the dataset's
-stream; its loss in round t is 1 when it misclassified example t. The matrices are built by
-``scripts/make_real_tasks.py`` (the only place scikit-learn is needed) and stored in
-``dp_experts_env/adversaries/data/<task>.npz`` with their expert names, segment starts and S.
-
-Change structure and S. The stream is the dataset shuffled once (seed 0) and cut into S + 1
-equal segments; from the second segment on each segment's features are permuted by a fixed
-random permutation (seed 1), so what the classifiers learnt stops working at known rounds and the
-best classifier changes (docs/environments.md lists it per segment). The env's default switch
-budget for ``dynamic_regret`` is that S (4 for digits, 2 for breast_cancer); rounds carry
-``segment``/``shift`` in ``info``.
-
-Provenance and licences: digits is the test part of the UCI "Optical Recognition of Handwritten
-Digits" data (Alpaydin & Kaynak, 1998; 1,797 8x8 images, 10 classes); breast_cancer is the UCI
-"Breast Cancer Wisconsin (Diagnostic)" data (Wolberg, Street & Mangasarian, 1995; 569 examples,
-30 features, 2 classes). Both ship with scikit-learn (BSD-3-Clause); the UCI repository licenses
-them CC BY 4.0. The shipped files hold only the derived 0/1 loss matrices.
+Oblivious families ``digits`` and ``breast_cancer`` replay shipped matrices (built by
+``scripts/make_real_tasks.py``); data, S and licences: docs/environments.md, "Real-data tasks".
 """
 
 from __future__ import annotations
@@ -77,8 +60,8 @@ class RealTask(Adversary):
 
     Args:
         n_experts: unset (or None) or the task's N (8 classifiers).
-        horizon: unset (or None) for the whole stream, or a prefix length T <= the stream's;
-            the default S counts the change points inside the prefix.
+        horizon: unset (or None) for the whole stream, or a prefix length (S counts the change
+            points inside it).
         params: :class:`RealTaskParams` (no knobs).
     """
 
@@ -112,7 +95,6 @@ class RealTask(Adversary):
         starts = task["segment_starts"]
         self.change_points = starts[(starts > 0) & (starts < t)] + 1  # 1-based first rounds
         self.default_switches = len(self.change_points)
-        # segment of each round (1-based t -> index)
         self._segment = np.searchsorted(self.change_points, np.arange(1, t + 1), side="right")
 
     def _reset(self, seeds: list[int]) -> None:
@@ -129,21 +111,13 @@ class RealTask(Adversary):
 
 @register_family("oblivious", "digits", RealTaskParams)
 class Digits(RealTask):
-    """Eight online classifiers on scikit-learn's digits (T=1797, N=8, S=4 feature permutations).
-
-    0/1 mistakes of prequential scikit-learn classifiers on the UCI handwritten digits bundled
-    with scikit-learn, features permuted at 4 documented change points (module docstring).
-    """
+    """Eight online classifiers on scikit-learn's digits (T=1797, N=8, S=4 feature permutations)."""
 
     TASK = "digits"
 
 
 @register_family("oblivious", "breast_cancer", RealTaskParams)
 class BreastCancer(RealTask):
-    """Eight online classifiers on scikit-learn's breast_cancer (T=569, N=8, S=2 permutations).
-
-    0/1 mistakes of prequential scikit-learn classifiers on the UCI Breast Cancer Wisconsin
-    (Diagnostic) data bundled with scikit-learn, features permuted at 2 change points.
-    """
+    """Eight online classifiers on scikit-learn's breast_cancer (T=569, N=8, S=2 permutations)."""
 
     TASK = "breast_cancer"

@@ -31,12 +31,9 @@ _SCANNED = False
 def load_family_plugins(*, rescan: bool = False) -> list[tuple[str, str]]:
     """Register the outside loss families: ``DP_EXPERTS_PLUGINS`` modules, then entry points.
 
-    Entry points of the group ``dp_experts_env.families`` are named ``"kind.family"`` and point
-    at the family's class or factory (``"module:Object"``); an object its module already
-    registered with :func:`register_family` is taken as it is, any other is registered under
-    that kind and name with its ``Params`` attribute as declaration. The installed entry points
-    are scanned once per process (``rescan=True`` scans again). :func:`families` and the
-    lookups call it, so every process that builds an env sees the same families.
+    An entry point ``"kind.family" = "module:Object"`` not already registered by its module is
+    registered with its ``Params`` attribute as declaration. Entry points are scanned once per
+    process (``rescan=True`` scans again); :func:`families` and the lookups call this.
 
     Returns:
         ``(kind, family)`` pairs registered by this call.
@@ -67,9 +64,8 @@ def register_family(
     Args:
         kind: a kind of :data:`ENV_KINDS`.
         name: the family name (unique within the kind).
-        params: the family's parameter declaration (a frozen :class:`FamilyParams` dataclass);
-            default: the factory's ``Params`` attribute. One of the two is required: the env
-            factory routes and checks keywords by it.
+        params: the family's :class:`FamilyParams` declaration (default: the factory's
+            ``Params`` attribute; one of the two is required).
     """
     check_choice("kind", kind, ENV_KINDS)
 
@@ -95,9 +91,8 @@ def families(kind: str, *, plugins: bool = True) -> list[str]:
 
     Args:
         kind: a kind of :data:`ENV_KINDS`.
-        plugins: load the outside families first (:func:`load_family_plugins`); False lists
-            what is registered now (used while the package itself is being imported, when a
-            plug-in that imports the package could not be imported yet).
+        plugins: load the outside families first; False lists what is registered now (while
+            the package itself is being imported).
     """
     check_choice("kind", kind, ENV_KINDS)
     if plugins:

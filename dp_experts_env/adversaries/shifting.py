@@ -1,35 +1,9 @@
 """Shifting-stochastic loss models (Asi, Raman & Saha, Sec. 2.1): K change points, i.i.d. segments.
 
-Every model here is a :class:`SegmentModel`: at reset it draws, from the structure stream, the
-change points (:mod:`~dp_experts_env.adversaries.changepoints`) and each segment's law; per round it
-draws the loss vector from the data stream with a fixed number of uniforms, so round ``t`` is a
-pure function of (seed, t) whatever the chunking and whatever the learner does. Rounds carry the
-segment means (``knows_means``), the segment index and the shift flag (``has_segments``). The
-default comparator budget is S = K (erratum E-ARS-13). Memory is O(B (K + 1) N) at most, never O(T).
-
-Families of the ``"shift"`` environment (keyword-only knobs; all take ``n_shifts`` = K, default
-``min(4, T - 1)``, ``change_points`` = a mode of :class:`ChangePointSchedule` or a list of rounds,
-default ``"even"``, and ``min_length`` for mode ``"min_gap"``):
-
-* ``bernoulli_gap`` (``gap=0.1``, ``base=0.5``): in segment k expert ``b_k`` has mean
-  ``base - gap``, every other expert ``base``; losses are independent Bernoulli. ``b_0`` is uniform
-  and ``b_k`` is uniform over the experts other than ``b_{k-1}``, so the best expert really changes
-  at every shift. ``gap="hard"`` uses ``gap_k = min(base, sqrt(ln N / L_k))`` with L_k the length
-  of segment k.
-* ``uniform_means`` (``low=0.0``, ``high=1.0``, ``distribution="bernoulli"``,
-  ``concentration=10.0``): every segment draws fresh means ``mu_k(j) ~ U(low, high)``; losses are
-  Bernoulli(mu) or, with ``distribution="beta"``, Beta(c mu, c (1 - mu)) with ``c = concentration``
-  (inverse CDF, one uniform per expert). No gap is promised.
-* ``correlated`` (``gap=0.1``, ``base=0.5``, ``common_scale=0.1``, ``idio_scale=0.1``): the planted
-  structure of ``bernoulli_gap`` as *locations* m_k; losses
-  ``clip(m_k(j) + common_scale g_t + idio_scale g_t(j), 0, 1)`` with standard normal g (a shared
-  shock makes the coordinates dependent). The reported means are the exact expectations of the
-  clipped variables, not the locations.
-* ``disjoint_pools`` (``gap=0.1``, ``base=0.5``, ``pool_size=floor(N / (K + 1))``,
-  ``outside_loss=1.0``): the experts are split at random into K + 1 disjoint pools; in segment k
-  only pool k is active and behaves like ``bernoulli_gap`` inside the pool, every other expert
-  has loss ``outside_loss`` (the skeleton of the S log(N/S)/eps lower bound). Needs
-  ``(K + 1) * pool_size <= N``.
+Each model is a :class:`SegmentModel` drawing its change points and segment laws at reset (structure
+stream) and each round from the data stream with a fixed number of uniforms, so round ``t`` is a
+pure function of (seed, t). The default comparator budget is S = K (erratum E-ARS-13). Memory is
+O(B (K + 1) N), never O(T). The ``"shift"`` families and knobs: docs/environments.md.
 """
 
 from __future__ import annotations
@@ -78,15 +52,8 @@ __all__ = [
 ]
 
 
-# ----------------------------------------------------------------------------- shared helpers
 class GapSpec:
-    """A gap that is either a fixed number in (0, cap] or ``"hard"``: ``min(cap, sqrt(ln N / L))``.
-
-    Args:
-        gap: the user's value.
-        cap: the largest gap the family's means allow.
-        name: parameter name for messages.
-    """
+    """A gap in (0, cap] or ``"hard"`` (``min(cap, sqrt(ln N / L))``); ``name`` for messages."""
 
     def __init__(self, gap: float | str, cap: float, name: str = "gap") -> None:
         self.cap = cap
@@ -103,11 +70,7 @@ class GapSpec:
 
 
 def plant_best(rng: BatchRNG, n_segments: int, n_experts: int) -> np.ndarray:
-    """(B, n_segments) planted best experts; each differs from the previous segment's.
-
-    ``b_0`` is uniform; ``b_k = (b_{k-1} + d_k) mod N`` with ``d_k`` uniform in ``{1..N-1}``, i.e.
-    uniform over the other experts. Consumes ``n_segments`` uniforms per run.
-    """
+    """(B, n_segments) planted best experts: uniform, then uniform among all but the previous."""
     first = rng.integers(n_experts, (1,))
     if n_segments == 1:
         return first
@@ -135,23 +98,18 @@ def clipped_normal_mean(loc: np.ndarray, sigma: float) -> np.ndarray:
     return (1.0 - cdf_b) + loc * (cdf_b - cdf_a) + sigma * (pdf_a - pdf_b)
 
 
-# ----------------------------------------------------------------------------- base classes
 class SegmentModel(Adversary):
     """A piecewise-stationary loss model: change points, one law per segment, i.i.d. rounds.
 
-    Subclasses implement :meth:`_build` (draw the segment laws at reset), :meth:`_rows` (the
-    current segment's sampling parameters and means for every run) and :meth:`_sample` (one
-    round's losses from the data stream, a fixed number of uniforms per round).
+    Subclasses implement :meth:`_build` (segment laws at reset), :meth:`_rows` (the segment's
+    sampling parameters and means) and :meth:`_sample` (one round, fixed uniforms per round).
 
     Args:
         n_experts: N (>= 2).
         horizon: T.
-        shift: the change-point schedule (:class:`ShiftParams`: ``n_shifts``, default
-            ``min(default_shifts, capacity of the mode)``; ``change_points``, see
-            :class:`~dp_experts_env.adversaries.changepoints.ChangePointSchedule`;
-            ``min_length``); None: the declared defaults. A family's parameters that derive
-            from :class:`ShiftParams` are passed as they are.
-        default_shifts: K when ``n_shifts`` is None.
+        shift: the schedule (:class:`ShiftParams`, see
+            :class:`~dp_experts_env.adversaries.changepoints.ChangePointSchedule`); None: defaults.
+        default_shifts: K when ``n_shifts`` is None (capped by the mode's capacity).
     """
 
     knows_means = True
@@ -179,7 +137,6 @@ class SegmentModel(Adversary):
         self.n_shifts = self.schedule.n_shifts
         self.default_switches = self.n_shifts
 
-    # -- hooks ------------------------------------------------------------------------------
     @abstractmethod
     def _build(self, rng: BatchRNG, change_points: np.ndarray) -> None:
         """Draw and store the laws of the K + 1 segments of every run (structure stream)."""
@@ -192,7 +149,6 @@ class SegmentModel(Adversary):
     def _sample(self, rng: BatchRNG, params: np.ndarray) -> np.ndarray:
         """One round's (B, N) losses; must consume a fixed number of uniforms."""
 
-    # -- protocol ---------------------------------------------------------------------------
     def _reset(self, seeds: list[int]) -> None:
         b = len(seeds)
         self._run_index = np.arange(b)
@@ -226,21 +182,12 @@ class SegmentModel(Adversary):
             shift=self._shift,
         )
 
-    # -- block form -------------------------------------------------------------------------
     def _sample_block(self, rng: BatchRNG, params: np.ndarray) -> np.ndarray | None:
-        """(k, B, N) losses of k rounds from per-round params (k, B, N), or None (no block form).
-
-        Must draw exactly what k calls of :meth:`_sample` draw, in order.
-        """
+        """(k, B, N) losses drawn as k :meth:`_sample` calls, or None (no block form)."""
         return None
 
     def next_rounds(self, k: int) -> Round | None:
-        """K rounds at once where the family has a block sampler (see the base class).
-
-        Segments of the K rounds come from the change points (the clock is then set to its
-        state after round t + K); each stretch of rounds with one segment per run gets its
-        sampling parameters once, as :meth:`_draw` gets them at a shift.
-        """
+        """K rounds at once where the family has a block sampler (see the base class)."""
         if (
             k < 1
             or self._neighbor is not None
@@ -287,7 +234,6 @@ class SegmentModel(Adversary):
             shift=shift,
         )
 
-    # -- inspection -------------------------------------------------------------------------
     def segment_means(self) -> np.ndarray:
         """(B, K + 1, N) expected losses of every segment of every run (after reset)."""
         if self.num_runs == 0:
@@ -309,8 +255,7 @@ class SegmentModel(Adversary):
 class PlantedModel(SegmentModel):
     """One planted best expert per segment, changing at every shift.
 
-    In segment k expert ``b_k`` has value ``best_value`` and the others ``rest_value``;
-    subclasses give the two values per segment through :meth:`_segment_values`.
+    Subclasses give the planted and the other experts' values per segment (:meth:`_segment_values`).
     """
 
     def _build(self, rng: BatchRNG, change_points: np.ndarray) -> None:
@@ -365,7 +310,6 @@ class _BaseGap(PlantedModel):
         return self.base - gaps, np.full(lengths.shape, self.base)
 
 
-# ----------------------------------------------------------------------------- families
 @dataclass(frozen=True)
 class BernoulliGapParams(ShiftParams, GapBaseParams):
     """Knobs of :class:`BernoulliGap`: the schedule, ``gap`` and ``base``."""
@@ -411,18 +355,10 @@ class DisjointPoolsParams(ShiftParams, GapBaseParams):
 class BernoulliGap(_BaseGap):
     """Shift family ``bernoulli_gap``: one planted best expert per segment, Bernoulli losses.
 
-    The knobs below are the fields of :class:`BernoulliGapParams`, which holds their defaults; pass
-    them as ``params`` or as keywords.
-
-    Args:
-        n_experts: N (>= 2).
-        horizon: T.
-        n_shifts: K change points (None: ``min(4, T - 1)``).
-        change_points: ``"even"``, ``"uniform"``, ``"min_gap"``, ``"anti_doubling"`` or
-            an explicit increasing list of rounds in 2..T.
-        min_length: least segment length for ``"min_gap"`` (None: ``T // (4 (K + 1))``).
-        gap: Delta in (0, base], or ``"hard"`` (``min(base, sqrt(ln N / L_k))``).
-        base: mean loss of the non-best experts, in (0, 1].
+    In segment k expert ``b_k`` (see :func:`plant_best`) has mean ``base - gap``, the others
+    ``base``. Knobs: :class:`BernoulliGapParams` (``gap`` in (0, base] or ``"hard"`` =
+    ``min(base, sqrt(ln N / L_k))``; ``base`` in (0, 1]; the schedule's, K None:
+    ``min(4, T - 1)``).
     """
 
     def __init__(
@@ -439,16 +375,11 @@ class BernoulliGap(_BaseGap):
 
 @register_family("shift", "uniform_means", UniformMeansParams)
 class UniformMeans(SegmentModel):
-    """Shift family ``uniform_means``: fresh uniform means in every segment.
+    """Shift family ``uniform_means``: fresh means ``mu_k(j) ~ U(low, high)`` in every segment.
 
-    The knobs below are the fields of :class:`UniformMeansParams`, which holds their defaults; pass
-    them as ``params`` or as keywords.
-
-    Args:
-        n_experts, horizon, n_shifts, change_points, min_length: as for :class:`BernoulliGap`.
-        low, high: means are drawn uniformly from (low, high), ``0 <= low < high <= 1``.
-        distribution: ``"bernoulli"`` or ``"beta"`` (Beta with the same mean).
-        concentration: c > 0 of the Beta law (``a = c mu``, ``b = c (1 - mu)``).
+    Losses are Bernoulli(mu), or Beta(c mu, c (1 - mu)) (inverse CDF, one uniform per expert)
+    with ``distribution="beta"``, c = ``concentration``. No gap is promised. Knobs:
+    :class:`UniformMeansParams` (``0 <= low < high <= 1``).
     """
 
     def __init__(
@@ -513,14 +444,9 @@ class _CorrelatedMixin:
 class Correlated(_CorrelatedMixin, _BaseGap):
     """Shift family ``correlated``: dependent coordinates through a shared Gaussian shock.
 
-    The knobs below are the fields of :class:`CorrelatedParams`, which holds their defaults; pass
-    them as ``params`` or as keywords.
-
-    Args:
-        n_experts, horizon, n_shifts, change_points, min_length, gap, base: as for
-            :class:`BernoulliGap` (here ``base``/``base - gap`` are locations before clipping).
-        common_scale: weight of the shock shared by all experts (>= 0).
-        idio_scale: weight of each expert's own noise (>= 0).
+    Losses are ``clip(m_k(j) + common_scale g_t + idio_scale g_t(j), 0, 1)``, g standard normal,
+    with the locations m_k planted as :class:`BernoulliGap`'s means; the reported means are the
+    exact clipped expectations. Knobs: :class:`CorrelatedParams` (scales >= 0).
     """
 
     def __init__(
@@ -540,15 +466,10 @@ class Correlated(_CorrelatedMixin, _BaseGap):
 class DisjointPools(_BaseGap):
     """Shift family ``disjoint_pools``: segment k activates its own pool of experts.
 
-    The knobs below are the fields of :class:`DisjointPoolsParams`, which holds their defaults; pass
-    them as ``params`` or as keywords.
-
-    Args:
-        n_experts, horizon, n_shifts, change_points, min_length, gap, base: as for
-            :class:`BernoulliGap`.
-        pool_size: experts per pool, ``1 <= pool_size`` and ``(K + 1) * pool_size <= N``
-            (None: ``N // (K + 1)``).
-        outside_loss: loss of every inactive expert, in [base, 1].
+    The experts are split at random into K + 1 disjoint pools; pool k plays ``bernoulli_gap``
+    in segment k, every other expert has loss ``outside_loss`` in [base, 1] (the skeleton of the
+    S log(N/S)/eps lower bound). Knobs: :class:`DisjointPoolsParams` (``pool_size`` None:
+    ``N // (K + 1)``; needs ``(K + 1) * pool_size <= N``).
     """
 
     def __init__(
@@ -576,8 +497,7 @@ class DisjointPools(_BaseGap):
         self.outside_loss = check_float("outside_loss", outside_loss, minimum=self.base, maximum=1)
 
     def _plant(self, rng: BatchRNG) -> np.ndarray:
-        # Pool k is slots [k m, (k+1) m) of a random permutation; its best is one of them, so the
-        # best expert changes at every shift because pools are disjoint.
+        # Pool k is slots [k m, (k+1) m) of a random permutation (disjoint: the best changes).
         self._perm = np.argsort(rng.random((self.n_experts,)), axis=1)
         m, segs = self.pool_size, self.n_shifts + 1
         slots = np.arange(segs) * m + rng.integers(m, (segs,))

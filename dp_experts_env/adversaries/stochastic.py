@@ -1,28 +1,9 @@
 """Stationary i.i.d. loss models with gaps (Cesari & Colomboni's setting): shifting models, K = 0.
 
-Every family here is a :class:`~dp_experts_env.adversaries.shifting.SegmentModel` with no change
-point: the law is drawn once per run at reset (structure stream) and every round is an i.i.d.
-draw from the data stream with a fixed number of uniforms. Rounds carry the means
-(``knows_means``); there are no segments to report and the default comparator budget is S = 0.
-The best expert is unique and its index is drawn uniformly per run (no index-0 bias).
-
-Families of the ``"stochastic"`` environment (keyword-only knobs):
-
-* ``one_vs_rest`` (``gap=0.1``, ``center=0.5``; the default): best mean
-  ``center - gap/2``, all others ``center + gap/2``, independent Bernoulli losses. ``gap="hard"``
-  uses ``sqrt(ln N / T)`` (capped by the room around ``center``).
-* ``privacy_dominated``: ``one_vs_rest`` with default ``gap=0.5`` (means 0.25 / 0.75).
-* ``statistics_dominated``: ``one_vs_rest`` with default ``gap=0.05``.
-* ``geometric_gaps`` (``gap=0.1``, ``best_mean=0.25``): the k-th best expert (k = 2..N) has
-  mean ``min(1, best_mean + gap 2^(k-2))``; Bernoulli losses; labels shuffled per run.
-* ``mixed_gaps`` (``gap=0.05``, ``large_gap=0.4``, ``best_mean=0.25``): ``ceil((N-1)/2)``
-  suboptimal experts at ``best_mean + gap``, the rest at ``best_mean + large_gap``.
-* ``comonotone`` (``gap=0.1``, ``center=0.5``): the means of ``one_vs_rest`` but one shared
-  uniform per round, ``X_j = 1{U_t < mu_j}``: maximally dependent coordinates.
-* ``correlated`` (``gap``, ``base``, ``common_scale``, ``idio_scale``; a shared factor):
-  the shift family ``correlated`` with K = 0.
-* ``uniform_means`` (``low``, ``high``, ``distribution``, ``concentration``): the shift family
-  ``uniform_means`` with K = 0 (no gap promised).
+Each family is a :class:`~dp_experts_env.adversaries.shifting.SegmentModel` with no change point:
+the law is drawn once per run at reset, every round is i.i.d. with a fixed number of uniforms,
+rounds carry the means and the default comparator budget is S = 0. The unique best expert's index
+is uniform per run. The ``"stochastic"`` families and knobs: docs/environments.md.
 """
 
 from __future__ import annotations
@@ -108,16 +89,11 @@ class StationaryCorrelatedParams(GapBaseParams, NoiseScaleParams):
 
 @register_family("stochastic", "one_vs_rest", OneVsRestParams)
 class OneVsRest(PlantedModel):
-    """Stochastic family ``one_vs_rest``: one best expert, all gaps equal.
+    """Stochastic family ``one_vs_rest``: best mean ``center - gap/2``, the others ``+ gap/2``.
 
-    The knobs below are the fields of :class:`OneVsRestParams`, which holds their defaults; pass
-    them as ``params`` or as keywords.
-
-    Args:
-        n_experts: N (>= 2).
-        horizon: T.
-        gap: Delta in (0, 2 min(center, 1 - center)], or ``"hard"`` (``sqrt(ln N / T)``, capped).
-        center: midpoint of the two means, in (0, 1).
+    Bernoulli losses. Knobs: :class:`OneVsRestParams` (``gap`` in (0, 2 min(center, 1 - center)]
+    or ``"hard"`` = ``sqrt(ln N / T)``, capped; ``center`` in (0, 1)). ``privacy_dominated`` and
+    ``statistics_dominated`` are this family with default gaps 0.5 and 0.05.
     """
 
     has_segments = False
@@ -160,11 +136,7 @@ class StatisticsDominated(OneVsRest):
 
 @register_family("stochastic", "comonotone", OneVsRestParams)
 class Comonotone(OneVsRest):
-    """Stochastic family ``comonotone``: ``one_vs_rest`` means, one shared uniform per round.
-
-    Args:
-        n_experts, horizon, gap, center: as for :class:`OneVsRest`.
-    """
+    """Stochastic family ``comonotone``: ``one_vs_rest`` means, ``X_j = 1{U_t < mu_j}``, one U_t."""
 
     def _sample(self, rng: BatchRNG, params: np.ndarray) -> np.ndarray:
         return (rng.random((1,)) < params).astype(np.float64)
@@ -200,14 +172,8 @@ class _RankedProfile(SegmentModel):
 class GeometricGaps(_RankedProfile):
     """Stochastic family ``geometric_gaps``: gaps Delta, 2 Delta, 4 Delta, ... capped at 1.
 
-    The knobs below are the fields of :class:`GeometricGapsParams`, which holds their defaults; pass
-    them as ``params`` or as keywords.
-
-    Args:
-        n_experts: N (>= 2).
-        horizon: T.
-        gap: smallest gap Delta, in (0, 1 - best_mean].
-        best_mean: mean of the best expert, in [0, 1).
+    Bernoulli losses, labels shuffled per run. Knobs: :class:`GeometricGapsParams` (``gap`` =
+    Delta in (0, 1 - best_mean], ``best_mean`` in [0, 1)).
     """
 
     def __init__(
@@ -237,15 +203,8 @@ class GeometricGaps(_RankedProfile):
 class MixedGaps(_RankedProfile):
     """Stochastic family ``mixed_gaps``: half the suboptimal experts near, half far.
 
-    The knobs below are the fields of :class:`MixedGapsParams`, which holds their defaults; pass
-    them as ``params`` or as keywords.
-
-    Args:
-        n_experts: N (>= 2).
-        horizon: T.
-        gap: the small gap, in (0, large_gap].
-        large_gap: the large gap, with ``best_mean + large_gap <= 1``.
-        best_mean: mean of the best expert, in [0, 1).
+    ``ceil((N-1)/2)`` experts at ``best_mean + gap``, the rest at ``best_mean + large_gap``.
+    Knobs: :class:`MixedGapsParams` (``0 < gap <= large_gap``, ``best_mean + large_gap <= 1``).
     """
 
     def __init__(
@@ -282,13 +241,8 @@ class MixedGaps(_RankedProfile):
 class StationaryCorrelated(Correlated):
     """Stochastic family ``correlated``: the shift family ``correlated`` with no change point.
 
-    The knobs below are the fields of :class:`StationaryCorrelatedParams`, which holds their
-    defaults; pass them as ``params`` or as keywords.
-
-    Args:
-        n_experts, horizon: N, T.
-        gap, base, common_scale, idio_scale: as for
-            :class:`~dp_experts_env.adversaries.shifting.Correlated` (``gap="hard"`` uses L = T).
+    Knobs: :class:`StationaryCorrelatedParams`, as for
+    :class:`~dp_experts_env.adversaries.shifting.Correlated` (``gap="hard"`` uses L = T).
     """
 
     has_segments = False
@@ -308,13 +262,7 @@ class StationaryCorrelated(Correlated):
 class StationaryUniformMeans(UniformMeans):
     """Stochastic family ``uniform_means``: the shift family ``uniform_means`` with K = 0.
 
-    The knobs below are the fields of :class:`MeansLawParams`, which holds their defaults; pass
-    them as ``params`` or as keywords.
-
-    Args:
-        n_experts, horizon: N, T.
-        low, high, distribution, concentration: as for
-            :class:`~dp_experts_env.adversaries.shifting.UniformMeans`.
+    Knobs: :class:`MeansLawParams`.
     """
 
     has_segments = False

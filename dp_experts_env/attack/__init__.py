@@ -1,17 +1,11 @@
 """Learned adversaries: an RL agent plays the adversary against any registered learner.
 
-* :mod:`dp_experts_env.attack.env`: the ``DPExperts-Attack-v0`` env (single and native vector);
-* :mod:`dp_experts_env.attack.bounds`: the learners' declared worst-case regret bounds;
-* :mod:`dp_experts_env.attack.run`: training (Stable-Baselines3 PPO), evaluation against the
-  hand-built families and a random adversary, the report and the oblivious replay export;
-* :mod:`dp_experts_env.attack.command`: the ``dp-experts attack`` subcommand.
-
-This package sits above ``agents/`` (like ``evaluation/``); nothing below imports it, and the env
-id is registered by a string entry point.
+Modules: :mod:`.env` (``DPExperts-Attack-v0``), :mod:`.bounds` (declared regret bounds),
+:mod:`.run` (training and evaluation), :mod:`.command` (``dp-experts attack``). The package sits
+above ``agents/``; nothing below imports it (docs/attack.md).
 """
 
 from dp_experts_env.learner_package import check_learner_package
 
-# Every module of this package imports the learners: a foreign module named "agents" earlier on
-# sys.path is refused here, by name, before anything runs with it.
+# Every module here imports the learners: refuse a foreign "agents" module first.
 check_learner_package()

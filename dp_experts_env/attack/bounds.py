@@ -1,11 +1,8 @@
 """The learners' declared worst-case regret bounds, read by the learned-adversary checks.
 
-A learner declares a bound with a method ``regret_bound(self, n_switches=0) -> float | None``:
-a proven bound on its *expected* regret against comparators with at most ``n_switches``
-switches (0: static regret), at its own N, T and parameters, holding against adaptive
-adversaries; None where it declares none. Hedge, fixed-share, EXP3 and dp-ftrl-tree declare one
-(their docstrings give the formula and its source). A plug-in learner joins by defining the
-method; nothing here lists learners.
+A learner declares ``regret_bound(self, n_switches=0) -> float | None``: a proven bound on its
+expected regret against comparators with at most ``n_switches`` switches, at its own N, T and
+parameters, against adaptive adversaries (None: none). Plug-ins join by defining the method.
 """
 
 from __future__ import annotations

@@ -1,53 +1,9 @@
 """``DPExperts-Attack-v0``: the adversary is the RL agent, a registered learner is its environment.
 
-The roles of the other envs are swapped. Each round of each of B runs:
-
-1. the embedded learner has already chosen its action ``a_t`` (hidden from the adversary, as in
-   the adaptive-adversary model: losses may depend on past actions, never on the current one);
-2. the agent's action is the round's loss vector ``l_t`` in [0, 1]^N, encoded as
-   ``a = 2 l_t - 1`` in ``Box(-1, 1, (N,))`` (the symmetric box Stable-Baselines3's checker asks
-   for; ``l_t = (a + 1) / 2``, values outside the box are clipped);
-3. the learner is charged ``l_t[a_t]``, the regret tracker (:class:`~dp_experts_env.regret.
-   RegretTracker`) records the round, and the learner reads ``l_t`` (full information) and
-   chooses ``a_{t+1}``;
-4. the reward is the increase of the learner's regret over the round -- static, or against the
-   best comparator with at most ``n_switches`` switches -- so an episode's return is the
-   learner's final regret.
-
-``reward="realized"`` (default) charges the loss of the action played, so the return is the
-exact regret of the episode (``info["static_regret"]``, ``info["dynamic_regret"]``).
-``reward="expected"`` charges ``<p_t, l_t>`` instead, with ``p_t`` the law the learner drew
-``a_t`` from (its ``action_distribution()``; learners without it are refused): the return is the
-episode's regret in expectation over the learner's current coin, whose mean equals the realized
-regret's (the difference is a martingale) but whose noise is far smaller -- a training signal
-that learns several times faster against randomised learners. The law is never observed by the
-adversary. ``info`` always reports the realized regret.
-
-Observation (``float32``, every feature in [0, 1]):
-
-* adaptive (default): ``t / T``; the learner's last action (one-hot); its action frequencies
-  over the last ``window`` rounds and over all rounds; the experts' current leaders (one-hot of
-  the least cumulative losses); each expert's gap to the leader squashed as ``g / (1 + g)``;
-  the last loss vector. Size ``1 + 6 N``.
-* ``oblivious=True``: only what the adversary's own past losses determine: ``t / T``, the
-  leaders, the squashed gaps and the last loss vector (size ``1 + 3 N``). A deterministic policy
-  then produces one fixed loss sequence whatever the learner does, which can be exported and
-  replayed (``DPExperts-Oblivious-v0``, ``family="replay"``).
-
-The learner is any registered learner of the env's ``feedback`` (``agents.make`` by name,
-plug-ins included), built with its knobs (``learner_params``) and ``epsilon``:
-
-* ``feedback="full"`` (default): full information, the learner reads the whole loss vector;
-* ``feedback="bandit"``: the K-armed adversarial bandit of ``DPExperts-Bandit-v0`` (K = N arms,
-  the N identity experts as advice): the agent's action is the arms' losses, the learner reads
-  the played arm's loss only, and the regret is against the best arm.
- Run ``b`` of an episode
-seeded ``s`` seeds the learner's run with ``s + b`` (the learners' own seeding rule), so an
-episode reproduces from its seed. The bandit-with-advice kind (advice chosen by the adversary)
-is not served yet.
-
-This module sits above ``agents/`` (it embeds learners); it is registered by a string entry
-point, so ``import dp_experts_env`` does not import the learners.
+Each round the embedded learner has already drawn its hidden action; the agent's action ``a`` is
+the loss vector ``(a + 1) / 2`` and the reward the increase of the learner's regret, so the return
+is its final regret (docs/attack.md, "The adversary's environment"). Registered by a string entry
+point: ``import dp_experts_env`` does not import the learners.
 """
 
 from __future__ import annotations
@@ -76,9 +32,9 @@ __all__ = [
 
 ATTACK_ID = "DPExperts-Attack-v0"
 SEED_HIGH = 2**63 - 1
-#: ``reward=`` choices (module docstring).
+#: ``reward=`` choices.
 REWARDS = ("realized", "expected")
-#: ``feedback=`` choices (module docstring).
+#: ``feedback=`` choices.
 FEEDBACKS = ("full", "bandit")
 _DEFAULTS = {"learner": "hedge", "n_experts": 2, "horizon": 200}
 
@@ -101,12 +57,9 @@ def build_learner(
 ) -> Any:
     """Build a registered learner for B runs (the attack's one construction).
 
-    ``feedback="bandit"`` builds a bandit learner with K = N arms (the identity experts).
-
-    ``epsilon`` goes to private learners (None: the learner's default); a non-private learner
-    accepts only None or ``inf``. Every family comparison of an attack builds its learner here
-    too, so all of them face the same learner (same knobs, e.g. fixed-share's own ``n_switches``
-    default rather than an env's).
+    ``feedback="bandit"`` builds a bandit learner with K = N arms. ``epsilon`` goes to private
+    learners (None: their default); a non-private learner accepts only None or ``inf``. Every
+    family comparison builds its learner here too, so all face the same learner.
 
     Raises:
         ValueError: unknown learner, a bandit learner, or a finite epsilon for a non-private one.
@@ -156,11 +109,10 @@ class AttackCore:
         epsilon: the learner's epsilon (None: its default; private learners only).
         learner_params: the learner's other knobs.
         oblivious: observation limited to the adversary's own past losses.
-        n_switches: 0 rewards static regret; S > 0 the regret against the best comparator with
-            at most S switches.
+        n_switches: 0 rewards static regret; S > 0 the S-switch dynamic regret.
         window: rounds of the recent-actions feature (adaptive observation).
-        reward: ``"realized"`` or ``"expected"`` (module docstring).
-        feedback: ``"full"`` or ``"bandit"`` (module docstring).
+        reward: ``"realized"`` or ``"expected"``.
+        feedback: ``"full"`` or ``"bandit"``.
     """
 
     def __init__(
@@ -221,7 +173,6 @@ class AttackCore:
         identity.setflags(write=False)
         self._advice = np.broadcast_to(identity, (self.num_runs, n * n))
 
-    # ------------------------------------------------------------------ protocol
     def reset(self, seeds: Sequence[int]) -> np.ndarray:
         """Start B episodes; run ``b``'s learner is seeded ``seeds[b]``."""
         b, n = self.num_runs, self.n_experts
@@ -261,7 +212,6 @@ class AttackCore:
         if self.reward == "expected":
             law = np.asarray(self.learner.action_distribution(), dtype=np.float64)
             self.expected_loss += np.einsum("bn,bn->b", law, l_t)
-            # comparator loss = cumulative loss - regret (static or S-switch)
             regret = self.expected_loss - (self.tracker.cumulative_loss - regret)
         reward = regret - self.regret
         self.regret = regret
@@ -290,7 +240,6 @@ class AttackCore:
             return self.tracker.static_regret
         return self.tracker.dynamic_regret
 
-    # ------------------------------------------------------------------ observation
     def observation(self) -> np.ndarray:
         """(B, obs_size) float32 features (module docstring)."""
         b, n, t = self.num_runs, self.n_experts, self.t
@@ -323,16 +272,8 @@ class AttackEnv(gym.Env):
     """One run of the attack game (``gymnasium.make("DPExperts-Attack-v0", learner=...)``).
 
     Args:
-        learner: registered learner of the feedback (default ``"hedge"``).
-        n_experts: N (default 2).
-        horizon: T (default 200).
-        epsilon: the learner's epsilon (private learners; None: its default).
-        learner_params: the learner's other knobs (dict).
-        oblivious: observe only the round index and the adversary's own past losses.
-        n_switches: 0 (default) rewards static regret, S > 0 S-switch dynamic regret.
-        window: rounds of the recent-actions feature.
-        reward: ``"realized"`` (default) or ``"expected"`` (module docstring).
-        feedback: ``"full"`` (default) or ``"bandit"`` (module docstring).
+        **params: the keywords of :class:`AttackCore` but ``num_runs`` (``learner`` default
+            ``"hedge"``, N = 2, T = 200).
     """
 
     metadata: dict[str, Any] = {"render_modes": []}

@@ -1,16 +1,8 @@
 """The trained adversary saved as data: weights as arrays, the policy's architecture as JSON.
 
-Stable-Baselines3's ``model.save`` writes a zip of cloudpickle and ``torch.save`` pickles, and
-``PPO.load`` of someone else's file runs their code. ``dp-experts attack`` therefore writes
-``adversary.npz`` instead: one float array per tensor of the policy's ``state_dict`` and an
-``architecture`` entry (a JSON string: the observation and action spaces, ``net_arch``, the
-activation by name), read back with ``numpy.load(allow_pickle=False)``. :func:`load_policy`
-rebuilds the same ``ActorCriticPolicy`` from that data alone (its ``predict`` gives the saved
-model's actions, float for float) and refuses, by name, a pickled model (an SB3 ``.zip``, a
-``.pkl``/``.pt`` file, or an archive holding anything but plain arrays).
-
-Only what ``dp-experts attack`` trains is supported: an ``MlpPolicy`` (flattened Box
-observations, Box actions, no state-dependent exploration) with a Tanh or ReLU activation.
+``PPO.load`` of someone else's file runs their code, so ``adversary.npz`` holds plain arrays
+read with ``allow_pickle=False`` (docs/attack.md, "The saved adversary"). Supported: what the
+attack trains, an ``MlpPolicy`` on Box spaces without state-dependent exploration.
 """
 
 from __future__ import annotations

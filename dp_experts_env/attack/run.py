@@ -1,21 +1,7 @@
 """Train a learned adversary against a learner and hold it against the families and the bound.
 
-:func:`run_attack` trains Stable-Baselines3 PPO on the native vector ``DPExperts-Attack-v0``
-(through :mod:`dp_experts_env.sb3`, torch held to one thread), then evaluates on fresh seeds:
-
-* the learned adversary (deterministic policy: the mean action), its regret curve and the final
-  regret's mean with a 95% bootstrap interval;
-* a uniformly random adversary (i.i.d. uniform loss vectors) in the same env;
-* every hand-built family of the chosen kinds at the same N and T (``replay`` aside: it needs a
-  matrix), played by the same learner (:func:`~dp_experts_env.attack.env.build_learner`);
-* the learner's declared bound (:func:`~dp_experts_env.attack.bounds.declared_bound`);
-
-and flags as a *defect* every regret whose whole 95% interval lies above the declared bound.
-In oblivious mode the policy's loss sequence is exported as ``sequence.npy`` (a (T, N) matrix for
-``gymnasium.make("DPExperts-Oblivious-v0", family="replay", losses=path)``) and replayed.
-
-Seeds: training episodes draw from ``seed`` (SB3's ``venv.seed(seed)``); evaluation runs use
-seeds from ``EVAL_SEED_BASE + 1000 * seed`` on, which no training episode uses.
+:func:`run_attack` trains PPO, evaluates it, a random adversary and the families on fresh seeds
+(from ``EVAL_SEED_BASE + 1000 * seed``), and flags *defects* (docs/attack.md).
 """
 
 from __future__ import annotations
@@ -56,8 +42,7 @@ __all__ = [
 ]
 
 EVAL_SEED_BASE = 1_000_000
-#: ``--kind`` choices: ``full`` (every full-information kind), one full-information kind, or
-#: ``bandit`` (the K-armed bandit: bandit feedback, compared with the bandit kind's families).
+#: ``--kind`` choices: ``full`` (every full-information kind), one such kind, or ``bandit``.
 FAMILY_KINDS: tuple[str, ...] = ("full", *kinds_of("full"), "bandit")
 
 
@@ -67,11 +52,7 @@ def feedback_of(kind: str) -> str:
 
 
 def family_kinds(kind: str, oblivious: bool) -> tuple[str, ...]:
-    """The kinds whose families an attack is compared with.
-
-    An oblivious learned adversary is compared with the oblivious kinds only (an adaptive family
-    sees more than it may); the bandit kind is compared with all its families in both modes.
-    """
+    """The kinds whose families an attack is compared with (oblivious attacks: oblivious kinds)."""
     check_choice("kind", kind, FAMILY_KINDS)
     if kind == "bandit":
         return ("bandit",)
@@ -94,16 +75,15 @@ class AttackConfig:
         learner: registered full-information learner.
         epsilon: its epsilon (None: the learner's default; private learners only).
         learner_params: the learner's other knobs.
-        kind: ``full`` or a full-information kind: the families compared with.
+        kind: ``full``, a full-information kind or ``bandit``: the families compared with.
         n_experts: N.
         horizon: T.
         timesteps: PPO training steps (env rounds over all training runs).
         oblivious: train an oblivious adversary (export its loss sequence).
         n_switches: 0 attacks static regret; S > 0 the S-switch dynamic regret.
         seed: training seed (PPO and episodes); evaluation seeds are derived from it.
-        train_reward: the training env's ``reward`` (``"realized"``, ``"expected"``) or
-            ``"auto"`` (default): expected where the learner has ``action_distribution()``.
-            Evaluation always reports the realized regret.
+        train_reward: ``"realized"``, ``"expected"`` or ``"auto"`` (expected where the learner
+            has ``action_distribution()``); evaluation is always realized.
         train_envs: runs per PPO rollout.
         eval_runs: evaluation runs (learner seeds) per adversary.
         ppo: extra keywords for ``stable_baselines3.PPO``.
@@ -139,7 +119,6 @@ class AttackConfig:
         if not isinstance(self.oblivious, bool):
             raise TypeError(f"oblivious must be True or False, got {self.oblivious!r}")
         family_kinds(self.kind, self.oblivious)
-        # Unknown learner, bandit learner, epsilon on a non-private learner, unknown knobs.
         agent = self.learner_instance()
         if self.train_reward == "expected" and not _has_law(agent):
             raise ValueError(
@@ -151,11 +130,9 @@ class AttackConfig:
     def check_sizes(self) -> None:
         """Refuse sizes that could not run, before anything is built (ValueError naming them).
 
-        ``n_switches`` below the horizon; the evaluation's arrays (every adversary's regret
-        curve and loss vectors, the env's and the learner's per-run state: about 8 (2N + 1) T
-        + 400 N bytes per evaluation run) and the PPO rollout (``train_envs`` x T observations
-        of 6N + 1 features and N actions, float32) within
-        :data:`~dp_experts_env._validation.MEMORY_LIMIT`, as ``compare`` refuses its grids.
+        ``n_switches`` below the horizon; the evaluation (about 8 (2N + 1) T + 400 N bytes per
+        run) and the PPO rollout (``train_envs`` x T x (7N + 1) float32) within
+        :data:`~dp_experts_env._validation.MEMORY_LIMIT`.
         """
         from dp_experts_env._validation import check_memory
 
@@ -226,7 +203,6 @@ def _has_law(agent: Any) -> bool:
     return callable(getattr(agent, "action_distribution", None))
 
 
-# ---------------------------------------------------------------------------- training
 def _progress_callback(total: int, stream: Any) -> Any:
     """A text progress bar (steps, rate, last episodes' mean regret) on ``stream``."""
     from stable_baselines3.common.callbacks import BaseCallback
@@ -292,7 +268,6 @@ def train_adversary(config: AttackConfig, progress: bool = False) -> tuple[Any, 
     return model, time.process_time() - cpu
 
 
-# ---------------------------------------------------------------------------- evaluation
 def _play_attack(config: AttackConfig, seeds: Sequence[int], choose: Any) -> dict[str, Any]:
     """Play one episode per seed in the attack env; ``choose(obs) -> (B, N) actions``."""
     env = AttackVectorEnv(len(seeds), **config.env_kwargs())
@@ -307,10 +282,7 @@ def _play_attack(config: AttackConfig, seeds: Sequence[int], choose: Any) -> dic
 
 
 def play_policy(model: Any, config: AttackConfig, seeds: Sequence[int]) -> dict[str, Any]:
-    """The trained adversary (deterministic policy) on ``seeds``.
-
-    Returns ``curve`` ((T, R) regret curves) and ``losses`` ((R, T, N) loss vectors played).
-    """
+    """The trained adversary on ``seeds``: ``curve`` (T, R) and ``losses`` (R, T, N) played."""
     return _play_attack(config, seeds, lambda obs: model.predict(obs, deterministic=True)[0])
 
 
@@ -340,12 +312,7 @@ def _learner_on(env: Any, config: AttackConfig, seeds: Sequence[int]) -> np.ndar
 
 
 def replay_curves(losses: np.ndarray, config: AttackConfig, seeds: Sequence[int]) -> np.ndarray:
-    """(T, R) regret curves of the configured learner replaying a loss matrix.
-
-    The matrix (``losses``: (T, N) array or ``.npy`` path) is played by
-    ``DPExperts-Oblivious-v0`` with ``family="replay"``; change ``config.learner`` to replay it
-    against another learner.
-    """
+    """(T, R) regret curves of the configured learner replaying ``losses`` (array or ``.npy``)."""
     import gymnasium as gym
 
     kind = "bandit" if config.feedback == "bandit" else "oblivious"
@@ -366,11 +333,9 @@ def replay_curves(losses: np.ndarray, config: AttackConfig, seeds: Sequence[int]
 def family_variants(kind: str) -> list[tuple[str, str, dict[str, Any]]]:
     """``(label, family, knobs)`` of every family of ``kind`` played in a comparison.
 
-    Each family at its defaults (``replay`` aside: it needs a matrix); the adaptive policies
-    (families declaring :class:`~dp_experts_env.adversaries.params.BaseLossParams`) also on the
-    all-zero base datum, ``base="zeros"``: the learned adversaries of docs/attack.md found that a
-    punishing policy hurts lazy learners most when nothing else is charged, which the default
-    Bernoulli(1/2) base hides.
+    Each family at its defaults (``replay`` aside); the families declaring
+    :class:`~dp_experts_env.adversaries.params.BaseLossParams` also with ``base="zeros"``
+    (why: docs/attack.md, "Training and evaluation").
     """
     from dp_experts_env.adversaries import families, family_params
     from dp_experts_env.adversaries.params import BaseLossParams
@@ -388,9 +353,8 @@ def family_variants(kind: str) -> list[tuple[str, str, dict[str, Any]]]:
 def family_curves(config: AttackConfig, seeds: Sequence[int]) -> dict[str, Any]:
     """Every hand-built family of the compared kinds, played by the configured learner.
 
-    Returns ``"kind/family"`` (variants: ``"kind/family(knob=value)"``, see
-    :func:`family_variants`) -> (T, R) curves, or the error message of a family that cannot be
-    built at these sizes.
+    Returns ``"kind/family"`` or ``"kind/family(knob=value)"`` -> (T, R) curves, or the error
+    message of a family that cannot be built at these sizes.
     """
     import gymnasium as gym
 
@@ -418,7 +382,6 @@ def family_curves(config: AttackConfig, seeds: Sequence[int]) -> dict[str, Any]:
     return out
 
 
-# ---------------------------------------------------------------------------- report
 def _summary(curves: np.ndarray, seed: int = 0) -> dict[str, float]:
     """Final regret: mean and 95% percentile-bootstrap interval over the runs."""
     from dp_experts_env.evaluation.stats import bootstrap_ci
@@ -431,12 +394,9 @@ def _summary(curves: np.ndarray, seed: int = 0) -> dict[str, float]:
 def exact_comparison(config: AttackConfig, learned_regret: float) -> dict[str, Any]:
     """The learner's exact worst case and the learned adversary's share of it, where it applies.
 
-    It applies to N = 2, full information, static regret (no switches), T <= 256 and a learner
-    whose law is a function of its cumulative losses
-    (:func:`~dp_experts_env.evaluation.exact_worst_case.exact_worst_case`: the largest expected
-    regret any adversary with {0, 1} losses can force). Returns ``exact_worst_case`` (None where
-    it does not apply), ``learned_vs_exact`` (the learned adversary's mean regret over it) and
-    ``exact_note`` (what the number is, or why there is none).
+    Where :func:`~dp_experts_env.evaluation.exact_worst_case.exact_worst_case` applies (N = 2,
+    full information, static regret, T <= 256). Returns ``exact_worst_case`` (or None),
+    ``learned_vs_exact`` and ``exact_note`` (what the number is, or why there is none).
     """
     from dp_experts_env.evaluation.exact_worst_case import MAX_HORIZON, exact_worst_case
 
@@ -469,11 +429,7 @@ def exact_comparison(config: AttackConfig, learned_regret: float) -> dict[str, A
 
 
 def find_defects(results: Mapping[str, Mapping[str, float]], bound: float | None) -> list[str]:
-    """Every adversary whose regret's whole 95% interval lies above the declared bound.
-
-    The bound is on expected regret; the runs' mean estimates it, so an interval entirely above
-    the bound is evidence against the learner's implementation or against the bound.
-    """
+    """Every adversary whose regret's whole 95% interval lies above the declared bound."""
     if bound is None:
         return []
     return [
@@ -515,11 +471,7 @@ def run_attack(
     progress: bool = False,
     model: Any = None,
 ) -> dict[str, Any]:
-    """Train (unless ``model`` is given), evaluate and report; write ``attack.json`` and files.
-
-    Returns the report (the content of ``attack.json``). ``defects`` lists every adversary whose
-    regret is above the learner's declared bound (see :func:`find_defects`).
-    """
+    """Train (unless ``model`` is given), evaluate, write ``attack.json`` and files; return it."""
     config.validate()
     if out_dir is not None:
         check_outputs(out_dir)  # before training: a refused folder costs nothing
@@ -570,9 +522,7 @@ def run_attack(
     )
     sequence = None
     if config.oblivious:
-        # The sequence the evaluation runs played (one batch): a network evaluated on another
-        # batch size may differ in the last bits, which moves near-ties of tie-sensitive
-        # learners (FTL, limited-updates); the runs of one batch agree (spread recorded).
+        # The evaluation batch's sequence: another batch size may move near-ties (last bits).
         sequence = played["losses"][0]
         report["sequence_spread"] = float(np.abs(played["losses"] - sequence).max())
         replayed = _summary(replay_curves(sequence, config, seeds))
@@ -613,12 +563,7 @@ OUTPUTS = ("attack.json", "attack.png", "sequence.npy", MODEL_FILE)
 
 
 def check_outputs(out_dir: str | Path) -> Path:
-    """The output folder, made if missing; UnsafeResultsFolder if it or an output is a link.
-
-    Outputs are written to a temporary file and renamed over their destination (a planted link
-    is replaced, never followed); a link already planted at an output name is refused up front,
-    as ``compare`` refuses linked folders, so nothing outside the folder is ever written.
-    """
+    """The output folder, made if missing; UnsafeResultsFolder if it or an output is a link."""
     out = plain_dir(out_dir)
     for name in OUTPUTS:
         if (out / name).is_symlink():

@@ -1,10 +1,8 @@
 """The learner x adversary table of docs/attack.md, from ``attack.json`` files.
 
-``python -m dp_experts_env.attack.table results/attack-table/*/attack.json`` prints one markdown
-row per (learner, epsilon, N, T): learned adaptive and learned oblivious regret (mean and 95%
-interval), the best hand-built family of the adaptive run (every kind compared) and of the
-oblivious run (the oblivious kinds only), random, the proven bound, and the training budget and
-CPU seconds of the two trainings.
+``python -m dp_experts_env.attack.table DIR/*/attack.json`` prints one markdown row per
+(learner, epsilon, N, T): learned adaptive and oblivious regrets, the best families of both runs,
+random, the bound, and the two trainings' budgets and CPU seconds.
 """
 
 from __future__ import annotations

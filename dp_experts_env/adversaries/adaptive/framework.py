@@ -1,10 +1,6 @@
 """The adaptive framework: action history, policies, base data and :class:`PolicyAdversary`.
 
-An adaptive model is a :class:`PolicyAdversary`: a *base* generator (:class:`BaseLosses`) draws
-the protected datum ``z_t`` and an :class:`AdaptivePolicy` maps ``(t, z_t, past actions)`` to the
-round's losses (see :mod:`dp_experts_env.adversaries.adaptive` for the timing and randomness
-rules). The built-in policies live in :mod:`~dp_experts_env.adversaries.adaptive.policies`, the
-lower-bound constructions in :mod:`~dp_experts_env.adversaries.adaptive.lower_bounds`.
+Timing and randomness rules: :mod:`dp_experts_env.adversaries.adaptive`.
 """
 
 from __future__ import annotations
@@ -47,7 +43,6 @@ def _nbytes_of(obj: object, skip: tuple[object, ...] = ()) -> int:
     return int(total)
 
 
-# --------------------------------------------------------------------------------------- history
 class ActionHistory:
     """The last ``window`` actions of B runs, in a ring buffer (O(B * window) memory).
 
@@ -76,11 +71,7 @@ class ActionHistory:
         return evicted
 
     def last(self, k: int | None = None) -> np.ndarray:
-        """The most recent ``k`` actions (all kept ones if None), newest first: shape (B, <= k).
-
-        Column 0 is ``J_{t-1}``, column 1 is ``J_{t-2}``, and so on; fewer columns exist early in
-        the game or when ``k`` exceeds the window.
-        """
+        """The last ``k`` actions (all kept if None), newest (``J_{t-1}``) first: (B, <= k)."""
         kept = min(self.count, self.window)
         k = kept if k is None else max(0, min(int(k), kept))
         if k == 0:
@@ -93,26 +84,20 @@ class ActionHistory:
         return int(self._buf.nbytes)
 
 
-# --------------------------------------------------------------------------------------- policy
 class AdaptivePolicy(ABC):
     """How losses react to past actions; subclass it to write your own adaptive adversary.
 
-    One policy object serves B runs at once (arrays with a leading run axis). The adversary calls:
+    One policy serves B runs (leading run axis). The adversary calls:
 
-    * ``reset(num_runs, n_experts, horizon, rng)`` at the start of every episode; ``rng`` is a
-      :class:`~dp_experts_env.batch_rng.BatchRNG` of public coins (the ADVICE stream), the only
-      randomness a policy may use. Use a fixed number of draws per round, independent of the
-      runs' data, so a batch equals B single runs.
-    * ``losses(t, z, history)`` once per round ``t`` (1-based): ``z`` is the round's base datum
-      (B, N) in [0, 1] (the protected data); ``history`` is an :class:`ActionHistory` holding the
-      last ``window`` actions of rounds ``< t``. Return a (B, N) array in [0, 1]. Do not keep a
-      reference to ``z``.
-    * ``record(t, actions)`` after round ``t`` was played (actions (B,) int64). Policies that need
-      statistics of the whole past (counts, burned columns) update them here, in O(state) memory.
+    * ``reset(num_runs, n_experts, horizon, rng)`` each episode; ``rng`` (public coins, the
+      ADVICE stream) is the only randomness allowed, a fixed number of draws per round.
+    * ``losses(t, z, history)`` each round ``t`` (1-based): ``z`` (B, N) in [0, 1] is the
+      protected base datum (keep no reference), ``history`` the :class:`ActionHistory` of rounds
+      ``< t``; return (B, N) losses in [0, 1].
+    * ``record(t, actions)`` after round ``t`` ((B,) int64): update whole-past statistics here.
 
     Class attributes a subclass may set:
-        window: how many past actions the adversary keeps for ``history`` (0 = none). Use the
-            horizon only when the policy truly needs the full past (O(B*T) memory).
+        window: past actions kept for ``history`` (0 = none; the horizon costs O(B T) memory).
         default_switches: the comparator switch budget S an env should use by default.
         has_segments: True when ``segment(t)`` returns a block index.
     """
@@ -145,12 +130,10 @@ class AdaptivePolicy(ABC):
         return _nbytes_of(self)
 
 
-# ----------------------------------------------------------------------------------------- bases
 class BaseLosses:
     """Generator of the protected base datum ``z_t`` (B, N): a pure function of (seed, t).
 
-    Subclasses implement ``draw``; ``reset`` receives the DATA stream. Each round must consume the
-    same number of uniforms whatever the data, so round ``t`` is reproducible from (seed, t).
+    Subclasses implement ``draw`` with a fixed number of uniforms per round (the DATA stream).
     """
 
     def reset(self, num_runs: int, n_experts: int, horizon: int, rng: BatchRNG) -> None:
@@ -191,7 +174,8 @@ def make_base(base: Any, n_experts: int, base_mean: Any) -> BaseLosses:
     """The base datum generator of the ``base``/``base_mean`` knobs (every adaptive family).
 
     Args:
-        base: one of :data:`BASES` or a :class:`BaseLosses` object (returned as it is).
+        base: ``"bernoulli"`` (i.i.d. Bernoulli(base_mean)), ``"zeros"``, ``"uniform"``
+            (U[0, 1)) or a :class:`BaseLosses` object (returned as it is).
         n_experts: the number of experts N.
         base_mean: the Bernoulli means (a number or N numbers in [0, 1]; default 0.5), only
             with ``base="bernoulli"``.
@@ -224,7 +208,6 @@ def make_base(base: Any, n_experts: int, base_mean: Any) -> BaseLosses:
     return _BernoulliBase(mean)
 
 
-# ------------------------------------------------------------------------------------- adversary
 def _check_actions(actions: Any, num_runs: int, n_experts: int) -> np.ndarray:
     arr = np.asarray(actions)
     if arr.dtype.kind not in "iu":
@@ -245,15 +228,11 @@ class PolicyAdversary(Adversary):
         n_experts: N.
         horizon: T.
         policy: an :class:`AdaptivePolicy` (built-in or user-defined).
-        params: the base datum (:class:`PolicyAdversaryParams`, which holds the defaults, or
-            its knobs as keywords): ``base``, the generator: ``"bernoulli"`` (i.i.d.
-            Bernoulli(base_mean) per expert, N uniforms per round), ``"zeros"`` (no draws),
-            ``"uniform"`` (U[0, 1), N uniforms per round) or a :class:`BaseLosses` object;
-            ``base_mean``, the Bernoulli mean, a number or an (N,) vector in [0, 1] (None: 0.5),
-            only with ``base="bernoulli"``.
+        params: the base datum (:class:`PolicyAdversaryParams`, or its knobs as keywords), as
+            :func:`make_base` reads ``base`` and ``base_mean``.
 
-    The policy's ``default_switches`` and ``has_segments`` become the adversary's. The env must
-    call ``record(actions)`` after every round; ``next_round`` raises if it was skipped.
+    The policy's ``default_switches`` and ``has_segments`` become the adversary's; the env calls
+    ``record(actions)`` after every round.
     """
 
     oblivious = False

@@ -39,7 +39,6 @@ __all__ = [
 ]
 
 
-# ------------------------------------------------ sign estimation (Asi et al. 2023, Section 4)
 def _largest_t0(epsilon: float) -> int:
     """Largest T0 >= 1 with 200 sqrt(T0) ln(T0) <= 1/epsilon (Asi et al. 2023, Thm 9)."""
     budget = 1.0 / epsilon
@@ -63,11 +62,10 @@ class _SignRowsBase(BaseLosses):
     """The datum of the sign-estimation games: user ``i_t``'s row of X, written as losses.
 
     ``z_t(e) = (1 - sigma_e X[i_t, e // 2]) / 2`` for expert ``e < 2p`` (sigma = -1 for even e,
-    +1 for odd e), 1 for the leftover experts ``e >= 2p``, during the hard phase; 0 everywhere
-    after it. X is drawn at reset from the DATA stream (it *is* the dataset of the lower-bound
-    argument): consensus columns with a uniform sign, plus ``n_fingerprint`` columns at random
-    positions whose entries are +1 with a per-column bias from the truncated arcsine law.
-    Memory O(B * (N + n_users * n_fingerprint)); no T x N matrix.
+    +1 for odd e), 1 for leftover experts, during the hard phase; 0 after it. X, the dataset of
+    the lower-bound argument, is drawn at reset from the DATA stream: consensus columns with a
+    uniform sign plus ``n_fingerprint`` columns whose entries are +1 with a per-column bias from
+    the truncated arcsine law. Memory O(B (N + n_users n_fingerprint)).
     """
 
     def __init__(self, p: int, n_users: int, n_fingerprint: int, hard_rounds: int) -> None:
@@ -113,11 +111,10 @@ class _SignRowsBase(BaseLosses):
 class SignEstimationPolicy(AdaptivePolicy):
     """Burned columns: loss 1 on both experts of every column already estimated.
 
-    Asi, Feldman, Koren & Talwar, Theorems 9-10, 0-indexed (E-AFKT-17): expert ``e`` stands for
-    column ``e // 2`` with sign -1 (even e) or +1 (odd e). State ``s`` in {-1, 0, +1}^p starts at
-    0; after the learner plays ``e`` with ``s[e // 2] == 0`` the column takes that sign (first
-    write wins). During the hard phase ``l_t(e) = 1`` if the column is burned, else the datum;
-    after it, the datum itself (0 from the sign-rows base). Memory O(B * p).
+    Asi, Feldman, Koren & Talwar, Theorems 9-10, 0-indexed (E-AFKT-17): expert ``e`` is column
+    ``e // 2`` with sign -1 (even e) or +1 (odd e). A column is burned, with the sign played,
+    the first time the learner plays one of its experts. During the hard phase
+    ``l_t(e) = 1`` on burned columns, else the datum; after it, the datum (0). Memory O(B p).
     """
 
     def __init__(self, p: int, hard_rounds: int) -> None:
@@ -176,19 +173,14 @@ def _sign_game(
     return PolicyAdversary(n_experts, horizon, policy=SignEstimationPolicy(p, rounds), base=base)
 
 
-# ------------------------------------------------------------------------------- block restart
 class BlockRestartPolicy(AdaptivePolicy):
     """Asi-Raman-Saha Theorem 5.1 skeleton (E-ARS-19): S+1 blocks, a fresh inner game per block.
 
-    Block length ``T' = floor(T / (S+1))``; block ``b`` (0-based) covers rounds ``b T' + 1 ..
-    (b+1) T'``, and the last block also takes the ``T - (S+1) T'`` leftover rounds [choice: the
-    theorem assumes (S+1) | T; extending the last block keeps exactly S block boundaries]. At the
-    start of each block ``inner(block)`` builds a fresh inner adversary (a :class:`PolicyAdversary`
-    over the block's length); it sees in-block actions only, on a local clock, and its base datum
-    is the block's datum (so a neighbour still replaces one round's datum). Experts are shared by
-    all blocks; the env's comparator may switch at block boundaries, hence ``default_switches = S``.
-    The inner games draw from the outer game's DATA and ADVICE streams, so every run consumes the
-    same uniforms and block ``b`` is a pure function of (seed, earlier rounds).
+    Blocks of ``T' = floor(T / (S+1))`` rounds, the last one also taking the leftover rounds (a
+    choice: the theorem assumes (S+1) | T). Each block starts a fresh inner
+    :class:`PolicyAdversary` from ``inner(block)``, which sees in-block actions only on a local
+    clock and draws from the outer game's streams; its datum is the block's (a neighbour still
+    replaces one round's datum). ``default_switches = S``.
     """
 
     has_segments = True
@@ -300,25 +292,18 @@ def sign_estimation(
 ) -> PolicyAdversary:
     """Sign-estimation adversary of Theorem 9 (Asi et al. 2023), approximate-DP LB.
 
-    ``p = floor(N/2)`` columns; expert ``e`` = (column ``e // 2``, sign -1 if e even else +1);
-    an odd leftover expert has loss 1 during the hard phase (E-AFKT-22). Round ``t <= T_hard``:
-    loss 1 on burned columns, else ``(1 - sigma X[i_t, j]) / 2``; afterwards all losses are 0.
-    When more consensus columns exist than hard rounds (``p - n_fingerprint > T_hard``, e.g.
-    p >= 11 with the defaults), an untouched consensus column keeps loss 0, so the regret equals
-    the learner's total loss.
+    ``p = floor(N/2)`` columns (:class:`SignEstimationPolicy`); an odd leftover expert has loss
+    1 during the hard phase (E-AFKT-22). When ``p - n_fingerprint > T_hard`` an untouched
+    consensus column keeps loss 0, so the regret is the learner's total loss.
 
-    Knobs (:class:`SignEstimationParams`, which holds the defaults, or keywords):
-        n_users: n, rows of X (None: ``floor(m / ln m)`` with ``m = sqrt(p / 1000)``, at least
-            1, following Theorem 15's ``p = 1000 m^2``, ``n = m / log m``).
-        fingerprint_fraction: share of the p columns that are fingerprinting columns (rounded
-            up; 0 gives the all-consensus matrix). [Erratum E-AFKT-19: the
-            padded Tardos code is not constructed in the paper; biases follow the arcsine law
-            truncated to [1/(300n), 1 - 1/(300n)].]
-        hard_rounds: T_hard, rounds of the hard phase (None: ``min(T, floor(0.9 p))``, at least
-            1; must be <= min(T, p)).
+    Knobs (:class:`SignEstimationParams`, or keywords):
+        n_users: n, rows of X (None: ``floor(m / ln m)``, ``m = sqrt(p / 1000)``, at least 1:
+            Theorem 15's ``p = 1000 m^2``, ``n = m / log m``).
+        fingerprint_fraction: share of fingerprinting columns, rounded up (erratum E-AFKT-19).
+        hard_rounds: T_hard (None: ``min(T, floor(0.9 p))``, at least 1; <= min(T, p)).
         epsilon: optional learner epsilon; caps T_hard at the largest T0 with
-            ``200 sqrt(T0) ln T0 <= 1/epsilon`` (the theorem's larger-eps extension). The
-            constant 200 makes T0 tiny unless epsilon is very small.
+            ``200 sqrt(T0) ln T0 <= 1/epsilon`` (the theorem's larger-eps extension; T0 is tiny
+            unless epsilon is very small).
 
     The user schedule is round-robin over a random permutation (erratum E-AFKT-20).
     """
@@ -341,21 +326,16 @@ def hidden_sign_vector(
 ) -> PolicyAdversary:
     """Pure-DP hidden-sign-vector adversary of Theorem 10 (Asi et al. 2023).
 
-    The sign-estimation game on an all-consensus matrix: a hidden sign vector c, uniform in
-    {-1, +1}^p, ``l_t(j, sigma) = 1`` if column j is burned else ``1{sigma != c_j}`` during the
-    hard phase, 0 afterwards. The datum is the same row every hard round (one user schedule is
-    irrelevant here). Knobs ``hard_rounds`` and ``epsilon`` as in :func:`sign_estimation`.
+    The sign-estimation game on an all-consensus matrix (a hidden sign vector c uniform in
+    {-1, +1}^p): ``l_t(j, sigma) = 1`` if column j is burned else ``1{sigma != c_j}`` during the
+    hard phase, 0 after. Knobs ``hard_rounds`` and ``epsilon`` as in :func:`sign_estimation`.
     """
     p = HiddenSignVectorParams.resolve(params, knobs)
     return _sign_game(n_experts, horizon, 1, 0.0, p.hard_rounds, p.epsilon)
 
 
 class _FamilyBlocks:
-    """Builds each block's adversary from a family name.
-
-    A class rather than a closure so that an env with a block-restart adversary pickles (sent
-    to a worker process, copied by a vector env).
-    """
+    """Builds each block's adversary from a family name (a class, not a closure: it pickles)."""
 
     def __init__(self, family: str, n_experts: int, knobs: dict[str, Any]) -> None:
         self.family = family
@@ -367,10 +347,7 @@ class _FamilyBlocks:
 
 
 class _CallableBlocks:
-    """Builds each block's adversary from a user's ``inner(block) -> AdaptivePolicy``.
-
-    Picklable whenever that callable is.
-    """
+    """Builds each block's adversary from a user's ``inner(block) -> AdaptivePolicy``."""
 
     def __init__(
         self,
@@ -405,13 +382,11 @@ def block_restart(
     """Theorem 5.1 block-restart adversary (Asi-Raman-Saha), see :class:`BlockRestartPolicy`.
 
     Knobs (:class:`BlockRestartParams`, which holds the defaults, or keywords):
-        n_shifts: S >= 0 block boundaries (S+1 blocks of ``floor(T/(S+1))`` rounds, needs
-            S+1 <= T); the adversary's ``default_switches`` is S.
-        inner: the per-block adversary: the name of another adaptive family (by default
-            ``"sign_estimation"``, the static adaptive lower bound (Asi et al. 2023) Theorem 5.1
-            plugs in), built each block as ``family(N, block_length, **inner_knobs)``; or a
-            callable ``inner(block) -> AdaptivePolicy`` returning a fresh policy per block, run on
-            ``base``/``base_mean`` (None: Bernoulli(0.5)).
+        n_shifts: S >= 0 block boundaries (needs S+1 <= T).
+        inner: another adaptive family's name (default ``"sign_estimation"``, the static lower
+            bound Theorem 5.1 plugs in), built per block as
+            ``family(N, block_length, **inner_knobs)``; or a callable
+            ``inner(block) -> AdaptivePolicy`` run on ``base``/``base_mean``.
         inner_knobs: keyword knobs of the inner family (only with a family name).
         base, base_mean: the base datum for a callable ``inner`` (as in :class:`PolicyAdversary`).
 

@@ -32,14 +32,8 @@ __all__ = [
 ]
 
 
-# ---------------------------------------------------------------------------- built-in policies
 class PunishLastPolicy(AdaptivePolicy):
-    """Loss 1 on every expert played in the last ``k`` rounds, the base datum elsewhere.
-
-    ``PunishLast(k)`` (the suite's example, not from a paper): ``l_t(j) = 1`` if
-    ``j in {J_{t-1}, ..., J_{t-k}}`` else ``z_t(j)``. Lazy learners (``J_t = J_{t-1}``) pay every
-    round. Memory O(B * k).
-    """
+    """Loss 1 on every expert played in the last ``k`` rounds, the base datum elsewhere."""
 
     def __init__(self, k: int = 1) -> None:
         self.k = check_int("k", k, minimum=1)
@@ -57,9 +51,7 @@ class PunishLastPolicy(AdaptivePolicy):
 class PunishFrequentPolicy(AdaptivePolicy):
     """Loss 1 on the ``n_punished`` experts played most often in the last ``window`` rounds.
 
-    ``PunishFrequent(W, m)`` (the suite's example). Choices: only experts played at
-    least once in the window can be punished (early rounds punish fewer than m); ties in the count
-    go to the lower expert index (deterministic, no coins). Memory O(B * (N + W)).
+    Only experts played in the window are punished; ties go to the lower index (no coins).
     """
 
     def __init__(self, window: int = 100, n_punished: int = 1) -> None:
@@ -122,11 +114,7 @@ def punish_last(
     params: PunishLastParams | None = None,
     **knobs: Any,
 ) -> PolicyAdversary:
-    """PunishLast(k) (an adaptive example), the default adaptive family.
-
-    Knobs (:class:`PunishLastParams`, which holds the defaults, or keywords): ``k`` (>= 1)
-    rounds of memory; ``base``/``base_mean`` as in :class:`PolicyAdversary`.
-    """
+    """The default adaptive family, the suite's example; knobs: :class:`PunishLastParams`."""
     p = PunishLastParams.resolve(params, knobs)
     return PolicyAdversary(
         n_experts, horizon, policy=PunishLastPolicy(p.k), base=p.base, base_mean=p.base_mean
@@ -140,11 +128,7 @@ def punish_frequent(
     params: PunishFrequentParams | None = None,
     **knobs: Any,
 ) -> PolicyAdversary:
-    """PunishFrequent(W, m): loss 1 on the m most played experts of the last W.
-
-    Knobs (:class:`PunishFrequentParams`, or keywords): ``window`` = W (>= 1), ``n_punished``
-    = m (1..N), ``base``/``base_mean`` as in :class:`PolicyAdversary`.
-    """
+    """PunishFrequent(W, m) (the suite's example); knobs: :class:`PunishFrequentParams`."""
     p = PunishFrequentParams.resolve(params, knobs)
     n_experts = check_int("n_experts", n_experts, minimum=1)
     n_punished = check_int("n_punished", p.n_punished, minimum=1, maximum=n_experts)
