@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from agents._bandit_block import play_rounds
 from agents._kernels import PLAY_UNIFORMS, block_uniforms, numpy_sum
 from agents._numpy_loops import exp_into, register, ufunc_loop
 from dp_experts_env import samplers
@@ -50,7 +51,7 @@ def exp4_rounds(  # noqa: ANN201, PLR0913
     learn_first, u_choice, noise, noisy, clip, keep, add, mix, last_advice, q_at_arm, last_q,
     z, e, loop,
 ):  # noqa: ANN001
-    """EXP4's K rounds (:class:`agents.bandit_core.Exp4Core` driven by ``act``), run by run.
+    """EXP4's K rounds (:class:`agents.bandit_core.Exp4Core` under ``act``): (K, B) actions.
 
     Args:
         cum: (B, N) cumulative estimated expert losses (updated in place).
@@ -76,9 +77,6 @@ def exp4_rounds(  # noqa: ANN201, PLR0913
         z: (B, N) scratch.
         e: (B, N) scratch.
         loop: numpy's exp loop (:func:`agents._numpy_loops.ufunc_loop`).
-
-    Returns:
-        (K, B) actions.
     """
     rounds, runs = u_choice.shape
     n = cum.shape[1]
@@ -170,19 +168,8 @@ def act_loop(
     rows: np.ndarray,
 ) -> np.ndarray:
     """K calls of ``agent.act`` on the block's per-round observations (the reference path)."""
-    k = len(losses)
-    runs = agent.num_envs
-    actions = np.empty((k, runs), dtype=np.int64)
-    obs: Mapping[str, np.ndarray] = first
-    for i in range(k):
-        if i:
-            last = actions[i - 1]
-            obs = {
-                "advice": first["advice"] if advice is None else advice[i],
-                "last_action": last.copy(),
-                "last_loss": losses[i - 1][rows, last][:, None],
-            }
-        actions[i] = np.asarray(agent.act(obs), dtype=np.int64)
+    actions = np.empty((len(losses), agent.num_envs), dtype=np.int64)
+    play_rounds(agent, first, advice, losses, rows, actions, 0, len(losses))
     return actions
 
 

@@ -80,7 +80,7 @@ def _bound(p, level, iterations, out, w1, w2, a, b, top, s, q, loops):  # noqa: 
 
 @kernel
 def klucb_rounds(sums, counts, last, levels, t0, iterations, losses, rows, loss0, loops):  # noqa: ANN001, ANN201
-    """KL-UCB's K rounds, run by run (``sums`` and ``counts`` updated in place).
+    """KL-UCB's K rounds, run by run: (K, B) int64 actions (``sums``, ``counts`` updated).
 
     Args:
         sums: (B, A) the arms' loss sums.
@@ -93,9 +93,6 @@ def klucb_rounds(sums, counts, last, levels, t0, iterations, losses, rows, loss0
         rows: (B,) stream of each run.
         loss0: (B,) the observed loss before the block.
         loops: (3, 3) the exp, log and xlogy loops (:func:`klucb_loops`).
-
-    Returns:
-        (K, B) int64 actions.
     """
     rounds = levels.shape[0]
     runs, arms = sums.shape

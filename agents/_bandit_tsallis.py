@@ -90,7 +90,7 @@ def tsallis_rounds(  # noqa: ANN201, PLR0913
     learns, releases, samples, col_lap, col_sample, col_play, u, lap, private, tau,
     losses, rows, loss0, first_advice, block_advice, over_experts, exponent, loop,
 ):  # noqa: ANN001
-    """K rounds of a Tsallis-INF learner, run by run (the state updated in place).
+    """K rounds of a Tsallis-INF learner, run by run: (K, B) int64 actions (state updated).
 
     Args:
         cum: (B, m) the core's cumulative estimates.
@@ -121,9 +121,6 @@ def tsallis_rounds(  # noqa: ANN201, PLR0913
         over_experts: play from the chosen expert's advice.
         exponent: (1,) 1.5, the Newton slope's power.
         loop: numpy's power loop (:func:`power_loop`).
-
-    Returns:
-        (K, B) int64 actions.
     """
     rounds = learns.shape[0]
     runs, m = cum.shape

@@ -183,7 +183,7 @@ def uniform_among_rows(mask: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 @kernel
 def dartboard_choices(stay_factor, u_stay, fresh, last, switches, stay_probability, first):  # noqa: ANN001, ANN201
-    """The shrinking dartboard's K rounds: keep the last expert or take the fresh draw.
+    """The shrinking dartboard's K rounds (keep the last expert or move): (K, B) actions.
 
     Args:
         stay_factor: (K, B, N) ``exp(-eta l)`` of every round's losses (numpy's exp).
@@ -193,9 +193,6 @@ def dartboard_choices(stay_factor, u_stay, fresh, last, switches, stay_probabili
         switches: (B,) switch counters (updated in place).
         stay_probability: (B,) the agent's stay probabilities (updated in place).
         first: True when row 0 is round 1 (no stay coin, no learning).
-
-    Returns:
-        (K, B) actions.
     """
     rounds, runs = fresh.shape
     actions = np.empty((rounds, runs), dtype=np.int64)

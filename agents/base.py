@@ -70,18 +70,15 @@ class PrivacyClaim:
         delta: approximate-DP slack (0 for pure DP).
         neighbouring: the neighbouring relation of datasets the claim is about.
         feedback: ``"full"`` or ``"bandit"``: what the learner reads each round.
-        model: ``"central"`` (the curator adds noise), ``"local"`` (each round's datum is
-            privatised before use) or ``"none"``.
-        certified: False when the agent knowingly departs from a correct accounting (for example
-            ``mode="paper"`` reproducing a paper's erratum).
+        model: ``"central"``, ``"local"`` (each datum privatised before use) or ``"none"``.
+        certified: False when the agent knowingly departs from a correct accounting
+            (``mode="paper"`` reproducing an erratum).
         accountant: the theorem or composition rule the numbers come from.
-        holds_against: the strongest adversary the claim covers: ``"adaptive"`` (losses may react
-            to past actions) or ``"oblivious"``.
+        holds_against: the strongest adversary covered: ``"adaptive"`` or ``"oblivious"``.
         notes: anything a reader of the claim must know.
-        noise_backend: the noise backend that ran (``"fast"``, ``"grid"``; ``"none"`` without
-            noise).
-        requested_epsilon: the epsilon the learner was asked for (``epsilon`` is what the
-            accountant certifies for the parameters actually used; it may be smaller).
+        noise_backend: the noise backend that ran (``"fast"``, ``"grid"``, ``"none"``).
+        requested_epsilon: the epsilon asked for (``epsilon``, certified for the parameters
+            actually used, may be smaller).
     """
 
     epsilon: float
@@ -168,14 +165,12 @@ class Agent(ABC):
         n_experts: N.
         horizon: T (learners that are horizon-free may ignore it).
         num_envs: B, the number of runs played in lockstep.
-        seed: an int (run ``b`` uses ``seed + b``), a sequence of B ints, or None for fresh
-            entropy.
+        seed: an int (run ``b`` uses ``seed + b``), a sequence of B ints, or None (fresh).
         n_arms: K, for bandit-feedback learners.
 
     Class attributes:
         name: registry name.
-        feedback: ``"full"`` or ``"bandit"``: the feedback the learner needs (``"any"`` for a
-            learner that plays on both; its claim then reports the env's feedback).
+        feedback: ``"full"``, ``"bandit"`` or ``"any"`` (both; the claim reports the env's).
     """
 
     name: ClassVar[str] = ""
@@ -210,11 +205,7 @@ class Agent(ABC):
         """The agent's privacy claim (frozen)."""
 
     def reset(self, seed: int | Sequence[int] | None = None) -> None:
-        """Start a new episode for all runs.
-
-        With a seed, the random streams restart from it; with None, they continue (a new episode
-        of the same agent sees fresh randomness) unless the agent was never seeded.
-        """
+        """Start a new episode for all runs; the random streams restart only with a seed."""
         if seed is not None or not hasattr(self, "rng"):
             seeds = run_seeds(seed if seed is not None else self._seed, self.num_envs)
             self.rng = BatchRNG(seeds, stream=AGENT_STREAM)
@@ -228,9 +219,8 @@ class Agent(ABC):
         A single observation returns a Python ``int``; a batch of B returns a (B,) int64 array.
 
         Raises:
-            ValueError: the agent already played its ``horizon`` rounds (call ``reset()``), or
-                an observation value is NaN, infinite or outside the env's range (the message
-                names the round).
+            ValueError: the agent already played its ``horizon`` rounds, or an observation
+                value is NaN, infinite or outside the env's range.
         """
         batch, single = self._parse_obs(obs)
         self._check_round(batch)

@@ -177,10 +177,7 @@ class DPFTRLTree(PrivateAgent):
         return finish_block(self, categorical_rows(softmax_rows(-self.eta * sums), u))
 
     def _tree_block(self, clipped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The K rounds' noisy sums and play uniforms: the tree's releases in one kernel call.
-
-        Per round N Laplace uniforms then the play's (round 1: the play's only), in one read.
-        """
+        """The K rounds' noisy sums and play uniforms: the tree's releases in one kernel call."""
         from agents._kernels import PLAY_UNIFORMS, block_uniforms, tree_block
 
         tree, (k, b, n) = self.tree, clipped.shape

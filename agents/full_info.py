@@ -417,11 +417,7 @@ class FixedShare(_FullInfoBaseline):
 
 
     def _recursion_compiled(self, losses: np.ndarray, weights: np.ndarray) -> None:
-        """The K rounds' log-weights into ``weights``, float for float the numpy loop.
-
-        :func:`agents._kernels.mix_round` and ``row_totals`` (numpy's pairwise order) do the
-        arithmetic; ``exp`` and ``log`` stay numpy calls.
-        """
+        """The K rounds' log-weights into ``weights`` via :func:`agents._kernels.mix_round`."""
         from agents import _kernels
 
         mix, totals = _kernels.mix_round.resolve(), _kernels.row_totals.resolve()

@@ -314,10 +314,7 @@ class MetaExpertReduction(PrivateAgent):
             self._log_w = np.zeros((b, self.n_meta_experts))
 
     def _log_suffix_counts(self, t: int) -> np.ndarray:
-        """(S+1,) log G_t(c): completions of rounds t+1..T with at most S - c switch points.
-
-        Public; ``_SUFFIX_CHUNK`` rows are computed at once (the same floats as one by one).
-        """
+        """(S+1,) log G_t(c), completions of rounds t+1..T with <= S - c switches (chunked)."""
         start = getattr(self, "_suffix_start", None)
         if start is None or not start <= t < start + self._suffix.shape[0]:
             self._suffix = self._suffix_rows(np.arange(t, t + _SUFFIX_CHUNK))
@@ -396,11 +393,7 @@ class MetaExpertReduction(PrivateAgent):
         return self.meta_plays(rnd)[meta]
 
     def _forward_compiled(self, noisy: np.ndarray, history: np.ndarray, first: bool) -> None:
-        """The K rounds' forward sums into ``history``, float for float :meth:`play_block`'s loop.
-
-        :func:`agents._kernels.switch_round` does the arithmetic; ``exp``, the sum over experts
-        and ``log`` stay numpy calls.
-        """
+        """The K rounds' forward sums into ``history`` via :func:`agents._kernels.switch_round`."""
         from agents import _kernels
 
         # Resolved once: the kernels' per-call switch check would cost more than their work.
