@@ -159,7 +159,6 @@ def exp4_rounds(  # noqa: ANN201, PLR0913
     return actions
 
 
-# ----------------------------------------------------------------------------- plumbing
 def act_loop(
     agent: Any,
     first: Mapping[str, np.ndarray],

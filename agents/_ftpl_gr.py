@@ -133,8 +133,8 @@ def ftpl_rounds(  # noqa: ANN201, PLR0913
 ):  # noqa: ANN001
     """FTPL-GR's K rounds (``act``'s update, then its play), run by run, resumable.
 
-    A run whose page is used up saves where it stands (``next_round``, ``tries_done``) and is
-    returned: the caller turns its page and calls again.
+    Returns -1 when every run played its K rounds, else the first run whose page is used up
+    (its place saved in ``next_round``, ``tries_done``): the caller turns the page, calls again.
 
     Args:
         cum: (B, m) cumulative estimates (updated in place).
@@ -153,9 +153,6 @@ def ftpl_rounds(  # noqa: ANN201, PLR0913
         actions: (K, B) int64 the actions (written).
         next_round: (B,) int64 the first round each run still has to play.
         tries_done: (B,) int64 redraws made before a page turn cut a resampling short.
-
-    Returns:
-        The run whose page must turn, or -1 when every run played its K rounds.
     """
     rounds, runs, m = play_noise.shape
     size = page.shape[1]

@@ -212,7 +212,6 @@ def dartboard_choices(stay_factor, u_stay, fresh, last, switches, stay_probabili
     return actions
 
 
-# ----------------------------------------------------------------------------- noise, sums
 def own_hooks(agent: Any, owner: type, names: tuple[str, ...] = ("_learn", "_choose")) -> bool:
     """True when ``agent``'s hooks ``names`` are ``owner``'s own (no subclass overrides them).
 

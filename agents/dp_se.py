@@ -154,7 +154,6 @@ class DPSE(PrivateAgent):
             "the eliminations and the plays",
         )
 
-    # ----------------------------------------------------------------- epochs
     def _init_state(self) -> None:
         b, k = self.num_envs, int(self.n_arms)
         self.active = np.ones((b, k), dtype=bool)  # S: the arms in play
