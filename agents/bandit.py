@@ -4,8 +4,8 @@ They wrap the cores of :mod:`agents.bandit_core`. The K-armed ones take ``over``
 (default: play the K arms, ignore the advice) or ``"experts"`` (the N experts are meta-arms,
 "Faster Rates for Private Adversarial Bandits" Algorithm 5: the core picks J, the learner plays
 ``I ~ advice[J]`` with one extra uniform and feeds I's loss back as J's). ``play_bandit_block``
-is the bandit block protocol (docs/architecture.md). The constructors' ``num_envs`` and ``seed``
-are :class:`~agents.base.Agent`'s.
+is the bandit block protocol (docs/architecture.md). The constructors' ``n_experts`` (N),
+``horizon`` (T), ``n_arms`` (K >= 2), ``num_envs`` and ``seed`` are :class:`~agents.base.Agent`'s.
 """
 
 from __future__ import annotations
@@ -178,9 +178,6 @@ class Exp3(_CoreBandit):
     (core :class:`~agents.bandit_core.Exp3Core`).
 
     Args:
-        n_experts: N.
-        horizon: T.
-        n_arms: K (>= 2).
         eta: fixed rate (``rate="fixed"`` only); default ``sqrt(2 ln m / (T m))``, m the core's
             arms.
         rate: ``"fixed"`` (default) or ``"anytime"`` (``eta_t = sqrt(ln m / (t m))``, Bubeck &
@@ -269,9 +266,7 @@ class TsallisInf(_CoreBandit):
     large clean losses.
 
     Args:
-        n_experts: N.
         horizon: T (horizon-free; only validated).
-        n_arms: K (>= 2).
         sigma: heavy-tail scale, default 1 (right for losses in [0, 1]); HTINF's bound is
             ``30 sigma sqrt(m (T + 1))``.
         skip: apply the skipping threshold (default True; False is Zimmert & Seldin's).
@@ -338,9 +333,6 @@ class FtplGR(_CoreBandit):
     fixes (core :class:`~agents.bandit_core.FtplGRCore`).
 
     Args:
-        n_experts: N.
-        horizon: T.
-        n_arms: K (>= 2).
         eta: perturbation rate (Laplace scale ``1 / eta``); default Lemma 25 at lambda = 0:
             ``min(sqrt(ln m / (m T)), 1 / M)``.
         max_resamples: M; default ``ceil(sqrt(m T))``, at most ``1e8 / m``.
@@ -418,9 +410,6 @@ class Exp4(BanditBaseline):
     :class:`~agents.bandit_core.Exp4Core`).
 
     Args:
-        n_experts: N.
-        horizon: T.
-        n_arms: K (>= 2).
         eta: fixed rate (``rate="fixed"`` only); default ``sqrt(2 ln N / (T K))``.
         rate: ``"fixed"`` (default) or ``"anytime"`` (``eta_t = sqrt(ln N / (t K))``).
         gamma: uniform mixing over arms in [0, 1], default 0.

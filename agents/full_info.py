@@ -3,8 +3,8 @@
 Weights are cumulative losses or log-weights through a max-subtracted softmax (no under- or
 overflow). ``action_distribution()`` is the (B, N) law of the last action (the shrinking
 dartboard's *marginal* law). Claims are :func:`~agents.base.no_privacy`; tunings are the textbook
-ones. The constructors' ``num_envs``, ``seed`` and ``n_arms`` are :class:`~agents.base.Agent`'s
-(``n_arms`` is ignored except by :class:`Uniform`).
+ones. The constructors' ``n_experts`` (N), ``horizon`` (T), ``num_envs``, ``seed`` and ``n_arms``
+are :class:`~agents.base.Agent`'s (``n_arms`` is ignored except by :class:`Uniform`).
 """
 
 from __future__ import annotations
@@ -108,10 +108,6 @@ class Uniform(_FullInfoBaseline):
     of env: a uniform expert under full information, a uniform arm when ``n_arms`` is given.
 
     Args:
-        n_experts: N.
-        horizon: T (unused beyond validation).
-        num_envs: B.
-        seed: as :class:`~agents.base.Agent`.
         n_arms: K on a bandit env (actions are then arms), None under full information.
     """
 
@@ -192,10 +188,6 @@ class FollowTheLeader(_FullInfoBaseline):
     Source: the classic FTL (Cesa-Bianchi & Lugosi 2006, §3.2); the family ``ftl_trap`` shows its
     linear worst case. Ties (sums within ``16 * eps64 * t``, their rounding error) are broken
     uniformly at random.
-
-    Args:
-        n_experts: N.
-        horizon: T (unused beyond validation).
     """
 
     def __init__(
@@ -249,8 +241,6 @@ class Hedge(_FullInfoBaseline):
     ``(1 - eta)^L`` (the same algorithm under ``eta -> -ln(1 - eta)``).
 
     Args:
-        n_experts: N.
-        horizon: T.
         eta: the fixed rate (``rate="fixed"`` only); default ``sqrt(8 ln N / T)``.
         rate: ``"fixed"`` (default) or ``"anytime"`` (``eta_t = sqrt(8 ln N / t)``).
     """
@@ -330,8 +320,6 @@ class FixedShare(_FullInfoBaseline):
     Deviation: the mixed mass goes to all N experts (C-B&L), not the N - 1 others.
 
     Args:
-        n_experts: N.
-        horizon: T.
         n_switches: S >= 0, the switch budget the tuning targets (default 1; S >= T - 1 is tuned
             as T - 1).
         alpha: mixing rate; default from :func:`fixed_share_tuning`.
@@ -456,8 +444,6 @@ class ShrinkingDartboard(_FullInfoBaseline):
     Uniforms: one in round 1, then two per round (coin and fresh draw, both always drawn).
 
     Args:
-        n_experts: N.
-        horizon: T.
         eta: learning rate (> 0); default Hedge's ``sqrt(8 ln N / T)``. Fixed: a decreasing rate
             could make the stay probability exceed 1.
 
