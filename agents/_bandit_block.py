@@ -1,18 +1,9 @@
 """Shared pieces of the bandit block protocol (``play_bandit_block``) for batch-frozen learners.
 
-The episode hands a bandit learner the data of K rounds at once (docs: the module docstring of
-:mod:`dp_experts_env.evaluation.episode`). A learner whose choice is frozen inside a batch of tau
-rounds (the batched conversions of :mod:`agents.private_bandit`, the batched EXP4 of
-:mod:`agents.private_exp4`) plays such a block as *segments*: the first round of a segment (where
-the learner may release, update and draw a new choice) goes through its own ``act``, exactly as
-the per-round loop would call it; the segment's other rounds change nothing but the learner's
-accumulators and draw only per-round uniforms, so they are played with whole-array numpy
-operations that repeat, element for element, the per-round arithmetic (same ufuncs on
-contiguous arrays, sums accumulated in round order, uniforms taken from the learner's stream in
-the order the per-round path takes them).
-
-Helpers here know nothing of any learner: the observation a round would get, the per-round
-fallback, and the segment starts.
+A learner whose choice is frozen inside a batch of tau rounds (:mod:`agents.private_bandit`,
+:mod:`agents.private_exp4`) plays a block as *segments*: a segment's first round goes through
+``act``; its other rounds only accumulate, as whole-array numpy operations that repeat the
+per-round arithmetic element for element. These helpers know no learner.
 """
 
 from __future__ import annotations
@@ -68,10 +59,8 @@ def play_rounds(
 ) -> None:
     """Rounds ``start..stop-1`` of the block through ``agent.act`` (the per-round path).
 
-    ``lean``: rounds after the block's first skip ``act``'s parsing and checks of the
-    observation (made by the env, in a block whose length the caller checked against the
-    horizon) and run its steps directly (:func:`lean_act`); the block's first round, whose
-    observation comes from outside, always goes through ``act``.
+    ``lean``: rounds after the block's first (env-made observations, horizon checked by the
+    caller) skip ``act``'s parsing and checks (:func:`lean_act`).
     """
     for i in range(start, stop):
         if lean and i:
@@ -91,11 +80,9 @@ lean_act = hook_round
 
 
 def segment_starts(t0: int, k: int, tau: int, last_update: int) -> list[int]:
-    """Block rounds (0-based) where a segment starts.
+    """Block rounds where a segment starts: 0, and each i with ``t0 + i`` a multiple of ``tau``.
 
-    Round 0, and each round i > 0 whose clock ``t0 + i`` (rounds played before it) is a
-    multiple of ``tau`` and at most ``last_update`` (where a batch ends, the learner releases
-    and may draw a new choice).
+    Only clocks ``t0 + i <= last_update`` count.
     """
     first = -(-(t0 + 1) // tau) * tau  # the first multiple of tau above t0
     starts = [0]
@@ -106,9 +93,6 @@ def segment_starts(t0: int, k: int, tau: int, last_update: int) -> list[int]:
 def played_losses(
     losses: np.ndarray, rows: np.ndarray, actions: np.ndarray, lo: int, hi: int
 ) -> np.ndarray:
-    """(hi - lo, b) ``losses[i, rows[r], actions[i, r]]`` for block rounds ``lo..hi-1``.
-
-    Read after the actions are chosen, only at the played arms (the protocol's rule).
-    """
+    """(hi - lo, b) ``losses[i, rows[r], actions[i, r]]`` for block rounds ``lo..hi-1``."""
     steps = np.arange(lo, hi)[:, None]
     return losses[steps, rows[None, :], actions[lo:hi]]

@@ -1,33 +1,11 @@
-"""Block play for bandit-feedback learners: K rounds of ``act`` in one compiled call, bit for bit.
+"""Block play for EXP4 / EXP3 (the bandit block protocol): K rounds of ``act`` in one kernel.
 
-A bandit learner with ``play_bandit_block(first, advice, losses, rows)`` chooses the K actions
-of a block of an oblivious game in one call (the protocol: the observation of the block's first
-round, the (K, b, N, K_arms) advice or None for the identity, the (K, S, K_arms) losses and the
-stream row of each run). Unlike full information, round i's observation depends on the learner's
-own action of round i - 1, so the rounds are recursive all the way: the whole block runs in one
-kernel, :func:`exp4_rounds`, which reads ``losses[i, rows[r], a]`` only for the arm ``a`` run r
-played at round i, after choosing it.
-
-Exactness (the learner lock and ``tests/test_ldp_exp4_block.py`` hold the kernel to K calls of
-``act``):
-
-* Randomness: every round draws a fixed number of uniforms per run (a Laplace release of the
-  observed loss, then the categorical draw), so the block's uniforms are one read of each run's
-  stream, and the Laplace noise is :func:`dp_experts_env.samplers.laplace` of them (numpy's
-  ``log1p``, vectorised, before the kernel starts).
-* Sums follow numpy's order: pairwise (:func:`agents._kernels.numpy_sum`) for the softmax's and
-  the mixture's normalising sums, sequential for ``cumsum`` and for ``einsum``'s sum over
-  experts (measured: ``einsum("bn,bnk->bk")`` accumulates the experts in order, no FMA).
-* The softmax's ``exp`` depends on the previous round's action, so it cannot be evaluated by
-  numpy before the kernel starts, and numba's ``exp`` differs from numpy's in the last bit
-  (:mod:`dp_experts_env._jit`). The kernel calls numpy's own ``exp`` loop instead, through its
-  function pointer on the round's (B, N) exponents (:mod:`agents._numpy_loops`): the very loop
-  ``np.exp`` runs on a contiguous float64 array. Where numpy does not hand that loop out,
-  :func:`kernel_ready` is False and the learners play round by round.
-
-Under ``DP_EXPERTS_NO_JIT`` (or without numba) the learners play their K rounds through ``act``
-(:func:`act_loop`): that is the reference the compiled kernel must equal. The kernel's Python
-form (``exp4_rounds.py_func``, calling ``np.exp``) is tested against it as well.
+Round i's observation depends on round i - 1's action, so the whole block runs in
+:func:`exp4_rounds`, which reads ``losses[i, rows[r], a]`` only at the played arm. Exactness
+(tests/test_ldp_exp4_block.py): the block's uniforms are one read (release, then choice, per
+round); sums follow numpy's order (pairwise normalisers, ``einsum``'s in-order sum over experts);
+the softmax's ``exp`` is numpy's own loop called by pointer (:mod:`agents._numpy_loops`). Without
+that loop or the JIT, learners play through ``act`` (:func:`act_loop`, the reference).
 """
 
 from __future__ import annotations
@@ -38,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from agents._bandit_block import play_rounds
 from agents._kernels import PLAY_UNIFORMS, block_uniforms, numpy_sum
 from agents._numpy_loops import exp_into, register, ufunc_loop
 from dp_experts_env import samplers
@@ -72,41 +51,32 @@ def exp4_rounds(  # noqa: ANN201, PLR0913
     learn_first, u_choice, noise, noisy, clip, keep, add, mix, last_advice, q_at_arm, last_q,
     z, e, loop,
 ):  # noqa: ANN001
-    """EXP4's K rounds (:class:`agents.bandit_core.Exp4Core` driven by ``act``), run by run.
-
-    Round k: learn from round k - 1's observed loss (round 0: ``loss0``, when ``learn_first``),
-    then ``P = softmax(neg_rate[k] * cum)``, ``Q = P A`` (normalised when ``normalise``, mixed
-    ``keep Q + add`` when ``mix``), and the inverse-CDF draw with ``u_choice[k]``.
+    """EXP4's K rounds (:class:`agents.bandit_core.Exp4Core` under ``act``): (K, B) actions.
 
     Args:
         cum: (B, N) cumulative estimated expert losses (updated in place).
         neg_rate: (K,) minus each round's learning rate.
-        first_advice: (B, N, A) the advice of round 0 (and of every round when ``block_advice``
-            has no rounds); unused when ``identity``.
-        block_advice: (K, B, N, A) the advice of the block's rounds (row 0 unused), or (0, ...).
-        identity: True when every round's advice is the identity (N = A): ``Q = P``.
+        first_advice: (B, N, A) round 0's advice (every round's if ``block_advice`` is empty).
+        block_advice: (K, B, N, A) the rounds' advice (row 0 unused), or (0, ...).
+        identity: every round's advice is the identity: ``Q = P``.
         normalise: divide ``Q`` by its sum (EXP4) or not (EXP3).
         losses: (K, S, A) the block's losses; read at the played arm only.
         rows: (B,) stream row of each run.
-        loss0: (B,) the observed loss of the round before the block (already clipped).
-        learn_first: True when round 0 learns (the agent played before the block).
+        loss0: (B,) the observed (clipped) loss of the round before the block.
+        learn_first: round 0 learns (the agent played before the block).
         u_choice: (K, B) each round's categorical uniform.
-        noise: (K, B) each round's Laplace noise on the observed loss (row 0 unused unless
-            ``learn_first``).
+        noise: (K, B) each round's Laplace noise on the observed loss.
         noisy: add ``noise``.
-        clip: clip the losses of the block's rounds into [0, 1].
-        keep: the weight of ``Q`` in the uniform mixing ``keep Q + add``.
+        clip: clip the block's losses into [0, 1].
+        keep: the weight of ``Q`` in the mixing ``keep Q + add``.
         add: the uniform part of the mixing.
         mix: apply the mixing.
-        last_advice: (B, N) advice of every expert at the last played arm (updated in place).
+        last_advice: (B, N) every expert's advice at the last played arm (updated in place).
         q_at_arm: (B,) the law's mass at the last played arm (updated in place).
         last_q: (B, A) the last round's law (written).
-        z: (B, N) scratch (the exponents).
-        e: (B, N) scratch (their exp).
+        z: (B, N) scratch.
+        e: (B, N) scratch.
         loop: numpy's exp loop (:func:`agents._numpy_loops.ufunc_loop`).
-
-    Returns:
-        (K, B) actions.
     """
     rounds, runs = u_choice.shape
     n = cum.shape[1]
@@ -189,7 +159,6 @@ def exp4_rounds(  # noqa: ANN201, PLR0913
     return actions
 
 
-# ----------------------------------------------------------------------------- plumbing
 def act_loop(
     agent: Any,
     first: Mapping[str, np.ndarray],
@@ -198,19 +167,8 @@ def act_loop(
     rows: np.ndarray,
 ) -> np.ndarray:
     """K calls of ``agent.act`` on the block's per-round observations (the reference path)."""
-    k = len(losses)
-    runs = agent.num_envs
-    actions = np.empty((k, runs), dtype=np.int64)
-    obs: Mapping[str, np.ndarray] = first
-    for i in range(k):
-        if i:
-            last = actions[i - 1]
-            obs = {
-                "advice": first["advice"] if advice is None else advice[i],
-                "last_action": last.copy(),
-                "last_loss": losses[i - 1][rows, last][:, None],
-            }
-        actions[i] = np.asarray(agent.act(obs), dtype=np.int64)
+    actions = np.empty((len(losses), agent.num_envs), dtype=np.int64)
+    play_rounds(agent, first, advice, losses, rows, actions, 0, len(losses))
     return actions
 
 
@@ -229,16 +187,13 @@ def block_inputs(
         first: the observation of the block's first round.
         advice: (K, B, N, A) the rounds' advice, or None (every round's is ``first``'s).
         rounds: K.
-        uses_advice: False for a learner over the arms that ignores the advice (its law is
-            its weights: the kernel's identity case).
+        uses_advice: False for a learner over the arms (the kernel's identity case).
 
     Returns:
-        (the parsed first observation, the round-0 advice for the kernel, the block's advice
-        for the kernel, whether the kernel takes the law to be the weights themselves).
+        (parsed first observation, round-0 advice, block advice, identity flag) for the kernel.
 
     Raises:
-        ValueError: the block runs past the agent's horizon, or ``act`` would refuse the first
-            observation.
+        ValueError: the block runs past the horizon, or ``act`` would refuse ``first``.
     """
     if agent.t + rounds > agent.horizon:
         raise ValueError(
@@ -274,17 +229,16 @@ def _is_identity(agent: Any, advice: np.ndarray) -> bool:
     values = advice[:1] if advice.strides[0] == 0 else advice
     found = bool(np.array_equal(values, np.broadcast_to(np.eye(advice.shape[1]), values.shape)))
     if found and shared:
-        # The env's constant: holding the array keeps its memory (hence the address) its own.
-        agent._identity_advice = (advice, key)
+        agent._identity_advice = (advice, key)  # held, so the address keeps naming this memory
     return found
 
 
 @dataclass
 class BlockState:
-    """What the kernel carries from round to round besides the weights (updated in place).
+    """What the kernel carries from round to round (updated in place).
 
     Attributes:
-        cum: (B, m) cumulative estimated losses (the core's own array, updated in place).
+        cum: (B, m) cumulative estimated losses (the core's own array).
         last_advice: (B, m) every weight's advice at the last played arm.
         q_at_arm: (B,) the law's mass at the last played arm.
         gamma: the core's uniform mixing.
@@ -320,19 +274,19 @@ def run_exp4_block(
         advice: (K, B, N, A) the rounds' advice, or None (every round's is ``first``'s).
         losses: (K, S, A) the block's losses.
         rows: (B,) the loss stream of each run.
-        state: the carried state (updated in place: ``cum``, ``last_advice``, ``q_at_arm``).
-        loss0_of: ``parsed first observation -> (B,)`` observed loss as ``_learn`` uses it
-            before any noise (it also runs ``_learn``'s checks).
-        scale: Laplace scale of the release of every observed loss (0: no noise drawn).
-        clip: clip the block's observed losses into [0, 1] (as ``loss0_of`` does).
+        state: the carried state (updated in place).
+        loss0_of: ``parsed first observation -> (B,)`` loss as ``_learn`` uses it before noise
+            (running ``_learn``'s checks).
+        scale: Laplace scale of each observed loss's release (0: no noise drawn).
+        clip: clip the block's observed losses into [0, 1].
         normalise: EXP4's normalisation of the mixture.
-        rates: (K,) each round's learning rate, as the core's ``rate()`` gives it then.
-        uses_advice: False for a learner over the arms (EXP3): its law is its weights.
+        rates: (K,) each round's learning rate.
+        uses_advice: False for a learner over the arms (EXP3).
         compiled: run the compiled kernel (False: its Python form, for tests).
 
     Returns:
-        (K, B) int64 actions and the (B, A) law of the last round. The agent's clock and last
-        actions are advanced; the caller stores the core's clock and law.
+        (K, B) int64 actions and the last round's (B, A) law; the agent's clock is advanced,
+        the caller updates the core.
     """
     k = len(losses)
     batch, first_advice, block_advice, identity = block_inputs(
@@ -343,8 +297,7 @@ def run_exp4_block(
     loss0 = np.asarray(loss0_of(batch), dtype=np.float64) if learn_first else np.zeros(runs)
     noisy = scale > 0.0
     draws = samplers.LAPLACE_UNIFORMS if noisy else 0  # the observed loss's release
-    # The run's stream over the block: [release, choice] per round, no release in round 1 of
-    # an episode (its slot padded with 0.5: a harmless zero noise).
+    # [release, choice] per round; an episode's round 1 releases nothing (0.5: zero noise).
     u = block_uniforms(agent.rng, k, draws + PLAY_UNIFORMS, draws * (not learn_first), pad=0.5)
     u_choice = np.ascontiguousarray(u[:, :, draws])
     if noisy:
@@ -373,11 +326,7 @@ def run_exp4_block(
 
 
 def block_rates(core: Any, rounds: int, learn_first: bool) -> np.ndarray:
-    """(K,) the rate ``core.rate()`` gives at each round's choice of the block.
-
-    A schedule is evaluated on the K rounds' clocks at once (the same elementwise floats as on
-    each round's (B,) clock: every run's clock is the same).
-    """
+    """(K,) the rate ``core.rate()`` gives at each round's choice (every run's clock is equal)."""
     n = int(core.n_updates[0]) + np.arange(rounds, dtype=np.int64) + (1 + int(learn_first))
     if callable(core.eta):
         return np.array(np.broadcast_to(np.asarray(core.eta(n), dtype=float), (rounds,)))
@@ -397,18 +346,8 @@ def play_exp4_core(
 ) -> np.ndarray:
     """A block of a learner driven by an :class:`~agents.bandit_core.Exp4Core` (``agent.core``).
 
-    Args:
-        agent: the learner.
-        first: the observation of the block's first round (the protocol's).
-        advice: (K, B, N, A) the rounds' advice, or None (every round's is ``first``'s).
-        losses: (K, S, A) the block's losses.
-        rows: (B,) the loss stream of each run.
-        loss0_of: see :func:`run_exp4_block`.
-        scale: see :func:`run_exp4_block`.
-        clip: see :func:`run_exp4_block`.
-
-    Returns:
-        (K, B) int64 actions; the core is left as K rounds of ``sample``/``update`` leave it.
+    Arguments as :func:`run_exp4_block`. Returns the (K, B) int64 actions; the core is left as K
+    rounds of ``sample``/``update`` leave it.
     """
     core = agent.core
     k = len(losses)
@@ -440,18 +379,8 @@ def play_exp3_core(
 ) -> np.ndarray:
     """A block of a learner over the arms driven by an :class:`~agents.bandit_core.Exp3Core`.
 
-    EXP3 is the kernel's identity case without the mixture's normalisation: the law is the
-    mixed softmax itself, and the estimate ``y / p(I)`` lands on the played arm alone.
-
-    Args:
-        agent: the learner (``agent.core``, ``agent.core_choices``).
-        first: the observation of the block's first round (the protocol's).
-        losses: (K, S, A) the block's losses.
-        rows: (B,) the loss stream of each run.
-        loss0_of: see :func:`run_exp4_block`.
-
-    Returns:
-        (K, B) int64 actions; the core is left as K rounds of ``sample``/``update`` leave it.
+    EXP3 is the kernel's identity case without normalisation. Arguments and result as
+    :func:`play_exp4_core` (no advice).
     """
     core = agent.core
     k = len(losses)

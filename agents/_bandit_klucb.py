@@ -1,15 +1,9 @@
-"""Block play of KL-UCB: K rounds of ``act`` in one compiled call, bit for bit.
+"""Block play of KL-UCB (:class:`agents.ucb.KLUCB`): K rounds of ``act`` in one compiled call.
 
-KL-UCB (:class:`agents.ucb.KLUCB`) recomputes every arm's index every round (the level
-``ln t`` moves), each a few Newton steps of :func:`agents.ucb.kl_lower_bound` on numpy's
-``exp``, ``log`` and scipy's ``xlogy``. :func:`klucb_rounds` runs the block run by run (the runs
-are independent: KL-UCB draws nothing) and repeats the bound's arithmetic in numpy's order:
-each transcendental call is numpy's (scipy's) own float64 loop on the run's K values, called
-through its function pointer (:mod:`agents._numpy_loops`), ``np.maximum`` / ``np.minimum``
-keep their NaN rule, ``np.where`` picks what it picks, ``argmin`` keeps the first minimum.
-The levels ``ln t + c ln ln t`` are the learner's own (Python ``math``), computed before the
-kernel starts. Where a loop is not handed out, or under ``DP_EXPERTS_NO_JIT``, the learner
-plays round by round (``tests/test_klucb_block.py``).
+The kernel repeats :func:`agents.ucb.kl_lower_bound` in numpy's order, calling numpy's and
+scipy's own ``exp``, ``log`` and ``xlogy`` loops by pointer (:mod:`agents._numpy_loops`) and
+keeping their NaN rules. Without a loop or the JIT the learner plays round by round
+(tests/test_klucb_block.py).
 """
 
 from __future__ import annotations
@@ -86,12 +80,7 @@ def _bound(p, level, iterations, out, w1, w2, a, b, top, s, q, loops):  # noqa: 
 
 @kernel
 def klucb_rounds(sums, counts, last, levels, t0, iterations, losses, rows, loss0, loops):  # noqa: ANN001, ANN201
-    """KL-UCB's K rounds, run by run (``sums`` and ``counts`` updated in place).
-
-    Round k (clock ``t0 + k``): learn the clipped observed loss of round k - 1 on the arm
-    played then (``loss0`` and ``last`` for round 0, when ``t0 > 0``); play arm ``t`` in the
-    round-robin start, else the first arm of least index ``kl_lower_bound(sums / counts,
-    levels[k] / counts)``.
+    """KL-UCB's K rounds, run by run: (K, B) int64 actions (``sums``, ``counts`` updated).
 
     Args:
         sums: (B, A) the arms' loss sums.
@@ -104,9 +93,6 @@ def klucb_rounds(sums, counts, last, levels, t0, iterations, losses, rows, loss0
         rows: (B,) stream of each run.
         loss0: (B,) the observed loss before the block.
         loops: (3, 3) the exp, log and xlogy loops (:func:`klucb_loops`).
-
-    Returns:
-        (K, B) int64 actions.
     """
     rounds = levels.shape[0]
     runs, arms = sums.shape

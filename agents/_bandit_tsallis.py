@@ -1,27 +1,11 @@
 """Block play of the Tsallis-INF (HTINF) learners: K rounds of ``act`` in one compiled call.
 
-Who plays here: ``tsallis-inf`` over the arms, and the batched conversions of
-:mod:`agents.private_bandit` (``private-batched-bandit``, ``private-bandit-over-experts``) with
-their default base learner :class:`~agents.bandit_core.TsallisInfCore` and the ``fast`` noise.
-At their defaults the batch is one round (tau = 1), so the segment play of
-:mod:`agents._bandit_block` calls ``act`` every round; :func:`tsallis_rounds` runs the whole
-block instead, run by run (the runs are independent: every run draws the same number of
-uniforms per round, the Newton iterations of one run never read another's).
-
-Bit for bit the per-round path (the learner lock and ``tests/test_tsallis_block.py`` hold it):
-
-* the block's uniforms are one read of each run's stream in the order the rounds take them (the
-  release's Laplace uniform, the base learner's draw, the play from the advice), and the Laplace
-  noise is :func:`dp_experts_env.samplers.laplace` of them, before the kernel starts;
-* :func:`agents.bandit_core.tsallis_inf_weights` is repeated per run with numpy's operations:
-  ``(beta / (L + nu)) ** 2`` is a product (numpy squares for the exponent 2), the sums are
-  numpy's pairwise sums (:func:`agents._kernels.numpy_sum`), ``sqrt`` is correctly rounded in
-  both, and ``x ** 1.5`` -- whose result numpy computes with its own SIMD ``pow``, which differs
-  from the C library's in the last bit -- calls numpy's float64 ``power`` loop through its
-  function pointer (:mod:`agents._numpy_loops`).
-
-Where the loop is not handed out, under ``DP_EXPERTS_NO_JIT``, with another noise backend or
-base learner, the learners keep their per-round (or segment) path.
+For ``tsallis-inf`` over the arms and :mod:`agents.private_bandit`'s conversions with the
+HTINF core and ``fast`` noise. Bit for bit the per-round path (tests/test_tsallis_block.py):
+the block's uniforms are one read in the rounds' order (release, draw, play from the advice);
+:func:`agents.bandit_core.tsallis_inf_weights` is repeated with numpy's pairwise sums, ``** 2``
+as a product and ``x ** 1.5`` through numpy's own ``power`` loop (:mod:`agents._numpy_loops`;
+its SIMD ``pow`` differs from libm's). Otherwise the learners keep their per-round path.
 """
 
 from __future__ import annotations
@@ -106,35 +90,28 @@ def tsallis_rounds(  # noqa: ANN201, PLR0913
     learns, releases, samples, col_lap, col_sample, col_play, u, lap, private, tau,
     losses, rows, loss0, first_advice, block_advice, over_experts, exponent, loop,
 ):  # noqa: ANN001
-    """K rounds of a Tsallis-INF learner, run by run (the state updated in place).
-
-    Round k: learn when ``learns[k]`` (the observed loss of round k - 1, ``loss0`` for round
-    0; private: clipped into [0, 1] and added to the batch sum, released as the batch mean plus
-    ``lap[b, col_lap[k]]`` when ``releases[k]``, col_lap < 0 meaning no noise), update the core
-    with the played choice; draw a new choice from the Tsallis law when ``samples[k]``
-    (uniform ``u[b, col_sample[k]]``); play the choice, or with ``over_experts`` an arm from
-    the chosen expert's advice (uniform ``u[b, col_play[k]]``).
+    """K rounds of a Tsallis-INF learner, run by run: (K, B) int64 actions (state updated).
 
     Args:
         cum: (B, m) the core's cumulative estimates.
         n_updates: (B,) int64 the core's clock.
         n_skipped: (B,) int64 the core's skip counter.
-        skipped: (B,) bool whether the last update was skipped (written at each update).
+        skipped: (B,) bool whether the last update was skipped.
         choice: (B,) int64 the current choice (the batch's arm or expert).
         batch_sum: (B,) the running batch sum (private only).
-        x_last: (B, m) the law of each run's last draw (written at each draw).
+        x_last: (B, m) the law of each run's last draw (written).
         sigma: the core's heavy-tail scale.
         theta: HTINF's skipping constant.
         skip: apply the skipping threshold.
-        learns: (K,) bool, the rounds that learn (the same for every run).
+        learns: (K,) bool, the rounds that learn.
         releases: (K,) bool, the rounds that release a batch (private).
         samples: (K,) bool, the rounds that draw a new choice.
         col_lap: (K,) int64 the column of ``lap`` of each release (-1: no noise).
         col_sample: (K,) int64 the column of ``u`` of each draw.
         col_play: (K,) int64 the column of ``u`` of each play from the advice.
-        u: (B, D) the block's uniforms of every run.
+        u: (B, D) the block's uniforms.
         lap: (B, L) the releases' noise.
-        private: the batched conversion (else the plain learner, every learn an update).
+        private: the batched conversion (clip, batch sum, releases).
         tau: the batch length (private).
         losses: (K, S, A) the block's losses, read at the played arms only.
         rows: (B,) stream of each run.
@@ -144,9 +121,6 @@ def tsallis_rounds(  # noqa: ANN201, PLR0913
         over_experts: play from the chosen expert's advice.
         exponent: (1,) 1.5, the Newton slope's power.
         loop: numpy's power loop (:func:`power_loop`).
-
-    Returns:
-        (K, B) int64 actions.
     """
     rounds = learns.shape[0]
     runs, m = cum.shape
@@ -228,26 +202,11 @@ def run_tsallis_block(
 ) -> np.ndarray:
     """Draw the block's uniforms and noise, run :func:`tsallis_rounds`, store the core's state.
 
-    Args:
-        core: the :class:`~agents.bandit_core.TsallisInfCore` (updated in place).
-        rng: its BatchRNG (the learner's).
-        choice: (B,) int64 the current choice (updated in place).
-        batch_sum: (B,) the batch sum (updated in place; private only).
-        learns: (K,) bool, the rounds that learn (see the kernel).
-        releases: (K,) bool, the rounds that update the core (private: release).
-        samples: (K,) bool, the rounds that draw a new choice.
-        scale: the Laplace scale of a release (0: no noise drawn).
-        private: the batched conversion's rules (clip, batch sum, releases).
-        tau: the batch length.
-        losses: (K, S, A) the block's losses.
-        rows: (B,) stream of each run.
-        loss0: (B,) the observed loss before the block (unused when round 0 does not learn).
-        first_advice: (B, N, A) round 0's advice for the play over experts, else None.
-        block_advice: (K, B, N, A) the rounds' advice, or None (every round's is round 0's).
-        compiled: run the compiled kernel (False: its Python form, for tests).
-
-    Returns:
-        (K, B) int64 actions.
+    Arguments as :func:`tsallis_rounds`, except: ``core`` the
+    :class:`~agents.bandit_core.TsallisInfCore` (updated in place), ``rng`` its BatchRNG,
+    ``scale`` a release's Laplace scale (0: no noise), ``first_advice`` None unless playing
+    over experts, ``block_advice`` None when every round's is round 0's, ``compiled`` False for
+    the kernel's Python form. Returns the (K, B) int64 actions.
     """
     k = len(learns)
     runs, m = core.cum_estimate.shape
@@ -279,8 +238,7 @@ def run_tsallis_block(
     skipped = np.array(getattr(core, "_skipped", np.zeros(runs, dtype=bool)), dtype=np.bool_)
     x_last = np.empty((runs, m))
     run = tsallis_rounds if compiled else tsallis_rounds.py_func  # type: ignore[attr-defined]
-    # The Python form too gets the real loop: once the kernel compiled, its helpers are numba
-    # functions, whichever form calls them.
+    # The Python form too gets the real loop: once compiled, its helpers are numba functions.
     loop = power_loop()
     if loop is None:
         loop = np.zeros(3, dtype=np.int64)

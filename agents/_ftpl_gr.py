@@ -1,25 +1,10 @@
 """FTPL-GR's geometric resampling from per-run pages, and its K rounds in one compiled call.
 
-Geometric resampling (:class:`agents.bandit_core.FtplGRCore`) redraws the perturbations until
-the argmin hits the played arm, at most M times. Each run reads its redraws from its own
-stream, one redraw (m Laplace variates) at a time, and stops at the first hit: a round costs
-``min(G, M)`` redraws per run (``G`` geometric with the played arm's probability p), at most m
-per round in expectation (``sum_i (1 - (1 - p_i)^M) <= m``) instead of all M. The law of
-``M_n`` is the paper's (capped at M); only the realisation moved off the agent's main stream,
-which keeps its fixed m draws per round (the play's perturbations). A batch still equals its
-single runs bit for bit: a run's reads depend on its own data only.
-
-:class:`ResamplePages` holds each run's stream as a page of ``PAGE_REDRAWS`` redraws of
-standard Laplace variates (:func:`dp_experts_env.samplers.laplace` of the run's uniforms, drawn
-when a run needs a redraw and its page is used up) and a cursor; a redraw at scale s is
-``s * z`` (the same doubles as ``samplers.laplace(u, s)``: the sign and the scale multiply
-exactly). The state after a round (page, cursor) is a function of the redraws made so far, so
-``act`` (:func:`resample_counts`, numpy, in chunks of redraws per run) and the block kernel
-(:func:`ftpl_rounds`, one redraw at a time, returning to Python to turn a page) hold the same
-arrays and draw the same Laplace variates.
-
-The kernel plays ``ftpl-gr`` over the arms (a fixed rate); the adaptive rate of the batched
-conversions and ``over="experts"`` play through ``act``, as does ``DP_EXPERTS_NO_JIT``.
+Each run reads its redraws from its own stream, in pages of standard Laplace variates, up to
+the first hit (docs/algorithms.md, "Random streams and batching"); a redraw at scale s is
+``s * z``, the same doubles as ``samplers.laplace(u, s)``. ``act`` (:func:`resample_counts`) and
+the kernel (:func:`ftpl_rounds`, ``ftpl-gr`` over the arms at a fixed rate) read the same
+variates.
 """
 
 from __future__ import annotations
@@ -87,20 +72,15 @@ class ResamplePages:
             self.cursor[r] = 0
 
 
-# The attribute of a BatchRNG holding its resampling streams, by width. They live on the rng
-# object, not in a registry: copy.deepcopy and pickle copy them with the main stream (their memo
-# keeps a core's ``pages`` the very object its copied rng holds), so a copy goes on as the
-# original would; a new rng (a seeded reset) starts new ones.
+# The BatchRNG attribute holding its resampling streams by width: on the rng, so deepcopy and
+# pickle copy them with the main stream (and a seeded reset's new rng starts new ones).
 _PAGES_ATTR = "resample_pages"
 
 
 def pages_for(rng: BatchRNG, width: int) -> ResamplePages:
     """The resampling streams that go with ``rng`` (m = ``width`` variates per redraw).
 
-    An owner's ``reset()`` without a seed keeps its ``rng`` and builds a fresh core: the core's
-    resampling streams go on from where they were, as ``rng`` does (a new episode sees fresh
-    redraws), in a deep copy or an unpickled owner too; a new ``rng`` (a seeded reset, a new
-    learner) starts new ones from its seeds.
+    They go on as ``rng`` does (an unseeded reset's fresh core continues them).
     """
     by_width = vars(rng).setdefault(_PAGES_ATTR, {})
     if width not in by_width:
@@ -153,12 +133,8 @@ def ftpl_rounds(  # noqa: ANN201, PLR0913
 ):  # noqa: ANN001
     """FTPL-GR's K rounds (``act``'s update, then its play), run by run, resumable.
 
-    Round i of run b: when it learns (``i > 0`` or ``learn_first``), redraw from the run's page
-    until the argmin of ``cum + scale * z`` is the previous choice (at most ``cap`` redraws;
-    ``M_n`` the count), then ``cum[choice] += y * M_n`` with y the previous round's loss
-    (``loss0`` for round 0); then play ``argmin(cum + play_noise[i, b])``. When a run needs a
-    redraw and its page is used up, the kernel saves where it stands (``next_round``,
-    ``tries_done``) and returns the run: the caller turns its page and calls again.
+    Returns -1 when every run played its K rounds, else the first run whose page is used up
+    (its place saved in ``next_round``, ``tries_done``): the caller turns the page, calls again.
 
     Args:
         cum: (B, m) cumulative estimates (updated in place).
@@ -170,16 +146,13 @@ def ftpl_rounds(  # noqa: ANN201, PLR0913
         losses: (K, S, m) the block's losses (read at the played arms only).
         rows: (B,) int64 the loss stream of each run.
         loss0: (B,) the loss observed before the block.
-        learn_first: True when round 0 learns (the agent played before the block).
+        learn_first: round 0 learns (the agent played before the block).
         scale: the Laplace scale ``1 / eta``.
         cap: M.
         choice: (B,) int64 the current choice (updated in place).
         actions: (K, B) int64 the actions (written).
         next_round: (B,) int64 the first round each run still has to play.
-        tries_done: (B,) int64 redraws already made in a resampling cut short by a page turn.
-
-    Returns:
-        The run whose page must turn, or -1 when every run played its K rounds.
+        tries_done: (B,) int64 redraws made before a page turn cut a resampling short.
     """
     rounds, runs, m = play_noise.shape
     size = page.shape[1]
@@ -235,17 +208,9 @@ def run_ftpl_block(
 ) -> np.ndarray:
     """Draw the block's play noise, run :func:`ftpl_rounds` to the end turning pages as asked.
 
-    Args:
-        core: the :class:`~agents.bandit_core.FtplGRCore` (fixed rate; updated in place).
-        choice: (B,) int64 the current choice (updated in place).
-        losses: (K, S, m) the block's losses.
-        rows: (B,) the loss stream of each run.
-        loss0: (B,) the loss observed before the block (unused unless ``learn_first``).
-        learn_first: True when round 0 learns.
-        compiled: run the compiled kernel (False: its Python form, for tests).
-
-    Returns:
-        (K, B) int64 actions.
+    Arguments as :func:`ftpl_rounds`, with ``core`` the fixed-rate
+    :class:`~agents.bandit_core.FtplGRCore` (updated in place) and ``compiled`` False for the
+    kernel's Python form. Returns the (K, B) int64 actions.
     """
     if core.adaptive is not None:
         raise ValueError("the FTPL-GR block kernel plays a fixed rate only (adaptive: use act)")

@@ -1,24 +1,11 @@
 """Block play for full-information learners: K rounds of ``act`` in one call, bit for bit.
 
-An oblivious game's losses can be drawn before the learner acts (:mod:`dp_experts_env.envs.core`,
-block steps), so a learner may choose K actions in one call: ``agent.play_block(obs)`` with
-``obs`` the (K, B, N) observations K calls of ``act`` would receive returns the (K, B) actions
-they would return, leaves the agent in the state they would leave, and consumes the same random
-numbers in the same order. Nothing here changes a learner's law or stream; the learner lock and
-``tests/test_play_block.py`` (every learner with ``play_block`` against K calls of ``act``, on
-the compiled and the numpy paths) hold it to that.
-
-How the K rounds run without the interpreter:
-
-* sums over rounds (cumulative losses) are sequential accumulations (``cumsum`` along the
-  rounds, the K in-place additions in order);
-* everything the per-round path computes from those sums alone (softmax, leaders, inverse-CDF
-  draws) is the same numpy operation on a (K, B, N) array instead of K (B, N) ones: elementwise
-  operations and last-axis reductions give each row the same floats;
-* the uniforms of K rounds are one read of the run's stream (:func:`round_uniforms`);
-* what is truly recursive in the actions (the shrinking dartboard's stay-or-move) runs in a
-  compiled kernel (:func:`dartboard_choices`) fed with numpy's transcendental values, since
-  numba's ``exp``/``log`` differ from numpy's in the last bit (:mod:`dp_experts_env._jit`).
+``agent.play_block(obs)`` on the (K, B, N) observations of K ``act`` calls returns their (K, B)
+actions, leaves the same state and reads the same random numbers (tests/test_play_block.py).
+Sums over rounds are sequential ``cumsum``s; per-round functions of those sums run on (K, B, N)
+arrays (the same floats); the K rounds' uniforms are one read; truly recursive steps run in
+compiled kernels fed numpy's ``exp``/``log`` (numba's differ in the last bit;
+:mod:`dp_experts_env._jit`).
 """
 
 from __future__ import annotations
@@ -101,12 +88,7 @@ def check_block(agent: Any, obs: Any) -> np.ndarray:
 
 
 def hook_loop(agent: Any, obs: Any) -> np.ndarray:
-    """K rounds of ``act`` through the agent's own hooks, the block checked once.
-
-    For learners whose rounds are all recursive: ``_learn`` and ``_choose`` run exactly as
-    ``act`` runs them (the same arrays, the same order), without ``act``'s per-round parsing
-    and checks (:func:`check_block` did them for the K rounds).
-    """
+    """K rounds of ``act`` through the agent's own hooks, the block checked once."""
     losses = check_block(agent, obs)
     actions = np.empty((len(losses), agent.num_envs), dtype=np.int64)
     for i, row in enumerate(losses):
@@ -149,11 +131,8 @@ def accumulate(start: np.ndarray, obs: np.ndarray, learn_first: bool) -> np.ndar
 def running_total(rows: np.ndarray) -> np.ndarray:
     """``rows[0] + rows[1] + ... + rows[-1]`` added in order, as a loop of in-place ``+=`` would.
 
-    ``np.add.reduce`` over the leading axis of a contiguous (m, ...) array adds whole rows one
-    after another (an elementwise loop over the rest); only when each row holds one number does
-    it become a reduction along a contiguous axis, which numpy sums pairwise -- there the
-    sequential ``cumsum`` is used. (``cumsum`` along the leading axis is 10-50x slower for
-    wide rows, hence not used throughout.)
+    ``np.add.reduce`` adds whole rows in order, except one-number rows, which it sums pairwise:
+    those take the slower sequential ``cumsum``.
     """
     rows = np.ascontiguousarray(rows)
     if rows[0].size >= 2:
@@ -171,10 +150,7 @@ def block_uniforms(
 ) -> np.ndarray:
     """(K, B, per_round) uniforms of K rounds whose first round reads ``first_skips`` fewer.
 
-    A learner that learns nothing in round 1 draws no noise then: its first round reads only
-    its last ``per_round - first_skips`` uniforms. The skipped slots are filled with ``pad``
-    (0: its Laplace variate, thrown away, is the padding the path check leaves out; 0.5: a
-    zero noise), so the K rounds are one (K, B, per_round) array in the stream's order.
+    The skipped slots (a round 1 that draws no noise) hold ``pad`` (0.5 gives a zero Laplace).
     """
     u = rng.random((rounds * per_round - first_skips,))
     if first_skips:
@@ -207,7 +183,7 @@ def uniform_among_rows(mask: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 @kernel
 def dartboard_choices(stay_factor, u_stay, fresh, last, switches, stay_probability, first):  # noqa: ANN001, ANN201
-    """The shrinking dartboard's K rounds: keep the last expert or take the fresh draw.
+    """The shrinking dartboard's K rounds (keep the last expert or move): (K, B) actions.
 
     Args:
         stay_factor: (K, B, N) ``exp(-eta l)`` of every round's losses (numpy's exp).
@@ -217,9 +193,6 @@ def dartboard_choices(stay_factor, u_stay, fresh, last, switches, stay_probabili
         switches: (B,) switch counters (updated in place).
         stay_probability: (B,) the agent's stay probabilities (updated in place).
         first: True when row 0 is round 1 (no stay coin, no learning).
-
-    Returns:
-        (K, B) actions.
     """
     rounds, runs = fresh.shape
     actions = np.empty((rounds, runs), dtype=np.int64)
@@ -239,25 +212,18 @@ def dartboard_choices(stay_factor, u_stay, fresh, last, switches, stay_probabili
     return actions
 
 
-# ----------------------------------------------------------------------------- noise, sums
 def own_hooks(agent: Any, owner: type, names: tuple[str, ...] = ("_learn", "_choose")) -> bool:
     """True when ``agent``'s hooks ``names`` are ``owner``'s own (no subclass overrides them).
 
-    A block path that recomputes the hooks' arithmetic must play a subclass that overrides
-    them through ``act``'s hooks instead, or the block users run would not be the learner
-    whose ``act`` was audited (the path-equivalence check,
-    :mod:`dp_experts_env.evaluation.paths`, catches a block path that forgets it).
+    A block path that recomputes the hooks must play an overriding subclass through its hooks,
+    or it would not be the learner whose ``act`` was audited.
     """
     cls = type(agent)
     return all(getattr(cls, name, None) is getattr(owner, name, None) for name in names)
 
 
 def plain_fast_backend(noise: Any) -> bool:
-    """True for the plain ``fast`` backend (no audit wrapper, no lattice).
-
-    Its Laplace draws are elementwise transforms of the run's uniforms, so a block can draw
-    them at once.
-    """
+    """True for the plain ``fast`` backend, whose draws a block can take at once from uniforms."""
     return type(noise) is FastBackend
 
 
@@ -291,15 +257,10 @@ def _pairwise_block(row: np.ndarray, lo: int, n: int) -> float:
 
 @helper
 def numpy_sum(row: np.ndarray, lo: int, n: int) -> float:
-    """The sum numpy's ``ndarray.sum`` gives ``row[lo:lo + n]``, float for float.
+    """The sum numpy's ``ndarray.sum`` gives ``row[lo:lo + n]`` (pairwise), float for float.
 
-    numpy sums a contiguous last axis pairwise: blocks of at most 128 entries, split in halves
-    (a multiple of 8 first) above that.
-
-    The halving is walked with an explicit stack rather than recursion (a recursive compiled
-    function cannot be inlined, and numba's disk cache does not reload one safely). Each split
-    is summed as ``left + right``; IEEE addition is commutative, so the order the two halves
-    finish in does not matter.
+    An explicit stack, not recursion: numba neither inlines nor safely disk-caches a recursive
+    function.
     """
     if n <= 128:
         return _pairwise_block(row, lo, n)
@@ -338,9 +299,6 @@ def clip_peel(v, floor, out, masked):  # noqa: ANN001, ANN201
         floor: the clipping level (> 0).
         out: (B, N) the projected weights (written).
         masked: (N,) scratch for a row with its clipped entries zeroed.
-
-    Rows are independent: a row whose free set stops changing keeps computing the same
-    ``c``, so ending its loop early (numpy ends when no row changes) gives the same floats.
     """
     runs, n = v.shape
     for b in range(runs):
@@ -373,11 +331,7 @@ _LOG2 = math.log(2.0)
 
 @helper
 def logaddexp(x: float, y: float) -> float:
-    """The ``np.logaddexp`` of two floats, float for float.
-
-    numpy's loop is scalar C calling the C library's ``exp`` and ``log1p`` (which ``math`` and
-    numba call too), not SIMD code, so the same branches give the same floats (tested).
-    """
+    """The ``np.logaddexp`` of two floats, float for float (numpy's loop is scalar libm C)."""
     if x == y:  # equal infinities too
         return x + _LOG2
     d = x - y
@@ -392,17 +346,9 @@ def logaddexp(x: float, y: float) -> float:
 def switch_round(prev, finish, lt, m, step, cur, d, advance):  # noqa: ANN001, ANN201
     """One round of meta-expert-reduction's forward recursion around numpy's ``exp``/``log``.
 
-    The recursion (``agents.meta_expert``) is ``a = f - step``, then for each level c >= 1
-    ``a[:, :, c] = logaddexp(a[:, :, c], lse_j a[:, j, c - 1])`` with ``lse`` its log-sum-exp
-    (max, ``exp`` of the differences, a sum over experts in order, ``log``, plus the max). The
-    caller evaluates ``exp`` and ``log`` with numpy (SIMD code this kernel cannot reproduce,
-    see :mod:`dp_experts_env._jit`); this kernel does the rest, in two parts:
-
-    * ``finish`` (the previous round): ``prev[:, :, c] = logaddexp(prev[:, :, c], lt + m)``
-      for c >= 1, with ``lt`` (B, 1, S) the ``log`` of the sums and ``m`` (B, S) the maxima;
-    * then this round: ``cur = prev - step[:, :, None]``, the per-level maxima over experts
-      ``m`` (0 where not finite, as ``_lse`` does) and the differences ``d = cur - m`` for
-      levels 0..S-1, whose ``exp`` the caller takes.
+    Finishes ``prev`` (``logaddexp(prev[:, :, c], lt + m)`` for c >= 1), then forms
+    ``cur = prev - step``, its per-level maxima ``m`` (0 where not finite) and ``d = cur - m``,
+    whose ``exp`` the caller takes.
 
     Args:
         prev: (B, N, S+1) the previous round's log forward sums (finished in place if asked).
@@ -443,12 +389,7 @@ def switch_round(prev, finish, lt, m, step, cur, d, advance):  # noqa: ANN001, A
 
 @kernel
 def level_sums(e, total):  # noqa: ANN001, ANN201
-    """``np.add.reduce(e, axis=1, keepdims=True)`` of a (B, N, S) array with S >= 2, in order.
-
-    With a contiguous last axis of length >= 2 numpy adds the N rows one after another
-    (``((e0 + e1) + e2) + ...``); with S = 1 it would sum pairwise instead, so callers use
-    numpy there.
-    """
+    """``np.add.reduce(e, axis=1, keepdims=True)`` of a (B, N, S) array, S >= 2 (rows in order)."""
     runs, n, s = e.shape
     for b in range(runs):
         for c in range(s):
@@ -460,11 +401,7 @@ def level_sums(e, total):  # noqa: ANN001, ANN201
 
 @kernel
 def lse_shift(x, shift, m, d):  # noqa: ANN001, ANN201
-    """The first half of ``_lse(x + shift[:, None, None, :], axis=3)`` (meta-expert's plays).
-
-    ``m`` (K, B, N) gets the maxima over the last axis of ``x + shift`` (0 where not finite)
-    and ``d`` (K, B, N, L) the differences, whose ``exp`` the caller takes (numpy's).
-    """
+    """The first half of ``_lse(x + shift[:, None, None, :], axis=3)``: maxima m, differences d."""
     k, runs, n, levels = x.shape
     for i in range(k):
         for b in range(runs):
@@ -524,11 +461,6 @@ def normalise_rows(e, out):  # noqa: ANN001, ANN201
 @kernel
 def tree_block(x, noise, exact, noisy, t0, out):  # noqa: ANN001, ANN201
     """K items of ``privacy.mechanisms.TreeCounter.add`` (d >= 2 coordinates), float for float.
-
-    ``add`` sums the completed lower nodes (``exact[:, :level].sum(axis=1)``: with a last axis
-    of length >= 2 numpy adds them level after level), adds the item, releases the node with
-    its noise added and returns the sum of the released nodes of t's binary digits (again level
-    after level). The noise of the K items is drawn beforehand from the same uniforms.
 
     Args:
         x: (K, B, d) the items.
@@ -593,14 +525,12 @@ def shift_by_max(log_w, step, d):  # noqa: ANN001, ANN201
 def mix_round(prev, finish, d, lt, c1, c2, step, advance):  # noqa: ANN001, ANN201
     """One round of Fixed-Share's log-weight recursion around numpy's ``exp``/``log``.
 
-    ``log_mix_uniform(log_softmax(w - step), alpha)`` is ``logaddexp(c1 + (z - lt), c2)`` with
-    ``z`` the logits shifted by their row maximum, ``lt`` the ``log`` of the row sums of
-    ``exp(z)`` (both numpy's), ``c1 = log1p(-alpha)`` and ``c2 = log(alpha / N)``.
+    ``log_mix_uniform(log_softmax(w - step), alpha) = logaddexp(c1 + (z - lt), c2)``, ``z`` the
+    max-shifted logits, ``lt`` the ``log`` of the row sums of ``exp(z)``.
 
     Args:
         prev: (B, N) the previous round's log-weights (finished in place if asked).
-        finish: whether ``prev`` still needs ``logaddexp(c1 + (d - lt), c2)`` (``d`` and
-            ``lt`` are still the previous round's).
+        finish: whether ``prev`` still needs ``logaddexp(c1 + (d - lt), c2)``.
         d: (B, N) shifted logits: read to finish, then this round's (written).
         lt: (B, 1) ``log`` of the previous round's row sums.
         c1: ``log1p(-alpha)`` (numpy's float).

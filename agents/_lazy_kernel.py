@@ -1,27 +1,9 @@
 """The lazy samplers' block of rounds in one compiled call, bit for bit ``act``.
 
-:meth:`agents._lazy_sampler.LazySampler.play_block` hands the K rounds of a block to
-:func:`lazy_rounds`, which runs, run by run and round by round, what ``act`` runs: the block sums
-(``_block_sum += losses``, then ``/ batch`` and back to zero at each decision), the cumulative
-losses (``cum_loss += block``), the held expert's block loss, the stay factor
-``exp(-c held)``, the two coins, the budget, and -- only for the runs that move -- the
-exponential mechanism's law over the experts and its inverse-CDF draw.
-
-Exactness: every float is the one ``act`` computes.
-
-* Sums are the same additions in the same order: ``+=`` per round into the carried arrays (the
-  agent's own ``cum_loss`` and ``_block_sum``, updated in place), pairwise for the law's
-  normalising sum (:func:`agents._kernels.numpy_sum`), sequential for its ``cumsum``.
-* The stay factors of a decision (one per run, as ``act``'s (B,) ``np.exp``) and a moving run's
-  (N,) weights are numpy's own ``exp``: the compiled kernel calls numpy's float64 loop
-  (:func:`agents._numpy_loops.exp_into`), its Python form calls ``np.exp``. numba's ``exp``
-  differs from numpy's in the last bit (:mod:`dp_experts_env._jit`).
-* Products keep ``act``'s operand order: ``(-c) * held`` and ``(-T) * L`` with
-  ``T = (2c / batch) / (2 (1 / batch))``, the exponential mechanism's temperature.
-
-Before, the block learned round by round in Python and evaluated the stay factor and the law of
-every expert, run and decision ((D, B, N) ``exp`` twice); the kernel needs one ``exp`` of B
-values per decision and N per resample (resamples are rare: the budget caps them).
+:func:`lazy_rounds` runs what ``LazySampler``'s ``act`` runs, with the same floats: the same
+additions in order, numpy's pairwise normalising sum, numpy's own ``exp`` loop by pointer
+(:func:`agents._numpy_loops.exp_into`; numba's differs in the last bit) and ``act``'s operand
+order in products.
 """
 
 from __future__ import annotations
@@ -46,13 +28,12 @@ def lazy_rounds(  # noqa: ANN201, PLR0913
     x, t0, batch, block_sum, cum, held_loss, expert, resamples, switches, neg_c, neg_temp, p,
     max_resamples, u, loop,
 ):  # noqa: ANN001
-    """The lazy samplers' K rounds after round 1 (``LazySampler._learn`` then ``_choose``).
+    """The lazy samplers' K rounds after round 1 (``_learn``, ``_choose``): (K, B) actions.
 
     Args:
-        x: (K, B, N) the block's clipped observations (row i: the feedback ``act`` learns at
-            clock ``t0 + i``; unused at clock 0).
+        x: (K, B, N) the block's clipped observations (row i learned at clock ``t0 + i``).
         t0: the agent's clock at the block's first round.
-        batch: rounds per decision (1: every round decides on its own losses, undivided).
+        batch: rounds per decision.
         block_sum: (B, N) the carried sum of the current decision block (updated in place).
         cum: (B, N) the cumulative block-averaged losses (updated in place).
         held_loss: (B,) the held expert's last block loss (updated in place).
@@ -63,12 +44,8 @@ def lazy_rounds(  # noqa: ANN201, PLR0913
         neg_temp: (B,) minus the exponential mechanism's temperature of each run.
         p: (B,) per-run forced-resample probability.
         max_resamples: (B,) per-run resample budget.
-        u: (B, D, 3) each run's uniforms of the block's D decisions (the learner's
-            ``DECISION_UNIFORMS``), in order: forced coin, stay coin, draw.
+        u: (B, D, 3) the D decisions' uniforms: forced coin, stay coin, draw.
         loop: numpy's exp loop (:func:`agents._numpy_loops.ufunc_loop`; unused in Python).
-
-    Returns:
-        (K, B) actions.
     """
     rounds, runs, n = x.shape
     actions = np.empty((rounds, runs), dtype=np.int64)
@@ -82,7 +59,7 @@ def lazy_rounds(  # noqa: ANN201, PLR0913
         t = t0 + i
         decides = t > 0 and t % batch == 0
         if t > 0:
-            # _learn: the block's losses into the sums; at a decision, the block's average.
+            # _learn
             for b in range(runs):
                 if batch == 1:
                     for j in range(n):
@@ -99,7 +76,7 @@ def lazy_rounds(  # noqa: ANN201, PLR0913
                             if j == expert[b]:
                                 held_loss[b] = value
         if decides:
-            # _choose: the stay factors of every run (numpy's exp of a (B,) array, as act's).
+            # _choose: the stay factors as act's one (B,) np.exp
             for b in range(runs):
                 z[b] = neg_c[b] * held_loss[b]
             exp_into(z, stay, runs, loop)
@@ -107,7 +84,6 @@ def lazy_rounds(  # noqa: ANN201, PLR0913
                 attempt = (u[b, d, 0] < p[b]) or (u[b, d, 1] >= stay[b])
                 if attempt and resamples[b] < max_resamples[b]:
                     resamples[b] += 1
-                    # The exponential mechanism's law exp(-T L) / sum, shifted by its max.
                     top = -np.inf
                     for j in range(n):
                         value = neg_temp[b] * cum[b, j]

@@ -1,29 +1,10 @@
-"""Batched core shared by the private shrinking-dartboard family (lazy exponential weights).
+"""Batched core of the private shrinking-dartboard family: lazy exponential weights ``exp(-c L)``.
 
-The private shrinking dartboard of Asi, Feldman, Koren & Talwar (Algorithm 1, weights
-``(1 - eta)^L``), its batched variant (their Theorem 5) and private lazy Hedge (the discrete form of
-Agarwal, Kale, Singh & Thakurta's P-COMW, weights ``exp(-beta L)``) are one
-mechanism with weights ``exp(-c L)``, ``c = ln(1/(1 - eta))`` or ``beta``:
-
-* round 1 plays a uniformly random expert (no data, no budget);
-* at each decision point (every round, or every block of ``batch`` rounds) the held expert is kept
-  when two coins agree: a data-free coin with probability ``1 - p`` and a stay coin with
-  probability ``exp(-c g)``, ``g`` the held expert's (block-averaged) loss since the last
-  decision; otherwise a fresh expert is drawn from ``P(i) ∝ exp(-c L(i))`` (the exponential
-  mechanism over cumulative block-averaged losses) while the resample budget lasts, and the learner
-  stays put for good once it is spent.
-
-With no budget the law of the played expert is exactly ``P`` at every decision (the dartboard
-identity), whatever ``p``. Every decision draws three uniforms in every run (forced coin, stay
-coin, and the inverse-CDF draw of the fresh sample, used only by the runs that move), so a batch of
-B runs equals B single runs, and a decision costs O(B) plus O(N) per run that actually moves.
-
-No Laplace noise is drawn: the coins and the inverse-CDF draw are the mechanism, so these learners
-accept only the ``fast`` backend (floats). An audit's ``ScaledBackend`` (see
-:mod:`dp_experts_env.privacy.noise`) reaches them through its multiplier ``m``: the stay coin
-``exp(-c g)`` is ``1{E / c > g}`` with ``E ~ Exp(1)`` and the fresh draw is Gumbel-max on
-``-c L``, so scaling that noise by ``m`` is the rate ``c / m`` in both (``m = 0``: stay exactly
-when ``g = 0``, draw the exact argmin); the data-free forced coin is unchanged.
+Private shrinking dartboard (Asi, Feldman, Koren & Talwar, Algorithm 1; ``c = ln(1/(1 - eta))``),
+its batched variant (their Theorem 5) and private lazy Hedge (P-COMW's discrete form; ``c =
+beta``): keep the held expert unless a forced coin (p) or the stay coin (``exp(-c g)``) says
+move, then draw from ``exp(-c L)`` while the resample budget lasts (docs/algorithms.md, "Notes on
+the lazy private learners"). Only the ``fast`` backend; an audit's multiplier m is the rate c / m.
 """
 
 from __future__ import annotations
@@ -43,16 +24,12 @@ __all__ = ["LazySampler"]
 class LazySampler(PrivateAgent):
     """Private lazy exponential weights, batched over runs (see the module docstring).
 
-    Subclasses set, before calling ``self.reset(seed)``:
+    Subclasses set ``inverse_temperature`` (c), ``p`` (forced-resample probability),
+    ``max_resamples`` and ``batch`` (rounds per decision) before ``self.reset(seed)``.
 
-    * ``inverse_temperature`` -- ``c`` of the weights ``exp(-c L)`` (also the stay coin's rate);
-    * ``p`` -- the forced-resample probability of each decision;
-    * ``max_resamples`` -- the most data-dependent resamples a run may make;
-    * ``batch`` -- rounds per decision block (1: a decision every round).
-
-    Attributes (per episode, shape (B,)):
-        resamples: fresh draws made so far (each counts against ``max_resamples``).
-        switches: rounds whose expert differs from the previous round's.
+    Attributes:
+        resamples: (B,) fresh draws made so far (each counts against ``max_resamples``).
+        switches: (B,) rounds whose expert differs from the previous round's.
     """
 
     inverse_temperature: float
@@ -69,10 +46,7 @@ class LazySampler(PrivateAgent):
     )
 
     def _rate(self) -> float | np.ndarray:
-        """Inverse temperature in use: ``c``, divided by an audit wrapper's noise multiplier.
-
-        A (B,) array of per-run values after ``set_run_epsilons``.
-        """
+        """Inverse temperature in use: ``c`` (per run after ``set_run_epsilons``) / multiplier."""
         m = noise_multiplier(self.noise)
         c = self.inverse_temperature
         return c if m == 1.0 else (c / m if m > 0.0 else math.inf)
@@ -80,11 +54,7 @@ class LazySampler(PrivateAgent):
     def _apply_run_parameters(
         self, values: list[float], parameters: dict[float, tuple[int, float, float, int]]
     ) -> bool:
-        """Per-run ``(batch, c, p, max_resamples)`` from each epsilon's; False if blocks differ.
-
-        Every run must decide on the same rounds (one BatchRNG draw per decision for all runs),
-        so epsilons whose block sizes differ cannot share a batch.
-        """
+        """Per-run ``(batch, c, p, max_resamples)``; False if block sizes differ."""
         if len({parameters[e][0] for e in values}) != 1:
             return False
         self._run_epsilons = values
@@ -106,10 +76,7 @@ class LazySampler(PrivateAgent):
         return w / w.sum(axis=-1, keepdims=True)
 
     def _temperature(self, c: float | np.ndarray) -> float | np.ndarray:
-        """The exponential mechanism's ``eps / (2 sens)`` for the law ``exp(-c L)``.
-
-        At sensitivity ``1 / batch`` and epsilon ``2 c / batch``, the floats it computes.
-        """
+        """The exponential mechanism's ``eps / (2 sens)`` (sens 1 / batch, eps 2c / batch)."""
         return (2.0 * c / self.batch) / (2.0 * (1.0 / self.batch))
 
     def _init_state(self) -> None:
@@ -157,9 +124,8 @@ class LazySampler(PrivateAgent):
         new = self._expert.copy()
         rows = np.flatnonzero(move)
         if rows.size:
-            # Exponential mechanism on scores L (sensitivity 1/batch) at epsilon 2c/batch: the law
-            # exp(-c L), at the per-resample cost the accountants charge. Sampled by inverse CDF
-            # with the run's own uniform, only for the runs that move (resamples are rare).
+            # Exponential mechanism on L (sensitivity 1/batch, epsilon 2c/batch): exp(-c L), the
+            # per-resample cost the accountants charge; inverse CDF, only for the runs that move.
             probs = self._probabilities(rows, c)
             cdf = np.cumsum(probs, axis=1)
             draw = np.sum(cdf <= u[rows, 2:3] * cdf[:, -1:], axis=1)
@@ -169,14 +135,9 @@ class LazySampler(PrivateAgent):
         return new
 
     def play_block(self, obs: np.ndarray) -> np.ndarray:
-        """K rounds of :meth:`act` at once (see :mod:`agents._kernels`), bit for bit.
+        """K rounds of :meth:`act` at once (:func:`agents._lazy_kernel.lazy_rounds`), bit for bit.
 
-        Round 1's uniform expert is drawn here; every later round, learning and decision alike,
-        runs in one compiled call (:func:`agents._lazy_kernel.lazy_rounds`, its Python form on
-        the numpy path) on the agent's own arrays and one read of the runs' streams (three
-        uniforms per decision). A removed-noise audit rate (``c`` infinite), a rate the
-        exponential mechanism would refuse, or a numpy that does not hand out its ``exp`` loop
-        to compiled code play round by round through ``act``'s hooks.
+        An infinite or refused rate, or no numpy ``exp`` loop, plays through ``act``'s hooks.
         """
         from agents._kernels import check_block, finish_block, hook_loop
         from agents._lazy_kernel import lazy_rounds

@@ -1,18 +1,9 @@
 """numpy's own float64 ufunc loops, called from compiled kernels through their function pointers.
 
-numpy computes ``exp``, ``log`` and ``power`` with its own SIMD code, whose results differ from
-the C library's (what numba calls) in the last bit for a few percent of inputs; scipy's ufuncs
-(``xlogy``) are numpy ufuncs too. A kernel that must give numpy's floats inside a recursion
-calls the very loop numpy runs: :func:`ufunc_loop` asks numpy for it
-(``ufunc._get_strided_loop``, the entry point numpy keeps for compiled callers) and returns
-its ``[function, context, auxdata]`` addresses; :func:`exp_into`, :func:`log_into`,
-:func:`xlogy_into` and :func:`power_scalar_into` call it on a kernel's contiguous rows (their
-Python forms call the ufunc itself). An elementwise loop gives every element the float it gets
-in any other array (tested for each loop used: ``tests/test_klucb_block.py``,
-``tests/test_tsallis_block.py``).
-Where numpy does not hand a loop out, :func:`ufunc_loop` returns None and the learners keep
-their per-round path. This module is the one way kernels reach numpy's loops: the bandit
-(:mod:`agents._bandit_kernels`), lazy-sampler, KL-UCB and Tsallis-INF kernels all call it.
+numpy's SIMD ``exp``, ``log`` and ``power`` differ from libm's (numba's) in the last bit, so a
+kernel that must give numpy's floats calls the very loop numpy runs: :func:`ufunc_loop` gets its
+addresses (``ufunc._get_strided_loop``) and the ``*_into`` functions call it on contiguous rows
+(their Python forms call the ufunc). No loop handed out: None, and the learners play per round.
 """
 
 from __future__ import annotations
@@ -74,11 +65,7 @@ def ufunc_loop(ufunc: np.ufunc, strides: tuple[int, ...]) -> np.ndarray | None:
 
 
 def exp_into(x: np.ndarray, out: np.ndarray, n: int, loop: np.ndarray) -> None:
-    """``out[:n] = np.exp(x[:n])`` (compiled: ``loop``, numpy's exp loop, strides 8, 8).
-
-    ``x`` and ``out`` may have any number of dimensions when C-contiguous: their first ``n``
-    elements in memory order (``n = x.size``: the whole array, as ``np.exp`` of it gives).
-    """
+    """``out[:n] = np.exp(x[:n])`` over C-contiguous arrays in memory order (compiled: ``loop``)."""
     np.exp(x.reshape(-1)[:n], out=out.reshape(-1)[:n])
 
 

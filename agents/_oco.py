@@ -1,21 +1,9 @@
 """Shared pieces of the online-convex-optimisation learners (``DPExperts-OCO-v0``).
 
-* :class:`OCOAgent` -- the agent contract of :mod:`agents.base` for continuous actions: ``act``
-  takes the gradient of the round just played ((d,) or (B, d)) and returns points of the body
-  ((d,) or (B, d) float64); run b of a batch seeded s equals a single run seeded s + b.
-* Exact samplers and normalisers of the Gibbs law of linear losses with an L2 regulariser,
-  ``mu(x) ∝ exp(-beta (<L, x> + lambda/2 ||x||^2))`` on the body, which is the Gaussian
-  ``N(-L/lambda, (beta lambda)^{-1} I)`` *conditioned* on the body (never projected on it):
-
-  - box ``[-R, R]^d``: a product of truncated normals; log-normaliser from ``log_ndtr``
-    differences (:func:`box_log_normaliser`, :func:`box_sample`);
-  - ball ``||x|| <= R``: the normaliser is a noncentral chi-square CDF evaluated in log space
-    (:func:`log_ncx2_cdf`, robust where scipy's underflows) and samples come from exact rejection
-    (:func:`ball_sample`).
-
-Source of the closed forms: the Gibbs density of Agarwal, Kale, Singh & Thakurta, "Improved
-Differentially Private and Lazy Online Convex Optimization", eq. (3.1)-(3.3), specialised to
-linear losses by completing the square (docs/algorithms.md, "Online convex optimisation").
+:class:`OCOAgent`, the agent contract for continuous actions, and exact samplers and normalisers
+of the Gibbs law ``exp(-beta (<L, x> + lambda/2 ||x||^2))`` on the body, i.e.
+``N(-L/lambda, (beta lambda)^{-1} I)`` conditioned on the box or the ball (Agarwal, Kale, Singh &
+Thakurta, eq. (3.1)-(3.3), for linear losses; docs/algorithms.md, "Online convex optimisation").
 """
 
 from __future__ import annotations
@@ -33,11 +21,7 @@ from dp_experts_env.fixed_order import dot
 
 
 class _LazySpecial:
-    """``scipy.special``, imported at first use (~0.25 s: paid by the OCO learners only).
-
-    Each function is looked up once and then kept on the instance, so later reads are plain
-    attribute reads (``__getattr__`` runs only for names not found there).
-    """
+    """``scipy.special``, imported at first use; each function then kept as an attribute."""
 
     def __getattr__(self, name: str) -> Any:
         from scipy import special as module
@@ -65,8 +49,7 @@ __all__ = [
 
 BODIES = ("box", "ball")
 SAMPLER_STREAM = 8  # per-run generators of the rejection sampler (never the env's streams)
-#: Doubles per (K, B, d) array of one part of a block: ``play_block`` hands ``_block`` parts of
-#: at most this many, so the block path's temporaries (P-COMW's ~15 arrays) stay ~20 MB.
+#: Doubles per (K, B, d) array of one part of a block (bounds the block path's temporaries).
 PART_ELEMENTS = 1 << 17
 
 
@@ -115,12 +98,9 @@ def box_log_normaliser(cum: np.ndarray, beta: float, lam: float, radius: float) 
 
 
 def box_sample(mean: np.ndarray, scale: float, radius: float, u: np.ndarray) -> np.ndarray:
-    """Inverse-CDF draws of ``N(mean, scale^2)`` truncated to ``[-R, R]`` per coordinate.
+    """Inverse-CDF draws of ``N(mean, scale^2)`` truncated to ``[-R, R]``, one uniform each.
 
-    ``u`` holds one uniform per coordinate (same shape as ``mean``). The inverse CDF is taken in
-    log space (``log_ndtr`` and ``ndtri_exp``), with intervals in the right tail reflected into
-    the left one, so it stays accurate however far the mean lies outside the box. The result is
-    clipped to the box (rounding only).
+    In log space with right-tail intervals mirrored, so accurate however far the mean lies.
     """
     mean = np.asarray(mean, dtype=np.float64)
     a = (-radius - mean) / scale
@@ -155,11 +135,7 @@ def _log_gammainc_lower(a: np.ndarray, y: np.ndarray, terms: int = 400) -> np.nd
 
 
 def log_ncx2_cdf(x: float, df: int, nc: np.ndarray) -> np.ndarray:
-    """``log P(noncentral chi^2_df(nc) <= x)`` in log space (scipy's ``logcdf`` underflows).
-
-    Poisson mixture ``sum_j Pois(j; nc/2) P(chi^2_{df+2j} <= x)``, every term in log space,
-    summed with ``logsumexp`` over enough ``j`` to cover the Poisson mass.
-    """
+    """``log P(noncentral chi^2_df(nc) <= x)`` as a log-space Poisson mixture (no underflow)."""
     nc = np.asarray(nc, dtype=np.float64)
     half = nc / 2.0
     top = int(np.max(half) + 12.0 * math.sqrt(float(np.max(half)) + 1.0) + 60.0)
@@ -179,12 +155,8 @@ def log_ncx2_cdf(x: float, df: int, nc: np.ndarray) -> np.ndarray:
 def ball_log_normaliser(
     cum: np.ndarray, beta: float, lam: float, radius: float, dim: int
 ) -> np.ndarray:
-    """``log Z(L)`` on the ball for (..., d) cumulative gradients L.
-
-    ``beta ||L||^2/(2 lam) + d/2 log(2 pi s^2) + log P(||N(m, s^2 I)|| <= R)`` with
-    ``m = -L/lam`` and ``s^2 = 1/(beta lam)``; the probability is a noncentral chi-square CDF.
-    """
-    from scipy import stats  # ~0.5 s to import: only the learners that call this pay it
+    """``log Z(L)`` on the ball for (..., d) cumulative gradients L (a noncentral chi^2 CDF)."""
+    from scipy import stats  # slow to import: paid only here
 
     s2 = 1.0 / (beta * lam)
     cum = np.asarray(cum, dtype=np.float64)
@@ -214,13 +186,8 @@ def ball_sample(
 ) -> np.ndarray:
     """One exact draw of ``N(mean, scale^2 I)`` conditioned on the ball, by rejection.
 
-    Two exact proposals; the one with the larger acceptance rate is used (their acceptance rates
-    differ by the factor ``(2 pi s^2)^{d/2} / vol(ball)``, known in closed form):
-
-    * Gaussian ``N(c, s^2 I)``, ``c`` the projection of the mean on the ball, accepted when inside
-      with probability ``exp(<x - c, m - c> / s^2)`` (<= 1 on the ball, since ``m - c`` points
-      along ``c``): the density ratio target/proposal up to its maximum;
-    * uniform on the ball, accepted with probability ``exp(-(||x - m||^2 - ||c - m||^2)/(2 s^2))``.
+    From a Gaussian at the projected mean or the uniform law, whichever accepts more often
+    (docs/algorithms.md, "Ball sampler").
 
     Raises:
         RuntimeError: no acceptance in ``max_tries`` proposals (an extreme regime).
@@ -253,11 +220,7 @@ def ball_sample(
 
 # --------------------------------------------------------------------------- agent contract
 def claim(**fields: Any) -> PrivacyClaim:
-    """A :class:`PrivacyClaim` from the fields this version of the claim has.
-
-    Optional fields (e.g. the noise backend, the requested epsilon) are passed when the claim
-    type defines them and dropped otherwise, so the OCO learners follow the claim's evolution.
-    """
+    """A :class:`PrivacyClaim` from the given fields the claim type defines (others dropped)."""
     known = set(getattr(PrivacyClaim, "__dataclass_fields__", fields))
     return PrivacyClaim(**{k: v for k, v in fields.items() if k in known})
 
@@ -265,16 +228,15 @@ def claim(**fields: Any) -> PrivacyClaim:
 class OCOAgent(Agent):
     """An agent for ``DPExperts-OCO-v0``: points of a box or a ball from gradient feedback.
 
-    Args:
-        n_experts: d, the dimension (the env's ``n_experts`` alias; ``dim=`` also accepted).
-        horizon: T.
-        body: ``"box"`` (default) or ``"ball"``. radius: R. grad_bound: G, the bound on
-            ``||g_t||_2`` the env promises (public; privacy claims rely on it).
-        num_envs: B. seed: int (run b uses seed + b), a sequence of B ints, or None.
+    ``act`` takes the last round's gradient ((d,) or (B, d); zeros before round 1) and returns
+    float64 points; a gradient longer than G or not finite raises ``ValueError``.
 
-    ``act(obs)`` takes the gradient of the round just played ((d,) or (B, d); zeros before the
-    first round) and returns the next point(s) as float64 arrays. A gradient longer than G (or
-    not finite) raises ``ValueError``: the claims and tunings are made for ``||g|| <= G``.
+    Args:
+        n_experts: d, the dimension (``dim=`` also accepted).
+        horizon: T.
+        body: ``"box"`` (default) or ``"ball"``. radius: R. grad_bound: G, the public bound on
+            ``||g_t||_2`` the claims rely on.
+        num_envs: B. seed: as :class:`~agents.base.Agent`.
     """
 
     feedback: ClassVar[str] = "oco"
@@ -331,12 +293,7 @@ class OCOAgent(Agent):
         return points[0].copy() if single else points.copy()
 
     def play_block(self, obs: Any) -> np.ndarray:
-        """K rounds of :meth:`act` at once: (K, B, d) gradients in, (K, B, d) points out.
-
-        The same points, state and random stream as K ``act`` calls (:mod:`agents._oco_kernels`;
-        the episode loop calls it on oblivious OCO envs). :meth:`_block` computes the points;
-        by default the learner's own hooks, round by round.
-        """
+        """K rounds of :meth:`act` at once: (K, B, d) gradients in, (K, B, d) points out."""
         from agents._oco_kernels import check_oco_block
 
         grads = check_oco_block(self, obs)

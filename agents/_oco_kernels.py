@@ -1,21 +1,9 @@
 """Block play for the OCO learners: K rounds of ``act`` in one call, bit for bit.
 
-An oblivious OCO env's gradients are drawn before the learner plays
-(:mod:`dp_experts_env.envs.oco`, block steps), so ``agent.play_block(obs)`` takes the (K, B, d)
-gradients K calls of ``act`` would receive and returns the (K, B, d) points they would return,
-leaving the same state and random stream (the contract of :mod:`agents._kernels`). What stays
-numpy: sums over rounds (``cumsum``, sequential), everything computed from them alone
-(projections, Gibbs normalisers, inverse-CDF draws: elementwise or last-axis operations on a
-(K, B, d) array give each row the floats it gets alone), and every ``einsum``
-(numpy's SIMD dot products are CPU-specific). What is compiled: the recursions, OGD's step
-and clip (:func:`ogd_box_rounds`) and P-COMW's stay-or-move chain (:func:`pcomw_rounds`).
-
-P-COMW's chain needs ``<g_t, x_t>`` with ``x_t`` the point the chain holds, a numpy ``einsum``
-the kernel cannot reproduce bit for bit; so the kernel decides with its own sequential dot, the
-decisions are then recomputed by numpy on the path the kernel took (one ``einsum`` over the
-block), and where they differ (a coin within an ulp of its threshold) the kernel replays the
-block with numpy's decision forced, until they agree (:func:`pcomw_path`). A path whose
-decisions numpy confirms is the per-round path: each decision depends only on earlier points.
+The contract of :mod:`agents._kernels` for (K, B, d) gradients and points. Sums, functions of
+them and every ``einsum`` stay numpy; the recursions are compiled (:func:`ogd_box_rounds`,
+:func:`pcomw_rounds`, whose decisions numpy confirms: docs/algorithms.md, "The OCO learners in
+blocks").
 """
 
 from __future__ import annotations
@@ -68,11 +56,7 @@ def check_oco_block(agent: Any, obs: Any) -> np.ndarray:
 
 
 def oco_hook_loop(agent: Any, grads: np.ndarray) -> np.ndarray:
-    """K rounds through the agent's own ``_learn`` and ``_choose`` (the block checked once).
-
-    The per-round path without ``act``'s parsing: for the cases no faster path covers (a
-    ball's recursive projection, a rejection sampler, a subclass's own hooks, no numba).
-    """
+    """K rounds through the agent's own ``_learn`` and ``_choose`` (the block checked once)."""
     points = np.empty(grads.shape)
     for i, g in enumerate(grads):
         if agent.t > 0:
@@ -170,12 +154,10 @@ def pcomw_path(
     first: bool,
     state: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The exact chain: :func:`pcomw_rounds`, its decisions confirmed by numpy's arithmetic.
+    """The exact chain: :func:`pcomw_rounds`, replayed until numpy's arithmetic confirms it.
 
     ``params`` is ``(beta, log_phi, p, budget)``; ``state`` (2, B) int64 resamples and
-    switches, updated. numpy recomputes ``log r_t = -beta <g_t, x_t> - (ln Z_{t+1} - ln Z_t)``
-    on the kernel's path as the per-round path does (``einsum``, ``clip``, ``exp``); the first
-    round of each run where the attempts differ is forced to numpy's and the block replayed.
+    switches, updated.
 
     Returns:
         (the (K, B, d) points played, the (K, B) ``log r`` of each round).

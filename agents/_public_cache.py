@@ -1,33 +1,10 @@
 """A memo for calibrations that are pure functions of public quantities, kept on disk safely.
 
-Some learners calibrate their parameters with an exact accountant (a bisection per candidate,
-~0.1 s) on every construction, although the result depends only on public inputs (N, T,
-epsilon, delta, mode, tuning and explicit overrides). An evaluation builds the same learner
-many times (one agent per cell, one more per claim), so the result is kept per input tuple.
-Only frozen (immutable) results may be memoised this way: every caller shares the object.
-
-Results are also kept on disk, so a new process (every ``dp-experts`` command) does not
-calibrate again: one small file per (function, arguments, code) under
-``$DP_EXPERTS_CACHE_DIR`` (default ``$XDG_CACHE_HOME/dp-experts-env`` or
-``~/.cache/dp-experts-env``; ``DP_EXPERTS_CACHE_DIR=off`` turns it off; the meta-expert tables
-and the evaluation's parsed import lists are kept there too, through :func:`read_entry` and
-:func:`write_entry`). Only frozen dataclasses whose fields are plain
-``int``/``float``/``str``/``bool``/``None`` are stored (they round-trip exactly through JSON).
-
-A cache folder may be shared (a group disk, a CI cache), so nothing read from it is trusted:
-
-* every entry is keyed by the content it derives from: the inputs and :func:`code_stamp`, a
-  SHA-256 of the content of every source file of the ``agents`` and ``dp_experts_env`` packages;
-* every entry carries an HMAC-SHA256 of its kind, name, code stamp and bytes under a per-user
-  key kept outside the cache folder (:func:`key_path`, mode 0600, made on first use); an entry
-  whose MAC does not match (edited, planted, or signed by another user's key) is ignored with a
-  warning naming the file, and computed again;
-* a function may also re-check what it loads (``public_cache(check=...)``): the private
-  learners recompute their privacy spend from the loaded parameters with the accountant, so a
-  claim is never read from the cache;
-* entries are written atomically (temporary file, rename) with mode 0600 into a folder that
-  must be a real folder owned by the user, not writable by others (made 0700); a folder that is
-  a symbolic link, another user's or writable by others is not used (a warning names it).
+Only frozen results are memoised (every caller shares the object); on disk, frozen dataclasses of
+plain numbers and strings, one signed entry per (function, arguments, :func:`code_stamp`). The
+folder may be shared, so nothing read is trusted: entries carry an HMAC under a per-user key
+(:func:`key_path`), are written atomically 0600 into a 0700 user-owned folder, and may be
+re-checked on load (docs/architecture.md, "Calibrations on disk, validated").
 """
 
 from __future__ import annotations
@@ -184,8 +161,7 @@ def _mac(key: bytes, kind: str, name: str, code: str, payload: bytes) -> str:
 def read_entry(name: str, kind: str) -> bytes | None:
     """The bytes of the signed cache entry ``name`` of ``kind``; None when absent or refused.
 
-    An entry that is not a regular file, does not parse, was written by other code or whose
-    MAC does not match is ignored with a warning naming it (it is overwritten on the next write).
+    A refused entry (not a regular file, unparsable, other code, bad MAC) is named in a warning.
     """
     folder = _folder(create=False)
     key = _secret() if folder is not None else None
@@ -288,15 +264,12 @@ Check = Callable[..., str]
 def public_cache(fn: Callable[..., R] | None = None, *, check: Check | None = None) -> Any:
     """Memoise ``fn`` on its arguments (types included: 1 and 1.0 are different keys).
 
-    Arguments that cannot be hashed (an array passed where a float is expected) bypass the memo,
-    so ``fn``'s own validation still reports them. Results are kept on disk too (module doc).
+    Unhashable arguments bypass the memo (``fn``'s validation reports them).
 
     Args:
         fn: the function (``@public_cache``), or None (``@public_cache(check=...)``).
-        check: called as ``check(result, *args, **kwargs)`` on a result read from disk; a
-            non-empty return (why it is wrong) ignores the entry with a warning naming it, and
-            the result is computed again. The private learners recompute their privacy spend
-            there.
+        check: ``check(result, *args, **kwargs)`` on a result read from disk; a non-empty
+            return (why it is wrong) discards the entry with a warning.
     """
     if fn is None:
         return functools.partial(public_cache, check=check)

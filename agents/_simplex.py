@@ -1,8 +1,4 @@
-"""Batched helpers on the probability simplex, shared by the baselines.
-
-All functions work row by row on arrays of shape (B, m): each row is one run, and a row's result
-never depends on other rows (so a batch reproduces single runs bit for bit).
-"""
+"""Batched helpers on the probability simplex: row-wise on (B, m) arrays, rows independent."""
 
 from __future__ import annotations
 

@@ -1,24 +1,10 @@
 """svt-restart's block play: the rounds between selections in one compiled call, bit for bit.
 
-``SVTRestart.play_block`` runs here when its query is the dyadic Bernstein/betting one (the
-default) on the plain ``fast`` noise backend with the JIT enabled; otherwise it plays the
-rounds through its hooks (:func:`agents._kernels.hook_loop`, the reference).
-
-What a round of ``act`` does, and where it runs here:
-
-* learning (running sums, the window's second statistic, the selection window), the detector's
-  query, the AboveThreshold comparison and restart, the snapshot pushes and a restart's
-  window reset run in :func:`svt_rounds`, run by run (runs never interact), with the per-round
-  path's operations in its order (``+ - *``, min, max and comparisons only, so the compiled
-  floats equal numpy's);
-* the detector's noise: every learning round draws one query and one threshold Laplace
-  variate per run from the agent's main stream, whatever happens (a fixed count), so the
-  block's uniforms are read at once and turned into noise by numpy
-  (:func:`dp_experts_env.samplers.laplace`, at the detector's own scales: numba's ``log1p``
-  may differ from numpy's in the last bit);
-* a selection (or an epoch's uniform first expert) draws from the runs' selection streams at
-  rounds that depend on the restarts, so the kernel stops before such a round and the agent's
-  own ``_choose`` plays it (about log2(T) rounds per epoch), then the kernel resumes.
+For the default dyadic Bernstein/betting query on plain ``fast`` noise with the JIT (else
+:func:`agents._kernels.hook_loop`). :func:`svt_rounds` runs learning, the detector and restarts
+with ``act``'s operations in order (no transcendentals); the detector's fixed two Laplace draws
+per round are read at once and made by numpy; a selection round stops the kernel and goes
+through ``_choose``.
 """
 
 from __future__ import annotations
@@ -37,8 +23,7 @@ from dp_experts_env.privacy.mechanisms import AboveThreshold
 
 __all__ = ["block_supported", "play_rounds", "svt_rounds"]
 
-#: the hooks whose work :func:`svt_rounds` does: an agent whose class replaces one (a subclass,
-#: a test's patch) plays through its hooks instead
+#: the hooks :func:`svt_rounds` replaces: an agent overriding one plays through its hooks
 _KERNEL_HOOKS = (
     "_learn",
     "_restart",
@@ -76,11 +61,7 @@ def _own_hook(method: Any, name: str) -> bool:
 
 
 def _detector_noise(agent: Any, k: int, skip: int) -> tuple[np.ndarray, np.ndarray]:
-    """(K, B) query noise and fresh noisy thresholds of the block's learning rounds.
-
-    Round i >= ``skip`` learns: ``test`` adds ``Lap(2 sigma)`` to the query, then ``restart``
-    draws ``threshold + Lap(sigma)`` for every run: two uniforms per run, in that order.
-    """
+    """(K, B) query noise and fresh noisy thresholds of the learning rounds (i >= ``skip``)."""
     det = agent.detector
     b = agent.num_envs
     query = np.zeros((k, b))

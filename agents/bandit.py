@@ -1,22 +1,11 @@
 """Non-private bandit baselines: EXP3, Tsallis-INF (HTINF), FTPL-GR and EXP4.
 
-The learners read :class:`~agents.base.BanditObs` (advice (B, N, K) for the round about to be
-played, the last arm and its loss) and wrap the batched cores of :mod:`agents.bandit_core`
-(whose module docstring documents the core API the private bandit learners reuse).
-
-K-armed learners (``exp3``, ``tsallis-inf``, ``ftpl-gr``) take ``over``:
-
-* ``over="arms"`` (default): the learner plays the K arms and ignores the advice. On
-  ``DPExperts-Bandit-v0`` (identity advice) this is the textbook algorithm; on
-  ``DPExperts-BanditAdvice-v0`` it is the advice-blind baseline (it competes with the best arm,
-  and its regret is still measured against the best expert).
-* ``over="experts"``: the N experts are meta-arms (Algorithm 5 of "Faster Rates for Private
-  Adversarial Bandits", App. F.1): the core picks an expert J, the learner plays ``I ~ advice[J]``
-  (one extra uniform per round) and feeds the loss of I back as expert J's loss. Its regret against
-  the best expert is the core's bandit regret over N arms (that paper's Theorem 6).
-
-All learners check that ``obs["last_action"]`` is the arm they played: a mismatch means the
-agent and env are out of step (for instance the env was reset without ``agent.reset()``).
+They wrap the cores of :mod:`agents.bandit_core`. The K-armed ones take ``over``: ``"arms"``
+(default: play the K arms, ignore the advice) or ``"experts"`` (the N experts are meta-arms,
+"Faster Rates for Private Adversarial Bandits" Algorithm 5: the core picks J, the learner plays
+``I ~ advice[J]`` with one extra uniform and feeds I's loss back as J's). ``play_bandit_block``
+is the bandit block protocol (docs/architecture.md). The constructors' ``n_experts`` (N),
+``horizon`` (T), ``n_arms`` (K >= 2), ``num_envs`` and ``seed`` are :class:`~agents.base.Agent`'s.
 """
 
 from __future__ import annotations
@@ -51,9 +40,8 @@ _any_true = np.logical_or.reduce
 class BanditBaseline(Agent):
     """Base of the non-private bandit learners (here and in :mod:`agents.ucb`).
 
-    Declares bandit feedback and no privacy (``epsilon = inf``), and gives subclasses the check
-    that each observation's ``last_action`` is the arm the learner played (``_check_step``,
-    ``_checked_loss``): a bandit learner's feedback is the loss of its own arm only.
+    Bandit feedback, no privacy; ``_check_step`` refuses an observation whose ``last_action`` is
+    not the arm played (agent and env out of step).
     """
 
     feedback = "bandit"
@@ -65,8 +53,7 @@ class BanditBaseline(Agent):
         return self._CLAIM
 
     def _check_step(self, obs: BanditObs) -> None:
-        # The (B,) arrays have the same shape (act parsed obs for num_envs runs): one comparison
-        # and one reduction decide what np.array_equal would, without its Python layers.
+        # np.array_equal without its Python layers (act parsed both as (B,) arrays).
         if _any_true(np.not_equal(obs.last_action, self.last_actions)):
             raise ValueError(
                 f"obs['last_action'] {obs.last_action.tolist()} differs from the arms this agent "
@@ -144,15 +131,11 @@ class _CoreBandit(BanditBaseline):
         losses: np.ndarray,
         rows: np.ndarray,
     ) -> np.ndarray:
-        """K rounds of :meth:`act` in one call (the bandit block protocol).
-
-        Over the arms a core with a compiled block kernel (:meth:`_run_arms_block`) plays it,
-        bit for bit K ``act`` calls; ``over="experts"``, ``DP_EXPERTS_NO_JIT`` and a missing
-        kernel entry point play the K rounds through ``act``.
+        """K rounds of :meth:`act` in one call, compiled over the arms when a kernel is ready.
 
         Args:
             first: the observation of the block's first round (keys as in ``act``).
-            advice: (K, B, N, K_arms) the rounds' advice, or None.
+            advice: (K, B, N, K_arms) the rounds' advice, or None (``first["advice"]``).
             losses: (K, S, K_arms) the block's losses (read at the played arms only).
             rows: (B,) the loss stream of each run.
 
@@ -191,26 +174,16 @@ class _CoreBandit(BanditBaseline):
 class Exp3(_CoreBandit):
     """EXP3 with mixing.
 
-    Source: Auer, Cesa-Bianchi, Freund & Schapire 2002; the private-bandit paper's Algorithm 3.
-    Round t plays ``I ~ p_t = (1 - gamma) softmax(-eta_t Lhat) + gamma / m`` and adds
-    ``l_t / p_t(I)`` to ``Lhat(I)``. Core: :class:`~agents.bandit_core.Exp3Core`.
+    Source: Auer, Cesa-Bianchi, Freund & Schapire 2002; the private-bandit paper's Algorithm 3
+    (core :class:`~agents.bandit_core.Exp3Core`).
 
     Args:
-        n_experts: N.
-        horizon: T.
-        n_arms: K (>= 2).
-        eta: fixed rate (``rate="fixed"`` only); default ``sqrt(2 ln m / (T m))``, which gives
-            expected regret <= ``sqrt(2 T m ln m)`` with gamma = 0 (m = K, or N with
-            ``over="experts"``).
-        rate: ``"fixed"`` (default) or ``"anytime"``: ``eta_t = sqrt(ln m / (t m))``
-            (Bubeck & Cesa-Bianchi 2012, Thm 3.1: regret <= ``2 sqrt(T m ln m)``).
-        gamma: uniform mixing in [0, 1], default 0 (not needed for losses in [0, 1]).
-        over: ``"arms"`` (default, ignores the advice) or ``"experts"`` (module docstring).
-        num_envs: B.
-        seed: int (run b uses seed + b), sequence of B ints, or None.
-
-    Per-round cost: O(m) per run (plus O(N K) with ``over="experts"`` for the reported arm law).
-    Memory O(m) per run.
+        eta: fixed rate (``rate="fixed"`` only); default ``sqrt(2 ln m / (T m))``, m the core's
+            arms.
+        rate: ``"fixed"`` (default) or ``"anytime"`` (``eta_t = sqrt(ln m / (t m))``, Bubeck &
+            Cesa-Bianchi 2012, Thm 3.1).
+        gamma: uniform mixing in [0, 1], default 0.
+        over: ``"arms"`` (default) or ``"experts"`` (module docstring).
     """
 
     def __init__(
@@ -253,22 +226,7 @@ class Exp3(_CoreBandit):
         losses: np.ndarray,
         rows: np.ndarray,
     ) -> np.ndarray:
-        """K rounds of :meth:`act` in one call (the bandit block protocol).
-
-        EXP3 over the arms runs the compiled kernel of :mod:`agents._bandit_kernels` (bit for
-        bit K ``act`` calls); the other cores, ``over="experts"``, ``DP_EXPERTS_NO_JIT`` and a
-        numpy without its loop entry point play the K rounds through ``act``.
-
-        Args:
-            first: the observation of the block's first round (keys as in ``act``).
-            advice: (K, B, N, K_arms) the rounds' advice, or None (every round's is
-                ``first["advice"]``).
-            losses: (K, S, K_arms) the block's losses (read at the played arms only).
-            rows: (B,) the loss stream of each run.
-
-        Returns:
-            (K, B) int64 actions.
-        """
+        """K rounds of :meth:`act` in one call (EXP3's compiled kernel over the arms)."""
         from agents import _bandit_kernels as kernels
 
         if (
@@ -283,9 +241,8 @@ class Exp3(_CoreBandit):
     def regret_bound(self, n_switches: int = 0) -> float | None:
         """Proven bound on the expected static regret over the m core arms (losses in [0, 1]).
 
-        Fixed rate, gamma = 0: ``ln m / eta + eta T m / 2`` (``sqrt(2 T m ln m)`` at the default
-        rate); anytime: ``2 sqrt(T m ln m)`` (Bubeck & Cesa-Bianchi 2012, Thm 3.1). None for
-        gamma > 0 or a switching comparator (not declared).
+        Fixed rate: ``ln m / eta + eta T m / 2``; anytime: ``2 sqrt(T m ln m)``. None for
+        gamma > 0 or a switching comparator.
         """
         if n_switches or self.gamma > 0.0:
             return None
@@ -303,29 +260,17 @@ class Exp3(_CoreBandit):
 class TsallisInf(_CoreBandit):
     """1/2-Tsallis-INF with HTINF's skipping (base learner of Cor. 2 and 8).
 
-    Source: Huang, Dai & Huang 2022, Alg. 1 (HTINF) with alpha = 2, as reconstructed by the
-    suite (the private-bandit paper quotes only its guarantee, Thm 21; erratum E-PAB-11). Round t
-    plays ``x_t = argmin_x <Lhat, x> - 2 sigma sqrt(t) sum_i sqrt(x_i)``, solved in closed form up
-    to a scalar normaliser found by monotone Newton iterations; feedback larger in absolute value
-    than ``(1 - 2^(-1/3)) sigma sqrt(t) sqrt(x_t(I))`` is skipped (replaced by 0), the rest enters
-    as ``y / x_t(I)``. Core: :class:`~agents.bandit_core.TsallisInfCore`.
+    Source: Huang, Dai & Huang 2022, Alg. 1 (HTINF) with alpha = 2 (core
+    :class:`~agents.bandit_core.TsallisInfCore`). Deviation: a reconstruction (the private-bandit
+    paper quotes only Thm 21; erratum E-PAB-11); with a small sigma skipping also drops early
+    large clean losses.
 
     Args:
-        n_experts: N.
-        horizon: T (the learner is horizon-free; T is only validated).
-        n_arms: K (>= 2).
-        sigma: heavy-tail scale, default 1 (losses in [0, 1] are (2, 1)-heavy-tailed); HTINF's
-            bound is ``30 sigma sqrt(m (T + 1))``.
-        skip: apply the skipping threshold (default True). ``skip=False`` is Zimmert & Seldin's
-            1/2-Tsallis-INF with rate ``2 / (sigma sqrt(t))`` and importance weighting.
+        horizon: T (horizon-free; only validated).
+        sigma: heavy-tail scale, default 1 (right for losses in [0, 1]); HTINF's bound is
+            ``30 sigma sqrt(m (T + 1))``.
+        skip: apply the skipping threshold (default True; False is Zimmert & Seldin's).
         over: ``"arms"`` (default) or ``"experts"`` (module docstring).
-        num_envs: B.
-        seed: int (run b uses seed + b), sequence of B ints, or None.
-
-    Deviation: reconstruction of an algorithm the source paper does not print (erratum E-PAB-11);
-    skipping also discards early large losses of clean [0, 1] feedback when sigma is small.
-
-    Per-round cost: O(m * n_newton) per run (n_newton ~ 5-30). Memory O(m) per run.
     """
 
     def __init__(
@@ -384,23 +329,14 @@ class TsallisInf(_CoreBandit):
 class FtplGR(_CoreBandit):
     """Follow the perturbed leader with geometric resampling.
 
-    Source: Neu & Bartók 2016; the private-bandit paper's Algorithm 4 with the fixes of erratum
-    E-PAB-12 (argmin in the resampling loop, ``M_t = M`` when no redraw matches, resampling with the
-    pre-update estimates). Core: :class:`~agents.bandit_core.FtplGRCore`.
+    Source: Neu & Bartók 2016; the private-bandit paper's Algorithm 4 with erratum E-PAB-12's
+    fixes (core :class:`~agents.bandit_core.FtplGRCore`).
 
     Args:
-        n_experts: N.
-        horizon: T.
-        n_arms: K (>= 2).
         eta: perturbation rate (Laplace scale ``1 / eta``); default Lemma 25 at lambda = 0:
             ``min(sqrt(ln m / (m T)), 1 / M)``.
-        max_resamples: M; default ``ceil(sqrt(m T))``.
+        max_resamples: M; default ``ceil(sqrt(m T))``, at most ``1e8 / m``.
         over: ``"arms"`` (default) or ``"experts"`` (module docstring).
-        num_envs: B.
-        seed: int (run b uses seed + b), sequence of B ints, or None.
-
-    Per-round cost: O(m min(G, M)) per run, G the redraws to the first hit (at most m redraws
-    per round in expectation; memory O(256 m) per run for the resampling pages).
     """
 
     def __init__(
@@ -417,8 +353,7 @@ class FtplGR(_CoreBandit):
     ) -> None:
         super().__init__(n_experts, horizon, over=over, num_envs=num_envs, seed=seed, n_arms=n_arms)
         m = self.n_core_arms
-        # A round draws up to max_resamples x m Laplace variables per run: cap the work of a
-        # round at ~1e8 draws, about a second, instead of a round that never ends.
+        # Cap a round's max_resamples x m Laplace draws so that no round runs for ever.
         self.max_resamples = (
             math.ceil(math.sqrt(m * horizon))
             if max_resamples is None
@@ -471,24 +406,13 @@ class FtplGR(_CoreBandit):
 class Exp4(BanditBaseline):
     """EXP4 (exponential weights for bandits with expert advice).
 
-    Source: Auer, Cesa-Bianchi, Freund & Schapire 2002. Round t mixes the expert
-    weights ``P_t = softmax(-eta_t Lhat)`` through the advice ``A_t`` into the arm law
-    ``Q_t = (1 - gamma) P_t A_t + gamma / K``, plays ``I ~ Q_t`` and adds
-    ``A_t[j, I] l_t(I) / Q_t(I)`` to every expert's ``Lhat(j)``. Core:
-    :class:`~agents.bandit_core.Exp4Core`.
+    Source: Auer, Cesa-Bianchi, Freund & Schapire 2002 (core
+    :class:`~agents.bandit_core.Exp4Core`).
 
     Args:
-        n_experts: N.
-        horizon: T.
-        n_arms: K (>= 2).
-        eta: fixed rate (``rate="fixed"`` only); default ``sqrt(2 ln N / (T K))``, which gives
-            expected regret <= ``sqrt(2 T K ln N)`` against the best expert with gamma = 0.
-        rate: ``"fixed"`` (default) or ``"anytime"``: ``eta_t = sqrt(ln N / (t K))``.
+        eta: fixed rate (``rate="fixed"`` only); default ``sqrt(2 ln N / (T K))``.
+        rate: ``"fixed"`` (default) or ``"anytime"`` (``eta_t = sqrt(ln N / (t K))``).
         gamma: uniform mixing over arms in [0, 1], default 0.
-        num_envs: B.
-        seed: int (run b uses seed + b), sequence of B ints, or None.
-
-    Per-round cost: O(N K) per run (the mixture Q). Memory O(N) per run.
     """
 
     def __init__(
@@ -540,21 +464,7 @@ class Exp4(BanditBaseline):
         losses: np.ndarray,
         rows: np.ndarray,
     ) -> np.ndarray:
-        """K rounds of :meth:`act` in one compiled call (the bandit block protocol).
-
-        Bit for bit K ``act`` calls (:mod:`agents._bandit_kernels`); ``DP_EXPERTS_NO_JIT`` and
-        a numpy without its loop entry point play the K rounds through ``act``.
-
-        Args:
-            first: the observation of the block's first round (keys as in ``act``).
-            advice: (K, B, N, K_arms) the rounds' advice, or None (every round's is
-                ``first["advice"]``).
-            losses: (K, S, K_arms) the block's losses (read at the played arms only).
-            rows: (B,) the loss stream of each run.
-
-        Returns:
-            (K, B) int64 actions.
-        """
+        """K rounds of :meth:`act` in one compiled call (:mod:`agents._bandit_kernels`)."""
         from agents import _bandit_kernels as kernels
 
         if not len(losses) or not kernels.kernel_ready():

@@ -1,50 +1,20 @@
-"""Batched bandit base learners ("cores"), free of any observation plumbing.
+"""Batched bandit base learners ("cores"): state of B runs over m arms, no observations, no DP.
 
-A core is the base learner B of "Faster Rates for Private Adversarial Bandits" (Algorithm 1): it
-holds the state of B runs over m arms (m = K arms, or N experts used as meta-arms) and knows nothing
-of environments, observations or privacy. The baselines of :mod:`agents.bandit` wrap cores; the
-private bandit learners (that paper's Algorithm 1, bandit-over-experts Thm 7, batched EXP4) reuse
-them by feeding noisy or batched feedback.
+A core is the base learner of "Faster Rates for Private Adversarial Bandits" (Algorithm 1); the
+baselines of :mod:`agents.bandit` and the private bandit learners wrap cores. API, batch-first::
 
-Core API (every method is batch-first, no Python loop over runs)::
+    core = Exp3Core(rng, n_arms, eta=0.05)  # rng: the owner's BatchRNG (B runs)
+    p = core.distribution()                 # (B, m) law of the next sample (not FtplGRCore)
+    arms = core.sample()                    # (B,) int64
+    core.update(arms, y, mask=None)         # real feedback y (B,) for the sampled arms
+    core.n_updates                          # (B,) int64: the core's clock
 
-    core = Exp3Core(rng, n_arms, eta=0.05, gamma=0.0)  # rng: the owner's BatchRNG (B runs)
-    core.reset()                        # forget everything (called by the constructor)
-    p = core.distribution()             # (B, m) current sampling law (not for FtplGRCore)
-    arms = core.sample()                # (B,) int64 arms drawn from that law
-    core.update(arms, y, mask=None)     # feed real feedback y (B,) for the sampled arms
-    core.n_updates                      # (B,) int64: the core's own clock (updates so far)
-
-* ``update(arms, y, mask)`` must follow the ``sample()`` that produced ``arms`` with no other update
-  in between: the importance weight uses the law the arm was drawn from. ``y`` may be any real
-  number (negative, noisy, a batch mean plus Laplace noise): the core turns it into its own loss
-  estimate (EXP3: ``y / p(arm)``; Tsallis-INF/HTINF: skip-then-divide; FTPL-GR: ``y * M_t``).
-  ``mask`` (B,) bool restricts the update to some runs; the others keep their state and clock.
-  Randomness drawn inside ``update`` (FTPL-GR only) is drawn for all runs, then masked.
-* The core's round index is its own update counter plus one (erratum E-PAB-1: inside the
-  batched conversion this is the batch index, not the environment round), per run.
-* All randomness comes from the ``rng`` given at construction (a
-  :class:`~dp_experts_env.batch_rng.BatchRNG`); every call draws a number of uniforms that depends
-  only on the call (never on the data), so a batch reproduces single runs bit for bit (FTPL-GR's
-  resampling reads per-run streams seeded from ``rng``'s seeds, each run as far as it needs). An
-  owner that replaces its ``rng`` (``Agent.reset(seed)``) must build a fresh core.
-* ``cum_estimate`` (B, m) holds the cumulative loss estimates; learners are FTRL-type, so the
-  state is exactly this array plus the clock.
-
-Cores:
-
-* :class:`Exp3Core` -- EXP3 with mixing (the private-bandit paper's Algorithm 3).
-* :class:`TsallisInfCore` -- HTINF with alpha = 2 (Huang, Dai & Huang 2022 Alg. 1,
-  reconstructed, erratum E-PAB-11); with ``skip=False`` it is the 1/2-Tsallis-INF of Zimmert &
-  Seldin.
-* :class:`FtplGRCore` -- bandit FTPL with Laplace perturbations and geometric resampling (the
-  private-bandit paper's Algorithm 4, Neu & Bartók 2016), with the fixes of erratum E-PAB-12;
-  optionally with a self-confident rate read off the fed values (:class:`AdaptiveFtplRate`).
-* :class:`Exp4Core` -- EXP4's expert weights and arm mixture (Auer et al. 2002):
-  ``expert_distribution()``, ``arm_distribution(advice)``, ``sample(advice)``, ``estimate(y)``
-  (importance-weighted expert losses of the last sample) and ``update(expert_losses, mask)`` (a
-  full-information step on any estimated expert losses, e.g. noisy ones in LDP-EXP4 or batch
-  averages in the batched private EXP4).
+Invariants: ``update`` must follow the ``sample`` that drew ``arms`` (the importance weight uses
+that law); ``y`` may be any finite real (noisy, negative); ``mask`` restricts the update to some
+runs. The core's round is its clock plus one (erratum E-PAB-1). Every call draws a number of
+uniforms that does not depend on the data, so a batch equals its single runs bit for bit; an
+owner that replaces its ``rng`` must build a fresh core. The state is ``cum_estimate`` (B, m)
+plus the clock.
 """
 
 from __future__ import annotations
@@ -166,20 +136,16 @@ class BanditCore(ABC):
 
 
 class Exp3Core(BanditCore):
-    """EXP3 with uniform mixing (Auer et al. 2002, Bubeck & Cesa-Bianchi 2012).
+    """EXP3 with uniform mixing (Auer et al. 2002; the private-bandit paper's Algorithm 3).
 
-    ``p_n = (1 - gamma) softmax(-eta_n * Lhat_{n-1}) + gamma / m`` at core round n, with
-    ``Lhat`` the cumulative importance-weighted estimates ``y / p_n(arm)``. A fixed ``eta`` equals
-    the multiplicative update ``w <- w exp(-eta lhat)``; a schedule ``eta(n)`` gives anytime EXP3.
+    ``p_n = (1 - gamma) softmax(-eta_n Lhat_{n-1}) + gamma / m``, estimates ``y / p_n(arm)``.
 
     Args:
         rng: the owner's BatchRNG.
         n_arms: m.
         eta: learning rate (> 0) or schedule ``n -> eta_n`` on (B,) rounds.
-        gamma: uniform mixing in [0, 1] (keep > 0 under noisy feedback: the
-            analysis of Corollary 22 needs ``p >= gamma / m`` to bound the noisy estimates).
-
-    Cost per sample or update: O(m) per run.
+        gamma: uniform mixing in [0, 1] (keep > 0 under noisy feedback: Corollary 22 needs
+            ``p >= gamma / m``).
     """
 
     def __init__(self, rng: BatchRNG, n_arms: int, eta: LearningRate, gamma: float = 0.0) -> None:
@@ -212,11 +178,8 @@ def tsallis_inf_weights(
 ) -> np.ndarray:
     """The 1/2-Tsallis FTRL point ``argmin_x <L, x> - 2 beta sum_i sqrt(x_i)`` on the simplex.
 
-    The stationarity condition gives ``x_i = beta^2 / (L_i + nu)^2`` with the scalar ``nu`` solving
-    ``sum_i x_i = 1``. Newton's method from ``nu_0 = beta - min_i L_i`` (where the sum is >= 1)
-    increases monotonically to the root because the sum is convex and decreasing in nu. A run
-    stops once ``sum - 1 <= tol`` (a rounding overshoot below 1 also stops it), so each
-    run's iterates are independent of the other runs. The result is renormalised by its sum.
+    ``x_i = beta^2 / (L_i + nu)^2``; Newton on ``nu`` from ``beta - min_i L_i`` rises monotonically
+    to ``sum_i x_i = 1`` (the sum is convex and decreasing); each run stops on its own.
 
     Args:
         cum_estimate: (B, m) cumulative loss estimates (any real values).
@@ -243,24 +206,14 @@ def tsallis_inf_weights(
 
 
 class TsallisInfCore(BanditCore):
-    """HTINF with alpha = 2 (heavy-tail Tsallis-INF, reconstructed; erratum E-PAB-11).
+    """HTINF with alpha = 2 (heavy-tail Tsallis-INF).
 
-    Source: Huang, Dai & Huang 2022 ("Adaptive best-of-both-worlds algorithm for heavy-tailed
-    multi-armed bandits"), Alg. 1, as reconstructed by the suite (erratum E-PAB-11; the
-    private-bandit paper uses it as a black box, Thm 21). At core round n, with
-    ``beta_n = sigma * sqrt(n)``::
-
-        x_n = argmin_x <Lhat_{n-1}, x> - 2 beta_n sum_i sqrt(x_i)         (Newton, see below)
-        draw I ~ x_n; feedback y
-        r_n = THETA_2 * beta_n * sqrt(x_n(I))                             (skipping threshold)
-        Lhat_n(I) += (y if |y| <= r_n else 0) / x_n(I)
-
-    ``THETA_2 = 1 - 2^(-1/3)``. The solver is :func:`tsallis_inf_weights`. With ``skip=False`` the
-    threshold is off and this is Zimmert & Seldin's 1/2-Tsallis-INF with the importance-weighted
-    estimator and rate ``eta_n = 2 / (sigma sqrt(n))`` (their adversarial tuning at sigma = 1).
-    The theory (Thm 21) needs losses that are (2, sigma)-heavy-tailed: ``E[y^2] <= sigma^2``;
-    losses in [0, 1] satisfy it with sigma = 1, Laplace-noised batch means with
-    ``sigma = sqrt(2 + 4 lambda^2)`` (erratum E-PAB-24).
+    Source: Huang, Dai & Huang 2022, Alg. 1, reconstructed (erratum E-PAB-11). Round n, with
+    ``beta_n = sigma sqrt(n)``, plays ``x_n =`` :func:`tsallis_inf_weights` and adds
+    ``(y if |y| <= THETA_2 beta_n sqrt(x_n(I)) else 0) / x_n(I)`` to ``Lhat(I)``. With
+    ``skip=False`` it is Zimmert & Seldin's 1/2-Tsallis-INF. Thm 21 needs ``E[y^2] <= sigma^2``:
+    sigma = 1 for losses in [0, 1], ``sqrt(2 + 4 lambda^2)`` for Laplace-noised batch means
+    (erratum E-PAB-24).
 
     Args:
         rng: the owner's BatchRNG.
@@ -270,8 +223,6 @@ class TsallisInfCore(BanditCore):
 
     Attributes:
         n_skipped: (B,) number of updates whose feedback was skipped.
-
-    Cost per sample or update: O(m * n_newton) per run (n_newton ~ 5-30), memory O(m).
     """
 
     def __init__(self, rng: BatchRNG, n_arms: int, sigma: float = 1.0, skip: bool = True) -> None:
@@ -315,17 +266,14 @@ class TsallisInfCore(BanditCore):
 class AdaptiveFtplRate:
     """A self-confident FTPL rate read off the fed values (docs/algorithms.md, "Calibration").
 
-    ``eta_n = min(eta_max, sqrt(penalty / (2 S_{n-1})))`` with ``S_0 = q0`` and, after each
-    update, ``S_n = S_{n-1} + q_n``, ``q_n = M_n y_n^2 exp(eta_n M max(0, -y_n))`` (``M_n`` the
-    resample count, ``y_n`` the fed value, M the resampling cap). ``E[q_n | past]`` bounds the
-    Bregman gap of round n divided by ``eta_n``, so this is AdaGrad's rate for FTPL's potential;
-    it reads only the fed values and the core's own coins.
+    ``eta_n = min(eta_max, sqrt(penalty / (2 S_{n-1})))``, ``S_0 = q0``,
+    ``S_n = S_{n-1} + M_n y_n^2 exp(eta_n M max(0, -y_n))`` (``M_n`` the resample count).
 
     Attributes:
-        penalty: ``E max_i Z_i`` of m standard Laplace perturbations (the potential's range).
-        q0: ``S_0`` (> 0), the prior second-moment mass (keeps the first rates finite).
-        eta_max: cap of the rate (``inf`` for none); with noisy feedback of Laplace scale lam the
-            proof needs ``eta_max M lam < 1/2``.
+        penalty: ``E max_i Z_i`` of m standard Laplace perturbations.
+        q0: ``S_0`` (> 0), keeps the first rates finite.
+        eta_max: rate cap (``inf`` for none); noisy feedback of Laplace scale lam needs
+            ``eta_max M lam < 1/2``.
     """
 
     penalty: float
@@ -342,21 +290,12 @@ class AdaptiveFtplRate:
 class FtplGRCore(BanditCore):
     """Bandit FTPL with Laplace perturbations and geometric resampling.
 
-    Source: Neu & Bartók 2016; the private-bandit paper's Alg. 4. Round n plays
-    ``I = argmin_i Lhat(i) + Z_i`` with ``Z_i ~ Laplace(1/eta)``. The update redraws perturbations
-    up to M times and sets ``M_n`` = the index of the first redraw whose argmin is I, or M if none
-    (erratum E-PAB-12 (a), (b): argmin, and M on failure, so ``E[M_n] = (1 - (1 - p)^M) / p``),
-    always with the pre-update ``Lhat`` (E-PAB-12 (c)); then ``Lhat(I) += y * M_n``.
-
-    With ``adaptive`` (an :class:`AdaptiveFtplRate`; a deviation from Alg. 4, whose eta is fixed)
-    round n's rate ``eta_n`` -- used for its play and its resampling alike -- is the self-confident
-    rate of the values fed so far, per run, non-increasing (FTPL's potential bound with
-    non-increasing rates; docs/algorithms.md, "Calibration"). ``eta`` is then unused.
-
-    Randomness: ``sample`` draws m Laplace variates per run from ``rng``; ``update`` reads each
-    run's redraws from its own resampling stream (:class:`agents._ftpl_gr.ResamplePages`, apart
-    from ``rng``) up to the first hit only, so a batch still equals its single runs. The law of
-    the played arm has no closed form, so :meth:`distribution` raises ``NotImplementedError``.
+    Source: Neu & Bartók 2016; the private-bandit paper's Alg. 4, with erratum E-PAB-12. Round n
+    plays ``I = argmin_i Lhat(i) + Laplace(1/eta)``; ``M_n`` is the first of up to M redraws (with
+    the pre-update ``Lhat``) whose argmin is I, else M; then ``Lhat(I) += y M_n``. Deviation:
+    ``adaptive`` replaces the fixed eta by :class:`AdaptiveFtplRate` (per run, non-increasing).
+    Redraws come from per-run resampling pages (:mod:`agents._ftpl_gr`), read up to the first hit,
+    so a batch equals its single runs. :meth:`distribution` raises ``NotImplementedError``.
 
     Args:
         rng: the owner's BatchRNG.
@@ -367,12 +306,8 @@ class FtplGRCore(BanditCore):
 
     Attributes:
         last_resamples: (B,) the ``M_n`` of the last update.
-        second_moment: (B,) ``S_n`` of the adaptive rate (``q0`` after a reset; adaptive only).
-        pages: the runs' resampling streams (held on ``rng``: shared by the cores built on it,
-            copied with it).
-
-    Cost: sample O(m); update O(m min(G, M)) per run, at most O(m^2) in expectation (memory
-    O(256 m) per run for the pages).
+        second_moment: (B,) ``S_n`` of the adaptive rate (adaptive only).
+        pages: the runs' resampling streams (held on ``rng``, shared by its cores).
     """
 
     def __init__(
@@ -444,12 +379,9 @@ class FtplGRCore(BanditCore):
 class Exp4Core:
     """EXP4's state: weights over N experts mixed through the advice (Auer et al. 2002).
 
-    With log-weights ``-eta_n * Lhat`` over experts (Lhat: cumulative estimated expert losses),
-    ``P_n = softmax(-eta_n Lhat)``, the arm law is ``Q = (1 - gamma) P A + gamma / K`` for advice
-    ``A`` (B, N, K). :meth:`sample` draws I ~ Q and remembers ``A[:, I]`` and ``Q(I)``;
-    :meth:`estimate` then turns the feedback y into the importance-weighted expert losses
-    ``ytil(j) = A[j, I] * y / Q(I)``; :meth:`update` adds any (B, N) expert-loss estimate (raw,
-    noisy or batch-averaged) and advances the clock. ``update(estimate(y))`` is one EXP4 round.
+    ``P = softmax(-eta_n Lhat)``, arm law ``Q = (1 - gamma) P A + gamma / K`` for advice ``A``
+    (B, N, K). ``update(estimate(y))`` is one EXP4 round; :meth:`update` also takes noisy or
+    batch-averaged (B, N) estimates.
 
     Args:
         rng: the owner's BatchRNG.
@@ -457,8 +389,6 @@ class Exp4Core:
         n_arms: K.
         eta: learning rate (> 0) or schedule ``n -> eta_n`` on (B,) 1-indexed rounds.
         gamma: uniform mixing over arms in [0, 1].
-
-    Cost: O(N K) per round per run for ``Q``; O(N) for the estimate and update. Memory O(N).
     """
 
     def __init__(

@@ -1,7 +1,6 @@
-"""The agent contract shared by every learner.
+"""The agent contract shared by every learner: :class:`Agent`, its privacy claim, its observations.
 
-An agent plays B = ``num_envs`` independent runs at once (batch-first state with a leading run
-axis). The loop is bsuite-small::
+An agent plays B = ``num_envs`` runs at once (batch-first state). The loop::
 
     obs, info = env.reset(seed=0)
     while True:
@@ -10,14 +9,9 @@ axis). The loop is bsuite-small::
         if terminated or truncated:
             break
 
-Agents see observations only, never ``info``. Run ``b`` of an agent seeded ``s`` draws exactly the
-random numbers of a single agent seeded ``s + b`` (see :mod:`dp_experts_env.batch_rng`), so a batch
-reproduces B separate runs bit for bit.
-
-Subclasses implement three hooks: ``_init_state`` (allocate arrays for B runs), ``_learn(obs)``
-(the feedback of the round just played) and ``_choose(obs)`` (actions for the next round). The
-clock ``self.t`` counts completed rounds: it is 0 in the first ``_choose`` and ``_learn`` is called
-with the feedback of round ``self.t``.
+Agents see observations only, never ``info``. Run ``b`` of an agent seeded ``s`` equals a single
+agent seeded ``s + b`` bit for bit. Subclasses implement ``_init_state``, ``_learn(obs)`` (feedback
+of round ``self.t``) and ``_choose(obs)``; ``self.t`` counts completed rounds.
 """
 
 from __future__ import annotations
@@ -39,19 +33,13 @@ AGENT_STREAM = 7  # the agents' BatchRNG stream id: never the env's streams for 
 
 NEIGHBOURING = "replace one round's loss vector"
 
-#: what a claim's summary says of the ``fast`` noise backend (docs/privacy.md, "Floating point"):
-#: the certificate is for the ideal mechanism; float64 inverse-CDF Laplace noise leaks through its
-#: low-order bits (a release of 0 vs 1 told apart by an off-lattice event in 2706 vs 0 of 10,000
-#: held-out runs, epsilon >= 5.82 against a claim of 1; grid: 0.0), so ``noise="grid"`` is the
-#: floating-point-safe choice. ``fast`` stays the default: grid costs 1.1-2.6x per episode and
-#: would change every learner's random stream (docs/privacy.md says how this was measured).
+#: what a claim's summary says of the ``fast`` noise backend (docs/privacy.md, "Floating point").
 FAST_NOISE_CAVEAT = (
     "fast (simulation-grade floats: the certificate holds for the ideal mechanism, not for its "
     "float64 sampler; use noise='grid' for a floating-point-safe release)"
 )
 
-# ufunc reductions without ndarray.min/max's Python wrapper layers (the same values; NaN
-# propagates, so a NaN entry fails every range comparison below).
+# ufunc reductions without ndarray.min/max's wrapper layers; NaN propagates, so it fails the checks.
 _min_reduce = np.minimum.reduce
 _max_reduce = np.maximum.reduce
 
@@ -67,11 +55,7 @@ _CLIP = _clip_ufunc()
 
 
 def clip_unit(values: np.ndarray) -> np.ndarray:
-    """``np.clip(values, 0.0, 1.0)``, the same ufunc without np.clip's Python wrapper layers.
-
-    Learners clip losses to [0, 1] before use (their sensitivity bounds need it) every round;
-    the wrappers cost more than the clip itself at the sizes they play.
-    """
+    """``np.clip(values, 0.0, 1.0)`` without np.clip's Python wrapper layers (same values)."""
     if _CLIP is None:
         return np.clip(values, 0.0, 1.0)
     return _CLIP(values, 0.0, 1.0)
@@ -86,18 +70,15 @@ class PrivacyClaim:
         delta: approximate-DP slack (0 for pure DP).
         neighbouring: the neighbouring relation of datasets the claim is about.
         feedback: ``"full"`` or ``"bandit"``: what the learner reads each round.
-        model: ``"central"`` (the curator adds noise), ``"local"`` (each round's datum is
-            privatised before use) or ``"none"``.
-        certified: False when the agent knowingly departs from a correct accounting (for example
-            ``mode="paper"`` reproducing a paper's erratum).
+        model: ``"central"``, ``"local"`` (each datum privatised before use) or ``"none"``.
+        certified: False when the agent knowingly departs from a correct accounting
+            (``mode="paper"`` reproducing an erratum).
         accountant: the theorem or composition rule the numbers come from.
-        holds_against: the strongest adversary the claim covers: ``"adaptive"`` (losses may react
-            to past actions) or ``"oblivious"``.
+        holds_against: the strongest adversary covered: ``"adaptive"`` or ``"oblivious"``.
         notes: anything a reader of the claim must know.
-        noise_backend: the noise backend that ran (``"fast"``, ``"grid"``; ``"none"`` without
-            noise).
-        requested_epsilon: the epsilon the learner was asked for (``epsilon`` is what the
-            accountant certifies for the parameters actually used; it may be smaller).
+        noise_backend: the noise backend that ran (``"fast"``, ``"grid"``, ``"none"``).
+        requested_epsilon: the epsilon asked for (``epsilon``, certified for the parameters
+            actually used, may be smaller).
     """
 
     epsilon: float
@@ -184,14 +165,12 @@ class Agent(ABC):
         n_experts: N.
         horizon: T (learners that are horizon-free may ignore it).
         num_envs: B, the number of runs played in lockstep.
-        seed: an int (run ``b`` uses ``seed + b``), a sequence of B ints, or None for fresh
-            entropy.
+        seed: an int (run ``b`` uses ``seed + b``), a sequence of B ints, or None (fresh).
         n_arms: K, for bandit-feedback learners.
 
     Class attributes:
         name: registry name.
-        feedback: ``"full"`` or ``"bandit"``: the feedback the learner needs (``"any"`` for a
-            learner that plays on both; its claim then reports the env's feedback).
+        feedback: ``"full"``, ``"bandit"`` or ``"any"`` (both; the claim reports the env's).
     """
 
     name: ClassVar[str] = ""
@@ -226,11 +205,7 @@ class Agent(ABC):
         """The agent's privacy claim (frozen)."""
 
     def reset(self, seed: int | Sequence[int] | None = None) -> None:
-        """Start a new episode for all runs.
-
-        With a seed, the random streams restart from it; with None, they continue (a new episode
-        of the same agent sees fresh randomness) unless the agent was never seeded.
-        """
+        """Start a new episode for all runs; the random streams restart only with a seed."""
         if seed is not None or not hasattr(self, "rng"):
             seeds = run_seeds(seed if seed is not None else self._seed, self.num_envs)
             self.rng = BatchRNG(seeds, stream=AGENT_STREAM)
@@ -244,9 +219,8 @@ class Agent(ABC):
         A single observation returns a Python ``int``; a batch of B returns a (B,) int64 array.
 
         Raises:
-            ValueError: the agent already played its ``horizon`` rounds (call ``reset()``), or
-                an observation value is NaN, infinite or outside the env's range (the message
-                names the round).
+            ValueError: the agent already played its ``horizon`` rounds, or an observation
+                value is NaN, infinite or outside the env's range.
         """
         batch, single = self._parse_obs(obs)
         self._check_round(batch)
@@ -266,15 +240,9 @@ class Agent(ABC):
     ) -> tuple[np.ndarray, Any]:
         """Stable-Baselines3-style prediction, so ``evaluate_policy(agent, vec_env)`` works.
 
-        Works for any ``n_eval_episodes`` of ``evaluate_policy`` on a VecEnv of ``num_envs``
-        sub-envs. A new episode starts for every run when ``episode_start`` is all True or when
-        the agent has played its T rounds (our environments have a fixed horizon, so all runs
-        end together); random streams continue. ``evaluate_policy`` leaves the flag of a
-        sub-env that finished its quota of episodes at True while the others play on: such a
-        stale flag is ignored, but a run that restarts alone in mid-episode (a wrapper that
-        truncates episodes early) is refused, because the runs share one round clock.
-        ``deterministic`` is ignored on purpose: a private learner's randomness is part of its
-        privacy guarantee.
+        All runs start a new episode when ``episode_start`` is all True or after T rounds (random
+        streams continue); a stale True flag is ignored. ``deterministic`` is ignored: a private
+        learner's randomness is part of its guarantee.
 
         Raises:
             ValueError: the observation holds another number of runs than ``num_envs``, or a
@@ -331,13 +299,7 @@ class Agent(ABC):
 
     # ----------------------------------------------------------------- boundary checks
     def _check_round(self, batch: Any) -> None:
-        """Refuse a round past the horizon and observation values outside the env's spaces.
-
-        Every learner acts through :meth:`act`, so this one check covers all of them: a NaN loss
-        would otherwise poison a learner's weights for the rest of the episode (argmax over NaN
-        picks expert 0), and a round past T lies outside the privacy claim and tuning made for T.
-        NaN fails every comparison, so the range tests below also catch it.
-        """
+        """Refuse a round past the horizon and observations outside the env's spaces (NaN too)."""
         if self.t >= self.horizon:
             raise ValueError(
                 f"agent {self.name!r} has played its horizon={self.horizon} rounds: act() for "
@@ -399,14 +361,10 @@ class Agent(ABC):
         return arr, single
 
     def _check_advice(self, advice: np.ndarray) -> None:
-        """Refuse advice rows off the simplex; record whether every entry is finite.
+        """Refuse advice rows off the simplex (the claims' sensitivities need it); note finiteness.
 
-        Privacy claims of advice learners bound sensitivities with advice entries in [0, 1] and
-        rows on the simplex; a hand-fed observation that breaks this must not pass. A run axis
-        broadcast with stride 0 (an env's shared advice) holds one set of values for all runs,
-        so one run's values are checked. A read-only broadcast view of the very memory checked
-        last round (the identity advice of a K-armed bandit env, a view of a constant the env
-        never writes) is trusted without checking it again: O(1) per round instead of O(K^2).
+        Shared advice (run stride 0) is checked on one run; a read-only shared view of the memory
+        checked last round (a bandit env's constant identity advice) is trusted without a check.
         """
         shared = advice.strides[0] == 0 and not advice.flags.writeable
         key = (advice.__array_interface__["data"][0], advice.shape, advice.strides)
@@ -422,12 +380,10 @@ class Agent(ABC):
                 "obs['advice'] rows must be probability distributions over the K arms "
                 "(entries in [0, 1] summing to 1)"
             )
-        # NaN passes the comparisons above (they are all False) and is refused by
-        # _check_round, after the horizon check; min and max are NaN when any entry is.
+        # NaN passes the comparisons above; _check_round refuses it after the horizon check.
         self._advice_finite = bool(np.isfinite(low) and np.isfinite(high))
         if shared and self._advice_finite:
-            # Holding the array keeps its memory alive, so the address names the same memory.
-            self._trusted_advice = (advice, key)
+            self._trusted_advice = (advice, key)  # held, so the address keeps naming this memory
 
     def _parse_bandit(self, obs: Any) -> tuple[BanditObs, bool]:
         if not isinstance(obs, Mapping) or not {"advice", "last_action", "last_loss"} <= set(obs):

@@ -1,10 +1,4 @@
-"""DP-FTRL baseline: Hedge on cumulative losses released by the binary-tree mechanism.
-
-Source: prior work cited by Asi, Raman & Saha (Section 1.2) and Asi, Feldman, Koren & Talwar
-(Section 1.2) -- Jain & Thakurta 2014 and Agarwal
-& Singh 2017 (FTRL with an entropic regulariser on tree-aggregated noisy loss sums), with the
-tree (binary) mechanism of Dwork, Naor, Pitassi & Rothblum 2010 / Chan, Shi & Song 2011.
-"""
+"""DP-FTRL baseline: Hedge on cumulative losses released by the binary-tree mechanism."""
 
 from __future__ import annotations
 
@@ -37,37 +31,15 @@ __all__ = ["DPFTRLTree"]
 class DPFTRLTree(PrivateAgent):
     """Entropic FTRL (Hedge) on the running loss sums released by a binary-tree counter.
 
-    Source: the DP-FTRL family of prior work (Jain & Thakurta 2014; Agarwal & Singh 2017,
-    "The price of differential privacy for online learning"), quoted by Asi, Raman & Saha and
-    Asi, Feldman, Koren & Talwar as the adaptive-adversary baseline with static regret
-    ``O(sqrt(T log N) + N log N log^2 T / eps)``. Built for adaptive adversaries, static regret.
-
-    Exact variant implemented: after round t the cumulative loss vector ``L_t = l_1 + ... + l_t``
-    is released through :class:`~dp_experts_env.privacy.mechanisms.TreeCounter` (each dyadic
-    block's partial sum gets Laplace noise when it completes; ``L~_t`` is the sum of the
-    ``<= levels`` noisy blocks of t's binary expansion). Round t+1 plays a fresh sample from
-    ``p_{t+1}(j) ~ exp(-eta L~_t(j))`` -- follow-the-regularised-leader with the negative-entropy
-    regulariser on the noisy sums (round 1 is uniform). No other use of the losses is made.
-
-    Privacy claim: pure ``epsilon``-DP against adaptive adversaries. Accountant: binary-tree
-    mechanism over the T - 1 loss vectors a game feeds it (round T's loss is never used) -- one
-    loss vector enters at most ``levels = (T - 1).bit_length()`` released tree nodes
-    (:func:`~dp_experts_env.privacy.mechanisms.tree_levels`, exact) and moves each by at most N
-    in L1 (every coordinate may change by 1), so per-node noise
-    ``Lap(levels * N / epsilon)`` per coordinate makes the whole stream of node releases
-    epsilon-DP (adaptive composition of Laplace mechanisms; later losses may depend on earlier
-    plays, which are post-processing of earlier releases). The plays are post-processing.
-
-    Tuning: ``eta = sqrt(8 log N / T)`` (:func:`agents.full_info.hedge_eta`), the minimiser of the
-    Hedge bound ``log N / eta + eta T / 8``, for both ``tuning="paper"`` and
-    ``tuning="calibrated"``: in the FTRL analyses above the tree noise is paid additively (a term
-    that does not depend on eta), so the bound's minimiser is the non-private rate, and the
-    cited papers give no other constant.
-    ``eta=`` overrides it (a public constant; privacy does not depend on it).
-
-    ``epsilon=math.inf`` uses the exact running sums, i.e. Hedge (claim: not private). ``mode`` is
-    accepted and ignored (no erratum to reproduce). Deviations: losses are clipped to [0, 1]
-    before use; the cited papers' regret constants are not reproduced (no rate constants given).
+    Source: DP-FTRL (Jain & Thakurta 2014; Agarwal & Singh 2017), the adaptive-adversary
+    baseline cited by Asi, Raman & Saha and Asi, Feldman, Koren & Talwar (Section 1.2), with the
+    binary mechanism of Dwork et al. 2010 / Chan, Shi & Song 2011. The running loss sums go
+    through a :class:`~dp_experts_env.privacy.mechanisms.TreeCounter` over the T - 1 losses a
+    game feeds it (``Lap(levels N / epsilon)`` per node coordinate, L1 sensitivity N); round t+1
+    samples ``softmax(-eta L~_t)``. Claim: pure epsilon-DP vs adaptive adversaries, the plays
+    post-processing. ``eta`` defaults to Hedge's ``sqrt(8 ln N / T)`` in both tunings
+    (docs/algorithms.md, "Notes on the baselines"); ``mode`` is ignored; epsilon = inf is Hedge.
+    Deviations: losses clipped to [0, 1]; the cited constants are not reproduced.
 
     Attributes:
         eta, node_scale (Laplace scale per node coordinate), levels, tree (the TreeCounter).
@@ -92,7 +64,7 @@ class DPFTRLTree(PrivateAgent):
     ) -> None:
         super().__init__(n_experts, horizon, **common_args(locals()))
         n, t_max = self.n_experts, self.horizon
-        # The tree holds the T - 1 losses a game feeds it: one level fewer at T = 2^k.
+        # T - 1 losses (round T's is never used): one level fewer at T = 2^k.
         self._items = max(1, t_max - 1)
         self.levels = tree_levels(self._items)
         self.node_scale = self.levels * self.noise.effective_sensitivity(float(n), n) / self.epsilon
@@ -105,10 +77,7 @@ class DPFTRLTree(PrivateAgent):
     def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
         """Give each run its own finite epsilon; True when applied (False: nothing changed).
 
-        Run b's tree nodes then get the noise of an agent built with ``epsilon=epsilons[b]``
-        and the same seed (the same floats; the rate does not depend on epsilon), so an
-        evaluation can play this learner's epsilons as one batch. :attr:`privacy` then refuses
-        to state one claim; build an agent at each epsilon to read its claim.
+        Run b then equals an agent built at ``epsilons[b]``; :attr:`privacy` refuses one claim.
         """
         values = self._accept_run_epsilons(epsilons)
         if values is None:
@@ -157,23 +126,14 @@ class DPFTRLTree(PrivateAgent):
         self._noisy_sums = self.tree.add(clip_unit(obs))
 
     def action_distribution(self) -> np.ndarray:
-        """(B, N) law of the action the last ``act`` returned: Hedge on the noisy sums.
-
-        A post-processing of the tree releases, so it is covered by the privacy claim.
-        """
+        """(B, N) law of the last ``act``'s action: Hedge on the noisy sums (post-processing)."""
         return softmax(-self.eta * self._noisy_sums)
 
     def regret_bound(self, n_switches: int = 0) -> float | None:
-        """Bound on the expected static regret at this N, T, eta and noise scale, any adversary.
+        """Proven bound on the expected static regret, any adversary (None if ``n_switches``).
 
-        Hedge's ``ln N / eta + eta T / 8`` on the true losses plus the cost of playing
-        ``softmax(-eta L~)`` instead of ``softmax(-eta L)``: ``|<p~ - p, l>| <= ||p~ - p||_1 / 2
-        <= eta ||L~ - L||_inf`` per round (softmax is 2 eta-Lipschitz from sup norm to L1), and
-        the noise of ``L~_{t-1}`` is a sum of popcount(t - 1) nodes of N Laplace(b) coordinates,
-        so ``E||L~_{t-1} - L_{t-1}||_inf <= popcount(t - 1) b H_N`` (H_N the harmonic number:
-        the mean maximum of N Exp(b)). The noise ignores the losses, so the bound holds against
-        adaptive adversaries. Loose (it can exceed T at small epsilon), but proven. None for a
-        switching comparator.
+        Hedge's bound plus ``eta b H_N sum_t popcount(t - 1)`` for the tree noise
+        (docs/algorithms.md, "Notes on the baselines").
         """
         if n_switches:
             return None
@@ -190,12 +150,7 @@ class DPFTRLTree(PrivateAgent):
         return self.rng.categorical(self.action_distribution())
 
     def play_block(self, obs: np.ndarray) -> np.ndarray:
-        """K rounds of :meth:`act` at once (see :mod:`agents._kernels`).
-
-        The tree releases stay one ``TreeCounter.add`` per round (they draw from the stream
-        between the plays' uniforms, which are read in the same order); the K softmaxes and
-        inverse-CDF draws are computed at once.
-        """
+        """K rounds of :meth:`act` at once (the tree in a kernel on ``fast``, else per round)."""
         from agents._kernels import (
             categorical_rows,
             check_block,
@@ -222,12 +177,7 @@ class DPFTRLTree(PrivateAgent):
         return finish_block(self, categorical_rows(softmax_rows(-self.eta * sums), u))
 
     def _tree_block(self, clipped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The K rounds' noisy sums and play uniforms: the tree's releases in one kernel call.
-
-        Each round reads its node's N Laplace variates' uniforms, then its play's (round 1
-        only the play's): one read of the stream gives all of them in that order, and the
-        Laplace law is elementwise (:func:`dp_experts_env.samplers.laplace`, the same floats).
-        """
+        """The K rounds' noisy sums and play uniforms: the tree's releases in one kernel call."""
         from agents._kernels import PLAY_UNIFORMS, block_uniforms, tree_block
 
         tree, (k, b, n) = self.tree, clipped.shape

@@ -1,12 +1,4 @@
-"""DP-KLUCB: AdaP-UCB's private episodes with a KL-UCB index (stochastic bandits, pure eps-DP).
-
-Source: the AdaP-KLUCB variant of Azize & Basu 2022 ("When Privacy Meets Partial Information",
-Section 5): the doubling episodes and the Laplace releases of ``adap-ucb`` (each loss in one
-released episode sum), with the Bernoulli-KL confidence bound of KL-UCB (Garivier & Cappé 2011)
-in place of Hoeffding's. Only the index changes (a post-processing of the same releases), so the
-privacy claim is AdaP-UCB's. By default the index reads every released episode of an arm, not
-only the last (the suite's variant; ``means="last"`` is the source's forgetting).
-"""
+"""DP-KLUCB: AdaP-UCB's private episodes with a KL-UCB index (stochastic bandits, pure eps-DP)."""
 
 from __future__ import annotations
 
@@ -32,12 +24,8 @@ _U = np.linspace(0.005, 0.995, 199)
 def laplace_sum_width(episodes: np.ndarray, level: float) -> np.ndarray:
     """``x / b`` with ``P(Z_1 + ... + Z_k > x) <= e^{-level}`` for k i.i.d. Laplace(b) draws.
 
-    Chernoff: ``E e^{lambda Z} = 1 / (1 - b^2 lambda^2)`` for ``b lambda < 1``, so ``P(S > x)
-    <= exp(-lambda x) (1 - b^2 lambda^2)^{-k}``, at most ``e^{-level}`` when ``x >= b (level -
-    k ln(1 - u^2)) / u`` with ``u = b lambda``. The minimum over a grid of u in (0, 1) is taken
-    (at least the true minimum: the width is conservative). For k = 1 it is close to the
-    exact ``level - ln 2`` (20% above it at alpha ln t = 3.1 ln 1000); for k episodes it grows
-    like ``sqrt(k level)``, not like k.
+    The Chernoff bound ``min_u (level - k ln(1 - u^2)) / u`` over a grid of u (conservative;
+    docs/algorithms.md, "`dp-klucb`: derivation").
 
     Args:
         episodes: (...,) numbers of summed draws k (>= 1).
@@ -55,37 +43,15 @@ def laplace_sum_width(episodes: np.ndarray, level: float) -> np.ndarray:
 class DPKLUCB(AdaPUCB):
     """AdaP-UCB's episodes and releases with a KL-UCB index on the private means.
 
-    Source: AdaP-KLUCB of Azize & Basu 2022 ("When Privacy Meets Partial Information: A
-    Refined Analysis of Differentially Private Bandits", Section 5), in the loss frame, with the
-    KL bound of Garivier & Cappé 2011. Episodes, releases and privacy are those of
-    :class:`~agents.private_ucb.AdaPUCB`: each arm once, then at an episode start (round
-    ``t_l``) the arm with the lowest
-
-        ``q_i = min{q <= m_i : n_i kl(m_i, q) <= alpha ln t_l} - alpha ln t_l / (epsilon n_i)``
-
-    (with ``means="last"``, the source's: ``m_i = clip(Ltilde_i, 0, 1)``, ``Ltilde_i`` the
-    private mean of arm i's last episode, ``n_i`` its length) is played until its count
-    doubles: AdaP-UCB's index with the KL bound in place of Hoeffding's ``m_i - sqrt(alpha ln
-    t_l / (2 n_i))``, which it never exceeds (Pinsker: ``kl(p, q) >= 2 (p - q)^2``), and the
-    same privacy term (the Laplace noise's confidence width). The bound is computed by
-    :func:`~agents.ucb.kl_lower_bound`.
-
-    ``means="all"`` (default, the suite's variant): ``m_i`` is the total of all k_i released
-    episode sums of arm i over their n_i rounds (every play but the open episode's), and the
-    privacy term ``w(k_i) / (epsilon n_i)`` uses the Chernoff width of a sum of k_i Laplace
-    draws at the same confidence (:func:`laplace_sum_width`), about ``sqrt(k_i)`` where k_i
-    separate widths would add. The same releases are read: the claim does not change.
-
-    Privacy claim: pure ``epsilon``-DP, central, against adaptive adversaries -- the releases
-    are AdaP-UCB's (one Laplace release per ended episode, sensitivity 1, disjoint episodes);
-    the index is post-processing.
-
-    Tuning (public constants only): ``alpha = 3.1`` as AdaP-UCB's; ``epsilon=math.inf`` drops
-    the noise and the privacy term (KL-UCB on the same episodes and exact means).
-    Deviations: the source's index is on rewards; here on ``1 - loss`` (a lower bound on the
-    mean loss); Newton's method with a fixed 8 steps for the bound; index ties to the lowest
-    arm. Per-round cost O(K x 8) (O(K x 200) for the width) at an episode start, O(1)
-    otherwise; memory O(K).
+    Source: AdaP-KLUCB of Azize & Basu 2022 ("When Privacy Meets Partial Information",
+    Section 5), with Garivier & Cappé 2011's KL bound. Episodes, releases and claim are
+    :class:`~agents.private_ucb.AdaPUCB`'s (pure epsilon-DP, central, vs adaptive); an episode
+    start plays the arm of least ``min{q <= m_i : n_i kl(m_i, q) <= alpha ln t_l} - w_i /
+    (epsilon n_i)`` (post-processing). ``means="last"`` is the source's (the last episode);
+    ``"all"`` (default, the suite's) reads every released episode with the width
+    :func:`laplace_sum_width` (docs/algorithms.md, "`dp-klucb`: derivation"). ``alpha = 3.1``;
+    epsilon = inf drops the noise. Deviations: losses, not rewards; 8 Newton steps; ties to
+    the lowest arm.
     """
 
     def __init__(
@@ -125,10 +91,7 @@ class DPKLUCB(AdaPUCB):
             self.released_episodes[rows, arms] += 1
 
     def episode_index(self, round_index: int) -> np.ndarray:
-        """(B, K) index ``q_i`` at an episode starting in round ``round_index`` (1-indexed).
-
-        Post-processing of the released episode sums (covered by the claim).
-        """
+        """(B, K) index ``q_i`` at an episode starting in round ``round_index`` (1-indexed)."""
         level = self.alpha * math.log(round_index)
         if self.means == "last":
             n, mean, width = self.last_length, self.private_mean, level

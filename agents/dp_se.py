@@ -1,11 +1,4 @@
-"""DP-SE: private successive elimination for stochastic bandits (Sajed & Sheffet 2019).
-
-Epochs e = 1, 2, ... with target gaps ``2^-e``: every arm still in play is pulled ``R_e`` times,
-its epoch mean is released with Laplace noise, and arms whose noisy mean loss is clearly above
-the best one's are eliminated. Each loss enters one epoch's release (fresh sums per epoch), so
-the run is epsilon-DP by parallel composition, and the regret meets both the non-private
-``sum_i log T / Delta_i`` and the private ``K log T / epsilon`` lower bounds.
-"""
+"""DP-SE: private successive elimination for stochastic bandits (Sajed & Sheffet 2019)."""
 
 from __future__ import annotations
 
@@ -40,9 +33,8 @@ def epoch_length(
 ) -> np.ndarray:
     """The epoch's pulls per arm ``R_e``, at least 1.
 
-    ``R_e = ceil(scale max(32 ln(8|S|e^2/beta) / Delta_e^2, 8 ln(4|S|e^2/beta) / (eps Delta_e)))``
-    with ``Delta_e = 2^-e`` and ``|S|`` the arms in play. The second term is the privacy cost (0
-    at ``epsilon = inf``: non-private successive elimination's length).
+    ``R_e = ceil(scale max(32 ln(8|S|e^2/beta) / Delta_e^2, 8 ln(4|S|e^2/beta) / (eps Delta_e)))``,
+    ``Delta_e = 2^-e``, ``|S|`` the arms in play (the privacy term is 0 at eps = inf).
     """
     gap = 2.0 ** -np.asarray(epoch, dtype=np.float64)
     stat_log, priv_log = _logs(epoch, active, beta)
@@ -57,8 +49,7 @@ def elimination_margin(
 ) -> np.ndarray:
     """The elimination margin ``2 (h_e + c_e)`` of an epoch of ``R_e`` pulls per arm.
 
-    ``h_e = sqrt(ln(8|S|e^2/beta) / (2 R_e))`` (sampling) and ``c_e = ln(4|S|e^2/beta) / (R_e
-    eps)`` (the Laplace noise of a mean; 0 at eps = inf).
+    ``h_e = sqrt(ln(8|S|e^2/beta) / (2 R_e))``, ``c_e = ln(4|S|e^2/beta) / (R_e eps)`` (0 at inf).
     """
     stat_log, priv_log = _logs(epoch, active, beta)
     r = np.asarray(length, dtype=np.float64)
@@ -76,21 +67,13 @@ def elimination_margin(
 class DPSE(PrivateAgent):
     """DP-SE: successive elimination on Laplace-noised epoch means; pure epsilon-DP.
 
-    Source: T. Sajed and O. Sheffet, "An Optimal Private Stochastic-MAB Algorithm Based on an
-    Optimal Private Stopping Rule" (ICML 2019), the private Successive Elimination (DP-SE) and
-    its regret theorem (``O(sum_i log T / Delta_i + K log T / epsilon)``, confidence beta = 1/T).
-    In epoch e (``Delta_e = 2^-e``) each arm of the set S in play is pulled
-    ``R_e`` times (:func:`epoch_length`); at the epoch's end each arm's loss sum over the epoch is
-    released with ``Lap(1/epsilon)`` (its mean with ``Lap(1/(epsilon R_e))``) and every arm whose
-    noisy mean loss exceeds the smallest by more than ``threshold_scale`` times
-    :func:`elimination_margin` leaves S. With one arm left it is played to the end.
-
-    Claim: pure epsilon-DP, central model, against adaptive adversaries: one replaced round moves
-    one arm's sum of one epoch by at most 1 (L1 sensitivity 1 of the (K,) release); epochs are
-    disjoint and the sums start afresh (adaptive parallel composition); eliminations and plays
-    are post-processing; the epoch open at round T is never released. Every round each run
-    releases a (K,) vector (data-free zeros when its epoch goes on: no cost), so a batch equals
-    single runs bit for bit. ``epsilon=math.inf``: non-private successive elimination.
+    Source: Sajed & Sheffet, "An Optimal Private Stochastic-MAB Algorithm Based on an Optimal
+    Private Stopping Rule" (ICML 2019), DP-SE. Epoch e pulls each arm in play ``R_e`` times
+    (:func:`epoch_length`), releases its loss sums with ``Lap(1/epsilon)`` and eliminates arms
+    whose noisy mean exceeds the best by ``threshold_scale`` times :func:`elimination_margin`.
+    Claim: pure epsilon-DP, central, vs adaptive (L1 sensitivity 1, disjoint epochs, the rest
+    post-processing); each run releases every round (data-free zeros mid-epoch) so batches
+    equal single runs.
 
     Args:
         n_experts, horizon, epsilon, mode, noise, num_envs, seed: as
@@ -98,15 +81,12 @@ class DPSE(PrivateAgent):
             ``"strict"``; tuning ``"paper"`` only).
         n_arms: K (>= 2).
         beta: confidence of the eliminations (default ``1/T``, the regret theorem's).
-        epoch_scale, threshold_scale: multiply ``R_e`` and the margin (default 1; public, so the
-            claim holds for every value: the audit exposes the releases with both at 0).
+        epoch_scale, threshold_scale: multiply ``R_e`` and the margin (default 1; public, the
+            claim holds for every value).
 
-    Deviations: the loss frame (the source maximises rewards: the same test on ``1 - loss``);
-    within an epoch the arms of S are pulled in turn from a uniformly drawn first arm
-    (round-robin; the law of the epoch's means is that of ``R_e`` pulls of each arm in a row, and
-    the draw makes the seed matter before the first release); ``R_e`` is rounded up; losses are
-    clipped to [0, 1]. The published pseudo-code was not at hand: the constants are the
-    standard statement of the paper's algorithm (docs/algorithms.md). Per-round cost O(K) per run.
+    Deviations: losses, not rewards; round-robin pulls from a uniformly drawn first arm;
+    ``R_e`` rounded up; losses clipped; constants from the standard statement, the pseudo-code
+    not at hand (docs/algorithms.md, "`dp-se`").
     """
 
     feedback = "bandit"
@@ -174,7 +154,6 @@ class DPSE(PrivateAgent):
             "the eliminations and the plays",
         )
 
-    # ----------------------------------------------------------------- epochs
     def _init_state(self) -> None:
         b, k = self.num_envs, int(self.n_arms)
         self.active = np.ones((b, k), dtype=bool)  # S: the arms in play
@@ -202,7 +181,6 @@ class DPSE(PrivateAgent):
         count = self.active.sum(axis=1)
         ended = (self.position >= self.length * count) & (count > 1)
         # Every run releases every round: its ended epoch's sums, or data-free zeros.
-        # laplace_mechanism's draw at the scale calibrated once in __init__ (not every round).
         values = np.where(ended[:, None], self.sums, 0.0)
         noisy = (
             values
@@ -226,8 +204,7 @@ class DPSE(PrivateAgent):
         self.sums[rows] = 0.0
 
     def _choose(self, obs: BanditObs) -> np.ndarray:
-        # One uniform per run every round (a batch's streams stay aligned with single runs'):
-        # at an epoch's first round it sets where the turn order through S starts.
+        # One uniform per run every round; at an epoch's first round it picks the first arm.
         u = self.rng.random()
         count = self.active.sum(axis=1)
         start = np.floor(u * count).astype(np.int64)

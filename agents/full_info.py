@@ -1,19 +1,10 @@
 """Non-private full-information baselines: uniform, FTL, Hedge, Fixed-Share, shrinking dartboard.
 
-Every learner plays B = ``num_envs`` runs at once: its state is a (B, N) array, its randomness
-comes only from ``self.rng`` (a :class:`~dp_experts_env.batch_rng.BatchRNG`) and every round draws
-the same number of uniforms in every run, so run ``b`` of a learner seeded ``s`` equals a single
-learner seeded ``s + b``. Weights are kept as cumulative losses or log-weights and normalised by a
-max-subtracted softmax, so nothing under- or overflows however long the game.
-
-Each learner exposes ``action_distribution()``: the (B, N) law of the action returned by the last
-:meth:`~agents.base.Agent.act` (before the first ``act``: the law of the first action). The
-evaluation may use it for pseudo-regret. For the shrinking dartboard it is the *marginal* law
-(Hedge's), not the law conditional on the previous action.
-
-Privacy: none of these learners is private; their claim is :func:`~agents.base.no_privacy`.
-Rate tunings are the textbook ones (the papers the suite implements give no constants for
-baselines).
+Weights are cumulative losses or log-weights through a max-subtracted softmax (no under- or
+overflow). ``action_distribution()`` is the (B, N) law of the last action (the shrinking
+dartboard's *marginal* law). Claims are :func:`~agents.base.no_privacy`; tunings are the textbook
+ones. The constructors' ``n_experts`` (N), ``horizon`` (T), ``num_envs``, ``seed`` and ``n_arms``
+are :class:`~agents.base.Agent`'s (``n_arms`` is ignored except by :class:`Uniform`).
 """
 
 from __future__ import annotations
@@ -62,9 +53,8 @@ def hedge_eta(n_experts: int, horizon: int) -> float:
 def fixed_share_tuning(n_experts: int, horizon: int, n_switches: int) -> tuple[float, float]:
     """The standard Fixed-Share tuning for at most S switches (Cesa-Bianchi & Lugosi 2006, §5.2).
 
-    ``alpha = S / (T - 1)`` and ``eta = sqrt(8 C / T)`` with
-    ``C = (S + 1) ln N + S ln(e (T - 1) / S)`` (``C = ln N`` when S = 0), which minimises
-    ``C / eta + eta T / 8`` and gives S-switch (tracking) regret <= ``sqrt(T C / 2)``.
+    ``alpha = S / (T - 1)``, ``eta = sqrt(8 C / T)``, ``C = (S + 1) ln N + S ln(e (T - 1) / S)``
+    (``ln N`` when S = 0): S-switch regret <= ``sqrt(T C / 2)``.
 
     Returns:
         ``(alpha, eta)``.
@@ -114,20 +104,11 @@ def _positive_eta(eta: float) -> float:
 class Uniform(_FullInfoBaseline):
     """Play a uniformly random action every round, ignoring all feedback.
 
-    Source: the trivial baseline; its expected static regret is linear unless all experts tie.
-    It is the reference of every comparison's normalised score, so it plays on both kinds of
-    env (``feedback = "any"``): a uniform expert under full information, a uniform arm under
-    bandit feedback (when ``n_arms`` is given, as ``agents.make`` does on a bandit env).
+    Source: the trivial baseline, the reference of every normalised score. It plays on both kinds
+    of env: a uniform expert under full information, a uniform arm when ``n_arms`` is given.
 
     Args:
-        n_experts: N.
-        horizon: T (unused beyond validation).
-        num_envs: B.
-        seed: int (run b uses seed + b), sequence of B ints, or None.
         n_arms: K on a bandit env (actions are then arms), None under full information.
-
-    Per-round cost: O(1) per run (one uniform). Memory O(N) per run under full information (the
-    cumulative losses, kept only so that every baseline has the same state).
     """
 
     feedback = "any"
@@ -184,11 +165,7 @@ class Uniform(_FullInfoBaseline):
         losses: np.ndarray,
         rows: np.ndarray,
     ) -> np.ndarray:
-        """K rounds of :meth:`act` on a bandit env at once (the bandit block protocol).
-
-        Uniform play reads no feedback: the K rounds' arms are its K uniforms per run, as K
-        ``act`` calls draw them (:mod:`agents._bandit_block`).
-        """
+        """K rounds of :meth:`act` on a bandit env at once (:mod:`agents._bandit_block`)."""
         k = int(losses.shape[0])
         if not self._bandit or self.t + k > self.horizon:
             actions = np.empty((k, self.num_envs), dtype=np.int64)
@@ -208,23 +185,9 @@ class Uniform(_FullInfoBaseline):
 class FollowTheLeader(_FullInfoBaseline):
     """Follow the leader: play an expert with the least cumulative loss so far.
 
-    Source: the classic FTL (Cesa-Bianchi & Lugosi 2006, §3.2); the non-private reference on
-    stochastic losses (regret O(log N / gap) there); the oblivious family ``ftl_trap`` shows its
-    linear worst case.
-
-    Ties are broken uniformly at random among the minimisers (one uniform per run per round).
-    Two cumulative losses count as tied when they differ by at most ``16 * eps64 * t`` (the
-    rounding error of sums of t numbers in [0, 1]), so equal sums added in a different order
-    still tie.
-
-    Args:
-        n_experts: N.
-        horizon: T (unused beyond validation).
-        num_envs: B.
-        seed: int (run b uses seed + b), sequence of B ints, or None.
-        n_arms: ignored.
-
-    Per-round cost: O(N) per run. Memory O(N) per run.
+    Source: the classic FTL (Cesa-Bianchi & Lugosi 2006, §3.2); the family ``ftl_trap`` shows its
+    linear worst case. Ties (sums within ``16 * eps64 * t``, their rounding error) are broken
+    uniformly at random.
     """
 
     def __init__(
@@ -273,26 +236,13 @@ class FollowTheLeader(_FullInfoBaseline):
 class Hedge(_FullInfoBaseline):
     """Hedge (exponential weights): play expert j with probability ∝ exp(-eta_t L_{t-1}(j)).
 
-    Source: Freund & Schapire 1997; Cesa-Bianchi & Lugosi 2006, Thm 2.2 (fixed rate) and Thm 2.3
-    (anytime rate); the Multiplicative Weights of Lemma 26 of "Faster Rates for Private
-    Adversarial Bandits".
+    Source: Freund & Schapire 1997; Cesa-Bianchi & Lugosi 2006, Thms 2.2 (fixed rate) and 2.3
+    (anytime). Deviation: ``exp(-eta L)`` instead of Asi, Feldman, Koren & Talwar's
+    ``(1 - eta)^L`` (the same algorithm under ``eta -> -ln(1 - eta)``).
 
     Args:
-        n_experts: N.
-        horizon: T.
-        eta: the fixed learning rate (``rate="fixed"`` only). Default ``sqrt(8 ln N / T)``, which
-            gives expected static regret <= ``sqrt(T ln N / 2)`` on losses in [0, 1].
-        rate: ``"fixed"`` (default) or ``"anytime"``: round t uses ``eta_t = sqrt(8 ln N / t)``
-            (regret <= ``2 sqrt(T ln N / 2) + sqrt(ln N / 8)``, no knowledge of T needed).
-        num_envs: B.
-        seed: int (run b uses seed + b), sequence of B ints, or None.
-        n_arms: ignored.
-
-    Deviation: the form ``(1 - eta)^L`` of Asi, Feldman, Koren & Talwar is replaced by
-    ``exp(-eta L)`` (the textbook parametrisation; same algorithm up to the map
-    ``eta -> -ln(1 - eta)``).
-
-    Per-round cost: O(N) per run (one softmax, one uniform). Memory O(N) per run.
+        eta: the fixed rate (``rate="fixed"`` only); default ``sqrt(8 ln N / T)``.
+        rate: ``"fixed"`` (default) or ``"anytime"`` (``eta_t = sqrt(8 ln N / t)``).
     """
 
     def __init__(
@@ -325,11 +275,9 @@ class Hedge(_FullInfoBaseline):
         return softmax(-self.rate_at(round_index) * self.cum_loss)
 
     def regret_bound(self, n_switches: int = 0) -> float | None:
-        """Proven bound on the expected static regret at this N, T and rate, any adversary.
+        """Proven bound on the expected static regret, any adversary (None if ``n_switches``).
 
-        Fixed rate: ``ln N / eta + eta T / 8`` (Cesa-Bianchi & Lugosi 2006, Thm 2.2; ``sqrt(T
-        ln N / 2)`` at the default rate); anytime: ``2 sqrt(T ln N / 2) + sqrt(ln N / 8)``.
-        None for a switching comparator (``n_switches`` > 0): Hedge declares no such bound.
+        Fixed rate: ``ln N / eta + eta T / 8``; anytime: ``2 sqrt(T ln N / 2) + sqrt(ln N / 8)``.
         """
         if n_switches:
             return None
@@ -367,32 +315,15 @@ class Hedge(_FullInfoBaseline):
 class FixedShare(_FullInfoBaseline):
     """Fixed-Share: Hedge followed by mixing a fraction alpha of the mass uniformly.
 
-    Source: Herbster & Warmuth 1998, in the form of Cesa-Bianchi & Lugosi 2006, §5.2. With w_1
-    uniform, after the loss vector l_t::
-
-        v_t(j)     = w_t(j) exp(-eta l_t(j)) / sum_k w_t(k) exp(-eta l_t(k))
-        w_{t+1}(j) = (1 - alpha) v_t(j) + alpha / N
-
-    and round t plays J_t ~ w_t. Kept as log-weights (log-sum-exp normalisation, log-space mix).
+    Source: Herbster & Warmuth 1998, as Cesa-Bianchi & Lugosi 2006, §5.2:
+    ``w_{t+1} = (1 - alpha) softmax(log w_t - eta l_t) + alpha / N``, kept as log-weights.
+    Deviation: the mixed mass goes to all N experts (C-B&L), not the N - 1 others.
 
     Args:
-        n_experts: N.
-        horizon: T.
-        n_switches: S >= 0, the comparator's switch budget the tuning targets (default 1;
-            :func:`agents.make` fills in the env's budget). S >= T - 1 is tuned as S = T - 1
-            (both mean an unconstrained comparator).
-        alpha: mixing rate; default ``S / (T - 1)`` (0 when T = 1).
-        eta: learning rate; default ``sqrt(8 C / T)`` with
-            ``C = (S + 1) ln N + S ln(e (T - 1) / S)`` (``C = ln N`` when S = 0, i.e. Hedge), so
-            that the S-switch regret is at most ``sqrt(T C / 2)`` (see :func:`fixed_share_tuning`).
-        num_envs: B.
-        seed: int (run b uses seed + b), sequence of B ints, or None.
-        n_arms: ignored.
-
-    Deviation: the mixed mass goes to all N experts (the C-B&L convention) rather than to the
-    N - 1 others (Herbster-Warmuth's original); the bound above is for this convention.
-
-    Per-round cost: O(N) per run. Memory O(N) per run.
+        n_switches: S >= 0, the switch budget the tuning targets (default 1; S >= T - 1 is tuned
+            as T - 1).
+        alpha: mixing rate; default from :func:`fixed_share_tuning`.
+        eta: learning rate; default from :func:`fixed_share_tuning`.
     """
 
     def __init__(
@@ -426,11 +357,9 @@ class FixedShare(_FullInfoBaseline):
     def regret_bound(self, n_switches: int = 0) -> float | None:
         """Proven bound on the expected regret against comparators with <= ``n_switches`` switches.
 
-        For a comparator with s switches (Cesa-Bianchi & Lugosi 2006, §5.2, mixing to all N):
+        The maximum over s <= ``n_switches`` of (C-B&L §5.2)
         ``((s + 1) ln N + s ln(1 / alpha) + (T - 1 - s) ln(1 / (1 - alpha))) / eta + eta T / 8``;
-        the maximum over s <= ``n_switches`` (static regret: s = 0). At the default tuning and
-        s = S it is at most ``sqrt(T C / 2)``. None when the bound is infinite (alpha = 0 with
-        s > 0, or alpha = 1).
+        None when infinite.
         """
         n, t, alpha, eta = self.n_experts, self.horizon, self.alpha, self.eta
         worst = 0.0
@@ -454,9 +383,8 @@ class FixedShare(_FullInfoBaseline):
     def play_block(self, obs: np.ndarray) -> np.ndarray:
         """K rounds of :meth:`act` at once (see :mod:`agents._kernels`).
 
-        The log-weight recursion goes through ``exp`` and ``log`` every round, so it stays a
-        numpy loop over the K rounds (a compiled one would not give numpy's floats); the draws
-        and the softmaxes are taken for the K rounds at once.
+        The recursion's ``exp`` and ``log`` stay numpy calls (a kernel would not give numpy's
+        floats); the draws and softmaxes are batched over the K rounds.
         """
         losses = check_block(self, obs)
         k = len(losses)
@@ -477,13 +405,7 @@ class FixedShare(_FullInfoBaseline):
 
 
     def _recursion_compiled(self, losses: np.ndarray, weights: np.ndarray) -> None:
-        """The K rounds' log-weights into ``weights``, float for float the numpy loop.
-
-        :func:`agents._kernels.mix_round` does the subtractions, the row maxima and the
-        mixing's ``logaddexp`` (scalar C in numpy too); the softmax's ``exp`` and ``log`` stay
-        numpy calls and its row sums numpy's pairwise order (:func:`agents._kernels.row_totals`):
-        two kernel and two numpy calls a round instead of about twelve.
-        """
+        """The K rounds' log-weights into ``weights`` via :func:`agents._kernels.mix_round`."""
         from agents import _kernels
 
         mix, totals = _kernels.mix_round.resolve(), _kernels.row_totals.resolve()
@@ -515,33 +437,18 @@ class FixedShare(_FullInfoBaseline):
 class ShrinkingDartboard(_FullInfoBaseline):
     """The shrinking dartboard: a lazy sampler whose marginal law is exactly Hedge's.
 
-    Source: Geulen, Vöcking & Winkler 2010 ("Regret minimization for online buffering
-    problems"), in exponential-weights form (private lazy Hedge with p = 0 and no budget); the
-    private shrinking dartboard of Asi, Feldman, Koren & Talwar (Algorithm 1) is the same with
-    ``(1 - eta)^l``. With the unnormalised weights
-    ``w_t(j) = exp(-eta L_{t-1}(j))``: round 1 draws J_1 ~ uniform; round t >= 2 keeps
-    ``J_{t-1}`` with probability ``w_t(J_{t-1}) / w_{t-1}(J_{t-1}) = exp(-eta l_{t-1}(J_{t-1}))``
-    and otherwise draws afresh from Hedge's ``p_t ∝ w_t``. Then ``law(J_t) = p_t`` exactly, while
-    the expected number of switches is at most ``eta * E[cumulative loss] <= eta T``.
+    Source: Geulen, Vöcking & Winkler 2010, in exponential-weights form (Asi, Feldman, Koren &
+    Talwar's Algorithm 1 uses ``(1 - eta)^l``). Round t >= 2 keeps ``J_{t-1}`` with probability
+    ``exp(-eta l_{t-1}(J_{t-1}))``, else draws afresh from Hedge's law; so ``law(J_t)`` is Hedge's
+    and the expected switches are at most ``eta T``. Losses must be >= 0 (ValueError otherwise).
+    Uniforms: one in round 1, then two per round (coin and fresh draw, both always drawn).
 
     Args:
-        n_experts: N.
-        horizon: T.
-        eta: learning rate (> 0); default ``sqrt(8 ln N / T)``, Hedge's fixed rate, so the
-            marginals equal ``agents.make("hedge")``'s and the static regret bound is Hedge's
-            ``sqrt(T ln N / 2)``. Only a fixed rate is offered: with a decreasing rate the weight
-            ratio could exceed 1.
-        num_envs: B.
-        seed: int (run b uses seed + b), sequence of B ints, or None.
-        n_arms: ignored.
+        eta: learning rate (> 0); default Hedge's ``sqrt(8 ln N / T)``. Fixed: a decreasing rate
+            could make the stay probability exceed 1.
 
-    Losses must be non-negative (the stay probability must not exceed 1); a negative loss raises
-    ``ValueError``. The counter ``switches`` (B,) counts rounds whose action differs from the
-    previous one. Randomness: one uniform in round 1, then two per round (stay coin and fresh
-    draw, both always drawn so that runs stay aligned).
-
-    Per-round cost: O(N) per run (cumulative losses and one softmax for the fresh draw). Memory
-    O(N) per run.
+    Attributes:
+        switches: (B,) rounds whose action differs from the previous one.
     """
 
     def __init__(
@@ -583,11 +490,7 @@ class ShrinkingDartboard(_FullInfoBaseline):
         return actions
 
     def play_block(self, obs: np.ndarray) -> np.ndarray:
-        """K rounds of :meth:`act` at once (see :mod:`agents._kernels`).
-
-        Fresh draws depend on the losses only (vectorised over the K rounds); the stay-or-move
-        choice depends on the previous action and runs in a compiled kernel.
-        """
+        """K rounds of :meth:`act` at once: fresh draws batched, stay-or-move in a kernel."""
         losses = check_block(self, obs)
         k = len(losses)
         if k == 0:

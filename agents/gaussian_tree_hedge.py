@@ -1,10 +1,4 @@
-"""Gaussian-tree Hedge: entropic FTRL on running loss sums from a binary tree with Gaussian nodes.
-
-Source: the DP-FTRL family (Jain & Thakurta 2014; Agarwal & Singh 2017) with the Gaussian node
-noise of Kairouz, McMahan, Song, Thakkar, Thakurta & Xu 2021 (Alg. 1, binary-tree aggregation)
-and the Gaussian-DP accountant of Dong, Roth & Su 2019: an (epsilon, delta) baseline for static
-regret added by the suite (issue #38); no paper of the suite prints it for experts.
-"""
+"""Gaussian-tree Hedge: entropic FTRL on running loss sums of a binary tree with Gaussian nodes."""
 
 from __future__ import annotations
 
@@ -38,35 +32,14 @@ class GaussianTreeHedge(PrivateAgent):
     """Hedge (entropic FTRL) on the running loss sums of a binary tree with Gaussian nodes.
 
     Source: DP-FTRL (Jain & Thakurta 2014; Agarwal & Singh 2017) with Kairouz et al. 2021's
-    Gaussian node noise and the Gaussian-DP composition of Dong, Roth & Su 2019 -- the
-    ``dp-ftrl-tree`` learner with Gaussian instead of Laplace nodes, a static-regret baseline
-    added by the suite (issue #38). Built for adaptive adversaries, static regret.
-
-    After round t the loss vector (clipped to [0, 1]) enters the dyadic node completing at t;
-    a completed node's sum is released once with ``N(0, sigma^2)`` per coordinate, and the
-    running sum ``L~_t`` is the sum of the noisy nodes of t's binary expansion. Round t + 1 plays
-    a fresh sample of ``softmax(-eta L~_t)`` (round 1 uniform).
-
-    Privacy claim: ``(epsilon, delta)``-DP against adaptive adversaries (GDP composition is
-    adaptive). Replacing one loss vector moves each of the at most ``levels = (T - 1).
-    bit_length()`` nodes holding it by at most ``sqrt(N)`` in L2 (every coordinate by at most
-    1), so the releases compose to ``mu = sqrt(levels N) / sigma``-GDP; sigma is the smallest
-    whose mu is ``(epsilon, delta)``-DP by the exact Gaussian privacy profile
-    (:func:`~dp_experts_env.privacy.gaussian.gaussian_tree_calibration`, the seam
-    ``gaussian-dp-ftrl-oco`` uses; cross-checked against dp-accounting's PLD accountant in the
-    tests). ``delta`` defaults to 1e-6, the dartboards' default. The plays are post-processing.
-    The L2 sensitivity ``sqrt(N)`` is where it gains on the Laplace tree of ``dp-ftrl-tree``
-    (L1 sensitivity N).
-
-    Tuning: ``eta = sqrt(8 ln N / T)`` (Hedge's rate; the tree noise is paid additively in the
-    FTRL analysis, as for ``dp-ftrl-tree``); ``eta=`` overrides it. ``epsilon=math.inf`` uses
-    the exact running sums: ``hedge`` bit for bit. Noise backend ``"fast"`` only (the normals
-    come from the learner's own stream; the lattice backend holds Laplace noise only); an audit
-    wrapper's multiplier scales sigma while the claim keeps the calibrated one. ``mode`` is
-    accepted and has no effect (no erratum to reproduce).
-
-    Deviations: none from the cited construction; losses clipped to [0, 1]. Per-round cost:
-    O(N log T) time and memory per run, N normal draws per round.
+    Gaussian nodes (Alg. 1) and Dong, Roth & Su 2019's Gaussian-DP composition: ``dp-ftrl-tree``
+    with ``N(0, sigma^2)`` nodes, a baseline added by the suite. Claim: (epsilon, delta)-DP vs
+    adaptive adversaries; sigma is the smallest whose ``mu = sqrt(levels N) / sigma`` meets it
+    by the exact Gaussian profile
+    (:func:`~dp_experts_env.privacy.gaussian.gaussian_tree_calibration`; docs/algorithms.md,
+    "`gaussian-tree-hedge`: derivation"). ``eta`` defaults to Hedge's; epsilon = inf is
+    ``hedge`` bit for bit; ``fast`` noise only (an audit multiplier scales sigma, not the
+    claim); ``mode`` is ignored. Deviations: losses clipped to [0, 1].
 
     Args:
         eta: rate override (> 0).
@@ -175,14 +148,10 @@ class GaussianTreeHedge(PrivateAgent):
         return self.rng.categorical(self.action_distribution())
 
     def play_block(self, obs: np.ndarray) -> np.ndarray:
-        """K rounds of :meth:`act` at once (see :mod:`agents._kernels`), bit for bit.
+        """K rounds of :meth:`act` at once, bit for bit (the tree in ``tree_block``).
 
-        A learning round reads its node's 2N Box-Muller uniforms (N for ``u1``, then N for
-        ``u2``), then its play's uniform: one read of the stream gives the block's draws, the
-        normals are the same elementwise transform, and the tree's releases run in the compiled
-        ``tree_block`` kernel of ``dp-ftrl-tree`` (the same floats as the numpy steps of
-        ``act``). With the noise removed (epsilon = inf), with an audit wrapper, for N = 1 or
-        on the numpy path (``DP_EXPERTS_NO_JIT=1``) the rounds go through ``act``.
+        Per learning round 2N Box-Muller uniforms then the play's, in one read. Epsilon = inf, an
+        audit wrapper, N = 1 or the numpy path play through ``act``.
         """
         from agents._kernels import (
             PLAY_UNIFORMS,

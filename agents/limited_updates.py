@@ -1,10 +1,4 @@
-"""Limited updates: switch expert only at t = 2^m, picking privately from a disjoint window.
-
-Source: Algorithm 1 (Section 3.1) of Asi, Raman & Saha 2025, "Tracking the Best Expert Privately" --
-the lazy report-noisy-max algorithm of Asi, Feldman, Koren & Talwar 2023, "Private Online Prediction
-from Experts: Separations and Faster Rates", Algorithm 2 (Section 3.2), whose private selector may
-be the exponential mechanism.
-"""
+"""Limited updates: switch expert only at t = 2^m, picking privately from a disjoint window."""
 
 from __future__ import annotations
 
@@ -46,11 +40,8 @@ SELECTORS = ("rnm", "em")
 def selection_scale(selector: str, epsilon: float, noise: NoiseBackend) -> float:
     """Noise scale of one epsilon-DP selection over window sums (each score 1-sensitive).
 
-    ``"rnm"``: Laplace report-noisy-min, scale ``2 D / epsilon`` (scores are not monotone, so the
-    factor 2 is needed; Asi, Raman & Saha, Lemma 2.3), ``D`` the backend's effective sensitivity of
-    a 1-sensitive score (1 for the float backend). ``"em"``: the exponential mechanism
-    ``P(j) ~ exp(-epsilon S(j) / 2)``, whose Gumbel-max form has Gumbel scale ``2 / epsilon``.
-    Recorded by the agents; the mechanisms compute the same value themselves.
+    ``"rnm"``: Laplace ``2 D / epsilon`` (non-monotone scores; Asi, Raman & Saha, Lemma 2.3), D
+    the backend's effective sensitivity; ``"em"``: Gumbel ``2 / epsilon``.
     """
     check_choice("selector", selector, SELECTORS)
     if selector == "em":
@@ -69,11 +60,7 @@ def selection(selector: str, n: int, scale: float, noise: NoiseBackend) -> Mecha
 def private_select(
     rng: BatchRNG, scores: np.ndarray, selector: str, epsilon: float, noise: NoiseBackend
 ) -> np.ndarray:
-    """Private argmin of (B, N) 1-sensitive loss sums: report-noisy-min or exponential mechanism.
-
-    Both mechanisms draw N variates per run on every call (fixed consumption), so batches match
-    single runs.
-    """
+    """Private argmin of (B, N) 1-sensitive loss sums (N variates per run, data-free)."""
     mechanism = report_noisy_min if selector == "rnm" else exponential_mechanism
     return mechanism(scores, sensitivity=1.0, epsilon=epsilon, rng=rng, noise=noise).value
 
@@ -92,39 +79,14 @@ def is_power_of_two(x: np.ndarray | int) -> np.ndarray | bool:
 class LimitedUpdates(PrivateAgent):
     """Plays one expert between the update times t = 2, 4, 8, ...; selects privately at each.
 
-    Source: Algorithm 1 and Theorem 3.1 (Section 3.1) of Asi, Raman & Saha 2025, "Tracking the
-    Best Expert Privately", and Algorithm 2, Theorem 7 / Corollary 8 (Section 3.2) of Asi,
-    Feldman, Koren & Talwar 2023, "Private Online Prediction from Experts". Built for
-    stochastic (i.i.d.) losses; it never switches between update times, so it is an easy target
-    for adaptive adversaries (it is still private against them).
-
-    Round 1 plays a uniformly random expert (data-independent, erratum E-ARS-2). At round
-    ``t = 2^m`` (m >= 1) it selects privately from the window sums
-    ``S(j) = sum_{s=t/2}^{t-1} l_s(j)`` and plays the choice until the next update time. Windows are
-    disjoint, and losses after the last power of two are never used.
-
-    Selectors (``selector=``):
-        * ``"rnm"`` (default, Asi, Raman & Saha): report-noisy-min,
-          ``argmin_j S(j) + Lap(2/epsilon)`` (the paper prints argmax; with losses that picks the
-          worst expert, erratum E-ARS-1).
-        * ``"em"`` (erratum E-AFKT-16): exponential mechanism, ``P(j) ~ exp(-epsilon S(j)/2)``
-          via Gumbel-max.
-
-    Privacy claim: pure ``epsilon``-DP against adaptive adversaries. Accountant: each selection is
-    an epsilon-DP selection over 1-sensitive scores (one replaced loss vector moves every window
-    sum by at most 1); every loss lies in at most one window (parallel composition); the plays
-    are post-processing of the selections.
-
-    Modes and tunings: the algorithm has no erratum that affects privacy and no tunable constant,
-    so ``mode`` and ``tuning`` change nothing (both values are accepted for a uniform interface).
-    ``mode="paper"`` still uses argmin: reproducing the printed argmax would be a typo, not the
-    paper's algorithm (its proof uses argmin).
-
-    ``epsilon=math.inf`` selects the exact window argmin, random tie-break (claim: not private).
-    Deviations: argmin instead of the printed argmax (E-ARS-1); a uniform first expert (E-ARS-2);
-    losses are clipped to [0, 1] before use, so the 1-sensitivity holds whatever the observation.
-
-    Per-round cost: O(N) time (add the loss to the window), O(N) memory per run.
+    Source: Asi, Raman & Saha 2025, "Tracking the Best Expert Privately", Alg. 1 / Thm 3.1
+    (Section 3.1); Asi, Feldman, Koren & Talwar 2023, Alg. 2 (Section 3.2). Built for i.i.d.
+    losses. At ``t = 2^m`` it selects privately on the window sums ``S(j) = sum_{s=t/2}^{t-1}
+    l_s(j)`` with ``selector`` ``"rnm"`` (default: report-noisy-min) or ``"em"`` (exponential
+    mechanism, E-AFKT-16). Claim: pure epsilon-DP vs adaptive (1-sensitive scores, disjoint
+    windows, plays post-processing). ``mode`` and ``tuning`` change nothing; epsilon = inf takes
+    the exact argmin. Deviations: argmin, not the printed argmax, in both modes (E-ARS-1); a
+    uniform first expert (E-ARS-2); losses clipped to [0, 1].
 
     Attributes:
         selection_scale: the Laplace (rnm) or Gumbel (em) scale ``2/epsilon`` used per selection.
@@ -158,10 +120,7 @@ class LimitedUpdates(PrivateAgent):
     def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
         """Give each run its own finite epsilon; True when applied (False: nothing changed).
 
-        Run b then selects with the noise of an agent built with ``epsilon=epsilons[b]`` and
-        the same seed (the same floats), so an evaluation can play this learner's epsilons as
-        one batch. :attr:`privacy` then refuses to state one claim; build an agent at each
-        epsilon to read its claim.
+        Run b then equals an agent built at ``epsilons[b]``; :attr:`privacy` refuses one claim.
         """
         values = self._accept_run_epsilons(epsilons)
         if values is None:
@@ -223,13 +182,9 @@ class LimitedUpdates(PrivateAgent):
         return self._expert.copy()
 
     def play_block(self, obs: np.ndarray) -> np.ndarray:
-        """K rounds of :meth:`act` at once: the same actions, state and draws, bit for bit.
+        """K rounds of :meth:`act` at once, bit for bit.
 
-        Between update times the action is constant and learning is ``_window += clip(loss)``,
-        so the rounds between two update times run as one sequential sum over the rounds
-        (:func:`agents._kernels.running_total`: the in-place additions in order); round 1 and every
-        update time run ``act``'s own hooks, so the selections draw what ``act`` draws. A
-        subclass that overrides a hook plays round by round (:func:`agents._kernels.hook_loop`).
+        Update times run ``act``'s hooks; the rounds between them are one in-order sum.
         """
         from agents._kernels import check_block, hook_loop, hook_round, running_total
 

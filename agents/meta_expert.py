@@ -57,34 +57,23 @@ class MetaExpertReduction(PrivateAgent):
     """A static private learner run over all expert sequences with at most S switches.
 
     Source: Asi, Raman & Saha 2025, "Tracking the Best Expert Privately", Section 4 (Theorem
-    4.1), for oblivious adversaries; the structured O(N S) form is derived for this suite. A
-    meta-expert ``e`` maps [T] -> [N] with at most S switch points in ``{2..T}`` (erratum
-    E-ARS-14); a static learner picks ``E_t`` over all of them and the play is ``E_t(t)``.
-
-    Claim: with noisy Hedge, pure epsilon-DP against adaptive adversaries (Laplace on each
-    round's base loss vector, L1 sensitivity N; meta-losses, weights and plays are
-    post-processing); with another inner learner, that learner's claim (Theorem 4.1).
-    ``mode="paper"`` draws ``Lap(1/epsilon)`` (erratum E-ARS-15: uncertified,
-    ``effective_epsilon = N epsilon``). Not the paper's rate: Corollary 4.1.1's inner learner is
-    not given; noisy Hedge pays the noise every round (docs/algorithms.md).
+    4.1), oblivious adversaries; the structured O(N S) form is the suite's. A meta-expert maps
+    [T] -> [N] with at most S switch points; a static learner picks one, the play is its expert.
+    Claim: noisy Hedge is pure epsilon-DP (Laplace on each loss vector, L1 sensitivity N; the
+    rest post-processing); another inner learner keeps its claim. ``mode="paper"`` draws
+    ``Lap(1/epsilon)`` (erratum E-ARS-15, uncertified). Deviations: switch points in ``{2..T}``
+    (E-ARS-14); losses clipped to [0, 1]; noisy Hedge, not Corollary 4.1.1's unstated learner.
 
     Args:
         n_switches: S (public; ``agents.make`` passes the env's); above ``T - 1`` read as T - 1.
-        method: ``"structured"`` (default: exact Hedge over every meta-expert on noisy base
-            losses, ``P(J_t = j) ~ sum_c F_t(j, c) G_t(c)`` with forward sums F and suffix
-            counts G, log space) or ``"enumerate"`` (lists E and runs ``inner`` over it).
+        method: ``"structured"`` (default: exact Hedge over all meta-experts in log space,
+            ``P(J_t = j) ~ sum_c F_t(j, c) G_t(c)``) or ``"enumerate"`` (runs ``inner`` over E).
         inner: ``"noisy-hedge"`` or a registered private full-information learner (enumerate).
         inner_params: extra keywords for the inner learner.
         max_meta_experts: enumeration guard (refused above it).
-        eta: learning-rate override for noisy Hedge; default
-            :func:`~agents.meta_expert_tuning.noisy_hedge_eta` (``tuning="calibrated"``: the
-            exact ``log |E|``; ``"paper"``: ``max(log N, 2 S log(NT))``).
+        eta: noisy Hedge's rate; default :func:`~agents.meta_expert_tuning.noisy_hedge_eta`.
         n_experts, horizon, epsilon, delta, mode, tuning, noise, num_envs, seed: as
-            :class:`PrivateAgent` (for another inner learner the mode is passed on).
-
-    Deviations: switch points in ``{2..T}`` (E-ARS-14); losses clipped to [0, 1].
-
-    Per-round cost: O(N S) (structured) or O(|E| S) (enumerate) time per run.
+            :class:`PrivateAgent`.
 
     Attributes:
         n_meta_experts: |E|. log_meta_experts: log |E|. noise_scale, noise_sensitivity, eta,
@@ -184,8 +173,7 @@ class MetaExpertReduction(PrivateAgent):
             self.eta = check_float("eta", eta, minimum=0.0, min_inclusive=False)
         else:
             self.eta = self._default_eta(self.noise_scale)
-        # The epsilon each run's noise is drawn at: self.epsilon, or a (B, 1) column of
-        # per-run values after set_run_epsilons (an evaluation batching hook).
+        # self.epsilon, or a (B, 1) column after set_run_epsilons.
         self._run_epsilon: float | np.ndarray = self.epsilon
 
     def _default_eta(self, noise_scale: float) -> float:
@@ -197,12 +185,9 @@ class MetaExpertReduction(PrivateAgent):
     def set_run_epsilons(self, epsilons: Sequence[float]) -> bool:
         """Give each run its own finite epsilon (noisy Hedge only); True when applied.
 
-        Run b then draws exactly what an agent built with ``epsilon=epsilons[b]`` and the same
-        seed draws (noise scale and default rate per run, the same floats), so an evaluation
-        can play one learner's epsilons as one batch. The privacy claim of such an agent is
-        per run: :attr:`privacy` refuses to state one; build an agent at each epsilon to read
-        its claim. Returns False (and changes nothing) for another inner learner, or when an
-        epsilon is infinite (no noise is drawn at all then, so the runs would not match).
+        Run b then equals an agent built at ``epsilons[b]`` (docs/algorithms.md, "Random streams
+        and batching"); :attr:`privacy` then refuses to state one claim. False (nothing
+        changed) for another inner learner or an infinite epsilon.
         """
         eps = np.asarray(epsilons, dtype=np.float64).reshape(-1)
         if eps.shape != (self.num_envs,):
@@ -290,9 +275,7 @@ class MetaExpertReduction(PrivateAgent):
         if self._inner_name != NOISY_HEDGE:
             assert self.inner_agent is not None
             inner = self.inner_agent.privacy
-            # Every field of the inner claim (model, noise backend, requested epsilon, ...)
-            # carries over; only the accountant says how it was reached.
-            return dataclasses.replace(
+            return dataclasses.replace(  # only the accountant changes
                 inner,
                 accountant=f"Thm 4.1: post-processing of {self._inner_name} on meta-loss vectors "
                 f"[{inner.accountant}]",
@@ -311,12 +294,7 @@ class MetaExpertReduction(PrivateAgent):
 
     @property
     def declaration(self) -> Mechanism | None:
-        """Noisy Hedge: each base loss vector released once with Laplace noise.
-
-        The L1 sensitivity is N; Hedge over meta-experts is post-processing. With another inner
-        learner: its declaration, the meta-loss vectors being post-processing (None when the
-        inner learner declares nothing).
-        """
+        """Noisy Hedge: each loss vector's Laplace release; else the inner's, post-processed."""
         if self._inner_name != NOISY_HEDGE:
             inner = getattr(self.inner_agent, "declaration", None)
             return None if inner is None else PostProcessing(inner, "the meta-expert plays")
@@ -336,11 +314,7 @@ class MetaExpertReduction(PrivateAgent):
             self._log_w = np.zeros((b, self.n_meta_experts))
 
     def _log_suffix_counts(self, t: int) -> np.ndarray:
-        """(S+1,) log G_t(c): completions of rounds t+1..T with at most S - c switch points.
-
-        A function of (t, T, N, S) only: rows for ``_SUFFIX_CHUNK`` rounds are computed at once
-        and kept (O(chunk * S) memory), each row the same floats as computed alone.
-        """
+        """(S+1,) log G_t(c), completions of rounds t+1..T with <= S - c switches (chunked)."""
         start = getattr(self, "_suffix_start", None)
         if start is None or not start <= t < start + self._suffix.shape[0]:
             self._suffix = self._suffix_rows(np.arange(t, t + _SUFFIX_CHUNK))
@@ -353,10 +327,7 @@ class MetaExpertReduction(PrivateAgent):
         return suffix_rows(self.n_experts, self.horizon, self._s, rounds)
 
     def action_distribution(self) -> np.ndarray:
-        """(B, N) law of the action the last ``act`` returned (noisy Hedge only).
-
-        Derived from noisy losses only, so it is covered by the privacy claim.
-        """
+        """(B, N) law of the last ``act``'s action (noisy Hedge only; post-processing)."""
         if self._inner_name != NOISY_HEDGE:
             raise ValueError(f"action_distribution needs inner='{NOISY_HEDGE}'")
         return self._play_distribution(max(self.t, 1))
@@ -376,11 +347,7 @@ class MetaExpertReduction(PrivateAgent):
         return out
 
     def _noise_scale(self) -> float | np.ndarray:
-        """The Laplace scale of a round's release: a float, or (B, 1) per-run scales.
-
-        The scale laplace_mechanism computes (L1 sensitivity noise_sensitivity over the N
-        coordinates, at epsilon), without re-validating the same public parameters every round.
-        """
+        """The Laplace scale ``laplace_mechanism`` would use: a float, or (B, 1) per-run scales."""
         sensitivity = self.noise.effective_sensitivity(self.noise_sensitivity, self.n_experts)
         return sensitivity / self._run_epsilon
 
@@ -426,13 +393,7 @@ class MetaExpertReduction(PrivateAgent):
         return self.meta_plays(rnd)[meta]
 
     def _forward_compiled(self, noisy: np.ndarray, history: np.ndarray, first: bool) -> None:
-        """The K rounds' forward sums into ``history`` with :func:`agents._kernels.switch_round`.
-
-        The numpy loop of :meth:`play_block` float for float: the kernel does the subtractions,
-        maxima and ``logaddexp`` (scalar C in numpy too); ``exp``, the sum over experts and
-        ``log`` of each round's log-sum-exp stay the numpy calls ``log_sum_exp`` makes, on arrays of
-        the same shape and layout. Four calls a round instead of about fifteen.
-        """
+        """The K rounds' forward sums into ``history`` via :func:`agents._kernels.switch_round`."""
         from agents import _kernels
 
         # Resolved once: the kernels' per-call switch check would cost more than their work.
@@ -466,12 +427,7 @@ class MetaExpertReduction(PrivateAgent):
 
     @staticmethod
     def _plays_compiled(history: np.ndarray, suffix: np.ndarray) -> np.ndarray:
-        """The K rounds' play laws: :meth:`play_block`'s numpy expression, float for float.
-
-        numpy's reductions over short last axes (S+1 levels, N experts) cost ~30 ns an entry;
-        the kernels take the maxima, sums (numpy's pairwise order) and shifts, numpy the
-        ``exp`` and ``log`` of the whole block.
-        """
+        """The K rounds' play laws, float for float :meth:`play_block`'s numpy expression."""
         from agents._kernels import lse_shift, normalise_rows, row_sums, softmax_shift
 
         m = np.empty(history.shape[:3])
@@ -489,14 +445,7 @@ class MetaExpertReduction(PrivateAgent):
         return lt
 
     def play_block(self, obs: np.ndarray) -> np.ndarray:
-        """K rounds of :meth:`act` at once (see :mod:`agents._kernels`).
-
-        The structured noisy-Hedge recursion (``method="structured"``, fast backend) runs its
-        per-round log-sum-exp update as numpy calls per round (it goes through ``exp`` and
-        ``log``); the Laplace releases and play draws of the K rounds come from one read of the
-        stream, and the K play distributions and draws are computed at once. Other
-        configurations play round by round.
-        """
+        """K rounds of :meth:`act` at once (structured noisy Hedge on ``fast``; else per round)."""
         from agents._kernels import (
             PLAY_UNIFORMS,
             block_uniforms,
@@ -510,7 +459,6 @@ class MetaExpertReduction(PrivateAgent):
         k = len(losses)
         structured = self._inner_name == NOISY_HEDGE and self.method == "structured"
         if k == 0 or not structured or not plain_fast_backend(self.noise):
-            # Round by round (act advances the clock itself).
             return np.array([self.act(row) for row in losses], dtype=np.int64).reshape(k, -1)
         first = self.t == 0
         clipped = clip_unit(losses)

@@ -1,8 +1,6 @@
 """meta-expert-reduction's public quantities: meta-expert counts, suffix counts and the rate.
 
-Functions of (N, T, S, epsilon) only, never of losses: ``|E|`` and ``log |E|`` (switch points
-in {2..T}, erratum E-ARS-14), the suffix counts ``G_t(c)`` the structured form samples with
-(kept whole on disk when small), and the noisy-Hedge rate of docs/algorithms.md (Calibration).
+Functions of (N, T, S, epsilon) only, never of losses (docs/algorithms.md, "Calibration").
 """
 
 from __future__ import annotations
@@ -22,8 +20,7 @@ __all__ = [
     "suffix_rows",
 ]
 
-# The ufunc reductions behind np.max / np.sum: the same values without their Python wrappers,
-# which cost more than the arithmetic on these small arrays (three calls per round).
+# np.max / np.sum without their Python wrappers (the same values; small arrays, every round).
 _max_reduce = np.maximum.reduce
 _min_reduce = np.minimum.reduce
 _add_reduce = np.add.reduce
@@ -32,8 +29,7 @@ _add_reduce = np.add.reduce
 def count_meta_experts(n_experts: int, horizon: int, n_switches: int) -> int:
     """|E| = sum_{c=0}^{S} C(T-1, c) N^(c+1): switch points in {2..T}, labels in [N] (E-ARS-14).
 
-    Consecutive labels may coincide (the paper's counting), so a sequence with fewer real
-    switches is represented several times.
+    Consecutive labels may coincide (the paper's counting).
     """
     s = min(n_switches, horizon - 1)
     return sum(math.comb(horizon - 1, c) * n_experts ** (c + 1) for c in range(s + 1))
@@ -84,13 +80,10 @@ def suffix_rows(n: int, t_max: int, s: int, rounds: np.ndarray) -> np.ndarray:
 
 @functools.lru_cache(maxsize=16)
 def public_tables(n: int, t_max: int, s: int) -> tuple[float, np.ndarray] | None:
-    """``log |E|`` and the suffix counts of rounds 0..T, kept on disk; None when too large.
+    """``log |E|`` and the suffix counts of rounds 0..T; None when too large.
 
-    Both are functions of (N, T, S) alone, the same floats whenever computed (rows of the
-    suffix table are elementwise in t). They need ``scipy.special.gammaln``, whose import costs
-    ~0.25 s of CPU in every new process; kept on disk (``agents._public_cache``'s folder,
-    keyed by the inputs and the code's stamp, signed, as the calibrations are), a later process
-    reads them instead. The returned table is read-only (shared by every agent of the process).
+    Kept signed on disk (:mod:`agents._public_cache`) so that a new process skips scipy's
+    import; the returned table is read-only (shared by every agent of the process).
     """
     if (t_max + 1) * (s + 1) > _TABLE_MAX:
         return None
@@ -124,12 +117,8 @@ def noisy_hedge_eta(
 ) -> float:
     """The noisy-Hedge rate over the meta-experts for Laplace noise of scale ``noise_scale``.
 
-    ``eta = sqrt(log K / (T (1/8 + b^2)))``, capped at ``1/(2b)``: the minimiser of
-    ``log K / eta + eta T (1/8 + b^2)`` (Hoeffding's ``eta^2/8`` for the [0, 1] loss plus the
-    Laplace log-MGF ``<= (4/3) eta^2 b^2``;
-    :func:`agents.noisy_clipped_hedge_tuning.calibrated_eta`).
-    ``tuning="paper"``: the paper's size bound ``log K = max(log N, 2 S log(NT))`` (Corollary
-    4.1.1's ``|E| <= (NT)^{2S}``); ``"calibrated"``: the exact ``log |E|``.
+    ``eta = sqrt(log K / (T (1/8 + b^2)))`` capped at ``1/(2b)``, with ``log K`` the exact
+    ``log |E|`` (``"calibrated"``) or Corollary 4.1.1's ``max(log N, 2 S log(NT))`` (``"paper"``).
     """
     if tuning == "paper":
         log_k = max(math.log(n), 2.0 * s * math.log(n * t_max)) if n > 1 else 1.0
