@@ -187,8 +187,8 @@ def seeded_generators(seeds: Sequence[int], *key: int) -> list[np.random.Generat
     Bit for bit numpy's own construction (tests/test_batch_rng.py checks seeds of one to three
     32-bit words against it): ``SeedSequence``'s entropy mixing and state generation run as
     uint32 array arithmetic over the seeds, grouped by word count, and each ``PCG64`` is seeded
-    from its row through numpy's own seeding path. Seeding one generator at a time cost about
-    13 us a run, most of a large audit's learner construction (tests/README.md, session 13).
+    from its row through numpy's own seeding path: seeding one generator at a time was most of
+    the construction of a learner with an audit's run count.
     """
     tail = [w for part in key for w in _words(int(part))]
     groups: dict[int, list[int]] = {}
