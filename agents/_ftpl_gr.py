@@ -16,7 +16,7 @@ import numpy as np
 
 from dp_experts_env import samplers
 from dp_experts_env._jit import jit_enabled, kernel
-from dp_experts_env.batch_rng import BatchRNG
+from dp_experts_env.batch_rng import BatchRNG, seeded_generators
 
 __all__ = [
     "PAGE_REDRAWS",
@@ -57,8 +57,7 @@ class ResamplePages:
     """
 
     def __init__(self, rng: BatchRNG, width: int) -> None:
-        seeds = (np.random.SeedSequence([s, rng.stream, RESAMPLE_KEY]) for s in rng.seeds)
-        self._generators = [np.random.Generator(np.random.PCG64(q)) for q in seeds]
+        self._generators = seeded_generators(rng.seeds, rng.stream, RESAMPLE_KEY)
         self.width = int(width)
         size = PAGE_REDRAWS * self.width
         self.page = np.zeros((rng.num_runs, size))

@@ -16,7 +16,7 @@ import numpy as np
 
 from agents.base import Agent, PrivacyClaim
 from dp_experts_env._validation import check_choice, check_float, check_int, real_array
-from dp_experts_env.batch_rng import run_seeds
+from dp_experts_env.batch_rng import run_seeds, seeded_generators
 from dp_experts_env.fixed_order import dot
 
 
@@ -273,10 +273,7 @@ class OCOAgent(Agent):
         fresh = seed is not None or not hasattr(self, "rng")
         if fresh:
             seeds = run_seeds(seed if seed is not None else self._seed, self.num_envs)
-            self._sampler_gens = [
-                np.random.Generator(np.random.PCG64(np.random.SeedSequence([s, SAMPLER_STREAM])))
-                for s in seeds
-            ]
+            self._sampler_gens = seeded_generators(seeds, SAMPLER_STREAM)
         super().reset(seed)
 
     def act(self, obs: Any) -> np.ndarray:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from agents.base import AGENT_STREAM
-from dp_experts_env.batch_rng import BatchRNG
+from dp_experts_env.batch_rng import BatchRNG, seeded_generators
 
 __all__ = ["RunsView", "SelectionStreams"]
 
@@ -24,10 +24,7 @@ class SelectionStreams:
     """
 
     def __init__(self, seeds: Sequence[int]) -> None:
-        self._generators = [
-            np.random.Generator(np.random.PCG64(np.random.SeedSequence([s, AGENT_STREAM, 1])))
-            for s in seeds
-        ]
+        self._generators = seeded_generators(seeds, AGENT_STREAM, 1)
         self._buffer = np.empty((len(self._generators), _SELECTION_CHUNK))
         for row, g in zip(self._buffer, self._generators, strict=True):
             g.random(out=row)

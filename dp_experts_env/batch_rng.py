@@ -24,7 +24,14 @@ from dp_experts_env.samplers import (  # noqa: F401
     tap_laplace,
 )
 
-__all__ = ["LAPLACE_TAPS", "BatchRNG", "laplace_tap", "run_seeds", "tap_laplace"]
+__all__ = [
+    "LAPLACE_TAPS",
+    "BatchRNG",
+    "laplace_tap",
+    "run_seeds",
+    "seeded_generators",
+    "tap_laplace",
+]
 
 # Refill size per run: <= 4096 doubles, <= 4 M across a batch, >= 64 (streams do not depend on it).
 _BUFFER_DOUBLES = 1 << 22
@@ -71,10 +78,7 @@ class BatchRNG:
         self.num_runs = len(seeds)
         self.seeds = tuple(seeds)
         self.stream = int(stream)
-        self._generators = [
-            np.random.Generator(np.random.PCG64(np.random.SeedSequence([s, self.stream])))
-            for s in seeds
-        ]
+        self._generators = seeded_generators(seeds, self.stream)
         self._chunk = max(_MIN_CHUNK, min(_MAX_CHUNK, _BUFFER_DOUBLES // self.num_runs))
         self._buffer = np.empty((self.num_runs, 0))
         self._cursor = 0
@@ -147,3 +151,81 @@ class BatchRNG:
         u = self.random(probs.shape[1:-1])[..., None] * cdf[..., -1:]
         idx = np.sum(cdf <= u, axis=-1)
         return np.minimum(idx, probs.shape[-1] - 1).astype(np.int64)
+
+
+def seeded_generators(seeds: Sequence[int], *key: int) -> list[np.random.Generator]:
+    """``Generator(PCG64(SeedSequence([s, *key])))`` for each seed, hashed for all seeds at once.
+
+    Bit for bit numpy's own construction (tests/test_batch_rng.py checks seeds of one to three
+    32-bit words against it): ``SeedSequence``'s entropy mixing and state generation run as
+    uint32 array arithmetic over the seeds, grouped by word count, and each ``PCG64`` is seeded
+    from its row through numpy's own seeding path: seeding one generator at a time was most of
+    the construction of a learner with an audit's run count.
+    """
+    tail = [w for part in key for w in _words(int(part))]
+    groups: dict[int, list[int]] = {}
+    for i, s in enumerate(seeds):
+        groups.setdefault(len(_words(int(s))), []).append(i)
+    out: list[np.random.Generator] = [None] * len(seeds)  # type: ignore[list-item]
+    for idx in groups.values():
+        states = _pcg_states(np.array([_words(int(seeds[i])) + tail for i in idx], np.uint32))
+        for i, row in zip(idx, states, strict=True):
+            out[i] = np.random.Generator(np.random.PCG64(_Precomputed(row)))
+    return out
+
+
+def _words(n: int) -> list[int]:
+    """A non-negative integer's 32-bit words, least significant first (``SeedSequence``'s)."""
+    if n < 0:
+        raise ValueError(f"seeds must be non-negative, got {n}")
+    out = [n & 0xFFFFFFFF]
+    while n := n >> 32:
+        out.append(n & 0xFFFFFFFF)
+    return out
+
+
+def _pcg_states(entropy: np.ndarray) -> np.ndarray:
+    """``SeedSequence(row).generate_state(4, uint64)`` for each row of a (B, L) uint32 array."""
+    u32 = np.uint32
+    hash_a = [u32(0x43B0D7E5)]
+
+    def hashmix(v: np.ndarray) -> np.ndarray:
+        v = v ^ hash_a[0]
+        hash_a[0] = hash_a[0] * u32(0x931E8875)
+        v = v * hash_a[0]
+        return v ^ (v >> u32(16))
+
+    def mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        r = u32(0xCA01F9DD) * x - u32(0x4973F715) * y
+        return r ^ (r >> u32(16))
+
+    n, width = entropy.shape
+    with np.errstate(over="ignore"):  # uint32 arithmetic wraps, as the C code's
+        pool = [hashmix(entropy[:, i] if i < width else np.zeros(n, u32)) for i in range(4)]
+        for src in range(4):
+            for dst in range(4):
+                if src != dst:
+                    pool[dst] = mix(pool[dst], hashmix(pool[src]))
+        for src in range(4, width):
+            for dst in range(4):
+                pool[dst] = mix(pool[dst], hashmix(entropy[:, src]))
+        hash_b = u32(0x8B51F9DD)
+        state = np.empty((n, 8), "<u4")
+        for i in range(8):
+            v = pool[i % 4] ^ hash_b
+            hash_b = hash_b * u32(0x58F38DED)
+            v = v * hash_b
+            state[:, i] = v ^ (v >> u32(16))
+    return state.view("<u8").astype(np.uint64)
+
+
+class _Precomputed(np.random.bit_generator.ISeedSequence):
+    """A seed sequence whose state is already computed (what ``PCG64`` asks it for)."""
+
+    def __init__(self, state: np.ndarray) -> None:
+        self._state = state
+
+    def generate_state(self, n_words: int, dtype: type = np.uint32) -> np.ndarray:  # noqa: D102
+        if n_words != 4 or np.dtype(dtype) != np.uint64:  # PCG64's request, the only one made
+            raise ValueError("a precomputed PCG64 seed holds 4 uint64 words only")
+        return self._state

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dp_experts_env.batch_rng import BatchRNG, run_seeds
+from dp_experts_env.batch_rng import BatchRNG, run_seeds, seeded_generators
 
 # Statistical tests use fixed seeds, so each is deterministic; the threshold only guards against
 # a wrong law (a correct one passes with probability 1 - 1e-3 over seeds).
@@ -200,3 +200,50 @@ def test_refills_reuse_the_buffer_but_never_under_a_live_view():
         rng.random((5,))  # nothing kept: every refill may reuse the buffer
         buffers.add(id(rng._buffer))
     assert len(buffers) == 1
+
+
+def _numpy_generator(seed: int, *key: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, *key])))
+
+
+@pytest.mark.parametrize("key", [(0,), (2,), (2, 1), (3, 2**33)])
+def test_seeded_generators_are_numpys_bit_for_bit(key):
+    """Seeds of one, two and three 32-bit words (entropy up to 5 words: the mixing past the
+    pool's 4), mixed in one call, give numpy's own generators: state and first draws."""
+    rng = np.random.default_rng(7)
+    seeds = [0, 1, 2**32 - 1, 2**32, 2**63 - 1, 2**64 + 5, *rng.integers(0, 2**63, 300).tolist()]
+    seeds += list(range(300))
+    made = seeded_generators(seeds, *key)
+    for seed, g in zip(seeds, made, strict=True):
+        ref = _numpy_generator(seed, *key)
+        assert g.bit_generator.state == ref.bit_generator.state, seed
+        assert np.array_equal(g.random(3), ref.random(3)), seed
+
+
+def test_seeded_generators_planted_constant_is_caught(monkeypatch):
+    """A one-bit change of a mixing constant (the mutant) gives other states; sorted input
+    order and a single seed (the harmless changes) do not."""
+    import dp_experts_env.batch_rng as batch_rng
+
+    seeds = [5, 2**40 + 3, 11]
+    good = [g.bit_generator.state for g in seeded_generators(seeds, 2)]
+    assert [g.bit_generator.state for g in seeded_generators(seeds[::-1], 2)] == good[::-1]
+    assert seeded_generators([11], 2)[0].bit_generator.state == good[2]
+    real = batch_rng._pcg_states
+
+    def mutant(entropy):
+        out = real(entropy)
+        out[:, 0] ^= np.uint64(1)
+        return out
+
+    monkeypatch.setattr(batch_rng, "_pcg_states", mutant)
+    bad = [g.bit_generator.state for g in seeded_generators(seeds, 2)]
+    monkeypatch.undo()
+    assert all(b != g for b, g in zip(bad, good, strict=True))
+    numpys = [_numpy_generator(s, 2).bit_generator.state for s in seeds]
+    assert good == numpys
+
+
+def test_seeded_generators_refuse_negative_seeds():
+    with pytest.raises(ValueError, match="non-negative"):
+        seeded_generators([3, -1], 2)

@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from _store_files import as_run_files, grid, run, spy_on_played
+from _store_files import SHIFT, as_run_files, grid, run, spy_on_played
 
-from dp_experts_env.evaluation import EnvEntry, Grid, load_results
+from dp_experts_env.evaluation import AgentEntry, EnvEntry, Grid, load_results
 from dp_experts_env.evaluation import backends as backends_mod
 from dp_experts_env.evaluation import store as store_mod
 from dp_experts_env.evaluation.columns import by_seed, payload, run_columns
@@ -117,6 +117,37 @@ def test_a_unit_file_is_what_a_unit_returned(tmp_path):
             record, data = store.read_record(run_id)
             assert record["key"] == json.loads(json.dumps(key))
             assert data == _old_payload([r for r in rows if r["seed"] == seed])
+
+
+def test_keys_hashed_once_give_the_run_ids_and_checks_of_the_serialised_key(tmp_path):
+    """``runs`` hashes each key once (run id and check share it): the same as serialising it.
+
+    A plain-dict copy of each key takes the path that serialises the key again; both must
+    give the same run id and the same verdict on the stored record, and a copy with one value
+    changed must be refused (the check still compares the whole key).
+    """
+    losses = np.full((6, 3), 0.5)
+    g = grid(
+        agents=["hedge", AgentEntry("noisy-clipped-hedge", {"eta": 0.1})],
+        envs=[SHIFT, EnvEntry("DPExperts-Oblivious-v0", {"losses": losses})],
+        epsilons=[0.5, float("inf")],
+        n_seeds=2,
+    )
+    out = tmp_path / "out"
+    run(g, out)
+    store = CellStore(out)
+    checked = 0
+    for cell in g.cells():
+        for _, key, run_id in store.runs(cell):
+            plain = json.loads(json.dumps(key))  # the stored JSON form, a plain dict
+            assert type(plain) is dict and plain == key
+            assert CellStore.run_id(cell, plain) == run_id
+            assert store.check(run_id, key) == store.check(run_id, plain)
+            assert store.check(run_id, key)[1] == ""
+            other = {**plain, "agent_seed": plain["agent_seed"] + 1}
+            assert store.check(run_id, other)[1].startswith("belongs to another cell")
+            checked += 1
+    assert checked == len(g.cells()) * 2
 
 
 # ----------------------------------------------------------------------------- old folders

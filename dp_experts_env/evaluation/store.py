@@ -173,16 +173,24 @@ class CellStore:
         ):
             # The seeds the episode is played with: a changed derivation changes the key even
             # if evaluation/grid.py (hashed in "code") were not where it changed.
-            keys.append({**common, "seed": i, "env_seed": env_seed, "agent_seed": agent_seed})
+            key = _RunKey(common, seed=i, env_seed=int(env_seed), agent_seed=int(agent_seed))
+            # JSON-ready (string keys, Python values): its canonical_json is this text, which
+            # a JSON round trip leaves unchanged, so one hash serves the run id and the check.
+            text = json.dumps(key, sort_keys=True, separators=(",", ":"))
+            key.digest = hashlib.sha256(text.encode()).hexdigest()
+            keys.append(key)
         return keys
 
     @staticmethod
     def run_id(cell: Cell, key: Mapping[str, Any]) -> str:
         """File stem of a run: readable prefix plus the key's hash."""
-        digest = hashlib.sha256(canonical_json(key).encode()).hexdigest()[:20]
+        if type(key) is _RunKey:
+            digest = key.digest
+        else:
+            digest = hashlib.sha256(canonical_json(key).encode()).hexdigest()
         safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in cell.agent.name)
         eps = "np" if cell.epsilon is None else f"e{cell.epsilon:g}"
-        return f"{safe}-{eps}-s{key['seed']}-{digest}"
+        return f"{safe}-{eps}-s{key['seed']}-{digest[:20]}"
 
     def runs(self, cell: Cell) -> list[tuple[int, dict[str, Any], str]]:
         """(seed index, key, run id) of every seed of the cell."""
@@ -333,7 +341,7 @@ class CellStore:
 
         def differs(digest: str) -> bool:
             if not wanted:
-                wanted.append(key_digest(json.loads(canonical_json(key))))
+                wanted.append(_digest(key))
             return digest != wanted[0]
 
         reasons = []
@@ -593,6 +601,24 @@ class CellStore:
         if isinstance(names, list):
             return names
         return json.loads(payload)["order"]  # a file written without the list in its header
+
+
+class _RunKey(dict):
+    """A run's key as :meth:`CellStore.runs` derives it, with the SHA-256 of its canonical JSON.
+
+    Hashed once where it is made: the run id and :meth:`CellStore.check` read ``digest``
+    instead of serialising the key again (twice per run). Read-only by convention: nothing
+    changes a key after it is derived.
+    """
+
+    __slots__ = ("digest",)
+
+
+def _digest(key: Mapping[str, Any]) -> str:
+    """SHA-256 of the key's canonical JSON, the digest of the key as stored (its JSON form)."""
+    if type(key) is _RunKey:
+        return key.digest
+    return key_digest(json.loads(canonical_json(key)))
 
 
 def _last_row(data: dict[str, Any]) -> dict[str, Any]:
