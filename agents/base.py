@@ -33,7 +33,8 @@ AGENT_STREAM = 7  # the agents' BatchRNG stream id: never the env's streams for 
 
 NEIGHBOURING = "replace one round's loss vector"
 
-#: what a claim's summary says of the ``fast`` noise backend (docs/privacy.md, "Floating point").
+#: what a claim's summary says of the ``fast`` noise backend (docs/privacy.md,
+#: "Why `fast` is simulation-grade").
 FAST_NOISE_CAVEAT = (
     "fast (simulation-grade floats: the certificate holds for the ideal mechanism, not for its "
     "float64 sampler; use noise='grid' for a floating-point-safe release)"

@@ -1,7 +1,8 @@
 """Observation wrappers that give RL policies the statistics online learners keep to themselves.
 
 Each expert's mean loss over all rounds so far and over recent windows, centred across experts and
-scaled by sqrt(rounds averaged), plus t / T (docs/rl.md, "Observation wrappers").
+scaled by sqrt(rounds averaged), plus t / T (docs/rl.md, "Observation wrappers for RL
+policies").
 """
 
 from __future__ import annotations

@@ -250,7 +250,8 @@ def run_claims(
             start = time.perf_counter()
             tested = claim if agent is None else claim.with_learner(agent, agent_params)
             chosen_claims.append(tested)
-            # The control runs at the first base seed only (docs/reproduce.md, "Base seeds").
+            # The control runs at the first base seed only (docs/reproduce.md, "Base seeds and
+            # stability").
             judged = [_judge_at(claim, tested, out, run, base_seed=base_seeds[0], quick=quick)]
             judged += [
                 _judge_at(

@@ -373,7 +373,8 @@ LAZY_TWINS = {
     "twin-stationary": {"family": "switching_deterministic", "n_shifts": 0},
 }
 #: Sublinear on a twin: the upper end of the static regret per round's interval at the largest
-#: T below this, a fifth of Follow-the-Leader's 1/2 on ftl_trap (docs/reproduce.md, "Gates").
+#: T below this, a fifth of Follow-the-Leader's 1/2 on ftl_trap (docs/reproduce.md,
+#: "Gates an outside learner cannot game").
 TWIN_RATE = 0.1
 
 
