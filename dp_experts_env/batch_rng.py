@@ -160,15 +160,16 @@ def seeded_generators(seeds: Sequence[int], *key: int) -> list[np.random.Generat
     32-bit words against it): ``SeedSequence``'s entropy mixing and state generation run as
     uint32 array arithmetic over the seeds, grouped by word count, and each ``PCG64`` is seeded
     from its row through numpy's own seeding path: seeding one generator at a time was most of
-    the construction of a learner with an audit's run count.
+    the construction of a learner with an audit's run count. Their ``bit_generator.seed_seq``
+    holds that state only: it cannot ``spawn`` (no caller spawns).
     """
-    tail = [w for part in key for w in _words(int(part))]
+    tail = [w for part in key for w in _words(part)]
     groups: dict[int, list[int]] = {}
     for i, s in enumerate(seeds):
-        groups.setdefault(len(_words(int(s))), []).append(i)
+        groups.setdefault(len(_words(s)), []).append(i)
     out: list[np.random.Generator] = [None] * len(seeds)  # type: ignore[list-item]
     for idx in groups.values():
-        states = _pcg_states(np.array([_words(int(seeds[i])) + tail for i in idx], np.uint32))
+        states = _pcg_states(np.array([_words(seeds[i]) + tail for i in idx], np.uint32))
         for i, row in zip(idx, states, strict=True):
             out[i] = np.random.Generator(np.random.PCG64(_Precomputed(row)))
     return out
@@ -176,6 +177,9 @@ def seeded_generators(seeds: Sequence[int], *key: int) -> list[np.random.Generat
 
 def _words(n: int) -> list[int]:
     """A non-negative integer's 32-bit words, least significant first (``SeedSequence``'s)."""
+    if not isinstance(n, (int, np.integer)):  # as SeedSequence: int() would truncate 2.5
+        raise TypeError(f"seeds and key must be integers, got {type(n).__name__}")
+    n = int(n)
     if n < 0:
         raise ValueError(f"seeds must be non-negative, got {n}")
     out = [n & 0xFFFFFFFF]

@@ -247,3 +247,23 @@ def test_seeded_generators_planted_constant_is_caught(monkeypatch):
 def test_seeded_generators_refuse_negative_seeds():
     with pytest.raises(ValueError, match="non-negative"):
         seeded_generators([3, -1], 2)
+
+
+@pytest.mark.parametrize("key", [(), (7,), (2**64 + 1, 3)])
+def test_seeded_generators_wide_seeds_and_numpy_integers(key):
+    """Seeds at the word edges (2**63 and past, four and five words: entropy wider than the
+    pool with no key), numpy integer scalars and one seed alone: numpy's generators."""
+    seeds = [2**63, 2**63 + 1, 2**64 - 1, 2**96, 2**128 + 7, np.uint64(2**63), np.int64(5)]
+    for seed, g in zip(seeds, seeded_generators(seeds, *key), strict=True):
+        assert g.bit_generator.state == _numpy_generator(seed, *key).bit_generator.state, seed
+    (one,) = seeded_generators(np.array([2**62]), *key)
+    assert one.bit_generator.state == _numpy_generator(2**62, *key).bit_generator.state
+
+
+@pytest.mark.parametrize("bad", [2.5, 3.0, "3", None])
+def test_seeded_generators_refuse_non_integers(bad):
+    """numpy's SeedSequence refuses a float seed; int() would truncate 2.5 to seed 2."""
+    with pytest.raises(TypeError, match="seeds and key must be integers"):
+        seeded_generators([3, bad], 2)
+    with pytest.raises(TypeError, match="seeds and key must be integers"):
+        seeded_generators([3], bad)
