@@ -150,6 +150,45 @@ def test_keys_hashed_once_give_the_run_ids_and_checks_of_the_serialised_key(tmp_
     assert checked == len(g.cells()) * 2
 
 
+def test_a_hashed_key_cannot_be_edited_into_a_stale_check(tmp_path):
+    """``check`` trusts the digest ``runs`` stored on its key, so that key is read-only.
+
+    The mutant: a caller edits a returned key in place (its code fingerprint, a nested
+    parameter) and ``check`` compares the stored rows with the digest of the key before the
+    edit, serving old rows for another code. Every in-place edit is refused; a copy (``dict``,
+    ``copy.deepcopy``, ``pickle``) is a plain dict whose edit ``check`` hashes and refuses.
+    """
+    import copy
+    import pickle
+
+    g = grid(agents=["hedge"], envs=[SHIFT], epsilons=[float("inf")], n_seeds=1)
+    out = tmp_path / "out"
+    run(g, out)
+    store = CellStore(out)
+    ((_, key, run_id),) = store.runs(g.cells()[0])
+    nested = next(k for k, v in key.items() if isinstance(v, dict) and v)
+    edits = [
+        lambda k: k.__setitem__("code", "edited"),
+        lambda k: k.update(seed=9),
+        lambda k: k.pop("code"),
+        lambda k: k.setdefault("new", 1),
+        lambda k: k.clear(),
+        lambda k: k[nested].__setitem__("edited", 1),
+        lambda k: k[nested].clear(),
+    ]
+    for edit in edits:
+        with pytest.raises(TypeError, match="read-only"):
+            edit(key)
+    assert store.check(run_id, key)[1] == ""
+    for copied in (dict(key), copy.deepcopy(key), pickle.loads(pickle.dumps(key))):
+        assert copied == key and store.check(run_id, copied)[1] == ""
+        copied["code"] = "edited"
+        assert store.check(run_id, copied)[1].startswith("belongs to another cell")
+    deep = copy.deepcopy(key)
+    deep[nested]["edited"] = 1
+    assert store.check(run_id, deep)[1].startswith("belongs to another cell")
+
+
 # ----------------------------------------------------------------------------- old folders
 def test_run_files_of_earlier_versions_are_read_and_completed(tmp_path, played):
     out = tmp_path / "out"

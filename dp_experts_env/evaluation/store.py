@@ -164,7 +164,7 @@ class CellStore:
                 **data_fingerprint(cell.agent.params, "agent."),
             },
         }
-        common = json.loads(canonical_json(common))  # once per cell: the JSON form, as stored
+        common = _frozen(json.loads(canonical_json(common)))  # once per cell: the stored form
         seeds = [int(i) for i in seed_indices]
         block = cell.with_seeds(seeds)
         keys = []
@@ -603,15 +603,49 @@ class CellStore:
         return json.loads(payload)["order"]  # a file written without the list in its header
 
 
-class _RunKey(dict):
+def _read_only(self: Any, *args: Any, **kwargs: Any) -> None:
+    raise TypeError("a run key is read-only (its digest is checked): edit a copy, dict(key)")
+
+
+class _FrozenDict(dict):
+    """A dict nested in a run key: read-only; a copy or an unpickled one is a plain dict."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _read_only
+
+    def __reduce__(self) -> tuple:
+        return dict, (dict(self),)
+
+
+class _FrozenList(list):
+    """A list nested in a run key: read-only; a copy or an unpickled one is a plain list."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
+    append = extend = insert = pop = remove = clear = sort = reverse = _read_only
+
+    def __reduce__(self) -> tuple:
+        return list, (list(self),)
+
+
+class _RunKey(_FrozenDict):
     """A run's key as :meth:`CellStore.runs` derives it, with the SHA-256 of its canonical JSON.
 
     Hashed once where it is made: the run id and :meth:`CellStore.check` read ``digest``
-    instead of serialising the key again (twice per run). Read-only by convention: nothing
-    changes a key after it is derived.
+    instead of serialising the key again (twice per run), so the key is read-only to its
+    nested values (an edit in place would be checked against the old digest).
     """
 
     __slots__ = ("digest",)
+
+
+def _frozen(value: Any) -> Any:
+    """``value`` (JSON-ready) with its dicts and lists read-only, recursively."""
+    if isinstance(value, dict):
+        return _FrozenDict({k: _frozen(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return _FrozenList(_frozen(v) for v in value)
+    return value
 
 
 def _digest(key: Mapping[str, Any]) -> str:
