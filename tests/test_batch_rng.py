@@ -221,7 +221,7 @@ def test_seeded_generators_are_numpys_bit_for_bit(key):
 
 
 def test_seeded_generators_planted_constant_is_caught(monkeypatch):
-    """A one-bit change of a mixing constant (the mutant) gives other states; sorted input
+    """A one-bit change of the hashed state (the mutant) gives other generators; reversed input
     order and a single seed (the harmless changes) do not."""
     import dp_experts_env.batch_rng as batch_rng
 
