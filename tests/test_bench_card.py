@@ -509,3 +509,25 @@ def test_a_shipped_full_set_is_found_for_full_cards(tmp_path, monkeypatch) -> No
     assert command.shipped_reference(load_protocol("bench-v1"), quick=False) is None
     monkeypatch.undo()
     assert command.shipped_reference(v2, quick=True) == quick
+
+
+def test_the_reference_set_from_task_rows_alone_is_bench_all_s(benched) -> None:
+    """scripts/reference_from_tasks.py (how the full bench-v2 set was shipped: from the stored
+    task grids, without the built-ins' audits and claims) writes what ``bench_all`` wrote on
+    the same folder; a card's privacy or claims entering a row would break the equality."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "scripts" / "reference_from_tasks.py"
+    spec = importlib.util.spec_from_file_location("reference_from_tasks", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    ref, _, _, root = benched
+    rebuilt = module.reference_from_tasks(
+        root / "all",
+        quick=True,
+        learners=REFERENCE,
+        protocol=tiny_protocol(("shift", "bandit"), horizon=200, seeds=3),
+    )
+    assert json.loads(json.dumps(rebuilt)) == json.loads(json.dumps(ref))
+    assert [e["label"] for e in rebuilt["entries"]] == REFERENCE
