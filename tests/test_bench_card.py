@@ -511,23 +511,34 @@ def test_a_shipped_full_set_is_found_for_full_cards(tmp_path, monkeypatch) -> No
     assert command.shipped_reference(v2, quick=True) == quick
 
 
-def test_the_reference_set_from_task_rows_alone_is_bench_all_s(benched) -> None:
-    """scripts/reference_from_tasks.py (how the full bench-v2 set was shipped: from the stored
-    task grids, without the built-ins' audits and claims) writes what ``bench_all`` wrote on
-    the same folder; a card's privacy or claims entering a row would break the equality."""
-    import importlib.util
-    from pathlib import Path
+def test_the_set_is_written_from_task_rows_before_the_cards(benched, tmp_path, monkeypatch):
+    """``bench_all`` writes the reference set once the task grids are played, before the cards'
+    audits and claims (which take hours for a slow learner): a run stopped in the first card
+    leaves the set, and it equals the set of the finished cards, privacy and claims included
+    (a card's audit or claims entering a row would break the equality)."""
+    from dp_experts_env.bench import command
+    from dp_experts_env.bench.leaderboard import reference_set
 
-    path = Path(__file__).parent.parent / "scripts" / "reference_from_tasks.py"
-    spec = importlib.util.spec_from_file_location("reference_from_tasks", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     ref, _, _, root = benched
-    rebuilt = module.reference_from_tasks(
-        root / "all",
-        quick=True,
-        learners=REFERENCE,
-        protocol=tiny_protocol(("shift", "bandit"), horizon=200, seeds=3),
-    )
-    assert json.loads(json.dumps(rebuilt)) == json.loads(json.dumps(ref))
-    assert [e["label"] for e in rebuilt["entries"]] == REFERENCE
+    files = [root / "all" / "cards" / e / "bench.json" for e in REFERENCE]
+    cards = [
+        {k: v for k, v in json.loads(f.read_text()).items() if k != "leaderboard"} for f in files
+    ]
+    assert all(c["claims"] or c["privacy"] for c in cards)
+    assert json.loads(json.dumps(reference_set(cards))) == json.loads(json.dumps(ref))
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command, "_card", stop)
+    with pytest.raises(KeyboardInterrupt):
+        bench_all(
+            tmp_path,
+            quick=True,
+            learners=REFERENCE,
+            protocol=tiny_protocol(("shift", "bandit"), horizon=200, seeds=3),
+            backend="serial",
+        )
+    written = json.loads((tmp_path / "reference-set.json").read_text())
+    assert written == json.loads(json.dumps(ref))
+    assert not (tmp_path / "cards").exists() or not any((tmp_path / "cards").rglob("bench.json"))

@@ -219,8 +219,11 @@ def bench_all(
 ) -> dict[str, Any]:
     """Every built-in learner's card (``OUT/cards/<label>/``) from one grid per task.
 
+    ``OUT/reference-set.json`` is written as soon as the task grids are played, before the
+    cards' audits and claims: a row reads the task rows only (:func:`summary`).
+
     Returns:
-        The reference set, also written to ``OUT/reference-set.json``.
+        The reference set.
     """
     protocol = protocol or load_protocol()
     out = Path(out)
@@ -228,14 +231,24 @@ def bench_all(
     run = {"backend": backend, "n_jobs": n_jobs, "address": address}
     played = play_tasks(protocol, entrants, out, quick=quick, progress=progress, **run)
     prints = fingerprints(protocol, entrants)
-    cards = [
-        _card(protocol, e, played, out / "cards" / e.label, quick, command, prints[e.label], run)
+    scored = [
+        build_card(
+            protocol,
+            e,
+            played,
+            quick=quick,
+            command=command,
+            scoring=scoring_fingerprint(),
+            fingerprint=prints[e.label],
+        )
         for e in entrants
     ]
-    ref = reference_set(cards)
-    for card in cards:
-        write_card(card, rank(card, ref, prints), out / "cards" / card["learner"]["label"])
+    ref = reference_set(scored)
     _write_text(out / "reference-set.json", json.dumps(ref, indent=1, allow_nan=False))
+    for e in entrants:
+        folder = out / "cards" / e.label
+        card = _card(protocol, e, played, folder, quick, command, prints[e.label], run)
+        write_card(card, rank(card, ref, prints), folder)
     return ref
 
 
