@@ -8,9 +8,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from agents._bandit_block import play_rounds, played_losses
+from agents._kernels import plain_fast_backend
 from agents.base import BanditObs, PrivacyClaim
 from agents.private import PrivateAgent, common_args
 from agents.registry import register
+from dp_experts_env import samplers
 from dp_experts_env._validation import check_float
 from dp_experts_env.privacy.declaration import (
     LaplaceRelease,
@@ -214,3 +217,84 @@ class DPSE(PrivateAgent):
         rank = np.cumsum(self.active, axis=1) - 1
         self.arm = np.argmax(self.active & (rank == slot[:, None]), axis=1).astype(np.int64)
         return self.arm
+
+    def play_bandit_block(
+        self,
+        first: dict[str, np.ndarray],
+        advice: np.ndarray | None,
+        losses: np.ndarray,
+        rows: np.ndarray,
+    ) -> np.ndarray:
+        """(K, b) actions of K rounds, bit for bit those of K ``act`` calls (the block protocol).
+
+        Rounds where no run's epoch ends are whole-array operations (:meth:`_play_quiet`); the
+        first round and every epoch end go through :meth:`act`'s hooks. Another noise backend
+        than the plain ``fast`` one (``grid``, the audit's wrappers), a subclass with its own
+        hooks and a block past the horizon play through ``act``.
+        """
+        k = int(losses.shape[0])
+        actions = np.empty((k, self.num_envs), dtype=np.int64)
+        hooks = type(self)._learn is DPSE._learn and type(self)._choose is DPSE._choose
+        if self.t + k > self.horizon or not hooks or not plain_fast_backend(self.noise):
+            play_rounds(self, first, advice, losses, rows, actions, 0, k)
+            return actions
+        i = 0
+        while i < k:
+            quiet = min(self._quiet_steps(), k - i) if i else 0
+            if quiet <= 0:
+                play_rounds(self, first, advice, losses, rows, actions, i, i + 1, lean=i > 0)
+                i += 1
+                continue
+            self._play_quiet(losses, rows, actions, i, i + quiet)
+            i += quiet
+        return actions
+
+    def _quiet_steps(self) -> int:
+        """Learning steps from now on before the first epoch end of any run (that one excluded).
+
+        A run with one arm left never ends its epoch.
+        """
+        count = self.active.sum(axis=1)
+        open_ = count > 1
+        if not open_.any():
+            return self.horizon
+        need = self.length[open_] * count[open_] - self.position[open_]
+        return int(np.min(need)) - 1
+
+    def _play_quiet(
+        self, losses: np.ndarray, rows: np.ndarray, actions: np.ndarray, lo: int, hi: int
+    ) -> None:
+        """Block rounds ``lo..hi-1`` where no epoch ends: ``_learn`` and ``_choose`` in bulk."""
+        s, k = hi - lo, int(self.n_arms)
+        self._quiet_draws(s)
+        # Round j of the segment plays the ((offset + position + j + 1) mod |S|)-th arm of S.
+        count = self.active.sum(axis=1)
+        order = np.argsort(~self.active, axis=1, kind="stable")  # S in ascending order first
+        steps = np.arange(1, s + 1)
+        slot = (self.offset[:, None] + self.position[:, None] + steps) % count[:, None]
+        arms = np.take_along_axis(order, slot, axis=1).astype(np.int64)  # (b, s)
+        actions[lo:hi] = arms.T
+        # sums[r, arm] += loss round after round: a dense accumulation (+ 0.0 is exact).
+        clipped = np.clip(played_losses(losses, rows, actions, lo - 1, hi - 1), 0.0, 1.0)
+        played = actions[lo - 1 : hi - 1]
+        dense = np.zeros((s + 1, self.num_envs, k))
+        dense[0] = self.sums
+        dense[np.arange(1, s + 1)[:, None], self._rows[None, :], played] = clipped
+        self.sums = np.add.accumulate(dense, axis=0)[-1].copy()
+        self.position = self.position + s
+        self.arm = arms[:, -1].copy()
+        self.t += s
+        self.last_actions = actions[hi - 1].copy()
+
+    def _quiet_draws(self, s: int) -> None:
+        """The draws of ``s`` quiet rounds, all unread.
+
+        Per round, in ``act``'s order: the release's K Laplace variates (the noise on data-free
+        zeros) and the choice's uniform.
+        """
+        if self.noise_scale == 0.0:
+            self.rng.random((s,))
+            return
+        k = int(self.n_arms)
+        u = self.rng.random((s, k + 1))
+        samplers.laplace(u[:, :, :k], self.noise_scale)
