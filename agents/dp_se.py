@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from agents._bandit_block import play_rounds, played_losses
-from agents._kernels import plain_fast_backend
+from agents._kernels import own_hooks, plain_fast_backend
 from agents.base import BanditObs, PrivacyClaim
 from agents.private import PrivateAgent, common_args
 from agents.registry import register
@@ -234,8 +234,8 @@ class DPSE(PrivateAgent):
         """
         k = int(losses.shape[0])
         actions = np.empty((k, self.num_envs), dtype=np.int64)
-        hooks = type(self)._learn is DPSE._learn and type(self)._choose is DPSE._choose
-        if self.t + k > self.horizon or not hooks or not plain_fast_backend(self.noise):
+        plain = own_hooks(self, DPSE) and plain_fast_backend(self.noise)
+        if self.t + k > self.horizon or not plain:
             play_rounds(self, first, advice, losses, rows, actions, 0, k)
             return actions
         i = 0
