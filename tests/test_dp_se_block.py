@@ -6,10 +6,10 @@ round and every epoch end go through ``act``'s hooks. A twin playing round by ro
 playing blocks of uneven sizes on NaN-poisoned losses give the same actions, state and next
 uniforms, on both paths, with epochs ending at different rounds in different runs and runs down
 to one arm; the episode loop takes the block path and its rows equal the per-round loop's.
-Planted bugs in the quiet rounds (the choice uniform drawn before the release's, noise at twice
-the scale, one round too few counted) fail ``check_agent``'s paths check while the same sums in
-a fresh array pass; the ``grid`` backend, a recording backend and a subclass with its own
-``_learn`` play every round through ``act``.
+Planted bugs in the quiet rounds (a segment's choice uniforms drawn before its Laplace ones,
+noise at twice the scale, one round too few counted) fail ``check_agent``'s paths check while
+the same uniforms copied and the same sums in a fresh array pass; the ``grid`` backend, a
+recording backend and a subclass with its own ``_learn`` play every round through ``act``.
 """
 
 from __future__ import annotations
@@ -84,9 +84,6 @@ def test_quiet_rounds_run_in_bulk(monkeypatch):
 _quiet = DPSE._play_quiet
 
 
-_draws = DPSE._quiet_draws
-
-
 def _choices_first(self, s):
     """Each run's s choice uniforms first, then the s x K Laplace ones (the order swapped)."""
     self.rng.random((s,))
@@ -99,6 +96,9 @@ def _double_scale(self, s):
 
 def _copied_uniforms(self, s):
     """The same uniforms copied out of the stream's buffer first: the same variates."""
+    if self.noise_scale == 0.0:
+        self.rng.random((s,))
+        return
     u = np.array(self.rng.random((s, int(self.n_arms) + 1)))
     samplers.laplace(u[:, :, :-1], self.noise_scale)
 
