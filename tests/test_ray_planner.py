@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+import agents
 from dp_experts_env.evaluation import AgentEntry, EnvEntry, Grid, backends, run_grid
 from dp_experts_env.evaluation.episode import run_cells
 
@@ -88,19 +89,32 @@ def test_ray_tasks_have_a_floor_and_cover_every_run_once(monkeypatch):
 
 def test_small_units_are_bundled_and_heavy_learners_weigh_more():
     """Many envs below the floor: one task holding every unit (each a group that shares an
-    episode), not one task per env. Weighed by measured cost, one kl-ucb cell (~15 us per
-    run-round) outweighs ten hedge cells (~0.7 us), so a split by cost puts kl-ucb alone."""
+    episode), not one task per env. Weighed by measured cost, one thompson cell (~5.5 us per
+    run-round) outweighs an exp3 and an adap-ucb cell (~0.5 us each), so a split by cost puts
+    thompson alone."""
     envs = [EnvEntry(ENV_ID, {"horizon": 40, "n_experts": n}) for n in (2, 3, 4, 5)]
     cells = Grid(agents=["hedge", "uniform"], envs=envs, n_seeds=4).cells()
     ((*units,),) = backends.ray_tasks(cells, 24)
     assert len(units) == 4  # four envs, one task
     bandit = EnvEntry("DPExperts-Bandit-v0", {"horizon": 1000})
-    names = ["kl-ucb", "exp3", "ucb1"]
+    names = ["thompson", "exp3", "adap-ucb"]
     mixed = Grid(agents=names, envs=[bandit], n_seeds=10).cells()
-    heavy = backends.estimate_seconds([c for c in mixed if c.agent.name == "kl-ucb"])
-    assert heavy > backends.estimate_seconds([c for c in mixed if c.agent.name != "kl-ucb"])
+    heavy = backends.estimate_seconds([c for c in mixed if c.agent.name == "thompson"])
+    assert heavy > backends.estimate_seconds([c for c in mixed if c.agent.name != "thompson"])
     parts = backends.plan_units(mixed, 2)
-    assert sorted(sorted(c.agent.name for c in u) for u in parts) == [["exp3", "ucb1"], ["kl-ucb"]]
+    assert sorted(sorted(c.agent.name for c in u) for u in parts) == [
+        ["adap-ucb", "exp3"],
+        ["thompson"],
+    ]
+
+
+def test_every_built_in_learner_has_a_measured_weight():
+    """The planner's weights cover the registry (ppo trains a network: not measured), and every
+    weight names a registered learner, so a renamed or new built-in cannot silently count the
+    default."""
+    names = {entry["name"] for entry in agents.available()}
+    assert set(backends.LEARNER_NS) <= names
+    assert names - set(backends.LEARNER_NS) <= {"ppo"}
 
 
 @pytest.mark.slow

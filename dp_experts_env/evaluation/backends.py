@@ -88,18 +88,20 @@ def worth_processes(cells: Sequence[Cell]) -> int:
 
 
 #: CPU nanoseconds per run-round of the built-in learners (``benchmarks/learner_costs.py``),
-#: the weights of the Ray planner; a learner not listed counts :data:`DEFAULT_NS`.
+#: the weights of the Ray planner; a learner not listed (ppo, a plug-in) counts :data:`DEFAULT_NS`.
 LEARNER_NS = {
-    "limited-updates": 400, "batched-private-shrinking-dartboard": 460,
-    "randomized-prefix-softmax": 480, "private-lazy-hedge": 540, "ldp-exp4": 570,
-    "private-shrinking-dartboard": 580, "uniform": 630, "hedge": 680, "exp3": 700,
-    "follow-the-leader": 700, "exp4": 730, "shrinking-dartboard": 730, "dp-ftrl-tree": 940,
-    "fixed-share": 1_000, "noisy-clipped-hedge": 1_100, "meta-expert-reduction": 1_800,
-    "svt-restart": 2_600, "ogd": 3_400, "ftrl-oco": 3_500, "ucb1": 3_800, "lazy-ftrl-oco": 3_800,
-    "gaussian-dp-ftrl-oco": 6_000, "adap-ucb": 6_100, "dp-ftrl-oco": 6_400, "p-comw-lazy": 8_800,
-    "thompson": 9_500, "p-comw": 11_000, "private-batched-exp4": 11_000, "kl-ucb": 15_000,
-    "tsallis-inf": 18_000, "private-batched-bandit": 19_000,
-    "private-bandit-over-experts": 22_000, "ftpl-gr": 27_000,
+    "limited-updates": 420, "randomized-prefix-softmax": 490, "ldp-exp4": 510,
+    "private-lazy-hedge": 510, "adap-ucb": 510, "exp3": 520, "private-shrinking-dartboard": 530,
+    "exp4": 530, "private-batched-exp4": 550, "dp-se": 550,
+    "batched-private-shrinking-dartboard": 550, "uniform": 570, "dp-klucb": 600,
+    "follow-the-leader": 600, "shrinking-dartboard": 670, "hedge": 720, "dp-ftrl-tree": 870,
+    "private-fixed-share": 900, "ftpl-gr": 960, "tsallis-inf": 1_000, "fixed-share": 1_000,
+    "noisy-clipped-hedge": 1_000, "gaussian-tree-hedge": 1_100, "private-batched-bandit": 1_200,
+    "private-bandit-over-experts": 1_200, "meta-expert-reduction": 1_800, "kl-ucb": 2_100,
+    "lazy-ftrl-oco": 2_300, "ogd": 2_300, "ftrl-oco": 2_300, "dp-ftrl-oco": 2_400,
+    "svt-restart": 2_500, "p-comw": 3_100, "p-comw-lazy": 3_200, "ucb1": 3_400,
+    "gaussian-dp-ftrl-oco": 3_500, "thompson": 5_500, "randomized-prefix-softmax:paper": 470,
+    "dp-klucb:paper": 590, "private-batched-exp4:paper": 790, "svt-restart:paper": 635_000,
 }  # fmt: skip
 DEFAULT_NS = 1_000
 #: Estimated CPU seconds a Ray task carries at least (a worker's start-up near a tenth of it);
