@@ -5,8 +5,10 @@ prefix[u, j]) - slack[t - u]`` over its valid window starts ``epoch_start[r] - 1
 (window ``[u + 1, t]``). Both forms compute each window's float with exactly those operations in
 that order (min and max are exact in any order), so they give the same query, bit for bit, as
 the (B, T) reference :meth:`~agents.svt_restart.SVTRestart._window_regret` followed by ``regret -
-slack`` and the max. The prefix sums are laid out (B, N+1, T+1), the start axis last: the min
-over experts is an elementwise min of rows, over contiguous starts.
+slack`` and the max. The prefix sums are laid out (B, N+1, T+1), the start axis last: numpy's
+min over experts is an elementwise min of rows, over contiguous starts, and the kernel's bound
+pass reads the learner's row only (it computes the exact query of the few starts that can be
+the max; see :func:`all_windows_query_kernel`).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ class AllWindowsQuery:
         self._diff = np.zeros((b, n1, chunk))
         self._best = np.zeros((b, chunk))
         self._regret = np.zeros((b, chunk))
-        self._mins = np.zeros(horizon + 1)  # the kernel's per-start minima of one run
+        self._starts = np.zeros(horizon + 1, dtype=np.int64)  # the kernel's candidate starts
         self.out = np.zeros(b)
 
     def __call__(
@@ -59,7 +61,7 @@ class AllWindowsQuery:
         """
         rows = table.reshape(1, -1) if table.ndim == 1 else table
         if jit_enabled():
-            all_windows_query_kernel(cum, prefix, epoch_start, t, rows, self._mins, self.out)
+            all_windows_query_kernel(cum, prefix, epoch_start, t, rows, self._starts, self.out)
         else:
             all_windows_query_numpy(
                 cum, prefix, epoch_start, t, rows, self._diff, self._best, self._regret, self.out
@@ -108,14 +110,21 @@ def all_windows_query_kernel(  # pragma: no cover - compiled; its Python form ru
     epoch_start: np.ndarray,
     t: int,
     table: np.ndarray,
-    mins: np.ndarray,
+    starts: np.ndarray,
     out: np.ndarray,
 ) -> None:
-    """:func:`all_windows_query_numpy` run by run over its valid starts: the same floats.
+    """:func:`all_windows_query_numpy` run by run over its valid starts: the same float.
 
-    The per-start minima over experts go row by row (contiguous starts). NaN as numpy's min and
-    max propagate it: a NaN in a run's sums makes every start's query NaN; without one, no
-    earlier sum (a prefix column) holds one, since the sums only add.
+    Each window's query is computed with the numpy path's operations, but only for the starts
+    that can beat the best query found so far, by two upper bounds that hold in floats (rounding
+    is monotone). Both need ``cum[j] >= prefix[j, u]`` for u < t (running sums of losses in
+    [0, 1], as SVTRestart's): then the min over experts ``m_u`` is >= 0 and does not grow with
+    u, so ``q_u <= (x_u - 0) - s_u`` and ``q_u <= (x_u - m_b) - s_u`` for any start b >= u
+    (``x_u = cum[N] - prefix[N, u]``, ``s_u`` its slack). The first bound is one pass over the
+    learner's row; the second reads ``m_b`` at the last start of each group of
+    :data:`_GROUP` candidates. A skipped start's query is at most the final maximum, so the
+    maximum is the same float. NaN as numpy's min and max propagate it: a NaN in a run's sums
+    makes every start's query NaN; without one, no earlier sum holds one (the sums only add).
     """
     runs, n1, _ = prefix.shape
     n = n1 - 1
@@ -133,41 +142,42 @@ def all_windows_query_kernel(  # pragma: no cover - compiled; its Python form ru
             out[r] = np.nan
             continue
         # Indices from 0 over views of the valid starts lo..t-1 (LLVM then knows them
-        # non-negative: no wrap-around test, the loops vectorise).
+        # non-negative: no wrap-around test). Start lo + k reads slack[t - lo - k] = slack[w - k].
         w = t - lo
-        c0, p0 = cum[r, 0], prefix[r, 0, lo:t]
-        for k in range(w):
-            mins[k] = c0 - p0[k]
-        for j in range(1, n):
-            cj, pj = cum[r, j], prefix[r, j, lo:t]
-            for k in range(w):
-                x = cj - pj[k]
-                m = mins[k]
-                mins[k] = x if x < m else m  # a select, not a branch: vectorised
-        # start lo + k reads slack[t - lo - k] = slack[w - k]
+        cr, pr = cum[r], prefix[r, :, lo:t]
         learner, pn, slack = cum[r, n], prefix[r, n, lo:t], table[row, w:0:-1]
+        # The shortest window's query first (often the max: the slack grows with the length),
+        # then the starts whose first bound exceeds it, compacted without a branch.
+        best = ((learner - pn[w - 1]) - _min_over_experts(cr, pr, w - 1)) - slack[w - 1]
+        count = 0
         for k in range(w):
-            mins[k] = ((learner - pn[k]) - mins[k]) - slack[k]
-        out[r] = _max(mins, w)
+            starts[count] = k
+            count += ((learner - pn[k]) - slack[k]) > best
+        group_end = -1
+        low_end = 0.0
+        for i in range(count):
+            k = starts[i]
+            x = learner - pn[k]
+            if k > group_end:  # m at the group's last start bounds the group's minima
+                group_end = min(k - k % _GROUP + _GROUP - 1, w - 1)
+                low_end = _min_over_experts(cr, pr, group_end)
+                query = ((learner - pn[group_end]) - low_end) - slack[group_end]
+                best = query if query > best else best
+            if ((x - low_end) - slack[k]) > best:
+                query = (x - _min_over_experts(cr, pr, k)) - slack[k]
+                best = query if query > best else best
+        out[r] = best
+
+
+#: starts per group of the kernel's second bound (one exact minimum per group)
+_GROUP = 16
 
 
 @helper
-def _max(values: np.ndarray, hi: int) -> float:
-    """``values[:hi].max()`` (no NaN) in four interleaved maxima: exact in any order."""
-    b0 = b1 = b2 = b3 = -np.inf
-    u = 0
-    while u + 4 <= hi:
-        q = values[u]
-        b0 = q if q > b0 else b0
-        q = values[u + 1]
-        b1 = q if q > b1 else b1
-        q = values[u + 2]
-        b2 = q if q > b2 else b2
-        q = values[u + 3]
-        b3 = q if q > b3 else b3
-        u += 4
-    while u < hi:
-        q = values[u]
-        b0 = q if q > b0 else b0
-        u += 1
-    return max(max(b0, b1), max(b2, b3))
+def _min_over_experts(cum: np.ndarray, prefix: np.ndarray, k: int) -> float:
+    """``min_j (cum[j] - prefix[j, k])`` over the N experts (rows 0..N-1): exact in any order."""
+    low = cum[0] - prefix[0, k]
+    for j in range(1, cum.shape[0] - 1):
+        x = cum[j] - prefix[j, k]
+        low = x if x < low else low
+    return low

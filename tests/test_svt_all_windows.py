@@ -77,8 +77,8 @@ def test_query_equals_reference_every_round(monkeypatch, path):
         assert _same(got, want), (t, got, want)
         rows = table.reshape(1, -1) if table.ndim == 1 else table
         out = np.zeros(agent.num_envs)
-        mins = np.zeros(agent.horizon + 1)
-        all_windows_query_kernel.py_func(cum, prefix, epoch_start, t, rows, mins, out)
+        starts = np.zeros(agent.horizon + 1, dtype=np.int64)
+        all_windows_query_kernel.py_func(cum, prefix, epoch_start, t, rows, starts, out)
         assert _same(out, want), t
         # the planted bug (each run's first window left out) changes some round's query
         seen["caught"] += not _same(_reference(agent, t, skip_first=True), want)
