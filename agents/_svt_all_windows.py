@@ -159,7 +159,7 @@ def all_windows_query_kernel(  # pragma: no cover - compiled; its Python form ru
             k = starts[i]
             x = learner - pn[k]
             if k > group_end:  # m at the group's last start bounds the group's minima
-                group_end = min(k - k % _GROUP + _GROUP - 1, w - 1)
+                group_end = _group_end(k, w)
                 low_end = _min_over_experts(cr, pr, group_end)
                 query = ((learner - pn[group_end]) - low_end) - slack[group_end]
                 best = query if query > best else best
@@ -171,6 +171,12 @@ def all_windows_query_kernel(  # pragma: no cover - compiled; its Python form ru
 
 #: starts per group of the kernel's second bound (one exact minimum per group)
 _GROUP = 16
+
+
+@helper
+def _group_end(k: int, w: int) -> int:
+    """The last start of start k's group (of :data:`_GROUP`), at most ``w - 1``: b >= k."""
+    return min(k - k % _GROUP + _GROUP - 1, w - 1)
 
 
 @helper

@@ -158,3 +158,56 @@ def test_numpy_chunk_size_does_not_change_the_query():
         all_windows_query_numpy(cum, prefix, epoch_start, t, table, *bufs, out)
         outs.append(out)
     assert all(_same(outs[0], o) for o in outs[1:]) and np.isfinite(outs[0]).all()
+
+
+def _random_games(query_of, trials: int = 60) -> tuple[int, int]:
+    """Random sums (learner rows that sometimes lose a lot) and starts: (mismatches, calls)."""
+    import agents._svt_all_windows as module
+
+    g = np.random.default_rng(5)
+    b, n, horizon = 3, 5, 400
+    calls = [0]
+    inner = module._min_over_experts
+
+    def counted(cum, prefix, k):
+        calls[0] += 1
+        return inner(cum, prefix, k)
+
+    mismatches = 0
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(module, "_min_over_experts", counted)
+        for _ in range(trials):
+            steps = g.random((b, n + 1, horizon)) * g.random((b, n + 1, 1))
+            steps[:, n] *= 1.0 + 2.0 * g.random((b, 1))  # the learner's row: higher losses
+            prefix = np.zeros((b, n + 1, horizon + 1))
+            prefix[:, :, 1:] = np.cumsum(steps, axis=2)
+            t = int(g.integers(2, horizon + 1))
+            epoch_start = g.integers(1, t + 2, size=b)
+            table = np.zeros((1, horizon + 1))
+            table[0, 1:] = g.random() * 3.0 * np.sqrt(np.arange(horizon))
+            cum = prefix[:, :, t].copy()
+            want = np.full(b, -np.inf)
+            module.all_windows_query_numpy(
+                cum, prefix, epoch_start, t, table,
+                np.zeros((b, n + 1, 64)), np.zeros((b, 64)), np.zeros((b, 64)), want,
+            )  # fmt: skip
+            got = np.zeros(b)
+            query_of(cum, prefix, epoch_start, t, table, np.zeros(horizon + 1, np.int64), got)
+            mismatches += not _same(got, want)
+    return mismatches, calls[0]
+
+
+def test_kernel_pruning_is_exact_and_a_wrong_bound_is_caught(monkeypatch):
+    """The kernel's Python form skips most starts and still gives the numpy path's floats; its
+    group bound read at the group's first start (not a bound: minima shrink with the start) is
+    caught; another group size (harmless) passes."""
+    import agents._svt_all_windows as module
+
+    kernel = module.all_windows_query_kernel.py_func
+    mismatches, calls = _random_games(kernel)
+    assert mismatches == 0 and 0 < calls < 60 * 3 * 400 // 4  # pruned, and exact
+    monkeypatch.setattr(module, "_GROUP", 3)
+    assert _random_games(kernel)[0] == 0
+    monkeypatch.setattr(module, "_GROUP", 16)
+    monkeypatch.setattr(module, "_group_end", lambda k, w: k - k % 16)
+    assert _random_games(kernel)[0] > 0
