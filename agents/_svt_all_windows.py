@@ -17,7 +17,12 @@ import numpy as np
 
 from dp_experts_env._jit import helper, jit_enabled, kernel
 
-__all__ = ["AllWindowsQuery", "all_windows_query_kernel", "all_windows_query_numpy"]
+__all__ = [
+    "AllWindowsQuery",
+    "all_windows_query_kernel",
+    "all_windows_query_numpy",
+    "run_query",
+]
 
 #: elements of the numpy path's (B, N+1, C) chunk of differences (2 MiB of float64)
 _CHUNK_ELEMENTS = 1 << 18
@@ -25,6 +30,9 @@ _CHUNK_ELEMENTS = 1 << 18
 
 class AllWindowsQuery:
     """The buffers of the all-windows query for (B, N+1, T+1) prefix sums; call to compute it.
+
+    Scratch only (each call writes before it reads); svt-restart's block kernel writes
+    :attr:`starts` and :attr:`out` as a call would, so both paths leave the same state.
 
     Args:
         num_envs: B.
@@ -39,7 +47,7 @@ class AllWindowsQuery:
         self._diff = np.zeros((b, n1, chunk))
         self._best = np.zeros((b, chunk))
         self._regret = np.zeros((b, chunk))
-        self._starts = np.zeros(horizon + 1, dtype=np.int64)  # the kernel's candidate starts
+        self.starts = np.zeros(horizon + 1, dtype=np.int64)  # the kernel's candidate starts
         self.out = np.zeros(b)
 
     def __call__(
@@ -61,7 +69,7 @@ class AllWindowsQuery:
         """
         rows = table.reshape(1, -1) if table.ndim == 1 else table
         if jit_enabled():
-            all_windows_query_kernel(cum, prefix, epoch_start, t, rows, self._starts, self.out)
+            all_windows_query_kernel(cum, prefix, epoch_start, t, rows, self.starts, self.out)
         else:
             all_windows_query_numpy(
                 cum, prefix, epoch_start, t, rows, self._diff, self._best, self._regret, self.out
@@ -126,47 +134,58 @@ def all_windows_query_kernel(  # pragma: no cover - compiled; its Python form ru
     maximum is the same float. NaN as numpy's min and max propagate it: a NaN in a run's sums
     makes every start's query NaN; without one, no earlier sum holds one (the sums only add).
     """
-    runs, n1, _ = prefix.shape
-    n = n1 - 1
-    for r in range(runs):
+    for r in range(prefix.shape[0]):
         row = r if table.shape[0] > 1 else 0
-        lo = max(epoch_start[r] - 1, 0)
-        if lo >= t:
-            out[r] = -np.inf
-            continue
-        nan = False
-        for j in range(n1):
-            if np.isnan(cum[r, j]):
-                nan = True
-        if nan:
-            out[r] = np.nan
-            continue
-        # Indices from 0 over views of the valid starts lo..t-1 (LLVM then knows them
-        # non-negative: no wrap-around test). Start lo + k reads slack[t - lo - k] = slack[w - k].
-        w = t - lo
-        cr, pr = cum[r], prefix[r, :, lo:t]
-        learner, pn, slack = cum[r, n], prefix[r, n, lo:t], table[row, w:0:-1]
-        # The shortest window's query first (often the max: the slack grows with the length),
-        # then the starts whose first bound exceeds it, compacted without a branch.
-        best = ((learner - pn[w - 1]) - _min_over_experts(cr, pr, w - 1)) - slack[w - 1]
-        count = 0
-        for k in range(w):
-            starts[count] = k
-            count += ((learner - pn[k]) - slack[k]) > best
-        group_end = -1
-        low_end = 0.0
-        for i in range(count):
-            k = starts[i]
-            x = learner - pn[k]
-            if k > group_end:  # m at the group's last start bounds the group's minima
-                group_end = _group_end(k, w)
-                low_end = _min_over_experts(cr, pr, group_end)
-                query = ((learner - pn[group_end]) - low_end) - slack[group_end]
-                best = query if query > best else best
-            if ((x - low_end) - slack[k]) > best:
-                query = (x - _min_over_experts(cr, pr, k)) - slack[k]
-                best = query if query > best else best
-        out[r] = best
+        out[r] = run_query(cum[r], prefix[r], epoch_start[r], t, table[row], starts)
+
+
+@helper
+def run_query(
+    cum: np.ndarray,
+    prefix: np.ndarray,
+    epoch_start: int,
+    t: int,
+    slack: np.ndarray,
+    starts: np.ndarray,
+) -> float:
+    """One run's query of :func:`all_windows_query_kernel` (shared with agents/_svt_kernels.py).
+
+    ``cum`` (N+1,), ``prefix`` (N+1, T+1), ``slack`` the run's slack row; ``starts`` scratch.
+    """
+    n1 = cum.shape[0]
+    n = n1 - 1
+    lo = max(epoch_start - 1, 0)
+    if lo >= t:
+        return -np.inf
+    for j in range(n1):
+        if np.isnan(cum[j]):
+            return np.nan
+    # Indices from 0 over views of the valid starts lo..t-1 (LLVM then knows them
+    # non-negative: no wrap-around test). Start lo + k reads slack[t - lo - k] = slack[w - k].
+    w = t - lo
+    pr = prefix[:, lo:t]
+    learner, pn, sl = cum[n], prefix[n, lo:t], slack[w:0:-1]
+    # The shortest window's query first (often the max: the slack grows with the length),
+    # then the starts whose first bound exceeds it, compacted without a branch.
+    best = ((learner - pn[w - 1]) - _min_over_experts(cum, pr, w - 1)) - sl[w - 1]
+    count = 0
+    for k in range(w):
+        starts[count] = k
+        count += ((learner - pn[k]) - sl[k]) > best
+    group_end = -1
+    low_end = 0.0
+    for i in range(count):
+        k = starts[i]
+        x = learner - pn[k]
+        if k > group_end:  # m at the group's last start bounds the group's minima
+            group_end = _group_end(k, w)
+            low_end = _min_over_experts(cum, pr, group_end)
+            query = ((learner - pn[group_end]) - low_end) - sl[group_end]
+            best = query if query > best else best
+        if ((x - low_end) - sl[k]) > best:
+            query = (x - _min_over_experts(cum, pr, k)) - sl[k]
+            best = query if query > best else best
+    return best
 
 
 #: starts per group of the kernel's second bound (one exact minimum per group)
