@@ -3,7 +3,8 @@
 Bit for bit: the actions, every array of the agent's state, the detector's state and the next
 uniforms of both random streams, over uneven blocks (restarts inside them), epsilons finite,
 infinite and per run, both calibrated boundaries, strict and paper modes, a restart cap, both
-window grids (the "all" grid plays through the hooks), on the compiled path, the numpy path
+window grids (the "all" grid compiled with the n-only slack, through the hooks with a
+Bernstein/betting one), on the compiled path, the numpy path
 (``DP_EXPERTS_NO_JIT``) and the kernel's Python form.
 """
 
