@@ -1,14 +1,15 @@
 """svt-restart's all-windows query (``window_grid="all"``, the n-only slack): valid starts only.
 
-The query of run r at round t is the largest ``(cum[N] - prefix[u, N]) - min_j (cum[j] -
-prefix[u, j]) - slack[t - u]`` over its valid window starts ``epoch_start[r] - 1 <= u < t``
-(window ``[u + 1, t]``). Both forms compute each window's float with exactly those operations in
-that order (min and max are exact in any order), so they give the same query, bit for bit, as
-the (B, T) reference :meth:`~agents.svt_restart.SVTRestart._window_regret` followed by ``regret -
-slack`` and the max. The prefix sums are laid out (B, N+1, T+1), the start axis last: numpy's
-min over experts is an elementwise min of rows, over contiguous starts, and the kernel's bound
-pass reads the learner's row only (it computes the exact query of the few starts that can be
-the max; see :func:`all_windows_query_kernel`).
+The query of run r at round t is the largest
+``(cum[N] - prefix[u, N]) - min_j (cum[j] - prefix[u, j]) - slack[t - u]`` over its valid window
+starts ``epoch_start[r] - 1 <= u < t`` (window ``[u + 1, t]``). Both forms compute every window
+they evaluate with exactly those operations in that order (min and max are exact in any order;
+the kernel skips only windows that cannot be the max), so they give the same query, bit for bit,
+as the (B, T) reference :meth:`~agents.svt_restart.SVTRestart._window_regret` followed by
+``regret - slack`` and the max. The prefix sums are laid out (B, N+1, T+1), the start axis last:
+numpy's min over experts is an elementwise min of rows, over contiguous starts, and the kernel's
+bound pass reads the learner's row only (it computes the exact query of the few starts that can
+be the max; see :func:`all_windows_query_kernel`).
 """
 
 from __future__ import annotations
@@ -129,10 +130,11 @@ def all_windows_query_kernel(  # pragma: no cover - compiled; its Python form ru
     [0, 1], as SVTRestart's): then the min over experts ``m_u`` is >= 0 and does not grow with
     u, so ``q_u <= (x_u - 0) - s_u`` and ``q_u <= (x_u - m_b) - s_u`` for any start b >= u
     (``x_u = cum[N] - prefix[N, u]``, ``s_u`` its slack). The first bound is one pass over the
-    learner's row; the second reads ``m_b`` at the last start of each group of
-    :data:`_GROUP` candidates. A skipped start's query is at most the final maximum, so the
-    maximum is the same float. NaN as numpy's min and max propagate it: a NaN in a run's sums
-    makes every start's query NaN; without one, no earlier sum holds one (the sums only add).
+    learner's row; the second reads ``m_b`` at the last start b of each group of :data:`_GROUP`
+    consecutive starts that holds a candidate of the first. A skipped start's query is at most
+    the final maximum, so the maximum is the same float. NaN as numpy's min and max propagate
+    it: a NaN in a run's sums makes every start's query NaN; without one, no earlier sum holds
+    one (the sums only add).
     """
     for r in range(prefix.shape[0]):
         row = r if table.shape[0] > 1 else 0

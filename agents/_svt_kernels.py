@@ -1,10 +1,10 @@
 """svt-restart's block play: the rounds between selections in one compiled call, bit for bit.
 
-For the default dyadic Bernstein/betting query, and for the all-windows grid with the n-only
-slack (svt-restart:paper's detector, :mod:`agents._svt_all_windows`), on plain ``fast`` noise
-with the JIT (else :func:`agents._kernels.hook_loop`). :func:`svt_rounds` runs learning, the detector and restarts
-with ``act``'s operations in order (no transcendentals); the detector's fixed two Laplace draws
-per round are read at once and made by numpy; a selection round stops the kernel and goes
+For the default dyadic Bernstein/betting query, and for the all-windows grid with the n-only slack
+(svt-restart:paper's detector, :mod:`agents._svt_all_windows`), on plain ``fast`` noise with the JIT
+(else :func:`agents._kernels.hook_loop`). :func:`svt_rounds` runs learning, the detector and
+restarts with ``act``'s operations in order (no transcendentals); the detector's fixed two Laplace
+draws per round are read at once and made by numpy; a selection round stops the kernel and goes
 through ``_choose``.
 """
 
