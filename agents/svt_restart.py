@@ -553,13 +553,16 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
             second = self._cum_sq[:, :, None] - self._snap_sq
             empty = self._col_empty
         else:
-            starts = np.arange(self.horizon)
-            prefix = self._prefix[:, :, : self.horizon]  # (B, N+1, T)
-            prefix_sq = self._prefix_sq[:, : self.horizon]
+            # The starts from the earliest run's epoch to t - 1 only (elementwise: the same
+            # floats as over all T columns, whose others are empty); a run's earlier ones empty.
+            lo = min(max(int(self.epoch_start.min()) - 1, 0), t - 1)
+            starts = np.arange(lo, t)
+            prefix = self._prefix[:, :, lo:t]  # (B, N+1, t - lo)
+            prefix_sq = self._prefix_sq[:, lo:t]
             experts = self._cum[:, :n, None] - prefix[:, :n]
             learner = self._cum[:, n, None] - prefix[:, n]
             second = np.swapaxes(self._cum_sq[:, None, :] - prefix_sq, 1, 2)
-            empty = ~((starts[None, :] < t) & (starts[None, :] >= self.epoch_start[:, None] - 1))
+            empty = starts[None, :] < self.epoch_start[:, None] - 1
         counts = None if self._col_lambdas is None else self._col_lambdas[None, None, :]
         if self._betting:
             bound = betting_boundary(

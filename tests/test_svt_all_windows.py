@@ -211,3 +211,63 @@ def test_kernel_pruning_is_exact_and_a_wrong_bound_is_caught(monkeypatch):
     monkeypatch.setattr(module, "_GROUP", 16)
     monkeypatch.setattr(module, "_group_end", lambda k, w: k - k % 16)
     assert _random_games(kernel)[0] > 0
+
+
+def _bernstein_all_before(agent: SVTRestart, t: int) -> np.ndarray:
+    """The all-windows Bernstein/betting query as first written: every one of the T columns."""
+    from agents.svt_restart import bernstein_boundary, betting_boundary
+
+    n, horizon = agent.n_experts, agent.horizon
+    starts = np.arange(horizon)
+    prefix = np.swapaxes(agent._prefix[:, :, :horizon], 1, 2)  # (B, T, N+1) as it was stored
+    prefix_sq = agent._prefix_sq[:, :horizon]
+    experts = np.swapaxes(agent._cum[:, None, :n] - prefix[..., :n], 1, 2)
+    learner = agent._cum[:, None, n] - prefix[..., n]
+    second = np.swapaxes(agent._cum_sq[:, None, :] - prefix_sq, 1, 2)
+    empty = ~((starts[None, :] < t) & (starts[None, :] >= agent.epoch_start[:, None] - 1))
+    if agent._betting:
+        bound = betting_boundary(
+            np.maximum(second, 0.0), learner[:, None, :] - experts, agent._reg[1],
+            agent.threshold_scale,
+        )  # fmt: skip
+    else:
+        bound = bernstein_boundary(np.maximum(second, 0.0), agent._reg[1])
+    if agent._runs is None:
+        const = agent._reg[0] + agent.alpha + 1.0
+    else:
+        const = (agent._runs["c0"] + agent._runs["alpha"] + 1.0)[:, :, None]
+    query = learner[:, None, :] - experts - agent.threshold_scale * (bound + const)
+    query = np.where(empty[:, None, :], -np.inf, query)
+    return np.maximum.reduce(query.reshape(agent.num_envs, -1), axis=1)
+
+
+@pytest.mark.parametrize("boundary", ["betting", "bernstein"])
+def test_bernstein_all_windows_reads_the_valid_starts_only_with_the_same_floats(
+    monkeypatch, boundary
+):
+    """The all-windows Bernstein/betting query over the epoch's starts only equals the query
+    over all T columns, every round, bit for bit (restarts: runs in different epochs)."""
+    reference = SVTRestart._bernstein_query_reference
+    seen = {"rounds": 0, "split": 0}
+
+    def checked(self, t):
+        got = reference(self, t)
+        assert _same(got, _bernstein_all_before(self, t)), t
+        seen["rounds"] += 1
+        seen["split"] += len(set(self.epoch_start.tolist())) > 1
+        return got
+
+    monkeypatch.setattr(SVTRestart, "_bernstein_query_reference", checked)
+    restarts = 0
+    for case, kwargs in enumerate([{"threshold_scale": 0.05}, {"run_epsilons": [0.5, 8.0, 64.0]}]):
+        kwargs = dict(kwargs)
+        run_eps = kwargs.pop("run_epsilons", None)
+        agent = SVTRestart(
+            4, 200, window_grid="all", boundary=boundary, num_envs=3, seed=[case, 5, 6], **kwargs
+        )
+        if run_eps is not None:
+            assert agent.set_run_epsilons(run_eps)
+        for row in _stream(200, 3, 4, seed=10 + case):
+            agent.act(row)
+        restarts += int(agent.restarts.sum())
+    assert seen["rounds"] == 2 * 199 and restarts >= 10 and seen["split"] >= 50
