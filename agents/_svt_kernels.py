@@ -1,9 +1,10 @@
 """svt-restart's block play: the rounds between selections in one compiled call, bit for bit.
 
-For the default dyadic Bernstein/betting query on plain ``fast`` noise with the JIT (else
-:func:`agents._kernels.hook_loop`). :func:`svt_rounds` runs learning, the detector and restarts
-with ``act``'s operations in order (no transcendentals); the detector's fixed two Laplace draws
-per round are read at once and made by numpy; a selection round stops the kernel and goes
+For the default dyadic Bernstein/betting query, and for the all-windows grid with the n-only slack
+(svt-restart:paper's detector, :mod:`agents._svt_all_windows`), on plain ``fast`` noise with the JIT
+(else :func:`agents._kernels.hook_loop`). :func:`svt_rounds` runs learning, the detector and
+restarts with ``act``'s operations in order (no transcendentals); the detector's fixed two Laplace
+draws per round are read at once and made by numpy; a selection round stops the kernel and goes
 through ``_choose``.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from agents._kernels import check_block, hook_loop, plain_fast_backend
+from agents._svt_all_windows import run_query
 from agents.base import clip_unit
 from agents.svt_restart_query import bernstein_query, push_snapshots
 from dp_experts_env import samplers
@@ -35,14 +37,17 @@ _KERNEL_HOOKS = (
 
 
 def block_supported(agent: Any) -> bool:
-    """True when :func:`play_rounds` reproduces ``act`` for this agent (else: hook_loop)."""
+    """True when :func:`play_rounds` reproduces ``act`` for this agent (else: hook_loop).
+
+    The dyadic grid with a Bernstein/betting query, or the all-windows grid with the n-only
+    slack (:mod:`agents._svt_all_windows`; svt-restart:paper).
+    """
     detector = getattr(agent, "detector", None)
     cls = type(agent)
     return (
         jit_enabled()
         and all(_own_hook(getattr(cls, hook, None), hook) for hook in _KERNEL_HOOKS)
-        and agent.window_grid == "dyadic"
-        and agent._bernstein
+        and (agent.window_grid == "dyadic") == agent._bernstein  # dyadic Bernstein, or "all"
         and plain_fast_backend(agent.noise)
         and type(detector) is AboveThreshold
         and type(agent.rng) is BatchRNG
@@ -78,6 +83,80 @@ def _detector_noise(agent: Any, k: int, skip: int) -> tuple[np.ndarray, np.ndarr
     return query, fresh
 
 
+def _dyadic_arrays(agent: Any) -> dict[str, Any]:
+    """The dyadic query's state and constants, and empty all-windows arrays."""
+    offsets, counts = agent._lambda_offsets, agent._col_counts
+    # the query's pruning bounds (_query): public constants of the boundary
+    min_offset = np.array([offsets[: int(m)].min() for m in counts])
+    ds_low, ds_high = float(agent._lambda_dslopes.min()), float(agent._lambda_dslopes.max())
+    if agent._lambda_slopes.min() < 0.0 or (agent._betting and ds_low <= 0.0):
+        min_offset[:] = -np.inf  # the bound needs slopes >= 0 and dslopes > 0: no pruning
+    return {
+        "cum_sq": agent._cum_sq,
+        "snap_experts": agent._snap_experts,
+        "snap_learner": agent._snap_learner,
+        "snap_sq": agent._snap_experts if agent._snap_sq is None else agent._snap_sq,
+        "col_empty": agent._col_empty,
+        "col_time": agent._col_time,
+        "snap_time": agent._snap_time,
+        "snap_count": agent._snap_count,
+        "pow2": agent._pow2,
+        "store_index": agent._store_index,
+        "counts": agent._col_counts,
+        "offsets": agent._lambda_offsets,
+        "slopes": agent._lambda_slopes,
+        "dslopes": agent._lambda_dslopes,
+        "const": agent._const_runs,
+        "query_out": agent._query_out,
+        "learner": np.zeros(agent._stored),
+        "min_offset": min_offset,
+        "ds_low": ds_low,
+        "ds_high": ds_high,
+        # the all-windows grid's arrays, unused (the same array types: one compiled signature)
+        "prefix": np.zeros((1, 1, 1)),
+        "table": np.zeros((1, 1)),
+        "starts": np.zeros(1, dtype=np.int64),
+    }
+
+
+def _all_arrays(agent: Any) -> dict[str, Any]:
+    """The all-windows grid's state, and empty dyadic arrays of the same types."""
+    b, n = agent.num_envs, agent.n_experts
+    floats = np.zeros(0)
+    return {
+        "cum_sq": np.zeros((b, n)),  # the n-only slack reads no second moment: not updated
+        "snap_experts": np.zeros((b, n, 0)),
+        "snap_learner": np.zeros((b, 0)),
+        "snap_sq": np.zeros((b, n, 0)),
+        "col_empty": np.zeros((b, 0), dtype=bool),
+        "col_time": np.zeros((b, 0), dtype=np.int64),
+        "snap_time": np.zeros((b, 0, 0), dtype=np.int64),
+        "snap_count": np.zeros((b, 0), dtype=np.int64),
+        "pow2": np.zeros(0, dtype=np.int64),
+        "store_index": np.full((1, 1), -1, dtype=np.int64),
+        "counts": np.zeros(0, dtype=np.int64),
+        "offsets": floats,
+        "slopes": floats,
+        "dslopes": floats,
+        "const": np.zeros(b),
+        "query_out": agent._all_windows.out,  # the query's buffers, written as act writes them
+        "learner": floats,
+        "min_offset": floats,
+        "ds_low": 0.0,
+        "ds_high": 0.0,
+        "prefix": agent._prefix,
+        # before round 1 no table yet (act makes it at round 1): the kernel asks for it
+        "table": _slack_rows(agent, agent.t) if agent.t >= 1 else np.zeros((1, 1)),
+        "starts": agent._all_windows.starts,
+    }
+
+
+def _slack_rows(agent: Any, t: int) -> np.ndarray:
+    """The slack table as ``_learn`` has it at round ``t`` (grown as it grows it), (R, size)."""
+    table = agent._slack_table(t)
+    return table.reshape(1, -1) if table.ndim == 1 else table
+
+
 def play_rounds(agent: Any, obs: Any) -> np.ndarray:
     """K rounds of ``agent.act`` (an :class:`~agents.svt_restart.SVTRestart`): (K, B) actions."""
     if not block_supported(agent):
@@ -97,16 +176,12 @@ def play_rounds(agent: Any, obs: Any) -> np.ndarray:
         else np.array(agent.last_actions, dtype=np.int64)
     )
     clock = np.array([agent._next_min], dtype=np.int64)
-    snap_sq = agent._snap_experts if agent._snap_sq is None else agent._snap_sq
+    status = np.zeros(1, dtype=np.int64)  # 1: the slack table must grow before the round
     max_restarts = -1 if agent.max_restarts is None else int(agent.max_restarts)
     scratch = np.zeros((2, agent.n_experts + 1))
-    learner = np.zeros(agent._stored)
-    # the query's pruning bounds (_query): public constants of the boundary
-    offsets, counts = agent._lambda_offsets, agent._col_counts
-    min_offset = np.array([offsets[: int(m)].min() for m in counts])
-    ds_low, ds_high = float(agent._lambda_dslopes.min()), float(agent._lambda_dslopes.max())
-    if agent._lambda_slopes.min() < 0.0 or (agent._betting and ds_low <= 0.0):
-        min_offset[:] = -np.inf  # the bound needs slopes >= 0 and dslopes > 0: no pruning
+    grid = _dyadic_arrays(agent) if agent.window_grid == "dyadic" else _all_arrays(agent)
+    prefix, starts = grid["prefix"], grid["starts"]
+    table = [grid["table"]]
 
     def run(start: int) -> int:
         return int(
@@ -120,7 +195,7 @@ def play_rounds(agent: Any, obs: Any) -> np.ndarray:
                 fresh,
                 clock,
                 agent._cum,
-                agent._cum_sq,
+                grid["cum_sq"],
                 agent._window,
                 agent._expert,
                 agent.epoch_start,
@@ -131,35 +206,45 @@ def play_rounds(agent: Any, obs: Any) -> np.ndarray:
                 agent.mode == "paper",
                 agent._betting,
                 agent._exact_detector,
-                agent._snap_experts,
-                agent._snap_learner,
-                snap_sq,
-                agent._col_empty,
-                agent._col_time,
-                agent._snap_time,
-                agent._snap_count,
-                agent._pow2,
-                agent._store_index,
-                agent._col_counts,
-                agent._lambda_offsets,
-                agent._lambda_slopes,
-                agent._lambda_dslopes,
-                agent._const_runs,
-                agent._scale,
+                grid["snap_experts"],
+                grid["snap_learner"],
+                grid["snap_sq"],
+                grid["col_empty"],
+                grid["col_time"],
+                grid["snap_time"],
+                grid["snap_count"],
+                grid["pow2"],
+                grid["store_index"],
+                grid["counts"],
+                grid["offsets"],
+                grid["slopes"],
+                grid["dslopes"],
+                grid["const"],
+                agent._scale if agent.window_grid == "dyadic" else 1.0,
                 det._noisy_threshold,
                 det.halted,
                 det.n_tops,
-                agent._query_out,
+                grid["query_out"],
                 scratch,
-                learner,
-                min_offset,
-                ds_low,
-                ds_high,
+                grid["learner"],
+                grid["min_offset"],
+                grid["ds_low"],
+                grid["ds_high"],
+                agent.window_grid == "all",
+                prefix,
+                table[0],
+                starts,
+                status,
             )
         )
 
     i = run(0)
     while i < k:  # round i has learned; its choice draws from the selection streams
+        if status[0]:  # round i has not learned: _learn would grow the slack table first
+            status[0] = 0
+            table[0] = _slack_rows(agent, t0 + i)
+            i = run(i)
+            continue
         agent.t = t0 + i
         agent._next_min = int(clock[0])
         chosen = np.asarray(agent._choose(losses[i]), dtype=np.int64)
@@ -219,12 +304,20 @@ def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the test
     min_offset: np.ndarray,
     ds_low: float,
     ds_high: float,
+    all_grid: bool,
+    prefix: np.ndarray,
+    table: np.ndarray,
+    starts: np.ndarray,
+    status: np.ndarray,
 ) -> int:
     """Rounds ``start..`` of the block: ``_learn`` then, while no run selects, the play.
 
     Returns the first round index whose choice needs ``_choose`` (its learning done; the
     caller plays it and resumes at the next index), or K when the block is done. ``clock[0]``
-    is ``_next_min``; ``last`` the actions of the previous round.
+    is ``_next_min``; ``last`` the actions of the previous round. With ``all_grid`` the query is
+    the all-windows one (``prefix``, the (R, size) slack ``table``, ``starts`` scratch; the
+    dyadic arrays are empty) and a round whose slack ``_learn`` would first grow returns its
+    index unlearned with ``status[0] = 1``.
     """
     k, runs, n = losses.shape
     top_col = store_index[store_index.shape[0] - 1, 0]
@@ -232,6 +325,9 @@ def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the test
     before_sq = scratch[1]
     for i in range(start, k):
         t = t0 + i  # the round just played (1-based): _learn's self.t
+        if t > 0 and all_grid and t >= table.shape[1]:
+            status[0] = 1
+            return i
         if t > 0:
             any_top = False
             any_fired = False
@@ -245,7 +341,7 @@ def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the test
                 for j in range(n):
                     cum[r, j] += losses[i, r, j]
                 cum[r, n] += played
-                for j in range(n):
+                for j in range(n if not all_grid else 0):
                     if betting:
                         x = losses[i, r, j] - played
                         if x < 0.0:
@@ -257,26 +353,32 @@ def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the test
                 for j in range(n):
                     window[r, j] += losses[i, r, j]
                 tau = t - epoch_start[r] + 1
-                query = bernstein_query(
-                    r,
-                    cum,
-                    cum_sq,
-                    snap_experts,
-                    snap_learner,
-                    snap_sq,
-                    col_empty,
-                    counts,
-                    offsets,
-                    slopes,
-                    dslopes,
-                    betting,
-                    const[r],
-                    scale,
-                    learner,
-                    min_offset,
-                    ds_low,
-                    ds_high,
-                )
+                if all_grid:
+                    row = r if table.shape[0] > 1 else 0
+                    query = run_query(cum[r], prefix[r], epoch_start[r], t, table[row], starts)
+                    for j in range(n + 1):
+                        prefix[r, j, t] = cum[r, j]
+                else:
+                    query = bernstein_query(
+                        r,
+                        cum,
+                        cum_sq,
+                        snap_experts,
+                        snap_learner,
+                        snap_sq,
+                        col_empty,
+                        counts,
+                        offsets,
+                        slopes,
+                        dslopes,
+                        betting,
+                        const[r],
+                        scale,
+                        learner,
+                        min_offset,
+                        ds_low,
+                        ds_high,
+                    )
                 query_out[r] = query
                 if not np.isfinite(query):
                     query = -1e300
@@ -288,7 +390,7 @@ def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the test
                     n_tops[r] += 1
                     any_top = True
                 fired = top and active[r]
-                if not fired:
+                if not fired and not all_grid:
                     push_snapshots(
                         r,
                         tau,
@@ -306,6 +408,7 @@ def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the test
                         snap_time,
                         snap_count,
                     )
+                if not fired:
                     continue
                 any_fired = True
                 noisy_threshold[r] = fresh[i, r]
@@ -326,6 +429,8 @@ def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the test
                     for j in range(n):
                         window[r, j] = 0.0
                     origin, origin_sq, origin_time = cum[r], cum_sq[r], t
+                if all_grid:  # no window snapshots to reset
+                    continue
                 # _reset_windows for run r
                 for lev in range(snap_count.shape[1]):
                     snap_count[r, lev] = 1

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from agents._svt_all_windows import AllWindowsQuery
 from agents.base import PrivacyClaim, clip_unit
 from agents.limited_updates import (
     SELECTORS,
@@ -361,7 +362,9 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
                 np.ones(b, dtype=bool), self._cum, np.zeros(b, dtype=np.int64), self._cum_sq
             )
         else:
-            self._prefix = np.zeros((b, self.horizon + 1, n + 1))
+            # Round u's sums in column u: the start axis last (agents/_svt_all_windows.py).
+            self._prefix = np.zeros((b, n + 1, self.horizon + 1))
+            self._all_windows = AllWindowsQuery(b, n, self.horizon)
             self._prefix_sq = np.zeros((b, self.horizon + 1, n)) if self._bernstein else None
         if getattr(self, "_selection_of", None) is not self.rng:
             # New streams with a new main stream (a seeded reset); a reset(None) continues both.
@@ -457,10 +460,11 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
             length = t - self._col_time
             np.putmask(regret, self._col_empty, -np.inf)
             return regret, length
+        # The reference of the "all" grid's query (_learn uses _all_windows, the same floats).
         starts = np.arange(self.horizon)  # u = 0..T-1; window [u+1, t]
         # Only starts u < t can be valid: the later columns are -inf whatever their sums.
         m = min(t, self.horizon)
-        diff = self._cum[:, None, :] - self._prefix[:, :m, :]
+        diff = self._cum[:, None, :] - np.swapaxes(self._prefix[:, :, :m], 1, 2)
         regret = np.full((self.num_envs, self.horizon), -np.inf)
         regret[:, :m] = diff[..., n] - diff[..., :n].min(axis=-1)
         valid = (starts[None, :] < t) & (starts[None, :] >= self.epoch_start[:, None] - 1)
@@ -549,12 +553,16 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
             second = self._cum_sq[:, :, None] - self._snap_sq
             empty = self._col_empty
         else:
-            starts = np.arange(self.horizon)
-            prefix, prefix_sq = self._prefix[:, : self.horizon], self._prefix_sq[:, : self.horizon]
-            experts = np.swapaxes(self._cum[:, None, :n] - prefix[..., :n], 1, 2)
-            learner = self._cum[:, None, n] - prefix[..., n]
+            # The starts from the earliest run's epoch to t - 1 only (elementwise: the same
+            # floats as over all T columns, whose others are empty); a run's earlier ones empty.
+            lo = min(max(int(self.epoch_start.min()) - 1, 0), t - 1)
+            starts = np.arange(lo, t)
+            prefix = self._prefix[:, :, lo:t]  # (B, N+1, t - lo)
+            prefix_sq = self._prefix_sq[:, lo:t]
+            experts = self._cum[:, :n, None] - prefix[:, :n]
+            learner = self._cum[:, n, None] - prefix[:, n]
             second = np.swapaxes(self._cum_sq[:, None, :] - prefix_sq, 1, 2)
-            empty = ~((starts[None, :] < t) & (starts[None, :] >= self.epoch_start[:, None] - 1))
+            empty = starts[None, :] < self.epoch_start[:, None] - 1
         counts = None if self._col_lambdas is None else self._col_lambdas[None, None, :]
         if self._betting:
             bound = betting_boundary(
@@ -594,6 +602,10 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
         # One AboveThreshold query per run: the largest window query (as sensitive as each).
         if self._bernstein:
             query = self._bernstein_query(t)
+        elif self.window_grid == "all":
+            query = self._all_windows(
+                self._cum, self._prefix, self.epoch_start, t, self._slack_table(t)
+            )
         else:
             regret, length = self._window_regret(t)
             table = self._slack_table(t)
@@ -611,7 +623,7 @@ class SVTRestart(SVTRestartTuning, PrivateAgent):
         if self.window_grid == "dyadic":
             self._push_snapshots(tau, ~fired, t)
         else:
-            self._prefix[:, t] = self._cum
+            self._prefix[:, :, t] = self._cum
             if self._bernstein:
                 self._prefix_sq[:, t] = self._cum_sq
         # Restart draws fresh threshold noise for every run each round (fixed consumption).

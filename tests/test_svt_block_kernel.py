@@ -3,7 +3,8 @@
 Bit for bit: the actions, every array of the agent's state, the detector's state and the next
 uniforms of both random streams, over uneven blocks (restarts inside them), epsilons finite,
 infinite and per run, both calibrated boundaries, strict and paper modes, a restart cap, both
-window grids (the "all" grid plays through the hooks), on the compiled path, the numpy path
+window grids (the "all" grid compiled with the n-only slack, through the hooks with a
+Bernstein/betting one), on the compiled path, the numpy path
 (``DP_EXPERTS_NO_JIT``) and the kernel's Python form.
 """
 
@@ -83,6 +84,16 @@ CASES = [
     {"run_epsilons": [0.5, 1.0, 2.0, 8.0]},
     {"run_epsilons": [0.5, 1.0, 2.0, 8.0], "boundary": "bernstein"},
     {"window_grid": "all"},
+    # the all-windows grid with the n-only slack (svt-restart:paper's): compiled blocks too
+    {"window_grid": "all", "tuning": "paper", "threshold_scale": 0.05},
+    {"window_grid": "all", "tuning": "paper", "threshold_scale": 0.05, "mode": "paper"},
+    {"window_grid": "all", "tuning": "paper", "epsilon": math.inf, "max_restarts": 2},
+    {
+        "window_grid": "all",
+        "boundary": "normal-mixture",
+        "threshold_scale": 0.1,
+        "run_epsilons": [0.5, 1.0, 2.0, 8.0],
+    },
 ]
 
 
@@ -106,16 +117,20 @@ def test_compiled_block_equals_act(kw: dict, monkeypatch: pytest.MonkeyPatch) ->
     for blocks in (BLOCKS, (HORIZON,), (7,) * 51 + (3,)):
         ref, blk = _play(kw, blocks, obs)
         _assert_same(ref, blk)
-    if kw.get("window_grid", "dyadic") == "dyadic":
-        assert svt_kernels.block_supported(blk)
-    else:
-        assert not svt_kernels.block_supported(blk)
+    # every case but the all-windows grid with a Bernstein/betting query plays compiled
+    all_bernstein = kw.get("window_grid") == "all" and blk._bernstein
+    assert svt_kernels.block_supported(blk) == (not all_bernstein)
+    if kw.get("window_grid") == "all" and not all_bernstein:
+        assert ref.restarts.sum() >= RUNS  # restarts inside blocks (slack-table growth too)
     if not math.isfinite(kw.get("epsilon", 1.0)):
         # restarts happened, at rounds inside the blocks too (a known answer of these losses)
         assert ref.restarts.sum() >= RUNS
 
 
-@pytest.mark.parametrize("kw", CASES[:7] + CASES[8:9], ids=[str(c) for c in CASES[:7] + CASES[8:9]])
+PYTHON_FORM_CASES = CASES[:7] + CASES[8:9] + CASES[11:]
+
+
+@pytest.mark.parametrize("kw", PYTHON_FORM_CASES, ids=[str(c) for c in PYTHON_FORM_CASES])
 def test_python_form_block_equals_act(kw: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     """The kernel run as Python (no JIT) gives the same as act's numpy path."""
     monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
@@ -123,7 +138,7 @@ def test_python_form_block_equals_act(kw: dict, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(
         svt_kernels,
         "block_supported",
-        lambda agent: (agent.window_grid == "dyadic" and agent._bernstein) or real(agent),
+        lambda agent: (agent.window_grid == "dyadic") == agent._bernstein or real(agent),
     )
     ref, blk = _play(kw, BLOCKS, _losses(1))
     # act's numpy path does not use the compiled query's output buffer, nor the kernel its own

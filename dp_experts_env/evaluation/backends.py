@@ -101,7 +101,7 @@ LEARNER_NS = {
     "lazy-ftrl-oco": 2_300, "ogd": 2_300, "ftrl-oco": 2_300, "dp-ftrl-oco": 2_400,
     "svt-restart": 2_500, "p-comw": 3_100, "p-comw-lazy": 3_200, "ucb1": 3_400,
     "gaussian-dp-ftrl-oco": 3_500, "thompson": 5_500, "randomized-prefix-softmax:paper": 470,
-    "dp-klucb:paper": 590, "private-batched-exp4:paper": 790, "svt-restart:paper": 635_000,
+    "dp-klucb:paper": 590, "private-batched-exp4:paper": 790, "svt-restart:paper": 4_400,
 }  # fmt: skip
 DEFAULT_NS = 1_000
 #: Estimated CPU seconds a Ray task carries at least (a worker's start-up near a tenth of it);
