@@ -188,7 +188,7 @@ def test_regret_does_not_increase_with_epsilon(name):
 #: check_agent's ``monotone`` outcome per (learner, keywords): its report, or the ContractError
 #: it raised. The check is deterministic (seeded runs at check_agent's fixed sizes), so
 #: test_check_agent_passes reads the outcome this module's monotone test computed (or computes
-#: it, whichever runs first) instead of playing the same 4 x 32 runs of T = 2,000 again. The
+#: it, whichever runs first) instead of playing the same 3 x 32 runs of T = 2,000 again. The
 #: numpy-path pass is unaffected: each test that reads it runs its own plays there too, and the
 #: monotone test runs on both paths wherever the check consults the path.
 _MONOTONE: dict[str, object] = {}
