@@ -8,6 +8,7 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
+from _played import played_static_regret
 from conftest import rollout
 from scipy import integrate, stats
 
@@ -294,13 +295,12 @@ def test_dp_regret_falls_with_epsilon_and_reaches_ftrl():
     for eps in (1.0, 100.0, 1e4, math.inf):
         env = venv(8, horizon=t_max, dim=3, family="stochastic", gap=0.3)
         agent = agents.make("p-comw", env=env, epsilon=eps, seed=0)
-        _, info = run(agent, env, seed=3)
-        regret[eps] = info["static_regret"].mean()
+        regret[eps] = played_static_regret(env, agent, 3).mean()
     env = venv(8, horizon=t_max, dim=3, family="stochastic", gap=0.3)
-    _, ftrl = run(agents.make("ftrl-oco", env=env), env, seed=3)
+    ftrl = played_static_regret(env, agents.make("ftrl-oco", env=env), 3)
     vals = list(regret.values())
     assert all(a > b for a, b in zip(vals, vals[1:], strict=False)), regret
-    assert regret[math.inf] == pytest.approx(ftrl["static_regret"].mean())
+    assert regret[math.inf] == pytest.approx(ftrl.mean())
 
 
 def test_dp_ftrl_oco_regret_falls_with_epsilon():
