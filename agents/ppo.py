@@ -139,9 +139,24 @@ class PPOBaseline(Agent):
         model = self.train()
         with torch.no_grad():
             tensor = torch.as_tensor(self._obs, dtype=torch.float32)
-            dist = model.policy.get_distribution(tensor).distribution
-            logits = dist.logits.numpy().astype(np.float64)
+            logits = policy_log_probs(model.policy, tensor).numpy().astype(np.float64)
         if self.deterministic:
             return np.argmax(logits, axis=1)
         # Gumbel-max with the agent's own per-run streams: run b is reproducible from seed + b.
         return np.argmax(logits + self.rng.gumbel((self.n_experts,)), axis=1)
+
+
+def policy_log_probs(policy: Any, obs: Any) -> Any:
+    """The normalised action logits SB3's ``policy.get_distribution(obs)`` holds, without it.
+
+    The same torch operations in the same order (features, actor, action net, then the
+    ``logits - logsumexp`` normalisation of torch's ``Categorical``), so the same floats
+    (``tests/test_ppo_play.py``); skipping the distribution objects and their argument checks
+    is most of a round's cost at small batches.
+    """
+    from stable_baselines3.common.policies import BaseModel
+
+    features = BaseModel.extract_features(policy, obs, policy.pi_features_extractor)
+    raw = policy.action_net(policy.mlp_extractor.forward_actor(features))
+    return raw - raw.logsumexp(dim=-1, keepdim=True)
+
