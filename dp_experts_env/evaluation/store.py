@@ -144,6 +144,9 @@ class CellStore:
         self._packs: dict[str, dict[str, tuple[bytes, bytes]] | DamagedPack] = {}  # LRU
         self._shared: dict[tuple[str, ...], list[str]] = {}  # equal column lists, kept once
         self._summaries: dict[str, dict[str, tuple[dict, str, str]] | DamagedPack] = {}
+        # Run id -> the column list of its run file as :meth:`check` found it valid (for runs
+        # no unit file lists), so :meth:`write_csv` does not read and parse the file again.
+        self._file_columns: dict[str, list[str]] = {}
 
     # ---------------------------------------------------------------- keys
     @staticmethod
@@ -382,7 +385,12 @@ class CellStore:
             if not problem and differs(key_digest(header.get("key"))):
                 problem = "belongs to another cell or code version"
             if not problem:
+                columns = header.get("columns")
+                if isinstance(columns, list) and all(isinstance(c, str) for c in columns):
+                    shared = self._shared.setdefault(tuple(columns), list(columns))
+                    self._file_columns[run_id] = shared
                 return header, ""
+        self._file_columns.pop(run_id, None)
         return None, f"{problem} (in cells/{run_id}.json)"
 
     def _load(self, run_id: str) -> tuple[dict[str, Any], int] | None:
@@ -453,6 +461,7 @@ class CellStore:
         self._summaries.pop(path.name, None)
         for run_id in run_ids:  # a run played again had no usable run file: drop the old one
             self.path(run_id).unlink(missing_ok=True)  # (a planted link is removed, not followed)
+            self._file_columns.pop(run_id, None)
         if self._index is not None:
             for run_id in run_ids:
                 self._index.setdefault(run_id, []).insert(0, path.name)
@@ -590,12 +599,17 @@ class CellStore:
             part.to_csv(fh, index=False, header=start == 0)
 
     def _column_names(self, run_id: str) -> list[str]:
-        for name in self._pack_index().get(run_id, []):  # kept per unit file: parsed once
+        in_units = self._pack_index().get(run_id, [])
+        for name in in_units:  # kept per unit file: parsed once
             summary = self._summary(name)
             if not isinstance(summary, DamagedPack) and run_id in summary:
                 names = summary[run_id][0].get("columns")
                 if isinstance(names, list):
                     return names
+        if not in_units and run_id in self._file_columns:
+            # The run file is the run's only copy, read_record's answer: as check() read it
+            # (a sweep holds the folder's lock; save_unit forgets the runs it writes).
+            return self._file_columns[run_id]
         header, payload = self.read_record(run_id)
         names = header.get("columns")
         if isinstance(names, list):
