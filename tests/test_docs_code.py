@@ -168,11 +168,19 @@ class _Session:
     last: int  # the line of the session's last block
 
 
-#: (page, last block line) -> its session, run once per test run (every block's test reads it).
-_SESSIONS: dict[tuple[Path, int], _Session] = {}
+@pytest.fixture(scope="module")
+def page_sessions() -> dict[tuple[Path, int], _Session]:
+    """(page, last block line) -> its session, run once per test run (every block's test reads it).
+
+    State shared across tests, so the numpy-path pass repeats every test of this module, not
+    only the one whose session started the process (tests/_path_split.py).
+    """
+    return {}
 
 
-def _page_session(block: Block, selected: list[Block], folder: Path) -> _Session:
+def _page_session(
+    block: Block, selected: list[Block], folder: Path, sessions: dict[tuple[Path, int], _Session]
+) -> _Session:
     """The session of ``block``'s page up to its last python block among ``selected``.
 
     Not a fresh process per block: a page's blocks were always one session (each block's test
@@ -185,7 +193,7 @@ def _page_session(block: Block, selected: list[Block], folder: Path) -> _Session
         [block.line] + [b.line for b in selected if b.path == block.path and b.lang == "python"]
     )
     key = (block.path, upto)
-    if key not in _SESSIONS:
+    if key not in sessions:
         progress = folder / "doc_blocks_done.txt"
         script = _python_session(block, upto, progress)
         (folder / "doc_block.py").write_text(script)
@@ -198,10 +206,10 @@ def _page_session(block: Block, selected: list[Block], folder: Path) -> _Session
             timeout=TIMEOUT,
         )
         lines = progress.read_text().split() if progress.exists() else []
-        _SESSIONS[key] = _Session(
+        sessions[key] = _Session(
             script, frozenset(map(int, lines)), done.returncode, done.stdout, done.stderr, upto
         )
-    return _SESSIONS[key]
+    return sessions[key]
 
 
 def _check_session(session: _Session, block: Block) -> None:
@@ -240,7 +248,11 @@ export -f dp-experts python
 
 @pytest.mark.parametrize("block", [_param(b) for b in BLOCKS])
 def test_doc_block_runs(
-    block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+    block: Block,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    page_sessions: dict[tuple[Path, int], _Session],
 ) -> None:
     if block.marker == "skip":
         assert block.reason, f"{block.where}: a skip marker needs a reason: skip (why)"
@@ -262,7 +274,8 @@ def test_doc_block_runs(
         Grid.from_toml(path)
         return
     if block.lang == "python":
-        _check_session(_page_session(block, _selected_blocks(request), tmp_path), block)
+        session = _page_session(block, _selected_blocks(request), tmp_path, page_sessions)
+        _check_session(session, block)
         return
     for name in ("examples", "benchmarks"):
         (tmp_path / name).symlink_to(ROOT / name)
@@ -324,6 +337,7 @@ def test_a_page_session_gives_each_block_its_own_outcome(
 
     monkeypatch.setattr(me, "ROOT", tmp_path)
     monkeypatch.setattr(me, "OPTIONAL", (*OPTIONAL, "planted_optional_extra"))
+    sessions: dict[tuple[Path, int], _Session] = {}
 
     def page(name: str, second: str, third: str = "y = x") -> list[Block]:
         path = tmp_path / f"{name}.md"
@@ -342,7 +356,7 @@ def test_a_page_session_gives_each_block_its_own_outcome(
             folder = tmp_path / f"run-{b.path.stem}-{b.line}"
             folder.mkdir()
             try:
-                me._check_session(me._page_session(b, selected, folder), b)
+                me._check_session(me._page_session(b, selected, folder, sessions), b)
                 seen.append("pass")
             except pytest.fail.Exception as err:
                 seen.append("fail" + (" (named)" if "assert x == 2" in str(err) else ""))
@@ -354,12 +368,12 @@ def test_a_page_session_gives_each_block_its_own_outcome(
     assert outcomes(bad, bad) == ["pass", "fail (named)", "fail (named)"]
     good = page("good", "assert x == 1")
     assert outcomes(good, good) == ["pass", "pass", "pass"]
-    assert me._SESSIONS[(good[0].path, good[2].line)].done == {1, 5, 9}  # one process, all 3
+    assert sessions[(good[0].path, good[2].line)].done == {1, 5, 9}  # one process, all 3
     quick = page("quick", "assert x == 1")
     assert outcomes(quick, quick[:2]) == ["pass", "pass"]
-    assert me._SESSIONS[(quick[0].path, quick[1].line)].done == {1, 5}  # the third not run
+    assert sessions[(quick[0].path, quick[1].line)].done == {1, 5}  # the third not run
     exits = page("exits", "assert x == 1", "import atexit, os\natexit.register(os._exit, 3)")
     assert outcomes(exits, exits) == ["pass", "pass", "fail"]
-    assert me._SESSIONS[(exits[0].path, exits[2].line)].done == {1, 5, 9}
+    assert sessions[(exits[0].path, exits[2].line)].done == {1, 5, 9}
     extra = page("extra", "import planted_optional_extra")
     assert outcomes(extra, extra) == ["pass", "skip", "skip"]
