@@ -156,7 +156,7 @@ def read_first_line(path: str | Path) -> bytes:
     fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise UnsafeResultsFolder(f"{Path(path)} is not a regular file")
+            raise UnsafeResultsFolder(f"{path} is not a regular file")
         chunks: list[bytes] = []
         while not chunks or b"\n" not in chunks[-1]:
             chunk = fh.read(1 << 16)
