@@ -5,8 +5,10 @@ How each block is run, by its fence's language:
 * ``python`` -- run as a script (``__name__ == "__main__"``) in a fresh interpreter, in a
   temporary working directory (results folders land there). The python blocks of one file form
   one session, in order: a block may use what an earlier block of the same file defined (the
-  docs say "continuing the example above" where they do), so each block's test runs the file's
-  earlier python blocks first.
+  docs say "continuing the example above" where they do). The session runs once per page and
+  test run (:func:`_page_session`), up to the page's last python block the run selected; each
+  block's test reads whether the session got through that block (its earlier blocks first, as
+  a session it always was), so a page of n blocks costs one interpreter, not n.
 * ``bash`` -- run with ``bash -euo pipefail`` in a temporary working directory that links the
   repository's ``examples/`` and ``benchmarks/``; ``dp-experts`` and ``python`` mean this
   checkout's command and interpreter. Commands are written with small sizes so they run in
@@ -131,15 +133,110 @@ def _run(command: list[str], cwd: Path, block: Block, script: str) -> None:
         )
 
 
-def _python_session(block: Block) -> str:
-    """The file's earlier python blocks (not skipped), then this one, as one script."""
+def _python_session(block: Block, upto: int | None = None, progress: Path | None = None) -> str:
+    """The file's python blocks (not skipped) up to this one, or to line ``upto``, as one script.
+
+    With ``progress`` each block is followed by a line that appends the block's line number to
+    that file (in the main process only: a spawned worker re-runs the script's top level), so
+    one run tells which blocks completed.
+    """
+    last = block.line if upto is None else upto
     parts = []
     for b in BLOCKS:
         if b.path == block.path and b.lang == "python" and b.marker != "skip":
-            if b.line > block.line:
+            if b.line > last:
                 break
             parts.append(f"# ---- {b.where}\n{b.code}")
+            if progress is not None:
+                done = f'__import__("builtins").open({str(progress)!r}, "a")'
+                parts.append(
+                    'if __name__ == "__main__":  # doc-test: block done\n'
+                    f'    {done}.write("{b.line}\\n")\n'
+                )
     return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class _Session:
+    """One run of a page's python blocks: the blocks that completed and how the process ended."""
+
+    script: str
+    done: frozenset[int]  # line numbers of the blocks that ran to their end
+    returncode: int
+    stdout: str
+    stderr: str
+    last: int  # the line of the session's last block
+
+
+@pytest.fixture(scope="module")
+def page_sessions() -> dict[tuple[Path, int], _Session]:
+    """(page, last block line) -> its session, run once per test run (every block's test reads it).
+
+    State shared across tests, so the numpy-path pass repeats every test of this module, not
+    only the one whose session started the process (tests/_path_split.py).
+    """
+    return {}
+
+
+def _page_session(
+    block: Block, selected: list[Block], folder: Path, sessions: dict[tuple[Path, int], _Session]
+) -> _Session:
+    """The session of ``block``'s page up to its last python block among ``selected``.
+
+    Not a fresh process per block: a page's blocks were always one session (each block's test
+    ran the earlier ones first), and the docs' point is that the page runs in order, which one
+    run shows as well; the outcome of block k is the same (its blocks 1..k ran to their end, or
+    the first failure among them is reported). A quick run (``-m "not slow"``) selects the
+    page's quick prefix only, so the slow blocks stay out of it.
+    """
+    upto = max(
+        [block.line] + [b.line for b in selected if b.path == block.path and b.lang == "python"]
+    )
+    key = (block.path, upto)
+    if key not in sessions:
+        progress = folder / "doc_blocks_done.txt"
+        script = _python_session(block, upto, progress)
+        (folder / "doc_block.py").write_text(script)
+        done = subprocess.run(
+            [sys.executable, "doc_block.py"],
+            cwd=folder,
+            env=_environment(),
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+        lines = progress.read_text().split() if progress.exists() else []
+        sessions[key] = _Session(
+            script, frozenset(map(int, lines)), done.returncode, done.stdout, done.stderr, upto
+        )
+    return sessions[key]
+
+
+def _check_session(session: _Session, block: Block) -> None:
+    """Pass, skip (a missing optional extra) or fail ``block``'s test from its page's session."""
+    if block.line in session.done and (block.line != session.last or session.returncode == 0):
+        return
+    missing = re.search(r"ModuleNotFoundError: No module named '(\w+)", session.stderr)
+    if missing and missing.group(1) in OPTIONAL:
+        pytest.skip(f"{block.where} needs {missing.group(1)} (an optional extra)")
+    numbered = "\n".join(f"{n:4d}  {ln}" for n, ln in enumerate(session.script.splitlines(), 1))
+    pytest.fail(
+        f"the python block at {block.where} fails (exit {session.returncode} of the page's "
+        "session; its first block not completed failed, the later ones with it); mark it "
+        f"<!-- doc-test: skip (reason) --> if it is deliberately partial.\nscript:\n"
+        f"{numbered}\nstdout (tail):\n{session.stdout[-3000:]}\nstderr (tail):\n"
+        f"{session.stderr[-5000:]}"
+    )
+
+
+def _selected_blocks(request: pytest.FixtureRequest) -> list[Block]:
+    """The blocks whose ``test_doc_block_runs`` case this test run collected and selected."""
+    found = []
+    for item in request.session.items:
+        callspec = getattr(item, "callspec", None)
+        if getattr(item, "originalname", "") == "test_doc_block_runs" and callspec is not None:
+            found.append(callspec.params["block"])
+    return found
 
 
 _BASH_PRELUDE = """set -euo pipefail
@@ -150,7 +247,13 @@ export -f dp-experts python
 
 
 @pytest.mark.parametrize("block", [_param(b) for b in BLOCKS])
-def test_doc_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_doc_block_runs(
+    block: Block,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    page_sessions: dict[tuple[Path, int], _Session],
+) -> None:
     if block.marker == "skip":
         assert block.reason, f"{block.where}: a skip marker needs a reason: skip (why)"
         pytest.skip(f"marked in the doc: {block.reason}")
@@ -171,9 +274,8 @@ def test_doc_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.Monkey
         Grid.from_toml(path)
         return
     if block.lang == "python":
-        script = _python_session(block)
-        (tmp_path / "doc_block.py").write_text(script)
-        _run([sys.executable, "doc_block.py"], tmp_path, block, script)
+        session = _page_session(block, _selected_blocks(request), tmp_path, page_sessions)
+        _check_session(session, block)
         return
     for name in ("examples", "benchmarks"):
         (tmp_path / name).symlink_to(ROOT / name)
@@ -219,3 +321,59 @@ def test_pages_run_elsewhere_are_covered() -> None:
         here = [(b.lang, b.code) for b in blocks_of(ROOT / page) if b.lang in ("python", "bash")]
         assert here, f"{page} has no python or bash block"
         assert importlib.import_module(module).BLOCKS == here, f"{module} and {page} differ"
+
+
+def test_a_page_session_gives_each_block_its_own_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One interpreter per page: each block passes or fails as its own run of blocks 1..k did.
+
+    Planted: a failing second block (the first passes, the second and third fail, the failure
+    names it), a block that completes but whose interpreter exits non-zero (the session's last
+    block fails), a missing optional module (skipped); harmless: the same page with the second
+    block fixed passes every block in one process, and a quick selection stops the session early.
+    """
+    import test_docs_code as me
+
+    monkeypatch.setattr(me, "ROOT", tmp_path)
+    monkeypatch.setattr(me, "OPTIONAL", (*OPTIONAL, "planted_optional_extra"))
+    sessions: dict[tuple[Path, int], _Session] = {}
+
+    def page(name: str, second: str, third: str = "y = x") -> list[Block]:
+        path = tmp_path / f"{name}.md"
+        fence = "```"
+        text = f"{fence}python\nx = 1\n{fence}\n\n{fence}python\n{second}\n{fence}\n\n"
+        path.write_text(text + f"{fence}python\n{third}\n{fence}\n")
+        found = blocks_of(path)
+        monkeypatch.setattr(me, "BLOCKS", [*me.BLOCKS, *found])
+        return found
+
+    def outcomes(blocks: list[Block], selected: list[Block]) -> list[str]:
+        seen = []
+        for b in blocks:
+            if b not in selected:
+                continue
+            folder = tmp_path / f"run-{b.path.stem}-{b.line}"
+            folder.mkdir()
+            try:
+                me._check_session(me._page_session(b, selected, folder, sessions), b)
+                seen.append("pass")
+            except pytest.fail.Exception as err:
+                seen.append("fail" + (" (named)" if "assert x == 2" in str(err) else ""))
+            except pytest.skip.Exception:
+                seen.append("skip")
+        return seen
+
+    bad = page("bad", "assert x == 2, 'planted'")
+    assert outcomes(bad, bad) == ["pass", "fail (named)", "fail (named)"]
+    good = page("good", "assert x == 1")
+    assert outcomes(good, good) == ["pass", "pass", "pass"]
+    assert sessions[(good[0].path, good[2].line)].done == {1, 5, 9}  # one process, all 3
+    quick = page("quick", "assert x == 1")
+    assert outcomes(quick, quick[:2]) == ["pass", "pass"]
+    assert sessions[(quick[0].path, quick[1].line)].done == {1, 5}  # the third not run
+    exits = page("exits", "assert x == 1", "import atexit, os\natexit.register(os._exit, 3)")
+    assert outcomes(exits, exits) == ["pass", "pass", "fail"]
+    assert sessions[(exits[0].path, exits[2].line)].done == {1, 5, 9}
+    extra = page("extra", "import planted_optional_extra")
+    assert outcomes(extra, extra) == ["pass", "skip", "skip"]

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 __all__ = [
     "INCONCLUSIVE_FACTOR",
@@ -35,6 +34,8 @@ def clopper_pearson(count: Any, n: int, alpha: float) -> tuple[np.ndarray, np.nd
     Returns:
         ``(lower, upper)``: ``P(p >= lower) >= 1 - alpha`` and ``P(p <= upper) >= 1 - alpha``.
     """
+    from scipy import stats  # ~0.7 s to import: paid by the commands that compute a bound only
+
     k = np.asarray(count, dtype=np.float64)
     with np.errstate(invalid="ignore"):
         lower = np.where(k > 0, stats.beta.ppf(alpha, k, n - k + 1), 0.0)

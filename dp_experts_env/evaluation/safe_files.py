@@ -68,7 +68,8 @@ def check_run_id(run_id: Any) -> str:
 
 def plain_dir(path: str | Path, *, create: bool = True) -> Path:
     """``path`` as a real folder (created if missing); UnsafeResultsFolder for a symlink."""
-    path = Path(path)
+    if not isinstance(path, Path):  # (called once per run read: a Path is not built again)
+        path = Path(path)
     if create:
         with contextlib.suppress(FileExistsError):
             path.mkdir(parents=True)
@@ -94,19 +95,19 @@ def read_plain(path: str | Path) -> bytes:
         FileNotFoundError: no file there.
         UnsafeResultsFolder: a symbolic link, a FIFO, a device or a folder.
     """
-    path = Path(path)
+    # The path is made a Path for the messages only (read once per stored run: not built twice).
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
     except OSError as err:
         if err.errno == errno.ELOOP:
             raise UnsafeResultsFolder(
-                f"{path} is a symbolic link; files of a results folder are never followed out "
-                "of it (remove the link)"
+                f"{Path(path)} is a symbolic link; files of a results folder are never followed "
+                "out of it (remove the link)"
             ) from err
         raise
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise UnsafeResultsFolder(f"{path} is not a regular file")
+            raise UnsafeResultsFolder(f"{Path(path)} is not a regular file")
         return fh.read()
 
 

@@ -144,6 +144,7 @@ class CellStore:
         self._packs: dict[str, dict[str, tuple[bytes, bytes]] | DamagedPack] = {}  # LRU
         self._shared: dict[tuple[str, ...], list[str]] = {}  # equal column lists, kept once
         self._summaries: dict[str, dict[str, tuple[dict, str, str]] | DamagedPack] = {}
+        self._file_columns: dict[str, list[str]] = {}  # run file's columns, as check() read it
 
     # ---------------------------------------------------------------- keys
     @staticmethod
@@ -382,7 +383,12 @@ class CellStore:
             if not problem and differs(key_digest(header.get("key"))):
                 problem = "belongs to another cell or code version"
             if not problem:
+                columns = header.get("columns")
+                if isinstance(columns, list) and all(isinstance(c, str) for c in columns):
+                    shared = self._shared.setdefault(tuple(columns), list(columns))
+                    self._file_columns[run_id] = shared
                 return header, ""
+        self._file_columns.pop(run_id, None)
         return None, f"{problem} (in cells/{run_id}.json)"
 
     def _load(self, run_id: str) -> tuple[dict[str, Any], int] | None:
@@ -453,6 +459,7 @@ class CellStore:
         self._summaries.pop(path.name, None)
         for run_id in run_ids:  # a run played again had no usable run file: drop the old one
             self.path(run_id).unlink(missing_ok=True)  # (a planted link is removed, not followed)
+            self._file_columns.pop(run_id, None)
         if self._index is not None:
             for run_id in run_ids:
                 self._index.setdefault(run_id, []).insert(0, path.name)
@@ -508,30 +515,52 @@ class CellStore:
         many runs are missing or damaged, and the damaged unit files.
         """
         run_ids = list(run_ids)
+        return self._assembled(run_ids, self._loaded(run_ids, last_only=last_only))
+
+    def _loaded(
+        self, run_ids: list[str], *, last_only: bool = False, lasts: list[Any] | None = None
+    ) -> list[Any]:
+        """Per run (in order): its columns as :meth:`frame` assembles them; None if absent.
+
+        ``lasts`` (if given) gets each run's row at its last round, from the same read.
+        """
         for run_id in run_ids:
             check_run_id(run_id)
         reading = sorted(range(len(run_ids)), key=lambda i: self._source(run_ids[i]))
         # Per run, until assembled in manifest order: its column names and constants as tuples
         # (equal name tuples shared, strings interned) and its varying columns as arrays.
         loaded: list[Any] = [None] * len(run_ids)
+        last: list[Any] = [None] * len(run_ids)
         shapes: dict[tuple[str, ...], tuple[str, ...]] = {}
-        for i in reading:
-            got = self._load(run_ids[i])
-            if got is None:
-                continue
-            data, n = got
-            if last_only and n > 1:
-                data, n = _last_row(data), 1
+
+        def kept(data: dict[str, Any], n: int) -> tuple:
             names = tuple(data["order"])
             const = tuple(data["const"])
-            loaded[i] = (
+            return (
                 shapes.setdefault(names, names),
                 shapes.setdefault(const, const),
                 tuple(sys.intern(v) if isinstance(v, str) else v for v in data["const"].values()),
                 {k: np.asarray(v) for k, v in data["cols"].items()},
                 n,
             )
+
+        for i in reading:
+            got = self._load(run_ids[i])
+            if got is None:
+                continue
+            data, n = got
+            if lasts is not None:
+                last[i] = kept(_last_row(data), 1) if n > 1 else kept(data, n)
+            if last_only and n > 1:
+                data, n = _last_row(data), 1
+            loaded[i] = kept(data, n)
             del data, got
+        if lasts is not None:
+            lasts.extend(last)
+        return loaded
+
+    def _assembled(self, run_ids: list[str], loaded: list[Any]) -> pd.DataFrame:
+        """The DataFrame of :meth:`frame` from :meth:`_loaded`'s runs (emptied as it goes)."""
         missing = [run_ids[i] for i, got in enumerate(loaded) if got is None]
         if missing:
             damaged = self.damaged_packs()
@@ -574,28 +603,39 @@ class CellStore:
         columns = {name: _assemble(const[name], varying[name], counts) for name in order}
         return pd.DataFrame(columns, copy=False)
 
-    def write_csv(self, run_ids: list[str], fh: Any, *, batch: int = 500) -> None:
+    def write_csv(
+        self, run_ids: list[str], fh: Any, *, batch: int = 500, last_rows: bool = False
+    ) -> pd.DataFrame | None:
         """Write the listed runs' rows as CSV to ``fh``, ``batch`` runs at a time.
 
         Memory is bounded by a batch, not the table. The columns are the union over the runs in
         order of first appearance (a run without a column leaves it empty), as
-        ``frame(run_ids).to_csv(fh, index=False)`` writes them.
+        ``frame(run_ids).to_csv(fh, index=False)`` writes them. With ``last_rows`` it returns
+        ``frame(run_ids, last_only=True)``, taken from the same reads (each run read once).
         """
         order: dict[str, None] = {}
         for run_id in run_ids:
             order.update(dict.fromkeys(self._column_names(run_id)))
         columns = list(order)
+        lasts: list[Any] | None = [] if last_rows else None
         for start in range(0, len(run_ids), batch):
-            part = self.frame(run_ids[start : start + batch]).reindex(columns=columns)
-            part.to_csv(fh, index=False, header=start == 0)
+            ids = run_ids[start : start + batch]
+            part = self._assembled(ids, self._loaded(ids, lasts=lasts))
+            part.reindex(columns=columns).to_csv(fh, index=False, header=start == 0)
+        return None if lasts is None else self._assembled(list(run_ids), lasts)
 
     def _column_names(self, run_id: str) -> list[str]:
-        for name in self._pack_index().get(run_id, []):  # kept per unit file: parsed once
+        in_units = self._pack_index().get(run_id, [])
+        for name in in_units:  # kept per unit file: parsed once
             summary = self._summary(name)
             if not isinstance(summary, DamagedPack) and run_id in summary:
                 names = summary[run_id][0].get("columns")
                 if isinstance(names, list):
                     return names
+        if not in_units and run_id in self._file_columns:
+            # The run file is the run's only copy, read_record's answer: as check() read it
+            # (a sweep holds the folder's lock; save_unit forgets the runs it writes).
+            return self._file_columns[run_id]
         header, payload = self.read_record(run_id)
         names = header.get("columns")
         if isinstance(names, list):

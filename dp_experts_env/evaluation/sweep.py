@@ -363,8 +363,13 @@ def _run_locked(
             frame = store.frame(run_ids)
             io(write_atomic, out / "results.csv", lambda fh: frame.to_csv(fh, index=False))
         else:  # stream the table to disk, keep each run's last row
-            io(write_atomic, out / "results.csv", lambda fh: store.write_csv(run_ids, fh))
-            frame = store.frame(run_ids, last_only=True)
+            lasts: list[pd.DataFrame] = []  # the last rows, from write_csv's reads
+            io(
+                write_atomic,
+                out / "results.csv",
+                lambda fh: lasts.append(store.write_csv(run_ids, fh, last_rows=True)),
+            )
+            frame = lasts[0]
         io(store.write_manifest, grid_dict, run_ids, True)
     except KeyboardInterrupt:
         raise SweepInterrupted(f"interrupted: {resume_hint()}") from None
