@@ -164,15 +164,41 @@ def seeded_generators(seeds: Sequence[int], *key: int) -> list[np.random.Generat
     holds that state only: it cannot ``spawn`` (no caller spawns).
     """
     tail = [w for part in key for w in _words(part)]
+    narrow = _one_word_seeds(seeds)
+    if narrow is not None:  # the common case, without a Python loop over the seeds' words
+        entropy = np.empty((narrow.size, 1 + len(tail)), np.uint32)
+        entropy[:, 0] = narrow
+        entropy[:, 1:] = np.array(tail, np.uint32)
+        return _generators(_pcg_states(entropy))
     groups: dict[int, list[int]] = {}
     for i, s in enumerate(seeds):
         groups.setdefault(len(_words(s)), []).append(i)
     out: list[np.random.Generator] = [None] * len(seeds)  # type: ignore[list-item]
     for idx in groups.values():
         states = _pcg_states(np.array([_words(seeds[i]) + tail for i in idx], np.uint32))
-        for i, row in zip(idx, states, strict=True):
-            out[i] = np.random.Generator(np.random.PCG64(_Precomputed(row)))
+        for i, made in zip(idx, _generators(states), strict=True):
+            out[i] = made
     return out
+
+
+def _one_word_seeds(seeds: Sequence[int]) -> np.ndarray | None:
+    """The seeds as a uint32 array when every one is an integer in [0, 2^32), else None.
+
+    None sends the seeds through :func:`_words` one by one (wider seeds, and the errors for
+    negative and non-integer ones); an array of integer dtype holds exactly the seeds' values.
+    """
+    arr = np.asarray(seeds)
+    if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu":
+        return None
+    if arr.min() < 0 or arr.max() > 0xFFFFFFFF:
+        return None
+    return arr.astype(np.uint32)
+
+
+def _generators(states: np.ndarray) -> list[np.random.Generator]:
+    """One ``Generator(PCG64)`` per row of (B, 4) uint64 states (constructors bound once)."""
+    generator, pcg64, seeded = np.random.Generator, np.random.PCG64, _Precomputed
+    return [generator(pcg64(seeded(row))) for row in states]
 
 
 def _words(n: int) -> list[int]:
@@ -226,10 +252,13 @@ def _pcg_states(entropy: np.ndarray) -> np.ndarray:
 class _Precomputed(np.random.bit_generator.ISeedSequence):
     """A seed sequence whose state is already computed (what ``PCG64`` asks it for)."""
 
+    __slots__ = ("_state",)
+
     def __init__(self, state: np.ndarray) -> None:
         self._state = state
 
     def generate_state(self, n_words: int, dtype: type = np.uint32) -> np.ndarray:  # noqa: D102
-        if n_words != 4 or np.dtype(dtype) != np.uint64:  # PCG64's request, the only one made
+        # PCG64's request, the only one made (``dtype is np.uint64`` spares building a dtype).
+        if n_words != 4 or (dtype is not np.uint64 and np.dtype(dtype) != np.uint64):
             raise ValueError("a precomputed PCG64 seed holds 4 uint64 words only")
         return self._state

@@ -267,3 +267,19 @@ def test_seeded_generators_refuse_non_integers(bad):
         seeded_generators([3, bad], 2)
     with pytest.raises(TypeError, match="seeds and key must be integers"):
         seeded_generators([3], bad)
+
+
+@pytest.mark.parametrize("key", [(), (2,), (3, 2**33)])
+def test_seeded_generators_one_word_fast_path_is_numpys(key):
+    """Seeds all in [0, 2^32) take the array path (no per-seed words): numpy's generators, the
+    same as when one wide seed sends the call through the per-word groups."""
+    rng = np.random.default_rng(3)
+    seeds = [0, 2**32 - 1, *rng.integers(0, 2**32, 200).tolist()]
+    fast = seeded_generators(seeds, *key)
+    grouped = seeded_generators([*seeds, 2**40], *key)[:-1]
+    as_array = seeded_generators(np.array(seeds, dtype=np.uint64), *key)
+    for seed, f, g, a in zip(seeds, fast, grouped, as_array, strict=True):
+        ref = _numpy_generator(seed, *key).bit_generator.state
+        assert f.bit_generator.state == ref == g.bit_generator.state == a.bit_generator.state
+    with pytest.raises(ValueError, match="non-negative"):
+        seeded_generators(np.array([3, -1]), *key)
