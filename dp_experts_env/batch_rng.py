@@ -164,35 +164,59 @@ def seeded_generators(seeds: Sequence[int], *key: int) -> list[np.random.Generat
     holds that state only: it cannot ``spawn`` (no caller spawns).
     """
     tail = [w for part in key for w in _words(part)]
-    narrow = _one_word_seeds(seeds)
-    if narrow is not None:  # the common case, without a Python loop over the seeds' words
-        entropy = np.empty((narrow.size, 1 + len(tail)), np.uint32)
-        entropy[:, 0] = narrow
-        entropy[:, 1:] = np.array(tail, np.uint32)
-        return _generators(_pcg_states(entropy))
-    groups: dict[int, list[int]] = {}
-    for i, s in enumerate(seeds):
-        groups.setdefault(len(_words(s)), []).append(i)
+    groups = _word_groups(seeds)
+    if groups is None:  # seeds of 2^64 and wider, or refused: one by one (their errors)
+        rows: dict[int, list[int]] = {}
+        for i, s in enumerate(seeds):
+            rows.setdefault(len(_words(s)), []).append(i)
+        groups = [
+            (np.array(idx), np.array([_words(seeds[i]) for i in idx], np.uint32))
+            for idx in rows.values()
+        ]
+    if len(groups) == 1:  # in input order
+        return _generators(_pcg_states(_with_tail(groups[0][1], tail)))
     out: list[np.random.Generator] = [None] * len(seeds)  # type: ignore[list-item]
-    for idx in groups.values():
-        states = _pcg_states(np.array([_words(seeds[i]) + tail for i in idx], np.uint32))
-        for i, made in zip(idx, _generators(states), strict=True):
-            out[i] = made
+    for idx, words in groups:
+        made = _generators(_pcg_states(_with_tail(words, tail)))
+        for i, g in zip(idx.tolist(), made, strict=True):
+            out[i] = g
     return out
 
 
-def _one_word_seeds(seeds: Sequence[int]) -> np.ndarray | None:
-    """The seeds as a uint32 array when every one is an integer in [0, 2^32), else None.
+def _with_tail(words: np.ndarray, tail: list[int]) -> np.ndarray:
+    """(B, L + len(tail)) uint32 entropy: each row's seed words, then the key's."""
+    entropy = np.empty((words.shape[0], words.shape[1] + len(tail)), np.uint32)
+    entropy[:, : words.shape[1]] = words
+    entropy[:, words.shape[1] :] = np.array(tail, np.uint32)
+    return entropy
 
-    None sends the seeds through :func:`_words` one by one (wider seeds, and the errors for
-    negative and non-integer ones); an array of integer dtype holds exactly the seeds' values.
+
+def _word_groups(seeds: Sequence[int]) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """Seeds below 2^64 split into their 32-bit words as arrays, grouped by word count.
+
+    Each group is (indices, (m, 1 or 2) uint32 words, least significant first), in input order
+    within a group. None (the seeds go one by one through :func:`_words`) unless the seeds are
+    all non-negative integers below 2^64: wider seeds, and the errors of negative and
+    non-integer ones. An array of integer dtype holds exactly the seeds' values.
     """
-    arr = np.asarray(seeds)
+    try:
+        arr = np.asarray(seeds)
+    except (OverflowError, TypeError, ValueError):
+        return None
     if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu":
         return None
-    if arr.min() < 0 or arr.max() > 0xFFFFFFFF:
+    if arr.dtype.kind == "i" and arr.min() < 0:
         return None
-    return arr.astype(np.uint32)
+    u = arr.astype(np.uint64)
+    low = (u & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    high = (u >> np.uint64(32)).astype(np.uint32)
+    wide = high != 0
+    if not wide.any():
+        return [(np.arange(arr.size), low[:, None])]
+    if wide.all():
+        return [(np.arange(arr.size), np.stack([low, high], axis=1))]
+    one, two = np.flatnonzero(~wide), np.flatnonzero(wide)
+    return [(one, low[one, None]), (two, np.stack([low[two], high[two]], axis=1))]
 
 
 def _generators(states: np.ndarray) -> list[np.random.Generator]:

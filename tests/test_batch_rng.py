@@ -270,16 +270,19 @@ def test_seeded_generators_refuse_non_integers(bad):
 
 
 @pytest.mark.parametrize("key", [(), (2,), (3, 2**33)])
-def test_seeded_generators_one_word_fast_path_is_numpys(key):
-    """Seeds all in [0, 2^32) take the array path (no per-seed words): numpy's generators, the
-    same as when one wide seed sends the call through the per-word groups."""
+def test_seeded_generators_array_path_is_numpys(key):
+    """Seeds below 2^64 split into words as arrays (one word, two words, both mixed, a numpy
+    array, a list numpy would hold as floats): numpy's generators, the same as when one seed
+    of 2^64 sends the call through the one-by-one words."""
     rng = np.random.default_rng(3)
-    seeds = [0, 2**32 - 1, *rng.integers(0, 2**32, 200).tolist()]
-    fast = seeded_generators(seeds, *key)
-    grouped = seeded_generators([*seeds, 2**40], *key)[:-1]
-    as_array = seeded_generators(np.array(seeds, dtype=np.uint64), *key)
-    for seed, f, g, a in zip(seeds, fast, grouped, as_array, strict=True):
-        ref = _numpy_generator(seed, *key).bit_generator.state
-        assert f.bit_generator.state == ref == g.bit_generator.state == a.bit_generator.state
+    one = [0, 2**32 - 1, *rng.integers(0, 2**32, 100).tolist()]
+    two = [2**32, 2**64 - 1, 500_000_000_000, *rng.integers(2**32, 2**63, 100).tolist()]
+    mixed = [x for pair in zip(one, two, strict=False) for x in pair]
+    for seeds in (one, two, mixed, np.array(two, dtype=np.uint64), [1, 2**63]):
+        fast = seeded_generators(seeds, *key)
+        slow = seeded_generators([*list(seeds), 2**64], *key)[:-1]
+        for seed, f, s in zip(seeds, fast, slow, strict=True):
+            ref = _numpy_generator(int(seed), *key).bit_generator.state
+            assert f.bit_generator.state == ref == s.bit_generator.state, seed
     with pytest.raises(ValueError, match="non-negative"):
         seeded_generators(np.array([3, -1]), *key)
