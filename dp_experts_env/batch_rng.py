@@ -7,6 +7,7 @@ every run, set by the call's shape only (draw for all runs, then mask).
 
 from __future__ import annotations
 
+import gc
 import math
 import sys
 from collections.abc import Sequence
@@ -220,9 +221,20 @@ def _word_groups(seeds: Sequence[int]) -> list[tuple[np.ndarray, np.ndarray]] | 
 
 
 def _generators(states: np.ndarray) -> list[np.random.Generator]:
-    """One ``Generator(PCG64)`` per row of (B, 4) uint64 states (constructors bound once)."""
+    """One ``Generator(PCG64)`` per row of (B, 4) uint64 states (constructors bound once).
+
+    The cyclic garbage collector is paused meanwhile: the objects made form no cycles, and the
+    collections their allocations would trigger traverse the whole heap again and again (in a
+    process holding a million objects, most of the construction time).
+    """
     generator, pcg64, seeded = np.random.Generator, np.random.PCG64, _Precomputed
-    return [generator(pcg64(seeded(row))) for row in states]
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return [generator(pcg64(seeded(row))) for row in states]
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _words(n: int) -> list[int]:

@@ -286,3 +286,21 @@ def test_seeded_generators_array_path_is_numpys(key):
             assert f.bit_generator.state == ref == s.bit_generator.state, seed
     with pytest.raises(ValueError, match="non-negative"):
         seeded_generators(np.array([3, -1]), *key)
+
+
+def test_seeded_generators_leave_the_garbage_collector_as_found():
+    """The collector is paused while the generators are made, then left as it was (on or off),
+    also when the seeds are refused."""
+    import gc
+
+    was = gc.isenabled()
+    try:
+        for state in (True, False):
+            (gc.enable if state else gc.disable)()
+            seeded_generators([1, 2], 3)
+            assert gc.isenabled() is state
+            with pytest.raises(TypeError):
+                seeded_generators([1, 2.5], 3)
+            assert gc.isenabled() is state
+    finally:
+        (gc.enable if was else gc.disable)()
