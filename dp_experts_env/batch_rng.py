@@ -100,8 +100,10 @@ class BatchRNG:
             else:
                 fresh = np.empty((self.num_runs, available + size))
                 fresh[:, :available] = buffer[:, cursor:]
-            for row, g in zip(fresh, self._generators, strict=True):
-                g.random(out=row[available:])
+            # The whole rows when nothing is left over (an audit's builds: no view per run).
+            rows = fresh if available == 0 else fresh[:, available:]
+            for row, g in zip(rows, self._generators, strict=True):
+                g.random(out=row)
             self._buffer = fresh
             cursor = 0
         self._cursor = cursor + count
