@@ -7,6 +7,7 @@ every run, set by the call's shape only (draw for all runs, then mask).
 
 from __future__ import annotations
 
+import gc
 import math
 import sys
 from collections.abc import Sequence
@@ -99,8 +100,10 @@ class BatchRNG:
             else:
                 fresh = np.empty((self.num_runs, available + size))
                 fresh[:, :available] = buffer[:, cursor:]
-            for row, g in zip(fresh, self._generators, strict=True):
-                g.random(out=row[available:])
+            # The whole rows when nothing is left over (an audit's builds: no view per run).
+            rows = fresh if available == 0 else fresh[:, available:]
+            for row, g in zip(rows, self._generators, strict=True):
+                g.random(out=row)
             self._buffer = fresh
             cursor = 0
         self._cursor = cursor + count
@@ -164,15 +167,76 @@ def seeded_generators(seeds: Sequence[int], *key: int) -> list[np.random.Generat
     holds that state only: it cannot ``spawn`` (no caller spawns).
     """
     tail = [w for part in key for w in _words(part)]
-    groups: dict[int, list[int]] = {}
-    for i, s in enumerate(seeds):
-        groups.setdefault(len(_words(s)), []).append(i)
+    groups = _word_groups(seeds)
+    if groups is None:  # seeds of 2^64 and wider, or refused: one by one (their errors)
+        rows: dict[int, list[int]] = {}
+        for i, s in enumerate(seeds):
+            rows.setdefault(len(_words(s)), []).append(i)
+        groups = [
+            (np.array(idx), np.array([_words(seeds[i]) for i in idx], np.uint32))
+            for idx in rows.values()
+        ]
+    if len(groups) == 1:  # in input order
+        return _generators(_pcg_states(_with_tail(groups[0][1], tail)))
     out: list[np.random.Generator] = [None] * len(seeds)  # type: ignore[list-item]
-    for idx in groups.values():
-        states = _pcg_states(np.array([_words(seeds[i]) + tail for i in idx], np.uint32))
-        for i, row in zip(idx, states, strict=True):
-            out[i] = np.random.Generator(np.random.PCG64(_Precomputed(row)))
+    for idx, words in groups:
+        made = _generators(_pcg_states(_with_tail(words, tail)))
+        for i, g in zip(idx.tolist(), made, strict=True):
+            out[i] = g
     return out
+
+
+def _with_tail(words: np.ndarray, tail: list[int]) -> np.ndarray:
+    """(B, L + len(tail)) uint32 entropy: each row's seed words, then the key's."""
+    entropy = np.empty((words.shape[0], words.shape[1] + len(tail)), np.uint32)
+    entropy[:, : words.shape[1]] = words
+    entropy[:, words.shape[1] :] = np.array(tail, np.uint32)
+    return entropy
+
+
+def _word_groups(seeds: Sequence[int]) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """Seeds below 2^64 split into their 32-bit words as arrays, grouped by word count.
+
+    Each group is (indices, (m, 1 or 2) uint32 words, least significant first), in input order
+    within a group. None (the seeds go one by one through :func:`_words`) unless the seeds are
+    all non-negative integers below 2^64: wider seeds, and the errors of negative and
+    non-integer ones. An array of integer dtype holds exactly the seeds' values.
+    """
+    try:
+        arr = np.asarray(seeds)
+    except (OverflowError, TypeError, ValueError):
+        return None
+    if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu":
+        return None
+    if arr.dtype.kind == "i" and arr.min() < 0:
+        return None
+    u = arr.astype(np.uint64)
+    low = (u & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    high = (u >> np.uint64(32)).astype(np.uint32)
+    wide = high != 0
+    if not wide.any():
+        return [(np.arange(arr.size), low[:, None])]
+    if wide.all():
+        return [(np.arange(arr.size), np.stack([low, high], axis=1))]
+    one, two = np.flatnonzero(~wide), np.flatnonzero(wide)
+    return [(one, low[one, None]), (two, np.stack([low[two], high[two]], axis=1))]
+
+
+def _generators(states: np.ndarray) -> list[np.random.Generator]:
+    """One ``Generator(PCG64)`` per row of (B, 4) uint64 states (constructors bound once).
+
+    The cyclic garbage collector is paused meanwhile: the objects made form no cycles, and the
+    collections their allocations would trigger traverse the whole heap again and again (in a
+    process holding a million objects, most of the construction time).
+    """
+    generator, pcg64, seeded = np.random.Generator, np.random.PCG64, _Precomputed
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return [generator(pcg64(seeded(row))) for row in states]
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _words(n: int) -> list[int]:
@@ -226,10 +290,13 @@ def _pcg_states(entropy: np.ndarray) -> np.ndarray:
 class _Precomputed(np.random.bit_generator.ISeedSequence):
     """A seed sequence whose state is already computed (what ``PCG64`` asks it for)."""
 
+    __slots__ = ("_state",)
+
     def __init__(self, state: np.ndarray) -> None:
         self._state = state
 
     def generate_state(self, n_words: int, dtype: type = np.uint32) -> np.ndarray:  # noqa: D102
-        if n_words != 4 or np.dtype(dtype) != np.uint64:  # PCG64's request, the only one made
+        # PCG64's request, the only one made (``dtype is np.uint64`` spares building a dtype).
+        if n_words != 4 or (dtype is not np.uint64 and np.dtype(dtype) != np.uint64):
             raise ValueError("a precomputed PCG64 seed holds 4 uint64 words only")
         return self._state

@@ -267,3 +267,40 @@ def test_seeded_generators_refuse_non_integers(bad):
         seeded_generators([3, bad], 2)
     with pytest.raises(TypeError, match="seeds and key must be integers"):
         seeded_generators([3], bad)
+
+
+@pytest.mark.parametrize("key", [(), (2,), (3, 2**33)])
+def test_seeded_generators_array_path_is_numpys(key):
+    """Seeds below 2^64 split into words as arrays (one word, two words, both mixed, a numpy
+    array, a list numpy would hold as floats): numpy's generators, the same as when one seed
+    of 2^64 sends the call through the one-by-one words."""
+    rng = np.random.default_rng(3)
+    one = [0, 2**32 - 1, *rng.integers(0, 2**32, 100).tolist()]
+    two = [2**32, 2**64 - 1, 500_000_000_000, *rng.integers(2**32, 2**63, 100).tolist()]
+    mixed = [x for pair in zip(one, two, strict=False) for x in pair]
+    for seeds in (one, two, mixed, np.array(two, dtype=np.uint64), [1, 2**63]):
+        fast = seeded_generators(seeds, *key)
+        slow = seeded_generators([*list(seeds), 2**64], *key)[:-1]
+        for seed, f, s in zip(seeds, fast, slow, strict=True):
+            ref = _numpy_generator(int(seed), *key).bit_generator.state
+            assert f.bit_generator.state == ref == s.bit_generator.state, seed
+    with pytest.raises(ValueError, match="non-negative"):
+        seeded_generators(np.array([3, -1]), *key)
+
+
+def test_seeded_generators_leave_the_garbage_collector_as_found():
+    """The collector is paused while the generators are made, then left as it was (on or off),
+    also when the seeds are refused."""
+    import gc
+
+    was = gc.isenabled()
+    try:
+        for state in (True, False):
+            (gc.enable if state else gc.disable)()
+            seeded_generators([1, 2], 3)
+            assert gc.isenabled() is state
+            with pytest.raises(TypeError):
+                seeded_generators([1, 2.5], 3)
+            assert gc.isenabled() is state
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -148,3 +148,31 @@ def test_recording_stops_outside_its_context():
         pass
     AboveThreshold(epsilon=1.0, sensitivity=1.0, rng=BatchRNG([0, 1]))
     assert found == []
+
+
+def test_the_witness_is_computed_once_per_part_numbers_and_equals_a_fresh_computation():
+    """Cached per (part numbers, factor, alpha): a hit equals the uncached computation; another
+    sensitivity, scale, factor or alpha is another key (the mutant a too-narrow key would be),
+    another label with the same numbers the same one (the harmless change)."""
+    from dp_experts_env.privacy import part_power
+
+    found = sparse_vector_part_test(SV, factor=2.0)
+    fresh = part_power._sparse_vector_part_test.__wrapped__(
+        "sparse-vector", 0.5, 8.0, 16.0, 2.0, 2.0, 1e-3
+    )
+    assert found == fresh
+    renamed = SparseVector("other queries", sensitivity=2.0, threshold_scale=8.0, query_scale=16.0)
+    assert sparse_vector_part_test(renamed, factor=2.0) is found
+    # Every number of the key counts (a hit returns the cached object itself); at factor 1 no
+    # event exists, so these cost no run-count search.
+    base = sparse_vector_part_test(SV, factor=1.0)
+    assert base is sparse_vector_part_test(renamed, factor=1.0) and base is not found
+    others = [
+        sparse_vector_part_test(SparseVector("q", 1.0, 8.0, 16.0), factor=1.0),
+        sparse_vector_part_test(SparseVector("q", 2.0, 4.0, 16.0), factor=1.0),
+        sparse_vector_part_test(SparseVector("q", 2.0, 8.0, 8.0), factor=1.0),
+        sparse_vector_part_test(SV, factor=1.0, alpha=1e-2),
+    ]
+    assert all(other is not base for other in others)
+    # numpy scalars are computed uncached (their division differs from Python's at zero)
+    assert sparse_vector_part_test(SV, factor=np.float64(1.0)) == base

@@ -8,6 +8,7 @@ mechanism, a lower bound for the learner), and the test itself (docs/privacy.md,
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -90,12 +91,30 @@ def sparse_vector_part_test(
     """The cheapest witness of one AboveThreshold segment of ``part`` spending ``factor`` x.
 
     Events "m BOTTOMs at offset ``b``, then a TOP at offset ``t``" (m in 0..16, offsets on a grid
-    of half threshold-noise scales) are evaluated exactly on the input and the neighbour.
+    of half threshold-noise scales) are evaluated exactly on the input and the neighbour. The
+    result is a function of the part's numbers, ``factor`` and ``alpha`` only, so it is computed
+    once per process for each (the audit plans the same part in several checks).
     """
-    eps_part = float(part.cost()[0])
-    scale_t = part.threshold_scale / factor
-    scale_q = part.query_scale / factor
-    d = part.sensitivity / scale_t  # sensitivity in threshold-noise units
+    args = (float(part.cost()[0]), part.threshold_scale, part.query_scale, part.sensitivity,
+            factor, alpha)  # fmt: skip
+    if all(type(a) in (float, int) for a in args):  # hashable, and equal keys compute alike
+        return _sparse_vector_part_test(part.kind, *args)
+    return _sparse_vector_part_test.__wrapped__(part.kind, *args)
+
+
+@functools.lru_cache(maxsize=256)
+def _sparse_vector_part_test(
+    kind: str,
+    eps_part: float,
+    threshold_scale: float,
+    query_scale: float,
+    sensitivity: float,
+    factor: float,
+    alpha: float,
+) -> PartTest:
+    scale_t = threshold_scale / factor
+    scale_q = query_scale / factor
+    d = sensitivity / scale_t  # sensitivity in threshold-noise units
     ratio = scale_q / scale_t  # query scale in threshold-noise units
     rho = _RHO[:, None]
     weight = 0.5 * np.exp(-np.abs(_RHO)) * (_RHO[1] - _RHO[0])
@@ -111,7 +130,7 @@ def sparse_vector_part_test(
         for b, t in zip(*np.nonzero(p_in > p_nb * math.exp(eps_part)), strict=True):
             events.append((m, int(b), int(t), float(p_in[b, t]), float(p_nb[b, t])))
     if not events:
-        return PartTest(part.kind, eps_part, factor, math.nan, math.nan, math.inf, "")
+        return PartTest(kind, eps_part, factor, math.nan, math.nan, math.inf, "")
     # Rank by a normal approximation, then count exactly (Clopper-Pearson) for the few best.
     hi = np.array([e[3] for e in events])
     lo = np.array([e[4] for e in events])
@@ -126,15 +145,15 @@ def sparse_vector_part_test(
         if ok.any() and n[np.argmax(ok)] < best[0]:
             best = (float(n[np.argmax(ok)]), int(i))
     if not math.isfinite(best[0]):
-        return PartTest(part.kind, eps_part, factor, math.nan, math.nan, math.inf, "")
+        return PartTest(kind, eps_part, factor, math.nan, math.nan, math.inf, "")
     m, b, t, p_hi, p_lo = events[best[1]]
     label = (
         f"{m} BOTTOM(s) with queries at threshold {_OFFSETS[b] * scale_t:+.3g}, then a TOP "
         f"with the query at threshold {_OFFSETS[t] * scale_t:+.3g} (noiseless threshold; the "
-        f"neighbour moves BOTTOM queries up and the TOP query down by {part.sensitivity:g})"
+        f"neighbour moves BOTTOM queries up and the TOP query down by {sensitivity:g})"
     )
     return PartTest(
-        part.kind,
+        kind,
         eps_part,
         factor,
         math.log(p_hi / p_lo),
@@ -144,7 +163,7 @@ def sparse_vector_part_test(
         bottoms=m,
         bottom_query=float(_OFFSETS[b] * scale_t),
         top_query=float(_OFFSETS[t] * scale_t),
-        sensitivity=float(part.sensitivity),
+        sensitivity=float(sensitivity),
     )
 
 
