@@ -24,6 +24,7 @@ import agents
 import dp_experts_env  # noqa: F401 - registers the env ids
 from agents.base import Agent, PrivacyClaim
 from dp_experts_env.audit import audit_agent, audit_learner, rival_pair
+from dp_experts_env.evaluation.episode import play
 from dp_experts_env.evaluation.paths import HOME_ENV, describe_settings, learner_path_reports
 
 __all__ = [
@@ -332,16 +333,35 @@ def regret_by_epsilon(
     horizon: int = 2000,
     params: dict[str, Any] | None = None,
 ) -> list[np.ndarray]:
-    """Static regret of ``runs`` seeded runs (env seeds 100, 101, ...) at each epsilon."""
+    """Static regret of ``runs`` seeded runs (env seeds 100, 101, ...) at each epsilon.
+
+    The runs play through the episode loop users' runs play (:func:`_final_regret`).
+    """
     t = target if isinstance(target, _Target) else _Target(target, params or {})
     seeds = list(range(100, 100 + runs))
     out = []
     for epsilon in epsilons:
         env = _env(t.feedback, num_envs=runs, horizon=horizon, table=MONOTONE_ENV)
         agent = t.build(env, seed=0, epsilon=epsilon)
-        out.append(np.asarray(_play(agent, env, seed=seeds)[1]["static_regret"], dtype=float))
+        out.append(_final_regret(agent, env, seeds))
         env.close()
     return out
+
+
+def _final_regret(agent: Agent, env: Any, seeds: list[int]) -> np.ndarray:
+    """(B,) static regret at the last round, played the way a user's run plays it.
+
+    Through :func:`~dp_experts_env.evaluation.episode.play`, the episode loop of ``run_cells``:
+    on the compiled path an oblivious env plays in blocks, through the learner's block entry
+    point where it has one (``play_block``, ``play_bandit_block``; the ``paths`` check holds
+    it to ``act``) and through ``act`` otherwise. An object without the ``num_envs`` and
+    ``reset`` of the Agent contract plays round by round (:func:`_play`).
+    """
+    if not (hasattr(agent, "num_envs") and callable(getattr(agent, "reset", None))):
+        return np.asarray(_play(agent, env, seed=seeds)[1]["static_regret"], dtype=float)
+    horizon = int(env.unwrapped.horizon)
+    curves = play(env, agent, seeds, np.array([horizon]))
+    return np.asarray(curves["static_regret"][-1], dtype=float)
 
 
 def _check_monotone(t: _Target, fail: Callable[[str], None], runs: int, horizon: int) -> None:
