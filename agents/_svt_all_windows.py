@@ -162,6 +162,8 @@ def run_query(
     for j in range(n1):
         if np.isnan(cum[j]):
             return np.nan
+    # The slack table holds no NaN (a NaN entry would make numpy's max NaN while the bounds
+    # below skip its window): its entries are finite thresholds from the declared parameters.
     # Indices from 0 over views of the valid starts lo..t-1 (LLVM then knows them
     # non-negative: no wrap-around test). Start lo + k reads slack[t - lo - k] = slack[w - k].
     w = t - lo

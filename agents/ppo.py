@@ -158,5 +158,7 @@ def policy_log_probs(policy: Any, obs: Any) -> Any:
 
     features = BaseModel.extract_features(policy, obs, policy.pi_features_extractor)
     raw = policy.action_net(policy.mlp_extractor.forward_actor(features))
+    if raw.isnan().any():  # torch's Categorical refuses NaN logits: so do we, not play expert 0
+        raise ValueError("the PPO policy's action logits contain NaN (a diverged policy)")
     return raw - raw.logsumexp(dim=-1, keepdim=True)
 

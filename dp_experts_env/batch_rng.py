@@ -202,6 +202,11 @@ def _word_groups(seeds: Sequence[int]) -> list[tuple[np.ndarray, np.ndarray]] | 
     all non-negative integers below 2^64: wider seeds, and the errors of negative and
     non-integer ones. An array of integer dtype holds exactly the seeds' values.
     """
+    if isinstance(seeds, np.ndarray):
+        if type(seeds) is not np.ndarray:  # a masked array or other subclass: one by one
+            return None
+    elif not all(type(s) in (int, bool) or isinstance(s, np.integer) for s in seeds):
+        return None  # what _words refuses (np.bool_, 0-d arrays, floats) it refuses one by one
     try:
         arr = np.asarray(seeds)
     except (OverflowError, TypeError, ValueError):
@@ -231,8 +236,8 @@ def _generators(states: np.ndarray) -> list[np.random.Generator]:
     """
     generator, pcg64, seeded = np.random.Generator, np.random.PCG64, _Precomputed
     was_enabled = gc.isenabled()
-    gc.disable()
     try:
+        gc.disable()
         return [generator(pcg64(seeded(row))) for row in states]
     finally:
         if was_enabled:

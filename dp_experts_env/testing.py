@@ -60,6 +60,8 @@ MONOTONE_ENV: dict[str, tuple[str, dict[str, Any]]] = {
 #: Regret may rise between neighbouring epsilons by <= MONOTONE_SE paired standard errors, and
 #: must fall from the smallest to the largest by > DROP_SE.
 MONOTONE_SE, DROP_SE = 2.0, 3.0
+#: runs of the monotone check's game replayed round by round through ``act`` (middle epsilon)
+REPLAY_RUNS = 4
 MONOTONE_EPSILONS = (0.1, 1.0, 100.0)
 HORIZON = 40
 
@@ -368,6 +370,7 @@ def _check_monotone(t: _Target, fail: Callable[[str], None], runs: int, horizon:
     if not t.private:
         raise _Skip("not private")
     regrets = regret_by_epsilon(t, runs=runs, horizon=horizon)
+    _check_replay(t, fail, regrets, horizon)
 
     def paired(lo: int, hi: int) -> tuple[float, float]:
         diff = regrets[hi] - regrets[lo]
@@ -386,6 +389,36 @@ def _check_monotone(t: _Target, fail: Callable[[str], None], runs: int, horizon:
         fail(
             f"regret must fall from epsilon {MONOTONE_EPSILONS[0]} to {MONOTONE_EPSILONS[-1]} "
             f"by more than {DROP_SE} paired s.e.: {means} (s.e. {se:.2f})"
+        )
+
+
+def _check_replay(
+    t: _Target, fail: Callable[[str], None], regrets: list[np.ndarray], horizon: int
+) -> None:
+    """The monotone check's regrets (the episode loop's) equal ``act``'s on its first runs.
+
+    ``paths`` holds a block entry point to ``act`` on a short game; this holds the monotone
+    check's own game (its env, horizon and middle epsilon) to ``act`` round by round. The
+    replay starts as the episode loop does, with ``reset()`` (no seed: the streams continue,
+    so a learner that draws in ``_init_state`` plays its second draw), which also catches a
+    ``reset()`` that is not deterministic.
+    """
+    mid = len(regrets) // 2
+    runs = min(REPLAY_RUNS, len(regrets[mid]))
+    epsilon = MONOTONE_EPSILONS[mid]
+    env = _env(t.feedback, num_envs=runs, horizon=horizon, table=MONOTONE_ENV)
+    agent = t.build(env, seed=0, epsilon=epsilon)
+    agent.reset()
+    seeds = list(range(100, 100 + runs))
+    by_act = np.asarray(_play(agent, env, seed=seeds)[1]["static_regret"], dtype=float)
+    env.close()
+    played = regrets[mid][:runs]
+    if not np.array_equal(by_act, played):
+        fail(
+            f"at epsilon {epsilon} the episode loop's regrets of runs 0-{runs - 1} "
+            f"{played.tolist()} differ from act's round by round {by_act.tolist()}: a block "
+            "entry point unlike act past the paths check's short game, or a reset() without "
+            "a seed that is not deterministic"
         )
 
 

@@ -304,3 +304,20 @@ def test_seeded_generators_leave_the_garbage_collector_as_found():
             assert gc.isenabled() is state
     finally:
         (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.parametrize(
+    "seeds",
+    [
+        [np.bool_(True), 5],
+        [np.array(3), 4],
+        np.ma.array([1, 2], mask=[0, 1]),
+        [1.0, 2],
+    ],
+    ids=["numpy-bool", "0-d-array", "masked", "float"],
+)
+def test_seeded_generators_refuse_what_seed_sequence_refuses(seeds):
+    """Non-integers are refused as numpy's SeedSequence refuses them, not turned into seeds by
+    an array conversion (a masked value would otherwise become a seed)."""
+    with pytest.raises(TypeError, match="integers"):
+        seeded_generators(seeds, 7)

@@ -92,6 +92,26 @@ class BlockRewritten(BlockLeader):
         return out
 
 
+class LateBlockBug(BlockLeader):
+    """Planted: the block path plays the next expert after round 100 (``act`` is right), past the
+    ``paths`` check's 40-round game."""
+
+    def play_block(self, obs: np.ndarray) -> np.ndarray:
+        start = self.t
+        out = super().play_block(obs)
+        late = np.arange(start, start + len(out)) >= 100
+        out[late] = (out[late] + 1) % self.n_experts
+        return out
+
+
+class FreshReset(BlockLeader):
+    """Planted: ``reset()`` without a seed draws fresh entropy (not deterministic)."""
+
+    def reset(self, seed=None):
+        fresh = int(np.random.SeedSequence().entropy % 2**32)
+        return super().reset(fresh if seed is None else seed)
+
+
 #: (target, the block entry point its runs play, or None).
 CASES = [
     ("limited-updates", "play_block"),
@@ -158,3 +178,22 @@ def test_a_harmless_block_rewrite_passes_with_the_same_regrets():
     ours = regret_by_epsilon(BlockRewritten, runs=8, horizon=500)
     theirs = regret_by_epsilon(BlockLeader, runs=8, horizon=500)
     assert [a.tobytes() for a in ours] == [b.tobytes() for b in theirs]
+
+
+def test_a_block_path_wrong_past_the_paths_game_is_caught_by_monotone():
+    """``paths`` plays 40 rounds; the monotone check replays its own game's first runs through
+    ``act`` and requires the episode loop's regrets (the block path's) bit for bit."""
+    assert check_agent(LateBlockBug, checks=["paths"]).passed == ["paths"]
+    if not _jit_plays_blocks():  # the numpy path never plays the block path: nothing to catch
+        assert check_agent(LateBlockBug, checks=["monotone"]).passed == ["monotone"]
+        return
+    with pytest.raises(ContractError, match="differ from act's round by round"):
+        check_agent(LateBlockBug, checks=["monotone"])
+
+
+def test_a_reset_that_is_not_deterministic_is_caught_by_monotone():
+    """The episode loop resets the learner without a seed: a learner whose ``reset()`` draws
+    fresh entropy would make ``monotone`` vary from call to call; its replay catches it."""
+    with pytest.raises(ContractError, match="not deterministic"):
+        check_agent(FreshReset, checks=["monotone"])
+

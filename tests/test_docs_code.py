@@ -189,8 +189,15 @@ def _page_session(
     the first failure among them is reported). A quick run (``-m "not slow"``) selects the
     page's quick prefix only, so the slow blocks stay out of it.
     """
+    # A skip-marked block never enters the script: the session ends at the last one that does,
+    # so that block's test reads the interpreter's exit status.
     upto = max(
-        [block.line] + [b.line for b in selected if b.path == block.path and b.lang == "python"]
+        [block.line]
+        + [
+            b.line
+            for b in selected
+            if b.path == block.path and b.lang == "python" and b.marker != "skip"
+        ]
     )
     key = (block.path, upto)
     if key not in sessions:
@@ -377,3 +384,17 @@ def test_a_page_session_gives_each_block_its_own_outcome(
     assert sessions[(exits[0].path, exits[2].line)].done == {1, 5, 9}
     extra = page("extra", "import planted_optional_extra")
     assert outcomes(extra, extra) == ["pass", "skip", "skip"]
+    # A non-zero exit after the last block that runs, with a skip-marked block after it: the
+    # block that ran last still fails (the session ends there, not at the skipped block).
+    path = tmp_path / "skipped_last.md"
+    fence = "```"
+    path.write_text(
+        f"{fence}python\nx = 1\n{fence}\n\n{fence}python\nimport atexit, os\n"
+        f"atexit.register(os._exit, 3)\n{fence}\n\n<!-- doc-test: skip (planted: never run) -->\n"
+        f"{fence}python\nraise SystemExit(9)\n{fence}\n"
+    )
+    found = blocks_of(path)
+    monkeypatch.setattr(me, "BLOCKS", [*me.BLOCKS, *found])
+    runnable = [b for b in found if b.marker != "skip"]
+    assert len(runnable) == 2 and found[2].marker == "skip"
+    assert outcomes(runnable, found) == ["pass", "fail"]

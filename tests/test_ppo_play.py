@@ -68,3 +68,19 @@ def test_actions_equal_the_distribution_path(agent, monkeypatch):
     ours = play()
     monkeypatch.setattr(ppo, "policy_log_probs", through_sb3)
     assert all(np.array_equal(a, b) for a, b in zip(ours, play(), strict=True))
+
+
+def test_nan_logits_are_refused_as_sb3_refuses_them(agent):
+    """A diverged policy (NaN weights): SB3's distribution raises; so must the direct read."""
+    import copy
+
+    policy = copy.deepcopy(agent.train().policy)
+    with torch.no_grad():
+        for p in policy.mlp_extractor.score.parameters():
+            p.fill_(float("nan"))
+    obs = _observations(agent, 3)
+    with torch.no_grad(), pytest.raises(ValueError):
+        policy.get_distribution(obs)
+    with torch.no_grad(), pytest.raises(ValueError, match="NaN"):
+        policy_log_probs(policy, obs)
+
