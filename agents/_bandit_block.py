@@ -8,6 +8,7 @@ per-round arithmetic element for element. These helpers know no learner.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from agents.base import BanditObs
 __all__ = [
     "round_obs",
     "play_rounds",
+    "play_quiet_stretches",
     "lean_act",
     "segment_starts",
     "played_losses",
@@ -73,6 +75,35 @@ def play_rounds(
             actions[i] = lean_act(agent, BanditObs(adv, last.copy(), losses[i - 1][rows, last]))
         else:
             actions[i] = agent.act(round_obs(first, advice, losses, rows, actions, i))
+
+
+def play_quiet_stretches(
+    agent: Any,
+    first: dict[str, np.ndarray],
+    advice: np.ndarray | None,
+    losses: np.ndarray,
+    rows: np.ndarray,
+    actions: np.ndarray,
+    quiet_steps: Callable[[], int],
+    play_quiet: Callable[[np.ndarray, np.ndarray, np.ndarray, int, int], None],
+) -> None:
+    """A whole block as act's rounds and the quiet stretches between them.
+
+    The block's first round and each round ``quiet_steps`` does not cover go through ``act``'s
+    hooks, the stretches through ``play_quiet(losses, rows, actions, lo, hi)``.
+    ``quiet_steps()``: the learning steps from the agent's current round on that change no run's
+    state beyond what ``play_quiet`` repeats (<= 0: none).
+    """
+    k = len(actions)
+    i = 0
+    while i < k:
+        quiet = min(quiet_steps(), k - i) if i else 0
+        if quiet <= 0:
+            play_rounds(agent, first, advice, losses, rows, actions, i, i + 1, lean=i > 0)
+            i += 1
+            continue
+        play_quiet(losses, rows, actions, i, i + quiet)
+        i += quiet
 
 
 #: :meth:`Agent.act` on a parsed batch observation, without its checks: the hooks' round.

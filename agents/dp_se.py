@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from agents._bandit_block import play_rounds, played_losses
+from agents._bandit_block import play_quiet_stretches, play_rounds, played_losses
 from agents._kernels import own_hooks, plain_fast_backend
 from agents.base import BanditObs, PrivacyClaim
 from agents.private import PrivateAgent, common_args
@@ -238,15 +238,9 @@ class DPSE(PrivateAgent):
         if self.t + k > self.horizon or not plain:
             play_rounds(self, first, advice, losses, rows, actions, 0, k)
             return actions
-        i = 0
-        while i < k:
-            quiet = min(self._quiet_steps(), k - i) if i else 0
-            if quiet <= 0:
-                play_rounds(self, first, advice, losses, rows, actions, i, i + 1, lean=i > 0)
-                i += 1
-                continue
-            self._play_quiet(losses, rows, actions, i, i + quiet)
-            i += quiet
+        play_quiet_stretches(
+            self, first, advice, losses, rows, actions, self._quiet_steps, self._play_quiet
+        )
         return actions
 
     def _quiet_steps(self) -> int:

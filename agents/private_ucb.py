@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agents._bandit_block import play_rounds, played_losses
+from agents._bandit_block import play_quiet_stretches, play_rounds, played_losses
 from agents._kernels import plain_fast_backend
 from agents.base import BanditObs, PrivacyClaim
 from agents.private import PrivateAgent, common_args
@@ -177,20 +177,16 @@ class AdaPUCB(PrivateAgent):
         if self.t + k > self.horizon or not plain_fast_backend(self.noise):
             play_rounds(self, first, advice, losses, rows, actions, 0, k)
             return actions
-        i = 0
-        while i < k:
-            quiet = 0
-            if i and self.t >= int(self.n_arms):
-                # learning steps before the first episode end of any run, this one included
-                need = int(np.min(self.episode_length - self.episode_played))
-                quiet = min(need - 1, k - i)
-            if quiet <= 0:
-                play_rounds(self, first, advice, losses, rows, actions, i, i + 1, lean=i > 0)
-                i += 1
-                continue
-            self._play_quiet(losses, rows, actions, i, i + quiet)
-            i += quiet
+        play_quiet_stretches(
+            self, first, advice, losses, rows, actions, self._quiet_steps, self._play_quiet
+        )
         return actions
+
+    def _quiet_steps(self) -> int:
+        """Learning steps before the first episode end of any run (none in the round robin)."""
+        if self.t < int(self.n_arms):
+            return 0
+        return int(np.min(self.episode_length - self.episode_played)) - 1
 
     def _play_quiet(
         self, losses: np.ndarray, rows: np.ndarray, actions: np.ndarray, lo: int, hi: int

@@ -142,8 +142,10 @@ class TenfoldTooLittleNoise(BlockLeader):
         return 10.0 * self.epsilon / self.k
 
 
-class BlockPathHalfNoise(BlockLeader):
-    """Bug: its block entry point selects with half the noise (``act`` is correct)."""
+class BlockFlagged(BlockLeader):
+    """``_in_block`` is true while the block entry point plays (for mutants of one path only)."""
+
+    _in_block = False
 
     def play_block(self, obs: np.ndarray) -> np.ndarray:
         self._in_block = True
@@ -152,8 +154,12 @@ class BlockPathHalfNoise(BlockLeader):
         finally:
             self._in_block = False
 
+
+class BlockPathHalfNoise(BlockFlagged):
+    """Bug: its block entry point selects with half the noise (``act`` is correct)."""
+
     def _select_epsilon(self) -> float:
-        return (2.0 if getattr(self, "_in_block", False) else 1.0) * self.epsilon / self.k
+        return (2.0 if self._in_block else 1.0) * self.epsilon / self.k
 
 
 #: mutant -> the check that must catch it.

@@ -20,7 +20,7 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
-from _planted_agents import BlockLeader
+from _planted_agents import BlockFlagged, BlockLeader
 
 import agents
 from agents.noisy_clipped_hedge import NoisyClippedHedge
@@ -66,18 +66,11 @@ class NoBlockLeader(BlockLeader):
     play_block = None
 
 
-class ActInvertedBlockCorrect(BlockLeader):
+class ActInvertedBlockCorrect(BlockFlagged):
     """Planted: ``act`` selects with more noise at larger epsilon; the block path is correct."""
 
-    def play_block(self, obs: np.ndarray) -> np.ndarray:
-        self._in_block = True
-        try:
-            return super().play_block(obs)
-        finally:
-            self._in_block = False
-
     def _select_epsilon(self) -> float:
-        if getattr(self, "_in_block", False) or not math.isfinite(self.epsilon):
+        if self._in_block or not math.isfinite(self.epsilon):
             return self.epsilon / self.k
         return 1.0 / (self.epsilon * self.k)
 

@@ -24,7 +24,7 @@ from _block_rows import assert_same_rows, rows_on_path
 from conftest import use_jit_path
 
 import agents
-import agents.dp_se as dp_se
+import agents._bandit_block as bandit_block
 from agents.dp_se import DPSE
 from dp_experts_env import samplers
 from dp_experts_env.evaluation.grid import AgentEntry, EnvEntry, Grid
@@ -65,13 +65,13 @@ def test_the_cases_end_epochs_apart_and_eliminate():
 
 def test_quiet_rounds_run_in_bulk(monkeypatch):
     rounds: list[int] = []
-    original = dp_se.play_rounds
+    original = bandit_block.play_rounds  # the act rounds between the quiet stretches
 
     def counting(agent, first, advice, losses, rows, actions, start, stop, lean=False):
         rounds.append(stop - start)
         return original(agent, first, advice, losses, rows, actions, start, stop, lean)
 
-    monkeypatch.setattr(dp_se, "play_rounds", counting)
+    monkeypatch.setattr(bandit_block, "play_rounds", counting)
     play_both("dp-se", {}, 5, 5, False, (400,))
     assert sum(rounds) == 1  # no epoch ends in 400 rounds: the first round only
     rounds.clear()

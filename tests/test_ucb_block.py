@@ -20,6 +20,7 @@ import pytest
 from _bandit_twins import caught_then_passes, play_both
 from conftest import use_jit_path
 
+import agents._bandit_block as bandit_block
 import agents.private_ucb as private_ucb
 from agents._bandit_block import play_rounds
 from agents.ucb import ThompsonSampling
@@ -53,7 +54,7 @@ def test_quiet_rounds_run_in_bulk(monkeypatch):
         rounds.append(stop - start)
         return original(agent, first, advice, losses, rows, actions, start, stop, lean)
 
-    monkeypatch.setattr(private_ucb, "play_rounds", counting)
+    monkeypatch.setattr(bandit_block, "play_rounds", counting)  # the act rounds between stretches
     play_both("adap-ucb", {}, 5, 5, True, (400,))
     assert 0 < sum(rounds) < 400 // 2  # most rounds quiet (4 runs, 5 arms, doubling episodes)
 
