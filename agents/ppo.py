@@ -8,18 +8,22 @@ layer and the ``sb3`` extra lazily, when built.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
+from agents._kernels import check_block, finish_block, hook_loop, hook_round, own_hooks
 from agents.base import Agent, PrivacyClaim, no_privacy
 from agents.registry import register
 
-__all__ = ["PPOBaseline"]
+__all__ = ["PPOBaseline", "LogitBound", "policy_log_probs"]
 
 # Trained policies by their full training description, reused within a process.
 _TRAINED: dict[tuple, Any] = {}
 _SPEC_NOISE = ("num_envs", "vectorization_mode", "render_mode")
+#: Floats of the scorer's hidden layer per forward of a block (rows x N x hidden): 8 MB.
+HIDDEN_FLOATS = 1 << 21
 
 
 @register(
@@ -88,6 +92,8 @@ class PPOBaseline(Agent):
         self.features = LossFeatures(self.n_experts, self.horizon, windows=tuple(windows))
         # Training waits for the first action: building the learner stays cheap.
         self.model: Any = None
+        #: Rows of play_block's blocks, and those decided by the round's own forward.
+        self.replays = {"rows": 0, "replayed": 0}
         self.reset(seed)
 
     def train(self) -> Any:
@@ -134,16 +140,197 @@ class PPOBaseline(Agent):
         self._obs = self.features.update(obs)
 
     def _choose(self, obs: np.ndarray) -> np.ndarray:
-        import torch
-
-        model = self.train()
-        with torch.no_grad():
-            tensor = torch.as_tensor(self._obs, dtype=torch.float32)
-            logits = policy_log_probs(model.policy, tensor).numpy().astype(np.float64)
+        logits = _round_logits(self.train().policy, self._obs)
         if self.deterministic:
             return np.argmax(logits, axis=1)
         # Gumbel-max with the agent's own per-run streams: run b is reproducible from seed + b.
         return np.argmax(logits + self.rng.gumbel((self.n_experts,)), axis=1)
+
+    def play_block(self, obs: np.ndarray) -> np.ndarray:
+        """K rounds of :meth:`act` at once: the same actions, features and stream after.
+
+        The block's features come from :meth:`LossFeatures.update_block` (the same floats), the
+        policy runs once on the block's (K B, dim) rows (in parts of :data:`HIDDEN_FLOATS`), the
+        K rounds' Gumbel draws are one read of each run's stream. torch may round a row of a
+        large batch differently from the same row in a round's (B, dim) batch, so a row whose
+        best score leads the next by no more than :class:`LogitBound`'s margin is decided by the
+        round's own forward, as ``act`` decides it (docs/algorithms.md, "Notes on the
+        baselines"); ``replays`` counts such rows.
+        """
+        if not own_hooks(self, PPOBaseline, ("_learn", "_choose", "_init_state")):
+            return hook_loop(self, obs)  # a subclass's own hooks: the learner its act is
+        losses = check_block(self, obs)
+        k, b, n = len(losses), self.num_envs, self.n_experts
+        if k == 0:
+            return finish_block(self, np.empty((0, b)))
+        policy = self.train().policy
+        bound = LogitBound.of(policy)
+        if bound is None:  # a policy the margin does not cover: round by round
+            return np.stack([hook_round(self, row) for row in losses])
+        if self.t == 0:  # round 1 learns nothing: its features are the reset's
+            rest = self.features.update_block(losses[1:])
+            features = np.concatenate([self._obs[None], rest])
+        else:
+            features = self.features.update_block(losses)
+        logits = _block_logits(policy, features.reshape(k * b, -1)).reshape(k, b, n)
+        noise = None if self.deterministic else self.rng.gumbel((k, n)).transpose(1, 0, 2)
+        scores = logits if noise is None else logits + noise
+        actions = np.argmax(scores, axis=2)
+        close = bound.close_rows(features, logits, scores)
+        for i in np.flatnonzero(close.any(axis=1)):
+            rows = close[i]
+            single = _round_logits(policy, features[i])[rows]
+            actions[i, rows] = np.argmax(single if noise is None else single + noise[i, rows], 1)
+        self.replays["rows"] += k * b
+        self.replays["replayed"] += int(close.sum())
+        self._obs = features[-1].copy()
+        return finish_block(self, actions)
+
+
+def _gamma(terms: int) -> float:
+    """Higham's gamma_n in float32.
+
+    A sum of ``terms`` rounded products (or terms), added in any order, errs by at most gamma_n
+    times the sum of their magnitudes (Higham 2002, "Accuracy and Stability of Numerical
+    Algorithms", §3.1).
+    """
+    u = 2.0**-24
+    return terms * u / (1.0 - terms * u)
+
+
+#: Absolute error allowed of torch's float32 tanh: 8 ulps of a value in [0.5, 1) (MKL's VML in
+#: its high-accuracy mode and SLEEF's u10 kernels err by 1 ulp, glibc's ``tanhf`` by 2).
+TANH_ERROR = 8 * 2.0**-24
+#: Margin over the derivation (the bound's own float64 evaluation is inside it by far).
+SAFETY = 2.0
+
+
+@dataclass(frozen=True)
+class LogitBound:
+    """How far torch's log-probability of a row may move when the row's batch changes.
+
+    For :class:`dp_experts_env.rl.ExpertScorePolicy` in float32 (exact float32 matmuls): an
+    expert's score is ``w2 . tanh(W1 x + b1) + b2`` on its own features ``x``; any order of
+    summation (any GEMM blocking) and any tanh within :data:`TANH_ERROR` puts two evaluations
+    of it within ``2 gamma_(d+1) (|x| . v + |b1| . |w2|) + 2 TANH_ERROR |w2|_1 +
+    2 gamma_(h+1) (|w2|_1 + |b2|)`` (``v = |W1|^T |w2|``, d and h the fan-ins, ``|tanh| <= 1``).
+    The log-softmax subtracts one logsumexp per row from every score, which does not change
+    their differences beyond each subtraction's rounding (half a float32 ulp), and the Gumbel
+    noise adds the same float64 to both evaluations (half a float64 ulp). A row whose best
+    score leads the second by more than :meth:`margins` has the same argmax in both
+    evaluations (docs/algorithms.md, "Notes on the baselines").
+
+    Args:
+        reach: (d,) ``v = |W1|^T |w2|``, the weight of each input's magnitude.
+        offset: ``|b1| . |w2|``.
+        constant: the terms that do not depend on the row.
+        gamma_in: gamma_(d+1) of the first layer.
+        n_groups: per-expert feature groups (cumulative + windows).
+        round_index: whether the last feature is t / T (every expert's last input).
+    """
+
+    reach: np.ndarray
+    offset: float
+    constant: float
+    gamma_in: float
+    n_groups: int
+    round_index: bool
+
+    @classmethod
+    def of(cls, policy: Any) -> LogitBound | None:
+        """The bound of ``policy``; None unless it is an exact-float32 ``ExpertScorePolicy``."""
+        import torch
+        from torch import nn
+
+        from dp_experts_env.rl import ExpertScorePolicy
+
+        if type(policy) is not ExpertScorePolicy or not exact_float32_matmul():
+            return None
+        layers = list(policy.mlp_extractor.score)
+        kinds = [type(layer) for layer in layers]
+        if kinds != [nn.Linear, nn.Tanh, nn.Linear] or type(policy.action_net) is not nn.Identity:
+            return None
+        if any(p.dtype != torch.float32 for p in policy.parameters()):
+            return None
+        w1, b1 = (np.abs(p.detach().numpy().astype(np.float64)) for p in layers[0].parameters())
+        w2, b2 = (np.abs(p.detach().numpy().astype(np.float64)) for p in layers[2].parameters())
+        w2 = w2[0]
+        hidden, fan_in = w1.shape
+        norm = float(w2.sum())
+        constant = 2 * TANH_ERROR * norm + 2 * _gamma(hidden + 1) * (norm + float(b2[0]))
+        scorer = policy.mlp_extractor
+        return cls(
+            reach=w1.T @ w2,
+            offset=float(b1 @ w2),
+            constant=constant,
+            gamma_in=_gamma(fan_in + 1),
+            n_groups=int(scorer.n_groups),
+            round_index=bool(scorer.round_index),
+        )
+
+    def score_errors(self, features: np.ndarray) -> np.ndarray:
+        """(K, B, N) bounds on two evaluations' score difference, from (K, B, dim) features."""
+        k, b = features.shape[:2]
+        g = self.n_groups
+        n = (features.shape[2] - int(self.round_index)) // g
+        groups = features[..., : g * n].reshape(k, b, g, n)
+        reach = np.abs(groups[:, :, 0]) * self.reach[0]
+        for i in range(1, g):
+            reach += np.abs(groups[:, :, i]) * self.reach[i]
+        if self.round_index:
+            reach += np.abs(features[..., -1:]) * self.reach[g]
+        return 2 * self.gamma_in * (reach + self.offset) + self.constant
+
+    def margins(self, features: np.ndarray, logits: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        """(K, B) leads above which a row's argmax is the same in any evaluation."""
+        margin = 2 * self.score_errors(features).max(axis=2)
+        margin += 4 * 2.0**-23 * (np.abs(logits).max(axis=2) + 1.0)  # the log-softmax's rounding
+        if scores is not logits:
+            margin += 4 * 2.0**-52 * np.abs(scores).max(axis=2)  # + noise, rounded in float64
+        return SAFETY * margin
+
+    def close_rows(
+        self, features: np.ndarray, logits: np.ndarray, scores: np.ndarray
+    ) -> np.ndarray:
+        """(K, B) True where the best score's lead is within :meth:`margins` (ties included)."""
+        n = scores.shape[2]
+        if n == 1:
+            return np.zeros(scores.shape[:2], dtype=bool)
+        top = np.partition(scores, n - 2, axis=2)[..., n - 2 :]
+        return top[..., 1] - top[..., 0] <= self.margins(features, logits, scores)
+
+
+def exact_float32_matmul() -> bool:
+    """True when torch multiplies float32 matrices in float32 (no TF32 or bfloat16 shortcuts)."""
+    import torch
+
+    if torch.get_float32_matmul_precision() != "highest":
+        return False
+    mkldnn = getattr(getattr(torch.backends, "mkldnn", None), "matmul", None)
+    return getattr(mkldnn, "fp32_precision", "none") in ("none", "ieee")
+
+
+def _round_logits(policy: Any, features: np.ndarray) -> np.ndarray:
+    """A round's (B, N) float64 log-probabilities: one forward on its (B, dim) features."""
+    import torch
+
+    with torch.no_grad():
+        tensor = torch.as_tensor(features, dtype=torch.float32)
+        return policy_log_probs(policy, tensor).numpy().astype(np.float64)
+
+
+def _block_logits(policy: Any, rows: np.ndarray) -> np.ndarray:
+    """(R, N) float64 log-probabilities of R feature rows, in parts of :data:`HIDDEN_FLOATS`."""
+    import torch
+
+    scorer = policy.mlp_extractor
+    step = max(1, HIDDEN_FLOATS // (scorer.n_experts * scorer.latent_dim_vf))
+    out = np.empty((len(rows), scorer.n_experts))
+    with torch.no_grad():
+        for lo in range(0, len(rows), step):
+            part = torch.from_numpy(np.ascontiguousarray(rows[lo : lo + step]))
+            out[lo : lo + step] = policy_log_probs(policy, part).numpy()
+    return out
 
 
 def policy_log_probs(policy: Any, obs: Any) -> Any:

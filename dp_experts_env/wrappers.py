@@ -80,6 +80,56 @@ class LossFeatures:
         self._prefix[self.t % self._ring] = previous + losses
         return self.features()
 
+    def update_block(self, losses: np.ndarray) -> np.ndarray:
+        """K rounds of :meth:`update` at once: their (K, B, dim) features, the same floats.
+
+        The prefix sums accumulate in the same order (a sequential ``cumsum`` from the last one
+        kept), the window sums are the same differences and the means reduce over the same axis,
+        so row k is bit for bit what the k-th ``update`` call returns; the state afterwards (round
+        count and ring) is the state after those K calls.
+
+        Args:
+            losses: (K, B, N) loss vectors of K rounds (K may be 0).
+
+        Raises:
+            ValueError: ``losses`` is not K rounds of (B, N) values.
+        """
+        b, n = self._num_runs, self.n_experts
+        losses = np.asarray(losses, dtype=np.float64)
+        if losses.ndim != 3 or losses.shape[1:] != (b, n):
+            raise ValueError(f"losses must have shape (K, {b}, {n}), got {losses.shape}")
+        k, t0, ring = len(losses), self.t, self._ring
+        if k == 0:
+            return np.zeros((0, b, self.dim), dtype=np.float32)
+        # sums[j] is the prefix sum after round t0 - kept + j: the ring's last ones, then the K new.
+        kept = min(t0, ring - 1)
+        sums = np.empty((kept + 1 + k, b, n))
+        sums[: kept + 1] = self._prefix[np.arange(t0 - kept, t0 + 1) % ring]
+        sums[kept + 1 :] = losses
+        np.cumsum(sums[kept:], axis=0, out=sums[kept:])  # P_t0 + l_1, then + l_2, ...: in order
+        rounds = np.arange(t0 + 1, t0 + k + 1)
+        now = sums[kept + 1 :]
+        parts = []
+        if self.cumulative:
+            parts.append(self._scaled_rows(now, rounds))
+        for w in self.windows:
+            counts = np.minimum(w, rounds)
+            parts.append(self._scaled_rows(now - sums[kept + 1 + np.arange(k) - counts], counts))
+        if self.round_index:
+            parts.append(np.broadcast_to((rounds / self.horizon)[:, None, None], (k, b, 1)))
+        out = np.concatenate(parts, axis=2).astype(np.float32)
+        # The ring after K updates: the last min(K, ring) prefix sums at their slots.
+        last = rounds[-min(k, ring) :]
+        self._prefix[last % ring] = sums[kept + 1 + last - (t0 + 1)]
+        self.t = t0 + k
+        return out
+
+    @staticmethod
+    def _scaled_rows(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """:meth:`_scaled` of K rounds at once, round k's ``count`` ``counts[k]`` (all >= 1)."""
+        means = sums / counts[:, None, None].astype(np.float64)
+        return (means - means.mean(axis=2, keepdims=True)) * np.sqrt(counts)[:, None, None]
+
     def features(self) -> np.ndarray:
         """The (B, dim) float32 features after ``t`` rounds."""
         t = self.t
