@@ -154,8 +154,8 @@ class PPOBaseline(Agent):
         K rounds' Gumbel draws are one read of each run's stream. torch may round a row of a
         large batch differently from the same row in a round's (B, dim) batch, so a row whose
         best score leads the next by no more than :class:`LogitBound`'s margin is decided by the
-        round's own forward, as ``act`` decides it (docs/algorithms.md, "Notes on the
-        baselines"); ``replays`` counts such rows.
+        round's own forward, as ``act`` decides it (docs/algorithms.md, "PPO in blocks");
+        ``replays`` counts such rows.
         """
         if not own_hooks(self, PPOBaseline, ("_learn", "_choose", "_init_state")):
             return hook_loop(self, obs)  # a subclass's own hooks: the learner its act is
@@ -218,7 +218,7 @@ class LogitBound:
     their differences beyond each subtraction's rounding (half a float32 ulp), and the Gumbel
     noise adds the same float64 to both evaluations (half a float64 ulp). A row whose best
     score leads the second by more than :meth:`margins` has the same argmax in both
-    evaluations (docs/algorithms.md, "Notes on the baselines").
+    evaluations (docs/algorithms.md, "PPO in blocks").
 
     Args:
         reach: (d,) ``v = |W1|^T |w2|``, the weight of each input's magnitude.

