@@ -252,12 +252,12 @@ class LogitBound:
             return None
         if any(p.dtype != torch.float32 for p in policy.parameters()):
             return None
-        w1, b1 = (np.abs(p.detach().numpy().astype(np.float64)) for p in layers[0].parameters())
-        w2, b2 = (np.abs(p.detach().numpy().astype(np.float64)) for p in layers[2].parameters())
-        w2 = w2[0]
+        w1, b1 = _magnitudes(layers[0])
+        w2, b2 = _magnitudes(layers[2])
+        w2, b2 = w2[0], float(b2[0])
         hidden, fan_in = w1.shape
         norm = float(w2.sum())
-        constant = 2 * TANH_ERROR * norm + 2 * _gamma(hidden + 1) * (norm + float(b2[0]))
+        constant = 2 * TANH_ERROR * norm + 2 * _gamma(hidden + 1) * (norm + b2)
         scorer = policy.mlp_extractor
         return cls(
             reach=w1.T @ w2,
@@ -301,13 +301,30 @@ class LogitBound:
 
 
 def exact_float32_matmul() -> bool:
-    """True when torch multiplies float32 matrices in float32 (no TF32 or bfloat16 shortcuts)."""
+    """True when torch multiplies float32 matrices in float32 (no TF32 or bfloat16 shortcuts).
+
+    Reads both of torch's switches: the legacy ``get_float32_matmul_precision`` and the
+    ``fp32_precision`` of the backends, oneDNN and its matmuls (where this torch has them).
+    """
     import torch
 
-    if torch.get_float32_matmul_precision() != "highest":
+    mkldnn = getattr(torch.backends, "mkldnn", None)
+    for level in (torch.backends, mkldnn, getattr(mkldnn, "matmul", None)):
+        if getattr(level, "fp32_precision", "none") not in ("none", "ieee"):
+            return False
+    try:
+        return torch.get_float32_matmul_precision() == "highest"
+    except RuntimeError:  # the legacy and the new switches both set: trust neither
         return False
-    mkldnn = getattr(getattr(torch.backends, "mkldnn", None), "matmul", None)
-    return getattr(mkldnn, "fp32_precision", "none") in ("none", "ieee")
+
+
+def _magnitudes(layer: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A linear layer's |weight| and |bias| in float64 (a missing bias is zeros)."""
+    weight = np.abs(layer.weight.detach().numpy().astype(np.float64))
+    bias = layer.bias
+    if bias is None:
+        return weight, np.zeros(weight.shape[0])
+    return weight, np.abs(bias.detach().numpy().astype(np.float64))
 
 
 def _round_logits(policy: Any, features: np.ndarray) -> np.ndarray:

@@ -315,21 +315,36 @@ def test_every_row_replayed_is_harmless(monkeypatch):
     assert blocked.replays["replayed"] == blocked.replays["rows"] == 180
 
 
-def test_without_exact_float32_matmuls_the_block_plays_round_by_round():
-    torch = pytest.importorskip("torch")
+def _set_precision(switch: str, value: str) -> None:
+    import torch
+
+    if switch == "legacy":
+        torch.set_float32_matmul_precision(value)
+    elif switch == "backends":
+        torch.backends.fp32_precision = value
+    else:
+        torch.backends.mkldnn.matmul.fp32_precision = value
+
+
+@pytest.mark.parametrize(
+    ("switch", "fast", "exact"),
+    [("legacy", "medium", "highest"), ("backends", "tf32", "none"), ("mkldnn", "bf16", "none")],
+)
+def test_without_exact_float32_matmuls_the_block_plays_round_by_round(switch, fast, exact):
+    pytest.importorskip("torch")
     import agents.ppo as ppo
 
     per_round, blocked = _twins()
     losses = _losses(60, 3, 5, seed=10)
     per_round.train()
     try:
-        torch.set_float32_matmul_precision("medium")
+        _set_precision(switch, fast)
         assert not ppo.exact_float32_matmul()
         assert ppo.LogitBound.of(blocked.train().policy) is None
         assert _mismatch(per_round, blocked, losses) is None
         assert blocked.replays["rows"] == 0
     finally:
-        torch.set_float32_matmul_precision("highest")
+        _set_precision(switch, exact)
     assert ppo.exact_float32_matmul()
 
 
