@@ -49,6 +49,10 @@ class PPOBaseline(Agent):
             ``train_seed`` and the features.
         windows: recent-window lengths of the features.
         deterministic: play the highest-scoring expert instead of sampling the policy.
+
+    Attributes:
+        replays: rows played in blocks (``"rows"``) and those of them decided by the round's
+            own forward (``"replayed"``; :meth:`play_block`).
     """
 
     feedback: ClassVar[str] = "full"
