@@ -183,7 +183,8 @@ class PPOBaseline(Agent):
         close = bound.close_rows(features, logits, scores)
         for i in np.flatnonzero(close.any(axis=1)):
             rows = close[i]
-            single = _round_logits(policy, features[i])[rows]
+            # A fresh array, as act's features are (a library may pick kernels by alignment).
+            single = _round_logits(policy, features[i].copy())[rows]
             actions[i, rows] = np.argmax(single if noise is None else single + noise[i, rows], 1)
         self.replays["rows"] += k * b
         self.replays["replayed"] += int(close.sum())
