@@ -109,12 +109,12 @@ def test_small_units_are_bundled_and_heavy_learners_weigh_more():
 
 
 def test_every_built_in_learner_has_a_measured_weight():
-    """The planner's weights cover the registry (ppo trains a network: not measured), and every
+    """The planner's weights cover the registry (ppo: its frozen play), and every
     weight names a registered learner, so a renamed or new built-in cannot silently count the
     default."""
     names = {entry["name"] for entry in agents.available()}
     assert set(backends.LEARNER_NS) <= names
-    assert names - set(backends.LEARNER_NS) <= {"ppo"}
+    assert names - set(backends.LEARNER_NS) == set()
 
 
 @pytest.mark.slow

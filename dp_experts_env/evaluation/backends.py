@@ -88,7 +88,8 @@ def worth_processes(cells: Sequence[Cell]) -> int:
 
 
 #: CPU nanoseconds per run-round of the built-in learners (``benchmarks/learner_costs.py``),
-#: the weights of the Ray planner; a learner not listed (ppo, a plug-in) counts :data:`DEFAULT_NS`.
+#: the weights of the Ray planner; a learner not listed (a plug-in) counts :data:`DEFAULT_NS`.
+#: ppo's weight is its frozen policy's block play; its training (once per process) is not in it.
 LEARNER_NS = {
     "limited-updates": 420, "randomized-prefix-softmax": 490, "ldp-exp4": 510,
     "private-lazy-hedge": 510, "adap-ucb": 510, "exp3": 520, "private-shrinking-dartboard": 530,
@@ -102,6 +103,7 @@ LEARNER_NS = {
     "svt-restart": 2_500, "p-comw": 3_100, "p-comw-lazy": 3_200, "ucb1": 3_400,
     "gaussian-dp-ftrl-oco": 3_500, "thompson": 5_500, "randomized-prefix-softmax:paper": 470,
     "dp-klucb:paper": 590, "private-batched-exp4:paper": 790, "svt-restart:paper": 4_400,
+    "ppo": 2_600,
 }  # fmt: skip
 DEFAULT_NS = 1_000
 #: Estimated CPU seconds a Ray task carries at least (a worker's start-up near a tenth of it);
