@@ -18,6 +18,13 @@ tests/_cheat_targets.py lists the claims it is run through:
 * ``cheat-overspent``: a genuinely private learner (the Laplace tracker) built at 4 x the
   requested epsilon; its claim honestly certifies 4 epsilon.
 * ``cheat-uncertified``: the Laplace tracker whose claim says it is not certified.
+
+Block play: the cheats of :class:`_Cheat` but ``cheat-constant`` have ``play_block`` (K rounds
+of ``act`` in one call, bit for bit: tests/test_cheats_zoo.py checks each against ``act``), as an
+outside learner may: the episode loop calls it on oblivious games, where round-by-round ``act``
+was most of the zoo's CPU. They reach nothing of the library's private kernels; ``cheat-constant``
+stays ``act``-only (the path of a plug-in without a block method); the two Laplace trackers
+inherit the built-in's block path.
 """
 
 from __future__ import annotations
@@ -70,6 +77,56 @@ class _Cheat(Agent):
         weights = np.exp(logits)
         return self.rng.categorical(weights / weights.sum(axis=1, keepdims=True))
 
+    # ------------------------------------------------------------- block play (K act calls)
+    def _block_sums(self, obs: Any) -> np.ndarray:
+        """(K, B, N) cumulative losses each round of the block chooses from, checked as ``act``.
+
+        Row i is ``cum`` after the in-place additions of ``act``'s learning steps up to round i
+        (a sequential ``cumsum``: the same floats; round 1 learns nothing).
+        """
+        arr = np.asarray(obs, dtype=np.float64)
+        b, n = self.num_envs, self.n_experts
+        if arr.ndim != 3 or arr.shape[1:] != (b, n):
+            raise ValueError(f"obs must have shape (K, {b}, {n}) (K rounds), got {arr.shape}")
+        if self.t + len(arr) > self.horizon:
+            raise ValueError(
+                f"{len(arr)} rounds past round {self.t} exceed the horizon {self.horizon}"
+            )
+        if arr.size and not (arr.min() >= 0.0 and arr.max() <= 1.0):
+            raise ValueError("losses must be finite and lie in [0, 1]")
+        sums = arr.copy()
+        if len(sums) and self.t == 0:
+            sums[0] = 0.0
+        if len(sums):
+            sums[0] += self.cum
+        return np.cumsum(sums, axis=0, out=sums)
+
+    def _finish(self, sums: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """Leave the state K ``act`` calls leave; the (K, B) int64 actions."""
+        actions = np.asarray(actions, dtype=np.int64).reshape(len(sums), self.num_envs)
+        if len(actions):
+            self.cum = sums[-1].copy()
+            self.t += len(actions)
+            self.last_actions = actions[-1].copy()
+        return actions
+
+    def _uniforms(self, rounds: int) -> np.ndarray:
+        """(K, B) uniforms: one per run and round, as K ``rng`` reads of one each."""
+        return self.rng.random((rounds,)).T
+
+    @staticmethod
+    def _categorical(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """``BatchRNG.categorical`` on (K, B, N) laws with its (K, B) uniforms given."""
+        cdf = np.cumsum(probs, axis=-1)
+        idx = np.sum(cdf <= u[..., None] * cdf[..., -1:], axis=-1)
+        return np.minimum(idx, probs.shape[-1] - 1)
+
+    @classmethod
+    def _hedge_rows(cls, sums: np.ndarray, eta: float, u: np.ndarray) -> np.ndarray:
+        """:meth:`_hedge` of each round of the block (the same floats, on (K, B, N) arrays)."""
+        weights = np.exp(-eta * (sums - sums.min(axis=2, keepdims=True)))
+        return cls._categorical(weights / weights.sum(axis=2, keepdims=True), u)
+
 
 def _false_claim(epsilon: float) -> PrivacyClaim:
     """An epsilon-DP claim, certified, that nothing backs."""
@@ -91,6 +148,20 @@ class WarmupHedge(_Cheat):
             return self.rng.integers(self.n_experts)
         return self._hedge(0.5)
 
+    def play_block(self, obs: Any) -> np.ndarray:
+        """K rounds of :meth:`act`: uniform draws in the warm-up, Hedge after, one uniform each."""
+        sums = self._block_sums(obs)
+        k = len(sums)
+        u = self._uniforms(k)
+        warmup = min(self.horizon // 2, math.ceil(WARMUP / self.epsilon))
+        early = (self.t + np.arange(k)) < warmup
+        actions = np.empty((k, self.num_envs), dtype=np.int64)
+        n = self.n_experts
+        actions[early] = np.minimum(np.floor(u[early] * np.asarray(n)).astype(np.int64), n - 1)
+        if not early.all():
+            actions[~early] = self._hedge_rows(sums[~early], 0.5, u[~early])
+        return self._finish(sums, actions)
+
 
 @agents.register("cheat-warmup-hedge-liar", private=True, summary="cheat: warm-up, false claim")
 class WarmupHedgeLiar(WarmupHedge):
@@ -108,6 +179,11 @@ class FTL(_Cheat):
     def _choose(self, obs: np.ndarray) -> np.ndarray:
         return np.argmin(self.cum, axis=1)
 
+    def play_block(self, obs: Any) -> np.ndarray:
+        """K rounds of :meth:`act`: the argmin of each round's sums."""
+        sums = self._block_sums(obs)
+        return self._finish(sums, np.argmin(sums, axis=2))
+
 
 @agents.register("cheat-ftl-liar", private=True, summary="cheat: FTL with a false claim")
 class FTLLiar(FTL):
@@ -124,6 +200,11 @@ class HedgeHalf(_Cheat):
 
     def _choose(self, obs: np.ndarray) -> np.ndarray:
         return self._hedge(0.5)
+
+    def play_block(self, obs: Any) -> np.ndarray:
+        """K rounds of :meth:`act`."""
+        sums = self._block_sums(obs)
+        return self._finish(sums, self._hedge_rows(sums, 0.5, self._uniforms(len(sums))))
 
 
 @agents.register("cheat-constant", private=False, summary="cheat: always expert 0")
@@ -150,6 +231,19 @@ class Tracker(_Cheat):
 
     def _choose(self, obs: np.ndarray) -> np.ndarray:
         return self.rng.categorical(self.w)
+
+    def play_block(self, obs: Any) -> np.ndarray:
+        """K rounds of :meth:`act`: the weights' recursion round by round, the draws at once."""
+        sums = self._block_sums(obs)
+        losses = np.asarray(obs, dtype=np.float64)
+        laws = np.empty_like(sums)
+        for i in range(len(sums)):
+            if self.t + i > 0:
+                w = self.w * np.exp(-losses[i])
+                w /= w.sum(axis=1, keepdims=True)
+                self.w = 0.95 * w + 0.05 / self.n_experts
+            laws[i] = self.w
+        return self._finish(sums, self._categorical(laws, self._uniforms(len(sums))))
 
 
 @agents.register("cheat-overspent", private=True, summary="cheat: Laplace tracker at 4 epsilon")
