@@ -14,6 +14,7 @@ import functools
 import numpy as np
 import pytest
 from _bandit_twins import caught_then_passes, kernel_path, play_both, spy
+from conftest import use_jit_path
 
 from agents import _bandit_ucb1 as ucb1
 from dp_experts_env import _jit
@@ -28,6 +29,7 @@ BLOCKINGS = {
 @pytest.fixture(params=["compiled", "python"])
 def path(request, monkeypatch):
     """The compiled kernel or its Python form; the block must run the kernel."""
+    use_jit_path("compiled", monkeypatch)  # its own path: CI's numpy pass need not repeat it
     calls = kernel_path(
         request.param, monkeypatch, ucb1, "ucb1_ready", "run_ucb1_block", ucb1.ucb1_ready
     )
@@ -42,7 +44,7 @@ def test_ucb1_block_equals_act(path, kwargs, arms, blocking):
 
 
 def test_numpy_path_plays_through_act(monkeypatch):
-    monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+    use_jit_path("numpy", monkeypatch)
     assert not _jit.jit_enabled() and not ucb1.ucb1_ready()
     calls = spy(monkeypatch, ucb1, "run_ucb1_block")
     play_both("ucb1", {}, 5, 5, False, BLOCKINGS["long"])
@@ -61,7 +63,7 @@ def _losses_copied(sums, counts, last, levels, t0, losses, *rest, **kw):
 
 
 def test_a_kernel_only_bug_is_caught_and_a_harmless_change_passes(monkeypatch):
-    monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
+    use_jit_path("compiled", monkeypatch)
     if not ucb1.ucb1_ready():
         pytest.skip("numba is unavailable")
     plant = functools.partial(monkeypatch.setattr, ucb1, "run_ucb1_block")
