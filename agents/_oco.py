@@ -181,6 +181,14 @@ def log_normaliser(
     return ball_log_normaliser(cum, beta, lam, radius, np.shape(cum)[-1])
 
 
+def _dot_floats(a: list[float], b: list[float]) -> float:
+    """:func:`~dp_experts_env.fixed_order.dot` of two vectors given as lists of floats."""
+    total = a[0] * b[0]
+    for i in range(1, len(a)):
+        total += a[i] * b[i]
+    return total
+
+
 def ball_sample(
     mean: np.ndarray, scale: float, radius: float, gen: np.random.Generator, max_tries: int
 ) -> np.ndarray:
@@ -199,17 +207,23 @@ def ball_sample(
     gap_sq = float(dot(gap, gap))  # fixed order: the draws must not depend on the CPU
     log_vol = d / 2 * math.log(math.pi) + d * math.log(radius) - special.gammaln(d / 2 + 1)
     gaussian = d / 2 * math.log(2 * math.pi * s2) <= log_vol
+    # Each proposal's inner products in Python floats: fixed_order.dot's products and sums in
+    # its order (the same doubles), without its array overhead per proposal.
+    c_list, gap_list, mean_list = c.tolist(), gap.tolist(), mean.tolist()
+    r2 = radius * radius
     for _ in range(max_tries):
         if gaussian:
             x = c + scale * gen.standard_normal(d)
-            if dot(x, x) > radius * radius:
+            xs = x.tolist()
+            if _dot_floats(xs, xs) > r2:
                 continue
-            log_acc = float(dot(x - c, gap)) / s2
+            log_acc = _dot_floats([a - b for a, b in zip(xs, c_list, strict=True)], gap_list) / s2
         else:
             z = gen.standard_normal(d)
-            x = radius * gen.random() ** (1.0 / d) * z / math.sqrt(dot(z, z))
-            diff = x - mean
-            log_acc = -(float(dot(diff, diff)) - gap_sq) / (2 * s2)
+            zs = z.tolist()
+            x = radius * gen.random() ** (1.0 / d) * z / math.sqrt(_dot_floats(zs, zs))
+            diff = [a - b for a, b in zip(x.tolist(), mean_list, strict=True)]
+            log_acc = -(_dot_floats(diff, diff) - gap_sq) / (2 * s2)
         if math.log(gen.random() + 1e-300) < log_acc:
             return x
     raise RuntimeError(

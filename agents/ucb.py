@@ -141,6 +141,37 @@ class UCB1(_IndexBandit):
     def _index(self) -> np.ndarray:
         return self.means() - np.sqrt(self.c * math.log(self.t) / self.counts)
 
+    def play_bandit_block(
+        self,
+        first: Mapping[str, np.ndarray],
+        advice: np.ndarray | None,
+        losses: np.ndarray,
+        rows: np.ndarray,
+    ) -> np.ndarray:
+        """K rounds of :meth:`act` in one compiled call (the bandit block protocol).
+
+        :mod:`agents._bandit_ucb1`'s kernel, bit for bit K ``act`` calls; without it, through
+        ``act``.
+        """
+        from agents import _bandit_kernels as kernels
+        from agents import _bandit_ucb1 as ucb1
+
+        k = len(losses)
+        if not k or not ucb1.ucb1_ready():
+            return kernels.act_loop(self, first, advice, losses, rows)
+        batch, _, _, _ = kernels.block_inputs(self, first, advice, k, uses_advice=False)
+        loss0 = self._checked_loss(batch) if self.t > 0 else np.zeros(self.num_envs)
+        arms = int(self.n_arms)
+        # act's c ln t, in Python as act computes it (the kernel divides, roots and subtracts)
+        levels = [self.c * math.log(t) if t >= arms else 0.0 for t in range(self.t, self.t + k)]
+        actions = ucb1.run_ucb1_block(
+            self.sums, self.counts, self.last_actions, np.array(levels), self.t, losses, rows,
+            loss0,
+        )
+        self.t += k
+        self.last_actions = actions[-1].copy()
+        return actions
+
 
 @register(
     "kl-ucb",

@@ -110,7 +110,7 @@ CASES = [
     ("limited-updates", "play_block"),
     ("private-batched-exp4", "play_bandit_block"),
     ("dp-ftrl-oco", "play_block"),
-    ("ucb1", None),
+    ("ucb1", "play_bandit_block"),
     (PluginHedge, "play_block"),
     (BlockLeader, "play_block"),
     (NoBlockLeader, None),

@@ -235,7 +235,9 @@ def test_a_large_gap_is_eliminated_after_the_first_epoch():
     losses = _bernoulli(t, b, [0.2, 0.7, 0.7], seed=7)
     agent = DPSE(3, t, n_arms=3, epsilon=1.0, num_envs=b, seed=3)
     r1 = int(agent.length[0])
-    actions = _play(agent, losses)
+    # One bandit block (the game is oblivious): bit for bit the act calls (test_dp_se_block.py)
+    first = _obs(3, b, np.zeros(b, dtype=np.int64), np.zeros(b))
+    actions = agent.play_bandit_block(first, None, losses, np.arange(b))
     assert np.all(agent.active.sum(axis=1) == 1) and np.all(agent.active[:, 0])
     assert np.all(actions[3 * r1 :] == 0)
     regret = (actions != 0).sum(axis=0) * 0.5

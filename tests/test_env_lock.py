@@ -10,23 +10,30 @@ the bytes differ the case passes and is named in the run's summary (``BYTE_REPOR
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import numpy as np
 import pytest
 from _env_lock import REFERENCE, Recorder, cases, load_reference, record_case
 from _lock_arrays import BYTE_REPORT, compare, load, save
+from _lock_share import PathShare
 from conftest import JIT_PATHS, use_jit_path
+
+from dp_experts_env._jit import jit_enabled
 
 REF_ARRAYS, REF_HASHES = load_reference()
 CASES = list(cases())
 
 
-@functools.cache
+#: Each case's episode, played once per path and run, or once per run where playing it took no
+#: path decision (then the numpy half would run the compiled half's code: it reads its recording;
+#: none of the cases takes one today). Controls: ``test_a_recording_is_shared_only_...``.
+_SHARE = PathShare(record_case)
+
+
 def _recorded(env_id: str, family: str, path: str) -> Recorder:
-    """The case's episode on ``path`` (the caller has switched to it), played once per run."""
-    return record_case(env_id, family)
+    """The case's episode on ``path`` (the caller has switched to it)."""
+    return _SHARE((env_id, family), path)
 
 
 def test_every_locked_case_still_exists() -> None:
@@ -60,6 +67,36 @@ def test_episodes_unchanged(env_id: str, family: str, path: str, monkeypatch) ->
         f"`PYTHONPATH=. python tests/_env_lock.py --update {key}`; a difference that only "
         "appears on another machine is a portability bug, not a reason to re-record."
     )
+
+
+def test_a_recording_is_shared_only_where_it_took_no_path_decision(monkeypatch) -> None:
+    """The locks' share (``_lock_share.PathShare``): a play that asks which path to take is
+    played again on the other path and gives that path's answer (the mutant: sharing it anyway
+    would answer True on the numpy path); a play that asks nothing is played once and read by
+    both paths (the harmless case); each path reads its own recording again."""
+    calls: list[str] = []
+
+    def consulting(name: str) -> bool:
+        calls.append(name)
+        return jit_enabled()
+
+    def pathless(name: str) -> list[str]:
+        calls.append(name)
+        return [name]
+
+    for play, plays in ((consulting, 2), (pathless, 1)):
+        share, calls[:] = PathShare(play), []
+        use_jit_path("compiled", monkeypatch)
+        compiled = share(("case",), "compiled")
+        use_jit_path("numpy", monkeypatch)
+        numpy = share(("case",), "numpy")
+        assert share(("case",), "numpy") is numpy and share(("case",), "compiled") is compiled
+        assert calls == ["case"] * plays, play.__name__
+        if play is consulting:
+            assert (compiled, numpy) == (True, False)
+        else:
+            assert numpy is compiled
+    assert share(("other",), "numpy") == ["other"] and calls == ["case", "other"]
 
 
 def test_the_comparison_holds_integers_exactly_and_floats_to_the_tolerance() -> None:

@@ -12,12 +12,11 @@ and is named in the run's summary (``BYTE_REPORT``).
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pytest
 from _learner_lock import REFERENCE, actions, actions_hash, entries, load_reference
 from _lock_arrays import BYTE_REPORT, compare
+from _lock_share import PathShare
 from conftest import JIT_PATHS, use_jit_path
 
 import agents
@@ -31,10 +30,15 @@ HOW_TO_UPDATE = (
 )
 
 
-@functools.cache
+#: Each entry's actions, played once per path and run, or once per run where playing them took
+#: no path decision (most entries: the lock plays through ``act``); the numpy half then reads the
+#: compiled half's recording (controls: test_env_lock.py, ``test_a_recording_is_shared_...``).
+_SHARE = PathShare(actions)
+
+
 def _played(entry: str, path: str) -> np.ndarray:
-    """The entry's actions on ``path`` (the caller has switched to it), played once per run."""
-    return actions(entry)
+    """The entry's actions on ``path`` (the caller has switched to it)."""
+    return _SHARE((entry,), path)
 
 
 def test_every_locked_learner_still_exists():

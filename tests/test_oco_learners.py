@@ -11,8 +11,10 @@ import pytest
 from _played import played_static_regret
 from conftest import rollout
 from scipy import integrate, stats
+from scipy.special import gammaln
 
 import agents
+import agents._oco as oco_module
 import dp_experts_env  # noqa: F401
 from agents._oco import (
     ball_log_normaliser,
@@ -21,8 +23,10 @@ from agents._oco import (
     box_sample,
     log_ncx2_cdf,
     log_ndtr_diff,
+    project,
 )
 from agents.p_comw import PCOMW, paper_epsilon, pcomw_parameters
+from dp_experts_env.fixed_order import dot
 from dp_experts_env.privacy.accountant_oco import pcomw_rdp_account
 from dp_experts_env.privacy.exact_accountants import calibrate, pcomw_account
 
@@ -344,6 +348,78 @@ def test_paper_mode_reproduces_the_printed_lambda_1():
     assert strict.lam == pytest.approx(0.5 * math.sqrt(800))
     assert paper.lam == pytest.approx(0.5 / (2 * math.sqrt(400)))
     assert strict.certified and not paper.certified
+
+
+def _ball_sample_twin(mean, scale, radius, gen, max_tries):
+    """ball_sample as first written (fixed_order.dot on arrays per proposal): the reference."""
+    d = mean.shape[-1]
+    s2 = scale * scale
+    c = project(mean, "ball", radius)
+    gap = mean - c
+    gap_sq = float(dot(gap, gap))
+    log_vol = d / 2 * math.log(math.pi) + d * math.log(radius) - gammaln(d / 2 + 1)
+    gaussian = d / 2 * math.log(2 * math.pi * s2) <= log_vol
+    for _ in range(max_tries):
+        if gaussian:
+            x = c + scale * gen.standard_normal(d)
+            if dot(x, x) > radius * radius:
+                continue
+            log_acc = float(dot(x - c, gap)) / s2
+        else:
+            z = gen.standard_normal(d)
+            x = radius * gen.random() ** (1.0 / d) * z / math.sqrt(dot(z, z))
+            diff = x - mean
+            log_acc = -(float(dot(diff, diff)) - gap_sq) / (2 * s2)
+        if math.log(gen.random() + 1e-300) < log_acc:
+            return x
+    raise RuntimeError("no acceptance")
+
+
+#: (mean, scale, radius): both proposals (Gaussian at the projected mean, uniform), means
+#: inside and far outside, d = 1, 2, 3, 5.
+BALL_CASES = [
+    ([0.3], 0.4, 1.0),
+    ([2.5], 0.2, 1.0),
+    ([0.2, 0.1], 0.3, 1.0),
+    ([3.0, 0.0], 0.5, 1.0),
+    ([0.5, 0.5], 3.0, 1.0),
+    ([6.0, 0.0], 0.1, 1.0),
+    ([0.1, -0.7, 0.4], 0.25, 2.0),
+    ([1.5, 2.0, -0.5], 0.6, 1.0),
+    ([0.2, 0.0, 0.1, -0.3, 0.4], 5.0, 1.0),
+    ([0.9, -1.1, 0.3, 0.7, 0.2], 0.35, 1.5),
+]
+
+
+def _ball_draws(sampler, draws=60):
+    out, states = [], []
+    for case, (mean, scale, radius) in enumerate(BALL_CASES):
+        gen = np.random.default_rng(40 + case)
+        m = np.array(mean)
+        out.append(np.array([sampler(m, scale, radius, gen, 100_000) for _ in range(draws)]))
+        states.append(gen.bit_generator.state["state"])
+    return out, states
+
+
+def test_ball_sampler_is_its_array_twin_bit_for_bit(monkeypatch):
+    """ball_sample's proposals in Python floats give the array form's draws, bit for bit, and
+    leave each generator where it left it. Control: the same sums in reverse order (a last-bit
+    change in some acceptance or radius) are caught by the same comparison."""
+    want, want_states = _ball_draws(_ball_sample_twin)
+    got, got_states = _ball_draws(ball_sample)
+    assert got_states == want_states
+    for case, (a, b) in enumerate(zip(got, want, strict=True)):
+        assert np.array_equal(a.view(np.int64), b.view(np.int64)), BALL_CASES[case]
+
+    def reversed_sum(a, b):
+        total = a[-1] * b[-1]
+        for i in range(len(a) - 2, -1, -1):
+            total += a[i] * b[i]
+        return total
+
+    monkeypatch.setattr(oco_module, "_dot_floats", reversed_sum)
+    planted, _ = _ball_draws(ball_sample)
+    assert not all(np.array_equal(a, b) for a, b in zip(planted, want, strict=True))
 
 
 @pytest.mark.slow

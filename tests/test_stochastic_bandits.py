@@ -176,8 +176,8 @@ def regret_per_run(name, horizon, *, runs=8, gap=0.2, seed=0, **params):
 
     The game is oblivious (both arms' losses drawn up front), so a learner with a bandit block
     path plays it in one ``play_bandit_block`` call -- bit for bit its ``act`` calls
-    (test_klucb_block.py, test_ucb_block.py, test_tsallis_block.py) at a fraction of the
-    interpreter's cost; the others play round by round on the same losses.
+    (test_klucb_block.py, test_ucb_block.py, test_ucb1_block.py, test_tsallis_block.py) at a
+    fraction of the interpreter's cost; the others play round by round on the same losses.
     """
     agent = agents.make(
         name, n_experts=2, n_arms=2, horizon=horizon, num_envs=runs, seed=seed, **params

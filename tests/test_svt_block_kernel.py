@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import use_jit_path
 
 import agents._svt_kernels as svt_kernels
 from agents.svt_restart import SVTRestart
@@ -111,8 +112,7 @@ def _play(kw: dict, blocks: tuple[int, ...], obs: np.ndarray) -> tuple[SVTRestar
 @pytest.mark.skipif(not numba_available(), reason="numba not installed")
 @pytest.mark.parametrize("kw", CASES, ids=[str(c) for c in CASES])
 def test_compiled_block_equals_act(kw: dict, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("DP_EXPERTS_NO_JIT", raising=False)
-    monkeypatch.delenv("DP_EXPERTS_NUMBA", raising=False)
+    use_jit_path("compiled", monkeypatch)  # its own path: CI's numpy pass need not repeat it
     obs = _losses()
     for blocks in (BLOCKS, (HORIZON,), (7,) * 51 + (3,)):
         ref, blk = _play(kw, blocks, obs)
@@ -133,7 +133,7 @@ PYTHON_FORM_CASES = CASES[:7] + CASES[8:9] + CASES[11:]
 @pytest.mark.parametrize("kw", PYTHON_FORM_CASES, ids=[str(c) for c in PYTHON_FORM_CASES])
 def test_python_form_block_equals_act(kw: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     """The kernel run as Python (no JIT) gives the same as act's numpy path."""
-    monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+    use_jit_path("numpy", monkeypatch)
     real = svt_kernels.block_supported
     monkeypatch.setattr(
         svt_kernels,
@@ -147,7 +147,7 @@ def test_python_form_block_equals_act(kw: dict, monkeypatch: pytest.MonkeyPatch)
 
 def test_numpy_path_plays_the_hooks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the JIT the block falls back to the hooks (and still equals act)."""
-    monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+    use_jit_path("numpy", monkeypatch)
     ref, blk = _play({}, (10, 50, 300), _losses(2))
     assert not svt_kernels.block_supported(blk)
     _assert_same(ref, blk)

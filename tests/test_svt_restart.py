@@ -19,6 +19,7 @@ from agents.svt_restart import (
     betting_query_sensitivity,
 )
 from dp_experts_env.evaluation.audit import audit_agent
+from dp_experts_env.evaluation.episode import play
 from dp_experts_env.privacy.mechanisms import AboveThreshold
 
 
@@ -321,11 +322,16 @@ def test_audit_catches_detector_without_noise():
 
 # ----------------------------------------------------------------------------- utility
 def run_env(name, env_id, epsilon, seeds=3, metric="dynamic_regret", agent_kw=None, **env_kw):
+    """The runs' final ``metric``, played as users' runs play (``episode.play``: the loop's
+    ``reset()`` first, then the learner's block path, bit for bit its ``act`` calls after that
+    reset; svt-restart draws its first thresholds in ``reset()``, so its regrets are those of a
+    round-by-round rollout after ``agent.reset()``, checked equal by hand at the sizes below)."""
     env = gym.make_vec(env_id, num_envs=seeds, vectorization_mode="vector_entry_point", **env_kw)
     agent = agents.make(name, env=env, epsilon=epsilon, seed=0, **(agent_kw or {}))
-    info = rollout(agent, env=env, seed=list(range(seeds))).info
+    horizon = int(env.unwrapped.horizon)
+    final = play(env, agent, list(range(seeds)), np.array([horizon]))[metric][-1]
     env.close()
-    return np.asarray(info[metric]), agent
+    return final, agent
 
 
 @pytest.mark.slow
