@@ -100,7 +100,7 @@ LEARNER_NS = {
     "noisy-clipped-hedge": 1_000, "gaussian-tree-hedge": 1_100, "private-batched-bandit": 1_200,
     "private-bandit-over-experts": 1_200, "meta-expert-reduction": 1_800, "kl-ucb": 2_100,
     "lazy-ftrl-oco": 2_300, "ogd": 2_300, "ftrl-oco": 2_300, "dp-ftrl-oco": 2_400,
-    "svt-restart": 2_500, "p-comw": 3_100, "p-comw-lazy": 3_200, "ucb1": 3_400,
+    "svt-restart": 2_500, "p-comw": 3_100, "p-comw-lazy": 3_200, "ucb1": 480,
     "gaussian-dp-ftrl-oco": 3_500, "thompson": 5_500, "randomized-prefix-softmax:paper": 470,
     "dp-klucb:paper": 590, "private-batched-exp4:paper": 790, "svt-restart:paper": 4_400,
     "ppo": 2_600,
