@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import rollout, tiny_env
+from conftest import rollout, tiny_env, use_jit_path
 
 import agents
 from agents.registry import _GAME_ATTRS
@@ -180,23 +180,31 @@ SLOW_MONOTONE = {"svt-restart:paper"}
 @pytest.mark.parametrize(
     "name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_MONOTONE else n for n in PRIVATE]
 )
-def test_regret_does_not_increase_with_epsilon(name):
-    """check_agent's ``monotone`` check (the envs, seeds and tolerances above are its own)."""
+def test_regret_does_not_increase_with_epsilon(name, monkeypatch):
+    """check_agent's ``monotone`` check (the envs, seeds and tolerances above are its own).
+
+    Played on the compiled path, the one users' runs play. The numpy path gives the same regrets
+    bit for bit (every learner's block entry point against ``act`` on both paths in
+    test_path_equivalence.py, the locks on both paths), so CI's numpy pass, which re-ran this
+    check through ``act`` every round (~23 s), need not repeat it.
+    """
+    use_jit_path("compiled", monkeypatch)
     assert _monotone(name, CONTRACT_PARAMS.get(name, {})).passed == ["monotone"]
 
 
 #: check_agent's ``monotone`` outcome per (learner, keywords): its report, or the ContractError
 #: it raised. The check is deterministic (seeded runs at check_agent's fixed sizes), so
 #: test_check_agent_passes reads the outcome this module's monotone test computed (or computes
-#: it, whichever runs first) instead of playing the same 3 x 32 runs of T = 2,000 again. The
-#: numpy-path pass is unaffected: each test that reads it runs its own plays there too, and the
-#: monotone test runs on both paths wherever the check consults the path.
+#: it, whichever runs first) instead of playing the same 3 x 32 runs of T = 2,000 again. The key
+#: holds the path, so a reader on the numpy path never reads a compiled-path outcome.
 _MONOTONE: dict[str, object] = {}
 
 
 def _monotone(name, params):
     """``check_agent(name, params=params, checks=["monotone"])``, once per module and key."""
-    key = repr((name, sorted(params.items())))
+    from dp_experts_env._jit import jit_enabled
+
+    key = repr((name, sorted(params.items()), jit_enabled()))
     if key not in _MONOTONE:
         try:
             _MONOTONE[key] = check_agent(name, params=params, checks=["monotone"])
