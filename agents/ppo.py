@@ -259,6 +259,10 @@ class LogitBound:
             return None
         if not tanh_within_error():  # this machine's tanh kernels break the premise
             return None
+        from stable_baselines3.common.torch_layers import FlattenExtractor
+
+        if type(policy.pi_features_extractor) is not FlattenExtractor:  # it may rescale x
+            return None
         layers = list(policy.mlp_extractor.score)
         kinds = [type(layer) for layer in layers]
         if kinds != [nn.Linear, nn.Tanh, nn.Linear] or type(policy.action_net) is not nn.Identity:

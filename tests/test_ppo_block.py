@@ -553,3 +553,21 @@ def test_a_features_object_of_another_class_plays_through_its_update():
         agent.reset(7)
     assert _mismatch(per_round, blocked, _losses(60, 3, 5, seed=15)) is None
     assert blocked.replays["rows"] == 0
+
+
+def test_a_policy_with_another_features_extractor_has_no_bound():
+    """The bound reads the features as the scorer's inputs: an extractor that rescales them
+    (planted) leaves no bound; a fresh plain flatten extractor (harmless) keeps it."""
+    from stable_baselines3.common.torch_layers import FlattenExtractor
+
+    import agents.ppo as ppo
+
+    class Doubled(FlattenExtractor):
+        def forward(self, observations):
+            return 2 * super().forward(observations)
+
+    policy = _tied(_ppo()).policy
+    policy.pi_features_extractor = Doubled(policy.observation_space)
+    assert ppo.LogitBound.of(policy) is None
+    policy.pi_features_extractor = FlattenExtractor(policy.observation_space)
+    assert ppo.LogitBound.of(policy) is not None
