@@ -7,6 +7,8 @@ layer and the ``sb3`` extra lazily, when built.
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -161,8 +163,12 @@ class PPOBaseline(Agent):
         round's own forward, as ``act`` decides it (docs/algorithms.md, "PPO in blocks");
         ``replays`` counts such rows.
         """
+        from dp_experts_env.wrappers import LossFeatures
+
         if not own_hooks(self, PPOBaseline, ("_learn", "_choose", "_init_state")):
             return hook_loop(self, obs)  # a subclass's own hooks: the learner its act is
+        if type(self.features) is not LossFeatures:  # its update_block may not be its update
+            return hook_loop(self, obs)
         losses = check_block(self, obs)
         k, b, n = len(losses), self.num_envs, self.n_experts
         if k == 0:
@@ -251,6 +257,12 @@ class LogitBound:
 
         if type(policy) is not ExpertScorePolicy or not exact_float32_matmul():
             return None
+        if not tanh_within_error():  # this machine's tanh kernels break the premise
+            return None
+        from stable_baselines3.common.torch_layers import FlattenExtractor
+
+        if type(policy.pi_features_extractor) is not FlattenExtractor:  # it may rescale x
+            return None
         layers = list(policy.mlp_extractor.score)
         kinds = [type(layer) for layer in layers]
         if kinds != [nn.Linear, nn.Tanh, nn.Linear] or type(policy.action_net) is not nn.Identity:
@@ -302,17 +314,24 @@ class LogitBound:
         if n == 1:
             return np.zeros(scores.shape[:2], dtype=bool)
         top = np.partition(scores, n - 2, axis=2)[..., n - 2 :]
-        return top[..., 1] - top[..., 0] <= self.margins(features, logits, scores)
+        # not (lead > margin): a NaN lead or margin (no order to prove) is replayed too.
+        return ~(top[..., 1] - top[..., 0] > self.margins(features, logits, scores))
 
 
 def exact_float32_matmul() -> bool:
     """True when torch multiplies float32 matrices in float32 (no TF32 or bfloat16 shortcuts).
 
     Reads both of torch's switches: the legacy ``get_float32_matmul_precision`` and the
-    ``fp32_precision`` of the backends, oneDNN and its matmuls (where this torch has them).
+    ``fp32_precision`` of the backends, oneDNN and its matmuls (where this torch has them), and
+    oneDNN's own default math mode (``ONEDNN_DEFAULT_FPMATH_MODE`` or its old name
+    ``DNNL_DEFAULT_FPMATH_MODE``: anything but ``STRICT`` lets oneDNN, which serves torch's float32
+    matmuls on some CPUs such as AArch64 with ACL, compute them in bfloat16 or TF32).
     """
     import torch
 
+    for name in ("ONEDNN_DEFAULT_FPMATH_MODE", "DNNL_DEFAULT_FPMATH_MODE"):
+        if os.environ.get(name, "strict").strip().lower() not in ("", "strict"):
+            return False
     mkldnn = getattr(torch.backends, "mkldnn", None)
     for level in (torch.backends, mkldnn, getattr(mkldnn, "matmul", None)):
         if getattr(level, "fp32_precision", "none") not in ("none", "ieee"):
@@ -321,6 +340,27 @@ def exact_float32_matmul() -> bool:
         return torch.get_float32_matmul_precision() == "highest"
     except RuntimeError:  # the legacy and the new switches both set: trust neither
         return False
+
+
+@functools.cache
+def tanh_within_error() -> bool:
+    """True when torch's float32 tanh here is within :data:`TANH_ERROR` and ``|tanh| <= 1``.
+
+    The margin's premise, spot-checked once per process on this machine's kernels (its vector
+    loops at every tail length and a long run that parallel loops split) against float64's
+    tanh: a check of the kernels actually dispatched, not a proof for every input.
+    """
+    import torch
+
+    rng = np.random.default_rng(20261129)  # fixed probe points (no learner's randomness)
+    for size in [*range(1, 70), 100_003]:
+        x = (rng.standard_normal(size) * rng.choice([0.01, 1.0, 4.0], size)).astype(np.float32)
+        with torch.no_grad():
+            got = torch.tanh(torch.from_numpy(x)).numpy().astype(np.float64)
+        error = np.abs(got - np.tanh(x.astype(np.float64)))
+        if not (np.abs(got).max() <= 1.0 and error.max() <= TANH_ERROR):
+            return False
+    return True
 
 
 def _magnitudes(layer: Any) -> tuple[np.ndarray, np.ndarray]:

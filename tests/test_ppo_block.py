@@ -406,3 +406,168 @@ def test_batched_scores_lie_within_the_bound_of_the_rounds(runs):
     spread = moved.max(axis=2) - moved.min(axis=2)
     assert (spread <= bound.margins(block, logits, logits) / SAFETY).all()
     assert np.abs(block).max() > 10  # the bound was exercised away from small features
+
+
+# ------------------------------------------------------------- the margin, derived independently
+U32, U64 = 2.0**-24, 2.0**-53
+
+
+def _gamma(n: int) -> float:
+    return n * U32 / (1 - n * U32)
+
+
+def _one_evaluation_error(policy, rows: np.ndarray) -> np.ndarray:
+    """(R, N) bound on one float32 evaluation's score error, layer by layer from the weights
+    (docs/algorithms.md, "PPO in blocks"; a tanh within 8 ulps, stated there)."""
+    scorer = policy.mlp_extractor
+    n, g = scorer.n_experts, scorer.n_groups
+    first, second = scorer.score[0], scorer.score[2]
+    w1, b1 = (np.abs(p.detach().numpy().astype(np.float64)) for p in first.parameters())
+    w2, b2 = (np.abs(p.detach().numpy().astype(np.float64)) for p in second.parameters())
+    per = rows[:, : g * n].reshape(len(rows), g, n).transpose(0, 2, 1).astype(np.float64)
+    if scorer.round_index:
+        last = np.broadcast_to(rows[:, -1:, None].astype(np.float64), (len(rows), n, 1))
+        per = np.concatenate([per, last], axis=2)
+    d, h = per.shape[2], w1.shape[0]
+    hidden_error = _gamma(d + 1) * (np.abs(per) @ w1.T + b1) + 8 * U32  # (R, N, h)
+    return hidden_error @ w2[0] + _gamma(h + 1) * (w2.sum() + b2[0])
+
+
+def test_the_margin_covers_the_pair_bound_derived_independently():
+    """score_errors is twice one evaluation's bound; the margin at least twice (the documented
+    safety factor) the bound on how far two evaluations' lead may differ, with and without the
+    noise: a margin too small (by 2x or 10x) or a feature group weighed with another's reach
+    fails here."""
+    torch = pytest.importorskip("torch")
+    from agents.ppo import LogitBound, policy_log_probs
+
+    agent = _ppo(n=5, horizon=60, runs=3, windows=(3, 7))
+    policy = agent.train().policy
+    features = LossFeatures(5, 60, windows=(3, 7))
+    features.reset(3)
+    block = features.update_block(_losses(60, 3, 5, seed=12) * np.linspace(0.2, 1, 5))
+    rows = block.reshape(-1, block.shape[2])
+    error = _one_evaluation_error(policy, rows).reshape(60, 3, 5)
+    bound = LogitBound.of(policy)
+    np.testing.assert_allclose(bound.score_errors(block), 2 * error, rtol=1e-12, atol=0)
+    with torch.no_grad():
+        logits = policy_log_probs(policy, torch.from_numpy(rows)).numpy().astype(np.float64)
+    logits = logits.reshape(60, 3, 5)
+    pair = 4 * error.max(axis=2) + 4 * U32 * np.abs(logits).max(axis=2)
+    assert (bound.margins(block, logits, logits) >= 2 * pair).all()
+    scores = logits + np.random.default_rng(0).gumbel(size=logits.shape)
+    noisy = pair + 4 * U64 * np.abs(scores).max(axis=2)
+    assert (bound.margins(block, logits, scores) >= 2 * noisy).all()
+
+
+def test_a_planted_difference_within_the_pair_bound_is_replayed_and_a_tenth_margin_is_caught(
+    monkeypatch,
+):
+    """Experts with equal losses have equal features, so act's scores tie (act plays expert 0).
+    The block's forward moves the last expert up by 0.99 of the independently derived bound on
+    two evaluations' lead (a difference the proof allows): the guard must replay every row; with
+    a margin 10x too small it does not, and the planted difference reaches the actions."""
+    import agents.ppo as ppo
+
+    block_logits = ppo._block_logits
+
+    def moved(policy, rows):
+        out = block_logits(policy, rows)
+        pair = 4 * _one_evaluation_error(policy, rows).max(axis=1)
+        out[:, -1] += 0.99 * (pair + 4 * U32 * np.abs(out).max(axis=1))
+        return out
+
+    monkeypatch.setattr(ppo, "_block_logits", moved)
+    rng = np.random.default_rng(13)
+    losses = np.repeat(rng.random((60, 3, 1)), 5, axis=2)  # every expert the same loss
+    per_round, blocked = _twins(deterministic=True)
+    assert _mismatch(per_round, blocked, losses) is None
+    assert blocked.replays["replayed"] == blocked.replays["rows"] == 180
+    assert not blocked.last_actions.any()
+
+    monkeypatch.setattr(ppo, "SAFETY", ppo.SAFETY / 10)  # planted: a margin 10x too small
+    per_round, blocked = _twins(deterministic=True)
+    assert _mismatch(per_round, blocked, losses) is not None
+
+
+# --------------------------------------------------------------- premises checked at run time
+@pytest.mark.parametrize("name", ["ONEDNN_DEFAULT_FPMATH_MODE", "DNNL_DEFAULT_FPMATH_MODE"])
+def test_onednns_fast_math_mode_plays_round_by_round_and_strict_passes(name, monkeypatch):
+    """oneDNN's default math mode (its environment variable, which torch's switches do not show)
+    may compute float32 matmuls in bfloat16: the margin does not cover it."""
+    import agents.ppo as ppo
+
+    per_round, blocked = _twins()
+    for value in ("STRICT", "strict", ""):  # harmless: the exact mode spelled out
+        monkeypatch.setenv(name, value)
+        assert ppo.exact_float32_matmul()
+    monkeypatch.setenv(name, "BF16")
+    assert not ppo.exact_float32_matmul()
+    assert ppo.LogitBound.of(blocked.train().policy) is None
+    assert _mismatch(per_round, blocked, _losses(60, 3, 5, seed=14)) is None
+    assert blocked.replays["rows"] == 0
+
+
+def test_a_tanh_beyond_the_stated_error_is_refused_at_run_time(monkeypatch):
+    """The tanh premise is spot-checked on the machine that plays: a kernel 16 ulps off near 1
+    leaves no bound (round by round); torch's own passes."""
+    torch = pytest.importorskip("torch")
+    import agents.ppo as ppo
+
+    policy = _ppo().train().policy
+    tanh = torch.tanh
+    ppo.tanh_within_error.cache_clear()
+    try:
+        monkeypatch.setattr(torch, "tanh", lambda x: tanh(x) * (1 - 2.0**-20))
+        assert not ppo.tanh_within_error()
+        assert ppo.LogitBound.of(policy) is None
+        monkeypatch.setattr(torch, "tanh", tanh)
+        ppo.tanh_within_error.cache_clear()
+        assert ppo.tanh_within_error()
+        assert ppo.LogitBound.of(policy) is not None
+    finally:
+        ppo.tanh_within_error.cache_clear()
+
+
+def test_a_nan_lead_is_replayed():
+    """NaN has no order: a row whose scores hold one is decided by the round's forward."""
+    import agents.ppo as ppo
+
+    bound = ppo.LogitBound.of(_ppo().train().policy)
+    features = np.zeros((1, 2, 3 * 5 + 1), np.float32)
+    logits = np.log(np.full((1, 2, 5), 0.2))
+    scores = logits + np.array([[[np.nan, 0, 0, 0, 0], [9.0, 0, 0, 0, 0]]])
+    assert bound.close_rows(features, logits, scores).tolist() == [[True, False]]
+
+
+def test_a_features_object_of_another_class_plays_through_its_update():
+    from dp_experts_env.wrappers import LossFeatures as Base
+
+    class Halved(Base):  # its own update; the inherited update_block is not it
+        def update(self, losses):
+            return super().update(np.asarray(losses) / 2)
+
+    per_round, blocked = _twins()
+    for agent in (per_round, blocked):
+        agent.features = Halved(5, 60)
+        agent.reset(7)
+    assert _mismatch(per_round, blocked, _losses(60, 3, 5, seed=15)) is None
+    assert blocked.replays["rows"] == 0
+
+
+def test_a_policy_with_another_features_extractor_has_no_bound():
+    """The bound reads the features as the scorer's inputs: an extractor that rescales them
+    (planted) leaves no bound; a fresh plain flatten extractor (harmless) keeps it."""
+    from stable_baselines3.common.torch_layers import FlattenExtractor
+
+    import agents.ppo as ppo
+
+    class Doubled(FlattenExtractor):
+        def forward(self, observations):
+            return 2 * super().forward(observations)
+
+    policy = _tied(_ppo()).policy
+    policy.pi_features_extractor = Doubled(policy.observation_space)
+    assert ppo.LogitBound.of(policy) is None
+    policy.pi_features_extractor = FlattenExtractor(policy.observation_space)
+    assert ppo.LogitBound.of(policy) is not None
