@@ -126,8 +126,11 @@ def _play(tree: Path, cache: Path, how: str) -> str:
     env = dict(os.environ, PYTHONPATH=str(tree), NUMBA_CACHE_DIR=str(cache))
     env.pop("DP_EXPERTS_NUMBA", None)
     env.pop("DP_EXPERTS_NO_JIT", None)
+    env.pop("NUMBA_DISABLE_JIT", None)
     if how == "numpy":
         env["DP_EXPERTS_NO_JIT"] = "1"
+    if how == "python":  # the compiled path's kernels run as Python (numba off): nothing compiled
+        env["NUMBA_DISABLE_JIT"] = "1"
     run = subprocess.run(
         [sys.executable, "-c", PLAY, how, str(tree)],
         cwd=tree,  # `python -c` puts its folder first on sys.path
@@ -148,7 +151,11 @@ def test_an_edited_cross_module_helper_plays_its_new_rows_with_the_old_cache(tmp
     for package in ("agents", "dp_experts_env"):
         shutil.copytree(ROOT / package, tree / package, ignore=ignore)
     before = _play(tree, cache, "keyed")
-    assert _play(tree, cache, "unkeyed") == before  # the mutant's cache, warm
+    # The mutant's cache, warm: its one folder holds what the keyed run compiled (copied, not
+    # compiled again: the same machine code; were it not used, the stale play below would fail).
+    for folder in list(cache.iterdir()):
+        shutil.copytree(folder, cache / "unkeyed", dirs_exist_ok=True)
+    assert _play(tree, cache, "unkeyed") == before
     assert _play(tree, cache, "numpy") == before
     folders = sorted(p.name for p in cache.iterdir())
     # Harmless: an edit the svt kernels never reach reuses their folders.
@@ -161,7 +168,7 @@ def test_an_edited_cross_module_helper_plays_its_new_rows_with_the_old_cache(tmp
     old = "        if term < b:\n            b = term\n    return b\n"
     assert text.count(old) == 1
     source.write_text(text.replace(old, old.replace("return b", "return b - 1e6")))
-    after = _play(tree, tmp_path / "empty", "keyed")  # the new rows: compiled afresh
+    after = _play(tree, tmp_path / "empty", "python")  # the new rows, from the kernels' source
     assert after != before, "the planted edit must change the rows"
     assert _play(tree, cache, "keyed") == after  # recompiled, not the old kernel
     assert _play(tree, cache, "unkeyed") == before  # caught: the unkeyed cache is stale

@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from dp_experts_env.evaluation import columns as columns_mod
+from dp_experts_env.evaluation.csv_text import write_frame
 from dp_experts_env.evaluation.fingerprints import (
     code_fingerprint,
     data_fingerprint,
@@ -621,7 +622,7 @@ class CellStore:
         for start in range(0, len(run_ids), batch):
             ids = run_ids[start : start + batch]
             part = self._assembled(ids, self._loaded(ids, lasts=lasts))
-            part.reindex(columns=columns).to_csv(fh, index=False, header=start == 0)
+            write_frame(part.reindex(columns=columns), fh, header=start == 0)
         return None if lasts is None else self._assembled(list(run_ids), lasts)
 
     def _column_names(self, run_id: str) -> list[str]:

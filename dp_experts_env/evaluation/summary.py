@@ -106,7 +106,7 @@ def aggregate_table(
     frame: pd.DataFrame, metric: str = "dynamic_regret", *, reference: str = "uniform"
 ) -> pd.DataFrame | None:
     """IQM and mean of reference-normalised scores across envs (None: one env or no reference)."""
-    if frame["env"].nunique() < 2 or reference not in set(frame["agent"]):
+    if frame["env"].nunique() < 2 or reference not in set(frame["agent"].unique()):
         return None
     try:
         scores = normalized_scores(final_rows(frame), metric, reference=reference)

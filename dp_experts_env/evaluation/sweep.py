@@ -26,6 +26,7 @@ import pandas as pd
 
 from dp_experts_env._validation import check_choice
 from dp_experts_env.evaluation.backends import CellCompletion, execute_units
+from dp_experts_env.evaluation.csv_text import write_frame
 from dp_experts_env.evaluation.grid import Cell, Grid, json_default
 from dp_experts_env.evaluation.store import (
     CellStore,
@@ -361,7 +362,7 @@ def _run_locked(
             del unit  # a unit's results are held only until they are written
         if rows == "all":
             frame = store.frame(run_ids)
-            io(write_atomic, out / "results.csv", lambda fh: frame.to_csv(fh, index=False))
+            io(write_atomic, out / "results.csv", lambda fh: write_frame(frame, fh))
         else:  # stream the table to disk, keep each run's last row
             lasts: list[pd.DataFrame] = []  # the last rows, from write_csv's reads
             io(
