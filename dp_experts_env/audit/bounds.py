@@ -7,6 +7,7 @@ the claim proves nothing (:func:`detectable_epsilon` is its power; docs/privacy.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -85,6 +86,20 @@ def detectable_epsilon(
     mechanism would show it ``n (p - delta) e^{-eps}`` times on the other. ``inf`` when no count
     on the other side (not even 0) would exceed ``claimed_epsilon``.
     """
+    numbers = (n, alpha, claimed_epsilon, delta)
+    if isinstance(count_hi, (int, np.integer)) and isinstance(n, (int, np.integer)) and all(
+        isinstance(a, (int, float, np.integer, np.floating)) for a in numbers
+    ):  # a pure function of these numbers: computed once per process and key
+        return _detectable_epsilon(
+            int(count_hi), int(n), float(alpha), float(claimed_epsilon), float(delta)
+        )
+    return _detectable_epsilon.__wrapped__(count_hi, n, alpha, claimed_epsilon, delta)
+
+
+@functools.lru_cache(maxsize=4096)
+def _detectable_epsilon(
+    count_hi: int, n: int, alpha: float, claimed_epsilon: float, delta: float
+) -> float:
     if not math.isfinite(claimed_epsilon):
         return math.inf
 
