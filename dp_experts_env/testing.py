@@ -67,11 +67,18 @@ HORIZON = 40
 
 
 class ContractError(AssertionError):
-    """A learner broke the contract; ``check`` names the check (one of :data:`CHECKS`)."""
+    """A learner broke the contract; ``check`` names the check (one of :data:`CHECKS`).
 
-    def __init__(self, check: str, target: str, message: str) -> None:
+    ``passed`` lists the checks :func:`check_agent` ran and passed before this one, in order
+    (so a test need not run them again to know that the failure is the first).
+    """
+
+    def __init__(
+        self, check: str, target: str, message: str, passed: Sequence[str] = ()
+    ) -> None:
         super().__init__(f"{target}: check {check!r} failed: {message}")
         self.check = check
+        self.passed = list(passed)
 
 
 @dataclass
@@ -656,10 +663,12 @@ def check_agent(
         except _Skip as why:
             report.skipped[check] = str(why)
             continue
-        except ContractError:
+        except ContractError as err:
+            err.passed = list(report.passed)
             raise
         except Exception as err:  # a crash is a failed check, named
-            raise ContractError(check, target.label, f"{type(err).__name__}: {err}") from err
+            message = f"{type(err).__name__}: {err}"
+            raise ContractError(check, target.label, message, report.passed) from err
         report.passed.append(check)
     return report
 

@@ -19,6 +19,7 @@ import contextlib
 import numpy as np
 import pytest
 from _planted_agents import HedgeNoiseReused
+from conftest import use_jit_path
 
 import agents
 from agents.base import AGENT_STREAM, clip_unit
@@ -30,6 +31,9 @@ from agents.private_bandit import PrivateBatchedBandit
 from agents.randomized_prefix import RandomizedPrefixSoftmax
 from agents.registry import _REGISTRY, register
 from agents.svt_restart import SVTRestart
+from dp_experts_env._jit import numba_available
+from dp_experts_env.audit import checks, play
+from dp_experts_env.audit import learner as learner_module
 from dp_experts_env.batch_rng import BatchRNG
 from dp_experts_env.evaluation.audit import audit_learner
 from dp_experts_env.privacy.declaration import LaplaceRelease, Parallel, PostProcessing
@@ -89,19 +93,58 @@ def _audit(name, *, multiplier=1.0, epsilon=1.0, params=None, runs, selection_ru
 
 
 def _run_audit(name, multiplier, epsilon, params, runs, selection_runs):
-    return audit_learner(
-        name,
-        epsilon=epsilon,
-        params=params,
-        multiplier=multiplier,
-        runs=runs,
-        selection_runs=selection_runs,
-        pairs=PAIRS.get(name, 1),
-        seed=0,
-    )
+    with _path_check_once_per_learner():
+        return audit_learner(
+            name,
+            epsilon=epsilon,
+            params=params,
+            multiplier=multiplier,
+            runs=runs,
+            selection_runs=selection_runs,
+            pairs=PAIRS.get(name, 1),
+            seed=0,
+        )
+
+
+#: the audit's path check (check_agent's ``paths``: block path against ``act``) per learner
+#: class and parameters, on this module's one path (``_compiled_path``)
+_PATH_CHECKS: dict[tuple, tuple[str, str]] = {}
+
+
+@contextlib.contextmanager
+def _path_check_once_per_learner():
+    """The audits of one learner share its path check: it reads the learner's class and
+    parameters only (not the multiplier, the run counts or the seeds), and no test of this
+    module patches a registered learner or a law; the x0.5 and noise-removed audits of a
+    learner read the check its correct audit computed (the same strings)."""
+    compute = learner_module.path_check
+
+    def shared(agent, params):
+        key = (agent, agents.spec(agent).cls, repr(sorted(params.items())))
+        if key not in _PATH_CHECKS:
+            _PATH_CHECKS[key] = compute(agent, params)
+        return _PATH_CHECKS[key]
+
+    learner_module.path_check = shared
+    try:
+        yield
+    finally:
+        learner_module.path_check = compute
 
 
 _REPORTS: dict[tuple, object] = {}
+
+
+@pytest.fixture(autouse=True)
+def _compiled_path(monkeypatch):
+    """Every audit of this module plays the compiled path users run (numpy where numba is absent).
+
+    So CI's numpy-path pass does not repeat them (tests/_path_split.py): the numpy path of the
+    quick audits is held to the compiled one, play for play and finding for finding, by
+    ``test_the_quick_audits_play_alike_on_both_paths`` (both paths); each learner's path check
+    by ``test_path_equivalence.py`` (both paths).
+    """
+    use_jit_path("compiled" if numba_available() else "numpy", monkeypatch)
 
 
 @pytest.mark.parametrize(
@@ -177,13 +220,13 @@ def test_svt_detector_part_level_test(epsilon):
     assert "part-level test" in half.summary()
 
 
+#: the paper modes audited with the quick tests (svt-restart's, slow, below)
+QUICK_PAPER = [("noisy-clipped-hedge", 2.0), ("meta-expert-reduction", 2.0)]
+
+
 @pytest.mark.parametrize(
     ("name", "epsilon"),
-    [
-        ("noisy-clipped-hedge", 2.0),
-        ("meta-expert-reduction", 2.0),
-        pytest.param("svt-restart", 1.0, marks=pytest.mark.slow),
-    ],
+    [*QUICK_PAPER, pytest.param("svt-restart", 1.0, marks=pytest.mark.slow)],
 )
 def test_paper_modes(name, epsilon):
     rep = _audit(name, epsilon=epsilon, params={"mode": "paper"}, runs=10_000, selection_runs=2000)
@@ -191,6 +234,79 @@ def test_paper_modes(name, epsilon):
     assert rep.violation == ((name, "paper") not in NOT_DETECTABLE), rep.summary()
     if (name, "paper") in NOT_DETECTABLE:
         assert rep.result.inconclusive, rep.summary()
+
+
+def test_the_shared_path_check_is_a_fresh_one_per_learner_and_parameters():
+    compute = learner_module.path_check
+    fresh = compute("limited-updates", {"epsilon": 3.0})
+    with _path_check_once_per_learner():
+        first = learner_module.path_check("limited-updates", {"epsilon": 3.0})
+        again = learner_module.path_check("limited-updates", {"epsilon": 3.0})
+        other = learner_module.path_check("limited-updates", {"epsilon": 0.5})
+    assert first == fresh and again is first and "equals act" in fresh[0] and fresh[1] == ""
+    assert other is not first and len({k for k in _PATH_CHECKS if k[0] == "limited-updates"}) >= 2
+    assert learner_module.path_check is compute  # the audit's own check outside the block
+
+
+def _quick_audits(name):
+    """The audits of ``name`` that this module's quick tests run (keywords of audit_learner)."""
+    out = [{"multiplier": 0.0}, {"part_tests": False} if name in PART_LEVEL else {}]
+    if name not in SLOW_HALF:
+        out.append({"multiplier": 0.5})
+    return out + [{"epsilon": e, "params": {"mode": "paper"}} for n, e in QUICK_PAPER if n == name]
+
+
+def _plays_and_findings(name, path, monkeypatch):
+    """Every array the quick audits of ``name`` play on ``path`` at 200 runs a side, and their
+    findings. ``play_scenario`` (the search, the test runs, their block replays) and
+    ``play_game`` (the freshness and provenance checks) are watched; the path check, which
+    compares the block path with ``act`` on the path it runs on, is left to
+    ``test_path_equivalence.py``, which runs it on both."""
+    use_jit_path(path, monkeypatch)
+    played = []
+
+    def watched(fn):
+        def call(*args, **kwargs):
+            out = fn(*args, **kwargs)
+            for value in out if isinstance(out, tuple) else (out.actions, out.releases):
+                played.append(None if value is None else np.asarray(value))
+            return out
+
+        return call
+
+    found = []
+    with monkeypatch.context() as patch:
+        patch.setattr(learner_module, "play_scenario", watched(play.play_scenario))
+        patch.setattr(checks, "play_game", watched(play.play_game))
+        patch.setattr(learner_module, "path_check", lambda agent, params: ("", ""))
+        for kw in _quick_audits(name):
+            rep = audit_learner(name, runs=200, selection_runs=200, pairs=PAIRS.get(name, 1),
+                                seed=0, **kw)  # fmt: skip
+            chosen = [(c.view, repr(getattr(c.selection, "description", None)), c.margin)
+                      for c in rep.candidates]  # fmt: skip
+            found.append([repr(rep.result), repr(rep.block_result), repr(rep.tree_check),
+                          rep.stale_noise, rep.foreign_noise, rep.paths_differ, rep.query_check,
+                          repr(rep.part_check), chosen])  # fmt: skip
+    return played, found
+
+
+@pytest.mark.parametrize("name", PRIVATE)
+def test_the_quick_audits_play_alike_on_both_paths(name, monkeypatch):
+    """The quick audits above play the compiled path only (``_compiled_path``); here each of
+    them, at 200 runs a side, plays every array bit for bit alike on the numpy reference path,
+    with the same findings (bounds, counts, checks): the audit reads the path only through the
+    learners it plays, so their verdicts are those of either path.
+    """
+    compiled, found = _plays_and_findings(name, "compiled", monkeypatch)
+    numpy_played, numpy_found = _plays_and_findings(name, "numpy", monkeypatch)
+    assert len(compiled) == len(numpy_played) and len(compiled) >= 4 * len(found)
+    for i, (a, b) in enumerate(zip(compiled, numpy_played, strict=True)):
+        assert (a is None) == (b is None), f"{name}: play {i}: releases on one path only"
+        if a is not None:
+            assert a.shape == b.shape and a.tobytes() == b.tobytes(), (
+                f"{name}: play {i} differs between the compiled and the numpy path"
+            )
+    assert found == numpy_found
 
 
 # =========================================================================== the bug zoo

@@ -458,3 +458,73 @@ def test_the_audit_is_one_package_with_one_search_loop():
                    "evaluation/audit_oco.py"):  # fmt: skip
         text = (root / former).read_text()
         assert "def " not in text and "class " not in text, former
+
+
+def _detectable_through_epsilon_lower_bound(count_hi, n, *, alpha, claimed_epsilon, delta):
+    """``detectable_epsilon`` as first written: each bisection step a whole two-sided bound."""
+    import math
+
+    from dp_experts_env.audit.bounds import epsilon_lower_bound
+
+    def bound(k_lo):
+        return float(epsilon_lower_bound(count_hi, k_lo, n, alpha=alpha, delta=delta))
+
+    if not math.isfinite(claimed_epsilon) or bound(0.0) <= claimed_epsilon:
+        return math.inf
+    lo, hi = 0.0, float(count_hi)
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if bound(mid) > claimed_epsilon else (lo, mid)
+    p_hi = count_hi / n - delta
+    if lo <= 0.0 or p_hi <= 0.0:
+        return math.inf
+    return max(math.log(p_hi * n / lo), claimed_epsilon)
+
+
+def test_one_sided_bounds_are_the_two_sided_ones_bit_for_bit():
+    """The audit computes only the Clopper-Pearson side it reads (the power's bisection, the
+    selection's predictions, each test bound): the same floats as the two-sided bounds; the
+    power is computed once per process and key, the same float for any integer type."""
+    from dp_experts_env.audit.bounds import (
+        clopper_pearson,
+        clopper_pearson_lower,
+        clopper_pearson_upper,
+        detectable_epsilon,
+    )
+
+    rng = np.random.default_rng(3)
+    for n in (200, 2000, 20_000, 55_108):
+        counts = np.concatenate([[0, 1, n - 1, n], rng.integers(0, n + 1, 40), [0.5, n / 3]])
+        lower, upper = clopper_pearson(counts, n, 5e-4)
+        assert clopper_pearson_lower(counts, n, 5e-4).tobytes() == lower.tobytes()
+        assert clopper_pearson_upper(counts, n, 5e-4).tobytes() == upper.tobytes()
+        for k in counts[:12]:
+            for eps, delta in ((1.0, 0.0), (0.5, 1e-6), (2.0, 1e-2)):
+                kw = {"alpha": 1e-3, "claimed_epsilon": eps, "delta": delta}
+                want = _detectable_through_epsilon_lower_bound(int(k), n, **kw)
+                assert repr(detectable_epsilon(int(k), n, **kw)) == repr(want), (k, n, kw)
+                # computed once per key (a pure function): numpy's integers read the same entry
+                again = detectable_epsilon(np.int64(k), np.int64(n), **kw)
+                assert repr(again) == repr(want), (k, n, kw)
+
+
+@pytest.mark.parametrize("name", ["noisy-clipped-hedge", "dp-ftrl-tree", "private-batched-bandit"])
+def test_recorded_releases_are_the_calls_concatenated_and_stacked(name):
+    """play_game writes the recorded releases into one array: the values of concatenating each
+    call's exact and noisy values and stacking the two channels after the changed round's key."""
+    from dp_experts_env.audit.play import build_learner, noise_params, play_game
+
+    params, recorder = noise_params(name, {"epsilon": 1.0}, 1.0, record=True)
+    losses = np.random.default_rng(5).random((12, 4))
+    built = build_learner(name, 300, 9, {"n": 4, "t": 12, "k": 4}, params)
+    advice = np.eye(4) if built.feedback == "bandit" else None
+    actions, releases = play_game(built, losses, advice, 300, keyed=False, recorder=recorder,
+                                  changed=2)  # fmt: skip
+    calls = [c for c in recorder.releases if c[0].shape[:1] == (300,)]
+    assert len(calls) >= 2
+    key = np.repeat(actions[:, 2, None, None].astype(np.float64), 2, axis=1)
+    exact = np.concatenate([c[0].reshape(300, -1) for c in calls], axis=1)
+    noisy = np.concatenate([c[1].reshape(300, -1) for c in calls], axis=1)
+    want = np.concatenate([key, np.stack([exact, noisy], axis=1)], axis=2)
+    assert releases.dtype == want.dtype and releases.shape == want.shape
+    assert releases.tobytes() == want.tobytes()

@@ -7,6 +7,7 @@ the claim proves nothing (:func:`detectable_epsilon` is its power; docs/privacy.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,8 @@ __all__ = [
     "INCONCLUSIVE_FACTOR",
     "AuditResult",
     "clopper_pearson",
+    "clopper_pearson_lower",
+    "clopper_pearson_upper",
     "detectable_epsilon",
     "epsilon_lower_bound",
     "runs_needed",
@@ -34,13 +37,25 @@ def clopper_pearson(count: Any, n: int, alpha: float) -> tuple[np.ndarray, np.nd
     Returns:
         ``(lower, upper)``: ``P(p >= lower) >= 1 - alpha`` and ``P(p <= upper) >= 1 - alpha``.
     """
+    return clopper_pearson_lower(count, n, alpha), clopper_pearson_upper(count, n, alpha)
+
+
+def clopper_pearson_lower(count: Any, n: int, alpha: float) -> np.ndarray:
+    """The lower bound of :func:`clopper_pearson` alone (one beta quantile per count, not two)."""
     from scipy import stats  # ~0.7 s to import: paid by the commands that compute a bound only
 
     k = np.asarray(count, dtype=np.float64)
     with np.errstate(invalid="ignore"):
-        lower = np.where(k > 0, stats.beta.ppf(alpha, k, n - k + 1), 0.0)
-        upper = np.where(k < n, stats.beta.ppf(1.0 - alpha, k + 1, n - k), 1.0)
-    return lower, upper
+        return np.where(k > 0, stats.beta.ppf(alpha, k, n - k + 1), 0.0)
+
+
+def clopper_pearson_upper(count: Any, n: int, alpha: float) -> np.ndarray:
+    """The upper bound of :func:`clopper_pearson` alone (one beta quantile per count, not two)."""
+    from scipy import stats
+
+    k = np.asarray(count, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.where(k < n, stats.beta.ppf(1.0 - alpha, k + 1, n - k), 1.0)
 
 
 def epsilon_lower_bound(
@@ -51,9 +66,12 @@ def epsilon_lower_bound(
     ``log((CP_lower(count_hi) - delta) / CP_upper(count_lo))``, ``alpha / 2`` per bound; 0 where
     not positive.
     """
-    lo_hi, _ = clopper_pearson(count_hi, n, alpha / 2.0)
-    _, up_lo = clopper_pearson(count_lo, n, alpha / 2.0)
-    num = lo_hi - delta
+    lo_hi = clopper_pearson_lower(count_hi, n, alpha / 2.0)
+    return _log_ratio(lo_hi - delta, clopper_pearson_upper(count_lo, n, alpha / 2.0))
+
+
+def _log_ratio(num: np.ndarray, up_lo: np.ndarray) -> np.ndarray:
+    """:func:`epsilon_lower_bound` from its numerator ``CP_lower(count_hi) - delta``."""
     with np.errstate(divide="ignore", invalid="ignore"):
         lb = np.where(num > 0, np.log(np.maximum(num, 1e-300) / up_lo), 0.0)
     return np.maximum(lb, 0.0)
@@ -68,11 +86,29 @@ def detectable_epsilon(
     mechanism would show it ``n (p - delta) e^{-eps}`` times on the other. ``inf`` when no count
     on the other side (not even 0) would exceed ``claimed_epsilon``.
     """
+    numbers = (n, alpha, claimed_epsilon, delta)
+    if isinstance(count_hi, (int, np.integer)) and isinstance(n, (int, np.integer)) and all(
+        isinstance(a, (int, float, np.integer, np.floating)) for a in numbers
+    ):  # a pure function of these numbers: computed once per process and key
+        return _detectable_epsilon(
+            int(count_hi), int(n), float(alpha), float(claimed_epsilon), float(delta)
+        )
+    return _detectable_epsilon.__wrapped__(count_hi, n, alpha, claimed_epsilon, delta)
+
+
+@functools.lru_cache(maxsize=4096)
+def _detectable_epsilon(
+    count_hi: int, n: int, alpha: float, claimed_epsilon: float, delta: float
+) -> float:
     if not math.isfinite(claimed_epsilon):
         return math.inf
 
+    # epsilon_lower_bound(count_hi, k_lo, ...) with its count_hi half computed once: the
+    # bisection below moves k_lo only (the same floats, one beta quantile per step).
+    num = clopper_pearson_lower(count_hi, n, alpha / 2.0) - delta
+
     def bound(k_lo: float) -> float:
-        return float(epsilon_lower_bound(count_hi, k_lo, n, alpha=alpha, delta=delta))
+        return float(_log_ratio(num, clopper_pearson_upper(k_lo, n, alpha / 2.0)))
 
     if bound(0.0) <= claimed_epsilon:
         return math.inf

@@ -153,13 +153,29 @@ def play_game(
         key = np.repeat(actions[:, changed, None, None].astype(np.float64), 2, axis=1)
         # Calls on a subset of the runs (a learner updating only some runs) have no per-run row.
         calls = [c for c in recorder.releases if c[0].shape[:1] == (n,)]
-        if calls:
-            exact = np.concatenate([c[0].reshape(n, -1) for c in calls], axis=1)
-            noisy = np.concatenate([c[1].reshape(n, -1) for c in calls], axis=1)
-            releases = np.concatenate([key, np.stack([exact, noisy], axis=1)], axis=2)
-        else:
-            releases = key
+        releases = _stacked_releases(key, calls, n) if calls else key
     return actions, releases
+
+
+def _stacked_releases(key: np.ndarray, calls: list[Any], n: int) -> np.ndarray:
+    """(n, 2, 1 + D): ``key``, then each call's exact (channel 0) and noisy (channel 1) values.
+
+    Written into one array (the releases of 20,000 runs reach tens of MB: no intermediate
+    copies); the values of concatenating the calls and stacking the channels.
+    """
+    pairs = [(c[0].reshape(n, -1), c[1].reshape(n, -1)) for c in calls]
+    if any(e.shape != v.shape for e, v in pairs):  # channels of unequal widths: numpy's error
+        exact = np.concatenate([e for e, _ in pairs], axis=1)
+        noisy = np.concatenate([v for _, v in pairs], axis=1)
+        return np.concatenate([key, np.stack([exact, noisy], axis=1)], axis=2)
+    out = np.empty((n, 2, 1 + sum(e.shape[1] for e, _ in pairs)), dtype=np.float64)
+    out[:, :, :1] = key
+    at = 1
+    for e, v in pairs:
+        out[:, 0, at : at + e.shape[1]] = e
+        out[:, 1, at : at + e.shape[1]] = v
+        at += e.shape[1]
+    return out
 
 
 def _play_blocks(agent: Any, losses: np.ndarray, advice: np.ndarray | None, n: int) -> np.ndarray:

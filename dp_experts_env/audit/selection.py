@@ -23,7 +23,8 @@ from dp_experts_env._validation import (
 from dp_experts_env.audit.bounds import (
     INCONCLUSIVE_FACTOR,
     AuditResult,
-    clopper_pearson,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
     detectable_epsilon,
     epsilon_lower_bound,
     runs_needed,
@@ -48,8 +49,8 @@ def _predicted_bound(
     hi: np.ndarray, lo: np.ndarray, n_sel: int, n_test: int, *, alpha: float, delta: float
 ) -> np.ndarray:
     """Expected test bound at ``n_test`` runs of events seen hi/lo in n_sel (CP-shrunk at 0.05)."""
-    p_hi, _ = clopper_pearson(hi, n_sel, _SELECTION_ALPHA)
-    _, p_lo = clopper_pearson(lo, n_sel, _SELECTION_ALPHA)
+    p_hi = clopper_pearson_lower(hi, n_sel, _SELECTION_ALPHA)
+    p_lo = clopper_pearson_upper(lo, n_sel, _SELECTION_ALPHA)
     return epsilon_lower_bound(p_hi * n_test, p_lo * n_test, n_test, alpha=alpha, delta=delta)
 
 
