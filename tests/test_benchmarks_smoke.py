@@ -8,7 +8,7 @@ process (``runpy``, as ``__main__`` with their command line, ``sys.argv`` and ``
 back after), which saves each one a fresh interpreter's imports and kernel loads (about 1 s of
 CPU per script). A script that changes process-wide state or measures its own process runs in a
 fresh interpreter (:data:`FRESH_PROCESS`, with the reason); an in-process script that leaves the
-environment variables changed fails its smoke.
+environment variables changed fails its smoke; torch's thread count is put back after.
 """
 
 from __future__ import annotations
@@ -107,13 +107,9 @@ SLOW_SCRIPTS = {
 #: Scripts smoked in a fresh interpreter, and why (the others run in this process).
 FRESH_PROCESS = {
     "ray_overhead": "starts and shuts down its own Ray instance; reads its process tree's CPU",
-    "rl_baseline": "sets torch's thread count for the whole process",
     "bandit_baseline": "may put a seaborn stub into sys.modules and patch scipy.special",
     "default_vs_fused": "switches DP_EXPERTS_NO_JIT in its own environment",
     "regret_table": "switches DP_EXPERTS_NO_JIT in its own environment",
-    "fixed_cost": "times interpreters it starts: its own start is part of what it reports",
-    "memory": "reports peak memory of the processes it starts",
-    "end_to_end": "reports the CPU and peak memory of the command it starts",
 }
 
 #: scripts smoked by their own test module instead (with their own assertions)
@@ -140,6 +136,8 @@ def _run_in_process(script: Path, args: list[str]) -> None:
     environment must be left as found. The script's output is discarded (its JSON is read).
     """
     argv, path, environ = sys.argv, list(sys.path), dict(os.environ)
+    torch = sys.modules.get("torch")  # its thread count is put back too (rl_baseline sets it)
+    threads = torch.get_num_threads() if torch is not None else None
     sys.argv = [str(script), *args]
     sys.path.insert(0, str(script.parent))  # as the interpreter does for a script
     try:
@@ -149,6 +147,8 @@ def _run_in_process(script: Path, args: list[str]) -> None:
         assert stop.code in (None, 0), f"{script.name} exited with {stop.code!r}"
     finally:
         sys.argv, sys.path[:] = argv, path
+        if torch is not None:
+            torch.set_num_threads(threads)
     assert dict(os.environ) == environ, f"{script.name} left the environment changed"
 
 
@@ -168,6 +168,10 @@ def test_script_smoke(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         )
         assert proc.returncode == 0, proc.stderr
     else:
+        if name == "rl_baseline":
+            # Imported first: torch's thread count is then put back after the run, and
+            # torch._dynamo (which any optimizer imports) sets TORCHINDUCTOR_CACHE_DIR on import.
+            import torch._dynamo  # noqa: F401
         monkeypatch.chdir(ROOT)
         _run_in_process(ROOT / "benchmarks" / f"{name}.py", ["--smoke", "--out", str(out)])
     data = json.loads(out.read_text())
