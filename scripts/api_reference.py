@@ -10,11 +10,16 @@ tests/test_api_reference.py runs it in CI. The default folder is ``build/api`` (
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import inspect
 import pkgutil
 import sys
 import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 def public_modules(packages: tuple[str, ...] = ("dp_experts_env", "agents")) -> list[str]:
@@ -52,15 +57,96 @@ def _parent(name: str) -> object:
     return importlib.import_module(name.rpartition(".")[0])
 
 
-def build(out: Path, packages: tuple[str, ...] = ("dp_experts_env", "agents")) -> list[str]:
-    """Write the reference into ``out``; returns the warnings pdoc raised (empty when clean)."""
+@dataclass
+class Memo:
+    """A memo's lookups: ``hits`` answered from its table, ``misses`` computed and stored."""
+
+    hits: int = 0
+    misses: int = 0
+
+    def __call__(self, table: dict, key: Any, compute: Callable[[], Any]) -> Any:
+        """The value stored under ``key``, computed and stored on the first request."""
+        if key in table:
+            self.hits += 1
+        else:
+            self.misses += 1
+            table[key] = compute()
+        return table[key]
+
+
+@dataclass
+class SourceMemos:
+    """The two memos of :func:`memoised_sources`: source lines per object, highlights per key."""
+
+    lines: Memo = field(default_factory=Memo)
+    pages: Memo = field(default_factory=Memo)
+
+
+@contextlib.contextmanager
+def memoised_sources() -> Iterator[SourceMemos]:
+    """Within the block, pdoc reads each object's source lines and highlights each source once.
+
+    pdoc documents an object once per page that shows it (a re-exported class on its package's
+    page and its module's), and for each of them asks ``inspect.getsourcelines`` twice (the
+    source and its line numbers); for a class, Python 3.11's ``inspect`` parses the class's whole
+    file every time. Both answers are functions of the object (files do not change during a
+    build), and pdoc's "View source" highlight a function of the source, the anchor prefix and
+    the first line number (pdoc's formatter is otherwise fixed): memoising them changes no byte
+    of the pages (``tests/test_api_reference.py``).
+    """
+    import pdoc.render
+    import pdoc.render_helpers
+
+    memos = SourceMemos()
+    lines_of: dict[int, tuple[Any, list[str], int]] = {}
+    pages: dict[tuple[str, str, int], Any] = {}
+    getsourcelines = inspect.getsourcelines
+    highlight = pdoc.render.env.filters["highlight"]
+
+    def cached_lines(obj: Any) -> tuple[list[str], int]:
+        # Keyed by identity (equal objects may have other sources); the entry keeps the object
+        # alive, so its id is not reused during the build.
+        _, lines, start = memos.lines(lines_of, id(obj), lambda: (obj, *getsourcelines(obj)))
+        return list(lines), start  # a fresh list per caller, as inspect returns
+
+    def cached_highlight(doc: Any) -> Any:
+        if isinstance(doc, str):  # pdoc's deprecated form: left to pdoc
+            return highlight(doc)
+        start = doc.source_lines[0] + 1 if doc.source_lines else 1
+        key = (doc.source, doc.qualname or "L", start)
+        return memos.pages(pages, key, lambda: pdoc.render_helpers.highlight.__wrapped__(doc))
+
+    # Compiled templates bind their filters: none compiled with one filter serves the other.
+    pdoc.render.env.cache.clear()
+    inspect.getsourcelines = cached_lines  # inspect.getsource reads it too (a module global)
+    pdoc.render.env.filters["highlight"] = cached_highlight
+    try:
+        yield memos
+    finally:
+        inspect.getsourcelines = getsourcelines
+        pdoc.render.env.filters["highlight"] = highlight
+        pdoc.render.env.cache.clear()
+
+
+def build(
+    out: Path,
+    packages: tuple[str, ...] = ("dp_experts_env", "agents"),
+    *,
+    memoise: bool = True,
+) -> list[str]:
+    """Write the reference into ``out``; returns the warnings pdoc raised (empty when clean).
+
+    ``memoise=False`` builds with pdoc's own caches only (the same bytes, slower; see
+    :func:`memoised_sources`).
+    """
     import pdoc
     import pdoc.render
 
     names = public_modules(packages)
     _resolve_lazy_exports(names)
     pdoc.render.configure(docformat="google")
-    with warnings.catch_warnings(record=True) as caught:
+    memos = memoised_sources() if memoise else contextlib.nullcontext()
+    with warnings.catch_warnings(record=True) as caught, memos:
         warnings.simplefilter("always")
         pdoc.pdoc(*_pdoc_specs(names), output_directory=out)
     return sorted({f"{w.category.__name__}: {w.message}" for w in caught})

@@ -1,7 +1,8 @@
 """The API reference builds from the docstrings with no warning (scripts/api_reference.py).
 
 A control package with a name in ``__all__`` that does not exist and an annotation that cannot
-be resolved must produce warnings, so a clean build is evidence, not a silent pass.
+be resolved must produce warnings, so a clean build is evidence, not a silent pass. The build's
+memos (``memoised_sources``) are held to pdoc's own output byte for byte on a planted package.
 """
 
 from __future__ import annotations
@@ -37,6 +38,58 @@ def test_a_broken_package_is_reported(tmp_path, monkeypatch):
     problems = api_reference.build(tmp_path / "out", packages=("broken_docs_pkg",))
     assert any("missing" in p for p in problems), problems
     assert any("NotDefinedAnywhere" in p for p in problems), problems
+
+
+_TWINS = '''"""Module {name}."""
+
+
+class {cls}:
+    """A class whose method has the same source as its twin's."""
+
+    def value(self) -> int:
+        """Doc."""
+        return 1
+
+
+def shared() -> int:
+    """The same source and line in both modules."""
+    return 2
+'''
+
+
+def test_memoised_sources_write_the_same_bytes(tmp_path, monkeypatch):
+    """The build's memos (source lines per object, highlights) change no byte of the pages.
+
+    The planted package re-exports a class (pdoc documents it on two pages: the memos answer the
+    second), has two methods with one source under other qualified names and lines (their anchors
+    differ: the highlight key must hold both), and two functions with one source, name and line
+    in two modules (one highlight serves both).
+    """
+    pkg = tmp_path / "src" / "twin_docs_pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(
+        '"""Twins."""\nfrom twin_docs_pkg.a import First\n\n__all__ = ["First"]\n'
+    )
+    (pkg / "a.py").write_text(_TWINS.format(name="a", cls="First"))
+    (pkg / "b.py").write_text("\n" + _TWINS.format(name="b", cls="Second"))
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    with api_reference.memoised_sources() as memos:
+        memoised = api_reference.build(
+            tmp_path / "memo", packages=("twin_docs_pkg",), memoise=False
+        )
+    plain = api_reference.build(tmp_path / "plain", packages=("twin_docs_pkg",), memoise=False)
+    assert plain == memoised == []
+    files = sorted(p.relative_to(tmp_path / "plain") for p in (tmp_path / "plain").rglob("*"))
+    assert files == sorted(p.relative_to(tmp_path / "memo") for p in (tmp_path / "memo").rglob("*"))
+    for name in files:
+        if (tmp_path / "plain" / name).is_file():
+            assert (tmp_path / "plain" / name).read_bytes() == (
+                tmp_path / "memo" / name
+            ).read_bytes(), f"{name} differs with the memos"
+    assert memos.lines.hits > 0 and memos.pages.hits > 0, (memos.lines, memos.pages)
+    first = (tmp_path / "memo" / "twin_docs_pkg" / "a.html").read_text()
+    second = (tmp_path / "memo" / "twin_docs_pkg" / "b.html").read_text()
+    assert 'id="First.value-' in first and 'id="Second.value-' in second
 
 
 @pytest.mark.slow

@@ -384,9 +384,51 @@ def test_recompute_replays_the_reference_set_beside_the_learner(monkeypatch, tmp
     assert card["capabilities"] == data["capabilities"]
 
 
-#: (protocol version, the set's entrants as JSON) -> their fingerprints, a pure function of the
-#: two and the code: bench-v2's quick and full sets list the same entrants, computed once.
-_FINGERPRINTS: dict[tuple[str, str], dict[str, str]] = {}
+#: (the fingerprint tasks and base seed, the set's entrants) as JSON -> their fingerprints:
+#: ``fingerprints`` reads nothing else of the protocol (its grid tasks at the fingerprint
+#: horizon, its base seed), so sets with the same entrants on the same tasks share one
+#: computation (bench-v1's quick set and bench-v2's quick and full sets: 41 entrants, bench-v2's
+#: learned task not fingerprinted). ``test_fingerprints_read_only_the_tasks_seed_and_entrants``
+#: holds the key to that.
+_FINGERPRINTS: dict[str, dict[str, str]] = {}
+
+
+def _fingerprint_key(protocol, entrants) -> str:
+    from dp_experts_env.bench.fingerprint import fingerprint_tasks
+
+    tasks = [dict(vars(t)) for t in fingerprint_tasks(protocol)]
+    players = [[e.name, dict(e.params)] for e in entrants]
+    return json.dumps([tasks, protocol.base_seed, players], sort_keys=True, default=repr)
+
+
+def test_fingerprints_read_only_the_tasks_seed_and_entrants() -> None:
+    """The shared fingerprints' key (``_fingerprint_key``) holds everything they read.
+
+    Harmless: a protocol differing in every other field (version, digest, epsilons, n_record,
+    min_gap, rosters, quick tasks) has the same key and the same fingerprints. Caught: another
+    base seed or another task size changes the key, and the fingerprints too (a key without
+    them would have shared wrong ones).
+    """
+    import dataclasses
+
+    from dp_experts_env.bench.fingerprint import fingerprints
+    from dp_experts_env.bench.runner import Entrant
+
+    entrants = [Entrant("uniform", {})]  # its rows read the env's losses and the seeds
+    base = tiny_protocol(("shift",), horizon=100, seeds=2)
+    other = dataclasses.replace(
+        base, version="other", digest="other", epsilons=(0.5,), n_record=3, min_gap=0.9,
+        rosters={}, quick_tasks=(),
+    )  # fmt: skip
+    assert _fingerprint_key(other, entrants) == _fingerprint_key(base, entrants)
+    assert fingerprints(other, entrants) == fingerprints(base, entrants)
+    task = dataclasses.replace(base.tasks[0], sizes={**base.tasks[0].sizes, "gap": 0.1})
+    for changed in (
+        dataclasses.replace(base, base_seed=base.base_seed + 1),
+        dataclasses.replace(base, tasks=(task,)),
+    ):
+        assert _fingerprint_key(changed, entrants) != _fingerprint_key(base, entrants)
+        assert fingerprints(changed, entrants) != fingerprints(base, entrants)
 
 
 @pytest.mark.slow  # the 38 built-ins' fingerprints: about 4 s of CPU
@@ -404,7 +446,7 @@ def test_the_shipped_reference_set_matches_this_code(version, quick) -> None:
     protocol = load_protocol(version)
     ref = shipped_reference(protocol, quick=quick)
     entrants = [Entrant(e["name"], e["params"]) for e in ref["entries"]]
-    key = (version, json.dumps([[e["name"], e["params"]] for e in ref["entries"]], sort_keys=True))
+    key = _fingerprint_key(protocol, entrants)
     if key not in _FINGERPRINTS:
         _FINGERPRINTS[key] = fingerprints(protocol, entrants)
     stale = stale_rows(ref, _FINGERPRINTS[key])
