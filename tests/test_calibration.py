@@ -12,6 +12,7 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import use_jit_path
 
 import agents
 import dp_experts_env  # noqa: F401  (registers the ids)
@@ -188,8 +189,13 @@ def test_mechanisms_at_inf_are_exact_with_random_ties() -> None:
         ("dp-ftrl-tree", "hedge"),
     ],
 )
-def test_regret_falls_with_epsilon_to_the_non_private_limit(name: str, counterpart: str) -> None:
+def test_regret_falls_with_epsilon_to_the_non_private_limit(
+    name: str, counterpart: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Seeded (16 runs, T = 2,000, gap 0.3): monotone within 2 s.e., limit within 1.5x."""
+    # Users' path; the numpy path's plays equal it bit for bit (test_path_equivalence.py, the
+    # locks on both paths), so CI's numpy pass need not replay this utility check (tests/README.md).
+    use_jit_path("compiled", monkeypatch)
     horizon, runs = 2_000, 16
     means, ses = [], []
     for eps in (0.5, 8.0, 128.0, math.inf):
@@ -212,9 +218,12 @@ def test_regret_falls_with_epsilon_to_the_non_private_limit(name: str, counterpa
     assert means[0] > means[-1]  # the curve is not flat: privacy costs something
 
 
-def test_svt_restart_rarely_restarts_on_stationary_data() -> None:
+def test_svt_restart_rarely_restarts_on_stationary_data(monkeypatch: pytest.MonkeyPatch) -> None:
     """Seeded: 64 stationary runs of 2,000 rounds at epsilon = inf (the detector's most
     trigger-happy setting); restarts in at most beta = 5% of runs (+ a 3-sigma binomial band)."""
+    # Users' path; the numpy path's plays equal it bit for bit (test_path_equivalence.py, the
+    # locks on both paths), so CI's numpy pass need not replay this utility check (tests/README.md).
+    use_jit_path("compiled", monkeypatch)
     runs = 64
     env = gym.make_vec(
         "DPExperts-Stochastic-v0",
@@ -231,8 +240,11 @@ def test_svt_restart_rarely_restarts_on_stationary_data() -> None:
     assert rate <= beta + 3 * math.sqrt(beta * (1 - beta) / runs)
 
 
-def test_svt_restart_detects_shifts_at_large_epsilon() -> None:
+def test_svt_restart_detects_shifts_at_large_epsilon(monkeypatch: pytest.MonkeyPatch) -> None:
     """Seeded: at epsilon = 8, gap 0.3, T = 8,000 with 3 shifts, most runs restart."""
+    # Users' path; the numpy path's plays equal it bit for bit (test_path_equivalence.py, the
+    # locks on both paths), so CI's numpy pass need not replay this utility check (tests/README.md).
+    use_jit_path("compiled", monkeypatch)
     runs = 8
     env = gym.make_vec(
         "DPExperts-Shift-v0",
@@ -256,12 +268,15 @@ def test_svt_restart_detects_shifts_at_large_epsilon() -> None:
     ],
 )
 def test_bandit_learners_leave_uniform_play_as_epsilon_grows(
-    name: str, params: dict, clear: float
+    name: str, params: dict, clear: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Seeded (16 runs, K = 5, T = 2,000): monotone within 2 s.e., limit within 1.5x EXP4, and
     at epsilon = ``clear`` well below uniform play (the calibrated second-moment rates; the
     paper's log^2 factors kept these learners at uniform play there). private-batched-exp4's
     central noise N K/(gamma tau eps0) needs the larger epsilon at this horizon."""
+    # Users' path; the numpy path's plays equal it bit for bit (test_path_equivalence.py, the
+    # locks on both paths), so CI's numpy pass need not replay this utility check (tests/README.md).
+    use_jit_path("compiled", monkeypatch)
     horizon, runs = 2_000, 16
 
     def final(agent_name: str, **kw: object) -> tuple[float, float]:
