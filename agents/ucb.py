@@ -104,6 +104,11 @@ class _IndexBandit(BanditBaseline):
         return self.sums / np.maximum(self.counts, 1)
 
 
+#: The hooks of ``act`` that UCB1's block kernel recomputes (a subclass overriding one plays
+#: its blocks through ``act``).
+_UCB1_HOOKS = ("_learn", "_choose", "_index", "_observed", "means", "_draw_before_index")
+
+
 @register(
     "ucb1",
     private=False,
@@ -150,14 +155,16 @@ class UCB1(_IndexBandit):
     ) -> np.ndarray:
         """K rounds of :meth:`act` in one compiled call (the bandit block protocol).
 
-        :mod:`agents._bandit_ucb1`'s kernel, bit for bit K ``act`` calls; without it, through
-        ``act``.
+        :mod:`agents._bandit_ucb1`'s kernel, bit for bit K ``act`` calls; without it, or for a
+        subclass overriding a hook the kernel recomputes (its index, statistic, means, learning
+        or choice: the learner audited on ``act``), through ``act``.
         """
         from agents import _bandit_kernels as kernels
         from agents import _bandit_ucb1 as ucb1
+        from agents._kernels import own_hooks
 
         k = len(losses)
-        if not k or not ucb1.ucb1_ready():
+        if not k or not ucb1.ucb1_ready() or not own_hooks(self, UCB1, _UCB1_HOOKS):
             return kernels.act_loop(self, first, advice, losses, rows)
         batch, _, _, _ = kernels.block_inputs(self, first, advice, k, uses_advice=False)
         loss0 = self._checked_loss(batch) if self.t > 0 else np.zeros(self.num_envs)

@@ -4,7 +4,7 @@ A twin playing round by round and one playing blocks (uneven sizes, the whole ho
 rounds) on NaN-poisoned losses give the same actions, state and stream, compiled and as the
 kernel's Python form; the numpy path plays through ``act``; a kernel run at half the
 exploration level fails ``check_agent``'s paths check while the same losses passed as a copy
-pass.
+pass; a subclass overriding a hook the kernel recomputes plays its blocks through ``act``.
 """
 
 from __future__ import annotations
@@ -68,3 +68,34 @@ def test_a_kernel_only_bug_is_caught_and_a_harmless_change_passes(monkeypatch):
         pytest.skip("numba is unavailable")
     plant = functools.partial(monkeypatch.setattr, ucb1, "run_ucb1_block")
     caught_then_passes("ucb1", plant, _half_level, _losses_copied)
+
+
+def test_a_subclass_overriding_a_hook_plays_its_blocks_through_act(monkeypatch):
+    """A plug-in subclass of ucb1 with its own index or statistic is the learner audited on
+    ``act``: its blocks play ``act`` (the kernel would play UCB1's index and clipped loss;
+    ``check_agent``'s paths check failed such subclasses at round 5 and 2), while a subclass
+    overriding nothing the kernel computes keeps the kernel."""
+    from agents.ucb import UCB1
+    from dp_experts_env.testing import check_agent
+
+    use_jit_path("compiled", monkeypatch)
+    if not ucb1.ucb1_ready():
+        pytest.skip("numba is unavailable")
+
+    class Greedy(UCB1):
+        def _index(self):
+            return self.means()
+
+    class Squared(UCB1):
+        def _observed(self, obs):
+            return np.clip(obs.last_loss, 0.0, 1.0) ** 2
+
+    class Renamed(UCB1):
+        pass
+
+    calls = spy(monkeypatch, ucb1, "run_ucb1_block")
+    for cls in (Greedy, Squared):
+        assert check_agent(cls, checks=["paths"]).passed == ["paths"], cls.__name__
+    assert not calls
+    assert check_agent(Renamed, checks=["paths"]).passed == ["paths"]
+    assert calls, "a subclass that overrides no hook plays the kernel"
