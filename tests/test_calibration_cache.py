@@ -131,3 +131,35 @@ def test_a_signed_calibration_the_accountant_refuses_is_recomputed(disk):
     with pytest.warns(RuntimeWarning, match="outside kappa > 0, 0 < p < 1"):
         assert pcomw_calibration(*BASE) == first
     assert isinstance(first, PCOMWCalibration)
+
+
+def test_the_bisection_keeps_the_p_it_found_at_its_last_kappa(monkeypatch):
+    """The bisection returns the p of its last accepted kappa without searching it again.
+
+    Known answer: the p returned is the one-kappa search's (``pcomw_best_p``) at the returned
+    kappa, as when it searched again; the calls counted are 1 + 1 + 48 (the ends, the steps),
+    two at an epsilon the top kappa already meets. Mutant caught: a p kept from another step.
+    """
+    from dp_experts_env.privacy import accountant_oco
+    from dp_experts_env.privacy.accountant_oco import pcomw_best_p
+
+    calls = []
+    real = accountant_oco._best_p
+
+    def spy(*args):
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(accountant_oco, "_best_p", spy)
+    for args, n_calls in [
+        ((1000, 4, 1.0, 1e-5), 50),
+        ((8, 1, 0.3, 1e-6), 50),
+        ((50, 2, 1e6, 1e-5), 2),
+    ]:
+        calls.clear()
+        kappa, p = _uncached(*args)
+        assert len(calls) == n_calls, args
+        t, d, _, delta = args
+        monkeypatch.setattr(accountant_oco, "_best_p", real)
+        assert p == pcomw_best_p(kappa, t, d, delta), args
+        monkeypatch.setattr(accountant_oco, "_best_p", spy)
