@@ -23,6 +23,7 @@ from agents._oco import (
     project,
 )
 from agents._oco_kernels import oco_hook_loop, pcomw_path
+from agents._public_cache import public_cache
 from agents.base import PrivacyClaim, no_privacy
 from agents.registry import register
 from dp_experts_env._jit import jit_enabled
@@ -42,7 +43,14 @@ from dp_experts_env.privacy.accountant_oco import (
 from dp_experts_env.privacy.declaration import Mechanism, SamplingSteps, account
 from dp_experts_env.privacy.exact_accountants import calibrate, pcomw_account
 
-__all__ = ["PCOMW", "PCOMWParameters", "pcomw_parameters", "paper_epsilon"]
+__all__ = [
+    "PCOMW",
+    "PCOMWCalibration",
+    "PCOMWParameters",
+    "paper_epsilon",
+    "pcomw_calibration",
+    "pcomw_parameters",
+]
 
 SETTINGS = ("dp", "lazy")
 _SLACK = 1e-9
@@ -267,10 +275,49 @@ def pcomw_parameters(
     )
 
 
+@dataclass(frozen=True)
+class PCOMWCalibration:
+    """The calibrated dp tuning's ``kappa`` and forced-resample probability ``p``."""
+
+    kappa: float
+    p: float
+
+
+def _check_calibration(
+    cal: PCOMWCalibration, horizon: int, dim: int, epsilon: float, delta: float
+) -> str:
+    """Why a calibration read from the disk cache cannot be used ("" when it can).
+
+    The Renyi accountant certifies the loaded ``(kappa, p)`` again (a few ms, no bisection).
+    """
+    if not (cal.kappa > 0.0 and 0.0 < cal.p < 1.0):
+        return f"kappa={cal.kappa!r}, p={cal.p!r} are outside kappa > 0, 0 < p < 1"
+    log_phi = cal.kappa * math.sqrt(2 * horizon + 2 * dim * math.log(horizon) / cal.kappa)
+    spent = pcomw_rdp_account(
+        cal.kappa, horizon, delta, p=cal.p, log_phi=log_phi, beta_gd=log_phi
+    ).epsilon
+    if not spent <= epsilon * (1 + _SLACK):
+        return f"the accountant gives epsilon {spent:.6g} for it, above epsilon={epsilon:g}"
+    return ""
+
+
+@public_cache(check=_check_calibration)
+def pcomw_calibration(horizon: int, dim: int, epsilon: float, delta: float) -> PCOMWCalibration:
+    """:func:`~dp_experts_env.privacy.accountant_oco.pcomw_calibrated`, kept on disk.
+
+    The same floats; a new process reads them from the signed calibration cache
+    (docs/architecture.md, "Calibrations on disk, validated") instead of the bisection's ~50
+    Renyi searches, and re-certifies what it reads.
+    """
+    kappa, p = pcomw_calibrated(horizon, dim, epsilon, delta)
+    return PCOMWCalibration(kappa, p)
+
+
 def _dp_renyi(t, d, dd, big_g, eps, dl, kappa) -> PCOMWParameters:
     """The calibrated dp setting (strict): Renyi accountant, ``ln Phi = beta G D``."""
     if kappa is None:
-        kap, p = pcomw_calibrated(t, d, eps, dl)
+        cal = pcomw_calibration(t, d, eps, dl)
+        kap, p = cal.kappa, cal.p
     else:
         kap = check_float("kappa", kappa, minimum=0.0, min_inclusive=False)
         p = pcomw_best_p(kap, t, d, dl)
@@ -527,9 +574,7 @@ class PCOMW(OCOAgent):
             left = used < self.budget
             with np.errstate(divide="ignore"):
                 stay = np.where(left, log_stay, 0.0)
-                move = np.where(
-                    left, log1mexp(log_stay) + log_density(t + 1, x[:, t + 1]), -np.inf
-                )
+                move = np.where(left, log1mexp(log_stay) + log_density(t + 1, x[:, t + 1]), -np.inf)
             total = total + np.where(moved, move, stay)
             used = used + moved
         return total

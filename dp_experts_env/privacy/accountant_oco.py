@@ -219,16 +219,19 @@ def pcomw_calibrated(horizon: int, dim: int, epsilon: float, delta: float) -> tu
         ValueError: if even kappa = 1e-16 spends more than ``epsilon``.
     """
     lo, hi = 1e-16, 1e3
-    if _best_p(lo, horizon, dim, delta)[0] > epsilon:
+    best = _best_p(lo, horizon, dim, delta)  # (epsilon, p) at lo, kept as lo moves
+    if best[0] > epsilon:
         raise ValueError(
             f"epsilon={epsilon:g} is below what P-COMW can certify at T={horizon}, d={dim}"
         )
-    if _best_p(hi, horizon, dim, delta)[0] <= epsilon:
-        return hi, _best_p(hi, horizon, dim, delta)[1]
+    top = _best_p(hi, horizon, dim, delta)
+    if top[0] <= epsilon:
+        return hi, top[1]
     for _ in range(48):
         mid = math.sqrt(lo * hi)
-        if _best_p(mid, horizon, dim, delta)[0] <= epsilon:
-            lo = mid
+        at = _best_p(mid, horizon, dim, delta)
+        if at[0] <= epsilon:
+            lo, best = mid, at
         else:
             hi = mid
-    return lo, _best_p(lo, horizon, dim, delta)[1]
+    return lo, best[1]
