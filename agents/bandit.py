@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -273,6 +274,13 @@ class TsallisInf(_CoreBandit):
         over: ``"arms"`` (default) or ``"experts"`` (module docstring).
     """
 
+    # The overrides the inherited block path accounts for (dp_experts_env/block_entry.py):
+    # _CoreBandit.play_bandit_block calls these hooks itself (its kernel is _run_arms_block, over
+    # _make_core's core).
+    _block_path_covers: ClassVar[frozenset[str]] = frozenset(
+        {"_arms_kernel_ready", "_make_core", "_run_arms_block"}
+    )
+
     def __init__(
         self,
         n_experts: int,
@@ -338,6 +346,13 @@ class FtplGR(_CoreBandit):
         max_resamples: M; default ``ceil(sqrt(m T))``, at most ``1e8 / m``.
         over: ``"arms"`` (default) or ``"experts"`` (module docstring).
     """
+
+    # The overrides the inherited block path accounts for (dp_experts_env/block_entry.py):
+    # _CoreBandit.play_bandit_block calls these hooks itself (its kernel is _run_arms_block, over
+    # _make_core's core); act never calls action_distribution.
+    _block_path_covers: ClassVar[frozenset[str]] = frozenset(
+        {"_arms_kernel_ready", "_make_core", "_run_arms_block", "action_distribution"}
+    )
 
     def __init__(
         self,

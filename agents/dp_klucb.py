@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -53,6 +54,12 @@ class DPKLUCB(AdaPUCB):
     epsilon = inf drops the noise. Deviations: losses, not rewards; 8 Newton steps; ties to
     the lowest arm.
     """
+
+    # The overrides the inherited block path accounts for (dp_experts_env/block_entry.py):
+    # AdaPUCB.play_bandit_block plays every episode end through these hooks; in its quiet rounds
+    # (no episode ends) they do what AdaPUCB's do: _learn adds nothing, _choose keeps self.arm,
+    # and the arrays _init_state adds are not touched.
+    _block_path_covers: ClassVar[frozenset[str]] = frozenset({"_choose", "_init_state", "_learn"})
 
     def __init__(
         self,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -44,6 +45,12 @@ class OGD(OCOAgent):
 
     Args: as :class:`~agents._oco.OCOAgent`, plus ``step``.
     """
+
+    # The overrides the inherited block path accounts for (dp_experts_env/block_entry.py):
+    # OCOAgent.play_block calls _block, which plays these hooks (or defers to an override).
+    _block_path_covers: ClassVar[frozenset[str]] = frozenset(
+        {"_block", "_choose", "_init_state", "_learn"}
+    )
 
     def __init__(
         self,
@@ -97,6 +104,12 @@ class FTRLOCO(OCOAgent):
     P-COMW at ``epsilon=math.inf``. Deterministic, not private, no deviation.
     """
 
+    # The overrides the inherited block path accounts for (dp_experts_env/block_entry.py):
+    # OCOAgent.play_block calls _block, which plays these hooks (or defers to an override).
+    _block_path_covers: ClassVar[frozenset[str]] = frozenset(
+        {"_block", "_choose", "_init_state", "_learn"}
+    )
+
     def __init__(
         self,
         n_experts: int | None = None,
@@ -147,6 +160,12 @@ class TreeFTRLOCO(OCOAgent):
     claim uncertified. Subclasses set the calibration (:meth:`_calibrate`), deltas, backends and the
     Gaussian accountant.
     """
+
+    # The overrides the inherited block path accounts for (dp_experts_env/block_entry.py):
+    # OCOAgent.play_block calls _block, which plays these hooks (or defers to an override).
+    _block_path_covers: ClassVar[frozenset[str]] = frozenset(
+        {"_block", "_choose", "_init_state", "_learn"}
+    )
 
     #: node laws a subclass accepts (``law=``)
     laws: tuple[str, ...] = ("gaussian",)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -47,6 +48,12 @@ class LazyFTRLOCO(OCOAgent):
     Args: as :class:`~agents._oco.OCOAgent`, plus ``switch_budget`` (S in [0, T - 1], default lazy
     P-COMW's ``min(sqrt(d T), T - 1)``, rounded down) and ``lam`` (default ``(G/D) sqrt(2 T m)``).
     """
+
+    # The overrides the inherited block path accounts for (dp_experts_env/block_entry.py):
+    # OCOAgent.play_block calls _block, which plays these hooks (or defers to an override).
+    _block_path_covers: ClassVar[frozenset[str]] = frozenset(
+        {"_block", "_choose", "_init_state", "_learn"}
+    )
 
     def __init__(
         self,

@@ -9,6 +9,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -382,6 +383,12 @@ class PCOMW(OCOAgent):
         parameters: the :class:`PCOMWParameters` (``beta``, ``lam``, ``p``, ``budget`` and
             ``log_phi`` also as attributes); per episode ``resamples`` and ``switches`` (B,).
     """
+
+    # The overrides the inherited block path accounts for (dp_experts_env/block_entry.py):
+    # OCOAgent.play_block calls _block, which plays these hooks (or defers to an override).
+    _block_path_covers: ClassVar[frozenset[str]] = frozenset(
+        {"_block", "_choose", "_init_state", "_learn"}
+    )
 
     #: noise backends the learner draws from; others are refused (nothing to put on a lattice).
     noise_backends: tuple[str, ...] = ("fast",)

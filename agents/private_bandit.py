@@ -381,6 +381,11 @@ class PrivateBatchedBandit(_BatchedConversion):
             ``choice`` (B,): the current batch's choice).
     """
 
+    # The overrides the inherited block path accounts for (dp_experts_env/block_entry.py):
+    # _BatchedConversion.play_bandit_block plays a segment's first round through act (_play) and
+    # the rest through _play_rest (this class's block form of _play); _n_choices sizes the core.
+    _block_path_covers: ClassVar[frozenset[str]] = frozenset({"_n_choices", "_play", "_play_rest"})
+
     def _n_choices(self) -> int:
         return int(self.n_arms)
 
@@ -408,6 +413,14 @@ class PrivateBanditOverExperts(_BatchedConversion):
     (erratum E-PAB-19): the chosen experts are private, the played arms are not. Privacy, modes,
     tunings and arguments: those of :class:`PrivateBatchedBandit`, over the N experts.
     """
+
+    # The overrides the inherited block path accounts for (dp_experts_env/block_entry.py):
+    # _BatchedConversion.play_bandit_block plays a segment's first round through act (_play) and
+    # the rest through _play_rest (this class's block form of _play); _n_choices sizes the core;
+    # _claim_notes is the claim's text.
+    _block_path_covers: ClassVar[frozenset[str]] = frozenset(
+        {"_claim_notes", "_n_choices", "_play", "_play_rest"}
+    )
 
     _OVER_EXPERTS = True
 

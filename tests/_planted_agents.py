@@ -121,6 +121,8 @@ class SharedStream(BlockLeader):
 class MoreNoiseAtLargerEpsilon(BlockLeader):
     """Bug: the noise scale grows with epsilon (inverted), the claim unchanged."""
 
+    _block_path_covers = frozenset({"_select_epsilon"})  # play_block is K act calls: it plays it
+
     def _select_epsilon(self) -> float:
         return 1.0 / (self.epsilon * self.k) if math.isfinite(self.epsilon) else math.inf
 
@@ -137,6 +139,8 @@ class NoisyAtInf(BlockLeader):
 
 class TenfoldTooLittleNoise(BlockLeader):
     """Bug: selects with 10x the epsilon it accounts for (a tenth of the noise)."""
+
+    _block_path_covers = frozenset({"_select_epsilon"})  # play_block is K act calls: it plays it
 
     def _select_epsilon(self) -> float:
         return 10.0 * self.epsilon / self.k
@@ -157,6 +161,10 @@ class BlockFlagged(BlockLeader):
 
 class BlockPathHalfNoise(BlockFlagged):
     """Bug: its block entry point selects with half the noise (``act`` is correct)."""
+
+    # BlockFlagged's play_block plays this override (it reads _in_block): declared, so users'
+    # runs call it (dp_experts_env/block_entry.py) and the block path differs from act.
+    _block_path_covers = frozenset({"_select_epsilon"})
 
     def _select_epsilon(self) -> float:
         return (2.0 if self._in_block else 1.0) * self.epsilon / self.k

@@ -69,6 +69,10 @@ class NoBlockLeader(BlockLeader):
 class ActInvertedBlockCorrect(BlockFlagged):
     """Planted: ``act`` selects with more noise at larger epsilon; the block path is correct."""
 
+    # BlockFlagged's play_block plays this override (it reads _in_block): declared, so users'
+    # runs call it (dp_experts_env/block_entry.py) and the block path differs from act.
+    _block_path_covers = frozenset({"_select_epsilon"})
+
     def _select_epsilon(self) -> float:
         if self._in_block or not math.isfinite(self.epsilon):
             return self.epsilon / self.k

@@ -31,6 +31,7 @@ LAYERS = (
             "dp_experts_env.plugins",
             "dp_experts_env.learner_package",
             "dp_experts_env.assignments",
+            "dp_experts_env.block_entry",
         ),
     ),
     ("adversaries", ("dp_experts_env.adversaries.*",)),

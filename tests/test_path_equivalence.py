@@ -322,7 +322,12 @@ def test_a_difference_on_the_audit_s_own_runs_names_run_and_round():
 
 def test_a_subclass_overriding_act_s_hooks_plays_them_on_the_block_path_too():
     """noisy-clipped-hedge's block path defers to a subclass's _learn (as svt-restart's does):
-    otherwise users' runs would play the parent's kernel, not the learner audited on act."""
+    otherwise users' runs would play the parent's kernel, not the learner audited on act.
+
+    Users' runs no longer call an inherited block method past such an override
+    (tests/test_block_entry.py); the copy that declares the override covered
+    (``_block_path_covers``) is played on it, and the kernel's own deferral is what it checks.
+    """
     from agents._kernels import own_hooks
     from agents.noisy_clipped_hedge import NoisyClippedHedge
 
@@ -331,9 +336,15 @@ def test_a_subclass_overriding_act_s_hooks_plays_them_on_the_block_path_too():
             self.noise.add_laplace(self.rng, np.zeros((self.num_envs, 2)), 1.0)
             super()._learn(obs)
 
+    class DeclaredExtraDraw(ExtraDraw):
+        _learn = ExtraDraw._learn
+        _block_path_covers = frozenset({"_learn"})
+
     assert own_hooks(NoisyClippedHedge(3, 10), NoisyClippedHedge)
     assert not own_hooks(ExtraDraw(3, 10), NoisyClippedHedge)
-    assert check_agent(ExtraDraw, checks=["paths"]).passed == ["paths"]
+    assert check_agent(DeclaredExtraDraw, checks=["paths"]).passed == ["paths"]
+    skipped = check_agent(ExtraDraw, checks=["paths"]).skipped["paths"]
+    assert skipped.startswith("inherited play_block not played (overridden: _learn (")
 
 
 def test_an_oco_block_path_is_compared_on_the_env_s_gradients():

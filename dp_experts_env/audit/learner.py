@@ -336,7 +336,8 @@ def audit_learner(
 
 def _has_block(agent: str) -> bool:
     import agents
+    from dp_experts_env.block_entry import block_entry
 
     entry = agents.spec(agent)
     name = "play_bandit_block" if entry.feedback == "bandit" else "play_block"
-    return callable(getattr(entry.cls, name, None))
+    return block_entry(entry.cls, name) is not None

@@ -183,6 +183,7 @@ def _play_blocks(agent: Any, losses: np.ndarray, advice: np.ndarray | None, n: i
 
     In the blocks of :data:`~dp_experts_env.evaluation.paths.BLOCKS`; returns the (n, T) actions.
     """
+    from dp_experts_env.block_entry import block_entry
     from dp_experts_env.evaluation.paths import BLOCKS
 
     horizon, width = losses.shape
@@ -204,12 +205,13 @@ def _play_blocks(agent: Any, losses: np.ndarray, advice: np.ndarray | None, n: i
             block_advice = None
             if advice.ndim == 3:
                 block_advice = np.broadcast_to(advice[t : t + k, None], (k, n, *advice.shape[1:]))
-            chosen = agent.play_bandit_block(first, block_advice, losses[t : t + k, None], rows)
+            play = block_entry(agent, "play_bandit_block")
+            chosen = play(first, block_advice, losses[t : t + k, None], rows)
         else:
             obs = np.empty((k, n, width))
             obs[0] = losses[t - 1] if t else 0.0
             obs[1:] = losses[t : t + k - 1, None, :]
-            chosen = agent.play_block(obs)
+            chosen = block_entry(agent, "play_block")(obs)
         chosen = np.asarray(chosen)
         for r in range(k):
             actions[:, t + r] = _check_actions(chosen[r], n, width)

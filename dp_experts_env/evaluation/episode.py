@@ -23,6 +23,7 @@ import numpy as np
 
 import agents as agents_pkg
 from dp_experts_env._jit import jit_enabled
+from dp_experts_env.block_entry import block_entry
 from dp_experts_env.envs.core import SharedStreamError
 from dp_experts_env.evaluation.grid import Cell, epsilon_label, record_rounds
 
@@ -159,8 +160,8 @@ def uses_blocks(env: Any) -> bool:
 
 def _block_actions(agent: Any, obs: np.ndarray) -> np.ndarray:
     """(K, b) actions of one agent for a (K, b, N) block of observations."""
-    play_block = getattr(agent, "play_block", None)
-    if callable(play_block):
+    play_block = block_entry(agent, "play_block")
+    if play_block is not None:
         return play_block(obs)
     return np.stack([np.asarray(agent.act(row), dtype=np.int64) for row in obs])
 
@@ -261,8 +262,8 @@ def _play_oco_blocks(
         k = len(grads)
         actions = np.empty((k, runs, dim))
         for agent, (lo, hi) in zip(agents, bounds, strict=True):
-            play_block = getattr(agent, "play_block", None)
-            if callable(play_block):
+            play_block = block_entry(agent, "play_block")
+            if play_block is not None:
                 seen_block = np.empty((k, hi - lo, dim))
                 seen_block[0] = previous[lo:hi]
                 seen_block[1:] = grads[:-1, lo:hi]
@@ -310,8 +311,8 @@ def _bandit_block_actions(
     losses = block.losses
     for agent, (lo, hi) in zip(agents, bounds, strict=True):
         rows = stream_of[lo:hi]
-        play_block = getattr(agent, "play_bandit_block", None)
-        if callable(play_block):
+        play_block = block_entry(agent, "play_bandit_block")
+        if play_block is not None:
             own = None
             if flat_advice is not None and hi - lo == core.num_streams and _in_order(rows):
                 own = block.advice  # run r plays stream r: the block itself, no copy

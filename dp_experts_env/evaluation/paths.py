@@ -16,6 +16,7 @@ import numpy as np
 
 from dp_experts_env._jit import jit_enabled
 from dp_experts_env.batch_rng import BatchRNG
+from dp_experts_env.block_entry import block_entry, block_overrides
 from dp_experts_env.samplers import laplace_tap
 
 __all__ = [
@@ -54,6 +55,8 @@ class PathReport:
         first_round: the first round (1-based) whose result differs; None when equal.
         what: what differed there ("actions", "state 'tree._noisy'", "random stream",
             "drawn noise ..."); "" when equal.
+        refused: an inherited block method users' runs do not call, and the overrides why
+            (:func:`~dp_experts_env.block_entry.block_overrides`); "" otherwise.
     """
 
     method: str | None
@@ -61,6 +64,7 @@ class PathReport:
     rounds: int
     first_round: int | None = None
     what: str = ""
+    refused: str = ""
 
     @property
     def equal(self) -> bool:
@@ -69,6 +73,8 @@ class PathReport:
 
     def describe(self) -> str:
         """One line for reports."""
+        if self.method is None and self.refused:
+            return f"{self.refused}: act is the only path users run"
         if self.method is None:
             return "no block entry point: act is the only path users run"
         path = "compiled" if self.compiled else "numpy"
@@ -83,10 +89,14 @@ class PathReport:
 
 
 def block_method(agent: Any) -> str | None:
-    """The block entry point users' runs call on ``agent`` (None when it has none)."""
+    """The block entry point users' runs call on ``agent`` (None when they play ``act``).
+
+    None too where :func:`~dp_experts_env.block_entry.block_entry` refuses an inherited block
+    method (a subclass overrides a hook it recomputes): the episode loop then plays ``act``.
+    """
     bandit = getattr(agent, "feedback", "full") == "bandit"
     name = "play_bandit_block" if bandit else "play_block"
-    return name if callable(getattr(agent, name, None)) else None
+    return name if block_entry(agent, name) is not None else None
 
 
 @dataclass(frozen=True)
@@ -260,12 +270,14 @@ def _play_block(
             assert game.advice is not None
             first = _bandit_obs(game, t, last, loss)
             rows = np.arange(int(agent.num_envs))
-            chosen = agent.play_bandit_block(
-                first, game.advice[t : t + k], game.losses[t : t + k], rows
-            )
+            play = block_entry(agent, "play_bandit_block")
+            assert play is not None  # compare_paths plays a block path only where there is one
+            chosen = play(first, game.advice[t : t + k], game.losses[t : t + k], rows)
         else:
             assert game.obs is not None
-            chosen = agent.play_block(np.ascontiguousarray(game.obs[t : t + k]))
+            play = block_entry(agent, "play_block")
+            assert play is not None
+            chosen = play(np.ascontiguousarray(game.obs[t : t + k]))
     return np.asarray(chosen), drawn
 
 
@@ -344,7 +356,7 @@ def compare_paths(
     method = block_method(probe)
     compiled = jit_enabled()
     if method is None:
-        return PathReport(None, compiled, 0)
+        return PathReport(None, compiled, 0, refused=_refused(probe))
     if probe.feedback == "oco" and gradients is None:
         raise ValueError("an OCO learner's paths are compared on given gradients (gradients=)")
     game = _game(probe, horizon, seed, gradients)
@@ -368,6 +380,16 @@ def compare_paths(
             loss = _charged(game, t + k - 1, last)
         t += k
     return PathReport(method, compiled, horizon)
+
+
+def _refused(agent: Any) -> str:
+    """Why users' runs do not call ``agent``'s inherited block method ("" when it has none)."""
+    bandit = getattr(agent, "feedback", "full") == "bandit"
+    name = "play_bandit_block" if bandit else "play_block"
+    found = block_overrides(agent, name)
+    if not found:
+        return ""
+    return f"inherited {name} not played (overridden: {', '.join(found)})"
 
 
 def _locate(

@@ -1,0 +1,330 @@
+"""An outsider's subclass is never played by its parent's block kernel (``block_entry``).
+
+``dp_experts_env.block_entry.block_entry`` picks the block method the episode loop, the
+``paths`` check and the audit call. Known answers, for every registered learner with a block path
+(ppo aside: it trains a network):
+
+* planted: a plug-in subclass whose ``_choose`` plays another action every third round, and one
+  whose ``_learn`` reads other losses, play their own ``act`` through ``episode.play`` on the
+  compiled path (regrets equal to a round-by-round rollout's, unlike the parent's) and pass
+  ``check_agent``'s ``paths`` check (act is the path users run);
+* harmless: a subclass overriding only ``__init__`` keeps the inherited block path (a spy on
+  the block method counts the calls) with the parent's regrets.
+
+And the rule's edges: the opt-in ``_block_path_covers`` honoured for the hooks it names only and
+never inherited; a subclass with its own block method plays it; an instance-level hook.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from conftest import rollout, use_jit_path
+
+import agents
+from dp_experts_env.block_entry import BLOCK_METHODS, block_entry, block_overrides
+from dp_experts_env.evaluation import episode
+from dp_experts_env.evaluation.paths import HOME_ENV
+from dp_experts_env.testing import check_agent
+
+RUNS, HORIZON, SEEDS = 3, 60, [5, 6, 7]
+
+
+def _block_name(cls: type) -> str | None:
+    for name in BLOCK_METHODS:
+        if callable(getattr(cls, name, None)):
+            return name
+    return None
+
+
+LEARNERS = [
+    item["name"]
+    for item in agents.available()
+    if item["name"] != "ppo" and _block_name(agents.spec(item["name"]).cls)
+]
+#: Learners whose first 60 rounds do not depend on what ``_learn`` reads (uniform play; dp-se's
+#: first epochs play every arm in turn): their ``_learn`` mutant is the parent's play there.
+SAME_PLAY_AT_60 = {"uniform", "dp-se"}
+
+
+def _env(feedback: str):
+    env_id, params = HOME_ENV["full" if feedback == "any" else feedback]
+    return gym.make_vec(
+        env_id, num_envs=RUNS, vectorization_mode="vector_entry_point", horizon=HORIZON, **params
+    )
+
+
+def _choose_shifted(parent: type) -> type:
+    """A plug-in subclass whose ``_choose`` plays another action every third round."""
+
+    class ChooseShifted(parent):
+        def _choose(self, obs):
+            out = super()._choose(obs)
+            if self.t % 3 != 2:
+                return out
+            if self.feedback == "oco":
+                return -np.asarray(out)  # the box and the ball are symmetric about 0
+            width = self.n_arms if self.feedback == "bandit" else self.n_experts
+            return (np.asarray(out) + 1) % width
+
+    return ChooseShifted
+
+
+def _learn_flipped(parent: type) -> type:
+    """A plug-in subclass whose ``_learn`` reads other losses (reversed, 1 - loss, -g) and
+    draws one more uniform per run (a learner whose play ignores the losses at first)."""
+
+    class LearnFlipped(parent):
+        def _learn(self, obs):
+            if getattr(self, "rng", None) is not None:
+                self.rng.random((1,))
+            if self.feedback == "oco":
+                return super()._learn(-np.asarray(obs))
+            if self.feedback == "bandit":
+                return super()._learn(dataclasses.replace(obs, last_loss=1.0 - obs.last_loss))
+            return super()._learn(np.ascontiguousarray(np.asarray(obs)[:, ::-1]))
+
+    return LearnFlipped
+
+
+def _init_only(parent: type) -> type:
+    class InitOnly(parent):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+
+    return InitOnly
+
+
+def _built(name: str, env, cls: type | None = None):
+    """``name`` built from the env (seed 3); ``cls``: the same object as an instance of ``cls``.
+
+    A plug-in subclass that overrides hooks only is the parent's object with another class.
+    """
+    agent = agents.make(name, env=env, seed=3)
+    if cls is not None:
+        agent.__class__ = cls
+    return agent
+
+
+def _episode_regret(agent, env) -> np.ndarray:
+    curves = episode.play(env, agent, SEEDS, np.array([HORIZON]))
+    return np.asarray(curves["static_regret"][-1], dtype=float)
+
+
+def _rollout_regret(agent, env) -> np.ndarray:
+    agent.reset()  # as the episode loop starts
+    return np.asarray(rollout(agent, env=env, seed=SEEDS).info["static_regret"], dtype=float)
+
+
+@pytest.fixture
+def compiled(monkeypatch):
+    use_jit_path("compiled", monkeypatch)
+    env = _env("full")
+    if not episode.uses_blocks(env):
+        pytest.skip("the compiled path plays no blocks here")
+
+
+@pytest.mark.parametrize("override", [_choose_shifted, _learn_flipped], ids=["_choose", "_learn"])
+@pytest.mark.parametrize("name", LEARNERS)
+def test_a_subclass_overriding_a_hook_plays_its_own_act(compiled, monkeypatch, name, override):
+    spec = agents.spec(name)
+    sub = override(spec.cls)
+    method = _block_name(spec.cls)
+    env = _env(spec.feedback)
+    assert block_entry(_built(name, env), method) is not None  # the parent keeps its path
+    assert block_entry(_built(name, env, sub), method) is None
+    calls = []
+    original = getattr(spec.cls, method)
+
+    def spy(self, *args, **kw):
+        calls.append(1)
+        return original(self, *args, **kw)
+
+    monkeypatch.setattr(spec.cls, method, spy)
+    played = _episode_regret(_built(name, env, sub), env)
+    assert not calls  # the parent's block path never ran for the subclass
+    assert played.tobytes() == _rollout_regret(_built(name, env, sub), env).tobytes()
+    if not (override is _learn_flipped and name in SAME_PLAY_AT_60):
+        assert played.tobytes() != _episode_regret(_built(name, env), env).tobytes()
+    with _checkable(sub, spec) as target:
+        report = check_agent(target, checks=["paths"])
+    assert report.skipped["paths"].startswith(f"inherited {method} not played (overridden: _")
+
+
+@contextlib.contextmanager
+def _checkable(cls: type, spec):
+    """What ``check_agent`` takes for ``cls``: the class, or (OCO: its probe passes ``n_arms``,
+    which OCO learners refuse) a name registered for the test and removed after it."""
+    if spec.feedback != "oco":
+        yield cls
+        return
+    import agents.registry as registry
+
+    saved = dict(registry._REGISTRY)
+    try:
+        agents.register(f"test-{spec.name}-sub", private=spec.private, summary="a subclass")(cls)
+        yield f"test-{spec.name}-sub"
+    finally:
+        registry._REGISTRY.clear()
+        registry._REGISTRY.update(saved)
+
+
+@pytest.mark.parametrize("name", LEARNERS)
+def test_a_subclass_overriding_init_only_keeps_the_block_path(compiled, monkeypatch, name):
+    spec = agents.spec(name)
+    sub = _init_only(spec.cls)
+    method = _block_name(spec.cls)
+    env = _env(spec.feedback)
+    assert block_overrides(sub, method) == ()
+    calls = []
+    original = getattr(spec.cls, method)
+
+    def spy(self, *args, **kw):
+        calls.append(1)
+        return original(self, *args, **kw)
+
+    monkeypatch.setattr(spec.cls, method, spy)
+    played = _episode_regret(_built(name, env, sub), env)
+    assert calls
+    monkeypatch.setattr(spec.cls, method, original)
+    assert played.tobytes() == _episode_regret(_built(name, env), env).tobytes()
+
+
+# ----------------------------------------------------------------------------- the rule's edges
+Hedge = agents.spec("hedge").cls
+
+
+class _Declared(Hedge):
+    """Harmless ``_choose`` (the parent's), declared covered: the inherited path is played."""
+
+    _block_path_covers = frozenset({"_choose"})
+
+    def _choose(self, obs):
+        return super()._choose(obs)
+
+
+class _DeclaredOther(Hedge):
+    """Overrides ``_choose`` but declares ``_learn``: not covered."""
+
+    _block_path_covers = frozenset({"_learn"})
+
+    def _choose(self, obs):
+        return super()._choose(obs)
+
+
+class _Redeclared(_Declared):
+    """Overrides ``_choose`` again: its parent's declaration does not cover its own override."""
+
+    def _choose(self, obs):
+        return super()._choose(obs)
+
+
+class _OwnBlock(_Redeclared):
+    """Its own block method (K act calls): it is the owner, its overrides its own to handle."""
+
+    calls = 0
+
+    def play_block(self, obs):
+        type(self).calls += 1
+        return np.stack([np.asarray(self.act(row), dtype=np.int64) for row in obs])
+
+
+def test_the_opt_in_is_honoured_for_the_hooks_it_names_only():
+    assert block_overrides(_Declared, "play_block") == ()
+    assert block_overrides(_DeclaredOther, "play_block") == ("_choose (_DeclaredOther)",)
+    assert block_overrides(_Redeclared, "play_block") == ("_choose (_Redeclared)",)
+    agent = _Declared(4, 20, seed=1)
+    assert block_entry(agent, "play_block") == agent.play_block
+    assert block_entry(_DeclaredOther(4, 20, seed=1), "play_block") is None
+
+
+def test_the_opt_in_plays_the_inherited_path_and_a_wrong_one_is_held_to_act(compiled, monkeypatch):
+    env = _env("full")
+    calls = []
+    original = Hedge.play_block
+
+    def spy(self, obs):
+        calls.append(type(self))
+        return original(self, obs)
+
+    monkeypatch.setattr(Hedge, "play_block", spy)
+    for cls in (_Declared, _DeclaredOther):
+        episode.play(env, _built("hedge", env, cls), SEEDS, np.array([HORIZON]))
+    assert set(calls) == {_Declared}
+    assert check_agent(_Declared, checks=["paths"]).passed == ["paths"]
+
+
+def test_a_subclass_with_its_own_block_method_plays_it(compiled):
+    env = _env("full")
+    assert block_overrides(_OwnBlock, "play_block") == ()
+    agent = _built("hedge", env, _OwnBlock)
+    assert block_entry(agent, "play_block") == agent.play_block
+    _OwnBlock.calls = 0
+    played = _episode_regret(agent, env)
+    assert _OwnBlock.calls > 0
+    assert played.tobytes() == _episode_regret(_built("hedge", env), env).tobytes()
+    assert check_agent(_OwnBlock, checks=["paths"]).passed == ["paths"]
+
+
+def test_a_hook_set_on_the_object_disables_the_inherited_path():
+    agent = Hedge(4, 20, seed=1)
+    agent._choose = lambda obs: np.zeros(agent.num_envs, dtype=np.int64)
+    assert block_overrides(agent, "play_block") == ("_choose (instance)",)
+    assert block_entry(agent, "play_block") is None
+    assert block_entry(Hedge(4, 20, seed=1), "play_block") is not None
+
+
+def test_a_mixin_placed_between_the_owner_and_its_bases_is_seen():
+    """A mixin after the owner in the MRO but before the owner's base changes a base hook."""
+    base = Hedge.__mro__[1]
+
+    class Mixin(base):
+        def _check_round(self, batch):
+            return super()._check_round(batch)
+
+    class Mixed(Hedge, Mixin):
+        pass
+
+    assert Mixed.__mro__.index(Mixin) > Mixed.__mro__.index(Hedge)
+    assert block_overrides(Mixed, "play_block") == ("_check_round (test_a_mixin_placed_between_"
+                                                    "the_owner_and_its_bases_is_seen.<locals>."
+                                                    "Mixin)",)  # fmt: skip
+
+
+def test_play_neutral_overrides_keep_the_path_and_other_names_are_refused():
+    class Printed(Hedge):
+        def __repr__(self):
+            return "printed"
+
+        @property
+        def privacy(self):
+            return super().privacy
+
+    assert block_overrides(Printed, "play_block") == ()
+    assert block_entry(agents.spec("uniform").cls, "play_block") is not None
+    with pytest.raises(ValueError, match="name must be one of"):
+        block_entry(Hedge(4, 20), "act")
+
+
+@pytest.mark.parametrize(
+    ("name", "override"),
+    [("hedge", _learn_flipped), ("kl-ucb", _choose_shifted), ("svt-restart", _choose_shifted)],
+)
+def test_the_old_selection_played_the_parent_s_kernel(compiled, monkeypatch, name, override):
+    """Control: choosing the block method by ``getattr`` alone (the loop before block_entry)
+    plays these subclasses through the parent's kernel, unlike their ``act``."""
+
+    def by_getattr(agent, method):
+        entry = getattr(agent, method, None)
+        return entry if callable(entry) else None
+
+    spec = agents.spec(name)
+    sub = override(spec.cls)
+    env = _env(spec.feedback)
+    monkeypatch.setattr(episode, "block_entry", by_getattr)
+    played = _episode_regret(_built(name, env, sub), env)
+    assert played.tobytes() != _rollout_regret(_built(name, env, sub), env).tobytes()
