@@ -35,7 +35,8 @@ import json
 import struct
 import sys
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -259,12 +260,17 @@ def _stacked(path: str, leaves: list[Any]) -> np.ndarray:
 
 
 def _actions(space: gym.Space, rng: np.random.Generator, batch: int | None) -> Any:
+    return _drawer(space, rng, batch)()
+
+
+def _drawer(space: gym.Space, rng: np.random.Generator, batch: int | None) -> Callable[[], Any]:
+    """The seeded action draws of an episode: each call is one :func:`_actions` call's draw."""
     shape = () if batch is None else (batch,)
     if isinstance(space, gym.spaces.Discrete):
-        return rng.integers(space.n, size=shape)
+        return partial(rng.integers, space.n, size=shape)
     lo, hi = space.low.reshape(-1)[0], space.high.reshape(-1)[0]
-    dim = space.shape[-1]
-    return rng.uniform(lo, hi, size=shape + (dim,)).astype(space.dtype)
+    size, dtype = shape + (space.shape[-1],), space.dtype
+    return lambda: rng.uniform(lo, hi, size=size).astype(dtype)
 
 
 def _attributes(env: Any) -> dict[str, Any]:
@@ -286,13 +292,13 @@ def _neighbor(env: Any) -> dict[str, Any]:
 
 
 def _play_single(rec: Recorder, stream: str, env: gym.Env, options: dict | None) -> None:
-    rng = np.random.default_rng(SEED + 1)
+    draw = _drawer(env.action_space, np.random.default_rng(SEED + 1), None)
     obs, info = env.reset(seed=SEED, options=options)
     rec.feed(f"{stream}/reset", (obs, info), RESET_ITEMS)
-    done = False
+    done, path = False, f"{stream}/step"
     while not done:
-        obs, reward, done, truncated, info = env.step(_actions(env.action_space, rng, None))
-        rec.feed(f"{stream}/step", (obs, reward, done, truncated, info), STEP_ITEMS)
+        obs, reward, done, truncated, info = env.step(draw())
+        rec.feed(path, (obs, reward, done, truncated, info), STEP_ITEMS)
 
 
 def record_case(env_id: str, family: str) -> Recorder:
@@ -321,12 +327,10 @@ def record_case(env_id: str, family: str) -> Recorder:
         **horizon,
         **extra,
     )
-    rng = np.random.default_rng(SEED + 2)
+    draw = _drawer(venv.single_action_space, np.random.default_rng(SEED + 2), NUM_ENVS)
     rec.feed("vector/reset", venv.reset(seed=SEED), RESET_ITEMS)
     for _ in range(venv.unwrapped.horizon + 2):  # through the autoreset step and one more
-        rec.feed(
-            "vector/step", venv.step(_actions(venv.single_action_space, rng, NUM_ENVS)), STEP_ITEMS
-        )
+        rec.feed("vector/step", venv.step(draw()), STEP_ITEMS)
     venv.close()
     return rec
 
