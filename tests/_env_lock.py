@@ -32,8 +32,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import struct
 import sys
-from collections.abc import Iterator
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -81,29 +84,112 @@ def cases() -> Iterator[tuple[str, str]]:
             yield entry.id, family
 
 
+#: The dtype numpy gives a Python int (int64 on the platforms numpy 2 supports).
+_INT = np.asarray(0).dtype
+_FLOAT_HEAD = f"{np.dtype(np.float64).str}()".encode()
+_BOOL_HEAD = f"{np.dtype(np.bool_).str}()".encode()
+_INT_HEAD = f"{_INT.str}()".encode()
+_pack_float = struct.Struct("d").pack  # native order: the bytes of a float64 array
+_pack_int = struct.Struct("q").pack if _INT == np.dtype(np.int64) else None
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
+_TRUE, _FALSE = b"\x01", b"\x00"
+#: numpy scalars whose bytes are their value's (a long double's padding is whatever
+#: ``np.asarray`` leaves there: those take the general path, as before).
+_PLAIN_SCALARS = (np.bool_, np.integer, np.float16, np.float32, np.float64, np.complex64)
+_PLAIN_SCALARS += (np.complex128,)
+#: (dtype string, shape) -> the header ``_feed`` hashes before an array's bytes.
+_HEADS: dict[tuple[str, tuple[int, ...]], bytes] = {}
+#: (path, a dict's keys in their order) -> [(key, key's path, key's hashed repr)] sorted by key,
+#: for dicts whose keys are all ``str`` (an info dict has the same keys every round).
+_PLANS: dict[tuple[str, tuple[str, ...]], list[tuple[str, str, bytes]]] = {}
+
+
+def _head(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
+    key = (dtype.str, shape)
+    head = _HEADS.get(key)
+    if head is None:
+        head = _HEADS[key] = f"{dtype.str}{shape}".encode()
+    return head
+
+
+def _plan(value: dict, path: str) -> list[tuple[Any, str, bytes]]:
+    """The keys of ``value`` in the order they are hashed, with their paths and hashed reprs."""
+    keys = tuple(value)
+    exact = all(type(key) is str for key in keys)
+    plan = _PLANS.get((path, keys)) if exact else None
+    if plan is None:
+        plan = [(key, f"{path}/{key}", repr(key).encode()) for key in sorted(value)]
+        if exact:
+            _PLANS[path, keys] = plan
+    return plan
+
+
+def _chunks(value: Any, path: str, out: list[bytes], leaves: defaultdict) -> None:
+    """Append the bytes :func:`_feed` hashes for ``value`` to ``out`` (see there).
+
+    The common leaves (Python floats, bools and int64-sized ints, numpy scalars, plain arrays)
+    are written without building an array: the header and bytes ``np.asarray`` would give.
+    A leaf is recorded as the scalar itself (immutable; :func:`_stacked` turns it into the
+    0-d array the recursive feeder stored) or as a copy of the array.
+    """
+    kind = type(value)
+    if kind is float:
+        out += (_FLOAT_HEAD, _pack_float(value))
+        leaves[path].append(value)
+    elif kind is bool:
+        out += (_BOOL_HEAD, _TRUE if value else _FALSE)
+        leaves[path].append(value)
+    elif kind is int and _pack_int is not None and _INT_MIN <= value <= _INT_MAX:
+        out += (_INT_HEAD, _pack_int(value))
+        leaves[path].append(value)
+    elif kind is dict or (kind is not np.ndarray and isinstance(value, dict)):
+        out.append(b"{")
+        for key, sub, key_repr in _plan(value, path):
+            out.append(key_repr)
+            item = value[key]
+            if type(item) is float:  # the most common leaf, inline
+                out += (_FLOAT_HEAD, _pack_float(item))
+                leaves[sub].append(item)
+            else:
+                _chunks(item, sub, out, leaves)
+        out.append(b"}")
+    elif kind is tuple or kind is list or isinstance(value, (list, tuple)):
+        out.append(b"[")
+        for i, item in enumerate(value):
+            _chunks(item, f"{path}/{i}", out, leaves)
+        out.append(b"]")
+    elif kind is np.ndarray:
+        out += (_head(value.dtype, value.shape), value.tobytes())  # C order, as the old feeder
+        leaves[path].append(value.copy())
+    elif isinstance(value, _PLAIN_SCALARS):
+        out += (_head(value.dtype, ()), value.tobytes())
+        leaves[path].append(value)
+    else:
+        arr = np.asarray(value)
+        out += (_head(arr.dtype, arr.shape), np.ascontiguousarray(arr).tobytes())
+        leaves[path].append(arr.copy())
+
+
 def _feed(h: Any, value: Any, path: str = "", leaves: dict | None = None) -> None:
     """Hash a value with its type and shape, so equal bytes of different layouts differ.
 
-    With ``leaves``, every array leaf is also appended to ``leaves[path]`` (dict keys extend the
-    path by ``/key``, sequence items by ``/index``): the values the reference arrays hold.
+    A dict is ``{``, then each key's ``repr`` (keys sorted) followed by its value, then ``}``;
+    a list or tuple is ``[``, its items, ``]``; anything else is ``np.asarray(value)``: its
+    dtype string and shape (``<f8(3,)``), then its bytes in C order. With ``leaves``, every
+    leaf is also appended to ``leaves[path]`` (dict keys extend the path by ``/key``, sequence
+    items by ``/index``): the values the reference arrays hold (as :func:`_stacked` stacks
+    them: a Python or numpy scalar is appended as itself, an array as a copy).
+
+    The bytes are those of the recursive feeder the hashes in ``tests/data`` were taken with
+    (``tests/test_lock_feed.py`` keeps it as the reference), joined into one ``update``.
     """
-    if isinstance(value, dict):
-        h.update(b"{")
-        for key in sorted(value):
-            h.update(repr(key).encode())
-            _feed(h, value[key], f"{path}/{key}", leaves)
-        h.update(b"}")
-    elif isinstance(value, (list, tuple)):
-        h.update(b"[")
-        for i, item in enumerate(value):
-            _feed(h, item, f"{path}/{i}", leaves)
-        h.update(b"]")
-    else:
-        arr = np.asarray(value)
-        h.update(f"{arr.dtype.str}{arr.shape}".encode())
-        h.update(np.ascontiguousarray(arr).tobytes())
-        if leaves is not None:
-            leaves.setdefault(path, []).append(arr.copy())
+    out: list[bytes] = []
+    found: defaultdict = leaves if isinstance(leaves, defaultdict) else defaultdict(list)
+    _chunks(value, path, out, found)
+    h.update(b"".join(out))
+    if leaves is not None and found is not leaves:
+        for key, values in found.items():
+            leaves.setdefault(key, []).extend(values)
 
 
 #: Names of the items of a step's and a reset's tuple (the paths of the recorded arrays).
@@ -121,39 +207,70 @@ class Recorder:
 
     def __init__(self) -> None:
         self.digest = hashlib.sha256()
-        self._leaves: dict[str, list[np.ndarray]] = {}
+        self._leaves: defaultdict[str, list[Any]] = defaultdict(list)
+        self._arrays: dict[str, np.ndarray] | None = None  # arrays() until the next feed
+        self._paths: dict[tuple[str, tuple[str, ...]], list[str]] = {}
 
     def feed(self, path: str, value: Any, names: tuple[str, ...] | None = None) -> None:
         """Hash ``value`` as the old lock did; record its leaves under ``path`` (tuple items
         under ``names`` when given)."""
+        out: list[bytes] = []
         if names is None:
-            _feed(self.digest, value, path, self._leaves)
-            return
-        if len(names) != len(value):
-            raise ValueError(f"{path}: {len(value)} items, expected {names}")
-        self.digest.update(b"[")
-        for name, item in zip(names, value, strict=True):
-            _feed(self.digest, item, f"{path}/{name}", self._leaves)
-        self.digest.update(b"]")
+            _chunks(value, path, out, self._leaves)
+        else:
+            if len(names) != len(value):
+                raise ValueError(f"{path}: {len(value)} items, expected {names}")
+            paths = self._paths.get((path, names))
+            if paths is None:
+                paths = self._paths[path, names] = [f"{path}/{name}" for name in names]
+            out.append(b"[")
+            for sub, item in zip(paths, value, strict=True):
+                _chunks(item, sub, out, self._leaves)
+            out.append(b"]")
+        self.digest.update(b"".join(out))
+        self._arrays = None
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """Every path's leaves stacked along a new first axis (rounds)."""
-        out = {}
-        for path, leaves in self._leaves.items():
-            shapes = {leaf.shape for leaf in leaves}
-            if len(shapes) != 1:
-                raise ValueError(f"{path}: leaves of different shapes {sorted(shapes)}")
-            out[path.lstrip("/")] = np.stack(leaves)
-        return out
+        """Every path's leaves stacked along a new first axis (rounds); read-only arrays,
+        computed once between feeds (both paths' lock tests read a shared recording)."""
+        if self._arrays is None:
+            self._arrays = {}
+            for path, leaves in self._leaves.items():
+                stacked = _stacked(path, leaves)
+                stacked.flags.writeable = False
+                self._arrays[path.lstrip("/")] = stacked
+        return dict(self._arrays)
+
+
+#: The dtype of the 0-d array ``np.asarray`` makes of each Python scalar ``_chunks`` records.
+_SCALAR_DTYPES = {float: np.dtype(np.float64), bool: np.dtype(np.bool_), int: _INT}
+
+
+def _stacked(path: str, leaves: list[Any]) -> np.ndarray:
+    """``np.stack`` of the leaves as 0-d or n-d arrays (what the recursive feeder stored)."""
+    first = type(leaves[0])
+    if first in _SCALAR_DTYPES and all(type(leaf) is first for leaf in leaves):
+        # The (T,) array of T equal-typed Python scalars: the stack of their 0-d arrays.
+        return np.array(leaves, dtype=_SCALAR_DTYPES[first])
+    arrays = [leaf if type(leaf) is np.ndarray else np.asarray(leaf) for leaf in leaves]
+    shapes = {leaf.shape for leaf in arrays}
+    if len(shapes) != 1:
+        raise ValueError(f"{path}: leaves of different shapes {sorted(shapes)}")
+    return np.stack(arrays)
 
 
 def _actions(space: gym.Space, rng: np.random.Generator, batch: int | None) -> Any:
+    return _drawer(space, rng, batch)()
+
+
+def _drawer(space: gym.Space, rng: np.random.Generator, batch: int | None) -> Callable[[], Any]:
+    """The seeded action draws of an episode: each call is one :func:`_actions` call's draw."""
     shape = () if batch is None else (batch,)
     if isinstance(space, gym.spaces.Discrete):
-        return rng.integers(space.n, size=shape)
+        return partial(rng.integers, space.n, size=shape)
     lo, hi = space.low.reshape(-1)[0], space.high.reshape(-1)[0]
-    dim = space.shape[-1]
-    return rng.uniform(lo, hi, size=shape + (dim,)).astype(space.dtype)
+    size, dtype = shape + (space.shape[-1],), space.dtype
+    return lambda: rng.uniform(lo, hi, size=size).astype(dtype)
 
 
 def _attributes(env: Any) -> dict[str, Any]:
@@ -175,13 +292,13 @@ def _neighbor(env: Any) -> dict[str, Any]:
 
 
 def _play_single(rec: Recorder, stream: str, env: gym.Env, options: dict | None) -> None:
-    rng = np.random.default_rng(SEED + 1)
+    draw = _drawer(env.action_space, np.random.default_rng(SEED + 1), None)
     obs, info = env.reset(seed=SEED, options=options)
     rec.feed(f"{stream}/reset", (obs, info), RESET_ITEMS)
-    done = False
+    done, path = False, f"{stream}/step"
     while not done:
-        obs, reward, done, truncated, info = env.step(_actions(env.action_space, rng, None))
-        rec.feed(f"{stream}/step", (obs, reward, done, truncated, info), STEP_ITEMS)
+        obs, reward, done, truncated, info = env.step(draw())
+        rec.feed(path, (obs, reward, done, truncated, info), STEP_ITEMS)
 
 
 def record_case(env_id: str, family: str) -> Recorder:
@@ -210,12 +327,10 @@ def record_case(env_id: str, family: str) -> Recorder:
         **horizon,
         **extra,
     )
-    rng = np.random.default_rng(SEED + 2)
+    draw = _drawer(venv.single_action_space, np.random.default_rng(SEED + 2), NUM_ENVS)
     rec.feed("vector/reset", venv.reset(seed=SEED), RESET_ITEMS)
     for _ in range(venv.unwrapped.horizon + 2):  # through the autoreset step and one more
-        rec.feed(
-            "vector/step", venv.step(_actions(venv.single_action_space, rng, NUM_ENVS)), STEP_ITEMS
-        )
+        rec.feed("vector/step", venv.step(draw()), STEP_ITEMS)
     venv.close()
     return rec
 

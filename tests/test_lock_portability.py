@@ -1,7 +1,8 @@
 """The behaviour locks hold under other CPU kernels: numpy at most AVX2 and OpenBLAS's Haswell.
 
 CI runs README's test command on one machine; this test emulates others. It runs the env and
-learner lock files in a subprocess (``sys.executable -m pytest``) with both of
+learner lock files in a subprocess (``pytest.main`` after a probe, ``_PROBE_THEN_PYTEST``) with
+both of
 
 * numpy's CPU dispatch restricted to AVX2 (``NPY_DISABLE_CPU_FEATURES`` naming every dispatch
   target above AVX2: ``X86_V4``, ``AVX512_*``), which changes numpy's log, exp and cos kernels
@@ -9,12 +10,13 @@ learner lock files in a subprocess (``sys.executable -m pytest``) with both of
 * OpenBLAS's kernel forced to ``Haswell`` (``OPENBLAS_CORETYPE``), which sums dot products in
   another order.
 
-Before the run, a child process checks that each setting took effect (numpy's runtime dispatch
-list, OpenBLAS's reported architecture); a setting this CPU cannot express (no AVX-512 to
-disable, no AVX2 for the Haswell kernel) is left out, the test skipped (with the reason) when
-neither can be. The locks must pass: floats within their stated tolerance, integers exactly.
-The defaults are the suite's own process, where the lock files run anyway. Until session 11
-each change ran alone too (three subprocesses); the test's docstring says why one suffices.
+The process that runs the locks first reports what it runs on (numpy's runtime dispatch list,
+OpenBLAS's reported architecture), and the test checks that each setting took effect there; a
+setting this CPU cannot express (no AVX-512 to disable, no AVX2 for the Haswell kernel) is left
+out, the test skipped (with the reason) when neither can be. The locks must pass: floats within
+their stated tolerance, integers exactly. The defaults are the suite's own process, where the
+lock files run anyway. Until session 11 each change ran alone too (three subprocesses); the
+test's docstring says why one suffices.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ except ImportError:
     blas = None
 print(json.dumps({"found": found, "features": m.__cpu_features__, "openblas": blas}))
 """
+#: The lock run's child: the probe's line first (what that very process runs on), then pytest.
+_PROBE_THEN_PYTEST = _PROBE + "import sys, pytest\nsys.exit(pytest.main(sys.argv[1:]))\n"
+#: The variables that choose numpy's and OpenBLAS's kernels (the children's are set here).
+_KERNEL_VARIABLES = ("NPY_DISABLE_CPU_FEATURES", "NPY_ENABLE_CPU_FEATURES", "OPENBLAS_CORETYPE")
 
 
 def _probe(env: dict[str, str]) -> dict:
@@ -66,11 +72,7 @@ def _environment() -> dict[str, str]:
     Each part applies where this CPU can express it (a dispatch target above AVX2 to disable;
     AVX2 and FMA3 for the Haswell kernel); skipped when neither can.
     """
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("NPY_DISABLE_CPU_FEATURES", "NPY_ENABLE_CPU_FEATURES", "OPENBLAS_CORETYPE")
-    }
+    env = {k: v for k, v in os.environ.items() if k not in _KERNEL_VARIABLES}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     default = _probe(env)
     above = _above_avx2(default["found"])
@@ -84,8 +86,12 @@ def _environment() -> dict[str, str]:
             f"this CPU has no numpy dispatch target above AVX2 (found {default['found']}) and "
             "cannot run OpenBLAS's Haswell kernel (no AVX2/FMA3): its default run is the only one"
         )
-    probe = _probe(env)
-    if above:
+    return env
+
+
+def _check_took_effect(env: dict[str, str], probe: dict) -> None:
+    """Each setting of ``env`` took effect in the process ``probe`` describes."""
+    if "NPY_DISABLE_CPU_FEATURES" in env:
         assert _above_avx2(probe["found"]) == [], (
             f"NPY_DISABLE_CPU_FEATURES={env['NPY_DISABLE_CPU_FEATURES']!r} did not restrict "
             f"numpy to AVX2: dispatch targets still found {probe['found']}"
@@ -94,7 +100,6 @@ def _environment() -> dict[str, str]:
         assert probe["openblas"] and all(a == "Haswell" for a in probe["openblas"]), (
             f"OPENBLAS_CORETYPE=Haswell did not take effect: OpenBLAS reports {probe['openblas']}"
         )
-    return env
 
 
 @pytest.mark.slow
@@ -105,7 +110,8 @@ def test_locks_hold_under_other_cpu_kernels() -> None:
     OpenBLAS's, and here runs the one the single-change run varying that library ran), so a
     value one change moves past the locks' tolerance (floats 1e-9, integers exactly) is moved
     here too unless the other change cancels it exactly, in another computation. Lost: which
-    change moved a value (set one of the two variables by hand to tell).
+    change moved a value (set one of the two variables by hand to tell). The settings are
+    checked in the process that runs the locks (its first line of output), before its result.
     """
     env = _environment()
     setting = {k: env[k] for k in ("NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE") if k in env}
@@ -113,7 +119,7 @@ def test_locks_hold_under_other_cpu_kernels() -> None:
         # The numpy reference path (DP_EXPERTS_NO_JIT) is checked by the locks themselves; the
         # CPU kernels are what this test varies, on the default path.
         [
-            *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"),
+            *(sys.executable, "-c", _PROBE_THEN_PYTEST, "-q", "-p", "no:cacheprovider"),
             *("-k", "not numpy", *LOCK_FILES),
         ],
         cwd=ROOT,
@@ -122,8 +128,33 @@ def test_locks_hold_under_other_cpu_kernels() -> None:
         text=True,
         timeout=600,
     )
+    first, _, output = run.stdout.partition("\n")
+    try:
+        probe = json.loads(first)
+    except json.JSONDecodeError:
+        raise AssertionError(
+            f"the lock run's probe printed no line:\n{run.stderr[-2000:]}"
+        ) from None
+    _check_took_effect(env, probe)
     assert run.returncode == 0, (
         f"the behaviour locks fail under {setting or 'the default kernels'}:\n"
-        + "\n".join(run.stdout.splitlines()[-40:])
+        + "\n".join(output.splitlines()[-40:])
         + run.stderr[-2000:]
     )
+
+
+def test_a_setting_that_did_not_take_effect_is_caught() -> None:
+    """The check on the lock run's probe line: a numpy still dispatching above AVX2, or an
+    OpenBLAS on another kernel, fails naming the setting; the restricted process passes (and
+    a process without threadpoolctl, which cannot report OpenBLAS's kernel, is not failed)."""
+    env = {"NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL", "OPENBLAS_CORETYPE": "Haswell"}
+    took = {"found": ["SSE42", "AVX2", "FMA3"], "openblas": ["Haswell"]}
+    _check_took_effect(env, took)
+    _check_took_effect(env, {**took, "openblas": None})
+    _check_took_effect({"OPENBLAS_CORETYPE": "Haswell"}, {**took, "found": ["AVX512_ICL"]})
+    with pytest.raises(AssertionError, match="did not restrict numpy to AVX2.*AVX512_ICL"):
+        _check_took_effect(env, {**took, "found": ["AVX2", "AVX512_ICL"]})
+    with pytest.raises(AssertionError, match="Haswell did not take effect.*SkylakeX"):
+        _check_took_effect(env, {**took, "openblas": ["Haswell", "SkylakeX"]})
+    with pytest.raises(AssertionError, match="Haswell did not take effect"):
+        _check_took_effect(env, {**took, "openblas": []})

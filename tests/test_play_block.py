@@ -136,7 +136,9 @@ def test_play_block_checks_like_act(name):
 def test_the_locks_hold_on_the_numpy_path():
     """The learner and env locks' numpy half in a process with the JIT switched off from its
     start (the block and kernel tests are parametrised over both paths in-process; the locks'
-    compiled half ran in this process already)."""
+    compiled half ran in this process already). Left out there: the share's control
+    (``test_a_recording_is_shared_...``), which switches its process to the compiled path
+    (importing numba) and runs in this process."""
     env = dict(os.environ, DP_EXPERTS_NO_JIT="1")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
     tests = ["tests/test_learner_lock.py", "tests/test_env_lock.py"]
@@ -150,7 +152,7 @@ def test_the_locks_hold_on_the_numpy_path():
             "-m",
             "not slow",
             "-k",
-            "not compiled",
+            "not compiled and not recording_is_shared",
             "-p",
             "no:cacheprovider",
             *tests,
