@@ -24,6 +24,7 @@ import agents.registry as agent_registry
 from dp_experts_env import cli, plugins
 from dp_experts_env.evaluation import manifest as manifest_mod
 from dp_experts_env.evaluation import store as store_mod
+from dp_experts_env.evaluation import sweep as sweep_mod
 from dp_experts_env.evaluation.store import load_results
 from dp_experts_env.evaluation.sweep import SweepWriteError
 from dp_experts_env.evaluation.verify import verify_folder
@@ -123,9 +124,13 @@ def test_a_full_disk_names_the_file(tmp_path, monkeypatch):
     run(grid(), tmp_path)
     next((tmp_path / "cells").glob("unit-*.pack")).unlink()  # something to do
 
-    def full_disk(self, fh, **kw):
+    def full_disk(*args, **kw):
         raise OSError(28, "No space left on device")
 
+    # Every csv writer a sweep may use fails: csv_text.write_frame (results.csv, streamed by
+    # the store or whole by the sweep) and pandas' (the frames it hands back, summary.csv).
+    monkeypatch.setattr(store_mod, "write_frame", full_disk)
+    monkeypatch.setattr(sweep_mod, "write_frame", full_disk)
     monkeypatch.setattr(pd.DataFrame, "to_csv", full_disk)
     with pytest.raises(SweepWriteError, match=r"cannot write \S*results.csv \(No space left"):
         run(grid(), tmp_path)

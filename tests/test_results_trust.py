@@ -34,6 +34,7 @@ from dp_experts_env.evaluation import AgentEntry, CellStore, EnvEntry, make_figu
 from dp_experts_env.evaluation import backends as backends_mod
 from dp_experts_env.evaluation import fingerprints as fp_mod
 from dp_experts_env.evaluation import store as store_mod
+from dp_experts_env.evaluation import sweep as sweep_mod
 from dp_experts_env.evaluation.store import ResultsFolderBusy, folder_lock, load_results
 from dp_experts_env.evaluation.sweep import SweepInterrupted, SweepWriteError
 
@@ -181,12 +182,17 @@ def test_results_csv_is_replaced_atomically_on_a_full_disk(tmp_path, monkeypatch
     before = (tmp_path / "results.csv").read_bytes()
     next((tmp_path / "cells").glob("unit-*.pack")).unlink()  # something to do: not a no-op
 
-    def full_disk(self, fh, **kw):
+    def full_disk(*args, **kw):
+        fh = args[1] if len(args) > 1 else kw["fh"]  # write_frame(frame, fh) / to_csv(self, fh)
         fh.write("agent,env\npartial")
         raise OSError(28, "No space left on device")
 
+    # results.csv's writers (csv_text.write_frame in the store and the sweep, pandas' for the
+    # frames it hands back) all fail half-way: the message must name results.csv, written first.
+    monkeypatch.setattr(store_mod, "write_frame", full_disk)
+    monkeypatch.setattr(sweep_mod, "write_frame", full_disk)
     monkeypatch.setattr(pd.DataFrame, "to_csv", full_disk)
-    with pytest.raises(SweepWriteError, match="No space left.*run the same command again"):
+    with pytest.raises(SweepWriteError, match=r"results\.csv.*No space left.*run the same command"):
         run(grid(), tmp_path)
     assert (tmp_path / "results.csv").read_bytes() == before
     assert not list(tmp_path.glob(".tmp-*"))
