@@ -7,7 +7,6 @@ the quick and the full run. The cheats brought as plug-ins are tests/test_cheats
 
 from __future__ import annotations
 
-import json
 import math
 
 import gymnasium as gym
@@ -239,23 +238,7 @@ def test_lazy_lower_bound_is_specific_only_when_sublinear_on_both_oblivious_twin
 
 
 # ----------------------------------------------------------------------------- own learners
-#: `_claimed`'s answers, keyed by everything the build reads (the quick and the full run share
-#: 91 of their 248 gated points; p-comw's calibration is most of a build)
-_CLAIMED: dict[str, tuple[float, bool]] = {}
-
-
 def _claimed(sweep: Sweep, point: Point) -> tuple[float, bool]:
-    key = json.dumps(
-        [id(agents.spec(sweep.agent).cls), sweep.env_id, sweep.agent, sweep.agent_params,
-         point.env_params, repr(point.epsilon)],
-        sort_keys=True, default=repr,
-    )  # fmt: skip
-    if key not in _CLAIMED:
-        _CLAIMED[key] = _claimed_fresh(sweep, point)
-    return _CLAIMED[key]
-
-
-def _claimed_fresh(sweep: Sweep, point: Point) -> tuple[float, bool]:
     env = gym.make_vec(
         sweep.env_id, num_envs=1, vectorization_mode="vector_entry_point", **point.env_params
     )
@@ -264,21 +247,6 @@ def _claimed_fresh(sweep: Sweep, point: Point) -> tuple[float, bool]:
         return float(claim.privacy.epsilon), bool(claim.privacy.certified)
     finally:
         env.close()
-
-
-def test_the_claimed_cache_answers_a_fresh_build_per_point():
-    """`_claimed`'s shared answer is a fresh build's, and a point that differs in what the build
-    reads (its epsilon, the learner's keywords) is built on its own."""
-    sweep = _eps_claim().sweeps[0]
-    low, high = sweep.points
-    assert _claimed(sweep, low) == _claimed_fresh(sweep, low) == (0.5, True)
-    assert _claimed(sweep, high) == _claimed_fresh(sweep, high) == (2.0, True)
-    assert _claimed(sweep, low) is _claimed(sweep, low)  # read, not built again
-    # A key without the epsilon would answer (0.5, True) at x = 2 above; other keywords are
-    # built on their own as well.
-    other = Sweep("l", sweep.agent, sweep.env_id, sweep.points, agent_params={"noise": "fast"})
-    before = len(_CLAIMED)
-    assert _claimed(other, low) == (0.5, True) and len(_CLAIMED) == before + 1
 
 
 def _gated_cases():
