@@ -303,3 +303,39 @@ def test_the_worst_case_rates_are_judged_on_every_oblivious_family():
         assert families == set(WORST_FAMILIES)
         assert set(claim.roles()) == {s.key for s in claim.sweeps}  # every family is the learner's
         assert "worst mean static regret" in claim.quantity
+
+
+# ----------------------------------------------------------------------------- the audit's bounds
+def test_bounds_once_per_distinct_count_are_the_elementwise_bounds_bit_for_bit(monkeypatch):
+    """The gate's audits bound each distinct event count once (an event family's counts take at
+    most n + 1 values): the same floats as the quantile of every element, for integer counts,
+    projected real counts (the selection's ``p * n_test``), edge counts 0 and n, and array ``n``
+    (bounded element by element); the quantiles are asked for the distinct counts only."""
+    from scipy import stats
+
+    from dp_experts_env.audit import bounds
+
+    rng = np.random.default_rng(7)
+    n = 400
+    ints = rng.integers(0, n + 1, size=5_000).astype(np.float64)
+    ints[:3] = (0.0, float(n), -0.0)
+    real = stats.beta.ppf(0.05, ints + 1, n - ints + 1) * 1_000  # projected counts, repeated
+    with np.errstate(invalid="ignore"):
+        for k, m in ((ints, n), (real, 1_000), (ints.reshape(50, 100), n)):
+            for alpha in (0.05, 5e-4):
+                lower = np.where(k > 0, stats.beta.ppf(alpha, k, m - k + 1), 0.0)
+                upper = np.where(k < m, stats.beta.ppf(1 - alpha, k + 1, m - k), 1.0)
+                got_lo = bounds.clopper_pearson_lower(k, m, alpha)
+                got_up = bounds.clopper_pearson_upper(k, m, alpha)
+                assert got_lo.shape == k.shape and got_up.shape == k.shape
+                assert np.array_equal(got_lo, lower) and np.array_equal(got_up, upper)
+        ns = rng.integers(n, 2 * n, size=ints.size)  # array n: no sharing across elements
+        assert np.array_equal(
+            bounds.clopper_pearson_upper(ints, ns, 0.05),
+            np.where(ints < ns, stats.beta.ppf(0.95, ints + 1, ns - ints), 1.0),
+        )
+    asked: list[int] = []
+    ppf = stats.beta.ppf
+    monkeypatch.setattr(stats.beta, "ppf", lambda q, a, b: asked.append(np.size(a)) or ppf(q, a, b))
+    bounds.clopper_pearson_lower(ints, n, 0.05)
+    assert asked == [np.unique(ints).size]
