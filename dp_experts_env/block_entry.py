@@ -45,6 +45,15 @@ def _resolve(cls: type, name: str) -> tuple[type | None, Any]:
     return None, None
 
 
+def _resolve_after(cls: type, klass: type, name: str) -> tuple[type | None, Any]:
+    """:func:`_resolve` over the classes after ``klass`` in ``cls``'s MRO (what it overrides)."""
+    mro = cls.__mro__
+    for later in mro[mro.index(klass) + 1 :]:
+        if name in later.__dict__:
+            return later, later.__dict__[name]
+    return None, None
+
+
 def _behaves(value: Any) -> bool:
     """True for what can run code when looked up or called: functions, properties, descriptors."""
     return callable(value) or hasattr(type(value), "__get__")
@@ -58,10 +67,11 @@ def block_overrides(agent: Any, name: str) -> tuple[str, ...]:
         name: the block method, one of :data:`BLOCK_METHODS`.
 
     Returns:
-        ``"attr (Class)"`` for each function or property the defining class's MRO has that the
-        agent resolves to another object (supplied by ``Class``, or ``instance`` for one set on
-        the object), leaving out :data:`PLAY_NEUTRAL` and each supplier's declared
-        ``_block_path_covers``; empty when the agent has no such method or plays it as is.
+        ``"attr (Class)"`` for each function or property the defining class's MRO has (or a
+        class between it and ``Class`` adds) that the agent resolves to another object
+        (supplied by ``Class``, or ``instance`` for one set on the object), leaving out
+        :data:`PLAY_NEUTRAL` and each supplier's declared ``_block_path_covers``; empty when the
+        agent has no such method or plays it as is.
 
     Raises:
         ValueError: ``name`` is not a block method.
@@ -84,11 +94,15 @@ def block_overrides(agent: Any, name: str) -> tuple[str, ...]:
             if attr in PLAY_NEUTRAL or attr in covered or _resolve(cls, attr)[0] is not klass:
                 continue
             supplier, theirs = _resolve(owner, attr)
+            if supplier is None:
+                # A hook a class between the owner and ``klass`` added: the owner's block method
+                # may reach it through that class's covered overrides (a template's kernel).
+                supplier, theirs = _resolve_after(cls, klass, attr)
             if supplier is not None and (_behaves(theirs) or _behaves(ours)):
                 found.append(f"{attr} ({klass.__qualname__})")
     if not isinstance(agent, type):
         for attr, value in getattr(agent, "__dict__", {}).items():
-            if attr not in PLAY_NEUTRAL and callable(value) and _resolve(owner, attr)[0]:
+            if attr not in PLAY_NEUTRAL and callable(value) and _resolve(cls, attr)[0]:
                 found.append(f"{attr} (instance)")
     return tuple(sorted(found))
 

@@ -328,3 +328,40 @@ def test_the_old_selection_played_the_parent_s_kernel(compiled, monkeypatch, nam
     monkeypatch.setattr(episode, "block_entry", by_getattr)
     played = _episode_regret(_built(name, env, sub), env)
     assert played.tobytes() != _rollout_regret(_built(name, env, sub), env).tobytes()
+
+
+class _Picked(Hedge):
+    """Built-in-like: ``_choose`` through a hook of its own (``_pick``), declared covered (it
+    plays Hedge's choice, which Hedge's kernel recomputes without calling ``_pick``)."""
+
+    _block_path_covers = frozenset({"_choose"})
+
+    def _pick(self, chosen):
+        return chosen
+
+    def _choose(self, obs):
+        return self._pick(super()._choose(obs))
+
+
+class _PickShifted(_Picked):
+    """A plug-in overriding the hook ``_Picked`` added (Hedge, the owner, has no ``_pick``)."""
+
+    def _pick(self, chosen):
+        return (np.asarray(chosen) + (self.t % 3 == 2)) % self.n_experts
+
+
+def test_an_override_of_a_hook_a_built_in_added_plays_act(compiled):
+    """Planted: Hedge's kernel never calls ``_pick``; looking only at the owner's names let
+    ``_PickShifted`` through (played Hedge's choices). Built-ins' own such hooks are flagged too."""
+    env = _env("full")
+    assert block_overrides(_Picked, "play_block") == ()
+    assert block_overrides(_PickShifted, "play_block") == ("_pick (_PickShifted)",)
+    played = _episode_regret(_built("hedge", env, _PickShifted), env)
+    assert played.tobytes() == _rollout_regret(_built("hedge", env, _PickShifted), env).tobytes()
+    assert played.tobytes() != _episode_regret(_built("hedge", env), env).tobytes()
+    agent = _built("hedge", env, _Picked)
+    agent._pick = lambda chosen: chosen  # on the object: seen as well
+    assert block_overrides(agent, "play_block") == ("_pick (instance)",)
+    for name, hook in [("p-comw", "_sample"), ("dp-ftrl-oco", "_gaussian_step")]:
+        sub = type("Sub", (agents.spec(name).cls,), {hook: lambda self, *a: None})
+        assert block_overrides(sub, "play_block") == (f"{hook} (Sub)",)
