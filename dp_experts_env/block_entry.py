@@ -33,8 +33,15 @@ COVERS = "_block_path_covers"
 #: ``__init__`` builds the state both paths then read (a block method is only ever called on a
 #: built object, and reads what ``__init__`` stored exactly as ``act`` does); ``__repr__`` and
 #: ``__str__`` print; ``privacy`` states the claim and ``declaration`` the mechanisms for the
-#: audit -- read by reports and the audit, never by ``act`` or a kernel.
-PLAY_NEUTRAL = frozenset({"__init__", "__repr__", "__str__", "privacy", "declaration"})
+#: audit -- read by reports and the audit, never by ``act`` or a kernel. Class constants read at
+#: construction only (validation and defaults, stored on the object both paths read: ``laws``,
+#: ``tunings``, ``noise_backends``, ``default_delta``) or by claims, the audit and messages
+#: (``name``, ``claim_source``, ``audit_hints``, :data:`COVERS`); ``_abc_impl`` is ``abc``'s.
+PLAY_NEUTRAL = frozenset(
+    {"__init__", "__repr__", "__str__", "privacy", "declaration"}
+    | {"laws", "tunings", "noise_backends", "default_delta"}
+    | {"name", "claim_source", "audit_hints", COVERS, "_abc_impl"}
+)
 
 
 def _resolve(cls: type, name: str) -> tuple[type | None, Any]:
@@ -67,8 +74,9 @@ def block_overrides(agent: Any, name: str) -> tuple[str, ...]:
         name: the block method, one of :data:`BLOCK_METHODS`.
 
     Returns:
-        ``"attr (Class)"`` for each function or property the defining class's MRO has (or a
-        class between it and ``Class`` adds) that the agent resolves to another object
+        ``"attr (Class)"`` for each function, property or constant (dunders aside) the
+        defining class's MRO has (or a class between it and ``Class`` adds) that the agent
+        resolves to another object
         (supplied by ``Class``, or ``instance`` for one set on the object), leaving out
         :data:`PLAY_NEUTRAL` and each supplier's declared ``_block_path_covers``; empty when the
         agent has no such method or plays it as is.
@@ -98,7 +106,9 @@ def block_overrides(agent: Any, name: str) -> tuple[str, ...]:
                 # A hook a class between the owner and ``klass`` added: the owner's block method
                 # may reach it through that class's covered overrides (a template's kernel).
                 supplier, theirs = _resolve_after(cls, klass, attr)
-            if supplier is not None and (_behaves(theirs) or _behaves(ours)):
+            # A class constant too (a kernel may read one that act does not): all but dunders.
+            dunder = attr.startswith("__") and attr.endswith("__")
+            if supplier is not None and (_behaves(theirs) or _behaves(ours) or not dunder):
                 found.append(f"{attr} ({klass.__qualname__})")
     if not isinstance(agent, type):
         for attr, value in getattr(agent, "__dict__", {}).items():

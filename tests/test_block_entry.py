@@ -365,3 +365,18 @@ def test_an_override_of_a_hook_a_built_in_added_plays_act(compiled):
     for name, hook in [("p-comw", "_sample"), ("dp-ftrl-oco", "_gaussian_step")]:
         sub = type("Sub", (agents.spec(name).cls,), {hook: lambda self, *a: None})
         assert block_overrides(sub, "play_block") == (f"{hook} (Sub)",)
+
+
+def test_an_overridden_class_constant_only_a_kernel_reads_plays_act(monkeypatch):
+    """Planted: ``_OVER_EXPERTS`` is read by the compiled tsallis-inf kernel, not by
+    private-batched-bandit's ``act``; a subclass setting it played another learner in blocks.
+    Harmless: constants read at construction or by claims only (PLAY_NEUTRAL) keep the path."""
+    use_jit_path("compiled", monkeypatch)
+    spec = agents.spec("private-batched-bandit")
+    flipped = type("Flipped", (spec.cls,), {"_OVER_EXPERTS": True})
+    env = _env("bandit")
+    assert block_overrides(flipped, "play_bandit_block") == ("_OVER_EXPERTS (Flipped)",)
+    played = _episode_regret(_built(spec.name, env, flipped), env)
+    assert played.tobytes() == _rollout_regret(_built(spec.name, env, flipped), env).tobytes()
+    renamed = type("Renamed", (spec.cls,), {"name": "x", "default_delta": 0.0, "audit_hints": {}})
+    assert block_overrides(renamed, "play_bandit_block") == ()
