@@ -380,3 +380,35 @@ def test_an_overridden_class_constant_only_a_kernel_reads_plays_act(monkeypatch)
     assert played.tobytes() == _rollout_regret(_built(spec.name, env, flipped), env).tobytes()
     renamed = type("Renamed", (spec.cls,), {"name": "x", "default_delta": 0.0, "audit_hints": {}})
     assert block_overrides(renamed, "play_bandit_block") == ()
+
+
+class _HookOnObject(Hedge):
+    """A plug-in choosing its ``_choose`` when built (set on the object): the class-level test
+    of the audit (``_has_block``) passes, the object's (``block_entry``) refuses."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self._choose = self._shifted
+
+    def _shifted(self, obs):
+        return (Hedge._choose(self, obs) + (self.t % 3 == 2)) % self.n_experts
+
+
+def test_the_audit_s_block_replay_plays_act_where_users_runs_do():
+    """Planted: the audit's block replay called the refused block method (None: a TypeError);
+    it now plays what the episode loop plays for this object, its act."""
+    from dp_experts_env.evaluation import audit
+
+    rng = np.random.default_rng(0)
+    losses = rng.random((30, 4))
+    neighbor = losses.copy()
+    neighbor[10] = 1.0 - neighbor[10]
+    scenario = audit.Scenario("planted", losses, neighbor, {})
+
+    def factory(n, seed):
+        return _HookOnObject(4, 30, num_envs=n, seed=seed)
+
+    assert block_entry(factory(2, 0), "play_block") is None
+    act = audit.play_scenario(factory, scenario, side=0, n_runs=50, seed=3)
+    block = audit.play_scenario(factory, scenario, side=0, n_runs=50, seed=3, block=True)
+    assert block.actions.tobytes() == act.actions.tobytes()
