@@ -143,10 +143,10 @@ class GaussianDPFTRLOCO(TreeFTRLOCO):
     """
 
     # The overrides the inherited block path accounts for (dp_experts_env/block_entry.py): set
-    # up in __init__ only (delta, backend refusal, node scale), read by both paths from the
-    # object.
+    # up in __init__ only (delta, backend refusal, node scale, the sensitivity it reads), read by
+    # both paths from the object.
     _block_path_covers: ClassVar[frozenset[str]] = frozenset(
-        {"_backend_refusal", "_calibrate", "_check_delta"}
+        {"_backend_refusal", "_calibrate", "_check_delta", "l2_sensitivity"}
     )
 
     default_delta = 1e-5

@@ -61,6 +61,11 @@ def _resolve_after(cls: type, klass: type, name: str) -> tuple[type | None, Any]
     return None, None
 
 
+def _is_data_descriptor(value: Any) -> bool:
+    """A property or slot-like descriptor: it wins over the object's own ``__dict__``."""
+    return hasattr(type(value), "__set__") or hasattr(type(value), "__delete__")
+
+
 def _behaves(value: Any) -> bool:
     """True for what can run code when looked up or called: functions, properties, descriptors."""
     return callable(value) or hasattr(type(value), "__get__")
@@ -76,7 +81,7 @@ def block_overrides(agent: Any, name: str) -> tuple[str, ...]:
     Returns:
         ``"attr (Class)"`` for each function, property or constant (dunders aside) the
         defining class's MRO has (or a class between it and ``Class`` adds) that the agent
-        resolves to another object
+        resolves to another object, and each new property (it may shadow an instance attribute)
         (supplied by ``Class``, or ``instance`` for one set on the object), leaving out
         :data:`PLAY_NEUTRAL` and each supplier's declared ``_block_path_covers``; empty when the
         agent has no such method or plays it as is.
@@ -102,12 +107,17 @@ def block_overrides(agent: Any, name: str) -> tuple[str, ...]:
             if attr in PLAY_NEUTRAL or attr in covered or _resolve(cls, attr)[0] is not klass:
                 continue
             supplier, theirs = _resolve(owner, attr)
+            dunder = attr.startswith("__") and attr.endswith("__")
+            if supplier is None and _is_data_descriptor(ours) and not dunder:
+                # A new property can shadow an instance attribute the kernel reads once per block
+                # and act once per round (a step size ``eta`` made a schedule of ``t``).
+                found.append(f"{attr} ({klass.__qualname__})")
+                continue
             if supplier is None:
                 # A hook a class between the owner and ``klass`` added: the owner's block method
                 # may reach it through that class's covered overrides (a template's kernel).
                 supplier, theirs = _resolve_after(cls, klass, attr)
             # A class constant too (a kernel may read one that act does not): all but dunders.
-            dunder = attr.startswith("__") and attr.endswith("__")
             if supplier is not None and (_behaves(theirs) or _behaves(ours) or not dunder):
                 found.append(f"{attr} ({klass.__qualname__})")
     if not isinstance(agent, type):

@@ -412,3 +412,29 @@ def test_the_audit_s_block_replay_plays_act_where_users_runs_do():
     act = audit.play_scenario(factory, scenario, side=0, n_runs=50, seed=3)
     block = audit.play_scenario(factory, scenario, side=0, n_runs=50, seed=3, block=True)
     assert block.actions.tobytes() == act.actions.tobytes()
+
+
+class _AnytimeEta(Hedge):
+    """Planted: a property over Hedge's instance attribute ``eta`` (a schedule of ``t``): act
+    reads it every round, Hedge's kernel once per block."""
+
+    @property
+    def eta(self):
+        return self._eta0 / np.sqrt(1.0 + self.t)
+
+    @eta.setter
+    def eta(self, value):
+        self._eta0 = value
+
+
+def test_a_new_property_shadowing_an_instance_attribute_plays_act(compiled):
+    env = _env("full")
+    assert block_overrides(_AnytimeEta, "play_block") == ("eta (_AnytimeEta)",)
+
+    def built():
+        agent = _built("hedge", env, _AnytimeEta)
+        agent._eta0 = agent.__dict__["eta"]  # what __init__ would have stored through the setter
+        return agent
+
+    played = _episode_regret(built(), env)
+    assert played.tobytes() == _rollout_regret(built(), env).tobytes()
