@@ -438,3 +438,21 @@ def test_a_new_property_shadowing_an_instance_attribute_plays_act(compiled):
 
     played = _episode_regret(built(), env)
     assert played.tobytes() == _rollout_regret(built(), env).tobytes()
+
+
+class _FalselyDeclared(Hedge):
+    """Declares a ``_choose`` Hedge's kernel never calls: the opt-in is trusted, so the block
+    path is played -- and the ``paths`` check is what catches the false declaration."""
+
+    _block_path_covers = frozenset({"_choose"})
+
+    def _choose(self, obs):
+        return (np.asarray(super()._choose(obs)) + (self.t % 3 == 2)) % self.n_experts
+
+
+def test_a_false_declaration_is_caught_by_the_paths_check(compiled):
+    from dp_experts_env.testing import ContractError
+
+    assert block_overrides(_FalselyDeclared, "play_block") == ()
+    with pytest.raises(ContractError, match="differs from act at round 3"):
+        check_agent(_FalselyDeclared, checks=["paths"])
