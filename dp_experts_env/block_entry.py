@@ -4,9 +4,10 @@ A block method (``play_block``, ``play_bandit_block``) is written for the class 
 its kernel recomputes that class's hooks (``_learn``, ``_choose``, an index, ...). A subclass that
 overrides one of them changes ``act`` but not the inherited kernel, so playing the kernel would
 play another learner than the one whose ``act`` was written and audited. :func:`block_entry`
-returns the block method only when the agent's class resolves every function and property of the
-defining class exactly as the defining class does (docs/privacy.md, "Path equivalence: the code
-users run"); otherwise None, and the episode loop, the path check and the audit play ``act``.
+returns the block method only when the agent's class resolves every function, property and class
+constant of the defining class (and of the classes between the two) exactly as the defining class
+does, and adds no property (docs/privacy.md, "Path equivalence: the code users run"); otherwise
+None, and the episode loop, the path check and the audit play ``act``.
 
 Exceptions, each unable to change play:
 
