@@ -30,9 +30,11 @@ BLOCK_METHODS = ("play_block", "play_bandit_block")
 #: The class attribute (read from a class's own ``__dict__``) naming the overrides it declares
 #: its inherited block method accounts for.
 COVERS = "_block_path_covers"
-#: Overrides that cannot change what ``act`` or a block method plays, and why:
+#: Overrides that keep the inherited block path, and why (none changes what one path plays alone):
 #: ``__init__`` builds the state both paths then read (a block method is only ever called on a
-#: built object, and reads what ``__init__`` stored exactly as ``act`` does); ``__repr__`` and
+#: built object; but an ``__init__`` that edits one stored value after the parent derived others
+#: from it can part the paths -- noisy-clipped-hedge's kernel reads ``_run_scale``, its ``act``
+#: ``noise_sensitivity`` -- which the ``paths`` check catches); ``__repr__`` and
 #: ``__str__`` print; ``privacy`` states the claim and ``declaration`` the mechanisms for the
 #: audit -- read by reports and the audit, never by ``act`` or a kernel. Class constants read at
 #: construction only (validation and defaults, stored on the object both paths read: ``laws``,

@@ -456,3 +456,21 @@ def test_a_false_declaration_is_caught_by_the_paths_check(compiled):
     assert block_overrides(_FalselyDeclared, "play_block") == ()
     with pytest.raises(ContractError, match="differs from act at round 3"):
         check_agent(_FalselyDeclared, checks=["paths"])
+
+
+def test_an_init_editing_a_derived_value_is_caught_by_the_paths_check(compiled):
+    """``__init__`` keeps the block path (PLAY_NEUTRAL); one that edits ``noise_sensitivity``
+    after noisy-clipped-hedge derived the kernel's ``_run_scale`` from it parts the paths (act
+    recomputes the scale, the kernel reads the stored one): the ``paths`` check is the net."""
+    from dp_experts_env.testing import ContractError
+
+    parent = agents.spec("noisy-clipped-hedge").cls
+
+    class Edited(parent):
+        def __init__(self, *args, n_arms=None, **kw):
+            super().__init__(*args, **kw)
+            self.noise_sensitivity *= 1.5
+
+    assert block_overrides(Edited, "play_block") == ()
+    with pytest.raises(ContractError, match="differs from act at round 2: drawn noise"):
+        check_agent(Edited, checks=["paths"])
