@@ -400,6 +400,13 @@ class DPFTRLOCO(TreeFTRLOCO):
     ``mode`` (no effect) and ``noise_multiplier`` (audit only, the claim marked uncertified).
     """
 
+    # The overrides the inherited block path accounts for (dp_experts_env/block_entry.py): set
+    # up in __init__ only (delta, backend refusal, node scale, the sensitivity it reads), read by
+    # both paths from the object.
+    _block_path_covers: ClassVar[frozenset[str]] = frozenset(
+        {"_backend_refusal", "_calibrate", "_check_delta", "l1_sensitivity"}
+    )
+
     laws = ("laplace", "gaussian")
     tunings = ("calibrated", "paper")
     #: noise backends of the Laplace law (the Gaussian law takes "fast" only).

@@ -142,6 +142,13 @@ class GaussianDPFTRLOCO(TreeFTRLOCO):
     only, one tuning, no ``law``).
     """
 
+    # The overrides the inherited block path accounts for (dp_experts_env/block_entry.py): set
+    # up in __init__ only (delta, backend refusal, node scale, the sensitivity it reads), read by
+    # both paths from the object.
+    _block_path_covers: ClassVar[frozenset[str]] = frozenset(
+        {"_backend_refusal", "_calibrate", "_check_delta", "l2_sensitivity"}
+    )
+
     default_delta = 1e-5
     claim_source = "plays are post-processing"
 

@@ -383,7 +383,8 @@ class PrivateBatchedBandit(_BatchedConversion):
 
     # The overrides the inherited block path accounts for (dp_experts_env/block_entry.py):
     # _BatchedConversion.play_bandit_block plays a segment's first round through act (_play) and
-    # the rest through _play_rest (this class's block form of _play); _n_choices sizes the core.
+    # the rest through _play_rest (this class's block form of _play), or, with the tsallis-inf
+    # base, the compiled kernel plays the choice itself; _n_choices sizes the core.
     _block_path_covers: ClassVar[frozenset[str]] = frozenset({"_n_choices", "_play", "_play_rest"})
 
     def _n_choices(self) -> int:
@@ -416,10 +417,11 @@ class PrivateBanditOverExperts(_BatchedConversion):
 
     # The overrides the inherited block path accounts for (dp_experts_env/block_entry.py):
     # _BatchedConversion.play_bandit_block plays a segment's first round through act (_play) and
-    # the rest through _play_rest (this class's block form of _play); _n_choices sizes the core;
-    # _claim_notes is the claim's text.
+    # the rest through _play_rest (this class's block form of _play), or, with the tsallis-inf
+    # base, the compiled kernel plays _play's draws itself (as _OVER_EXPERTS tells it);
+    # _n_choices sizes the core; _claim_notes is the claim's text.
     _block_path_covers: ClassVar[frozenset[str]] = frozenset(
-        {"_claim_notes", "_n_choices", "_play", "_play_rest"}
+        {"_OVER_EXPERTS", "_claim_notes", "_n_choices", "_play", "_play_rest"}
     )
 
     _OVER_EXPERTS = True

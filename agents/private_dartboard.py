@@ -226,6 +226,11 @@ class BatchedPrivateShrinkingDartboard(PrivateShrinkingDartboard):
             ``delta > 0``).
     """
 
+    # The overrides the inherited block path accounts for (dp_experts_env/block_entry.py):
+    # _batch_size sets self.batch (through _parameters, in __init__ and set_run_epsilons), which
+    # both paths read; _paper_rule is the claim's text.
+    _block_path_covers: ClassVar[frozenset[str]] = frozenset({"_batch_size", "_paper_rule"})
+
     audit_hints: ClassVar[Mapping[str, Any]] = {
         **PrivateShrinkingDartboard.audit_hints,
         "batch_sizes": (1, 2),

@@ -4,9 +4,10 @@ A block method (``play_block``, ``play_bandit_block``) is written for the class 
 its kernel recomputes that class's hooks (``_learn``, ``_choose``, an index, ...). A subclass that
 overrides one of them changes ``act`` but not the inherited kernel, so playing the kernel would
 play another learner than the one whose ``act`` was written and audited. :func:`block_entry`
-returns the block method only when the agent's class resolves every function and property of the
-defining class exactly as the defining class does (docs/privacy.md, "Path equivalence: the code
-users run"); otherwise None, and the episode loop, the path check and the audit play ``act``.
+returns the block method only when the agent's class resolves every function, property and class
+constant of the defining class (and of the classes between the two) exactly as the defining class
+does, and adds no property (docs/privacy.md, "Path equivalence: the code users run"); otherwise
+None, and the episode loop, the path check and the audit play ``act``.
 
 Exceptions, each unable to change play:
 
@@ -29,12 +30,21 @@ BLOCK_METHODS = ("play_block", "play_bandit_block")
 #: The class attribute (read from a class's own ``__dict__``) naming the overrides it declares
 #: its inherited block method accounts for.
 COVERS = "_block_path_covers"
-#: Overrides that cannot change what ``act`` or a block method plays, and why:
+#: Overrides that keep the inherited block path, and why (none changes what one path plays alone):
 #: ``__init__`` builds the state both paths then read (a block method is only ever called on a
-#: built object, and reads what ``__init__`` stored exactly as ``act`` does); ``__repr__`` and
+#: built object; but an ``__init__`` that edits one stored value after the parent derived others
+#: from it can part the paths -- noisy-clipped-hedge's kernel reads ``_run_scale``, its ``act``
+#: ``noise_sensitivity`` -- which the ``paths`` check catches); ``__repr__`` and
 #: ``__str__`` print; ``privacy`` states the claim and ``declaration`` the mechanisms for the
-#: audit -- read by reports and the audit, never by ``act`` or a kernel.
-PLAY_NEUTRAL = frozenset({"__init__", "__repr__", "__str__", "privacy", "declaration"})
+#: audit -- read by reports and the audit, never by ``act`` or a kernel. Class constants read at
+#: construction only (validation and defaults, stored on the object both paths read: ``laws``,
+#: ``tunings``, ``noise_backends``, ``default_delta``) or by claims, the audit and messages
+#: (``name``, ``claim_source``, ``audit_hints``, :data:`COVERS`); ``_abc_impl`` is ``abc``'s.
+PLAY_NEUTRAL = frozenset(
+    {"__init__", "__repr__", "__str__", "privacy", "declaration"}
+    | {"laws", "tunings", "noise_backends", "default_delta"}
+    | {"name", "claim_source", "audit_hints", COVERS, "_abc_impl"}
+)
 
 
 def _resolve(cls: type, name: str) -> tuple[type | None, Any]:
@@ -43,6 +53,20 @@ def _resolve(cls: type, name: str) -> tuple[type | None, Any]:
         if name in klass.__dict__:
             return klass, klass.__dict__[name]
     return None, None
+
+
+def _resolve_after(cls: type, klass: type, name: str) -> tuple[type | None, Any]:
+    """:func:`_resolve` over the classes after ``klass`` in ``cls``'s MRO (what it overrides)."""
+    mro = cls.__mro__
+    for later in mro[mro.index(klass) + 1 :]:
+        if name in later.__dict__:
+            return later, later.__dict__[name]
+    return None, None
+
+
+def _is_data_descriptor(value: Any) -> bool:
+    """A property or slot-like descriptor: it wins over the object's own ``__dict__``."""
+    return hasattr(type(value), "__set__") or hasattr(type(value), "__delete__")
 
 
 def _behaves(value: Any) -> bool:
@@ -58,10 +82,12 @@ def block_overrides(agent: Any, name: str) -> tuple[str, ...]:
         name: the block method, one of :data:`BLOCK_METHODS`.
 
     Returns:
-        ``"attr (Class)"`` for each function or property the defining class's MRO has that the
-        agent resolves to another object (supplied by ``Class``, or ``instance`` for one set on
-        the object), leaving out :data:`PLAY_NEUTRAL` and each supplier's declared
-        ``_block_path_covers``; empty when the agent has no such method or plays it as is.
+        ``"attr (Class)"`` for each function, property or constant (dunders aside) the
+        defining class's MRO has (or a class between it and ``Class`` adds) that the agent
+        resolves to another object, and each new property (it may shadow an instance attribute)
+        (supplied by ``Class``, or ``instance`` for one set on the object), leaving out
+        :data:`PLAY_NEUTRAL` and each supplier's declared ``_block_path_covers``; empty when the
+        agent has no such method or plays it as is.
 
     Raises:
         ValueError: ``name`` is not a block method.
@@ -84,11 +110,22 @@ def block_overrides(agent: Any, name: str) -> tuple[str, ...]:
             if attr in PLAY_NEUTRAL or attr in covered or _resolve(cls, attr)[0] is not klass:
                 continue
             supplier, theirs = _resolve(owner, attr)
-            if supplier is not None and (_behaves(theirs) or _behaves(ours)):
+            dunder = attr.startswith("__") and attr.endswith("__")
+            if supplier is None and _is_data_descriptor(ours) and not dunder:
+                # A new property can shadow an instance attribute the kernel reads once per block
+                # and act once per round (a step size ``eta`` made a schedule of ``t``).
+                found.append(f"{attr} ({klass.__qualname__})")
+                continue
+            if supplier is None:
+                # A hook a class between the owner and ``klass`` added: the owner's block method
+                # may reach it through that class's covered overrides (a template's kernel).
+                supplier, theirs = _resolve_after(cls, klass, attr)
+            # A class constant too (a kernel may read one that act does not): all but dunders.
+            if supplier is not None and (_behaves(theirs) or _behaves(ours) or not dunder):
                 found.append(f"{attr} ({klass.__qualname__})")
     if not isinstance(agent, type):
         for attr, value in getattr(agent, "__dict__", {}).items():
-            if attr not in PLAY_NEUTRAL and callable(value) and _resolve(owner, attr)[0]:
+            if attr not in PLAY_NEUTRAL and callable(value) and _resolve(cls, attr)[0]:
                 found.append(f"{attr} (instance)")
     return tuple(sorted(found))
 

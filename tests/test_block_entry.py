@@ -328,3 +328,149 @@ def test_the_old_selection_played_the_parent_s_kernel(compiled, monkeypatch, nam
     monkeypatch.setattr(episode, "block_entry", by_getattr)
     played = _episode_regret(_built(name, env, sub), env)
     assert played.tobytes() != _rollout_regret(_built(name, env, sub), env).tobytes()
+
+
+class _Picked(Hedge):
+    """Built-in-like: ``_choose`` through a hook of its own (``_pick``), declared covered (it
+    plays Hedge's choice, which Hedge's kernel recomputes without calling ``_pick``)."""
+
+    _block_path_covers = frozenset({"_choose"})
+
+    def _pick(self, chosen):
+        return chosen
+
+    def _choose(self, obs):
+        return self._pick(super()._choose(obs))
+
+
+class _PickShifted(_Picked):
+    """A plug-in overriding the hook ``_Picked`` added (Hedge, the owner, has no ``_pick``)."""
+
+    def _pick(self, chosen):
+        return (np.asarray(chosen) + (self.t % 3 == 2)) % self.n_experts
+
+
+def test_an_override_of_a_hook_a_built_in_added_plays_act(compiled):
+    """Planted: Hedge's kernel never calls ``_pick``; looking only at the owner's names let
+    ``_PickShifted`` through (played Hedge's choices). Built-ins' own such hooks are flagged too."""
+    env = _env("full")
+    assert block_overrides(_Picked, "play_block") == ()
+    assert block_overrides(_PickShifted, "play_block") == ("_pick (_PickShifted)",)
+    played = _episode_regret(_built("hedge", env, _PickShifted), env)
+    assert played.tobytes() == _rollout_regret(_built("hedge", env, _PickShifted), env).tobytes()
+    assert played.tobytes() != _episode_regret(_built("hedge", env), env).tobytes()
+    agent = _built("hedge", env, _Picked)
+    agent._pick = lambda chosen: chosen  # on the object: seen as well
+    assert block_overrides(agent, "play_block") == ("_pick (instance)",)
+    for name, hook in [("p-comw", "_sample"), ("dp-ftrl-oco", "_gaussian_step")]:
+        sub = type("Sub", (agents.spec(name).cls,), {hook: lambda self, *a: None})
+        assert block_overrides(sub, "play_block") == (f"{hook} (Sub)",)
+
+
+def test_an_overridden_class_constant_only_a_kernel_reads_plays_act(monkeypatch):
+    """Planted: ``_OVER_EXPERTS`` is read by the compiled tsallis-inf kernel, not by
+    private-batched-bandit's ``act``; a subclass setting it played another learner in blocks.
+    Harmless: constants read at construction or by claims only (PLAY_NEUTRAL) keep the path."""
+    use_jit_path("compiled", monkeypatch)
+    spec = agents.spec("private-batched-bandit")
+    flipped = type("Flipped", (spec.cls,), {"_OVER_EXPERTS": True})
+    env = _env("bandit")
+    assert block_overrides(flipped, "play_bandit_block") == ("_OVER_EXPERTS (Flipped)",)
+    played = _episode_regret(_built(spec.name, env, flipped), env)
+    assert played.tobytes() == _rollout_regret(_built(spec.name, env, flipped), env).tobytes()
+    renamed = type("Renamed", (spec.cls,), {"name": "x", "default_delta": 0.0, "audit_hints": {}})
+    assert block_overrides(renamed, "play_bandit_block") == ()
+
+
+class _HookOnObject(Hedge):
+    """A plug-in choosing its ``_choose`` when built (set on the object): the class-level test
+    of the audit (``_has_block``) passes, the object's (``block_entry``) refuses."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self._choose = self._shifted
+
+    def _shifted(self, obs):
+        return (Hedge._choose(self, obs) + (self.t % 3 == 2)) % self.n_experts
+
+
+def test_the_audit_s_block_replay_plays_act_where_users_runs_do():
+    """Planted: the audit's block replay called the refused block method (None: a TypeError);
+    it now plays what the episode loop plays for this object, its act."""
+    from dp_experts_env.evaluation import audit
+
+    rng = np.random.default_rng(0)
+    losses = rng.random((30, 4))
+    neighbor = losses.copy()
+    neighbor[10] = 1.0 - neighbor[10]
+    scenario = audit.Scenario("planted", losses, neighbor, {})
+
+    def factory(n, seed):
+        return _HookOnObject(4, 30, num_envs=n, seed=seed)
+
+    assert block_entry(factory(2, 0), "play_block") is None
+    act = audit.play_scenario(factory, scenario, side=0, n_runs=50, seed=3)
+    block = audit.play_scenario(factory, scenario, side=0, n_runs=50, seed=3, block=True)
+    assert block.actions.tobytes() == act.actions.tobytes()
+
+
+class _AnytimeEta(Hedge):
+    """Planted: a property over Hedge's instance attribute ``eta`` (a schedule of ``t``): act
+    reads it every round, Hedge's kernel once per block."""
+
+    @property
+    def eta(self):
+        return self._eta0 / np.sqrt(1.0 + self.t)
+
+    @eta.setter
+    def eta(self, value):
+        self._eta0 = value
+
+
+def test_a_new_property_shadowing_an_instance_attribute_plays_act(compiled):
+    env = _env("full")
+    assert block_overrides(_AnytimeEta, "play_block") == ("eta (_AnytimeEta)",)
+
+    def built():
+        agent = _built("hedge", env, _AnytimeEta)
+        agent._eta0 = agent.__dict__["eta"]  # what __init__ would have stored through the setter
+        return agent
+
+    played = _episode_regret(built(), env)
+    assert played.tobytes() == _rollout_regret(built(), env).tobytes()
+
+
+class _FalselyDeclared(Hedge):
+    """Declares a ``_choose`` Hedge's kernel never calls: the opt-in is trusted, so the block
+    path is played -- and the ``paths`` check is what catches the false declaration."""
+
+    _block_path_covers = frozenset({"_choose"})
+
+    def _choose(self, obs):
+        return (np.asarray(super()._choose(obs)) + (self.t % 3 == 2)) % self.n_experts
+
+
+def test_a_false_declaration_is_caught_by_the_paths_check(compiled):
+    from dp_experts_env.testing import ContractError
+
+    assert block_overrides(_FalselyDeclared, "play_block") == ()
+    with pytest.raises(ContractError, match="differs from act at round 3"):
+        check_agent(_FalselyDeclared, checks=["paths"])
+
+
+def test_an_init_editing_a_derived_value_is_caught_by_the_paths_check(compiled):
+    """``__init__`` keeps the block path (PLAY_NEUTRAL); one that edits ``noise_sensitivity``
+    after noisy-clipped-hedge derived the kernel's ``_run_scale`` from it parts the paths (act
+    recomputes the scale, the kernel reads the stored one): the ``paths`` check is the net."""
+    from dp_experts_env.testing import ContractError
+
+    parent = agents.spec("noisy-clipped-hedge").cls
+
+    class Edited(parent):
+        def __init__(self, *args, n_arms=None, **kw):
+            super().__init__(*args, **kw)
+            self.noise_sensitivity *= 1.5
+
+    assert block_overrides(Edited, "play_block") == ()
+    with pytest.raises(ContractError, match="differs from act at round 2: drawn noise"):
+        check_agent(Edited, checks=["paths"])

@@ -178,6 +178,13 @@ def _stacked_releases(key: np.ndarray, calls: list[Any], n: int) -> np.ndarray:
     return out
 
 
+def _block_played(agent: Any) -> bool:
+    """Whether users' runs call ``agent``'s block method (a hook on the object can refuse it)."""
+    from dp_experts_env.evaluation.paths import block_method
+
+    return block_method(agent) is not None
+
+
 def _play_blocks(agent: Any, losses: np.ndarray, advice: np.ndarray | None, n: int) -> np.ndarray:
     """The game of :func:`play_game` (oblivious) through the learner's block entry point.
 
@@ -304,11 +311,11 @@ def play_scenario(
             raise ValueError("advice is only for bandit agents")
         if built.n_experts != width:
             raise ValueError(f"agent has {built.n_experts} experts but losses have {width}")
-    if block:
-        if scenario.keyed or record:
-            raise ValueError("the block path plays oblivious scenarios, without recording")
+    if block and (scenario.keyed or record):
+        raise ValueError("the block path plays oblivious scenarios, without recording")
+    if block and _block_played(built):
         actions, releases = _play_blocks(built, losses, advice, n_runs), None
-    else:
+    else:  # also ``block`` where users' runs play act (block_entry refuses this object's)
         actions, releases = play_game(
             built,
             losses,
