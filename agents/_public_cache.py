@@ -69,10 +69,25 @@ def key_path() -> Path:
 
 @functools.cache
 def code_stamp() -> str:
-    """SHA-256 of the content of every source file of the project's packages."""
+    """SHA-256 of every source file of the project's packages and of the platform computing.
+
+    The platform (CPU architecture, Python, numpy's and scipy's versions) is in it because a
+    tuning's floats may differ in their last bits elsewhere: an entry is served only where it
+    is what this machine would compute (a shared home folder, an upgrade).
+    """
+    import platform
+    from importlib import metadata
+
     import dp_experts_env
 
     digest = hashlib.sha256()
+    for dist in ("numpy", "scipy"):
+        try:
+            version = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            version = "-"
+        digest.update(f"{dist}={version}\0".encode())
+    digest.update(f"{platform.machine()}\0{platform.python_version()}\0".encode())
     for package in (Path(__file__).parent, Path(dp_experts_env.__file__).parent):
         for path in sorted(package.rglob("*.py")):
             name = path.relative_to(package.parent).as_posix()

@@ -170,3 +170,21 @@ def test_an_unsafe_folder_or_key_is_not_used(disk, tmp_path, case):
     lazy_hedge_parameters.cache_clear()
     cache.cache_dir()  # still computed, equal
     assert lazy_hedge_parameters(*ARGS) == first
+
+
+def test_the_code_stamp_changes_with_the_platform_computing(monkeypatch):
+    """An entry computed under another numpy/scipy version or CPU architecture is not served
+    (its floats may differ in their last bits); the same platform gives the same stamp."""
+    import platform
+    from importlib import metadata
+
+    from agents import _public_cache
+
+    here = _public_cache.code_stamp.__wrapped__()
+    assert _public_cache.code_stamp.__wrapped__() == here
+    real = metadata.version
+    monkeypatch.setattr(metadata, "version", lambda d: "0.0.1" if d == "scipy" else real(d))
+    assert _public_cache.code_stamp.__wrapped__() != here
+    monkeypatch.setattr(metadata, "version", real)
+    monkeypatch.setattr(platform, "machine", lambda: "other-cpu")
+    assert _public_cache.code_stamp.__wrapped__() != here
