@@ -28,6 +28,7 @@ __all__ = ["block_supported", "play_rounds", "svt_rounds"]
 #: the hooks :func:`svt_rounds` replaces: an agent overriding one plays through its hooks
 _KERNEL_HOOKS = (
     "_learn",
+    "_choose",
     "_restart",
     "_reset_windows",
     "_push_snapshots",

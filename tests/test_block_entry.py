@@ -312,11 +312,12 @@ def test_play_neutral_overrides_keep_the_path_and_other_names_are_refused():
 
 @pytest.mark.parametrize(
     ("name", "override"),
-    [("hedge", _learn_flipped), ("kl-ucb", _choose_shifted), ("svt-restart", _choose_shifted)],
+    [("hedge", _learn_flipped), ("kl-ucb", _choose_shifted), ("thompson", _choose_shifted)],
 )
 def test_the_old_selection_played_the_parent_s_kernel(compiled, monkeypatch, name, override):
     """Control: choosing the block method by ``getattr`` alone (the loop before block_entry)
-    plays these subclasses through the parent's kernel, unlike their ``act``."""
+    plays these subclasses through the parent's kernel, unlike their ``act``. (svt-restart, an
+    example once, now defers to a ``_choose`` override in its own kernel too.)"""
 
     def by_getattr(agent, method):
         entry = getattr(agent, method, None)

@@ -183,3 +183,17 @@ def test_replaced_hook_plays_the_hooks() -> None:
     assert not svt_kernels.block_supported(agent)
     agent.play_block(_losses()[:20])
     assert calls == list(range(1, 20))
+
+
+def test_a_replaced_choice_plays_the_hooks() -> None:
+    """The kernel also makes act's choice: a subclass choosing otherwise is played by its hooks
+    when play_block is called directly (the episode loop's guard, dp_experts_env.block_entry,
+    already plays it through act), with act's actions."""
+
+    class Stubborn(SVTRestart):
+        def _choose(self, obs: np.ndarray) -> np.ndarray:
+            return np.zeros(self.num_envs, dtype=np.int64)
+
+    agent = Stubborn(N, HORIZON, num_envs=RUNS, seed=[3, 1, 4, 1])
+    assert not svt_kernels.block_supported(agent)
+    assert (agent.play_block(_losses()[:20]) == 0).all()
