@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from agents._kernels import argmin_first_nan
 from agents._numpy_loops import exp_into, log_into, register, ufunc_loop, xlogy_into
 from dp_experts_env._jit import helper, jit_enabled, kernel
 
@@ -128,18 +129,7 @@ def klucb_rounds(sums, counts, last, levels, t0, iterations, losses, rows, loss0
                 p[i] = sums[b, i] / max(counts[b, i], 1)
                 level[i] = levels[k] / counts[b, i]
             _bound(p, level, iterations, index, w1, w2, a, b_, top, s, q, loops)
-            best = 0
-            value = index[0]
-            if value == value:
-                for i in range(1, arms):
-                    x = index[i]
-                    if x != x:  # np.argmin: the first NaN
-                        best = i
-                        break
-                    if x < value:
-                        value = x
-                        best = i
-            actions[k, b] = best
+            actions[k, b] = argmin_first_nan(index, arms)
     return actions
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from agents._kernels import argmin_first_nan
 from dp_experts_env._jit import jit_enabled, kernel
 
 __all__ = ["run_ucb1_block", "ucb1_ready", "ucb1_rounds"]
@@ -38,6 +39,7 @@ def ucb1_rounds(sums, counts, last, levels, t0, losses, rows, loss0):  # noqa: A
     rounds = levels.shape[0]
     runs, arms = sums.shape
     actions = np.empty((rounds, runs), dtype=np.int64)
+    index = np.empty(arms)
     for b in range(runs):
         for k in range(rounds):
             t = t0 + k
@@ -55,18 +57,9 @@ def ucb1_rounds(sums, counts, last, levels, t0, losses, rows, loss0):  # noqa: A
             if t < arms:
                 actions[k, b] = t
                 continue
-            best = 0
-            value = sums[b, 0] / max(counts[b, 0], 1) - np.sqrt(levels[k] / counts[b, 0])
-            if value == value:
-                for i in range(1, arms):
-                    x = sums[b, i] / max(counts[b, i], 1) - np.sqrt(levels[k] / counts[b, i])
-                    if x != x:  # np.argmin: the first NaN
-                        best = i
-                        break
-                    if x < value:
-                        value = x
-                        best = i
-            actions[k, b] = best
+            for i in range(arms):
+                index[i] = sums[b, i] / max(counts[b, i], 1) - np.sqrt(levels[k] / counts[b, i])
+            actions[k, b] = argmin_first_nan(index, arms)
     return actions
 
 

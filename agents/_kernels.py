@@ -212,6 +212,22 @@ def dartboard_choices(stay_factor, u_stay, fresh, last, switches, stay_probabili
     return actions
 
 
+@helper
+def argmin_first_nan(values: np.ndarray, n: int) -> int:
+    """``np.argmin(values[:n])``: the first minimum, or the first NaN if there is one."""
+    best = 0
+    value = values[0]
+    if value == value:
+        for i in range(1, n):
+            x = values[i]
+            if x != x:
+                return i
+            if x < value:
+                value = x
+                best = i
+    return best
+
+
 def own_hooks(agent: Any, owner: type, names: tuple[str, ...] = ("_learn", "_choose")) -> bool:
     """True when ``agent``'s hooks ``names`` are ``owner``'s own (no subclass overrides them).
 
