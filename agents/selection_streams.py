@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from agents.base import AGENT_STREAM
-from dp_experts_env.batch_rng import BatchRNG, seeded_generators
+from dp_experts_env.batch_rng import BatchRNG, fill_rows, seeded_streams
 
 __all__ = ["RunsView", "SelectionStreams"]
 
@@ -24,11 +24,10 @@ class SelectionStreams:
     """
 
     def __init__(self, seeds: Sequence[int]) -> None:
-        self._generators = seeded_generators(seeds, AGENT_STREAM, 1)
-        self._buffer = np.empty((len(self._generators), _SELECTION_CHUNK))
-        for row, g in zip(self._buffer, self._generators, strict=True):
-            g.random(out=row)
-        self._cursor = np.zeros(len(self._generators), dtype=np.int64)
+        self._run_streams = seeded_streams(seeds, AGENT_STREAM, 1)
+        self._buffer = np.empty((len(seeds), _SELECTION_CHUNK))
+        fill_rows(self._run_streams, self._buffer, 0)
+        self._cursor = np.zeros(len(seeds), dtype=np.int64)
 
     def take(self, runs: np.ndarray, count: int) -> np.ndarray:
         """The next ``count`` uniforms of each run in ``runs`` (distinct indices): (len, count)."""
@@ -36,18 +35,18 @@ class SelectionStreams:
         short = runs[self._cursor[runs] + count > width]
         if len(short):
             if count > width:  # a larger draw than the buffer: widen it (every row keeps place)
-                wider = np.empty((len(self._generators), count + _SELECTION_CHUNK))
+                wider = np.empty((self._buffer.shape[0], count + _SELECTION_CHUNK))
                 wider[:, :width] = self._buffer
-                for row, g in zip(wider, self._generators, strict=True):
-                    g.random(out=row[width:])
+                fill_rows(self._run_streams, wider, width)
                 self._buffer, width = wider, wider.shape[1]
                 short = runs[self._cursor[runs] + count > width]
             for r in short:  # runs that used up their buffer: keep the rest, refill behind it
                 cur = self._cursor[r]
-                row = self._buffer[r]
+                row = self._buffer[r : r + 1]
                 left = width - cur
-                row[:left] = row[cur:].copy()
-                self._generators[r].random(out=row[left:])
+                row[0, :left] = row[0, cur:].copy()
+                # A slice of either stream form advances run r's own stream in place.
+                fill_rows(self._run_streams[r : r + 1], row, left)
                 self._cursor[r] = 0
         cols = self._cursor[runs][:, None] + np.arange(count)
         self._cursor[runs] += count

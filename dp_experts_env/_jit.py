@@ -23,6 +23,7 @@ import numpy as np
 __all__ = [
     "consultations",
     "helper",
+    "jit_active",
     "jit_enabled",
     "kernel",
     "kernel_key",
@@ -89,6 +90,16 @@ def consultations() -> int:
 def jit_enabled() -> bool:
     """True when compiled kernels are used (numba importable and not switched off)."""
     _CONSULTED[0] += 1
+    return jit_active()
+
+
+def jit_active() -> bool:
+    """:func:`jit_enabled` without counting a path decision.
+
+    For code whose two forms are the same integer algorithm, equal bit for bit by construction
+    and tested so on both (the batched random streams, :mod:`dp_experts_env._pcg64`): choosing
+    between them is not a path decision the numpy-path test pass must replay.
+    """
     if _NUMPY_ONLY[0]:
         return False
     if os.environ.get("DP_EXPERTS_NO_JIT", "0") not in ("", "0"):
@@ -287,6 +298,14 @@ def kernel(func: F) -> F:
             compiled.append(_compile(func))
         return compiled[0]
 
+    def compiled_form() -> Callable[..., Any]:
+        """The compiled form, compiled now if needed, without a path decision (jit_active)."""
+        if not compiled:
+            _compile_helpers(func)
+            compiled.append(_compile(func))
+        return compiled[0]
+
     call.py_func = func  # type: ignore[attr-defined]
     call.resolve = resolve  # type: ignore[attr-defined]
+    call.compiled = compiled_form  # type: ignore[attr-defined]
     return call  # type: ignore[return-value]

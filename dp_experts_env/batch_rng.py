@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dp_experts_env import samplers
+from dp_experts_env._jit import jit_active
 
 # Re-exported from dp_experts_env.samplers for callers that import them from here.
 from dp_experts_env.samplers import (  # noqa: F401
@@ -28,9 +29,12 @@ from dp_experts_env.samplers import (  # noqa: F401
 __all__ = [
     "LAPLACE_TAPS",
     "BatchRNG",
+    "fill_rows",
     "laplace_tap",
     "run_seeds",
     "seeded_generators",
+    "seeded_streams",
+    "stream_states",
     "tap_laplace",
 ]
 
@@ -79,7 +83,7 @@ class BatchRNG:
         self.num_runs = len(seeds)
         self.seeds = tuple(seeds)
         self.stream = int(stream)
-        self._generators = seeded_generators(seeds, self.stream)
+        self._run_streams = seeded_streams(seeds, self.stream)
         self._chunk = max(_MIN_CHUNK, min(_MAX_CHUNK, _BUFFER_DOUBLES // self.num_runs))
         self._buffer = np.empty((self.num_runs, 0))
         self._cursor = 0
@@ -100,10 +104,7 @@ class BatchRNG:
             else:
                 fresh = np.empty((self.num_runs, available + size))
                 fresh[:, :available] = buffer[:, cursor:]
-            # The whole rows when nothing is left over (an audit's builds: no view per run).
-            rows = fresh if available == 0 else fresh[:, available:]
-            for row, g in zip(rows, self._generators, strict=True):
-                g.random(out=row)
+            fill_rows(self._run_streams, fresh, available)
             self._buffer = fresh
             cursor = 0
         self._cursor = cursor + count
@@ -166,6 +167,56 @@ def seeded_generators(seeds: Sequence[int], *key: int) -> list[np.random.Generat
     the construction of a learner with an audit's run count. Their ``bit_generator.seed_seq``
     holds that state only: it cannot ``spawn`` (no caller spawns).
     """
+    return _generators(_seed_words(seeds, key))
+
+
+def seeded_streams(seeds: Sequence[int], *key: int) -> np.ndarray | list[np.random.Generator]:
+    """The streams of :func:`seeded_generators`, as a (B, 4) array when the JIT is active.
+
+    The array form (:mod:`dp_experts_env._pcg64`) gives each generator's doubles bit for bit,
+    is built by one compiled loop and refilled by another; without the JIT the generators.
+    :func:`fill_rows` refills either form.
+    """
+    words = _seed_words(seeds, key)
+    if not jit_active():
+        return _generators(words)
+    from dp_experts_env import _pcg64
+
+    return _pcg64.seed_states.compiled()(words)
+
+
+def fill_rows(streams: np.ndarray | list[np.random.Generator], out: np.ndarray, start: int) -> None:
+    """Fill ``out[b, start:]`` with stream b's next uniforms on [0, 1), for every row b.
+
+    Args:
+        streams: what :func:`seeded_streams` returned (advanced in place).
+        out: a C-contiguous (B, W) float64 array.
+        start: the first column to fill.
+    """
+    if isinstance(streams, np.ndarray):
+        from dp_experts_env import _pcg64
+
+        _pcg64.fill.compiled()(streams, out, start)
+        return
+    rows = out if start == 0 else out[:, start:]  # whole rows when possible: no view per run
+    for row, g in zip(rows, streams, strict=True):
+        g.random(out=row)
+
+
+def stream_states(streams: np.ndarray | list[np.random.Generator]) -> np.ndarray:
+    """(B, 4) uint64 PCG64 states (state high, low, increment high, low) of either form."""
+    if isinstance(streams, np.ndarray):
+        return streams.copy()
+    out = np.empty((len(streams), 4), np.uint64)
+    mask = (1 << 64) - 1
+    for b, g in enumerate(streams):
+        state, inc = (g.bit_generator.state["state"][k] for k in ("state", "inc"))
+        out[b] = (state >> 64, state & mask, inc >> 64, inc & mask)
+    return out
+
+
+def _seed_words(seeds: Sequence[int], key: tuple[int, ...]) -> np.ndarray:
+    """(B, 4) uint64 ``SeedSequence([s, *key]).generate_state(4, uint64)`` rows, input order."""
     tail = [w for part in key for w in _words(part)]
     groups = _word_groups(seeds)
     if groups is None:  # seeds of 2^64 and wider, or refused: one by one (their errors)
@@ -177,12 +228,10 @@ def seeded_generators(seeds: Sequence[int], *key: int) -> list[np.random.Generat
             for idx in rows.values()
         ]
     if len(groups) == 1:  # in input order
-        return _generators(_pcg_states(_with_tail(groups[0][1], tail)))
-    out: list[np.random.Generator] = [None] * len(seeds)  # type: ignore[list-item]
+        return _pcg_states(_with_tail(groups[0][1], tail))
+    out = np.empty((len(seeds), 4), np.uint64)
     for idx, words in groups:
-        made = _generators(_pcg_states(_with_tail(words, tail)))
-        for i, g in zip(idx.tolist(), made, strict=True):
-            out[i] = g
+        out[idx] = _pcg_states(_with_tail(words, tail))
     return out
 
 

@@ -24,6 +24,7 @@ import agents
 from agents._kernels import running_total
 from agents.limited_updates import LimitedUpdates
 from agents.randomized_prefix import RandomizedPrefixSoftmax
+from dp_experts_env.batch_rng import stream_states
 from dp_experts_env.privacy.noise import ScaledBackend
 
 HORIZON = 150  # past 128 = 2^7, so the last block (limited-updates' window) is left open
@@ -119,7 +120,7 @@ def _state(agent) -> dict[str, bytes]:
     rng = agent.rng
     out["rng.cursor"] = str(rng._cursor).encode()
     out["rng.buffer"] = rng._buffer.tobytes() + str(rng._buffer.shape).encode()
-    out["rng.generators"] = repr([g.bit_generator.state for g in rng._generators]).encode()
+    out["rng.streams"] = stream_states(rng._run_streams).tobytes()
     return out
 
 
