@@ -27,6 +27,7 @@ from dp_experts_env.samplers import (  # noqa: F401
 )
 
 __all__ = [
+    "ARRAY_FROM_RUNS",
     "LAPLACE_TAPS",
     "BatchRNG",
     "fill_rows",
@@ -42,6 +43,8 @@ __all__ = [
 _BUFFER_DOUBLES = 1 << 22
 _MAX_CHUNK = 4096
 _MIN_CHUNK = 64
+#: Runs from which the streams are one compiled array (:func:`seeded_streams`).
+ARRAY_FROM_RUNS = 32
 # References to the buffer when no view is alive: the attribute, _take's local, getrefcount's.
 _UNSHARED = 3
 
@@ -174,11 +177,12 @@ def seeded_streams(seeds: Sequence[int], *key: int) -> np.ndarray | list[np.rand
     """The streams of :func:`seeded_generators`, as a (B, 4) array when the JIT is active.
 
     The array form (:mod:`dp_experts_env._pcg64`) gives each generator's doubles bit for bit,
-    is built by one compiled loop and refilled by another; without the JIT the generators.
-    :func:`fill_rows` refills either form.
+    is built by one compiled loop and refilled by another; without the JIT, and for fewer than
+    :data:`ARRAY_FROM_RUNS` runs (where a process need not import numba for them), the
+    generators. :func:`fill_rows` refills either form.
     """
     words = _seed_words(seeds, key)
-    if not jit_active():
+    if len(words) < ARRAY_FROM_RUNS or not jit_active():
         return _generators(words)
     from dp_experts_env import _pcg64
 

@@ -14,8 +14,9 @@ import pytest
 from conftest import use_jit_path
 
 from agents.selection_streams import SelectionStreams
-from dp_experts_env import _jit
+from dp_experts_env import _jit, batch_rng
 from dp_experts_env.batch_rng import (
+    ARRAY_FROM_RUNS,
     BatchRNG,
     fill_rows,
     seeded_generators,
@@ -38,6 +39,7 @@ def _compiled(seeds, key):  # noqa: ANN001, ANN202
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("DP_EXPERTS_NO_JIT", raising=False)
         mp.delenv("DP_EXPERTS_NUMBA", raising=False)
+        mp.setattr(batch_rng, "ARRAY_FROM_RUNS", 1)  # the array form for any run count
         streams = seeded_streams(seeds, *key)
     assert isinstance(streams, np.ndarray) and streams.dtype == np.uint64
     return streams
@@ -106,13 +108,13 @@ def _draws(rng: BatchRNG, sizes: list[int]) -> bytes:
     return b"".join(out)
 
 
-@pytest.mark.parametrize("runs", [1, 7, 1100])
+@pytest.mark.parametrize("runs", [1, 7, ARRAY_FROM_RUNS, 1100])
 def test_batch_rng_reads_the_same_uniforms_on_both_paths(runs: int, monkeypatch) -> None:
     sizes = [int(k) for k in np.random.default_rng(runs).integers(1, 5000, 25)]
     seeds = list(range(runs))
     use_jit_path("compiled", monkeypatch)
     compiled = BatchRNG(seeds, stream=4)
-    assert isinstance(compiled._run_streams, np.ndarray)
+    assert isinstance(compiled._run_streams, np.ndarray) == (runs >= ARRAY_FROM_RUNS)
     got = _draws(compiled, sizes)
     monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
     reference = BatchRNG(seeds, stream=4)
@@ -126,7 +128,7 @@ def test_batch_rng_reads_the_same_uniforms_on_both_paths(runs: int, monkeypatch)
 
 def test_selection_streams_read_the_same_uniforms_on_both_paths(monkeypatch) -> None:
     plan_rng = np.random.default_rng(5)
-    seeds = list(range(30))
+    seeds = list(range(ARRAY_FROM_RUNS + 8))
     use_jit_path("compiled", monkeypatch)
     compiled = SelectionStreams(seeds)
     monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
@@ -143,7 +145,7 @@ def test_choosing_the_form_is_not_a_path_decision(monkeypatch) -> None:
     """BatchRNG asks jit_active, which the numpy-path pass's watch does not count."""
     use_jit_path("compiled", monkeypatch)
     before = _jit.consultations()
-    BatchRNG(list(range(5)), stream=1).random((3,))
+    BatchRNG(list(range(ARRAY_FROM_RUNS)), stream=1).random((3,))
     assert _jit.consultations() == before
     _jit.jit_enabled()
     assert _jit.consultations() == before + 1
@@ -152,5 +154,6 @@ def test_choosing_the_form_is_not_a_path_decision(monkeypatch) -> None:
 def test_numpy_path_block_keeps_the_generators(monkeypatch) -> None:
     use_jit_path("compiled", monkeypatch)
     with _jit.numpy_path():
-        assert isinstance(BatchRNG([1, 2], stream=0)._run_streams, list)
-    assert isinstance(BatchRNG([1, 2], stream=0)._run_streams, np.ndarray)
+        assert isinstance(BatchRNG(range(ARRAY_FROM_RUNS), stream=0)._run_streams, list)
+    assert isinstance(BatchRNG(range(ARRAY_FROM_RUNS), stream=0)._run_streams, np.ndarray)
+    assert isinstance(BatchRNG(range(ARRAY_FROM_RUNS - 1), stream=0)._run_streams, list)
