@@ -286,9 +286,21 @@ class OCOAgent(Agent):
         """New episode; with a seed the streams (coins and rejection sampler) restart from it."""
         fresh = seed is not None or not hasattr(self, "rng")
         if fresh:
-            seeds = run_seeds(seed if seed is not None else self._seed, self.num_envs)
-            self._sampler_gens = seeded_generators(seeds, SAMPLER_STREAM)
+            self._sampler_seeds = run_seeds(seed if seed is not None else self._seed, self.num_envs)
+            self._sampler_streams: list[np.random.Generator] | None = None
         super().reset(seed)
+
+    @property
+    def _sampler_gens(self) -> list[np.random.Generator]:
+        """The rejection sampler's per-run generators, made at their first use.
+
+        Only the ball's sampler reads them: a learner that never samples (the box, the
+        leader) does not pay for B generators at each seeded reset. Made later from the same
+        seeds, unused generators are the ones a reset would have made.
+        """
+        if self._sampler_streams is None:
+            self._sampler_streams = seeded_generators(self._sampler_seeds, SAMPLER_STREAM)
+        return self._sampler_streams
 
     def act(self, obs: Any) -> np.ndarray:
         """Learn from last round's gradient (if a round was played), then return the points."""
