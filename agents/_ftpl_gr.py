@@ -16,7 +16,7 @@ import numpy as np
 
 from dp_experts_env import samplers
 from dp_experts_env._jit import jit_enabled, kernel
-from dp_experts_env.batch_rng import BatchRNG, seeded_generators
+from dp_experts_env.batch_rng import BatchRNG, fill_rows, seeded_streams
 
 __all__ = [
     "PAGE_REDRAWS",
@@ -57,7 +57,7 @@ class ResamplePages:
     """
 
     def __init__(self, rng: BatchRNG, width: int) -> None:
-        self._generators = seeded_generators(rng.seeds, rng.stream, RESAMPLE_KEY)
+        self._streams = seeded_streams(rng.seeds, rng.stream, RESAMPLE_KEY)
         self.width = int(width)
         size = PAGE_REDRAWS * self.width
         self.page = np.zeros((rng.num_runs, size))
@@ -65,9 +65,10 @@ class ResamplePages:
 
     def turn(self, runs: Iterable[int]) -> None:
         """Give each run in ``runs`` its next page (its next uniforms, as standard Laplace)."""
-        size = self.page.shape[1]
+        uniforms = np.empty((1, self.page.shape[1]))
         for r in runs:
-            self.page[r] = samplers.laplace(self._generators[r].random(size), 1.0)
+            fill_rows(self._streams[r : r + 1], uniforms, 0)  # run r's stream, in place
+            self.page[r] = samplers.laplace(uniforms[0], 1.0)
             self.cursor[r] = 0
 
 
