@@ -139,6 +139,11 @@ def _walk(
             values.extend(getattr(value, n) for n in sorted(names) if hasattr(value, n))
             continue
         target = getattr(value, "py_func", value)
+        if _is_intrinsic(target):
+            # A numba @intrinsic: the file of its definition, which holds its code generation
+            # (not walked: its names are numba's and llvmlite's).
+            files.add(target._defn.__code__.co_filename)
+            continue
         if isinstance(target, types.FunctionType):
             top = (target.__module__ or "").partition(".")[0]
             if top in own:
@@ -152,6 +157,13 @@ def _walk(
             data.append(repr(value))
         elif isinstance(value, np.ndarray):
             data.append(f"{value.dtype}{value.shape}" + hashlib.sha256(value.tobytes()).hexdigest())
+
+
+def _is_intrinsic(value: Any) -> bool:
+    """True for a function made by ``numba.extending.intrinsic`` (numba already imported)."""
+    extending = sys.modules.get("numba.core.extending")
+    intrinsic_type = getattr(extending, "_Intrinsic", None)
+    return intrinsic_type is not None and isinstance(value, intrinsic_type)
 
 
 def _has_contents(cell: Any) -> bool:

@@ -7,7 +7,7 @@ one row at a time, each refill is a Python loop over the runs. Here the streams 
 by one compiled loop each, with numpy's arithmetic (``pcg64.h``: the 128-bit LCG step with
 ``PCG_DEFAULT_MULTIPLIER_128``, the XSL-RR output, ``(x >> 11) * 2**-53`` doubles), so every
 stream gives the bits of its ``Generator(PCG64)``: tests/test_pcg64.py compares them on many
-seeds, widths and refill patterns, and the behaviour locks hold on both forms.
+seeds, widths and refill patterns, and plays every learner lock on the array form.
 
 Only integer arithmetic is involved, so the two forms cannot differ by a compiler's choices;
 choosing between them is therefore not a path decision (:func:`dp_experts_env._jit.jit_active`).

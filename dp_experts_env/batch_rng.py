@@ -193,18 +193,55 @@ def fill_rows(streams: np.ndarray | list[np.random.Generator], out: np.ndarray, 
     """Fill ``out[b, start:]`` with stream b's next uniforms on [0, 1), for every row b.
 
     Args:
-        streams: what :func:`seeded_streams` returned (advanced in place).
-        out: a C-contiguous (B, W) float64 array.
-        start: the first column to fill.
-    """
-    if isinstance(streams, np.ndarray):
-        from dp_experts_env import _pcg64
+        streams: what :func:`seeded_streams` returned, or a slice of it (advanced in place).
+        out: a C-contiguous (B, W) float64 array, one row per stream.
+        start: the first column to fill, 0 <= start <= W.
 
-        _pcg64.fill.compiled()(streams, out, start)
+    Raises:
+        TypeError: ``out`` is not a float64 array.
+        ValueError: ``out`` is not C-contiguous and two-dimensional, its row count is not the
+            streams', or ``start`` is outside [0, W].
+    """
+    if not isinstance(out, np.ndarray) or out.dtype != np.float64:
+        raise TypeError(f"out must be a float64 numpy array, got {getattr(out, 'dtype', out)!r}")
+    if out.ndim != 2 or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous 2-D array, got shape {out.shape}")
+    if len(streams) != out.shape[0]:
+        raise ValueError(f"out must have one row per stream ({len(streams)}), got {out.shape[0]}")
+    if isinstance(start, bool) or not 0 <= int(start) <= out.shape[1]:
+        raise ValueError(f"start must be in [0, {out.shape[1]}], got {start!r}")
+    if isinstance(streams, np.ndarray):
+        if streams.dtype != np.uint64 or streams.shape != (out.shape[0], 4):
+            raise ValueError(f"streams must be a (B, 4) uint64 array, got {streams.shape}")
+        if jit_active():
+            from dp_experts_env import _pcg64
+
+            _pcg64.fill.compiled()(streams, out, int(start))
+            return
+        # The array form met with the JIT off (switched off since, or unpickled where numba is
+        # missing): the same draws from generators holding the states, written back after.
+        generators = _generators_at(streams)
+        fill_rows(generators, out, start)
+        streams[:] = stream_states(generators)
         return
     rows = out if start == 0 else out[:, start:]  # whole rows when possible: no view per run
     for row, g in zip(rows, streams, strict=True):
         g.random(out=row)
+
+
+def _generators_at(streams: np.ndarray) -> list[np.random.Generator]:
+    """Generators in the states of a (B, 4) stream array (:func:`stream_states`'s layout)."""
+    out = []
+    for hi, lo, inc_hi, inc_lo in streams.tolist():
+        bit_generator = np.random.PCG64()
+        bit_generator.state = {
+            "bit_generator": "PCG64",
+            "state": {"state": (hi << 64) | lo, "inc": (inc_hi << 64) | inc_lo},
+            "has_uint32": 0,
+            "uinteger": 0,
+        }
+        out.append(np.random.Generator(bit_generator))
+    return out
 
 
 def stream_states(streams: np.ndarray | list[np.random.Generator]) -> np.ndarray:

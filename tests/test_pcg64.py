@@ -3,8 +3,9 @@
 :mod:`dp_experts_env._pcg64` must give every stream's doubles and states bit for bit as
 ``Generator(PCG64)`` does, whatever the seeds (one to three 32-bit words, 2^64 and wider), the
 key, the refill widths and the start columns; BatchRNG and the selection streams must read the
-same uniforms on both paths. Both halves run here on every CI pass (the form is chosen without a
-path decision: ``jit_active``), so the numpy-path pass need not replay the learners' tests for it.
+same uniforms on both paths. Every test here plays both forms within the compiled pass (the form
+is chosen without a path decision: ``jit_active``), so the numpy-path pass need not replay the
+learners' tests for it.
 """
 
 from __future__ import annotations
@@ -157,3 +158,120 @@ def test_numpy_path_block_keeps_the_generators(monkeypatch) -> None:
         assert isinstance(BatchRNG(range(ARRAY_FROM_RUNS), stream=0)._run_streams, list)
     assert isinstance(BatchRNG(range(ARRAY_FROM_RUNS), stream=0)._run_streams, np.ndarray)
     assert isinstance(BatchRNG(range(ARRAY_FROM_RUNS - 1), stream=0)._run_streams, list)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"out": np.empty((3, 5), np.int64)}, TypeError),
+        ({"out": np.empty((3, 5), np.float32)}, TypeError),
+        ({"out": np.empty((4, 5))}, ValueError),  # more rows than streams
+        ({"out": np.empty((2, 5))}, ValueError),  # fewer
+        ({"out": np.empty((5, 3)).T}, ValueError),  # not C-contiguous
+        ({"out": np.empty(15)}, ValueError),
+        ({"start": -2}, ValueError),
+        ({"start": 6}, ValueError),
+        ({"start": True}, ValueError),
+    ],
+)
+@pytest.mark.parametrize("form", ["array", "generators"])
+def test_fill_rows_refuses_what_it_cannot_fill(form: str, kwargs: dict, error: type) -> None:
+    seeds = [1, 2, 3]
+    streams = _compiled(seeds, ()) if form == "array" else seeded_generators(seeds)
+    before = stream_states(streams).tobytes()
+    args = {"out": np.empty((3, 5)), "start": 0, **kwargs}
+    with pytest.raises(error, match="out|start"):
+        fill_rows(streams, args["out"], args["start"])
+    assert stream_states(streams).tobytes() == before  # nothing advanced
+
+
+def test_the_array_form_met_with_the_jit_off_draws_the_same(monkeypatch) -> None:
+    """Switched off after it was made (or unpickled where numba is missing): generators stand in."""
+    seeds = list(range(40))
+    streams = _compiled(seeds, (5,))
+    generators = seeded_generators(seeds, 5)
+    monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+    got, want = np.empty((40, 9)), np.empty((40, 9))
+    for start in (0, 4):
+        fill_rows(streams, got, start)
+        fill_rows(generators, want, start)
+        assert got.tobytes() == want.tobytes()
+        assert stream_states(streams).tobytes() == stream_states(generators).tobytes()
+
+
+def test_ftpl_pages_and_copies_read_the_same_uniforms_on_both_forms(monkeypatch) -> None:
+    """ftpl-gr's resampling pages past the threshold, and a deepcopy turned ahead of its original:
+    a copy that advanced a throw-away stream would reuse noise (the planted ``.copy()`` mutant)."""
+    import copy
+
+    from agents._ftpl_gr import ResamplePages
+
+    runs = ARRAY_FROM_RUNS + 8
+    use_jit_path("compiled", monkeypatch)
+    compiled = ResamplePages(BatchRNG(range(runs), stream=2), width=3)
+    monkeypatch.setenv("DP_EXPERTS_NO_JIT", "1")
+    reference = ResamplePages(BatchRNG(range(runs), stream=2), width=3)
+    assert isinstance(compiled._streams, np.ndarray) and isinstance(reference._streams, list)
+    plan = np.random.default_rng(3)
+    for i in range(12):
+        turned = sorted(set(plan.integers(0, runs, 5).tolist()))
+        compiled.turn(turned)
+        reference.turn(turned)
+        assert compiled.page.tobytes() == reference.page.tobytes()
+        if i == 5:  # a copy turned ahead first must not change what the original reads next
+            twin = copy.deepcopy(compiled)
+            twin.turn(range(runs))
+            before = twin.page.copy()
+            compiled.turn(range(runs))
+            reference.turn(range(runs))
+            assert compiled.page.tobytes() == before.tobytes() == reference.page.tobytes()
+    pages = [compiled.page.copy()]
+    compiled.turn([0])
+    pages.append(compiled.page.copy())
+    assert not np.array_equal(pages[0][0], pages[1][0])  # a turn reads new uniforms
+
+
+def test_every_learner_lock_holds_on_the_array_form(monkeypatch) -> None:
+    """The learner locks play 3 runs (below the threshold): here at threshold 1, so every
+    learner's and env's streams, the selection streams and ftpl-gr's pages are arrays."""
+    from _learner_lock import actions, entries, load_reference
+    from _lock_arrays import compare
+
+    use_jit_path("compiled", monkeypatch)
+    monkeypatch.setattr(batch_rng, "ARRAY_FROM_RUNS", 1)
+    reference, _ = load_reference()
+    played = {e: actions(e) for e in entries() if e in reference}
+    assert len(played) > 50
+    assert compare(played, {e: reference[e] for e in played}) == []
+
+
+def test_kernel_keys_follow_an_intrinsic_into_its_module(tmp_path, monkeypatch) -> None:
+    """An edit to an intrinsic defined in another module re-keys the kernel that calls it."""
+    import importlib
+    import sys
+
+    package = tmp_path / "plantedintr"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    helper = (
+        "from numba.core import types\n"
+        "from numba.extending import intrinsic\n\n"
+        "@intrinsic\n"
+        "def twice(typingctx, x):\n"
+        "    def codegen(context, builder, sig, args):\n"
+        "        return builder.add(args[0], args[0])\n"
+        "    return types.uint64(types.uint64), codegen\n"
+    )
+    (package / "intr.py").write_text(helper)
+    (package / "kern.py").write_text(
+        "from plantedintr.intr import twice\n\ndef k(x):\n    return twice(x)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    kern = importlib.import_module("plantedintr.kern")
+    files, _ = _jit.reached_files(kern.k)
+    assert str(package / "intr.py") in files
+    key = _jit.kernel_key(kern.k)
+    (package / "intr.py").write_text(helper.replace("builder.add", "builder.mul"))
+    assert _jit.kernel_key(kern.k) != key
+    for name in [m for m in sys.modules if m.startswith("plantedintr")]:
+        monkeypatch.delitem(sys.modules, name)
