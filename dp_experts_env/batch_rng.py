@@ -38,6 +38,11 @@ __all__ = [
 _BUFFER_DOUBLES = 1 << 22
 _MAX_CHUNK = 4096
 _MIN_CHUNK = 64
+# The first refill reads at most this many per run, each later one _FILL_GROWTH times the last, up
+# to the chunk: a learner that draws a few uniforms per run (an audit builds thousands of them)
+# no longer pays for a whole chunk; a long reader pays two or three extra refills.
+_FIRST_FILL = 256
+_FILL_GROWTH = 4
 # References to the buffer when no view is alive: the attribute, _take's local, getrefcount's.
 _UNSHARED = 3
 
@@ -81,6 +86,7 @@ class BatchRNG:
         self.stream = int(stream)
         self._generators = seeded_generators(seeds, self.stream)
         self._chunk = max(_MIN_CHUNK, min(_MAX_CHUNK, _BUFFER_DOUBLES // self.num_runs))
+        self._fill = min(self._chunk, _FIRST_FILL)
         self._buffer = np.empty((self.num_runs, 0))
         self._cursor = 0
 
@@ -91,7 +97,8 @@ class BatchRNG:
         available = buffer.shape[1] - cursor
         if count > available:
             # The buffer keeps one width (leftover + fresh draws), so it can be reused.
-            size = max(self._chunk, count) - available
+            size = max(min(self._fill, self._chunk), count) - available
+            self._fill = min(self._chunk, _FILL_GROWTH * self._fill)
             # In place when no view is alive (fresh allocations cost page faults), else fresh.
             if buffer.shape[1] == available + size and sys.getrefcount(buffer) <= _UNSHARED:
                 if available:
