@@ -171,7 +171,8 @@ def seeded_generators(seeds: Sequence[int], *key: int) -> list[np.random.Generat
     uint32 array arithmetic over the seeds, grouped by word count, and each ``PCG64`` is seeded
     from its row through numpy's own seeding path: seeding one generator at a time was most of
     the construction of a learner with an audit's run count. Their ``bit_generator.seed_seq``
-    holds that state only: it cannot ``spawn`` (no caller spawns).
+    is one placeholder shared by the batch (PCG64 reads its state once, when made): it cannot
+    ``spawn`` (no caller spawns).
     """
     tail = [w for part in key for w in _words(part)]
     groups = _word_groups(seeds)
@@ -241,11 +242,18 @@ def _generators(states: np.ndarray) -> list[np.random.Generator]:
     collections their allocations would trigger traverse the whole heap again and again (in a
     process holding a million objects, most of the construction time).
     """
-    generator, pcg64, seeded = np.random.Generator, np.random.PCG64, _Precomputed
+    generator, pcg64 = np.random.Generator, np.random.PCG64
+    # One seed object for the batch, its state set before each PCG64 reads it (once, when made):
+    # one garbage-collected object per run fewer for the collections to traverse.
+    seeded = _Precomputed(states[0])
     was_enabled = gc.isenabled()
     try:
         gc.disable()
-        return [generator(pcg64(seeded(row))) for row in states]
+        out = []
+        for row in states:
+            seeded._state = row
+            out.append(generator(pcg64(seeded)))
+        return out
     finally:
         if was_enabled:
             gc.enable()
