@@ -96,7 +96,8 @@ class BatchRNG:
         buffer = self._buffer
         available = buffer.shape[1] - cursor
         if count > available:
-            # The buffer keeps one width (leftover + fresh draws), so it can be reused.
+            # Once the fill reaches the chunk, the buffer keeps one width (leftover + fresh
+            # draws), so it can be reused.
             size = max(min(self._fill, self._chunk), count) - available
             self._fill = min(self._chunk, _FILL_GROWTH * self._fill)
             # In place when no view is alive (fresh allocations cost page faults), else fresh.
