@@ -45,6 +45,11 @@ _MAX_CHUNK = 4096
 _MIN_CHUNK = 64
 #: Runs from which the streams are one compiled array (:func:`seeded_streams`).
 ARRAY_FROM_RUNS = 32
+# The first refill reads at most this many per run, each later one _FILL_GROWTH times the last, up
+# to the chunk: a learner that draws a few uniforms per run (an audit builds thousands of them)
+# no longer pays for a whole chunk; a long reader pays two or three extra refills.
+_FIRST_FILL = 256
+_FILL_GROWTH = 4
 # References to the buffer when no view is alive: the attribute, _take's local, getrefcount's.
 _UNSHARED = 3
 
@@ -88,6 +93,7 @@ class BatchRNG:
         self.stream = int(stream)
         self._run_streams = seeded_streams(seeds, self.stream)
         self._chunk = max(_MIN_CHUNK, min(_MAX_CHUNK, _BUFFER_DOUBLES // self.num_runs))
+        self._fill = min(self._chunk, _FIRST_FILL)
         self._buffer = np.empty((self.num_runs, 0))
         self._cursor = 0
 
@@ -97,8 +103,10 @@ class BatchRNG:
         buffer = self._buffer
         available = buffer.shape[1] - cursor
         if count > available:
-            # The buffer keeps one width (leftover + fresh draws), so it can be reused.
-            size = max(self._chunk, count) - available
+            # Once the fill reaches the chunk, the buffer keeps one width (leftover + fresh
+            # draws), so it can be reused.
+            size = max(min(self._fill, self._chunk), count) - available
+            self._fill = min(self._chunk, _FILL_GROWTH * self._fill)
             # In place when no view is alive (fresh allocations cost page faults), else fresh.
             if buffer.shape[1] == available + size and sys.getrefcount(buffer) <= _UNSHARED:
                 if available:
@@ -168,7 +176,8 @@ def seeded_generators(seeds: Sequence[int], *key: int) -> list[np.random.Generat
     uint32 array arithmetic over the seeds, grouped by word count, and each ``PCG64`` is seeded
     from its row through numpy's own seeding path: seeding one generator at a time was most of
     the construction of a learner with an audit's run count. Their ``bit_generator.seed_seq``
-    holds that state only: it cannot ``spawn`` (no caller spawns).
+    is one placeholder shared by the batch (PCG64 reads its state once, when made): it cannot
+    ``spawn`` (no caller spawns).
     """
     return _generators(_seed_words(seeds, key))
 
@@ -324,11 +333,20 @@ def _generators(states: np.ndarray) -> list[np.random.Generator]:
     collections their allocations would trigger traverse the whole heap again and again (in a
     process holding a million objects, most of the construction time).
     """
-    generator, pcg64, seeded = np.random.Generator, np.random.PCG64, _Precomputed
+    generator, pcg64 = np.random.Generator, np.random.PCG64
+    # One seed object for the batch, its state set before each PCG64 reads it (once, when made):
+    # one garbage-collected object per run fewer for the collections to traverse.
+    if len(states) == 0:
+        return []
+    seeded = _Precomputed(states[0])
     was_enabled = gc.isenabled()
     try:
         gc.disable()
-        return [generator(pcg64(seeded(row))) for row in states]
+        out = []
+        for row in states:
+            seeded._state = row
+            out.append(generator(pcg64(seeded)))
+        return out
     finally:
         if was_enabled:
             gc.enable()

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _planted_agents import BlockLeader
+from _shared_reports import checked
 
 from agents.base import clip_unit
 from agents.noisy_clipped_hedge import NoisyClippedHedge, clip_project
@@ -101,7 +102,8 @@ def test_a_factory_whose_one_pair_misses_half_noise_reports_power_too_low(exampl
 
 @pytest.mark.slow
 def test_the_power_check_catches_a_built_in_learner_s_half_noise_build():
-    report = check_agent("limited-updates", checks=["audit"])
+    # The report of test_check_agent.py's audit of limited-updates (computed once per session).
+    report = checked("limited-updates", ("audit",))
     assert report.power.startswith("the learner built with half its noise is caught")
 
 

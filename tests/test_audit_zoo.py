@@ -576,13 +576,25 @@ ZOO_RUNS = {"runs": 20_000, "selection_runs": 2000, "pairs": 4, "seed": 0}
 
 #: mutants that are slow to play (re-seeding a generator every round): the first scenario only
 ZOO_PAIRS = {"hedge-reseeded": 1}
+#: Test runs per side where ZOO_RUNS' 20,000 are not needed (the search, at 2,000 selection runs
+#: a side, is unchanged). hedge-per-coordinate: its search picks the N = 16, T = 64 rival with
+#: eta = 100 (the zoo's slowest play: 64 rounds of 16 releases) and the releases' likelihood-ratio
+#: event "> 2.46094" at 2,000 and at 20,000 test runs alike. At 20,000 runs that event is seen
+#: 12,542 vs 26 times, so (Clopper-Pearson at 1e-7 each) p_in >= 0.609 and p_out <= 0.00316 but
+#: with probability 2e-7. At 2,000 runs (alpha 1e-3, delta 0) any counts >= 200 vs <= 30 bound
+#: epsilon above the claim 1 (200 vs 30 gives 1.11; 1,100 vs 30 gives 2.98), and
+#: P(Bin(2000, 0.609) < 200) < 1e-100, P(Bin(2000, 0.00316) > 30) = 1.5e-12: the mutant is missed
+#: with probability below 3e-7 (measured at the fixed seed: 1,254 vs 0, bound 5.05).
+ZOO_TEST_RUNS = {"hedge-per-coordinate": 2_000}
 
 
 def _zoo_audit(name, cls, base):
     # A fresh subclass per test, so registering sets its own name and the copy is isolated.
     copy = type(cls.__name__, (cls,), {"audit_hints": agents.spec(base).cls.audit_hints})
+    runs = ZOO_TEST_RUNS.get(name, ZOO_RUNS["runs"])
+    sizes = {**ZOO_RUNS, "pairs": ZOO_PAIRS.get(name, 4), "runs": runs}
     with registered(name, copy, base):
-        return audit_learner(name, epsilon=1.0, **{**ZOO_RUNS, "pairs": ZOO_PAIRS.get(name, 4)})
+        return audit_learner(name, epsilon=1.0, **sizes)
 
 
 @pytest.mark.slow
@@ -592,6 +604,8 @@ def test_zoo_verdicts_are_pinned(name):
     rep = _zoo_audit(name, cls, base)
     assert rep.claim.epsilon == pytest.approx(1.0) or base == "randomized-prefix-softmax"
     assert rep.violation == caught, rep.summary()
+    if name in ZOO_TEST_RUNS:  # the premise of its run count (ZOO_TEST_RUNS)
+        assert rep.chosen.view == "releases" and "eta=100" in rep.chosen.scenario.label
     if name in FOREIGN:
         # Only the provenance check sees these: the statistical test passes them.
         assert rep.foreign_noise and rep.result.passed, rep.summary()

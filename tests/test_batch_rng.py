@@ -202,6 +202,26 @@ def test_refills_reuse_the_buffer_but_never_under_a_live_view():
     assert len(buffers) == 1
 
 
+def test_refills_start_small_and_grow_to_the_chunk():
+    """A learner that draws a few uniforms per run reads a small first refill (an audit builds
+    thousands of learners), later refills grow four-fold up to the chunk; the draws are each
+    run's own generator's, whatever the refill sizes."""
+    seeds = list(range(10, 210))  # 200 runs: a chunk of 4096 per run
+    rng = BatchRNG(seeds, stream=2)
+    widths, parts = [], []
+    for count in (1, 200, 300, 1000, 3000, 5000):
+        parts.append(rng.random((count,)).copy())
+        widths.append(rng._buffer.shape[1])
+    assert widths == [256, 256, 1024, 4096, 4096, 5000]  # a take wider than the fill: its own
+    reference = [
+        np.random.Generator(np.random.PCG64(np.random.SeedSequence([s, 2]))).random(9501)
+        for s in seeds
+    ]
+    assert np.array_equal(np.concatenate(parts, axis=1), np.array(reference))
+    # Many runs: the chunk (4 M doubles across the batch) is below the first fill.
+    assert BatchRNG(list(range(20_000))).random((1,)).base.shape[1] == 209
+
+
 def _numpy_generator(seed: int, *key: int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, *key])))
 
