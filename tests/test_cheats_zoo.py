@@ -7,12 +7,14 @@ registry lookup. Each cheat is run through every claim it targets (tests/_cheat_
 checks the gate that stops most of them without running the sweeps: the privacy gate at every
 gated point of a target, with the certificate each cheat states when built there.
 
-The slow runs play each claim's reference and control rows once per module (``_reference_rows``:
-the rows of a sweep depend on the sweep and the run's arguments, not on the learner in the role),
-not once per cheat. Six cheats play oblivious games through their own ``play_block`` (K rounds of
-``act``, bit for bit: ``test_each_cheats_block_path_is_its_act``); ``cheat-constant`` stays
-``act``-only. The slow runs draw each claim's figure but do not encode it (``_drawn_figures``: no
-assertion reads the PNG; tests/test_reproduce.py writes the claims' figures).
+The slow runs play each claim's reference and control rows once per test run
+(``_claim_rows.shared_sweep_rows``: the rows of a sweep depend on the sweep and the run's
+arguments, not on the learner in the role), not once per cheat; tests/test_reproduce.py's
+control runs read the same rows. Six cheats play oblivious games through their own
+``play_block`` (K rounds of ``act``, bit for bit: ``test_each_cheats_block_path_is_its_act``);
+``cheat-constant`` stays ``act``-only. The slow runs draw each claim's figure but do not encode
+it (``_drawn_figures``: no assertion reads the PNG; tests/test_reproduce.py writes the claims'
+figures).
 
 Registries, plug-in origins and imported modules are restored afterwards (other test modules
 compare the registry with their parametrisations).
@@ -29,11 +31,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from _cheat_targets import TARGETS
+from _claim_rows import rows_key, shared_sweep_rows  # noqa: F401 (a fixture)
 
 import agents
 import agents.registry as agent_registry
 from dp_experts_env import plugins
-from dp_experts_env.evaluation import plots, reproduce
+from dp_experts_env.evaluation import plots
 from dp_experts_env.evaluation.claim_gates import audit_once, certificate_check
 from dp_experts_env.evaluation.claims import gated_points
 from dp_experts_env.evaluation.paper_claims import get_claims
@@ -208,30 +211,6 @@ def test_the_gates_audit_catches_a_false_certificate(cheat, epsilon, game, cheat
     assert not ok and "VIOLATION" in line, line
 
 
-def _rows_key(claim, sweep, run: dict) -> str:
-    """What a sweep's rows depend on: the claim, the sweep (learner and keywords) and the run."""
-    return repr((claim.name, sweep, sorted(run.items())))
-
-
-@pytest.fixture(scope="module")
-def _reference_rows():
-    """``reproduce.sweep_rows`` with a module-wide cache keyed by the claim, the sweep (its
-    learner and keywords included) and the run's arguments: the references and the control of a
-    claim are played once for all its cheats; the cheats' own sweeps never share a key."""
-    played = reproduce.sweep_rows
-    cache: dict[str, pd.DataFrame] = {}
-
-    def cached(claim, sweep, out, **run):
-        key = _rows_key(claim, sweep, run)
-        if key not in cache:
-            cache[key] = played(claim, sweep, out, **run)
-        return cache[key].copy()
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(reproduce, "sweep_rows", cached)
-        yield cache
-
-
 @pytest.fixture
 def _drawn_figures(monkeypatch):
     """Each claim's figure drawn (its curves from the rows) but not rendered to PNG: the
@@ -250,24 +229,29 @@ def _drawn_figures(monkeypatch):
 def test_the_rows_cache_shares_references_only(cheats_plugin):
     """Two cheats on one claim: the role's sweeps get different keys (a cheat never reads
     another's rows), the other sweeps the same keys (what the cache saves); another base seed
-    or the claim's own learner is another key."""
+    or the claim's own learner is another key; a claim's control in the learner's role (the
+    no-learning control runs of tests/test_reproduce.py) is the key of the cheats' control."""
     (claim,) = get_claims(["ars-threshold-collapse"], quick=True)
     roles = set(claim.roles())
     assert roles and len(roles) < len(claim.sweeps)  # a reference to share
     run = {"quick": True, "backend": "serial", "base_seed": 0}
     a, b = claim.with_learner("cheat-overspent"), claim.with_learner("cheat-uncertified")
     for sa, sb, own in zip(a.sweeps, b.sweeps, claim.sweeps, strict=True):
-        same = _rows_key(a, sa, run) == _rows_key(b, sb, run)
+        same = rows_key(a, sa, run) == rows_key(b, sb, run)
         assert same == (sa.key not in roles), sa.key
-        assert (_rows_key(claim, own, run) == _rows_key(a, sa, run)) == (sa.key not in roles)
-        assert _rows_key(a, sa, run) != _rows_key(a, sa, {**run, "base_seed": 1})
+        assert (rows_key(claim, own, run) == rows_key(a, sa, run)) == (sa.key not in roles)
+        assert rows_key(a, sa, run) != rows_key(a, sa, {**run, "base_seed": 1})
+    control = claim.with_learner(claim.control.agent, claim.control.params)
+    as_learner = claim.with_learner("uniform", dict(claim.control.params))
+    for sc, sl in zip(control.sweeps, as_learner.sweeps, strict=True):
+        assert rows_key(control, sc, run) == rows_key(as_learner, sl, run), sc.key
+        assert rows_key(control, sc, run) != rows_key(control, sc, {**run, "backend": "local"})
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("shared_sweep_rows")
 @pytest.mark.parametrize(("cheat", "name"), PAIRS, ids=[f"{c}:{n}" for c, n in PAIRS])
-def test_no_cheat_holds_a_claim_it_targets(
-    cheat, name, cheats_plugin, tmp_path, _reference_rows, _drawn_figures
-):
+def test_no_cheat_holds_a_claim_it_targets(cheat, name, cheats_plugin, tmp_path, _drawn_figures):
     """``reproduce NAME --quick --agent CHEAT`` (serial): the verdict is not ``holds``."""
     (row,) = run_claims(
         get_claims([name], quick=True), tmp_path, quick=True, backend="serial", agent=cheat

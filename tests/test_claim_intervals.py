@@ -111,6 +111,33 @@ def test_t_intervals_known_answers():
     assert math.isnan(slope_t(xs, [g - 10 for g in groups])[0])  # a mean <= 0: no fit
 
 
+def test_t_quantiles_are_scipys_t_ppf_bit_for_bit():
+    """The intervals' half-widths use ``scipy.stats.t.ppf``'s quantile, float for float (the
+    library asks ``scipy.special.stdtrit`` directly, its cost without the argument handling): a
+    mean at every integer df 1-199, slopes and excess slopes at Welch-Satterthwaite (fractional)
+    dfs. Known answer above: t(3) = 3.182446; an upper-tail level other than 97.5% would differ."""
+    from scipy.stats import t
+
+    rng = np.random.default_rng(11)
+    for n in range(2, 201):
+        mean, lo, hi, se, df = mean_t(rng.gamma(2.0, size=n))
+        q = t.ppf(0.975, df)
+        assert (lo, hi) == (mean - q * se, mean + q * se), n
+    xs = np.array([1.0, 3.0, 9.0])
+    for k in range(300):
+        sizes = rng.integers(2, 40, size=4)
+        groups = [x * rng.gamma(3.0, size=m) for x, m in zip(xs, sizes, strict=False)]
+        for value, lo, hi, se, df in (
+            slope_t(xs, groups),
+            excess_slope_t(xs, [50 + g for g in groups], rng.gamma(3.0, size=sizes[3])),
+        ):
+            if math.isnan(value):
+                continue
+            assert df != round(df), k  # a fractional df: no integer table would do
+            q = t.ppf(0.975, df)
+            assert (lo, hi) == (value - q * se, value + q * se), (k, df)
+
+
 def test_band_p_values_agree_with_the_intervals():
     """A 95% interval just inside the band is p = 0.025; the draws' version inverts the
     percentile interval; another decision is p = 1."""

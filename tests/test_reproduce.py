@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from _claim_rows import shared_sweep_rows  # noqa: F401 (a fixture)
 
 import agents
 from dp_experts_env.cli import main
@@ -562,22 +563,27 @@ def _controls():
     return out
 
 
-@pytest.fixture(scope="module")
-def control_runs(tmp_path_factory):
-    return tmp_path_factory.mktemp("controls")
-
-
 @pytest.mark.slow
+@pytest.mark.usefixtures("shared_sweep_rows")
 @pytest.mark.parametrize(("name", "agent", "params"), _controls())
-def test_a_no_learning_control_holds_no_claim(name, agent, params, control_runs):
-    """`dp-experts reproduce --agent CONTROL` (quick sizes) gives no `holds` on any claim."""
+def test_a_no_learning_control_holds_no_claim(name, agent, params, tmp_path):
+    """`dp-experts reproduce --agent CONTROL` (quick sizes) gives no `holds` on any claim.
+
+    Serial, in this process: the verdict is this test's point, not the backend (the quick
+    claims' grids are under the local backend's floor of work per process, so it plays them here
+    too; test_cli_agent_runs_a_claim_with_another_learner keeps the command's default). The
+    sweeps' rows are shared with tests/test_cheats_zoo.py (``_claim_rows``: the control in the
+    learner's role is the cheats' control; the references are the same sweeps)."""
     from dp_experts_env.evaluation.paper_claims import get_claims
 
     claims = get_claims([name], quick=True)
-    (row,) = run_claims(claims, control_runs / name, quick=True, agent=agent, agent_params=params)
+    (row,) = run_claims(
+        claims, tmp_path, quick=True, backend="serial", agent=agent, agent_params=params
+    )
     assert row["learner"] == agent
     assert row["verdict"] != "holds", row["reason"]
     assert row["control_verdict"] != "holds"
+    assert (tmp_path / "figures" / f"{name}.png").stat().st_size > 1000  # rendered to PNG
 
 
 def test_cli_agent_names_an_unknown_learner(tmp_path, capsys):

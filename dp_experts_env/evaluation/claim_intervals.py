@@ -25,9 +25,16 @@ LEVEL = 0.95
 
 
 def _t(df: float) -> float:
-    from scipy.stats import t
+    """The t quantile of :data:`LEVEL`'s upper tail at ``df`` degrees of freedom (inf if df <= 0).
 
-    return float(t.ppf(0.5 + LEVEL / 2, df)) if df > 0 else math.inf
+    ``scipy.special.stdtrit`` is what ``scipy.stats.t.ppf`` evaluates for these arguments, the
+    same float without the distribution's argument handling (about 40x its cost: the coverage
+    simulations and every claim's analysis ask for it per interval); tests/test_claim_intervals.py
+    holds the two equal.
+    """
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, 0.5 + LEVEL / 2)) if df > 0 else math.inf
 
 
 def _ws_df(variances: Sequence[float], dfs: Sequence[float]) -> float:
