@@ -20,7 +20,7 @@ import numpy as np
 # The parser lives below every command (attack/command.py reads it too).
 from dp_experts_env.assignments import parse_assignments as _parse_assignments
 
-__all__ = ["main", "build_parser", "add_noise_option", "apply_noise"]
+__all__ = ["main", "build_parser", "parser_for", "OWN_COMMANDS", "add_noise_option", "apply_noise"]
 
 #: Regrets a report can rank and draw (the pseudo-regrets where the env knows its means).
 _METRICS = (
@@ -155,8 +155,29 @@ def _add_pdf_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+#: The commands whose parsers this module builds itself. A command line that starts with one of
+#: them is parsed without the subparsers of ``reproduce`` and ``bench``, whose modules import
+#: pandas and the claims (about 0.3 s of a fresh process that ``list`` or ``audit`` never needs):
+#: the same arguments, help and errors, since the top-level usage names no command.
+OWN_COMMANDS = ("list", "run", "compare", "plot", "verify", "audit")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and documentation)."""
+    return _build_parser(every_command=True)
+
+
+def parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The parser :func:`main` uses for ``argv``: every command's, or only this module's own.
+
+    Only this module's own commands (:data:`OWN_COMMANDS`) when ``argv`` starts with one of
+    them; the whole parser otherwise (no command, top-level help, another or a mistyped command).
+    """
+    own = bool(argv) and argv[0] in OWN_COMMANDS
+    return _build_parser(every_command=not own)
+
+
+def _build_parser(*, every_command: bool) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dp-experts",
         description="Private online learning with expert advice: environments, learners, "
@@ -245,17 +266,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("results", help="results folder (compare/run) or reproduce folder")
 
-    from dp_experts_env.evaluation.reproduce import add_parser as add_reproduce_parser
+    if every_command:  # their subparsers sit between verify and audit in the help
+        from dp_experts_env.evaluation.reproduce import add_parser as add_reproduce_parser
 
-    add_reproduce_parser(sub)
+        add_reproduce_parser(sub)
 
-    from dp_experts_env.attack.command import add_parser as add_attack_parser
+        from dp_experts_env.attack.command import add_parser as add_attack_parser
 
-    add_attack_parser(sub)
+        add_attack_parser(sub)
 
-    from dp_experts_env.bench.command import add_parser as add_bench_parser
+        from dp_experts_env.bench.command import add_parser as add_bench_parser
 
-    add_bench_parser(sub)
+        add_bench_parser(sub)
 
     audit = sub.add_parser(
         "audit",
@@ -695,7 +717,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ForeignAgentsPackage as err:
         print(f"dp-experts: error: {err}", file=sys.stderr)
         return 2
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = parser_for(argv)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

@@ -10,6 +10,7 @@ tests/test_api_reference.py runs it in CI. The default folder is ``build/api`` (
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import importlib
 import inspect
@@ -76,10 +77,16 @@ class Memo:
 
 @dataclass
 class SourceMemos:
-    """The two memos of :func:`memoised_sources`: source lines per object, highlights per key."""
+    """The memos of :func:`memoised_sources`.
+
+    ``lines``: source lines per object; ``pages``: "View source" highlights per key; ``trees``:
+    syntax trees per source text; ``signatures``: highlighted signature parts per text.
+    """
 
     lines: Memo = field(default_factory=Memo)
     pages: Memo = field(default_factory=Memo)
+    trees: Memo = field(default_factory=Memo)
+    signatures: Memo = field(default_factory=Memo)
 
 
 @contextlib.contextmanager
@@ -93,15 +100,27 @@ def memoised_sources() -> Iterator[SourceMemos]:
     build), and pdoc's "View source" highlight a function of the source, the anchor prefix and
     the first line number (pdoc's formatter is otherwise fixed): memoising them changes no byte
     of the pages (``tests/test_api_reference.py``).
+
+    Two more memos of pure functions: ``ast.parse`` per text and arguments (``inspect`` parses a
+    class's whole file to find its first line, once per class, and pdoc parses each module's
+    file again; the trees are only read), and the highlight of a signature's parts per text
+    (pdoc highlights every parameter of every signature with one fixed lexer and formatter:
+    about 14,000 parts, 1,300 distinct).
     """
     import pdoc.render
     import pdoc.render_helpers
+    import pygments
 
     memos = SourceMemos()
     lines_of: dict[int, tuple[Any, list[str], int]] = {}
     pages: dict[tuple[str, str, int], Any] = {}
+    trees: dict[tuple[Any, ...], ast.AST] = {}
+    signatures: dict[str, str] = {}
     getsourcelines = inspect.getsourcelines
     highlight = pdoc.render.env.filters["highlight"]
+    parse = ast.parse
+    pygments_highlight = pygments.highlight
+    helpers = pdoc.render_helpers
 
     def cached_lines(obj: Any) -> tuple[list[str], int]:
         # Keyed by identity (equal objects may have other sources); the entry keeps the object
@@ -116,15 +135,32 @@ def memoised_sources() -> Iterator[SourceMemos]:
         key = (doc.source, doc.qualname or "L", start)
         return memos.pages(pages, key, lambda: pdoc.render_helpers.highlight.__wrapped__(doc))
 
+    def cached_parse(source: Any, *args: Any, **kwargs: Any) -> Any:
+        if not isinstance(source, str):  # bytes, an AST: left to ast
+            return parse(source, *args, **kwargs)
+        key = (source, args, tuple(sorted(kwargs.items())))
+        return memos.trees(trees, key, lambda: parse(source, *args, **kwargs))
+
+    def cached_signature_part(code: Any, lexer: Any, formatter: Any, *args: Any) -> Any:
+        if args or formatter is not helpers.signature_formatter or lexer is not helpers.lexer:
+            return pygments_highlight(code, lexer, formatter, *args)
+        return memos.signatures(
+            signatures, code, lambda: pygments_highlight(code, lexer, formatter)
+        )
+
     # Compiled templates bind their filters: none compiled with one filter serves the other.
     pdoc.render.env.cache.clear()
     inspect.getsourcelines = cached_lines  # inspect.getsource reads it too (a module global)
     pdoc.render.env.filters["highlight"] = cached_highlight
+    ast.parse = cached_parse  # inspect and pdoc call it through the module
+    pygments.highlight = cached_signature_part  # pdoc's format_signature, likewise
     try:
         yield memos
     finally:
         inspect.getsourcelines = getsourcelines
         pdoc.render.env.filters["highlight"] = highlight
+        ast.parse = parse
+        pygments.highlight = pygments_highlight
         pdoc.render.env.cache.clear()
 
 

@@ -54,6 +54,14 @@ class {cls}:
 def shared() -> int:
     """The same source and line in both modules."""
     return 2
+
+
+class {cls}Again:
+    """A second class of the file: inspect parses the file again to find it."""
+
+    def value(self, scale: float = 1.0) -> float:
+        """Doc."""
+        return scale
 '''
 
 
@@ -63,7 +71,8 @@ def test_memoised_sources_write_the_same_bytes(tmp_path, monkeypatch):
     The planted package re-exports a class (pdoc documents it on two pages: the memos answer the
     second), has two methods with one source under other qualified names and lines (their anchors
     differ: the highlight key must hold both), and two functions with one source, name and line
-    in two modules (one highlight serves both).
+    in two modules (one highlight serves both). A second class in each file makes ``inspect``
+    parse the file again (the tree memo answers), and parameters repeat (the signature memo).
     """
     pkg = tmp_path / "src" / "twin_docs_pkg"
     pkg.mkdir(parents=True)
@@ -87,6 +96,7 @@ def test_memoised_sources_write_the_same_bytes(tmp_path, monkeypatch):
                 tmp_path / "memo" / name
             ).read_bytes(), f"{name} differs with the memos"
     assert memos.lines.hits > 0 and memos.pages.hits > 0, (memos.lines, memos.pages)
+    assert memos.trees.hits > 0 and memos.signatures.hits > 0, (memos.trees, memos.signatures)
     first = (tmp_path / "memo" / "twin_docs_pkg" / "a.html").read_text()
     second = (tmp_path / "memo" / "twin_docs_pkg" / "b.html").read_text()
     assert 'id="First.value-' in first and 'id="Second.value-' in second

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import math
 import string
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # imported where a table is built: `dp-experts list` reads SUITE_VARIANTS only
+    import pandas as pd
 
 __all__ = ["WIDTH", "SUITE_VARIANTS", "terminal_table", "env_labels", "ties", "best_private"]
 
@@ -166,6 +168,8 @@ def terminal_table(frame: pd.DataFrame, table: pd.DataFrame, metric: str) -> str
             count = float(rec["restarts_mean"])
             row["restarts"] = f"{count:.1f}" if math.isfinite(count) else "-"
         rows.append(row)
+    import pandas as pd
+
     shown = pd.DataFrame(rows)
     header = [f"env {labels[e]}: {e}{_static_note(e)}" for e in envs]
     header.append(
