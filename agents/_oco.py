@@ -211,21 +211,24 @@ def ball_sample(
     # its order (the same doubles), without its array overhead per proposal.
     c_list, gap_list, mean_list = c.tolist(), gap.tolist(), mean.tolist()
     r2 = radius * radius
+    # The proposal's coordinates too: c + scale z and (r u^(1/d) z) / |z| elementwise in
+    # Python floats are numpy's elementwise doubles (one IEEE operation each, the same order).
     for _ in range(max_tries):
         if gaussian:
-            x = c + scale * gen.standard_normal(d)
-            xs = x.tolist()
+            zs = gen.standard_normal(d).tolist()
+            xs = [a + scale * b for a, b in zip(c_list, zs, strict=True)]
             if _dot_floats(xs, xs) > r2:
                 continue
             log_acc = _dot_floats([a - b for a, b in zip(xs, c_list, strict=True)], gap_list) / s2
         else:
-            z = gen.standard_normal(d)
-            zs = z.tolist()
-            x = radius * gen.random() ** (1.0 / d) * z / math.sqrt(_dot_floats(zs, zs))
-            diff = [a - b for a, b in zip(x.tolist(), mean_list, strict=True)]
+            zs = gen.standard_normal(d).tolist()
+            shrink = radius * gen.random() ** (1.0 / d)
+            norm = math.sqrt(_dot_floats(zs, zs))
+            xs = [shrink * z / norm for z in zs]
+            diff = [a - b for a, b in zip(xs, mean_list, strict=True)]
             log_acc = -(_dot_floats(diff, diff) - gap_sq) / (2 * s2)
         if math.log(gen.random() + 1e-300) < log_acc:
-            return x
+            return np.array(xs, dtype=np.float64)
     raise RuntimeError(
         f"ball sampler: no acceptance in {max_tries} proposals (mean norm "
         f"{np.linalg.norm(mean):.3g}, scale {scale:.3g}, R {radius:g})"

@@ -86,12 +86,6 @@ def _detector_noise(agent: Any, k: int, skip: int) -> tuple[np.ndarray, np.ndarr
 
 def _dyadic_arrays(agent: Any) -> dict[str, Any]:
     """The dyadic query's state and constants, and empty all-windows arrays."""
-    offsets, counts = agent._lambda_offsets, agent._col_counts
-    # the query's pruning bounds (_query): public constants of the boundary
-    min_offset = np.array([offsets[: int(m)].min() for m in counts])
-    ds_low, ds_high = float(agent._lambda_dslopes.min()), float(agent._lambda_dslopes.max())
-    if agent._lambda_slopes.min() < 0.0 or (agent._betting and ds_low <= 0.0):
-        min_offset[:] = -np.inf  # the bound needs slopes >= 0 and dslopes > 0: no pruning
     return {
         "cum_sq": agent._cum_sq,
         "snap_experts": agent._snap_experts,
@@ -110,9 +104,6 @@ def _dyadic_arrays(agent: Any) -> dict[str, Any]:
         "const": agent._const_runs,
         "query_out": agent._query_out,
         "learner": np.zeros(agent._stored),
-        "min_offset": min_offset,
-        "ds_low": ds_low,
-        "ds_high": ds_high,
         # the all-windows grid's arrays, unused (the same array types: one compiled signature)
         "prefix": np.zeros((1, 1, 1)),
         "table": np.zeros((1, 1)),
@@ -142,9 +133,6 @@ def _all_arrays(agent: Any) -> dict[str, Any]:
         "const": np.zeros(b),
         "query_out": agent._all_windows.out,  # the query's buffers, written as act writes them
         "learner": floats,
-        "min_offset": floats,
-        "ds_low": 0.0,
-        "ds_high": 0.0,
         "prefix": agent._prefix,
         # before round 1 no table yet (act makes it at round 1): the kernel asks for it
         "table": _slack_rows(agent, agent.t) if agent.t >= 1 else np.zeros((1, 1)),
@@ -228,9 +216,6 @@ def play_rounds(agent: Any, obs: Any) -> np.ndarray:
                 grid["query_out"],
                 scratch,
                 grid["learner"],
-                grid["min_offset"],
-                grid["ds_low"],
-                grid["ds_high"],
                 agent.window_grid == "all",
                 prefix,
                 table[0],
@@ -302,9 +287,6 @@ def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the test
     query_out: np.ndarray,
     scratch: np.ndarray,
     learner: np.ndarray,
-    min_offset: np.ndarray,
-    ds_low: float,
-    ds_high: float,
     all_grid: bool,
     prefix: np.ndarray,
     table: np.ndarray,
@@ -376,9 +358,6 @@ def svt_rounds(  # pragma: no cover - compiled; its Python form runs in the test
                         const[r],
                         scale,
                         learner,
-                        min_offset,
-                        ds_low,
-                        ds_high,
                     )
                 query_out[r] = query
                 if not np.isfinite(query):

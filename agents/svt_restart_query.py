@@ -62,19 +62,14 @@ def bernstein_query(
     c: float,
     scale: float,
     learner: np.ndarray,
-    min_offset: np.ndarray,
-    ds_low: float,
-    ds_high: float,
 ) -> float:
     """Run r's dyadic Bernstein/betting query (:meth:`SVTRestart._bernstein_query_dyadic`).
 
-    With ``min_offset`` finite (the block kernel) an element is skipped when an upper bound of its
-    query, from ``b >= min_offset[q] + min_k dslopes[k] d``, lies below the running maximum by far
-    more than rounding: the maximum is the same float. With ``min_offset`` all ``-inf`` nothing is
-    skipped.
+    Every non-empty (expert, column) element is evaluated: a bound that skips elements below the
+    running maximum cost more per element than the few operations it saves (most columns use one
+    or two lambdas), so neither the per-round kernel nor the block kernel prunes.
     """
     n, cols = snap_experts.shape[1], snap_experts.shape[2]
-    prune = cols > 0 and min_offset[0] > -np.inf
     best = -np.inf
     for q in range(cols):
         learner[q] = cum[r, n] - snap_learner[r, q]
@@ -85,14 +80,6 @@ def bernstein_query(
                 continue
             expert = cj - snap_experts[r, j, q]
             d = learner[q] - expert
-            if prune:
-                lb = min_offset[q]
-                if with_d:
-                    lb = lb + (ds_low * d if d >= 0.0 else ds_high * d)
-                upper = d - scale * (lb + c)
-                # 1e-9 relative: rounding moves these few operations by ~1e-15 relative
-                if upper + 1e-9 * (abs(d) + scale * (abs(lb) + abs(c)) + 1.0) < best:
-                    continue
             v = sj - snap_sq[r, j, q]
             if v < 0.0:
                 v = 0.0
@@ -125,13 +112,11 @@ def bernstein_query_kernel(  # pragma: no cover - compiled; its Python form runs
     ``out[r]`` is the largest ``d - scale (b + const[r])`` over run r's non-empty columns and the
     experts (-inf when all are empty), ``b`` as in :func:`window_bound`.
     """
-    cols = snap_experts.shape[2]
-    learner = np.empty(cols)
-    no_pruning = np.full(cols, -np.inf)
+    learner = np.empty(snap_experts.shape[2])
     for r in range(snap_experts.shape[0]):
         out[r] = bernstein_query(
             r, cum, cum_sq, snap_experts, snap_learner, snap_sq, empty, counts, offsets, slopes,
-            dslopes, with_d, const[r], scale, learner, no_pruning, 0.0, 0.0,
+            dslopes, with_d, const[r], scale, learner,
         )  # fmt: skip
 
 

@@ -6,6 +6,7 @@ rate on stationary streams is checked with a planted bug (N never accumulated) a
 the same checks must flag.
 """
 
+import hashlib
 import math
 
 import numpy as np
@@ -116,6 +117,58 @@ def _brute_queries(agent: SVTRestart, losses: np.ndarray, plays: np.ndarray) -> 
     return out
 
 
+#: :func:`_brute_queries` per digest of everything it reads: the agent's public constants, the
+#: losses and the plays. Both paths' cases of the brute-force test build the same agents on the
+#: same streams (the brute force never reads the path), so the second case reads the first's.
+_BRUTE: dict[bytes, np.ndarray] = {}
+
+
+def _brute_inputs_digest(agent: SVTRestart, losses: np.ndarray, plays: np.ndarray) -> bytes:
+    """A digest of :func:`_brute_queries`'s inputs (what it and :func:`_starts` read)."""
+    settings = (
+        agent._reg[0], agent._reg[1], agent.alpha, agent.threshold_scale, agent.window_grid,
+        agent.n_experts, agent.horizon, agent.term_beta, agent._levels,
+    )  # fmt: skip
+    digest = hashlib.blake2b(repr(settings).encode())
+    for a in (np.asarray(losses, dtype=np.float64), np.asarray(plays, dtype=np.int64)):
+        digest.update(repr(a.shape).encode())
+        digest.update(np.ascontiguousarray(a).tobytes())
+    return digest.digest()
+
+
+def _shared_brute_queries(agent: SVTRestart, losses: np.ndarray, plays: np.ndarray) -> np.ndarray:
+    """:func:`_brute_queries`, computed once per digest of its inputs (a read-only array)."""
+    key = _brute_inputs_digest(agent, losses, plays)
+    if key not in _BRUTE:
+        _BRUTE[key] = _brute_queries(agent, losses, plays)
+        _BRUTE[key].flags.writeable = False
+    return _BRUTE[key]
+
+
+def test_the_shared_brute_force_is_keyed_by_every_input():
+    """The share's control: equal inputs give the digest, a change in any one another."""
+    rng = np.random.default_rng(3)
+    losses, plays = _mixed_losses(rng, 12, 2, 3), rng.integers(0, 3, (12, 2))
+    agent = SVTRestart(3, 12, num_envs=2, seed=[0, 1], epsilon=2.0, threshold_scale=0.3)
+    key = _brute_inputs_digest(agent, losses, plays)
+    twin = SVTRestart(3, 12, num_envs=2, seed=[5, 6], epsilon=2.0, threshold_scale=0.3)
+    assert _brute_inputs_digest(twin, losses.copy(), plays.copy()) == key  # seeds are not read
+    moved = losses.copy()
+    moved[5, 1, 2] += 0.25
+    other_plays = plays.copy()
+    other_plays[7, 0] = (plays[7, 0] + 1) % 3
+    assert _brute_inputs_digest(agent, moved, plays) != key
+    assert _brute_inputs_digest(agent, losses, other_plays) != key
+    kwargs = {"epsilon": 2.0, "threshold_scale": 0.3}
+    for change in ({"epsilon": 4.0}, {"threshold_scale": 1.0}, {"window_grid": "all"}):
+        other = SVTRestart(3, 12, num_envs=2, seed=[0, 1], **{**kwargs, **change})
+        assert _brute_inputs_digest(other, losses, plays) != key, change
+    for name in ("alpha", "term_beta"):
+        other = SVTRestart(3, 12, num_envs=2, seed=[0, 1], **kwargs)
+        setattr(other, name, getattr(other, name) * 2.0)
+        assert _brute_inputs_digest(other, losses, plays) != key, name
+
+
 def _mixed_losses(rng: np.random.Generator, t_max: int, b: int, n: int) -> np.ndarray:
     """Half the entries 0/1 coins, half uniform on [0, 1] (so N takes non-integer values)."""
     coin = rng.random((t_max, b, n)) < 0.5
@@ -141,7 +194,7 @@ def test_agent_betting_query_equals_brute_force_from_raw_losses(monkeypatch, jit
         plays = rng.integers(0, n, (t_max, b))
         kw = dict(threshold_scale=ts, window_grid=window_grid, epsilon=2.0)
         got, agent = _agent_queries(SVTRestart, losses, plays, **kw)
-        want = _brute_queries(agent, losses, plays)
+        want = _shared_brute_queries(agent, losses, plays)
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=0.0, atol=1e-9, err_msg=f"ts={ts}")
         # the planted bugs move the query far beyond the tolerance
