@@ -82,8 +82,10 @@ class SB3VecEnv(VecEnv):
         self._actions = None
         dones = np.logical_or(terminated, truncated)
         infos = self._split_info(info)
-        for i in range(self.num_envs):
-            infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+        for row, cut in zip(
+            infos, _truncated_only(terminated, truncated, self.num_envs), strict=True
+        ):
+            row["TimeLimit.truncated"] = cut
         if dones.any():
             if not dones.all():
                 raise RuntimeError(
@@ -142,16 +144,47 @@ class SB3VecEnv(VecEnv):
 
     def _split_info(self, info: dict[str, Any]) -> list[dict[str, Any]]:
         """Gymnasium's dict of (B,) arrays with ``_key`` masks -> SB3's list of B dicts."""
-        out: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        b = self.num_envs
+        out: list[dict[str, Any]] = [{} for _ in range(b)]
         for key, values in info.items():
             if key.startswith("_"):
                 continue
             mask = info.get(f"_{key}")
             arr = np.asarray(values)
-            for i in range(self.num_envs):
+            if _whole_row(arr, mask, b):
+                # Every run's value at once: ``tolist`` gives each element's ``item()``.
+                for row, value in zip(out, arr.tolist(), strict=True):
+                    row[key] = value
+                continue
+            for i in range(b):
                 if mask is None or mask[i]:
                     out[i][key] = arr[i].item() if arr[i].ndim == 0 else arr[i]
         return out
+
+
+#: dtype kinds whose elements ``tolist`` turns into the Python scalars ``item()`` gives.
+_SCALAR_KINDS = frozenset("biufc")
+
+
+def _whole_row(arr: np.ndarray, mask: Any, b: int) -> bool:
+    """True when an info value is B numeric scalars, all present (no ``_key`` mask off)."""
+    if arr.ndim != 1 or arr.shape[0] != b or arr.dtype.kind not in _SCALAR_KINDS:
+        return False
+    if mask is None:
+        return True
+    return bool(
+        type(mask) is np.ndarray and mask.dtype == np.bool_ and mask.shape == (b,) and mask.all()
+    )
+
+
+def _truncated_only(terminated: Any, truncated: Any, b: int) -> list[bool]:
+    """Per run: truncated and not terminated (SB3's ``TimeLimit.truncated``)."""
+    if all(
+        type(x) is np.ndarray and x.dtype == np.bool_ and x.shape == (b,)
+        for x in (terminated, truncated)
+    ):
+        return (truncated & ~terminated).tolist()
+    return [bool(truncated[i] and not terminated[i]) for i in range(b)]
 
 
 def _row(obs: Any, i: int) -> Any:

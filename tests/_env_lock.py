@@ -267,6 +267,11 @@ def _drawer(space: gym.Space, rng: np.random.Generator, batch: int | None) -> Ca
     """The seeded action draws of an episode: each call is one :func:`_actions` call's draw."""
     shape = () if batch is None else (batch,)
     if isinstance(space, gym.spaces.Discrete):
+        if batch is None:
+            # The 0-d array ``integers(n, size=())`` gives, from the scalar draw: the same value
+            # and stream (one bounded draw either way), a fifth of the cost (no size handling).
+            integers, n = rng.integers, space.n
+            return lambda: np.asarray(integers(n))
         return partial(rng.integers, space.n, size=shape)
     lo, hi = space.low.reshape(-1)[0], space.high.reshape(-1)[0]
     size, dtype = shape + (space.shape[-1],), space.dtype

@@ -132,6 +132,11 @@ def test_play_block_checks_like_act(name):
         agent.play_block(_losses(agent.num_envs, agent.n_experts, 0)[:2])
 
 
+#: pytest plug-ins the lock files never use, not loaded in their subprocesses (hypothesis's
+#: imports hypothesis, ~0.3 s a process); blocking one that is not installed is a no-op.
+NO_UNUSED_PLUGINS = ("-p", "no:hypothesispytest", "-p", "no:benchmark")
+
+
 @pytest.mark.slow
 def test_the_locks_hold_on_the_numpy_path():
     """The learner and env locks' numpy half in a process with the JIT switched off from its
@@ -155,6 +160,7 @@ def test_the_locks_hold_on_the_numpy_path():
             "not compiled and not recording_is_shared",
             "-p",
             "no:cacheprovider",
+            *NO_UNUSED_PLUGINS,
             *tests,
         ],
         cwd=ROOT,

@@ -127,3 +127,72 @@ def test_bandit_agents_evaluate_on_the_adapter_with_dict_observations():
     agent = agents.make("exp4", env=venv, seed=0)
     rewards, lengths = evaluate_policy(agent, venv, n_eval_episodes=3, return_episode_rewards=True)
     assert lengths == [H] * 3 and all(-H <= r <= 0 for r in rewards)
+
+
+def _split_one_by_one(info, b):
+    """The adapter's split as first written: each run's value read alone (the reference)."""
+    out = [{} for _ in range(b)]
+    for key, values in info.items():
+        if key.startswith("_"):
+            continue
+        mask = info.get(f"_{key}")
+        arr = np.asarray(values)
+        for i in range(b):
+            if mask is None or mask[i]:
+                out[i][key] = arr[i].item() if arr[i].ndim == 0 else arr[i]
+    return out
+
+
+def test_split_info_reads_whole_rows_as_each_run_alone():
+    """The split reads a numeric (B,) value with ``tolist`` at once: the same Python scalars,
+    type and bits, as each run's ``item()`` (-0.0, NaN, float32, ints past 2^53, bools,
+    complex); partly masked keys, a list mask, (B, N) rows and strings keep the run by run
+    path. Mutant: a split writing every scalar as ``float`` is caught (types differ)."""
+    from dp_experts_env import sb3
+
+    b = 3
+    venv = make_sb3_vec_env("DPExperts-Shift-v0", num_envs=b, horizon=H)
+    nan_payload = np.array([0x7FF8000000000123], dtype=np.int64).view(np.float64)[0]
+    info = {
+        "f8": np.array([-0.0, nan_payload, 1e-310]),
+        "f4": np.array([0.1, -2.5, np.inf], dtype=np.float32),
+        "i8": np.array([2**53 + 1, -(2**62), 0]),
+        "u1": np.array([0, 255, 7], dtype=np.uint8),
+        "flag": np.array([True, False, True]),
+        "z": np.array([1 + 2j, -0.0j, 3j]),
+        "list": [1.5, 2.5, 3.5],
+        "masked": np.array([1.0, 2.0, 3.0]),
+        "_masked": np.array([True, False, True]),
+        "by_list": np.array([4, 5, 6]),
+        "_by_list": [True, True, False],
+        "rows": np.arange(6.0).reshape(b, 2),
+        "names": np.array(["a", "bb", "c"]),
+        "all_on": np.array([7.0, 8.0, 9.0]),
+        "_all_on": np.ones(b, dtype=bool),
+    }
+    got, want = venv._split_info(info), _split_one_by_one(info, b)
+    assert [sorted(r) for r in got] == [sorted(r) for r in want]
+    for run_got, run_want in zip(got, want, strict=True):
+        for key, value in run_want.items():
+            mine = run_got[key]
+            assert type(mine) is type(value), (key, type(mine), type(value))
+            if isinstance(value, np.ndarray):
+                assert mine.tobytes() == value.tobytes() and mine.dtype == value.dtype
+            elif isinstance(value, (float, complex)):
+                assert np.array(mine).tobytes() == np.array(value).tobytes(), key
+            else:
+                assert mine == value, key
+    assert sb3._truncated_only(np.array([True, False, True]), np.array([True, True, False]), b) == [
+        False,
+        True,
+        False,
+    ]
+    assert sb3._truncated_only([False, True, False], [True, True, True], b) == [True, False, True]
+
+    def as_floats(info):  # the mutant: every scalar a float
+        return [{k: float(v) for k, v in run.items()} for run in _split_one_by_one(info, b)]
+
+    plain = {k: info[k] for k in ("i8", "flag")}
+    assert [{k: type(v) for k, v in r.items()} for r in venv._split_info(plain)] != [
+        {k: type(v) for k, v in r.items()} for r in as_floats(plain)
+    ]
