@@ -126,3 +126,5 @@ def test_shared_resamples_give_each_statistics_interval_bit_for_bit():
     assert tuple(moved) != _bootstrap_before([x], "mean", 2000, 0)[1:]
     with pytest.raises(ValueError, match="statistic"):
         stratified_bootstrap_cis([x], ("mean", "mode"))
+    with pytest.raises(TypeError, match="statistics must be a sequence"):
+        stratified_bootstrap_cis([x], "mean")

@@ -147,6 +147,8 @@ def stratified_bootstrap_cis(
     same arguments, bit for bit: the resamples are drawn once and read by every statistic.
     """
     confidence, n_boot = _check_boot(confidence, n_boot)
+    if isinstance(statistics, str):
+        raise TypeError(f"statistics must be a sequence of names, got the string {statistics!r}")
     fns = {statistic: _check_statistic(statistic) for statistic in statistics}
     arrays = _groups(groups)
     pooled = np.concatenate(arrays)
