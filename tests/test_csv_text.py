@@ -168,3 +168,24 @@ def test_a_frame_is_written_in_chunks_with_pandas_writing_the_chunks_it_must(mon
     fh = io.StringIO()
     write_frame(frame, fh, header=False)
     assert fh.getvalue() == real(frame, index=False, header=False)
+
+
+def test_a_column_of_strings_only_is_quoted_per_stretch_and_other_objects_go_to_pandas():
+    """The strings-only branch of ``_string_fields`` (one text per stretch) against the csv
+    module's field per value; a string subclass or a number among them is left to pandas."""
+    words = ["a", "a,b", 'q"', "a", "a", "two\nlines", "", "", "a,b", "x"] * 30
+    values = np.array(words, dtype=object)
+    reference = [csv_mod._quoted(w) for w in words]
+    assert csv_mod._string_fields(values) == reference
+    assert csv_mod._string_fields(np.array(["only"] * 5, dtype=object)) == ["only"] * 5
+    assert csv_mod._string_fields(np.array([np.str_("a"), "a"], dtype=object)) is None
+    assert csv_mod._string_fields(np.array(["a", 1.5], dtype=object)) is None
+    assert csv_mod._string_fields(np.array(["a", None, np.nan], dtype=object)) == ["a", "", ""]
+    frame = pd.DataFrame({"s": values, "t": np.arange(len(words), dtype=np.int64)})
+    assert csv_text(frame) == frame.to_csv(index=False)
+    for seed in range(4):  # stretches of the edge strings, every one present
+        g = np.random.default_rng(seed)
+        edge = [t for t in EDGE_STRINGS if isinstance(t, str)]
+        picked = np.repeat(np.array(edge, dtype=object)[g.integers(0, len(edge), 120)], 3)
+        frame = pd.DataFrame({"s": picked, "u": pd.array(picked.tolist(), dtype="str")})
+        assert csv_text(frame) == frame.to_csv(index=False), seed

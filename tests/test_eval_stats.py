@@ -8,6 +8,7 @@ from dp_experts_env.evaluation.stats import (
     fit_loglog_slope,
     iqm,
     stratified_bootstrap_ci,
+    stratified_bootstrap_cis,
 )
 
 
@@ -77,3 +78,53 @@ def test_loglog_slope_recovers_known_slope():
     assert fit_loglog_slope(t, noisy)[0] == pytest.approx(1 / 3, abs=0.02)
     with pytest.raises(ValueError, match="positive"):
         fit_loglog_slope([1, 2], [0.0, 1.0])
+
+
+def _bootstrap_before(groups, statistic, n_boot, seed, confidence=0.95):
+    """stratified_bootstrap_ci as written before the resamples were shared (the reference)."""
+    from dp_experts_env.evaluation.stats import AGGREGATES, _rowwise
+
+    arrays = [np.asarray(g, dtype=np.float64).ravel() for g in groups]
+    estimate = AGGREGATES[statistic](np.concatenate(arrays))
+    rng = np.random.default_rng(seed)
+    resampled = [a[rng.integers(0, a.size, size=(n_boot, a.size))] for a in arrays]
+    boots = _rowwise(statistic, np.concatenate(resampled, axis=1))
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(boots, [tail, 1.0 - tail], axis=0)
+    return float(estimate), float(low), float(high)
+
+
+def test_shared_resamples_give_each_statistics_interval_bit_for_bit():
+    """stratified_bootstrap_cis (what summary.csv and aggregate.csv read) draws the resamples
+    once for all statistics; each triple equals the old one-statistic computation exactly."""
+    rng = np.random.default_rng(5)
+    cases = [
+        [rng.normal(size=1303)],  # one task (summary.csv: a learner's seeds on one env)
+        [rng.normal(size=7)],
+        [rng.exponential(size=10), rng.normal(size=3), np.arange(6.0)],  # stratified
+        [np.round(rng.normal(size=40), 1)],  # ties
+    ]
+    names = ("mean", "iqm", "median")
+    for groups in cases:
+        for seed, n_boot in ((0, 2000), (11, 301)):
+            got = stratified_bootstrap_cis(groups, names, n_boot=n_boot, seed=seed)
+            assert list(got) == list(names)
+            for name in names:
+                want = _bootstrap_before(groups, name, n_boot, seed)
+                assert got[name] == want, (name, len(groups), seed)
+                assert stratified_bootstrap_ci(groups, name, n_boot=n_boot, seed=seed) == want
+            if len(groups) == 1:
+                assert bootstrap_ci(groups[0], "iqm", n_boot=n_boot, seed=seed) == got["iqm"]
+    # Control: a second statistic read from the generator's continued stream (resamples drawn
+    # again, not shared) gives other intervals, which the comparison above would catch.
+    rng = np.random.default_rng(0)
+    x = cases[0][0]
+    rng.integers(0, x.size, size=(2000, x.size))
+    moved = np.quantile(
+        x[rng.integers(0, x.size, size=(2000, x.size))].mean(axis=1), [0.025, 0.975]
+    )
+    assert tuple(moved) != _bootstrap_before([x], "mean", 2000, 0)[1:]
+    with pytest.raises(ValueError, match="statistic"):
+        stratified_bootstrap_cis([x], ("mean", "mode"))
+    with pytest.raises(TypeError, match="statistics must be a sequence"):
+        stratified_bootstrap_cis([x], "mean")

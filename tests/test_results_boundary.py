@@ -416,3 +416,37 @@ def test_reproduce_replaces_a_symlinked_claim_figure_and_refuses_a_symlinked_fol
     with pytest.raises(UnsafeResultsFolder):
         run_claims([claim], other)
     assert sorted(p.name for p in outside.parent.iterdir()) == [".bashrc"]
+
+
+def test_read_plain_reads_every_byte_on_the_descriptor(tmp_path, monkeypatch):
+    """read_plain reads the whole file with os.read (no buffered file object): empty, small,
+    larger than one read, and a file that grew after its size was taken (a stale fstat size);
+    a FIFO is refused without hanging, a link is refused, and the descriptor is closed."""
+    from dp_experts_env.evaluation import safe_files
+
+    sizes = {"empty": b"", "small": b"x\n" * 10, "big": os.urandom(300_000)}
+    for name, data in sizes.items():
+        (tmp_path / name).write_bytes(data)
+        assert safe_files.read_plain(tmp_path / name) == data, name
+    real_fstat = os.fstat
+
+    def stale(fd: int) -> os.stat_result:  # the size before the file grew
+        info = list(real_fstat(fd))
+        info[6] = 5
+        return os.stat_result(info)
+
+    monkeypatch.setattr(safe_files.os, "fstat", stale)
+    assert safe_files.read_plain(tmp_path / "big") == sizes["big"]
+    monkeypatch.setattr(safe_files.os, "fstat", real_fstat)
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(UnsafeResultsFolder, match="not a regular file"):
+        safe_files.read_plain(tmp_path / "fifo")
+    (tmp_path / "link").symlink_to(tmp_path / "small")
+    with pytest.raises(UnsafeResultsFolder, match="symbolic link"):
+        safe_files.read_plain(tmp_path / "link")
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(50):
+        safe_files.read_plain(tmp_path / "small")
+        with pytest.raises(UnsafeResultsFolder):
+            safe_files.read_plain(tmp_path / "fifo")
+    assert len(os.listdir("/proc/self/fd")) == before

@@ -78,9 +78,15 @@ def _int_fields(values: np.ndarray) -> list[str]:
 
 def _string_fields(values: np.ndarray) -> list[str] | None:
     """Fields of a column of strings and missing values (NaN, None: empty); None otherwise."""
+    items = values.tolist()
+    if items and set(map(type, items)) == {str}:  # strings only: one quote per stretch
+        starts = _starts(values)
+        firsts = [items[i] for i in starts.tolist()]
+        memo = {text: _quoted(text) for text in set(firsts)}
+        return _spread([memo[text] for text in firsts], starts, len(items))
     memo: dict[str, str] = {}
     out: list[str] = []
-    for value in values.tolist():
+    for value in items:
         if type(value) is str:
             text = memo.get(value)
             if text is None:

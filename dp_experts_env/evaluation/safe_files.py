@@ -105,10 +105,17 @@ def read_plain(path: str | Path) -> bytes:
                 "out of it (remove the link)"
             ) from err
         raise
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+    # Read on the descriptor itself (no buffered file object: half the CPU of a small run file).
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise UnsafeResultsFolder(f"{Path(path)} is not a regular file")
-        return fh.read()
+        chunks = [os.read(fd, info.st_size + 1)]  # the whole file, unless it grew meanwhile
+        while chunks[-1]:  # to the end, as a buffered read() goes
+            chunks.append(os.read(fd, max(info.st_size, 1 << 16)))
+        return chunks[0] if len(chunks) == 2 else b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _umask() -> int:

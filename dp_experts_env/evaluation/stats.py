@@ -20,6 +20,7 @@ __all__ = [
     "aggregate",
     "bootstrap_ci",
     "stratified_bootstrap_ci",
+    "stratified_bootstrap_cis",
     "probability_of_improvement",
     "probability_of_improvement_ci",
     "performance_profile",
@@ -127,15 +128,39 @@ def stratified_bootstrap_ci(
     Returns:
         (estimate, lower, upper).
     """
+    return stratified_bootstrap_cis(
+        groups, (statistic,), confidence=confidence, n_boot=n_boot, seed=seed
+    )[statistic]
+
+
+def stratified_bootstrap_cis(
+    groups: Sequence[Sequence[float] | np.ndarray] | np.ndarray,
+    statistics: Sequence[str],
+    *,
+    confidence: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> dict[str, tuple[float, float, float]]:
+    """:func:`stratified_bootstrap_ci` of several statistics from one set of resamples.
+
+    Each statistic's triple is the one :func:`stratified_bootstrap_ci` returns for it with the
+    same arguments, bit for bit: the resamples are drawn once and read by every statistic.
+    """
     confidence, n_boot = _check_boot(confidence, n_boot)
-    fn = _check_statistic(statistic)
+    if isinstance(statistics, str):
+        raise TypeError(f"statistics must be a sequence of names, got the string {statistics!r}")
+    fns = {statistic: _check_statistic(statistic) for statistic in statistics}
     arrays = _groups(groups)
-    estimate = fn(np.concatenate(arrays))
+    pooled = np.concatenate(arrays)
     rng = np.random.default_rng(seed)
     resampled = [a[rng.integers(0, a.size, size=(n_boot, a.size))] for a in arrays]
-    boots = _rowwise(statistic, np.concatenate(resampled, axis=1))
-    lower, upper = _percentile_interval(boots, confidence)
-    return float(estimate), float(lower), float(upper)
+    # One task: its resample matrix is already the pooled one (no copy of n_boot x runs).
+    matrix = resampled[0] if len(resampled) == 1 else np.concatenate(resampled, axis=1)
+    out = {}
+    for statistic, fn in fns.items():
+        lower, upper = _percentile_interval(_rowwise(statistic, matrix), confidence)
+        out[statistic] = (float(fn(pooled)), float(lower), float(upper))
+    return out
 
 
 def bootstrap_ci(
@@ -307,12 +332,10 @@ def aggregate_scores(
     """
     records = []
     for (agent, eps), groups in scores.items():
-        i, i_lo, i_hi = stratified_bootstrap_ci(
-            groups, "iqm", confidence=confidence, n_boot=n_boot, seed=seed
+        cis = stratified_bootstrap_cis(
+            groups, ("iqm", "mean"), confidence=confidence, n_boot=n_boot, seed=seed
         )
-        m, m_lo, m_hi = stratified_bootstrap_ci(
-            groups, "mean", confidence=confidence, n_boot=n_boot, seed=seed
-        )
+        (i, i_lo, i_hi), (m, m_lo, m_hi) = cis["iqm"], cis["mean"]
         records.append(
             {
                 "agent": agent,

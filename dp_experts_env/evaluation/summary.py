@@ -15,9 +15,9 @@ import pandas as pd
 
 from dp_experts_env.evaluation.stats import (
     aggregate_scores,
-    bootstrap_ci,
     iqm,
     normalized_scores,
+    stratified_bootstrap_cis,
 )
 
 __all__ = ["final_rows", "summarize", "aggregate_table"]
@@ -64,8 +64,11 @@ def summarize(
     records = []
     for (env, agent, eps), group in final.groupby(["env", "agent", "epsilon"], dropna=False):
         values = group[metric].to_numpy()
-        est, lo, hi = bootstrap_ci(values, "mean", confidence=confidence, n_boot=n_boot)
-        _, iqm_lo, iqm_hi = bootstrap_ci(values, "iqm", confidence=confidence, n_boot=n_boot)
+        # One set of resamples for both intervals: each is bootstrap_ci's, bit for bit.
+        cis = stratified_bootstrap_cis(
+            [values], ("mean", "iqm"), confidence=confidence, n_boot=n_boot
+        )
+        (est, lo, hi), (_, iqm_lo, iqm_hi) = cis["mean"], cis["iqm"]
         ref = base.reindex(pd.MultiIndex.from_arrays([group["env"], group["seed"]]))
         ref = ref.to_numpy()
         with np.errstate(divide="ignore", invalid="ignore"):
