@@ -42,6 +42,7 @@ EXPECTED = {
     "bandit_baseline": {"rows", "reference", "targets", "machine"},
     "bandit_separation": {"rows", "env", "env_params", "seeds", "machine"},
     "calibration": {"learners", "horizon", "runs", "machine"},
+    "streams": {"rows", "stream", "machine"},
     "strongest_baselines": {"comparisons", "horizon", "runs", "machine"},
     "seeds_stand": {"rows", "horizon", "runs", "machine"},
     "svt_release_audit": {"rows", "selection_runs", "test_runs", "machine"},
@@ -82,6 +83,9 @@ ROW_KEYS = {
     "learner_costs": {"learner", "env", "ns/run-round", "x default"},
     "regret_table": {"B", "S", "N", "numpy_ns_per_entry", "kernel_ns_per_entry",
                      "block_ns_per_entry"},
+    "streams": {"B", "W", "build_us_per_run_generators", "build_us_per_run_array",
+                "refill_ns_per_double_generators", "refill_ns_per_double_array",
+                "build_speedup", "refill_speedup", "identical"},
 }  # fmt: skip
 
 
@@ -180,6 +184,9 @@ def test_script_smoke(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     for row in data.get("rows", []):
         assert ROW_KEYS[name] <= set(row)
         assert all(v > 0 for k, v in row.items() if k.endswith("_per_s") or k.startswith("rounds"))
+    if name == "streams":
+        assert all(row["identical"] for row in data["rows"])
+        assert bool(data["rows"]) == ("skipped" not in data)
     if name == "memory":
         assert data["episode"]["peak_rss_mb"] > 0 and data["svt"]["seconds"] > 0
         assert all(row["peak_rss_mb"] > 0 for row in data["bandit"])
