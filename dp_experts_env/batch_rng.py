@@ -207,7 +207,7 @@ def fill_rows(streams: np.ndarray | list[np.random.Generator], out: np.ndarray, 
         start: the first column to fill, 0 <= start <= W.
 
     Raises:
-        TypeError: ``out`` is not a float64 array.
+        TypeError: ``out`` is not a float64 array, or ``start`` not an integer.
         ValueError: ``out`` is not C-contiguous and two-dimensional, its row count is not the
             streams', or ``start`` is outside [0, W].
     """
@@ -217,7 +217,9 @@ def fill_rows(streams: np.ndarray | list[np.random.Generator], out: np.ndarray, 
         raise ValueError(f"out must be a C-contiguous 2-D array, got shape {out.shape}")
     if len(streams) != out.shape[0]:
         raise ValueError(f"out must have one row per stream ({len(streams)}), got {out.shape[0]}")
-    if isinstance(start, bool) or not 0 <= int(start) <= out.shape[1]:
+    if isinstance(start, bool) or not isinstance(start, (int, np.integer)):
+        raise TypeError(f"start must be an integer, got {type(start).__name__}")
+    if not 0 <= start <= out.shape[1]:
         raise ValueError(f"start must be in [0, {out.shape[1]}], got {start!r}")
     if isinstance(streams, np.ndarray):
         if streams.dtype != np.uint64 or streams.shape != (out.shape[0], 4):

@@ -28,11 +28,14 @@ from dp_experts_env.evaluation import reproduce
 
 #: key -> the rows ``reproduce.sweep_rows`` returned for it (never handed out: copies are).
 SHARED: dict[str, pd.DataFrame] = {}
+#: every class a key names, kept alive: a collected class's id could be reused by a new one.
+_KEYED_CLASSES: dict[int, type] = {}
 
 
 def rows_key(claim: Any, sweep: Any, run: dict[str, Any]) -> str:
     """Everything a sweep's rows depend on (module docstring), as one string."""
     cls = agents.spec(sweep.agent).cls
+    _KEYED_CLASSES.setdefault(id(cls), cls)
     learner = (f"{cls.__module__}.{cls.__qualname__}", id(cls))
     return repr((claim.name, sweep, sorted(run.items()), learner, _jit.jit_enabled()))
 

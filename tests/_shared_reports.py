@@ -4,9 +4,10 @@
 function of the learner's registered class, the checks asked for and the path the learners play
 (compiled or numpy): its report is computed once per session for each of these and shared.
 Tests that read a shared report only read it (a report is never changed). A test whose point is a
-fresh computation calls ``check_agent`` itself. A cache hit does not consult the compiled/numpy
-path, so the numpy-path pass's watch (tests/_path_split.py) would not see it: only slow tests
-(never in that pass) read these reports.
+fresh computation calls ``check_agent`` itself. A cache hit consults the path only to build its
+key (one ``jit_enabled`` call), not the play the report came from, so the numpy-path pass's watch
+(tests/_path_split.py) would not see that play: only slow tests (never in that pass) read these
+reports.
 """
 
 from __future__ import annotations

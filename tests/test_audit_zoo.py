@@ -606,6 +606,8 @@ def test_zoo_verdicts_are_pinned(name):
     assert rep.violation == caught, rep.summary()
     if name in ZOO_TEST_RUNS:  # the premise of its run count (ZOO_TEST_RUNS)
         assert rep.chosen.view == "releases" and "eta=100" in rep.chosen.scenario.label
+        assert "N=16, T=64" in rep.chosen.scenario.label, rep.chosen.scenario.label
+        assert "> 2.46094" in rep.result.event, rep.summary()  # the event the argument counts
     if name in FOREIGN:
         # Only the provenance check sees these: the statistical test passes them.
         assert rep.foreign_noise and rep.result.passed, rep.summary()

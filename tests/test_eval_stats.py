@@ -128,3 +128,7 @@ def test_shared_resamples_give_each_statistics_interval_bit_for_bit():
         stratified_bootstrap_cis([x], ("mean", "mode"))
     with pytest.raises(TypeError, match="statistics must be a sequence"):
         stratified_bootstrap_cis([x], "mean")
+    with pytest.raises(TypeError, match="statistics must be a sequence"):
+        stratified_bootstrap_cis([x], 5)
+    with pytest.raises(ValueError, match="statistics must name at least one"):
+        stratified_bootstrap_cis([x], ())

@@ -24,6 +24,7 @@ LAYERS = (
         (
             "dp_experts_env._validation",
             "dp_experts_env.batch_rng",
+            "dp_experts_env._pcg64",
         "dp_experts_env.samplers",
             "dp_experts_env.fixed_order",
             "dp_experts_env.kinds",

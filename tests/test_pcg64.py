@@ -171,7 +171,10 @@ def test_numpy_path_block_keeps_the_generators(monkeypatch) -> None:
         ({"out": np.empty(15)}, ValueError),
         ({"start": -2}, ValueError),
         ({"start": 6}, ValueError),
-        ({"start": True}, ValueError),
+        ({"start": True}, TypeError),
+        ({"start": 1.5}, TypeError),
+        ({"start": "1"}, TypeError),
+        ({"start": None}, TypeError),
     ],
 )
 @pytest.mark.parametrize("form", ["array", "generators"])

@@ -8,7 +8,7 @@ docs/statistics.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -147,8 +147,11 @@ def stratified_bootstrap_cis(
     same arguments, bit for bit: the resamples are drawn once and read by every statistic.
     """
     confidence, n_boot = _check_boot(confidence, n_boot)
-    if isinstance(statistics, str):
-        raise TypeError(f"statistics must be a sequence of names, got the string {statistics!r}")
+    if isinstance(statistics, str) or not isinstance(statistics, Iterable):
+        raise TypeError(f"statistics must be a sequence of names, got {statistics!r}")
+    statistics = list(statistics)
+    if not statistics:
+        raise ValueError("statistics must name at least one statistic, got none")
     fns = {statistic: _check_statistic(statistic) for statistic in statistics}
     arrays = _groups(groups)
     pooled = np.concatenate(arrays)
