@@ -296,19 +296,7 @@ def kernel(func: F) -> F:
     def call(*args: Any) -> Any:
         if not jit_enabled():
             return func(*args)
-        if not compiled:
-            _compile_helpers(func)
-            compiled.append(_compile(func))
-        return compiled[0](*args)
-
-    def resolve() -> Callable[..., Any]:
-        """What a call would run now: for a caller that calls a kernel every round."""
-        if not jit_enabled():
-            return func
-        if not compiled:
-            _compile_helpers(func)
-            compiled.append(_compile(func))
-        return compiled[0]
+        return (compiled[0] if compiled else compiled_form())(*args)
 
     def compiled_form() -> Callable[..., Any]:
         """The compiled form, compiled now if needed, without a path decision (jit_active)."""
@@ -316,6 +304,10 @@ def kernel(func: F) -> F:
             _compile_helpers(func)
             compiled.append(_compile(func))
         return compiled[0]
+
+    def resolve() -> Callable[..., Any]:
+        """What a call would run now: for a caller that calls a kernel every round."""
+        return compiled_form() if jit_enabled() else func
 
     call.py_func = func  # type: ignore[attr-defined]
     call.resolve = resolve  # type: ignore[attr-defined]

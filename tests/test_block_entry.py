@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -137,14 +138,7 @@ def test_a_subclass_overriding_a_hook_plays_its_own_act(compiled, monkeypatch, n
     env = _env(spec.feedback)
     assert block_entry(_built(name, env), method) is not None  # the parent keeps its path
     assert block_entry(_built(name, env, sub), method) is None
-    calls = []
-    original = getattr(spec.cls, method)
-
-    def spy(self, *args, **kw):
-        calls.append(1)
-        return original(self, *args, **kw)
-
-    monkeypatch.setattr(spec.cls, method, spy)
+    calls, _ = _spy_on(monkeypatch, spec.cls, method)
     played = _episode_regret(_built(name, env, sub), env)
     assert not calls  # the parent's block path never ran for the subclass
     assert played.tobytes() == _rollout_regret(_built(name, env, sub), env).tobytes()
@@ -153,6 +147,19 @@ def test_a_subclass_overriding_a_hook_plays_its_own_act(compiled, monkeypatch, n
     with _checkable(sub, spec) as target:
         report = check_agent(target, checks=["paths"])
     assert report.skipped["paths"].startswith(f"inherited {method} not played (overridden: _")
+
+
+def _spy_on(monkeypatch, cls: type, method: str) -> tuple[list[int], Any]:
+    """Count the calls of ``cls.method`` (for the test's duration); returns (calls, original)."""
+    calls: list[int] = []
+    original = getattr(cls, method)
+
+    def spy(self, *args, **kw):
+        calls.append(1)
+        return original(self, *args, **kw)
+
+    monkeypatch.setattr(cls, method, spy)
+    return calls, original
 
 
 @contextlib.contextmanager
@@ -180,14 +187,7 @@ def test_a_subclass_overriding_init_only_keeps_the_block_path(compiled, monkeypa
     method = _block_name(spec.cls)
     env = _env(spec.feedback)
     assert block_overrides(sub, method) == ()
-    calls = []
-    original = getattr(spec.cls, method)
-
-    def spy(self, *args, **kw):
-        calls.append(1)
-        return original(self, *args, **kw)
-
-    monkeypatch.setattr(spec.cls, method, spy)
+    calls, original = _spy_on(monkeypatch, spec.cls, method)
     played = _episode_regret(_built(name, env, sub), env)
     assert calls
     monkeypatch.setattr(spec.cls, method, original)

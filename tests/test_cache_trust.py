@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _public_cache import fresh_public_cache
 
 from agents import _public_cache as cache
 from agents import meta_expert_tuning
@@ -29,19 +30,8 @@ ARGS = (10, 1000, 1.0, 1e-6)
 @pytest.fixture
 def disk(monkeypatch, tmp_path):
     """A fresh cache folder and signing key under tmp_path; memos and warnings forgotten."""
-    monkeypatch.setenv("DP_EXPERTS_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("DP_EXPERTS_CACHE_KEY", str(tmp_path / "keys" / "cache.key"))
-
-    def forget():
-        cache._secret.cache_clear()
-        cache._WARNED.clear()
-        lazy_hedge_parameters.cache_clear()
-        dartboard_parameters.cache_clear()
-        meta_expert_tuning.public_tables.cache_clear()
-
-    forget()
-    yield tmp_path / "cache"
-    forget()
+    memos = [lazy_hedge_parameters, dartboard_parameters, meta_expert_tuning.public_tables]
+    yield from fresh_public_cache(monkeypatch, tmp_path, memos)
 
 
 def _entry(folder, kind="calibration"):

@@ -16,6 +16,7 @@ import json
 import warnings
 
 import pytest
+from _public_cache import fresh_public_cache
 
 from agents import _public_cache as cache
 from agents import p_comw
@@ -34,17 +35,7 @@ def _uncached(t, d, eps, delta):
 @pytest.fixture
 def disk(monkeypatch, tmp_path):
     """A fresh cache folder and signing key under tmp_path; memos and warnings forgotten."""
-    monkeypatch.setenv("DP_EXPERTS_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("DP_EXPERTS_CACHE_KEY", str(tmp_path / "keys" / "cache.key"))
-
-    def forget():
-        cache._secret.cache_clear()
-        cache._WARNED.clear()
-        pcomw_calibration.cache_clear()
-
-    forget()
-    yield tmp_path / "cache"
-    forget()
+    yield from fresh_public_cache(monkeypatch, tmp_path, [pcomw_calibration])
 
 
 def _entries(folder):
